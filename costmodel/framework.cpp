@@ -1,0 +1,95 @@
+#include "costmodel/framework.hpp"
+
+namespace meshplan {
+
+const char* to_string(MemoryCategory category) {
+  switch (category) {
+    case MemoryCategory::kWeights:
+      return "weights";
+    case MemoryCategory::kGradients:
+      return "gradients";
+    case MemoryCategory::kOptimizer:
+      return "optimizer";
+    case MemoryCategory::kActivations:
+      return "activations";
+    case MemoryCategory::kLogits:
+      return "logits";
+    case MemoryCategory::kCommBuffers:
+      return "comm buffers";
+    case MemoryCategory::kRuntimeOverhead:
+      return "runtime overhead";
+  }
+  return "?";
+}
+
+double FrameworkConvention::bytes_per_param() const {
+  double sum = 0;
+  for (const StateComponent& c : state) sum += c.bytes_per_param;
+  return sum;
+}
+
+namespace {
+
+using C = MemoryCategory;
+using D = StateDtype;
+
+std::vector<FrameworkConvention> make_conventions() {
+  const StateComponent master{"fp32 master weights", C::kOptimizer, D::kFp32, 4};
+  const StateComponent adam_m{"Adam m (momentum)", C::kOptimizer, D::kFp32, 4};
+  const StateComponent adam_v{"Adam v (variance)", C::kOptimizer, D::kFp32, 4};
+  const StateComponent half_weights{"weights", C::kWeights, D::kHalf, 2};
+  const StateComponent half_grads{"gradients", C::kGradients, D::kHalf, 2};
+  const StateComponent fp32_weights{"weights (fp32)", C::kWeights, D::kFp32, 4};
+  const StateComponent fp32_grads{"gradients (fp32)", C::kGradients, D::kFp32, 4};
+
+  std::vector<FrameworkConvention> all;
+  all.push_back({"textbook",
+                 "mixed precision + Adam: half weights and grads, fp32 master, m, v",
+                 "Rajbhandari et al. 2020 (ZeRO), sec. 3.1: 2 + 2 + 12 = 16 bytes/param",
+                 {half_weights, half_grads, master, adam_m, adam_v},
+                 2, 4, true});
+  all.push_back({"megatron",
+                 "Megatron-LM: half weights, fp32 main-grad buffer, fp32 master, m, v",
+                 "Megatron-LM megatron/training/theoretical_memory_usage.py: 18 bytes/param, "
+                 "6 + 12/(dp*cp) with --use-distributed-optimizer",
+                 {half_weights, fp32_grads, master, adam_m, adam_v},
+                 2, 4, true});
+  all.push_back({"deepspeed",
+                 "DeepSpeed ZeRO: half weights and grads, fp32 master, fp32 grad partition, m, v",
+                 "DeepSpeed estimate_zero2_model_states_mem_needs: 2P + 18P/N (ZeRO-2), "
+                 "stage_1_and_2.py keeps an fp32 gradient partition for the optimizer",
+                 {half_weights, half_grads, master,
+                  {"fp32 gradient partition", C::kOptimizer, D::kFp32, 4}, adam_m, adam_v},
+                 2, 4, false});
+  all.push_back({"fsdp",
+                 "PyTorch FSDP2 / torchtitan: fp32 sharded params and grads, m, v; bf16 "
+                 "compute copies gathered per layer",
+                 "torchtitan MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32) over "
+                 "fp32 sharded parameters; torch.optim.AdamW keeps exp_avg and exp_avg_sq",
+                 {fp32_weights, fp32_grads, adam_m, adam_v},
+                 2, 4, true});
+  all.push_back({"hf",
+                 "Hugging Face Transformers + Trainer: fp32 weights and grads, m, v; eager "
+                 "attention softmax in fp32",
+                 "transformers modeling_llama.py eager_attention_forward (softmax in float32); "
+                 "Trainer with bf16/fp16 autocast keeps fp32 parameters",
+                 {fp32_weights, fp32_grads, adam_m, adam_v},
+                 4, 4, false});
+  return all;
+}
+
+}  // namespace
+
+const std::vector<FrameworkConvention>& framework_conventions() {
+  static const std::vector<FrameworkConvention> all = make_conventions();
+  return all;
+}
+
+std::optional<FrameworkConvention> find_framework(std::string_view name) {
+  for (const FrameworkConvention& f : framework_conventions()) {
+    if (f.name == name) return f;
+  }
+  return std::nullopt;
+}
+
+}  // namespace meshplan

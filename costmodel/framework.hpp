@@ -1,0 +1,72 @@
+// Framework conventions: what each training framework keeps in memory per parameter, and a few
+// choices that change activation memory. These differ between frameworks and are a named
+// setting, never hidden constants (../shared/DESIGN.md, "Framework conventions").
+//
+// Bytes per parameter, unsharded (sources in each convention's `source`):
+//   textbook  half weights 2 + half grads 2 + fp32 master 4 + Adam m 4 + v 4        = 16
+//   megatron  half weights 2 + fp32 grad buffer 4 + master 4 + m 4 + v 4            = 18
+//   deepspeed half weights 2 + half grads 2 + master 4 + fp32 grad partition 4
+//             + m 4 + v 4                                                           = 20
+//   fsdp      fp32 sharded params 4 + fp32 grads 4 + m 4 + v 4 (bf16 compute copies
+//             are gathered per layer, not stored)                                   = 16
+//   hf        fp32 weights 4 + fp32 grads 4 + m 4 + v 4 (autocast)                  = 16
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace meshplan {
+
+/// The categories of the memory ledger (../shared/DESIGN.md, "Memory ledger").
+enum class MemoryCategory {
+  kWeights,
+  kGradients,
+  kOptimizer,
+  kActivations,
+  kLogits,
+  kCommBuffers,
+  kRuntimeOverhead
+};
+
+/// "weights", "gradients", "optimizer", "activations", "logits", "comm buffers",
+/// "runtime overhead".
+const char* to_string(MemoryCategory category);
+
+/// Storage dtype of a per-parameter component: the training precision's 2-byte type, or fp32.
+enum class StateDtype { kHalf, kFp32 };
+
+/// One per-parameter component of the training state (e.g. "Adam m", fp32, 4 bytes/param).
+struct StateComponent {
+  std::string name;
+  MemoryCategory category = MemoryCategory::kWeights;  ///< weights, gradients or optimizer
+  StateDtype dtype = StateDtype::kHalf;
+  double bytes_per_param = 0;  ///< bytes
+};
+
+/// A framework's memory conventions.
+struct FrameworkConvention {
+  std::string name;         ///< "textbook", "megatron", "deepspeed", "fsdp", "hf"
+  std::string description;  ///< one line
+  std::string source;       ///< where the numbers come from
+  std::vector<StateComponent> state;  ///< training state per parameter, unsharded
+  /// Bytes per element of the eager-attention softmax output kept for backward: 2 when the
+  /// framework fuses scale-mask-softmax in 16 bits (Megatron), 4 when it upcasts to fp32
+  /// (HF Transformers' eager attention: `softmax(..., dtype=torch.float32)`).
+  double eager_softmax_bytes = 2;
+  /// Bytes per element of the logits the cross-entropy keeps for backward (fp32: 4).
+  double logits_bytes = 4;
+  /// ZeRO / the distributed optimizer shard over dp x cp (Megatron, torchtitan) rather than dp.
+  bool shard_over_cp = true;
+
+  double bytes_per_param() const;  ///< sum of `state`, bytes
+};
+
+/// The conventions meshplan knows, default ("textbook") first.
+const std::vector<FrameworkConvention>& framework_conventions();
+
+/// The convention named `name`, or nullopt (the caller reports the error with the known names).
+std::optional<FrameworkConvention> find_framework(std::string_view name);
+
+}  // namespace meshplan

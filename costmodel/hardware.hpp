@@ -1,0 +1,49 @@
+// GPUs and clusters as the cost model sees them. Loaded from configs/gpus and configs/clusters
+// (planner/), each number with its source there.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "costmodel/precision.hpp"
+
+namespace meshplan {
+
+/// Dense (not 2:4-sparse) tensor-core peaks in FLOP/s; nullopt where the GPU has no such unit.
+struct PeakFlops {
+  std::optional<double> fp32, tf32, bf16, fp16, fp8;
+};
+
+/// One GPU model.
+struct GpuSpec {
+  std::string name;
+  std::string description;
+  double memory_bytes = 0;                ///< capacity as nvidia-smi reports it, bytes
+  double hbm_bandwidth_bytes_per_s = 0;   ///< datasheet, decimal bytes/s
+  PeakFlops peak_flops_per_s;
+  bool flash_attention = true;            ///< FlashAttention-2 kernels exist (not on V100)
+  double cuda_context_bytes = 0;          ///< CUDA context + library workspaces, bytes
+  double allocator_fragmentation_fraction = 0;  ///< extra share held by the caching allocator
+};
+
+/// Dense peak for the GEMMs of training at `precision`: fp8 where the GPU has FP8 units (else
+/// bf16), bf16 for bf16, fp16 for fp16; nullopt when the GPU has none of them (e.g. bf16 on V100).
+std::optional<double> training_peak_flops(const GpuSpec& gpu, Precision precision);
+
+/// A cluster: nodes of `gpus_per_node` GPUs in NVLink domains of `nvlink_domain_size`, joined by
+/// a scale-out network of `nics_per_node` NICs per node.
+struct ClusterSpec {
+  std::string name;
+  std::string description;
+  GpuSpec gpu;
+  std::int64_t gpus_per_node = 0;
+  std::int64_t nvlink_domain_size = 0;
+  std::string intra_node_link;                        ///< "NVLink4", "PCIe5", ...
+  double intra_node_bandwidth_bytes_per_s_per_gpu = 0;  ///< one direction, per GPU
+  std::string scale_out_fabric;                       ///< "infiniband", "roce", "ethernet"
+  std::int64_t nics_per_node = 0;
+  double nic_bandwidth_bytes_per_s = 0;               ///< line rate per NIC, one direction
+};
+
+}  // namespace meshplan

@@ -1,0 +1,55 @@
+// The architecture of a decoder-only transformer language model, as the cost model sees it.
+// Covers GPT-2/3 and Megatron GPT (LayerNorm, GeLU MLP, learned positions, biases, dropout) and
+// Llama/Mistral/Qwen2 (RMSNorm, SwiGLU MLP, RoPE, grouped-query attention, optional QKV bias).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace meshplan {
+
+/// MLP type: `gelu` is any non-gated two-matrix MLP (h -> f -> h); `swiglu` is the gated
+/// three-matrix MLP of Shazeer 2020 (gate and up h -> f, down f -> h).
+enum class FfnType { kGelu, kSwiglu };
+
+/// Normalization: LayerNorm has a weight and a bias (2h parameters), RMSNorm a weight only (h).
+enum class NormType { kLayerNorm, kRmsNorm };
+
+/// Position encoding: `learned` adds a max_position_embeddings x h table; rope and alibi add
+/// no parameters.
+enum class PositionEmbedding { kLearned, kRope, kAlibi };
+
+/// A decoder-only transformer. All sizes are element counts (not bytes).
+/// Invariants (checked by the loaders in planner/, which name the bad field): every size > 0,
+/// num_attention_heads % num_kv_heads == 0.
+struct ModelSpec {
+  std::string name;
+  std::int64_t num_layers = 0;           ///< L
+  std::int64_t hidden_size = 0;          ///< h
+  std::int64_t num_attention_heads = 0;  ///< a
+  std::int64_t num_kv_heads = 0;         ///< key/value heads (a for MHA, fewer for GQA)
+  std::int64_t head_dim = 0;             ///< d, usually h / a
+  std::int64_t ffn_hidden_size = 0;      ///< f
+  FfnType ffn_type = FfnType::kGelu;
+  NormType norm_type = NormType::kLayerNorm;
+  std::int64_t vocab_size = 0;           ///< tokenizer vocabulary, unpadded
+  std::int64_t vocab_pad_multiple = 1;   ///< embedding rows are padded to a multiple of this
+  PositionEmbedding position_embedding = PositionEmbedding::kRope;
+  std::int64_t max_position_embeddings = 0;
+  bool tied_embeddings = false;  ///< the LM head reuses the input embedding matrix
+  bool linear_bias = false;      ///< every linear layer has a bias (GPT)
+  bool qkv_bias = false;         ///< only the QKV projection has a bias (Qwen2)
+  bool dropout = false;          ///< hidden and attention dropout on during training
+  std::int64_t seq_length = 0;   ///< default training sequence length, tokens
+};
+
+/// Embedding rows after padding: vocab_size rounded up to a multiple of vocab_pad_multiple.
+/// Megatron-LM pads to 128 x tp (`--make-vocab-size-divisible-by`); HF models use 1.
+std::int64_t padded_vocab_size(const ModelSpec& model);
+
+/// Readable names of the enums, as they appear in the JSON presets.
+const char* to_string(FfnType type);
+const char* to_string(NormType type);
+const char* to_string(PositionEmbedding type);
+
+}  // namespace meshplan

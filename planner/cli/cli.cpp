@@ -1,0 +1,65 @@
+#include "planner/cli/cli.hpp"
+
+#include <exception>
+#include <map>
+#include <memory>
+
+#include "planner/cli/commands.hpp"
+#include "planner/config/input_error.hpp"
+
+#ifndef MESHPLAN_VERSION
+#error "MESHPLAN_VERSION must be defined by the build"
+#endif
+
+namespace meshplan {
+
+int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  CLI::App app{
+      "meshplan: plan how to split a large model across GPUs (DP x TP x PP x CP), whether it fits "
+      "in memory and how fast it trains.\nSizes: GB = 1e9 bytes, GiB = 2^30 bytes.",
+      "meshplan"};
+  app.set_version_flag("--version", std::string("meshplan ") + MESHPLAN_VERSION);
+  app.require_subcommand(1);
+
+  std::map<const CLI::App*, CommandAction> actions;
+  auto add = [&](CommandAction (*adder)(CLI::App&)) {
+    const std::size_t before = app.get_subcommands({}).size();
+    CommandAction action = adder(app);
+    actions[app.get_subcommands({}).at(before)] = std::move(action);
+  };
+  add(add_ledger_command);
+  add(add_presets_command);
+
+  std::vector<std::string> storage = args;
+  storage.insert(storage.begin(), "meshplan");
+  std::vector<char*> argv;
+  for (std::string& s : storage) argv.push_back(s.data());
+
+  try {
+    app.parse(static_cast<int>(argv.size()), argv.data());
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e, out, err);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e, out, err);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e, out, err);
+  } catch (const CLI::ParseError& e) {
+    err << "meshplan: error: " << e.what() << "\nRun with --help for the flags and their units.\n";
+    return kInputErrorExitCode;
+  }
+
+  try {
+    for (const auto& [sub, action] : actions) {
+      if (sub->parsed()) action(out);
+    }
+    return 0;
+  } catch (const InputError& e) {
+    err << "meshplan: error: " << e.what() << "\n";
+    return kInputErrorExitCode;
+  } catch (const std::exception& e) {
+    err << "meshplan: internal error: " << e.what() << " (this is a bug; please report it)\n";
+    return 1;
+  }
+}
+
+}  // namespace meshplan

@@ -1,0 +1,21 @@
+// Registration of the subcommands. Each command file adds its options to `app` and returns the
+// action to run when that subcommand was chosen; the action writes to `out` and throws
+// InputError for bad input.
+#pragma once
+
+#include <functional>
+#include <ostream>
+
+#include <CLI/CLI.hpp>
+
+namespace meshplan {
+
+using CommandAction = std::function<void(std::ostream& out)>;
+
+/// `meshplan ledger`: the memory ledger and time to train (ledger_command.cpp).
+CommandAction add_ledger_command(CLI::App& app);
+
+/// `meshplan presets [models|gpus|clusters]` (presets_command.cpp).
+CommandAction add_presets_command(CLI::App& app);
+
+}  // namespace meshplan

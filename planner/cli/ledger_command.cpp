@@ -1,0 +1,225 @@
+// `meshplan ledger`: the hand calculation every large-model run starts with. Static memory of
+// training (weights, gradients, optimizer states) under a framework convention, whether it fits
+// on one GPU, the training compute (6ND and the exact count) and the time to train.
+#include <memory>
+#include <optional>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "costmodel/flops.hpp"
+#include "costmodel/framework.hpp"
+#include "costmodel/param_count.hpp"
+#include "costmodel/static_memory.hpp"
+#include "costmodel/training_time.hpp"
+#include "costmodel/units.hpp"
+#include "planner/cli/commands.hpp"
+#include "planner/cli/options.hpp"
+#include "planner/config/input_error.hpp"
+#include "planner/config/loaders.hpp"
+#include "planner/report/format.hpp"
+
+namespace meshplan {
+
+namespace {
+
+/// Chinchilla's compute-optimal ratio (Hoffmann et al. 2022, Table 3): about 20 tokens per
+/// parameter; the default of --tokens.
+constexpr double kChinchillaTokensPerParam = 20.0;
+
+struct LedgerOptions {
+  std::string model;
+  double params = 0;
+  std::string gpu = "h100-sxm";
+  std::string framework = "textbook";
+  std::string precision = "bf16";
+  double tokens = 0;
+  std::int64_t gpus = 1;
+  double mfu = 0.5;
+  std::int64_t seq = 0;
+  bool json = false;
+};
+
+struct LedgerResult {
+  std::optional<ModelSpec> model;
+  std::optional<ParamCount> counts;
+  double params = 0;
+  GpuSpec gpu;
+  FrameworkConvention framework;
+  Precision precision = Precision::kBf16;
+  StaticMemory memory;
+  bool fits = false;
+  double tokens = 0;
+  bool tokens_defaulted = false;
+  double training_flops = 0;  ///< 6ND
+  std::optional<FlopsPerToken> exact;
+  std::int64_t seq = 0;
+  double peak_flops_per_s = 0;
+  TrainingTime time;
+};
+
+LedgerResult compute(const LedgerOptions& o) {
+  LedgerResult r;
+  if (!o.model.empty()) {
+    r.model = load_model(o.model);
+    r.counts = count_params(*r.model);
+    r.params = static_cast<double>(r.counts->total);
+  } else {
+    r.params = o.params;
+  }
+  r.gpu = load_gpu(o.gpu);
+  r.framework = require_framework(o.framework);
+  r.precision = require_precision(o.precision);
+  r.memory = static_memory(r.params, r.framework, r.precision);
+  r.fits = r.memory.total_bytes <= r.gpu.memory_bytes;
+
+  r.tokens_defaulted = o.tokens <= 0;
+  r.tokens = r.tokens_defaulted ? kChinchillaTokensPerParam * r.params : o.tokens;
+  r.training_flops = six_nd_flops(r.params, r.tokens);
+  if (r.model) {
+    r.seq = o.seq > 0 ? o.seq : r.model->seq_length;
+    r.exact = exact_flops_per_token(*r.model, r.seq);
+  }
+  r.peak_flops_per_s = require_peak_flops(r.gpu, r.precision);
+  r.time = time_to_train(r.training_flops, o.gpus, r.peak_flops_per_s, o.mfu);
+  return r;
+}
+
+std::string render_text(const LedgerOptions& o, const LedgerResult& r) {
+  std::ostringstream s;
+  if (r.model) {
+    s << "Model " << r.model->name << ": " << with_commas(r.counts->total) << " parameters ("
+      << r.model->num_layers << " layers, h " << r.model->hidden_size << ", "
+      << r.model->num_attention_heads << " heads, " << r.model->num_kv_heads << " kv heads, "
+      << to_string(r.model->ffn_type) << " ffn " << r.model->ffn_hidden_size << ", vocab "
+      << r.model->vocab_size << ")\n";
+    s << "  embedding " << with_commas(r.counts->embedding) << ", layers "
+      << with_commas(r.counts->layers) << " (" << with_commas(r.counts->per_layer.total())
+      << " each), LM head " << with_commas(r.counts->lm_head)
+      << (r.model->tied_embeddings ? " (tied)" : "") << "\n\n";
+  } else {
+    s << "Model: " << scientific(r.params) << " parameters\n\n";
+  }
+  s << "Static memory of training, framework \"" << r.framework.name << "\" ("
+    << r.framework.description << "), unsharded:\n";
+  Table t({"component", "precision", "bytes/param", "GB"}, {true, true, false, false});
+  for (const StaticMemoryRow& row : r.memory.rows) {
+    t.add_row({row.component, row.dtype, fixed(row.bytes_per_param, 0), fixed(row.bytes / kGB, 1)});
+  }
+  t.add_rule();
+  t.add_row({"total", "", fixed(r.memory.bytes_per_param, 0), fixed(r.memory.total_bytes / kGB, 1)});
+  s << t.render();
+  s << "  = weights " << gb(r.memory.weights_bytes) << " + gradients " << gb(r.memory.gradients_bytes)
+    << " + optimizer states " << gb(r.memory.optimizer_bytes) << "\n\n";
+  s << "fits on one " << r.gpu.name << "? " << (r.fits ? "yes" : "no") << ": needs "
+    << gb(r.memory.total_bytes) << " (" << gib(r.memory.total_bytes) << "), has "
+    << gib(r.gpu.memory_bytes) << " (weights, gradients and optimizer states only; "
+    << "activations come on top)\n\n";
+
+  s << "Compute: 6ND = 6 x " << scientific(r.params) << " params x " << scientific(r.tokens)
+    << " tokens = " << scientific(r.training_flops) << " FLOP"
+    << (r.tokens_defaulted ? "  (tokens: 20 per parameter, Chinchilla-optimal; set --tokens)" : "")
+    << "\n";
+  if (r.exact) {
+    const double exact_total = r.exact->training * r.tokens;
+    s << "  exact count at seq " << r.seq << " (attention non-causal, LM head included): "
+      << scientific(r.exact->training) << " FLOP/token = " << scientific(exact_total)
+      << " FLOP (" << fixed(exact_total / r.training_flops, 3) << " x 6ND)\n";
+  }
+  s << "Time to train on " << o.gpus << " x " << r.gpu.name << " at " << fixed(o.mfu * 100, 0)
+    << "% MFU (" << fixed(r.peak_flops_per_s / kTera, 1) << " TFLOP/s dense "
+    << to_string(r.precision) << "): " << duration(r.time.seconds) << " ("
+    << scientific(r.time.seconds) << " s), " << scientific(r.time.gpu_hours) << " GPU-hours\n";
+  return s.str();
+}
+
+std::string render_json(const LedgerOptions& o, const LedgerResult& r) {
+  nlohmann::json j;
+  j["params"] = r.params;
+  if (r.model) {
+    j["model"] = r.model->name;
+    j["param_counts"] = {{"embedding", r.counts->embedding},
+                         {"position_embedding", r.counts->position_embedding},
+                         {"per_layer", r.counts->per_layer.total()},
+                         {"layers", r.counts->layers},
+                         {"final_norm", r.counts->final_norm},
+                         {"lm_head", r.counts->lm_head}};
+  }
+  j["framework"] = r.framework.name;
+  j["precision"] = to_string(r.precision);
+  j["bytes_per_param"] = r.memory.bytes_per_param;
+  nlohmann::json rows = nlohmann::json::array();
+  for (const StaticMemoryRow& row : r.memory.rows) {
+    rows.push_back({{"component", row.component},
+                    {"category", to_string(row.category)},
+                    {"dtype", row.dtype},
+                    {"bytes_per_param", row.bytes_per_param},
+                    {"bytes", row.bytes}});
+  }
+  j["static_ledger"] = rows;
+  j["weights_bytes"] = r.memory.weights_bytes;
+  j["gradients_bytes"] = r.memory.gradients_bytes;
+  j["optimizer_bytes"] = r.memory.optimizer_bytes;
+  j["static_bytes"] = r.memory.total_bytes;
+  j["gpu"] = r.gpu.name;
+  j["gpu_memory_bytes"] = r.gpu.memory_bytes;
+  j["fits"] = r.fits;
+  j["tokens"] = r.tokens;
+  j["training_flops"] = r.training_flops;
+  if (r.exact) {
+    j["seq"] = r.seq;
+    j["training_flops_per_token_exact"] = r.exact->training;
+    j["training_flops_exact"] = r.exact->training * r.tokens;
+  }
+  j["gpus"] = o.gpus;
+  j["mfu"] = o.mfu;
+  j["peak_flops_per_s"] = r.peak_flops_per_s;
+  j["time_to_train_s"] = r.time.seconds;
+  j["time_to_train_days"] = r.time.days;
+  j["gpu_hours"] = r.time.gpu_hours;
+  return j.dump(2) + "\n";
+}
+
+}  // namespace
+
+CommandAction add_ledger_command(CLI::App& app) {
+  auto o = std::make_shared<LedgerOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "ledger",
+      "Memory ledger of training: static memory (weights, gradients, optimizer states) under a "
+      "framework convention, whether it fits on one GPU, compute (6ND, exact) and time to train.");
+  auto* model = cmd->add_option("--model", o->model,
+                                "Model: a preset name (meshplan presets models), a meshplan-model/1 "
+                                "JSON file or a Hugging Face config.json");
+  auto* params = cmd->add_option("--params", o->params,
+                                 "Parameter count instead of a model, e.g. 7e9 (static memory and "
+                                 "6ND only)")
+                     ->check(CLI::PositiveNumber);
+  model->excludes(params);
+  params->excludes(model);
+  cmd->add_option("--gpu", o->gpu, "GPU: a preset name (meshplan presets gpus) or a JSON file")
+      ->capture_default_str();
+  add_framework_option(*cmd, o->framework);
+  add_precision_option(*cmd, o->precision);
+  cmd->add_option("--tokens", o->tokens,
+                  "Training tokens D [tokens] (default: 20 x parameters, Chinchilla-optimal)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--gpus", o->gpus, "GPUs to train on, for the time to train [count]")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  add_mfu_option(*cmd, o->mfu);
+  cmd->add_option("--seq", o->seq,
+                  "Sequence length for the exact FLOP count [tokens] (default: the model's)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--json", o->json, "Print JSON (keys carry their units) instead of tables");
+
+  return [o](std::ostream& out) {
+    if (o->model.empty() && !(o->params > 0)) {
+      throw InputError("ledger: give --model NAME|FILE or --params N (e.g. --params 7e9)");
+    }
+    const LedgerResult r = compute(*o);
+    out << (o->json ? render_json(*o, r) : render_text(*o, r));
+  };
+}
+
+}  // namespace meshplan

@@ -1,0 +1,80 @@
+// `meshplan presets [models|gpus|clusters]`: the shipped presets with their key numbers.
+#include <memory>
+#include <sstream>
+
+#include "costmodel/param_count.hpp"
+#include "costmodel/units.hpp"
+#include "planner/cli/commands.hpp"
+#include "planner/config/loaders.hpp"
+#include "planner/config/presets.hpp"
+#include "planner/report/format.hpp"
+
+namespace meshplan {
+
+namespace {
+
+std::string tflops(const std::optional<double>& peak) {
+  return peak ? fixed(*peak / kTera, 1) : "-";
+}
+
+std::string models_table() {
+  Table t({"model", "params", "layers", "hidden", "heads", "kv heads", "ffn", "vocab", "seq"},
+          {true, false, false, false, false, false, true, false, false});
+  for (const std::string& name : preset_names(PresetKind::kModel)) {
+    const ModelSpec m = load_model(name);
+    t.add_row({name, fixed(static_cast<double>(count_params(m).total) / 1e9, 2) + "B",
+               std::to_string(m.num_layers), std::to_string(m.hidden_size),
+               std::to_string(m.num_attention_heads), std::to_string(m.num_kv_heads),
+               std::string(to_string(m.ffn_type)) + " " + std::to_string(m.ffn_hidden_size),
+               std::to_string(m.vocab_size), std::to_string(m.seq_length)});
+  }
+  return "Models (params in billions):\n" + t.render();
+}
+
+std::string gpus_table() {
+  Table t({"gpu", "memory GiB", "HBM TB/s", "bf16 TFLOP/s", "fp16", "fp8", "flash attn"},
+          {true, false, false, false, false, false, false});
+  for (const std::string& name : preset_names(PresetKind::kGpu)) {
+    const GpuSpec g = load_gpu(name);
+    t.add_row({name, fixed(g.memory_bytes / kGiB, 1), fixed(g.hbm_bandwidth_bytes_per_s / kTera, 2),
+               tflops(g.peak_flops_per_s.bf16), tflops(g.peak_flops_per_s.fp16),
+               tflops(g.peak_flops_per_s.fp8), g.flash_attention ? "yes" : "no"});
+  }
+  return "GPUs (dense peaks; TB/s = 1e12 bytes/s):\n" + t.render();
+}
+
+std::string clusters_table() {
+  Table t({"cluster", "gpu", "gpus/node", "NVLink domain", "intra-node", "GB/s/GPU", "scale-out"},
+          {true, true, false, false, true, false, true});
+  for (const std::string& name : preset_names(PresetKind::kCluster)) {
+    const ClusterSpec c = load_cluster(name);
+    t.add_row({name, c.gpu.name, std::to_string(c.gpus_per_node),
+               std::to_string(c.nvlink_domain_size), c.intra_node_link,
+               fixed(c.intra_node_bandwidth_bytes_per_s_per_gpu / kGB, 0),
+               std::to_string(c.nics_per_node) + " x " +
+                   fixed(c.nic_bandwidth_bytes_per_s * 8 / kGB, 0) + " Gb/s " +
+                   c.scale_out_fabric});
+  }
+  return "Clusters (bandwidth one direction, GB = 1e9 bytes):\n" + t.render();
+}
+
+}  // namespace
+
+CommandAction add_presets_command(CLI::App& app) {
+  auto kind = std::make_shared<std::string>();
+  CLI::App* cmd = app.add_subcommand(
+      "presets", "List the shipped presets (configs/) with their key numbers");
+  cmd->add_option("kind", *kind, "models | gpus | clusters (default: all three)")
+      ->check(CLI::IsMember({"models", "gpus", "clusters"}));
+  return [kind](std::ostream& out) {
+    std::string text;
+    if (kind->empty() || *kind == "models") text += models_table();
+    if (kind->empty() || *kind == "gpus") text += (text.empty() ? "" : "\n") + gpus_table();
+    if (kind->empty() || *kind == "clusters") {
+      text += (text.empty() ? "" : "\n") + clusters_table();
+    }
+    out << text;
+  };
+}
+
+}  // namespace meshplan

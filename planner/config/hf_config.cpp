@@ -1,0 +1,139 @@
+#include "planner/config/hf_config.hpp"
+
+#include <filesystem>
+
+#include "planner/config/closest_names.hpp"
+#include "planner/config/input_error.hpp"
+#include "planner/config/json_reader.hpp"
+
+namespace meshplan {
+
+namespace {
+
+const std::vector<std::string> kLlamaLike = {"llama", "mistral", "qwen2"};
+const std::vector<std::string> kSupported = {"llama", "mistral", "qwen2", "gpt2"};
+
+/// Reads HF config keys, which may come under one of several names and may be absent with a
+/// documented default. Unlike StrictObject, unknown keys are fine: HF configs carry many.
+class HfReader {
+ public:
+  HfReader(const nlohmann::json& config, std::string file)
+      : config_(config), file_(std::move(file)) {}
+
+  [[noreturn]] void fail(const std::string& key, const std::string& message) const {
+    throw InputError(file_ + ": $." + key + ": " + message);
+  }
+
+  /// The first present, non-null key of `names`, as a positive integer.
+  std::optional<std::int64_t> positive_int(std::initializer_list<const char*> names) const {
+    for (const char* key : names) {
+      if (!config_.contains(key) || config_.at(key).is_null()) continue;
+      const nlohmann::json& v = config_.at(key);
+      if (!v.is_number_integer() || v.get<std::int64_t>() <= 0) {
+        fail(key, "must be a positive integer, got " + describe_json(v));
+      }
+      return v.get<std::int64_t>();
+    }
+    return std::nullopt;
+  }
+
+  std::int64_t required_int(std::initializer_list<const char*> names) const {
+    if (auto v = positive_int(names)) return *v;
+    fail(*names.begin(), "missing; expected a positive integer (Hugging Face config key \"" +
+                             std::string(*names.begin()) + "\")");
+  }
+
+  bool boolean(const char* key, bool class_default) const {
+    if (!config_.contains(key) || config_.at(key).is_null()) return class_default;
+    const nlohmann::json& v = config_.at(key);
+    if (!v.is_boolean()) fail(key, "must be true or false, got " + describe_json(v));
+    return v.get<bool>();
+  }
+
+  /// Any of `keys` present with a value > 0.
+  bool any_positive(std::initializer_list<const char*> keys) const {
+    for (const char* key : keys) {
+      if (!config_.contains(key) || config_.at(key).is_null()) continue;
+      const nlohmann::json& v = config_.at(key);
+      if (!v.is_number()) fail(key, "must be a number, got " + describe_json(v));
+      if (v.get<double>() > 0) return true;
+    }
+    return false;
+  }
+
+  std::string string(const char* key) const {
+    if (!config_.contains(key)) {
+      fail(key, "missing; expected the architecture name, one of " + quoted_list(kSupported));
+    }
+    const nlohmann::json& v = config_.at(key);
+    if (!v.is_string()) fail(key, "must be a string, got " + describe_json(v));
+    return v.get<std::string>();
+  }
+
+ private:
+  const nlohmann::json& config_;
+  std::string file_;
+};
+
+}  // namespace
+
+ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& file) {
+  if (!config.is_object()) {
+    throw InputError(file + ": $: must be a JSON object, got " + describe_json(config));
+  }
+  const HfReader r(config, file);
+  const std::string type = r.string("model_type");
+  const bool gpt2 = type == "gpt2";
+  bool llama_like = false;
+  for (const std::string& t : kLlamaLike) llama_like = llama_like || t == type;
+  if (!gpt2 && !llama_like) {
+    r.fail("model_type", "\"" + type + "\" is not supported; expected one of " +
+                             quoted_list(kSupported) +
+                             " (or write a meshplan-model/1 file, see configs/README.md)");
+  }
+
+  ModelSpec m;
+  m.name = std::filesystem::path(file).parent_path().filename().string();
+  if (m.name.empty()) m.name = std::filesystem::path(file).stem().string();
+  m.hidden_size = r.required_int({gpt2 ? "n_embd" : "hidden_size", "hidden_size"});
+  m.num_layers = r.required_int({gpt2 ? "n_layer" : "num_hidden_layers", "num_hidden_layers"});
+  m.num_attention_heads =
+      r.required_int({gpt2 ? "n_head" : "num_attention_heads", "num_attention_heads"});
+  // LlamaConfig: num_key_value_heads defaults to num_attention_heads (multi-head attention).
+  m.num_kv_heads = r.positive_int({"num_key_value_heads"}).value_or(m.num_attention_heads);
+  m.head_dim = r.positive_int({"head_dim"}).value_or(m.hidden_size / m.num_attention_heads);
+  m.vocab_size = r.required_int({"vocab_size"});
+  m.vocab_pad_multiple = 1;
+  m.max_position_embeddings =
+      r.required_int({gpt2 ? "n_positions" : "max_position_embeddings", "max_position_embeddings"});
+  m.seq_length = m.max_position_embeddings;
+
+  if (gpt2) {
+    // GPT2Config: n_inner null means 4 x n_embd; tie_word_embeddings defaults to true.
+    m.ffn_hidden_size = r.positive_int({"n_inner"}).value_or(4 * m.hidden_size);
+    m.ffn_type = FfnType::kGelu;
+    m.norm_type = NormType::kLayerNorm;
+    m.position_embedding = PositionEmbedding::kLearned;
+    m.tied_embeddings = r.boolean("tie_word_embeddings", true);
+    m.linear_bias = true;
+    m.dropout = r.any_positive({"resid_pdrop", "attn_pdrop", "embd_pdrop"});
+  } else {
+    m.ffn_hidden_size = r.required_int({"intermediate_size"});
+    m.ffn_type = FfnType::kSwiglu;
+    m.norm_type = NormType::kRmsNorm;
+    m.position_embedding = PositionEmbedding::kRope;
+    // LlamaConfig, MistralConfig and Qwen2Config default tie_word_embeddings to false.
+    m.tied_embeddings = r.boolean("tie_word_embeddings", false);
+    m.linear_bias = r.boolean("attention_bias", false) && r.boolean("mlp_bias", false);
+    m.qkv_bias = type == "qwen2" || r.boolean("attention_bias", false);
+    m.dropout = r.any_positive({"attention_dropout", "hidden_dropout"});
+  }
+  if (m.num_attention_heads % m.num_kv_heads != 0) {
+    r.fail("num_key_value_heads", "must divide num_attention_heads (" +
+                                      std::to_string(m.num_attention_heads) + "), got " +
+                                      std::to_string(m.num_kv_heads));
+  }
+  return m;
+}
+
+}  // namespace meshplan

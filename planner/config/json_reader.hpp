@@ -1,0 +1,59 @@
+// Strict reading of JSON objects: every key is expected, typed and range-checked, unknown keys
+// are errors (a typo is never silently ignored), and each error names the file and the field's
+// JSON path. Follows Calculon's exact-key-set check and nlohmann/json's JSON_DIAGNOSTICS paths.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace meshplan {
+
+/// Reads and parses `path`. Throws InputError "<path>: cannot be read" or
+/// "<path>: not valid JSON at line L, column C: <parser message>".
+nlohmann::json load_json_file(const std::string& path);
+
+/// A strict view of one JSON object at `path` (e.g. "$.peak_flops_per_s") in `file` whose keys
+/// must be exactly `keys` (Calculon's exact-key-set check). All accessors throw InputError
+/// naming `file` and the key's path.
+class StrictObject {
+ public:
+  /// Throws InputError when `value` is not an object or has a key outside `keys` (naming the
+  /// closest allowed key: a typo is never silently ignored). Missing keys are reported by the
+  /// accessors.
+  StrictObject(const nlohmann::json& value, std::string file, std::string path,
+               std::vector<std::string> keys);
+
+  bool has(const std::string& key) const;  ///< present (null counts as present)
+  std::string string(const std::string& key);
+  /// A string that must be one of `choices`.
+  std::string choice(const std::string& key, const std::vector<std::string>& choices);
+  bool boolean(const std::string& key);
+  std::int64_t positive_int(const std::string& key);   ///< integer > 0
+  double positive_number(const std::string& key);      ///< number > 0
+  double fraction(const std::string& key);             ///< number in [0, 1)
+  std::optional<double> positive_number_or_null(const std::string& key);
+  /// The object under `key`, whose keys must be exactly `keys`.
+  StrictObject object(const std::string& key, std::vector<std::string> keys);
+
+  /// "<file>: <path>.<key>: <message>", the format of every error about a field.
+  [[noreturn]] void fail(const std::string& key, const std::string& message) const;
+
+  const std::string& file() const { return file_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  const nlohmann::json& require(const std::string& key, const char* expected);
+
+  const nlohmann::json& value_;
+  std::string file_;
+  std::string path_;
+};
+
+/// A short description of a JSON value for error messages: `"abc"`, `-4`, `null`, `an object`.
+std::string describe_json(const nlohmann::json& value);
+
+}  // namespace meshplan

@@ -1,0 +1,69 @@
+#include "planner/config/presets.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+
+#include "planner/config/closest_names.hpp"
+#include "planner/config/input_error.hpp"
+
+#ifndef MESHPLAN_CONFIG_DIR
+#error "MESHPLAN_CONFIG_DIR must be defined by the build"
+#endif
+
+namespace meshplan {
+
+namespace fs = std::filesystem;
+
+const char* preset_folder(PresetKind kind) {
+  switch (kind) {
+    case PresetKind::kModel:
+      return "models";
+    case PresetKind::kGpu:
+      return "gpus";
+    case PresetKind::kCluster:
+      return "clusters";
+  }
+  return "?";
+}
+
+std::string config_dir() {
+  const char* env = std::getenv("MESHPLAN_CONFIG_DIR");
+  return env && *env ? std::string(env) : std::string(MESHPLAN_CONFIG_DIR);
+}
+
+std::vector<std::string> preset_names(PresetKind kind) {
+  std::vector<std::string> names;
+  const fs::path folder = fs::path(config_dir()) / preset_folder(kind);
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(folder, ec)) {
+    if (entry.is_regular_file() && entry.path().extension() == ".json") {
+      names.push_back(entry.path().stem().string());
+    }
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string resolve_preset(PresetKind kind, const std::string& name_or_path) {
+  std::error_code ec;
+  if (fs::is_regular_file(name_or_path, ec)) return name_or_path;
+  const fs::path preset = fs::path(config_dir()) / preset_folder(kind) / (name_or_path + ".json");
+  const bool ends_in_json =
+      name_or_path.size() > 5 && name_or_path.substr(name_or_path.size() - 5) == ".json";
+  const bool looks_like_path = name_or_path.find('/') != std::string::npos || ends_in_json;
+  if (!looks_like_path && fs::is_regular_file(preset, ec)) return preset.string();
+
+  std::string kind_name = preset_folder(kind);
+  kind_name.pop_back();  // "models" -> "model"
+  if (looks_like_path) {
+    throw InputError(name_or_path + ": no such file (expected a " + kind_name +
+                     " preset name or a path to a JSON file)");
+  }
+  const std::vector<std::string> near = closest_names(name_or_path, preset_names(kind));
+  throw InputError("unknown " + kind_name + " preset \"" + name_or_path + "\"; closest: " +
+                   quoted_list(near) + " (all: meshplan presets " + preset_folder(kind) +
+                   "; or give a path to a JSON file)");
+}
+
+}  // namespace meshplan

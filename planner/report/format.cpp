@@ -1,0 +1,83 @@
+#include "planner/report/format.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "costmodel/units.hpp"
+
+namespace meshplan {
+
+std::string fixed(double value, int decimals) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
+  return buffer;
+}
+
+std::string with_commas(std::int64_t value) {
+  std::string digits = std::to_string(value < 0 ? -value : value);
+  std::string out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return value < 0 ? "-" + out : out;
+}
+
+std::string scientific(double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.2e", value);
+  return buffer;
+}
+
+std::string gb(double bytes) { return fixed(bytes / kGB, 1) + " GB"; }
+
+std::string gib(double bytes) { return fixed(bytes / kGiB, 1) + " GiB"; }
+
+std::string duration(double seconds) {
+  if (seconds >= kSecondsPerYear) return fixed(seconds / kSecondsPerYear, 1) + " years";
+  if (seconds >= kSecondsPerDay) return fixed(seconds / kSecondsPerDay, 1) + " days";
+  if (seconds >= kSecondsPerHour) return fixed(seconds / kSecondsPerHour, 1) + " hours";
+  if (seconds >= 1) return fixed(seconds, 1) + " s";
+  return fixed(seconds * 1e3, 2) + " ms";
+}
+
+Table::Table(std::vector<std::string> header, std::vector<bool> left)
+    : header_(std::move(header)), left_(std::move(left)) {
+  left_.resize(header_.size(), false);
+}
+
+void Table::add_row(std::vector<std::string> cells) {
+  cells.resize(header_.size());
+  rows_.push_back(std::move(cells));
+}
+
+void Table::add_rule() { rows_.emplace_back(); }
+
+std::string Table::render(int indent) const {
+  std::vector<std::size_t> width(header_.size());
+  for (std::size_t c = 0; c < header_.size(); ++c) width[c] = header_[c].size();
+  for (const auto& row : rows_) {
+    for (std::size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  }
+  std::size_t total = 0;
+  for (std::size_t w : width) total += w + 2;
+  const std::string pad(static_cast<std::size_t>(indent), ' ');
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string out = pad;
+    for (std::size_t c = 0; c < cells.size(); ++c) {
+      const std::string fill(width[c] - cells[c].size(), ' ');
+      out += left_[c] ? cells[c] + fill : fill + cells[c];
+      if (c + 1 < cells.size()) out += "  ";
+    }
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    return out + "\n";
+  };
+  std::string out = line(header_);
+  for (const auto& row : rows_) {
+    out += row.empty() ? pad + std::string(total - 2, '-') + "\n" : line(row);
+  }
+  return out;
+}
+
+}  // namespace meshplan

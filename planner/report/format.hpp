@@ -1,0 +1,45 @@
+// Number formatting for terminal output. Every printed size says its unit: GB (1e9 bytes) or
+// GiB (2^30 bytes).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace meshplan {
+
+/// `value` with `decimals` digits after the point ("112.0").
+std::string fixed(double value, int decimals);
+
+/// An integer with thousands separators ("6,738,415,616").
+std::string with_commas(std::int64_t value);
+
+/// Scientific notation with 3 significant digits ("4.20e+23").
+std::string scientific(double value);
+
+/// Bytes in decimal GB with one decimal ("112.0 GB").
+std::string gb(double bytes);
+
+/// Bytes in GiB with one decimal ("79.6 GiB").
+std::string gib(double bytes);
+
+/// A duration in the largest sensible unit ("26.9 years", "9.6 days", "3.2 hours", "41 s").
+std::string duration(double seconds);
+
+/// A left/right aligned text table. Columns are right-aligned unless marked left.
+class Table {
+ public:
+  /// `left[i]` true: column i is left-aligned.
+  Table(std::vector<std::string> header, std::vector<bool> left);
+  void add_row(std::vector<std::string> cells);
+  void add_rule();  ///< a line of dashes across the table
+  /// The table, each line indented by `indent` spaces and ended with '\n'.
+  std::string render(int indent = 2) const;
+
+ private:
+  std::vector<std::string> header_;
+  std::vector<bool> left_;
+  std::vector<std::vector<std::string>> rows_;  ///< an empty row is a rule
+};
+
+}  // namespace meshplan

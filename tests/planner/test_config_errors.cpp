@@ -1,0 +1,120 @@
+// Bad input gets an error that names the file and the field's JSON path, exit code 2, and
+// nothing on stdout (DESIGN.md, "Errors to users").
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <sstream>
+
+#include "planner/config/presets.hpp"
+#include "tests/support/cli_runner.hpp"
+
+using namespace meshplan;
+
+namespace {
+
+std::string read_preset(const std::string& relative) {
+  std::ifstream in(config_dir() + "/" + relative);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+/// llama3-8b's preset with `from` replaced by `to`, written to a temp file.
+std::string broken_model(const std::string& name, const std::string& from, const std::string& to) {
+  std::string text = read_preset("models/llama3-8b.json");
+  const std::size_t at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  text.replace(at, from.size(), to);
+  return test::write_temp_file(name, text);
+}
+
+/// Runs `ledger --model file` and checks exit code 2, no stdout, and an error containing `expected`.
+void expect_input_error(const std::string& file, const std::string& expected) {
+  const test::CliResult r = test::run({"ledger", "--model", file});
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.empty());
+  CHECK_THAT(r.err, Catch::Contains(file));
+  CHECK_THAT(r.err, Catch::Contains(expected));
+}
+
+}  // namespace
+
+TEST_CASE("unknown preset names list the closest names", "[errors]") {
+  const test::CliResult r = test::run({"ledger", "--model", "llama3-8x"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.empty());
+  CHECK_THAT(r.err, Catch::Contains("unknown model preset \"llama3-8x\"; closest: \"llama3-8b\""));
+  const test::CliResult g = test::run({"ledger", "--params", "7e9", "--gpu", "h100"});
+  CHECK(g.exit_code == 2);
+  CHECK_THAT(g.err, Catch::Contains("\"h100-sxm\""));
+  CHECK_THAT(g.err, Catch::Contains("\"h100-pcie\""));
+}
+
+TEST_CASE("malformed JSON names the file, line and column", "[errors]") {
+  const std::string file = test::write_temp_file("malformed.json", "{\n  \"schema\": \"meshplan-model/1\",\n  oops\n}");
+  expect_input_error(file, "not valid JSON at line 3, column 3");
+}
+
+TEST_CASE("a missing field names its JSON path", "[errors]") {
+  expect_input_error(broken_model("missing.json", "\"hidden_size\": 4096,", ""),
+                     "$.hidden_size: missing; expected a positive integer");
+}
+
+TEST_CASE("a wrong type names its JSON path and the value", "[errors]") {
+  expect_input_error(broken_model("type.json", "\"num_layers\": 32", "\"num_layers\": \"32\""),
+                     "$.num_layers: must be a positive integer, got \"32\"");
+  expect_input_error(broken_model("bool.json", "\"dropout\": false", "\"dropout\": 0"),
+                     "$.dropout: must be true or false, got 0");
+}
+
+TEST_CASE("an unknown key is an error with the closest known key", "[errors]") {
+  expect_input_error(broken_model("typo.json", "\"hidden_size\"", "\"hiden_size\""),
+                     "$.hiden_size: unknown key; did you mean \"hidden_size\"?");
+}
+
+TEST_CASE("zero and negative sizes are errors", "[errors]") {
+  expect_input_error(broken_model("zero.json", "\"num_layers\": 32", "\"num_layers\": 0"),
+                     "$.num_layers: must be a positive integer, got 0");
+  expect_input_error(broken_model("neg.json", "\"ffn_hidden_size\": 14336",
+                                  "\"ffn_hidden_size\": -14336"),
+                     "$.ffn_hidden_size: must be a positive integer, got -14336");
+}
+
+TEST_CASE("a bad enum value lists the allowed values", "[errors]") {
+  expect_input_error(broken_model("enum.json", "\"swiglu\"", "\"geglu\""),
+                     "$.ffn_type: \"geglu\" is not allowed; expected one of \"gelu\", \"swiglu\"");
+}
+
+TEST_CASE("GPU files: a nested field's path and a missing source", "[errors]") {
+  std::string gpu = read_preset("gpus/h100-sxm.json");
+  std::string bad = gpu;
+  bad.replace(bad.find("\"bf16\": 9"), 9, "\"bf16\": -9");
+  const std::string file = test::write_temp_file("gpu-neg.json", bad);
+  const test::CliResult r = test::run({"ledger", "--params", "7e9", "--gpu", file});
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.empty());
+  CHECK_THAT(r.err, Catch::Contains(file + ": $.peak_flops_per_s.bf16: must be a positive number"));
+
+  std::string nosource = gpu;
+  const std::size_t at = nosource.find("\"runtime_overhead\": \"");
+  REQUIRE(at != std::string::npos);
+  nosource.replace(at, 18, "\"runtime_overheads\"");
+  const std::string file2 = test::write_temp_file("gpu-src.json", nosource);
+  const test::CliResult r2 = test::run({"ledger", "--params", "7e9", "--gpu", file2});
+  CHECK(r2.exit_code == 2);
+  CHECK_THAT(r2.err, Catch::Contains("$.sources.runtime_overheads: unknown key; did you mean \"runtime_overhead\"?"));
+}
+
+TEST_CASE("bad flags exit 2", "[errors]") {
+  CHECK(test::run({"ledger", "--params", "-7e9"}).exit_code == 2);
+  CHECK(test::run({"ledger", "--params", "0"}).exit_code == 2);
+  CHECK(test::run({"ledger", "--params", "7e9", "--mfu", "1.5"}).exit_code == 2);
+  CHECK(test::run({"ledger", "--params", "7e9", "--framework", "jax"}).exit_code == 2);
+  CHECK(test::run({"ledger", "--model", "llama2-7b", "--params", "7e9"}).exit_code == 2);
+  const test::CliResult none = test::run({"ledger"});
+  CHECK(none.exit_code == 2);
+  CHECK_THAT(none.err, Catch::Contains("give --model"));
+  CHECK(test::run({"ledger", "--params", "7e9", "--precision", "bf16", "--gpu", "v100-32g"})
+            .exit_code == 2);  // V100 has no bf16 tensor cores
+  CHECK(test::run({"ledger", "--model", "/nonexistent/config.json"}).exit_code == 2);
+}

@@ -1,0 +1,35 @@
+#include "tests/support/cli_runner.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <unistd.h>
+
+#include "planner/cli/cli.hpp"
+
+namespace meshplan::test {
+
+CliResult run(const std::vector<std::string>& args) {
+  std::ostringstream out, err;
+  CliResult r;
+  r.exit_code = run_cli(args, out, err);
+  r.out = out.str();
+  r.err = err.str();
+  return r;
+}
+
+std::string write_temp_file(const std::string& name, const std::string& content) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("meshplan-tests-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::filesystem::path path = dir / name;
+  std::ofstream(path) << content;
+  return path.string();
+}
+
+std::string data_file(const std::string& relative) {
+  return std::string(MESHPLAN_TEST_DATA) + "/" + relative;
+}
+
+}  // namespace meshplan::test
