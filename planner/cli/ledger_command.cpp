@@ -18,6 +18,7 @@
 #include "planner/config/input_error.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/report/format.hpp"
+#include "planner/report/memory_ledger_report.hpp"
 
 namespace meshplan {
 
@@ -34,9 +35,10 @@ struct LedgerOptions {
   std::string framework = "textbook";
   std::string precision = "bf16";
   double tokens = 0;
-  std::int64_t gpus = 1;
+  std::int64_t gpus = 0;  ///< 0: not given (dp x tp x pp x cp)
   double mfu = 0.5;
-  std::int64_t seq = 0;
+  LayoutFlags layout;
+  bool all_stages = false;
   bool json = false;
 };
 
@@ -54,8 +56,11 @@ struct LedgerResult {
   double training_flops = 0;  ///< 6ND
   std::optional<FlopsPerToken> exact;
   std::int64_t seq = 0;
+  std::int64_t gpus = 1;
   double peak_flops_per_s = 0;
   TrainingTime time;
+  std::optional<ResolvedLayout> layout;  ///< with --model: the per-stage ledger's layout
+  std::optional<MemoryLedger> ledger;
 };
 
 LedgerResult compute(const LedgerOptions& o) {
@@ -76,13 +81,29 @@ LedgerResult compute(const LedgerOptions& o) {
   r.tokens_defaulted = o.tokens <= 0;
   r.tokens = r.tokens_defaulted ? kChinchillaTokensPerParam * r.params : o.tokens;
   r.training_flops = six_nd_flops(r.params, r.tokens);
+  r.gpus = o.gpus > 0 ? o.gpus : 1;
   if (r.model) {
-    r.seq = o.seq > 0 ? o.seq : r.model->seq_length;
+    r.layout = resolve_layout(o.layout, *r.model, r.gpu, r.framework, r.precision,
+                              o.gpus > 0 ? std::optional<std::int64_t>(o.gpus) : std::nullopt);
+    r.gpus = r.layout->layout.gpus();
+    r.seq = r.layout->setup.seq;
     r.exact = exact_flops_per_token(*r.model, r.seq);
+    r.ledger = build_memory_ledger(*r.model, r.layout->layout, r.layout->setup, r.gpu);
   }
   r.peak_flops_per_s = require_peak_flops(r.gpu, r.precision);
-  r.time = time_to_train(r.training_flops, o.gpus, r.peak_flops_per_s, o.mfu);
+  r.time = time_to_train(r.training_flops, r.gpus, r.peak_flops_per_s, o.mfu);
   return r;
+}
+
+std::string layout_line(const ResolvedLayout& rl) {
+  const Layout& l = rl.layout;
+  std::ostringstream s;
+  s << "dp " << l.dp << " tp " << l.tp << " pp " << l.pp << " cp " << l.cp << " vpp " << l.vpp
+    << ", mbs " << l.mbs << ", gbs " << l.gbs << " (" << l.microbatches()
+    << " micro-batches), seq " << rl.setup.seq << ", zero " << l.zero << ", recompute "
+    << to_string(l.recompute) << ", sp " << (l.sp ? "on" : "off") << ", attention "
+    << to_string(rl.setup.attention);
+  return s.str();
 }
 
 std::string render_text(const LedgerOptions& o, const LedgerResult& r) {
@@ -115,6 +136,12 @@ std::string render_text(const LedgerOptions& o, const LedgerResult& r) {
     << gb(r.memory.total_bytes) << " (" << gib(r.memory.total_bytes) << "), has "
     << gib(r.gpu.memory_bytes) << " (weights, gradients and optimizer states only; "
     << "activations come on top)\n\n";
+  if (r.ledger) {
+    s << "Per-GPU ledger on " << r.gpus << " x " << r.gpu.name << ": " << layout_line(*r.layout)
+      << "\n";
+    for (const std::string& note : r.layout->notes) s << "  note: " << note << "\n";
+    s << render_memory_ledger(*r.ledger, r.gpu.name, o.all_stages) << "\n";
+  }
 
   s << "Compute: 6ND = 6 x " << scientific(r.params) << " params x " << scientific(r.tokens)
     << " tokens = " << scientific(r.training_flops) << " FLOP"
@@ -126,7 +153,7 @@ std::string render_text(const LedgerOptions& o, const LedgerResult& r) {
       << scientific(r.exact->training) << " FLOP/token = " << scientific(exact_total)
       << " FLOP (" << fixed(exact_total / r.training_flops, 3) << " x 6ND)\n";
   }
-  s << "Time to train on " << o.gpus << " x " << r.gpu.name << " at " << fixed(o.mfu * 100, 0)
+  s << "Time to train on " << r.gpus << " x " << r.gpu.name << " at " << fixed(o.mfu * 100, 0)
     << "% MFU (" << fixed(r.peak_flops_per_s / kTera, 1) << " TFLOP/s dense "
     << to_string(r.precision) << "): " << duration(r.time.seconds) << " ("
     << scientific(r.time.seconds) << " s), " << scientific(r.time.gpu_hours) << " GPU-hours\n";
@@ -163,7 +190,18 @@ std::string render_json(const LedgerOptions& o, const LedgerResult& r) {
   j["static_bytes"] = r.memory.total_bytes;
   j["gpu"] = r.gpu.name;
   j["gpu_memory_bytes"] = r.gpu.memory_bytes;
-  j["fits"] = r.fits;
+  j["fits"] = r.ledger ? r.ledger->fits : r.fits;
+  j["static_fits"] = r.fits;
+  if (r.ledger) {
+    const Layout& l = r.layout->layout;
+    j["layout"] = {{"dp", l.dp}, {"tp", l.tp}, {"pp", l.pp}, {"cp", l.cp}, {"vpp", l.vpp},
+                   {"mbs", l.mbs}, {"gbs", l.gbs}, {"zero", l.zero},
+                   {"recompute", to_string(l.recompute)}, {"sp", l.sp},
+                   {"attention", to_string(r.layout->setup.attention)}};
+    j["notes"] = r.layout->notes;
+    const nlohmann::json ledger = memory_ledger_json(*r.ledger);
+    for (auto it = ledger.begin(); it != ledger.end(); ++it) j[it.key()] = it.value();
+  }
   j["tokens"] = r.tokens;
   j["training_flops"] = r.training_flops;
   if (r.exact) {
@@ -171,7 +209,7 @@ std::string render_json(const LedgerOptions& o, const LedgerResult& r) {
     j["training_flops_per_token_exact"] = r.exact->training;
     j["training_flops_exact"] = r.exact->training * r.tokens;
   }
-  j["gpus"] = o.gpus;
+  j["gpus"] = r.gpus;
   j["mfu"] = o.mfu;
   j["peak_flops_per_s"] = r.peak_flops_per_s;
   j["time_to_train_s"] = r.time.seconds;
@@ -204,18 +242,23 @@ CommandAction add_ledger_command(CLI::App& app) {
   cmd->add_option("--tokens", o->tokens,
                   "Training tokens D [tokens] (default: 20 x parameters, Chinchilla-optimal)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--gpus", o->gpus, "GPUs to train on, for the time to train [count]")
-      ->capture_default_str()
+  cmd->add_option("--gpus", o->gpus,
+                  "GPUs [count]: must equal dp x tp x pp x cp when a model is given (default: "
+                  "dp x tp x pp x cp, 1 with --params)")
       ->check(CLI::PositiveNumber);
   add_mfu_option(*cmd, o->mfu);
-  cmd->add_option("--seq", o->seq,
-                  "Sequence length for the exact FLOP count [tokens] (default: the model's)")
-      ->check(CLI::PositiveNumber);
+  add_layout_options(*cmd, o->layout);
+  cmd->add_flag("--all-stages", o->all_stages,
+                "Print every pipeline stage's entries (default: the worst stage's)");
   cmd->add_flag("--json", o->json, "Print JSON (keys carry their units) instead of tables");
 
   return [o](std::ostream& out) {
     if (o->model.empty() && !(o->params > 0)) {
       throw InputError("ledger: give --model NAME|FILE or --params N (e.g. --params 7e9)");
+    }
+    if (o->model.empty() && (o->layout.dp * o->layout.tp * o->layout.pp * o->layout.cp > 1)) {
+      throw InputError("ledger: layout flags need --model (with --params only the static memory "
+                       "is known)");
     }
     const LedgerResult r = compute(*o);
     out << (o->json ? render_json(*o, r) : render_text(*o, r));

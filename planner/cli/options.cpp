@@ -59,4 +59,79 @@ double require_peak_flops(const GpuSpec& gpu, Precision precision) {
                    " tensor cores; use --precision fp16 (V100) or another GPU");
 }
 
+void add_layout_options(CLI::App& cmd, LayoutFlags& f) {
+  const auto positive = CLI::PositiveNumber;
+  cmd.add_option("--dp", f.dp, "Data-parallel degree [GPUs]")->capture_default_str()->check(positive);
+  cmd.add_option("--tp", f.tp, "Tensor-parallel degree [GPUs]")->capture_default_str()->check(positive);
+  cmd.add_option("--pp", f.pp, "Pipeline-parallel degree [stages]")->capture_default_str()->check(positive);
+  cmd.add_option("--cp", f.cp, "Context-parallel degree [GPUs]")->capture_default_str()->check(positive);
+  cmd.add_option("--vpp", f.vpp, "Virtual pipeline stages (model chunks) per rank; > 1 is the interleaved 1F1B schedule")
+      ->capture_default_str()->check(positive);
+  cmd.add_option("--mbs", f.mbs, "Micro-batch size [sequences]")->capture_default_str()->check(positive);
+  cmd.add_option("--gbs", f.gbs, "Global batch [sequences] (default: dp x mbs x pp, enough micro-batches to fill the pipeline)")
+      ->check(positive);
+  cmd.add_option("--seq", f.seq, "Sequence length [tokens] (default: the model's seq_length)")->check(positive);
+  cmd.add_option("--zero", f.zero, "ZeRO stage: 0 none, 1 optimizer states (Megatron distributed optimizer), 2 + gradients, 3 + parameters (FSDP)")
+      ->capture_default_str()->check(CLI::Range(0, 3));
+  cmd.add_option("--recompute", f.recompute, "Activation recompute: none | selective (attention core) | full (layer input only)")
+      ->capture_default_str()->check(CLI::IsMember({"none", "selective", "full"}));
+  cmd.add_flag("--sp", f.sp, "Sequence parallelism (Megatron; needs tp > 1)");
+  cmd.add_option("--attention", f.attention, "Attention kernel: flash | eager (default: flash where the GPU has FlashAttention kernels, else eager)")
+      ->check(CLI::IsMember({"flash", "eager"}));
+  cmd.add_option("--stage-layers", f.stage_layers, "Layers per pipeline stage, comma-separated, e.g. 1,2,2,3 (default: even)")
+      ->delimiter(',')->check(positive);
+}
+
+ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, const GpuSpec& gpu,
+                              const FrameworkConvention& framework, Precision precision,
+                              std::optional<std::int64_t> gpus) {
+  ResolvedLayout r;
+  Layout& l = r.layout;
+  l.dp = f.dp;
+  l.tp = f.tp;
+  l.pp = f.pp;
+  l.cp = f.cp;
+  l.vpp = f.vpp;
+  l.mbs = f.mbs;
+  l.zero = f.zero;
+  l.sp = f.sp;
+  l.stage_layers = f.stage_layers;
+  l.recompute = *parse_recompute(f.recompute);
+  if (f.gbs > 0) {
+    l.gbs = f.gbs;
+  } else {
+    l.gbs = f.dp * f.mbs * f.pp * f.vpp;
+    r.notes.push_back("gbs " + std::to_string(l.gbs) +
+                      " (default: dp x mbs x pp x vpp, enough micro-batches to fill the pipeline; "
+                      "memory is the same for any larger gbs; set --gbs)");
+  }
+  r.setup.framework = framework;
+  r.setup.precision = precision;
+  r.setup.seq = f.seq > 0 ? f.seq : model.seq_length;
+  if (f.seq <= 0) {
+    r.notes.push_back("seq " + std::to_string(r.setup.seq) + " (default: the model's; set --seq)");
+  }
+  if (!f.attention.empty()) {
+    r.setup.attention = *parse_attention(f.attention);
+    if (r.setup.attention == AttentionImpl::kFlash && !gpu.flash_attention) {
+      r.notes.push_back(gpu.name + " has no FlashAttention-2 kernels; --attention flash stands for a "
+                        "memory-efficient kernel (xformers) that saves no s x s tensors either");
+    }
+  } else {
+    r.setup.attention = gpu.flash_attention ? AttentionImpl::kFlash : AttentionImpl::kEager;
+    r.notes.push_back(std::string("attention ") + to_string(r.setup.attention) + " (default: " +
+                      (gpu.flash_attention ? "flash, " : "eager: no FlashAttention kernels on ") +
+                      gpu.name + (gpu.flash_attention ? " has FlashAttention kernels" : "") +
+                      "; set --attention)");
+  }
+  const std::vector<std::string> problems = layout_problems(
+      l, model, r.setup.seq, gpus, r.setup.attention == AttentionImpl::kEager);
+  if (!problems.empty()) {
+    std::string message = "impossible layout:";
+    for (const std::string& p : problems) message += "\n  layout: " + p;
+    throw InputError(message);
+  }
+  return r;
+}
+
 }  // namespace meshplan

@@ -1,12 +1,16 @@
 // Options shared by several subcommands, with their parsing into costmodel values.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "costmodel/framework.hpp"
 #include "costmodel/hardware.hpp"
+#include "costmodel/layout.hpp"
+#include "costmodel/memory_ledger.hpp"
 #include "costmodel/precision.hpp"
 
 namespace meshplan {
@@ -29,5 +33,34 @@ Precision require_precision(const std::string& name);
 /// The GPU's dense peak for training GEMMs at `precision`; throws InputError when the GPU has
 /// no such unit (bf16 on a V100: use --precision fp16).
 double require_peak_flops(const GpuSpec& gpu, Precision precision);
+
+/// The layout and training flags shared by ledger, estimate and plan, as given on the command
+/// line (0 / empty: not given).
+struct LayoutFlags {
+  std::int64_t dp = 1, tp = 1, pp = 1, cp = 1, vpp = 1, mbs = 1, gbs = 0, seq = 0;
+  int zero = 0;
+  std::string recompute = "none";
+  bool sp = false;
+  std::string attention;  ///< empty: flash where the GPU has it, else eager
+  std::vector<std::int64_t> stage_layers;
+};
+
+/// --dp --tp --pp --cp --vpp --mbs --gbs --seq --zero --recompute --sp --attention
+/// --stage-layers, each with its unit and default in the help.
+void add_layout_options(CLI::App& cmd, LayoutFlags& flags);
+
+/// The layout, training setup and notes on the defaults taken (each one printed to the user).
+struct ResolvedLayout {
+  Layout layout;
+  TrainingSetup setup;
+  std::vector<std::string> notes;  ///< "gbs 8 (default: dp x mbs x pp ...)"
+};
+
+/// Resolves defaults against the model and GPU and validates the layout. Throws InputError
+/// with every problem of the layout, one per line ("layout: tp 3 does not divide 32 attention
+/// heads"). `gpus`: the GPU count to check dp x tp x pp x cp against, when given.
+ResolvedLayout resolve_layout(const LayoutFlags& flags, const ModelSpec& model, const GpuSpec& gpu,
+                              const FrameworkConvention& framework, Precision precision,
+                              std::optional<std::int64_t> gpus);
 
 }  // namespace meshplan

@@ -1,0 +1,129 @@
+#include "costmodel/activations.hpp"
+
+#include <initializer_list>
+
+namespace meshplan {
+
+namespace {
+
+constexpr double kHalfBytes = 2;
+constexpr double kMaskBytes = 1;
+
+std::string shape_text(std::initializer_list<std::int64_t> dims) {
+  std::string out = "[";
+  for (std::int64_t d : dims) out += (out.size() > 1 ? ", " : "") + std::to_string(d);
+  return out + "]";
+}
+
+const char* dtype_name(double bytes) {
+  if (bytes == 4) return "fp32";
+  if (bytes == 1) return "uint8";
+  return "half";
+}
+
+/// Builds the tensor list of one op group; `split` divisors are applied to the named dimension.
+class TensorList {
+ public:
+  explicit TensorList(const ActivationSetting& s)
+      : s_(s),
+        tokens_(s.seq / s.cp),
+        sp_divisor_(s.sp ? s.tp : 1) {}
+
+  /// [s/cp (/t with sp), b, width]: tensors in the sequence-parallel region.
+  void hidden(const std::string& name, std::int64_t width, double bytes) {
+    add(name, shape_text({tokens_ / sp_divisor_, s_.mbs, width}),
+        static_cast<double>(tokens_ / sp_divisor_ * s_.mbs * width), bytes);
+  }
+  /// [s/cp, b, width/t]: tensors inside the tensor-parallel region.
+  void tp_split(const std::string& name, std::int64_t width, double bytes) {
+    add(name, shape_text({tokens_, s_.mbs, width / s_.tp}),
+        static_cast<double>(tokens_ * s_.mbs * (width / s_.tp)), bytes);
+  }
+  /// [b, a/t, s/cp, s/cp]: the eager attention score-shaped tensors.
+  void scores(const std::string& name, std::int64_t heads, double bytes) {
+    add(name, shape_text({s_.mbs, heads / s_.tp, tokens_, tokens_}),
+        static_cast<double>(s_.mbs * (heads / s_.tp) * tokens_ * tokens_), bytes);
+  }
+  /// [b, a/t, s/cp]: per-head, per-token statistics.
+  void per_head(const std::string& name, std::int64_t heads, double bytes) {
+    add(name, shape_text({s_.mbs, heads / s_.tp, tokens_}),
+        static_cast<double>(s_.mbs * (heads / s_.tp) * tokens_), bytes);
+  }
+  void add(const std::string& name, std::string shape, double elements, double bytes) {
+    tensors_.push_back({name, std::move(shape), dtype_name(bytes), elements * bytes});
+  }
+  std::vector<SavedTensor> take() { return std::move(tensors_); }
+
+ private:
+  const ActivationSetting& s_;
+  std::int64_t tokens_;
+  std::int64_t sp_divisor_;
+  std::vector<SavedTensor> tensors_;
+};
+
+}  // namespace
+
+std::vector<SavedTensor> layer_saved_tensors(const ModelSpec& m, const ActivationSetting& s) {
+  TensorList t(s);
+  const std::int64_t h = m.hidden_size;
+  if (s.recompute == Recompute::kFull) {
+    t.hidden("layer.input (full recompute)", h, kHalfBytes);
+    return t.take();
+  }
+  const std::int64_t a = m.num_attention_heads;
+  const std::int64_t q_width = a * m.head_dim;
+  const std::int64_t kv_width = m.num_kv_heads * m.head_dim;
+  const bool keep_core = s.recompute == Recompute::kNone;
+
+  t.hidden("input_norm.input", h, kHalfBytes);
+  t.hidden("qkv_proj.input", h, kHalfBytes);
+  t.tp_split("attention.q", q_width, kHalfBytes);
+  t.tp_split("attention.k", kv_width, kHalfBytes);
+  t.tp_split("attention.v", kv_width, kHalfBytes);
+  if (keep_core && s.attention == AttentionImpl::kEager) {
+    t.scores("attention.softmax_output", a, s.eager_softmax_bytes);
+    if (m.dropout) {
+      t.scores("attention.dropout_mask", a, kMaskBytes);
+      t.scores("attention.dropout_output", a, kHalfBytes);
+    } else if (s.eager_softmax_bytes != kHalfBytes) {
+      t.scores("attention.probs_half", a, kHalfBytes);
+    }
+  }
+  if (keep_core && s.attention == AttentionImpl::kFlash) {
+    t.per_head("attention.softmax_lse", a, 4);
+  }
+  t.tp_split("out_proj.input", q_width, kHalfBytes);
+  if (m.dropout) t.hidden("attention_dropout.mask", h, kMaskBytes);
+  t.hidden("post_attention_norm.input", h, kHalfBytes);
+  t.hidden("fc1.input", h, kHalfBytes);
+  if (m.ffn_type == FfnType::kSwiglu) {
+    t.tp_split("swiglu.input (gate, up)", 2 * m.ffn_hidden_size, kHalfBytes);
+  } else {
+    t.tp_split("gelu.input", m.ffn_hidden_size, kHalfBytes);
+  }
+  t.tp_split("fc2.input", m.ffn_hidden_size, kHalfBytes);
+  if (m.dropout) t.hidden("mlp_dropout.mask", h, kMaskBytes);
+  return t.take();
+}
+
+std::vector<SavedTensor> embedding_saved_tensors(const ModelSpec& m, const ActivationSetting& s) {
+  TensorList t(s);
+  if (m.dropout) t.hidden("embedding_dropout.mask", m.hidden_size, kMaskBytes);
+  return t.take();
+}
+
+std::vector<SavedTensor> head_saved_tensors(const ModelSpec& m, const ActivationSetting& s) {
+  TensorList t(s);
+  t.hidden("final_norm.input", m.hidden_size, kHalfBytes);
+  t.hidden("lm_head.input", m.hidden_size, kHalfBytes);
+  t.tp_split("loss.logits", padded_vocab_size(m), s.logits_bytes);
+  return t.take();
+}
+
+double total_bytes(const std::vector<SavedTensor>& tensors) {
+  double sum = 0;
+  for (const SavedTensor& t : tensors) sum += t.bytes;
+  return sum;
+}
+
+}  // namespace meshplan

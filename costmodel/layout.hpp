@@ -1,0 +1,62 @@
+// A parallel layout of a training run and the rules that make one impossible.
+//
+// dp, tp, pp, cp: data-, tensor-, pipeline- and context-parallel degrees; vpp: virtual pipeline
+// stages (model chunks) per rank for the interleaved 1F1B schedule; mbs: micro-batch size and
+// gbs: global batch, in sequences; zero: 0 (none), 1 (optimizer states sharded; Megatron's
+// distributed optimizer), 2 (+ gradients), 3 (+ parameters; FSDP full shard); sp: Megatron
+// sequence parallelism (needs tp > 1). Rank order is Megatron's tp-cp-dp-pp (ranks.hpp).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "costmodel/model_spec.hpp"
+
+namespace meshplan {
+
+/// Activation recomputation (Korthikanti et al. 2022, sec. 5): none; selective (the attention
+/// core, i.e. softmax, dropout and attention over V, is recomputed); full (each layer keeps only
+/// its input and is recomputed in backward).
+enum class Recompute { kNone, kSelective, kFull };
+
+/// Attention kernel: flash (FlashAttention / memory-efficient: no s x s tensors saved) or eager
+/// (scores, softmax and dropout mask materialized and saved for backward).
+enum class AttentionImpl { kFlash, kEager };
+
+const char* to_string(Recompute recompute);
+const char* to_string(AttentionImpl attention);
+std::optional<Recompute> parse_recompute(const std::string& text);
+std::optional<AttentionImpl> parse_attention(const std::string& text);
+
+/// The layout. All degrees >= 1.
+struct Layout {
+  std::int64_t dp = 1, tp = 1, pp = 1, cp = 1;
+  std::int64_t vpp = 1;  ///< model chunks per pipeline rank (1: plain 1F1B)
+  std::int64_t mbs = 1;  ///< micro-batch size, sequences
+  std::int64_t gbs = 1;  ///< global batch, sequences
+  int zero = 0;          ///< 0..3
+  Recompute recompute = Recompute::kNone;
+  bool sp = false;
+  /// Layers per pipeline stage, when not split evenly (size pp, sum num_layers); empty = even.
+  std::vector<std::int64_t> stage_layers;
+
+  std::int64_t gpus() const { return dp * tp * pp * cp; }
+  /// Micro-batches per step per pipeline: gbs / (dp x mbs).
+  std::int64_t microbatches() const { return gbs / (dp * mbs); }
+};
+
+/// Everything that makes `layout` impossible for `model` at sequence length `seq`, one reason
+/// each ("tp 3 does not divide 32 attention heads"); empty when the layout is valid.
+/// `gpus`, when given, must equal dp x tp x pp x cp. `eager_attention` forbids cp > 1 (context
+/// parallelism runs ring attention on flash kernels).
+std::vector<std::string> layout_problems(const Layout& layout, const ModelSpec& model,
+                                         std::int64_t seq, std::optional<std::int64_t> gpus,
+                                         bool eager_attention);
+
+/// Layers of each pipeline stage: `layout.stage_layers` when given, else num_layers / pp each.
+/// Precondition: layout_problems() is empty.
+std::vector<std::int64_t> layers_per_stage(const Layout& layout, const ModelSpec& model);
+
+}  // namespace meshplan

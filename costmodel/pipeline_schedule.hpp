@@ -1,0 +1,21 @@
+// Micro-batches in flight on each pipeline rank, which set its activation memory.
+//
+// 1F1B (Narayanan et al. 2021, sec. 2.2; Megatron-LM core/pipeline_parallel/schedules.py):
+// rank r runs p - r - 1 warm-up forwards, then one more forward before its first backward, so
+// it holds min(p - r, m) micro-batches of activations.
+// Interleaved 1F1B with v chunks per rank: warm-up 2 (p - r - 1) + (v - 1) p chunk-forwards,
+// plus one, capped by the m v chunk-forwards of a step. Each chunk has L / (p v) layers, so
+// rank 0 holds L (1 + (p - 1) / (p v)) layers' worth (Korthikanti et al. 2022, sec. 4.2.3).
+#pragma once
+
+#include <cstdint>
+
+namespace meshplan {
+
+/// Chunk-forwards in flight on pipeline rank `rank` (0-based) of `pp` ranks with `vpp` chunks
+/// each and `microbatches` micro-batches per step. vpp = 1 is plain 1F1B. Preconditions:
+/// 0 <= rank < pp, vpp >= 1, microbatches >= 1.
+std::int64_t chunks_in_flight(std::int64_t rank, std::int64_t pp, std::int64_t vpp,
+                              std::int64_t microbatches);
+
+}  // namespace meshplan

@@ -1,0 +1,105 @@
+#include "planner/report/memory_ledger_report.hpp"
+
+#include <sstream>
+
+#include "costmodel/units.hpp"
+#include "planner/report/format.hpp"
+
+namespace meshplan {
+
+namespace {
+
+std::string stage_contents(const StageLedger& s) {
+  std::string text = std::to_string(s.layers) + " layers";
+  if (s.has_embedding) text += " + embedding";
+  if (s.has_lm_head) text += " + LM head";
+  return text;
+}
+
+std::string count_text(double count) {
+  return count == static_cast<double>(static_cast<long long>(count))
+             ? std::to_string(static_cast<long long>(count))
+             : fixed(count, 2);
+}
+
+std::string stage_entries(const StageLedger& s) {
+  Table t({"entry", "category", "shape (per GPU)", "dtype", "count", "GiB", "sharded over"},
+          {true, true, true, true, false, false, true});
+  for (const LedgerEntry& e : s.entries) {
+    t.add_row({e.name, to_string(e.category), e.shape, e.dtype, count_text(e.count),
+               fixed(e.bytes / kGiB, 3), e.sharded_over});
+  }
+  t.add_rule();
+  t.add_row({"total", "", "", "", "", fixed(s.total_bytes / kGiB, 3), ""});
+  return t.render(4);
+}
+
+}  // namespace
+
+std::string render_memory_ledger(const MemoryLedger& ledger, const std::string& gpu_name,
+                                 bool all_stages) {
+  std::ostringstream out;
+  Table stages({"stage", "holds", "micro-batches in flight", "params", "total GiB"},
+               {false, true, false, false, false});
+  for (const StageLedger& s : ledger.stages) {
+    stages.add_row({std::to_string(s.stage), stage_contents(s), std::to_string(s.chunks_in_flight),
+                    scientific(s.params), fixed(s.total_bytes / kGiB, 2)});
+  }
+  out << "Per-GPU memory by pipeline stage (micro-batches in flight counts model chunks with "
+         "vpp > 1):\n"
+      << stages.render();
+  for (const StageLedger& s : ledger.stages) {
+    const bool worst = &s == &ledger.stages[ledger.worst_stage];
+    if (!all_stages && !worst) continue;
+    out << "\nStage " << s.stage << (worst ? " (worst)" : "") << ": " << stage_contents(s)
+        << ", " << count_text(s.layer_activations_held)
+        << " layer-micro-batches of activations held\n"
+        << stage_entries(s);
+  }
+  out << "\nfits on " << gpu_name << ": " << (ledger.fits ? "yes" : "no") << ", headroom "
+      << fixed(ledger.headroom_bytes / kGiB, 1) << " GiB (worst stage " << ledger.worst_stage
+      << " needs " << gib(ledger.peak_bytes) << " of " << gib(ledger.capacity_bytes) << ")\n";
+  if (ledger.largest_tensor_bytes > 0) {
+    out << "largest single tensor: " << ledger.largest_tensor_name << " "
+        << ledger.largest_tensor_shape << " " << ledger.largest_tensor_dtype << " = "
+        << gib(ledger.largest_tensor_bytes) << "\n";
+  }
+  return out.str();
+}
+
+nlohmann::json memory_ledger_json(const MemoryLedger& ledger) {
+  nlohmann::json stages = nlohmann::json::array();
+  for (const StageLedger& s : ledger.stages) {
+    nlohmann::json entries = nlohmann::json::array();
+    for (const LedgerEntry& e : s.entries) {
+      entries.push_back({{"name", e.name},
+                         {"category", to_string(e.category)},
+                         {"shape", e.shape},
+                         {"dtype", e.dtype},
+                         {"count", e.count},
+                         {"bytes", e.bytes},
+                         {"sharded_over", e.sharded_over}});
+    }
+    stages.push_back({{"stage", s.stage},
+                      {"layers", s.layers},
+                      {"has_embedding", s.has_embedding},
+                      {"has_lm_head", s.has_lm_head},
+                      {"chunks_in_flight", s.chunks_in_flight},
+                      {"params", s.params},
+                      {"entries", entries},
+                      {"total_bytes", s.total_bytes}});
+  }
+  return {{"stages", stages},
+          {"worst_stage", ledger.worst_stage},
+          {"peak_bytes", ledger.peak_bytes},
+          {"capacity_bytes", ledger.capacity_bytes},
+          {"headroom_bytes", ledger.headroom_bytes},
+          {"fits", ledger.fits},
+          {"largest_tensor",
+           {{"name", ledger.largest_tensor_name},
+            {"shape", ledger.largest_tensor_shape},
+            {"dtype", ledger.largest_tensor_dtype},
+            {"bytes", ledger.largest_tensor_bytes}}}};
+}
+
+}  // namespace meshplan

@@ -1,0 +1,23 @@
+// Printers of the per-GPU memory ledger (costmodel/memory_ledger.hpp): a terminal table and
+// JSON. Used by `meshplan ledger` (and later estimate and plan).
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "costmodel/memory_ledger.hpp"
+
+namespace meshplan {
+
+/// Per-stage totals, then every entry of the worst stage (or of every stage with
+/// `all_stages`), then "fits on <gpu>: yes/no, headroom X GiB" and the largest single tensor.
+std::string render_memory_ledger(const MemoryLedger& ledger, const std::string& gpu_name,
+                                  bool all_stages);
+
+/// JSON: "stages" (each with "stage", "layers", "entries" [{name, category, shape, dtype, count,
+/// bytes, sharded_over}], "total_bytes"), "worst_stage", "peak_bytes", "capacity_bytes",
+/// "headroom_bytes", "fits", "largest_tensor" {name, shape, dtype, bytes}.
+nlohmann::json memory_ledger_json(const MemoryLedger& ledger);
+
+}  // namespace meshplan

@@ -1,0 +1,109 @@
+// Pipeline memory: micro-batches in flight per stage, uneven splits, the worst stage.
+#include <catch2/catch.hpp>
+
+#include "costmodel/memory_ledger.hpp"
+#include "costmodel/pipeline_schedule.hpp"
+#include "planner/config/loaders.hpp"
+#include "tests/support/cli_runner.hpp"
+
+using namespace meshplan;
+
+TEST_CASE("1F1B: stage i holds min(p - i, m) micro-batches", "[pipeline]") {
+  CHECK(chunks_in_flight(0, 8, 1, 64) == 8);  // the first stage holds pp micro-batches
+  CHECK(chunks_in_flight(7, 8, 1, 64) == 1);
+  CHECK(chunks_in_flight(0, 8, 1, 3) == 3);  // fewer micro-batches than stages
+}
+
+TEST_CASE("interleaved: the first stage holds L (1 + (p-1)/(p v)) layers' worth", "[pipeline]") {
+  // p = 8, v = 3, L = 96: 2 (p-1) + (v-1) p + 1 = 31 chunks of L/(p v) = 4 layers = 124 layers
+  // = 96 x (1 + 7/24).
+  const std::int64_t chunks = chunks_in_flight(0, 8, 3, 64);
+  CHECK(chunks == 31);
+  CHECK(static_cast<double>(chunks) * 96.0 / 24.0 == Approx(96.0 * (1 + 7.0 / 24.0)));
+  CHECK(chunks_in_flight(7, 8, 3, 64) == 2 * 8 + 1);  // last rank: (v-1) p + 1
+  CHECK(chunks_in_flight(0, 8, 3, 2) == 6);            // capped by m v chunk-forwards
+}
+
+TEST_CASE("the ledger holds pp micro-batches on the first 1F1B stage", "[pipeline]") {
+  const ModelSpec m = load_model("llama3-8b");
+  Layout l;
+  l.pp = 4;
+  l.gbs = 16;  // 16 micro-batches
+  TrainingSetup setup;
+  setup.seq = 8192;
+  setup.framework = *find_framework("megatron");
+  const MemoryLedger ledger = build_memory_ledger(m, l, setup, load_gpu("h100-sxm"));
+  CHECK(ledger.stages[0].chunks_in_flight == 4);
+  CHECK(ledger.stages[0].layer_activations_held == 4 * 8);  // 4 micro-batches x 8 layers
+  CHECK(ledger.stages[3].layer_activations_held == 1 * 8);
+}
+
+TEST_CASE("split [1,2,2,3]: the heaviest stage is the last (3 layers + LM head)", "[pipeline]") {
+  // tiny-8l: per layer 1024 x (1024 + 2 x 256) + 1024^2 + 3 x 1024 x 4096 + 2 x 1024 =
+  // 15,206,400 params; embedding = LM head = 128256 x 1024 = 131,334,144. With one micro-batch
+  // in flight everywhere (gbs = mbs = 1), stage 3 holds 3 layers + the head + the fp32 logits
+  // [2048, 1, 128256] (1.0 GB): more than stage 0 (1 layer + embedding) and stages 1, 2.
+  const ModelSpec m = load_model(test::data_file("models/tiny-8l.json"));
+  Layout l;
+  l.pp = 4;
+  l.stage_layers = {1, 2, 2, 3};
+  TrainingSetup setup;
+  setup.seq = 2048;
+  setup.framework = *find_framework("textbook");
+  const MemoryLedger ledger = build_memory_ledger(m, l, setup, load_gpu("h100-sxm"));
+  CHECK(ledger.worst_stage == 3);
+  CHECK(ledger.stages[3].params == 3 * 15'206'400.0 + 131'334'144.0 + 1024);
+  CHECK(ledger.stages[0].params == 1 * 15'206'400.0 + 131'334'144.0);
+  CHECK(ledger.stages[3].total_bytes > ledger.stages[1].total_bytes);
+  CHECK(ledger.stages[3].total_bytes > ledger.stages[0].total_bytes);
+}
+
+TEST_CASE("Megatron: 18 bytes/param, 6 + 12/(dp cp) with the distributed optimizer",
+          "[pipeline]") {
+  const ModelSpec m = load_model("llama3-8b");
+  TrainingSetup setup;
+  setup.seq = 8192;
+  setup.framework = *find_framework("megatron");
+  auto state_bytes = [&](std::int64_t dp, std::int64_t cp, int zero) {
+    Layout l;
+    l.dp = dp;
+    l.cp = cp;
+    l.zero = zero;
+    l.gbs = dp;
+    const StageLedger s = build_memory_ledger(m, l, setup, load_gpu("h100-sxm")).stages[0];
+    double bytes = 0;
+    for (const LedgerEntry& e : s.entries) {
+      if (e.category == MemoryCategory::kWeights || e.category == MemoryCategory::kGradients ||
+          e.category == MemoryCategory::kOptimizer) {
+        bytes += e.bytes;
+      }
+    }
+    return bytes / s.params;
+  };
+  CHECK(state_bytes(8, 1, 0) == Approx(18));
+  CHECK(state_bytes(8, 1, 1) == Approx(6 + 12.0 / 8));
+  CHECK(state_bytes(4, 2, 1) == Approx(6 + 12.0 / 8));  // shards over dp x cp = 8
+}
+
+TEST_CASE("ZeRO-3 shards weights too and adds the gathered layers", "[pipeline]") {
+  const ModelSpec m = load_model("llama3-8b");
+  Layout l;
+  l.dp = 8;
+  l.gbs = 8;
+  l.zero = 3;
+  TrainingSetup setup;
+  setup.seq = 8192;
+  setup.framework = *find_framework("fsdp");
+  const StageLedger s = build_memory_ledger(m, l, setup, load_gpu("h100-sxm")).stages[0];
+  double state = 0, gathered = 0;
+  for (const LedgerEntry& e : s.entries) {
+    if (e.category == MemoryCategory::kWeights || e.category == MemoryCategory::kGradients ||
+        e.category == MemoryCategory::kOptimizer) {
+      state += e.bytes;
+    }
+    if (e.name.rfind("zero3.gathered_params", 0) == 0) gathered = e.bytes;
+  }
+  CHECK(state == Approx(16.0 * 8'030'261'248 / 8));  // 16 bytes/param over 8 ranks
+  // Two layers of 218,112,000 params in bf16.
+  CHECK(gathered == Approx(2 * 218'112'000.0 * 2));
+}
