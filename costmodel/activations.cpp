@@ -15,11 +15,6 @@ std::string shape_text(std::initializer_list<std::int64_t> dims) {
   return out + "]";
 }
 
-const char* dtype_name(double bytes) {
-  if (bytes == 4) return "fp32";
-  if (bytes == 1) return "uint8";
-  return "half";
-}
 
 /// Builds the tensor list of one op group; `split` divisors are applied to the named dimension.
 class TensorList {
@@ -32,27 +27,35 @@ class TensorList {
   /// [s/cp (/t with sp), b, width]: tensors in the sequence-parallel region.
   void hidden(const std::string& name, std::int64_t width, double bytes) {
     add(name, shape_text({tokens_ / sp_divisor_, s_.mbs, width}),
-        static_cast<double>(tokens_ / sp_divisor_ * s_.mbs * width), bytes);
+        d(tokens_ / sp_divisor_) * d(s_.mbs) * d(width), bytes, s_.sp);
   }
   /// [s/cp, b, width/t]: tensors inside the tensor-parallel region.
   void tp_split(const std::string& name, std::int64_t width, double bytes) {
     add(name, shape_text({tokens_, s_.mbs, width / s_.tp}),
-        static_cast<double>(tokens_ * s_.mbs * (width / s_.tp)), bytes);
+        d(tokens_) * d(s_.mbs) * d(width / s_.tp), bytes, true);
   }
   /// [b, a/t, s/cp, s/cp]: the eager attention score-shaped tensors.
   void scores(const std::string& name, std::int64_t heads, double bytes) {
     add(name, shape_text({s_.mbs, heads / s_.tp, tokens_, tokens_}),
-        static_cast<double>(s_.mbs * (heads / s_.tp) * tokens_ * tokens_), bytes);
+        d(s_.mbs) * d(heads / s_.tp) * d(tokens_) * d(tokens_), bytes, true);
   }
   /// [b, a/t, s/cp]: per-head, per-token statistics.
   void per_head(const std::string& name, std::int64_t heads, double bytes) {
     add(name, shape_text({s_.mbs, heads / s_.tp, tokens_}),
-        static_cast<double>(s_.mbs * (heads / s_.tp) * tokens_), bytes);
+        d(s_.mbs) * d(heads / s_.tp) * d(tokens_), bytes, true);
   }
-  void add(const std::string& name, std::string shape, double elements, double bytes) {
-    tensors_.push_back({name, std::move(shape), dtype_name(bytes), elements * bytes});
+  /// `over_tp`: the tensor is split across the tp group (always inside the TP region; in the
+  /// sp region only with sp). Every activation is split across cp.
+  void add(const std::string& name, std::string shape, double elements, double bytes,
+           bool over_tp) {
+    const char* dtype = bytes == 4 ? "fp32" : bytes == 1 ? "uint8" : s_.half_dtype.c_str();
+    std::string sharded = over_tp && s_.tp > 1 ? "tp" : "";
+    if (s_.cp > 1) sharded += sharded.empty() ? "cp" : ", cp";
+    tensors_.push_back({name, std::move(shape), dtype, elements * bytes,
+                        sharded.empty() ? "-" : sharded});
   }
   std::vector<SavedTensor> take() { return std::move(tensors_); }
+  static double d(std::int64_t v) { return static_cast<double>(v); }
 
  private:
   const ActivationSetting& s_;

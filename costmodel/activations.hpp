@@ -6,6 +6,7 @@
 //
 // Per layer, s tokens (per cp rank), b micro-batch, h hidden, a heads, k kv heads, d head_dim,
 // f ffn width, 2-byte activations (Korthikanti's GPT layer: 34 s b h + 5 a s^2 b bytes):
+// ("half" below is the training precision's 2-byte dtype.)
 //   input norm        input                    s b h      half   /t with sp
 //   qkv projection    input (norm output)      s b h      half   /t with sp
 //   attention core    q / k / v                s b a d, s b k d, s b k d   /t
@@ -45,14 +46,16 @@ struct ActivationSetting {
   AttentionImpl attention = AttentionImpl::kFlash;
   double eager_softmax_bytes = 2;  ///< FrameworkConvention::eager_softmax_bytes
   double logits_bytes = 4;         ///< FrameworkConvention::logits_bytes
+  std::string half_dtype = "bf16"; ///< name of the 2-byte activation dtype
 };
 
 /// One tensor saved for backward, on one GPU, for one micro-batch (and one layer, for layer ops).
 struct SavedTensor {
   std::string name;   ///< "attention.softmax_output"
   std::string shape;  ///< per GPU, e.g. "[1, 12, 2048, 2048]" ([b, a/t, s/cp, s/cp])
-  std::string dtype;  ///< "half", "fp32", "uint8"
+  std::string dtype;  ///< the 2-byte activation dtype ("bf16", "fp16"), "fp32" or "uint8"
   double bytes = 0;   ///< per GPU
+  std::string sharded_over;  ///< dimensions split across GPUs: "tp", "tp, cp", "-"
 };
 
 /// Tensors one transformer layer saves for backward (per GPU, per micro-batch).

@@ -27,8 +27,8 @@ struct GpuSpec {
   double allocator_fragmentation_fraction = 0;  ///< extra share held by the caching allocator
 };
 
-/// Dense peak for the GEMMs of training at `precision`: fp8 where the GPU has FP8 units (else
-/// bf16), bf16 for bf16, fp16 for fp16; nullopt when the GPU has none of them (e.g. bf16 on V100).
+/// Dense peak of the GPU's tensor cores at `precision`; nullopt when the GPU has no such unit
+/// (bf16 on V100, fp8 before Hopper).
 std::optional<double> training_peak_flops(const GpuSpec& gpu, Precision precision);
 
 /// A cluster: nodes of `gpus_per_node` GPUs in NVLink domains of `nvlink_domain_size`, joined by

@@ -52,6 +52,14 @@ std::vector<std::string> layout_problems(const Layout& l, const ModelSpec& m, st
     p.push_back("tp " + s(l.tp) + " does not divide " + s(m.num_kv_heads) + " kv heads");
   }
   if (l.sp && l.tp == 1) p.push_back("sequence parallel (sp) needs tp > 1");
+  if (l.sp && l.tp > 1 && (seq / l.cp) % l.tp != 0) {
+    p.push_back("sequence " + s(seq) + " / cp " + s(l.cp) + " is not divisible by tp " + s(l.tp) +
+                " (sequence parallelism splits the sequence across tp)");
+  }
+  if (m.position_embedding == PositionEmbedding::kLearned && seq > m.max_position_embeddings) {
+    p.push_back("sequence " + s(seq) + " is longer than the " + s(m.max_position_embeddings) +
+                " learned positions of " + m.name);
+  }
   if (l.cp > 1 && seq % (2 * l.cp) != 0) {
     p.push_back("sequence " + s(seq) + " is not divisible by 2 x cp = " + s(2 * l.cp) +
                 " (load-balanced causal context parallelism)");
@@ -67,8 +75,9 @@ std::vector<std::string> layout_problems(const Layout& l, const ModelSpec& m, st
     bool positive = true;
     for (std::int64_t v : l.stage_layers) positive = positive && v >= 1;
     if (static_cast<std::int64_t>(l.stage_layers.size()) != l.pp) {
-      p.push_back("the stage split has " + s(static_cast<std::int64_t>(l.stage_layers.size())) +
-                  " stages, pp is " + s(l.pp));
+      p.push_back("the stage split lists " +
+                  s(static_cast<std::int64_t>(l.stage_layers.size())) + " stages, pp is " +
+                  s(l.pp));
     } else if (sum != m.num_layers || !positive) {
       p.push_back("the stage split must give each stage at least 1 layer and sum to " +
                   s(m.num_layers) + " layers, it sums to " + s(sum));
@@ -76,7 +85,7 @@ std::vector<std::string> layout_problems(const Layout& l, const ModelSpec& m, st
     if (l.vpp > 1) p.push_back("an uneven stage split cannot be combined with vpp > 1");
   } else if (m.num_layers % (l.pp * l.vpp) != 0) {
     p.push_back(s(m.num_layers) + " layers cannot be split into pp x vpp = " + s(l.pp * l.vpp) +
-                " equal chunks");
+                " equal chunks (give an uneven split with --stage-layers, without vpp)");
   }
   if (l.gbs % (l.dp * l.mbs) != 0) {
     p.push_back("gbs " + s(l.gbs) + " is not a multiple of dp x mbs = " + s(l.dp * l.mbs));

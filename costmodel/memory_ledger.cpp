@@ -57,11 +57,11 @@ bool zero_shards(int zero, MemoryCategory category) {
 
 std::string count_shape(double elements) { return "[" + std::to_string(static_cast<long long>(elements)) + "]"; }
 
-void add_tensors(StageLedger& stage, const std::vector<SavedTensor>& tensors, double count,
-                 MemoryCategory category, const std::string& sharded_over) {
+void add_tensors(StageLedger& stage, const std::vector<SavedTensor>& tensors, double count) {
   for (const SavedTensor& t : tensors) {
-    const MemoryCategory c = t.name == "loss.logits" ? MemoryCategory::kLogits : category;
-    stage.entries.push_back({t.name, c, t.shape, t.dtype, count, t.bytes * count, sharded_over});
+    const MemoryCategory c =
+        t.name == "loss.logits" ? MemoryCategory::kLogits : MemoryCategory::kActivations;
+    stage.entries.push_back({t.name, c, t.shape, t.dtype, count, t.bytes * count, t.sharded_over});
   }
 }
 
@@ -86,11 +86,10 @@ MemoryLedger build_memory_ledger(const ModelSpec& model, const Layout& layout,
   act.attention = setup.attention;
   act.eager_softmax_bytes = fw.eager_softmax_bytes;
   act.logits_bytes = fw.logits_bytes;
+  act.half_dtype = half_dtype_name(setup.precision);
   const std::vector<SavedTensor> layer = layer_saved_tensors(model, act);
-  const std::string act_sharding =
-      std::string(layout.tp > 1 ? "tp" : "") + (layout.cp > 1 ? (layout.tp > 1 ? ", cp" : "cp") : "");
 
-  const double tokens = static_cast<double>(setup.seq / layout.cp);
+  const double tokens = static_cast<double>(setup.seq / layout.cp);  // per cp rank
   const double mbs = static_cast<double>(layout.mbs);
   const double h = static_cast<double>(model.hidden_size);
   const double tp = static_cast<double>(layout.tp);
@@ -123,38 +122,42 @@ MemoryLedger build_memory_ledger(const ModelSpec& model, const Layout& layout,
     s.chunks_in_flight = chunks_in_flight(r, layout.pp, layout.vpp, microbatches);
     const double layers_per_chunk = static_cast<double>(s.layers) / static_cast<double>(layout.vpp);
     s.layer_activations_held = layers_per_chunk * static_cast<double>(s.chunks_in_flight);
-    add_tensors(s, layer, s.layer_activations_held, MemoryCategory::kActivations,
-                act_sharding.empty() ? "-" : act_sharding);
+    add_tensors(s, layer, s.layer_activations_held);
     if (s.has_embedding) {
-      const double held = static_cast<double>(std::min(layout.pp, microbatches));
-      add_tensors(s, embedding_saved_tensors(model, act), held, MemoryCategory::kActivations, "-");
+      add_tensors(s, embedding_saved_tensors(model, act),
+                  static_cast<double>(std::min(layout.pp, microbatches)));
     }
-    if (s.has_lm_head) {
-      add_tensors(s, head_saved_tensors(model, act), 1, MemoryCategory::kActivations,
-                  layout.tp > 1 ? "tp" : "-");
-    }
+    if (s.has_lm_head) add_tensors(s, head_saved_tensors(model, act), 1);
     if (layout.recompute != Recompute::kNone) {
       // During backward, the layer being recomputed holds its full activations once.
       ActivationSetting full = act;
       full.recompute = Recompute::kNone;
       const double working = total_bytes(layer_saved_tensors(model, full)) -
                              (layout.recompute == Recompute::kSelective ? total_bytes(layer) : 0);
-      s.entries.push_back({"recompute.working_set (one layer, in backward)",
-                           MemoryCategory::kActivations, "-", "half", 1, working, "-"});
+      if (working > 0) {
+        s.entries.push_back({"recompute.working_set (one layer, in backward)",
+                             MemoryCategory::kActivations, "-", act.half_dtype, 1, working, "-"});
+      }
     }
 
     // Communication buffers.
     if (layout.zero == 3 && shard_group > 1) {
-      s.entries.push_back({"zero3.gathered_params (current + prefetched layer)",
-                           MemoryCategory::kCommBuffers, count_shape(layer_params_tp),
-                           half_dtype_name(setup.precision), 2, 2 * layer_params_tp * kHalfBytes,
+      // FSDP units: each layer, and the embedding and LM head on their stages (larger than a
+      // layer for large vocabularies); the current and the prefetched unit are gathered.
+      double unit = layer_params_tp;
+      if (s.has_embedding || (s.has_lm_head && !model.tied_embeddings)) {
+        unit = std::max(unit, static_cast<double>(counts.embedding) / tp);
+      }
+      s.entries.push_back({"zero3.gathered_params (current + prefetched unit)",
+                           MemoryCategory::kCommBuffers, count_shape(unit),
+                           half_dtype_name(setup.precision), 2, 2 * unit * kHalfBytes,
                            sharding_text(layout, false, false)});
       double grad_bytes = 0;
       for (const StateComponent& c : fw.state) {
         if (c.category == MemoryCategory::kGradients) grad_bytes += c.bytes_per_param;
       }
       s.entries.push_back({"zero3.grad_reduce_scatter (one layer)", MemoryCategory::kCommBuffers,
-                           count_shape(layer_params_tp), grad_bytes == 4 ? "fp32" : "half", 1,
+                           count_shape(layer_params_tp), grad_bytes == 4 ? "fp32" : act.half_dtype, 1,
                            layer_params_tp * grad_bytes, sharding_text(layout, false, false)});
     }
     if (layout.sp) {
@@ -162,18 +165,18 @@ MemoryLedger build_memory_ledger(const ModelSpec& model, const Layout& layout,
                            "[" + std::to_string(setup.seq / layout.cp) + ", " +
                                std::to_string(layout.mbs) + ", " +
                                std::to_string(model.hidden_size) + "]",
-                           "half", 1, tokens * mbs * h * kHalfBytes, "-"});
+                           act.half_dtype, 1, tokens * mbs * h * kHalfBytes, "-"});
     }
     if (layout.pp > 1) {
       const double boundary = tokens * mbs * h / (layout.sp ? tp : 1.0);
       s.entries.push_back({"pp.send_recv_buffers (send + recv)", MemoryCategory::kCommBuffers,
-                           count_shape(boundary), "half", 2, 2 * boundary * kHalfBytes,
+                           count_shape(boundary), act.half_dtype, 2, 2 * boundary * kHalfBytes,
                            layout.sp ? "tp" : "-"});
     }
     if (layout.cp > 1) {
       const double kv = tokens * mbs * static_cast<double>(model.num_kv_heads * model.head_dim) / tp;
       s.entries.push_back({"cp.kv_exchange_buffers (K, V double-buffered)",
-                           MemoryCategory::kCommBuffers, count_shape(kv), "half", 4,
+                           MemoryCategory::kCommBuffers, count_shape(kv), act.half_dtype, 4,
                            4 * kv * kHalfBytes, layout.tp > 1 ? "tp" : "-"});
     }
 

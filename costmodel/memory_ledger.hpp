@@ -65,7 +65,8 @@ struct MemoryLedger {
   double capacity_bytes = 0;    ///< the GPU's memory
   double headroom_bytes = 0;    ///< capacity - peak (negative when it does not fit)
   bool fits = false;
-  /// The largest single activation tensor of the worst stage (one tensor, not the count).
+  /// The largest single activation tensor of the worst stage (one tensor, not the count;
+  /// weights, gradients and buffers are not candidates).
   std::string largest_tensor_name;
   std::string largest_tensor_shape;
   std::string largest_tensor_dtype;

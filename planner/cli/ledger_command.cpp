@@ -33,7 +33,7 @@ struct LedgerOptions {
   double params = 0;
   std::string gpu = "h100-sxm";
   std::string framework = "textbook";
-  std::string precision = "bf16";
+  std::string precision;  ///< empty: the GPU's default
   double tokens = 0;
   std::int64_t gpus = 0;  ///< 0: not given (dp x tp x pp x cp)
   double mfu = 0.5;
@@ -61,6 +61,7 @@ struct LedgerResult {
   TrainingTime time;
   std::optional<ResolvedLayout> layout;  ///< with --model: the per-stage ledger's layout
   std::optional<MemoryLedger> ledger;
+  std::vector<std::string> notes;  ///< defaults taken, printed to the user
 };
 
 LedgerResult compute(const LedgerOptions& o) {
@@ -74,7 +75,7 @@ LedgerResult compute(const LedgerOptions& o) {
   }
   r.gpu = load_gpu(o.gpu);
   r.framework = require_framework(o.framework);
-  r.precision = require_precision(o.precision);
+  r.precision = require_precision(o.precision, r.gpu, r.notes);
   r.memory = static_memory(r.params, r.framework, r.precision);
   r.fits = r.memory.total_bytes <= r.gpu.memory_bytes;
 
@@ -86,11 +87,12 @@ LedgerResult compute(const LedgerOptions& o) {
     r.layout = resolve_layout(o.layout, *r.model, r.gpu, r.framework, r.precision,
                               o.gpus > 0 ? std::optional<std::int64_t>(o.gpus) : std::nullopt);
     r.gpus = r.layout->layout.gpus();
+    r.notes.insert(r.notes.end(), r.layout->notes.begin(), r.layout->notes.end());
     r.seq = r.layout->setup.seq;
     r.exact = exact_flops_per_token(*r.model, r.seq);
     r.ledger = build_memory_ledger(*r.model, r.layout->layout, r.layout->setup, r.gpu);
   }
-  r.peak_flops_per_s = require_peak_flops(r.gpu, r.precision);
+  r.peak_flops_per_s = require_mfu_peak_flops(r.gpu, r.precision);
   r.time = time_to_train(r.training_flops, r.gpus, r.peak_flops_per_s, o.mfu);
   return r;
 }
@@ -100,7 +102,7 @@ std::string layout_line(const ResolvedLayout& rl) {
   std::ostringstream s;
   s << "dp " << l.dp << " tp " << l.tp << " pp " << l.pp << " cp " << l.cp << " vpp " << l.vpp
     << ", mbs " << l.mbs << ", gbs " << l.gbs << " (" << l.microbatches()
-    << " micro-batches), seq " << rl.setup.seq << ", zero " << l.zero << ", recompute "
+    << (l.microbatches() == 1 ? " micro-batch), seq " : " micro-batches), seq ") << rl.setup.seq << ", zero " << l.zero << ", recompute "
     << to_string(l.recompute) << ", sp " << (l.sp ? "on" : "off") << ", attention "
     << to_string(rl.setup.attention);
   return s.str();
@@ -121,6 +123,8 @@ std::string render_text(const LedgerOptions& o, const LedgerResult& r) {
   } else {
     s << "Model: " << scientific(r.params) << " parameters\n\n";
   }
+  for (const std::string& note : r.notes) s << "note: " << note << "\n";
+  if (!r.notes.empty()) s << "\n";
   s << "Static memory of training, framework \"" << r.framework.name << "\" ("
     << r.framework.description << "), unsharded:\n";
   Table t({"component", "precision", "bytes/param", "GB"}, {true, true, false, false});
@@ -139,7 +143,7 @@ std::string render_text(const LedgerOptions& o, const LedgerResult& r) {
   if (r.ledger) {
     s << "Per-GPU ledger on " << r.gpus << " x " << r.gpu.name << ": " << layout_line(*r.layout)
       << "\n";
-    for (const std::string& note : r.layout->notes) s << "  note: " << note << "\n";
+
     s << render_memory_ledger(*r.ledger, r.gpu.name, o.all_stages) << "\n";
   }
 
@@ -153,10 +157,11 @@ std::string render_text(const LedgerOptions& o, const LedgerResult& r) {
       << scientific(r.exact->training) << " FLOP/token = " << scientific(exact_total)
       << " FLOP (" << fixed(exact_total / r.training_flops, 3) << " x 6ND)\n";
   }
-  s << "Time to train on " << r.gpus << " x " << r.gpu.name << " at " << fixed(o.mfu * 100, 0)
-    << "% MFU (" << fixed(r.peak_flops_per_s / kTera, 1) << " TFLOP/s dense "
-    << to_string(r.precision) << "): " << duration(r.time.seconds) << " ("
-    << scientific(r.time.seconds) << " s), " << scientific(r.time.gpu_hours) << " GPU-hours\n";
+  s << "Time to train (6ND) on " << r.gpus << " x " << r.gpu.name << " at "
+    << fixed(o.mfu * 100, 0) << "% MFU (of " << fixed(r.peak_flops_per_s / kTera, 1)
+    << " TFLOP/s dense " << (r.precision == Precision::kFp16 ? "fp16" : "bf16") << "): " << duration(r.time.seconds) << " ("
+    << scientific(r.time.seconds) << " s), " << (r.time.gpu_hours < 1e5 ? fixed(r.time.gpu_hours, 1) : scientific(r.time.gpu_hours))
+    << " GPU-hours\n";
   return s.str();
 }
 
@@ -198,7 +203,7 @@ std::string render_json(const LedgerOptions& o, const LedgerResult& r) {
                    {"mbs", l.mbs}, {"gbs", l.gbs}, {"zero", l.zero},
                    {"recompute", to_string(l.recompute)}, {"sp", l.sp},
                    {"attention", to_string(r.layout->setup.attention)}};
-    j["notes"] = r.layout->notes;
+
     const nlohmann::json ledger = memory_ledger_json(*r.ledger);
     for (auto it = ledger.begin(); it != ledger.end(); ++it) j[it.key()] = it.value();
   }
@@ -210,6 +215,7 @@ std::string render_json(const LedgerOptions& o, const LedgerResult& r) {
     j["training_flops_exact"] = r.exact->training * r.tokens;
   }
   j["gpus"] = r.gpus;
+  j["notes"] = r.notes;
   j["mfu"] = o.mfu;
   j["peak_flops_per_s"] = r.peak_flops_per_s;
   j["time_to_train_s"] = r.time.seconds;
@@ -232,7 +238,7 @@ CommandAction add_ledger_command(CLI::App& app) {
   auto* params = cmd->add_option("--params", o->params,
                                  "Parameter count instead of a model, e.g. 7e9 (static memory and "
                                  "6ND only)")
-                     ->check(CLI::PositiveNumber);
+                     ->check(positive_up_to(1e15));
   model->excludes(params);
   params->excludes(model);
   cmd->add_option("--gpu", o->gpu, "GPU: a preset name (meshplan presets gpus) or a JSON file")
@@ -241,24 +247,30 @@ CommandAction add_ledger_command(CLI::App& app) {
   add_precision_option(*cmd, o->precision);
   cmd->add_option("--tokens", o->tokens,
                   "Training tokens D [tokens] (default: 20 x parameters, Chinchilla-optimal)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_up_to(1e18));
   cmd->add_option("--gpus", o->gpus,
                   "GPUs [count]: must equal dp x tp x pp x cp when a model is given (default: "
                   "dp x tp x pp x cp, 1 with --params)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_up_to(1e9));
   add_mfu_option(*cmd, o->mfu);
   add_layout_options(*cmd, o->layout);
   cmd->add_flag("--all-stages", o->all_stages,
                 "Print every pipeline stage's entries (default: the worst stage's)");
   cmd->add_flag("--json", o->json, "Print JSON (keys carry their units) instead of tables");
 
-  return [o](std::ostream& out) {
+  return [o, cmd](std::ostream& out) {
     if (o->model.empty() && !(o->params > 0)) {
       throw InputError("ledger: give --model NAME|FILE or --params N (e.g. --params 7e9)");
     }
-    if (o->model.empty() && (o->layout.dp * o->layout.tp * o->layout.pp * o->layout.cp > 1)) {
-      throw InputError("ledger: layout flags need --model (with --params only the static memory "
-                       "is known)");
+    if (o->model.empty()) {
+      for (const char* flag : {"--dp", "--tp", "--pp", "--cp", "--vpp", "--mbs", "--gbs", "--seq",
+                               "--zero", "--recompute", "--sp", "--attention", "--stage-layers",
+                               "--all-stages"}) {
+        if (cmd->count(flag) > 0) {
+          throw InputError(std::string("ledger: ") + flag + " needs --model (with --params only "
+                           "the static memory is known)");
+        }
+      }
     }
     const LedgerResult r = compute(*o);
     out << (o->json ? render_json(*o, r) : render_text(*o, r));

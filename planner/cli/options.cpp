@@ -1,5 +1,9 @@
 #include "planner/cli/options.hpp"
 
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
 #include "planner/config/closest_names.hpp"
 #include "planner/config/input_error.hpp"
 
@@ -12,6 +16,44 @@ std::vector<std::string> framework_names() {
   for (const FrameworkConvention& f : framework_conventions()) names.push_back(f.name);
   return names;
 }
+
+}  // namespace
+
+CLI::Validator positive_up_to(double max) {
+  return CLI::Validator(
+      [max](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double value = std::strtod(text.c_str(), &end);
+        if (end == text.c_str() || *end != '\0' || !std::isfinite(value) || !(value > 0) ||
+            value > max) {
+          char bound[32];
+          std::snprintf(bound, sizeof bound, "%g", max);
+          return "must be a number > 0 and at most " + std::string(bound) + ", got \"" + text +
+                 "\"";
+        }
+        return std::string();
+      },
+      "POSITIVE");
+}
+
+namespace {
+
+/// Integer flags: 1 .. 2^24 keeps every product of degrees and sizes inside int64.
+CLI::Validator whole_up_to(std::int64_t max) {
+  return CLI::Validator(
+      [max](std::string& text) -> std::string {
+        char* end = nullptr;
+        const long long value = std::strtoll(text.c_str(), &end, 10);
+        if (end == text.c_str() || *end != '\0' || value < 1 || value > max) {
+          return "must be a whole number from 1 to " + std::to_string(max) + ", got \"" + text +
+                 "\"";
+        }
+        return std::string();
+      },
+      "INT");
+}
+
+const std::int64_t kMaxDegree = std::int64_t{1} << 24;
 
 }  // namespace
 
@@ -28,8 +70,8 @@ void add_framework_option(CLI::App& cmd, std::string& framework) {
 
 void add_precision_option(CLI::App& cmd, std::string& precision) {
   cmd.add_option("--precision", precision,
-                 "Training precision: bf16 | fp16 | fp8 (FP8 GEMMs, bf16 elsewhere)")
-      ->capture_default_str()
+                 "Training precision: bf16 | fp16 | fp8 (FP8 GEMMs, bf16 elsewhere) (default: "
+                 "bf16, fp16 on GPUs without bf16 such as the V100)")
       ->check(CLI::IsMember({"bf16", "fp16", "fp8"}));
 }
 
@@ -37,7 +79,7 @@ void add_mfu_option(CLI::App& cmd, double& mfu) {
   cmd.add_option("--mfu", mfu,
                  "Model FLOPs utilization for the time to train, a fraction in (0, 1]")
       ->capture_default_str()
-      ->check(CLI::Range(1e-6, 1.0));
+      ->check(positive_up_to(1.0));
 }
 
 FrameworkConvention require_framework(const std::string& name) {
@@ -46,30 +88,41 @@ FrameworkConvention require_framework(const std::string& name) {
                    quoted_list(framework_names()));
 }
 
-Precision require_precision(const std::string& name) {
+Precision require_precision(const std::string& name, const GpuSpec& gpu,
+                            std::vector<std::string>& notes) {
+  if (name.empty()) {
+    const bool bf16 = gpu.peak_flops_per_s.bf16.has_value();
+    notes.push_back(std::string("precision ") + (bf16 ? "bf16" : "fp16") + " (default" +
+                    (bf16 ? "" : ": " + gpu.name + " has no bf16 tensor cores") +
+                    "; set --precision)");
+    return bf16 ? Precision::kBf16 : Precision::kFp16;
+  }
   if (auto p = parse_precision(name)) return *p;
   throw InputError("--precision: unknown precision \"" + name +
                    "\"; expected one of \"bf16\", \"fp16\", \"fp8\"");
 }
 
-double require_peak_flops(const GpuSpec& gpu, Precision precision) {
-  if (auto peak = training_peak_flops(gpu, precision)) return *peak;
-  throw InputError("--precision " + std::string(to_string(precision)) + ": " + gpu.name +
-                   " has no " + to_string(precision) +
-                   " tensor cores; use --precision fp16 (V100) or another GPU");
+double require_mfu_peak_flops(const GpuSpec& gpu, Precision precision) {
+  if (!training_peak_flops(gpu, precision)) {
+    throw InputError("--precision " + std::string(to_string(precision)) + ": " + gpu.name +
+                     " has no " + to_string(precision) + " tensor cores; choose another "
+                     "--precision (meshplan presets gpus lists each GPU's peaks)");
+  }
+  return *training_peak_flops(gpu, precision == Precision::kFp8 ? Precision::kBf16 : precision);
 }
 
 void add_layout_options(CLI::App& cmd, LayoutFlags& f) {
-  const auto positive = CLI::PositiveNumber;
-  cmd.add_option("--dp", f.dp, "Data-parallel degree [GPUs]")->capture_default_str()->check(positive);
+  const CLI::Validator positive = whole_up_to(kMaxDegree);
+  cmd.add_option("--dp", f.dp, "Data-parallel degree [GPUs] (default: --gpus / (tp x pp x cp), or 1)")
+      ->check(positive);
   cmd.add_option("--tp", f.tp, "Tensor-parallel degree [GPUs]")->capture_default_str()->check(positive);
   cmd.add_option("--pp", f.pp, "Pipeline-parallel degree [stages]")->capture_default_str()->check(positive);
   cmd.add_option("--cp", f.cp, "Context-parallel degree [GPUs]")->capture_default_str()->check(positive);
   cmd.add_option("--vpp", f.vpp, "Virtual pipeline stages (model chunks) per rank; > 1 is the interleaved 1F1B schedule")
       ->capture_default_str()->check(positive);
   cmd.add_option("--mbs", f.mbs, "Micro-batch size [sequences]")->capture_default_str()->check(positive);
-  cmd.add_option("--gbs", f.gbs, "Global batch [sequences] (default: dp x mbs x pp, enough micro-batches to fill the pipeline)")
-      ->check(positive);
+  cmd.add_option("--gbs", f.gbs, "Global batch [sequences] (default: dp x mbs x pp x vpp, enough micro-batches to fill the pipeline)")
+      ->check(whole_up_to(std::int64_t{1} << 40));
   cmd.add_option("--seq", f.seq, "Sequence length [tokens] (default: the model's seq_length)")->check(positive);
   cmd.add_option("--zero", f.zero, "ZeRO stage: 0 none, 1 optimizer states (Megatron distributed optimizer), 2 + gradients, 3 + parameters (FSDP)")
       ->capture_default_str()->check(CLI::Range(0, 3));
@@ -87,7 +140,17 @@ ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, cons
                               std::optional<std::int64_t> gpus) {
   ResolvedLayout r;
   Layout& l = r.layout;
-  l.dp = f.dp;
+  if (f.dp > 0) {
+    l.dp = f.dp;
+  } else if (gpus && *gpus % (f.tp * f.pp * f.cp) == 0) {
+    l.dp = *gpus / (f.tp * f.pp * f.cp);
+    if (l.dp > 1) {
+      r.notes.push_back("dp " + std::to_string(l.dp) + " (default: --gpus " +
+                        std::to_string(*gpus) + " / (tp x pp x cp); set --dp)");
+    }
+  } else {
+    l.dp = 1;
+  }
   l.tp = f.tp;
   l.pp = f.pp;
   l.cp = f.cp;
@@ -100,16 +163,22 @@ ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, cons
   if (f.gbs > 0) {
     l.gbs = f.gbs;
   } else {
-    l.gbs = f.dp * f.mbs * f.pp * f.vpp;
+    l.gbs = l.dp * f.mbs * f.pp * f.vpp;
     r.notes.push_back("gbs " + std::to_string(l.gbs) +
                       " (default: dp x mbs x pp x vpp, enough micro-batches to fill the pipeline; "
                       "memory is the same for any larger gbs; set --gbs)");
+  }
+  if (framework.name == "fsdp" && f.zero < 3) {
+    r.notes.push_back("framework fsdp with --zero " + std::to_string(f.zero) +
+                      ": nothing is fully sharded; FSDP's full shard is --zero 3");
   }
   r.setup.framework = framework;
   r.setup.precision = precision;
   r.setup.seq = f.seq > 0 ? f.seq : model.seq_length;
   if (f.seq <= 0) {
-    r.notes.push_back("seq " + std::to_string(r.setup.seq) + " (default: the model's; set --seq)");
+    r.notes.push_back("seq " + std::to_string(r.setup.seq) +
+                      " (default: the model's seq_length, max_position_embeddings for a Hugging "
+                      "Face config; set --seq)");
   }
   if (!f.attention.empty()) {
     r.setup.attention = *parse_attention(f.attention);

@@ -15,10 +15,13 @@
 
 namespace meshplan {
 
+/// Accepts a finite number in (0, max] ("7e9"); the error says so in one line.
+CLI::Validator positive_up_to(double max);
+
 /// --framework NAME (default "textbook"), checked against the known conventions at parse time.
 void add_framework_option(CLI::App& cmd, std::string& framework);
 
-/// --precision bf16|fp16|fp8 (default "bf16").
+/// --precision bf16|fp16|fp8 (default: bf16, fp16 on GPUs without bf16).
 void add_precision_option(CLI::App& cmd, std::string& precision);
 
 /// --mfu F in (0, 1] (default 0.5).
@@ -27,17 +30,21 @@ void add_mfu_option(CLI::App& cmd, double& mfu);
 /// The named convention; throws InputError listing the known names.
 FrameworkConvention require_framework(const std::string& name);
 
-/// The named precision; throws InputError listing bf16, fp16, fp8.
-Precision require_precision(const std::string& name);
+/// The named precision, or the GPU's default when `name` is empty (bf16, else fp16, with a note
+/// in `notes`); throws InputError listing bf16, fp16, fp8.
+Precision require_precision(const std::string& name, const GpuSpec& gpu,
+                            std::vector<std::string>& notes);
 
-/// The GPU's dense peak for training GEMMs at `precision`; throws InputError when the GPU has
-/// no such unit (bf16 on a V100: use --precision fp16).
-double require_peak_flops(const GpuSpec& gpu, Precision precision);
+/// The dense 16-bit peak MFU is measured against (bf16, or fp16 where the GPU has no bf16; fp8
+/// training is still measured against the 16-bit peak, as Megatron-LM and NeMo report it).
+/// Throws InputError when the GPU has no tensor cores of `precision` (fp8 before Hopper).
+double require_mfu_peak_flops(const GpuSpec& gpu, Precision precision);
 
 /// The layout and training flags shared by ledger, estimate and plan, as given on the command
 /// line (0 / empty: not given).
 struct LayoutFlags {
-  std::int64_t dp = 1, tp = 1, pp = 1, cp = 1, vpp = 1, mbs = 1, gbs = 0, seq = 0;
+  std::int64_t dp = 0;  ///< 0: derived from --gpus (or 1)
+  std::int64_t tp = 1, pp = 1, cp = 1, vpp = 1, mbs = 1, gbs = 0, seq = 0;
   int zero = 0;
   std::string recompute = "none";
   bool sp = false;

@@ -10,6 +10,10 @@ namespace meshplan {
 
 namespace {
 
+/// Bound of every size read (widths, layers, vocabulary, positions): keeps the parameter
+/// count's products inside int64.
+constexpr std::int64_t kMaxSize = std::int64_t{1} << 20;
+
 const std::vector<std::string> kLlamaLike = {"llama", "mistral", "qwen2"};
 const std::vector<std::string> kSupported = {"llama", "mistral", "qwen2", "gpt2"};
 
@@ -31,6 +35,9 @@ class HfReader {
       const nlohmann::json& v = config_.at(key);
       if (!v.is_number_integer() || v.get<std::int64_t>() <= 0) {
         fail(key, "must be a positive integer, got " + describe_json(v));
+      }
+      if (v.get<std::int64_t>() > kMaxSize) {
+        fail(key, "must be at most " + std::to_string(kMaxSize) + ", got " + describe_json(v));
       }
       return v.get<std::int64_t>();
     }
@@ -93,14 +100,21 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
   }
 
   ModelSpec m;
-  m.name = std::filesystem::path(file).parent_path().filename().string();
-  if (m.name.empty()) m.name = std::filesystem::path(file).stem().string();
+  const std::filesystem::path path(file);
+  m.name = path.filename() == "config.json" ? path.parent_path().filename().string()
+                                             : path.stem().string();
+  if (m.name.empty()) m.name = path.stem().string();
   m.hidden_size = r.required_int({gpt2 ? "n_embd" : "hidden_size", "hidden_size"});
   m.num_layers = r.required_int({gpt2 ? "n_layer" : "num_hidden_layers", "num_hidden_layers"});
   m.num_attention_heads =
       r.required_int({gpt2 ? "n_head" : "num_attention_heads", "num_attention_heads"});
   // LlamaConfig: num_key_value_heads defaults to num_attention_heads (multi-head attention).
   m.num_kv_heads = r.positive_int({"num_key_value_heads"}).value_or(m.num_attention_heads);
+  if (!r.positive_int({"head_dim"}) && m.hidden_size % m.num_attention_heads != 0) {
+    r.fail("num_attention_heads", "must divide hidden_size (" + std::to_string(m.hidden_size) +
+                                      ") when head_dim is not given, got " +
+                                      std::to_string(m.num_attention_heads));
+  }
   m.head_dim = r.positive_int({"head_dim"}).value_or(m.hidden_size / m.num_attention_heads);
   m.vocab_size = r.required_int({"vocab_size"});
   m.vocab_pad_multiple = 1;

@@ -39,8 +39,8 @@ nlohmann::json load_json_file(const std::string& path) {
   } catch (const nlohmann::json::parse_error& e) {
     const auto [line, column] = line_and_column(text, e.byte);
     std::string message = e.what();
-    const std::size_t cut = message.find("parse error");
-    if (cut != std::string::npos) message = message.substr(cut);
+    const std::size_t cut = message.find(": syntax error");
+    if (cut != std::string::npos) message = message.substr(cut + 2);
     throw InputError(path + ": not valid JSON at line " + std::to_string(line) + ", column " +
                      std::to_string(column) + ": " + message);
   }
@@ -100,13 +100,16 @@ bool StrictObject::boolean(const std::string& key) {
   return v.get<bool>();
 }
 
-std::int64_t StrictObject::positive_int(const std::string& key) {
+std::int64_t StrictObject::positive_int(const std::string& key, std::int64_t max) {
   const nlohmann::json& v = require(key, "a positive integer");
   if (!v.is_number_integer() && !(v.is_number_float() && std::floor(v.get<double>()) == v.get<double>())) {
     fail(key, "must be a positive integer, got " + describe_json(v));
   }
   const double d = v.get<double>();
-  if (!(d > 0) || d > 9.0e18) fail(key, "must be a positive integer, got " + describe_json(v));
+  if (!(d > 0)) fail(key, "must be a positive integer, got " + describe_json(v));
+  if (d > static_cast<double>(max)) {
+    fail(key, "must be at most " + std::to_string(max) + ", got " + describe_json(v));
+  }
   return static_cast<std::int64_t>(d);
 }
 

@@ -32,7 +32,8 @@ class StrictObject {
   /// A string that must be one of `choices`.
   std::string choice(const std::string& key, const std::vector<std::string>& choices);
   bool boolean(const std::string& key);
-  std::int64_t positive_int(const std::string& key);   ///< integer > 0
+  /// An integer in [1, max]. The bounds keep every product the cost model forms inside int64.
+  std::int64_t positive_int(const std::string& key, std::int64_t max);
   double positive_number(const std::string& key);      ///< number > 0
   double fraction(const std::string& key);             ///< number in [0, 1)
   std::optional<double> positive_number_or_null(const std::string& key);

@@ -36,6 +36,10 @@ std::vector<std::string> preset_names(PresetKind kind) {
   std::vector<std::string> names;
   const fs::path folder = fs::path(config_dir()) / preset_folder(kind);
   std::error_code ec;
+  if (!fs::is_directory(folder, ec)) {
+    throw InputError("the presets folder " + folder.string() +
+                     " does not exist; set MESHPLAN_CONFIG_DIR to meshplan's configs/ folder");
+  }
   for (const auto& entry : fs::directory_iterator(folder, ec)) {
     if (entry.is_regular_file() && entry.path().extension() == ".json") {
       names.push_back(entry.path().stem().string());

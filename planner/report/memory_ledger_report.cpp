@@ -45,24 +45,24 @@ std::string render_memory_ledger(const MemoryLedger& ledger, const std::string& 
     stages.add_row({std::to_string(s.stage), stage_contents(s), std::to_string(s.chunks_in_flight),
                     scientific(s.params), fixed(s.total_bytes / kGiB, 2)});
   }
-  out << "Per-GPU memory by pipeline stage (micro-batches in flight counts model chunks with "
-         "vpp > 1):\n"
+  out << "Per-GPU memory by pipeline stage (with vpp > 1, in flight counts model-chunk "
+         "micro-batches):\n"
       << stages.render();
   for (const StageLedger& s : ledger.stages) {
     const bool worst = &s == &ledger.stages[ledger.worst_stage];
     if (!all_stages && !worst) continue;
     out << "\nStage " << s.stage << (worst ? " (worst)" : "") << ": " << stage_contents(s)
-        << ", " << count_text(s.layer_activations_held)
-        << " layer-micro-batches of activations held\n"
+        << ", activations of " << count_text(s.layer_activations_held)
+        << " layers x micro-batches held\n"
         << stage_entries(s);
   }
   out << "\nfits on " << gpu_name << ": " << (ledger.fits ? "yes" : "no") << ", headroom "
       << fixed(ledger.headroom_bytes / kGiB, 1) << " GiB (worst stage " << ledger.worst_stage
       << " needs " << gib(ledger.peak_bytes) << " of " << gib(ledger.capacity_bytes) << ")\n";
   if (ledger.largest_tensor_bytes > 0) {
-    out << "largest single tensor: " << ledger.largest_tensor_name << " "
+    out << "largest activation tensor: " << ledger.largest_tensor_name << " "
         << ledger.largest_tensor_shape << " " << ledger.largest_tensor_dtype << " = "
-        << gib(ledger.largest_tensor_bytes) << "\n";
+        << fixed(ledger.largest_tensor_bytes / kGiB, 3) << " GiB\n";
   }
   return out.str();
 }

@@ -104,6 +104,7 @@ TEST_CASE("ZeRO-3 shards weights too and adds the gathered layers", "[pipeline]"
     if (e.name.rfind("zero3.gathered_params", 0) == 0) gathered = e.bytes;
   }
   CHECK(state == Approx(16.0 * 8'030'261'248 / 8));  // 16 bytes/param over 8 ranks
-  // Two layers of 218,112,000 params in bf16.
-  CHECK(gathered == Approx(2 * 218'112'000.0 * 2));
+  // The largest FSDP unit of the stage is the embedding, 128256 x 4096 = 525,336,576 params
+  // (a layer has 218,112,000): two units (current + prefetched) in bf16.
+  CHECK(gathered == Approx(2 * 525'336'576.0 * 2));
 }

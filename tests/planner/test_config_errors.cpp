@@ -118,3 +118,34 @@ TEST_CASE("bad flags exit 2", "[errors]") {
             .exit_code == 2);  // V100 has no bf16 tensor cores
   CHECK(test::run({"ledger", "--model", "/nonexistent/config.json"}).exit_code == 2);
 }
+
+TEST_CASE("sizes beyond the bounds and overflowing flags are refused, not wrapped", "[errors]") {
+  // Each bound keeps hidden x ffn x layers inside int64 (loaders.cpp).
+  expect_input_error(broken_model("huge.json", "\"num_layers\": 32", "\"num_layers\": 9000000000000000000"),
+                     "$.num_layers: must be at most 65536");
+  const test::CliResult flags =
+      test::run({"ledger", "--model", "llama3-8b", "--dp", "4294967296", "--mbs", "4294967296"});
+  CHECK(flags.exit_code == 2);
+  CHECK_THAT(flags.err, Catch::Contains("must be a whole number from 1 to 16777216"));
+  CHECK(test::run({"ledger", "--params", "nan"}).exit_code == 2);
+  CHECK(test::run({"ledger", "--params", "7e9", "--tokens", "nan"}).exit_code == 2);
+  CHECK(test::run({"ledger", "--params", "7e9", "--mfu", "nan"}).exit_code == 2);
+  CHECK(test::run({"ledger", "--params", "1e308"}).exit_code == 2);
+  const test::CliResult layout_without_model = test::run({"ledger", "--params", "7e9", "--vpp", "4"});
+  CHECK(layout_without_model.exit_code == 2);
+  CHECK_THAT(layout_without_model.err, Catch::Contains("--vpp needs --model"));
+}
+
+TEST_CASE("a file of another kind is named by its schema", "[errors]") {
+  const test::CliResult r =
+      test::run({"ledger", "--model", config_dir() + "/gpus/h100-sxm.json"});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("$.schema: is \"meshplan-gpu/1\"; expected \"meshplan-model/1\""));
+}
+
+TEST_CASE("fp8 needs FP8 tensor cores", "[errors]") {
+  const test::CliResult r =
+      test::run({"ledger", "--params", "7e9", "--gpu", "a100-80g", "--precision", "fp8"});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("a100-80g has no fp8 tensor cores"));
+}

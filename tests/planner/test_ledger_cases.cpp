@@ -64,8 +64,8 @@ TEST_CASE("Llama-2-7B, mbs 16, seq 4096, eager: the 32 GiB fp32 score matrix is 
   const test::CliResult text = test::run({"ledger", "--model", "llama2-7b", "--mbs", "16",
                                           "--seq", "4096", "--attention", "eager",
                                           "--framework", "hf"});
-  CHECK_THAT(text.out, Catch::Contains("largest single tensor: attention.softmax_output "
-                                       "[16, 32, 4096, 4096] fp32 = 32.0 GiB"));
+  CHECK_THAT(text.out, Catch::Contains("largest activation tensor: attention.softmax_output "
+                                       "[16, 32, 4096, 4096] fp32 = 32.000 GiB"));
 }
 
 TEST_CASE("the worst stage decides: pp 4 split 1,2,2,3 prints stage 3 as worst", "[cases]") {

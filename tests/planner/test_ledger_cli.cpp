@@ -37,7 +37,7 @@ TEST_CASE("ledger --params 405e9: 6480 GB; 1024 GPUs train 1e12 tokens of 70B in
   CHECK(big["static_bytes"].get<double>() == Approx(6480e9));
   const test::CliResult r =
       test::run({"ledger", "--params", "70e9", "--tokens", "1e12", "--gpus", "1024"});
-  CHECK_THAT(r.out, Catch::Contains("Time to train on 1024 x h100-sxm at 50% MFU"));
+  CHECK_THAT(r.out, Catch::Contains("Time to train (6ND) on 1024 x h100-sxm at 50% MFU"));
   CHECK_THAT(r.out, Catch::Contains("9.6 days"));
   const test::CliResult one = test::run({"ledger", "--params", "70e9", "--tokens", "1e12"});
   CHECK_THAT(one.out, Catch::Contains("26.9 years"));
@@ -63,4 +63,17 @@ TEST_CASE("--help and --version exit 0 and teach the units", "[cli]") {
   const test::CliResult version = test::run({"--version"});
   CHECK(version.exit_code == 0);
   CHECK_THAT(version.out, Catch::StartsWith("meshplan "));
+}
+
+TEST_CASE("defaults follow the GPU and the GPU count, and are stated", "[cli]") {
+  // V100 has no bf16 tensor cores: the default precision is fp16, said in a note.
+  const auto v100 = nlohmann::json::parse(
+      test::run({"ledger", "--params", "1e9", "--gpu", "v100-32g", "--json"}).out);
+  CHECK(v100["precision"] == "fp16");
+  CHECK(v100["notes"][0].get<std::string>().find("precision fp16") == 0);
+  // --gpus 64 with tp 8 and no --dp: dp = 64 / 8 = 8.
+  const auto j = nlohmann::json::parse(
+      test::run({"ledger", "--model", "llama3-70b", "--tp", "8", "--gpus", "64", "--json"}).out);
+  CHECK(j["layout"]["dp"] == 8);
+  CHECK(j["gpus"] == 64);
 }
