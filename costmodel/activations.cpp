@@ -25,6 +25,11 @@ class TensorList {
         sp_divisor_(s.sp ? s.tp : 1) {}
 
   /// [s/cp (/t with sp), b, width]: tensors in the sequence-parallel region.
+  /// [s/cp, b, width]: a tensor gathered across the sequence (full length even with sp).
+  void gathered(const std::string& name, std::int64_t width, double bytes) {
+    add(name, shape_text({tokens_, s_.mbs, width}), d(tokens_) * d(s_.mbs) * d(width), bytes,
+        false);
+  }
   void hidden(const std::string& name, std::int64_t width, double bytes) {
     add(name, shape_text({tokens_ / sp_divisor_, s_.mbs, width}),
         d(tokens_ / sp_divisor_) * d(s_.mbs) * d(width), bytes, s_.sp);
@@ -76,10 +81,29 @@ std::vector<SavedTensor> layer_saved_tensors(const ModelSpec& m, const Activatio
   const std::int64_t a = m.num_attention_heads;
   const std::int64_t q_width = a * m.head_dim;
   const std::int64_t kv_width = m.num_kv_heads * m.head_dim;
+  if (s.recompute == Recompute::kSelective && s.selective == SelectivePolicy::kEveryOtherMatmul) {
+    // Matmuls in order wq, wk, wv, wo, w1, w3, w2: the 1st, 3rd, 5th and 7th outputs are saved.
+    t.hidden("layer.input", h, kHalfBytes);
+    t.tp_split("wq.output", q_width, kHalfBytes);
+    t.tp_split("wv.output", kv_width, kHalfBytes);
+    t.tp_split("attention.output", q_width, kHalfBytes);
+    if (s.attention == AttentionImpl::kFlash) t.per_head("attention.softmax_lse", a, 4);
+    t.tp_split("w1.output (gate)", m.ffn_hidden_size, kHalfBytes);
+    t.gathered("w2.output (before the tp reduction)", h, kHalfBytes);
+    return t.take();
+  }
   const bool keep_core = s.recompute == Recompute::kNone;
+  const bool gathered_inputs = s.tp_saves_gathered_inputs && s.sp && s.tp > 1;
+  auto linear_input = [&](const std::string& name) {
+    if (gathered_inputs) {
+      t.gathered(name + " (all-gathered)", h, kHalfBytes);
+    } else {
+      t.hidden(name, h, kHalfBytes);
+    }
+  };
 
   t.hidden("input_norm.input", h, kHalfBytes);
-  t.hidden("qkv_proj.input", h, kHalfBytes);
+  linear_input("qkv_proj.input");
   t.tp_split("attention.q", q_width, kHalfBytes);
   t.tp_split("attention.k", kv_width, kHalfBytes);
   t.tp_split("attention.v", kv_width, kHalfBytes);
@@ -98,7 +122,7 @@ std::vector<SavedTensor> layer_saved_tensors(const ModelSpec& m, const Activatio
   t.tp_split("out_proj.input", q_width, kHalfBytes);
   if (m.dropout) t.hidden("attention_dropout.mask", h, kMaskBytes);
   t.hidden("post_attention_norm.input", h, kHalfBytes);
-  t.hidden("fc1.input", h, kHalfBytes);
+  linear_input("fc1.input");
   if (m.ffn_type == FfnType::kSwiglu) {
     t.tp_split("swiglu.input (gate, up)", 2 * m.ffn_hidden_size, kHalfBytes);
   } else {

@@ -22,8 +22,12 @@
 //   activation        input: gelu s b f, swiglu gate and up 2 s b f   half   /t
 //   fc2               input                    s b f      half   /t
 //   MLP dropout mask                           s b h      1 byte /t with sp, with dropout
-// Selective recompute drops the softmax, dropout and log-sum-exp tensors (the attention core is
-// recomputed from q, k, v); full recompute keeps only the layer input, s b h half (/t with sp).
+// Selective recompute, Megatron's policy, drops the softmax, dropout and log-sum-exp tensors (the
+// attention core is recomputed from q, k, v). torchtitan's op-level policy keeps the layer input,
+// the outputs of every other matmul (q, v, fc1's gate, fc2) and of attention (output and
+// log-sum-exp), and recomputes the rest. Full recompute keeps only the layer input, s b h half
+// (/t with sp). With `tp_saves_gathered_inputs` (DTensor sequence parallelism) the qkv and fc1
+// inputs are saved all-gathered: s b h, not /t.
 #pragma once
 
 #include <string>
@@ -47,6 +51,8 @@ struct ActivationSetting {
   double eager_softmax_bytes = 2;  ///< FrameworkConvention::eager_softmax_bytes
   double logits_bytes = 4;         ///< FrameworkConvention::logits_bytes
   std::string half_dtype = "bf16"; ///< name of the 2-byte activation dtype
+  SelectivePolicy selective = SelectivePolicy::kAttentionCore;  ///< FrameworkConvention's
+  bool tp_saves_gathered_inputs = false;                         ///< FrameworkConvention's
 };
 
 /// One tensor saved for backward, on one GPU, for one micro-batch (and one layer, for layer ops).

@@ -43,6 +43,8 @@ std::vector<FrameworkConvention> make_conventions() {
   const StateComponent fp32_grads{"gradients (fp32)", C::kGradients, D::kFp32, 4};
 
   std::vector<FrameworkConvention> all;
+  // Fields after the state: eager_softmax_bytes, logits_bytes, shard_over_cp; the later fields
+  // are set by name below.
   all.push_back({"textbook",
                  "mixed precision + Adam: half weights and grads, fp32 master, m, v",
                  "Rajbhandari et al. 2020 (ZeRO), sec. 3.1: 2 + 2 + 12 = 16 bytes/param",
@@ -54,6 +56,7 @@ std::vector<FrameworkConvention> make_conventions() {
                  "6 + 12/(dp*cp) with --use-distributed-optimizer",
                  {half_weights, fp32_grads, master, adam_m, adam_v},
                  2, 4, true});
+  all.back().loss_transient_bytes = 2;
   all.push_back({"deepspeed",
                  "DeepSpeed ZeRO: half weights and grads, fp32 master, fp32 grad partition, m, v",
                  "DeepSpeed estimate_zero2_model_states_mem_needs: 2P + 18P/N (ZeRO-2), "
@@ -63,11 +66,14 @@ std::vector<FrameworkConvention> make_conventions() {
                  2, 4, false});
   all.push_back({"fsdp",
                  "PyTorch FSDP2 / torchtitan: fp32 sharded params and grads, m, v; bf16 "
-                 "compute copies gathered per layer",
+                 "compute copies gathered per layer; op-level selective recompute",
                  "torchtitan MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32) over "
                  "fp32 sharded parameters; torch.optim.AdamW keeps exp_avg and exp_avg_sq",
                  {fp32_weights, fp32_grads, adam_m, adam_v},
                  2, 4, true});
+  all.back().selective = SelectivePolicy::kEveryOtherMatmul;
+  all.back().tp_saves_gathered_inputs = true;
+  all.back().zero3_pp_keeps_unsharded = true;
   all.push_back({"hf",
                  "Hugging Face Transformers + Trainer: fp32 weights and grads, m, v; eager "
                  "attention softmax in fp32",

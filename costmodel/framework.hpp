@@ -45,6 +45,12 @@ struct StateComponent {
   double bytes_per_param = 0;  ///< bytes
 };
 
+/// What "selective" recompute keeps: Megatron-LM recomputes the attention core (softmax,
+/// dropout, attention over V; Korthikanti et al. 2022, sec. 5); torchtitan's op-level policy
+/// saves the outputs of every other matmul and of attention and recomputes the rest
+/// (torchtitan parallelize_llama.py, `_save_list`, "recompute all mms except for every other").
+enum class SelectivePolicy { kAttentionCore, kEveryOtherMatmul };
+
 /// A framework's memory conventions.
 struct FrameworkConvention {
   std::string name;         ///< "textbook", "megatron", "deepspeed", "fsdp", "hf"
@@ -59,6 +65,19 @@ struct FrameworkConvention {
   double logits_bytes = 4;
   /// ZeRO / the distributed optimizer shard over dp x cp (Megatron, torchtitan) rather than dp.
   bool shard_over_cp = true;
+  SelectivePolicy selective = SelectivePolicy::kAttentionCore;
+  /// Bytes per logit element that exist only around the loss, beyond the saved fp32 logits:
+  /// Megatron's fused vocab-parallel cross-entropy holds the 16-bit logits during forward (2) and
+  /// computes the gradient in place; an unfused `cross_entropy(logits.float())` (PyTorch, HF,
+  /// torchtitan) holds the fp32 gradients of the log-softmax output and input in backward (8).
+  double loss_transient_bytes = 8;
+  /// Tensor-parallel linears save their all-gathered (full-sequence) input with sp, as DTensor
+  /// (torchtitan) does; Megatron saves the sp-sharded input and gathers it again in backward.
+  bool tp_saves_gathered_inputs = false;
+  /// With ZeRO-3 and pp > 1, the stage's parameters stay gathered across micro-batches and its
+  /// gradients accumulate unsharded until the last one (FSDP2 under torch.distributed.pipelining:
+  /// reshard_after_forward=False, gradient sync on the last micro-batch).
+  bool zero3_pp_keeps_unsharded = false;
 
   double bytes_per_param() const;  ///< sum of `state`, bytes
 };

@@ -87,6 +87,8 @@ MemoryLedger build_memory_ledger(const ModelSpec& model, const Layout& layout,
   act.eager_softmax_bytes = fw.eager_softmax_bytes;
   act.logits_bytes = fw.logits_bytes;
   act.half_dtype = half_dtype_name(setup.precision);
+  act.selective = fw.selective;
+  act.tp_saves_gathered_inputs = fw.tp_saves_gathered_inputs;
   const std::vector<SavedTensor> layer = layer_saved_tensors(model, act);
 
   const double tokens = static_cast<double>(setup.seq / layout.cp);  // per cp rank
@@ -127,7 +129,17 @@ MemoryLedger build_memory_ledger(const ModelSpec& model, const Layout& layout,
       add_tensors(s, embedding_saved_tensors(model, act),
                   static_cast<double>(std::min(layout.pp, microbatches)));
     }
-    if (s.has_lm_head) add_tensors(s, head_saved_tensors(model, act), 1);
+    if (s.has_lm_head) {
+      add_tensors(s, head_saved_tensors(model, act), 1);
+      const double logits =
+          tokens * mbs * static_cast<double>(padded_vocab_size(model) / layout.tp);
+      s.entries.push_back({"loss.transient (around the cross-entropy)", MemoryCategory::kLogits,
+                           "[" + std::to_string(setup.seq / layout.cp) + ", " +
+                               std::to_string(layout.mbs) + ", " +
+                               std::to_string(padded_vocab_size(model) / layout.tp) + "]",
+                           "mixed", 1, logits * fw.loss_transient_bytes,
+                           layout.tp > 1 ? "tp" : "-"});
+    }
     if (layout.recompute != Recompute::kNone) {
       // During backward, the layer being recomputed holds its full activations once.
       ActivationSetting full = act;
@@ -141,7 +153,21 @@ MemoryLedger build_memory_ledger(const ModelSpec& model, const Layout& layout,
     }
 
     // Communication buffers.
-    if (layout.zero == 3 && shard_group > 1) {
+    double grad_bytes = 0;  // per parameter, the framework's gradient dtype
+    for (const StateComponent& c : fw.state) {
+      if (c.category == MemoryCategory::kGradients) grad_bytes += c.bytes_per_param;
+    }
+    if (layout.zero == 3 && shard_group > 1 && layout.pp > 1 && fw.zero3_pp_keeps_unsharded) {
+      // FSDP2 accumulates the unsharded gradients in its reduce dtype (the gradient dtype).
+      s.entries.push_back({"zero3.unsharded_params (kept across micro-batches with pp)",
+                           MemoryCategory::kCommBuffers, count_shape(s.params),
+                           half_dtype_name(setup.precision), 1, s.params * kHalfBytes,
+                           sharding_text(layout, false, false)});
+      s.entries.push_back({"zero3.unsharded_grads (accumulated until the last micro-batch)",
+                           MemoryCategory::kCommBuffers, count_shape(s.params),
+                           grad_bytes == 4 ? "fp32" : act.half_dtype, 1, s.params * grad_bytes,
+                           sharding_text(layout, false, false)});
+    } else if (layout.zero == 3 && shard_group > 1) {
       // FSDP units: each layer, and the embedding and LM head on their stages (larger than a
       // layer for large vocabularies); the current and the prefetched unit are gathered.
       double unit = layer_params_tp;
@@ -152,10 +178,6 @@ MemoryLedger build_memory_ledger(const ModelSpec& model, const Layout& layout,
                            MemoryCategory::kCommBuffers, count_shape(unit),
                            half_dtype_name(setup.precision), 2, 2 * unit * kHalfBytes,
                            sharding_text(layout, false, false)});
-      double grad_bytes = 0;
-      for (const StateComponent& c : fw.state) {
-        if (c.category == MemoryCategory::kGradients) grad_bytes += c.bytes_per_param;
-      }
       s.entries.push_back({"zero3.grad_reduce_scatter (one layer)", MemoryCategory::kCommBuffers,
                            count_shape(layer_params_tp), grad_bytes == 4 ? "fp32" : act.half_dtype, 1,
                            layer_params_tp * grad_bytes, sharding_text(layout, false, false)});

@@ -8,8 +8,10 @@
 // gradients, 3 also the weights, over dp (x cp where the framework does: Megatron's distributed
 // optimizer gives 6 + 12/(dp cp) bytes/param). Activations come from the per-op table
 // (activations.hpp) times the layer-micro-batches in flight (pipeline_schedule.hpp).
-// Communication buffers: ZeRO-3/FSDP gathered parameters (current + prefetched layer) and the
-// gradient reduce-scatter buffer of one layer; the sp all-gather buffer; pp send/recv buffers;
+// Logits: the saved fp32 logits and what exists only around the loss (framework's
+// loss_transient_bytes). Communication buffers: ZeRO-3/FSDP gathered parameters (current +
+// prefetched unit) and the gradient reduce-scatter buffer of one layer, or with pp and FSDP2 the
+// stage's unsharded parameters and gradients; the sp all-gather buffer; pp send/recv buffers;
 // cp K/V exchange buffers. Runtime overhead: the CUDA context and the caching allocator's
 // fragmentation, both stated in the GPU preset.
 #pragma once
