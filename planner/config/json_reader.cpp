@@ -136,6 +136,37 @@ std::optional<double> StrictObject::positive_number_or_null(const std::string& k
   return positive_number(key);
 }
 
+std::optional<std::int64_t> StrictObject::int_or_null(const std::string& key, std::int64_t min,
+                                                       std::int64_t max) {
+  const nlohmann::json& v = require(key, "an integer or null");
+  if (v.is_null()) return std::nullopt;
+  const std::string range = "[" + std::to_string(min) + ", " + std::to_string(max) + "]";
+  if (!v.is_number_integer()) fail(key, "must be an integer in " + range + " or null, got " + describe_json(v));
+  const std::int64_t i = v.get<std::int64_t>();
+  if (i < min || i > max) fail(key, "must be an integer in " + range + " or null, got " + describe_json(v));
+  return i;
+}
+
+std::optional<bool> StrictObject::boolean_or_null(const std::string& key) {
+  const nlohmann::json& v = require(key, "true, false or null");
+  if (v.is_null()) return std::nullopt;
+  if (!v.is_boolean()) fail(key, "must be true, false or null, got " + describe_json(v));
+  return v.get<bool>();
+}
+
+std::optional<std::string> StrictObject::string_or_null(const std::string& key) {
+  const nlohmann::json& v = require(key, "a string or null");
+  if (v.is_null()) return std::nullopt;
+  return string(key);
+}
+
+std::optional<std::string> StrictObject::choice_or_null(const std::string& key,
+                                                        const std::vector<std::string>& choices) {
+  const nlohmann::json& v = require(key, "a string or null");
+  if (v.is_null()) return std::nullopt;
+  return choice(key, choices);
+}
+
 StrictObject StrictObject::object(const std::string& key, std::vector<std::string> keys) {
   const nlohmann::json& v = require(key, "an object");
   if (!v.is_object()) fail(key, "must be an object, got " + describe_json(v));

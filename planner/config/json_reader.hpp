@@ -37,6 +37,14 @@ class StrictObject {
   double positive_number(const std::string& key);      ///< number > 0
   double fraction(const std::string& key);             ///< number in [0, 1)
   std::optional<double> positive_number_or_null(const std::string& key);
+  /// An integer in [min, max], or null.
+  std::optional<std::int64_t> int_or_null(const std::string& key, std::int64_t min,
+                                          std::int64_t max);
+  std::optional<bool> boolean_or_null(const std::string& key);
+  std::optional<std::string> string_or_null(const std::string& key);
+  /// One of `choices`, or null.
+  std::optional<std::string> choice_or_null(const std::string& key,
+                                            const std::vector<std::string>& choices);
   /// The object under `key`, whose keys must be exactly `keys`.
   StrictObject object(const std::string& key, std::vector<std::string> keys);
 

@@ -1,0 +1,12 @@
+#include "costmodel/collectives/all_gather.hpp"
+
+#include "costmodel/collectives/collective.hpp"
+
+namespace meshplan {
+
+double all_gather_bus_bandwidth_factor(std::int64_t n) {
+  detail::check_group_size(n, "all_gather");
+  return static_cast<double>(n - 1) / static_cast<double>(n);
+}
+
+}  // namespace meshplan

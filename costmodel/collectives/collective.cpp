@@ -1,0 +1,94 @@
+#include "costmodel/collectives/collective.hpp"
+
+#include <stdexcept>
+#include <string>
+
+#include "costmodel/collectives/all_gather.hpp"
+#include "costmodel/collectives/all_reduce.hpp"
+#include "costmodel/collectives/all_to_all.hpp"
+#include "costmodel/collectives/broadcast.hpp"
+#include "costmodel/collectives/reduce_scatter.hpp"
+#include "costmodel/collectives/send_recv.hpp"
+
+namespace meshplan {
+
+namespace detail {
+void check_group_size(std::int64_t n, const char* collective) {
+  if (n < 1) {
+    throw std::invalid_argument(std::string(collective) + ": group size " + std::to_string(n) +
+                                " must be >= 1");
+  }
+}
+}  // namespace detail
+
+namespace {
+constexpr Collective kAllCollectives[] = {
+    Collective::kAllReduce, Collective::kAllGather, Collective::kReduceScatter,
+    Collective::kAllToAll,  Collective::kSendRecv,  Collective::kBroadcast};
+}  // namespace
+
+const char* to_string(Collective collective) {
+  switch (collective) {
+    case Collective::kAllReduce: return "all_reduce";
+    case Collective::kAllGather: return "all_gather";
+    case Collective::kReduceScatter: return "reduce_scatter";
+    case Collective::kAllToAll: return "all_to_all";
+    case Collective::kSendRecv: return "send_recv";
+    case Collective::kBroadcast: return "broadcast";
+  }
+  return "unknown";
+}
+
+std::optional<Collective> parse_collective(std::string_view text) {
+  for (const Collective c : kAllCollectives) {
+    if (text == to_string(c)) return c;
+  }
+  return std::nullopt;
+}
+
+double bus_bandwidth_factor(Collective collective, std::int64_t n) {
+  switch (collective) {
+    case Collective::kAllReduce: return all_reduce_bus_bandwidth_factor(n);
+    case Collective::kAllGather: return all_gather_bus_bandwidth_factor(n);
+    case Collective::kReduceScatter: return reduce_scatter_bus_bandwidth_factor(n);
+    case Collective::kAllToAll: return all_to_all_bus_bandwidth_factor(n);
+    case Collective::kSendRecv: return send_recv_bus_bandwidth_factor(n);
+    case Collective::kBroadcast: return broadcast_bus_bandwidth_factor(n);
+  }
+  throw std::invalid_argument("bus_bandwidth_factor: unknown collective");
+}
+
+double algbw_bytes_per_s(double bytes, double seconds) {
+  if (!(bytes >= 0)) {
+    throw std::invalid_argument("algbw: bytes " + std::to_string(bytes) + " must be >= 0");
+  }
+  if (!(seconds > 0)) {
+    throw std::invalid_argument("algbw: seconds " + std::to_string(seconds) + " must be > 0");
+  }
+  return bytes / seconds;
+}
+
+double busbw_bytes_per_s(Collective collective, std::int64_t n, double bytes, double seconds) {
+  return algbw_bytes_per_s(bytes, seconds) * bus_bandwidth_factor(collective, n);
+}
+
+double collective_time_s(Collective collective, std::int64_t n, double bytes, double alpha_s,
+                         double busbw_bytes_per_s) {
+  const double factor = bus_bandwidth_factor(collective, n);  // checks n >= 1
+  if (!(bytes >= 0)) {
+    throw std::invalid_argument(std::string(to_string(collective)) + ": bytes " +
+                                std::to_string(bytes) + " must be >= 0");
+  }
+  if (n == 1) return 0.0;
+  if (!(alpha_s >= 0)) {
+    throw std::invalid_argument(std::string(to_string(collective)) + ": alpha_s " +
+                                std::to_string(alpha_s) + " must be >= 0");
+  }
+  if (!(busbw_bytes_per_s > 0)) {
+    throw std::invalid_argument(std::string(to_string(collective)) + ": busbw_bytes_per_s " +
+                                std::to_string(busbw_bytes_per_s) + " must be > 0");
+  }
+  return alpha_s + bytes * factor / busbw_bytes_per_s;
+}
+
+}  // namespace meshplan

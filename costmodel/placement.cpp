@@ -1,0 +1,75 @@
+#include "costmodel/placement.hpp"
+
+#include <algorithm>
+#include <map>
+#include <stdexcept>
+#include <string>
+
+namespace meshplan {
+
+const char* to_string(Tier tier) {
+  switch (tier) {
+    case Tier::kNvlink: return "nvlink";
+    case Tier::kScaleOut: return "scale_out";
+  }
+  return "unknown";
+}
+
+GroupSpan group_span(const std::vector<std::int64_t>& ranks, const ClusterSpec& cluster) {
+  if (cluster.nvlink_domain_size < 1) {
+    throw std::invalid_argument("cluster " + cluster.name + ": nvlink_domain_size " +
+                                std::to_string(cluster.nvlink_domain_size) + " must be >= 1");
+  }
+  std::vector<std::int64_t> sorted = ranks;
+  std::sort(sorted.begin(), sorted.end());
+  if (!sorted.empty() && sorted.front() < 0) {
+    throw std::invalid_argument("group_span: negative rank " + std::to_string(sorted.front()));
+  }
+  if (const auto dup = std::adjacent_find(sorted.begin(), sorted.end()); dup != sorted.end()) {
+    throw std::invalid_argument("group_span: rank " + std::to_string(*dup) + " appears twice");
+  }
+  std::map<std::int64_t, std::int64_t> per_domain;  // domain -> the group's GPUs in it
+  for (const std::int64_t rank : sorted) ++per_domain[rank / cluster.nvlink_domain_size];
+  GroupSpan span;
+  span.size = static_cast<std::int64_t>(sorted.size());
+  span.domains = static_cast<std::int64_t>(per_domain.size());
+  for (const auto& [domain, count] : per_domain) {
+    span.gpus_per_domain = std::max(span.gpus_per_domain, count);
+  }
+  span.crosses_domains = span.domains > 1;
+  return span;
+}
+
+Tier group_tier(const GroupSpan& span) {
+  return span.crosses_domains ? Tier::kScaleOut : Tier::kNvlink;
+}
+
+TierBandwidth group_bandwidth(const GroupSpan& span, const ClusterSpec& cluster,
+                              const LinkProfile& link) {
+  if (group_tier(span) == Tier::kNvlink) return link.nvlink;
+  if (cluster.gpus_per_node < 1 || cluster.nics_per_node < 1) {
+    throw std::invalid_argument("cluster " + cluster.name + ": a group spanning " +
+                                std::to_string(span.domains) +
+                                " NVLink domains needs gpus_per_node >= 1 and nics_per_node >= 1"
+                                " (have " + std::to_string(cluster.gpus_per_node) + " and " +
+                                std::to_string(cluster.nics_per_node) + ")");
+  }
+  if (!(link.nic_busbw_bytes_per_s > 0)) {
+    throw std::invalid_argument("link profile: nic_busbw_bytes_per_s " +
+                                std::to_string(link.nic_busbw_bytes_per_s) + " must be > 0");
+  }
+  if (span.gpus_per_domain < 1) {
+    throw std::invalid_argument("group_bandwidth: gpus_per_domain " +
+                                std::to_string(span.gpus_per_domain) + " must be >= 1");
+  }
+  const double per_gpu_nic_busbw = link.nic_busbw_bytes_per_s *
+                                   static_cast<double>(cluster.nics_per_node) /
+                                   static_cast<double>(cluster.gpus_per_node);
+  TierBandwidth bw;
+  bw.alpha_s = link.scale_out_alpha_s;
+  bw.busbw_bytes_per_s = std::min(link.nvlink.busbw_bytes_per_s,
+                                  static_cast<double>(span.gpus_per_domain) * per_gpu_nic_busbw);
+  return bw;
+}
+
+}  // namespace meshplan

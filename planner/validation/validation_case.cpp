@@ -1,0 +1,193 @@
+#include "planner/validation/validation_case.hpp"
+
+#include "planner/config/input_error.hpp"
+#include "planner/config/json_reader.hpp"
+
+namespace meshplan {
+
+namespace {
+
+constexpr std::int64_t kMax = std::int64_t{1} << 24;
+
+bool megatron_family(const std::string& framework) {
+  return framework == "megatron" || framework == "nemo" || framework == "deepspeed-megatron";
+}
+
+ModelSpec read_model(StrictObject o, const std::string& framework, const std::string& id,
+                     std::vector<std::string>& assumptions) {
+  ModelSpec m;
+  m.name = o.string("name");
+  if (m.name.empty()) m.name = id;
+  m.num_layers = o.positive_int("num_layers", kMax);
+  m.hidden_size = o.positive_int("hidden_size", kMax);
+  m.num_attention_heads = o.positive_int("num_attention_heads", kMax);
+  m.num_kv_heads = o.positive_int("num_kv_heads", kMax);
+  m.head_dim = m.hidden_size / m.num_attention_heads;
+  m.ffn_hidden_size = o.positive_int("ffn_hidden_size", kMax);
+  const bool swiglu = o.choice("ffn_type", {"gelu", "swiglu"}) == "swiglu";
+  m.ffn_type = swiglu ? FfnType::kSwiglu : FfnType::kGelu;
+  m.vocab_size = o.positive_int("vocab_size", kMax);
+  m.seq_length = o.positive_int("seq_length", kMax);
+  m.max_position_embeddings = m.seq_length;
+  m.tied_embeddings = o.boolean("tied_embeddings");
+  const std::string position = o.choice("position_embedding", {"learned", "rope", "alibi"});
+  m.position_embedding = position == "learned" ? PositionEmbedding::kLearned
+                         : position == "rope"  ? PositionEmbedding::kRope
+                                               : PositionEmbedding::kAlibi;
+  if (o.int_or_null("num_experts", 1, kMax)) {
+    o.fail("num_experts", "mixture-of-experts models are not modeled yet (expected null)");
+  }
+  o.int_or_null("moe_top_k", 1, kMax);
+  o.int_or_null("moe_ffn_hidden_size", 1, kMax);
+  o.positive_number_or_null("params_reported");
+
+  // GPT-style (learned positions, GeLU) runs of Megatron keep Megatron's GPT defaults: LayerNorm,
+  // biases, dropout 0.1; Llama-style runs: RMSNorm, no biases, no dropout.
+  const bool gpt_style = !swiglu && m.position_embedding == PositionEmbedding::kLearned;
+  m.norm_type = swiglu ? NormType::kRmsNorm : NormType::kLayerNorm;
+  m.linear_bias = gpt_style;
+  m.dropout = gpt_style && megatron_family(framework);
+  assumptions.push_back(std::string(swiglu ? "RMSNorm" : "LayerNorm") +
+                        (m.linear_bias ? ", linear biases" : ", no biases") +
+                        (m.dropout ? ", dropout 0.1 (Megatron GPT defaults)" : ", no dropout"));
+  if (megatron_family(framework)) {
+    m.vocab_pad_multiple = 128;  // x tp, set with the layout
+  }
+  return m;
+}
+
+ValidationCase read_case(const nlohmann::json& json, const std::string& file, std::size_t index) {
+  StrictObject o(json, file, "$.cases[" + std::to_string(index) + "]",
+                 {"id", "source", "confidence", "model", "hardware", "layout", "training",
+                  "measured", "inferred", "notes"});
+  ValidationCase c;
+  c.file = file;
+  c.id = o.string("id");
+  o.string("source");
+  c.confidence = o.choice("confidence", {"high", "medium", "low"});
+
+  StrictObject training = o.object("training", {"precision", "framework", "flash_attention"});
+  c.framework = training.choice("framework", {"megatron", "nemo", "deepspeed-megatron",
+                                              "torchtitan", "llm-foundry", "gpt-neox", "other"});
+  const std::string precision = training.choice("precision", {"bf16", "fp16", "fp8"});
+  c.setup.precision = *parse_precision(precision);
+  const std::optional<bool> flash = training.boolean_or_null("flash_attention");
+
+  c.model = read_model(o.object("model", {"name", "num_layers", "hidden_size",
+                                          "num_attention_heads", "num_kv_heads",
+                                          "ffn_hidden_size", "ffn_type", "vocab_size",
+                                          "seq_length", "tied_embeddings", "position_embedding",
+                                          "num_experts", "moe_top_k", "moe_ffn_hidden_size",
+                                          "params_reported"}),
+                       c.framework, c.id, c.assumptions);
+  c.setup.seq = c.model.seq_length;
+
+  StrictObject hardware = o.object(
+      "hardware", {"gpu", "num_gpus", "gpus_per_node", "scale_out_gbps_per_gpu", "scale_out"});
+  c.gpu = hardware.string("gpu");
+  c.num_gpus = hardware.positive_int("num_gpus", kMax);
+  c.gpus_per_node = hardware.positive_int("gpus_per_node", kMax);
+  c.scale_out_gbps_per_gpu = hardware.positive_number_or_null("scale_out_gbps_per_gpu");
+  hardware.choice_or_null("scale_out", {"infiniband", "roce", "omnipath", "tpu-ici"});
+
+  StrictObject layout = o.object("layout", {"dp", "tp", "pp", "cp", "vpp", "ep", "sp", "zero",
+                                            "mbs", "gbs", "recompute"});
+  Layout& l = c.layout;
+  l.dp = layout.positive_int("dp", kMax);
+  l.tp = layout.positive_int("tp", kMax);
+  l.pp = layout.positive_int("pp", kMax);
+  l.cp = layout.positive_int("cp", kMax);
+  l.gbs = layout.positive_int("gbs", kMax);
+  layout.int_or_null("ep", 1, kMax);
+  if (auto vpp = layout.int_or_null("vpp", 1, kMax)) l.vpp = *vpp;
+  if (auto sp = layout.boolean_or_null("sp")) {
+    l.sp = *sp;
+  } else {
+    c.assumptions.push_back("sequence parallelism off (sp not stated)");
+  }
+  if (auto zero = layout.int_or_null("zero", 0, 3)) {
+    l.zero = static_cast<int>(*zero);
+  } else {
+    c.assumptions.push_back("zero 0 (not stated)");
+  }
+  if (auto recompute = layout.choice_or_null("recompute", {"none", "selective", "full"})) {
+    l.recompute = *parse_recompute(*recompute);
+  } else {
+    c.assumptions.push_back("recompute none (not stated)");
+  }
+  if (auto mbs = layout.int_or_null("mbs", 1, kMax)) {
+    l.mbs = *mbs;
+  } else if (c.framework == "torchtitan" && l.pp > 1) {
+    // torchtitan (2024-12): pipeline_parallel_microbatches defaults to the pipeline degree.
+    l.mbs = std::max<std::int64_t>(1, l.gbs / l.dp / l.pp);
+    c.assumptions.push_back("mbs " + std::to_string(l.mbs) +
+                            " (torchtitan's default: as many micro-batches as pipeline stages)");
+  } else {
+    c.assumptions.push_back("mbs 1 (not stated; the frameworks' default micro-batch)");
+  }
+  if (c.model.num_layers % (l.pp * l.vpp) != 0) {
+    if (l.vpp > 1) {
+      c.assumptions.push_back("vpp " + std::to_string(l.vpp) + " dropped: " +
+                              std::to_string(c.model.num_layers) + " layers do not split evenly");
+      l.vpp = 1;
+    }
+    if (c.model.num_layers % l.pp != 0) {
+      // Uneven stages: the first stages take one layer more.
+      for (std::int64_t i = 0; i < l.pp; ++i) {
+        l.stage_layers.push_back(c.model.num_layers / l.pp +
+                                 (i < c.model.num_layers % l.pp ? 1 : 0));
+      }
+      c.assumptions.push_back("uneven pipeline stages, the first ones one layer longer");
+    }
+  }
+  c.model.vocab_pad_multiple *= l.tp;
+
+  c.setup.framework = *find_framework(convention_for_framework(c.framework));
+  if (flash) {
+    c.setup.attention = *flash ? AttentionImpl::kFlash : AttentionImpl::kEager;
+  } else {
+    // Megatron-LM runs on A100 predate its flash-attention support (2021-2022 papers).
+    const bool eager = megatron_family(c.framework) && c.gpu.rfind("a100", 0) == 0;
+    c.setup.attention = eager ? AttentionImpl::kEager : AttentionImpl::kFlash;
+    c.assumptions.push_back(std::string("attention ") + to_string(c.setup.attention) +
+                            " (not stated)");
+  }
+
+  StrictObject measured = o.object(
+      "measured", {"step_time_s", "tokens_per_s_per_gpu", "tflops_per_gpu", "flops_definition",
+                   "mfu", "peak_memory_bytes", "memory_metric", "oom"});
+  c.step_time_s = measured.positive_number_or_null("step_time_s");
+  c.tokens_per_s_per_gpu = measured.positive_number_or_null("tokens_per_s_per_gpu");
+  c.tflops_per_gpu = measured.positive_number_or_null("tflops_per_gpu");
+  c.flops_definition = measured.choice(
+      "flops_definition", {"model", "hardware-with-recompute", "model-causal-half", "unknown"});
+  c.mfu = measured.positive_number_or_null("mfu");
+  c.peak_memory_bytes = measured.positive_number_or_null("peak_memory_bytes");
+  c.oom = measured.boolean_or_null("oom");
+  c.memory_metric = measured.string_or_null("memory_metric").value_or("");
+  return c;
+}
+
+}  // namespace
+
+std::string convention_for_framework(const std::string& framework) {
+  if (megatron_family(framework)) return "megatron";
+  if (framework == "torchtitan") return "fsdp";
+  return "textbook";
+}
+
+std::vector<ValidationCase> load_validation_file(const std::string& path) {
+  const nlohmann::json json = load_json_file(path);
+  StrictObject top(json, path, "$", {"schema", "cases"});
+  const std::string schema = top.string("schema");
+  if (schema != "meshplan-validation/1") {
+    top.fail("schema", "is \"" + schema + "\"; expected \"meshplan-validation/1\"");
+  }
+  const nlohmann::json& cases = json.at("cases");
+  if (!cases.is_array()) top.fail("cases", "must be an array, got " + describe_json(cases));
+  std::vector<ValidationCase> out;
+  for (std::size_t i = 0; i < cases.size(); ++i) out.push_back(read_case(cases[i], path, i));
+  return out;
+}
+
+}  // namespace meshplan

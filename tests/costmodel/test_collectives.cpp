@@ -1,0 +1,231 @@
+// Collectives (nccl-tests' bus-bandwidth factors, the alpha + S F / busbw time model) and
+// placement (which tier a process group runs on, and its busbw there).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <stdexcept>
+
+#include "costmodel/collectives/all_reduce.hpp"
+#include "costmodel/collectives/collective.hpp"
+#include "costmodel/placement.hpp"
+#include "costmodel/ranks.hpp"
+
+using namespace meshplan;
+
+namespace {
+
+// The LinkProfile example of placement.hpp: 8 x H100 ring all-reduce busbw 370 GB/s with a
+// 15 us floor; NDR 400 NIC 46 GB/s achieved; 46 us across nodes.
+LinkProfile h100_link() {
+  LinkProfile link;
+  link.nvlink = {15e-6, 370e9};
+  link.nic_busbw_bytes_per_s = 46e9;
+  link.scale_out_alpha_s = 46e-6;
+  return link;
+}
+
+// The fields of configs/clusters/dgx-h100.json that placement reads: 8 GPUs per node in one
+// 8-GPU NVLink domain, 8 NDR 400 NICs (one per GPU).
+ClusterSpec dgx_h100() {
+  ClusterSpec c;
+  c.name = "dgx-h100";
+  c.gpus_per_node = 8;
+  c.nvlink_domain_size = 8;
+  c.intra_node_bandwidth_bytes_per_s_per_gpu = 450e9;
+  c.nics_per_node = 8;
+  c.nic_bandwidth_bytes_per_s = 50e9;
+  return c;
+}
+
+Layout tp_dp(std::int64_t tp, std::int64_t dp) {
+  Layout l;
+  l.tp = tp;
+  l.dp = dp;
+  return l;
+}
+
+constexpr double kGiBytes = 1073741824.0;  // 2^30
+
+}  // namespace
+
+TEST_CASE("collectives: names round-trip", "[collectives]") {
+  for (const Collective c : {Collective::kAllReduce, Collective::kAllGather,
+                             Collective::kReduceScatter, Collective::kAllToAll,
+                             Collective::kSendRecv, Collective::kBroadcast}) {
+    CHECK(parse_collective(to_string(c)) == c);
+  }
+  CHECK(std::string(to_string(Collective::kAllReduce)) == "all_reduce");
+  CHECK(std::string(to_string(Collective::kSendRecv)) == "send_recv");
+  CHECK_FALSE(parse_collective("allreduce").has_value());
+  CHECK_FALSE(parse_collective("").has_value());
+}
+
+TEST_CASE("collectives: factors equal nccl-tests' for n = 2, 4, 8", "[collectives]") {
+  // all-reduce 2(n-1)/n: 2/2, 6/4, 14/8.
+  CHECK(bus_bandwidth_factor(Collective::kAllReduce, 2) == 1.0);
+  CHECK(bus_bandwidth_factor(Collective::kAllReduce, 4) == 1.5);
+  CHECK(bus_bandwidth_factor(Collective::kAllReduce, 8) == 1.75);
+  // all-gather, reduce-scatter, all-to-all (n-1)/n: 1/2, 3/4, 7/8.
+  for (const Collective c :
+       {Collective::kAllGather, Collective::kReduceScatter, Collective::kAllToAll}) {
+    CHECK(bus_bandwidth_factor(c, 2) == 0.5);
+    CHECK(bus_bandwidth_factor(c, 4) == 0.75);
+    CHECK(bus_bandwidth_factor(c, 8) == 0.875);
+  }
+  // send/recv and broadcast: 1 whatever n.
+  for (const std::int64_t n : {2, 4, 8}) {
+    CHECK(bus_bandwidth_factor(Collective::kSendRecv, n) == 1.0);
+    CHECK(bus_bandwidth_factor(Collective::kBroadcast, n) == 1.0);
+  }
+  // The per-collective file is what the interface dispatches to.
+  CHECK(all_reduce_bus_bandwidth_factor(8) == bus_bandwidth_factor(Collective::kAllReduce, 8));
+  // One rank: nothing crosses a link.
+  CHECK(bus_bandwidth_factor(Collective::kAllReduce, 1) == 0.0);
+  CHECK(bus_bandwidth_factor(Collective::kAllGather, 1) == 0.0);
+}
+
+TEST_CASE("collectives: ring all-reduce of 1 GiB over 8 H100s at 370 GB/s", "[collectives]") {
+  // t = alpha + S x 2(n-1)/n / busbw = 15e-6 + 2^30 x 14/8 / 370e9
+  //   = 15e-6 + 1,879,048,192 / 370e9 = 15e-6 + 5.078508627027e-3 = 5.093508627027e-3 s
+  //   (5.0935 ms; exactly 117,787,387 / 23,125,000,000 s).
+  const double t = collective_time_s(Collective::kAllReduce, 8, kGiBytes, 15e-6, 370e9);
+  CHECK(t == Approx(5.093508627027027e-3).epsilon(1e-12));
+  // algbw = 2^30 / 5.093508627e-3 s = 210.8059 GB/s; busbw = algbw x 1.75 = 368.9104 GB/s, the
+  // 370 GB/s link rate less the 15 us latency's share (15e-6 / 5.0935e-3 = 0.29%).
+  CHECK(algbw_bytes_per_s(kGiBytes, t) == Approx(210.8059e9).epsilon(1e-6));
+  CHECK(busbw_bytes_per_s(Collective::kAllReduce, 8, kGiBytes, t) ==
+        Approx(368.9104e9).epsilon(1e-6));
+  // Without alpha, measuring the predicted time gives back the busbw it was predicted from: the
+  // calibrator and the cost model share F.
+  for (const Collective c : {Collective::kAllReduce, Collective::kAllGather,
+                             Collective::kReduceScatter, Collective::kAllToAll,
+                             Collective::kSendRecv, Collective::kBroadcast}) {
+    const double t0 = collective_time_s(c, 8, kGiBytes, 0.0, 370e9);
+    CHECK(busbw_bytes_per_s(c, 8, kGiBytes, t0) == Approx(370e9).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("collectives: a group of one costs nothing", "[collectives]") {
+  CHECK(collective_time_s(Collective::kAllReduce, 1, kGiBytes, 15e-6, 370e9) == 0.0);
+  CHECK(collective_time_s(Collective::kSendRecv, 1, kGiBytes, 15e-6, 370e9) == 0.0);
+  // Zero bytes over a real group still pays the latency.
+  CHECK(collective_time_s(Collective::kAllGather, 8, 0.0, 15e-6, 370e9) == 15e-6);
+}
+
+TEST_CASE("collectives: bad input throws", "[collectives]") {
+  SECTION("group size below 1") {
+    REQUIRE_THROWS_AS(bus_bandwidth_factor(Collective::kAllReduce, 0), std::invalid_argument);
+    REQUIRE_THROWS_AS(all_reduce_bus_bandwidth_factor(-2), std::invalid_argument);
+    REQUIRE_THROWS_AS(collective_time_s(Collective::kBroadcast, 0, 1.0, 0.0, 1e9),
+                      std::invalid_argument);
+  }
+  SECTION("negative bytes, non-positive time or bandwidth") {
+    REQUIRE_THROWS_AS(collective_time_s(Collective::kAllReduce, 8, -1.0, 0.0, 1e9),
+                      std::invalid_argument);
+    REQUIRE_THROWS_AS(collective_time_s(Collective::kAllReduce, 8, 1.0, 0.0, 0.0),
+                      std::invalid_argument);
+    REQUIRE_THROWS_AS(collective_time_s(Collective::kAllReduce, 8, 1.0, -1e-6, 1e9),
+                      std::invalid_argument);
+    REQUIRE_THROWS_AS(algbw_bytes_per_s(1.0, 0.0), std::invalid_argument);
+    REQUIRE_THROWS_AS(algbw_bytes_per_s(NAN, 1.0), std::invalid_argument);
+  }
+}
+
+TEST_CASE("placement: a TP group of 8 in one DGX H100 node runs on NVLink", "[placement]") {
+  const auto tp_groups = process_groups(GroupKind::kTp, tp_dp(8, 64));
+  REQUIRE(tp_groups[0] == std::vector<std::int64_t>{0, 1, 2, 3, 4, 5, 6, 7});
+  const GroupSpan span = group_span(tp_groups[0], dgx_h100());
+  CHECK(span.size == 8);
+  CHECK(span.domains == 1);
+  CHECK(span.gpus_per_domain == 8);
+  CHECK_FALSE(span.crosses_domains);
+  CHECK(group_tier(span) == Tier::kNvlink);
+  const TierBandwidth bw = group_bandwidth(span, dgx_h100(), h100_link());
+  CHECK(bw.alpha_s == 15e-6);
+  CHECK(bw.busbw_bytes_per_s == 370e9);
+}
+
+TEST_CASE("placement: a DP group of 64 over 64 DGX H100 nodes gets one NIC per GPU",
+          "[placement]") {
+  // tp = 8, dp = 64: 512 ranks; the DP group of rank 0 is {0, 8, ..., 504}, one GPU in each of
+  // 64 nodes, so k = 1 and busbw = min(370e9, 1 x 46e9 x 8 NICs / 8 GPUs) = 46e9.
+  const auto dp_groups = process_groups(GroupKind::kDp, tp_dp(8, 64));
+  REQUIRE(dp_groups.size() == 8);
+  REQUIRE(dp_groups[0].size() == 64);
+  CHECK(dp_groups[0][1] == 8);
+  CHECK(dp_groups[0].back() == 504);
+  const GroupSpan span = group_span(dp_groups[0], dgx_h100());
+  CHECK(span.size == 64);
+  CHECK(span.domains == 64);
+  CHECK(span.gpus_per_domain == 1);
+  CHECK(span.crosses_domains);
+  CHECK(group_tier(span) == Tier::kScaleOut);
+  const TierBandwidth bw = group_bandwidth(span, dgx_h100(), h100_link());
+  CHECK(bw.alpha_s == 46e-6);
+  CHECK(bw.busbw_bytes_per_s == 46e9);
+  // All-reduce of 1 GiB of gradients over it: 46e-6 + 2^30 x 2 x 63/64 / 46e9
+  // = 46e-6 + 2,113,929,216 / 46e9 = 46e-6 + 45.955e-3 = 46.001e-3 s.
+  CHECK(collective_time_s(Collective::kAllReduce, span.size, kGiBytes, bw.alpha_s,
+                          bw.busbw_bytes_per_s) == Approx(46.001e-3).epsilon(1e-4));
+}
+
+TEST_CASE("placement: 16 GPUs over 2 nodes use 8 NICs, capped by NVLink", "[placement]") {
+  // k = 8 GPUs per node: 8 x 46e9 = 368e9 < 370e9 NVLink busbw, so the NICs bound it (cf. two
+  // DGX A100 nodes, 8 x HDR 200: about 192 GB/s measured, NVIDIA/nccl issue 812).
+  std::vector<std::int64_t> all16;
+  for (std::int64_t r = 0; r < 16; ++r) all16.push_back(r);
+  const GroupSpan span = group_span(all16, dgx_h100());
+  CHECK(span.domains == 2);
+  CHECK(span.gpus_per_domain == 8);
+  CHECK(group_bandwidth(span, dgx_h100(), h100_link()).busbw_bytes_per_s == 368e9);
+  // With faster NICs the NVLink tier caps it: 8 x 50e9 = 400e9 > 370e9.
+  LinkProfile fast = h100_link();
+  fast.nic_busbw_bytes_per_s = 50e9;
+  CHECK(group_bandwidth(span, dgx_h100(), fast).busbw_bytes_per_s == 370e9);
+}
+
+TEST_CASE("placement: fewer NICs than GPUs share them", "[placement]") {
+  // 8 GPUs and 2 NICs per node (configs/clusters/h100-pcie-eth.json): a GPU owns 2/8 of a NIC,
+  // so a DP group with one GPU per node gets 46e9 x 2 / 8 = 11.5e9.
+  ClusterSpec c = dgx_h100();
+  c.nics_per_node = 2;
+  const GroupSpan span = group_span({0, 8, 16, 24}, c);
+  CHECK(span.gpus_per_domain == 1);
+  CHECK(group_bandwidth(span, c, h100_link()).busbw_bytes_per_s == 11.5e9);
+}
+
+TEST_CASE("placement: NVL72 domains hold whole groups and count the largest share",
+          "[placement]") {
+  // GB200 NVL72: 4 GPUs per node, 72 per NVLink domain, 4 NICs per node.
+  ClusterSpec c;
+  c.name = "gb200-nvl72";
+  c.gpus_per_node = 4;
+  c.nvlink_domain_size = 72;
+  c.nics_per_node = 4;
+  // A TP group of 8 spanning two nodes (ranks 0..7) is still inside one domain.
+  CHECK(group_tier(group_span({0, 1, 2, 3, 4, 5, 6, 7}, c)) == Tier::kNvlink);
+  // tp = 8, dp = 16: the DP group {0, 8, ..., 120} has 9 ranks below 72 and 7 at 72..120.
+  const auto dp0 = process_groups(GroupKind::kDp, tp_dp(8, 16))[0];
+  const GroupSpan span = group_span(dp0, c);
+  CHECK(span.domains == 2);
+  CHECK(span.gpus_per_domain == 9);
+  CHECK(span.crosses_domains);
+}
+
+TEST_CASE("placement: bad input throws", "[placement]") {
+  SECTION("duplicate or negative rank") {
+    REQUIRE_THROWS_AS(group_span({0, 1, 1}, dgx_h100()), std::invalid_argument);
+    REQUIRE_THROWS_AS(group_span({-1, 1}, dgx_h100()), std::invalid_argument);
+  }
+  SECTION("no NVLink domain size") {
+    ClusterSpec c = dgx_h100();
+    c.nvlink_domain_size = 0;
+    REQUIRE_THROWS_AS(group_span({0, 1}, c), std::invalid_argument);
+  }
+  SECTION("a group across domains on a cluster without NICs") {
+    ClusterSpec c = dgx_h100();
+    c.nics_per_node = 0;
+    const GroupSpan span = group_span({0, 8}, c);
+    REQUIRE_THROWS_AS(group_bandwidth(span, c, h100_link()), std::invalid_argument);
+  }
+}
