@@ -57,6 +57,7 @@ std::vector<FrameworkConvention> make_conventions() {
                  {half_weights, fp32_grads, master, adam_m, adam_v},
                  2, 4, true});
   all.back().loss_transient_bytes = 2;
+  all.back().dp_grad_overlap = false;  // --overlap-grad-reduce is opt-in
   all.push_back({"deepspeed",
                  "DeepSpeed ZeRO: half weights and grads, fp32 master, fp32 grad partition, m, v",
                  "DeepSpeed estimate_zero2_model_states_mem_needs: 2P + 18P/N (ZeRO-2), "
@@ -74,6 +75,7 @@ std::vector<FrameworkConvention> make_conventions() {
   all.back().selective = SelectivePolicy::kEveryOtherMatmul;
   all.back().tp_saves_gathered_inputs = true;
   all.back().zero3_pp_keeps_unsharded = true;
+  all.back().dp_param_overlap = true;
   all.push_back({"hf",
                  "Hugging Face Transformers + Trainer: fp32 weights and grads, m, v; eager "
                  "attention softmax in fp32",

@@ -78,6 +78,14 @@ struct FrameworkConvention {
   /// gradients accumulate unsharded until the last one (FSDP2 under torch.distributed.pipelining:
   /// reshard_after_forward=False, gradient sync on the last micro-batch).
   bool zero3_pp_keeps_unsharded = false;
+  /// Overlap switches (step_time.hpp's OverlapSettings), each overridable on the command line:
+  /// share of TP collective time hidden under GEMMs (Transformer Engine userbuffers), gradient
+  /// reduction overlapped with backward (PyTorch DDP buckets, FSDP, DeepSpeed overlap_comm,
+  /// Megatron's opt-in --overlap-grad-reduce), ZeRO-1 parameter all-gather overlapped with the
+  /// next forward (Megatron's opt-in --overlap-param-gather, FSDP prefetch).
+  double tp_comm_overlap = 0;
+  bool dp_grad_overlap = true;
+  bool dp_param_overlap = false;
 
   double bytes_per_param() const;  ///< sum of `state`, bytes
 };

@@ -28,6 +28,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     actions[app.get_subcommands({}).at(before)] = std::move(action);
   };
   add(add_ledger_command);
+  add(add_estimate_command);
   add(add_presets_command);
 
   std::vector<std::string> storage = args;

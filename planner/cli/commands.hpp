@@ -15,6 +15,9 @@ using CommandAction = std::function<void(std::ostream& out)>;
 /// `meshplan ledger`: the memory ledger and time to train (ledger_command.cpp).
 CommandAction add_ledger_command(CLI::App& app);
 
+/// `meshplan estimate`: step time and its breakdown (estimate_command.cpp).
+CommandAction add_estimate_command(CLI::App& app);
+
 /// `meshplan presets [models|gpus|clusters]` (presets_command.cpp).
 CommandAction add_presets_command(CLI::App& app);
 

@@ -23,6 +23,8 @@ const char* preset_folder(PresetKind kind) {
       return "gpus";
     case PresetKind::kCluster:
       return "clusters";
+    case PresetKind::kProfile:
+      return "profiles";
   }
   return "?";
 }

@@ -6,10 +6,10 @@
 
 namespace meshplan {
 
-/// The three kinds of preset and their folders under configs/.
-enum class PresetKind { kModel, kGpu, kCluster };
+/// The kinds of preset and their folders under configs/.
+enum class PresetKind { kModel, kGpu, kCluster, kProfile };
 
-/// "models", "gpus", "clusters".
+/// "models", "gpus", "clusters", "profiles".
 const char* preset_folder(PresetKind kind);
 
 /// The configs/ folder: $MESHPLAN_CONFIG_DIR when set, else the source tree's configs/ (compiled in).

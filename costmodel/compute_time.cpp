@@ -1,0 +1,51 @@
+#include "costmodel/compute_time.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace meshplan {
+
+namespace {
+
+double wave_efficiency(double m, double n, double batch, double tile_m, double tile_n,
+                       double sms) {
+  const double tiles = std::ceil(m / tile_m) * std::ceil(n / tile_n) * batch;
+  const double waves = std::ceil(tiles / sms);
+  const double useful = m * n * batch / (tiles * tile_m * tile_n);  // tile quantization
+  return tiles / (waves * sms) * useful;
+}
+
+}  // namespace
+
+double gemm_efficiency(const GemmModel& model, double m, double n, double k, double batch) {
+  const double flops = 2 * m * n * k * batch;
+  const double ramp = flops / (flops + model.half_efficiency_flops);
+  const double tm = static_cast<double>(model.tile_m), tn = static_cast<double>(model.tile_n);
+  const double sms = static_cast<double>(model.sms);
+  const double waves = std::max({wave_efficiency(m, n, batch, tm, tn, sms),
+                                 wave_efficiency(m, n, batch, tn, tm, sms),
+                                 wave_efficiency(m, n, batch, tm, tm, sms)});
+  return model.peak_efficiency * ramp * waves;
+}
+
+double gemm_time_s(const DeviceRates& rates, double m, double n, double k, double batch) {
+  const double compute = 2 * m * n * k * batch /
+                         (rates.gemm_peak_flops_per_s * gemm_efficiency(rates.gemm, m, n, k, batch));
+  // Roofline: a GEMM also reads A and B and writes C once (16-bit elements); thin GEMMs such as
+  // attention's QK^T with k = head_dim are bound by that traffic.
+  const double traffic = (m * k + k * n + m * n) * batch * 2;
+  return std::max(compute, memory_time_s(rates, traffic));
+}
+
+double memory_time_s(const DeviceRates& rates, double bytes) {
+  return bytes / (rates.hbm_bytes_per_s * rates.hbm_efficiency);
+}
+
+double flash_attention_time_s(const DeviceRates& rates, double batch, double heads, double s_q,
+                              double s_k, double d, bool causal, bool backward) {
+  double flops = 4 * batch * heads * s_q * s_k * d * (causal ? 0.5 : 1.0);
+  if (backward) flops *= 2.5;
+  return flops / (rates.gemm_peak_flops_per_s * rates.flash_attention_efficiency);
+}
+
+}  // namespace meshplan

@@ -1,0 +1,48 @@
+// Time of the compute kernels of a training step on one GPU: GEMMs (by shape), attention
+// (FlashAttention or eager), and memory-bound ops (by bytes moved).
+//
+// GEMM: t = 2 m n k / (peak x efficiency), efficiency = peak_efficiency x F / (F + F_half) x
+// wave quantization, F = 2 m n k (GemmModel in profile.hpp). Wave quantization (NVIDIA, "Matrix
+// Multiplication Background User's Guide", sec. "Wave quantization"): the output is cut into
+// tiles that run in waves of one tile per SM; a last partial wave idles SMs. cuBLAS picks the
+// tile shape, so the best of 128x256, 256x128 and 128x128 is taken. Roofline: a GEMM takes at
+// least the time to read A and B and write C (16-bit) at the achieved HBM bandwidth.
+// Attention: FlashAttention's convention, forward 4 b s_q s_k h_heads d FLOP (halved when
+// causal, since the kernel skips masked blocks), backward 2.5 x forward, at
+// flash_attention_efficiency of the peak. Eager attention runs QK^T and attention x V as
+// batched GEMMs over the full s x s (masking skips nothing) plus memory-bound softmax/dropout.
+// Memory-bound: bytes / (HBM bandwidth x hbm_efficiency).
+#pragma once
+
+#include <cstdint>
+
+#include "costmodel/hardware.hpp"
+#include "costmodel/profile.hpp"
+
+namespace meshplan {
+
+/// The device rates one GPU runs at.
+struct DeviceRates {
+  double gemm_peak_flops_per_s = 0;  ///< dense peak of the GEMM precision
+  double hbm_bytes_per_s = 0;        ///< datasheet HBM bandwidth
+  GemmModel gemm;
+  double flash_attention_efficiency = 0.5;
+  double hbm_efficiency = 0.85;
+};
+
+/// Efficiency (fraction of the dense peak) of a GEMM C[m x n] = A[m x k] B[k x n], repeated
+/// `batch` times (a batched GEMM fills SMs with batch x tiles). Preconditions: all > 0.
+double gemm_efficiency(const GemmModel& model, double m, double n, double k, double batch = 1);
+
+/// Seconds of that GEMM.
+double gemm_time_s(const DeviceRates& rates, double m, double n, double k, double batch = 1);
+
+/// Seconds to move `bytes` through HBM.
+double memory_time_s(const DeviceRates& rates, double bytes);
+
+/// Seconds of FlashAttention forward (or backward with `backward`) for `batch` sequences of
+/// `heads` heads: queries s_q, keys s_k, head dim d; causal halves the work.
+double flash_attention_time_s(const DeviceRates& rates, double batch, double heads, double s_q,
+                              double s_k, double d, bool causal, bool backward);
+
+}  // namespace meshplan

@@ -1,0 +1,61 @@
+// A performance profile: the achieved rates the step-time model runs on. Either published
+// defaults for a cluster type (configs/profiles/, each value with its source) or what
+// meshplan-calibrate measured on a real cluster (the same schema, meshplan-profile/1).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "costmodel/collectives/collective.hpp"
+#include "costmodel/placement.hpp"
+
+namespace meshplan {
+
+/// GEMM efficiency by shape (gemm_time.hpp): peak_efficiency x a size ramp x wave quantization.
+struct GemmModel {
+  /// Best-shape fraction of the dense peak: about 0.87 on A100, 0.80 on H100 (stas00
+  /// ml-engineering, "Maximum Achievable Matmul FLOPS").
+  double peak_efficiency = 0.8;
+  /// GEMM work (FLOP) at which the size ramp reaches half of peak_efficiency: small GEMMs are
+  /// latency- and memory-bound.
+  double half_efficiency_flops = 1e9;
+  std::int64_t tile_m = 128;  ///< output tile rows of one thread block (wave quantization)
+  std::int64_t tile_n = 256;  ///< output tile columns
+  std::int64_t sms = 108;     ///< streaming multiprocessors that run the tiles
+};
+
+/// One fitted collective from calibration: t = alpha + S x F / busbw on `tier` for groups of
+/// `group_size` (per-GPU NIC busbw is folded in: the fit is for the measured group shape).
+struct CollectiveFit {
+  Collective collective = Collective::kAllReduce;
+  Tier tier = Tier::kNvlink;
+  std::int64_t group_size = 0;
+  double alpha_s = 0;            ///< seconds
+  double busbw_bytes_per_s = 0;  ///< bytes/s
+};
+
+/// The profile.
+struct Profile {
+  std::string name;
+  std::string description;
+  std::string gpu;  ///< GPU preset the profile describes
+  GemmModel gemm;
+  /// Fraction of the dense peak that FlashAttention reaches, forward and backward together
+  /// (FlashAttention-2 about 0.5-0.7 on A100, FA2 about 0.35-0.4 and FA3 0.6-0.75 on H100).
+  double flash_attention_efficiency = 0.5;
+  /// Achieved fraction of the datasheet HBM bandwidth for memory-bound ops (STREAM copy).
+  double hbm_efficiency = 0.85;
+  /// Link rates by tier (published defaults).
+  LinkProfile links;
+  /// Calibrated fits; when one matches a collective, tier and group size it replaces `links`.
+  std::vector<CollectiveFit> collectives;
+};
+
+/// (alpha, busbw) for `collective` over a group spanning `span` on `cluster`: the calibrated fit
+/// of the same collective and tier with the nearest group size when the profile has one, else
+/// group_bandwidth(span, cluster, profile.links).
+TierBandwidth collective_bandwidth(const Profile& profile, Collective collective,
+                                   const GroupSpan& span, const ClusterSpec& cluster);
+
+}  // namespace meshplan

@@ -1,0 +1,105 @@
+// `meshplan estimate`: the step time of one layout on a cluster, and where each second goes.
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "costmodel/step_time.hpp"
+#include "costmodel/units.hpp"
+#include "planner/cli/commands.hpp"
+#include "planner/cli/options.hpp"
+#include "planner/config/input_error.hpp"
+#include "planner/config/loaders.hpp"
+#include "planner/config/profile_loader.hpp"
+#include "planner/report/format.hpp"
+#include "planner/report/step_report.hpp"
+
+namespace meshplan {
+
+namespace {
+
+struct EstimateOptions {
+  std::string model;
+  std::string cluster = "dgx-h100";
+  std::string profile;  ///< empty: the shipped profile of the cluster's GPU
+  std::string framework = "megatron";
+  std::string precision;
+  std::int64_t gpus = 0;
+  LayoutFlags layout;
+  double tp_overlap = -1;     ///< < 0: the framework's
+  std::string dp_overlap;     ///< "", "on", "off"
+  std::string trace;
+  bool json = false;
+};
+
+/// The shipped profile for a GPU preset, by GPU family.
+std::string default_profile(const GpuSpec& gpu) {
+  if (gpu.name.rfind("a100", 0) == 0) return "a100";
+  if (gpu.name == "h100-sxm" || gpu.name == "h100-96g") return "h100";
+  if (gpu.name == "h200") return "h200";
+  throw InputError("--profile: no shipped profile for " + gpu.name +
+                   "; give --profile FILE (measure one with meshplan-calibrate)");
+}
+
+}  // namespace
+
+CommandAction add_estimate_command(CLI::App& app) {
+  auto o = std::make_shared<EstimateOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "estimate",
+      "Step time of one layout on a cluster: tokens/s, TFLOP/s per GPU, MFU and HFU, peak memory "
+      "of the worst stage, and a breakdown of where each second goes");
+  cmd->add_option("--model", o->model,
+                  "Model: a preset name, a meshplan-model/1 file or a Hugging Face config.json")
+      ->required();
+  cmd->add_option("--cluster", o->cluster, "Cluster: a preset name (meshplan presets clusters) or a JSON file")
+      ->capture_default_str();
+  cmd->add_option("--profile", o->profile,
+                  "Achieved rates: a profile preset (configs/profiles) or a profile.json from "
+                  "meshplan-calibrate (default: the shipped profile of the cluster's GPU)");
+  cmd->add_option("--gpus", o->gpus, "GPUs [count] (default: dp x tp x pp x cp)")
+      ->check(positive_up_to(1e9));
+  add_framework_option(*cmd, o->framework);
+  add_precision_option(*cmd, o->precision);
+  add_layout_options(*cmd, o->layout);
+  cmd->add_option("--tp-overlap", o->tp_overlap,
+                  "Share of TP collective time hidden under GEMMs, in [0, 1] (default: the "
+                  "framework's)")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--dp-overlap", o->dp_overlap,
+                  "Overlap the gradient reduction with backward and the ZeRO-1 parameter "
+                  "all-gather with forward: on | off (default: the framework's)")
+      ->check(CLI::IsMember({"on", "off"}));
+  cmd->add_option("--trace", o->trace,
+                  "Write the simulated step as a Chrome trace (JSON; open in ui.perfetto.dev)");
+  cmd->add_flag("--json", o->json, "Print JSON (keys carry their units) instead of tables");
+
+  return [o](std::ostream& out) {
+    const ModelSpec model = load_model(o->model);
+    const ClusterSpec cluster = load_cluster(o->cluster);
+    std::vector<std::string> notes;
+    const Precision precision = require_precision(o->precision, cluster.gpu, notes);
+    require_mfu_peak_flops(cluster.gpu, precision);
+    FrameworkConvention framework = require_framework(o->framework);
+    if (o->tp_overlap >= 0) framework.tp_comm_overlap = o->tp_overlap;
+    if (!o->dp_overlap.empty()) {
+      framework.dp_grad_overlap = framework.dp_param_overlap = o->dp_overlap == "on";
+    }
+    const std::string profile_name =
+        o->profile.empty() ? default_profile(cluster.gpu) : o->profile;
+    const Profile profile = load_profile(profile_name);
+    ResolvedLayout rl = resolve_layout(o->layout, model, cluster.gpu, framework, precision,
+                                       o->gpus > 0 ? std::optional<std::int64_t>(o->gpus)
+                                                   : std::nullopt);
+    notes.insert(notes.end(), rl.notes.begin(), rl.notes.end());
+    if (o->profile.empty()) notes.push_back("profile " + profile_name + " (default for " +
+                                            cluster.gpu.name + "; set --profile)");
+    const StepEstimate e = estimate_step(model, rl.layout, rl.setup, cluster, profile);
+    const StepReportInputs inputs{model, rl.layout, rl.setup, cluster, profile.name, notes};
+    if (!o->trace.empty()) write_step_trace(o->trace, e, rl.layout);
+    out << (o->json ? step_json(inputs, e).dump(2) + "\n" : render_step(inputs, e));
+  };
+}
+
+}  // namespace meshplan

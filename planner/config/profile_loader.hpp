@@ -1,0 +1,25 @@
+// Loading performance profiles (schema meshplan-profile/1, configs/profiles/README.md): the
+// achieved rates the step-time model runs on, either published defaults shipped as presets
+// (configs/profiles/NAME.json, every value with its source) or what meshplan-calibrate measured.
+// Strict like the other loaders (loaders.hpp): the exact key set at every level, every value
+// range-checked, each error naming the file and the JSON path of the bad field.
+#pragma once
+
+#include <string>
+
+#include "costmodel/profile.hpp"
+
+namespace meshplan {
+
+/// The schema string a profile file carries in "schema"; the calibrator's writer uses it too.
+inline constexpr const char* kProfileSchema = "meshplan-profile/1";
+
+/// A profile from a preset name (configs/profiles/NAME.json) or a path to a meshplan-profile/1
+/// file. Its "gpu" must load as a GPU preset (load_gpu); a preset found by name must be named
+/// after its file. Fits in "collectives" keep the file's order.
+/// Errors: InputError "<file>: <JSON path>: <what is wrong>", e.g.
+/// "<file>: $.collectives[0].collective: \"allreduce\" is not allowed; expected one of ...";
+/// a file of another kind (a GPU file) is reported at "$.schema".
+Profile load_profile(const std::string& name_or_path);
+
+}  // namespace meshplan

@@ -1,0 +1,138 @@
+#include "planner/report/step_report.hpp"
+
+#include <sstream>
+
+#include "costmodel/pipeline_simulation.hpp"
+#include "costmodel/units.hpp"
+#include "planner/report/atomic_write.hpp"
+#include "planner/report/format.hpp"
+#include "planner/report/trace.hpp"
+
+namespace meshplan {
+
+namespace {
+
+struct Component {
+  const char* key;    ///< JSON key
+  const char* label;  ///< table row
+  double seconds;
+};
+
+std::vector<Component> components(const StepBreakdown& b) {
+  return {{"compute_s", "compute (forward + backward)", b.compute},
+          {"recompute_s", "recompute", b.recompute},
+          {"tp_exposed_s", "exposed TP communication", b.tp_exposed},
+          {"cp_exposed_s", "exposed CP communication", b.cp_exposed},
+          {"fsdp_exposed_s", "exposed ZeRO-3/FSDP gathers", b.fsdp_exposed},
+          {"pp_p2p_s", "PP send/recv", b.pp_p2p},
+          {"bubble_s", "pipeline bubble", b.bubble},
+          {"dp_exposed_s", "exposed DP communication", b.dp_exposed},
+          {"optimizer_s", "optimizer step", b.optimizer}};
+}
+
+std::string layout_text(const Layout& l, const TrainingSetup& setup) {
+  std::ostringstream s;
+  s << "dp " << l.dp << " tp " << l.tp << " pp " << l.pp << " cp " << l.cp << " vpp " << l.vpp
+    << ", mbs " << l.mbs << ", gbs " << l.gbs << " (" << l.microbatches() << " micro-batch"
+    << (l.microbatches() == 1 ? "" : "es") << "), seq " << setup.seq << ", zero " << l.zero
+    << ", recompute " << to_string(l.recompute) << ", sp " << (l.sp ? "on" : "off")
+    << ", attention " << to_string(setup.attention) << ", " << to_string(setup.precision)
+    << ", framework " << setup.framework.name;
+  return s.str();
+}
+
+}  // namespace
+
+std::string render_step(const StepReportInputs& in, const StepEstimate& e) {
+  std::ostringstream s;
+  for (const std::string& note : in.notes) s << "note: " << note << "\n";
+  if (!in.notes.empty()) s << "\n";
+  s << in.model.name << " on " << in.layout.gpus() << " x " << in.cluster.gpu.name << " ("
+    << in.cluster.name << ", profile " << in.profile << ")\n  " << layout_text(in.layout, in.setup)
+    << "\n\n";
+  s << "  step time        " << fixed(e.step_time_s, 3) << " s\n";
+  s << "  tokens/s         " << fixed(e.tokens_per_s, 0) << " (" << fixed(e.tokens_per_s_per_gpu, 1)
+    << " per GPU)\n";
+  s << "  model TFLOP/s    " << fixed(e.tflops_per_gpu, 1) << " per GPU\n";
+  s << "  MFU / HFU        " << fixed(e.mfu * 100, 1) << "% / " << fixed(e.hfu * 100, 1)
+    << "% of " << fixed(e.peak_flops_per_s / kTera, 1) << " TFLOP/s dense\n";
+  s << "  peak memory      " << gib(e.memory.peak_bytes) << " on stage " << e.memory.worst_stage
+    << " of " << gib(e.memory.capacity_bytes) << ": " << (e.memory.fits ? "fits" : "DOES NOT FIT")
+    << "\n\n";
+  Table t({"where the step goes", "seconds", "share"}, {true, false, false});
+  for (const Component& c : components(e.breakdown)) {
+    t.add_row({c.label, fixed(c.seconds, 4), fixed(100 * c.seconds / e.step_time_s, 1) + "%"});
+  }
+  t.add_rule();
+  t.add_row({"step", fixed(e.step_time_s, 4), "100.0%"});
+  s << t.render();
+  return s.str();
+}
+
+nlohmann::json step_json(const StepReportInputs& in, const StepEstimate& e) {
+  nlohmann::json breakdown;
+  for (const Component& c : components(e.breakdown)) breakdown[c.key] = c.seconds;
+  const Layout& l = in.layout;
+  nlohmann::json stages = nlohmann::json::array();
+  for (const StageTimes& st : e.stages) {
+    stages.push_back({{"forward_s", st.forward_s}, {"backward_s", st.backward_s}});
+  }
+  return {{"model", in.model.name},
+          {"cluster", in.cluster.name},
+          {"profile", in.profile},
+          {"gpus", l.gpus()},
+          {"layout",
+           {{"dp", l.dp}, {"tp", l.tp}, {"pp", l.pp}, {"cp", l.cp}, {"vpp", l.vpp},
+            {"mbs", l.mbs}, {"gbs", l.gbs}, {"zero", l.zero},
+            {"recompute", to_string(l.recompute)}, {"sp", l.sp},
+            {"attention", to_string(in.setup.attention)}}},
+          {"seq", in.setup.seq},
+          {"precision", to_string(in.setup.precision)},
+          {"framework", in.setup.framework.name},
+          {"notes", in.notes},
+          {"step_time_s", e.step_time_s},
+          {"tokens_per_s", e.tokens_per_s},
+          {"tokens_per_s_per_gpu", e.tokens_per_s_per_gpu},
+          {"tflops_per_gpu", e.tflops_per_gpu},
+          {"mfu", e.mfu},
+          {"hfu", e.hfu},
+          {"model_flops_per_step", e.model_flops_per_step},
+          {"hardware_flops_per_step", e.hardware_flops_per_step},
+          {"peak_flops_per_s", e.peak_flops_per_s},
+          {"peak_bytes", e.memory.peak_bytes},
+          {"capacity_bytes", e.memory.capacity_bytes},
+          {"fits", e.memory.fits},
+          {"breakdown", breakdown},
+          {"stages_per_microbatch", stages},
+          {"p2p_s", e.p2p_s}};
+}
+
+void write_step_trace(const std::string& path, const StepEstimate& e, const Layout& layout) {
+  PipelineTimes times;
+  times.pp = layout.pp;
+  times.vpp = layout.vpp;
+  times.microbatches = layout.microbatches();
+  times.p2p_s = e.p2p_s;
+  const double v = static_cast<double>(layout.vpp);
+  for (const StageTimes& st : e.stages) {
+    times.forward_s.emplace_back(static_cast<std::size_t>(layout.vpp), st.forward_s / v);
+    times.backward_s.emplace_back(static_cast<std::size_t>(layout.vpp), st.backward_s / v);
+  }
+  const PipelineSimulation sim = simulate_pipeline(times);
+  nlohmann::json trace = chrome_trace(sim);
+  // The phases after the pipeline, on every stage's communication and compute tracks.
+  const double start_us = sim.step_time_s * 1e6;
+  const double dp_us = e.breakdown.dp_exposed * 1e6;
+  const double opt_us = e.breakdown.optimizer * 1e6;
+  for (std::int64_t stage = 0; stage < layout.pp; ++stage) {
+    trace["traceEvents"].push_back({{"name", "data-parallel gradient reduction"}, {"cat", "dp"},
+                                    {"ph", "X"}, {"pid", stage}, {"tid", 1},
+                                    {"ts", start_us}, {"dur", dp_us}});
+    trace["traceEvents"].push_back({{"name", "optimizer step"}, {"cat", "optimizer"},
+                                    {"ph", "X"}, {"pid", stage}, {"tid", 0},
+                                    {"ts", start_us + dp_us}, {"dur", opt_us}});
+  }
+  write_file_atomically(path, trace.dump() + "\n");
+}
+
+}  // namespace meshplan

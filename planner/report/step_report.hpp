@@ -1,0 +1,39 @@
+// Printers of a step estimate (costmodel/step_time.hpp): a terminal summary with the breakdown
+// table, JSON with unit-carrying keys, and the Chrome trace of the simulated step.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "costmodel/step_time.hpp"
+
+namespace meshplan {
+
+/// What the estimate was made for, echoed in the reports.
+struct StepReportInputs {
+  const ModelSpec& model;
+  const Layout& layout;
+  const TrainingSetup& setup;
+  const ClusterSpec& cluster;
+  std::string profile;
+  std::vector<std::string> notes;  ///< defaults taken
+};
+
+/// Step time, tokens/s (total, per GPU), TFLOP/s per GPU, MFU, HFU, worst-stage memory, then
+/// the breakdown (component, seconds, share of the step).
+std::string render_step(const StepReportInputs& in, const StepEstimate& e);
+
+/// Keys: step_time_s, tokens_per_s, tokens_per_s_per_gpu, tflops_per_gpu, mfu, hfu, peak_bytes,
+/// fits, breakdown {compute_s, recompute_s, tp_exposed_s, cp_exposed_s, fsdp_exposed_s,
+/// pp_p2p_s, bubble_s, dp_exposed_s, optimizer_s}, layout, notes, ...
+nlohmann::json step_json(const StepReportInputs& in, const StepEstimate& e);
+
+/// Simulates the pipeline of `e` (costmodel/pipeline_simulation.hpp) and writes its Chrome
+/// trace to `path` atomically, with the data-parallel and optimizer phases appended after the
+/// pipeline on every stage so that the events cover the whole step. Throws InputError when the
+/// file cannot be written.
+void write_step_trace(const std::string& path, const StepEstimate& e, const Layout& layout);
+
+}  // namespace meshplan

@@ -1,0 +1,218 @@
+// Performance profiles (schema meshplan-profile/1, configs/profiles/README.md): the shipped
+// presets load strictly and name existing GPUs, collective_bandwidth picks the profile's link
+// rates or a calibrated fit, and bad files get errors naming the file and the JSON path.
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "costmodel/collectives/collective.hpp"
+#include "costmodel/placement.hpp"
+#include "costmodel/profile.hpp"
+#include "planner/config/input_error.hpp"
+#include "planner/config/loaders.hpp"
+#include "planner/config/presets.hpp"
+#include "planner/config/profile_loader.hpp"
+#include "tests/support/cli_runner.hpp"
+
+using namespace meshplan;
+
+namespace {
+
+std::string read_preset(const std::string& relative) {
+  std::ifstream in(config_dir() + "/" + relative);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+/// The h100 profile preset with `from` replaced by `to`, written to a temp file.
+std::string broken_profile(const std::string& name, const std::string& from,
+                           const std::string& to) {
+  std::string text = read_preset("profiles/h100.json");
+  const std::size_t at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  text.replace(at, from.size(), to);
+  return test::write_temp_file(name, text);
+}
+
+/// load_profile(file) throws an InputError naming `file` and containing `expected`.
+void expect_profile_error(const std::string& file, const std::string& expected) {
+  try {
+    load_profile(file);
+    FAIL("no error for " << file << "; expected: " << expected);
+  } catch (const InputError& e) {
+    CHECK_THAT(e.what(), Catch::Contains(file));
+    CHECK_THAT(e.what(), Catch::Contains(expected));
+  }
+}
+
+/// Global ranks first..first+n-1.
+std::vector<std::int64_t> ranks(std::int64_t first, std::int64_t n) {
+  std::vector<std::int64_t> r;
+  for (std::int64_t i = 0; i < n; ++i) r.push_back(first + i);
+  return r;
+}
+
+// One calibrated fit: an 8-GPU all-reduce inside an NVLink domain at alpha 10 us, busbw 300 GB/s.
+const char* kOneFit =
+    R"("collectives": [
+    {"collective": "all_reduce", "tier": "nvlink", "group_size": 8, "alpha_s": 10e-6,
+     "busbw_bytes_per_s": 300e9}
+  ])";
+
+}  // namespace
+
+TEST_CASE("every shipped profile loads and names an existing GPU", "[profiles]") {
+  const std::vector<std::string> names = preset_names(PresetKind::kProfile);
+  for (const char* expected : {"a100", "h100", "h200"}) {
+    INFO(expected);
+    CHECK(std::find(names.begin(), names.end(), expected) != names.end());
+  }
+  for (const std::string& name : names) {
+    INFO(name);
+    const Profile p = load_profile(name);
+    CHECK(p.name == name);
+    CHECK_NOTHROW(load_gpu(p.gpu));
+    CHECK(p.collectives.empty());  // published defaults; calibration fills the fits
+  }
+  // Each profile describes the GPU of the cluster preset it is meant for.
+  CHECK(load_profile("a100").gpu == load_cluster("dgx-a100").gpu.name);  // a100-80g
+  CHECK(load_profile("h100").gpu == load_cluster("dgx-h100").gpu.name);  // h100-sxm
+  CHECK(load_profile("h200").gpu == load_cluster("dgx-h200").gpu.name);  // h200
+  // By path as well as by name.
+  CHECK(load_profile(config_dir() + "/profiles/h100.json").name == "h100");
+}
+
+TEST_CASE("the shipped GEMM numbers reproduce the measurements they come from", "[profiles]") {
+  // stas00/ml-engineering MAMF table: A100 SXM 271.2 of 312 TFLOP/s = 0.869; H100 SXM 794.5 of
+  // 989 = 0.803. The presets round to two digits, so they match within 1%.
+  CHECK(load_profile("a100").gemm.peak_efficiency == Approx(271.2 / 312).epsilon(0.01));
+  CHECK(load_profile("h100").gemm.peak_efficiency == Approx(794.5 / 989).epsilon(0.01));
+  // OpenXLA's sm_90 table: a 2048^3 bf16 GEMM at 631.98 TFLOP/s. The ramp with the h100 profile:
+  // F = 2 x 2048^3 = 1.718e10 FLOP; 0.80 x F / (F + 4.3e9) = 0.6399 of 989.4e12 = 633.1e12 FLOP/s,
+  // within 1% of the measurement.
+  const Profile h100 = load_profile("h100");
+  const double peak = *load_gpu(h100.gpu).peak_flops_per_s.bf16;  // 989.4e12
+  const double f = 2.0 * 2048 * 2048 * 2048;
+  const double ramp = h100.gemm.peak_efficiency * f / (f + h100.gemm.half_efficiency_flops);
+  CHECK(ramp * peak == Approx(631.98e12).epsilon(0.01));
+  CHECK(h100.gemm.sms == 132);
+  CHECK(load_profile("a100").gemm.sms == 108);
+}
+
+TEST_CASE("collective_bandwidth uses the profile's links for a TP group of 8 on dgx-h100",
+          "[profiles]") {
+  const ClusterSpec cluster = load_cluster("dgx-h100");
+  const Profile profile = load_profile("h100");
+  // TP group {0..7}: one 8-GPU node, so the NVLink tier: the links' {15 us, 370 GB/s}.
+  const GroupSpan tp = group_span(ranks(0, 8), cluster);
+  REQUIRE(group_tier(tp) == Tier::kNvlink);
+  const TierBandwidth nv = collective_bandwidth(profile, Collective::kAllReduce, tp, cluster);
+  CHECK(nv.alpha_s == 15e-6);
+  CHECK(nv.busbw_bytes_per_s == 370e9);
+  // DP group {0, 8} under tp = 8: one GPU in each of two nodes, so the scale-out tier at
+  // {46 us, min(370e9, 1 GPU x 46e9 x 8 NICs / 8 GPUs) = 46 GB/s}.
+  const GroupSpan dp = group_span({0, 8}, cluster);
+  const TierBandwidth so = collective_bandwidth(profile, Collective::kAllReduce, dp, cluster);
+  CHECK(so.alpha_s == 46e-6);
+  CHECK(so.busbw_bytes_per_s == 46e9);
+}
+
+TEST_CASE("a calibrated fit replaces the links for its collective and tier only", "[profiles]") {
+  const std::string file = broken_profile("one-fit.json", R"("collectives": [])", kOneFit);
+  const Profile profile = load_profile(file);
+  REQUIRE(profile.collectives.size() == 1);
+  const CollectiveFit& fit = profile.collectives[0];
+  CHECK(fit.collective == Collective::kAllReduce);
+  CHECK(fit.tier == Tier::kNvlink);
+  CHECK(fit.group_size == 8);
+
+  const ClusterSpec cluster = load_cluster("dgx-h100");
+  const GroupSpan tp = group_span(ranks(0, 8), cluster);
+  // all_reduce on NVLink: the fit {10 us, 300 GB/s} wins over the links' {15 us, 370 GB/s}.
+  const TierBandwidth ar = collective_bandwidth(profile, Collective::kAllReduce, tp, cluster);
+  CHECK(ar.alpha_s == 10e-6);
+  CHECK(ar.busbw_bytes_per_s == 300e9);
+  // all_gather has no fit: the links' NVLink numbers.
+  const TierBandwidth ag = collective_bandwidth(profile, Collective::kAllGather, tp, cluster);
+  CHECK(ag.alpha_s == 15e-6);
+  CHECK(ag.busbw_bytes_per_s == 370e9);
+  // all_reduce across nodes: the fit is for the NVLink tier, so the links' scale-out
+  // {46 us, 46 GB/s} (see the test above).
+  const TierBandwidth so =
+      collective_bandwidth(profile, Collective::kAllReduce, group_span({0, 8}, cluster), cluster);
+  CHECK(so.alpha_s == 46e-6);
+  CHECK(so.busbw_bytes_per_s == 46e9);
+}
+
+TEST_CASE("bad profiles name the file and the JSON path", "[profiles][errors]") {
+  SECTION("a missing key") {
+    expect_profile_error(broken_profile("missing.json", "\"hbm_efficiency\": 0.88,", ""),
+                         "$.hbm_efficiency: missing; expected a number in (0, 1]");
+  }
+  SECTION("an efficiency above 1") {
+    expect_profile_error(broken_profile("eff.json", "\"flash_attention_efficiency\": 0.52",
+                                        "\"flash_attention_efficiency\": 1.5"),
+                         "$.flash_attention_efficiency: must be a number in (0, 1], got 1.5");
+    expect_profile_error(
+        broken_profile("peak.json", "\"peak_efficiency\": 0.8", "\"peak_efficiency\": 0"),
+        "$.gemm.peak_efficiency: must be a number in (0, 1], got 0");
+  }
+  SECTION("an unknown collective name") {
+    std::string fit = kOneFit;
+    fit.replace(fit.find("all_reduce"), 10, "allreduce");
+    expect_profile_error(broken_profile("coll.json", R"("collectives": [])", fit),
+                         "$.collectives[0].collective: \"allreduce\" is not allowed; expected "
+                         "one of \"all_reduce\"");
+  }
+  SECTION("a group of one, a negative latency, a repeated fit") {
+    std::string one = kOneFit;
+    one.replace(one.find("\"group_size\": 8"), 15, "\"group_size\": 1");
+    expect_profile_error(broken_profile("g1.json", R"("collectives": [])", one),
+                         "$.collectives[0].group_size: must be at least 2");
+    std::string negative = kOneFit;
+    negative.replace(negative.find("10e-6"), 5, "-1e-6");
+    expect_profile_error(broken_profile("neg.json", R"("collectives": [])", negative),
+                         "$.collectives[0].alpha_s: must be a number >= 0, got -1e-06");
+    std::string twice = kOneFit;
+    const std::string entry = twice.substr(twice.find('{'), twice.rfind('}') - twice.find('{') + 1);
+    twice.insert(twice.rfind('}') + 1, ",\n    " + entry);
+    expect_profile_error(broken_profile("twice.json", R"("collectives": [])", twice),
+                         "$.collectives[1]: repeats the fit of $.collectives[0]");
+  }
+  SECTION("an unknown GPU and an unknown key") {
+    expect_profile_error(broken_profile("gpu.json", "\"gpu\": \"h100-sxm\"", "\"gpu\": \"h100\""),
+                         "$.gpu: cannot be loaded: unknown gpu preset \"h100\"");
+    expect_profile_error(broken_profile("typo.json", "\"hbm_efficiency\"", "\"hbm_efficency\""),
+                         "$.hbm_efficency: unknown key; did you mean \"hbm_efficiency\"?");
+  }
+  SECTION("a GPU file passed as a profile") {
+    expect_profile_error(config_dir() + "/gpus/h100-sxm.json",
+                         "$.schema: is \"meshplan-gpu/1\"; expected \"meshplan-profile/1\"");
+  }
+  SECTION("a preset named unlike its file") {
+    // A configs/ folder of one GPU and one profile "x.json" whose name is "h100".
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::path(test::write_temp_file("cfg.txt", "")).parent_path() / "cfg";
+    fs::create_directories(dir / "gpus");
+    fs::create_directories(dir / "profiles");
+    fs::copy_file(config_dir() + "/gpus/h100-sxm.json", dir / "gpus" / "h100-sxm.json",
+                  fs::copy_options::overwrite_existing);
+    std::ofstream(dir / "profiles" / "x.json") << read_preset("profiles/h100.json");
+    const std::string saved = config_dir();
+    ::setenv("MESHPLAN_CONFIG_DIR", dir.c_str(), 1);
+    CHECK_THROWS_WITH(load_profile("x"),
+                      Catch::Contains("$.name: is \"h100\"; a preset's name must equal its file "
+                                      "name \"x\""));
+    ::setenv("MESHPLAN_CONFIG_DIR", saved.c_str(), 1);
+  }
+  SECTION("an unknown preset name") {
+    CHECK_THROWS_WITH(load_profile("h10"),
+                      Catch::Contains("unknown profile preset \"h10\"; closest: \"h100\""));
+  }
+}
