@@ -142,7 +142,11 @@ std::vector<SavedTensor> embedding_saved_tensors(const ModelSpec& m, const Activ
 std::vector<SavedTensor> head_saved_tensors(const ModelSpec& m, const ActivationSetting& s) {
   TensorList t(s);
   t.hidden("final_norm.input", m.hidden_size, kHalfBytes);
-  t.hidden("lm_head.input", m.hidden_size, kHalfBytes);
+  if (s.tp_saves_gathered_inputs && s.sp && s.tp > 1) {
+    t.gathered("lm_head.input (all-gathered)", m.hidden_size, kHalfBytes);
+  } else {
+    t.hidden("lm_head.input", m.hidden_size, kHalfBytes);
+  }
   t.tp_split("loss.logits", padded_vocab_size(m), s.logits_bytes);
   return t.take();
 }

@@ -90,6 +90,12 @@ MemoryLedger build_memory_ledger(const ModelSpec& model, const Layout& layout,
   act.selective = fw.selective;
   act.tp_saves_gathered_inputs = fw.tp_saves_gathered_inputs;
   const std::vector<SavedTensor> layer = layer_saved_tensors(model, act);
+  ActivationSetting no_recompute = act;
+  no_recompute.recompute = Recompute::kNone;
+  const std::vector<SavedTensor> full_layer = layer_saved_tensors(model, no_recompute);
+  const SavedTensor largest_full = *std::max_element(
+      full_layer.begin(), full_layer.end(),
+      [](const SavedTensor& x, const SavedTensor& y) { return x.bytes < y.bytes; });
 
   const double tokens = static_cast<double>(setup.seq / layout.cp);  // per cp rank
   const double mbs = static_cast<double>(layout.mbs);
@@ -142,15 +148,19 @@ MemoryLedger build_memory_ledger(const ModelSpec& model, const Layout& layout,
     }
     if (layout.recompute != Recompute::kNone) {
       // During backward, the layer being recomputed holds its full activations once.
-      ActivationSetting full = act;
-      full.recompute = Recompute::kNone;
-      const double working = total_bytes(layer_saved_tensors(model, full)) -
-                             (layout.recompute == Recompute::kSelective ? total_bytes(layer) : 0);
+      const double working =
+          total_bytes(full_layer) -
+          (layout.recompute == Recompute::kSelective ? total_bytes(layer) : 0);
       if (working > 0) {
         s.entries.push_back({"recompute.working_set (one layer, in backward)",
                              MemoryCategory::kActivations, "-", act.half_dtype, 1, working, "-"});
       }
     }
+    // Backward of an op holds the gradient of its output and of its input at once: at most
+    // twice the layer's largest activation.
+    s.entries.push_back({"backward.gradient_buffers (largest op's input and output gradients)",
+                         MemoryCategory::kActivations, largest_full.shape, largest_full.dtype, 2,
+                         2 * largest_full.bytes, largest_full.sharded_over});
 
     // Communication buffers.
     double grad_bytes = 0;  // per parameter, the framework's gradient dtype

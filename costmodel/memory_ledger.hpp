@@ -7,7 +7,9 @@
 // the LM head on the last), sharded by ZeRO: stage 1 shards the optimizer states, 2 also the
 // gradients, 3 also the weights, over dp (x cp where the framework does: Megatron's distributed
 // optimizer gives 6 + 12/(dp cp) bytes/param). Activations come from the per-op table
-// (activations.hpp) times the layer-micro-batches in flight (pipeline_schedule.hpp).
+// (activations.hpp) times the layer-micro-batches in flight (pipeline_schedule.hpp), plus what
+// backward holds briefly: the recomputed layer (with recompute) and the gradients of the op
+// being differentiated (twice the layer's largest activation).
 // Logits: the saved fp32 logits and what exists only around the loss (framework's
 // loss_transient_bytes). Communication buffers: ZeRO-3/FSDP gathered parameters (current +
 // prefetched unit) and the gradient reduce-scatter buffer of one layer, or with pp and FSDP2 the
