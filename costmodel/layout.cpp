@@ -96,6 +96,11 @@ std::vector<std::string> layout_problems(const Layout& l, const ModelSpec& m, st
   return p;
 }
 
+std::int64_t stage_layer_count(const Layout& layout, const ModelSpec& model, std::int64_t stage) {
+  return layout.stage_layers.empty() ? model.num_layers / layout.pp
+                                     : layout.stage_layers[static_cast<std::size_t>(stage)];
+}
+
 std::vector<std::int64_t> layers_per_stage(const Layout& layout, const ModelSpec& model) {
   if (!layout.stage_layers.empty()) return layout.stage_layers;
   return std::vector<std::int64_t>(static_cast<std::size_t>(layout.pp),

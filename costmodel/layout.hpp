@@ -59,4 +59,7 @@ std::vector<std::string> layout_problems(const Layout& layout, const ModelSpec& 
 /// Precondition: layout_problems() is empty.
 std::vector<std::int64_t> layers_per_stage(const Layout& layout, const ModelSpec& model);
 
+/// Layers of pipeline stage `stage` (the element of layers_per_stage, without allocating).
+std::int64_t stage_layer_count(const Layout& layout, const ModelSpec& model, std::int64_t stage);
+
 }  // namespace meshplan

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 
-#include "costmodel/activations.hpp"
-#include "costmodel/param_count.hpp"
 #include "costmodel/pipeline_schedule.hpp"
 
 namespace meshplan {
@@ -32,15 +30,6 @@ double stage_params(const ModelSpec& m, const ParamCount& c, const Layout& l, st
   return params;
 }
 
-std::string sharding_text(const Layout& l, bool sharded, bool over_cp) {
-  std::string text = l.tp > 1 ? "tp" : "";
-  if (sharded) {
-    const std::string group = over_cp && l.cp > 1 ? "dp x cp" : "dp";
-    text += (text.empty() ? "" : ", ") + group;
-  }
-  return text.empty() ? "-" : text;
-}
-
 /// Whether ZeRO stage `zero` shards `category`.
 bool zero_shards(int zero, MemoryCategory category) {
   switch (category) {
@@ -55,7 +44,55 @@ bool zero_shards(int zero, MemoryCategory category) {
   }
 }
 
-std::string count_shape(double elements) { return "[" + std::to_string(static_cast<long long>(elements)) + "]"; }
+/// The group ZeRO shards over: dp, times cp where the framework does.
+double shard_group(const Layout& l, const FrameworkConvention& fw) {
+  return static_cast<double>(l.dp * (fw.shard_over_cp ? l.cp : 1));
+}
+
+/// Bytes of state component `c` on a GPU holding `params` parameters.
+double state_bytes(const StateComponent& c, double params, const Layout& l,
+                   const FrameworkConvention& fw) {
+  const double group = shard_group(l, fw);
+  const bool sharded = zero_shards(l.zero, c.category) && group > 1;
+  return params / (sharded ? group : 1.0) * c.bytes_per_param;
+}
+
+double gradient_bytes_per_param(const FrameworkConvention& fw) {
+  double bytes = 0;
+  for (const StateComponent& c : fw.state) {
+    if (c.category == MemoryCategory::kGradients) bytes += c.bytes_per_param;
+  }
+  return bytes;
+}
+
+double layer_params_after_tp(const ParamCount& c, const Layout& l) {
+  return static_cast<double>(c.per_layer.attention + c.per_layer.mlp) / static_cast<double>(l.tp) +
+         static_cast<double>(c.per_layer.norms);
+}
+
+bool keeps_unsharded_with_pp(const MemoryContext& x) {
+  return x.layout.zero == 3 && shard_group(x.layout, x.setup.framework) > 1 && x.layout.pp > 1 &&
+         x.setup.framework.zero3_pp_keeps_unsharded;
+}
+
+std::string sharding_text(const Layout& l, bool sharded, bool over_cp) {
+  std::string text = l.tp > 1 ? "tp" : "";
+  if (sharded) {
+    const std::string group = over_cp && l.cp > 1 ? "dp x cp" : "dp";
+    text += (text.empty() ? "" : ", ") + group;
+  }
+  return text.empty() ? "-" : text;
+}
+
+std::string count_shape(double elements) {
+  return "[" + std::to_string(static_cast<long long>(elements)) + "]";
+}
+
+std::string dims(std::initializer_list<std::int64_t> values) {
+  std::string out = "[";
+  for (std::int64_t v : values) out += (out.size() > 1 ? ", " : "") + std::to_string(v);
+  return out + "]";
+}
 
 void add_tensors(StageLedger& stage, const std::vector<SavedTensor>& tensors, double count) {
   for (const SavedTensor& t : tensors) {
@@ -67,15 +104,7 @@ void add_tensors(StageLedger& stage, const std::vector<SavedTensor>& tensors, do
 
 }  // namespace
 
-MemoryLedger build_memory_ledger(const ModelSpec& model, const Layout& layout,
-                                 const TrainingSetup& setup, const GpuSpec& gpu) {
-  const ParamCount counts = count_params(model);
-  const FrameworkConvention& fw = setup.framework;
-  const std::vector<std::int64_t> stage_layers = layers_per_stage(layout, model);
-  const std::int64_t microbatches = layout.microbatches();
-  const double shard_group =
-      static_cast<double>(layout.dp * (fw.shard_over_cp ? layout.cp : 1));
-
+ActivationSetting activation_setting(const Layout& layout, const TrainingSetup& setup) {
   ActivationSetting act;
   act.seq = setup.seq;
   act.mbs = layout.mbs;
@@ -84,143 +113,196 @@ MemoryLedger build_memory_ledger(const ModelSpec& model, const Layout& layout,
   act.sp = layout.sp;
   act.recompute = layout.recompute;
   act.attention = setup.attention;
-  act.eager_softmax_bytes = fw.eager_softmax_bytes;
-  act.logits_bytes = fw.logits_bytes;
+  act.eager_softmax_bytes = setup.framework.eager_softmax_bytes;
+  act.logits_bytes = setup.framework.logits_bytes;
   act.half_dtype = half_dtype_name(setup.precision);
-  act.selective = fw.selective;
-  act.tp_saves_gathered_inputs = fw.tp_saves_gathered_inputs;
+  act.selective = setup.framework.selective;
+  act.tp_saves_gathered_inputs = setup.framework.tp_saves_gathered_inputs;
+  return act;
+}
+
+ActivationBytes activation_bytes(const ModelSpec& model, const ActivationSetting& setting) {
+  ActivationBytes a;
+  a.layer = total_bytes(layer_saved_tensors(model, setting));
+  ActivationSetting full = setting;
+  full.recompute = Recompute::kNone;
+  const std::vector<SavedTensor> full_layer = layer_saved_tensors(model, full);
+  a.layer_full = total_bytes(full_layer);
+  for (const SavedTensor& t : full_layer) a.largest_full = std::max(a.largest_full, t.bytes);
+  a.embedding = total_bytes(embedding_saved_tensors(model, setting));
+  a.head = total_bytes(head_saved_tensors(model, setting));
+  return a;
+}
+
+StageMemory stage_memory(const MemoryContext& x, std::int64_t stage) {
+  const Layout& l = x.layout;
+  const FrameworkConvention& fw = x.setup.framework;
+  const double tokens = static_cast<double>(x.setup.seq / l.cp);  // per cp rank
+  const double mbs = static_cast<double>(l.mbs);
+  const double h = static_cast<double>(x.model.hidden_size);
+  const double tp = static_cast<double>(l.tp);
+  const std::int64_t microbatches = l.microbatches();
+  const std::int64_t layers = stage_layer_count(l, x.model, stage);
+  const bool first = stage == 0, last = stage == l.pp - 1;
+
+  StageMemory s;
+  s.params = stage_params(x.model, x.counts, l, stage, layers);
+  for (const StateComponent& c : fw.state) s.state += state_bytes(c, s.params, l, fw);
+
+  s.chunks_in_flight = chunks_in_flight(stage, l.pp, l.vpp, microbatches);
+  s.layer_activations_held = static_cast<double>(layers) / static_cast<double>(l.vpp) *
+                             static_cast<double>(s.chunks_in_flight);
+  s.layer_activations = s.layer_activations_held * x.activations.layer;
+  if (first) {
+    s.embedding_activations =
+        static_cast<double>(std::min(l.pp, microbatches)) * x.activations.embedding;
+  }
+  if (last) {
+    s.head_activations = x.activations.head;
+    s.loss_transient = tokens * mbs * static_cast<double>(padded_vocab_size(x.model) / l.tp) *
+                       fw.loss_transient_bytes;
+  }
+  if (l.recompute != Recompute::kNone) {
+    // During backward, the layer being recomputed holds its full activations once.
+    s.recompute_working_set =
+        std::max(0.0, x.activations.layer_full -
+                          (l.recompute == Recompute::kSelective ? x.activations.layer : 0.0));
+  }
+  // Backward of an op holds the gradient of its output and of its input at once: at most
+  // twice the layer's largest activation.
+  s.gradient_buffers = 2 * x.activations.largest_full;
+
+  const double grad_bytes = gradient_bytes_per_param(fw);
+  const double layer_params = layer_params_after_tp(x.counts, l);
+  if (keeps_unsharded_with_pp(x)) {
+    // FSDP2 accumulates the unsharded gradients in its reduce dtype (the gradient dtype).
+    s.zero3_unsharded_params = s.params * kHalfBytes;
+    s.zero3_unsharded_grads = s.params * grad_bytes;
+  } else if (l.zero == 3 && shard_group(l, fw) > 1) {
+    // FSDP units: each layer, and the embedding and LM head on their stages (larger than a
+    // layer for large vocabularies); the current and the prefetched unit are gathered.
+    double unit = layer_params;
+    if (first || (last && !x.model.tied_embeddings)) {
+      unit = std::max(unit, static_cast<double>(x.counts.embedding) / tp);
+    }
+    s.zero3_gathered = 2 * unit * kHalfBytes;
+    s.zero3_reduce_scatter = layer_params * grad_bytes;
+  }
+  if (l.sp) s.sp_buffer = tokens * mbs * h * kHalfBytes;
+  if (l.pp > 1) s.pp_buffers = 2 * tokens * mbs * h / (l.sp ? tp : 1.0) * kHalfBytes;
+  if (l.cp > 1) {
+    s.cp_buffers = 4 * tokens * mbs *
+                   static_cast<double>(x.model.num_kv_heads * x.model.head_dim) / tp * kHalfBytes;
+  }
+
+  const double allocated = s.state + s.layer_activations + s.embedding_activations +
+                           s.head_activations + s.loss_transient + s.recompute_working_set +
+                           s.gradient_buffers + s.zero3_unsharded_params +
+                           s.zero3_unsharded_grads + s.zero3_gathered + s.zero3_reduce_scatter +
+                           s.sp_buffer + s.pp_buffers + s.cp_buffers;
+  s.cuda_context = x.gpu.cuda_context_bytes;
+  s.fragmentation = x.gpu.allocator_fragmentation_fraction * allocated;
+  s.total = allocated + s.cuda_context + s.fragmentation;
+  return s;
+}
+
+std::pair<double, std::int64_t> peak_memory(const MemoryContext& context) {
+  std::pair<double, std::int64_t> worst{-1.0, 0};
+  for (std::int64_t r = 0; r < context.layout.pp; ++r) {
+    const double total = stage_memory(context, r).total;
+    if (total > worst.first) worst = {total, r};
+  }
+  return worst;
+}
+
+MemoryLedger build_memory_ledger(const ModelSpec& model, const Layout& layout,
+                                 const TrainingSetup& setup, const GpuSpec& gpu) {
+  const ParamCount counts = count_params(model);
+  const FrameworkConvention& fw = setup.framework;
+  const ActivationSetting act = activation_setting(layout, setup);
   const std::vector<SavedTensor> layer = layer_saved_tensors(model, act);
+  const std::vector<SavedTensor> head = head_saved_tensors(model, act);
   ActivationSetting no_recompute = act;
   no_recompute.recompute = Recompute::kNone;
   const std::vector<SavedTensor> full_layer = layer_saved_tensors(model, no_recompute);
   const SavedTensor largest_full = *std::max_element(
       full_layer.begin(), full_layer.end(),
-      [](const SavedTensor& x, const SavedTensor& y) { return x.bytes < y.bytes; });
-
-  const double tokens = static_cast<double>(setup.seq / layout.cp);  // per cp rank
-  const double mbs = static_cast<double>(layout.mbs);
-  const double h = static_cast<double>(model.hidden_size);
-  const double tp = static_cast<double>(layout.tp);
-  const double layer_params_tp =
-      static_cast<double>(counts.per_layer.attention + counts.per_layer.mlp) / tp +
-      static_cast<double>(counts.per_layer.norms);
+      [](const SavedTensor& a, const SavedTensor& b) { return a.bytes < b.bytes; });
+  const ActivationBytes bytes = activation_bytes(model, act);
+  const MemoryContext context{model, counts, layout, setup, gpu, bytes};
+  const std::string half = half_dtype_name(setup.precision);
+  const std::string grad_dtype = gradient_bytes_per_param(fw) == 4 ? "fp32" : half;
+  const std::string unsharded = sharding_text(layout, false, false);
+  const std::int64_t tokens = setup.seq / layout.cp;
 
   MemoryLedger ledger;
   ledger.capacity_bytes = gpu.memory_bytes;
   for (std::int64_t r = 0; r < layout.pp; ++r) {
+    const StageMemory m = stage_memory(context, r);
     StageLedger s;
     s.stage = r;
-    s.layers = stage_layers[static_cast<std::size_t>(r)];
+    s.layers = stage_layer_count(layout, model, r);
     s.has_embedding = r == 0;
     s.has_lm_head = r == layout.pp - 1;
-    s.params = stage_params(model, counts, layout, r, s.layers);
+    s.params = m.params;
+    s.chunks_in_flight = m.chunks_in_flight;
+    s.layer_activations_held = m.layer_activations_held;
 
-    // Training state: weights, gradients, optimizer states.
     for (const StateComponent& c : fw.state) {
-      const bool sharded = zero_shards(layout.zero, c.category) && shard_group > 1;
-      const double shard = sharded ? shard_group : 1.0;
-      const double elements = s.params / shard;
-      s.entries.push_back({c.name, c.category, count_shape(elements),
-                           c.dtype == StateDtype::kHalf ? half_dtype_name(setup.precision) : "fp32",
-                           1, elements * c.bytes_per_param,
+      const bool sharded = zero_shards(layout.zero, c.category) && shard_group(layout, fw) > 1;
+      const double b = state_bytes(c, m.params, layout, fw);
+      s.entries.push_back({c.name, c.category, count_shape(b / c.bytes_per_param),
+                           c.dtype == StateDtype::kHalf ? half : "fp32", 1, b,
                            sharding_text(layout, sharded, fw.shard_over_cp)});
     }
-
-    // Activations of the layer-micro-batches in flight.
-    s.chunks_in_flight = chunks_in_flight(r, layout.pp, layout.vpp, microbatches);
-    const double layers_per_chunk = static_cast<double>(s.layers) / static_cast<double>(layout.vpp);
-    s.layer_activations_held = layers_per_chunk * static_cast<double>(s.chunks_in_flight);
-    add_tensors(s, layer, s.layer_activations_held);
+    add_tensors(s, layer, m.layer_activations_held);
     if (s.has_embedding) {
       add_tensors(s, embedding_saved_tensors(model, act),
-                  static_cast<double>(std::min(layout.pp, microbatches)));
+                  m.embedding_activations > 0 ? m.embedding_activations / bytes.embedding : 0);
     }
     if (s.has_lm_head) {
-      add_tensors(s, head_saved_tensors(model, act), 1);
-      const double logits =
-          tokens * mbs * static_cast<double>(padded_vocab_size(model) / layout.tp);
+      add_tensors(s, head, 1);
       s.entries.push_back({"loss.transient (around the cross-entropy)", MemoryCategory::kLogits,
-                           "[" + std::to_string(setup.seq / layout.cp) + ", " +
-                               std::to_string(layout.mbs) + ", " +
-                               std::to_string(padded_vocab_size(model) / layout.tp) + "]",
-                           "mixed", 1, logits * fw.loss_transient_bytes,
-                           layout.tp > 1 ? "tp" : "-"});
+                           dims({tokens, layout.mbs, padded_vocab_size(model) / layout.tp}),
+                           "mixed", 1, m.loss_transient, layout.tp > 1 ? "tp" : "-"});
     }
-    if (layout.recompute != Recompute::kNone) {
-      // During backward, the layer being recomputed holds its full activations once.
-      const double working =
-          total_bytes(full_layer) -
-          (layout.recompute == Recompute::kSelective ? total_bytes(layer) : 0);
-      if (working > 0) {
-        s.entries.push_back({"recompute.working_set (one layer, in backward)",
-                             MemoryCategory::kActivations, "-", act.half_dtype, 1, working, "-"});
-      }
+    if (m.recompute_working_set > 0) {
+      s.entries.push_back({"recompute.working_set (one layer, in backward)",
+                           MemoryCategory::kActivations, "-", half, 1, m.recompute_working_set,
+                           "-"});
     }
-    // Backward of an op holds the gradient of its output and of its input at once: at most
-    // twice the layer's largest activation.
     s.entries.push_back({"backward.gradient_buffers (largest op's input and output gradients)",
                          MemoryCategory::kActivations, largest_full.shape, largest_full.dtype, 2,
-                         2 * largest_full.bytes, largest_full.sharded_over});
-
-    // Communication buffers.
-    double grad_bytes = 0;  // per parameter, the framework's gradient dtype
-    for (const StateComponent& c : fw.state) {
-      if (c.category == MemoryCategory::kGradients) grad_bytes += c.bytes_per_param;
+                         m.gradient_buffers, largest_full.sharded_over});
+    const double unit = m.zero3_gathered / (2 * kHalfBytes);
+    const std::vector<LedgerEntry> buffers = {
+        {"zero3.unsharded_params (kept across micro-batches with pp)",
+         MemoryCategory::kCommBuffers, count_shape(m.params), half, 1, m.zero3_unsharded_params,
+         unsharded},
+        {"zero3.unsharded_grads (accumulated until the last micro-batch)",
+         MemoryCategory::kCommBuffers, count_shape(m.params), grad_dtype, 1,
+         m.zero3_unsharded_grads, unsharded},
+        {"zero3.gathered_params (current + prefetched unit)", MemoryCategory::kCommBuffers,
+         count_shape(unit), half, 2, m.zero3_gathered, unsharded},
+        {"zero3.grad_reduce_scatter (one layer)", MemoryCategory::kCommBuffers,
+         count_shape(layer_params_after_tp(counts, layout)), grad_dtype, 1,
+         m.zero3_reduce_scatter, unsharded},
+        {"sp.all_gather_buffer", MemoryCategory::kCommBuffers,
+         dims({tokens, layout.mbs, model.hidden_size}), half, 1, m.sp_buffer, "-"},
+        {"pp.send_recv_buffers (send + recv)", MemoryCategory::kCommBuffers,
+         count_shape(m.pp_buffers / (2 * kHalfBytes)), half, 2, m.pp_buffers,
+         layout.sp ? "tp" : "-"},
+        {"cp.kv_exchange_buffers (K, V double-buffered)", MemoryCategory::kCommBuffers,
+         count_shape(m.cp_buffers / (4 * kHalfBytes)), half, 4, m.cp_buffers,
+         layout.tp > 1 ? "tp" : "-"},
+        {"cuda_context (CUDA, cuBLAS, NCCL)", MemoryCategory::kRuntimeOverhead, "-", "-", 1,
+         m.cuda_context, "-"},
+        {"allocator_fragmentation", MemoryCategory::kRuntimeOverhead, "-", "-", 1,
+         m.fragmentation, "-"}};
+    for (const LedgerEntry& e : buffers) {
+      if (e.bytes > 0) s.entries.push_back(e);
     }
-    if (layout.zero == 3 && shard_group > 1 && layout.pp > 1 && fw.zero3_pp_keeps_unsharded) {
-      // FSDP2 accumulates the unsharded gradients in its reduce dtype (the gradient dtype).
-      s.entries.push_back({"zero3.unsharded_params (kept across micro-batches with pp)",
-                           MemoryCategory::kCommBuffers, count_shape(s.params),
-                           half_dtype_name(setup.precision), 1, s.params * kHalfBytes,
-                           sharding_text(layout, false, false)});
-      s.entries.push_back({"zero3.unsharded_grads (accumulated until the last micro-batch)",
-                           MemoryCategory::kCommBuffers, count_shape(s.params),
-                           grad_bytes == 4 ? "fp32" : act.half_dtype, 1, s.params * grad_bytes,
-                           sharding_text(layout, false, false)});
-    } else if (layout.zero == 3 && shard_group > 1) {
-      // FSDP units: each layer, and the embedding and LM head on their stages (larger than a
-      // layer for large vocabularies); the current and the prefetched unit are gathered.
-      double unit = layer_params_tp;
-      if (s.has_embedding || (s.has_lm_head && !model.tied_embeddings)) {
-        unit = std::max(unit, static_cast<double>(counts.embedding) / tp);
-      }
-      s.entries.push_back({"zero3.gathered_params (current + prefetched unit)",
-                           MemoryCategory::kCommBuffers, count_shape(unit),
-                           half_dtype_name(setup.precision), 2, 2 * unit * kHalfBytes,
-                           sharding_text(layout, false, false)});
-      s.entries.push_back({"zero3.grad_reduce_scatter (one layer)", MemoryCategory::kCommBuffers,
-                           count_shape(layer_params_tp), grad_bytes == 4 ? "fp32" : act.half_dtype, 1,
-                           layer_params_tp * grad_bytes, sharding_text(layout, false, false)});
-    }
-    if (layout.sp) {
-      s.entries.push_back({"sp.all_gather_buffer", MemoryCategory::kCommBuffers,
-                           "[" + std::to_string(setup.seq / layout.cp) + ", " +
-                               std::to_string(layout.mbs) + ", " +
-                               std::to_string(model.hidden_size) + "]",
-                           act.half_dtype, 1, tokens * mbs * h * kHalfBytes, "-"});
-    }
-    if (layout.pp > 1) {
-      const double boundary = tokens * mbs * h / (layout.sp ? tp : 1.0);
-      s.entries.push_back({"pp.send_recv_buffers (send + recv)", MemoryCategory::kCommBuffers,
-                           count_shape(boundary), act.half_dtype, 2, 2 * boundary * kHalfBytes,
-                           layout.sp ? "tp" : "-"});
-    }
-    if (layout.cp > 1) {
-      const double kv = tokens * mbs * static_cast<double>(model.num_kv_heads * model.head_dim) / tp;
-      s.entries.push_back({"cp.kv_exchange_buffers (K, V double-buffered)",
-                           MemoryCategory::kCommBuffers, count_shape(kv), act.half_dtype, 4,
-                           4 * kv * kHalfBytes, layout.tp > 1 ? "tp" : "-"});
-    }
-
-    // Runtime overhead.
-    double allocated = 0;
-    for (const LedgerEntry& e : s.entries) allocated += e.bytes;
-    s.entries.push_back({"cuda_context (CUDA, cuBLAS, NCCL)", MemoryCategory::kRuntimeOverhead,
-                         "-", "-", 1, gpu.cuda_context_bytes, "-"});
-    s.entries.push_back({"allocator_fragmentation", MemoryCategory::kRuntimeOverhead, "-", "-", 1,
-                         gpu.allocator_fragmentation_fraction * allocated, "-"});
-    s.total_bytes = allocated + gpu.cuda_context_bytes +
-                    gpu.allocator_fragmentation_fraction * allocated;
+    s.total_bytes = m.total;
     ledger.stages.push_back(std::move(s));
   }
 
@@ -234,9 +316,7 @@ MemoryLedger build_memory_ledger(const ModelSpec& model, const Layout& layout,
   ledger.headroom_bytes = ledger.capacity_bytes - ledger.peak_bytes;
   ledger.fits = ledger.headroom_bytes >= 0;
   std::vector<SavedTensor> candidates = layer;
-  if (worst.has_lm_head) {
-    for (const SavedTensor& t : head_saved_tensors(model, act)) candidates.push_back(t);
-  }
+  if (worst.has_lm_head) candidates.insert(candidates.end(), head.begin(), head.end());
   for (const SavedTensor& t : candidates) {
     if (t.bytes > ledger.largest_tensor_bytes) {
       ledger.largest_tensor_bytes = t.bytes;

@@ -19,8 +19,11 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "costmodel/activations.hpp"
+#include "costmodel/param_count.hpp"
 #include "costmodel/framework.hpp"
 #include "costmodel/hardware.hpp"
 #include "costmodel/layout.hpp"
@@ -80,5 +83,56 @@ struct MemoryLedger {
 /// Builds the ledger. Preconditions: layout_problems(layout, model, setup.seq, ...) is empty.
 MemoryLedger build_memory_ledger(const ModelSpec& model, const Layout& layout,
                                  const TrainingSetup& setup, const GpuSpec& gpu);
+
+/// Activation bytes of one micro-batch on one GPU, from the per-op table (activations.hpp).
+struct ActivationBytes {
+  double layer = 0;         ///< saved per layer, with the layout's recompute
+  double layer_full = 0;    ///< saved per layer without recompute (what backward rebuilds)
+  double largest_full = 0;  ///< the largest single tensor of a layer without recompute
+  double embedding = 0;     ///< first stage, outside the layers
+  double head = 0;          ///< last stage: final norm and LM head inputs, saved logits
+};
+
+/// The per-op table's settings for `layout` and `setup`.
+ActivationSetting activation_setting(const Layout& layout, const TrainingSetup& setup);
+
+/// The activation bytes of `model` under `setting`.
+ActivationBytes activation_bytes(const ModelSpec& model, const ActivationSetting& setting);
+
+/// What every stage's numbers depend on. References must outlive it.
+struct MemoryContext {
+  const ModelSpec& model;
+  const ParamCount& counts;      ///< count_params(model)
+  const Layout& layout;
+  const TrainingSetup& setup;
+  const GpuSpec& gpu;
+  const ActivationBytes& activations;  ///< activation_bytes(model, activation_setting(...))
+};
+
+/// One stage's ledger as numbers, term by term (bytes). build_memory_ledger names and shapes
+/// the same terms; the search (planner/) uses them directly, allocating nothing.
+struct StageMemory {
+  double params = 0;             ///< parameters on this GPU before ZeRO sharding (elements)
+  double state = 0;              ///< weights + gradients + optimizer states, after ZeRO
+  std::int64_t chunks_in_flight = 0;
+  double layer_activations_held = 0;  ///< layers x micro-batches of activations held
+  double layer_activations = 0;
+  double embedding_activations = 0;
+  double head_activations = 0;   ///< includes the saved logits
+  double loss_transient = 0;
+  double recompute_working_set = 0;
+  double gradient_buffers = 0;
+  double zero3_unsharded_params = 0, zero3_unsharded_grads = 0;
+  double zero3_gathered = 0, zero3_reduce_scatter = 0;
+  double sp_buffer = 0, pp_buffers = 0, cp_buffers = 0;
+  double cuda_context = 0, fragmentation = 0;
+  double total = 0;
+};
+
+/// The numbers of pipeline stage `stage`. Preconditions as build_memory_ledger's.
+StageMemory stage_memory(const MemoryContext& context, std::int64_t stage);
+
+/// The worst stage's total (bytes) and its index.
+std::pair<double, std::int64_t> peak_memory(const MemoryContext& context);
 
 }  // namespace meshplan
