@@ -53,7 +53,7 @@ class TensorList {
   /// sp region only with sp). Every activation is split across cp.
   void add(const std::string& name, std::string shape, double elements, double bytes,
            bool over_tp) {
-    const char* dtype = bytes == 4 ? "fp32" : bytes == 1 ? "uint8" : s_.half_dtype.c_str();
+    const char* dtype = bytes == 4 ? "fp32" : bytes == 1 ? (name.find("mask") != std::string::npos ? "uint8" : "fp8") : s_.half_dtype.c_str();
     std::string sharded = over_tp && s_.tp > 1 ? "tp" : "";
     if (s_.cp > 1) sharded += sharded.empty() ? "cp" : ", cp";
     tensors_.push_back({name, std::move(shape), dtype, elements * bytes,
@@ -94,11 +94,12 @@ std::vector<SavedTensor> layer_saved_tensors(const ModelSpec& m, const Activatio
   }
   const bool keep_core = s.recompute == Recompute::kNone;
   const bool gathered_inputs = s.tp_saves_gathered_inputs && s.sp && s.tp > 1;
+  const double linear_bytes = s.fp8_linear_inputs ? 1.0 : kHalfBytes;
   auto linear_input = [&](const std::string& name) {
     if (gathered_inputs) {
-      t.gathered(name + " (all-gathered)", h, kHalfBytes);
+      t.gathered(name + " (all-gathered)", h, linear_bytes);
     } else {
-      t.hidden(name, h, kHalfBytes);
+      t.hidden(name, h, linear_bytes);
     }
   };
 
@@ -119,7 +120,7 @@ std::vector<SavedTensor> layer_saved_tensors(const ModelSpec& m, const Activatio
   if (keep_core && s.attention == AttentionImpl::kFlash) {
     t.per_head("attention.softmax_lse", a, 4);
   }
-  t.tp_split("out_proj.input", q_width, kHalfBytes);
+  t.tp_split("out_proj.input", q_width, linear_bytes);
   if (m.dropout) t.hidden("attention_dropout.mask", h, kMaskBytes);
   t.hidden("post_attention_norm.input", h, kHalfBytes);
   linear_input("fc1.input");
@@ -128,7 +129,7 @@ std::vector<SavedTensor> layer_saved_tensors(const ModelSpec& m, const Activatio
   } else {
     t.tp_split("gelu.input", m.ffn_hidden_size, kHalfBytes);
   }
-  t.tp_split("fc2.input", m.ffn_hidden_size, kHalfBytes);
+  t.tp_split("fc2.input", m.ffn_hidden_size, linear_bytes);
   if (m.dropout) t.hidden("mlp_dropout.mask", h, kMaskBytes);
   return t.take();
 }

@@ -27,7 +27,8 @@
 // the outputs of every other matmul (q, v, fc1's gate, fc2) and of attention (output and
 // log-sum-exp), and recomputes the rest. Full recompute keeps only the layer input, s b h half
 // (/t with sp). With `tp_saves_gathered_inputs` (DTensor sequence parallelism) the qkv and fc1
-// inputs are saved all-gathered: s b h, not /t.
+// inputs are saved all-gathered: s b h, not /t. With `fp8_linear_inputs` the four linears'
+// inputs (qkv, output projection, fc1, fc2) are saved in fp8, 1 byte.
 #pragma once
 
 #include <string>
@@ -53,6 +54,7 @@ struct ActivationSetting {
   std::string half_dtype = "bf16"; ///< name of the 2-byte activation dtype
   SelectivePolicy selective = SelectivePolicy::kAttentionCore;  ///< FrameworkConvention's
   bool tp_saves_gathered_inputs = false;                         ///< FrameworkConvention's
+  bool fp8_linear_inputs = false;  ///< fp8 training that saves the linears' inputs in fp8
 };
 
 /// One tensor saved for backward, on one GPU, for one micro-batch (and one layer, for layer ops).

@@ -58,6 +58,17 @@ std::vector<FrameworkConvention> make_conventions() {
                  2, 4, true});
   all.back().loss_transient_bytes = 2;
   all.back().dp_grad_overlap = false;  // --overlap-grad-reduce is opt-in
+  all.back().fp8_saves_fp8_inputs = true;
+  all.push_back({"nemo",
+                 "NeMo / Megatron-Core recipes: half weights and grad buffer "
+                 "(grad_reduce_in_fp32 off), fp32 master, m, v; overlapped DP communication",
+                 "Megatron-Core DistributedDataParallelConfig.grad_reduce_in_fp32 = False; NeMo "
+                 "performance recipes set overlap_grad_reduce and overlap_param_gather",
+                 {half_weights, half_grads, master, adam_m, adam_v},
+                 2, 4, true});
+  all.back().loss_transient_bytes = 2;
+  all.back().dp_param_overlap = true;
+  all.back().fp8_saves_fp8_inputs = true;
   all.push_back({"deepspeed",
                  "DeepSpeed ZeRO: half weights and grads, fp32 master, fp32 grad partition, m, v",
                  "DeepSpeed estimate_zero2_model_states_mem_needs: 2P + 18P/N (ZeRO-2), "

@@ -5,6 +5,7 @@
 // Bytes per parameter, unsharded (sources in each convention's `source`):
 //   textbook  half weights 2 + half grads 2 + fp32 master 4 + Adam m 4 + v 4        = 16
 //   megatron  half weights 2 + fp32 grad buffer 4 + master 4 + m 4 + v 4            = 18
+//   nemo      half weights 2 + half grad buffer 2 + master 4 + m 4 + v 4            = 16
 //   deepspeed half weights 2 + half grads 2 + master 4 + fp32 grad partition 4
 //             + m 4 + v 4                                                           = 20
 //   fsdp      fp32 sharded params 4 + fp32 grads 4 + m 4 + v 4 (bf16 compute copies
@@ -53,7 +54,7 @@ enum class SelectivePolicy { kAttentionCore, kEveryOtherMatmul };
 
 /// A framework's memory conventions.
 struct FrameworkConvention {
-  std::string name;         ///< "textbook", "megatron", "deepspeed", "fsdp", "hf"
+  std::string name;         ///< "textbook", "megatron", "nemo", "deepspeed", "fsdp", "hf"
   std::string description;  ///< one line
   std::string source;       ///< where the numbers come from
   std::vector<StateComponent> state;  ///< training state per parameter, unsharded
@@ -84,6 +85,10 @@ struct FrameworkConvention {
   /// Megatron's opt-in --overlap-grad-reduce), ZeRO-1 parameter all-gather overlapped with the
   /// next forward (Megatron's opt-in --overlap-param-gather, FSDP prefetch).
   double tp_comm_overlap = 0;
+  /// With --precision fp8, the linears save their input quantized to fp8 (1 byte) for the
+  /// backward GEMMs (Transformer Engine's Linear and LayerNormLinear, as Megatron-Core and
+  /// NeMo use them).
+  bool fp8_saves_fp8_inputs = false;
   bool dp_grad_overlap = true;
   bool dp_param_overlap = false;
 

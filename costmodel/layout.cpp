@@ -33,65 +33,150 @@ std::optional<AttentionImpl> parse_attention(const std::string& text) {
   return std::nullopt;
 }
 
-std::vector<std::string> layout_problems(const Layout& l, const ModelSpec& m, std::int64_t seq,
-                                         std::optional<std::int64_t> gpus, bool eager_attention) {
-  std::vector<std::string> p;
-  auto s = [](std::int64_t v) { return std::to_string(v); };
+std::uint32_t layout_problem_mask(const Layout& l, const ModelSpec& m, std::int64_t seq,
+                                  std::optional<std::int64_t> gpus, bool eager_attention) {
+  std::uint32_t mask = 0;
+  auto flag = [&mask](LayoutProblem p) { mask |= 1u << static_cast<unsigned>(p); };
   if (l.dp < 1 || l.tp < 1 || l.pp < 1 || l.cp < 1 || l.vpp < 1 || l.mbs < 1 || l.gbs < 1) {
-    p.push_back("dp, tp, pp, cp, vpp, mbs and gbs must all be at least 1");
-    return p;
+    flag(LayoutProblem::kNonPositive);
+    return mask;
   }
-  if (gpus && l.gpus() != *gpus) {
-    p.push_back("dp x tp x pp x cp = " + s(l.dp) + " x " + s(l.tp) + " x " + s(l.pp) + " x " +
-                s(l.cp) + " = " + s(l.gpus()) + " is not the GPU count " + s(*gpus));
-  }
+  if (gpus && l.gpus() != *gpus) flag(LayoutProblem::kGpuCount);
   if (m.num_attention_heads % l.tp != 0) {
-    p.push_back("tp " + s(l.tp) + " does not divide " + s(m.num_attention_heads) +
-                " attention heads");
+    flag(LayoutProblem::kTpHeads);
   } else if (m.num_kv_heads % l.tp != 0) {
-    p.push_back("tp " + s(l.tp) + " does not divide " + s(m.num_kv_heads) + " kv heads");
+    flag(LayoutProblem::kTpKvHeads);
   }
-  if (l.sp && l.tp == 1) p.push_back("sequence parallel (sp) needs tp > 1");
-  if (l.sp && l.tp > 1 && (seq / l.cp) % l.tp != 0) {
-    p.push_back("sequence " + s(seq) + " / cp " + s(l.cp) + " is not divisible by tp " + s(l.tp) +
-                " (sequence parallelism splits the sequence across tp)");
-  }
+  if (l.sp && l.tp == 1) flag(LayoutProblem::kSpNeedsTp);
+  if (l.sp && l.tp > 1 && (seq / l.cp) % l.tp != 0) flag(LayoutProblem::kSpSequence);
   if (m.position_embedding == PositionEmbedding::kLearned && seq > m.max_position_embeddings) {
-    p.push_back("sequence " + s(seq) + " is longer than the " + s(m.max_position_embeddings) +
-                " learned positions of " + m.name);
+    flag(LayoutProblem::kLearnedPositions);
   }
-  if (l.cp > 1 && seq % (2 * l.cp) != 0) {
-    p.push_back("sequence " + s(seq) + " is not divisible by 2 x cp = " + s(2 * l.cp) +
-                " (load-balanced causal context parallelism)");
-  }
-  if (l.cp > 1 && eager_attention) {
-    p.push_back("context parallelism (cp " + s(l.cp) + ") needs flash attention");
-  }
-  if (l.zero < 0 || l.zero > 3) p.push_back("zero must be 0, 1, 2 or 3, got " + s(l.zero));
-  if (l.vpp > 1 && l.pp == 1) p.push_back("vpp " + s(l.vpp) + " needs pp > 1");
+  if (l.cp > 1 && seq % (2 * l.cp) != 0) flag(LayoutProblem::kCpSequence);
+  if (l.cp > 1 && eager_attention) flag(LayoutProblem::kCpEager);
+  if (l.zero < 0 || l.zero > 3) flag(LayoutProblem::kZeroRange);
+  if (l.vpp > 1 && l.pp == 1) flag(LayoutProblem::kVppNeedsPp);
   if (!l.stage_layers.empty()) {
     const std::int64_t sum =
         std::accumulate(l.stage_layers.begin(), l.stage_layers.end(), std::int64_t{0});
     bool positive = true;
     for (std::int64_t v : l.stage_layers) positive = positive && v >= 1;
     if (static_cast<std::int64_t>(l.stage_layers.size()) != l.pp) {
-      p.push_back("the stage split lists " +
-                  s(static_cast<std::int64_t>(l.stage_layers.size())) + " stages, pp is " +
-                  s(l.pp));
+      flag(LayoutProblem::kStageSplitCount);
     } else if (sum != m.num_layers || !positive) {
-      p.push_back("the stage split must give each stage at least 1 layer and sum to " +
-                  s(m.num_layers) + " layers, it sums to " + s(sum));
+      flag(LayoutProblem::kStageSplitSum);
     }
-    if (l.vpp > 1) p.push_back("an uneven stage split cannot be combined with vpp > 1");
+    if (l.vpp > 1) flag(LayoutProblem::kStageSplitVpp);
   } else if (m.num_layers % (l.pp * l.vpp) != 0) {
-    p.push_back(s(m.num_layers) + " layers cannot be split into pp x vpp = " + s(l.pp * l.vpp) +
-                " equal chunks (give an uneven split with --stage-layers, without vpp)");
+    flag(LayoutProblem::kLayersSplit);
   }
   if (l.gbs % (l.dp * l.mbs) != 0) {
-    p.push_back("gbs " + s(l.gbs) + " is not a multiple of dp x mbs = " + s(l.dp * l.mbs));
+    flag(LayoutProblem::kBatch);
   } else if (l.vpp > 1 && l.microbatches() % l.pp != 0) {
-    p.push_back("the interleaved schedule needs micro-batches (" + s(l.microbatches()) +
-                ") to be a multiple of pp " + s(l.pp));
+    flag(LayoutProblem::kInterleavedMicrobatches);
+  }
+  return mask;
+}
+
+const char* layout_problem_reason(LayoutProblem problem) {
+  switch (problem) {
+    case LayoutProblem::kNonPositive: return "a degree or batch size below 1";
+    case LayoutProblem::kGpuCount: return "dp x tp x pp x cp is not the GPU count";
+    case LayoutProblem::kTpHeads: return "tp does not divide the attention heads";
+    case LayoutProblem::kTpKvHeads: return "tp does not divide the kv heads";
+    case LayoutProblem::kSpNeedsTp: return "sp needs tp > 1";
+    case LayoutProblem::kSpSequence: return "sp: the sequence does not split across tp";
+    case LayoutProblem::kLearnedPositions: return "sequence longer than the learned positions";
+    case LayoutProblem::kCpSequence: return "sequence not divisible by 2 x cp";
+    case LayoutProblem::kCpEager: return "cp needs flash attention";
+    case LayoutProblem::kZeroRange: return "zero outside 0..3";
+    case LayoutProblem::kVppNeedsPp: return "vpp needs pp > 1";
+    case LayoutProblem::kStageSplitCount: return "the stage split does not list pp stages";
+    case LayoutProblem::kStageSplitSum: return "the stage split does not sum to the layers";
+    case LayoutProblem::kStageSplitVpp: return "an uneven stage split with vpp > 1";
+    case LayoutProblem::kLayersSplit: return "layers do not split into pp x vpp chunks";
+    case LayoutProblem::kBatch: return "gbs is not a multiple of dp x mbs";
+    case LayoutProblem::kInterleavedMicrobatches: return "interleaving needs micro-batches % pp == 0";
+    case LayoutProblem::kCount: break;
+  }
+  return "?";
+}
+
+std::vector<std::string> layout_problems(const Layout& l, const ModelSpec& m, std::int64_t seq,
+                                         std::optional<std::int64_t> gpus, bool eager_attention) {
+  const std::uint32_t mask = layout_problem_mask(l, m, seq, gpus, eager_attention);
+  auto s = [](std::int64_t v) { return std::to_string(v); };
+  std::vector<std::string> p;
+  for (unsigned bit = 0; bit < static_cast<unsigned>(LayoutProblem::kCount); ++bit) {
+    if (!(mask & (1u << bit))) continue;
+    switch (static_cast<LayoutProblem>(bit)) {
+      case LayoutProblem::kNonPositive:
+        p.push_back("dp, tp, pp, cp, vpp, mbs and gbs must all be at least 1");
+        break;
+      case LayoutProblem::kGpuCount:
+        p.push_back("dp x tp x pp x cp = " + s(l.dp) + " x " + s(l.tp) + " x " + s(l.pp) + " x " +
+                    s(l.cp) + " = " + s(l.gpus()) + " is not the GPU count " + s(*gpus));
+        break;
+      case LayoutProblem::kTpHeads:
+        p.push_back("tp " + s(l.tp) + " does not divide " + s(m.num_attention_heads) +
+                    " attention heads");
+        break;
+      case LayoutProblem::kTpKvHeads:
+        p.push_back("tp " + s(l.tp) + " does not divide " + s(m.num_kv_heads) + " kv heads");
+        break;
+      case LayoutProblem::kSpNeedsTp:
+        p.push_back("sequence parallel (sp) needs tp > 1");
+        break;
+      case LayoutProblem::kSpSequence:
+        p.push_back("sequence " + s(seq) + " / cp " + s(l.cp) + " is not divisible by tp " +
+                    s(l.tp) + " (sequence parallelism splits the sequence across tp)");
+        break;
+      case LayoutProblem::kLearnedPositions:
+        p.push_back("sequence " + s(seq) + " is longer than the " + s(m.max_position_embeddings) +
+                    " learned positions of " + m.name);
+        break;
+      case LayoutProblem::kCpSequence:
+        p.push_back("sequence " + s(seq) + " is not divisible by 2 x cp = " + s(2 * l.cp) +
+                    " (load-balanced causal context parallelism)");
+        break;
+      case LayoutProblem::kCpEager:
+        p.push_back("context parallelism (cp " + s(l.cp) + ") needs flash attention");
+        break;
+      case LayoutProblem::kZeroRange:
+        p.push_back("zero must be 0, 1, 2 or 3, got " + s(l.zero));
+        break;
+      case LayoutProblem::kVppNeedsPp:
+        p.push_back("vpp " + s(l.vpp) + " needs pp > 1");
+        break;
+      case LayoutProblem::kStageSplitCount:
+        p.push_back("the stage split lists " +
+                    s(static_cast<std::int64_t>(l.stage_layers.size())) + " stages, pp is " +
+                    s(l.pp));
+        break;
+      case LayoutProblem::kStageSplitSum:
+        p.push_back("the stage split must give each stage at least 1 layer and sum to " +
+                    s(m.num_layers) + " layers, it sums to " +
+                    s(std::accumulate(l.stage_layers.begin(), l.stage_layers.end(),
+                                      std::int64_t{0})));
+        break;
+      case LayoutProblem::kStageSplitVpp:
+        p.push_back("an uneven stage split cannot be combined with vpp > 1");
+        break;
+      case LayoutProblem::kLayersSplit:
+        p.push_back(s(m.num_layers) + " layers cannot be split into pp x vpp = " +
+                    s(l.pp * l.vpp) +
+                    " equal chunks (give an uneven split with --stage-layers, without vpp)");
+        break;
+      case LayoutProblem::kBatch:
+        p.push_back("gbs " + s(l.gbs) + " is not a multiple of dp x mbs = " + s(l.dp * l.mbs));
+        break;
+      case LayoutProblem::kInterleavedMicrobatches:
+        p.push_back("the interleaved schedule needs micro-batches (" + s(l.microbatches()) +
+                    ") to be a multiple of pp " + s(l.pp));
+        break;
+      case LayoutProblem::kCount:
+        break;
+    }
   }
   return p;
 }

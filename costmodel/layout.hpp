@@ -47,6 +47,21 @@ struct Layout {
   std::int64_t microbatches() const { return gbs / (dp * mbs); }
 };
 
+/// The rules a layout can break, one bit each in layout_problem_mask().
+enum class LayoutProblem : unsigned {
+  kNonPositive, kGpuCount, kTpHeads, kTpKvHeads, kSpNeedsTp, kSpSequence, kLearnedPositions,
+  kCpSequence, kCpEager, kZeroRange, kVppNeedsPp, kStageSplitCount, kStageSplitSum,
+  kStageSplitVpp, kLayersSplit, kBatch, kInterleavedMicrobatches, kCount
+};
+
+/// The rules `layout` breaks, as a bit mask (bit i: LayoutProblem i); 0 when valid. The same
+/// checks as layout_problems() without building messages (the search calls it in its loop).
+std::uint32_t layout_problem_mask(const Layout& layout, const ModelSpec& model, std::int64_t seq,
+                                  std::optional<std::int64_t> gpus, bool eager_attention);
+
+/// A short reason for counting rejections ("tp does not divide the attention heads").
+const char* layout_problem_reason(LayoutProblem problem);
+
 /// Everything that makes `layout` impossible for `model` at sequence length `seq`, one reason
 /// each ("tp 3 does not divide 32 attention heads"); empty when the layout is valid.
 /// `gpus`, when given, must equal dp x tp x pp x cp. `eager_attention` forbids cp > 1 (context

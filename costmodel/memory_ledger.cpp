@@ -10,7 +10,6 @@ namespace {
 
 constexpr double kHalfBytes = 2;
 
-/// Parameters held by pipeline rank `stage` after tensor parallelism (elements).
 double stage_params(const ModelSpec& m, const ParamCount& c, const Layout& l, std::int64_t stage,
                     std::int64_t layers) {
   const double tp = static_cast<double>(l.tp);
@@ -104,6 +103,11 @@ void add_tensors(StageLedger& stage, const std::vector<SavedTensor>& tensors, do
 
 }  // namespace
 
+double stage_param_count(const ModelSpec& model, const ParamCount& counts, const Layout& layout,
+                         std::int64_t stage) {
+  return stage_params(model, counts, layout, stage, stage_layer_count(layout, model, stage));
+}
+
 ActivationSetting activation_setting(const Layout& layout, const TrainingSetup& setup) {
   ActivationSetting act;
   act.seq = setup.seq;
@@ -118,6 +122,8 @@ ActivationSetting activation_setting(const Layout& layout, const TrainingSetup& 
   act.half_dtype = half_dtype_name(setup.precision);
   act.selective = setup.framework.selective;
   act.tp_saves_gathered_inputs = setup.framework.tp_saves_gathered_inputs;
+  act.fp8_linear_inputs =
+      setup.precision == Precision::kFp8 && setup.framework.fp8_saves_fp8_inputs;
   return act;
 }
 

@@ -129,6 +129,12 @@ struct StageMemory {
   double total = 0;
 };
 
+/// Parameters held by pipeline rank `stage` after tensor parallelism, before ZeRO (elements):
+/// its layers / tp, the embedding on the first stage, the LM head (or, tied, a copy of the
+/// embedding) on the last.
+double stage_param_count(const ModelSpec& model, const ParamCount& counts, const Layout& layout,
+                         std::int64_t stage);
+
 /// The numbers of pipeline stage `stage`. Preconditions as build_memory_ledger's.
 StageMemory stage_memory(const MemoryContext& context, std::int64_t stage);
 

@@ -1,8 +1,25 @@
 #include "costmodel/profile.hpp"
 
+#include <cmath>
 #include <cstdlib>
 
 namespace meshplan {
+
+double latency_steps(Collective collective, std::int64_t n) {
+  const double ranks = static_cast<double>(std::max<std::int64_t>(n, 2));
+  switch (collective) {
+    case Collective::kAllGather:
+    case Collective::kReduceScatter:
+    case Collective::kAllToAll:
+      return ranks - 1;
+    case Collective::kAllReduce:
+      return 2 * std::log2(ranks);
+    case Collective::kSendRecv:
+    case Collective::kBroadcast:
+      return 1;
+  }
+  return 1;
+}
 
 TierBandwidth collective_bandwidth(const Profile& profile, Collective collective,
                                    const GroupSpan& span, const ClusterSpec& cluster) {
@@ -14,8 +31,16 @@ TierBandwidth collective_bandwidth(const Profile& profile, Collective collective
       best = &fit;
     }
   }
-  if (best) return {best->alpha_s, best->busbw_bytes_per_s};
-  return group_bandwidth(span, cluster, profile.links);
+  const double steps = latency_steps(collective, span.size);
+  if (best) {
+    return {best->alpha_s * steps / latency_steps(collective, best->group_size),
+            best->busbw_bytes_per_s};
+  }
+  TierBandwidth bw = group_bandwidth(span, cluster, profile.links);
+  const std::int64_t reference =
+      tier == Tier::kNvlink ? kNvlinkAlphaGroupSize : kScaleOutAlphaGroupSize;
+  bw.alpha_s *= steps / latency_steps(collective, reference);
+  return bw;
 }
 
 }  // namespace meshplan

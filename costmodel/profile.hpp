@@ -52,9 +52,21 @@ struct Profile {
   std::vector<CollectiveFit> collectives;
 };
 
+/// Group sizes the links' latencies were measured at: 8 GPUs in one NVLink domain (NCCL's
+/// tuning model, 8-GPU all-reduce), 2 nodes of 8 across the network (NVIDIA/nccl issue 1244).
+inline constexpr std::int64_t kNvlinkAlphaGroupSize = 8;
+inline constexpr std::int64_t kScaleOutAlphaGroupSize = 16;
+
+/// Latency steps of `collective` over n ranks, the factor its alpha grows by (Thakur,
+/// Rabenseifner and Gropp 2005): rings pass n - 1 steps (all-gather, reduce-scatter,
+/// all-to-all), NCCL's tree all-reduce goes up and down 2 log2 n levels, send/recv and
+/// broadcast one.
+double latency_steps(Collective collective, std::int64_t n);
+
 /// (alpha, busbw) for `collective` over a group spanning `span` on `cluster`: the calibrated fit
 /// of the same collective and tier with the nearest group size when the profile has one, else
-/// group_bandwidth(span, cluster, profile.links).
+/// group_bandwidth(span, cluster, profile.links); alpha scaled by latency_steps from the size it
+/// was measured at to the group's.
 TierBandwidth collective_bandwidth(const Profile& profile, Collective collective,
                                    const GroupSpan& span, const ClusterSpec& cluster);
 

@@ -19,53 +19,9 @@ namespace {
 
 constexpr double kHalf = 2;  // bytes per activation element
 
-/// The ranks of a group that holds rank 0 in the tp-cp-dp-pp order: `count` ranks `stride`
-/// apart (tp: 1, cp: tp, dp: tp x cp, pp: tp x cp x dp).
-std::vector<std::int64_t> first_group(std::int64_t stride, std::int64_t count) {
-  std::vector<std::int64_t> ranks;
-  for (std::int64_t i = 0; i < count; ++i) ranks.push_back(i * stride);
-  return ranks;
-}
-
-/// A process group as the cost model uses it: its size and its bandwidth per collective.
-class Group {
- public:
-  Group(std::vector<std::int64_t> ranks, const ClusterSpec& cluster, const Profile& profile)
-      : size_(static_cast<std::int64_t>(ranks.size())),
-        span_(group_span(ranks, cluster)),
-        cluster_(cluster),
-        profile_(profile) {}
-
-  /// Seconds of `collective` over `bytes` (nccl-tests' size) in this group.
-  double time_s(Collective collective, double bytes) const {
-    if (size_ <= 1 || bytes <= 0) return 0;
-    const TierBandwidth bw = collective_bandwidth(profile_, collective, span_, cluster_);
-    return collective_time_s(collective, size_, bytes, bw.alpha_s, bw.busbw_bytes_per_s);
-  }
-  std::int64_t size() const { return size_; }
-
- private:
-  std::int64_t size_;
-  GroupSpan span_;
-  const ClusterSpec& cluster_;
-  const Profile& profile_;
-};
-
-/// Kernel seconds of one transformer layer for one micro-batch on one GPU.
-struct LayerKernels {
-  double forward = 0;
-  double backward = 0;
-  double attention_core_forward = 0;  ///< what selective recompute runs again
-  double tp_forward = 0;              ///< TP collectives of the forward
-  double tp_backward = 0;
-  double cp_forward = 0;              ///< CP K/V exchange, before overlap
-  double cp_backward = 0;
-  double attention_forward = 0, attention_backward = 0;  ///< to overlap CP with
-};
-
-LayerKernels layer_kernels(const ModelSpec& m, const Layout& l, const TrainingSetup& setup,
+LayerCosts layer_kernels(const ModelSpec& m, const Layout& l, const TrainingSetup& setup,
                            const DeviceRates& gemm_rates, const DeviceRates& half_rates,
-                           const Group& tp_group, const Group& cp_group) {
+                           const GroupBandwidth& tp_group, const GroupBandwidth& cp_group) {
   const double t = static_cast<double>(l.tp);
   const double b = static_cast<double>(l.mbs);
   const double s_local = static_cast<double>(setup.seq / l.cp);
@@ -81,7 +37,7 @@ LayerKernels layer_kernels(const ModelSpec& m, const Layout& l, const TrainingSe
   const double d = static_cast<double>(m.head_dim);
   const double drop = m.dropout ? 1.0 : 0.0;
 
-  LayerKernels k;
+  LayerCosts k;
   // GEMMs: forward y = x W (m = tokens, n = out, k = in); backward dgrad and wgrad, same FLOPs.
   auto linear = [&](double in, double out) {
     k.forward += gemm_time_s(gemm_rates, tokens, out, in);
@@ -143,84 +99,112 @@ LayerKernels layer_kernels(const ModelSpec& m, const Layout& l, const TrainingSe
   return k;
 }
 
-/// Kernel seconds of the embedding (first stage) and LM head + loss (last stage).
-void add_edges(StageTimes& st, bool embedding, bool head, const ModelSpec& m, const Layout& l,
-               const TrainingSetup& setup, const DeviceRates& half_rates, const Group& tp_group) {
+/// Seconds of the embedding (first stage) and of the LM head + loss (last stage), one
+/// micro-batch on one GPU.
+void edge_costs(LayerCosts& c, const ModelSpec& m, const Layout& l, const TrainingSetup& setup,
+                const DeviceRates& half_rates, const GroupBandwidth& tp_group) {
   const double t = static_cast<double>(l.tp);
   const double tokens = static_cast<double>(setup.seq / l.cp * l.mbs);
   const double h = static_cast<double>(m.hidden_size);
   const double volume = tokens * h * kHalf;
-  if (embedding) {
-    const double lookup = memory_time_s(half_rates, tokens * h * kHalf);
-    const double comm = l.sp ? tp_group.time_s(Collective::kReduceScatter, volume)
-                             : tp_group.time_s(Collective::kAllReduce, volume);
-    st.compute_s += 3 * lookup;
-    st.forward_s += lookup + comm;
-    st.backward_s += 2 * lookup;
-    st.tp_s += comm;
-  }
-  if (head) {
-    const double vocab = static_cast<double>(padded_vocab_size(m)) / t;
-    const double gemm = gemm_time_s(half_rates, tokens, vocab, h);
-    const double bwd_gemm =
-        gemm_time_s(half_rates, tokens, h, vocab) + gemm_time_s(half_rates, h, vocab, tokens);
-    // Cross-entropy over the vocab-parallel logits: write 16-bit logits, softmax in fp32
-    // (read 2, write 4), backward reads 4 and writes the 16-bit gradient.
-    const double loss_fwd = memory_time_s(half_rates, tokens * vocab * (2 + 2 + 4));
-    const double loss_bwd = memory_time_s(half_rates, tokens * vocab * (4 + 2));
-    const double comm = l.sp ? tp_group.time_s(Collective::kAllGather, volume) : 0;
-    st.compute_s += gemm + bwd_gemm + loss_fwd + loss_bwd;
-    st.forward_s += gemm + loss_fwd + comm;
-    st.backward_s += bwd_gemm + loss_bwd + comm;
-    st.tp_s += 2 * comm;
-  }
+  const double lookup = memory_time_s(half_rates, tokens * h * kHalf);
+  const double embedding_comm = l.sp ? tp_group.time_s(Collective::kReduceScatter, volume)
+                                     : tp_group.time_s(Collective::kAllReduce, volume);
+  c.embedding = {3 * lookup, lookup + embedding_comm, 2 * lookup, embedding_comm};
+
+  const double vocab = static_cast<double>(padded_vocab_size(m)) / t;
+  const double gemm = gemm_time_s(half_rates, tokens, vocab, h);
+  const double bwd_gemm =
+      gemm_time_s(half_rates, tokens, h, vocab) + gemm_time_s(half_rates, h, vocab, tokens);
+  // Cross-entropy over the vocab-parallel logits: write 16-bit logits, softmax in fp32
+  // (read 2, write 4), backward reads 4 and writes the 16-bit gradient.
+  const double loss_fwd = memory_time_s(half_rates, tokens * vocab * (2 + 2 + 4));
+  const double loss_bwd = memory_time_s(half_rates, tokens * vocab * (4 + 2));
+  const double head_comm = l.sp ? tp_group.time_s(Collective::kAllGather, volume) : 0;
+  c.head = {gemm + bwd_gemm + loss_fwd + loss_bwd, gemm + loss_fwd + head_comm,
+            bwd_gemm + loss_bwd + head_comm, 2 * head_comm};
+}
+
+void add_edge(StageTimes& st, const EdgeCosts& e) {
+  st.compute_s += e.compute_s;
+  st.forward_s += e.forward_s;
+  st.backward_s += e.backward_s;
+  st.tp_s += e.tp_s;
+}
+
+std::vector<std::int64_t> first_group(std::int64_t stride, std::int64_t count) {
+  std::vector<std::int64_t> ranks;
+  for (std::int64_t i = 0; i < count; ++i) ranks.push_back(i * stride);
+  return ranks;
 }
 
 }  // namespace
 
-StepEstimate estimate_step(const ModelSpec& model, const Layout& l, const TrainingSetup& setup,
-                           const ClusterSpec& cluster, const Profile& profile) {
+GroupBandwidth::GroupBandwidth(const std::vector<std::int64_t>& ranks, const ClusterSpec& cluster,
+                               const Profile& profile)
+    : size_(static_cast<std::int64_t>(ranks.size())),
+      span_(group_span(ranks, cluster)),
+      cluster_(&cluster),
+      profile_(&profile) {}
+
+double GroupBandwidth::time_s(Collective collective, double bytes) const {
+  if (size_ <= 1 || bytes <= 0) return 0;
+  const TierBandwidth bw = collective_bandwidth(*profile_, collective, span_, *cluster_);
+  return collective_time_s(collective, size_, bytes, bw.alpha_s, bw.busbw_bytes_per_s);
+}
+
+StepContext::StepContext(const ModelSpec& m, const TrainingSetup& s, const ClusterSpec& c,
+                         const Profile& p)
+    : model(m), setup(s), cluster(c), profile(p), counts(count_params(m)) {
+  const Precision half = s.precision == Precision::kFp16 ? Precision::kFp16 : Precision::kBf16;
+  half_rates.gemm_peak_flops_per_s = *training_peak_flops(c.gpu, half);
+  half_rates.hbm_bytes_per_s = c.gpu.hbm_bandwidth_bytes_per_s;
+  half_rates.gemm = p.gemm;
+  half_rates.flash_attention_efficiency = p.flash_attention_efficiency;
+  half_rates.hbm_efficiency = p.hbm_efficiency;
+  gemm_rates = half_rates;  // the layers' linears run in fp8 with --precision fp8
+  gemm_rates.gemm_peak_flops_per_s = *training_peak_flops(c.gpu, s.precision);
+  flops = exact_flops_per_token(m, s.seq);
+}
+
+GroupRates::GroupRates(const StepContext& x, const Layout& l)
+    : tp(first_group(1, l.tp), x.cluster, x.profile),
+      cp(first_group(l.tp, l.cp), x.cluster, x.profile),
+      dp_cp(first_group(l.tp, l.dp * l.cp), x.cluster, x.profile),
+      pp(first_group(l.tp * l.cp * l.dp, std::min<std::int64_t>(l.pp, 2)), x.cluster, x.profile) {}
+
+LayerCosts layer_costs(const StepContext& x, const Layout& l, const GroupRates& groups) {
+  LayerCosts c = layer_kernels(x.model, l, x.setup, x.gemm_rates, x.half_rates, groups.tp,
+                               groups.cp);
+  edge_costs(c, x.model, l, x.setup, x.half_rates, groups.tp);
+  return c;
+}
+
+StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRates& groups,
+                           const LayerCosts& layer, bool keep_stages) {
   StepEstimate e;
+  const ModelSpec& model = x.model;
+  const TrainingSetup& setup = x.setup;
   const FrameworkConvention& overlap = setup.framework;
-  const GpuSpec& gpu = cluster.gpu;
-  const Precision half = setup.precision == Precision::kFp16 ? Precision::kFp16 : Precision::kBf16;
-  DeviceRates half_rates;
-  half_rates.gemm_peak_flops_per_s = *training_peak_flops(gpu, half);
-  half_rates.hbm_bytes_per_s = gpu.hbm_bandwidth_bytes_per_s;
-  half_rates.gemm = profile.gemm;
-  half_rates.flash_attention_efficiency = profile.flash_attention_efficiency;
-  half_rates.hbm_efficiency = profile.hbm_efficiency;
-  DeviceRates gemm_rates = half_rates;  // the layers' linears run in fp8 with --precision fp8
-  gemm_rates.gemm_peak_flops_per_s = *training_peak_flops(gpu, setup.precision);
-  e.peak_flops_per_s = half_rates.gemm_peak_flops_per_s;
-
-  const Group tp_group(first_group(1, l.tp), cluster, profile);
-  const Group cp_group(first_group(l.tp, l.cp), cluster, profile);
-  const Group dp_cp_group(first_group(l.tp, l.dp * l.cp), cluster, profile);
-  const Group pp_group(first_group(l.tp * l.cp * l.dp, std::min<std::int64_t>(l.pp, 2)),
-                       cluster, profile);
-
-  const LayerKernels layer = layer_kernels(model, l, setup, gemm_rates, half_rates, tp_group, cp_group);
+  e.peak_flops_per_s = x.half_rates.gemm_peak_flops_per_s;
   const double tp_hidden = 1.0 - overlap.tp_comm_overlap;
   const double cp_fwd_exposed = std::max(0.0, layer.cp_forward - layer.attention_forward);
   const double cp_bwd_exposed = std::max(0.0, layer.cp_backward - layer.attention_backward);
 
-  const ParamCount counts = count_params(model);
   const double layer_params =
-      static_cast<double>(counts.per_layer.attention + counts.per_layer.mlp) / static_cast<double>(l.tp) +
-      static_cast<double>(counts.per_layer.norms);
+      static_cast<double>(x.counts.per_layer.attention + x.counts.per_layer.mlp) /
+          static_cast<double>(l.tp) +
+      static_cast<double>(x.counts.per_layer.norms);
   // ZeRO-3 / FSDP: each layer's parameters are all-gathered forward and backward and its
   // gradients reduce-scattered, per micro-batch, overlapped with the layer's compute.
   double fsdp_fwd = 0, fsdp_bwd = 0;
   const bool fsdp_per_microbatch =
       l.zero == 3 && !(l.pp > 1 && setup.framework.zero3_pp_keeps_unsharded);
-  if (l.zero == 3) {
-    const double ag = dp_cp_group.time_s(Collective::kAllGather, layer_params * kHalf);
-    const double rs = dp_cp_group.time_s(Collective::kReduceScatter, layer_params * 4);
-    if (fsdp_per_microbatch) {
-      fsdp_fwd = std::max(0.0, ag - layer.forward);
-      fsdp_bwd = std::max(0.0, ag + rs - layer.backward);
-    }
+  if (fsdp_per_microbatch) {
+    const double ag = groups.dp_cp.time_s(Collective::kAllGather, layer_params * kHalf);
+    const double rs = groups.dp_cp.time_s(Collective::kReduceScatter, layer_params * 4);
+    fsdp_fwd = std::max(0.0, ag - layer.forward);
+    fsdp_bwd = std::max(0.0, ag + rs - layer.backward);
   }
 
   const double recompute_per_layer =
@@ -228,9 +212,10 @@ StepEstimate estimate_step(const ModelSpec& model, const Layout& l, const Traini
       : l.recompute == Recompute::kSelective ? layer.attention_core_forward
                                              : 0.0;
 
-  const std::vector<std::int64_t> stage_layers = layers_per_stage(l, model);
+  StageTimes slowest;
+  double stage_params = 0;  // the most parameters one GPU updates, before ZeRO sharding
   for (std::int64_t r = 0; r < l.pp; ++r) {
-    const double n = static_cast<double>(stage_layers[static_cast<std::size_t>(r)]);
+    const double n = static_cast<double>(stage_layer_count(l, model, r));
     StageTimes st;
     st.compute_s = n * (layer.forward + layer.backward);
     st.recompute_s = n * recompute_per_layer;
@@ -240,8 +225,13 @@ StepEstimate estimate_step(const ModelSpec& model, const Layout& l, const Traini
     st.forward_s = n * (layer.forward + layer.tp_forward * tp_hidden + cp_fwd_exposed + fsdp_fwd);
     st.backward_s = n * (layer.backward + layer.tp_backward * tp_hidden + cp_bwd_exposed +
                          fsdp_bwd + recompute_per_layer);
-    add_edges(st, r == 0, r == l.pp - 1, model, l, setup, half_rates, tp_group);
-    e.stages.push_back(st);
+    if (r == 0) add_edge(st, layer.embedding);
+    if (r == l.pp - 1) add_edge(st, layer.head);
+    if (r == 0 || st.forward_s + st.backward_s > slowest.forward_s + slowest.backward_s) {
+      slowest = st;
+    }
+    stage_params = std::max(stage_params, stage_param_count(model, x.counts, l, r));
+    if (keep_stages) e.stages.push_back(st);
   }
 
   // Pipeline: m micro-batches through the slowest stage, (p - 1)/v of it as bubble, and the
@@ -249,75 +239,80 @@ StepEstimate estimate_step(const ModelSpec& model, const Layout& l, const Traini
   const double m = static_cast<double>(l.microbatches());
   const double p = static_cast<double>(l.pp);
   const double v = static_cast<double>(l.vpp);
-  const StageTimes* slowest = &e.stages.front();
-  for (const StageTimes& st : e.stages) {
-    if (st.forward_s + st.backward_s > slowest->forward_s + slowest->backward_s) slowest = &st;
-  }
-  const double per_mb = slowest->forward_s + slowest->backward_s;
+  const double per_mb = slowest.forward_s + slowest.backward_s;
   // Each TP rank sends 1/t of the boundary activation through its own NIC, and without sp the
   // receiver all-gathers it over NVLink (Megatron's scatter-gather optimization; Narayanan et
   // al. 2021, sec. 4.1).
   const double boundary = static_cast<double>(setup.seq / l.cp * l.mbs) *
                           static_cast<double>(model.hidden_size) * kHalf;
-  e.p2p_s = pp_group.time_s(Collective::kSendRecv, boundary / static_cast<double>(l.tp)) +
-            (l.sp ? 0.0 : tp_group.time_s(Collective::kAllGather, boundary));
+  e.p2p_s = l.pp > 1 ? groups.pp.time_s(Collective::kSendRecv,
+                                        boundary / static_cast<double>(l.tp)) +
+                           (l.sp ? 0.0 : groups.tp.time_s(Collective::kAllGather, boundary))
+                     : 0.0;
   StepBreakdown& bd = e.breakdown;
-  bd.compute = m * slowest->compute_s;
-  bd.recompute = m * slowest->recompute_s;
-  bd.tp_exposed = m * slowest->tp_s;
-  bd.cp_exposed = m * slowest->cp_s;
-  bd.fsdp_exposed = m * slowest->fsdp_s;
+  bd.compute = m * slowest.compute_s;
+  bd.recompute = m * slowest.recompute_s;
+  bd.tp_exposed = m * slowest.tp_s;
+  bd.cp_exposed = m * slowest.cp_s;
+  bd.fsdp_exposed = m * slowest.fsdp_s;
   bd.bubble = (p - 1) / v * per_mb;
   // Megatron's 1F1B exchanges activations and gradients with its neighbours in step with its
   // compute, so each micro-batch's send and receive lands on the critical path (the event-level
   // simulation, pipeline_simulation.hpp, shows 2 m v transfers of delay).
-  bd.pp_p2p = l.pp > 1 ? 2 * m * v * e.p2p_s : 0.0;
+  bd.pp_p2p = 2 * m * v * e.p2p_s;
 
   // Data parallelism over dp x cp (CP ranks hold the same weights): gradients once per step.
   double grad_bytes = 0;
   for (const StateComponent& c : setup.framework.state) {
     if (c.category == MemoryCategory::kGradients) grad_bytes += c.bytes_per_param;
   }
-  double stage_params = 0;
-  e.memory = build_memory_ledger(model, l, setup, gpu);
-  for (const StageLedger& s : e.memory.stages) stage_params = std::max(stage_params, s.params);
   if (l.zero == 3) {
     // FSDP with pp: gathered once per step, reduce-scattered once (unsharded accumulation).
     if (!fsdp_per_microbatch) {
-      bd.dp_exposed = dp_cp_group.time_s(Collective::kAllGather, stage_params * kHalf) +
-                      dp_cp_group.time_s(Collective::kReduceScatter, stage_params * grad_bytes);
+      bd.dp_exposed = groups.dp_cp.time_s(Collective::kAllGather, stage_params * kHalf) +
+                      groups.dp_cp.time_s(Collective::kReduceScatter, stage_params * grad_bytes);
     }
   } else {
     const double grads = stage_params * grad_bytes;
-    double reduce = l.zero >= 1 ? dp_cp_group.time_s(Collective::kReduceScatter, grads)
-                                : dp_cp_group.time_s(Collective::kAllReduce, grads);
-    double gather = l.zero >= 1 ? dp_cp_group.time_s(Collective::kAllGather, stage_params * kHalf) : 0;
-    if (overlap.dp_grad_overlap) reduce = std::max(0.0, reduce - slowest->backward_s);
-    if (overlap.dp_param_overlap) gather = std::max(0.0, gather - slowest->forward_s);
+    double reduce = l.zero >= 1 ? groups.dp_cp.time_s(Collective::kReduceScatter, grads)
+                                : groups.dp_cp.time_s(Collective::kAllReduce, grads);
+    double gather =
+        l.zero >= 1 ? groups.dp_cp.time_s(Collective::kAllGather, stage_params * kHalf) : 0;
+    if (overlap.dp_grad_overlap) reduce = std::max(0.0, reduce - slowest.backward_s);
+    if (overlap.dp_param_overlap) gather = std::max(0.0, gather - slowest.forward_s);
     bd.dp_exposed = reduce + gather;
   }
 
   // Optimizer (Adam, memory-bound): read and write fp32 master, m and v, read the gradient,
   // write the 16-bit weights, over the parameters this GPU updates.
-  const double shard = l.zero >= 1 ? static_cast<double>(dp_cp_group.size()) : 1.0;
-  bd.optimizer = memory_time_s(half_rates, stage_params / shard * (3 * 8 + grad_bytes + 2));
+  const double shard = l.zero >= 1 ? static_cast<double>(groups.dp_cp.size()) : 1.0;
+  bd.optimizer = memory_time_s(x.half_rates, stage_params / shard * (3 * 8 + grad_bytes + 2));
 
   e.step_time_s = bd.total();
   const double tokens = static_cast<double>(l.gbs) * static_cast<double>(setup.seq);
   const double gpus = static_cast<double>(l.gpus());
   e.tokens_per_s = tokens / e.step_time_s;
   e.tokens_per_s_per_gpu = e.tokens_per_s / gpus;
-  const FlopsPerToken flops = exact_flops_per_token(model, setup.seq);
-  e.model_flops_per_step = flops.training * tokens;
+  e.model_flops_per_step = x.flops.training * tokens;
   const double recompute_flops =
-      l.recompute == Recompute::kFull ? flops.layer_matmul + flops.attention
-      : l.recompute == Recompute::kSelective
-          ? flops.attention
-          : 0.0;
+      l.recompute == Recompute::kFull        ? x.flops.layer_matmul + x.flops.attention
+      : l.recompute == Recompute::kSelective ? x.flops.attention
+                                             : 0.0;
   e.hardware_flops_per_step = e.model_flops_per_step + recompute_flops * tokens;
   e.tflops_per_gpu = e.model_flops_per_step / e.step_time_s / gpus / 1e12;
   e.mfu = e.model_flops_per_step / e.step_time_s / gpus / e.peak_flops_per_s;
   e.hfu = e.hardware_flops_per_step / e.step_time_s / gpus / e.peak_flops_per_s;
+  return e;
+}
+
+StepEstimate estimate_step(const ModelSpec& model, const Layout& layout,
+                           const TrainingSetup& setup, const ClusterSpec& cluster,
+                           const Profile& profile) {
+  const StepContext context(model, setup, cluster, profile);
+  const GroupRates groups(context, layout);
+  StepEstimate e =
+      assemble_step(context, layout, groups, layer_costs(context, layout, groups), true);
+  e.memory = build_memory_ledger(model, layout, setup, cluster.gpu);
   return e;
 }
 

@@ -20,7 +20,12 @@
 
 #include <vector>
 
+#include "costmodel/collectives/collective.hpp"
+#include "costmodel/compute_time.hpp"
+#include "costmodel/flops.hpp"
 #include "costmodel/hardware.hpp"
+#include "costmodel/param_count.hpp"
+#include "costmodel/placement.hpp"
 #include "costmodel/layout.hpp"
 #include "costmodel/memory_ledger.hpp"
 #include "costmodel/model_spec.hpp"
@@ -67,6 +72,70 @@ struct StepEstimate {
   double p2p_s = 0;                 ///< one activation transfer across a stage boundary
   MemoryLedger memory;
 };
+
+/// A process group (the one holding rank 0 stands for all of its kind) and its rates.
+class GroupBandwidth {
+ public:
+  /// `ranks`: the group's global ranks. Keeps references to `cluster` and `profile`.
+  GroupBandwidth(const std::vector<std::int64_t>& ranks, const ClusterSpec& cluster,
+                 const Profile& profile);
+  /// Seconds of `collective` over `bytes` (nccl-tests' size) in this group; 0 for one rank.
+  double time_s(Collective collective, double bytes) const;
+  std::int64_t size() const { return size_; }
+
+ private:
+  std::int64_t size_;
+  GroupSpan span_;
+  const ClusterSpec* cluster_;
+  const Profile* profile_;
+};
+
+/// What stays fixed while a search varies the layout. Keeps references to its arguments.
+struct StepContext {
+  StepContext(const ModelSpec& model, const TrainingSetup& setup, const ClusterSpec& cluster,
+              const Profile& profile);
+  const ModelSpec& model;
+  const TrainingSetup& setup;
+  const ClusterSpec& cluster;
+  const Profile& profile;
+  ParamCount counts;
+  DeviceRates half_rates;  ///< 16-bit kernels (attention, LM head, memory-bound ops)
+  DeviceRates gemm_rates;  ///< the layers' linears (fp8 with --precision fp8)
+  FlopsPerToken flops;
+};
+
+/// The TP, CP, DP x CP and PP groups of a layout (depends on tp, cp, dp, pp only).
+struct GroupRates {
+  GroupRates(const StepContext& context, const Layout& layout);
+  GroupBandwidth tp, cp, dp_cp, pp;
+};
+
+/// Seconds of the embedding or the LM head + loss, one micro-batch on one GPU.
+struct EdgeCosts {
+  double compute_s = 0, forward_s = 0, backward_s = 0, tp_s = 0;
+};
+
+/// Seconds of one transformer layer for one micro-batch on one GPU, and of the edges. Depends
+/// on the layout's tp, cp, mbs and sp only (and the groups), so a search computes it once per
+/// such combination.
+struct LayerCosts {
+  double forward = 0;
+  double backward = 0;
+  double attention_core_forward = 0;  ///< what selective recompute runs again
+  double tp_forward = 0;              ///< TP collectives of the forward
+  double tp_backward = 0;
+  double cp_forward = 0;              ///< CP K/V exchange, before overlap
+  double cp_backward = 0;
+  double attention_forward = 0, attention_backward = 0;  ///< to overlap CP with
+  EdgeCosts embedding, head;
+};
+
+LayerCosts layer_costs(const StepContext& context, const Layout& layout, const GroupRates& groups);
+
+/// The step from per-layer costs. `keep_stages`: fill StepEstimate::stages (estimate) or not
+/// (search: nothing allocated). Leaves StepEstimate::memory empty.
+StepEstimate assemble_step(const StepContext& context, const Layout& layout,
+                           const GroupRates& groups, const LayerCosts& costs, bool keep_stages);
 
 /// Estimates one step. Preconditions: layout_problems(...) is empty; the GPU has tensor cores
 /// for setup.precision. `cluster.gpu` is the GPU; `profile` the achieved rates; the overlap

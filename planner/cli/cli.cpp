@@ -27,9 +27,11 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     CommandAction action = adder(app);
     actions[app.get_subcommands({}).at(before)] = std::move(action);
   };
+  add(add_plan_command);
   add(add_ledger_command);
   add(add_estimate_command);
   add(add_presets_command);
+  add(add_export_command);
 
   std::vector<std::string> storage = args;
   storage.insert(storage.begin(), "meshplan");
@@ -51,7 +53,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
 
   try {
     for (const auto& [sub, action] : actions) {
-      if (sub->parsed()) action(out);
+      if (sub->parsed()) action(out, err);
     }
     return 0;
   } catch (const InputError& e) {

@@ -10,15 +10,21 @@
 
 namespace meshplan {
 
-using CommandAction = std::function<void(std::ostream& out)>;
+using CommandAction = std::function<void(std::ostream& out, std::ostream& err)>;
 
 /// `meshplan ledger`: the memory ledger and time to train (ledger_command.cpp).
 CommandAction add_ledger_command(CLI::App& app);
+
+/// `meshplan plan`: search, rank, explain, write the plan (plan_command.cpp).
+CommandAction add_plan_command(CLI::App& app);
 
 /// `meshplan estimate`: step time and its breakdown (estimate_command.cpp).
 CommandAction add_estimate_command(CLI::App& app);
 
 /// `meshplan presets [models|gpus|clusters]` (presets_command.cpp).
 CommandAction add_presets_command(CLI::App& app);
+
+/// `meshplan export PLAN.json --format FORMAT` (export_command.cpp).
+CommandAction add_export_command(CLI::App& app);
 
 }  // namespace meshplan

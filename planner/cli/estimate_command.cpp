@@ -1,4 +1,6 @@
 // `meshplan estimate`: the step time of one layout on a cluster, and where each second goes.
+// `--out plan.json` writes the plan of that layout (planner/plan/README.md); `--plan plan.json`
+// estimates a written plan again (its inputs and layout replace every input flag).
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -12,6 +14,8 @@
 #include "planner/config/input_error.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
+#include "planner/plan/plan.hpp"
+#include "planner/plan/plan_file.hpp"
 #include "planner/report/format.hpp"
 #include "planner/report/step_report.hpp"
 
@@ -30,6 +34,8 @@ struct EstimateOptions {
   double tp_overlap = -1;     ///< < 0: the framework's
   std::string dp_overlap;     ///< "", "on", "off"
   std::string trace;
+  std::string out;   ///< plan.json to write
+  std::string plan;  ///< plan.json to read instead of the input flags
   bool json = false;
 };
 
@@ -51,8 +57,8 @@ CommandAction add_estimate_command(CLI::App& app) {
       "Step time of one layout on a cluster: tokens/s, TFLOP/s per GPU, MFU and HFU, peak memory "
       "of the worst stage, and a breakdown of where each second goes");
   cmd->add_option("--model", o->model,
-                  "Model: a preset name, a meshplan-model/1 file or a Hugging Face config.json")
-      ->required();
+                  "Model: a preset name, a meshplan-model/1 file or a Hugging Face config.json "
+                  "(required unless --plan is given)");
   cmd->add_option("--cluster", o->cluster, "Cluster: a preset name (meshplan presets clusters) or a JSON file")
       ->capture_default_str();
   cmd->add_option("--profile", o->profile,
@@ -75,30 +81,56 @@ CommandAction add_estimate_command(CLI::App& app) {
                   "Write the simulated step as a Chrome trace (JSON; open in ui.perfetto.dev)");
   cmd->add_flag("--json", o->json, "Print JSON (keys carry their units) instead of tables");
 
-  return [o](std::ostream& out) {
-    const ModelSpec model = load_model(o->model);
-    const ClusterSpec cluster = load_cluster(o->cluster);
+  cmd->add_option("--out", o->out,
+                  "Write the plan of this layout as plan.json (inputs, layout, process groups, "
+                  "stages, predicted memory and step time; planner/plan/README.md), atomically");
+  CLI::Option* plan_option = cmd->add_option(
+      "--plan", o->plan,
+      "Estimate a plan.json (written with --out) again: its inputs and layout take the place "
+      "of the input and layout flags");
+  for (const char* name :
+       {"--model", "--cluster", "--profile", "--gpus", "--framework", "--precision", "--dp",
+        "--tp", "--pp", "--cp", "--vpp", "--mbs", "--gbs", "--seq", "--zero", "--recompute",
+        "--sp", "--attention", "--stage-layers", "--tp-overlap", "--dp-overlap"}) {
+    plan_option->excludes(cmd->get_option(name));
+  }
+
+  return [o](std::ostream& out, std::ostream& /*err*/) {
     std::vector<std::string> notes;
-    const Precision precision = require_precision(o->precision, cluster.gpu, notes);
-    require_mfu_peak_flops(cluster.gpu, precision);
-    FrameworkConvention framework = require_framework(o->framework);
-    if (o->tp_overlap >= 0) framework.tp_comm_overlap = o->tp_overlap;
-    if (!o->dp_overlap.empty()) {
-      framework.dp_grad_overlap = framework.dp_param_overlap = o->dp_overlap == "on";
+    Plan plan;
+    if (!o->plan.empty()) {
+      plan = read_plan(o->plan);
+      notes.push_back("inputs and layout from " + o->plan);
+    } else {
+      if (o->model.empty()) throw InputError("estimate: give --model or --plan");
+      const ModelSpec model = load_model(o->model);
+      const ClusterSpec cluster = load_cluster(o->cluster);
+      const Precision precision = require_precision(o->precision, cluster.gpu, notes);
+      require_mfu_peak_flops(cluster.gpu, precision);
+      FrameworkConvention framework = require_framework(o->framework);
+      if (o->tp_overlap >= 0) framework.tp_comm_overlap = o->tp_overlap;
+      if (!o->dp_overlap.empty()) {
+        framework.dp_grad_overlap = framework.dp_param_overlap = o->dp_overlap == "on";
+      }
+      const std::string profile_name =
+          o->profile.empty() ? default_profile(cluster.gpu) : o->profile;
+      const Profile profile = load_profile(profile_name);
+      ResolvedLayout rl = resolve_layout(o->layout, model, cluster.gpu, framework, precision,
+                                         o->gpus > 0 ? std::optional<std::int64_t>(o->gpus)
+                                                     : std::nullopt);
+      notes.insert(notes.end(), rl.notes.begin(), rl.notes.end());
+      if (o->profile.empty()) notes.push_back("profile " + profile_name + " (default for " +
+                                              cluster.gpu.name + "; set --profile)");
+      plan = make_plan(model, cluster, profile, rl.setup, rl.layout);
     }
-    const std::string profile_name =
-        o->profile.empty() ? default_profile(cluster.gpu) : o->profile;
-    const Profile profile = load_profile(profile_name);
-    ResolvedLayout rl = resolve_layout(o->layout, model, cluster.gpu, framework, precision,
-                                       o->gpus > 0 ? std::optional<std::int64_t>(o->gpus)
-                                                   : std::nullopt);
-    notes.insert(notes.end(), rl.notes.begin(), rl.notes.end());
-    if (o->profile.empty()) notes.push_back("profile " + profile_name + " (default for " +
-                                            cluster.gpu.name + "; set --profile)");
-    const StepEstimate e = estimate_step(model, rl.layout, rl.setup, cluster, profile);
-    const StepReportInputs inputs{model, rl.layout, rl.setup, cluster, profile.name, notes};
-    if (!o->trace.empty()) write_step_trace(o->trace, e, rl.layout);
+    const StepEstimate& e = plan.estimate;
+    const StepReportInputs inputs{plan.model, plan.layout, plan.setup, plan.cluster,
+                                  plan.profile.name, notes};
+    // Files first: a file that cannot be written fails the command before anything is printed.
+    if (!o->out.empty()) write_plan(o->out, plan);
+    if (!o->trace.empty()) write_step_trace(o->trace, e, plan.layout);
     out << (o->json ? step_json(inputs, e).dump(2) + "\n" : render_step(inputs, e));
+    if (!o->out.empty() && !o->json) out << "\nplan written to " << o->out << "\n";
   };
 }
 

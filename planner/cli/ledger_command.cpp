@@ -258,7 +258,7 @@ CommandAction add_ledger_command(CLI::App& app) {
                 "Print every pipeline stage's entries (default: the worst stage's)");
   cmd->add_flag("--json", o->json, "Print JSON (keys carry their units) instead of tables");
 
-  return [o, cmd](std::ostream& out) {
+  return [o, cmd](std::ostream& out, std::ostream& /*err*/) {
     if (o->model.empty() && !(o->params > 0)) {
       throw InputError("ledger: give --model NAME|FILE or --params N (e.g. --params 7e9)");
     }

@@ -66,7 +66,7 @@ CommandAction add_presets_command(CLI::App& app) {
       "presets", "List the shipped presets (configs/) with their key numbers");
   cmd->add_option("kind", *kind, "models | gpus | clusters (default: all three)")
       ->check(CLI::IsMember({"models", "gpus", "clusters"}));
-  return [kind](std::ostream& out) {
+  return [kind](std::ostream& out, std::ostream& /*err*/) {
     std::string text;
     if (kind->empty() || *kind == "models") text += models_table();
     if (kind->empty() || *kind == "gpus") text += (text.empty() ? "" : "\n") + gpus_table();

@@ -1,5 +1,6 @@
 // Loading models, GPUs and clusters from presets or files, strictly (configs/README.md).
-// Every function throws InputError naming the file and the JSON path of the bad field.
+// Every function throws InputError naming the file and the JSON path of the bad field. The strict
+// parsers they call (and the writers of the same schemas) are in spec_json.hpp.
 #pragma once
 
 #include <string>

@@ -102,11 +102,21 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
   if (auto vpp = layout.int_or_null("vpp", 1, kMax)) l.vpp = *vpp;
   if (auto sp = layout.boolean_or_null("sp")) {
     l.sp = *sp;
+  } else if (megatron_family(c.framework) && l.tp > 1) {
+    // Megatron-Core and NeMo performance recipes run TP with sequence parallelism (their
+    // --tp-comm-overlap requires it).
+    l.sp = true;
+    c.assumptions.push_back("sequence parallelism on (sp not stated; Megatron-Core/NeMo run TP "
+                            "with it)");
   } else {
     c.assumptions.push_back("sequence parallelism off (sp not stated)");
   }
   if (auto zero = layout.int_or_null("zero", 0, 3)) {
     l.zero = static_cast<int>(*zero);
+  } else if (megatron_family(c.framework)) {
+    l.zero = 1;
+    c.assumptions.push_back("zero 1 (not stated; Megatron-Core and NeMo recipes use the "
+                            "distributed optimizer)");
   } else {
     c.assumptions.push_back("zero 0 (not stated)");
   }
@@ -143,6 +153,7 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
   c.model.vocab_pad_multiple *= l.tp;
 
   c.setup.framework = *find_framework(convention_for_framework(c.framework));
+
   if (flash) {
     c.setup.attention = *flash ? AttentionImpl::kFlash : AttentionImpl::kEager;
   } else {
@@ -171,6 +182,7 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
 }  // namespace
 
 std::string convention_for_framework(const std::string& framework) {
+  if (framework == "nemo") return "nemo";
   if (megatron_family(framework)) return "megatron";
   if (framework == "torchtitan") return "fsdp";
   return "textbook";

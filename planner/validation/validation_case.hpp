@@ -43,8 +43,9 @@ struct ValidationCase {
 /// field (the file is otherwise accepted exactly as SCHEMA.md describes it).
 std::vector<ValidationCase> load_validation_file(const std::string& path);
 
-/// The meshplan framework convention for a framework name of the validation schema: megatron,
-/// nemo and deepspeed-megatron -> "megatron"; torchtitan -> "fsdp"; others -> "textbook".
+/// The meshplan framework convention for a framework name of the validation schema: nemo ->
+/// "nemo"; megatron and deepspeed-megatron -> "megatron"; torchtitan -> "fsdp"; others ->
+/// "textbook".
 std::string convention_for_framework(const std::string& framework);
 
 }  // namespace meshplan

@@ -116,11 +116,16 @@ TEST_CASE("collective_bandwidth uses the profile's links for a TP group of 8 on 
   CHECK(nv.alpha_s == 15e-6);
   CHECK(nv.busbw_bytes_per_s == 370e9);
   // DP group {0, 8} under tp = 8: one GPU in each of two nodes, so the scale-out tier at
-  // {46 us, min(370e9, 1 GPU x 46e9 x 8 NICs / 8 GPUs) = 46 GB/s}.
+  // busbw min(370e9, 1 GPU x 46e9 x 8 NICs / 8 GPUs) = 46 GB/s; the 46 us measured at 16 ranks
+  // scales with the tree's depth, 2 log2 2 / (2 log2 16) = 1/4: 11.5 us.
   const GroupSpan dp = group_span({0, 8}, cluster);
   const TierBandwidth so = collective_bandwidth(profile, Collective::kAllReduce, dp, cluster);
-  CHECK(so.alpha_s == 46e-6);
+  CHECK(so.alpha_s == Approx(46e-6 / 4));
   CHECK(so.busbw_bytes_per_s == 46e9);
+  // A ring all-gather over 1024 ranks passes 1023 steps: 46 us x 1023 / 15.
+  const GroupSpan big = group_span(ranks(0, 1024), cluster);
+  CHECK(collective_bandwidth(profile, Collective::kAllGather, big, cluster).alpha_s ==
+        Approx(46e-6 * 1023 / 15));
 }
 
 TEST_CASE("a calibrated fit replaces the links for its collective and tier only", "[profiles]") {
@@ -143,10 +148,10 @@ TEST_CASE("a calibrated fit replaces the links for its collective and tier only"
   CHECK(ag.alpha_s == 15e-6);
   CHECK(ag.busbw_bytes_per_s == 370e9);
   // all_reduce across nodes: the fit is for the NVLink tier, so the links' scale-out
-  // {46 us, 46 GB/s} (see the test above).
+  // {46 us / 4, 46 GB/s} (see the test above).
   const TierBandwidth so =
       collective_bandwidth(profile, Collective::kAllReduce, group_span({0, 8}, cluster), cluster);
-  CHECK(so.alpha_s == 46e-6);
+  CHECK(so.alpha_s == Approx(46e-6 / 4));
   CHECK(so.busbw_bytes_per_s == 46e9);
 }
 

@@ -1,0 +1,53 @@
+// `meshplan export PLAN.json --format megatron|torchtitan|deepspeed|torchrun`: the settings a
+// training framework takes for a plan (planner/plan/exports.hpp), on stdout so they can be piped
+// into a launch script; what the framework cannot express goes to stderr, one note each.
+#include <iostream>
+#include <memory>
+
+#include "planner/cli/commands.hpp"
+#include "planner/config/input_error.hpp"
+#include "planner/plan/exports.hpp"
+#include "planner/plan/plan_file.hpp"
+
+namespace meshplan {
+
+namespace {
+
+struct ExportOptions {
+  std::string plan;
+  std::string format;
+};
+
+}  // namespace
+
+CommandAction add_export_command(CLI::App& app) {
+  auto o = std::make_shared<ExportOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "export",
+      "Print a plan's settings for a training framework: Megatron-LM arguments, torchtitan TOML, "
+      "a DeepSpeed config or torchrun launch lines. What the framework cannot express is noted "
+      "on stderr");
+  cmd->add_option("plan", o->plan, "plan.json (meshplan estimate ... --out plan.json)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--format", o->format, "megatron | torchtitan | deepspeed | torchrun")
+      ->required()
+      ->check(CLI::IsMember({"megatron", "torchtitan", "deepspeed", "torchrun"}));
+
+  return [o](std::ostream& out, std::ostream& err) {
+    const std::optional<ExportFormat> format = parse_export_format(o->format);
+    if (!format) {
+      throw InputError("--format: \"" + o->format +
+                       "\" is not a format; expected megatron, torchtitan, deepspeed or torchrun");
+    }
+    const Plan plan = read_plan(o->plan);
+    const Export e = export_plan(plan, *format);
+    out << e.text;
+    for (const std::string& reason : e.dropped) {
+      err << "note: not expressible in " << export_format_name(*format) << ": " << reason
+                << "\n";
+    }
+  };
+}
+
+}  // namespace meshplan

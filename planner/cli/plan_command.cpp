@@ -1,0 +1,171 @@
+// `meshplan plan`: search every layout of a GPU count, print the best ones and why the winner
+// won, and write the chosen plan.
+#include <memory>
+#include <sstream>
+
+#include "costmodel/param_count.hpp"
+#include "costmodel/units.hpp"
+#include "planner/cli/commands.hpp"
+#include "planner/cli/options.hpp"
+#include "planner/config/input_error.hpp"
+#include "planner/config/loaders.hpp"
+#include "planner/config/profile_loader.hpp"
+#include "planner/plan/plan_file.hpp"
+#include "planner/report/plan_report.hpp"
+#include "planner/search/search.hpp"
+
+namespace meshplan {
+
+namespace {
+
+/// Tokens per global batch when --gbs is not given: about 4M (Llama 2/3, GPT-3's largest runs).
+constexpr std::int64_t kDefaultBatchTokens = 4 * 1024 * 1024;
+
+struct PlanOptions {
+  std::string model;
+  std::string cluster = "dgx-h100";
+  std::string profile;
+  std::string framework = "megatron";
+  std::string precision;
+  std::string attention;
+  std::int64_t gpus = 0;
+  std::int64_t gbs = 0;
+  std::int64_t seq = 0;
+  std::int64_t dp = 0, tp = 0, pp = 0, cp = 0, vpp = 0, mbs = 0;
+  int zero = -1;
+  std::string recompute, sp;
+  bool allow_cross_node_tp = false;
+  double memory_reserve_gib = 1.0;
+  std::size_t top = 10;
+  std::string objective = "time";
+  bool pareto = false;
+  bool json = false;
+  std::string out;
+};
+
+std::string default_profile_name(const GpuSpec& gpu) {
+  if (gpu.name.rfind("a100", 0) == 0) return "a100";
+  if (gpu.name == "h100-sxm" || gpu.name == "h100-96g") return "h100";
+  if (gpu.name == "h200") return "h200";
+  throw InputError("--profile: no shipped profile for " + gpu.name +
+                   "; give --profile FILE (measure one with meshplan-calibrate)");
+}
+
+}  // namespace
+
+CommandAction add_plan_command(CLI::App& app) {
+  auto o = std::make_shared<PlanOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "plan",
+      "Search every layout (dp x tp x pp x cp, vpp, micro-batch, ZeRO, recompute, sp) of a GPU "
+      "count, rank those that fit by step time, and explain the winner");
+  cmd->add_option("--model", o->model, "Model: a preset name, a meshplan-model/1 file or a Hugging Face config.json")
+      ->required();
+  cmd->add_option("--cluster", o->cluster, "Cluster preset or JSON file")->capture_default_str();
+  cmd->add_option("--gpus", o->gpus, "GPUs [count]")->required()->check(positive_up_to(1 << 24));
+  cmd->add_option("--profile", o->profile, "Profile preset or profile.json (default: the shipped one of the cluster's GPU)");
+  add_framework_option(*cmd, o->framework);
+  add_precision_option(*cmd, o->precision);
+  cmd->add_option("--gbs", o->gbs, "Global batch [sequences] (default: about 4M tokens: 4194304 / seq)")
+      ->check(positive_up_to(1 << 24));
+  cmd->add_option("--seq", o->seq, "Sequence length [tokens] (default: the model's)")
+      ->check(positive_up_to(1 << 24));
+  cmd->add_option("--attention", o->attention, "flash | eager (default: flash where the GPU has it)")
+      ->check(CLI::IsMember({"flash", "eager"}));
+  const CLI::Validator pin = positive_up_to(1 << 24);
+  cmd->add_option("--dp", o->dp, "Pin the data-parallel degree")->check(pin);
+  cmd->add_option("--tp", o->tp, "Pin the tensor-parallel degree")->check(pin);
+  cmd->add_option("--pp", o->pp, "Pin the pipeline-parallel degree")->check(pin);
+  cmd->add_option("--cp", o->cp, "Pin the context-parallel degree")->check(pin);
+  cmd->add_option("--vpp", o->vpp, "Pin the virtual pipeline stages per rank")->check(pin);
+  cmd->add_option("--mbs", o->mbs, "Pin the micro-batch size [sequences]")->check(pin);
+  cmd->add_option("--zero", o->zero, "Pin the ZeRO stage (0-3)")->check(CLI::Range(0, 3));
+  cmd->add_option("--recompute", o->recompute, "Pin recompute: none | selective | full")
+      ->check(CLI::IsMember({"none", "selective", "full"}));
+  cmd->add_option("--sp", o->sp, "Pin sequence parallelism: on | off")
+      ->check(CLI::IsMember({"on", "off"}));
+  cmd->add_flag("--allow-cross-node-tp", o->allow_cross_node_tp,
+                "Let tp span NVLink domains (costed on the NICs); off by default");
+  cmd->add_option("--memory-reserve", o->memory_reserve_gib,
+                  "GPU memory kept free beyond the ledger's own overhead lines (CUDA context, "
+                  "allocator fragmentation) [GiB]")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1024.0));
+  cmd->add_option("--top", o->top, "Layouts to list")->capture_default_str()->check(CLI::Range(1, 1000));
+  cmd->add_option("--objective", o->objective,
+                  "Rank by: time (step time) | memory (peak) | cost (GPU-hours)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"time", "memory", "cost"}));
+  cmd->add_flag("--pareto", o->pareto, "Also print the memory vs step-time Pareto front");
+  cmd->add_flag("--json", o->json, "Print JSON instead of tables");
+  cmd->add_option("--out", o->out, "Write the best layout's plan.json (atomically)");
+
+  return [o](std::ostream& out, std::ostream& /*err*/) {
+    const ModelSpec model = load_model(o->model);
+    const ClusterSpec cluster = load_cluster(o->cluster);
+    if (o->gpus > cluster.gpus_per_node && o->gpus % cluster.gpus_per_node != 0) {
+      const std::int64_t g = cluster.gpus_per_node;
+      throw InputError("--gpus " + std::to_string(o->gpus) + ": beyond one node the GPU count "
+                       "must be a multiple of " + std::to_string(g) + " GPUs per node (" +
+                       cluster.name + "); nearest: " + std::to_string(o->gpus / g * g) + " or " +
+                       std::to_string((o->gpus / g + 1) * g));
+    }
+    std::vector<std::string> notes;
+    const Precision precision = require_precision(o->precision, cluster.gpu, notes);
+    require_mfu_peak_flops(cluster.gpu, precision);
+    TrainingSetup setup;
+    setup.framework = require_framework(o->framework);
+    setup.precision = precision;
+    setup.seq = o->seq > 0 ? o->seq : model.seq_length;
+    setup.attention = !o->attention.empty() ? *parse_attention(o->attention)
+                      : cluster.gpu.flash_attention ? AttentionImpl::kFlash
+                                                    : AttentionImpl::kEager;
+    const std::int64_t gbs =
+        o->gbs > 0 ? o->gbs : std::max<std::int64_t>(1, kDefaultBatchTokens / setup.seq);
+    const Profile profile = load_profile(o->profile.empty() ? default_profile_name(cluster.gpu)
+                                                            : o->profile);
+    SearchRequest request(model, cluster, profile, setup, o->gpus, gbs);
+    auto pinned = [](std::int64_t v) {
+      return v > 0 ? std::optional<std::int64_t>(v) : std::nullopt;
+    };
+    request.pins.dp = pinned(o->dp);
+    request.pins.tp = pinned(o->tp);
+    request.pins.pp = pinned(o->pp);
+    request.pins.cp = pinned(o->cp);
+    request.pins.vpp = pinned(o->vpp);
+    request.pins.mbs = pinned(o->mbs);
+    if (o->zero >= 0) request.pins.zero = o->zero;
+    if (!o->recompute.empty()) request.pins.recompute = *parse_recompute(o->recompute);
+    if (!o->sp.empty()) request.pins.sp = o->sp == "on";
+    request.allow_cross_node_tp = o->allow_cross_node_tp;
+    request.memory_reserve_bytes = o->memory_reserve_gib * kGiB;
+    request.top_k = o->top;
+    request.objective = o->objective == "memory" ? Objective::kMemory
+                        : o->objective == "cost" ? Objective::kCost
+                                                 : Objective::kTime;
+    request.pareto = o->pareto;
+
+    const SearchResult result = search_layouts(request);
+    std::string written;
+    if (!o->out.empty()) {
+      if (result.ranked.empty()) {
+        throw InputError("--out " + o->out + ": no layout fits, so there is no plan to write");
+      }
+      write_plan(o->out, make_plan(model, cluster, profile, setup, result.ranked.front().layout));
+      written = o->out;
+    }
+    if (o->json) {
+      nlohmann::json j = plan_json(request, result);
+      j["notes"] = notes;
+      if (!written.empty()) j["plan_file"] = written;
+      out << j.dump(2) << "\n";
+    } else {
+      for (const std::string& note : notes) out << "note: " << note << "\n";
+      if (o->gbs <= 0) out << "note: gbs " << gbs << " (default: about 4M tokens per batch; set --gbs)\n";
+      out << render_plan(request, result);
+      if (!written.empty()) out << "\nplan written to " << written << "\n";
+    }
+  };
+}
+
+}  // namespace meshplan

@@ -1,0 +1,446 @@
+#include "planner/config/spec_json.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "planner/config/input_error.hpp"
+#include "planner/config/json_reader.hpp"
+#include "planner/config/loaders.hpp"
+#include "planner/config/profile_loader.hpp"
+
+namespace meshplan {
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Reading (strict: configs/README.md, configs/profiles/README.md)
+// ---------------------------------------------------------------------------------------------
+
+/// Checks "schema" and returns the reader of the object at `path`, which must be a JSON object.
+StrictObject open_schema(const nlohmann::json& json, const std::string& file,
+                         const std::string& path, const std::string& schema,
+                         std::vector<std::string> keys) {
+  // The schema first: a file of another kind is named as such, not as a list of unknown keys.
+  if (json.is_object() && json.contains("schema") && json.at("schema") != schema) {
+    throw InputError(file + ": " + path + ".schema: is " + describe_json(json.at("schema")) +
+                     "; expected \"" + schema + "\" (is this the right kind of file?)");
+  }
+  keys.insert(keys.begin(), "schema");
+  StrictObject o(json, file, path, std::move(keys));
+  o.string("schema");
+  return o;
+}
+
+/// Upper bounds of model sizes: they keep every parameter and activation count inside int64
+/// (hidden x ffn x layers < 2^63) while leaving room far beyond today's largest models.
+constexpr std::int64_t kMaxWidth = std::int64_t{1} << 20;   // hidden, ffn, heads, head_dim
+constexpr std::int64_t kMaxLayers = std::int64_t{1} << 16;
+constexpr std::int64_t kMaxTokens = std::int64_t{1} << 24;  // vocabulary, positions, sequence
+
+/// Every key of `o.sources` must be one of `numbers` and each of `numbers` must have a
+/// non-empty source string (configs/README.md: each hardware number with its source).
+void require_sources(StrictObject& o, const std::vector<std::string>& numbers) {
+  StrictObject sources = o.object("sources", numbers);
+  for (const std::string& key : numbers) {
+    if (sources.string(key).empty()) sources.fail(key, "is empty; expected where the number comes from");
+  }
+}
+
+/// Finds the GPU named under "gpu" of a cluster (reporting through `o`).
+using GpuResolver = std::function<GpuSpec(StrictObject& o, const std::string& name)>;
+
+ClusterSpec parse_cluster(const nlohmann::json& json, const std::string& file,
+                          const std::string& path, const GpuResolver& resolve_gpu) {
+  StrictObject o = open_schema(json, file, path, "meshplan-cluster/1",
+                               {"name", "description", "gpu", "gpus_per_node",
+                                "nvlink_domain_size", "intra_node", "scale_out", "sources"});
+  ClusterSpec c;
+  c.name = o.string("name");
+  c.description = o.string("description");
+  c.gpu = resolve_gpu(o, o.string("gpu"));
+  c.gpus_per_node = o.positive_int("gpus_per_node", kMaxWidth);
+  c.nvlink_domain_size = o.positive_int("nvlink_domain_size", kMaxWidth);
+  StrictObject intra = o.object("intra_node", {"link", "bandwidth_bytes_per_s_per_gpu"});
+  c.intra_node_link = intra.string("link");
+  c.intra_node_bandwidth_bytes_per_s_per_gpu = intra.positive_number("bandwidth_bytes_per_s_per_gpu");
+  StrictObject scale_out = o.object("scale_out", {"fabric", "nics_per_node", "nic_bandwidth_bytes_per_s"});
+  c.scale_out_fabric = scale_out.choice("fabric", {"infiniband", "roce", "ethernet"});
+  c.nics_per_node = scale_out.positive_int("nics_per_node", kMaxWidth);
+  c.nic_bandwidth_bytes_per_s = scale_out.positive_number("nic_bandwidth_bytes_per_s");
+  require_sources(o, {"intra_node", "scale_out"});
+  const std::int64_t domain = c.nvlink_domain_size, node = c.gpus_per_node;
+  if (domain % node != 0 && node % domain != 0) {
+    o.fail("nvlink_domain_size", "must be a multiple or a divisor of gpus_per_node (" +
+                                     std::to_string(node) + "), got " + std::to_string(domain));
+  }
+  return c;
+}
+
+// Profile fields outside StrictObject's accessors.
+
+/// Upper bounds of the integer fields: far beyond any GPU (tiles of 256, 132 SMs) or cluster
+/// (1e5 GPUs) while keeping tile x SM products inside int64.
+constexpr std::int64_t kMaxTile = std::int64_t{1} << 16;
+constexpr std::int64_t kMaxSms = std::int64_t{1} << 16;
+constexpr std::int64_t kMaxGroupSize = std::int64_t{1} << 24;
+
+/// The number under `key` of the object `raw` that `o` reads (StrictObject has no accessor for
+/// these two ranges). Missing keys and non-numbers are reported like StrictObject does.
+double number(StrictObject& o, const nlohmann::json& raw, const std::string& key,
+              const char* expected) {
+  if (!raw.contains(key)) o.fail(key, std::string("missing; expected ") + expected);
+  const nlohmann::json& v = raw.at(key);
+  if (!v.is_number()) o.fail(key, std::string("must be ") + expected + ", got " + describe_json(v));
+  return v.get<double>();
+}
+
+/// An efficiency: a fraction of a peak, in (0, 1] (1 allowed: a perfect rate is not an error,
+/// 0 would make every time infinite).
+double efficiency(StrictObject& o, const nlohmann::json& raw, const std::string& key) {
+  const char* expected = "a number in (0, 1]";
+  const double d = number(o, raw, key, expected);
+  if (!(d > 0 && d <= 1)) {
+    o.fail(key, std::string("must be ") + expected + ", got " + describe_json(raw.at(key)));
+  }
+  return d;
+}
+
+/// A latency in seconds: >= 0 and finite.
+double non_negative(StrictObject& o, const nlohmann::json& raw, const std::string& key) {
+  const char* expected = "a number >= 0";
+  const double d = number(o, raw, key, expected);
+  if (!(d >= 0) || !std::isfinite(d)) {
+    o.fail(key, std::string("must be ") + expected + ", got " + describe_json(raw.at(key)));
+  }
+  return d;
+}
+
+/// {"alpha_s": >= 0, "busbw_bytes_per_s": > 0} as read in `o` (whose object is `raw`).
+TierBandwidth tier_bandwidth(StrictObject& o, const nlohmann::json& raw) {
+  TierBandwidth t;
+  t.alpha_s = non_negative(o, raw, "alpha_s");
+  t.busbw_bytes_per_s = o.positive_number("busbw_bytes_per_s");
+  return t;
+}
+
+CollectiveFit parse_fit(const nlohmann::json& raw, const std::string& file,
+                        const std::string& path) {
+  StrictObject o(raw, file, path,
+                 {"collective", "tier", "group_size", "alpha_s", "busbw_bytes_per_s"});
+  CollectiveFit fit;
+  const std::string name = o.choice("collective", {"all_reduce", "all_gather", "reduce_scatter",
+                                                   "all_to_all", "send_recv", "broadcast"});
+  fit.collective = *parse_collective(name);  // one of to_string's names, checked just above
+  fit.tier =
+      o.choice("tier", {"nvlink", "scale_out"}) == "nvlink" ? Tier::kNvlink : Tier::kScaleOut;
+  fit.group_size = o.positive_int("group_size", kMaxGroupSize);
+  if (fit.group_size < 2) {
+    o.fail("group_size", "must be at least 2 (a group of one does not communicate), got " +
+                             std::to_string(fit.group_size));
+  }
+  const TierBandwidth t = tier_bandwidth(o, raw);
+  fit.alpha_s = t.alpha_s;
+  fit.busbw_bytes_per_s = t.busbw_bytes_per_s;
+  return fit;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writing
+// ---------------------------------------------------------------------------------------------
+
+/// A byte count the schema calls an integer: written as one when it is a whole number that a
+/// double holds exactly (below 2^53), else as the number it is.
+nlohmann::json whole_bytes(double bytes) {
+  if (std::floor(bytes) == bytes && std::fabs(bytes) < 9007199254740992.0) {
+    return static_cast<std::int64_t>(bytes);
+  }
+  return bytes;
+}
+
+nlohmann::json peak_or_null(const std::optional<double>& peak) {
+  return peak ? nlohmann::json(*peak) : nlohmann::json(nullptr);
+}
+
+}  // namespace
+
+nlohmann::json model_to_json(const ModelSpec& m) {
+  return {{"schema", "meshplan-model/1"},
+          {"name", m.name},
+          {"description", kWrittenByMeshplan},
+          {"source", kWrittenByMeshplan},
+          {"num_layers", m.num_layers},
+          {"hidden_size", m.hidden_size},
+          {"num_attention_heads", m.num_attention_heads},
+          {"num_kv_heads", m.num_kv_heads},
+          {"head_dim", m.head_dim},
+          {"ffn_hidden_size", m.ffn_hidden_size},
+          {"ffn_type", to_string(m.ffn_type)},
+          {"norm_type", to_string(m.norm_type)},
+          {"vocab_size", m.vocab_size},
+          {"vocab_pad_multiple", m.vocab_pad_multiple},
+          {"position_embedding", to_string(m.position_embedding)},
+          {"max_position_embeddings", m.max_position_embeddings},
+          {"tied_embeddings", m.tied_embeddings},
+          {"linear_bias", m.linear_bias},
+          {"qkv_bias", m.qkv_bias},
+          {"dropout", m.dropout},
+          {"seq_length", m.seq_length}};
+}
+
+nlohmann::json gpu_to_json(const GpuSpec& g) {
+  const std::string copied = "copied from preset " + g.name;
+  const PeakFlops& p = g.peak_flops_per_s;
+  return {{"schema", "meshplan-gpu/1"},
+          {"name", g.name},
+          {"description", g.description},
+          {"memory_bytes", whole_bytes(g.memory_bytes)},
+          {"hbm_bandwidth_bytes_per_s", g.hbm_bandwidth_bytes_per_s},
+          {"peak_flops_per_s",
+           {{"fp32", peak_or_null(p.fp32)},
+            {"tf32", peak_or_null(p.tf32)},
+            {"bf16", peak_or_null(p.bf16)},
+            {"fp16", peak_or_null(p.fp16)},
+            {"fp8", peak_or_null(p.fp8)}}},
+          {"flash_attention", g.flash_attention},
+          {"runtime_overhead",
+           {{"cuda_context_bytes", whole_bytes(g.cuda_context_bytes)},
+            {"allocator_fragmentation_fraction", g.allocator_fragmentation_fraction}}},
+          {"sources",
+           {{"memory_bytes", copied},
+            {"hbm_bandwidth_bytes_per_s", copied},
+            {"peak_flops_per_s", copied},
+            {"runtime_overhead", copied}}}};
+}
+
+nlohmann::json cluster_to_json(const ClusterSpec& c) {
+  const std::string copied = "copied from preset " + c.name;
+  return {{"schema", "meshplan-cluster/1"},
+          {"name", c.name},
+          {"description", c.description},
+          {"gpu", c.gpu.name},
+          {"gpus_per_node", c.gpus_per_node},
+          {"nvlink_domain_size", c.nvlink_domain_size},
+          {"intra_node",
+           {{"link", c.intra_node_link},
+            {"bandwidth_bytes_per_s_per_gpu", c.intra_node_bandwidth_bytes_per_s_per_gpu}}},
+          {"scale_out",
+           {{"fabric", c.scale_out_fabric},
+            {"nics_per_node", c.nics_per_node},
+            {"nic_bandwidth_bytes_per_s", c.nic_bandwidth_bytes_per_s}}},
+          {"sources", {{"intra_node", copied}, {"scale_out", copied}}}};
+}
+
+nlohmann::json profile_to_json(const Profile& p) {
+  const std::string copied = "copied from profile " + p.name;
+  nlohmann::json fits = nlohmann::json::array();
+  for (const CollectiveFit& f : p.collectives) {
+    fits.push_back({{"collective", to_string(f.collective)},
+                    {"tier", to_string(f.tier)},
+                    {"group_size", f.group_size},
+                    {"alpha_s", f.alpha_s},
+                    {"busbw_bytes_per_s", f.busbw_bytes_per_s}});
+  }
+  return {{"schema", kProfileSchema},
+          {"name", p.name},
+          {"description", p.description},
+          {"gpu", p.gpu},
+          {"provenance",
+           {{"kind", "published"},
+            {"date", "unknown"},
+            {"notes", std::string(kWrittenByMeshplan) + ": copied from profile " + p.name +
+                          "; its provenance and sources are in that file"}}},
+          {"gemm",
+           {{"peak_efficiency", p.gemm.peak_efficiency},
+            {"half_efficiency_flops", p.gemm.half_efficiency_flops},
+            {"tile_m", p.gemm.tile_m},
+            {"tile_n", p.gemm.tile_n},
+            {"sms", p.gemm.sms}}},
+          {"flash_attention_efficiency", p.flash_attention_efficiency},
+          {"hbm_efficiency", p.hbm_efficiency},
+          {"links",
+           {{"nvlink",
+             {{"alpha_s", p.links.nvlink.alpha_s},
+              {"busbw_bytes_per_s", p.links.nvlink.busbw_bytes_per_s}}},
+            {"nic_busbw_bytes_per_s", p.links.nic_busbw_bytes_per_s},
+            {"scale_out_alpha_s", p.links.scale_out_alpha_s}}},
+          {"collectives", fits},
+          {"sources",
+           {{"gemm", copied},
+            {"flash_attention_efficiency", copied},
+            {"hbm_efficiency", copied},
+            {"links", copied}}}};
+}
+
+ModelSpec model_from_json(const nlohmann::json& json, const std::string& file,
+                          const std::string& path) {
+  StrictObject o = open_schema(
+      json, file, path, "meshplan-model/1",
+      {"name", "description", "source", "num_layers", "hidden_size", "num_attention_heads",
+       "num_kv_heads", "head_dim", "ffn_hidden_size", "ffn_type", "norm_type", "vocab_size",
+       "vocab_pad_multiple", "position_embedding", "max_position_embeddings", "tied_embeddings",
+       "linear_bias", "qkv_bias", "dropout", "seq_length"});
+  ModelSpec m;
+  m.name = o.string("name");
+  o.string("description");
+  o.string("source");
+  m.num_layers = o.positive_int("num_layers", kMaxLayers);
+  m.hidden_size = o.positive_int("hidden_size", kMaxWidth);
+  m.num_attention_heads = o.positive_int("num_attention_heads", kMaxWidth);
+  m.num_kv_heads = o.positive_int("num_kv_heads", kMaxWidth);
+  m.head_dim = o.positive_int("head_dim", kMaxWidth);
+  m.ffn_hidden_size = o.positive_int("ffn_hidden_size", kMaxWidth);
+  m.ffn_type = o.choice("ffn_type", {"gelu", "swiglu"}) == "gelu" ? FfnType::kGelu
+                                                                   : FfnType::kSwiglu;
+  m.norm_type = o.choice("norm_type", {"layernorm", "rmsnorm"}) == "layernorm"
+                    ? NormType::kLayerNorm
+                    : NormType::kRmsNorm;
+  m.vocab_size = o.positive_int("vocab_size", kMaxTokens);
+  m.vocab_pad_multiple = o.positive_int("vocab_pad_multiple", kMaxTokens);
+  const std::string position = o.choice("position_embedding", {"learned", "rope", "alibi"});
+  m.position_embedding = position == "learned" ? PositionEmbedding::kLearned
+                         : position == "rope"  ? PositionEmbedding::kRope
+                                               : PositionEmbedding::kAlibi;
+  m.max_position_embeddings = o.positive_int("max_position_embeddings", kMaxTokens);
+  m.tied_embeddings = o.boolean("tied_embeddings");
+  m.linear_bias = o.boolean("linear_bias");
+  m.qkv_bias = o.boolean("qkv_bias");
+  m.dropout = o.boolean("dropout");
+  m.seq_length = o.positive_int("seq_length", kMaxTokens);
+  if (m.num_attention_heads * m.head_dim > kMaxWidth) {
+    o.fail("head_dim", "num_attention_heads x head_dim must be at most " +
+                           std::to_string(kMaxWidth));
+  }
+  if (m.num_attention_heads % m.num_kv_heads != 0) {
+    o.fail("num_kv_heads", "must divide num_attention_heads (" +
+                               std::to_string(m.num_attention_heads) + "), got " +
+                               std::to_string(m.num_kv_heads));
+  }
+  return m;
+}
+
+GpuSpec gpu_from_json(const nlohmann::json& json, const std::string& file,
+                      const std::string& path) {
+  StrictObject o = open_schema(json, file, path, "meshplan-gpu/1",
+                               {"name", "description", "memory_bytes", "hbm_bandwidth_bytes_per_s",
+                                "peak_flops_per_s", "flash_attention", "runtime_overhead",
+                                "sources"});
+  GpuSpec g;
+  g.name = o.string("name");
+  g.description = o.string("description");
+  g.memory_bytes = o.positive_number("memory_bytes");
+  g.hbm_bandwidth_bytes_per_s = o.positive_number("hbm_bandwidth_bytes_per_s");
+  StrictObject peaks = o.object("peak_flops_per_s", {"fp32", "tf32", "bf16", "fp16", "fp8"});
+  g.peak_flops_per_s.fp32 = peaks.positive_number_or_null("fp32");
+  g.peak_flops_per_s.tf32 = peaks.positive_number_or_null("tf32");
+  g.peak_flops_per_s.bf16 = peaks.positive_number_or_null("bf16");
+  g.peak_flops_per_s.fp16 = peaks.positive_number_or_null("fp16");
+  g.peak_flops_per_s.fp8 = peaks.positive_number_or_null("fp8");
+  g.flash_attention = o.boolean("flash_attention");
+  StrictObject overhead = o.object("runtime_overhead", {"cuda_context_bytes", "allocator_fragmentation_fraction"});
+  g.cuda_context_bytes = overhead.positive_number("cuda_context_bytes");
+  g.allocator_fragmentation_fraction = overhead.fraction("allocator_fragmentation_fraction");
+  require_sources(o, {"memory_bytes", "hbm_bandwidth_bytes_per_s", "peak_flops_per_s",
+                      "runtime_overhead"});
+  return g;
+}
+
+ClusterSpec cluster_from_json(const nlohmann::json& json, const std::string& file,
+                              const std::string& path, const GpuSpec& gpu) {
+  return parse_cluster(json, file, path, [&gpu](StrictObject& o, const std::string& name) {
+    if (name != gpu.name) {
+      o.fail("gpu", "is \"" + name + "\"; expected \"" + gpu.name +
+                        "\", the name of the GPU given with the cluster");
+    }
+    return gpu;
+  });
+}
+
+ClusterSpec cluster_from_json(const nlohmann::json& json, const std::string& file,
+                              const std::string& path) {
+  return parse_cluster(json, file, path, [](StrictObject& o, const std::string& name) {
+    try {
+      return load_gpu(name);
+    } catch (const InputError& e) {
+      o.fail("gpu", std::string("cannot be loaded: ") + e.what());
+    }
+  });
+}
+
+Profile profile_from_json(const nlohmann::json& json, const std::string& file,
+                          const std::string& path, const std::optional<std::string>& known_gpu) {
+  StrictObject o = open_schema(
+      json, file, path, kProfileSchema,
+      {"name", "description", "gpu", "provenance", "gemm", "flash_attention_efficiency",
+       "hbm_efficiency", "links", "collectives", "sources"});
+  Profile p;
+  p.name = o.string("name");
+  p.description = o.string("description");
+  p.gpu = o.string("gpu");
+  if (p.gpu != known_gpu) {
+    try {
+      load_gpu(p.gpu);
+    } catch (const InputError& e) {
+      o.fail("gpu", std::string("cannot be loaded: ") + e.what());
+    }
+  }
+
+  StrictObject provenance = o.object("provenance", {"kind", "date", "notes"});
+  provenance.choice("kind", {"published", "measured"});
+  provenance.string("date");
+  provenance.string("notes");
+
+  StrictObject gemm =
+      o.object("gemm", {"peak_efficiency", "half_efficiency_flops", "tile_m", "tile_n", "sms"});
+  p.gemm.peak_efficiency = efficiency(gemm, json.at("gemm"), "peak_efficiency");
+  p.gemm.half_efficiency_flops = gemm.positive_number("half_efficiency_flops");
+  p.gemm.tile_m = gemm.positive_int("tile_m", kMaxTile);
+  p.gemm.tile_n = gemm.positive_int("tile_n", kMaxTile);
+  p.gemm.sms = gemm.positive_int("sms", kMaxSms);
+
+  p.flash_attention_efficiency = efficiency(o, json, "flash_attention_efficiency");
+  p.hbm_efficiency = efficiency(o, json, "hbm_efficiency");
+
+  StrictObject links = o.object("links", {"nvlink", "nic_busbw_bytes_per_s", "scale_out_alpha_s"});
+  const nlohmann::json& raw_links = json.at("links");
+  StrictObject nvlink = links.object("nvlink", {"alpha_s", "busbw_bytes_per_s"});
+  p.links.nvlink = tier_bandwidth(nvlink, raw_links.at("nvlink"));
+  p.links.nic_busbw_bytes_per_s = links.positive_number("nic_busbw_bytes_per_s");
+  p.links.scale_out_alpha_s = non_negative(links, raw_links, "scale_out_alpha_s");
+
+  if (!json.contains("collectives"))
+    o.fail("collectives", "missing; expected an array (may be empty)");
+  const nlohmann::json& fits = json.at("collectives");
+  if (!fits.is_array()) {
+    o.fail("collectives", "must be an array of fits (may be empty), got " + describe_json(fits));
+  }
+  for (std::size_t i = 0; i < fits.size(); ++i) {
+    const std::string fit_path = path + ".collectives[" + std::to_string(i) + "]";
+    const CollectiveFit fit = parse_fit(fits.at(i), file, fit_path);
+    for (std::size_t j = 0; j < p.collectives.size(); ++j) {
+      const CollectiveFit& other = p.collectives[j];
+      if (other.collective == fit.collective && other.tier == fit.tier &&
+          other.group_size == fit.group_size) {
+        throw InputError(file + ": " + fit_path + ": repeats the fit of " + path +
+                         ".collectives[" + std::to_string(j) + "] (" + to_string(fit.collective) +
+                         ", " + to_string(fit.tier) + ", group_size " +
+                         std::to_string(fit.group_size) +
+                         "); keep one fit per collective, tier and group size");
+      }
+    }
+    p.collectives.push_back(fit);
+  }
+
+  // configs/README.md: each number with its source.
+  const std::vector<std::string> numbers = {"gemm", "flash_attention_efficiency", "hbm_efficiency",
+                                            "links"};
+  StrictObject sources = o.object("sources", numbers);
+  for (const std::string& key : numbers) {
+    if (sources.string(key).empty())
+      sources.fail(key, "is empty; expected where the number comes from");
+  }
+  return p;
+}
+
+}  // namespace meshplan

@@ -1,0 +1,749 @@
+// Exports of a plan to framework settings, and the readers that take them back (exports.hpp).
+//
+// Sources of the spellings: Megatron-LM megatron/training/arguments.py (flags);
+// torchtitan torchtitan/config/job_config.py (keys), torchtitan/distributed/parallel_dims.py
+// (FSDP whenever dp_shard > 1 or cp > 1), torchtitan/distributed/pipeline_parallel.py (stages =
+// ceil((layers + first_stage_less_layers + last_stage_less_layers) / layers_per_stage));
+// DeepSpeed docs/config-json (batch keys, zero_optimization, bf16/fp16, activation_checkpointing),
+// deepspeed/runtime/pipe/engine.py ("ZeRO-2 and ZeRO-3 are incompatible with pipeline
+// parallelism"); torchrun --help (PyTorch elastic launch).
+#include "planner/plan/exports.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+
+#include "costmodel/precision.hpp"
+
+namespace meshplan {
+
+namespace {
+
+std::string s(std::int64_t v) { return std::to_string(v); }
+
+std::string join(const std::vector<std::int64_t>& values, const char* sep) {
+  std::string out;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) out += sep;
+    out += s(values[i]);
+  }
+  return out;
+}
+
+/// The stage split is given and not every stage has the same number of layers.
+bool uneven_split(const Layout& l) {
+  const std::vector<std::int64_t>& v = l.stage_layers;
+  return !v.empty() && std::adjacent_find(v.begin(), v.end(), std::not_equal_to<>()) != v.end();
+}
+
+/// A dropped line when the plan's memory was predicted with another framework's convention.
+void note_convention(const Plan& p, const std::string& own, const std::string& framework,
+                     std::vector<std::string>& dropped) {
+  if (p.setup.framework.name == own) return;
+  dropped.push_back("memory convention: the plan's memory was predicted with the " +
+                    p.setup.framework.name + " convention, " + framework + "'s is " + own +
+                    ": re-estimate with --framework " + own + " before trusting the fit");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Megatron-LM
+
+Export export_megatron(const Plan& p) {
+  const Layout& l = p.layout;
+  const ModelSpec& m = p.model;
+  Export e;
+  std::vector<std::string> a;
+  a.push_back("--tensor-model-parallel-size " + s(l.tp));
+  a.push_back("--pipeline-model-parallel-size " + s(l.pp));
+  a.push_back("--context-parallel-size " + s(l.cp));
+  if (l.vpp > 1) {
+    a.push_back("--num-layers-per-virtual-pipeline-stage " + s(m.num_layers / (l.pp * l.vpp)));
+  }
+  if (uneven_split(l)) {
+    const std::vector<std::int64_t>& v = l.stage_layers;
+    const std::size_t n = v.size();
+    if (n == 2) {
+      // The last stage takes the rest.
+      a.push_back("--decoder-first-pipeline-num-layers " + s(v[0]));
+    } else if (std::all_of(v.begin() + 1, v.end() - 1, [&](std::int64_t x) { return x == v[1]; })) {
+      if (v[0] != v[1]) a.push_back("--decoder-first-pipeline-num-layers " + s(v[0]));
+      if (v[n - 1] != v[1]) a.push_back("--decoder-last-pipeline-num-layers " + s(v[n - 1]));
+    } else {
+      std::string why = "uneven stage split " + join(v, ",") +
+                        ": Megatron-LM gives every middle stage the same number of layers "
+                        "(--decoder-first-pipeline-num-layers and "
+                        "--decoder-last-pipeline-num-layers set only the first and last); not "
+                        "exported, so Megatron-LM splits the " +
+                        s(m.num_layers) + " layers evenly";
+      if (m.num_layers % l.pp != 0) {
+        why += " (which it cannot do over pp " + s(l.pp) +
+               ": choose a split whose middle stages are equal)";
+      }
+      e.dropped.push_back(why);
+    }
+  }
+  if (l.sp) a.push_back("--sequence-parallel");
+  if (l.zero >= 1) a.push_back("--use-distributed-optimizer");
+  if (l.zero >= 2) {
+    e.dropped.push_back("ZeRO-" + s(l.zero) + " (zero " + s(l.zero) +
+                        "): Megatron-LM's distributed optimizer shards only the optimizer "
+                        "states (ZeRO-1); exported as --use-distributed-optimizer, so every GPU "
+                        "keeps its full gradients" +
+                        std::string(l.zero == 3 ? " and parameters" : "") +
+                        " and needs more memory than planned");
+  }
+  if (l.recompute == Recompute::kSelective) {
+    a.push_back("--recompute-granularity selective");
+  } else if (l.recompute == Recompute::kFull) {
+    a.push_back("--recompute-granularity full");
+    a.push_back("--recompute-method uniform");
+    a.push_back("--recompute-num-layers 1");
+  }
+  a.push_back("--micro-batch-size " + s(l.mbs));
+  a.push_back("--global-batch-size " + s(l.gbs));
+  a.push_back("--seq-length " + s(p.setup.seq));
+  a.push_back("--num-layers " + s(m.num_layers));
+  a.push_back("--hidden-size " + s(m.hidden_size));
+  a.push_back("--num-attention-heads " + s(m.num_attention_heads));
+  a.push_back("--ffn-hidden-size " + s(m.ffn_hidden_size));
+  if (m.hidden_size % m.num_attention_heads != 0 ||
+      m.head_dim != m.hidden_size / m.num_attention_heads) {
+    a.push_back("--kv-channels " + s(m.head_dim));
+  }
+  if (m.num_kv_heads < m.num_attention_heads) {
+    a.push_back("--group-query-attention");
+    a.push_back("--num-query-groups " + s(m.num_kv_heads));
+  }
+  if (m.ffn_type == FfnType::kSwiglu) a.push_back("--swiglu");
+  if (m.norm_type == NormType::kRmsNorm) a.push_back("--normalization RMSNorm");
+  if (m.position_embedding == PositionEmbedding::kRope) {
+    a.push_back("--position-embedding-type rope");
+  } else if (m.position_embedding == PositionEmbedding::kLearned) {
+    a.push_back("--position-embedding-type learned_absolute");
+  } else {
+    e.dropped.push_back(
+        "ALiBi position embedding: Megatron-LM has learned_absolute and rope "
+        "position embeddings, not ALiBi; no --position-embedding-type exported");
+  }
+  a.push_back("--max-position-embeddings " + s(std::max(m.max_position_embeddings, p.setup.seq)));
+  if (!m.tied_embeddings) a.push_back("--untie-embeddings-and-output-weights");
+  if (!m.linear_bias) {
+    a.push_back("--disable-bias-linear");
+    if (m.qkv_bias) a.push_back("--add-qkv-bias");
+  }
+  if (!m.dropout) {
+    a.push_back("--attention-dropout 0.0");
+    a.push_back("--hidden-dropout 0.0");
+  }
+  switch (p.setup.precision) {
+    case Precision::kBf16:
+      a.push_back("--bf16");
+      break;
+    case Precision::kFp16:
+      a.push_back("--fp16");
+      break;
+    case Precision::kFp8:
+      a.push_back("--bf16");
+      a.push_back("--fp8-format hybrid");
+      break;
+  }
+  if (p.setup.attention == AttentionImpl::kFlash) a.push_back("--use-flash-attn");
+  note_convention(p, "megatron", "Megatron-LM", e.dropped);
+
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    e.text += a[i] + (i + 1 < a.size() ? " \\\n" : "\n");
+  }
+  return e;
+}
+
+// ---------------------------------------------------------------------------------------------
+// torchtitan
+
+Export export_torchtitan(const Plan& p) {
+  const Layout& l = p.layout;
+  const ModelSpec& m = p.model;
+  Export e;
+  std::ostringstream t;
+  const bool fsdp = l.zero == 3;
+  t << "# torchtitan job config sections for " << m.name << " (" << m.num_layers << " layers) on "
+    << l.gpus() << " GPUs of " << p.cluster.name << ", written by meshplan.\n"
+    << "# Merge them into the job's TOML; its [model] name and flavor select the architecture.\n";
+  t << "[parallelism]\n";
+  t << "data_parallel_replicate_degree = " << (fsdp ? 1 : l.dp) << "\n";
+  t << "data_parallel_shard_degree = " << (fsdp ? l.dp : 1) << "\n";
+  t << "tensor_parallel_degree = " << l.tp << "\n";
+  t << "pipeline_parallel_degree = " << l.pp << "\n";
+  t << "context_parallel_degree = " << l.cp << "\n";
+  if (l.pp > 1) {
+    t << "pipeline_parallel_schedule = \"" << (l.vpp > 1 ? "Interleaved1F1B" : "1F1B") << "\"\n";
+    t << "pipeline_parallel_microbatch_size = " << l.mbs << "\n";
+    if (uneven_split(l)) {
+      e.dropped.push_back("uneven stage split " + join(l.stage_layers, ",") +
+                          ": torchtitan's pipeline_parallel_layers_per_stage gives every stage "
+                          "the same number of layers; set the stages by hand "
+                          "(pipeline_parallel_first_stage_less_layers / "
+                          "pipeline_parallel_last_stage_less_layers, or an explicit module list "
+                          "per stage)");
+    } else {
+      // Embedding and output counted as no layers, so every (virtual) stage gets the same count.
+      t << "pipeline_parallel_layers_per_stage = " << m.num_layers / (l.pp * l.vpp) << "\n";
+      t << "pipeline_parallel_first_stage_less_layers = 0\n";
+      t << "pipeline_parallel_last_stage_less_layers = 0\n";
+    }
+  }
+  t << "enable_async_tensor_parallel = false\n";
+  t << "\n[training]\n";
+  // With pp the local batch is split into micro-batches; without, the micro-batch is the local
+  // batch and torchtitan accumulates gradients up to global_batch_size.
+  t << "local_batch_size = " << (l.pp > 1 ? l.gbs / l.dp : l.mbs) << "\n";
+  t << "global_batch_size = " << l.gbs << "\n";
+  t << "seq_len = " << p.setup.seq << "\n";
+  t << "mixed_precision_param = \"bfloat16\"\n";
+  t << "mixed_precision_reduce = \"float32\"\n";
+  t << "\n[activation_checkpoint]\n";
+  t << "mode = \"" << to_string(l.recompute) << "\"\n";
+  if (l.recompute == Recompute::kSelective) t << "selective_ac_option = \"op\"\n";
+  if (p.setup.precision == Precision::kFp8) {
+    t << "\n[model]\n";
+    t << "converters = [\"float8\"]\n";
+    t << "\n[float8]\n";
+    t << "recipe_name = \"tensorwise\"\n";
+    if (fsdp && l.dp > 1) {
+      t << "enable_fsdp_float8_all_gather = true\n";
+      t << "precompute_float8_dynamic_scale_for_fsdp = true\n";
+    }
+  }
+  e.text = t.str();
+
+  if (l.zero == 1 || l.zero == 2) {
+    e.dropped.push_back("ZeRO-" + s(l.zero) + " (zero " + s(l.zero) +
+                        "): torchtitan has no optimizer-only sharding; exported as DDP "
+                        "(data_parallel_replicate_degree " +
+                        s(l.dp) +
+                        "), which keeps the full optimizer states on every GPU; zero 3 "
+                        "(FSDP, data_parallel_shard_degree) is torchtitan's sharded option");
+  }
+  if (l.zero < 3 && l.dp > 1 && (l.tp > 1 || l.pp > 1)) {
+    e.dropped.push_back("DDP with tp or pp (zero " + s(l.zero) +
+                        "): older torchtitan versions refuse to combine DDP with other "
+                        "parallelism (\"DDP has not supported > 1D parallelism\"); "
+                        "data_parallel_shard_degree (zero 3) works with all of them");
+  }
+  if (l.zero < 3 && l.cp > 1) {
+    e.dropped.push_back("zero " + s(l.zero) + " with cp " + s(l.cp) +
+                        ": torchtitan applies FSDP over the context-parallel group whenever "
+                        "context_parallel_degree > 1, so parameters, gradients and optimizer "
+                        "states are sharded over cp " +
+                        s(l.cp));
+  }
+  if (l.tp > 1 && !l.sp) {
+    e.dropped.push_back("sequence parallelism off (tp " + s(l.tp) +
+                        "): torchtitan's TP always uses sequence parallelism (norms and "
+                        "dropout sharded over the sequence)");
+  }
+  if (p.setup.precision == Precision::kFp16) {
+    e.dropped.push_back(
+        "fp16: torchtitan's mixed_precision_param is bfloat16 or float32; "
+        "exported as bfloat16");
+  }
+  if (p.setup.attention == AttentionImpl::kEager) {
+    e.dropped.push_back(
+        "eager attention: torchtitan always calls scaled_dot_product_attention "
+        "(flash or memory-efficient kernels)");
+  }
+  note_convention(p, "fsdp", "torchtitan", e.dropped);
+  return e;
+}
+
+// ---------------------------------------------------------------------------------------------
+// DeepSpeed
+
+Export export_deepspeed(const Plan& p) {
+  const Layout& l = p.layout;
+  Export e;
+  nlohmann::ordered_json j;
+  j["train_batch_size"] = l.gbs;
+  j["train_micro_batch_size_per_gpu"] = l.mbs;
+  j["gradient_accumulation_steps"] = l.gbs / (l.dp * l.mbs);
+  j["zero_optimization"] = {{"stage", l.zero}};
+  j["bf16"] = {{"enabled", p.setup.precision != Precision::kFp16}};
+  j["fp16"] = {{"enabled", p.setup.precision == Precision::kFp16}};
+  if (l.recompute == Recompute::kFull) {
+    j["activation_checkpointing"] = {{"partition_activations", false},
+                                     {"contiguous_memory_optimization", false}};
+  }
+  e.text = j.dump(2) + "\n";
+
+  if (l.tp > 1) {
+    e.dropped.push_back("tensor parallelism (tp " + s(l.tp) +
+                        "): not a DeepSpeed config setting; set --tensor-model-parallel-size " +
+                        s(l.tp) + " in Megatron-DeepSpeed");
+  }
+  if (l.pp > 1) {
+    e.dropped.push_back("pipeline parallelism (pp " + s(l.pp) +
+                        "): not a DeepSpeed config setting; set --pipeline-model-parallel-size " +
+                        s(l.pp) + " in Megatron-DeepSpeed");
+  }
+  if (l.sp) {
+    e.dropped.push_back(
+        "sequence parallelism (sp): not a DeepSpeed config setting; set "
+        "--sequence-parallel in Megatron-DeepSpeed");
+  }
+  if (l.cp > 1) {
+    e.dropped.push_back("context parallelism (cp " + s(l.cp) +
+                        "): DeepSpeed has no context parallelism; use Ulysses sequence "
+                        "parallelism instead (--ds-sequence-parallel-size in "
+                        "Megatron-DeepSpeed)");
+  }
+  if (l.vpp > 1) {
+    e.dropped.push_back("interleaved pipeline (vpp " + s(l.vpp) +
+                        "): DeepSpeed's pipeline engine runs one model chunk per stage; the "
+                        "pipeline bubble will be larger than planned");
+  }
+  if (uneven_split(l)) {
+    e.dropped.push_back("uneven stage split " + join(l.stage_layers, ",") +
+                        ": not a DeepSpeed config setting; DeepSpeed's PipelineModule "
+                        "partitions layers in the model code (partition_method)");
+  }
+  if (l.zero >= 2 && l.pp > 1) {
+    e.dropped.push_back("ZeRO-" + s(l.zero) + " with pipeline parallelism (pp " + s(l.pp) +
+                        "): DeepSpeed's pipeline engine supports only ZeRO stages 0 and 1");
+  }
+  if (l.recompute == Recompute::kSelective) {
+    e.dropped.push_back(
+        "selective recompute: not a DeepSpeed config setting; DeepSpeed's "
+        "activation checkpointing recomputes whole layers (full)");
+  }
+  if (p.setup.precision == Precision::kFp8) {
+    e.dropped.push_back(
+        "fp8: not a DeepSpeed config setting (Transformer Engine in the model "
+        "code); exported as bf16");
+  }
+  note_convention(p, "deepspeed", "DeepSpeed", e.dropped);
+  return e;
+}
+
+// ---------------------------------------------------------------------------------------------
+// torchrun
+
+Export export_torchrun(const Plan& p) {
+  const Layout& l = p.layout;
+  Export e;
+  const std::int64_t gpus = l.gpus();
+  const std::int64_t per_node_max = p.cluster.gpus_per_node > 0 ? p.cluster.gpus_per_node : gpus;
+  if (gpus <= per_node_max) {
+    e.text = "torchrun --standalone --nproc-per-node " + s(gpus) + " train.py\n";
+    return e;
+  }
+  std::int64_t per_node = per_node_max;
+  if (gpus % per_node_max != 0) {
+    // torchrun starts the same number of processes on every node: the largest count that
+    // divides the GPUs keeps the world size the plan's.
+    while (gpus % per_node != 0) --per_node;
+    std::string why = "GPU count " + s(gpus) + " is not a multiple of " + s(per_node_max) +
+                      " GPUs per node: torchrun starts the same number of processes on every "
+                      "node, so this launches " +
+                      s(gpus / per_node) + " nodes x " + s(per_node) + " GPUs (rounded down from " +
+                      s(per_node_max) + " per node; the plan packed the ranks onto " +
+                      s((gpus + per_node_max - 1) / per_node_max) + " nodes)";
+    if (per_node % l.tp != 0) why += "; tp " + s(l.tp) + " groups then span nodes";
+    e.dropped.push_back(why);
+  }
+  const std::int64_t nodes = gpus / per_node;
+  const std::string common = "--nnodes " + s(nodes) + " --nproc-per-node " + s(per_node);
+  e.text = "# on each of the " + s(nodes) + " nodes (NODE_RANK 0.." + s(nodes - 1) +
+           ", MASTER_ADDR the address of node 0):\n"
+           "torchrun " +
+           common +
+           " --node-rank $NODE_RANK --rdzv-backend c10d "
+           "--rdzv-endpoint $MASTER_ADDR:29500 train.py\n"
+           "# or under Slurm, one task per node, with "
+           "MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1):\n"
+           "srun --nodes " +
+           s(nodes) + " --ntasks-per-node 1 torchrun " + common +
+           " --rdzv-id $SLURM_JOB_ID --rdzv-backend c10d --rdzv-endpoint $MASTER_ADDR:29500 "
+           "train.py\n";
+  return e;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Readers
+
+std::string trim(std::string_view text) {
+  const std::size_t b = text.find_first_not_of(" \t\r");
+  if (b == std::string_view::npos) return "";
+  const std::size_t e = text.find_last_not_of(" \t\r");
+  return std::string(text.substr(b, e - b + 1));
+}
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) lines.push_back(line);
+  return lines;
+}
+
+[[noreturn]] void fail(std::size_t line_no, const std::string& line, const std::string& what) {
+  throw std::invalid_argument("line " + std::to_string(line_no) + " (" + trim(line) + "): " + what);
+}
+
+std::optional<std::int64_t> to_int(std::string_view text) {
+  std::int64_t v = 0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || ptr != text.data() + text.size()) return std::nullopt;
+  return v;
+}
+
+struct Where {
+  std::size_t line_no = 0;
+  std::string line;
+};
+
+}  // namespace
+
+std::optional<ExportFormat> parse_export_format(std::string_view text) {
+  if (text == "megatron") return ExportFormat::kMegatron;
+  if (text == "torchtitan") return ExportFormat::kTorchtitan;
+  if (text == "deepspeed") return ExportFormat::kDeepspeed;
+  if (text == "torchrun") return ExportFormat::kTorchrun;
+  return std::nullopt;
+}
+
+std::string export_format_name(ExportFormat format) {
+  switch (format) {
+    case ExportFormat::kMegatron:
+      return "megatron";
+    case ExportFormat::kTorchtitan:
+      return "torchtitan";
+    case ExportFormat::kDeepspeed:
+      return "deepspeed";
+    case ExportFormat::kTorchrun:
+      return "torchrun";
+  }
+  return "?";
+}
+
+Export export_plan(const Plan& plan, ExportFormat format) {
+  switch (format) {
+    case ExportFormat::kMegatron:
+      return export_megatron(plan);
+    case ExportFormat::kTorchtitan:
+      return export_torchtitan(plan);
+    case ExportFormat::kDeepspeed:
+      return export_deepspeed(plan);
+    case ExportFormat::kTorchrun:
+      return export_torchrun(plan);
+  }
+  return {};
+}
+
+Layout parse_megatron_args(const std::string& text) {
+  // Flags that take an integer, and where each was seen.
+  std::map<std::string, std::pair<std::int64_t, Where>> ints;
+  static const char* const kIntFlags[] = {"--tensor-model-parallel-size",
+                                          "--pipeline-model-parallel-size",
+                                          "--context-parallel-size",
+                                          "--num-layers-per-virtual-pipeline-stage",
+                                          "--micro-batch-size",
+                                          "--global-batch-size",
+                                          "--num-layers",
+                                          "--decoder-first-pipeline-num-layers",
+                                          "--decoder-last-pipeline-num-layers",
+                                          "--recompute-num-layers"};
+  Layout l;
+  const std::vector<std::string> lines = split_lines(text);
+  // Tokens with the line they came from.
+  struct Token {
+    std::string text;
+    std::size_t line = 0;
+  };
+  std::vector<Token> tokens;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const std::string t = trim(lines[i]);
+    if (t.empty() || t[0] == '#') continue;
+    std::istringstream words(t);
+    std::string w;
+    while (words >> w) {
+      if (w != "\\") tokens.push_back({w, i});
+    }
+  }
+  for (std::size_t k = 0; k < tokens.size(); ++k) {
+    const Token& tok = tokens[k];
+    if (tok.text.rfind("--", 0) != 0) continue;  // the script, values of other flags
+    std::string flag = tok.text;
+    std::optional<std::string> value;
+    if (const std::size_t eq = flag.find('='); eq != std::string::npos) {
+      value = flag.substr(eq + 1);
+      flag = flag.substr(0, eq);
+    }
+    const Where where{tok.line + 1, lines[tok.line]};
+    const bool is_int =
+        std::find_if(std::begin(kIntFlags), std::end(kIntFlags),
+                     [&](const char* f) { return flag == f; }) != std::end(kIntFlags);
+    const bool takes_text = flag == "--recompute-granularity";
+    if (!is_int && !takes_text) {
+      if (flag == "--sequence-parallel") l.sp = true;
+      if (flag == "--use-distributed-optimizer") l.zero = 1;
+      continue;
+    }
+    if (!value) {
+      if (k + 1 >= tokens.size() || tokens[k + 1].text.rfind("--", 0) == 0) {
+        fail(where.line_no, where.line, flag + " needs a value");
+      }
+      value = tokens[++k].text;
+    }
+    if (takes_text) {
+      const std::optional<Recompute> r = parse_recompute(*value);
+      if (!r || *r == Recompute::kNone) {
+        fail(where.line_no, where.line,
+             "--recompute-granularity takes selective or full, got \"" + *value + "\"");
+      }
+      l.recompute = *r;
+      continue;
+    }
+    const std::optional<std::int64_t> v = to_int(*value);
+    if (!v || *v < 1) {
+      fail(where.line_no, where.line, flag + " takes a positive integer, got \"" + *value + "\"");
+    }
+    ints[flag] = {*v, where};
+  }
+  auto get = [&](const char* flag, std::int64_t fallback) {
+    const auto it = ints.find(flag);
+    return it == ints.end() ? fallback : it->second.first;
+  };
+  l.tp = get("--tensor-model-parallel-size", 1);
+  l.pp = get("--pipeline-model-parallel-size", 1);
+  l.cp = get("--context-parallel-size", 1);
+  l.mbs = get("--micro-batch-size", 1);
+  l.gbs = get("--global-batch-size", l.mbs);
+  const std::int64_t layers = get("--num-layers", 0);
+  auto need_layers = [&](const char* flag) {
+    const Where& w = ints.at(flag).second;
+    if (layers == 0) fail(w.line_no, w.line, std::string(flag) + " needs --num-layers");
+    return w;
+  };
+  if (ints.count("--num-layers-per-virtual-pipeline-stage")) {
+    const Where w = need_layers("--num-layers-per-virtual-pipeline-stage");
+    const std::int64_t per_chunk = get("--num-layers-per-virtual-pipeline-stage", 1);
+    if (layers % (l.pp * per_chunk) != 0) {
+      fail(w.line_no, w.line,
+           s(layers) + " layers are not pp " + s(l.pp) + " x a multiple of " + s(per_chunk));
+    }
+    l.vpp = layers / (l.pp * per_chunk);
+  }
+  const bool has_first = ints.count("--decoder-first-pipeline-num-layers") > 0;
+  const bool has_last = ints.count("--decoder-last-pipeline-num-layers") > 0;
+  if (has_first || has_last) {
+    const Where w = need_layers(has_first ? "--decoder-first-pipeline-num-layers"
+                                          : "--decoder-last-pipeline-num-layers");
+    const std::int64_t first = get("--decoder-first-pipeline-num-layers", 0);
+    const std::int64_t last = get("--decoder-last-pipeline-num-layers", 0);
+    const std::int64_t rest_stages = l.pp - (has_first ? 1 : 0) - (has_last ? 1 : 0);
+    const std::int64_t rest = layers - first - last;
+    if (rest_stages < 0 || (rest_stages == 0 && rest != 0) ||
+        (rest_stages > 0 && (rest < rest_stages || rest % rest_stages != 0))) {
+      fail(w.line_no, w.line,
+           "the first and last stage sizes leave " + s(rest) + " of " + s(layers) + " layers for " +
+               s(std::max<std::int64_t>(rest_stages, 0)) +
+               " middle stages, which cannot split them evenly");
+    }
+    const std::int64_t middle = rest_stages > 0 ? rest / rest_stages : 0;
+    l.stage_layers.assign(static_cast<std::size_t>(l.pp), middle);
+    if (has_first) l.stage_layers.front() = first;
+    if (has_last) l.stage_layers.back() = last;
+  }
+  return l;
+}
+
+Layout parse_torchtitan_toml(const std::string& text, std::int64_t num_layers) {
+  // section.key -> (raw value, where)
+  std::map<std::string, std::pair<std::string, Where>> values;
+  const std::vector<std::string> lines = split_lines(text);
+  std::string section;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    // Strip a comment that is not inside a string.
+    std::string line = lines[i];
+    bool quoted = false;
+    for (std::size_t c = 0; c < line.size(); ++c) {
+      if (line[c] == '"') quoted = !quoted;
+      if (line[c] == '#' && !quoted) {
+        line.resize(c);
+        break;
+      }
+    }
+    const std::string t = trim(line);
+    if (t.empty()) continue;
+    if (t.front() == '[') {
+      if (t.back() != ']' || t.size() < 3) fail(i + 1, lines[i], "expected [section]");
+      section = trim(std::string_view(t).substr(1, t.size() - 2));
+      continue;
+    }
+    const std::size_t eq = t.find('=');
+    if (eq == std::string::npos) fail(i + 1, lines[i], "expected key = value or [section]");
+    const std::string key = trim(std::string_view(t).substr(0, eq));
+    const std::string value = trim(std::string_view(t).substr(eq + 1));
+    if (key.empty() || value.empty()) fail(i + 1, lines[i], "expected key = value");
+    values[section + "." + key] = {value, Where{i + 1, lines[i]}};
+  }
+  auto get_int = [&](const std::string& key, std::int64_t fallback, std::int64_t min) {
+    const auto it = values.find(key);
+    if (it == values.end()) return fallback;
+    const std::optional<std::int64_t> v = to_int(it->second.first);
+    if (!v || *v < min) {
+      fail(it->second.second.line_no, it->second.second.line,
+           key + " takes an integer >= " + s(min) + ", got " + it->second.first);
+    }
+    return *v;
+  };
+  auto get_string = [&](const std::string& key, const std::string& fallback) {
+    const auto it = values.find(key);
+    if (it == values.end()) return fallback;
+    const std::string& v = it->second.first;
+    if (v.size() < 2 || (v.front() != '"' && v.front() != '\'') || v.back() != v.front()) {
+      fail(it->second.second.line_no, it->second.second.line,
+           key + " takes a quoted string, got " + v);
+    }
+    return v.substr(1, v.size() - 2);
+  };
+  auto where = [&](const std::string& key) { return values.at(key).second; };
+
+  Layout l;
+  const std::int64_t replicate = get_int("parallelism.data_parallel_replicate_degree", 1, 1);
+  if (values.count("parallelism.data_parallel_shard_degree") &&
+      values.at("parallelism.data_parallel_shard_degree").first == "-1") {
+    const Where w = where("parallelism.data_parallel_shard_degree");
+    fail(w.line_no, w.line,
+         "data_parallel_shard_degree -1 (the remaining GPUs) needs the world size; give the "
+         "degree");
+  }
+  const std::int64_t shard = get_int("parallelism.data_parallel_shard_degree", 1, 1);
+  l.dp = replicate * shard;
+  l.zero = shard > 1 ? 3 : 0;
+  l.tp = get_int("parallelism.tensor_parallel_degree", 1, 1);
+  l.pp = get_int("parallelism.pipeline_parallel_degree", 1, 1);
+  l.cp = get_int("parallelism.context_parallel_degree", 1, 1);
+  l.sp = l.tp > 1;
+  const std::int64_t local = get_int("training.local_batch_size", 8, 1);
+  const std::int64_t global = get_int("training.global_batch_size", -1, -1);
+  l.gbs = global > 0 ? global : local * l.dp;
+  l.mbs = l.pp > 1 ? get_int("parallelism.pipeline_parallel_microbatch_size", 1, 1) : local;
+
+  if (l.pp > 1) {
+    const std::string schedule = get_string("parallelism.pipeline_parallel_schedule", "1F1B");
+    const bool single = schedule == "1F1B" || schedule == "GPipe";
+    const bool looped = schedule == "Interleaved1F1B" || schedule == "LoopedBFS" ||
+                        schedule == "InterleavedZeroBubble" || schedule == "ZBVZeroBubble";
+    if (!single && !looped) {
+      const Where w = where("parallelism.pipeline_parallel_schedule");
+      fail(w.line_no, w.line,
+           "unknown pipeline schedule \"" + schedule +
+               "\"; expected 1F1B, GPipe, "
+               "Interleaved1F1B, LoopedBFS, InterleavedZeroBubble or ZBVZeroBubble");
+    }
+    if (looped) {
+      const std::string lps_key = "parallelism.pipeline_parallel_layers_per_stage";
+      if (!values.count(lps_key)) {
+        l.vpp = 2;  // torchtitan's default for looped schedules: 2 stages per rank
+      } else {
+        const Where w = where(lps_key);
+        if (num_layers <= 0) {
+          fail(w.line_no, w.line,
+               "pipeline_parallel_layers_per_stage needs the model's layer count to give the "
+               "stages per rank");
+        }
+        const std::int64_t lps = get_int(lps_key, 1, 1);
+        const std::int64_t first =
+            get_int("parallelism.pipeline_parallel_first_stage_less_layers", 1, 0);
+        const std::int64_t last =
+            get_int("parallelism.pipeline_parallel_last_stage_less_layers", 1, 0);
+        const std::int64_t stages = (num_layers + first + last + lps - 1) / lps;
+        if (stages % l.pp != 0) {
+          fail(w.line_no, w.line,
+               s(stages) + " stages (" + s(num_layers) +
+                   " layers) are not a multiple of "
+                   "pipeline_parallel_degree " +
+                   s(l.pp));
+        }
+        l.vpp = stages / l.pp;
+      }
+    }
+  }
+  const std::string mode = get_string("activation_checkpoint.mode", "selective");
+  const std::optional<Recompute> r = parse_recompute(mode);
+  if (!r) {
+    const Where w = where("activation_checkpoint.mode");
+    fail(w.line_no, w.line, "mode takes \"none\", \"selective\" or \"full\", got \"" + mode + "\"");
+  }
+  l.recompute = *r;
+  return l;
+}
+
+Layout parse_deepspeed_json(const std::string& text) {
+  const std::vector<std::string> lines = split_lines(text);
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    // The line holding the byte the parser stopped at.
+    const std::size_t stop = std::min(e.byte > 0 ? e.byte - 1 : 0, text.size());
+    const std::size_t line_no = static_cast<std::size_t>(
+        std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(stop), '\n'));
+    fail(line_no + 1, line_no < lines.size() ? lines[line_no] : "", "not valid JSON");
+  }
+  // The line where "key" first appears, for errors about its value.
+  auto line_of = [&](const std::string& key) -> Where {
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      if (lines[i].find("\"" + key + "\"") != std::string::npos) return {i + 1, lines[i]};
+    }
+    return {0, ""};
+  };
+  if (!j.is_object()) throw std::invalid_argument("line 1: expected a JSON object");
+  auto get_int = [&](const nlohmann::json& obj, const std::string& key,
+                     std::optional<std::int64_t> fallback, std::int64_t min) {
+    if (!obj.contains(key)) {
+      if (fallback) return *fallback;
+      throw std::invalid_argument("missing \"" + key + "\"");
+    }
+    const nlohmann::json& v = obj.at(key);
+    if (!v.is_number_integer() || v.get<std::int64_t>() < min) {
+      const Where w = line_of(key);
+      fail(w.line_no, w.line, "\"" + key + "\" takes an integer >= " + s(min));
+    }
+    return v.get<std::int64_t>();
+  };
+  Layout l;
+  l.gbs = get_int(j, "train_batch_size", std::nullopt, 1);
+  l.mbs = get_int(j, "train_micro_batch_size_per_gpu", std::nullopt, 1);
+  const std::int64_t gas = get_int(j, "gradient_accumulation_steps", 1, 1);
+  if (l.gbs % (l.mbs * gas) != 0) {
+    const Where w = line_of("train_batch_size");
+    fail(w.line_no, w.line,
+         "train_batch_size " + s(l.gbs) +
+             " is not a multiple of train_micro_batch_size_per_gpu "
+             "x gradient_accumulation_steps = " +
+             s(l.mbs * gas));
+  }
+  l.dp = l.gbs / (l.mbs * gas);
+  if (j.contains("zero_optimization")) {
+    const nlohmann::json& z = j.at("zero_optimization");
+    if (!z.is_object()) {
+      const Where w = line_of("zero_optimization");
+      fail(w.line_no, w.line, "\"zero_optimization\" must be an object");
+    }
+    const std::int64_t stage = get_int(z, "stage", 0, 0);
+    if (stage > 3) {
+      const Where w = line_of("stage");
+      fail(w.line_no, w.line, "\"stage\" must be 0, 1, 2 or 3");
+    }
+    l.zero = static_cast<int>(stage);
+  }
+  if (j.contains("activation_checkpointing")) l.recompute = Recompute::kFull;
+  return l;
+}
+
+}  // namespace meshplan

@@ -1,0 +1,89 @@
+// Exports: a plan turned into the settings a training framework takes, and readers that take those
+// settings back to a layout (to check an export, or a hand-edited one, against the plan).
+//
+//   megatron    Megatron-LM command-line arguments (megatron/training/arguments.py), one per line
+//   torchtitan  the TOML sections of a torchtitan job config (torchtitan/config/job_config.py:
+//               [parallelism], [training], [activation_checkpoint], [float8])
+//   deepspeed   a DeepSpeed config JSON (batch sizes, ZeRO stage, precision, checkpointing);
+//               model parallelism is Megatron-DeepSpeed's command line, not this file
+//   torchrun    the launch lines: one node (--standalone) or many (c10d rendezvous, and srun)
+//
+// What a framework cannot express is not silently lost: each such setting is one sentence in
+// Export::dropped ("context parallelism (cp 2): DeepSpeed has no context parallelism; ...").
+// Data parallelism is never dropped: Megatron-LM and DeepSpeed derive it from the world size.
+// The exports are pure functions of the plan (no files, no printing).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "costmodel/layout.hpp"
+#include "planner/plan/plan.hpp"
+
+namespace meshplan {
+
+enum class ExportFormat { kMegatron, kTorchtitan, kDeepspeed, kTorchrun };
+
+/// "megatron", "torchtitan", "deepspeed", "torchrun"; nullopt for anything else.
+std::optional<ExportFormat> parse_export_format(std::string_view text);
+
+/// The format's name as parse_export_format reads it ("megatron", ...).
+std::string export_format_name(ExportFormat format);
+
+/// One export: the text to hand to the framework (ends with a newline) and what the plan says
+/// that the framework cannot express, one sentence each.
+struct Export {
+  std::string text;
+  std::vector<std::string> dropped;
+};
+
+/// The plan in `format`. Precondition: the plan's layout is valid for its model (as make_plan's).
+///   megatron: --tensor/--pipeline-model-parallel-size, --context-parallel-size,
+///     --num-layers-per-virtual-pipeline-stage (vpp > 1), --sequence-parallel,
+///     --use-distributed-optimizer (zero >= 1; zero 2 and 3 are dropped: the distributed
+///     optimizer shards only optimizer states), --recompute-granularity (+ --recompute-method
+///     uniform --recompute-num-layers 1 for full), batch sizes, the architecture, precision;
+///     an uneven stage split as --decoder-first/last-pipeline-num-layers when only the first and
+///     last stage differ from the rest (else dropped).
+///   torchtitan: dp as data_parallel_shard_degree (zero 3: FSDP) or data_parallel_replicate_degree
+///     (zero 0..2: DDP, zero 1/2 dropped); torchtitan's TP always shards the sequence (sp off with
+///     tp > 1 is dropped); uneven stage splits are dropped.
+///   deepspeed: train_batch_size, train_micro_batch_size_per_gpu, gradient_accumulation_steps,
+///     zero_optimization.stage, bf16/fp16, activation_checkpointing (full recompute); tp, pp,
+///     sp, cp, vpp and selective recompute are dropped with where to set them.
+///   torchrun: --standalone on one node, else --nnodes N --nproc-per-node G with a c10d
+///     rendezvous, and the same under srun.
+/// A plan estimated with another framework's memory convention than the target's (megatron,
+/// fsdp for torchtitan, deepspeed) gets a dropped line saying so.
+Export export_plan(const Plan& plan, ExportFormat format);
+
+/// The layout in Megatron-LM arguments (as export_plan writes them; "--flag value",
+/// "--flag=value", line continuations and other flags are accepted): tp, pp, cp, vpp (= num-layers
+/// / (pp x num-layers-per-virtual-pipeline-stage)), sp, mbs, gbs, zero (1 with
+/// --use-distributed-optimizer), recompute, and the stage split from
+/// --decoder-first/last-pipeline-num-layers. dp is not in Megatron's arguments (world size /
+/// (tp pp cp)) and is returned as 1.
+/// Errors: std::invalid_argument naming the offending line ("line 3 (--micro-batch-size x):
+/// --micro-batch-size takes a positive integer, got \"x\"").
+Layout parse_megatron_args(const std::string& text);
+
+/// The layout in torchtitan TOML (a line-based reader of the keys export_plan writes: `key =
+/// value` under `[section]`, # comments; other keys are ignored): dp = replicate x shard degree,
+/// zero 3 when the shard degree > 1 (else 0), tp, pp, cp, mbs (pipeline_parallel_microbatch_size
+/// with pp, else local_batch_size), gbs (global_batch_size, or local_batch_size x dp), recompute
+/// (activation_checkpoint.mode; torchtitan's default "selective" when absent), sp = tp > 1.
+/// vpp comes from the schedule and pipeline_parallel_layers_per_stage, which needs the model's
+/// `num_layers` (torchtitan takes it from the model flavor, not from this file); 0: unknown.
+/// Errors: std::invalid_argument naming the offending line.
+Layout parse_torchtitan_toml(const std::string& text, std::int64_t num_layers = 0);
+
+/// The layout in a DeepSpeed config: mbs, gbs, zero, dp = train_batch_size /
+/// (train_micro_batch_size_per_gpu x gradient_accumulation_steps), recompute full when
+/// "activation_checkpointing" is present. Errors: std::invalid_argument naming the offending
+/// line (or the missing key).
+Layout parse_deepspeed_json(const std::string& text);
+
+}  // namespace meshplan

@@ -1,0 +1,35 @@
+// A plan: everything a training job (or meshplan-run) needs to run one layout, and what meshplan
+// predicted for it. Serialized as plan.json (plan_file.hpp; ../shared/DESIGN.md, "Files that
+// travel"), exported as framework settings (exports.hpp).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "costmodel/hardware.hpp"
+#include "costmodel/layout.hpp"
+#include "costmodel/memory_ledger.hpp"
+#include "costmodel/model_spec.hpp"
+#include "costmodel/profile.hpp"
+#include "costmodel/step_time.hpp"
+
+namespace meshplan {
+
+/// The schema version written to and required from plan.json.
+inline constexpr int kPlanSchemaVersion = 1;
+
+/// One plan.
+struct Plan {
+  ModelSpec model;          ///< the model, complete (plan.json embeds it)
+  ClusterSpec cluster;      ///< the cluster and its GPU, complete
+  Profile profile;          ///< the rates the prediction used
+  TrainingSetup setup;      ///< seq, framework convention, precision, attention
+  Layout layout;            ///< dp tp pp cp vpp mbs gbs zero recompute sp (+ stage split)
+  StepEstimate estimate;    ///< predicted step time, breakdown, memory ledger
+};
+
+/// Builds the plan of `layout` (estimating it). Preconditions as estimate_step's.
+Plan make_plan(const ModelSpec& model, const ClusterSpec& cluster, const Profile& profile,
+               const TrainingSetup& setup, const Layout& layout);
+
+}  // namespace meshplan

@@ -1,0 +1,436 @@
+#include "planner/plan/plan_file.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+#include "costmodel/framework.hpp"
+#include "costmodel/ranks.hpp"
+#include "planner/config/input_error.hpp"
+#include "planner/config/json_reader.hpp"
+#include "planner/config/spec_json.hpp"
+#include "planner/report/atomic_write.hpp"
+#include "planner/report/memory_ledger_report.hpp"
+#include "planner/report/step_report.hpp"
+
+#ifndef MESHPLAN_VERSION
+#error "MESHPLAN_VERSION must be defined by the build"
+#endif
+
+namespace meshplan {
+
+namespace {
+
+constexpr const char* kRankOrder = "tp-cp-dp-pp";
+
+/// Bounds of the integers read: degrees and micro-batch as the CLI's flags (options.cpp), the
+/// global batch as --gbs, the sequence as the model loader's; the GPU count keeps the explicit
+/// rank lists of the groups in memory.
+constexpr std::int64_t kMaxDegree = std::int64_t{1} << 24;
+constexpr std::int64_t kMaxGbs = std::int64_t{1} << 40;
+constexpr std::int64_t kMaxSeq = std::int64_t{1} << 24;
+constexpr std::int64_t kMaxGpus = std::int64_t{1} << 24;
+constexpr std::int64_t kMaxLayers = std::int64_t{1} << 16;
+
+/// The process groups written to "groups", in this order.
+const std::vector<std::pair<const char*, GroupKind>>& group_kinds() {
+  static const std::vector<std::pair<const char*, GroupKind>> kinds = {
+      {"tp", GroupKind::kTp}, {"cp", GroupKind::kCp}, {"dp", GroupKind::kDp},
+      {"pp", GroupKind::kPp}, {"dp_cp", GroupKind::kDpCp}};
+  return kinds;
+}
+
+nlohmann::json layout_json(const Layout& l) {
+  return {{"dp", l.dp},   {"tp", l.tp},   {"pp", l.pp},     {"cp", l.cp},
+          {"vpp", l.vpp}, {"mbs", l.mbs}, {"gbs", l.gbs},   {"zero", l.zero},
+          {"recompute", to_string(l.recompute)},  {"sp", l.sp},
+          {"stage_layers", l.stage_layers}};
+}
+
+/// Every pipeline stage's layers: its first layer and count, and each model chunk's (vpp
+/// chunks per stage; chunk c of stage i is virtual stage c x pp + i, Megatron's interleaving).
+/// Embedding on the first stage, LM head on the last (as the memory ledger places them).
+nlohmann::json stages_json(const Layout& l, const ModelSpec& model) {
+  const std::vector<std::int64_t> layers = layers_per_stage(l, model);
+  nlohmann::json stages = nlohmann::json::array();
+  std::int64_t first = 0;
+  for (std::int64_t i = 0; i < l.pp; ++i) {
+    const std::int64_t n = layers[static_cast<std::size_t>(i)];
+    nlohmann::json chunks = nlohmann::json::array();
+    if (l.vpp == 1) {
+      chunks.push_back({{"first_layer", first}, {"layers", n}});
+    } else {
+      const std::int64_t per_chunk = model.num_layers / (l.pp * l.vpp);
+      for (std::int64_t c = 0; c < l.vpp; ++c) {
+        chunks.push_back({{"first_layer", (c * l.pp + i) * per_chunk}, {"layers", per_chunk}});
+      }
+    }
+    stages.push_back({{"stage", i},
+                      {"first_layer", chunks.front()["first_layer"]},
+                      {"layers", n},
+                      {"chunks", chunks},
+                      {"embedding", i == 0},
+                      {"lm_head", i == l.pp - 1}});
+    first += n;
+  }
+  return stages;
+}
+
+nlohmann::json groups_json(GroupKind kind, const Layout& l) {
+  return process_groups(kind, l);
+}
+
+/// The keys of step_json that plan.json keeps under "predicted".
+nlohmann::json predicted_json(const Plan& plan) {
+  const StepReportInputs in{plan.model, plan.layout, plan.setup, plan.cluster, plan.profile.name,
+                            {}};
+  const nlohmann::json step = step_json(in, plan.estimate);
+  nlohmann::json predicted = nlohmann::json::object();
+  for (const char* key : {"step_time_s", "tokens_per_s", "tokens_per_s_per_gpu", "tflops_per_gpu",
+                          "mfu", "hfu", "peak_bytes", "breakdown"}) {
+    predicted[key] = step.at(key);
+  }
+  return predicted;
+}
+
+std::vector<std::string> framework_names() {
+  std::vector<std::string> names;
+  for (const FrameworkConvention& f : framework_conventions()) names.push_back(f.name);
+  return names;
+}
+
+// Reading helpers: the raw value under a key of an object that a StrictObject has checked.
+
+/// `object[key]`, reported through `o` when missing.
+const nlohmann::json& child(const StrictObject& o, const nlohmann::json& object,
+                            const std::string& key, const std::string& expected) {
+  if (!object.contains(key)) o.fail(key, "missing; expected " + expected);
+  return object.at(key);
+}
+
+/// An integer in [min, max] (not null).
+std::int64_t integer_in(const StrictObject& o, const nlohmann::json& object,
+                        const std::string& key, std::int64_t min, std::int64_t max) {
+  const std::string expected =
+      "an integer from " + std::to_string(min) + " to " + std::to_string(max);
+  const nlohmann::json& v = child(o, object, key, expected);
+  if (!v.is_number_integer() || v.get<std::int64_t>() < min || v.get<std::int64_t>() > max) {
+    o.fail(key, "must be " + expected + ", got " + describe_json(v));
+  }
+  return v.get<std::int64_t>();
+}
+
+/// The version number N of "meshplan-plan/N", or nullopt.
+std::optional<long long> plan_schema_number(const nlohmann::json& schema) {
+  const std::string prefix = "meshplan-plan/";
+  if (!schema.is_string()) return std::nullopt;
+  const std::string text = schema.get<std::string>();
+  if (text.rfind(prefix, 0) != 0 || text.size() == prefix.size()) return std::nullopt;
+  const std::string digits = text.substr(prefix.size());
+  if (digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) {
+    return std::nullopt;
+  }
+  return std::stoll(digits);
+}
+
+/// Refuses a plan of another kind or of a newer schema before its keys are read (a newer
+/// plan's keys may differ; the version is the better message).
+void check_schema(const nlohmann::json& json, const std::string& file) {
+  if (!json.is_object()) return;  // StrictObject reports it
+  const std::string writer =
+      json.contains("meshplan_version") && json.at("meshplan_version").is_string()
+          ? " (meshplan " + json.at("meshplan_version").get<std::string>() + ")"
+          : "";
+  const std::string newer = "this plan was written by a newer meshplan" + writer +
+                            "; this meshplan " + MESHPLAN_VERSION + " reads plan schema version " +
+                            std::to_string(kPlanSchemaVersion) +
+                            ": upgrade meshplan, or write the plan again with this one";
+  if (json.contains("schema_version")) {
+    const nlohmann::json& v = json.at("schema_version");
+    if (v.is_number_integer() && v.get<std::int64_t>() > kPlanSchemaVersion) {
+      throw InputError(file + ": $.schema_version: is " + describe_json(v) + "; " + newer);
+    }
+  }
+  if (json.contains("schema") && json.at("schema") != kPlanSchema) {
+    const nlohmann::json& s = json.at("schema");
+    const std::optional<long long> n = plan_schema_number(s);
+    if (n && *n > kPlanSchemaVersion) {
+      throw InputError(file + ": $.schema: is " + describe_json(s) + "; " + newer);
+    }
+    throw InputError(file + ": $.schema: is " + describe_json(s) + "; expected \"" + kPlanSchema +
+                     "\" (is this the right kind of file?)");
+  }
+}
+
+struct TrainingRead {
+  TrainingSetup setup;
+  std::int64_t gbs = 0, mbs = 0;
+};
+
+TrainingRead read_training(StrictObject& inputs, const nlohmann::json& raw_inputs,
+                           const GpuSpec& gpu) {
+  StrictObject t = inputs.object("training", {"seq", "gbs", "mbs", "precision", "framework",
+                                              "attention", "tp_comm_overlap", "dp_overlap"});
+  const nlohmann::json& raw = raw_inputs.at("training");
+  TrainingRead r;
+  r.setup.seq = t.positive_int("seq", kMaxSeq);
+  r.gbs = t.positive_int("gbs", kMaxGbs);
+  r.mbs = t.positive_int("mbs", kMaxDegree);
+  r.setup.precision = *parse_precision(t.choice("precision", {"bf16", "fp16", "fp8"}));
+  if (!training_peak_flops(gpu, r.setup.precision)) {
+    t.fail("precision", std::string("is \"") + to_string(r.setup.precision) + "\" but " +
+                            gpu.name + " (" + inputs.path() + ".gpu) has no " +
+                            to_string(r.setup.precision) + " tensor cores");
+  }
+  if (r.setup.precision == Precision::kFp8 && !training_peak_flops(gpu, Precision::kBf16)) {
+    t.fail("precision", "is \"fp8\" but " + gpu.name + " (" + inputs.path() +
+                            ".gpu) has no bf16 tensor cores, the peak fp8 training is measured "
+                            "against and runs its other kernels on");
+  }
+  r.setup.framework = *find_framework(t.choice("framework", framework_names()));
+  r.setup.attention = *parse_attention(t.choice("attention", {"flash", "eager"}));
+  if (t.has("tp_comm_overlap")) {
+    const nlohmann::json& v = raw.at("tp_comm_overlap");
+    if (!v.is_number() || !(v.get<double>() >= 0 && v.get<double>() <= 1)) {
+      t.fail("tp_comm_overlap", "must be a number in [0, 1] (the share of TP collective time "
+                                "hidden under GEMMs), got " + describe_json(v));
+    }
+    r.setup.framework.tp_comm_overlap = v.get<double>();
+  }
+  if (t.has("dp_overlap")) {
+    r.setup.framework.dp_grad_overlap = r.setup.framework.dp_param_overlap =
+        t.boolean("dp_overlap");
+  }
+  return r;
+}
+
+Layout read_layout(StrictObject& o, const nlohmann::json& json) {
+  StrictObject l = o.object("layout", {"dp", "tp", "pp", "cp", "vpp", "mbs", "gbs", "zero",
+                                       "recompute", "sp", "stage_layers"});
+  const nlohmann::json& raw = json.at("layout");
+  Layout layout;
+  layout.dp = l.positive_int("dp", kMaxDegree);
+  layout.tp = l.positive_int("tp", kMaxDegree);
+  layout.pp = l.positive_int("pp", kMaxDegree);
+  layout.cp = l.positive_int("cp", kMaxDegree);
+  layout.vpp = l.positive_int("vpp", kMaxDegree);
+  layout.mbs = l.positive_int("mbs", kMaxDegree);
+  layout.gbs = l.positive_int("gbs", kMaxGbs);
+  layout.zero = static_cast<int>(integer_in(l, raw, "zero", 0, 3));
+  layout.recompute = *parse_recompute(l.choice("recompute", {"none", "selective", "full"}));
+  layout.sp = l.boolean("sp");
+  const nlohmann::json& split =
+      child(l, raw, "stage_layers", "an array of layers per stage (empty: an even split)");
+  if (!split.is_array()) {
+    l.fail("stage_layers", "must be an array of layers per stage (empty: an even split), got " +
+                               describe_json(split));
+  }
+  for (std::size_t i = 0; i < split.size(); ++i) {
+    const nlohmann::json& v = split.at(i);
+    if (!v.is_number_integer() || v.get<std::int64_t>() < 1 ||
+        v.get<std::int64_t>() > kMaxLayers) {
+      throw InputError(l.file() + ": " + l.path() + ".stage_layers[" + std::to_string(i) +
+                       "]: must be an integer from 1 to " + std::to_string(kMaxLayers) +
+                       ", got " + describe_json(v));
+    }
+    layout.stage_layers.push_back(v.get<std::int64_t>());
+  }
+  return layout;
+}
+
+/// JSON indented by two spaces like dump(2), except that an array of numbers, strings, booleans
+/// or nulls stays on one line: a rank list reads "[0, 1, 2, 3]", and 16384 GPUs' groups take
+/// thousands of lines rather than a hundred thousand. Scalars print as dump() prints them.
+void write_indented(std::string& out, const nlohmann::json& value, int depth) {
+  const std::string pad(static_cast<std::size_t>(2 * (depth + 1)), ' ');
+  const std::string close_pad(static_cast<std::size_t>(2 * depth), ' ');
+  if (value.is_object() && !value.empty()) {
+    out += "{\n";
+    bool first = true;
+    for (auto it = value.begin(); it != value.end(); ++it) {
+      out += (first ? "" : ",\n") + pad + nlohmann::json(it.key()).dump() + ": ";
+      write_indented(out, it.value(), depth + 1);
+      first = false;
+    }
+    out += "\n" + close_pad + "}";
+    return;
+  }
+  if (value.is_array() && !value.empty()) {
+    bool flat = true;
+    for (const nlohmann::json& v : value) flat = flat && !v.is_structured();
+    if (flat) {
+      out += "[";
+      for (std::size_t i = 0; i < value.size(); ++i) out += (i ? ", " : "") + value[i].dump();
+      out += "]";
+      return;
+    }
+    out += "[\n";
+    for (std::size_t i = 0; i < value.size(); ++i) {
+      out += (i ? ",\n" : "") + pad;
+      write_indented(out, value[i], depth + 1);
+    }
+    out += "\n" + close_pad + "]";
+    return;
+  }
+  out += value.dump();
+}
+
+std::string degrees_text(const Layout& l) {
+  return "dp " + std::to_string(l.dp) + " tp " + std::to_string(l.tp) + " pp " +
+         std::to_string(l.pp) + " cp " + std::to_string(l.cp);
+}
+
+}  // namespace
+
+nlohmann::json plan_to_json(const Plan& plan) {
+  const FrameworkConvention& f = plan.setup.framework;
+  const std::optional<FrameworkConvention> convention = find_framework(f.name);
+  if (!convention) {
+    throw std::invalid_argument("plan_to_json: framework convention \"" + f.name +
+                                "\" is not a known convention");
+  }
+  nlohmann::json training = {{"seq", plan.setup.seq},
+                             {"gbs", plan.layout.gbs},
+                             {"mbs", plan.layout.mbs},
+                             {"precision", to_string(plan.setup.precision)},
+                             {"framework", f.name},
+                             {"attention", to_string(plan.setup.attention)}};
+  if (f.tp_comm_overlap != convention->tp_comm_overlap) {
+    training["tp_comm_overlap"] = f.tp_comm_overlap;
+  }
+  if (f.dp_grad_overlap != convention->dp_grad_overlap ||
+      f.dp_param_overlap != convention->dp_param_overlap) {
+    if (f.dp_grad_overlap != f.dp_param_overlap) {
+      throw std::invalid_argument(
+          "plan_to_json: gradient and parameter overlap switches differ from each other and "
+          "from the " + f.name + " convention; plan.json's dp_overlap sets both");
+    }
+    training["dp_overlap"] = f.dp_grad_overlap;
+  }
+
+  nlohmann::json groups = nlohmann::json::object();
+  for (const auto& [key, kind] : group_kinds()) groups[key] = groups_json(kind, plan.layout);
+
+  return {{"schema", kPlanSchema},
+          {"schema_version", kPlanSchemaVersion},
+          {"meshplan_version", MESHPLAN_VERSION},
+          {"inputs",
+           {{"model", model_to_json(plan.model)},
+            {"cluster", cluster_to_json(plan.cluster)},
+            {"gpu", gpu_to_json(plan.cluster.gpu)},
+            {"profile", profile_to_json(plan.profile)},
+            {"training", training}}},
+          {"layout", layout_json(plan.layout)},
+          {"gpus", plan.layout.gpus()},
+          {"rank_order", kRankOrder},
+          {"groups", groups},
+          {"stages", stages_json(plan.layout, plan.model)},
+          {"memory", memory_ledger_json(plan.estimate.memory)},
+          {"predicted", predicted_json(plan)}};
+}
+
+Plan plan_from_json(const nlohmann::json& json, const std::string& file) {
+  check_schema(json, file);
+  StrictObject o(json, file, "$",
+                 {"schema", "schema_version", "meshplan_version", "inputs", "layout", "gpus",
+                  "rank_order", "groups", "stages", "memory", "predicted"});
+  o.choice("schema", {kPlanSchema});
+  if (integer_in(o, json, "schema_version", 1, kPlanSchemaVersion) != kPlanSchemaVersion) {
+    o.fail("schema_version", "must be " + std::to_string(kPlanSchemaVersion));
+  }
+  o.string("meshplan_version");
+
+  // Inputs: the GPU before the cluster that runs on it.
+  StrictObject inputs = o.object("inputs", {"model", "cluster", "gpu", "profile", "training"});
+  const nlohmann::json& raw_inputs = json.at("inputs");
+  const std::string at = inputs.path() + ".";
+  const ModelSpec model = model_from_json(
+      child(inputs, raw_inputs, "model", "an object (meshplan-model/1)"), file, at + "model");
+  const GpuSpec gpu = gpu_from_json(child(inputs, raw_inputs, "gpu", "an object (meshplan-gpu/1)"),
+                                    file, at + "gpu");
+  const ClusterSpec cluster = cluster_from_json(
+      child(inputs, raw_inputs, "cluster", "an object (meshplan-cluster/1)"), file,
+      at + "cluster", gpu);
+  const Profile profile = profile_from_json(
+      child(inputs, raw_inputs, "profile", "an object (meshplan-profile/1)"), file,
+      at + "profile", gpu.name);
+  const TrainingRead training = read_training(inputs, raw_inputs, gpu);
+
+  const Layout layout = read_layout(o, json);
+  if (layout.mbs != training.mbs) {
+    throw InputError(file + ": $.layout.mbs: is " + std::to_string(layout.mbs) +
+                     " but $.inputs.training.mbs is " + std::to_string(training.mbs) +
+                     "; the two must agree");
+  }
+  if (layout.gbs != training.gbs) {
+    throw InputError(file + ": $.layout.gbs: is " + std::to_string(layout.gbs) +
+                     " but $.inputs.training.gbs is " + std::to_string(training.gbs) +
+                     "; the two must agree");
+  }
+
+  // The GPU count before anything multiplies the degrees (each may be up to 2^24).
+  const std::int64_t gpus = o.positive_int("gpus", kMaxGpus);
+  const double product = static_cast<double>(layout.dp) * static_cast<double>(layout.tp) *
+                         static_cast<double>(layout.pp) * static_cast<double>(layout.cp);
+  if (product != static_cast<double>(gpus)) {
+    o.fail("gpus", "is " + std::to_string(gpus) + " but the layout's dp x tp x pp x cp = " +
+                       std::to_string(layout.dp) + " x " + std::to_string(layout.tp) + " x " +
+                       std::to_string(layout.pp) + " x " + std::to_string(layout.cp) + " = " +
+                       nlohmann::json(product).dump() + "; the two must agree");
+  }
+  o.choice("rank_order", {kRankOrder});
+
+  const std::vector<std::string> problems =
+      layout_problems(layout, model, training.setup.seq, std::nullopt,
+                      training.setup.attention == AttentionImpl::kEager);
+  if (!problems.empty()) {
+    std::string message = file + ": $.layout: impossible layout for " + model.name + ":";
+    for (std::size_t i = 0; i < problems.size(); ++i) message += (i ? "; " : " ") + problems[i];
+    throw InputError(message);
+  }
+
+  // Outputs derived from the layout: they must be this layout's (a training job builds its
+  // communicators from "groups").
+  std::vector<std::string> group_keys;
+  for (const auto& [key, kind] : group_kinds()) group_keys.emplace_back(key);
+  StrictObject groups = o.object("groups", group_keys);
+  for (const auto& [key, kind] : group_kinds()) {
+    const nlohmann::json& given =
+        child(groups, json.at("groups"), key, "an array of rank lists");
+    if (given != groups_json(kind, layout)) {
+      groups.fail(key, std::string("are not the ") + key + " groups of " + degrees_text(layout) +
+                           " in " + kRankOrder + " rank order; write the plan again (meshplan "
+                           "estimate --plan FILE --out FILE) instead of editing its groups");
+    }
+  }
+  const nlohmann::json& stages = child(o, json, "stages", "an array of pipeline stages");
+  if (stages != stages_json(layout, model)) {
+    o.fail("stages", "are not the pipeline stages of pp " + std::to_string(layout.pp) +
+                         " (stage_layers, vpp " + std::to_string(layout.vpp) + ") for " +
+                         std::to_string(model.num_layers) + " layers; write the plan again "
+                         "instead of editing its stages");
+  }
+  for (const char* output : {"memory", "predicted"}) {
+    const nlohmann::json& v = child(o, json, output, "an object (an output of meshplan)");
+    if (!v.is_object()) o.fail(output, "must be an object, got " + describe_json(v));
+  }
+
+  return make_plan(model, cluster, profile, training.setup, layout);
+}
+
+void write_plan(const std::string& path, const Plan& plan) {
+  if (plan.layout.gpus() > kMaxGpus) {
+    throw InputError(path + ": not written: a plan of " + std::to_string(plan.layout.gpus()) +
+                     " GPUs is beyond the " + std::to_string(kMaxGpus) +
+                     " plan.json holds (its groups list every rank)");
+  }
+  std::string text;
+  write_indented(text, plan_to_json(plan), 0);
+  write_file_atomically(path, text + "\n");
+}
+
+Plan read_plan(const std::string& path) { return plan_from_json(load_json_file(path), path); }
+
+}  // namespace meshplan

@@ -1,0 +1,47 @@
+// plan.json (schema meshplan-plan/1, planner/plan/README.md): the file a training job or
+// meshplan-run consumes. It carries the inputs complete (model, cluster, GPU, profile, training
+// settings), the layout, the rank order and every process group as explicit rank lists, the
+// layer assignment of each pipeline stage, and what meshplan predicted (memory ledger, step time
+// and its breakdown). ../shared/DESIGN.md, "Files that travel".
+//
+// Reading is strict like the presets (json_reader.hpp): the exact key set at every level, each
+// error naming the file and the JSON path; the inputs are rebuilt, the layout checked and the
+// plan estimated again, so the prediction always comes from this meshplan's cost model.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "planner/plan/plan.hpp"
+
+namespace meshplan {
+
+/// The schema string of plan.json; its version is kPlanSchemaVersion (plan.hpp).
+inline constexpr const char* kPlanSchema = "meshplan-plan/1";
+
+/// The plan as plan.json. The framework convention is stored by name; overlap switches that
+/// differ from the named convention's are stored as "tp_comm_overlap" / "dp_overlap".
+/// Errors: std::invalid_argument when the plan's framework is not a known convention, or its
+/// gradient and parameter overlap switches differ from each other and from the convention (a
+/// plan the CLI cannot make and plan.json cannot say).
+nlohmann::json plan_to_json(const Plan& plan);
+
+/// The plan in `json` (read from `file`, named in errors), estimated again with make_plan.
+/// Errors: InputError "<file>: <JSON path>: <what is wrong>; <what would be right>": a key
+/// missing or unknown, a value out of range, "schema" other than kPlanSchema, a newer
+/// "schema_version" ("written by a newer meshplan"), an impossible layout (at "$.layout"),
+/// "gpus" other than dp x tp x pp x cp, groups or stages that are not the layout's, a GPU
+/// without tensor cores for the precision. "memory" and "predicted" must be objects; their
+/// contents are outputs and are not read.
+Plan plan_from_json(const nlohmann::json& json, const std::string& file);
+
+/// Writes plan_to_json(plan) to `path` atomically (write_file_atomically: complete or absent).
+/// Throws InputError when the file cannot be written or the plan has more than 2^24 GPUs (the
+/// most plan_from_json reads).
+void write_plan(const std::string& path, const Plan& plan);
+
+/// Reads the plan file at `path` (load_json_file, then plan_from_json). Throws InputError.
+Plan read_plan(const std::string& path);
+
+}  // namespace meshplan

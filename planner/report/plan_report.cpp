@@ -1,0 +1,204 @@
+#include "planner/report/plan_report.hpp"
+
+#include <sstream>
+
+#include "costmodel/param_count.hpp"
+#include "costmodel/static_memory.hpp"
+#include "costmodel/units.hpp"
+#include "planner/report/format.hpp"
+
+namespace meshplan {
+
+namespace {
+
+struct Part {
+  const char* label;
+  double seconds;
+};
+
+std::vector<Part> parts(const StepBreakdown& b) {
+  return {{"compute", b.compute},       {"recompute", b.recompute},
+          {"TP communication", b.tp_exposed}, {"CP communication", b.cp_exposed},
+          {"FSDP gathers", b.fsdp_exposed},   {"PP send/recv", b.pp_p2p},
+          {"pipeline bubble", b.bubble},      {"DP communication", b.dp_exposed},
+          {"optimizer", b.optimizer}};
+}
+
+std::string layout_text(const Layout& l) {
+  std::ostringstream s;
+  s << "dp " << l.dp << " tp " << l.tp << " pp " << l.pp << " cp " << l.cp << " vpp " << l.vpp
+    << " mbs " << l.mbs << " zero " << l.zero << " recompute " << to_string(l.recompute)
+    << " sp " << (l.sp ? "on" : "off");
+  return s.str();
+}
+
+nlohmann::json candidate_json(const Candidate& c) {
+  const Layout& l = c.layout;
+  nlohmann::json breakdown;
+  const StepBreakdown& b = c.breakdown;
+  breakdown = {{"compute_s", b.compute},         {"recompute_s", b.recompute},
+               {"tp_exposed_s", b.tp_exposed},   {"cp_exposed_s", b.cp_exposed},
+               {"fsdp_exposed_s", b.fsdp_exposed}, {"pp_p2p_s", b.pp_p2p},
+               {"bubble_s", b.bubble},           {"dp_exposed_s", b.dp_exposed},
+               {"optimizer_s", b.optimizer}};
+  return {{"layout",
+           {{"dp", l.dp}, {"tp", l.tp}, {"pp", l.pp}, {"cp", l.cp}, {"vpp", l.vpp},
+            {"mbs", l.mbs}, {"gbs", l.gbs}, {"zero", l.zero},
+            {"recompute", to_string(l.recompute)}, {"sp", l.sp}}},
+          {"step_time_s", c.step_time_s},
+          {"tokens_per_s", c.tokens_per_s},
+          {"mfu", c.mfu},
+          {"peak_bytes", c.peak_bytes},
+          {"worst_stage", c.worst_stage},
+          {"breakdown", breakdown}};
+}
+
+}  // namespace
+
+std::pair<std::string, double> largest_component(const StepBreakdown& breakdown) {
+  Part best = parts(breakdown).front();
+  for (const Part& p : parts(breakdown)) {
+    if (p.seconds > best.seconds) best = p;
+  }
+  return {best.label, best.seconds};
+}
+
+std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
+  std::ostringstream s;
+  const GpuSpec& gpu = r.cluster.gpu;
+  const double params = static_cast<double>(count_params(r.model).total);
+  const StaticMemory state = static_memory(params, r.setup.framework, r.setup.precision);
+  const double usable = result.usable_bytes;
+  s << "- Training state: " << scientific(params) << " params x " << fixed(state.bytes_per_param, 0)
+    << " bytes (" << r.setup.framework.name << ") = " << gb(state.total_bytes) << "; one "
+    << gpu.name << " has " << gib(usable) << " usable (" << gib(r.memory_reserve_bytes)
+    << " reserve). ";
+  if (state.total_bytes < usable) {
+    s << "It fits on one GPU: plain data parallelism (DDP) needs no sharding.\n";
+  } else if (state.total_bytes / static_cast<double>(r.gpus) < usable) {
+    s << "It does not fit on one GPU; sharded over all " << r.gpus << " GPUs (ZeRO-3/FSDP) it is "
+      << gb(state.total_bytes / static_cast<double>(r.gpus)) << " per GPU.\n";
+  } else {
+    s << "Even sharded over all " << r.gpus << " GPUs it is "
+      << gb(state.total_bytes / static_cast<double>(r.gpus)) << " per GPU: more GPUs are needed.\n";
+  }
+  if (result.ranked.empty()) {
+    s << "- No layout fits. Rejected:";
+    for (const auto& [reason, count] : result.rejected) s << " " << count << " " << reason << ";";
+    s << "\n- The least memory any layout needed: " << gib(result.smallest_peak_bytes) << " > "
+      << gib(usable) << " usable: use more GPUs, a GPU with more memory, recompute, or a "
+      << "shorter sequence.\n";
+    return s.str();
+  }
+  const Candidate& w = result.ranked.front();
+  const Layout& l = w.layout;
+  if (l.tp > 1) {
+    s << "- tp " << l.tp << ": each layer's GEMMs and activations are split across " << l.tp
+      << " GPUs inside the NVLink domain (" << r.cluster.nvlink_domain_size
+      << " GPUs), where its per-layer collectives run at NVLink speed"
+      << (l.sp ? "; sp splits the norms and dropouts along the sequence too" : "") << ".\n";
+  }
+  if (l.pp > 1) {
+    s << "- pp " << l.pp << ": the " << r.model.num_layers << " layers run as " << l.pp
+      << " stages; only activations cross stage boundaries"
+      << (l.vpp > 1 ? ", and " + std::to_string(l.vpp) + " virtual stages per rank shrink the "
+                          "bubble by " + std::to_string(l.vpp) + "x"
+                    : "")
+      << " (bubble " << fixed(w.breakdown.bubble, 2) << " s of " << fixed(w.step_time_s, 2)
+      << " s).\n";
+  }
+  if (l.cp > 1) {
+    s << "- cp " << l.cp << ": the " << r.setup.seq << "-token sequence is split into " << l.cp
+      << " chunks of " << r.setup.seq / l.cp
+      << " (ring attention), dividing activations and attention work.\n";
+  }
+  if (l.zero > 0) {
+    s << "- ZeRO-" << l.zero << " shards "
+      << (l.zero == 1 ? "the optimizer states" : l.zero == 2 ? "optimizer states and gradients"
+                                                             : "parameters, gradients and optimizer states")
+      << " over the " << l.dp * (r.setup.framework.shard_over_cp ? l.cp : 1)
+      << " data-parallel ranks.\n";
+  }
+  if (l.recompute != Recompute::kNone) {
+    s << "- " << to_string(l.recompute) << " recompute trades " << fixed(w.breakdown.recompute, 2)
+      << " s of compute for activation memory.\n";
+  }
+  s << "- Peak memory " << gib(w.peak_bytes) << " of " << gib(gpu.memory_bytes) << " (stage "
+    << w.worst_stage << "); the step's largest part is " << largest_component(w.breakdown).first
+    << ".\n";
+  if (result.ranked.size() > 1) {
+    const Candidate& b = result.ranked[1];
+    std::string why;
+    double extra = -1e300;
+    const std::vector<Part> pw = parts(w.breakdown), pb = parts(b.breakdown);
+    for (std::size_t i = 0; i < pw.size(); ++i) {
+      if (pb[i].seconds - pw[i].seconds > extra) {
+        extra = pb[i].seconds - pw[i].seconds;
+        why = pw[i].label;
+      }
+    }
+    s << "- Runner-up (" << layout_text(b.layout) << ") is "
+      << fixed(100 * (b.step_time_s / w.step_time_s - 1), 1) << "% slower";
+    if (extra > 0) s << ": its largest extra cost is " << why << " (+" << fixed(extra, 3) << " s)";
+    s << ".\n";
+  }
+  return s.str();
+}
+
+std::string render_plan(const SearchRequest& r, const SearchResult& result) {
+  std::ostringstream s;
+  s << r.model.name << " on " << r.gpus << " x " << r.cluster.gpu.name << " (" << r.cluster.name
+    << "), seq " << r.setup.seq << ", gbs " << r.gbs << ", " << to_string(r.setup.precision)
+    << ", framework " << r.setup.framework.name << "\n";
+  s << "searched " << result.space << " layouts: " << result.fits << " fit in memory, "
+    << result.evaluated << " timed\n\n";
+  if (!result.ranked.empty()) {
+    Table t({"#", "dp", "tp", "pp", "cp", "vpp", "mbs", "zero", "recompute", "sp", "memory GiB",
+             "step s", "tokens/s", "MFU", "largest part"},
+            {false, false, false, false, false, false, false, false, true, true, false, false,
+             false, false, true});
+    std::size_t i = 0;
+    for (const Candidate& c : result.ranked) {
+      const Layout& l = c.layout;
+      t.add_row({std::to_string(++i), std::to_string(l.dp), std::to_string(l.tp),
+                 std::to_string(l.pp), std::to_string(l.cp), std::to_string(l.vpp),
+                 std::to_string(l.mbs), std::to_string(l.zero), to_string(l.recompute),
+                 l.sp ? "on" : "off",
+                 fixed(c.peak_bytes / kGiB, 1) + "/" + fixed(r.cluster.gpu.memory_bytes / kGiB, 0),
+                 fixed(c.step_time_s, 3), fixed(c.tokens_per_s, 0), fixed(100 * c.mfu, 1) + "%",
+                 largest_component(c.breakdown).first});
+    }
+    s << t.render(0) << "\n";
+  }
+  s << "Why:\n" << explain_plan(r, result);
+  if (r.pareto && !result.pareto.empty()) {
+    s << "\nPareto front (memory vs step time):\n";
+    for (const Candidate& c : result.pareto) {
+      s << "  " << fixed(c.peak_bytes / kGiB, 1) << " GiB  " << fixed(c.step_time_s, 3) << " s  "
+        << layout_text(c.layout) << "\n";
+    }
+  }
+  return s.str();
+}
+
+nlohmann::json plan_json(const SearchRequest& r, const SearchResult& result) {
+  nlohmann::json ranked = nlohmann::json::array(), pareto = nlohmann::json::array();
+  for (const Candidate& c : result.ranked) ranked.push_back(candidate_json(c));
+  for (const Candidate& c : result.pareto) pareto.push_back(candidate_json(c));
+  return {{"model", r.model.name},
+          {"cluster", r.cluster.name},
+          {"gpus", r.gpus},
+          {"gbs", r.gbs},
+          {"seq", r.setup.seq},
+          {"space", result.space},
+          {"evaluated", result.evaluated},
+          {"fits", result.fits},
+          {"rejected", result.rejected},
+          {"smallest_peak_bytes", result.smallest_peak_bytes},
+          {"usable_bytes", result.usable_bytes},
+          {"ranked", ranked},
+          {"pareto", pareto},
+          {"explanation", explain_plan(r, result)}};
+}
+
+}  // namespace meshplan

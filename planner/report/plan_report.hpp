@@ -1,0 +1,29 @@
+// The answer `meshplan plan` prints: the ranked layouts and why the winner won, following the
+// field's decision tree (DDP if the training state fits one GPU; else shard it (ZeRO/FSDP); else
+// split the model: a layer too big -> TP inside the node, too many layers -> PP across nodes, a
+// sequence too long -> CP), with the runner-up's largest extra cost. When nothing fits: the
+// rejections by reason and the least memory any layout needed.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "planner/search/search.hpp"
+
+namespace meshplan {
+
+/// The table of result.ranked and the explanation of the winner (or of why nothing fits).
+std::string render_plan(const SearchRequest& request, const SearchResult& result);
+
+/// The explanation alone, one sentence per line.
+std::string explain_plan(const SearchRequest& request, const SearchResult& result);
+
+/// JSON: "ranked" and "pareto" (each layout with step_time_s, tokens_per_s, mfu, peak_bytes,
+/// breakdown), "space", "evaluated", "fits", "rejected", "smallest_peak_bytes", "explanation".
+nlohmann::json plan_json(const SearchRequest& request, const SearchResult& result);
+
+/// The largest component of a breakdown, as (label, seconds).
+std::pair<std::string, double> largest_component(const StepBreakdown& breakdown);
+
+}  // namespace meshplan

@@ -1,0 +1,95 @@
+// The planner's search: every layout of a GPU count (dp x tp x pp x cp, vpp, micro-batch, ZeRO
+// stage, recompute, sp), each checked against the layout rules, the bandwidth tiers and memory,
+// and the survivors ranked by the step-time model.
+//
+// Speed: the rules are checked as a bit mask (layout_problem_mask), memory and time come from
+// per-layer numbers computed once per (tp, cp, mbs, sp[, recompute]) and assembled per layout
+// (costmodel/memory_ledger.hpp stage_memory, costmodel/step_time.hpp assemble_step), a lower
+// bound on memory (the training state alone) prunes before the time model runs, the inner loop
+// allocates nothing, and the (tp, cp, pp) combinations are shared among threads (both cores).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "costmodel/hardware.hpp"
+#include "costmodel/layout.hpp"
+#include "costmodel/memory_ledger.hpp"
+#include "costmodel/model_spec.hpp"
+#include "costmodel/profile.hpp"
+#include "costmodel/step_time.hpp"
+
+namespace meshplan {
+
+/// What the ranking minimizes.
+enum class Objective {
+  kTime,    ///< step time (= tokens/s at the fixed global batch); ties: more memory headroom
+  kMemory,  ///< worst-stage peak memory; ties: step time
+  kCost,    ///< GPU-hours to train `tokens` (step time x GPUs / tokens per step)
+};
+
+/// Dimensions the user pinned; the search covers the rest.
+struct LayoutPins {
+  std::optional<std::int64_t> dp, tp, pp, cp, vpp, mbs;
+  std::optional<int> zero;
+  std::optional<Recompute> recompute;
+  std::optional<bool> sp;
+};
+
+/// A search request. References must outlive the search.
+struct SearchRequest {
+  SearchRequest(const ModelSpec& m, const ClusterSpec& c, const Profile& p,
+                const TrainingSetup& s, std::int64_t gpu_count, std::int64_t global_batch)
+      : model(m), cluster(c), profile(p), setup(s), gpus(gpu_count), gbs(global_batch) {}
+  const ModelSpec& model;
+  const ClusterSpec& cluster;
+  const Profile& profile;
+  const TrainingSetup& setup;  ///< seq, framework convention, precision, attention
+  std::int64_t gpus = 0;
+  std::int64_t gbs = 0;        ///< global batch, sequences
+  LayoutPins pins;
+  bool allow_cross_node_tp = false;  ///< let tp span NVLink domains (then costed on the NICs)
+  /// GPU memory kept free beyond the ledger's own overhead lines (CUDA context, allocator
+  /// fragmentation), bytes.
+  double memory_reserve_bytes = 1024.0 * 1024.0 * 1024.0;
+  Objective objective = Objective::kTime;
+  std::size_t top_k = 10;
+  bool pareto = false;               ///< also collect the memory/time Pareto front
+  int threads = 2;
+};
+
+/// One evaluated layout.
+struct Candidate {
+  Layout layout;
+  double step_time_s = 0;
+  double peak_bytes = 0;      ///< worst stage
+  std::int64_t worst_stage = 0;
+  double mfu = 0;
+  double tokens_per_s = 0;
+  StepBreakdown breakdown;
+};
+
+/// The search's answer.
+struct SearchResult {
+  std::vector<Candidate> ranked;  ///< best first, at most top_k
+  std::vector<Candidate> pareto;  ///< memory vs time front, by memory (when requested)
+  std::int64_t space = 0;         ///< layouts enumerated
+  std::int64_t evaluated = 0;     ///< layouts the time model ran on (after pruning)
+  std::int64_t fits = 0;          ///< layouts that fit in memory
+  /// Rejections by reason ("out of memory", "tp does not divide the attention heads", ...).
+  std::map<std::string, std::int64_t> rejected;
+  double smallest_peak_bytes = 0;  ///< the least memory any rule-abiding layout needed
+  double usable_bytes = 0;         ///< GPU memory minus the reserve
+};
+
+/// Runs the search. Preconditions: gpus > 0, gbs > 0. Infeasible layouts are counted, never
+/// thrown; an empty `ranked` means nothing fits (see `rejected`).
+SearchResult search_layouts(const SearchRequest& request);
+
+/// Whether `a` ranks before `b` under `objective` (and its tie-break).
+bool ranks_before(const Candidate& a, const Candidate& b, Objective objective);
+
+}  // namespace meshplan

@@ -1,0 +1,421 @@
+// Exports of a plan to Megatron-LM arguments, torchtitan TOML, DeepSpeed JSON and torchrun
+// lines: each parses back to the layout fields the framework can express, and what it cannot
+// express is listed in `dropped`.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "costmodel/framework.hpp"
+#include "planner/config/loaders.hpp"
+#include "planner/config/profile_loader.hpp"
+#include "planner/plan/exports.hpp"
+#include "tests/support/cli_runner.hpp"
+
+using namespace meshplan;
+
+namespace {
+
+Plan plan_of(const std::string& model_name, const Layout& layout, const std::string& framework,
+             Precision precision, std::int64_t seq) {
+  const ModelSpec model = load_model(model_name);
+  TrainingSetup setup;
+  setup.seq = seq;
+  setup.framework = *find_framework(framework);
+  setup.precision = precision;
+  setup.attention = AttentionImpl::kFlash;
+  REQUIRE(layout_problems(layout, model, seq, std::nullopt, false).empty());
+  return make_plan(model, load_cluster("dgx-h100"), load_profile("h100"), setup, layout);
+}
+
+/// Llama 3 70B on 64 H100s: tp 8, pp 4 with 5 chunks per rank (80 / (4 x 5) = 4 layers each),
+/// dp 2, sp, distributed optimizer, selective recompute, 32 micro-batches of 1.
+Plan llama70b() {
+  Layout l;
+  l.dp = 2;
+  l.tp = 8;
+  l.pp = 4;
+  l.vpp = 5;
+  l.mbs = 1;
+  l.gbs = 64;
+  l.zero = 1;
+  l.sp = true;
+  l.recompute = Recompute::kSelective;
+  return plan_of("llama3-70b", l, "megatron", Precision::kBf16, 8192);
+}
+
+/// Llama 3 8B with FSDP over 8 GPUs, full recompute, 2 micro-batches of 2 per rank.
+Plan llama8b_fsdp() {
+  Layout l;
+  l.dp = 8;
+  l.mbs = 2;
+  l.gbs = 32;
+  l.zero = 3;
+  l.recompute = Recompute::kFull;
+  return plan_of("llama3-8b", l, "fsdp", Precision::kBf16, 8192);
+}
+
+/// GPT-3 175B on 128 GPUs: tp 8, pp 8 with 2 chunks (96 / (8 x 2) = 6 layers each), dp 2, fp16,
+/// full recompute.
+Plan gpt3() {
+  Layout l;
+  l.dp = 2;
+  l.tp = 8;
+  l.pp = 8;
+  l.vpp = 2;
+  l.mbs = 1;
+  l.gbs = 64;
+  l.sp = true;
+  l.recompute = Recompute::kFull;
+  return plan_of("gpt3-175b", l, "megatron", Precision::kFp16, 2048);
+}
+
+bool mentions(const Export& e, const std::string& what) {
+  return std::any_of(e.dropped.begin(), e.dropped.end(),
+                     [&](const std::string& d) { return d.find(what) != std::string::npos; });
+}
+
+std::string all_dropped(const Export& e) {
+  std::string out;
+  for (const std::string& d : e.dropped) out += d + "\n";
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("export formats are named and parsed", "[exports]") {
+  for (ExportFormat f : {ExportFormat::kMegatron, ExportFormat::kTorchtitan,
+                         ExportFormat::kDeepspeed, ExportFormat::kTorchrun}) {
+    CHECK(parse_export_format(export_format_name(f)) == f);
+  }
+  CHECK_FALSE(parse_export_format("nemo").has_value());
+  CHECK_FALSE(parse_export_format("Megatron").has_value());
+}
+
+TEST_CASE("megatron export spells Megatron-LM's flags and parses back", "[exports]") {
+  const Plan p = llama70b();
+  const Export e = export_plan(p, ExportFormat::kMegatron);
+  INFO(e.text);
+  for (const char* flag : {"--tensor-model-parallel-size 8",
+                           "--pipeline-model-parallel-size 4",
+                           "--context-parallel-size 1",
+                           "--num-layers-per-virtual-pipeline-stage 4",
+                           "--sequence-parallel",
+                           "--use-distributed-optimizer",
+                           "--recompute-granularity selective",
+                           "--micro-batch-size 1",
+                           "--global-batch-size 64",
+                           "--seq-length 8192",
+                           "--num-layers 80",
+                           "--hidden-size 8192",
+                           "--num-attention-heads 64",
+                           "--ffn-hidden-size 28672",
+                           "--group-query-attention",
+                           "--num-query-groups 8",
+                           "--swiglu",
+                           "--normalization RMSNorm",
+                           "--position-embedding-type rope",
+                           "--untie-embeddings-and-output-weights",
+                           "--disable-bias-linear",
+                           "--bf16",
+                           "--use-flash-attn",
+                           "--max-position-embeddings 8192"}) {
+    CHECK_THAT(e.text, Catch::Contains(std::string(flag) + " \\\n") ||
+                           Catch::EndsWith(std::string(flag) + "\n"));
+  }
+  CHECK_THAT(e.text, !Catch::Contains("--recompute-method"));
+  CHECK_THAT(e.text, !Catch::Contains("--fp16"));
+  // One argument per line, each but the last continued with " \".
+  std::istringstream lines(e.text);
+  std::vector<std::string> all;
+  for (std::string line; std::getline(lines, line);) all.push_back(line);
+  REQUIRE(all.size() > 10);
+  for (std::size_t i = 0; i + 1 < all.size(); ++i) CHECK_THAT(all[i], Catch::EndsWith(" \\"));
+  CHECK_THAT(all.back(), !Catch::EndsWith("\\"));
+  // A Megatron plan of a Megatron-expressible layout drops nothing.
+  CHECK(e.dropped.empty());
+
+  const Layout back = parse_megatron_args(e.text);
+  CHECK(back.tp == 8);
+  CHECK(back.pp == 4);
+  CHECK(back.cp == 1);
+  CHECK(back.vpp == 5);
+  CHECK(back.sp);
+  CHECK(back.zero == 1);
+  CHECK(back.recompute == Recompute::kSelective);
+  CHECK(back.mbs == 1);
+  CHECK(back.gbs == 64);
+  CHECK(back.stage_layers.empty());
+  CHECK(back.dp == 1);  // implied by the world size, not an argument
+}
+
+TEST_CASE("megatron export of GPT-3 in fp16 with full recompute", "[exports]") {
+  const Export e = export_plan(gpt3(), ExportFormat::kMegatron);
+  INFO(e.text);
+  for (const char* flag :
+       {"--fp16", "--recompute-granularity full", "--recompute-method uniform",
+        "--recompute-num-layers 1", "--num-layers-per-virtual-pipeline-stage 6",
+        "--position-embedding-type learned_absolute", "--max-position-embeddings 2048"}) {
+    CHECK_THAT(e.text, Catch::Contains(flag));
+  }
+  for (const char* absent :
+       {"--bf16", "--swiglu", "--untie-embeddings-and-output-weights", "--disable-bias-linear",
+        "--group-query-attention", "--use-distributed-optimizer", "--normalization"}) {
+    CHECK_THAT(e.text, !Catch::Contains(absent));
+  }
+  const Layout back = parse_megatron_args(e.text);
+  CHECK(back.vpp == 2);
+  CHECK(back.recompute == Recompute::kFull);
+  CHECK(back.zero == 0);
+}
+
+TEST_CASE("megatron export: uneven stage splits and ZeRO beyond 1", "[exports]") {
+  Layout l;
+  l.tp = 8;
+  l.pp = 8;
+  l.gbs = 16;
+  l.stage_layers = {11, 12, 12, 12, 12, 12, 12, 13};
+  const Export first_last = export_plan(plan_of("gpt3-175b", l, "megatron", Precision::kBf16, 2048),
+                                        ExportFormat::kMegatron);
+  CHECK_THAT(first_last.text, Catch::Contains("--decoder-first-pipeline-num-layers 11"));
+  CHECK_THAT(first_last.text, Catch::Contains("--decoder-last-pipeline-num-layers 13"));
+  CHECK(first_last.dropped.empty());
+  CHECK(parse_megatron_args(first_last.text).stage_layers == l.stage_layers);
+
+  // Only the last stage differs: one flag, the others split the rest evenly.
+  l.stage_layers = {13, 13, 13, 13, 13, 13, 13, 5};
+  const Export last_only = export_plan(plan_of("gpt3-175b", l, "megatron", Precision::kBf16, 2048),
+                                       ExportFormat::kMegatron);
+  CHECK_THAT(last_only.text, !Catch::Contains("--decoder-first-pipeline-num-layers"));
+  CHECK(parse_megatron_args(last_only.text).stage_layers == l.stage_layers);
+
+  // Middle stages differ: not expressible, dropped with the split.
+  l.stage_layers = {12, 11, 13, 12, 12, 12, 12, 12};
+  l.zero = 3;
+  const Export middle = export_plan(plan_of("gpt3-175b", l, "megatron", Precision::kBf16, 2048),
+                                    ExportFormat::kMegatron);
+  INFO(all_dropped(middle));
+  CHECK_THAT(middle.text, !Catch::Contains("pipeline-num-layers"));
+  CHECK(mentions(middle, "uneven stage split 12,11,13,12,12,12,12,12"));
+  CHECK(mentions(middle, "ZeRO-3 (zero 3)"));
+  CHECK_THAT(middle.text, Catch::Contains("--use-distributed-optimizer"));
+}
+
+TEST_CASE("torchtitan export: FSDP, DDP and the pipeline, parsed back", "[exports]") {
+  SECTION("llama3-8b FSDP, full recompute") {
+    const Plan p = llama8b_fsdp();
+    const Export e = export_plan(p, ExportFormat::kTorchtitan);
+    INFO(e.text);
+    CHECK_THAT(e.text, Catch::Contains("[parallelism]\n"));
+    CHECK_THAT(e.text, Catch::Contains("data_parallel_shard_degree = 8\n"));
+    CHECK_THAT(e.text, Catch::Contains("data_parallel_replicate_degree = 1\n"));
+    CHECK_THAT(e.text, Catch::Contains("enable_async_tensor_parallel = false\n"));
+    CHECK_THAT(e.text, Catch::Contains("mode = \"full\"\n"));
+    CHECK_THAT(e.text, Catch::Contains("local_batch_size = 2\n"));
+    CHECK_THAT(e.text, Catch::Contains("global_batch_size = 32\n"));
+    CHECK_THAT(e.text, Catch::Contains("seq_len = 8192\n"));
+    CHECK_THAT(e.text, Catch::Contains("mixed_precision_param = \"bfloat16\"\n"));
+    CHECK_THAT(e.text, !Catch::Contains("[float8]"));
+    CHECK(e.dropped.empty());
+    const Layout back = parse_torchtitan_toml(e.text, p.model.num_layers);
+    CHECK(back.dp == 8);
+    CHECK(back.zero == 3);
+    CHECK(back.tp == 1);
+    CHECK(back.pp == 1);
+    CHECK(back.mbs == 2);
+    CHECK(back.gbs == 32);
+    CHECK(back.recompute == Recompute::kFull);
+    CHECK_FALSE(back.sp);
+  }
+  SECTION("llama3-70b interleaved pipeline, ZeRO-1 as DDP") {
+    const Plan p = llama70b();
+    const Export e = export_plan(p, ExportFormat::kTorchtitan);
+    INFO(e.text);
+    CHECK_THAT(e.text, Catch::Contains("pipeline_parallel_schedule = \"Interleaved1F1B\"\n"));
+    CHECK_THAT(e.text, Catch::Contains("pipeline_parallel_microbatch_size = 1\n"));
+    CHECK_THAT(e.text, Catch::Contains("pipeline_parallel_layers_per_stage = 4\n"));
+    CHECK_THAT(e.text, Catch::Contains("data_parallel_replicate_degree = 2\n"));
+    CHECK_THAT(e.text, Catch::Contains("local_batch_size = 32\n"));  // gbs / dp, split by pp
+    CHECK_THAT(e.text, Catch::Contains("selective_ac_option = \"op\"\n"));
+    INFO(all_dropped(e));
+    CHECK(mentions(e, "ZeRO-1 (zero 1): torchtitan has no optimizer-only sharding"));
+    CHECK(mentions(e, "memory convention"));           // estimated with megatron's, not fsdp's
+    CHECK_FALSE(mentions(e, "sequence parallelism"));  // sp is on, as torchtitan's TP does
+    const Layout back = parse_torchtitan_toml(e.text, 80);
+    CHECK(back.dp == 2);
+    CHECK(back.tp == 8);
+    CHECK(back.pp == 4);
+    CHECK(back.vpp == 5);
+    CHECK(back.mbs == 1);
+    CHECK(back.gbs == 64);
+    CHECK(back.sp);
+    CHECK(back.recompute == Recompute::kSelective);
+    // Without the layer count, the stages per rank cannot be known.
+    CHECK_THROWS_AS(parse_torchtitan_toml(e.text), std::invalid_argument);
+  }
+  SECTION("sp off with tp > 1, fp8, uneven split") {
+    Layout l;
+    l.tp = 8;
+    l.pp = 2;
+    l.gbs = 8;
+    l.zero = 3;
+    l.stage_layers = {15, 17};
+    const Plan p = plan_of("llama3-8b", l, "fsdp", Precision::kFp8, 8192);
+    const Export e = export_plan(p, ExportFormat::kTorchtitan);
+    INFO(e.text);
+    INFO(all_dropped(e));
+    CHECK(mentions(e, "torchtitan's TP always uses sequence parallelism"));
+    CHECK(mentions(e, "uneven stage split 15,17"));
+    CHECK_THAT(e.text, Catch::Contains("[float8]\n"));
+    CHECK_THAT(e.text, Catch::Contains("converters = [\"float8\"]\n"));
+    CHECK_THAT(e.text, !Catch::Contains("pipeline_parallel_layers_per_stage"));
+    CHECK_THAT(e.text, Catch::Contains("pipeline_parallel_schedule = \"1F1B\"\n"));
+    CHECK(parse_torchtitan_toml(e.text).vpp == 1);
+  }
+}
+
+TEST_CASE("deepspeed export: the config JSON and what belongs on the command line", "[exports]") {
+  SECTION("llama3-8b ZeRO-3 round trip") {
+    const Export e = export_plan(llama8b_fsdp(), ExportFormat::kDeepspeed);
+    INFO(e.text);
+    const auto j = nlohmann::json::parse(e.text);
+    CHECK(j["train_batch_size"] == 32);
+    CHECK(j["train_micro_batch_size_per_gpu"] == 2);
+    CHECK(j["gradient_accumulation_steps"] == 2);  // 32 / (8 x 2)
+    CHECK(j["zero_optimization"]["stage"] == 3);
+    CHECK(j["bf16"]["enabled"] == true);
+    CHECK(j["fp16"]["enabled"] == false);
+    CHECK(j["activation_checkpointing"]["partition_activations"] == false);
+    CHECK(j["activation_checkpointing"]["contiguous_memory_optimization"] == false);
+    const Layout back = parse_deepspeed_json(e.text);
+    CHECK(back.dp == 8);
+    CHECK(back.mbs == 2);
+    CHECK(back.gbs == 32);
+    CHECK(back.zero == 3);
+    CHECK(back.recompute == Recompute::kFull);
+    // Only the memory convention (fsdp, not deepspeed) is not carried over.
+    INFO(all_dropped(e));
+    CHECK(e.dropped.size() == 1);
+    CHECK(mentions(e, "memory convention"));
+  }
+  SECTION("llama3-70b: tp, pp, sp, vpp and selective recompute are dropped") {
+    const Export e = export_plan(llama70b(), ExportFormat::kDeepspeed);
+    INFO(all_dropped(e));
+    CHECK(mentions(e, "set --tensor-model-parallel-size 8 in Megatron-DeepSpeed"));
+    CHECK(mentions(e, "set --pipeline-model-parallel-size 4 in Megatron-DeepSpeed"));
+    CHECK(mentions(e, "--sequence-parallel"));
+    CHECK(mentions(e, "interleaved pipeline (vpp 5)"));
+    CHECK(mentions(e, "selective recompute"));
+    const auto j = nlohmann::json::parse(e.text);
+    CHECK_FALSE(j.contains("activation_checkpointing"));
+    CHECK(j["gradient_accumulation_steps"] == 32);
+    const Layout back = parse_deepspeed_json(e.text);
+    CHECK(back.dp == 2);
+    CHECK(back.zero == 1);
+  }
+  SECTION("context parallelism and fp16") {
+    Layout l;
+    l.dp = 2;
+    l.tp = 2;
+    l.cp = 2;
+    l.gbs = 4;
+    const Export e = export_plan(plan_of("llama3-8b", l, "deepspeed", Precision::kFp16, 8192),
+                                 ExportFormat::kDeepspeed);
+    INFO(all_dropped(e));
+    CHECK(mentions(e,
+                   "context parallelism (cp 2): DeepSpeed has no context parallelism; use "
+                   "Ulysses sequence parallelism instead"));
+    CHECK_FALSE(mentions(e, "memory convention"));
+    const auto j = nlohmann::json::parse(e.text);
+    CHECK(j["fp16"]["enabled"] == true);
+    CHECK(j["bf16"]["enabled"] == false);
+
+    // The same layout in torchtitan: sp off with tp 2 is not expressible.
+    const Export t = export_plan(plan_of("llama3-8b", l, "fsdp", Precision::kBf16, 8192),
+                                 ExportFormat::kTorchtitan);
+    CHECK(mentions(t, "torchtitan's TP always uses sequence parallelism"));
+    CHECK(mentions(t, "FSDP over the context-parallel group"));
+  }
+}
+
+TEST_CASE("torchrun export: one node, many nodes, and GPU counts that do not fill nodes",
+          "[exports]") {
+  const Export one = export_plan(llama8b_fsdp(), ExportFormat::kTorchrun);
+  CHECK(one.text == "torchrun --standalone --nproc-per-node 8 train.py\n");
+  CHECK(one.dropped.empty());
+
+  const Export many = export_plan(llama70b(), ExportFormat::kTorchrun);  // 64 GPUs, 8 per node
+  INFO(many.text);
+  CHECK_THAT(many.text, Catch::Contains("torchrun --nnodes 8 --nproc-per-node 8 --node-rank "
+                                        "$NODE_RANK --rdzv-backend c10d --rdzv-endpoint "
+                                        "$MASTER_ADDR:29500 train.py\n"));
+  CHECK_THAT(many.text, Catch::Contains("srun --nodes 8 --ntasks-per-node 1 torchrun --nnodes 8 "
+                                        "--nproc-per-node 8"));
+  CHECK(many.dropped.empty());
+
+  Layout l;
+  l.dp = 12;
+  l.gbs = 24;
+  l.zero = 3;
+  const Export twelve =
+      export_plan(plan_of("llama3-8b", l, "fsdp", Precision::kBf16, 8192), ExportFormat::kTorchrun);
+  INFO(twelve.text);
+  CHECK_THAT(twelve.text, Catch::Contains("--nnodes 2 --nproc-per-node 6"));
+  REQUIRE(twelve.dropped.size() == 1);
+  CHECK_THAT(twelve.dropped[0], Catch::Contains("12 is not a multiple of 8 GPUs per node"));
+  CHECK_THAT(twelve.dropped[0], Catch::Contains("2 nodes x 6 GPUs"));
+}
+
+TEST_CASE("export readers name the offending line", "[exports]") {
+  CHECK_THROWS_WITH(
+      parse_megatron_args("--tensor-model-parallel-size 8 \\\n"
+                          "--micro-batch-size x \\\n--bf16\n"),
+      Catch::Contains("line 2 (--micro-batch-size x \\)") && Catch::Contains("positive integer"));
+  CHECK_THROWS_WITH(parse_megatron_args("--pipeline-model-parallel-size 4 \\\n"
+                                        "--num-layers-per-virtual-pipeline-stage 4\n"),
+                    Catch::Contains("line 2") && Catch::Contains("needs --num-layers"));
+  CHECK_THROWS_WITH(parse_megatron_args("--recompute-granularity some\n"),
+                    Catch::Contains("line 1") && Catch::Contains("selective or full"));
+  CHECK_THROWS_WITH(parse_torchtitan_toml("[parallelism]\ntensor_parallel_degree = eight\n"),
+                    Catch::Contains("line 2 (tensor_parallel_degree = eight)"));
+  CHECK_THROWS_WITH(parse_torchtitan_toml("[parallelism]\nthis is not toml\n"),
+                    Catch::Contains("line 2"));
+  CHECK_THROWS_WITH(parse_deepspeed_json("{\n  \"train_batch_size\": 8,\n  oops\n}\n"),
+                    Catch::Contains("line 3"));
+  CHECK_THROWS_WITH(parse_deepspeed_json("{\n  \"train_batch_size\": \"8\",\n"
+                                         "  \"train_micro_batch_size_per_gpu\": 1\n}\n"),
+                    Catch::Contains("line 2") && Catch::Contains("train_batch_size"));
+  CHECK_THROWS_WITH(parse_deepspeed_json("{\"train_batch_size\": 8}"),
+                    Catch::Contains("train_micro_batch_size_per_gpu"));
+}
+
+TEST_CASE("meshplan export prints the export and notes what it drops", "[exports][cli]") {
+  const std::string path = test::write_temp_file("export-plan.json", "");
+  std::filesystem::remove(path);
+  const test::CliResult written = test::run(
+      {"estimate", "--model", "llama3-70b",  "--cluster", "dgx-h100", "--tp", "8",    "--pp",  "4",
+       "--vpp",    "5",       "--dp",        "2",         "--zero",   "1",    "--sp", "--mbs", "1",
+       "--gbs",    "64",      "--recompute", "selective", "--out",    path});
+  INFO(written.err);
+  REQUIRE(written.exit_code == 0);
+
+  {
+    const test::CliResult r = test::run({"export", path, "--format", "megatron"});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK_THAT(r.out, Catch::StartsWith("--tensor-model-parallel-size 8 \\\n"));
+    CHECK(parse_megatron_args(r.out).vpp == 5);
+    CHECK(r.err.empty());
+  }
+  {
+    const test::CliResult r = test::run({"export", path, "--format", "deepspeed"});
+    REQUIRE(r.exit_code == 0);
+    CHECK(nlohmann::json::parse(r.out)["train_batch_size"] == 64);
+    CHECK_THAT(r.err, Catch::Contains("note: not expressible in deepspeed: tensor "
+                                      "parallelism (tp 8)"));
+  }
+  CHECK(test::run({"export", path, "--format", "nemo"}).exit_code == 2);
+  CHECK(test::run({"export", "/nonexistent/plan.json", "--format", "megatron"}).exit_code == 2);
+}

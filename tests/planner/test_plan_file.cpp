@@ -1,0 +1,568 @@
+// plan.json (planner/plan/README.md) and the JSON writers of the preset schemas
+// (planner/config/spec_json.hpp): every shipped preset survives to_json -> from_json field for
+// field; a plan written and read back is the same layout with the same prediction, bit for bit;
+// its groups are the explicit rank lists of the tp-cp-dp-pp order; a corrupt plan is refused
+// with the file and the JSON path, and nothing is written; the file is written atomically.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "costmodel/framework.hpp"
+#include "planner/config/input_error.hpp"
+#include "planner/config/json_reader.hpp"
+#include "planner/config/loaders.hpp"
+#include "planner/config/presets.hpp"
+#include "planner/config/profile_loader.hpp"
+#include "planner/config/spec_json.hpp"
+#include "planner/plan/plan.hpp"
+#include "planner/plan/plan_file.hpp"
+#include "tests/support/cli_runner.hpp"
+
+using namespace meshplan;
+
+namespace {
+
+void check_same(const ModelSpec& a, const ModelSpec& b) {
+  CHECK(a.name == b.name);
+  CHECK(a.num_layers == b.num_layers);
+  CHECK(a.hidden_size == b.hidden_size);
+  CHECK(a.num_attention_heads == b.num_attention_heads);
+  CHECK(a.num_kv_heads == b.num_kv_heads);
+  CHECK(a.head_dim == b.head_dim);
+  CHECK(a.ffn_hidden_size == b.ffn_hidden_size);
+  CHECK(a.ffn_type == b.ffn_type);
+  CHECK(a.norm_type == b.norm_type);
+  CHECK(a.vocab_size == b.vocab_size);
+  CHECK(a.vocab_pad_multiple == b.vocab_pad_multiple);
+  CHECK(a.position_embedding == b.position_embedding);
+  CHECK(a.max_position_embeddings == b.max_position_embeddings);
+  CHECK(a.tied_embeddings == b.tied_embeddings);
+  CHECK(a.linear_bias == b.linear_bias);
+  CHECK(a.qkv_bias == b.qkv_bias);
+  CHECK(a.dropout == b.dropout);
+  CHECK(a.seq_length == b.seq_length);
+}
+
+void check_same(const GpuSpec& a, const GpuSpec& b) {
+  CHECK(a.name == b.name);
+  CHECK(a.description == b.description);
+  CHECK(a.memory_bytes == b.memory_bytes);
+  CHECK(a.hbm_bandwidth_bytes_per_s == b.hbm_bandwidth_bytes_per_s);
+  CHECK(a.peak_flops_per_s.fp32 == b.peak_flops_per_s.fp32);
+  CHECK(a.peak_flops_per_s.tf32 == b.peak_flops_per_s.tf32);
+  CHECK(a.peak_flops_per_s.bf16 == b.peak_flops_per_s.bf16);
+  CHECK(a.peak_flops_per_s.fp16 == b.peak_flops_per_s.fp16);
+  CHECK(a.peak_flops_per_s.fp8 == b.peak_flops_per_s.fp8);
+  CHECK(a.flash_attention == b.flash_attention);
+  CHECK(a.cuda_context_bytes == b.cuda_context_bytes);
+  CHECK(a.allocator_fragmentation_fraction == b.allocator_fragmentation_fraction);
+}
+
+void check_same(const ClusterSpec& a, const ClusterSpec& b) {
+  CHECK(a.name == b.name);
+  CHECK(a.description == b.description);
+  check_same(a.gpu, b.gpu);
+  CHECK(a.gpus_per_node == b.gpus_per_node);
+  CHECK(a.nvlink_domain_size == b.nvlink_domain_size);
+  CHECK(a.intra_node_link == b.intra_node_link);
+  CHECK(a.intra_node_bandwidth_bytes_per_s_per_gpu == b.intra_node_bandwidth_bytes_per_s_per_gpu);
+  CHECK(a.scale_out_fabric == b.scale_out_fabric);
+  CHECK(a.nics_per_node == b.nics_per_node);
+  CHECK(a.nic_bandwidth_bytes_per_s == b.nic_bandwidth_bytes_per_s);
+}
+
+void check_same(const Profile& a, const Profile& b) {
+  CHECK(a.name == b.name);
+  CHECK(a.description == b.description);
+  CHECK(a.gpu == b.gpu);
+  CHECK(a.gemm.peak_efficiency == b.gemm.peak_efficiency);
+  CHECK(a.gemm.half_efficiency_flops == b.gemm.half_efficiency_flops);
+  CHECK(a.gemm.tile_m == b.gemm.tile_m);
+  CHECK(a.gemm.tile_n == b.gemm.tile_n);
+  CHECK(a.gemm.sms == b.gemm.sms);
+  CHECK(a.flash_attention_efficiency == b.flash_attention_efficiency);
+  CHECK(a.hbm_efficiency == b.hbm_efficiency);
+  CHECK(a.links.nvlink.alpha_s == b.links.nvlink.alpha_s);
+  CHECK(a.links.nvlink.busbw_bytes_per_s == b.links.nvlink.busbw_bytes_per_s);
+  CHECK(a.links.nic_busbw_bytes_per_s == b.links.nic_busbw_bytes_per_s);
+  CHECK(a.links.scale_out_alpha_s == b.links.scale_out_alpha_s);
+  REQUIRE(a.collectives.size() == b.collectives.size());
+  for (std::size_t i = 0; i < a.collectives.size(); ++i) {
+    CHECK(a.collectives[i].collective == b.collectives[i].collective);
+    CHECK(a.collectives[i].tier == b.collectives[i].tier);
+    CHECK(a.collectives[i].group_size == b.collectives[i].group_size);
+    CHECK(a.collectives[i].alpha_s == b.collectives[i].alpha_s);
+    CHECK(a.collectives[i].busbw_bytes_per_s == b.collectives[i].busbw_bytes_per_s);
+  }
+}
+
+void check_same(const Layout& a, const Layout& b) {
+  CHECK(a.dp == b.dp);
+  CHECK(a.tp == b.tp);
+  CHECK(a.pp == b.pp);
+  CHECK(a.cp == b.cp);
+  CHECK(a.vpp == b.vpp);
+  CHECK(a.mbs == b.mbs);
+  CHECK(a.gbs == b.gbs);
+  CHECK(a.zero == b.zero);
+  CHECK(a.recompute == b.recompute);
+  CHECK(a.sp == b.sp);
+  CHECK(a.stage_layers == b.stage_layers);
+}
+
+/// The keys of a JSON object, as a set.
+std::set<std::string> keys(const nlohmann::json& object) {
+  std::set<std::string> k;
+  for (const auto& [key, value] : object.items()) k.insert(key);
+  return k;
+}
+
+/// A fresh, empty folder of this test process.
+std::string fresh_dir(const std::string& name) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("meshplan-plan-" + std::to_string(::getpid())) / name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+/// The README's plan: llama3-70b on dgx-h100, tp 8 pp 4 dp 2, sp, ZeRO-1, gbs 64 (64 GPUs).
+Plan llama70b_plan(std::int64_t cp = 1, std::int64_t dp = 2) {
+  const ModelSpec model = load_model("llama3-70b");
+  const ClusterSpec cluster = load_cluster("dgx-h100");
+  const Profile profile = load_profile("h100");
+  TrainingSetup setup;
+  setup.seq = 8192;
+  setup.framework = *find_framework("megatron");
+  setup.precision = Precision::kBf16;
+  setup.attention = AttentionImpl::kFlash;
+  Layout layout;
+  layout.dp = dp;
+  layout.tp = 8;
+  layout.pp = 4;
+  layout.cp = cp;
+  layout.mbs = 1;
+  layout.gbs = 64;
+  layout.zero = 1;
+  layout.sp = true;
+  layout.recompute = Recompute::kSelective;
+  return make_plan(model, cluster, profile, setup, layout);
+}
+
+/// plan_from_json(json) throws an InputError naming "plan.json" and containing every one of
+/// `expected`.
+void expect_plan_error(const nlohmann::json& json, const std::vector<std::string>& expected) {
+  try {
+    plan_from_json(json, "plan.json");
+    FAIL("no error; expected: " << expected.front());
+  } catch (const InputError& e) {
+    CHECK_THAT(e.what(), Catch::StartsWith("plan.json: "));
+    for (const std::string& text : expected) CHECK_THAT(e.what(), Catch::Contains(text));
+  }
+}
+
+const std::vector<std::string> kEstimate = {
+    "estimate", "--model", "llama3-70b", "--cluster", "dgx-h100", "--tp", "8", "--pp", "4",
+    "--dp", "2", "--zero", "1", "--sp", "--mbs", "1", "--gbs", "64", "--recompute", "selective"};
+
+std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& more) {
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
+/// estimate's JSON without its notes (which say where the inputs came from).
+nlohmann::json numbers(const std::string& out) {
+  nlohmann::json j = nlohmann::json::parse(out);
+  j.erase("notes");
+  return j;
+}
+
+}  // namespace
+
+TEST_CASE("every shipped preset round-trips through model/gpu/cluster/profile_to_json",
+          "[plan_file]") {
+  for (const std::string& name : preset_names(PresetKind::kModel)) {
+    INFO("model " << name);
+    const ModelSpec m = load_model(name);
+    const nlohmann::json j = model_to_json(m);
+    check_same(m, model_from_json(j, "mem", "$"));
+    // Every key of configs/README.md: the same key set as the preset file.
+    CHECK(keys(j) == keys(load_json_file(resolve_preset(PresetKind::kModel, name))));
+  }
+  for (const std::string& name : preset_names(PresetKind::kGpu)) {
+    INFO("gpu " << name);
+    const GpuSpec g = load_gpu(name);
+    const nlohmann::json j = gpu_to_json(g);
+    check_same(g, gpu_from_json(j, "mem", "$"));
+    CHECK(keys(j) == keys(load_json_file(resolve_preset(PresetKind::kGpu, name))));
+    CHECK(j["sources"]["memory_bytes"] == "copied from preset " + name);
+  }
+  for (const std::string& name : preset_names(PresetKind::kCluster)) {
+    INFO("cluster " << name);
+    const ClusterSpec c = load_cluster(name);
+    const nlohmann::json j = cluster_to_json(c);
+    CHECK(j["gpu"] == c.gpu.name);
+    check_same(c, cluster_from_json(j, "mem", "$", c.gpu));
+    check_same(c, cluster_from_json(j, "mem", "$"));  // "gpu" loaded as a preset
+    CHECK(keys(j) == keys(load_json_file(resolve_preset(PresetKind::kCluster, name))));
+  }
+  for (const std::string& name : preset_names(PresetKind::kProfile)) {
+    INFO("profile " << name);
+    const Profile p = load_profile(name);
+    const nlohmann::json j = profile_to_json(p);
+    check_same(p, profile_from_json(j, "mem", "$"));
+    CHECK(keys(j) == keys(load_json_file(resolve_preset(PresetKind::kProfile, name))));
+  }
+}
+
+TEST_CASE("written specs load through the file loaders, Hugging Face models and fits included",
+          "[plan_file]") {
+  // A Hugging Face config becomes a complete meshplan-model/1 file.
+  const ModelSpec hf = load_model(test::data_file("hf/llama3-8b/config.json"));
+  const std::string model_file = test::write_temp_file("hf-model.json", model_to_json(hf).dump(2));
+  check_same(hf, load_model(model_file));
+  // A profile with calibrated fits keeps them, in order.
+  Profile p = load_profile("h100");
+  p.collectives.push_back({Collective::kAllGather, Tier::kScaleOut, 16, 30e-6, 40e9});
+  p.collectives.push_back({Collective::kAllReduce, Tier::kNvlink, 8, 10e-6, 300e9});
+  const std::string profile_file =
+      test::write_temp_file("fits-profile.json", profile_to_json(p).dump(2));
+  check_same(p, load_profile(profile_file));
+}
+
+TEST_CASE("the from_json readers name the nested JSON path of a bad field", "[plan_file]") {
+  nlohmann::json model = model_to_json(load_model("llama3-8b"));
+  model["hidden_size"] = -4;
+  CHECK_THROWS_WITH(model_from_json(model, "plan.json", "$.inputs.model"),
+                    Catch::StartsWith("plan.json: $.inputs.model.hidden_size: must be a positive "
+                                      "integer, got -4"));
+  nlohmann::json gpu = gpu_to_json(load_gpu("h100-sxm"));
+  gpu["peak_flops_per_s"].erase("bf16");
+  CHECK_THROWS_WITH(gpu_from_json(gpu, "plan.json", "$.inputs.gpu"),
+                    Catch::Contains("plan.json: $.inputs.gpu.peak_flops_per_s.bf16: missing"));
+  nlohmann::json cluster = cluster_to_json(load_cluster("dgx-h100"));
+  CHECK_THROWS_WITH(cluster_from_json(cluster, "plan.json", "$.inputs.cluster", load_gpu("h200")),
+                    Catch::Contains("plan.json: $.inputs.cluster.gpu: is \"h100-sxm\"; expected "
+                                    "\"h200\""));
+  cluster["schema"] = "meshplan-gpu/1";
+  CHECK_THROWS_WITH(cluster_from_json(cluster, "plan.json", "$.inputs.cluster"),
+                    Catch::Contains("plan.json: $.inputs.cluster.schema: is \"meshplan-gpu/1\""));
+  Profile with_fits = load_profile("h100");
+  with_fits.collectives.push_back({Collective::kAllReduce, Tier::kNvlink, 8, 10e-6, 300e9});
+  with_fits.collectives.push_back({Collective::kAllReduce, Tier::kNvlink, 8, 11e-6, 290e9});
+  CHECK_THROWS_WITH(
+      profile_from_json(profile_to_json(with_fits), "plan.json", "$.inputs.profile"),
+      Catch::StartsWith("plan.json: $.inputs.profile.collectives[1]: repeats the fit of "
+                        "$.inputs.profile.collectives[0]"));
+  // A plan's profile may name the plan's GPU even where it is no preset.
+  nlohmann::json profile = profile_to_json(load_profile("h100"));
+  profile["gpu"] = "my-gpu";
+  CHECK_THROWS_WITH(profile_from_json(profile, "plan.json", "$.inputs.profile"),
+                    Catch::Contains("plan.json: $.inputs.profile.gpu: cannot be loaded"));
+  CHECK(profile_from_json(profile, "plan.json", "$.inputs.profile", "my-gpu").gpu == "my-gpu");
+}
+
+TEST_CASE("a plan written and read back is the same layout with the same prediction",
+          "[plan_file]") {
+  const Plan plan = llama70b_plan();
+  const std::string path = fresh_dir("roundtrip") + "/plan.json";
+  write_plan(path, plan);
+  const Plan back = read_plan(path);
+  check_same(plan.layout, back.layout);
+  check_same(plan.model, back.model);
+  check_same(plan.cluster, back.cluster);
+  check_same(plan.profile, back.profile);
+  CHECK(back.setup.seq == 8192);
+  CHECK(back.setup.framework.name == "megatron");
+  CHECK(back.setup.precision == Precision::kBf16);
+  CHECK(back.setup.attention == AttentionImpl::kFlash);
+  // Exact: the same inputs give the same numbers.
+  CHECK(back.estimate.step_time_s == plan.estimate.step_time_s);
+  CHECK(back.estimate.memory.peak_bytes == plan.estimate.memory.peak_bytes);
+  // And the file says what was predicted.
+  const nlohmann::json j = load_json_file(path);
+  CHECK(j["schema"] == "meshplan-plan/1");
+  CHECK(j["schema_version"] == 1);
+  CHECK(j["predicted"]["step_time_s"].get<double>() == plan.estimate.step_time_s);
+  CHECK(j["memory"]["peak_bytes"].get<double>() == plan.estimate.memory.peak_bytes);
+  CHECK(plan_to_json(back) == j);
+}
+
+TEST_CASE("a plan lists its groups as explicit rank lists in tp-cp-dp-pp order", "[plan_file]") {
+  const nlohmann::json j = plan_to_json(llama70b_plan());
+  CHECK(j["gpus"] == 64);
+  CHECK(j["rank_order"] == "tp-cp-dp-pp");
+  // tp fastest: [0..7], [8..15], ..., [56..63].
+  REQUIRE(j["groups"]["tp"].size() == 8);
+  for (std::int64_t g = 0; g < 8; ++g) {
+    std::vector<std::int64_t> expected;
+    for (std::int64_t r = 0; r < 8; ++r) expected.push_back(8 * g + r);
+    CHECK(j["groups"]["tp"][static_cast<std::size_t>(g)].get<std::vector<std::int64_t>>() ==
+          expected);
+  }
+  // rank = tp + 8 (dp + 2 pp): dp pairs 16 apart, pipelines 16 apart too.
+  CHECK(j["groups"]["dp"][0] == nlohmann::json({0, 8}));
+  CHECK(j["groups"]["pp"][0] == nlohmann::json({0, 16, 32, 48}));
+  CHECK(j["groups"]["cp"].size() == 64);
+  // dp x cp groups: 64 / (dp 2 x cp 1) = 32 groups of 2.
+  CHECK(j["groups"]["dp_cp"].size() == 32);
+  // With cp 2 (and dp 1 to stay at 64 GPUs): 64 / 2 = 32 groups of cp x dp = 2 again; with
+  // dp 2 and cp 2 (128 GPUs): 128 / 4 = 32 groups of 4, each {tp r, +8, +16, +24}.
+  const nlohmann::json cp = plan_to_json(llama70b_plan(2, 2));
+  CHECK(cp["gpus"] == 128);
+  REQUIRE(cp["groups"]["dp_cp"].size() == 32);
+  CHECK(cp["groups"]["dp_cp"][0] == nlohmann::json({0, 8, 16, 24}));
+  CHECK(cp["groups"]["cp"][0] == nlohmann::json({0, 8}));
+  // Stages: 80 layers, 20 per stage, embedding first, LM head last.
+  REQUIRE(j["stages"].size() == 4);
+  for (std::size_t i = 0; i < 4; ++i) {
+    CHECK(j["stages"][i]["stage"] == i);
+    CHECK(j["stages"][i]["first_layer"] == 20 * i);
+    CHECK(j["stages"][i]["layers"] == 20);
+    CHECK(j["stages"][i]["embedding"] == (i == 0));
+    CHECK(j["stages"][i]["lm_head"] == (i == 3));
+  }
+}
+
+TEST_CASE("an interleaved plan lists each stage's model chunks", "[plan_file]") {
+  const std::string path = fresh_dir("vpp") + "/plan.json";
+  const test::CliResult r = test::run({"estimate", "--model", "llama3-70b", "--tp", "8", "--pp",
+                                       "4", "--vpp", "5", "--gbs", "8", "--out", path, "--json"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json j = load_json_file(path);
+  // 80 layers in 4 x 5 chunks of 4: stage 1 holds virtual stages 1, 5, 9, 13, 17.
+  const nlohmann::json& chunks = j["stages"][1]["chunks"];
+  REQUIRE(chunks.size() == 5);
+  CHECK(chunks[0] == nlohmann::json({{"first_layer", 4}, {"layers", 4}}));
+  CHECK(chunks[4] == nlohmann::json({{"first_layer", 68}, {"layers", 4}}));
+  CHECK(j["stages"][1]["layers"] == 20);
+}
+
+TEST_CASE("a corrupt plan is refused with the file and the JSON path", "[plan_file]") {
+  const nlohmann::json good = plan_to_json(llama70b_plan());
+  REQUIRE_NOTHROW(plan_from_json(good, "plan.json"));
+
+  SECTION("a missing layout key") {
+    nlohmann::json j = good;
+    j["layout"].erase("tp");
+    expect_plan_error(j, {"$.layout.tp: missing; expected a positive integer"});
+  }
+  SECTION("an unknown key") {
+    nlohmann::json j = good;
+    j["layuot"] = j["layout"];
+    expect_plan_error(j, {"$.layuot: unknown key; did you mean \"layout\"?"});
+  }
+  SECTION("an impossible layout: tp 3") {
+    nlohmann::json j = good;
+    j["layout"]["tp"] = 3;
+    j["gpus"] = 2 * 3 * 4;
+    expect_plan_error(j,
+                      {"$.layout: impossible layout", "tp 3 does not divide 64 attention heads"});
+  }
+  SECTION("gpus not dp x tp x pp x cp") {
+    nlohmann::json j = good;
+    j["gpus"] = 63;
+    expect_plan_error(j, {"$.gpus: is 63 but the layout's dp x tp x pp x cp = 2 x 8 x 4 x 1 = 64"});
+  }
+  SECTION("a bad nested input") {
+    nlohmann::json j = good;
+    j["inputs"]["model"]["hidden_size"] = "8192";
+    expect_plan_error(j, {"$.inputs.model.hidden_size: must be a positive integer"});
+    j = good;
+    j["inputs"]["cluster"]["scale_out"]["nics_per_node"] = 0;
+    expect_plan_error(j, {"$.inputs.cluster.scale_out.nics_per_node"});
+    j = good;
+    j["inputs"]["training"]["framework"] = "jax";
+    expect_plan_error(j, {"$.inputs.training.framework: \"jax\" is not allowed"});
+    j = good;
+    j["inputs"]["training"]["precision"] = "fp8";
+    j["inputs"]["gpu"]["peak_flops_per_s"]["fp8"] = nullptr;
+    expect_plan_error(j, {"$.inputs.training.precision: is \"fp8\" but h100-sxm"});
+  }
+  SECTION("training and layout disagree") {
+    nlohmann::json j = good;
+    j["inputs"]["training"]["gbs"] = 128;
+    expect_plan_error(j, {"$.layout.gbs: is 64 but $.inputs.training.gbs is 128"});
+  }
+  SECTION("edited groups or stages") {
+    nlohmann::json j = good;
+    j["groups"]["tp"][0][0] = 1;
+    expect_plan_error(j, {"$.groups.tp: are not the tp groups of dp 2 tp 8 pp 4 cp 1"});
+    j = good;
+    j["stages"][0]["layers"] = 21;
+    expect_plan_error(j, {"$.stages: are not the pipeline stages"});
+    j = good;
+    j["predicted"] = 8.3;
+    expect_plan_error(j, {"$.predicted: must be an object, got 8.3"});
+  }
+  SECTION("another kind of file, a newer plan") {
+    expect_plan_error(model_to_json(load_model("llama3-8b")),
+                      {"$.schema: is \"meshplan-model/1\"; expected \"meshplan-plan/1\""});
+    nlohmann::json j = good;
+    j["schema_version"] = 2;
+    j["layout"]["ep"] = 4;  // a newer plan's keys do not hide its version
+    expect_plan_error(j, {"$.schema_version: is 2; this plan was written by a newer meshplan"});
+    j = good;
+    j["schema"] = "meshplan-plan/3";
+    expect_plan_error(j, {"$.schema: is \"meshplan-plan/3\"; this plan was written by a newer "
+                          "meshplan"});
+    j = good;
+    j["schema_version"] = 0;
+    expect_plan_error(j, {"$.schema_version: must be an integer from 1 to 1, got 0"});
+  }
+}
+
+TEST_CASE("estimate --plan refuses a corrupt plan and writes nothing", "[plan_file]") {
+  const std::string dir = fresh_dir("corrupt");
+  const std::string text = plan_to_json(llama70b_plan()).dump(2);
+  const std::string out = dir + "/again.json", trace = dir + "/trace.json";
+  struct Case {
+    std::string name, content, expected;
+  };
+  nlohmann::json tp3 = nlohmann::json::parse(text);
+  tp3["layout"]["tp"] = 3;
+  tp3["gpus"] = 24;
+  nlohmann::json no_tp = nlohmann::json::parse(text);
+  no_tp["layout"].erase("tp");
+  nlohmann::json gpus = nlohmann::json::parse(text);
+  gpus["gpus"] = 65;
+  const std::vector<Case> cases = {
+      {"truncated.json", text.substr(0, text.size() / 2), "not valid JSON at line"},
+      {"no-tp.json", no_tp.dump(), "$.layout.tp: missing"},
+      {"tp3.json", tp3.dump(), "$.layout: impossible layout"},
+      {"gpus.json", gpus.dump(), "$.gpus: is 65"}};
+  for (const Case& c : cases) {
+    INFO(c.name);
+    const std::string path = dir + "/" + c.name;
+    std::ofstream(path) << c.content;
+    const test::CliResult r =
+        test::run({"estimate", "--plan", path, "--out", out, "--trace", trace});
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK_THAT(r.err, Catch::Contains(path + ": "));
+    CHECK_THAT(r.err, Catch::Contains(c.expected));
+    CHECK_FALSE(std::filesystem::exists(out));
+    CHECK_FALSE(std::filesystem::exists(trace));
+  }
+}
+
+TEST_CASE("estimate --out then --plan gives the same numbers", "[plan_file]") {
+  const std::string dir = fresh_dir("cli");
+  SECTION("the README's layout") {
+    const std::string path = dir + "/plan.json";
+    const test::CliResult wrote = test::run(with(kEstimate, {"--out", path, "--json"}));
+    INFO(wrote.err);
+    REQUIRE(wrote.exit_code == 0);
+    const test::CliResult read = test::run({"estimate", "--plan", path, "--json"});
+    INFO(read.err);
+    REQUIRE(read.exit_code == 0);
+    CHECK(numbers(read.out) == numbers(wrote.out));
+    CHECK(numbers(read.out)["step_time_s"] == load_json_file(path)["predicted"]["step_time_s"]);
+    CHECK_THAT(read.out, Catch::Contains("inputs and layout from " + path));
+  }
+  SECTION("overlap overrides travel in the plan") {
+    const std::string path = dir + "/overlap.json";
+    const test::CliResult wrote = test::run(
+        with(kEstimate, {"--tp-overlap", "0.5", "--dp-overlap", "on", "--out", path, "--json"}));
+    INFO(wrote.err);
+    REQUIRE(wrote.exit_code == 0);
+    const nlohmann::json training = load_json_file(path)["inputs"]["training"];
+    CHECK(training["tp_comm_overlap"] == 0.5);
+    CHECK(training["dp_overlap"] == true);
+    const test::CliResult read = test::run({"estimate", "--plan", path, "--json"});
+    REQUIRE(read.exit_code == 0);
+    CHECK(numbers(read.out) == numbers(wrote.out));
+    // ... and they changed the estimate: without them the step is slower.
+    const test::CliResult plain = test::run(with(kEstimate, {"--json"}));
+    CHECK(numbers(plain.out)["step_time_s"].get<double>() >
+          numbers(read.out)["step_time_s"].get<double>());
+  }
+  SECTION("context parallelism, an uneven split, fp8 and another framework") {
+    const std::string path = dir + "/cp.json";
+    const test::CliResult wrote = test::run(
+        {"estimate", "--model", "llama3-70b", "--cluster", "dgx-h100", "--tp", "8", "--cp", "2",
+         "--pp", "3", "--stage-layers", "26,27,27", "--gbs", "12", "--zero", "3", "--precision",
+         "fp8", "--framework", "fsdp", "--out", path, "--json"});
+    INFO(wrote.err);
+    REQUIRE(wrote.exit_code == 0);
+    const test::CliResult read = test::run({"estimate", "--plan", path, "--json"});
+    INFO(read.err);
+    REQUIRE(read.exit_code == 0);
+    CHECK(numbers(read.out) == numbers(wrote.out));
+    CHECK(load_json_file(path)["stages"][2]["first_layer"] == 53);
+  }
+}
+
+TEST_CASE("estimate --out writes atomically and says so", "[plan_file]") {
+  const std::string dir = fresh_dir("atomic");
+  const std::string path = dir + "/plan.json";
+  const test::CliResult r = test::run(with(kEstimate, {"--out", path}));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::EndsWith("plan written to " + path + "\n"));
+  std::vector<std::string> files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    files.push_back(entry.path().filename().string());
+  }
+  CHECK(files == std::vector<std::string>{"plan.json"});  // no .tmp left behind
+  CHECK_NOTHROW(read_plan(path));
+
+  const test::CliResult bad = test::run(with(kEstimate, {"--out", "/nonexistent/dir/plan.json"}));
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.out.empty());
+  CHECK_THAT(bad.err, Catch::Contains("/nonexistent/dir/plan.json: cannot be written"));
+}
+
+TEST_CASE("estimate takes --model or --plan, not both", "[plan_file]") {
+  const test::CliResult none = test::run({"estimate"});
+  CHECK(none.exit_code == 2);
+  CHECK_THAT(none.err, Catch::Contains("estimate: give --model or --plan"));
+  const std::string path = fresh_dir("both") + "/plan.json";
+  write_plan(path, llama70b_plan());
+  for (const std::vector<std::string>& extra :
+       std::vector<std::vector<std::string>>{{"--model", "llama3-8b"},
+                                             {"--cluster", "dgx-h200"},
+                                             {"--tp", "4"},
+                                             {"--sp"},
+                                             {"--profile", "h100"}}) {
+    INFO(extra.front());
+    const test::CliResult both = test::run(with({"estimate", "--plan", path}, extra));
+    CHECK(both.exit_code == 2);
+    CHECK_THAT(both.err, Catch::Contains("--plan"));
+  }
+}
+
+TEST_CASE("a plan of 16384 GPUs lists every group", "[plan_file]") {
+  const ModelSpec model = load_model("llama3-70b");
+  TrainingSetup setup;
+  setup.seq = 8192;
+  setup.framework = *find_framework("megatron");
+  Layout layout;
+  layout.tp = 8;
+  layout.pp = 16;
+  layout.dp = 128;
+  layout.gbs = 2048;
+  layout.zero = 1;
+  layout.sp = true;
+  const Plan plan =
+      make_plan(model, load_cluster("dgx-h100"), load_profile("h100"), setup, layout);
+  const std::string path = fresh_dir("large") + "/plan.json";
+  write_plan(path, plan);
+  const nlohmann::json j = load_json_file(path);
+  CHECK(j["gpus"] == 16384);
+  CHECK(j["groups"]["tp"].size() == 2048);
+  CHECK(j["groups"]["dp"].size() == 128);
+  CHECK(j["groups"]["pp"].size() == 1024);
+  CHECK(j["groups"]["pp"][1023].back() == 16383);
+  CHECK(read_plan(path).estimate.step_time_s == plan.estimate.step_time_s);
+}

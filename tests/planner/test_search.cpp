@@ -1,0 +1,114 @@
+// The planner's search: the fast path equals the full estimate, pins hold, rejections are
+// counted, and impossible requests say what would be needed.
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "costmodel/step_time.hpp"
+#include "planner/config/loaders.hpp"
+#include "planner/config/profile_loader.hpp"
+#include "planner/search/search.hpp"
+#include "tests/support/cli_runner.hpp"
+
+using namespace meshplan;
+
+namespace {
+
+TrainingSetup setup_for(std::int64_t seq) {
+  TrainingSetup s;
+  s.seq = seq;
+  s.framework = *find_framework("megatron");
+  s.attention = AttentionImpl::kFlash;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("search: every ranked layout equals its full estimate and ledger", "[search]") {
+  const ModelSpec model = load_model("llama3-70b");
+  const ClusterSpec cluster = load_cluster("dgx-h100");
+  const Profile profile = load_profile("h100");
+  const TrainingSetup setup = setup_for(8192);
+  SearchRequest request(model, cluster, profile, setup, 256, 256);
+  request.top_k = 20;
+  const SearchResult r = search_layouts(request);
+  REQUIRE(r.ranked.size() == 20);
+  for (const Candidate& c : r.ranked) {
+    const StepEstimate e = estimate_step(model, c.layout, setup, cluster, profile);
+    CHECK(c.step_time_s == Approx(e.step_time_s).epsilon(1e-12));
+    CHECK(c.peak_bytes == Approx(e.memory.peak_bytes).epsilon(1e-12));
+    CHECK(c.peak_bytes <= r.usable_bytes);
+  }
+  for (std::size_t i = 1; i < r.ranked.size(); ++i) {
+    CHECK(r.ranked[i - 1].step_time_s <= r.ranked[i].step_time_s);
+  }
+  // Every enumerated layout is either rejected for one reason or fits.
+  std::int64_t rejected = 0;
+  for (const auto& [reason, count] : r.rejected) rejected += count;
+  CHECK(rejected + r.fits == r.space);
+}
+
+TEST_CASE("search: pinned dimensions hold in every result", "[search]") {
+  const ModelSpec model = load_model("llama3-70b");
+  const ClusterSpec cluster = load_cluster("dgx-h100");
+  const Profile profile = load_profile("h100");
+  const TrainingSetup setup = setup_for(8192);
+  SearchRequest request(model, cluster, profile, setup, 256, 256);
+  request.pins.tp = 8;
+  request.pins.zero = 1;
+  request.pareto = true;
+  const SearchResult r = search_layouts(request);
+  REQUIRE(!r.ranked.empty());
+  for (const Candidate& c : r.ranked) {
+    CHECK(c.layout.tp == 8);
+    CHECK(c.layout.zero == 1);
+  }
+  // The Pareto front: memory ascending, step time descending.
+  REQUIRE(!r.pareto.empty());
+  for (std::size_t i = 1; i < r.pareto.size(); ++i) {
+    CHECK(r.pareto[i - 1].peak_bytes <= r.pareto[i].peak_bytes);
+    CHECK(r.pareto[i - 1].step_time_s >= r.pareto[i].step_time_s);
+  }
+}
+
+TEST_CASE("plan: a table and an explanation; --out writes a plan that estimate reads back",
+          "[search][cli]") {
+  const std::string path = test::write_temp_file("searched-plan.json", "");
+  const test::CliResult r = test::run({"plan", "--model", "llama3-8b", "--cluster", "dgx-h100",
+                                       "--gpus", "64", "--gbs", "256", "--out", path});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("Why:"));
+  CHECK_THAT(r.out, Catch::Contains("Runner-up"));
+  CHECK_THAT(r.out, Catch::Contains("plan written to " + path));
+  // One screen: the table of 10 and the explanation.
+  CHECK(std::count(r.out.begin(), r.out.end(), '\n') < 40);
+  const auto searched = nlohmann::json::parse(
+      test::run({"plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "64",
+                 "--gbs", "256", "--json"})
+          .out);
+  const auto reread = nlohmann::json::parse(test::run({"estimate", "--plan", path, "--json"}).out);
+  CHECK(reread["step_time_s"].get<double>() ==
+        Approx(searched["ranked"][0]["step_time_s"].get<double>()).epsilon(1e-12));
+}
+
+TEST_CASE("plan: impossible requests say what would be needed", "[search][cli]") {
+  // tp 128 cannot divide Llama-3-8B's 32 heads: nothing fits, the reason is counted.
+  const test::CliResult heads = test::run(
+      {"plan", "--model", "llama3-8b", "--gpus", "128", "--tp", "128", "--allow-cross-node-tp"});
+  REQUIRE(heads.exit_code == 0);
+  CHECK_THAT(heads.out, Catch::Contains("No layout fits"));
+  CHECK_THAT(heads.out, Catch::Contains("tp does not divide the attention heads"));
+  // 405B on 8 GPUs: 405.9e9 x 18 bytes / 8 = 913 GB per GPU even sharded.
+  const test::CliResult small = test::run({"plan", "--model", "llama3-405b", "--gpus", "8"});
+  REQUIRE(small.exit_code == 0);
+  CHECK_THAT(small.out, Catch::Contains("more GPUs are needed"));
+  CHECK_THAT(small.out, Catch::Contains("The least memory any layout needed"));
+  // 12 GPUs on 8-GPU nodes.
+  const test::CliResult nodes = test::run({"plan", "--model", "llama3-8b", "--gpus", "12"});
+  CHECK(nodes.exit_code == 2);
+  CHECK_THAT(nodes.err, Catch::Contains("nearest: 8 or 16"));
+  // --out with nothing to write.
+  CHECK(test::run({"plan", "--model", "llama3-405b", "--gpus", "8", "--out", "/tmp/never.json"})
+            .exit_code == 2);
+}
