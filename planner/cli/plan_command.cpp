@@ -11,6 +11,7 @@
 #include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
 #include "planner/plan/plan_file.hpp"
+#include "planner/report/format.hpp"
 #include "planner/report/plan_report.hpp"
 #include "planner/search/search.hpp"
 
@@ -38,6 +39,7 @@ struct PlanOptions {
   double memory_reserve_gib = 1.0;
   std::size_t top = 10;
   std::string objective = "time";
+  double tokens = 0;
   bool pareto = false;
   bool json = false;
   std::string out;
@@ -96,6 +98,10 @@ CommandAction add_plan_command(CLI::App& app) {
                   "Rank by: time (step time) | memory (peak) | cost (GPU-hours)")
       ->capture_default_str()
       ->check(CLI::IsMember({"time", "memory", "cost"}));
+  cmd->add_option("--tokens", o->tokens,
+                  "Tokens to train, for GPU-hours with --objective cost [tokens] (default: 20 x "
+                  "parameters, Chinchilla-optimal)")
+      ->check(positive_up_to(1e18));
   cmd->add_flag("--pareto", o->pareto, "Also print the memory vs step-time Pareto front");
   cmd->add_flag("--json", o->json, "Print JSON instead of tables");
   cmd->add_option("--out", o->out, "Write the best layout's plan.json (atomically)");
@@ -144,6 +150,14 @@ CommandAction add_plan_command(CLI::App& app) {
                         : o->objective == "cost" ? Objective::kCost
                                                  : Objective::kTime;
     request.pareto = o->pareto;
+    if (request.objective == Objective::kCost) {
+      request.tokens = o->tokens > 0 ? o->tokens
+                                     : 20.0 * static_cast<double>(count_params(model).total);
+      if (o->tokens <= 0) {
+        notes.push_back("tokens " + scientific(request.tokens) +
+                        " (default: 20 per parameter, Chinchilla-optimal; set --tokens)");
+      }
+    }
 
     const SearchResult result = search_layouts(request);
     std::string written;

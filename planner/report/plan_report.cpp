@@ -32,7 +32,11 @@ std::string layout_text(const Layout& l) {
   return s.str();
 }
 
-nlohmann::json candidate_json(const Candidate& c) {
+double gpu_hours(const SearchRequest& r, const Candidate& c) {
+  return r.tokens / c.tokens_per_s * static_cast<double>(r.gpus) / kSecondsPerHour;
+}
+
+nlohmann::json candidate_json(const SearchRequest& r, const Candidate& c) {
   const Layout& l = c.layout;
   nlohmann::json breakdown;
   const StepBreakdown& b = c.breakdown;
@@ -50,6 +54,7 @@ nlohmann::json candidate_json(const Candidate& c) {
           {"mfu", c.mfu},
           {"peak_bytes", c.peak_bytes},
           {"worst_stage", c.worst_stage},
+          {"gpu_hours", r.tokens > 0 ? nlohmann::json(gpu_hours(r, c)) : nlohmann::json()},
           {"breakdown", breakdown}};
 }
 
@@ -153,10 +158,11 @@ std::string render_plan(const SearchRequest& r, const SearchResult& result) {
   s << "searched " << result.space << " layouts: " << result.fits << " fit in memory, "
     << result.evaluated << " timed\n\n";
   if (!result.ranked.empty()) {
+    const bool hours = r.tokens > 0;
     Table t({"#", "dp", "tp", "pp", "cp", "vpp", "mbs", "zero", "recompute", "sp", "memory GiB",
-             "step s", "tokens/s", "MFU", "largest part"},
+             "step s", "tokens/s", "MFU", hours ? "GPU-hours" : "largest part"},
             {false, false, false, false, false, false, false, false, true, true, false, false,
-             false, false, true});
+             false, false, !hours});
     std::size_t i = 0;
     for (const Candidate& c : result.ranked) {
       const Layout& l = c.layout;
@@ -166,7 +172,7 @@ std::string render_plan(const SearchRequest& r, const SearchResult& result) {
                  l.sp ? "on" : "off",
                  fixed(c.peak_bytes / kGiB, 1) + "/" + fixed(r.cluster.gpu.memory_bytes / kGiB, 0),
                  fixed(c.step_time_s, 3), fixed(c.tokens_per_s, 0), fixed(100 * c.mfu, 1) + "%",
-                 largest_component(c.breakdown).first});
+                 hours ? scientific(gpu_hours(r, c)) : largest_component(c.breakdown).first});
     }
     s << t.render(0) << "\n";
   }
@@ -183,8 +189,8 @@ std::string render_plan(const SearchRequest& r, const SearchResult& result) {
 
 nlohmann::json plan_json(const SearchRequest& r, const SearchResult& result) {
   nlohmann::json ranked = nlohmann::json::array(), pareto = nlohmann::json::array();
-  for (const Candidate& c : result.ranked) ranked.push_back(candidate_json(c));
-  for (const Candidate& c : result.pareto) pareto.push_back(candidate_json(c));
+  for (const Candidate& c : result.ranked) ranked.push_back(candidate_json(r, c));
+  for (const Candidate& c : result.pareto) pareto.push_back(candidate_json(r, c));
   return {{"model", r.model.name},
           {"cluster", r.cluster.name},
           {"gpus", r.gpus},

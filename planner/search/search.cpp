@@ -107,11 +107,27 @@ class Worker {
     }
   }
 
-  SearchResult& result() { return result_; }
+  /// The counts by reason, as names (after the loop: the loop itself counts in an array).
+  SearchResult& result() {
+    for (unsigned i = 0; i < kReasons; ++i) {
+      if (counts_[i] > 0) result_.rejected[reason_name(i)] += counts_[i];
+    }
+    counts_.fill(0);
+    return result_;
+  }
   std::vector<Candidate>& front() { return front_; }
 
  private:
-  void reject(const char* reason) { ++result_.rejected[reason]; }
+  /// Rejection reasons: the layout rules, then the two the search adds.
+  static constexpr unsigned kCrossNodeTp = static_cast<unsigned>(LayoutProblem::kCount);
+  static constexpr unsigned kOutOfMemory = kCrossNodeTp + 1;
+  static constexpr unsigned kReasons = kOutOfMemory + 1;
+  static const char* reason_name(unsigned i) {
+    if (i == kCrossNodeTp) return "tp spans NVLink domains (--allow-cross-node-tp to cost it)";
+    if (i == kOutOfMemory) return "out of memory";
+    return layout_problem_reason(static_cast<LayoutProblem>(i));
+  }
+  void reject(unsigned reason) { ++counts_[reason]; }
 
   void evaluate(const Layout& l, const GroupRates& groups, bool tp_crosses) {
     ++result_.space;
@@ -121,11 +137,11 @@ class Worker {
     if (mask != 0) {
       unsigned bit = 0;
       while (!(mask & (1u << bit))) ++bit;
-      reject(layout_problem_reason(static_cast<LayoutProblem>(bit)));
+      reject(bit);
       return;
     }
     if (tp_crosses && !r_.allow_cross_node_tp) {
-      reject("tp spans NVLink domains (--allow-cross-node-tp to cost it)");
+      reject(kCrossNodeTp);
       return;
     }
 
@@ -139,7 +155,7 @@ class Worker {
     const auto [peak, worst] = peak_memory(memory);
     result_.smallest_peak_bytes = std::min(result_.smallest_peak_bytes, peak);
     if (peak > usable_) {
-      reject("out of memory");
+      reject(kOutOfMemory);
       return;
     }
     ++result_.fits;
@@ -183,6 +199,7 @@ class Worker {
   StepContext context_;
   double usable_;
   SearchResult result_;
+  std::array<std::int64_t, kReasons> counts_{};
   std::vector<Candidate> front_;
   std::map<std::tuple<std::int64_t, std::int64_t, bool, int>, ActivationBytes> activations_;
   std::map<std::pair<std::int64_t, bool>, LayerCosts> costs_;

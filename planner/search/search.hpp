@@ -56,6 +56,7 @@ struct SearchRequest {
   /// fragmentation), bytes.
   double memory_reserve_bytes = 1024.0 * 1024.0 * 1024.0;
   Objective objective = Objective::kTime;
+  double tokens = 0;                 ///< tokens to train, for GPU-hours (cost); 0: not shown
   std::size_t top_k = 10;
   bool pareto = false;               ///< also collect the memory/time Pareto front
   int threads = 2;
