@@ -27,4 +27,7 @@ CommandAction add_presets_command(CLI::App& app);
 /// `meshplan export PLAN.json --format FORMAT` (export_command.cpp).
 CommandAction add_export_command(CLI::App& app);
 
+/// `meshplan validate FILE... [--json]`: predictions against published runs (validate_command.cpp).
+CommandAction add_validate_command(CLI::App& app);
+
 }  // namespace meshplan

@@ -113,10 +113,10 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
   }
   if (auto zero = layout.int_or_null("zero", 0, 3)) {
     l.zero = static_cast<int>(*zero);
-  } else if (megatron_family(c.framework)) {
+  } else if (megatron_family(c.framework) || c.framework == "other") {
     l.zero = 1;
-    c.assumptions.push_back("zero 1 (not stated; Megatron-Core and NeMo recipes use the "
-                            "distributed optimizer)");
+    c.assumptions.push_back("zero 1 (not stated; Megatron-style codebases, Megatron-Core and "
+                            "NeMo recipes use the distributed optimizer)");
   } else {
     c.assumptions.push_back("zero 0 (not stated)");
   }

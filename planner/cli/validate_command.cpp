@@ -1,0 +1,199 @@
+// `meshplan validate FILE... [--json]`: predictions against published training runs
+// (meshplan-validation/1 files, ../shared/data/validation/SCHEMA.md). One row per comparison,
+// then MAPE per metric for each source and overall with the worst case, the OOM confusion and
+// the skipped cases. The logic is planner/validation/validate.hpp's; this file only prints.
+#include <memory>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "planner/cli/commands.hpp"
+#include "planner/report/format.hpp"
+#include "planner/validation/validate.hpp"
+
+namespace meshplan {
+
+namespace {
+
+std::string value_text(const std::string& metric, double value) {
+  if (metric == kMetricStepTime) return fixed(value, value < 10 ? 3 : 2) + " s";
+  if (metric == kMetricTflops) return fixed(value, 1);
+  if (metric == kMetricTokens) return fixed(value, 0);
+  if (metric == kMetricMfu) return fixed(value, 3);
+  if (metric == kMetricPeakBytes) return gib(value);
+  if (metric == kMetricOom) return value != 0 ? "OOM" : "fits";
+  return fixed(value, 3);
+}
+
+std::string percent(double fraction, bool sign) {
+  return (sign && fraction >= 0 ? "+" : "") + fixed(100 * fraction, 1) + "%";
+}
+
+std::string error_text(const Comparison& c) {
+  if (!c.error) return c.predicted == c.measured ? "ok" : "WRONG";
+  return percent(*c.error, true);
+}
+
+std::string unit_of(const std::string& metric) {
+  if (metric == kMetricStepTime) return "seconds per step";
+  if (metric == kMetricTflops) return "TFLOP/s per GPU";
+  if (metric == kMetricTokens) return "tokens/s per GPU";
+  if (metric == kMetricMfu) return "fraction of the dense 16-bit peak";
+  if (metric == kMetricPeakBytes) return "GiB = 2^30 bytes";
+  return "";
+}
+
+std::string render_text(const ValidationReport& r) {
+  std::ostringstream out;
+  out << "Predicted vs measured (error = (predicted - measured) / measured; GiB = 2^30 bytes):\n";
+  Table cases({"case", "metric", "predicted", "measured", "error"},
+              {true, true, false, false, false});
+  std::string source;
+  for (const Comparison& c : r.comparisons) {
+    if (c.source != source) {
+      if (!source.empty()) cases.add_rule();
+      cases.add_row({"[" + c.source + "]", "", "", "", ""});
+      source = c.source;
+    }
+    cases.add_row({c.id, c.metric, value_text(c.metric, c.predicted),
+                   value_text(c.metric, c.measured), error_text(c)});
+  }
+  out << cases.render();
+
+  out << "\nWhat is compared (the first case of each source and metric; --json: every case):\n";
+  std::set<std::string> seen;
+  for (const Comparison& c : r.comparisons) {
+    if (c.metric == kMetricOom || c.metric == kMetricStepTime) {
+      if (!seen.insert(c.metric).second) continue;
+      out << "  " << c.metric << ": "
+          << (c.metric == kMetricOom
+                  ? "ours: OOM when the worst stage's ledger exceeds the GPU's capacity"
+                  : "seconds per optimizer step (global batch)")
+          << "\n";
+    } else if (seen.insert(c.metric + "/" + c.source).second) {
+      out << "  " << c.metric << " [" << c.source << "] (" << unit_of(c.metric)
+          << "): " << c.basis << "\n";
+    }
+  }
+
+  out << "\nSummary (MAPE = mean |error|; worst = the case with the largest |error|):\n";
+  Table summary({"source", "metric", "cases", "MAPE", "worst case", "worst error"},
+                {true, true, false, false, true, false});
+  std::vector<const SourceSummary*> all;
+  for (const SourceSummary& s : r.sources) all.push_back(&s);
+  all.push_back(&r.overall);
+  for (const SourceSummary* s : all) {
+    if (s == &r.overall) summary.add_rule();
+    for (const MetricSummary& m : s->metrics) {
+      summary.add_row({s->source, m.metric, std::to_string(m.cases), percent(m.mape, false),
+                       m.worst_id, percent(m.worst_error, true)});
+    }
+  }
+  out << summary.render();
+
+  if (r.overall.oom.total() > 0) {
+    out << "\nOOM classification (predicted x measured):\n";
+    Table oom({"source", "fit / fit", "fit / OOM (missed)", "OOM / fit (false alarm)",
+               "OOM / OOM"},
+              {true, false, false, false, false});
+    for (const SourceSummary* s : all) {
+      if (s->oom.total() == 0) continue;
+      oom.add_row({s->source, std::to_string(s->oom.predicted_fit_measured_fit),
+                   std::to_string(s->oom.predicted_fit_measured_oom),
+                   std::to_string(s->oom.predicted_oom_measured_fit),
+                   std::to_string(s->oom.predicted_oom_measured_oom)});
+    }
+    out << oom.render();
+    for (const Comparison& c : r.comparisons) {
+      if (c.metric == kMetricOom && c.predicted != c.measured) {
+        out << "  misclassified: " << c.id << ": " << c.basis << "\n";
+      }
+    }
+  }
+
+  if (!r.skipped.empty()) {
+    out << "\nSkipped (" << r.skipped.size() << "):\n";
+    for (const SkippedCase& s : r.skipped) {
+      out << "  " << s.id << " (" << s.source << "): " << s.reason << "\n";
+    }
+  }
+  out << "\n--json lists each case's assumptions (the defaults taken for what its source did not "
+         "state).\n";
+  return out.str();
+}
+
+nlohmann::json summary_json(const SourceSummary& s) {
+  nlohmann::json metrics = nlohmann::json::object();
+  for (const MetricSummary& m : s.metrics) {
+    metrics[m.metric] = {{"cases", m.cases},
+                         {"mape", m.mape},
+                         {"worst_id", m.worst_id},
+                         {"worst_error", m.worst_error}};
+  }
+  nlohmann::json j = {{"metrics", metrics}};
+  if (s.oom.total() > 0) {
+    j["oom"] = {{"predicted_fit_measured_fit", s.oom.predicted_fit_measured_fit},
+                {"predicted_fit_measured_oom", s.oom.predicted_fit_measured_oom},
+                {"predicted_oom_measured_fit", s.oom.predicted_oom_measured_fit},
+                {"predicted_oom_measured_oom", s.oom.predicted_oom_measured_oom},
+                {"misclassified", s.oom.misclassified()}};
+  }
+  return j;
+}
+
+nlohmann::json render_json(const ValidationReport& r) {
+  nlohmann::json cases = nlohmann::json::array();
+  for (const Comparison& c : r.comparisons) {
+    nlohmann::json j = {{"id", c.id}, {"source", c.source}, {"metric", c.metric}};
+    if (c.metric == kMetricOom) {  // true = OOM
+      j["predicted"] = c.predicted != 0;
+      j["measured"] = c.measured != 0;
+    } else {
+      j["predicted"] = c.predicted;
+      j["measured"] = c.measured;
+    }
+    j["error"] = c.error ? nlohmann::json(*c.error) : nlohmann::json(nullptr);
+    j["basis"] = c.basis;
+    j["assumptions"] = c.assumptions;
+    cases.push_back(std::move(j));
+  }
+  nlohmann::json sources = nlohmann::json::object();
+  for (const SourceSummary& s : r.sources) sources[s.source] = summary_json(s);
+  nlohmann::json skipped = nlohmann::json::array();
+  for (const SkippedCase& s : r.skipped) {
+    skipped.push_back({{"id", s.id}, {"source", s.source}, {"reason", s.reason}});
+  }
+  return {{"units", {{"step_time_s", "s"},
+                     {"tflops_per_gpu", "TFLOP/s"},
+                     {"tokens_per_s_per_gpu", "tokens/s"},
+                     {"mfu", "fraction"},
+                     {"peak_bytes", "bytes"},
+                     {"oom", "true = out of memory"},
+                     {"error", "(predicted - measured) / measured, a fraction"}}},
+          {"cases", cases},
+          {"summary", {{"sources", sources}, {"overall", summary_json(r.overall)}}},
+          {"skipped", skipped}};
+}
+
+}  // namespace
+
+CommandAction add_validate_command(CLI::App& app) {
+  auto files = std::make_shared<std::vector<std::string>>();
+  auto json = std::make_shared<bool>(false);
+  CLI::App* cmd = app.add_subcommand(
+      "validate",
+      "Predict published training runs (meshplan-validation/1 files, e.g. "
+      "../shared/data/validation/*.json) and compare: step time or throughput, peak memory, "
+      "OOM; MAPE per metric for each file and overall");
+  cmd->add_option("files", *files, "meshplan-validation/1 files")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_flag("--json", *json, "Print JSON (cases, summary, skipped) instead of tables");
+  return [files, json](std::ostream& out, std::ostream& /*err*/) {
+    const ValidationReport report = validate_files(*files);
+    out << (*json ? render_json(report).dump(2) + "\n" : render_text(report));
+  };
+}
+
+}  // namespace meshplan

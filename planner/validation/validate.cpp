@@ -1,0 +1,326 @@
+#include "planner/validation/validate.hpp"
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "costmodel/flops.hpp"
+#include "costmodel/step_time.hpp"
+#include "costmodel/units.hpp"
+#include "planner/config/input_error.hpp"
+#include "planner/config/json_reader.hpp"
+#include "planner/config/loaders.hpp"
+#include "planner/config/profile_loader.hpp"
+#include "planner/report/format.hpp"
+
+namespace meshplan {
+
+namespace {
+
+const std::vector<std::string>& metric_order() {
+  static const std::vector<std::string> order = {kMetricStepTime, kMetricTflops, kMetricTokens,
+                                                 kMetricMfu,      kMetricPeakBytes, kMetricOom};
+  return order;
+}
+
+bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+
+std::string join(const std::vector<std::string>& parts, const char* separator) {
+  std::string out;
+  for (const std::string& p : parts) out += (out.empty() ? "" : separator) + p;
+  return out;
+}
+
+/// The ids of the mixture-of-experts cases of `json` (model.num_experts set), with
+/// model.num_experts nulled in `json` so that load_validation_file accepts the rest.
+std::vector<std::string> strip_moe(nlohmann::json& json) {
+  std::vector<std::string> ids;
+  if (!json.is_object() || !json.contains("cases") || !json["cases"].is_array()) return ids;
+  for (nlohmann::json& c : json["cases"]) {
+    if (!c.is_object() || !c.contains("model") || !c["model"].is_object()) continue;
+    nlohmann::json& model = c["model"];
+    if (!model.contains("num_experts") || model["num_experts"].is_null()) continue;
+    ids.push_back(c.contains("id") && c["id"].is_string() ? c["id"].get<std::string>() : "?");
+    model["num_experts"] = nullptr;
+  }
+  return ids;
+}
+
+/// load_validation_file, except that mixture-of-experts cases (which it rejects) are left out
+/// and their ids returned in `moe_ids`. Such a file is read through a copy with num_experts
+/// nulled (same case indices, so errors keep their JSON paths; the copy's name in a message is
+/// replaced by `path`).
+std::vector<ValidationCase> load_cases(const std::string& path, std::vector<std::string>& moe_ids) {
+  nlohmann::json json = load_json_file(path);
+  moe_ids = strip_moe(json);
+  if (moe_ids.empty()) return load_validation_file(path);
+
+  const std::filesystem::path copy =
+      std::filesystem::temp_directory_path() /
+      ("meshplan-validate-" + std::to_string(std::random_device{}()) + ".json");
+  {
+    std::ofstream out(copy);
+    out << json.dump();
+    if (!out) throw InputError(copy.string() + ": cannot be written (a copy of " + path + ")");
+  }
+  std::vector<ValidationCase> cases;
+  try {
+    cases = load_validation_file(copy.string());
+  } catch (const InputError& e) {
+    std::filesystem::remove(copy);
+    std::string message = e.what();
+    for (std::size_t at; (at = message.find(copy.string())) != std::string::npos;) {
+      message.replace(at, copy.string().size(), path);
+    }
+    throw InputError(message);
+  }
+  std::filesystem::remove(copy);
+  const std::set<std::string> moe(moe_ids.begin(), moe_ids.end());
+  std::vector<ValidationCase> kept;
+  for (ValidationCase& c : cases) {
+    if (moe.count(c.id) != 0) continue;
+    c.file = path;
+    kept.push_back(std::move(c));
+  }
+  return kept;
+}
+
+/// Why `c` cannot be estimated on `hw`, or "".
+std::string model_problem(const ValidationCase& c, const CaseHardware& hw) {
+  const GpuSpec& gpu = hw.cluster.gpu;
+  if (!training_peak_flops(gpu, c.setup.precision)) {
+    return gpu.name + " has no " + to_string(c.setup.precision) + " tensor cores";
+  }
+  if (!training_peak_flops(gpu, Precision::kBf16) && !training_peak_flops(gpu, Precision::kFp16)) {
+    return gpu.name + " has no 16-bit tensor cores";
+  }
+  const std::vector<std::string> problems =
+      layout_problems(c.layout, c.model, c.setup.seq, c.num_gpus,
+                      c.setup.attention == AttentionImpl::kEager);
+  if (!problems.empty()) return "layout not modeled: " + join(problems, "; ");
+  return "";
+}
+
+struct CaseContext {
+  const ValidationCase& c;
+  std::string source;
+  std::vector<std::string> assumptions;
+  std::vector<Comparison>& out;
+
+  void add(const char* metric, double predicted, double measured, std::optional<double> error,
+           std::string basis) const {
+    out.push_back({c.id, source, metric, predicted, measured, error, std::move(basis),
+                   assumptions});
+  }
+  void add(const char* metric, double predicted, double measured, std::string basis) const {
+    add(metric, predicted, measured, (predicted - measured) / measured, std::move(basis));
+  }
+};
+
+/// The time comparison of a case (at most one), by the order of the header.
+void compare_time(const CaseContext& x, const StepEstimate& e) {
+  const ValidationCase& c = x.c;
+  const std::string& definition = c.flops_definition;
+  const bool known = definition != "unknown";
+  // Model FLOPs under the case's convention: the causal count halves the attention term.
+  double causal_scale = 1;
+  if (definition == "model-causal-half") {
+    causal_scale = exact_flops_per_token(c.model, c.setup.seq, AttentionFlops::kCausal).training /
+                   exact_flops_per_token(c.model, c.setup.seq).training;
+  }
+  const double gpus = static_cast<double>(c.layout.gpus());
+  if (c.step_time_s) {
+    x.add(kMetricStepTime, e.step_time_s, *c.step_time_s,
+          "seconds per optimizer step (global batch of " + std::to_string(c.layout.gbs) +
+              " sequences)");
+  } else if (c.tflops_per_gpu && known) {
+    if (definition == "hardware-with-recompute") {
+      x.add(kMetricTflops, e.hardware_flops_per_step / e.step_time_s / gpus / kTera,
+            *c.tflops_per_gpu, "hardware TFLOP/s per GPU: model FLOPs + recompute FLOPs");
+    } else {
+      x.add(kMetricTflops, e.tflops_per_gpu * causal_scale, *c.tflops_per_gpu,
+            definition == "model" ? "model TFLOP/s per GPU, exact count, non-causal attention"
+                                  : "model TFLOP/s per GPU, exact count, causal attention");
+    }
+  } else if (c.tokens_per_s_per_gpu) {
+    x.add(kMetricTokens, e.tokens_per_s_per_gpu, *c.tokens_per_s_per_gpu, "tokens/s per GPU");
+  } else if (c.mfu && known && definition != "hardware-with-recompute") {
+    x.add(kMetricMfu, e.mfu * causal_scale, *c.mfu,
+          std::string("MFU against the dense 16-bit peak, ") +
+              (definition == "model" ? "non-causal" : "causal") + " attention FLOPs");
+  }
+}
+
+void compare_case(const ValidationCase& c, const std::string& source, const CaseHardware& hw,
+                  const Profile& profile, std::vector<Comparison>& out) {
+  CaseContext x{c, source, c.assumptions, out};
+  x.assumptions.insert(x.assumptions.end(), hw.assumptions.begin(), hw.assumptions.end());
+  x.assumptions.push_back("profile " + hw.profile);
+  const StepEstimate e = estimate_step(c.model, c.layout, c.setup, hw.cluster, profile);
+  const MemoryLedger& ledger = e.memory;
+
+  compare_time(x, e);
+  if (c.peak_memory_bytes) {
+    x.add(kMetricPeakBytes, ledger.peak_bytes, *c.peak_memory_bytes,
+          "ours: the worst stage's ledger total incl. runtime overhead (CUDA context, allocator "
+          "fragmentation); measured: " +
+              (c.memory_metric.empty() ? std::string("not stated") : c.memory_metric));
+  }
+  const bool ran = c.step_time_s || c.tokens_per_s_per_gpu || c.tflops_per_gpu || c.mfu;
+  if (c.oom && (*c.oom || c.peak_memory_bytes || ran)) {
+    x.add(kMetricOom, ledger.fits ? 0 : 1, *c.oom ? 1 : 0, std::nullopt,
+          "ours: OOM when the worst stage (" + gib(ledger.peak_bytes) + ") exceeds the " +
+              gib(ledger.capacity_bytes) + " of the " + hw.cluster.gpu.name + "; measured: " +
+              (c.memory_metric.empty() ? std::string("not stated") : c.memory_metric));
+  }
+}
+
+}  // namespace
+
+bool is_time_metric(const std::string& metric) {
+  return metric == kMetricStepTime || metric == kMetricTflops || metric == kMetricTokens ||
+         metric == kMetricMfu;
+}
+
+std::int64_t OomConfusion::total() const {
+  return predicted_fit_measured_fit + predicted_fit_measured_oom + predicted_oom_measured_fit +
+         predicted_oom_measured_oom;
+}
+
+std::int64_t OomConfusion::misclassified() const {
+  return predicted_fit_measured_oom + predicted_oom_measured_fit;
+}
+
+const MetricSummary* SourceSummary::find(const std::string& metric) const {
+  for (const MetricSummary& m : metrics) {
+    if (m.metric == metric) return &m;
+  }
+  return nullptr;
+}
+
+const SourceSummary* ValidationReport::find_source(const std::string& source) const {
+  for (const SourceSummary& s : sources) {
+    if (s.source == source) return &s;
+  }
+  return nullptr;
+}
+
+CaseHardware case_hardware(const ValidationCase& c) {
+  CaseHardware h;
+  std::string cluster;
+  if (starts_with(c.gpu, "tpu-")) {
+    h.skip_reason = "TPU (" + c.gpu + "): meshplan models GPU clusters only";
+    return h;
+  }
+  if (starts_with(c.gpu, "a100")) {
+    cluster = "dgx-a100";
+    h.profile = "a100";
+  } else if (c.gpu == "h100-sxm" || c.gpu == "h100-96g") {
+    cluster = "dgx-h100";
+    h.profile = "h100";
+  } else if (c.gpu == "h200") {
+    cluster = "dgx-h200";
+    h.profile = "h200";
+  } else {
+    h.skip_reason = "no shipped profile for " + c.gpu + " (measure one with meshplan-calibrate)";
+    return h;
+  }
+  h.cluster = load_cluster(cluster);
+  std::string what = "cluster " + cluster;
+  if (h.cluster.gpu.name != c.gpu) {
+    h.cluster.gpu = load_gpu(c.gpu);
+    what += " with gpu " + c.gpu;
+  }
+  ClusterSpec& k = h.cluster;
+  if (c.gpus_per_node != k.gpus_per_node) {
+    k.gpus_per_node = c.gpus_per_node;
+    k.nvlink_domain_size = c.gpus_per_node;  // the NVLink domain is the node
+    what += ", " + std::to_string(c.gpus_per_node) + " GPUs per node (one NVLink domain)";
+  }
+  const double per_gpu = k.nic_bandwidth_bytes_per_s * static_cast<double>(k.nics_per_node) /
+                         static_cast<double>(k.gpus_per_node);
+  if (c.scale_out_gbps_per_gpu) {
+    const double wanted = *c.scale_out_gbps_per_gpu * 1e9 / 8;
+    if (std::abs(wanted - per_gpu) > 1e-9 * wanted) {
+      k.nic_bandwidth_bytes_per_s = wanted * static_cast<double>(k.gpus_per_node) /
+                                    static_cast<double>(k.nics_per_node);
+      what += ", scale-out " + fixed(*c.scale_out_gbps_per_gpu, 0) + " Gb/s per GPU";
+    }
+  } else {
+    what += ", scale-out not stated: the preset's " + fixed(per_gpu * 8 / kGB, 0) +
+            " Gb/s per GPU";
+  }
+  h.assumptions.push_back(what);
+  return h;
+}
+
+SourceSummary summarize(const std::string& source, const std::vector<Comparison>& comparisons) {
+  SourceSummary s;
+  s.source = source;
+  for (const std::string& metric : metric_order()) {
+    MetricSummary m;
+    m.metric = metric;
+    double sum = 0;
+    for (const Comparison& c : comparisons) {
+      if (c.metric != metric || !c.error) continue;
+      ++m.cases;
+      sum += std::abs(*c.error);
+      if (m.worst_id.empty() || std::abs(*c.error) > std::abs(m.worst_error)) {
+        m.worst_id = c.id;
+        m.worst_error = *c.error;
+      }
+    }
+    if (m.cases == 0) continue;
+    m.mape = sum / static_cast<double>(m.cases);
+    s.metrics.push_back(m);
+  }
+  for (const Comparison& c : comparisons) {
+    if (c.metric != kMetricOom) continue;
+    const bool predicted_oom = c.predicted != 0, measured_oom = c.measured != 0;
+    (predicted_oom ? (measured_oom ? s.oom.predicted_oom_measured_oom
+                                   : s.oom.predicted_oom_measured_fit)
+                   : (measured_oom ? s.oom.predicted_fit_measured_oom
+                                   : s.oom.predicted_fit_measured_fit))++;
+  }
+  return s;
+}
+
+ValidationReport validate_files(const std::vector<std::string>& paths) {
+  ValidationReport report;
+  std::map<std::string, Profile> profiles;
+  for (const std::string& path : paths) {
+    const std::string source = std::filesystem::path(path).stem().string();
+    std::vector<std::string> moe_ids;
+    const std::vector<ValidationCase> cases = load_cases(path, moe_ids);
+    for (const std::string& id : moe_ids) {
+      report.skipped.push_back({id, source, "mixture-of-experts model: not modeled yet"});
+    }
+    std::vector<Comparison> mine;
+    for (const ValidationCase& c : cases) {
+      const CaseHardware hw = case_hardware(c);
+      std::string reason = hw.skip_reason.empty() ? model_problem(c, hw) : hw.skip_reason;
+      if (reason.empty()) {
+        auto it = profiles.find(hw.profile);
+        if (it == profiles.end()) it = profiles.emplace(hw.profile, load_profile(hw.profile)).first;
+        const std::size_t before = mine.size();
+        compare_case(c, source, hw, it->second, mine);
+        if (mine.size() == before) {
+          reason = "nothing comparable measured (no step time, tokens/s, TFLOP/s or MFU under a "
+                   "known FLOP convention, no peak memory, no OOM outcome)";
+        }
+      }
+      if (!reason.empty()) report.skipped.push_back({c.id, source, reason});
+    }
+    report.sources.push_back(summarize(source, mine));
+    report.comparisons.insert(report.comparisons.end(), mine.begin(), mine.end());
+  }
+  report.overall = summarize("overall", report.comparisons);
+  return report;
+}
+
+}  // namespace meshplan

@@ -1,0 +1,231 @@
+// `meshplan validate` (issue 6): every published run of ../shared/data/validation/ predicted
+// with the shipped presets and compared with what its source measured. The bounds are in
+// thresholds.hpp, the one place they live: the current MAPE of each source and metric (fails
+// when an error grows) and issue 6's targets (checked where met, the gap printed where not).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "planner/report/format.hpp"
+#include "planner/validation/validate.hpp"
+#include "tests/support/cli_runner.hpp"
+#include "tests/validation/thresholds.hpp"
+
+using namespace meshplan;
+namespace vt = meshplan::validation_thresholds;
+
+namespace {
+
+std::string validation_dir() { return std::string(MESHPLAN_SHARED_DATA) + "/validation"; }
+
+std::vector<std::string> validation_files() {
+  std::vector<std::string> files;
+  for (const auto& entry : std::filesystem::directory_iterator(validation_dir())) {
+    if (entry.path().extension() == ".json") files.push_back(entry.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+/// The report of every file, computed once.
+const ValidationReport& report() {
+  static const ValidationReport r = validate_files(validation_files());
+  return r;
+}
+
+const SourceSummary* summary_of(const std::string& source) {
+  return source == "overall" ? &report().overall : report().find_source(source);
+}
+
+std::string pct(double fraction) { return fixed(100 * fraction, 1) + "%"; }
+
+/// A validation file with the first Korthikanti et al. case and variants of it.
+nlohmann::json korthikanti_case() {
+  std::ifstream in(validation_dir() + "/korthikanti2022.json");
+  return nlohmann::json::parse(in)["cases"][0];
+}
+
+}  // namespace
+
+TEST_CASE("validate: every published run yields a comparison", "[validation][validate]") {
+  const ValidationReport& r = report();
+  for (const SkippedCase& s : r.skipped) INFO(s.id << ": " << s.reason);
+  CHECK(r.skipped.empty());
+  CHECK(r.sources.size() == 6);
+  // 71 cases: 47 step times + 19 TFLOP/s + 3 MFU; 18 peaks; 10 Hagemann + 18 torchtitan OOM
+  // outcomes.
+  CHECK(r.comparisons.size() == 47 + 19 + 3 + 18 + 28);
+  for (const Comparison& c : r.comparisons) {
+    INFO(c.id << " " << c.metric);
+    CHECK(!c.basis.empty());
+    CHECK(!c.assumptions.empty());
+    CHECK(c.error.has_value() == (c.metric != kMetricOom));
+  }
+}
+
+TEST_CASE("validate: MAPE within the current bounds (thresholds.hpp)", "[validation][validate]") {
+  for (const vt::MapeBound& b : vt::kMapeBounds) {
+    INFO(b.source << " " << b.metric);
+    const SourceSummary* s = summary_of(b.source);
+    REQUIRE(s != nullptr);
+    const MetricSummary* m = s->find(b.metric);
+    REQUIRE(m != nullptr);
+    INFO("MAPE " << pct(m->mape) << " (bound " << pct(b.max_mape) << "), worst " << m->worst_id
+                 << " " << pct(m->worst_error));
+    CHECK(m->cases == b.cases);
+    CHECK(m->mape <= b.max_mape);
+  }
+  // Every source and metric has a bound: a new file or metric needs one measured.
+  std::vector<const SourceSummary*> all = {&report().overall};
+  for (const SourceSummary& s : report().sources) all.push_back(&s);
+  for (const SourceSummary* s : all) {
+    for (const MetricSummary& m : s->metrics) {
+      const bool bounded =
+          std::any_of(std::begin(vt::kMapeBounds), std::end(vt::kMapeBounds),
+                      [&](const vt::MapeBound& b) { return b.source == s->source &&
+                                                           b.metric == m.metric; });
+      INFO(s->source << " " << m.metric << ": MAPE " << pct(m.mape) << " has no bound");
+      CHECK(bounded);
+    }
+  }
+  const OomConfusion& oom = report().overall.oom;
+  CHECK(oom.predicted_oom_measured_fit <= vt::kMaxOomFalseAlarms);
+  CHECK(oom.predicted_fit_measured_oom <= vt::kMaxOomMissed);
+}
+
+TEST_CASE("validate: issue 6's targets (met ones checked, the gap to the others printed)",
+          "[validation][validate]") {
+  const ValidationReport& r = report();
+  // Met today: peak memory. OOM: every case but the contradictory pair (thresholds.hpp) is
+  // classified right: the 65B run that went OOM is predicted OOM.
+  const MetricSummary* memory = r.overall.find(kMetricPeakBytes);
+  REQUIRE(memory != nullptr);
+  CHECK(memory->mape <= vt::kTargetMemoryMape);
+  CHECK(r.overall.oom.predicted_oom_measured_fit == 0);
+  bool sixty_five_b_oom = false;
+  for (const Comparison& c : r.comparisons) {
+    if (c.metric == kMetricOom && c.measured != 0 && c.id.find("65B") != std::string::npos) {
+      INFO(c.id << ": " << c.basis);
+      CHECK(c.predicted != 0);
+      sixty_five_b_oom = true;
+    }
+  }
+  CHECK(sixty_five_b_oom);
+  if (r.overall.oom.predicted_fit_measured_oom > vt::kTargetOomMisclassified) {
+    WARN("issue 6 target not met: " << r.overall.oom.predicted_fit_measured_oom
+                                    << " OOM case(s) predicted to fit (see thresholds.hpp)");
+  }
+
+  // Not met yet: the model is optimistic by 10-50% depending on the source.
+  for (const MetricSummary& m : r.overall.metrics) {
+    if (is_time_metric(m.metric) && m.mape > vt::kTargetOverallTimeMape) {
+      WARN("issue 6 target not met: overall " << m.metric << " MAPE " << pct(m.mape) << " > "
+                                              << pct(vt::kTargetOverallTimeMape));
+    }
+  }
+  for (const SourceSummary& s : r.sources) {
+    for (const MetricSummary& m : s.metrics) {
+      if (is_time_metric(m.metric) && m.mape > vt::kTargetSourceTimeMape) {
+        WARN("issue 6 target not met: " << s.source << " " << m.metric << " MAPE " << pct(m.mape)
+                                        << " > " << pct(vt::kTargetSourceTimeMape) << " (worst "
+                                        << m.worst_id << " " << pct(m.worst_error) << ")");
+      }
+    }
+  }
+  if (r.overall.oom.misclassified() > vt::kTargetOomMisclassified) {
+    WARN("issue 6 target not met: " << r.overall.oom.misclassified()
+                                    << " OOM outcomes misclassified (runs that fit, predicted OOM)");
+  }
+}
+
+TEST_CASE("validate: a case's hardware is the preset cluster with the case's GPU, node and NICs",
+          "[validation][validate]") {
+  ValidationCase c;
+  c.gpu = "h100-96g";
+  c.gpus_per_node = 8;
+  c.scale_out_gbps_per_gpu = 200;
+  CaseHardware h = case_hardware(c);
+  CHECK(h.skip_reason.empty());
+  CHECK(h.profile == "h100");
+  CHECK(h.cluster.name == "dgx-h100");
+  CHECK(h.cluster.gpu.name == "h100-96g");
+  // 8 NICs x 25e9 B/s / 8 GPUs = 200 Gb/s per GPU.
+  CHECK(h.cluster.nic_bandwidth_bytes_per_s == Approx(25e9));
+
+  c.gpu = "a100-40g";
+  c.gpus_per_node = 4;
+  c.scale_out_gbps_per_gpu = 100;
+  h = case_hardware(c);
+  CHECK(h.cluster.name == "dgx-a100");
+  CHECK(h.profile == "a100");
+  CHECK(h.cluster.gpus_per_node == 4);
+  CHECK(h.cluster.nvlink_domain_size == 4);
+  // 8 NICs x 6.25e9 B/s / 4 GPUs = 12.5e9 B/s = 100 Gb/s per GPU.
+  CHECK(h.cluster.nic_bandwidth_bytes_per_s == Approx(6.25e9));
+
+  c.gpu = "tpu-v4";
+  CHECK(case_hardware(c).skip_reason.find("TPU") != std::string::npos);
+  c.gpu = "v100-32g";
+  CHECK(case_hardware(c).skip_reason.find("no shipped profile") != std::string::npos);
+}
+
+TEST_CASE("meshplan validate: TPU, MoE and unprofiled GPUs are skipped with their reason",
+          "[validation][validate][cli]") {
+  nlohmann::json ok = korthikanti_case();
+  nlohmann::json moe = ok, tpu = ok, v100 = ok;
+  moe["id"] = "moe";
+  moe["model"]["num_experts"] = 8;
+  moe["model"]["moe_top_k"] = 2;
+  tpu["id"] = "tpu";
+  tpu["hardware"]["gpu"] = "tpu-v4";
+  v100["id"] = "v100";
+  v100["hardware"]["gpu"] = "v100-32g";
+  const nlohmann::json file = {{"schema", "meshplan-validation/1"},
+                               {"cases", {moe, ok, tpu, v100}}};
+  const std::string path = test::write_temp_file("mixed-cases.json", file.dump());
+
+  test::CliResult r = test::run({"validate", path, "--json"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  REQUIRE(j["cases"].size() == 1);
+  CHECK(j["cases"][0]["id"] == ok["id"]);
+  CHECK(j["cases"][0]["source"] == "mixed-cases");
+  CHECK(j["cases"][0]["metric"] == "step_time_s");
+  const double predicted = j["cases"][0]["predicted"], measured = j["cases"][0]["measured"];
+  CHECK(j["cases"][0]["error"].get<double>() == Approx((predicted - measured) / measured));
+  REQUIRE(j["skipped"].size() == 3);
+  CHECK(j["skipped"][0]["id"] == "moe");
+  CHECK(j["skipped"][0]["reason"].get<std::string>().find("mixture-of-experts") !=
+        std::string::npos);
+  CHECK(j["skipped"][1]["id"] == "tpu");
+  CHECK(j["skipped"][2]["id"] == "v100");
+  CHECK(j["summary"]["sources"]["mixed-cases"]["metrics"]["step_time_s"]["cases"] == 1);
+  CHECK(j["summary"]["overall"]["metrics"]["step_time_s"]["worst_id"] == ok["id"]);
+
+  r = test::run({"validate", path});
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("Summary") != std::string::npos);
+  CHECK(r.out.find("tpu (mixed-cases): TPU") != std::string::npos);
+}
+
+TEST_CASE("meshplan validate: a bad file names the file and field, a missing file exits 2",
+          "[validation][validate][cli]") {
+  nlohmann::json moe = korthikanti_case(), bad = korthikanti_case();
+  moe["model"]["num_experts"] = 8;
+  bad["layout"]["tp"] = 0;
+  const nlohmann::json file = {{"schema", "meshplan-validation/1"}, {"cases", {moe, bad}}};
+  const std::string path = test::write_temp_file("bad-cases.json", file.dump());
+  test::CliResult r = test::run({"validate", path});
+  CHECK(r.exit_code == 2);
+  // The MoE case is read through a copy: the message still names this file and the case index.
+  CHECK(r.err.find(path + ": $.cases[1].layout.tp") != std::string::npos);
+
+  r = test::run({"validate", "no-such-file.json"});
+  CHECK(r.exit_code == 2);
+}
