@@ -59,6 +59,7 @@ std::vector<FrameworkConvention> make_conventions() {
   all.back().loss_transient_bytes = 2;
   all.back().dp_grad_overlap = false;  // --overlap-grad-reduce is opt-in
   all.back().fp8_saves_fp8_inputs = true;
+  all.back().zero_stages = 0b0011;
   all.push_back({"nemo",
                  "NeMo / Megatron-Core recipes: half weights and grad buffer "
                  "(grad_reduce_in_fp32 off), fp32 master, m, v; overlapped DP communication",
@@ -69,6 +70,7 @@ std::vector<FrameworkConvention> make_conventions() {
   all.back().loss_transient_bytes = 2;
   all.back().dp_param_overlap = true;
   all.back().fp8_saves_fp8_inputs = true;
+  all.back().zero_stages = 0b0011;
   all.push_back({"deepspeed",
                  "DeepSpeed ZeRO: half weights and grads, fp32 master, fp32 grad partition, m, v",
                  "DeepSpeed estimate_zero2_model_states_mem_needs: 2P + 18P/N (ZeRO-2), "
@@ -87,6 +89,7 @@ std::vector<FrameworkConvention> make_conventions() {
   all.back().tp_saves_gathered_inputs = true;
   all.back().zero3_pp_keeps_unsharded = true;
   all.back().dp_param_overlap = true;
+  all.back().zero_stages = 0b1101;
   all.push_back({"hf",
                  "Hugging Face Transformers + Trainer: fp32 weights and grads, m, v; eager "
                  "attention softmax in fp32",

@@ -278,7 +278,14 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
                                 : groups.dp_cp.time_s(Collective::kAllReduce, grads);
     double gather =
         l.zero >= 1 ? groups.dp_cp.time_s(Collective::kAllGather, stage_params * kHalf) : 0;
-    if (overlap.dp_grad_overlap) reduce = std::max(0.0, reduce - slowest.backward_s);
+    if (l.zero == 2) {
+      // ZeRO-2 keeps only its gradient shard, so each micro-batch's gradients are
+      // reduce-scattered (Rajbhandari et al. 2020, sec. 5.2), each overlapping that
+      // micro-batch's backward where the framework overlaps.
+      reduce = m * (overlap.dp_grad_overlap ? std::max(0.0, reduce - slowest.backward_s) : reduce);
+    } else if (overlap.dp_grad_overlap) {
+      reduce = std::max(0.0, reduce - slowest.backward_s);
+    }
     if (overlap.dp_param_overlap) gather = std::max(0.0, gather - slowest.forward_s);
     bd.dp_exposed = reduce + gather;
   }

@@ -12,7 +12,8 @@
 // exchanges with its neighbours in step with its compute).
 // Then the data-parallel gradient reduction (all-reduce, or reduce-scatter + parameter
 // all-gather with ZeRO/the distributed optimizer; overlapped with the last micro-batch's
-// backward where the framework does) and the optimizer step (memory-bound Adam).
+// backward where the framework does; ZeRO-2 reduce-scatters every micro-batch's gradients) and
+// the optimizer step (memory-bound Adam).
 // Collective times: t = alpha + S F / busbw on the group's tier (placement.hpp, profile.hpp).
 // Model FLOPs: the exact count (flops.hpp, non-causal as Megatron-LM reports it);
 // MFU = model FLOPs / (step time x GPUs x dense peak); HFU adds the recompute FLOPs.

@@ -168,6 +168,14 @@ ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, cons
                       " (default: dp x mbs x pp x vpp, enough micro-batches to fill the pipeline; "
                       "memory is the same for any larger gbs; set --gbs)");
   }
+  if (!framework.allows_zero(f.zero)) {
+    std::string offered;
+    for (int z = 0; z <= 3; ++z) {
+      if (framework.allows_zero(z)) offered += (offered.empty() ? "" : ", ") + std::to_string(z);
+    }
+    throw InputError("--zero " + std::to_string(f.zero) + ": framework " + framework.name +
+                     " offers ZeRO stages " + offered + " (choose one, or another --framework)");
+  }
   if (framework.name == "fsdp" && f.zero < 3) {
     r.notes.push_back("framework fsdp with --zero " + std::to_string(f.zero) +
                       ": nothing is fully sharded; FSDP's full shard is --zero 3");

@@ -90,7 +90,7 @@ class Worker {
         for (int sp = 0; sp <= (tp > 1 ? 1 : 0); ++sp) {
           if (pinned_out(r_.pins.sp, sp == 1)) continue;
           for (int zero = 0; zero <= 3; ++zero) {
-            if (pinned_out(r_.pins.zero, zero)) continue;
+            if (pinned_out(r_.pins.zero, zero) || !r_.setup.framework.allows_zero(zero)) continue;
             for (Recompute recompute : recomputes) {
               if (pinned_out(r_.pins.recompute, recompute)) continue;
               Layout l = base;
