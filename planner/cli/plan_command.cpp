@@ -160,6 +160,12 @@ CommandAction add_plan_command(CLI::App& app) {
     }
 
     const SearchResult result = search_layouts(request);
+    if (result.space == 0) {
+      throw InputError("plan: the pinned dimensions leave no layout of " +
+                       std::to_string(o->gpus) + " GPUs to search (check that the pins multiply "
+                       "into the GPU count, that --sp on comes with tp > 1, and that --zero is "
+                       "one the framework offers)");
+    }
     std::string written;
     if (!o->out.empty()) {
       if (result.ranked.empty()) {

@@ -90,9 +90,14 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
   if (result.ranked.empty()) {
     s << "- No layout fits. Rejected:";
     for (const auto& [reason, count] : result.rejected) s << " " << count << " " << reason << ";";
-    s << "\n- The least memory any layout needed: " << gib(result.smallest_peak_bytes) << " > "
-      << gib(usable) << " usable: use more GPUs, a GPU with more memory, recompute, or a "
-      << "shorter sequence.\n";
+    if (result.smallest_peak_bytes > 0) {
+      s << "\n- The least memory any layout needed: " << gib(result.smallest_peak_bytes) << " > "
+        << gib(usable) << " usable: use more GPUs, a GPU with more memory, recompute, or a "
+        << "shorter sequence.\n";
+    } else {
+      s << "\n- No layout passes the rules above, so none reached the memory check: change the "
+        << "pins or the GPU count.\n";
+    }
     return s.str();
   }
   const Candidate& w = result.ranked.front();
@@ -121,8 +126,8 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
     s << "- ZeRO-" << l.zero << " shards "
       << (l.zero == 1 ? "the optimizer states" : l.zero == 2 ? "optimizer states and gradients"
                                                              : "parameters, gradients and optimizer states")
-      << " over the " << l.dp * (r.setup.framework.shard_over_cp ? l.cp : 1)
-      << " data-parallel ranks.\n";
+      << " over dp" << (r.setup.framework.shard_over_cp && l.cp > 1 ? " x cp" : "") << " = "
+      << l.dp * (r.setup.framework.shard_over_cp ? l.cp : 1) << " ranks.\n";
   }
   if (l.recompute != Recompute::kNone) {
     s << "- " << to_string(l.recompute) << " recompute trades " << fixed(w.breakdown.recompute, 2)
@@ -131,8 +136,27 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
   s << "- Peak memory " << gib(w.peak_bytes) << " of " << gib(gpu.memory_bytes) << " (stage "
     << w.worst_stage << "); the step's largest part is " << largest_component(w.breakdown).first
     << ".\n";
-  if (result.ranked.size() > 1) {
-    const Candidate& b = result.ranked[1];
+  // The runner-up: the first layout that ranks after the winner without tying it.
+  const Candidate* runner_up = nullptr;
+  std::size_t ties = 0;
+  for (std::size_t i = 1; i < result.ranked.size() && !runner_up; ++i) {
+    const Candidate& c = result.ranked[i];
+    if (c.step_time_s == w.step_time_s && c.peak_bytes == w.peak_bytes) {
+      ++ties;
+    } else {
+      runner_up = &c;
+    }
+  }
+  if (ties > 0) {
+    s << "- " << ties << " other layout" << (ties == 1 ? "" : "s")
+      << " of the list tie the winner in step time and memory.\n";
+  }
+  if (runner_up && r.objective == Objective::kMemory) {
+    s << "- Runner-up (" << layout_text(runner_up->layout) << ") needs "
+      << gib(runner_up->peak_bytes - w.peak_bytes) << " more memory and takes "
+      << fixed(runner_up->step_time_s, 3) << " s per step.\n";
+  } else if (runner_up) {
+    const Candidate& b = *runner_up;
     std::string why;
     double extra = -1e300;
     const std::vector<Part> pw = parts(w.breakdown), pb = parts(b.breakdown);
@@ -174,7 +198,10 @@ std::string render_plan(const SearchRequest& r, const SearchResult& result) {
                  fixed(c.step_time_s, 3), fixed(c.tokens_per_s, 0), fixed(100 * c.mfu, 1) + "%",
                  hours ? scientific(gpu_hours(r, c)) : largest_component(c.breakdown).first});
     }
-    s << t.render(0) << "\n";
+    s << t.render(0);
+    s << "MFU: model FLOPs (attention non-causal, as Megatron-LM reports) over the dense "
+      << (r.setup.precision == Precision::kFp16 ? "fp16" : "bf16")
+      << " peak. Step times are optimistic today by 10-60% (README, Validation).\n\n";
   }
   s << "Why:\n" << explain_plan(r, result);
   if (r.pareto && !result.pareto.empty()) {

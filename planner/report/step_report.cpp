@@ -55,7 +55,9 @@ std::string render_step(const StepReportInputs& in, const StepEstimate& e) {
     << " per GPU)\n";
   s << "  model TFLOP/s    " << fixed(e.tflops_per_gpu, 1) << " per GPU\n";
   s << "  MFU / HFU        " << fixed(e.mfu * 100, 1) << "% / " << fixed(e.hfu * 100, 1)
-    << "% of " << fixed(e.peak_flops_per_s / kTera, 1) << " TFLOP/s dense\n";
+    << "% of " << fixed(e.peak_flops_per_s / kTera, 1) << " TFLOP/s dense "
+    << (in.setup.precision == Precision::kFp16 ? "fp16" : "bf16")
+    << " (model FLOPs count attention non-causal, as Megatron-LM reports)\n";
   s << "  peak memory      " << gib(e.memory.peak_bytes) << " on stage " << e.memory.worst_stage
     << " of " << gib(e.memory.capacity_bytes) << ": " << (e.memory.fits ? "fits" : "DOES NOT FIT")
     << "\n\n";
@@ -66,6 +68,8 @@ std::string render_step(const StepReportInputs& in, const StepEstimate& e) {
   t.add_rule();
   t.add_row({"step", fixed(e.step_time_s, 4), "100.0%"});
   s << t.render();
+  s << "\nThe step-time model is optimistic today by 10-60% depending on the framework and "
+       "scale (README, Validation); a measured profile (--profile) narrows it.\n";
   return s.str();
 }
 
@@ -132,6 +136,8 @@ void write_step_trace(const std::string& path, const StepEstimate& e, const Layo
                                     {"ph", "X"}, {"pid", stage}, {"tid", 0},
                                     {"ts", start_us + dp_us}, {"dur", opt_us}});
   }
+  trace["otherData"]["pipeline_s"] = sim.step_time_s;
+  trace["otherData"]["step_time_s"] = sim.step_time_s + e.breakdown.dp_exposed + e.breakdown.optimizer;
   write_file_atomically(path, trace.dump() + "\n");
 }
 

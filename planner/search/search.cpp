@@ -74,6 +74,8 @@ class Worker {
                             r_.cluster.nvlink_domain_size % tp != 0;
     const GroupRates groups(context_, base);
     costs_.clear();
+    // With one rank to shard over, every ZeRO stage is the same layout: keep zero 0 only.
+    const bool shards = dp * (r_.setup.framework.shard_over_cp ? cp : 1) > 1;
 
     std::vector<std::int64_t> vpps = {1};
     for (std::int64_t v = 2; pp > 1 && v * pp <= r_.model.num_layers; ++v) {
@@ -91,6 +93,7 @@ class Worker {
           if (pinned_out(r_.pins.sp, sp == 1)) continue;
           for (int zero = 0; zero <= 3; ++zero) {
             if (pinned_out(r_.pins.zero, zero) || !r_.setup.framework.allows_zero(zero)) continue;
+            if (zero > 0 && !shards && !r_.pins.zero) continue;
             for (Recompute recompute : recomputes) {
               if (pinned_out(r_.pins.recompute, recompute)) continue;
               Layout l = base;

@@ -174,9 +174,10 @@ void compare_case(const ValidationCase& c, const std::string& source, const Case
   const bool ran = c.step_time_s || c.tokens_per_s_per_gpu || c.tflops_per_gpu || c.mfu;
   if (c.oom && (*c.oom || c.peak_memory_bytes || ran)) {
     x.add(kMetricOom, ledger.fits ? 0 : 1, *c.oom ? 1 : 0, std::nullopt,
-          "ours: OOM when the worst stage (" + gib(ledger.peak_bytes) + ") exceeds the " +
-              gib(ledger.capacity_bytes) + " of the " + hw.cluster.gpu.name + "; measured: " +
-              (c.memory_metric.empty() ? std::string("not stated") : c.memory_metric));
+          std::string("ours: ") + (ledger.fits ? "fits" : "OOM") + ", the worst stage needs " +
+              gib(ledger.peak_bytes) + " of the " + gib(ledger.capacity_bytes) + " of the " +
+              hw.cluster.gpu.name + "; measured: " + (*c.oom ? "OOM" : "fits") + " (" +
+              (c.memory_metric.empty() ? std::string("not stated") : c.memory_metric) + ")");
   }
 }
 
