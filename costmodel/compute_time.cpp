@@ -7,6 +7,8 @@ namespace meshplan {
 
 namespace {
 
+/// Share of the SMs' tile slots that do useful work: tile quantization (partial tiles at the
+/// edges) times wave quantization (a last partial wave).
 double wave_efficiency(double m, double n, double batch, double tile_m, double tile_n,
                        double sms) {
   const double tiles = std::ceil(m / tile_m) * std::ceil(n / tile_n) * batch;
@@ -15,17 +17,24 @@ double wave_efficiency(double m, double n, double batch, double tile_m, double t
   return tiles / (waves * sms) * useful;
 }
 
-}  // namespace
-
-double gemm_efficiency(const GemmModel& model, double m, double n, double k, double batch) {
-  const double flops = 2 * m * n * k * batch;
-  const double ramp = flops / (flops + model.half_efficiency_flops);
+/// The best tile shape's wave efficiency.
+double best_wave_efficiency(const GemmModel& model, double m, double n, double batch) {
   const double tm = static_cast<double>(model.tile_m), tn = static_cast<double>(model.tile_n);
   const double sms = static_cast<double>(model.sms);
-  const double waves = std::max({wave_efficiency(m, n, batch, tm, tn, sms),
-                                 wave_efficiency(m, n, batch, tn, tm, sms),
-                                 wave_efficiency(m, n, batch, tm, tm, sms)});
-  return model.peak_efficiency * ramp * waves;
+  return std::max({wave_efficiency(m, n, batch, tm, tn, sms),
+                   wave_efficiency(m, n, batch, tn, tm, sms),
+                   wave_efficiency(m, n, batch, tm, tm, sms)});
+}
+
+}  // namespace
+
+// The ramp eff = pe x F / (F + F_half) is a fixed per-GEMM cost: t = (F + F_half) / (peak pe).
+// Tile and wave quantization stretch the F part only (idle tile slots), so
+// t = (F / waves + F_half) / (peak x pe) and efficiency = F / (t x peak).
+double gemm_efficiency(const GemmModel& model, double m, double n, double k, double batch) {
+  const double flops = 2 * m * n * k * batch;
+  const double waves = best_wave_efficiency(model, m, n, batch);
+  return model.peak_efficiency * flops / (flops / waves + model.half_efficiency_flops);
 }
 
 double gemm_time_s(const DeviceRates& rates, double m, double n, double k, double batch) {

@@ -1,6 +1,7 @@
 // `meshplan estimate`: the step time of one layout on a cluster, and where each second goes.
 // `--out plan.json` writes the plan of that layout (planner/plan/README.md); `--plan plan.json`
 // estimates a written plan again (its inputs and layout replace every input flag).
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -16,6 +17,7 @@
 #include "planner/config/profile_loader.hpp"
 #include "planner/plan/plan.hpp"
 #include "planner/plan/plan_file.hpp"
+#include "planner/report/atomic_write.hpp"
 #include "planner/report/format.hpp"
 #include "planner/report/step_report.hpp"
 
@@ -64,15 +66,15 @@ CommandAction add_estimate_command(CLI::App& app) {
   cmd->add_option("--profile", o->profile,
                   "Achieved rates: a profile preset (configs/profiles) or a profile.json from "
                   "meshplan-calibrate (default: the shipped profile of the cluster's GPU)");
-  cmd->add_option("--gpus", o->gpus, "GPUs [count] (default: dp x tp x pp x cp)")
-      ->check(positive_up_to(1e9));
+  cmd->add_option("--gpus", o->gpus, "GPUs [count], up to 1048576 (default: dp x tp x pp x cp)")
+      ->check(positive_up_to(1 << 20));
   add_framework_option(*cmd, o->framework);
   add_precision_option(*cmd, o->precision);
   add_layout_options(*cmd, o->layout);
   cmd->add_option("--tp-overlap", o->tp_overlap,
                   "Share of TP collective time hidden under GEMMs, in [0, 1] (default: the "
                   "framework's)")
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(number_in(0.0, 1.0));
   cmd->add_option("--dp-overlap", o->dp_overlap,
                   "Overlap the gradient reduction with backward and the ZeRO-1 parameter "
                   "all-gather with forward: on | off (default: the framework's)")
@@ -96,6 +98,19 @@ CommandAction add_estimate_command(CLI::App& app) {
   }
 
   return [o](std::ostream& out, std::ostream& /*err*/) {
+    // The outputs must be distinct files, neither the plan being read, and all writable before
+    // anything is written.
+    auto same = [](const std::string& a, const std::string& b) {
+      std::error_code ec;
+      return !a.empty() && !b.empty() &&
+             (a == b || std::filesystem::weakly_canonical(a, ec) ==
+                            std::filesystem::weakly_canonical(b, ec));
+    };
+    if (same(o->out, o->trace) || same(o->out, o->plan) || same(o->trace, o->plan)) {
+      throw InputError("estimate: --out, --trace and --plan must name different files");
+    }
+    if (!o->out.empty()) check_writable_target(o->out);
+    if (!o->trace.empty()) check_writable_target(o->trace);
     std::vector<std::string> notes;
     Plan plan;
     if (!o->plan.empty()) {

@@ -1,5 +1,6 @@
 #include "planner/cli/options.hpp"
 
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -19,9 +20,38 @@ std::vector<std::string> framework_names() {
 
 }  // namespace
 
+namespace {
+
+/// Numbers are decimal: "010" (octal to C) and "0x8" (hex) are refused rather than reread.
+bool plain_decimal(const std::string& text) {
+  if (text.find_first_of("xX") != std::string::npos) return false;
+  std::size_t i = (text[0] == '+' || text[0] == '-') ? 1 : 0;
+  return !(text.size() > i + 1 && text[i] == '0' && std::isdigit(static_cast<unsigned char>(text[i + 1])));
+}
+
+}  // namespace
+
+CLI::Validator number_in(double min, double max) {
+  return CLI::Validator(
+      [min, max](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double value = std::strtod(text.c_str(), &end);
+        if (text.empty() || end == text.c_str() || *end != '\0' || !plain_decimal(text) ||
+            !std::isfinite(value) || value < min || value > max) {
+          return "must be a number from " + CLI::detail::to_string(min) + " to " +
+                 CLI::detail::to_string(max) + ", got \"" + text + "\"";
+        }
+        return std::string();
+      },
+      "NUMBER");
+}
+
 CLI::Validator positive_up_to(double max) {
   return CLI::Validator(
       [max](std::string& text) -> std::string {
+        if (text.empty() || !plain_decimal(text)) {
+          return "must be a decimal number, got \"" + text + "\"";
+        }
         char* end = nullptr;
         const double value = std::strtod(text.c_str(), &end);
         if (end == text.c_str() || *end != '\0' || !std::isfinite(value) || !(value > 0) ||
@@ -42,6 +72,9 @@ namespace {
 CLI::Validator whole_up_to(std::int64_t max) {
   return CLI::Validator(
       [max](std::string& text) -> std::string {
+        if (text.empty() || !plain_decimal(text)) {
+          return "must be a decimal whole number, got \"" + text + "\"";
+        }
         char* end = nullptr;
         const long long value = std::strtoll(text.c_str(), &end, 10);
         if (end == text.c_str() || *end != '\0' || value < 1 || value > max) {
@@ -200,6 +233,10 @@ ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, cons
                       (gpu.flash_attention ? "flash, " : "eager: no FlashAttention kernels on ") +
                       gpu.name + (gpu.flash_attention ? " has FlashAttention kernels" : "") +
                       "; set --attention)");
+  }
+  if (l.gpus() > (std::int64_t{1} << 20)) {
+    throw InputError("impossible layout: dp x tp x pp x cp = " + std::to_string(l.gpus()) +
+                     " GPUs; meshplan plans for at most 1048576");
   }
   const std::vector<std::string> problems = layout_problems(
       l, model, r.setup.seq, gpus, r.setup.attention == AttentionImpl::kEager);

@@ -18,6 +18,9 @@ namespace meshplan {
 /// Accepts a finite number in (0, max] ("7e9"); the error says so in one line.
 CLI::Validator positive_up_to(double max);
 
+/// Accepts a finite decimal number in [min, max] (NaN, octal and hex spellings refused).
+CLI::Validator number_in(double min, double max);
+
 /// --framework NAME (default "textbook"), checked against the known conventions at parse time.
 void add_framework_option(CLI::App& cmd, std::string& framework);
 

@@ -64,7 +64,9 @@ CommandAction add_plan_command(CLI::App& app) {
   cmd->add_option("--model", o->model, "Model: a preset name, a meshplan-model/1 file or a Hugging Face config.json")
       ->required();
   cmd->add_option("--cluster", o->cluster, "Cluster preset or JSON file")->capture_default_str();
-  cmd->add_option("--gpus", o->gpus, "GPUs [count]")->required()->check(positive_up_to(1 << 24));
+  cmd->add_option("--gpus", o->gpus, "GPUs [count], up to 1048576")
+      ->required()
+      ->check(positive_up_to(1 << 20));
   cmd->add_option("--profile", o->profile, "Profile preset or profile.json (default: the shipped one of the cluster's GPU)");
   add_framework_option(*cmd, o->framework);
   add_precision_option(*cmd, o->precision);
@@ -92,7 +94,7 @@ CommandAction add_plan_command(CLI::App& app) {
                   "GPU memory kept free beyond the ledger's own overhead lines (CUDA context, "
                   "allocator fragmentation) [GiB]")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 1024.0));
+      ->check(number_in(0.0, 1024.0));
   cmd->add_option("--top", o->top, "Layouts to list")->capture_default_str()->check(CLI::Range(1, 1000));
   cmd->add_option("--objective", o->objective,
                   "Rank by: time (step time) | memory (peak) | cost (GPU-hours)")

@@ -142,6 +142,15 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
     m.qkv_bias = type == "qwen2" || r.boolean("attention_bias", false);
     m.dropout = r.any_positive({"attention_dropout", "hidden_dropout"});
   }
+  // The products the cost model forms stay inside int64 (the meshplan-model/1 bounds).
+  if (m.num_layers > (std::int64_t{1} << 16)) {
+    r.fail(gpt2 ? "n_layer" : "num_hidden_layers", "must be at most 65536, got " +
+                                                        std::to_string(m.num_layers));
+  }
+  if (m.num_attention_heads * m.head_dim > kMaxSize || m.ffn_hidden_size > kMaxSize) {
+    r.fail(gpt2 ? "n_head" : "num_attention_heads",
+           "heads x head_dim and the MLP width must each be at most " + std::to_string(kMaxSize));
+  }
   if (m.num_attention_heads % m.num_kv_heads != 0) {
     r.fail("num_key_value_heads", "must divide num_attention_heads (" +
                                       std::to_string(m.num_attention_heads) + "), got " +

@@ -1,6 +1,7 @@
 #include "planner/config/json_reader.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -29,6 +30,15 @@ std::pair<std::size_t, std::size_t> line_and_column(const std::string& text, std
 }  // namespace
 
 nlohmann::json load_json_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) {
+    throw InputError(path + ": is not a regular file (a directory, device or pipe); expected a "
+                     "JSON file");
+  }
+  constexpr std::uintmax_t kMaxBytes = std::uintmax_t{256} << 20;
+  if (std::filesystem::file_size(path, ec) > kMaxBytes && !ec) {
+    throw InputError(path + ": is larger than 256 MiB; expected a JSON file of meshplan's");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path + ": cannot be read (no such file or no permission)");
   std::ostringstream buffer;

@@ -294,10 +294,18 @@ SourceSummary summarize(const std::string& source, const std::vector<Comparison>
 ValidationReport validate_files(const std::vector<std::string>& paths) {
   ValidationReport report;
   std::map<std::string, Profile> profiles;
+  std::map<std::string, std::string> seen;  // case id -> file: ids are unique (SCHEMA.md)
   for (const std::string& path : paths) {
     const std::string source = std::filesystem::path(path).stem().string();
     std::vector<std::string> moe_ids;
     const std::vector<ValidationCase> cases = load_cases(path, moe_ids);
+    for (const ValidationCase& c : cases) {
+      const auto [it, fresh] = seen.emplace(c.id, path);
+      if (!fresh) {
+        throw InputError(path + ": case \"" + c.id + "\" appears again (first in " + it->second +
+                         "); case ids are unique, and a file is given once");
+      }
+    }
     for (const std::string& id : moe_ids) {
       report.skipped.push_back({id, source, "mixture-of-experts model: not modeled yet"});
     }

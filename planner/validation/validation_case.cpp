@@ -151,6 +151,16 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
     }
   }
   c.model.vocab_pad_multiple *= l.tp;
+  if (c.model.num_attention_heads % c.model.num_kv_heads != 0) {
+    throw InputError(file + ": $.cases[" + std::to_string(index) + "].model.num_kv_heads: " +
+                     std::to_string(c.model.num_kv_heads) + " does not divide " +
+                     std::to_string(c.model.num_attention_heads) + " attention heads");
+  }
+  if (l.gpus() != c.num_gpus) {
+    throw InputError(file + ": $.cases[" + std::to_string(index) + "].layout: dp x tp x pp x cp = " +
+                     std::to_string(l.gpus()) + " is not hardware.num_gpus " +
+                     std::to_string(c.num_gpus) + " (SCHEMA.md: they are equal)");
+  }
 
   c.setup.framework = *find_framework(convention_for_framework(c.framework));
 
