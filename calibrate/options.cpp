@@ -1,0 +1,94 @@
+#include "calibrate/options.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include "planner/config/input_error.hpp"
+
+#ifndef MESHPLAN_VERSION
+#error "MESHPLAN_VERSION must be defined by the build"
+#endif
+
+namespace meshplan::calibrate {
+
+int parse_options(int argc, char** argv, Options& o, std::ostream& out, std::ostream& err) {
+  CLI::App app{
+      "meshplan-calibrate: measure this cluster's GEMM rates, memory bandwidth and collectives "
+      "(all-reduce, all-gather, reduce-scatter, all-to-all, send/recv, broadcast) and write the "
+      "profile.json that `meshplan ... --profile` reads. Launch like any MPI job: "
+      "mpirun -np N meshplan-calibrate --out profile.json. Rank 0 writes the profile (and the raw "
+      "records beside it, <out>.records.json) and prints progress on stderr. "
+      "Sizes: GB = 1e9 bytes, GiB = 2^30 bytes; bandwidths in decimal GB/s as nccl-tests.",
+      "meshplan-calibrate"};
+  app.set_version_flag("--version", std::string("meshplan-calibrate ") + MESHPLAN_VERSION);
+  app.add_option("what", o.what,
+                 "Benchmarks to run: all (default), or any of gemm, memory, collectives (what is "
+                 "not run keeps the base profile's values)")
+      ->check(CLI::IsMember({"all", "gemm", "memory", "collectives"}));
+  app.add_option("--backend", o.backend,
+                 "cuda (cuBLASLt, our HBM kernels, NCCL), cpu (Eigen, STREAM-style loops, MPI) "
+                 "or auto (cuda where every rank has a GPU)")
+      ->check(CLI::IsMember({"cpu", "cuda", "auto"}))
+      ->capture_default_str();
+  CLI::Option* quick =
+      app.add_flag("--quick", o.quick, "A few minutes: fewer sizes and shorter timing");
+  CLI::Option* smoke = app.add_flag("--smoke", o.smoke,
+                                    "Tiny sizes, seconds: checks that everything runs (the test "
+                                    "suite's run); not a measurement");
+  quick->excludes(smoke);
+  app.add_option("--out", o.out, "Profile to write (atomically; raw records to <out>.records.json)")
+      ->capture_default_str();
+  app.add_option("--name", o.name, "The profile's name (default: --out's file name without .json)");
+  app.add_option("--gpu", o.gpu,
+                 "GPU preset the rates are expressed against (efficiency = measured / its "
+                 "datasheet); default: detected from the device name (cuda), h100-sxm (cpu)");
+  app.add_option("--base-profile", o.base_profile,
+                 "Profile preset or file for what is not measured (FlashAttention efficiency, "
+                 "NIC rate across nodes); default: the published profile of --gpu");
+  app.add_option("--model", o.model,
+                 "Also time this model's GEMM shapes (a preset, a meshplan-model/1 file or a "
+                 "Hugging Face config.json) at --tp, --mbs, --seq");
+  app.add_option("--tp", o.tp, "Tensor-parallel degree for --model's GEMMs")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1024}))
+      ->capture_default_str();
+  app.add_option("--mbs", o.mbs, "Micro-batch size (sequences) for --model's GEMMs")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{65536}))
+      ->capture_default_str();
+  app.add_option("--seq", o.seq,
+                 "Sequence length (tokens) for --model's GEMMs (default: the model's)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 24));
+  app.add_option("--watchdog-s", o.watchdog_s,
+                 "Seconds a benchmark step may take before the job is aborted with a message "
+                 "naming the rank that did not arrive (a dead or hung rank never hangs the others)")
+      ->check(CLI::Range(0.1, 1e6))
+      ->capture_default_str();
+  app.add_option("--inject-fault", o.inject_fault,
+                 "Tests of the watchdog: KIND:RANK with KIND stop (SIGSTOP), exit (dies without "
+                 "MPI_Finalize) or hang, at the first collective step")
+      ->check([](const std::string& text) -> std::string {
+        const std::size_t colon = text.find(':');
+        const std::string kind = text.substr(0, colon);
+        if (colon == std::string::npos || (kind != "stop" && kind != "exit" && kind != "hang") ||
+            text.find_first_not_of("0123456789", colon + 1) != std::string::npos ||
+            colon + 1 == text.size()) {
+          return "expected KIND:RANK with KIND stop, exit or hang, got \"" + text + "\"";
+        }
+        return "";
+      })
+      ->group("Testing");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e, out, err);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e, out, err);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e, out, err);
+  } catch (const CLI::ParseError& e) {
+    err << "meshplan-calibrate: error: " << e.what()
+        << "\nRun with --help for the flags and their units.\n";
+    return kInputErrorExitCode;
+  }
+  return -1;
+}
+
+}  // namespace meshplan::calibrate
