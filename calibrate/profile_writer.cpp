@@ -6,6 +6,8 @@
 #include <sstream>
 #include <tuple>
 
+#include "calibrate/text_format.hpp"
+
 #include "calibrate/fit.hpp"
 #include "costmodel/compute_time.hpp"
 #include "planner/config/profile_loader.hpp"
@@ -15,12 +17,6 @@
 namespace meshplan::calibrate {
 
 namespace {
-
-std::string format(const char* fmt, auto... args) {
-  char buffer[512];
-  std::snprintf(buffer, sizeof buffer, fmt, args...);
-  return buffer;
-}
 
 std::string hosts_text(const Provenance& p) {
   std::vector<std::string> unique;

@@ -3,17 +3,9 @@
 #include <cmath>
 #include <cstdio>
 
+#include "calibrate/text_format.hpp"
+
 namespace meshplan::calibrate {
-
-namespace {
-
-std::string format(const char* fmt, auto... args) {
-  char buffer[512];
-  std::snprintf(buffer, sizeof buffer, fmt, args...);
-  return buffer;
-}
-
-}  // namespace
 
 Progress::Progress(bool enabled, std::ostream& err, std::int64_t total_steps)
     : enabled_(enabled), err_(err), total_(total_steps), start_(std::chrono::steady_clock::now()) {}

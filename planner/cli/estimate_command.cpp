@@ -41,15 +41,6 @@ struct EstimateOptions {
   bool json = false;
 };
 
-/// The shipped profile for a GPU preset, by GPU family.
-std::string default_profile(const GpuSpec& gpu) {
-  if (gpu.name.rfind("a100", 0) == 0) return "a100";
-  if (gpu.name == "h100-sxm" || gpu.name == "h100-96g") return "h100";
-  if (gpu.name == "h200") return "h200";
-  throw InputError("--profile: no shipped profile for " + gpu.name +
-                   "; give --profile FILE (measure one with meshplan-calibrate)");
-}
-
 }  // namespace
 
 CommandAction add_estimate_command(CLI::App& app) {
@@ -128,7 +119,7 @@ CommandAction add_estimate_command(CLI::App& app) {
         framework.dp_grad_overlap = framework.dp_param_overlap = o->dp_overlap == "on";
       }
       const std::string profile_name =
-          o->profile.empty() ? default_profile(cluster.gpu) : o->profile;
+          o->profile.empty() ? default_profile_name(cluster.gpu) : o->profile;
       const Profile profile = load_profile(profile_name);
       ResolvedLayout rl = resolve_layout(o->layout, model, cluster.gpu, framework, precision,
                                          o->gpus > 0 ? std::optional<std::int64_t>(o->gpus)

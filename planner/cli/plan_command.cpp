@@ -45,14 +45,6 @@ struct PlanOptions {
   std::string out;
 };
 
-std::string default_profile_name(const GpuSpec& gpu) {
-  if (gpu.name.rfind("a100", 0) == 0) return "a100";
-  if (gpu.name == "h100-sxm" || gpu.name == "h100-96g") return "h100";
-  if (gpu.name == "h200") return "h200";
-  throw InputError("--profile: no shipped profile for " + gpu.name +
-                   "; give --profile FILE (measure one with meshplan-calibrate)");
-}
-
 }  // namespace
 
 CommandAction add_plan_command(CLI::App& app) {

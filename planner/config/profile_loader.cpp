@@ -18,4 +18,12 @@ Profile load_profile(const std::string& name_or_path) {
   return p;
 }
 
+std::string default_profile_name(const GpuSpec& gpu) {
+  if (gpu.name.rfind("a100", 0) == 0) return "a100";
+  if (gpu.name == "h100-sxm" || gpu.name == "h100-96g") return "h100";
+  if (gpu.name == "h200") return "h200";
+  throw InputError("--profile: no shipped profile for " + gpu.name +
+                   "; give --profile FILE (measure one with meshplan-calibrate)");
+}
+
 }  // namespace meshplan

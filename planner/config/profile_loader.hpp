@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "costmodel/hardware.hpp"
 #include "costmodel/profile.hpp"
 
 namespace meshplan {
@@ -21,5 +22,10 @@ inline constexpr const char* kProfileSchema = "meshplan-profile/1";
 /// "<file>: $.collectives[0].collective: \"allreduce\" is not allowed; expected one of ...";
 /// a file of another kind (a GPU file) is reported at "$.schema".
 Profile load_profile(const std::string& name_or_path);
+
+/// The shipped profile for a GPU preset: "a100" for a100-*, "h100" for h100-sxm and h100-96g,
+/// "h200" for h200. Throws InputError for other GPUs (give --profile, or measure one with
+/// meshplan-calibrate).
+std::string default_profile_name(const GpuSpec& gpu);
 
 }  // namespace meshplan

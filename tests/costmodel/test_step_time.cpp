@@ -6,20 +6,10 @@
 #include "costmodel/step_time.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
+#include "tests/support/setups.hpp"
 
 using namespace meshplan;
 
-namespace {
-
-TrainingSetup megatron_setup(std::int64_t seq) {
-  TrainingSetup s;
-  s.seq = seq;
-  s.framework = *find_framework("megatron");
-  s.attention = AttentionImpl::kFlash;
-  return s;
-}
-
-}  // namespace
 
 TEST_CASE("GEMM time: a large square GEMM runs at the profile's peak efficiency", "[step]") {
   // 16384^3 on A100: F = 2 x 16384^3 = 8.8e12 FLOP; 128 x 256
@@ -45,7 +35,7 @@ TEST_CASE("TP communication: 4 crossings per layer per micro-batch at the NVLink
   l.tp = 8;
   l.gbs = 1;
   const StepEstimate e =
-      estimate_step(m, l, megatron_setup(4096), load_cluster("dgx-h100"), load_profile("h100"));
+      estimate_step(m, l, test::megatron_setup(4096), load_cluster("dgx-h100"), load_profile("h100"));
   const double per_crossing = 15e-6 + 33554432.0 * 2 * 7 / 8 / 370e9;
   // The first and last stage add the embedding all-reduce (one crossing) to the layers' 128.
   CHECK(e.breakdown.tp_exposed == Approx((4 * 32 + 1) * per_crossing).epsilon(1e-9));
@@ -60,7 +50,7 @@ TEST_CASE("the pipeline terms: bubble (p-1)/v of the slowest stage, 2 m v transf
   l.sp = true;
   l.gbs = 32;  // m = 32 micro-batches
   const StepEstimate e =
-      estimate_step(m, l, megatron_setup(8192), load_cluster("dgx-h100"), load_profile("h100"));
+      estimate_step(m, l, test::megatron_setup(8192), load_cluster("dgx-h100"), load_profile("h100"));
   double slowest = 0;
   for (const StageTimes& s : e.stages) slowest = std::max(slowest, s.forward_s + s.backward_s);
   CHECK(e.breakdown.bubble == Approx(3.0 / 2.0 * slowest));
@@ -80,7 +70,7 @@ TEST_CASE("MFU is model FLOPs over time, GPUs and the dense peak", "[step]") {
   l.zero = 1;
   l.gbs = 8;
   const StepEstimate e =
-      estimate_step(m, l, megatron_setup(8192), load_cluster("dgx-h100"), load_profile("h100"));
+      estimate_step(m, l, test::megatron_setup(8192), load_cluster("dgx-h100"), load_profile("h100"));
   // 8 sequences of 8192 tokens, exact FLOPs per token (flops.hpp).
   CHECK(e.model_flops_per_step == Approx(8 * 8192 * exact_flops_per_token(m, 8192).training));
   CHECK(e.mfu == Approx(e.model_flops_per_step / e.step_time_s / 8 / 989.4e12));
@@ -97,8 +87,8 @@ TEST_CASE("the estimate follows the profile: a slower NVLink exposes more TP tim
   Profile slow = fast;
   slow.links.nvlink.busbw_bytes_per_s /= 2;
   const ClusterSpec c = load_cluster("dgx-h100");
-  const StepEstimate a = estimate_step(m, l, megatron_setup(4096), c, fast);
-  const StepEstimate b = estimate_step(m, l, megatron_setup(4096), c, slow);
+  const StepEstimate a = estimate_step(m, l, test::megatron_setup(4096), c, fast);
+  const StepEstimate b = estimate_step(m, l, test::megatron_setup(4096), c, slow);
   CHECK(b.breakdown.tp_exposed > 1.9 * a.breakdown.tp_exposed);
   CHECK(b.breakdown.compute == Approx(a.breakdown.compute));
 }

@@ -7,28 +7,18 @@
 #include "costmodel/step_time.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
+#include "tests/support/setups.hpp"
 #include "planner/search/search.hpp"
 #include "tests/support/cli_runner.hpp"
 
 using namespace meshplan;
 
-namespace {
-
-TrainingSetup setup_for(std::int64_t seq) {
-  TrainingSetup s;
-  s.seq = seq;
-  s.framework = *find_framework("megatron");
-  s.attention = AttentionImpl::kFlash;
-  return s;
-}
-
-}  // namespace
 
 TEST_CASE("search: every ranked layout equals its full estimate and ledger", "[search]") {
   const ModelSpec model = load_model("llama3-70b");
   const ClusterSpec cluster = load_cluster("dgx-h100");
   const Profile profile = load_profile("h100");
-  const TrainingSetup setup = setup_for(8192);
+  const TrainingSetup setup = test::megatron_setup(8192);
   SearchRequest request(model, cluster, profile, setup, 256, 256);
   request.top_k = 20;
   const SearchResult r = search_layouts(request);
@@ -52,7 +42,7 @@ TEST_CASE("search: pinned dimensions hold in every result", "[search]") {
   const ModelSpec model = load_model("llama3-70b");
   const ClusterSpec cluster = load_cluster("dgx-h100");
   const Profile profile = load_profile("h100");
-  const TrainingSetup setup = setup_for(8192);
+  const TrainingSetup setup = test::megatron_setup(8192);
   SearchRequest request(model, cluster, profile, setup, 256, 256);
   request.pins.tp = 8;
   request.pins.zero = 1;
