@@ -12,16 +12,9 @@ using namespace meshplan;
 
 namespace {
 
-std::string read_preset(const std::string& relative) {
-  std::ifstream in(config_dir() + "/" + relative);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 /// llama3-8b's preset with `from` replaced by `to`, written to a temp file.
 std::string broken_model(const std::string& name, const std::string& from, const std::string& to) {
-  std::string text = read_preset("models/llama3-8b.json");
+  std::string text = test::read_config("models/llama3-8b.json");
   const std::size_t at = text.find(from);
   REQUIRE(at != std::string::npos);
   text.replace(at, from.size(), to);
@@ -86,7 +79,7 @@ TEST_CASE("a bad enum value lists the allowed values", "[errors]") {
 }
 
 TEST_CASE("GPU files: a nested field's path and a missing source", "[errors]") {
-  std::string gpu = read_preset("gpus/h100-sxm.json");
+  std::string gpu = test::read_config("gpus/h100-sxm.json");
   std::string bad = gpu;
   bad.replace(bad.find("\"bf16\": 9"), 9, "\"bf16\": -9");
   const std::string file = test::write_temp_file("gpu-neg.json", bad);

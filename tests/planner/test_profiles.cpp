@@ -23,17 +23,10 @@ using namespace meshplan;
 
 namespace {
 
-std::string read_preset(const std::string& relative) {
-  std::ifstream in(config_dir() + "/" + relative);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 /// The h100 profile preset with `from` replaced by `to`, written to a temp file.
 std::string broken_profile(const std::string& name, const std::string& from,
                            const std::string& to) {
-  std::string text = read_preset("profiles/h100.json");
+  std::string text = test::read_config("profiles/h100.json");
   const std::size_t at = text.find(from);
   REQUIRE(at != std::string::npos);
   text.replace(at, from.size(), to);
@@ -208,7 +201,7 @@ TEST_CASE("bad profiles name the file and the JSON path", "[profiles][errors]") 
     fs::create_directories(dir / "profiles");
     fs::copy_file(config_dir() + "/gpus/h100-sxm.json", dir / "gpus" / "h100-sxm.json",
                   fs::copy_options::overwrite_existing);
-    std::ofstream(dir / "profiles" / "x.json") << read_preset("profiles/h100.json");
+    std::ofstream(dir / "profiles" / "x.json") << test::read_config("profiles/h100.json");
     const std::string saved = config_dir();
     ::setenv("MESHPLAN_CONFIG_DIR", dir.c_str(), 1);
     CHECK_THROWS_WITH(load_profile("x"),

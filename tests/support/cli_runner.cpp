@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "planner/cli/cli.hpp"
+#include "planner/config/presets.hpp"
 
 namespace meshplan::test {
 
@@ -26,6 +27,13 @@ std::string write_temp_file(const std::string& name, const std::string& content)
   const std::filesystem::path path = dir / name;
   std::ofstream(path) << content;
   return path.string();
+}
+
+std::string read_config(const std::string& relative) {
+  std::ifstream in(config_dir() + "/" + relative);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
 }
 
 std::string data_file(const std::string& relative) {
