@@ -27,7 +27,7 @@ CommandAction add_export_command(CLI::App& app) {
       "Print a plan's settings for a training framework: Megatron-LM arguments, torchtitan TOML, "
       "a DeepSpeed config or torchrun launch lines. What the framework cannot express is noted "
       "on stderr");
-  cmd->add_option("plan", o->plan, "plan.json (meshplan estimate ... --out plan.json)")
+  cmd->add_option("plan", o->plan, "plan.json (written by meshplan plan ... --out or meshplan estimate ... --out)")
       ->required()
       ->check(CLI::ExistingFile);
   cmd->add_option("--format", o->format, "megatron | torchtitan | deepspeed | torchrun")

@@ -84,7 +84,7 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
     s << "It does not fit on one GPU; sharded over all " << r.gpus << " GPUs (ZeRO-3/FSDP) it is "
       << gb(state.total_bytes / static_cast<double>(r.gpus)) << " per GPU.\n";
   } else {
-    s << "Even sharded over all " << r.gpus << " GPUs it is "
+    s << "Even sharded over all " << r.gpus << (r.gpus == 1 ? " GPU" : " GPUs") << " it is "
       << gb(state.total_bytes / static_cast<double>(r.gpus)) << " per GPU: more GPUs are needed.\n";
   }
   if (result.ranked.empty()) {
@@ -194,7 +194,7 @@ std::string render_plan(const SearchRequest& r, const SearchResult& result) {
                  std::to_string(l.pp), std::to_string(l.cp), std::to_string(l.vpp),
                  std::to_string(l.mbs), std::to_string(l.zero), to_string(l.recompute),
                  l.sp ? "on" : "off",
-                 fixed(c.peak_bytes / kGiB, 1) + "/" + fixed(r.cluster.gpu.memory_bytes / kGiB, 0),
+                 fixed(c.peak_bytes / kGiB, 1) + "/" + fixed(r.cluster.gpu.memory_bytes / kGiB, 1),
                  fixed(c.step_time_s, 3), fixed(c.tokens_per_s, 0), fixed(100 * c.mfu, 1) + "%",
                  hours ? scientific(gpu_hours(r, c)) : largest_component(c.breakdown).first});
     }
@@ -223,6 +223,11 @@ nlohmann::json plan_json(const SearchRequest& r, const SearchResult& result) {
           {"gpus", r.gpus},
           {"gbs", r.gbs},
           {"seq", r.setup.seq},
+          {"framework", r.setup.framework.name},
+          {"precision", to_string(r.setup.precision)},
+          {"objective", r.objective == Objective::kMemory ? "memory"
+                        : r.objective == Objective::kCost ? "cost"
+                                                          : "time"},
           {"space", result.space},
           {"evaluated", result.evaluated},
           {"fits", result.fits},
