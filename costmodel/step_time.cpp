@@ -66,7 +66,7 @@ LayerCosts layer_kernels(const ModelSpec& m, const Layout& l, const TrainingSetu
     k.attention_forward = gemms + memory_time_s(half_rates, forward_bytes);
     k.attention_backward = 2 * gemms + memory_time_s(half_rates, backward_bytes);
   }
-  k.attention_core_forward = k.attention_forward;
+  k.selective_recompute_forward = k.attention_forward;
   k.forward += k.attention_forward;
   k.backward += k.attention_backward;
 
@@ -79,6 +79,14 @@ LayerCosts layer_kernels(const ModelSpec& m, const Layout& l, const TrainingSetu
   if (m.position_embedding == PositionEmbedding::kRope) bytes += tokens * (q + kv) / t * 4;
   k.forward += memory_time_s(half_rates, bytes);
   k.backward += memory_time_s(half_rates, 1.5 * bytes);
+  if (setup.framework.selective == SelectivePolicy::kEveryOtherMatmul) {
+    // torchtitan's op-level policy saves the 1st, 3rd, 5th, ... matmul outputs and attention,
+    // and recomputes the others (wk, wo and the third MLP matmul) and every elementwise op.
+    k.selective_recompute_forward = gemm_time_s(gemm_rates, tokens, kv / t, h) +
+                                    gemm_time_s(gemm_rates, tokens, h, q / t) +
+                                    gemm_time_s(gemm_rates, tokens, f / t, h) +
+                                    memory_time_s(half_rates, bytes);
+  }
 
   // Tensor parallelism: the activation [s, b, h] in 16 bits crosses the group twice forward
   // and twice backward: all-reduce, or all-gather + reduce-scatter with sp.
@@ -209,7 +217,7 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
 
   const double recompute_per_layer =
       l.recompute == Recompute::kFull        ? layer.forward + layer.tp_forward * tp_hidden
-      : l.recompute == Recompute::kSelective ? layer.attention_core_forward
+      : l.recompute == Recompute::kSelective ? layer.selective_recompute_forward
                                              : 0.0;
 
   StageTimes slowest;
@@ -301,9 +309,17 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
   e.tokens_per_s = tokens / e.step_time_s;
   e.tokens_per_s_per_gpu = e.tokens_per_s / gpus;
   e.model_flops_per_step = x.flops.training * tokens;
+  const double h = static_cast<double>(model.hidden_size);
+  const double op_level_matmuls =  // per token: wk, wo and one MLP matmul, forward
+      2 * static_cast<double>(model.num_layers) * h *
+      static_cast<double>(model.num_kv_heads * model.head_dim +
+                          model.num_attention_heads * model.head_dim + model.ffn_hidden_size);
+  const double selective_flops =
+      setup.framework.selective == SelectivePolicy::kEveryOtherMatmul ? op_level_matmuls
+                                                                      : x.flops.attention;
   const double recompute_flops =
       l.recompute == Recompute::kFull        ? x.flops.layer_matmul + x.flops.attention
-      : l.recompute == Recompute::kSelective ? x.flops.attention
+      : l.recompute == Recompute::kSelective ? selective_flops
                                              : 0.0;
   e.hardware_flops_per_step = e.model_flops_per_step + recompute_flops * tokens;
   e.tflops_per_gpu = e.model_flops_per_step / e.step_time_s / gpus / 1e12;

@@ -122,7 +122,9 @@ struct EdgeCosts {
 struct LayerCosts {
   double forward = 0;
   double backward = 0;
-  double attention_core_forward = 0;  ///< what selective recompute runs again
+  /// What selective recompute runs again: the attention core (Megatron), or the unsaved matmuls
+  /// and elementwise ops (torchtitan's op-level policy).
+  double selective_recompute_forward = 0;
   double tp_forward = 0;              ///< TP collectives of the forward
   double tp_backward = 0;
   double cp_forward = 0;              ///< CP K/V exchange, before overlap
