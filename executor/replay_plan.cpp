@@ -1,0 +1,86 @@
+#include "executor/replay_plan.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace meshplan::executor {
+
+int handoff_tag(bool gradient, std::int64_t receiver_k, std::int64_t virtual_stages,
+                std::int64_t microbatch) {
+  return static_cast<int>(((gradient ? 1 : 0) * virtual_stages + receiver_k) *
+                              4096 +
+                          microbatch % 4096);
+}
+
+std::vector<ReplayOp> replay_ops(std::int64_t stage, std::int64_t pp, std::int64_t vpp,
+                                 std::int64_t microbatches) {
+  if (stage < 0 || stage >= pp) {
+    throw std::invalid_argument("replay_ops: stage " + std::to_string(stage) +
+                                " outside [0, " + std::to_string(pp) + ")");
+  }
+  const std::vector<std::vector<ScheduledOp>> order = schedule_order(pp, vpp, microbatches);
+  const std::int64_t stages = pp * vpp;
+  std::vector<ReplayOp> out;
+  out.reserve(order[static_cast<std::size_t>(stage)].size());
+  for (const ScheduledOp& op : order[static_cast<std::size_t>(stage)]) {
+    ReplayOp r;
+    r.op = op;
+    r.virtual_stage = op.chunk * pp + stage;
+    const std::int64_t k = r.virtual_stage;
+    const std::int64_t prev = (stage - 1 + pp) % pp;
+    const std::int64_t next = (stage + 1) % pp;
+    if (op.kind == PipelineOpKind::kForward) {
+      if (k > 0) {
+        r.recv_from = prev;
+        r.recv_tag = handoff_tag(false, k, stages, op.microbatch);
+      }
+      if (k < stages - 1) {
+        r.send_to = next;
+        r.send_tag = handoff_tag(false, k + 1, stages, op.microbatch);
+      }
+    } else {
+      if (k < stages - 1) {
+        r.recv_from = next;
+        r.recv_tag = handoff_tag(true, k, stages, op.microbatch);
+      }
+      if (k > 0) {
+        r.send_to = prev;
+        r.send_tag = handoff_tag(true, k - 1, stages, op.microbatch);
+      }
+    }
+    out.push_back(r);
+  }
+  return out;
+}
+
+LayerShapes layer_shapes(const ModelSpec& model, const Layout& layout, std::int64_t seq) {
+  LayerShapes s;
+  const std::int64_t tp = layout.tp;
+  const std::int64_t q = model.num_attention_heads * model.head_dim;
+  const std::int64_t kv = model.num_kv_heads * model.head_dim;
+  const std::int64_t up =
+      model.ffn_type == FfnType::kGelu ? model.ffn_hidden_size : 2 * model.ffn_hidden_size;
+  s.tokens = seq / layout.cp * layout.mbs;
+  s.hidden = model.hidden_size;
+  s.qkv_cols = (q + 2 * kv) / tp;
+  s.q_cols = q / tp;
+  s.fc1_cols = up / tp;
+  s.fc2_rows = model.ffn_hidden_size / tp;
+  s.heads = model.num_attention_heads / tp;
+  s.kv_heads = std::max<std::int64_t>(1, model.num_kv_heads / tp);
+  s.head_dim = model.head_dim;
+  s.seq_total = seq * layout.mbs;
+  s.vocab_cols = (padded_vocab_size(model) + tp - 1) / tp;
+  return s;
+}
+
+std::vector<std::int64_t> chunk_layers(const ModelSpec& model, const Layout& layout,
+                                       std::int64_t stage) {
+  const std::int64_t layers = stage_layer_count(layout, model, stage);
+  std::vector<std::int64_t> out(static_cast<std::size_t>(layout.vpp), layers / layout.vpp);
+  for (std::int64_t c = 0; c < layers % layout.vpp; ++c) ++out[static_cast<std::size_t>(c)];
+  return out;
+}
+
+}  // namespace meshplan::executor

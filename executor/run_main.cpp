@@ -1,0 +1,393 @@
+#include "executor/run_main.hpp"
+
+#include <mpi.h>
+#include <sys/resource.h>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <thread>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "calibrate/mpi_context.hpp"
+#include "calibrate/watchdog.hpp"
+#include "costmodel/ranks.hpp"
+#include "executor/cpu_replay.hpp"
+#include "planner/config/input_error.hpp"
+#include "planner/plan/plan_file.hpp"
+#include "planner/report/atomic_write.hpp"
+
+namespace meshplan::executor {
+
+namespace {
+
+using calibrate::check_mpi;
+using calibrate::MpiContext;
+
+constexpr int kRunFailureExitCode = 1;
+
+struct Options {
+  std::string plan;
+  int steps = 5;
+  int warmup = 1;
+  std::string report;
+  double timeout_s = 60;
+  std::string inject_fault;  ///< "exit:R", "hang:R" or "stop:R" (tests of the watchdog)
+};
+
+/// Tests of the fault path: rank `rank` exits, hangs or stops at the first timed step.
+void inject_fault(const std::string& spec, const MpiContext& ctx) {
+  if (spec.empty()) return;
+  const std::size_t colon = spec.find(':');
+  const std::string kind = spec.substr(0, colon);
+  if (std::atoi(spec.substr(colon + 1).c_str()) != ctx.rank) return;
+  std::cerr << "meshplan-run: rank " << ctx.rank << " ("
+            << ctx.hosts[static_cast<std::size_t>(ctx.rank)] << "): injecting fault '" << kind
+            << "' (--inject-fault)\n"
+            << std::flush;
+  if (kind == "stop") std::raise(SIGSTOP);
+  if (kind == "exit") std::_Exit(9);
+  for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));  // "hang"
+}
+
+/// -1: go on; otherwise the exit code (help printed: 0; bad flags: 2).
+int parse_options(int argc, char** argv, Options& o, bool talk) {
+  CLI::App app{"meshplan-run: replay a plan.json's training step on this cluster (CPU backend: "
+               "Eigen GEMMs and MPI collectives) and compare measured with predicted; launch "
+               "with mpirun or srun, one rank per GPU of the plan",
+               "meshplan-run"};
+  app.add_option("plan", o.plan, "plan.json written by `meshplan estimate|plan --out`")
+      ->required();
+  app.add_option("--steps", o.steps, "Timed steps [count] (their mean is reported)")
+      ->check(CLI::Range(1, 100000));
+  app.add_option("--warmup", o.warmup, "Untimed warm-up steps [count]")
+      ->check(CLI::Range(0, 100000));
+  app.add_option("--report", o.report, "Write run.json (schema meshplan-run/1) here, atomically");
+  app.add_option("--timeout-s", o.timeout_s,
+                 "Watchdog [s]: a rank silent or stuck this long ends the job with its name")
+      ->check(CLI::Range(0.5, 86400.0));
+  app.add_option("--inject-fault", o.inject_fault,
+                 "Testing the watchdog: KIND:RANK, KIND exit | hang | stop, at the first timed "
+                 "step")
+      ->check([](const std::string& v) {
+        const std::size_t colon = v.find(':');
+        const std::string kind = v.substr(0, colon);
+        const bool ok = colon != std::string::npos && colon + 1 < v.size() &&
+                        (kind == "exit" || kind == "hang" || kind == "stop") &&
+                        v.find_first_not_of("0123456789", colon + 1) == std::string::npos;
+        return ok ? std::string() : "expected exit:RANK, hang:RANK or stop:RANK, got " + v;
+      });
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    if (talk) std::cout << app.help();
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    if (talk) std::cerr << "meshplan-run: error: " << e.what() << "\nRun with --help.\n";
+    return kInputErrorExitCode;
+  }
+  return -1;
+}
+
+/// The communicator of this rank's group of `kind` (MPI_Comm_split over the world, the ranks of
+/// process_groups, ordered as there), checked to have the group's size.
+MPI_Comm split_group(const MpiContext& ctx, GroupKind kind, const Layout& layout,
+                     const char* name) {
+  const auto groups = process_groups(kind, layout);
+  int color = -1, key = 0;
+  std::size_t expected = 0;
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    const auto& ranks = groups[g];
+    const auto it = std::find(ranks.begin(), ranks.end(), static_cast<std::int64_t>(ctx.rank));
+    if (it != ranks.end()) {
+      color = static_cast<int>(g);
+      key = static_cast<int>(it - ranks.begin());
+      expected = ranks.size();
+    }
+  }
+  if (color < 0) throw std::runtime_error(std::string("rank in no ") + name + " group");
+  MPI_Comm comm = MPI_COMM_NULL;
+  check_mpi(MPI_Comm_split(ctx.world, color, key, &comm), "MPI_Comm_split");
+  check_mpi(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+  int size = 0;
+  check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+  if (static_cast<std::size_t>(size) != expected) {
+    throw std::runtime_error(std::string(name) + " communicator has " + std::to_string(size) +
+                             " ranks, the plan's group has " + std::to_string(expected));
+  }
+  return comm;
+}
+
+int launcher_local_rank(const MpiContext& ctx, std::string& source) {
+  for (const char* var : {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "MPI_LOCALRANKID"}) {
+    if (const char* v = std::getenv(var)) {
+      source = var;
+      return std::atoi(v);
+    }
+  }
+  source = "MPI_Comm_split_type";
+  return ctx.local_rank;
+}
+
+double rss_bytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) * 1024.0;  // Linux: KiB
+}
+
+constexpr const char* kComponents[] = {"compute", "tp", "cp", "pp", "bubble", "dp", "optimizer"};
+constexpr int kComponentCount = 7;
+
+std::vector<double> component_values(const StepTimes& t) {
+  return {t.compute, t.tp, t.cp, t.pp, t.bubble, t.dp, t.optimizer};
+}
+
+std::vector<double> predicted_components(const StepBreakdown& b) {
+  return {b.compute + b.recompute, b.tp_exposed,  b.cp_exposed, b.pp_p2p,
+          b.bubble,                b.dp_exposed + b.fsdp_exposed, b.optimizer};
+}
+
+std::string format_row(const std::string& name, double predicted, double measured,
+                       const char* unit) {
+  char line[160];
+  const double error = predicted > 0 && measured > 0 ? (predicted - measured) / measured * 100 : 0;
+  std::string error_text = measured > 0 && predicted > 0 ? "" : "-";
+  if (error_text.empty()) {
+    char e[32];
+    std::snprintf(e, sizeof e, "%+.1f%%", error);
+    error_text = e;
+  }
+  std::snprintf(line, sizeof line, "  %-22s %14.6g %14.6g  %10s  %s\n", name.c_str(), predicted,
+                measured, error_text.c_str(), unit);
+  return line;
+}
+
+int run(int argc, char** argv, int thread_level) {
+  int world_rank = 0;
+  check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank), "MPI_Comm_rank");
+  Options o;
+  const int parsed = parse_options(argc, argv, o, world_rank == 0);
+  if (parsed >= 0) return parsed;
+
+  const MpiContext ctx = calibrate::discover_mpi_context(MPI_COMM_WORLD, thread_level);
+  // Refused before anything is allocated: a plan that does not read, a world of the wrong size.
+  Plan plan;
+  std::string error;
+  try {
+    plan = read_plan(o.plan);
+    if (plan.layout.gpus() != ctx.size) {
+      error = o.plan + ": the plan needs " + std::to_string(plan.layout.gpus()) +
+              " GPUs (dp " + std::to_string(plan.layout.dp) + " x tp " +
+              std::to_string(plan.layout.tp) + " x pp " + std::to_string(plan.layout.pp) +
+              " x cp " + std::to_string(plan.layout.cp) + ") but the job has " +
+              std::to_string(ctx.size) + " ranks; launch it with mpirun -np " +
+              std::to_string(plan.layout.gpus());
+    }
+  } catch (const InputError& e) {
+    error = e.what();
+  }
+  if (!calibrate::all_ranks(ctx.world, error.empty())) {
+    if (ctx.rank == 0) {
+      std::cerr << "meshplan-run: error: "
+                << (error.empty() ? "another rank could not read the plan" : error) << "\n";
+    }
+    return kInputErrorExitCode;
+  }
+
+  std::string local_source;
+  const int local_rank = launcher_local_rank(ctx, local_source);
+  calibrate::Watchdog watchdog(ctx.world, ctx.hosts, o.timeout_s,
+                               thread_level >= MPI_THREAD_MULTIPLE);
+  watchdog.step("process groups");
+  const Layout& L = plan.layout;
+  Groups groups;
+  groups.tp = split_group(ctx, GroupKind::kTp, L, "tp");
+  groups.cp = split_group(ctx, GroupKind::kCp, L, "cp");
+  groups.dp = split_group(ctx, GroupKind::kDp, L, "dp");
+  groups.pp = split_group(ctx, GroupKind::kPp, L, "pp");
+  groups.dp_cp = split_group(ctx, GroupKind::kDpCp, L, "dp x cp");
+  if (ctx.rank == 0) {
+    std::cerr << "meshplan-run: " << plan.model.name << ", dp " << L.dp << " tp " << L.tp
+              << " pp " << L.pp << " cp " << L.cp << " vpp " << L.vpp << ", "
+              << L.microbatches() << " micro-batches of " << L.mbs << " x " << plan.setup.seq
+              << " tokens, zero " << L.zero << (L.sp ? ", sp" : "") << "; " << ctx.size
+              << " rank(s) on " << ctx.nodes << " node(s); CPU backend; " << o.warmup
+              << " warm-up + " << o.steps << " timed step(s)\n";
+  }
+
+  watchdog.step("allocate");
+  CpuReplay replay(plan, ctx.rank, groups);
+  for (int i = 0; i < o.warmup; ++i) {
+    watchdog.step("warm-up step " + std::to_string(i + 1));
+    check_mpi(MPI_Barrier(ctx.world), "MPI_Barrier");
+    replay.step();
+  }
+  StepTimes mean;
+  for (int i = 0; i < o.steps; ++i) {
+    watchdog.step("step " + std::to_string(i + 1));
+    if (i == 0) inject_fault(o.inject_fault, ctx);
+    check_mpi(MPI_Barrier(ctx.world), "MPI_Barrier");
+    const StepTimes t = replay.step();
+    mean.compute += t.compute / o.steps;
+    mean.tp += t.tp / o.steps;
+    mean.cp += t.cp / o.steps;
+    mean.pp += t.pp / o.steps;
+    mean.bubble += t.bubble / o.steps;
+    mean.dp += t.dp / o.steps;
+    mean.optimizer += t.optimizer / o.steps;
+    mean.step += t.step / o.steps;
+  }
+  watchdog.step("report");
+
+  // Per rank: the components, the step, peak held, ledger bytes, rss, local rank, stage.
+  std::vector<double> mine = component_values(mean);
+  mine.push_back(mean.step);
+  mine.push_back(replay.memory().peak);
+  mine.push_back(replay.memory().ledger);
+  mine.push_back(rss_bytes());
+  mine.push_back(local_rank);
+  const int width = static_cast<int>(mine.size());
+  std::vector<double> all(static_cast<std::size_t>(width * ctx.size));
+  check_mpi(MPI_Gather(mine.data(), width, MPI_DOUBLE, all.data(), width, MPI_DOUBLE, 0,
+                       ctx.world),
+            "MPI_Gather");
+  watchdog.idle();
+
+  int code = 0;
+  if (ctx.rank == 0) {
+    using nlohmann::json;
+    const std::vector<double> predicted = predicted_components(plan.estimate.breakdown);
+    std::vector<double> measured(kComponentCount, 0.0);
+    double step = 0, peak = 0, rss = 0, ledger = 0;
+    json ranks = json::array();
+    for (int r = 0; r < ctx.size; ++r) {
+      const double* v = &all[static_cast<std::size_t>(r * width)];
+      json components = json::object();
+      for (int c = 0; c < kComponentCount; ++c) {
+        measured[static_cast<std::size_t>(c)] = std::max(measured[static_cast<std::size_t>(c)], v[c]);
+        components[std::string(kComponents[c]) + "_s"] = v[c];
+      }
+      step = std::max(step, v[7]);
+      peak = std::max(peak, v[8]);
+      ledger = std::max(ledger, v[9]);
+      rss = std::max(rss, v[10]);
+      const RankCoords c = rank_to_coords(r, L);
+      ranks.push_back({{"rank", r},
+                       {"host", ctx.hosts[static_cast<std::size_t>(r)]},
+                       {"local_rank", static_cast<int>(v[11])},
+                       {"coords", {{"tp", c.tp}, {"cp", c.cp}, {"dp", c.dp}, {"pp", c.pp}}},
+                       {"step_time_s", v[7]},
+                       {"peak_bytes", v[8]},
+                       {"ledger_bytes_allocated", v[9]},
+                       {"rss_bytes", v[10]},
+                       {"components", components}});
+    }
+    const MemoryLedger& mem = plan.estimate.memory;
+    double predicted_no_overhead = 0;
+    for (const StageLedger& s : mem.stages) {
+      double total = 0;
+      for (const LedgerEntry& e : s.entries)
+        if (e.category != MemoryCategory::kRuntimeOverhead) total += e.bytes;
+      predicted_no_overhead = std::max(predicted_no_overhead, total);
+    }
+    json pc = json::object(), mc = json::object();
+    for (int c = 0; c < kComponentCount; ++c) {
+      pc[std::string(kComponents[c]) + "_s"] = predicted[static_cast<std::size_t>(c)];
+      mc[std::string(kComponents[c]) + "_s"] = measured[static_cast<std::size_t>(c)];
+    }
+    json report = {
+        {"schema", "meshplan-run/1"},
+        {"plan", o.plan},
+        {"backend", "cpu"},
+        {"steps", o.steps},
+        {"warmup", o.warmup},
+        {"world_size", ctx.size},
+        {"local_rank_source", local_source},
+        {"mpi_library", ctx.library_version},
+        {"predicted",
+         {{"step_time_s", plan.estimate.step_time_s},
+          {"peak_bytes", mem.peak_bytes},
+          {"peak_bytes_without_runtime_overhead", predicted_no_overhead},
+          {"components", pc}}},
+        {"measured",
+         {{"step_time_s", step},
+          {"peak_bytes", peak},
+          {"ledger_bytes_allocated", ledger},
+          {"rss_bytes", rss},
+          {"components", mc},
+          {"ranks", ranks}}},
+        {"notes",
+         {"measured components and step time: the maximum over ranks of each rank's mean over "
+          "the timed steps",
+          "measured peak_bytes: the ledger entries allocated (runtime overhead lines skipped) "
+          "plus the executor's float compute buffers and pending pp sends",
+          "CPU backend: float GEMMs, messages of the plan's bf16 bytes; the prediction uses "
+          "the plan's profile"}}};
+
+    std::ostringstream table;
+    table << "\n  component                   predicted       measured     error %  unit\n";
+    for (int c = 0; c < kComponentCount; ++c) {
+      table << format_row(kComponents[c], predicted[static_cast<std::size_t>(c)],
+                          measured[static_cast<std::size_t>(c)], "s");
+    }
+    table << format_row("step", plan.estimate.step_time_s, step, "s");
+    table << format_row("peak memory (no runtime)", predicted_no_overhead, peak, "bytes");
+    table << format_row("resident set (maxrss)", predicted_no_overhead, rss, "bytes");
+    table << "  (error = (predicted - measured) / measured; measured = max over ranks of the mean "
+             "of "
+          << o.steps << " step(s))\n";
+    std::cout << table.str();
+    if (!o.report.empty()) {
+      try {
+        write_file_atomically(o.report, report.dump(2) + "\n");
+        std::cout << "run report written to " << o.report << "\n";
+      } catch (const InputError& e) {
+        std::cerr << "meshplan-run: error: " << e.what() << "\n";
+        code = kInputErrorExitCode;
+      }
+    }
+  }
+  check_mpi(MPI_Bcast(&code, 1, MPI_INT, 0, ctx.world), "MPI_Bcast");
+  for (MPI_Comm* c : {&groups.tp, &groups.cp, &groups.dp, &groups.pp, &groups.dp_cp}) {
+    check_mpi(MPI_Comm_free(c), "MPI_Comm_free");
+  }
+  return code;
+}
+
+}  // namespace
+
+int run_main(int argc, char** argv) {
+  int provided = MPI_THREAD_SINGLE;
+  if (MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
+    std::cerr << "meshplan-run: MPI_Init_thread failed\n";
+    return kRunFailureExitCode;
+  }
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  int code = kRunFailureExitCode;
+  try {
+    code = run(argc, argv, provided);
+  } catch (const std::exception& e) {
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    char host[MPI_MAX_PROCESSOR_NAME] = {};
+    int length = 0;
+    MPI_Get_processor_name(host, &length);
+    std::cerr << "meshplan-run: rank " << rank << " (" << host << "): error: " << e.what()
+              << "; aborting the job\n"
+              << std::flush;
+    MPI_Abort(MPI_COMM_WORLD, kRunFailureExitCode);
+  }
+  MPI_Finalize();
+  return code;
+}
+
+}  // namespace meshplan::executor
