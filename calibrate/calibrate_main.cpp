@@ -31,7 +31,6 @@ namespace meshplan::calibrate {
 
 namespace {
 
-constexpr int kRunFailureExitCode = 1;
 
 /// Everything resolved from the options before anything is measured (the same on every rank,
 /// except the device).
@@ -232,7 +231,7 @@ int run(int argc, char** argv, int thread_level) {
     return kInputErrorExitCode;
   }
 
-  Watchdog watchdog(ctx.world, ctx.hosts, o.watchdog_s, provided_multiple != 0);
+  Watchdog watchdog(ctx.world, "meshplan-calibrate", ctx.hosts, o.watchdog_s, provided_multiple != 0);
   Progress progress(ctx.rank == 0, std::cerr, count_steps(setup.inputs, ctx));
   progress.begin("meshplan-calibrate " + std::string(MESHPLAN_VERSION) + ": backend " +
                  to_string(setup.backend->kind()) + " (" + setup.device.name + "), " +
@@ -265,28 +264,7 @@ int run(int argc, char** argv, int thread_level) {
 }  // namespace
 
 int calibrate_main(int argc, char** argv) {
-  int provided = MPI_THREAD_SINGLE;
-  if (MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
-    std::cerr << "meshplan-calibrate: MPI_Init_thread failed\n";
-    return kRunFailureExitCode;
-  }
-  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  int code = kRunFailureExitCode;
-  try {
-    code = run(argc, argv, provided);
-  } catch (const std::exception& e) {
-    int rank = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    char host[MPI_MAX_PROCESSOR_NAME] = {};
-    int length = 0;
-    MPI_Get_processor_name(host, &length);
-    std::cerr << "meshplan-calibrate: rank " << rank << " (" << host << "): error: " << e.what()
-              << "; aborting the job\n"
-              << std::flush;
-    MPI_Abort(MPI_COMM_WORLD, kRunFailureExitCode);
-  }
-  MPI_Finalize();
-  return code;
+  return run_mpi_program("meshplan-calibrate", argc, argv, run);
 }
 
 }  // namespace meshplan::calibrate

@@ -1,5 +1,7 @@
 #include "calibrate/mpi_context.hpp"
 
+#include <iostream>
+
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -94,6 +96,32 @@ std::vector<int> ranks_where_false(MPI_Comm comm, bool value) {
     if (all[static_cast<std::size_t>(r)] == 0) ranks.push_back(r);
   }
   return ranks;
+}
+
+int run_mpi_program(const char* program, int argc, char** argv,
+                    int (*run)(int argc, char** argv, int thread_level)) {
+  int provided = MPI_THREAD_SINGLE;
+  if (MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
+    std::cerr << program << ": MPI_Init_thread failed\n";
+    return kRunFailureExitCode;
+  }
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  int code = kRunFailureExitCode;
+  try {
+    code = run(argc, argv, provided);
+  } catch (const std::exception& e) {
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    char host[MPI_MAX_PROCESSOR_NAME] = {};
+    int length = 0;
+    MPI_Get_processor_name(host, &length);
+    std::cerr << program << ": rank " << rank << " (" << host << "): error: " << e.what()
+              << "; aborting the job\n"
+              << std::flush;
+    MPI_Abort(MPI_COMM_WORLD, kRunFailureExitCode);
+  }
+  MPI_Finalize();
+  return code;
 }
 
 }  // namespace meshplan::calibrate

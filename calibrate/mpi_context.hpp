@@ -39,6 +39,17 @@ struct MpiContext {
 /// hosts. Collective over `world`.
 MpiContext discover_mpi_context(MPI_Comm world, int thread_level);
 
+/// The exit code of a run that failed after MPI started (an MPI error, a lost rank).
+inline constexpr int kRunFailureExitCode = 1;
+
+/// The body of an MPI program: initializes MPI (MPI_THREAD_MULTIPLE requested,
+/// MPI_ERRORS_RETURN on the world), calls `run(argc, argv, thread_level)` and finalizes. An
+/// exception escaping `run` is reported as "<program>: rank R (host): error: ...; aborting the
+/// job" and ends every rank with MPI_Abort, so no rank waits for one that failed. Returns
+/// run's exit code (kRunFailureExitCode when MPI cannot start).
+int run_mpi_program(const char* program, int argc, char** argv,
+                    int (*run)(int argc, char** argv, int thread_level));
+
 /// Collective reductions over `comm`.
 double mean_over_ranks(MPI_Comm comm, double value);
 double max_over_ranks(MPI_Comm comm, double value);

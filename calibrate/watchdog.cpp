@@ -37,9 +37,10 @@ Clock::duration seconds(double s) {
 
 }  // namespace
 
-Watchdog::Watchdog(MPI_Comm world, std::vector<std::string> hosts, double timeout_s,
-                   bool thread_may_call_mpi)
-    : hosts_(std::move(hosts)), timeout_s_(timeout_s), thread_may_call_mpi_(thread_may_call_mpi) {
+Watchdog::Watchdog(MPI_Comm world, std::string program, std::vector<std::string> hosts,
+                   double timeout_s, bool thread_may_call_mpi)
+    : program_(std::move(program)),
+      hosts_(std::move(hosts)), timeout_s_(timeout_s), thread_may_call_mpi_(thread_may_call_mpi) {
   check_mpi(MPI_Comm_dup(world, &checkpoints_), "MPI_Comm_dup");
   check_mpi(MPI_Comm_set_errhandler(checkpoints_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
   check_mpi(MPI_Comm_dup(world, &beats_), "MPI_Comm_dup");
@@ -122,7 +123,7 @@ void Watchdog::step(const std::string& label) {
         missing << (count++ ? ", " : "") << r << " (" << hosts_[static_cast<std::size_t>(r)] << ")";
         last = reached_[static_cast<std::size_t>(r)];
       }
-      abort_job("meshplan-calibrate: rank 0 (" + hosts_[0] + "): rank" + (count > 1 ? "s " : " ") +
+      abort_job(program_ + ": rank 0 (" + hosts_[0] + "): rank" + (count > 1 ? "s " : " ") +
                     missing.str() + " did not reach step '" + label + "' within " +
                     seconds_text(timeout_s_) + " (the --watchdog-s timeout; last step reached: '" +
                     last + "'): dead or hung; aborting the job",
@@ -159,7 +160,7 @@ void Watchdog::heartbeat(Clock::time_point now) {
     const double silent =
         std::chrono::duration<double>(now - last_beat_[static_cast<std::size_t>(r)]).count();
     if (silent > timeout_s_) {
-      abort_job("meshplan-calibrate: rank 0 (" + hosts_[0] + "): rank " + std::to_string(r) + " (" +
+      abort_job(program_ + ": rank 0 (" + hosts_[0] + "): rank " + std::to_string(r) + " (" +
                     hosts_[static_cast<std::size_t>(r)] + ") has sent no heartbeat for " +
                     seconds_text(silent) +
                     " (the --watchdog-s timeout): its process is dead, "
@@ -179,7 +180,7 @@ void Watchdog::watch() {
       try {
         heartbeat(now);
       } catch (const MpiError& e) {
-        abort_job("meshplan-calibrate: rank " + std::to_string(rank_) + " (" +
+        abort_job(program_ + ": rank " + std::to_string(rank_) + " (" +
                       hosts_[static_cast<std::size_t>(rank_)] + "): watchdog: " + e.what() +
                       "; aborting the job",
                   true);
@@ -192,7 +193,7 @@ void Watchdog::watch() {
     if (running > timeout_s_ * 1.1 + 1.0) {
       const std::string label = label_;
       lock.unlock();
-      abort_job("meshplan-calibrate: rank " + std::to_string(rank_) + " (" +
+      abort_job(program_ + ": rank " + std::to_string(rank_) + " (" +
                     hosts_[static_cast<std::size_t>(rank_)] + "): step '" + label +
                     "' has run for " + seconds_text(running) +
                     ", longer than the --watchdog-s timeout of " + seconds_text(timeout_s_) +

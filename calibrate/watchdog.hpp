@@ -34,10 +34,11 @@ namespace meshplan::calibrate {
 
 class Watchdog {
  public:
-  /// Collective over `world` (duplicates it twice). `hosts`: per world rank, for messages.
-  /// timeout_s > 0. `thread_may_call_mpi`: MPI_Init_thread provided MPI_THREAD_MULTIPLE
-  /// (heartbeats run, the thread may call MPI_Abort).
-  Watchdog(MPI_Comm world, std::vector<std::string> hosts, double timeout_s,
+  /// Collective over `world` (duplicates it twice). `program` starts each message
+  /// ("meshplan-calibrate"). `hosts`: per world rank, for messages. timeout_s > 0.
+  /// `thread_may_call_mpi`: MPI_Init_thread provided MPI_THREAD_MULTIPLE (heartbeats run, the
+  /// thread may call MPI_Abort).
+  Watchdog(MPI_Comm world, std::string program, std::vector<std::string> hosts, double timeout_s,
            bool thread_may_call_mpi);
   /// Collective when no exception is propagating (stops the thread, drains heartbeats).
   ~Watchdog();
@@ -60,6 +61,7 @@ class Watchdog {
   MPI_Comm beats_ = MPI_COMM_NULL;        ///< watchdog thread only
   int rank_ = 0;
   int size_ = 1;
+  std::string program_;
   std::vector<std::string> hosts_;
   double timeout_s_;
   bool thread_may_call_mpi_;

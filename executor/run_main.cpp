@@ -33,7 +33,6 @@ namespace {
 using calibrate::check_mpi;
 using calibrate::MpiContext;
 
-constexpr int kRunFailureExitCode = 1;
 
 struct Options {
   std::string plan;
@@ -205,7 +204,7 @@ int run(int argc, char** argv, int thread_level) {
 
   std::string local_source;
   const int local_rank = launcher_local_rank(ctx, local_source);
-  calibrate::Watchdog watchdog(ctx.world, ctx.hosts, o.timeout_s,
+  calibrate::Watchdog watchdog(ctx.world, "meshplan-run", ctx.hosts, o.timeout_s,
                                thread_level >= MPI_THREAD_MULTIPLE);
   watchdog.step("process groups");
   const Layout& L = plan.layout;
@@ -366,28 +365,7 @@ int run(int argc, char** argv, int thread_level) {
 }  // namespace
 
 int run_main(int argc, char** argv) {
-  int provided = MPI_THREAD_SINGLE;
-  if (MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
-    std::cerr << "meshplan-run: MPI_Init_thread failed\n";
-    return kRunFailureExitCode;
-  }
-  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  int code = kRunFailureExitCode;
-  try {
-    code = run(argc, argv, provided);
-  } catch (const std::exception& e) {
-    int rank = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    char host[MPI_MAX_PROCESSOR_NAME] = {};
-    int length = 0;
-    MPI_Get_processor_name(host, &length);
-    std::cerr << "meshplan-run: rank " << rank << " (" << host << "): error: " << e.what()
-              << "; aborting the job\n"
-              << std::flush;
-    MPI_Abort(MPI_COMM_WORLD, kRunFailureExitCode);
-  }
-  MPI_Finalize();
-  return code;
+  return calibrate::run_mpi_program("meshplan-run", argc, argv, run);
 }
 
 }  // namespace meshplan::executor
