@@ -39,12 +39,6 @@ void timed(double& slot, F&& f) {
 
 }  // namespace
 
-void MemoryAccount::add(double bytes) {
-  held += bytes;
-  peak = std::max(peak, held);
-}
-void MemoryAccount::release(double bytes) { held -= bytes; }
-
 /// One layer's float weights, weight gradients and activations (reused by every layer and
 /// micro-batch), the LM head's, and the pipeline's outgoing messages.
 struct CpuReplay::Buffers {

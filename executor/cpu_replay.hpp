@@ -18,29 +18,10 @@
 #include <vector>
 
 #include "executor/replay_plan.hpp"
+#include "executor/replay_types.hpp"
 #include "planner/plan/plan.hpp"
 
 namespace meshplan::executor {
-
-/// Seconds of each category of one step on one rank.
-struct StepTimes {
-  double compute = 0, tp = 0, cp = 0, pp = 0, bubble = 0, dp = 0, optimizer = 0, step = 0;
-};
-
-/// The communicators of one rank (every one has MPI_ERRORS_RETURN).
-struct Groups {
-  MPI_Comm tp = MPI_COMM_NULL, cp = MPI_COMM_NULL, dp = MPI_COMM_NULL, pp = MPI_COMM_NULL,
-           dp_cp = MPI_COMM_NULL;
-};
-
-/// Bytes held by this rank, by our own accounting.
-struct MemoryAccount {
-  double held = 0, peak = 0;
-  double ledger = 0;   ///< the ledger entries allocated (runtime overhead lines skipped)
-  double scratch = 0;  ///< compute buffers (float weights and activations of one layer)
-  void add(double bytes);
-  void release(double bytes);
-};
 
 /// One rank's replay state: its ledger allocations, its compute buffers, its op list.
 class CpuReplay {
