@@ -10,6 +10,7 @@
 #include <optional>
 #include <sstream>
 
+#include "calibrate/backend_choice.hpp"
 #include "calibrate/calibration.hpp"
 #include "calibrate/cpu_backend.hpp"
 #include "calibrate/cuda_backend.hpp"
@@ -58,27 +59,13 @@ std::string file_stem(const std::string& path) {
   return stem;
 }
 
-/// Chooses and creates the backend. Errors: InputError.
+/// Chooses and creates the backend (collective). Errors: InputError.
 std::unique_ptr<Backend> choose_backend(const Options& o, const MpiContext& ctx,
                                         std::vector<std::string>& notes) {
   std::string why;
   const bool usable_here = cuda_device_usable(&why);
-  // A collective decision (every rank calls this): cuda only where every rank has a device.
-  const std::vector<int> without = ranks_where_false(ctx.world, usable_here);
-  const bool everywhere = without.empty();
-  if (o.backend == "cuda" && !everywhere) {
-    std::string ranks;
-    for (const int r : without) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
-    throw InputError("--backend cuda: no usable CUDA device on rank(s) " + ranks +
-                     (usable_here ? std::string() : " (here: " + why + ")") +
-                     "; use --backend cpu");
-  }
-  if (o.backend == "cuda" || (o.backend == "auto" && everywhere)) {
+  if (use_cuda_backend(o.backend, ctx.world, usable_here, why, notes)) {
     return make_cuda_backend(ctx.local_rank, ctx.world);
-  }
-  if (o.backend == "auto") {
-    notes.push_back("--backend auto: no usable CUDA device on every rank (rank 0: " +
-                    (usable_here ? std::string("has one") : why) + "); using the CPU backend");
   }
   return make_cpu_backend();
 }

@@ -15,6 +15,7 @@
 
 #include "calibrate/collective_verify.hpp"
 #include "calibrate/cuda_fill.hpp"
+#include "calibrate/cuda_support.hpp"
 #include "calibrate/mpi_context.hpp"
 #include "calibrate/patterns.hpp"
 #include "kernels/hbm.hpp"
@@ -22,42 +23,6 @@
 namespace meshplan::calibrate {
 
 namespace {
-
-void check_cuda(cudaError_t status, const char* what) {
-  if (status != cudaSuccess) {
-    throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(status));
-  }
-}
-
-void check_cublas(cublasStatus_t status, const char* what) {
-  if (status != CUBLAS_STATUS_SUCCESS) {
-    throw std::runtime_error(std::string(what) + ": " + cublasLtGetStatusString(status));
-  }
-}
-
-void check_nccl(ncclResult_t status, const char* what) {
-  if (status != ncclSuccess) {
-    throw std::runtime_error(std::string(what) + ": " + ncclGetErrorString(status));
-  }
-}
-
-/// Device memory that frees itself.
-class DeviceMemory {
- public:
-  explicit DeviceMemory(std::size_t bytes) {
-    check_cuda(cudaMalloc(&data_, std::max<std::size_t>(bytes, 1)), "cudaMalloc");
-  }
-  ~DeviceMemory() { cudaFree(data_); }
-  DeviceMemory(const DeviceMemory&) = delete;
-  DeviceMemory& operator=(const DeviceMemory&) = delete;
-  template <typename T>
-  T* as() const {
-    return static_cast<T*>(data_);
-  }
-
- private:
-  void* data_ = nullptr;
-};
 
 float bf16_to_float(std::uint16_t bits) {
   const std::uint32_t word = static_cast<std::uint32_t>(bits) << 16;
@@ -363,16 +328,9 @@ class CudaBackend final : public Backend {
 
   std::unique_ptr<CollectiveGroup> open_group(MPI_Comm group, int color,
                                               std::int64_t max_count) override {
-    int world_rank = 0, world_size = 1;
+    int world_rank = 0;
     check_mpi(MPI_Comm_rank(world_, &world_rank), "MPI_Comm_rank");
-    check_mpi(MPI_Comm_size(world_, &world_size), "MPI_Comm_size");
-    if (!world_comm_) {
-      // NCCL's bootstrap through MPI: rank 0 creates the id, every rank joins with it.
-      ncclUniqueId id;
-      if (world_rank == 0) check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
-      check_mpi(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, world_), "MPI_Bcast (NCCL id)");
-      check_nccl(ncclCommInitRank(&world_comm_, world_size, id, world_rank), "ncclCommInitRank");
-    }
+    if (!world_comm_) world_comm_ = nccl_comm_over_mpi(world_);
     ncclComm_t comm = nullptr;
     check_nccl(ncclCommSplit(world_comm_, color, world_rank, &comm, nullptr), "ncclCommSplit");
     return std::make_unique<NcclGroup>(comm, group, stream_, max_count);

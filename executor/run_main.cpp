@@ -14,14 +14,17 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "calibrate/backend_choice.hpp"
 #include "calibrate/mpi_context.hpp"
 #include "calibrate/watchdog.hpp"
 #include "costmodel/ranks.hpp"
 #include "executor/cpu_replay.hpp"
+#include "executor/cuda_replay.hpp"
 #include "planner/config/input_error.hpp"
 #include "planner/plan/plan_file.hpp"
 #include "planner/report/atomic_write.hpp"
@@ -41,6 +44,7 @@ struct Options {
   std::string report;
   double timeout_s = 60;
   std::string inject_fault;  ///< "exit:R", "hang:R" or "stop:R" (tests of the watchdog)
+  std::string backend = "auto";  ///< cpu | cuda | auto
 };
 
 /// Tests of the fault path: rank `rank` exits, hangs or stops at the first timed step.
@@ -60,8 +64,9 @@ void inject_fault(const std::string& spec, const MpiContext& ctx) {
 
 /// -1: go on; otherwise the exit code (help printed: 0; bad flags: 2).
 int parse_options(int argc, char** argv, Options& o, bool talk) {
-  CLI::App app{"meshplan-run: replay a plan.json's training step on this cluster (CPU backend: "
-               "Eigen GEMMs and MPI collectives) and compare measured with predicted; launch "
+  CLI::App app{"meshplan-run: replay a plan.json's training step on this cluster (CUDA "
+               "backend: cuBLAS and NCCL; CPU backend: Eigen and MPI) and compare measured with "
+               "predicted; launch "
                "with mpirun or srun, one rank per GPU of the plan",
                "meshplan-run"};
   app.add_option("plan", o.plan, "plan.json written by `meshplan estimate|plan --out`")
@@ -70,6 +75,11 @@ int parse_options(int argc, char** argv, Options& o, bool talk) {
       ->check(CLI::Range(1, 100000));
   app.add_option("--warmup", o.warmup, "Untimed warm-up steps [count]")
       ->check(CLI::Range(0, 100000));
+  app.add_option("--backend", o.backend,
+                 "cuda (cuBLAS, our optimizer kernel, NCCL), cpu (Eigen, MPI) or auto (cuda "
+                 "where every rank has a GPU)")
+      ->check(CLI::IsMember({"cpu", "cuda", "auto"}))
+      ->capture_default_str();
   app.add_option("--report", o.report, "Write run.json (schema meshplan-run/1) here, atomically");
   app.add_option("--timeout-s", o.timeout_s,
                  "Watchdog [s]: a rank silent or stuck this long ends the job with its name")
@@ -202,6 +212,21 @@ int run(int argc, char** argv, int thread_level) {
     return kInputErrorExitCode;
   }
 
+  // --backend as meshplan-calibrate decides it (collective): refused before allocating.
+  std::vector<std::string> backend_notes;
+  bool cuda = false;
+  try {
+    std::string why;
+    const bool usable = cuda_replay_usable(&why);
+    cuda = calibrate::use_cuda_backend(o.backend, ctx.world, usable, why, backend_notes);
+  } catch (const InputError& e) {
+    if (ctx.rank == 0) std::cerr << "meshplan-run: error: " << e.what() << "\n";
+    return kInputErrorExitCode;
+  }
+  if (ctx.rank == 0) {
+    for (const std::string& note : backend_notes) std::cerr << "meshplan-run: " << note << "\n";
+  }
+
   std::string local_source;
   const int local_rank = launcher_local_rank(ctx, local_source);
   calibrate::Watchdog watchdog(ctx.world, "meshplan-run", ctx.hosts, o.timeout_s,
@@ -219,23 +244,31 @@ int run(int argc, char** argv, int thread_level) {
               << " pp " << L.pp << " cp " << L.cp << " vpp " << L.vpp << ", "
               << L.microbatches() << " micro-batches of " << L.mbs << " x " << plan.setup.seq
               << " tokens, zero " << L.zero << (L.sp ? ", sp" : "") << "; " << ctx.size
-              << " rank(s) on " << ctx.nodes << " node(s); CPU backend; " << o.warmup
+              << " rank(s) on " << ctx.nodes << " node(s); " << (cuda ? "CUDA" : "CPU") << " backend; " << o.warmup
               << " warm-up + " << o.steps << " timed step(s)\n";
   }
 
   watchdog.step("allocate");
-  CpuReplay replay(plan, ctx.rank, groups);
+  std::optional<CpuReplay> cpu_replay;
+  std::optional<CudaReplay> cuda_replay;
+  if (cuda) {
+    cuda_replay.emplace(plan, ctx.rank, groups, local_rank);
+  } else {
+    cpu_replay.emplace(plan, ctx.rank, groups);
+  }
+  const auto run_step = [&] { return cuda ? cuda_replay->step() : cpu_replay->step(); };
+  const MemoryAccount& memory = cuda ? cuda_replay->memory() : cpu_replay->memory();
   for (int i = 0; i < o.warmup; ++i) {
     watchdog.step("warm-up step " + std::to_string(i + 1));
     check_mpi(MPI_Barrier(ctx.world), "MPI_Barrier");
-    replay.step();
+    run_step();
   }
   StepTimes mean;
   for (int i = 0; i < o.steps; ++i) {
     watchdog.step("step " + std::to_string(i + 1));
     if (i == 0) inject_fault(o.inject_fault, ctx);
     check_mpi(MPI_Barrier(ctx.world), "MPI_Barrier");
-    const StepTimes t = replay.step();
+    const StepTimes t = run_step();
     mean.compute += t.compute / o.steps;
     mean.tp += t.tp / o.steps;
     mean.cp += t.cp / o.steps;
@@ -250,8 +283,8 @@ int run(int argc, char** argv, int thread_level) {
   // Per rank: the components, the step, peak held, ledger bytes, rss, local rank, stage.
   std::vector<double> mine = component_values(mean);
   mine.push_back(mean.step);
-  mine.push_back(replay.memory().peak);
-  mine.push_back(replay.memory().ledger);
+  mine.push_back(memory.peak);
+  mine.push_back(memory.ledger);
   mine.push_back(rss_bytes());
   mine.push_back(local_rank);
   const int width = static_cast<int>(mine.size());
@@ -259,6 +292,8 @@ int run(int argc, char** argv, int thread_level) {
   check_mpi(MPI_Gather(mine.data(), width, MPI_DOUBLE, all.data(), width, MPI_DOUBLE, 0,
                        ctx.world),
             "MPI_Gather");
+  const double device_in_use =
+      calibrate::max_over_ranks(ctx.world, cuda ? cuda_replay->device_bytes_in_use() : 0.0);
   watchdog.idle();
 
   int code = 0;
@@ -306,7 +341,7 @@ int run(int argc, char** argv, int thread_level) {
     json report = {
         {"schema", "meshplan-run/1"},
         {"plan", o.plan},
-        {"backend", "cpu"},
+        {"backend", cuda ? "cuda" : "cpu"},
         {"steps", o.steps},
         {"warmup", o.warmup},
         {"world_size", ctx.size},
@@ -332,6 +367,17 @@ int run(int argc, char** argv, int thread_level) {
           "CPU backend: float GEMMs, messages of the plan's bf16 bytes; the prediction uses "
           "the plan's profile"}}};
 
+    for (const std::string& note : backend_notes) report["notes"].push_back(note);
+    if (cuda) {
+      report["measured"]["device_bytes_in_use"] = device_in_use;
+      report["notes"].push_back(
+          "CUDA backend (" + cuda_replay->device_name() +
+          "): cuBLAS bf16 GEMMs with fp32 accumulation, attention as per-head batched GEMMs "
+          "over full score squares (no softmax), NCCL collectives, an Adam kernel; components "
+          "from CUDA events on the stream; rss_bytes is host memory; device_bytes_in_use is "
+          "cudaMemGetInfo's total - free at its highest, compared with the predicted "
+          "peak_bytes (runtime overhead included)");
+    }
     std::ostringstream table;
     table << "\n  component                   predicted       measured     error %  unit\n";
     for (int c = 0; c < kComponentCount; ++c) {
@@ -341,6 +387,7 @@ int run(int argc, char** argv, int thread_level) {
     table << format_row("step", plan.estimate.step_time_s, step, "s");
     table << format_row("peak memory (no runtime)", predicted_no_overhead, peak, "bytes");
     table << format_row("resident set (maxrss)", predicted_no_overhead, rss, "bytes");
+    if (cuda) table << format_row("device memory in use", mem.peak_bytes, device_in_use, "bytes");
     table << "  (error = (predicted - measured) / measured; measured = max over ranks of the mean "
              "of "
           << o.steps << " step(s))\n";
