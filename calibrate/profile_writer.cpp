@@ -106,25 +106,34 @@ BuiltProfile build_profile(const Records& records, const ProfileSettings& s) {
   if (cpu) {
     p.gemm.tile_m = p.gemm.tile_n = 1;
     p.gemm.sms = 1;
+    p.gemm.k_overhead = 0;
   } else {
     p.gemm.sms = s.sms;
   }
   {
     std::vector<GemmPoint> points;
     std::string dtype;
-    const GemmModel waves{1.0, 0.0, p.gemm.tile_m, p.gemm.tile_n, p.gemm.sms};
+    // The shape factor the fit divides out: wave and tile quantization and the per-tile k
+    // overhead (carried from the base profile; 0 on CPU).
+    GemmModel waves = p.gemm;
+    waves.peak_efficiency = 1.0;
+    waves.half_efficiency_flops = 0.0;
     for (const GemmRecord& r : records.gemms) {
       if (!r.verified) continue;
       const auto m = static_cast<double>(r.m), n = static_cast<double>(r.n),
                  k = static_cast<double>(r.k);
       points.push_back({r.flops, r.time_s, gemm_efficiency(waves, m, n, k)});
+
       dtype = r.dtype;
     }
     if (!points.empty()) {
       try {
         const GemmCurve curve = fit_gemm_efficiency(points, peak);
-        p.gemm.peak_efficiency = std::min(1.0, curve.peak_efficiency);
         p.gemm.half_efficiency_flops = std::max(1.0, curve.half_efficiency_flops);
+        // FP8 is not swept: it keeps the base profile's ratio to the 16-bit peak efficiency.
+        const double fp8_ratio = p.gemm.fp8_peak_efficiency / p.gemm.peak_efficiency;
+        p.gemm.peak_efficiency = std::min(1.0, curve.peak_efficiency);
+        p.gemm.fp8_peak_efficiency = std::min(1.0, fp8_ratio * p.gemm.peak_efficiency);
         gemm_source = by + ": " + std::to_string(points.size()) + " verified " + dtype +
                       " GEMMs fitted (relative least squares) to t x wave = (F + F_half) / (P x "
                       "peak_efficiency) with P = " +
@@ -133,10 +142,13 @@ BuiltProfile build_profile(const Records& records, const ProfileSettings& s) {
                       " FLOP/s, F_half " + format("%.4g", curve.half_efficiency_flops) +
                       " FLOP, max residual " +
                       format("%.1f%%", 100 * curve.line.max_relative_residual) + ".";
+        gemm_source += " fp8_peak_efficiency keeps profile " + s.base_name +
+                       "'s ratio to peak_efficiency (FP8 is not swept).";
         if (cpu)
-          gemm_source += " CPU backend: 1 x 1 tiles on 1 SM (no wave quantization).";
+          gemm_source += " CPU backend: 1 x 1 tiles on 1 SM (no wave quantization), no k overhead.";
         else
-          gemm_source += " Tiles from profile " + s.base_name + ", SMs of the device.";
+          gemm_source += " Tiles and k_overhead from profile " + s.base_name +
+                         ", SMs of the device.";
         if (curve.peak_efficiency > 1) {
           notes.push_back("GEMM: fitted rate is " + format("%.3f", curve.peak_efficiency) +
                           " x the " + s.gpu.name + " peak (is --gpu right?); capped at 1");
@@ -169,6 +181,7 @@ BuiltProfile build_profile(const Records& records, const ProfileSettings& s) {
   std::string flash_source = carried;
   if (cpu && gemm_source != carried) {
     p.flash_attention_efficiency = p.gemm.peak_efficiency;
+    p.flash_attention2_efficiency = p.gemm.peak_efficiency;
     flash_source =
         "CPU backend: attention assumed to run at the fitted GEMM peak_efficiency "
         "(no FlashAttention kernel measured)";
@@ -284,6 +297,7 @@ BuiltProfile build_profile(const Records& records, const ProfileSettings& s) {
                     s.records_file}};
   built.profile_json["sources"] = {{"gemm", gemm_source},
                                    {"flash_attention_efficiency", flash_source},
+                                   {"flash_attention2_efficiency", flash_source},
                                    {"hbm_efficiency", hbm_source},
                                    {"links", links_source}};
   // The file must load with the strict reader; a failure here is a bug of this writer.

@@ -29,12 +29,14 @@ double best_wave_efficiency(const GemmModel& model, double m, double n, double b
 }  // namespace
 
 // The ramp eff = pe x F / (F + F_half) is a fixed per-GEMM cost: t = (F + F_half) / (peak pe).
-// Tile and wave quantization stretch the F part only (idle tile slots), so
-// t = (F / waves + F_half) / (peak x pe) and efficiency = F / (t x peak).
+// Tile and wave quantization stretch the F part only (idle tile slots), and every tile's
+// main loop over k pays k_overhead extra steps, so
+// t = (F / waves x (1 + k_overhead / k) + F_half) / (peak x pe), efficiency = F / (t x peak).
 double gemm_efficiency(const GemmModel& model, double m, double n, double k, double batch) {
   const double flops = 2 * m * n * k * batch;
   const double waves = best_wave_efficiency(model, m, n, batch);
-  return model.peak_efficiency * flops / (flops / waves + model.half_efficiency_flops);
+  const double tile_work = flops / waves * (1 + model.k_overhead / k);
+  return model.peak_efficiency * flops / (tile_work + model.half_efficiency_flops);
 }
 
 double gemm_time_s(const DeviceRates& rates, double m, double n, double k, double batch) {

@@ -1,9 +1,10 @@
 // Time of the compute kernels of a training step on one GPU: GEMMs (by shape), attention
 // (FlashAttention or eager), and memory-bound ops (by bytes moved).
 //
-// GEMM: t = (F / q + F_half) / (peak x peak_efficiency), F = 2 m n k, q the tile and wave
-// quantization (GemmModel in profile.hpp): the profile's ramp F / (F + F_half) is a fixed
-// per-GEMM cost F_half / (peak x peak_efficiency), and idle tile slots stretch only the work. Wave quantization (NVIDIA, "Matrix
+// GEMM: t = (F / q x (1 + k0 / k) + F_half) / (peak x peak_efficiency), F = 2 m n k, q the tile
+// and wave quantization, k0 the per-tile k overhead (GemmModel in profile.hpp): the profile's
+// ramp F / (F + F_half) is a fixed per-GEMM cost F_half / (peak x peak_efficiency), idle tile
+// slots stretch only the work, and each tile's main loop runs k + k0 steps for k of work. Wave quantization (NVIDIA, "Matrix
 // Multiplication Background User's Guide", sec. "Wave quantization"): the output is cut into
 // tiles that run in waves of one tile per SM; a last partial wave idles SMs. cuBLAS picks the
 // tile shape, so the best of 128x256, 256x128 and 128x128 is taken. Roofline: a GEMM takes at

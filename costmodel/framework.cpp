@@ -78,6 +78,7 @@ std::vector<FrameworkConvention> make_conventions() {
                  {half_weights, half_grads, master,
                   {"fp32 gradient partition", C::kOptimizer, D::kFp32, 4}, adam_m, adam_v},
                  2, 4, false});
+  all.back().sdpa_flash_attention2 = true;
   all.push_back({"fsdp",
                  "PyTorch FSDP2 / torchtitan: fp32 sharded params and grads, m, v; bf16 "
                  "compute copies gathered per layer; op-level selective recompute",
@@ -86,6 +87,7 @@ std::vector<FrameworkConvention> make_conventions() {
                  {fp32_weights, fp32_grads, adam_m, adam_v},
                  2, 4, true});
   all.back().selective = SelectivePolicy::kEveryOtherMatmul;
+  all.back().sdpa_flash_attention2 = true;
   all.back().tp_saves_gathered_inputs = true;
   all.back().zero3_pp_keeps_unsharded = true;
   all.back().dp_param_overlap = true;
@@ -97,6 +99,7 @@ std::vector<FrameworkConvention> make_conventions() {
                  "Trainer with bf16/fp16 autocast keeps fp32 parameters",
                  {fp32_weights, fp32_grads, adam_m, adam_v},
                  4, 4, false});
+  all.back().sdpa_flash_attention2 = true;
   return all;
 }
 

@@ -85,6 +85,12 @@ struct FrameworkConvention {
   /// Megatron's opt-in --overlap-grad-reduce), ZeRO-1 parameter all-gather overlapped with the
   /// next forward (Megatron's opt-in --overlap-param-gather, FSDP prefetch).
   double tp_comm_overlap = 0;
+  /// The fused-attention kernel the framework calls (--attention flash): its own Hopper-era
+  /// kernels (Transformer Engine's cuDNN fused attention in Megatron-Core and NeMo) run at the
+  /// profile's flash_attention_efficiency; PyTorch's scaled_dot_product_attention (torchtitan,
+  /// Hugging Face, DeepSpeed on HF models) dispatches FlashAttention-2 kernels, at the profile's
+  /// flash_attention2_efficiency.
+  bool sdpa_flash_attention2 = false;
   /// With --precision fp8, the linears save their input quantized to fp8 (1 byte) for the
   /// backward GEMMs (Transformer Engine's Linear and LayerNormLinear, as Megatron-Core and
   /// NeMo use them).

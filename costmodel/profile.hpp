@@ -12,14 +12,22 @@
 
 namespace meshplan {
 
-/// GEMM efficiency by shape (gemm_time.hpp): peak_efficiency x a size ramp x wave quantization.
+/// GEMM efficiency by shape (compute_time.hpp): peak_efficiency x a size ramp x wave and tile
+/// quantization x a per-tile k overhead.
 struct GemmModel {
   /// Best-shape fraction of the dense peak: about 0.87 on A100, 0.80 on H100 (stas00
   /// ml-engineering, "Maximum Achievable Matmul FLOPS").
   double peak_efficiency = 0.8;
+  /// The same for FP8 GEMMs, as a fraction of the FP8 dense peak (H100: about 0.66); FP8 GEMMs
+  /// use it in place of peak_efficiency. Unused on GPUs without FP8 tensor cores.
+  double fp8_peak_efficiency = 0.8;
   /// GEMM work (FLOP) at which the size ramp reaches half of peak_efficiency: small GEMMs are
   /// latency- and memory-bound.
   double half_efficiency_flops = 1e9;
+  /// Per-output-tile overhead (prologue, pipeline fill, epilogue writing C) in elements of k:
+  /// a tile's time grows as k + k_overhead, so a GEMM with a short k (attention out-projection
+  /// at large tp, small head dims) runs at k / (k + k_overhead) of the long-k rate. 0: none.
+  double k_overhead = 0;
   std::int64_t tile_m = 128;  ///< output tile rows of one thread block (wave quantization)
   std::int64_t tile_n = 256;  ///< output tile columns
   std::int64_t sms = 108;     ///< streaming multiprocessors that run the tiles
@@ -44,6 +52,10 @@ struct Profile {
   /// Fraction of the dense peak that FlashAttention reaches, forward and backward together
   /// (FlashAttention-2 about 0.5-0.7 on A100, FA2 about 0.35-0.4 and FA3 0.6-0.75 on H100).
   double flash_attention_efficiency = 0.5;
+  /// The same for FlashAttention-2 kernels (PyTorch's scaled_dot_product_attention flash
+  /// backend, which torchtitan and Hugging Face models call): the best kernel on A100, well
+  /// under Hopper's own kernels on H100 (Shah et al. 2024: FA2 reaches 35% of the H100 peak).
+  double flash_attention2_efficiency = 0.5;
   /// Achieved fraction of the datasheet HBM bandwidth for memory-bound ops (STREAM copy).
   double hbm_efficiency = 0.85;
   /// Link rates by tier (published defaults).

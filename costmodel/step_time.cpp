@@ -47,6 +47,19 @@ LayerCosts layer_kernels(const ModelSpec& m, const Layout& l, const TrainingSetu
   linear(q / t, h);
   linear(h, up / t);
   linear(f / t, h);
+  if (setup.precision == Precision::kFp8) {
+    // FP8 linears quantize their operands with per-tensor scales (Transformer Engine's
+    // cast_transpose, torchao's float8 linear): a pass reads the 16-bit tensor for its amax, the
+    // cast reads it again and writes the fp8 copy and the fp8 transpose the other GEMMs need:
+    // 2 + 2 + 1 + 1 = 6 bytes per element of each input and weight forward and of each output
+    // gradient backward. Weights are counted once per micro-batch.
+    constexpr double kCastBytes = 6;
+    const double inputs = tokens * (h + q / t + h + f / t);
+    const double weights = (h * (q + 2 * kv) + q * h + h * up + f * h) / t;
+    const double output_grads = tokens * ((q + 2 * kv) / t + h + up / t + h);
+    k.forward += memory_time_s(half_rates, kCastBytes * (inputs + weights));
+    k.backward += memory_time_s(half_rates, kCastBytes * output_grads);
+  }
 
   // Attention core.
   if (setup.attention == AttentionImpl::kFlash) {
@@ -168,10 +181,16 @@ StepContext::StepContext(const ModelSpec& m, const TrainingSetup& s, const Clust
   half_rates.gemm_peak_flops_per_s = *training_peak_flops(c.gpu, half);
   half_rates.hbm_bytes_per_s = c.gpu.hbm_bandwidth_bytes_per_s;
   half_rates.gemm = p.gemm;
-  half_rates.flash_attention_efficiency = p.flash_attention_efficiency;
+  half_rates.flash_attention_efficiency = s.framework.sdpa_flash_attention2
+                                              ? p.flash_attention2_efficiency
+                                              : p.flash_attention_efficiency;
   half_rates.hbm_efficiency = p.hbm_efficiency;
   gemm_rates = half_rates;  // the layers' linears run in fp8 with --precision fp8
   gemm_rates.gemm_peak_flops_per_s = *training_peak_flops(c.gpu, s.precision);
+  if (s.precision == Precision::kFp8) {
+    // FP8 GEMMs sustain a smaller share of their (twice as high) peak.
+    gemm_rates.gemm.peak_efficiency = p.gemm.fp8_peak_efficiency;
+  }
   flops = exact_flops_per_token(m, s.seq);
 }
 

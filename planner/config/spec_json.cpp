@@ -254,10 +254,13 @@ nlohmann::json profile_to_json(const Profile& p) {
           {"gemm",
            {{"peak_efficiency", p.gemm.peak_efficiency},
             {"half_efficiency_flops", p.gemm.half_efficiency_flops},
+            {"k_overhead", p.gemm.k_overhead},
+            {"fp8_peak_efficiency", p.gemm.fp8_peak_efficiency},
             {"tile_m", p.gemm.tile_m},
             {"tile_n", p.gemm.tile_n},
             {"sms", p.gemm.sms}}},
           {"flash_attention_efficiency", p.flash_attention_efficiency},
+          {"flash_attention2_efficiency", p.flash_attention2_efficiency},
           {"hbm_efficiency", p.hbm_efficiency},
           {"links",
            {{"nvlink",
@@ -269,6 +272,7 @@ nlohmann::json profile_to_json(const Profile& p) {
           {"sources",
            {{"gemm", copied},
             {"flash_attention_efficiency", copied},
+            {"flash_attention2_efficiency", copied},
             {"hbm_efficiency", copied},
             {"links", copied}}}};
 }
@@ -373,7 +377,7 @@ Profile profile_from_json(const nlohmann::json& json, const std::string& file,
   StrictObject o = open_schema(
       json, file, path, kProfileSchema,
       {"name", "description", "gpu", "provenance", "gemm", "flash_attention_efficiency",
-       "hbm_efficiency", "links", "collectives", "sources"});
+       "flash_attention2_efficiency", "hbm_efficiency", "links", "collectives", "sources"});
   Profile p;
   p.name = o.string("name");
   p.description = o.string("description");
@@ -392,14 +396,18 @@ Profile profile_from_json(const nlohmann::json& json, const std::string& file,
   provenance.string("notes");
 
   StrictObject gemm =
-      o.object("gemm", {"peak_efficiency", "half_efficiency_flops", "tile_m", "tile_n", "sms"});
+      o.object("gemm", {"peak_efficiency", "half_efficiency_flops", "k_overhead",
+                        "fp8_peak_efficiency", "tile_m", "tile_n", "sms"});
   p.gemm.peak_efficiency = efficiency(gemm, json.at("gemm"), "peak_efficiency");
   p.gemm.half_efficiency_flops = gemm.positive_number("half_efficiency_flops");
+  p.gemm.k_overhead = non_negative(gemm, json.at("gemm"), "k_overhead");
+  p.gemm.fp8_peak_efficiency = efficiency(gemm, json.at("gemm"), "fp8_peak_efficiency");
   p.gemm.tile_m = gemm.positive_int("tile_m", kMaxTile);
   p.gemm.tile_n = gemm.positive_int("tile_n", kMaxTile);
   p.gemm.sms = gemm.positive_int("sms", kMaxSms);
 
   p.flash_attention_efficiency = efficiency(o, json, "flash_attention_efficiency");
+  p.flash_attention2_efficiency = efficiency(o, json, "flash_attention2_efficiency");
   p.hbm_efficiency = efficiency(o, json, "hbm_efficiency");
 
   StrictObject links = o.object("links", {"nvlink", "nic_busbw_bytes_per_s", "scale_out_alpha_s"});
@@ -433,7 +441,8 @@ Profile profile_from_json(const nlohmann::json& json, const std::string& file,
   }
 
   // configs/README.md: each number with its source.
-  const std::vector<std::string> numbers = {"gemm", "flash_attention_efficiency", "hbm_efficiency",
+  const std::vector<std::string> numbers = {"gemm", "flash_attention_efficiency",
+                                            "flash_attention2_efficiency", "hbm_efficiency",
                                             "links"};
   StrictObject sources = o.object("sources", numbers);
   for (const std::string& key : numbers) {

@@ -1,8 +1,11 @@
 // The step-time model's arithmetic on cases a reader can derive by hand.
+#include <array>
 #include <catch2/catch.hpp>
+#include <vector>
 
 #include "costmodel/compute_time.hpp"
 #include "costmodel/flops.hpp"
+#include "costmodel/framework.hpp"
 #include "costmodel/step_time.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
@@ -11,19 +14,31 @@
 using namespace meshplan;
 
 
-TEST_CASE("GEMM time: a large square GEMM runs at the profile's peak efficiency", "[step]") {
-  // 16384^3 on A100: F = 2 x 16384^3 = 8.8e12 FLOP; 128 x 256
-  // tiles: 128 x 64 = 8192 tiles over 108 SMs = 75.85 waves -> 76 waves, 8192 / (76 x 108) =
-  // 0.99805 (256 x 128 is the same; 128 x 128: 16384 tiles, 152 waves, 0.99805).
-  // Time (F / 0.99805 + 1.5e9) / (312e12 x 0.87); efficiency F / (time x 312e12).
+TEST_CASE("GEMM time: a large square GEMM runs near the profile's peak efficiency", "[step]") {
+  // 16384^3 on A100: F = 2 x 16384^3 = 8.8e12 FLOP; 128 x 256 tiles: 128 x 64 = 8192 tiles over
+  // 108 SMs = 75.85 waves -> 76 waves, 8192 / (76 x 108) = 0.99805 (256 x 128 the same; 128 x
+  // 128: 16384 tiles, 152 waves, 0.99805). Efficiency
+  // 0.869 F / (F / 0.99805 x (1 + 104 / 16384) + 1.45e9) = 0.8617.
   DeviceRates r;
   r.gemm = load_profile("a100").gemm;
   r.gemm_peak_flops_per_s = 312e12;
   r.hbm_bytes_per_s = 2.039e12;
   const double n = 16384;
   const double f = 2 * n * n * n, waves = 8192.0 / (76 * 108);
-  CHECK(gemm_efficiency(r.gemm, n, n, n) == Approx(0.87 * f / (f / waves + 1.5e9)));
-  CHECK(gemm_time_s(r, n, n, n) == Approx(2 * n * n * n / (312e12 * gemm_efficiency(r.gemm, n, n, n))));
+  const double eff = 0.869 * f / (f / waves * (1 + 104 / n) + 1.45e9);
+  CHECK(eff == Approx(0.8617).epsilon(1e-3));
+  CHECK(gemm_efficiency(r.gemm, n, n, n) == Approx(eff));
+  CHECK(gemm_time_s(r, n, n, n) == Approx(f / (312e12 * eff)));
+}
+
+TEST_CASE("GEMM time: a mid-size GEMM pays the ramp, the waves and the k overhead", "[step]") {
+  // 2048 x 2304 x 768 on A100 (an attention out-projection shape at tp 8): F = 2 x 2048 x 2304 x
+  // 768 = 7.248e9 FLOP. Tiles 128 x 256: 16 x 9 = 144 over 108 SMs -> 2 waves, 144 / 216 =
+  // 0.6667 (256 x 128: 8 x 18 = 144, the same; 128 x 128: 16 x 18 = 288 -> 3 waves, 288 / 324 =
+  // 0.8889, the best). Efficiency 0.869 F / (F / 0.8889 x (1 + 104 / 768) + 1.45e9) =
+  // 0.869 / (1.2773 + 0.2001) = 0.5882.
+  const GemmModel g = load_profile("a100").gemm;
+  CHECK(gemm_efficiency(g, 2048, 2304, 768) == Approx(0.5882).epsilon(1e-3));
 }
 
 TEST_CASE("TP communication: 4 crossings per layer per micro-batch at the NVLink rate", "[step]") {
@@ -91,4 +106,58 @@ TEST_CASE("the estimate follows the profile: a slower NVLink exposes more TP tim
   const StepEstimate b = estimate_step(m, l, test::megatron_setup(4096), c, slow);
   CHECK(b.breakdown.tp_exposed > 1.9 * a.breakdown.tp_exposed);
   CHECK(b.breakdown.compute == Approx(a.breakdown.compute));
+}
+
+TEST_CASE("PyTorch SDPA frameworks run attention at the FlashAttention-2 efficiency", "[step]") {
+  // Same layer, same GPU: Megatron-Core (cuDNN fused attention) at the h100 profile's
+  // flash_attention_efficiency 0.52, torchtitan (SDPA's FlashAttention-2) at its
+  // flash_attention2_efficiency 0.35: attention takes 0.52 / 0.35 times as long.
+  const ModelSpec m = load_model("llama3-8b");
+  Layout l;
+  l.gbs = 1;
+  const ClusterSpec cluster = load_cluster("dgx-h100");
+  const Profile profile = load_profile("h100");
+  const TrainingSetup megatron = test::megatron_setup(8192);  // StepContext keeps references
+  TrainingSetup fsdp = megatron;
+  fsdp.framework = *find_framework("fsdp");
+  const StepContext megatron_x(m, megatron, cluster, profile);
+  const StepContext fsdp_x(m, fsdp, cluster, profile);
+  const LayerCosts a = layer_costs(megatron_x, l, GroupRates(megatron_x, l));
+  const LayerCosts b = layer_costs(fsdp_x, l, GroupRates(fsdp_x, l));
+  CHECK(b.attention_forward / a.attention_forward == Approx(0.52 / 0.35));
+  CHECK(b.attention_backward / a.attention_backward == Approx(0.52 / 0.35));
+}
+
+TEST_CASE("fp8: linears at the FP8 peak x fp8_max_efficiency, plus operand casts", "[step]") {
+  // llama3-8b layer, tp 1, one sequence of 4096 tokens on h100. The fp8 GEMM model scales the
+  // best-shape efficiency with fp8_peak_efficiency 0.66, on the FP8 dense peak 1978.9e12. The forward difference fp8 - bf16 is the four linears' GEMM time
+  // difference plus the casts: 6 bytes x (inputs + weights) at 3.35e12 x 0.88 B/s, with inputs
+  // 4096 x (4096 + 4096 + 4096 + 14336) and weights 4096 x 6144 + 4096 x 4096 + 4096 x 28672 +
+  // 14336 x 4096 = 218,103,808.
+  const ModelSpec m = load_model("llama3-8b");
+  Layout l;
+  l.gbs = 1;
+  const ClusterSpec cluster = load_cluster("dgx-h100");
+  const Profile profile = load_profile("h100");
+  const TrainingSetup bf16 = test::megatron_setup(4096);  // StepContext keeps references
+  TrainingSetup fp8 = bf16;
+  fp8.precision = Precision::kFp8;
+  const StepContext bf16_x(m, bf16, cluster, profile);
+  const StepContext fp8_x(m, fp8, cluster, profile);
+  CHECK(fp8_x.gemm_rates.gemm_peak_flops_per_s == 1978.9e12);
+  CHECK(fp8_x.gemm_rates.gemm.peak_efficiency == 0.66);
+
+  const std::vector<std::array<double, 2>> linears = {
+      {4096, 6144}, {4096, 4096}, {4096, 28672}, {14336, 4096}};  // {in, out}
+  double gemm_difference = 0;
+  for (const auto& [in, out] : linears) {
+    gemm_difference += gemm_time_s(fp8_x.gemm_rates, 4096, out, in) -
+                       gemm_time_s(bf16_x.gemm_rates, 4096, out, in);
+  }
+  const double inputs = 4096.0 * (4096 + 4096 + 4096 + 14336);
+  const double weights = 4096.0 * 6144 + 4096.0 * 4096 + 4096.0 * 28672 + 14336.0 * 4096;
+  const double casts = 6 * (inputs + weights) / (3.35e12 * 0.88);
+  const LayerCosts a = layer_costs(bf16_x, l, GroupRates(bf16_x, l));
+  const LayerCosts b = layer_costs(fp8_x, l, GroupRates(fp8_x, l));
+  CHECK(b.forward - a.forward == Approx(gemm_difference + casts).epsilon(1e-9));
 }
