@@ -1,6 +1,7 @@
 // The step-time model's arithmetic on cases a reader can derive by hand.
 #include <array>
 #include <catch2/catch.hpp>
+#include <utility>
 #include <vector>
 
 #include "costmodel/compute_time.hpp"
@@ -108,56 +109,74 @@ TEST_CASE("the estimate follows the profile: a slower NVLink exposes more TP tim
   CHECK(b.breakdown.compute == Approx(a.breakdown.compute));
 }
 
+namespace {
+
+/// One llama3-8b layer at tp 1, one sequence, on a dgx-h100 node with the h100 profile, under
+/// `setup` (StepContext keeps references, so everything lives here).
+struct H100Layer {
+  ModelSpec model = load_model("llama3-8b");
+  ClusterSpec cluster = load_cluster("dgx-h100");
+  Profile profile = load_profile("h100");
+  TrainingSetup setup;
+  Layout layout;
+  StepContext context;
+  LayerCosts costs;
+  explicit H100Layer(TrainingSetup s)
+      : setup(std::move(s)),
+        layout(one_sequence()),
+        context(model, setup, cluster, profile),
+        costs(layer_costs(context, layout, GroupRates(context, layout))) {}
+  static Layout one_sequence() {
+    Layout l;
+    l.gbs = 1;
+    return l;
+  }
+};
+
+TrainingSetup with_framework(TrainingSetup s, const char* name) {
+  s.framework = *find_framework(name);
+  return s;
+}
+
+TrainingSetup with_precision(TrainingSetup s, Precision precision) {
+  s.precision = precision;
+  return s;
+}
+
+}  // namespace
+
 TEST_CASE("PyTorch SDPA frameworks run attention at the FlashAttention-2 efficiency", "[step]") {
   // Same layer, same GPU: Megatron-Core (cuDNN fused attention) at the h100 profile's
   // flash_attention_efficiency 0.52, torchtitan (SDPA's FlashAttention-2) at its
   // flash_attention2_efficiency 0.35: attention takes 0.52 / 0.35 times as long.
-  const ModelSpec m = load_model("llama3-8b");
-  Layout l;
-  l.gbs = 1;
-  const ClusterSpec cluster = load_cluster("dgx-h100");
-  const Profile profile = load_profile("h100");
-  const TrainingSetup megatron = test::megatron_setup(8192);  // StepContext keeps references
-  TrainingSetup fsdp = megatron;
-  fsdp.framework = *find_framework("fsdp");
-  const StepContext megatron_x(m, megatron, cluster, profile);
-  const StepContext fsdp_x(m, fsdp, cluster, profile);
-  const LayerCosts a = layer_costs(megatron_x, l, GroupRates(megatron_x, l));
-  const LayerCosts b = layer_costs(fsdp_x, l, GroupRates(fsdp_x, l));
-  CHECK(b.attention_forward / a.attention_forward == Approx(0.52 / 0.35));
-  CHECK(b.attention_backward / a.attention_backward == Approx(0.52 / 0.35));
+  const H100Layer megatron(test::megatron_setup(8192));
+  const H100Layer fsdp(with_framework(test::megatron_setup(8192), "fsdp"));
+  CHECK(fsdp.costs.attention_forward / megatron.costs.attention_forward == Approx(0.52 / 0.35));
+  CHECK(fsdp.costs.attention_backward / megatron.costs.attention_backward ==
+        Approx(0.52 / 0.35));
 }
 
-TEST_CASE("fp8: linears at the FP8 peak x fp8_max_efficiency, plus operand casts", "[step]") {
-  // llama3-8b layer, tp 1, one sequence of 4096 tokens on h100. The fp8 GEMM model scales the
-  // best-shape efficiency with fp8_peak_efficiency 0.66, on the FP8 dense peak 1978.9e12. The forward difference fp8 - bf16 is the four linears' GEMM time
-  // difference plus the casts: 6 bytes x (inputs + weights) at 3.35e12 x 0.88 B/s, with inputs
-  // 4096 x (4096 + 4096 + 4096 + 14336) and weights 4096 x 6144 + 4096 x 4096 + 4096 x 28672 +
-  // 14336 x 4096 = 218,103,808.
-  const ModelSpec m = load_model("llama3-8b");
-  Layout l;
-  l.gbs = 1;
-  const ClusterSpec cluster = load_cluster("dgx-h100");
-  const Profile profile = load_profile("h100");
-  const TrainingSetup bf16 = test::megatron_setup(4096);  // StepContext keeps references
-  TrainingSetup fp8 = bf16;
-  fp8.precision = Precision::kFp8;
-  const StepContext bf16_x(m, bf16, cluster, profile);
-  const StepContext fp8_x(m, fp8, cluster, profile);
-  CHECK(fp8_x.gemm_rates.gemm_peak_flops_per_s == 1978.9e12);
-  CHECK(fp8_x.gemm_rates.gemm.peak_efficiency == 0.66);
+TEST_CASE("fp8: linears at the FP8 peak x fp8_peak_efficiency, plus operand casts", "[step]") {
+  // llama3-8b layer, tp 1, one sequence of 4096 tokens on h100. FP8 GEMMs run at the FP8 dense
+  // peak 1978.9e12 with the best-shape efficiency fp8_peak_efficiency 0.66. The forward
+  // difference fp8 - bf16 is the four linears' GEMM time difference plus the casts: 6 bytes x
+  // (inputs + weights) at 3.35e12 x 0.88 B/s, with inputs 4096 x (4096 + 4096 + 4096 + 14336)
+  // and weights 4096 x 6144 + 4096 x 4096 + 4096 x 28672 + 14336 x 4096 = 218,103,808.
+  const H100Layer bf16(test::megatron_setup(4096));
+  const H100Layer fp8(with_precision(test::megatron_setup(4096), Precision::kFp8));
+  CHECK(fp8.context.gemm_rates.gemm_peak_flops_per_s == 1978.9e12);
+  CHECK(fp8.context.gemm_rates.gemm.peak_efficiency == 0.66);
 
   const std::vector<std::array<double, 2>> linears = {
       {4096, 6144}, {4096, 4096}, {4096, 28672}, {14336, 4096}};  // {in, out}
   double gemm_difference = 0;
   for (const auto& [in, out] : linears) {
-    gemm_difference += gemm_time_s(fp8_x.gemm_rates, 4096, out, in) -
-                       gemm_time_s(bf16_x.gemm_rates, 4096, out, in);
+    gemm_difference += gemm_time_s(fp8.context.gemm_rates, 4096, out, in) -
+                       gemm_time_s(bf16.context.gemm_rates, 4096, out, in);
   }
   const double inputs = 4096.0 * (4096 + 4096 + 4096 + 14336);
   const double weights = 4096.0 * 6144 + 4096.0 * 4096 + 4096.0 * 28672 + 14336.0 * 4096;
   const double casts = 6 * (inputs + weights) / (3.35e12 * 0.88);
-  const LayerCosts a = layer_costs(bf16_x, l, GroupRates(bf16_x, l));
-  const LayerCosts b = layer_costs(fp8_x, l, GroupRates(fp8_x, l));
-  CHECK(b.forward - a.forward == Approx(gemm_difference + casts).epsilon(1e-9));
+  CHECK(fp8.costs.forward - bf16.costs.forward ==
+        Approx(gemm_difference + casts).epsilon(1e-9));
 }
