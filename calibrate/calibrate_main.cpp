@@ -21,6 +21,7 @@
 #include "planner/config/input_error.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
+#include "planner/report/atomic_write.hpp"
 
 #ifndef MESHPLAN_VERSION
 #error "MESHPLAN_VERSION must be defined by the build"
@@ -135,13 +136,9 @@ Setup make_setup(const Options& o, const MpiContext& ctx) {
     s.inputs.fault.rank = std::stoi(o.inject_fault.substr(colon + 1));
   }
   if (ctx.rank == 0) {
-    const std::filesystem::path folder =
-        std::filesystem::absolute(std::filesystem::path(o.out)).parent_path();
-    std::error_code ec;
-    if (!std::filesystem::is_directory(folder, ec)) {
-      throw InputError(o.out + ": cannot be written: folder " + folder.string() +
-                       " does not exist");
-    }
+    // Before anything is measured: the profile and its records file must be writable files.
+    check_writable_target(o.out);
+    check_writable_target(records_path(o.out));
   }
   return s;
 }
