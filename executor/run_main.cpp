@@ -147,6 +147,15 @@ int launcher_local_rank(const MpiContext& ctx, std::string& source) {
   return ctx.local_rank;
 }
 
+/// Bytes of `stage`'s ledger entries but the runtime overhead lines (CUDA context, allocator
+/// fragmentation: the GPU runtime's, which the CPU backend does not allocate).
+double ledger_without_runtime_overhead(const StageLedger& stage) {
+  double total = 0;
+  for (const LedgerEntry& e : stage.entries)
+    if (e.category != MemoryCategory::kRuntimeOverhead) total += e.bytes;
+  return total;
+}
+
 double rss_bytes() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
@@ -258,6 +267,11 @@ int run(int argc, char** argv, int thread_level) {
   }
   const auto run_step = [&] { return cuda ? cuda_replay->step() : cpu_replay->step(); };
   const MemoryAccount& memory = cuda ? cuda_replay->memory() : cpu_replay->memory();
+  for (const std::string& name :
+       cpu_replay ? cpu_replay->scratch_names() : std::vector<std::string>{}) {
+    std::cerr << "meshplan-run: rank " << ctx.rank << ": scratch beyond the ledger: " << name
+              << "\n";
+  }
   for (int i = 0; i < o.warmup; ++i) {
     watchdog.step("warm-up step " + std::to_string(i + 1));
     check_mpi(MPI_Barrier(ctx.world), "MPI_Barrier");
@@ -280,13 +294,14 @@ int run(int argc, char** argv, int thread_level) {
   }
   watchdog.step("report");
 
-  // Per rank: the components, the step, peak held, ledger bytes, rss, local rank, stage.
+  // Per rank: the components, the step, peak held, ledger bytes, rss, local rank, scratch.
   std::vector<double> mine = component_values(mean);
   mine.push_back(mean.step);
   mine.push_back(memory.peak);
   mine.push_back(memory.ledger);
   mine.push_back(rss_bytes());
   mine.push_back(local_rank);
+  mine.push_back(memory.scratch);
   const int width = static_cast<int>(mine.size());
   std::vector<double> all(static_cast<std::size_t>(width * ctx.size));
   check_mpi(MPI_Gather(mine.data(), width, MPI_DOUBLE, all.data(), width, MPI_DOUBLE, 0,
@@ -301,7 +316,7 @@ int run(int argc, char** argv, int thread_level) {
     using nlohmann::json;
     const std::vector<double> predicted = predicted_components(plan.estimate.breakdown);
     std::vector<double> measured(kComponentCount, 0.0);
-    double step = 0, peak = 0, rss = 0, ledger = 0;
+    double step = 0, peak = 0, rss = 0, ledger = 0, worst_memory_error = 0;
     json ranks = json::array();
     for (int r = 0; r < ctx.size; ++r) {
       const double* v = &all[static_cast<std::size_t>(r * width)];
@@ -315,6 +330,10 @@ int run(int argc, char** argv, int thread_level) {
       ledger = std::max(ledger, v[9]);
       rss = std::max(rss, v[10]);
       const RankCoords c = rank_to_coords(r, L);
+      const double stage_ledger =
+          ledger_without_runtime_overhead(plan.estimate.memory.stages.at(static_cast<std::size_t>(c.pp)));
+      const double memory_error = (v[8] - stage_ledger) / stage_ledger;
+      if (std::abs(memory_error) >= std::abs(worst_memory_error)) worst_memory_error = memory_error;
       ranks.push_back({{"rank", r},
                        {"host", ctx.hosts[static_cast<std::size_t>(r)]},
                        {"local_rank", static_cast<int>(v[11])},
@@ -322,17 +341,16 @@ int run(int argc, char** argv, int thread_level) {
                        {"step_time_s", v[7]},
                        {"peak_bytes", v[8]},
                        {"ledger_bytes_allocated", v[9]},
+                       {"scratch_bytes", v[12]},
+                       {"stage_ledger_bytes_without_runtime_overhead", stage_ledger},
+                       {"peak_vs_stage_ledger_error", memory_error},
                        {"rss_bytes", v[10]},
                        {"components", components}});
     }
     const MemoryLedger& mem = plan.estimate.memory;
     double predicted_no_overhead = 0;
-    for (const StageLedger& s : mem.stages) {
-      double total = 0;
-      for (const LedgerEntry& e : s.entries)
-        if (e.category != MemoryCategory::kRuntimeOverhead) total += e.bytes;
-      predicted_no_overhead = std::max(predicted_no_overhead, total);
-    }
+    for (const StageLedger& s : mem.stages)
+      predicted_no_overhead = std::max(predicted_no_overhead, ledger_without_runtime_overhead(s));
     json pc = json::object(), mc = json::object();
     for (int c = 0; c < kComponentCount; ++c) {
       pc[std::string(kComponents[c]) + "_s"] = predicted[static_cast<std::size_t>(c)];
@@ -356,14 +374,17 @@ int run(int argc, char** argv, int thread_level) {
          {{"step_time_s", step},
           {"peak_bytes", peak},
           {"ledger_bytes_allocated", ledger},
+          {"peak_vs_stage_ledger_error_max", worst_memory_error},
           {"rss_bytes", rss},
           {"components", mc},
           {"ranks", ranks}}},
         {"notes",
          {"measured components and step time: the maximum over ranks of each rank's mean over "
           "the timed steps",
-          "measured peak_bytes: the ledger entries allocated (runtime overhead lines skipped) "
-          "plus the executor's float compute buffers and pending pp sends",
+          "measured peak_bytes: the ledger entries allocated (runtime overhead lines skipped), "
+          "the compute buffers carved out of them, plus scratch_bytes (buffers that did not "
+          "fit); compared per rank with its stage's ledger without the runtime overhead lines "
+          "(peak_vs_stage_ledger_error = (measured - ledger) / ledger)",
           "CPU backend: float GEMMs, messages of the plan's bf16 bytes; the prediction uses "
           "the plan's profile"}}};
 
@@ -388,6 +409,12 @@ int run(int argc, char** argv, int thread_level) {
     table << format_row("peak memory (no runtime)", predicted_no_overhead, peak, "bytes");
     table << format_row("resident set (maxrss)", predicted_no_overhead, rss, "bytes");
     if (cuda) table << format_row("device memory in use", mem.peak_bytes, device_in_use, "bytes");
+    char memory_line[160];
+    std::snprintf(memory_line, sizeof memory_line,
+                  "  peak held vs own stage's ledger (runtime overhead lines excluded), worst "
+                  "rank: %+.2f%%\n",
+                  worst_memory_error * 100);
+    table << memory_line;
     table << "  (error = (predicted - measured) / measured; measured = max over ranks of the mean "
              "of "
           << o.steps << " step(s))\n";

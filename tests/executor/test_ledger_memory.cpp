@@ -1,0 +1,61 @@
+// meshplan-run holds its stage's ledger and nothing else (issue 8 acceptance: measured peak
+// within 5% of the ledger's): LedgerMemory allocates each category's entries end to end (the
+// runtime overhead lines skipped), carves buffers from them in order, falls back to the next
+// category with room, and names what did not fit as scratch.
+#include <catch2/catch.hpp>
+
+#include "executor/ledger_memory.hpp"
+
+using namespace meshplan;
+using namespace meshplan::executor;
+
+namespace {
+
+StageLedger ledger() {
+  StageLedger s;
+  // Sizes in bytes; 1001 rounds up to 251 floats.
+  s.entries = {{"weights", MemoryCategory::kWeights, "[500]", "bf16", 1, 1000, "-"},
+               {"gradients", MemoryCategory::kGradients, "[500]", "fp32", 1, 2000, "-"},
+               {"a.input", MemoryCategory::kActivations, "[250]", "bf16", 2, 1001, "-"},
+               {"b.input", MemoryCategory::kActivations, "[100]", "bf16", 2, 400, "-"},
+               {"cuda_context", MemoryCategory::kRuntimeOverhead, "-", "-", 1, 1e9, "-"},
+               {"master", MemoryCategory::kOptimizer, "[500]", "fp32", 1, 2000, "-"},
+               {"m", MemoryCategory::kOptimizer, "[500]", "fp32", 1, 2000, "-"}};
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("executor: the ledger's entries are allocated, runtime overhead skipped", "[executor]") {
+  LedgerMemory memory(ledger(), 1.0f);
+  // 250 + 500 + (251 + 100) + 500 + 500 floats.
+  CHECK(memory.ledger_bytes() == 4.0 * (250 + 500 + 351 + 500 + 500));
+  CHECK(memory.scratch_bytes() == 0);
+  const auto optimizer = memory.entries(MemoryCategory::kOptimizer);
+  REQUIRE(optimizer.size() == 2);
+  CHECK(optimizer[0].floats == 500);
+  CHECK(optimizer[1].data == optimizer[0].data + 500);  // end to end in one allocation
+  CHECK(memory.largest(MemoryCategory::kGradients).floats == 500);
+  CHECK(memory.largest(MemoryCategory::kLogits).data == nullptr);
+  CHECK(optimizer[1].data[499] == 1.0f);  // filled: every page touched
+}
+
+TEST_CASE("executor: buffers are carved from the ledger, scratch only where none has room",
+          "[executor]") {
+  LedgerMemory memory(ledger(), 0.0f);
+  const Carved act = memory.entries(MemoryCategory::kActivations).front();
+  // Across the two activation entries (351 floats): 300 fit, from the start.
+  const Carved a = memory.take(300, {MemoryCategory::kActivations}, "a");
+  CHECK(a.data == act.data);
+  // 100 more do not fit in the activations (51 left): the weights (250) take them.
+  const Carved b = memory.take(100, {MemoryCategory::kActivations, MemoryCategory::kWeights}, "b");
+  CHECK(b.data == memory.largest(MemoryCategory::kWeights).data);
+  CHECK(memory.scratch_bytes() == 0);
+  // 200 fit nowhere in the categories asked for: scratch, counted and named.
+  const Carved c = memory.take(200, {MemoryCategory::kActivations, MemoryCategory::kWeights}, "c");
+  CHECK(c.floats == 200);
+  CHECK(memory.scratch_bytes() == 800);
+  REQUIRE(memory.scratch_names().size() == 1);
+  CHECK(memory.scratch_names()[0] == "c (800 bytes)");
+  CHECK_THROWS_AS(memory.take(-1, {MemoryCategory::kWeights}, "d"), std::invalid_argument);
+}
