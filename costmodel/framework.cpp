@@ -28,6 +28,14 @@ double FrameworkConvention::bytes_per_param() const {
   return sum;
 }
 
+double FrameworkConvention::bytes_per_param(MemoryCategory category) const {
+  double sum = 0;
+  for (const StateComponent& c : state) {
+    if (c.category == category) sum += c.bytes_per_param;
+  }
+  return sum;
+}
+
 namespace {
 
 using C = MemoryCategory;

@@ -104,6 +104,8 @@ struct FrameworkConvention {
   bool dp_param_overlap = false;
 
   double bytes_per_param() const;  ///< sum of `state`, bytes
+  /// Sum of the `state` components of `category` (e.g. the gradients: 2 or 4), bytes.
+  double bytes_per_param(MemoryCategory category) const;
 };
 
 /// The conventions meshplan knows, default ("textbook") first.

@@ -13,9 +13,7 @@ constexpr double kHalfBytes = 2;
 double stage_params(const ModelSpec& m, const ParamCount& c, const Layout& l, std::int64_t stage,
                     std::int64_t layers) {
   const double tp = static_cast<double>(l.tp);
-  const double per_layer = static_cast<double>(c.per_layer.attention + c.per_layer.mlp) / tp +
-                           static_cast<double>(c.per_layer.norms);
-  double params = static_cast<double>(layers) * per_layer;
+  double params = static_cast<double>(layers) * layer_params_after_tp(c, l);
   if (stage == 0) {
     params += static_cast<double>(c.embedding) / tp + static_cast<double>(c.position_embedding);
   }
@@ -43,30 +41,12 @@ bool zero_shards(int zero, MemoryCategory category) {
   }
 }
 
-/// The group ZeRO shards over: dp, times cp where the framework does.
-double shard_group(const Layout& l, const FrameworkConvention& fw) {
-  return static_cast<double>(l.dp * (fw.shard_over_cp ? l.cp : 1));
-}
-
 /// Bytes of state component `c` on a GPU holding `params` parameters.
 double state_bytes(const StateComponent& c, double params, const Layout& l,
                    const FrameworkConvention& fw) {
   const double group = shard_group(l, fw);
   const bool sharded = zero_shards(l.zero, c.category) && group > 1;
   return params / (sharded ? group : 1.0) * c.bytes_per_param;
-}
-
-double gradient_bytes_per_param(const FrameworkConvention& fw) {
-  double bytes = 0;
-  for (const StateComponent& c : fw.state) {
-    if (c.category == MemoryCategory::kGradients) bytes += c.bytes_per_param;
-  }
-  return bytes;
-}
-
-double layer_params_after_tp(const ParamCount& c, const Layout& l) {
-  return static_cast<double>(c.per_layer.attention + c.per_layer.mlp) / static_cast<double>(l.tp) +
-         static_cast<double>(c.per_layer.norms);
 }
 
 bool keeps_unsharded_with_pp(const MemoryContext& x) {
@@ -102,6 +82,15 @@ void add_tensors(StageLedger& stage, const std::vector<SavedTensor>& tensors, do
 }
 
 }  // namespace
+
+double shard_group(const Layout& l, const FrameworkConvention& fw) {
+  return static_cast<double>(l.dp * (fw.shard_over_cp ? l.cp : 1));
+}
+
+double layer_params_after_tp(const ParamCount& c, const Layout& l) {
+  return static_cast<double>(c.per_layer.attention + c.per_layer.mlp) / static_cast<double>(l.tp) +
+         static_cast<double>(c.per_layer.norms);
+}
 
 double stage_param_count(const ModelSpec& model, const ParamCount& counts, const Layout& layout,
                          std::int64_t stage) {
@@ -178,7 +167,7 @@ StageMemory stage_memory(const MemoryContext& x, std::int64_t stage) {
   // twice the layer's largest activation.
   s.gradient_buffers = 2 * x.activations.largest_full;
 
-  const double grad_bytes = gradient_bytes_per_param(fw);
+  const double grad_bytes = fw.bytes_per_param(MemoryCategory::kGradients);
   const double layer_params = layer_params_after_tp(x.counts, l);
   if (keeps_unsharded_with_pp(x)) {
     // FSDP2 accumulates the unsharded gradients in its reduce dtype (the gradient dtype).
@@ -237,7 +226,7 @@ MemoryLedger build_memory_ledger(const ModelSpec& model, const Layout& layout,
   const ActivationBytes bytes = activation_bytes(model, act);
   const MemoryContext context{model, counts, layout, setup, gpu, bytes};
   const std::string half = half_dtype_name(setup.precision);
-  const std::string grad_dtype = gradient_bytes_per_param(fw) == 4 ? "fp32" : half;
+  const std::string grad_dtype = fw.bytes_per_param(MemoryCategory::kGradients) == 4 ? "fp32" : half;
   const std::string unsharded = sharding_text(layout, false, false);
   const std::int64_t tokens = setup.seq / layout.cp;
 

@@ -129,6 +129,14 @@ struct StageMemory {
   double total = 0;
 };
 
+/// The group ZeRO shards the state over (ranks): dp, times cp where the framework does
+/// (FrameworkConvention::shard_over_cp).
+double shard_group(const Layout& layout, const FrameworkConvention& framework);
+
+/// Parameters of one transformer layer on one GPU after tensor parallelism (elements): the
+/// attention and MLP weights / tp, the norms replicated.
+double layer_params_after_tp(const ParamCount& counts, const Layout& layout);
+
 /// Parameters held by pipeline rank `stage` after tensor parallelism, before ZeRO (elements):
 /// its layers / tp, the embedding on the first stage, the LM head (or, tied, a copy of the
 /// embedding) on the last.

@@ -177,8 +177,7 @@ double GroupBandwidth::time_s(Collective collective, double bytes) const {
 StepContext::StepContext(const ModelSpec& m, const TrainingSetup& s, const ClusterSpec& c,
                          const Profile& p)
     : model(m), setup(s), cluster(c), profile(p), counts(count_params(m)) {
-  const Precision half = s.precision == Precision::kFp16 ? Precision::kFp16 : Precision::kBf16;
-  half_rates.gemm_peak_flops_per_s = *training_peak_flops(c.gpu, half);
+  half_rates.gemm_peak_flops_per_s = *training_peak_flops(c.gpu, half_precision(s.precision));
   half_rates.hbm_bytes_per_s = c.gpu.hbm_bandwidth_bytes_per_s;
   half_rates.gemm = p.gemm;
   half_rates.flash_attention_efficiency = s.framework.sdpa_flash_attention2
@@ -218,18 +217,17 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
   const double cp_fwd_exposed = std::max(0.0, layer.cp_forward - layer.attention_forward);
   const double cp_bwd_exposed = std::max(0.0, layer.cp_backward - layer.attention_backward);
 
-  const double layer_params =
-      static_cast<double>(x.counts.per_layer.attention + x.counts.per_layer.mlp) /
-          static_cast<double>(l.tp) +
-      static_cast<double>(x.counts.per_layer.norms);
+  const double layer_params = layer_params_after_tp(x.counts, l);
+  const double grad_bytes = setup.framework.bytes_per_param(MemoryCategory::kGradients);
   // ZeRO-3 / FSDP: each layer's parameters are all-gathered forward and backward and its
-  // gradients reduce-scattered, per micro-batch, overlapped with the layer's compute.
+  // gradients (in the framework's gradient dtype) reduce-scattered, per micro-batch, overlapped
+  // with the layer's compute.
   double fsdp_fwd = 0, fsdp_bwd = 0;
   const bool fsdp_per_microbatch =
       l.zero == 3 && !(l.pp > 1 && setup.framework.zero3_pp_keeps_unsharded);
   if (fsdp_per_microbatch) {
     const double ag = groups.dp_cp.time_s(Collective::kAllGather, layer_params * kHalf);
-    const double rs = groups.dp_cp.time_s(Collective::kReduceScatter, layer_params * 4);
+    const double rs = groups.dp_cp.time_s(Collective::kReduceScatter, layer_params * grad_bytes);
     fsdp_fwd = std::max(0.0, ag - layer.forward);
     fsdp_bwd = std::max(0.0, ag + rs - layer.backward);
   }
@@ -289,10 +287,6 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
   bd.pp_p2p = 2 * m * v * e.p2p_s;
 
   // Data parallelism over dp x cp (CP ranks hold the same weights): gradients once per step.
-  double grad_bytes = 0;
-  for (const StateComponent& c : setup.framework.state) {
-    if (c.category == MemoryCategory::kGradients) grad_bytes += c.bytes_per_param;
-  }
   if (l.zero == 3) {
     // FSDP with pp: gathered once per step, reduce-scattered once (unsharded accumulation).
     if (!fsdp_per_microbatch) {
@@ -318,8 +312,9 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
   }
 
   // Optimizer (Adam, memory-bound): read and write fp32 master, m and v, read the gradient,
-  // write the 16-bit weights, over the parameters this GPU updates.
-  const double shard = l.zero >= 1 ? static_cast<double>(groups.dp_cp.size()) : 1.0;
+  // write the 16-bit weights, over the parameters this GPU updates (its ZeRO shard, as the
+  // ledger holds it).
+  const double shard = l.zero >= 1 ? shard_group(l, setup.framework) : 1.0;
   bd.optimizer = memory_time_s(x.half_rates, stage_params / shard * (3 * 8 + grad_bytes + 2));
 
   e.step_time_s = bd.total();

@@ -75,7 +75,7 @@ class Worker {
     const GroupRates groups(context_, base);
     costs_.clear();
     // With one rank to shard over, every ZeRO stage is the same layout: keep zero 0 only.
-    const bool shards = dp * (r_.setup.framework.shard_over_cp ? cp : 1) > 1;
+    const bool shards = shard_group(base, r_.setup.framework) > 1;
 
     std::vector<std::int64_t> vpps = {1};
     for (std::int64_t v = 2; pp > 1 && v * pp <= r_.model.num_layers; ++v) {

@@ -126,6 +126,8 @@ struct H100Layer {
         layout(one_sequence()),
         context(model, setup, cluster, profile),
         costs(layer_costs(context, layout, GroupRates(context, layout))) {}
+  H100Layer(const H100Layer&) = delete;  // context refers to this object's members
+  H100Layer& operator=(const H100Layer&) = delete;
   static Layout one_sequence() {
     Layout l;
     l.gbs = 1;
@@ -179,4 +181,25 @@ TEST_CASE("fp8: linears at the FP8 peak x fp8_peak_efficiency, plus operand cast
   const double casts = 6 * (inputs + weights) / (3.35e12 * 0.88);
   CHECK(fp8.costs.forward - bf16.costs.forward ==
         Approx(gemm_difference + casts).epsilon(1e-9));
+}
+
+TEST_CASE("the optimizer step runs over the ZeRO shard the ledger holds", "[step]") {
+  // ZeRO-1 with dp 2: Megatron shards the optimizer over dp x cp, DeepSpeed over dp only
+  // (FrameworkConvention::shard_over_cp). Going from cp 1 to cp 2 halves Megatron's optimizer
+  // time and leaves DeepSpeed's as it is (same parameters per GPU: cp splits the sequence).
+  const ModelSpec m = load_model("llama3-8b");
+  const ClusterSpec cluster = load_cluster("dgx-h100");
+  const Profile profile = load_profile("h100");
+  auto optimizer_s = [&](const char* framework, std::int64_t cp) {
+    Layout l;
+    l.dp = 2;
+    l.cp = cp;
+    l.zero = 1;
+    l.gbs = 2;
+    TrainingSetup s = test::megatron_setup(8192);
+    s.framework = *find_framework(framework);
+    return estimate_step(m, l, s, cluster, profile).breakdown.optimizer;
+  };
+  CHECK(optimizer_s("megatron", 2) == Approx(optimizer_s("megatron", 1) / 2));
+  CHECK(optimizer_s("deepspeed", 2) == Approx(optimizer_s("deepspeed", 1)));
 }
