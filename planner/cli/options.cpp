@@ -136,12 +136,12 @@ Precision require_precision(const std::string& name, const GpuSpec& gpu,
 }
 
 double require_mfu_peak_flops(const GpuSpec& gpu, Precision precision) {
-  if (!training_peak_flops(gpu, precision)) {
+  if (const auto problem = precision_problem(gpu, precision)) {
     throw InputError("--precision " + std::string(to_string(precision)) + ": " + gpu.name +
-                     " has no " + to_string(precision) + " tensor cores; choose another "
-                     "--precision (meshplan presets gpus lists each GPU's peaks)");
+                     " " + *problem + "; choose another --precision (meshplan presets gpus "
+                     "lists each GPU's peaks)");
   }
-  return *training_peak_flops(gpu, precision == Precision::kFp8 ? Precision::kBf16 : precision);
+  return *training_peak_flops(gpu, half_precision(precision));
 }
 
 void add_layout_options(CLI::App& cmd, LayoutFlags& f) {

@@ -179,15 +179,9 @@ TrainingRead read_training(StrictObject& inputs, const nlohmann::json& raw_input
   r.gbs = t.positive_int("gbs", kMaxGbs);
   r.mbs = t.positive_int("mbs", kMaxDegree);
   r.setup.precision = *parse_precision(t.choice("precision", {"bf16", "fp16", "fp8"}));
-  if (!training_peak_flops(gpu, r.setup.precision)) {
+  if (const auto problem = precision_problem(gpu, r.setup.precision)) {
     t.fail("precision", std::string("is \"") + to_string(r.setup.precision) + "\" but " +
-                            gpu.name + " (" + inputs.path() + ".gpu) has no " +
-                            to_string(r.setup.precision) + " tensor cores");
-  }
-  if (r.setup.precision == Precision::kFp8 && !training_peak_flops(gpu, Precision::kBf16)) {
-    t.fail("precision", "is \"fp8\" but " + gpu.name + " (" + inputs.path() +
-                            ".gpu) has no bf16 tensor cores, the peak fp8 training is measured "
-                            "against and runs its other kernels on");
+                            gpu.name + " (" + inputs.path() + ".gpu) " + *problem);
   }
   r.setup.framework = *find_framework(t.choice("framework", framework_names()));
   r.setup.attention = *parse_attention(t.choice("attention", {"flash", "eager"}));

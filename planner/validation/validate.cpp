@@ -93,11 +93,8 @@ std::vector<ValidationCase> load_cases(const std::string& path, std::vector<std:
 /// Why `c` cannot be estimated on `hw`, or "".
 std::string model_problem(const ValidationCase& c, const CaseHardware& hw) {
   const GpuSpec& gpu = hw.cluster.gpu;
-  if (!training_peak_flops(gpu, c.setup.precision)) {
-    return gpu.name + " has no " + to_string(c.setup.precision) + " tensor cores";
-  }
-  if (!training_peak_flops(gpu, Precision::kBf16) && !training_peak_flops(gpu, Precision::kFp16)) {
-    return gpu.name + " has no 16-bit tensor cores";
+  if (const auto problem = precision_problem(gpu, c.setup.precision)) {
+    return gpu.name + " " + *problem;
   }
   const std::vector<std::string> problems =
       layout_problems(c.layout, c.model, c.setup.seq, c.num_gpus,

@@ -5,6 +5,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "costmodel/hardware.hpp"
+#include "planner/config/loaders.hpp"
 #include "planner/config/presets.hpp"
 #include "tests/support/cli_runner.hpp"
 
@@ -141,4 +143,16 @@ TEST_CASE("fp8 needs FP8 tensor cores", "[errors]") {
       test::run({"ledger", "--params", "7e9", "--gpu", "a100-80g", "--precision", "fp8"});
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Catch::Contains("a100-80g has no fp8 tensor cores"));
+}
+
+TEST_CASE("fp8 also needs the bf16 peak it runs its other kernels on", "[errors]") {
+  // A GPU with fp8 but no bf16 tensor cores: the precision check names the missing 16-bit peak
+  // (one check, costmodel/hardware.hpp precision_problem, for the CLI, plans and validation).
+  GpuSpec gpu = load_gpu("h100-sxm");
+  gpu.peak_flops_per_s.bf16.reset();
+  CHECK(precision_problem(gpu, Precision::kFp8) ==
+        "has no bf16 tensor cores, the peak fp8 training is measured against and runs its "
+        "other kernels on");
+  CHECK_FALSE(precision_problem(gpu, Precision::kFp16).has_value());
+  CHECK(precision_problem(load_gpu("a100-80g"), Precision::kFp8) == "has no fp8 tensor cores");
 }
