@@ -5,6 +5,7 @@
 #include "costmodel/pipeline_schedule.hpp"
 #include "planner/config/loaders.hpp"
 #include "tests/support/cli_runner.hpp"
+#include "tests/support/setups.hpp"
 
 using namespace meshplan;
 
@@ -29,9 +30,7 @@ TEST_CASE("the ledger holds pp micro-batches on the first 1F1B stage", "[pipelin
   Layout l;
   l.pp = 4;
   l.gbs = 16;  // 16 micro-batches
-  TrainingSetup setup;
-  setup.seq = 8192;
-  setup.framework = *find_framework("megatron");
+  const TrainingSetup setup = test::megatron_setup(8192);
   const MemoryLedger ledger = build_memory_ledger(m, l, setup, load_gpu("h100-sxm"));
   CHECK(ledger.stages[0].chunks_in_flight == 4);
   CHECK(ledger.stages[0].layer_activations_held == 4 * 8);  // 4 micro-batches x 8 layers
@@ -61,9 +60,7 @@ TEST_CASE("split [1,2,2,3]: the heaviest stage is the last (3 layers + LM head)"
 TEST_CASE("Megatron: 18 bytes/param, 6 + 12/(dp cp) with the distributed optimizer",
           "[pipeline]") {
   const ModelSpec m = load_model("llama3-8b");
-  TrainingSetup setup;
-  setup.seq = 8192;
-  setup.framework = *find_framework("megatron");
+  const TrainingSetup setup = test::megatron_setup(8192);
   auto state_bytes = [&](std::int64_t dp, std::int64_t cp, int zero) {
     Layout l;
     l.dp = dp;

@@ -26,6 +26,7 @@
 #include "planner/plan/plan.hpp"
 #include "planner/plan/plan_file.hpp"
 #include "tests/support/cli_runner.hpp"
+#include "tests/support/setups.hpp"
 
 using namespace meshplan;
 
@@ -86,10 +87,13 @@ void check_same(const Profile& a, const Profile& b) {
   CHECK(a.gpu == b.gpu);
   CHECK(a.gemm.peak_efficiency == b.gemm.peak_efficiency);
   CHECK(a.gemm.half_efficiency_flops == b.gemm.half_efficiency_flops);
+  CHECK(a.gemm.k_overhead == b.gemm.k_overhead);
+  CHECK(a.gemm.fp8_peak_efficiency == b.gemm.fp8_peak_efficiency);
   CHECK(a.gemm.tile_m == b.gemm.tile_m);
   CHECK(a.gemm.tile_n == b.gemm.tile_n);
   CHECK(a.gemm.sms == b.gemm.sms);
   CHECK(a.flash_attention_efficiency == b.flash_attention_efficiency);
+  CHECK(a.flash_attention2_efficiency == b.flash_attention2_efficiency);
   CHECK(a.hbm_efficiency == b.hbm_efficiency);
   CHECK(a.links.nvlink.alpha_s == b.links.nvlink.alpha_s);
   CHECK(a.links.nvlink.busbw_bytes_per_s == b.links.nvlink.busbw_bytes_per_s);
@@ -140,11 +144,7 @@ Plan llama70b_plan(std::int64_t cp = 1, std::int64_t dp = 2) {
   const ModelSpec model = load_model("llama3-70b");
   const ClusterSpec cluster = load_cluster("dgx-h100");
   const Profile profile = load_profile("h100");
-  TrainingSetup setup;
-  setup.seq = 8192;
-  setup.framework = *find_framework("megatron");
-  setup.precision = Precision::kBf16;
-  setup.attention = AttentionImpl::kFlash;
+  const TrainingSetup setup = test::megatron_setup(8192);
   Layout layout;
   layout.dp = dp;
   layout.tp = 8;
@@ -544,9 +544,7 @@ TEST_CASE("estimate takes --model or --plan, not both", "[plan_file]") {
 
 TEST_CASE("a plan of 16384 GPUs lists every group", "[plan_file]") {
   const ModelSpec model = load_model("llama3-70b");
-  TrainingSetup setup;
-  setup.seq = 8192;
-  setup.framework = *find_framework("megatron");
+  const TrainingSetup setup = test::megatron_setup(8192);
   Layout layout;
   layout.tp = 8;
   layout.pp = 16;

@@ -54,7 +54,7 @@ nlohmann::json korthikanti_case() {
 
 TEST_CASE("validate: every published run yields a comparison", "[validation][validate]") {
   const ValidationReport& r = report();
-  for (const SkippedCase& s : r.skipped) INFO(s.id << ": " << s.reason);
+  for (const SkippedCase& s : r.skipped) UNSCOPED_INFO(s.id << ": " << s.reason);
   CHECK(r.skipped.empty());
   CHECK(r.sources.size() == 6);
   // 71 cases: 47 step times + 19 TFLOP/s + 3 MFU; 18 peaks; 10 Hagemann + 18 torchtitan OOM
