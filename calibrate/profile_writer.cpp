@@ -123,7 +123,6 @@ BuiltProfile build_profile(const Records& records, const ProfileSettings& s) {
       const auto m = static_cast<double>(r.m), n = static_cast<double>(r.n),
                  k = static_cast<double>(r.k);
       points.push_back({r.flops, r.time_s, gemm_efficiency(waves, m, n, k)});
-
       dtype = r.dtype;
     }
     if (!points.empty()) {
@@ -135,8 +134,9 @@ BuiltProfile build_profile(const Records& records, const ProfileSettings& s) {
         p.gemm.peak_efficiency = std::min(1.0, curve.peak_efficiency);
         p.gemm.fp8_peak_efficiency = std::min(1.0, fp8_ratio * p.gemm.peak_efficiency);
         gemm_source = by + ": " + std::to_string(points.size()) + " verified " + dtype +
-                      " GEMMs fitted (relative least squares) to t x wave = (F + F_half) / (P x "
-                      "peak_efficiency) with P = " +
+                      " GEMMs fitted (relative least squares) to t x q = (F + F_half) / (P x "
+                      "peak_efficiency), q the shape factor (waves, tiles, k overhead), with "
+                      "P = " +
                       s.gpu.name + "'s dense " + peak_name + " peak " + format("%.4g", peak) +
                       " FLOP/s: best-shape rate " + format("%.4g", curve.peak_efficiency * peak) +
                       " FLOP/s, F_half " + format("%.4g", curve.half_efficiency_flops) +

@@ -4,10 +4,11 @@
 // GEMM: t = (F / q x (1 + k0 / k) + F_half) / (peak x peak_efficiency), F = 2 m n k, q the tile
 // and wave quantization, k0 the per-tile k overhead (GemmModel in profile.hpp): the profile's
 // ramp F / (F + F_half) is a fixed per-GEMM cost F_half / (peak x peak_efficiency), idle tile
-// slots stretch only the work, and each tile's main loop runs k + k0 steps for k of work. Wave quantization (NVIDIA, "Matrix
-// Multiplication Background User's Guide", sec. "Wave quantization"): the output is cut into
-// tiles that run in waves of one tile per SM; a last partial wave idles SMs. cuBLAS picks the
-// tile shape, so the best of 128x256, 256x128 and 128x128 is taken. Roofline: a GEMM takes at
+// slots stretch only the work, and each tile's main loop runs k + k0 steps for k of work.
+// Wave quantization (NVIDIA, "Matrix Multiplication Background User's Guide", sec. "Wave
+// quantization"): the output is cut into tiles that run in waves of one tile per SM; a last
+// partial wave idles SMs. cuBLAS picks the tile shape, so the best of 128x256, 256x128 and
+// 128x128 is taken. Roofline: a GEMM takes at
 // least the time to read A and B and write C (16-bit) at the achieved HBM bandwidth.
 // Attention: FlashAttention's convention, forward 4 b s_q s_k h_heads d FLOP (halved when
 // causal, since the kernel skips masked blocks), backward 2.5 x forward, at
