@@ -2,9 +2,7 @@
 
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <random>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -52,42 +50,15 @@ std::vector<std::string> strip_moe(nlohmann::json& json) {
 }
 
 /// load_validation_file, except that mixture-of-experts cases (which it rejects) are left out
-/// and their ids returned in `moe_ids`. Such a file is read through a copy with num_experts
-/// nulled (same case indices, so errors keep their JSON paths; the copy's name in a message is
-/// replaced by `path`).
+/// and their ids returned in `moe_ids`: the cases are read from the parsed file with
+/// num_experts nulled (same case indices, so errors keep their JSON paths).
 std::vector<ValidationCase> load_cases(const std::string& path, std::vector<std::string>& moe_ids) {
   nlohmann::json json = load_json_file(path);
   moe_ids = strip_moe(json);
-  if (moe_ids.empty()) return load_validation_file(path);
-
-  const std::filesystem::path copy =
-      std::filesystem::temp_directory_path() /
-      ("meshplan-validate-" + std::to_string(std::random_device{}()) + ".json");
-  {
-    std::ofstream out(copy);
-    out << json.dump();
-    if (!out) throw InputError(copy.string() + ": cannot be written (a copy of " + path + ")");
-  }
-  std::vector<ValidationCase> cases;
-  try {
-    cases = load_validation_file(copy.string());
-  } catch (const InputError& e) {
-    std::filesystem::remove(copy);
-    std::string message = e.what();
-    for (std::size_t at; (at = message.find(copy.string())) != std::string::npos;) {
-      message.replace(at, copy.string().size(), path);
-    }
-    throw InputError(message);
-  }
-  std::filesystem::remove(copy);
+  std::vector<ValidationCase> cases = validation_cases_from_json(json, path);
   const std::set<std::string> moe(moe_ids.begin(), moe_ids.end());
-  std::vector<ValidationCase> kept;
-  for (ValidationCase& c : cases) {
-    if (moe.count(c.id) != 0) continue;
-    c.file = path;
-    kept.push_back(std::move(c));
-  }
-  return kept;
+  std::erase_if(cases, [&](const ValidationCase& c) { return moe.count(c.id) != 0; });
+  return cases;
 }
 
 /// Why `c` cannot be estimated on `hw`, or "".

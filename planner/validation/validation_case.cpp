@@ -199,7 +199,11 @@ std::string convention_for_framework(const std::string& framework) {
 }
 
 std::vector<ValidationCase> load_validation_file(const std::string& path) {
-  const nlohmann::json json = load_json_file(path);
+  return validation_cases_from_json(load_json_file(path), path);
+}
+
+std::vector<ValidationCase> validation_cases_from_json(const nlohmann::json& json,
+                                                       const std::string& path) {
   StrictObject top(json, path, "$", {"schema", "cases"});
   const std::string schema = top.string("schema");
   if (schema != "meshplan-validation/1") {

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "costmodel/layout.hpp"
 #include "costmodel/memory_ledger.hpp"
 #include "costmodel/model_spec.hpp"
@@ -42,6 +44,10 @@ struct ValidationCase {
 /// Reads every case of `path`. Throws InputError naming the file and the JSON path of a bad
 /// field (the file is otherwise accepted exactly as SCHEMA.md describes it).
 std::vector<ValidationCase> load_validation_file(const std::string& path);
+
+/// The same for a file already parsed into `json`; `path` names it in errors and in each case.
+std::vector<ValidationCase> validation_cases_from_json(const nlohmann::json& json,
+                                                       const std::string& path);
 
 /// The meshplan framework convention for a framework name of the validation schema: nemo ->
 /// "nemo"; megatron and deepspeed-megatron -> "megatron"; torchtitan -> "fsdp"; others ->

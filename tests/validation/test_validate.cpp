@@ -223,7 +223,7 @@ TEST_CASE("meshplan validate: a bad file names the file and field, a missing fil
   const std::string path = test::write_temp_file("bad-cases.json", file.dump());
   test::CliResult r = test::run({"validate", path});
   CHECK(r.exit_code == 2);
-  // The MoE case is read through a copy: the message still names this file and the case index.
+  // With an MoE case left out, the message still names this file and the case index.
   CHECK(r.err.find(path + ": $.cases[1].layout.tp") != std::string::npos);
 
   r = test::run({"validate", "no-such-file.json"});
