@@ -118,6 +118,12 @@ const std::vector<FrameworkConvention>& framework_conventions() {
   return all;
 }
 
+std::vector<std::string> framework_names() {
+  std::vector<std::string> names;
+  for (const FrameworkConvention& f : framework_conventions()) names.push_back(f.name);
+  return names;
+}
+
 std::optional<FrameworkConvention> find_framework(std::string_view name) {
   for (const FrameworkConvention& f : framework_conventions()) {
     if (f.name == name) return f;

@@ -111,6 +111,9 @@ struct FrameworkConvention {
 /// The conventions meshplan knows, default ("textbook") first.
 const std::vector<FrameworkConvention>& framework_conventions();
 
+/// Their names, in the same order (for CLI choices and plan-file checks).
+std::vector<std::string> framework_names();
+
 /// The convention named `name`, or nullopt (the caller reports the error with the known names).
 std::optional<FrameworkConvention> find_framework(std::string_view name);
 

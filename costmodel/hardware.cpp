@@ -14,10 +14,6 @@ std::optional<double> training_peak_flops(const GpuSpec& gpu, Precision precisio
   return std::nullopt;
 }
 
-Precision half_precision(Precision precision) {
-  return precision == Precision::kFp16 ? Precision::kFp16 : Precision::kBf16;
-}
-
 std::optional<std::string> precision_problem(const GpuSpec& gpu, Precision precision) {
   if (!training_peak_flops(gpu, precision)) {
     return std::string("has no ") + to_string(precision) + " tensor cores";

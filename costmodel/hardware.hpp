@@ -31,10 +31,6 @@ struct GpuSpec {
 /// (bf16 on V100, fp8 before Hopper).
 std::optional<double> training_peak_flops(const GpuSpec& gpu, Precision precision);
 
-/// The 16-bit precision a run at `precision` uses outside its GEMMs and measures MFU against:
-/// fp16 for fp16, bf16 for bf16 and fp8 (Transformer Engine and torchao run fp8 next to bf16).
-Precision half_precision(Precision precision);
-
 /// Why `gpu` cannot train at `precision`, e.g. "has no fp8 tensor cores", or nullopt when it
 /// can: it needs tensor cores for `precision` and for half_precision(precision).
 std::optional<std::string> precision_problem(const GpuSpec& gpu, Precision precision);

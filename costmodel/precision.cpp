@@ -21,8 +21,10 @@ std::optional<Precision> parse_precision(std::string_view text) {
   return std::nullopt;
 }
 
-const char* half_dtype_name(Precision precision) {
-  return precision == Precision::kFp16 ? "fp16" : "bf16";
+Precision half_precision(Precision precision) {
+  return precision == Precision::kFp16 ? Precision::kFp16 : Precision::kBf16;
 }
+
+const char* half_dtype_name(Precision precision) { return to_string(half_precision(precision)); }
 
 }  // namespace meshplan

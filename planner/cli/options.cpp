@@ -12,16 +12,6 @@ namespace meshplan {
 
 namespace {
 
-std::vector<std::string> framework_names() {
-  std::vector<std::string> names;
-  for (const FrameworkConvention& f : framework_conventions()) names.push_back(f.name);
-  return names;
-}
-
-}  // namespace
-
-namespace {
-
 /// Numbers are decimal: "010" (octal to C) and "0x8" (hex) are refused rather than reread.
 bool plain_decimal(const std::string& text) {
   if (text.find_first_of("xX") != std::string::npos) return false;

@@ -10,16 +10,6 @@ namespace meshplan {
 
 namespace {
 
-/// A preset found by name must be named after its file (configs/README.md).
-template <typename Spec>
-Spec check_preset_name(Spec spec, const std::string& name_or_path, const std::string& file) {
-  if (file != name_or_path && spec.name != name_or_path) {
-    throw InputError(file + ": $.name: is \"" + spec.name + "\"; a preset's name must equal its "
-                     "file name \"" + name_or_path + "\"");
-  }
-  return spec;
-}
-
 }  // namespace
 
 ModelSpec load_model(const std::string& name_or_path) {

@@ -7,8 +7,20 @@
 
 #include "costmodel/hardware.hpp"
 #include "costmodel/model_spec.hpp"
+#include "planner/config/input_error.hpp"
 
 namespace meshplan {
+
+/// `spec` loaded from `file` for `name_or_path`: a preset found by name must be named after its
+/// file (configs/README.md). Throws InputError naming the file and $.name otherwise.
+template <typename Spec>
+Spec check_preset_name(Spec spec, const std::string& name_or_path, const std::string& file) {
+  if (file != name_or_path && spec.name != name_or_path) {
+    throw InputError(file + ": $.name: is \"" + spec.name + "\"; a preset's name must equal its "
+                     "file name \"" + name_or_path + "\"");
+  }
+  return spec;
+}
 
 /// A model from a preset name, a meshplan-model/1 file, or a Hugging Face config.json (told apart
 /// by the "schema" key: our files have it, HF configs do not).

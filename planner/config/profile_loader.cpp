@@ -2,6 +2,7 @@
 
 #include "planner/config/input_error.hpp"
 #include "planner/config/json_reader.hpp"
+#include "planner/config/loaders.hpp"
 #include "planner/config/presets.hpp"
 #include "planner/config/spec_json.hpp"
 
@@ -9,13 +10,8 @@ namespace meshplan {
 
 Profile load_profile(const std::string& name_or_path) {
   const std::string file = resolve_preset(PresetKind::kProfile, name_or_path);
-  Profile p = profile_from_json(load_json_file(file), file, "$");  // spec_json.hpp
-  // A preset found by name must be named after its file (the check of loaders.cpp).
-  if (file != name_or_path && p.name != name_or_path) {
-    throw InputError(file + ": $.name: is \"" + p.name +
-                     "\"; a preset's name must equal its file name \"" + name_or_path + "\"");
-  }
-  return p;
+  return check_preset_name(profile_from_json(load_json_file(file), file, "$"), name_or_path,
+                           file);
 }
 
 std::string default_profile_name(const GpuSpec& gpu) {

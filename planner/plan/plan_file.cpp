@@ -95,12 +95,6 @@ nlohmann::json predicted_json(const Plan& plan) {
   return predicted;
 }
 
-std::vector<std::string> framework_names() {
-  std::vector<std::string> names;
-  for (const FrameworkConvention& f : framework_conventions()) names.push_back(f.name);
-  return names;
-}
-
 // Reading helpers: the raw value under a key of an object that a StrictObject has checked.
 
 /// `object[key]`, reported through `o` when missing.

@@ -200,7 +200,7 @@ std::string render_plan(const SearchRequest& r, const SearchResult& result) {
     }
     s << t.render(0);
     s << "MFU: model FLOPs (attention non-causal, as Megatron-LM reports) over the dense "
-      << (r.setup.precision == Precision::kFp16 ? "fp16" : "bf16")
+      << half_dtype_name(r.setup.precision)
       << " peak. Step times are optimistic today by 10-50% (README, Validation).\n\n";
   }
   s << "Why:\n" << explain_plan(r, result);

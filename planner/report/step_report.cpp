@@ -57,7 +57,7 @@ std::string render_step(const StepReportInputs& in, const StepEstimate& e) {
   s << "  model TFLOP/s    " << fixed(e.tflops_per_gpu, 1) << " per GPU\n";
   s << "  MFU / HFU        " << fixed(e.mfu * 100, 1) << "% / " << fixed(e.hfu * 100, 1)
     << "% of " << fixed(e.peak_flops_per_s / kTera, 1) << " TFLOP/s dense "
-    << (in.setup.precision == Precision::kFp16 ? "fp16" : "bf16")
+    << half_dtype_name(in.setup.precision)
     << " (model FLOPs count attention non-causal, as Megatron-LM reports)\n";
   s << "  peak memory      " << gib(e.memory.peak_bytes) << " on stage " << e.memory.worst_stage
     << " of " << gib(e.memory.capacity_bytes) << ": " << (e.memory.fits ? "fits" : "DOES NOT FIT")
