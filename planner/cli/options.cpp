@@ -7,6 +7,7 @@
 
 #include "planner/config/closest_names.hpp"
 #include "planner/config/input_error.hpp"
+#include "planner/config/size_bounds.hpp"
 
 namespace meshplan {
 
@@ -76,7 +77,6 @@ CLI::Validator whole_up_to(std::int64_t max) {
       "INT");
 }
 
-const std::int64_t kMaxDegree = std::int64_t{1} << 24;
 
 }  // namespace
 
@@ -145,7 +145,7 @@ void add_layout_options(CLI::App& cmd, LayoutFlags& f) {
       ->capture_default_str()->check(positive);
   cmd.add_option("--mbs", f.mbs, "Micro-batch size [sequences]")->capture_default_str()->check(positive);
   cmd.add_option("--gbs", f.gbs, "Global batch [sequences] (default: dp x mbs x pp x vpp, enough micro-batches to fill the pipeline)")
-      ->check(whole_up_to(std::int64_t{1} << 40));
+      ->check(whole_up_to(kMaxGbs));
   cmd.add_option("--seq", f.seq, "Sequence length [tokens] (default: the model's seq_length)")->check(positive);
   cmd.add_option("--zero", f.zero, "ZeRO stage: 0 none, 1 optimizer states (Megatron distributed optimizer), 2 + gradients, 3 + parameters (FSDP)")
       ->capture_default_str()->check(CLI::Range(0, 3));
@@ -224,7 +224,7 @@ ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, cons
                       gpu.name + (gpu.flash_attention ? " has FlashAttention kernels" : "") +
                       "; set --attention)");
   }
-  if (l.gpus() > (std::int64_t{1} << 20)) {
+  if (l.gpus() > kMaxGpus) {
     throw InputError("impossible layout: dp x tp x pp x cp = " + std::to_string(l.gpus()) +
                      " GPUs; meshplan plans for at most 1048576");
   }

@@ -5,14 +5,15 @@
 #include "planner/config/closest_names.hpp"
 #include "planner/config/input_error.hpp"
 #include "planner/config/json_reader.hpp"
+#include "planner/config/size_bounds.hpp"
 
 namespace meshplan {
 
 namespace {
 
-/// Bound of every size read (widths, layers, vocabulary, positions): keeps the parameter
-/// count's products inside int64.
-constexpr std::int64_t kMaxSize = std::int64_t{1} << 20;
+/// Bound of every size read (widths, layers, vocabulary, positions): the width bound
+/// (size_bounds.hpp), the tightest, for all of them.
+constexpr std::int64_t kMaxSize = kMaxWidth;
 
 const std::vector<std::string> kLlamaLike = {"llama", "mistral", "qwen2"};
 const std::vector<std::string> kSupported = {"llama", "mistral", "qwen2", "gpt2"};
@@ -143,9 +144,10 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
     m.dropout = r.any_positive({"attention_dropout", "hidden_dropout"});
   }
   // The products the cost model forms stay inside int64 (the meshplan-model/1 bounds).
-  if (m.num_layers > (std::int64_t{1} << 16)) {
-    r.fail(gpt2 ? "n_layer" : "num_hidden_layers", "must be at most 65536, got " +
-                                                        std::to_string(m.num_layers));
+  if (m.num_layers > kMaxLayers) {
+    r.fail(gpt2 ? "n_layer" : "num_hidden_layers",
+           "must be at most " + std::to_string(kMaxLayers) + ", got " +
+               std::to_string(m.num_layers));
   }
   if (m.num_attention_heads * m.head_dim > kMaxSize || m.ffn_hidden_size > kMaxSize) {
     r.fail(gpt2 ? "n_head" : "num_attention_heads",

@@ -9,6 +9,7 @@
 #include "planner/config/json_reader.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
+#include "planner/config/size_bounds.hpp"
 
 namespace meshplan {
 
@@ -32,12 +33,6 @@ StrictObject open_schema(const nlohmann::json& json, const std::string& file,
   o.string("schema");
   return o;
 }
-
-/// Upper bounds of model sizes: they keep every parameter and activation count inside int64
-/// (hidden x ffn x layers < 2^63) while leaving room far beyond today's largest models.
-constexpr std::int64_t kMaxWidth = std::int64_t{1} << 20;   // hidden, ffn, heads, head_dim
-constexpr std::int64_t kMaxLayers = std::int64_t{1} << 16;
-constexpr std::int64_t kMaxTokens = std::int64_t{1} << 24;  // vocabulary, positions, sequence
 
 /// Every key of `o.sources` must be one of `numbers` and each of `numbers` must have a
 /// non-empty source string (configs/README.md: each hardware number with its source).

@@ -10,6 +10,7 @@
 #include "costmodel/ranks.hpp"
 #include "planner/config/input_error.hpp"
 #include "planner/config/json_reader.hpp"
+#include "planner/config/size_bounds.hpp"
 #include "planner/config/spec_json.hpp"
 #include "planner/report/atomic_write.hpp"
 #include "planner/report/memory_ledger_report.hpp"
@@ -24,15 +25,6 @@ namespace meshplan {
 namespace {
 
 constexpr const char* kRankOrder = "tp-cp-dp-pp";
-
-/// Bounds of the integers read: degrees and micro-batch as the CLI's flags (options.cpp), the
-/// global batch as --gbs, the sequence as the model loader's; the GPU count keeps the explicit
-/// rank lists of the groups in memory.
-constexpr std::int64_t kMaxDegree = std::int64_t{1} << 24;
-constexpr std::int64_t kMaxGbs = std::int64_t{1} << 40;
-constexpr std::int64_t kMaxSeq = std::int64_t{1} << 24;
-constexpr std::int64_t kMaxGpus = std::int64_t{1} << 24;
-constexpr std::int64_t kMaxLayers = std::int64_t{1} << 16;
 
 /// The process groups written to "groups", in this order.
 const std::vector<std::pair<const char*, GroupKind>>& group_kinds() {
@@ -169,7 +161,7 @@ TrainingRead read_training(StrictObject& inputs, const nlohmann::json& raw_input
                                               "attention", "tp_comm_overlap", "dp_overlap"});
   const nlohmann::json& raw = raw_inputs.at("training");
   TrainingRead r;
-  r.setup.seq = t.positive_int("seq", kMaxSeq);
+  r.setup.seq = t.positive_int("seq", kMaxTokens);
   r.gbs = t.positive_int("gbs", kMaxGbs);
   r.mbs = t.positive_int("mbs", kMaxDegree);
   r.setup.precision = *parse_precision(t.choice("precision", {"bf16", "fp16", "fp8"}));

@@ -2,12 +2,11 @@
 
 #include "planner/config/input_error.hpp"
 #include "planner/config/json_reader.hpp"
+#include "planner/config/size_bounds.hpp"
 
 namespace meshplan {
 
 namespace {
-
-constexpr std::int64_t kMax = std::int64_t{1} << 24;
 
 bool megatron_family(const std::string& framework) {
   return framework == "megatron" || framework == "nemo" || framework == "deepspeed-megatron";
@@ -18,27 +17,27 @@ ModelSpec read_model(StrictObject o, const std::string& framework, const std::st
   ModelSpec m;
   m.name = o.string("name");
   if (m.name.empty()) m.name = id;
-  m.num_layers = o.positive_int("num_layers", kMax);
-  m.hidden_size = o.positive_int("hidden_size", kMax);
-  m.num_attention_heads = o.positive_int("num_attention_heads", kMax);
-  m.num_kv_heads = o.positive_int("num_kv_heads", kMax);
+  m.num_layers = o.positive_int("num_layers", kMaxLayers);
+  m.hidden_size = o.positive_int("hidden_size", kMaxWidth);
+  m.num_attention_heads = o.positive_int("num_attention_heads", kMaxWidth);
+  m.num_kv_heads = o.positive_int("num_kv_heads", kMaxWidth);
   m.head_dim = m.hidden_size / m.num_attention_heads;
-  m.ffn_hidden_size = o.positive_int("ffn_hidden_size", kMax);
+  m.ffn_hidden_size = o.positive_int("ffn_hidden_size", kMaxWidth);
   const bool swiglu = o.choice("ffn_type", {"gelu", "swiglu"}) == "swiglu";
   m.ffn_type = swiglu ? FfnType::kSwiglu : FfnType::kGelu;
-  m.vocab_size = o.positive_int("vocab_size", kMax);
-  m.seq_length = o.positive_int("seq_length", kMax);
+  m.vocab_size = o.positive_int("vocab_size", kMaxTokens);
+  m.seq_length = o.positive_int("seq_length", kMaxTokens);
   m.max_position_embeddings = m.seq_length;
   m.tied_embeddings = o.boolean("tied_embeddings");
   const std::string position = o.choice("position_embedding", {"learned", "rope", "alibi"});
   m.position_embedding = position == "learned" ? PositionEmbedding::kLearned
                          : position == "rope"  ? PositionEmbedding::kRope
                                                : PositionEmbedding::kAlibi;
-  if (o.int_or_null("num_experts", 1, kMax)) {
+  if (o.int_or_null("num_experts", 1, kMaxWidth)) {
     o.fail("num_experts", "mixture-of-experts models are not modeled yet (expected null)");
   }
-  o.int_or_null("moe_top_k", 1, kMax);
-  o.int_or_null("moe_ffn_hidden_size", 1, kMax);
+  o.int_or_null("moe_top_k", 1, kMaxWidth);
+  o.int_or_null("moe_ffn_hidden_size", 1, kMaxWidth);
   o.positive_number_or_null("params_reported");
 
   // GPT-style (learned positions, GeLU) runs of Megatron keep Megatron's GPT defaults: LayerNorm,
@@ -85,21 +84,21 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
   StrictObject hardware = o.object(
       "hardware", {"gpu", "num_gpus", "gpus_per_node", "scale_out_gbps_per_gpu", "scale_out"});
   c.gpu = hardware.string("gpu");
-  c.num_gpus = hardware.positive_int("num_gpus", kMax);
-  c.gpus_per_node = hardware.positive_int("gpus_per_node", kMax);
+  c.num_gpus = hardware.positive_int("num_gpus", kMaxGpus);
+  c.gpus_per_node = hardware.positive_int("gpus_per_node", kMaxWidth);
   c.scale_out_gbps_per_gpu = hardware.positive_number_or_null("scale_out_gbps_per_gpu");
   hardware.choice_or_null("scale_out", {"infiniband", "roce", "omnipath", "tpu-ici"});
 
   StrictObject layout = o.object("layout", {"dp", "tp", "pp", "cp", "vpp", "ep", "sp", "zero",
                                             "mbs", "gbs", "recompute"});
   Layout& l = c.layout;
-  l.dp = layout.positive_int("dp", kMax);
-  l.tp = layout.positive_int("tp", kMax);
-  l.pp = layout.positive_int("pp", kMax);
-  l.cp = layout.positive_int("cp", kMax);
-  l.gbs = layout.positive_int("gbs", kMax);
-  layout.int_or_null("ep", 1, kMax);
-  if (auto vpp = layout.int_or_null("vpp", 1, kMax)) l.vpp = *vpp;
+  l.dp = layout.positive_int("dp", kMaxDegree);
+  l.tp = layout.positive_int("tp", kMaxDegree);
+  l.pp = layout.positive_int("pp", kMaxDegree);
+  l.cp = layout.positive_int("cp", kMaxDegree);
+  l.gbs = layout.positive_int("gbs", kMaxGbs);
+  layout.int_or_null("ep", 1, kMaxDegree);
+  if (auto vpp = layout.int_or_null("vpp", 1, kMaxDegree)) l.vpp = *vpp;
   if (auto sp = layout.boolean_or_null("sp")) {
     l.sp = *sp;
   } else if (megatron_family(c.framework) && l.tp > 1) {
@@ -125,7 +124,7 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
   } else {
     c.assumptions.push_back("recompute none (not stated)");
   }
-  if (auto mbs = layout.int_or_null("mbs", 1, kMax)) {
+  if (auto mbs = layout.int_or_null("mbs", 1, kMaxDegree)) {
     l.mbs = *mbs;
   } else if (c.framework == "torchtitan" && l.pp > 1) {
     // torchtitan (2024-12): pipeline_parallel_microbatches defaults to the pipeline degree.
