@@ -18,6 +18,7 @@
 #include "planner/config/input_error.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/report/format.hpp"
+#include "planner/report/layout_summary.hpp"
 #include "planner/report/memory_ledger_report.hpp"
 
 namespace meshplan {
@@ -97,17 +98,6 @@ LedgerResult compute(const LedgerOptions& o) {
   return r;
 }
 
-std::string layout_line(const ResolvedLayout& rl) {
-  const Layout& l = rl.layout;
-  std::ostringstream s;
-  s << "dp " << l.dp << " tp " << l.tp << " pp " << l.pp << " cp " << l.cp << " vpp " << l.vpp
-    << ", mbs " << l.mbs << ", gbs " << l.gbs << " (" << l.microbatches()
-    << (l.microbatches() == 1 ? " micro-batch), seq " : " micro-batches), seq ") << rl.setup.seq << ", zero " << l.zero << ", recompute "
-    << to_string(l.recompute) << ", sp " << (l.sp ? "on" : "off") << ", attention "
-    << to_string(rl.setup.attention);
-  return s.str();
-}
-
 std::string render_text(const LedgerOptions& o, const LedgerResult& r) {
   std::ostringstream s;
   if (r.model) {
@@ -141,7 +131,7 @@ std::string render_text(const LedgerOptions& o, const LedgerResult& r) {
     << gib(r.gpu.memory_bytes) << " (weights, gradients and optimizer states only; "
     << "activations come on top)\n\n";
   if (r.ledger) {
-    s << "Per-GPU ledger on " << r.gpus << " x " << r.gpu.name << ": " << layout_line(*r.layout)
+    s << "Per-GPU ledger on " << r.gpus << " x " << r.gpu.name << ": " << layout_summary(r.layout->layout, r.layout->setup)
       << "\n";
 
     s << render_memory_ledger(*r.ledger, r.gpu.name, o.all_stages) << "\n";
@@ -199,10 +189,8 @@ std::string render_json(const LedgerOptions& o, const LedgerResult& r) {
   j["static_fits"] = r.fits;
   if (r.ledger) {
     const Layout& l = r.layout->layout;
-    j["layout"] = {{"dp", l.dp}, {"tp", l.tp}, {"pp", l.pp}, {"cp", l.cp}, {"vpp", l.vpp},
-                   {"mbs", l.mbs}, {"gbs", l.gbs}, {"zero", l.zero},
-                   {"recompute", to_string(l.recompute)}, {"sp", l.sp},
-                   {"attention", to_string(r.layout->setup.attention)}};
+    j["layout"] = layout_json(l);
+    j["layout"]["attention"] = to_string(r.layout->setup.attention);
 
     const nlohmann::json ledger = memory_ledger_json(*r.ledger);
     for (auto it = ledger.begin(); it != ledger.end(); ++it) j[it.key()] = it.value();

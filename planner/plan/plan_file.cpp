@@ -13,6 +13,7 @@
 #include "planner/config/size_bounds.hpp"
 #include "planner/config/spec_json.hpp"
 #include "planner/report/atomic_write.hpp"
+#include "planner/report/layout_summary.hpp"
 #include "planner/report/memory_ledger_report.hpp"
 #include "planner/report/step_report.hpp"
 
@@ -34,11 +35,11 @@ const std::vector<std::pair<const char*, GroupKind>>& group_kinds() {
   return kinds;
 }
 
-nlohmann::json layout_json(const Layout& l) {
-  return {{"dp", l.dp},   {"tp", l.tp},   {"pp", l.pp},     {"cp", l.cp},
-          {"vpp", l.vpp}, {"mbs", l.mbs}, {"gbs", l.gbs},   {"zero", l.zero},
-          {"recompute", to_string(l.recompute)},  {"sp", l.sp},
-          {"stage_layers", l.stage_layers}};
+/// The layout with its explicit stage split.
+nlohmann::json plan_layout_json(const Layout& l) {
+  nlohmann::json j = layout_json(l);
+  j["stage_layers"] = l.stage_layers;
+  return j;
 }
 
 /// Every pipeline stage's layers: its first layer and count, and each model chunk's (vpp
@@ -302,7 +303,7 @@ nlohmann::json plan_to_json(const Plan& plan) {
             {"gpu", gpu_to_json(plan.cluster.gpu)},
             {"profile", profile_to_json(plan.profile)},
             {"training", training}}},
-          {"layout", layout_json(plan.layout)},
+          {"layout", plan_layout_json(plan.layout)},
           {"gpus", plan.layout.gpus()},
           {"rank_order", kRankOrder},
           {"groups", groups},

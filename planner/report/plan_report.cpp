@@ -6,23 +6,11 @@
 #include "costmodel/static_memory.hpp"
 #include "costmodel/units.hpp"
 #include "planner/report/format.hpp"
+#include "planner/report/layout_summary.hpp"
 
 namespace meshplan {
 
 namespace {
-
-struct Part {
-  const char* label;
-  double seconds;
-};
-
-std::vector<Part> parts(const StepBreakdown& b) {
-  return {{"compute", b.compute},       {"recompute", b.recompute},
-          {"TP communication", b.tp_exposed}, {"CP communication", b.cp_exposed},
-          {"FSDP gathers", b.fsdp_exposed},   {"PP send/recv", b.pp_p2p},
-          {"pipeline bubble", b.bubble},      {"DP communication", b.dp_exposed},
-          {"optimizer", b.optimizer}};
-}
 
 std::string layout_text(const Layout& l) {
   std::ostringstream s;
@@ -37,35 +25,25 @@ double gpu_hours(const SearchRequest& r, const Candidate& c) {
 }
 
 nlohmann::json candidate_json(const SearchRequest& r, const Candidate& c) {
-  const Layout& l = c.layout;
-  nlohmann::json breakdown;
-  const StepBreakdown& b = c.breakdown;
-  breakdown = {{"compute_s", b.compute},         {"recompute_s", b.recompute},
-               {"tp_exposed_s", b.tp_exposed},   {"cp_exposed_s", b.cp_exposed},
-               {"fsdp_exposed_s", b.fsdp_exposed}, {"pp_p2p_s", b.pp_p2p},
-               {"bubble_s", b.bubble},           {"dp_exposed_s", b.dp_exposed},
-               {"optimizer_s", b.optimizer}};
-  return {{"layout",
-           {{"dp", l.dp}, {"tp", l.tp}, {"pp", l.pp}, {"cp", l.cp}, {"vpp", l.vpp},
-            {"mbs", l.mbs}, {"gbs", l.gbs}, {"zero", l.zero},
-            {"recompute", to_string(l.recompute)}, {"sp", l.sp}}},
+  return {{"layout", layout_json(c.layout)},
           {"step_time_s", c.step_time_s},
           {"tokens_per_s", c.tokens_per_s},
           {"mfu", c.mfu},
           {"peak_bytes", c.peak_bytes},
           {"worst_stage", c.worst_stage},
           {"gpu_hours", r.tokens > 0 ? nlohmann::json(gpu_hours(r, c)) : nlohmann::json()},
-          {"breakdown", breakdown}};
+          {"breakdown", breakdown_json(c.breakdown)}};
 }
 
 }  // namespace
 
 std::pair<std::string, double> largest_component(const StepBreakdown& breakdown) {
-  Part best = parts(breakdown).front();
-  for (const Part& p : parts(breakdown)) {
-    if (p.seconds > best.seconds) best = p;
+  const std::vector<BreakdownComponent> components = breakdown_components(breakdown);
+  BreakdownComponent best = components.front();
+  for (const BreakdownComponent& c : components) {
+    if (c.seconds > best.seconds) best = c;
   }
-  return {best.label, best.seconds};
+  return {best.short_label, best.seconds};
 }
 
 std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
@@ -159,11 +137,12 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
     const Candidate& b = *runner_up;
     std::string why;
     double extra = -1e300;
-    const std::vector<Part> pw = parts(w.breakdown), pb = parts(b.breakdown);
+    const std::vector<BreakdownComponent> pw = breakdown_components(w.breakdown),
+                                          pb = breakdown_components(b.breakdown);
     for (std::size_t i = 0; i < pw.size(); ++i) {
       if (pb[i].seconds - pw[i].seconds > extra) {
         extra = pb[i].seconds - pw[i].seconds;
-        why = pw[i].label;
+        why = pw[i].short_label;
       }
     }
     s << "- Runner-up (" << layout_text(b.layout) << ") is "

@@ -7,50 +7,19 @@
 #include "planner/config/input_error.hpp"
 #include "planner/report/atomic_write.hpp"
 #include "planner/report/format.hpp"
+#include "planner/report/layout_summary.hpp"
 #include "planner/report/trace.hpp"
 
 namespace meshplan {
-
-namespace {
-
-struct Component {
-  const char* key;    ///< JSON key
-  const char* label;  ///< table row
-  double seconds;
-};
-
-std::vector<Component> components(const StepBreakdown& b) {
-  return {{"compute_s", "compute (forward + backward)", b.compute},
-          {"recompute_s", "recompute", b.recompute},
-          {"tp_exposed_s", "exposed TP communication", b.tp_exposed},
-          {"cp_exposed_s", "exposed CP communication", b.cp_exposed},
-          {"fsdp_exposed_s", "exposed ZeRO-3/FSDP gathers", b.fsdp_exposed},
-          {"pp_p2p_s", "PP send/recv", b.pp_p2p},
-          {"bubble_s", "pipeline bubble", b.bubble},
-          {"dp_exposed_s", "exposed DP communication", b.dp_exposed},
-          {"optimizer_s", "optimizer step", b.optimizer}};
-}
-
-std::string layout_text(const Layout& l, const TrainingSetup& setup) {
-  std::ostringstream s;
-  s << "dp " << l.dp << " tp " << l.tp << " pp " << l.pp << " cp " << l.cp << " vpp " << l.vpp
-    << ", mbs " << l.mbs << ", gbs " << l.gbs << " (" << l.microbatches() << " micro-batch"
-    << (l.microbatches() == 1 ? "" : "es") << "), seq " << setup.seq << ", zero " << l.zero
-    << ", recompute " << to_string(l.recompute) << ", sp " << (l.sp ? "on" : "off")
-    << ", attention " << to_string(setup.attention) << ", " << to_string(setup.precision)
-    << ", framework " << setup.framework.name;
-  return s.str();
-}
-
-}  // namespace
 
 std::string render_step(const StepReportInputs& in, const StepEstimate& e) {
   std::ostringstream s;
   for (const std::string& note : in.notes) s << "note: " << note << "\n";
   if (!in.notes.empty()) s << "\n";
   s << in.model.name << " on " << in.layout.gpus() << " x " << in.cluster.gpu.name << " ("
-    << in.cluster.name << ", profile " << in.profile << ")\n  " << layout_text(in.layout, in.setup)
-    << "\n\n";
+    << in.cluster.name << ", profile " << in.profile << ")\n  "
+    << layout_summary(in.layout, in.setup) << ", " << to_string(in.setup.precision)
+    << ", framework " << in.setup.framework.name << "\n\n";
   s << "  step time        " << fixed(e.step_time_s, 3) << " s\n";
   s << "  tokens/s         " << fixed(e.tokens_per_s, 0) << " (" << fixed(e.tokens_per_s_per_gpu, 1)
     << " per GPU)\n";
@@ -63,7 +32,7 @@ std::string render_step(const StepReportInputs& in, const StepEstimate& e) {
     << " of " << gib(e.memory.capacity_bytes) << ": " << (e.memory.fits ? "fits" : "DOES NOT FIT")
     << "\n\n";
   Table t({"where the step goes", "seconds", "share"}, {true, false, false});
-  for (const Component& c : components(e.breakdown)) {
+  for (const BreakdownComponent& c : breakdown_components(e.breakdown)) {
     t.add_row({c.label, fixed(c.seconds, 4), fixed(100 * c.seconds / e.step_time_s, 1) + "%"});
   }
   t.add_rule();
@@ -75,9 +44,9 @@ std::string render_step(const StepReportInputs& in, const StepEstimate& e) {
 }
 
 nlohmann::json step_json(const StepReportInputs& in, const StepEstimate& e) {
-  nlohmann::json breakdown;
-  for (const Component& c : components(e.breakdown)) breakdown[c.key] = c.seconds;
   const Layout& l = in.layout;
+  nlohmann::json layout = layout_json(l);
+  layout["attention"] = to_string(in.setup.attention);
   nlohmann::json stages = nlohmann::json::array();
   for (const StageTimes& st : e.stages) {
     stages.push_back({{"forward_s", st.forward_s}, {"backward_s", st.backward_s}});
@@ -86,11 +55,8 @@ nlohmann::json step_json(const StepReportInputs& in, const StepEstimate& e) {
           {"cluster", in.cluster.name},
           {"profile", in.profile},
           {"gpus", l.gpus()},
-          {"layout",
-           {{"dp", l.dp}, {"tp", l.tp}, {"pp", l.pp}, {"cp", l.cp}, {"vpp", l.vpp},
-            {"mbs", l.mbs}, {"gbs", l.gbs}, {"zero", l.zero},
-            {"recompute", to_string(l.recompute)}, {"sp", l.sp},
-            {"attention", to_string(in.setup.attention)}}},
+          {"layout", layout},
+
           {"seq", in.setup.seq},
           {"precision", to_string(in.setup.precision)},
           {"framework", in.setup.framework.name},
@@ -107,7 +73,7 @@ nlohmann::json step_json(const StepReportInputs& in, const StepEstimate& e) {
           {"peak_bytes", e.memory.peak_bytes},
           {"capacity_bytes", e.memory.capacity_bytes},
           {"fits", e.memory.fits},
-          {"breakdown", breakdown},
+          {"breakdown", breakdown_json(e.breakdown)},
           {"stages_per_microbatch", stages},
           {"p2p_s", e.p2p_s}};
 }

@@ -1,0 +1,41 @@
+#include "planner/report/layout_summary.hpp"
+
+#include <sstream>
+
+namespace meshplan {
+
+nlohmann::json layout_json(const Layout& l) {
+  return {{"dp", l.dp},   {"tp", l.tp},   {"pp", l.pp},   {"cp", l.cp},
+          {"vpp", l.vpp}, {"mbs", l.mbs}, {"gbs", l.gbs}, {"zero", l.zero},
+          {"recompute", to_string(l.recompute)},          {"sp", l.sp}};
+}
+
+std::string layout_summary(const Layout& l, const TrainingSetup& setup) {
+  std::ostringstream s;
+  s << "dp " << l.dp << " tp " << l.tp << " pp " << l.pp << " cp " << l.cp << " vpp " << l.vpp
+    << ", mbs " << l.mbs << ", gbs " << l.gbs << " (" << l.microbatches() << " micro-batch"
+    << (l.microbatches() == 1 ? "" : "es") << "), seq " << setup.seq << ", zero " << l.zero
+    << ", recompute " << to_string(l.recompute) << ", sp " << (l.sp ? "on" : "off")
+    << ", attention " << to_string(setup.attention);
+  return s.str();
+}
+
+std::vector<BreakdownComponent> breakdown_components(const StepBreakdown& b) {
+  return {{"compute_s", "compute (forward + backward)", "compute", b.compute},
+          {"recompute_s", "recompute", "recompute", b.recompute},
+          {"tp_exposed_s", "exposed TP communication", "TP communication", b.tp_exposed},
+          {"cp_exposed_s", "exposed CP communication", "CP communication", b.cp_exposed},
+          {"fsdp_exposed_s", "exposed ZeRO-3/FSDP gathers", "FSDP gathers", b.fsdp_exposed},
+          {"pp_p2p_s", "PP send/recv", "PP send/recv", b.pp_p2p},
+          {"bubble_s", "pipeline bubble", "pipeline bubble", b.bubble},
+          {"dp_exposed_s", "exposed DP communication", "DP communication", b.dp_exposed},
+          {"optimizer_s", "optimizer step", "optimizer", b.optimizer}};
+}
+
+nlohmann::json breakdown_json(const StepBreakdown& b) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const BreakdownComponent& c : breakdown_components(b)) j[c.key] = c.seconds;
+  return j;
+}
+
+}  // namespace meshplan

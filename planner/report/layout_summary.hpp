@@ -1,0 +1,40 @@
+// The pieces every report prints of a layout and of a step's breakdown, in one place: the
+// layout's JSON object and one-line text, and the breakdown components with their JSON keys and
+// labels (estimate, plan, ledger and plan files use them).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "costmodel/layout.hpp"
+#include "costmodel/memory_ledger.hpp"
+#include "costmodel/step_time.hpp"
+
+namespace meshplan {
+
+/// {dp, tp, pp, cp, vpp, mbs, gbs, zero, recompute, sp}; callers add what they know besides
+/// (attention, stage_layers).
+nlohmann::json layout_json(const Layout& layout);
+
+/// "dp 8 tp 1 pp 1 cp 1 vpp 1, mbs 2, gbs 16 (1 micro-batch), seq 8192, zero 3, recompute
+/// selective, sp off, attention flash".
+std::string layout_summary(const Layout& layout, const TrainingSetup& setup);
+
+/// One component of StepBreakdown: its JSON key (seconds), its table label, its short label
+/// (used in sentences), and its value in seconds.
+struct BreakdownComponent {
+  const char* key;
+  const char* label;
+  const char* short_label;
+  double seconds;
+};
+
+/// The nine components of `breakdown`, in the order of StepBreakdown::total().
+std::vector<BreakdownComponent> breakdown_components(const StepBreakdown& breakdown);
+
+/// {key: seconds} of breakdown_components.
+nlohmann::json breakdown_json(const StepBreakdown& breakdown);
+
+}  // namespace meshplan
