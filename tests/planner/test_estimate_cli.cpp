@@ -63,6 +63,9 @@ TEST_CASE("estimate --trace writes a Chrome trace that covers the step", "[estim
   }
   // The simulated pipeline (event level) and the closed form agree within 1% here.
   CHECK(end_us / 1e6 == Approx(step).epsilon(0.01));
+  // The trace names both: its own step time (where its last event ends) and estimate's.
+  CHECK(trace["otherData"]["step_time_s"].get<double>() == Approx(end_us / 1e6));
+  CHECK(trace["otherData"]["closed_form_step_time_s"].get<double>() == step);
 }
 
 TEST_CASE("estimate refuses what it cannot estimate", "[estimate]") {
