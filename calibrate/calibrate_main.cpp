@@ -130,11 +130,7 @@ Setup make_setup(const Options& o, const MpiContext& ctx) {
     }
     if (!sel.gemm) s.notes.push_back("--model: its GEMMs are timed only with the gemm benchmark");
   }
-  if (!o.inject_fault.empty()) {
-    const std::size_t colon = o.inject_fault.find(':');
-    s.inputs.fault.kind = o.inject_fault.substr(0, colon);
-    s.inputs.fault.rank = std::stoi(o.inject_fault.substr(colon + 1));
-  }
+  s.inputs.fault = parse_fault(o.inject_fault);
   if (ctx.rank == 0) {
     // Before anything is measured: the profile and its records file must be writable files.
     check_writable_target(o.out);

@@ -3,12 +3,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <csignal>
-#include <cstdlib>
 #include <iostream>
 #include <set>
 #include <sstream>
-#include <thread>
 
 #include "calibrate/collective_verify.hpp"
 #include "calibrate/groups.hpp"
@@ -51,16 +48,6 @@ void report_local_failure(const MpiContext& ctx, const std::string& what, const 
                 ctx.hosts[static_cast<std::size_t>(ctx.rank)] + "): " + what +
                 " failed verification: " + t.detail + "\n")
             << std::flush;
-}
-
-void inject_fault(const FaultInjection& fault, const MpiContext& ctx) {
-  if (fault.kind.empty() || fault.rank != ctx.rank) return;
-  std::cerr << ("meshplan-calibrate: rank " + std::to_string(ctx.rank) + ": injecting fault '" +
-                fault.kind + "' (--inject-fault)\n")
-            << std::flush;
-  if (fault.kind == "stop") std::raise(SIGSTOP);
-  if (fault.kind == "exit") std::_Exit(9);
-  for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));  // "hang"
 }
 
 void run_gemms(Backend& backend, const MpiContext& ctx, const CalibrationInputs& in,
@@ -186,7 +173,7 @@ void run_collectives(Backend& backend, const MpiContext& ctx, const CalibrationI
         watchdog.step(std::string(to_string(collective)) + " " + bytes_text(bytes) + ", " +
                       shape.label);
         if (fault_pending) {
-          inject_fault(in.fault, ctx);
+          inject_fault(in.fault, ctx, "meshplan-calibrate");
           fault_pending = false;
         }
         // Warm-up: the first run is checked.

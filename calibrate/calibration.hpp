@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "calibrate/backend.hpp"
+#include "calibrate/fault_injection.hpp"
 #include "calibrate/mpi_context.hpp"
 #include "calibrate/progress.hpp"
 #include "calibrate/records.hpp"
@@ -30,19 +31,11 @@ struct Selection {
   bool collectives = true;
 };
 
-/// A deliberate fault for the tests of the watchdog (--inject-fault): rank `rank` stops
-/// (SIGSTOP: frozen, as a hung node), exits without MPI_Finalize (as a crash) or blocks forever
-/// (its own watchdog thread still runs) when the first collective step begins.
-struct FaultInjection {
-  std::string kind;  ///< "", "stop", "exit", "hang"
-  int rank = -1;
-};
-
 struct CalibrationInputs {
   Selection selection;
   SweepPlan plan;
   std::vector<GemmShape> model_shapes;  ///< --model's GEMMs, timed after the grid
-  FaultInjection fault;
+  FaultInjection fault;  ///< injected when the first collective step begins
 };
 
 /// Runs the benchmarks on every rank (collective over ctx.world). The records are the same on

@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "calibrate/fault_injection.hpp"
 #include "planner/config/input_error.hpp"
 
 #ifndef MESHPLAN_VERSION
@@ -64,16 +65,7 @@ int parse_options(int argc, char** argv, Options& o, std::ostream& out, std::ost
   app.add_option("--inject-fault", o.inject_fault,
                  "Tests of the watchdog: KIND:RANK with KIND stop (SIGSTOP), exit (dies without "
                  "MPI_Finalize) or hang, at the first collective step")
-      ->check([](const std::string& text) -> std::string {
-        const std::size_t colon = text.find(':');
-        const std::string kind = text.substr(0, colon);
-        if (colon == std::string::npos || (kind != "stop" && kind != "exit" && kind != "hang") ||
-            text.find_first_not_of("0123456789", colon + 1) != std::string::npos ||
-            colon + 1 == text.size()) {
-          return "expected KIND:RANK with KIND stop, exit or hang, got \"" + text + "\"";
-        }
-        return "";
-      })
+      ->check(fault_spec_problem)
       ->group("Testing");
   try {
     app.parse(argc, argv);

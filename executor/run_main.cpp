@@ -7,9 +7,6 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <chrono>
-#include <csignal>
-#include <thread>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -20,6 +17,7 @@
 #include <vector>
 
 #include "calibrate/backend_choice.hpp"
+#include "calibrate/fault_injection.hpp"
 #include "calibrate/mpi_context.hpp"
 #include "calibrate/watchdog.hpp"
 #include "costmodel/ranks.hpp"
@@ -43,24 +41,9 @@ struct Options {
   int warmup = 1;
   std::string report;
   double timeout_s = 60;
-  std::string inject_fault;  ///< "exit:R", "hang:R" or "stop:R" (tests of the watchdog)
+  std::string inject_fault;  ///< KIND:RANK (calibrate/fault_injection.hpp), tests of the watchdog
   std::string backend = "auto";  ///< cpu | cuda | auto
 };
-
-/// Tests of the fault path: rank `rank` exits, hangs or stops at the first timed step.
-void inject_fault(const std::string& spec, const MpiContext& ctx) {
-  if (spec.empty()) return;
-  const std::size_t colon = spec.find(':');
-  const std::string kind = spec.substr(0, colon);
-  if (std::atoi(spec.substr(colon + 1).c_str()) != ctx.rank) return;
-  std::cerr << "meshplan-run: rank " << ctx.rank << " ("
-            << ctx.hosts[static_cast<std::size_t>(ctx.rank)] << "): injecting fault '" << kind
-            << "' (--inject-fault)\n"
-            << std::flush;
-  if (kind == "stop") std::raise(SIGSTOP);
-  if (kind == "exit") std::_Exit(9);
-  for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));  // "hang"
-}
 
 /// -1: go on; otherwise the exit code (help printed: 0; bad flags: 2).
 int parse_options(int argc, char** argv, Options& o, bool talk) {
@@ -87,14 +70,7 @@ int parse_options(int argc, char** argv, Options& o, bool talk) {
   app.add_option("--inject-fault", o.inject_fault,
                  "Testing the watchdog: KIND:RANK, KIND exit | hang | stop, at the first timed "
                  "step")
-      ->check([](const std::string& v) {
-        const std::size_t colon = v.find(':');
-        const std::string kind = v.substr(0, colon);
-        const bool ok = colon != std::string::npos && colon + 1 < v.size() &&
-                        (kind == "exit" || kind == "hang" || kind == "stop") &&
-                        v.find_first_not_of("0123456789", colon + 1) == std::string::npos;
-        return ok ? std::string() : "expected exit:RANK, hang:RANK or stop:RANK, got " + v;
-      });
+      ->check(calibrate::fault_spec_problem);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -195,6 +171,7 @@ int run(int argc, char** argv, int thread_level) {
   Options o;
   const int parsed = parse_options(argc, argv, o, world_rank == 0);
   if (parsed >= 0) return parsed;
+  const calibrate::FaultInjection fault = calibrate::parse_fault(o.inject_fault);
 
   const MpiContext ctx = calibrate::discover_mpi_context(MPI_COMM_WORLD, thread_level);
   // Refused before anything is allocated: a plan that does not read, a world of the wrong size.
@@ -280,7 +257,7 @@ int run(int argc, char** argv, int thread_level) {
   StepTimes mean;
   for (int i = 0; i < o.steps; ++i) {
     watchdog.step("step " + std::to_string(i + 1));
-    if (i == 0) inject_fault(o.inject_fault, ctx);
+    if (i == 0) calibrate::inject_fault(fault, ctx, "meshplan-run");
     check_mpi(MPI_Barrier(ctx.world), "MPI_Barrier");
     const StepTimes t = run_step();
     mean.compute += t.compute / o.steps;
