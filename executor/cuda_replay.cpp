@@ -19,6 +19,7 @@
 #include "costmodel/ranks.hpp"
 #include "executor/cuda_pipeline.hpp"
 #include "executor/cuda_replay_kernels.hpp"
+#include "executor/ledger_memory.hpp"
 #include "kernels/hbm.hpp"
 
 namespace meshplan::executor {
@@ -255,9 +256,7 @@ CudaReplay::CudaReplay(const Plan& plan, std::int64_t world_rank, const Groups& 
   // allocator: here they are real), checked against the free memory before allocating.
   const StageLedger& ledger = plan.estimate.memory.stages.at(static_cast<std::size_t>(st.stage));
   st.lm_head = ledger.has_lm_head;
-  double needed = 0;
-  for (const LedgerEntry& e : ledger.entries)
-    if (e.category != MemoryCategory::kRuntimeOverhead && e.bytes > 0) needed += e.bytes;
+  const double needed = ledger_without_runtime_overhead(ledger);
   std::size_t free_bytes = 0, total_bytes = 0;
   check_cuda(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
   if (needed > static_cast<double>(free_bytes)) {
@@ -269,7 +268,7 @@ CudaReplay::CudaReplay(const Plan& plan, std::int64_t world_rank, const Groups& 
   }
   st.ledger.reserve(ledger.entries.size());
   for (const LedgerEntry& e : ledger.entries) {
-    if (e.category == MemoryCategory::kRuntimeOverhead || e.bytes <= 0) continue;
+    if (!allocated_entry(e)) continue;
     const std::size_t element = bytes_of_dtype(e.dtype);
     const auto elements = static_cast<std::int64_t>(std::ceil(e.bytes / static_cast<double>(element)));
     const std::size_t bytes = static_cast<std::size_t>(elements) * element;

@@ -5,9 +5,20 @@
 
 namespace meshplan::executor {
 
+bool allocated_entry(const LedgerEntry& e) {
+  return e.category != MemoryCategory::kRuntimeOverhead && e.bytes > 0;
+}
+
+double ledger_without_runtime_overhead(const StageLedger& stage) {
+  double total = 0;
+  for (const LedgerEntry& e : stage.entries)
+    if (allocated_entry(e)) total += e.bytes;
+  return total;
+}
+
 LedgerMemory::LedgerMemory(const StageLedger& ledger, float fill) : fill_(fill) {
   for (const LedgerEntry& e : ledger.entries) {
-    if (e.category == MemoryCategory::kRuntimeOverhead || e.bytes <= 0) continue;
+    if (!allocated_entry(e)) continue;
     if (region(e.category) == nullptr) regions_.push_back({e.category, {}, {}, 0});
     region(e.category)->entry_floats.push_back(
         static_cast<std::int64_t>(std::ceil(e.bytes / sizeof(float))));

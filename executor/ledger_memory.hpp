@@ -18,6 +18,14 @@
 
 namespace meshplan::executor {
 
+/// Whether the executor allocates ledger entry `e`: every entry of more than 0 bytes but the
+/// runtime overhead lines (CUDA context, allocator fragmentation: the GPU runtime's own).
+bool allocated_entry(const LedgerEntry& e);
+
+/// Bytes of `stage`'s allocated entries (allocated_entry): its ledger without the runtime
+/// overhead lines.
+double ledger_without_runtime_overhead(const StageLedger& stage);
+
 /// A float buffer carved from the ledger (or scratch): `floats` values at `data`.
 struct Carved {
   float* data = nullptr;

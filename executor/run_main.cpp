@@ -23,6 +23,7 @@
 #include "costmodel/ranks.hpp"
 #include "executor/cpu_replay.hpp"
 #include "executor/cuda_replay.hpp"
+#include "executor/ledger_memory.hpp"
 #include "planner/config/input_error.hpp"
 #include "planner/plan/plan_file.hpp"
 #include "planner/report/atomic_write.hpp"
@@ -121,15 +122,6 @@ int launcher_local_rank(const MpiContext& ctx, std::string& source) {
   }
   source = "MPI_Comm_split_type";
   return ctx.local_rank;
-}
-
-/// Bytes of `stage`'s ledger entries but the runtime overhead lines (CUDA context, allocator
-/// fragmentation: the GPU runtime's, which the CPU backend does not allocate).
-double ledger_without_runtime_overhead(const StageLedger& stage) {
-  double total = 0;
-  for (const LedgerEntry& e : stage.entries)
-    if (e.category != MemoryCategory::kRuntimeOverhead) total += e.bytes;
-  return total;
 }
 
 double rss_bytes() {

@@ -40,6 +40,16 @@ TEST_CASE("executor: the ledger's entries are allocated, runtime overhead skippe
   CHECK(optimizer[1].data[499] == 1.0f);  // filled: every page touched
 }
 
+TEST_CASE("executor: the ledger without runtime overhead counts the allocated entries",
+          "[executor]") {
+  StageLedger s = ledger();
+  s.entries.push_back({"empty", MemoryCategory::kActivations, "[0]", "bf16", 1, 0, "-"});
+  CHECK(allocated_entry(s.entries[0]));
+  CHECK_FALSE(allocated_entry(s.entries[4]));  // cuda_context: runtime overhead
+  CHECK_FALSE(allocated_entry(s.entries.back()));  // 0 bytes
+  CHECK(ledger_without_runtime_overhead(s) == 1000 + 2000 + 1001 + 400 + 2000 + 2000);
+}
+
 TEST_CASE("executor: buffers are carved from the ledger, scratch only where none has room",
           "[executor]") {
   LedgerMemory memory(ledger(), 0.0f);
