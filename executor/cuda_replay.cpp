@@ -298,10 +298,7 @@ CudaReplay::CudaReplay(const Plan& plan, std::int64_t world_rank, const Groups& 
   }
 
   const LayerShapes& s = st.shapes;
-  const std::int64_t t = s.tokens, n = st.seq_local;
-  // layer_shapes' (q + 2 kv) / tp, or with one K/V head per rank where tp > kv heads
-  // (replicated, as Megatron-LM does), so every head's K and V columns exist.
-  const std::int64_t qkv_cols = s.q_cols + 2 * s.kv_heads * s.head_dim;
+  const std::int64_t t = s.tokens, n = st.seq_local, qkv_cols = s.qkv_cols;
   std::uint32_t seed = 1;
   st.x = st.make(t, s.hidden, seed++);
   st.qkv = st.make(t, qkv_cols, seed++);

@@ -47,7 +47,6 @@ struct LayerShapes {
   std::int64_t heads = 0;        ///< attention heads on this rank: a / tp
   std::int64_t kv_heads = 0;     ///< key/value heads on this rank: max(1, kv / tp)
   std::int64_t head_dim = 0;     ///< d
-  std::int64_t seq_total = 0;    ///< keys each query attends to over the cp ring: seq x mbs
   std::int64_t vocab_cols = 0;   ///< padded vocabulary / tp (LM head)
 };
 
