@@ -15,10 +15,10 @@ struct StepTimes {
   double compute = 0, tp = 0, cp = 0, pp = 0, bubble = 0, dp = 0, optimizer = 0, step = 0;
 };
 
-/// The communicators of one rank (every one has MPI_ERRORS_RETURN).
+/// The communicators of one rank (every one has MPI_ERRORS_RETURN); data parallelism runs over
+/// dp x cp.
 struct Groups {
-  MPI_Comm tp = MPI_COMM_NULL, cp = MPI_COMM_NULL, dp = MPI_COMM_NULL, pp = MPI_COMM_NULL,
-           dp_cp = MPI_COMM_NULL;
+  MPI_Comm tp = MPI_COMM_NULL, cp = MPI_COMM_NULL, pp = MPI_COMM_NULL, dp_cp = MPI_COMM_NULL;
 };
 
 /// Bytes held by this rank, by our own accounting.

@@ -214,7 +214,6 @@ int run(int argc, char** argv, int thread_level) {
   Groups groups;
   groups.tp = split_group(ctx, GroupKind::kTp, L, "tp");
   groups.cp = split_group(ctx, GroupKind::kCp, L, "cp");
-  groups.dp = split_group(ctx, GroupKind::kDp, L, "dp");
   groups.pp = split_group(ctx, GroupKind::kPp, L, "pp");
   groups.dp_cp = split_group(ctx, GroupKind::kDpCp, L, "dp x cp");
   if (ctx.rank == 0) {
@@ -399,7 +398,7 @@ int run(int argc, char** argv, int thread_level) {
     }
   }
   check_mpi(MPI_Bcast(&code, 1, MPI_INT, 0, ctx.world), "MPI_Bcast");
-  for (MPI_Comm* c : {&groups.tp, &groups.cp, &groups.dp, &groups.pp, &groups.dp_cp}) {
+  for (MPI_Comm* c : {&groups.tp, &groups.cp, &groups.pp, &groups.dp_cp}) {
     check_mpi(MPI_Comm_free(c), "MPI_Comm_free");
   }
   return code;
