@@ -348,8 +348,6 @@ class CudaBackend final : public Backend {
 
 }  // namespace
 
-bool cuda_backend_built() { return true; }
-
 bool cuda_device_usable(std::string* why) { return kernels::cuda_device_available(why); }
 
 std::unique_ptr<Backend> make_cuda_backend(int local_rank, MPI_Comm world) {

@@ -22,9 +22,6 @@
 
 namespace meshplan::calibrate {
 
-/// Whether this binary was built with the CUDA backend.
-bool cuda_backend_built();
-
 /// Whether this rank can use a CUDA device; `why` says why not.
 bool cuda_device_usable(std::string* why);
 

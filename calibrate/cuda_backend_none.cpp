@@ -5,8 +5,6 @@
 
 namespace meshplan::calibrate {
 
-bool cuda_backend_built() { return false; }
-
 bool cuda_device_usable(std::string* why) {
   if (why) *why = "meshplan-calibrate was built without CUDA (nvcc, cuBLASLt or NCCL not found)";
   return false;
