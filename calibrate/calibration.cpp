@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <iterator>
 #include <set>
 #include <sstream>
 
@@ -215,11 +216,12 @@ std::int64_t count_steps(const CalibrationInputs& in, const MpiContext& ctx) {
     steps += static_cast<std::int64_t>(in.plan.gemm_shapes.size() + in.model_shapes.size());
   }
   if (in.selection.memory) {
-    steps += 2 * static_cast<std::int64_t>(in.plan.memory_bytes_per_array.size());
+    steps += static_cast<std::int64_t>(std::size(kMemoryKernels) *
+                                       in.plan.memory_bytes_per_array.size());
   }
   if (in.selection.collectives) {
-    steps += static_cast<std::int64_t>(plan_group_shapes(ctx.node_of_rank).size() * 6 *
-                                       in.plan.collective_bytes.size());
+    steps += static_cast<std::int64_t>(plan_group_shapes(ctx.node_of_rank).size() *
+                                       std::size(kCollectives) * in.plan.collective_bytes.size());
   }
   return steps;
 }
