@@ -57,6 +57,6 @@ int main() {
   run("(b)", "llama3-405b", "dgx-h100", "h100", 16384, 8192, 2048);
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
-  std::printf("peak memory (max RSS)    %.1f MB\n", static_cast<double>(usage.ru_maxrss) / 1024);
+  std::printf("peak memory (max RSS)    %.1f MiB\n", static_cast<double>(usage.ru_maxrss) / 1024);
   return 0;
 }
