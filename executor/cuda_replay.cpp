@@ -115,6 +115,7 @@ struct CudaReplay::State {
   std::vector<std::unique_ptr<DeviceMemory>> buffers;
   Matrix x, qkv, attn, y, h, g, z, wqkv, wo, w1, w2, lm, logits;
   Matrix dx, dqkv, dattn, dy, dh, dg, dwqkv, dwo, dw1, dw2, dlm, s, ds, kv_recv;
+  Matrix dkv_recv;  // cp > 1: the K/V gradient block received in backward
   std::vector<std::unique_ptr<DeviceMemory>> send_buffers;  // pipeline outputs awaiting a send
   std::vector<std::size_t> free_sends;
   std::vector<std::pair<std::int64_t, std::size_t>> pending_sends;  // op -> send buffer
@@ -138,7 +139,9 @@ struct CudaReplay::State {
 
   void tp_after(Bf16* data);   ///< all-reduce, or reduce-scatter with sp
   void tp_before(Bf16* data);  ///< all-gather with sp
-  void cp_ring(const Bf16* kv);
+  /// One ring step: `kv` (and in backward `dkv`, its gradient; null in forward) to the next cp
+  /// rank, the previous one's into kv_recv (and dkv_recv).
+  void cp_ring(const Bf16* kv, const Bf16* dkv);
   /// The attention core of one layer, forward or backward, with the cp ring's K/V blocks.
   void attention(bool backward);
   void forward_layer();
@@ -329,6 +332,7 @@ CudaReplay::CudaReplay(const Plan& plan, std::int64_t world_rank, const Groups& 
     st.dlm = st.make(s.hidden, s.vocab_cols, seed++);
     st.logits = st.make(t, s.vocab_cols, seed++);
   }
+  if (st.cp_size > 1) st.dkv_recv = st.make(t, qkv_cols - s.q_cols, seed++);
   check_cuda(cudaStreamSynchronize(st.stream), "allocation");
   device_in_use_ = device_bytes_used();
 }
@@ -360,13 +364,18 @@ void CudaReplay::State::tp_before(Bf16* data) {
   mark(&StepTimes::tp);
 }
 
-void CudaReplay::State::cp_ring(const Bf16* kv) {
-  // One ring step: our K/V block to cp_rank + 1, cp_rank - 1's into kv_recv (Ring Attention).
+void CudaReplay::State::cp_ring(const Bf16* kv, const Bf16* dkv) {
+  // One ring step (Ring Attention): our K/V block to cp_rank + 1, cp_rank - 1's into kv_recv;
+  // in backward the K/V gradient block travels with it, as in the CPU backend.
   const int next = (cp_rank + 1) % cp_size, prev = (cp_rank - 1 + cp_size) % cp_size;
   const auto count = static_cast<std::size_t>(kv_recv.size());
   check_nccl(ncclGroupStart(), "ncclGroupStart");
   check_nccl(ncclSend(kv, count, ncclBfloat16, next, cp, stream), "ncclSend(cp)");
   check_nccl(ncclRecv(kv_recv.data, count, ncclBfloat16, prev, cp, stream), "ncclRecv(cp)");
+  if (dkv != nullptr) {
+    check_nccl(ncclSend(dkv, count, ncclBfloat16, next, cp, stream), "ncclSend(cp)");
+    check_nccl(ncclRecv(dkv_recv.data, count, ncclBfloat16, prev, cp, stream), "ncclRecv(cp)");
+  }
   check_nccl(ncclGroupEnd(), "ncclGroupEnd");
   mark(&StepTimes::cp);
 }
@@ -376,9 +385,13 @@ void CudaReplay::State::attention(bool backward) {
   const std::int64_t d = sh.head_dim, kv_cols = sh.kv_heads * d;
   const std::int64_t group = std::max<std::int64_t>(1, sh.heads / sh.kv_heads);
   for (int block = 0; block < cp_size; ++block) {
-    // Block 0: our own K/V; then cp - 1 blocks around the ring (their gradients in backward,
-    // as the CPU backend does).
-    if (block > 0) cp_ring((backward ? dqkv : qkv).columns(sh.q_cols, 2 * kv_cols).data);
+    // Block 0: our own K/V; then cp - 1 blocks around the ring (K/V and, in backward, their
+    // gradients, as the CPU backend sends them). Backward computes on our own K/V and
+    // accumulates into our own gradient columns (the received blocks are traffic only).
+    if (block > 0) {
+      cp_ring(qkv.columns(sh.q_cols, 2 * kv_cols).data,
+              backward ? dqkv.columns(sh.q_cols, 2 * kv_cols).data : nullptr);
+    }
     const bool own = block == 0 || backward;
     const Matrix& src = own ? qkv : kv_recv;
     for (std::int64_t hh = 0; hh < sh.heads; ++hh) {

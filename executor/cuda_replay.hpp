@@ -1,5 +1,6 @@
 // The CUDA backend of meshplan-run (issue 8): one rank's share of a plan's training step on its
-// GPU, in the pipeline schedule's order (replay_plan.hpp; the same op list as the CPU backend).
+// GPU, in the pipeline schedule's order (replay_plan.hpp: the CPU backend's op list; within a
+// layer it does less than the CPU backend, listed at the end).
 // - Device: local rank % visible devices. Every ledger entry of the rank's stage except the
 //   runtime overhead lines is a cudaMalloc of its bytes (zeroed); the compute buffers of one
 //   layer are bf16, filled with calibrate's GEMM pattern (real values, not zeros: a GEMM's power,
@@ -9,6 +10,9 @@
 // - Attention: per local head, strided-batched GEMMs over the micro-batch's sequences,
 //   S = Q K^T (seq/cp x seq/cp per sequence, full square: no causal skipping) and O += S V;
 //   backward dS = dO V^T, dV += S^T dO, dQ += dS K, dK += dS^T Q. No softmax, no masking.
+//   With cp, each ring step sends this rank's K/V block to the next cp rank (in backward its
+//   K/V gradient block too, as the CPU backend does); forward computes on the received block,
+//   backward on its own (the received blocks are traffic only).
 // - Collectives: NCCL on communicators created per process group (size > 1) with
 //   ncclCommInitRank bootstrapped over the group's MPI communicator (made by run_main from the
 //   planner's rank map): TP all-reduce (all-gather + reduce-scatter with sp), the CP ring
@@ -21,10 +25,15 @@
 //   includes waiting for a peer: a pipeline receive is the bubble); step time: MPI_Wtime around
 //   the step, ending with a stream synchronize. Device memory in use: cudaMemGetInfo's
 //   total - free, at its highest after allocation and after each step.
-// Simplifications as the CPU backend's (cpu_replay.hpp): one set of layer weights and buffers
-// serves every layer and micro-batch; no embedding, norms or elementwise ops; ZeRO-3's per-layer
-// gathers not replayed. Received activations land in the layer's input buffer (the replay times
-// a step; it does not train, and it checks no values).
+// As the CPU backend (cpu_replay.hpp): one set of layer weights and buffers serves every layer
+// and micro-batch; no embedding; ZeRO-3's per-layer gathers not replayed. Unlike it (which
+// replays what the cost model costs): no RMSNorms, RoPE, residual adds or activation function
+// (the first half of fc1's output feeds fc2), attention as above (non-causal full squares, no
+// softmax, no zigzag cp chunks), the LM head's GEMMs without the
+// cross-entropy; the compute buffers are cudaMallocs beside the ledger entries (counted as
+// scratch), not carved out of them; weight gradients go to those buffers, and the gradient
+// entry is not zeroed after the optimizer. Received activations land in the layer's input
+// buffer (the replay times a step; it does not train, and it checks no values).
 #pragma once
 
 #include <cstdint>
