@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <unistd.h>
@@ -456,49 +457,52 @@ TEST_CASE("estimate --plan refuses a corrupt plan and writes nothing", "[plan_fi
   }
 }
 
+namespace {
+
+/// `estimate ARGS --out path --json`, then `estimate --plan path --json`: both must succeed and
+/// print the same numbers. Returns both outputs for the caller's own checks.
+std::pair<std::string, std::string> write_then_read(std::vector<std::string> args,
+                                                    const std::string& path) {
+  args.insert(args.end(), {"--out", path, "--json"});
+  const test::CliResult wrote = test::run(args);
+  INFO(wrote.err);
+  REQUIRE(wrote.exit_code == 0);
+  const test::CliResult read = test::run({"estimate", "--plan", path, "--json"});
+  INFO(read.err);
+  REQUIRE(read.exit_code == 0);
+  CHECK(numbers(read.out) == numbers(wrote.out));
+  return {wrote.out, read.out};
+}
+
+}  // namespace
+
 TEST_CASE("estimate --out then --plan gives the same numbers", "[plan_file]") {
   const std::string dir = fresh_dir("cli");
   SECTION("the README's layout") {
     const std::string path = dir + "/plan.json";
-    const test::CliResult wrote = test::run(with(kEstimate, {"--out", path, "--json"}));
-    INFO(wrote.err);
-    REQUIRE(wrote.exit_code == 0);
-    const test::CliResult read = test::run({"estimate", "--plan", path, "--json"});
-    INFO(read.err);
-    REQUIRE(read.exit_code == 0);
-    CHECK(numbers(read.out) == numbers(wrote.out));
-    CHECK(numbers(read.out)["step_time_s"] == load_json_file(path)["predicted"]["step_time_s"]);
-    CHECK_THAT(read.out, Catch::Contains("inputs and layout from " + path));
+    const std::string read = write_then_read(kEstimate, path).second;
+    CHECK(numbers(read)["step_time_s"] == load_json_file(path)["predicted"]["step_time_s"]);
+    CHECK_THAT(read, Catch::Contains("inputs and layout from " + path));
   }
   SECTION("overlap overrides travel in the plan") {
     const std::string path = dir + "/overlap.json";
-    const test::CliResult wrote = test::run(
-        with(kEstimate, {"--tp-overlap", "0.5", "--dp-overlap", "on", "--out", path, "--json"}));
-    INFO(wrote.err);
-    REQUIRE(wrote.exit_code == 0);
+    const std::string read =
+        write_then_read(with(kEstimate, {"--tp-overlap", "0.5", "--dp-overlap", "on"}), path)
+            .second;
     const nlohmann::json training = load_json_file(path)["inputs"]["training"];
     CHECK(training["tp_comm_overlap"] == 0.5);
     CHECK(training["dp_overlap"] == true);
-    const test::CliResult read = test::run({"estimate", "--plan", path, "--json"});
-    REQUIRE(read.exit_code == 0);
-    CHECK(numbers(read.out) == numbers(wrote.out));
     // ... and they changed the estimate: without them the step is slower.
     const test::CliResult plain = test::run(with(kEstimate, {"--json"}));
     CHECK(numbers(plain.out)["step_time_s"].get<double>() >
-          numbers(read.out)["step_time_s"].get<double>());
+          numbers(read)["step_time_s"].get<double>());
   }
   SECTION("context parallelism, an uneven split, fp8 and another framework") {
     const std::string path = dir + "/cp.json";
-    const test::CliResult wrote = test::run(
-        {"estimate", "--model", "llama3-70b", "--cluster", "dgx-h100", "--tp", "8", "--cp", "2",
-         "--pp", "3", "--stage-layers", "26,27,27", "--gbs", "12", "--zero", "3", "--precision",
-         "fp8", "--framework", "fsdp", "--out", path, "--json"});
-    INFO(wrote.err);
-    REQUIRE(wrote.exit_code == 0);
-    const test::CliResult read = test::run({"estimate", "--plan", path, "--json"});
-    INFO(read.err);
-    REQUIRE(read.exit_code == 0);
-    CHECK(numbers(read.out) == numbers(wrote.out));
+    write_then_read({"estimate", "--model", "llama3-70b", "--cluster", "dgx-h100", "--tp", "8",
+                     "--cp", "2", "--pp", "3", "--stage-layers", "26,27,27", "--gbs", "12",
+                     "--zero", "3", "--precision", "fp8", "--framework", "fsdp"},
+                    path);
     CHECK(load_json_file(path)["stages"][2]["first_layer"] == 53);
   }
 }
