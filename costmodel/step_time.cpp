@@ -163,14 +163,17 @@ std::vector<std::int64_t> first_group(std::int64_t stride, std::int64_t count) {
 
 GroupBandwidth::GroupBandwidth(const std::vector<std::int64_t>& ranks, const ClusterSpec& cluster,
                                const Profile& profile)
-    : size_(static_cast<std::int64_t>(ranks.size())),
-      span_(group_span(ranks, cluster)),
-      cluster_(&cluster),
-      profile_(&profile) {}
+    : size_(static_cast<std::int64_t>(ranks.size())) {
+  if (size_ <= 1) return;
+  const GroupSpan span = group_span(ranks, cluster);
+  for (std::size_t c = 0; c < kCollectives; ++c) {
+    bandwidth_[c] = collective_bandwidth(profile, static_cast<Collective>(c), span, cluster);
+  }
+}
 
 double GroupBandwidth::time_s(Collective collective, double bytes) const {
   if (size_ <= 1 || bytes <= 0) return 0;
-  const TierBandwidth bw = collective_bandwidth(*profile_, collective, span_, *cluster_);
+  const TierBandwidth& bw = bandwidth_[static_cast<std::size_t>(collective)];
   return collective_time_s(collective, size_, bytes, bw.alpha_s, bw.busbw_bytes_per_s);
 }
 

@@ -19,6 +19,7 @@
 // MFU = model FLOPs / (step time x GPUs x dense peak); HFU adds the recompute FLOPs.
 #pragma once
 
+#include <array>
 #include <vector>
 
 #include "costmodel/collectives/collective.hpp"
@@ -77,7 +78,8 @@ struct StepEstimate {
 /// A process group (the one holding rank 0 stands for all of its kind) and its rates.
 class GroupBandwidth {
  public:
-  /// `ranks`: the group's global ranks. Keeps references to `cluster` and `profile`.
+  /// `ranks`: the group's global ranks. Looks up each collective's (alpha, busbw) on the tier
+  /// the group spans once (collective_bandwidth), so time_s is arithmetic only.
   GroupBandwidth(const std::vector<std::int64_t>& ranks, const ClusterSpec& cluster,
                  const Profile& profile);
   /// Seconds of `collective` over `bytes` (nccl-tests' size) in this group; 0 for one rank.
@@ -85,10 +87,9 @@ class GroupBandwidth {
   std::int64_t size() const { return size_; }
 
  private:
+  static constexpr std::size_t kCollectives = static_cast<std::size_t>(Collective::kBroadcast) + 1;
   std::int64_t size_;
-  GroupSpan span_;
-  const ClusterSpec* cluster_;
-  const Profile* profile_;
+  std::array<TierBandwidth, kCollectives> bandwidth_{};
 };
 
 /// What stays fixed while a search varies the layout. Keeps references to its arguments.
