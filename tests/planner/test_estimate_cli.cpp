@@ -10,17 +10,8 @@
 
 using namespace meshplan;
 
-namespace {
-
-const std::vector<std::string> kArgs = {"estimate", "--model", "llama3-70b", "--cluster",
-                                        "dgx-h100", "--tp", "8", "--pp", "4", "--dp", "2",
-                                        "--zero", "1", "--sp", "--mbs", "1", "--gbs", "64",
-                                        "--recompute", "selective"};
-
-}  // namespace
-
 TEST_CASE("estimate --json carries the documented keys and they add up", "[estimate]") {
-  std::vector<std::string> args = kArgs;
+  std::vector<std::string> args = test::kReadmeEstimate;
   args.push_back("--json");
   const test::CliResult r = test::run(args);
   INFO(r.err);
@@ -40,7 +31,7 @@ TEST_CASE("estimate --json carries the documented keys and they add up", "[estim
 }
 
 TEST_CASE("estimate prints the breakdown table", "[estimate]") {
-  const test::CliResult r = test::run(kArgs);
+  const test::CliResult r = test::run(test::kReadmeEstimate);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::Contains("where the step goes"));
   CHECK_THAT(r.out, Catch::Contains("pipeline bubble"));
@@ -50,7 +41,7 @@ TEST_CASE("estimate prints the breakdown table", "[estimate]") {
 TEST_CASE("estimate --trace writes a Chrome trace that covers the step", "[estimate]") {
   const std::string path = test::write_temp_file("trace.json", "");
   std::filesystem::remove(path);
-  std::vector<std::string> args = kArgs;
+  std::vector<std::string> args = test::kReadmeEstimate;
   args.insert(args.end(), {"--trace", path, "--json"});
   const test::CliResult r = test::run(args);
   REQUIRE(r.exit_code == 0);

@@ -13,6 +13,7 @@
 #include "planner/config/profile_loader.hpp"
 #include "planner/plan/exports.hpp"
 #include "tests/support/cli_runner.hpp"
+#include "tests/support/setups.hpp"
 
 using namespace meshplan;
 
@@ -33,16 +34,8 @@ Plan plan_of(const std::string& model_name, const Layout& layout, const std::str
 /// Llama 3 70B on 64 H100s: tp 8, pp 4 with 5 chunks per rank (80 / (4 x 5) = 4 layers each),
 /// dp 2, sp, distributed optimizer, selective recompute, 32 micro-batches of 1.
 Plan llama70b() {
-  Layout l;
-  l.dp = 2;
-  l.tp = 8;
-  l.pp = 4;
+  Layout l = test::readme_layout();
   l.vpp = 5;
-  l.mbs = 1;
-  l.gbs = 64;
-  l.zero = 1;
-  l.sp = true;
-  l.recompute = Recompute::kSelective;
   return plan_of("llama3-70b", l, "megatron", Precision::kBf16, 8192);
 }
 
@@ -394,10 +387,8 @@ TEST_CASE("export readers name the offending line", "[exports]") {
 TEST_CASE("meshplan export prints the export and notes what it drops", "[exports][cli]") {
   const std::string path = test::write_temp_file("export-plan.json", "");
   std::filesystem::remove(path);
-  const test::CliResult written = test::run(
-      {"estimate", "--model", "llama3-70b",  "--cluster", "dgx-h100", "--tp", "8",    "--pp",  "4",
-       "--vpp",    "5",       "--dp",        "2",         "--zero",   "1",    "--sp", "--mbs", "1",
-       "--gbs",    "64",      "--recompute", "selective", "--out",    path});
+  const test::CliResult written =
+      test::run(test::with(test::kReadmeEstimate, {"--vpp", "5", "--out", path}));
   INFO(written.err);
   REQUIRE(written.exit_code == 0);
 

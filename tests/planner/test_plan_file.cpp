@@ -146,16 +146,9 @@ Plan llama70b_plan(std::int64_t cp = 1, std::int64_t dp = 2) {
   const ClusterSpec cluster = load_cluster("dgx-h100");
   const Profile profile = load_profile("h100");
   const TrainingSetup setup = test::megatron_setup(8192);
-  Layout layout;
+  Layout layout = test::readme_layout();
   layout.dp = dp;
-  layout.tp = 8;
-  layout.pp = 4;
   layout.cp = cp;
-  layout.mbs = 1;
-  layout.gbs = 64;
-  layout.zero = 1;
-  layout.sp = true;
-  layout.recompute = Recompute::kSelective;
   return make_plan(model, cluster, profile, setup, layout);
 }
 
@@ -169,15 +162,6 @@ void expect_plan_error(const nlohmann::json& json, const std::vector<std::string
     CHECK_THAT(e.what(), Catch::StartsWith("plan.json: "));
     for (const std::string& text : expected) CHECK_THAT(e.what(), Catch::Contains(text));
   }
-}
-
-const std::vector<std::string> kEstimate = {
-    "estimate", "--model", "llama3-70b", "--cluster", "dgx-h100", "--tp", "8", "--pp", "4",
-    "--dp", "2", "--zero", "1", "--sp", "--mbs", "1", "--gbs", "64", "--recompute", "selective"};
-
-std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& more) {
-  args.insert(args.end(), more.begin(), more.end());
-  return args;
 }
 
 /// estimate's JSON without its notes (which say where the inputs came from).
@@ -480,20 +464,21 @@ TEST_CASE("estimate --out then --plan gives the same numbers", "[plan_file]") {
   const std::string dir = fresh_dir("cli");
   SECTION("the README's layout") {
     const std::string path = dir + "/plan.json";
-    const std::string read = write_then_read(kEstimate, path).second;
+    const std::string read = write_then_read(test::kReadmeEstimate, path).second;
     CHECK(numbers(read)["step_time_s"] == load_json_file(path)["predicted"]["step_time_s"]);
     CHECK_THAT(read, Catch::Contains("inputs and layout from " + path));
   }
   SECTION("overlap overrides travel in the plan") {
     const std::string path = dir + "/overlap.json";
     const std::string read =
-        write_then_read(with(kEstimate, {"--tp-overlap", "0.5", "--dp-overlap", "on"}), path)
+        write_then_read(
+            test::with(test::kReadmeEstimate, {"--tp-overlap", "0.5", "--dp-overlap", "on"}), path)
             .second;
     const nlohmann::json training = load_json_file(path)["inputs"]["training"];
     CHECK(training["tp_comm_overlap"] == 0.5);
     CHECK(training["dp_overlap"] == true);
     // ... and they changed the estimate: without them the step is slower.
-    const test::CliResult plain = test::run(with(kEstimate, {"--json"}));
+    const test::CliResult plain = test::run(test::with(test::kReadmeEstimate, {"--json"}));
     CHECK(numbers(plain.out)["step_time_s"].get<double>() >
           numbers(read)["step_time_s"].get<double>());
   }
@@ -510,7 +495,7 @@ TEST_CASE("estimate --out then --plan gives the same numbers", "[plan_file]") {
 TEST_CASE("estimate --out writes atomically and says so", "[plan_file]") {
   const std::string dir = fresh_dir("atomic");
   const std::string path = dir + "/plan.json";
-  const test::CliResult r = test::run(with(kEstimate, {"--out", path}));
+  const test::CliResult r = test::run(test::with(test::kReadmeEstimate, {"--out", path}));
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::EndsWith("plan written to " + path + "\n"));
@@ -521,7 +506,8 @@ TEST_CASE("estimate --out writes atomically and says so", "[plan_file]") {
   CHECK(files == std::vector<std::string>{"plan.json"});  // no .tmp left behind
   CHECK_NOTHROW(read_plan(path));
 
-  const test::CliResult bad = test::run(with(kEstimate, {"--out", "/nonexistent/dir/plan.json"}));
+  const test::CliResult bad =
+      test::run(test::with(test::kReadmeEstimate, {"--out", "/nonexistent/dir/plan.json"}));
   CHECK(bad.exit_code == 2);
   CHECK(bad.out.empty());
   CHECK_THAT(bad.err, Catch::Contains("/nonexistent/dir/plan.json: cannot be written"));
@@ -540,7 +526,7 @@ TEST_CASE("estimate takes --model or --plan, not both", "[plan_file]") {
                                              {"--sp"},
                                              {"--profile", "h100"}}) {
     INFO(extra.front());
-    const test::CliResult both = test::run(with({"estimate", "--plan", path}, extra));
+    const test::CliResult both = test::run(test::with({"estimate", "--plan", path}, extra));
     CHECK(both.exit_code == 2);
     CHECK_THAT(both.err, Catch::Contains("--plan"));
   }
