@@ -1,20 +1,17 @@
 // The profile writer: records -> fits -> a meshplan-profile/1 file that load_profile reads, with
 // numbers that follow the records, the raw records in the sidecar, and a planner whose estimate
 // follows the measured rates.
-#include <unistd.h>
-
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "calibrate/profile_writer.hpp"
 #include "costmodel/placement.hpp"
 #include "costmodel/profile.hpp"
-#include "planner/cli/cli.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
+#include "tests/support/cli_runner.hpp"
 
 using namespace meshplan;
 using namespace meshplan::calibrate;
@@ -83,28 +80,20 @@ ProfileSettings cpu_settings(const std::string& name) {
   return s;
 }
 
-std::string temp_dir() {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("meshplan-calibrate-tests-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  return dir.string();
-}
-
 /// Builds and writes a profile from `truth`; returns its path.
 std::string write_profile(const std::string& name, const Truth& truth) {
-  const std::string path = temp_dir() + "/" + name + ".json";
+  const std::string path = test::temp_dir() + "/" + name + ".json";
   write_profile_files(path, build_profile(synthetic_records(truth), cpu_settings(name)));
   return path;
 }
 
 double estimate_step_s(const std::string& profile) {
-  std::ostringstream out, err;
-  const int code = run_cli({"estimate", "--model", "llama3-8b", "--cluster", "dgx-h100",
-                            "--profile", profile, "--seq", "2048", "--json"},
-                           out, err);
-  INFO(err.str());
-  REQUIRE(code == 0);
-  return nlohmann::json::parse(out.str()).at("step_time_s").get<double>();
+  const test::CliResult r = test::run({"estimate", "--model", "llama3-8b", "--cluster",
+                                       "dgx-h100", "--profile", profile, "--seq", "2048",
+                                       "--json"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  return nlohmann::json::parse(r.out).at("step_time_s").get<double>();
 }
 
 }  // namespace
@@ -170,7 +159,7 @@ TEST_CASE("calibrate profile writer: the file loads with load_profile and follow
   }
   CHECK(sidecar.at("provenance").at("hosts").size() == 2);
   // No temporary files left behind (written atomically).
-  for (const auto& entry : std::filesystem::directory_iterator(temp_dir())) {
+  for (const auto& entry : std::filesystem::directory_iterator(test::temp_dir())) {
     CHECK(entry.path().string().find(".tmp.") == std::string::npos);
   }
 }

@@ -13,8 +13,6 @@
 #include <utility>
 #include <vector>
 
-#include <unistd.h>
-
 #include <nlohmann/json.hpp>
 
 #include "costmodel/framework.hpp"
@@ -133,8 +131,7 @@ std::set<std::string> keys(const nlohmann::json& object) {
 
 /// A fresh, empty folder of this test process.
 std::string fresh_dir(const std::string& name) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                                    ("meshplan-plan-" + std::to_string(::getpid())) / name;
+  const std::filesystem::path dir = std::filesystem::path(test::temp_dir()) / name;
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir.string();

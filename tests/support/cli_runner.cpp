@@ -20,11 +20,15 @@ CliResult run(const std::vector<std::string>& args) {
   return r;
 }
 
-std::string write_temp_file(const std::string& name, const std::string& content) {
+std::string temp_dir() {
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() / ("meshplan-tests-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
-  const std::filesystem::path path = dir / name;
+  return dir.string();
+}
+
+std::string write_temp_file(const std::string& name, const std::string& content) {
+  const std::filesystem::path path = std::filesystem::path(temp_dir()) / name;
   std::ofstream(path) << content;
   return path.string();
 }

@@ -28,7 +28,10 @@ inline std::vector<std::string> with(std::vector<std::string> args,
 /// run_cli(args) with captured streams.
 CliResult run(const std::vector<std::string>& args);
 
-/// Writes `content` to a fresh file under the system temp folder and returns its path.
+/// This test process's folder under the system temp folder (meshplan-tests-<pid>), created.
+std::string temp_dir();
+
+/// Writes `content` to a fresh file in temp_dir() and returns its path.
 std::string write_temp_file(const std::string& name, const std::string& content);
 
 /// The text of a file under configs/ (e.g. "models/llama3-8b.json").
