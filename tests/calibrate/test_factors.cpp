@@ -5,6 +5,7 @@
 
 #include "calibrate/records.hpp"
 #include "costmodel/collectives/collective.hpp"
+#include "tests/support/collectives.hpp"
 
 using namespace meshplan;
 using namespace meshplan::calibrate;
@@ -31,14 +32,11 @@ double nccl_tests_factor(Collective c, int n) {
 }  // namespace
 
 TEST_CASE("calibrate: busbw factors equal nccl-tests' for n = 2, 4, 8", "[calibrate][factors]") {
-  const Collective all[] = {Collective::kAllReduce,     Collective::kAllGather,
-                            Collective::kReduceScatter, Collective::kAllToAll,
-                            Collective::kSendRecv,      Collective::kBroadcast};
   // The values a reader can check: all-reduce 1, 1.5, 1.75; all-gather 0.5, 0.75, 0.875.
   CHECK(bus_bandwidth_factor(Collective::kAllReduce, 8) == Approx(1.75));
   CHECK(bus_bandwidth_factor(Collective::kAllGather, 4) == Approx(0.75));
   for (const int n : {2, 4, 8}) {
-    for (const Collective c : all) {
+    for (const Collective c : test::kAllCollectives) {
       INFO(to_string(c) << " over " << n << " ranks");
       CHECK(bus_bandwidth_factor(c, n) == Approx(nccl_tests_factor(c, n)));
       // 64 MiB in 10 ms: algbw 6.71 GB/s, busbw = algbw x F.

@@ -12,15 +12,12 @@
 #include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
 #include "tests/support/cli_runner.hpp"
+#include "tests/support/collectives.hpp"
 
 using namespace meshplan;
 using namespace meshplan::calibrate;
 
 namespace {
-
-const Collective kAll[] = {Collective::kAllReduce,     Collective::kAllGather,
-                           Collective::kReduceScatter, Collective::kAllToAll,
-                           Collective::kSendRecv,      Collective::kBroadcast};
 
 /// Rates the synthetic records follow.
 struct Truth {
@@ -55,8 +52,8 @@ Records synthetic_records(const Truth& t) {
     r.memory.push_back(make_memory_record("copy", array, 2 * array / t.copy_bytes_per_s, 5, true));
     r.memory.push_back(make_memory_record("triad", array, 3 * array / t.copy_bytes_per_s, 5, true));
   }
-  for (std::size_t i = 0; i < std::size(kAll); ++i) {
-    const Collective c = kAll[i];
+  for (std::size_t i = 0; i < std::size(test::kAllCollectives); ++i) {
+    const Collective c = test::kAllCollectives[i];
     const double busbw = static_cast<double>(i + 1) * t.busbw_bytes_per_s;
     for (double s = 8; s <= 64.0 * (1 << 20); s *= 4) {
       const double time = t.alpha_s + s * bus_bandwidth_factor(c, 2) / busbw;

@@ -8,6 +8,7 @@
 #include "calibrate/cpu_gemm.hpp"
 #include "calibrate/gemm_verify.hpp"
 #include "calibrate/patterns.hpp"
+#include "tests/support/collectives.hpp"
 
 using namespace meshplan;
 using namespace meshplan::calibrate;
@@ -117,11 +118,8 @@ std::vector<float> simulate(Collective c, int me, int n, std::int64_t count) {
 
 TEST_CASE("calibrate verify: expected receive buffers match a simulation of each collective",
           "[calibrate][verify]") {
-  const Collective all[] = {Collective::kAllReduce,     Collective::kAllGather,
-                            Collective::kReduceScatter, Collective::kAllToAll,
-                            Collective::kSendRecv,      Collective::kBroadcast};
   for (const int n : {2, 4, 8}) {
-    for (const Collective c : all) {
+    for (const Collective c : test::kAllCollectives) {
       const std::int64_t count = supported_count(c, 1000, n);
       for (int me = 0; me < n; ++me) {
         INFO(to_string(c) << ", rank " << me << " of " << n << ", count " << count);

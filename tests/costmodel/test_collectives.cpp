@@ -9,6 +9,7 @@
 #include "costmodel/collectives/collective.hpp"
 #include "costmodel/placement.hpp"
 #include "costmodel/ranks.hpp"
+#include "tests/support/collectives.hpp"
 
 using namespace meshplan;
 
@@ -49,9 +50,7 @@ constexpr double kGiBytes = 1073741824.0;  // 2^30
 }  // namespace
 
 TEST_CASE("collectives: names round-trip", "[collectives]") {
-  for (const Collective c : {Collective::kAllReduce, Collective::kAllGather,
-                             Collective::kReduceScatter, Collective::kAllToAll,
-                             Collective::kSendRecv, Collective::kBroadcast}) {
+  for (const Collective c : test::kAllCollectives) {
     CHECK(parse_collective(to_string(c)) == c);
   }
   CHECK(std::string(to_string(Collective::kAllReduce)) == "all_reduce");
@@ -97,9 +96,7 @@ TEST_CASE("collectives: ring all-reduce of 1 GiB over 8 H100s at 370 GB/s", "[co
         Approx(368.9104e9).epsilon(1e-6));
   // Without alpha, measuring the predicted time gives back the busbw it was predicted from: the
   // calibrator and the cost model share F.
-  for (const Collective c : {Collective::kAllReduce, Collective::kAllGather,
-                             Collective::kReduceScatter, Collective::kAllToAll,
-                             Collective::kSendRecv, Collective::kBroadcast}) {
+  for (const Collective c : test::kAllCollectives) {
     const double t0 = collective_time_s(c, 8, kGiBytes, 0.0, 370e9);
     CHECK(busbw_bytes_per_s(c, 8, kGiBytes, t0) == Approx(370e9).epsilon(1e-12));
   }
