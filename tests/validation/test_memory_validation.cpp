@@ -13,19 +13,14 @@
 #include "costmodel/memory_ledger.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/validation/validation_case.hpp"
+#include "tests/validation/validation_data.hpp"
 
 using namespace meshplan;
 
-namespace {
-
-std::string validation_dir() { return std::string(MESHPLAN_SHARED_DATA) + "/validation"; }
-
-}  // namespace
-
 TEST_CASE("every validation file is read as it is, nulls included", "[validation]") {
-  REQUIRE(std::filesystem::is_directory(validation_dir()));
+  REQUIRE(std::filesystem::is_directory(test::validation_dir()));
   std::size_t cases = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(validation_dir())) {
+  for (const auto& entry : std::filesystem::directory_iterator(test::validation_dir())) {
     if (entry.path().extension() != ".json") continue;
     INFO(entry.path());
     const std::vector<ValidationCase> file = load_validation_file(entry.path().string());
@@ -45,7 +40,7 @@ TEST_CASE("every validation file is read as it is, nulls included", "[validation
 TEST_CASE("torchtitan peak memory: each case within 10%, median within 5%", "[validation]") {
   // Issue 3's acceptance. Today: worst -9.2% (405B, CP 8, 256k tokens), median 2.7%.
   const std::vector<ValidationCase> cases =
-      load_validation_file(validation_dir() + "/torchtitan-h100-202412.json");
+      load_validation_file(test::validation_dir() + "/torchtitan-h100-202412.json");
   std::vector<double> errors;
   for (const ValidationCase& c : cases) {
     if (!c.peak_memory_bytes) continue;

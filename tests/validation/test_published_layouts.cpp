@@ -9,6 +9,7 @@
 #include "planner/config/profile_loader.hpp"
 #include "planner/search/search.hpp"
 #include "planner/validation/validation_case.hpp"
+#include "tests/validation/validation_data.hpp"
 
 using namespace meshplan;
 
@@ -16,7 +17,7 @@ TEST_CASE("published layouts are feasible and our top plan is no slower", "[vali
   for (const char* file : {"narayanan2021-table1.json", "megatron-readme-h100.json",
                            "nemo-2407.json"}) {
     for (const ValidationCase& c :
-         load_validation_file(std::string(MESHPLAN_SHARED_DATA) + "/validation/" + file)) {
+         load_validation_file(test::validation_dir() + "/" + file)) {
       INFO(c.id);
       const bool a100 = c.gpu.rfind("a100", 0) == 0;
       const ClusterSpec cluster = load_cluster(a100 ? "dgx-a100" : "dgx-h100");

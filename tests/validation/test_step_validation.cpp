@@ -16,13 +16,14 @@
 #include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
 #include "planner/validation/validation_case.hpp"
+#include "tests/validation/validation_data.hpp"
 
 using namespace meshplan;
 
 TEST_CASE("Korthikanti 2022 Table 5 step times: mean within 15%, each within 20%",
           "[validation]") {
-  const std::vector<ValidationCase> cases = load_validation_file(
-      std::string(MESHPLAN_SHARED_DATA) + "/validation/korthikanti2022.json");
+  const std::vector<ValidationCase> cases =
+      load_validation_file(test::validation_dir() + "/korthikanti2022.json");
   const ClusterSpec cluster = load_cluster("dgx-a100");
   const Profile profile = load_profile("a100");
   double sum = 0;

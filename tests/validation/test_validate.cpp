@@ -15,17 +15,16 @@
 #include "planner/validation/validate.hpp"
 #include "tests/support/cli_runner.hpp"
 #include "tests/validation/thresholds.hpp"
+#include "tests/validation/validation_data.hpp"
 
 using namespace meshplan;
 namespace vt = meshplan::validation_thresholds;
 
 namespace {
 
-std::string validation_dir() { return std::string(MESHPLAN_SHARED_DATA) + "/validation"; }
-
 std::vector<std::string> validation_files() {
   std::vector<std::string> files;
-  for (const auto& entry : std::filesystem::directory_iterator(validation_dir())) {
+  for (const auto& entry : std::filesystem::directory_iterator(test::validation_dir())) {
     if (entry.path().extension() == ".json") files.push_back(entry.path().string());
   }
   std::sort(files.begin(), files.end());
@@ -46,7 +45,7 @@ std::string pct(double fraction) { return fixed(100 * fraction, 1) + "%"; }
 
 /// A validation file with the first Korthikanti et al. case and variants of it.
 nlohmann::json korthikanti_case() {
-  std::ifstream in(validation_dir() + "/korthikanti2022.json");
+  std::ifstream in(test::validation_dir() + "/korthikanti2022.json");
   return nlohmann::json::parse(in)["cases"][0];
 }
 
