@@ -226,7 +226,15 @@ TEST_CASE("p2p adds latency", "[pipeline][simulation]") {
   // delays every op at least as much). The strict op order also puts hand-offs inside the
   // steady state: from micro-batch 2 on, rank 3's forward waits 2h for rank 2's, which ran
   // after rank 2's backward of two micro-batches earlier, which waited h for rank 3's. The
-  // simulation gives 34.6 = 33 + 16 h.
+  // critical path (each op starts when the one before it on the path ends, plus h where that is
+  // a hand-off; Fr.i / Br.i: forward / backward of micro-batch i on rank r):
+  //   F0.0 F1.0 F2.0 F3.0 B3.0 B2.0 B1.0 B0.0   micro-batch 0 down and back: 3 + 3 hand-offs
+  //   F0.4 F1.4 F2.4 F3.4 B3.4 B2.4 B1.4        rank 0's op after B0.0, down and back to rank
+  //                                              1: 3 + 2 hand-offs
+  //   F1.7 F2.7 F3.7 B3.7 B2.7 B1.7 B0.7        rank 1's op after B1.4, down and back to rank
+  //                                              0: 2 + 3 hand-offs
+  // 11 forwards and 11 backwards, 11 x (1 + 2) = 33, plus 6 + 5 + 5 = 16 hand-offs of h:
+  // 33 + 16 x 0.1 = 34.6, the step the simulation gives.
   const PipelineSimulation sim = simulate_pipeline(uniform(4, 1, 8, 1.0, 2.0, 0.1));
   CHECK(sim.step_time_s >= 33.6 - 1e-9);
   CHECK(sim.step_time_s <= 35.2 + 1e-9);
