@@ -162,8 +162,6 @@ class Worker {
       return;
     }
     ++result_.fits;
-
-    ++result_.evaluated;
     const StepEstimate e = assemble_step(context_, l, groups, layer_costs_for(l, groups), false);
     Candidate c;
     c.layout = l;
@@ -255,7 +253,6 @@ SearchResult search_layouts(const SearchRequest& request) {
   for (Worker& w : workers) {
     SearchResult& r = w.result();
     out.space += r.space;
-    out.evaluated += r.evaluated;
     out.fits += r.fits;
     for (const auto& [reason, count] : r.rejected) out.rejected[reason] += count;
     out.smallest_peak_bytes = std::min(out.smallest_peak_bytes, r.smallest_peak_bytes);

@@ -4,9 +4,9 @@
 //
 // Speed: the rules are checked as a bit mask (layout_problem_mask), memory and time come from
 // per-layer numbers computed once per (tp, cp, mbs, sp[, recompute]) and assembled per layout
-// (costmodel/memory_ledger.hpp stage_memory, costmodel/step_time.hpp assemble_step), a lower
-// bound on memory (the training state alone) prunes before the time model runs, the inner loop
-// allocates nothing, and the (tp, cp, pp) combinations are shared among threads (both cores).
+// (costmodel/memory_ledger.hpp stage_memory, costmodel/step_time.hpp assemble_step), the time
+// model runs only on layouts whose memory fits, the inner loop allocates nothing, and the
+// (tp, cp, pp) combinations are shared among threads (both cores).
 #pragma once
 
 #include <cstdint>
@@ -78,8 +78,7 @@ struct SearchResult {
   std::vector<Candidate> ranked;  ///< best first, at most top_k
   std::vector<Candidate> pareto;  ///< memory vs time front, by memory (when requested)
   std::int64_t space = 0;         ///< layouts enumerated
-  std::int64_t evaluated = 0;     ///< layouts the time model ran on (after pruning)
-  std::int64_t fits = 0;          ///< layouts that fit in memory
+  std::int64_t fits = 0;          ///< layouts that fit in memory: the time model ran on these
   /// Rejections by reason ("out of memory", "tp does not divide the attention heads", ...).
   std::map<std::string, std::int64_t> rejected;
   double smallest_peak_bytes = 0;  ///< the least memory any rule-abiding layout needed
