@@ -9,13 +9,6 @@ namespace {
 constexpr double kHalfBytes = 2;
 constexpr double kMaskBytes = 1;
 
-std::string shape_text(std::initializer_list<std::int64_t> dims) {
-  std::string out = "[";
-  for (std::int64_t d : dims) out += (out.size() > 1 ? ", " : "") + std::to_string(d);
-  return out + "]";
-}
-
-
 /// Builds the tensor list of one op group; `split` divisors are applied to the named dimension.
 class TensorList {
  public:
@@ -70,6 +63,12 @@ class TensorList {
 };
 
 }  // namespace
+
+std::string shape_text(std::initializer_list<std::int64_t> dims) {
+  std::string out = "[";
+  for (std::int64_t d : dims) out += (out.size() > 1 ? ", " : "") + std::to_string(d);
+  return out + "]";
+}
 
 std::vector<SavedTensor> layer_saved_tensors(const ModelSpec& m, const ActivationSetting& s) {
   TensorList t(s);

@@ -31,6 +31,8 @@
 // inputs (qkv, output projection, fc1, fc2) are saved in fp8, 1 byte.
 #pragma once
 
+#include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -56,6 +58,9 @@ struct ActivationSetting {
   bool tp_saves_gathered_inputs = false;                         ///< FrameworkConvention's
   bool fp8_linear_inputs = false;  ///< fp8 training that saves the linears' inputs in fp8
 };
+
+/// A shape as the ledger prints it: "[4096, 1, 8192]".
+std::string shape_text(std::initializer_list<std::int64_t> dims);
 
 /// One tensor saved for backward, on one GPU, for one micro-batch (and one layer, for layer ops).
 struct SavedTensor {

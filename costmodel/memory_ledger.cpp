@@ -67,12 +67,6 @@ std::string count_shape(double elements) {
   return "[" + std::to_string(static_cast<long long>(elements)) + "]";
 }
 
-std::string dims(std::initializer_list<std::int64_t> values) {
-  std::string out = "[";
-  for (std::int64_t v : values) out += (out.size() > 1 ? ", " : "") + std::to_string(v);
-  return out + "]";
-}
-
 void add_tensors(StageLedger& stage, const std::vector<SavedTensor>& tensors, double count) {
   for (const SavedTensor& t : tensors) {
     const MemoryCategory c =
@@ -258,7 +252,7 @@ MemoryLedger build_memory_ledger(const ModelSpec& model, const Layout& layout,
     if (s.has_lm_head) {
       add_tensors(s, head, 1);
       s.entries.push_back({"loss.transient (around the cross-entropy)", MemoryCategory::kLogits,
-                           dims({tokens, layout.mbs, padded_vocab_size(model) / layout.tp}),
+                           shape_text({tokens, layout.mbs, padded_vocab_size(model) / layout.tp}),
                            "mixed", 1, m.loss_transient, layout.tp > 1 ? "tp" : "-"});
     }
     if (m.recompute_working_set > 0) {
@@ -283,7 +277,7 @@ MemoryLedger build_memory_ledger(const ModelSpec& model, const Layout& layout,
          count_shape(layer_params_after_tp(counts, layout)), grad_dtype, 1,
          m.zero3_reduce_scatter, unsharded},
         {"sp.all_gather_buffer", MemoryCategory::kCommBuffers,
-         dims({tokens, layout.mbs, model.hidden_size}), half, 1, m.sp_buffer, "-"},
+         shape_text({tokens, layout.mbs, model.hidden_size}), half, 1, m.sp_buffer, "-"},
         {"pp.send_recv_buffers (send + recv)", MemoryCategory::kCommBuffers,
          count_shape(m.pp_buffers / (2 * kHalfBytes)), half, 2, m.pp_buffers,
          layout.sp ? "tp" : "-"},
