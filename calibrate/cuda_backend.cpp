@@ -93,16 +93,13 @@ class LtGemm {
 /// Checks `entries` of C (on the device, bf16) against patterns.hpp's inputs.
 GemmCheck check_device_gemm(const std::uint16_t* c, std::int64_t m, std::int64_t k,
                             const std::vector<std::pair<std::int64_t, std::int64_t>>& entries) {
-  std::vector<float> host(entries.size());
-  for (std::size_t e = 0; e < entries.size(); ++e) {
-    const auto [i, j] = entries[e];
+  std::map<std::pair<std::int64_t, std::int64_t>, float> values;
+  for (const auto& [i, j] : entries) {
     std::uint16_t bits = 0;
     check_cuda(cudaMemcpy(&bits, c + i + j * m, sizeof bits, cudaMemcpyDeviceToHost),
                "cudaMemcpy C entry");
-    host[e] = bf16_to_float(bits);
+    values[{i, j}] = bf16_to_float(bits);
   }
-  std::map<std::pair<std::int64_t, std::int64_t>, float> values;
-  for (std::size_t e = 0; e < entries.size(); ++e) values[entries[e]] = host[e];
   return check_gemm_entries(
       [&](std::int64_t i, std::int64_t l) {
         return static_cast<double>(
