@@ -57,6 +57,25 @@ nlohmann::json line_json(const LineFit& line) {
           {"intercept_clamped_to_zero", line.intercept_clamped}};
 }
 
+/// The measured busbw curve of one collective x tier x group size: at each distinct size, the
+/// busbw of the mean time (nccl-tests' busbw, the factor the cost model uses), ascending.
+std::vector<BusbwPoint> measured_curve(Collective collective, std::int64_t n,
+                                       const std::vector<CollectivePoint>& points) {
+  std::map<double, std::pair<double, int>> by_size;  // bytes -> (sum of times, count)
+  for (const CollectivePoint& p : points) {
+    auto& [sum, count] = by_size[p.bytes];
+    sum += p.time_s;
+    ++count;
+  }
+  std::vector<BusbwPoint> curve;
+  for (const auto& [bytes, sum_count] : by_size) {
+    if (bytes <= 0) continue;  // a 0-byte call measures latency only: no busbw
+    const double time_s = sum_count.first / sum_count.second;
+    curve.push_back({bytes, busbw_bytes_per_s(collective, n, bytes, time_s)});
+  }
+  return curve;
+}
+
 }  // namespace
 
 std::optional<std::string> published_profile_for(const std::string& gpu) {
@@ -242,7 +261,8 @@ BuiltProfile build_profile(const Records& records, const ProfileSettings& s) {
     const std::int64_t n = std::get<2>(key);
     try {
       const CollectiveCurve curve = fit_collective(collective, n, points);
-      p.collectives.push_back({collective, tier, n, curve.alpha_s, curve.busbw_bytes_per_s});
+      p.collectives.push_back({collective, tier, n, curve.alpha_s, curve.busbw_bytes_per_s,
+                               measured_curve(collective, n, points)});
       collective_fits.push_back({{"collective", to_string(collective)},
                                  {"tier", to_string(tier)},
                                  {"group_size", n},
@@ -265,7 +285,7 @@ BuiltProfile build_profile(const Records& records, const ProfileSettings& s) {
   }
   std::string links_source = carried;
   if (link_fit) {
-    p.links.nvlink = {link_fit->alpha_s, link_fit->busbw_bytes_per_s};
+    p.links.nvlink = {link_fit->alpha_s, link_fit->busbw_bytes_per_s, {}};
     links_source = "nvlink: the all_reduce fit of the largest group inside one node (" +
                    std::to_string(link_fit->group_size) + " ranks), " + by +
                    (cpu ? " (CPU backend: shared memory inside the node)" : "") +

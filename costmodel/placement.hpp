@@ -28,8 +28,10 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
+#include "costmodel/collectives/collective.hpp"
 #include "costmodel/hardware.hpp"
 
 namespace meshplan {
@@ -62,6 +64,9 @@ Tier group_tier(const GroupSpan& span);
 struct TierBandwidth {
   double alpha_s = 0;            ///< seconds
   double busbw_bytes_per_s = 0;  ///< bytes/s, nccl-tests' busbw (decimal GB/s x 1e9)
+  /// A measured busbw curve (a profile's CollectiveFit::points, which must outlive this view);
+  /// empty: the line alone.
+  std::span<const BusbwPoint> points;
 };
 
 /// Achieved link rates (published defaults or calibrated), as nccl-tests busbw.

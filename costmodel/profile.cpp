@@ -34,7 +34,7 @@ TierBandwidth collective_bandwidth(const Profile& profile, Collective collective
   const double steps = latency_steps(collective, span.size);
   if (best) {
     return {best->alpha_s * steps / latency_steps(collective, best->group_size),
-            best->busbw_bytes_per_s};
+            best->busbw_bytes_per_s, best->points};
   }
   TierBandwidth bw = group_bandwidth(span, cluster, profile.links);
   const std::int64_t reference =

@@ -33,14 +33,19 @@ struct GemmModel {
   std::int64_t sms = 108;     ///< streaming multiprocessors that run the tiles
 };
 
-/// One fitted collective from calibration: t = alpha + S x F / busbw on `tier` for groups of
-/// `group_size` (per-GPU NIC busbw is folded in: the fit is for the measured group shape).
+/// One collective measured on `tier` for groups of `group_size` (per-GPU NIC busbw is folded
+/// in: the fit is for the measured group shape): the line t = alpha + S x F / busbw, and the
+/// measured busbw curve itself where there is one. A line through NCCL's curve is poor at
+/// mid sizes (busbw climbs slowly from about 1 MiB to 1 GiB), so the cost model reads busbw off
+/// `points` from the smallest measured size up and uses the line below it
+/// (collective_time_s with points, collectives/collective.hpp).
 struct CollectiveFit {
   Collective collective = Collective::kAllReduce;
   Tier tier = Tier::kNvlink;
   std::int64_t group_size = 0;
   double alpha_s = 0;            ///< seconds
-  double busbw_bytes_per_s = 0;  ///< bytes/s
+  double busbw_bytes_per_s = 0;  ///< bytes/s, the large-message busbw
+  std::vector<BusbwPoint> points;  ///< ascending distinct sizes; empty: the line alone
 };
 
 /// The profile.
@@ -78,7 +83,8 @@ double latency_steps(Collective collective, std::int64_t n);
 /// (alpha, busbw) for `collective` over a group spanning `span` on `cluster`: the calibrated fit
 /// of the same collective and tier with the nearest group size when the profile has one, else
 /// group_bandwidth(span, cluster, profile.links); alpha scaled by latency_steps from the size it
-/// was measured at to the group's.
+/// was measured at to the group's. The
+/// fit's measured curve comes along as a view into `profile`, which must outlive the result.
 TierBandwidth collective_bandwidth(const Profile& profile, Collective collective,
                                    const GroupSpan& span, const ClusterSpec& cluster);
 

@@ -120,6 +120,31 @@ LayerCosts layer_kernels(const ModelSpec& m, const Layout& l, const TrainingSetu
   return k;
 }
 
+/// HBM bytes the optimizer step moves per parameter it updates, every pass of a mixed-precision
+/// Adam step (g = the framework's gradient bytes per parameter):
+/// - Adam itself (a fused multi-tensor kernel): reads the fp32 weights (or master copy), m, v
+///   and the gradient, writes weights, m and v: 3 x 8 + g;
+/// - gradient-norm clipping, on by default everywhere (Megatron --clip-grad 1.0, torchtitan
+///   max_norm 1.0, HF max_grad_norm 1.0): the norm reads the gradients, g;
+/// - fp16 loss scaling: unscaling and the inf/NaN check read and write the gradients, 2 g
+///   (Megatron's _unscale_main_grads_and_check_for_nan, torch.amp's unscale_);
+/// - half weights beside an fp32 master (Megatron, NeMo, DeepSpeed, textbook): the updated
+///   master is copied to the 16-bit weights, read 4 + write 2, and the persistent gradient
+///   buffer is zeroed for the next step, g. PyTorch frameworks (fsdp, hf) keep fp32 weights and
+///   free their gradients (zero_grad(set_to_none=True)) instead.
+/// Megatron bf16: 24 + 4 + 4 + 6 + 4 = 42 bytes; fp16 50.
+double optimizer_step_bytes_per_param(const TrainingSetup& setup) {
+  const FrameworkConvention& f = setup.framework;
+  const double g = f.bytes_per_param(MemoryCategory::kGradients);
+  double bytes = 3 * 8 + g + g;
+  if (setup.precision == Precision::kFp16) bytes += 2 * g;
+  const bool half_weights = std::any_of(f.state.begin(), f.state.end(), [](const auto& c) {
+    return c.category == MemoryCategory::kWeights && c.dtype == StateDtype::kHalf;
+  });
+  if (half_weights) bytes += 4 + 2 + g;
+  return bytes;
+}
+
 /// Seconds of the embedding (first stage) and of the LM head + loss (last stage), one
 /// micro-batch on one GPU.
 void edge_costs(LayerCosts& c, const ModelSpec& m, const Layout& l, const TrainingSetup& setup,
@@ -174,7 +199,7 @@ GroupBandwidth::GroupBandwidth(const std::vector<std::int64_t>& ranks, const Clu
 double GroupBandwidth::time_s(Collective collective, double bytes) const {
   if (size_ <= 1 || bytes <= 0) return 0;
   const TierBandwidth& bw = bandwidth_[static_cast<std::size_t>(collective)];
-  return collective_time_s(collective, size_, bytes, bw.alpha_s, bw.busbw_bytes_per_s);
+  return collective_time_s(collective, size_, bytes, bw.alpha_s, bw.busbw_bytes_per_s, bw.points);
 }
 
 StepContext::StepContext(const ModelSpec& m, const TrainingSetup& s, const ClusterSpec& c,
@@ -314,11 +339,11 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
     bd.dp_exposed = reduce + gather;
   }
 
-  // Optimizer (Adam, memory-bound): read and write fp32 master, m and v, read the gradient,
-  // write the 16-bit weights, over the parameters this GPU updates (its ZeRO shard, as the
+  // Optimizer (memory-bound), over the parameters this GPU updates (its ZeRO shard, as the
   // ledger holds it).
   const double shard = l.zero >= 1 ? shard_group(l, setup.framework) : 1.0;
-  bd.optimizer = memory_time_s(x.half_rates, stage_params / shard * (3 * 8 + grad_bytes + 2));
+  bd.optimizer = memory_time_s(
+      x.half_rates, stage_params / shard * optimizer_step_bytes_per_param(setup));
 
   e.step_time_s = bd.total();
   const double tokens = static_cast<double>(l.gbs) * static_cast<double>(setup.seq);

@@ -1,5 +1,7 @@
 #include "costmodel/collectives/collective.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -89,6 +91,27 @@ double collective_time_s(Collective collective, std::int64_t n, double bytes, do
                                 std::to_string(busbw_bytes_per_s) + " must be > 0");
   }
   return alpha_s + bytes * factor / busbw_bytes_per_s;
+}
+
+double interpolated_busbw(std::span<const BusbwPoint> points, double bytes) {
+  if (points.empty()) throw std::invalid_argument("interpolated_busbw: no points");
+  if (bytes <= points.front().bytes) return points.front().busbw_bytes_per_s;
+  if (bytes >= points.back().bytes) return points.back().busbw_bytes_per_s;
+  const auto upper = std::upper_bound(
+      points.begin(), points.end(), bytes,
+      [](double b, const BusbwPoint& p) { return b < p.bytes; });
+  const BusbwPoint& hi = *upper;
+  const BusbwPoint& lo = *(upper - 1);
+  const double w = std::log(bytes / lo.bytes) / std::log(hi.bytes / lo.bytes);
+  return lo.busbw_bytes_per_s + w * (hi.busbw_bytes_per_s - lo.busbw_bytes_per_s);
+}
+
+double collective_time_s(Collective collective, std::int64_t n, double bytes, double alpha_s,
+                         double busbw_bytes_per_s, std::span<const BusbwPoint> points) {
+  if (points.empty() || n == 1 || bytes < points.front().bytes) {
+    return collective_time_s(collective, n, bytes, alpha_s, busbw_bytes_per_s);
+  }
+  return bytes * bus_bandwidth_factor(collective, n) / interpolated_busbw(points, bytes);
 }
 
 }  // namespace meshplan

@@ -27,6 +27,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string_view>
 
 namespace meshplan {
@@ -62,6 +63,28 @@ double busbw_bytes_per_s(Collective collective, std::int64_t n, double bytes, do
 /// busbw_bytes_per_s <= 0 (or any is NaN).
 double collective_time_s(Collective collective, std::int64_t n, double bytes, double alpha_s,
                          double busbw_bytes_per_s);
+
+/// One measured bus bandwidth of a collective: nccl-tests' `size` column and its busbw.
+struct BusbwPoint {
+  double bytes = 0;              ///< S, bytes (> 0)
+  double busbw_bytes_per_s = 0;  ///< bytes/s (> 0)
+};
+
+/// busbw at `bytes` read off a measured curve `points` (ascending, distinct sizes, at least
+/// one): linear in log(bytes) between the two neighbouring points, the last point's busbw past
+/// the largest size (a saturated link). Meant for bytes >= points.front().bytes; below it the
+/// first point's busbw is returned and the caller should prefer its alpha-beta line, since
+/// latency dominates there. Bytes/s. Preconditions: points non-empty, bytes > 0.
+/// Source of the interpolation rule: nccl-tests prints busbw at doubling sizes, and busbw is
+/// smooth in log(size) between them (its curves are plotted on a log-size axis).
+double interpolated_busbw(std::span<const BusbwPoint> points, double bytes);
+
+/// Time of `collective` over `n` ranks on `bytes` from a measured curve: bytes x F / busbw
+/// with busbw interpolated (interpolated_busbw) when bytes lie at or above the smallest
+/// measured size, else the line alpha_s + bytes x F / busbw_bytes_per_s; 0 when n == 1.
+/// Errors: as collective_time_s.
+double collective_time_s(Collective collective, std::int64_t n, double bytes, double alpha_s,
+                         double busbw_bytes_per_s, std::span<const BusbwPoint> points);
 
 namespace detail {
 /// Throws std::invalid_argument naming `collective` when n < 1. Shared by the per-collective

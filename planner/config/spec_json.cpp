@@ -120,10 +120,33 @@ TierBandwidth tier_bandwidth(StrictObject& o, const nlohmann::json& raw) {
   return t;
 }
 
+/// A fit's measured curve: [{"bytes": > 0, "busbw_bytes_per_s": > 0}, ...] in ascending,
+/// distinct sizes (as nccl-tests prints them), at least one point.
+std::vector<BusbwPoint> parse_busbw_points(const nlohmann::json& raw, const StrictObject& fit) {
+  if (!raw.is_array() || raw.empty()) {
+    fit.fail("points", "must be a non-empty array of {\"bytes\", \"busbw_bytes_per_s\"} in "
+                       "ascending bytes, got " + describe_json(raw));
+  }
+  std::vector<BusbwPoint> points;
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    const std::string at = "[" + std::to_string(i) + "]";
+    StrictObject o(raw.at(i), fit.file(), fit.path() + ".points" + at,
+                   {"bytes", "busbw_bytes_per_s"});
+    const BusbwPoint point{o.positive_number("bytes"), o.positive_number("busbw_bytes_per_s")};
+    if (!points.empty() && !(point.bytes > points.back().bytes)) {
+      fit.fail("points" + at + ".bytes",
+               describe_json(point.bytes) + " must be larger than the point before it (" +
+                   describe_json(points.back().bytes) + "): sizes ascend, each once");
+    }
+    points.push_back(point);
+  }
+  return points;
+}
+
 CollectiveFit parse_fit(const nlohmann::json& raw, const std::string& file,
                         const std::string& path) {
   StrictObject o(raw, file, path,
-                 {"collective", "tier", "group_size", "alpha_s", "busbw_bytes_per_s"});
+                 {"collective", "tier", "group_size", "alpha_s", "busbw_bytes_per_s", "points"});
   CollectiveFit fit;
   const std::string name = o.choice("collective", {"all_reduce", "all_gather", "reduce_scatter",
                                                    "all_to_all", "send_recv", "broadcast"});
@@ -138,6 +161,7 @@ CollectiveFit parse_fit(const nlohmann::json& raw, const std::string& file,
   const TierBandwidth t = tier_bandwidth(o, raw);
   fit.alpha_s = t.alpha_s;
   fit.busbw_bytes_per_s = t.busbw_bytes_per_s;
+  if (o.has("points")) fit.points = parse_busbw_points(raw.at("points"), o);
   return fit;
 }
 
@@ -231,11 +255,19 @@ nlohmann::json profile_to_json(const Profile& p) {
   const std::string copied = "copied from profile " + p.name;
   nlohmann::json fits = nlohmann::json::array();
   for (const CollectiveFit& f : p.collectives) {
-    fits.push_back({{"collective", to_string(f.collective)},
-                    {"tier", to_string(f.tier)},
-                    {"group_size", f.group_size},
-                    {"alpha_s", f.alpha_s},
-                    {"busbw_bytes_per_s", f.busbw_bytes_per_s}});
+    nlohmann::json fit = {{"collective", to_string(f.collective)},
+                          {"tier", to_string(f.tier)},
+                          {"group_size", f.group_size},
+                          {"alpha_s", f.alpha_s},
+                          {"busbw_bytes_per_s", f.busbw_bytes_per_s}};
+    if (!f.points.empty()) {
+      nlohmann::json& points = fit["points"] = nlohmann::json::array();
+      for (const BusbwPoint& point : f.points) {
+        points.push_back(
+            {{"bytes", whole_bytes(point.bytes)}, {"busbw_bytes_per_s", point.busbw_bytes_per_s}});
+      }
+    }
+    fits.push_back(std::move(fit));
   }
   return {{"schema", kProfileSchema},
           {"name", p.name},

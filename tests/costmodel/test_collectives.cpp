@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <stdexcept>
+#include <vector>
 
 #include "costmodel/collectives/all_reduce.hpp"
 #include "costmodel/collectives/collective.hpp"
@@ -19,7 +20,7 @@ namespace {
 // 15 us floor; NDR 400 NIC 46 GB/s achieved; 46 us across nodes.
 LinkProfile h100_link() {
   LinkProfile link;
-  link.nvlink = {15e-6, 370e9};
+  link.nvlink = {15e-6, 370e9, {}};
   link.nic_busbw_bytes_per_s = 46e9;
   link.scale_out_alpha_s = 46e-6;
   return link;
@@ -100,6 +101,30 @@ TEST_CASE("collectives: ring all-reduce of 1 GiB over 8 H100s at 370 GB/s", "[co
     const double t0 = collective_time_s(c, 8, kGiBytes, 0.0, 370e9);
     CHECK(busbw_bytes_per_s(c, 8, kGiBytes, t0) == Approx(370e9).epsilon(1e-12));
   }
+}
+
+TEST_CASE("collectives: a measured busbw curve is read in log(size), the line below it",
+          "[collectives]") {
+  // Two measured points: 1 MiB at 100 GB/s, 4 MiB at 200 GB/s.
+  const std::vector<BusbwPoint> curve = {{1 << 20, 100e9}, {4 << 20, 200e9}};
+  // 2 MiB lies halfway in log(size): w = log(2) / log(4) = 0.5, busbw 150 GB/s.
+  CHECK(interpolated_busbw(curve, 2 << 20) == Approx(150e9).epsilon(1e-12));
+  // Past the largest size the link is saturated: 200 GB/s; at the smallest, its own busbw.
+  CHECK(interpolated_busbw(curve, 1 << 30) == 200e9);
+  CHECK(interpolated_busbw(curve, 1 << 20) == 100e9);
+  // All-reduce over 8 of 2 MiB: t = 2^21 x 14/8 / 150e9 = 3,670,016 / 150e9 = 24.4668 us (the
+  // measured busbw already holds the latency: no alpha on top).
+  CHECK(collective_time_s(Collective::kAllReduce, 8, 2 << 20, 15e-6, 370e9, curve) ==
+        Approx(24.46677e-6).epsilon(1e-6));
+  // Below the smallest measured size, the alpha-beta line: 15e-6 + 2^19 x 1.75 / 370e9
+  //   = 15e-6 + 917,504 / 370e9 = 17.4797 us.
+  CHECK(collective_time_s(Collective::kAllReduce, 8, 1 << 19, 15e-6, 370e9, curve) ==
+        Approx(17.47974e-6).epsilon(1e-6));
+  // Without points, the line; a group of one costs nothing either way.
+  CHECK(collective_time_s(Collective::kAllReduce, 8, 2 << 20, 15e-6, 370e9, {}) ==
+        collective_time_s(Collective::kAllReduce, 8, 2 << 20, 15e-6, 370e9));
+  CHECK(collective_time_s(Collective::kAllReduce, 1, 2 << 20, 15e-6, 370e9, curve) == 0.0);
+  CHECK_THROWS_AS(interpolated_busbw({}, 1.0), std::invalid_argument);
 }
 
 TEST_CASE("collectives: a group of one costs nothing", "[collectives]") {

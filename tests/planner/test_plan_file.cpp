@@ -105,6 +105,12 @@ void check_same(const Profile& a, const Profile& b) {
     CHECK(a.collectives[i].group_size == b.collectives[i].group_size);
     CHECK(a.collectives[i].alpha_s == b.collectives[i].alpha_s);
     CHECK(a.collectives[i].busbw_bytes_per_s == b.collectives[i].busbw_bytes_per_s);
+    REQUIRE(a.collectives[i].points.size() == b.collectives[i].points.size());
+    for (std::size_t j = 0; j < a.collectives[i].points.size(); ++j) {
+      CHECK(a.collectives[i].points[j].bytes == b.collectives[i].points[j].bytes);
+      CHECK(a.collectives[i].points[j].busbw_bytes_per_s ==
+            b.collectives[i].points[j].busbw_bytes_per_s);
+    }
   }
 }
 
@@ -214,8 +220,9 @@ TEST_CASE("written specs load through the file loaders, Hugging Face models and 
   check_same(hf, load_model(model_file));
   // A profile with calibrated fits keeps them, in order.
   Profile p = load_profile("h100");
-  p.collectives.push_back({Collective::kAllGather, Tier::kScaleOut, 16, 30e-6, 40e9});
-  p.collectives.push_back({Collective::kAllReduce, Tier::kNvlink, 8, 10e-6, 300e9});
+  p.collectives.push_back({Collective::kAllGather, Tier::kScaleOut, 16, 30e-6, 40e9, {}});
+  p.collectives.push_back(
+      {Collective::kAllReduce, Tier::kNvlink, 3, 10e-6, 300e9, {{1 << 20, 90e9}, {1 << 30, 299e9}}});
   const std::string profile_file =
       test::write_temp_file("fits-profile.json", profile_to_json(p).dump(2));
   check_same(p, load_profile(profile_file));
@@ -239,8 +246,8 @@ TEST_CASE("the from_json readers name the nested JSON path of a bad field", "[pl
   CHECK_THROWS_WITH(cluster_from_json(cluster, "plan.json", "$.inputs.cluster"),
                     Catch::Contains("plan.json: $.inputs.cluster.schema: is \"meshplan-gpu/1\""));
   Profile with_fits = load_profile("h100");
-  with_fits.collectives.push_back({Collective::kAllReduce, Tier::kNvlink, 8, 10e-6, 300e9});
-  with_fits.collectives.push_back({Collective::kAllReduce, Tier::kNvlink, 8, 11e-6, 290e9});
+  with_fits.collectives.push_back({Collective::kAllReduce, Tier::kNvlink, 3, 10e-6, 300e9, {}});
+  with_fits.collectives.push_back({Collective::kAllReduce, Tier::kNvlink, 3, 11e-6, 290e9, {}});
   CHECK_THROWS_WITH(
       profile_from_json(profile_to_json(with_fits), "plan.json", "$.inputs.profile"),
       Catch::StartsWith("plan.json: $.inputs.profile.collectives[1]: repeats the fit of "
