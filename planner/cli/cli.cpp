@@ -33,6 +33,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   add(add_presets_command);
   add(add_export_command);
   add(add_validate_command);
+  add(add_profile_command);
 
   std::vector<std::string> storage = args;
   storage.insert(storage.begin(), "meshplan");

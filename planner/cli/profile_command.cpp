@@ -1,0 +1,103 @@
+// `meshplan profile show P [--svg DIR]`: a performance profile's tables (planner/report/
+// profile_report.hpp) and, with --svg, its plots: busbw against message size per collective and
+// tier, the links' line models, GEMM efficiency against work. Every plot is built before the
+// first file is written, every target is checked before any is written, and each file is
+// written atomically (report/atomic_write.hpp); the tables go to stdout only when all of that
+// succeeded, followed by the paths written.
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "planner/cli/commands.hpp"
+#include "planner/config/input_error.hpp"
+#include "planner/report/atomic_write.hpp"
+#include "planner/report/profile_report.hpp"
+#include "planner/report/svg_plot.hpp"
+
+namespace meshplan {
+
+namespace {
+
+struct ProfileShowOptions {
+  std::string profile;
+  std::string svg_dir;
+};
+
+/// Throws InputError naming --svg when `dir` exists and is not a folder.
+void check_svg_dir(const std::string& dir) {
+  std::error_code ec;
+  const std::filesystem::file_status status = std::filesystem::status(dir, ec);
+  if (std::filesystem::exists(status) && !std::filesystem::is_directory(status)) {
+    throw InputError(
+        "--svg " + dir + ": exists and is not a folder (" +
+        (std::filesystem::is_regular_file(status) ? "a regular file" : "not a folder") +
+        "); expected a folder to write the plots into (created when missing)");
+  }
+}
+
+/// Creates `dir` (and its parents) when missing. Throws InputError naming --svg otherwise.
+void create_svg_dir(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir)) {
+    throw InputError("--svg " + dir + ": cannot create the folder (" +
+                     (ec ? ec.message() : std::string("not a folder")) +
+                     "); expected a folder you may write in, or a new one under such a folder");
+  }
+}
+
+}  // namespace
+
+CommandAction add_profile_command(CLI::App& app) {
+  auto o = std::make_shared<ProfileShowOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "profile",
+      "Inspect a performance profile (configs/profiles/ presets or meshplan-calibrate "
+      "output)");
+  cmd->require_subcommand(1);
+  CLI::App* show = cmd->add_subcommand(
+      "show",
+      "Print a profile's tables (GEMM model with square-GEMM efficiency and TFLOP/s, attention "
+      "and HBM efficiencies, links, collective fits with their measured points); --svg DIR also "
+      "draws busbw vs message size per collective and tier and GEMM efficiency vs size");
+  show->add_option("profile", o->profile,
+                   "Profile preset name (h100, a100, h200) or path to a meshplan-profile/1 file")
+      ->required();
+  CLI::Option* svg =
+      show->add_option("--svg", o->svg_dir,
+                       "Folder to write the plots into as SVG (created when missing): "
+                       "busbw_<collective>_<tier>.svg, busbw_links.svg, gemm_efficiency.svg");
+
+  return [o, show, svg](std::ostream& out, std::ostream& /*err*/) {
+    if (!show->parsed()) return;
+    if (svg->count() > 0 && o->svg_dir.empty()) {
+      throw InputError("--svg: is empty; expected a folder to write the plots into");
+    }
+    if (!o->svg_dir.empty()) check_svg_dir(o->svg_dir);
+    const ProfileDocument doc = read_profile_document(o->profile);
+    const std::string text = render_profile(doc);
+
+    std::vector<std::string> written;
+    if (!o->svg_dir.empty()) {
+      std::vector<std::pair<std::string, std::string>> files;  // path, content
+      for (const NamedPlot& plot : profile_plots(doc)) {
+        files.emplace_back((std::filesystem::path(o->svg_dir) / plot.file_name).string(),
+                           render_svg(plot.plot));
+      }
+      create_svg_dir(o->svg_dir);
+      for (const auto& [path, content] : files) check_writable_target(path);
+      for (const auto& [path, content] : files) {
+        write_file_atomically(path, content);
+        written.push_back(path);
+      }
+    }
+    out << text;
+    if (!written.empty()) {
+      out << "\nPlots written (SVG):\n";
+      for (const std::string& path : written) out << "  " << path << "\n";
+    }
+  };
+}
+
+}  // namespace meshplan

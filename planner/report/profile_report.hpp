@@ -1,0 +1,118 @@
+// What `meshplan profile show` prints and draws for a performance profile (schema
+// meshplan-profile/1, configs/profiles/README.md): its header and provenance, the GEMM model
+// with the modeled efficiency and TFLOP/s of square GEMMs (costmodel/compute_time.hpp), the
+// attention and HBM efficiencies with the rates they imply on the profile's GPU, the links, the
+// collective fits and, for each fit with a measured busbw curve, the measured busbw beside the
+// fitted line's. The plots (svg_plot.hpp) show busbw against message size per collective and
+// tier, the links' line models, and GEMM efficiency against work, with the measured GEMMs of a
+// calibration sidecar as markers.
+//
+// Units: sizes in bytes (tables say KiB/MiB/GiB, 2^10 ...), bandwidths in GB/s = 1e9 bytes/s as
+// nccl-tests prints them, latencies in microseconds, rates in TFLOP/s = 1e12 FLOP/s.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "costmodel/hardware.hpp"
+#include "costmodel/profile.hpp"
+#include "planner/report/svg_plot.hpp"
+
+namespace meshplan {
+
+/// The profile file's "provenance" (Profile itself does not keep it).
+struct ProfileProvenance {
+  std::string kind;   ///< "published" or "measured"
+  std::string date;   ///< as written in the file
+  std::string notes;  ///< how the numbers were obtained
+};
+
+/// One GEMM record of a calibration sidecar (calibrate/records.hpp GemmRecord).
+struct MeasuredGemm {
+  double m = 0, n = 0, k = 0;  ///< C[m x n] = A[m x k] B[k x n]
+  std::string dtype;           ///< "bf16" (cuBLASLt), "fp32" (CPU backend), ...
+  double flops = 0;            ///< 2 m n k, FLOP
+  double flops_per_s = 0;      ///< flops / time, FLOP/s
+};
+
+/// What the sidecar `<profile>.records.json` (schema meshplan-calibration-records/1, written by
+/// meshplan-calibrate beside the profile) holds.
+struct ProfileRecords {
+  std::string file;
+  std::size_t gemm = 0;         ///< records.gemm entries
+  std::size_t memory = 0;       ///< records.memory entries
+  std::size_t collectives = 0;  ///< records.collectives entries
+  /// The verified GEMM records (those with "verified": false were left out of the fit and are
+  /// left out here); the count of all GEMM records is `gemm`.
+  std::vector<MeasuredGemm> verified_gemms;
+};
+
+/// Everything `profile show` reports on.
+struct ProfileDocument {
+  std::string file;            ///< the profile's file (a preset resolves to configs/profiles/)
+  bool given_as_path = false;  ///< P named a file rather than a preset
+  Profile profile;
+  GpuSpec gpu;  ///< the GPU preset profile.gpu
+  ProfileProvenance provenance;
+  /// The sidecar, when P was a path and one lies beside it (sidecar_candidates).
+  std::optional<ProfileRecords> records;
+};
+
+/// Sidecar file names looked for beside a profile file, in order: `<file>.records.json` (what
+/// meshplan-calibrate --out FILE writes, calibrate/profile_writer.hpp records_path), then, for a
+/// file ending in ".json", `<file without .json>.records.json`.
+std::vector<std::string> sidecar_candidates(const std::string& profile_file);
+
+/// Reads a sidecar. Errors: InputError naming `file` when it cannot be read, is not valid JSON,
+/// has another "schema" than meshplan-calibration-records/1, or lacks the arrays
+/// $.records.gemm / .memory / .collectives or a GEMM record's m, n, k, dtype, flops,
+/// flops_per_s (numbers > 0, dtype a string).
+ProfileRecords read_profile_records(const std::string& file);
+
+/// Loads profile `name_or_path` (a preset name or a path, exactly as load_profile takes it), its
+/// GPU preset and provenance, and the first existing sidecar_candidates when it was given as a
+/// path. Errors: load_profile's InputError for an unknown preset or a bad file (it names the
+/// file and the field), read_profile_records' for a sidecar that exists but is bad.
+ProfileDocument read_profile_document(const std::string& name_or_path);
+
+/// The GPU's dense 16-bit tensor-core peak in FLOP/s the profile's GEMM efficiencies are
+/// fractions of: bf16, else fp16 (as meshplan-calibrate fits them); nullopt when it has neither.
+std::optional<double> dense_16bit_peak_flops(const GpuSpec& gpu);
+
+/// The dense peak a measured GEMM of `dtype` is a fraction of, in FLOP/s: the dtype's own peak
+/// for "bf16", "fp16" and "fp8"; for any other dtype (the CPU backend's "fp32") the dense 16-bit
+/// peak, the reference meshplan-calibrate fits peak_efficiency against, so that the measured
+/// points and the fitted curve share one scale. nullopt when the GPU has no such peak.
+std::optional<double> gemm_reference_peak_flops(const GpuSpec& gpu, const std::string& dtype);
+
+/// Square GEMM sizes m = n = k of the table: 256, 512, ..., 16384.
+std::vector<double> square_gemm_sizes();
+
+/// busbw in bytes/s of the line model t = alpha_s + S F / busbw at `bytes` (S > 0): S F / t.
+/// Errors: as collective_time_s (costmodel/collectives/collective.hpp); group_size >= 2.
+double line_busbw_bytes_per_s(Collective collective, std::int64_t group_size, double bytes,
+                              double alpha_s, double busbw_bytes_per_s);
+
+/// The text tables, each line ended with '\n'.
+std::string render_profile(const ProfileDocument& doc);
+
+/// A plot and the file name it is written under (no folder).
+struct NamedPlot {
+  std::string file_name;
+  Plot plot;
+};
+
+/// The plots of `doc`, in this order: busbw_<collective>_<tier>.svg for every collective x tier
+/// with at least one fit (in the order of first appearance in the profile; x message size
+/// 8 B .. 4 GiB on a log2 axis, y busbw GB/s; per group size the measured points, the line
+/// model and, with points, the cost model's interpolated curve), busbw_links.svg (the links'
+/// NVLink all-reduce line over kNvlinkAlphaGroupSize ranks and the scale-out line over
+/// kScaleOutAlphaGroupSize ranks at one NIC's busbw), gemm_efficiency.svg (modeled efficiency
+/// of square GEMMs against work 2 m n k on a log10 axis, and the sidecar's verified GEMM records
+/// as markers).
+std::vector<NamedPlot> profile_plots(const ProfileDocument& doc);
+
+}  // namespace meshplan

@@ -1,0 +1,333 @@
+// `meshplan profile show P [--svg DIR]`: the tables (planner/report/profile_report.hpp), the
+// plots (planner/report/svg_plot.hpp) and the error contract. Every expected number is derived
+// in a comment from the inputs written here or from the h100 preset's numbers.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+
+#include "costmodel/units.hpp"
+#include "planner/config/profile_loader.hpp"
+#include "planner/config/spec_json.hpp"
+#include "planner/report/profile_report.hpp"
+#include "planner/report/svg_plot.hpp"
+#include "tests/support/cli_runner.hpp"
+
+using namespace meshplan;
+
+namespace {
+
+/// The cells after `first` of the first line of `text` whose whitespace-separated words begin
+/// with the words `first` (a table row found by its leading cells); empty when there is none.
+std::vector<std::string> row(const std::string& text, const std::vector<std::string>& first) {
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream in(line);
+    std::vector<std::string> words;
+    for (std::string w; in >> w;) words.push_back(w);
+    if (words.size() >= first.size() && std::equal(first.begin(), first.end(), words.begin())) {
+      return {words.begin() + static_cast<std::ptrdiff_t>(first.size()), words.end()};
+    }
+  }
+  return {};
+}
+
+using Cells = std::vector<std::string>;
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+/// A profile with fixed numbers (independent of the presets' later edits): the h100 preset's
+/// GEMM model and links, and one all-reduce fit on NVLink over 8 ranks with a measured curve.
+///   F = 2 (8 - 1) / 8 = 1.75 (nccl-tests' all-reduce factor).
+///   alpha 10 us, busbw 183.5008 GB/s: chosen so that at S = 1 MiB = 1,048,576 bytes the line's
+///   transfer term S F / busbw = 1,835,008 / 183.5008e9 = 10 us equals alpha.
+///   Points: 1 MiB at 60 GB/s, 64 MiB at 170 GB/s, 1 GiB at 183 GB/s.
+Profile test_profile(const std::string& name, bool with_fit) {
+  Profile p = load_profile("h100");
+  p.name = name;
+  p.description = "profile show test";
+  p.gemm.peak_efficiency = 0.803;
+  p.gemm.fp8_peak_efficiency = 0.66;
+  p.gemm.half_efficiency_flops = 4.25e9;
+  p.gemm.k_overhead = 104;
+  p.gemm.tile_m = 128;
+  p.gemm.tile_n = 256;
+  p.gemm.sms = 132;
+  p.hbm_efficiency = 0.88;
+  p.links.nvlink.alpha_s = 15e-6;
+  p.links.nvlink.busbw_bytes_per_s = 370e9;
+  p.links.nic_busbw_bytes_per_s = 46e9;
+  p.links.scale_out_alpha_s = 46e-6;
+  p.collectives.clear();
+  if (with_fit) {
+    CollectiveFit fit;
+    fit.collective = Collective::kAllReduce;
+    fit.tier = Tier::kNvlink;
+    fit.group_size = 8;
+    fit.alpha_s = 10e-6;
+    fit.busbw_bytes_per_s = 183.5008e9;
+    fit.points = {{kMiB, 60e9}, {64 * kMiB, 170e9}, {kGiB, 183e9}};
+    p.collectives.push_back(fit);
+  }
+  return p;
+}
+
+/// Writes test_profile as <temp>/<name>.json (in the strict schema, via profile_to_json).
+std::string write_profile(const std::string& name, bool with_fit) {
+  return test::write_temp_file(name + ".json",
+                               profile_to_json(test_profile(name, with_fit)).dump(2));
+}
+
+/// A sidecar with 2 GEMM records (the second unverified), 1 memory and 3 collective records.
+/// The verified GEMM: bf16 4096^3 (F = 2 x 4096^3 = 1.374e11 FLOP) at 700 TFLOP/s.
+std::string sidecar_text() {
+  const nlohmann::json gemm = {{"m", 4096},           {"n", 4096},
+                               {"k", 4096},           {"dtype", "bf16"},
+                               {"source", "grid"},    {"flops", 2.0 * 4096 * 4096 * 4096},
+                               {"time_s", 1.9634e-4}, {"flops_per_s", 700e12},
+                               {"iterations", 10},    {"verified", true}};
+  nlohmann::json unverified = gemm;
+  unverified["verified"] = false;
+  const nlohmann::json collective = {
+      {"collective", "all_reduce"}, {"group_size", 8}, {"tier", "nvlink"}, {"bytes", 1048576}};
+  return nlohmann::json{{"schema", "meshplan-calibration-records/1"},
+                        {"records",
+                         {{"gemm", {gemm, unverified}},
+                          {"memory", {{{"kernel", "copy"}}}},
+                          {"collectives", {collective, collective, collective}}}}}
+      .dump(2);
+}
+
+}  // namespace
+
+TEST_CASE("profile show h100: the header and the square-GEMM table", "[profile]") {
+  const test::CliResult r = test::run({"profile", "show", "h100"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("Profile h100: "));
+  CHECK_THAT(r.out, Catch::Contains("gpu:         h100-sxm (dense bf16 peak 989.4 TFLOP/s"));
+  CHECK_THAT(r.out, Catch::Contains("provenance:  published"));
+  CHECK(row(r.out, {"peak_efficiency"}).at(0) == "0.803");
+  // m = n = k = 8192 with the h100 preset (peak_efficiency 0.803, half_efficiency_flops 4.25e9,
+  // k_overhead 104, tiles 128 x 256, 132 SMs):
+  //   F = 2 x 8192^3 = 1.0995e12 FLOP.
+  //   Tiles: (8192 / 128) x (8192 / 256) = 64 x 32 = 2048 (256 x 128: the same; 128 x 128:
+  //   4096 tiles in 32 waves, the same share); waves ceil(2048 / 132) = 16, so
+  //   q = 2048 / (16 x 132) = 0.9697 (no partial tiles).
+  //   eff = 0.803 F / (F / q x (1 + 104 / 8192) + 4.25e9)
+  //       = 0.803 / (1.03125 x 1.012695 + 4.25e9 / 1.0995e12) = 0.803 / (1.044342 + 0.003865)
+  //       = 0.7661; x 989.4 TFLOP/s (h100-sxm dense bf16) = 757.9 TFLOP/s;
+  //   time = 1.0995e12 / 757.9e12 s = 1450.64 us.
+  // Columns: m = n = k, work FLOP, efficiency, TFLOP/s, time us.
+  CHECK(row(r.out, {"8192"}) == Cells{"1.10e+12", "0.766", "757.9", "1450.64"});
+  // hbm_efficiency 0.88 x 3350 GB/s = 2948.0 GB/s.
+  CHECK(row(r.out, {"hbm_efficiency"}) == Cells{"0.880", "2948.0", "GB/s", "memory-bound", "ops,",
+                                                "of", "the", "datasheet's", "3350.0", "GB/s"});
+  // The preset is not a path: no sidecar line.
+  CHECK_THAT(r.out, !Catch::Contains("Raw records"));
+}
+
+TEST_CASE("profile show: a fit with points lists them beside the line's busbw", "[profile]") {
+  const std::string path = write_profile("show-points", true);
+  const test::CliResult r = test::run({"profile", "show", path});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  // The fit's row: alpha 10 us, busbw 183.5008 GB/s -> "183.5", 3 points.
+  // Columns: collective, tier, group size, alpha us, busbw GB/s, points.
+  CHECK(row(r.out, {"all_reduce", "nvlink"}) == Cells{"8", "10.00", "183.5", "3"});
+  CHECK_THAT(r.out, Catch::Contains("all_reduce on nvlink, 8 ranks (F = 1.750)"));
+  // 1 MiB: S F / busbw = 10 us = alpha, so the line's busbw is half of 183.5008: 91.7504 GB/s;
+  // measured 60 GB/s; line / measured = 91.75 / 60 = 1.53.
+  // Columns: size, measured busbw GB/s, line busbw GB/s, line / measured.
+  CHECK(row(r.out, {"1", "MiB"}) == Cells{"60.0", "91.8", "1.53"});
+  // 64 MiB: S F / busbw = 64 x 10 = 640 us, t = 650 us: 183.5008 x 640 / 650 = 180.68 GB/s;
+  // 180.68 / 170 = 1.06.
+  CHECK(row(r.out, {"64", "MiB"}) == Cells{"170.0", "180.7", "1.06"});
+  // 1 GiB: 10240 us + 10 us: 183.5008 x 10240 / 10250 = 183.32 GB/s; / 183 = 1.00.
+  CHECK(row(r.out, {"1", "GiB"}) == Cells{"183.0", "183.3", "1.00"});
+  // A path without a sidecar says where meshplan-calibrate would have put it.
+  CHECK_THAT(r.out, Catch::Contains("Raw records: none beside the profile (meshplan-calibrate "
+                                    "writes " +
+                                    path + ".records.json)"));
+}
+
+TEST_CASE("profile show: the sidecar's record counts, and a broken sidecar is named", "[profile]") {
+  const std::string path = write_profile("show-sidecar", true);
+  const std::string sidecar = path + ".records.json";
+  std::ofstream(sidecar) << sidecar_text();
+  const test::CliResult r = test::run({"profile", "show", path});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  // 2 GEMM records of which 1 verified, 1 memory, 3 collective (sidecar_text).
+  CHECK_THAT(r.out, Catch::Contains("Raw records: " + sidecar +
+                                    ": 2 GEMM (1 verified), 1 memory, 3 collective"));
+
+  // The same file name without .json (<P without .json>.records.json) is found too.
+  const std::string path2 = write_profile("show-sidecar2", false);
+  const std::string sidecar2 = test::temp_dir() + "/show-sidecar2.records.json";
+  std::ofstream(sidecar2) << sidecar_text();
+  CHECK_THAT(test::run({"profile", "show", path2}).out,
+             Catch::Contains("Raw records: " + sidecar2));
+
+  // Not JSON: exit 2, the message names the sidecar.
+  std::ofstream(sidecar, std::ios::trunc) << "{\"schema\": ";
+  const test::CliResult bad = test::run({"profile", "show", path});
+  CHECK(bad.exit_code == 2);
+  CHECK_THAT(bad.err, Catch::Contains(sidecar));
+  CHECK_THAT(bad.err, Catch::Contains("not valid JSON"));
+  CHECK(bad.out.empty());
+  // JSON of another kind: exit 2, names the file and $.schema.
+  std::ofstream(sidecar, std::ios::trunc) << "{\"schema\": \"meshplan-profile/1\"}";
+  const test::CliResult other = test::run({"profile", "show", path});
+  CHECK(other.exit_code == 2);
+  CHECK_THAT(other.err, Catch::Contains(sidecar + ": $.schema"));
+  std::filesystem::remove(sidecar);
+  std::filesystem::remove(sidecar2);
+}
+
+TEST_CASE("profile show --svg writes the busbw, links and GEMM plots", "[profile]") {
+  const std::string path = write_profile("show-svg", true);
+  std::ofstream(path + ".records.json") << sidecar_text();
+  const std::string dir = test::temp_dir() + "/show-svg-plots/nested";
+  std::filesystem::remove_all(test::temp_dir() + "/show-svg-plots");
+  const test::CliResult r = test::run({"profile", "show", path, "--svg", dir});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  // One fit (all_reduce on nvlink) -> one busbw plot, then the links and GEMM plots.
+  const std::string busbw = dir + "/busbw_all_reduce_nvlink.svg";
+  const std::string links = dir + "/busbw_links.svg";
+  const std::string gemm = dir + "/gemm_efficiency.svg";
+  for (const std::string& file : {busbw, links, gemm}) {
+    INFO(file);
+    CHECK_THAT(r.out, Catch::Contains("  " + file + "\n"));
+    const std::string svg = read_text(file);
+    CHECK(svg.rfind("<svg", 0) == 0);
+    CHECK_THAT(svg, Catch::EndsWith("</svg>\n"));
+  }
+  CHECK(std::distance(std::filesystem::directory_iterator(dir),
+                      std::filesystem::directory_iterator()) == 3);  // no temporary files left
+  const std::string b = read_text(busbw);
+  CHECK_THAT(b, Catch::Contains("8 ranks: measured"));
+  CHECK_THAT(b, Catch::Contains("8 ranks: line alpha 10.00 us, busbw 183.5 GB/s"));
+  CHECK_THAT(b, Catch::Contains("8 ranks: cost model (measured curve)"));
+  // x axis 8 B .. 4 GiB = 2^3 .. 2^32: 30 powers, labelled every 5th exponent (at most 10
+  // labels): 2^5 = 32 B, 2^10 = 1 KiB, ..., 2^30 = 1 GiB.
+  for (const char* label : {">32 B<", ">1 KiB<", ">1 MiB<", ">1 GiB<"})
+    CHECK_THAT(b, Catch::Contains(label));
+  // Links: nvlink 15 us / 370 GB/s over 8 ranks; scale-out 46 us / 46 GB/s over 16 ranks.
+  const std::string l = read_text(links);
+  CHECK_THAT(l, Catch::Contains("nvlink, 8 ranks: alpha 15.00 us, busbw 370.0 GB/s"));
+  CHECK_THAT(l, Catch::Contains("scale_out, 16 ranks: alpha 46.00 us, busbw 46.0 GB/s (one NIC)"));
+  const std::string g = read_text(gemm);
+  CHECK_THAT(g, Catch::Contains("modeled, square GEMMs m = n = k = 64 .. 32768"));
+  CHECK_THAT(g, Catch::Contains("measured bf16 GEMMs (records; of the dense bf16 peak)"));
+  std::filesystem::remove(path + ".records.json");
+}
+
+TEST_CASE("profile show: the plots' data", "[profile]") {
+  const std::string path = write_profile("show-data", true);
+  std::ofstream(path + ".records.json") << sidecar_text();
+  const ProfileDocument doc = read_profile_document(path);
+  const std::vector<NamedPlot> plots = profile_plots(doc);
+  REQUIRE(plots.size() == 3);
+  // busbw plot: measured markers, the line, the interpolated curve (8 ranks).
+  const Plot& busbw = plots[0].plot;
+  REQUIRE(busbw.series.size() == 3);
+  CHECK(busbw.series[0].points.size() == 3);
+  CHECK(busbw.series[0].points[1].y == Approx(170));  // 64 MiB at 170 GB/s
+  // Sizes 8 B .. 4 GiB at four per doubling: (32 - 3) x 4 + 1 = 117 samples.
+  REQUIRE(busbw.series[1].points.size() == 117);
+  CHECK(busbw.series[1].points.front().x == 8);
+  CHECK(busbw.series[1].points.back().x == 4 * kGiB);
+  // The line at 1 MiB (sample (20 - 3) x 4 = 68): half of 183.5008 = 91.7504 GB/s.
+  CHECK(busbw.series[1].points[68].x == kMiB);
+  CHECK(busbw.series[1].points[68].y == Approx(91.7504));
+  // The cost model's curve at 64 MiB (sample 92) reads the measured 170 GB/s; below 1 MiB it is
+  // the line (at 8 B: 8 x 1.75 / (10 us + 14 / 183.5e9) = 1.4e6 B/s = 0.0014 GB/s).
+  CHECK(busbw.series[2].points[92].y == Approx(170));
+  CHECK(busbw.series[2].points[0].y == Approx(14 / (10e-6 + 14 / 183.5008e9) / 1e9));
+  // GEMM plot: the verified record only, 700 TFLOP/s of 989.4 = 0.7075 at F = 1.374e11.
+  const Plot& gemm = plots[2].plot;
+  REQUIRE(gemm.series.size() == 2);
+  REQUIRE(gemm.series[1].points.size() == 1);
+  CHECK(gemm.series[1].points[0].x == Approx(2.0 * 4096 * 4096 * 4096));
+  CHECK(gemm.series[1].points[0].y == Approx(700.0 / 989.4));
+
+  // A profile without fits still gets the links and GEMM plots.
+  const ProfileDocument bare = read_profile_document(write_profile("show-bare", false));
+  const std::vector<NamedPlot> two = profile_plots(bare);
+  REQUIRE(two.size() == 2);
+  CHECK(two[0].file_name == "busbw_links.svg");
+  CHECK(two[1].file_name == "gemm_efficiency.svg");
+  std::filesystem::remove(path + ".records.json");
+}
+
+TEST_CASE("profile show: errors name the preset, the file or the flag", "[profile]") {
+  SECTION("unknown preset") {
+    const test::CliResult r = test::run({"profile", "show", "h10"});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains("unknown profile preset \"h10\""));
+  }
+  SECTION("--svg onto an existing regular file") {
+    const std::string file = test::write_temp_file("show-svg-is-a-file", "keep me");
+    const test::CliResult r = test::run({"profile", "show", "h100", "--svg", file});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains("--svg " + file + ": exists and is not a folder"));
+    CHECK(r.out.empty());
+    CHECK(read_text(file) == "keep me");
+  }
+  SECTION("--svg under a regular file cannot be created") {
+    const std::string file = test::write_temp_file("show-svg-parent", "");
+    const test::CliResult r = test::run({"profile", "show", "h100", "--svg", file + "/plots"});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains("--svg " + file + "/plots: cannot create the folder"));
+    CHECK(r.out.empty());
+  }
+  SECTION("no subcommand") { CHECK(test::run({"profile"}).exit_code == 2); }
+}
+
+TEST_CASE("profile show: the svg plot writer (sizes, ticks, escaping, errors)", "[profile][svg]") {
+  CHECK(binary_size_label(8) == "8 B");
+  CHECK(binary_size_label(1024) == "1 KiB");
+  CHECK(binary_size_label(64 * kMiB) == "64 MiB");
+  CHECK(binary_size_label(1.5 * kGiB) == "1.5 GiB");
+  CHECK(binary_size_label(4 * kGiB) == "4 GiB");
+
+  Plot plot;
+  plot.title = "a < b & c";
+  plot.x.label = "x [FLOP]";
+  plot.x.scale = AxisScale::kLog10;
+  plot.y.label = "y [GB/s]";
+  PlotSeries series;
+  series.name = "s \"1\"";
+  series.points = {{1e3, 0.5}, {1e6, 2.5}};
+  series.markers = true;
+  plot.series.push_back(series);
+  const std::string svg = render_svg(plot);
+  CHECK(svg.rfind("<svg", 0) == 0);
+  CHECK_THAT(svg, Catch::Contains("<title>a &lt; b &amp; c</title>"));
+  CHECK_THAT(svg, Catch::Contains("s &quot;1&quot;"));
+  // x: 1e3 .. 1e6, one label per power; y: 0 .. 2.5 (the largest value, already on a tick) in
+  // steps of nice(2.5 / 6 = 0.42) = 0.5, one decimal.
+  for (const char* label : {">1e3<", ">1e6<", ">0.0<", ">0.5<", ">2.5<"})
+    CHECK_THAT(svg, Catch::Contains(label));
+
+  Plot bad = plot;
+  bad.series[0].points[0].x = 0;  // log axis
+  CHECK_THROWS_AS(render_svg(bad), std::invalid_argument);
+  Plot reversed = plot;
+  reversed.y.min = 3;
+  reversed.y.max = 1;
+  CHECK_THROWS_AS(render_svg(reversed), std::invalid_argument);
+  Plot empty;
+  CHECK_THROWS_AS(render_svg(empty), std::invalid_argument);
+}
