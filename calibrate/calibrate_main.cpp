@@ -18,10 +18,10 @@
 #include "calibrate/mpi_context.hpp"
 #include "calibrate/options.hpp"
 #include "calibrate/profile_writer.hpp"
+#include "planner/cli/options.hpp"
 #include "planner/config/input_error.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
-#include "planner/report/atomic_write.hpp"
 
 #ifndef MESHPLAN_VERSION
 #error "MESHPLAN_VERSION must be defined by the build"
@@ -90,7 +90,7 @@ Setup make_setup(const Options& o, const MpiContext& ctx) {
                        "\" has no GPU preset I recognize; give --gpu NAME (meshplan presets gpus)");
     }
   }
-  s.profile.gpu = load_gpu(gpu);
+  s.profile.gpu = load_gpu(gpu, "--gpu");
   if (s.profile.gpu.name != gpu) {
     throw InputError("--gpu: give a GPU preset name (the profile names its GPU by preset), got \"" +
                      gpu + "\"");
@@ -104,7 +104,7 @@ Setup make_setup(const Options& o, const MpiContext& ctx) {
     }
     base = *published;
   }
-  s.profile.base = load_profile(base);
+  s.profile.base = load_profile(base, "--base-profile");
   s.profile.base_name = s.profile.base.name;
   s.profile.name = o.name.empty() ? file_stem(o.out) : o.name;
   s.profile.backend = s.backend->kind();
@@ -121,7 +121,7 @@ Setup make_setup(const Options& o, const MpiContext& ctx) {
   sel.collectives = wants("collectives");
   s.inputs.plan = make_sweep_plan(s.mode, s.backend->kind());
   if (!o.model.empty()) {
-    const ModelSpec model = load_model(o.model);
+    const ModelSpec model = load_model(o.model, "--model");
     try {
       s.inputs.model_shapes =
           model_gemm_shapes(model, o.tp, o.mbs, o.seq > 0 ? o.seq : model.seq_length);
@@ -133,8 +133,8 @@ Setup make_setup(const Options& o, const MpiContext& ctx) {
   s.inputs.fault = parse_fault(o.inject_fault);
   if (ctx.rank == 0) {
     // Before anything is measured: the profile and its records file must be writable files.
-    check_writable_target(o.out);
-    check_writable_target(records_path(o.out));
+    check_output_flag("--out", o.out);
+    check_output_flag("--out", records_path(o.out));
   }
   return s;
 }

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include "calibrate/fault_injection.hpp"
+#include "planner/cli/options.hpp"
 #include "planner/config/input_error.hpp"
 
 #ifndef MESHPLAN_VERSION
@@ -37,14 +38,16 @@ int parse_options(int argc, char** argv, Options& o, std::ostream& out, std::ost
                                     "suite's run); not a measurement");
   quick->excludes(smoke);
   app.add_option("--out", o.out, "Profile to write (atomically; raw records to <out>.records.json)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(output_file());
   app.add_option("--name", o.name, "The profile's name (default: --out's file name without .json)");
   app.add_option("--gpu", o.gpu,
                  "GPU preset the rates are expressed against (efficiency = measured / its "
                  "datasheet); default: detected from the device name (cuda), h100-sxm (cpu)");
   app.add_option("--base-profile", o.base_profile,
-                 "Profile preset or file for what is not measured (FlashAttention efficiency, "
-                 "NIC rate across nodes); default: the published profile of --gpu");
+                 "Profile preset (meshplan presets profiles) or file for what is not measured "
+                 "(FlashAttention efficiency, NIC rate across nodes); default: the published "
+                 "profile of --gpu");
   app.add_option("--model", o.model,
                  "Also time this model's GEMM shapes (a preset, a meshplan-model/1 file or a "
                  "Hugging Face config.json) at --tp, --mbs, --seq");

@@ -24,6 +24,7 @@
 #include "executor/cpu_replay.hpp"
 #include "executor/cuda_replay.hpp"
 #include "executor/ledger_memory.hpp"
+#include "planner/cli/options.hpp"
 #include "planner/config/input_error.hpp"
 #include "planner/plan/plan_file.hpp"
 #include "planner/report/atomic_write.hpp"
@@ -64,7 +65,8 @@ int parse_options(int argc, char** argv, Options& o, bool talk) {
                  "where every rank has a GPU)")
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}))
       ->capture_default_str();
-  app.add_option("--report", o.report, "Write run.json (schema meshplan-run/1) here, atomically");
+  app.add_option("--report", o.report, "Write run.json (schema meshplan-run/1) here, atomically")
+      ->check(output_file());
   app.add_option("--timeout-s", o.timeout_s,
                  "Watchdog [s]: a rank silent or stuck this long ends the job with its name")
       ->check(CLI::Range(0.5, 86400.0));
@@ -166,7 +168,8 @@ int run(int argc, char** argv, int thread_level) {
   const calibrate::FaultInjection fault = calibrate::parse_fault(o.inject_fault);
 
   const MpiContext ctx = calibrate::discover_mpi_context(MPI_COMM_WORLD, thread_level);
-  // Refused before anything is allocated: a plan that does not read, a world of the wrong size.
+  // Refused before anything is allocated: a plan that does not read, a world of the wrong size,
+  // a --report that cannot be written (rank 0 writes it).
   Plan plan;
   std::string error;
   try {
@@ -178,6 +181,8 @@ int run(int argc, char** argv, int thread_level) {
               " x cp " + std::to_string(plan.layout.cp) + ") but the job has " +
               std::to_string(ctx.size) + " ranks; launch it with mpirun -np " +
               std::to_string(plan.layout.gpus());
+    } else if (ctx.rank == 0 && !o.report.empty()) {
+      check_output_flag("--report", o.report);
     }
   } catch (const InputError& e) {
     error = e.what();

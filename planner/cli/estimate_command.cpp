@@ -17,7 +17,6 @@
 #include "planner/config/profile_loader.hpp"
 #include "planner/plan/plan.hpp"
 #include "planner/plan/plan_file.hpp"
-#include "planner/report/atomic_write.hpp"
 #include "planner/report/format.hpp"
 #include "planner/report/step_report.hpp"
 
@@ -55,8 +54,8 @@ CommandAction add_estimate_command(CLI::App& app) {
   cmd->add_option("--cluster", o->cluster, "Cluster: a preset name (meshplan presets clusters) or a JSON file")
       ->capture_default_str();
   cmd->add_option("--profile", o->profile,
-                  "Achieved rates: a profile preset (configs/profiles) or a profile.json from "
-                  "meshplan-calibrate (default: the shipped profile of the cluster's GPU)");
+                  "Achieved rates: a profile preset (meshplan presets profiles) or a profile.json "
+                  "from meshplan-calibrate (default: the shipped profile of the cluster's GPU)");
   cmd->add_option("--gpus", o->gpus, "GPUs [count], up to 1048576 (default: dp x tp x pp x cp)")
       ->check(positive_up_to(1 << 20));
   add_framework_option(*cmd, o->framework);
@@ -71,12 +70,14 @@ CommandAction add_estimate_command(CLI::App& app) {
                   "all-gather with forward: on | off (default: the framework's)")
       ->check(CLI::IsMember({"on", "off"}));
   cmd->add_option("--trace", o->trace,
-                  "Write the simulated step as a Chrome trace (JSON; open in ui.perfetto.dev)");
+                  "Write the simulated step as a Chrome trace (JSON; open in ui.perfetto.dev)")
+      ->check(output_file());
   cmd->add_flag("--json", o->json, "Print JSON (keys carry their units) instead of tables");
 
   cmd->add_option("--out", o->out,
                   "Write the plan of this layout as plan.json (inputs, layout, process groups, "
-                  "stages, predicted memory and step time; planner/plan/README.md), atomically");
+                  "stages, predicted memory and step time; planner/plan/README.md), atomically")
+      ->check(output_file());
   CLI::Option* plan_option = cmd->add_option(
       "--plan", o->plan,
       "Estimate a plan.json (written with --out) again: its inputs and layout take the place "
@@ -100,17 +101,17 @@ CommandAction add_estimate_command(CLI::App& app) {
     if (same(o->out, o->trace) || same(o->out, o->plan) || same(o->trace, o->plan)) {
       throw InputError("estimate: --out, --trace and --plan must name different files");
     }
-    if (!o->out.empty()) check_writable_target(o->out);
-    if (!o->trace.empty()) check_writable_target(o->trace);
+    if (!o->out.empty()) check_output_flag("--out", o->out);
+    if (!o->trace.empty()) check_output_flag("--trace", o->trace);
     std::vector<std::string> notes;
     Plan plan;
     if (!o->plan.empty()) {
-      plan = read_plan(o->plan);
+      plan = read_plan(o->plan, "--plan");
       notes.push_back("inputs and layout from " + o->plan);
     } else {
       if (o->model.empty()) throw InputError("estimate: give --model or --plan");
-      const ModelSpec model = load_model(o->model);
-      const ClusterSpec cluster = load_cluster(o->cluster);
+      const ModelSpec model = load_model(o->model, "--model");
+      const ClusterSpec cluster = load_cluster(o->cluster, "--cluster");
       const Precision precision = require_precision(o->precision, cluster.gpu, notes);
       require_mfu_peak_flops(cluster.gpu, precision);
       FrameworkConvention framework = require_framework(o->framework);
@@ -120,7 +121,7 @@ CommandAction add_estimate_command(CLI::App& app) {
       }
       const std::string profile_name =
           o->profile.empty() ? default_profile_name(cluster.gpu) : o->profile;
-      const Profile profile = load_profile(profile_name);
+      const Profile profile = load_profile(profile_name, "--profile");
       ResolvedLayout rl = resolve_layout(o->layout, model, cluster.gpu, framework, precision,
                                          o->gpus > 0 ? std::optional<std::int64_t>(o->gpus)
                                                      : std::nullopt);

@@ -68,13 +68,13 @@ struct LedgerResult {
 LedgerResult compute(const LedgerOptions& o) {
   LedgerResult r;
   if (!o.model.empty()) {
-    r.model = load_model(o.model);
+    r.model = load_model(o.model, "--model");
     r.counts = count_params(*r.model);
     r.params = static_cast<double>(r.counts->total);
   } else {
     r.params = o.params;
   }
-  r.gpu = load_gpu(o.gpu);
+  r.gpu = load_gpu(o.gpu, "--gpu");
   r.framework = require_framework(o.framework);
   r.precision = require_precision(o.precision, r.gpu, r.notes);
   r.memory = static_memory(r.params, r.framework, r.precision);

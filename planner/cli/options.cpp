@@ -8,6 +8,7 @@
 #include "planner/config/closest_names.hpp"
 #include "planner/config/input_error.hpp"
 #include "planner/config/size_bounds.hpp"
+#include "planner/report/atomic_write.hpp"
 
 namespace meshplan {
 
@@ -55,6 +56,23 @@ CLI::Validator positive_up_to(double max) {
         return std::string();
       },
       "POSITIVE");
+}
+
+CLI::Validator output_file() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        return text.empty() ? "an empty path is never a valid output file; give a file name"
+                            : std::string();
+      },
+      "FILE");
+}
+
+void check_output_flag(const std::string& flag, const std::string& path) {
+  try {
+    check_writable_target(path);
+  } catch (const InputError& e) {
+    throw InputError(flag + " " + e.what());
+  }
 }
 
 namespace {

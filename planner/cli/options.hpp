@@ -21,6 +21,14 @@ CLI::Validator positive_up_to(double max);
 /// Accepts a finite decimal number in [min, max] (NaN, octal and hex spellings refused).
 CLI::Validator number_in(double min, double max);
 
+/// An output file flag (--out, --trace, --report): refuses an empty path at parse time (CLI11
+/// names the flag: "--out: an empty path is never a valid output file; give a file name").
+CLI::Validator output_file();
+
+/// check_writable_target(path) with the error naming `flag` ("--out plan.json: ..."), for
+/// commands that check every output before they compute or write anything.
+void check_output_flag(const std::string& flag, const std::string& path);
+
 /// --framework NAME (default "textbook"), checked against the known conventions at parse time.
 void add_framework_option(CLI::App& cmd, std::string& framework);
 

@@ -59,7 +59,9 @@ CommandAction add_plan_command(CLI::App& app) {
   cmd->add_option("--gpus", o->gpus, "GPUs [count], up to 1048576")
       ->required()
       ->check(positive_up_to(1 << 20));
-  cmd->add_option("--profile", o->profile, "Profile preset or profile.json (default: the shipped one of the cluster's GPU)");
+  cmd->add_option("--profile", o->profile,
+                  "Profile preset (meshplan presets profiles) or profile.json (default: the "
+                  "shipped one of the cluster's GPU)");
   add_framework_option(*cmd, o->framework);
   add_precision_option(*cmd, o->precision);
   cmd->add_option("--gbs", o->gbs, "Global batch [sequences] (default: about 4M tokens: 4194304 / seq)")
@@ -98,17 +100,29 @@ CommandAction add_plan_command(CLI::App& app) {
       ->check(positive_up_to(1e18));
   cmd->add_flag("--pareto", o->pareto, "Also print the memory vs step-time Pareto front");
   cmd->add_flag("--json", o->json, "Print JSON instead of tables");
-  cmd->add_option("--out", o->out, "Write the best layout's plan.json (atomically)");
+  cmd->add_option("--out", o->out, "Write the best layout's plan.json (atomically)")
+      ->check(output_file());
 
   return [o](std::ostream& out, std::ostream& /*err*/) {
-    const ModelSpec model = load_model(o->model);
-    const ClusterSpec cluster = load_cluster(o->cluster);
+    // Before the search: a plan that could not be written would be found in vain.
+    if (!o->out.empty()) check_output_flag("--out", o->out);
+    const ModelSpec model = load_model(o->model, "--model");
+    const ClusterSpec cluster = load_cluster(o->cluster, "--cluster");
     if (o->gpus > cluster.gpus_per_node && o->gpus % cluster.gpus_per_node != 0) {
       const std::int64_t g = cluster.gpus_per_node;
       throw InputError("--gpus " + std::to_string(o->gpus) + ": beyond one node the GPU count "
                        "must be a multiple of " + std::to_string(g) + " GPUs per node (" +
                        cluster.name + "); nearest: " + std::to_string(o->gpus / g * g) + " or " +
                        std::to_string((o->gpus / g + 1) * g));
+    }
+    if (o->memory_reserve_gib * kGiB >= cluster.gpu.memory_bytes) {
+      std::ostringstream reserve;  // as given: "100", "79.7"
+      reserve << o->memory_reserve_gib;
+      const std::string memory = fixed(cluster.gpu.memory_bytes / kGiB, 2);
+      throw InputError("--memory-reserve " + reserve.str() + " GiB: the " + cluster.gpu.name +
+                       " GPUs of " + cluster.name + " have " + memory +
+                       " GiB each, and the reserve is kept free of that; give less than " +
+                       memory + " (default 1)");
     }
     std::vector<std::string> notes;
     const Precision precision = require_precision(o->precision, cluster.gpu, notes);
@@ -122,8 +136,8 @@ CommandAction add_plan_command(CLI::App& app) {
                                                     : AttentionImpl::kEager;
     const std::int64_t gbs =
         o->gbs > 0 ? o->gbs : std::max<std::int64_t>(1, kDefaultBatchTokens / setup.seq);
-    const Profile profile = load_profile(o->profile.empty() ? default_profile_name(cluster.gpu)
-                                                            : o->profile);
+    const Profile profile = load_profile(
+        o->profile.empty() ? default_profile_name(cluster.gpu) : o->profile, "--profile");
     SearchRequest request(model, cluster, profile, setup, o->gpus, gbs);
     auto pinned = [](std::int64_t v) {
       return v > 0 ? std::optional<std::int64_t>(v) : std::nullopt;

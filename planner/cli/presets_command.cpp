@@ -1,12 +1,16 @@
-// `meshplan presets [models|gpus|clusters]`: the shipped presets with their key numbers.
+// `meshplan presets [models|gpus|clusters|profiles]`: the shipped presets with their key numbers.
 #include <memory>
 #include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "costmodel/param_count.hpp"
 #include "costmodel/units.hpp"
 #include "planner/cli/commands.hpp"
+#include "planner/config/json_reader.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/presets.hpp"
+#include "planner/config/profile_loader.hpp"
 #include "planner/report/format.hpp"
 
 namespace meshplan {
@@ -58,20 +62,43 @@ std::string clusters_table() {
   return "Clusters (bandwidth one direction, GB = 1e9 bytes):\n" + t.render();
 }
 
+std::string profiles_table() {
+  Table t({"profile", "gpu", "provenance", "GEMM eff", "flash attn eff", "HBM eff",
+           "NVLink busbw GB/s", "NIC busbw GB/s", "collective fits"},
+          {true, true, true, false, false, false, false, false, false});
+  for (const std::string& name : preset_names(PresetKind::kProfile)) {
+    const Profile p = load_profile(name);  // strict: the provenance below has been checked
+    // Profile keeps no provenance; its kind is read from the file load_profile accepted.
+    const nlohmann::json file = load_json_file(resolve_preset(PresetKind::kProfile, name));
+    t.add_row({name, p.gpu, file.at("provenance").at("kind").get<std::string>(),
+               fixed(p.gemm.peak_efficiency, 3), fixed(p.flash_attention_efficiency, 3),
+               fixed(p.hbm_efficiency, 3), fixed(p.links.nvlink.busbw_bytes_per_s / kGB, 0),
+               fixed(p.links.nic_busbw_bytes_per_s / kGB, 0),
+               std::to_string(p.collectives.size())});
+  }
+  return "Profiles (achieved fractions of the GPU's dense peak and HBM bandwidth; busbw as "
+         "nccl-tests, GB = 1e9 bytes; a collective fit replaces the link busbw for its "
+         "collective, tier and group size):\n" +
+         t.render();
+}
+
 }  // namespace
 
 CommandAction add_presets_command(CLI::App& app) {
   auto kind = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand(
       "presets", "List the shipped presets (configs/) with their key numbers");
-  cmd->add_option("kind", *kind, "models | gpus | clusters (default: all three)")
-      ->check(CLI::IsMember({"models", "gpus", "clusters"}));
+  cmd->add_option("kind", *kind, "models | gpus | clusters | profiles (default: all four)")
+      ->check(CLI::IsMember({"models", "gpus", "clusters", "profiles"}));
   return [kind](std::ostream& out, std::ostream& /*err*/) {
     std::string text;
     if (kind->empty() || *kind == "models") text += models_table();
     if (kind->empty() || *kind == "gpus") text += (text.empty() ? "" : "\n") + gpus_table();
     if (kind->empty() || *kind == "clusters") {
       text += (text.empty() ? "" : "\n") + clusters_table();
+    }
+    if (kind->empty() || *kind == "profiles") {
+      text += (text.empty() ? "" : "\n") + profiles_table();
     }
     out << text;
   };

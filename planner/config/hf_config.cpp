@@ -1,5 +1,6 @@
 #include "planner/config/hf_config.hpp"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "planner/config/closest_names.hpp"
@@ -17,6 +18,15 @@ constexpr std::int64_t kMaxSize = kMaxWidth;
 
 const std::vector<std::string> kLlamaLike = {"llama", "mistral", "qwen2"};
 const std::vector<std::string> kSupported = {"llama", "mistral", "qwen2", "gpt2"};
+
+/// The activation names transformers knows (src/transformers/activations.py, ACT2CLS). Each is an
+/// elementwise function: it changes neither the MLP's weights nor the tensors it saves, so any
+/// of them costs the same; whether the MLP is gated is what counts, and the architecture decides
+/// that (LlamaMLP, MistralMLP and Qwen2MLP always have gate_proj; GPT2MLP never has a gate).
+const std::vector<std::string> kActivations = {
+    "silu", "swish", "gelu", "gelu_new", "gelu_fast", "gelu_python", "gelu_pytorch_tanh",
+    "gelu_accurate", "gelu_10", "quick_gelu", "relu", "relu2", "relu6", "leaky_relu", "mish",
+    "tanh", "sigmoid", "laplace", "linear", "prelu"};
 
 /// Reads HF config keys, which may come under one of several names and may be absent with a
 /// documented default. Unlike StrictObject, unknown keys are fine: HF configs carry many.
@@ -67,6 +77,26 @@ class HfReader {
       if (v.get<double>() > 0) return true;
     }
     return false;
+  }
+
+  /// The activation under `key`, one of kActivations; absent or null: `class_default`.
+  std::string activation(const char* key, const char* class_default) const {
+    if (!config_.contains(key) || config_.at(key).is_null()) return class_default;
+    const nlohmann::json& v = config_.at(key);
+    if (!v.is_string()) fail(key, "must be an activation name, got " + describe_json(v));
+    const std::string name = v.get<std::string>();
+    if (std::find(kActivations.begin(), kActivations.end(), name) == kActivations.end()) {
+      const std::vector<std::string> near = closest_names(name, kActivations);
+      fail(key, "\"" + name + "\" is not an activation meshplan knows; expected one of "
+                    "transformers' activation names (closest: " + quoted_list(near) +
+                    "), or write a meshplan-model/1 file with its ffn_type (configs/README.md)");
+    }
+    return name;
+  }
+
+  /// The present, non-null value of `key`, if any.
+  const nlohmann::json* value(const char* key) const {
+    return config_.contains(key) && !config_.at(key).is_null() ? &config_.at(key) : nullptr;
   }
 
   std::string string(const char* key) const {
@@ -126,6 +156,25 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
   if (gpt2) {
     // GPT2Config: n_inner null means 4 x n_embd; tie_word_embeddings defaults to true.
     m.ffn_hidden_size = r.positive_int({"n_inner"}).value_or(4 * m.hidden_size);
+    // GPT2Config has no intermediate_size (transformers builds the MLP n_inner wide and ignores
+    // it): one that differs is refused, as reading it would model another network than
+    // transformers builds and ignoring it would be silent.
+    if (r.value("intermediate_size") &&
+        r.positive_int({"intermediate_size"}) != m.ffn_hidden_size) {
+      r.fail("intermediate_size",
+             "is " + describe_json(*r.value("intermediate_size")) +
+                 ", but a gpt2 MLP is n_inner wide (" + std::to_string(m.ffn_hidden_size) +
+                 (r.value("n_inner") ? "" : ": n_inner absent or null, 4 x n_embd") +
+                 "), and transformers ignores intermediate_size; give the width as n_inner");
+    }
+    // GPT2MLP (c_fc, activation, c_proj) has no gate: every activation is a non-gated MLP.
+    // GPT2Config names it activation_function (default "gelu_new") and reads no hidden_act.
+    const std::string act = r.activation("activation_function", "gelu_new");
+    if (r.value("hidden_act") && r.activation("hidden_act", "") != act) {
+      r.fail("hidden_act", "is \"" + r.activation("hidden_act", "") +
+                               "\", but GPT2Config reads activation_function (\"" + act +
+                               "\") and ignores hidden_act; remove one of them");
+    }
     m.ffn_type = FfnType::kGelu;
     m.norm_type = NormType::kLayerNorm;
     m.position_embedding = PositionEmbedding::kLearned;
@@ -134,6 +183,10 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
     m.dropout = r.any_positive({"resid_pdrop", "attn_pdrop", "embd_pdrop"});
   } else {
     m.ffn_hidden_size = r.required_int({"intermediate_size"});
+    // LlamaMLP / MistralMLP / Qwen2MLP: down(act(gate(x)) x up(x)), gated whatever hidden_act
+    // is (class default "silu": SwiGLU; "gelu": GeGLU, the same shapes). The cost model's swiglu
+    // is that gated three-matrix MLP.
+    r.activation("hidden_act", "silu");
     m.ffn_type = FfnType::kSwiglu;
     m.norm_type = NormType::kRmsNorm;
     m.position_embedding = PositionEmbedding::kRope;

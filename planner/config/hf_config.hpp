@@ -14,8 +14,12 @@ namespace meshplan {
 
 /// Converts the parsed `config` read from `file`. Throws InputError for an unsupported
 /// `model_type` (listing the supported ones), a missing required key or a bad value, naming the
-/// file and the key's JSON path. Other keys of the file (rope_scaling, torch_dtype, ...) do not
-/// change the cost model and are ignored.
+/// file and the key's JSON path. The activation (`hidden_act`, GPT-2's `activation_function`)
+/// must be one transformers knows; the architecture decides the MLP: Llama, Mistral and Qwen2
+/// are gated whatever the activation (swiglu; "gelu" there is GeGLU, the same shapes), GPT-2 is
+/// not (gelu). GPT-2's MLP width is `n_inner` (absent or null: 4 x n_embd); an
+/// `intermediate_size` other than that is refused (transformers ignores it). Other keys of the
+/// file (rope_scaling, torch_dtype, ...) do not change the cost model and are ignored.
 ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& file);
 
 }  // namespace meshplan

@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "costmodel/hardware.hpp"
 #include "costmodel/model_spec.hpp"
 #include "planner/config/input_error.hpp"
@@ -22,14 +24,29 @@ Spec check_preset_name(Spec spec, const std::string& name_or_path, const std::st
   return spec;
 }
 
-/// A model from a preset name, a meshplan-model/1 file, or a Hugging Face config.json (told apart
-/// by the "schema" key: our files have it, HF configs do not).
-ModelSpec load_model(const std::string& name_or_path);
+/// Refuses a file of another kind before any of its other keys is read: one whose "schema" names
+/// another meshplan schema (a cluster file given as a model), or a Hugging Face config.json (no
+/// "schema", a "model_type") where a meshplan file is expected. `expected_schema`: the schema
+/// wanted ("meshplan-model/1"; another version of the same kind is left to the strict reader,
+/// which names the version); `expects`: what is accepted ("a meshplan-model/1 file or a Hugging
+/// Face config.json"); `flag`: the flag the file was given to ("--model"), or empty. Throws
+/// InputError "<file>: $.schema: is \"meshplan-cluster/1\"; expected \"meshplan-model/1\": this
+/// is a cluster file; --model expects a meshplan-model/1 file or a Hugging Face config.json"
+/// (without a flag: "..., not a meshplan-model/1 file or ...").
+void check_file_kind(const nlohmann::json& json, const std::string& file,
+                     const std::string& expected_schema, const std::string& expects,
+                     const std::string& flag);
 
-/// A GPU from a preset name or a meshplan-gpu/1 file.
-GpuSpec load_gpu(const std::string& name_or_path);
+/// A model from a preset name, a meshplan-model/1 file, or a Hugging Face config.json (told apart
+/// by the "schema" key: our files have it, HF configs do not). `flag` (e.g. "--model", may be
+/// empty) is named when the file is of another kind (check_file_kind).
+ModelSpec load_model(const std::string& name_or_path, const std::string& flag = "");
+
+/// A GPU from a preset name or a meshplan-gpu/1 file; `flag` as for load_model.
+GpuSpec load_gpu(const std::string& name_or_path, const std::string& flag = "");
 
 /// A cluster from a preset name or a meshplan-cluster/1 file; its "gpu" is loaded as a preset.
-ClusterSpec load_cluster(const std::string& name_or_path);
+/// `flag` as for load_model.
+ClusterSpec load_cluster(const std::string& name_or_path, const std::string& flag = "");
 
 }  // namespace meshplan

@@ -8,10 +8,14 @@
 
 namespace meshplan {
 
-Profile load_profile(const std::string& name_or_path) {
+Profile load_profile(const std::string& name_or_path, const std::string& flag) {
   const std::string file = resolve_preset(PresetKind::kProfile, name_or_path);
-  return check_preset_name(profile_from_json(load_json_file(file), file, "$"), name_or_path,
-                           file);
+  const nlohmann::json json = load_json_file(file);
+  check_file_kind(json, file, kProfileSchema,
+                  std::string("a ") + kProfileSchema +
+                      " file (configs/profiles/, or one written by meshplan-calibrate --out)",
+                  flag);
+  return check_preset_name(profile_from_json(json, file, "$"), name_or_path, file);
 }
 
 std::string default_profile_name(const GpuSpec& gpu) {

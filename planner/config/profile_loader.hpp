@@ -20,8 +20,9 @@ inline constexpr const char* kProfileSchema = "meshplan-profile/1";
 /// after its file. Fits in "collectives" keep the file's order.
 /// Errors: InputError "<file>: <JSON path>: <what is wrong>", e.g.
 /// "<file>: $.collectives[0].collective: \"allreduce\" is not allowed; expected one of ...";
-/// a file of another kind (a GPU file) is reported at "$.schema".
-Profile load_profile(const std::string& name_or_path);
+/// a file of another kind (a plan) is reported at "$.schema", naming `flag` (e.g. "--profile",
+/// may be empty) and what it expects (check_file_kind, loaders.hpp).
+Profile load_profile(const std::string& name_or_path, const std::string& flag = "");
 
 /// The shipped profile for a GPU preset: "a100" for a100-*, "h100" for h100-sxm and h100-96g,
 /// "h200" for h200. Throws InputError for other GPUs (give --profile, or measure one with

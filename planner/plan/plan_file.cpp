@@ -10,6 +10,7 @@
 #include "costmodel/ranks.hpp"
 #include "planner/config/input_error.hpp"
 #include "planner/config/json_reader.hpp"
+#include "planner/config/loaders.hpp"
 #include "planner/config/size_bounds.hpp"
 #include "planner/config/spec_json.hpp"
 #include "planner/report/atomic_write.hpp"
@@ -412,6 +413,12 @@ void write_plan(const std::string& path, const Plan& plan) {
   write_file_atomically(path, text + "\n");
 }
 
-Plan read_plan(const std::string& path) { return plan_from_json(load_json_file(path), path); }
+Plan read_plan(const std::string& path, const std::string& flag) {
+  const nlohmann::json json = load_json_file(path);
+  check_file_kind(
+      json, path, kPlanSchema,
+      std::string("a ") + kPlanSchema + " file (written by meshplan plan|estimate --out)", flag);
+  return plan_from_json(json, path);
+}
 
 }  // namespace meshplan

@@ -41,7 +41,9 @@ Plan plan_from_json(const nlohmann::json& json, const std::string& file);
 /// most plan_from_json reads).
 void write_plan(const std::string& path, const Plan& plan);
 
-/// Reads the plan file at `path` (load_json_file, then plan_from_json). Throws InputError.
-Plan read_plan(const std::string& path);
+/// Reads the plan file at `path` (load_json_file, then plan_from_json). Throws InputError; a
+/// file of another kind (a model, a run report) is named as such with `flag`, the flag the file
+/// was given to ("--plan"; empty for a positional argument) (check_file_kind, loaders.hpp).
+Plan read_plan(const std::string& path, const std::string& flag = "");
 
 }  // namespace meshplan

@@ -5,7 +5,11 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
 
+#include "calibrate/options.hpp"
 #include "calibrate/profile_writer.hpp"
 #include "costmodel/placement.hpp"
 #include "costmodel/profile.hpp"
@@ -208,4 +212,18 @@ TEST_CASE("calibrate: CUDA device names map to GPU presets", "[calibrate][profil
   CHECK_FALSE(gpu_preset_for_device("Tesla T4", 15 * gib).has_value());
   CHECK(published_profile_for("h100-sxm") == "h100");
   CHECK_FALSE(published_profile_for("b200").has_value());
+}
+
+TEST_CASE("calibrate: --out \"\" is refused while the flags are parsed", "[calibrate][profile]") {
+  // An empty path is never a profile: refused before MPI work, benchmarks or files.
+  std::vector<std::string> args = {"meshplan-calibrate", "--backend", "cpu", "--out", ""};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  Options o;
+  std::ostringstream out, err;
+  CHECK(parse_options(static_cast<int>(argv.size()), argv.data(), o, out, err) == 2);
+  CHECK(out.str().empty());
+  CHECK(err.str() ==
+        "meshplan-calibrate: error: --out: an empty path is never a valid output file; give a "
+        "file name\nRun with --help for the flags and their units.\n");
 }

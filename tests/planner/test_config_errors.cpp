@@ -4,6 +4,9 @@
 
 #include <fstream>
 #include <sstream>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "costmodel/hardware.hpp"
 #include "planner/config/loaders.hpp"
@@ -136,6 +139,79 @@ TEST_CASE("a file of another kind is named by its schema", "[errors]") {
       test::run({"ledger", "--model", config_dir() + "/gpus/h100-sxm.json"});
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Catch::Contains("$.schema: is \"meshplan-gpu/1\"; expected \"meshplan-model/1\""));
+}
+
+TEST_CASE("a file of another kind says what it is and what the flag expects", "[errors]") {
+  // The kind comes first: never a list of unknown keys. Each error: exit code 2, no stdout.
+  auto expect_kind_error = [](const std::vector<std::string>& args, const std::string& message) {
+    const test::CliResult r = test::run(args);
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err == "meshplan: error: " + message + "\n");
+  };
+  const std::string cluster = config_dir() + "/clusters/dgx-h100.json";
+  const std::string profile = config_dir() + "/profiles/h100.json";
+  const std::string model = config_dir() + "/models/llama3-8b.json";
+  const std::string hf = test::data_file("hf/gpt2/config.json");
+  const std::string plan = test::temp_dir() + "/kind-plan.json";
+  REQUIRE(test::run({"estimate", "--model", "llama3-8b", "--tp", "8", "--out", plan}).exit_code ==
+          0);
+
+  SECTION("a model") {
+    expect_kind_error({"ledger", "--model", cluster},
+                      cluster + ": $.schema: is \"meshplan-cluster/1\"; expected "
+                      "\"meshplan-model/1\": this is a cluster file; --model expects a "
+                      "meshplan-model/1 file or a Hugging Face config.json");
+    expect_kind_error({"estimate", "--model", plan},
+                      plan + ": $.schema: is \"meshplan-plan/1\"; expected \"meshplan-model/1\": "
+                      "this is a plan (written by meshplan plan|estimate --out); --model expects "
+                      "a meshplan-model/1 file or a Hugging Face config.json");
+  }
+  SECTION("a cluster") {
+    expect_kind_error({"estimate", "--model", "llama3-8b", "--cluster", hf},
+                      hf + ": $.schema: missing, and \"model_type\" is there: this is a Hugging "
+                      "Face config.json (a model); --cluster expects a meshplan-cluster/1 file");
+    expect_kind_error({"plan", "--model", "llama3-8b", "--gpus", "8", "--cluster", model},
+                      model + ": $.schema: is \"meshplan-model/1\"; expected "
+                      "\"meshplan-cluster/1\": this is a model file; --cluster expects a "
+                      "meshplan-cluster/1 file");
+  }
+  SECTION("a GPU") {
+    expect_kind_error({"ledger", "--params", "7e9", "--gpu", cluster},
+                      cluster + ": $.schema: is \"meshplan-cluster/1\"; expected "
+                      "\"meshplan-gpu/1\": this is a cluster file; --gpu expects a "
+                      "meshplan-gpu/1 file");
+  }
+  SECTION("a profile") {
+    expect_kind_error({"estimate", "--model", "llama3-8b", "--profile", plan},
+                      plan + ": $.schema: is \"meshplan-plan/1\"; expected "
+                      "\"meshplan-profile/1\": this is a plan (written by meshplan "
+                      "plan|estimate --out); --profile expects a meshplan-profile/1 file "
+                      "(configs/profiles/, or one written by meshplan-calibrate --out)");
+    expect_kind_error({"estimate", "--model", "llama3-8b", "--profile", hf},
+                      hf + ": $.schema: missing, and \"model_type\" is there: this is a Hugging "
+                      "Face config.json (a model); --profile expects a meshplan-profile/1 file "
+                      "(configs/profiles/, or one written by meshplan-calibrate --out)");
+  }
+  SECTION("a plan") {
+    expect_kind_error({"estimate", "--plan", profile},
+                      profile + ": $.schema: is \"meshplan-profile/1\"; expected "
+                      "\"meshplan-plan/1\": this is a performance profile; --plan expects a "
+                      "meshplan-plan/1 file (written by meshplan plan|estimate --out)");
+    // export's plan is an argument, not a flag.
+    expect_kind_error({"export", model, "--format", "megatron"},
+                      model + ": $.schema: is \"meshplan-model/1\"; expected \"meshplan-plan/1\": "
+                      "this is a model file, not a meshplan-plan/1 file (written by meshplan "
+                      "plan|estimate --out)");
+  }
+  SECTION("another version of the right kind is left to the reader, which names the version") {
+    nlohmann::json newer = nlohmann::json::parse(test::read_config("models/llama3-8b.json"));
+    newer["schema"] = "meshplan-model/2";
+    const std::string file = test::write_temp_file("model-v2.json", newer.dump());
+    expect_kind_error({"ledger", "--model", file},
+                      file + ": $.schema: is \"meshplan-model/2\"; expected \"meshplan-model/1\" "
+                      "(is this the right kind of file?)");
+  }
 }
 
 TEST_CASE("fp8 needs FP8 tensor cores", "[errors]") {

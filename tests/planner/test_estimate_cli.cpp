@@ -67,3 +67,31 @@ TEST_CASE("estimate refuses what it cannot estimate", "[estimate]") {
   CHECK(bad_trace.exit_code == 2);
   CHECK_THAT(bad_trace.err, Catch::Contains("/nonexistent/dir/t.json: cannot be written"));
 }
+
+TEST_CASE("estimate refuses an empty or unwritable output path, naming the flag", "[estimate]") {
+  // An empty path is never an output file: refused while the flags are parsed, not ignored.
+  for (const std::string flag : {"--out", "--trace"}) {
+    INFO(flag);
+    const test::CliResult r = test::run({"estimate", "--model", "llama3-8b", flag, ""});
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err == "meshplan: error: " + flag +
+                       ": an empty path is never a valid output file; give a file name\n"
+                       "Run with --help for the flags and their units.\n");
+  }
+  // A folder is not a file: named with its flag, before anything is estimated or written.
+  const std::string folder = test::temp_dir();
+  for (const std::string flag : {"--out", "--trace"}) {
+    INFO(flag);
+    const test::CliResult r = test::run({"estimate", "--model", "llama3-8b", flag, folder});
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err == "meshplan: error: " + flag + " " + folder +
+                       ": exists and is not a regular file (a directory, device or pipe); "
+                       "expected a file name to write\n");
+  }
+  const test::CliResult missing = test::run(
+      {"estimate", "--model", "llama3-8b", "--out", "/nonexistent/dir/plan.json"});
+  CHECK(missing.exit_code == 2);
+  CHECK_THAT(missing.err, Catch::Contains("--out /nonexistent/dir/plan.json: cannot be written"));
+}

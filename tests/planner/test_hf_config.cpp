@@ -1,6 +1,11 @@
 // Hugging Face config.json files give the same model as our presets.
 #include <catch2/catch.hpp>
 
+#include <fstream>
+#include <functional>
+
+#include <nlohmann/json.hpp>
+
 #include "costmodel/param_count.hpp"
 #include "planner/config/input_error.hpp"
 #include "planner/config/loaders.hpp"
@@ -45,4 +50,99 @@ TEST_CASE("a missing required HF key names the key", "[hf]") {
       "nolayers.json", R"({"model_type": "llama", "hidden_size": 4096, "vocab_size": 32000,
        "num_attention_heads": 32, "intermediate_size": 11008, "max_position_embeddings": 4096})");
   CHECK_THROWS_WITH(load_model(file), Catch::Contains("$.num_hidden_layers: missing"));
+}
+
+namespace {
+
+/// The config.json of tests/data/hf/<folder> with `change` applied, written to a temp file
+/// named `name`.
+std::string changed_config(const std::string& folder, const std::string& name,
+                           const std::function<void(nlohmann::json&)>& change) {
+  std::ifstream in(test::data_file("hf/" + folder + "/config.json"));
+  nlohmann::json config = nlohmann::json::parse(in);
+  change(config);
+  return test::write_temp_file(name, config.dump(2));
+}
+
+}  // namespace
+
+TEST_CASE("hidden_act: the Llama family's MLP is gated whatever the activation", "[hf]") {
+  // LlamaMLP is down(act(gate(x)) x up(x)) for every hidden_act: "gelu" makes it GeGLU, the
+  // same three matrices and saved tensors as SwiGLU, so the same 8,030,261,248 parameters.
+  for (const char* act : {"silu", "gelu", "gelu_pytorch_tanh"}) {
+    INFO(act);
+    const ModelSpec m = load_model(changed_config(
+        "llama3-8b", std::string("act-") + act + ".json",
+        [&](nlohmann::json& c) { c["hidden_act"] = act; }));
+    CHECK(m.ffn_type == FfnType::kSwiglu);
+    CHECK(count_params(m).total == 8'030'261'248);
+  }
+  // LlamaConfig's default is "silu".
+  const ModelSpec absent = load_model(changed_config(
+      "llama3-8b", "act-absent.json", [](nlohmann::json& c) { c.erase("hidden_act"); }));
+  CHECK(absent.ffn_type == FfnType::kSwiglu);
+}
+
+TEST_CASE("an unknown activation is refused, not guessed", "[hf]") {
+  const std::string llama = changed_config(
+      "llama3-8b", "act-swiglu.json", [](nlohmann::json& c) { c["hidden_act"] = "swiglu"; });
+  CHECK_THROWS_WITH(load_model(llama),
+                    llama + ": $.hidden_act: \"swiglu\" is not an activation meshplan knows; "
+                    "expected one of transformers' activation names (closest: \"silu\", "
+                    "\"swish\", \"gelu\"), or write a meshplan-model/1 file with its ffn_type "
+                    "(configs/README.md)");
+  const std::string number = changed_config(
+      "llama3-8b", "act-number.json", [](nlohmann::json& c) { c["hidden_act"] = 1; });
+  CHECK_THROWS_WITH(load_model(number),
+                    number + ": $.hidden_act: must be an activation name, got 1");
+  const std::string gpt2 = changed_config("gpt2", "act-geglu.json", [](nlohmann::json& c) {
+    c["activation_function"] = "geglu";
+  });
+  CHECK_THROWS_WITH(load_model(gpt2), Catch::StartsWith(
+                                          gpt2 + ": $.activation_function: \"geglu\" is not an "
+                                                 "activation meshplan knows;"));
+  // GPT2Config reads activation_function only; a different hidden_act beside it is refused.
+  const std::string both = changed_config("gpt2", "act-both.json", [](nlohmann::json& c) {
+    c["hidden_act"] = "silu";
+  });
+  CHECK_THROWS_WITH(load_model(both),
+                    both + ": $.hidden_act: is \"silu\", but GPT2Config reads "
+                    "activation_function (\"gelu_new\") and ignores hidden_act; remove one of "
+                    "them");
+}
+
+TEST_CASE("GPT-2's MLP width is n_inner; intermediate_size is not read", "[hf]") {
+  // n_inner 1024 instead of 4 x 768 = 3072: each layer loses the c_fc and c_proj weights
+  // (2 x 768 x 2048) and the c_fc bias (2048): 124,439,808 - 12 x (3,145,728 + 2,048) =
+  // 86,666,496.
+  const ModelSpec inner = load_model(changed_config(
+      "gpt2", "n-inner.json", [](nlohmann::json& c) { c["n_inner"] = 1024; }));
+  CHECK(inner.ffn_hidden_size == 1024);
+  CHECK(inner.ffn_type == FfnType::kGelu);
+  CHECK(count_params(inner).total == 86'666'496);
+  // null is GPT2Config's default: 4 x n_embd = 3072.
+  CHECK(load_model(changed_config("gpt2", "n-inner-null.json",
+                                  [](nlohmann::json& c) { c["n_inner"] = nullptr; }))
+            .ffn_hidden_size == 3072);
+  // transformers ignores intermediate_size in a gpt2 config; one that is not the width built
+  // is refused rather than read or dropped silently, one that is the width is fine.
+  const std::string other = changed_config("gpt2", "intermediate-2048.json", [](nlohmann::json& c) {
+    c["intermediate_size"] = 2048;
+  });
+  CHECK_THROWS_WITH(load_model(other),
+                    other + ": $.intermediate_size: is 2048, but a gpt2 MLP is n_inner wide "
+                    "(3072: n_inner absent or null, 4 x n_embd), and transformers ignores "
+                    "intermediate_size; give the width as n_inner");
+  const std::string with_inner = changed_config("gpt2", "intermediate-inner.json",
+                                                [](nlohmann::json& c) {
+                                                  c["n_inner"] = 1024;
+                                                  c["intermediate_size"] = 4096;
+                                                });
+  CHECK_THROWS_WITH(load_model(with_inner),
+                    with_inner + ": $.intermediate_size: is 4096, but a gpt2 MLP is n_inner wide "
+                    "(1024), and transformers ignores intermediate_size; give the width as "
+                    "n_inner");
+  CHECK(load_model(changed_config("gpt2", "intermediate-3072.json",
+                                  [](nlohmann::json& c) { c["intermediate_size"] = 3072; }))
+            .ffn_hidden_size == 3072);
 }

@@ -1,9 +1,16 @@
 // Every shipped preset loads strictly, and `meshplan presets` lists them.
 #include <catch2/catch.hpp>
 
+#include <sstream>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
 #include "costmodel/param_count.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/presets.hpp"
+#include "planner/config/profile_loader.hpp"
+#include "planner/report/format.hpp"
 #include "tests/support/cli_runner.hpp"
 
 using namespace meshplan;
@@ -58,4 +65,68 @@ TEST_CASE("meshplan presets prints the three tables", "[presets]") {
   CHECK_THAT(r.out, Catch::Contains("989.4"));
   CHECK_THAT(r.out, Catch::Contains("gb200-nvl72"));
   CHECK(test::run({"presets", "widgets"}).exit_code == 2);
+}
+
+namespace {
+
+/// The cells of the row of `name` in a rendered table (split on runs of spaces), or {}.
+std::vector<std::string> row_cells(const std::string& table, const std::string& name) {
+  std::istringstream lines(table);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream words(line);
+    std::vector<std::string> cells;
+    for (std::string w; words >> w;) cells.push_back(w);
+    if (!cells.empty() && cells.front() == name) return cells;
+  }
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("meshplan presets profiles lists every shipped profile", "[presets]") {
+  const test::CliResult r = test::run({"presets", "profiles"});
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.empty());
+  CHECK_THAT(r.out, Catch::StartsWith("Profiles (achieved fractions of the GPU's dense peak and "
+                                      "HBM bandwidth; busbw as nccl-tests, GB = 1e9 bytes;"));
+  CHECK_THAT(r.out, Catch::Contains("provenance  GEMM eff  flash attn eff  HBM eff  "
+                                    "NVLink busbw GB/s  NIC busbw GB/s  collective fits"));
+  // One row per file of configs/profiles, with the numbers load_profile reads from it.
+  for (const std::string& name : preset_names(PresetKind::kProfile)) {
+    INFO(name);
+    const Profile p = load_profile(name);
+    const nlohmann::json file =
+        nlohmann::json::parse(test::read_config("profiles/" + name + ".json"));
+    CHECK(row_cells(r.out, name) ==
+          std::vector<std::string>{name, p.gpu, file["provenance"]["kind"].get<std::string>(),
+                                   fixed(p.gemm.peak_efficiency, 3),
+                                   fixed(p.flash_attention_efficiency, 3),
+                                   fixed(p.hbm_efficiency, 3),
+                                   fixed(p.links.nvlink.busbw_bytes_per_s / 1e9, 0),
+                                   fixed(p.links.nic_busbw_bytes_per_s / 1e9, 0),
+                                   std::to_string(p.collectives.size())});
+  }
+  // configs/profiles/h100.json by hand: gemm.peak_efficiency 0.803 (794.5 of 989 TFLOP/s),
+  // flash_attention_efficiency 0.52, hbm_efficiency 0.88, links.nvlink.busbw_bytes_per_s 370e9
+  // and links.nic_busbw_bytes_per_s 46e9 (GB = 1e9 bytes: 370 and 46).
+  const std::vector<std::string> h100 = row_cells(r.out, "h100");
+  REQUIRE(h100.size() == 9);
+  CHECK(std::vector<std::string>(h100.begin(), h100.begin() + 8) ==
+        std::vector<std::string>{"h100", "h100-sxm", "published", "0.803", "0.520", "0.880",
+                                 "370", "46"});
+}
+
+TEST_CASE("meshplan presets lists the profiles too, and the errors' hint runs", "[presets]") {
+  const test::CliResult all = test::run({"presets"});
+  REQUIRE(all.exit_code == 0);
+  CHECK_THAT(all.out, Catch::Contains("\nProfiles (achieved fractions"));
+  CHECK_THAT(all.out, Catch::EndsWith(test::run({"presets", "profiles"}).out));
+  // An unknown profile points at `meshplan presets profiles`, which now exists.
+  const test::CliResult unknown =
+      test::run({"estimate", "--model", "llama3-8b", "--profile", "h99"});
+  CHECK(unknown.exit_code == 2);
+  CHECK_THAT(unknown.err, Catch::Contains("unknown profile preset \"h99\"; closest: \"h100\", "
+                                          "\"h200\", \"a100\" (all: meshplan presets profiles;"));
+  CHECK_THAT(test::run({"presets", "widgets"}).err,
+             Catch::Contains("kind: widgets not in {models,gpus,clusters,profiles}"));
 }

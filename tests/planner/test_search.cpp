@@ -102,3 +102,43 @@ TEST_CASE("plan: impossible requests say what would be needed", "[search][cli]")
   CHECK(test::run({"plan", "--model", "llama3-405b", "--gpus", "8", "--out", "/tmp/never.json"})
             .exit_code == 2);
 }
+
+TEST_CASE("plan: --out and --memory-reserve are checked before the search", "[search][cli]") {
+  const test::CliResult empty =
+      test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--out", ""});
+  CHECK(empty.exit_code == 2);
+  CHECK(empty.out.empty());
+  CHECK_THAT(empty.err, Catch::Contains(
+                            "--out: an empty path is never a valid output file; give a file name"));
+  // The flag is named: the file is checked before the search (writing it after would not say).
+  const test::CliResult folder =
+      test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--out", test::temp_dir()});
+  CHECK(folder.exit_code == 2);
+  CHECK(folder.out.empty());
+  CHECK_THAT(folder.err, Catch::Contains("--out " + test::temp_dir() +
+                                         ": exists and is not a regular file"));
+  const test::CliResult missing = test::run(
+      {"plan", "--model", "llama3-8b", "--gpus", "8", "--out", "/nonexistent/dir/plan.json"});
+  CHECK(missing.exit_code == 2);
+  CHECK(missing.out.empty());
+  CHECK_THAT(missing.err, Catch::Contains("--out /nonexistent/dir/plan.json: cannot be written"));
+
+  // h100-sxm (dgx-h100's GPU) has memory_bytes 85,520,809,984 = 81,559 MiB (nvidia-smi) =
+  // 79.647 GiB, printed 79.65: a reserve of 100 GiB, or of 79.65 GiB, leaves nothing.
+  for (const char* reserve : {"100", "79.65"}) {
+    INFO(reserve);
+    const test::CliResult r = test::run(
+        {"plan", "--model", "llama3-8b", "--gpus", "8", "--memory-reserve", reserve});
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err == "meshplan: error: --memory-reserve " + std::string(reserve) +
+                       " GiB: the h100-sxm GPUs of dgx-h100 have 79.65 GiB each, and the reserve "
+                       "is kept free of that; give less than 79.65 (default 1)\n");
+  }
+  // 79.64 GiB is less: the search runs, and says nothing fits in the 85,520,809,984 -
+  // 79.64 x 2^30 = about 8.0e6 bytes left.
+  const test::CliResult under = test::run(
+      {"plan", "--model", "llama3-8b", "--gpus", "8", "--memory-reserve", "79.64"});
+  CHECK(under.exit_code == 0);
+  CHECK_THAT(under.out, Catch::Contains("No layout fits"));
+}
