@@ -246,6 +246,15 @@ BuiltProfile build_profile(const Records& records, const ProfileSettings& s) {
     }
   }
 
+  // Overlap: on the CPU backend MPI progresses a collective only inside MPI calls, so nothing
+  // overlaps it (the whole collective is exposed); on a GPU the base profile's NCCL share.
+  std::string comm_source = carried;
+  if (cpu) {
+    p.comm_sm_fraction = 1;
+    comm_source = "CPU backend: 1, nothing overlaps a collective (MPI progresses it only inside "
+                  "MPI calls, and meshplan-run's CPU ranks call MPI between their compute)";
+  }
+
   // Collectives: one fit per collective x tier x group size.
   std::map<std::tuple<int, int, std::int64_t>, std::vector<CollectivePoint>> groups;
   for (const CollectiveRecord& r : records.collectives) {
@@ -319,7 +328,14 @@ BuiltProfile build_profile(const Records& records, const ProfileSettings& s) {
                                    {"flash_attention_efficiency", flash_source},
                                    {"flash_attention2_efficiency", flash_source},
                                    {"hbm_efficiency", hbm_source},
+                                   {"comm_sm_fraction", comm_source},
                                    {"links", links_source}};
+  if (!p.collectives.empty()) {
+    built.profile_json["sources"]["collectives"] =
+        "one fit per collective x tier x group size " + by +
+        ": alpha and the large-message busbw by least squares (calibrate/fit.hpp), points = the "
+        "busbw of the mean time at each measured size";
+  }
   // The file must load with the strict reader; a failure here is a bug of this writer.
   profile_from_json(built.profile_json, "(profile being written)", "$");
 

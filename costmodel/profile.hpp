@@ -63,6 +63,12 @@ struct Profile {
   double flash_attention2_efficiency = 0.5;
   /// Achieved fraction of the datasheet HBM bandwidth for memory-bound ops (STREAM copy).
   double hbm_efficiency = 0.85;
+  /// Share of the SMs a collective occupies while it runs: NCCL runs one CUDA block per
+  /// channel, so channels / SMs (24 channels on 8 x A100 or H100 NVSwitch: 24/108, 24/132).
+  /// Compute overlapped with a collective runs on the other SMs (step_time.hpp,
+  /// exposed_beside). 1 where nothing overlaps (the CPU backend: MPI progresses only inside MPI
+  /// calls).
+  double comm_sm_fraction = 0.2;
   /// Link rates by tier (published defaults).
   LinkProfile links;
   /// Calibrated fits; when one matches a collective, tier and group size it replaces `links`.

@@ -10,6 +10,10 @@
 
 namespace meshplan {
 
+double exposed_beside(double comm_s, double compute_s, double sm_fraction) {
+  return std::max(comm_s - compute_s, sm_fraction * comm_s);
+}
+
 double StepBreakdown::total() const {
   return compute + recompute + tp_exposed + cp_exposed + fsdp_exposed + pp_p2p + bubble +
          dp_exposed + optimizer;
@@ -212,6 +216,7 @@ StepContext::StepContext(const ModelSpec& m, const TrainingSetup& s, const Clust
                                               ? p.flash_attention2_efficiency
                                               : p.flash_attention_efficiency;
   half_rates.hbm_efficiency = p.hbm_efficiency;
+  half_rates.comm_sm_fraction = p.comm_sm_fraction;
   gemm_rates = half_rates;  // the layers' linears run in fp8 with --precision fp8
   gemm_rates.gemm_peak_flops_per_s = *training_peak_flops(c.gpu, s.precision);
   if (s.precision == Precision::kFp8) {
@@ -242,8 +247,9 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
   const FrameworkConvention& overlap = setup.framework;
   e.peak_flops_per_s = x.half_rates.gemm_peak_flops_per_s;
   const double tp_hidden = 1.0 - overlap.tp_comm_overlap;
-  const double cp_fwd_exposed = std::max(0.0, layer.cp_forward - layer.attention_forward);
-  const double cp_bwd_exposed = std::max(0.0, layer.cp_backward - layer.attention_backward);
+  const double share = x.half_rates.comm_sm_fraction;
+  const double cp_fwd_exposed = exposed_beside(layer.cp_forward, layer.attention_forward, share);
+  const double cp_bwd_exposed = exposed_beside(layer.cp_backward, layer.attention_backward, share);
 
   const double layer_params = layer_params_after_tp(x.counts, l);
   const double grad_bytes = setup.framework.bytes_per_param(MemoryCategory::kGradients);
@@ -256,8 +262,8 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
   if (fsdp_per_microbatch) {
     const double ag = groups.dp_cp.time_s(Collective::kAllGather, layer_params * kHalf);
     const double rs = groups.dp_cp.time_s(Collective::kReduceScatter, layer_params * grad_bytes);
-    fsdp_fwd = std::max(0.0, ag - layer.forward);
-    fsdp_bwd = std::max(0.0, ag + rs - layer.backward);
+    fsdp_fwd = exposed_beside(ag, layer.forward, share);
+    fsdp_bwd = exposed_beside(ag + rs, layer.backward, share);
   }
 
   const double recompute_per_layer =
@@ -331,11 +337,12 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
       // ZeRO-2 keeps only its gradient shard, so each micro-batch's gradients are
       // reduce-scattered (Rajbhandari et al. 2020, sec. 5.2), each overlapping that
       // micro-batch's backward where the framework overlaps.
-      reduce = m * (overlap.dp_grad_overlap ? std::max(0.0, reduce - slowest.backward_s) : reduce);
+      reduce = m * (overlap.dp_grad_overlap ? exposed_beside(reduce, slowest.backward_s, share)
+                                            : reduce);
     } else if (overlap.dp_grad_overlap) {
-      reduce = std::max(0.0, reduce - slowest.backward_s);
+      reduce = exposed_beside(reduce, slowest.backward_s, share);
     }
-    if (overlap.dp_param_overlap) gather = std::max(0.0, gather - slowest.forward_s);
+    if (overlap.dp_param_overlap) gather = exposed_beside(gather, slowest.forward_s, share);
     bd.dp_exposed = reduce + gather;
   }
 

@@ -9,7 +9,8 @@
 // (ring attention overlaps it with attention compute), and ZeRO-3/FSDP gathers (overlapped with
 // layer compute). The pipeline runs m micro-batches: (m + (p - 1)/v) x the slowest stage's
 // time per micro-batch, plus 2 m v activation/gradient transfers on the critical path (1F1B
-// exchanges with its neighbours in step with its compute).
+// exchanges with its neighbours in step with its compute). Communication overlapped with compute
+// still holds some of the SMs while it runs (exposed_beside).
 // Then the data-parallel gradient reduction (all-reduce, or reduce-scatter + parameter
 // all-gather with ZeRO/the distributed optimizer; overlapped with the last micro-batch's
 // backward where the framework does; ZeRO-2 reduce-scatters every micro-batch's gradients) and
@@ -34,6 +35,16 @@
 #include "costmodel/profile.hpp"
 
 namespace meshplan {
+
+/// Seconds a collective of `comm_s` adds when it runs beside `compute_s` of compute that does
+/// not wait for it (overlap), on a GPU where the collective holds `sm_fraction` f of the SMs:
+/// the compute runs at (1 - f) of its rate while the collective runs, so the two end after
+/// max(comm_s, compute_s + f x comm_s), and max(comm_s - compute_s, f x comm_s) of it is
+/// exposed. f = 0: perfect overlap; f = 1: none. Seconds; preconditions: all >= 0, f <= 1.
+/// Source: NCCL runs each channel as one CUDA block on its own SM (NCCL_MIN/MAX_NCHANNELS,
+/// NCCL user guide), and a GEMM's time scales with the SMs it gets (wave quantization,
+/// compute_time.hpp).
+double exposed_beside(double comm_s, double compute_s, double sm_fraction);
 
 /// Seconds per step on the critical path, by component; they add up to the step time.
 struct StepBreakdown {

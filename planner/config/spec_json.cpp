@@ -120,6 +120,15 @@ TierBandwidth tier_bandwidth(StrictObject& o, const nlohmann::json& raw) {
   return t;
 }
 
+/// A byte count the schema calls an integer: written as one when it is a whole number that a
+/// double holds exactly (below 2^53), else as the number it is.
+nlohmann::json whole_bytes(double bytes) {
+  if (std::floor(bytes) == bytes && std::fabs(bytes) < 9007199254740992.0) {
+    return static_cast<std::int64_t>(bytes);
+  }
+  return bytes;
+}
+
 /// A fit's measured curve: [{"bytes": > 0, "busbw_bytes_per_s": > 0}, ...] in ascending,
 /// distinct sizes (as nccl-tests prints them), at least one point.
 std::vector<BusbwPoint> parse_busbw_points(const nlohmann::json& raw, const StrictObject& fit) {
@@ -135,8 +144,9 @@ std::vector<BusbwPoint> parse_busbw_points(const nlohmann::json& raw, const Stri
     const BusbwPoint point{o.positive_number("bytes"), o.positive_number("busbw_bytes_per_s")};
     if (!points.empty() && !(point.bytes > points.back().bytes)) {
       fit.fail("points" + at + ".bytes",
-               describe_json(point.bytes) + " must be larger than the point before it (" +
-                   describe_json(points.back().bytes) + "): sizes ascend, each once");
+               describe_json(whole_bytes(point.bytes)) +
+                   " must be larger than the point before it (" +
+                   describe_json(whole_bytes(points.back().bytes)) + "): sizes ascend, each once");
     }
     points.push_back(point);
   }
@@ -168,15 +178,6 @@ CollectiveFit parse_fit(const nlohmann::json& raw, const std::string& file,
 // ---------------------------------------------------------------------------------------------
 // Writing
 // ---------------------------------------------------------------------------------------------
-
-/// A byte count the schema calls an integer: written as one when it is a whole number that a
-/// double holds exactly (below 2^53), else as the number it is.
-nlohmann::json whole_bytes(double bytes) {
-  if (std::floor(bytes) == bytes && std::fabs(bytes) < 9007199254740992.0) {
-    return static_cast<std::int64_t>(bytes);
-  }
-  return bytes;
-}
 
 nlohmann::json peak_or_null(const std::optional<double>& peak) {
   return peak ? nlohmann::json(*peak) : nlohmann::json(nullptr);
@@ -269,6 +270,13 @@ nlohmann::json profile_to_json(const Profile& p) {
     }
     fits.push_back(std::move(fit));
   }
+  nlohmann::json sources = {{"gemm", copied},
+                             {"flash_attention_efficiency", copied},
+                             {"flash_attention2_efficiency", copied},
+                             {"hbm_efficiency", copied},
+                             {"comm_sm_fraction", copied},
+                             {"links", copied}};
+  if (!p.collectives.empty()) sources["collectives"] = copied;
   return {{"schema", kProfileSchema},
           {"name", p.name},
           {"description", p.description},
@@ -289,6 +297,7 @@ nlohmann::json profile_to_json(const Profile& p) {
           {"flash_attention_efficiency", p.flash_attention_efficiency},
           {"flash_attention2_efficiency", p.flash_attention2_efficiency},
           {"hbm_efficiency", p.hbm_efficiency},
+          {"comm_sm_fraction", p.comm_sm_fraction},
           {"links",
            {{"nvlink",
              {{"alpha_s", p.links.nvlink.alpha_s},
@@ -296,12 +305,7 @@ nlohmann::json profile_to_json(const Profile& p) {
             {"nic_busbw_bytes_per_s", p.links.nic_busbw_bytes_per_s},
             {"scale_out_alpha_s", p.links.scale_out_alpha_s}}},
           {"collectives", fits},
-          {"sources",
-           {{"gemm", copied},
-            {"flash_attention_efficiency", copied},
-            {"flash_attention2_efficiency", copied},
-            {"hbm_efficiency", copied},
-            {"links", copied}}}};
+          {"sources", sources}};
 }
 
 ModelSpec model_from_json(const nlohmann::json& json, const std::string& file,
@@ -404,7 +408,8 @@ Profile profile_from_json(const nlohmann::json& json, const std::string& file,
   StrictObject o = open_schema(
       json, file, path, kProfileSchema,
       {"name", "description", "gpu", "provenance", "gemm", "flash_attention_efficiency",
-       "flash_attention2_efficiency", "hbm_efficiency", "links", "collectives", "sources"});
+       "flash_attention2_efficiency", "hbm_efficiency", "comm_sm_fraction", "links",
+       "collectives", "sources"});
   Profile p;
   p.name = o.string("name");
   p.description = o.string("description");
@@ -436,6 +441,7 @@ Profile profile_from_json(const nlohmann::json& json, const std::string& file,
   p.flash_attention_efficiency = efficiency(o, json, "flash_attention_efficiency");
   p.flash_attention2_efficiency = efficiency(o, json, "flash_attention2_efficiency");
   p.hbm_efficiency = efficiency(o, json, "hbm_efficiency");
+  p.comm_sm_fraction = efficiency(o, json, "comm_sm_fraction");
 
   StrictObject links = o.object("links", {"nvlink", "nic_busbw_bytes_per_s", "scale_out_alpha_s"});
   const nlohmann::json& raw_links = json.at("links");
@@ -467,11 +473,16 @@ Profile profile_from_json(const nlohmann::json& json, const std::string& file,
     p.collectives.push_back(fit);
   }
 
-  // configs/README.md: each number with its source.
-  const std::vector<std::string> numbers = {"gemm", "flash_attention_efficiency",
-                                            "flash_attention2_efficiency", "hbm_efficiency",
-                                            "links"};
-  StrictObject sources = o.object("sources", numbers);
+  // configs/README.md: each number with its source; the collectives' source where there are any.
+  std::vector<std::string> numbers = {"gemm", "flash_attention_efficiency",
+                                      "flash_attention2_efficiency", "hbm_efficiency",
+                                      "comm_sm_fraction", "links"};
+  StrictObject sources = o.object("sources", [&] {
+    std::vector<std::string> keys = numbers;
+    keys.push_back("collectives");
+    return keys;
+  }());
+  if (!p.collectives.empty()) numbers.push_back("collectives");
   for (const std::string& key : numbers) {
     if (sources.string(key).empty())
       sources.fail(key, "is empty; expected where the number comes from");

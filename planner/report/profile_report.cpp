@@ -191,6 +191,8 @@ std::string attention_text(const ProfileDocument& doc) {
              gb_per_s(p.hbm_efficiency * doc.gpu.hbm_bandwidth_bytes_per_s) + " GB/s",
              "memory-bound ops, of the datasheet's " + gb_per_s(doc.gpu.hbm_bandwidth_bytes_per_s) +
                  " GB/s"});
+  t.add_row({"comm_sm_fraction", efficiency(p.comm_sm_fraction), "-",
+             "share of the SMs a collective holds; overlapped compute gets the rest"});
   return "Attention and memory-bound ops (achieved = efficiency x the GPU's peak; GB/s = 1e9 "
          "bytes/s):\n" +
          t.render();

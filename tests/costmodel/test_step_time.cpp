@@ -44,17 +44,35 @@ TEST_CASE("GEMM time: a mid-size GEMM pays the ramp, the waves and the k overhea
 
 TEST_CASE("TP communication: 4 crossings per layer per micro-batch at the NVLink rate", "[step]") {
   // llama3-8b, tp 8 on one dgx-h100 node, 1 micro-batch of 1 x 4096 tokens, no sp: each layer
-  // all-reduces the [4096, 1, 4096] bf16 activation (33,554,432 bytes) twice forward and twice
-  // backward: 4 x (15e-6 + 33554432 x 2 x 7/8 / 370e9) = 4 x 173.7 us per layer, x 32 layers.
+  // all-reduces the [4096, 1, 4096] bf16 activation (33,554,432 bytes = 32 MiB) twice forward
+  // and twice backward. The h100 profile's measured 8-GPU all_reduce curve has a point at
+  // exactly 32 MiB, busbw 294.69 GB/s: 33554432 x 2 x 7/8 / 294.69e9 = 199.26 us per crossing.
   const ModelSpec m = load_model("llama3-8b");
   Layout l;
   l.tp = 8;
   l.gbs = 1;
-  const StepEstimate e =
-      estimate_step(m, l, test::megatron_setup(4096), load_cluster("dgx-h100"), load_profile("h100"));
-  const double per_crossing = 15e-6 + 33554432.0 * 2 * 7 / 8 / 370e9;
+  const ClusterSpec cluster = load_cluster("dgx-h100");
+  Profile profile = load_profile("h100");
+  const TrainingSetup setup = test::megatron_setup(4096);
+  const StepEstimate e = estimate_step(m, l, setup, cluster, profile);
+  const double measured = 33554432.0 * 2 * 7 / 8 / 294.69e9;
   // The first and last stage add the embedding all-reduce (one crossing) to the layers' 128.
-  CHECK(e.breakdown.tp_exposed == Approx((4 * 32 + 1) * per_crossing).epsilon(1e-9));
+  CHECK(e.breakdown.tp_exposed == Approx((4 * 32 + 1) * measured).epsilon(1e-9));
+  // Without the measured curves, the links' line: 15e-6 + 33554432 x 2 x 7/8 / 370e9 = 173.7 us.
+  profile.collectives.clear();
+  const StepEstimate line = estimate_step(m, l, setup, cluster, profile);
+  const double per_crossing = 15e-6 + 33554432.0 * 2 * 7 / 8 / 370e9;
+  CHECK(line.breakdown.tp_exposed == Approx((4 * 32 + 1) * per_crossing).epsilon(1e-9));
+}
+
+TEST_CASE("a collective beside compute exposes what outlasts it, or its share of the SMs",
+          "[step]") {
+  // max(comm - compute, f x comm): 10 us beside 30 us of GEMM with 20% of the SMs taken: the
+  // GEMM runs at 80% for 10 us, 2 us late; 30 us beside 10 us: 20 us past the GEMM.
+  CHECK(exposed_beside(10e-6, 30e-6, 0.2) == Approx(2e-6));
+  CHECK(exposed_beside(30e-6, 10e-6, 0.2) == Approx(20e-6));
+  CHECK(exposed_beside(10e-6, 30e-6, 0.0) == 0.0);     // perfect overlap
+  CHECK(exposed_beside(10e-6, 30e-6, 1.0) == 10e-6);   // none
 }
 
 TEST_CASE("the pipeline terms: bubble (p-1)/v of the slowest stage, 2 m v transfers", "[step]") {
@@ -100,6 +118,7 @@ TEST_CASE("the estimate follows the profile: a slower NVLink exposes more TP tim
   l.tp = 8;
   l.gbs = 1;
   Profile fast = load_profile("h100");
+  fast.collectives.clear();  // the links alone, so that halving them halves every collective
   Profile slow = fast;
   slow.links.nvlink.busbw_bytes_per_s /= 2;
   const ClusterSpec c = load_cluster("dgx-h100");

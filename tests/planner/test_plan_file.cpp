@@ -248,10 +248,12 @@ TEST_CASE("the from_json readers name the nested JSON path of a bad field", "[pl
   Profile with_fits = load_profile("h100");
   with_fits.collectives.push_back({Collective::kAllReduce, Tier::kNvlink, 3, 10e-6, 300e9, {}});
   with_fits.collectives.push_back({Collective::kAllReduce, Tier::kNvlink, 3, 11e-6, 290e9, {}});
+  const std::string last = std::to_string(with_fits.collectives.size() - 1);
+  const std::string before = std::to_string(with_fits.collectives.size() - 2);
   CHECK_THROWS_WITH(
       profile_from_json(profile_to_json(with_fits), "plan.json", "$.inputs.profile"),
-      Catch::StartsWith("plan.json: $.inputs.profile.collectives[1]: repeats the fit of "
-                        "$.inputs.profile.collectives[0]"));
+      Catch::StartsWith("plan.json: $.inputs.profile.collectives[" + last +
+                        "]: repeats the fit of $.inputs.profile.collectives[" + before + "]"));
   // A plan's profile may name the plan's GPU even where it is no preset.
   nlohmann::json profile = profile_to_json(load_profile("h100"));
   profile["gpu"] = "my-gpu";

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "costmodel/collectives/collective.hpp"
 #include "costmodel/compute_time.hpp"
 #include "costmodel/placement.hpp"
@@ -32,6 +34,14 @@ std::string broken_profile(const std::string& name, const std::string& from,
   REQUIRE(at != std::string::npos);
   text.replace(at, from.size(), to);
   return test::write_temp_file(name, text);
+}
+
+/// The h100 profile preset with its collectives replaced by `fits`, the text of a JSON member
+/// `"collectives": [...]`, written to a temp file.
+std::string with_fits(const std::string& name, const std::string& fits) {
+  nlohmann::json profile = nlohmann::json::parse(test::read_config("profiles/h100.json"));
+  profile["collectives"] = nlohmann::json::parse("{" + fits + "}").at("collectives");
+  return test::write_temp_file(name, profile.dump(2));
 }
 
 /// load_profile(file) throws an InputError naming `file` and containing `expected`.
@@ -72,8 +82,29 @@ TEST_CASE("every shipped profile loads and names an existing GPU", "[profiles]")
     const Profile p = load_profile(name);
     CHECK(p.name == name);
     CHECK_NOTHROW(load_gpu(p.gpu));
-    CHECK(p.collectives.empty());  // published defaults; calibration fills the fits
+    // Published 8-GPU NVSwitch curves (tier nvlink, group of 8): each fit's busbw is its
+    // largest measured size's, and its alpha makes the line meet the curve's smallest point.
+    for (const CollectiveFit& f : p.collectives) {
+      INFO(to_string(f.collective));
+      CHECK(f.tier == Tier::kNvlink);
+      CHECK(f.group_size == 8);
+      REQUIRE(f.points.size() >= 10);
+      CHECK(f.busbw_bytes_per_s == f.points.back().busbw_bytes_per_s);
+      const BusbwPoint& first = f.points.front();
+      const double factor = bus_bandwidth_factor(f.collective, 8);
+      CHECK(f.alpha_s + first.bytes * factor / f.busbw_bytes_per_s ==
+            Approx(first.bytes * factor / first.busbw_bytes_per_s).epsilon(0.01));
+    }
   }
+  // The a100 all_gather at 64 MiB, as superbenchmark's nccl-tests output prints it: 154.65 GB/s,
+  // so Megatron's sp all-gathers of a 64 MiB activation take 2^26 x 7/8 / 154.65e9 = 379.7 us,
+  // the time printed beside it.
+  const Profile a100 = load_profile("a100");
+  const auto ag = std::find_if(a100.collectives.begin(), a100.collectives.end(),
+                               [](const CollectiveFit& f) { return f.collective == Collective::kAllGather; });
+  REQUIRE(ag != a100.collectives.end());
+  CHECK(interpolated_busbw(ag->points, 67108864) == Approx(154.65e9));
+  CHECK(67108864.0 * 7 / 8 / interpolated_busbw(ag->points, 67108864) == Approx(379.7e-6).epsilon(1e-3));
   // Each profile describes the GPU of the cluster preset it is meant for.
   CHECK(load_profile("a100").gpu == load_cluster("dgx-a100").gpu.name);  // a100-80g
   CHECK(load_profile("h100").gpu == load_cluster("dgx-h100").gpu.name);  // h100-sxm
@@ -113,17 +144,24 @@ TEST_CASE("collective_bandwidth uses the profile's links for a TP group of 8 on 
           "[profiles]") {
   const ClusterSpec cluster = load_cluster("dgx-h100");
   const Profile profile = load_profile("h100");
-  // TP group {0..7}: one 8-GPU node, so the NVLink tier: the links' {15 us, 370 GB/s}.
+  // TP group {0..7}: one 8-GPU node, so the NVLink tier. Broadcast has no measured curve in the
+  // h100 preset: the links' {15 us, 370 GB/s}.
   const GroupSpan tp = group_span(ranks(0, 8), cluster);
   REQUIRE(group_tier(tp) == Tier::kNvlink);
-  const TierBandwidth nv = collective_bandwidth(profile, Collective::kAllReduce, tp, cluster);
+  const TierBandwidth nv = collective_bandwidth(profile, Collective::kBroadcast, tp, cluster);
   CHECK(nv.alpha_s == 15e-6);
   CHECK(nv.busbw_bytes_per_s == 370e9);
+  CHECK(nv.points.empty());
+  // All-reduce has one (NVLS, 64 KiB to 16 GiB): its 16 GiB busbw 479.90 GB/s and its points.
+  const TierBandwidth ar = collective_bandwidth(profile, Collective::kAllReduce, tp, cluster);
+  CHECK(ar.busbw_bytes_per_s == 479.90e9);
+  CHECK(ar.points.size() == 19);
   // DP group {0, 8} under tp = 8: one GPU in each of two nodes, so the scale-out tier at
   // busbw min(370e9, 1 GPU x 46e9 x 8 NICs / 8 GPUs) = 46 GB/s; the 46 us measured at 16 ranks
   // scales with the tree's depth, 2 log2 2 / (2 log2 16) = 1/4: 11.5 us.
   const GroupSpan dp = group_span({0, 8}, cluster);
   const TierBandwidth so = collective_bandwidth(profile, Collective::kAllReduce, dp, cluster);
+  CHECK(so.points.empty());  // the curves are for the NVLink tier
   CHECK(so.alpha_s == Approx(46e-6 / 4));
   CHECK(so.busbw_bytes_per_s == 46e9);
   // A ring all-gather over 1024 ranks passes 1023 steps: 46 us x 1023 / 15.
@@ -133,7 +171,7 @@ TEST_CASE("collective_bandwidth uses the profile's links for a TP group of 8 on 
 }
 
 TEST_CASE("a calibrated fit replaces the links for its collective and tier only", "[profiles]") {
-  const std::string file = broken_profile("one-fit.json", R"("collectives": [])", kOneFit);
+  const std::string file = with_fits("one-fit.json", kOneFit);
   const Profile profile = load_profile(file);
   REQUIRE(profile.collectives.size() == 1);
   const CollectiveFit& fit = profile.collectives[0];
@@ -171,28 +209,56 @@ TEST_CASE("bad profiles name the file and the JSON path", "[profiles][errors]") 
     expect_profile_error(
         broken_profile("peak.json", "\"peak_efficiency\": 0.803", "\"peak_efficiency\": 0"),
         "$.gemm.peak_efficiency: must be a number in (0, 1], got 0");
+    expect_profile_error(
+        broken_profile("share.json", "\"comm_sm_fraction\": 0.1818", "\"comm_sm_fraction\": 24"),
+        "$.comm_sm_fraction: must be a number in (0, 1], got 24");
   }
   SECTION("an unknown collective name") {
     std::string fit = kOneFit;
     fit.replace(fit.find("all_reduce"), 10, "allreduce");
-    expect_profile_error(broken_profile("coll.json", R"("collectives": [])", fit),
+    expect_profile_error(with_fits("coll.json", fit),
                          "$.collectives[0].collective: \"allreduce\" is not allowed; expected "
                          "one of \"all_reduce\"");
   }
   SECTION("a group of one, a negative latency, a repeated fit") {
     std::string one = kOneFit;
     one.replace(one.find("\"group_size\": 8"), 15, "\"group_size\": 1");
-    expect_profile_error(broken_profile("g1.json", R"("collectives": [])", one),
+    expect_profile_error(with_fits("g1.json", one),
                          "$.collectives[0].group_size: must be at least 2");
     std::string negative = kOneFit;
     negative.replace(negative.find("10e-6"), 5, "-1e-6");
-    expect_profile_error(broken_profile("neg.json", R"("collectives": [])", negative),
+    expect_profile_error(with_fits("neg.json", negative),
                          "$.collectives[0].alpha_s: must be a number >= 0, got -1e-06");
     std::string twice = kOneFit;
     const std::string entry = twice.substr(twice.find('{'), twice.rfind('}') - twice.find('{') + 1);
     twice.insert(twice.rfind('}') + 1, ",\n    " + entry);
-    expect_profile_error(broken_profile("twice.json", R"("collectives": [])", twice),
+    expect_profile_error(with_fits("twice.json", twice),
                          "$.collectives[1]: repeats the fit of $.collectives[0]");
+  }
+  SECTION("a measured curve out of order or empty") {
+    std::string descending = kOneFit;
+    descending.replace(descending.find("\"busbw_bytes_per_s\": 300e9"), 26,
+                       R"("busbw_bytes_per_s": 300e9, "points": [
+       {"bytes": 2097152, "busbw_bytes_per_s": 100e9},
+       {"bytes": 1048576, "busbw_bytes_per_s": 80e9}])");
+    expect_profile_error(with_fits("desc.json", descending),
+                         "$.collectives[0].points[1].bytes: 1048576 must be larger than the "
+                         "point before it (2097152)");
+    std::string empty = kOneFit;
+    empty.replace(empty.find("\"busbw_bytes_per_s\": 300e9"), 26,
+                  R"("busbw_bytes_per_s": 300e9, "points": [])");
+    expect_profile_error(with_fits("empty.json", empty),
+                         "$.collectives[0].points: must be a non-empty array");
+    std::string zero = kOneFit;
+    zero.replace(zero.find("\"busbw_bytes_per_s\": 300e9"), 26,
+                 R"("busbw_bytes_per_s": 300e9, "points": [{"bytes": 0, "busbw_bytes_per_s": 1e9}])");
+    expect_profile_error(with_fits("zero.json", zero), "$.collectives[0].points[0].bytes:");
+  }
+  SECTION("a profile with fits needs their source") {
+    nlohmann::json profile = nlohmann::json::parse(test::read_config("profiles/h100.json"));
+    profile["sources"].erase("collectives");
+    expect_profile_error(test::write_temp_file("nosource.json", profile.dump(2)),
+                         "$.sources.collectives: missing");
   }
   SECTION("an unknown GPU and an unknown key") {
     expect_profile_error(broken_profile("gpu.json", "\"gpu\": \"h100-sxm\"", "\"gpu\": \"h100\""),

@@ -22,7 +22,7 @@ inline constexpr double kTargetMemoryMape = 0.10;
 /// OOM cases misclassified, either way.
 inline constexpr std::int64_t kTargetOomMisclassified = 0;
 
-// ---- Current regression bounds (measured 2026-11, rounded up to the next whole percent). ----
+// ---- Current regression bounds (measured 2026-11-30, rounded up to the next whole percent). -
 // `cases` is the number of comparisons the bound was measured on: a case that drops out (or a
 // new one) changes the MAPE, so the test asks for the bound to be measured again.
 struct MapeBound {
@@ -34,18 +34,18 @@ struct MapeBound {
 
 inline constexpr MapeBound kMapeBounds[] = {
     // source                   metric                cases  today (MAPE, worst case)
-    {"hagemann-selected", "step_time_s", 8, 0.28},        // 27.3%, worst -33.7%
-    {"korthikanti2022", "step_time_s", 9, 0.11},          // 10.5%, worst -15.5%
-    {"korthikanti2022", "mfu", 1, 0.12},                  // 11.1%
+    {"hagemann-selected", "step_time_s", 8, 0.27},        // 26.4%, worst -32.5%
+    {"korthikanti2022", "step_time_s", 9, 0.08},          // 7.5%, worst -11.3% (530B dp8)
+    {"korthikanti2022", "mfu", 1, 0.10},                  // 9.6%
     {"megatron-readme-h100", "tflops_per_gpu", 9, 0.15},  // 14.7%, worst +46.0% (1.7B)
     {"megatron-readme-h100", "mfu", 2, 0.20},             // 19.3%, worst +20.5%
-    {"narayanan2021-table1", "tflops_per_gpu", 10, 0.16}, // 15.6%, worst +21.0%
-    {"nemo-2407", "step_time_s", 12, 0.12},               // 11.0%, worst -19.3% (target met)
-    {"torchtitan-h100-202412", "step_time_s", 18, 0.32},  // 31.8%, worst -47.6%
+    {"narayanan2021-table1", "tflops_per_gpu", 10, 0.15}, // 14.1%, worst +20.2% (1.7B)
+    {"nemo-2407", "step_time_s", 12, 0.11},               // 10.6%, worst -18.2% (target met)
+    {"torchtitan-h100-202412", "step_time_s", 18, 0.30},  // 29.2%, worst -47.2%
     {"torchtitan-h100-202412", "peak_bytes", 18, 0.04},   // 3.7%, worst -9.2%
-    {"overall", "step_time_s", 47, 0.22},                 // 21.6%
-    {"overall", "tflops_per_gpu", 19, 0.16},              // 15.2%
-    {"overall", "mfu", 3, 0.17},                          // 16.6%
+    {"overall", "step_time_s", 47, 0.20},                 // 19.8%
+    {"overall", "tflops_per_gpu", 19, 0.15},              // 14.4%
+    {"overall", "mfu", 3, 0.17},                          // 16.1%
     {"overall", "peak_bytes", 18, 0.04},                  // 3.7% (target 10%: met)
 };
 
