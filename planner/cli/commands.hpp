@@ -21,7 +21,7 @@ CommandAction add_plan_command(CLI::App& app);
 /// `meshplan estimate`: step time and its breakdown (estimate_command.cpp).
 CommandAction add_estimate_command(CLI::App& app);
 
-/// `meshplan presets [models|gpus|clusters]` (presets_command.cpp).
+/// `meshplan presets [models|gpus|clusters|profiles]` (presets_command.cpp).
 CommandAction add_presets_command(CLI::App& app);
 
 /// `meshplan export PLAN.json --format FORMAT` (export_command.cpp).

@@ -126,7 +126,20 @@ TEST_CASE("calibrate profile writer: the file loads with load_profile and follow
     CHECK(f.alpha_s == Approx(truth.alpha_s).epsilon(0.01));
     CHECK(f.busbw_bytes_per_s ==
           Approx(static_cast<double>(i + 1) * truth.busbw_bytes_per_s).epsilon(0.01));
+    // The measured curve: one point per verified size 8 B x 4^0 .. 4^11 = 8 B .. 32 MiB (12
+    // sizes; 4^12 x 8 B = 128 MiB is past the 64 MiB end), busbw of the measured time,
+    // S F / (alpha + S F / busbw); the unverified 1 MiB record is left out.
+    REQUIRE(f.points.size() == 12);
+    const double busbw = static_cast<double>(i + 1) * truth.busbw_bytes_per_s;
+    const double factor = bus_bandwidth_factor(f.collective, 2);
+    for (const BusbwPoint& point : f.points) {
+      const double s = point.bytes;
+      CHECK(point.busbw_bytes_per_s ==
+            Approx(s * factor / (truth.alpha_s + s * factor / busbw)).epsilon(1e-9));
+    }
   }
+  // The profile on a CPU overlaps nothing: MPI progresses a collective only inside MPI calls.
+  CHECK(p.comm_sm_fraction == 1.0);
   // links.nvlink is the all-reduce fit; scale-out rates stay the base profile's.
   CHECK(p.links.nvlink.busbw_bytes_per_s == Approx(truth.busbw_bytes_per_s).epsilon(0.01));
   CHECK(p.links.nic_busbw_bytes_per_s == load_profile("h100").links.nic_busbw_bytes_per_s);
