@@ -21,6 +21,9 @@ namespace meshplan::calibrate {
 struct DeviceDescription {
   std::string name;                             ///< CPU model or GPU name
   double memory_bytes = 0;                      ///< host memory or GPU memory, bytes
+  /// GPU memory free when the device was described (cudaMemGetInfo), bytes; 0 on the CPU,
+  /// where memory_bytes (physical memory) is the limit.
+  double free_memory_bytes = 0;
   std::int64_t sms = 1;                         ///< streaming multiprocessors (1 on a CPU)
   std::map<std::string, std::string> versions;  ///< runtime, driver, library versions
 };

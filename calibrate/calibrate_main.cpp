@@ -105,6 +105,14 @@ Setup make_setup(const Options& o, const MpiContext& ctx) {
     base = *published;
   }
   s.profile.base = load_profile(base, "--base-profile");
+  const std::string base_note =
+      profile_gpu_note(s.profile.base, gpu, "a calibration against " + gpu + " as its base");
+  if (!base_note.empty()) {
+    s.notes.push_back("note: --base-profile " + base + ": " + base_note +
+                      "; the values this run does not measure (FlashAttention efficiency, the "
+                      "NIC rate across nodes) are carried over from it; give a --base-profile of " +
+                      gpu + " where one exists (meshplan presets profiles)");
+  }
   s.profile.base_name = s.profile.base.name;
   s.profile.name = o.name.empty() ? file_stem(o.out) : o.name;
   s.profile.backend = s.backend->kind();
@@ -122,13 +130,26 @@ Setup make_setup(const Options& o, const MpiContext& ctx) {
   s.inputs.plan = make_sweep_plan(s.mode, s.backend->kind());
   if (!o.model.empty()) {
     const ModelSpec model = load_model(o.model, "--model");
+    const std::int64_t seq = o.seq > 0 ? o.seq : model.seq_length;
     try {
-      s.inputs.model_shapes =
-          model_gemm_shapes(model, o.tp, o.mbs, o.seq > 0 ? o.seq : model.seq_length);
+      s.inputs.model_shapes = model_gemm_shapes(model, o.tp, o.mbs, seq);
     } catch (const std::invalid_argument& e) {
       throw InputError(std::string("--model/--tp: ") + e.what());
     }
-    if (!sel.gemm) s.notes.push_back("--model: its GEMMs are timed only with the gemm benchmark");
+    if (!sel.gemm) {
+      s.notes.push_back("--model: its GEMMs are timed only with the gemm benchmark");
+    } else if (cpu) {
+      // Before anything is allocated: every rank of this node holds one shape's operands at
+      // once, in the node's physical memory (sysconf: pages x page size, cpu_backend.cpp).
+      check_model_gemm_memory(s.inputs.model_shapes, 4, s.backend->gemm_dtype(), ctx.local_size,
+                              s.device.memory_bytes, "this node's physical memory", seq, o.mbs);
+    } else {
+      const bool free_known = s.device.free_memory_bytes > 0;
+      check_model_gemm_memory(
+          s.inputs.model_shapes, 2, s.backend->gemm_dtype(), 1,
+          free_known ? s.device.free_memory_bytes : s.device.memory_bytes,
+          free_known ? "this rank's GPU's free memory" : "this rank's GPU memory", seq, o.mbs);
+    }
   }
   s.inputs.fault = parse_fault(o.inject_fault);
   if (ctx.rank == 0) {

@@ -224,6 +224,10 @@ class CudaBackend final : public Backend {
     DeviceDescription d;
     d.name = properties_.name;
     d.memory_bytes = static_cast<double>(properties_.totalGlobalMem);
+    std::size_t free_bytes = 0, total_bytes = 0;
+    if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess) {
+      d.free_memory_bytes = static_cast<double>(free_bytes);
+    }
     d.sms = properties_.multiProcessorCount;
     int runtime = 0, driver = 0, nccl = 0;
     cudaRuntimeGetVersion(&runtime);

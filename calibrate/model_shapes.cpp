@@ -1,7 +1,10 @@
 #include "calibrate/model_shapes.hpp"
 
+#include <cstdio>
 #include <stdexcept>
 #include <string>
+
+#include "planner/config/input_error.hpp"
 
 namespace meshplan::calibrate {
 
@@ -47,6 +50,54 @@ std::vector<GemmShape> model_gemm_shapes(const ModelSpec& model, std::int64_t tp
   shapes.push_back({tokens, h, head_out, head + " backward data"});
   shapes.push_back({h, head_out, tokens, head + " backward weight"});
   return shapes;
+}
+
+double gemm_operand_bytes(const GemmShape& s, double bytes_per_element) {
+  const double m = static_cast<double>(s.m), n = static_cast<double>(s.n),
+               k = static_cast<double>(s.k);
+  return (m * k + k * n + m * n) * bytes_per_element;
+}
+
+namespace {
+
+/// "141.5 GiB" (GiB = 2^30 bytes).
+std::string gib_text(double bytes) {
+  char text[48];
+  std::snprintf(text, sizeof text, "%.1f GiB", bytes / (1024.0 * 1024.0 * 1024.0));
+  return text;
+}
+
+}  // namespace
+
+void check_model_gemm_memory(const std::vector<GemmShape>& shapes, double bytes_per_element,
+                             const std::string& dtype, int ranks_sharing, double memory_bytes,
+                             const std::string& memory_what, std::int64_t seq, std::int64_t mbs) {
+  const GemmShape* largest = nullptr;
+  double largest_bytes = 0;
+  for (const GemmShape& s : shapes) {
+    const double bytes = gemm_operand_bytes(s, bytes_per_element);
+    if (bytes > largest_bytes) {
+      largest_bytes = bytes;
+      largest = &s;
+    }
+  }
+  const double ranks = static_cast<double>(ranks_sharing < 1 ? 1 : ranks_sharing);
+  const double limit = 0.5 * memory_bytes;
+  if (largest == nullptr || largest_bytes * ranks <= limit) return;
+  const std::string shape = std::to_string(largest->m) + " x " + std::to_string(largest->n) +
+                            " x " + std::to_string(largest->k);
+  std::string per_rank =
+      "needs " + gib_text(largest_bytes) + " of " + dtype + " operands (A, B and C) per rank";
+  if (ranks > 1) {
+    per_rank += ", " + gib_text(largest_bytes * ranks) + " for the " +
+                std::to_string(static_cast<int>(ranks)) + " ranks that share it";
+  }
+  throw InputError("--seq " + std::to_string(seq) + " --mbs " + std::to_string(mbs) +
+                   ": the GEMM " + largest->source + " (m x n x k = " + shape + ", " +
+                   std::to_string(mbs * seq) + " tokens = mbs x seq) " + per_rank +
+                   ", more than half of " + memory_what + " (" + gib_text(memory_bytes) +
+                   ", half: " + gib_text(limit) + "); give a smaller --seq or --mbs (or a "
+                   "larger --tp), so that mbs x seq tokens fit");
 }
 
 }  // namespace meshplan::calibrate

@@ -40,17 +40,25 @@ int parse_options(int argc, char** argv, Options& o, std::ostream& out, std::ost
   app.add_option("--out", o.out, "Profile to write (atomically; raw records to <out>.records.json)")
       ->capture_default_str()
       ->check(output_file());
-  app.add_option("--name", o.name, "The profile's name (default: --out's file name without .json)");
+  // A flag that names something refuses an empty value rather than taking the default.
+  app.add_option("--name", o.name, "The profile's name (default: --out's file name without .json)")
+      ->check(non_empty("a profile name"));
   app.add_option("--gpu", o.gpu,
                  "GPU preset the rates are expressed against (efficiency = measured / its "
-                 "datasheet); default: detected from the device name (cuda), h100-sxm (cpu)");
+                 "datasheet); default: detected from the device name (cuda), h100-sxm (cpu)")
+      ->check(non_empty("a GPU preset name (meshplan presets gpus)"));
   app.add_option("--base-profile", o.base_profile,
                  "Profile preset (meshplan presets profiles) or file for what is not measured "
                  "(FlashAttention efficiency, NIC rate across nodes); default: the published "
-                 "profile of --gpu");
+                 "profile of --gpu (a profile of another GPU gets a note)")
+      ->check(non_empty("a profile preset name (meshplan presets profiles) or a profile.json "
+                        "path"));
   app.add_option("--model", o.model,
                  "Also time this model's GEMM shapes (a preset, a meshplan-model/1 file or a "
-                 "Hugging Face config.json) at --tp, --mbs, --seq");
+                 "Hugging Face config.json) at --tp, --mbs, --seq; refused when one shape's "
+                 "operands need more than half of the memory (the CPU backend: the node's "
+                 "physical memory over its ranks; CUDA: the GPU's free memory)")
+      ->check(non_empty("a model preset name (meshplan presets models) or a model file"));
   app.add_option("--tp", o.tp, "Tensor-parallel degree for --model's GEMMs")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1024}))
       ->capture_default_str();

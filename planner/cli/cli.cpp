@@ -61,6 +61,9 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   } catch (const InputError& e) {
     err << "meshplan: error: " << e.what() << "\n";
     return kInputErrorExitCode;
+  } catch (const NothingFits& e) {
+    err << "meshplan: " << e.what() << "\n";
+    return kNothingFitsExitCode;
   } catch (const std::exception& e) {
     err << "meshplan: internal error: " << e.what() << " (this is a bug; please report it)\n";
     return 1;

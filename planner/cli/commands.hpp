@@ -5,12 +5,25 @@
 
 #include <functional>
 #include <ostream>
+#include <stdexcept>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
 namespace meshplan {
 
 using CommandAction = std::function<void(std::ostream& out, std::ostream& err)>;
+
+/// Exit code of `meshplan plan` when no layout fits (after printing why, as usual): scripts can
+/// tell "nothing fits" (3) from bad input (2) and success (0).
+inline constexpr int kNothingFitsExitCode = 3;
+
+/// Thrown by a command after it has printed its whole answer, when that answer is "nothing
+/// fits". run_cli prints "meshplan: <what()>" on stderr and exits with kNothingFitsExitCode.
+class NothingFits : public std::runtime_error {
+ public:
+  explicit NothingFits(const std::string& message) : std::runtime_error(message) {}
+};
 
 /// `meshplan ledger`: the memory ledger and time to train (ledger_command.cpp).
 CommandAction add_ledger_command(CLI::App& app);

@@ -17,6 +17,7 @@
 #include "planner/config/profile_loader.hpp"
 #include "planner/plan/plan.hpp"
 #include "planner/plan/plan_file.hpp"
+#include "planner/report/atomic_write.hpp"
 #include "planner/report/format.hpp"
 #include "planner/report/step_report.hpp"
 
@@ -55,7 +56,10 @@ CommandAction add_estimate_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--profile", o->profile,
                   "Achieved rates: a profile preset (meshplan presets profiles) or a profile.json "
-                  "from meshplan-calibrate (default: the shipped profile of the cluster's GPU)");
+                  "from meshplan-calibrate (default: the shipped profile of the cluster's GPU; "
+                  "a profile of another GPU gets a note on stderr)")
+      ->check(non_empty("a profile preset name (meshplan presets profiles) or a profile.json "
+                        "path"));
   cmd->add_option("--gpus", o->gpus, "GPUs [count], up to 1048576 (default: dp x tp x pp x cp)")
       ->check(positive_up_to(1 << 20));
   add_framework_option(*cmd, o->framework);
@@ -89,7 +93,7 @@ CommandAction add_estimate_command(CLI::App& app) {
     plan_option->excludes(cmd->get_option(name));
   }
 
-  return [o](std::ostream& out, std::ostream& /*err*/) {
+  return [o](std::ostream& out, std::ostream& err) {
     // The outputs must be distinct files, neither the plan being read, and all writable before
     // anything is written.
     auto same = [](const std::string& a, const std::string& b) {
@@ -105,9 +109,11 @@ CommandAction add_estimate_command(CLI::App& app) {
     if (!o->trace.empty()) check_output_flag("--trace", o->trace);
     std::vector<std::string> notes;
     Plan plan;
+    std::string label;  // the profile, as errors name it
     if (!o->plan.empty()) {
       plan = read_plan(o->plan, "--plan");
       notes.push_back("inputs and layout from " + o->plan);
+      label = profile_label(plan.profile, "", "the profile in --plan " + o->plan);
     } else {
       if (o->model.empty()) throw InputError("estimate: give --model or --plan");
       const ModelSpec model = load_model(o->model, "--model");
@@ -129,13 +135,31 @@ CommandAction add_estimate_command(CLI::App& app) {
       if (o->profile.empty()) notes.push_back("profile " + profile_name + " (default for " +
                                               cluster.gpu.name + "; set --profile)");
       plan = make_plan(model, cluster, profile, rl.setup, rl.layout);
+      label = profile_label(profile, o->profile);
     }
     const StepEstimate& e = plan.estimate;
+    note_profile_gpu(err, plan.profile, plan.cluster);
+    // Nothing is printed or written from numbers that are not finite.
+    require_finite_estimate(e, plan.layout, plan.setup, label);
     const StepReportInputs inputs{plan.model, plan.layout, plan.setup, plan.cluster,
                                   plan.profile.name, notes};
-    // Files first: a file that cannot be written fails the command before anything is printed.
-    if (!o->out.empty()) write_plan(o->out, plan);
-    if (!o->trace.empty()) write_step_trace(o->trace, e, plan.layout);
+    // Files first, all or none: a file that cannot be written fails the command before anything
+    // is printed, and leaves the other outputs as they were.
+    OutputSet outputs;
+    if (!o->out.empty()) {
+      outputs.add_written_by(
+          "--out", o->out, [&plan](const std::string& temporary) { write_plan(temporary, plan); });
+    }
+    if (!o->trace.empty()) {
+      std::string trace;
+      try {
+        trace = step_trace_text(e, plan.layout);
+      } catch (const InputError& error) {
+        throw InputError("--trace " + o->trace + ": " + error.what());
+      }
+      outputs.add("--trace", o->trace, std::move(trace));
+    }
+    outputs.commit();
     out << (o->json ? step_json(inputs, e).dump(2) + "\n" : render_step(inputs, e));
     if (!o->out.empty() && !o->json) out << "\nplan written to " << o->out << "\n";
   };

@@ -5,10 +5,17 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include <algorithm>
+#include <set>
+
 #include "planner/config/closest_names.hpp"
 #include "planner/config/input_error.hpp"
+#include "planner/config/presets.hpp"
+#include "planner/config/profile_loader.hpp"
 #include "planner/config/size_bounds.hpp"
 #include "planner/report/atomic_write.hpp"
+#include "planner/report/format.hpp"
+#include "planner/report/layout_summary.hpp"
 
 namespace meshplan {
 
@@ -67,6 +74,14 @@ CLI::Validator output_file() {
       "FILE");
 }
 
+CLI::Validator non_empty(const std::string& what) {
+  return CLI::Validator(
+      [what](std::string& text) -> std::string {
+        return text.empty() ? "is empty; expected " + what : std::string();
+      },
+      "TEXT");
+}
+
 void check_output_flag(const std::string& flag, const std::string& path) {
   try {
     check_writable_target(path);
@@ -97,6 +112,19 @@ CLI::Validator whole_up_to(std::int64_t max) {
 
 
 }  // namespace
+
+std::int64_t default_global_batch(std::int64_t seq) {
+  return std::max<std::int64_t>(1, kDefaultBatchTokens / std::max<std::int64_t>(1, seq));
+}
+
+std::int64_t default_estimate_global_batch(std::int64_t dp, std::int64_t mbs, std::int64_t pp,
+                                           std::int64_t vpp, std::int64_t seq) {
+  const std::int64_t unit = dp * mbs * (vpp > 1 ? pp : 1);
+  const std::int64_t fill = dp * mbs * pp * vpp;
+  const std::int64_t target = default_global_batch(seq);
+  const std::int64_t rounded = std::max<std::int64_t>(1, (target + unit / 2) / unit) * unit;
+  return std::max(fill, rounded);
+}
 
 void add_framework_option(CLI::App& cmd, std::string& framework) {
   std::string help = "Framework convention for bytes per parameter and sharding:";
@@ -162,7 +190,10 @@ void add_layout_options(CLI::App& cmd, LayoutFlags& f) {
   cmd.add_option("--vpp", f.vpp, "Virtual pipeline stages (model chunks) per rank; > 1 is the interleaved 1F1B schedule")
       ->capture_default_str()->check(positive);
   cmd.add_option("--mbs", f.mbs, "Micro-batch size [sequences]")->capture_default_str()->check(positive);
-  cmd.add_option("--gbs", f.gbs, "Global batch [sequences] (default: dp x mbs x pp x vpp, enough micro-batches to fill the pipeline)")
+  cmd.add_option("--gbs", f.gbs,
+                 "Global batch [sequences] (default: about 4M tokens as `plan` takes, 4194304 / "
+                 "seq, rounded to whole dp x mbs (x pp with --vpp > 1) and at least dp x mbs x pp "
+                 "x vpp; e.g. seq 8192, dp 2: 512, 256 micro-batches)")
       ->check(whole_up_to(kMaxGbs));
   cmd.add_option("--seq", f.seq, "Sequence length [tokens] (default: the model's seq_length)")->check(positive);
   cmd.add_option("--zero", f.zero, "ZeRO stage: 0 none, 1 optimizer states (Megatron distributed optimizer), 2 + gradients, 3 + parameters (FSDP)")
@@ -201,13 +232,31 @@ ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, cons
   l.sp = f.sp;
   l.stage_layers = f.stage_layers;
   l.recompute = *parse_recompute(f.recompute);
+  const std::int64_t seq = f.seq > 0 ? f.seq : model.seq_length;
   if (f.gbs > 0) {
     l.gbs = f.gbs;
   } else {
-    l.gbs = l.dp * f.mbs * f.pp * f.vpp;
-    r.notes.push_back("gbs " + std::to_string(l.gbs) +
-                      " (default: dp x mbs x pp x vpp, enough micro-batches to fill the pipeline; "
-                      "memory is the same for any larger gbs; set --gbs)");
+    // As `meshplan plan` defaults: about 4M tokens per step, in whole micro-batches per replica
+    // (and whole rounds of pp micro-batches for the interleaved schedule), and at least one
+    // micro-batch per stage and chunk.
+    const double fill = static_cast<double>(l.dp) * static_cast<double>(f.mbs) *
+                        static_cast<double>(f.pp) * static_cast<double>(f.vpp);
+    if (fill > static_cast<double>(kMaxGbs)) {
+      throw InputError("--gbs: the default needs at least dp x mbs x pp x vpp = " +
+                       CLI::detail::to_string(fill) + " sequences, beyond the " +
+                       std::to_string(kMaxGbs) + " meshplan handles; give smaller degrees");
+    }
+    l.gbs = default_estimate_global_batch(l.dp, f.mbs, f.pp, f.vpp, seq);
+    const std::int64_t m = l.gbs / (l.dp * f.mbs);
+    const double bubble = static_cast<double>(f.pp - 1) / static_cast<double>(f.vpp * m);
+    r.notes.push_back(
+        "gbs " + std::to_string(l.gbs) +
+        " (default: about 4M tokens per step as meshplan plan takes: 4194304 / seq " +
+        std::to_string(seq) + ", rounded to whole dp x mbs" + (f.vpp > 1 ? " x pp" : "") +
+        ", at least dp x mbs x pp x vpp; " + std::to_string(m) + " micro-batches" +
+        (f.pp > 1 ? ", bubble (pp - 1) / (vpp x micro-batches) = " + fixed(100 * bubble, 1) + "%"
+                  : std::string()) +
+        "; set --gbs)");
   }
   if (!framework.allows_zero(f.zero)) {
     std::string offered;
@@ -223,7 +272,7 @@ ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, cons
   }
   r.setup.framework = framework;
   r.setup.precision = precision;
-  r.setup.seq = f.seq > 0 ? f.seq : model.seq_length;
+  r.setup.seq = seq;
   if (f.seq <= 0) {
     r.notes.push_back("seq " + std::to_string(r.setup.seq) +
                       " (default: the model's seq_length, max_position_embeddings for a Hugging "
@@ -254,6 +303,144 @@ ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, cons
     throw InputError(message);
   }
   return r;
+}
+
+std::string profile_label(const Profile& profile, const std::string& given,
+                          const std::string& source) {
+  std::string file = source;
+  if (file.empty()) {
+    try {
+      file = resolve_preset(PresetKind::kProfile, given.empty() ? profile.name : given);
+    } catch (const InputError&) {
+      file = given;  // loaded already, so this does not happen; the name alone is still clear
+    }
+  }
+  return "profile " + profile.name + (file.empty() ? "" : " (" + file + ")");
+}
+
+std::string profile_gpu_note(const Profile& profile, const std::string& gpu,
+                             const std::string& used_for) {
+  if (profile.gpu == gpu) return "";
+  return "profile " + profile.name + " is for " + profile.gpu + ", used for " + used_for +
+         ": its efficiencies are " + profile.gpu + "'s, not " + gpu + "'s";
+}
+
+void note_profile_gpu(std::ostream& err, const Profile& profile, const ClusterSpec& cluster) {
+  const std::string gpu = cluster.gpu.name;
+  const std::string note =
+      profile_gpu_note(profile, gpu, "a cluster of " + gpu + " (" + cluster.name + ")");
+  if (note.empty()) return;
+  err << "note: " << note << "; give --profile with a profile of " << gpu
+      << " (meshplan presets profiles), or measure one with meshplan-calibrate\n";
+}
+
+namespace {
+
+/// "NaN", "inf", "-inf" or the number (%g).
+std::string number_text(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", v);
+  return text;
+}
+
+// The profile values each part of the step time is computed from (configs/profiles/README.md).
+const char* const kComputeValues =
+    "gemm.peak_efficiency, gemm.half_efficiency_flops, gemm.k_overhead, "
+    "gemm.fp8_peak_efficiency, flash_attention_efficiency, flash_attention2_efficiency, "
+    "hbm_efficiency";
+const char* const kCommunicationValues =
+    "links.nvlink.alpha_s, links.nvlink.busbw_bytes_per_s, links.nic_busbw_bytes_per_s, "
+    "links.scale_out_alpha_s, collectives[*].alpha_s, collectives[*].busbw_bytes_per_s, "
+    "collectives[*].points, comm_sm_fraction";
+
+/// Throws the InputError of require_finite_estimate when any of `values` (name, seconds or
+/// rate) is not finite or the step time is not > 0. The breakdown `b` says which profile values
+/// to check: compute parts come from the GEMM, attention and HBM rates, communication parts
+/// from the links and collective fits.
+void require_finite(double step_time_s, const std::vector<std::pair<std::string, double>>& values,
+                    const StepBreakdown& b, const Layout& layout, const TrainingSetup& setup,
+                    const std::string& label) {
+  bool bad = !(step_time_s > 0) || !std::isfinite(step_time_s);
+  for (const auto& [name, v] : values) bad = bad || !std::isfinite(v);
+  if (!bad) return;
+  const std::pair<const char*, double> parts[] = {
+      {"compute", b.compute},       {"recompute", b.recompute},       {"tp_exposed", b.tp_exposed},
+      {"cp_exposed", b.cp_exposed}, {"fsdp_exposed", b.fsdp_exposed}, {"pp_p2p", b.pp_p2p},
+      {"bubble", b.bubble},         {"dp_exposed", b.dp_exposed},     {"optimizer", b.optimizer}};
+  std::string bad_parts;
+  bool compute = false, communication = false, optimizer = false;
+  for (const auto& [name, v] : parts) {
+    if (std::isfinite(v)) continue;
+    bad_parts += (bad_parts.empty() ? "" : ", ") + std::string(name) + " " + number_text(v) + " s";
+    const std::string n = name;
+    if (n == "compute" || n == "recompute") {
+      compute = true;
+    } else if (n == "optimizer") {
+      optimizer = true;
+    } else if (n != "bubble") {  // the bubble is the stages' time again: it says nothing new
+      communication = true;
+    }
+  }
+  std::set<std::string> listed = {"breakdown", "step_time_s"};  // said elsewhere
+  for (const auto& [name, v] : values) {
+    if (!std::isfinite(v) && listed.insert(name).second) {
+      bad_parts += (bad_parts.empty() ? "" : ", ") + name + " " + number_text(v);
+    }
+  }
+  if (!compute && !communication && !optimizer) {
+    compute = communication = true;  // only a total (or the bubble) overflowed
+  }
+  std::string check;
+  if (compute) check += kComputeValues;
+  if (optimizer && !compute) check += "hbm_efficiency";
+  if (communication) check += std::string(check.empty() ? "" : ", ") + kCommunicationValues;
+  const bool finite = std::isfinite(step_time_s);
+  throw InputError(
+      label + ": its numbers give " +
+      (finite ? "a step time of " + number_text(step_time_s) + " s (not > 0)"
+              : "a non-finite step time (" + number_text(step_time_s) + " s)") +
+      " for " + layout_summary(layout, setup) + (bad_parts.empty() ? "" : " (" + bad_parts + ")") +
+      "; check the profile's " + check +
+      " for absurd values (such as 1e308 or 5e-324): plausible rates give every part a finite "
+      "time > 0 (configs/profiles/README.md says what each value means)");
+}
+
+}  // namespace
+
+void require_finite_estimate(const StepEstimate& e, const Layout& layout,
+                             const TrainingSetup& setup, const std::string& label) {
+  std::vector<std::pair<std::string, double>> values = {
+      {"step_time_s", e.step_time_s},
+      {"tokens_per_s", e.tokens_per_s},
+      {"tokens_per_s_per_gpu", e.tokens_per_s_per_gpu},
+      {"tflops_per_gpu", e.tflops_per_gpu},
+      {"mfu", e.mfu},
+      {"hfu", e.hfu},
+      {"p2p_s", e.p2p_s}};
+  const StepBreakdown& b = e.breakdown;
+  for (const double v : {b.compute, b.recompute, b.tp_exposed, b.cp_exposed, b.fsdp_exposed,
+                         b.pp_p2p, b.bubble, b.dp_exposed, b.optimizer}) {
+    values.emplace_back("breakdown", v);
+  }
+  for (const StageTimes& st : e.stages) {
+    values.emplace_back("a stage's forward_s", st.forward_s);
+    values.emplace_back("a stage's backward_s", st.backward_s);
+  }
+  require_finite(e.step_time_s, values, b, layout, setup, label);
+}
+
+void require_finite_step(double step_time_s, double tokens_per_s, double mfu,
+                         const StepBreakdown& b, const Layout& layout, const TrainingSetup& setup,
+                         const std::string& label) {
+  std::vector<std::pair<std::string, double>> values = {
+      {"step_time_s", step_time_s}, {"tokens_per_s", tokens_per_s}, {"mfu", mfu}};
+  for (const double v : {b.compute, b.recompute, b.tp_exposed, b.cp_exposed, b.fsdp_exposed,
+                         b.pp_p2p, b.bubble, b.dp_exposed, b.optimizer}) {
+    values.emplace_back("breakdown", v);
+  }
+  require_finite(step_time_s, values, b, layout, setup, label);
 }
 
 }  // namespace meshplan

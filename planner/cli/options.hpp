@@ -2,6 +2,7 @@
 #pragma once
 
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,8 @@
 #include "costmodel/layout.hpp"
 #include "costmodel/memory_ledger.hpp"
 #include "costmodel/precision.hpp"
+#include "costmodel/profile.hpp"
+#include "costmodel/step_time.hpp"
 
 namespace meshplan {
 
@@ -25,9 +28,29 @@ CLI::Validator number_in(double min, double max);
 /// names the flag: "--out: an empty path is never a valid output file; give a file name").
 CLI::Validator output_file();
 
+/// A flag whose value names something (--profile, --gpu, --model, --name): refuses an empty
+/// value at parse time, which would otherwise fall back to the default silently. CLI11 names
+/// the flag: "--profile: is empty; expected <what>".
+CLI::Validator non_empty(const std::string& what);
+
 /// check_writable_target(path) with the error naming `flag` ("--out plan.json: ..."), for
 /// commands that check every output before they compute or write anything.
 void check_output_flag(const std::string& flag, const std::string& path);
+
+/// Tokens per global batch `plan` takes when --gbs is not given, and `estimate` / `ledger`
+/// aim at: about 4M (Llama 2 and 3, GPT-3's largest runs).
+inline constexpr std::int64_t kDefaultBatchTokens = 4 * 1024 * 1024;
+
+/// plan's default global batch [sequences]: max(1, kDefaultBatchTokens / seq).
+std::int64_t default_global_batch(std::int64_t seq);
+
+/// estimate's and ledger's default global batch [sequences] for a layout: default_global_batch
+/// rounded to the nearest whole multiple of dp x mbs (x pp with vpp > 1, the interleaved
+/// schedule's rounds), and at least dp x mbs x pp x vpp (one micro-batch per stage and chunk).
+/// Example: dp 2, mbs 1, pp 4, seq 8192: 4194304 / 8192 = 512 sequences, 256 micro-batches,
+/// bubble (4 - 1) / 256 = 1.2%. Preconditions: all >= 1, dp x mbs x pp x vpp fits in int64.
+std::int64_t default_estimate_global_batch(std::int64_t dp, std::int64_t mbs, std::int64_t pp,
+                                           std::int64_t vpp, std::int64_t seq);
 
 /// --framework NAME (default "textbook"), checked against the known conventions at parse time.
 void add_framework_option(CLI::App& cmd, std::string& framework);
@@ -71,7 +94,7 @@ void add_layout_options(CLI::App& cmd, LayoutFlags& flags);
 struct ResolvedLayout {
   Layout layout;
   TrainingSetup setup;
-  std::vector<std::string> notes;  ///< "gbs 8 (default: dp x mbs x pp ...)"
+  std::vector<std::string> notes;  ///< "gbs 512 (default: about 4M tokens per step ...)"
 };
 
 /// Resolves defaults against the model and GPU and validates the layout. Throws InputError
@@ -80,5 +103,37 @@ struct ResolvedLayout {
 ResolvedLayout resolve_layout(const LayoutFlags& flags, const ModelSpec& model, const GpuSpec& gpu,
                               const FrameworkConvention& framework, Precision precision,
                               std::optional<std::int64_t> gpus);
+
+/// How errors name a profile: "profile NAME (FILE)" with the file it was read from (a preset
+/// resolved under configs/profiles/, or the path given); `given`: the --profile value, empty
+/// when the default was taken. `source` overrides the file ("plan.json's inputs") when the
+/// profile came from elsewhere.
+std::string profile_label(const Profile& profile, const std::string& given,
+                          const std::string& source = "");
+
+/// The note printed (on stderr, after "note: ") when a profile describes another GPU than the
+/// one it is used for: "profile a100 is for a100-80g, used for <used_for>: its efficiencies are
+/// a100-80g's, not h100-sxm's" (`used_for`: "a cluster of h100-sxm (dgx-h100)"); callers add
+/// what to do. Empty when the profile's "gpu" is `gpu`.
+std::string profile_gpu_note(const Profile& profile, const std::string& gpu,
+                             const std::string& used_for);
+
+/// Prints "note: <profile_gpu_note>; give --profile with a profile of <GPU> ..." on `err` when
+/// `profile` is for another GPU than `cluster`'s (estimate, plan); nothing otherwise.
+void note_profile_gpu(std::ostream& err, const Profile& profile, const ClusterSpec& cluster);
+
+/// Throws InputError when a number estimate prints or writes is not finite (the step time,
+/// tokens/s, TFLOP/s, MFU, HFU, a breakdown component, a stage time) or the step time is not
+/// > 0: a profile the schema accepts can still hold values (a k_overhead of 1e308, an
+/// efficiency of 5e-324) whose arithmetic overflows. The message names the profile (`label`,
+/// profile_label), the layout, the bad components and the profile values each comes from.
+void require_finite_estimate(const StepEstimate& estimate, const Layout& layout,
+                             const TrainingSetup& setup, const std::string& label);
+
+/// The same check for what a search ranked for one layout (step time, tokens/s, MFU and the
+/// breakdown it lists). Throws InputError as require_finite_estimate.
+void require_finite_step(double step_time_s, double tokens_per_s, double mfu,
+                         const StepBreakdown& breakdown, const Layout& layout,
+                         const TrainingSetup& setup, const std::string& label);
 
 }  // namespace meshplan

@@ -1,5 +1,6 @@
 // `meshplan plan`: search every layout of a GPU count, print the best ones and why the winner
-// won, and write the chosen plan.
+// won, and write the chosen plan. Exit codes: 0 a plan, 2 bad input, 3 nothing fits (the table
+// of rejections is printed all the same; with --out no file is written).
 #include <memory>
 #include <sstream>
 
@@ -10,7 +11,9 @@
 #include "planner/config/input_error.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
+#include "planner/plan/plan.hpp"
 #include "planner/plan/plan_file.hpp"
+#include "planner/report/atomic_write.hpp"
 #include "planner/report/format.hpp"
 #include "planner/report/plan_report.hpp"
 #include "planner/search/search.hpp"
@@ -18,9 +21,6 @@
 namespace meshplan {
 
 namespace {
-
-/// Tokens per global batch when --gbs is not given: about 4M (Llama 2/3, GPT-3's largest runs).
-constexpr std::int64_t kDefaultBatchTokens = 4 * 1024 * 1024;
 
 struct PlanOptions {
   std::string model;
@@ -52,7 +52,8 @@ CommandAction add_plan_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "plan",
       "Search every layout (dp x tp x pp x cp, vpp, micro-batch, ZeRO, recompute, sp) of a GPU "
-      "count, rank those that fit by step time, and explain the winner");
+      "count, rank those that fit by step time, and explain the winner. Exit code 0: a plan; "
+      "2: bad input; 3: nothing fits (the reasons are printed as usual)");
   cmd->add_option("--model", o->model, "Model: a preset name, a meshplan-model/1 file or a Hugging Face config.json")
       ->required();
   cmd->add_option("--cluster", o->cluster, "Cluster preset or JSON file")->capture_default_str();
@@ -61,7 +62,9 @@ CommandAction add_plan_command(CLI::App& app) {
       ->check(positive_up_to(1 << 20));
   cmd->add_option("--profile", o->profile,
                   "Profile preset (meshplan presets profiles) or profile.json (default: the "
-                  "shipped one of the cluster's GPU)");
+                  "shipped one of the cluster's GPU)")
+      ->check(non_empty("a profile preset name (meshplan presets profiles) or a profile.json "
+                        "path"));
   add_framework_option(*cmd, o->framework);
   add_precision_option(*cmd, o->precision);
   cmd->add_option("--gbs", o->gbs, "Global batch [sequences] (default: about 4M tokens: 4194304 / seq)")
@@ -100,10 +103,12 @@ CommandAction add_plan_command(CLI::App& app) {
       ->check(positive_up_to(1e18));
   cmd->add_flag("--pareto", o->pareto, "Also print the memory vs step-time Pareto front");
   cmd->add_flag("--json", o->json, "Print JSON instead of tables");
-  cmd->add_option("--out", o->out, "Write the best layout's plan.json (atomically)")
+  cmd->add_option("--out", o->out,
+                  "Write the best layout's plan.json (atomically; not written, exit code 3, when "
+                  "nothing fits)")
       ->check(output_file());
 
-  return [o](std::ostream& out, std::ostream& /*err*/) {
+  return [o](std::ostream& out, std::ostream& err) {
     // Before the search: a plan that could not be written would be found in vain.
     if (!o->out.empty()) check_output_flag("--out", o->out);
     const ModelSpec model = load_model(o->model, "--model");
@@ -134,10 +139,10 @@ CommandAction add_plan_command(CLI::App& app) {
     setup.attention = !o->attention.empty() ? *parse_attention(o->attention)
                       : cluster.gpu.flash_attention ? AttentionImpl::kFlash
                                                     : AttentionImpl::kEager;
-    const std::int64_t gbs =
-        o->gbs > 0 ? o->gbs : std::max<std::int64_t>(1, kDefaultBatchTokens / setup.seq);
+    const std::int64_t gbs = o->gbs > 0 ? o->gbs : default_global_batch(setup.seq);
     const Profile profile = load_profile(
         o->profile.empty() ? default_profile_name(cluster.gpu) : o->profile, "--profile");
+    note_profile_gpu(err, profile, cluster);
     SearchRequest request(model, cluster, profile, setup, o->gpus, gbs);
     auto pinned = [](std::int64_t v) {
       return v > 0 ? std::optional<std::int64_t>(v) : std::nullopt;
@@ -174,12 +179,25 @@ CommandAction add_plan_command(CLI::App& app) {
                        "into the GPU count, that --sp on comes with tp > 1, and that --zero is "
                        "one the framework offers)");
     }
-    std::string written;
-    if (!o->out.empty()) {
-      if (result.ranked.empty()) {
-        throw InputError("--out " + o->out + ": no layout fits, so there is no plan to write");
+    // Every listed layout has a finite time: a profile the schema accepts can still overflow,
+    // and NaN times would rank first (NaN compares false). The search itself keeps only the
+    // best top_k, so a non-finite layout it ranked below them is not seen here; those that are
+    // shown (and the Pareto front) are all checked, the best one included.
+    const std::string label = profile_label(profile, o->profile);
+    for (const std::vector<Candidate>* list : {&result.ranked, &result.pareto}) {
+      for (const Candidate& c : *list) {
+        require_finite_step(c.step_time_s, c.tokens_per_s, c.mfu, c.breakdown, c.layout, setup,
+                            label);
       }
-      write_plan(o->out, make_plan(model, cluster, profile, setup, result.ranked.front().layout));
+    }
+    std::string written;
+    if (!o->out.empty() && !result.ranked.empty()) {
+      const Plan plan = make_plan(model, cluster, profile, setup, result.ranked.front().layout);
+      require_finite_estimate(plan.estimate, plan.layout, plan.setup, label);
+      OutputSet outputs;
+      outputs.add_written_by(
+          "--out", o->out, [&plan](const std::string& temporary) { write_plan(temporary, plan); });
+      outputs.commit();
       written = o->out;
     }
     if (o->json) {
@@ -192,6 +210,12 @@ CommandAction add_plan_command(CLI::App& app) {
       if (o->gbs <= 0) out << "note: gbs " << gbs << " (default: about 4M tokens per batch; set --gbs)\n";
       out << render_plan(request, result);
       if (!written.empty()) out << "\nplan written to " << written << "\n";
+    }
+    if (result.ranked.empty()) {
+      throw NothingFits(
+          "no layout of " + std::to_string(o->gpus) + " GPUs fits" +
+          (o->out.empty() ? std::string() : "; --out " + o->out + " was not written") +
+          " (exit code 3; the reasons are listed above)");
     }
   };
 }

@@ -1,9 +1,10 @@
 // `meshplan profile show P [--svg DIR]`: a performance profile's tables (planner/report/
 // profile_report.hpp) and, with --svg, its plots: busbw against message size per collective and
 // tier, the links' line models, GEMM efficiency against work. Every plot is built before the
-// first file is written, every target is checked before any is written, and each file is
-// written atomically (report/atomic_write.hpp); the tables go to stdout only when all of that
-// succeeded, followed by the paths written.
+// first file is written, and the plots are written as one set, all or none
+// (report/atomic_write.hpp OutputSet): a plot that cannot be written leaves none of them, and
+// removes the folder again when --svg created it and nothing else is in it. The tables go to
+// stdout only when all of that succeeded, followed by the paths written.
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -33,17 +34,6 @@ void check_svg_dir(const std::string& dir) {
         "--svg " + dir + ": exists and is not a folder (" +
         (std::filesystem::is_regular_file(status) ? "a regular file" : "not a folder") +
         "); expected a folder to write the plots into (created when missing)");
-  }
-}
-
-/// Creates `dir` (and its parents) when missing. Throws InputError naming --svg otherwise.
-void create_svg_dir(const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec || !std::filesystem::is_directory(dir)) {
-    throw InputError("--svg " + dir + ": cannot create the folder (" +
-                     (ec ? ec.message() : std::string("not a folder")) +
-                     "); expected a folder you may write in, or a new one under such a folder");
   }
 }
 
@@ -80,17 +70,13 @@ CommandAction add_profile_command(CLI::App& app) {
 
     std::vector<std::string> written;
     if (!o->svg_dir.empty()) {
-      std::vector<std::pair<std::string, std::string>> files;  // path, content
+      OutputSet outputs;
       for (const NamedPlot& plot : profile_plots(doc)) {
-        files.emplace_back((std::filesystem::path(o->svg_dir) / plot.file_name).string(),
-                           render_svg(plot.plot));
+        outputs.add("--svg", (std::filesystem::path(o->svg_dir) / plot.file_name).string(),
+                    render_svg(plot.plot));
       }
-      create_svg_dir(o->svg_dir);
-      for (const auto& [path, content] : files) check_writable_target(path);
-      for (const auto& [path, content] : files) {
-        write_file_atomically(path, content);
-        written.push_back(path);
-      }
+      outputs.create_folder("--svg", o->svg_dir);
+      written = outputs.commit();
     }
     out << text;
     if (!written.empty()) {

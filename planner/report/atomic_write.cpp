@@ -1,17 +1,62 @@
 #include "planner/report/atomic_write.hpp"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
+#include <stdexcept>
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "planner/config/input_error.hpp"
 
 namespace meshplan {
 
+namespace {
+
+namespace fs = std::filesystem;
+
+/// The file a write to `path` lands in: the target of a symbolic link, else `path`.
+std::string final_path_of(const std::string& path) {
+  std::error_code ec;
+  if (!fs::is_symlink(path, ec)) return path;
+  const fs::path resolved = fs::weakly_canonical(path, ec);
+  return ec ? path : resolved.string();
+}
+
+/// Writes `content` to a new file `path` (created or truncated), flushed to the disk. Returns
+/// the empty string, or why it failed ("No space left on device").
+std::string write_whole_file(const std::string& path, const std::string& content) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    return "cannot create the temporary file " + path + " beside it: " + std::strerror(errno);
+  }
+  const char* data = content.data();
+  std::size_t left = content.size();
+  std::string failure;
+  while (left > 0 && failure.empty()) {
+    const ssize_t n = ::write(fd, data, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      failure = n < 0 ? std::strerror(errno) : "the write made no progress";
+    } else {
+      data += n;
+      left -= static_cast<std::size_t>(n);
+    }
+  }
+  if (failure.empty() && ::fsync(fd) != 0 && errno != EINVAL && errno != EROFS) {
+    failure = std::strerror(errno);
+  }
+  if (::close(fd) != 0 && failure.empty()) failure = std::strerror(errno);
+  return failure;
+}
+
+}  // namespace
+
 void check_writable_target(const std::string& path) {
-  namespace fs = std::filesystem;
   std::error_code ec;
   if (path.empty()) throw InputError("an output path is empty; expected a file name");
   const fs::path target = fs::is_symlink(path, ec) ? fs::weakly_canonical(path, ec) : fs::path(path);
@@ -34,7 +79,6 @@ void check_writable_target(const std::string& path) {
 
 void write_file_atomically(const std::string& path, const std::string& content) {
   check_writable_target(path);
-  namespace fs = std::filesystem;
   std::error_code ec;
   const std::string final_path =
       fs::is_symlink(path, ec) ? fs::weakly_canonical(path, ec).string() : path;
@@ -48,15 +92,162 @@ void write_file_atomically(const std::string& path, const std::string& content) 
     out << content;
     out.flush();
     if (!out) {
-      std::filesystem::remove(temporary);
+      std::filesystem::remove(temporary, ec);
       throw InputError(path + ": writing failed (disk full?)");
     }
   }
   std::filesystem::rename(temporary, final_path, ec);
   if (ec) {
-    std::filesystem::remove(temporary);
+    std::error_code ignored;
+    std::filesystem::remove(temporary, ignored);
     throw InputError(path + ": cannot be replaced: " + ec.message());
   }
+}
+
+std::string output_temporary_path(const std::string& target) {
+  return final_path_of(target) + ".tmp." + std::to_string(::getpid());
+}
+
+OutputSet::~OutputSet() {
+  if (!committed_) discard();
+}
+
+std::string OutputSet::label(const Entry& e) {
+  return e.flag.empty() ? e.target : e.flag + " " + e.target;
+}
+
+void OutputSet::add(const std::string& flag, const std::string& target, std::string content) {
+  entries_.push_back({flag, target, std::move(content), {}});
+}
+
+void OutputSet::add_written_by(const std::string& flag, const std::string& target,
+                               std::function<void(const std::string& temporary)> write) {
+  entries_.push_back({flag, target, std::string(), std::move(write)});
+}
+
+void OutputSet::create_folder(const std::string& flag, const std::string& dir) {
+  // The missing folders, from the outermost down to `dir`.
+  std::vector<fs::path> missing;
+  std::error_code ec;
+  for (fs::path p = fs::path(dir).lexically_normal(); !p.empty() && !fs::exists(p, ec);
+       p = p.parent_path()) {
+    missing.insert(missing.begin(), p);
+    if (p == p.parent_path()) break;
+  }
+  fs::create_directories(dir, ec);
+  for (const fs::path& p : missing) {
+    std::error_code exists_ec;
+    if (fs::is_directory(p, exists_ec)) created_folders_.push_back(p.string());
+  }
+  if (ec || !fs::is_directory(dir)) {
+    throw InputError(flag + " " + dir + ": cannot create the folder (" +
+                     (ec ? ec.message() : std::string("not a folder")) +
+                     "); expected a folder you may write in, or a new one under such a folder");
+  }
+}
+
+void OutputSet::check() const {
+  std::set<std::string> seen;
+  for (const Entry& e : entries_) {
+    try {
+      check_writable_target(e.target);
+    } catch (const InputError& error) {
+      throw InputError(e.flag.empty() ? std::string(error.what()) : e.flag + " " + error.what());
+    }
+    std::error_code ec;
+    const fs::path canonical = fs::weakly_canonical(e.target, ec);
+    const std::string key = ec ? e.target : canonical.string();
+    if (!seen.insert(key).second) {
+      throw InputError(label(e) + ": named by two outputs; give each output its own file");
+    }
+  }
+}
+
+std::vector<std::string> OutputSet::commit() {
+  check();
+  // Phase 1: every file to its temporary beside its target.
+  for (const Entry& e : entries_) {
+    const std::string temporary = output_temporary_path(e.target);
+    temporaries_.push_back(temporary);
+    std::string failure;
+    if (e.write) {
+      try {
+        e.write(temporary);
+      } catch (const std::exception& error) {
+        failure = error.what();
+      }
+    } else {
+      failure = write_whole_file(temporary, e.content);
+    }
+    if (!failure.empty()) {
+      discard();
+      throw InputError(label(e) + ": writing failed: " + failure +
+                       "; nothing was written (free some space or choose another path)");
+    }
+  }
+  // Phase 2: rename each into place, keeping a hard link of a replaced file until the end so
+  // that a later failure can put it back.
+  struct Renamed {
+    std::string final_path, backup;
+    bool existed = false;
+  };
+  std::vector<Renamed> renamed;
+  const std::string pid = std::to_string(::getpid());
+  std::string failure;
+  std::size_t failed_at = 0;
+  for (std::size_t i = 0; i < entries_.size(); ++i) {
+    Renamed r;
+    r.final_path = final_path_of(entries_[i].target);
+    std::error_code ec;
+    r.existed = fs::exists(r.final_path, ec);
+    if (r.existed) {
+      r.backup = r.final_path + ".old." + pid;
+      fs::remove(r.backup, ec);
+      if (::link(r.final_path.c_str(), r.backup.c_str()) != 0) r.backup.clear();
+    }
+    if (::rename(temporaries_[i].c_str(), r.final_path.c_str()) != 0) {
+      failure = std::strerror(errno);
+      failed_at = i;
+      if (!r.backup.empty()) fs::remove(r.backup, ec);
+      break;
+    }
+    renamed.push_back(r);
+  }
+  if (!failure.empty()) {
+    for (auto it = renamed.rbegin(); it != renamed.rend(); ++it) {
+      if (!it->backup.empty()) {
+        ::rename(it->backup.c_str(), it->final_path.c_str());
+      } else if (!it->existed) {
+        std::error_code ec;
+        fs::remove(it->final_path, ec);
+      }
+    }
+    temporaries_.erase(temporaries_.begin(),
+                       temporaries_.begin() + static_cast<std::ptrdiff_t>(renamed.size()));
+    discard();
+    throw InputError(label(entries_[failed_at]) +
+                     ": writing failed: cannot replace it: " + failure + "; nothing was written");
+  }
+  for (const Renamed& r : renamed) {
+    std::error_code ec;
+    if (!r.backup.empty()) fs::remove(r.backup, ec);
+  }
+  temporaries_.clear();
+  committed_ = true;
+  std::vector<std::string> targets;
+  for (const Entry& e : entries_) targets.push_back(e.target);
+  return targets;
+}
+
+void OutputSet::discard() noexcept {
+  std::error_code ec;
+  for (const std::string& t : temporaries_) fs::remove(t, ec);
+  temporaries_.clear();
+  // Deepest first; a folder that holds anything (fs::remove only removes empty ones) stays.
+  for (auto it = created_folders_.rbegin(); it != created_folders_.rend(); ++it) {
+    fs::remove(*it, ec);
+  }
+  created_folders_.clear();
 }
 
 }  // namespace meshplan

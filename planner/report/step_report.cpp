@@ -5,7 +5,6 @@
 #include "costmodel/pipeline_simulation.hpp"
 #include "costmodel/units.hpp"
 #include "planner/config/input_error.hpp"
-#include "planner/report/atomic_write.hpp"
 #include "planner/report/format.hpp"
 #include "planner/report/layout_summary.hpp"
 #include "planner/report/trace.hpp"
@@ -78,18 +77,17 @@ nlohmann::json step_json(const StepReportInputs& in, const StepEstimate& e) {
           {"p2p_s", e.p2p_s}};
 }
 
-void write_step_trace(const std::string& path, const StepEstimate& e, const Layout& layout) {
+std::string step_trace_text(const StepEstimate& e, const Layout& layout) {
   // About 100 bytes an event: a million events is a 100 MB file, about what a viewer opens.
   constexpr double kMaxEvents = 1e6;
   const double events = 3.0 * static_cast<double>(layout.pp) *
                         static_cast<double>(layout.vpp) *
                         static_cast<double>(layout.microbatches());
   if (events > kMaxEvents) {
-    throw InputError("--trace " + path + ": the step has about " + fixed(events, 0) +
+    throw InputError("the step has about " + fixed(events, 0) +
                      " events (pp x vpp x micro-batches x 3), more than the 1000000 a trace "
                      "viewer opens; trace a smaller --gbs");
   }
-  check_writable_target(path);
   PipelineTimes times;
   times.pp = layout.pp;
   times.vpp = layout.vpp;
@@ -120,7 +118,7 @@ void write_step_trace(const std::string& path, const StepEstimate& e, const Layo
   // simulation runs each stage at its own, so with uneven stages (embedding, LM head) it ends
   // a little earlier.
   trace["otherData"]["closed_form_step_time_s"] = e.step_time_s;
-  write_file_atomically(path, trace.dump() + "\n");
+  return trace.dump() + "\n";
 }
 
 }  // namespace meshplan

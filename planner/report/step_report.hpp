@@ -30,10 +30,12 @@ std::string render_step(const StepReportInputs& in, const StepEstimate& e);
 /// pp_p2p_s, bubble_s, dp_exposed_s, optimizer_s}, layout, notes, ...
 nlohmann::json step_json(const StepReportInputs& in, const StepEstimate& e);
 
-/// Simulates the pipeline of `e` (costmodel/pipeline_simulation.hpp) and writes its Chrome
-/// trace to `path` atomically, with the data-parallel and optimizer phases appended after the
-/// pipeline on every stage so that the events cover the whole step. Throws InputError when the
-/// file cannot be written.
-void write_step_trace(const std::string& path, const StepEstimate& e, const Layout& layout);
+/// Simulates the pipeline of `e` (costmodel/pipeline_simulation.hpp) and returns its Chrome
+/// trace as the text of a JSON file, with the data-parallel and optimizer phases appended after
+/// the pipeline on every stage so that the events cover the whole step. The caller writes it
+/// (report/atomic_write.hpp OutputSet, with the command's other outputs). Throws InputError
+/// "the step has about N events (...), more than the 1000000 a trace viewer opens; trace a
+/// smaller --gbs" (the caller puts "--trace PATH: " before it).
+std::string step_trace_text(const StepEstimate& e, const Layout& layout);
 
 }  // namespace meshplan

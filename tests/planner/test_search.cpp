@@ -84,23 +84,24 @@ TEST_CASE("plan: a table and an explanation; --out writes a plan that estimate r
 
 TEST_CASE("plan: impossible requests say what would be needed", "[search][cli]") {
   // tp 128 cannot divide Llama-3-8B's 32 heads: nothing fits, the reason is counted.
+  // Nothing fits: exit code 3 (test_cli_guards.cpp), the explanation printed as ever.
   const test::CliResult heads = test::run(
       {"plan", "--model", "llama3-8b", "--gpus", "128", "--tp", "128", "--allow-cross-node-tp"});
-  REQUIRE(heads.exit_code == 0);
+  REQUIRE(heads.exit_code == 3);
   CHECK_THAT(heads.out, Catch::Contains("No layout fits"));
   CHECK_THAT(heads.out, Catch::Contains("tp does not divide the attention heads"));
   // 405B on 8 GPUs: 405.9e9 x 18 bytes / 8 = 913 GB per GPU even sharded.
   const test::CliResult small = test::run({"plan", "--model", "llama3-405b", "--gpus", "8"});
-  REQUIRE(small.exit_code == 0);
+  REQUIRE(small.exit_code == 3);
   CHECK_THAT(small.out, Catch::Contains("more GPUs are needed"));
   CHECK_THAT(small.out, Catch::Contains("The least memory any layout needed"));
   // 12 GPUs on 8-GPU nodes.
   const test::CliResult nodes = test::run({"plan", "--model", "llama3-8b", "--gpus", "12"});
   CHECK(nodes.exit_code == 2);
   CHECK_THAT(nodes.err, Catch::Contains("nearest: 8 or 16"));
-  // --out with nothing to write.
+  // --out with nothing to write: the same code 3.
   CHECK(test::run({"plan", "--model", "llama3-405b", "--gpus", "8", "--out", "/tmp/never.json"})
-            .exit_code == 2);
+            .exit_code == 3);
 }
 
 TEST_CASE("plan: --out and --memory-reserve are checked before the search", "[search][cli]") {
@@ -139,6 +140,6 @@ TEST_CASE("plan: --out and --memory-reserve are checked before the search", "[se
   // 79.64 x 2^30 = about 8.0e6 bytes left.
   const test::CliResult under = test::run(
       {"plan", "--model", "llama3-8b", "--gpus", "8", "--memory-reserve", "79.64"});
-  CHECK(under.exit_code == 0);
+  CHECK(under.exit_code == 3);  // nothing fits
   CHECK_THAT(under.out, Catch::Contains("No layout fits"));
 }

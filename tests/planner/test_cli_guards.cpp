@@ -1,0 +1,234 @@
+// What estimate and plan refuse or say about their inputs: profiles whose numbers give no finite
+// step time, empty flag values, a profile of another GPU, the default global batch, and plan's
+// exit code when nothing fits. Numbers are derived in the comments.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "planner/cli/commands.hpp"
+#include "planner/cli/options.hpp"
+#include "planner/config/input_error.hpp"
+#include "planner/config/loaders.hpp"
+#include "planner/config/profile_loader.hpp"
+#include "planner/plan/plan.hpp"
+#include "tests/support/cli_runner.hpp"
+
+using namespace meshplan;
+using Catch::Contains;
+
+namespace {
+
+/// llama3-8b on dgx-h100 at tp 8 (8 GPUs: dp 1, pp 1), gbs 64, seq 8192, estimated with
+/// `profile`.
+Plan tp8_plan(const Profile& profile) {
+  const ModelSpec model = load_model("llama3-8b");
+  const ClusterSpec cluster = load_cluster("dgx-h100");
+  LayoutFlags flags;
+  flags.tp = 8;
+  flags.gbs = 64;
+  const ResolvedLayout rl = resolve_layout(flags, model, cluster.gpu, require_framework("megatron"),
+                                           Precision::kBf16, std::nullopt);
+  return make_plan(model, cluster, profile, rl.setup, rl.layout);
+}
+
+/// The h100 preset written to a file with `edit` applied to its JSON.
+std::string edited_h100(const std::string& name,
+                        const std::function<void(nlohmann::json&)>& edit) {
+  nlohmann::json j = nlohmann::json::parse(test::read_config("profiles/h100.json"));
+  j["name"] = name;
+  edit(j);
+  return test::write_temp_file(name + ".json", j.dump(2));
+}
+
+}  // namespace
+
+TEST_CASE("a profile whose numbers give no finite step time is refused, naming it",
+          "[guards][finite]") {
+  const Profile h100 = load_profile("h100");
+
+  SECTION("gemm.k_overhead 1e308: the GEMMs take forever") {
+    // A GEMM's time carries (1 + k_overhead / k); with k <= 14336 here that is >= 7e303, times
+    // F / q of about 1e10 FLOP: beyond the largest double (1.8e308), so compute is inf; the
+    // bubble (p - 1) / v x the stage time is then 0 x inf = NaN at pp 1, and so is the step.
+    Profile p = h100;
+    p.gemm.k_overhead = 1e308;
+    const Plan plan = tp8_plan(p);
+    REQUIRE_THROWS_WITH(
+        require_finite_estimate(plan.estimate, plan.layout, plan.setup, "profile h100 (test)"),
+        Contains("profile h100 (test): its numbers give a non-finite step time (NaN s) for dp 1 "
+                 "tp 8 pp 1") &&
+            Contains("compute inf s") && Contains("gemm.k_overhead") &&
+            Contains("for absurd values (such as 1e308 or 5e-324)") &&
+            !Contains("links.nvlink.alpha_s"));
+  }
+
+  SECTION("a collective's latency of 1e308 s: TP communication takes forever") {
+    // Without collective fits every collective is costed on `links`: alpha 1e308 s per
+    // all-reduce, 4 per layer x 32 layers x 64 micro-batches: inf.
+    Profile p = h100;
+    p.collectives.clear();
+    p.links.nvlink.alpha_s = 1e308;
+    const Plan plan = tp8_plan(p);
+    REQUIRE_THROWS_WITH(
+        require_finite_estimate(plan.estimate, plan.layout, plan.setup, "profile h100 (test)"),
+        Contains("tp_exposed inf s") && Contains("links.nvlink.alpha_s") &&
+            Contains("collectives[*].alpha_s") && !Contains("gemm.k_overhead"));
+  }
+
+  SECTION("an efficiency of 5e-324 (the smallest double): memory-bound work takes forever") {
+    // Bytes / (5e-324 x 3.35e12 bytes/s) overflows: the optimizer step and the memory-bound
+    // ops inside compute are inf.
+    Profile p = h100;
+    p.hbm_efficiency = 5e-324;
+    const Plan plan = tp8_plan(p);
+    REQUIRE_THROWS_WITH(
+        require_finite_estimate(plan.estimate, plan.layout, plan.setup, "profile h100 (test)"),
+        Contains("optimizer inf s") && Contains("hbm_efficiency"));
+  }
+
+  SECTION("a step time that is finite but not > 0") {
+    StepBreakdown zero;
+    Layout layout;
+    TrainingSetup setup;
+    setup.seq = 8192;
+    REQUIRE_THROWS_WITH(require_finite_step(0.0, 0.0, 0.0, zero, layout, setup, "profile x"),
+                        Contains("profile x: its numbers give a step time of 0 s (not > 0)"));
+  }
+
+  SECTION("the h100 preset passes, and is named by its file") {
+    const Plan plan = tp8_plan(h100);
+    CHECK_NOTHROW(require_finite_estimate(plan.estimate, plan.layout, plan.setup, "h100"));
+    CHECK_THAT(profile_label(h100, "h100"), Catch::StartsWith("profile h100 (") &&
+                                                Catch::EndsWith("configs/profiles/h100.json)"));
+  }
+}
+
+TEST_CASE("estimate and plan refuse a profile file whose numbers overflow, before printing",
+          "[guards][finite][cli]") {
+  const std::string file =
+      edited_h100("h100-absurd", [](nlohmann::json& j) { j["gemm"]["k_overhead"] = 1e308; });
+  // Either this guard refuses it, or the profile's bounds (planner/config/spec_json.cpp) already
+  // do: both name the file, neither prints a table or writes a plan.
+  // (Catch2's combined matchers keep references: the parts are named so that they outlive it.)
+  const auto guard = Contains("profile h100-absurd (" + file +
+                              "): its numbers give a non-finite step time");
+  const auto bounds = Contains(file + ": $.gemm.k_overhead");
+  const auto named = guard || bounds;
+  const test::CliResult estimate = test::run(
+      {"estimate", "--model", "llama3-8b", "--tp", "8", "--gbs", "64", "--profile", file});
+  CHECK(estimate.exit_code == 2);
+  CHECK(estimate.out.empty());
+  CHECK_THAT(estimate.err, named);
+  for (const bool json : {false, true}) {
+    std::vector<std::string> args = {"plan", "--model", "llama3-8b", "--gpus", "8",
+                                     "--gbs", "64", "--profile", file};
+    if (json) args.push_back("--json");
+    const test::CliResult plan = test::run(args);
+    CHECK(plan.exit_code == 2);
+    CHECK(plan.out.empty());
+    CHECK_THAT(plan.err, named);
+  }
+}
+
+TEST_CASE("an empty --profile is refused, not read as the default", "[guards][cli]") {
+  for (const std::vector<std::string>& command :
+       {std::vector<std::string>{"estimate", "--model", "llama3-8b"},
+        std::vector<std::string>{"plan", "--model", "llama3-8b", "--gpus", "8"}}) {
+    INFO(command[0]);
+    const test::CliResult r = test::run(test::with(command, {"--profile", ""}));
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err == "meshplan: error: --profile: is empty; expected a profile preset name "
+                   "(meshplan presets profiles) or a profile.json path\n"
+                   "Run with --help for the flags and their units.\n");
+  }
+}
+
+TEST_CASE("a profile of another GPU is used with a note on stderr", "[guards][cli]") {
+  // The a100 preset's "gpu" is a100-80g; dgx-h100's GPUs are h100-sxm.
+  const std::string note =
+      "note: profile a100 is for a100-80g, used for a cluster of h100-sxm (dgx-h100): its "
+      "efficiencies are a100-80g's, not h100-sxm's; give --profile with a profile of h100-sxm "
+      "(meshplan presets profiles), or measure one with meshplan-calibrate\n";
+  const test::CliResult estimate =
+      test::run({"estimate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--tp", "8",
+                 "--gbs", "64", "--profile", "a100", "--json"});
+  CHECK(estimate.exit_code == 0);
+  CHECK(estimate.err == note);
+  CHECK(nlohmann::json::parse(estimate.out)["profile"] == "a100");  // stdout stays JSON
+
+  const test::CliResult plan = test::run({"plan", "--model", "llama3-8b", "--cluster", "dgx-h100",
+                                          "--gpus", "8", "--gbs", "64", "--profile", "a100"});
+  CHECK(plan.exit_code == 0);
+  CHECK(plan.err == note);
+
+  // The profile of the cluster's own GPU (given, or the default): no note.
+  for (const std::vector<std::string>& profile :
+       {std::vector<std::string>{}, std::vector<std::string>{"--profile", "h100"}}) {
+    const test::CliResult same = test::run(test::with(
+        {"estimate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--tp", "8", "--gbs", "64"},
+        profile));
+    CHECK(same.exit_code == 0);
+    CHECK(same.err.empty());
+  }
+}
+
+TEST_CASE("estimate's default global batch is plan's, about 4M tokens", "[guards][gbs]") {
+  // plan: max(1, 4194304 / seq) sequences; seq 8192: 512, seq 4096: 1024.
+  CHECK(default_global_batch(8192) == 512);
+  CHECK(default_global_batch(4096) == 1024);
+  CHECK(default_global_batch(1 << 24) == 1);
+  // estimate: the same rounded to whole dp x mbs, at least dp x mbs x pp x vpp.
+  // dp 2, mbs 1, pp 4: 512 is a multiple of 2: 512 (256 micro-batches, bubble 3/256 = 1.2%).
+  CHECK(default_estimate_global_batch(2, 1, 4, 1, 8192) == 512);
+  // dp 3, mbs 1, pp 4, vpp 2 (interleaved: whole rounds of pp micro-batches): unit 3 x 1 x 4 =
+  // 12; 512 / 12 = 42.7 rounds to 43 units = 516 sequences (172 micro-batches, 43 rounds of 4).
+  CHECK(default_estimate_global_batch(3, 1, 4, 2, 8192) == 516);
+  // dp 1024, mbs 4, pp 8 at seq 4096: 1024 sequences is less than one micro-batch per replica
+  // (4096), and one per stage needs dp x mbs x pp = 32768.
+  CHECK(default_estimate_global_batch(1024, 4, 8, 1, 4096) == 32768);
+
+  // llama3-70b at tp 8 pp 8 (dp 1, mbs 1), seq 8192: 512 sequences = 512 micro-batches, bubble
+  // (pp - 1) / (vpp x m) = 7 / 512 = 1.4% (the old default, m = pp = 8, gave 7/8).
+  const test::CliResult r =
+      test::run({"estimate", "--model", "llama3-70b", "--tp", "8", "--pp", "8"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("note: gbs 512 (default: about 4M tokens per step as meshplan plan "
+                             "takes: 4194304 / seq 8192, rounded to whole dp x mbs, at least dp x "
+                             "mbs x pp x vpp; 512 micro-batches, bubble (pp - 1) / (vpp x "
+                             "micro-batches) = 1.4%; set --gbs)"));
+  CHECK_THAT(r.out, Contains("gbs 512 (512 micro-batches)"));
+  // plan takes the same 512 at seq 8192.
+  const test::CliResult plan = test::run({"plan", "--model", "llama3-8b", "--gpus", "8"});
+  CHECK_THAT(plan.out, Contains("note: gbs 512 (default: about 4M tokens per batch"));
+}
+
+TEST_CASE("plan: nothing fits is exit code 3, with the same explanation", "[guards][cli]") {
+  // 405B on 8 GPUs: 405.9e9 x 18 bytes / 8 = 913 GB per GPU even sharded.
+  const std::vector<std::string> args = {"plan", "--model", "llama3-405b", "--gpus", "8"};
+  const test::CliResult r = test::run(args);
+  CHECK(r.exit_code == kNothingFitsExitCode);
+  CHECK(kNothingFitsExitCode == 3);
+  CHECK_THAT(r.out, Contains("No layout fits"));
+  CHECK_THAT(r.out, Contains("more GPUs are needed"));
+  CHECK(r.err ==
+        "meshplan: no layout of 8 GPUs fits (exit code 3; the reasons are listed above)\n");
+
+  const test::CliResult json = test::run(test::with(args, {"--json"}));
+  CHECK(json.exit_code == 3);
+  CHECK(nlohmann::json::parse(json.out)["ranked"].empty());
+
+  // With --out: the same answer and code, and no file.
+  const std::string out = test::temp_dir() + "/nothing-fits.json";
+  std::filesystem::remove(out);
+  const test::CliResult with_out = test::run(test::with(args, {"--out", out}));
+  CHECK(with_out.exit_code == 3);
+  CHECK_THAT(with_out.out, Contains("No layout fits"));
+  CHECK(with_out.err == "meshplan: no layout of 8 GPUs fits; --out " + out +
+                            " was not written (exit code 3; the reasons are listed above)\n");
+  CHECK_FALSE(std::filesystem::exists(out));
+}
