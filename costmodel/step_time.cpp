@@ -10,6 +10,27 @@
 
 namespace meshplan {
 
+OptimizerPasses optimizer_passes(const TrainingSetup& setup) {
+  const FrameworkConvention& f = setup.framework;
+  OptimizerPasses p;
+  p.grad_bytes = f.bytes_per_param(MemoryCategory::kGradients);
+  p.unscale = setup.precision == Precision::kFp16;
+  p.master_copy = std::any_of(f.state.begin(), f.state.end(), [](const StateComponent& c) {
+    return c.category == MemoryCategory::kWeights && c.dtype == StateDtype::kHalf;
+  });
+  p.zero_grads = p.master_copy;
+  return p;
+}
+
+double OptimizerPasses::bytes_per_param() const {
+  double bytes = 3 * 8 + grad_bytes;  // Adam: read and write weights, m, v; read the gradient
+  bytes += grad_bytes;                // gradient norm
+  if (unscale) bytes += 2 * grad_bytes;
+  if (master_copy) bytes += 4 + 2;
+  if (zero_grads) bytes += grad_bytes;
+  return bytes;
+}
+
 double exposed_beside(double comm_s, double compute_s, double sm_fraction) {
   return std::max(comm_s - compute_s, sm_fraction * comm_s);
 }
@@ -122,31 +143,6 @@ LayerCosts layer_kernels(const ModelSpec& m, const Layout& l, const TrainingSetu
   k.cp_forward = steps * cp_group.time_s(Collective::kSendRecv, kv_chunk);
   k.cp_backward = 2 * steps * cp_group.time_s(Collective::kSendRecv, kv_chunk);
   return k;
-}
-
-/// HBM bytes the optimizer step moves per parameter it updates, every pass of a mixed-precision
-/// Adam step (g = the framework's gradient bytes per parameter):
-/// - Adam itself (a fused multi-tensor kernel): reads the fp32 weights (or master copy), m, v
-///   and the gradient, writes weights, m and v: 3 x 8 + g;
-/// - gradient-norm clipping, on by default everywhere (Megatron --clip-grad 1.0, torchtitan
-///   max_norm 1.0, HF max_grad_norm 1.0): the norm reads the gradients, g;
-/// - fp16 loss scaling: unscaling and the inf/NaN check read and write the gradients, 2 g
-///   (Megatron's _unscale_main_grads_and_check_for_nan, torch.amp's unscale_);
-/// - half weights beside an fp32 master (Megatron, NeMo, DeepSpeed, textbook): the updated
-///   master is copied to the 16-bit weights, read 4 + write 2, and the persistent gradient
-///   buffer is zeroed for the next step, g. PyTorch frameworks (fsdp, hf) keep fp32 weights and
-///   free their gradients (zero_grad(set_to_none=True)) instead.
-/// Megatron bf16: 24 + 4 + 4 + 6 + 4 = 42 bytes; fp16 50.
-double optimizer_step_bytes_per_param(const TrainingSetup& setup) {
-  const FrameworkConvention& f = setup.framework;
-  const double g = f.bytes_per_param(MemoryCategory::kGradients);
-  double bytes = 3 * 8 + g + g;
-  if (setup.precision == Precision::kFp16) bytes += 2 * g;
-  const bool half_weights = std::any_of(f.state.begin(), f.state.end(), [](const auto& c) {
-    return c.category == MemoryCategory::kWeights && c.dtype == StateDtype::kHalf;
-  });
-  if (half_weights) bytes += 4 + 2 + g;
-  return bytes;
 }
 
 /// Seconds of the embedding (first stage) and of the LM head + loss (last stage), one
@@ -350,7 +346,7 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
   // ledger holds it).
   const double shard = l.zero >= 1 ? shard_group(l, setup.framework) : 1.0;
   bd.optimizer = memory_time_s(
-      x.half_rates, stage_params / shard * optimizer_step_bytes_per_param(setup));
+      x.half_rates, stage_params / shard * optimizer_passes(setup).bytes_per_param());
 
   e.step_time_s = bd.total();
   const double tokens = static_cast<double>(l.gbs) * static_cast<double>(setup.seq);

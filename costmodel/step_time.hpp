@@ -36,6 +36,32 @@
 
 namespace meshplan {
 
+/// The memory passes of one mixed-precision Adam step over the parameters a GPU updates, in
+/// order (what the optimizer term costs and what meshplan-run replays):
+/// 1. gradient-norm clipping, on by default everywhere (Megatron --clip-grad 1.0, torchtitan
+///    max_norm 1.0, HF max_grad_norm 1.0): the norm reads the gradients;
+/// 2. `unscale` (fp16 loss scaling): unscaling and the inf/NaN check read and write the
+///    gradients (Megatron's _unscale_main_grads_and_check_for_nan, torch.amp's unscale_);
+/// 3. Adam (a fused multi-tensor kernel): reads the fp32 weights (or master copy), m, v and
+///    the gradient, writes weights, m and v;
+/// 4. `master_copy` (half weights beside an fp32 master: Megatron, NeMo, DeepSpeed, textbook):
+///    the master is copied to the 16-bit weights, read 4 + write 2 bytes;
+/// 5. `zero_grads` (the same frameworks keep a persistent gradient buffer): it is zeroed for
+///    the next step. PyTorch frameworks (fsdp, hf) keep fp32 weights and free their gradients
+///    (zero_grad(set_to_none=True)): no copy, no zeroing.
+struct OptimizerPasses {
+  double grad_bytes = 4;  ///< bytes per gradient element (the framework's gradient dtype)
+  bool unscale = false;
+  bool master_copy = false;
+  bool zero_grads = false;
+  /// HBM bytes per parameter of all passes: 3 x 8 + g (Adam) + g (norm) [+ 2 g unscale]
+  /// [+ 6 master copy] [+ g zeroing]; Megatron bf16 (g = 4): 42, fp16: 50.
+  double bytes_per_param() const;
+};
+
+/// The passes of `setup`'s optimizer step (its framework convention and precision).
+OptimizerPasses optimizer_passes(const TrainingSetup& setup);
+
 /// Seconds a collective of `comm_s` adds when it runs beside `compute_s` of compute that does
 /// not wait for it (overlap), on a GPU where the collective holds `sm_fraction` f of the SMs:
 /// the compute runs at (1 - f) of its rate while the collective runs, so the two end after

@@ -554,28 +554,48 @@ void CpuReplay::data_parallel_and_optimizer(StepTimes& t) {
       }
     });
   }
-  // Adam over this rank's shard, fused as a GPU kernel would be: per block of elements (in
-  // cache), read the gradient, master weight, m and v, write m, v and the master weight, and
-  // write the 16-bit weights (the weights entry, half the bytes of the fp32 master).
+  // The optimizer step's passes over this rank's shard, as the cost model counts them
+  // (costmodel/step_time.hpp OptimizerPasses), each a streaming pass over blocks of elements.
+  const OptimizerPasses passes = optimizer_passes(plan_.setup);
   timed(t.optimizer, [&] {
     if (optimizer_.size() < 3) return;
     std::int64_t len = shard_n;
     for (const Carved& o : optimizer_) len = std::min(len, o.floats);
     constexpr std::int64_t kBlock = 2048;
-    for (std::int64_t i = 0; i < len; i += kBlock) {
-      const std::int64_t n = std::min(kBlock, len - i);
+    auto blocks = [&](auto&& pass) {
+      for (std::int64_t i = 0; i < len; i += kBlock) pass(i, std::min(kBlock, len - i));
+    };
+    // 1. Gradient norm (clipping at 1.0 folds its coefficient into Adam's gradient).
+    double squares = 0;
+    blocks([&](std::int64_t i, std::int64_t n) {
+      squares += static_cast<double>(ArrayView(shard + i, n).square().sum());
+    });
+    const float clip = static_cast<float>(std::min(1.0, 1.0 / (std::sqrt(squares) + 1e-6)));
+    // 2. fp16 loss scaling: unscale the gradients in place (a loss scale of 1 here).
+    if (passes.unscale) {
+      blocks([&](std::int64_t i, std::int64_t n) { ArrayView(shard + i, n) *= 1.0f; });
+    }
+    // 3. Adam: read the gradient, weights, m and v; write weights, m and v.
+    blocks([&](std::int64_t i, std::int64_t n) {
       const ArrayView g(shard + i, n);
       ArrayView w(optimizer_[0].data + i, n), m(optimizer_[1].data + i, n),
           v(optimizer_[2].data + i, n);
-      m = 0.9f * m + 0.1f * g;
-      v = 0.999f * v + 0.001f * g.square();
+      m = 0.9f * m + (0.1f * clip) * g;
+      v = 0.999f * v + (0.001f * clip * clip) * g.square();
       w -= 1e-4f * m / (v.sqrt() + 1e-8f);
-      const std::int64_t half = std::min(n / 2, weights_.floats - i / 2);
-      if (half > 0) ArrayView(weights_.data + i / 2, half) = w.head(half);
+    });
+    // 4. The fp32 master copied to the 16-bit weights (half the bytes: half as many floats).
+    if (passes.master_copy && weights_.data != nullptr) {
+      blocks([&](std::int64_t i, std::int64_t n) {
+        const std::int64_t half = std::min(n / 2, weights_.floats - i / 2);
+        if (half > 0) {
+          ArrayView(weights_.data + i / 2, half) = ArrayView(optimizer_[0].data + i, half);
+        }
+      });
     }
-    // zero_grad: the gradient buffer cleared for the next step's accumulation (Megatron's
-    // zero_grad_buffer), 4 bytes per parameter written.
-    std::fill(grads.data, grads.data + grads.floats, 0.0f);
+    // 5. The persistent gradient buffer cleared for the next step's accumulation (Megatron's
+    // zero_grad_buffer).
+    if (passes.zero_grads) std::fill(grads.data, grads.data + grads.floats, 0.0f);
   });
   if (dp_cp_size_ > 1 && zero >= 1 && zero < 3 && weights_.data != nullptr) {
     // The updated parameters gathered back (ZeRO-1/2, Megatron's distributed optimizer).

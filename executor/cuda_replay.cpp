@@ -111,6 +111,7 @@ struct CudaReplay::State {
   const DeviceEntry* gradients = nullptr;  // the largest gradients entry
   std::vector<const DeviceEntry*> optimizer;
   std::unique_ptr<DeviceMemory> full_gradients;  // ZeRO >= 2: the unsharded gradients
+  std::unique_ptr<DeviceMemory> norm_sum;        // one fp32: the gradient-norm pass's sum
 
   std::vector<std::unique_ptr<DeviceMemory>> buffers;
   Matrix x, qkv, attn, y, h, g, z, wqkv, wo, w1, w2, lm, logits;
@@ -133,6 +134,7 @@ struct CudaReplay::State {
     buffers.clear();
     send_buffers.clear();
     full_gradients.reset();
+    norm_sum.reset();
     ledger.clear();
     if (stream) cudaStreamDestroy(stream);
   }
@@ -547,14 +549,33 @@ void CudaReplay::State::data_parallel_and_optimizer() {
     }
     mark(&StepTimes::dp);
   }
-  // Adam over this rank's shard: master weights, m, v (the optimizer entries), the gradients.
+  // The optimizer step's passes over this rank's shard, as the cost model counts them
+  // (costmodel/step_time.hpp OptimizerPasses): gradient norm, unscale (fp16), Adam, the
+  // master-to-16-bit copy, the gradient buffer zeroed.
   if (optimizer.size() >= 3 && (element == 4 || element == 2)) {
+    const OptimizerPasses passes = optimizer_passes(plan.setup);
     auto len = static_cast<std::int64_t>(shard_n);
     for (const DeviceEntry* o : optimizer) len = std::min(len, o->elements);
     if (params != nullptr) len = std::min(len, static_cast<std::int64_t>(params_n));
-    adam_step(optimizer[0]->memory->as<float>(), optimizer[1]->memory->as<float>(),
-              optimizer[2]->memory->as<float>(), shard, element == 2, params_shard, len, stream);
-    check_cuda(cudaGetLastError(), "adam_step");
+    const bool bf16_grads = element == 2;
+    if (!norm_sum) {
+      norm_sum = std::make_unique<DeviceMemory>(sizeof(float));
+      memory.add(sizeof(float));
+      memory.scratch += sizeof(float);
+    }
+    check_cuda(cudaMemsetAsync(norm_sum->as<void>(), 0, sizeof(float), stream), "cudaMemsetAsync");
+    gradient_sum_of_squares(shard, bf16_grads, len, norm_sum->as<float>(), stream);
+    if (passes.unscale) scale_gradients(shard, bf16_grads, len, 1.0f, stream);
+    float* master = optimizer[0]->memory->as<float>();
+    adam_step(master, optimizer[1]->memory->as<float>(), optimizer[2]->memory->as<float>(),
+              shard, bf16_grads, len, stream);
+    if (passes.master_copy && params_shard != nullptr) {
+      copy_master_to_bf16(master, params_shard, len, stream);
+    }
+    if (passes.zero_grads) {
+      check_cuda(cudaMemsetAsync(grads, 0, n * element, stream), "cudaMemsetAsync(gradients)");
+    }
+    check_cuda(cudaGetLastError(), "optimizer kernels");
     mark(&StepTimes::optimizer);
   }
   if (sharded && plan.layout.zero < 3 && params != nullptr) {

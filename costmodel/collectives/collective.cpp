@@ -102,8 +102,13 @@ double interpolated_busbw(std::span<const BusbwPoint> points, double bytes) {
       [](double b, const BusbwPoint& p) { return b < p.bytes; });
   const BusbwPoint& hi = *upper;
   const BusbwPoint& lo = *(upper - 1);
+  // Time per byte of bus traffic, 1 / busbw, is interpolated in log-log: log(t) is linear in
+  // log(S) between the points, so the time never falls as the message grows (where the
+  // measured times rise) and busbw = S / t follows.
   const double w = std::log(bytes / lo.bytes) / std::log(hi.bytes / lo.bytes);
-  return lo.busbw_bytes_per_s + w * (hi.busbw_bytes_per_s - lo.busbw_bytes_per_s);
+  const double log_t = (1 - w) * std::log(lo.bytes / lo.busbw_bytes_per_s) +
+                       w * std::log(hi.bytes / hi.busbw_bytes_per_s);
+  return bytes / std::exp(log_t);
 }
 
 double collective_time_s(Collective collective, std::int64_t n, double bytes, double alpha_s,

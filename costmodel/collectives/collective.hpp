@@ -71,12 +71,14 @@ struct BusbwPoint {
 };
 
 /// busbw at `bytes` read off a measured curve `points` (ascending, distinct sizes, at least
-/// one): linear in log(bytes) between the two neighbouring points, the last point's busbw past
-/// the largest size (a saturated link). Meant for bytes >= points.front().bytes; below it the
-/// first point's busbw is returned and the caller should prefer its alpha-beta line, since
-/// latency dominates there. Bytes/s. Preconditions: points non-empty, bytes > 0.
-/// Source of the interpolation rule: nccl-tests prints busbw at doubling sizes, and busbw is
-/// smooth in log(size) between them (its curves are plotted on a log-size axis).
+/// one): between two neighbouring points the time S / busbw is interpolated linearly in
+/// log(S) - log(t) (a power law through both points), so a larger message never takes less
+/// time where the measured times rise; the last point's busbw past the largest size (a
+/// saturated link). Meant for bytes >= points.front().bytes; below it the first point's busbw
+/// is returned and the caller should prefer its alpha-beta line, since latency dominates there.
+/// Bytes/s. Preconditions: points non-empty, bytes > 0.
+/// Source of the rule: nccl-tests prints busbw at doubling sizes; its time grows smoothly and
+/// monotonically between them, and a power law through two points keeps that.
 double interpolated_busbw(std::span<const BusbwPoint> points, double bytes);
 
 /// Time of `collective` over `n` ranks on `bytes` from a measured curve: bytes x F / busbw

@@ -79,10 +79,17 @@ class HfReader {
     return false;
   }
 
-  /// The activation under `key`, one of kActivations; absent or null: `class_default`.
+  /// The activation under `key`, one of kActivations; absent: `class_default`. null is refused:
+  /// transformers builds the MLP with ACT2FN[config.<key>], which raises KeyError for None (the
+  /// class default applies only when the key is absent).
   std::string activation(const char* key, const char* class_default) const {
-    if (!config_.contains(key) || config_.at(key).is_null()) return class_default;
+    if (!config_.contains(key)) return class_default;
     const nlohmann::json& v = config_.at(key);
+    if (v.is_null()) {
+      fail(key, "is null, which transformers refuses (ACT2FN has no None); expected an "
+                "activation name such as \"" + std::string(class_default) +
+                    "\" (the class default, also used when the key is absent)");
+    }
     if (!v.is_string()) fail(key, "must be an activation name, got " + describe_json(v));
     const std::string name = v.get<std::string>();
     if (std::find(kActivations.begin(), kActivations.end(), name) == kActivations.end()) {

@@ -1,10 +1,13 @@
 #include "planner/config/json_reader.hpp"
 
 #include <algorithm>
-#include <filesystem>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
+#include <optional>
+#include <set>
 #include <sstream>
+#include <utility>
 
 #include "planner/config/closest_names.hpp"
 #include "planner/config/input_error.hpp"
@@ -27,14 +30,199 @@ std::pair<std::size_t, std::size_t> line_and_column(const std::string& text, std
   return {line, column};
 }
 
+/// "line L, column C" of 1-based byte `byte` of `text`.
+std::string at_line_and_column(const std::string& text, std::size_t byte) {
+  const auto [line, column] = line_and_column(text, byte);
+  return "line " + std::to_string(line) + ", column " + std::to_string(column);
+}
+
+/// 1-based byte of the opening quote of the `n`-th (1-based) object key of `text`, a JSON text
+/// that is valid up to that key: a key is a string token followed, after whitespace, by ':'.
+/// Outside strings every '"' opens a string, so skipping strings (and their escapes) finds them.
+std::size_t nth_key_byte(const std::string& text, std::size_t n) {
+  std::size_t seen = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '"') continue;
+    const std::size_t open = i;
+    for (++i; i < text.size() && text[i] != '"'; ++i) {
+      if (text[i] == '\\') ++i;
+    }
+    std::size_t next = i + 1;
+    while (next < text.size() && (text[next] == ' ' || text[next] == '\t' ||
+                                  text[next] == '\n' || text[next] == '\r')) {
+      ++next;
+    }
+    if (next < text.size() && text[next] == ':' && ++seen == n) return open + 1;
+  }
+  return text.size();
+}
+
+/// A SAX handler that builds the document as nlohmann::json::parse does, but stops at the first
+/// key repeated inside one object (nlohmann keeps the last one silently) and keeps the position
+/// of a parse error (the out_of_range.406 of a number beyond a double carries none).
+class StrictSax : public nlohmann::json::json_sax_t {
+ public:
+  using json = nlohmann::json;
+
+  /// A key seen twice in one object.
+  struct Duplicate {
+    std::string key;
+    std::string object_path;  ///< "$", "$.links", "$.collectives[2]"
+    std::size_t key_ordinal;  ///< 1-based count of keys in the text up to the repeated one
+  };
+  /// A syntax error or a number out of range.
+  struct Error {
+    std::size_t byte = 0;  ///< 1-based byte where the parser stopped
+    std::string token;     ///< the token it read last
+    std::string message;   ///< nlohmann's what()
+    bool number_out_of_range = false;
+  };
+
+  explicit StrictSax(json& root) : root_(root) {}
+
+  bool null() override { return place(nullptr) != nullptr; }
+  bool boolean(bool v) override { return place(v) != nullptr; }
+  bool number_integer(number_integer_t v) override { return place(v) != nullptr; }
+  bool number_unsigned(number_unsigned_t v) override { return place(v) != nullptr; }
+  bool number_float(number_float_t v, const string_t& /*text*/) override {
+    return place(v) != nullptr;
+  }
+  bool string(string_t& v) override { return place(std::move(v)) != nullptr; }
+  bool binary(binary_t& v) override { return place(json::binary(std::move(v))) != nullptr; }
+
+  bool start_object(std::size_t /*elements*/) override {
+    frames_.push_back(Frame{place(json::value_t::object), {}, {}, nullptr});
+    return true;
+  }
+  bool key(string_t& k) override {
+    ++keys_seen_;
+    Frame& f = frames_.back();
+    if (!f.keys.insert(k).second) {
+      duplicate_ = Duplicate{k, open_object_path(), keys_seen_};
+      return false;
+    }
+    f.key = k;
+    f.slot = &(*f.node)[k];
+    return true;
+  }
+  bool end_object() override {
+    frames_.pop_back();
+    return true;
+  }
+  bool start_array(std::size_t /*elements*/) override {
+    frames_.push_back(Frame{place(json::value_t::array), {}, {}, nullptr});
+    return true;
+  }
+  bool end_array() override {
+    frames_.pop_back();
+    return true;
+  }
+  bool parse_error(std::size_t position, const std::string& last_token,
+                   const json::exception& ex) override {
+    Error e;
+    e.byte = position;
+    e.token = last_token;
+    e.message = ex.what();
+    e.number_out_of_range = dynamic_cast<const json::out_of_range*>(&ex) != nullptr;
+    if (const auto* p = dynamic_cast<const json::parse_error*>(&ex)) e.byte = p->byte;
+    error_ = std::move(e);
+    return false;
+  }
+
+  const std::optional<Duplicate>& duplicate() const { return duplicate_; }
+  const std::optional<Error>& error() const { return error_; }
+
+ private:
+  /// An open object or array: where it is, and for an object its keys so far and the slot of
+  /// the current key's value.
+  struct Frame {
+    json* node;
+    std::set<std::string> keys;
+    std::string key;
+    json* slot;
+  };
+
+  /// Stores `v` as the root, the next array element or the current key's value.
+  template <typename Value>
+  json* place(Value&& v) {
+    if (frames_.empty()) {
+      root_ = json(std::forward<Value>(v));
+      return &root_;
+    }
+    Frame& f = frames_.back();
+    if (f.node->is_array()) {
+      f.node->push_back(json(std::forward<Value>(v)));
+      return &f.node->back();
+    }
+    *f.slot = json(std::forward<Value>(v));
+    return f.slot;
+  }
+
+  /// The JSON path of the innermost open object ("$" for the root).
+  std::string open_object_path() const {
+    std::string path = "$";
+    for (std::size_t i = 0; i + 1 < frames_.size(); ++i) {
+      const Frame& f = frames_[i];
+      path += f.node->is_array() ? "[" + std::to_string(f.node->size() - 1) + "]" : "." + f.key;
+    }
+    return path;
+  }
+
+  json& root_;
+  std::vector<Frame> frames_;
+  std::size_t keys_seen_ = 0;
+  std::optional<Duplicate> duplicate_;
+  std::optional<Error> error_;
+};
+
 }  // namespace
 
-nlohmann::json load_json_file(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) {
-    throw InputError(path + ": is not a regular file (a directory, device or pipe); expected a "
-                     "JSON file");
+nlohmann::json parse_json_text(const std::string& text, const std::string& file) {
+  nlohmann::json root;
+  StrictSax sax(root);
+  if (nlohmann::json::sax_parse(text, &sax)) return root;
+  if (const auto& d = sax.duplicate()) {
+    const auto [line, column] = line_and_column(text, nth_key_byte(text, d->key_ordinal));
+    throw InputError(file + ": duplicate key \"" + d->key + "\" in " + d->object_path +
+                     " (line " + std::to_string(line) +
+                     "); each key may appear once in an object (a later one would silently "
+                     "replace the earlier): remove one of them");
   }
+  const StrictSax::Error e = sax.error().value_or(StrictSax::Error{});
+  if (e.number_out_of_range) {
+    // The parser stopped at the number's end; its first byte is the token's length before.
+    const std::size_t first =
+        e.byte >= e.token.size() ? e.byte - e.token.size() + 1 : std::size_t{1};
+    throw InputError(file + ": number out of range at " + at_line_and_column(text, first) + ": " +
+                     e.token + " does not fit a double; expected a finite number (at most "
+                     "1.8e308 in magnitude)");
+  }
+  std::string message = e.message;
+  const std::size_t cut = message.find(": syntax error");
+  if (cut != std::string::npos) message = message.substr(cut + 2);
+  throw InputError(file + ": not valid JSON at " + at_line_and_column(text, e.byte) + ": " +
+                   message);
+}
+
+void require_regular_file(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  if (ec || !fs::exists(status) || fs::is_regular_file(status)) return;
+  if (fs::is_directory(status)) {
+    const fs::path config = fs::path(path) / "config.json";
+    const std::string hint = fs::is_regular_file(config, ec)
+                                 ? " (it holds a config.json: give " + config.string() + ")"
+                                 : "";
+    throw InputError(path + ": is a directory, not a file; expected a JSON file" + hint);
+  }
+  throw InputError(path + ": is not a regular file (a device, pipe or socket); expected a JSON "
+                   "file");
+}
+
+nlohmann::json load_json_file(const std::string& path) {
+  require_regular_file(path);
+  std::error_code ec;
   constexpr std::uintmax_t kMaxBytes = std::uintmax_t{256} << 20;
   if (std::filesystem::file_size(path, ec) > kMaxBytes && !ec) {
     throw InputError(path + ": is larger than 256 MiB; expected a JSON file of meshplan's");
@@ -43,17 +231,7 @@ nlohmann::json load_json_file(const std::string& path) {
   if (!in) throw InputError(path + ": cannot be read (no such file or no permission)");
   std::ostringstream buffer;
   buffer << in.rdbuf();
-  const std::string text = buffer.str();
-  try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    const auto [line, column] = line_and_column(text, e.byte);
-    std::string message = e.what();
-    const std::size_t cut = message.find(": syntax error");
-    if (cut != std::string::npos) message = message.substr(cut + 2);
-    throw InputError(path + ": not valid JSON at line " + std::to_string(line) + ", column " +
-                     std::to_string(column) + ": " + message);
-  }
+  return parse_json_text(buffer.str(), path);
 }
 
 std::string describe_json(const nlohmann::json& value) {

@@ -12,9 +12,27 @@
 
 namespace meshplan {
 
-/// Reads and parses `path`. Throws InputError "<path>: cannot be read" or
-/// "<path>: not valid JSON at line L, column C: <parser message>".
+/// Reads and parses `path` strictly. Throws InputError naming `path` when it
+///  - is a directory or another non-regular file (require_regular_file's message);
+///  - cannot be read: "<path>: cannot be read (no such file or no permission)";
+///  - is larger than 256 MiB;
+///  - is not JSON: "<path>: not valid JSON at line L, column C: <parser message>";
+///  - holds a number too large for a double (e.g. 1e400): "<path>: number out of range at line
+///    L, column C: 1e400 does not fit a double; expected a finite number (at most 1.8e308 in
+///    magnitude)";
+///  - repeats a key inside one object (the later value would silently replace the earlier):
+///    "<path>: duplicate key "k" in $.a.b[2] (line L); each key may appear once in an object".
 nlohmann::json load_json_file(const std::string& path);
+
+/// Parses `text` read from `file` with load_json_file's checks (syntax, numbers that fit a
+/// double, no duplicate keys); `file` only names the source in the InputError messages.
+nlohmann::json parse_json_text(const std::string& text, const std::string& file);
+
+/// Throws InputError when `path` exists but is not a regular file: "<path>: is a directory, not
+/// a file; expected a JSON file" or "<path>: is not a regular file (a device, pipe or socket);
+/// expected a JSON file". Does nothing when `path` is a regular file or does not exist (the
+/// reader says "cannot be read").
+void require_regular_file(const std::string& path);
 
 /// A strict view of one JSON object at `path` (e.g. "$.peak_flops_per_s") in `file` whose keys
 /// must be exactly `keys` (Calculon's exact-key-set check). All accessors throw InputError

@@ -6,6 +6,7 @@
 
 #include "planner/config/closest_names.hpp"
 #include "planner/config/input_error.hpp"
+#include "planner/config/json_reader.hpp"
 
 #ifndef MESHPLAN_CONFIG_DIR
 #error "MESHPLAN_CONFIG_DIR must be defined by the build"
@@ -59,6 +60,7 @@ std::string resolve_preset(PresetKind kind, const std::string& name_or_path) {
       name_or_path.size() > 5 && name_or_path.substr(name_or_path.size() - 5) == ".json";
   const bool looks_like_path = name_or_path.find('/') != std::string::npos || ends_in_json;
   if (!looks_like_path && fs::is_regular_file(preset, ec)) return preset.string();
+  require_regular_file(name_or_path);  // a directory or pipe is named as such, not "no such file"
 
   std::string kind_name = preset_folder(kind);
   kind_name.pop_back();  // "models" -> "model"

@@ -132,9 +132,13 @@ nlohmann::json whole_bytes(double bytes) {
 /// A fit's measured curve: [{"bytes": > 0, "busbw_bytes_per_s": > 0}, ...] in ascending,
 /// distinct sizes (as nccl-tests prints them), at least one point.
 std::vector<BusbwPoint> parse_busbw_points(const nlohmann::json& raw, const StrictObject& fit) {
-  if (!raw.is_array() || raw.empty()) {
+  if (!raw.is_array()) {
     fit.fail("points", "must be a non-empty array of {\"bytes\", \"busbw_bytes_per_s\"} in "
                        "ascending bytes, got " + describe_json(raw));
+  }
+  if (raw.empty()) {
+    fit.fail("points", "is empty; expected at least one {\"bytes\", \"busbw_bytes_per_s\"} "
+                       "point in ascending bytes, or no \"points\" key when none was measured");
   }
   std::vector<BusbwPoint> points;
   for (std::size_t i = 0; i < raw.size(); ++i) {

@@ -98,6 +98,26 @@ double positive_field(const nlohmann::json& record, const std::string& file,
   return record.at(key).get<double>();
 }
 
+/// Largest GEMM dimension a record may have: 2^31 (cuBLAS takes int dimensions). It keeps
+/// 2 m n k and the efficiency plot's square GEMMs of that work far inside a double.
+constexpr double kMaxGemmDimension = 2147483648.0;
+
+/// Fastest GEMM rate a record may claim on one device: 1e18 FLOP/s (an H200's dense bf16 peak
+/// is 9.9e14), so that rates divided by a GPU's peak stay finite in the plots.
+constexpr double kMaxGemmFlopsPerS = 1e18;
+
+/// A GEMM dimension: a whole number in [1, kMaxGemmDimension].
+double dimension_field(const nlohmann::json& record, const std::string& file,
+                       const std::string& path, const std::string& key) {
+  const double v = positive_field(record, file, path, key);
+  if (std::floor(v) != v || v > kMaxGemmDimension) {
+    records_error(file, path + "." + key,
+                  "must be a whole number from 1 to 2147483648 (2^31), got " +
+                      describe_json(record.at(key)));
+  }
+  return v;
+}
+
 /// The fits of `profile` grouped by (collective, tier), in the order of first appearance, each
 /// group sorted by group size.
 std::vector<std::vector<const CollectiveFit*>> fits_by_collective_and_tier(const Profile& profile) {
@@ -448,17 +468,34 @@ ProfileRecords read_profile_records(const std::string& file) {
     const std::string path = "$.records.gemm[" + std::to_string(i) + "]";
     if (!g.is_object()) records_error(file, path, "must be an object, got " + describe_json(g));
     MeasuredGemm m;
-    m.m = positive_field(g, file, path, "m");
-    m.n = positive_field(g, file, path, "n");
-    m.k = positive_field(g, file, path, "k");
+    m.m = dimension_field(g, file, path, "m");
+    m.n = dimension_field(g, file, path, "n");
+    m.k = dimension_field(g, file, path, "k");
     m.flops = positive_field(g, file, path, "flops");
+    // calibrate/records.cpp writes flops = 2 m n k (a double; JSON keeps it exactly).
+    const double work = 2 * m.m * m.n * m.k;
+    if (std::abs(m.flops - work) > 1e-6 * work) {
+      records_error(file, path + ".flops",
+                    "must be 2 m n k = " + describe_json(work) + " FLOP, got " +
+                        describe_json(g.at("flops")));
+    }
     m.flops_per_s = positive_field(g, file, path, "flops_per_s");
+    if (m.flops_per_s > kMaxGemmFlopsPerS) {
+      records_error(file, path + ".flops_per_s",
+                    "must be at most 1e18 FLOP/s (one device), got " +
+                        describe_json(g.at("flops_per_s")));
+    }
     if (!g.contains("dtype") || !g.at("dtype").is_string()) {
       records_error(file, path + ".dtype", "missing or not a string; expected e.g. \"bf16\"");
     }
     m.dtype = g.at("dtype").get<std::string>();
-    const bool verified = !g.contains("verified") || g.at("verified") == true;
-    if (verified) r.verified_gemms.push_back(std::move(m));
+    if (!g.contains("verified") || !g.at("verified").is_boolean()) {
+      records_error(file, path + ".verified",
+                    g.contains("verified")
+                        ? "must be true or false, got " + describe_json(g.at("verified"))
+                        : std::string("missing; expected true or false"));
+    }
+    if (g.at("verified").get<bool>()) r.verified_gemms.push_back(std::move(m));
   }
   return r;
 }

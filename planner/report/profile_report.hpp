@@ -68,8 +68,9 @@ std::vector<std::string> sidecar_candidates(const std::string& profile_file);
 
 /// Reads a sidecar. Errors: InputError naming `file` when it cannot be read, is not valid JSON,
 /// has another "schema" than meshplan-calibration-records/1, or lacks the arrays
-/// $.records.gemm / .memory / .collectives or a GEMM record's m, n, k, dtype, flops,
-/// flops_per_s (numbers > 0, dtype a string).
+/// $.records.gemm / .memory / .collectives, or when a GEMM record lacks or has a bad m, n, k
+/// (whole numbers from 1 to 2^31), flops (2 m n k), flops_per_s (> 0, at most 1e18), dtype (a
+/// string) or verified (true or false): "<file>: $.records.gemm[0].flops: must be 2 m n k = ...".
 ProfileRecords read_profile_records(const std::string& file);
 
 /// Loads profile `name_or_path` (a preset name or a path, exactly as load_profile takes it), its

@@ -105,17 +105,29 @@ TEST_CASE("collectives: ring all-reduce of 1 GiB over 8 H100s at 370 GB/s", "[co
 
 TEST_CASE("collectives: a measured busbw curve is read in log(size), the line below it",
           "[collectives]") {
-  // Two measured points: 1 MiB at 100 GB/s, 4 MiB at 200 GB/s.
+  // Two measured points: 1 MiB at 100 GB/s, 4 MiB at 200 GB/s, i.e. S / busbw = 10.486 us and
+  // 20.972 us. 2 MiB lies halfway in log(size), w = log(2) / log(4) = 0.5, so its time is the
+  // geometric mean sqrt(10.486 x 20.972) = 14.830 us and busbw = 2^21 / 14.830 us = 141.42 GB/s
+  // (= 100e9 x sqrt(2)).
   const std::vector<BusbwPoint> curve = {{1 << 20, 100e9}, {4 << 20, 200e9}};
-  // 2 MiB lies halfway in log(size): w = log(2) / log(4) = 0.5, busbw 150 GB/s.
-  CHECK(interpolated_busbw(curve, 2 << 20) == Approx(150e9).epsilon(1e-12));
+  CHECK(interpolated_busbw(curve, 2 << 20) == Approx(100e9 * std::sqrt(2.0)).epsilon(1e-12));
   // Past the largest size the link is saturated: 200 GB/s; at the smallest, its own busbw.
   CHECK(interpolated_busbw(curve, 1 << 30) == 200e9);
   CHECK(interpolated_busbw(curve, 1 << 20) == 100e9);
-  // All-reduce over 8 of 2 MiB: t = 2^21 x 14/8 / 150e9 = 3,670,016 / 150e9 = 24.4668 us (the
-  // measured busbw already holds the latency: no alpha on top).
+  // All-reduce over 8 of 2 MiB: t = 2^21 x 14/8 / 141.42e9 = 3,670,016 / 141.421e9 = 25.951 us
+  // (the measured busbw already holds the latency: no alpha on top).
   CHECK(collective_time_s(Collective::kAllReduce, 8, 2 << 20, 15e-6, 370e9, curve) ==
-        Approx(24.46677e-6).epsilon(1e-6));
+        Approx(25.9509e-6).epsilon(1e-5));
+  // Between two points whose times rise (1 MiB at 60 GB/s: 17.48 us; 2 MiB at 100 GB/s:
+  // 20.97 us) a larger message never takes less time, although busbw climbs faster than the
+  // size in log terms (a linear-in-log(S) busbw would dip there).
+  const std::vector<BusbwPoint> rising = {{1 << 20, 60e9}, {1 << 21, 100e9}};
+  double last = 0;
+  for (double s = 1 << 20; s <= (1 << 21); s *= 1.05) {
+    const double t = s / interpolated_busbw(rising, s);
+    CHECK(t >= last);
+    last = t;
+  }
   // Below the smallest measured size, the alpha-beta line: 15e-6 + 2^19 x 1.75 / 370e9
   //   = 15e-6 + 917,504 / 370e9 = 17.4797 us.
   CHECK(collective_time_s(Collective::kAllReduce, 8, 1 << 19, 15e-6, 370e9, curve) ==

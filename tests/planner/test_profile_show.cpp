@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
@@ -192,6 +193,65 @@ TEST_CASE("profile show: the sidecar's record counts, and a broken sidecar is na
   CHECK_THAT(other.err, Catch::Contains(sidecar + ": $.schema"));
   std::filesystem::remove(sidecar);
   std::filesystem::remove(sidecar2);
+}
+
+TEST_CASE("profile show: a sidecar GEMM record's fields are checked, not guessed", "[profile]") {
+  const std::string path = write_profile("show-bad-record", false);
+  const std::string sidecar = path + ".records.json";
+  const std::string svg = test::temp_dir() + "/show-bad-record-plots";
+  /// Writes sidecar_text with `change` applied to the first GEMM record, runs `profile show P
+  /// --svg DIR` and checks exit 2, nothing on stdout and the message.
+  auto expect_record_error = [&](const std::function<void(nlohmann::json&)>& change,
+                                 const std::string& expected) {
+    nlohmann::json j = nlohmann::json::parse(sidecar_text());
+    change(j["records"]["gemm"][0]);
+    std::ofstream(sidecar, std::ios::trunc) << j.dump(2);
+    const test::CliResult r = test::run({"profile", "show", path, "--svg", svg});
+    INFO(r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK_THAT(r.err, Catch::Contains(sidecar + ": $.records.gemm[0]." + expected));
+    CHECK_THAT(r.err, !Catch::Contains("internal error"));
+  };
+  SECTION("verified must be a boolean, not \"yes\"") {
+    expect_record_error([](nlohmann::json& g) { g["verified"] = "yes"; },
+                        "verified: must be true or false, got \"yes\"");
+    expect_record_error([](nlohmann::json& g) { g.erase("verified"); },
+                        "verified: missing; expected true or false");
+  }
+  SECTION("flops is 2 m n k; a finite but absurd 1.7e308 no longer reaches the plot") {
+    // 2 x 4096^3 = 137,438,953,472 = 1.374e+11 FLOP.
+    expect_record_error([](nlohmann::json& g) { g["flops"] = 1.7e308; },
+                        "flops: must be 2 m n k = 137438953472.0 FLOP, got 1.7e+308");
+    expect_record_error([](nlohmann::json& g) { g["flops"] = -1; },
+                        "flops: must be a number > 0, got -1");
+  }
+  SECTION("m, n, k are whole numbers up to 2^31; flops_per_s at most 1e18") {
+    expect_record_error([](nlohmann::json& g) { g["m"] = 4096.5; },
+                        "m: must be a whole number from 1 to 2147483648 (2^31), got 4096.5");
+    expect_record_error([](nlohmann::json& g) { g["k"] = 1e300; },
+                        "k: must be a whole number from 1 to 2147483648 (2^31), got 1e+300");
+    expect_record_error([](nlohmann::json& g) { g["flops_per_s"] = 1.7e308; },
+                        "flops_per_s: must be at most 1e18 FLOP/s (one device), got 1.7e+308");
+    expect_record_error([](nlohmann::json& g) { g["flops_per_s"] = "fast"; },
+                        "flops_per_s: must be a number > 0, got \"fast\"");
+  }
+  SECTION("a number beyond a double, a duplicate key") {
+    std::string text = sidecar_text();
+    text.replace(text.find("\"flops\": "), 9, "\"flops\": 1e400, \"x\": ");
+    std::ofstream(sidecar, std::ios::trunc) << text;
+    const test::CliResult r = test::run({"profile", "show", path});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains(sidecar + ": number out of range at line"));
+    text = sidecar_text();
+    text.replace(text.find("\"verified\": false"), 17, "\"verified\": false, \"verified\": true");
+    std::ofstream(sidecar, std::ios::trunc) << text;
+    const test::CliResult d = test::run({"profile", "show", path});
+    CHECK(d.exit_code == 2);
+    CHECK_THAT(d.err, Catch::Contains(sidecar + ": duplicate key \"verified\" in "
+                                                "$.records.gemm[1] (line"));
+  }
+  std::filesystem::remove(sidecar);
 }
 
 TEST_CASE("profile show --svg writes the busbw, links and GEMM plots", "[profile]") {

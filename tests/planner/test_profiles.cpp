@@ -248,7 +248,7 @@ TEST_CASE("bad profiles name the file and the JSON path", "[profiles][errors]") 
     empty.replace(empty.find("\"busbw_bytes_per_s\": 300e9"), 26,
                   R"("busbw_bytes_per_s": 300e9, "points": [])");
     expect_profile_error(with_fits("empty.json", empty),
-                         "$.collectives[0].points: must be a non-empty array");
+                         "$.collectives[0].points: is empty; expected at least one");
     std::string zero = kOneFit;
     zero.replace(zero.find("\"busbw_bytes_per_s\": 300e9"), 26,
                  R"("busbw_bytes_per_s": 300e9, "points": [{"bytes": 0, "busbw_bytes_per_s": 1e9}])");
