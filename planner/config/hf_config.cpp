@@ -86,9 +86,11 @@ class HfReader {
     if (!config_.contains(key)) return class_default;
     const nlohmann::json& v = config_.at(key);
     if (v.is_null()) {
-      fail(key, "is null, which transformers refuses (ACT2FN has no None); expected an "
-                "activation name such as \"" + std::string(class_default) +
-                    "\" (the class default, also used when the key is absent)");
+      fail(key,
+           "is null, which transformers refuses (ACT2FN has no None); expected an "
+           "activation name such as \"" +
+               std::string(class_default) +
+               "\" (the class default, also used when the key is absent)");
     }
     if (!v.is_string()) fail(key, "must be an activation name, got " + describe_json(v));
     const std::string name = v.get<std::string>();

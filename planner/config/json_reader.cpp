@@ -48,8 +48,8 @@ std::size_t nth_key_byte(const std::string& text, std::size_t n) {
       if (text[i] == '\\') ++i;
     }
     std::size_t next = i + 1;
-    while (next < text.size() && (text[next] == ' ' || text[next] == '\t' ||
-                                  text[next] == '\n' || text[next] == '\r')) {
+    while (next < text.size() &&
+           (text[next] == ' ' || text[next] == '\t' || text[next] == '\n' || text[next] == '\r')) {
       ++next;
     }
     if (next < text.size() && text[next] == ':' && ++seen == n) return open + 1;
@@ -183,8 +183,8 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& file)
   if (nlohmann::json::sax_parse(text, &sax)) return root;
   if (const auto& d = sax.duplicate()) {
     const auto [line, column] = line_and_column(text, nth_key_byte(text, d->key_ordinal));
-    throw InputError(file + ": duplicate key \"" + d->key + "\" in " + d->object_path +
-                     " (line " + std::to_string(line) +
+    throw InputError(file + ": duplicate key \"" + d->key + "\" in " + d->object_path + " (line " +
+                     std::to_string(line) +
                      "); each key may appear once in an object (a later one would silently "
                      "replace the earlier): remove one of them");
   }
@@ -194,7 +194,8 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& file)
     const std::size_t first =
         e.byte >= e.token.size() ? e.byte - e.token.size() + 1 : std::size_t{1};
     throw InputError(file + ": number out of range at " + at_line_and_column(text, first) + ": " +
-                     e.token + " does not fit a double; expected a finite number (at most "
+                     e.token +
+                     " does not fit a double; expected a finite number (at most "
                      "1.8e308 in magnitude)");
   }
   std::string message = e.message;
@@ -216,7 +217,8 @@ void require_regular_file(const std::string& path) {
                                  : "";
     throw InputError(path + ": is a directory, not a file; expected a JSON file" + hint);
   }
-  throw InputError(path + ": is not a regular file (a device, pipe or socket); expected a JSON "
+  throw InputError(path +
+                   ": is not a regular file (a device, pipe or socket); expected a JSON "
                    "file");
 }
 

@@ -111,9 +111,9 @@ double dimension_field(const nlohmann::json& record, const std::string& file,
                        const std::string& path, const std::string& key) {
   const double v = positive_field(record, file, path, key);
   if (std::floor(v) != v || v > kMaxGemmDimension) {
-    records_error(file, path + "." + key,
-                  "must be a whole number from 1 to 2147483648 (2^31), got " +
-                      describe_json(record.at(key)));
+    records_error(
+        file, path + "." + key,
+        "must be a whole number from 1 to 2147483648 (2^31), got " + describe_json(record.at(key)));
   }
   return v;
 }
@@ -481,9 +481,9 @@ ProfileRecords read_profile_records(const std::string& file) {
     }
     m.flops_per_s = positive_field(g, file, path, "flops_per_s");
     if (m.flops_per_s > kMaxGemmFlopsPerS) {
-      records_error(file, path + ".flops_per_s",
-                    "must be at most 1e18 FLOP/s (one device), got " +
-                        describe_json(g.at("flops_per_s")));
+      records_error(
+          file, path + ".flops_per_s",
+          "must be at most 1e18 FLOP/s (one device), got " + describe_json(g.at("flops_per_s")));
     }
     if (!g.contains("dtype") || !g.at("dtype").is_string()) {
       records_error(file, path + ".dtype", "missing or not a string; expected e.g. \"bf16\"");

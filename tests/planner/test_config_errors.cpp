@@ -1,13 +1,11 @@
 // Bad input gets an error that names the file and the field's JSON path, exit code 2, and
 // nothing on stdout (DESIGN.md, "Errors to users").
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "costmodel/hardware.hpp"
 #include "planner/config/input_error.hpp"
@@ -244,14 +242,17 @@ namespace {
 std::string position_of(const std::string& text, const std::string& needle) {
   const std::size_t at = text.find(needle);
   REQUIRE(at != std::string::npos);
-  const std::size_t line_start = text.rfind('\n', at) == std::string::npos ? 0 : text.rfind('\n', at) + 1;
-  const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n');
+  const std::size_t line_start =
+      text.rfind('\n', at) == std::string::npos ? 0 : text.rfind('\n', at) + 1;
+  const auto line =
+      1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n');
   return "line " + std::to_string(line) + ", column " + std::to_string(at - line_start + 1);
 }
 
 /// 1-based line of byte offset `at` of `text`.
 std::string line_of(const std::string& text, std::size_t at) {
-  return std::to_string(1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+  return std::to_string(
+      1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
 }
 
 /// `text` with the first `from` replaced by `to`.
@@ -263,7 +264,8 @@ std::string replaced(std::string text, const std::string& from, const std::strin
 }
 
 /// `args` exits 2 with nothing on stdout and an error containing each of `expected`.
-void expect_cli_error(const std::vector<std::string>& args, const std::vector<std::string>& expected) {
+void expect_cli_error(const std::vector<std::string>& args,
+                      const std::vector<std::string>& expected) {
   const test::CliResult r = test::run(args);
   INFO(r.err);
   CHECK(r.exit_code == 2);
@@ -275,7 +277,8 @@ void expect_cli_error(const std::vector<std::string>& args, const std::vector<st
 /// A plan of llama3-8b (tp 8) written by `estimate --out`, as text.
 std::string plan_text() {
   const std::string plan = test::temp_dir() + "/overflow-base-plan.json";
-  REQUIRE(test::run({"estimate", "--model", "llama3-8b", "--tp", "8", "--out", plan}).exit_code == 0);
+  REQUIRE(test::run({"estimate", "--model", "llama3-8b", "--tp", "8", "--out", plan}).exit_code ==
+          0);
   std::ifstream in(plan);
   std::stringstream s;
   s << in.rdbuf();
@@ -287,8 +290,8 @@ std::string plan_text() {
 TEST_CASE("a number too large for a double names the file, line and column", "[errors]") {
   // nlohmann/json throws out_of_range.406 for 1e400; it is an input error, never an internal one.
   SECTION("a model field, exactly") {
-    const std::string text =
-        replaced(test::read_config("models/llama3-8b.json"), "\"num_layers\": 32", "\"num_layers\": 1e400");
+    const std::string text = replaced(test::read_config("models/llama3-8b.json"),
+                                      "\"num_layers\": 32", "\"num_layers\": 1e400");
     const std::string file = test::write_temp_file("overflow-model.json", text);
     expect_input_error(file, file + ": number out of range at " + position_of(text, "1e400") +
                                  ": 1e400 does not fit a double; expected a finite number (at "
@@ -296,8 +299,8 @@ TEST_CASE("a number too large for a double names the file, line and column", "[e
     // A negative one, and an integer of 400 digits (beyond int64 and uint64, then beyond a double).
     const std::string neg = replaced(text, "1e400", "-1e400");
     const std::string neg_file = test::write_temp_file("overflow-neg.json", neg);
-    expect_input_error(neg_file, neg_file + ": number out of range at " + position_of(neg, "-1e400") +
-                                     ": -1e400 does not fit a double");
+    expect_input_error(neg_file, neg_file + ": number out of range at " +
+                                     position_of(neg, "-1e400") + ": -1e400 does not fit a double");
     const std::string digits = replaced(text, "1e400", "1" + std::string(400, '0'));
     const std::string digits_file = test::write_temp_file("overflow-digits.json", digits);
     expect_input_error(digits_file, digits_file + ": number out of range at " +
@@ -306,14 +309,18 @@ TEST_CASE("a number too large for a double names the file, line and column", "[e
   }
   SECTION("every other input: GPU, cluster, profile, HF config, plan") {
     const std::string gpu = test::write_temp_file(
-        "overflow-gpu.json", replaced(test::read_config("gpus/h100-sxm.json"), "\"bf16\": ", "\"bf16\": 1e400, \"x\": "));
-    expect_cli_error({"ledger", "--params", "7e9", "--gpu", gpu}, {gpu + ": number out of range at line"});
+        "overflow-gpu.json", replaced(test::read_config("gpus/h100-sxm.json"),
+                                      "\"bf16\": ", "\"bf16\": 1e400, \"x\": "));
+    expect_cli_error({"ledger", "--params", "7e9", "--gpu", gpu},
+                     {gpu + ": number out of range at line"});
     const std::string cluster = test::write_temp_file(
-        "overflow-cluster.json", replaced(test::read_config("clusters/dgx-h100.json"), "{", "{\"x\": -1e400,"));
+        "overflow-cluster.json",
+        replaced(test::read_config("clusters/dgx-h100.json"), "{", "{\"x\": -1e400,"));
     expect_cli_error({"estimate", "--model", "llama3-8b", "--tp", "8", "--cluster", cluster},
                      {cluster + ": number out of range at line 1, column 7: -1e400"});
     const std::string profile = test::write_temp_file(
-        "overflow-profile.json", replaced(test::read_config("profiles/h100.json"), "{", "{\"x\": 1e400,"));
+        "overflow-profile.json",
+        replaced(test::read_config("profiles/h100.json"), "{", "{\"x\": 1e400,"));
     expect_cli_error({"estimate", "--model", "llama3-8b", "--tp", "8", "--profile", profile},
                      {profile + ": number out of range at line 1, column 7: 1e400"});
     // meshplan-calibrate --base-profile reads it with load_profile too.
@@ -322,13 +329,16 @@ TEST_CASE("a number too large for a double names the file, line and column", "[e
     std::ifstream in(test::data_file("hf/gpt2/config.json"));
     std::stringstream hf_text;
     hf_text << in.rdbuf();
-    const std::string hf = test::write_temp_file(
-        "overflow-hf.json", replaced(hf_text.str(), "{", "{\"x\": 1e400,"));
+    const std::string hf =
+        test::write_temp_file("overflow-hf.json", replaced(hf_text.str(), "{", "{\"x\": 1e400,"));
     expect_cli_error({"ledger", "--model", hf}, {hf + ": number out of range at line 1, column 7"});
 
-    const std::string plan = test::write_temp_file("overflow-plan.json", replaced(plan_text(), "{", "{\"x\": 1e400,"));
-    expect_cli_error({"estimate", "--plan", plan}, {plan + ": number out of range at line 1, column 7"});
-    expect_cli_error({"export", plan, "--format", "megatron"}, {plan + ": number out of range at line 1"});
+    const std::string plan =
+        test::write_temp_file("overflow-plan.json", replaced(plan_text(), "{", "{\"x\": 1e400,"));
+    expect_cli_error({"estimate", "--plan", plan},
+                     {plan + ": number out of range at line 1, column 7"});
+    expect_cli_error({"export", plan, "--format", "megatron"},
+                     {plan + ": number out of range at line 1"});
     // meshplan-run plan.json reads it with read_plan.
     CHECK_THROWS_WITH(read_plan(plan), Catch::StartsWith(plan + ": number out of range at line 1"));
   }
@@ -350,11 +360,14 @@ TEST_CASE("a directory or device where a file is expected says so", "[errors]") 
   std::filesystem::create_directories(checkout);
   std::ofstream(checkout + "/config.json") << "{}";
   expect_cli_error({"ledger", "--model", checkout},
-                   {checkout + ": is a directory, not a file; expected a JSON file (it holds a "
-                    "config.json: give " + checkout + "/config.json)"});
+                   {checkout +
+                    ": is a directory, not a file; expected a JSON file (it holds a "
+                    "config.json: give " +
+                    checkout + "/config.json)"});
   // A device (a pipe reads the same way): not a regular file.
-  expect_cli_error({"ledger", "--model", "/dev/null"},
-                   {"/dev/null: is not a regular file (a device, pipe or socket); expected a JSON file"});
+  expect_cli_error(
+      {"ledger", "--model", "/dev/null"},
+      {"/dev/null: is not a regular file (a device, pipe or socket); expected a JSON file"});
   // A missing path still says so.
   expect_cli_error({"ledger", "--model", dir + "/none.json"}, {dir + "/none.json: no such file"});
 }
@@ -368,18 +381,19 @@ TEST_CASE("a duplicate key names the file, the key, the object's path and the li
     text.insert(first, inserted);
     const std::string file = test::write_temp_file("dup-profile.json", text);
     // The original key, now one line below the inserted one, is the repeat.
-    expect_cli_error({"estimate", "--model", "llama3-8b", "--tp", "8", "--profile", file},
-                     {file + ": duplicate key \"comm_sm_fraction\" in $ (line " +
-                      line_of(text, first + inserted.size()) +
-                      "); each key may appear once in an object"});
+    expect_cli_error(
+        {"estimate", "--model", "llama3-8b", "--tp", "8", "--profile", file},
+        {file + ": duplicate key \"comm_sm_fraction\" in $ (line " +
+         line_of(text, first + inserted.size()) + "); each key may appear once in an object"});
   }
   SECTION("a second collectives: [] would drop the first") {
     std::string text = test::read_config("profiles/h100.json");
     const std::size_t end = text.rfind('}');
     text.insert(end, ",\n  \"collectives\": []\n");
     const std::string file = test::write_temp_file("dup-collectives.json", text);
-    expect_cli_error({"profile", "show", file},
-                     {file + ": duplicate key \"collectives\" in $ (line " + line_of(text, end + 4) + ")"});
+    expect_cli_error(
+        {"profile", "show", file},
+        {file + ": duplicate key \"collectives\" in $ (line " + line_of(text, end + 4) + ")"});
   }
   SECTION("a model's key, and a plan's nested key") {
     const std::string model = test::write_temp_file(
@@ -388,7 +402,8 @@ TEST_CASE("a duplicate key names the file, the key, the object's path and the li
     expect_input_error(model, "duplicate key \"num_layers\" in $ (line");
     const std::string plan = test::write_temp_file(
         "dup-plan.json", replaced(plan_text(), "\"tp\": 8", "\"tp\": 8, \"tp\": 4"));
-    expect_cli_error({"estimate", "--plan", plan}, {plan + ": duplicate key \"tp\" in $.layout (line"});
+    expect_cli_error({"estimate", "--plan", plan},
+                     {plan + ": duplicate key \"tp\" in $.layout (line"});
   }
   SECTION("the path through arrays; keys inside strings are not counted") {
     const std::string text =
@@ -401,15 +416,17 @@ TEST_CASE("a duplicate key names the file, the key, the object's path and the li
     CHECK_THROWS_WITH(parse_json_text("{\"b\": {\"c\": [0, {\"d\": 1, \"d\": 1}]}}", "t.json"),
                       Catch::StartsWith("t.json: duplicate key \"d\" in $.b.c[1] (line 1)"));
     // The same key in sibling objects is fine, and the document is built as nlohmann builds it.
-    const nlohmann::json ok = parse_json_text("{\"a\": [{\"x\": 1}, {\"x\": [2, {\"x\": null}]}], \"x\": 1.5}", "t.json");
-    CHECK(ok == nlohmann::json::parse("{\"a\": [{\"x\": 1}, {\"x\": [2, {\"x\": null}]}], \"x\": 1.5}"));
+    const nlohmann::json ok =
+        parse_json_text("{\"a\": [{\"x\": 1}, {\"x\": [2, {\"x\": null}]}], \"x\": 1.5}", "t.json");
+    CHECK(ok ==
+          nlohmann::json::parse("{\"a\": [{\"x\": 1}, {\"x\": [2, {\"x\": null}]}], \"x\": 1.5}"));
   }
   SECTION("a Hugging Face config.json") {
     std::ifstream in(test::data_file("hf/gpt2/config.json"));
     std::stringstream hf_text;
     hf_text << in.rdbuf();
-    const std::string hf = test::write_temp_file(
-        "dup-hf.json", replaced(hf_text.str(), "{", "{\"n_layer\": 2,"));
+    const std::string hf =
+        test::write_temp_file("dup-hf.json", replaced(hf_text.str(), "{", "{\"n_layer\": 2,"));
     expect_cli_error({"ledger", "--model", hf}, {hf + ": duplicate key \"n_layer\" in $ (line"});
   }
 }
@@ -421,8 +438,8 @@ TEST_CASE("a profile fit's empty points array says it is empty", "[errors]") {
   const std::string file = test::write_temp_file("empty-points.json", profile.dump(2));
   expect_cli_error({"estimate", "--model", "llama3-8b", "--tp", "8", "--profile", file},
                    {file + ": $.collectives[0].points: is empty; expected at least one "
-                    "{\"bytes\", \"busbw_bytes_per_s\"} point in ascending bytes, or no "
-                    "\"points\" key when none was measured"});
+                           "{\"bytes\", \"busbw_bytes_per_s\"} point in ascending bytes, or no "
+                           "\"points\" key when none was measured"});
   profile["collectives"][0]["points"] = 3;
   const std::string file2 = test::write_temp_file("number-points.json", profile.dump(2));
   expect_cli_error({"estimate", "--model", "llama3-8b", "--tp", "8", "--profile", file2},

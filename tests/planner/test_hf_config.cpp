@@ -114,22 +114,22 @@ TEST_CASE("an unknown activation is refused, not guessed", "[hf]") {
 TEST_CASE("a null activation is refused, as transformers refuses it", "[hf]") {
   // LlamaMLP and GPT2MLP build ACT2FN[config.hidden_act / activation_function]: None raises
   // KeyError; the class default applies only to an absent key.
-  const std::string llama = changed_config(
-      "llama3-8b", "act-null.json", [](nlohmann::json& c) { c["hidden_act"] = nullptr; });
+  const std::string llama = changed_config("llama3-8b", "act-null.json",
+                                           [](nlohmann::json& c) { c["hidden_act"] = nullptr; });
   CHECK_THROWS_WITH(load_model(llama),
-                    llama + ": $.hidden_act: is null, which transformers refuses (ACT2FN has no "
-                    "None); expected an activation name such as \"silu\" (the class default, "
-                    "also used when the key is absent)");
-  const std::string gpt2 = changed_config("gpt2", "act-fn-null.json", [](nlohmann::json& c) {
-    c["activation_function"] = nullptr;
-  });
+                    llama +
+                        ": $.hidden_act: is null, which transformers refuses (ACT2FN has no "
+                        "None); expected an activation name such as \"silu\" (the class default, "
+                        "also used when the key is absent)");
+  const std::string gpt2 = changed_config(
+      "gpt2", "act-fn-null.json", [](nlohmann::json& c) { c["activation_function"] = nullptr; });
   CHECK_THROWS_WITH(load_model(gpt2),
                     Catch::StartsWith(gpt2 + ": $.activation_function: is null, which "
                                              "transformers refuses") &&
                         Catch::Contains("such as \"gelu_new\""));
   // GPT2Config does not read hidden_act: a null one there changes nothing.
-  const std::string ignored = changed_config(
-      "gpt2", "gpt2-hidden-act-null.json", [](nlohmann::json& c) { c["hidden_act"] = nullptr; });
+  const std::string ignored = changed_config("gpt2", "gpt2-hidden-act-null.json",
+                                             [](nlohmann::json& c) { c["hidden_act"] = nullptr; });
   CHECK(load_model(ignored).ffn_type == FfnType::kGelu);
 }
 
