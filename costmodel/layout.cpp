@@ -192,4 +192,17 @@ std::vector<std::int64_t> layers_per_stage(const Layout& layout, const ModelSpec
                                    model.num_layers / layout.pp);
 }
 
+std::vector<std::int64_t> edge_light_stage_split(std::int64_t num_layers, std::int64_t pp) {
+  const std::int64_t each = (num_layers + pp - 1) / pp;
+  std::vector<std::int64_t> split(static_cast<std::size_t>(pp), each);
+  std::int64_t surplus = each * pp - num_layers;  // < pp
+  for (std::int64_t k = 0; surplus > 0; ++k) {
+    // Stage order first, last, second, second to last, ...
+    const std::int64_t stage = k % 2 == 0 ? k / 2 : pp - 1 - k / 2;
+    --split[static_cast<std::size_t>(stage)];
+    --surplus;
+  }
+  return split;
+}
+
 }  // namespace meshplan

@@ -74,6 +74,14 @@ std::vector<std::string> layout_problems(const Layout& layout, const ModelSpec& 
 /// Precondition: layout_problems() is empty.
 std::vector<std::int64_t> layers_per_stage(const Layout& layout, const ModelSpec& model);
 
+/// The split the search uses when `num_layers` is not a multiple of `pp`: every stage gets
+/// ceil(num_layers / pp) layers, and the stages that also hold the embedding and the LM head
+/// give one back each, first stage, last stage, second, second to last, ..., until the sum is
+/// num_layers (Llama 3 405B: 126 layers on pp 16 "reduce one Transformer layer each from the
+/// first and the last stages", Dubey et al. 2024, sec. 3.3.2: 7, 8 x 14, 7). Size pp.
+/// Preconditions: pp >= 1, num_layers >= pp.
+std::vector<std::int64_t> edge_light_stage_split(std::int64_t num_layers, std::int64_t pp);
+
 /// Layers of pipeline stage `stage` (the element of layers_per_stage, without allocating).
 std::int64_t stage_layer_count(const Layout& layout, const ModelSpec& model, std::int64_t stage);
 

@@ -91,32 +91,40 @@ double number(StrictObject& o, const nlohmann::json& raw, const std::string& key
   return v.get<double>();
 }
 
-/// An efficiency: a fraction of a peak, in (0, 1] (1 allowed: a perfect rate is not an error,
-/// 0 would make every time infinite).
+/// The number under `key` checked against `lo` < d <= `hi` (or `lo` <= d when `lo_closed`),
+/// reported as "must be <expected>" where `expected` states the range. The bounds keep every
+/// time the cost model forms finite and positive: a profile number past them describes no
+/// hardware (a latency of hours, a billionth of a peak).
+double bounded(StrictObject& o, const nlohmann::json& raw, const std::string& key, double lo,
+               bool lo_closed, double hi, const std::string& expected) {
+  const double d = number(o, raw, key, expected.c_str());
+  if (!((lo_closed ? d >= lo : d > lo) && d <= hi)) {
+    o.fail(key, "must be " + expected + ", got " + describe_json(raw.at(key)));
+  }
+  return d;
+}
+
+/// An efficiency: a fraction of a peak, in (0, 1] (1 allowed: a perfect rate is not an error;
+/// below 1e-9, a billionth of the peak, no device runs).
 double efficiency(StrictObject& o, const nlohmann::json& raw, const std::string& key) {
-  const char* expected = "a number in (0, 1]";
-  const double d = number(o, raw, key, expected);
-  if (!(d > 0 && d <= 1)) {
-    o.fail(key, std::string("must be ") + expected + ", got " + describe_json(raw.at(key)));
-  }
-  return d;
+  return bounded(o, raw, key, 1e-9, true, 1, "a number in (0, 1], at least 1e-9");
 }
 
-/// A latency in seconds: >= 0 and finite.
-double non_negative(StrictObject& o, const nlohmann::json& raw, const std::string& key) {
-  const char* expected = "a number >= 0";
-  const double d = number(o, raw, key, expected);
-  if (!(d >= 0) || !std::isfinite(d)) {
-    o.fail(key, std::string("must be ") + expected + ", got " + describe_json(raw.at(key)));
-  }
-  return d;
+/// A latency in seconds: in [0, 1] (no collective waits a second before its first byte).
+double latency(StrictObject& o, const nlohmann::json& raw, const std::string& key) {
+  return bounded(o, raw, key, 0, true, 1, "a number of seconds in [0, 1]");
 }
 
-/// {"alpha_s": >= 0, "busbw_bytes_per_s": > 0} as read in `o` (whose object is `raw`).
+/// A bus bandwidth in bytes/s: in [1e3, 1e15] (a kB/s to a PB/s).
+double bus_bandwidth(StrictObject& o, const nlohmann::json& raw, const std::string& key) {
+  return bounded(o, raw, key, 1e3, true, 1e15, "a number of bytes/s in [1e3, 1e15]");
+}
+
+/// {"alpha_s": [0, 1] s, "busbw_bytes_per_s": [1e3, 1e15]} as read in `o` (object `raw`).
 TierBandwidth tier_bandwidth(StrictObject& o, const nlohmann::json& raw) {
   TierBandwidth t;
-  t.alpha_s = non_negative(o, raw, "alpha_s");
-  t.busbw_bytes_per_s = o.positive_number("busbw_bytes_per_s");
+  t.alpha_s = latency(o, raw, "alpha_s");
+  t.busbw_bytes_per_s = bus_bandwidth(o, raw, "busbw_bytes_per_s");
   return t;
 }
 
@@ -145,7 +153,8 @@ std::vector<BusbwPoint> parse_busbw_points(const nlohmann::json& raw, const Stri
     const std::string at = "[" + std::to_string(i) + "]";
     StrictObject o(raw.at(i), fit.file(), fit.path() + ".points" + at,
                    {"bytes", "busbw_bytes_per_s"});
-    const BusbwPoint point{o.positive_number("bytes"), o.positive_number("busbw_bytes_per_s")};
+    const BusbwPoint point{o.positive_number("bytes"),
+                           bus_bandwidth(o, raw.at(i), "busbw_bytes_per_s")};
     if (!points.empty() && !(point.bytes > points.back().bytes)) {
       fit.fail("points" + at + ".bytes",
                describe_json(whole_bytes(point.bytes)) +
@@ -435,8 +444,10 @@ Profile profile_from_json(const nlohmann::json& json, const std::string& file,
       o.object("gemm", {"peak_efficiency", "half_efficiency_flops", "k_overhead",
                         "fp8_peak_efficiency", "tile_m", "tile_n", "sms"});
   p.gemm.peak_efficiency = efficiency(gemm, json.at("gemm"), "peak_efficiency");
-  p.gemm.half_efficiency_flops = gemm.positive_number("half_efficiency_flops");
-  p.gemm.k_overhead = non_negative(gemm, json.at("gemm"), "k_overhead");
+  p.gemm.half_efficiency_flops = bounded(gemm, json.at("gemm"), "half_efficiency_flops", 0, false,
+                                         1e18, "a number of FLOP in (0, 1e18]");
+  p.gemm.k_overhead = bounded(gemm, json.at("gemm"), "k_overhead", 0, true, 1e6,
+                              "a number of elements of k in [0, 1e6]");
   p.gemm.fp8_peak_efficiency = efficiency(gemm, json.at("gemm"), "fp8_peak_efficiency");
   p.gemm.tile_m = gemm.positive_int("tile_m", kMaxTile);
   p.gemm.tile_n = gemm.positive_int("tile_n", kMaxTile);
@@ -451,8 +462,8 @@ Profile profile_from_json(const nlohmann::json& json, const std::string& file,
   const nlohmann::json& raw_links = json.at("links");
   StrictObject nvlink = links.object("nvlink", {"alpha_s", "busbw_bytes_per_s"});
   p.links.nvlink = tier_bandwidth(nvlink, raw_links.at("nvlink"));
-  p.links.nic_busbw_bytes_per_s = links.positive_number("nic_busbw_bytes_per_s");
-  p.links.scale_out_alpha_s = non_negative(links, raw_links, "scale_out_alpha_s");
+  p.links.nic_busbw_bytes_per_s = bus_bandwidth(links, raw_links, "nic_busbw_bytes_per_s");
+  p.links.scale_out_alpha_s = latency(links, raw_links, "scale_out_alpha_s");
 
   if (!json.contains("collectives"))
     o.fail("collectives", "missing; expected an array (may be empty)");

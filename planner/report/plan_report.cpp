@@ -1,5 +1,6 @@
 #include "planner/report/plan_report.hpp"
 
+#include <algorithm>
 #include <sstream>
 
 #include "costmodel/param_count.hpp"
@@ -88,7 +89,15 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
   }
   if (l.pp > 1) {
     s << "- pp " << l.pp << ": the " << r.model.num_layers << " layers run as " << l.pp
-      << " stages; only activations cross stage boundaries"
+      << " stages"
+      << (l.stage_layers.empty()
+              ? ""
+              : " of " + std::to_string(l.stage_layers.front()) + " to " +
+                    std::to_string(*std::max_element(l.stage_layers.begin(),
+                                                     l.stage_layers.end())) +
+                    " layers (they do not split evenly: the embedding and LM-head stages take "
+                    "fewer)")
+      << "; only activations cross stage boundaries"
       << (l.vpp > 1 ? ", and " + std::to_string(l.vpp) + " virtual stages per rank shrink the "
                           "bubble by " + std::to_string(l.vpp) + "x"
                     : "")

@@ -70,6 +70,11 @@ class Worker {
     base.cp = cp;
     base.pp = pp;
     base.gbs = r_.gbs;
+    if (r_.model.num_layers % pp != 0 && r_.model.num_layers >= pp) {
+      // Layers that do not split evenly: the embedding and LM-head stages take one fewer
+      // (plain 1F1B only: interleaving needs every chunk the same).
+      base.stage_layers = edge_light_stage_split(r_.model.num_layers, pp);
+    }
     const bool tp_crosses = tp > r_.cluster.nvlink_domain_size ||
                             r_.cluster.nvlink_domain_size % tp != 0;
     const GroupRates groups(context_, base);

@@ -205,13 +205,13 @@ TEST_CASE("bad profiles name the file and the JSON path", "[profiles][errors]") 
   SECTION("an efficiency above 1") {
     expect_profile_error(broken_profile("eff.json", "\"flash_attention_efficiency\": 0.52",
                                         "\"flash_attention_efficiency\": 1.5"),
-                         "$.flash_attention_efficiency: must be a number in (0, 1], got 1.5");
+                         "$.flash_attention_efficiency: must be a number in (0, 1], at least 1e-9, got 1.5");
     expect_profile_error(
         broken_profile("peak.json", "\"peak_efficiency\": 0.803", "\"peak_efficiency\": 0"),
-        "$.gemm.peak_efficiency: must be a number in (0, 1], got 0");
+        "$.gemm.peak_efficiency: must be a number in (0, 1], at least 1e-9, got 0");
     expect_profile_error(
         broken_profile("share.json", "\"comm_sm_fraction\": 0.1818", "\"comm_sm_fraction\": 24"),
-        "$.comm_sm_fraction: must be a number in (0, 1], got 24");
+        "$.comm_sm_fraction: must be a number in (0, 1], at least 1e-9, got 24");
   }
   SECTION("an unknown collective name") {
     std::string fit = kOneFit;
@@ -228,12 +228,30 @@ TEST_CASE("bad profiles name the file and the JSON path", "[profiles][errors]") 
     std::string negative = kOneFit;
     negative.replace(negative.find("10e-6"), 5, "-1e-6");
     expect_profile_error(with_fits("neg.json", negative),
-                         "$.collectives[0].alpha_s: must be a number >= 0, got -1e-06");
+                         "$.collectives[0].alpha_s: must be a number of seconds in [0, 1], got -1e-06");
     std::string twice = kOneFit;
     const std::string entry = twice.substr(twice.find('{'), twice.rfind('}') - twice.find('{') + 1);
     twice.insert(twice.rfind('}') + 1, ",\n    " + entry);
     expect_profile_error(with_fits("twice.json", twice),
                          "$.collectives[1]: repeats the fit of $.collectives[0]");
+  }
+  SECTION("numbers past what any hardware has") {
+    // A k overhead of 1e308 or a latency of 1e308 s would make step times infinite (and a
+    // 5e-324 efficiency would divide by almost nothing); the schema's bounds refuse them.
+    expect_profile_error(
+        broken_profile("k0.json", "\"k_overhead\": 104", "\"k_overhead\": 1e308"),
+        "$.gemm.k_overhead: must be a number of elements of k in [0, 1e6], got 1e+308");
+    expect_profile_error(
+        broken_profile("tiny.json", "\"hbm_efficiency\": 0.88", "\"hbm_efficiency\": 5e-324"),
+        "$.hbm_efficiency: must be a number in (0, 1], at least 1e-9");
+    std::string slow = kOneFit;
+    slow.replace(slow.find("10e-6"), 5, "1e308");
+    expect_profile_error(with_fits("alpha.json", slow),
+                         "$.collectives[0].alpha_s: must be a number of seconds in [0, 1]");
+    expect_profile_error(
+        broken_profile("nic.json", "\"nic_busbw_bytes_per_s\": 46000000000.0",
+                       "\"nic_busbw_bytes_per_s\": 1e-300"),
+        "$.links.nic_busbw_bytes_per_s: must be a number of bytes/s in [1e3, 1e15]");
   }
   SECTION("a measured curve out of order or empty") {
     std::string descending = kOneFit;

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "costmodel/layout.hpp"
 #include "costmodel/step_time.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
@@ -36,6 +37,32 @@ TEST_CASE("search: every ranked layout equals its full estimate and ledger", "[s
   std::int64_t rejected = 0;
   for (const auto& [reason, count] : r.rejected) rejected += count;
   CHECK(rejected + r.fits == r.space);
+}
+
+TEST_CASE("search: layers that do not split evenly go one fewer to the edge stages", "[search]") {
+  // Llama 3 405B's 126 layers: on pp 16, ceil(126 / 16) = 8 each is 2 too many, so the first and
+  // the last stage take 7 (Dubey et al. 2024, sec. 3.3.2); on pp 5, 26 each is 4 too many: first,
+  // last, second, second to last take 25.
+  CHECK(edge_light_stage_split(126, 16) ==
+        std::vector<std::int64_t>{7, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7});
+  CHECK(edge_light_stage_split(126, 5) == std::vector<std::int64_t>{25, 25, 26, 25, 25});
+  CHECK(edge_light_stage_split(126, 7) == std::vector<std::int64_t>(7, 18));  // even: unchanged
+  // The search uses it: 405B on 16384 H100 finds layouts at pp 8, 16, 32 or 64 (126 layers
+  // split evenly only at pp 1, 2, 3, 6, 7, 9, ...), each with its split in the layout.
+  const ModelSpec model = load_model("llama3-405b");
+  const ClusterSpec cluster = load_cluster("dgx-h100");
+  const Profile profile = load_profile("h100");
+  const TrainingSetup setup = test::megatron_setup(8192);
+  SearchRequest request(model, cluster, profile, setup, 16384, 2048);
+  const SearchResult r = search_layouts(request);
+  REQUIRE(!r.ranked.empty());
+  const Layout& best = r.ranked.front().layout;
+  CHECK(126 % best.pp != 0);
+  REQUIRE(best.stage_layers.size() == static_cast<std::size_t>(best.pp));
+  CHECK(best.stage_layers == edge_light_stage_split(126, best.pp));
+  // Its step time is the full estimate of that split.
+  CHECK(r.ranked.front().step_time_s ==
+        Approx(estimate_step(model, best, setup, cluster, profile).step_time_s).epsilon(1e-12));
 }
 
 TEST_CASE("search: pinned dimensions hold in every result", "[search]") {
