@@ -56,7 +56,9 @@ CLI::Validator positive_up_to(double max) {
         if (end == text.c_str() || *end != '\0' || !std::isfinite(value) || !(value > 0) ||
             value > max) {
           char bound[32];
-          std::snprintf(bound, sizeof bound, "%g", max);
+          // Whole bounds in full (1048576, not 1.04858e+06); others in %g.
+          std::snprintf(bound, sizeof bound,
+                        max == std::floor(max) && max < 1e15 ? "%.0f" : "%g", max);
           return "must be a number > 0 and at most " + std::string(bound) + ", got \"" + text +
                  "\"";
         }
