@@ -36,6 +36,12 @@ struct ModelSpec {
   std::int64_t vocab_pad_multiple = 1;   ///< embedding rows are padded to a multiple of this
   PositionEmbedding position_embedding = PositionEmbedding::kRope;
   std::int64_t max_position_embeddings = 0;
+  /// RoPE base theta (dimensionless): pair i of a head rotates by position x theta^(-2i/d).
+  /// Only meaningful when position_embedding is rope; it changes no cost, only the model the
+  /// exports describe. 10000 is the base of RoFormer (Su et al. 2021, arXiv 2104.09864) and the
+  /// default of HF LlamaConfig and Megatron-LM's --rotary-base; Llama 3 uses 500000 (Meta's
+  /// config.json, Llama 3 Herd of Models, arXiv 2407.21783, Table 3).
+  double rope_theta = 10000.0;
   bool tied_embeddings = false;  ///< the LM head reuses the input embedding matrix
   bool linear_bias = false;      ///< every linear layer has a bias (GPT)
   bool qkv_bias = false;         ///< only the QKV projection has a bias (Qwen2)

@@ -108,6 +108,29 @@ class HfReader {
     return config_.contains(key) && !config_.at(key).is_null() ? &config_.at(key) : nullptr;
   }
 
+  /// The RoPE base: `rope_theta`, or `rope_parameters.rope_theta` where transformers 5 writes
+  /// it; both absent or null: LlamaConfig's default 10000.0 (RoFormer's base). A number > 1.
+  double rope_theta() const {
+    const nlohmann::json* top = value("rope_theta");
+    const nlohmann::json* params = value("rope_parameters");
+    const nlohmann::json* nested = params && params->is_object() &&
+                                           params->contains("rope_theta") &&
+                                           !params->at("rope_theta").is_null()
+                                       ? &params->at("rope_theta")
+                                       : nullptr;
+    const char* key = top ? "rope_theta" : "rope_parameters.rope_theta";
+    const nlohmann::json* v = top ? top : nested;
+    if (!v) return 10000.0;
+    if (!v->is_number() || !(v->get<double>() > 1)) {
+      fail(key, "must be a number > 1 (the RoPE base), got " + describe_json(*v));
+    }
+    if (top && nested && *nested != *top) {
+      fail("rope_parameters.rope_theta", "is " + describe_json(*nested) + ", but rope_theta is " +
+                                             describe_json(*top) + "; remove one of them");
+    }
+    return v->get<double>();
+  }
+
   std::string string(const char* key) const {
     if (!config_.contains(key)) {
       fail(key, "missing; expected the architecture name, one of " + quoted_list(kSupported));
@@ -199,6 +222,8 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
     m.ffn_type = FfnType::kSwiglu;
     m.norm_type = NormType::kRmsNorm;
     m.position_embedding = PositionEmbedding::kRope;
+    // LlamaConfig, MistralConfig and Qwen2Config: rope_theta, default 10000.0 (Llama 3: 500000.0).
+    m.rope_theta = r.rope_theta();
     // LlamaConfig, MistralConfig and Qwen2Config default tie_word_embeddings to false.
     m.tied_embeddings = r.boolean("tie_word_embeddings", false);
     m.linear_bias = r.boolean("attention_bias", false) && r.boolean("mlp_bias", false);

@@ -199,27 +199,30 @@ nlohmann::json peak_or_null(const std::optional<double>& peak) {
 }  // namespace
 
 nlohmann::json model_to_json(const ModelSpec& m) {
-  return {{"schema", "meshplan-model/1"},
-          {"name", m.name},
-          {"description", kWrittenByMeshplan},
-          {"source", kWrittenByMeshplan},
-          {"num_layers", m.num_layers},
-          {"hidden_size", m.hidden_size},
-          {"num_attention_heads", m.num_attention_heads},
-          {"num_kv_heads", m.num_kv_heads},
-          {"head_dim", m.head_dim},
-          {"ffn_hidden_size", m.ffn_hidden_size},
-          {"ffn_type", to_string(m.ffn_type)},
-          {"norm_type", to_string(m.norm_type)},
-          {"vocab_size", m.vocab_size},
-          {"vocab_pad_multiple", m.vocab_pad_multiple},
-          {"position_embedding", to_string(m.position_embedding)},
-          {"max_position_embeddings", m.max_position_embeddings},
-          {"tied_embeddings", m.tied_embeddings},
-          {"linear_bias", m.linear_bias},
-          {"qkv_bias", m.qkv_bias},
-          {"dropout", m.dropout},
-          {"seq_length", m.seq_length}};
+  nlohmann::json j = {{"schema", "meshplan-model/1"},
+                      {"name", m.name},
+                      {"description", kWrittenByMeshplan},
+                      {"source", kWrittenByMeshplan},
+                      {"num_layers", m.num_layers},
+                      {"hidden_size", m.hidden_size},
+                      {"num_attention_heads", m.num_attention_heads},
+                      {"num_kv_heads", m.num_kv_heads},
+                      {"head_dim", m.head_dim},
+                      {"ffn_hidden_size", m.ffn_hidden_size},
+                      {"ffn_type", to_string(m.ffn_type)},
+                      {"norm_type", to_string(m.norm_type)},
+                      {"vocab_size", m.vocab_size},
+                      {"vocab_pad_multiple", m.vocab_pad_multiple},
+                      {"position_embedding", to_string(m.position_embedding)},
+                      {"max_position_embeddings", m.max_position_embeddings},
+                      {"tied_embeddings", m.tied_embeddings},
+                      {"linear_bias", m.linear_bias},
+                      {"qkv_bias", m.qkv_bias},
+                      {"dropout", m.dropout},
+                      {"seq_length", m.seq_length}};
+  // Written for rope models only: on the others the key must be absent (or null).
+  if (m.position_embedding == PositionEmbedding::kRope) j["rope_theta"] = m.rope_theta;
+  return j;
 }
 
 nlohmann::json gpu_to_json(const GpuSpec& g) {
@@ -328,7 +331,7 @@ ModelSpec model_from_json(const nlohmann::json& json, const std::string& file,
       {"name", "description", "source", "num_layers", "hidden_size", "num_attention_heads",
        "num_kv_heads", "head_dim", "ffn_hidden_size", "ffn_type", "norm_type", "vocab_size",
        "vocab_pad_multiple", "position_embedding", "max_position_embeddings", "tied_embeddings",
-       "linear_bias", "qkv_bias", "dropout", "seq_length"});
+       "linear_bias", "qkv_bias", "dropout", "seq_length", "rope_theta"});
   ModelSpec m;
   m.name = o.string("name");
   o.string("description");
@@ -351,6 +354,24 @@ ModelSpec model_from_json(const nlohmann::json& json, const std::string& file,
                          : position == "rope"  ? PositionEmbedding::kRope
                                                : PositionEmbedding::kAlibi;
   m.max_position_embeddings = o.positive_int("max_position_embeddings", kMaxTokens);
+  // Optional (configs/README.md): absent or null on a rope model is RoFormer's base, 10000
+  // (ModelSpec::rope_theta's default); on a learned or ALiBi model it has no meaning.
+  if (o.has("rope_theta") && !json.at("rope_theta").is_null()) {
+    const nlohmann::json& theta = json.at("rope_theta");
+    if (m.position_embedding != PositionEmbedding::kRope) {
+      o.fail("rope_theta", "is " + describe_json(theta) +
+                               ", but a RoPE base applies only to position_embedding \"rope\" "
+                               "(this model's is \"" +
+                               position + "\"); remove the key or set it to null");
+    }
+    if (!theta.is_number() || !(theta.get<double>() > 1)) {
+      o.fail("rope_theta",
+             "must be a number > 1 (the RoPE base: 10000 for RoFormer and Llama 2, "
+             "500000 for Llama 3), got " +
+                 describe_json(theta));
+    }
+    m.rope_theta = theta.get<double>();
+  }
   m.tied_embeddings = o.boolean("tied_embeddings");
   m.linear_bias = o.boolean("linear_bias");
   m.qkv_bias = o.boolean("qkv_bias");

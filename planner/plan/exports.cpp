@@ -11,9 +11,11 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -32,6 +34,24 @@ std::string join(const std::vector<std::int64_t>& values, const char* sep) {
     out += s(values[i]);
   }
   return out;
+}
+
+/// The RoPE base as an integer (Megatron-LM's --rotary-base is type=int), when it is one that a
+/// double holds exactly.
+std::optional<std::int64_t> whole_theta(double theta) {
+  if (std::floor(theta) == theta && std::fabs(theta) < 9007199254740992.0) {
+    return static_cast<std::int64_t>(theta);
+  }
+  return std::nullopt;
+}
+
+/// The RoPE base as written in the notes: an integer when it is one, else 17 digits.
+std::string theta_text(double theta) {
+  if (const std::optional<std::int64_t> whole = whole_theta(theta)) return s(*whole);
+  std::ostringstream out;
+  out.precision(17);
+  out << theta;
+  return out.str();
 }
 
 /// The stage split is given and not every stage has the same number of layers.
@@ -122,6 +142,14 @@ Export export_megatron(const Plan& p) {
   if (m.norm_type == NormType::kRmsNorm) a.push_back("--normalization RMSNorm");
   if (m.position_embedding == PositionEmbedding::kRope) {
     a.push_back("--position-embedding-type rope");
+    // Megatron-LM's default base is 10000: Llama 3's 500000 must be given.
+    if (const std::optional<std::int64_t> theta = whole_theta(m.rope_theta)) {
+      a.push_back("--rotary-base " + s(*theta));
+    } else {
+      e.dropped.push_back("RoPE base " + theta_text(m.rope_theta) +
+                          ": Megatron-LM's --rotary-base takes an integer; not exported, so "
+                          "Megatron-LM uses 10000 unless you set the nearest integer by hand");
+    }
   } else if (m.position_embedding == PositionEmbedding::kLearned) {
     a.push_back("--position-embedding-type learned_absolute");
   } else {
@@ -244,6 +272,13 @@ Export export_torchtitan(const Plan& p) {
     e.dropped.push_back("sequence parallelism off (tp " + s(l.tp) +
                         "): torchtitan's TP always uses sequence parallelism (norms and "
                         "dropout sharded over the sequence)");
+  }
+  if (m.position_embedding == PositionEmbedding::kRope) {
+    e.dropped.push_back("RoPE base " + theta_text(m.rope_theta) +
+                        ": torchtitan's job TOML has no RoPE base key; it is the rope_theta of "
+                        "the model flavor's args in torchtitan's model code (500000 in its "
+                        "Llama 3 flavors): check that the [model] flavor you select has " +
+                        theta_text(m.rope_theta));
   }
   if (p.setup.precision == Precision::kFp16) {
     e.dropped.push_back(

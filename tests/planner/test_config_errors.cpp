@@ -5,6 +5,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <utility>
 #include <vector>
 
 #include "costmodel/hardware.hpp"
@@ -84,6 +85,46 @@ TEST_CASE("zero and negative sizes are errors", "[errors]") {
 TEST_CASE("a bad enum value lists the allowed values", "[errors]") {
   expect_input_error(broken_model("enum.json", "\"swiglu\"", "\"geglu\""),
                      "$.ffn_type: \"geglu\" is not allowed; expected one of \"gelu\", \"swiglu\"");
+}
+
+TEST_CASE("rope_theta: optional on rope models, a number > 1, absent on the others", "[errors]") {
+  SECTION("absent on a rope model: RoFormer's 10000") {
+    const std::string file = broken_model("no-theta.json", "\"rope_theta\": 500000.0,", "");
+    CHECK(load_model(file).rope_theta == 10000.0);
+    CHECK(load_model(test::data_file("models/tiny-8l.json")).rope_theta == 10000.0);
+  }
+  SECTION("null on a rope model: the same default") {
+    const std::string file =
+        broken_model("null-theta.json", "\"rope_theta\": 500000.0", "\"rope_theta\": null");
+    CHECK(load_model(file).rope_theta == 10000.0);
+  }
+  SECTION("a base of 1 or less, or not a number, is refused") {
+    expect_input_error(
+        broken_model("half-theta.json", "\"rope_theta\": 500000.0", "\"rope_theta\": 0.5"),
+        "$.rope_theta: must be a number > 1 (the RoPE base");
+    expect_input_error(
+        broken_model("one-theta.json", "\"rope_theta\": 500000.0", "\"rope_theta\": 1"),
+        "$.rope_theta: must be a number > 1");
+    expect_input_error(
+        broken_model("text-theta.json", "\"rope_theta\": 500000.0", "\"rope_theta\": \"500000\""),
+        "$.rope_theta: must be a number > 1 (the RoPE base: 10000 for RoFormer "
+        "and Llama 2, 500000 for Llama 3), got \"500000\"");
+  }
+  SECTION("present on a learned-position model is refused; null there is fine") {
+    expect_input_error(broken_model("learned-theta.json", "\"position_embedding\": \"rope\"",
+                                    "\"position_embedding\": \"learned\""),
+                       "$.rope_theta: is 500000.0, but a RoPE base applies only to "
+                       "position_embedding \"rope\" (this model's is \"learned\")");
+    std::string text = test::read_config("models/llama3-8b.json");
+    for (const auto& [from, to] : {std::pair<std::string, std::string>{"\"rope\"", "\"learned\""},
+                                   {"\"rope_theta\": 500000.0", "\"rope_theta\": null"}}) {
+      const std::size_t at = text.find(from);
+      REQUIRE(at != std::string::npos);
+      text.replace(at, from.size(), to);
+    }
+    const ModelSpec m = load_model(test::write_temp_file("learned-null-theta.json", text));
+    CHECK(m.position_embedding == PositionEmbedding::kLearned);
+  }
 }
 
 TEST_CASE("GPU files: a nested field's path and a missing source", "[errors]") {

@@ -110,6 +110,7 @@ TEST_CASE("megatron export spells Megatron-LM's flags and parses back", "[export
                            "--swiglu",
                            "--normalization RMSNorm",
                            "--position-embedding-type rope",
+                           "--rotary-base 500000",  // Llama 3; Megatron-LM's default is 10000
                            "--untie-embeddings-and-output-weights",
                            "--disable-bias-linear",
                            "--bf16",
@@ -153,9 +154,9 @@ TEST_CASE("megatron export of GPT-3 in fp16 with full recompute", "[exports]") {
         "--position-embedding-type learned_absolute", "--max-position-embeddings 2048"}) {
     CHECK_THAT(e.text, Catch::Contains(flag));
   }
-  for (const char* absent :
-       {"--bf16", "--swiglu", "--untie-embeddings-and-output-weights", "--disable-bias-linear",
-        "--group-query-attention", "--use-distributed-optimizer", "--normalization"}) {
+  for (const char* absent : {"--bf16", "--swiglu", "--untie-embeddings-and-output-weights",
+                             "--disable-bias-linear", "--group-query-attention",
+                             "--use-distributed-optimizer", "--normalization", "--rotary-base"}) {
     CHECK_THAT(e.text, !Catch::Contains(absent));
   }
   const Layout back = parse_megatron_args(e.text);
@@ -211,7 +212,10 @@ TEST_CASE("torchtitan export: FSDP, DDP and the pipeline, parsed back", "[export
     CHECK_THAT(e.text, Catch::Contains("seq_len = 8192\n"));
     CHECK_THAT(e.text, Catch::Contains("mixed_precision_param = \"bfloat16\"\n"));
     CHECK_THAT(e.text, !Catch::Contains("[float8]"));
-    CHECK(e.dropped.empty());
+    // The one thing the TOML cannot say: the RoPE base lives in the model flavor.
+    INFO(all_dropped(e));
+    REQUIRE(e.dropped.size() == 1);
+    CHECK(mentions(e, "RoPE base 500000: torchtitan's job TOML has no RoPE base key"));
     const Layout back = parse_torchtitan_toml(e.text, p.model.num_layers);
     CHECK(back.dp == 8);
     CHECK(back.zero == 3);
@@ -397,6 +401,7 @@ TEST_CASE("meshplan export prints the export and notes what it drops", "[exports
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
     CHECK_THAT(r.out, Catch::StartsWith("--tensor-model-parallel-size 8 \\\n"));
+    CHECK_THAT(r.out, Catch::Contains("--rotary-base 500000 \\\n"));  // llama3-70b's base
     CHECK(parse_megatron_args(r.out).vpp == 5);
     CHECK(r.err.empty());
   }

@@ -66,6 +66,30 @@ std::string changed_config(const std::string& folder, const std::string& name,
 
 }  // namespace
 
+TEST_CASE("rope_theta: Llama 3's 500000, LlamaConfig's 10000 when absent", "[hf]") {
+  CHECK(load_model(test::data_file("hf/llama3-8b/config.json")).rope_theta == 500000.0);
+  CHECK(load_model(changed_config("llama3-8b", "no-theta.json", [](nlohmann::json& c) {
+          c.erase("rope_theta");
+        })).rope_theta == 10000.0);
+  CHECK(load_model(changed_config("llama3-8b", "null-theta.json", [](nlohmann::json& c) {
+          c["rope_theta"] = nullptr;
+        })).rope_theta == 10000.0);
+  // transformers 5 writes it under rope_parameters.
+  CHECK(load_model(changed_config("llama3-8b", "params-theta.json", [](nlohmann::json& c) {
+          c.erase("rope_theta");
+          c["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 1000000.0}};
+        })).rope_theta == 1000000.0);
+  CHECK_THROWS_WITH(load_model(changed_config("llama3-8b", "half-theta.json",
+                                              [](nlohmann::json& c) { c["rope_theta"] = 0.5; })),
+                    Catch::Contains("$.rope_theta: must be a number > 1 (the RoPE base), got 0.5"));
+  CHECK_THROWS_WITH(
+      load_model(changed_config("llama3-8b", "two-thetas.json",
+                                [](nlohmann::json& c) {
+                                  c["rope_parameters"] = {{"rope_theta", 10000.0}};
+                                })),
+      Catch::Contains("$.rope_parameters.rope_theta: is 10000.0, but rope_theta is 500000.0"));
+}
+
 TEST_CASE("hidden_act: the Llama family's MLP is gated whatever the activation", "[hf]") {
   // LlamaMLP is down(act(gate(x)) x up(x)) for every hidden_act: "gelu" makes it GeGLU, the
   // same three matrices and saved tensors as SwiGLU, so the same 8,030,261,248 parameters.

@@ -47,6 +47,19 @@ TEST_CASE("the issue's presets exist", "[presets]") {
   CHECK(dgx.nic_bandwidth_bytes_per_s == 50e9);  // NDR 400 Gb/s
 }
 
+TEST_CASE("the Llama presets carry their RoPE base", "[presets]") {
+  // Meta's config.json files: rope_theta 500000.0 for Llama 3 (paper Table 3), 10000.0 for
+  // Llama 2.
+  for (const char* name : {"llama3-8b", "llama3-70b", "llama3-405b"}) {
+    INFO(name);
+    CHECK(load_model(name).rope_theta == 500000.0);
+  }
+  for (const char* name : {"llama2-7b", "llama2-13b", "llama2-70b"}) {
+    INFO(name);
+    CHECK(load_model(name).rope_theta == 10000.0);
+  }
+}
+
 TEST_CASE("the Narayanan et al. 2021 series matches its names", "[presets]") {
   // Table 1 names each model by its parameter count in billions.
   for (auto [name, billions] : std::vector<std::pair<std::string, double>>{
