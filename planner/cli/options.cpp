@@ -358,25 +358,24 @@ const char* const kCommunicationValues =
     "collectives[*].points, comm_sm_fraction";
 
 /// Throws the InputError of require_finite_estimate when any of `values` (name, seconds or
-/// rate) is not finite or the step time is not > 0. The breakdown `b` says which profile values
-/// to check: compute parts come from the GEMM, attention and HBM rates, communication parts
+/// rate) or any component of the breakdown `b` is not finite, or the step time is not > 0. The
+/// bad components say which profile values to check: compute parts come from the GEMM, attention and HBM rates, communication parts
 /// from the links and collective fits.
 void require_finite(double step_time_s, const std::vector<std::pair<std::string, double>>& values,
                     const StepBreakdown& b, const Layout& layout, const TrainingSetup& setup,
                     const std::string& label) {
+  const std::vector<BreakdownComponent> parts = breakdown_components(b);
   bool bad = !(step_time_s > 0) || !std::isfinite(step_time_s);
   for (const auto& [name, v] : values) bad = bad || !std::isfinite(v);
+  for (const BreakdownComponent& c : parts) bad = bad || !std::isfinite(c.seconds);
   if (!bad) return;
-  const std::pair<const char*, double> parts[] = {
-      {"compute", b.compute},       {"recompute", b.recompute},       {"tp_exposed", b.tp_exposed},
-      {"cp_exposed", b.cp_exposed}, {"fsdp_exposed", b.fsdp_exposed}, {"pp_p2p", b.pp_p2p},
-      {"bubble", b.bubble},         {"dp_exposed", b.dp_exposed},     {"optimizer", b.optimizer}};
   std::string bad_parts;
   bool compute = false, communication = false, optimizer = false;
-  for (const auto& [name, v] : parts) {
-    if (std::isfinite(v)) continue;
-    bad_parts += (bad_parts.empty() ? "" : ", ") + std::string(name) + " " + number_text(v) + " s";
-    const std::string n = name;
+  for (const BreakdownComponent& c : parts) {
+    if (std::isfinite(c.seconds)) continue;
+    std::string n = c.key;  // "compute_s": named without the unit suffix
+    n.erase(n.size() - 2);
+    bad_parts += (bad_parts.empty() ? "" : ", ") + n + " " + number_text(c.seconds) + " s";
     if (n == "compute" || n == "recompute") {
       compute = true;
     } else if (n == "optimizer") {
@@ -385,7 +384,7 @@ void require_finite(double step_time_s, const std::vector<std::pair<std::string,
       communication = true;
     }
   }
-  std::set<std::string> listed = {"breakdown", "step_time_s"};  // said elsewhere
+  std::set<std::string> listed = {"step_time_s"};  // said elsewhere
   for (const auto& [name, v] : values) {
     if (!std::isfinite(v) && listed.insert(name).second) {
       bad_parts += (bad_parts.empty() ? "" : ", ") + name + " " + number_text(v);
@@ -421,27 +420,18 @@ void require_finite_estimate(const StepEstimate& e, const Layout& layout,
       {"mfu", e.mfu},
       {"hfu", e.hfu},
       {"p2p_s", e.p2p_s}};
-  const StepBreakdown& b = e.breakdown;
-  for (const double v : {b.compute, b.recompute, b.tp_exposed, b.cp_exposed, b.fsdp_exposed,
-                         b.pp_p2p, b.bubble, b.dp_exposed, b.optimizer}) {
-    values.emplace_back("breakdown", v);
-  }
   for (const StageTimes& st : e.stages) {
     values.emplace_back("a stage's forward_s", st.forward_s);
     values.emplace_back("a stage's backward_s", st.backward_s);
   }
-  require_finite(e.step_time_s, values, b, layout, setup, label);
+  require_finite(e.step_time_s, values, e.breakdown, layout, setup, label);
 }
 
 void require_finite_step(double step_time_s, double tokens_per_s, double mfu,
                          const StepBreakdown& b, const Layout& layout, const TrainingSetup& setup,
                          const std::string& label) {
-  std::vector<std::pair<std::string, double>> values = {
+  const std::vector<std::pair<std::string, double>> values = {
       {"step_time_s", step_time_s}, {"tokens_per_s", tokens_per_s}, {"mfu", mfu}};
-  for (const double v : {b.compute, b.recompute, b.tp_exposed, b.cp_exposed, b.fsdp_exposed,
-                         b.pp_p2p, b.bubble, b.dp_exposed, b.optimizer}) {
-    values.emplace_back("breakdown", v);
-  }
   require_finite(step_time_s, values, b, layout, setup, label);
 }
 
