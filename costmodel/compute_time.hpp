@@ -31,9 +31,6 @@ struct DeviceRates {
   GemmModel gemm;
   double flash_attention_efficiency = 0.5;
   double hbm_efficiency = 0.85;
-  /// Share of the SMs a collective's kernel holds while it runs beside compute (the profile's
-  /// comm_sm_fraction): the compute gets the rest.
-  double comm_sm_fraction = 0;
 };
 
 /// Efficiency (fraction of the dense peak) of a GEMM C[m x n] = A[m x k] B[k x n], repeated

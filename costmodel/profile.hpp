@@ -89,8 +89,8 @@ double latency_steps(Collective collective, std::int64_t n);
 /// (alpha, busbw) for `collective` over a group spanning `span` on `cluster`: the calibrated fit
 /// of the same collective and tier with the nearest group size when the profile has one, else
 /// group_bandwidth(span, cluster, profile.links); alpha scaled by latency_steps from the size it
-/// was measured at to the group's. The
-/// fit's measured curve comes along as a view into `profile`, which must outlive the result.
+/// was measured at to the group's. The fit's measured curve comes along as a view into
+/// `profile`, which must outlive the result.
 TierBandwidth collective_bandwidth(const Profile& profile, Collective collective,
                                    const GroupSpan& span, const ClusterSpec& cluster);
 

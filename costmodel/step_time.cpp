@@ -212,7 +212,6 @@ StepContext::StepContext(const ModelSpec& m, const TrainingSetup& s, const Clust
                                               ? p.flash_attention2_efficiency
                                               : p.flash_attention_efficiency;
   half_rates.hbm_efficiency = p.hbm_efficiency;
-  half_rates.comm_sm_fraction = p.comm_sm_fraction;
   gemm_rates = half_rates;  // the layers' linears run in fp8 with --precision fp8
   gemm_rates.gemm_peak_flops_per_s = *training_peak_flops(c.gpu, s.precision);
   if (s.precision == Precision::kFp8) {
@@ -220,6 +219,7 @@ StepContext::StepContext(const ModelSpec& m, const TrainingSetup& s, const Clust
     gemm_rates.gemm.peak_efficiency = p.gemm.fp8_peak_efficiency;
   }
   flops = exact_flops_per_token(m, s.seq);
+  optimizer_bytes_per_param = optimizer_passes(s).bytes_per_param();
 }
 
 GroupRates::GroupRates(const StepContext& x, const Layout& l)
@@ -243,7 +243,7 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
   const FrameworkConvention& overlap = setup.framework;
   e.peak_flops_per_s = x.half_rates.gemm_peak_flops_per_s;
   const double tp_hidden = 1.0 - overlap.tp_comm_overlap;
-  const double share = x.half_rates.comm_sm_fraction;
+  const double share = x.profile.comm_sm_fraction;
   const double cp_fwd_exposed = exposed_beside(layer.cp_forward, layer.attention_forward, share);
   const double cp_bwd_exposed = exposed_beside(layer.cp_backward, layer.attention_backward, share);
 
@@ -346,7 +346,7 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
   // ledger holds it).
   const double shard = l.zero >= 1 ? shard_group(l, setup.framework) : 1.0;
   bd.optimizer = memory_time_s(
-      x.half_rates, stage_params / shard * optimizer_passes(setup).bytes_per_param());
+      x.half_rates, stage_params / shard * x.optimizer_bytes_per_param);
 
   e.step_time_s = bd.total();
   const double tokens = static_cast<double>(l.gbs) * static_cast<double>(setup.seq);

@@ -141,6 +141,7 @@ struct StepContext {
   DeviceRates half_rates;  ///< 16-bit kernels (attention, LM head, memory-bound ops)
   DeviceRates gemm_rates;  ///< the layers' linears (fp8 with --precision fp8)
   FlopsPerToken flops;
+  double optimizer_bytes_per_param = 0;  ///< optimizer_passes(setup).bytes_per_param(), bytes
 };
 
 /// The TP, CP, DP x CP and PP groups of a layout (depends on tp, cp, dp, pp only).
