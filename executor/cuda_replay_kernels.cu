@@ -52,26 +52,28 @@ __global__ void sum_of_squares_kernel(const Grad* grads, std::int64_t n, float* 
 }
 
 template <typename Grad>
-__global__ void scale_kernel(Grad* grads, std::int64_t n, float scale);
+__device__ Grad from_float(float g);
 template <>
-__global__ void scale_kernel<float>(float* grads, std::int64_t n, float scale) {
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    grads[i] *= scale;
-  }
+__device__ float from_float<float>(float g) {
+  return g;
 }
 template <>
-__global__ void scale_kernel<__nv_bfloat16>(__nv_bfloat16* grads, std::int64_t n, float scale) {
+__device__ __nv_bfloat16 from_float<__nv_bfloat16>(float g) {
+  return __float2bfloat16(g);
+}
+
+template <typename Grad>
+__global__ void scale_kernel(Grad* grads, std::int64_t n, float scale) {
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    grads[i] = __float2bfloat16(__bfloat162float(grads[i]) * scale);
+    grads[i] = from_float<Grad>(to_float(grads[i]) * scale);
   }
 }
 
 __global__ void copy_kernel(const float* master, __nv_bfloat16* params, std::int64_t n) {
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    params[i] = __float2bfloat16(master[i]);
+    params[i] = from_float<__nv_bfloat16>(master[i]);
   }
 }
 

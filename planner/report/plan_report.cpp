@@ -92,7 +92,10 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
       << " stages"
       << (l.stage_layers.empty()
               ? ""
-              : " of " + std::to_string(l.stage_layers.front()) + " to " +
+              : " of " +
+                    std::to_string(*std::min_element(l.stage_layers.begin(),
+                                                     l.stage_layers.end())) +
+                    " to " +
                     std::to_string(*std::max_element(l.stage_layers.begin(),
                                                      l.stage_layers.end())) +
                     " layers (they do not split evenly: the embedding and LM-head stages take "
