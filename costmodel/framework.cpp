@@ -80,16 +80,18 @@ std::vector<FrameworkConvention> make_conventions() {
   all.back().fp8_saves_fp8_inputs = true;
   all.back().zero_stages = 0b0011;
   all.push_back({"deepspeed",
-                 "DeepSpeed ZeRO: half weights and grads, fp32 master, fp32 grad partition, m, v",
+                 "DeepSpeed ZeRO: half weights and grads, fp32 master, fp32 grad partition, m, v; "
+                 "eager ops (HF models)",
                  "DeepSpeed estimate_zero2_model_states_mem_needs: 2P + 18P/N (ZeRO-2), "
                  "stage_1_and_2.py keeps an fp32 gradient partition for the optimizer",
                  {half_weights, half_grads, master,
                   {"fp32 gradient partition", C::kOptimizer, D::kFp32, 4}, adam_m, adam_v},
                  2, 4, false});
   all.back().sdpa_flash_attention2 = true;
+  all.back().elementwise = ElementwiseKernels::kEager;
   all.push_back({"fsdp",
                  "PyTorch FSDP2 / torchtitan: fp32 sharded params and grads, m, v; bf16 "
-                 "compute copies gathered per layer; op-level selective recompute",
+                 "compute copies gathered per layer; op-level selective recompute; eager ops",
                  "torchtitan MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32) over "
                  "fp32 sharded parameters; torch.optim.AdamW keeps exp_avg and exp_avg_sq",
                  {fp32_weights, fp32_grads, adam_m, adam_v},
@@ -98,16 +100,18 @@ std::vector<FrameworkConvention> make_conventions() {
   all.back().sdpa_flash_attention2 = true;
   all.back().tp_saves_gathered_inputs = true;
   all.back().zero3_pp_keeps_unsharded = true;
+  all.back().elementwise = ElementwiseKernels::kEager;
   all.back().dp_param_overlap = true;
   all.back().zero_stages = 0b1101;
   all.push_back({"hf",
                  "Hugging Face Transformers + Trainer: fp32 weights and grads, m, v; eager "
-                 "attention softmax in fp32",
+                 "attention softmax in fp32; eager ops",
                  "transformers modeling_llama.py eager_attention_forward (softmax in float32); "
                  "Trainer with bf16/fp16 autocast keeps fp32 parameters",
                  {fp32_weights, fp32_grads, adam_m, adam_v},
                  4, 4, false});
   all.back().sdpa_flash_attention2 = true;
+  all.back().elementwise = ElementwiseKernels::kEager;
   return all;
 }
 

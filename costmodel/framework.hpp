@@ -18,6 +18,8 @@
 #include <string_view>
 #include <vector>
 
+#include "costmodel/elementwise_bytes.hpp"
+
 namespace meshplan {
 
 /// The categories of the memory ledger (../shared/DESIGN.md, "Memory ledger").
@@ -91,6 +93,10 @@ struct FrameworkConvention {
   /// Hugging Face, DeepSpeed on HF models) dispatches FlashAttention-2 kernels, at the profile's
   /// flash_attention2_efficiency.
   bool sdpa_flash_attention2 = false;
+  /// How the norms, residual adds, activation and RoPE run (elementwise_bytes.hpp): fused
+  /// kernels (Megatron/Transformer Engine, torch.compile) or PyTorch eager mode, the default of
+  /// torchtitan (`--training.compile` off), Hugging Face Transformers and DeepSpeed on HF models.
+  ElementwiseKernels elementwise = ElementwiseKernels::kFused;
   /// With --precision fp8, the linears save their input quantized to fp8 (1 byte) for the
   /// backward GEMMs (Transformer Engine's Linear and LayerNormLinear, as Megatron-Core and
   /// NeMo use them).

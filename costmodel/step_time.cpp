@@ -4,6 +4,7 @@
 
 #include "costmodel/collectives/collective.hpp"
 #include "costmodel/compute_time.hpp"
+#include "costmodel/elementwise_bytes.hpp"
 #include "costmodel/flops.hpp"
 #include "costmodel/param_count.hpp"
 #include "costmodel/placement.hpp"
@@ -108,13 +109,11 @@ LayerCosts layer_kernels(const ModelSpec& m, const Layout& l, const TrainingSetu
   k.forward += k.attention_forward;
   k.backward += k.attention_backward;
 
-  // Memory-bound ops, bytes per forward: two norms (read + write), two bias-dropout-adds
-  // (read x and residual, write, mask), the activation, RoPE on q and k. Backward moves about
-  // 1.5 x the forward bytes (reads the saved input and the gradient, writes the gradient).
-  double bytes = 2 * tokens_sp * h * (2 + 2);
-  bytes += 2 * tokens_sp * h * (2 + 2 + 2 + drop);
-  bytes += tokens * up / t * kHalf + tokens * f / t * kHalf;
-  if (m.position_embedding == PositionEmbedding::kRope) bytes += tokens * (q + kv) / t * 4;
+  // Memory-bound ops (norms, residual adds, activation, RoPE; fused kernels or PyTorch eager,
+  // elementwise_bytes.hpp). Backward moves about 1.5 x the forward bytes (reads the saved input
+  // and the gradient, writes the gradient).
+  const double bytes =
+      elementwise_forward_bytes(m, t, tokens, tokens_sp, setup.framework.elementwise);
   k.forward += memory_time_s(half_rates, bytes);
   k.backward += memory_time_s(half_rates, 1.5 * bytes);
   if (setup.framework.selective == SelectivePolicy::kEveryOtherMatmul) {

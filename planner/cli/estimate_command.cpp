@@ -35,6 +35,7 @@ struct EstimateOptions {
   LayoutFlags layout;
   double tp_overlap = -1;     ///< < 0: the framework's
   std::string dp_overlap;     ///< "", "on", "off"
+  std::string elementwise;    ///< "", "fused", "eager"
   std::string trace;
   std::string out;   ///< plan.json to write
   std::string plan;  ///< plan.json to read instead of the input flags
@@ -73,6 +74,12 @@ CommandAction add_estimate_command(CLI::App& app) {
                   "Overlap the gradient reduction with backward and the ZeRO-1 parameter "
                   "all-gather with forward: on | off (default: the framework's)")
       ->check(CLI::IsMember({"on", "off"}));
+  cmd->add_option("--elementwise", o->elementwise,
+                  "Norms, residual adds, activation and RoPE: fused (one kernel each: "
+                  "Megatron/Transformer Engine, torch.compile) | eager (PyTorch eager ops, "
+                  "several HBM passes each) (default: the framework's: eager for fsdp, hf and "
+                  "deepspeed, fused for the others)")
+      ->check(CLI::IsMember({"fused", "eager"}));
   cmd->add_option("--trace", o->trace,
                   "Write the simulated step as a Chrome trace (JSON; open in ui.perfetto.dev)")
       ->check(output_file());
@@ -89,7 +96,8 @@ CommandAction add_estimate_command(CLI::App& app) {
   for (const char* name :
        {"--model", "--cluster", "--profile", "--gpus", "--framework", "--precision", "--dp",
         "--tp", "--pp", "--cp", "--vpp", "--mbs", "--gbs", "--seq", "--zero", "--recompute",
-        "--sp", "--attention", "--stage-layers", "--tp-overlap", "--dp-overlap"}) {
+        "--sp", "--attention", "--stage-layers", "--tp-overlap", "--dp-overlap",
+        "--elementwise"}) {
     plan_option->excludes(cmd->get_option(name));
   }
 
@@ -125,6 +133,7 @@ CommandAction add_estimate_command(CLI::App& app) {
       if (!o->dp_overlap.empty()) {
         framework.dp_grad_overlap = framework.dp_param_overlap = o->dp_overlap == "on";
       }
+      if (!o->elementwise.empty()) framework.elementwise = *parse_elementwise(o->elementwise);
       const std::string profile_name =
           o->profile.empty() ? default_profile_name(cluster.gpu) : o->profile;
       const Profile profile = load_profile(profile_name, "--profile");

@@ -232,6 +232,10 @@ Export export_torchtitan(const Plan& p) {
   t << "seq_len = " << p.setup.seq << "\n";
   t << "mixed_precision_param = \"bfloat16\"\n";
   t << "mixed_precision_reduce = \"float32\"\n";
+  // torch.compile fuses the elementwise chains (the plan's --elementwise fused); eager is
+  // torchtitan's default.
+  t << "compile = "
+    << (p.setup.framework.elementwise == ElementwiseKernels::kFused ? "true" : "false") << "\n";
   t << "\n[activation_checkpoint]\n";
   t << "mode = \"" << to_string(l.recompute) << "\"\n";
   if (l.recompute == Recompute::kSelective) t << "selective_ac_option = \"op\"\n";

@@ -160,7 +160,8 @@ struct TrainingRead {
 TrainingRead read_training(StrictObject& inputs, const nlohmann::json& raw_inputs,
                            const GpuSpec& gpu) {
   StrictObject t = inputs.object("training", {"seq", "gbs", "mbs", "precision", "framework",
-                                              "attention", "tp_comm_overlap", "dp_overlap"});
+                                              "attention", "tp_comm_overlap", "dp_overlap",
+                                              "elementwise"});
   const nlohmann::json& raw = raw_inputs.at("training");
   TrainingRead r;
   r.setup.seq = t.positive_int("seq", kMaxTokens);
@@ -184,6 +185,9 @@ TrainingRead read_training(StrictObject& inputs, const nlohmann::json& raw_input
   if (t.has("dp_overlap")) {
     r.setup.framework.dp_grad_overlap = r.setup.framework.dp_param_overlap =
         t.boolean("dp_overlap");
+  }
+  if (t.has("elementwise")) {
+    r.setup.framework.elementwise = *parse_elementwise(t.choice("elementwise", {"fused", "eager"}));
   }
   return r;
 }
@@ -291,6 +295,7 @@ nlohmann::json plan_to_json(const Plan& plan) {
     }
     training["dp_overlap"] = f.dp_grad_overlap;
   }
+  if (f.elementwise != convention->elementwise) training["elementwise"] = to_string(f.elementwise);
 
   nlohmann::json groups = nlohmann::json::object();
   for (const auto& [key, kind] : group_kinds()) groups[key] = groups_json(kind, plan.layout);

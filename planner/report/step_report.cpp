@@ -18,7 +18,8 @@ std::string render_step(const StepReportInputs& in, const StepEstimate& e) {
   s << in.model.name << " on " << in.layout.gpus() << " x " << in.cluster.gpu.name << " ("
     << in.cluster.name << ", profile " << in.profile << ")\n  "
     << layout_summary(in.layout, in.setup) << ", " << to_string(in.setup.precision)
-    << ", framework " << in.setup.framework.name << "\n\n";
+    << ", framework " << in.setup.framework.name << " (elementwise "
+    << to_string(in.setup.framework.elementwise) << ")\n\n";
   s << "  step time        " << fixed(e.step_time_s, 3) << " s\n";
   s << "  tokens/s         " << fixed(e.tokens_per_s, 0) << " (" << fixed(e.tokens_per_s_per_gpu, 1)
     << " per GPU)\n";
@@ -59,6 +60,7 @@ nlohmann::json step_json(const StepReportInputs& in, const StepEstimate& e) {
           {"seq", in.setup.seq},
           {"precision", to_string(in.setup.precision)},
           {"framework", in.setup.framework.name},
+          {"elementwise", to_string(in.setup.framework.elementwise)},
           {"notes", in.notes},
           {"step_time_s", e.step_time_s},
           {"tokens_per_s", e.tokens_per_s},

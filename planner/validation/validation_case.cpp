@@ -162,6 +162,12 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
   }
 
   c.setup.framework = *find_framework(convention_for_framework(c.framework));
+  if (c.setup.framework.elementwise == ElementwiseKernels::kEager) {
+    // SCHEMA.md has no torch.compile field: the framework's default (torchtitan:
+    // --training.compile off) stands.
+    c.assumptions.push_back("elementwise ops eager (torch.compile not a case field; " +
+                            c.framework + "'s default is eager PyTorch)");
+  }
 
   if (flash) {
     c.setup.attention = *flash ? AttentionImpl::kFlash : AttentionImpl::kEager;

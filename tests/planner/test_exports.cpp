@@ -211,6 +211,8 @@ TEST_CASE("torchtitan export: FSDP, DDP and the pipeline, parsed back", "[export
     CHECK_THAT(e.text, Catch::Contains("global_batch_size = 32\n"));
     CHECK_THAT(e.text, Catch::Contains("seq_len = 8192\n"));
     CHECK_THAT(e.text, Catch::Contains("mixed_precision_param = \"bfloat16\"\n"));
+    // The fsdp convention costs eager ops, torchtitan's default: no torch.compile ...
+    CHECK_THAT(e.text, Catch::Contains("compile = false\n"));
     CHECK_THAT(e.text, !Catch::Contains("[float8]"));
     // The one thing the TOML cannot say: the RoPE base lives in the model flavor.
     INFO(all_dropped(e));
@@ -225,6 +227,11 @@ TEST_CASE("torchtitan export: FSDP, DDP and the pipeline, parsed back", "[export
     CHECK(back.gbs == 32);
     CHECK(back.recompute == Recompute::kFull);
     CHECK_FALSE(back.sp);
+    // ... and a plan estimated with fused elementwise kernels asks for it.
+    Plan compiled = p;
+    compiled.setup.framework.elementwise = ElementwiseKernels::kFused;
+    CHECK_THAT(export_plan(compiled, ExportFormat::kTorchtitan).text,
+               Catch::Contains("compile = true\n"));
   }
   SECTION("llama3-70b interleaved pipeline, ZeRO-1 as DDP") {
     const Plan p = llama70b();

@@ -380,6 +380,10 @@ TEST_CASE("a corrupt plan is refused with the file and the JSON path", "[plan_fi
     j["inputs"]["training"]["precision"] = "fp8";
     j["inputs"]["gpu"]["peak_flops_per_s"]["fp8"] = nullptr;
     expect_plan_error(j, {"$.inputs.training.precision: is \"fp8\" but h100-sxm"});
+    j = good;
+    j["inputs"]["training"]["elementwise"] = "compiled";
+    expect_plan_error(j, {"$.inputs.training.elementwise: \"compiled\" is not allowed; "
+                          "expected one of \"fused\", \"eager\""});
   }
   SECTION("training and layout disagree") {
     nlohmann::json j = good;
@@ -487,6 +491,19 @@ TEST_CASE("estimate --out then --plan gives the same numbers", "[plan_file]") {
     // ... and they changed the estimate: without them the step is slower.
     const test::CliResult plain = test::run(test::with(test::kReadmeEstimate, {"--json"}));
     CHECK(numbers(plain.out)["step_time_s"].get<double>() >
+          numbers(read)["step_time_s"].get<double>());
+  }
+  SECTION("an elementwise override travels in the plan and slows the step") {
+    const std::string path = dir + "/eager.json";
+    const std::string read =
+        write_then_read(test::with(test::kReadmeEstimate, {"--elementwise", "eager"}), path)
+            .second;
+    CHECK(load_json_file(path)["inputs"]["training"]["elementwise"] == "eager");
+    CHECK(numbers(read)["elementwise"] == "eager");
+    // Eager ops move more bytes than the megatron convention's fused kernels.
+    const test::CliResult plain = test::run(test::with(test::kReadmeEstimate, {"--json"}));
+    CHECK(numbers(plain.out)["elementwise"] == "fused");
+    CHECK(numbers(plain.out)["step_time_s"].get<double>() <
           numbers(read)["step_time_s"].get<double>());
   }
   SECTION("context parallelism, an uneven split, fp8 and another framework") {

@@ -1,0 +1,59 @@
+// HBM bytes that the memory-bound (elementwise) ops of one transformer layer move in one forward
+// pass: the two norms, the two residual adds (with dropout where the model has it), the MLP
+// activation and RoPE on q and k. Backward moves about 1.5 x these bytes (each op reads its saved
+// input and the output gradient and writes the input gradient; step_time.cpp).
+//
+// Two ways of running them, counted op by op from the frameworks' code (16-bit activations:
+// 2 bytes, fp32 intermediates: 4 bytes per element):
+//
+//   op (bytes per element)      fused kernel                   PyTorch eager
+//   RMSNorm (per h)             read 2 + write 2 = 4           36: the Llama reference
+//                                                              `_norm(x.float()).type_as(x) * w`
+//                                                              (torchtitan models/norms.py, HF
+//                                                              LlamaRMSNorm): x.float() 2+4,
+//                                                              pow 4+4, mean 4, x*rsqrt 4+4,
+//                                                              type_as 4+2, *w 2+2
+//   LayerNorm (per h)           4                              4: ATen's native_layer_norm is
+//                                                              one kernel in eager mode too
+//   residual add (per h)        read 2 + 2, write 2 = 6        6 (one add kernel)
+//   dropout before it (per h)   + 1 (mask, fused into the add) + 5: its own kernel (read 2,
+//                                                              write 2, mask 1)
+//   SwiGLU (per ffn element)    read gate 2 + up 2, write 2 = 6  10: silu 2+2, then * up 2+2+2
+//   GeLU (per ffn element)      read 2, write 2 = 4            4 (F.gelu is one kernel; the
+//                                                              bias is in the GEMM epilogue)
+//   RoPE (per q and k element)  read 2, write 2 = 4            20: torchtitan's complex form:
+//                                                              x.float() as complex 2+4,
+//                                                              * freqs_cis 4+4, back to 16 bits
+//                                                              4+2 (HF's rotate_half form: 22)
+//
+// Fused: Megatron-LM/Megatron-Core and NeMo (apex/Transformer Engine fused norm, fused
+// bias-dropout-add, fused bias-SwiGLU/GeLU, fused RoPE), and PyTorch under torch.compile
+// (Inductor fuses each chain into one kernel). Eager: PyTorch without torch.compile, the default
+// of torchtitan (`--training.compile` off), Hugging Face Transformers and DeepSpeed on HF models.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "costmodel/model_spec.hpp"
+
+namespace meshplan {
+
+/// How a framework runs the elementwise ops: one fused kernel per chain, or PyTorch eager mode
+/// (one kernel per op, fp32 intermediates).
+enum class ElementwiseKernels { kFused, kEager };
+
+/// "fused" or "eager".
+const char* to_string(ElementwiseKernels kernels);
+
+/// Bytes moved by one layer's elementwise ops in one forward pass on one GPU (table above).
+/// `tokens` pass through the tensor-parallel region (the activation and RoPE, whose width is
+/// split over `tp` GPUs), `tokens_sp` through the norms and residual adds (tokens / tp with
+/// sequence parallelism, else tokens). Returns bytes (>= 0); raises nothing.
+double elementwise_forward_bytes(const ModelSpec& m, double tp, double tokens, double tokens_sp,
+                                 ElementwiseKernels kernels);
+
+/// The kernels named `text` ("fused" or "eager"), or nullopt.
+std::optional<ElementwiseKernels> parse_elementwise(const std::string& text);
+
+}  // namespace meshplan
