@@ -271,6 +271,23 @@ TEST_CASE("bad profiles name the file and the JSON path", "[profiles][errors]") 
     zero.replace(zero.find("\"busbw_bytes_per_s\": 300e9"), 26,
                  R"("busbw_bytes_per_s": 300e9, "points": [{"bytes": 0, "busbw_bytes_per_s": 1e9}])");
     expect_profile_error(with_fits("zero.json", zero), "$.collectives[0].points[0].bytes:");
+    std::string stalled = kOneFit;
+    stalled.replace(stalled.find("\"busbw_bytes_per_s\": 300e9"), 26,
+                    R"("busbw_bytes_per_s": 300e9, "points": [{"bytes": 8, "busbw_bytes_per_s": 0}])");
+    expect_profile_error(with_fits("stalled.json", stalled),
+                         "$.collectives[0].points[0].busbw_bytes_per_s: must be a positive number "
+                         "of bytes/s, at most 1e15, got 0");
+  }
+  SECTION("a slow small-message point is a measurement, not an error") {
+    // 8 bytes of all-reduce that took 14 ms on a loaded 2-rank CPU run: busbw = 8 x 2 (n - 1) /
+    // n / 0.014 s = 572 bytes/s, far below any link, and kept.
+    std::string slow_point = kOneFit;
+    slow_point.replace(slow_point.find("\"busbw_bytes_per_s\": 300e9"), 26,
+                       R"("busbw_bytes_per_s": 300e9, "points": [{"bytes": 8, "busbw_bytes_per_s": 572.1}])");
+    CHECK(load_profile(with_fits("slow_point.json", slow_point), "--profile")
+              .collectives.at(0)
+              .points.at(0)
+              .busbw_bytes_per_s == 572.1);
   }
   SECTION("a profile with fits needs their source") {
     nlohmann::json profile = nlohmann::json::parse(test::read_config("profiles/h100.json"));
