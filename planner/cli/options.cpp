@@ -205,7 +205,7 @@ void add_layout_options(CLI::App& cmd, LayoutFlags& f) {
   cmd.add_flag("--sp", f.sp, "Sequence parallelism (Megatron; needs tp > 1)");
   cmd.add_option("--attention", f.attention, "Attention kernel: flash | eager (default: flash where the GPU has FlashAttention kernels, else eager)")
       ->check(CLI::IsMember({"flash", "eager"}));
-  cmd.add_option("--stage-layers", f.stage_layers, "Layers per pipeline stage, comma-separated, e.g. 1,2,2,3 (default: even)")
+  cmd.add_option("--stage-layers", f.stage_layers, "Layers per pipeline stage, comma-separated, e.g. 1,2,2,3 (default: even; layers that do not split evenly over pp go one fewer to the embedding and LM-head stages, as plan splits them)")
       ->delimiter(',')->check(positive);
 }
 
@@ -233,6 +233,17 @@ ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, cons
   l.zero = f.zero;
   l.sp = f.sp;
   l.stage_layers = f.stage_layers;
+  if (l.stage_layers.empty() && l.pp > 1 && l.vpp == 1 && model.num_layers >= l.pp &&
+      model.num_layers % l.pp != 0) {
+    // As `meshplan plan` splits them: the embedding and LM-head stages take one fewer.
+    l.stage_layers = edge_light_stage_split(model.num_layers, l.pp);
+    std::string split;
+    for (const std::int64_t n : l.stage_layers) split += (split.empty() ? "" : ",") + std::to_string(n);
+    r.notes.push_back("stage layers " + split + " (default: " + std::to_string(model.num_layers) +
+                      " layers do not split evenly over pp " + std::to_string(l.pp) +
+                      "; the embedding and LM-head stages take one fewer, as plan splits them; "
+                      "set --stage-layers)");
+  }
   l.recompute = *parse_recompute(f.recompute);
   const std::int64_t seq = f.seq > 0 ? f.seq : model.seq_length;
   if (f.gbs > 0) {

@@ -75,6 +75,20 @@ TEST_CASE("the worst stage decides: pp 4 split 1,2,2,3 prints stage 3 as worst",
   CHECK(j["peak_bytes"] == j["stages"][3]["total_bytes"]);
 }
 
+TEST_CASE("layers that do not split evenly over pp split as plan splits them", "[cases]") {
+  // 32 layers over pp 3: ceil(32 / 3) = 11 each would be 33, one too many, so the first
+  // (embedding) stage takes one fewer: 10, 11, 11.
+  const test::CliResult r = test::run({"ledger", "--model", "llama3-8b", "--pp", "3", "--json"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  CHECK_THAT(j["notes"][1].get<std::string>(),
+             Catch::StartsWith("stage layers 10,11,11 (default: 32 layers do not split evenly "
+                               "over pp 3"));
+  CHECK(j["stages"][0]["layers"] == 10);
+  CHECK(j["stages"][2]["layers"] == 11);
+}
+
 TEST_CASE("bad layouts get one line each and exit 2", "[cases]") {
   auto reason = [](std::vector<std::string> args) {
     args.insert(args.begin(), {"ledger", "--model", "llama3-8b"});
@@ -85,8 +99,8 @@ TEST_CASE("bad layouts get one line each and exit 2", "[cases]") {
   };
   CHECK_THAT(reason({"--tp", "3"}), Catch::Contains("layout: tp 3 does not divide 32 attention heads"));
   CHECK_THAT(reason({"--tp", "16"}), Catch::Contains("layout: tp 16 does not divide 8 kv heads"));
-  CHECK_THAT(reason({"--pp", "3"}),
-             Catch::Contains("layout: 32 layers cannot be split into pp x vpp = 3 equal chunks"));
+  CHECK_THAT(reason({"--pp", "3", "--vpp", "2"}),
+             Catch::Contains("layout: 32 layers cannot be split into pp x vpp = 6 equal chunks"));
   CHECK_THAT(reason({"--pp", "4", "--vpp", "3"}),
              Catch::Contains("pp x vpp = 12 equal chunks"));
   CHECK_THAT(reason({"--dp", "2", "--tp", "2", "--gpus", "8"}),
