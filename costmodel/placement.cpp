@@ -72,4 +72,21 @@ TierBandwidth group_bandwidth(const GroupSpan& span, const ClusterSpec& cluster,
   return bw;
 }
 
+double tier_line_rate(const GroupSpan& span, const ClusterSpec& cluster) {
+  constexpr double kUnknown = std::numeric_limits<double>::infinity();
+  const double intra = cluster.intra_node_bandwidth_bytes_per_s_per_gpu > 0
+                           ? cluster.intra_node_bandwidth_bytes_per_s_per_gpu
+                           : kUnknown;
+  if (group_tier(span) == Tier::kNvlink) return intra;
+  if (!(cluster.nic_bandwidth_bytes_per_s > 0) || cluster.nics_per_node < 1 ||
+      cluster.gpus_per_node < 1) {
+    return intra;
+  }
+  const double per_gpu_nic = cluster.nic_bandwidth_bytes_per_s *
+                             static_cast<double>(cluster.nics_per_node) /
+                             static_cast<double>(cluster.gpus_per_node);
+  return std::min(intra, static_cast<double>(std::max<std::int64_t>(span.gpus_per_domain, 1)) *
+                             per_gpu_nic);
+}
+
 }  // namespace meshplan

@@ -17,6 +17,10 @@
 // give 8 x 24 = 192 GB/s, the busbw measured in NVIDIA/nccl issue 812; DGX H100, one GPU per
 // node (a DP group under tp = 8): one NDR 400 NIC, 46-48 GB/s (nccl-tests issue 290).
 //
+// Line rates: a profile's rates were measured on some cluster; on a cluster whose links are
+// slower (PCIe instead of NVLink, 100 GbE instead of NDR) no collective beats this cluster's
+// line rate per GPU (tier_line_rate, line_rate_time_s in collectives/collective.hpp).
+//
 // Simplifications: hierarchical algorithms (tree, NVLS + SHARP, intra-domain reduce then
 // inter-domain all-reduce) are not modeled separately; the ring bound above stands for all of
 // them. k is the largest number of the group's GPUs in one domain (GroupSpan::gpus_per_domain):
@@ -28,6 +32,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <vector>
 
@@ -67,7 +72,19 @@ struct TierBandwidth {
   /// A measured busbw curve (a profile's CollectiveFit::points, which must outlive this view);
   /// empty: the line alone.
   std::span<const BusbwPoint> points;
+  /// The cluster's line rate per GPU on this tier, bytes/s per direction (tier_line_rate): no
+  /// collective beats it (line_rate_time_s), whatever rates the profile measured elsewhere.
+  /// Infinity when the cluster gives none.
+  double line_rate_bytes_per_s = std::numeric_limits<double>::infinity();
 };
+
+/// Line rate per GPU of the tier a group spanning `span` runs on, from the cluster's hardware
+/// (not the profile's measurements): inside one NVLink domain the intra-node link's
+/// intra_node_bandwidth_bytes_per_s_per_gpu; across domains min(that, k x
+/// nic_bandwidth_bytes_per_s x nics_per_node / gpus_per_node), k = span.gpus_per_domain (the
+/// NIC share rule at the top of this file, at line rate). Bytes/s; infinity where the cluster
+/// leaves a rate at 0 (unknown). Raises nothing.
+double tier_line_rate(const GroupSpan& span, const ClusterSpec& cluster);
 
 /// Achieved link rates (published defaults or calibrated), as nccl-tests busbw.
 struct LinkProfile {

@@ -32,14 +32,17 @@ TierBandwidth collective_bandwidth(const Profile& profile, Collective collective
     }
   }
   const double steps = latency_steps(collective, span.size);
+  TierBandwidth bw;
   if (best) {
-    return {best->alpha_s * steps / latency_steps(collective, best->group_size),
-            best->busbw_bytes_per_s, best->points};
+    bw = {best->alpha_s * steps / latency_steps(collective, best->group_size),
+          best->busbw_bytes_per_s, best->points};
+  } else {
+    bw = group_bandwidth(span, cluster, profile.links);
+    const std::int64_t reference =
+        tier == Tier::kNvlink ? kNvlinkAlphaGroupSize : kScaleOutAlphaGroupSize;
+    bw.alpha_s *= steps / latency_steps(collective, reference);
   }
-  TierBandwidth bw = group_bandwidth(span, cluster, profile.links);
-  const std::int64_t reference =
-      tier == Tier::kNvlink ? kNvlinkAlphaGroupSize : kScaleOutAlphaGroupSize;
-  bw.alpha_s *= steps / latency_steps(collective, reference);
+  bw.line_rate_bytes_per_s = tier_line_rate(span, cluster);
   return bw;
 }
 

@@ -90,7 +90,8 @@ double latency_steps(Collective collective, std::int64_t n);
 /// of the same collective and tier with the nearest group size when the profile has one, else
 /// group_bandwidth(span, cluster, profile.links); alpha scaled by latency_steps from the size it
 /// was measured at to the group's. The fit's measured curve comes along as a view into
-/// `profile`, which must outlive the result.
+/// `profile`, which must outlive the result, and the cluster's line rate (tier_line_rate) as
+/// the bound no time may beat.
 TierBandwidth collective_bandwidth(const Profile& profile, Collective collective,
                                    const GroupSpan& span, const ClusterSpec& cluster);
 

@@ -1,6 +1,7 @@
 #include "costmodel/step_time.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "costmodel/collectives/collective.hpp"
 #include "costmodel/compute_time.hpp"
@@ -198,7 +199,13 @@ GroupBandwidth::GroupBandwidth(const std::vector<std::int64_t>& ranks, const Clu
 double GroupBandwidth::time_s(Collective collective, double bytes) const {
   if (size_ <= 1 || bytes <= 0) return 0;
   const TierBandwidth& bw = bandwidth_[static_cast<std::size_t>(collective)];
-  return collective_time_s(collective, size_, bytes, bw.alpha_s, bw.busbw_bytes_per_s, bw.points);
+  const double modeled =
+      collective_time_s(collective, size_, bytes, bw.alpha_s, bw.busbw_bytes_per_s, bw.points);
+  // A profile measured on faster links than this cluster's cannot beat its line rate.
+  return std::isfinite(bw.line_rate_bytes_per_s)
+             ? std::max(modeled,
+                        line_rate_time_s(collective, size_, bytes, bw.line_rate_bytes_per_s))
+             : modeled;
 }
 
 StepContext::StepContext(const ModelSpec& m, const TrainingSetup& s, const ClusterSpec& c,

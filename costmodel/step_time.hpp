@@ -119,7 +119,8 @@ class GroupBandwidth {
   /// the group spans once (collective_bandwidth), so time_s is arithmetic only.
   GroupBandwidth(const std::vector<std::int64_t>& ranks, const ClusterSpec& cluster,
                  const Profile& profile);
-  /// Seconds of `collective` over `bytes` (nccl-tests' size) in this group; 0 for one rank.
+  /// Seconds of `collective` over `bytes` (nccl-tests' size) in this group: the profile's rate,
+  /// never faster than the cluster's line rate (line_rate_time_s); 0 for one rank.
   double time_s(Collective collective, double bytes) const;
   std::int64_t size() const { return size_; }
 

@@ -119,4 +119,18 @@ double collective_time_s(Collective collective, std::int64_t n, double bytes, do
   return bytes * bus_bandwidth_factor(collective, n) / interpolated_busbw(points, bytes);
 }
 
+double line_rate_time_s(Collective collective, std::int64_t n, double bytes,
+                        double line_rate_bytes_per_s) {
+  const double factor = bus_bandwidth_factor(collective, n);  // checks n >= 1
+  if (!(bytes >= 0) || !(line_rate_bytes_per_s > 0)) {
+    throw std::invalid_argument(std::string(to_string(collective)) + ": line_rate_time_s(bytes " +
+                                std::to_string(bytes) + ", line rate " +
+                                std::to_string(line_rate_bytes_per_s) +
+                                "): bytes must be >= 0 and the rate > 0");
+  }
+  if (n == 1) return 0.0;
+  const double per_gpu = collective == Collective::kAllReduce ? bytes : bytes * factor;
+  return per_gpu / line_rate_bytes_per_s;
+}
+
 }  // namespace meshplan

@@ -88,6 +88,17 @@ double interpolated_busbw(std::span<const BusbwPoint> points, double bytes);
 double collective_time_s(Collective collective, std::int64_t n, double bytes, double alpha_s,
                          double busbw_bytes_per_s, std::span<const BusbwPoint> points);
 
+/// The least time `collective` over `n` ranks on `bytes` (S) can take when each GPU's link
+/// carries at most `line_rate_bytes_per_s` per direction (the hardware's line rate, > 0): the
+/// bytes a GPU must send or receive, over that rate. All-gather, reduce-scatter, all-to-all,
+/// broadcast, send/recv: S x F / line (a ring or any other schedule moves S x F through each
+/// GPU's link); all-reduce: S / line, since a reduction inside the switch (NVLink SHARP,
+/// InfiniBand SHARP) has each GPU send and receive its buffer once, which busbw = S x F / t
+/// turns into up to F x line. Seconds; 0 when n == 1 (nothing moves).
+/// Errors: as bus_bandwidth_factor; std::invalid_argument when bytes < 0 or the rate is not > 0.
+double line_rate_time_s(Collective collective, std::int64_t n, double bytes,
+                        double line_rate_bytes_per_s);
+
 namespace detail {
 /// Throws std::invalid_argument naming `collective` when n < 1. Shared by the per-collective
 /// files.

@@ -228,6 +228,41 @@ TEST_CASE("placement: fewer NICs than GPUs share them", "[placement]") {
   CHECK(group_bandwidth(span, c, h100_link()).busbw_bytes_per_s == 11.5e9);
 }
 
+TEST_CASE("collectives: no collective beats the line rate", "[collectives]") {
+  // 1 GiB = 1,073,741,824 bytes over 8 GPUs whose links carry 64e9 bytes/s each way (PCIe
+  // Gen5 x16). All-gather: each GPU receives S x 7/8 = 939,524,096 bytes -> 14.680 ms.
+  // All-reduce: an in-switch reduction sends and receives S once -> S / 64e9 = 16.777 ms
+  // (a busbw of 2 x 7/8 x 64e9 = 112e9 at most).
+  CHECK(line_rate_time_s(Collective::kAllGather, 8, kGiBytes, 64e9) ==
+        Approx(939524096.0 / 64e9));
+  CHECK(line_rate_time_s(Collective::kAllReduce, 8, kGiBytes, 64e9) == Approx(kGiBytes / 64e9));
+  CHECK(line_rate_time_s(Collective::kSendRecv, 2, kGiBytes, 64e9) == Approx(kGiBytes / 64e9));
+  CHECK(line_rate_time_s(Collective::kAllReduce, 1, kGiBytes, 64e9) == 0);
+  CHECK_THROWS_AS(line_rate_time_s(Collective::kAllReduce, 8, kGiBytes, 0),
+                  std::invalid_argument);
+}
+
+TEST_CASE("placement: a tier's line rate comes from the cluster, not the profile",
+          "[placement]") {
+  ClusterSpec c = dgx_h100();
+  // Inside a node: the intra-node link, 450e9.
+  CHECK(tier_line_rate(group_span({0, 1, 2, 3, 4, 5, 6, 7}, c), c) == 450e9);
+  // One GPU per node across 4 nodes: one NIC's line rate, 50e9 x 8 / 8 = 50e9.
+  CHECK(tier_line_rate(group_span({0, 8, 16, 24}, c), c) == 50e9);
+  // 2 NICs of 12.5e9 for 8 GPUs (h100-pcie-eth), 8 of the group's GPUs per node:
+  // min(64e9, 8 x 12.5e9 x 2 / 8) = 25e9.
+  c.intra_node_bandwidth_bytes_per_s_per_gpu = 64e9;
+  c.nics_per_node = 2;
+  c.nic_bandwidth_bytes_per_s = 12.5e9;
+  std::vector<std::int64_t> two_nodes(16);
+  for (std::int64_t r = 0; r < 16; ++r) two_nodes[static_cast<std::size_t>(r)] = r;
+  CHECK(tier_line_rate(group_span(two_nodes, c), c) == 25e9);
+  // A cluster that leaves its rates at 0 (unknown) bounds nothing.
+  ClusterSpec unknown;
+  unknown.nvlink_domain_size = 8;
+  CHECK(std::isinf(tier_line_rate(group_span({0, 1}, unknown), unknown)));
+}
+
 TEST_CASE("placement: NVL72 domains hold whole groups and count the largest share",
           "[placement]") {
   // GB200 NVL72: 4 GPUs per node, 72 per NVLink domain, 4 NICs per node.

@@ -128,6 +128,30 @@ TEST_CASE("the estimate follows the profile: a slower NVLink exposes more TP tim
   CHECK(b.breakdown.compute == Approx(a.breakdown.compute));
 }
 
+TEST_CASE("a profile measured on NVLink cannot make PCIe links fast", "[step]") {
+  // Llama 3 70B at tp 8, one 4096-token sequence: each of the 80 layers all-reduces its
+  // [4096, 8192] 16-bit activation 2 x forward and 2 x backward, S = 67,108,864 bytes. On
+  // h100-pcie-eth (64e9 bytes/s per GPU each way) no all-reduce beats S / 64e9 = 1.0486 ms,
+  // so exposed TP is at least 80 x 4 x 1.0486 ms = 0.3355 s, whatever the h100 profile (NVLink
+  // SHARP, 480 GB/s busbw) says. On dgx-h100 the same profile's curve gives 361.67e9 at 64 MiB:
+  // 320 x S x 1.75 / 361.67e9 = 0.1039 s (plus the tiny embedding all-reduces), under a third.
+  const ModelSpec m = load_model("llama3-70b");
+  Layout l;
+  l.tp = 8;
+  l.gbs = 1;
+  const Profile h100 = load_profile("h100");
+  ClusterSpec pcie = load_cluster("h100-pcie-eth");
+  pcie.gpu = load_cluster("dgx-h100").gpu;  // the same GPU: only the links differ
+  const StepEstimate nvlink =
+      estimate_step(m, l, test::megatron_setup(4096), load_cluster("dgx-h100"), h100);
+  const StepEstimate slow = estimate_step(m, l, test::megatron_setup(4096), pcie, h100);
+  const double floor_s = 80 * 4 * 67108864.0 / 64e9;
+  CHECK(slow.breakdown.tp_exposed >= floor_s * (1 - 1e-9));
+  CHECK(slow.breakdown.tp_exposed == Approx(floor_s).epsilon(0.01));
+  CHECK(nvlink.breakdown.tp_exposed == Approx(320 * 67108864.0 * 1.75 / 361.67e9).epsilon(0.01));
+  CHECK(nvlink.breakdown.tp_exposed < floor_s / 3);
+}
+
 namespace {
 
 /// One llama3-8b layer at tp 1, one sequence, on a dgx-h100 node with the h100 profile, under

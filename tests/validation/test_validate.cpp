@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "costmodel/step_time.hpp"
+#include "planner/config/profile_loader.hpp"
 #include "planner/report/format.hpp"
 #include "planner/validation/validate.hpp"
 #include "tests/support/cli_runner.hpp"
@@ -166,6 +168,17 @@ TEST_CASE("validate: a case's hardware is the preset cluster with the case's GPU
   CHECK(h.cluster.nvlink_domain_size == 4);
   // 8 NICs x 6.25e9 B/s / 4 GPUs = 12.5e9 B/s = 100 Gb/s per GPU.
   CHECK(h.cluster.nic_bandwidth_bytes_per_s == Approx(6.25e9));
+
+  // The case's NIC rate is a line rate the cost model cannot beat: a DP group of one GPU per
+  // node on 1 Gb/s NICs (1.25e8 B/s) moves a 1 GiB gradient reduce-scatter in no less than
+  // 2^30 x 7/8 / 1.25e8 = 7.52 s, where the a100 profile's NIC rate alone (24e9 B/s per NIC, 8
+  // NICs for the node's 4 GPUs) would say 2^30 x 7/8 / 48e9 = 19.6 ms.
+  c.scale_out_gbps_per_gpu = 1;
+  h = case_hardware(c);
+  std::vector<std::int64_t> one_per_node;
+  for (std::int64_t r = 0; r < 8; ++r) one_per_node.push_back(r * h.cluster.gpus_per_node);
+  const GroupBandwidth dp(one_per_node, h.cluster, load_profile(h.profile));
+  CHECK(dp.time_s(Collective::kReduceScatter, 1073741824.0) >= 1073741824.0 * 7 / 8 / 1.25e8);
 
   c.gpu = "tpu-v4";
   CHECK(case_hardware(c).skip_reason.find("TPU") != std::string::npos);
