@@ -97,6 +97,25 @@ TEST_CASE("the pipeline terms: bubble (p-1)/v of the slowest stage, 2 m v transf
         Approx((32 + 1.5) * slowest));
 }
 
+TEST_CASE("FlashAttention: the rate ramps with the keys one call covers", "[step]") {
+  // Causal forward, 1 sequence, 32 heads, d 128 at 989.4e12 x 0.52. 8192 tokens: FLOPs
+  // 4 x 32 x 8192^2 x 128 / 2 = 5.4976e11 at 0.52 x 8192 / 8492 of the peak -> 1.1077 ms.
+  // Ring attention over cp 8 (each call 1024 queries x 1024 keys, the rank's 1024 queries
+  // against all 8192 keys in 8 calls): 1/8 of the FLOPs at 1024 / 1324 -> 0.1727 ms, 1.25 x
+  // an eighth of the whole (0.1385 ms), what the shorter calls cost.
+  DeviceRates r;
+  r.gemm_peak_flops_per_s = 989.4e12;
+  r.flash_attention_efficiency = 0.52;
+  const double whole = 4 * 32 * 8192.0 * 8192 * 128 / 2;
+  CHECK(flash_attention_time_s(r, 1, 32, 8192, 8192, 128, true, false) ==
+        Approx(whole / (989.4e12 * 0.52 * 8192 / 8492)));
+  CHECK(flash_attention_time_s(r, 1, 32, 1024, 8192, 128, true, false) ==
+        Approx(whole / 8 / (989.4e12 * 0.52 * 1024 / 1324)));
+  // Backward: 2.5 x the forward FLOPs at the same rate.
+  CHECK(flash_attention_time_s(r, 1, 32, 8192, 8192, 128, true, true) ==
+        Approx(2.5 * flash_attention_time_s(r, 1, 32, 8192, 8192, 128, true, false)));
+}
+
 TEST_CASE("MFU is model FLOPs over time, GPUs and the dense peak", "[step]") {
   const ModelSpec m = load_model("llama3-8b");
   Layout l;
