@@ -1,8 +1,6 @@
 // `meshplan estimate`: the step time of one layout on a cluster, and where each second goes.
 // `--out plan.json` writes the plan of that layout (planner/plan/README.md); `--plan plan.json`
 // estimates a written plan again (its inputs and layout replace every input flag).
-#include <filesystem>
-#include <fstream>
 #include <memory>
 #include <sstream>
 
@@ -102,17 +100,18 @@ CommandAction add_estimate_command(CLI::App& app) {
   }
 
   return [o](std::ostream& out, std::ostream& err) {
-    // The outputs must be distinct files, neither the plan being read, and all writable before
-    // anything is written.
-    auto same = [](const std::string& a, const std::string& b) {
-      std::error_code ec;
-      return !a.empty() && !b.empty() &&
-             (a == b || std::filesystem::weakly_canonical(a, ec) ==
-                            std::filesystem::weakly_canonical(b, ec));
-    };
-    if (same(o->out, o->trace) || same(o->out, o->plan) || same(o->trace, o->plan)) {
-      throw InputError("estimate: --out, --trace and --plan must name different files");
+    // Before any work: the outputs are distinct files, none of them an input, and all writable.
+    std::vector<NamedFile> output_files, input_list;
+    if (!o->out.empty()) output_files.push_back({"--out", o->out, o->out});
+    if (!o->trace.empty()) output_files.push_back({"--trace", o->trace, o->trace});
+    if (!o->plan.empty()) {
+      input_list.push_back({"--plan", o->plan, o->plan});
+    } else {
+      input_list = input_files({{PresetKind::kModel, "--model", o->model},
+                                {PresetKind::kCluster, "--cluster", o->cluster},
+                                {PresetKind::kProfile, "--profile", o->profile}});
     }
+    require_distinct_files(output_files, input_list);
     if (!o->out.empty()) check_output_flag("--out", o->out);
     if (!o->trace.empty()) check_output_flag("--trace", o->trace);
     std::vector<std::string> notes;

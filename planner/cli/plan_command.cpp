@@ -109,8 +109,15 @@ CommandAction add_plan_command(CLI::App& app) {
       ->check(output_file());
 
   return [o](std::ostream& out, std::ostream& err) {
-    // Before the search: a plan that could not be written would be found in vain.
-    if (!o->out.empty()) check_output_flag("--out", o->out);
+    // Before the search: a plan that could not be written, or would replace an input, would be
+    // found in vain.
+    if (!o->out.empty()) {
+      require_distinct_files({{"--out", o->out, o->out}},
+                             input_files({{PresetKind::kModel, "--model", o->model},
+                                          {PresetKind::kCluster, "--cluster", o->cluster},
+                                          {PresetKind::kProfile, "--profile", o->profile}}));
+      check_output_flag("--out", o->out);
+    }
     const ModelSpec model = load_model(o->model, "--model");
     const ClusterSpec cluster = load_cluster(o->cluster, "--cluster");
     if (o->gpus > cluster.gpus_per_node && o->gpus % cluster.gpus_per_node != 0) {
