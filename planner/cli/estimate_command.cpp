@@ -1,6 +1,9 @@
 // `meshplan estimate`: the step time of one layout on a cluster, and where each second goes.
 // `--out plan.json` writes the plan of that layout (planner/plan/README.md); `--plan plan.json`
 // estimates a written plan again (its inputs and layout replace every input flag).
+// Exit codes: 0 the estimate (a layout that does not fit is printed as such; --trace is written
+// all the same), 2 bad input (nothing written), 3 --out given and the layout does not fit in GPU
+// memory (the estimate is printed; neither --out nor --trace is written).
 #include <memory>
 #include <sstream>
 
@@ -47,7 +50,9 @@ CommandAction add_estimate_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "estimate",
       "Step time of one layout on a cluster: tokens/s, TFLOP/s per GPU, MFU and HFU, peak memory "
-      "of the worst stage, and a breakdown of where each second goes");
+      "of the worst stage, and a breakdown of where each second goes. Exit code 0: the estimate "
+      "(a layout that does not fit in GPU memory is printed as such); 2: bad input; 3: --out "
+      "given and the layout does not fit (the estimate is printed, no file is written)");
   cmd->add_option("--model", o->model,
                   "Model: a preset name, a meshplan-model/1 file or a Hugging Face config.json "
                   "(required unless --plan is given)");
@@ -85,7 +90,9 @@ CommandAction add_estimate_command(CLI::App& app) {
 
   cmd->add_option("--out", o->out,
                   "Write the plan of this layout as plan.json (inputs, layout, process groups, "
-                  "stages, predicted memory and step time; planner/plan/README.md), atomically")
+                  "stages, predicted memory and step time; planner/plan/README.md), atomically; "
+                  "not written, exit code 3, when the layout does not fit in GPU memory (nor is "
+                  "--trace)")
       ->check(output_file());
   CLI::Option* plan_option = cmd->add_option(
       "--plan", o->plan,
@@ -151,6 +158,22 @@ CommandAction add_estimate_command(CLI::App& app) {
     require_finite_estimate(e, plan.layout, plan.setup, label);
     const StepReportInputs inputs{plan.model, plan.layout, plan.setup, plan.cluster,
                                   plan.profile.name, notes};
+    const std::string report =
+        o->json ? step_json(inputs, e).dump(2) + "\n" : render_step(inputs, e);
+    // A plan is written only for a layout that fits (as `plan` writes one): otherwise the
+    // estimate is printed all the same, no file is written, and the exit code is 3.
+    if (!o->out.empty() && !e.memory.fits) {
+      out << report;
+      std::string unwritten = "--out " + o->out;
+      if (!o->trace.empty()) unwritten += " and --trace " + o->trace + " were";
+      else unwritten += " was";
+      throw NothingFits("the layout does not fit in GPU memory: stage " +
+                        std::to_string(e.memory.worst_stage) + " needs " +
+                        gib(e.memory.peak_bytes) + " per GPU, the " + plan.cluster.gpu.name +
+                        " has " + gib(e.memory.capacity_bytes) + "; " + unwritten +
+                        " not written (exit code 3; `meshplan plan` searches for a layout "
+                        "that fits)");
+    }
     // Files first, all or none: a file that cannot be written fails the command before anything
     // is printed, and leaves the other outputs as they were.
     OutputSet outputs;
@@ -168,7 +191,7 @@ CommandAction add_estimate_command(CLI::App& app) {
       outputs.add("--trace", o->trace, std::move(trace));
     }
     outputs.commit();
-    out << (o->json ? step_json(inputs, e).dump(2) + "\n" : render_step(inputs, e));
+    out << report;
     if (!o->out.empty() && !o->json) out << "\nplan written to " << o->out << "\n";
   };
 }

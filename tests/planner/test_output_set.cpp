@@ -2,7 +2,8 @@
 // files (estimate --out and --trace, plan --out, profile show --svg) leaves none of them, and
 // no temporary, when one cannot be written, and keeps what the targets held before. Two outputs
 // that name one file, or an output that names an input (same_file: through links, "." and
-// ".."), are refused before any work.
+// ".."), are refused before any work; estimate --out writes no plan of a layout that does not
+// fit.
 //
 // Two ways a write fails here, on any machine and as root too:
 // - a folder where the output's temporary file would go (output_temporary_path), so that the
@@ -16,6 +17,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include <sys/resource.h>
 
@@ -496,5 +499,59 @@ TEST_CASE("estimate and plan refuse an output that would replace an input", "[ou
                         "8", "--out", "here/cluster.json"},
                   "--out here/cluster.json: names the same file as the input --cluster "
                   "cluster.json" + kReplaceInput);
+  }
+}
+
+TEST_CASE("estimate --out: a layout that does not fit writes no plan, exit code 3",
+          "[outputs][cli]") {
+  const std::string dir = fresh_dir("estimate-no-fit");
+  const std::string plan = dir + "/nofit.json", trace = dir + "/t.json";
+  // llama3-8b on one GPU with the whole batch of 8 sequences of 8192 tokens: weights, grads and
+  // Adam alone are 8.03e9 x 16 bytes = 119.7 GiB on a 79.6 GiB h100-sxm; with the activations
+  // of 8 micro-batches the ledger is 185.3 GiB.
+  const std::vector<std::string> args = {"estimate", "--model", "llama3-8b", "--cluster",
+                                         "dgx-h100", "--gpus", "1", "--gbs", "8"};
+  const std::string not_fit =
+      "meshplan: the layout does not fit in GPU memory: stage 0 needs 185.3 GiB per GPU, the "
+      "h100-sxm has 79.6 GiB; ";
+  const std::string hint = " not written (exit code 3; `meshplan plan` searches for a layout "
+                           "that fits)\n";
+
+  SECTION("without --out: the estimate, exit code 0") {
+    const test::CliResult r = test::run(args);
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.out, Catch::Contains("DOES NOT FIT"));
+  }
+  SECTION("with --out: printed all the same, no file") {
+    const test::CliResult r = test::run(test::with(args, {"--out", plan}));
+    CHECK(r.exit_code == 3);
+    CHECK_THAT(r.out, Catch::Contains("DOES NOT FIT"));
+    CHECK_THAT(r.out, !Catch::Contains("written to"));
+    CHECK(r.err == not_fit + "--out " + plan + " was" + hint);
+    CHECK(listing(dir).empty());
+  }
+  SECTION("with --out and --trace: neither is written, an old plan stays") {
+    std::ofstream(plan) << "old plan\n";
+    const test::CliResult r = test::run(test::with(args, {"--out", plan, "--trace", trace}));
+    CHECK(r.exit_code == 3);
+    CHECK(r.err == not_fit + "--out " + plan + " and --trace " + trace + " were" + hint);
+    CHECK(snapshot(dir) == std::vector<std::string>{"nofit.json: old plan\n"});
+  }
+  SECTION("with --out and --json: stdout is the estimate's JSON, which says it does not fit") {
+    const test::CliResult r = test::run(test::with(args, {"--out", plan, "--json"}));
+    CHECK(r.exit_code == 3);
+    CHECK(r.err == not_fit + "--out " + plan + " was" + hint);
+    CHECK(nlohmann::json::parse(r.out)["fits"] == false);
+    CHECK(listing(dir).empty());
+  }
+  SECTION("with --trace alone: the trace is written, exit code 0") {
+    const test::CliResult r = test::run(test::with(args, {"--trace", trace}));
+    CHECK(r.exit_code == 0);
+    CHECK(listing(dir) == std::vector<std::string>{"t.json"});
+  }
+  SECTION("estimate --help gives the exit codes") {
+    const test::CliResult r = test::run({"estimate", "--help"});
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.out, Catch::Contains("3: --out given and the layout does not fit"));
   }
 }
