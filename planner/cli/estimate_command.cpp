@@ -192,7 +192,12 @@ CommandAction add_estimate_command(CLI::App& app) {
     }
     outputs.commit();
     out << report;
-    if (!o->out.empty() && !o->json) out << "\nplan written to " << o->out << "\n";
+    // Where the files went, after the tables (--json keeps stdout one JSON document).
+    if (!o->json && (!o->out.empty() || !o->trace.empty())) {
+      out << "\n";
+      if (!o->out.empty()) out << "plan written to " << o->out << "\n";
+      if (!o->trace.empty()) out << "trace written to " << o->trace << "\n";
+    }
   };
 }
 

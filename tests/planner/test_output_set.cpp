@@ -555,3 +555,26 @@ TEST_CASE("estimate --out: a layout that does not fit writes no plan, exit code 
     CHECK_THAT(r.out, Catch::Contains("3: --out given and the layout does not fit"));
   }
 }
+
+TEST_CASE("estimate says where --out and --trace were written, as plan does", "[outputs][cli]") {
+  const std::string dir = fresh_dir("estimate-written");
+  const std::string plan = dir + "/p.json", trace = dir + "/t.json";
+  // tp 8: 31.5 GiB, a layout that fits.
+  const std::vector<std::string> args = {"estimate", "--model", "llama3-8b", "--gpus", "8",
+                                         "--tp", "8", "--gbs", "8"};
+
+  const test::CliResult only_trace = test::run(test::with(args, {"--trace", trace}));
+  CHECK(only_trace.exit_code == 0);
+  CHECK_THAT(only_trace.out, Catch::EndsWith(".\n\ntrace written to " + trace + "\n"));
+  const test::CliResult both = test::run(test::with(args, {"--out", plan, "--trace", trace}));
+  CHECK(both.exit_code == 0);
+  CHECK_THAT(both.out, Catch::EndsWith(".\n\nplan written to " + plan + "\ntrace written to " +
+                                       trace + "\n"));
+  // --json: stdout stays one JSON document, for --out as for --trace.
+  const test::CliResult json = test::run(test::with(args, {"--out", plan, "--trace", trace,
+                                                           "--json"}));
+  CHECK(json.exit_code == 0);
+  CHECK_NOTHROW(nlohmann::json::parse(json.out));
+  CHECK_THAT(json.out, !Catch::Contains("written to"));
+  CHECK(listing(dir) == std::vector<std::string>{"p.json", "t.json"});
+}
