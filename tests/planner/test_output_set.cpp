@@ -578,3 +578,11 @@ TEST_CASE("estimate says where --out and --trace were written, as plan does", "[
   CHECK_THAT(json.out, !Catch::Contains("written to"));
   CHECK(listing(dir) == std::vector<std::string>{"p.json", "t.json"});
 }
+
+TEST_CASE("plan --help says it ranks by --objective", "[outputs][cli]") {
+  const test::CliResult plan = test::run({"plan", "--help"});
+  CHECK(plan.exit_code == 0);
+  CHECK_THAT(plan.out, Catch::Contains("rank those that fit by --objective (step time, peak "
+                                       "memory or GPU-hours)"));
+  CHECK_THAT(plan.out, !Catch::Contains("by step time"));
+}
