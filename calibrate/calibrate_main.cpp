@@ -22,6 +22,7 @@
 #include "planner/config/input_error.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
+#include "planner/report/atomic_write.hpp"
 
 #ifndef MESHPLAN_VERSION
 #error "MESHPLAN_VERSION must be defined by the build"
@@ -153,9 +154,14 @@ Setup make_setup(const Options& o, const MpiContext& ctx) {
   }
   s.inputs.fault = parse_fault(o.inject_fault);
   if (ctx.rank == 0) {
-    // Before anything is measured: the profile and its records file must be writable files.
+    // Before anything is measured: the profile and its records file must be writable files,
+    // neither of them an input.
+    const std::string records = records_path(o.out);
+    require_distinct_files({{"--out", o.out, o.out}, {"--out", records, records}},
+                           input_files({{PresetKind::kModel, "--model", o.model},
+                                        {PresetKind::kProfile, "--base-profile", o.base_profile}}));
     check_output_flag("--out", o.out);
-    check_output_flag("--out", records_path(o.out));
+    check_output_flag("--out", records);
   }
   return s;
 }

@@ -356,8 +356,11 @@ BuiltProfile build_profile(const Records& records, const ProfileSettings& s) {
 }
 
 void write_profile_files(const std::string& profile_path, const BuiltProfile& built) {
-  write_file_atomically(records_path(profile_path), built.records_json.dump(2) + "\n");
-  write_file_atomically(profile_path, built.profile_json.dump(2) + "\n");
+  // One set: a profile is never left beside records of another run, nor records without it.
+  OutputSet outputs;
+  outputs.add("--out", records_path(profile_path), built.records_json.dump(2) + "\n");
+  outputs.add("--out", profile_path, built.profile_json.dump(2) + "\n");
+  outputs.commit();
 }
 
 std::string summarize_profile(const BuiltProfile& built, const ProfileSettings& s) {

@@ -8,8 +8,9 @@
 // provenance of exactly kind/date/notes), so the raw records, the fits' residuals and the full
 // provenance (hosts, MPI version, argv, NCCL_* environment, device) go to a sidecar
 // `<out>.records.json` (schema meshplan-calibration-records/1) named in the profile's
-// provenance notes. Rank 0 writes the sidecar, then the profile, each atomically
-// (write_file_atomically), after checking that the profile loads with the strict reader.
+// provenance notes. Rank 0 writes the two as one all-or-none set (OutputSet, atomic_write.hpp),
+// after checking that the profile loads with the strict reader: a failed write leaves neither
+// file changed, so a profile never sits beside the records of another run.
 //
 // Rates are fractions of the GPU preset's datasheet (--gpu): peak_efficiency = fitted FLOP/s /
 // dense bf16 peak, hbm_efficiency = fitted copy bandwidth / datasheet HBM bandwidth. On the CPU
@@ -55,8 +56,9 @@ BuiltProfile build_profile(const Records& records, const ProfileSettings& settin
 /// "<profile_path>.records.json".
 std::string records_path(const std::string& profile_path);
 
-/// Writes records_path(profile_path) and then profile_path, each atomically.
-/// Errors: InputError when a file cannot be written.
+/// Writes records_path(profile_path) and profile_path, both or neither (OutputSet).
+/// Errors: InputError "--out <file>: ..." when either cannot be written; neither target is then
+/// changed and no temporary is left.
 void write_profile_files(const std::string& profile_path, const BuiltProfile& built);
 
 /// The published profile preset for a GPU preset (a100-*: a100, h100-sxm and h100-96g: h100,

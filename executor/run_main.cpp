@@ -168,11 +168,12 @@ int run(int argc, char** argv, int thread_level) {
   const calibrate::FaultInjection fault = calibrate::parse_fault(o.inject_fault);
 
   const MpiContext ctx = calibrate::discover_mpi_context(MPI_COMM_WORLD, thread_level);
-  // Refused before anything is allocated: a plan that does not read, a world of the wrong size,
-  // a --report that cannot be written (rank 0 writes it).
+  // Refused before anything is allocated: a --report that names the plan, a plan that does not
+  // read, a world of the wrong size, a --report that cannot be written (rank 0 writes it).
   Plan plan;
   std::string error;
   try {
+    require_distinct_files({{"--report", o.report, o.report}}, {{"plan", o.plan, o.plan}});
     plan = read_plan(o.plan);
     if (plan.layout.gpus() != ctx.size) {
       error = o.plan + ": the plan needs " + std::to_string(plan.layout.gpus()) +

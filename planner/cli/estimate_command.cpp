@@ -1,8 +1,9 @@
 // `meshplan estimate`: the step time of one layout on a cluster, and where each second goes.
 // `--out plan.json` writes the plan of that layout (planner/plan/README.md); `--plan plan.json`
 // estimates a written plan again (its inputs and layout replace every input flag).
-#include <filesystem>
-#include <fstream>
+// Exit codes: 0 the estimate (a layout that does not fit is printed as such; --trace is written
+// all the same), 2 bad input (nothing written), 3 --out given and the layout does not fit in GPU
+// memory (the estimate is printed; neither --out nor --trace is written).
 #include <memory>
 #include <sstream>
 
@@ -49,7 +50,9 @@ CommandAction add_estimate_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "estimate",
       "Step time of one layout on a cluster: tokens/s, TFLOP/s per GPU, MFU and HFU, peak memory "
-      "of the worst stage, and a breakdown of where each second goes");
+      "of the worst stage, and a breakdown of where each second goes. Exit code 0: the estimate "
+      "(a layout that does not fit in GPU memory is printed as such); 2: bad input; 3: --out "
+      "given and the layout does not fit (the estimate is printed, no file is written)");
   cmd->add_option("--model", o->model,
                   "Model: a preset name, a meshplan-model/1 file or a Hugging Face config.json "
                   "(required unless --plan is given)");
@@ -87,7 +90,9 @@ CommandAction add_estimate_command(CLI::App& app) {
 
   cmd->add_option("--out", o->out,
                   "Write the plan of this layout as plan.json (inputs, layout, process groups, "
-                  "stages, predicted memory and step time; planner/plan/README.md), atomically")
+                  "stages, predicted memory and step time; planner/plan/README.md), atomically; "
+                  "not written, exit code 3, when the layout does not fit in GPU memory (nor is "
+                  "--trace)")
       ->check(output_file());
   CLI::Option* plan_option = cmd->add_option(
       "--plan", o->plan,
@@ -102,17 +107,18 @@ CommandAction add_estimate_command(CLI::App& app) {
   }
 
   return [o](std::ostream& out, std::ostream& err) {
-    // The outputs must be distinct files, neither the plan being read, and all writable before
-    // anything is written.
-    auto same = [](const std::string& a, const std::string& b) {
-      std::error_code ec;
-      return !a.empty() && !b.empty() &&
-             (a == b || std::filesystem::weakly_canonical(a, ec) ==
-                            std::filesystem::weakly_canonical(b, ec));
-    };
-    if (same(o->out, o->trace) || same(o->out, o->plan) || same(o->trace, o->plan)) {
-      throw InputError("estimate: --out, --trace and --plan must name different files");
+    // Before any work: the outputs are distinct files, none of them an input, and all writable.
+    std::vector<NamedFile> output_files, input_list;
+    if (!o->out.empty()) output_files.push_back({"--out", o->out, o->out});
+    if (!o->trace.empty()) output_files.push_back({"--trace", o->trace, o->trace});
+    if (!o->plan.empty()) {
+      input_list.push_back({"--plan", o->plan, o->plan});
+    } else {
+      input_list = input_files({{PresetKind::kModel, "--model", o->model},
+                                {PresetKind::kCluster, "--cluster", o->cluster},
+                                {PresetKind::kProfile, "--profile", o->profile}});
     }
+    require_distinct_files(output_files, input_list);
     if (!o->out.empty()) check_output_flag("--out", o->out);
     if (!o->trace.empty()) check_output_flag("--trace", o->trace);
     std::vector<std::string> notes;
@@ -152,6 +158,22 @@ CommandAction add_estimate_command(CLI::App& app) {
     require_finite_estimate(e, plan.layout, plan.setup, label);
     const StepReportInputs inputs{plan.model, plan.layout, plan.setup, plan.cluster,
                                   plan.profile.name, notes};
+    const std::string report =
+        o->json ? step_json(inputs, e).dump(2) + "\n" : render_step(inputs, e);
+    // A plan is written only for a layout that fits (as `plan` writes one): otherwise the
+    // estimate is printed all the same, no file is written, and the exit code is 3.
+    if (!o->out.empty() && !e.memory.fits) {
+      out << report;
+      std::string unwritten = "--out " + o->out;
+      if (!o->trace.empty()) unwritten += " and --trace " + o->trace + " were";
+      else unwritten += " was";
+      throw NothingFits("the layout does not fit in GPU memory: stage " +
+                        std::to_string(e.memory.worst_stage) + " needs " +
+                        gib(e.memory.peak_bytes) + " per GPU, the " + plan.cluster.gpu.name +
+                        " has " + gib(e.memory.capacity_bytes) + "; " + unwritten +
+                        " not written (exit code 3; `meshplan plan` searches for a layout "
+                        "that fits)");
+    }
     // Files first, all or none: a file that cannot be written fails the command before anything
     // is printed, and leaves the other outputs as they were.
     OutputSet outputs;
@@ -169,8 +191,13 @@ CommandAction add_estimate_command(CLI::App& app) {
       outputs.add("--trace", o->trace, std::move(trace));
     }
     outputs.commit();
-    out << (o->json ? step_json(inputs, e).dump(2) + "\n" : render_step(inputs, e));
-    if (!o->out.empty() && !o->json) out << "\nplan written to " << o->out << "\n";
+    out << report;
+    // Where the files went, after the tables (--json keeps stdout one JSON document).
+    if (!o->json && (!o->out.empty() || !o->trace.empty())) {
+      out << "\n";
+      if (!o->out.empty()) out << "plan written to " << o->out << "\n";
+      if (!o->trace.empty()) out << "trace written to " << o->trace << "\n";
+    }
   };
 }
 

@@ -52,8 +52,9 @@ CommandAction add_plan_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "plan",
       "Search every layout (dp x tp x pp x cp, vpp, micro-batch, ZeRO, recompute, sp) of a GPU "
-      "count, rank those that fit by step time, and explain the winner. Exit code 0: a plan; "
-      "2: bad input; 3: nothing fits (the reasons are printed as usual)");
+      "count, rank those that fit by --objective (step time, peak memory or GPU-hours), and "
+      "explain the winner. Exit code 0: a plan; 2: bad input; 3: nothing fits (the reasons are "
+      "printed as usual)");
   cmd->add_option("--model", o->model, "Model: a preset name, a meshplan-model/1 file or a Hugging Face config.json")
       ->required();
   cmd->add_option("--cluster", o->cluster, "Cluster preset or JSON file")->capture_default_str();
@@ -109,8 +110,15 @@ CommandAction add_plan_command(CLI::App& app) {
       ->check(output_file());
 
   return [o](std::ostream& out, std::ostream& err) {
-    // Before the search: a plan that could not be written would be found in vain.
-    if (!o->out.empty()) check_output_flag("--out", o->out);
+    // Before the search: a plan that could not be written, or would replace an input, would be
+    // found in vain.
+    if (!o->out.empty()) {
+      require_distinct_files({{"--out", o->out, o->out}},
+                             input_files({{PresetKind::kModel, "--model", o->model},
+                                          {PresetKind::kCluster, "--cluster", o->cluster},
+                                          {PresetKind::kProfile, "--profile", o->profile}}));
+      check_output_flag("--out", o->out);
+    }
     const ModelSpec model = load_model(o->model, "--model");
     const ClusterSpec cluster = load_cluster(o->cluster, "--cluster");
     if (o->gpus > cluster.gpus_per_node && o->gpus % cluster.gpus_per_node != 0) {

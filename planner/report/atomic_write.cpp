@@ -5,7 +5,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <set>
 #include <stdexcept>
 
 #include <fcntl.h>
@@ -19,12 +18,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
-/// The file a write to `path` lands in: the target of a symbolic link, else `path`.
+/// Linux's limit on the links followed in one path (MAXSYMLINKS, path_resolution(7)).
+constexpr int kMaxLinks = 40;
+
+/// The file a write to `path` lands in: the target of a symbolic link (dangling or not), else
+/// `path`.
 std::string final_path_of(const std::string& path) {
   std::error_code ec;
-  if (!fs::is_symlink(path, ec)) return path;
-  const fs::path resolved = fs::weakly_canonical(path, ec);
-  return ec ? path : resolved.string();
+  return fs::is_symlink(path, ec) ? resolved_file_path(path) : path;
 }
 
 /// Writes `content` to a new file `path` (created or truncated), flushed to the disk. Returns
@@ -56,10 +57,95 @@ std::string write_whole_file(const std::string& path, const std::string& content
 
 }  // namespace
 
+std::string resolved_file_path(const std::string& path) {
+  std::error_code ec;
+  const fs::path absolute = fs::absolute(path, ec);
+  if (ec) return fs::path(path).lexically_normal().string();
+  // The parts still to walk, the next one last.
+  std::vector<fs::path> parts;
+  const fs::path relative = absolute.relative_path();
+  for (const fs::path& part : relative) parts.insert(parts.begin(), part);
+  fs::path resolved = absolute.root_path();
+  int links = 0;
+  while (!parts.empty()) {
+    const fs::path part = parts.back();
+    parts.pop_back();
+    if (part.empty() || part == ".") continue;
+    if (part == "..") {
+      resolved = resolved.parent_path();  // "/" stays "/"
+      continue;
+    }
+    fs::path next = resolved / part;
+    if (links < kMaxLinks && fs::is_symlink(next, ec)) {
+      const fs::path target = fs::read_symlink(next, ec);
+      if (!ec) {
+        ++links;
+        if (target.is_absolute()) resolved = target.root_path();
+        const fs::path rest = target.relative_path();
+        const std::vector<fs::path> more(rest.begin(), rest.end());
+        parts.insert(parts.end(), more.rbegin(), more.rend());
+        continue;
+      }
+    }
+    resolved = std::move(next);
+  }
+  return resolved.string();
+}
+
+bool same_file(const std::string& a, const std::string& b) {
+  if (a.empty() || b.empty()) return false;
+  const fs::path ra = resolved_file_path(a), rb = resolved_file_path(b);
+  if (ra == rb) return true;
+  std::error_code ec;
+  if (fs::equivalent(ra, rb, ec) && !ec) return true;
+  ec.clear();
+  return ra.filename() == rb.filename() &&
+         fs::equivalent(ra.parent_path(), rb.parent_path(), ec) && !ec;
+}
+
+std::string NamedFile::label() const {
+  const std::string named = flag.empty() ? given : flag + " " + given;
+  return path == given ? named : named + " (preset file " + path + ")";
+}
+
+std::vector<NamedFile> input_files(const std::vector<InputFlag>& flags) {
+  std::vector<NamedFile> files;
+  for (const InputFlag& f : flags) {
+    if (f.given.empty()) continue;
+    try {
+      files.push_back({f.flag, f.given, resolve_preset(f.kind, f.given)});
+    } catch (const InputError&) {
+      // Neither a file nor a preset: the loader refuses it, naming the flag.
+    }
+  }
+  return files;
+}
+
+void require_distinct_files(const std::vector<NamedFile>& outputs,
+                            const std::vector<NamedFile>& inputs) {
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    const NamedFile& o = outputs[i];
+    if (o.path.empty()) continue;
+    for (std::size_t j = 0; j < i; ++j) {
+      if (same_file(o.path, outputs[j].path)) {
+        throw InputError(o.label() + ": names the same file as " + outputs[j].label() +
+                         "; give each output its own file");
+      }
+    }
+    for (const NamedFile& in : inputs) {
+      if (same_file(o.path, in.path)) {
+        throw InputError(o.label() + ": names the same file as the input " + in.label() +
+                         "; writing there would replace that input; give the output another "
+                         "file name");
+      }
+    }
+  }
+}
+
 void check_writable_target(const std::string& path) {
   std::error_code ec;
   if (path.empty()) throw InputError("an output path is empty; expected a file name");
-  const fs::path target = fs::is_symlink(path, ec) ? fs::weakly_canonical(path, ec) : fs::path(path);
+  const fs::path target = final_path_of(path);
   const fs::file_status status = fs::status(target, ec);
   if (fs::exists(status)) {
     if (!fs::is_regular_file(status)) {
@@ -80,8 +166,7 @@ void check_writable_target(const std::string& path) {
 void write_file_atomically(const std::string& path, const std::string& content) {
   check_writable_target(path);
   std::error_code ec;
-  const std::string final_path =
-      fs::is_symlink(path, ec) ? fs::weakly_canonical(path, ec).string() : path;
+  const std::string final_path = final_path_of(path);
   const std::string temporary = final_path + ".tmp." + std::to_string(::getpid());
   {
     std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
@@ -147,20 +232,16 @@ void OutputSet::create_folder(const std::string& flag, const std::string& dir) {
 }
 
 void OutputSet::check() const {
-  std::set<std::string> seen;
+  std::vector<NamedFile> outputs;
   for (const Entry& e : entries_) {
     try {
       check_writable_target(e.target);
     } catch (const InputError& error) {
       throw InputError(e.flag.empty() ? std::string(error.what()) : e.flag + " " + error.what());
     }
-    std::error_code ec;
-    const fs::path canonical = fs::weakly_canonical(e.target, ec);
-    const std::string key = ec ? e.target : canonical.string();
-    if (!seen.insert(key).second) {
-      throw InputError(label(e) + ": named by two outputs; give each output its own file");
-    }
+    outputs.push_back({e.flag, e.target, e.target});
   }
+  require_distinct_files(outputs);
 }
 
 std::vector<std::string> OutputSet::commit() {

@@ -4,13 +4,62 @@
 // set with OutputSet: every file is written to its temporary first, and only when all of them
 // are written are they renamed into place; on any failure every temporary is removed (and every
 // folder the set created and left empty), and the targets keep what they held.
+//
+// Whether two paths name one file (same_file) is decided here once, for every command that
+// compares its outputs with each other or with its inputs (require_distinct_files): an output
+// that names another output, or an input, would lose one of them when it is renamed into place.
 #pragma once
 
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "planner/config/presets.hpp"
+
 namespace meshplan {
+
+/// The file `path` names, absolute, as the kernel would resolve it: every symbolic link
+/// followed, in its folders and at its end, a dangling link included (to the file that writing
+/// through it would create); "." dropped and ".." taken after the links before it (so
+/// "link/.." is the folder above the link's target). Parts that do not exist are appended as
+/// they are. Reads links, opens nothing; up to 40 links are followed (Linux's limit), and a
+/// loop stops there.
+std::string resolved_file_path(const std::string& path);
+
+/// True when `a` and `b` name one file: the same resolved_file_path, or existing files that
+/// are one (hard links; one folder seen through two mounts), or one name in two such folders.
+/// An empty path names no file.
+bool same_file(const std::string& a, const std::string& b);
+
+/// A file a command reads or writes, as the user named it, for require_distinct_files.
+struct NamedFile {
+  std::string flag;   ///< "--model", "--out"; for a positional argument its name ("plan")
+  std::string given;  ///< as given: "llama3-8b", "./m.json"
+  std::string path;   ///< the file itself: `given`, or the preset file it names
+  /// "--model m.json", or "--model llama3-8b (preset file /.../llama3-8b.json)".
+  std::string label() const;
+};
+
+/// An input flag whose value is a preset name or a file path.
+struct InputFlag {
+  PresetKind kind;    ///< which presets a name is looked up in
+  std::string flag;   ///< "--model"
+  std::string given;  ///< the value given; empty: the flag was not given
+};
+
+/// The files the flags name, as load_model, load_cluster and load_profile read them
+/// (resolve_preset): a path as given, or the preset's file. A flag that is empty or names
+/// neither is left out (its loader says so when it runs).
+std::vector<NamedFile> input_files(const std::vector<InputFlag>& flags);
+
+/// Throws InputError when two outputs name one file (same_file):
+///   "--trace ./p.json: names the same file as --out p.json; give each output its own file"
+/// or an output names an input:
+///   "--out m.json: names the same file as the input --model m.json; writing there would
+///    replace that input; give the output another file name"
+/// Outputs with an empty path are skipped. Writes nothing; call it before any work.
+void require_distinct_files(const std::vector<NamedFile>& outputs,
+                            const std::vector<NamedFile>& inputs = {});
 
 /// Throws InputError naming `path` unless a regular file can be written there: the path is
 /// empty, names a directory, device or pipe, a read-only file, or a folder that does not exist
@@ -54,7 +103,8 @@ class OutputSet {
   void create_folder(const std::string& flag, const std::string& dir);
 
   /// check_writable_target on every target, the error naming its flag ("--out p.json: is
-  /// read-only; ..."), and refuses two outputs naming the same file. Writes nothing.
+  /// read-only; ..."), and refuses two outputs naming the same file (require_distinct_files).
+  /// Writes nothing.
   void check() const;
 
   /// check(), then writes every file to output_temporary_path(target), in the order added;

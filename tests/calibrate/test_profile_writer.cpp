@@ -2,6 +2,7 @@
 // numbers that follow the records, the raw records in the sidecar, and a planner whose estimate
 // follows the measured rates.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -15,6 +16,7 @@
 #include "costmodel/profile.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
+#include "planner/report/atomic_write.hpp"
 #include "tests/support/cli_runner.hpp"
 #include "tests/support/collectives.hpp"
 
@@ -213,6 +215,60 @@ TEST_CASE("calibrate profile writer: without records the base profile's values s
   CHECK(built.profile.gemm.peak_efficiency == load_profile("h100").gemm.peak_efficiency);
   CHECK(built.profile.collectives.empty());
   CHECK_FALSE(built.notes.empty());
+}
+
+TEST_CASE("calibrate profile writer: the profile and its records are written both or neither",
+          "[calibrate][profile]") {
+  // The profile is the second file of the set: a folder where its temporary file would go
+  // (output_temporary_path) makes its write fail after the records were written.
+  const std::string dir = test::temp_dir() + "/both-or-neither";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/p.json";
+  const BuiltProfile built = build_profile(synthetic_records(Truth{}), cpu_settings("p"));
+  auto read_text = [](const std::string& file) {
+    std::ifstream in(file);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  };
+  auto files = [&dir] {
+    std::vector<std::string> names;
+    for (const auto& e : std::filesystem::directory_iterator(dir)) {
+      names.push_back(e.path().filename().string());
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+  };
+  const std::string blocked = output_temporary_path(path);
+  const std::string expected_error = "--out " + path + ": writing failed: cannot create the "
+                                     "temporary file " + blocked + " beside it: Is a directory; "
+                                     "nothing was written (free some space or choose another "
+                                     "path)";
+
+  SECTION("no files before: none after, no temporary left") {
+    std::filesystem::create_directory(blocked);
+    CHECK_THROWS_WITH(write_profile_files(path, built), expected_error);
+    std::filesystem::remove(blocked);
+    CHECK(files().empty());
+  }
+  SECTION("an older pair stays as it was, the records not replaced alone") {
+    std::ofstream(path) << "old profile\n";
+    std::ofstream(records_path(path)) << "old records\n";
+    std::filesystem::create_directory(blocked);
+    CHECK_THROWS_WITH(write_profile_files(path, built), expected_error);
+    std::filesystem::remove(blocked);
+    CHECK(read_text(path) == "old profile\n");
+    CHECK(read_text(records_path(path)) == "old records\n");
+    CHECK(files() == std::vector<std::string>{"p.json", "p.json.records.json"});
+  }
+  SECTION("both written when both can be") {
+    write_profile_files(path, built);
+    CHECK(load_profile(path).name == "p");
+    CHECK(nlohmann::json::parse(read_text(records_path(path)))["schema"] ==
+          "meshplan-calibration-records/1");
+    CHECK(files() == std::vector<std::string>{"p.json", "p.json.records.json"});
+  }
 }
 
 TEST_CASE("calibrate: CUDA device names map to GPU presets", "[calibrate][profile]") {

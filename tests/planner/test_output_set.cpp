@@ -1,6 +1,9 @@
 // Outputs are all or none (report/atomic_write.hpp OutputSet): a command that writes several
 // files (estimate --out and --trace, plan --out, profile show --svg) leaves none of them, and
-// no temporary, when one cannot be written, and keeps what the targets held before.
+// no temporary, when one cannot be written, and keeps what the targets held before. Two outputs
+// that name one file, or an output that names an input (same_file: through links, "." and
+// ".."), are refused before any work; estimate --out writes no plan of a layout that does not
+// fit.
 //
 // Two ways a write fails here, on any machine and as root too:
 // - a folder where the output's temporary file would go (output_temporary_path), so that the
@@ -9,14 +12,18 @@
 //   with EFBIG ("File too large"): the same failure as a full disk, part-way into a file.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include <sys/resource.h>
 
 #include "planner/config/input_error.hpp"
+#include "planner/config/presets.hpp"
 #include "planner/report/atomic_write.hpp"
 #include "tests/support/cli_runner.hpp"
 
@@ -136,10 +143,29 @@ TEST_CASE("OutputSet writes every file, or none of them", "[outputs]") {
     OutputSet outputs;
     outputs.add("--out", a, "1");
     outputs.add("--trace", dir + "/./a.json", "2");
-    REQUIRE_THROWS_WITH(outputs.commit(), Catch::EndsWith(
-                                              ": named by two outputs; give each output its own "
-                                              "file"));
+    REQUIRE_THROWS_WITH(outputs.commit(), "--trace " + dir + "/./a.json: names the same file as "
+                                          "--out " + a + "; give each output its own file");
     CHECK(listing(dir).empty());
+  }
+
+  SECTION("two outputs naming one file through a dangling link: refused, nothing written") {
+    fs::create_symlink("a.json", dir + "/link.json");  // a.json does not exist yet
+    OutputSet outputs;
+    outputs.add("--out", a, "1");
+    outputs.add("--trace", dir + "/link.json", "2");
+    REQUIRE_THROWS_WITH(outputs.commit(), "--trace " + dir + "/link.json: names the same file "
+                                          "as --out " + a + "; give each output its own file");
+    CHECK(listing(dir) == std::vector<std::string>{"link.json"});
+  }
+
+  SECTION("a file written through a dangling link lands in the link's target") {
+    fs::create_symlink("a.json", dir + "/link.json");
+    OutputSet outputs;
+    outputs.add("--out", dir + "/link.json", "through the link\n");
+    outputs.commit();
+    CHECK(fs::is_symlink(dir + "/link.json"));
+    CHECK(read_text(a) == "through the link\n");
+    CHECK(listing(dir) == std::vector<std::string>{"a.json", "link.json"});
   }
 
   SECTION("folders it created are removed again when nothing ended up in them") {
@@ -164,6 +190,94 @@ TEST_CASE("OutputSet writes every file, or none of them", "[outputs]") {
     CHECK(fs::is_directory(dir));
     CHECK(listing(dir).empty());
   }
+}
+
+TEST_CASE("same_file: two paths name one file through links, '.' and '..'", "[outputs]") {
+  const std::string dir = fs::canonical(fresh_dir("same-file")).string();
+  const std::string a = dir + "/a.json";
+  fs::create_directory(dir + "/sub");
+  fs::create_directory_symlink("sub", dir + "/sublink");
+
+  SECTION("spellings of one path, the file there or not") {
+    for (const bool exists : {false, true}) {
+      INFO("a.json exists: " << exists);
+      if (exists) std::ofstream(a) << "x";
+      CHECK(same_file(a, dir + "/./a.json"));
+      CHECK(same_file(a, dir + "/sub/../a.json"));
+      CHECK(same_file(a, dir + "//a.json"));
+      CHECK(resolved_file_path(dir + "/sub/../a.json") == a);
+    }
+  }
+  SECTION("a relative path and an absolute one, from the working folder") {
+    const fs::path before = fs::current_path();
+    fs::current_path(dir);
+    const bool relative = same_file("a.json", a) && same_file("./a.json", "a.json") &&
+                          same_file("sub/../a.json", "a.json");
+    fs::current_path(before);
+    CHECK(relative);
+  }
+  SECTION("a link to the file, dangling (the file is not there yet) or not") {
+    fs::create_symlink("a.json", dir + "/link.json");
+    CHECK(same_file(a, dir + "/link.json"));
+    CHECK(resolved_file_path(dir + "/link.json") == a);
+    std::ofstream(a) << "x";
+    CHECK(same_file(dir + "/link.json", a));
+    // A link to a link, with an absolute target.
+    fs::create_symlink(dir + "/link.json", dir + "/link2.json");
+    CHECK(same_file(dir + "/link2.json", a));
+  }
+  SECTION("a file seen through a linked folder, and '..' taken after the link") {
+    CHECK(same_file(dir + "/sub/p.json", dir + "/sublink/p.json"));
+    CHECK(same_file(dir + "/sublink/../a.json", a));  // sublink/.. is dir: sub's parent
+    fs::create_directory(dir + "/sub/deeper");
+    fs::create_directory_symlink("sub/deeper", dir + "/deeplink");
+    // deeplink/.. is sub (deeper's parent), not dir, as the kernel resolves it.
+    CHECK(resolved_file_path(dir + "/deeplink/../p.json") == dir + "/sub/p.json");
+    CHECK_FALSE(same_file(dir + "/deeplink/../p.json", dir + "/p.json"));
+  }
+  SECTION("a dangling link in a folder reached through a link") {
+    fs::create_symlink("../a.json", dir + "/sub/up.json");
+    CHECK(same_file(dir + "/sublink/up.json", a));
+  }
+  SECTION("hard links are one file") {
+    std::ofstream(a) << "x";
+    fs::create_hard_link(a, dir + "/hard.json");
+    CHECK(same_file(a, dir + "/hard.json"));
+  }
+  SECTION("different files, empty paths and link loops are not the same") {
+    CHECK_FALSE(same_file(a, dir + "/b.json"));
+    CHECK_FALSE(same_file(a, dir + "/sub/a.json"));
+    CHECK_FALSE(same_file("", ""));
+    CHECK_FALSE(same_file(a, ""));
+    fs::create_symlink("loop2.json", dir + "/loop1.json");
+    fs::create_symlink("loop1.json", dir + "/loop2.json");
+    CHECK_FALSE(same_file(dir + "/loop1.json", a));  // returns: 40 links are followed, no more
+  }
+}
+
+TEST_CASE("require_distinct_files names both flags", "[outputs]") {
+  const std::string dir = fresh_dir("distinct-files");
+  const std::string p = dir + "/p.json", t = dir + "/t.json";
+  CHECK_NOTHROW(require_distinct_files({{"--out", p, p}, {"--trace", t, t}}, {}));
+  CHECK_NOTHROW(require_distinct_files({{"--out", "", ""}, {"--trace", "", ""}}, {}));
+  CHECK_THROWS_WITH(require_distinct_files({{"--out", p, p}, {"--trace", t, t}},
+                                           {{"--plan", dir + "/./t.json", dir + "/./t.json"}}),
+                    "--trace " + t + ": names the same file as the input --plan " + dir +
+                        "/./t.json; writing there would replace that input; give the output "
+                        "another file name");
+  // A preset is named with its file.
+  const std::vector<NamedFile> presets =
+      input_files({{PresetKind::kModel, "--model", "llama3-8b"},
+                   {PresetKind::kCluster, "--cluster", "no-such-cluster"},
+                   {PresetKind::kProfile, "--profile", ""}});
+  REQUIRE(presets.size() == 1);  // an unknown name and an empty flag are the loaders' to refuse
+  const std::string preset_file = config_dir() + "/models/llama3-8b.json";
+  CHECK(presets[0].path == preset_file);
+  CHECK(presets[0].label() == "--model llama3-8b (preset file " + preset_file + ")");
+  CHECK_THROWS_WITH(require_distinct_files({{"--out", preset_file, preset_file}}, presets),
+                    "--out " + preset_file + ": names the same file as the input --model "
+                    "llama3-8b (preset file " + preset_file + "); writing there would replace "
+                    "that input; give the output another file name");
 }
 
 TEST_CASE("estimate --out --trace: a trace that cannot be written leaves no plan", "[outputs]") {
@@ -247,4 +361,228 @@ TEST_CASE("profile show --svg: a plot that cannot be written leaves no plot", "[
     CHECK_THAT(r.err, Catch::Contains(": writing failed: File too large"));
     CHECK(listing(dir).empty());
   }
+}
+
+namespace {
+
+/// While alive, the working folder is `dir` (the tester's commands use relative paths).
+class InFolder {
+ public:
+  explicit InFolder(const std::string& dir) : before_(fs::current_path()) {
+    fs::current_path(dir);
+  }
+  ~InFolder() { fs::current_path(before_); }
+  InFolder(const InFolder&) = delete;
+  InFolder& operator=(const InFolder&) = delete;
+
+ private:
+  fs::path before_;
+};
+
+/// Every file in the folder with its content (a link as "-> target").
+std::vector<std::string> snapshot(const std::string& dir) {
+  std::vector<std::string> files;
+  for (const std::string& name : listing(dir)) {
+    const std::string path = dir + "/" + name;
+    files.push_back(name + ": " + (fs::is_symlink(path) ? "-> " + fs::read_symlink(path).string()
+                                                        : read_text(path)));
+  }
+  return files;
+}
+
+/// Runs `args` in `dir` and checks the refusal: exit code 2, nothing on stdout, `error` on
+/// stderr, and the folder as it was (no file written, replaced or left behind).
+void check_refused(const std::string& dir, const std::vector<std::string>& args,
+                   const std::string& error) {
+  const std::vector<std::string> before = snapshot(dir);
+  test::CliResult r;
+  {
+    InFolder in(dir);
+    r = test::run(args);
+  }
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.empty());
+  CHECK(r.err == "meshplan: error: " + error + "\n");
+  CHECK(snapshot(dir) == before);
+}
+
+const std::string kReplaceInput =
+    "; writing there would replace that input; give the output another file name";
+
+}  // namespace
+
+TEST_CASE("estimate: --out and --trace naming one file are refused, through links too",
+          "[outputs][cli]") {
+  const std::string dir = fresh_dir("same-outputs");
+  const std::vector<std::string> estimate = {"estimate", "--model", "llama3-8b", "--gpus", "8"};
+
+  SECTION("a dangling link to the plan's file") {
+    fs::create_symlink("same2.json", dir + "/link.json");
+    check_refused(dir, test::with(estimate, {"--out", "same2.json", "--trace", "link.json"}),
+                  "--trace link.json: names the same file as --out same2.json; give each "
+                  "output its own file");
+  }
+  SECTION("a link to an existing plan: the plan is kept") {
+    std::ofstream(dir + "/same2.json") << "old plan\n";
+    fs::create_symlink("same2.json", dir + "/link.json");
+    check_refused(dir, test::with(estimate, {"--out", "link.json", "--trace", "same2.json"}),
+                  "--trace same2.json: names the same file as --out link.json; give each "
+                  "output its own file");
+  }
+  SECTION("./same.json and same.json") {
+    check_refused(dir, test::with(estimate, {"--out", "same.json", "--trace", "./same.json"}),
+                  "--trace ./same.json: names the same file as --out same.json; give each "
+                  "output its own file");
+  }
+  SECTION("a folder reached through a link, and '..'") {
+    fs::create_directory(dir + "/sub");
+    fs::create_directory_symlink("sub", dir + "/sublink");
+    check_refused(dir, test::with(estimate, {"--out", "sub/p.json", "--trace",
+                                             "sublink/../sub/p.json"}),
+                  "--trace sublink/../sub/p.json: names the same file as --out sub/p.json; "
+                  "give each output its own file");
+  }
+}
+
+TEST_CASE("estimate and plan refuse an output that would replace an input", "[outputs][cli]") {
+  const std::string dir = fresh_dir("output-is-input");
+  test::write_temp_file("output-is-input/model.json", test::read_config("models/llama3-8b.json"));
+  test::write_temp_file("output-is-input/cluster.json",
+                        test::read_config("clusters/dgx-h100.json"));
+  test::write_temp_file("output-is-input/profile.json", test::read_config("profiles/h100.json"));
+  fs::create_directory(dir + "/sub");
+
+  SECTION("estimate --model") {
+    check_refused(dir, {"estimate", "--model", "model.json", "--gpus", "8", "--out", "model.json"},
+                  "--out model.json: names the same file as the input --model model.json" +
+                      kReplaceInput);
+  }
+  SECTION("estimate --cluster, through a link") {
+    fs::create_symlink("cluster.json", dir + "/link.json");
+    check_refused(dir, {"estimate", "--model", "llama3-8b", "--cluster", "cluster.json", "--gpus",
+                        "8", "--trace", "link.json"},
+                  "--trace link.json: names the same file as the input --cluster cluster.json" +
+                      kReplaceInput);
+  }
+  SECTION("estimate --profile, through '..'") {
+    check_refused(dir, {"estimate", "--model", "llama3-8b", "--profile", "profile.json", "--gpus",
+                        "8", "--out", "sub/../profile.json"},
+                  "--out sub/../profile.json: names the same file as the input --profile "
+                  "profile.json" + kReplaceInput);
+  }
+  SECTION("estimate --plan") {
+    {
+      InFolder in(dir);
+      REQUIRE(test::run({"estimate", "--model", "llama3-8b", "--gpus", "8", "--tp", "8", "--gbs",
+                         "8", "--out", "p.json"})
+                  .exit_code == 0);
+    }
+    check_refused(dir, {"estimate", "--plan", "p.json", "--out", "./p.json"},
+                  "--out ./p.json: names the same file as the input --plan p.json" +
+                      kReplaceInput);
+    check_refused(dir, {"estimate", "--plan", "p.json", "--trace", dir + "/p.json"},
+                  "--trace " + dir + "/p.json: names the same file as the input --plan p.json" +
+                      kReplaceInput);
+  }
+  SECTION("plan --model and --profile") {
+    check_refused(dir, {"plan", "--model", "model.json", "--gpus", "8", "--out", "model.json"},
+                  "--out model.json: names the same file as the input --model model.json" +
+                      kReplaceInput);
+    check_refused(dir, {"plan", "--model", "llama3-8b", "--profile", "profile.json", "--gpus",
+                        "8", "--out", "./profile.json"},
+                  "--out ./profile.json: names the same file as the input --profile "
+                  "profile.json" + kReplaceInput);
+  }
+  SECTION("plan --cluster, through a linked folder") {
+    fs::create_directory_symlink(".", dir + "/here");
+    check_refused(dir, {"plan", "--model", "llama3-8b", "--cluster", "cluster.json", "--gpus",
+                        "8", "--out", "here/cluster.json"},
+                  "--out here/cluster.json: names the same file as the input --cluster "
+                  "cluster.json" + kReplaceInput);
+  }
+}
+
+TEST_CASE("estimate --out: a layout that does not fit writes no plan, exit code 3",
+          "[outputs][cli]") {
+  const std::string dir = fresh_dir("estimate-no-fit");
+  const std::string plan = dir + "/nofit.json", trace = dir + "/t.json";
+  // llama3-8b on one GPU with the whole batch of 8 sequences of 8192 tokens: weights, grads and
+  // Adam alone are 8.03e9 x 16 bytes = 119.7 GiB on a 79.6 GiB h100-sxm; with the activations
+  // of 8 micro-batches the ledger is 185.3 GiB.
+  const std::vector<std::string> args = {"estimate", "--model", "llama3-8b", "--cluster",
+                                         "dgx-h100", "--gpus", "1", "--gbs", "8"};
+  const std::string not_fit =
+      "meshplan: the layout does not fit in GPU memory: stage 0 needs 185.3 GiB per GPU, the "
+      "h100-sxm has 79.6 GiB; ";
+  const std::string hint = " not written (exit code 3; `meshplan plan` searches for a layout "
+                           "that fits)\n";
+
+  SECTION("without --out: the estimate, exit code 0") {
+    const test::CliResult r = test::run(args);
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.out, Catch::Contains("DOES NOT FIT"));
+  }
+  SECTION("with --out: printed all the same, no file") {
+    const test::CliResult r = test::run(test::with(args, {"--out", plan}));
+    CHECK(r.exit_code == 3);
+    CHECK_THAT(r.out, Catch::Contains("DOES NOT FIT"));
+    CHECK_THAT(r.out, !Catch::Contains("written to"));
+    CHECK(r.err == not_fit + "--out " + plan + " was" + hint);
+    CHECK(listing(dir).empty());
+  }
+  SECTION("with --out and --trace: neither is written, an old plan stays") {
+    std::ofstream(plan) << "old plan\n";
+    const test::CliResult r = test::run(test::with(args, {"--out", plan, "--trace", trace}));
+    CHECK(r.exit_code == 3);
+    CHECK(r.err == not_fit + "--out " + plan + " and --trace " + trace + " were" + hint);
+    CHECK(snapshot(dir) == std::vector<std::string>{"nofit.json: old plan\n"});
+  }
+  SECTION("with --out and --json: stdout is the estimate's JSON, which says it does not fit") {
+    const test::CliResult r = test::run(test::with(args, {"--out", plan, "--json"}));
+    CHECK(r.exit_code == 3);
+    CHECK(r.err == not_fit + "--out " + plan + " was" + hint);
+    CHECK(nlohmann::json::parse(r.out)["fits"] == false);
+    CHECK(listing(dir).empty());
+  }
+  SECTION("with --trace alone: the trace is written, exit code 0") {
+    const test::CliResult r = test::run(test::with(args, {"--trace", trace}));
+    CHECK(r.exit_code == 0);
+    CHECK(listing(dir) == std::vector<std::string>{"t.json"});
+  }
+  SECTION("estimate --help gives the exit codes") {
+    const test::CliResult r = test::run({"estimate", "--help"});
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.out, Catch::Contains("3: --out given and the layout does not fit"));
+  }
+}
+
+TEST_CASE("estimate says where --out and --trace were written, as plan does", "[outputs][cli]") {
+  const std::string dir = fresh_dir("estimate-written");
+  const std::string plan = dir + "/p.json", trace = dir + "/t.json";
+  // tp 8: 31.5 GiB, a layout that fits.
+  const std::vector<std::string> args = {"estimate", "--model", "llama3-8b", "--gpus", "8",
+                                         "--tp", "8", "--gbs", "8"};
+
+  const test::CliResult only_trace = test::run(test::with(args, {"--trace", trace}));
+  CHECK(only_trace.exit_code == 0);
+  CHECK_THAT(only_trace.out, Catch::EndsWith(".\n\ntrace written to " + trace + "\n"));
+  const test::CliResult both = test::run(test::with(args, {"--out", plan, "--trace", trace}));
+  CHECK(both.exit_code == 0);
+  CHECK_THAT(both.out, Catch::EndsWith(".\n\nplan written to " + plan + "\ntrace written to " +
+                                       trace + "\n"));
+  // --json: stdout stays one JSON document, for --out as for --trace.
+  const test::CliResult json = test::run(test::with(args, {"--out", plan, "--trace", trace,
+                                                           "--json"}));
+  CHECK(json.exit_code == 0);
+  CHECK_NOTHROW(nlohmann::json::parse(json.out));
+  CHECK_THAT(json.out, !Catch::Contains("written to"));
+  CHECK(listing(dir) == std::vector<std::string>{"p.json", "t.json"});
+}
+
+TEST_CASE("plan --help says it ranks by --objective", "[outputs][cli]") {
+  const test::CliResult plan = test::run({"plan", "--help"});
+  CHECK(plan.exit_code == 0);
+  CHECK_THAT(plan.out, Catch::Contains("rank those that fit by --objective (step time, peak "
+                                       "memory or GPU-hours)"));
+  CHECK_THAT(plan.out, !Catch::Contains("by step time"));
 }

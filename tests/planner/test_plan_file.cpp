@@ -327,8 +327,11 @@ TEST_CASE("a plan lists its groups as explicit rank lists in tp-cp-dp-pp order",
 
 TEST_CASE("an interleaved plan lists each stage's model chunks", "[plan_file]") {
   const std::string path = fresh_dir("vpp") + "/plan.json";
+  // --sp: 66.7 GiB on stage 0, a layout that fits (estimate --out writes no plan of one that
+  // does not: 109.1 GiB without sp).
   const test::CliResult r = test::run({"estimate", "--model", "llama3-70b", "--tp", "8", "--pp",
-                                       "4", "--vpp", "5", "--gbs", "8", "--out", path, "--json"});
+                                       "4", "--vpp", "5", "--sp", "--gbs", "8", "--out", path,
+                                       "--json"});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   const nlohmann::json j = load_json_file(path);
