@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "costmodel/flops.hpp"
 #include "costmodel/param_count.hpp"
 #include "costmodel/static_memory.hpp"
 #include "costmodel/units.hpp"
@@ -21,6 +22,13 @@ std::string layout_text(const Layout& l) {
   return s.str();
 }
 
+/// Model FLOPs with causal attention over the non-causal count (what StepEstimate's mfu_causal /
+/// mfu is; per token, so the same for every layout of a request).
+double causal_flops_ratio(const SearchRequest& r) {
+  const FlopsPerToken full = exact_flops_per_token(r.model, r.setup.seq);
+  return with_causal_attention(full).training / full.training;
+}
+
 double gpu_hours(const SearchRequest& r, const Candidate& c) {
   return r.tokens / c.tokens_per_s * static_cast<double>(r.gpus) / kSecondsPerHour;
 }
@@ -30,6 +38,7 @@ nlohmann::json candidate_json(const SearchRequest& r, const Candidate& c) {
           {"step_time_s", c.step_time_s},
           {"tokens_per_s", c.tokens_per_s},
           {"mfu", c.mfu},
+          {"mfu_causal", c.mfu * causal_flops_ratio(r)},
           {"peak_bytes", c.peak_bytes},
           {"worst_stage", c.worst_stage},
           {"gpu_hours", r.tokens > 0 ? nlohmann::json(gpu_hours(r, c)) : nlohmann::json()},
@@ -175,9 +184,10 @@ std::string render_plan(const SearchRequest& r, const SearchResult& result) {
   if (!result.ranked.empty()) {
     const bool hours = r.tokens > 0;
     Table t({"#", "dp", "tp", "pp", "cp", "vpp", "mbs", "zero", "recompute", "sp", "memory GiB",
-             "step s", "tokens/s", "MFU", hours ? "GPU-hours" : "largest part"},
+             "step s", "tokens/s", "MFU", "MFU causal", hours ? "GPU-hours" : "largest part"},
             {false, false, false, false, false, false, false, false, true, true, false, false,
-             false, false, !hours});
+             false, false, false, !hours});
+    const double causal = causal_flops_ratio(r);
     std::size_t i = 0;
     for (const Candidate& c : result.ranked) {
       const Layout& l = c.layout;
@@ -187,12 +197,15 @@ std::string render_plan(const SearchRequest& r, const SearchResult& result) {
                  l.sp ? "on" : "off",
                  fixed(c.peak_bytes / kGiB, 1) + "/" + fixed(r.cluster.gpu.memory_bytes / kGiB, 1),
                  fixed(c.step_time_s, 3), fixed(c.tokens_per_s, 0), fixed(100 * c.mfu, 1) + "%",
+                 fixed(100 * c.mfu * causal, 1) + "%",
                  hours ? scientific(gpu_hours(r, c)) : largest_component(c.breakdown).first});
     }
     s << t.render(0);
-    s << "MFU: model FLOPs (attention non-causal, as Megatron-LM reports) over the dense "
+    s << "MFU: model FLOPs (attention non-causal, as Megatron-LM and PaLM report) over the dense "
       << half_dtype_name(r.setup.precision)
-      << " peak. Step times are optimistic today by 10-50% (README, Validation).\n\n";
+      << " peak;\nMFU causal: the same with attention score and value FLOPs halved (the work a "
+         "causal mask leaves, as FlashAttention counts it).\nStep times are optimistic today by "
+         "10-50% (README, Validation).\n\n";
   }
   s << "Why:\n" << explain_plan(r, result);
   if (r.pareto && !result.pareto.empty()) {

@@ -23,11 +23,15 @@ std::string render_step(const StepReportInputs& in, const StepEstimate& e) {
   s << "  step time        " << fixed(e.step_time_s, 3) << " s\n";
   s << "  tokens/s         " << fixed(e.tokens_per_s, 0) << " (" << fixed(e.tokens_per_s_per_gpu, 1)
     << " per GPU)\n";
-  s << "  model TFLOP/s    " << fixed(e.tflops_per_gpu, 1) << " per GPU\n";
+  s << "  model TFLOP/s    " << fixed(e.tflops_per_gpu, 1) << " per GPU, "
+    << fixed(e.tflops_per_gpu_causal, 1) << " with causal attention FLOPs\n";
   s << "  MFU / HFU        " << fixed(e.mfu * 100, 1) << "% / " << fixed(e.hfu * 100, 1)
     << "% of " << fixed(e.peak_flops_per_s / kTera, 1) << " TFLOP/s dense "
     << half_dtype_name(in.setup.precision)
-    << " (model FLOPs count attention non-causal, as Megatron-LM reports)\n";
+    << " (model FLOPs count attention non-causal, as Megatron-LM and PaLM report)\n";
+  s << "  MFU causal       " << fixed(e.mfu_causal * 100, 1)
+    << "% (attention score and value FLOPs halved: the work a causal mask leaves, as "
+       "FlashAttention counts it)\n";
   s << "  peak memory      " << gib(e.memory.peak_bytes) << " on stage " << e.memory.worst_stage
     << " of " << gib(e.memory.capacity_bytes) << ": " << (e.memory.fits ? "fits" : "DOES NOT FIT")
     << "\n\n";
@@ -69,6 +73,12 @@ nlohmann::json step_json(const StepReportInputs& in, const StepEstimate& e) {
           {"mfu", e.mfu},
           {"hfu", e.hfu},
           {"model_flops_per_step", e.model_flops_per_step},
+          {"tflops_per_gpu_causal", e.tflops_per_gpu_causal},
+          {"mfu_causal", e.mfu_causal},
+          {"model_flops_per_step_causal", e.model_flops_per_step_causal},
+          {"attention_flops",
+           "mfu, hfu, tflops_per_gpu, model_flops_per_step: non-causal (Megatron-LM, PaLM); "
+           "*_causal: half the attention score and value FLOPs (FlashAttention)"},
           {"hardware_flops_per_step", e.hardware_flops_per_step},
           {"peak_flops_per_s", e.peak_flops_per_s},
           {"peak_bytes", e.memory.peak_bytes},

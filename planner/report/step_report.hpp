@@ -25,7 +25,9 @@ struct StepReportInputs {
 /// the breakdown (component, seconds, share of the step).
 std::string render_step(const StepReportInputs& in, const StepEstimate& e);
 
-/// Keys: step_time_s, tokens_per_s, tokens_per_s_per_gpu, tflops_per_gpu, mfu, hfu, peak_bytes,
+/// Keys: step_time_s, tokens_per_s, tokens_per_s_per_gpu, tflops_per_gpu, mfu, hfu (attention
+/// FLOPs non-causal), tflops_per_gpu_causal, mfu_causal (causal), attention_flops (says so),
+/// peak_bytes,
 /// fits, breakdown {compute_s, recompute_s, tp_exposed_s, cp_exposed_s, fsdp_exposed_s,
 /// pp_p2p_s, bubble_s, dp_exposed_s, optimizer_s}, layout, notes, ...
 nlohmann::json step_json(const StepReportInputs& in, const StepEstimate& e);
