@@ -45,7 +45,29 @@ nlohmann::json candidate_json(const SearchRequest& r, const Candidate& c) {
           {"breakdown", breakdown_json(c.breakdown)}};
 }
 
+/// Decimals of GiB that tell every adjacent pair of `bytes` apart (1 to 3), and whether some
+/// pair still prints the same at 3 (under about 1 MiB apart).
+std::pair<int, bool> gib_decimals(const std::vector<double>& bytes) {
+  for (int decimals = 1; decimals <= 3; ++decimals) {
+    bool distinct = true;
+    for (std::size_t i = 1; i < bytes.size() && distinct; ++i) {
+      distinct = bytes[i] == bytes[i - 1] ||
+                 fixed(bytes[i] / kGiB, decimals) != fixed(bytes[i - 1] / kGiB, decimals);
+    }
+    if (distinct) return {decimals, false};
+  }
+  return {3, true};
+}
+
 }  // namespace
+
+std::string rejected_text(const SearchResult& result) {
+  std::string text;
+  for (const auto& [reason, count] : result.rejected) {
+    text += (text.empty() ? "" : "; ") + std::to_string(count) + " " + reason;
+  }
+  return text.empty() ? "none" : text;
+}
 
 std::pair<std::string, double> largest_component(const StepBreakdown& breakdown) {
   const std::vector<BreakdownComponent> components = breakdown_components(breakdown);
@@ -76,8 +98,7 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
       << gb(state.total_bytes / static_cast<double>(r.gpus)) << " per GPU: more GPUs are needed.\n";
   }
   if (result.ranked.empty()) {
-    s << "- No layout fits. Rejected:";
-    for (const auto& [reason, count] : result.rejected) s << " " << count << " " << reason << ";";
+    s << "- No layout fits. Rejected: " << rejected_text(result) << ".";
     if (result.smallest_peak_bytes > 0) {
       s << "\n- The least memory any layout needed: " << gib(result.smallest_peak_bytes) << " > "
         << gib(usable) << " usable: use more GPUs, a GPU with more memory, recompute, or a "
@@ -183,9 +204,11 @@ std::string render_plan(const SearchRequest& r, const SearchResult& result) {
     << result.fits << " timed\n\n";
   if (!result.ranked.empty()) {
     const bool hours = r.tokens > 0;
-    Table t({"#", "dp", "tp", "pp", "cp", "vpp", "mbs", "zero", "recompute", "sp", "memory GiB",
+    // "#" left-aligned and 3 wide, so that the header stays where it is however many rows
+    // --top prints (up to 999).
+    Table t({"#  ", "dp", "tp", "pp", "cp", "vpp", "mbs", "zero", "recompute", "sp", "memory GiB",
              "step s", "tokens/s", "MFU", "MFU causal", hours ? "GPU-hours" : "largest part"},
-            {false, false, false, false, false, false, false, false, true, true, false, false,
+            {true, false, false, false, false, false, false, false, true, true, false, false,
              false, false, false, !hours});
     const double causal = causal_flops_ratio(r);
     std::size_t i = 0;
@@ -209,11 +232,22 @@ std::string render_plan(const SearchRequest& r, const SearchResult& result) {
   }
   s << "Why:\n" << explain_plan(r, result);
   if (r.pareto && !result.pareto.empty()) {
+    // Enough decimals that neighbouring points print apart (they differ in memory by
+    // construction, sometimes by a few MB).
+    std::vector<double> bytes;
+    for (const Candidate& c : result.pareto) bytes.push_back(c.peak_bytes);
+    const auto [decimals, some_equal] = gib_decimals(bytes);
     s << "\nPareto front (memory vs step time):\n";
-    for (const Candidate& c : result.pareto) {
-      s << "  " << fixed(c.peak_bytes / kGiB, 1) << " GiB  " << fixed(c.step_time_s, 3) << " s  "
-        << layout_text(c.layout) << "\n";
+    Table t({"memory GiB", "step s", "layout"}, {false, false, true});
+    for (std::size_t i = 0; i < result.pareto.size(); ++i) {
+      const Candidate& c = result.pareto[i];
+      std::string memory = fixed(c.peak_bytes / kGiB, decimals);
+      if (some_equal && i > 0 && memory == fixed(bytes[i - 1] / kGiB, decimals)) {
+        memory += " (= above within 1 MiB)";
+      }
+      t.add_row({memory, fixed(c.step_time_s, 3), layout_text(c.layout)});
     }
+    s << t.render();
   }
   return s.str();
 }

@@ -24,6 +24,10 @@ std::string explain_plan(const SearchRequest& request, const SearchResult& resul
 /// "rejected", "smallest_peak_bytes", "explanation".
 nlohmann::json plan_json(const SearchRequest& request, const SearchResult& result);
 
+/// The rejections by reason, "12 tp does not divide the attention heads; 5037 out of memory"
+/// (no trailing separator), or "none".
+std::string rejected_text(const SearchResult& result);
+
 /// The largest component of a breakdown, as (label, seconds).
 std::pair<std::string, double> largest_component(const StepBreakdown& breakdown);
 

@@ -94,3 +94,92 @@ TEST_CASE("plan: MFU causal beside MFU in the table and the JSON", "[usability][
   }
   CHECK(found);
 }
+
+TEST_CASE("plan: the # header stays in the first column however many rows print",
+          "[usability][plan]") {
+  std::size_t header_at = std::string::npos;
+  for (const char* top : {"3", "12"}) {
+    INFO("--top " << top);
+    const test::CliResult r = test::run({"plan", "--model", "llama3-8b", "--gpus", "64", "--gbs",
+                                         "256", "--top", top});
+    REQUIRE(r.exit_code == 0);
+    for (const std::string& line : lines_of(r.out)) {
+      if (line.find(" dp ") == std::string::npos || line.find("recompute") == std::string::npos) {
+        continue;
+      }
+      // "#   dp  tp ...": the '#' in the first column and "dp" where it was, every time.
+      CHECK(line.rfind("# ", 0) == 0);
+      if (header_at == std::string::npos) header_at = line.find("dp");
+      CHECK(line.find("dp") == header_at);
+    }
+  }
+  CHECK(header_at != std::string::npos);
+}
+
+TEST_CASE("plan: the rejection line has no stray separator", "[usability][plan]") {
+  const test::CliResult r = test::run({"plan", "--model", "llama3-405b", "--gpus", "8"});
+  REQUIRE(r.exit_code == 3);
+  const std::size_t at = r.out.find("Rejected: ");
+  REQUIRE(at != std::string::npos);
+  const std::string line = r.out.substr(at, r.out.find('\n', at) - at);
+  INFO(line);
+  CHECK(line.find(";;") == std::string::npos);
+  CHECK(line.find("; .") == std::string::npos);
+  CHECK(line.back() == '.');
+  CHECK(line[line.size() - 2] != ';');
+
+  SearchResult none;
+  CHECK(rejected_text(none) == "none");
+  none.rejected = {{"out of memory", 5037}, {"tp does not divide the attention heads", 12}};
+  CHECK(rejected_text(none) == "5037 out of memory; 12 tp does not divide the attention heads");
+}
+
+TEST_CASE("plan --pareto: points 5 MB apart print apart, columns aligned past 10 GiB",
+          "[usability][plan]") {
+  const ModelSpec model = load_model("llama3-8b");
+  const ClusterSpec cluster = load_cluster("dgx-h100");
+  const Profile profile = load_profile("h100");
+  const TrainingSetup setup = test::megatron_setup(8192);
+  SearchRequest request(model, cluster, profile, setup, 8, 64);
+  request.pareto = true;
+  SearchResult result;
+  result.space = 3;
+  result.fits = 3;
+  result.usable_bytes = cluster.gpu.memory_bytes - request.memory_reserve_bytes;
+  // 9.5 GiB, 11.3 GiB and 11.3 GiB + 5e6 bytes (11.3047 GiB): at one decimal the last two
+  // print alike; at two, 11.30 and 11.30 still; at three, 11.300 and 11.305.
+  const double gib = kGiB;
+  for (const double bytes : {9.5 * gib, 11.3 * gib, 11.3 * gib + 5e6}) {
+    Candidate c;
+    c.layout.dp = 8;
+    c.layout.gbs = 64;
+    c.peak_bytes = bytes;
+    c.step_time_s = 20.0 / bytes * gib;
+    c.tokens_per_s = 64 * 8192 / c.step_time_s;
+    c.mfu = 0.4;
+    c.breakdown.compute = c.step_time_s;
+    result.ranked.push_back(c);
+    result.pareto.push_back(c);
+  }
+  const std::string text = render_plan(request, result);
+  INFO(text);
+  const std::size_t at = text.find("Pareto front (memory vs step time):\n");
+  REQUIRE(at != std::string::npos);
+  const std::vector<std::string> rows = lines_of(text.substr(at));
+  REQUIRE(rows.size() >= 5);
+  CHECK(rows[1].find("memory GiB") != std::string::npos);
+  CHECK(rows[2].rfind("       9.500", 0) == 0);
+  CHECK(rows[3].rfind("      11.300", 0) == 0);
+  CHECK(rows[4].rfind("      11.305", 0) == 0);
+  // Aligned: the step column ends at the same place on every row.
+  const std::size_t step_end = rows[2].find(" s ") == std::string::npos
+                                   ? rows[2].find("dp ")
+                                   : rows[2].find(" s ");
+  CHECK(rows[3].find("dp ") == step_end);
+  CHECK(rows[4].find("dp ") == step_end);
+
+  // Points under 1 MiB apart print equal at three decimals and say so.
+  result.pareto[2].peak_bytes = 11.3 * gib + 1e5;
+  const std::string close = render_plan(request, result);
+  CHECK_THAT(close, Contains("11.300 (= above within 1 MiB)"));
+}
