@@ -183,3 +183,26 @@ TEST_CASE("plan --pareto: points 5 MB apart print apart, columns aligned past 10
   const std::string close = render_plan(request, result);
   CHECK_THAT(close, Contains("11.300 (= above within 1 MiB)"));
 }
+
+TEST_CASE("ledger: the activation heading says layers x micro-batches in flight",
+          "[usability][ledger]") {
+  // Llama 3 70B's 80 layers on pp 4: 20 per stage; 1F1B stage 0 holds min(p, m) = 4
+  // micro-batches, stage 3 one.
+  const test::CliResult r =
+      test::run({"ledger", "--model", "llama3-70b", "--tp", "8", "--pp", "4", "--gbs", "64",
+                 "--sp", "--recompute", "selective", "--all-stages"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("activations: 20 layers x 4 micro-batches in flight\n"));
+  CHECK_THAT(r.out, Contains("activations: 20 layers x 1 micro-batch in flight\n"));
+  CHECK(r.out.find("layers x micro-batches held") == std::string::npos);
+
+  StageLedger interleaved;
+  interleaved.layers = 20;
+  interleaved.chunks_in_flight = 10;
+  interleaved.layer_activations_held = 20.0 / 2 * 10;  // vpp 2: 10-layer chunks
+  CHECK(activations_text(interleaved) ==
+        "activations: 10-layer chunks x 10 chunk micro-batches in flight");
+  StageLedger none;
+  CHECK(activations_text(none) == "no layer activations held");
+}
