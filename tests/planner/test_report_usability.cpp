@@ -206,3 +206,13 @@ TEST_CASE("ledger: the activation heading says layers x micro-batches in flight"
   StageLedger none;
   CHECK(activations_text(none) == "no layer activations held");
 }
+
+TEST_CASE("profile show: says step times read busbw off the measured points",
+          "[usability][profile]") {
+  const test::CliResult r = test::run({"profile", "show", "h100"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("Step times do not use the line where a fit has measured points"));
+  CHECK_THAT(r.out, Contains("use the alpha-beta line only below the"));
+  CHECK_THAT(r.out, Contains("measured busbw (what step times use from "));
+}
