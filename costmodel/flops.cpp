@@ -22,6 +22,17 @@ FlopsPerToken exact_flops_per_token(const ModelSpec& model, std::int64_t seq,
   r.lm_head = 2.0 * static_cast<double>(padded_vocab_size(model)) * h;
   r.forward = r.layer_matmul + r.attention + r.lm_head;
   r.training = 3.0 * r.forward;
+  r.convention = convention;
+  return r;
+}
+
+FlopsPerToken with_causal_attention(const FlopsPerToken& f) {
+  if (f.convention == AttentionFlops::kCausal) return f;
+  FlopsPerToken r = f;
+  r.attention = 0.5 * f.attention;
+  r.forward = r.layer_matmul + r.attention + r.lm_head;
+  r.training = 3.0 * r.forward;
+  r.convention = AttentionFlops::kCausal;
   return r;
 }
 

@@ -5,10 +5,24 @@
 //   forward = 2 x (matrix parameters of the layers) + 2 x V' x h (LM head)
 //             + 4 x s x a x d per layer (QK^T and attention-times-V, non-causal)
 //   training = 3 x forward (backward = 2 x forward for every GEMM).
-// The causal convention (FlashAttention's) halves the attention term; Megatron-LM and PaLM count
-// it non-causal, which is the default here. Norms, biases, softmax and the embedding lookup are
-// not counted (they are memory-bound, under 1% of the FLOPs).
-// For GPT this equals Megatron's 72 B s L h^2 (1 + s/(6h) + V/(12 h L)) per iteration / (B s).
+// Two conventions for the attention term (the score product Q K^T and the context product
+// P V, 2 x s x (a d) FLOP each per token and layer forward):
+//   non-causal (the default): the full s x s square, as Megatron-LM reports its TFLOP/s
+//     (Narayanan et al. 2021 eq. 3, the s/(6h) term; Korthikanti et al. 2022, appendix, its
+//     model FLOPs 72 B s L h^2 (1 + s/(6h) + V/(12 h L))) and as PaLM defines MFU (Chowdhery
+//     et al. 2022, appendix B: 6N + 12 L H Q T per token, the full square);
+//   causal: half of it, the lower triangle a causal mask lets each query see (s (s + 1) / 2 of
+//     s^2 scores, taken as s^2 / 2), which is the work FlashAttention does with causal=True
+//     (it skips the blocks above the diagonal) and how its benchmarks count it
+//     (Dao-AILab/flash-attention, benchmarks/benchmark_flash_attention.py:
+//     4 x batch x seqlen^2 x nheads x headdim // (2 if causal else 1)).
+// So per token, training causal = training non-causal - 3 x attention_non_causal / 2; at long
+// sequences the difference is large (Llama 3 8B at 131072 tokens: 2.51e11 vs 1.48e11 FLOP per
+// token, the attention term being 82% of the non-causal count), which is why MFU is reported
+// both ways. Norms, biases, softmax and the embedding lookup are not counted (they are
+// memory-bound, under 1% of the FLOPs).
+// For GPT the non-causal count equals Megatron's 72 B s L h^2 (1 + s/(6h) + V/(12 h L)) per
+// iteration / (B s).
 #pragma once
 
 #include <cstdint>
@@ -30,10 +44,16 @@ struct FlopsPerToken {
   double lm_head = 0;       ///< forward output projection to the vocabulary
   double forward = 0;       ///< sum of the three above
   double training = 0;      ///< forward + backward = 3 x forward
+  AttentionFlops convention = AttentionFlops::kNonCausal;  ///< how `attention` was counted
 };
 
 /// Exact FLOPs per token for `model` at sequence length `seq` (tokens, > 0).
 FlopsPerToken exact_flops_per_token(const ModelSpec& model, std::int64_t seq,
                                     AttentionFlops convention = AttentionFlops::kNonCausal);
+
+/// `f` with its attention term counted causal: attention halved, forward and training
+/// recomputed (training drops by 3 x f.attention / 2). Returns `f` unchanged when it is
+/// already causal. Equals exact_flops_per_token(model, seq, AttentionFlops::kCausal).
+FlopsPerToken with_causal_attention(const FlopsPerToken& f);
 
 }  // namespace meshplan

@@ -375,6 +375,9 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
   e.hardware_flops_per_step = e.model_flops_per_step + recompute_flops * tokens;
   e.tflops_per_gpu = e.model_flops_per_step / e.step_time_s / gpus / 1e12;
   e.mfu = e.model_flops_per_step / e.step_time_s / gpus / e.peak_flops_per_s;
+  e.model_flops_per_step_causal = with_causal_attention(x.flops).training * tokens;
+  e.tflops_per_gpu_causal = e.model_flops_per_step_causal / e.step_time_s / gpus / 1e12;
+  e.mfu_causal = e.model_flops_per_step_causal / e.step_time_s / gpus / e.peak_flops_per_s;
   e.hfu = e.hardware_flops_per_step / e.step_time_s / gpus / e.peak_flops_per_s;
   return e;
 }

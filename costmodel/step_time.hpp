@@ -16,8 +16,9 @@
 // backward where the framework does; ZeRO-2 reduce-scatters every micro-batch's gradients) and
 // the optimizer step (memory-bound Adam).
 // Collective times: t = alpha + S F / busbw on the group's tier (placement.hpp, profile.hpp).
-// Model FLOPs: the exact count (flops.hpp, non-causal as Megatron-LM reports it);
-// MFU = model FLOPs / (step time x GPUs x dense peak); HFU adds the recompute FLOPs.
+// Model FLOPs: the exact count (flops.hpp, non-causal as Megatron-LM reports it; the causal
+// count, FlashAttention's, beside it); MFU = model FLOPs / (step time x GPUs x dense peak);
+// HFU adds the recompute FLOPs.
 #pragma once
 
 #include <array>
@@ -104,6 +105,11 @@ struct StepEstimate {
   double hardware_flops_per_step = 0;  ///< model FLOPs + recompute FLOPs
   double tflops_per_gpu = 0;        ///< model FLOP/s per GPU / 1e12
   double mfu = 0;                   ///< model FLOP/s per GPU / dense peak
+  /// The same three with attention FLOPs counted causal (half the score and context products,
+  /// the work FlashAttention does; flops.hpp with_causal_attention).
+  double model_flops_per_step_causal = 0;  ///< FLOP
+  double tflops_per_gpu_causal = 0;        ///< model FLOP/s per GPU / 1e12, causal count
+  double mfu_causal = 0;                   ///< causal model FLOP/s per GPU / dense peak
   double hfu = 0;
   double peak_flops_per_s = 0;      ///< the dense peak MFU is measured against
   StepBreakdown breakdown;

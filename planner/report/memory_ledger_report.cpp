@@ -22,6 +22,24 @@ std::string count_text(double count) {
              : fixed(count, 2);
 }
 
+}  // namespace
+
+std::string activations_text(const StageLedger& s) {
+  if (s.chunks_in_flight <= 0 || s.layer_activations_held <= 0) return "no layer activations held";
+  const double per_chunk = s.layer_activations_held / static_cast<double>(s.chunks_in_flight);
+  const std::string in_flight = std::to_string(s.chunks_in_flight);
+  const bool plural = s.chunks_in_flight != 1;
+  if (per_chunk == static_cast<double>(s.layers)) {  // one chunk per rank (vpp 1)
+    return "activations: " + count_text(per_chunk) + " layer" + (per_chunk == 1 ? "" : "s") +
+           " x " + in_flight + " micro-batch" + (plural ? "es" : "") + " in flight";
+  }
+  // Interleaved: each in-flight unit is one model chunk's micro-batch.
+  return "activations: " + count_text(per_chunk) + "-layer chunks x " + in_flight +
+         " chunk micro-batch" + (plural ? "es" : "") + " in flight";
+}
+
+namespace {
+
 std::string stage_entries(const StageLedger& s) {
   Table t({"entry", "category", "shape (per GPU)", "dtype", "count", "GiB", "sharded over"},
           {true, true, true, true, false, false, true});
@@ -52,8 +70,7 @@ std::string render_memory_ledger(const MemoryLedger& ledger, const std::string& 
     const bool worst = &s == &ledger.stages[ledger.worst_stage];
     if (!all_stages && !worst) continue;
     out << "\nStage " << s.stage << (worst ? " (worst)" : "") << ": " << stage_contents(s)
-        << ", activations of " << count_text(s.layer_activations_held)
-        << " layers x micro-batches held\n"
+        << ", " << activations_text(s) << "\n"
         << stage_entries(s);
   }
   out << "\nfits on " << gpu_name << ": " << (ledger.fits ? "yes" : "no") << ", headroom "

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "costmodel/flops.hpp"
 #include "costmodel/param_count.hpp"
 #include "costmodel/static_memory.hpp"
 #include "costmodel/units.hpp"
@@ -21,6 +22,13 @@ std::string layout_text(const Layout& l) {
   return s.str();
 }
 
+/// Model FLOPs with causal attention over the non-causal count (what StepEstimate's mfu_causal /
+/// mfu is; per token, so the same for every layout of a request).
+double causal_flops_ratio(const SearchRequest& r) {
+  const FlopsPerToken full = exact_flops_per_token(r.model, r.setup.seq);
+  return with_causal_attention(full).training / full.training;
+}
+
 double gpu_hours(const SearchRequest& r, const Candidate& c) {
   return r.tokens / c.tokens_per_s * static_cast<double>(r.gpus) / kSecondsPerHour;
 }
@@ -30,13 +38,36 @@ nlohmann::json candidate_json(const SearchRequest& r, const Candidate& c) {
           {"step_time_s", c.step_time_s},
           {"tokens_per_s", c.tokens_per_s},
           {"mfu", c.mfu},
+          {"mfu_causal", c.mfu * causal_flops_ratio(r)},
           {"peak_bytes", c.peak_bytes},
           {"worst_stage", c.worst_stage},
           {"gpu_hours", r.tokens > 0 ? nlohmann::json(gpu_hours(r, c)) : nlohmann::json()},
           {"breakdown", breakdown_json(c.breakdown)}};
 }
 
+/// Decimals of GiB that tell every adjacent pair of `bytes` apart (1 to 3), and whether some
+/// pair still prints the same at 3 (under about 1 MiB apart).
+std::pair<int, bool> gib_decimals(const std::vector<double>& bytes) {
+  for (int decimals = 1; decimals <= 3; ++decimals) {
+    bool distinct = true;
+    for (std::size_t i = 1; i < bytes.size() && distinct; ++i) {
+      distinct = bytes[i] == bytes[i - 1] ||
+                 fixed(bytes[i] / kGiB, decimals) != fixed(bytes[i - 1] / kGiB, decimals);
+    }
+    if (distinct) return {decimals, false};
+  }
+  return {3, true};
+}
+
 }  // namespace
+
+std::string rejected_text(const SearchResult& result) {
+  std::string text;
+  for (const auto& [reason, count] : result.rejected) {
+    text += (text.empty() ? "" : "; ") + std::to_string(count) + " " + reason;
+  }
+  return text.empty() ? "none" : text;
+}
 
 std::pair<std::string, double> largest_component(const StepBreakdown& breakdown) {
   const std::vector<BreakdownComponent> components = breakdown_components(breakdown);
@@ -67,8 +98,7 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
       << gb(state.total_bytes / static_cast<double>(r.gpus)) << " per GPU: more GPUs are needed.\n";
   }
   if (result.ranked.empty()) {
-    s << "- No layout fits. Rejected:";
-    for (const auto& [reason, count] : result.rejected) s << " " << count << " " << reason << ";";
+    s << "- No layout fits. Rejected: " << rejected_text(result) << ".";
     if (result.smallest_peak_bytes > 0) {
       s << "\n- The least memory any layout needed: " << gib(result.smallest_peak_bytes) << " > "
         << gib(usable) << " usable: use more GPUs, a GPU with more memory, recompute, or a "
@@ -174,10 +204,13 @@ std::string render_plan(const SearchRequest& r, const SearchResult& result) {
     << result.fits << " timed\n\n";
   if (!result.ranked.empty()) {
     const bool hours = r.tokens > 0;
-    Table t({"#", "dp", "tp", "pp", "cp", "vpp", "mbs", "zero", "recompute", "sp", "memory GiB",
-             "step s", "tokens/s", "MFU", hours ? "GPU-hours" : "largest part"},
-            {false, false, false, false, false, false, false, false, true, true, false, false,
-             false, false, !hours});
+    // "#" left-aligned and 3 wide, so that the header stays where it is however many rows
+    // --top prints (up to 999).
+    Table t({"#  ", "dp", "tp", "pp", "cp", "vpp", "mbs", "zero", "recompute", "sp", "memory GiB",
+             "step s", "tokens/s", "MFU", "MFU causal", hours ? "GPU-hours" : "largest part"},
+            {true, false, false, false, false, false, false, false, true, true, false, false,
+             false, false, false, !hours});
+    const double causal = causal_flops_ratio(r);
     std::size_t i = 0;
     for (const Candidate& c : result.ranked) {
       const Layout& l = c.layout;
@@ -187,20 +220,34 @@ std::string render_plan(const SearchRequest& r, const SearchResult& result) {
                  l.sp ? "on" : "off",
                  fixed(c.peak_bytes / kGiB, 1) + "/" + fixed(r.cluster.gpu.memory_bytes / kGiB, 1),
                  fixed(c.step_time_s, 3), fixed(c.tokens_per_s, 0), fixed(100 * c.mfu, 1) + "%",
+                 fixed(100 * c.mfu * causal, 1) + "%",
                  hours ? scientific(gpu_hours(r, c)) : largest_component(c.breakdown).first});
     }
     s << t.render(0);
-    s << "MFU: model FLOPs (attention non-causal, as Megatron-LM reports) over the dense "
+    s << "MFU: model FLOPs (attention non-causal, as Megatron-LM and PaLM report) over the dense "
       << half_dtype_name(r.setup.precision)
-      << " peak. Step times are optimistic today by 10-50% (README, Validation).\n\n";
+      << " peak;\nMFU causal: the same with attention score and value FLOPs halved (the work a "
+         "causal mask leaves, as FlashAttention counts it).\nStep times are optimistic today by "
+         "10-50% (README, Validation).\n\n";
   }
   s << "Why:\n" << explain_plan(r, result);
   if (r.pareto && !result.pareto.empty()) {
+    // Enough decimals that neighbouring points print apart (they differ in memory by
+    // construction, sometimes by a few MB).
+    std::vector<double> bytes;
+    for (const Candidate& c : result.pareto) bytes.push_back(c.peak_bytes);
+    const auto [decimals, some_equal] = gib_decimals(bytes);
     s << "\nPareto front (memory vs step time):\n";
-    for (const Candidate& c : result.pareto) {
-      s << "  " << fixed(c.peak_bytes / kGiB, 1) << " GiB  " << fixed(c.step_time_s, 3) << " s  "
-        << layout_text(c.layout) << "\n";
+    Table t({"memory GiB", "step s", "layout"}, {false, false, true});
+    for (std::size_t i = 0; i < result.pareto.size(); ++i) {
+      const Candidate& c = result.pareto[i];
+      std::string memory = fixed(c.peak_bytes / kGiB, decimals);
+      if (some_equal && i > 0 && memory == fixed(bytes[i - 1] / kGiB, decimals)) {
+        memory += " (= above within 1 MiB)";
+      }
+      t.add_row({memory, fixed(c.step_time_s, 3), layout_text(c.layout)});
     }
+    s << t.render();
   }
   return s.str();
 }

@@ -1,5 +1,6 @@
 #include "planner/report/step_report.hpp"
 
+#include <algorithm>
 #include <sstream>
 
 #include "costmodel/pipeline_simulation.hpp"
@@ -23,11 +24,15 @@ std::string render_step(const StepReportInputs& in, const StepEstimate& e) {
   s << "  step time        " << fixed(e.step_time_s, 3) << " s\n";
   s << "  tokens/s         " << fixed(e.tokens_per_s, 0) << " (" << fixed(e.tokens_per_s_per_gpu, 1)
     << " per GPU)\n";
-  s << "  model TFLOP/s    " << fixed(e.tflops_per_gpu, 1) << " per GPU\n";
+  s << "  model TFLOP/s    " << fixed(e.tflops_per_gpu, 1) << " per GPU, "
+    << fixed(e.tflops_per_gpu_causal, 1) << " with causal attention FLOPs\n";
   s << "  MFU / HFU        " << fixed(e.mfu * 100, 1) << "% / " << fixed(e.hfu * 100, 1)
     << "% of " << fixed(e.peak_flops_per_s / kTera, 1) << " TFLOP/s dense "
     << half_dtype_name(in.setup.precision)
-    << " (model FLOPs count attention non-causal, as Megatron-LM reports)\n";
+    << " (model FLOPs count attention non-causal, as Megatron-LM and PaLM report)\n";
+  s << "  MFU causal       " << fixed(e.mfu_causal * 100, 1)
+    << "% (attention score and value FLOPs halved: the work a causal mask leaves, as "
+       "FlashAttention counts it)\n";
   s << "  peak memory      " << gib(e.memory.peak_bytes) << " on stage " << e.memory.worst_stage
     << " of " << gib(e.memory.capacity_bytes) << ": " << (e.memory.fits ? "fits" : "DOES NOT FIT")
     << "\n\n";
@@ -69,6 +74,12 @@ nlohmann::json step_json(const StepReportInputs& in, const StepEstimate& e) {
           {"mfu", e.mfu},
           {"hfu", e.hfu},
           {"model_flops_per_step", e.model_flops_per_step},
+          {"tflops_per_gpu_causal", e.tflops_per_gpu_causal},
+          {"mfu_causal", e.mfu_causal},
+          {"model_flops_per_step_causal", e.model_flops_per_step_causal},
+          {"attention_flops",
+           "mfu, hfu, tflops_per_gpu, model_flops_per_step: non-causal (Megatron-LM, PaLM); "
+           "*_causal: half the attention score and value FLOPs (FlashAttention)"},
           {"hardware_flops_per_step", e.hardware_flops_per_step},
           {"peak_flops_per_s", e.peak_flops_per_s},
           {"peak_bytes", e.memory.peak_bytes},
@@ -80,15 +91,40 @@ nlohmann::json step_json(const StepReportInputs& in, const StepEstimate& e) {
 }
 
 std::string step_trace_text(const StepEstimate& e, const Layout& layout) {
+  // The exposed communication inside each stage's ops, by kind. StageTimes gives each kind's
+  // seconds per micro-batch (forward + backward); they are split between the passes as the
+  // cost model's volumes are: TP 1:1 (two crossings forward, two backward; the embedding's
+  // one forward crossing is drawn half in each), CP 1:2 (K, V forward; K, V and their gradients
+  // backward), FSDP 1:2 (an all-gather forward; an all-gather and a reduce-scatter backward).
+  std::vector<std::vector<ExposedCommunication>> exposed;
+  std::size_t kinds = 0;
+  for (const StageTimes& st : e.stages) {
+    std::vector<ExposedCommunication> stage;
+    if (st.tp_s > 0) {
+      stage.push_back({layout.sp ? "TP all-gather + reduce-scatter" : "TP all-reduce", "tp",
+                       st.tp_s / 2, st.tp_s / 2});
+    }
+    if (st.cp_s > 0) {
+      stage.push_back({"CP ring K/V exchange", "cp", st.cp_s / 3, 2 * st.cp_s / 3});
+    }
+    if (st.fsdp_s > 0) {
+      stage.push_back({"ZeRO-3/FSDP parameter all-gather + gradient reduce-scatter", "fsdp",
+                       st.fsdp_s / 3, 2 * st.fsdp_s / 3});
+    }
+    kinds = std::max(kinds, stage.size());
+    exposed.push_back(std::move(stage));
+  }
   // About 100 bytes an event: a million events is a 100 MB file, about what a viewer opens.
   constexpr double kMaxEvents = 1e6;
-  const double events = 3.0 * static_cast<double>(layout.pp) *
+  const double per_op = 3.0 + 2.0 * static_cast<double>(kinds);
+  const double events = per_op * static_cast<double>(layout.pp) *
                         static_cast<double>(layout.vpp) *
                         static_cast<double>(layout.microbatches());
   if (events > kMaxEvents) {
     throw InputError("the step has about " + fixed(events, 0) +
-                     " events (pp x vpp x micro-batches x 3), more than the 1000000 a trace "
-                     "viewer opens; trace a smaller --gbs");
+                     " events (pp x vpp x micro-batches x " + fixed(per_op, 0) +
+                     ": forward, backward, send and the exposed communication of each), more "
+                     "than the 1000000 a trace viewer opens; trace a smaller --gbs");
   }
   PipelineTimes times;
   times.pp = layout.pp;
@@ -101,7 +137,7 @@ std::string step_trace_text(const StepEstimate& e, const Layout& layout) {
     times.backward_s.emplace_back(static_cast<std::size_t>(layout.vpp), st.backward_s / v);
   }
   const PipelineSimulation sim = simulate_pipeline(times);
-  nlohmann::json trace = chrome_trace(sim);
+  nlohmann::json trace = chrome_trace(sim, {}, exposed);
   // The phases after the pipeline, on every stage's communication and compute tracks.
   const double start_us = sim.step_time_s * 1e6;
   const double dp_us = e.breakdown.dp_exposed * 1e6;

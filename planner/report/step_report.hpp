@@ -25,14 +25,21 @@ struct StepReportInputs {
 /// the breakdown (component, seconds, share of the step).
 std::string render_step(const StepReportInputs& in, const StepEstimate& e);
 
-/// Keys: step_time_s, tokens_per_s, tokens_per_s_per_gpu, tflops_per_gpu, mfu, hfu, peak_bytes,
+/// Keys: step_time_s, tokens_per_s, tokens_per_s_per_gpu, tflops_per_gpu, mfu, hfu (attention
+/// FLOPs non-causal), tflops_per_gpu_causal, mfu_causal (causal), attention_flops (says so),
+/// peak_bytes,
 /// fits, breakdown {compute_s, recompute_s, tp_exposed_s, cp_exposed_s, fsdp_exposed_s,
 /// pp_p2p_s, bubble_s, dp_exposed_s, optimizer_s}, layout, notes, ...
 nlohmann::json step_json(const StepReportInputs& in, const StepEstimate& e);
 
 /// Simulates the pipeline of `e` (costmodel/pipeline_simulation.hpp) and returns its Chrome
 /// trace as the text of a JSON file, with the data-parallel and optimizer phases appended after
-/// the pipeline on every stage so that the events cover the whole step. The caller writes it
+/// the pipeline on every stage so that the events cover the whole step. Each forward and
+/// backward also gets, on its stage's communication track, the exposed TP collectives, CP K/V
+/// exchange and ZeRO-3/FSDP gathers it waits for (events "TP all-reduce, exposed (F mb3 c0)",
+/// cat "tp" / "cp" / "fsdp"; report/trace.hpp): per stage and micro-batch they add up to the
+/// stage's StageTimes tp_s, cp_s, fsdp_s, split between forward and backward as the cost model's
+/// volumes are (TP 1:1, CP and FSDP 1:2). The caller writes it
 /// (report/atomic_write.hpp OutputSet, with the command's other outputs). Throws InputError
 /// "the step has about N events (...), more than the 1000000 a trace viewer opens; trace a
 /// smaller --gbs" (the caller puts "--trace PATH: " before it).

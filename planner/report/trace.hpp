@@ -5,7 +5,11 @@
 //   {"traceEvents": [...], "displayTimeUnit": "ms", "otherData": {...}}
 //
 // One process per pipeline stage ("pid" = stage, named "stage N" by a process_name metadata
-// event), compute on thread 0 ("compute"), sends on thread 1 ("communication"). Sends that
+// event), compute on thread 0 ("compute"), communication on thread 1 ("communication"): the
+// pipeline sends, and (when given) the exposed communication inside each compute op, i.e. the
+// seconds of a forward or backward spent waiting for TP collectives, the CP K/V ring or FSDP
+// gathers. The exposed part of one op is drawn as one block per kind at the op's end (the cost
+// model adds it per layer; where in the op it falls is not modelled). Communication events that
 // overlap on one stage (possible when p2p_s is longer than the compute between them) go to
 // further threads 2, 3, ... ("communication 2", ...), because both viewers need the complete
 // events of one thread to nest. Every op is a complete event ("ph": "X") with "ts" and "dur" in
@@ -21,13 +25,28 @@
 
 namespace meshplan {
 
+/// One kind of communication a stage's compute waits for, per micro-batch through the whole
+/// stage (all its chunks; each chunk-op gets 1/vpp of it).
+struct ExposedCommunication {
+  std::string name;       ///< what it is, the event name's start: "TP all-reduce"
+  std::string category;   ///< the event's "cat": "tp", "cp", "fsdp"
+  double forward_s = 0;   ///< seconds exposed inside one micro-batch's forward (>= 0)
+  double backward_s = 0;  ///< seconds exposed inside one micro-batch's backward (>= 0)
+};
+
 /// The Chrome trace of `sim`. Events: "F mb3 c1" / "B mb3 c1" (cat "forward" / "backward", args
 /// {chunk, microbatch, virtual_stage}) and "send mb3" (cat "p2p", args {chunk, microbatch,
 /// to_stage, tensor: "activation" | "gradient"}); "otherData" echoes pp, vpp, microbatches and
 /// step_time_s (seconds). `stage_labels`: empty, or one label per stage appended to its process
-/// name ("stage 0: layers 0-7"). Errors: std::invalid_argument when stage_labels is neither empty
-/// nor of size sim.pp, or an event's stage is outside 0..pp-1.
+/// name ("stage 0: layers 0-7"). `exposed`: empty, or per stage the kinds of communication its
+/// ops wait for; each compute op with a kind's share > 0 gets an event "<name>, exposed (F mb3
+/// c1)" (cat the kind's category, args {chunk, microbatch, pass: "forward" | "backward"}) ending
+/// where the op ends, the kinds back to back in the given order (the last kind at the end), their
+/// sum capped at the op's duration. Errors: std::invalid_argument when stage_labels or exposed is
+/// neither empty nor of size sim.pp, an exposed time is negative or not finite, or an event's
+/// stage is outside 0..pp-1.
 nlohmann::json chrome_trace(const PipelineSimulation& sim,
-                            const std::vector<std::string>& stage_labels = {});
+                            const std::vector<std::string>& stage_labels = {},
+                            const std::vector<std::vector<ExposedCommunication>>& exposed = {});
 
 }  // namespace meshplan

@@ -41,3 +41,26 @@ TEST_CASE("the causal convention halves only the attention term", "[flops]") {
   CHECK(causal.attention == Approx(full.attention / 2));
   CHECK(causal.layer_matmul == full.layer_matmul);
 }
+
+TEST_CASE("causal training FLOPs of Llama 3 8B at 131072 tokens, by hand", "[flops]") {
+  // Per layer: h (q + 2 kv) + q h + 3 h f = 4096 x 6144 + 4096 x 4096 + 3 x 4096 x 14336
+  //   = 25,165,824 + 16,777,216 + 176,160,768 = 218,103,808 matrix parameters.
+  // Forward per token: layers 2 x 218,103,808 x 32 = 13,958,643,712;
+  //   attention non-causal 4 x 131072 x 4096 x 32 = 68,719,476,736 (causal: half,
+  //   34,359,738,368); LM head 2 x 128256 x 4096 = 1,050,673,152.
+  // Training = 3 x forward: non-causal 3 x 83,728,793,600 = 251,186,380,800;
+  //   causal 3 x 49,369,055,232 = 148,107,165,696 (ratio 0.5896).
+  const ModelSpec m = load_model("llama3-8b");
+  const FlopsPerToken full = exact_flops_per_token(m, 131072);
+  CHECK(full.convention == AttentionFlops::kNonCausal);
+  CHECK(full.training == Approx(251186380800.0).epsilon(1e-12));
+  const FlopsPerToken causal = with_causal_attention(full);
+  CHECK(causal.convention == AttentionFlops::kCausal);
+  CHECK(causal.attention == Approx(34359738368.0).epsilon(1e-12));
+  CHECK(causal.training == Approx(148107165696.0).epsilon(1e-12));
+  CHECK(causal.training == Approx(full.training - 1.5 * full.attention));
+  // The same as counting causal from the start, and idempotent.
+  const FlopsPerToken direct = exact_flops_per_token(m, 131072, AttentionFlops::kCausal);
+  CHECK(direct.training == causal.training);
+  CHECK(with_causal_attention(causal).training == causal.training);
+}

@@ -129,6 +129,14 @@ TEST_CASE("MFU is model FLOPs over time, GPUs and the dense peak", "[step]") {
   CHECK(e.mfu == Approx(e.model_flops_per_step / e.step_time_s / 8 / 989.4e12));
   CHECK(e.hfu == Approx(e.mfu));  // no recompute
   CHECK(e.tokens_per_s == Approx(8 * 8192 / e.step_time_s));
+  CHECK(e.tflops_per_gpu == Approx(e.model_flops_per_step / e.step_time_s / 8 / 1e12));
+  // Causal attention FLOPs (flops.hpp): per token 3 x (13,958,643,712 layer GEMMs +
+  // 4 x 8192 x 4096 x 32 / 2 = 2,147,483,648 attention + 1,050,673,152 LM head)
+  // = 51,470,401,536, against 57,912,852,480 non-causal: 0.8888 of it.
+  CHECK(e.model_flops_per_step_causal == Approx(8 * 8192 * 51470401536.0).epsilon(1e-12));
+  CHECK(e.model_flops_per_step == Approx(8 * 8192 * 57912852480.0).epsilon(1e-12));
+  CHECK(e.mfu_causal == Approx(e.mfu * 51470401536.0 / 57912852480.0).epsilon(1e-12));
+  CHECK(e.tflops_per_gpu_causal == Approx(e.tflops_per_gpu * 51470401536.0 / 57912852480.0));
 }
 
 TEST_CASE("the estimate follows the profile: a slower NVLink exposes more TP time", "[step]") {

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -57,6 +58,56 @@ TEST_CASE("estimate --trace writes a Chrome trace that covers the step", "[estim
   // The trace names both: its own step time (where its last event ends) and estimate's.
   CHECK(trace["otherData"]["step_time_s"].get<double>() == Approx(end_us / 1e6));
   CHECK(trace["otherData"]["closed_form_step_time_s"].get<double>() == step);
+}
+
+TEST_CASE("estimate --trace puts each stage's exposed TP and CP time on the communication track",
+          "[estimate]") {
+  // The README layout with cp 2 (dp 1): every stage waits for TP (sp: all-gather +
+  // reduce-scatter) and the CP ring.
+  const std::string path = test::write_temp_file("trace-tp.json", "");
+  std::filesystem::remove(path);
+  const std::vector<std::string> args = {
+      "estimate", "--model", "llama3-70b", "--cluster", "dgx-h100", "--tp", "8", "--pp", "4",
+      "--cp", "2", "--zero", "1", "--sp", "--mbs", "1", "--gbs", "16", "--seq", "16384",
+      "--recompute", "selective", "--trace", path, "--json"};
+  const test::CliResult r = test::run(args);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  std::ifstream in(path);
+  const auto trace = nlohmann::json::parse(in);
+  std::map<std::pair<std::int64_t, std::string>, double> seconds;
+  double end_us = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    end_us = std::max(end_us, e["ts"].get<double>() + e["dur"].get<double>());
+    const std::string cat = e["cat"];
+    if (cat != "tp" && cat != "cp") continue;
+    CHECK(e["tid"].get<int>() >= 1);
+    const std::string name = e["name"];
+    CHECK_THAT(name, Catch::StartsWith(cat == "tp" ? "TP all-gather + reduce-scatter, exposed ("
+                                                   : "CP ring K/V exchange, exposed ("));
+    seconds[{e["pid"].get<std::int64_t>(), cat}] += e["dur"].get<double>() / 1e6;
+  }
+  // The slowest stage (the first with the largest forward + backward) sets the breakdown: its
+  // trace events add up to the exposed TP and CP seconds of the step.
+  std::int64_t slowest = 0;
+  double slowest_s = 0;
+  for (std::size_t s = 0; s < j["stages_per_microbatch"].size(); ++s) {
+    const auto& st = j["stages_per_microbatch"][s];
+    const double t = st["forward_s"].get<double>() + st["backward_s"].get<double>();
+    if (t > slowest_s) {
+      slowest_s = t;
+      slowest = static_cast<std::int64_t>(s);
+    }
+  }
+  REQUIRE(j["breakdown"]["tp_exposed_s"].get<double>() > 0);
+  REQUIRE(j["breakdown"]["cp_exposed_s"].get<double>() > 0);
+  CHECK(seconds[{slowest, "tp"}] == Approx(j["breakdown"]["tp_exposed_s"].get<double>()).epsilon(1e-6));
+  CHECK(seconds[{slowest, "cp"}] == Approx(j["breakdown"]["cp_exposed_s"].get<double>()).epsilon(1e-6));
+  // Still the whole step.
+  CHECK(trace["otherData"]["step_time_s"].get<double>() == Approx(end_us / 1e6));
+  CHECK(end_us / 1e6 == Approx(j["step_time_s"].get<double>()).epsilon(0.01));
 }
 
 TEST_CASE("estimate refuses what it cannot estimate", "[estimate]") {

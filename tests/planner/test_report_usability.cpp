@@ -1,0 +1,218 @@
+// What a new user reads in the reports: MFU under both attention-FLOP conventions, the ledger's
+// activation heading, plan's rejection line, table columns and Pareto precision, and what
+// `profile show` says about the line fits.
+#include <catch2/catch.hpp>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "costmodel/flops.hpp"
+#include "costmodel/units.hpp"
+#include "planner/config/loaders.hpp"
+#include "planner/config/profile_loader.hpp"
+#include "planner/report/memory_ledger_report.hpp"
+#include "planner/report/plan_report.hpp"
+#include "tests/support/cli_runner.hpp"
+#include "tests/support/setups.hpp"
+
+using namespace meshplan;
+using Catch::Contains;
+
+namespace {
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+}  // namespace
+
+TEST_CASE("estimate prints and writes MFU with causal attention FLOPs beside Megatron's",
+          "[usability][mfu]") {
+  // Llama 3 8B at 131072 tokens: causal / non-causal training FLOPs per token =
+  // 148,107,165,696 / 251,186,380,800 = 0.58963 (tests/costmodel/test_flops.cpp).
+  const std::vector<std::string> args = {"estimate", "--model", "llama3-8b", "--seq", "131072",
+                                         "--tp", "8", "--cp", "8", "--gbs", "1"};
+  const test::CliResult r = test::run(test::with(args, {"--json"}));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  const double ratio = 148107165696.0 / 251186380800.0;
+  CHECK(j["mfu_causal"].get<double>() == Approx(j["mfu"].get<double>() * ratio).epsilon(1e-9));
+  CHECK(j["tflops_per_gpu_causal"].get<double>() ==
+        Approx(j["tflops_per_gpu"].get<double>() * ratio).epsilon(1e-9));
+  CHECK(j["model_flops_per_step_causal"].get<double>() ==
+        Approx(131072.0 * 148107165696.0).epsilon(1e-12));
+  CHECK_THAT(j["attention_flops"].get<std::string>(), Contains("non-causal"));
+
+  const test::CliResult text = test::run(args);
+  REQUIRE(text.exit_code == 0);
+  char mfu[64], causal[64];
+  std::snprintf(mfu, sizeof mfu, "  MFU / HFU        %.1f%%", 100 * j["mfu"].get<double>());
+  std::snprintf(causal, sizeof causal, "  MFU causal       %.1f%% (attention score and value FLOPs halved",
+                100 * j["mfu_causal"].get<double>());
+  CHECK_THAT(text.out, Contains(mfu));
+  CHECK_THAT(text.out, Contains("(model FLOPs count attention non-causal, as Megatron-LM and PaLM "
+                                "report)"));
+  CHECK_THAT(text.out, Contains(causal));
+  CHECK_THAT(text.out, Contains("as FlashAttention counts it)"));
+  CHECK_THAT(text.out, Contains(" with causal attention FLOPs\n"));
+}
+
+TEST_CASE("plan: MFU causal beside MFU in the table and the JSON", "[usability][mfu]") {
+  const std::vector<std::string> args = {"plan", "--model", "llama3-8b", "--gpus", "64",
+                                         "--seq", "131072", "--top", "3"};
+  const test::CliResult r = test::run(test::with(args, {"--json"}));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  const double ratio = 148107165696.0 / 251186380800.0;
+  REQUIRE(!j["ranked"].empty());
+  for (const auto& c : j["ranked"]) {
+    CHECK(c["mfu_causal"].get<double>() == Approx(c["mfu"].get<double>() * ratio).epsilon(1e-9));
+  }
+  const test::CliResult text = test::run(args);
+  REQUIRE(text.exit_code == 0);
+  CHECK_THAT(text.out, Contains("MFU  MFU causal"));
+  CHECK_THAT(text.out, Contains("MFU causal: the same with attention score and value FLOPs "
+                                "halved"));
+  char mfu[16], causal[16];
+  std::snprintf(mfu, sizeof mfu, " %.1f%% ", 100 * j["ranked"][0]["mfu"].get<double>());
+  std::snprintf(causal, sizeof causal, " %.1f%% ", 100 * j["ranked"][0]["mfu_causal"].get<double>());
+  bool found = false;
+  for (const std::string& line : lines_of(text.out)) {
+    if (line.rfind("1 ", 0) != 0) continue;  // the first row
+    found = true;
+    const std::size_t at = line.find(mfu);
+    REQUIRE(at != std::string::npos);
+    CHECK(line.find(causal, at + 1) != std::string::npos);
+  }
+  CHECK(found);
+}
+
+TEST_CASE("plan: the # header stays in the first column however many rows print",
+          "[usability][plan]") {
+  std::size_t header_at = std::string::npos;
+  for (const char* top : {"3", "12"}) {
+    INFO("--top " << top);
+    const test::CliResult r = test::run({"plan", "--model", "llama3-8b", "--gpus", "64", "--gbs",
+                                         "256", "--top", top});
+    REQUIRE(r.exit_code == 0);
+    for (const std::string& line : lines_of(r.out)) {
+      if (line.find(" dp ") == std::string::npos || line.find("recompute") == std::string::npos) {
+        continue;
+      }
+      // "#   dp  tp ...": the '#' in the first column and "dp" where it was, every time.
+      CHECK(line.rfind("# ", 0) == 0);
+      if (header_at == std::string::npos) header_at = line.find("dp");
+      CHECK(line.find("dp") == header_at);
+    }
+  }
+  CHECK(header_at != std::string::npos);
+}
+
+TEST_CASE("plan: the rejection line has no stray separator", "[usability][plan]") {
+  const test::CliResult r = test::run({"plan", "--model", "llama3-405b", "--gpus", "8"});
+  REQUIRE(r.exit_code == 3);
+  const std::size_t at = r.out.find("Rejected: ");
+  REQUIRE(at != std::string::npos);
+  const std::string line = r.out.substr(at, r.out.find('\n', at) - at);
+  INFO(line);
+  CHECK(line.find(";;") == std::string::npos);
+  CHECK(line.find("; .") == std::string::npos);
+  CHECK(line.back() == '.');
+  CHECK(line[line.size() - 2] != ';');
+
+  SearchResult none;
+  CHECK(rejected_text(none) == "none");
+  none.rejected = {{"out of memory", 5037}, {"tp does not divide the attention heads", 12}};
+  CHECK(rejected_text(none) == "5037 out of memory; 12 tp does not divide the attention heads");
+}
+
+TEST_CASE("plan --pareto: points 5 MB apart print apart, columns aligned past 10 GiB",
+          "[usability][plan]") {
+  const ModelSpec model = load_model("llama3-8b");
+  const ClusterSpec cluster = load_cluster("dgx-h100");
+  const Profile profile = load_profile("h100");
+  const TrainingSetup setup = test::megatron_setup(8192);
+  SearchRequest request(model, cluster, profile, setup, 8, 64);
+  request.pareto = true;
+  SearchResult result;
+  result.space = 3;
+  result.fits = 3;
+  result.usable_bytes = cluster.gpu.memory_bytes - request.memory_reserve_bytes;
+  // 9.5 GiB, 11.3 GiB and 11.3 GiB + 5e6 bytes (11.3047 GiB): at one decimal the last two
+  // print alike; at two, 11.30 and 11.30 still; at three, 11.300 and 11.305.
+  const double gib = kGiB;
+  for (const double bytes : {9.5 * gib, 11.3 * gib, 11.3 * gib + 5e6}) {
+    Candidate c;
+    c.layout.dp = 8;
+    c.layout.gbs = 64;
+    c.peak_bytes = bytes;
+    c.step_time_s = 20.0 / bytes * gib;
+    c.tokens_per_s = 64 * 8192 / c.step_time_s;
+    c.mfu = 0.4;
+    c.breakdown.compute = c.step_time_s;
+    result.ranked.push_back(c);
+    result.pareto.push_back(c);
+  }
+  const std::string text = render_plan(request, result);
+  INFO(text);
+  const std::size_t at = text.find("Pareto front (memory vs step time):\n");
+  REQUIRE(at != std::string::npos);
+  const std::vector<std::string> rows = lines_of(text.substr(at));
+  REQUIRE(rows.size() >= 5);
+  CHECK(rows[1].find("memory GiB") != std::string::npos);
+  CHECK(rows[2].rfind("       9.500", 0) == 0);
+  CHECK(rows[3].rfind("      11.300", 0) == 0);
+  CHECK(rows[4].rfind("      11.305", 0) == 0);
+  // Aligned: the step column ends at the same place on every row.
+  const std::size_t step_end = rows[2].find(" s ") == std::string::npos
+                                   ? rows[2].find("dp ")
+                                   : rows[2].find(" s ");
+  CHECK(rows[3].find("dp ") == step_end);
+  CHECK(rows[4].find("dp ") == step_end);
+
+  // Points under 1 MiB apart print equal at three decimals and say so.
+  result.pareto[2].peak_bytes = 11.3 * gib + 1e5;
+  const std::string close = render_plan(request, result);
+  CHECK_THAT(close, Contains("11.300 (= above within 1 MiB)"));
+}
+
+TEST_CASE("ledger: the activation heading says layers x micro-batches in flight",
+          "[usability][ledger]") {
+  // Llama 3 70B's 80 layers on pp 4: 20 per stage; 1F1B stage 0 holds min(p, m) = 4
+  // micro-batches, stage 3 one.
+  const test::CliResult r =
+      test::run({"ledger", "--model", "llama3-70b", "--tp", "8", "--pp", "4", "--gbs", "64",
+                 "--sp", "--recompute", "selective", "--all-stages"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("activations: 20 layers x 4 micro-batches in flight\n"));
+  CHECK_THAT(r.out, Contains("activations: 20 layers x 1 micro-batch in flight\n"));
+  CHECK(r.out.find("layers x micro-batches held") == std::string::npos);
+
+  StageLedger interleaved;
+  interleaved.layers = 20;
+  interleaved.chunks_in_flight = 10;
+  interleaved.layer_activations_held = 20.0 / 2 * 10;  // vpp 2: 10-layer chunks
+  CHECK(activations_text(interleaved) ==
+        "activations: 10-layer chunks x 10 chunk micro-batches in flight");
+  StageLedger none;
+  CHECK(activations_text(none) == "no layer activations held");
+}
+
+TEST_CASE("profile show: says step times read busbw off the measured points",
+          "[usability][profile]") {
+  const test::CliResult r = test::run({"profile", "show", "h100"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("Step times do not use the line where a fit has measured points"));
+  CHECK_THAT(r.out, Contains("use the alpha-beta line only below the"));
+  CHECK_THAT(r.out, Contains("measured busbw (what step times use from "));
+}
