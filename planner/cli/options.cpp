@@ -28,20 +28,41 @@ bool plain_decimal(const std::string& text) {
   return !(text.size() > i + 1 && text[i] == '0' && std::isdigit(static_cast<unsigned char>(text[i + 1])));
 }
 
+/// A bound as a reader writes it: whole numbers below 1e15 in full (1000000, not 1e+06),
+/// others in %g without the exponent's padding (0.1, 1e-6, 1e18).
+std::string bound_text(double bound) {
+  char text[32];
+  std::snprintf(text, sizeof text,
+                bound == std::floor(bound) && std::fabs(bound) < 1e15 ? "%.0f" : "%g", bound);
+  std::string s = text;
+  const std::size_t e = s.find('e');
+  if (e != std::string::npos) {
+    std::string exponent = s.substr(e + 1);
+    const bool negative = exponent[0] == '-';
+    exponent.erase(0, exponent.find_first_not_of("+-0"));
+    s = s.substr(0, e + 1) + (negative ? "-" : "") + exponent;
+  }
+  return s;
+}
+
 }  // namespace
+
+std::string number_in_problem(const std::string& text, double min, double max) {
+  char* end = nullptr;
+  const double value = text.empty() ? 0 : std::strtod(text.c_str(), &end);
+  // NaN fails every comparison, so a range check of the form `value < min || value > max`
+  // lets it through: finiteness is checked first, explicitly.
+  if (text.empty() || end == text.c_str() || *end != '\0' || !plain_decimal(text) ||
+      !std::isfinite(value) || value < min || value > max) {
+    return "must be a number from " + bound_text(min) + " to " + bound_text(max) + ", got \"" +
+           text + "\"";
+  }
+  return std::string();
+}
 
 CLI::Validator number_in(double min, double max) {
   return CLI::Validator(
-      [min, max](std::string& text) -> std::string {
-        char* end = nullptr;
-        const double value = std::strtod(text.c_str(), &end);
-        if (text.empty() || end == text.c_str() || *end != '\0' || !plain_decimal(text) ||
-            !std::isfinite(value) || value < min || value > max) {
-          return "must be a number from " + CLI::detail::to_string(min) + " to " +
-                 CLI::detail::to_string(max) + ", got \"" + text + "\"";
-        }
-        return std::string();
-      },
+      [min, max](std::string& text) -> std::string { return number_in_problem(text, min, max); },
       "NUMBER");
 }
 
@@ -147,10 +168,12 @@ void add_precision_option(CLI::App& cmd, std::string& precision) {
 }
 
 void add_mfu_option(CLI::App& cmd, double& mfu) {
+  // At least 1e-6: below that the time to train overflows to "inf years" (--mfu 1e-300); no
+  // training run reaches a millionth of its peak and reports it.
   cmd.add_option("--mfu", mfu,
-                 "Model FLOPs utilization for the time to train, a fraction in (0, 1]")
+                 "Model FLOPs utilization for the time to train, a fraction from 1e-6 to 1")
       ->capture_default_str()
-      ->check(positive_up_to(1.0));
+      ->check(number_in(kMinMfu, 1.0));
 }
 
 FrameworkConvention require_framework(const std::string& name) {

@@ -21,8 +21,15 @@ namespace meshplan {
 /// Accepts a finite number in (0, max] ("7e9"); the error says so in one line.
 CLI::Validator positive_up_to(double max);
 
-/// Accepts a finite decimal number in [min, max] (NaN, octal and hex spellings refused).
+/// Accepts a finite decimal number in [min, max] (NaN, inf, octal and hex spellings refused):
+/// the check for every floating-point flag, in place of CLI::Range, which lets NaN through
+/// (every comparison with NaN is false). CLI11 names the flag: "--timeout-s: must be a number
+/// from 0.5 to 86400, got "nan"". Whole bounds are written in full (1000000), others in %g.
 CLI::Validator number_in(double min, double max);
+
+/// number_in's check of one value: "" when `text` is a finite decimal number in [min, max],
+/// else "must be a number from MIN to MAX, got "TEXT"".
+std::string number_in_problem(const std::string& text, double min, double max);
 
 /// An output file flag (--out, --trace, --report): refuses an empty path at parse time (CLI11
 /// names the flag: "--out: an empty path is never a valid output file; give a file name").
@@ -58,7 +65,11 @@ void add_framework_option(CLI::App& cmd, std::string& framework);
 /// --precision bf16|fp16|fp8 (default: bf16, fp16 on GPUs without bf16).
 void add_precision_option(CLI::App& cmd, std::string& precision);
 
-/// --mfu F in (0, 1] (default 0.5).
+/// The smallest --mfu accepted: a millionth of the peak (smaller ones make the time to train
+/// overflow to infinity, and describe no training run).
+inline constexpr double kMinMfu = 1e-6;
+
+/// --mfu F in [1e-6, 1] (default 0.5): "--mfu: must be a number from 1e-6 to 1, got "1e-300"".
 void add_mfu_option(CLI::App& cmd, double& mfu);
 
 /// The named convention; throws InputError listing the known names.
