@@ -101,6 +101,34 @@ struct LayoutFlags {
 /// --stage-layers, each with its unit and default in the help.
 void add_layout_options(CLI::App& cmd, LayoutFlags& flags);
 
+/// The items of a --stage-layers value split at every comma, empty ones kept ("16,,16": "16",
+/// "", "16").
+std::vector<std::string> split_stage_layers(const std::string& list);
+
+/// "" when every item of `list` is a whole number from 1 to kMaxDegree; else which item is
+/// wrong: "item 2 of 3 in "16,,16" is empty; expected layers per pipeline stage as whole
+/// numbers from 1 to 16777216 separated by single commas, e.g. 16,16" (CLI11 prefixes
+/// "--stage-layers: ").
+std::string stage_layers_problem(const std::string& list);
+
+/// The degrees `meshplan plan` was told to pin (0: not pinned), as its flags give them.
+struct PlanPinFlags {
+  std::int64_t dp = 0, tp = 0, pp = 0, cp = 0, mbs = 0;
+};
+
+/// Why the pins alone leave `plan` no layout of `gpus` GPUs and a global batch of `gbs`
+/// sequences, naming the flags that make it impossible, or "" when they leave some. `gbs_given`:
+/// --gbs was given (else the message says the batch is the default). Checked in this order:
+///  - the pinned degrees' product does not divide the GPU count ("--dp 3: dp x tp x pp x cp
+///    must equal --gpus 8, and 3 does not divide it; pin a divisor of 8: 1, 2, 4 or 8");
+///  - all four pinned, and their product is not the GPU count;
+///  - --mbs does not divide the global batch (every replica takes whole micro-batches):
+///    "--mbs 64: does not divide the global batch of 8 sequences (--gbs 8); ...";
+///  - --dp (x --mbs) does not divide the global batch.
+/// Preconditions: gpus, gbs >= 1; pins >= 0.
+std::string plan_pins_problem(const PlanPinFlags& pins, std::int64_t gpus, std::int64_t gbs,
+                              bool gbs_given);
+
 /// The layout, training setup and notes on the defaults taken (each one printed to the user).
 struct ResolvedLayout {
   Layout layout;
