@@ -128,3 +128,89 @@ TEST_CASE("plan's pins that leave no layout name the flag that makes it impossib
   CHECK(plan_pins_problem(fine, 8, 512, true).empty());
   CHECK(plan_pins_problem(PlanPinFlags{}, 8, 512, true).empty());
 }
+
+namespace {
+
+/// configs/gpus/h100-sxm.json with `change` applied, written to a temp file `name`.
+std::string changed_gpu(const std::string& name, const std::function<void(nlohmann::json&)>& change) {
+  nlohmann::json gpu = nlohmann::json::parse(test::read_config("gpus/h100-sxm.json"));
+  change(gpu);
+  return test::write_temp_file(name, gpu.dump(2));
+}
+
+}  // namespace
+
+TEST_CASE("GPU files: every number has bounds with its unit, and the GPU file is blamed",
+          "[bounds][gpu]") {
+  struct Case {
+    const char* name;
+    std::function<void(nlohmann::json&)> change;
+    std::string path_and_message;
+  };
+  const std::string peak =
+      "must be a number of FLOP/s from 1e9 to 1e18 (a dense peak), or null where the GPU has no "
+      "such tensor cores, got ";
+  const std::string memory =
+      "$.memory_bytes: must be a whole number of bytes from 1048576 (2^20) to 1125899906842624 "
+      "(2^50), as nvidia-smi's total MiB x 2^20, got ";
+  const std::vector<Case> cases = {
+      // A peak of 1e-300 FLOP/s loaded, and the step time's overflow then blamed the profile.
+      {"gpu-bf16-tiny.json", [](nlohmann::json& g) { g["peak_flops_per_s"]["bf16"] = 1e-300; },
+       "$.peak_flops_per_s.bf16: " + peak + "1e-300"},
+      {"gpu-fp8-huge.json", [](nlohmann::json& g) { g["peak_flops_per_s"]["fp8"] = 1e19; },
+       "$.peak_flops_per_s.fp8: " + peak + "1e+19"},
+      {"gpu-hbm-tiny.json", [](nlohmann::json& g) { g["hbm_bandwidth_bytes_per_s"] = 1e-300; },
+       "$.hbm_bandwidth_bytes_per_s: must be a number of bytes/s from 1e9 to 1e15 (the "
+       "datasheet's HBM bandwidth), got 1e-300"},
+      {"gpu-memory-huge.json", [](nlohmann::json& g) { g["memory_bytes"] = 1e300; },
+       memory + "1e+300"},
+      {"gpu-memory-half.json", [](nlohmann::json& g) { g["memory_bytes"] = 85520809984.5; },
+       memory + "85520809984.5"},
+      {"gpu-memory-small.json", [](nlohmann::json& g) { g["memory_bytes"] = 1024; },
+       memory + "1024"},
+      {"gpu-context-half.json",
+       [](nlohmann::json& g) { g["runtime_overhead"]["cuda_context_bytes"] = 0.5; },
+       "$.runtime_overhead.cuda_context_bytes: must be a whole number of bytes from 0 to "
+       "1099511627776 (2^40), got 0.5"},
+      {"gpu-fragmentation-one.json",
+       [](nlohmann::json& g) { g["runtime_overhead"]["allocator_fragmentation_fraction"] = 1; },
+       "$.runtime_overhead.allocator_fragmentation_fraction: must be a number in [0, 1), got 1"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.name);
+    const std::string file = changed_gpu(c.name, c.change);
+    expect_exact_error({"ledger", "--params", "7e9", "--gpu", file},
+                       "meshplan: error: " + file + ": " + c.path_and_message + "\n");
+  }
+  // The presets are inside the bounds, and a null peak (no fp8 on an A100) is still accepted.
+  for (const char* preset : {"a100-40g", "a100-80g", "b200", "gb200", "h100-96g", "h100-pcie",
+                             "h100-sxm", "h200", "v100-32g"}) {
+    INFO(preset);
+    CHECK_NOTHROW(load_gpu(preset));
+  }
+  const std::string bounds = changed_gpu("gpu-at-bounds.json", [](nlohmann::json& g) {
+    g["memory_bytes"] = 1048576;
+    g["hbm_bandwidth_bytes_per_s"] = 1e15;
+    g["peak_flops_per_s"]["fp32"] = 1e9;
+    g["peak_flops_per_s"]["fp8"] = nullptr;
+    g["runtime_overhead"]["cuda_context_bytes"] = 0;
+  });
+  CHECK(load_gpu(bounds).memory_bytes == 1048576);
+}
+
+TEST_CASE("profile curve points: bytes is a whole number of at least 1", "[bounds][profile]") {
+  nlohmann::json profile = nlohmann::json::parse(test::read_config("profiles/h100.json"));
+  REQUIRE(!profile["collectives"].empty());
+  for (const double bytes : {0.5, 0.0, 1024.25}) {
+    INFO(bytes);
+    profile["collectives"][0]["points"] =
+        nlohmann::json::array({{{"bytes", bytes}, {"busbw_bytes_per_s", 1e9}}});
+    const std::string file = test::write_temp_file("points-bytes.json", profile.dump(2));
+    expect_exact_error(
+        {"estimate", "--model", "llama3-8b", "--tp", "8", "--profile", file},
+        "meshplan: error: " + file +
+            ": $.collectives[0].points[0].bytes: must be a whole number of bytes from 1 to "
+            "1125899906842624 (2^50), the message size of the measurement, got " +
+            nlohmann::json(bytes).dump() + "\n");
+  }
+}
