@@ -214,3 +214,122 @@ TEST_CASE("profile curve points: bytes is a whole number of at least 1", "[bound
             nlohmann::json(bytes).dump() + "\n");
   }
 }
+
+namespace {
+
+/// One published run (Korthikanti et al. 2022, GPT-22B on 8 A100s, tp 8) in the form of
+/// ../shared/data/validation, measured step time only.
+nlohmann::json validation_case() {
+  return nlohmann::json::parse(R"({
+    "id": "gpt22b", "source": "test", "confidence": "high",
+    "model": {"name": "GPT-22B", "num_layers": 48, "hidden_size": 6144,
+              "num_attention_heads": 64, "num_kv_heads": 64, "ffn_hidden_size": 24576,
+              "ffn_type": "gelu", "vocab_size": 51200, "seq_length": 2048,
+              "tied_embeddings": true, "position_embedding": "learned", "num_experts": null,
+              "moe_top_k": null, "moe_ffn_hidden_size": null, "params_reported": 22000000000},
+    "hardware": {"gpu": "a100-80g", "num_gpus": 8, "gpus_per_node": 8,
+                 "scale_out_gbps_per_gpu": 200, "scale_out": "infiniband"},
+    "layout": {"dp": 1, "tp": 8, "pp": 1, "vpp": null, "cp": 1, "ep": null, "sp": false,
+               "zero": 0, "mbs": 4, "gbs": 4, "recompute": "full"},
+    "training": {"precision": "fp16", "framework": "megatron", "flash_attention": null},
+    "measured": {"step_time_s": 1.42, "tokens_per_s_per_gpu": null, "tflops_per_gpu": null,
+                 "flops_definition": "unknown", "mfu": null, "peak_memory_bytes": null,
+                 "memory_metric": null, "oom": null},
+    "inferred": [], "notes": ""})");
+}
+
+/// A meshplan-validation/1 file of `cases`, written to a temp file `name`.
+std::string validation_file(const std::string& name, const std::vector<nlohmann::json>& cases) {
+  nlohmann::json file = {{"schema", "meshplan-validation/1"}};
+  file["cases"] = cases;
+  return test::write_temp_file(name, file.dump(2));
+}
+
+}  // namespace
+
+TEST_CASE("validate: measured values out of range name the file, case id and JSON path",
+          "[bounds][validate]") {
+  // The case as it is validates (exit code 0).
+  const test::CliResult ok = test::run({"validate", validation_file("v-ok.json", {validation_case()})});
+  INFO(ok.err);
+  REQUIRE(ok.exit_code == 0);
+
+  struct Case {
+    const char* key;
+    nlohmann::json value;
+    std::string expected;
+  };
+  const std::string memory =
+      "a whole number of bytes from 1048576 (2^20) to 1125899906842624 (2^50), or null";
+  const std::vector<Case> cases = {
+      // 1e-300 bytes printed a "+inf%" MAPE; an MFU of 5 is 500% of the peak.
+      {"peak_memory_bytes", 1e-300, memory + ", got 1e-300"},
+      {"peak_memory_bytes", 68719476736.5, memory + ", got 68719476736.5"},
+      {"mfu", 5, "a fraction of the dense peak from 1e-6 to 1 (0.5 for 50%), or null, got 5"},
+      {"mfu", 0, "a fraction of the dense peak from 1e-6 to 1 (0.5 for 50%), or null, got 0"},
+      // A denormal is > 0, but (predicted - measured) / measured overflows to infinity.
+      {"mfu", 1e-320,
+       "a fraction of the dense peak from 1e-6 to 1 (0.5 for 50%), or null, got 1e-320"},
+      {"step_time_s", 1e-320,
+       "a number of seconds per step from 1e-6 to 1e6, or null, got 1e-320"},
+      {"step_time_s", 1e7,
+       "a number of seconds per step from 1e-6 to 1e6, or null, got 10000000.0"},
+      {"tflops_per_gpu", 1e300,
+       "a number of TFLOP/s per GPU from 1e-3 to 1e5, or null, got 1e+300"},
+      {"tokens_per_s_per_gpu", -3,
+       "a number of tokens/s per GPU from 1e-3 to 1e8, or null, got -3"},
+      {"tokens_per_s_per_gpu", "fast",
+       "a number of tokens/s per GPU from 1e-3 to 1e8, or null, got \"fast\""},
+  };
+  for (const Case& c : cases) {
+    INFO(c.key << " " << c.value.dump());
+    nlohmann::json good = validation_case(), bad = validation_case();
+    good["id"] = "gpt22b-ok";
+    bad["measured"][c.key] = c.value;
+    const std::string file = validation_file("v-measured.json", {good, bad});
+    expect_exact_error({"validate", file}, "meshplan: error: " + file + ": $.cases[1].measured." +
+                                               c.key + " (case \"gpt22b\"): must be " +
+                                               c.expected + "\n");
+  }
+}
+
+TEST_CASE("validate: a GPU count that is not whole nodes is refused, as plan refuses it",
+          "[bounds][validate]") {
+  nlohmann::json bad = validation_case();
+  bad["hardware"]["gpus_per_node"] = 3;
+  const std::string file = validation_file("v-per-node.json", {bad});
+  expect_exact_error({"validate", file},
+                     "meshplan: error: " + file +
+                         ": $.cases[0].hardware.num_gpus (case \"gpt22b\"): 8 GPUs: beyond one "
+                         "node the GPU count must be a multiple of hardware.gpus_per_node (3); "
+                         "nearest: 6 or 9, or correct gpus_per_node\n");
+  // Less than a node is fine: 8 GPUs of a 16-GPU node.
+  bad["hardware"]["gpus_per_node"] = 16;
+  CHECK(test::run({"validate", validation_file("v-part-node.json", {bad})}).exit_code == 0);
+}
+
+TEST_CASE("validate: a file of another kind is named by what it is", "[bounds][validate]") {
+  // A model file was "$.description: unknown key".
+  const std::string model = test::write_temp_file("v-model.json",
+                                                  test::read_config("models/llama3-8b.json"));
+  expect_exact_error({"validate", model},
+                     "meshplan: error: " + model +
+                         ": $.schema: is \"meshplan-model/1\"; expected "
+                         "\"meshplan-validation/1\": this is a model file; meshplan validate "
+                         "expects meshplan-validation/1 files (published training runs, as in "
+                         "../shared/data/validation/SCHEMA.md)\n");
+  const std::string hf = test::data_file("hf/llama3-8b/config.json");
+  expect_exact_error({"validate", hf},
+                     "meshplan: error: " + hf +
+                         ": $.schema: missing, and \"model_type\" is there: this is a Hugging "
+                         "Face config.json (a model); meshplan validate expects "
+                         "meshplan-validation/1 files (published training runs, as in "
+                         "../shared/data/validation/SCHEMA.md)\n");
+  const std::string other = test::write_temp_file("v-other.json", R"({"runs": []})");
+  expect_exact_error({"validate", other},
+                     "meshplan: error: " + other +
+                         ": $.schema: missing, and so is \"cases\": this is not a "
+                         "meshplan-validation/1 file; meshplan validate expects {\"schema\": "
+                         "\"meshplan-validation/1\", \"cases\": [...]} (published training "
+                         "runs, as in ../shared/data/validation/SCHEMA.md)\n");
+}
