@@ -215,6 +215,77 @@ TEST_CASE("profile curve points: bytes is a whole number of at least 1", "[bound
   }
 }
 
+TEST_CASE("a Hugging Face config.json without model_type says what to add", "[bounds][hf]") {
+  nlohmann::json config = nlohmann::json::parse(R"({
+    "architectures": ["MistralForCausalLM"], "hidden_size": 4096, "intermediate_size": 14336,
+    "max_position_embeddings": 32768, "num_attention_heads": 32, "num_hidden_layers": 32,
+    "num_key_value_heads": 8, "sliding_window": 4096, "vocab_size": 32000,
+    "transformers_version": "4.34.0"})");
+  const std::string file = test::write_temp_file("mistral-no-type.json", config.dump(2));
+  // It was "$.architectures: unknown key" (read as a meshplan-model/1 file).
+  expect_exact_error(
+      {"ledger", "--model", file},
+      "meshplan: error: " + file +
+          ": $.model_type: missing; this looks like a Hugging Face config.json "
+          "(\"architectures\": [\"MistralForCausalLM\"]), and meshplan reads the architecture "
+          "from model_type: add \"model_type\": \"mistral\" (one of \"llama\", \"mistral\", "
+          "\"qwen2\", \"gpt2\"), as transformers writes it (or write a meshplan-model/1 file, "
+          "see configs/README.md)\n");
+  config["architectures"] = {"FalconForCausalLM"};
+  const std::string falcon = test::write_temp_file("falcon-no-type.json", config.dump(2));
+  CHECK_THROWS_WITH(load_model(falcon),
+                    Catch::Contains("add \"model_type\": one of \"llama\", \"mistral\", "
+                                    "\"qwen2\", \"gpt2\", as transformers writes it"));
+  // Given to a flag that wants another kind of file, it is named as a model.
+  CHECK_THROWS_WITH(load_gpu(file, "--gpu"),
+                    file + ": $.schema: missing, and \"architectures\" is there: this is a "
+                           "Hugging Face config.json (a model); --gpu expects a meshplan-gpu/1 "
+                           "file");
+}
+
+TEST_CASE("a Hugging Face sliding window shorter than the sequence gets a note",
+          "[bounds][hf]") {
+  nlohmann::json config = nlohmann::json::parse(R"({
+    "model_type": "mistral", "architectures": ["MistralForCausalLM"], "hidden_size": 4096,
+    "intermediate_size": 14336, "max_position_embeddings": 32768, "num_attention_heads": 32,
+    "num_hidden_layers": 32, "num_key_value_heads": 8, "sliding_window": 4096,
+    "vocab_size": 32000})");
+  const std::string file = test::write_temp_file("mistral-7b-v0.1.json", config.dump(2));
+  std::vector<std::string> notes;
+  const ModelSpec m = load_model(file, "--model", &notes);
+  CHECK(m.seq_length == 32768);
+  REQUIRE(notes.size() == 1);
+  CHECK(notes[0] == file +
+                        ": sliding_window 4096 is smaller than the sequence length 32768 "
+                        "(max_position_embeddings): attention is costed as full causal "
+                        "attention over the whole sequence, not over a 4096-token window, so "
+                        "beyond 4096 tokens its FLOPs and time are overestimated");
+  // No note: a window of the whole sequence, none (null: Mistral v0.2 on), or Qwen2's window
+  // without use_sliding_window true (its default, and its released configs').
+  const auto notes_of = [](const nlohmann::json& c, const std::string& name) {
+    std::vector<std::string> n;
+    load_model(test::write_temp_file(name, c.dump(2)), "--model", &n);
+    return n;
+  };
+  config["sliding_window"] = 32768;
+  CHECK(notes_of(config, "mistral-full-window.json").empty());
+  config["sliding_window"] = nullptr;
+  CHECK(notes_of(config, "mistral-v0.2.json").empty());
+  config["model_type"] = "qwen2";
+  config["sliding_window"] = 4096;
+  CHECK(notes_of(config, "qwen2-window-off.json").empty());
+  config["use_sliding_window"] = false;
+  CHECK(notes_of(config, "qwen2-window-false.json").empty());
+  config["use_sliding_window"] = true;
+  CHECK(notes_of(config, "qwen2-window-on.json").size() == 1);
+  // A window that is not a positive integer is refused at its path.
+  config["sliding_window"] = "4k";
+  const std::string bad = test::write_temp_file("qwen2-window-text.json", config.dump(2));
+  CHECK_THROWS_WITH(load_model(bad),
+                    bad + ": $.sliding_window: must be a positive integer (tokens each query "
+                          "attends back to) or null, got \"4k\"");
+}
+
 namespace {
 
 /// One published run (Korthikanti et al. 2022, GPT-22B on 8 A100s, tp 8) in the form of
