@@ -71,7 +71,7 @@ int parse_options(int argc, char** argv, Options& o, std::ostream& out, std::ost
   app.add_option("--watchdog-s", o.watchdog_s,
                  "Seconds a benchmark step may take before the job is aborted with a message "
                  "naming the rank that did not arrive (a dead or hung rank never hangs the others)")
-      ->check(CLI::Range(0.1, 1e6))
+      ->check(number_in(0.1, 1e6))  // not CLI::Range, which lets "nan" through
       ->capture_default_str();
   app.add_option("--inject-fault", o.inject_fault,
                  "Tests of the watchdog: KIND:RANK with KIND stop (SIGSTOP), exit (dies without "

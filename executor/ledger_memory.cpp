@@ -1,9 +1,69 @@
 #include "executor/ledger_memory.hpp"
 
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 
 namespace meshplan::executor {
+
+namespace {
+
+/// "74.9 GiB" (GiB = 2^30 bytes), as meshplan-calibrate's memory messages.
+std::string gib_text(double bytes) {
+  char text[48];
+  std::snprintf(text, sizeof text, "%.1f GiB", bytes / (1024.0 * 1024.0 * 1024.0));
+  return text;
+}
+
+}  // namespace
+
+std::string stage_memory_problem(const MemoryLedger& memory, std::int64_t stage,
+                                 double memory_bytes, int ranks_sharing,
+                                 const std::string& memory_what, const std::string& plan_file) {
+  const double need =
+      ledger_without_runtime_overhead(memory.stages.at(static_cast<std::size_t>(stage)));
+  const int ranks = ranks_sharing < 1 ? 1 : ranks_sharing;
+  const double each = memory_bytes / ranks;
+  if (need <= each) return "";
+  return plan_file + ": stage " + std::to_string(stage) + "'s ledger needs " + gib_text(need) +
+         " per rank (without its runtime overhead lines, as meshplan-run allocates it), but " +
+         memory_what + " is " + gib_text(memory_bytes) +
+         (ranks > 1 ? " for its " + std::to_string(ranks) + " ranks of this job: " +
+                          gib_text(each) + " each"
+                    : std::string()) +
+         "; run the plan where each rank has " + gib_text(need) +
+         ", or plan for this machine's memory (meshplan plan ... with a GPU file of its size)";
+}
+
+std::optional<double> mem_available_bytes(const std::string& meminfo) {
+  std::istringstream in(meminfo);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("MemAvailable:", 0) != 0) continue;
+    double kib = 0;
+    char unit[8] = {};
+    if (std::sscanf(line.c_str() + 13, "%lf %7s", &kib, unit) >= 1 && kib >= 0) {
+      return kib * 1024.0;  // the kernel writes kB and means KiB
+    }
+  }
+  return std::nullopt;
+}
+
+double host_available_memory_bytes(std::string* source) {
+  std::ifstream in("/proc/meminfo");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (const std::optional<double> bytes = mem_available_bytes(text.str())) {
+    if (source) *source = "MemAvailable in /proc/meminfo";
+    return *bytes;
+  }
+  if (source) *source = "free pages, sysconf";
+  return static_cast<double>(sysconf(_SC_AVPHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+}
 
 bool allocated_entry(const LedgerEntry& e) {
   return e.category != MemoryCategory::kRuntimeOverhead && e.bytes > 0;

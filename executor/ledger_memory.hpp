@@ -5,12 +5,17 @@
 // executor holds are the ledger's (llm.c's rule: the table sizes the allocation). A buffer that
 // does not fit in the entries of its categories is scratch: allocated on top, counted and named.
 // The "runtime overhead" lines (CUDA context, allocator fragmentation) model the GPU runtime and
-// are not allocated. Pure: no MPI, no printing.
+// are not allocated. Before anything is allocated, stage_memory_problem compares a rank's stage
+// ledger with the memory it will draw on (the CPU backend: the host's available memory,
+// /proc/meminfo's MemAvailable, shared by the host's ranks), so a plan too large for the machine
+// is refused with both numbers instead of dying in std::bad_alloc or the OOM killer. No MPI, no
+// printing (host_available_memory_bytes reads /proc/meminfo).
 #pragma once
 
 #include <cstdint>
 #include <deque>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +30,31 @@ bool allocated_entry(const LedgerEntry& e);
 /// Bytes of `stage`'s allocated entries (allocated_entry): its ledger without the runtime
 /// overhead lines.
 double ledger_without_runtime_overhead(const StageLedger& stage);
+
+/// Why the ranks of one memory cannot allocate stage `stage`'s ledger (its entries but the
+/// runtime overhead lines, ledger_without_runtime_overhead: what LedgerMemory and the CUDA
+/// backend allocate), or "" when they can: `ranks_sharing` ranks (at least 1) draw on
+/// `memory_bytes` at once, as meshplan-calibrate checks its --model GEMMs (the CPU backend's
+/// ranks share the host, a GPU rank has its device). `memory_what` says what the memory is
+/// ("host node7's available memory (MemAvailable in /proc/meminfo)"); `plan_file` starts the
+/// message: "plan.json: stage 0's ledger needs 74.9 GiB per rank (without its runtime overhead
+/// lines, as meshplan-run allocates it), but host node7's available memory (MemAvailable in
+/// /proc/meminfo) is 21.6 GiB for its 2 ranks of this job: 10.8 GiB each; run the plan where
+/// each rank has 74.9 GiB, or plan for this machine's memory (meshplan plan ... with a GPU file
+/// of its size)". Precondition: stage is one of memory.stages.
+std::string stage_memory_problem(const MemoryLedger& memory, std::int64_t stage,
+                                 double memory_bytes, int ranks_sharing,
+                                 const std::string& memory_what, const std::string& plan_file);
+
+/// MemAvailable of a /proc/meminfo text, bytes ("MemAvailable:   22617880 kB"); nullopt when
+/// the line is not there (kernels before 3.14).
+std::optional<double> mem_available_bytes(const std::string& meminfo);
+
+/// This host's available memory, bytes: /proc/meminfo's MemAvailable (what can be allocated
+/// without swapping: free memory plus reclaimable caches), else free pages x page size
+/// (sysconf). `source` (when not null) gets which: "MemAvailable in /proc/meminfo" or "free
+/// pages, sysconf".
+double host_available_memory_bytes(std::string* source);
 
 /// A float buffer carved from the ledger (or scratch): `floats` values at `data`.
 struct Carved {

@@ -28,20 +28,41 @@ bool plain_decimal(const std::string& text) {
   return !(text.size() > i + 1 && text[i] == '0' && std::isdigit(static_cast<unsigned char>(text[i + 1])));
 }
 
+/// A bound as a reader writes it: whole numbers below 1e15 in full (1000000, not 1e+06),
+/// others in %g without the exponent's padding (0.1, 1e-6, 1e18).
+std::string bound_text(double bound) {
+  char text[32];
+  std::snprintf(text, sizeof text,
+                bound == std::floor(bound) && std::fabs(bound) < 1e15 ? "%.0f" : "%g", bound);
+  std::string s = text;
+  const std::size_t e = s.find('e');
+  if (e != std::string::npos) {
+    std::string exponent = s.substr(e + 1);
+    const bool negative = exponent[0] == '-';
+    exponent.erase(0, exponent.find_first_not_of("+-0"));
+    s = s.substr(0, e + 1) + (negative ? "-" : "") + exponent;
+  }
+  return s;
+}
+
 }  // namespace
+
+std::string number_in_problem(const std::string& text, double min, double max) {
+  char* end = nullptr;
+  const double value = text.empty() ? 0 : std::strtod(text.c_str(), &end);
+  // NaN fails every comparison, so a range check of the form `value < min || value > max`
+  // lets it through: finiteness is checked first, explicitly.
+  if (text.empty() || end == text.c_str() || *end != '\0' || !plain_decimal(text) ||
+      !std::isfinite(value) || value < min || value > max) {
+    return "must be a number from " + bound_text(min) + " to " + bound_text(max) + ", got \"" +
+           text + "\"";
+  }
+  return std::string();
+}
 
 CLI::Validator number_in(double min, double max) {
   return CLI::Validator(
-      [min, max](std::string& text) -> std::string {
-        char* end = nullptr;
-        const double value = std::strtod(text.c_str(), &end);
-        if (text.empty() || end == text.c_str() || *end != '\0' || !plain_decimal(text) ||
-            !std::isfinite(value) || value < min || value > max) {
-          return "must be a number from " + CLI::detail::to_string(min) + " to " +
-                 CLI::detail::to_string(max) + ", got \"" + text + "\"";
-        }
-        return std::string();
-      },
+      [min, max](std::string& text) -> std::string { return number_in_problem(text, min, max); },
       "NUMBER");
 }
 
@@ -147,10 +168,12 @@ void add_precision_option(CLI::App& cmd, std::string& precision) {
 }
 
 void add_mfu_option(CLI::App& cmd, double& mfu) {
+  // At least 1e-6: below that the time to train overflows to "inf years" (--mfu 1e-300); no
+  // training run reaches a millionth of its peak and reports it.
   cmd.add_option("--mfu", mfu,
-                 "Model FLOPs utilization for the time to train, a fraction in (0, 1]")
+                 "Model FLOPs utilization for the time to train, a fraction from 1e-6 to 1")
       ->capture_default_str()
-      ->check(positive_up_to(1.0));
+      ->check(number_in(kMinMfu, 1.0));
 }
 
 FrameworkConvention require_framework(const std::string& name) {
@@ -205,8 +228,121 @@ void add_layout_options(CLI::App& cmd, LayoutFlags& f) {
   cmd.add_flag("--sp", f.sp, "Sequence parallelism (Megatron; needs tp > 1)");
   cmd.add_option("--attention", f.attention, "Attention kernel: flash | eager (default: flash where the GPU has FlashAttention kernels, else eager)")
       ->check(CLI::IsMember({"flash", "eager"}));
-  cmd.add_option("--stage-layers", f.stage_layers, "Layers per pipeline stage, comma-separated, e.g. 1,2,2,3 (default: even; layers that do not split evenly over pp go one fewer to the embedding and LM-head stages, as plan splits them)")
-      ->delimiter(',')->check(positive);
+  // Split here, not with CLI11's delimiter(','), which drops empty items: "16,,16" would be
+  // read as 16,16 (two stages where three were meant) without a word.
+  cmd.add_option_function<std::vector<std::string>>(
+         "--stage-layers",
+         [&f](const std::vector<std::string>& lists) {
+           f.stage_layers.clear();
+           for (const std::string& list : lists) {
+             for (const std::string& item : split_stage_layers(list)) {
+               f.stage_layers.push_back(std::stoll(item));
+             }
+           }
+         },
+         "Layers per pipeline stage, comma-separated, e.g. 1,2,2,3 (default: even; layers that do not split evenly over pp go one fewer to the embedding and LM-head stages, as plan splits them)")
+      ->check(CLI::Validator(stage_layers_problem, "LIST"));
+}
+
+std::vector<std::string> split_stage_layers(const std::string& list) {
+  std::vector<std::string> items;
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t comma = list.find(',', start);
+    items.push_back(list.substr(start, comma == std::string::npos ? comma : comma - start));
+    if (comma == std::string::npos) return items;
+    start = comma + 1;
+  }
+}
+
+std::string stage_layers_problem(const std::string& list) {
+  const std::vector<std::string> items = split_stage_layers(list);
+  const std::string expected = "; expected layers per pipeline stage as whole numbers from 1 to " +
+                               std::to_string(kMaxDegree) +
+                               " separated by single commas, e.g. 16,16";
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const std::string which = "item " + std::to_string(i + 1) + " of " +
+                              std::to_string(items.size()) + " in \"" + list + "\"";
+    if (items[i].empty()) return which + " is empty" + expected;
+    std::string text = items[i];
+    const std::string problem = whole_up_to(kMaxDegree)(text);
+    if (!problem.empty()) return which + " is \"" + items[i] + "\"" + expected;
+  }
+  return "";
+}
+
+namespace {
+
+/// "1, 2, 4 or 8": the divisors of n (n >= 1), at most 12 of them named.
+std::string divisors_text(std::int64_t n) {
+  std::vector<std::int64_t> d;
+  for (std::int64_t i = 1; i * i <= n; ++i) {
+    if (n % i != 0) continue;
+    d.push_back(i);
+    if (i != n / i) d.push_back(n / i);
+  }
+  std::sort(d.begin(), d.end());
+  std::string text;
+  const std::size_t shown = std::min<std::size_t>(d.size(), 12);
+  for (std::size_t i = 0; i < shown; ++i) {
+    text += (i == 0 ? "" : i + 1 == d.size() ? " or " : ", ") + std::to_string(d[i]);
+  }
+  if (shown < d.size()) text += ", ... (" + std::to_string(d.size()) + " divisors)";
+  return text;
+}
+
+}  // namespace
+
+std::string plan_pins_problem(const PlanPinFlags& pins, std::int64_t gpus, std::int64_t gbs,
+                              bool gbs_given) {
+  const std::string s_gpus = std::to_string(gpus);
+  const std::string batch = "the global batch of " + std::to_string(gbs) + " sequences (" +
+                            (gbs_given ? "--gbs " + std::to_string(gbs)
+                                       : std::string("the default, about 4M tokens; set --gbs")) +
+                            ")";
+  // The pinned degrees, as flags: "--dp 3", "--dp 2 x --tp 3 = 6".
+  std::string named;
+  std::int64_t product = 1;
+  int count = 0;
+  const std::pair<const char*, std::int64_t> degrees[] = {
+      {"--dp", pins.dp}, {"--tp", pins.tp}, {"--pp", pins.pp}, {"--cp", pins.cp}};
+  for (const auto& [flag, value] : degrees) {
+    if (value <= 0) continue;
+    named += std::string(named.empty() ? "" : " x ") + flag + " " + std::to_string(value);
+    // Beyond the GPU count the product cannot divide it: stop before int64 could overflow.
+    product = product > gpus ? product : product * value;
+    ++count;
+  }
+  const std::string product_text =
+      count > 1 ? named + " = " + (product > gpus ? "more than " + s_gpus : std::to_string(product))
+                : named;
+  if (count > 0 && (product > gpus || gpus % product != 0)) {
+    return product_text + ": dp x tp x pp x cp must equal --gpus " + s_gpus + ", and " +
+           (count > 1 ? "their product" : std::string("it")) + " does not divide " + s_gpus +
+           "; pin " + (count > 1 ? "degrees whose product divides " : "a divisor of ") + s_gpus +
+           ": " + divisors_text(gpus);
+  }
+  if (count == 4 && product != gpus) {
+    return product_text + ": dp x tp x pp x cp must equal --gpus " + s_gpus +
+           "; leave one of them to the search, or pin them to multiply into " + s_gpus;
+  }
+  if (pins.mbs > 0 && gbs % pins.mbs != 0) {
+    return "--mbs " + std::to_string(pins.mbs) + ": does not divide " + batch +
+           ": every data-parallel replica takes whole micro-batches of mbs sequences; pin a "
+           "divisor of " + std::to_string(gbs) + ": " + divisors_text(gbs);
+  }
+  if (pins.dp > 0) {
+    const std::int64_t per_step = pins.dp * std::max<std::int64_t>(pins.mbs, 1);
+    if (gbs % per_step != 0) {
+      return (pins.mbs > 0 ? "--dp " + std::to_string(pins.dp) + " x --mbs " +
+                                 std::to_string(pins.mbs) + " = " + std::to_string(per_step)
+                           : "--dp " + std::to_string(pins.dp)) +
+             ": does not divide " + batch +
+             ": each of the dp replicas takes the same whole number of micro-batches; give a "
+             "--gbs that is a multiple of " + std::to_string(per_step);
+    }
+  }
+  return "";
 }
 
 ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, const GpuSpec& gpu,

@@ -21,8 +21,15 @@ namespace meshplan {
 /// Accepts a finite number in (0, max] ("7e9"); the error says so in one line.
 CLI::Validator positive_up_to(double max);
 
-/// Accepts a finite decimal number in [min, max] (NaN, octal and hex spellings refused).
+/// Accepts a finite decimal number in [min, max] (NaN, inf, octal and hex spellings refused):
+/// the check for every floating-point flag, in place of CLI::Range, which lets NaN through
+/// (every comparison with NaN is false). CLI11 names the flag: "--timeout-s: must be a number
+/// from 0.5 to 86400, got "nan"". Whole bounds are written in full (1000000), others in %g.
 CLI::Validator number_in(double min, double max);
+
+/// number_in's check of one value: "" when `text` is a finite decimal number in [min, max],
+/// else "must be a number from MIN to MAX, got "TEXT"".
+std::string number_in_problem(const std::string& text, double min, double max);
 
 /// An output file flag (--out, --trace, --report): refuses an empty path at parse time (CLI11
 /// names the flag: "--out: an empty path is never a valid output file; give a file name").
@@ -58,7 +65,11 @@ void add_framework_option(CLI::App& cmd, std::string& framework);
 /// --precision bf16|fp16|fp8 (default: bf16, fp16 on GPUs without bf16).
 void add_precision_option(CLI::App& cmd, std::string& precision);
 
-/// --mfu F in (0, 1] (default 0.5).
+/// The smallest --mfu accepted: a millionth of the peak (smaller ones make the time to train
+/// overflow to infinity, and describe no training run).
+inline constexpr double kMinMfu = 1e-6;
+
+/// --mfu F in [1e-6, 1] (default 0.5): "--mfu: must be a number from 1e-6 to 1, got "1e-300"".
 void add_mfu_option(CLI::App& cmd, double& mfu);
 
 /// The named convention; throws InputError listing the known names.
@@ -89,6 +100,34 @@ struct LayoutFlags {
 /// --dp --tp --pp --cp --vpp --mbs --gbs --seq --zero --recompute --sp --attention
 /// --stage-layers, each with its unit and default in the help.
 void add_layout_options(CLI::App& cmd, LayoutFlags& flags);
+
+/// The items of a --stage-layers value split at every comma, empty ones kept ("16,,16": "16",
+/// "", "16").
+std::vector<std::string> split_stage_layers(const std::string& list);
+
+/// "" when every item of `list` is a whole number from 1 to kMaxDegree; else which item is
+/// wrong: "item 2 of 3 in "16,,16" is empty; expected layers per pipeline stage as whole
+/// numbers from 1 to 16777216 separated by single commas, e.g. 16,16" (CLI11 prefixes
+/// "--stage-layers: ").
+std::string stage_layers_problem(const std::string& list);
+
+/// The degrees `meshplan plan` was told to pin (0: not pinned), as its flags give them.
+struct PlanPinFlags {
+  std::int64_t dp = 0, tp = 0, pp = 0, cp = 0, mbs = 0;
+};
+
+/// Why the pins alone leave `plan` no layout of `gpus` GPUs and a global batch of `gbs`
+/// sequences, naming the flags that make it impossible, or "" when they leave some. `gbs_given`:
+/// --gbs was given (else the message says the batch is the default). Checked in this order:
+///  - the pinned degrees' product does not divide the GPU count ("--dp 3: dp x tp x pp x cp
+///    must equal --gpus 8, and 3 does not divide it; pin a divisor of 8: 1, 2, 4 or 8");
+///  - all four pinned, and their product is not the GPU count;
+///  - --mbs does not divide the global batch (every replica takes whole micro-batches):
+///    "--mbs 64: does not divide the global batch of 8 sequences (--gbs 8); ...";
+///  - --dp (x --mbs) does not divide the global batch.
+/// Preconditions: gpus, gbs >= 1; pins >= 0.
+std::string plan_pins_problem(const PlanPinFlags& pins, std::int64_t gpus, std::int64_t gbs,
+                              bool gbs_given);
 
 /// The layout, training setup and notes on the defaults taken (each one printed to the user).
 struct ResolvedLayout {

@@ -19,6 +19,10 @@ constexpr std::int64_t kMaxSize = kMaxWidth;
 const std::vector<std::string> kLlamaLike = {"llama", "mistral", "qwen2"};
 const std::vector<std::string> kSupported = {"llama", "mistral", "qwen2", "gpt2"};
 
+/// transformers' model classes ("architectures") of each supported model_type.
+const std::vector<std::pair<std::string, std::string>> kArchitecturePrefixes = {
+    {"Llama", "llama"}, {"Mistral", "mistral"}, {"Qwen2", "qwen2"}, {"GPT2", "gpt2"}};
+
 /// The activation names transformers knows (src/transformers/activations.py, ACT2CLS). Each is an
 /// elementwise function: it changes neither the MLP's weights nor the tensors it saves, so any
 /// of them costs the same; whether the MLP is gated is what counts, and the architecture decides
@@ -131,6 +135,34 @@ class HfReader {
     return v->get<double>();
   }
 
+  /// model_type, which every config transformers writes has; missing, the message says what
+  /// to add, with the value "architectures" suggests where it names a supported class.
+  std::string model_type() const {
+    const char* key = "model_type";
+    if (!config_.contains(key)) {
+      std::string seen, suggested;
+      if (const nlohmann::json* a = value("architectures")) {
+        seen = " (\"architectures\": " + a->dump() + ")";
+        for (const auto& [prefix, type] : kArchitecturePrefixes) {
+          if (!a->is_array()) break;
+          for (const nlohmann::json& name : *a) {
+            if (name.is_string() && name.get<std::string>().rfind(prefix, 0) == 0) {
+              suggested = type;
+            }
+          }
+        }
+      }
+      fail(key, "missing; this looks like a Hugging Face config.json" + seen +
+                    ", and meshplan reads the architecture from model_type: add \"model_type\": " +
+                    (suggested.empty() ? "one of " + quoted_list(kSupported)
+                                       : "\"" + suggested + "\" (one of " +
+                                             quoted_list(kSupported) + ")") +
+                    ", as transformers writes it (or write a meshplan-model/1 file, see "
+                    "configs/README.md)");
+    }
+    return string(key);
+  }
+
   std::string string(const char* key) const {
     if (!config_.contains(key)) {
       fail(key, "missing; expected the architecture name, one of " + quoted_list(kSupported));
@@ -152,7 +184,7 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
     throw InputError(file + ": $: must be a JSON object, got " + describe_json(config));
   }
   const HfReader r(config, file);
-  const std::string type = r.string("model_type");
+  const std::string type = r.model_type();
   const bool gpt2 = type == "gpt2";
   bool llama_like = false;
   for (const std::string& t : kLlamaLike) llama_like = llama_like || t == type;
@@ -246,6 +278,44 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
                                       std::to_string(m.num_kv_heads));
   }
   return m;
+}
+
+bool looks_like_hf_config(const nlohmann::json& json) {
+  return json.is_object() && !json.contains("schema") &&
+         (json.contains("model_type") || json.contains("architectures") ||
+          json.contains("transformers_version"));
+}
+
+std::vector<std::string> hf_config_notes(const nlohmann::json& config, const std::string& file,
+                                         const ModelSpec& model) {
+  std::vector<std::string> notes;
+  if (!config.is_object()) return notes;
+  const HfReader r(config, file);
+  // MistralConfig: sliding_window (4096 in Mistral 7B v0.1; null from v0.2 on) applies whenever
+  // set. Qwen2Config writes one too, but applies it only with use_sliding_window true (false by
+  // default, and in Qwen2's released configs).
+  const nlohmann::json* use = r.value("use_sliding_window");
+  if (use && !use->is_boolean()) {
+    r.fail("use_sliding_window", "must be true, false or null, got " + describe_json(*use));
+  }
+  const nlohmann::json* window = r.value("sliding_window");
+  if (!window) return notes;
+  if (!window->is_number_integer() || window->get<std::int64_t>() <= 0) {
+    r.fail("sliding_window",
+           "must be a positive integer (tokens each query attends back to) or null, got " +
+               describe_json(*window));
+  }
+  const bool active = use ? use->get<bool>() : config.value("model_type", "") != "qwen2";
+  const std::int64_t w = window->get<std::int64_t>();
+  if (active && w < model.seq_length) {
+    const std::string ws = std::to_string(w);
+    notes.push_back(file + ": sliding_window " + ws + " is smaller than the sequence length " +
+                    std::to_string(model.seq_length) +
+                    " (max_position_embeddings): attention is costed as full causal attention "
+                    "over the whole sequence, not over a " + ws + "-token window, so beyond " +
+                    ws + " tokens its FLOPs and time are overestimated");
+  }
+  return notes;
 }
 
 }  // namespace meshplan

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -20,6 +21,27 @@ namespace meshplan {
 /// not (gelu). GPT-2's MLP width is `n_inner` (absent or null: 4 x n_embd); an
 /// `intermediate_size` other than that is refused (transformers ignores it). Other keys of the
 /// file (rope_scaling, torch_dtype, ...) do not change the cost model and are ignored.
+/// A `model_type` missing from a config that looks like Hugging Face's is refused with what to
+/// add ("$.model_type: missing; this looks like a Hugging Face config.json ("architectures":
+/// ["MistralForCausalLM"]), and meshplan reads the architecture from model_type: add
+/// "model_type": "mistral" ..."), not with the keys it does not know.
 ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& file);
+
+/// Whether `json` is a Hugging Face config.json rather than a meshplan file: an object without
+/// "schema" with any of the keys transformers writes into every config ("model_type",
+/// "architectures", "transformers_version").
+bool looks_like_hf_config(const nlohmann::json& json);
+
+/// Notes on keys of `config` (converted by model_from_hf_config into `model`) that change what
+/// the model computes but that the cost model does not follow, each one line to print after
+/// "note: ". Today: an active sliding window (Mistral's `sliding_window`; Qwen2's only with
+/// `use_sliding_window` true) smaller than the model's sequence length (seq_length, from
+/// max_position_embeddings): "<file>: sliding_window 4096 is smaller than the sequence length
+/// 32768 (max_position_embeddings): attention is costed as full causal attention over the whole
+/// sequence, not over a 4096-token window, so beyond 4096 tokens its FLOPs and time are
+/// overestimated". Throws InputError when sliding_window is not a positive integer or null, or
+/// use_sliding_window not true, false or null.
+std::vector<std::string> hf_config_notes(const nlohmann::json& config, const std::string& file,
+                                         const ModelSpec& model);
 
 }  // namespace meshplan

@@ -43,8 +43,11 @@ void check_file_kind(const nlohmann::json& json, const std::string& file,
   const std::string wanted =
       flag.empty() ? ", not " + expects : "; " + flag + " expects " + expects;
   if (!json.contains("schema")) {
-    if (json.contains("model_type")) {
-      throw InputError(file + ": $.schema: missing, and \"model_type\" is there: this is a "
+    if (looks_like_hf_config(json)) {
+      const char* key = json.contains("model_type")      ? "model_type"
+                        : json.contains("architectures") ? "architectures"
+                                                         : "transformers_version";
+      throw InputError(file + ": $.schema: missing, and \"" + key + "\" is there: this is a "
                        "Hugging Face config.json (a model)" + wanted);
     }
     return;  // the strict reader names the missing key
@@ -60,10 +63,19 @@ void check_file_kind(const nlohmann::json& json, const std::string& file,
 }
 
 ModelSpec load_model(const std::string& name_or_path, const std::string& flag) {
+  return load_model(name_or_path, flag, nullptr);
+}
+
+ModelSpec load_model(const std::string& name_or_path, const std::string& flag,
+                     std::vector<std::string>* notes) {
   const std::string file = resolve_preset(PresetKind::kModel, name_or_path);
   const nlohmann::json json = load_json_file(file);
-  if (json.is_object() && !json.contains("schema") && json.contains("model_type")) {
-    return model_from_hf_config(json, file);
+  if (looks_like_hf_config(json)) {
+    ModelSpec model = model_from_hf_config(json, file);
+    // Checked (and refused when malformed) whether or not the caller prints the notes.
+    const std::vector<std::string> found = hf_config_notes(json, file, model);
+    if (notes) notes->insert(notes->end(), found.begin(), found.end());
+    return model;
   }
   check_file_kind(json, file, "meshplan-model/1",
                   "a meshplan-model/1 file or a Hugging Face config.json", flag);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -41,6 +42,12 @@ void check_file_kind(const nlohmann::json& json, const std::string& file,
 /// by the "schema" key: our files have it, HF configs do not). `flag` (e.g. "--model", may be
 /// empty) is named when the file is of another kind (check_file_kind).
 ModelSpec load_model(const std::string& name_or_path, const std::string& flag = "");
+
+/// load_model, adding to `notes` (when not null) what the model file holds that the cost model
+/// does not follow, one line each to print after "note: " (hf_config_notes: a Hugging Face
+/// sliding_window smaller than the sequence length). A caller that prints notes passes them.
+ModelSpec load_model(const std::string& name_or_path, const std::string& flag,
+                     std::vector<std::string>* notes);
 
 /// A GPU from a preset name or a meshplan-gpu/1 file; `flag` as for load_model.
 GpuSpec load_gpu(const std::string& name_or_path, const std::string& flag = "");

@@ -128,6 +128,39 @@ TierBandwidth tier_bandwidth(StrictObject& o, const nlohmann::json& raw) {
   return t;
 }
 
+/// The number under `key` as a whole number of bytes in [lo, hi]; `expected` states the range
+/// ("a whole number of bytes from 1048576 (2^20) to ...").
+double whole_bytes_in(StrictObject& o, const nlohmann::json& raw, const std::string& key,
+                      double lo, double hi, const std::string& expected) {
+  const double d = number(o, raw, key, expected.c_str());
+  if (!(d >= lo && d <= hi) || std::floor(d) != d) {
+    o.fail(key, "must be " + expected + ", got " + describe_json(raw.at(key)));
+  }
+  return d;
+}
+
+// The bounds of meshplan-gpu/1 (configs/README.md). Each is far beyond any GPU made (an H100:
+// 85.5e9 bytes of HBM at 3.35e12 bytes/s, 989e12 dense BF16 FLOP/s; a V100's FP32: 15.7e12)
+// yet keeps every time and byte count the cost model forms finite: a peak of 1e-300 FLOP/s made
+// the step time infinite, and the error then blamed the profile.
+constexpr double kMinGpuMemoryBytes = 1048576.0;            ///< 2^20: a MiB
+constexpr double kMaxGpuMemoryBytes = 1125899906842624.0;   ///< 2^50: a PiB
+constexpr double kMaxCudaContextBytes = 1099511627776.0;    ///< 2^40: a TiB
+constexpr double kMinPeakFlops = 1e9, kMaxPeakFlops = 1e18;  ///< FLOP/s: a GFLOP/s to an EFLOP/s
+constexpr double kMinHbmBytesPerS = 1e9, kMaxHbmBytesPerS = 1e15;  ///< a GB/s to a PB/s
+/// A measured curve point's message size, bytes: whole, 1 to 2^50.
+constexpr double kMaxPointBytes = 1125899906842624.0;
+
+/// A dense peak of the GPU under `key` of `peaks` (object `raw`): FLOP/s in [1e9, 1e18], or null
+/// where the GPU has no tensor cores of that type.
+std::optional<double> peak_flops_or_null(StrictObject& peaks, const nlohmann::json& raw,
+                                         const std::string& key) {
+  if (raw.contains(key) && raw.at(key).is_null()) return std::nullopt;
+  return bounded(peaks, raw, key, kMinPeakFlops, true, kMaxPeakFlops,
+                 "a number of FLOP/s from 1e9 to 1e18 (a dense peak), or null where the GPU "
+                 "has no such tensor cores");
+}
+
 /// A byte count the schema calls an integer: written as one when it is a whole number that a
 /// double holds exactly (below 2^53), else as the number it is.
 nlohmann::json whole_bytes(double bytes) {
@@ -155,7 +188,9 @@ std::vector<BusbwPoint> parse_busbw_points(const nlohmann::json& raw, const Stri
                    {"bytes", "busbw_bytes_per_s"});
     // A measured point may be far below any link's rate: an 8-byte collective that took 14 ms
     // on a loaded machine is 572 bytes/s of bus bandwidth, and still a measurement.
-    const BusbwPoint point{o.positive_number("bytes"),
+    const BusbwPoint point{whole_bytes_in(o, raw.at(i), "bytes", 1, kMaxPointBytes,
+                                          "a whole number of bytes from 1 to 1125899906842624 "
+                                          "(2^50), the message size of the measurement"),
                            bounded(o, raw.at(i), "busbw_bytes_per_s", 0, false, 1e15,
                                    "a positive number of bytes/s, at most 1e15")};
     if (!points.empty() && !(point.bytes > points.back().bytes)) {
@@ -401,17 +436,26 @@ GpuSpec gpu_from_json(const nlohmann::json& json, const std::string& file,
   GpuSpec g;
   g.name = o.string("name");
   g.description = o.string("description");
-  g.memory_bytes = o.positive_number("memory_bytes");
-  g.hbm_bandwidth_bytes_per_s = o.positive_number("hbm_bandwidth_bytes_per_s");
+  g.memory_bytes = whole_bytes_in(o, json, "memory_bytes", kMinGpuMemoryBytes,
+                                  kMaxGpuMemoryBytes,
+                                  "a whole number of bytes from 1048576 (2^20) to "
+                                  "1125899906842624 (2^50), as nvidia-smi's total MiB x 2^20");
+  g.hbm_bandwidth_bytes_per_s =
+      bounded(o, json, "hbm_bandwidth_bytes_per_s", kMinHbmBytesPerS, true, kMaxHbmBytesPerS,
+              "a number of bytes/s from 1e9 to 1e15 (the datasheet's HBM bandwidth)");
   StrictObject peaks = o.object("peak_flops_per_s", {"fp32", "tf32", "bf16", "fp16", "fp8"});
-  g.peak_flops_per_s.fp32 = peaks.positive_number_or_null("fp32");
-  g.peak_flops_per_s.tf32 = peaks.positive_number_or_null("tf32");
-  g.peak_flops_per_s.bf16 = peaks.positive_number_or_null("bf16");
-  g.peak_flops_per_s.fp16 = peaks.positive_number_or_null("fp16");
-  g.peak_flops_per_s.fp8 = peaks.positive_number_or_null("fp8");
+  const nlohmann::json& raw_peaks = json.at("peak_flops_per_s");
+  g.peak_flops_per_s.fp32 = peak_flops_or_null(peaks, raw_peaks, "fp32");
+  g.peak_flops_per_s.tf32 = peak_flops_or_null(peaks, raw_peaks, "tf32");
+  g.peak_flops_per_s.bf16 = peak_flops_or_null(peaks, raw_peaks, "bf16");
+  g.peak_flops_per_s.fp16 = peak_flops_or_null(peaks, raw_peaks, "fp16");
+  g.peak_flops_per_s.fp8 = peak_flops_or_null(peaks, raw_peaks, "fp8");
   g.flash_attention = o.boolean("flash_attention");
   StrictObject overhead = o.object("runtime_overhead", {"cuda_context_bytes", "allocator_fragmentation_fraction"});
-  g.cuda_context_bytes = overhead.positive_number("cuda_context_bytes");
+  g.cuda_context_bytes =
+      whole_bytes_in(overhead, json.at("runtime_overhead"), "cuda_context_bytes", 0,
+                     kMaxCudaContextBytes,
+                     "a whole number of bytes from 0 to 1099511627776 (2^40)");
   g.allocator_fragmentation_fraction = overhead.fraction("allocator_fragmentation_fraction");
   require_sources(o, {"memory_bytes", "hbm_bandwidth_bytes_per_s", "peak_flops_per_s",
                       "runtime_overhead"});

@@ -1,7 +1,10 @@
 #include "planner/validation/validation_case.hpp"
 
+#include <cmath>
+
 #include "planner/config/input_error.hpp"
 #include "planner/config/json_reader.hpp"
+#include "planner/config/loaders.hpp"
 #include "planner/config/size_bounds.hpp"
 
 namespace meshplan {
@@ -55,6 +58,35 @@ ModelSpec read_model(StrictObject o, const std::string& framework, const std::st
   return m;
 }
 
+/// Errors about one case's field: "<file>: $.cases[3].measured.mfu (case "id"): <message>".
+[[noreturn]] void fail_case(const std::string& file, std::size_t index, const std::string& id,
+                            const std::string& field, const std::string& message) {
+  throw InputError(file + ": $.cases[" + std::to_string(index) + "]." + field + " (case \"" +
+                   id + "\"): " + message);
+}
+
+/// A measured number of `measured` (object `raw`) under `key`: null, or a finite number in
+/// (lo, hi] (lo_closed: [lo, hi]), whole when `whole`; `expected` states the range with its
+/// unit. The bounds keep every error validate computes finite (a peak_memory_bytes of 1e-300
+/// printed "+inf%").
+std::optional<double> measured_number(const nlohmann::json& raw, const std::string& key,
+                                      double lo, bool lo_closed, double hi, bool whole,
+                                      const std::string& expected, const std::string& file,
+                                      std::size_t index, const std::string& id) {
+  if (!raw.contains(key)) {
+    fail_case(file, index, id, "measured." + key, "missing; expected " + expected + ", or null");
+  }
+  const nlohmann::json& v = raw.at(key);
+  if (v.is_null()) return std::nullopt;
+  const double d = v.is_number() ? v.get<double>() : std::nan("");
+  if (!v.is_number() || !((lo_closed ? d >= lo : d > lo) && d <= hi) ||
+      (whole && std::floor(d) != d)) {
+    fail_case(file, index, id, "measured." + key,
+              "must be " + expected + ", or null, got " + describe_json(v));
+  }
+  return d;
+}
+
 ValidationCase read_case(const nlohmann::json& json, const std::string& file, std::size_t index) {
   StrictObject o(json, file, "$.cases[" + std::to_string(index) + "]",
                  {"id", "source", "confidence", "model", "hardware", "layout", "training",
@@ -86,6 +118,15 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
   c.gpu = hardware.string("gpu");
   c.num_gpus = hardware.positive_int("num_gpus", kMaxGpus);
   c.gpus_per_node = hardware.positive_int("gpus_per_node", kMaxWidth);
+  if (c.num_gpus > c.gpus_per_node && c.num_gpus % c.gpus_per_node != 0) {
+    // As `meshplan plan --gpus` refuses it: whole nodes beyond one.
+    const std::int64_t g = c.gpus_per_node;
+    fail_case(file, index, c.id, "hardware.num_gpus",
+              std::to_string(c.num_gpus) + " GPUs: beyond one node the GPU count must be a "
+              "multiple of hardware.gpus_per_node (" + std::to_string(g) + "); nearest: " +
+                  std::to_string(c.num_gpus / g * g) + " or " +
+                  std::to_string((c.num_gpus / g + 1) * g) + ", or correct gpus_per_node");
+  }
   c.scale_out_gbps_per_gpu = hardware.positive_number_or_null("scale_out_gbps_per_gpu");
   hardware.choice_or_null("scale_out", {"infiniband", "roce", "omnipath", "tpu-ici"});
 
@@ -182,13 +223,27 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
   StrictObject measured = o.object(
       "measured", {"step_time_s", "tokens_per_s_per_gpu", "tflops_per_gpu", "flops_definition",
                    "mfu", "peak_memory_bytes", "memory_metric", "oom"});
-  c.step_time_s = measured.positive_number_or_null("step_time_s");
-  c.tokens_per_s_per_gpu = measured.positive_number_or_null("tokens_per_s_per_gpu");
-  c.tflops_per_gpu = measured.positive_number_or_null("tflops_per_gpu");
+  const nlohmann::json& raw = json.at("measured");
+  const auto number = [&](const char* key, double lo, bool lo_closed, double hi, bool whole,
+                          const std::string& expected) {
+    return measured_number(raw, key, lo, lo_closed, hi, whole, expected, file, index, c.id);
+  };
+  // Bounds far beyond any run (the data: 1.1 to 256 s, 16 to 23406 tokens/s, 135 to 888
+  // TFLOP/s, MFU 0.41 to 0.71, 62 to 85 GiB) that keep every error (predicted - measured) /
+  // measured finite: a measured value of 1e-320 made it infinite.
+  c.step_time_s = number("step_time_s", 1e-6, true, 1e6, false,
+                         "a number of seconds per step from 1e-6 to 1e6");
+  c.tokens_per_s_per_gpu = number("tokens_per_s_per_gpu", 1e-3, true, 1e8, false,
+                                  "a number of tokens/s per GPU from 1e-3 to 1e8");
+  c.tflops_per_gpu = number("tflops_per_gpu", 1e-3, true, 1e5, false,
+                            "a number of TFLOP/s per GPU from 1e-3 to 1e5");
   c.flops_definition = measured.choice(
       "flops_definition", {"model", "hardware-with-recompute", "model-causal-half", "unknown"});
-  c.mfu = measured.positive_number_or_null("mfu");
-  c.peak_memory_bytes = measured.positive_number_or_null("peak_memory_bytes");
+  c.mfu = number("mfu", 1e-6, true, 1, false,
+                 "a fraction of the dense peak from 1e-6 to 1 (0.5 for 50%)");
+  c.peak_memory_bytes = number("peak_memory_bytes", 1048576.0, true, 1125899906842624.0, true,
+                               "a whole number of bytes from 1048576 (2^20) to 1125899906842624 "
+                               "(2^50)");
   c.oom = measured.boolean_or_null("oom");
   c.memory_metric = measured.string_or_null("memory_metric").value_or("");
   return c;
@@ -209,6 +264,18 @@ std::vector<ValidationCase> load_validation_file(const std::string& path) {
 
 std::vector<ValidationCase> validation_cases_from_json(const nlohmann::json& json,
                                                        const std::string& path) {
+  // A file of another kind (a model, a plan, a Hugging Face config.json) is named as such, not
+  // as a list of unknown keys ("$.description: unknown key").
+  check_file_kind(json, path, "meshplan-validation/1",
+                  "meshplan-validation/1 files (published training runs, as in "
+                  "../shared/data/validation/SCHEMA.md)",
+                  "meshplan validate");
+  if (json.is_object() && !json.contains("schema") && !json.contains("cases")) {
+    throw InputError(path + ": $.schema: missing, and so is \"cases\": this is not a "
+                     "meshplan-validation/1 file; meshplan validate expects "
+                     "{\"schema\": \"meshplan-validation/1\", \"cases\": [...]} (published "
+                     "training runs, as in ../shared/data/validation/SCHEMA.md)");
+  }
   StrictObject top(json, path, "$", {"schema", "cases"});
   const std::string schema = top.string("schema");
   if (schema != "meshplan-validation/1") {

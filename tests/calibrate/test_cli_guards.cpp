@@ -65,6 +65,25 @@ TEST_CASE("calibrate: an empty --base-profile, --gpu, --model or --name is refus
             .code == -1);
 }
 
+TEST_CASE("calibrate: --watchdog-s refuses NaN, infinity and values out of range",
+          "[calibrate][cli]") {
+  // NaN passed CLI::Range (every comparison with NaN is false) and became "watchdog
+  // -2147483648 s per step" and an abort later.
+  for (const char* bad : {"nan", "NaN", "inf", "0.05", "1e7", "1e400", "0x10", ""}) {
+    INFO(bad);
+    const Parsed p = parse({"--backend", "cpu", "--smoke", "--watchdog-s", bad});
+    CHECK(p.code == kInputErrorExitCode);
+    CHECK(p.out.empty());
+    CHECK(p.err == "meshplan-calibrate: error: --watchdog-s: must be a number from 0.1 to "
+                   "1000000, got \"" + std::string(bad) +
+                       "\"\nRun with --help for the flags and their units.\n");
+  }
+  for (const char* good : {"0.1", "2", "300", "1e6"}) {
+    INFO(good);
+    CHECK(parse({"--backend", "cpu", "--smoke", "--watchdog-s", good}).code == -1);
+  }
+}
+
 TEST_CASE("calibrate: model GEMMs larger than half the memory are refused before allocating",
           "[calibrate][memory]") {
   // llama2-7b: hidden h 4096, vocabulary V 32000 (not padded), SwiGLU MLP 11008 (up 22016).

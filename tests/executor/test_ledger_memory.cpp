@@ -69,3 +69,48 @@ TEST_CASE("executor: buffers are carved from the ledger, scratch only where none
   CHECK(memory.scratch_names()[0] == "c (800 bytes)");
   CHECK_THROWS_AS(memory.take(-1, {MemoryCategory::kWeights}, "d"), std::invalid_argument);
 }
+
+TEST_CASE("executor: a stage ledger larger than the memory its ranks share is refused before "
+          "allocating", "[executor][memory]") {
+  // Stage 1: 3 GiB of weights and 1 GiB of optimizer state = 4 GiB allocated (the 1e9-byte
+  // CUDA context line is runtime overhead, not allocated); stage 0: 1 GiB.
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  MemoryLedger m;
+  m.stages.resize(2);
+  m.stages[0].entries = {{"weights", MemoryCategory::kWeights, "-", "bf16", 1, 1 * kGiB, "-"}};
+  m.stages[1].entries = {{"weights", MemoryCategory::kWeights, "-", "bf16", 1, 3 * kGiB, "-"},
+                         {"cuda_context", MemoryCategory::kRuntimeOverhead, "-", "-", 1, 1e9, "-"},
+                         {"adam", MemoryCategory::kOptimizer, "-", "fp32", 1, 1 * kGiB, "-"}};
+  const std::string host = "host node7's available memory (MemAvailable in /proc/meminfo)";
+  // One rank on 4 GiB: fits exactly; on 3.5 GiB: not.
+  CHECK(stage_memory_problem(m, 1, 4 * kGiB, 1, host, "plan.json").empty());
+  CHECK(stage_memory_problem(m, 1, 3.5 * kGiB, 1, host, "plan.json") ==
+        "plan.json: stage 1's ledger needs 4.0 GiB per rank (without its runtime overhead "
+        "lines, as meshplan-run allocates it), but host node7's available memory (MemAvailable "
+        "in /proc/meminfo) is 3.5 GiB; run the plan where each rank has 4.0 GiB, or plan for "
+        "this machine's memory (meshplan plan ... with a GPU file of its size)");
+  // Two ranks of the host share 7 GiB: 3.5 GiB each, less than stage 1's 4 GiB, more than
+  // stage 0's 1 GiB. (The tester's case: llama3-8b tp2 needs 74.9 GiB per rank on a 23 GiB host.)
+  CHECK(stage_memory_problem(m, 0, 7 * kGiB, 2, host, "plan.json").empty());
+  CHECK(stage_memory_problem(m, 1, 7 * kGiB, 2, host, "plan.json") ==
+        "plan.json: stage 1's ledger needs 4.0 GiB per rank (without its runtime overhead "
+        "lines, as meshplan-run allocates it), but host node7's available memory (MemAvailable "
+        "in /proc/meminfo) is 7.0 GiB for its 2 ranks of this job: 3.5 GiB each; run the plan "
+        "where each rank has 4.0 GiB, or plan for this machine's memory (meshplan plan ... with "
+        "a GPU file of its size)");
+  // A GPU rank has its device: ranks_sharing 1 (0 is read as 1).
+  CHECK_THAT(stage_memory_problem(m, 1, 2 * kGiB, 0, "GPU 0's free memory (cudaMemGetInfo)",
+                                  "p.json"),
+             Catch::Contains("but GPU 0's free memory (cudaMemGetInfo) is 2.0 GiB; run"));
+}
+
+TEST_CASE("executor: MemAvailable is read from /proc/meminfo in KiB", "[executor][memory]") {
+  CHECK(mem_available_bytes("MemTotal:       24576000 kB\nMemFree:        20000000 kB\n"
+                            "MemAvailable:   22617880 kB\nBuffers: 1 kB\n") ==
+        22617880.0 * 1024);
+  CHECK_FALSE(mem_available_bytes("MemTotal:       24576000 kB\nMemFree: 1 kB\n").has_value());
+  // This machine's: a positive number of bytes, whichever source it came from.
+  std::string source;
+  CHECK(host_available_memory_bytes(&source) > 0);
+  CHECK((source == "MemAvailable in /proc/meminfo" || source == "free pages, sysconf"));
+}

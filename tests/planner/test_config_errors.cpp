@@ -135,7 +135,8 @@ TEST_CASE("GPU files: a nested field's path and a missing source", "[errors]") {
   const test::CliResult r = test::run({"ledger", "--params", "7e9", "--gpu", file});
   CHECK(r.exit_code == 2);
   CHECK(r.out.empty());
-  CHECK_THAT(r.err, Catch::Contains(file + ": $.peak_flops_per_s.bf16: must be a positive number"));
+  CHECK_THAT(r.err, Catch::Contains(file + ": $.peak_flops_per_s.bf16: must be a number of "
+                                           "FLOP/s from 1e9 to 1e18"));
 
   std::string nosource = gpu;
   const std::size_t at = nosource.find("\"runtime_overhead\": \"");

@@ -1,0 +1,406 @@
+// Numbers that parse but describe nothing real are refused where they are read, with the file,
+// the JSON path (or the flag), what is wrong and what would be right, and exit code 2 — not
+// carried into a result that is infinite ("inf years"), blamed on another file ("profile h100
+// ... non-finite step time") or silently changed ("16,,16" read as 16,16). Each expected message
+// is spelled out in full.
+#include <catch2/catch.hpp>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "planner/cli/options.hpp"
+#include "planner/config/input_error.hpp"
+#include "planner/config/loaders.hpp"
+#include "tests/support/cli_runner.hpp"
+
+using namespace meshplan;
+
+namespace {
+
+/// Runs `args`; checks exit code 2, nothing on stdout and exactly `err` on stderr.
+void expect_exact_error(const std::vector<std::string>& args, const std::string& err) {
+  const test::CliResult r = test::run(args);
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.empty());
+  CHECK(r.err == err);
+}
+
+/// The parse-error form of the meshplan CLI: "meshplan: error: <message>" and the --help hint.
+std::string parse_error(const std::string& message) {
+  return "meshplan: error: " + message + "\nRun with --help for the flags and their units.\n";
+}
+
+}  // namespace
+
+TEST_CASE("ledger --mfu is a fraction from 1e-6 to 1, so the time to train stays finite",
+          "[bounds][cli]") {
+  // --mfu 1e-300 printed "inf years (inf s)" and JSON null with exit code 0.
+  for (const char* bad : {"1e-300", "0", "5e-7", "1.5", "nan", "inf"}) {
+    INFO(bad);
+    expect_exact_error({"ledger", "--params", "7e9", "--tokens", "1e12", "--gpus", "8", "--mfu",
+                        bad},
+                       parse_error("--mfu: must be a number from 1e-6 to 1, got \"" +
+                                   std::string(bad) + "\""));
+  }
+  // The smallest accepted: 6 x 7e9 x 1e12 FLOP / (8 x 989.4e12 FLOP/s x 1e-6) = 5.31e12 s,
+  // finite.
+  const test::CliResult r = test::run(
+      {"ledger", "--params", "7e9", "--tokens", "1e12", "--gpus", "8", "--mfu", "1e-6", "--json"});
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  CHECK(j["time_to_train_s"].get<double>() == Approx(6 * 7e9 * 1e12 / (8 * 989.4e12 * 1e-6)));
+}
+
+TEST_CASE("ledger: --stage-layers refuses an empty item instead of dropping it", "[bounds][cli]") {
+  const std::string expected =
+      "; expected layers per pipeline stage as whole numbers from 1 to 16777216 separated by "
+      "single commas, e.g. 16,16";
+  expect_exact_error({"ledger", "--model", "llama3-8b", "--pp", "2", "--stage-layers", "16,,16"},
+                     parse_error("--stage-layers: item 2 of 3 in \"16,,16\" is empty" + expected));
+  expect_exact_error({"ledger", "--model", "llama3-8b", "--pp", "2", "--stage-layers", "16,16,"},
+                     parse_error("--stage-layers: item 3 of 3 in \"16,16,\" is empty" + expected));
+  expect_exact_error({"ledger", "--model", "llama3-8b", "--pp", "2", "--stage-layers", ",16,16"},
+                     parse_error("--stage-layers: item 1 of 3 in \",16,16\" is empty" + expected));
+  expect_exact_error({"ledger", "--model", "llama3-8b", "--pp", "2", "--stage-layers", "16,x"},
+                     parse_error("--stage-layers: item 2 of 2 in \"16,x\" is \"x\"" + expected));
+  expect_exact_error({"ledger", "--model", "llama3-8b", "--pp", "2", "--stage-layers", "16,0"},
+                     parse_error("--stage-layers: item 2 of 2 in \"16,0\" is \"0\"" + expected));
+  // Well-formed lists still parse, comma-separated or as separate arguments.
+  for (const std::vector<std::string>& list : {std::vector<std::string>{"12,20"},
+                                               std::vector<std::string>{"12", "20"}}) {
+    std::vector<std::string> args = {"ledger", "--model", "llama3-8b", "--pp", "2", "--json",
+                                     "--stage-layers"};
+    args.insert(args.end(), list.begin(), list.end());
+    const test::CliResult r = test::run(args);
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    REQUIRE(j["stages"].size() == 2);
+    CHECK(j["stages"][0]["layers"] == 12);
+    CHECK(j["stages"][1]["layers"] == 20);
+  }
+  CHECK(split_stage_layers("16,,16") == std::vector<std::string>{"16", "", "16"});
+  CHECK(stage_layers_problem("1,2,2,3").empty());
+}
+
+TEST_CASE("plan's pins that leave no layout name the flag that makes it impossible",
+          "[bounds][plan]") {
+  PlanPinFlags dp3;
+  dp3.dp = 3;
+  CHECK(plan_pins_problem(dp3, 8, 512, true) ==
+        "--dp 3: dp x tp x pp x cp must equal --gpus 8, and it does not divide 8; pin a divisor "
+        "of 8: 1, 2, 4 or 8");
+  PlanPinFlags two;
+  two.tp = 4;
+  two.pp = 4;
+  CHECK(plan_pins_problem(two, 8, 512, true) ==
+        "--tp 4 x --pp 4 = more than 8: dp x tp x pp x cp must equal --gpus 8, and their product "
+        "does not divide 8; pin degrees whose product divides 8: 1, 2, 4 or 8");
+  PlanPinFlags four;
+  four.dp = 1;
+  four.tp = 2;
+  four.pp = 1;
+  four.cp = 1;
+  CHECK(plan_pins_problem(four, 8, 512, true) ==
+        "--dp 1 x --tp 2 x --pp 1 x --cp 1 = 2: dp x tp x pp x cp must equal --gpus 8; leave one "
+        "of them to the search, or pin them to multiply into 8");
+  PlanPinFlags mbs;
+  mbs.mbs = 64;
+  CHECK(plan_pins_problem(mbs, 8, 8, true) ==
+        "--mbs 64: does not divide the global batch of 8 sequences (--gbs 8): every "
+        "data-parallel replica takes whole micro-batches of mbs sequences; pin a divisor of 8: "
+        "1, 2, 4 or 8");
+  PlanPinFlags dp_mbs;
+  dp_mbs.dp = 4;
+  dp_mbs.mbs = 4;
+  CHECK(plan_pins_problem(dp_mbs, 8, 24, false) ==
+        "--dp 4 x --mbs 4 = 16: does not divide the global batch of 24 sequences (the default, "
+        "about 4M tokens; set --gbs): each of the dp replicas takes the same whole number of "
+        "micro-batches; give a --gbs that is a multiple of 16");
+  // Pins that leave layouts: nothing to say.
+  PlanPinFlags fine;
+  fine.tp = 2;
+  fine.mbs = 2;
+  CHECK(plan_pins_problem(fine, 8, 512, true).empty());
+  CHECK(plan_pins_problem(PlanPinFlags{}, 8, 512, true).empty());
+}
+
+namespace {
+
+/// configs/gpus/h100-sxm.json with `change` applied, written to a temp file `name`.
+std::string changed_gpu(const std::string& name, const std::function<void(nlohmann::json&)>& change) {
+  nlohmann::json gpu = nlohmann::json::parse(test::read_config("gpus/h100-sxm.json"));
+  change(gpu);
+  return test::write_temp_file(name, gpu.dump(2));
+}
+
+}  // namespace
+
+TEST_CASE("GPU files: every number has bounds with its unit, and the GPU file is blamed",
+          "[bounds][gpu]") {
+  struct Case {
+    const char* name;
+    std::function<void(nlohmann::json&)> change;
+    std::string path_and_message;
+  };
+  const std::string peak =
+      "must be a number of FLOP/s from 1e9 to 1e18 (a dense peak), or null where the GPU has no "
+      "such tensor cores, got ";
+  const std::string memory =
+      "$.memory_bytes: must be a whole number of bytes from 1048576 (2^20) to 1125899906842624 "
+      "(2^50), as nvidia-smi's total MiB x 2^20, got ";
+  const std::vector<Case> cases = {
+      // A peak of 1e-300 FLOP/s loaded, and the step time's overflow then blamed the profile.
+      {"gpu-bf16-tiny.json", [](nlohmann::json& g) { g["peak_flops_per_s"]["bf16"] = 1e-300; },
+       "$.peak_flops_per_s.bf16: " + peak + "1e-300"},
+      {"gpu-fp8-huge.json", [](nlohmann::json& g) { g["peak_flops_per_s"]["fp8"] = 1e19; },
+       "$.peak_flops_per_s.fp8: " + peak + "1e+19"},
+      {"gpu-hbm-tiny.json", [](nlohmann::json& g) { g["hbm_bandwidth_bytes_per_s"] = 1e-300; },
+       "$.hbm_bandwidth_bytes_per_s: must be a number of bytes/s from 1e9 to 1e15 (the "
+       "datasheet's HBM bandwidth), got 1e-300"},
+      {"gpu-memory-huge.json", [](nlohmann::json& g) { g["memory_bytes"] = 1e300; },
+       memory + "1e+300"},
+      {"gpu-memory-half.json", [](nlohmann::json& g) { g["memory_bytes"] = 85520809984.5; },
+       memory + "85520809984.5"},
+      {"gpu-memory-small.json", [](nlohmann::json& g) { g["memory_bytes"] = 1024; },
+       memory + "1024"},
+      {"gpu-context-half.json",
+       [](nlohmann::json& g) { g["runtime_overhead"]["cuda_context_bytes"] = 0.5; },
+       "$.runtime_overhead.cuda_context_bytes: must be a whole number of bytes from 0 to "
+       "1099511627776 (2^40), got 0.5"},
+      {"gpu-fragmentation-one.json",
+       [](nlohmann::json& g) { g["runtime_overhead"]["allocator_fragmentation_fraction"] = 1; },
+       "$.runtime_overhead.allocator_fragmentation_fraction: must be a number in [0, 1), got 1"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.name);
+    const std::string file = changed_gpu(c.name, c.change);
+    expect_exact_error({"ledger", "--params", "7e9", "--gpu", file},
+                       "meshplan: error: " + file + ": " + c.path_and_message + "\n");
+  }
+  // The presets are inside the bounds, and a null peak (no fp8 on an A100) is still accepted.
+  for (const char* preset : {"a100-40g", "a100-80g", "b200", "gb200", "h100-96g", "h100-pcie",
+                             "h100-sxm", "h200", "v100-32g"}) {
+    INFO(preset);
+    CHECK_NOTHROW(load_gpu(preset));
+  }
+  const std::string bounds = changed_gpu("gpu-at-bounds.json", [](nlohmann::json& g) {
+    g["memory_bytes"] = 1048576;
+    g["hbm_bandwidth_bytes_per_s"] = 1e15;
+    g["peak_flops_per_s"]["fp32"] = 1e9;
+    g["peak_flops_per_s"]["fp8"] = nullptr;
+    g["runtime_overhead"]["cuda_context_bytes"] = 0;
+  });
+  CHECK(load_gpu(bounds).memory_bytes == 1048576);
+}
+
+TEST_CASE("profile curve points: bytes is a whole number of at least 1", "[bounds][profile]") {
+  nlohmann::json profile = nlohmann::json::parse(test::read_config("profiles/h100.json"));
+  REQUIRE(!profile["collectives"].empty());
+  for (const double bytes : {0.5, 0.0, 1024.25}) {
+    INFO(bytes);
+    profile["collectives"][0]["points"] =
+        nlohmann::json::array({{{"bytes", bytes}, {"busbw_bytes_per_s", 1e9}}});
+    const std::string file = test::write_temp_file("points-bytes.json", profile.dump(2));
+    expect_exact_error(
+        {"estimate", "--model", "llama3-8b", "--tp", "8", "--profile", file},
+        "meshplan: error: " + file +
+            ": $.collectives[0].points[0].bytes: must be a whole number of bytes from 1 to "
+            "1125899906842624 (2^50), the message size of the measurement, got " +
+            nlohmann::json(bytes).dump() + "\n");
+  }
+}
+
+TEST_CASE("a Hugging Face config.json without model_type says what to add", "[bounds][hf]") {
+  nlohmann::json config = nlohmann::json::parse(R"({
+    "architectures": ["MistralForCausalLM"], "hidden_size": 4096, "intermediate_size": 14336,
+    "max_position_embeddings": 32768, "num_attention_heads": 32, "num_hidden_layers": 32,
+    "num_key_value_heads": 8, "sliding_window": 4096, "vocab_size": 32000,
+    "transformers_version": "4.34.0"})");
+  const std::string file = test::write_temp_file("mistral-no-type.json", config.dump(2));
+  // It was "$.architectures: unknown key" (read as a meshplan-model/1 file).
+  expect_exact_error(
+      {"ledger", "--model", file},
+      "meshplan: error: " + file +
+          ": $.model_type: missing; this looks like a Hugging Face config.json "
+          "(\"architectures\": [\"MistralForCausalLM\"]), and meshplan reads the architecture "
+          "from model_type: add \"model_type\": \"mistral\" (one of \"llama\", \"mistral\", "
+          "\"qwen2\", \"gpt2\"), as transformers writes it (or write a meshplan-model/1 file, "
+          "see configs/README.md)\n");
+  config["architectures"] = {"FalconForCausalLM"};
+  const std::string falcon = test::write_temp_file("falcon-no-type.json", config.dump(2));
+  CHECK_THROWS_WITH(load_model(falcon),
+                    Catch::Contains("add \"model_type\": one of \"llama\", \"mistral\", "
+                                    "\"qwen2\", \"gpt2\", as transformers writes it"));
+  // Given to a flag that wants another kind of file, it is named as a model.
+  CHECK_THROWS_WITH(load_gpu(file, "--gpu"),
+                    file + ": $.schema: missing, and \"architectures\" is there: this is a "
+                           "Hugging Face config.json (a model); --gpu expects a meshplan-gpu/1 "
+                           "file");
+}
+
+TEST_CASE("a Hugging Face sliding window shorter than the sequence gets a note",
+          "[bounds][hf]") {
+  nlohmann::json config = nlohmann::json::parse(R"({
+    "model_type": "mistral", "architectures": ["MistralForCausalLM"], "hidden_size": 4096,
+    "intermediate_size": 14336, "max_position_embeddings": 32768, "num_attention_heads": 32,
+    "num_hidden_layers": 32, "num_key_value_heads": 8, "sliding_window": 4096,
+    "vocab_size": 32000})");
+  const std::string file = test::write_temp_file("mistral-7b-v0.1.json", config.dump(2));
+  std::vector<std::string> notes;
+  const ModelSpec m = load_model(file, "--model", &notes);
+  CHECK(m.seq_length == 32768);
+  REQUIRE(notes.size() == 1);
+  CHECK(notes[0] == file +
+                        ": sliding_window 4096 is smaller than the sequence length 32768 "
+                        "(max_position_embeddings): attention is costed as full causal "
+                        "attention over the whole sequence, not over a 4096-token window, so "
+                        "beyond 4096 tokens its FLOPs and time are overestimated");
+  // No note: a window of the whole sequence, none (null: Mistral v0.2 on), or Qwen2's window
+  // without use_sliding_window true (its default, and its released configs').
+  const auto notes_of = [](const nlohmann::json& c, const std::string& name) {
+    std::vector<std::string> n;
+    load_model(test::write_temp_file(name, c.dump(2)), "--model", &n);
+    return n;
+  };
+  config["sliding_window"] = 32768;
+  CHECK(notes_of(config, "mistral-full-window.json").empty());
+  config["sliding_window"] = nullptr;
+  CHECK(notes_of(config, "mistral-v0.2.json").empty());
+  config["model_type"] = "qwen2";
+  config["sliding_window"] = 4096;
+  CHECK(notes_of(config, "qwen2-window-off.json").empty());
+  config["use_sliding_window"] = false;
+  CHECK(notes_of(config, "qwen2-window-false.json").empty());
+  config["use_sliding_window"] = true;
+  CHECK(notes_of(config, "qwen2-window-on.json").size() == 1);
+  // A window that is not a positive integer is refused at its path.
+  config["sliding_window"] = "4k";
+  const std::string bad = test::write_temp_file("qwen2-window-text.json", config.dump(2));
+  CHECK_THROWS_WITH(load_model(bad),
+                    bad + ": $.sliding_window: must be a positive integer (tokens each query "
+                          "attends back to) or null, got \"4k\"");
+}
+
+namespace {
+
+/// One published run (Korthikanti et al. 2022, GPT-22B on 8 A100s, tp 8) in the form of
+/// ../shared/data/validation, measured step time only.
+nlohmann::json validation_case() {
+  return nlohmann::json::parse(R"({
+    "id": "gpt22b", "source": "test", "confidence": "high",
+    "model": {"name": "GPT-22B", "num_layers": 48, "hidden_size": 6144,
+              "num_attention_heads": 64, "num_kv_heads": 64, "ffn_hidden_size": 24576,
+              "ffn_type": "gelu", "vocab_size": 51200, "seq_length": 2048,
+              "tied_embeddings": true, "position_embedding": "learned", "num_experts": null,
+              "moe_top_k": null, "moe_ffn_hidden_size": null, "params_reported": 22000000000},
+    "hardware": {"gpu": "a100-80g", "num_gpus": 8, "gpus_per_node": 8,
+                 "scale_out_gbps_per_gpu": 200, "scale_out": "infiniband"},
+    "layout": {"dp": 1, "tp": 8, "pp": 1, "vpp": null, "cp": 1, "ep": null, "sp": false,
+               "zero": 0, "mbs": 4, "gbs": 4, "recompute": "full"},
+    "training": {"precision": "fp16", "framework": "megatron", "flash_attention": null},
+    "measured": {"step_time_s": 1.42, "tokens_per_s_per_gpu": null, "tflops_per_gpu": null,
+                 "flops_definition": "unknown", "mfu": null, "peak_memory_bytes": null,
+                 "memory_metric": null, "oom": null},
+    "inferred": [], "notes": ""})");
+}
+
+/// A meshplan-validation/1 file of `cases`, written to a temp file `name`.
+std::string validation_file(const std::string& name, const std::vector<nlohmann::json>& cases) {
+  nlohmann::json file = {{"schema", "meshplan-validation/1"}};
+  file["cases"] = cases;
+  return test::write_temp_file(name, file.dump(2));
+}
+
+}  // namespace
+
+TEST_CASE("validate: measured values out of range name the file, case id and JSON path",
+          "[bounds][validate]") {
+  // The case as it is validates (exit code 0).
+  const test::CliResult ok = test::run({"validate", validation_file("v-ok.json", {validation_case()})});
+  INFO(ok.err);
+  REQUIRE(ok.exit_code == 0);
+
+  struct Case {
+    const char* key;
+    nlohmann::json value;
+    std::string expected;
+  };
+  const std::string memory =
+      "a whole number of bytes from 1048576 (2^20) to 1125899906842624 (2^50), or null";
+  const std::vector<Case> cases = {
+      // 1e-300 bytes printed a "+inf%" MAPE; an MFU of 5 is 500% of the peak.
+      {"peak_memory_bytes", 1e-300, memory + ", got 1e-300"},
+      {"peak_memory_bytes", 68719476736.5, memory + ", got 68719476736.5"},
+      {"mfu", 5, "a fraction of the dense peak from 1e-6 to 1 (0.5 for 50%), or null, got 5"},
+      {"mfu", 0, "a fraction of the dense peak from 1e-6 to 1 (0.5 for 50%), or null, got 0"},
+      // A denormal is > 0, but (predicted - measured) / measured overflows to infinity.
+      {"mfu", 1e-320,
+       "a fraction of the dense peak from 1e-6 to 1 (0.5 for 50%), or null, got 1e-320"},
+      {"step_time_s", 1e-320,
+       "a number of seconds per step from 1e-6 to 1e6, or null, got 1e-320"},
+      {"step_time_s", 1e7,
+       "a number of seconds per step from 1e-6 to 1e6, or null, got 10000000.0"},
+      {"tflops_per_gpu", 1e300,
+       "a number of TFLOP/s per GPU from 1e-3 to 1e5, or null, got 1e+300"},
+      {"tokens_per_s_per_gpu", -3,
+       "a number of tokens/s per GPU from 1e-3 to 1e8, or null, got -3"},
+      {"tokens_per_s_per_gpu", "fast",
+       "a number of tokens/s per GPU from 1e-3 to 1e8, or null, got \"fast\""},
+  };
+  for (const Case& c : cases) {
+    INFO(c.key << " " << c.value.dump());
+    nlohmann::json good = validation_case(), bad = validation_case();
+    good["id"] = "gpt22b-ok";
+    bad["measured"][c.key] = c.value;
+    const std::string file = validation_file("v-measured.json", {good, bad});
+    expect_exact_error({"validate", file}, "meshplan: error: " + file + ": $.cases[1].measured." +
+                                               c.key + " (case \"gpt22b\"): must be " +
+                                               c.expected + "\n");
+  }
+}
+
+TEST_CASE("validate: a GPU count that is not whole nodes is refused, as plan refuses it",
+          "[bounds][validate]") {
+  nlohmann::json bad = validation_case();
+  bad["hardware"]["gpus_per_node"] = 3;
+  const std::string file = validation_file("v-per-node.json", {bad});
+  expect_exact_error({"validate", file},
+                     "meshplan: error: " + file +
+                         ": $.cases[0].hardware.num_gpus (case \"gpt22b\"): 8 GPUs: beyond one "
+                         "node the GPU count must be a multiple of hardware.gpus_per_node (3); "
+                         "nearest: 6 or 9, or correct gpus_per_node\n");
+  // Less than a node is fine: 8 GPUs of a 16-GPU node.
+  bad["hardware"]["gpus_per_node"] = 16;
+  CHECK(test::run({"validate", validation_file("v-part-node.json", {bad})}).exit_code == 0);
+}
+
+TEST_CASE("validate: a file of another kind is named by what it is", "[bounds][validate]") {
+  // A model file was "$.description: unknown key".
+  const std::string model = test::write_temp_file("v-model.json",
+                                                  test::read_config("models/llama3-8b.json"));
+  expect_exact_error({"validate", model},
+                     "meshplan: error: " + model +
+                         ": $.schema: is \"meshplan-model/1\"; expected "
+                         "\"meshplan-validation/1\": this is a model file; meshplan validate "
+                         "expects meshplan-validation/1 files (published training runs, as in "
+                         "../shared/data/validation/SCHEMA.md)\n");
+  const std::string hf = test::data_file("hf/llama3-8b/config.json");
+  expect_exact_error({"validate", hf},
+                     "meshplan: error: " + hf +
+                         ": $.schema: missing, and \"model_type\" is there: this is a Hugging "
+                         "Face config.json (a model); meshplan validate expects "
+                         "meshplan-validation/1 files (published training runs, as in "
+                         "../shared/data/validation/SCHEMA.md)\n");
+  const std::string other = test::write_temp_file("v-other.json", R"({"runs": []})");
+  expect_exact_error({"validate", other},
+                     "meshplan: error: " + other +
+                         ": $.schema: missing, and so is \"cases\": this is not a "
+                         "meshplan-validation/1 file; meshplan validate expects {\"schema\": "
+                         "\"meshplan-validation/1\", \"cases\": [...]} (published training "
+                         "runs, as in ../shared/data/validation/SCHEMA.md)\n");
+}
