@@ -130,7 +130,7 @@ CommandAction add_estimate_command(CLI::App& app) {
       label = profile_label(plan.profile, "", "the profile in --plan " + o->plan);
     } else {
       if (o->model.empty()) throw InputError("estimate: give --model or --plan");
-      const ModelSpec model = load_model(o->model, "--model");
+      const ModelSpec model = load_model(o->model, "--model", &notes);
       const ClusterSpec cluster = load_cluster(o->cluster, "--cluster");
       const Precision precision = require_precision(o->precision, cluster.gpu, notes);
       require_mfu_peak_flops(cluster.gpu, precision);

@@ -68,7 +68,7 @@ struct LedgerResult {
 LedgerResult compute(const LedgerOptions& o) {
   LedgerResult r;
   if (!o.model.empty()) {
-    r.model = load_model(o.model, "--model");
+    r.model = load_model(o.model, "--model", &r.notes);
     r.counts = count_params(*r.model);
     r.params = static_cast<double>(r.counts->total);
   } else {

@@ -119,7 +119,8 @@ CommandAction add_plan_command(CLI::App& app) {
                                           {PresetKind::kProfile, "--profile", o->profile}}));
       check_output_flag("--out", o->out);
     }
-    const ModelSpec model = load_model(o->model, "--model");
+    std::vector<std::string> notes;
+    const ModelSpec model = load_model(o->model, "--model", &notes);
     const ClusterSpec cluster = load_cluster(o->cluster, "--cluster");
     if (o->gpus > cluster.gpus_per_node && o->gpus % cluster.gpus_per_node != 0) {
       const std::int64_t g = cluster.gpus_per_node;
@@ -137,7 +138,6 @@ CommandAction add_plan_command(CLI::App& app) {
                        " GiB each, and the reserve is kept free of that; give less than " +
                        memory + " (default 1)");
     }
-    std::vector<std::string> notes;
     const Precision precision = require_precision(o->precision, cluster.gpu, notes);
     require_mfu_peak_flops(cluster.gpu, precision);
     TrainingSetup setup;
@@ -148,6 +148,11 @@ CommandAction add_plan_command(CLI::App& app) {
                       : cluster.gpu.flash_attention ? AttentionImpl::kFlash
                                                     : AttentionImpl::kEager;
     const std::int64_t gbs = o->gbs > 0 ? o->gbs : default_global_batch(setup.seq);
+    if (const std::string problem =
+            plan_pins_problem({o->dp, o->tp, o->pp, o->cp, o->mbs}, o->gpus, gbs, o->gbs > 0);
+        !problem.empty()) {
+      throw InputError(problem);
+    }
     const Profile profile = load_profile(
         o->profile.empty() ? default_profile_name(cluster.gpu) : o->profile, "--profile");
     note_profile_gpu(err, profile, cluster);

@@ -215,6 +215,16 @@ TEST_CASE("profile curve points: bytes is a whole number of at least 1", "[bound
   }
 }
 
+TEST_CASE("plan names the pin that leaves it no layout", "[bounds]") {
+  expect_exact_error({"plan", "--model", "llama3-8b", "--gpus", "8", "--dp", "3"},
+                     "meshplan: error: --dp 3: dp x tp x pp x cp must equal --gpus 8, and it does "
+                     "not divide 8; pin a divisor of 8: 1, 2, 4 or 8\n");
+  expect_exact_error({"plan", "--model", "llama3-8b", "--gpus", "8", "--mbs", "64", "--gbs", "8"},
+                     "meshplan: error: --mbs 64: does not divide the global batch of 8 sequences "
+                     "(--gbs 8): every data-parallel replica takes whole micro-batches of mbs "
+                     "sequences; pin a divisor of 8: 1, 2, 4 or 8\n");
+}
+
 TEST_CASE("a Hugging Face config.json without model_type says what to add", "[bounds][hf]") {
   nlohmann::json config = nlohmann::json::parse(R"({
     "architectures": ["MistralForCausalLM"], "hidden_size": 4096, "intermediate_size": 14336,
@@ -278,6 +288,16 @@ TEST_CASE("a Hugging Face sliding window shorter than the sequence gets a note",
   CHECK(notes_of(config, "qwen2-window-false.json").empty());
   config["use_sliding_window"] = true;
   CHECK(notes_of(config, "qwen2-window-on.json").size() == 1);
+  // The commands print it with their other notes: estimate and plan on stderr, ledger too.
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"estimate", "--model", file, "--gpus", "8", "--tp", "8"},
+        std::vector<std::string>{"plan", "--model", file, "--gpus", "8"},
+        std::vector<std::string>{"ledger", "--model", file}}) {
+    const test::CliResult r = test::run(args);
+    INFO(args.front() << ": " << r.err);
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.err + r.out, Catch::Contains("sliding_window 4096 is smaller than the sequence"));
+  }
   // A window that is not a positive integer is refused at its path.
   config["sliding_window"] = "4k";
   const std::string bad = test::write_temp_file("qwen2-window-text.json", config.dump(2));
