@@ -478,9 +478,25 @@ void note_profile_gpu(std::ostream& err, const Profile& profile, const ClusterSp
   const std::string gpu = cluster.gpu.name;
   const std::string note =
       profile_gpu_note(profile, gpu, "a cluster of " + gpu + " (" + cluster.name + ")");
-  if (note.empty()) return;
-  err << "note: " << note << "; give --profile with a profile of " << gpu
-      << " (meshplan presets profiles), or measure one with meshplan-calibrate\n";
+  if (!note.empty()) {
+    err << "note: " << note << "; give --profile with a profile of " << gpu
+        << " (meshplan presets profiles), or measure one with meshplan-calibrate\n";
+  }
+  // Rates measured on faster links than this cluster's: the cost model holds every collective
+  // to the cluster's line rate (costmodel/placement.hpp, tier_line_rate).
+  const auto slower_links = [&](const char* tier, double measured, double line,
+                                const std::string& link) {
+    if (!(line > 0) || !(measured > line)) return;
+    err << "note: profile " << profile.name << "'s " << tier << " busbw " << gb(measured)
+        << "/s is above " << cluster.name << "'s " << link << " line rate " << gb(line)
+        << "/s: collectives there are held to the line rate; measure this cluster's rates "
+           "with meshplan-calibrate\n";
+  };
+  slower_links("NVLink-tier", profile.links.nvlink.busbw_bytes_per_s,
+               cluster.intra_node_bandwidth_bytes_per_s_per_gpu,
+               "intra-node (" + cluster.intra_node_link + ")");
+  slower_links("per-NIC", profile.links.nic_busbw_bytes_per_s, cluster.nic_bandwidth_bytes_per_s,
+               "NIC (" + cluster.scale_out_fabric + ")");
 }
 
 namespace {

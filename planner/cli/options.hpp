@@ -158,7 +158,9 @@ std::string profile_gpu_note(const Profile& profile, const std::string& gpu,
                              const std::string& used_for);
 
 /// Prints "note: <profile_gpu_note>; give --profile with a profile of <GPU> ..." on `err` when
-/// `profile` is for another GPU than `cluster`'s (estimate, plan); nothing otherwise.
+/// `profile` is for another GPU than `cluster`'s (estimate, plan), and a note for each tier
+/// whose measured busbw is above the cluster's line rate ("... held to the line rate");
+/// nothing otherwise.
 void note_profile_gpu(std::ostream& err, const Profile& profile, const ClusterSpec& cluster);
 
 /// Throws InputError when a number estimate prints or writes is not finite (the step time,

@@ -147,6 +147,28 @@ TEST_CASE("an empty --profile is refused, not read as the default", "[guards][cl
   }
 }
 
+TEST_CASE("a profile measured on faster links than the cluster's gets a note", "[guards][cli]") {
+  // h100-pcie-eth: PCIe Gen5 at 64e9 bytes/s per GPU, 100 GbE NICs at 12.5e9; the h100
+  // profile measured 370e9 on NVLink and 46e9 per NDR NIC.
+  const test::CliResult r =
+      test::run({"estimate", "--model", "llama3-8b", "--cluster", "h100-pcie-eth", "--tp", "8",
+                 "--gbs", "8", "--profile", "h100", "--json"});
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.err, Catch::Contains(
+                        "note: profile h100's NVLink-tier busbw 370.0 GB/s is above "
+                        "h100-pcie-eth's intra-node (PCIe5) line rate 64.0 GB/s: collectives "
+                        "there are held to the line rate; measure this cluster's rates with "
+                        "meshplan-calibrate\n"));
+  CHECK_THAT(r.err, Catch::Contains("note: profile h100's per-NIC busbw 46.0 GB/s is above "
+                                    "h100-pcie-eth's NIC (ethernet) line rate 12.5 GB/s"));
+  // The shipped pairs measured their own links: no such note.
+  for (const char* cluster : {"dgx-a100", "dgx-h100", "dgx-h200"}) {
+    const test::CliResult own = test::run(
+        {"estimate", "--model", "llama3-8b", "--cluster", cluster, "--tp", "8", "--gbs", "8"});
+    CHECK_THAT(own.err, !Catch::Contains("line rate"));
+  }
+}
+
 TEST_CASE("a profile of another GPU is used with a note on stderr", "[guards][cli]") {
   // The a100 preset's "gpu" is a100-80g; dgx-h100's GPUs are h100-sxm.
   const std::string note =
