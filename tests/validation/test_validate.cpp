@@ -118,28 +118,28 @@ TEST_CASE("validate: issue 6's targets (met ones checked, the gap to the others 
   }
   CHECK(sixty_five_b_oom);
   if (r.overall.oom.predicted_fit_measured_oom > vt::kTargetOomMisclassified) {
-    WARN("issue 6 target not met: " << r.overall.oom.predicted_fit_measured_oom
+    WARN("validation target not met: " << r.overall.oom.predicted_fit_measured_oom
                                     << " OOM case(s) predicted to fit (see thresholds.hpp)");
   }
 
   // Not met yet: the model is optimistic by 10-50% depending on the source.
   for (const MetricSummary& m : r.overall.metrics) {
     if (is_time_metric(m.metric) && m.mape > vt::kTargetOverallTimeMape) {
-      WARN("issue 6 target not met: overall " << m.metric << " MAPE " << pct(m.mape) << " > "
+      WARN("validation target not met: overall " << m.metric << " MAPE " << pct(m.mape) << " > "
                                               << pct(vt::kTargetOverallTimeMape));
     }
   }
   for (const SourceSummary& s : r.sources) {
     for (const MetricSummary& m : s.metrics) {
       if (is_time_metric(m.metric) && m.mape > vt::kTargetSourceTimeMape) {
-        WARN("issue 6 target not met: " << s.source << " " << m.metric << " MAPE " << pct(m.mape)
+        WARN("validation target not met: " << s.source << " " << m.metric << " MAPE " << pct(m.mape)
                                         << " > " << pct(vt::kTargetSourceTimeMape) << " (worst "
                                         << m.worst_id << " " << pct(m.worst_error) << ")");
       }
     }
   }
   if (r.overall.oom.misclassified() > vt::kTargetOomMisclassified) {
-    WARN("issue 6 target not met: " << r.overall.oom.misclassified()
+    WARN("validation target not met: " << r.overall.oom.misclassified()
                                     << " OOM outcomes misclassified (runs that fit, predicted OOM)");
   }
 }
