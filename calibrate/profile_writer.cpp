@@ -205,6 +205,14 @@ BuiltProfile build_profile(const Records& records, const ProfileSettings& s) {
         "CPU backend: attention assumed to run at the fitted GEMM peak_efficiency "
         "(no FlashAttention kernel measured)";
   }
+  // The per-call ramp is a property of the GPU kernels; the CPU replay has none.
+  std::string flash_ramp_source = carried;
+  if (cpu) {
+    p.flash_attention_half_keys = 0;
+    flash_ramp_source =
+        "CPU backend: 0, no per-call ramp (the replay's attention is plain tiled GEMMs; the GPU "
+        "profiles' 300 is a FlashAttention kernel property)";
+  }
 
   // Memory bandwidth: STREAM copy.
   std::string hbm_source = carried;
@@ -327,6 +335,7 @@ BuiltProfile build_profile(const Records& records, const ProfileSettings& s) {
   built.profile_json["sources"] = {{"gemm", gemm_source},
                                    {"flash_attention_efficiency", flash_source},
                                    {"flash_attention2_efficiency", flash_source},
+                                   {"flash_attention_half_keys", flash_ramp_source},
                                    {"hbm_efficiency", hbm_source},
                                    {"comm_sm_fraction", comm_source},
                                    {"links", links_source}};

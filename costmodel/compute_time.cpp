@@ -57,7 +57,7 @@ double flash_attention_time_s(const DeviceRates& rates, double batch, double hea
   double flops = 4 * batch * heads * s_q * s_k * d * (causal ? 0.5 : 1.0);
   if (backward) flops *= 2.5;
   const double keys_per_call = std::min(s_q, s_k);
-  const double ramp = keys_per_call / (keys_per_call + kFlashAttentionHalfKeys);
+  const double ramp = keys_per_call / (keys_per_call + rates.flash_attention_half_keys);
   return flops / (rates.gemm_peak_flops_per_s * rates.flash_attention_efficiency * ramp);
 }
 

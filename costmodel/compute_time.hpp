@@ -30,6 +30,7 @@ struct DeviceRates {
   double hbm_bytes_per_s = 0;        ///< datasheet HBM bandwidth
   GemmModel gemm;
   double flash_attention_efficiency = 0.5;
+  double flash_attention_half_keys = 300;  ///< Profile::flash_attention_half_keys, keys
   double hbm_efficiency = 0.85;
 };
 
@@ -43,20 +44,11 @@ double gemm_time_s(const DeviceRates& rates, double m, double n, double k, doubl
 /// Seconds to move `bytes` through HBM.
 double memory_time_s(const DeviceRates& rates, double bytes);
 
-/// Keys per kernel call at which FlashAttention runs at half its plateau rate: its efficiency
-/// is the profile's flash_attention_efficiency x s / (s + kFlashAttentionHalfKeys), s the keys
-/// one call iterates over (each query tile pays a fixed prologue and epilogue: loading Q,
-/// rescaling and writing O, against a k-loop of s / 128 steps). Fitted to the forward +
-/// backward (1 : 2.5 FLOPs) rates of Shah et al. 2024 (FlashAttention-3, arXiv 2407.08608),
-/// figures 5 and 6, H100 SXM5, head dim 128, 512 to 16k tokens: FlashAttention-2 235, 281, 308,
-/// 325, 331, 334 TFLOP/s (s_half 230, mean error 0.5%), cuDNN 343 .. 536 (310, 1.9%),
-/// FlashAttention-3 348 .. 583 (350, 1.7%); 300 is taken for all kernels and GPUs.
-inline constexpr double kFlashAttentionHalfKeys = 300;
-
 /// Seconds of FlashAttention forward (or backward with `backward`) for `batch` sequences of
 /// `heads` heads: queries s_q, keys s_k, head dim d; causal halves the work. One call covers
 /// min(s_q, s_k) keys per query tile (ring attention's calls each see one chunk: s_q of them),
-/// which sets the efficiency (kFlashAttentionHalfKeys).
+/// which sets the efficiency: rates.flash_attention_efficiency x s / (s +
+/// rates.flash_attention_half_keys) (Profile::flash_attention_half_keys).
 double flash_attention_time_s(const DeviceRates& rates, double batch, double heads, double s_q,
                               double s_k, double d, bool causal, bool backward);
 

@@ -61,6 +61,12 @@ struct Profile {
   /// backend, which torchtitan and Hugging Face models call): the best kernel on A100, well
   /// under Hopper's own kernels on H100 (Shah et al. 2024: FA2 reaches 35% of the H100 peak).
   double flash_attention2_efficiency = 0.5;
+  /// Keys per kernel call at which FlashAttention runs at half its plateau rate: its
+  /// efficiency is flash_attention(2)_efficiency x s / (s + flash_attention_half_keys), s the
+  /// keys one call covers (each query tile pays a fixed prologue and epilogue against a k-loop
+  /// of s / 128 steps). The GPU profiles take 300, fitted to the FlashAttention-3 paper's H100
+  /// forward + backward figures (FA2 230, cuDNN 310, FA3 350); 0 for no ramp (the CPU backend).
+  double flash_attention_half_keys = 300;
   /// Achieved fraction of the datasheet HBM bandwidth for memory-bound ops (STREAM copy).
   double hbm_efficiency = 0.85;
   /// Share of the SMs a collective occupies while it runs: NCCL runs one CUDA block per

@@ -217,6 +217,7 @@ StepContext::StepContext(const ModelSpec& m, const TrainingSetup& s, const Clust
   half_rates.flash_attention_efficiency = s.framework.sdpa_flash_attention2
                                               ? p.flash_attention2_efficiency
                                               : p.flash_attention_efficiency;
+  half_rates.flash_attention_half_keys = p.flash_attention_half_keys;
   half_rates.hbm_efficiency = p.hbm_efficiency;
   gemm_rates = half_rates;  // the layers' linears run in fp8 with --precision fp8
   gemm_rates.gemm_peak_flops_per_s = *training_peak_flops(c.gpu, s.precision);

@@ -327,6 +327,7 @@ nlohmann::json profile_to_json(const Profile& p) {
   nlohmann::json sources = {{"gemm", copied},
                              {"flash_attention_efficiency", copied},
                              {"flash_attention2_efficiency", copied},
+                             {"flash_attention_half_keys", copied},
                              {"hbm_efficiency", copied},
                              {"comm_sm_fraction", copied},
                              {"links", copied}};
@@ -350,6 +351,7 @@ nlohmann::json profile_to_json(const Profile& p) {
             {"sms", p.gemm.sms}}},
           {"flash_attention_efficiency", p.flash_attention_efficiency},
           {"flash_attention2_efficiency", p.flash_attention2_efficiency},
+          {"flash_attention_half_keys", p.flash_attention_half_keys},
           {"hbm_efficiency", p.hbm_efficiency},
           {"comm_sm_fraction", p.comm_sm_fraction},
           {"links",
@@ -489,8 +491,8 @@ Profile profile_from_json(const nlohmann::json& json, const std::string& file,
   StrictObject o = open_schema(
       json, file, path, kProfileSchema,
       {"name", "description", "gpu", "provenance", "gemm", "flash_attention_efficiency",
-       "flash_attention2_efficiency", "hbm_efficiency", "comm_sm_fraction", "links",
-       "collectives", "sources"});
+       "flash_attention2_efficiency", "flash_attention_half_keys", "hbm_efficiency",
+       "comm_sm_fraction", "links", "collectives", "sources"});
   Profile p;
   p.name = o.string("name");
   p.description = o.string("description");
@@ -523,6 +525,9 @@ Profile profile_from_json(const nlohmann::json& json, const std::string& file,
 
   p.flash_attention_efficiency = efficiency(o, json, "flash_attention_efficiency");
   p.flash_attention2_efficiency = efficiency(o, json, "flash_attention2_efficiency");
+  p.flash_attention_half_keys =
+      bounded(o, json, "flash_attention_half_keys", 0, true, 1e6,
+              "a number of keys per kernel call in [0, 1e6] (0: no ramp)");
   p.hbm_efficiency = efficiency(o, json, "hbm_efficiency");
   p.comm_sm_fraction = efficiency(o, json, "comm_sm_fraction");
 
@@ -558,7 +563,8 @@ Profile profile_from_json(const nlohmann::json& json, const std::string& file,
 
   // configs/README.md: each number with its source; the collectives' source where there are any.
   std::vector<std::string> numbers = {"gemm", "flash_attention_efficiency",
-                                      "flash_attention2_efficiency", "hbm_efficiency",
+                                      "flash_attention2_efficiency", "flash_attention_half_keys",
+                                      "hbm_efficiency",
                                       "comm_sm_fraction", "links"};
   StrictObject sources = o.object("sources", [&] {
     std::vector<std::string> keys = numbers;

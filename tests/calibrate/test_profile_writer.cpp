@@ -118,6 +118,8 @@ TEST_CASE("calibrate profile writer: the file loads with load_profile and follow
   // Memory: copy bandwidth / 3.35 TB/s.
   CHECK(p.hbm_efficiency ==
         Approx(truth.copy_bytes_per_s / h100.hbm_bandwidth_bytes_per_s).epsilon(0.01));
+  // No FlashAttention ramp on the CPU: the replay's attention is tiled GEMMs.
+  CHECK(p.flash_attention_half_keys == 0);
   // Six fits, one per collective; the unverified records are left out.
   REQUIRE(p.collectives.size() == 6);
   for (const CollectiveFit& f : p.collectives) {
@@ -204,6 +206,7 @@ TEST_CASE("calibrate profile writer: a GPU profile keeps the base tiles and its 
   CHECK(built.profile.gemm.tile_m == 128);
   CHECK(built.profile.flash_attention_efficiency ==
         load_profile("h100").flash_attention_efficiency);
+  CHECK(built.profile.flash_attention_half_keys == 300);  // the GPU kernels' ramp, carried
 }
 
 TEST_CASE("calibrate profile writer: without records the base profile's values stay, with notes",

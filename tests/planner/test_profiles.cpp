@@ -244,6 +244,11 @@ TEST_CASE("bad profiles name the file and the JSON path", "[profiles][errors]") 
     expect_profile_error(
         broken_profile("tiny.json", "\"hbm_efficiency\": 0.88", "\"hbm_efficiency\": 5e-324"),
         "$.hbm_efficiency: must be a number in (0, 1], at least 1e-9");
+    expect_profile_error(
+        broken_profile("ramp.json", "\"flash_attention_half_keys\": 300",
+                       "\"flash_attention_half_keys\": -1"),
+        "$.flash_attention_half_keys: must be a number of keys per kernel call in [0, 1e6] (0: no "
+        "ramp), got -1");
     std::string slow = kOneFit;
     slow.replace(slow.find("10e-6"), 5, "1e308");
     expect_profile_error(with_fits("alpha.json", slow),
