@@ -1,10 +1,10 @@
 #include "calibrate/model_shapes.hpp"
 
-#include <cstdio>
 #include <stdexcept>
 #include <string>
 
 #include "planner/config/input_error.hpp"
+#include "planner/report/format.hpp"
 
 namespace meshplan::calibrate {
 
@@ -58,17 +58,6 @@ double gemm_operand_bytes(const GemmShape& s, double bytes_per_element) {
   return (m * k + k * n + m * n) * bytes_per_element;
 }
 
-namespace {
-
-/// "141.5 GiB" (GiB = 2^30 bytes).
-std::string gib_text(double bytes) {
-  char text[48];
-  std::snprintf(text, sizeof text, "%.1f GiB", bytes / (1024.0 * 1024.0 * 1024.0));
-  return text;
-}
-
-}  // namespace
-
 void check_model_gemm_memory(const std::vector<GemmShape>& shapes, double bytes_per_element,
                              const std::string& dtype, int ranks_sharing, double memory_bytes,
                              const std::string& memory_what, std::int64_t seq, std::int64_t mbs) {
@@ -87,16 +76,16 @@ void check_model_gemm_memory(const std::vector<GemmShape>& shapes, double bytes_
   const std::string shape = std::to_string(largest->m) + " x " + std::to_string(largest->n) +
                             " x " + std::to_string(largest->k);
   std::string per_rank =
-      "needs " + gib_text(largest_bytes) + " of " + dtype + " operands (A, B and C) per rank";
+      "needs " + gib(largest_bytes) + " of " + dtype + " operands (A, B and C) per rank";
   if (ranks > 1) {
-    per_rank += ", " + gib_text(largest_bytes * ranks) + " for the " +
+    per_rank += ", " + gib(largest_bytes * ranks) + " for the " +
                 std::to_string(static_cast<int>(ranks)) + " ranks that share it";
   }
   throw InputError("--seq " + std::to_string(seq) + " --mbs " + std::to_string(mbs) +
                    ": the GEMM " + largest->source + " (m x n x k = " + shape + ", " +
                    std::to_string(mbs * seq) + " tokens = mbs x seq) " + per_rank +
-                   ", more than half of " + memory_what + " (" + gib_text(memory_bytes) +
-                   ", half: " + gib_text(limit) + "); give a smaller --seq or --mbs (or a "
+                   ", more than half of " + memory_what + " (" + gib(memory_bytes) +
+                   ", half: " + gib(limit) + "); give a smaller --seq or --mbs (or a "
                    "larger --tp), so that mbs x seq tokens fit");
 }
 

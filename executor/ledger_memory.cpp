@@ -3,23 +3,13 @@
 #include <unistd.h>
 
 #include <cmath>
-#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
 
+#include "planner/report/format.hpp"
+
 namespace meshplan::executor {
-
-namespace {
-
-/// "74.9 GiB" (GiB = 2^30 bytes), as meshplan-calibrate's memory messages.
-std::string gib_text(double bytes) {
-  char text[48];
-  std::snprintf(text, sizeof text, "%.1f GiB", bytes / (1024.0 * 1024.0 * 1024.0));
-  return text;
-}
-
-}  // namespace
 
 std::string stage_memory_problem(const MemoryLedger& memory, std::int64_t stage,
                                  double memory_bytes, int ranks_sharing,
@@ -29,13 +19,13 @@ std::string stage_memory_problem(const MemoryLedger& memory, std::int64_t stage,
   const int ranks = ranks_sharing < 1 ? 1 : ranks_sharing;
   const double each = memory_bytes / ranks;
   if (need <= each) return "";
-  return plan_file + ": stage " + std::to_string(stage) + "'s ledger needs " + gib_text(need) +
+  return plan_file + ": stage " + std::to_string(stage) + "'s ledger needs " + gib(need) +
          " per rank (without its runtime overhead lines, as meshplan-run allocates it), but " +
-         memory_what + " is " + gib_text(memory_bytes) +
+         memory_what + " is " + gib(memory_bytes) +
          (ranks > 1 ? " for its " + std::to_string(ranks) + " ranks of this job: " +
-                          gib_text(each) + " each"
+                          gib(each) + " each"
                     : std::string()) +
-         "; run the plan where each rank has " + gib_text(need) +
+         "; run the plan where each rank has " + gib(need) +
          ", or plan for this machine's memory (meshplan plan ... with a GPU file of its size)";
 }
 
