@@ -69,7 +69,7 @@ int parse_options(int argc, char** argv, Options& o, bool talk) {
       ->check(output_file());
   app.add_option("--timeout-s", o.timeout_s,
                  "Watchdog [s]: a rank silent or stuck this long ends the job with its name")
-      ->check(CLI::Range(0.5, 86400.0));
+      ->check(number_in(0.5, 86400.0));  // not CLI::Range, which lets "nan" through
   app.add_option("--inject-fault", o.inject_fault,
                  "Testing the watchdog: KIND:RANK, KIND exit | hang | stop, at the first timed "
                  "step")
