@@ -213,8 +213,8 @@ int run(int argc, char** argv, int thread_level) {
 
   std::string local_source;
   const int local_rank = launcher_local_rank(ctx, local_source);
-  calibrate::Watchdog watchdog(ctx.world, "meshplan-run", ctx.hosts, o.timeout_s,
-                               thread_level >= MPI_THREAD_MULTIPLE);
+  calibrate::Watchdog watchdog(ctx.world, "meshplan-run", "--timeout-s", ctx.hosts,
+                               o.timeout_s, thread_level >= MPI_THREAD_MULTIPLE);
   watchdog.step("process groups");
   const Layout& L = plan.layout;
   Groups groups;
