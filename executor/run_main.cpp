@@ -211,6 +211,25 @@ int run(int argc, char** argv, int thread_level) {
     for (const std::string& note : backend_notes) std::cerr << "meshplan-run: " << note << "\n";
   }
 
+  // Before allocating (CPU backend): this rank's stage ledger against the host's available
+  // memory, shared by the job's ranks on the host (the CUDA backend checks its device's free
+  // memory in CudaReplay). Every rank learns which ranks are short; the first of them prints.
+  if (!cuda) {
+    std::string source;
+    const double available = host_available_memory_bytes(&source);
+    error = stage_memory_problem(
+        plan.estimate.memory, rank_to_coords(ctx.rank, plan.layout).pp, available,
+        ctx.local_size,
+        "host " + ctx.hosts[static_cast<std::size_t>(ctx.rank)] + "'s available memory (" +
+            source + ")",
+        o.plan);
+  }
+  const std::vector<int> short_ranks = calibrate::ranks_where_false(ctx.world, error.empty());
+  if (!short_ranks.empty()) {
+    if (ctx.rank == short_ranks.front()) std::cerr << "meshplan-run: error: " << error << "\n";
+    return kInputErrorExitCode;
+  }
+
   std::string local_source;
   const int local_rank = launcher_local_rank(ctx, local_source);
   calibrate::Watchdog watchdog(ctx.world, "meshplan-run", "--timeout-s", ctx.hosts,
