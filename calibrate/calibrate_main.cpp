@@ -238,7 +238,8 @@ int run(int argc, char** argv, int thread_level) {
     return kInputErrorExitCode;
   }
 
-  Watchdog watchdog(ctx.world, "meshplan-calibrate", ctx.hosts, o.watchdog_s, provided_multiple != 0);
+  Watchdog watchdog(ctx.world, "meshplan-calibrate", "--watchdog-s", ctx.hosts, o.watchdog_s,
+                    provided_multiple != 0);
   Progress progress(ctx.rank == 0, std::cerr, count_steps(setup.inputs, ctx));
   progress.begin("meshplan-calibrate " + std::string(MESHPLAN_VERSION) + ": backend " +
                  to_string(setup.backend->kind()) + " (" + setup.device.name + "), " +

@@ -37,9 +37,10 @@ Clock::duration seconds(double s) {
 
 }  // namespace
 
-Watchdog::Watchdog(MPI_Comm world, std::string program, std::vector<std::string> hosts,
-                   double timeout_s, bool thread_may_call_mpi)
+Watchdog::Watchdog(MPI_Comm world, std::string program, std::string timeout_flag,
+                   std::vector<std::string> hosts, double timeout_s, bool thread_may_call_mpi)
     : program_(std::move(program)),
+      timeout_flag_(std::move(timeout_flag)),
       hosts_(std::move(hosts)), timeout_s_(timeout_s), thread_may_call_mpi_(thread_may_call_mpi) {
   check_mpi(MPI_Comm_dup(world, &checkpoints_), "MPI_Comm_dup");
   check_mpi(MPI_Comm_set_errhandler(checkpoints_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
@@ -125,8 +126,8 @@ void Watchdog::step(const std::string& label) {
       }
       abort_job(program_ + ": rank 0 (" + hosts_[0] + "): rank" + (count > 1 ? "s " : " ") +
                     missing.str() + " did not reach step '" + label + "' within " +
-                    seconds_text(timeout_s_) + " (the --watchdog-s timeout; last step reached: '" +
-                    last + "'): dead or hung; aborting the job",
+                    seconds_text(timeout_s_) + " (the " + timeout_flag_ +
+                    " timeout; last step reached: '" + last + "'): dead or hung; aborting the job",
                 false);
     }
     if (spin > 1000) std::this_thread::sleep_for(std::chrono::microseconds(200));
@@ -163,7 +164,7 @@ void Watchdog::heartbeat(Clock::time_point now) {
       abort_job(program_ + ": rank 0 (" + hosts_[0] + "): rank " + std::to_string(r) + " (" +
                     hosts_[static_cast<std::size_t>(r)] + ") has sent no heartbeat for " +
                     seconds_text(silent) +
-                    " (the --watchdog-s timeout): its process is dead, "
+                    " (the " + timeout_flag_ + " timeout): its process is dead, "
                     "frozen or unreachable; aborting the job",
                 true);
     }
@@ -196,8 +197,8 @@ void Watchdog::watch() {
       abort_job(program_ + ": rank " + std::to_string(rank_) + " (" +
                     hosts_[static_cast<std::size_t>(rank_)] + "): step '" + label +
                     "' has run for " + seconds_text(running) +
-                    ", longer than the --watchdog-s timeout of " + seconds_text(timeout_s_) +
-                    ": a rank has died or hangs (this one, or a peer it waits for); aborting "
+                    ", longer than the " + timeout_flag_ + " timeout of " +
+                    seconds_text(timeout_s_) + ": a rank has died or hangs (this one, or a peer it waits for); aborting "
                     "the job",
                 true);
     }

@@ -35,11 +35,12 @@ namespace meshplan::calibrate {
 class Watchdog {
  public:
   /// Collective over `world` (duplicates it twice). `program` starts each message
-  /// ("meshplan-calibrate"). `hosts`: per world rank, for messages. timeout_s > 0.
-  /// `thread_may_call_mpi`: MPI_Init_thread provided MPI_THREAD_MULTIPLE (heartbeats run, the
-  /// thread may call MPI_Abort).
-  Watchdog(MPI_Comm world, std::string program, std::vector<std::string> hosts, double timeout_s,
-           bool thread_may_call_mpi);
+  /// ("meshplan-calibrate"); `timeout_flag` is the program's flag that set timeout_s, named in
+  /// each message ("--watchdog-s", meshplan-run's "--timeout-s"). `hosts`: per world rank, for
+  /// messages. timeout_s > 0. `thread_may_call_mpi`: MPI_Init_thread provided
+  /// MPI_THREAD_MULTIPLE (heartbeats run, the thread may call MPI_Abort).
+  Watchdog(MPI_Comm world, std::string program, std::string timeout_flag,
+           std::vector<std::string> hosts, double timeout_s, bool thread_may_call_mpi);
   /// Collective when no exception is propagating (stops the thread, drains heartbeats).
   ~Watchdog();
   Watchdog(const Watchdog&) = delete;
@@ -62,6 +63,7 @@ class Watchdog {
   int rank_ = 0;
   int size_ = 1;
   std::string program_;
+  std::string timeout_flag_;
   std::vector<std::string> hosts_;
   double timeout_s_;
   bool thread_may_call_mpi_;

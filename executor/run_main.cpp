@@ -69,7 +69,7 @@ int parse_options(int argc, char** argv, Options& o, bool talk) {
       ->check(output_file());
   app.add_option("--timeout-s", o.timeout_s,
                  "Watchdog [s]: a rank silent or stuck this long ends the job with its name")
-      ->check(CLI::Range(0.5, 86400.0));
+      ->check(number_in(0.5, 86400.0));  // not CLI::Range, which lets "nan" through
   app.add_option("--inject-fault", o.inject_fault,
                  "Testing the watchdog: KIND:RANK, KIND exit | hang | stop, at the first timed "
                  "step")
@@ -144,9 +144,19 @@ std::vector<double> predicted_components(const StepBreakdown& b) {
           b.bubble,                b.dp_exposed + b.fsdp_exposed, b.optimizer};
 }
 
+/// Width of the report table's name column: the longest label, the peak row's, fits.
+constexpr int kNameWidth = 48;
+
+std::string format_header() {
+  char line[256];
+  std::snprintf(line, sizeof line, "  %-*s %14s %14s  %10s  %s\n", kNameWidth, "component",
+                "predicted", "measured", "error %", "unit");
+  return line;
+}
+
 std::string format_row(const std::string& name, double predicted, double measured,
                        const char* unit) {
-  char line[160];
+  char line[256];
   const double error = predicted > 0 && measured > 0 ? (predicted - measured) / measured * 100 : 0;
   std::string error_text = measured > 0 && predicted > 0 ? "" : "-";
   if (error_text.empty()) {
@@ -154,9 +164,16 @@ std::string format_row(const std::string& name, double predicted, double measure
     std::snprintf(e, sizeof e, "%+.1f%%", error);
     error_text = e;
   }
-  std::snprintf(line, sizeof line, "  %-22s %14.6g %14.6g  %10s  %s\n", name.c_str(), predicted,
-                measured, error_text.c_str(), unit);
+  std::snprintf(line, sizeof line, "  %-*s %14.6g %14.6g  %10s  %s\n", kNameWidth, name.c_str(),
+                predicted, measured, error_text.c_str(), unit);
   return line;
+}
+
+/// "0.22 GiB" (GiB = 2^30 bytes).
+std::string gib_text(double bytes) {
+  char text[48];
+  std::snprintf(text, sizeof text, "%.2f GiB", bytes / (1024.0 * 1024.0 * 1024.0));
+  return text;
 }
 
 int run(int argc, char** argv, int thread_level) {
@@ -211,10 +228,29 @@ int run(int argc, char** argv, int thread_level) {
     for (const std::string& note : backend_notes) std::cerr << "meshplan-run: " << note << "\n";
   }
 
+  // Before allocating (CPU backend): this rank's stage ledger against the host's available
+  // memory, shared by the job's ranks on the host (the CUDA backend checks its device's free
+  // memory in CudaReplay). Every rank learns which ranks are short; the first of them prints.
+  if (!cuda) {
+    std::string source;
+    const double available = host_available_memory_bytes(&source);
+    error = stage_memory_problem(
+        plan.estimate.memory, rank_to_coords(ctx.rank, plan.layout).pp, available,
+        ctx.local_size,
+        "host " + ctx.hosts[static_cast<std::size_t>(ctx.rank)] + "'s available memory (" +
+            source + ")",
+        o.plan);
+  }
+  const std::vector<int> short_ranks = calibrate::ranks_where_false(ctx.world, error.empty());
+  if (!short_ranks.empty()) {
+    if (ctx.rank == short_ranks.front()) std::cerr << "meshplan-run: error: " << error << "\n";
+    return kInputErrorExitCode;
+  }
+
   std::string local_source;
   const int local_rank = launcher_local_rank(ctx, local_source);
-  calibrate::Watchdog watchdog(ctx.world, "meshplan-run", ctx.hosts, o.timeout_s,
-                               thread_level >= MPI_THREAD_MULTIPLE);
+  calibrate::Watchdog watchdog(ctx.world, "meshplan-run", "--timeout-s", ctx.hosts,
+                               o.timeout_s, thread_level >= MPI_THREAD_MULTIPLE);
   watchdog.step("process groups");
   const Layout& L = plan.layout;
   Groups groups;
@@ -291,6 +327,7 @@ int run(int argc, char** argv, int thread_level) {
     const std::vector<double> predicted = predicted_components(plan.estimate.breakdown);
     std::vector<double> measured(kComponentCount, 0.0);
     double step = 0, peak = 0, rss = 0, ledger = 0, worst_memory_error = 0;
+    int worst_rank = -1;  // the rank whose peak held is furthest from its own stage's ledger
     json ranks = json::array();
     for (int r = 0; r < ctx.size; ++r) {
       const double* v = &all[static_cast<std::size_t>(r * width)];
@@ -307,7 +344,10 @@ int run(int argc, char** argv, int thread_level) {
       const double stage_ledger =
           ledger_without_runtime_overhead(plan.estimate.memory.stages.at(static_cast<std::size_t>(c.pp)));
       const double memory_error = (v[8] - stage_ledger) / stage_ledger;
-      if (std::abs(memory_error) >= std::abs(worst_memory_error)) worst_memory_error = memory_error;
+      if (worst_rank < 0 || std::abs(memory_error) > std::abs(worst_memory_error)) {
+        worst_memory_error = memory_error;
+        worst_rank = r;
+      }
       ranks.push_back({{"rank", r},
                        {"host", ctx.hosts[static_cast<std::size_t>(r)]},
                        {"local_rank", static_cast<int>(v[11])},
@@ -325,6 +365,10 @@ int run(int argc, char** argv, int thread_level) {
     double predicted_no_overhead = 0;
     for (const StageLedger& s : mem.stages)
       predicted_no_overhead = std::max(predicted_no_overhead, ledger_without_runtime_overhead(s));
+    const double* worst = &all[static_cast<std::size_t>(worst_rank * width)];
+    const std::int64_t worst_stage = rank_to_coords(worst_rank, L).pp;
+    const double worst_stage_ledger = ledger_without_runtime_overhead(
+        mem.stages.at(static_cast<std::size_t>(worst_stage)));
     json pc = json::object(), mc = json::object();
     for (int c = 0; c < kComponentCount; ++c) {
       pc[std::string(kComponents[c]) + "_s"] = predicted[static_cast<std::size_t>(c)];
@@ -349,6 +393,14 @@ int run(int argc, char** argv, int thread_level) {
           {"peak_bytes", peak},
           {"ledger_bytes_allocated", ledger},
           {"peak_vs_stage_ledger_error_max", worst_memory_error},
+          {"peak_vs_stage_ledger_worst",
+           {{"rank", worst_rank},
+            {"stage", worst_stage},
+            {"host", ctx.hosts[static_cast<std::size_t>(worst_rank)]},
+            {"peak_bytes", worst[8]},
+            {"stage_ledger_bytes_without_runtime_overhead", worst_stage_ledger},
+            {"scratch_bytes", worst[12]},
+            {"error", worst_memory_error}}},
           {"rss_bytes", rss},
           {"components", mc},
           {"ranks", ranks}}},
@@ -358,7 +410,13 @@ int run(int argc, char** argv, int thread_level) {
           "measured peak_bytes: the ledger entries allocated (runtime overhead lines skipped), "
           "the compute buffers carved out of them, plus scratch_bytes (buffers that did not "
           "fit); compared per rank with its stage's ledger without the runtime overhead lines "
-          "(peak_vs_stage_ledger_error = (measured - ledger) / ledger)",
+          "(peak_vs_stage_ledger_error = (measured - ledger) / ledger; "
+          "peak_vs_stage_ledger_worst: the rank furthest from its own stage's ledger); "
+          "measured.peak_bytes is the largest over ranks, compared in the printed table with "
+          "predicted.peak_bytes_without_runtime_overhead, the largest stage's ledger",
+          "rss_bytes: getrusage maxrss of each rank's process (the largest over ranks at "
+          "measured.rss_bytes), MPI, the runtime libraries and the program included: context, "
+          "not a prediction, compared with nothing",
           "CPU backend: float GEMMs, messages of the plan's bf16 bytes; the prediction uses "
           "the plan's profile"}}};
 
@@ -374,24 +432,37 @@ int run(int argc, char** argv, int thread_level) {
           "peak_bytes (runtime overhead included)");
     }
     std::ostringstream table;
-    table << "\n  component                   predicted       measured     error %  unit\n";
+    table << "\n" << format_header();
     for (int c = 0; c < kComponentCount; ++c) {
       table << format_row(kComponents[c], predicted[static_cast<std::size_t>(c)],
                           measured[static_cast<std::size_t>(c)], "s");
     }
     table << format_row("step", plan.estimate.step_time_s, step, "s");
-    table << format_row("peak memory (no runtime)", predicted_no_overhead, peak, "bytes");
-    table << format_row("resident set (maxrss)", predicted_no_overhead, rss, "bytes");
-    if (cuda) table << format_row("device memory in use", mem.peak_bytes, device_in_use, "bytes");
-    char memory_line[160];
-    std::snprintf(memory_line, sizeof memory_line,
-                  "  peak held vs own stage's ledger (runtime overhead lines excluded), worst "
-                  "rank: %+.2f%%\n",
-                  worst_memory_error * 100);
-    table << memory_line;
+    table << format_row("peak held: largest rank vs largest stage ledger", predicted_no_overhead,
+                        peak, "bytes, both without runtime overhead");
+    if (cuda) {
+      table << format_row("device memory in use vs predicted peak", mem.peak_bytes, device_in_use,
+                          "bytes, both with runtime overhead");
+    }
     table << "  (error = (predicted - measured) / measured; measured = max over ranks of the mean "
              "of "
-          << o.steps << " step(s))\n";
+          << o.steps << " step(s); for the peak, the largest over ranks)\n";
+    char off[64] = "within 0.01% of";
+    if (std::abs(worst_memory_error) >= 0.0001) {
+      std::snprintf(off, sizeof off, "%.2f%% %s than", std::abs(worst_memory_error) * 100,
+                    worst_memory_error < 0 ? "less" : "more");
+    }
+    char memory_line[512];
+    std::snprintf(memory_line, sizeof memory_line,
+                  "  worst rank vs its own stage's ledger: rank %d (stage %lld) held %.6g bytes, "
+                  "%s the stage's ledger of %.6g (scratch beyond the ledger: %.0f bytes)\n"
+                  "  (the peak row above compares maxima: the largest peak any rank held with the "
+                  "largest stage's ledger, so it can read +0.0%% while another rank is off)\n",
+                  worst_rank, static_cast<long long>(worst_stage), worst[8], off,
+                  worst_stage_ledger, worst[12]);
+    table << memory_line;
+    table << "  process RSS (maxrss, incl. MPI/runtime libraries; context, not a prediction): "
+          << gib_text(rss) << " (largest rank)\n";
     std::cout << table.str();
     if (!o.report.empty()) {
       try {
