@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "planner/config/input_error.hpp"
+#include "planner/config/presets.hpp"
 
 namespace meshplan {
 
@@ -154,6 +155,15 @@ void check_writable_target(const std::string& path) {
     }
     if ((status.permissions() & fs::perms::owner_write) == fs::perms::none) {
       throw InputError(path + ": is read-only; remove it or choose another name");
+    }
+    // A shipped preset (the default profile, a cluster's GPU file) is an input of every
+    // command, named or not: never replaced by an output.
+    const std::string presets = resolved_file_path(config_dir());
+    const std::string resolved = resolved_file_path(target.string());
+    if (resolved.rfind(presets + "/", 0) == 0) {
+      throw InputError(path + ": is a preset file of meshplan (" + resolved +
+                       "), which the commands read; writing there would replace it; choose "
+                       "another name (new files in the presets folder are fine)");
     }
   }
   const fs::path folder = target.parent_path().empty() ? fs::path(".") : target.parent_path();

@@ -502,6 +502,27 @@ TEST_CASE("estimate and plan refuse an output that would replace an input", "[ou
   }
 }
 
+TEST_CASE("no output replaces a shipped preset, named as an input or not", "[outputs][cli]") {
+  // The default profile of dgx-h100 (h100) and its GPU file are read by every estimate there,
+  // though no flag names them.
+  for (const char* preset : {"profiles/h100.json", "gpus/h100-sxm.json"}) {
+    const std::string path = config_dir() + "/" + preset;
+    const std::string before = test::read_config(preset);
+    for (const char* flag : {"--out", "--trace"}) {
+      const test::CliResult r = test::run({"estimate", "--model", "llama3-8b", "--tp", "8",
+                                           "--gbs", "8", flag, path});
+      INFO(flag << " " << path << ": " << r.err);
+      CHECK(r.exit_code == 2);
+      CHECK_THAT(r.err, Catch::Contains(": is a preset file of meshplan ("));
+      CHECK_THAT(r.err, Catch::Contains("writing there would replace it"));
+    }
+    const test::CliResult plan =
+        test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--out", path});
+    CHECK(plan.exit_code == 2);
+    CHECK(test::read_config(preset) == before);
+  }
+}
+
 TEST_CASE("estimate --out: a layout that does not fit writes no plan, exit code 3",
           "[outputs][cli]") {
   const std::string dir = fresh_dir("estimate-no-fit");
