@@ -43,6 +43,9 @@ void require_sources(StrictObject& o, const std::vector<std::string>& numbers) {
   }
 }
 
+double bounded(StrictObject& o, const nlohmann::json& raw, const std::string& key, double lo,
+               bool lo_closed, double hi, const std::string& expected);
+
 /// Finds the GPU named under "gpu" of a cluster (reporting through `o`).
 using GpuResolver = std::function<GpuSpec(StrictObject& o, const std::string& name)>;
 
@@ -59,11 +62,17 @@ ClusterSpec parse_cluster(const nlohmann::json& json, const std::string& file,
   c.nvlink_domain_size = o.positive_int("nvlink_domain_size", kMaxWidth);
   StrictObject intra = o.object("intra_node", {"link", "bandwidth_bytes_per_s_per_gpu"});
   c.intra_node_link = intra.string("link");
-  c.intra_node_bandwidth_bytes_per_s_per_gpu = intra.positive_number("bandwidth_bytes_per_s_per_gpu");
+  // Line rates (costmodel/placement.hpp, tier_line_rate): 1e8 bytes/s (below 1 GbE) to 1e15
+  // (beyond any link), so that every collective time stays finite.
+  c.intra_node_bandwidth_bytes_per_s_per_gpu =
+      bounded(intra, json.at("intra_node"), "bandwidth_bytes_per_s_per_gpu", 1e8, true, 1e15,
+              "a number of bytes/s per GPU, one direction, from 1e8 to 1e15");
   StrictObject scale_out = o.object("scale_out", {"fabric", "nics_per_node", "nic_bandwidth_bytes_per_s"});
   c.scale_out_fabric = scale_out.choice("fabric", {"infiniband", "roce", "ethernet"});
   c.nics_per_node = scale_out.positive_int("nics_per_node", kMaxWidth);
-  c.nic_bandwidth_bytes_per_s = scale_out.positive_number("nic_bandwidth_bytes_per_s");
+  c.nic_bandwidth_bytes_per_s =
+      bounded(scale_out, json.at("scale_out"), "nic_bandwidth_bytes_per_s", 1e8, true, 1e15,
+              "a number of bytes/s per NIC, one direction, from 1e8 to 1e15");
   require_sources(o, {"intra_node", "scale_out"});
   const std::int64_t domain = c.nvlink_domain_size, node = c.gpus_per_node;
   if (domain % node != 0 && node % domain != 0) {

@@ -218,7 +218,8 @@ CaseHardware case_hardware(const ValidationCase& c) {
     if (std::abs(wanted - per_gpu) > 1e-9 * wanted) {
       k.nic_bandwidth_bytes_per_s = wanted * static_cast<double>(k.gpus_per_node) /
                                     static_cast<double>(k.nics_per_node);
-      what += ", scale-out " + fixed(*c.scale_out_gbps_per_gpu, 0) + " Gb/s per GPU";
+      const double gbps = *c.scale_out_gbps_per_gpu;
+      what += ", scale-out " + fixed(gbps, gbps == std::floor(gbps) ? 0 : 2) + " Gb/s per GPU";
     }
   } else {
     what += ", scale-out not stated: the preset's " + fixed(per_gpu * 8 / kGB, 0) +

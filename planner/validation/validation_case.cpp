@@ -69,19 +69,20 @@ ModelSpec read_model(StrictObject o, const std::string& framework, const std::st
 /// (lo, hi] (lo_closed: [lo, hi]), whole when `whole`; `expected` states the range with its
 /// unit. The bounds keep every error validate computes finite (a peak_memory_bytes of 1e-300
 /// printed "+inf%").
-std::optional<double> measured_number(const nlohmann::json& raw, const std::string& key,
-                                      double lo, bool lo_closed, double hi, bool whole,
-                                      const std::string& expected, const std::string& file,
-                                      std::size_t index, const std::string& id) {
+std::optional<double> case_number(const nlohmann::json& raw, const std::string& section,
+                                  const std::string& key, double lo, bool lo_closed, double hi,
+                                  bool whole, const std::string& expected,
+                                  const std::string& file, std::size_t index,
+                                  const std::string& id) {
   if (!raw.contains(key)) {
-    fail_case(file, index, id, "measured." + key, "missing; expected " + expected + ", or null");
+    fail_case(file, index, id, section + "." + key, "missing; expected " + expected + ", or null");
   }
   const nlohmann::json& v = raw.at(key);
   if (v.is_null()) return std::nullopt;
   const double d = v.is_number() ? v.get<double>() : std::nan("");
   if (!v.is_number() || !((lo_closed ? d >= lo : d > lo) && d <= hi) ||
       (whole && std::floor(d) != d)) {
-    fail_case(file, index, id, "measured." + key,
+    fail_case(file, index, id, section + "." + key,
               "must be " + expected + ", or null, got " + describe_json(v));
   }
   return d;
@@ -127,7 +128,11 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
                   std::to_string(c.num_gpus / g * g) + " or " +
                   std::to_string((c.num_gpus / g + 1) * g) + ", or correct gpus_per_node");
   }
-  c.scale_out_gbps_per_gpu = hardware.positive_number_or_null("scale_out_gbps_per_gpu");
+  // 1 Gb/s (a laptop's Ethernet) to 1e5 Gb/s (beyond any NIC): keeps the line rate it sets
+  // (costmodel/placement.hpp) and every predicted time finite.
+  c.scale_out_gbps_per_gpu =
+      case_number(json.at("hardware"), "hardware", "scale_out_gbps_per_gpu", 1, true, 1e5, false,
+                  "a number of Gb/s per GPU from 1 to 100000", file, index, c.id);
   hardware.choice_or_null("scale_out", {"infiniband", "roce", "omnipath", "tpu-ici"});
 
   StrictObject layout = o.object("layout", {"dp", "tp", "pp", "cp", "vpp", "ep", "sp", "zero",
@@ -226,7 +231,8 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
   const nlohmann::json& raw = json.at("measured");
   const auto number = [&](const char* key, double lo, bool lo_closed, double hi, bool whole,
                           const std::string& expected) {
-    return measured_number(raw, key, lo, lo_closed, hi, whole, expected, file, index, c.id);
+    return case_number(raw, "measured", key, lo, lo_closed, hi, whole, expected, file, index,
+                       c.id);
   };
   // Bounds far beyond any run (the data: 1.1 to 256 s, 16 to 23406 tokens/s, 135 to 888
   // TFLOP/s, MFU 0.41 to 0.71, 62 to 85 GiB) that keep every error (predicted - measured) /

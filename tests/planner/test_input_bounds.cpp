@@ -384,6 +384,35 @@ TEST_CASE("validate: measured values out of range name the file, case id and JSO
   }
 }
 
+TEST_CASE("validate: a scale-out rate out of range names the case and its JSON path",
+          "[bounds][validate]") {
+  // 1e-320 Gb/s printed an infinite step time with exit 0; 1e300 overflowed and was dropped.
+  for (const double gbps : {1e-320, 0.5, 1e300}) {
+    INFO(gbps);
+    nlohmann::json bad = validation_case();
+    bad["hardware"]["scale_out_gbps_per_gpu"] = gbps;
+    const std::string file = validation_file("v-scale-out.json", {bad});
+    expect_exact_error({"validate", file},
+                       "meshplan: error: " + file +
+                           ": $.cases[0].hardware.scale_out_gbps_per_gpu (case \"gpt22b\"): "
+                           "must be a number of Gb/s per GPU from 1 to 100000, or null, got " +
+                           nlohmann::json(gbps).dump() + "\n");
+  }
+}
+
+TEST_CASE("cluster line rates out of range name the cluster file", "[bounds]") {
+  for (const double rate : {1e-300, 1.0, 1e300}) {
+    nlohmann::json cluster = nlohmann::json::parse(test::read_config("clusters/dgx-h100.json"));
+    cluster["intra_node"]["bandwidth_bytes_per_s_per_gpu"] = rate;
+    const std::string file = test::write_temp_file("c-rate.json", cluster.dump(2));
+    expect_exact_error({"estimate", "--model", "llama3-8b", "--cluster", file, "--tp", "8"},
+                       "meshplan: error: " + file +
+                           ": $.intra_node.bandwidth_bytes_per_s_per_gpu: must be a number of "
+                           "bytes/s per GPU, one direction, from 1e8 to 1e15, got " +
+                           nlohmann::json(rate).dump() + "\n");
+  }
+}
+
 TEST_CASE("validate: a GPU count that is not whole nodes is refused, as plan refuses it",
           "[bounds][validate]") {
   nlohmann::json bad = validation_case();
