@@ -240,7 +240,7 @@ void add_layout_options(CLI::App& cmd, LayoutFlags& f) {
              }
            }
          },
-         "Layers per pipeline stage, comma-separated, e.g. 1,2,2,3 (default: even; layers that do not split evenly over pp go one fewer to the embedding and LM-head stages, as plan splits them)")
+         "Layers per pipeline stage, comma-separated, e.g. 1,2,2,3 (default: even; layers that do not split evenly over pp: ceil(layers / pp) per stage, one fewer on the stages nearest the embedding and the LM head first, as plan splits them)")
       ->check(CLI::Validator(stage_layers_problem, "LIST"));
 }
 
@@ -371,14 +371,16 @@ ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, cons
   l.stage_layers = f.stage_layers;
   if (l.stage_layers.empty() && l.pp > 1 && l.vpp == 1 && model.num_layers >= l.pp &&
       model.num_layers % l.pp != 0) {
-    // As `meshplan plan` splits them: the embedding and LM-head stages take one fewer.
+    // As `meshplan plan` splits them (edge_light_stage_split).
     l.stage_layers = edge_light_stage_split(model.num_layers, l.pp);
     std::string split;
     for (const std::int64_t n : l.stage_layers) split += (split.empty() ? "" : ",") + std::to_string(n);
     r.notes.push_back("stage layers " + split + " (default: " + std::to_string(model.num_layers) +
-                      " layers do not split evenly over pp " + std::to_string(l.pp) +
-                      "; the embedding and LM-head stages take one fewer, as plan splits them; "
-                      "set --stage-layers)");
+                      " layers do not split evenly over pp " + std::to_string(l.pp) + ": " +
+                      std::to_string(*std::max_element(l.stage_layers.begin(),
+                                                       l.stage_layers.end())) +
+                      " per stage, one fewer on the stages nearest the embedding and the LM "
+                      "head first, as plan splits them; set --stage-layers)");
   }
   l.recompute = *parse_recompute(f.recompute);
   const std::int64_t seq = f.seq > 0 ? f.seq : model.seq_length;

@@ -534,6 +534,14 @@ Profile profile_from_json(const nlohmann::json& json, const std::string& file,
 
   p.flash_attention_efficiency = efficiency(o, json, "flash_attention_efficiency");
   p.flash_attention2_efficiency = efficiency(o, json, "flash_attention2_efficiency");
+  if (!json.contains("flash_attention_half_keys")) {
+    // Added on 2026-11-30: profiles written before (calibrated ones included) lack it.
+    o.fail("flash_attention_half_keys",
+           "missing; expected the keys per kernel call at which FlashAttention runs at half its "
+           "rate (profiles written before 2026-11-30 lack it: add 300 for a GPU's FlashAttention "
+           "kernels, as the shipped profiles have, or 0 for a CPU profile, with its source under "
+           "\"sources\", or run meshplan-calibrate again)");
+  }
   p.flash_attention_half_keys =
       bounded(o, json, "flash_attention_half_keys", 0, true, 1e6,
               "a number of keys per kernel call in [0, 1e6] (0: no ramp)");

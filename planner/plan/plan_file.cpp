@@ -83,7 +83,8 @@ nlohmann::json predicted_json(const Plan& plan) {
   const nlohmann::json step = step_json(in, plan.estimate);
   nlohmann::json predicted = nlohmann::json::object();
   for (const char* key : {"step_time_s", "tokens_per_s", "tokens_per_s_per_gpu", "tflops_per_gpu",
-                          "mfu", "hfu", "peak_bytes", "breakdown"}) {
+                          "tflops_per_gpu_causal", "mfu", "mfu_causal", "hfu", "peak_bytes",
+                          "breakdown"}) {
     predicted[key] = step.at(key);
   }
   return predicted;

@@ -245,6 +245,10 @@ TEST_CASE("bad profiles name the file and the JSON path", "[profiles][errors]") 
         broken_profile("tiny.json", "\"hbm_efficiency\": 0.88", "\"hbm_efficiency\": 5e-324"),
         "$.hbm_efficiency: must be a number in (0, 1], at least 1e-9");
     expect_profile_error(
+        broken_profile("old.json", "\"flash_attention_half_keys\": 300,", ""),
+        "$.flash_attention_half_keys: missing; expected the keys per kernel call at which "
+        "FlashAttention runs at half its rate (profiles written before 2026-11-30 lack it");
+    expect_profile_error(
         broken_profile("ramp.json", "\"flash_attention_half_keys\": 300",
                        "\"flash_attention_half_keys\": -1"),
         "$.flash_attention_half_keys: must be a number of keys per kernel call in [0, 1e6] (0: no "
