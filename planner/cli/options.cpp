@@ -494,8 +494,19 @@ void note_profile_gpu(std::ostream& err, const Profile& profile, const ClusterSp
         << "/s: collectives there are held to the line rate; measure this cluster's rates "
            "with meshplan-calibrate\n";
   };
-  slower_links("NVLink-tier", profile.links.nvlink.busbw_bytes_per_s,
-               cluster.intra_node_bandwidth_bytes_per_s_per_gpu,
+  // The fastest NVLink-tier rate the profile gives: its links, or a measured fit or curve
+  // point (an all-reduce's busbw may reach 2(n-1)/n x the line rate: compared per line rate).
+  double nvlink = profile.links.nvlink.busbw_bytes_per_s;
+  for (const CollectiveFit& fit : profile.collectives) {
+    if (fit.tier != Tier::kNvlink) continue;
+    double best = fit.busbw_bytes_per_s;
+    for (const BusbwPoint& point : fit.points) best = std::max(best, point.busbw_bytes_per_s);
+    if (fit.collective == Collective::kAllReduce) {
+      best /= bus_bandwidth_factor(Collective::kAllReduce, fit.group_size);
+    }
+    nvlink = std::max(nvlink, best);
+  }
+  slower_links("NVLink-tier", nvlink, cluster.intra_node_bandwidth_bytes_per_s_per_gpu,
                "intra-node (" + cluster.intra_node_link + ")");
   slower_links("per-NIC", profile.links.nic_busbw_bytes_per_s, cluster.nic_bandwidth_bytes_per_s,
                "NIC (" + cluster.scale_out_fabric + ")");

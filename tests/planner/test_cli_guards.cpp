@@ -161,6 +161,20 @@ TEST_CASE("a profile measured on faster links than the cluster's gets a note", "
                         "meshplan-calibrate\n"));
   CHECK_THAT(r.err, Catch::Contains("note: profile h100's per-NIC busbw 46.0 GB/s is above "
                                     "h100-pcie-eth's NIC (ethernet) line rate 12.5 GB/s"));
+  // A measured fit faster than the line rate counts too, though the links are slower: links
+  // 150e9, an all-gather fit of 440e9 on a cluster whose intra-node link carries 200e9.
+  nlohmann::json profile = nlohmann::json::parse(test::read_config("profiles/h100.json"));
+  profile["links"]["nvlink"]["busbw_bytes_per_s"] = 150e9;
+  profile["collectives"] = nlohmann::json::parse(R"([{"collective": "all_gather",
+      "tier": "nvlink", "group_size": 8, "alpha_s": 2e-5, "busbw_bytes_per_s": 440e9}])");
+  nlohmann::json slow_links = nlohmann::json::parse(test::read_config("clusters/dgx-h100.json"));
+  slow_links["intra_node"]["bandwidth_bytes_per_s_per_gpu"] = 200e9;
+  const test::CliResult fit = test::run(
+      {"estimate", "--model", "llama3-8b", "--tp", "8", "--sp", "--gbs", "8", "--cluster",
+       test::write_temp_file("c200.json", slow_links.dump(2)), "--profile",
+       test::write_temp_file("fitfast.json", profile.dump(2))});
+  CHECK(fit.exit_code == 0);
+  CHECK_THAT(fit.err, Catch::Contains("NVLink-tier busbw 440.0 GB/s is above"));
   // The shipped pairs measured their own links: no such note.
   for (const char* cluster : {"dgx-a100", "dgx-h100", "dgx-h200"}) {
     const test::CliResult own = test::run(
