@@ -207,13 +207,12 @@ std::string attention_text(const ProfileDocument& doc) {
              "FlashAttention fwd + bwd, own kernels (TE, cuDNN)"});
   t.add_row({"flash_attention2_efficiency", efficiency(p.flash_attention2_efficiency),
              flash(p.flash_attention2_efficiency), "FlashAttention-2 (PyTorch SDPA)"});
-  t.add_row({"flash_attention_half_keys", fixed(p.flash_attention_half_keys, 0), "-",
-             p.flash_attention_half_keys > 0
-                 ? "keys per call at half the rate above: x s / (s + " +
-                       fixed(p.flash_attention_half_keys, 0) + "), " +
-                       fixed(100 * 2048 / (2048 + p.flash_attention_half_keys), 0) +
-                       "% at 2048 keys"
-                 : "no ramp: the rates above at any length"});
+  const double half = p.flash_attention_half_keys;
+  const std::string keys = fixed(half, half < 10 ? 2 : 0);
+  t.add_row({"flash_attention_half_keys", keys, "-",
+             half > 0 ? "keys per call at half the rate above: x s / (s + " + keys + "), " +
+                            fixed(100 * 2048 / (2048 + half), 1) + "% at 2048 keys"
+                      : "no ramp: the rates above at any length"});
   t.add_row({"hbm_efficiency", efficiency(p.hbm_efficiency),
              gb_per_s(p.hbm_efficiency * doc.gpu.hbm_bandwidth_bytes_per_s) + " GB/s",
              "memory-bound ops, of the datasheet's " + gb_per_s(doc.gpu.hbm_bandwidth_bytes_per_s) +
