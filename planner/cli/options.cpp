@@ -76,11 +76,7 @@ CLI::Validator positive_up_to(double max) {
         const double value = std::strtod(text.c_str(), &end);
         if (end == text.c_str() || *end != '\0' || !std::isfinite(value) || !(value > 0) ||
             value > max) {
-          char bound[32];
-          // Whole bounds in full (1048576, not 1.04858e+06); others in %g.
-          std::snprintf(bound, sizeof bound,
-                        max == std::floor(max) && max < 1e15 ? "%.0f" : "%g", max);
-          return "must be a number > 0 and at most " + std::string(bound) + ", got \"" + text +
+          return "must be a number > 0 and at most " + bound_text(max) + ", got \"" + text +
                  "\"";
         }
         return std::string();
@@ -588,14 +584,9 @@ void require_finite(double step_time_s, const std::vector<std::pair<std::string,
 
 void require_finite_estimate(const StepEstimate& e, const Layout& layout,
                              const TrainingSetup& setup, const std::string& label) {
-  std::vector<std::pair<std::string, double>> values = {
-      {"step_time_s", e.step_time_s},
-      {"tokens_per_s", e.tokens_per_s},
-      {"tokens_per_s_per_gpu", e.tokens_per_s_per_gpu},
-      {"tflops_per_gpu", e.tflops_per_gpu},
-      {"mfu", e.mfu},
-      {"hfu", e.hfu},
-      {"p2p_s", e.p2p_s}};
+  std::vector<std::pair<std::string, double>> values;
+  for (const auto& [key, value] : headline_figures(e)) values.emplace_back(key, value);
+  values.emplace_back("p2p_s", e.p2p_s);
   for (const StageTimes& st : e.stages) {
     values.emplace_back("a stage's forward_s", st.forward_s);
     values.emplace_back("a stage's backward_s", st.backward_s);

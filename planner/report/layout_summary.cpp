@@ -20,6 +20,15 @@ std::string layout_summary(const Layout& l, const TrainingSetup& setup) {
   return s.str();
 }
 
+std::vector<std::pair<const char*, double>> headline_figures(const StepEstimate& e) {
+  return {{"step_time_s", e.step_time_s},
+          {"tokens_per_s", e.tokens_per_s},
+          {"tokens_per_s_per_gpu", e.tokens_per_s_per_gpu},
+          {"tflops_per_gpu", e.tflops_per_gpu},
+          {"mfu", e.mfu},
+          {"hfu", e.hfu}};
+}
+
 std::vector<BreakdownComponent> breakdown_components(const StepBreakdown& b) {
   return {{"compute_s", "compute (forward + backward)", "compute", b.compute},
           {"recompute_s", "recompute", "recompute", b.recompute},

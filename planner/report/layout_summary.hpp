@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -30,6 +31,11 @@ struct BreakdownComponent {
   const char* short_label;
   double seconds;
 };
+
+/// The headline figures of an estimate under their JSON keys (estimate --json, and what the
+/// non-finite guard checks): step_time_s (s), tokens_per_s, tokens_per_s_per_gpu, tflops_per_gpu
+/// (TFLOP/s), mfu, hfu (fractions of the dense peak; attention non-causal).
+std::vector<std::pair<const char*, double>> headline_figures(const StepEstimate& estimate);
 
 /// The nine components of `breakdown`, in the order of StepBreakdown::total().
 std::vector<BreakdownComponent> breakdown_components(const StepBreakdown& breakdown);

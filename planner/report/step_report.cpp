@@ -56,38 +56,35 @@ nlohmann::json step_json(const StepReportInputs& in, const StepEstimate& e) {
   for (const StageTimes& st : e.stages) {
     stages.push_back({{"forward_s", st.forward_s}, {"backward_s", st.backward_s}});
   }
-  return {{"model", in.model.name},
-          {"cluster", in.cluster.name},
-          {"profile", in.profile},
-          {"gpus", l.gpus()},
-          {"layout", layout},
+  nlohmann::json j = {
+      {"model", in.model.name},
+      {"cluster", in.cluster.name},
+      {"profile", in.profile},
+      {"gpus", l.gpus()},
+      {"layout", layout},
 
-          {"seq", in.setup.seq},
-          {"precision", to_string(in.setup.precision)},
-          {"framework", in.setup.framework.name},
-          {"elementwise", to_string(in.setup.framework.elementwise)},
-          {"notes", in.notes},
-          {"step_time_s", e.step_time_s},
-          {"tokens_per_s", e.tokens_per_s},
-          {"tokens_per_s_per_gpu", e.tokens_per_s_per_gpu},
-          {"tflops_per_gpu", e.tflops_per_gpu},
-          {"mfu", e.mfu},
-          {"hfu", e.hfu},
-          {"model_flops_per_step", e.model_flops_per_step},
-          {"tflops_per_gpu_causal", e.tflops_per_gpu_causal},
-          {"mfu_causal", e.mfu_causal},
-          {"model_flops_per_step_causal", e.model_flops_per_step_causal},
-          {"attention_flops",
-           "mfu, hfu, tflops_per_gpu, model_flops_per_step: non-causal (Megatron-LM, PaLM); "
-           "*_causal: half the attention score and value FLOPs (FlashAttention)"},
-          {"hardware_flops_per_step", e.hardware_flops_per_step},
-          {"peak_flops_per_s", e.peak_flops_per_s},
-          {"peak_bytes", e.memory.peak_bytes},
-          {"capacity_bytes", e.memory.capacity_bytes},
-          {"fits", e.memory.fits},
-          {"breakdown", breakdown_json(e.breakdown)},
-          {"stages_per_microbatch", stages},
-          {"p2p_s", e.p2p_s}};
+      {"seq", in.setup.seq},
+      {"precision", to_string(in.setup.precision)},
+      {"framework", in.setup.framework.name},
+      {"elementwise", to_string(in.setup.framework.elementwise)},
+      {"notes", in.notes},
+      {"model_flops_per_step", e.model_flops_per_step},
+      {"tflops_per_gpu_causal", e.tflops_per_gpu_causal},
+      {"mfu_causal", e.mfu_causal},
+      {"model_flops_per_step_causal", e.model_flops_per_step_causal},
+      {"attention_flops",
+       "mfu, hfu, tflops_per_gpu, model_flops_per_step: non-causal (Megatron-LM, PaLM); "
+       "*_causal: half the attention score and value FLOPs (FlashAttention)"},
+      {"hardware_flops_per_step", e.hardware_flops_per_step},
+      {"peak_flops_per_s", e.peak_flops_per_s},
+      {"peak_bytes", e.memory.peak_bytes},
+      {"capacity_bytes", e.memory.capacity_bytes},
+      {"fits", e.memory.fits},
+      {"breakdown", breakdown_json(e.breakdown)},
+      {"stages_per_microbatch", stages},
+      {"p2p_s", e.p2p_s}};
+  for (const auto& [key, value] : headline_figures(e)) j[key] = value;
+  return j;
 }
 
 std::string step_trace_text(const StepEstimate& e, const Layout& layout) {
