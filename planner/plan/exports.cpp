@@ -352,6 +352,15 @@ Export export_deepspeed(const Plan& p) {
     e.dropped.push_back("ZeRO-" + s(l.zero) + " with pipeline parallelism (pp " + s(l.pp) +
                         "): DeepSpeed's pipeline engine supports only ZeRO stages 0 and 1");
   }
+  if (l.recompute == Recompute::kFull) {
+    // DeepSpeed docs, "Activation Checkpointing": the config block only configures
+    // deepspeed.checkpointing; the model code decides what is checkpointed.
+    e.dropped.push_back(
+        "full recompute: the activation_checkpointing block only configures DeepSpeed's "
+        "checkpointing; it recomputes nothing until the model code checkpoints each layer "
+        "(deepspeed.checkpointing.checkpoint, --checkpoint-activations in Megatron-DeepSpeed, "
+        "or model.gradient_checkpointing_enable() for a Hugging Face model)");
+  }
   if (l.recompute == Recompute::kSelective) {
     e.dropped.push_back(
         "selective recompute: not a DeepSpeed config setting; DeepSpeed's "
