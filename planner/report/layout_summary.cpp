@@ -47,4 +47,9 @@ nlohmann::json breakdown_json(const StepBreakdown& b) {
   return j;
 }
 
+const char* const kStepTimeCaveat =
+    "Predicted step times are within about 15% of published runs on average, most of them "
+    "faster than measured, and up to about 40% off on some (README, Validation); a measured "
+    "profile (--profile) narrows the gap.";
+
 }  // namespace meshplan

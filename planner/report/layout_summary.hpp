@@ -37,6 +37,12 @@ struct BreakdownComponent {
 /// (TFLOP/s), mfu, hfu (fractions of the dense peak; attention non-causal).
 std::vector<std::pair<const char*, double>> headline_figures(const StepEstimate& estimate);
 
+/// The caveat printed under every predicted step time (estimate, plan): how far the model is
+/// from published runs, in words that stay true while `meshplan validate`'s figures move
+/// (README, Validation: step-time MAPE about 15% over 47 runs, most predictions faster than
+/// measured, the worst about 40% off either way).
+extern const char* const kStepTimeCaveat;
+
 /// The nine components of `breakdown`, in the order of StepBreakdown::total().
 std::vector<BreakdownComponent> breakdown_components(const StepBreakdown& breakdown);
 

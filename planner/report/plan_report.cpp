@@ -227,8 +227,8 @@ std::string render_plan(const SearchRequest& r, const SearchResult& result) {
     s << "MFU: model FLOPs (attention non-causal, as Megatron-LM and PaLM report) over the dense "
       << half_dtype_name(r.setup.precision)
       << " peak;\nMFU causal: the same with attention score and value FLOPs halved (the work a "
-         "causal mask leaves, as FlashAttention counts it).\nStep times are optimistic today by "
-         "10-50% (README, Validation).\n\n";
+         "causal mask leaves, as FlashAttention counts it).\n"
+      << kStepTimeCaveat << "\n\n";
   }
   s << "Why:\n" << explain_plan(r, result);
   if (r.pareto && !result.pareto.empty()) {

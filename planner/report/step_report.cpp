@@ -43,8 +43,7 @@ std::string render_step(const StepReportInputs& in, const StepEstimate& e) {
   t.add_rule();
   t.add_row({"step", fixed(e.step_time_s, 4), "100.0%"});
   s << t.render();
-  s << "\nThe step-time model is optimistic today by 10-50% depending on the framework and "
-       "scale (README, Validation); a measured profile (--profile) narrows it.\n";
+  s << "\n" << kStepTimeCaveat << "\n";
   return s.str();
 }
 
