@@ -34,6 +34,10 @@ std::string gb(double bytes) { return fixed(bytes / kGB, 1) + " GB"; }
 
 std::string gib(double bytes) { return fixed(bytes / kGiB, 1) + " GiB"; }
 
+std::string size_difference(double bytes) {
+  return bytes < kGiB ? fixed(bytes / kMiB, 0) + " MiB" : gib(bytes);
+}
+
 std::string duration(double seconds) {
   if (seconds >= kSecondsPerYear) return fixed(seconds / kSecondsPerYear, 1) + " years";
   if (seconds >= kSecondsPerDay) return fixed(seconds / kSecondsPerDay, 1) + " days";

@@ -23,6 +23,10 @@ std::string gb(double bytes);
 /// Bytes in GiB with one decimal ("79.6 GiB").
 std::string gib(double bytes);
 
+/// A difference of two sizes, bytes: in MiB (2^20, no decimals) below 1 GiB, so that 4.9 vs
+/// 5.0 GiB reads "102 MiB" and not "0.1 GiB" (or "0.0 GiB"); else as gib().
+std::string size_difference(double bytes);
+
 /// A duration in the largest sensible unit ("26.9 years", "9.6 days", "3.2 hours", "41 s").
 std::string duration(double seconds);
 

@@ -173,23 +173,34 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
   }
   if (runner_up && r.objective == Objective::kMemory) {
     s << "- Runner-up (" << layout_text(runner_up->layout) << ") needs "
-      << gib(runner_up->peak_bytes - w.peak_bytes) << " more memory and takes "
+      << size_difference(runner_up->peak_bytes - w.peak_bytes) << " more memory and takes "
       << fixed(runner_up->step_time_s, 3) << " s per step.\n";
   } else if (runner_up) {
     const Candidate& b = *runner_up;
-    std::string why;
-    double extra = -1e300;
+    // Its largest extra cost, and its largest saving where that offsets part of it (the gap
+    // is their sum with the other components' differences).
+    std::string why, offset;
+    double extra = 0, saving = 0;
     const std::vector<BreakdownComponent> pw = breakdown_components(w.breakdown),
                                           pb = breakdown_components(b.breakdown);
     for (std::size_t i = 0; i < pw.size(); ++i) {
-      if (pb[i].seconds - pw[i].seconds > extra) {
-        extra = pb[i].seconds - pw[i].seconds;
+      const double d = pb[i].seconds - pw[i].seconds;
+      if (d > extra) {
+        extra = d;
         why = pw[i].short_label;
+      }
+      if (d < saving) {
+        saving = d;
+        offset = pw[i].short_label;
       }
     }
     s << "- Runner-up (" << layout_text(b.layout) << ") is "
-      << fixed(100 * (b.step_time_s / w.step_time_s - 1), 1) << "% slower";
+      << fixed(100 * (b.step_time_s / w.step_time_s - 1), 1) << "% slower ("
+      << fixed(b.step_time_s - w.step_time_s, 3) << " s)";
     if (extra > 0) s << ": its largest extra cost is " << why << " (+" << fixed(extra, 3) << " s)";
+    if (extra > 0 && saving < 0) {
+      s << ", partly offset by less " << offset << " (" << fixed(saving, 3) << " s)";
+    }
     s << ".\n";
   }
   return s.str();
