@@ -163,6 +163,25 @@ void add_precision_option(CLI::App& cmd, std::string& precision) {
       ->check(CLI::IsMember({"bf16", "fp16", "fp8"}));
 }
 
+void add_elementwise_option(CLI::App& cmd, std::string& elementwise) {
+  cmd.add_option("--elementwise", elementwise,
+                 "Norms, residual adds, activation and RoPE: fused (one kernel each: "
+                 "Megatron/Transformer Engine, torch.compile) | eager (PyTorch eager ops, "
+                 "several HBM passes each) (default: the framework's: eager for fsdp, hf and "
+                 "deepspeed, fused for the others)")
+      ->check(CLI::IsMember({"fused", "eager"}));
+}
+
+void apply_elementwise(FrameworkConvention& framework, const std::string& elementwise) {
+  if (elementwise.empty()) return;
+  const std::optional<ElementwiseKernels> kernels = parse_elementwise(elementwise);
+  if (!kernels) {
+    throw InputError("--elementwise: unknown kernels \"" + elementwise +
+                     "\"; expected one of \"fused\", \"eager\"");
+  }
+  framework.elementwise = *kernels;
+}
+
 void add_mfu_option(CLI::App& cmd, double& mfu) {
   // At least 1e-6: below that the time to train overflows to "inf years" (--mfu 1e-300); no
   // training run reaches a millionth of its peak and reports it.

@@ -65,6 +65,15 @@ void add_framework_option(CLI::App& cmd, std::string& framework);
 /// --precision bf16|fp16|fp8 (default: bf16, fp16 on GPUs without bf16).
 void add_precision_option(CLI::App& cmd, std::string& precision);
 
+/// --elementwise fused|eager (default "": the framework convention's, eager for fsdp, hf and
+/// deepspeed, fused for the others), checked at parse time; estimate and plan take it.
+void add_elementwise_option(CLI::App& cmd, std::string& elementwise);
+
+/// Sets `framework.elementwise` to the kernels --elementwise named; leaves the convention's
+/// when `elementwise` is empty (not given). Throws InputError for a name other than "fused" or
+/// "eager" (add_elementwise_option refuses those at parse time).
+void apply_elementwise(FrameworkConvention& framework, const std::string& elementwise);
+
 /// The smallest --mfu accepted: a millionth of the peak (smaller ones make the time to train
 /// overflow to infinity, and describe no training run).
 inline constexpr double kMinMfu = 1e-6;

@@ -199,7 +199,8 @@ std::string render_plan(const SearchRequest& r, const SearchResult& result) {
   std::ostringstream s;
   s << r.model.name << " on " << r.gpus << " x " << r.cluster.gpu.name << " (" << r.cluster.name
     << "), seq " << r.setup.seq << ", gbs " << r.gbs << ", " << to_string(r.setup.precision)
-    << ", framework " << r.setup.framework.name << "\n";
+    << ", framework " << r.setup.framework.name << " (elementwise "
+    << to_string(r.setup.framework.elementwise) << ")\n";
   s << "searched " << result.space << " layouts: " << result.fits << " fit in memory, "
     << result.fits << " timed\n\n";
   if (!result.ranked.empty()) {
@@ -262,6 +263,7 @@ nlohmann::json plan_json(const SearchRequest& r, const SearchResult& result) {
           {"gbs", r.gbs},
           {"seq", r.setup.seq},
           {"framework", r.setup.framework.name},
+          {"elementwise", to_string(r.setup.framework.elementwise)},
           {"precision", to_string(r.setup.precision)},
           {"objective", r.objective == Objective::kMemory ? "memory"
                         : r.objective == Objective::kCost ? "cost"
