@@ -34,11 +34,14 @@ double gpu_hours(const SearchRequest& r, const Candidate& c) {
 }
 
 nlohmann::json candidate_json(const SearchRequest& r, const Candidate& c) {
+  const double causal = causal_flops_ratio(r);
   return {{"layout", layout_json(c.layout)},
           {"step_time_s", c.step_time_s},
           {"tokens_per_s", c.tokens_per_s},
+          {"tflops_per_gpu", c.tflops_per_gpu},
+          {"tflops_per_gpu_causal", c.tflops_per_gpu * causal},
           {"mfu", c.mfu},
-          {"mfu_causal", c.mfu * causal_flops_ratio(r)},
+          {"mfu_causal", c.mfu * causal},
           {"peak_bytes", c.peak_bytes},
           {"worst_stage", c.worst_stage},
           {"gpu_hours", r.tokens > 0 ? nlohmann::json(gpu_hours(r, c)) : nlohmann::json()},

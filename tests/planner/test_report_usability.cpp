@@ -95,6 +95,45 @@ TEST_CASE("plan: MFU causal beside MFU in the table and the JSON", "[usability][
   CHECK(found);
 }
 
+TEST_CASE("plan --json: model TFLOP/s per GPU beside MFU, under both attention conventions",
+          "[usability][mfu]") {
+  // Llama 3 8B at 131072 tokens on 64 H100 (dense bf16 peak 989.4 TFLOP/s), gbs 32: a step is
+  // 32 x 131072 tokens of 251,186,380,800 training FLOPs each (148,107,165,696 causal).
+  const test::CliResult r = test::run({"plan", "--model", "llama3-8b", "--gpus", "64", "--seq",
+                                       "131072", "--gbs", "32", "--top", "3", "--json"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  REQUIRE(j["ranked"].size() == 3);
+  const double tokens = 32.0 * 131072.0;
+  for (const auto& c : j["ranked"]) {
+    const double step = c["step_time_s"].get<double>();
+    CHECK(c["tflops_per_gpu"].get<double>() ==
+          Approx(251186380800.0 * tokens / step / 64 / 1e12).epsilon(1e-9));
+    CHECK(c["tflops_per_gpu_causal"].get<double>() ==
+          Approx(148107165696.0 * tokens / step / 64 / 1e12).epsilon(1e-9));
+    CHECK(c["tflops_per_gpu"].get<double>() == Approx(c["mfu"].get<double>() * 989.4).epsilon(1e-9));
+    CHECK(c["tflops_per_gpu_causal"].get<double>() ==
+          Approx(c["mfu_causal"].get<double>() * 989.4).epsilon(1e-9));
+  }
+  // The same numbers estimate --json prints for the best layout.
+  const nlohmann::json& l = j["ranked"][0]["layout"];
+  std::vector<std::string> args = {"estimate", "--model", "llama3-8b", "--seq", "131072", "--json",
+                                   "--recompute", l["recompute"].get<std::string>()};
+  for (const char* key : {"dp", "tp", "pp", "cp", "vpp", "mbs", "gbs", "zero"}) {
+    args.insert(args.end(), {std::string("--") + key, std::to_string(l[key].get<int>())});
+  }
+  if (l["sp"].get<bool>()) args.push_back("--sp");
+  const test::CliResult e = test::run(args);
+  INFO(e.err);
+  REQUIRE(e.exit_code == 0);
+  const auto est = nlohmann::json::parse(e.out);
+  for (const char* key : {"tflops_per_gpu", "tflops_per_gpu_causal"}) {
+    INFO(key);
+    CHECK(j["ranked"][0][key].get<double>() == Approx(est[key].get<double>()).epsilon(1e-12));
+  }
+}
+
 TEST_CASE("plan: the # header stays in the first column however many rows print",
           "[usability][plan]") {
   std::size_t header_at = std::string::npos;
