@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "costmodel/counted.hpp"
 #include "costmodel/flops.hpp"
 #include "costmodel/param_count.hpp"
 #include "costmodel/static_memory.hpp"
@@ -97,7 +98,7 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
     s << "It does not fit on one GPU; sharded over all " << r.gpus << " GPUs (ZeRO-3/FSDP) it is "
       << gb(state.total_bytes / static_cast<double>(r.gpus)) << " per GPU.\n";
   } else {
-    s << "Even sharded over all " << r.gpus << (r.gpus == 1 ? " GPU" : " GPUs") << " it is "
+    s << "Even sharded over all " << counted(r.gpus, "GPU") << " it is "
       << gb(state.total_bytes / static_cast<double>(r.gpus)) << " per GPU: more GPUs are needed.\n";
   }
   if (result.ranked.empty()) {
@@ -121,8 +122,8 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
       << (l.sp ? "; sp splits the norms and dropouts along the sequence too" : "") << ".\n";
   }
   if (l.pp > 1) {
-    s << "- pp " << l.pp << ": the " << r.model.num_layers << " layers run as " << l.pp
-      << " stages"
+    s << "- pp " << l.pp << ": the " << counted(r.model.num_layers, "layer") << " run as "
+      << counted(l.pp, "stage")
       << (l.stage_layers.empty()
               ? ""
               : " of " +
@@ -171,8 +172,8 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
     }
   }
   if (ties > 0) {
-    s << "- " << ties << " other layout" << (ties == 1 ? "" : "s")
-      << " of the list tie the winner in step time and memory.\n";
+    s << "- Tied with the winner in step time and memory: "
+      << counted(static_cast<std::int64_t>(ties), "other layout") << " of the list.\n";
   }
   if (runner_up && r.objective == Objective::kMemory) {
     s << "- Runner-up (" << layout_text(runner_up->layout) << ") needs "

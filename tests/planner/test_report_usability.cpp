@@ -5,10 +5,12 @@
 
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "costmodel/counted.hpp"
 #include "costmodel/flops.hpp"
 #include "costmodel/units.hpp"
 #include "planner/config/loaders.hpp"
@@ -244,6 +246,50 @@ TEST_CASE("ledger: the activation heading says layers x micro-batches in flight"
         "activations: 10-layer chunks x 10 chunk micro-batches in flight");
   StageLedger none;
   CHECK(activations_text(none) == "no layer activations held");
+}
+
+TEST_CASE("one of a thing is singular: 1 layer, 1 stage, 1 kv head", "[usability][ledger]") {
+  CHECK(counted(1, "layer") == "1 layer");
+  CHECK(counted(0, "layer") == "0 layers");
+  CHECK(counted(80, "layer") == "80 layers");
+  CHECK(counted(1, "micro-batch", "micro-batches") == "1 micro-batch");
+  CHECK(counted(3, "micro-batch", "micro-batches") == "3 micro-batches");
+
+  // Llama 3 8B's 32 layers on pp 32: one layer a stage; 1F1B stage 0 holds min(p, m) = 32
+  // micro-batches (gbs 512 by default).
+  const test::CliResult pp32 = test::run({"ledger", "--model", "llama3-8b", "--pp", "32",
+                                          "--gpus", "32"});
+  INFO(pp32.err);
+  REQUIRE(pp32.exit_code == 0);
+  CHECK_THAT(pp32.out, Contains("  1 layer + embedding  "));
+  CHECK_THAT(pp32.out, Contains("Stage 0 (worst): 1 layer + embedding, activations: 1 layer x 32 "
+                                "micro-batches in flight\n"));
+  CHECK(pp32.out.find("1 layers") == std::string::npos);
+
+  // One stage listed for pp 2.
+  const test::CliResult split = test::run({"ledger", "--model", "llama3-8b", "--pp", "2",
+                                           "--stage-layers", "32"});
+  CHECK(split.exit_code == 2);
+  CHECK_THAT(split.err, Contains("layout: the stage split lists 1 stage, pp is 2\n"));
+
+  // A one-layer model with one kv head (multi-query attention).
+  std::string text = test::read_config("models/llama3-8b.json");
+  for (const auto& [from, to] : {std::pair<std::string, std::string>{"\"num_layers\": 32",
+                                                                     "\"num_layers\": 1"},
+                                 {"\"num_kv_heads\": 8", "\"num_kv_heads\": 1"}}) {
+    const std::size_t at = text.find(from);
+    REQUIRE(at != std::string::npos);
+    text.replace(at, from.size(), to);
+  }
+  const std::string one = test::write_temp_file("one-layer.json", text);
+  const test::CliResult model = test::run({"ledger", "--model", one});
+  INFO(model.err);
+  REQUIRE(model.exit_code == 0);
+  CHECK_THAT(model.out, Contains("parameters (1 layer, h 4096, 32 heads, 1 kv head, swiglu"));
+  const test::CliResult bad = test::run({"ledger", "--model", one, "--tp", "2", "--pp", "2"});
+  CHECK(bad.exit_code == 2);
+  CHECK_THAT(bad.err, Contains("layout: tp 2 does not divide 1 kv head\n"));
+  CHECK_THAT(bad.err, Contains("layout: 1 layer cannot be split into pp x vpp = 2 equal chunks"));
 }
 
 TEST_CASE("profile show: says step times read busbw off the measured points",
