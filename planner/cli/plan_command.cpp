@@ -152,7 +152,8 @@ CommandAction add_plan_command(CLI::App& app) {
                                                     : AttentionImpl::kEager;
     const std::int64_t gbs = o->gbs > 0 ? o->gbs : default_global_batch(setup.seq);
     if (const std::string problem =
-            plan_pins_problem({o->dp, o->tp, o->pp, o->cp, o->mbs}, o->gpus, gbs, o->gbs > 0);
+            plan_pins_problem({o->dp, o->tp, o->pp, o->cp, o->mbs, o->vpp}, o->gpus, gbs,
+                              o->gbs > 0, model.num_layers);
         !problem.empty()) {
       throw InputError(problem);
     }
