@@ -2,6 +2,8 @@
 
 #include <numeric>
 
+#include "costmodel/counted.hpp"
+
 namespace meshplan {
 
 const char* to_string(Recompute recompute) {
@@ -118,11 +120,11 @@ std::vector<std::string> layout_problems(const Layout& l, const ModelSpec& m, st
                     s(l.cp) + " = " + s(l.gpus()) + " is not the GPU count " + s(*gpus));
         break;
       case LayoutProblem::kTpHeads:
-        p.push_back("tp " + s(l.tp) + " does not divide " + s(m.num_attention_heads) +
-                    " attention heads");
+        p.push_back("tp " + s(l.tp) + " does not divide " +
+                    counted(m.num_attention_heads, "attention head"));
         break;
       case LayoutProblem::kTpKvHeads:
-        p.push_back("tp " + s(l.tp) + " does not divide " + s(m.num_kv_heads) + " kv heads");
+        p.push_back("tp " + s(l.tp) + " does not divide " + counted(m.num_kv_heads, "kv head"));
         break;
       case LayoutProblem::kSpNeedsTp:
         p.push_back("sequence parallel (sp) needs tp > 1");
@@ -132,8 +134,8 @@ std::vector<std::string> layout_problems(const Layout& l, const ModelSpec& m, st
                     s(l.tp) + " (sequence parallelism splits the sequence across tp)");
         break;
       case LayoutProblem::kLearnedPositions:
-        p.push_back("sequence " + s(seq) + " is longer than the " + s(m.max_position_embeddings) +
-                    " learned positions of " + m.name);
+        p.push_back("sequence " + s(seq) + " is longer than the " +
+                    counted(m.max_position_embeddings, "learned position") + " of " + m.name);
         break;
       case LayoutProblem::kCpSequence:
         p.push_back("sequence " + s(seq) + " is not divisible by 2 x cp = " + s(2 * l.cp) +
@@ -150,12 +152,12 @@ std::vector<std::string> layout_problems(const Layout& l, const ModelSpec& m, st
         break;
       case LayoutProblem::kStageSplitCount:
         p.push_back("the stage split lists " +
-                    s(static_cast<std::int64_t>(l.stage_layers.size())) + " stages, pp is " +
-                    s(l.pp));
+                    counted(static_cast<std::int64_t>(l.stage_layers.size()), "stage") +
+                    ", pp is " + s(l.pp));
         break;
       case LayoutProblem::kStageSplitSum:
         p.push_back("the stage split must give each stage at least 1 layer and sum to " +
-                    s(m.num_layers) + " layers, it sums to " +
+                    counted(m.num_layers, "layer") + ", it sums to " +
                     s(std::accumulate(l.stage_layers.begin(), l.stage_layers.end(),
                                       std::int64_t{0})));
         break;
@@ -163,7 +165,7 @@ std::vector<std::string> layout_problems(const Layout& l, const ModelSpec& m, st
         p.push_back("an uneven stage split cannot be combined with vpp > 1");
         break;
       case LayoutProblem::kLayersSplit:
-        p.push_back(s(m.num_layers) + " layers cannot be split into pp x vpp = " +
+        p.push_back(counted(m.num_layers, "layer") + " cannot be split into pp x vpp = " +
                     s(l.pp * l.vpp) +
                     " equal chunks (give an uneven split with --stage-layers, without vpp)");
         break;

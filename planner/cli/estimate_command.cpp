@@ -77,12 +77,7 @@ CommandAction add_estimate_command(CLI::App& app) {
                   "Overlap the gradient reduction with backward and the ZeRO-1 parameter "
                   "all-gather with forward: on | off (default: the framework's)")
       ->check(CLI::IsMember({"on", "off"}));
-  cmd->add_option("--elementwise", o->elementwise,
-                  "Norms, residual adds, activation and RoPE: fused (one kernel each: "
-                  "Megatron/Transformer Engine, torch.compile) | eager (PyTorch eager ops, "
-                  "several HBM passes each) (default: the framework's: eager for fsdp, hf and "
-                  "deepspeed, fused for the others)")
-      ->check(CLI::IsMember({"fused", "eager"}));
+  add_elementwise_option(*cmd, o->elementwise);
   cmd->add_option("--trace", o->trace,
                   "Write the simulated step as a Chrome trace (JSON; open in ui.perfetto.dev)")
       ->check(output_file());
@@ -139,7 +134,7 @@ CommandAction add_estimate_command(CLI::App& app) {
       if (!o->dp_overlap.empty()) {
         framework.dp_grad_overlap = framework.dp_param_overlap = o->dp_overlap == "on";
       }
-      if (!o->elementwise.empty()) framework.elementwise = *parse_elementwise(o->elementwise);
+      apply_elementwise(framework, o->elementwise);
       const std::string profile_name =
           o->profile.empty() ? default_profile_name(cluster.gpu) : o->profile;
       const Profile profile = load_profile(profile_name, "--profile");

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "costmodel/counted.hpp"
 #include "costmodel/flops.hpp"
 #include "costmodel/framework.hpp"
 #include "costmodel/param_count.hpp"
@@ -102,8 +103,9 @@ std::string render_text(const LedgerOptions& o, const LedgerResult& r) {
   std::ostringstream s;
   if (r.model) {
     s << "Model " << r.model->name << ": " << with_commas(r.counts->total) << " parameters ("
-      << r.model->num_layers << " layers, h " << r.model->hidden_size << ", "
-      << r.model->num_attention_heads << " heads, " << r.model->num_kv_heads << " kv heads, "
+      << counted(r.model->num_layers, "layer") << ", h " << r.model->hidden_size << ", "
+      << counted(r.model->num_attention_heads, "head") << ", "
+      << counted(r.model->num_kv_heads, "kv head") << ", "
       << to_string(r.model->ffn_type) << " ffn " << r.model->ffn_hidden_size << ", vocab "
       << r.model->vocab_size << ")\n";
     s << "  embedding " << with_commas(r.counts->embedding) << ", layers "

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <set>
 
+#include "costmodel/counted.hpp"
 #include "planner/config/closest_names.hpp"
 #include "planner/config/input_error.hpp"
 #include "planner/config/presets.hpp"
@@ -163,6 +164,25 @@ void add_precision_option(CLI::App& cmd, std::string& precision) {
       ->check(CLI::IsMember({"bf16", "fp16", "fp8"}));
 }
 
+void add_elementwise_option(CLI::App& cmd, std::string& elementwise) {
+  cmd.add_option("--elementwise", elementwise,
+                 "Norms, residual adds, activation and RoPE: fused (one kernel each: "
+                 "Megatron/Transformer Engine, torch.compile) | eager (PyTorch eager ops, "
+                 "several HBM passes each) (default: the framework's: eager for fsdp, hf and "
+                 "deepspeed, fused for the others)")
+      ->check(CLI::IsMember({"fused", "eager"}));
+}
+
+void apply_elementwise(FrameworkConvention& framework, const std::string& elementwise) {
+  if (elementwise.empty()) return;
+  const std::optional<ElementwiseKernels> kernels = parse_elementwise(elementwise);
+  if (!kernels) {
+    throw InputError("--elementwise: unknown kernels \"" + elementwise +
+                     "\"; expected one of \"fused\", \"eager\"");
+  }
+  framework.elementwise = *kernels;
+}
+
 void add_mfu_option(CLI::App& cmd, double& mfu) {
   // At least 1e-6: below that the time to train overflows to "inf years" (--mfu 1e-300); no
   // training run reaches a millionth of its peak and reports it.
@@ -269,8 +289,8 @@ std::string stage_layers_problem(const std::string& list) {
 
 namespace {
 
-/// "1, 2, 4 or 8": the divisors of n (n >= 1), at most 12 of them named.
-std::string divisors_text(std::int64_t n) {
+/// The divisors of n (n >= 1), ascending.
+std::vector<std::int64_t> divisors_of(std::int64_t n) {
   std::vector<std::int64_t> d;
   for (std::int64_t i = 1; i * i <= n; ++i) {
     if (n % i != 0) continue;
@@ -278,6 +298,11 @@ std::string divisors_text(std::int64_t n) {
     if (i != n / i) d.push_back(n / i);
   }
   std::sort(d.begin(), d.end());
+  return d;
+}
+
+/// "1, 2, 4 or 8": `d` (not empty), at most 12 of them named.
+std::string divisors_text(const std::vector<std::int64_t>& d) {
   std::string text;
   const std::size_t shown = std::min<std::size_t>(d.size(), 12);
   for (std::size_t i = 0; i < shown; ++i) {
@@ -287,10 +312,39 @@ std::string divisors_text(std::int64_t n) {
   return text;
 }
 
+std::string divisors_text(std::int64_t n) { return divisors_text(divisors_of(n)); }
+
+/// What to pin --pp to on `gpus` GPUs: the divisors plan's search takes for a model of
+/// `num_layers` layers, those at most num_layers (a stage holds at least one layer) and, with
+/// --vpp `vpp` > 1, above 1 and splitting the layers into pp x vpp equal chunks (the
+/// interleaved schedule's). "pin a divisor of 64: 1, ... or 64" when every divisor qualifies,
+/// else "pin a divisor of 64 up to the model's 32 layers: 1, ... or 32", or what to change
+/// when none does.
+std::string pp_hint(std::int64_t gpus, std::int64_t num_layers, std::int64_t vpp) {
+  const std::vector<std::int64_t> all = divisors_of(gpus);
+  std::vector<std::int64_t> taken;
+  for (const std::int64_t pp : all) {
+    if (pp <= num_layers && (vpp <= 1 || (pp > 1 && num_layers % (pp * vpp) == 0))) {
+      taken.push_back(pp);
+    }
+  }
+  const std::string s_gpus = std::to_string(gpus);
+  const std::string layers = "the model's " + counted(num_layers, "layer");
+  const std::string chunks = " into pp x --vpp " + std::to_string(vpp) + " equal chunks";
+  if (taken.empty()) {  // only with vpp > 1: pp 1 is taken otherwise
+    return "no divisor of " + s_gpus + " above 1 splits " + layers + chunks +
+           ": pin another --vpp, or leave vpp to the search";
+  }
+  const std::string which = taken.size() == all.size() ? ""
+                            : vpp > 1 ? " above 1 that splits " + layers + chunks
+                                      : " up to " + layers;
+  return "pin a divisor of " + s_gpus + which + ": " + divisors_text(taken);
+}
+
 }  // namespace
 
 std::string plan_pins_problem(const PlanPinFlags& pins, std::int64_t gpus, std::int64_t gbs,
-                              bool gbs_given) {
+                              bool gbs_given, std::int64_t num_layers) {
   const std::string s_gpus = std::to_string(gpus);
   const std::string batch = "the global batch of " + std::to_string(gbs) + " sequences (" +
                             (gbs_given ? "--gbs " + std::to_string(gbs)
@@ -313,10 +367,15 @@ std::string plan_pins_problem(const PlanPinFlags& pins, std::int64_t gpus, std::
       count > 1 ? named + " = " + (product > gpus ? "more than " + s_gpus : std::to_string(product))
                 : named;
   if (count > 0 && (product > gpus || gpus % product != 0)) {
+    // --pp alone: the divisors the search takes for this model (pp_hint).
+    const std::string hint =
+        count == 1 && pins.pp > 0
+            ? pp_hint(gpus, num_layers, pins.vpp)
+            : "pin " + std::string(count > 1 ? "degrees whose product divides " : "a divisor of ") +
+                  s_gpus + ": " + divisors_text(gpus);
     return product_text + ": dp x tp x pp x cp must equal --gpus " + s_gpus + ", and " +
            (count > 1 ? "their product" : std::string("it")) + " does not divide " + s_gpus +
-           "; pin " + (count > 1 ? "degrees whose product divides " : "a divisor of ") + s_gpus +
-           ": " + divisors_text(gpus);
+           "; " + hint;
   }
   if (count == 4 && product != gpus) {
     return product_text + ": dp x tp x pp x cp must equal --gpus " + s_gpus +

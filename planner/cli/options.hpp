@@ -65,6 +65,15 @@ void add_framework_option(CLI::App& cmd, std::string& framework);
 /// --precision bf16|fp16|fp8 (default: bf16, fp16 on GPUs without bf16).
 void add_precision_option(CLI::App& cmd, std::string& precision);
 
+/// --elementwise fused|eager (default "": the framework convention's, eager for fsdp, hf and
+/// deepspeed, fused for the others), checked at parse time; estimate and plan take it.
+void add_elementwise_option(CLI::App& cmd, std::string& elementwise);
+
+/// Sets `framework.elementwise` to the kernels --elementwise named; leaves the convention's
+/// when `elementwise` is empty (not given). Throws InputError for a name other than "fused" or
+/// "eager" (add_elementwise_option refuses those at parse time).
+void apply_elementwise(FrameworkConvention& framework, const std::string& elementwise);
+
 /// The smallest --mfu accepted: a millionth of the peak (smaller ones make the time to train
 /// overflow to infinity, and describe no training run).
 inline constexpr double kMinMfu = 1e-6;
@@ -114,20 +123,25 @@ std::string stage_layers_problem(const std::string& list);
 /// The degrees `meshplan plan` was told to pin (0: not pinned), as its flags give them.
 struct PlanPinFlags {
   std::int64_t dp = 0, tp = 0, pp = 0, cp = 0, mbs = 0;
+  std::int64_t vpp = 0;  ///< virtual stages per rank
 };
 
-/// Why the pins alone leave `plan` no layout of `gpus` GPUs and a global batch of `gbs`
-/// sequences, naming the flags that make it impossible, or "" when they leave some. `gbs_given`:
-/// --gbs was given (else the message says the batch is the default). Checked in this order:
+/// Why the pins alone leave `plan` no layout of `gpus` GPUs, a model of `num_layers` layers and
+/// a global batch of `gbs` sequences, naming the flags that make it impossible, or "" when they
+/// leave some. `gbs_given`: --gbs was given (else the message says the batch is the default).
+/// Checked in this order:
 ///  - the pinned degrees' product does not divide the GPU count ("--dp 3: dp x tp x pp x cp
-///    must equal --gpus 8, and 3 does not divide it; pin a divisor of 8: 1, 2, 4 or 8");
+///    must equal --gpus 8, and 3 does not divide it; pin a divisor of 8: 1, 2, 4 or 8"); for
+///    --pp alone the divisors listed are those plan takes: at most num_layers (each stage holds
+///    a layer) and, with --vpp > 1, above 1 and splitting the layers into pp x vpp equal chunks
+///    ("pin a divisor of 64 up to the model's 32 layers: 1, 2, 4, 8, 16 or 32");
 ///  - all four pinned, and their product is not the GPU count;
 ///  - --mbs does not divide the global batch (every replica takes whole micro-batches):
 ///    "--mbs 64: does not divide the global batch of 8 sequences (--gbs 8); ...";
 ///  - --dp (x --mbs) does not divide the global batch.
-/// Preconditions: gpus, gbs >= 1; pins >= 0.
+/// Preconditions: gpus, gbs, num_layers >= 1; pins >= 0.
 std::string plan_pins_problem(const PlanPinFlags& pins, std::int64_t gpus, std::int64_t gbs,
-                              bool gbs_given);
+                              bool gbs_given, std::int64_t num_layers);
 
 /// The layout, training setup and notes on the defaults taken (each one printed to the user).
 struct ResolvedLayout {

@@ -29,6 +29,7 @@ struct PlanOptions {
   std::string framework = "megatron";
   std::string precision;
   std::string attention;
+  std::string elementwise;  ///< "", "fused", "eager"
   std::int64_t gpus = 0;
   std::int64_t gbs = 0;
   std::int64_t seq = 0;
@@ -68,6 +69,7 @@ CommandAction add_plan_command(CLI::App& app) {
                         "path"));
   add_framework_option(*cmd, o->framework);
   add_precision_option(*cmd, o->precision);
+  add_elementwise_option(*cmd, o->elementwise);
   cmd->add_option("--gbs", o->gbs, "Global batch [sequences] (default: about 4M tokens: 4194304 / seq)")
       ->check(positive_up_to(1 << 24));
   cmd->add_option("--seq", o->seq, "Sequence length [tokens] (default: the model's)")
@@ -142,6 +144,7 @@ CommandAction add_plan_command(CLI::App& app) {
     require_mfu_peak_flops(cluster.gpu, precision);
     TrainingSetup setup;
     setup.framework = require_framework(o->framework);
+    apply_elementwise(setup.framework, o->elementwise);
     setup.precision = precision;
     setup.seq = o->seq > 0 ? o->seq : model.seq_length;
     setup.attention = !o->attention.empty() ? *parse_attention(o->attention)
@@ -149,7 +152,8 @@ CommandAction add_plan_command(CLI::App& app) {
                                                     : AttentionImpl::kEager;
     const std::int64_t gbs = o->gbs > 0 ? o->gbs : default_global_batch(setup.seq);
     if (const std::string problem =
-            plan_pins_problem({o->dp, o->tp, o->pp, o->cp, o->mbs}, o->gpus, gbs, o->gbs > 0);
+            plan_pins_problem({o->dp, o->tp, o->pp, o->cp, o->mbs, o->vpp}, o->gpus, gbs,
+                              o->gbs > 0, model.num_layers);
         !problem.empty()) {
       throw InputError(problem);
     }

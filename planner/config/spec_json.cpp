@@ -34,12 +34,23 @@ StrictObject open_schema(const nlohmann::json& json, const std::string& file,
   return o;
 }
 
-/// Every key of `o.sources` must be one of `numbers` and each of `numbers` must have a
-/// non-empty source string (configs/README.md: each hardware number with its source).
-void require_sources(StrictObject& o, const std::vector<std::string>& numbers) {
-  StrictObject sources = o.object("sources", numbers);
+/// Every key of `o.sources` must be one of `numbers` or `optional`, and each of `numbers` must
+/// have a source string with some text in it (configs/README.md: each hardware number with its
+/// source); `optional` keys may be absent and are not checked. Throws InputError at
+/// "$.sources.<key>": "is empty; expected where the number comes from", or for a string of
+/// whitespace alone (spaces, tabs, newlines) "is only whitespace ("   "); expected where the
+/// number comes from".
+void require_sources(StrictObject& o, const std::vector<std::string>& numbers,
+                     const std::vector<std::string>& optional = {}) {
+  std::vector<std::string> keys = numbers;
+  keys.insert(keys.end(), optional.begin(), optional.end());
+  StrictObject sources = o.object("sources", keys);
   for (const std::string& key : numbers) {
-    if (sources.string(key).empty()) sources.fail(key, "is empty; expected where the number comes from");
+    const std::string source = sources.string(key);
+    if (source.find_first_not_of(" \t\n\r\f\v") != std::string::npos) continue;
+    sources.fail(key, (source.empty() ? std::string("is empty")
+                                      : "is only whitespace (" + describe_json(source) + ")") +
+                          "; expected where the number comes from");
   }
 }
 
@@ -583,15 +594,11 @@ Profile profile_from_json(const nlohmann::json& json, const std::string& file,
                                       "flash_attention2_efficiency", "flash_attention_half_keys",
                                       "hbm_efficiency",
                                       "comm_sm_fraction", "links"};
-  StrictObject sources = o.object("sources", [&] {
-    std::vector<std::string> keys = numbers;
-    keys.push_back("collectives");
-    return keys;
-  }());
-  if (!p.collectives.empty()) numbers.push_back("collectives");
-  for (const std::string& key : numbers) {
-    if (sources.string(key).empty())
-      sources.fail(key, "is empty; expected where the number comes from");
+  if (p.collectives.empty()) {
+    require_sources(o, numbers, {"collectives"});
+  } else {
+    numbers.push_back("collectives");
+    require_sources(o, numbers);
   }
   return p;
 }

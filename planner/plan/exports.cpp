@@ -19,6 +19,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "costmodel/counted.hpp"
 #include "costmodel/precision.hpp"
 
 namespace meshplan {
@@ -98,7 +99,7 @@ Export export_megatron(const Plan& p) {
                         "(--decoder-first-pipeline-num-layers and "
                         "--decoder-last-pipeline-num-layers set only the first and last); not "
                         "exported, so Megatron-LM splits the " +
-                        s(m.num_layers) + " layers evenly";
+                        counted(m.num_layers, "layer") + " evenly";
       if (m.num_layers % l.pp != 0) {
         why += " (which it cannot do over pp " + s(l.pp) +
                ": choose a split whose middle stages are equal)";
@@ -197,7 +198,8 @@ Export export_torchtitan(const Plan& p) {
   Export e;
   std::ostringstream t;
   const bool fsdp = l.zero == 3;
-  t << "# torchtitan job config sections for " << m.name << " (" << m.num_layers << " layers) on "
+  t << "# torchtitan job config sections for " << m.name << " (" << counted(m.num_layers, "layer")
+    << ") on "
     << l.gpus() << " GPUs of " << p.cluster.name << ", written by meshplan.\n"
     << "# Merge them into the job's TOML; its [model] name and flavor select the architecture.\n";
   t << "[parallelism]\n";
@@ -580,7 +582,8 @@ Layout parse_megatron_args(const std::string& text) {
     const std::int64_t per_chunk = get("--num-layers-per-virtual-pipeline-stage", 1);
     if (layers % (l.pp * per_chunk) != 0) {
       fail(w.line_no, w.line,
-           s(layers) + " layers are not pp " + s(l.pp) + " x a multiple of " + s(per_chunk));
+           counted(layers, "layer") + " cannot be split into pp " + s(l.pp) + " x a multiple of " +
+               s(per_chunk));
     }
     l.vpp = layers / (l.pp * per_chunk);
   }
@@ -596,9 +599,9 @@ Layout parse_megatron_args(const std::string& text) {
     if (rest_stages < 0 || (rest_stages == 0 && rest != 0) ||
         (rest_stages > 0 && (rest < rest_stages || rest % rest_stages != 0))) {
       fail(w.line_no, w.line,
-           "the first and last stage sizes leave " + s(rest) + " of " + s(layers) + " layers for " +
-               s(std::max<std::int64_t>(rest_stages, 0)) +
-               " middle stages, which cannot split them evenly");
+           "the first and last stage sizes leave " + s(rest) + " of " + counted(layers, "layer") +
+               " for " + counted(std::max<std::int64_t>(rest_stages, 0), "middle stage") +
+               ", which cannot split them evenly");
     }
     const std::int64_t middle = rest_stages > 0 ? rest / rest_stages : 0;
     l.stage_layers.assign(static_cast<std::size_t>(l.pp), middle);
@@ -712,10 +715,8 @@ Layout parse_torchtitan_toml(const std::string& text, std::int64_t num_layers) {
         const std::int64_t stages = (num_layers + first + last + lps - 1) / lps;
         if (stages % l.pp != 0) {
           fail(w.line_no, w.line,
-               s(stages) + " stages (" + s(num_layers) +
-                   " layers) are not a multiple of "
-                   "pipeline_parallel_degree " +
-                   s(l.pp));
+               "the stage count " + s(stages) + " (" + counted(num_layers, "layer") +
+                   ") is not a multiple of pipeline_parallel_degree " + s(l.pp));
         }
         l.vpp = stages / l.pp;
       }

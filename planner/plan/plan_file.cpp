@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "costmodel/counted.hpp"
 #include "costmodel/framework.hpp"
 #include "costmodel/ranks.hpp"
 #include "planner/config/input_error.hpp"
@@ -397,7 +398,7 @@ Plan plan_from_json(const nlohmann::json& json, const std::string& file) {
   if (stages != stages_json(layout, model)) {
     o.fail("stages", "are not the pipeline stages of pp " + std::to_string(layout.pp) +
                          " (stage_layers, vpp " + std::to_string(layout.vpp) + ") for " +
-                         std::to_string(model.num_layers) + " layers; write the plan again "
+                         counted(model.num_layers, "layer") + "; write the plan again "
                          "instead of editing its stages");
   }
   for (const char* output : {"memory", "predicted"}) {

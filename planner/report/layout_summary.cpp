@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include "costmodel/counted.hpp"
+
 namespace meshplan {
 
 nlohmann::json layout_json(const Layout& l) {
@@ -13,8 +15,9 @@ nlohmann::json layout_json(const Layout& l) {
 std::string layout_summary(const Layout& l, const TrainingSetup& setup) {
   std::ostringstream s;
   s << "dp " << l.dp << " tp " << l.tp << " pp " << l.pp << " cp " << l.cp << " vpp " << l.vpp
-    << ", mbs " << l.mbs << ", gbs " << l.gbs << " (" << l.microbatches() << " micro-batch"
-    << (l.microbatches() == 1 ? "" : "es") << "), seq " << setup.seq << ", zero " << l.zero
+    << ", mbs " << l.mbs << ", gbs " << l.gbs << " ("
+    << counted(l.microbatches(), "micro-batch", "micro-batches") << "), seq " << setup.seq
+    << ", zero " << l.zero
     << ", recompute " << to_string(l.recompute) << ", sp " << (l.sp ? "on" : "off")
     << ", attention " << to_string(setup.attention);
   return s.str();

@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "costmodel/counted.hpp"
 #include "costmodel/units.hpp"
 #include "planner/report/format.hpp"
 
@@ -10,7 +11,7 @@ namespace meshplan {
 namespace {
 
 std::string stage_contents(const StageLedger& s) {
-  std::string text = std::to_string(s.layers) + " layers";
+  std::string text = counted(s.layers, "layer");
   if (s.has_embedding) text += " + embedding";
   if (s.has_lm_head) text += " + LM head";
   return text;
@@ -27,15 +28,13 @@ std::string count_text(double count) {
 std::string activations_text(const StageLedger& s) {
   if (s.chunks_in_flight <= 0 || s.layer_activations_held <= 0) return "no layer activations held";
   const double per_chunk = s.layer_activations_held / static_cast<double>(s.chunks_in_flight);
-  const std::string in_flight = std::to_string(s.chunks_in_flight);
-  const bool plural = s.chunks_in_flight != 1;
   if (per_chunk == static_cast<double>(s.layers)) {  // one chunk per rank (vpp 1)
-    return "activations: " + count_text(per_chunk) + " layer" + (per_chunk == 1 ? "" : "s") +
-           " x " + in_flight + " micro-batch" + (plural ? "es" : "") + " in flight";
+    return "activations: " + counted(s.layers, "layer") + " x " +
+           counted(s.chunks_in_flight, "micro-batch", "micro-batches") + " in flight";
   }
   // Interleaved: each in-flight unit is one model chunk's micro-batch.
-  return "activations: " + count_text(per_chunk) + "-layer chunks x " + in_flight +
-         " chunk micro-batch" + (plural ? "es" : "") + " in flight";
+  return "activations: " + count_text(per_chunk) + "-layer chunks x " +
+         counted(s.chunks_in_flight, "chunk micro-batch", "chunk micro-batches") + " in flight";
 }
 
 namespace {

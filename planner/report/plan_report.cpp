@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "costmodel/counted.hpp"
 #include "costmodel/flops.hpp"
 #include "costmodel/param_count.hpp"
 #include "costmodel/static_memory.hpp"
@@ -34,11 +35,14 @@ double gpu_hours(const SearchRequest& r, const Candidate& c) {
 }
 
 nlohmann::json candidate_json(const SearchRequest& r, const Candidate& c) {
+  const double causal = causal_flops_ratio(r);
   return {{"layout", layout_json(c.layout)},
           {"step_time_s", c.step_time_s},
           {"tokens_per_s", c.tokens_per_s},
+          {"tflops_per_gpu", c.tflops_per_gpu},
+          {"tflops_per_gpu_causal", c.tflops_per_gpu * causal},
           {"mfu", c.mfu},
-          {"mfu_causal", c.mfu * causal_flops_ratio(r)},
+          {"mfu_causal", c.mfu * causal},
           {"peak_bytes", c.peak_bytes},
           {"worst_stage", c.worst_stage},
           {"gpu_hours", r.tokens > 0 ? nlohmann::json(gpu_hours(r, c)) : nlohmann::json()},
@@ -94,7 +98,7 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
     s << "It does not fit on one GPU; sharded over all " << r.gpus << " GPUs (ZeRO-3/FSDP) it is "
       << gb(state.total_bytes / static_cast<double>(r.gpus)) << " per GPU.\n";
   } else {
-    s << "Even sharded over all " << r.gpus << (r.gpus == 1 ? " GPU" : " GPUs") << " it is "
+    s << "Even sharded over all " << counted(r.gpus, "GPU") << " it is "
       << gb(state.total_bytes / static_cast<double>(r.gpus)) << " per GPU: more GPUs are needed.\n";
   }
   if (result.ranked.empty()) {
@@ -118,8 +122,8 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
       << (l.sp ? "; sp splits the norms and dropouts along the sequence too" : "") << ".\n";
   }
   if (l.pp > 1) {
-    s << "- pp " << l.pp << ": the " << r.model.num_layers << " layers run as " << l.pp
-      << " stages"
+    s << "- pp " << l.pp << ": the " << counted(r.model.num_layers, "layer") << " run as "
+      << counted(l.pp, "stage")
       << (l.stage_layers.empty()
               ? ""
               : " of " +
@@ -168,8 +172,8 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
     }
   }
   if (ties > 0) {
-    s << "- " << ties << " other layout" << (ties == 1 ? "" : "s")
-      << " of the list tie the winner in step time and memory.\n";
+    s << "- Tied with the winner in step time and memory: "
+      << counted(static_cast<std::int64_t>(ties), "other layout") << " of the list.\n";
   }
   if (runner_up && r.objective == Objective::kMemory) {
     s << "- Runner-up (" << layout_text(runner_up->layout) << ") needs "
@@ -210,7 +214,8 @@ std::string render_plan(const SearchRequest& r, const SearchResult& result) {
   std::ostringstream s;
   s << r.model.name << " on " << r.gpus << " x " << r.cluster.gpu.name << " (" << r.cluster.name
     << "), seq " << r.setup.seq << ", gbs " << r.gbs << ", " << to_string(r.setup.precision)
-    << ", framework " << r.setup.framework.name << "\n";
+    << ", framework " << r.setup.framework.name << " (elementwise "
+    << to_string(r.setup.framework.elementwise) << ")\n";
   s << "searched " << result.space << " layouts: " << result.fits << " fit in memory, "
     << result.fits << " timed\n\n";
   if (!result.ranked.empty()) {
@@ -273,6 +278,7 @@ nlohmann::json plan_json(const SearchRequest& r, const SearchResult& result) {
           {"gbs", r.gbs},
           {"seq", r.setup.seq},
           {"framework", r.setup.framework.name},
+          {"elementwise", to_string(r.setup.framework.elementwise)},
           {"precision", to_string(r.setup.precision)},
           {"objective", r.objective == Objective::kMemory ? "memory"
                         : r.objective == Objective::kCost ? "cost"

@@ -19,9 +19,10 @@ std::string render_plan(const SearchRequest& request, const SearchResult& result
 /// The explanation alone, one sentence per line.
 std::string explain_plan(const SearchRequest& request, const SearchResult& result);
 
-/// JSON: "ranked" and "pareto" (each layout with step_time_s, tokens_per_s, mfu (attention
-/// FLOPs non-causal), mfu_causal (causal), peak_bytes, breakdown), "space", "evaluated", "fits",
-/// "rejected", "smallest_peak_bytes", "explanation".
+/// JSON: "ranked" and "pareto" (each layout with step_time_s, tokens_per_s, tflops_per_gpu
+/// (model FLOP/s per GPU / 1e12) and mfu (attention FLOPs non-causal), tflops_per_gpu_causal and
+/// mfu_causal (causal), as estimate --json defines them, peak_bytes, breakdown), "space",
+/// "evaluated", "fits", "rejected", "smallest_peak_bytes", "explanation".
 nlohmann::json plan_json(const SearchRequest& request, const SearchResult& result);
 
 /// The rejections by reason, "12 tp does not divide the attention heads; 5037 out of memory"

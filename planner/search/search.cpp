@@ -174,6 +174,7 @@ class Worker {
     c.peak_bytes = peak;
     c.worst_stage = worst;
     c.mfu = e.mfu;
+    c.tflops_per_gpu = e.tflops_per_gpu;
     c.tokens_per_s = e.tokens_per_s;
     c.breakdown = e.breakdown;
     keep_top(result_.ranked, c, r_.top_k, r_.objective);

@@ -69,6 +69,7 @@ struct Candidate {
   double peak_bytes = 0;      ///< worst stage
   std::int64_t worst_stage = 0;
   double mfu = 0;
+  double tflops_per_gpu = 0;  ///< model FLOP/s per GPU / 1e12 (attention non-causal, as mfu)
   double tokens_per_s = 0;
   StepBreakdown breakdown;
 };

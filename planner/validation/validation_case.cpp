@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "costmodel/counted.hpp"
 #include "planner/config/input_error.hpp"
 #include "planner/config/json_reader.hpp"
 #include "planner/config/loaders.hpp"
@@ -183,7 +184,8 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
   if (c.model.num_layers % (l.pp * l.vpp) != 0) {
     if (l.vpp > 1) {
       c.assumptions.push_back("vpp " + std::to_string(l.vpp) + " dropped: " +
-                              std::to_string(c.model.num_layers) + " layers do not split evenly");
+                              counted(c.model.num_layers, "layer") +
+                              " cannot be split evenly over pp x vpp");
       l.vpp = 1;
     }
     if (c.model.num_layers % l.pp != 0) {

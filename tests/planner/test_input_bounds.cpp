@@ -91,13 +91,13 @@ TEST_CASE("plan's pins that leave no layout name the flag that makes it impossib
           "[bounds][plan]") {
   PlanPinFlags dp3;
   dp3.dp = 3;
-  CHECK(plan_pins_problem(dp3, 8, 512, true) ==
+  CHECK(plan_pins_problem(dp3, 8, 512, true, 32) ==
         "--dp 3: dp x tp x pp x cp must equal --gpus 8, and it does not divide 8; pin a divisor "
         "of 8: 1, 2, 4 or 8");
   PlanPinFlags two;
   two.tp = 4;
   two.pp = 4;
-  CHECK(plan_pins_problem(two, 8, 512, true) ==
+  CHECK(plan_pins_problem(two, 8, 512, true, 32) ==
         "--tp 4 x --pp 4 = more than 8: dp x tp x pp x cp must equal --gpus 8, and their product "
         "does not divide 8; pin degrees whose product divides 8: 1, 2, 4 or 8");
   PlanPinFlags four;
@@ -105,19 +105,19 @@ TEST_CASE("plan's pins that leave no layout name the flag that makes it impossib
   four.tp = 2;
   four.pp = 1;
   four.cp = 1;
-  CHECK(plan_pins_problem(four, 8, 512, true) ==
+  CHECK(plan_pins_problem(four, 8, 512, true, 32) ==
         "--dp 1 x --tp 2 x --pp 1 x --cp 1 = 2: dp x tp x pp x cp must equal --gpus 8; leave one "
         "of them to the search, or pin them to multiply into 8");
   PlanPinFlags mbs;
   mbs.mbs = 64;
-  CHECK(plan_pins_problem(mbs, 8, 8, true) ==
+  CHECK(plan_pins_problem(mbs, 8, 8, true, 32) ==
         "--mbs 64: does not divide the global batch of 8 sequences (--gbs 8): every "
         "data-parallel replica takes whole micro-batches of mbs sequences; pin a divisor of 8: "
         "1, 2, 4 or 8");
   PlanPinFlags dp_mbs;
   dp_mbs.dp = 4;
   dp_mbs.mbs = 4;
-  CHECK(plan_pins_problem(dp_mbs, 8, 24, false) ==
+  CHECK(plan_pins_problem(dp_mbs, 8, 24, false, 32) ==
         "--dp 4 x --mbs 4 = 16: does not divide the global batch of 24 sequences (the default, "
         "about 4M tokens; set --gbs): each of the dp replicas takes the same whole number of "
         "micro-batches; give a --gbs that is a multiple of 16");
@@ -125,8 +125,8 @@ TEST_CASE("plan's pins that leave no layout name the flag that makes it impossib
   PlanPinFlags fine;
   fine.tp = 2;
   fine.mbs = 2;
-  CHECK(plan_pins_problem(fine, 8, 512, true).empty());
-  CHECK(plan_pins_problem(PlanPinFlags{}, 8, 512, true).empty());
+  CHECK(plan_pins_problem(fine, 8, 512, true, 32).empty());
+  CHECK(plan_pins_problem(PlanPinFlags{}, 8, 512, true, 32).empty());
 }
 
 namespace {
@@ -223,6 +223,51 @@ TEST_CASE("plan names the pin that leaves it no layout", "[bounds]") {
                      "meshplan: error: --mbs 64: does not divide the global batch of 8 sequences "
                      "(--gbs 8): every data-parallel replica takes whole micro-batches of mbs "
                      "sequences; pin a divisor of 8: 1, 2, 4 or 8\n");
+}
+
+TEST_CASE("plan's --pp hint lists only the pipeline degrees plan takes", "[bounds][plan]") {
+  PlanPinFlags pp33;
+  pp33.pp = 33;
+  const std::string wrong =
+      "--pp 33: dp x tp x pp x cp must equal --gpus 64, and it does not divide 64; ";
+  // Llama 3 70B's 80 layers on 64 GPUs: every divisor of 64 is at most 80, all are taken.
+  CHECK(plan_pins_problem(pp33, 64, 512, true, 80) ==
+        wrong + "pin a divisor of 64: 1, 2, 4, 8, 16, 32 or 64");
+  // Llama 3 8B's 32 layers: pp 64 would leave stages without a layer.
+  CHECK(plan_pins_problem(pp33, 64, 512, true, 32) ==
+        wrong + "pin a divisor of 64 up to the model's 32 layers: 1, 2, 4, 8, 16 or 32");
+  // With --vpp 2, pp x 2 must divide 80: pp 2 (4), 4 (8), 8 (16); not 16 (32), 32 or 64.
+  pp33.vpp = 2;
+  CHECK(plan_pins_problem(pp33, 64, 512, true, 80) ==
+        wrong + "pin a divisor of 64 above 1 that splits the model's 80 layers into pp x --vpp 2 "
+                "equal chunks: 2, 4 or 8");
+  // With --vpp 3 none does: 3 does not divide 80.
+  pp33.vpp = 3;
+  CHECK(plan_pins_problem(pp33, 64, 512, true, 80) ==
+        wrong + "no divisor of 64 above 1 splits the model's 80 layers into pp x --vpp 3 equal "
+                "chunks: pin another --vpp, or leave vpp to the search");
+  // A one-layer model takes pp 1 only.
+  pp33.vpp = 0;
+  CHECK(plan_pins_problem(pp33, 64, 512, true, 1) ==
+        wrong + "pin a divisor of 64 up to the model's 1 layer: 1");
+
+  // Through the CLI, and what plan does with the values on each side of the list.
+  expect_exact_error({"plan", "--model", "llama3-8b", "--gpus", "64", "--pp", "33"},
+                     "meshplan: error: " + wrong +
+                         "pin a divisor of 64 up to the model's 32 layers: 1, 2, 4, 8, 16 or "
+                         "32\n");
+  CHECK(test::run({"plan", "--model", "llama3-8b", "--gpus", "64", "--pp", "32"}).exit_code == 0);
+  const test::CliResult pp64 = test::run({"plan", "--model", "llama3-8b", "--gpus", "64", "--pp", "64"});
+  CHECK(pp64.exit_code == 3);  // every layout rejected by the rules
+  CHECK_THAT(pp64.out, Catch::Contains("layers do not split into pp x vpp chunks"));
+  expect_exact_error({"plan", "--model", "llama3-70b", "--gpus", "64", "--pp", "33", "--vpp", "2"},
+                     "meshplan: error: " + wrong +
+                         "pin a divisor of 64 above 1 that splits the model's 80 layers into pp x "
+                         "--vpp 2 equal chunks: 2, 4 or 8\n");
+  CHECK(test::run({"plan", "--model", "llama3-70b", "--gpus", "64", "--pp", "8", "--vpp", "2"})
+            .exit_code == 0);
+  CHECK(test::run({"plan", "--model", "llama3-70b", "--gpus", "64", "--pp", "16", "--vpp", "2"})
+            .exit_code == 2);  // the pins leave nothing to search
 }
 
 TEST_CASE("a Hugging Face config.json without model_type says what to add", "[bounds][hf]") {

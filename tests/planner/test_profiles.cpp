@@ -304,6 +304,38 @@ TEST_CASE("bad profiles name the file and the JSON path", "[profiles][errors]") 
     expect_profile_error(test::write_temp_file("nosource.json", profile.dump(2)),
                          "$.sources.collectives: missing");
   }
+  SECTION("a source of whitespace alone is refused as an empty one is") {
+    // "   ", a tab or a newline says no more about where a number comes from than "".
+    nlohmann::json profile = nlohmann::json::parse(test::read_config("profiles/h100.json"));
+    profile["sources"]["gemm"] = "";
+    expect_profile_error(test::write_temp_file("empty-source.json", profile.dump(2)),
+                         "$.sources.gemm: is empty; expected where the number comes from");
+    profile["sources"]["gemm"] = "   ";
+    expect_profile_error(test::write_temp_file("blank-source.json", profile.dump(2)),
+                         "$.sources.gemm: is only whitespace (\"   \"); expected where the "
+                         "number comes from");
+    profile["sources"]["gemm"] = "MAMF table";
+    profile["sources"]["collectives"] = "\t\n";
+    expect_profile_error(test::write_temp_file("blank-fits.json", profile.dump(2)),
+                         "$.sources.collectives: is only whitespace (\"\\t\\n\"); expected "
+                         "where the number comes from");
+    // Without fits, sources.collectives is not required, and not read.
+    profile["collectives"] = nlohmann::json::array();
+    CHECK(load_profile(test::write_temp_file("no-fits.json", profile.dump(2))).collectives.empty());
+    // GPU and cluster files check their sources the same way (one reader).
+    nlohmann::json gpu = nlohmann::json::parse(test::read_config("gpus/h100-sxm.json"));
+    gpu["sources"]["memory_bytes"] = "  ";
+    const std::string gpu_file = test::write_temp_file("blank-gpu.json", gpu.dump(2));
+    CHECK_THROWS_WITH(load_gpu(gpu_file),
+                      gpu_file + ": $.sources.memory_bytes: is only whitespace (\"  \"); "
+                                 "expected where the number comes from");
+    nlohmann::json cluster = nlohmann::json::parse(test::read_config("clusters/dgx-h100.json"));
+    cluster["sources"]["scale_out"] = " ";
+    const std::string cluster_file = test::write_temp_file("blank-cluster.json", cluster.dump(2));
+    CHECK_THROWS_WITH(load_cluster(cluster_file),
+                      cluster_file + ": $.sources.scale_out: is only whitespace (\" \"); "
+                                     "expected where the number comes from");
+  }
   SECTION("an unknown GPU and an unknown key") {
     expect_profile_error(broken_profile("gpu.json", "\"gpu\": \"h100-sxm\"", "\"gpu\": \"h100\""),
                          "$.gpu: cannot be loaded: unknown gpu preset \"h100\"");

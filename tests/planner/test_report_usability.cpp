@@ -5,10 +5,12 @@
 
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "costmodel/counted.hpp"
 #include "costmodel/flops.hpp"
 #include "costmodel/units.hpp"
 #include "planner/config/loaders.hpp"
@@ -93,6 +95,45 @@ TEST_CASE("plan: MFU causal beside MFU in the table and the JSON", "[usability][
     CHECK(line.find(causal, at + 1) != std::string::npos);
   }
   CHECK(found);
+}
+
+TEST_CASE("plan --json: model TFLOP/s per GPU beside MFU, under both attention conventions",
+          "[usability][mfu]") {
+  // Llama 3 8B at 131072 tokens on 64 H100 (dense bf16 peak 989.4 TFLOP/s), gbs 32: a step is
+  // 32 x 131072 tokens of 251,186,380,800 training FLOPs each (148,107,165,696 causal).
+  const test::CliResult r = test::run({"plan", "--model", "llama3-8b", "--gpus", "64", "--seq",
+                                       "131072", "--gbs", "32", "--top", "3", "--json"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  REQUIRE(j["ranked"].size() == 3);
+  const double tokens = 32.0 * 131072.0;
+  for (const auto& c : j["ranked"]) {
+    const double step = c["step_time_s"].get<double>();
+    CHECK(c["tflops_per_gpu"].get<double>() ==
+          Approx(251186380800.0 * tokens / step / 64 / 1e12).epsilon(1e-9));
+    CHECK(c["tflops_per_gpu_causal"].get<double>() ==
+          Approx(148107165696.0 * tokens / step / 64 / 1e12).epsilon(1e-9));
+    CHECK(c["tflops_per_gpu"].get<double>() == Approx(c["mfu"].get<double>() * 989.4).epsilon(1e-9));
+    CHECK(c["tflops_per_gpu_causal"].get<double>() ==
+          Approx(c["mfu_causal"].get<double>() * 989.4).epsilon(1e-9));
+  }
+  // The same numbers estimate --json prints for the best layout.
+  const nlohmann::json& l = j["ranked"][0]["layout"];
+  std::vector<std::string> args = {"estimate", "--model", "llama3-8b", "--seq", "131072", "--json",
+                                   "--recompute", l["recompute"].get<std::string>()};
+  for (const char* key : {"dp", "tp", "pp", "cp", "vpp", "mbs", "gbs", "zero"}) {
+    args.insert(args.end(), {std::string("--") + key, std::to_string(l[key].get<int>())});
+  }
+  if (l["sp"].get<bool>()) args.push_back("--sp");
+  const test::CliResult e = test::run(args);
+  INFO(e.err);
+  REQUIRE(e.exit_code == 0);
+  const auto est = nlohmann::json::parse(e.out);
+  for (const char* key : {"tflops_per_gpu", "tflops_per_gpu_causal"}) {
+    INFO(key);
+    CHECK(j["ranked"][0][key].get<double>() == Approx(est[key].get<double>()).epsilon(1e-12));
+  }
 }
 
 TEST_CASE("plan: the # header stays in the first column however many rows print",
@@ -205,6 +246,50 @@ TEST_CASE("ledger: the activation heading says layers x micro-batches in flight"
         "activations: 10-layer chunks x 10 chunk micro-batches in flight");
   StageLedger none;
   CHECK(activations_text(none) == "no layer activations held");
+}
+
+TEST_CASE("one of a thing is singular: 1 layer, 1 stage, 1 kv head", "[usability][ledger]") {
+  CHECK(counted(1, "layer") == "1 layer");
+  CHECK(counted(0, "layer") == "0 layers");
+  CHECK(counted(80, "layer") == "80 layers");
+  CHECK(counted(1, "micro-batch", "micro-batches") == "1 micro-batch");
+  CHECK(counted(3, "micro-batch", "micro-batches") == "3 micro-batches");
+
+  // Llama 3 8B's 32 layers on pp 32: one layer a stage; 1F1B stage 0 holds min(p, m) = 32
+  // micro-batches (gbs 512 by default).
+  const test::CliResult pp32 = test::run({"ledger", "--model", "llama3-8b", "--pp", "32",
+                                          "--gpus", "32"});
+  INFO(pp32.err);
+  REQUIRE(pp32.exit_code == 0);
+  CHECK_THAT(pp32.out, Contains("  1 layer + embedding  "));
+  CHECK_THAT(pp32.out, Contains("Stage 0 (worst): 1 layer + embedding, activations: 1 layer x 32 "
+                                "micro-batches in flight\n"));
+  CHECK(pp32.out.find("1 layers") == std::string::npos);
+
+  // One stage listed for pp 2.
+  const test::CliResult split = test::run({"ledger", "--model", "llama3-8b", "--pp", "2",
+                                           "--stage-layers", "32"});
+  CHECK(split.exit_code == 2);
+  CHECK_THAT(split.err, Contains("layout: the stage split lists 1 stage, pp is 2\n"));
+
+  // A one-layer model with one kv head (multi-query attention).
+  std::string text = test::read_config("models/llama3-8b.json");
+  for (const auto& [from, to] : {std::pair<std::string, std::string>{"\"num_layers\": 32",
+                                                                     "\"num_layers\": 1"},
+                                 {"\"num_kv_heads\": 8", "\"num_kv_heads\": 1"}}) {
+    const std::size_t at = text.find(from);
+    REQUIRE(at != std::string::npos);
+    text.replace(at, from.size(), to);
+  }
+  const std::string one = test::write_temp_file("one-layer.json", text);
+  const test::CliResult model = test::run({"ledger", "--model", one});
+  INFO(model.err);
+  REQUIRE(model.exit_code == 0);
+  CHECK_THAT(model.out, Contains("parameters (1 layer, h 4096, 32 heads, 1 kv head, swiglu"));
+  const test::CliResult bad = test::run({"ledger", "--model", one, "--tp", "2", "--pp", "2"});
+  CHECK(bad.exit_code == 2);
+  CHECK_THAT(bad.err, Contains("layout: tp 2 does not divide 1 kv head\n"));
+  CHECK_THAT(bad.err, Contains("layout: 1 layer cannot be split into pp x vpp = 2 equal chunks"));
 }
 
 TEST_CASE("profile show: says step times read busbw off the measured points",

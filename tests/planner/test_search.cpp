@@ -2,10 +2,14 @@
 // counted, and impossible requests say what would be needed.
 #include <catch2/catch.hpp>
 
+#include <string>
+#include <vector>
+
 #include <nlohmann/json.hpp>
 
 #include "costmodel/layout.hpp"
 #include "costmodel/step_time.hpp"
+#include "planner/config/json_reader.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
 #include "tests/support/setups.hpp"
@@ -169,4 +173,71 @@ TEST_CASE("plan: --out and --memory-reserve are checked before the search", "[se
       {"plan", "--model", "llama3-8b", "--gpus", "8", "--memory-reserve", "79.64"});
   CHECK(under.exit_code == 3);  // nothing fits
   CHECK_THAT(under.out, Catch::Contains("No layout fits"));
+}
+
+namespace {
+
+/// `estimate` of the layout a plan --json lists (`c["layout"]`), for llama3-8b on dgx-h100 at
+/// the model's sequence length, with `more` flags, as JSON.
+nlohmann::json estimate_of(const nlohmann::json& c, const std::vector<std::string>& more) {
+  const nlohmann::json& l = c["layout"];
+  std::vector<std::string> args = {"estimate", "--model", "llama3-8b", "--cluster", "dgx-h100"};
+  for (const char* key : {"dp", "tp", "pp", "cp", "vpp", "mbs", "gbs", "zero"}) {
+    args.insert(args.end(), {std::string("--") + key, std::to_string(l[key].get<int>())});
+  }
+  args.insert(args.end(), {"--recompute", l["recompute"].get<std::string>(), "--json"});
+  if (l["sp"].get<bool>()) args.push_back("--sp");
+  args.insert(args.end(), more.begin(), more.end());
+  const test::CliResult r = test::run(args);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  return nlohmann::json::parse(r.out);
+}
+
+}  // namespace
+
+TEST_CASE("plan: --elementwise costs every layout with those kernels and the plan records it",
+          "[search][cli]") {
+  const std::vector<std::string> args = {"plan", "--model", "llama3-8b", "--gpus", "8",
+                                         "--gbs", "32", "--top", "3"};
+  // megatron's convention is fused; --elementwise eager overrides it for the whole search.
+  const test::CliResult fused = test::run(test::with(args, {"--json"}));
+  const test::CliResult eager = test::run(test::with(args, {"--elementwise", "eager", "--json"}));
+  INFO(fused.err << eager.err);
+  REQUIRE(fused.exit_code == 0);
+  REQUIRE(eager.exit_code == 0);
+  const auto f = nlohmann::json::parse(fused.out);
+  const auto e = nlohmann::json::parse(eager.out);
+  CHECK(f["elementwise"] == "fused");
+  CHECK(e["elementwise"] == "eager");
+  REQUIRE(e["ranked"].size() == 3);
+  for (const auto& c : e["ranked"]) {
+    // Each listed layout's time is estimate's with the same flag, and eager ops (several HBM
+    // passes each) make it slower than the fused estimate of the same layout.
+    const double step = c["step_time_s"].get<double>();
+    CHECK(step == Approx(estimate_of(c, {"--elementwise", "eager"})["step_time_s"].get<double>())
+                      .epsilon(1e-12));
+    CHECK(step > estimate_of(c, {"--elementwise", "fused"})["step_time_s"].get<double>());
+  }
+  CHECK(e["ranked"][0]["step_time_s"].get<double>() > f["ranked"][0]["step_time_s"].get<double>());
+
+  const test::CliResult text = test::run(test::with(args, {"--elementwise", "eager"}));
+  REQUIRE(text.exit_code == 0);
+  CHECK_THAT(text.out, Catch::Contains(", framework megatron (elementwise eager)\n"));
+
+  // The written plan records the override (and estimate --plan reads it back) ...
+  const std::string path = test::write_temp_file("eager-plan.json", "");
+  REQUIRE(test::run(test::with(args, {"--elementwise", "eager", "--out", path})).exit_code == 0);
+  CHECK(load_json_file(path)["inputs"]["training"]["elementwise"] == "eager");
+  const test::CliResult reread = test::run({"estimate", "--plan", path, "--json"});
+  REQUIRE(reread.exit_code == 0);
+  const auto r = nlohmann::json::parse(reread.out);
+  CHECK(r["elementwise"] == "eager");
+  CHECK(r["step_time_s"].get<double>() ==
+        Approx(e["ranked"][0]["step_time_s"].get<double>()).epsilon(1e-12));
+  // ... but not the convention's own setting: fsdp runs eager already.
+  REQUIRE(test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--gbs", "32", "--framework",
+                     "fsdp", "--elementwise", "eager", "--out", path})
+              .exit_code == 0);
+  CHECK_FALSE(load_json_file(path)["inputs"]["training"].contains("elementwise"));
 }
