@@ -48,8 +48,9 @@ std::string gpus_table() {
 }
 
 std::string clusters_table() {
-  Table t({"cluster", "gpu", "gpus/node", "NVLink domain", "intra-node", "GB/s/GPU", "scale-out"},
-          {true, true, false, false, true, false, true});
+  Table t({"cluster", "gpu", "gpus/node", "NVLink domain", "intra-node", "GB/s/GPU", "scale-out",
+           "profile"},
+          {true, true, false, false, true, false, true, true});
   for (const std::string& name : preset_names(PresetKind::kCluster)) {
     const ClusterSpec c = load_cluster(name);
     t.add_row({name, c.gpu.name, std::to_string(c.gpus_per_node),
@@ -57,7 +58,8 @@ std::string clusters_table() {
                fixed(c.intra_node_bandwidth_bytes_per_s_per_gpu / kGB, 0),
                std::to_string(c.nics_per_node) + " x " +
                    fixed(c.nic_bandwidth_bytes_per_s * 8 / kGB, 0) + " Gb/s " +
-                   c.scale_out_fabric});
+                   c.scale_out_fabric,
+               shipped_profile_for(c.gpu).value_or("none: give --profile")});
   }
   return "Clusters (bandwidth one direction, GB = 1e9 bytes):\n" + t.render();
 }

@@ -18,12 +18,23 @@ Profile load_profile(const std::string& name_or_path, const std::string& flag) {
   return check_preset_name(profile_from_json(json, file, "$"), name_or_path, file);
 }
 
-std::string default_profile_name(const GpuSpec& gpu) {
+std::optional<std::string> shipped_profile_for(const GpuSpec& gpu) {
   if (gpu.name.rfind("a100", 0) == 0) return "a100";
   if (gpu.name == "h100-sxm" || gpu.name == "h100-96g") return "h100";
   if (gpu.name == "h200") return "h200";
-  throw InputError("--profile: no shipped profile for " + gpu.name +
-                   "; give --profile FILE (measure one with meshplan-calibrate)");
+  return std::nullopt;
+}
+
+std::string default_profile_name(const GpuSpec& gpu) {
+  if (const std::optional<std::string> name = shipped_profile_for(gpu)) return *name;
+  std::string shipped;
+  for (const std::string& p : preset_names(PresetKind::kProfile)) {
+    shipped += (shipped.empty() ? "" : ", ") + p;
+  }
+  throw InputError("--profile: no shipped profile for " + gpu.name + " (shipped: " + shipped +
+                   "); measure one on the GPU with meshplan-calibrate and give --profile FILE, "
+                   "or borrow another GPU's rates with --profile NAME (e.g. --profile h100; a "
+                   "note then says its GPU differs)");
 }
 
 }  // namespace meshplan

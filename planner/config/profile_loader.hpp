@@ -5,6 +5,7 @@
 // range-checked, each error naming the file and the JSON path of the bad field.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "costmodel/hardware.hpp"
@@ -25,8 +26,13 @@ inline constexpr const char* kProfileSchema = "meshplan-profile/1";
 Profile load_profile(const std::string& name_or_path, const std::string& flag = "");
 
 /// The shipped profile for a GPU preset: "a100" for a100-*, "h100" for h100-sxm and h100-96g,
-/// "h200" for h200. Throws InputError for other GPUs (give --profile, or measure one with
-/// meshplan-calibrate).
+/// "h200" for h200; nullopt for the others (v100, h100-pcie, b200, gb200: no published
+/// measurements shipped yet).
+std::optional<std::string> shipped_profile_for(const GpuSpec& gpu);
+
+/// shipped_profile_for, or InputError naming the GPU, the shipped profiles, and the two ways on
+/// (measure one with meshplan-calibrate; or borrow another GPU's, e.g. --profile h100, which the
+/// commands then note).
 std::string default_profile_name(const GpuSpec& gpu);
 
 }  // namespace meshplan
