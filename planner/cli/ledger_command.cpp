@@ -128,7 +128,7 @@ std::string render_text(const LedgerOptions& o, const LedgerResult& r) {
   s << t.render();
   s << "  = weights " << gb(r.memory.weights_bytes) << " + gradients " << gb(r.memory.gradients_bytes)
     << " + optimizer states " << gb(r.memory.optimizer_bytes) << "\n\n";
-  s << "fits on one " << r.gpu.name << "? " << (r.fits ? "yes" : "no") << ": needs "
+  s << "Unsharded (no ZeRO, tp or pp), it fits on one " << r.gpu.name << "? " << (r.fits ? "yes" : "no") << ": needs "
     << gb(r.memory.total_bytes) << " (" << gib(r.memory.total_bytes) << "), has "
     << gib(r.gpu.memory_bytes) << " (weights, gradients and optimizer states only; "
     << "activations come on top)\n\n";
