@@ -221,6 +221,25 @@ struct CudaReplay::State {
 
 bool cuda_replay_usable(std::string* why) { return kernels::cuda_device_available(why); }
 
+DeviceMemoryShare cuda_device_memory_share(int local_rank, int local_size) {
+  int devices = 0;
+  check_cuda(cudaGetDeviceCount(&devices), "cudaGetDeviceCount");
+  if (devices < 1) throw std::runtime_error("no CUDA device");
+  const int device = local_rank % devices;
+  check_cuda(cudaSetDevice(device), "cudaSetDevice");
+  cudaDeviceProp properties{};
+  check_cuda(cudaGetDeviceProperties(&properties, device), "cudaGetDeviceProperties");
+  std::size_t free_bytes = 0, total_bytes = 0;
+  check_cuda(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+  DeviceMemoryShare share;
+  share.free_bytes = static_cast<double>(free_bytes);
+  // Local ranks r with r % devices == device: ceil((local_size - device) / devices).
+  share.ranks_sharing = std::max(1, (local_size - device + devices - 1) / devices);
+  share.what = "GPU " + std::to_string(device) + " (" + properties.name +
+               ")'s free memory (cudaMemGetInfo)";
+  return share;
+}
+
 CudaReplay::CudaReplay(const Plan& plan, std::int64_t world_rank, const Groups& groups,
                        int local_rank)
     : s_(std::make_unique<State>(plan, memory_)) {

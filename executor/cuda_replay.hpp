@@ -49,6 +49,18 @@ namespace meshplan::executor {
 /// no driver, no device).
 bool cuda_replay_usable(std::string* why);
 
+/// The device memory a rank of local rank `local_rank` (of `local_size` ranks on its host)
+/// will allocate from: its device is local_rank % (visible devices), as CudaReplay picks it.
+struct DeviceMemoryShare {
+  double free_bytes = 0;   ///< cudaMemGetInfo's free bytes of that device, now
+  int ranks_sharing = 1;   ///< the host's local ranks mapped to that device (at least 1)
+  std::string what;        ///< "GPU 0 (NVIDIA H200)'s free memory (cudaMemGetInfo)"
+};
+
+/// That share, for the memory check before anything is allocated (stage_memory_problem).
+/// Errors: std::runtime_error naming the failed CUDA call (or that CUDA is not built in).
+DeviceMemoryShare cuda_device_memory_share(int local_rank, int local_size);
+
 /// One rank's replay state on its GPU.
 class CudaReplay {
  public:
@@ -56,7 +68,9 @@ class CudaReplay {
   /// than one rank: every rank of the job constructs one), and allocates this rank's stage
   /// entries of plan.estimate.memory (not the runtime overhead lines) and the compute buffers.
   /// Errors: std::runtime_error naming the failed CUDA/cuBLAS/NCCL call, or the bytes the
-  /// stage needs when they exceed the device's free memory (checked before allocating).
+  /// stage needs when they exceed the device's free memory after the NCCL communicators took
+  /// theirs (run_main checks the device's free memory before, with cuda_device_memory_share,
+  /// and exits 2 as the CPU backend does; this is the check after).
   CudaReplay(const Plan& plan, std::int64_t world_rank, const Groups& groups, int local_rank);
   ~CudaReplay();
   CudaReplay(const CudaReplay&) = delete;

@@ -228,15 +228,29 @@ int run(int argc, char** argv, int thread_level) {
     for (const std::string& note : backend_notes) std::cerr << "meshplan-run: " << note << "\n";
   }
 
-  // Before allocating (CPU backend): this rank's stage ledger against the host's available
-  // memory, shared by the job's ranks on the host (the CUDA backend checks its device's free
-  // memory in CudaReplay). Every rank learns which ranks are short; the first of them prints.
-  if (!cuda) {
+  // Before allocating: this rank's stage ledger against the memory it will draw on: the CPU
+  // backend's ranks share the host's available memory, a CUDA rank its device's free memory
+  // (with the host's other ranks on that device). Every rank learns which ranks are short; the
+  // first of them prints.
+  std::string local_source;
+  const int local_rank = launcher_local_rank(ctx, local_source);
+  const std::int64_t stage = rank_to_coords(ctx.rank, plan.layout).pp;
+  bool device_query_failed = false;  // a CUDA error, not bad input: this rank exits 1
+  if (cuda) {
+    try {
+      const DeviceMemoryShare device = cuda_device_memory_share(local_rank, ctx.local_size);
+      error = stage_memory_problem(plan.estimate.memory, stage, device.free_bytes,
+                                   device.ranks_sharing, device.what, o.plan);
+    } catch (const std::runtime_error& e) {
+      // Every rank must still reach the collective below, or the others would wait forever.
+      device_query_failed = true;
+      error = std::string("rank ") + std::to_string(ctx.rank) + ": " + e.what();
+    }
+  } else {
     std::string source;
     const double available = host_available_memory_bytes(&source);
     error = stage_memory_problem(
-        plan.estimate.memory, rank_to_coords(ctx.rank, plan.layout).pp, available,
-        ctx.local_size,
+        plan.estimate.memory, stage, available, ctx.local_size,
         "host " + ctx.hosts[static_cast<std::size_t>(ctx.rank)] + "'s available memory (" +
             source + ")",
         o.plan);
@@ -244,11 +258,9 @@ int run(int argc, char** argv, int thread_level) {
   const std::vector<int> short_ranks = calibrate::ranks_where_false(ctx.world, error.empty());
   if (!short_ranks.empty()) {
     if (ctx.rank == short_ranks.front()) std::cerr << "meshplan-run: error: " << error << "\n";
-    return kInputErrorExitCode;
+    return device_query_failed ? 1 : kInputErrorExitCode;
   }
 
-  std::string local_source;
-  const int local_rank = launcher_local_rank(ctx, local_source);
   calibrate::Watchdog watchdog(ctx.world, "meshplan-run", "--timeout-s", ctx.hosts,
                                o.timeout_s, thread_level >= MPI_THREAD_MULTIPLE);
   watchdog.step("process groups");
