@@ -122,6 +122,10 @@ CommandAction add_estimate_command(CLI::App& app) {
     if (!o->plan.empty()) {
       plan = read_plan(o->plan, "--plan");
       notes.push_back("inputs and layout from " + o->plan);
+      // What the flags' path notes (resolve_layout), said of the plan's values too.
+      const std::vector<std::string> setup =
+          setup_notes(plan.layout, plan.setup, plan.cluster.gpu, "");
+      notes.insert(notes.end(), setup.begin(), setup.end());
       label = profile_label(plan.profile, "", "the profile in --plan " + o->plan);
     } else {
       if (o->model.empty()) throw InputError("estimate: give --model or --plan");

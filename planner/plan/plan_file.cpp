@@ -348,6 +348,14 @@ Plan plan_from_json(const nlohmann::json& json, const std::string& file) {
   const TrainingRead training = read_training(inputs, raw_inputs, gpu);
 
   const Layout layout = read_layout(o, json);
+  // The framework's ZeRO stages, as --zero is checked (zero_stage_problem).
+  if (const std::string problem = zero_stage_problem(training.setup.framework, layout.zero);
+      !problem.empty()) {
+    throw InputError(file + ": $.layout.zero: is " + std::to_string(layout.zero) + ", but " +
+                     problem + " (" + at + "training.framework is \"" +
+                     training.setup.framework.name + "\"); give one of those, or another "
+                     "framework");
+  }
   if (layout.mbs != training.mbs) {
     throw InputError(file + ": $.layout.mbs: is " + std::to_string(layout.mbs) +
                      " but $.inputs.training.mbs is " + std::to_string(training.mbs) +
