@@ -377,6 +377,11 @@ Plan plan_from_json(const nlohmann::json& json, const std::string& file) {
                        std::to_string(layout.pp) + " x " + std::to_string(layout.cp) + " = " +
                        nlohmann::json(product).dump() + "; the two must agree");
   }
+  // Whole nodes beyond one, as plan and estimate take them (node_count_problem).
+  if (const std::string problem = node_count_problem(cluster, gpus); !problem.empty()) {
+    o.fail("gpus", "is " + std::to_string(gpus) + ", but " + problem + " (" + at +
+                       "cluster); write the plan again for a GPU count that fills whole nodes");
+  }
   o.choice("rank_order", {kRankOrder});
 
   const std::vector<std::string> problems =

@@ -504,6 +504,27 @@ TEST_CASE("a plan's settings get the checks the flags get", "[plan_file]") {
   }
 }
 
+TEST_CASE("a plan of a node and a half is refused at $.gpus, as plan refuses --gpus 12",
+          "[plan_file]") {
+  // Written by a meshplan that let estimate --gpus 12 through on dgx-h100 (8 GPUs per node).
+  Layout layout;
+  layout.dp = 3;
+  layout.tp = 4;
+  layout.gbs = 12;
+  const Plan twelve = make_plan(load_model("llama2-13b"), load_cluster("dgx-h100"),
+                                load_profile("h100"), test::megatron_setup(4096), layout);
+  expect_plan_error(plan_to_json(twelve),
+                    {"plan.json: $.gpus: is 12, but beyond one node the GPU count must be a "
+                     "multiple of 8 GPUs per node (dgx-h100); nearest: 8 or 16 "
+                     "($.inputs.cluster); write the plan again for a GPU count that fills whole "
+                     "nodes"});
+  layout.dp = 2;  // 8 GPUs: one node
+  CHECK_NOTHROW(plan_from_json(
+      plan_to_json(make_plan(load_model("llama2-13b"), load_cluster("dgx-h100"),
+                             load_profile("h100"), test::megatron_setup(4096), layout)),
+      "plan.json"));
+}
+
 TEST_CASE("estimate --plan refuses a corrupt plan and writes nothing", "[plan_file]") {
   const std::string dir = fresh_dir("corrupt");
   const std::string text = plan_to_json(llama70b_plan()).dump(2);
