@@ -135,4 +135,13 @@ std::optional<FrameworkConvention> find_framework(std::string_view name) {
   return std::nullopt;
 }
 
+std::string zero_stage_problem(const FrameworkConvention& framework, int zero) {
+  if (framework.allows_zero(zero)) return "";
+  std::string offered;
+  for (int z = 0; z <= 3; ++z) {
+    if (framework.allows_zero(z)) offered += (offered.empty() ? "" : ", ") + std::to_string(z);
+  }
+  return "framework " + framework.name + " offers ZeRO stages " + offered;
+}
+
 }  // namespace meshplan

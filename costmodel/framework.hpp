@@ -123,4 +123,9 @@ std::vector<std::string> framework_names();
 /// The convention named `name`, or nullopt (the caller reports the error with the known names).
 std::optional<FrameworkConvention> find_framework(std::string_view name);
 
+/// "" when `framework` offers ZeRO stage `zero` (allows_zero); else what is wrong, naming the
+/// stages it offers: "framework fsdp offers ZeRO stages 0, 2, 3". The one check behind --zero
+/// (estimate, ledger) and a plan file's layout.zero; callers add where the value came from.
+std::string zero_stage_problem(const FrameworkConvention& framework, int zero);
+
 }  // namespace meshplan

@@ -26,4 +26,12 @@ std::optional<std::string> precision_problem(const GpuSpec& gpu, Precision preci
   return std::nullopt;
 }
 
+std::string node_count_problem(const ClusterSpec& cluster, std::int64_t gpus) {
+  const std::int64_t g = cluster.gpus_per_node;
+  if (g < 1 || gpus <= g || gpus % g == 0) return "";
+  return "beyond one node the GPU count must be a multiple of " + std::to_string(g) +
+         " GPUs per node (" + cluster.name + "); nearest: " + std::to_string(gpus / g * g) +
+         " or " + std::to_string((gpus / g + 1) * g);
+}
+
 }  // namespace meshplan

@@ -50,4 +50,13 @@ struct ClusterSpec {
   double nic_bandwidth_bytes_per_s = 0;               ///< line rate per NIC, one direction
 };
 
+/// "" when `gpus` GPUs fit in one node of `cluster` or fill whole nodes; else why not, with the
+/// nearest counts that do: "beyond one node the GPU count must be a multiple of 8 GPUs per node
+/// (dgx-h100); nearest: 8 or 16". A partial node has no place in the cost model's tiers (a
+/// group placed by rank would span nodes where a real job's does not) nor in a launch (torchrun
+/// starts the same number of processes on every node). The one rule behind plan's --gpus,
+/// estimate's GPU count and a plan file's "gpus"; callers say where the count came from.
+/// Precondition: gpus >= 1, cluster.gpus_per_node >= 1.
+std::string node_count_problem(const ClusterSpec& cluster, std::int64_t gpus);
+
 }  // namespace meshplan

@@ -64,7 +64,9 @@ CommandAction add_estimate_command(CLI::App& app) {
                   "a profile of another GPU gets a note on stderr)")
       ->check(non_empty("a profile preset name (meshplan presets profiles) or a profile.json "
                         "path"));
-  cmd->add_option("--gpus", o->gpus, "GPUs [count], up to 1048576 (default: dp x tp x pp x cp)")
+  cmd->add_option("--gpus", o->gpus,
+                  "GPUs [count], up to 1048576; beyond one node a multiple of the cluster's GPUs "
+                  "per node, as plan takes (default: dp x tp x pp x cp)")
       ->check(positive_up_to(1 << 20));
   add_framework_option(*cmd, o->framework);
   add_precision_option(*cmd, o->precision);
@@ -122,11 +124,20 @@ CommandAction add_estimate_command(CLI::App& app) {
     if (!o->plan.empty()) {
       plan = read_plan(o->plan, "--plan");
       notes.push_back("inputs and layout from " + o->plan);
+      // What the flags' path notes (resolve_layout), said of the plan's values too.
+      const std::vector<std::string> setup =
+          setup_notes(plan.layout, plan.setup, plan.cluster.gpu, "");
+      notes.insert(notes.end(), setup.begin(), setup.end());
       label = profile_label(plan.profile, "", "the profile in --plan " + o->plan);
     } else {
       if (o->model.empty()) throw InputError("estimate: give --model or --plan");
       const ModelSpec model = load_model(o->model, "--model", &notes);
       const ClusterSpec cluster = load_cluster(o->cluster, "--cluster");
+      // Whole nodes beyond one, as plan takes them (node_count_problem).
+      if (const std::string problem = node_count_problem(cluster, o->gpus > 0 ? o->gpus : 1);
+          !problem.empty()) {
+        throw InputError("--gpus " + std::to_string(o->gpus) + ": " + problem);
+      }
       const Precision precision = require_precision(o->precision, cluster.gpu, notes);
       require_mfu_peak_flops(cluster.gpu, precision);
       FrameworkConvention framework = require_framework(o->framework);
@@ -142,6 +153,13 @@ CommandAction add_estimate_command(CLI::App& app) {
                                          o->gpus > 0 ? std::optional<std::int64_t>(o->gpus)
                                                      : std::nullopt);
       notes.insert(notes.end(), rl.notes.begin(), rl.notes.end());
+      const Layout& l = rl.layout;
+      if (const std::string problem = node_count_problem(cluster, l.gpus()); !problem.empty()) {
+        throw InputError("layout dp " + std::to_string(l.dp) + " x tp " + std::to_string(l.tp) +
+                         " x pp " + std::to_string(l.pp) + " x cp " + std::to_string(l.cp) +
+                         " = " + std::to_string(l.gpus()) + " GPUs: " + problem +
+                         "; give degrees whose product is one of those (or --gpus)");
+      }
       if (o->profile.empty()) notes.push_back("profile " + profile_name + " (default for " +
                                               cluster.gpu.name + "; set --profile)");
       plan = make_plan(model, cluster, profile, rl.setup, rl.layout);

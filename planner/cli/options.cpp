@@ -464,17 +464,9 @@ ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, cons
                   : std::string()) +
         "; set --gbs)");
   }
-  if (!framework.allows_zero(f.zero)) {
-    std::string offered;
-    for (int z = 0; z <= 3; ++z) {
-      if (framework.allows_zero(z)) offered += (offered.empty() ? "" : ", ") + std::to_string(z);
-    }
-    throw InputError("--zero " + std::to_string(f.zero) + ": framework " + framework.name +
-                     " offers ZeRO stages " + offered + " (choose one, or another --framework)");
-  }
-  if (framework.name == "fsdp" && f.zero < 3) {
-    r.notes.push_back("framework fsdp with --zero " + std::to_string(f.zero) +
-                      ": nothing is fully sharded; FSDP's full shard is --zero 3");
+  if (const std::string problem = zero_stage_problem(framework, f.zero); !problem.empty()) {
+    throw InputError("--zero " + std::to_string(f.zero) + ": " + problem +
+                     " (choose one, or another --framework)");
   }
   r.setup.framework = framework;
   r.setup.precision = precision;
@@ -486,10 +478,6 @@ ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, cons
   }
   if (!f.attention.empty()) {
     r.setup.attention = *parse_attention(f.attention);
-    if (r.setup.attention == AttentionImpl::kFlash && !gpu.flash_attention) {
-      r.notes.push_back(gpu.name + " has no FlashAttention-2 kernels; --attention flash stands for a "
-                        "memory-efficient kernel (xformers) that saves no s x s tensors either");
-    }
   } else {
     r.setup.attention = gpu.flash_attention ? AttentionImpl::kFlash : AttentionImpl::kEager;
     r.notes.push_back(std::string("attention ") + to_string(r.setup.attention) + " (default: " +
@@ -508,7 +496,24 @@ ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, cons
     for (const std::string& p : problems) message += "\n  layout: " + p;
     throw InputError(message);
   }
+  const std::vector<std::string> setup = setup_notes(l, r.setup, gpu, "--");
+  r.notes.insert(r.notes.end(), setup.begin(), setup.end());
   return r;
+}
+
+std::vector<std::string> setup_notes(const Layout& layout, const TrainingSetup& setup,
+                                     const GpuSpec& gpu, const std::string& prefix) {
+  std::vector<std::string> notes;
+  if (setup.framework.name == "fsdp" && layout.zero < 3) {
+    notes.push_back("framework fsdp with " + prefix + "zero " + std::to_string(layout.zero) +
+                    ": nothing is fully sharded; FSDP's full shard is " + prefix + "zero 3");
+  }
+  if (setup.attention == AttentionImpl::kFlash && !gpu.flash_attention) {
+    notes.push_back(gpu.name + " has no FlashAttention-2 kernels; " + prefix +
+                    "attention flash stands for a memory-efficient kernel (xformers) that saves "
+                    "no s x s tensors either");
+  }
+  return notes;
 }
 
 std::string profile_label(const Profile& profile, const std::string& given,

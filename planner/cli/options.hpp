@@ -157,6 +157,14 @@ ResolvedLayout resolve_layout(const LayoutFlags& flags, const ModelSpec& model, 
                               const FrameworkConvention& framework, Precision precision,
                               std::optional<std::int64_t> gpus);
 
+/// The notes a layout and its setup get however they were given, flags (resolve_layout) or a
+/// plan file (estimate --plan), each printed after "note: ": framework fsdp with zero < 3
+/// ("nothing is fully sharded"), and flash attention on a GPU without FlashAttention-2 kernels
+/// (it stands for a memory-efficient kernel). `prefix` goes before the setting's name: "--"
+/// for flags ("--zero 1", "--attention flash"), "" for a plan's values ("zero 1").
+std::vector<std::string> setup_notes(const Layout& layout, const TrainingSetup& setup,
+                                     const GpuSpec& gpu, const std::string& prefix);
+
 /// How errors name a profile: "profile NAME (FILE)" with the file it was read from (a preset
 /// resolved under configs/profiles/, or the path given); `given`: the --profile value, empty
 /// when the default was taken. `source` overrides the file ("plan.json's inputs") when the

@@ -124,12 +124,8 @@ CommandAction add_plan_command(CLI::App& app) {
     std::vector<std::string> notes;
     const ModelSpec model = load_model(o->model, "--model", &notes);
     const ClusterSpec cluster = load_cluster(o->cluster, "--cluster");
-    if (o->gpus > cluster.gpus_per_node && o->gpus % cluster.gpus_per_node != 0) {
-      const std::int64_t g = cluster.gpus_per_node;
-      throw InputError("--gpus " + std::to_string(o->gpus) + ": beyond one node the GPU count "
-                       "must be a multiple of " + std::to_string(g) + " GPUs per node (" +
-                       cluster.name + "); nearest: " + std::to_string(o->gpus / g * g) + " or " +
-                       std::to_string((o->gpus / g + 1) * g));
+    if (const std::string problem = node_count_problem(cluster, o->gpus); !problem.empty()) {
+      throw InputError("--gpus " + std::to_string(o->gpus) + ": " + problem);
     }
     if (o->memory_reserve_gib * kGiB >= cluster.gpu.memory_bytes) {
       std::ostringstream reserve;  // as given: "100", "79.7"

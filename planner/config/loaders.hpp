@@ -52,8 +52,9 @@ ModelSpec load_model(const std::string& name_or_path, const std::string& flag,
 /// A GPU from a preset name or a meshplan-gpu/1 file; `flag` as for load_model.
 GpuSpec load_gpu(const std::string& name_or_path, const std::string& flag = "");
 
-/// A cluster from a preset name or a meshplan-cluster/1 file; its "gpu" is loaded as a preset.
-/// `flag` as for load_model.
+/// A cluster from a preset name or a meshplan-cluster/1 file; its "gpu" is loaded with load_gpu,
+/// a relative path from the cluster file's folder (referred_name_or_path, presets.hpp). `flag` as
+/// for load_model.
 ClusterSpec load_cluster(const std::string& name_or_path, const std::string& flag = "");
 
 }  // namespace meshplan

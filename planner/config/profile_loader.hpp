@@ -17,7 +17,8 @@ namespace meshplan {
 inline constexpr const char* kProfileSchema = "meshplan-profile/1";
 
 /// A profile from a preset name (configs/profiles/NAME.json) or a path to a meshplan-profile/1
-/// file. Its "gpu" must load as a GPU preset (load_gpu); a preset found by name must be named
+/// file. Its "gpu" must load (load_gpu: a preset name, or a path, relative ones from the
+/// profile file's folder: referred_name_or_path, presets.hpp); a preset found by name must be named
 /// after its file. Fits in "collectives" keep the file's order.
 /// Errors: InputError "<file>: <JSON path>: <what is wrong>", e.g.
 /// "<file>: $.collectives[0].collective: \"allreduce\" is not allowed; expected one of ...";

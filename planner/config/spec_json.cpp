@@ -8,6 +8,7 @@
 #include "planner/config/input_error.hpp"
 #include "planner/config/json_reader.hpp"
 #include "planner/config/loaders.hpp"
+#include "planner/config/presets.hpp"
 #include "planner/config/profile_loader.hpp"
 #include "planner/config/size_bounds.hpp"
 
@@ -497,9 +498,9 @@ ClusterSpec cluster_from_json(const nlohmann::json& json, const std::string& fil
 
 ClusterSpec cluster_from_json(const nlohmann::json& json, const std::string& file,
                               const std::string& path) {
-  return parse_cluster(json, file, path, [](StrictObject& o, const std::string& name) {
+  return parse_cluster(json, file, path, [&file](StrictObject& o, const std::string& name) {
     try {
-      return load_gpu(name);
+      return load_gpu(referred_name_or_path(name, file));  // a relative path: beside `file`
     } catch (const InputError& e) {
       o.fail("gpu", std::string("cannot be loaded: ") + e.what());
     }
@@ -519,7 +520,9 @@ Profile profile_from_json(const nlohmann::json& json, const std::string& file,
   p.gpu = o.string("gpu");
   if (p.gpu != known_gpu) {
     try {
-      load_gpu(p.gpu);
+      // A relative path from `file`'s folder; kept as the GPU's name, so that the profile (and
+      // a plan that carries it) says which GPU, not where a file was.
+      p.gpu = load_gpu(referred_name_or_path(p.gpu, file)).name;
     } catch (const InputError& e) {
       o.fail("gpu", std::string("cannot be loaded: ") + e.what());
     }

@@ -1,9 +1,11 @@
 // Exports of a plan to framework settings, and the readers that take them back (exports.hpp).
 //
 // Sources of the spellings: Megatron-LM megatron/training/arguments.py (flags);
-// torchtitan torchtitan/config/job_config.py (keys), torchtitan/distributed/parallel_dims.py
-// (FSDP whenever dp_shard > 1 or cp > 1), torchtitan/distributed/pipeline_parallel.py (stages =
-// ceil((layers + first_stage_less_layers + last_stage_less_layers) / layers_per_stage));
+// torchtitan torchtitan/config/job_config.py (keys; first/last_stage_less_layers default to 1),
+// torchtitan/distributed/parallel_dims.py (FSDP whenever dp_shard > 1 or cp > 1),
+// torchtitan/distributed/pipeline_parallel.py (stages = ceil((layers + first_stage_less_layers +
+// last_stage_less_layers) / layers_per_stage); the layers of each stage from
+// generate_llm_fqn_per_model_part, torchtitan_split below);
 // DeepSpeed docs/config-json (batch keys, zero_optimization, bf16/fp16, activation_checkpointing),
 // deepspeed/runtime/pipe/engine.py ("ZeRO-2 and ZeRO-3 are incompatible with pipeline
 // parallelism"); torchrun --help (PyTorch elastic launch).
@@ -18,6 +20,7 @@
 #include <optional>
 #include <sstream>
 #include <stdexcept>
+#include <tuple>
 
 #include "costmodel/counted.hpp"
 #include "costmodel/precision.hpp"
@@ -59,6 +62,94 @@ std::string theta_text(double theta) {
 bool uneven_split(const Layout& l) {
   const std::vector<std::int64_t>& v = l.stage_layers;
   return !v.empty() && std::adjacent_find(v.begin(), v.end(), std::not_equal_to<>()) != v.end();
+}
+
+/// torchtitan's split of `layers` transformer layers over `stages` (virtual) stages, as its
+/// generate_llm_fqn_per_model_part (torchtitan/distributed/pipeline_parallel.py) makes it: the
+/// embedding counts as `first_less` layers and the norm and output as `last_less`; of the
+/// effective layers + first_less + last_less, each stage takes effective / stages, the first
+/// effective % stages stages one more, and the first stage gives first_less back, the last
+/// last_less. Llama 3 405B, 126 layers on 16 stages, first_less = last_less = 1: 128 / 16 = 8
+/// each, so 7, 8 x 14, 7. nullopt where torchtitan refuses the split: more stages than effective
+/// layers, or first_less or last_less above effective / stages.
+std::optional<std::vector<std::int64_t>> torchtitan_split(std::int64_t layers, std::int64_t stages,
+                                                          std::int64_t first_less,
+                                                          std::int64_t last_less) {
+  if (stages < 1 || layers < 0 || first_less < 0 || last_less < 0) return std::nullopt;
+  if (stages == 1) return std::vector<std::int64_t>{layers};
+  const std::int64_t effective = layers + first_less + last_less;
+  if (stages > effective) return std::nullopt;
+  const std::int64_t per = effective / stages, extra = effective % stages;
+  if (per == 0 || first_less > per || last_less > per) return std::nullopt;
+  std::vector<std::int64_t> split;
+  std::int64_t left = layers;
+  for (std::int64_t i = 0; i < stages; ++i) {
+    std::int64_t n = per + (i < extra ? 1 : 0);
+    if (i == 0) n -= first_less;
+    if (i == stages - 1) n -= last_less;
+    n = std::min(std::max<std::int64_t>(n, 0), left);  // torchtitan stops at the last layer
+    split.push_back(n);
+    left -= n;
+  }
+  return split;
+}
+
+/// The torchtitan [parallelism] keys that reproduce a stage split with one stage per rank.
+struct TorchtitanStageKeys {
+  std::int64_t layers_per_stage = 0;  ///< pipeline_parallel_layers_per_stage
+  std::int64_t first_less = 0;        ///< pipeline_parallel_first_stage_less_layers
+  std::int64_t last_less = 0;         ///< pipeline_parallel_last_stage_less_layers
+};
+
+/// The keys whose torchtitan_split is `split` (two or more stages), those nearest torchtitan's
+/// defaults first_less = last_less = 1 when several give it (7, 8 x 14, 7 is 8 per stage with
+/// 1 and 1, and also 8 with 1 and 0 through the remainder; then the fewest first_less +
+/// last_less, then the fewest first_less), and the layers_per_stage that gives
+/// split.size() stages (torchtitan: stages = ceil((layers + first_less + last_less) /
+/// layers_per_stage)). torchtitan's split is even save the first and last stages (middle stages
+/// differ by at most one, the larger ones first), so most uneven splits have none: nullopt.
+/// The candidates follow from the split: with `per` layers per stage and `extra` stages of one
+/// more, first_less = per + (extra > 0) - split[0] and last_less = per - split[last], where per
+/// is the smallest middle stage (or one less, when every middle stage has one more) and extra
+/// is 0, 1 or one more than the middle stages of per + 1; each is checked by torchtitan_split.
+std::optional<TorchtitanStageKeys> torchtitan_stage_keys(const std::vector<std::int64_t>& split) {
+  const std::int64_t stages = static_cast<std::int64_t>(split.size());
+  if (stages < 2) return std::nullopt;
+  std::int64_t layers = 0;
+  for (const std::int64_t n : split) layers += n;
+  std::vector<std::int64_t> pers;
+  if (stages == 2) {
+    pers = {std::max(split[0], split[1]), std::max(split[0] - 1, split[1])};
+  } else {
+    const std::int64_t smallest = *std::min_element(split.begin() + 1, split.end() - 1);
+    pers = {smallest, smallest - 1};
+  }
+  std::optional<TorchtitanStageKeys> best;
+  for (const std::int64_t per : pers) {
+    if (per < 1) continue;
+    std::int64_t leading = 0;  // middle stages of per + 1 before the first of per
+    while (leading + 1 < stages - 1 && split[static_cast<std::size_t>(leading + 1)] == per + 1) {
+      ++leading;
+    }
+    for (const std::int64_t extra : {std::int64_t{0}, std::int64_t{1}, leading + 1}) {
+      if (extra >= stages) continue;
+      const std::int64_t first_less = per + (extra > 0 ? 1 : 0) - split.front();
+      const std::int64_t last_less = per - split.back();
+      if (first_less < 0 || last_less < 0) continue;
+      if (torchtitan_split(layers, stages, first_less, last_less) != split) continue;
+      const std::int64_t effective = layers + first_less + last_less;
+      const std::int64_t per_stage = (effective + stages - 1) / stages;
+      if ((stages - 1) * per_stage >= effective) continue;  // ceil would give fewer stages
+      const TorchtitanStageKeys keys{per_stage, first_less, last_less};
+      // Ordered by distance from torchtitan's defaults (1, 1), total, first_less.
+      const auto rank = [](const TorchtitanStageKeys& k) {
+        return std::make_tuple(std::abs(k.first_less - 1) + std::abs(k.last_less - 1),
+                               k.first_less + k.last_less, k.first_less);
+      };
+      if (!best || rank(keys) < rank(*best)) best = keys;
+    }
+  }
+  return best;
 }
 
 /// A dropped line when the plan's memory was predicted with another framework's convention.
@@ -212,12 +303,21 @@ Export export_torchtitan(const Plan& p) {
     t << "pipeline_parallel_schedule = \"" << (l.vpp > 1 ? "Interleaved1F1B" : "1F1B") << "\"\n";
     t << "pipeline_parallel_microbatch_size = " << l.mbs << "\n";
     if (uneven_split(l)) {
-      e.dropped.push_back("uneven stage split " + join(l.stage_layers, ",") +
-                          ": torchtitan's pipeline_parallel_layers_per_stage gives every stage "
-                          "the same number of layers; set the stages by hand "
-                          "(pipeline_parallel_first_stage_less_layers / "
-                          "pipeline_parallel_last_stage_less_layers, or an explicit module list "
-                          "per stage)");
+      // One stage per rank (an uneven split has vpp 1): torchtitan's split with the embedding
+      // and the output counted as first/last_stage_less_layers (torchtitan_split).
+      if (const std::optional<TorchtitanStageKeys> keys = torchtitan_stage_keys(l.stage_layers)) {
+        t << "pipeline_parallel_layers_per_stage = " << keys->layers_per_stage << "\n";
+        t << "pipeline_parallel_first_stage_less_layers = " << keys->first_less << "\n";
+        t << "pipeline_parallel_last_stage_less_layers = " << keys->last_less << "\n";
+      } else {
+        e.dropped.push_back(
+            "uneven stage split " + join(l.stage_layers, ",") +
+            ": torchtitan's pipeline_parallel_layers_per_stage with "
+            "pipeline_parallel_first_stage_less_layers / pipeline_parallel_last_stage_less_layers "
+            "splits the layers evenly save the first and last stages (middle stages differ by at "
+            "most one layer, the larger first), which cannot give this split; set the stages by "
+            "hand (an explicit module list per stage), or torchtitan splits them its own way");
+      }
     } else {
       // Embedding and output counted as no layers, so every (virtual) stage gets the same count.
       t << "pipeline_parallel_layers_per_stage = " << m.num_layers / (l.pp * l.vpp) << "\n";
@@ -696,8 +796,59 @@ Layout parse_torchtitan_toml(const std::string& text, std::int64_t num_layers) {
                "\"; expected 1F1B, GPipe, "
                "Interleaved1F1B, LoopedBFS, InterleavedZeroBubble or ZBVZeroBubble");
     }
+    const std::string lps_key = "parallelism.pipeline_parallel_layers_per_stage";
+    const std::string first_key = "parallelism.pipeline_parallel_first_stage_less_layers";
+    const std::string last_key = "parallelism.pipeline_parallel_last_stage_less_layers";
+    if (single && num_layers > 0) {
+      // One stage per rank, split as torchtitan splits it (torchtitan_split): the
+      // first/last_stage_less_layers keys default to 1, torchtitan's default.
+      const std::int64_t first = get_int(first_key, 1, 0);
+      const std::int64_t last = get_int(last_key, 1, 0);
+      // The line that set the split: the first of these keys present, else the degree's.
+      Where w{0, ""};
+      for (const std::string& key :
+           {first_key, last_key, lps_key, std::string("parallelism.pipeline_parallel_degree")}) {
+        if (values.count(key)) {
+          w = where(key);
+          break;
+        }
+      }
+      if (values.count(lps_key)) {
+        const std::int64_t lps = get_int(lps_key, 1, 1);
+        const std::int64_t stages = (num_layers + first + last + lps - 1) / lps;
+        if (stages != l.pp) {
+          const Where at = where(lps_key);
+          fail(at.line_no, at.line,
+               "pipeline_parallel_layers_per_stage " + s(lps) + " gives " +
+                   counted(stages, "stage") + " (ceil((" + s(num_layers) + " layers + " +
+                   s(first) + " + " + s(last) + ") / " + s(lps) + ")), and the single-stage "
+                   "schedule " + schedule + " needs one per rank: pipeline_parallel_degree " +
+                   s(l.pp));
+        }
+      }
+      const std::optional<std::vector<std::int64_t>> split =
+          torchtitan_split(num_layers, l.pp, first, last);
+      if (!split) {
+        fail(w.line_no, w.line,
+             "torchtitan cannot split " + counted(num_layers, "layer") + " over " +
+                 counted(l.pp, "stage") + " with first_stage_less_layers " + s(first) +
+                 " and last_stage_less_layers " + s(last) +
+                 " (more stages than layers + both, or either above (layers + both) / stages)");
+      }
+      for (std::size_t i = 0; i < split->size(); ++i) {
+        if ((*split)[i] < 1) {
+          fail(w.line_no, w.line,
+               "stage " + s(static_cast<std::int64_t>(i)) + " of torchtitan's split " +
+                   join(*split, ",") + " holds no transformer layer, which no meshplan layout "
+                   "describes");
+        }
+      }
+      if (std::adjacent_find(split->begin(), split->end(), std::not_equal_to<>()) !=
+          split->end()) {
+        l.stage_layers = *split;
+      }
+    }
     if (looped) {
-      const std::string lps_key = "parallelism.pipeline_parallel_layers_per_stage";
       if (!values.count(lps_key)) {
         l.vpp = 2;  // torchtitan's default for looped schedules: 2 stages per rank
       } else {
@@ -708,10 +859,8 @@ Layout parse_torchtitan_toml(const std::string& text, std::int64_t num_layers) {
                "stages per rank");
         }
         const std::int64_t lps = get_int(lps_key, 1, 1);
-        const std::int64_t first =
-            get_int("parallelism.pipeline_parallel_first_stage_less_layers", 1, 0);
-        const std::int64_t last =
-            get_int("parallelism.pipeline_parallel_last_stage_less_layers", 1, 0);
+        const std::int64_t first = get_int(first_key, 1, 0);
+        const std::int64_t last = get_int(last_key, 1, 0);
         const std::int64_t stages = (num_layers + first + last + lps - 1) / lps;
         if (stages % l.pp != 0) {
           fail(w.line_no, w.line,

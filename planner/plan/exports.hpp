@@ -50,7 +50,10 @@ struct Export {
 ///     last stage differ from the rest (else dropped).
 ///   torchtitan: dp as data_parallel_shard_degree (zero 3: FSDP) or data_parallel_replicate_degree
 ///     (zero 0..2: DDP, zero 1/2 dropped); torchtitan's TP always shards the sequence (sp off with
-///     tp > 1 is dropped); uneven stage splits are dropped.
+///     tp > 1 is dropped); an uneven stage split as pipeline_parallel_layers_per_stage with
+///     pipeline_parallel_first/last_stage_less_layers where torchtitan's split gives it (even
+///     save the first and last stages: Llama 3 405B's 7, 8 x 14, 7 on pp 16 is 8 per stage,
+///     one less on each end), else dropped.
 ///   deepspeed: train_batch_size, train_micro_batch_size_per_gpu, gradient_accumulation_steps,
 ///     zero_optimization.stage, bf16/fp16, activation_checkpointing (full recompute); tp, pp,
 ///     sp, cp, vpp and selective recompute are dropped with where to set them.
@@ -77,6 +80,11 @@ Layout parse_megatron_args(const std::string& text);
 /// (activation_checkpoint.mode; torchtitan's default "selective" when absent), sp = tp > 1.
 /// vpp comes from the schedule and pipeline_parallel_layers_per_stage, which needs the model's
 /// `num_layers` (torchtitan takes it from the model flavor, not from this file); 0: unknown.
+/// With a single-stage schedule (1F1B, GPipe) and `num_layers` known, stage_layers is the split
+/// torchtitan makes (its generate_llm_fqn_per_model_part, with pipeline_parallel_first/
+/// last_stage_less_layers, default 1 as in torchtitan) when it is uneven, else empty;
+/// pipeline_parallel_layers_per_stage must then give one stage per rank. Without `num_layers`
+/// the split is not read (stage_layers empty).
 /// Errors: std::invalid_argument naming the offending line.
 Layout parse_torchtitan_toml(const std::string& text, std::int64_t num_layers = 0);
 

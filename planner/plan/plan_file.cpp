@@ -348,6 +348,14 @@ Plan plan_from_json(const nlohmann::json& json, const std::string& file) {
   const TrainingRead training = read_training(inputs, raw_inputs, gpu);
 
   const Layout layout = read_layout(o, json);
+  // The framework's ZeRO stages, as --zero is checked (zero_stage_problem).
+  if (const std::string problem = zero_stage_problem(training.setup.framework, layout.zero);
+      !problem.empty()) {
+    throw InputError(file + ": $.layout.zero: is " + std::to_string(layout.zero) + ", but " +
+                     problem + " (" + at + "training.framework is \"" +
+                     training.setup.framework.name + "\"); give one of those, or another "
+                     "framework");
+  }
   if (layout.mbs != training.mbs) {
     throw InputError(file + ": $.layout.mbs: is " + std::to_string(layout.mbs) +
                      " but $.inputs.training.mbs is " + std::to_string(training.mbs) +
@@ -368,6 +376,11 @@ Plan plan_from_json(const nlohmann::json& json, const std::string& file) {
                        std::to_string(layout.dp) + " x " + std::to_string(layout.tp) + " x " +
                        std::to_string(layout.pp) + " x " + std::to_string(layout.cp) + " = " +
                        nlohmann::json(product).dump() + "; the two must agree");
+  }
+  // Whole nodes beyond one, as plan and estimate take them (node_count_problem).
+  if (const std::string problem = node_count_problem(cluster, gpus); !problem.empty()) {
+    o.fail("gpus", "is " + std::to_string(gpus) + ", but " + problem + " (" + at +
+                       "cluster); write the plan again for a GPU count that fills whole nodes");
   }
   o.choice("rank_order", {kRankOrder});
 

@@ -36,7 +36,11 @@ struct NamedFile {
   std::string flag;   ///< "--model", "--out"; for a positional argument its name ("plan")
   std::string given;  ///< as given: "llama3-8b", "./m.json"
   std::string path;   ///< the file itself: `given`, or the preset file it names
-  /// "--model m.json", or "--model llama3-8b (preset file /.../llama3-8b.json)".
+  /// For a file named inside another input (a cluster's or profile's "gpu"), where:
+  /// "$.gpu of --cluster cg.json"; `flag` is then empty and `given` the value as written there.
+  std::string named_at = {};
+  /// "--model m.json", "--model llama3-8b (preset file /.../llama3-8b.json)", or for a file
+  /// named inside another "gf.json (the file named at $.gpu of --cluster cg.json: /tmp/x/gf.json)".
   std::string label() const;
 };
 
@@ -47,9 +51,13 @@ struct InputFlag {
   std::string given;  ///< the value given; empty: the flag was not given
 };
 
-/// The files the flags name, as load_model, load_cluster and load_profile read them
-/// (resolve_preset): a path as given, or the preset's file. A flag that is empty or names
-/// neither is left out (its loader says so when it runs).
+/// Every file the flags make a command read, as load_model, load_cluster and load_profile read
+/// them (resolve_preset): a path as given, or the preset's file; and after a cluster or profile
+/// file, the GPU file its "gpu" names when that is a path (referred_name_or_path: relative to
+/// the cluster's or profile's folder), so that no output replaces an input reached through
+/// another (a GPU named by preset name is a shipped preset, which check_writable_target
+/// protects). A flag that is empty or names neither, and a file that does not parse, are left
+/// out (their loader says so when it runs).
 std::vector<NamedFile> input_files(const std::vector<InputFlag>& flags);
 
 /// Throws InputError when two outputs name one file (same_file):

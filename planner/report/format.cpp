@@ -9,9 +9,14 @@
 namespace meshplan {
 
 std::string fixed(double value, int decimals) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
-  return buffer;
+  // Sized from snprintf's own count, not a fixed buffer: a finite double can need 309 digits
+  // before the point (DBL_MAX), and a cut number would read as another one.
+  const int length = std::snprintf(nullptr, 0, "%.*f", decimals, value);
+  if (length <= 0) return std::string();  // an encoding error, which %f does not produce
+  std::string text(static_cast<std::size_t>(length) + 1, '\0');
+  std::snprintf(text.data(), text.size(), "%.*f", decimals, value);
+  text.resize(static_cast<std::size_t>(length));
+  return text;
 }
 
 std::string with_commas(std::int64_t value) {

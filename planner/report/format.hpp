@@ -8,7 +8,11 @@
 
 namespace meshplan {
 
-/// `value` with `decimals` digits after the point ("112.0").
+/// `value` with `decimals` digits after the point ("112.0"), as printf's "%.*f" writes it, at
+/// any magnitude: the text is sized from snprintf's count, so 1.48e307 comes out with all its
+/// 308 digits before the point instead of being cut at a buffer's end (which read as another
+/// number). There is no switch to scientific notation: a huge value prints long, never wrong.
+/// NaN and infinities as printf writes them ("nan", "inf").
 std::string fixed(double value, int decimals);
 
 /// An integer with thousands separators ("6,738,415,616").

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "planner/report/format.hpp"
+
 namespace meshplan {
 
 namespace {
@@ -19,11 +21,7 @@ constexpr double kMarkerRadiusPx = 3;
 constexpr int kMaxLabelledTicks = 10;
 
 /// A coordinate or length for SVG attributes.
-std::string px(double value) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.2f", value);
-  return buffer;
-}
+std::string px(double value) { return fixed(value, 2); }
 
 std::string escape_xml(const std::string& text) {
   std::string out;
@@ -74,10 +72,7 @@ double nice_step(double raw) {
 /// A number with as many decimals as `step` needs ("0.5" for step 0.5, "400" for step 100).
 std::string plain_number(double value, double step) {
   const int decimals = std::max(0, static_cast<int>(-std::floor(std::log10(step) + 1e-9)));
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.*f", decimals,
-                std::fabs(value) < step * 1e-9 ? 0.0 : value);
-  return buffer;
+  return fixed(std::fabs(value) < step * 1e-9 ? 0.0 : value, decimals);
 }
 
 /// The resolved range and ticks of one axis.

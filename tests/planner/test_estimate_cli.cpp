@@ -151,3 +151,42 @@ TEST_CASE("estimate refuses an empty or unwritable output path, naming the flag"
   CHECK(missing.exit_code == 2);
   CHECK_THAT(missing.err, Catch::Contains("--out /nonexistent/dir/plan.json: cannot be written"));
 }
+
+TEST_CASE("estimate takes the GPU counts plan takes: whole nodes beyond one", "[estimate]") {
+  // dgx-h100 has 8 GPUs per node: 12 would be a node and a half (torchrun: 2 nodes x 6, tp
+  // groups of 4 across nodes).
+  const std::string whole =
+      "beyond one node the GPU count must be a multiple of 8 GPUs per node (dgx-h100); "
+      "nearest: 8 or 16";
+  const test::CliResult plan = test::run({"plan", "--model", "llama2-13b", "--gpus", "12"});
+  CHECK(plan.exit_code == 2);
+  CHECK(plan.err == "meshplan: error: --gpus 12: " + whole + "\n");
+  SECTION("--gpus: plan's message") {
+    const std::string dir = (std::filesystem::path(test::temp_dir()) / "p12").string();
+    std::filesystem::create_directories(dir);
+    const test::CliResult r =
+        test::run({"estimate", "--model", "llama2-13b", "--gpus", "12", "--tp", "4", "--gbs",
+                   "12", "--out", dir + "/p12.json"});
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err == plan.err);
+    CHECK_FALSE(std::filesystem::exists(dir + "/p12.json"));
+  }
+  SECTION("degrees alone") {
+    const test::CliResult r = test::run(
+        {"estimate", "--model", "llama2-13b", "--dp", "3", "--tp", "4", "--gbs", "12"});
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err == "meshplan: error: layout dp 3 x tp 4 x pp 1 x cp 1 = 12 GPUs: " + whole +
+                       "; give degrees whose product is one of those (or --gpus)\n");
+  }
+  SECTION("within one node, and whole nodes, as before") {
+    for (const char* gpus : {"6", "16"}) {
+      INFO(gpus);
+      const test::CliResult r = test::run(
+          {"estimate", "--model", "llama2-13b", "--gpus", gpus, "--tp", "2", "--gbs", "48"});
+      INFO(r.err);
+      CHECK(r.exit_code == 0);
+    }
+  }
+}

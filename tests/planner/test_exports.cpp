@@ -271,13 +271,86 @@ TEST_CASE("torchtitan export: FSDP, DDP and the pipeline, parsed back", "[export
     INFO(e.text);
     INFO(all_dropped(e));
     CHECK(mentions(e, "torchtitan's TP always uses sequence parallelism"));
-    CHECK(mentions(e, "uneven stage split 15,17"));
+    CHECK_FALSE(mentions(e, "uneven stage split"));
     CHECK_THAT(e.text, Catch::Contains("[float8]\n"));
     CHECK_THAT(e.text, Catch::Contains("converters = [\"float8\"]\n"));
-    CHECK_THAT(e.text, !Catch::Contains("pipeline_parallel_layers_per_stage"));
+    // 32 layers + 2 counted for the embedding = 34 = 2 x 17: the first stage gives 2 back.
+    CHECK_THAT(e.text, Catch::Contains("pipeline_parallel_layers_per_stage = 17\n"
+                                       "pipeline_parallel_first_stage_less_layers = 2\n"
+                                       "pipeline_parallel_last_stage_less_layers = 0\n"));
     CHECK_THAT(e.text, Catch::Contains("pipeline_parallel_schedule = \"1F1B\"\n"));
+    CHECK(parse_torchtitan_toml(e.text, 32).stage_layers == std::vector<std::int64_t>{15, 17});
+    // Without the layer count the split is not read.
     CHECK(parse_torchtitan_toml(e.text).vpp == 1);
+    CHECK(parse_torchtitan_toml(e.text).stage_layers.empty());
   }
+}
+
+TEST_CASE("torchtitan export: Llama 3 405B's default split on pp 16 is 8 per stage, one less "
+          "at each end", "[exports]") {
+  // 126 layers on pp 16: meshplan's default split is 7, 8 x 14, 7 (edge_light_stage_split,
+  // Dubey et al. 2024). torchtitan: stages = ceil((126 + 1 + 1) / 8) = 16, and
+  // generate_llm_fqn_per_model_part gives each 128 / 16 = 8, less 1 on the first and the last.
+  Layout l;
+  l.tp = 8;
+  l.pp = 16;
+  l.dp = 1;
+  l.gbs = 16;
+  l.sp = true;
+  l.zero = 0;
+  l.recompute = Recompute::kFull;
+  l.stage_layers = edge_light_stage_split(126, 16);
+  std::vector<std::int64_t> expected(16, 8);
+  expected.front() = expected.back() = 7;
+  REQUIRE(l.stage_layers == expected);
+  const Plan p = plan_of("llama3-405b", l, "fsdp", Precision::kBf16, 8192);
+  const Export e = export_plan(p, ExportFormat::kTorchtitan);
+  INFO(e.text);
+  INFO(all_dropped(e));
+  CHECK_THAT(e.text, Catch::Contains("pipeline_parallel_schedule = \"1F1B\"\n"
+                                     "pipeline_parallel_microbatch_size = 1\n"
+                                     "pipeline_parallel_layers_per_stage = 8\n"
+                                     "pipeline_parallel_first_stage_less_layers = 1\n"
+                                     "pipeline_parallel_last_stage_less_layers = 1\n"));
+  CHECK_FALSE(mentions(e, "uneven stage split"));
+  CHECK_FALSE(mentions(e, "not expressible"));
+  const Layout back = parse_torchtitan_toml(e.text, 126);
+  CHECK(back.pp == 16);
+  CHECK(back.vpp == 1);
+  CHECK(back.stage_layers == expected);
+}
+
+TEST_CASE("torchtitan export: a split torchtitan cannot make is dropped, and its own is read",
+          "[exports]") {
+  // 80 layers on pp 6: meshplan's default is 13, 13, 14, 14, 13, 13; torchtitan's middle stages
+  // take the larger share first (14, 14, 14, 13 or the like), so no keys give this one.
+  Layout l;
+  l.tp = 8;
+  l.pp = 6;
+  l.gbs = 12;
+  l.sp = true;
+  l.stage_layers = edge_light_stage_split(80, 6);
+  REQUIRE(l.stage_layers == std::vector<std::int64_t>{13, 13, 14, 14, 13, 13});
+  const Plan p = plan_of("llama3-70b", l, "fsdp", Precision::kBf16, 8192);
+  const Export e = export_plan(p, ExportFormat::kTorchtitan);
+  INFO(e.text);
+  CHECK(mentions(e, "uneven stage split 13,13,14,14,13,13: torchtitan's "
+                    "pipeline_parallel_layers_per_stage with"));
+  CHECK_THAT(e.text, !Catch::Contains("pipeline_parallel_layers_per_stage"));
+  // What torchtitan makes of that TOML: its defaults, first/last_stage_less_layers 1, over 6
+  // stages: 82 / 6 = 13 rem 4, so 14 - 1, 14, 14, 14, 13, 13 - 1.
+  CHECK(parse_torchtitan_toml(e.text, 80).stage_layers ==
+        std::vector<std::int64_t>{13, 14, 14, 14, 13, 12});
+  // A layers_per_stage that gives another stage count than pp is refused, as torchtitan does.
+  const std::string two_per_rank =
+      "[parallelism]\npipeline_parallel_degree = 4\npipeline_parallel_schedule = \"1F1B\"\n"
+      "pipeline_parallel_layers_per_stage = 4\npipeline_parallel_first_stage_less_layers = 0\n"
+      "pipeline_parallel_last_stage_less_layers = 0\n";
+  CHECK_THROWS_WITH(parse_torchtitan_toml(two_per_rank, 32),
+                    "line 4 (pipeline_parallel_layers_per_stage = 4): "
+                    "pipeline_parallel_layers_per_stage 4 gives 8 stages (ceil((32 layers + 0 + "
+                    "0) / 4)), and the single-stage schedule 1F1B needs one per rank: "
+                    "pipeline_parallel_degree 4");
 }
 
 TEST_CASE("deepspeed export: the config JSON and what belongs on the command line", "[exports]") {

@@ -502,6 +502,59 @@ TEST_CASE("estimate and plan refuse an output that would replace an input", "[ou
   }
 }
 
+TEST_CASE("an output that names the GPU file of a cluster or profile file is refused",
+          "[outputs][cli]") {
+  // The GPU file a cluster or profile names in "gpu" is read as much as the flags' own files.
+  const std::string dir = fresh_dir("nested-input");
+  const std::string gpu_text = test::read_config("gpus/h100-sxm.json");
+  nlohmann::json cluster = nlohmann::json::parse(test::read_config("clusters/dgx-h100.json"));
+  cluster["gpu"] = "gf.json";
+  nlohmann::json profile = nlohmann::json::parse(test::read_config("profiles/h100.json"));
+  profile["gpu"] = "gf.json";
+  test::write_temp_file("nested-input/gf.json", gpu_text);
+  test::write_temp_file("nested-input/cg.json", cluster.dump(2));
+  test::write_temp_file("nested-input/pf.json", profile.dump(2));
+  const std::vector<std::string> estimate = {"estimate", "--model", "llama2-7b", "--gbs", "8",
+                                             "--dp", "8", "--zero", "1"};
+
+  SECTION("estimate --out, through --cluster (the tester's case)") {
+    check_refused(dir, test::with(estimate, {"--cluster", "cg.json", "--profile", "h100",
+                                             "--out", "gf.json"}),
+                  "--out gf.json: names the same file as the input gf.json (the file named at "
+                  "$.gpu of --cluster cg.json)" + kReplaceInput);
+    CHECK(read_text(dir + "/gf.json") == gpu_text);
+  }
+  SECTION("estimate --trace, through --profile") {
+    check_refused(dir, test::with(estimate, {"--profile", "pf.json", "--trace", "./gf.json"}),
+                  "--trace ./gf.json: names the same file as the input gf.json (the file named "
+                  "at $.gpu of --profile pf.json)" + kReplaceInput);
+  }
+  SECTION("named by an absolute path: the GPU file is the one beside the cluster file") {
+    const std::string cg = dir + "/cg.json";
+    check_refused(dir, test::with(estimate, {"--cluster", cg, "--out", dir + "/gf.json"}),
+                  "--out " + dir + "/gf.json: names the same file as the input gf.json (the "
+                  "file named at $.gpu of --cluster " + cg + ": " + dir + "/gf.json)" +
+                  kReplaceInput);
+  }
+  SECTION("plan --out, through --profile") {
+    check_refused(dir, {"plan", "--model", "llama2-7b", "--gpus", "8", "--profile", "pf.json",
+                        "--out", "gf.json"},
+                  "--out gf.json: names the same file as the input gf.json (the file named at "
+                  "$.gpu of --profile pf.json)" + kReplaceInput);
+  }
+  SECTION("input_files lists the nested file after the flag's own, and not a preset's GPU") {
+    const std::vector<NamedFile> files =
+        input_files({{PresetKind::kCluster, "--cluster", dir + "/cg.json"},
+                     {PresetKind::kProfile, "--profile", "h100"}});
+    REQUIRE(files.size() == 3);  // cg.json, gf.json beside it, the h100 preset (h100-sxm by name)
+    CHECK(files[0].path == dir + "/cg.json");
+    CHECK(files[1].given == "gf.json");
+    CHECK(files[1].path == dir + "/gf.json");
+    CHECK(files[1].named_at == "$.gpu of --cluster " + dir + "/cg.json");
+    CHECK(files[2].flag == "--profile");
+  }
+}
+
 TEST_CASE("no output replaces a shipped preset, named as an input or not", "[outputs][cli]") {
   // The default profile of dgx-h100 (h100) and its GPU file are read by every estimate there,
   // though no flag names them.

@@ -421,6 +421,110 @@ TEST_CASE("a corrupt plan is refused with the file and the JSON path", "[plan_fi
   }
 }
 
+TEST_CASE("a plan's settings get the checks the flags get", "[plan_file]") {
+  const nlohmann::json good = plan_to_json(llama70b_plan());  // megatron, zero 1, tp 8, sp
+  REQUIRE(good["layout"]["zero"] == 1);
+
+  SECTION("ZeRO stages the framework offers, as --zero is checked") {
+    nlohmann::json j = good;
+    j["inputs"]["training"]["framework"] = "fsdp";
+    expect_plan_error(j, {"plan.json: $.layout.zero: is 1, but framework fsdp offers ZeRO stages "
+                          "0, 2, 3 ($.inputs.training.framework is \"fsdp\"); give one of "
+                          "those, or another framework"});
+    j = good;
+    j["layout"]["zero"] = 3;
+    expect_plan_error(j, {"plan.json: $.layout.zero: is 3, but framework megatron offers ZeRO "
+                          "stages 0, 1 ($.inputs.training.framework is \"megatron\")"});
+    // The flag's refusal says the same of the same stages.
+    const test::CliResult r = test::run({"estimate", "--model", "llama3-70b", "--framework",
+                                         "fsdp", "--zero", "1", "--gbs", "8"});
+    CHECK(r.exit_code == 2);
+    CHECK(r.err == "meshplan: error: --zero 1: framework fsdp offers ZeRO stages 0, 2, 3 "
+                   "(choose one, or another --framework)\n");
+  }
+  SECTION("sp needs tp > 1 and vpp needs pp > 1: layout_problems, as for the flags") {
+    nlohmann::json j = good;
+    j["layout"]["tp"] = 1;
+    j["gpus"] = 2 * 1 * 4;
+    expect_plan_error(j, {"$.layout: impossible layout", "sequence parallel (sp) needs tp > 1"});
+    j = good;
+    j["layout"]["pp"] = 1;
+    j["layout"]["vpp"] = 2;
+    j["gpus"] = 2 * 8 * 1;
+    expect_plan_error(j, {"$.layout: impossible layout", "vpp 2 needs pp > 1"});
+  }
+  SECTION("estimate --plan, --out and export refuse the edited plan and write nothing") {
+    const std::string dir = fresh_dir("plan-checks");
+    nlohmann::json j = good;
+    j["inputs"]["training"]["framework"] = "fsdp";
+    const std::string path = dir + "/p2.json", again = dir + "/q.json";
+    std::ofstream(path) << j.dump(2);
+    const std::string error = "meshplan: error: " + path + ": $.layout.zero: is 1, but framework "
+                              "fsdp offers ZeRO stages 0, 2, 3";
+    const test::CliResult r = test::run({"estimate", "--plan", path, "--out", again});
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK_THAT(r.err, Catch::StartsWith(error));
+    CHECK_FALSE(std::filesystem::exists(again));
+    const test::CliResult e = test::run({"export", path, "--format", "torchtitan"});
+    CHECK(e.exit_code == 2);
+    CHECK(e.out.empty());
+    CHECK_THAT(e.err, Catch::StartsWith(error));
+  }
+  SECTION("estimate --plan notes what the flags note") {
+    const std::string dir = fresh_dir("plan-notes");
+    nlohmann::json j = good;
+    j["inputs"]["gpu"]["flash_attention"] = false;  // flash on a GPU without FlashAttention-2
+    const std::string path = dir + "/flash.json";
+    std::ofstream(path) << j.dump(2);
+    const test::CliResult r = test::run({"estimate", "--plan", path});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK_THAT(r.out, Catch::Contains("note: h100-sxm has no FlashAttention-2 kernels; attention "
+                                      "flash stands for a memory-efficient kernel (xformers) "
+                                      "that saves no s x s tensors either\n"));
+    // The flags' note names the flag.
+    const test::CliResult flags = test::run(
+        {"estimate", "--model", "llama3-8b", "--cluster", "dgx-a100", "--framework", "fsdp",
+         "--zero", "2", "--gbs", "8", "--dp", "8"});
+    INFO(flags.err);
+    REQUIRE(flags.exit_code == 0);
+    CHECK_THAT(flags.out, Catch::Contains("note: framework fsdp with --zero 2: nothing is fully "
+                                          "sharded; FSDP's full shard is --zero 3\n"));
+    j = good;
+    j["inputs"]["training"]["framework"] = "fsdp";
+    j["layout"]["zero"] = 2;
+    const std::string fsdp = dir + "/fsdp.json";
+    std::ofstream(fsdp) << j.dump(2);
+    const test::CliResult z = test::run({"estimate", "--plan", fsdp});
+    INFO(z.err);
+    REQUIRE(z.exit_code == 0);
+    CHECK_THAT(z.out, Catch::Contains("note: framework fsdp with zero 2: nothing is fully "
+                                      "sharded; FSDP's full shard is zero 3\n"));
+  }
+}
+
+TEST_CASE("a plan of a node and a half is refused at $.gpus, as plan refuses --gpus 12",
+          "[plan_file]") {
+  // Written by a meshplan that let estimate --gpus 12 through on dgx-h100 (8 GPUs per node).
+  Layout layout;
+  layout.dp = 3;
+  layout.tp = 4;
+  layout.gbs = 12;
+  const Plan twelve = make_plan(load_model("llama2-13b"), load_cluster("dgx-h100"),
+                                load_profile("h100"), test::megatron_setup(4096), layout);
+  expect_plan_error(plan_to_json(twelve),
+                    {"plan.json: $.gpus: is 12, but beyond one node the GPU count must be a "
+                     "multiple of 8 GPUs per node (dgx-h100); nearest: 8 or 16 "
+                     "($.inputs.cluster); write the plan again for a GPU count that fills whole "
+                     "nodes"});
+  layout.dp = 2;  // 8 GPUs: one node
+  CHECK_NOTHROW(plan_from_json(
+      plan_to_json(make_plan(load_model("llama2-13b"), load_cluster("dgx-h100"),
+                             load_profile("h100"), test::megatron_setup(4096), layout)),
+      "plan.json"));
+}
+
 TEST_CASE("estimate --plan refuses a corrupt plan and writes nothing", "[plan_file]") {
   const std::string dir = fresh_dir("corrupt");
   const std::string text = plan_to_json(llama70b_plan()).dump(2);

@@ -1,6 +1,8 @@
 // Every shipped preset loads strictly, and `meshplan presets` lists them.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <vector>
 
@@ -163,4 +165,78 @@ TEST_CASE("meshplan presets clusters names each cluster's shipped profile, or no
   CHECK(test::run({"plan", "--model", "llama3-8b", "--cluster", "hgx-b200", "--gpus", "8",
                    "--profile", "h100"})
             .exit_code == 0);
+}
+
+TEST_CASE("a path inside a cluster or profile file is taken from that file's folder",
+          "[presets][errors]") {
+  // <dir>/clusters/cg.json names "../gpus/gf.json" and "gf-beside.json"; the tests run in
+  // another folder, where neither relative path leads anywhere.
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(test::temp_dir()) / "nested-paths";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "clusters");
+  fs::create_directories(dir / "gpus");
+  REQUIRE(fs::current_path() != dir / "clusters");
+  nlohmann::json gpu = nlohmann::json::parse(test::read_config("gpus/h100-sxm.json"));
+  gpu["name"] = "my-gpu";
+  std::ofstream(dir / "gpus" / "gf.json") << gpu.dump(2);
+  std::ofstream(dir / "clusters" / "gf-beside.json") << gpu.dump(2);
+  const auto write_with_gpu = [&](const std::string& kind, const std::string& file,
+                                  const std::string& value) {
+    nlohmann::json j = nlohmann::json::parse(test::read_config(kind));
+    j["gpu"] = value;
+    std::ofstream(dir / "clusters" / file) << j.dump(2);
+    return (dir / "clusters" / file).string();
+  };
+
+  SECTION("a cluster: up a folder, beside it, and a preset name as before") {
+    const std::string up = write_with_gpu("clusters/dgx-h100.json", "up.json", "../gpus/gf.json");
+    CHECK(load_cluster(up).gpu.name == "my-gpu");
+    const std::string beside =
+        write_with_gpu("clusters/dgx-h100.json", "beside.json", "gf-beside.json");
+    CHECK(load_cluster(beside).gpu.name == "my-gpu");
+    const std::string preset = write_with_gpu("clusters/dgx-h100.json", "preset.json", "h100-sxm");
+    CHECK(load_cluster(preset).gpu.name == "h100-sxm");
+    // And through the CLI, from a folder that has no gpus/ beside it.
+    const test::CliResult r = test::run({"estimate", "--model", "llama2-7b", "--cluster", up,
+                                         "--profile", "h100", "--dp", "8", "--gbs", "8"});
+    INFO(r.err);
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.out, Catch::Contains("my-gpu"));
+  }
+  SECTION("a profile: the GPU it is for is the GPU's name, not the path") {
+    const std::string profile = write_with_gpu("profiles/h100.json", "pf.json", "../gpus/gf.json");
+    CHECK(load_profile(profile).gpu == "my-gpu");
+    // So a cluster and a profile of that GPU agree (no note that the profile is for another
+    // GPU), and the plan written with them reads back from anywhere: it carries the name.
+    const std::string cluster =
+        write_with_gpu("clusters/dgx-h100.json", "cg.json", "../gpus/gf.json");
+    const std::string plan = (dir / "plan.json").string();
+    const test::CliResult r =
+        test::run({"estimate", "--model", "llama2-7b", "--cluster", cluster, "--profile",
+                   profile, "--dp", "8", "--zero", "1", "--gbs", "8", "--out", plan});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK_THAT(r.err, !Catch::Contains("is for"));
+    // Where "../gpus/gf.json" leads nowhere.
+    fs::create_directories(dir / "a" / "b");
+    const std::string moved = (dir / "a" / "b" / "plan.json").string();
+    fs::rename(plan, moved);
+    const test::CliResult again = test::run({"estimate", "--plan", moved});
+    INFO(again.err);
+    CHECK(again.exit_code == 0);
+  }
+  SECTION("a missing file is named where it was looked for") {
+    const std::string missing =
+        write_with_gpu("clusters/dgx-h100.json", "missing.json", "no-such-gpu.json");
+    CHECK_THROWS_WITH(load_cluster(missing),
+                      missing + ": $.gpu: cannot be loaded: " + (dir / "clusters").string() +
+                          "/no-such-gpu.json: no such file (expected a gpu preset name or a "
+                          "path to a JSON file)");
+    const test::CliResult r = test::run({"estimate", "--model", "llama2-7b", "--cluster", missing});
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK_THAT(r.err, Catch::Contains(missing + ": $.gpu: cannot be loaded: " +
+                                      (dir / "clusters").string() + "/no-such-gpu.json"));
+  }
 }

@@ -1,0 +1,36 @@
+// Number formatting (planner/report/format.hpp): fixed() prints a value whole at any magnitude.
+#include <catch2/catch.hpp>
+
+#include <cfloat>
+#include <cmath>
+#include <string>
+
+#include "planner/report/format.hpp"
+
+using namespace meshplan;
+
+TEST_CASE("fixed: ordinary values as %.*f prints them", "[format]") {
+  CHECK(fixed(112.0, 1) == "112.0");
+  CHECK(fixed(0.0145, 2) == "0.01");  // 0.0145 is 0.01449999... in binary
+  CHECK(fixed(-3.5, 0) == "-4");      // round half to even: -3.5 -> -4
+  CHECK(fixed(79.6, 3) == "79.600");
+  CHECK(fixed(NAN, 1) == "nan");
+  CHECK(fixed(INFINITY, 1) == "inf");
+}
+
+TEST_CASE("fixed: a huge value is never cut at a buffer's end", "[format]") {
+  // A 64-byte buffer held 63 characters: 1.48e307 came out as its first 63 digits, a number
+  // 10^245 times too small. 1.48e307 has 308 digits before the point; with ".0" that is 310.
+  const std::string step = fixed(1.48e307, 1);
+  CHECK(step.size() == 308 + 2);
+  CHECK(step.substr(0, 12) == "147999999999");  // the double nearest 1.48e307
+  CHECK(step.substr(step.size() - 2) == ".0");
+  CHECK(step.find_first_not_of("0123456789.") == std::string::npos);
+  // The largest double: 309 digits, a sign, and 3 decimals after the point.
+  const std::string most = fixed(-DBL_MAX, 3);
+  CHECK(most.size() == 1 + 309 + 1 + 3);
+  CHECK(most.substr(0, 6) == "-17976");
+  CHECK(most.substr(most.size() - 4) == ".000");
+  // Many decimals are kept too (DBL_MIN has 1022 zeros after the point before its digits).
+  CHECK(fixed(DBL_MIN, 1100).size() == 2 + 1100);
+}
