@@ -8,8 +8,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
+#include <iomanip>
 #include <iostream>
 #include <optional>
 #include <sstream>
@@ -28,6 +28,8 @@
 #include "planner/config/input_error.hpp"
 #include "planner/plan/plan_file.hpp"
 #include "planner/report/atomic_write.hpp"
+#include "costmodel/units.hpp"
+#include "planner/report/format.hpp"
 
 namespace meshplan::executor {
 
@@ -147,33 +149,31 @@ std::vector<double> predicted_components(const StepBreakdown& b) {
 /// Width of the report table's name column: the longest label, the peak row's, fits.
 constexpr int kNameWidth = 48;
 
+/// `value` as %g with 6 significant digits ("1.23457e+06"), right-aligned in `width`.
+std::string general(double value, int width) {
+  std::ostringstream s;
+  s << std::setprecision(6) << std::setw(width) << value;
+  return s.str();
+}
+
 std::string format_header() {
-  char line[256];
-  std::snprintf(line, sizeof line, "  %-*s %14s %14s  %10s  %s\n", kNameWidth, "component",
-                "predicted", "measured", "error %", "unit");
-  return line;
+  std::ostringstream s;
+  s << "  " << std::left << std::setw(kNameWidth) << "component" << std::right << " "
+    << std::setw(14) << "predicted" << " " << std::setw(14) << "measured" << "  "
+    << std::setw(10) << "error %" << "  unit\n";
+  return s.str();
 }
 
 std::string format_row(const std::string& name, double predicted, double measured,
                        const char* unit) {
-  char line[256];
-  const double error = predicted > 0 && measured > 0 ? (predicted - measured) / measured * 100 : 0;
-  std::string error_text = measured > 0 && predicted > 0 ? "" : "-";
-  if (error_text.empty()) {
-    char e[32];
-    std::snprintf(e, sizeof e, "%+.1f%%", error);
-    error_text = e;
-  }
-  std::snprintf(line, sizeof line, "  %-*s %14.6g %14.6g  %10s  %s\n", kNameWidth, name.c_str(),
-                predicted, measured, error_text.c_str(), unit);
-  return line;
-}
-
-/// "0.22 GiB" (GiB = 2^30 bytes).
-std::string gib_text(double bytes) {
-  char text[48];
-  std::snprintf(text, sizeof text, "%.2f GiB", bytes / (1024.0 * 1024.0 * 1024.0));
-  return text;
+  const bool comparable = predicted > 0 && measured > 0;
+  const double error = comparable ? (predicted - measured) / measured * 100 : 0;
+  const std::string error_text = comparable ? (error >= 0 ? "+" : "") + fixed(error, 1) + "%" : "-";
+  std::ostringstream s;
+  s << "  " << std::left << std::setw(kNameWidth) << name << std::right << " "
+    << general(predicted, 14) << " " << general(measured, 14) << "  " << std::setw(10)
+    << error_text << "  " << unit << "\n";
+  return s.str();
 }
 
 int run(int argc, char** argv, int thread_level) {
@@ -459,22 +459,19 @@ int run(int argc, char** argv, int thread_level) {
     table << "  (error = (predicted - measured) / measured; measured = max over ranks of the mean "
              "of "
           << o.steps << " step(s); for the peak, the largest over ranks)\n";
-    char off[64] = "within 0.01% of";
-    if (std::abs(worst_memory_error) >= 0.0001) {
-      std::snprintf(off, sizeof off, "%.2f%% %s than", std::abs(worst_memory_error) * 100,
-                    worst_memory_error < 0 ? "less" : "more");
-    }
-    char memory_line[512];
-    std::snprintf(memory_line, sizeof memory_line,
-                  "  worst rank vs its own stage's ledger: rank %d (stage %lld) held %.6g bytes, "
-                  "%s the stage's ledger of %.6g (scratch beyond the ledger: %.0f bytes)\n"
-                  "  (the peak row above compares maxima: the largest peak any rank held with the "
-                  "largest stage's ledger, so it can read +0.0%% while another rank is off)\n",
-                  worst_rank, static_cast<long long>(worst_stage), worst[8], off,
-                  worst_stage_ledger, worst[12]);
-    table << memory_line;
+    const std::string off =
+        std::abs(worst_memory_error) < 0.0001
+            ? "within 0.01% of"
+            : fixed(std::abs(worst_memory_error) * 100, 2) + "% " +
+                  (worst_memory_error < 0 ? "less" : "more") + " than";
+    table << "  worst rank vs its own stage's ledger: rank " << worst_rank << " (stage "
+          << worst_stage << ") held " << general(worst[8], 0) << " bytes, " << off
+          << " the stage's ledger of " << general(worst_stage_ledger, 0)
+          << " (scratch beyond the ledger: " << fixed(worst[12], 0) << " bytes)\n"
+          << "  (the peak row above compares maxima: the largest peak any rank held with the "
+             "largest stage's ledger, so it can read +0.0% while another rank is off)\n";
     table << "  process RSS (maxrss, incl. MPI/runtime libraries; context, not a prediction): "
-          << gib_text(rss) << " (largest rank)\n";
+          << fixed(rss / kGiB, 2) << " GiB (largest rank)\n";
     std::cout << table.str();
     if (!o.report.empty()) {
       try {
