@@ -400,6 +400,16 @@ std::string plan_pins_problem(const PlanPinFlags& pins, std::int64_t gpus, std::
   return "";
 }
 
+std::string zero_problem(const FrameworkConvention& framework, int zero) {
+  if (framework.allows_zero(zero)) return "";
+  std::string offered;
+  for (int z = 0; z <= 3; ++z) {
+    if (framework.allows_zero(z)) offered += (offered.empty() ? "" : ", ") + std::to_string(z);
+  }
+  return "--zero " + std::to_string(zero) + ": framework " + framework.name +
+         " offers ZeRO stages " + offered + " (choose one, or another --framework)";
+}
+
 ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, const GpuSpec& gpu,
                               const FrameworkConvention& framework, Precision precision,
                               std::optional<std::int64_t> gpus) {
@@ -464,13 +474,8 @@ ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, cons
                   : std::string()) +
         "; set --gbs)");
   }
-  if (!framework.allows_zero(f.zero)) {
-    std::string offered;
-    for (int z = 0; z <= 3; ++z) {
-      if (framework.allows_zero(z)) offered += (offered.empty() ? "" : ", ") + std::to_string(z);
-    }
-    throw InputError("--zero " + std::to_string(f.zero) + ": framework " + framework.name +
-                     " offers ZeRO stages " + offered + " (choose one, or another --framework)");
+  if (const std::string problem = zero_problem(framework, f.zero); !problem.empty()) {
+    throw InputError(problem);
   }
   if (framework.name == "fsdp" && f.zero < 3) {
     r.notes.push_back("framework fsdp with --zero " + std::to_string(f.zero) +

@@ -143,6 +143,10 @@ struct PlanPinFlags {
 std::string plan_pins_problem(const PlanPinFlags& pins, std::int64_t gpus, std::int64_t gbs,
                               bool gbs_given, std::int64_t num_layers);
 
+/// "" when `framework` offers ZeRO stage `zero`, else what to do: "--zero 3: framework megatron
+/// offers ZeRO stages 0, 1 (choose one, or another --framework)" (estimate's and plan's check).
+std::string zero_problem(const FrameworkConvention& framework, int zero);
+
 /// The layout, training setup and notes on the defaults taken (each one printed to the user).
 struct ResolvedLayout {
   Layout layout;

@@ -1,6 +1,8 @@
 // `meshplan plan`: search every layout of a GPU count, print the best ones and why the winner
-// won, and write the chosen plan. Exit codes: 0 a plan, 2 bad input, 3 nothing fits (the table
-// of rejections is printed all the same; with --out no file is written).
+// won, and write the chosen plan. Exit codes: 0 a plan, 2 bad input (also pins, --seq or --gbs
+// that break a layout rule in every layout, so that none reaches the memory check: the error names
+// the rule), 3 nothing fits in memory (the table of rejections is printed all the same; with --out
+// no file is written).
 #include <memory>
 #include <sstream>
 
@@ -46,6 +48,54 @@ struct PlanOptions {
   std::string out;
 };
 
+/// The flags given that narrow the layouts searched, as given: "--pp 8 --vpp 2 --gbs 12".
+std::string narrowing_flags(const PlanOptions& o) {
+  std::string flags;
+  const auto add = [&flags](const char* flag, const std::string& value) {
+    flags += (flags.empty() ? "" : " ") + std::string(flag) + " " + value;
+  };
+  const std::pair<const char*, std::int64_t> numbers[] = {
+      {"--dp", o.dp},   {"--tp", o.tp},   {"--pp", o.pp},   {"--cp", o.cp},
+      {"--vpp", o.vpp}, {"--mbs", o.mbs}, {"--gbs", o.gbs}, {"--seq", o.seq}};
+  for (const auto& [flag, value] : numbers) {
+    if (value > 0) add(flag, std::to_string(value));
+  }
+  if (o.zero >= 0) add("--zero", std::to_string(o.zero));
+  if (!o.recompute.empty()) add("--recompute", o.recompute);
+  if (!o.sp.empty()) add("--sp", o.sp);
+  if (!o.attention.empty()) add("--attention", o.attention);
+  return flags;
+}
+
+/// The error when every layout searched broke a rule, so that none reached the memory check:
+/// bad input, not "nothing fits". Names the rules every layout broke (the flags given break
+/// them whatever the search chooses) as estimate words them for the first layout that broke
+/// each; "" when no rule was broken by all.
+std::string no_valid_layout(const PlanOptions& o, const ModelSpec& model,
+                            const SearchResult& result) {
+  const std::string flags = narrowing_flags(o);
+  const std::string searched = std::to_string(result.space);
+  const bool one_flag = flags.find(' ') == flags.rfind(' ');  // "--tp 16": one space
+  std::string message = "plan: " +
+                        (flags.empty() ? std::string("there is")
+                                       : flags + (one_flag ? " leaves" : " leave")) +
+                        " no valid layout of " + std::to_string(o.gpus) + " GPUs for " +
+                        model.name + ": ";
+  std::vector<const BrokenRule*> every;
+  for (const BrokenRule& rule : result.broken_rules) {
+    if (rule.layouts == result.space) every.push_back(&rule);
+  }
+  if (every.empty()) return "";
+  message += result.space == 1 ? "the one layout searched breaks"
+                               : "each of the " + searched + " layouts searched breaks";
+  for (const BrokenRule* rule : every) message += "\n  layout: " + rule->example_problem;
+  message += "\n";
+  message += flags.empty() ? "no layout was refused for memory: give another --gpus or --gbs"
+                           : "no layout was refused for memory: change these values, or leave "
+                             "them to the search";
+  return message;
+}
+
 }  // namespace
 
 CommandAction add_plan_command(CLI::App& app) {
@@ -54,8 +104,9 @@ CommandAction add_plan_command(CLI::App& app) {
       "plan",
       "Search every layout (dp x tp x pp x cp, vpp, micro-batch, ZeRO, recompute, sp) of a GPU "
       "count, rank those that fit by --objective (step time, peak memory or GPU-hours), and "
-      "explain the winner. Exit code 0: a plan; 2: bad input; 3: nothing fits (the reasons are "
-      "printed as usual)");
+      "explain the winner. Exit code 0: a plan; 2: bad input (pins that break a layout rule "
+      "included: the error names it); 3: nothing fits in memory (the reasons are printed as "
+      "usual)");
   cmd->add_option("--model", o->model, "Model: a preset name, a meshplan-model/1 file or a Hugging Face config.json")
       ->required();
   cmd->add_option("--cluster", o->cluster, "Cluster preset or JSON file")->capture_default_str();
@@ -151,6 +202,11 @@ CommandAction add_plan_command(CLI::App& app) {
                       : cluster.gpu.flash_attention ? AttentionImpl::kFlash
                                                     : AttentionImpl::kEager;
     const std::int64_t gbs = o->gbs > 0 ? o->gbs : default_global_batch(setup.seq);
+    if (o->zero >= 0) {
+      if (const std::string problem = zero_problem(setup.framework, o->zero); !problem.empty()) {
+        throw InputError(problem);
+      }
+    }
     if (const std::string problem =
             plan_pins_problem({o->dp, o->tp, o->pp, o->cp, o->mbs, o->vpp}, o->gpus, gbs,
                               o->gbs > 0, model.num_layers);
@@ -193,8 +249,13 @@ CommandAction add_plan_command(CLI::App& app) {
     if (result.space == 0) {
       throw InputError("plan: the pinned dimensions leave no layout of " +
                        std::to_string(o->gpus) + " GPUs to search (check that the pins multiply "
-                       "into the GPU count, that --sp on comes with tp > 1, and that --zero is "
-                       "one the framework offers)");
+                       "into the GPU count)");
+    }
+    // Every layout broke a rule: none was refused for memory, so the input is at fault.
+    if (result.ranked.empty() && result.rejected.count(kOutOfMemoryReason) == 0) {
+      if (const std::string problem = no_valid_layout(*o, model, result); !problem.empty()) {
+        throw InputError(problem);
+      }
     }
     // Every listed layout has a finite time: a profile the schema accepts can still overflow,
     // and NaN times would rank first (NaN compares false). The search itself keeps only the

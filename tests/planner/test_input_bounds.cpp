@@ -258,16 +258,20 @@ TEST_CASE("plan's --pp hint lists only the pipeline degrees plan takes", "[bound
                          "32\n");
   CHECK(test::run({"plan", "--model", "llama3-8b", "--gpus", "64", "--pp", "32"}).exit_code == 0);
   const test::CliResult pp64 = test::run({"plan", "--model", "llama3-8b", "--gpus", "64", "--pp", "64"});
-  CHECK(pp64.exit_code == 3);  // every layout rejected by the rules
-  CHECK_THAT(pp64.out, Catch::Contains("layers do not split into pp x vpp chunks"));
+  CHECK(pp64.exit_code == 2);  // every layout rejected by the rules: bad input, not exit code 3
+  CHECK_THAT(pp64.err, Catch::Contains("layout: 32 layers cannot be split into pp x vpp = 64 "
+                                       "equal chunks"));
   expect_exact_error({"plan", "--model", "llama3-70b", "--gpus", "64", "--pp", "33", "--vpp", "2"},
                      "meshplan: error: " + wrong +
                          "pin a divisor of 64 above 1 that splits the model's 80 layers into pp x "
                          "--vpp 2 equal chunks: 2, 4 or 8\n");
   CHECK(test::run({"plan", "--model", "llama3-70b", "--gpus", "64", "--pp", "8", "--vpp", "2"})
             .exit_code == 0);
-  CHECK(test::run({"plan", "--model", "llama3-70b", "--gpus", "64", "--pp", "16", "--vpp", "2"})
-            .exit_code == 2);  // the pins leave nothing to search
+  const test::CliResult pp16 =
+      test::run({"plan", "--model", "llama3-70b", "--gpus", "64", "--pp", "16", "--vpp", "2"});
+  CHECK(pp16.exit_code == 2);  // the pins break a layout rule, which the error names
+  CHECK_THAT(pp16.err, Catch::Contains("layout: 80 layers cannot be split into pp x vpp = 32 "
+                                       "equal chunks"));
 }
 
 TEST_CASE("a Hugging Face config.json without model_type says what to add", "[bounds][hf]") {
