@@ -3,9 +3,11 @@
 // that break a layout rule in every layout, so that none reaches the memory check: the error names
 // the rule), 3 nothing fits in memory (the table of rejections is printed all the same; with --out
 // no file is written).
+#include <algorithm>
 #include <memory>
 #include <sstream>
 
+#include "costmodel/counted.hpp"
 #include "costmodel/param_count.hpp"
 #include "costmodel/units.hpp"
 #include "planner/cli/commands.hpp"
@@ -68,9 +70,9 @@ std::string narrowing_flags(const PlanOptions& o) {
 }
 
 /// The error when every layout searched broke a rule, so that none reached the memory check:
-/// bad input, not "nothing fits". Names the rules every layout broke (the flags given break
-/// them whatever the search chooses) as estimate words them for the first layout that broke
-/// each; "" when no rule was broken by all.
+/// bad input, not "nothing fits". Names the rules as estimate words them for the first layout
+/// that broke each: those every layout broke (the flags given break them whatever the search
+/// chooses), else the three that most layouts broke, with their counts and first layouts.
 std::string no_valid_layout(const PlanOptions& o, const ModelSpec& model,
                             const SearchResult& result) {
   const std::string flags = narrowing_flags(o);
@@ -85,10 +87,35 @@ std::string no_valid_layout(const PlanOptions& o, const ModelSpec& model,
   for (const BrokenRule& rule : result.broken_rules) {
     if (rule.layouts == result.space) every.push_back(&rule);
   }
-  if (every.empty()) return "";
-  message += result.space == 1 ? "the one layout searched breaks"
-                               : "each of the " + searched + " layouts searched breaks";
-  for (const BrokenRule* rule : every) message += "\n  layout: " + rule->example_problem;
+  if (!every.empty()) {
+    message += result.space == 1 ? "the one layout searched breaks"
+                                 : "each of the " + searched + " layouts searched breaks";
+    for (const BrokenRule* rule : every) message += "\n  layout: " + rule->example_problem;
+  } else {
+    // No rule that all break: the most broken first (ties in rule order), each with the first
+    // layout that broke it, whose values its text names.
+    std::vector<const BrokenRule*> most;
+    for (const BrokenRule& rule : result.broken_rules) most.push_back(&rule);
+    std::stable_sort(most.begin(), most.end(), [](const BrokenRule* a, const BrokenRule* b) {
+      return a->layouts > b->layouts;
+    });
+    constexpr std::size_t kShown = 3;
+    message += "each of the " + searched + " layouts searched breaks a layout rule, though no " +
+               "one rule is broken by all; the rules most broken, as said of the first layout " +
+               "that breaks each:";
+    for (std::size_t i = 0; i < std::min(kShown, most.size()); ++i) {
+      const Layout& l = most[i]->example;
+      message += "\n  layout: " + most[i]->example_problem + " (" +
+                 std::to_string(most[i]->layouts) + " of " + searched + " layouts; first: dp " +
+                 std::to_string(l.dp) + " tp " + std::to_string(l.tp) + " pp " +
+                 std::to_string(l.pp) + " cp " + std::to_string(l.cp) + " vpp " +
+                 std::to_string(l.vpp) + " mbs " + std::to_string(l.mbs) + ")";
+    }
+    if (most.size() > kShown) {
+      message += "\n  and " + counted(static_cast<std::int64_t>(most.size() - kShown), "more rule") +
+                 " (meshplan plan --json lists the rejections by reason)";
+    }
+  }
   message += "\n";
   message += flags.empty() ? "no layout was refused for memory: give another --gpus or --gbs"
                            : "no layout was refused for memory: change these values, or leave "
@@ -253,9 +280,7 @@ CommandAction add_plan_command(CLI::App& app) {
     }
     // Every layout broke a rule: none was refused for memory, so the input is at fault.
     if (result.ranked.empty() && result.rejected.count(kOutOfMemoryReason) == 0) {
-      if (const std::string problem = no_valid_layout(*o, model, result); !problem.empty()) {
-        throw InputError(problem);
-      }
+      throw InputError(no_valid_layout(*o, model, result));
     }
     // Every listed layout has a finite time: a profile the schema accepts can still overflow,
     // and NaN times would rank first (NaN compares false). The search itself keeps only the

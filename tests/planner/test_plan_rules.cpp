@@ -147,3 +147,54 @@ TEST_CASE("search: a pinned value that breaks a rule is searched and the rule re
     CHECK(b.layouts < all.space);
   }
 }
+
+TEST_CASE("plan: all layouts broken by rules, none by memory, is exit code 2 naming the rules",
+          "[plan][rules]") {
+  SECTION("no rule broken by all: the most broken, with counts and first layouts") {
+    // --vpp 2 with gbs 3 on 8 GPUs: pp 1 breaks "vpp needs pp > 1"; with pp > 1 either dp x mbs
+    // does not divide 3, or 3 / (dp x mbs) micro-batches (3 or 1) are not a multiple of pp.
+    const test::CliResult r =
+        test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--vpp", "2", "--gbs", "3"});
+    INFO(r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK_THAT(r.err, Catch::StartsWith("meshplan: error: plan: --vpp 2 --gbs 3 leave no valid "
+                                        "layout of 8 GPUs for llama3-8b: each of the "));
+    CHECK_THAT(r.err, Catch::Contains(" layouts searched breaks a layout rule, though no one rule "
+                                      "is broken by all; the rules most broken, as said of the "
+                                      "first layout that breaks each:\n"));
+    // Most broken first; each names the first layout (in search order) that broke it.
+    const std::size_t vpp = r.err.find("\n  layout: vpp 2 needs pp > 1 (");
+    const std::size_t batch = r.err.find("\n  layout: gbs 3 is not a multiple of dp x mbs = 8 (");
+    const std::size_t rounds = r.err.find(
+        "\n  layout: the interleaved schedule needs micro-batches (3) to be a multiple of pp 8 (");
+    CHECK(vpp != std::string::npos);
+    CHECK(batch != std::string::npos);
+    CHECK(rounds != std::string::npos);
+    CHECK(vpp < batch);
+    CHECK(batch < rounds);
+    CHECK_THAT(r.err, Catch::Contains("first: dp 8 tp 1 pp 1 cp 1 vpp 2 mbs 1)\n"));
+    CHECK_THAT(r.err, Catch::Contains("first: dp 1 tp 1 pp 8 cp 1 vpp 2 mbs 1)\n" + kPlanHint));
+  }
+  SECTION("--gpus 16 --tp 16 on Llama 3 8B: both rules every layout breaks") {
+    const test::CliResult r =
+        test::run({"plan", "--model", "llama3-8b", "--gpus", "16", "--tp", "16"});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains(" layouts searched breaks\n"
+                                      "  layout: tp 16 does not divide 8 kv heads\n"
+                                      "  layout: tp 16 is more than the 8 GPUs of an NVLink "
+                                      "domain of dgx-h100: "));
+  }
+  SECTION("some layouts refused for memory: exit code 3, the table as before") {
+    // Llama 3 405B on 8 GPUs with --sp on: tp 1 breaks "sp needs tp > 1", the others do not
+    // fit (913 GB of training state per GPU even sharded).
+    const test::CliResult r =
+        test::run({"plan", "--model", "llama3-405b", "--gpus", "8", "--sp", "on"});
+    CHECK(r.exit_code == 3);
+    CHECK_THAT(r.out, Catch::Contains("No layout fits. Rejected: "));
+    CHECK_THAT(r.out, Catch::Contains(" out of memory; "));
+    CHECK_THAT(r.out, Catch::Contains(" sp needs tp > 1."));
+    CHECK(r.err ==
+          "meshplan: no layout of 8 GPUs fits (exit code 3; the reasons are listed above)\n");
+  }
+}
