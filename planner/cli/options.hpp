@@ -156,7 +156,9 @@ struct ResolvedLayout {
 
 /// Resolves defaults against the model and GPU and validates the layout. Throws InputError
 /// with every problem of the layout, one per line ("layout: tp 3 does not divide 32 attention
-/// heads"). `gpus`: the GPU count to check dp x tp x pp x cp against, when given.
+/// heads"). `gpus`: the GPU count to check dp x tp x pp x cp against, when given. With vpp > 1,
+/// --stage-layers equal to the even split is taken as the default (the interleaved schedule's
+/// own); any other split is refused as "--stage-layers ... cannot be combined with --vpp ...".
 ResolvedLayout resolve_layout(const LayoutFlags& flags, const ModelSpec& model, const GpuSpec& gpu,
                               const FrameworkConvention& framework, Precision precision,
                               std::optional<std::int64_t> gpus);

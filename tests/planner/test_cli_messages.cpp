@@ -1,0 +1,66 @@
+// What the CLI says when a flag or a word is wrong: each message names the value given and what
+// would be right (exit code 2), and none blames something else (an "uneven" split that is even,
+// a missing flag that was given empty, the end of a file that could not be read).
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support/cli_runner.hpp"
+
+using namespace meshplan;
+
+namespace {
+
+/// Runs `args`; checks exit code 2, nothing on stdout and exactly `err` on stderr.
+void expect_exact_error(const std::vector<std::string>& args, const std::string& err) {
+  const test::CliResult r = test::run(args);
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.empty());
+  CHECK(r.err == err);
+}
+
+}  // namespace
+
+// (A test name must not start with "-": ctest passes it to Catch, which reads it as an option.)
+TEST_CASE("stage layers with vpp > 1: the even split is the default, others are refused as the "
+          "flags they are",
+          "[messages][cli]") {
+  const std::vector<std::string> base = {"estimate", "--model", "llama3-8b", "--pp", "2",
+                                         "--vpp", "2", "--json"};
+  // Llama 3 8B's 32 layers on pp 2: 16,16 is what vpp 2 takes anyway (4 chunks of 8), so it
+  // gives the very estimate of no --stage-layers.
+  const test::CliResult plain = test::run(base);
+  const test::CliResult even = test::run(test::with(base, {"--stage-layers", "16,16"}));
+  INFO(even.err);
+  REQUIRE(plain.exit_code == 0);
+  REQUIRE(even.exit_code == 0);
+  CHECK(nlohmann::json::parse(even.out)["step_time_s"] ==
+        nlohmann::json::parse(plain.out)["step_time_s"]);
+
+  const std::string head = "meshplan: error: impossible layout:\n  layout: --stage-layers ";
+  const std::string why =
+      " cannot be combined with --vpp 2: the interleaved schedule splits the 32 layers into pp x "
+      "vpp = 4 equal chunks; give no --stage-layers (or the even split 16,16) with --vpp 2, or "
+      "--vpp 1 with this split\n";
+  expect_exact_error(test::with(base, {"--stage-layers", "10,22"}), head + "10,22" + why);
+  // An even split that does not sum to the layers is not called uneven: the flags are refused.
+  expect_exact_error(test::with(base, {"--stage-layers", "8,8"}), head + "8,8" + why);
+  // 32 layers on pp 3 have no even split; the layout's other problem is listed after.
+  expect_exact_error(
+      {"estimate", "--model", "llama3-8b", "--pp", "3", "--vpp", "2", "--stage-layers",
+       "10,11,11"},
+      head +
+          "10,11,11 cannot be combined with --vpp 2: the interleaved schedule splits the 32 "
+          "layers into pp x vpp = 6 equal chunks; give no --stage-layers with --vpp 2, or --vpp "
+          "1 with this split\n  layout: 32 layers cannot be split into pp x vpp = 6 equal chunks "
+          "(give an uneven split with --stage-layers, without vpp)\n");
+  // Without vpp the uneven split is taken.
+  CHECK(test::run({"estimate", "--model", "llama3-8b", "--pp", "3", "--stage-layers",
+                   "10,11,11"})
+            .exit_code == 0);
+}
