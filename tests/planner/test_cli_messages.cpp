@@ -64,3 +64,23 @@ TEST_CASE("stage layers with vpp > 1: the even split is the default, others are 
                    "10,11,11"})
             .exit_code == 0);
 }
+
+TEST_CASE("an unknown subcommand is named, with the subcommands there are", "[messages][cli]") {
+  const std::string list = "plan, ledger, estimate, presets, export, validate or profile";
+  const std::string hint =
+      "\nRun meshplan --help for what each does, meshplan SUBCOMMAND --help for its flags.\n";
+  expect_exact_error({"recommend"}, "meshplan: error: unknown subcommand \"recommend\"; expected "
+                                    "one of " + list + hint);
+  expect_exact_error({"recommend", "--model", "llama3-8b"},
+                     "meshplan: error: unknown subcommand \"recommend\"; expected one of " + list +
+                         hint);
+  expect_exact_error({}, "meshplan: error: no subcommand given; expected one of " + list + hint);
+  expect_exact_error({"--model", "llama3-8b"},
+                     "meshplan: error: \"--model\" is not a flag of meshplan itself (it takes "
+                     "--help and --version); give a subcommand first, one of " + list +
+                         ", and its flags after it" + hint);
+  // meshplan's own flags and the subcommands still work.
+  CHECK(test::run({"--version"}).exit_code == 0);
+  CHECK(test::run({"--help"}).exit_code == 0);
+  CHECK(test::run({"presets", "gpus"}).exit_code == 0);
+}
