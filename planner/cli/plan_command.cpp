@@ -135,8 +135,13 @@ CommandAction add_plan_command(CLI::App& app) {
       "included: the error names it); 3: nothing fits in memory (the reasons are printed as "
       "usual)");
   cmd->add_option("--model", o->model, "Model: a preset name, a meshplan-model/1 file or a Hugging Face config.json")
-      ->required();
-  cmd->add_option("--cluster", o->cluster, "Cluster preset or JSON file")->capture_default_str();
+      ->required()
+      ->check(non_empty("a model preset name (meshplan presets models), a meshplan-model/1 file "
+                        "or a Hugging Face config.json"));
+  cmd->add_option("--cluster", o->cluster, "Cluster preset or JSON file")
+      ->capture_default_str()
+      ->check(non_empty("a cluster preset name (meshplan presets clusters) or a "
+                        "meshplan-cluster/1 file"));
   cmd->add_option("--gpus", o->gpus, "GPUs [count], up to 1048576")
       ->required()
       ->check(positive_up_to(1 << 20));

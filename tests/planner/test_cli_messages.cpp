@@ -84,3 +84,33 @@ TEST_CASE("an unknown subcommand is named, with the subcommands there are", "[me
   CHECK(test::run({"--help"}).exit_code == 0);
   CHECK(test::run({"presets", "gpus"}).exit_code == 0);
 }
+
+TEST_CASE("an empty --model or --plan is called empty, not missing", "[messages][cli]") {
+  const std::string model =
+      "meshplan: error: --model: is empty; expected a model preset name (meshplan presets "
+      "models), a meshplan-model/1 file or a Hugging Face config.json\nRun with --help for the "
+      "flags and their units.\n";
+  expect_exact_error({"estimate", "--model", ""}, model);
+  expect_exact_error({"plan", "--model", "", "--gpus", "8"}, model);
+  expect_exact_error({"ledger", "--model", ""}, model);
+  expect_exact_error({"estimate", "--plan", ""},
+                     "meshplan: error: --plan: is empty; expected a plan.json written by meshplan "
+                     "plan or estimate with --out\nRun with --help for the flags and their "
+                     "units.\n");
+  // Not given at all: the commands still say what to give.
+  const test::CliResult none = test::run({"estimate"});
+  CHECK(none.exit_code == 2);
+  CHECK(none.err == "meshplan: error: estimate: give --model or --plan\n");
+}
+
+TEST_CASE("an empty --cluster or --gpu is called empty, not an unknown preset", "[messages][cli]") {
+  const std::string cluster =
+      "meshplan: error: --cluster: is empty; expected a cluster preset name (meshplan presets "
+      "clusters) or a meshplan-cluster/1 file\nRun with --help for the flags and their units.\n";
+  expect_exact_error({"plan", "--model", "llama3-8b", "--gpus", "8", "--cluster", ""}, cluster);
+  expect_exact_error({"estimate", "--model", "llama3-8b", "--cluster", ""}, cluster);
+  expect_exact_error({"ledger", "--model", "llama3-8b", "--gpu", ""},
+                     "meshplan: error: --gpu: is empty; expected a GPU preset name (meshplan "
+                     "presets gpus) or a meshplan-gpu/1 file\nRun with --help for the flags and "
+                     "their units.\n");
+}
