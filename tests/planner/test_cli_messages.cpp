@@ -114,3 +114,32 @@ TEST_CASE("an empty --cluster or --gpu is called empty, not an unknown preset", 
                      "presets gpus) or a meshplan-gpu/1 file\nRun with --help for the flags and "
                      "their units.\n");
 }
+
+TEST_CASE("a file that cannot be read is said to be unreadable, not to end early",
+          "[messages][cli]") {
+  // /proc/self/mem is a regular file of size 0 whose reads fail (EIO at address 0): it was read
+  // as "" and parsed, "not valid JSON at line 1, column 1: unexpected end of input".
+  const std::string mem = "/proc/self/mem";
+  if (!std::filesystem::exists(mem)) {
+    WARN("no " + mem + " on this system: the read-error case is not checked");
+    return;
+  }
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"estimate", "--model", mem},
+                                             {"plan", "--model", mem, "--gpus", "8"},
+                                             {"estimate", "--model", "llama3-8b", "--cluster", mem},
+                                             {"estimate", "--plan", mem}}) {
+    const test::CliResult r = test::run(args);
+    INFO(r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK_THAT(r.err, Catch::StartsWith("meshplan: error: " + mem + ": could not be read ("));
+    CHECK_THAT(r.err, Catch::EndsWith(" after 0 bytes); expected a readable JSON file\n"));
+    CHECK_THAT(r.err, !Catch::Contains("end of input"));
+  }
+  // An empty file is read, and is what the parser says it is.
+  const std::string empty = test::write_temp_file("empty-model.json", "");
+  const test::CliResult r = test::run({"estimate", "--model", empty});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("unexpected end of input"));
+}
