@@ -110,9 +110,6 @@ void check_output_flag(const std::string& flag, const std::string& path) {
   }
 }
 
-namespace {
-
-/// Integer flags: 1 .. 2^24 keeps every product of degrees and sizes inside int64.
 CLI::Validator whole_up_to(std::int64_t max) {
   return CLI::Validator(
       [max](std::string& text) -> std::string {
@@ -129,9 +126,6 @@ CLI::Validator whole_up_to(std::int64_t max) {
       },
       "INT");
 }
-
-
-}  // namespace
 
 std::int64_t default_global_batch(std::int64_t seq) {
   return std::max<std::int64_t>(1, kDefaultBatchTokens / std::max<std::int64_t>(1, seq));

@@ -21,6 +21,13 @@ namespace meshplan {
 /// Accepts a finite number in (0, max] ("7e9"); the error says so in one line.
 CLI::Validator positive_up_to(double max);
 
+/// Accepts a decimal whole number from 1 to `max` (the check of every integer flag: "1.5" and
+/// "0x8" are refused by name, not left to CLI11's "Could not convert"). CLI11 names the flag:
+/// "--gbs: must be a whole number from 1 to 1099511627776, got "1.5"". The bounds are
+/// size_bounds.hpp's: kMaxDegree (2^24) for degrees, sizes and seq keeps every product inside
+/// int64; kMaxGbs (2^40) for the global batch.
+CLI::Validator whole_up_to(std::int64_t max);
+
 /// Accepts a finite decimal number in [min, max] (NaN, inf, octal and hex spellings refused):
 /// the check for every floating-point flag, in place of CLI::Range, which lets NaN through
 /// (every comparison with NaN is false). CLI11 names the flag: "--timeout-s: must be a number

@@ -502,3 +502,28 @@ TEST_CASE("validate: a file of another kind is named by what it is", "[bounds][v
                          "\"meshplan-validation/1\", \"cases\": [...]} (published training "
                          "runs, as in ../shared/data/validation/SCHEMA.md)\n");
 }
+
+TEST_CASE("plan and estimate take the same --gbs (up to 2^40) and refuse the same values",
+          "[bounds][plan]") {
+  // 2^40 sequences: accepted by both (plan searched 2^24 at most before).
+  const std::string max = "1099511627776";
+  CHECK(test::run({"estimate", "--model", "llama3-8b", "--gbs", max}).exit_code == 0);
+  const test::CliResult plan = test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--gbs", max});
+  INFO(plan.err);
+  CHECK(plan.exit_code == 0);
+  CHECK_THAT(plan.out, Catch::Contains("gbs " + max));
+  // One above, and a fraction: the same message from both.
+  for (const std::string& bad : {std::string("1099511627777"), std::string("1.5")}) {
+    const std::string err = parse_error(
+        "--gbs: must be a whole number from 1 to " + max + ", got \"" + bad + "\"");
+    expect_exact_error({"estimate", "--model", "llama3-8b", "--gbs", bad}, err);
+    expect_exact_error({"plan", "--model", "llama3-8b", "--gpus", "8", "--gbs", bad}, err);
+  }
+  // plan's pins and --seq are whole numbers as estimate's are, named when they are not (they
+  // were left to CLI11's "Could not convert: --tp = 1.5").
+  expect_exact_error({"plan", "--model", "llama3-8b", "--gpus", "8", "--tp", "1.5"},
+                     parse_error("--tp: must be a whole number from 1 to 16777216, got \"1.5\""));
+  expect_exact_error({"plan", "--model", "llama3-8b", "--gpus", "8", "--seq", "16777217"},
+                     parse_error("--seq: must be a whole number from 1 to 16777216, got "
+                                 "\"16777217\""));
+}
