@@ -35,6 +35,32 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   add(add_validate_command);
   add(add_profile_command);
 
+  // CLI11 takes an unknown first word (or flag) for an extra argument and says only "A
+  // subcommand is required": name the word, and the subcommands there are.
+  std::string subcommands;
+  const std::vector<CLI::App*> subs = app.get_subcommands({});
+  bool known = false;
+  for (std::size_t i = 0; i < subs.size(); ++i) {
+    subcommands += (i == 0 ? "" : i + 1 == subs.size() ? " or " : ", ") + subs[i]->get_name();
+    known = known || (!args.empty() && args[0] == subs[i]->get_name());
+  }
+  const bool own_flag = !args.empty() && (args[0] == "-h" || args[0] == "--help" ||
+                                           args[0] == "--version");
+  if (args.empty() || (!known && !own_flag)) {
+    err << "meshplan: error: ";
+    if (args.empty()) {
+      err << "no subcommand given; expected one of " << subcommands;
+    } else if (args[0].rfind("-", 0) == 0) {
+      err << "\"" << args[0] << "\" is not a flag of meshplan itself (it takes --help and "
+          << "--version); give a subcommand first, one of " << subcommands
+          << ", and its flags after it";
+    } else {
+      err << "unknown subcommand \"" << args[0] << "\"; expected one of " << subcommands;
+    }
+    err << "\nRun meshplan --help for what each does, meshplan SUBCOMMAND --help for its flags.\n";
+    return kInputErrorExitCode;
+  }
+
   std::vector<std::string> storage = args;
   storage.insert(storage.begin(), "meshplan");
   std::vector<char*> argv;

@@ -55,9 +55,13 @@ CommandAction add_estimate_command(CLI::App& app) {
       "given and the layout does not fit (the estimate is printed, no file is written)");
   cmd->add_option("--model", o->model,
                   "Model: a preset name, a meshplan-model/1 file or a Hugging Face config.json "
-                  "(required unless --plan is given)");
+                  "(required unless --plan is given)")
+      ->check(non_empty("a model preset name (meshplan presets models), a meshplan-model/1 file "
+                        "or a Hugging Face config.json"));
   cmd->add_option("--cluster", o->cluster, "Cluster: a preset name (meshplan presets clusters) or a JSON file")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(non_empty("a cluster preset name (meshplan presets clusters) or a "
+                        "meshplan-cluster/1 file"));
   cmd->add_option("--profile", o->profile,
                   "Achieved rates: a profile preset (meshplan presets profiles) or a profile.json "
                   "from meshplan-calibrate (default: the shipped profile of the cluster's GPU; "
@@ -94,7 +98,8 @@ CommandAction add_estimate_command(CLI::App& app) {
   CLI::Option* plan_option = cmd->add_option(
       "--plan", o->plan,
       "Estimate a plan.json (written with --out) again: its inputs and layout take the place "
-      "of the input and layout flags");
+      "of the input and layout flags")
+      ->check(non_empty("a plan.json written by meshplan plan or estimate with --out"));
   for (const char* name :
        {"--model", "--cluster", "--profile", "--gpus", "--framework", "--precision", "--dp",
         "--tp", "--pp", "--cp", "--vpp", "--mbs", "--gbs", "--seq", "--zero", "--recompute",

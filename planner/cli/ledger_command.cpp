@@ -224,7 +224,9 @@ CommandAction add_ledger_command(CLI::App& app) {
       "framework convention, whether it fits on one GPU, compute (6ND, exact) and time to train.");
   auto* model = cmd->add_option("--model", o->model,
                                 "Model: a preset name (meshplan presets models), a meshplan-model/1 "
-                                "JSON file or a Hugging Face config.json");
+                                "JSON file or a Hugging Face config.json")
+                   ->check(non_empty("a model preset name (meshplan presets models), a "
+                                     "meshplan-model/1 file or a Hugging Face config.json"));
   auto* params = cmd->add_option("--params", o->params,
                                  "Parameter count instead of a model, e.g. 7e9 (static memory and "
                                  "6ND only)")
@@ -232,7 +234,8 @@ CommandAction add_ledger_command(CLI::App& app) {
   model->excludes(params);
   params->excludes(model);
   cmd->add_option("--gpu", o->gpu, "GPU: a preset name (meshplan presets gpus) or a JSON file")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(non_empty("a GPU preset name (meshplan presets gpus) or a meshplan-gpu/1 file"));
   add_framework_option(*cmd, o->framework);
   add_precision_option(*cmd, o->precision);
   cmd->add_option("--tokens", o->tokens,

@@ -110,9 +110,6 @@ void check_output_flag(const std::string& flag, const std::string& path) {
   }
 }
 
-namespace {
-
-/// Integer flags: 1 .. 2^24 keeps every product of degrees and sizes inside int64.
 CLI::Validator whole_up_to(std::int64_t max) {
   return CLI::Validator(
       [max](std::string& text) -> std::string {
@@ -129,9 +126,6 @@ CLI::Validator whole_up_to(std::int64_t max) {
       },
       "INT");
 }
-
-
-}  // namespace
 
 std::int64_t default_global_batch(std::int64_t seq) {
   return std::max<std::int64_t>(1, kDefaultBatchTokens / std::max<std::int64_t>(1, seq));
@@ -256,7 +250,7 @@ void add_layout_options(CLI::App& cmd, LayoutFlags& f) {
              }
            }
          },
-         "Layers per pipeline stage, comma-separated, e.g. 1,2,2,3 (default: even; layers that do not split evenly over pp: ceil(layers / pp) per stage, one fewer on the stages nearest the embedding and the LM head first, as plan splits them)")
+         "Layers per pipeline stage, comma-separated, e.g. 1,2,2,3 (default: even; layers that do not split evenly over pp: ceil(layers / pp) per stage, one fewer on the stages nearest the embedding and the LM head first, as plan splits them; with --vpp > 1 only the even split, which is the default)")
       ->check(CLI::Validator(stage_layers_problem, "LIST"));
 }
 
@@ -400,6 +394,12 @@ std::string plan_pins_problem(const PlanPinFlags& pins, std::int64_t gpus, std::
   return "";
 }
 
+std::string zero_problem(const FrameworkConvention& framework, int zero) {
+  const std::string problem = zero_stage_problem(framework, zero);
+  return problem.empty() ? "" : "--zero " + std::to_string(zero) + ": " + problem +
+                                    " (choose one, or another --framework)";
+}
+
 ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, const GpuSpec& gpu,
                               const FrameworkConvention& framework, Precision precision,
                               std::optional<std::int64_t> gpus) {
@@ -424,6 +424,17 @@ ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, cons
   l.zero = f.zero;
   l.sp = f.sp;
   l.stage_layers = f.stage_layers;
+  const auto joined = [](const std::vector<std::int64_t>& split) {
+    std::string text;
+    for (const std::int64_t n : split) text += (text.empty() ? "" : ",") + std::to_string(n);
+    return text;
+  };
+  // The even split is what the interleaved schedule takes anyway (pp x vpp equal chunks):
+  // given with vpp > 1 it is the default, not an uneven split to refuse.
+  const bool even_split = l.pp >= 1 && model.num_layers % l.pp == 0;
+  const std::vector<std::int64_t> even(static_cast<std::size_t>(even_split ? l.pp : 0),
+                                       even_split ? model.num_layers / l.pp : 0);
+  if (l.vpp > 1 && even_split && l.stage_layers == even) l.stage_layers.clear();
   if (l.stage_layers.empty() && l.pp > 1 && l.vpp == 1 && model.num_layers >= l.pp &&
       model.num_layers % l.pp != 0) {
     // As `meshplan plan` splits them (edge_light_stage_split).
@@ -464,9 +475,8 @@ ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, cons
                   : std::string()) +
         "; set --gbs)");
   }
-  if (const std::string problem = zero_stage_problem(framework, f.zero); !problem.empty()) {
-    throw InputError("--zero " + std::to_string(f.zero) + ": " + problem +
-                     " (choose one, or another --framework)");
+  if (const std::string problem = zero_problem(framework, f.zero); !problem.empty()) {
+    throw InputError(problem);
   }
   r.setup.framework = framework;
   r.setup.precision = precision;
@@ -489,8 +499,25 @@ ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, cons
     throw InputError("impossible layout: dp x tp x pp x cp = " + std::to_string(l.gpus()) +
                      " GPUs; meshplan plans for at most 1048576");
   }
-  const std::vector<std::string> problems = layout_problems(
-      l, model, r.setup.seq, gpus, r.setup.attention == AttentionImpl::kEager);
+  const bool eager = r.setup.attention == AttentionImpl::kEager;
+  std::vector<std::string> problems = layout_problems(l, model, r.setup.seq, gpus, eager);
+  constexpr std::uint32_t kSplitVpp = 1u << static_cast<unsigned>(LayoutProblem::kStageSplitVpp);
+  if (layout_problem_mask(l, model, r.setup.seq, gpus, eager) & kSplitVpp) {
+    // A split of its own with vpp > 1: the flags cannot go together, whatever the split's count
+    // and sum; the other problems are the layout's without it.
+    Layout without = l;
+    without.stage_layers.clear();
+    problems = layout_problems(without, model, r.setup.seq, gpus, eager);
+    const std::string vpp = std::to_string(l.vpp);
+    problems.insert(
+        problems.begin(),
+        "--stage-layers " + joined(l.stage_layers) + " cannot be combined with --vpp " + vpp +
+            ": the interleaved schedule splits the " + counted(model.num_layers, "layer") +
+            " into pp x vpp = " + std::to_string(l.pp * l.vpp) + " equal chunks; " +
+            (even_split ? "give no --stage-layers (or the even split " + joined(even) + ")"
+                        : std::string("give no --stage-layers")) +
+            " with --vpp " + vpp + ", or --vpp 1 with this split");
+  }
   if (!problems.empty()) {
     std::string message = "impossible layout:";
     for (const std::string& p : problems) message += "\n  layout: " + p;

@@ -21,6 +21,13 @@ namespace meshplan {
 /// Accepts a finite number in (0, max] ("7e9"); the error says so in one line.
 CLI::Validator positive_up_to(double max);
 
+/// Accepts a decimal whole number from 1 to `max` (the check of every integer flag: "1.5" and
+/// "0x8" are refused by name, not left to CLI11's "Could not convert"). CLI11 names the flag:
+/// "--gbs: must be a whole number from 1 to 1099511627776, got "1.5"". The bounds are
+/// size_bounds.hpp's: kMaxDegree (2^24) for degrees, sizes and seq keeps every product inside
+/// int64; kMaxGbs (2^40) for the global batch.
+CLI::Validator whole_up_to(std::int64_t max);
+
 /// Accepts a finite decimal number in [min, max] (NaN, inf, octal and hex spellings refused):
 /// the check for every floating-point flag, in place of CLI::Range, which lets NaN through
 /// (every comparison with NaN is false). CLI11 names the flag: "--timeout-s: must be a number
@@ -143,6 +150,10 @@ struct PlanPinFlags {
 std::string plan_pins_problem(const PlanPinFlags& pins, std::int64_t gpus, std::int64_t gbs,
                               bool gbs_given, std::int64_t num_layers);
 
+/// "" when `framework` offers ZeRO stage `zero`, else what to do: "--zero 3: framework megatron
+/// offers ZeRO stages 0, 1 (choose one, or another --framework)" (estimate's and plan's check).
+std::string zero_problem(const FrameworkConvention& framework, int zero);
+
 /// The layout, training setup and notes on the defaults taken (each one printed to the user).
 struct ResolvedLayout {
   Layout layout;
@@ -152,7 +163,9 @@ struct ResolvedLayout {
 
 /// Resolves defaults against the model and GPU and validates the layout. Throws InputError
 /// with every problem of the layout, one per line ("layout: tp 3 does not divide 32 attention
-/// heads"). `gpus`: the GPU count to check dp x tp x pp x cp against, when given.
+/// heads"). `gpus`: the GPU count to check dp x tp x pp x cp against, when given. With vpp > 1,
+/// --stage-layers equal to the even split is taken as the default (the interleaved schedule's
+/// own); any other split is refused as "--stage-layers ... cannot be combined with --vpp ...".
 ResolvedLayout resolve_layout(const LayoutFlags& flags, const ModelSpec& model, const GpuSpec& gpu,
                               const FrameworkConvention& framework, Precision precision,
                               std::optional<std::int64_t> gpus);

@@ -1,9 +1,13 @@
 // `meshplan plan`: search every layout of a GPU count, print the best ones and why the winner
-// won, and write the chosen plan. Exit codes: 0 a plan, 2 bad input, 3 nothing fits (the table
-// of rejections is printed all the same; with --out no file is written).
+// won, and write the chosen plan. Exit codes: 0 a plan, 2 bad input (also pins, --seq or --gbs
+// that break a layout rule in every layout, so that none reaches the memory check: the error names
+// the rule), 3 nothing fits in memory (the table of rejections is printed all the same; with --out
+// no file is written).
+#include <algorithm>
 #include <memory>
 #include <sstream>
 
+#include "costmodel/counted.hpp"
 #include "costmodel/param_count.hpp"
 #include "costmodel/units.hpp"
 #include "planner/cli/commands.hpp"
@@ -11,6 +15,7 @@
 #include "planner/config/input_error.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
+#include "planner/config/size_bounds.hpp"
 #include "planner/plan/plan.hpp"
 #include "planner/plan/plan_file.hpp"
 #include "planner/report/atomic_write.hpp"
@@ -46,6 +51,79 @@ struct PlanOptions {
   std::string out;
 };
 
+/// The flags given that narrow the layouts searched, as given: "--pp 8 --vpp 2 --gbs 12".
+std::string narrowing_flags(const PlanOptions& o) {
+  std::string flags;
+  const auto add = [&flags](const char* flag, const std::string& value) {
+    flags += (flags.empty() ? "" : " ") + std::string(flag) + " " + value;
+  };
+  const std::pair<const char*, std::int64_t> numbers[] = {
+      {"--dp", o.dp},   {"--tp", o.tp},   {"--pp", o.pp},   {"--cp", o.cp},
+      {"--vpp", o.vpp}, {"--mbs", o.mbs}, {"--gbs", o.gbs}, {"--seq", o.seq}};
+  for (const auto& [flag, value] : numbers) {
+    if (value > 0) add(flag, std::to_string(value));
+  }
+  if (o.zero >= 0) add("--zero", std::to_string(o.zero));
+  if (!o.recompute.empty()) add("--recompute", o.recompute);
+  if (!o.sp.empty()) add("--sp", o.sp);
+  if (!o.attention.empty()) add("--attention", o.attention);
+  return flags;
+}
+
+/// The error when every layout searched broke a rule, so that none reached the memory check:
+/// bad input, not "nothing fits". Names the rules as estimate words them for the first layout
+/// that broke each: those every layout broke (the flags given break them whatever the search
+/// chooses), else the three that most layouts broke, with their counts and first layouts.
+std::string no_valid_layout(const PlanOptions& o, const ModelSpec& model,
+                            const SearchResult& result) {
+  const std::string flags = narrowing_flags(o);
+  const std::string searched = std::to_string(result.space);
+  const bool one_flag = flags.find(' ') == flags.rfind(' ');  // "--tp 16": one space
+  std::string message = "plan: " +
+                        (flags.empty() ? std::string("there is")
+                                       : flags + (one_flag ? " leaves" : " leave")) +
+                        " no valid layout of " + std::to_string(o.gpus) + " GPUs for " +
+                        model.name + ": ";
+  std::vector<const BrokenRule*> every;
+  for (const BrokenRule& rule : result.broken_rules) {
+    if (rule.layouts == result.space) every.push_back(&rule);
+  }
+  if (!every.empty()) {
+    message += result.space == 1 ? "the one layout searched breaks"
+                                 : "each of the " + searched + " layouts searched breaks";
+    for (const BrokenRule* rule : every) message += "\n  layout: " + rule->example_problem;
+  } else {
+    // No rule that all break: the most broken first (ties in rule order), each with the first
+    // layout that broke it, whose values its text names.
+    std::vector<const BrokenRule*> most;
+    for (const BrokenRule& rule : result.broken_rules) most.push_back(&rule);
+    std::stable_sort(most.begin(), most.end(), [](const BrokenRule* a, const BrokenRule* b) {
+      return a->layouts > b->layouts;
+    });
+    constexpr std::size_t kShown = 3;
+    message += "each of the " + searched + " layouts searched breaks a layout rule, though no " +
+               "one rule is broken by all; the rules most broken, as said of the first layout " +
+               "that breaks each:";
+    for (std::size_t i = 0; i < std::min(kShown, most.size()); ++i) {
+      const Layout& l = most[i]->example;
+      message += "\n  layout: " + most[i]->example_problem + " (" +
+                 std::to_string(most[i]->layouts) + " of " + searched + " layouts; first: dp " +
+                 std::to_string(l.dp) + " tp " + std::to_string(l.tp) + " pp " +
+                 std::to_string(l.pp) + " cp " + std::to_string(l.cp) + " vpp " +
+                 std::to_string(l.vpp) + " mbs " + std::to_string(l.mbs) + ")";
+    }
+    if (most.size() > kShown) {
+      message += "\n  and " + counted(static_cast<std::int64_t>(most.size() - kShown), "more rule") +
+                 " (meshplan plan --json lists the rejections by reason)";
+    }
+  }
+  message += "\n";
+  message += flags.empty() ? "no layout was refused for memory: give another --gpus or --gbs"
+                           : "no layout was refused for memory: change these values, or leave "
+                             "them to the search";
+  return message;
+}
+
 }  // namespace
 
 CommandAction add_plan_command(CLI::App& app) {
@@ -54,11 +132,17 @@ CommandAction add_plan_command(CLI::App& app) {
       "plan",
       "Search every layout (dp x tp x pp x cp, vpp, micro-batch, ZeRO, recompute, sp) of a GPU "
       "count, rank those that fit by --objective (step time, peak memory or GPU-hours), and "
-      "explain the winner. Exit code 0: a plan; 2: bad input; 3: nothing fits (the reasons are "
-      "printed as usual)");
+      "explain the winner. Exit code 0: a plan; 2: bad input (pins that break a layout rule "
+      "included: the error names it); 3: nothing fits in memory (the reasons are printed as "
+      "usual)");
   cmd->add_option("--model", o->model, "Model: a preset name, a meshplan-model/1 file or a Hugging Face config.json")
-      ->required();
-  cmd->add_option("--cluster", o->cluster, "Cluster preset or JSON file")->capture_default_str();
+      ->required()
+      ->check(non_empty("a model preset name (meshplan presets models), a meshplan-model/1 file "
+                        "or a Hugging Face config.json"));
+  cmd->add_option("--cluster", o->cluster, "Cluster preset or JSON file")
+      ->capture_default_str()
+      ->check(non_empty("a cluster preset name (meshplan presets clusters) or a "
+                        "meshplan-cluster/1 file"));
   cmd->add_option("--gpus", o->gpus, "GPUs [count], up to 1048576")
       ->required()
       ->check(positive_up_to(1 << 20));
@@ -70,13 +154,17 @@ CommandAction add_plan_command(CLI::App& app) {
   add_framework_option(*cmd, o->framework);
   add_precision_option(*cmd, o->precision);
   add_elementwise_option(*cmd, o->elementwise);
+  // The bounds of estimate's (add_layout_options), so that a batch estimate takes can be
+  // searched. A larger batch costs the search little: its divisors are the micro-batch sizes
+  // tried. Measured for llama3-405b on 2^20 GPUs (2 busy cores): 8 s at the default batch, 18 s
+  // at 963761198400 (< 2^40, 6720 divisors), 10 s at 2^40.
   cmd->add_option("--gbs", o->gbs, "Global batch [sequences] (default: about 4M tokens: 4194304 / seq)")
-      ->check(positive_up_to(1 << 24));
+      ->check(whole_up_to(kMaxGbs));
   cmd->add_option("--seq", o->seq, "Sequence length [tokens] (default: the model's)")
-      ->check(positive_up_to(1 << 24));
+      ->check(whole_up_to(kMaxDegree));
   cmd->add_option("--attention", o->attention, "flash | eager (default: flash where the GPU has it)")
       ->check(CLI::IsMember({"flash", "eager"}));
-  const CLI::Validator pin = positive_up_to(1 << 24);
+  const CLI::Validator pin = whole_up_to(kMaxDegree);
   cmd->add_option("--dp", o->dp, "Pin the data-parallel degree")->check(pin);
   cmd->add_option("--tp", o->tp, "Pin the tensor-parallel degree")->check(pin);
   cmd->add_option("--pp", o->pp, "Pin the pipeline-parallel degree")->check(pin);
@@ -147,6 +235,11 @@ CommandAction add_plan_command(CLI::App& app) {
                       : cluster.gpu.flash_attention ? AttentionImpl::kFlash
                                                     : AttentionImpl::kEager;
     const std::int64_t gbs = o->gbs > 0 ? o->gbs : default_global_batch(setup.seq);
+    if (o->zero >= 0) {
+      if (const std::string problem = zero_problem(setup.framework, o->zero); !problem.empty()) {
+        throw InputError(problem);
+      }
+    }
     if (const std::string problem =
             plan_pins_problem({o->dp, o->tp, o->pp, o->cp, o->mbs, o->vpp}, o->gpus, gbs,
                               o->gbs > 0, model.num_layers);
@@ -189,8 +282,11 @@ CommandAction add_plan_command(CLI::App& app) {
     if (result.space == 0) {
       throw InputError("plan: the pinned dimensions leave no layout of " +
                        std::to_string(o->gpus) + " GPUs to search (check that the pins multiply "
-                       "into the GPU count, that --sp on comes with tp > 1, and that --zero is "
-                       "one the framework offers)");
+                       "into the GPU count)");
+    }
+    // Every layout broke a rule: none was refused for memory, so the input is at fault.
+    if (result.ranked.empty() && result.rejected.count(kOutOfMemoryReason) == 0) {
+      throw InputError(no_valid_layout(*o, model, result));
     }
     // Every listed layout has a finite time: a profile the schema accepts can still overflow,
     // and NaN times would rank first (NaN compares false). The search itself keeps only the

@@ -1,12 +1,13 @@
 #include "planner/config/json_reader.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <utility>
 
 #include "planner/config/closest_names.hpp"
@@ -229,11 +230,33 @@ nlohmann::json load_json_file(const std::string& path) {
   if (std::filesystem::file_size(path, ec) > kMaxBytes && !ec) {
     throw InputError(path + ": is larger than 256 MiB; expected a JSON file of meshplan's");
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path + ": cannot be read (no such file or no permission)");
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return parse_json_text(buffer.str(), path);
+  // Read with stdio, whose ferror tells a failed read from the end of the file (an ifstream
+  // reads both as the end: /proc/self/mem, a regular file of size 0 whose reads fail, would be
+  // parsed as "" and called "unexpected end of input"). The size is checked again as read: files
+  // under /proc say 0.
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) throw InputError(path + ": cannot be read (no such file or no permission)");
+  std::string text;
+  char chunk[1 << 16];
+  std::size_t n = 0;
+  bool too_large = false;
+  errno = 0;
+  while (!too_large && (n = std::fread(chunk, 1, sizeof chunk, file)) > 0) {
+    text.append(chunk, n);
+    too_large = text.size() > kMaxBytes;
+  }
+  const int read_errno = errno;
+  const bool failed = std::ferror(file) != 0;
+  std::fclose(file);
+  if (too_large) {
+    throw InputError(path + ": is larger than 256 MiB; expected a JSON file of meshplan's");
+  }
+  if (failed) {
+    throw InputError(path + ": could not be read (" +
+                     (read_errno != 0 ? std::strerror(read_errno) : "a read error") + " after " + std::to_string(text.size()) +
+                     " bytes); expected a readable JSON file");
+  }
+  return parse_json_text(text, path);
 }
 
 std::string describe_json(const nlohmann::json& value) {

@@ -14,8 +14,10 @@ namespace meshplan {
 
 /// Reads and parses `path` strictly. Throws InputError naming `path` when it
 ///  - is a directory or another non-regular file (require_regular_file's message);
-///  - cannot be read: "<path>: cannot be read (no such file or no permission)";
-///  - is larger than 256 MiB;
+///  - cannot be opened: "<path>: cannot be read (no such file or no permission)";
+///  - opens, but a read fails (/proc/self/mem): "<path>: could not be read (Input/output error
+///    after 0 bytes); expected a readable JSON file";
+///  - is larger than 256 MiB (as its size says, or as read);
 ///  - is not JSON: "<path>: not valid JSON at line L, column C: <parser message>";
 ///  - holds a number too large for a double (e.g. 1e400): "<path>: number out of range at line
 ///    L, column C: 1e400 does not fit a double; expected a finite number (at most 1.8e308 in

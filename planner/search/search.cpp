@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <limits>
 #include <thread>
 #include <tuple>
@@ -61,8 +62,10 @@ class Worker {
     result_.smallest_peak_bytes = std::numeric_limits<double>::infinity();
   }
 
-  /// All layouts with these tp, cp, pp (dp is what is left).
-  void run(std::int64_t tp, std::int64_t cp, std::int64_t pp) {
+  /// All layouts with these tp, cp, pp (dp is what is left); `combo`: their place in the
+  /// search order (which layout is "the first" to break a rule).
+  void run(std::int64_t tp, std::int64_t cp, std::int64_t pp, std::size_t combo) {
+    combo_ = combo;
     const std::int64_t dp = r_.gpus / (tp * cp * pp);
     Layout base;
     base.dp = dp;
@@ -82,26 +85,38 @@ class Worker {
     // With one rank to shard over, every ZeRO stage is the same layout: keep zero 0 only.
     const bool shards = shard_group(base, r_.setup.framework) > 1;
 
+    // Unpinned: the values that can keep the rules. Pinned: the pin alone, even where it breaks
+    // one (vpp 2 with pp 1), so that the rejection names the rule.
     std::vector<std::int64_t> vpps = {1};
-    for (std::int64_t v = 2; pp > 1 && v * pp <= r_.model.num_layers; ++v) {
-      if (r_.model.num_layers % (pp * v) == 0) vpps.push_back(v);
+    if (r_.pins.vpp) {
+      vpps = {*r_.pins.vpp};
+    } else {
+      for (std::int64_t v = 2; pp > 1 && v * pp <= r_.model.num_layers; ++v) {
+        if (r_.model.num_layers % (pp * v) == 0) vpps.push_back(v);
+      }
     }
     const std::vector<std::int64_t> mbss =
-        r_.gbs % dp == 0 ? divisors(r_.gbs / dp) : std::vector<std::int64_t>{1};
+        r_.pins.mbs ? std::vector<std::int64_t>{*r_.pins.mbs}
+        : r_.gbs % dp == 0 ? divisors(r_.gbs / dp)
+                           : std::vector<std::int64_t>{1};
+    const int sp_first = r_.pins.sp ? (*r_.pins.sp ? 1 : 0) : 0;
+    const int sp_last = r_.pins.sp ? sp_first : (tp > 1 ? 1 : 0);
     const std::array<Recompute, 3> recomputes = {Recompute::kNone, Recompute::kSelective,
                                                  Recompute::kFull};
     for (std::int64_t vpp : vpps) {
       if (pinned_out(r_.pins.vpp, vpp)) continue;
       for (std::int64_t mbs : mbss) {
         if (pinned_out(r_.pins.mbs, mbs)) continue;
-        for (int sp = 0; sp <= (tp > 1 ? 1 : 0); ++sp) {
-          if (pinned_out(r_.pins.sp, sp == 1)) continue;
+        for (int sp = sp_first; sp <= sp_last; ++sp) {
           for (int zero = 0; zero <= 3; ++zero) {
             if (pinned_out(r_.pins.zero, zero) || !r_.setup.framework.allows_zero(zero)) continue;
             if (zero > 0 && !shards && !r_.pins.zero) continue;
             for (Recompute recompute : recomputes) {
               if (pinned_out(r_.pins.recompute, recompute)) continue;
               Layout l = base;
+              // The interleaved schedule splits the layers into pp x vpp equal chunks: no
+              // uneven split (a pinned vpp is then refused for the layers, not the split).
+              if (vpp > 1) l.stage_layers.clear();
               l.vpp = vpp;
               l.mbs = mbs;
               l.sp = sp == 1;
@@ -125,31 +140,43 @@ class Worker {
   }
   std::vector<Candidate>& front() { return front_; }
 
- private:
   /// Rejection reasons: the layout rules, then the two the search adds.
   static constexpr unsigned kCrossNodeTp = static_cast<unsigned>(LayoutProblem::kCount);
   static constexpr unsigned kOutOfMemory = kCrossNodeTp + 1;
-  static constexpr unsigned kReasons = kOutOfMemory + 1;
+
+  /// Per rule bit (the layout rules, then kCrossNodeTp): layouts that broke it, and the first
+  /// of them in search order (its combination's place, and the layout).
+  struct Broken {
+    std::int64_t layouts = 0;
+    std::optional<std::pair<std::size_t, Layout>> first;
+  };
+  static constexpr unsigned kRules = kCrossNodeTp + 1;
+  const std::array<Broken, kRules>& broken() const { return broken_; }
+
+  /// The key of `rejected` for rule bit `i` (kOutOfMemory: out of memory).
   static const char* reason_name(unsigned i) {
     if (i == kCrossNodeTp) return "tp spans NVLink domains (--allow-cross-node-tp to cost it)";
-    if (i == kOutOfMemory) return "out of memory";
+    if (i == kOutOfMemory) return kOutOfMemoryReason;
     return layout_problem_reason(static_cast<LayoutProblem>(i));
   }
+
+ private:
+  static constexpr unsigned kReasons = kOutOfMemory + 1;
   void reject(unsigned reason) { ++counts_[reason]; }
 
   void evaluate(const Layout& l, const GroupRates& groups, bool tp_crosses) {
     ++result_.space;
-    const std::uint32_t mask =
-        layout_problem_mask(l, r_.model, r_.setup.seq, std::nullopt,
-                            r_.setup.attention == AttentionImpl::kEager);
+    std::uint32_t mask = layout_problem_mask(l, r_.model, r_.setup.seq, std::nullopt,
+                                             r_.setup.attention == AttentionImpl::kEager);
+    if (tp_crosses && !r_.allow_cross_node_tp) mask |= 1u << kCrossNodeTp;
     if (mask != 0) {
-      unsigned bit = 0;
-      while (!(mask & (1u << bit))) ++bit;
-      reject(bit);
-      return;
-    }
-    if (tp_crosses && !r_.allow_cross_node_tp) {
-      reject(kCrossNodeTp);
+      // Counted once in `rejected`, under its first rule; in `broken_` under each.
+      reject(static_cast<unsigned>(std::countr_zero(mask)));
+      for (std::uint32_t m = mask; m != 0; m &= m - 1) {
+        Broken& b = broken_[static_cast<unsigned>(std::countr_zero(m))];
+        ++b.layouts;
+        if (!b.first) b.first.emplace(combo_, l);
+      }
       return;
     }
 
@@ -207,10 +234,33 @@ class Worker {
   double usable_;
   SearchResult result_;
   std::array<std::int64_t, kReasons> counts_{};
+  std::array<Broken, kRules> broken_{};
+  std::size_t combo_ = 0;
   std::vector<Candidate> front_;
   std::map<std::tuple<std::int64_t, std::int64_t, bool, int>, ActivationBytes> activations_;
   std::map<std::pair<std::int64_t, bool>, LayerCosts> costs_;
 };
+
+/// What rule bit `bit` (Worker's numbering) says of `layout`, naming its values: the layout
+/// rules as layout_problems() words them (estimate's messages), tp across NVLink domains here.
+std::string rule_problem(const SearchRequest& r, unsigned bit, const Layout& layout) {
+  if (bit == Worker::kCrossNodeTp) {
+    const std::int64_t domain = r.cluster.nvlink_domain_size;
+    return "tp " + std::to_string(layout.tp) +
+           (layout.tp > domain ? " is more than" : " does not divide") + " the " +
+           std::to_string(domain) + " GPUs of an NVLink domain of " + r.cluster.name +
+           ": its per-layer collectives would cross the scale-out network "
+           "(--allow-cross-node-tp to cost them on the NICs)";
+  }
+  const bool eager = r.setup.attention == AttentionImpl::kEager;
+  const std::uint32_t mask = layout_problem_mask(layout, r.model, r.setup.seq, std::nullopt, eager);
+  const std::vector<std::string> problems =
+      layout_problems(layout, r.model, r.setup.seq, std::nullopt, eager);
+  // layout_problems lists one problem per bit of the mask, in bit order.
+  const auto index = static_cast<std::size_t>(std::popcount(mask & ((1u << bit) - 1)));
+  return index < problems.size() ? problems[index]
+                                 : layout_problem_reason(static_cast<LayoutProblem>(bit));
+}
 
 }  // namespace
 
@@ -246,7 +296,7 @@ SearchResult search_layouts(const SearchRequest& request) {
     pool.emplace_back([&, t] {
       for (std::size_t i = static_cast<std::size_t>(t); i < combos.size();
            i += static_cast<std::size_t>(threads)) {
-        workers[static_cast<std::size_t>(t)].run(combos[i][0], combos[i][1], combos[i][2]);
+        workers[static_cast<std::size_t>(t)].run(combos[i][0], combos[i][1], combos[i][2], i);
       }
     });
   }
@@ -264,6 +314,21 @@ SearchResult search_layouts(const SearchRequest& request) {
     out.smallest_peak_bytes = std::min(out.smallest_peak_bytes, r.smallest_peak_bytes);
     for (const Candidate& c : r.ranked) keep_top(out.ranked, c, request.top_k, request.objective);
     for (const Candidate& c : w.front()) keep_pareto(front, c);
+  }
+  for (unsigned bit = 0; bit < Worker::kRules; ++bit) {
+    Worker::Broken merged;
+    for (const Worker& w : workers) {
+      const Worker::Broken& b = w.broken()[bit];
+      merged.layouts += b.layouts;
+      if (b.first && (!merged.first || b.first->first < merged.first->first)) merged.first = b.first;
+    }
+    if (merged.layouts == 0) continue;
+    BrokenRule rule;
+    rule.reason = Worker::reason_name(bit);
+    rule.layouts = merged.layouts;
+    rule.example = merged.first->second;
+    rule.example_problem = rule_problem(request, bit, rule.example);
+    out.broken_rules.push_back(std::move(rule));
   }
   if (out.smallest_peak_bytes == std::numeric_limits<double>::infinity()) {
     out.smallest_peak_bytes = 0;

@@ -74,6 +74,17 @@ struct Candidate {
   StepBreakdown breakdown;
 };
 
+/// A rule that some of the layouts searched broke (a layout rule of costmodel/layout.hpp, or tp
+/// across NVLink domains without allow_cross_node_tp).
+struct BrokenRule {
+  std::string reason;        ///< its key in SearchResult::rejected ("vpp needs pp > 1")
+  std::int64_t layouts = 0;  ///< layouts that broke it (each counted under every rule it broke)
+  Layout example;            ///< the first layout searched that broke it
+  /// What the rule says of `example`, naming its values as `meshplan estimate` says it of the
+  /// same layout (layout_problems): "vpp 2 needs pp > 1".
+  std::string example_problem;
+};
+
 /// The search's answer.
 struct SearchResult {
   std::vector<Candidate> ranked;  ///< best first, at most top_k
@@ -82,12 +93,20 @@ struct SearchResult {
   std::int64_t fits = 0;          ///< layouts that fit in memory: the time model ran on these
   /// Rejections by reason ("out of memory", "tp does not divide the attention heads", ...).
   std::map<std::string, std::int64_t> rejected;
+  /// Every rule some layout broke, in rule order. A rule that all `space` layouts broke is one
+  /// the pins (or seq, gbs) break, whatever the search chooses for the rest.
+  std::vector<BrokenRule> broken_rules;
   double smallest_peak_bytes = 0;  ///< the least memory any rule-abiding layout needed
   double usable_bytes = 0;         ///< GPU memory minus the reserve
 };
 
+/// The key of SearchResult::rejected for layouts that do not fit in memory.
+inline constexpr const char* kOutOfMemoryReason = "out of memory";
+
 /// Runs the search. Preconditions: gpus > 0, gbs > 0. Infeasible layouts are counted, never
-/// thrown; an empty `ranked` means nothing fits (see `rejected`).
+/// thrown; an empty `ranked` means nothing fits (see `rejected`). A pinned vpp, mbs or sp is
+/// searched even where it breaks a layout rule (vpp 2 with pp 1, sp with tp 1), so that the
+/// rejection says which rule; unpinned ones are searched only where they can keep the rules.
 SearchResult search_layouts(const SearchRequest& request);
 
 /// Whether `a` ranks before `b` under `objective` (and its tie-break).

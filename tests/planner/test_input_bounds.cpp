@@ -258,16 +258,20 @@ TEST_CASE("plan's --pp hint lists only the pipeline degrees plan takes", "[bound
                          "32\n");
   CHECK(test::run({"plan", "--model", "llama3-8b", "--gpus", "64", "--pp", "32"}).exit_code == 0);
   const test::CliResult pp64 = test::run({"plan", "--model", "llama3-8b", "--gpus", "64", "--pp", "64"});
-  CHECK(pp64.exit_code == 3);  // every layout rejected by the rules
-  CHECK_THAT(pp64.out, Catch::Contains("layers do not split into pp x vpp chunks"));
+  CHECK(pp64.exit_code == 2);  // every layout rejected by the rules: bad input, not exit code 3
+  CHECK_THAT(pp64.err, Catch::Contains("layout: 32 layers cannot be split into pp x vpp = 64 "
+                                       "equal chunks"));
   expect_exact_error({"plan", "--model", "llama3-70b", "--gpus", "64", "--pp", "33", "--vpp", "2"},
                      "meshplan: error: " + wrong +
                          "pin a divisor of 64 above 1 that splits the model's 80 layers into pp x "
                          "--vpp 2 equal chunks: 2, 4 or 8\n");
   CHECK(test::run({"plan", "--model", "llama3-70b", "--gpus", "64", "--pp", "8", "--vpp", "2"})
             .exit_code == 0);
-  CHECK(test::run({"plan", "--model", "llama3-70b", "--gpus", "64", "--pp", "16", "--vpp", "2"})
-            .exit_code == 2);  // the pins leave nothing to search
+  const test::CliResult pp16 =
+      test::run({"plan", "--model", "llama3-70b", "--gpus", "64", "--pp", "16", "--vpp", "2"});
+  CHECK(pp16.exit_code == 2);  // the pins break a layout rule, which the error names
+  CHECK_THAT(pp16.err, Catch::Contains("layout: 80 layers cannot be split into pp x vpp = 32 "
+                                       "equal chunks"));
 }
 
 TEST_CASE("a Hugging Face config.json without model_type says what to add", "[bounds][hf]") {
@@ -497,4 +501,29 @@ TEST_CASE("validate: a file of another kind is named by what it is", "[bounds][v
                          "meshplan-validation/1 file; meshplan validate expects {\"schema\": "
                          "\"meshplan-validation/1\", \"cases\": [...]} (published training "
                          "runs, as in ../shared/data/validation/SCHEMA.md)\n");
+}
+
+TEST_CASE("plan and estimate take the same --gbs (up to 2^40) and refuse the same values",
+          "[bounds][plan]") {
+  // 2^40 sequences: accepted by both (plan searched 2^24 at most before).
+  const std::string max = "1099511627776";
+  CHECK(test::run({"estimate", "--model", "llama3-8b", "--gbs", max}).exit_code == 0);
+  const test::CliResult plan = test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--gbs", max});
+  INFO(plan.err);
+  CHECK(plan.exit_code == 0);
+  CHECK_THAT(plan.out, Catch::Contains("gbs " + max));
+  // One above, and a fraction: the same message from both.
+  for (const std::string& bad : {std::string("1099511627777"), std::string("1.5")}) {
+    const std::string err = parse_error(
+        "--gbs: must be a whole number from 1 to " + max + ", got \"" + bad + "\"");
+    expect_exact_error({"estimate", "--model", "llama3-8b", "--gbs", bad}, err);
+    expect_exact_error({"plan", "--model", "llama3-8b", "--gpus", "8", "--gbs", bad}, err);
+  }
+  // plan's pins and --seq are whole numbers as estimate's are, named when they are not (they
+  // were left to CLI11's "Could not convert: --tp = 1.5").
+  expect_exact_error({"plan", "--model", "llama3-8b", "--gpus", "8", "--tp", "1.5"},
+                     parse_error("--tp: must be a whole number from 1 to 16777216, got \"1.5\""));
+  expect_exact_error({"plan", "--model", "llama3-8b", "--gpus", "8", "--seq", "16777217"},
+                     parse_error("--seq: must be a whole number from 1 to 16777216, got "
+                                 "\"16777217\""));
 }

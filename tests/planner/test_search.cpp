@@ -114,13 +114,15 @@ TEST_CASE("plan: a table and an explanation; --out writes a plan that estimate r
 }
 
 TEST_CASE("plan: impossible requests say what would be needed", "[search][cli]") {
-  // tp 128 cannot divide Llama-3-8B's 32 heads: nothing fits, the reason is counted.
-  // Nothing fits: exit code 3 (test_cli_guards.cpp), the explanation printed as ever.
+  // tp 128 cannot divide Llama-3-8B's 32 heads: no layout reaches the memory check, so the pin
+  // is bad input (exit code 2, the rule as estimate words it), not "nothing fits"
+  // (test_plan_rules.cpp).
   const test::CliResult heads = test::run(
       {"plan", "--model", "llama3-8b", "--gpus", "128", "--tp", "128", "--allow-cross-node-tp"});
-  REQUIRE(heads.exit_code == 3);
-  CHECK_THAT(heads.out, Catch::Contains("No layout fits"));
-  CHECK_THAT(heads.out, Catch::Contains("tp does not divide the attention heads"));
+  REQUIRE(heads.exit_code == 2);
+  CHECK(heads.out.empty());
+  CHECK_THAT(heads.err, Catch::Contains("\n  layout: tp 128 does not divide 32 attention heads\n"));
+  // Nothing fits in memory: exit code 3 (test_cli_guards.cpp), the explanation printed as ever.
   // 405B on 8 GPUs: 405.9e9 x 18 bytes / 8 = 913 GB per GPU even sharded.
   const test::CliResult small = test::run({"plan", "--model", "llama3-405b", "--gpus", "8"});
   REQUIRE(small.exit_code == 3);

@@ -1,0 +1,145 @@
+// What the CLI says when a flag or a word is wrong: each message names the value given and what
+// would be right (exit code 2), and none blames something else (an "uneven" split that is even,
+// a missing flag that was given empty, the end of a file that could not be read).
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support/cli_runner.hpp"
+
+using namespace meshplan;
+
+namespace {
+
+/// Runs `args`; checks exit code 2, nothing on stdout and exactly `err` on stderr.
+void expect_exact_error(const std::vector<std::string>& args, const std::string& err) {
+  const test::CliResult r = test::run(args);
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.empty());
+  CHECK(r.err == err);
+}
+
+}  // namespace
+
+// (A test name must not start with "-": ctest passes it to Catch, which reads it as an option.)
+TEST_CASE("stage layers with vpp > 1: the even split is the default, others are refused as the "
+          "flags they are",
+          "[messages][cli]") {
+  const std::vector<std::string> base = {"estimate", "--model", "llama3-8b", "--pp", "2",
+                                         "--vpp", "2", "--json"};
+  // Llama 3 8B's 32 layers on pp 2: 16,16 is what vpp 2 takes anyway (4 chunks of 8), so it
+  // gives the very estimate of no --stage-layers.
+  const test::CliResult plain = test::run(base);
+  const test::CliResult even = test::run(test::with(base, {"--stage-layers", "16,16"}));
+  INFO(even.err);
+  REQUIRE(plain.exit_code == 0);
+  REQUIRE(even.exit_code == 0);
+  CHECK(nlohmann::json::parse(even.out)["step_time_s"] ==
+        nlohmann::json::parse(plain.out)["step_time_s"]);
+
+  const std::string head = "meshplan: error: impossible layout:\n  layout: --stage-layers ";
+  const std::string why =
+      " cannot be combined with --vpp 2: the interleaved schedule splits the 32 layers into pp x "
+      "vpp = 4 equal chunks; give no --stage-layers (or the even split 16,16) with --vpp 2, or "
+      "--vpp 1 with this split\n";
+  expect_exact_error(test::with(base, {"--stage-layers", "10,22"}), head + "10,22" + why);
+  // An even split that does not sum to the layers is not called uneven: the flags are refused.
+  expect_exact_error(test::with(base, {"--stage-layers", "8,8"}), head + "8,8" + why);
+  // 32 layers on pp 3 have no even split; the layout's other problem is listed after.
+  expect_exact_error(
+      {"estimate", "--model", "llama3-8b", "--pp", "3", "--vpp", "2", "--stage-layers",
+       "10,11,11"},
+      head +
+          "10,11,11 cannot be combined with --vpp 2: the interleaved schedule splits the 32 "
+          "layers into pp x vpp = 6 equal chunks; give no --stage-layers with --vpp 2, or --vpp "
+          "1 with this split\n  layout: 32 layers cannot be split into pp x vpp = 6 equal chunks "
+          "(give an uneven split with --stage-layers, without vpp)\n");
+  // Without vpp the uneven split is taken.
+  CHECK(test::run({"estimate", "--model", "llama3-8b", "--pp", "3", "--stage-layers",
+                   "10,11,11"})
+            .exit_code == 0);
+}
+
+TEST_CASE("an unknown subcommand is named, with the subcommands there are", "[messages][cli]") {
+  const std::string list = "plan, ledger, estimate, presets, export, validate or profile";
+  const std::string hint =
+      "\nRun meshplan --help for what each does, meshplan SUBCOMMAND --help for its flags.\n";
+  expect_exact_error({"recommend"}, "meshplan: error: unknown subcommand \"recommend\"; expected "
+                                    "one of " + list + hint);
+  expect_exact_error({"recommend", "--model", "llama3-8b"},
+                     "meshplan: error: unknown subcommand \"recommend\"; expected one of " + list +
+                         hint);
+  expect_exact_error({}, "meshplan: error: no subcommand given; expected one of " + list + hint);
+  expect_exact_error({"--model", "llama3-8b"},
+                     "meshplan: error: \"--model\" is not a flag of meshplan itself (it takes "
+                     "--help and --version); give a subcommand first, one of " + list +
+                         ", and its flags after it" + hint);
+  // meshplan's own flags and the subcommands still work.
+  CHECK(test::run({"--version"}).exit_code == 0);
+  CHECK(test::run({"--help"}).exit_code == 0);
+  CHECK(test::run({"presets", "gpus"}).exit_code == 0);
+}
+
+TEST_CASE("an empty --model or --plan is called empty, not missing", "[messages][cli]") {
+  const std::string model =
+      "meshplan: error: --model: is empty; expected a model preset name (meshplan presets "
+      "models), a meshplan-model/1 file or a Hugging Face config.json\nRun with --help for the "
+      "flags and their units.\n";
+  expect_exact_error({"estimate", "--model", ""}, model);
+  expect_exact_error({"plan", "--model", "", "--gpus", "8"}, model);
+  expect_exact_error({"ledger", "--model", ""}, model);
+  expect_exact_error({"estimate", "--plan", ""},
+                     "meshplan: error: --plan: is empty; expected a plan.json written by meshplan "
+                     "plan or estimate with --out\nRun with --help for the flags and their "
+                     "units.\n");
+  // Not given at all: the commands still say what to give.
+  const test::CliResult none = test::run({"estimate"});
+  CHECK(none.exit_code == 2);
+  CHECK(none.err == "meshplan: error: estimate: give --model or --plan\n");
+}
+
+TEST_CASE("an empty --cluster or --gpu is called empty, not an unknown preset", "[messages][cli]") {
+  const std::string cluster =
+      "meshplan: error: --cluster: is empty; expected a cluster preset name (meshplan presets "
+      "clusters) or a meshplan-cluster/1 file\nRun with --help for the flags and their units.\n";
+  expect_exact_error({"plan", "--model", "llama3-8b", "--gpus", "8", "--cluster", ""}, cluster);
+  expect_exact_error({"estimate", "--model", "llama3-8b", "--cluster", ""}, cluster);
+  expect_exact_error({"ledger", "--model", "llama3-8b", "--gpu", ""},
+                     "meshplan: error: --gpu: is empty; expected a GPU preset name (meshplan "
+                     "presets gpus) or a meshplan-gpu/1 file\nRun with --help for the flags and "
+                     "their units.\n");
+}
+
+TEST_CASE("a file that cannot be read is said to be unreadable, not to end early",
+          "[messages][cli]") {
+  // /proc/self/mem is a regular file of size 0 whose reads fail (EIO at address 0): it was read
+  // as "" and parsed, "not valid JSON at line 1, column 1: unexpected end of input".
+  const std::string mem = "/proc/self/mem";
+  if (!std::filesystem::exists(mem)) {
+    WARN("no " + mem + " on this system: the read-error case is not checked");
+    return;
+  }
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"estimate", "--model", mem},
+                                             {"plan", "--model", mem, "--gpus", "8"},
+                                             {"estimate", "--model", "llama3-8b", "--cluster", mem},
+                                             {"estimate", "--plan", mem}}) {
+    const test::CliResult r = test::run(args);
+    INFO(r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK_THAT(r.err, Catch::StartsWith("meshplan: error: " + mem + ": could not be read ("));
+    CHECK_THAT(r.err, Catch::EndsWith(" after 0 bytes); expected a readable JSON file\n"));
+    CHECK_THAT(r.err, !Catch::Contains("end of input"));
+  }
+  // An empty file is read, and is what the parser says it is.
+  const std::string empty = test::write_temp_file("empty-model.json", "");
+  const test::CliResult r = test::run({"estimate", "--model", empty});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("unexpected end of input"));
+}

@@ -1,0 +1,200 @@
+// plan's pins that break a layout rule: the search still tries them, so every layout it counts
+// is rejected for that rule, and plan says which rule in estimate's own words (layout_problems),
+// with exit code 2 (bad input), not "pinned dimensions leave no layout" nor exit code 3
+// ("nothing fits", which is about memory).
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "costmodel/layout.hpp"
+#include "planner/config/loaders.hpp"
+#include "planner/config/profile_loader.hpp"
+#include "planner/search/search.hpp"
+#include "tests/support/cli_runner.hpp"
+#include "tests/support/setups.hpp"
+
+using namespace meshplan;
+
+namespace {
+
+/// What plan says after the rule: no layout reached the memory check.
+const std::string kPlanHint =
+    "no layout was refused for memory: change these values, or leave them to the search\n";
+
+/// `plan --model llama3-8b --gpus 8 <plan_pins>` and `estimate --model llama3-8b --gpus 8
+/// <estimate_flags>` (the same values) both exit 2 and both name `problem` as a "layout:" line.
+void expect_same_problem(const std::vector<std::string>& plan_pins,
+                         const std::vector<std::string>& estimate_flags,
+                         const std::string& problem) {
+  const test::CliResult plan =
+      test::run(test::with({"plan", "--model", "llama3-8b", "--gpus", "8"}, plan_pins));
+  INFO(plan.err);
+  CHECK(plan.exit_code == 2);
+  CHECK(plan.out.empty());
+  CHECK_THAT(plan.err, Catch::Contains("\n  layout: " + problem + "\n" + kPlanHint));
+  CHECK_THAT(plan.err, !Catch::Contains("pinned dimensions leave no layout"));
+  const test::CliResult estimate =
+      test::run(test::with({"estimate", "--model", "llama3-8b", "--gpus", "8"}, estimate_flags));
+  INFO(estimate.err);
+  CHECK(estimate.exit_code == 2);
+  CHECK_THAT(estimate.err, Catch::Contains("\n  layout: " + problem + "\n"));
+}
+
+}  // namespace
+
+TEST_CASE("plan: pins that break a layout rule get estimate's reason, exit code 2",
+          "[plan][rules]") {
+  SECTION("--vpp 2 --pp 1: interleaving needs a pipeline") {
+    expect_same_problem({"--vpp", "2", "--pp", "1"}, {"--vpp", "2", "--pp", "1"},
+                        "vpp 2 needs pp > 1");
+    // The error names the flags given, and says that every layout searched breaks the rule.
+    const test::CliResult r =
+        test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--vpp", "2", "--pp", "1"});
+    CHECK_THAT(r.err, Catch::StartsWith("meshplan: error: plan: --pp 1 --vpp 2 leave no valid "
+                                        "layout of 8 GPUs for llama3-8b: each of the "));
+    CHECK_THAT(r.err, Catch::Contains(" layouts searched breaks\n  layout: vpp 2 needs pp > 1\n"));
+  }
+  SECTION("--sp on --tp 1: sequence parallelism splits across tp") {
+    expect_same_problem({"--sp", "on", "--tp", "1"}, {"--sp", "--tp", "1"},
+                        "sequence parallel (sp) needs tp > 1");
+  }
+  SECTION("--vpp 3 --pp 2: 32 layers do not split into 6 equal chunks") {
+    expect_same_problem({"--vpp", "3", "--pp", "2"}, {"--vpp", "3", "--pp", "2"},
+                        "32 layers cannot be split into pp x vpp = 6 equal chunks (give an uneven "
+                        "split with --stage-layers, without vpp)");
+  }
+  SECTION("--cp 8 --seq 8: load-balanced cp needs 2 x cp chunks of the sequence") {
+    expect_same_problem({"--cp", "8", "--seq", "8"}, {"--cp", "8", "--seq", "8"},
+                        "sequence 8 is not divisible by 2 x cp = 16 (load-balanced causal "
+                        "context parallelism)");
+  }
+  SECTION("--pp 8 --vpp 2 --gbs 12: 12 micro-batches (mbs 1) are not whole rounds of 8") {
+    // dp 1: mbs 1 gives 12 micro-batches, 2 gives 6, 3 gives 4, ...: none a multiple of 8.
+    expect_same_problem({"--pp", "8", "--vpp", "2", "--gbs", "12"},
+                        {"--pp", "8", "--vpp", "2", "--gbs", "12"},
+                        "the interleaved schedule needs micro-batches (12) to be a multiple of "
+                        "pp 8");
+  }
+  SECTION("--zero 3 with megatron: estimate's message, before any search") {
+    const std::string zero3 =
+        "meshplan: error: --zero 3: framework megatron offers ZeRO stages 0, 1 (choose one, or "
+        "another --framework)\n";
+    const test::CliResult plan =
+        test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--zero", "3"});
+    CHECK(plan.exit_code == 2);
+    CHECK(plan.err == zero3);
+    const test::CliResult estimate = test::run(
+        {"estimate", "--model", "llama3-8b", "--gpus", "8", "--zero", "3", "--framework",
+         "megatron"});
+    CHECK(estimate.exit_code == 2);
+    CHECK(estimate.err == zero3);
+    // A framework that offers it: plan searches.
+    CHECK(test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--zero", "3", "--framework",
+                     "fsdp"})
+              .exit_code == 0);
+  }
+  SECTION("--tp 16 on 8-GPU NVLink domains, without --allow-cross-node-tp") {
+    // Llama 2 7B: 32 heads and 32 kv heads, so tp 16 breaks no other rule.
+    const test::CliResult r =
+        test::run({"plan", "--model", "llama2-7b", "--gpus", "16", "--tp", "16"});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains(
+                          "\n  layout: tp 16 is more than the 8 GPUs of an NVLink domain of "
+                          "dgx-h100: its per-layer collectives would cross the scale-out network "
+                          "(--allow-cross-node-tp to cost them on the NICs)\n" + kPlanHint));
+    CHECK_THAT(r.err, Catch::StartsWith("meshplan: error: plan: --tp 16 leaves no valid layout"));
+    CHECK(test::run({"plan", "--model", "llama2-7b", "--gpus", "16", "--tp", "16",
+                     "--allow-cross-node-tp"})
+              .exit_code == 0);
+  }
+}
+
+TEST_CASE("search: a pinned value that breaks a rule is searched and the rule recorded",
+          "[search][rules]") {
+  const ModelSpec model = load_model("llama3-8b");
+  const ClusterSpec cluster = load_cluster("dgx-h100");
+  const Profile profile = load_profile("h100");
+  const TrainingSetup setup = test::megatron_setup(8192);
+  SearchRequest request(model, cluster, profile, setup, 8, 512);
+  request.pins.pp = 1;
+  request.pins.vpp = 2;
+  const SearchResult r = search_layouts(request);
+  CHECK(r.ranked.empty());
+  CHECK(r.fits == 0);
+  REQUIRE(r.space > 0);
+  // Counted under the rule, and every layout searched broke it.
+  CHECK(r.rejected.at("vpp needs pp > 1") == r.space);
+  REQUIRE(r.broken_rules.size() == 1);
+  const BrokenRule& rule = r.broken_rules.front();
+  CHECK(rule.reason == "vpp needs pp > 1");
+  CHECK(rule.layouts == r.space);
+  CHECK(rule.example.pp == 1);
+  CHECK(rule.example.vpp == 2);
+  CHECK(rule.example_problem == "vpp 2 needs pp > 1");
+  // The first layout in search order: tp 1, cp 1 (dp 8), the smallest micro-batch.
+  CHECK(rule.example.tp == 1);
+  CHECK(rule.example.cp == 1);
+  CHECK(rule.example.dp == 8);
+  CHECK(rule.example.mbs == 1);
+
+  // Unpinned, vpp is searched only where it keeps the rules: nothing is broken for it.
+  SearchRequest free(model, cluster, profile, setup, 8, 512);
+  const SearchResult all = search_layouts(free);
+  CHECK(all.fits > 0);
+  for (const BrokenRule& b : all.broken_rules) {
+    CHECK(b.reason != "vpp needs pp > 1");
+    CHECK(b.layouts < all.space);
+  }
+}
+
+TEST_CASE("plan: all layouts broken by rules, none by memory, is exit code 2 naming the rules",
+          "[plan][rules]") {
+  SECTION("no rule broken by all: the most broken, with counts and first layouts") {
+    // --vpp 2 with gbs 3 on 8 GPUs: pp 1 breaks "vpp needs pp > 1"; with pp > 1 either dp x mbs
+    // does not divide 3, or 3 / (dp x mbs) micro-batches (3 or 1) are not a multiple of pp.
+    const test::CliResult r =
+        test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--vpp", "2", "--gbs", "3"});
+    INFO(r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK_THAT(r.err, Catch::StartsWith("meshplan: error: plan: --vpp 2 --gbs 3 leave no valid "
+                                        "layout of 8 GPUs for llama3-8b: each of the "));
+    CHECK_THAT(r.err, Catch::Contains(" layouts searched breaks a layout rule, though no one rule "
+                                      "is broken by all; the rules most broken, as said of the "
+                                      "first layout that breaks each:\n"));
+    // Most broken first; each names the first layout (in search order) that broke it.
+    const std::size_t vpp = r.err.find("\n  layout: vpp 2 needs pp > 1 (");
+    const std::size_t batch = r.err.find("\n  layout: gbs 3 is not a multiple of dp x mbs = 8 (");
+    const std::size_t rounds = r.err.find(
+        "\n  layout: the interleaved schedule needs micro-batches (3) to be a multiple of pp 8 (");
+    CHECK(vpp != std::string::npos);
+    CHECK(batch != std::string::npos);
+    CHECK(rounds != std::string::npos);
+    CHECK(vpp < batch);
+    CHECK(batch < rounds);
+    CHECK_THAT(r.err, Catch::Contains("first: dp 8 tp 1 pp 1 cp 1 vpp 2 mbs 1)\n"));
+    CHECK_THAT(r.err, Catch::Contains("first: dp 1 tp 1 pp 8 cp 1 vpp 2 mbs 1)\n" + kPlanHint));
+  }
+  SECTION("--gpus 16 --tp 16 on Llama 3 8B: both rules every layout breaks") {
+    const test::CliResult r =
+        test::run({"plan", "--model", "llama3-8b", "--gpus", "16", "--tp", "16"});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains(" layouts searched breaks\n"
+                                      "  layout: tp 16 does not divide 8 kv heads\n"
+                                      "  layout: tp 16 is more than the 8 GPUs of an NVLink "
+                                      "domain of dgx-h100: "));
+  }
+  SECTION("some layouts refused for memory: exit code 3, the table as before") {
+    // Llama 3 405B on 8 GPUs with --sp on: tp 1 breaks "sp needs tp > 1", the others do not
+    // fit (913 GB of training state per GPU even sharded).
+    const test::CliResult r =
+        test::run({"plan", "--model", "llama3-405b", "--gpus", "8", "--sp", "on"});
+    CHECK(r.exit_code == 3);
+    CHECK_THAT(r.out, Catch::Contains("No layout fits. Rejected: "));
+    CHECK_THAT(r.out, Catch::Contains(" out of memory; "));
+    CHECK_THAT(r.out, Catch::Contains(" sp needs tp > 1."));
+    CHECK(r.err ==
+          "meshplan: no layout of 8 GPUs fits (exit code 3; the reasons are listed above)\n");
+  }
+}
