@@ -177,6 +177,19 @@ void apply_elementwise(FrameworkConvention& framework, const std::string& elemen
   framework.elementwise = *kernels;
 }
 
+void add_on_off_option(CLI::App& cmd, const std::string& name, const std::string& help,
+                       std::function<void(bool)> set) {
+  // expected(0, 1) with default_str "on": CLI11 takes "on" when the flag comes without a value
+  // (and does not take a following "--flag" as its value).
+  cmd.add_option_function<std::string>(
+         name, [set](const std::string& value) { set(value == "on"); },
+         help + ": " + name + " or " + name + " on | " + name + " off")
+      ->expected(0, 1)
+      ->default_str("on")
+      ->option_text("[on|off]")  // not "TEXT:{on,off}=on": the switch is off unless given
+      ->check(CLI::IsMember({"on", "off"}));
+}
+
 void add_mfu_option(CLI::App& cmd, double& mfu) {
   // At least 1e-6: below that the time to train overflows to "inf years" (--mfu 1e-300); no
   // training run reaches a millionth of its peak and reports it.
@@ -235,7 +248,8 @@ void add_layout_options(CLI::App& cmd, LayoutFlags& f) {
       ->capture_default_str()->check(CLI::Range(0, 3));
   cmd.add_option("--recompute", f.recompute, "Activation recompute: none | selective (attention core) | full (layer input only)")
       ->capture_default_str()->check(CLI::IsMember({"none", "selective", "full"}));
-  cmd.add_flag("--sp", f.sp, "Sequence parallelism (Megatron; needs tp > 1)");
+  add_on_off_option(cmd, "--sp", "Sequence parallelism (Megatron; needs tp > 1)",
+                    [&f](bool on) { f.sp = on; });
   cmd.add_option("--attention", f.attention, "Attention kernel: flash | eager (default: flash where the GPU has FlashAttention kernels, else eager)")
       ->check(CLI::IsMember({"flash", "eager"}));
   // Split here, not with CLI11's delimiter(','), which drops empty items: "16,,16" would be

@@ -1,6 +1,7 @@
 // Options shared by several subcommands, with their parsing into costmodel values.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -80,6 +81,13 @@ void add_elementwise_option(CLI::App& cmd, std::string& elementwise);
 /// when `elementwise` is empty (not given). Throws InputError for a name other than "fused" or
 /// "eager" (add_elementwise_option refuses those at parse time).
 void apply_elementwise(FrameworkConvention& framework, const std::string& elementwise);
+
+/// A switch that reads the same in every subcommand: `NAME` alone or `NAME on` turns it on,
+/// `NAME off` off (`--sp`, `--sp on`, `--sp off` in estimate, ledger and plan alike); `set` is
+/// called with the value when the flag is given. Other values are refused at parse time
+/// ("--sp: maybe not in {on,off}").
+void add_on_off_option(CLI::App& cmd, const std::string& name, const std::string& help,
+                       std::function<void(bool)> set);
 
 /// The smallest --mfu accepted: a millionth of the peak (smaller ones make the time to train
 /// overflow to infinity, and describe no training run).

@@ -174,8 +174,8 @@ CommandAction add_plan_command(CLI::App& app) {
   cmd->add_option("--zero", o->zero, "Pin the ZeRO stage (0-3)")->check(CLI::Range(0, 3));
   cmd->add_option("--recompute", o->recompute, "Pin recompute: none | selective | full")
       ->check(CLI::IsMember({"none", "selective", "full"}));
-  cmd->add_option("--sp", o->sp, "Pin sequence parallelism: on | off")
-      ->check(CLI::IsMember({"on", "off"}));
+  add_on_off_option(*cmd, "--sp", "Pin sequence parallelism",
+                    [o](bool on) { o->sp = on ? "on" : "off"; });
   cmd->add_flag("--allow-cross-node-tp", o->allow_cross_node_tp,
                 "Let tp span NVLink domains (costed on the NICs); off by default");
   cmd->add_option("--memory-reserve", o->memory_reserve_gib,

@@ -143,3 +143,35 @@ TEST_CASE("a file that cannot be read is said to be unreadable, not to end early
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Catch::Contains("unexpected end of input"));
 }
+
+TEST_CASE("sp reads the same in estimate, ledger and plan: bare, on or off", "[cli][errors]") {
+  const auto estimate = [](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"estimate", "--model", "llama3-8b", "--gpus", "8",
+                                     "--tp",     "8",         "--gbs",   "8", "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const test::CliResult r = test::run(args);
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    return nlohmann::json::parse(r.out);
+  };
+  // Bare --sp and --sp on are one switch; --sp off is the default (no flag).
+  const nlohmann::json bare = estimate({"--sp"}), on = estimate({"--sp", "on"}),
+                       off = estimate({"--sp", "off"}), none = estimate({});
+  CHECK(bare["layout"]["sp"] == true);
+  CHECK(on["step_time_s"] == bare["step_time_s"]);
+  CHECK(off["layout"]["sp"] == false);
+  CHECK(off["step_time_s"] == none["step_time_s"]);
+  // sp shards the norms' activations over tp: less memory than without it.
+  CHECK(bare["peak_bytes"].get<double>() < none["peak_bytes"].get<double>());
+  // plan: bare --sp pins sp on, and does not swallow the next flag.
+  const test::CliResult plan =
+      test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--sp", "--top", "3", "--json"});
+  INFO(plan.err);
+  REQUIRE(plan.exit_code == 0);
+  const nlohmann::json layouts = nlohmann::json::parse(plan.out)["ranked"];
+  REQUIRE(layouts.size() == 3);
+  for (const nlohmann::json& l : layouts) CHECK(l["layout"]["sp"] == true);
+  const test::CliResult bad = test::run({"ledger", "--model", "llama3-8b", "--sp", "maybe"});
+  CHECK(bad.exit_code == 2);
+  CHECK_THAT(bad.err, Catch::Contains("--sp: maybe not in {on,off}"));
+}
