@@ -414,6 +414,12 @@ std::string zero_problem(const FrameworkConvention& framework, int zero) {
                                     " (choose one, or another --framework)";
 }
 
+std::string seq_default_note(std::int64_t seq) {
+  return "seq " + std::to_string(seq) +
+         " (default: the model's seq_length, max_position_embeddings for a Hugging Face config; "
+         "set --seq)";
+}
+
 ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, const GpuSpec& gpu,
                               const FrameworkConvention& framework, Precision precision,
                               std::optional<std::int64_t> gpus) {
@@ -496,9 +502,7 @@ ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, cons
   r.setup.precision = precision;
   r.setup.seq = seq;
   if (f.seq <= 0) {
-    r.notes.push_back("seq " + std::to_string(r.setup.seq) +
-                      " (default: the model's seq_length, max_position_embeddings for a Hugging "
-                      "Face config; set --seq)");
+    r.notes.push_back(seq_default_note(r.setup.seq));
   }
   if (!f.attention.empty()) {
     r.setup.attention = *parse_attention(f.attention);

@@ -121,6 +121,10 @@ struct LayoutFlags {
   std::vector<std::int64_t> stage_layers;
 };
 
+/// The note every command prints when --seq was not given: "seq 8192 (default: the model's
+/// seq_length, max_position_embeddings for a Hugging Face config; set --seq)".
+std::string seq_default_note(std::int64_t seq);
+
 /// --dp --tp --pp --cp --vpp --mbs --gbs --seq --zero --recompute --sp --attention
 /// --stage-layers, each with its unit and default in the help.
 void add_layout_options(CLI::App& cmd, LayoutFlags& flags);

@@ -234,7 +234,12 @@ CommandAction add_plan_command(CLI::App& app) {
     setup.attention = !o->attention.empty() ? *parse_attention(o->attention)
                       : cluster.gpu.flash_attention ? AttentionImpl::kFlash
                                                     : AttentionImpl::kEager;
+    if (o->seq <= 0) notes.push_back(seq_default_note(setup.seq));
     const std::int64_t gbs = o->gbs > 0 ? o->gbs : default_global_batch(setup.seq);
+    if (o->gbs <= 0) {
+      notes.push_back("gbs " + std::to_string(gbs) + " (default: about 4M tokens per batch: " +
+                      "4194304 / seq " + std::to_string(setup.seq) + "; set --gbs)");
+    }
     if (o->zero >= 0) {
       if (const std::string problem = zero_problem(setup.framework, o->zero); !problem.empty()) {
         throw InputError(problem);
@@ -316,7 +321,6 @@ CommandAction add_plan_command(CLI::App& app) {
       out << j.dump(2) << "\n";
     } else {
       for (const std::string& note : notes) out << "note: " << note << "\n";
-      if (o->gbs <= 0) out << "note: gbs " << gbs << " (default: about 4M tokens per batch; set --gbs)\n";
       out << render_plan(request, result);
       if (!written.empty()) out << "\nplan written to " << written << "\n";
     }

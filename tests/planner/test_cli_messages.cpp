@@ -175,3 +175,25 @@ TEST_CASE("sp reads the same in estimate, ledger and plan: bare, on or off", "[c
   CHECK(bad.exit_code == 2);
   CHECK_THAT(bad.err, Catch::Contains("--sp: maybe not in {on,off}"));
 }
+
+TEST_CASE("plan lists the defaults it took, in text and in --json alike", "[cli]") {
+  const test::CliResult r = test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--top",
+                                       "1", "--json"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json notes = nlohmann::json::parse(r.out)["notes"];
+  const auto has = [&notes](const std::string& text) {
+    for (const nlohmann::json& n : notes) {
+      if (n.get<std::string>().find(text) != std::string::npos) return true;
+    }
+    return false;
+  };
+  // llama3-8b's seq_length is 8192; the default batch is 4194304 / 8192 = 512 sequences.
+  CHECK(has("seq 8192 (default: the model's seq_length"));
+  CHECK(has("gbs 512 (default: about 4M tokens per batch: 4194304 / seq 8192; set --gbs)"));
+  const test::CliResult text = test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--top",
+                                          "1"});
+  for (const nlohmann::json& n : notes) {
+    CHECK_THAT(text.out, Catch::Contains("note: " + n.get<std::string>()));
+  }
+}
