@@ -99,7 +99,7 @@ CLI::Validator non_empty(const std::string& what) {
       [what](std::string& text) -> std::string {
         return text.empty() ? "is empty; expected " + what : std::string();
       },
-      "TEXT");
+      "");  // no label: the help then reads "--model TEXT", not "--model TEXT:TEXT"
 }
 
 void check_output_flag(const std::string& flag, const std::string& path) {
