@@ -205,12 +205,8 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
       r.required_int({gpt2 ? "n_head" : "num_attention_heads", "num_attention_heads"});
   // LlamaConfig: num_key_value_heads defaults to num_attention_heads (multi-head attention).
   m.num_kv_heads = r.positive_int({"num_key_value_heads"}).value_or(m.num_attention_heads);
-  if (!r.positive_int({"head_dim"}) && m.hidden_size % m.num_attention_heads != 0) {
-    r.fail("num_attention_heads", "must divide hidden_size (" + std::to_string(m.hidden_size) +
-                                      ") when head_dim is not given, got " +
-                                      std::to_string(m.num_attention_heads));
-  }
-  m.head_dim = r.positive_int({"head_dim"}).value_or(m.hidden_size / m.num_attention_heads);
+  const std::optional<std::int64_t> head_dim = r.positive_int({"head_dim"});
+  m.head_dim = head_dim.value_or(m.hidden_size / m.num_attention_heads);
   m.vocab_size = r.required_int({"vocab_size"});
   m.vocab_pad_multiple = 1;
   m.max_position_embeddings =
@@ -272,10 +268,27 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
     r.fail(gpt2 ? "n_head" : "num_attention_heads",
            "heads x head_dim and the MLP width must each be at most " + std::to_string(kMaxSize));
   }
-  if (m.num_attention_heads % m.num_kv_heads != 0) {
-    r.fail("num_key_value_heads", "must divide num_attention_heads (" +
-                                      std::to_string(m.num_attention_heads) + "), got " +
-                                      std::to_string(m.num_kv_heads));
+  // The structure every model source is checked against (costmodel/model_spec.hpp), in this
+  // config's key names: without head_dim, transformers' head dimension is hidden_size //
+  // num_attention_heads, so the heads must divide the width.
+  const auto key = [gpt2](ModelField field) -> std::string {
+    switch (field) {
+      case ModelField::kNumLayers: return gpt2 ? "n_layer" : "num_hidden_layers";
+      case ModelField::kHiddenSize: return gpt2 ? "n_embd" : "hidden_size";
+      case ModelField::kNumAttentionHeads: return gpt2 ? "n_head" : "num_attention_heads";
+      case ModelField::kNumKvHeads: return "num_key_value_heads";
+      case ModelField::kHeadDim: return "head_dim";
+      case ModelField::kFfnHiddenSize: return gpt2 ? "n_inner" : "intermediate_size";
+      case ModelField::kVocabSize: return "vocab_size";
+      case ModelField::kVocabPadMultiple: return "vocab_size";
+      case ModelField::kMaxPositionEmbeddings:
+      case ModelField::kSeqLength: return gpt2 ? "n_positions" : "max_position_embeddings";
+    }
+    return "?";
+  };
+  if (const auto problem = model_structure_problem(
+          m, head_dim ? HeadDimSource::kStated : HeadDimSource::kDerived, key)) {
+    r.fail(key(problem->field), problem->message);
   }
   return m;
 }

@@ -441,10 +441,10 @@ ModelSpec model_from_json(const nlohmann::json& json, const std::string& file,
     o.fail("head_dim", "num_attention_heads x head_dim must be at most " +
                            std::to_string(kMaxWidth));
   }
-  if (m.num_attention_heads % m.num_kv_heads != 0) {
-    o.fail("num_kv_heads", "must divide num_attention_heads (" +
-                               std::to_string(m.num_attention_heads) + "), got " +
-                               std::to_string(m.num_kv_heads));
+  // The structure every model source is checked against (costmodel/model_spec.hpp); the keys
+  // of meshplan-model/1 are the names model_structure_problem uses. head_dim is a key here.
+  if (const auto problem = model_structure_problem(m, HeadDimSource::kStated)) {
+    o.fail(to_string(problem->field), problem->message);
   }
   return m;
 }

@@ -80,8 +80,20 @@ struct CaseContext {
   std::vector<std::string> assumptions;
   std::vector<Comparison>& out;
 
+  /// A comparison row. A prediction that is not a finite number is never a row: it is an
+  /// error naming the case (the readers refuse every input known to cause one, so this guards
+  /// against the rest), as is an error that is not finite.
   void add(const char* metric, double predicted, double measured, std::optional<double> error,
            std::string basis) const {
+    if (!std::isfinite(predicted) || (error && !std::isfinite(*error))) {
+      throw InputError(c.file + ": $.cases[" + std::to_string(c.index) + "] (case \"" + c.id +
+                       "\"): the predicted " + metric + " is " +
+                       (std::isfinite(predicted) ? std::string("finite, but its error is not")
+                        : std::isnan(predicted)      ? std::string("not a number (NaN)")
+                                                     : std::string("infinite")) +
+                       "; meshplan cannot predict this case as given: check its model and "
+                       "layout (and report it: the reader should have refused the input)");
+    }
     out.push_back({c.id, source, metric, predicted, measured, error, std::move(basis),
                    assumptions});
   }

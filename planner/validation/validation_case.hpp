@@ -20,6 +20,7 @@ namespace meshplan {
 struct ValidationCase {
   std::string id;
   std::string file;        ///< the file it came from
+  std::size_t index = 0;   ///< its place in the file's "cases" (for "$.cases[3]" in errors)
   std::string confidence;  ///< high / medium / low
   std::string framework;   ///< as printed: megatron, nemo, torchtitan, ...
   ModelSpec model;
