@@ -9,6 +9,10 @@ std::int64_t padded_vocab_size(const ModelSpec& model) {
   return (model.vocab_size + m - 1) / m * m;
 }
 
+std::int64_t vocab_shard_size(const ModelSpec& model, std::int64_t tp) {
+  return (padded_vocab_size(model) + tp - 1) / tp;
+}
+
 std::optional<ModelProblem> model_structure_problem(const ModelSpec& m, HeadDimSource head_dim,
                                                     const ModelFieldNames& names) {
   const auto name = [&names](ModelField f) { return names ? names(f) : std::string(to_string(f)); };

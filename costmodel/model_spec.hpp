@@ -55,6 +55,15 @@ struct ModelSpec {
 /// Megatron-LM pads to 128 x tp (`--make-vocab-size-divisible-by`); HF models use 1.
 std::int64_t padded_vocab_size(const ModelSpec& model);
 
+/// Embedding rows (and LM-head columns, logits) on one rank of a tp group: the padded
+/// vocabulary split over tp, rounded up. Megatron-LM pads the vocabulary to a multiple of
+/// --make-vocab-size-divisible-by (128) x tp (megatron/training/tokenizer/tokenizer.py,
+/// _vocab_size_with_padding) so that VocabParallelEmbedding and the vocab-parallel LM head
+/// split it evenly; a vocabulary padded otherwise (Hugging Face models, pad multiple 1) still
+/// puts ceil(V / tp) rows on its largest shard (PyTorch's Shard(0) splits as torch.chunk does),
+/// never the floor: 32001 at tp 8 is 4001 rows, not 4000. Precondition: tp >= 1.
+std::int64_t vocab_shard_size(const ModelSpec& model, std::int64_t tp);
+
 /// The sizes of a ModelSpec a structural rule can blame (model_structure_problem).
 enum class ModelField {
   kNumLayers,

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "costmodel/layout.hpp"
 #include "costmodel/model_spec.hpp"
 #include "planner/config/input_error.hpp"
 #include "planner/config/loaders.hpp"
@@ -182,4 +183,80 @@ TEST_CASE("plan.json: inputs.model goes through the same check, at its nested pa
   expect_exact_error({"estimate", "--plan", file},
                      error_line(file + ": $.inputs.model.num_kv_heads: must divide "
                                        "num_attention_heads (32), got 5"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. tp and the MLP width; the vocabulary shard.
+// ---------------------------------------------------------------------------------------------
+
+TEST_CASE("a tp that does not divide ffn_hidden_size is an impossible layout",
+          "[consistency][layout]") {
+  // Llama 2 7B with an MLP of 11009: at tp 8 the ledger floored fc2.input to 5504 while
+  // swiglu.input kept 11009; Megatron-LM's parallel linears assert the width divides.
+  nlohmann::json m = preset_model("llama2-7b");
+  m["name"] = "ffn11009";
+  m["ffn_hidden_size"] = 11009;
+  const std::string file = test::write_temp_file("ffn11009.json", m.dump(2));
+  const ModelSpec model = load_model(file);
+  Layout l;
+  l.tp = 8;
+  l.dp = 1;
+  l.gbs = 1;
+  CHECK(layout_problems(l, model, 4096, 8, false) ==
+        std::vector<std::string>{"tp 8 does not divide ffn_hidden_size 11009 (tensor parallelism "
+                                 "splits the MLP width evenly)"});
+  l.tp = 1;
+  CHECK(layout_problems(l, model, 4096, 1, false).empty());
+
+  for (const char* command : {"ledger", "estimate"}) {
+    INFO(command);
+    expect_exact_error({command, "--model", file, "--tp", "8"},
+                       error_line("impossible layout:\n  layout: tp 8 does not divide "
+                                  "ffn_hidden_size 11009 (tensor parallelism splits the MLP "
+                                  "width evenly)"));
+  }
+  // plan's search skips such tp and counts why.
+  const test::CliResult r = test::run({"plan", "--model", file, "--gpus", "8", "--json"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  CHECK(j["rejected"]["tp does not divide ffn_hidden_size"].get<std::int64_t>() > 0);
+  REQUIRE(!j["ranked"].empty());
+  for (const nlohmann::json& p : j["ranked"]) CHECK(p["layout"]["tp"] == 1);
+}
+
+TEST_CASE("the vocabulary shard on a tp rank is ceil(V / tp), never the floor",
+          "[consistency][ledger]") {
+  nlohmann::json m = preset_model("llama2-7b");  // vocab_pad_multiple 1 (Hugging Face's)
+  m["name"] = "vocab32001";
+  m["vocab_size"] = 32001;
+  const std::string file = test::write_temp_file("vocab32001.json", m.dump(2));
+  const ModelSpec model = load_model(file);
+  CHECK(vocab_shard_size(model, 8) == 4001);  // ceil(32001 / 8); the floor gave 4000
+  CHECK(vocab_shard_size(model, 1) == 32001);
+  CHECK(vocab_shard_size(load_model("llama2-7b"), 8) == 4000);
+  // Megatron's padding to 128 x tp makes the split whole: 32001 -> 32768 at tp 8.
+  ModelSpec padded = model;
+  padded.vocab_pad_multiple = 128 * 8;
+  CHECK(vocab_shard_size(padded, 8) == 32768 / 8);
+
+  // The ledger's logits and loss transient: [tokens, mbs, 4001].
+  const test::CliResult r = test::run({"ledger", "--model", file, "--tp", "8", "--json"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  int seen = 0;
+  const std::function<void(const nlohmann::json&)> walk = [&](const nlohmann::json& j) {
+    if (j.is_object()) {
+      if (j.contains("name") && j.contains("shape") && j["name"].is_string() &&
+          j["name"].get<std::string>().rfind("loss.", 0) == 0) {
+        CHECK(j["shape"] == "[4096, 1, 4001]");
+        ++seen;
+      }
+      for (const auto& v : j) walk(v);
+    } else if (j.is_array()) {
+      for (const auto& v : j) walk(v);
+    }
+  };
+  walk(nlohmann::json::parse(r.out));
+  CHECK(seen >= 2);  // loss.logits and loss.transient
 }
