@@ -72,6 +72,26 @@ class HfReader {
     return v.get<bool>();
   }
 
+  /// Throws for the first mixture-of-experts key with more than one expert (or more than one
+  /// expert per token); 0, 1 or null is a dense model's.
+  void refuse_mixture_of_experts() const {
+    for (const char* key :
+         {"num_local_experts", "num_experts", "n_routed_experts", "num_experts_per_tok"}) {
+      const nlohmann::json* v = value(key);
+      if (!v) continue;
+      if (!v->is_number_integer() || v->get<std::int64_t>() < 0) {
+        fail(key, "must be a whole number of experts (0 or 1 for a dense model), got " +
+                      describe_json(*v));
+      }
+      if (v->get<std::int64_t>() > 1) {
+        fail(key, "is " + describe_json(*v) +
+                      ": this is a mixture-of-experts model, and meshplan does not model MoE "
+                      "yet (it costs dense transformers: one MLP per layer, every token through "
+                      "it); give a dense model's config.json (no expert keys, or 0 or 1)");
+      }
+    }
+  }
+
   /// Any of `keys` present with a value > 0.
   bool any_positive(std::initializer_list<const char*> keys) const {
     for (const char* key : keys) {
@@ -185,6 +205,11 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
   }
   const HfReader r(config, file);
   const std::string type = r.model_type();
+  // Mixture-of-experts keys of transformers' configs (Mixtral's num_local_experts, Qwen2-MoE's
+  // num_experts, DeepSeek's n_routed_experts, and the top-k num_experts_per_tok): meshplan costs
+  // dense transformers only, and costing such a model as dense would be silently wrong. Checked
+  // before model_type's support, so that a Mixtral config says why it is refused.
+  r.refuse_mixture_of_experts();
   const bool gpt2 = type == "gpt2";
   bool llama_like = false;
   for (const std::string& t : kLlamaLike) llama_like = llama_like || t == type;

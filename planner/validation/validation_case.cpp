@@ -16,8 +16,13 @@ bool megatron_family(const std::string& framework) {
   return framework == "megatron" || framework == "nemo" || framework == "deepspeed-megatron";
 }
 
+/// The mixture-of-experts fields of a case's model.
+struct MoeFields {
+  std::optional<std::int64_t> num_experts, top_k, ffn_hidden_size;
+};
+
 ModelSpec read_model(StrictObject o, const std::string& framework, const std::string& id,
-                     std::vector<std::string>& assumptions) {
+                     std::vector<std::string>& assumptions, MoeFields& moe) {
   ModelSpec m;
   m.name = o.string("name");
   if (m.name.empty()) m.name = id;
@@ -37,11 +42,26 @@ ModelSpec read_model(StrictObject o, const std::string& framework, const std::st
   m.position_embedding = position == "learned" ? PositionEmbedding::kLearned
                          : position == "rope"  ? PositionEmbedding::kRope
                                                : PositionEmbedding::kAlibi;
-  if (o.int_or_null("num_experts", 1, kMaxWidth)) {
-    o.fail("num_experts", "mixture-of-experts models are not modeled yet (expected null)");
+  // SCHEMA.md: the MoE fields are for MoE models only. On a dense case (num_experts null) a
+  // top-k or an expert width contradicts it, and predicting the dense model would be silent.
+  moe.num_experts = o.int_or_null("num_experts", 2, kMaxWidth);
+  moe.top_k = o.int_or_null("moe_top_k", 1, kMaxWidth);
+  moe.ffn_hidden_size = o.int_or_null("moe_ffn_hidden_size", 1, kMaxWidth);
+  for (const auto& [key, value] : {std::pair{"moe_top_k", moe.top_k},
+                                   std::pair{"moe_ffn_hidden_size", moe.ffn_hidden_size}}) {
+    if (value && !moe.num_experts) {
+      o.fail(key, "is " + std::to_string(*value) +
+                      ", but num_experts is null (a dense model); give num_experts, the routed "
+                      "experts of this mixture-of-experts model (meshplan does not model MoE yet "
+                      "and skips the case), or set " + key + " to null");
+    }
   }
-  o.int_or_null("moe_top_k", 1, kMaxWidth);
-  o.int_or_null("moe_ffn_hidden_size", 1, kMaxWidth);
+  if (moe.num_experts && moe.top_k && *moe.top_k > *moe.num_experts) {
+    o.fail("moe_top_k", "is " + std::to_string(*moe.top_k) + ", more than num_experts (" +
+                            std::to_string(*moe.num_experts) +
+                            "); expected the experts each token is routed to, at most "
+                            "num_experts");
+  }
   o.positive_number_or_null("params_reported");
 
   // GPT-style (learned positions, GeLU) runs of Megatron keep Megatron's GPT defaults: LayerNorm,
@@ -117,13 +137,16 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
   c.setup.precision = *parse_precision(precision);
   const std::optional<bool> flash = training.boolean_or_null("flash_attention");
 
+  MoeFields moe_fields;
   c.model = read_model(o.object("model", {"name", "num_layers", "hidden_size",
                                           "num_attention_heads", "num_kv_heads",
                                           "ffn_hidden_size", "ffn_type", "vocab_size",
                                           "seq_length", "tied_embeddings", "position_embedding",
                                           "num_experts", "moe_top_k", "moe_ffn_hidden_size",
                                           "params_reported"}),
-                       c.framework, c.id, c.assumptions);
+                       c.framework, c.id, c.assumptions, moe_fields);
+  c.num_experts = moe_fields.num_experts;
+  c.moe_top_k = moe_fields.top_k;
   c.setup.seq = c.model.seq_length;
 
   StrictObject hardware = o.object(
@@ -155,7 +178,23 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
   l.pp = layout.positive_int("pp", kMaxDegree);
   l.cp = layout.positive_int("cp", kMaxDegree);
   l.gbs = layout.positive_int("gbs", kMaxGbs);
-  layout.int_or_null("ep", 1, kMaxDegree);
+  // SCHEMA.md: experts are sharded over ranks already counted in dp (x tp), so ep is no factor
+  // of num_gpus; on a dense model it can only be 1.
+  if (const auto ep = layout.int_or_null("ep", 1, kMaxDegree); ep && *ep > 1) {
+    if (!c.num_experts) {
+      layout.fail("ep", "is " + std::to_string(*ep) +
+                            ", but model.num_experts is null (a dense model): expert "
+                            "parallelism needs experts; set ep to null or 1, or give "
+                            "model.num_experts (meshplan does not model MoE yet and skips the "
+                            "case)");
+    }
+    if (*c.num_experts % *ep != 0) {
+      layout.fail("ep", "is " + std::to_string(*ep) + ", which does not divide model.num_experts (" +
+                            std::to_string(*c.num_experts) +
+                            "); expected a divisor of it (each expert-parallel rank holds "
+                            "num_experts / ep experts)");
+    }
+  }
   if (auto vpp = layout.int_or_null("vpp", 1, kMaxDegree)) l.vpp = *vpp;
   if (auto sp = layout.boolean_or_null("sp")) {
     l.sp = *sp;
@@ -272,12 +311,12 @@ std::string convention_for_framework(const std::string& framework) {
   return "textbook";
 }
 
-std::vector<ValidationCase> load_validation_file(const std::string& path) {
-  return validation_cases_from_json(load_json_file(path), path);
+std::vector<ValidationCase> load_validation_file(const std::string& path, MoeCases moe) {
+  return validation_cases_from_json(load_json_file(path), path, moe);
 }
 
 std::vector<ValidationCase> validation_cases_from_json(const nlohmann::json& json,
-                                                       const std::string& path) {
+                                                       const std::string& path, MoeCases moe) {
   // A file of another kind (a model, a plan, a Hugging Face config.json) is named as such, not
   // as a list of unknown keys ("$.description: unknown key").
   check_file_kind(json, path, "meshplan-validation/1",
@@ -298,7 +337,13 @@ std::vector<ValidationCase> validation_cases_from_json(const nlohmann::json& jso
   const nlohmann::json& cases = json.at("cases");
   if (!cases.is_array()) top.fail("cases", "must be an array, got " + describe_json(cases));
   std::vector<ValidationCase> out;
-  for (std::size_t i = 0; i < cases.size(); ++i) out.push_back(read_case(cases[i], path, i));
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    out.push_back(read_case(cases[i], path, i));
+    if (out.back().num_experts && moe == MoeCases::kRefuse) {
+      throw InputError(path + ": $.cases[" + std::to_string(i) + "].model.num_experts: " +
+                       "mixture-of-experts models are not modeled yet (expected null)");
+    }
+  }
   return out;
 }
 

@@ -14,6 +14,7 @@
 #include "costmodel/model_spec.hpp"
 #include "planner/config/input_error.hpp"
 #include "planner/config/loaders.hpp"
+#include "planner/validation/validation_case.hpp"
 #include "tests/support/cli_runner.hpp"
 #include "tests/support/validation_inputs.hpp"
 
@@ -259,4 +260,112 @@ TEST_CASE("the vocabulary shard on a tp rank is ceil(V / tp), never the floor",
   };
   walk(nlohmann::json::parse(r.out));
   CHECK(seen >= 2);  // loss.logits and loss.transient
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. Mixture-of-experts fields: refused, never costed as a dense model.
+// ---------------------------------------------------------------------------------------------
+
+TEST_CASE("Hugging Face configs with experts are refused at the expert key",
+          "[consistency][hf][moe]") {
+  const std::string moe_text =
+      ": this is a mixture-of-experts model, and meshplan does not model MoE yet (it costs "
+      "dense transformers: one MLP per layer, every token through it); give a dense model's "
+      "config.json (no expert keys, or 0 or 1)";
+  for (const char* key :
+       {"num_local_experts", "num_experts", "n_routed_experts", "num_experts_per_tok"}) {
+    INFO(key);
+    const std::string file = hf_config("llama3-8b", std::string("moe-") + key + ".json",
+                                       [key](nlohmann::json& c) { c[key] = 8; });
+    expect_exact_error({"ledger", "--model", file},
+                       error_line(file + ": $." + key + ": is 8" + moe_text));
+  }
+  // Mixtral's own config says why, not only that mixtral is no supported model_type.
+  std::string file = hf_config("llama3-8b", "mixtral.json", [](nlohmann::json& c) {
+    c["model_type"] = "mixtral";
+    c["num_local_experts"] = 8;
+    c["num_experts_per_tok"] = 2;
+  });
+  CHECK_THROWS_WITH(load_model(file), file + ": $.num_local_experts: is 8" + moe_text);
+  // One expert (or none) is a dense model.
+  file = hf_config("llama3-8b", "one-expert.json", [](nlohmann::json& c) {
+    c["num_local_experts"] = 1;
+    c["num_experts_per_tok"] = 1;
+  });
+  CHECK(load_model(file).ffn_hidden_size == 14336);
+  file = hf_config("llama3-8b", "experts-text.json",
+                   [](nlohmann::json& c) { c["num_experts_per_tok"] = "two"; });
+  CHECK_THROWS_WITH(load_model(file), file +
+                                          ": $.num_experts_per_tok: must be a whole number "
+                                          "of experts (0 or 1 for a dense model), got \"two\"");
+}
+
+TEST_CASE("validate: MoE fields on a dense case are refused, an MoE case is skipped",
+          "[consistency][validate][moe]") {
+  struct Case {
+    const char* section;
+    const char* key;
+    nlohmann::json value;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {"model", "moe_top_k", 2,
+       "$.cases[0].model.moe_top_k: is 2, but num_experts is null (a dense model); give "
+       "num_experts, the routed experts of this mixture-of-experts model (meshplan does not "
+       "model MoE yet and skips the case), or set moe_top_k to null"},
+      {"model", "moe_ffn_hidden_size", 1408,
+       "$.cases[0].model.moe_ffn_hidden_size: is 1408, but num_experts is null (a dense model); "
+       "give num_experts, the routed experts of this mixture-of-experts model (meshplan does not "
+       "model MoE yet and skips the case), or set moe_ffn_hidden_size to null"},
+      {"layout", "ep", 8,
+       "$.cases[0].layout.ep: is 8, but model.num_experts is null (a dense model): expert "
+       "parallelism needs experts; set ep to null or 1, or give model.num_experts (meshplan does "
+       "not model MoE yet and skips the case)"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.key);
+    nlohmann::json bad = test::validation_case_json();
+    bad[c.section][c.key] = c.value;
+    const std::string file = test::validation_file("v-moe.json", {bad});
+    expect_exact_error({"validate", file}, error_line(file + ": " + c.expected));
+  }
+  // ep 1 on a dense case is no contradiction.
+  nlohmann::json ep1 = test::validation_case_json();
+  ep1["layout"]["ep"] = 1;
+  CHECK(test::run({"validate", test::validation_file("v-ep1.json", {ep1})}).exit_code == 0);
+
+  // An MoE case whose fields agree: validate skips it and prints why; the strict reader (the
+  // tests' published-run checks) refuses it.
+  nlohmann::json moe = test::validation_case_json();
+  moe["id"] = "moe";
+  moe["model"]["num_experts"] = 8;
+  moe["model"]["moe_top_k"] = 2;
+  moe["layout"]["ep"] = 8;
+  const std::string file = test::validation_file("v-moe-ok.json", {moe, ep1});
+  const test::CliResult r = test::run({"validate", file});
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("moe (v-moe-ok): mixture-of-experts model: not modeled yet"));
+  CHECK_THROWS_WITH(load_validation_file(file),
+                    file +
+                        ": $.cases[0].model.num_experts: mixture-of-experts models are not "
+                        "modeled yet (expected null)");
+  CHECK(load_validation_file(file, MoeCases::kKeep).at(0).num_experts == 8);
+
+  // ... and its own contradictions are still input errors.
+  nlohmann::json bad = moe;
+  bad["layout"]["ep"] = 3;
+  std::string bad_file = test::validation_file("v-moe-ep3.json", {bad});
+  expect_exact_error({"validate", bad_file},
+                     error_line(bad_file + ": $.cases[0].layout.ep: is 3, which does not divide "
+                                           "model.num_experts (8); expected a divisor of it "
+                                           "(each expert-parallel rank holds num_experts / ep "
+                                           "experts)"));
+  bad = moe;
+  bad["model"]["moe_top_k"] = 9;
+  bad_file = test::validation_file("v-moe-top9.json", {bad});
+  expect_exact_error({"validate", bad_file},
+                     error_line(bad_file + ": $.cases[0].model.moe_top_k: is 9, more than "
+                                           "num_experts (8); expected the experts each token is "
+                                           "routed to, at most num_experts"));
 }
