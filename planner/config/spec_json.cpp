@@ -37,21 +37,15 @@ StrictObject open_schema(const nlohmann::json& json, const std::string& file,
 /// Every key of `o.sources` must be one of `numbers` or `optional`, and each of `numbers` must
 /// have a source string with some text in it (configs/README.md: each hardware number with its
 /// source); `optional` keys may be absent and are not checked. Throws InputError at
-/// "$.sources.<key>": "is empty; expected where the number comes from", or for a string of
-/// whitespace alone (spaces, tabs, newlines) "is only whitespace ("   "); expected where the
-/// number comes from".
+/// "$.sources.<key>" (StrictObject::text): "is empty; expected where the number comes from", or
+/// for a string of whitespace alone (spaces, tabs, newlines) "is only whitespace ("   ");
+/// expected where the number comes from".
 void require_sources(StrictObject& o, const std::vector<std::string>& numbers,
                      const std::vector<std::string>& optional = {}) {
   std::vector<std::string> keys = numbers;
   keys.insert(keys.end(), optional.begin(), optional.end());
   StrictObject sources = o.object("sources", keys);
-  for (const std::string& key : numbers) {
-    const std::string source = sources.string(key);
-    if (source.find_first_not_of(" \t\n\r\f\v") != std::string::npos) continue;
-    sources.fail(key, (source.empty() ? std::string("is empty")
-                                      : "is only whitespace (" + describe_json(source) + ")") +
-                          "; expected where the number comes from");
-  }
+  for (const std::string& key : numbers) sources.text(key, "where the number comes from");
 }
 
 double bounded(StrictObject& o, const nlohmann::json& raw, const std::string& key, double lo,
@@ -66,7 +60,7 @@ ClusterSpec parse_cluster(const nlohmann::json& json, const std::string& file,
                                {"name", "description", "gpu", "gpus_per_node",
                                 "nvlink_domain_size", "intra_node", "scale_out", "sources"});
   ClusterSpec c;
-  c.name = o.string("name");
+  c.name = o.text("name", "the cluster's name (a preset's is its file name)");
   c.description = o.string("description");
   c.gpu = resolve_gpu(o, o.string("gpu"));
   c.gpus_per_node = o.positive_int("gpus_per_node", kMaxWidth);
@@ -393,7 +387,7 @@ ModelSpec model_from_json(const nlohmann::json& json, const std::string& file,
        "vocab_pad_multiple", "position_embedding", "max_position_embeddings", "tied_embeddings",
        "linear_bias", "qkv_bias", "dropout", "seq_length", "rope_theta"});
   ModelSpec m;
-  m.name = o.string("name");
+  m.name = o.text("name", "the model's name (a preset's is its file name)");
   o.string("description");
   o.string("source");
   m.num_layers = o.positive_int("num_layers", kMaxLayers);
@@ -456,7 +450,7 @@ GpuSpec gpu_from_json(const nlohmann::json& json, const std::string& file,
                                 "peak_flops_per_s", "flash_attention", "runtime_overhead",
                                 "sources"});
   GpuSpec g;
-  g.name = o.string("name");
+  g.name = o.text("name", "the GPU's name (a preset's is its file name)");
   g.description = o.string("description");
   g.memory_bytes = whole_bytes_in(o, json, "memory_bytes", kMinGpuMemoryBytes,
                                   kMaxGpuMemoryBytes,
@@ -514,7 +508,7 @@ Profile profile_from_json(const nlohmann::json& json, const std::string& file,
        "flash_attention2_efficiency", "flash_attention_half_keys", "hbm_efficiency",
        "comm_sm_fraction", "links", "collectives", "sources"});
   Profile p;
-  p.name = o.string("name");
+  p.name = o.text("name", "the profile's name (a preset's is its file name)");
   p.description = o.string("description");
   p.gpu = o.string("gpu");
   if (p.gpu != known_gpu) {

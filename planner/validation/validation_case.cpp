@@ -21,11 +21,10 @@ struct MoeFields {
   std::optional<std::int64_t> num_experts, top_k, ffn_hidden_size;
 };
 
-ModelSpec read_model(StrictObject o, const std::string& framework, const std::string& id,
+ModelSpec read_model(StrictObject o, const std::string& framework,
                      std::vector<std::string>& assumptions, MoeFields& moe) {
   ModelSpec m;
-  m.name = o.string("name");
-  if (m.name.empty()) m.name = id;
+  m.name = o.text("name", "the model's name as the source gives it");
   m.num_layers = o.positive_int("num_layers", kMaxLayers);
   m.hidden_size = o.positive_int("hidden_size", kMaxWidth);
   m.num_attention_heads = o.positive_int("num_attention_heads", kMaxWidth);
@@ -126,7 +125,7 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
   ValidationCase c;
   c.file = file;
   c.index = index;
-  c.id = o.string("id");
+  c.id = o.text("id", "the case's id, unique across the files (SCHEMA.md)");
   o.string("source");
   c.confidence = o.choice("confidence", {"high", "medium", "low"});
 
@@ -144,7 +143,7 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
                                           "seq_length", "tied_embeddings", "position_embedding",
                                           "num_experts", "moe_top_k", "moe_ffn_hidden_size",
                                           "params_reported"}),
-                       c.framework, c.id, c.assumptions, moe_fields);
+                       c.framework, c.assumptions, moe_fields);
   c.num_experts = moe_fields.num_experts;
   c.moe_top_k = moe_fields.top_k;
   c.setup.seq = c.model.seq_length;

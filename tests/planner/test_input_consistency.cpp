@@ -369,3 +369,63 @@ TEST_CASE("validate: MoE fields on a dense case are refused, an MoE case is skip
                                            "num_experts (8); expected the experts each token is "
                                            "routed to, at most num_experts"));
 }
+
+// ---------------------------------------------------------------------------------------------
+// 4. Blank names: one check (StrictObject::text) for every name and id.
+// ---------------------------------------------------------------------------------------------
+
+TEST_CASE("blank names are refused in model, GPU, cluster and profile files",
+          "[consistency][names]") {
+  struct Kind {
+    const char* preset;  ///< under configs/
+    const char* flag;
+    std::string expected;
+  };
+  const std::vector<Kind> kinds = {
+      {"models/llama3-8b.json", "--model", "the model's name (a preset's is its file name)"},
+      {"gpus/h100-sxm.json", "--gpu", "the GPU's name (a preset's is its file name)"},
+      {"clusters/dgx-h100.json", "--cluster", "the cluster's name (a preset's is its file name)"},
+      {"profiles/h100.json", "--profile", "the profile's name (a preset's is its file name)"},
+  };
+  for (const Kind& k : kinds) {
+    for (const std::string& blank : {std::string(""), std::string(" \t")}) {
+      INFO(k.preset << " \"" << blank << "\"");
+      nlohmann::json j = nlohmann::json::parse(test::read_config(k.preset));
+      j["name"] = blank;
+      const std::string file = test::write_temp_file("blank.json", j.dump(2));
+      std::vector<std::string> args = {"estimate", "--model", "llama3-8b", "--tp", "8"};
+      if (std::string(k.flag) == "--model") args = {"estimate", "--tp", "8"};
+      if (std::string(k.flag) == "--gpu") args = {"ledger", "--model", "llama3-8b"};
+      args.push_back(k.flag);
+      args.push_back(file);
+      const std::string what =
+          blank.empty() ? "is empty" : "is only whitespace (" + nlohmann::json(blank).dump() + ")";
+      expect_exact_error(args, error_line(file + ": $.name: " + what + "; expected " + k.expected));
+    }
+  }
+}
+
+TEST_CASE("plan.json: a blank inputs.model.name is refused at its nested path",
+          "[consistency][names][plan_file]") {
+  nlohmann::json plan = written_plan("name-plan.json");
+  plan["inputs"]["model"]["name"] = "  ";
+  const std::string file = test::write_temp_file("name-plan-bad.json", plan.dump(2));
+  expect_exact_error({"estimate", "--plan", file},
+                     error_line(file + ": $.inputs.model.name: is only whitespace (\"  \"); "
+                                       "expected the model's name (a preset's is its file name)"));
+}
+
+TEST_CASE("validate: a blank case id or model name is refused", "[consistency][names][validate]") {
+  nlohmann::json c = test::validation_case_json();
+  c["id"] = "";
+  std::string file = test::validation_file("v-id.json", {c});
+  expect_exact_error({"validate", file},
+                     error_line(file + ": $.cases[0].id: is empty; expected the case's id, "
+                                       "unique across the files (SCHEMA.md)"));
+  c = test::validation_case_json();
+  c["model"]["name"] = " ";
+  file = test::validation_file("v-name.json", {c});
+  expect_exact_error({"validate", file},
+                     error_line(file + ": $.cases[0].model.name: is only whitespace (\" \"); "
+                                       "expected the model's name as the source gives it"));
+}
