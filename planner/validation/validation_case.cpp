@@ -1,6 +1,9 @@
 #include "planner/validation/validation_case.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <stdexcept>
+#include <utility>
 
 #include "costmodel/counted.hpp"
 #include "planner/config/input_error.hpp"
@@ -11,6 +14,68 @@
 namespace meshplan {
 
 namespace {
+
+/// The keys of each section of a case (SCHEMA.md), in the order the reader takes them.
+const std::vector<std::pair<std::string, std::vector<std::string>>>& case_sections() {
+  static const std::vector<std::pair<std::string, std::vector<std::string>>> sections = {
+      {"training", {"precision", "framework", "flash_attention"}},
+      {"model",
+       {"name", "num_layers", "hidden_size", "num_attention_heads", "num_kv_heads",
+        "ffn_hidden_size", "ffn_type", "vocab_size", "seq_length", "tied_embeddings",
+        "position_embedding", "num_experts", "moe_top_k", "moe_ffn_hidden_size",
+        "params_reported"}},
+      {"hardware", {"gpu", "num_gpus", "gpus_per_node", "scale_out_gbps_per_gpu", "scale_out"}},
+      {"layout", {"dp", "tp", "pp", "cp", "vpp", "ep", "sp", "zero", "mbs", "gbs", "recompute"}},
+      {"measured",
+       {"step_time_s", "tokens_per_s_per_gpu", "tflops_per_gpu", "flops_definition", "mfu",
+        "peak_memory_bytes", "memory_metric", "oom"}}};
+  return sections;
+}
+
+/// The keys of `section` (one of case_sections()).
+const std::vector<std::string>& section_keys(const std::string& section) {
+  for (const auto& [name, keys] : case_sections()) {
+    if (name == section) return keys;
+  }
+  throw std::logic_error("validation case: no section " + section);
+}
+
+/// Whether `path` ("layout.dp") names a field of a case: "<section>.<key>".
+bool is_case_field(const std::string& path) {
+  const std::size_t dot = path.find('.');
+  if (dot == std::string::npos) return false;
+  for (const auto& [name, keys] : case_sections()) {
+    if (name != path.substr(0, dot)) continue;
+    return std::find(keys.begin(), keys.end(), path.substr(dot + 1)) != keys.end();
+  }
+  return false;
+}
+
+/// SCHEMA.md's `inferred`: a list of the case's field paths ("layout.dp") whose values the
+/// source did not print. A string, a number or a path that names no field is refused (a typo
+/// would hide which numbers were measured).
+void read_inferred(const nlohmann::json& json, const StrictObject& o) {
+  if (!json.contains("inferred")) {
+    o.fail("inferred", "missing; expected a list of the field paths the source did not print "
+                       "(\"layout.dp\", ...), [] when it printed every one");
+  }
+  const nlohmann::json& inferred = json.at("inferred");
+  if (!inferred.is_array()) {
+    o.fail("inferred", "must be a list of field paths (\"layout.dp\", ...), [] when the source "
+                       "printed every field, got " +
+                           describe_json(inferred));
+  }
+  for (std::size_t i = 0; i < inferred.size(); ++i) {
+    const nlohmann::json& path = inferred[i];
+    if (!path.is_string() || !is_case_field(path.get<std::string>())) {
+      o.fail("inferred[" + std::to_string(i) + "]",
+             "must be the path of one of the case's fields, \"<section>.<key>\" (\"layout.dp\", "
+             "\"measured.step_time_s\"; sections model, hardware, layout, training, measured), "
+             "got " +
+                 describe_json(path));
+    }
+  }
+}
 
 bool megatron_family(const std::string& framework) {
   return framework == "megatron" || framework == "nemo" || framework == "deepspeed-megatron";
@@ -126,10 +191,10 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
   c.file = file;
   c.index = index;
   c.id = o.text("id", "the case's id, unique across the files (SCHEMA.md)");
-  o.string("source");
+  o.text("source", "a short citation of where the numbers come from (title, table, URL)");
   c.confidence = o.choice("confidence", {"high", "medium", "low"});
 
-  StrictObject training = o.object("training", {"precision", "framework", "flash_attention"});
+  StrictObject training = o.object("training", section_keys("training"));
   c.framework = training.choice("framework", {"megatron", "nemo", "deepspeed-megatron",
                                               "torchtitan", "llm-foundry", "gpt-neox", "other"});
   const std::string precision = training.choice("precision", {"bf16", "fp16", "fp8"});
@@ -137,19 +202,13 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
   const std::optional<bool> flash = training.boolean_or_null("flash_attention");
 
   MoeFields moe_fields;
-  c.model = read_model(o.object("model", {"name", "num_layers", "hidden_size",
-                                          "num_attention_heads", "num_kv_heads",
-                                          "ffn_hidden_size", "ffn_type", "vocab_size",
-                                          "seq_length", "tied_embeddings", "position_embedding",
-                                          "num_experts", "moe_top_k", "moe_ffn_hidden_size",
-                                          "params_reported"}),
-                       c.framework, c.assumptions, moe_fields);
+  c.model = read_model(o.object("model", section_keys("model")), c.framework, c.assumptions,
+                       moe_fields);
   c.num_experts = moe_fields.num_experts;
   c.moe_top_k = moe_fields.top_k;
   c.setup.seq = c.model.seq_length;
 
-  StrictObject hardware = o.object(
-      "hardware", {"gpu", "num_gpus", "gpus_per_node", "scale_out_gbps_per_gpu", "scale_out"});
+  StrictObject hardware = o.object("hardware", section_keys("hardware"));
   c.gpu = hardware.string("gpu");
   c.num_gpus = hardware.positive_int("num_gpus", kMaxGpus);
   c.gpus_per_node = hardware.positive_int("gpus_per_node", kMaxWidth);
@@ -169,8 +228,7 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
                   "a number of Gb/s per GPU from 1 to 100000", file, index, c.id);
   hardware.choice_or_null("scale_out", {"infiniband", "roce", "omnipath", "tpu-ici"});
 
-  StrictObject layout = o.object("layout", {"dp", "tp", "pp", "cp", "vpp", "ep", "sp", "zero",
-                                            "mbs", "gbs", "recompute"});
+  StrictObject layout = o.object("layout", section_keys("layout"));
   Layout& l = c.layout;
   l.dp = layout.positive_int("dp", kMaxDegree);
   l.tp = layout.positive_int("tp", kMaxDegree);
@@ -271,9 +329,7 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
                             " (not stated)");
   }
 
-  StrictObject measured = o.object(
-      "measured", {"step_time_s", "tokens_per_s_per_gpu", "tflops_per_gpu", "flops_definition",
-                   "mfu", "peak_memory_bytes", "memory_metric", "oom"});
+  StrictObject measured = o.object("measured", section_keys("measured"));
   const nlohmann::json& raw = json.at("measured");
   const auto number = [&](const char* key, double lo, bool lo_closed, double hi, bool whole,
                           const std::string& expected) {
@@ -298,6 +354,9 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
                                "(2^50)");
   c.oom = measured.boolean_or_null("oom");
   c.memory_metric = measured.string_or_null("memory_metric").value_or("");
+  read_inferred(json, o);
+  // SCHEMA.md: every free-text mapping, assumption and caveat ("" where there is none).
+  o.string("notes");
   return c;
 }
 
@@ -333,8 +392,15 @@ std::vector<ValidationCase> validation_cases_from_json(const nlohmann::json& jso
   if (schema != "meshplan-validation/1") {
     top.fail("schema", "is \"" + schema + "\"; expected \"meshplan-validation/1\"");
   }
+  if (!top.has("cases")) {
+    top.fail("cases", "missing; expected the array of published runs (SCHEMA.md)");
+  }
   const nlohmann::json& cases = json.at("cases");
   if (!cases.is_array()) top.fail("cases", "must be an array, got " + describe_json(cases));
+  if (cases.empty()) {
+    top.fail("cases", "is empty; expected at least one published run (SCHEMA.md: one file per "
+                      "source, each with its cases)");
+  }
   std::vector<ValidationCase> out;
   for (std::size_t i = 0; i < cases.size(); ++i) {
     out.push_back(read_case(cases[i], path, i));

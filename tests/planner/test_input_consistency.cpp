@@ -429,3 +429,70 @@ TEST_CASE("validate: a blank case id or model name is refused", "[consistency][n
                      error_line(file + ": $.cases[0].model.name: is only whitespace (\" \"); "
                                        "expected the model's name as the source gives it"));
 }
+
+// ---------------------------------------------------------------------------------------------
+// 5. Validation files: inferred, notes, source and cases typed as SCHEMA.md has them.
+// ---------------------------------------------------------------------------------------------
+
+TEST_CASE("validate: inferred is a list of field paths, notes a string, source some text",
+          "[consistency][validate]") {
+  const std::string paths =
+      "must be the path of one of the case's fields, \"<section>.<key>\" (\"layout.dp\", "
+      "\"measured.step_time_s\"; sections model, hardware, layout, training, measured), got ";
+  struct Case {
+    const char* key;
+    nlohmann::json value;
+    std::string expected;  ///< after "$.cases[0]."
+  };
+  const std::vector<Case> cases = {
+      {"inferred", "x",
+       "inferred: must be a list of field paths (\"layout.dp\", ...), [] when the source printed "
+       "every field, got \"x\""},
+      {"inferred", {1, 2}, "inferred[0]: " + paths + "1"},
+      {"inferred", {"layout.dp", "layout.tpp"}, "inferred[1]: " + paths + "\"layout.tpp\""},
+      {"inferred", {"dp"}, "inferred[0]: " + paths + "\"dp\""},
+      {"notes", 5, "notes: must be a string, got 5"},
+      {"source", "",
+       "source: is empty; expected a short citation of where the numbers come "
+       "from (title, table, URL)"},
+      {"source", "  ",
+       "source: is only whitespace (\"  \"); expected a short citation of where "
+       "the numbers come from (title, table, URL)"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.key << " " << c.value.dump());
+    nlohmann::json bad = test::validation_case_json();
+    bad[c.key] = c.value;
+    const std::string file = test::validation_file("v-typed.json", {bad});
+    expect_exact_error({"validate", file}, error_line(file + ": $.cases[0]." + c.expected));
+  }
+  for (const char* key : {"inferred", "notes"}) {
+    INFO(key);
+    nlohmann::json bad = test::validation_case_json();
+    bad.erase(key);
+    const std::string file = test::validation_file("v-missing.json", {bad});
+    const test::CliResult r = test::run({"validate", file});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains(file + ": $.cases[0]." + key + ": missing; expected"));
+  }
+  // The shipped form: paths of real fields, notes of any text.
+  nlohmann::json ok = test::validation_case_json();
+  ok["inferred"] = {"layout.dp", "measured.step_time_s", "model.ffn_type"};
+  ok["notes"] = "step time from tokens/s";
+  CHECK(test::run({"validate", test::validation_file("v-typed-ok.json", {ok})}).exit_code == 0);
+}
+
+TEST_CASE("validate: a file without cases is an error, not empty tables",
+          "[consistency][validate]") {
+  const std::string empty = test::validation_file("v-empty.json", {});
+  expect_exact_error({"validate", empty},
+                     error_line(empty + ": $.cases: is empty; expected at least one published "
+                                        "run (SCHEMA.md: one file per source, each with its "
+                                        "cases)"));
+  // No "cases" key at all was an internal error (exit 1).
+  const std::string none =
+      test::write_temp_file("v-none.json", R"({"schema": "meshplan-validation/1"})");
+  expect_exact_error({"validate", none},
+                     error_line(none + ": $.cases: missing; expected the array of published runs "
+                                       "(SCHEMA.md)"));
+}
