@@ -164,6 +164,8 @@ constexpr double kMinPeakFlops = 1e9, kMaxPeakFlops = 1e18;  ///< FLOP/s: a GFLO
 constexpr double kMinHbmBytesPerS = 1e9, kMaxHbmBytesPerS = 1e15;  ///< a GB/s to a PB/s
 /// A measured curve point's message size, bytes: whole, 1 to 2^50.
 constexpr double kMaxPointBytes = 1125899906842624.0;
+/// A measured curve point's busbw floor, bytes/s (parse_busbw_points says why not 1e3).
+constexpr double kMinPointBusbw = 1.0;
 
 /// A dense peak of the GPU under `key` of `peaks` (object `raw`): FLOP/s in [1e9, 1e18], or null
 /// where the GPU has no tensor cores of that type.
@@ -184,8 +186,8 @@ nlohmann::json whole_bytes(double bytes) {
   return bytes;
 }
 
-/// A fit's measured curve: [{"bytes": > 0, "busbw_bytes_per_s": (0, 1e15]}, ...] in ascending,
-/// distinct sizes (as nccl-tests prints them), at least one point.
+/// A fit's measured curve: [{"bytes": whole, 1 to 2^50, "busbw_bytes_per_s": [1, 1e15]}, ...] in
+/// ascending, distinct sizes (as nccl-tests prints them), at least one point.
 std::vector<BusbwPoint> parse_busbw_points(const nlohmann::json& raw, const StrictObject& fit) {
   if (!raw.is_array()) {
     fit.fail("points", "must be a non-empty array of {\"bytes\", \"busbw_bytes_per_s\"} in "
@@ -201,12 +203,15 @@ std::vector<BusbwPoint> parse_busbw_points(const nlohmann::json& raw, const Stri
     StrictObject o(raw.at(i), fit.file(), fit.path() + ".points" + at,
                    {"bytes", "busbw_bytes_per_s"});
     // A measured point may be far below any link's rate: an 8-byte collective that took 14 ms
-    // on a loaded machine is 572 bytes/s of bus bandwidth, and still a measurement.
+    // on a loaded machine is 572 bytes/s of bus bandwidth, and still a measurement; so its floor
+    // is not the [1e3, 1e15] of the fitted busbw fields (bus_bandwidth) but 1 byte/s, which
+    // keeps the time it implies at most bytes x 2 s (a factor F <= 2) and every step time the
+    // cost model reads off the curve finite (1e-300 made a step take 1e307 s).
     const BusbwPoint point{whole_bytes_in(o, raw.at(i), "bytes", 1, kMaxPointBytes,
                                           "a whole number of bytes from 1 to 1125899906842624 "
                                           "(2^50), the message size of the measurement"),
-                           bounded(o, raw.at(i), "busbw_bytes_per_s", 0, false, 1e15,
-                                   "a positive number of bytes/s, at most 1e15")};
+                           bounded(o, raw.at(i), "busbw_bytes_per_s", kMinPointBusbw, true,
+                                   1e15, "a number of bytes/s from 1 to 1e15")};
     if (!points.empty() && !(point.bytes > points.back().bytes)) {
       fit.fail("points" + at + ".bytes",
                describe_json(whole_bytes(point.bytes)) +

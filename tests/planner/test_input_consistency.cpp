@@ -4,6 +4,7 @@
 // what would be right, and exit code 2; never carried into a NaN, a floored shape or a dense
 // model that is silently something else. Each expected message is spelled out in full.
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -495,4 +496,38 @@ TEST_CASE("validate: a file without cases is an error, not empty tables",
   expect_exact_error({"validate", none},
                      error_line(none + ": $.cases: missing; expected the array of published runs "
                                        "(SCHEMA.md)"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// 6. A profile's measured curve points: busbw bounded, every step time finite.
+// ---------------------------------------------------------------------------------------------
+
+TEST_CASE("profile curve points: busbw from 1 to 1e15 bytes/s", "[consistency][profile]") {
+  nlohmann::json profile = nlohmann::json::parse(test::read_config("profiles/h100.json"));
+  REQUIRE(!profile["collectives"].empty());
+  // 1e-300 bytes/s made a step take 1e307 s; 0.5 is an 8-byte collective taking 32 s.
+  for (const double busbw : {1e-300, 0.5, 0.0, -1.0, 2e15}) {
+    INFO(busbw);
+    profile["collectives"][0]["points"] =
+        nlohmann::json::array({{{"bytes", 8}, {"busbw_bytes_per_s", busbw}}});
+    const std::string file = test::write_temp_file("points-busbw.json", profile.dump(2));
+    expect_exact_error({"estimate", "--model", "llama3-8b", "--tp", "8", "--profile", file},
+                       error_line(file +
+                                  ": $.collectives[0].points[0].busbw_bytes_per_s: must be a "
+                                  "number of bytes/s from 1 to 1e15, got " +
+                                  nlohmann::json(busbw).dump()));
+  }
+  // The floor itself is a measurement, and the step time stays finite.
+  profile["collectives"][0]["points"] =
+      nlohmann::json::array({{{"bytes", 8}, {"busbw_bytes_per_s", 1}}});
+  const std::string file = test::write_temp_file("points-floor.json", profile.dump(2));
+  const test::CliResult r =
+      test::run({"estimate", "--model", "llama3-8b", "--tp", "8", "--profile", file, "--json"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const double step = nlohmann::json::parse(r.out)["step_time_s"].get<double>();
+  // 7.8e12 s: the one 8-byte point's 1 byte/s stands for every larger message (the curve's last
+  // busbw past it), absurd as a plan but a finite number, not 1e307 s.
+  CHECK(std::isfinite(step));
+  CHECK(step < 1e14);
 }
