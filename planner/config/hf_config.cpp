@@ -43,10 +43,15 @@ class HfReader {
     throw InputError(file_ + ": $." + key + ": " + message);
   }
 
-  /// The first present, non-null key of `names`, as a positive integer.
+  /// The first present, non-null key of `names` (aliases of one size, as GPT2Config's n_embd
+  /// and hidden_size), as a positive integer. Aliases that are both present must agree: two
+  /// sizes for one dimension would leave the model to whichever key was read first.
   std::optional<std::int64_t> positive_int(std::initializer_list<const char*> names) const {
+    std::optional<std::int64_t> found;
+    const char* found_key = nullptr;
     for (const char* key : names) {
       if (!config_.contains(key) || config_.at(key).is_null()) continue;
+      if (found_key && std::string(found_key) == key) continue;
       const nlohmann::json& v = config_.at(key);
       if (!v.is_number_integer() || v.get<std::int64_t>() <= 0) {
         fail(key, "must be a positive integer, got " + describe_json(v));
@@ -54,9 +59,17 @@ class HfReader {
       if (v.get<std::int64_t>() > kMaxSize) {
         fail(key, "must be at most " + std::to_string(kMaxSize) + ", got " + describe_json(v));
       }
-      return v.get<std::int64_t>();
+      if (found && *found != v.get<std::int64_t>()) {
+        fail(key, "is " + describe_json(v) + ", but " + found_key + " is " +
+                      std::to_string(*found) + ", and transformers reads the two keys as one "
+                      "size; remove one of them, or give both the same value");
+      }
+      if (!found) {
+        found = v.get<std::int64_t>();
+        found_key = key;
+      }
     }
-    return std::nullopt;
+    return found;
   }
 
   std::int64_t required_int(std::initializer_list<const char*> names) const {
@@ -92,15 +105,21 @@ class HfReader {
     }
   }
 
-  /// Any of `keys` present with a value > 0.
-  bool any_positive(std::initializer_list<const char*> keys) const {
+  /// Whether any of the dropout probabilities `keys` is above 0. Each present, non-null one
+  /// must be a probability in [0, 1) (torch.nn.Dropout refuses p outside [0, 1]; 1 drops
+  /// everything, so no model trains with it).
+  bool any_dropout(std::initializer_list<const char*> keys) const {
+    bool on = false;
     for (const char* key : keys) {
-      if (!config_.contains(key) || config_.at(key).is_null()) continue;
-      const nlohmann::json& v = config_.at(key);
-      if (!v.is_number()) fail(key, "must be a number, got " + describe_json(v));
-      if (v.get<double>() > 0) return true;
+      const nlohmann::json* v = value(key);
+      if (!v) continue;
+      if (!v->is_number() || !(v->get<double>() >= 0 && v->get<double>() < 1)) {
+        fail(key, "must be a dropout probability in [0, 1) (0: no dropout), got " +
+                      describe_json(*v));
+      }
+      on = on || v->get<double>() > 0;
     }
-    return false;
+    return on;
   }
 
   /// The activation under `key`, one of kActivations; absent: `class_default`. null is refused:
@@ -265,7 +284,7 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
     m.position_embedding = PositionEmbedding::kLearned;
     m.tied_embeddings = r.boolean("tie_word_embeddings", true);
     m.linear_bias = true;
-    m.dropout = r.any_positive({"resid_pdrop", "attn_pdrop", "embd_pdrop"});
+    m.dropout = r.any_dropout({"resid_pdrop", "attn_pdrop", "embd_pdrop"});
   } else {
     m.ffn_hidden_size = r.required_int({"intermediate_size"});
     // LlamaMLP / MistralMLP / Qwen2MLP: down(act(gate(x)) x up(x)), gated whatever hidden_act
@@ -279,9 +298,29 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
     m.rope_theta = r.rope_theta();
     // LlamaConfig, MistralConfig and Qwen2Config default tie_word_embeddings to false.
     m.tied_embeddings = r.boolean("tie_word_embeddings", false);
-    m.linear_bias = r.boolean("attention_bias", false) && r.boolean("mlp_bias", false);
+    // LlamaConfig's mlp_bias (default false) puts biases on gate, up and down. The spec has
+    // biases on every linear layer (linear_bias) or on the QKV projection alone (qkv_bias), so
+    // MLP biases are honoured with attention biases (every linear layer then has one) and
+    // refused without them rather than dropped. MistralMLP and Qwen2MLP have no biases and
+    // their configs no mlp_bias: transformers ignores the key there.
+    const bool mlp_bias = r.boolean("mlp_bias", false);
+    if (mlp_bias && type != "llama") {
+      r.fail("mlp_bias", "is true, but " + type + " has no MLP biases (transformers' " +
+                             (type == "mistral" ? "MistralMLP" : "Qwen2MLP") +
+                             " builds gate, up and down without them and ignores mlp_bias); "
+                             "remove the key or set it to false");
+    }
+    if (mlp_bias && !r.boolean("attention_bias", false)) {
+      r.fail("mlp_bias",
+             "is true while attention_bias is false or absent: MLP biases without attention "
+             "biases are not a model meshplan can describe (a model has biases on every linear "
+             "layer, or on the QKV projection alone); set attention_bias to true if the "
+             "attention has biases too, or write a meshplan-model/1 file with linear_bias true "
+             "(configs/README.md), which counts the attention's biases too");
+    }
+    m.linear_bias = r.boolean("attention_bias", false) && mlp_bias;
     m.qkv_bias = type == "qwen2" || r.boolean("attention_bias", false);
-    m.dropout = r.any_positive({"attention_dropout", "hidden_dropout"});
+    m.dropout = r.any_dropout({"attention_dropout", "hidden_dropout"});
   }
   // The products the cost model forms stay inside int64 (the meshplan-model/1 bounds).
   if (m.num_layers > kMaxLayers) {

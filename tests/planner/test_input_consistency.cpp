@@ -531,3 +531,100 @@ TEST_CASE("profile curve points: busbw from 1 to 1e15 bytes/s", "[consistency][p
   CHECK(std::isfinite(step));
   CHECK(step < 1e14);
 }
+
+// ---------------------------------------------------------------------------------------------
+// 7. Hugging Face leniency: dropout, conflicting aliases, mlp_bias.
+// ---------------------------------------------------------------------------------------------
+
+TEST_CASE("Hugging Face dropout probabilities must be at least 0 and below 1",
+          "[consistency][hf]") {
+  for (const double p : {-1.0, 1.0, 1.5}) {
+    INFO(p);
+    std::string file =
+        hf_config("gpt2", "pdrop.json", [p](nlohmann::json& c) { c["resid_pdrop"] = p; });
+    CHECK_THROWS_WITH(load_model(file), file +
+                                            ": $.resid_pdrop: must be a dropout probability in "
+                                            "[0, 1) (0: no dropout), got " +
+                                            nlohmann::json(p).dump());
+    file = hf_config("llama3-8b", "attn-drop.json",
+                     [p](nlohmann::json& c) { c["attention_dropout"] = p; });
+    CHECK_THROWS_WITH(load_model(file), file +
+                                            ": $.attention_dropout: must be a dropout "
+                                            "probability in [0, 1) (0: no dropout), got " +
+                                            nlohmann::json(p).dump());
+  }
+  const std::string text =
+      hf_config("gpt2", "pdrop-text.json", [](nlohmann::json& c) { c["attn_pdrop"] = "0.1"; });
+  CHECK_THROWS_WITH(load_model(text), text +
+                                          ": $.attn_pdrop: must be a dropout probability in "
+                                          "[0, 1) (0: no dropout), got \"0.1\"");
+  // 0 everywhere: no dropout; 0.1: dropout.
+  std::string file = hf_config("gpt2", "pdrop0.json", [](nlohmann::json& c) {
+    c["resid_pdrop"] = 0;
+    c["attn_pdrop"] = 0;
+    c["embd_pdrop"] = 0.0;
+  });
+  CHECK_FALSE(load_model(file).dropout);
+  CHECK(load_model(test::data_file("hf/gpt2/config.json")).dropout);
+}
+
+TEST_CASE("Hugging Face aliases of one size must agree", "[consistency][hf]") {
+  // GPT-2 with n_embd 768 and hidden_size 1024 silently used 768.
+  std::string file =
+      hf_config("gpt2", "two-widths.json", [](nlohmann::json& c) { c["hidden_size"] = 1024; });
+  const std::string line =
+      ", and transformers reads the two keys as one size; remove one of "
+      "them, or give both the same value";
+  CHECK_THROWS_WITH(load_model(file), file + ": $.hidden_size: is 1024, but n_embd is 768" + line);
+  file =
+      hf_config("gpt2", "two-layers.json", [](nlohmann::json& c) { c["num_hidden_layers"] = 24; });
+  CHECK_THROWS_WITH(load_model(file),
+                    file + ": $.num_hidden_layers: is 24, but n_layer is 12" + line);
+  // The same value twice is one size.
+  file = hf_config("gpt2", "same-width.json", [](nlohmann::json& c) { c["hidden_size"] = 768; });
+  CHECK(load_model(file).hidden_size == 768);
+  // An alias alone is read.
+  file = hf_config("gpt2", "alias-only.json", [](nlohmann::json& c) {
+    c.erase("n_embd");
+    c["hidden_size"] = 1024;
+    c["n_head"] = 16;
+  });
+  CHECK(load_model(file).hidden_size == 1024);
+}
+
+TEST_CASE("Hugging Face mlp_bias: honoured with attention biases, refused where it cannot be",
+          "[consistency][hf]") {
+  // Llama with both: every linear layer has a bias (linear_bias).
+  std::string file = hf_config("llama3-8b", "all-bias.json", [](nlohmann::json& c) {
+    c["attention_bias"] = true;
+    c["mlp_bias"] = true;
+  });
+  const ModelSpec both = load_model(file);
+  CHECK(both.linear_bias);
+  CHECK(both.qkv_bias);
+  // MLP biases alone: the spec cannot say it; refused, not dropped.
+  file = hf_config("llama3-8b", "mlp-bias.json", [](nlohmann::json& c) { c["mlp_bias"] = true; });
+  CHECK_THROWS_WITH(
+      load_model(file),
+      file +
+          ": $.mlp_bias: is true while attention_bias is false or absent: MLP biases without "
+          "attention biases are not a model meshplan can describe (a model has biases on "
+          "every linear layer, or on the QKV projection alone); set attention_bias to true if "
+          "the attention has biases too, or write a meshplan-model/1 file with linear_bias "
+          "true (configs/README.md), which counts the attention's biases too");
+  const test::CliResult r = test::run({"ledger", "--model", file});
+  CHECK(r.exit_code == 2);
+  // Mistral's MLP has no biases: transformers ignores the key.
+  file = hf_config("llama3-8b", "mistral-mlp-bias.json", [](nlohmann::json& c) {
+    c["model_type"] = "mistral";
+    c["mlp_bias"] = true;
+  });
+  CHECK_THROWS_WITH(load_model(file),
+                    file +
+                        ": $.mlp_bias: is true, but mistral has no MLP biases (transformers' "
+                        "MistralMLP builds gate, up and down without them and ignores "
+                        "mlp_bias); remove the key or set it to false");
+  file = hf_config("llama3-8b", "mlp-bias-false.json",
+                   [](nlohmann::json& c) { c["mlp_bias"] = false; });
+  CHECK_FALSE(load_model(file).linear_bias);
+}
