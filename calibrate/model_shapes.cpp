@@ -19,7 +19,6 @@ std::vector<GemmShape> model_gemm_shapes(const ModelSpec& model, std::int64_t tp
   const std::int64_t kv = model.num_kv_heads * model.head_dim;
   const std::int64_t f = model.ffn_hidden_size;
   const std::int64_t up = model.ffn_type == FfnType::kSwiglu ? 2 * f : f;
-  const std::int64_t vocab = padded_vocab_size(model);
 
   std::vector<GemmShape> shapes;
   auto linear = [&](const char* name, std::int64_t in, std::int64_t out, bool split_out) {
@@ -42,9 +41,8 @@ std::vector<GemmShape> model_gemm_shapes(const ModelSpec& model, std::int64_t tp
   linear("proj", q, h, false);
   linear("fc1", h, up, true);
   linear("fc2", f, h, false);
-  // Megatron pads the vocabulary to a multiple of 128 x tp, so V / t is whole there; round up
-  // here for presets padded otherwise.
-  const std::int64_t head_out = (vocab + tp - 1) / tp;
+  // The largest vocabulary shard: ceil(V / tp) (whole V / tp where Megatron pads to 128 x tp).
+  const std::int64_t head_out = vocab_shard_size(model, tp);
   const std::string head = "model " + model.name + " lm_head";
   shapes.push_back({tokens, head_out, h, head + " forward"});
   shapes.push_back({tokens, h, head_out, head + " backward data"});

@@ -7,7 +7,7 @@
 // width f (up projection 2f for SwiGLU), tp degree t and padded vocabulary V:
 //   qkv   x[T, h] W[h, (q + 2 kv) / t]     proj  x[T, q / t] W[q / t, h]
 //   fc1   x[T, h] W[h, up / t]             fc2   x[T, f / t] W[f / t, h]
-//   head  x[T, h] W[h, V / t]
+//   head  x[T, h] W[h, ceil(V / t)]
 // each as forward (m = T, n = out, k = in), backward data (m = T, n = in, k = out) and backward
 // weight (m = in, n = out, k = T).
 #pragma once

@@ -27,10 +27,15 @@ class TensorList {
     add(name, shape_text({tokens_ / sp_divisor_, s_.mbs, width}),
         d(tokens_ / sp_divisor_) * d(s_.mbs) * d(width), bytes, s_.sp);
   }
-  /// [s/cp, b, width/t]: tensors inside the tensor-parallel region.
+  /// [s/cp, b, width/t]: tensors inside the tensor-parallel region (layout_problems makes tp
+  /// divide every layer width).
   void tp_split(const std::string& name, std::int64_t width, double bytes) {
-    add(name, shape_text({tokens_, s_.mbs, width / s_.tp}),
-        d(tokens_) * d(s_.mbs) * d(width / s_.tp), bytes, true);
+    tp_shard(name, width / s_.tp, bytes);
+  }
+  /// [s/cp, b, shard]: a tensor inside the tensor-parallel region, `shard` wide on each rank.
+  void tp_shard(const std::string& name, std::int64_t shard, double bytes) {
+    add(name, shape_text({tokens_, s_.mbs, shard}), d(tokens_) * d(s_.mbs) * d(shard), bytes,
+        true);
   }
   /// [b, a/t, s/cp, s/cp]: the eager attention score-shaped tensors.
   void scores(const std::string& name, std::int64_t heads, double bytes) {
@@ -147,7 +152,7 @@ std::vector<SavedTensor> head_saved_tensors(const ModelSpec& m, const Activation
   } else {
     t.hidden("lm_head.input", m.hidden_size, kHalfBytes);
   }
-  t.tp_split("loss.logits", padded_vocab_size(m), s.logits_bytes);
+  t.tp_shard("loss.logits", vocab_shard_size(m, s.tp), s.logits_bytes);
   return t.take();
 }
 

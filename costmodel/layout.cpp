@@ -49,6 +49,9 @@ std::uint32_t layout_problem_mask(const Layout& l, const ModelSpec& m, std::int6
   } else if (m.num_kv_heads % l.tp != 0) {
     flag(LayoutProblem::kTpKvHeads);
   }
+  // Megatron-LM's ColumnParallelLinear and RowParallelLinear split the MLP width evenly
+  // (divide(ffn_hidden_size, tp) asserts it); a remainder is no layout it runs.
+  if (m.ffn_hidden_size % l.tp != 0) flag(LayoutProblem::kTpFfn);
   if (l.sp && l.tp == 1) flag(LayoutProblem::kSpNeedsTp);
   if (l.sp && l.tp > 1 && (seq / l.cp) % l.tp != 0) flag(LayoutProblem::kSpSequence);
   if (m.position_embedding == PositionEmbedding::kLearned && seq > m.max_position_embeddings) {
@@ -86,6 +89,7 @@ const char* layout_problem_reason(LayoutProblem problem) {
     case LayoutProblem::kGpuCount: return "dp x tp x pp x cp is not the GPU count";
     case LayoutProblem::kTpHeads: return "tp does not divide the attention heads";
     case LayoutProblem::kTpKvHeads: return "tp does not divide the kv heads";
+    case LayoutProblem::kTpFfn: return "tp does not divide ffn_hidden_size";
     case LayoutProblem::kSpNeedsTp: return "sp needs tp > 1";
     case LayoutProblem::kSpSequence: return "sp: the sequence does not split across tp";
     case LayoutProblem::kLearnedPositions: return "sequence longer than the learned positions";
@@ -125,6 +129,10 @@ std::vector<std::string> layout_problems(const Layout& l, const ModelSpec& m, st
         break;
       case LayoutProblem::kTpKvHeads:
         p.push_back("tp " + s(l.tp) + " does not divide " + counted(m.num_kv_heads, "kv head"));
+        break;
+      case LayoutProblem::kTpFfn:
+        p.push_back("tp " + s(l.tp) + " does not divide ffn_hidden_size " +
+                    s(m.ffn_hidden_size) + " (tensor parallelism splits the MLP width evenly)");
         break;
       case LayoutProblem::kSpNeedsTp:
         p.push_back("sequence parallel (sp) needs tp > 1");

@@ -49,7 +49,7 @@ struct Layout {
 
 /// The rules a layout can break, one bit each in layout_problem_mask().
 enum class LayoutProblem : unsigned {
-  kNonPositive, kGpuCount, kTpHeads, kTpKvHeads, kSpNeedsTp, kSpSequence, kLearnedPositions,
+  kNonPositive, kGpuCount, kTpHeads, kTpKvHeads, kTpFfn, kSpNeedsTp, kSpSequence, kLearnedPositions,
   kCpSequence, kCpEager, kZeroRange, kVppNeedsPp, kStageSplitCount, kStageSplitSum,
   kStageSplitVpp, kLayersSplit, kBatch, kInterleavedMicrobatches, kCount
 };

@@ -10,19 +10,25 @@ namespace {
 
 constexpr double kHalfBytes = 2;
 
+/// Parameters of the word embedding (or of the untied LM head, the same shape) on one tp rank:
+/// its vocabulary shard (vocab_shard_size: ceil, never the floor) x h.
+double vocab_shard_params(const ModelSpec& m, std::int64_t tp) {
+  return static_cast<double>(vocab_shard_size(m, tp)) * static_cast<double>(m.hidden_size);
+}
+
 double stage_params(const ModelSpec& m, const ParamCount& c, const Layout& l, std::int64_t stage,
                     std::int64_t layers) {
-  const double tp = static_cast<double>(l.tp);
+  const double vocab_shard = vocab_shard_params(m, l.tp);
   double params = static_cast<double>(layers) * layer_params_after_tp(c, l);
   if (stage == 0) {
-    params += static_cast<double>(c.embedding) / tp + static_cast<double>(c.position_embedding);
+    params += vocab_shard + static_cast<double>(c.position_embedding);
   }
   if (stage == l.pp - 1) {
     params += static_cast<double>(c.final_norm);
     // Untied: the LM head. Tied across stages: Megatron keeps a copy of the word embedding on
     // the last stage and all-reduces its gradient with the first.
-    if (!m.tied_embeddings) params += static_cast<double>(c.lm_head) / tp;
-    if (m.tied_embeddings && l.pp > 1) params += static_cast<double>(c.embedding) / tp;
+    if (!m.tied_embeddings) params += vocab_shard;
+    if (m.tied_embeddings && l.pp > 1) params += vocab_shard;
   }
   return params;
 }
@@ -148,7 +154,7 @@ StageMemory stage_memory(const MemoryContext& x, std::int64_t stage) {
   }
   if (last) {
     s.head_activations = x.activations.head;
-    s.loss_transient = tokens * mbs * static_cast<double>(padded_vocab_size(x.model) / l.tp) *
+    s.loss_transient = tokens * mbs * static_cast<double>(vocab_shard_size(x.model, l.tp)) *
                        fw.loss_transient_bytes;
   }
   if (l.recompute != Recompute::kNone) {
@@ -172,7 +178,7 @@ StageMemory stage_memory(const MemoryContext& x, std::int64_t stage) {
     // layer for large vocabularies); the current and the prefetched unit are gathered.
     double unit = layer_params;
     if (first || (last && !x.model.tied_embeddings)) {
-      unit = std::max(unit, static_cast<double>(x.counts.embedding) / tp);
+      unit = std::max(unit, vocab_shard_params(x.model, l.tp));
     }
     s.zero3_gathered = 2 * unit * kHalfBytes;
     s.zero3_reduce_scatter = layer_params * grad_bytes;
@@ -252,7 +258,7 @@ MemoryLedger build_memory_ledger(const ModelSpec& model, const Layout& layout,
     if (s.has_lm_head) {
       add_tensors(s, head, 1);
       s.entries.push_back({"loss.transient (around the cross-entropy)", MemoryCategory::kLogits,
-                           shape_text({tokens, layout.mbs, padded_vocab_size(model) / layout.tp}),
+                           shape_text({tokens, layout.mbs, vocab_shard_size(model, layout.tp)}),
                            "mixed", 1, m.loss_transient, layout.tp > 1 ? "tp" : "-"});
     }
     if (m.recompute_working_set > 0) {

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 
 namespace meshplan {
@@ -20,8 +22,8 @@ enum class NormType { kLayerNorm, kRmsNorm };
 enum class PositionEmbedding { kLearned, kRope, kAlibi };
 
 /// A decoder-only transformer. All sizes are element counts (not bytes).
-/// Invariants (checked by the loaders in planner/, which name the bad field): every size > 0,
-/// num_attention_heads % num_kv_heads == 0.
+/// Invariants: model_structure_problem() finds none (every model source in planner/ checks it
+/// and names the bad field).
 struct ModelSpec {
   std::string name;
   std::int64_t num_layers = 0;           ///< L
@@ -52,6 +54,64 @@ struct ModelSpec {
 /// Embedding rows after padding: vocab_size rounded up to a multiple of vocab_pad_multiple.
 /// Megatron-LM pads to 128 x tp (`--make-vocab-size-divisible-by`); HF models use 1.
 std::int64_t padded_vocab_size(const ModelSpec& model);
+
+/// Embedding rows (and LM-head columns, logits) on one rank of a tp group: the padded
+/// vocabulary split over tp, rounded up. Megatron-LM pads the vocabulary to a multiple of
+/// --make-vocab-size-divisible-by (128) x tp (megatron/training/tokenizer/tokenizer.py,
+/// _vocab_size_with_padding) so that VocabParallelEmbedding and the vocab-parallel LM head
+/// split it evenly; a vocabulary padded otherwise (Hugging Face models, pad multiple 1) still
+/// puts ceil(V / tp) rows on its largest shard (PyTorch's Shard(0) splits as torch.chunk does),
+/// never the floor: 32001 at tp 8 is 4001 rows, not 4000. Precondition: tp >= 1.
+std::int64_t vocab_shard_size(const ModelSpec& model, std::int64_t tp);
+
+/// The sizes of a ModelSpec a structural rule can blame (model_structure_problem).
+enum class ModelField {
+  kNumLayers,
+  kHiddenSize,
+  kNumAttentionHeads,
+  kNumKvHeads,
+  kHeadDim,
+  kFfnHiddenSize,
+  kVocabSize,
+  kVocabPadMultiple,
+  kMaxPositionEmbeddings,
+  kSeqLength
+};
+
+/// Where head_dim came from: stated by the source (a meshplan-model/1 file, Hugging Face's
+/// `head_dim`, Megatron-LM's --kv-channels), or derived as hidden_size / num_attention_heads
+/// (a Hugging Face config without head_dim, a validation case).
+enum class HeadDimSource { kStated, kDerived };
+
+/// A structural rule the model breaks: the field to blame and what is wrong with it
+/// ("must divide num_attention_heads (32), got 12").
+struct ModelProblem {
+  ModelField field;
+  std::string message;
+};
+
+/// How a model source spells a field in its messages ("n_head" in a GPT-2 config.json).
+using ModelFieldNames = std::function<std::string(ModelField)>;
+
+/// The first structural rule `model` breaks, or nullopt. The rules, in this order:
+///  - every size is > 0;
+///  - num_kv_heads <= num_attention_heads, and divides it (grouped-query attention shares each
+///    key/value head among num_attention_heads / num_kv_heads query heads, Ainslie et al. 2023;
+///    Megatron-LM asserts num_attention_heads % num_query_groups == 0);
+///  - with a derived head_dim: num_attention_heads divides hidden_size, and head_dim equals
+///    hidden_size / num_attention_heads (Megatron-LM asserts hidden_size % num_attention_heads
+///    == 0 when --kv-channels is not given; a floored head_dim would describe another model,
+///    and a head count above hidden_size made it 0 and every time NaN). A stated head_dim may
+///    make the attention width num_attention_heads x head_dim differ from hidden_size, as
+///    Megatron's --kv-channels and Hugging Face's head_dim allow.
+/// The message names other fields through `names` (default: to_string(ModelField)). Every model
+/// source goes through this one check: the meshplan-model/1 reader (presets, model files,
+/// plan.json's inputs.model), the Hugging Face reader and the validation-case reader.
+std::optional<ModelProblem> model_structure_problem(const ModelSpec& model, HeadDimSource head_dim,
+                                                    const ModelFieldNames& names = {});
+
+/// The meshplan-model/1 key of `field` ("num_kv_heads"), which is also the ModelSpec member.
+const char* to_string(ModelField field);
 
 /// Readable names of the enums, as they appear in the JSON presets.
 const char* to_string(FfnType type);

@@ -149,7 +149,6 @@ LayerCosts layer_kernels(const ModelSpec& m, const Layout& l, const TrainingSetu
 /// micro-batch on one GPU.
 void edge_costs(LayerCosts& c, const ModelSpec& m, const Layout& l, const TrainingSetup& setup,
                 const DeviceRates& half_rates, const GroupBandwidth& tp_group) {
-  const double t = static_cast<double>(l.tp);
   const double tokens = static_cast<double>(setup.seq / l.cp * l.mbs);
   const double h = static_cast<double>(m.hidden_size);
   const double volume = tokens * h * kHalf;
@@ -158,7 +157,7 @@ void edge_costs(LayerCosts& c, const ModelSpec& m, const Layout& l, const Traini
                                      : tp_group.time_s(Collective::kAllReduce, volume);
   c.embedding = {3 * lookup, lookup + embedding_comm, 2 * lookup, embedding_comm};
 
-  const double vocab = static_cast<double>(padded_vocab_size(m)) / t;
+  const double vocab = static_cast<double>(vocab_shard_size(m, l.tp));
   const double gemm = gemm_time_s(half_rates, tokens, vocab, h);
   const double bwd_gemm =
       gemm_time_s(half_rates, tokens, h, vocab) + gemm_time_s(half_rates, h, vocab, tokens);

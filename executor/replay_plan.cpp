@@ -70,7 +70,7 @@ LayerShapes layer_shapes(const ModelSpec& model, const Layout& layout, std::int6
   s.heads = model.num_attention_heads / tp;
   s.kv_heads = std::max<std::int64_t>(1, model.num_kv_heads / tp);
   s.head_dim = model.head_dim;
-  s.vocab_cols = (padded_vocab_size(model) + tp - 1) / tp;
+  s.vocab_cols = vocab_shard_size(model, tp);
   return s;
 }
 

@@ -47,7 +47,7 @@ struct LayerShapes {
   std::int64_t heads = 0;        ///< attention heads on this rank: a / tp
   std::int64_t kv_heads = 0;     ///< key/value heads on this rank: max(1, kv / tp)
   std::int64_t head_dim = 0;     ///< d
-  std::int64_t vocab_cols = 0;   ///< padded vocabulary / tp (LM head)
+  std::int64_t vocab_cols = 0;   ///< padded vocabulary / tp, rounded up (vocab_shard_size)
 };
 
 /// Shapes of `model` under `layout` at sequence length `seq`. Preconditions: the layout is valid.

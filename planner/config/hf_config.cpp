@@ -43,10 +43,15 @@ class HfReader {
     throw InputError(file_ + ": $." + key + ": " + message);
   }
 
-  /// The first present, non-null key of `names`, as a positive integer.
+  /// The first present, non-null key of `names` (aliases of one size, as GPT2Config's n_embd
+  /// and hidden_size), as a positive integer. Aliases that are both present must agree: two
+  /// sizes for one dimension would leave the model to whichever key was read first.
   std::optional<std::int64_t> positive_int(std::initializer_list<const char*> names) const {
+    std::optional<std::int64_t> found;
+    const char* found_key = nullptr;
     for (const char* key : names) {
       if (!config_.contains(key) || config_.at(key).is_null()) continue;
+      if (found_key && std::string(found_key) == key) continue;
       const nlohmann::json& v = config_.at(key);
       if (!v.is_number_integer() || v.get<std::int64_t>() <= 0) {
         fail(key, "must be a positive integer, got " + describe_json(v));
@@ -54,9 +59,17 @@ class HfReader {
       if (v.get<std::int64_t>() > kMaxSize) {
         fail(key, "must be at most " + std::to_string(kMaxSize) + ", got " + describe_json(v));
       }
-      return v.get<std::int64_t>();
+      if (found && *found != v.get<std::int64_t>()) {
+        fail(key, "is " + describe_json(v) + ", but " + found_key + " is " +
+                      std::to_string(*found) + ", and transformers reads the two keys as one "
+                      "size; remove one of them, or give both the same value");
+      }
+      if (!found) {
+        found = v.get<std::int64_t>();
+        found_key = key;
+      }
     }
-    return std::nullopt;
+    return found;
   }
 
   std::int64_t required_int(std::initializer_list<const char*> names) const {
@@ -72,15 +85,41 @@ class HfReader {
     return v.get<bool>();
   }
 
-  /// Any of `keys` present with a value > 0.
-  bool any_positive(std::initializer_list<const char*> keys) const {
-    for (const char* key : keys) {
-      if (!config_.contains(key) || config_.at(key).is_null()) continue;
-      const nlohmann::json& v = config_.at(key);
-      if (!v.is_number()) fail(key, "must be a number, got " + describe_json(v));
-      if (v.get<double>() > 0) return true;
+  /// Throws for the first mixture-of-experts key with more than one expert (or more than one
+  /// expert per token); 0, 1 or null is a dense model's.
+  void refuse_mixture_of_experts() const {
+    for (const char* key :
+         {"num_local_experts", "num_experts", "n_routed_experts", "num_experts_per_tok"}) {
+      const nlohmann::json* v = value(key);
+      if (!v) continue;
+      if (!v->is_number_integer() || v->get<std::int64_t>() < 0) {
+        fail(key, "must be a whole number of experts (0 or 1 for a dense model), got " +
+                      describe_json(*v));
+      }
+      if (v->get<std::int64_t>() > 1) {
+        fail(key, "is " + describe_json(*v) +
+                      ": this is a mixture-of-experts model, and meshplan does not model MoE "
+                      "yet (it costs dense transformers: one MLP per layer, every token through "
+                      "it); give a dense model's config.json (no expert keys, or 0 or 1)");
+      }
     }
-    return false;
+  }
+
+  /// Whether any of the dropout probabilities `keys` is above 0. Each present, non-null one
+  /// must be a probability in [0, 1) (torch.nn.Dropout refuses p outside [0, 1]; 1 drops
+  /// everything, so no model trains with it).
+  bool any_dropout(std::initializer_list<const char*> keys) const {
+    bool on = false;
+    for (const char* key : keys) {
+      const nlohmann::json* v = value(key);
+      if (!v) continue;
+      if (!v->is_number() || !(v->get<double>() >= 0 && v->get<double>() < 1)) {
+        fail(key, "must be a dropout probability in [0, 1) (0: no dropout), got " +
+                      describe_json(*v));
+      }
+      on = on || v->get<double>() > 0;
+    }
+    return on;
   }
 
   /// The activation under `key`, one of kActivations; absent: `class_default`. null is refused:
@@ -185,6 +224,11 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
   }
   const HfReader r(config, file);
   const std::string type = r.model_type();
+  // Mixture-of-experts keys of transformers' configs (Mixtral's num_local_experts, Qwen2-MoE's
+  // num_experts, DeepSeek's n_routed_experts, and the top-k num_experts_per_tok): meshplan costs
+  // dense transformers only, and costing such a model as dense would be silently wrong. Checked
+  // before model_type's support, so that a Mixtral config says why it is refused.
+  r.refuse_mixture_of_experts();
   const bool gpt2 = type == "gpt2";
   bool llama_like = false;
   for (const std::string& t : kLlamaLike) llama_like = llama_like || t == type;
@@ -205,12 +249,8 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
       r.required_int({gpt2 ? "n_head" : "num_attention_heads", "num_attention_heads"});
   // LlamaConfig: num_key_value_heads defaults to num_attention_heads (multi-head attention).
   m.num_kv_heads = r.positive_int({"num_key_value_heads"}).value_or(m.num_attention_heads);
-  if (!r.positive_int({"head_dim"}) && m.hidden_size % m.num_attention_heads != 0) {
-    r.fail("num_attention_heads", "must divide hidden_size (" + std::to_string(m.hidden_size) +
-                                      ") when head_dim is not given, got " +
-                                      std::to_string(m.num_attention_heads));
-  }
-  m.head_dim = r.positive_int({"head_dim"}).value_or(m.hidden_size / m.num_attention_heads);
+  const std::optional<std::int64_t> head_dim = r.positive_int({"head_dim"});
+  m.head_dim = head_dim.value_or(m.hidden_size / m.num_attention_heads);
   m.vocab_size = r.required_int({"vocab_size"});
   m.vocab_pad_multiple = 1;
   m.max_position_embeddings =
@@ -244,7 +284,7 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
     m.position_embedding = PositionEmbedding::kLearned;
     m.tied_embeddings = r.boolean("tie_word_embeddings", true);
     m.linear_bias = true;
-    m.dropout = r.any_positive({"resid_pdrop", "attn_pdrop", "embd_pdrop"});
+    m.dropout = r.any_dropout({"resid_pdrop", "attn_pdrop", "embd_pdrop"});
   } else {
     m.ffn_hidden_size = r.required_int({"intermediate_size"});
     // LlamaMLP / MistralMLP / Qwen2MLP: down(act(gate(x)) x up(x)), gated whatever hidden_act
@@ -258,9 +298,29 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
     m.rope_theta = r.rope_theta();
     // LlamaConfig, MistralConfig and Qwen2Config default tie_word_embeddings to false.
     m.tied_embeddings = r.boolean("tie_word_embeddings", false);
-    m.linear_bias = r.boolean("attention_bias", false) && r.boolean("mlp_bias", false);
+    // LlamaConfig's mlp_bias (default false) puts biases on gate, up and down. The spec has
+    // biases on every linear layer (linear_bias) or on the QKV projection alone (qkv_bias), so
+    // MLP biases are honoured with attention biases (every linear layer then has one) and
+    // refused without them rather than dropped. MistralMLP and Qwen2MLP have no biases and
+    // their configs no mlp_bias: transformers ignores the key there.
+    const bool mlp_bias = r.boolean("mlp_bias", false);
+    if (mlp_bias && type != "llama") {
+      r.fail("mlp_bias", "is true, but " + type + " has no MLP biases (transformers' " +
+                             (type == "mistral" ? "MistralMLP" : "Qwen2MLP") +
+                             " builds gate, up and down without them and ignores mlp_bias); "
+                             "remove the key or set it to false");
+    }
+    if (mlp_bias && !r.boolean("attention_bias", false)) {
+      r.fail("mlp_bias",
+             "is true while attention_bias is false or absent: MLP biases without attention "
+             "biases are not a model meshplan can describe (a model has biases on every linear "
+             "layer, or on the QKV projection alone); set attention_bias to true if the "
+             "attention has biases too, or write a meshplan-model/1 file with linear_bias true "
+             "(configs/README.md), which counts the attention's biases too");
+    }
+    m.linear_bias = r.boolean("attention_bias", false) && mlp_bias;
     m.qkv_bias = type == "qwen2" || r.boolean("attention_bias", false);
-    m.dropout = r.any_positive({"attention_dropout", "hidden_dropout"});
+    m.dropout = r.any_dropout({"attention_dropout", "hidden_dropout"});
   }
   // The products the cost model forms stay inside int64 (the meshplan-model/1 bounds).
   if (m.num_layers > kMaxLayers) {
@@ -272,10 +332,27 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
     r.fail(gpt2 ? "n_head" : "num_attention_heads",
            "heads x head_dim and the MLP width must each be at most " + std::to_string(kMaxSize));
   }
-  if (m.num_attention_heads % m.num_kv_heads != 0) {
-    r.fail("num_key_value_heads", "must divide num_attention_heads (" +
-                                      std::to_string(m.num_attention_heads) + "), got " +
-                                      std::to_string(m.num_kv_heads));
+  // The structure every model source is checked against (costmodel/model_spec.hpp), in this
+  // config's key names: without head_dim, transformers' head dimension is hidden_size //
+  // num_attention_heads, so the heads must divide the width.
+  const auto key = [gpt2](ModelField field) -> std::string {
+    switch (field) {
+      case ModelField::kNumLayers: return gpt2 ? "n_layer" : "num_hidden_layers";
+      case ModelField::kHiddenSize: return gpt2 ? "n_embd" : "hidden_size";
+      case ModelField::kNumAttentionHeads: return gpt2 ? "n_head" : "num_attention_heads";
+      case ModelField::kNumKvHeads: return "num_key_value_heads";
+      case ModelField::kHeadDim: return "head_dim";
+      case ModelField::kFfnHiddenSize: return gpt2 ? "n_inner" : "intermediate_size";
+      case ModelField::kVocabSize: return "vocab_size";
+      case ModelField::kVocabPadMultiple: return "vocab_size";
+      case ModelField::kMaxPositionEmbeddings:
+      case ModelField::kSeqLength: return gpt2 ? "n_positions" : "max_position_embeddings";
+    }
+    return "?";
+  };
+  if (const auto problem = model_structure_problem(
+          m, head_dim ? HeadDimSource::kStated : HeadDimSource::kDerived, key)) {
+    r.fail(key(problem->field), problem->message);
   }
   return m;
 }

@@ -21,6 +21,13 @@ namespace meshplan {
 /// not (gelu). GPT-2's MLP width is `n_inner` (absent or null: 4 x n_embd); an
 /// `intermediate_size` other than that is refused (transformers ignores it). Other keys of the
 /// file (rope_scaling, torch_dtype, ...) do not change the cost model and are ignored.
+/// Aliases of one size (GPT-2's n_embd and hidden_size, n_head and num_attention_heads, ...)
+/// must agree where both are given; dropout probabilities (resid_pdrop, attention_dropout, ...)
+/// must be in [0, 1); Llama's mlp_bias is honoured with attention_bias (every linear layer has a
+/// bias) and refused without it, or on Mistral and Qwen2, whose MLPs have none.
+/// A mixture-of-experts config (num_local_experts, num_experts, n_routed_experts or
+/// num_experts_per_tok above 1) is refused at that key: meshplan does not model MoE yet, and
+/// costing it as dense would be silently wrong.
 /// A `model_type` missing from a config that looks like Hugging Face's is refused with what to
 /// add ("$.model_type: missing; this looks like a Hugging Face config.json ("architectures":
 /// ["MistralForCausalLM"]), and meshplan reads the architecture from model_type: add

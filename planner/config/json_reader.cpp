@@ -299,6 +299,13 @@ std::string StrictObject::string(const std::string& key) {
   return v.get<std::string>();
 }
 
+std::string StrictObject::text(const std::string& key, const std::string& expected) {
+  const std::string v = string(key);
+  if (v.find_first_not_of(" \t\n\r\f\v") != std::string::npos) return v;
+  fail(key, (v.empty() ? std::string("is empty") : "is only whitespace (" + describe_json(v) + ")") +
+                "; expected " + expected);
+}
+
 std::string StrictObject::choice(const std::string& key, const std::vector<std::string>& choices) {
   const std::string v = string(key);
   for (const std::string& c : choices) {

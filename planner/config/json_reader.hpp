@@ -49,6 +49,10 @@ class StrictObject {
 
   bool has(const std::string& key) const;  ///< present (null counts as present)
   std::string string(const std::string& key);
+  /// A string with some text in it: not empty and not whitespace alone (a name, an id, a
+  /// source). Otherwise fails with "is empty; expected <expected>" or "is only whitespace
+  /// ("   "); expected <expected>": a blank name prints as "Model : ..." or "fits on one ?".
+  std::string text(const std::string& key, const std::string& expected);
   /// A string that must be one of `choices`.
   std::string choice(const std::string& key, const std::vector<std::string>& choices);
   bool boolean(const std::string& key);

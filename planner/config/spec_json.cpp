@@ -38,21 +38,15 @@ StrictObject open_schema(const nlohmann::json& json, const std::string& file,
 /// Every key of `o.sources` must be one of `numbers` or `optional`, and each of `numbers` must
 /// have a source string with some text in it (configs/README.md: each hardware number with its
 /// source); `optional` keys may be absent and are not checked. Throws InputError at
-/// "$.sources.<key>": "is empty; expected where the number comes from", or for a string of
-/// whitespace alone (spaces, tabs, newlines) "is only whitespace ("   "); expected where the
-/// number comes from".
+/// "$.sources.<key>" (StrictObject::text): "is empty; expected where the number comes from", or
+/// for a string of whitespace alone (spaces, tabs, newlines) "is only whitespace ("   ");
+/// expected where the number comes from".
 void require_sources(StrictObject& o, const std::vector<std::string>& numbers,
                      const std::vector<std::string>& optional = {}) {
   std::vector<std::string> keys = numbers;
   keys.insert(keys.end(), optional.begin(), optional.end());
   StrictObject sources = o.object("sources", keys);
-  for (const std::string& key : numbers) {
-    const std::string source = sources.string(key);
-    if (source.find_first_not_of(" \t\n\r\f\v") != std::string::npos) continue;
-    sources.fail(key, (source.empty() ? std::string("is empty")
-                                      : "is only whitespace (" + describe_json(source) + ")") +
-                          "; expected where the number comes from");
-  }
+  for (const std::string& key : numbers) sources.text(key, "where the number comes from");
 }
 
 double bounded(StrictObject& o, const nlohmann::json& raw, const std::string& key, double lo,
@@ -67,7 +61,7 @@ ClusterSpec parse_cluster(const nlohmann::json& json, const std::string& file,
                                {"name", "description", "gpu", "gpus_per_node",
                                 "nvlink_domain_size", "intra_node", "scale_out", "sources"});
   ClusterSpec c;
-  c.name = o.string("name");
+  c.name = o.text("name", "the cluster's name (a preset's is its file name)");
   c.description = o.string("description");
   c.gpu = resolve_gpu(o, o.string("gpu"));
   c.gpus_per_node = o.positive_int("gpus_per_node", kMaxWidth);
@@ -171,6 +165,8 @@ constexpr double kMinPeakFlops = 1e9, kMaxPeakFlops = 1e18;  ///< FLOP/s: a GFLO
 constexpr double kMinHbmBytesPerS = 1e9, kMaxHbmBytesPerS = 1e15;  ///< a GB/s to a PB/s
 /// A measured curve point's message size, bytes: whole, 1 to 2^50.
 constexpr double kMaxPointBytes = 1125899906842624.0;
+/// A measured curve point's busbw floor, bytes/s (parse_busbw_points says why not 1e3).
+constexpr double kMinPointBusbw = 1.0;
 
 /// A dense peak of the GPU under `key` of `peaks` (object `raw`): FLOP/s in [1e9, 1e18], or null
 /// where the GPU has no tensor cores of that type.
@@ -191,8 +187,8 @@ nlohmann::json whole_bytes(double bytes) {
   return bytes;
 }
 
-/// A fit's measured curve: [{"bytes": > 0, "busbw_bytes_per_s": (0, 1e15]}, ...] in ascending,
-/// distinct sizes (as nccl-tests prints them), at least one point.
+/// A fit's measured curve: [{"bytes": whole, 1 to 2^50, "busbw_bytes_per_s": [1, 1e15]}, ...] in
+/// ascending, distinct sizes (as nccl-tests prints them), at least one point.
 std::vector<BusbwPoint> parse_busbw_points(const nlohmann::json& raw, const StrictObject& fit) {
   if (!raw.is_array()) {
     fit.fail("points", "must be a non-empty array of {\"bytes\", \"busbw_bytes_per_s\"} in "
@@ -208,12 +204,15 @@ std::vector<BusbwPoint> parse_busbw_points(const nlohmann::json& raw, const Stri
     StrictObject o(raw.at(i), fit.file(), fit.path() + ".points" + at,
                    {"bytes", "busbw_bytes_per_s"});
     // A measured point may be far below any link's rate: an 8-byte collective that took 14 ms
-    // on a loaded machine is 572 bytes/s of bus bandwidth, and still a measurement.
+    // on a loaded machine is 572 bytes/s of bus bandwidth, and still a measurement; so its floor
+    // is not the [1e3, 1e15] of the fitted busbw fields (bus_bandwidth) but 1 byte/s, which
+    // keeps the time it implies at most bytes x 2 s (a factor F <= 2) and every step time the
+    // cost model reads off the curve finite (1e-300 made a step take 1e307 s).
     const BusbwPoint point{whole_bytes_in(o, raw.at(i), "bytes", 1, kMaxPointBytes,
                                           "a whole number of bytes from 1 to 1125899906842624 "
                                           "(2^50), the message size of the measurement"),
-                           bounded(o, raw.at(i), "busbw_bytes_per_s", 0, false, 1e15,
-                                   "a positive number of bytes/s, at most 1e15")};
+                           bounded(o, raw.at(i), "busbw_bytes_per_s", kMinPointBusbw, true,
+                                   1e15, "a number of bytes/s from 1 to 1e15")};
     if (!points.empty() && !(point.bytes > points.back().bytes)) {
       fit.fail("points" + at + ".bytes",
                describe_json(whole_bytes(point.bytes)) +
@@ -394,7 +393,7 @@ ModelSpec model_from_json(const nlohmann::json& json, const std::string& file,
        "vocab_pad_multiple", "position_embedding", "max_position_embeddings", "tied_embeddings",
        "linear_bias", "qkv_bias", "dropout", "seq_length", "rope_theta"});
   ModelSpec m;
-  m.name = o.string("name");
+  m.name = o.text("name", "the model's name (a preset's is its file name)");
   o.string("description");
   o.string("source");
   m.num_layers = o.positive_int("num_layers", kMaxLayers);
@@ -442,10 +441,10 @@ ModelSpec model_from_json(const nlohmann::json& json, const std::string& file,
     o.fail("head_dim", "num_attention_heads x head_dim must be at most " +
                            std::to_string(kMaxWidth));
   }
-  if (m.num_attention_heads % m.num_kv_heads != 0) {
-    o.fail("num_kv_heads", "must divide num_attention_heads (" +
-                               std::to_string(m.num_attention_heads) + "), got " +
-                               std::to_string(m.num_kv_heads));
+  // The structure every model source is checked against (costmodel/model_spec.hpp); the keys
+  // of meshplan-model/1 are the names model_structure_problem uses. head_dim is a key here.
+  if (const auto problem = model_structure_problem(m, HeadDimSource::kStated)) {
+    o.fail(to_string(problem->field), problem->message);
   }
   return m;
 }
@@ -457,7 +456,7 @@ GpuSpec gpu_from_json(const nlohmann::json& json, const std::string& file,
                                 "peak_flops_per_s", "flash_attention", "runtime_overhead",
                                 "sources"});
   GpuSpec g;
-  g.name = o.string("name");
+  g.name = o.text("name", "the GPU's name (a preset's is its file name)");
   g.description = o.string("description");
   g.memory_bytes = whole_bytes_in(o, json, "memory_bytes", kMinGpuMemoryBytes,
                                   kMaxGpuMemoryBytes,
@@ -515,7 +514,7 @@ Profile profile_from_json(const nlohmann::json& json, const std::string& file,
        "flash_attention2_efficiency", "flash_attention_half_keys", "hbm_efficiency",
        "comm_sm_fraction", "links", "collectives", "sources"});
   Profile p;
-  p.name = o.string("name");
+  p.name = o.text("name", "the profile's name (a preset's is its file name)");
   p.description = o.string("description");
   p.gpu = o.string("gpu");
   if (p.gpu != known_gpu) {

@@ -3,15 +3,11 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
-#include <set>
-
-#include <nlohmann/json.hpp>
 
 #include "costmodel/flops.hpp"
 #include "costmodel/step_time.hpp"
 #include "costmodel/units.hpp"
 #include "planner/config/input_error.hpp"
-#include "planner/config/json_reader.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
 #include "planner/report/format.hpp"
@@ -34,33 +30,6 @@ std::string join(const std::vector<std::string>& parts, const char* separator) {
   return out;
 }
 
-/// The ids of the mixture-of-experts cases of `json` (model.num_experts set), with
-/// model.num_experts nulled in `json` so that load_validation_file accepts the rest.
-std::vector<std::string> strip_moe(nlohmann::json& json) {
-  std::vector<std::string> ids;
-  if (!json.is_object() || !json.contains("cases") || !json["cases"].is_array()) return ids;
-  for (nlohmann::json& c : json["cases"]) {
-    if (!c.is_object() || !c.contains("model") || !c["model"].is_object()) continue;
-    nlohmann::json& model = c["model"];
-    if (!model.contains("num_experts") || model["num_experts"].is_null()) continue;
-    ids.push_back(c.contains("id") && c["id"].is_string() ? c["id"].get<std::string>() : "?");
-    model["num_experts"] = nullptr;
-  }
-  return ids;
-}
-
-/// load_validation_file, except that mixture-of-experts cases (which it rejects) are left out
-/// and their ids returned in `moe_ids`: the cases are read from the parsed file with
-/// num_experts nulled (same case indices, so errors keep their JSON paths).
-std::vector<ValidationCase> load_cases(const std::string& path, std::vector<std::string>& moe_ids) {
-  nlohmann::json json = load_json_file(path);
-  moe_ids = strip_moe(json);
-  std::vector<ValidationCase> cases = validation_cases_from_json(json, path);
-  const std::set<std::string> moe(moe_ids.begin(), moe_ids.end());
-  std::erase_if(cases, [&](const ValidationCase& c) { return moe.count(c.id) != 0; });
-  return cases;
-}
-
 /// Why `c` cannot be estimated on `hw`, or "".
 std::string model_problem(const ValidationCase& c, const CaseHardware& hw) {
   const GpuSpec& gpu = hw.cluster.gpu;
@@ -80,8 +49,20 @@ struct CaseContext {
   std::vector<std::string> assumptions;
   std::vector<Comparison>& out;
 
+  /// A comparison row. A prediction that is not a finite number is never a row: it is an
+  /// error naming the case (the readers refuse every input known to cause one, so this guards
+  /// against the rest), as is an error that is not finite.
   void add(const char* metric, double predicted, double measured, std::optional<double> error,
            std::string basis) const {
+    if (!std::isfinite(predicted) || (error && !std::isfinite(*error))) {
+      throw InputError(c.file + ": $.cases[" + std::to_string(c.index) + "] (case \"" + c.id +
+                       "\"): the predicted " + metric + " is " +
+                       (std::isfinite(predicted) ? std::string("finite, but its error is not")
+                        : std::isnan(predicted)      ? std::string("not a number (NaN)")
+                                                     : std::string("infinite")) +
+                       "; meshplan cannot predict this case as given: check its model and "
+                       "layout (and report it: the reader should have refused the input)");
+    }
     out.push_back({c.id, source, metric, predicted, measured, error, std::move(basis),
                    assumptions});
   }
@@ -266,8 +247,7 @@ ValidationReport validate_files(const std::vector<std::string>& paths) {
   std::map<std::string, std::string> seen;  // case id -> file: ids are unique (SCHEMA.md)
   for (const std::string& path : paths) {
     const std::string source = std::filesystem::path(path).stem().string();
-    std::vector<std::string> moe_ids;
-    const std::vector<ValidationCase> cases = load_cases(path, moe_ids);
+    const std::vector<ValidationCase> cases = load_validation_file(path, MoeCases::kKeep);
     for (const ValidationCase& c : cases) {
       const auto [it, fresh] = seen.emplace(c.id, path);
       if (!fresh) {
@@ -275,11 +255,12 @@ ValidationReport validate_files(const std::vector<std::string>& paths) {
                          "); case ids are unique, and a file is given once");
       }
     }
-    for (const std::string& id : moe_ids) {
-      report.skipped.push_back({id, source, "mixture-of-experts model: not modeled yet"});
-    }
     std::vector<Comparison> mine;
     for (const ValidationCase& c : cases) {
+      if (c.num_experts) {
+        report.skipped.push_back({c.id, source, "mixture-of-experts model: not modeled yet"});
+        continue;
+      }
       const CaseHardware hw = case_hardware(c);
       std::string reason = hw.skip_reason.empty() ? model_problem(c, hw) : hw.skip_reason;
       if (reason.empty()) {

@@ -113,9 +113,9 @@ struct CaseHardware {
 /// The hardware of `c` (loads the cluster and GPU presets).
 CaseHardware case_hardware(const ValidationCase& c);
 
-/// Reads every file (load_validation_file; a mixture-of-experts case, which the loader rejects,
-/// is skipped with its reason instead), predicts each case and compares. Throws InputError for
-/// an unreadable or malformed file.
+/// Reads every file (load_validation_file with MoeCases::kKeep: a mixture-of-experts case is
+/// skipped with its reason), predicts each case and compares. Throws InputError for an
+/// unreadable or malformed file.
 ValidationReport validate_files(const std::vector<std::string>& paths);
 
 /// MAPE per metric and OOM confusion of `comparisons`, labelled `source`.

@@ -1,6 +1,9 @@
 #include "planner/validation/validation_case.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <stdexcept>
+#include <utility>
 
 #include "costmodel/counted.hpp"
 #include "planner/config/input_error.hpp"
@@ -12,15 +15,81 @@ namespace meshplan {
 
 namespace {
 
+/// The keys of each section of a case (SCHEMA.md), in the order the reader takes them.
+const std::vector<std::pair<std::string, std::vector<std::string>>>& case_sections() {
+  static const std::vector<std::pair<std::string, std::vector<std::string>>> sections = {
+      {"training", {"precision", "framework", "flash_attention"}},
+      {"model",
+       {"name", "num_layers", "hidden_size", "num_attention_heads", "num_kv_heads",
+        "ffn_hidden_size", "ffn_type", "vocab_size", "seq_length", "tied_embeddings",
+        "position_embedding", "num_experts", "moe_top_k", "moe_ffn_hidden_size",
+        "params_reported"}},
+      {"hardware", {"gpu", "num_gpus", "gpus_per_node", "scale_out_gbps_per_gpu", "scale_out"}},
+      {"layout", {"dp", "tp", "pp", "cp", "vpp", "ep", "sp", "zero", "mbs", "gbs", "recompute"}},
+      {"measured",
+       {"step_time_s", "tokens_per_s_per_gpu", "tflops_per_gpu", "flops_definition", "mfu",
+        "peak_memory_bytes", "memory_metric", "oom"}}};
+  return sections;
+}
+
+/// The keys of `section` (one of case_sections()).
+const std::vector<std::string>& section_keys(const std::string& section) {
+  for (const auto& [name, keys] : case_sections()) {
+    if (name == section) return keys;
+  }
+  throw std::logic_error("validation case: no section " + section);
+}
+
+/// Whether `path` ("layout.dp") names a field of a case: "<section>.<key>".
+bool is_case_field(const std::string& path) {
+  const std::size_t dot = path.find('.');
+  if (dot == std::string::npos) return false;
+  for (const auto& [name, keys] : case_sections()) {
+    if (name != path.substr(0, dot)) continue;
+    return std::find(keys.begin(), keys.end(), path.substr(dot + 1)) != keys.end();
+  }
+  return false;
+}
+
+/// SCHEMA.md's `inferred`: a list of the case's field paths ("layout.dp") whose values the
+/// source did not print. A string, a number or a path that names no field is refused (a typo
+/// would hide which numbers were measured).
+void read_inferred(const nlohmann::json& json, const StrictObject& o) {
+  if (!json.contains("inferred")) {
+    o.fail("inferred", "missing; expected a list of the field paths the source did not print "
+                       "(\"layout.dp\", ...), [] when it printed every one");
+  }
+  const nlohmann::json& inferred = json.at("inferred");
+  if (!inferred.is_array()) {
+    o.fail("inferred", "must be a list of field paths (\"layout.dp\", ...), [] when the source "
+                       "printed every field, got " +
+                           describe_json(inferred));
+  }
+  for (std::size_t i = 0; i < inferred.size(); ++i) {
+    const nlohmann::json& path = inferred[i];
+    if (!path.is_string() || !is_case_field(path.get<std::string>())) {
+      o.fail("inferred[" + std::to_string(i) + "]",
+             "must be the path of one of the case's fields, \"<section>.<key>\" (\"layout.dp\", "
+             "\"measured.step_time_s\"; sections model, hardware, layout, training, measured), "
+             "got " +
+                 describe_json(path));
+    }
+  }
+}
+
 bool megatron_family(const std::string& framework) {
   return framework == "megatron" || framework == "nemo" || framework == "deepspeed-megatron";
 }
 
-ModelSpec read_model(StrictObject o, const std::string& framework, const std::string& id,
-                     std::vector<std::string>& assumptions) {
+/// The mixture-of-experts fields of a case's model.
+struct MoeFields {
+  std::optional<std::int64_t> num_experts, top_k, ffn_hidden_size;
+};
+
+ModelSpec read_model(StrictObject o, const std::string& framework,
+                     std::vector<std::string>& assumptions, MoeFields& moe) {
   ModelSpec m;
-  m.name = o.string("name");
-  if (m.name.empty()) m.name = id;
+  m.name = o.text("name", "the model's name as the source gives it");
   m.num_layers = o.positive_int("num_layers", kMaxLayers);
   m.hidden_size = o.positive_int("hidden_size", kMaxWidth);
   m.num_attention_heads = o.positive_int("num_attention_heads", kMaxWidth);
@@ -37,11 +106,26 @@ ModelSpec read_model(StrictObject o, const std::string& framework, const std::st
   m.position_embedding = position == "learned" ? PositionEmbedding::kLearned
                          : position == "rope"  ? PositionEmbedding::kRope
                                                : PositionEmbedding::kAlibi;
-  if (o.int_or_null("num_experts", 1, kMaxWidth)) {
-    o.fail("num_experts", "mixture-of-experts models are not modeled yet (expected null)");
+  // SCHEMA.md: the MoE fields are for MoE models only. On a dense case (num_experts null) a
+  // top-k or an expert width contradicts it, and predicting the dense model would be silent.
+  moe.num_experts = o.int_or_null("num_experts", 2, kMaxWidth);
+  moe.top_k = o.int_or_null("moe_top_k", 1, kMaxWidth);
+  moe.ffn_hidden_size = o.int_or_null("moe_ffn_hidden_size", 1, kMaxWidth);
+  for (const auto& [key, value] : {std::pair{"moe_top_k", moe.top_k},
+                                   std::pair{"moe_ffn_hidden_size", moe.ffn_hidden_size}}) {
+    if (value && !moe.num_experts) {
+      o.fail(key, "is " + std::to_string(*value) +
+                      ", but num_experts is null (a dense model); give num_experts, the routed "
+                      "experts of this mixture-of-experts model (meshplan does not model MoE yet "
+                      "and skips the case), or set " + key + " to null");
+    }
   }
-  o.int_or_null("moe_top_k", 1, kMaxWidth);
-  o.int_or_null("moe_ffn_hidden_size", 1, kMaxWidth);
+  if (moe.num_experts && moe.top_k && *moe.top_k > *moe.num_experts) {
+    o.fail("moe_top_k", "is " + std::to_string(*moe.top_k) + ", more than num_experts (" +
+                            std::to_string(*moe.num_experts) +
+                            "); expected the experts each token is routed to, at most "
+                            "num_experts");
+  }
   o.positive_number_or_null("params_reported");
 
   // GPT-style (learned positions, GeLU) runs of Megatron keep Megatron's GPT defaults: LayerNorm,
@@ -55,6 +139,16 @@ ModelSpec read_model(StrictObject o, const std::string& framework, const std::st
                         (m.dropout ? ", dropout 0.1 (Megatron GPT defaults)" : ", no dropout"));
   if (megatron_family(framework)) {
     m.vocab_pad_multiple = 128;  // x tp, set with the layout
+  }
+  // The structure every model source is checked against (costmodel/model_spec.hpp). A case
+  // has no head_dim: it is hidden_size / num_attention_heads, so the heads must divide the
+  // width (8192 heads at hidden 4096 made it 0 and the prediction NaN). The case's keys are
+  // meshplan-model/1's, and its sequence length stands for the positions.
+  const auto key = [](ModelField field) -> std::string {
+    return field == ModelField::kMaxPositionEmbeddings ? "seq_length" : to_string(field);
+  };
+  if (const auto problem = model_structure_problem(m, HeadDimSource::kDerived, key)) {
+    o.fail(key(problem->field), problem->message);
   }
   return m;
 }
@@ -95,28 +189,26 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
                   "measured", "inferred", "notes"});
   ValidationCase c;
   c.file = file;
-  c.id = o.string("id");
-  o.string("source");
+  c.index = index;
+  c.id = o.text("id", "the case's id, unique across the files (SCHEMA.md)");
+  o.text("source", "a short citation of where the numbers come from (title, table, URL)");
   c.confidence = o.choice("confidence", {"high", "medium", "low"});
 
-  StrictObject training = o.object("training", {"precision", "framework", "flash_attention"});
+  StrictObject training = o.object("training", section_keys("training"));
   c.framework = training.choice("framework", {"megatron", "nemo", "deepspeed-megatron",
                                               "torchtitan", "llm-foundry", "gpt-neox", "other"});
   const std::string precision = training.choice("precision", {"bf16", "fp16", "fp8"});
   c.setup.precision = *parse_precision(precision);
   const std::optional<bool> flash = training.boolean_or_null("flash_attention");
 
-  c.model = read_model(o.object("model", {"name", "num_layers", "hidden_size",
-                                          "num_attention_heads", "num_kv_heads",
-                                          "ffn_hidden_size", "ffn_type", "vocab_size",
-                                          "seq_length", "tied_embeddings", "position_embedding",
-                                          "num_experts", "moe_top_k", "moe_ffn_hidden_size",
-                                          "params_reported"}),
-                       c.framework, c.id, c.assumptions);
+  MoeFields moe_fields;
+  c.model = read_model(o.object("model", section_keys("model")), c.framework, c.assumptions,
+                       moe_fields);
+  c.num_experts = moe_fields.num_experts;
+  c.moe_top_k = moe_fields.top_k;
   c.setup.seq = c.model.seq_length;
 
-  StrictObject hardware = o.object(
-      "hardware", {"gpu", "num_gpus", "gpus_per_node", "scale_out_gbps_per_gpu", "scale_out"});
+  StrictObject hardware = o.object("hardware", section_keys("hardware"));
   c.gpu = hardware.string("gpu");
   c.num_gpus = hardware.positive_int("num_gpus", kMaxGpus);
   c.gpus_per_node = hardware.positive_int("gpus_per_node", kMaxWidth);
@@ -136,15 +228,30 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
                   "a number of Gb/s per GPU from 1 to 100000", file, index, c.id);
   hardware.choice_or_null("scale_out", {"infiniband", "roce", "omnipath", "tpu-ici"});
 
-  StrictObject layout = o.object("layout", {"dp", "tp", "pp", "cp", "vpp", "ep", "sp", "zero",
-                                            "mbs", "gbs", "recompute"});
+  StrictObject layout = o.object("layout", section_keys("layout"));
   Layout& l = c.layout;
   l.dp = layout.positive_int("dp", kMaxDegree);
   l.tp = layout.positive_int("tp", kMaxDegree);
   l.pp = layout.positive_int("pp", kMaxDegree);
   l.cp = layout.positive_int("cp", kMaxDegree);
   l.gbs = layout.positive_int("gbs", kMaxGbs);
-  layout.int_or_null("ep", 1, kMaxDegree);
+  // SCHEMA.md: experts are sharded over ranks already counted in dp (x tp), so ep is no factor
+  // of num_gpus; on a dense model it can only be 1.
+  if (const auto ep = layout.int_or_null("ep", 1, kMaxDegree); ep && *ep > 1) {
+    if (!c.num_experts) {
+      layout.fail("ep", "is " + std::to_string(*ep) +
+                            ", but model.num_experts is null (a dense model): expert "
+                            "parallelism needs experts; set ep to null or 1, or give "
+                            "model.num_experts (meshplan does not model MoE yet and skips the "
+                            "case)");
+    }
+    if (*c.num_experts % *ep != 0) {
+      layout.fail("ep", "is " + std::to_string(*ep) + ", which does not divide model.num_experts (" +
+                            std::to_string(*c.num_experts) +
+                            "); expected a divisor of it (each expert-parallel rank holds "
+                            "num_experts / ep experts)");
+    }
+  }
   if (auto vpp = layout.int_or_null("vpp", 1, kMaxDegree)) l.vpp = *vpp;
   if (auto sp = layout.boolean_or_null("sp")) {
     l.sp = *sp;
@@ -198,11 +305,6 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
     }
   }
   c.model.vocab_pad_multiple *= l.tp;
-  if (c.model.num_attention_heads % c.model.num_kv_heads != 0) {
-    throw InputError(file + ": $.cases[" + std::to_string(index) + "].model.num_kv_heads: " +
-                     std::to_string(c.model.num_kv_heads) + " does not divide " +
-                     std::to_string(c.model.num_attention_heads) + " attention heads");
-  }
   if (l.gpus() != c.num_gpus) {
     throw InputError(file + ": $.cases[" + std::to_string(index) + "].layout: dp x tp x pp x cp = " +
                      std::to_string(l.gpus()) + " is not hardware.num_gpus " +
@@ -227,9 +329,7 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
                             " (not stated)");
   }
 
-  StrictObject measured = o.object(
-      "measured", {"step_time_s", "tokens_per_s_per_gpu", "tflops_per_gpu", "flops_definition",
-                   "mfu", "peak_memory_bytes", "memory_metric", "oom"});
+  StrictObject measured = o.object("measured", section_keys("measured"));
   const nlohmann::json& raw = json.at("measured");
   const auto number = [&](const char* key, double lo, bool lo_closed, double hi, bool whole,
                           const std::string& expected) {
@@ -254,6 +354,9 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
                                "(2^50)");
   c.oom = measured.boolean_or_null("oom");
   c.memory_metric = measured.string_or_null("memory_metric").value_or("");
+  read_inferred(json, o);
+  // SCHEMA.md: every free-text mapping, assumption and caveat ("" where there is none).
+  o.string("notes");
   return c;
 }
 
@@ -266,12 +369,12 @@ std::string convention_for_framework(const std::string& framework) {
   return "textbook";
 }
 
-std::vector<ValidationCase> load_validation_file(const std::string& path) {
-  return validation_cases_from_json(load_json_file(path), path);
+std::vector<ValidationCase> load_validation_file(const std::string& path, MoeCases moe) {
+  return validation_cases_from_json(load_json_file(path), path, moe);
 }
 
 std::vector<ValidationCase> validation_cases_from_json(const nlohmann::json& json,
-                                                       const std::string& path) {
+                                                       const std::string& path, MoeCases moe) {
   // A file of another kind (a model, a plan, a Hugging Face config.json) is named as such, not
   // as a list of unknown keys ("$.description: unknown key").
   check_file_kind(json, path, "meshplan-validation/1",
@@ -289,10 +392,23 @@ std::vector<ValidationCase> validation_cases_from_json(const nlohmann::json& jso
   if (schema != "meshplan-validation/1") {
     top.fail("schema", "is \"" + schema + "\"; expected \"meshplan-validation/1\"");
   }
+  if (!top.has("cases")) {
+    top.fail("cases", "missing; expected the array of published runs (SCHEMA.md)");
+  }
   const nlohmann::json& cases = json.at("cases");
   if (!cases.is_array()) top.fail("cases", "must be an array, got " + describe_json(cases));
+  if (cases.empty()) {
+    top.fail("cases", "is empty; expected at least one published run (SCHEMA.md: one file per "
+                      "source, each with its cases)");
+  }
   std::vector<ValidationCase> out;
-  for (std::size_t i = 0; i < cases.size(); ++i) out.push_back(read_case(cases[i], path, i));
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    out.push_back(read_case(cases[i], path, i));
+    if (out.back().num_experts && moe == MoeCases::kRefuse) {
+      throw InputError(path + ": $.cases[" + std::to_string(i) + "].model.num_experts: " +
+                       "mixture-of-experts models are not modeled yet (expected null)");
+    }
+  }
   return out;
 }
 

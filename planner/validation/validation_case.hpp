@@ -20,6 +20,7 @@ namespace meshplan {
 struct ValidationCase {
   std::string id;
   std::string file;        ///< the file it came from
+  std::size_t index = 0;   ///< its place in the file's "cases" (for "$.cases[3]" in errors)
   std::string confidence;  ///< high / medium / low
   std::string framework;   ///< as printed: megatron, nemo, torchtitan, ...
   ModelSpec model;
@@ -39,15 +40,30 @@ struct ValidationCase {
   std::optional<double> peak_memory_bytes;
   std::string memory_metric;
   std::optional<bool> oom;
+  /// Routed experts of a mixture-of-experts case (model.num_experts), nullopt for a dense one.
+  /// meshplan does not model MoE: `model` is then only the dense part, never to be estimated
+  /// (read with MoeCases::kKeep, for a caller that skips the case and says why).
+  std::optional<std::int64_t> num_experts;
+  std::optional<std::int64_t> moe_top_k;  ///< experts each token is routed to, where printed
 };
 
+/// How a reader takes a mixture-of-experts case (model.num_experts set, its MoE fields
+/// consistent): refused as an input error at $.cases[i].model.num_experts, or kept with
+/// ValidationCase::num_experts set so that the caller skips it with a printed reason (meshplan
+/// validate). MoE fields on a dense case (moe_top_k or moe_ffn_hidden_size set, or layout.ep
+/// above 1, with num_experts null) are refused either way: the case contradicts itself.
+enum class MoeCases { kRefuse, kKeep };
+
 /// Reads every case of `path`. Throws InputError naming the file and the JSON path of a bad
-/// field (the file is otherwise accepted exactly as SCHEMA.md describes it).
-std::vector<ValidationCase> load_validation_file(const std::string& path);
+/// field (the file is otherwise accepted exactly as SCHEMA.md describes it); a
+/// mixture-of-experts case is refused or kept as `moe` says.
+std::vector<ValidationCase> load_validation_file(const std::string& path,
+                                                 MoeCases moe = MoeCases::kRefuse);
 
 /// The same for a file already parsed into `json`; `path` names it in errors and in each case.
 std::vector<ValidationCase> validation_cases_from_json(const nlohmann::json& json,
-                                                       const std::string& path);
+                                                       const std::string& path,
+                                                       MoeCases moe = MoeCases::kRefuse);
 
 /// The meshplan framework convention for a framework name of the validation schema: nemo ->
 /// "nemo"; megatron and deepspeed-megatron -> "megatron"; torchtitan -> "fsdp"; others ->

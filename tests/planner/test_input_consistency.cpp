@@ -1,0 +1,630 @@
+// Inputs that parse and are each in range but do not fit together (heads that do not divide the
+// width, a tp that does not divide the MLP, mixture-of-experts fields meshplan does not model,
+// blank names) are refused where they are read, with the file, the JSON path, what is wrong and
+// what would be right, and exit code 2; never carried into a NaN, a floored shape or a dense
+// model that is silently something else. Each expected message is spelled out in full.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "costmodel/layout.hpp"
+#include "costmodel/model_spec.hpp"
+#include "planner/config/input_error.hpp"
+#include "planner/config/loaders.hpp"
+#include "planner/validation/validation_case.hpp"
+#include "tests/support/cli_runner.hpp"
+#include "tests/support/validation_inputs.hpp"
+
+using namespace meshplan;
+
+namespace {
+
+/// Runs `args`; checks exit code 2, nothing on stdout and exactly `err` on stderr.
+void expect_exact_error(const std::vector<std::string>& args, const std::string& err) {
+  const test::CliResult r = test::run(args);
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.empty());
+  CHECK(r.err == err);
+}
+
+/// The text of the CLI's error line for `message`.
+std::string error_line(const std::string& message) { return "meshplan: error: " + message + "\n"; }
+
+/// A preset of configs/models as JSON.
+nlohmann::json preset_model(const std::string& name) {
+  return nlohmann::json::parse(test::read_config("models/" + name + ".json"));
+}
+
+/// The config.json of tests/data/hf/<folder> with `change` applied, written to `name`.
+std::string hf_config(const std::string& folder, const std::string& name,
+                      const std::function<void(nlohmann::json&)>& change) {
+  std::ifstream in(test::data_file("hf/" + folder + "/config.json"));
+  nlohmann::json config = nlohmann::json::parse(in);
+  change(config);
+  return test::write_temp_file(name, config.dump(2));
+}
+
+/// `estimate --model llama3-8b --tp 8 --out <name>` (8 GPUs), read back as JSON.
+nlohmann::json written_plan(const std::string& name) {
+  const std::string path = test::temp_dir() + "/" + name;
+  const test::CliResult r =
+      test::run({"estimate", "--model", "llama3-8b", "--tp", "8", "--gbs", "8", "--out", path});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// 1. The model's structure: one check (model_structure_problem) for every model source.
+// ---------------------------------------------------------------------------------------------
+
+TEST_CASE("model structure: one rule set, a derived head_dim needs heads that divide the width",
+          "[consistency][model]") {
+  ModelSpec m = load_model("llama2-7b");  // h 4096, 32 heads of 128, MHA
+  CHECK_FALSE(model_structure_problem(m, HeadDimSource::kStated));
+  CHECK_FALSE(model_structure_problem(m, HeadDimSource::kDerived));
+
+  m.num_attention_heads = m.num_kv_heads = 3;  // 4096 / 3 = 1365.33
+  m.head_dim = 4096 / 3;
+  auto p = model_structure_problem(m, HeadDimSource::kDerived);
+  REQUIRE(p);
+  CHECK(p->field == ModelField::kNumAttentionHeads);
+  CHECK(p->message ==
+        "must divide hidden_size (4096), got 3 (the head dimension is hidden_size "
+        "/ num_attention_heads)");
+  // Stated (--kv-channels, HF head_dim): 3 heads of 1365 are a model, if an odd one.
+  CHECK_FALSE(model_structure_problem(m, HeadDimSource::kStated));
+
+  m = load_model("llama2-7b");
+  m.num_kv_heads = 64;
+  p = model_structure_problem(m, HeadDimSource::kStated);
+  REQUIRE(p);
+  CHECK(p->field == ModelField::kNumKvHeads);
+  CHECK(p->message ==
+        "must be at most num_attention_heads (32), got 64 (each key/value head "
+        "serves a group of query heads)");
+  m.num_kv_heads = 12;
+  p = model_structure_problem(m, HeadDimSource::kStated, [](ModelField f) {
+    return f == ModelField::kNumAttentionHeads ? std::string("n_head") : std::string(to_string(f));
+  });
+  REQUIRE(p);
+  CHECK(p->message == "must divide n_head (32), got 12");
+  m.num_kv_heads = 32;
+  m.head_dim = 0;
+  p = model_structure_problem(m, HeadDimSource::kStated);
+  REQUIRE(p);
+  CHECK(p->field == ModelField::kHeadDim);
+  CHECK(p->message == "must be a positive integer, got 0");
+}
+
+TEST_CASE("validate: heads that do not divide hidden_size are refused, not predicted as NaN",
+          "[consistency][validate]") {
+  // 64 heads x 8192 at hidden 6144 gave head_dim 0, "-nan s" and "nan%" with exit code 0; 5
+  // heads gave a floored head dim of 1228.
+  for (const int heads : {8192, 5}) {
+    INFO(heads);
+    nlohmann::json c = test::validation_case_json();
+    c["model"]["num_attention_heads"] = heads;
+    c["model"]["num_kv_heads"] = heads;
+    const std::string file = test::validation_file("v-heads.json", {c});
+    expect_exact_error({"validate", file},
+                       error_line(file +
+                                  ": $.cases[0].model.num_attention_heads: must divide "
+                                  "hidden_size (6144), got " +
+                                  std::to_string(heads) +
+                                  " (the head dimension is hidden_size / num_attention_heads)"));
+  }
+  nlohmann::json c = test::validation_case_json();
+  c["model"]["num_kv_heads"] = 48;
+  const std::string file = test::validation_file("v-kv.json", {c});
+  expect_exact_error({"validate", file},
+                     error_line(file + ": $.cases[0].model.num_kv_heads: must divide "
+                                       "num_attention_heads (64), got 48"));
+}
+
+TEST_CASE("model files: kv heads above or not dividing the heads are refused at their key",
+          "[consistency][model]") {
+  nlohmann::json m = preset_model("llama3-8b");  // 32 heads, 8 kv heads
+  m["name"] = "kv";
+  m["num_kv_heads"] = 64;
+  std::string file = test::write_temp_file("kv.json", m.dump(2));
+  expect_exact_error({"ledger", "--model", file},
+                     error_line(file + ": $.num_kv_heads: must be at most num_attention_heads "
+                                       "(32), got 64 (each key/value head serves a group of "
+                                       "query heads)"));
+  m["num_kv_heads"] = 12;
+  file = test::write_temp_file("kv.json", m.dump(2));
+  expect_exact_error({"ledger", "--model", file},
+                     error_line(file + ": $.num_kv_heads: must divide num_attention_heads (32), "
+                                       "got 12"));
+}
+
+TEST_CASE("Hugging Face configs: the same rules, in the config's own key names",
+          "[consistency][hf]") {
+  // Llama without head_dim: transformers' head dimension is hidden_size // num_attention_heads.
+  std::string file = hf_config("llama3-8b", "heads3.json", [](nlohmann::json& c) {
+    c["num_attention_heads"] = 3;
+    c["num_key_value_heads"] = 3;
+  });
+  CHECK_THROWS_WITH(load_model(file),
+                    file +
+                        ": $.num_attention_heads: must divide hidden_size (4096), got 3 (the "
+                        "head dimension is hidden_size / num_attention_heads)");
+  // With head_dim stated, the attention width may differ from hidden_size.
+  file = hf_config("llama3-8b", "heads3-dim.json", [](nlohmann::json& c) {
+    c["num_attention_heads"] = 3;
+    c["num_key_value_heads"] = 3;
+    c["head_dim"] = 128;
+  });
+  CHECK(load_model(file).head_dim == 128);
+  // GPT-2 names its keys n_embd and n_head.
+  file = hf_config("gpt2", "n_head7.json", [](nlohmann::json& c) { c["n_head"] = 7; });
+  CHECK_THROWS_WITH(load_model(file), file +
+                                          ": $.n_head: must divide n_embd (768), got 7 (the "
+                                          "head dimension is n_embd / n_head)");
+  file =
+      hf_config("llama3-8b", "kv5.json", [](nlohmann::json& c) { c["num_key_value_heads"] = 5; });
+  CHECK_THROWS_WITH(load_model(file), file +
+                                          ": $.num_key_value_heads: must divide "
+                                          "num_attention_heads (32), got 5");
+}
+
+TEST_CASE("plan.json: inputs.model goes through the same check, at its nested path",
+          "[consistency][plan_file]") {
+  nlohmann::json plan = written_plan("kv-plan.json");
+  plan["inputs"]["model"]["num_kv_heads"] = 5;
+  const std::string file = test::write_temp_file("kv-plan-bad.json", plan.dump(2));
+  expect_exact_error({"estimate", "--plan", file},
+                     error_line(file + ": $.inputs.model.num_kv_heads: must divide "
+                                       "num_attention_heads (32), got 5"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. tp and the MLP width; the vocabulary shard.
+// ---------------------------------------------------------------------------------------------
+
+TEST_CASE("a tp that does not divide ffn_hidden_size is an impossible layout",
+          "[consistency][layout]") {
+  // Llama 2 7B with an MLP of 11009: at tp 8 the ledger floored fc2.input to 5504 while
+  // swiglu.input kept 11009; Megatron-LM's parallel linears assert the width divides.
+  nlohmann::json m = preset_model("llama2-7b");
+  m["name"] = "ffn11009";
+  m["ffn_hidden_size"] = 11009;
+  const std::string file = test::write_temp_file("ffn11009.json", m.dump(2));
+  const ModelSpec model = load_model(file);
+  Layout l;
+  l.tp = 8;
+  l.dp = 1;
+  l.gbs = 1;
+  CHECK(layout_problems(l, model, 4096, 8, false) ==
+        std::vector<std::string>{"tp 8 does not divide ffn_hidden_size 11009 (tensor parallelism "
+                                 "splits the MLP width evenly)"});
+  l.tp = 1;
+  CHECK(layout_problems(l, model, 4096, 1, false).empty());
+
+  for (const char* command : {"ledger", "estimate"}) {
+    INFO(command);
+    expect_exact_error({command, "--model", file, "--tp", "8"},
+                       error_line("impossible layout:\n  layout: tp 8 does not divide "
+                                  "ffn_hidden_size 11009 (tensor parallelism splits the MLP "
+                                  "width evenly)"));
+  }
+  // plan's search skips such tp and counts why.
+  const test::CliResult r = test::run({"plan", "--model", file, "--gpus", "8", "--json"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  CHECK(j["rejected"]["tp does not divide ffn_hidden_size"].get<std::int64_t>() > 0);
+  REQUIRE(!j["ranked"].empty());
+  for (const nlohmann::json& p : j["ranked"]) CHECK(p["layout"]["tp"] == 1);
+}
+
+TEST_CASE("the vocabulary shard on a tp rank is ceil(V / tp), never the floor",
+          "[consistency][ledger]") {
+  nlohmann::json m = preset_model("llama2-7b");  // vocab_pad_multiple 1 (Hugging Face's)
+  m["name"] = "vocab32001";
+  m["vocab_size"] = 32001;
+  const std::string file = test::write_temp_file("vocab32001.json", m.dump(2));
+  const ModelSpec model = load_model(file);
+  CHECK(vocab_shard_size(model, 8) == 4001);  // ceil(32001 / 8); the floor gave 4000
+  CHECK(vocab_shard_size(model, 1) == 32001);
+  CHECK(vocab_shard_size(load_model("llama2-7b"), 8) == 4000);
+  // Megatron's padding to 128 x tp makes the split whole: 32001 -> 32768 at tp 8.
+  ModelSpec padded = model;
+  padded.vocab_pad_multiple = 128 * 8;
+  CHECK(vocab_shard_size(padded, 8) == 32768 / 8);
+
+  // The ledger's logits and loss transient: [tokens, mbs, 4001].
+  const test::CliResult r = test::run({"ledger", "--model", file, "--tp", "8", "--json"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  int seen = 0;
+  const std::function<void(const nlohmann::json&)> walk = [&](const nlohmann::json& j) {
+    if (j.is_object()) {
+      if (j.contains("name") && j.contains("shape") && j["name"].is_string() &&
+          j["name"].get<std::string>().rfind("loss.", 0) == 0) {
+        CHECK(j["shape"] == "[4096, 1, 4001]");
+        ++seen;
+      }
+      for (const auto& v : j) walk(v);
+    } else if (j.is_array()) {
+      for (const auto& v : j) walk(v);
+    }
+  };
+  walk(nlohmann::json::parse(r.out));
+  CHECK(seen >= 2);  // loss.logits and loss.transient
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. Mixture-of-experts fields: refused, never costed as a dense model.
+// ---------------------------------------------------------------------------------------------
+
+TEST_CASE("Hugging Face configs with experts are refused at the expert key",
+          "[consistency][hf][moe]") {
+  const std::string moe_text =
+      ": this is a mixture-of-experts model, and meshplan does not model MoE yet (it costs "
+      "dense transformers: one MLP per layer, every token through it); give a dense model's "
+      "config.json (no expert keys, or 0 or 1)";
+  for (const char* key :
+       {"num_local_experts", "num_experts", "n_routed_experts", "num_experts_per_tok"}) {
+    INFO(key);
+    const std::string file = hf_config("llama3-8b", std::string("moe-") + key + ".json",
+                                       [key](nlohmann::json& c) { c[key] = 8; });
+    expect_exact_error({"ledger", "--model", file},
+                       error_line(file + ": $." + key + ": is 8" + moe_text));
+  }
+  // Mixtral's own config says why, not only that mixtral is no supported model_type.
+  std::string file = hf_config("llama3-8b", "mixtral.json", [](nlohmann::json& c) {
+    c["model_type"] = "mixtral";
+    c["num_local_experts"] = 8;
+    c["num_experts_per_tok"] = 2;
+  });
+  CHECK_THROWS_WITH(load_model(file), file + ": $.num_local_experts: is 8" + moe_text);
+  // One expert (or none) is a dense model.
+  file = hf_config("llama3-8b", "one-expert.json", [](nlohmann::json& c) {
+    c["num_local_experts"] = 1;
+    c["num_experts_per_tok"] = 1;
+  });
+  CHECK(load_model(file).ffn_hidden_size == 14336);
+  file = hf_config("llama3-8b", "experts-text.json",
+                   [](nlohmann::json& c) { c["num_experts_per_tok"] = "two"; });
+  CHECK_THROWS_WITH(load_model(file), file +
+                                          ": $.num_experts_per_tok: must be a whole number "
+                                          "of experts (0 or 1 for a dense model), got \"two\"");
+}
+
+TEST_CASE("validate: MoE fields on a dense case are refused, an MoE case is skipped",
+          "[consistency][validate][moe]") {
+  struct Case {
+    const char* section;
+    const char* key;
+    nlohmann::json value;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {"model", "moe_top_k", 2,
+       "$.cases[0].model.moe_top_k: is 2, but num_experts is null (a dense model); give "
+       "num_experts, the routed experts of this mixture-of-experts model (meshplan does not "
+       "model MoE yet and skips the case), or set moe_top_k to null"},
+      {"model", "moe_ffn_hidden_size", 1408,
+       "$.cases[0].model.moe_ffn_hidden_size: is 1408, but num_experts is null (a dense model); "
+       "give num_experts, the routed experts of this mixture-of-experts model (meshplan does not "
+       "model MoE yet and skips the case), or set moe_ffn_hidden_size to null"},
+      {"layout", "ep", 8,
+       "$.cases[0].layout.ep: is 8, but model.num_experts is null (a dense model): expert "
+       "parallelism needs experts; set ep to null or 1, or give model.num_experts (meshplan does "
+       "not model MoE yet and skips the case)"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.key);
+    nlohmann::json bad = test::validation_case_json();
+    bad[c.section][c.key] = c.value;
+    const std::string file = test::validation_file("v-moe.json", {bad});
+    expect_exact_error({"validate", file}, error_line(file + ": " + c.expected));
+  }
+  // ep 1 on a dense case is no contradiction.
+  nlohmann::json ep1 = test::validation_case_json();
+  ep1["layout"]["ep"] = 1;
+  CHECK(test::run({"validate", test::validation_file("v-ep1.json", {ep1})}).exit_code == 0);
+
+  // An MoE case whose fields agree: validate skips it and prints why; the strict reader (the
+  // tests' published-run checks) refuses it.
+  nlohmann::json moe = test::validation_case_json();
+  moe["id"] = "moe";
+  moe["model"]["num_experts"] = 8;
+  moe["model"]["moe_top_k"] = 2;
+  moe["layout"]["ep"] = 8;
+  const std::string file = test::validation_file("v-moe-ok.json", {moe, ep1});
+  const test::CliResult r = test::run({"validate", file});
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("moe (v-moe-ok): mixture-of-experts model: not modeled yet"));
+  CHECK_THROWS_WITH(load_validation_file(file),
+                    file +
+                        ": $.cases[0].model.num_experts: mixture-of-experts models are not "
+                        "modeled yet (expected null)");
+  CHECK(load_validation_file(file, MoeCases::kKeep).at(0).num_experts == 8);
+
+  // ... and its own contradictions are still input errors.
+  nlohmann::json bad = moe;
+  bad["layout"]["ep"] = 3;
+  std::string bad_file = test::validation_file("v-moe-ep3.json", {bad});
+  expect_exact_error({"validate", bad_file},
+                     error_line(bad_file + ": $.cases[0].layout.ep: is 3, which does not divide "
+                                           "model.num_experts (8); expected a divisor of it "
+                                           "(each expert-parallel rank holds num_experts / ep "
+                                           "experts)"));
+  bad = moe;
+  bad["model"]["moe_top_k"] = 9;
+  bad_file = test::validation_file("v-moe-top9.json", {bad});
+  expect_exact_error({"validate", bad_file},
+                     error_line(bad_file + ": $.cases[0].model.moe_top_k: is 9, more than "
+                                           "num_experts (8); expected the experts each token is "
+                                           "routed to, at most num_experts"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. Blank names: one check (StrictObject::text) for every name and id.
+// ---------------------------------------------------------------------------------------------
+
+TEST_CASE("blank names are refused in model, GPU, cluster and profile files",
+          "[consistency][names]") {
+  struct Kind {
+    const char* preset;  ///< under configs/
+    const char* flag;
+    std::string expected;
+  };
+  const std::vector<Kind> kinds = {
+      {"models/llama3-8b.json", "--model", "the model's name (a preset's is its file name)"},
+      {"gpus/h100-sxm.json", "--gpu", "the GPU's name (a preset's is its file name)"},
+      {"clusters/dgx-h100.json", "--cluster", "the cluster's name (a preset's is its file name)"},
+      {"profiles/h100.json", "--profile", "the profile's name (a preset's is its file name)"},
+  };
+  for (const Kind& k : kinds) {
+    for (const std::string& blank : {std::string(""), std::string(" \t")}) {
+      INFO(k.preset << " \"" << blank << "\"");
+      nlohmann::json j = nlohmann::json::parse(test::read_config(k.preset));
+      j["name"] = blank;
+      const std::string file = test::write_temp_file("blank.json", j.dump(2));
+      std::vector<std::string> args = {"estimate", "--model", "llama3-8b", "--tp", "8"};
+      if (std::string(k.flag) == "--model") args = {"estimate", "--tp", "8"};
+      if (std::string(k.flag) == "--gpu") args = {"ledger", "--model", "llama3-8b"};
+      args.push_back(k.flag);
+      args.push_back(file);
+      const std::string what =
+          blank.empty() ? "is empty" : "is only whitespace (" + nlohmann::json(blank).dump() + ")";
+      expect_exact_error(args, error_line(file + ": $.name: " + what + "; expected " + k.expected));
+    }
+  }
+}
+
+TEST_CASE("plan.json: a blank inputs.model.name is refused at its nested path",
+          "[consistency][names][plan_file]") {
+  nlohmann::json plan = written_plan("name-plan.json");
+  plan["inputs"]["model"]["name"] = "  ";
+  const std::string file = test::write_temp_file("name-plan-bad.json", plan.dump(2));
+  expect_exact_error({"estimate", "--plan", file},
+                     error_line(file + ": $.inputs.model.name: is only whitespace (\"  \"); "
+                                       "expected the model's name (a preset's is its file name)"));
+}
+
+TEST_CASE("validate: a blank case id or model name is refused", "[consistency][names][validate]") {
+  nlohmann::json c = test::validation_case_json();
+  c["id"] = "";
+  std::string file = test::validation_file("v-id.json", {c});
+  expect_exact_error({"validate", file},
+                     error_line(file + ": $.cases[0].id: is empty; expected the case's id, "
+                                       "unique across the files (SCHEMA.md)"));
+  c = test::validation_case_json();
+  c["model"]["name"] = " ";
+  file = test::validation_file("v-name.json", {c});
+  expect_exact_error({"validate", file},
+                     error_line(file + ": $.cases[0].model.name: is only whitespace (\" \"); "
+                                       "expected the model's name as the source gives it"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5. Validation files: inferred, notes, source and cases typed as SCHEMA.md has them.
+// ---------------------------------------------------------------------------------------------
+
+TEST_CASE("validate: inferred is a list of field paths, notes a string, source some text",
+          "[consistency][validate]") {
+  const std::string paths =
+      "must be the path of one of the case's fields, \"<section>.<key>\" (\"layout.dp\", "
+      "\"measured.step_time_s\"; sections model, hardware, layout, training, measured), got ";
+  struct Case {
+    const char* key;
+    nlohmann::json value;
+    std::string expected;  ///< after "$.cases[0]."
+  };
+  const std::vector<Case> cases = {
+      {"inferred", "x",
+       "inferred: must be a list of field paths (\"layout.dp\", ...), [] when the source printed "
+       "every field, got \"x\""},
+      {"inferred", {1, 2}, "inferred[0]: " + paths + "1"},
+      {"inferred", {"layout.dp", "layout.tpp"}, "inferred[1]: " + paths + "\"layout.tpp\""},
+      {"inferred", {"dp"}, "inferred[0]: " + paths + "\"dp\""},
+      {"notes", 5, "notes: must be a string, got 5"},
+      {"source", "",
+       "source: is empty; expected a short citation of where the numbers come "
+       "from (title, table, URL)"},
+      {"source", "  ",
+       "source: is only whitespace (\"  \"); expected a short citation of where "
+       "the numbers come from (title, table, URL)"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.key << " " << c.value.dump());
+    nlohmann::json bad = test::validation_case_json();
+    bad[c.key] = c.value;
+    const std::string file = test::validation_file("v-typed.json", {bad});
+    expect_exact_error({"validate", file}, error_line(file + ": $.cases[0]." + c.expected));
+  }
+  for (const char* key : {"inferred", "notes"}) {
+    INFO(key);
+    nlohmann::json bad = test::validation_case_json();
+    bad.erase(key);
+    const std::string file = test::validation_file("v-missing.json", {bad});
+    const test::CliResult r = test::run({"validate", file});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains(file + ": $.cases[0]." + key + ": missing; expected"));
+  }
+  // The shipped form: paths of real fields, notes of any text.
+  nlohmann::json ok = test::validation_case_json();
+  ok["inferred"] = {"layout.dp", "measured.step_time_s", "model.ffn_type"};
+  ok["notes"] = "step time from tokens/s";
+  CHECK(test::run({"validate", test::validation_file("v-typed-ok.json", {ok})}).exit_code == 0);
+}
+
+TEST_CASE("validate: a file without cases is an error, not empty tables",
+          "[consistency][validate]") {
+  const std::string empty = test::validation_file("v-empty.json", {});
+  expect_exact_error({"validate", empty},
+                     error_line(empty + ": $.cases: is empty; expected at least one published "
+                                        "run (SCHEMA.md: one file per source, each with its "
+                                        "cases)"));
+  // No "cases" key at all was an internal error (exit 1).
+  const std::string none =
+      test::write_temp_file("v-none.json", R"({"schema": "meshplan-validation/1"})");
+  expect_exact_error({"validate", none},
+                     error_line(none + ": $.cases: missing; expected the array of published runs "
+                                       "(SCHEMA.md)"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// 6. A profile's measured curve points: busbw bounded, every step time finite.
+// ---------------------------------------------------------------------------------------------
+
+TEST_CASE("profile curve points: busbw from 1 to 1e15 bytes/s", "[consistency][profile]") {
+  nlohmann::json profile = nlohmann::json::parse(test::read_config("profiles/h100.json"));
+  REQUIRE(!profile["collectives"].empty());
+  // 1e-300 bytes/s made a step take 1e307 s; 0.5 is an 8-byte collective taking 32 s.
+  for (const double busbw : {1e-300, 0.5, 0.0, -1.0, 2e15}) {
+    INFO(busbw);
+    profile["collectives"][0]["points"] =
+        nlohmann::json::array({{{"bytes", 8}, {"busbw_bytes_per_s", busbw}}});
+    const std::string file = test::write_temp_file("points-busbw.json", profile.dump(2));
+    expect_exact_error({"estimate", "--model", "llama3-8b", "--tp", "8", "--profile", file},
+                       error_line(file +
+                                  ": $.collectives[0].points[0].busbw_bytes_per_s: must be a "
+                                  "number of bytes/s from 1 to 1e15, got " +
+                                  nlohmann::json(busbw).dump()));
+  }
+  // The floor itself is a measurement, and the step time stays finite.
+  profile["collectives"][0]["points"] =
+      nlohmann::json::array({{{"bytes", 8}, {"busbw_bytes_per_s", 1}}});
+  const std::string file = test::write_temp_file("points-floor.json", profile.dump(2));
+  const test::CliResult r =
+      test::run({"estimate", "--model", "llama3-8b", "--tp", "8", "--profile", file, "--json"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const double step = nlohmann::json::parse(r.out)["step_time_s"].get<double>();
+  // 7.8e12 s: the one 8-byte point's 1 byte/s stands for every larger message (the curve's last
+  // busbw past it), absurd as a plan but a finite number, not 1e307 s.
+  CHECK(std::isfinite(step));
+  CHECK(step < 1e14);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 7. Hugging Face leniency: dropout, conflicting aliases, mlp_bias.
+// ---------------------------------------------------------------------------------------------
+
+TEST_CASE("Hugging Face dropout probabilities must be at least 0 and below 1",
+          "[consistency][hf]") {
+  for (const double p : {-1.0, 1.0, 1.5}) {
+    INFO(p);
+    std::string file =
+        hf_config("gpt2", "pdrop.json", [p](nlohmann::json& c) { c["resid_pdrop"] = p; });
+    CHECK_THROWS_WITH(load_model(file), file +
+                                            ": $.resid_pdrop: must be a dropout probability in "
+                                            "[0, 1) (0: no dropout), got " +
+                                            nlohmann::json(p).dump());
+    file = hf_config("llama3-8b", "attn-drop.json",
+                     [p](nlohmann::json& c) { c["attention_dropout"] = p; });
+    CHECK_THROWS_WITH(load_model(file), file +
+                                            ": $.attention_dropout: must be a dropout "
+                                            "probability in [0, 1) (0: no dropout), got " +
+                                            nlohmann::json(p).dump());
+  }
+  const std::string text =
+      hf_config("gpt2", "pdrop-text.json", [](nlohmann::json& c) { c["attn_pdrop"] = "0.1"; });
+  CHECK_THROWS_WITH(load_model(text), text +
+                                          ": $.attn_pdrop: must be a dropout probability in "
+                                          "[0, 1) (0: no dropout), got \"0.1\"");
+  // 0 everywhere: no dropout; 0.1: dropout.
+  std::string file = hf_config("gpt2", "pdrop0.json", [](nlohmann::json& c) {
+    c["resid_pdrop"] = 0;
+    c["attn_pdrop"] = 0;
+    c["embd_pdrop"] = 0.0;
+  });
+  CHECK_FALSE(load_model(file).dropout);
+  CHECK(load_model(test::data_file("hf/gpt2/config.json")).dropout);
+}
+
+TEST_CASE("Hugging Face aliases of one size must agree", "[consistency][hf]") {
+  // GPT-2 with n_embd 768 and hidden_size 1024 silently used 768.
+  std::string file =
+      hf_config("gpt2", "two-widths.json", [](nlohmann::json& c) { c["hidden_size"] = 1024; });
+  const std::string line =
+      ", and transformers reads the two keys as one size; remove one of "
+      "them, or give both the same value";
+  CHECK_THROWS_WITH(load_model(file), file + ": $.hidden_size: is 1024, but n_embd is 768" + line);
+  file =
+      hf_config("gpt2", "two-layers.json", [](nlohmann::json& c) { c["num_hidden_layers"] = 24; });
+  CHECK_THROWS_WITH(load_model(file),
+                    file + ": $.num_hidden_layers: is 24, but n_layer is 12" + line);
+  // The same value twice is one size.
+  file = hf_config("gpt2", "same-width.json", [](nlohmann::json& c) { c["hidden_size"] = 768; });
+  CHECK(load_model(file).hidden_size == 768);
+  // An alias alone is read.
+  file = hf_config("gpt2", "alias-only.json", [](nlohmann::json& c) {
+    c.erase("n_embd");
+    c["hidden_size"] = 1024;
+    c["n_head"] = 16;
+  });
+  CHECK(load_model(file).hidden_size == 1024);
+}
+
+TEST_CASE("Hugging Face mlp_bias: honoured with attention biases, refused where it cannot be",
+          "[consistency][hf]") {
+  // Llama with both: every linear layer has a bias (linear_bias).
+  std::string file = hf_config("llama3-8b", "all-bias.json", [](nlohmann::json& c) {
+    c["attention_bias"] = true;
+    c["mlp_bias"] = true;
+  });
+  const ModelSpec both = load_model(file);
+  CHECK(both.linear_bias);
+  CHECK(both.qkv_bias);
+  // MLP biases alone: the spec cannot say it; refused, not dropped.
+  file = hf_config("llama3-8b", "mlp-bias.json", [](nlohmann::json& c) { c["mlp_bias"] = true; });
+  CHECK_THROWS_WITH(
+      load_model(file),
+      file +
+          ": $.mlp_bias: is true while attention_bias is false or absent: MLP biases without "
+          "attention biases are not a model meshplan can describe (a model has biases on "
+          "every linear layer, or on the QKV projection alone); set attention_bias to true if "
+          "the attention has biases too, or write a meshplan-model/1 file with linear_bias "
+          "true (configs/README.md), which counts the attention's biases too");
+  const test::CliResult r = test::run({"ledger", "--model", file});
+  CHECK(r.exit_code == 2);
+  // Mistral's MLP has no biases: transformers ignores the key.
+  file = hf_config("llama3-8b", "mistral-mlp-bias.json", [](nlohmann::json& c) {
+    c["model_type"] = "mistral";
+    c["mlp_bias"] = true;
+  });
+  CHECK_THROWS_WITH(load_model(file),
+                    file +
+                        ": $.mlp_bias: is true, but mistral has no MLP biases (transformers' "
+                        "MistralMLP builds gate, up and down without them and ignores "
+                        "mlp_bias); remove the key or set it to false");
+  file = hf_config("llama3-8b", "mlp-bias-false.json",
+                   [](nlohmann::json& c) { c["mlp_bias"] = false; });
+  CHECK_FALSE(load_model(file).linear_bias);
+}
