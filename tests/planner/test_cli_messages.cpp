@@ -9,22 +9,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/support/cli_expect.hpp"
 #include "tests/support/cli_runner.hpp"
 
 using namespace meshplan;
-
-namespace {
-
-/// Runs `args`; checks exit code 2, nothing on stdout and exactly `err` on stderr.
-void expect_exact_error(const std::vector<std::string>& args, const std::string& err) {
-  const test::CliResult r = test::run(args);
-  INFO(r.err);
-  CHECK(r.exit_code == 2);
-  CHECK(r.out.empty());
-  CHECK(r.err == err);
-}
-
-}  // namespace
+using meshplan::test::expect_exact_error;
 
 // (A test name must not start with "-": ctest passes it to Catch, which reads it as an option.)
 TEST_CASE("stage layers with vpp > 1: the even split is the default, others are refused as the "

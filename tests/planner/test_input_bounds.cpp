@@ -14,21 +14,15 @@
 #include "planner/cli/options.hpp"
 #include "planner/config/input_error.hpp"
 #include "planner/config/loaders.hpp"
+#include "tests/support/cli_expect.hpp"
 #include "tests/support/cli_runner.hpp"
 #include "tests/support/validation_inputs.hpp"
 
 using namespace meshplan;
+using meshplan::test::expect_exact_error;
 
 namespace {
 
-/// Runs `args`; checks exit code 2, nothing on stdout and exactly `err` on stderr.
-void expect_exact_error(const std::vector<std::string>& args, const std::string& err) {
-  const test::CliResult r = test::run(args);
-  INFO(r.err);
-  CHECK(r.exit_code == 2);
-  CHECK(r.out.empty());
-  CHECK(r.err == err);
-}
 
 /// The parse-error form of the meshplan CLI: "meshplan: error: <message>" and the --help hint.
 std::string parse_error(const std::string& message) {
