@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iomanip>
+#include <sstream>
 
 #include "costmodel/units.hpp"
 
@@ -39,11 +41,18 @@ std::string gb(double bytes) { return fixed(bytes / kGB, 1) + " GB"; }
 
 std::string gib(double bytes) { return fixed(bytes / kGiB, 1) + " GiB"; }
 
+std::string significant(double value, int digits) {
+  std::ostringstream s;
+  s << std::setprecision(digits) << value;
+  return s.str();
+}
+
 std::string size_difference(double bytes) {
   return bytes < kGiB ? fixed(bytes / kMiB, 0) + " MiB" : gib(bytes);
 }
 
 std::string duration(double seconds) {
+  if (seconds >= 1e6 * kSecondsPerYear) return scientific(seconds / kSecondsPerYear) + " years";
   if (seconds >= kSecondsPerYear) return fixed(seconds / kSecondsPerYear, 1) + " years";
   if (seconds >= kSecondsPerDay) return fixed(seconds / kSecondsPerDay, 1) + " days";
   if (seconds >= kSecondsPerHour) return fixed(seconds / kSecondsPerHour, 1) + " hours";

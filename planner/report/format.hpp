@@ -21,6 +21,9 @@ std::string with_commas(std::int64_t value);
 /// Scientific notation with 3 significant digits ("4.20e+23").
 std::string scientific(double value);
 
+/// `value` with `digits` significant digits and no trailing zeros ("50", "42.5", "0.0001").
+std::string significant(double value, int digits);
+
 /// Bytes in decimal GB with one decimal ("112.0 GB").
 std::string gb(double bytes);
 
@@ -31,7 +34,8 @@ std::string gib(double bytes);
 /// 5.0 GiB reads "102 MiB" and not "0.1 GiB" (or "0.0 GiB"); else as gib().
 std::string size_difference(double bytes);
 
-/// A duration in the largest sensible unit ("26.9 years", "9.6 days", "3.2 hours", "41 s").
+/// A duration in the largest sensible unit ("26.9 years", "9.6 days", "3.2 hours", "41 s");
+/// a million years and more in scientific notation ("1.92e+17 years").
 std::string duration(double seconds);
 
 /// A left/right aligned text table. Columns are right-aligned unless marked left.

@@ -51,8 +51,8 @@ nlohmann::json breakdown_json(const StepBreakdown& b) {
 }
 
 const char* const kStepTimeCaveat =
-    "Predicted step times are within about 15% of published runs on average, most of them "
-    "faster than measured, and up to about 40% off on some (README, Validation); a measured "
-    "profile (--profile) narrows the gap.";
+    "With the shipped profiles, predicted step times are within about 15% of published runs "
+    "on average, most of them faster than measured, and up to about 40% off on some (README, "
+    "Validation); a profile measured on the cluster (meshplan-calibrate) narrows the gap.";
 
 }  // namespace meshplan

@@ -34,3 +34,13 @@ TEST_CASE("fixed: a huge value is never cut at a buffer's end", "[format]") {
   // Many decimals are kept too (DBL_MIN has 1022 zeros after the point before its digits).
   CHECK(fixed(DBL_MIN, 1100).size() == 2 + 1100);
 }
+
+TEST_CASE("significant and duration: small MFUs and huge times stay readable", "[format]") {
+  // --mfu 1e-6 is 0.0001%: "0%" hid it; 42.5% keeps its decimal, 50% has none.
+  CHECK(significant(1e-6 * 100, 3) == "0.0001");
+  CHECK(significant(0.425 * 100, 3) == "42.5");
+  CHECK(significant(0.5 * 100, 3) == "50");
+  // 6.06e24 s / 3.15576e7 s per Julian year = 1.92e17 years: scientific, not 18 digits.
+  CHECK(duration(6.06e24) == "1.92e+17 years");
+  CHECK(duration(8.49e7) == "2.7 years");
+}
