@@ -24,6 +24,7 @@
 
 #include "costmodel/counted.hpp"
 #include "costmodel/precision.hpp"
+#include "planner/report/format.hpp"
 
 namespace meshplan {
 
@@ -200,6 +201,23 @@ Export export_megatron(const Plan& p) {
   }
   if (l.sp) a.push_back("--sequence-parallel");
   if (l.zero >= 1) a.push_back("--use-distributed-optimizer");
+  // The overlaps the predicted step assumed (its framework convention, or the plan's
+  // --dp-overlap / --tp-overlap): Megatron-LM has each behind an opt-in flag.
+  const FrameworkConvention& f = p.setup.framework;
+  if (l.dp * l.cp > 1 && f.dp_grad_overlap) a.push_back("--overlap-grad-reduce");
+  if (l.dp * l.cp > 1 && l.zero >= 1 && f.dp_param_overlap) {
+    a.push_back("--overlap-param-gather");
+  }
+  if (l.tp > 1 && f.tp_comm_overlap > 0) {
+    if (l.sp) {
+      a.push_back("--tp-comm-overlap");
+    } else {
+      e.dropped.push_back("TP communication overlap (" + significant(100 * f.tp_comm_overlap, 3) + "%" +
+                          " of TP collective time hidden): Megatron-LM's --tp-comm-overlap "
+                          "needs --sequence-parallel, which this plan does not use; the TP "
+                          "collectives will be exposed and the step slower than planned");
+    }
+  }
   if (l.zero >= 2) {
     e.dropped.push_back("ZeRO-" + s(l.zero) + " (zero " + s(l.zero) +
                         "): Megatron-LM's distributed optimizer shards only the optimizer "

@@ -497,3 +497,35 @@ TEST_CASE("meshplan export prints the export and notes what it drops", "[exports
   CHECK(test::run({"export", path, "--format", "nemo"}).exit_code == 2);
   CHECK(test::run({"export", "/nonexistent/plan.json", "--format", "megatron"}).exit_code == 2);
 }
+
+TEST_CASE("megatron export: the overlaps the prediction assumed are switched on",
+          "[exports]") {
+  Layout l;
+  l.dp = 2;
+  l.tp = 2;
+  l.zero = 1;
+  l.sp = true;
+  l.gbs = 8;
+  // NeMo's convention overlaps the gradient reduce-scatter and the ZeRO-1 parameter all-gather
+  // (its performance recipes); Megatron-LM has both behind opt-in flags.
+  Plan nemo = plan_of("llama3-8b", l, "nemo", Precision::kBf16, 4096);
+  const Export overlapped = export_plan(nemo, ExportFormat::kMegatron);
+  CHECK_THAT(overlapped.text, Catch::Contains("--overlap-grad-reduce"));
+  CHECK_THAT(overlapped.text, Catch::Contains("--overlap-param-gather"));
+  CHECK_THAT(overlapped.text, !Catch::Contains("--tp-comm-overlap"));
+  // Megatron-LM's own defaults overlap nothing: none of the three.
+  const Export plain = export_plan(plan_of("llama3-8b", l, "megatron", Precision::kBf16, 4096),
+                                   ExportFormat::kMegatron);
+  CHECK_THAT(plain.text, !Catch::Contains("overlap"));
+  // A TP overlap share (--tp-overlap) is --tp-comm-overlap, which needs sequence parallelism.
+  nemo.setup.framework.tp_comm_overlap = 0.5;
+  CHECK_THAT(export_plan(nemo, ExportFormat::kMegatron).text,
+             Catch::Contains("--tp-comm-overlap"));
+  l.sp = false;
+  Plan no_sp = plan_of("llama3-8b", l, "nemo", Precision::kBf16, 4096);
+  no_sp.setup.framework.tp_comm_overlap = 0.5;
+  const Export dropped = export_plan(no_sp, ExportFormat::kMegatron);
+  CHECK_THAT(dropped.text, !Catch::Contains("--tp-comm-overlap"));
+  INFO(all_dropped(dropped));
+  CHECK(mentions(dropped, "TP communication overlap (50% of TP collective time hidden)"));
+}
