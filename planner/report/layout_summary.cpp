@@ -55,4 +55,14 @@ const char* const kStepTimeCaveat =
     "on average, most of them faster than measured, and up to about 40% off on some (README, "
     "Validation); a profile measured on the cluster (meshplan-calibrate) narrows the gap.";
 
+std::string regime_caveat(const Layout& layout, const TrainingSetup& setup) {
+  // The shortest sequence of the cp > 1 validation runs (torchtitan t2/t6: cp 2 at 64K).
+  constexpr std::int64_t kLongSequence = 65536;
+  if (layout.cp <= 1 || setup.seq < kLongSequence) return "";
+  return "cp " + std::to_string(layout.cp) + " at seq " + std::to_string(setup.seq) +
+         ": on the published runs of ring attention at 64K-256K tokens (torchtitan, cp 2-8) this "
+         "model's step times were 14-41% below the measured ones, further the longer the "
+         "sequence (README, Validation); take this step time as a lower bound.";
+}
+
 }  // namespace meshplan

@@ -43,6 +43,12 @@ std::vector<std::pair<const char*, double>> headline_figures(const StepEstimate&
 /// measured, the worst about 40% off either way).
 extern const char* const kStepTimeCaveat;
 
+/// Where a layout sits in a regime the validation shows the model to be furthest from
+/// measurement, what the published runs there measured, or "" elsewhere. Today: context
+/// parallelism at 64K tokens and more (the torchtitan runs of ring attention at 64K-256K,
+/// README Validation: predictions 14-41% below the measured step times).
+std::string regime_caveat(const Layout& layout, const TrainingSetup& setup);
+
 /// The nine components of `breakdown`, in the order of StepBreakdown::total().
 std::vector<BreakdownComponent> breakdown_components(const StepBreakdown& breakdown);
 

@@ -244,7 +244,12 @@ std::string render_plan(const SearchRequest& r, const SearchResult& result) {
       << half_dtype_name(r.setup.precision)
       << " peak;\nMFU causal: the same with attention score and value FLOPs halved (the work a "
          "causal mask leaves, as FlashAttention counts it).\n"
-      << kStepTimeCaveat << "\n\n";
+      << kStepTimeCaveat << "\n";
+    if (const std::string regime = regime_caveat(result.ranked.front().layout, r.setup);
+        !regime.empty()) {
+      s << "Caveat (the winner): " << regime << "\n";
+    }
+    s << "\n";
   }
   s << "Why:\n" << explain_plan(r, result);
   if (r.pareto && !result.pareto.empty()) {

@@ -44,6 +44,9 @@ std::string render_step(const StepReportInputs& in, const StepEstimate& e) {
   t.add_row({"step", fixed(e.step_time_s, 4), "100.0%"});
   s << t.render();
   s << "\n" << kStepTimeCaveat << "\n";
+  if (const std::string regime = regime_caveat(in.layout, in.setup); !regime.empty()) {
+    s << "Caveat: " << regime << "\n";
+  }
   return s.str();
 }
 

@@ -301,3 +301,24 @@ TEST_CASE("profile show: says step times read busbw off the measured points",
   CHECK_THAT(r.out, Contains("use the alpha-beta line only below the"));
   CHECK_THAT(r.out, Contains("measured busbw (what step times use from "));
 }
+
+TEST_CASE("a layout in the regime validation shows furthest off carries its own caveat",
+          "[usability][estimate][plan]") {
+  // cp 8 at 131072 tokens: the torchtitan ring-attention runs (cp 2-8, 64K-256K) measured
+  // longer steps than predicted (errors -14% to -41%); cp 1, or cp at 8K, gets no such line.
+  const std::vector<std::string> base = {"estimate", "--model", "llama3-8b", "--gpus", "64",
+                                         "--gbs",    "32",        "--tp",    "2"};
+  const test::CliResult long_cp =
+      test::run(test::with(base, {"--cp", "8", "--seq", "131072"}));
+  REQUIRE(long_cp.exit_code == 0);
+  CHECK_THAT(long_cp.out, Catch::Contains("Caveat: cp 8 at seq 131072: on the published runs of "
+                                          "ring attention at 64K-256K tokens"));
+  const test::CliResult short_cp = test::run(test::with(base, {"--cp", "8", "--seq", "8192"}));
+  REQUIRE(short_cp.exit_code == 0);
+  CHECK_THAT(short_cp.out, !Catch::Contains("Caveat:"));
+  const test::CliResult plan = test::run(
+      {"plan", "--model", "llama3-8b", "--gpus", "64", "--seq", "131072", "--gbs", "32",
+       "--cp", "8"});
+  REQUIRE(plan.exit_code == 0);
+  CHECK_THAT(plan.out, Catch::Contains("Caveat (the winner): cp 8 at seq 131072"));
+}
