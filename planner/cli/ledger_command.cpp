@@ -35,6 +35,7 @@ struct LedgerOptions {
   double params = 0;
   std::string gpu = "h100-sxm";
   std::string framework = "textbook";
+  bool framework_defaulted = true;  ///< --framework not given
   std::string precision;  ///< empty: the GPU's default
   double tokens = 0;
   std::int64_t gpus = 0;  ///< 0: not given (dp x tp x pp x cp)
@@ -77,6 +78,10 @@ LedgerResult compute(const LedgerOptions& o) {
   }
   r.gpu = load_gpu(o.gpu, "--gpu");
   r.framework = require_framework(o.framework);
+  if (o.framework_defaulted && !o.model.empty()) {
+    r.notes.push_back("framework textbook (default of ledger; plan and estimate default to "
+                      "megatron, 18 bytes/param: give --framework megatron to compare)");
+  }
   r.precision = require_precision(o.precision, r.gpu, r.notes);
   r.memory = static_memory(r.params, r.framework, r.precision);
   r.fits = r.memory.total_bytes <= r.gpu.memory_bytes;
@@ -265,6 +270,7 @@ CommandAction add_ledger_command(CLI::App& app) {
         }
       }
     }
+    o->framework_defaulted = cmd->count("--framework") == 0;
     const LedgerResult r = compute(*o);
     out << (o->json ? render_json(*o, r) : render_text(*o, r));
   };

@@ -435,6 +435,10 @@ ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, cons
     }
   } else {
     l.dp = 1;
+    if (!gpus) {
+      r.notes.push_back("dp 1 (default: neither --dp nor --gpus given; set one for data "
+                        "parallelism)");
+    }
   }
   l.tp = f.tp;
   l.pp = f.pp;

@@ -82,9 +82,13 @@ TEST_CASE("layers that do not split evenly over pp split as plan splits them", "
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   const nlohmann::json j = nlohmann::json::parse(r.out);
-  CHECK_THAT(j["notes"][1].get<std::string>(),
-             Catch::StartsWith("stage layers 10,11,11 (default: 32 layers do not split evenly "
-                               "over pp 3"));
+  const std::string split_note = "stage layers 10,11,11 (default: 32 layers do not split "
+                                 "evenly over pp 3";
+  bool noted = false;
+  for (const nlohmann::json& n : j["notes"]) {
+    noted = noted || n.get<std::string>().rfind(split_note, 0) == 0;
+  }
+  CHECK(noted);
   CHECK(j["stages"][0]["layers"] == 10);
   CHECK(j["stages"][2]["layers"] == 11);
 }
