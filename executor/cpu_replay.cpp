@@ -264,6 +264,7 @@ CpuReplay::~CpuReplay() = default;
 void CpuReplay::update_account() {
   account_.ledger = memory_.ledger_bytes();
   account_.scratch = memory_.scratch_bytes();
+  account_.full_gradients = static_cast<double>(full_gradients_.floats) * sizeof(float);
   account_.held = account_.ledger + account_.scratch;
   account_.peak = std::max(account_.peak, account_.held);
 }

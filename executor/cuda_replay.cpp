@@ -319,6 +319,7 @@ CudaReplay::CudaReplay(const Plan& plan, std::int64_t world_rank, const Groups& 
                "cudaMemsetAsync");
     memory_.add(static_cast<double>(bytes));
     memory_.scratch += static_cast<double>(bytes);
+    memory_.full_gradients += static_cast<double>(bytes);
   }
 
   const LayerShapes& s = st.shapes;
