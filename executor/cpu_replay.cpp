@@ -264,6 +264,7 @@ CpuReplay::~CpuReplay() = default;
 void CpuReplay::update_account() {
   account_.ledger = memory_.ledger_bytes();
   account_.scratch = memory_.scratch_bytes();
+  account_.full_gradients = static_cast<double>(full_gradients_.floats) * sizeof(float);
   account_.held = account_.ledger + account_.scratch;
   account_.peak = std::max(account_.peak, account_.held);
 }
@@ -557,10 +558,17 @@ void CpuReplay::data_parallel_and_optimizer(StepTimes& t) {
   // The optimizer step's passes over this rank's shard, as the cost model counts them
   // (costmodel/step_time.hpp OptimizerPasses), each a streaming pass over blocks of elements.
   const OptimizerPasses passes = optimizer_passes(plan_.setup);
+  // The fp32 parameters Adam updates: the master entry where the framework keeps 16-bit
+  // weights (the first optimizer entry), else the weights entry itself (FSDP, HF: fp32 weights,
+  // the optimizer entries are m and v alone). m and v: the last two optimizer entries (DeepSpeed
+  // keeps its fp32 gradient partition between the master and them).
   timed(t.optimizer, [&] {
-    if (optimizer_.size() < 3) return;
-    std::int64_t len = shard_n;
-    for (const Carved& o : optimizer_) len = std::min(len, o.floats);
+    if (optimizer_.size() < (passes.master_copy ? 3u : 2u)) return;
+    if (!passes.master_copy && weights_.data == nullptr) return;
+    const Carved& master = passes.master_copy ? optimizer_[0] : weights_;
+    const Carved& adam_m = optimizer_[optimizer_.size() - 2];
+    const Carved& adam_v = optimizer_[optimizer_.size() - 1];
+    std::int64_t len = std::min({shard_n, master.floats, adam_m.floats, adam_v.floats});
     constexpr std::int64_t kBlock = 2048;
     auto blocks = [&](auto&& pass) {
       for (std::int64_t i = 0; i < len; i += kBlock) pass(i, std::min(kBlock, len - i));
@@ -575,11 +583,10 @@ void CpuReplay::data_parallel_and_optimizer(StepTimes& t) {
     if (passes.unscale) {
       blocks([&](std::int64_t i, std::int64_t n) { ArrayView(shard + i, n) *= 1.0f; });
     }
-    // 3. Adam: read the gradient, weights, m and v; write weights, m and v.
+    // 3. Adam: read the gradient, fp32 weights (master), m and v; write weights, m and v.
     blocks([&](std::int64_t i, std::int64_t n) {
       const ArrayView g(shard + i, n);
-      ArrayView w(optimizer_[0].data + i, n), m(optimizer_[1].data + i, n),
-          v(optimizer_[2].data + i, n);
+      ArrayView w(master.data + i, n), m(adam_m.data + i, n), v(adam_v.data + i, n);
       m = 0.9f * m + (0.1f * clip) * g;
       v = 0.999f * v + (0.001f * clip * clip) * g.square();
       w -= 1e-4f * m / (v.sqrt() + 1e-8f);
@@ -589,12 +596,12 @@ void CpuReplay::data_parallel_and_optimizer(StepTimes& t) {
       blocks([&](std::int64_t i, std::int64_t n) {
         const std::int64_t half = std::min(n / 2, weights_.floats - i / 2);
         if (half > 0) {
-          ArrayView(weights_.data + i / 2, half) = ArrayView(optimizer_[0].data + i, half);
+          ArrayView(weights_.data + i / 2, half) = ArrayView(master.data + i, half);
         }
       });
     }
     // 5. The persistent gradient buffer cleared for the next step's accumulation (Megatron's
-    // zero_grad_buffer).
+    // zero_grad_buffer; not with fp32 weights, as the cost model counts it).
     if (passes.zero_grads) std::fill(grads.data, grads.data + grads.floats, 0.0f);
   });
   if (dp_cp_size_ > 1 && zero >= 1 && zero < 3 && weights_.data != nullptr) {

@@ -319,6 +319,7 @@ CudaReplay::CudaReplay(const Plan& plan, std::int64_t world_rank, const Groups& 
                "cudaMemsetAsync");
     memory_.add(static_cast<double>(bytes));
     memory_.scratch += static_cast<double>(bytes);
+    memory_.full_gradients += static_cast<double>(bytes);
   }
 
   const LayerShapes& s = st.shapes;
@@ -571,10 +572,25 @@ void CudaReplay::State::data_parallel_and_optimizer() {
   // The optimizer step's passes over this rank's shard, as the cost model counts them
   // (costmodel/step_time.hpp OptimizerPasses): gradient norm, unscale (fp16), Adam, the
   // master-to-16-bit copy, the gradient buffer zeroed.
-  if (optimizer.size() >= 3 && (element == 4 || element == 2)) {
-    const OptimizerPasses passes = optimizer_passes(plan.setup);
+  // Adam updates the fp32 master (the first optimizer entry) where the framework keeps 16-bit
+  // weights, else the fp32 weights entry itself (FSDP, HF: the optimizer entries are m and v
+  // alone; with ZeRO-1/2 this rank's shard of it); m and v are the last two optimizer entries
+  // (DeepSpeed keeps its fp32 gradient partition between the master and them).
+  const OptimizerPasses passes = optimizer_passes(plan.setup);
+  const bool fp32_params = weights != nullptr && weights->dtype == "fp32";
+  if (optimizer.size() >= (passes.master_copy ? 3u : 2u) && (passes.master_copy || fp32_params) &&
+      (element == 4 || element == 2)) {
+    const bool shard_of_whole = sharded && plan.layout.zero < 3;  // ZeRO-3: the entry is a shard
+    const std::int64_t fp32_n =
+        fp32_params ? weights->elements / (shard_of_whole ? dp_cp_size : 1) : 0;
+    float* master = passes.master_copy
+                        ? optimizer[0]->memory->as<float>()
+                        : weights->memory->as<float>() + (shard_of_whole ? fp32_n * dp_cp_rank : 0);
     auto len = static_cast<std::int64_t>(shard_n);
-    for (const DeviceEntry* o : optimizer) len = std::min(len, o->elements);
+    if (passes.master_copy) len = std::min(len, optimizer[0]->elements);
+    if (!passes.master_copy) len = std::min(len, fp32_n);
+    for (std::size_t i = optimizer.size() - 2; i < optimizer.size(); ++i)
+      len = std::min(len, optimizer[i]->elements);
     if (params != nullptr) len = std::min(len, static_cast<std::int64_t>(params_n));
     const bool bf16_grads = element == 2;
     if (!norm_sum) {
@@ -585,9 +601,9 @@ void CudaReplay::State::data_parallel_and_optimizer() {
     check_cuda(cudaMemsetAsync(norm_sum->as<void>(), 0, sizeof(float), stream), "cudaMemsetAsync");
     gradient_sum_of_squares(shard, bf16_grads, len, norm_sum->as<float>(), stream);
     if (passes.unscale) scale_gradients(shard, bf16_grads, len, 1.0f, stream);
-    float* master = optimizer[0]->memory->as<float>();
-    adam_step(master, optimizer[1]->memory->as<float>(), optimizer[2]->memory->as<float>(),
-              shard, bf16_grads, len, stream);
+    adam_step(master, optimizer[optimizer.size() - 2]->memory->as<float>(),
+              optimizer[optimizer.size() - 1]->memory->as<float>(), shard, bf16_grads, len,
+              stream);
     if (passes.master_copy && params_shard != nullptr) {
       copy_master_to_bf16(master, params_shard, len, stream);
     }

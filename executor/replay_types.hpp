@@ -26,6 +26,10 @@ struct MemoryAccount {
   double held = 0, peak = 0;
   double ledger = 0;   ///< the ledger entries allocated (runtime overhead lines skipped)
   double scratch = 0;  ///< compute buffers (weights and activations of one layer)
+  /// Of `scratch`, the replay's own unsharded gradients before its one ZeRO-2/3 reduce-scatter
+  /// (ZeRO reduce-scatters per layer or bucket, into buffers the ledger has or omits): held, but
+  /// left out of the comparison with the ledger (executor/README.md).
+  double full_gradients = 0;
   void add(double bytes) {
     held += bytes;
     peak = std::max(peak, held);

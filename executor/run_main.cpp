@@ -316,7 +316,8 @@ int run(int argc, char** argv, int thread_level) {
   }
   watchdog.step("report");
 
-  // Per rank: the components, the step, peak held, ledger bytes, rss, local rank, scratch.
+  // Per rank: the components, the step, peak held, ledger bytes, rss, local rank, scratch, the
+  // replay's full gradients before its ZeRO reduce-scatter (in scratch, not compared).
   std::vector<double> mine = component_values(mean);
   mine.push_back(mean.step);
   mine.push_back(memory.peak);
@@ -324,6 +325,7 @@ int run(int argc, char** argv, int thread_level) {
   mine.push_back(rss_bytes());
   mine.push_back(local_rank);
   mine.push_back(memory.scratch);
+  mine.push_back(memory.full_gradients);
   const int width = static_cast<int>(mine.size());
   std::vector<double> all(static_cast<std::size_t>(width * ctx.size));
   check_mpi(MPI_Gather(mine.data(), width, MPI_DOUBLE, all.data(), width, MPI_DOUBLE, 0,
@@ -338,7 +340,8 @@ int run(int argc, char** argv, int thread_level) {
     using nlohmann::json;
     const std::vector<double> predicted = predicted_components(plan.estimate.breakdown);
     std::vector<double> measured(kComponentCount, 0.0);
-    double step = 0, peak = 0, rss = 0, ledger = 0, worst_memory_error = 0;
+    double step = 0, peak = 0, peak_compared = 0, rss = 0, ledger = 0, worst_memory_error = 0;
+    int full_gradients_rank = -1;  // the rank holding the most of the replay's full gradients
     int worst_rank = -1;  // the rank whose peak held is furthest from its own stage's ledger
     json ranks = json::array();
     for (int r = 0; r < ctx.size; ++r) {
@@ -350,12 +353,19 @@ int run(int argc, char** argv, int thread_level) {
       }
       step = std::max(step, v[7]);
       peak = std::max(peak, v[8]);
+      // Compared with the ledger: peak held without the replay's own full gradients (held the
+      // whole run, so the peak less them is the peak of the rest).
+      const double compared = v[8] - v[13];
+      peak_compared = std::max(peak_compared, compared);
+      if (v[13] > 0 && (full_gradients_rank < 0 ||
+                        v[13] > all[static_cast<std::size_t>(full_gradients_rank * width + 13)]))
+        full_gradients_rank = r;
       ledger = std::max(ledger, v[9]);
       rss = std::max(rss, v[10]);
       const RankCoords c = rank_to_coords(r, L);
       const double stage_ledger =
           ledger_without_runtime_overhead(plan.estimate.memory.stages.at(static_cast<std::size_t>(c.pp)));
-      const double memory_error = (v[8] - stage_ledger) / stage_ledger;
+      const double memory_error = (compared - stage_ledger) / stage_ledger;
       if (worst_rank < 0 || std::abs(memory_error) > std::abs(worst_memory_error)) {
         worst_memory_error = memory_error;
         worst_rank = r;
@@ -368,6 +378,8 @@ int run(int argc, char** argv, int thread_level) {
                        {"peak_bytes", v[8]},
                        {"ledger_bytes_allocated", v[9]},
                        {"scratch_bytes", v[12]},
+                       {"full_gradients_bytes", v[13]},
+                       {"peak_bytes_compared", compared},
                        {"stage_ledger_bytes_without_runtime_overhead", stage_ledger},
                        {"peak_vs_stage_ledger_error", memory_error},
                        {"rss_bytes", v[10]},
@@ -403,6 +415,7 @@ int run(int argc, char** argv, int thread_level) {
         {"measured",
          {{"step_time_s", step},
           {"peak_bytes", peak},
+          {"peak_bytes_compared", peak_compared},
           {"ledger_bytes_allocated", ledger},
           {"peak_vs_stage_ledger_error_max", worst_memory_error},
           {"peak_vs_stage_ledger_worst",
@@ -410,8 +423,10 @@ int run(int argc, char** argv, int thread_level) {
             {"stage", worst_stage},
             {"host", ctx.hosts[static_cast<std::size_t>(worst_rank)]},
             {"peak_bytes", worst[8]},
+            {"peak_bytes_compared", worst[8] - worst[13]},
             {"stage_ledger_bytes_without_runtime_overhead", worst_stage_ledger},
             {"scratch_bytes", worst[12]},
+            {"full_gradients_bytes", worst[13]},
             {"error", worst_memory_error}}},
           {"rss_bytes", rss},
           {"components", mc},
@@ -421,11 +436,15 @@ int run(int argc, char** argv, int thread_level) {
           "the timed steps",
           "measured peak_bytes: the ledger entries allocated (runtime overhead lines skipped), "
           "the compute buffers carved out of them, plus scratch_bytes (buffers that did not "
-          "fit); compared per rank with its stage's ledger without the runtime overhead lines "
-          "(peak_vs_stage_ledger_error = (measured - ledger) / ledger; "
-          "peak_vs_stage_ledger_worst: the rank furthest from its own stage's ledger); "
-          "measured.peak_bytes is the largest over ranks, compared in the printed table with "
-          "predicted.peak_bytes_without_runtime_overhead, the largest stage's ledger",
+          "fit); peak_bytes_compared: peak_bytes less full_gradients_bytes (with ZeRO-2/3 and "
+          "dp x cp > 1, the replay's own unsharded gradients, part of scratch_bytes, which it "
+          "reduce-scatters once after backward where ZeRO reduce-scatters per layer or bucket: "
+          "a buffer of the replay, not of the plan), compared per rank with its stage's ledger "
+          "without the runtime overhead lines (peak_vs_stage_ledger_error = (compared - "
+          "ledger) / ledger; peak_vs_stage_ledger_worst: the rank furthest from its own "
+          "stage's ledger); measured.peak_bytes_compared is the largest over ranks, compared in "
+          "the printed table with predicted.peak_bytes_without_runtime_overhead, the largest "
+          "stage's ledger",
           "rss_bytes: getrusage maxrss of each rank's process (the largest over ranks at "
           "measured.rss_bytes), MPI, the runtime libraries and the program included: context, "
           "not a prediction, compared with nothing",
@@ -451,7 +470,7 @@ int run(int argc, char** argv, int thread_level) {
     }
     table << format_row("step", plan.estimate.step_time_s, step, "s");
     table << format_row("peak held: largest rank vs largest stage ledger", predicted_no_overhead,
-                        peak, "bytes, both without runtime overhead");
+                        peak_compared, "bytes, both without runtime overhead");
     if (cuda) {
       table << format_row("device memory in use vs predicted peak", mem.peak_bytes, device_in_use,
                           "bytes, both with runtime overhead");
@@ -465,11 +484,19 @@ int run(int argc, char** argv, int thread_level) {
             : fixed(std::abs(worst_memory_error) * 100, 2) + "% " +
                   (worst_memory_error < 0 ? "less" : "more") + " than";
     table << "  worst rank vs its own stage's ledger: rank " << worst_rank << " (stage "
-          << worst_stage << ") held " << general(worst[8], 0) << " bytes, " << off
+          << worst_stage << ") held " << general(worst[8] - worst[13], 0) << " bytes, " << off
           << " the stage's ledger of " << general(worst_stage_ledger, 0)
-          << " (scratch beyond the ledger: " << fixed(worst[12], 0) << " bytes)\n"
+          << " (scratch beyond the ledger: " << fixed(worst[12] - worst[13], 0) << " bytes)\n"
           << "  (the peak row above compares maxima: the largest peak any rank held with the "
              "largest stage's ledger, so it can read +0.0% while another rank is off)\n";
+    if (full_gradients_rank >= 0) {
+      const double* f = &all[static_cast<std::size_t>(full_gradients_rank * width)];
+      table << "  not compared: the replay's own full gradients before its one ZeRO "
+               "reduce-scatter, "
+            << fixed(f[13], 0) << " bytes on rank " << full_gradients_rank
+            << " (held, beyond the ledger: ZeRO reduce-scatters per layer or bucket, the replay "
+               "once after backward); the peak row and the worst-rank line leave them out\n";
+    }
     table << "  process RSS (maxrss, incl. MPI/runtime libraries; context, not a prediction): "
           << fixed(rss / kGiB, 2) << " GiB (largest rank)\n";
     std::cout << table.str();
