@@ -411,7 +411,11 @@ Plan plan_from_json(const nlohmann::json& json, const std::string& file) {
     o.fail("gpus", "is " + std::to_string(gpus) + " but the layout's dp x tp x pp x cp = " +
                        std::to_string(layout.dp) + " x " + std::to_string(layout.tp) + " x " +
                        std::to_string(layout.pp) + " x " + std::to_string(layout.cp) + " = " +
-                       nlohmann::json(product).dump() + "; the two must agree");
+                       // An integer as one (not "8.0"); beyond 2^53 a double names it.
+                       (product <= 9007199254740992.0
+                            ? std::to_string(static_cast<std::int64_t>(product))
+                            : nlohmann::json(product).dump()) +
+                       "; the two must agree");
   }
   // Whole nodes beyond one, as plan and estimate take them (node_count_problem).
   if (const std::string problem = node_count_problem(cluster, gpus); !problem.empty()) {

@@ -368,7 +368,9 @@ TEST_CASE("a corrupt plan is refused with the file and the JSON path", "[plan_fi
   SECTION("gpus not dp x tp x pp x cp") {
     nlohmann::json j = good;
     j["gpus"] = 63;
-    expect_plan_error(j, {"$.gpus: is 63 but the layout's dp x tp x pp x cp = 2 x 8 x 4 x 1 = 64"});
+    // The product as the integer it is ("= 64;", not "= 64.0").
+    expect_plan_error(j, {"$.gpus: is 63 but the layout's dp x tp x pp x cp = 2 x 8 x 4 x 1 = "
+                          "64; the two must agree"});
   }
   SECTION("a bad nested input") {
     nlohmann::json j = good;
