@@ -362,6 +362,11 @@ TEST_CASE("profile show: the svg plot writer (sizes, ticks, escaping, errors)", 
   CHECK(binary_size_label(64 * kMiB) == "64 MiB");
   CHECK(binary_size_label(1.5 * kGiB) == "1.5 GiB");
   CHECK(binary_size_label(4 * kGiB) == "4 GiB");
+  // 2^50 bytes is 1 PiB, not "1.02e+03 TiB"; 1000 of a unit is not "1e+03".
+  CHECK(binary_size_label(1024 * 1024 * kGiB) == "1 PiB");
+  CHECK(binary_size_label(1000 * kMiB) == "1000 MiB");
+  CHECK(binary_size_label(1024.0 * 1024 * 1024 * kGiB) == "1 EiB");
+  CHECK(binary_size_label(2048.0 * 1024 * 1024 * 1024 * kGiB) == "2048 EiB");
 
   Plot plot;
   plot.title = "a < b & c";
