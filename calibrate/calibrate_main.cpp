@@ -93,8 +93,12 @@ Setup make_setup(const Options& o, const MpiContext& ctx) {
   }
   s.profile.gpu = load_gpu(gpu, "--gpu");
   if (s.profile.gpu.name != gpu) {
-    throw InputError("--gpu: give a GPU preset name (the profile names its GPU by preset), got \"" +
-                     gpu + "\"");
+    // A profile may name a GPU file by path, but one written here names its GPU by the name
+    // load_gpu found, which only a preset's file name is sure to be found again by.
+    throw InputError("--gpu: give a GPU preset name (meshplan presets gpus), got \"" + gpu +
+                     "\" (GPU \"" + s.profile.gpu.name +
+                     "\"): meshplan-calibrate takes no GPU file, since the profile it writes "
+                     "names its GPU by preset name");
   }
   std::string base = o.base_profile;
   if (base.empty()) {
@@ -109,7 +113,7 @@ Setup make_setup(const Options& o, const MpiContext& ctx) {
   const std::string base_note =
       profile_gpu_note(s.profile.base, gpu, "a calibration against " + gpu + " as its base");
   if (!base_note.empty()) {
-    s.notes.push_back("note: --base-profile " + base + ": " + base_note +
+    s.notes.push_back("--base-profile " + base + ": " + base_note +
                       "; the values this run does not measure (FlashAttention efficiency, the "
                       "NIC rate across nodes) are carried over from it; give a --base-profile of " +
                       gpu + " where one exists (meshplan presets profiles)");

@@ -73,7 +73,8 @@ std::string narrowing_flags(const PlanOptions& o) {
 /// The error when every layout searched broke a rule, so that none reached the memory check:
 /// bad input, not "nothing fits". Names the rules as estimate words them for the first layout
 /// that broke each: those every layout broke (the flags given break them whatever the search
-/// chooses), else the three that most layouts broke, with their counts and first layouts.
+/// chooses), else the three that most layouts broke, with their counts and first layouts, and
+/// the rest by reason and count.
 std::string no_valid_layout(const PlanOptions& o, const ModelSpec& model,
                             const SearchResult& result) {
   const std::string flags = narrowing_flags(o);
@@ -112,9 +113,15 @@ std::string no_valid_layout(const PlanOptions& o, const ModelSpec& model,
                  std::to_string(l.pp) + " cp " + std::to_string(l.cp) + " vpp " +
                  std::to_string(l.vpp) + " mbs " + std::to_string(l.mbs) + ")";
     }
+    // The rest by reason and count: plan --json prints nothing here (exit code 2, no layout
+    // to list), so this message is the only place they can be read.
     if (most.size() > kShown) {
       message += "\n  and " + counted(static_cast<std::int64_t>(most.size() - kShown), "more rule") +
-                 " (meshplan plan --json lists the rejections by reason)";
+                 ":";
+      for (std::size_t i = kShown; i < most.size(); ++i) {
+        message += std::string(i == kShown ? " " : "; ") + most[i]->reason + " (" +
+                   std::to_string(most[i]->layouts) + " of " + searched + " layouts)";
+      }
     }
   }
   message += "\n";

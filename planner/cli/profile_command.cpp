@@ -4,7 +4,9 @@
 // first file is written, and the plots are written as one set, all or none
 // (report/atomic_write.hpp OutputSet): a plot that cannot be written leaves none of them, and
 // removes the folder again when --svg created it and nothing else is in it. The tables go to
-// stdout only when all of that succeeded, followed by the paths written.
+// stdout only when all of that succeeded, followed by the paths written. No plot may name the
+// profile file or the GPU file it names (require_distinct_files): that input is refused
+// before anything is written.
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -70,8 +72,17 @@ CommandAction add_profile_command(CLI::App& app) {
 
     std::vector<std::string> written;
     if (!o->svg_dir.empty()) {
+      const std::vector<NamedPlot> plots = profile_plots(doc);
+      // Before anything is written: no plot replaces the profile, or the GPU file it names.
+      std::vector<NamedFile> plot_files;
+      for (const NamedPlot& plot : plots) {
+        const std::string path = (std::filesystem::path(o->svg_dir) / plot.file_name).string();
+        plot_files.push_back({"--svg", path, path});
+      }
+      require_distinct_files(plot_files,
+                             input_files({{PresetKind::kProfile, "profile", o->profile}}));
       OutputSet outputs;
-      for (const NamedPlot& plot : profile_plots(doc)) {
+      for (const NamedPlot& plot : plots) {
         outputs.add("--svg", (std::filesystem::path(o->svg_dir) / plot.file_name).string(),
                     render_svg(plot.plot));
       }

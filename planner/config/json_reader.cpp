@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <optional>
 #include <set>
+#include <system_error>
 #include <utility>
 
 #include "planner/config/closest_names.hpp"
@@ -210,6 +211,15 @@ void require_regular_file(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
   const fs::file_status status = fs::status(path, ec);
+  // A path that cannot be resolved (a loop of symbolic links, a folder that cannot be searched,
+  // a name too long) is not "no such file": the OS's reason is named.
+  if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory) {
+    const std::string why = ec == std::errc::too_many_symbolic_link_levels
+                                ? "a loop of symbolic links: " + ec.message()
+                                : ec.message();
+    throw InputError(path + ": cannot be resolved (" + why +
+                     "); expected a path to a JSON file");
+  }
   if (ec || !fs::exists(status) || fs::is_regular_file(status)) return;
   if (fs::is_directory(status)) {
     const fs::path config = fs::path(path) / "config.json";

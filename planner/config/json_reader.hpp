@@ -32,8 +32,10 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& file)
 
 /// Throws InputError when `path` exists but is not a regular file: "<path>: is a directory, not
 /// a file; expected a JSON file" or "<path>: is not a regular file (a device, pipe or socket);
-/// expected a JSON file". Does nothing when `path` is a regular file or does not exist (the
-/// reader says "cannot be read").
+/// expected a JSON file", or when it cannot be resolved: "<path>: cannot be resolved (a loop of
+/// symbolic links: Too many levels of symbolic links); expected a path to a JSON file" (or the
+/// OS's other reason, permission denied). Does nothing when `path` is a regular file or does
+/// not exist (the reader says "cannot be read").
 void require_regular_file(const std::string& path);
 
 /// A strict view of one JSON object at `path` (e.g. "$.peak_flops_per_s") in `file` whose keys

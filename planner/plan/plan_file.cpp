@@ -1,6 +1,8 @@
 #include "planner/plan/plan_file.hpp"
 
+#include <algorithm>
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <stdexcept>
 #include <utility>
@@ -12,6 +14,7 @@
 #include "planner/config/input_error.hpp"
 #include "planner/config/json_reader.hpp"
 #include "planner/config/loaders.hpp"
+#include "planner/config/presets.hpp"
 #include "planner/config/size_bounds.hpp"
 #include "planner/config/spec_json.hpp"
 #include "planner/report/atomic_write.hpp"
@@ -98,6 +101,37 @@ const nlohmann::json& child(const StrictObject& o, const nlohmann::json& object,
                             const std::string& key, const std::string& expected) {
   if (!object.contains(key)) o.fail(key, "missing; expected " + expected);
   return object.at(key);
+}
+
+/// The GPU a plan's profile may name: the plan's own GPU or a GPU preset, never a file (a plan
+/// is self-contained; a file named there would be read from the plan's folder, and not be an
+/// input that --out, --trace or --report are checked against). A preset's name is checked
+/// here, loading the preset itself, not a file of that name beside the plan; what comes back
+/// is the name profile_from_json then takes as known. Other faults (not a string, a missing
+/// key) are left to profile_from_json.
+std::optional<std::string> plan_profile_gpu(const nlohmann::json& profile, const std::string& file,
+                                            const std::string& path, const GpuSpec& gpu) {
+  if (!profile.is_object() || !profile.contains("gpu") || !profile.at("gpu").is_string()) {
+    return gpu.name;
+  }
+  const std::string named = profile.at("gpu").get<std::string>();
+  if (named == gpu.name) return gpu.name;
+  const std::vector<std::string> presets = preset_names(PresetKind::kGpu);
+  if (std::find(presets.begin(), presets.end(), named) == presets.end()) {
+    throw InputError(file + ": " + path + ".gpu: is \"" + named +
+                     "\", which is neither the plan's GPU (\"" + gpu.name +
+                     "\", $.inputs.gpu.name) nor a GPU preset; a plan is self-contained and "
+                     "names no files: give \"" + gpu.name +
+                     "\" or a GPU preset name (meshplan presets gpus)");
+  }
+  const std::string preset = (std::filesystem::path(config_dir()) /
+                              preset_folder(PresetKind::kGpu) / (named + ".json"))
+                                 .string();
+  try {
+    return load_gpu(preset).name;
+  } catch (const InputError& e) {
+    throw InputError(file + ": " + path + ".gpu: cannot be loaded: " + e.what());
+  }
 }
 
 /// An integer in [min, max] (not null).
@@ -342,9 +376,11 @@ Plan plan_from_json(const nlohmann::json& json, const std::string& file) {
   const ClusterSpec cluster = cluster_from_json(
       child(inputs, raw_inputs, "cluster", "an object (meshplan-cluster/1)"), file,
       at + "cluster", gpu);
-  const Profile profile = profile_from_json(
-      child(inputs, raw_inputs, "profile", "an object (meshplan-profile/1)"), file,
-      at + "profile", gpu.name);
+  const nlohmann::json& raw_profile =
+      child(inputs, raw_inputs, "profile", "an object (meshplan-profile/1)");
+  const Profile profile =
+      profile_from_json(raw_profile, file, at + "profile", plan_profile_gpu(raw_profile, file,
+                                                                           at + "profile", gpu));
   const TrainingRead training = read_training(inputs, raw_inputs, gpu);
 
   const Layout layout = read_layout(o, json);
@@ -375,7 +411,11 @@ Plan plan_from_json(const nlohmann::json& json, const std::string& file) {
     o.fail("gpus", "is " + std::to_string(gpus) + " but the layout's dp x tp x pp x cp = " +
                        std::to_string(layout.dp) + " x " + std::to_string(layout.tp) + " x " +
                        std::to_string(layout.pp) + " x " + std::to_string(layout.cp) + " = " +
-                       nlohmann::json(product).dump() + "; the two must agree");
+                       // An integer as one (not "8.0"); beyond 2^53 a double names it.
+                       (product <= 9007199254740992.0
+                            ? std::to_string(static_cast<std::int64_t>(product))
+                            : nlohmann::json(product).dump()) +
+                       "; the two must agree");
   }
   // Whole nodes beyond one, as plan and estimate take them (node_count_problem).
   if (const std::string problem = node_count_problem(cluster, gpus); !problem.empty()) {

@@ -66,7 +66,8 @@ struct Plot {
 std::string plot_color(std::size_t i);
 
 /// A byte count in binary units with up to 3 significant digits: "8 B", "1 KiB", "64 MiB",
-/// "1.5 GiB", "4 GiB" (KiB = 2^10 bytes ... TiB = 2^40). Negative or NaN: the number as is.
+/// "1.5 GiB", "4 GiB", "1000 MiB" (KiB = 2^10 bytes ... PiB = 2^50, EiB = 2^60; beyond, whole
+/// EiB). Negative or NaN: the number as is.
 std::string binary_size_label(double bytes);
 
 /// The SVG document of `plot`.

@@ -414,6 +414,31 @@ TEST_CASE("a directory or device where a file is expected says so", "[errors]") 
   expect_cli_error({"ledger", "--model", dir + "/none.json"}, {dir + "/none.json: no such file"});
 }
 
+TEST_CASE("a symbolic link loop where a file is expected cannot be resolved, not \"no such file\"",
+          "[errors]") {
+  const std::string dir = test::temp_dir() + "/link-loop";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string loop = dir + "/loop.json";
+  std::filesystem::create_symlink(loop, loop);  // a link to itself
+  const std::string why = loop +
+                          ": cannot be resolved (a loop of symbolic links: Too many levels of "
+                          "symbolic links); expected a path to a JSON file";
+  expect_cli_error({"ledger", "--model", loop}, {why});
+  expect_cli_error({"estimate", "--model", "llama3-8b", "--profile", loop}, {why});
+  // A cluster's "gpu", read from the cluster's folder.
+  nlohmann::json cluster = nlohmann::json::parse(test::read_config("clusters/dgx-h100.json"));
+  cluster["gpu"] = "loop.json";
+  const std::string cluster_file = dir + "/cg.json";
+  std::ofstream(cluster_file) << cluster.dump(2);
+  const test::CliResult r =
+      test::run({"estimate", "--model", "llama3-8b", "--cluster", cluster_file});
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.empty());
+  CHECK(r.err == "meshplan: error: " + cluster_file + ": $.gpu: cannot be loaded: " + why + "\n");
+  CHECK_THAT(r.err, !Catch::Contains("no such file"));
+}
+
 TEST_CASE("a duplicate key names the file, the key, the object's path and the line", "[errors]") {
   SECTION("a profile's comm_sm_fraction twice") {
     std::string text = test::read_config("profiles/h100.json");

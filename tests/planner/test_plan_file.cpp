@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <sstream>
 #include <string>
@@ -367,7 +368,9 @@ TEST_CASE("a corrupt plan is refused with the file and the JSON path", "[plan_fi
   SECTION("gpus not dp x tp x pp x cp") {
     nlohmann::json j = good;
     j["gpus"] = 63;
-    expect_plan_error(j, {"$.gpus: is 63 but the layout's dp x tp x pp x cp = 2 x 8 x 4 x 1 = 64"});
+    // The product as the integer it is ("= 64;", not "= 64.0").
+    expect_plan_error(j, {"$.gpus: is 63 but the layout's dp x tp x pp x cp = 2 x 8 x 4 x 1 = "
+                          "64; the two must agree"});
   }
   SECTION("a bad nested input") {
     nlohmann::json j = good;
@@ -684,4 +687,40 @@ TEST_CASE("a plan of 16384 GPUs lists every group", "[plan_file]") {
   CHECK(j["groups"]["pp"].size() == 1024);
   CHECK(j["groups"]["pp"][1023].back() == 16383);
   CHECK(read_plan(path).estimate.step_time_s == plan.estimate.step_time_s);
+}
+
+TEST_CASE("a plan's profile names its GPU by name, never by a file that --out could overwrite",
+          "[plan_file]") {
+  // The GPU file was read from the plan's folder and was no input, so estimate --plan pe.json
+  // --out gf.json replaced it. The plan refuses it at $.inputs.profile.gpu.
+  const std::string dir = fresh_dir("profile-gpu-file");
+  nlohmann::json j = plan_to_json(llama70b_plan());
+  const std::string gpu_file = dir + "/gf.json";
+  const std::string gpu_text = gpu_to_json(load_gpu("h100-sxm")).dump(2);
+  std::ofstream(gpu_file) << gpu_text;
+  j["inputs"]["profile"]["gpu"] = "gf.json";
+  const std::string plan = dir + "/pe.json";
+  std::ofstream(plan) << j.dump(2);
+  const std::string expected =
+      "meshplan: error: " + plan +
+      ": $.inputs.profile.gpu: is \"gf.json\", which is neither the plan's GPU (\"h100-sxm\", "
+      "$.inputs.gpu.name) nor a GPU preset; a plan is self-contained and names no files: give "
+      "\"h100-sxm\" or a GPU preset name (meshplan presets gpus)\n";
+  for (const std::vector<std::string>& tail :
+       std::vector<std::vector<std::string>>{{}, {"--out", gpu_file}, {"--trace", gpu_file}}) {
+    std::vector<std::string> args = {"estimate", "--plan", plan};
+    args.insert(args.end(), tail.begin(), tail.end());
+    const test::CliResult r = test::run(args);
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err == expected);
+    std::ifstream in(gpu_file);
+    CHECK(std::string(std::istreambuf_iterator<char>(in), {}) == gpu_text);
+  }
+  // A preset name is the preset, not a file of that name beside the plan.
+  std::ofstream(dir + "/h200") << "not json";
+  j["inputs"]["profile"]["gpu"] = "h200";
+  CHECK_NOTHROW(plan_from_json(j, plan));
+  j["inputs"]["profile"]["gpu"] = "h100-sxm";
+  CHECK_NOTHROW(plan_from_json(j, plan));
 }

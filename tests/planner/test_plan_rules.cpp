@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "costmodel/layout.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
@@ -197,4 +199,39 @@ TEST_CASE("plan: all layouts broken by rules, none by memory, is exit code 2 nam
     CHECK(r.err ==
           "meshplan: no layout of 8 GPUs fits (exit code 3; the reasons are listed above)\n");
   }
+}
+
+TEST_CASE("plan: the rules past the three most broken are named in the error, since --json "
+          "prints nothing then",
+          "[plan][rules]") {
+  // A 2-layer model of 3 heads on 16 GPUs at seq 2050: more than three rules are broken, none
+  // by every layout. The error said "(meshplan plan --json lists the rejections by reason)",
+  // but plan --json exits 2 with nothing on stdout here.
+  nlohmann::json model = nlohmann::json::parse(test::read_config("models/llama3-8b.json"));
+  model["name"] = "m3";
+  model["num_layers"] = 2;
+  model["hidden_size"] = 384;
+  model["num_attention_heads"] = 3;
+  model["num_kv_heads"] = 3;
+  model["ffn_hidden_size"] = 1536;
+  model["vocab_size"] = 50257;
+  model["max_position_embeddings"] = 2048;
+  model["seq_length"] = 2048;
+  const std::string file = test::write_temp_file("m3.json", model.dump(2));
+  const std::vector<std::string> args = {"plan", "--model", file, "--gpus", "16", "--gbs", "1",
+                                         "--seq", "2050"};
+  const test::CliResult r = test::run(args);
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.empty());
+  CHECK_THAT(r.err, !Catch::Contains("--json"));
+  CHECK_THAT(r.err, Catch::Contains(
+                        " mbs 1)\n  and 3 more rules: layers do not split into pp x vpp chunks (69 "
+                        "of 303 layouts); sp: the sequence does not split across tp (63 of 303 "
+                        "layouts); tp spans NVLink domains (--allow-cross-node-tp to cost it) (6 "
+                        "of 303 layouts)\n" + kPlanHint));
+  const test::CliResult json = test::run(test::with(args, {"--json"}));
+  CHECK(json.exit_code == 2);
+  CHECK(json.out.empty());
+  CHECK(json.err == r.err);
 }

@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "costmodel/units.hpp"
+#include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
 #include "planner/config/spec_json.hpp"
 #include "planner/report/profile_report.hpp"
@@ -361,6 +362,11 @@ TEST_CASE("profile show: the svg plot writer (sizes, ticks, escaping, errors)", 
   CHECK(binary_size_label(64 * kMiB) == "64 MiB");
   CHECK(binary_size_label(1.5 * kGiB) == "1.5 GiB");
   CHECK(binary_size_label(4 * kGiB) == "4 GiB");
+  // 2^50 bytes is 1 PiB, not "1.02e+03 TiB"; 1000 of a unit is not "1e+03".
+  CHECK(binary_size_label(1024 * 1024 * kGiB) == "1 PiB");
+  CHECK(binary_size_label(1000 * kMiB) == "1000 MiB");
+  CHECK(binary_size_label(1024.0 * 1024 * 1024 * kGiB) == "1 EiB");
+  CHECK(binary_size_label(2048.0 * 1024 * 1024 * 1024 * kGiB) == "2048 EiB");
 
   Plot plot;
   plot.title = "a < b & c";
@@ -390,4 +396,41 @@ TEST_CASE("profile show: the svg plot writer (sizes, ticks, escaping, errors)", 
   CHECK_THROWS_AS(render_svg(reversed), std::invalid_argument);
   Plot empty;
   CHECK_THROWS_AS(render_svg(empty), std::invalid_argument);
+}
+
+TEST_CASE("profile show --svg refuses a plot that would replace the profile or its GPU file",
+          "[profile]") {
+  // The plots were renamed over their own inputs: a profile (or the GPU file it names) whose
+  // file name is a plot's, in the --svg folder. Refused before anything is written.
+  const std::string dir = test::temp_dir() + "/show-svg-over-inputs";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string gpu_file = dir + "/busbw_links.svg";
+  const std::string gpu_text = gpu_to_json(load_gpu("h100-sxm")).dump(2);
+  std::ofstream(gpu_file) << gpu_text;
+  nlohmann::json profile = nlohmann::json::parse(test::read_config("profiles/h100.json"));
+  const std::string profile_text = profile.dump(2);
+  const std::string profile_file = dir + "/gemm_efficiency.svg";
+  std::ofstream(profile_file) << profile_text;
+
+  test::CliResult r = test::run({"profile", "show", profile_file, "--svg", dir});
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.empty());
+  CHECK(r.err == "meshplan: error: --svg " + profile_file +
+                     ": names the same file as the input profile " + profile_file +
+                     "; writing there would replace that input; give the output another file "
+                     "name\n");
+  CHECK(read_text(profile_file) == profile_text);
+
+  profile["gpu"] = "busbw_links.svg";  // beside the profile
+  const std::string named_gpu = dir + "/p.json";
+  std::ofstream(named_gpu) << profile.dump(2);
+  r = test::run({"profile", "show", named_gpu, "--svg", dir});
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.empty());
+  CHECK_THAT(r.err, Catch::StartsWith("meshplan: error: --svg " + gpu_file +
+                                      ": names the same file as the input busbw_links.svg (the "
+                                      "file named at $.gpu of profile " + named_gpu));
+  CHECK(read_text(gpu_file) == gpu_text);
+  CHECK_FALSE(std::filesystem::exists(dir + "/busbw_all_reduce_nvlink.svg"));
 }
