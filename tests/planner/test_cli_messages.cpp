@@ -163,6 +163,17 @@ TEST_CASE("sp reads the same in estimate, ledger and plan: bare, on or off", "[c
   const test::CliResult bad = test::run({"ledger", "--model", "llama3-8b", "--sp", "maybe"});
   CHECK(bad.exit_code == 2);
   CHECK_THAT(bad.err, Catch::Contains("--sp: maybe not in {on,off}"));
+  // An empty value is not off: refused in each command that takes --sp.
+  for (const std::string command : {"estimate", "ledger", "plan"}) {
+    std::vector<std::string> args = {command, "--model", "llama3-8b", "--sp", ""};
+    if (command == "plan") args = {command, "--model", "llama3-8b", "--gpus", "8", "--sp", ""};
+    const test::CliResult empty = test::run(args);
+    INFO(command + ": " + empty.err);
+    CHECK(empty.exit_code == 2);
+    CHECK(empty.out.empty());
+    CHECK_THAT(empty.err,
+               Catch::Contains("--sp: empty value; give --sp, --sp on or --sp off"));
+  }
 }
 
 TEST_CASE("plan lists the defaults it took, in text and in --json alike", "[cli]") {
