@@ -4,7 +4,10 @@
 // ("nothing fits", which is about memory).
 #include <catch2/catch.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "costmodel/layout.hpp"
@@ -107,6 +110,37 @@ TEST_CASE("plan: pins that break a layout rule get estimate's reason, exit code 
     CHECK(test::run({"plan", "--model", "llama2-7b", "--gpus", "16", "--tp", "16",
                      "--allow-cross-node-tp"})
               .exit_code == 0);
+  }
+  SECTION("tp 3 on 3 or 6 GPUs: every tp group sits in one partial 8-GPU node") {
+    // 24 layers, hidden 3072, 24 heads and kv heads, ffn 8448: tp 3 and 6 divide all of them.
+    const std::string m24 = test::write_temp_file(
+        "m24.json",
+        R"({"schema": "meshplan-model/1", "name": "m24", "description": "llama3-8b, edited",
+            "source": "test", "num_layers": 24, "hidden_size": 3072, "num_attention_heads": 24,
+            "num_kv_heads": 24, "head_dim": 128, "ffn_hidden_size": 8448, "ffn_type": "swiglu",
+            "norm_type": "rmsnorm", "vocab_size": 128256, "vocab_pad_multiple": 1,
+            "position_embedding": "rope", "max_position_embeddings": 8192,
+            "rope_theta": 500000.0, "tied_embeddings": false, "linear_bias": false,
+            "qkv_bias": false, "dropout": false, "seq_length": 8192})");
+    for (const auto& [gpus, tp] : std::vector<std::pair<std::string, std::string>>{
+             {"3", "3"}, {"6", "6"}, {"6", "3"}}) {
+      const test::CliResult r =
+          test::run({"plan", "--model", m24, "--gpus", gpus, "--tp", tp, "--top", "1"});
+      INFO(gpus + " GPUs, tp " + tp + ": " + r.err);
+      CHECK(r.exit_code == 0);
+    }
+    // Unpinned on 6 GPUs: no layout is rejected for tp across domains (there is one domain).
+    const test::CliResult all =
+        test::run({"plan", "--model", m24, "--gpus", "6", "--top", "1", "--json"});
+    INFO(all.err);
+    REQUIRE(all.exit_code == 0);
+    CHECK_FALSE(nlohmann::json::parse(all.out)["rejected"].contains(
+        "tp spans NVLink domains (--allow-cross-node-tp to cost it)"));
+    // On 24 GPUs (3 nodes) tp 3's group of ranks 6, 7, 8 spans the first two nodes: refused.
+    const test::CliResult r24 =
+        test::run({"plan", "--model", m24, "--gpus", "24", "--tp", "3"});
+    CHECK(r24.exit_code == 2);
+    CHECK_THAT(r24.err, Catch::Contains("tp 3 does not divide the 8 GPUs of an NVLink domain"));
   }
 }
 
