@@ -47,7 +47,7 @@ TEST_CASE("stage layers with vpp > 1: the even split is the default, others are 
           "10,11,11 cannot be combined with --vpp 2: the interleaved schedule splits the 32 "
           "layers into pp x vpp = 6 equal chunks; give no --stage-layers with --vpp 2, or --vpp "
           "1 with this split\n  layout: 32 layers cannot be split into pp x vpp = 6 equal chunks "
-          "(give an uneven split with --stage-layers, without vpp)\n");
+          "(the interleaved schedule needs equal chunks; an uneven split needs vpp 1)\n");
   // Without vpp the uneven split is taken.
   CHECK(test::run({"estimate", "--model", "llama3-8b", "--pp", "3", "--stage-layers",
                    "10,11,11"})

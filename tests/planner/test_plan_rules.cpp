@@ -64,8 +64,28 @@ TEST_CASE("plan: pins that break a layout rule get estimate's reason, exit code 
   }
   SECTION("--vpp 3 --pp 2: 32 layers do not split into 6 equal chunks") {
     expect_same_problem({"--vpp", "3", "--pp", "2"}, {"--vpp", "3", "--pp", "2"},
-                        "32 layers cannot be split into pp x vpp = 6 equal chunks (give an uneven "
-                        "split with --stage-layers, without vpp)");
+                        "32 layers cannot be split into pp x vpp = 6 equal chunks (the "
+                        "interleaved schedule needs equal chunks; an uneven split needs vpp 1)");
+    // plan has no --stage-layers: its message must not point at one.
+    const test::CliResult r =
+        test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--vpp", "3", "--pp", "2"});
+    CHECK_THAT(r.err, !Catch::Contains("--stage-layers"));
+  }
+  SECTION("--pp 64 on 32 layers: a stage holds at least one layer") {
+    // 64 GPUs at pp 64 (dp 1, tp 1): the only rule broken is the layer count.
+    const test::CliResult e = test::run({"estimate", "--model", "llama3-8b", "--pp", "64"});
+    CHECK(e.exit_code == 2);
+    CHECK_THAT(e.err, Catch::Contains("\n  layout: pp 64 exceeds the model's 32 layers (a stage "
+                                      "holds at least one layer)\n"));
+    CHECK_THAT(e.err, !Catch::Contains("--stage-layers"));
+  }
+  SECTION("--vpp 3 with 8 GPUs and no pp: vpp needs pp > 1 comes first, not the chunk count") {
+    // Unpinned pp tries 1, 2, 4, 8; with pp 1, 32 layers vs pp x vpp = 3 is not the rule to name.
+    const test::CliResult r = test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--vpp",
+                                         "3", "--pp", "1"});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains("\n  layout: vpp 3 needs pp > 1\n"));
+    CHECK_THAT(r.err, !Catch::Contains("= 3 equal chunks"));
   }
   SECTION("--cp 8 --seq 8: load-balanced cp needs 2 x cp chunks of the sequence") {
     expect_same_problem({"--cp", "8", "--seq", "8"}, {"--cp", "8", "--seq", "8"},
