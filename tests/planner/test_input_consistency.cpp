@@ -99,6 +99,28 @@ TEST_CASE("model structure: one rule set, a derived head_dim needs heads that di
   CHECK(p->message == "must be a positive integer, got 0");
 }
 
+TEST_CASE("validate: a ZeRO stage the case's framework does not offer is refused, not costed",
+          "[consistency][validate]") {
+  // nemo and megatron map to conventions offering ZeRO 0 and 1 (the distributed optimizer);
+  // zero 2 was predicted with exit code 0.
+  for (const std::string framework : {"nemo", "megatron"}) {
+    nlohmann::json c = test::validation_case_json();
+    c["training"]["framework"] = framework;
+    c["layout"]["zero"] = 2;
+    const std::string file = test::validation_file("v-zero.json", {c});
+    expect_exact_error({"validate", file},
+                       error_line(file + ": $.cases[0].layout.zero: is 2, but "
+                                         "training.framework \"" + framework +
+                                  "\" is costed with meshplan's framework " + framework +
+                                  " offers ZeRO stages 0, 1; give one of those stages, or "
+                                  "another framework"));
+  }
+  // Stage 1 is offered: predicted.
+  nlohmann::json c = test::validation_case_json();
+  c["layout"]["zero"] = 1;
+  CHECK(test::run({"validate", test::validation_file("v-zero1.json", {c})}).exit_code == 0);
+}
+
 TEST_CASE("validate: heads that do not divide hidden_size are refused, not predicted as NaN",
           "[consistency][validate]") {
   // 64 heads x 8192 at hidden 6144 gave head_dim 0, "-nan s" and "nan%" with exit code 0; 5
