@@ -72,7 +72,8 @@ std::uint32_t layout_problem_mask(const Layout& l, const ModelSpec& m, std::int6
       flag(LayoutProblem::kStageSplitSum);
     }
     if (l.vpp > 1) flag(LayoutProblem::kStageSplitVpp);
-  } else if (m.num_layers % (l.pp * l.vpp) != 0) {
+  } else if (m.num_layers % (l.pp * l.vpp) != 0 && !(l.vpp > 1 && l.pp == 1)) {
+    // vpp > 1 with pp 1 breaks the more basic rule (kVppNeedsPp): no chunks to count.
     flag(LayoutProblem::kLayersSplit);
   }
   if (l.gbs % (l.dp * l.mbs) != 0) {
@@ -173,9 +174,19 @@ std::vector<std::string> layout_problems(const Layout& l, const ModelSpec& m, st
         p.push_back("an uneven stage split cannot be combined with vpp > 1");
         break;
       case LayoutProblem::kLayersSplit:
-        p.push_back(counted(m.num_layers, "layer") + " cannot be split into pp x vpp = " +
-                    s(l.pp * l.vpp) +
-                    " equal chunks (give an uneven split with --stage-layers, without vpp)");
+        // Worded for every caller (estimate has --stage-layers, plan and validate do not).
+        if (l.pp > m.num_layers) {
+          p.push_back("pp " + s(l.pp) + " exceeds the model's " + counted(m.num_layers, "layer") +
+                      " (a stage holds at least one layer)");
+        } else if (l.vpp > 1) {
+          p.push_back(counted(m.num_layers, "layer") + " cannot be split into pp x vpp = " +
+                      s(l.pp * l.vpp) +
+                      " equal chunks (the interleaved schedule needs equal chunks; an uneven "
+                      "split needs vpp 1)");
+        } else {
+          p.push_back(counted(m.num_layers, "layer") + " cannot be split into pp = " + s(l.pp) +
+                      " equal stages (give an uneven split)");
+        }
         break;
       case LayoutProblem::kBatch:
         p.push_back("gbs " + s(l.gbs) + " is not a multiple of dp x mbs = " + s(l.dp * l.mbs));

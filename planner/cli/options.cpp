@@ -181,8 +181,17 @@ void add_on_off_option(CLI::App& cmd, const std::string& name, const std::string
                        std::function<void(bool)> set) {
   // expected(0, 1) with default_str "on": CLI11 takes "on" when the flag comes without a value
   // (and does not take a following "--flag" as its value).
+  // CLI11 skips the validator for an empty value ("--sp ''"), which would then read as off:
+  // refused here instead, naming the three forms.
   cmd.add_option_function<std::string>(
-         name, [set](const std::string& value) { set(value == "on"); },
+         name,
+         [set, name](const std::string& value) {
+           if (value.empty()) {
+             throw CLI::ValidationError(name, "empty value; give " + name + ", " + name +
+                                                  " on or " + name + " off");
+           }
+           set(value == "on");
+         },
          help + ": " + name + " or " + name + " on | " + name + " off")
       ->expected(0, 1)
       ->default_str("on")

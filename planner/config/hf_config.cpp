@@ -251,6 +251,23 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
   m.num_kv_heads = r.positive_int({"num_key_value_heads"}).value_or(m.num_attention_heads);
   const std::optional<std::int64_t> head_dim = r.positive_int({"head_dim"});
   m.head_dim = head_dim.value_or(m.hidden_size / m.num_attention_heads);
+  if (gpt2) {
+    // GPT2Config reads neither key: transformers' GPT2Attention is multi-head with head dim
+    // n_embd / n_head whatever they say. One that differs is refused, as intermediate_size is.
+    if (m.num_kv_heads != m.num_attention_heads) {
+      r.fail("num_key_value_heads",
+             "is " + std::to_string(m.num_kv_heads) + ", but a gpt2 attention has one kv head "
+             "per head (n_head " + std::to_string(m.num_attention_heads) +
+             ": GPT2Attention is multi-head and transformers ignores num_key_value_heads); "
+             "remove the key");
+    }
+    const std::int64_t built = m.hidden_size / m.num_attention_heads;
+    if (head_dim && *head_dim != built) {
+      r.fail("head_dim", "is " + std::to_string(*head_dim) + ", but a gpt2 head is n_embd / "
+                         "n_head = " + std::to_string(built) +
+                         " wide (transformers ignores head_dim); remove the key");
+    }
+  }
   m.vocab_size = r.required_int({"vocab_size"});
   m.vocab_pad_multiple = 1;
   m.max_position_embeddings =
@@ -318,9 +335,42 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
              "attention has biases too, or write a meshplan-model/1 file with linear_bias true "
              "(configs/README.md), which counts the attention's biases too");
     }
-    m.linear_bias = r.boolean("attention_bias", false) && mlp_bias;
-    m.qkv_bias = type == "qwen2" || r.boolean("attention_bias", false);
-    m.dropout = r.any_dropout({"attention_dropout", "hidden_dropout"});
+    // attention_bias: LlamaAttention builds q_proj, k_proj, v_proj AND o_proj with
+    // bias=config.attention_bias. The spec's qkv_bias leaves o_proj's out, its linear_bias adds
+    // the MLP's: neither is Llama with attention biases alone, so that is refused (with
+    // mlp_bias too it is every linear layer: linear_bias, exact). MistralAttention builds all
+    // four without biases and Qwen2Attention q, k, v with and o without, whatever the key says
+    // (their configs have none): true is refused there, as mlp_bias is.
+    const bool attention_bias = r.boolean("attention_bias", false);
+    if (attention_bias && type != "llama") {
+      r.fail("attention_bias",
+             "is true, but transformers ignores it on " + type + " (" +
+                 (type == "mistral"
+                      ? std::string("MistralAttention builds q, k, v and o without biases")
+                      : std::string("Qwen2Attention always builds q, k and v with biases and o "
+                                    "without")) +
+                 "); remove the key or set it to false");
+    }
+    if (attention_bias && !mlp_bias) {
+      r.fail("attention_bias",
+             "is true while mlp_bias is false or absent: transformers' LlamaAttention then has "
+             "biases on q_proj, k_proj, v_proj and o_proj, which meshplan's model spec cannot "
+             "describe (biases on every linear layer, or on the QKV projection alone); write a "
+             "meshplan-model/1 file (configs/README.md) with qkv_bias true, which leaves out "
+             "o_proj's " + std::to_string(m.hidden_size) + " biases per layer");
+    }
+    m.linear_bias = attention_bias && mlp_bias;
+    m.qkv_bias = type == "qwen2" || attention_bias;
+    // LlamaConfig, MistralConfig and Qwen2Config have attention_dropout only: transformers
+    // ignores hidden_dropout there (no hidden-state dropout in those models). Like the keys
+    // above, a value that would change the model if read is refused; 0 is accepted.
+    if (const nlohmann::json* hd = r.value("hidden_dropout");
+        hd && !(hd->is_number() && hd->get<double>() == 0)) {
+      r.fail("hidden_dropout", "is " + describe_json(*hd) + ", but transformers ignores "
+                               "hidden_dropout on " + type + " (only attention_dropout is read); "
+                               "remove the key or set it to 0");
+    }
+    m.dropout = r.any_dropout({"attention_dropout"});
   }
   // The products the cost model forms stay inside int64 (the meshplan-model/1 bounds).
   if (m.num_layers > kMaxLayers) {

@@ -1,7 +1,9 @@
 // Exports of a plan to framework settings, and the readers that take them back (exports.hpp).
 //
 // Sources of the spellings: Megatron-LM megatron/training/arguments.py (flags);
-// torchtitan torchtitan/config/job_config.py (keys; first/last_stage_less_layers default to 1),
+// torchtitan torchtitan/config/job_config.py (keys; first/last_stage_less_layers default to 1;
+// [parallelism] fsdp_reshard_after_forward "default" | "always" | "never": "never" keeps the
+// gathered parameters from the forward to the backward, FSDP2's ZeRO-2-like mode),
 // torchtitan/distributed/parallel_dims.py (FSDP whenever dp_shard > 1 or cp > 1),
 // torchtitan/distributed/pipeline_parallel.py (stages = ceil((layers + first_stage_less_layers +
 // last_stage_less_layers) / layers_per_stage); the layers of each stage from
@@ -306,7 +308,9 @@ Export export_torchtitan(const Plan& p) {
   const ModelSpec& m = p.model;
   Export e;
   std::ostringstream t;
-  const bool fsdp = l.zero == 3;
+  // ZeRO-2 and ZeRO-3 shard gradients and optimizer states: FSDP2 over dp. ZeRO-2 keeps the
+  // parameters gathered from the forward to the backward (fsdp_reshard_after_forward "never").
+  const bool fsdp = l.zero >= 2;
   t << "# torchtitan job config sections for " << m.name << " (" << counted(m.num_layers, "layer")
     << ") on "
     << l.gpus() << " GPUs of " << p.cluster.name << ", written by meshplan.\n"
@@ -314,6 +318,7 @@ Export export_torchtitan(const Plan& p) {
   t << "[parallelism]\n";
   t << "data_parallel_replicate_degree = " << (fsdp ? 1 : l.dp) << "\n";
   t << "data_parallel_shard_degree = " << (fsdp ? l.dp : 1) << "\n";
+  if (l.zero == 2) t << "fsdp_reshard_after_forward = \"never\"\n";
   t << "tensor_parallel_degree = " << l.tp << "\n";
   t << "pipeline_parallel_degree = " << l.pp << "\n";
   t << "context_parallel_degree = " << l.cp << "\n";
@@ -371,19 +376,19 @@ Export export_torchtitan(const Plan& p) {
   }
   e.text = t.str();
 
-  if (l.zero == 1 || l.zero == 2) {
-    e.dropped.push_back("ZeRO-" + s(l.zero) + " (zero " + s(l.zero) +
-                        "): torchtitan has no optimizer-only sharding; exported as DDP "
-                        "(data_parallel_replicate_degree " +
+  if (l.zero == 1) {
+    e.dropped.push_back("ZeRO-1 (zero 1): torchtitan has no optimizer-only sharding; exported as "
+                        "DDP (data_parallel_replicate_degree " +
                         s(l.dp) +
-                        "), which keeps the full optimizer states on every GPU; zero 3 "
-                        "(FSDP, data_parallel_shard_degree) is torchtitan's sharded option");
+                        "), which keeps the full optimizer states on every GPU; zero 2 "
+                        "(data_parallel_shard_degree with fsdp_reshard_after_forward = "
+                        "\"never\") and zero 3 (FSDP) are torchtitan's sharded options");
   }
-  if (l.zero < 3 && l.dp > 1 && (l.tp > 1 || l.pp > 1)) {
+  if (l.zero < 2 && l.dp > 1 && (l.tp > 1 || l.pp > 1)) {
     e.dropped.push_back("DDP with tp or pp (zero " + s(l.zero) +
                         "): older torchtitan versions refuse to combine DDP with other "
                         "parallelism (\"DDP has not supported > 1D parallelism\"); "
-                        "data_parallel_shard_degree (zero 3) works with all of them");
+                        "data_parallel_shard_degree (zero 2 or 3) works with all of them");
   }
   if (l.zero < 3 && l.cp > 1) {
     e.dropped.push_back("zero " + s(l.zero) + " with cp " + s(l.cp) +
@@ -792,7 +797,17 @@ Layout parse_torchtitan_toml(const std::string& text, std::int64_t num_layers) {
   }
   const std::int64_t shard = get_int("parallelism.data_parallel_shard_degree", 1, 1);
   l.dp = replicate * shard;
-  l.zero = shard > 1 ? 3 : 0;
+  // FSDP2 that never reshards after the forward shards gradients and optimizer states only
+  // while the parameters are in use: ZeRO-2 (the export writes it so).
+  const std::string reshard =
+      get_string("parallelism.fsdp_reshard_after_forward", "default");
+  if (reshard != "default" && reshard != "always" && reshard != "never") {
+    const Where w = where("parallelism.fsdp_reshard_after_forward");
+    fail(w.line_no, w.line,
+         "fsdp_reshard_after_forward takes \"default\", \"always\" or \"never\", got \"" +
+             reshard + "\"");
+  }
+  l.zero = shard > 1 ? (reshard == "never" ? 2 : 3) : 0;
   l.tp = get_int("parallelism.tensor_parallel_degree", 1, 1);
   l.pp = get_int("parallelism.pipeline_parallel_degree", 1, 1);
   l.cp = get_int("parallelism.context_parallel_degree", 1, 1);

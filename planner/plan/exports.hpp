@@ -75,7 +75,8 @@ Layout parse_megatron_args(const std::string& text);
 
 /// The layout in torchtitan TOML (a line-based reader of the keys export_plan writes: `key =
 /// value` under `[section]`, # comments; other keys are ignored): dp = replicate x shard degree,
-/// zero 3 when the shard degree > 1 (else 0), tp, pp, cp, mbs (pipeline_parallel_microbatch_size
+/// zero when the shard degree > 1: 2 with [parallelism] fsdp_reshard_after_forward = "never"
+/// (FSDP2 keeping the gathered parameters to the backward), else 3; zero 0 otherwise; tp, pp, cp, mbs (pipeline_parallel_microbatch_size
 /// with pp, else local_batch_size), gbs (global_batch_size, or local_batch_size x dp), recompute
 /// (activation_checkpoint.mode; torchtitan's default "selective" when absent), sp = tp > 1.
 /// vpp comes from the schedule and pipeline_parallel_layers_per_stage, which needs the model's

@@ -11,6 +11,15 @@ namespace meshplan {
 
 namespace {
 
+/// Whether a tp group spans two NVLink domains of `domain` GPUs each, in the rank order
+/// tp-cp-dp-pp (tp innermost: tp group k holds ranks k x tp .. k x tp + tp - 1, and rank r lies
+/// in domain r / domain). A tp that divides the domain never does; one that does not has a
+/// group holding ranks domain - 1 and domain (the first group to cross) exactly when there are
+/// more GPUs than one domain: 3 GPUs at tp 3 on 8-GPU nodes sit in one partial node.
+bool tp_spans_domains(std::int64_t tp, std::int64_t gpus, std::int64_t domain) {
+  return domain % tp != 0 && gpus > domain;
+}
+
 std::vector<std::int64_t> divisors(std::int64_t n) {
   std::vector<std::int64_t> out;
   for (std::int64_t d = 1; d * d <= n; ++d) {
@@ -78,8 +87,7 @@ class Worker {
       // (plain 1F1B only: interleaving needs every chunk the same).
       base.stage_layers = edge_light_stage_split(r_.model.num_layers, pp);
     }
-    const bool tp_crosses = tp > r_.cluster.nvlink_domain_size ||
-                            r_.cluster.nvlink_domain_size % tp != 0;
+    const bool tp_crosses = tp_spans_domains(tp, r_.gpus, r_.cluster.nvlink_domain_size);
     const GroupRates groups(context_, base);
     costs_.clear();
     // With one rank to shard over, every ZeRO stage is the same layout: keep zero 0 only.

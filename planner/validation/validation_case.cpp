@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "costmodel/counted.hpp"
+#include "costmodel/framework.hpp"
 #include "planner/config/input_error.hpp"
 #include "planner/config/json_reader.hpp"
 #include "planner/config/loaders.hpp"
@@ -312,6 +313,14 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
   }
 
   c.setup.framework = *find_framework(convention_for_framework(c.framework));
+  // A stage the mapped convention does not offer would be costed as if it did: refused, as
+  // --zero and a plan file's layout.zero are (zero_stage_problem).
+  if (const std::string problem = zero_stage_problem(c.setup.framework, l.zero);
+      !problem.empty()) {
+    layout.fail("zero", "is " + std::to_string(l.zero) + ", but training.framework \"" +
+                            c.framework + "\" is costed with meshplan's " + problem +
+                            "; give one of those stages, or another framework");
+  }
   if (c.setup.framework.elementwise == ElementwiseKernels::kEager) {
     // SCHEMA.md has no torch.compile field: the framework's default (torchtitan:
     // --training.compile off) stands.

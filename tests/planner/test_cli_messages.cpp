@@ -47,7 +47,7 @@ TEST_CASE("stage layers with vpp > 1: the even split is the default, others are 
           "10,11,11 cannot be combined with --vpp 2: the interleaved schedule splits the 32 "
           "layers into pp x vpp = 6 equal chunks; give no --stage-layers with --vpp 2, or --vpp "
           "1 with this split\n  layout: 32 layers cannot be split into pp x vpp = 6 equal chunks "
-          "(give an uneven split with --stage-layers, without vpp)\n");
+          "(the interleaved schedule needs equal chunks; an uneven split needs vpp 1)\n");
   // Without vpp the uneven split is taken.
   CHECK(test::run({"estimate", "--model", "llama3-8b", "--pp", "3", "--stage-layers",
                    "10,11,11"})
@@ -163,6 +163,17 @@ TEST_CASE("sp reads the same in estimate, ledger and plan: bare, on or off", "[c
   const test::CliResult bad = test::run({"ledger", "--model", "llama3-8b", "--sp", "maybe"});
   CHECK(bad.exit_code == 2);
   CHECK_THAT(bad.err, Catch::Contains("--sp: maybe not in {on,off}"));
+  // An empty value is not off: refused in each command that takes --sp.
+  for (const std::string command : {"estimate", "ledger", "plan"}) {
+    std::vector<std::string> args = {command, "--model", "llama3-8b", "--sp", ""};
+    if (command == "plan") args = {command, "--model", "llama3-8b", "--gpus", "8", "--sp", ""};
+    const test::CliResult empty = test::run(args);
+    INFO(command + ": " + empty.err);
+    CHECK(empty.exit_code == 2);
+    CHECK(empty.out.empty());
+    CHECK_THAT(empty.err,
+               Catch::Contains("--sp: empty value; give --sp, --sp on or --sp off"));
+  }
 }
 
 TEST_CASE("plan lists the defaults it took, in text and in --json alike", "[cli]") {

@@ -233,6 +233,30 @@ TEST_CASE("torchtitan export: FSDP, DDP and the pipeline, parsed back", "[export
     CHECK_THAT(export_plan(compiled, ExportFormat::kTorchtitan).text,
                Catch::Contains("compile = true\n"));
   }
+  SECTION("llama3-8b ZeRO-2: FSDP2 that never reshards after the forward, read back as zero 2") {
+    Plan p = llama8b_fsdp();
+    p.layout.zero = 2;
+    const Export e = export_plan(p, ExportFormat::kTorchtitan);
+    INFO(e.text);
+    // Gradients and optimizer states sharded over dp 8: data_parallel_shard_degree, not DDP.
+    CHECK_THAT(e.text, Catch::Contains("data_parallel_replicate_degree = 1\n"));
+    CHECK_THAT(e.text, Catch::Contains("data_parallel_shard_degree = 8\n"));
+    CHECK_THAT(e.text, Catch::Contains("fsdp_reshard_after_forward = \"never\"\n"));
+    INFO(all_dropped(e));
+    CHECK_FALSE(mentions(e, "optimizer-only sharding"));
+    CHECK_FALSE(mentions(e, "DDP"));
+    const Layout back = parse_torchtitan_toml(e.text, p.model.num_layers);
+    CHECK(back.dp == 8);
+    CHECK(back.zero == 2);
+    // ZeRO-3 writes no reshard key (torchtitan's "default"), and an unknown policy is refused.
+    CHECK_THAT(export_plan(llama8b_fsdp(), ExportFormat::kTorchtitan).text,
+               !Catch::Contains("fsdp_reshard_after_forward"));
+    std::string bad = e.text;
+    bad.replace(bad.find("\"never\""), 7, "\"sometimes\"");
+    CHECK_THROWS_WITH(parse_torchtitan_toml(bad, p.model.num_layers),
+                      Catch::Contains("fsdp_reshard_after_forward takes \"default\", \"always\" "
+                                      "or \"never\", got \"sometimes\""));
+  }
   SECTION("llama3-70b interleaved pipeline, ZeRO-1 as DDP") {
     const Plan p = llama70b();
     const Export e = export_plan(p, ExportFormat::kTorchtitan);
@@ -245,6 +269,9 @@ TEST_CASE("torchtitan export: FSDP, DDP and the pipeline, parsed back", "[export
     CHECK_THAT(e.text, Catch::Contains("selective_ac_option = \"op\"\n"));
     INFO(all_dropped(e));
     CHECK(mentions(e, "ZeRO-1 (zero 1): torchtitan has no optimizer-only sharding"));
+    CHECK(mentions(e, "zero 2 (data_parallel_shard_degree with fsdp_reshard_after_forward = "
+                      "\"never\") and zero 3 (FSDP) are torchtitan's sharded options"));
+    CHECK(parse_torchtitan_toml(e.text, 80).zero == 0);
     CHECK(mentions(e, "memory convention"));           // estimated with megatron's, not fsdp's
     CHECK_FALSE(mentions(e, "sequence parallelism"));  // sp is on, as torchtitan's TP does
     const Layout back = parse_torchtitan_toml(e.text, 80);

@@ -254,8 +254,8 @@ TEST_CASE("plan's --pp hint lists only the pipeline degrees plan takes", "[bound
   CHECK(test::run({"plan", "--model", "llama3-8b", "--gpus", "64", "--pp", "32"}).exit_code == 0);
   const test::CliResult pp64 = test::run({"plan", "--model", "llama3-8b", "--gpus", "64", "--pp", "64"});
   CHECK(pp64.exit_code == 2);  // every layout rejected by the rules: bad input, not exit code 3
-  CHECK_THAT(pp64.err, Catch::Contains("layout: 32 layers cannot be split into pp x vpp = 64 "
-                                       "equal chunks"));
+  CHECK_THAT(pp64.err, Catch::Contains("layout: pp 64 exceeds the model's 32 layers (a stage "
+                                       "holds at least one layer)\n"));
   expect_exact_error({"plan", "--model", "llama3-70b", "--gpus", "64", "--pp", "33", "--vpp", "2"},
                      "meshplan: error: " + wrong +
                          "pin a divisor of 64 above 1 that splits the model's 80 layers into pp x "

@@ -99,6 +99,28 @@ TEST_CASE("model structure: one rule set, a derived head_dim needs heads that di
   CHECK(p->message == "must be a positive integer, got 0");
 }
 
+TEST_CASE("validate: a ZeRO stage the case's framework does not offer is refused, not costed",
+          "[consistency][validate]") {
+  // nemo and megatron map to conventions offering ZeRO 0 and 1 (the distributed optimizer);
+  // zero 2 was predicted with exit code 0.
+  for (const std::string framework : {"nemo", "megatron"}) {
+    nlohmann::json c = test::validation_case_json();
+    c["training"]["framework"] = framework;
+    c["layout"]["zero"] = 2;
+    const std::string file = test::validation_file("v-zero.json", {c});
+    expect_exact_error({"validate", file},
+                       error_line(file + ": $.cases[0].layout.zero: is 2, but "
+                                         "training.framework \"" + framework +
+                                  "\" is costed with meshplan's framework " + framework +
+                                  " offers ZeRO stages 0, 1; give one of those stages, or "
+                                  "another framework"));
+  }
+  // Stage 1 is offered: predicted.
+  nlohmann::json c = test::validation_case_json();
+  c["layout"]["zero"] = 1;
+  CHECK(test::run({"validate", test::validation_file("v-zero1.json", {c})}).exit_code == 0);
+}
+
 TEST_CASE("validate: heads that do not divide hidden_size are refused, not predicted as NaN",
           "[consistency][validate]") {
   // 64 heads x 8192 at hidden 6144 gave head_dim 0, "-nan s" and "nan%" with exit code 0; 5
@@ -621,4 +643,60 @@ TEST_CASE("Hugging Face mlp_bias: honoured with attention biases, refused where 
   file = hf_config("llama3-8b", "mlp-bias-false.json",
                    [](nlohmann::json& c) { c["mlp_bias"] = false; });
   CHECK_FALSE(load_model(file).linear_bias);
+}
+
+TEST_CASE("Hugging Face keys an architecture does not read are refused where they would matter",
+          "[consistency][hf]") {
+  // GPT2Config reads neither num_key_value_heads nor head_dim: GPT2Attention is multi-head,
+  // 12 heads of 768 / 12 = 64.
+  std::string file =
+      hf_config("gpt2", "gpt2-kv.json", [](nlohmann::json& c) { c["num_key_value_heads"] = 4; });
+  CHECK_THROWS_WITH(load_model(file),
+                    file + ": $.num_key_value_heads: is 4, but a gpt2 attention has one kv head "
+                           "per head (n_head 12: GPT2Attention is multi-head and transformers "
+                           "ignores num_key_value_heads); remove the key");
+  file = hf_config("gpt2", "gpt2-hd.json", [](nlohmann::json& c) { c["head_dim"] = 128; });
+  CHECK_THROWS_WITH(load_model(file),
+                    file + ": $.head_dim: is 128, but a gpt2 head is n_embd / n_head = 64 wide "
+                           "(transformers ignores head_dim); remove the key");
+  file = hf_config("gpt2", "gpt2-same.json", [](nlohmann::json& c) {
+    c["head_dim"] = 64;
+    c["num_key_value_heads"] = 12;
+  });
+  CHECK(load_model(file).num_kv_heads == 12);
+  // Llama's attention_bias biases q, k, v and o_proj: neither qkv_bias nor linear_bias.
+  file = hf_config("llama3-8b", "attn-bias.json",
+                   [](nlohmann::json& c) { c["attention_bias"] = true; });
+  CHECK_THROWS_WITH(load_model(file),
+                    file + ": $.attention_bias: is true while mlp_bias is false or absent: "
+                           "transformers' LlamaAttention then has biases on q_proj, k_proj, "
+                           "v_proj and o_proj, which meshplan's model spec cannot describe "
+                           "(biases on every linear layer, or on the QKV projection alone); "
+                           "write a meshplan-model/1 file (configs/README.md) with qkv_bias "
+                           "true, which leaves out o_proj's 4096 biases per layer");
+  // Mistral builds no attention biases whatever attention_bias says.
+  file = hf_config("llama3-8b", "mistral-attn-bias.json", [](nlohmann::json& c) {
+    c["model_type"] = "mistral";
+    c["attention_bias"] = true;
+  });
+  CHECK_THROWS_WITH(load_model(file),
+                    file + ": $.attention_bias: is true, but transformers ignores it on mistral "
+                           "(MistralAttention builds q, k, v and o without biases); remove the "
+                           "key or set it to false");
+  // hidden_dropout is not read by Llama, Mistral or Qwen2: it must not turn dropout on.
+  for (const std::string type : {"llama", "mistral", "qwen2"}) {
+    file = hf_config("llama3-8b", "hidden-drop-" + type + ".json", [type](nlohmann::json& c) {
+      c["model_type"] = type;
+      c["hidden_dropout"] = 0.1;
+    });
+    CHECK_THROWS_WITH(load_model(file),
+                      file + ": $.hidden_dropout: is 0.1, but transformers ignores "
+                             "hidden_dropout on " + type +
+                             " (only attention_dropout is read); remove the key or set it to 0");
+    file = hf_config("llama3-8b", "hidden-drop0-" + type + ".json", [type](nlohmann::json& c) {
+      c["model_type"] = type;
+      c["hidden_dropout"] = 0;
+    });
+    CHECK_FALSE(load_model(file).dropout);
+  }
 }

@@ -4,7 +4,10 @@
 // ("nothing fits", which is about memory).
 #include <catch2/catch.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -63,8 +66,28 @@ TEST_CASE("plan: pins that break a layout rule get estimate's reason, exit code 
   }
   SECTION("--vpp 3 --pp 2: 32 layers do not split into 6 equal chunks") {
     expect_same_problem({"--vpp", "3", "--pp", "2"}, {"--vpp", "3", "--pp", "2"},
-                        "32 layers cannot be split into pp x vpp = 6 equal chunks (give an uneven "
-                        "split with --stage-layers, without vpp)");
+                        "32 layers cannot be split into pp x vpp = 6 equal chunks (the "
+                        "interleaved schedule needs equal chunks; an uneven split needs vpp 1)");
+    // plan has no --stage-layers: its message must not point at one.
+    const test::CliResult r =
+        test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--vpp", "3", "--pp", "2"});
+    CHECK_THAT(r.err, !Catch::Contains("--stage-layers"));
+  }
+  SECTION("--pp 64 on 32 layers: a stage holds at least one layer") {
+    // 64 GPUs at pp 64 (dp 1, tp 1): the only rule broken is the layer count.
+    const test::CliResult e = test::run({"estimate", "--model", "llama3-8b", "--pp", "64"});
+    CHECK(e.exit_code == 2);
+    CHECK_THAT(e.err, Catch::Contains("\n  layout: pp 64 exceeds the model's 32 layers (a stage "
+                                      "holds at least one layer)\n"));
+    CHECK_THAT(e.err, !Catch::Contains("--stage-layers"));
+  }
+  SECTION("--vpp 3 with 8 GPUs and no pp: vpp needs pp > 1 comes first, not the chunk count") {
+    // Unpinned pp tries 1, 2, 4, 8; with pp 1, 32 layers vs pp x vpp = 3 is not the rule to name.
+    const test::CliResult r = test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--vpp",
+                                         "3", "--pp", "1"});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains("\n  layout: vpp 3 needs pp > 1\n"));
+    CHECK_THAT(r.err, !Catch::Contains("= 3 equal chunks"));
   }
   SECTION("--cp 8 --seq 8: load-balanced cp needs 2 x cp chunks of the sequence") {
     expect_same_problem({"--cp", "8", "--seq", "8"}, {"--cp", "8", "--seq", "8"},
@@ -109,6 +132,37 @@ TEST_CASE("plan: pins that break a layout rule get estimate's reason, exit code 
     CHECK(test::run({"plan", "--model", "llama2-7b", "--gpus", "16", "--tp", "16",
                      "--allow-cross-node-tp"})
               .exit_code == 0);
+  }
+  SECTION("tp 3 on 3 or 6 GPUs: every tp group sits in one partial 8-GPU node") {
+    // 24 layers, hidden 3072, 24 heads and kv heads, ffn 8448: tp 3 and 6 divide all of them.
+    const std::string m24 = test::write_temp_file(
+        "m24.json",
+        R"({"schema": "meshplan-model/1", "name": "m24", "description": "llama3-8b, edited",
+            "source": "test", "num_layers": 24, "hidden_size": 3072, "num_attention_heads": 24,
+            "num_kv_heads": 24, "head_dim": 128, "ffn_hidden_size": 8448, "ffn_type": "swiglu",
+            "norm_type": "rmsnorm", "vocab_size": 128256, "vocab_pad_multiple": 1,
+            "position_embedding": "rope", "max_position_embeddings": 8192,
+            "rope_theta": 500000.0, "tied_embeddings": false, "linear_bias": false,
+            "qkv_bias": false, "dropout": false, "seq_length": 8192})");
+    for (const auto& [gpus, tp] : std::vector<std::pair<std::string, std::string>>{
+             {"3", "3"}, {"6", "6"}, {"6", "3"}}) {
+      const test::CliResult r =
+          test::run({"plan", "--model", m24, "--gpus", gpus, "--tp", tp, "--top", "1"});
+      INFO(gpus + " GPUs, tp " + tp + ": " + r.err);
+      CHECK(r.exit_code == 0);
+    }
+    // Unpinned on 6 GPUs: no layout is rejected for tp across domains (there is one domain).
+    const test::CliResult all =
+        test::run({"plan", "--model", m24, "--gpus", "6", "--top", "1", "--json"});
+    INFO(all.err);
+    REQUIRE(all.exit_code == 0);
+    CHECK_FALSE(nlohmann::json::parse(all.out)["rejected"].contains(
+        "tp spans NVLink domains (--allow-cross-node-tp to cost it)"));
+    // On 24 GPUs (3 nodes) tp 3's group of ranks 6, 7, 8 spans the first two nodes: refused.
+    const test::CliResult r24 =
+        test::run({"plan", "--model", m24, "--gpus", "24", "--tp", "3"});
+    CHECK(r24.exit_code == 2);
+    CHECK_THAT(r24.err, Catch::Contains("tp 3 does not divide the 8 GPUs of an NVLink domain"));
   }
 }
 

@@ -289,7 +289,8 @@ TEST_CASE("one of a thing is singular: 1 layer, 1 stage, 1 kv head", "[usability
   const test::CliResult bad = test::run({"ledger", "--model", one, "--tp", "2", "--pp", "2"});
   CHECK(bad.exit_code == 2);
   CHECK_THAT(bad.err, Contains("layout: tp 2 does not divide 1 kv head\n"));
-  CHECK_THAT(bad.err, Contains("layout: 1 layer cannot be split into pp x vpp = 2 equal chunks"));
+  CHECK_THAT(bad.err, Contains("layout: pp 2 exceeds the model's 1 layer (a stage holds at least "
+                               "one layer)\n"));
 }
 
 TEST_CASE("profile show: says step times read busbw off the measured points",
