@@ -348,7 +348,17 @@ Export export_torchtitan(const Plan& p) {
       t << "pipeline_parallel_last_stage_less_layers = 0\n";
     }
   }
-  t << "enable_async_tensor_parallel = false\n";
+  // A TP overlap share the prediction assumed (--tp-overlap) is torchtitan's async TP, which
+  // works only under torch.compile (torchtitan's job config help).
+  const bool async_tp = l.tp > 1 && p.setup.framework.tp_comm_overlap > 0;
+  t << "enable_async_tensor_parallel = " << (async_tp ? "true" : "false") << "\n";
+  if (async_tp && p.setup.framework.elementwise != ElementwiseKernels::kFused) {
+    e.dropped.push_back("async TP (the plan hides " +
+                        significant(100 * p.setup.framework.tp_comm_overlap, 3) +
+                        "% of TP collective time): torchtitan runs it only with compile = true, "
+                        "and this plan costs eager elementwise ops (compile = false); plan with "
+                        "--elementwise fused, or expect exposed TP collectives");
+  }
   t << "\n[training]\n";
   // With pp the local batch is split into micro-batches; without, the micro-batch is the local
   // batch and torchtitan accumulates gradients up to global_batch_size.

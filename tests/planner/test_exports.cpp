@@ -556,3 +556,29 @@ TEST_CASE("megatron export: the overlaps the prediction assumed are switched on"
   INFO(all_dropped(dropped));
   CHECK(mentions(dropped, "TP communication overlap (50% of TP collective time hidden)"));
 }
+
+TEST_CASE("torchtitan export: a TP overlap share is async TP, which needs compile",
+          "[exports]") {
+  Layout l;
+  l.dp = 2;
+  l.tp = 4;
+  l.sp = true;
+  l.zero = 3;
+  l.gbs = 8;
+  Plan p = plan_of("llama3-8b", l, "fsdp", Precision::kBf16, 4096);
+  CHECK_THAT(export_plan(p, ExportFormat::kTorchtitan).text,
+             Catch::Contains("enable_async_tensor_parallel = false\n"));
+  // --tp-overlap 0.5 on fsdp (eager elementwise ops, so compile = false): async TP is switched
+  // on, and the note says torchtitan runs it only under compile.
+  p.setup.framework.tp_comm_overlap = 0.5;
+  const Export eager = export_plan(p, ExportFormat::kTorchtitan);
+  CHECK_THAT(eager.text, Catch::Contains("enable_async_tensor_parallel = true\n"));
+  CHECK_THAT(eager.text, Catch::Contains("compile = false\n"));
+  INFO(all_dropped(eager));
+  CHECK(mentions(eager, "async TP (the plan hides 50% of TP collective time)"));
+  // With fused elementwise ops (compile = true) nothing is said.
+  p.setup.framework.elementwise = ElementwiseKernels::kFused;
+  const Export fused = export_plan(p, ExportFormat::kTorchtitan);
+  CHECK_THAT(fused.text, Catch::Contains("compile = true\n"));
+  CHECK_FALSE(mentions(fused, "async TP"));
+}
