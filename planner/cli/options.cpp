@@ -17,6 +17,7 @@
 #include "planner/report/atomic_write.hpp"
 #include "planner/report/format.hpp"
 #include "planner/report/layout_summary.hpp"
+#include "planner/search/search.hpp"
 
 namespace meshplan {
 
@@ -306,18 +307,6 @@ std::string stage_layers_problem(const std::string& list) {
 
 namespace {
 
-/// The divisors of n (n >= 1), ascending.
-std::vector<std::int64_t> divisors_of(std::int64_t n) {
-  std::vector<std::int64_t> d;
-  for (std::int64_t i = 1; i * i <= n; ++i) {
-    if (n % i != 0) continue;
-    d.push_back(i);
-    if (i != n / i) d.push_back(n / i);
-  }
-  std::sort(d.begin(), d.end());
-  return d;
-}
-
 /// "1, 2, 4 or 8": `d` (not empty), at most 12 of them named.
 std::string divisors_text(const std::vector<std::int64_t>& d) {
   std::string text;
@@ -329,7 +318,7 @@ std::string divisors_text(const std::vector<std::int64_t>& d) {
   return text;
 }
 
-std::string divisors_text(std::int64_t n) { return divisors_text(divisors_of(n)); }
+std::string divisors_text(std::int64_t n) { return divisors_text(divisors(n)); }
 
 /// What to pin --pp to on `gpus` GPUs: the divisors plan's search takes for a model of
 /// `num_layers` layers, those at most num_layers (a stage holds at least one layer) and, with
@@ -338,7 +327,7 @@ std::string divisors_text(std::int64_t n) { return divisors_text(divisors_of(n))
 /// else "pin a divisor of 64 up to the model's 32 layers: 1, ... or 32", or what to change
 /// when none does.
 std::string pp_hint(std::int64_t gpus, std::int64_t num_layers, std::int64_t vpp) {
-  const std::vector<std::int64_t> all = divisors_of(gpus);
+  const std::vector<std::int64_t> all = divisors(gpus);
   std::vector<std::int64_t> taken;
   for (const std::int64_t pp : all) {
     if (pp <= num_layers && (vpp <= 1 || (pp > 1 && num_layers % (pp * vpp) == 0))) {

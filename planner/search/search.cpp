@@ -20,17 +20,6 @@ bool tp_spans_domains(std::int64_t tp, std::int64_t gpus, std::int64_t domain) {
   return domain % tp != 0 && gpus > domain;
 }
 
-std::vector<std::int64_t> divisors(std::int64_t n) {
-  std::vector<std::int64_t> out;
-  for (std::int64_t d = 1; d * d <= n; ++d) {
-    if (n % d != 0) continue;
-    out.push_back(d);
-    if (d != n / d) out.push_back(n / d);
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 template <typename T>
 bool pinned_out(const std::optional<T>& pin, T value) {
   return pin && *pin != value;
@@ -271,6 +260,17 @@ std::string rule_problem(const SearchRequest& r, unsigned bit, const Layout& lay
 }
 
 }  // namespace
+
+std::vector<std::int64_t> divisors(std::int64_t n) {
+  std::vector<std::int64_t> out;
+  for (std::int64_t d = 1; d * d <= n; ++d) {
+    if (n % d != 0) continue;
+    out.push_back(d);
+    if (d != n / d) out.push_back(n / d);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
 
 bool ranks_before(const Candidate& a, const Candidate& b, Objective objective) {
   if (objective == Objective::kMemory) {

@@ -107,6 +107,10 @@ inline constexpr const char* kOutOfMemoryReason = "out of memory";
 /// thrown; an empty `ranked` means nothing fits (see `rejected`). A pinned vpp, mbs or sp is
 /// searched even where it breaks a layout rule (vpp 2 with pp 1, sp with tp 1), so that the
 /// rejection says which rule; unpinned ones are searched only where they can keep the rules.
+/// The divisors of n (n >= 1), ascending: the degrees n GPUs split into (the search's dp, tp, pp
+/// and cp candidates, and the hints that list them).
+std::vector<std::int64_t> divisors(std::int64_t n);
+
 SearchResult search_layouts(const SearchRequest& request);
 
 /// Whether `a` ranks before `b` under `objective` (and its tie-break).
