@@ -101,9 +101,7 @@ class Worker {
     const std::array<Recompute, 3> recomputes = {Recompute::kNone, Recompute::kSelective,
                                                  Recompute::kFull};
     for (std::int64_t vpp : vpps) {
-      if (pinned_out(r_.pins.vpp, vpp)) continue;
       for (std::int64_t mbs : mbss) {
-        if (pinned_out(r_.pins.mbs, mbs)) continue;
         for (int sp = sp_first; sp <= sp_last; ++sp) {
           for (int zero = 0; zero <= 3; ++zero) {
             if (pinned_out(r_.pins.zero, zero) || !r_.setup.framework.allows_zero(zero)) continue;
