@@ -21,6 +21,22 @@ enum class NormType { kLayerNorm, kRmsNorm };
 /// no parameters.
 enum class PositionEmbedding { kLearned, kRope, kAlibi };
 
+/// RoPE frequency scaling for contexts beyond the pre-training length (Hugging Face
+/// config.json `rope_scaling`). Changes no cost; the exports pass it on where the framework
+/// has it. Source: transformers, modeling_rope_utils.py (ROPE_INIT_FUNCTIONS: linear, dynamic,
+/// yarn, longrope, llama3).
+struct RopeScaling {
+  std::string type;    ///< transformers' rope_type: "linear", "dynamic", "yarn", "llama3", ...
+  /// Context extension factor (> 0); transformers requires it for every type but longrope.
+  std::optional<double> factor;
+  /// llama3 only (transformers' _compute_llama3_parameters; Llama 3.1: 1, 4, 8192): the
+  /// wavelengths between original / high and original / low are blended, longer ones divided
+  /// by factor.
+  std::optional<double> low_freq_factor, high_freq_factor;
+  std::optional<std::int64_t> original_max_position_embeddings;  ///< tokens
+  bool operator==(const RopeScaling&) const = default;
+};
+
 /// A decoder-only transformer. All sizes are element counts (not bytes).
 /// Invariants: model_structure_problem() finds none (every model source in planner/ checks it
 /// and names the bad field).
@@ -44,6 +60,12 @@ struct ModelSpec {
   /// default of HF LlamaConfig and Megatron-LM's --rotary-base; Llama 3 uses 500000 (Meta's
   /// config.json, Llama 3 Herd of Models, arXiv 2407.21783, Table 3).
   double rope_theta = 10000.0;
+  /// RoPE scaling (rope models only); none: positions are not rescaled.
+  std::optional<RopeScaling> rope_scaling;
+  /// The epsilon added to the variance in every LayerNorm/RMSNorm (dimensionless); none: not
+  /// stated, the framework's default applies (Megatron-LM's --norm-epsilon: 1e-5). Changes no
+  /// cost; the exports pass it on.
+  std::optional<double> norm_epsilon;
   bool tied_embeddings = false;  ///< the LM head reuses the input embedding matrix
   bool linear_bias = false;      ///< every linear layer has a bias (GPT)
   bool qkv_bias = false;         ///< only the QKV projection has a bias (Qwen2)

@@ -19,6 +19,10 @@ constexpr std::int64_t kMaxSize = kMaxWidth;
 const std::vector<std::string> kLlamaLike = {"llama", "mistral", "qwen2"};
 const std::vector<std::string> kSupported = {"llama", "mistral", "qwen2", "gpt2"};
 
+/// transformers' RoPE types (modeling_rope_utils.py, ROPE_INIT_FUNCTIONS, and "default").
+const std::vector<std::string> kRopeTypes = {"default", "linear", "dynamic",
+                                             "yarn",    "longrope", "llama3"};
+
 /// transformers' model classes ("architectures") of each supported model_type.
 const std::vector<std::pair<std::string, std::string>> kArchitecturePrefixes = {
     {"Llama", "llama"}, {"Mistral", "mistral"}, {"Qwen2", "qwen2"}, {"GPT2", "gpt2"}};
@@ -174,6 +178,88 @@ class HfReader {
     return v->get<double>();
   }
 
+  /// The norm epsilon under `key` (LlamaConfig's rms_norm_eps, GPT2Config's
+  /// layer_norm_epsilon); absent or null: the class default. A number in (0, 1).
+  double norm_epsilon(const char* key, double class_default) const {
+    const nlohmann::json* v = value(key);
+    if (!v) return class_default;
+    if (!v->is_number() || !(v->get<double>() > 0 && v->get<double>() < 1)) {
+      fail(key, "must be a number in (0, 1) (the epsilon added to the variance of every "
+                "norm, e.g. 1e-05), got " + describe_json(*v));
+    }
+    return v->get<double>();
+  }
+
+  /// RoPE scaling: `rope_scaling` (transformers 4), else `rope_parameters` (transformers 5,
+  /// which keeps rope_theta there too). Its type is "rope_type" (older configs: "type");
+  /// "default" or no object: none. The fields each type needs are those transformers' own
+  /// validation requires (modeling_rope_utils.py, _validate_*_parameters): factor for all but
+  /// longrope, and llama3's low_freq_factor, high_freq_factor, original_max_position_embeddings.
+  std::optional<RopeScaling> rope_scaling() const {
+    const std::string key = value("rope_scaling") ? "rope_scaling" : "rope_parameters";
+    const nlohmann::json* v = value(key.c_str());
+    if (!v) return std::nullopt;
+    if (!v->is_object()) {
+      fail(key, "must be an object (rope_type, factor, ...) or null, got " + describe_json(*v));
+    }
+    const auto field = [&](const char* name) -> const nlohmann::json* {
+      return v->contains(name) && !v->at(name).is_null() ? &v->at(name) : nullptr;
+    };
+    const nlohmann::json* type = field("rope_type");
+    const nlohmann::json* legacy = field("type");
+    if (type && legacy && *type != *legacy) {
+      fail(key + ".type", "is " + describe_json(*legacy) + ", but rope_type is " +
+                              describe_json(*type) + "; remove one of them");
+    }
+    if (!type) type = legacy;
+    if (!type) {
+      // transformers 5 writes rope_parameters with rope_theta alone for unscaled models.
+      if (key == "rope_parameters") return std::nullopt;
+      fail(key + ".rope_type", "missing; expected one of " + quoted_list(kRopeTypes) +
+                                   " (transformers refuses a rope_scaling without it)");
+    }
+    if (!type->is_string() ||
+        std::find(kRopeTypes.begin(), kRopeTypes.end(), type->get<std::string>()) ==
+            kRopeTypes.end()) {
+      fail(key + ".rope_type", "is " + describe_json(*type) + "; expected one of " +
+                                   quoted_list(kRopeTypes) + " (transformers' RoPE types)");
+    }
+    RopeScaling scaling;
+    scaling.type = type->get<std::string>();
+    if (scaling.type == "default") return std::nullopt;
+    const auto positive = [&](const char* name, bool required) -> std::optional<double> {
+      const nlohmann::json* x = field(name);
+      if (!x) {
+        if (!required) return std::nullopt;
+        fail(key + "." + name, "missing; rope_type \"" + scaling.type +
+                                   "\" needs it (transformers refuses the config without it)");
+      }
+      if (!x->is_number() || !(x->get<double>() > 0)) {
+        fail(key + "." + name, "must be a number > 0, got " + describe_json(*x));
+      }
+      return x->get<double>();
+    };
+    scaling.factor = positive("factor", scaling.type != "longrope");
+    if (scaling.type == "llama3") {
+      scaling.low_freq_factor = positive("low_freq_factor", true);
+      scaling.high_freq_factor = positive("high_freq_factor", true);
+      if (*scaling.high_freq_factor <= *scaling.low_freq_factor) {
+        fail(key + ".high_freq_factor",
+             "must be greater than low_freq_factor (" + describe_json(*field("low_freq_factor")) +
+                 "), got " + describe_json(*field("high_freq_factor")));
+      }
+      const double original = *positive("original_max_position_embeddings", true);
+      if (original != static_cast<double>(static_cast<std::int64_t>(original)) ||
+          original > static_cast<double>(kMaxSize)) {
+        fail(key + ".original_max_position_embeddings",
+             "must be a whole number of tokens up to " + std::to_string(kMaxSize) + ", got " +
+                 describe_json(*field("original_max_position_embeddings")));
+      }
+      scaling.original_max_position_embeddings = static_cast<std::int64_t>(original);
+    }
+    return scaling;
+  }
+
   /// model_type, which every config transformers writes has; missing, the message says what
   /// to add, with the value "architectures" suggests where it names a supported class.
   std::string model_type() const {
@@ -302,6 +388,8 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
     m.tied_embeddings = r.boolean("tie_word_embeddings", true);
     m.linear_bias = true;
     m.dropout = r.any_dropout({"resid_pdrop", "attn_pdrop", "embd_pdrop"});
+    // GPT2Config: layer_norm_epsilon, default 1e-5.
+    m.norm_epsilon = r.norm_epsilon("layer_norm_epsilon", 1e-5);
   } else {
     m.ffn_hidden_size = r.required_int({"intermediate_size"});
     // LlamaMLP / MistralMLP / Qwen2MLP: down(act(gate(x)) x up(x)), gated whatever hidden_act
@@ -313,6 +401,10 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
     m.position_embedding = PositionEmbedding::kRope;
     // LlamaConfig, MistralConfig and Qwen2Config: rope_theta, default 10000.0 (Llama 3: 500000.0).
     m.rope_theta = r.rope_theta();
+    m.rope_scaling = r.rope_scaling();
+    // LlamaConfig, MistralConfig and Qwen2Config: rms_norm_eps, default 1e-6 (Llama 2 and 3
+    // write 1e-05).
+    m.norm_epsilon = r.norm_epsilon("rms_norm_eps", 1e-6);
     // LlamaConfig, MistralConfig and Qwen2Config default tie_word_embeddings to false.
     m.tied_embeddings = r.boolean("tie_word_embeddings", false);
     // LlamaConfig's mlp_bias (default false) puts biases on gate, up and down. The spec has

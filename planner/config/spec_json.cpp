@@ -280,6 +280,19 @@ nlohmann::json model_to_json(const ModelSpec& m) {
                       {"seq_length", m.seq_length}};
   // Written for rope models only: on the others the key must be absent (or null).
   if (m.position_embedding == PositionEmbedding::kRope) j["rope_theta"] = m.rope_theta;
+  if (m.rope_scaling) {
+    const RopeScaling& r = *m.rope_scaling;
+    const auto number_or_null = [](const auto& v) {
+      return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+    };
+    j["rope_scaling"] = {{"type", r.type},
+                         {"factor", number_or_null(r.factor)},
+                         {"low_freq_factor", number_or_null(r.low_freq_factor)},
+                         {"high_freq_factor", number_or_null(r.high_freq_factor)},
+                         {"original_max_position_embeddings",
+                          number_or_null(r.original_max_position_embeddings)}};
+  }
+  if (m.norm_epsilon) j["norm_epsilon"] = *m.norm_epsilon;
   return j;
 }
 
@@ -384,6 +397,41 @@ nlohmann::json profile_to_json(const Profile& p) {
           {"sources", sources}};
 }
 
+namespace {
+
+/// The meshplan-model/1 `rope_scaling` object (configs/README.md): type one of transformers'
+/// RoPE types, factor a number > 0 (null only for longrope), and for llama3 the three
+/// numbers its blend needs; the others' null.
+RopeScaling rope_scaling_from_json(StrictObject o) {
+  RopeScaling r;
+  r.type = o.choice("type", {"linear", "dynamic", "yarn", "longrope", "llama3"});
+  r.factor = o.positive_number_or_null("factor");
+  if (!r.factor && r.type != "longrope") {
+    o.fail("factor", "is null, but rope type \"" + r.type + "\" needs a factor (a number > 0)");
+  }
+  r.low_freq_factor = o.positive_number_or_null("low_freq_factor");
+  r.high_freq_factor = o.positive_number_or_null("high_freq_factor");
+  r.original_max_position_embeddings =
+      o.int_or_null("original_max_position_embeddings", 1, kMaxTokens);
+  const bool llama3 = r.type == "llama3";
+  for (const auto& [key, set] :
+       {std::pair<const char*, bool>{"low_freq_factor", r.low_freq_factor.has_value()},
+        {"high_freq_factor", r.high_freq_factor.has_value()},
+        {"original_max_position_embeddings", r.original_max_position_embeddings.has_value()}}) {
+    if (llama3 && !set) o.fail(key, "is null, but rope type \"llama3\" needs it");
+    if (!llama3 && set) {
+      o.fail(key, "applies to rope type \"llama3\" only (this one is \"" + r.type +
+                      "\"); set it to null");
+    }
+  }
+  if (llama3 && *r.high_freq_factor <= *r.low_freq_factor) {
+    o.fail("high_freq_factor", "must be greater than low_freq_factor");
+  }
+  return r;
+}
+
+}  // namespace
+
 ModelSpec model_from_json(const nlohmann::json& json, const std::string& file,
                           const std::string& path) {
   StrictObject o = open_schema(
@@ -391,7 +439,8 @@ ModelSpec model_from_json(const nlohmann::json& json, const std::string& file,
       {"name", "description", "source", "num_layers", "hidden_size", "num_attention_heads",
        "num_kv_heads", "head_dim", "ffn_hidden_size", "ffn_type", "norm_type", "vocab_size",
        "vocab_pad_multiple", "position_embedding", "max_position_embeddings", "tied_embeddings",
-       "linear_bias", "qkv_bias", "dropout", "seq_length", "rope_theta"});
+       "linear_bias", "qkv_bias", "dropout", "seq_length", "rope_theta", "rope_scaling",
+       "norm_epsilon"});
   ModelSpec m;
   m.name = o.text("name", "the model's name (a preset's is its file name)");
   o.string("description");
@@ -431,6 +480,24 @@ ModelSpec model_from_json(const nlohmann::json& json, const std::string& file,
                  describe_json(theta));
     }
     m.rope_theta = theta.get<double>();
+  }
+  if (o.has("rope_scaling") && !json.at("rope_scaling").is_null()) {
+    if (m.position_embedding != PositionEmbedding::kRope) {
+      o.fail("rope_scaling", "is set, but RoPE scaling applies only to position_embedding "
+                             "\"rope\" (this model's is \"" + position +
+                                 "\"); remove the key or set it to null");
+    }
+    m.rope_scaling = rope_scaling_from_json(o.object(
+        "rope_scaling", {"type", "factor", "low_freq_factor", "high_freq_factor",
+                         "original_max_position_embeddings"}));
+  }
+  if (o.has("norm_epsilon") && !json.at("norm_epsilon").is_null()) {
+    const nlohmann::json& eps = json.at("norm_epsilon");
+    if (!eps.is_number() || !(eps.get<double>() > 0 && eps.get<double>() < 1)) {
+      o.fail("norm_epsilon", "must be a number in (0, 1) (the epsilon added to the variance "
+                             "of every norm, e.g. 1e-05), got " + describe_json(eps));
+    }
+    m.norm_epsilon = eps.get<double>();
   }
   m.tied_embeddings = o.boolean("tied_embeddings");
   m.linear_bias = o.boolean("linear_bias");

@@ -61,6 +61,45 @@ std::string theta_text(double theta) {
   return out.str();
 }
 
+/// A number as its shortest round-trip text (std::to_chars): 1e-05, 8, 0.5.
+std::string number_text(double value) {
+  char buffer[32];
+  const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
+  return std::string(buffer, result.ptr);
+}
+
+/// The model's RoPE scaling as Megatron-LM arguments (megatron/training/arguments.py):
+/// llama3 is --use-rope-scaling --rope-scaling-factor F, whose blend Megatron-Core fixes at
+/// Llama 3.1's low_freq_factor 1, high_freq_factor 4 and original length 8192; linear is
+/// --rotary-seq-len-interpolation-factor (an int). What has no flag goes to `dropped`.
+void megatron_rope_scaling(const RopeScaling& r, std::vector<std::string>& args,
+                           std::vector<std::string>& dropped) {
+  const std::string what = "RoPE scaling \"" + r.type + "\"" +
+                           (r.factor ? " (factor " + number_text(*r.factor) + ")" : "");
+  if (r.type == "llama3") {
+    args.push_back("--use-rope-scaling");
+    args.push_back("--rope-scaling-factor " + number_text(*r.factor));
+    if (*r.low_freq_factor != 1 || *r.high_freq_factor != 4 ||
+        *r.original_max_position_embeddings != 8192) {
+      dropped.push_back(what + ": low_freq_factor " + number_text(*r.low_freq_factor) +
+                        ", high_freq_factor " + number_text(*r.high_freq_factor) +
+                        ", original_max_position_embeddings " +
+                        s(*r.original_max_position_embeddings) +
+                        " not exported: Megatron-LM's --use-rope-scaling fixes them at Llama "
+                        "3.1's 1, 4 and 8192 (only the factor is a flag)");
+    }
+  } else if (r.type == "linear" && std::floor(*r.factor) == *r.factor && *r.factor >= 1 &&
+             *r.factor < 1e9) {
+    args.push_back("--rotary-seq-len-interpolation-factor " +
+                   s(static_cast<std::int64_t>(*r.factor)));
+  } else {
+    dropped.push_back(what + ": not exported; Megatron-LM's GPT arguments have "
+                      "--use-rope-scaling (llama3) and an integer "
+                      "--rotary-seq-len-interpolation-factor (linear) only, so the run uses "
+                      "unscaled RoPE unless you configure the scaling by hand");
+  }
+}
+
 /// The stage split is given and not every stage has the same number of layers.
 bool uneven_split(const Layout& l) {
   const std::vector<std::int64_t>& v = l.stage_layers;
@@ -253,6 +292,7 @@ Export export_megatron(const Plan& p) {
   }
   if (m.ffn_type == FfnType::kSwiglu) a.push_back("--swiglu");
   if (m.norm_type == NormType::kRmsNorm) a.push_back("--normalization RMSNorm");
+  if (m.norm_epsilon) a.push_back("--norm-epsilon " + number_text(*m.norm_epsilon));
   if (m.position_embedding == PositionEmbedding::kRope) {
     a.push_back("--position-embedding-type rope");
     // Megatron-LM's default base is 10000: Llama 3's 500000 must be given.
@@ -263,6 +303,7 @@ Export export_megatron(const Plan& p) {
                           ": Megatron-LM's --rotary-base takes an integer; not exported, so "
                           "Megatron-LM uses 10000 unless you set the nearest integer by hand");
     }
+    if (m.rope_scaling) megatron_rope_scaling(*m.rope_scaling, a, e.dropped);
   } else if (m.position_embedding == PositionEmbedding::kLearned) {
     a.push_back("--position-embedding-type learned_absolute");
   } else {
@@ -419,6 +460,21 @@ Export export_torchtitan(const Plan& p) {
                         "the model flavor's args in torchtitan's model code (500000 in its "
                         "Llama 3 flavors): check that the [model] flavor you select has " +
                         theta_text(m.rope_theta));
+    if (const std::optional<RopeScaling>& r = m.rope_scaling) {
+      e.dropped.push_back("RoPE scaling \"" + r->type + "\"" +
+                          (r->factor ? " (factor " + number_text(*r->factor) + ")" : "") +
+                          ": torchtitan's job TOML has no RoPE scaling key; the model code of "
+                          "the [model] flavor decides it: check that yours scales as the model "
+                          "does");
+    }
+  }
+  // torchtitan's Llama flavors build their norms with norm_eps 1e-5 (torchtitan/models/llama3,
+  // TransformerModelArgs); another epsilon needs a flavor of its own.
+  if (m.norm_epsilon && *m.norm_epsilon != 1e-5) {
+    e.dropped.push_back("norm epsilon " + number_text(*m.norm_epsilon) +
+                        ": torchtitan's job TOML has no norm epsilon key; it is the norm_eps "
+                        "of the [model] flavor's args (1e-05 in its Llama flavors): check that "
+                        "yours has " + number_text(*m.norm_epsilon));
   }
   if (p.setup.precision == Precision::kFp16) {
     e.dropped.push_back(

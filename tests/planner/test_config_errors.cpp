@@ -127,6 +127,54 @@ TEST_CASE("rope_theta: optional on rope models, a number > 1, absent on the othe
   }
 }
 
+TEST_CASE("rope_scaling and norm_epsilon: optional, checked, rope_scaling on rope models only",
+          "[errors]") {
+  const std::string eps = "\"norm_epsilon\": 1e-05";
+  const auto scaled = [&](const std::string& name, const std::string& scaling) {
+    return broken_model(name, eps, eps + ", \"rope_scaling\": " + scaling);
+  };
+  // Llama 3.1's scaling reads back as written; norm_epsilon absent or null is unset.
+  const ModelSpec m = load_model(scaled(
+      "llama31.json", R"({"type": "llama3", "factor": 8, "low_freq_factor": 1,
+      "high_freq_factor": 4, "original_max_position_embeddings": 8192})"));
+  REQUIRE(m.rope_scaling);
+  CHECK(m.rope_scaling->factor == 8.0);
+  CHECK(m.rope_scaling->original_max_position_embeddings == 8192);
+  CHECK(m.norm_epsilon == 1e-05);
+  CHECK_FALSE(load_model(broken_model("no-eps.json", ",\n  " + eps, "")).norm_epsilon);
+  CHECK_FALSE(load_model(broken_model("null-eps.json", eps, "\"norm_epsilon\": null")).norm_epsilon);
+
+  expect_input_error(broken_model("big-eps.json", eps, "\"norm_epsilon\": 1.5"),
+                     "$.norm_epsilon: must be a number in (0, 1)");
+  expect_input_error(broken_model("zero-eps.json", eps, "\"norm_epsilon\": 0"),
+                     "$.norm_epsilon: must be a number in (0, 1) (the epsilon added to the variance of "
+                     "every norm, e.g. 1e-05), got 0");
+  const std::string nulls =
+      R"("low_freq_factor": null, "high_freq_factor": null, "original_max_position_embeddings": null})";
+  expect_input_error(scaled("type.json", R"({"type": "ntk", "factor": 2, )" + nulls),
+                     "$.rope_scaling.type: \"ntk\" is not allowed; expected one of \"linear\"");
+  expect_input_error(scaled("nofactor.json", R"({"type": "linear", "factor": null, )" + nulls),
+                     "$.rope_scaling.factor: is null, but rope type \"linear\" needs a factor");
+  expect_input_error(scaled("halfllama3.json", R"({"type": "llama3", "factor": 8, )" + nulls),
+                     "$.rope_scaling.low_freq_factor: is null, but rope type \"llama3\" needs it");
+  expect_input_error(
+      scaled("linear-low.json", R"({"type": "linear", "factor": 2, "low_freq_factor": 1,
+             "high_freq_factor": null, "original_max_position_embeddings": null})"),
+      "$.rope_scaling.low_freq_factor: applies to rope type \"llama3\" only");
+  expect_input_error(scaled("missing-key.json", R"({"type": "linear", "factor": 2})"),
+                     "$.rope_scaling.low_freq_factor: missing");
+  std::string learned = test::read_config("models/llama3-8b.json");
+  for (const auto& [from, to] :
+       {std::pair<std::string, std::string>{"\"rope\"", "\"learned\""},
+        {"\"rope_theta\": 500000.0", "\"rope_theta\": null"},
+        {eps, eps + R"(, "rope_scaling": {"type": "linear", "factor": 2, )" + nulls}}) {
+    learned.replace(learned.find(from), from.size(), to);
+  }
+  expect_input_error(test::write_temp_file("learned-scaling.json", learned),
+                     "$.rope_scaling: is set, but RoPE scaling applies only to "
+                     "position_embedding \"rope\" (this model's is \"learned\")");
+}
+
 TEST_CASE("GPU files: a nested field's path and a missing source", "[errors]") {
   std::string gpu = test::read_config("gpus/h100-sxm.json");
   std::string bad = gpu;

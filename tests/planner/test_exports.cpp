@@ -19,9 +19,8 @@ using namespace meshplan;
 
 namespace {
 
-Plan plan_of(const std::string& model_name, const Layout& layout, const std::string& framework,
+Plan plan_of(const ModelSpec& model, const Layout& layout, const std::string& framework,
              Precision precision, std::int64_t seq) {
-  const ModelSpec model = load_model(model_name);
   TrainingSetup setup;
   setup.seq = seq;
   setup.framework = *find_framework(framework);
@@ -29,6 +28,11 @@ Plan plan_of(const std::string& model_name, const Layout& layout, const std::str
   setup.attention = AttentionImpl::kFlash;
   REQUIRE(layout_problems(layout, model, seq, std::nullopt, false).empty());
   return make_plan(model, load_cluster("dgx-h100"), load_profile("h100"), setup, layout);
+}
+
+Plan plan_of(const std::string& model_name, const Layout& layout, const std::string& framework,
+             Precision precision, std::int64_t seq) {
+  return plan_of(load_model(model_name), layout, framework, precision, seq);
 }
 
 /// Llama 3 70B on 64 H100s: tp 8, pp 4 with 5 chunks per rank (80 / (4 x 5) = 4 layers each),
@@ -111,6 +115,7 @@ TEST_CASE("megatron export spells Megatron-LM's flags and parses back", "[export
                            "--normalization RMSNorm",
                            "--position-embedding-type rope",
                            "--rotary-base 500000",  // Llama 3; Megatron-LM's default is 10000
+                           "--norm-epsilon 1e-05",  // Llama's rms_norm_eps
                            "--untie-embeddings-and-output-weights",
                            "--disable-bias-linear",
                            "--bf16",
@@ -143,6 +148,62 @@ TEST_CASE("megatron export spells Megatron-LM's flags and parses back", "[export
   CHECK(back.gbs == 64);
   CHECK(back.stage_layers.empty());
   CHECK(back.dp == 1);  // implied by the world size, not an argument
+}
+
+TEST_CASE("megatron export: RoPE scaling as Megatron-LM spells it, or noted", "[exports]") {
+  Layout l;
+  l.tp = 8;
+  l.gbs = 8;
+  // Llama 3.1 405B's llama3 scaling (factor 8, low 1, high 4, original 8192) is Megatron-LM's
+  // --use-rope-scaling, whose blend is fixed at those three: nothing dropped.
+  ModelSpec m = load_model("llama3-405b");
+  m.num_layers = 2;  // a 2-layer cut that fits on 8 GPUs; the scaling is the preset's
+  const Export llama31 = export_plan(plan_of(m, l, "megatron", Precision::kBf16, 8192),
+                                     ExportFormat::kMegatron);
+  INFO(llama31.text);
+  CHECK_THAT(llama31.text, Catch::Contains("--use-rope-scaling \\\n"
+                                           "--rope-scaling-factor 8 \\\n"));
+  CHECK(llama31.dropped.empty());
+
+  // Another original length: the flag still goes out, and the difference is noted.
+  m.rope_scaling->original_max_position_embeddings = 4096;
+  const Export other = export_plan(plan_of(m, l, "megatron", Precision::kBf16, 8192),
+                                   ExportFormat::kMegatron);
+  CHECK_THAT(other.text, Catch::Contains("--use-rope-scaling"));
+  CHECK(mentions(other, "original_max_position_embeddings 4096 not exported"));
+
+  // Linear scaling by a whole factor is the integer interpolation factor.
+  m.rope_scaling = RopeScaling{"linear", 4.0, std::nullopt, std::nullopt, std::nullopt};
+  const Export linear = export_plan(plan_of(m, l, "megatron", Precision::kBf16, 8192),
+                                    ExportFormat::kMegatron);
+  CHECK_THAT(linear.text, Catch::Contains("--rotary-seq-len-interpolation-factor 4"));
+  CHECK_THAT(linear.text, !Catch::Contains("--use-rope-scaling"));
+  CHECK(linear.dropped.empty());
+
+  // yarn, and linear by 2.5 (the flag is an int): no flag, a note naming the scaling.
+  for (const RopeScaling& r : {RopeScaling{"yarn", 4.0, std::nullopt, std::nullopt, std::nullopt},
+                               RopeScaling{"linear", 2.5, std::nullopt, std::nullopt,
+                                           std::nullopt}}) {
+    m.rope_scaling = r;
+    const Export e = export_plan(plan_of(m, l, "megatron", Precision::kBf16, 8192),
+                                 ExportFormat::kMegatron);
+    INFO(r.type);
+    CHECK_THAT(e.text, !Catch::Contains("scaling"));
+    CHECK_THAT(e.text, !Catch::Contains("interpolation"));
+    CHECK(mentions(e, "RoPE scaling \"" + r.type + "\" (factor "));
+  }
+
+  // torchtitan's TOML has neither key: both are noted.
+  m.rope_scaling = load_model("llama3-405b").rope_scaling;
+  const Export titan = export_plan(plan_of(m, l, "fsdp", Precision::kBf16, 8192),
+                                   ExportFormat::kTorchtitan);
+  CHECK(mentions(titan, "RoPE scaling \"llama3\" (factor 8): torchtitan's job TOML has no"));
+  // Its norm epsilon is torchtitan's Llama flavors' 1e-05: nothing to say; another is noted.
+  CHECK_FALSE(mentions(titan, "norm epsilon"));
+  m.norm_epsilon = 1e-6;
+  CHECK(mentions(export_plan(plan_of(m, l, "fsdp", Precision::kBf16, 8192),
+                             ExportFormat::kTorchtitan),
+                 "norm epsilon 1e-06: torchtitan's job TOML has no norm epsilon key"));
 }
 
 TEST_CASE("megatron export of GPT-3 in fp16 with full recompute", "[exports]") {

@@ -192,3 +192,67 @@ TEST_CASE("GPT-2's MLP width is n_inner; intermediate_size is not read", "[hf]")
                                   [](nlohmann::json& c) { c["intermediate_size"] = 3072; }))
             .ffn_hidden_size == 3072);
 }
+
+TEST_CASE("rope_scaling and rms_norm_eps are read as transformers reads them", "[hf]") {
+  // Llama 3.1's config.json: rope_scaling llama3 with factor 8, low 1, high 4, original 8192.
+  const ModelSpec m = load_model(changed_config("llama3-8b", "llama31.json", [](nlohmann::json& c) {
+    c["rope_scaling"] = {{"factor", 8.0},
+                         {"low_freq_factor", 1.0},
+                         {"high_freq_factor", 4.0},
+                         {"original_max_position_embeddings", 8192},
+                         {"rope_type", "llama3"}};
+  }));
+  REQUIRE(m.rope_scaling);
+  CHECK(m.rope_scaling->type == "llama3");
+  CHECK(m.rope_scaling->factor == 8.0);
+  CHECK(m.rope_scaling->low_freq_factor == 1.0);
+  CHECK(m.rope_scaling->high_freq_factor == 4.0);
+  CHECK(m.rope_scaling->original_max_position_embeddings == 8192);
+  CHECK(m.norm_epsilon == 1e-05);  // the file's rms_norm_eps
+  // rope_scaling null (Llama 3's own file) and rope_type "default": no scaling.
+  CHECK_FALSE(load_model(test::data_file("hf/llama3-8b/config.json")).rope_scaling);
+  CHECK_FALSE(load_model(changed_config("llama3-8b", "default-rope.json", [](nlohmann::json& c) {
+                c["rope_scaling"] = {{"rope_type", "default"}};
+              })).rope_scaling);
+  // Older configs name the type "type"; linear scaling needs only its factor.
+  const ModelSpec linear = load_model(changed_config("llama3-8b", "linear.json",
+      [](nlohmann::json& c) { c["rope_scaling"] = {{"type", "linear"}, {"factor", 4.0}}; }));
+  REQUIRE(linear.rope_scaling);
+  CHECK(linear.rope_scaling->type == "linear");
+  CHECK_FALSE(linear.rope_scaling->low_freq_factor);
+  // Absent rms_norm_eps: LlamaConfig's default 1e-6; GPT-2's layer_norm_epsilon default 1e-5.
+  CHECK(load_model(changed_config("llama3-8b", "no-eps.json", [](nlohmann::json& c) {
+          c.erase("rms_norm_eps");
+        })).norm_epsilon == 1e-6);
+  CHECK(load_model(test::data_file("hf/gpt2/config.json")).norm_epsilon == 1e-5);
+}
+
+TEST_CASE("a rope_scaling or rms_norm_eps transformers would refuse is refused", "[hf]") {
+  const auto with = [](const char* name, nlohmann::json scaling) {
+    return changed_config("llama3-8b", name,
+                          [&](nlohmann::json& c) { c["rope_scaling"] = std::move(scaling); });
+  };
+  CHECK_THROWS_WITH(load_model(with("text.json", "yes")),
+                    Catch::Contains("$.rope_scaling: must be an object (rope_type, factor, ...) "
+                                    "or null, got \"yes\""));
+  CHECK_THROWS_WITH(load_model(with("magic.json", {{"rope_type", "magic"}, {"factor", 2.0}})),
+                    Catch::Contains("$.rope_scaling.rope_type: is \"magic\"; expected one of"));
+  CHECK_THROWS_WITH(load_model(with("untyped.json", {{"factor", 2.0}})),
+                    Catch::Contains("$.rope_scaling.rope_type: missing"));
+  CHECK_THROWS_WITH(load_model(with("no-factor.json", {{"rope_type", "yarn"}})),
+                    Catch::Contains("$.rope_scaling.factor: missing; rope_type \"yarn\" needs it"));
+  CHECK_THROWS_WITH(load_model(with("neg.json", {{"rope_type", "linear"}, {"factor", -2}})),
+                    Catch::Contains("$.rope_scaling.factor: must be a number > 0, got -2"));
+  CHECK_THROWS_WITH(
+      load_model(with("half-llama3.json", {{"rope_type", "llama3"}, {"factor", 8.0}})),
+      Catch::Contains("$.rope_scaling.low_freq_factor: missing; rope_type \"llama3\" needs it"));
+  CHECK_THROWS_WITH(load_model(with("two-types.json", {{"rope_type", "linear"},
+                                                       {"type", "yarn"},
+                                                       {"factor", 2.0}})),
+                    Catch::Contains("$.rope_scaling.type: is \"yarn\", but rope_type is "
+                                    "\"linear\""));
+  CHECK_THROWS_WITH(load_model(changed_config("llama3-8b", "eps.json", [](nlohmann::json& c) {
+                      c["rms_norm_eps"] = 0;
+                    })),
+                    Catch::Contains("$.rms_norm_eps: must be a number in (0, 1)"));
+}

@@ -47,6 +47,8 @@ void check_same(const ModelSpec& a, const ModelSpec& b) {
   CHECK(a.position_embedding == b.position_embedding);
   CHECK(a.max_position_embeddings == b.max_position_embeddings);
   CHECK(a.rope_theta == b.rope_theta);
+  CHECK(a.rope_scaling == b.rope_scaling);
+  CHECK(a.norm_epsilon == b.norm_epsilon);
   CHECK(a.tied_embeddings == b.tied_embeddings);
   CHECK(a.linear_bias == b.linear_bias);
   CHECK(a.qkv_bias == b.qkv_bias);

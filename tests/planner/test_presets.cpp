@@ -62,6 +62,22 @@ TEST_CASE("the Llama presets carry their RoPE base", "[presets]") {
   }
 }
 
+TEST_CASE("the Llama presets carry their norm epsilon and Llama 3.1's RoPE scaling",
+          "[presets]") {
+  // Meta's config.json files: rms_norm_eps 1e-05 in Llama 2 and 3; Llama 3.1 405B's
+  // rope_scaling is llama3 with factor 8, low_freq_factor 1, high_freq_factor 4 and
+  // original_max_position_embeddings 8192; Llama 3 (not 3.1) has none.
+  for (const char* name :
+       {"llama2-7b", "llama2-13b", "llama2-70b", "llama3-8b", "llama3-70b", "llama3-405b"}) {
+    INFO(name);
+    CHECK(load_model(name).norm_epsilon == 1e-05);
+  }
+  const RopeScaling llama31{"llama3", 8.0, 1.0, 4.0, 8192};
+  CHECK(load_model("llama3-405b").rope_scaling == llama31);
+  CHECK_FALSE(load_model("llama3-70b").rope_scaling);
+  CHECK_FALSE(load_model("gpt3-175b").norm_epsilon);  // not stated: Megatron-LM's default
+}
+
 TEST_CASE("the Narayanan et al. 2021 series matches its names", "[presets]") {
   // Table 1 names each model by its parameter count in billions.
   for (auto [name, billions] : std::vector<std::pair<std::string, double>>{
