@@ -323,12 +323,13 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
   bd.pp_p2p = 2 * m * v * e.p2p_s;
 
   // Data parallelism over dp x cp (CP ranks hold the same weights): gradients once per step.
-  if (l.zero == 3) {
-    // FSDP with pp: gathered once per step, reduce-scattered once (unsharded accumulation).
-    if (!fsdp_per_microbatch) {
-      bd.dp_exposed = groups.dp_cp.time_s(Collective::kAllGather, stage_params * kHalf) +
-                      groups.dp_cp.time_s(Collective::kReduceScatter, stage_params * grad_bytes);
-    }
+  // ZeRO-3 per micro-batch is in each layer's fsdp_s above. ZeRO-3 whose stage stays gathered
+  // across the pipeline's micro-batches (FSDP2 under torch.distributed.pipelining) moves what
+  // ZeRO-1 moves, once per step: the parameters gathered before the first forward (prefetched
+  // layer by layer beside it) and the accumulated gradients reduce-scattered during the last
+  // backward, overlapped as the framework overlaps ZeRO-1's.
+  if (fsdp_per_microbatch) {
+    bd.dp_exposed = 0;
   } else {
     const double grads = stage_params * grad_bytes;
     double reduce = l.zero >= 1 ? groups.dp_cp.time_s(Collective::kReduceScatter, grads)

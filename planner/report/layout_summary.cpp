@@ -65,4 +65,13 @@ std::string regime_caveat(const Layout& layout, const TrainingSetup& setup) {
          "sequence (README, Validation); take this step time as a lower bound.";
 }
 
+std::string zero3_pipeline_note(const Layout& layout, const TrainingSetup& setup) {
+  if (layout.zero != 3 || layout.pp <= 1 || !setup.framework.zero3_pp_keeps_unsharded) return "";
+  return "zero 3 with pp " + std::to_string(layout.pp) + " (" + setup.framework.name +
+         "): each stage's parameters stay gathered through the step's micro-batches and its "
+         "gradients are reduce-scattered once (FSDP2 under torch.distributed.pipelining), so "
+         "no per-layer gathers are charged: the step's one gather and one reduce-scatter are "
+         "in the data-parallel line, as ZeRO-1's.";
+}
+
 }  // namespace meshplan

@@ -49,6 +49,12 @@ extern const char* const kStepTimeCaveat;
 /// README Validation: predictions 14-41% below the measured step times).
 std::string regime_caveat(const Layout& layout, const TrainingSetup& setup);
 
+/// Why a ZeRO-3 layout shows no per-layer gather time, or "" where it does: with pp > 1 and a
+/// framework whose stages stay gathered across micro-batches (FSDP2 under
+/// torch.distributed.pipelining, FrameworkConvention::zero3_pp_keeps_unsharded) the gathers and
+/// gradient reduce-scatters happen once per step, in the data-parallel line.
+std::string zero3_pipeline_note(const Layout& layout, const TrainingSetup& setup);
+
 /// The nine components of `breakdown`, in the order of StepBreakdown::total().
 std::vector<BreakdownComponent> breakdown_components(const StepBreakdown& breakdown);
 

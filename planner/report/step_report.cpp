@@ -43,6 +43,9 @@ std::string render_step(const StepReportInputs& in, const StepEstimate& e) {
   t.add_rule();
   t.add_row({"step", fixed(e.step_time_s, 4), "100.0%"});
   s << t.render();
+  if (const std::string note = zero3_pipeline_note(in.layout, in.setup); !note.empty()) {
+    s << "\nNote: " << note << "\n";
+  }
   s << "\n" << kStepTimeCaveat << "\n";
   if (const std::string regime = regime_caveat(in.layout, in.setup); !regime.empty()) {
     s << "Caveat: " << regime << "\n";

@@ -273,3 +273,38 @@ TEST_CASE("the optimizer step runs over the ZeRO shard the ledger holds", "[step
   CHECK(optimizer_s("megatron", 2) == Approx(optimizer_s("megatron", 1) / 2));
   CHECK(optimizer_s("deepspeed", 2) == Approx(optimizer_s("deepspeed", 1)));
 }
+
+TEST_CASE("ZeRO-3 kept gathered through the pipeline moves ZeRO-1's traffic, overlapped alike",
+          "[step]") {
+  // FSDP2 under torch.distributed.pipelining (framework fsdp, pp 2): each stage's parameters
+  // are gathered once per step and its gradients reduce-scattered once, so nothing is charged
+  // per layer (fsdp_exposed 0) and the data-parallel line carries one all-gather of the half
+  // weights and one reduce-scatter of the fp32 gradients, as ZeRO-1's does.
+  const ModelSpec m = load_model("llama3-8b");
+  const ClusterSpec cluster = load_cluster("dgx-h100");
+  const Profile profile = load_profile("h100");
+  Layout l;
+  l.dp = 2;
+  l.pp = 2;
+  l.zero = 3;
+  l.gbs = 4;  // 2 micro-batches of 1 per data-parallel rank
+  TrainingSetup s = test::megatron_setup(8192);
+  s.framework = *find_framework("fsdp");
+  REQUIRE(s.framework.dp_grad_overlap);
+  REQUIRE(s.framework.dp_param_overlap);
+  const StepEstimate overlapped = estimate_step(m, l, s, cluster, profile);
+  TrainingSetup serial = s;
+  serial.framework.dp_grad_overlap = serial.framework.dp_param_overlap = false;
+  const StepEstimate exposed = estimate_step(m, l, serial, cluster, profile);
+  CHECK(overlapped.breakdown.fsdp_exposed == 0);
+  CHECK(exposed.breakdown.dp_exposed > 0);
+  // Overlapped: a stage's forward and backward of 16 layers at 8192 tokens (hundreds of ms)
+  // outlast the ~16 GB of gradients reduce-scattered and ~8 GB gathered over NVLink at dp 2
+  // (tens of ms), so what shows is the collectives' share of the SMs, comm_sm_fraction.
+  CHECK(overlapped.breakdown.dp_exposed ==
+        Approx(profile.comm_sm_fraction * exposed.breakdown.dp_exposed));
+  Layout zero1 = l;
+  zero1.zero = 1;
+  CHECK(estimate_step(m, zero1, s, cluster, profile).breakdown.dp_exposed ==
+        Approx(overlapped.breakdown.dp_exposed));
+}

@@ -323,3 +323,19 @@ TEST_CASE("a layout in the regime validation shows furthest off carries its own 
   REQUIRE(plan.exit_code == 0);
   CHECK_THAT(plan.out, Catch::Contains("Caveat (the winner): cp 8 at seq 131072"));
 }
+
+TEST_CASE("ZeRO-3 through a pipeline says why its per-layer gathers are zero",
+          "[usability][estimate]") {
+  // fsdp with pp 2: FSDP2 under pipelining keeps each stage gathered through the step, so the
+  // "exposed ZeRO-3/FSDP gathers" line is 0 and a note says where the traffic went; pp 1
+  // gathers per layer and gets no such note.
+  const std::vector<std::string> base = {"estimate", "--model", "llama3-8b", "--gpus", "16",
+                                         "--framework", "fsdp", "--zero", "3", "--gbs", "16"};
+  const test::CliResult piped = test::run(test::with(base, {"--pp", "2"}));
+  REQUIRE(piped.exit_code == 0);
+  CHECK_THAT(piped.out, Catch::Contains("Note: zero 3 with pp 2 (fsdp): each stage's parameters "
+                                        "stay gathered through the step's micro-batches"));
+  const test::CliResult flat = test::run(base);
+  REQUIRE(flat.exit_code == 0);
+  CHECK_THAT(flat.out, !Catch::Contains("Note: zero 3"));
+}
