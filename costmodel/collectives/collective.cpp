@@ -95,8 +95,14 @@ double collective_time_s(Collective collective, std::int64_t n, double bytes, do
 
 double interpolated_busbw(std::span<const BusbwPoint> points, double bytes) {
   if (points.empty()) throw std::invalid_argument("interpolated_busbw: no points");
-  if (bytes <= points.front().bytes) return points.front().busbw_bytes_per_s;
-  if (bytes >= points.back().bytes) return points.back().busbw_bytes_per_s;
+  if (!(bytes >= points.front().bytes && bytes <= points.back().bytes)) {
+    throw std::invalid_argument("interpolated_busbw: " + std::to_string(bytes) +
+                                " bytes lie outside the measured sizes [" +
+                                std::to_string(points.front().bytes) + ", " +
+                                std::to_string(points.back().bytes) + "]");
+  }
+  if (bytes == points.front().bytes) return points.front().busbw_bytes_per_s;
+  if (bytes == points.back().bytes) return points.back().busbw_bytes_per_s;
   const auto upper = std::upper_bound(
       points.begin(), points.end(), bytes,
       [](double b, const BusbwPoint& p) { return b < p.bytes; });
@@ -116,7 +122,13 @@ double collective_time_s(Collective collective, std::int64_t n, double bytes, do
   if (points.empty() || n == 1 || bytes < points.front().bytes) {
     return collective_time_s(collective, n, bytes, alpha_s, busbw_bytes_per_s);
   }
-  return bytes * bus_bandwidth_factor(collective, n) / interpolated_busbw(points, bytes);
+  const double factor = bus_bandwidth_factor(collective, n);
+  const BusbwPoint& last = points.back();
+  if (bytes > last.bytes) {
+    return factor * (last.bytes / last.busbw_bytes_per_s +
+                     (bytes - last.bytes) / busbw_bytes_per_s);
+  }
+  return bytes * factor / interpolated_busbw(points, bytes);
 }
 
 double line_rate_time_s(Collective collective, std::int64_t n, double bytes,

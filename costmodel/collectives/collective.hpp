@@ -73,17 +73,19 @@ struct BusbwPoint {
 /// busbw at `bytes` read off a measured curve `points` (ascending, distinct sizes, at least
 /// one): between two neighbouring points the time S / busbw is interpolated linearly in
 /// log(S) - log(t) (a power law through both points), so a larger message never takes less
-/// time where the measured times rise; the last point's busbw past the largest size (a
-/// saturated link). Meant for bytes >= points.front().bytes; below it the first point's busbw
-/// is returned and the caller should prefer its alpha-beta line, since latency dominates there.
-/// Bytes/s. Preconditions: points non-empty, bytes > 0.
+/// time where the measured times rise. Bytes/s. Throws std::invalid_argument when `points`
+/// is empty or `bytes` lies outside [points.front().bytes, points.back().bytes] (outside the
+/// curve collective_time_s uses the line, or the largest point plus the fit's rate).
 /// Source of the rule: nccl-tests prints busbw at doubling sizes; its time grows smoothly and
 /// monotonically between them, and a power law through two points keeps that.
 double interpolated_busbw(std::span<const BusbwPoint> points, double bytes);
 
 /// Time of `collective` over `n` ranks on `bytes` from a measured curve: bytes x F / busbw
-/// with busbw interpolated (interpolated_busbw) when bytes lie at or above the smallest
-/// measured size, else the line alpha_s + bytes x F / busbw_bytes_per_s; 0 when n == 1.
+/// with busbw interpolated (interpolated_busbw) between the smallest and the largest measured
+/// size; below the smallest the line alpha_s + bytes x F / busbw_bytes_per_s; past the largest
+/// (S_max, busbw_max) the measured time there plus the extra bytes at the fit's large-message
+/// rate, F x (S_max / busbw_max + (bytes - S_max) / busbw_bytes_per_s), so a curve measured
+/// only on small messages does not hold large ones at a small message's rate; 0 when n == 1.
 /// Errors: as collective_time_s.
 double collective_time_s(Collective collective, std::int64_t n, double bytes, double alpha_s,
                          double busbw_bytes_per_s, std::span<const BusbwPoint> points);

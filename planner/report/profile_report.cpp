@@ -254,9 +254,10 @@ std::string collectives_text(const Profile& p) {
         "  ",
         "Step times do not use the line where a fit has measured points: from the smallest "
         "measured size up they read busbw off the measured points (interpolated between "
-        "them, the largest point's beyond it), and use the alpha-beta line only below the "
-        "smallest measured size, where latency dominates. The line can overstate busbw in "
-        "between (the 'line / measured' column below); that does not reach the step times.");
+        "them; past the largest, its time plus the extra bytes at the fit's busbw), and use "
+        "the alpha-beta line only below the smallest measured size, where latency dominates. "
+        "The line can overstate busbw in between (the 'line / measured' column below); that "
+        "does not reach the step times.");
   }
   for (const CollectiveFit& f : p.collectives) {
     if (f.points.empty()) continue;

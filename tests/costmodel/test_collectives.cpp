@@ -111,9 +111,19 @@ TEST_CASE("collectives: a measured busbw curve is read in log(size), the line be
   // (= 100e9 x sqrt(2)).
   const std::vector<BusbwPoint> curve = {{1 << 20, 100e9}, {4 << 20, 200e9}};
   CHECK(interpolated_busbw(curve, 2 << 20) == Approx(100e9 * std::sqrt(2.0)).epsilon(1e-12));
-  // Past the largest size the link is saturated: 200 GB/s; at the smallest, its own busbw.
-  CHECK(interpolated_busbw(curve, 1 << 30) == 200e9);
+  // At either end, its own busbw; outside the curve there is nothing to read.
+  CHECK(interpolated_busbw(curve, 4 << 20) == 200e9);
   CHECK(interpolated_busbw(curve, 1 << 20) == 100e9);
+  CHECK_THROWS_AS(interpolated_busbw(curve, 8 << 20), std::invalid_argument);
+  // Past the largest size: its time, 2^22 / 200e9 = 20.972 us of bus traffic, plus the extra
+  // bytes at the fit's 370 GB/s: all-reduce over 8 of 1 GiB takes
+  //   1.75 x (4,194,304 / 200e9 + (1,073,741,824 - 4,194,304) / 370e9) = 1.75 x 2.9116 ms
+  //   = 5.0953 ms,
+  // where holding the last point's 200 GB/s would give 1.75 x 5.3687 ms = 9.395 ms.
+  CHECK(collective_time_s(Collective::kAllReduce, 8, 1 << 30, 15e-6, 370e9, curve) ==
+        Approx(1.75 * (4194304 / 200e9 + (1073741824.0 - 4194304) / 370e9)).epsilon(1e-12));
+  CHECK(collective_time_s(Collective::kAllReduce, 8, 1 << 30, 15e-6, 370e9, curve) ==
+        Approx(5.0953e-3).epsilon(1e-4));
   // All-reduce over 8 of 2 MiB: t = 2^21 x 14/8 / 141.42e9 = 3,670,016 / 141.421e9 = 25.951 us
   // (the measured busbw already holds the latency: no alpha on top).
   CHECK(collective_time_s(Collective::kAllReduce, 8, 2 << 20, 15e-6, 370e9, curve) ==
