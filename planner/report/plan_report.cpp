@@ -1,7 +1,11 @@
 #include "planner/report/plan_report.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "costmodel/counted.hpp"
 #include "costmodel/flops.hpp"
@@ -181,30 +185,33 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
       << fixed(runner_up->step_time_s, 3) << " s per step.\n";
   } else if (runner_up) {
     const Candidate& b = *runner_up;
-    // Its largest extra cost, and its largest saving where that offsets part of it (the gap
-    // is their sum with the other components' differences).
-    std::string why, offset;
-    double extra = 0, saving = 0;
+    // Where the gap comes from: the components the runner-up spends more on, largest first,
+    // then those it spends less on (the gap is their sum). Differences under 1 ms are left out.
+    std::vector<std::pair<double, std::string>> more, less;
     const std::vector<BreakdownComponent> pw = breakdown_components(w.breakdown),
                                           pb = breakdown_components(b.breakdown);
     for (std::size_t i = 0; i < pw.size(); ++i) {
       const double d = pb[i].seconds - pw[i].seconds;
-      if (d > extra) {
-        extra = d;
-        why = pw[i].short_label;
-      }
-      if (d < saving) {
-        saving = d;
-        offset = pw[i].short_label;
-      }
+      if (d >= 1e-3) more.emplace_back(d, pw[i].short_label);
+      if (d <= -1e-3) less.emplace_back(d, pw[i].short_label);
     }
+    std::sort(more.begin(), more.end(), std::greater<>());
+    std::sort(less.begin(), less.end());
+    constexpr std::size_t kListed = 3;
+    const auto listed = [&](const std::vector<std::pair<double, std::string>>& parts) {
+      std::string out;
+      for (std::size_t i = 0; i < parts.size() && i < kListed; ++i) {
+        out += std::string(i ? ", " : "") + parts[i].second + " " +
+               (parts[i].first > 0 ? "+" : "") + fixed(parts[i].first, 3) + " s";
+      }
+      if (parts.size() > kListed) out += ", ...";
+      return out;
+    };
     s << "- Runner-up (" << layout_text(b.layout) << ") is "
       << fixed(100 * (b.step_time_s / w.step_time_s - 1), 1) << "% slower ("
       << fixed(b.step_time_s - w.step_time_s, 3) << " s)";
-    if (extra > 0) s << ": its largest extra cost is " << why << " (+" << fixed(extra, 3) << " s)";
-    if (extra > 0 && saving < 0) {
-      s << ", partly offset by less " << offset << " (" << fixed(saving, 3) << " s)";
-    }
+    if (!more.empty()) s << ": it spends more on " << listed(more);
+    if (!more.empty() && !less.empty()) s << "; less on " << listed(less);
     s << ".\n";
   }
   return s.str();

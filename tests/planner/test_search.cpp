@@ -101,6 +101,10 @@ TEST_CASE("plan: a table and an explanation; --out writes a plan that estimate r
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::Contains("Why:"));
   CHECK_THAT(r.out, Catch::Contains("Runner-up"));
+  // The runner-up line lists where it spends more (and less), each with its seconds, not one
+  // "largest extra cost" that its savings could outweigh.
+  CHECK_THAT(r.out, Catch::Matches("[\\s\\S]*Runner-up \\([^)]*\\) is [0-9.]+% slower \\([0-9.]+ "
+                                   "s\\): it spends more on [a-zA-Z /]+ \\+[0-9.]+ s[\\s\\S]*"));
   CHECK_THAT(r.out, Catch::Contains("plan written to " + path));
   // One screen: the table of 10 and the explanation.
   CHECK(std::count(r.out.begin(), r.out.end(), '\n') < 40);
