@@ -1,7 +1,7 @@
 // The answer `meshplan plan` prints: the ranked layouts and why the winner won, following the
 // field's decision tree (DDP if the training state fits one GPU; else shard it (ZeRO/FSDP); else
 // split the model: a layer too big -> TP inside the node, too many layers -> PP across nodes, a
-// sequence too long -> CP), with the runner-up's largest extra cost. When nothing fits: the
+// sequence too long -> CP), with where the runner-up spends more and less. When nothing fits: the
 // rejections by reason and the least memory any layout needed.
 #pragma once
 
