@@ -100,6 +100,43 @@ void megatron_rope_scaling(const RopeScaling& r, std::vector<std::string>& args,
   }
 }
 
+/// The vocabulary padding the plan was costed with, as Megatron-LM's
+/// --make-vocab-size-divisible-by N (megatron/training/tokenizer/tokenizer.py,
+/// _vocab_size_with_padding: V rounded up to a multiple of N x tp; default N = 128, which would
+/// give a larger embedding than planned). N = vocab_pad_multiple / tp where tp divides it (the
+/// same padded size), else vocab_pad_multiple itself; where even that leaves a rank more rows
+/// than the plan's, the difference goes to `dropped`.
+void megatron_vocab_padding(const ModelSpec& m, std::int64_t tp, std::vector<std::string>& args,
+                            std::vector<std::string>& dropped) {
+  const std::int64_t multiple = m.vocab_pad_multiple;
+  const std::int64_t n = multiple % tp == 0 ? multiple / tp : multiple;
+  args.push_back("--make-vocab-size-divisible-by " + s(n));
+  const std::int64_t step = n * tp;
+  const std::int64_t megatron_rows = (m.vocab_size + step - 1) / step * n;  // per tp rank
+  if (megatron_rows != vocab_shard_size(m, tp)) {
+    dropped.push_back("vocabulary padding: Megatron-LM pads " + s(m.vocab_size) +
+                      " to a multiple of " + s(n) + " x tp " + s(tp) + " = " + s(step) + ", " +
+                      s(megatron_rows) + " embedding rows per tensor-parallel rank where the "
+                      "plan has " + s(vocab_shard_size(m, tp)));
+  }
+}
+
+/// What torchtitan's Llama models (the [model] flavors a job TOML selects: RMSNorm, a SwiGLU
+/// MLP, RoPE, no biases, untied input and output embeddings, no dropout; torchtitan/models)
+/// do not have of `m`, in words; empty when `m` is that architecture.
+std::vector<std::string> beyond_torchtitan_llama(const ModelSpec& m) {
+  std::vector<std::string> out;
+  if (m.norm_type == NormType::kLayerNorm) out.push_back("LayerNorm");
+  if (m.ffn_type == FfnType::kGelu) out.push_back("a non-gated (GeLU) MLP");
+  if (m.position_embedding == PositionEmbedding::kLearned) out.push_back("learned positions");
+  if (m.position_embedding == PositionEmbedding::kAlibi) out.push_back("ALiBi");
+  if (m.linear_bias) out.push_back("biases on every linear layer");
+  if (!m.linear_bias && m.qkv_bias) out.push_back("QKV biases");
+  if (m.tied_embeddings) out.push_back("tied embeddings");
+  if (m.dropout) out.push_back("dropout");
+  return out;
+}
+
 /// The stage split is given and not every stage has the same number of layers.
 bool uneven_split(const Layout& l) {
   const std::vector<std::int64_t>& v = l.stage_layers;
@@ -311,6 +348,7 @@ Export export_megatron(const Plan& p) {
         "ALiBi position embedding: Megatron-LM has learned_absolute and rope "
         "position embeddings, not ALiBi; no --position-embedding-type exported");
   }
+  megatron_vocab_padding(m, l.tp, a, e.dropped);
   a.push_back("--max-position-embeddings " + s(std::max(m.max_position_embeddings, p.setup.seq)));
   if (!m.tied_embeddings) a.push_back("--untie-embeddings-and-output-weights");
   if (!m.linear_bias) {
@@ -453,6 +491,16 @@ Export export_torchtitan(const Plan& p) {
     e.dropped.push_back("sequence parallelism off (tp " + s(l.tp) +
                         "): torchtitan's TP always uses sequence parallelism (norms and "
                         "dropout sharded over the sequence)");
+  }
+  if (const std::vector<std::string> beyond = beyond_torchtitan_llama(m); !beyond.empty()) {
+    std::string list;
+    for (std::size_t i = 0; i < beyond.size(); ++i) {
+      list += (i == 0 ? "" : i + 1 == beyond.size() ? " and " : ", ") + beyond[i];
+    }
+    e.dropped.push_back("model architecture: " + list + ": torchtitan's Llama models (the [model] "
+                        "flavors a job TOML selects) have RMSNorm, a SwiGLU MLP, RoPE, no "
+                        "biases, untied embeddings and no dropout; this model needs a model "
+                        "definition of its own in torchtitan");
   }
   if (m.position_embedding == PositionEmbedding::kRope) {
     e.dropped.push_back("RoPE base " + theta_text(m.rope_theta) +

@@ -226,6 +226,54 @@ TEST_CASE("megatron export of GPT-3 in fp16 with full recompute", "[exports]") {
   CHECK(back.zero == 0);
 }
 
+TEST_CASE("megatron export: the vocabulary padded as the plan was costed", "[exports]") {
+  // GPT-3's 50257 tokens, costed unpadded (vocab_pad_multiple 1): at tp 8 a rank holds
+  // ceil(50257 / 8) = 6283 rows. --make-vocab-size-divisible-by 1 makes Megatron-LM pad to a
+  // multiple of 1 x 8 = 50264, 6283 per rank: the same, so nothing is dropped (its default,
+  // 128, would pad to 51200, 6400 rows per rank).
+  Layout l;
+  l.tp = 8;
+  l.pp = 8;
+  l.gbs = 16;
+  const Export gpt3 = export_plan(plan_of("gpt3-175b", l, "megatron", Precision::kBf16, 2048),
+                                  ExportFormat::kMegatron);
+  CHECK_THAT(gpt3.text, Catch::Contains("--make-vocab-size-divisible-by 1 \\\n"));
+  CHECK_FALSE(mentions(gpt3, "vocabulary padding"));
+  // A pad multiple tp divides: N = 256 / 8 = 32, Megatron-LM's multiple 32 x 8 = 256, as planned.
+  ModelSpec m = load_model("gpt3-175b");
+  m.vocab_pad_multiple = 256;
+  CHECK_THAT(export_plan(plan_of(m, l, "megatron", Precision::kBf16, 2048),
+                         ExportFormat::kMegatron).text,
+             Catch::Contains("--make-vocab-size-divisible-by 32 \\\n"));
+  // One it does not: pad multiple 3 at tp 2. The plan pads 50257 to 50259, ceil(50259 / 2) =
+  // 25130 rows per rank; Megatron-LM (N = 3) pads to a multiple of 6, 50262: 25131 per rank.
+  m.vocab_pad_multiple = 3;
+  Layout two;
+  two.tp = 2;
+  two.pp = 32;
+  two.gbs = 32;
+  const Export odd = export_plan(plan_of(m, two, "megatron", Precision::kBf16, 2048),
+                                 ExportFormat::kMegatron);
+  CHECK_THAT(odd.text, Catch::Contains("--make-vocab-size-divisible-by 3 \\\n"));
+  CHECK(mentions(odd, "vocabulary padding: Megatron-LM pads 50257 to a multiple of 3 x tp 2 = 6, "
+                      "25131 embedding rows per tensor-parallel rank where the plan has 25130"));
+}
+
+TEST_CASE("torchtitan export: a model outside torchtitan's Llama architecture is noted",
+          "[exports]") {
+  Layout l;
+  l.tp = 8;
+  l.pp = 8;
+  l.gbs = 16;
+  const Export gpt3 = export_plan(plan_of("gpt3-175b", l, "fsdp", Precision::kBf16, 2048),
+                                  ExportFormat::kTorchtitan);
+  CHECK(mentions(gpt3, "model architecture: LayerNorm, a non-gated (GeLU) MLP, learned "
+                       "positions, biases on every linear layer, tied embeddings and dropout: "
+                       "torchtitan's Llama models"));
+  const Export llama = export_plan(llama8b_fsdp(), ExportFormat::kTorchtitan);
+  CHECK_FALSE(mentions(llama, "model architecture"));
+}
+
 TEST_CASE("megatron export: uneven stage splits and ZeRO beyond 1", "[exports]") {
   Layout l;
   l.tp = 8;
