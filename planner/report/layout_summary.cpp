@@ -55,14 +55,25 @@ const char* const kStepTimeCaveat =
     "on average, most of them faster than measured, and up to about 40% off on some (README, "
     "Validation); a profile measured on the cluster (meshplan-calibrate) narrows the gap.";
 
-std::string regime_caveat(const Layout& layout, const TrainingSetup& setup) {
+std::vector<std::string> regime_caveats(const Layout& layout, const TrainingSetup& setup,
+                                        const std::string& profile) {
+  std::vector<std::string> out;
   // The shortest sequence of the cp > 1 validation runs (torchtitan t2/t6: cp 2 at 64K).
   constexpr std::int64_t kLongSequence = 65536;
-  if (layout.cp <= 1 || setup.seq < kLongSequence) return "";
-  return "cp " + std::to_string(layout.cp) + " at seq " + std::to_string(setup.seq) +
-         ": on the published runs of ring attention at 64K-256K tokens (torchtitan, cp 2-8) this "
-         "model's step times were 14-41% below the measured ones, further the longer the "
-         "sequence (README, Validation); take this step time as a lower bound.";
+  if (layout.cp > 1 && setup.seq >= kLongSequence) {
+    out.push_back("cp " + std::to_string(layout.cp) + " at seq " + std::to_string(setup.seq) +
+                  ": on the published runs of ring attention at 64K-256K tokens (torchtitan, "
+                  "cp 2-8) this model's step times were 14-41% below the measured ones, "
+                  "further the longer the sequence (README, Validation); take this step time "
+                  "as a lower bound.");
+  }
+  if (profile == "a100") {
+    out.push_back("profile a100: on every published A100 run (Narayanan et al. 2021, Korthikanti "
+                  "et al. 2022, Hagemann et al. 2023) this model's step times were 5-32% below "
+                  "the measured ones (README, Validation); take this step time as a lower bound, "
+                  "or measure the cluster's own profile (meshplan-calibrate).");
+  }
+  return out;
 }
 
 std::string zero3_pipeline_note(const Layout& layout, const TrainingSetup& setup) {

@@ -252,8 +252,8 @@ std::string render_plan(const SearchRequest& r, const SearchResult& result) {
       << " peak;\nMFU causal: the same with attention score and value FLOPs halved (the work a "
          "causal mask leaves, as FlashAttention counts it).\n"
       << kStepTimeCaveat << "\n";
-    if (const std::string regime = regime_caveat(result.ranked.front().layout, r.setup);
-        !regime.empty()) {
+    for (const std::string& regime :
+         regime_caveats(result.ranked.front().layout, r.setup, r.profile.name)) {
       s << "Caveat (the winner): " << regime << "\n";
     }
     s << "\n";

@@ -47,7 +47,7 @@ std::string render_step(const StepReportInputs& in, const StepEstimate& e) {
     s << "\nNote: " << note << "\n";
   }
   s << "\n" << kStepTimeCaveat << "\n";
-  if (const std::string regime = regime_caveat(in.layout, in.setup); !regime.empty()) {
+  for (const std::string& regime : regime_caveats(in.layout, in.setup, in.profile)) {
     s << "Caveat: " << regime << "\n";
   }
   return s.str();
