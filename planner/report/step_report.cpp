@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <sstream>
 
+#include "costmodel/counted.hpp"
+#include "costmodel/layout.hpp"
 #include "costmodel/pipeline_simulation.hpp"
 #include "costmodel/units.hpp"
 #include "planner/config/input_error.hpp"
@@ -11,6 +13,40 @@
 #include "planner/report/trace.hpp"
 
 namespace meshplan {
+
+namespace {
+
+/// With pp > 1 and stages that differ by 0.5% or more per micro-batch: which stage is the
+/// slowest and why (its layers, the embedding, the LM head and loss), against the fastest,
+/// since every line of the breakdown counts m micro-batches of the slowest stage
+/// (estimate_step); "" otherwise.
+std::string pipeline_pace(const StepReportInputs& in, const StepEstimate& e) {
+  if (e.stages.size() < 2) return "";
+  const auto per_mb = [](const StageTimes& st) { return st.forward_s + st.backward_s; };
+  std::size_t slow = 0, fast = 0;
+  for (std::size_t i = 1; i < e.stages.size(); ++i) {
+    if (per_mb(e.stages[i]) > per_mb(e.stages[slow])) slow = i;
+    if (per_mb(e.stages[i]) < per_mb(e.stages[fast])) fast = i;
+  }
+  if (per_mb(e.stages[slow]) < 1.005 * per_mb(e.stages[fast])) return "";
+  const std::vector<std::int64_t> layers = layers_per_stage(in.layout, in.model);
+  const std::size_t last = e.stages.size() - 1;
+  const auto holds = [&](std::size_t stage) {
+    std::string what = counted(layers[stage], "layer");
+    if (stage == 0) what += " and the embedding";
+    if (stage == last) what += " and the LM head and loss";
+    return what;
+  };
+  return "Pipeline pace: stage " + std::to_string(slow) + " (" + holds(slow) + ") takes " +
+         fixed(1e3 * per_mb(e.stages[slow]), 2) + " ms per micro-batch, " +
+         fixed(100 * (per_mb(e.stages[slow]) / per_mb(e.stages[fast]) - 1), 1) +
+         "% more than stage " + std::to_string(fast) + " (" + holds(fast) + ", " +
+         fixed(1e3 * per_mb(e.stages[fast]), 2) +
+         " ms); the pipeline runs at the slowest stage's pace, so every line above counts its "
+         "micro-batches.";
+}
+
+}  // namespace
 
 std::string render_step(const StepReportInputs& in, const StepEstimate& e) {
   std::ostringstream s;
@@ -43,6 +79,7 @@ std::string render_step(const StepReportInputs& in, const StepEstimate& e) {
   t.add_rule();
   t.add_row({"step", fixed(e.step_time_s, 4), "100.0%"});
   s << t.render();
+  if (const std::string pace = pipeline_pace(in, e); !pace.empty()) s << "\n" << pace << "\n";
   if (const std::string note = zero3_pipeline_note(in.layout, in.setup); !note.empty()) {
     s << "\nNote: " << note << "\n";
   }

@@ -356,3 +356,22 @@ TEST_CASE("the shipped A100 profile carries the A100 runs' caveat", "[usability]
   REQUIRE(plan.exit_code == 0);
   CHECK_THAT(plan.out, Catch::Contains("Caveat (the winner): profile a100"));
 }
+
+TEST_CASE("a pipeline whose stages differ says which one sets the pace", "[usability][estimate]") {
+  // GPT-3 175B on pp 16: 96 / 16 = 6 layers per stage; the last adds the LM head and the loss
+  // over a 50257-token vocabulary, so it is the slowest, and the breakdown counts its
+  // micro-batches. pp 1 has one stage and no such line.
+  const std::vector<std::string> base = {"estimate", "--model", "gpt3-175b", "--cluster",
+                                         "dgx-a100", "--tp",    "8",         "--gbs",
+                                         "64"};
+  const test::CliResult piped = test::run(test::with(base, {"--pp", "16", "--gpus", "128"}));
+  REQUIRE(piped.exit_code == 0);
+  CHECK_THAT(piped.out, Catch::Contains("Pipeline pace: stage 15 (6 layers and the LM head and "
+                                        "loss) takes "));
+  CHECK_THAT(piped.out, Catch::Contains("the pipeline runs at the slowest stage's pace"));
+  const test::CliResult flat =
+      test::run(test::with(base, {"--pp", "1", "--gpus", "8", "--recompute", "full"}));
+  INFO(flat.err);
+  REQUIRE(flat.exit_code == 0);
+  CHECK_THAT(flat.out, !Catch::Contains("Pipeline pace"));
+}
