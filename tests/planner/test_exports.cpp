@@ -43,6 +43,15 @@ Plan llama70b() {
   return plan_of("llama3-70b", l, "megatron", Precision::kBf16, 8192);
 }
 
+/// tp 8 and pp 8 on 64 GPUs, 16 sequences a step (GPT-3 175B: 96 / 8 = 12 layers a stage).
+Layout tp8_pp8() {
+  Layout l;
+  l.tp = 8;
+  l.pp = 8;
+  l.gbs = 16;
+  return l;
+}
+
 /// Llama 3 8B with FSDP over 8 GPUs, full recompute, 2 micro-batches of 2 per rank.
 Plan llama8b_fsdp() {
   Layout l;
@@ -231,10 +240,7 @@ TEST_CASE("megatron export: the vocabulary padded as the plan was costed", "[exp
   // ceil(50257 / 8) = 6283 rows. --make-vocab-size-divisible-by 1 makes Megatron-LM pad to a
   // multiple of 1 x 8 = 50264, 6283 per rank: the same, so nothing is dropped (its default,
   // 128, would pad to 51200, 6400 rows per rank).
-  Layout l;
-  l.tp = 8;
-  l.pp = 8;
-  l.gbs = 16;
+  Layout l = tp8_pp8();
   const Export gpt3 = export_plan(plan_of("gpt3-175b", l, "megatron", Precision::kBf16, 2048),
                                   ExportFormat::kMegatron);
   CHECK_THAT(gpt3.text, Catch::Contains("--make-vocab-size-divisible-by 1 \\\n"));
@@ -261,10 +267,7 @@ TEST_CASE("megatron export: the vocabulary padded as the plan was costed", "[exp
 
 TEST_CASE("torchtitan export: a model outside torchtitan's Llama architecture is noted",
           "[exports]") {
-  Layout l;
-  l.tp = 8;
-  l.pp = 8;
-  l.gbs = 16;
+  Layout l = tp8_pp8();
   const Export gpt3 = export_plan(plan_of("gpt3-175b", l, "fsdp", Precision::kBf16, 2048),
                                   ExportFormat::kTorchtitan);
   CHECK(mentions(gpt3, "model architecture: LayerNorm, a non-gated (GeLU) MLP, learned "
@@ -275,10 +278,7 @@ TEST_CASE("torchtitan export: a model outside torchtitan's Llama architecture is
 }
 
 TEST_CASE("megatron export: uneven stage splits and ZeRO beyond 1", "[exports]") {
-  Layout l;
-  l.tp = 8;
-  l.pp = 8;
-  l.gbs = 16;
+  Layout l = tp8_pp8();
   l.stage_layers = {11, 12, 12, 12, 12, 12, 12, 13};
   const Export first_last = export_plan(plan_of("gpt3-175b", l, "megatron", Precision::kBf16, 2048),
                                         ExportFormat::kMegatron);
