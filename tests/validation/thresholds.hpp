@@ -41,9 +41,9 @@ inline constexpr MapeBound kMapeBounds[] = {
     {"megatron-readme-h100", "mfu", 2, 0.20},             // 19.2%, worst +20.2%
     {"narayanan2021-table1", "tflops_per_gpu", 10, 0.15}, // 14.1%, worst +20.2% (1.7B)
     {"nemo-2407", "step_time_s", 12, 0.11},               // 10.3%, worst -17.3% (target met)
-    {"torchtitan-h100-202412", "step_time_s", 18, 0.19},  // 18.4%, worst -41.2%
+    {"torchtitan-h100-202412", "step_time_s", 18, 0.19},  // 18.6%, worst -41.2%
     {"torchtitan-h100-202412", "peak_bytes", 18, 0.04},   // 3.7%, worst -9.2%
-    {"overall", "step_time_s", 47, 0.16},                 // 15.5%
+    {"overall", "step_time_s", 47, 0.16},                 // 15.6%
     {"overall", "tflops_per_gpu", 19, 0.15},              // 14.3%
     {"overall", "mfu", 3, 0.17},                          // 16.0%
     {"overall", "peak_bytes", 18, 0.04},                  // 3.7% (target 10%: met)
