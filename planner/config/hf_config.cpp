@@ -1,6 +1,7 @@
 #include "planner/config/hf_config.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 
 #include "planner/config/closest_names.hpp"
@@ -249,8 +250,7 @@ class HfReader {
                  "), got " + describe_json(*field("high_freq_factor")));
       }
       const double original = *positive("original_max_position_embeddings", true);
-      if (original != static_cast<double>(static_cast<std::int64_t>(original)) ||
-          original > static_cast<double>(kMaxSize)) {
+      if (original > static_cast<double>(kMaxSize) || original != std::floor(original)) {
         fail(key + ".original_max_position_embeddings",
              "must be a whole number of tokens up to " + std::to_string(kMaxSize) + ", got " +
                  describe_json(*field("original_max_position_embeddings")));

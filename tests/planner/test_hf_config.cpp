@@ -251,6 +251,15 @@ TEST_CASE("a rope_scaling or rms_norm_eps transformers would refuse is refused",
                                                        {"factor", 2.0}})),
                     Catch::Contains("$.rope_scaling.type: is \"yarn\", but rope_type is "
                                     "\"linear\""));
+  // A length no int64 holds is refused before it is converted.
+  CHECK_THROWS_WITH(load_model(with("huge-original.json",
+                                    {{"rope_type", "llama3"},
+                                     {"factor", 8.0},
+                                     {"low_freq_factor", 1.0},
+                                     {"high_freq_factor", 4.0},
+                                     {"original_max_position_embeddings", 1e300}})),
+                    Catch::Contains("$.rope_scaling.original_max_position_embeddings: must be a "
+                                    "whole number of tokens up to"));
   CHECK_THROWS_WITH(load_model(changed_config("llama3-8b", "eps.json", [](nlohmann::json& c) {
                       c["rms_norm_eps"] = 0;
                     })),
