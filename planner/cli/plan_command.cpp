@@ -196,9 +196,10 @@ CommandAction add_plan_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::IsMember({"time", "memory", "cost"}));
   cmd->add_option("--tokens", o->tokens,
-                  "Tokens to train, for GPU-hours with --objective cost [tokens] (default: 20 x "
-                  "parameters, Chinchilla-optimal)")
-      ->check(positive_up_to(1e18));
+                  "Tokens to train [tokens], from 1 to 1e18: each layout's GPU-hours to train "
+                  "them are listed (and ranked by with --objective cost) (default: with "
+                  "--objective cost 20 x parameters, Chinchilla-optimal; else no GPU-hours)")
+      ->check(number_in(1, 1e18));
   cmd->add_flag("--pareto", o->pareto, "Also print the memory vs step-time Pareto front");
   cmd->add_flag("--json", o->json, "Print JSON instead of tables");
   cmd->add_option("--out", o->out,
