@@ -282,13 +282,13 @@ CommandAction add_plan_command(CLI::App& app) {
                         : o->objective == "cost" ? Objective::kCost
                                                  : Objective::kTime;
     request.pareto = o->pareto;
-    if (request.objective == Objective::kCost) {
-      request.tokens = o->tokens > 0 ? o->tokens
-                                     : 20.0 * static_cast<double>(count_params(model).total);
-      if (o->tokens <= 0) {
-        notes.push_back("tokens " + scientific(request.tokens) +
-                        " (default: 20 per parameter, Chinchilla-optimal; set --tokens)");
-      }
+    // Given, --tokens is used whatever the objective: the table lists each layout's GPU-hours
+    // to train them (render_plan), as --json does.
+    request.tokens = o->tokens;
+    if (request.objective == Objective::kCost && o->tokens <= 0) {
+      request.tokens = 20.0 * static_cast<double>(count_params(model).total);
+      notes.push_back("tokens " + scientific(request.tokens) +
+                      " (default: 20 per parameter, Chinchilla-optimal; set --tokens)");
     }
 
     const SearchResult result = search_layouts(request);
