@@ -172,6 +172,7 @@ CommandAction add_estimate_command(CLI::App& app) {
     }
     const StepEstimate& e = plan.estimate;
     note_profile_gpu(err, plan.profile, plan.cluster);
+    note_rope_length(err, plan.model, plan.setup.seq);
     // Nothing is printed or written from numbers that are not finite.
     require_finite_estimate(e, plan.layout, plan.setup, label);
     const StepReportInputs inputs{plan.model, plan.layout, plan.setup, plan.cluster,

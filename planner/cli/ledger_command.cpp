@@ -257,7 +257,7 @@ CommandAction add_ledger_command(CLI::App& app) {
                 "Print every pipeline stage's entries (default: the worst stage's)");
   cmd->add_flag("--json", o->json, "Print JSON (keys carry their units) instead of tables");
 
-  return [o, cmd](std::ostream& out, std::ostream& /*err*/) {
+  return [o, cmd](std::ostream& out, std::ostream& err) {
     if (o->model.empty() && !(o->params > 0)) {
       throw InputError("ledger: give --model NAME|FILE or --params N (e.g. --params 7e9)");
     }
@@ -273,6 +273,7 @@ CommandAction add_ledger_command(CLI::App& app) {
     }
     o->framework_defaulted = cmd->count("--framework") == 0;
     const LedgerResult r = compute(*o);
+    if (r.model) note_rope_length(err, *r.model, r.seq);
     out << (o->json ? render_json(*o, r) : render_text(*o, r));
   };
 }

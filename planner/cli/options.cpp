@@ -619,6 +619,19 @@ void note_profile_gpu(std::ostream& err, const Profile& profile, const ClusterSp
                "NIC (" + cluster.scale_out_fabric + ")");
 }
 
+void note_rope_length(std::ostream& err, const ModelSpec& model, std::int64_t seq) {
+  if (model.position_embedding != PositionEmbedding::kRope ||
+      seq <= model.max_position_embeddings) {
+    return;
+  }
+  const std::string max = std::to_string(model.max_position_embeddings);
+  err << "note: seq " << seq << " is beyond " << model.name << "'s max_position_embeddings "
+      << max << ": the model was trained to " << max
+      << " positions, and RoPE positions beyond them need scaling or extension (rope_scaling: "
+         "linear, YaRN, llama3) before training at this length; the cost is computed all the "
+         "same\n";
+}
+
 namespace {
 
 /// "NaN", "inf", "-inf" or the number (%g).

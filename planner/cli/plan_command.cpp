@@ -262,6 +262,7 @@ CommandAction add_plan_command(CLI::App& app) {
     const Profile profile = load_profile(
         o->profile.empty() ? default_profile_name(cluster.gpu) : o->profile, "--profile");
     note_profile_gpu(err, profile, cluster);
+    note_rope_length(err, model, setup.seq);
     SearchRequest request(model, cluster, profile, setup, o->gpus, gbs);
     auto pinned = [](std::int64_t v) {
       return v > 0 ? std::optional<std::int64_t>(v) : std::nullopt;
