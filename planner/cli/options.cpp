@@ -143,10 +143,21 @@ std::int64_t default_estimate_global_batch(std::int64_t dp, std::int64_t mbs, st
 
 void add_framework_option(CLI::App& cmd, std::string& framework) {
   std::string help = "Framework convention for bytes per parameter and sharding:";
+  std::vector<std::string> op_level;  // conventions whose selective recompute is torchtitan's
   for (const FrameworkConvention& f : framework_conventions()) {
     help += "\n  " + f.name + ": " + f.description + " (" +
             std::to_string(static_cast<int>(f.bytes_per_param())) + " bytes/param)";
+    if (f.selective == SelectivePolicy::kEveryOtherMatmul) op_level.push_back(f.name);
   }
+  // A description names the selective recompute a convention has ("op-level selective
+  // recompute"), which read as a default: it sets none.
+  std::string op_level_names;
+  for (const std::string& name : op_level) {
+    op_level_names += (op_level_names.empty() ? "" : ", ") + name;
+  }
+  help += "\n  The default --recompute is none for every convention; --recompute selective is "
+          "the attention core (Megatron-LM's) for all but " + op_level_names +
+          ", where it is torchtitan's op-level policy";
   cmd.add_option("--framework", framework, help)
       ->capture_default_str()
       ->check(CLI::IsMember(framework_names()));
