@@ -14,6 +14,7 @@
 #include "planner/config/presets.hpp"
 #include "planner/config/profile_loader.hpp"
 #include "planner/config/size_bounds.hpp"
+#include "planner/plan/plan.hpp"
 #include "planner/report/atomic_write.hpp"
 #include "planner/report/format.hpp"
 #include "planner/report/layout_summary.hpp"
@@ -462,12 +463,8 @@ ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, cons
     for (const std::int64_t n : split) text += (text.empty() ? "" : ",") + std::to_string(n);
     return text;
   };
-  // The even split is what the interleaved schedule takes anyway (pp x vpp equal chunks):
-  // given with vpp > 1 it is the default, not an uneven split to refuse.
-  const bool even_split = l.pp >= 1 && model.num_layers % l.pp == 0;
-  const std::vector<std::int64_t> even(static_cast<std::size_t>(even_split ? l.pp : 0),
-                                       even_split ? model.num_layers / l.pp : 0);
-  if (l.vpp > 1 && even_split && l.stage_layers == even) l.stage_layers.clear();
+  const std::vector<std::int64_t> even = even_stage_split(model.num_layers, l.pp);
+  clear_even_split_with_vpp(l, model.num_layers);
   if (l.stage_layers.empty() && l.pp > 1 && l.vpp == 1 && model.num_layers >= l.pp &&
       model.num_layers % l.pp != 0) {
     // As `meshplan plan` splits them (edge_light_stage_split).
@@ -545,7 +542,7 @@ ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, cons
         "--stage-layers " + joined(l.stage_layers) + " cannot be combined with --vpp " + vpp +
             ": the interleaved schedule splits the " + counted(model.num_layers, "layer") +
             " into pp x vpp = " + std::to_string(l.pp * l.vpp) + " equal chunks; " +
-            (even_split ? "give no --stage-layers (or the even split " + joined(even) + ")"
+            (!even.empty() ? "give no --stage-layers (or the even split " + joined(even) + ")"
                         : std::string("give no --stage-layers")) +
             " with --vpp " + vpp + ", or --vpp 1 with this split");
   }
