@@ -468,6 +468,15 @@ TEST_CASE("a directory or device where a file is expected says so", "[errors]") 
   expect_cli_error({"estimate", "--model", "llama3-8b", "--profile", dir}, {is_dir});
   expect_cli_error({"profile", "show", dir}, {is_dir});
   expect_cli_error({"estimate", "--plan", dir}, {is_dir});  // the plan reader says the same
+  // export and validate said CLI11's "plan: File is actually a directory: ...".
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"export", dir, "--format", "megatron"},
+        std::vector<std::string>{"validate", dir}}) {
+    const test::CliResult r = test::run(args);
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err == "meshplan: error: " + is_dir + "\n");
+  }
   CHECK_THROWS_WITH(load_json_file(dir), is_dir);
   // A Hugging Face checkout's folder: the message names its config.json.
   const std::string checkout = test::temp_dir() + "/a-checkout";
