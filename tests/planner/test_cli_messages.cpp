@@ -208,7 +208,7 @@ TEST_CASE("estimate --help says --sp excludes --plan, as the other input flags s
   CHECK_THAT(help.out, Catch::Contains("--tp INT:INT=1 Excludes: --plan"));  // as CLI11 writes it
 }
 
-TEST_CASE("--framework's help does not read as a recompute default", "[messages][cli]") {
+TEST_CASE("the help of --framework does not read as a recompute default", "[messages][cli]") {
   // fsdp's line says "op-level selective recompute", which read as fsdp recomputing by default;
   // the help says what --recompute selective means per convention, and that none is the default.
   for (const char* command : {"plan", "estimate", "ledger"}) {

@@ -500,7 +500,7 @@ TEST_CASE("plan and estimate take the same --gbs (up to 2^40) and refuse the sam
                                  "\"16777217\""));
 }
 
-TEST_CASE("--params and --tokens are at least 1: a fraction of a parameter or token is no run",
+TEST_CASE("ledger and plan: --params and --tokens are at least 1, a fraction is no run",
           "[bounds][cli]") {
   // ledger --params 1e-308 printed "1.00e-308 parameters", --tokens 1e-300 a time to train of
   // "0.00 ms", and plan --tokens 1e-300 --objective cost GPU-hours of 2e-308.
