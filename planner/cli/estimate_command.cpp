@@ -107,6 +107,10 @@ CommandAction add_estimate_command(CLI::App& app) {
         "--elementwise"}) {
     plan_option->excludes(cmd->get_option(name));
   }
+  // CLI11's help lists an option's exclusions only where it has no option_text of its own, and
+  // --sp has one ("[on|off]", add_on_off_option): its exclusion is written there.
+  CLI::Option* sp = cmd->get_option("--sp");
+  sp->option_text(sp->get_option_text() + " Excludes: --plan");
 
   return [o](std::ostream& out, std::ostream& err) {
     // Before any work: the outputs are distinct files, none of them an input, and all writable.
@@ -172,6 +176,7 @@ CommandAction add_estimate_command(CLI::App& app) {
     }
     const StepEstimate& e = plan.estimate;
     note_profile_gpu(err, plan.profile, plan.cluster);
+    note_rope_length(err, plan.model, plan.setup.seq);
     // Nothing is printed or written from numbers that are not finite.
     require_finite_estimate(e, plan.layout, plan.setup, label);
     const StepReportInputs inputs{plan.model, plan.layout, plan.setup, plan.cluster,

@@ -8,6 +8,7 @@
 #include "planner/config/input_error.hpp"
 #include "planner/plan/exports.hpp"
 #include "planner/plan/plan_file.hpp"
+#include "planner/report/format.hpp"
 
 namespace meshplan {
 
@@ -28,8 +29,7 @@ CommandAction add_export_command(CLI::App& app) {
       "a DeepSpeed config or torchrun launch lines. What the framework cannot express is noted "
       "on stderr");
   cmd->add_option("plan", o->plan, "plan.json (written by meshplan plan ... --out or meshplan estimate ... --out)")
-      ->required()
-      ->check(CLI::ExistingFile);
+      ->required();  // read_plan names a missing file, a directory or a device as it reads
   cmd->add_option("--format", o->format, "megatron | torchtitan | deepspeed | torchrun")
       ->required()
       ->check(CLI::IsMember({"megatron", "torchtitan", "deepspeed", "torchrun"}));
@@ -46,6 +46,18 @@ CommandAction add_export_command(CLI::App& app) {
     for (const std::string& reason : e.dropped) {
       err << "note: not expressible in " << export_format_name(*format) << ": " << reason
                 << "\n";
+    }
+    // A plan meshplan wrote fits (plan and estimate --out write only those); an edited one may
+    // not, and its launch would fail with an out-of-memory error.
+    const MemoryLedger& memory = plan.estimate.memory;
+    if (!memory.fits) {
+      // size_difference: in MiB below 1 GiB, where an edited GPU's "0.0 GiB" would say nothing.
+      err << "note: " << o->plan << " does not fit in GPU memory: its worst stage ("
+          << memory.worst_stage << ") needs " << size_difference(memory.peak_bytes)
+          << " per GPU, the " << plan.cluster.gpu.name << " has "
+          << size_difference(memory.capacity_bytes)
+          << "; the training job would run out of memory (meshplan plan searches for a layout "
+             "that fits)\n";
     }
   };
 }

@@ -233,9 +233,9 @@ CommandAction add_ledger_command(CLI::App& app) {
                    ->check(non_empty("a model preset name (meshplan presets models), a "
                                      "meshplan-model/1 file or a Hugging Face config.json"));
   auto* params = cmd->add_option("--params", o->params,
-                                 "Parameter count instead of a model, e.g. 7e9 (static memory and "
-                                 "6ND only)")
-                     ->check(positive_up_to(1e15));
+                                 "Parameter count instead of a model, e.g. 7e9, from 1 to 1e15 "
+                                 "(static memory and 6ND only)")
+                     ->check(number_in(1, 1e15));
   model->excludes(params);
   params->excludes(model);
   cmd->add_option("--gpu", o->gpu, "GPU: a preset name (meshplan presets gpus) or a JSON file")
@@ -244,8 +244,9 @@ CommandAction add_ledger_command(CLI::App& app) {
   add_framework_option(*cmd, o->framework);
   add_precision_option(*cmd, o->precision);
   cmd->add_option("--tokens", o->tokens,
-                  "Training tokens D [tokens] (default: 20 x parameters, Chinchilla-optimal)")
-      ->check(positive_up_to(1e18));
+                  "Training tokens D [tokens], from 1 to 1e18 (default: 20 x parameters, "
+                  "Chinchilla-optimal)")
+      ->check(number_in(1, 1e18));
   cmd->add_option("--gpus", o->gpus,
                   "GPUs [count]: must equal dp x tp x pp x cp when a model is given (default: "
                   "dp x tp x pp x cp, 1 with --params)")
@@ -256,7 +257,7 @@ CommandAction add_ledger_command(CLI::App& app) {
                 "Print every pipeline stage's entries (default: the worst stage's)");
   cmd->add_flag("--json", o->json, "Print JSON (keys carry their units) instead of tables");
 
-  return [o, cmd](std::ostream& out, std::ostream& /*err*/) {
+  return [o, cmd](std::ostream& out, std::ostream& err) {
     if (o->model.empty() && !(o->params > 0)) {
       throw InputError("ledger: give --model NAME|FILE or --params N (e.g. --params 7e9)");
     }
@@ -272,6 +273,7 @@ CommandAction add_ledger_command(CLI::App& app) {
     }
     o->framework_defaulted = cmd->count("--framework") == 0;
     const LedgerResult r = compute(*o);
+    if (r.model) note_rope_length(err, *r.model, r.seq);
     out << (o->json ? render_json(*o, r) : render_text(*o, r));
   };
 }

@@ -14,6 +14,7 @@
 #include "planner/config/presets.hpp"
 #include "planner/config/profile_loader.hpp"
 #include "planner/config/size_bounds.hpp"
+#include "planner/plan/plan.hpp"
 #include "planner/report/atomic_write.hpp"
 #include "planner/report/format.hpp"
 #include "planner/report/layout_summary.hpp"
@@ -143,10 +144,21 @@ std::int64_t default_estimate_global_batch(std::int64_t dp, std::int64_t mbs, st
 
 void add_framework_option(CLI::App& cmd, std::string& framework) {
   std::string help = "Framework convention for bytes per parameter and sharding:";
+  std::vector<std::string> op_level;  // conventions whose selective recompute is torchtitan's
   for (const FrameworkConvention& f : framework_conventions()) {
     help += "\n  " + f.name + ": " + f.description + " (" +
             std::to_string(static_cast<int>(f.bytes_per_param())) + " bytes/param)";
+    if (f.selective == SelectivePolicy::kEveryOtherMatmul) op_level.push_back(f.name);
   }
+  // A description names the selective recompute a convention has ("op-level selective
+  // recompute"), which read as a default: it sets none.
+  std::string op_level_names;
+  for (const std::string& name : op_level) {
+    op_level_names += (op_level_names.empty() ? "" : ", ") + name;
+  }
+  help += "\n  The default --recompute is none for every convention; --recompute selective is "
+          "the attention core (Megatron-LM's) for all but " + op_level_names +
+          ", where it is torchtitan's op-level policy";
   cmd.add_option("--framework", framework, help)
       ->capture_default_str()
       ->check(CLI::IsMember(framework_names()));
@@ -451,12 +463,8 @@ ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, cons
     for (const std::int64_t n : split) text += (text.empty() ? "" : ",") + std::to_string(n);
     return text;
   };
-  // The even split is what the interleaved schedule takes anyway (pp x vpp equal chunks):
-  // given with vpp > 1 it is the default, not an uneven split to refuse.
-  const bool even_split = l.pp >= 1 && model.num_layers % l.pp == 0;
-  const std::vector<std::int64_t> even(static_cast<std::size_t>(even_split ? l.pp : 0),
-                                       even_split ? model.num_layers / l.pp : 0);
-  if (l.vpp > 1 && even_split && l.stage_layers == even) l.stage_layers.clear();
+  const std::vector<std::int64_t> even = even_stage_split(model.num_layers, l.pp);
+  clear_even_split_with_vpp(l, model.num_layers);
   if (l.stage_layers.empty() && l.pp > 1 && l.vpp == 1 && model.num_layers >= l.pp &&
       model.num_layers % l.pp != 0) {
     // As `meshplan plan` splits them (edge_light_stage_split).
@@ -534,7 +542,7 @@ ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, cons
         "--stage-layers " + joined(l.stage_layers) + " cannot be combined with --vpp " + vpp +
             ": the interleaved schedule splits the " + counted(model.num_layers, "layer") +
             " into pp x vpp = " + std::to_string(l.pp * l.vpp) + " equal chunks; " +
-            (even_split ? "give no --stage-layers (or the even split " + joined(even) + ")"
+            (!even.empty() ? "give no --stage-layers (or the even split " + joined(even) + ")"
                         : std::string("give no --stage-layers")) +
             " with --vpp " + vpp + ", or --vpp 1 with this split");
   }
@@ -617,6 +625,19 @@ void note_profile_gpu(std::ostream& err, const Profile& profile, const ClusterSp
                "intra-node (" + cluster.intra_node_link + ")");
   slower_links("per-NIC", profile.links.nic_busbw_bytes_per_s, cluster.nic_bandwidth_bytes_per_s,
                "NIC (" + cluster.scale_out_fabric + ")");
+}
+
+void note_rope_length(std::ostream& err, const ModelSpec& model, std::int64_t seq) {
+  if (model.position_embedding != PositionEmbedding::kRope ||
+      seq <= model.max_position_embeddings) {
+    return;
+  }
+  const std::string max = std::to_string(model.max_position_embeddings);
+  err << "note: seq " << seq << " is beyond " << model.name << "'s max_position_embeddings "
+      << max << ": the model was trained to " << max
+      << " positions, and RoPE positions beyond them need scaling or extension (rope_scaling: "
+         "linear, YaRN, llama3) before training at this length; the cost is computed all the "
+         "same\n";
 }
 
 namespace {

@@ -210,6 +210,14 @@ std::string profile_gpu_note(const Profile& profile, const std::string& gpu,
 /// nothing otherwise.
 void note_profile_gpu(std::ostream& err, const Profile& profile, const ClusterSpec& cluster);
 
+/// Prints a note on `err` when `seq` [tokens] is beyond the max_position_embeddings of a RoPE
+/// model (estimate, plan, ledger): "note: seq 16384 is beyond llama3-8b's max_position_embeddings
+/// 8192: the model was trained to 8192 positions, and RoPE positions beyond them need scaling or
+/// extension (rope_scaling: linear, YaRN, llama3) before training at this length; the cost is
+/// computed all the same". Nothing otherwise (a model with learned positions refuses such a
+/// seq as a layout problem).
+void note_rope_length(std::ostream& err, const ModelSpec& model, std::int64_t seq);
+
 /// Throws InputError when a number estimate prints or writes is not finite (the step time,
 /// tokens/s, TFLOP/s, MFU, HFU, a breakdown component, a stage time) or the step time is not
 /// > 0: a profile the schema accepts can still hold values (a k_overhead of 1e308, an

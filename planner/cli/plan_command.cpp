@@ -196,9 +196,10 @@ CommandAction add_plan_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::IsMember({"time", "memory", "cost"}));
   cmd->add_option("--tokens", o->tokens,
-                  "Tokens to train, for GPU-hours with --objective cost [tokens] (default: 20 x "
-                  "parameters, Chinchilla-optimal)")
-      ->check(positive_up_to(1e18));
+                  "Tokens to train [tokens], from 1 to 1e18: each layout's GPU-hours to train "
+                  "them are listed (and ranked by with --objective cost) (default: with "
+                  "--objective cost 20 x parameters, Chinchilla-optimal; else no GPU-hours)")
+      ->check(number_in(1, 1e18));
   cmd->add_flag("--pareto", o->pareto, "Also print the memory vs step-time Pareto front");
   cmd->add_flag("--json", o->json, "Print JSON instead of tables");
   cmd->add_option("--out", o->out,
@@ -261,6 +262,7 @@ CommandAction add_plan_command(CLI::App& app) {
     const Profile profile = load_profile(
         o->profile.empty() ? default_profile_name(cluster.gpu) : o->profile, "--profile");
     note_profile_gpu(err, profile, cluster);
+    note_rope_length(err, model, setup.seq);
     SearchRequest request(model, cluster, profile, setup, o->gpus, gbs);
     auto pinned = [](std::int64_t v) {
       return v > 0 ? std::optional<std::int64_t>(v) : std::nullopt;
@@ -281,13 +283,13 @@ CommandAction add_plan_command(CLI::App& app) {
                         : o->objective == "cost" ? Objective::kCost
                                                  : Objective::kTime;
     request.pareto = o->pareto;
-    if (request.objective == Objective::kCost) {
-      request.tokens = o->tokens > 0 ? o->tokens
-                                     : 20.0 * static_cast<double>(count_params(model).total);
-      if (o->tokens <= 0) {
-        notes.push_back("tokens " + scientific(request.tokens) +
-                        " (default: 20 per parameter, Chinchilla-optimal; set --tokens)");
-      }
+    // Given, --tokens is used whatever the objective: the table lists each layout's GPU-hours
+    // to train them (render_plan), as --json does.
+    request.tokens = o->tokens;
+    if (request.objective == Objective::kCost && o->tokens <= 0) {
+      request.tokens = 20.0 * static_cast<double>(count_params(model).total);
+      notes.push_back("tokens " + scientific(request.tokens) +
+                      " (default: 20 per parameter, Chinchilla-optimal; set --tokens)");
     }
 
     const SearchResult result = search_layouts(request);

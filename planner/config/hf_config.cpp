@@ -325,7 +325,12 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
   }
 
   ModelSpec m;
-  const std::filesystem::path path(file);
+  // Made absolute and normalised first, so that "./config.json" or "config.json" is named
+  // after the folder it is in, not "." or nothing. Not canonical: the Hugging Face cache's
+  // snapshots/<rev>/config.json links to blobs/<hash>, which names nothing.
+  std::error_code cwd_unknown;
+  std::filesystem::path path = std::filesystem::absolute(file, cwd_unknown);
+  path = cwd_unknown ? std::filesystem::path(file).lexically_normal() : path.lexically_normal();
   m.name = path.filename() == "config.json" ? path.parent_path().filename().string()
                                              : path.stem().string();
   if (m.name.empty()) m.name = path.stem().string();

@@ -32,6 +32,9 @@ namespace meshplan {
 /// add ("$.model_type: missing; this looks like a Hugging Face config.json ("architectures":
 /// ["MistralForCausalLM"]), and meshplan reads the architecture from model_type: add
 /// "model_type": "mistral" ..."), not with the keys it does not know.
+/// The model is named after the file: a config.json after the folder it is in ("./config.json"
+/// run in .../Llama-3-8B: "Llama-3-8B"; the path is made absolute first), any other file after
+/// its stem.
 ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& file);
 
 /// Whether `json` is a Hugging Face config.json rather than a meshplan file: an object without

@@ -539,6 +539,15 @@ GpuSpec gpu_from_json(const nlohmann::json& json, const std::string& file,
   g.peak_flops_per_s.bf16 = peak_flops_or_null(peaks, raw_peaks, "bf16");
   g.peak_flops_per_s.fp16 = peak_flops_or_null(peaks, raw_peaks, "fp16");
   g.peak_flops_per_s.fp8 = peak_flops_or_null(peaks, raw_peaks, "fp8");
+  // Every training precision runs on 16-bit tensor cores (fp8 its non-GEMM kernels, and MFU
+  // is measured against the 16-bit peak): a GPU without one could train nothing, and would be
+  // refused later as "--precision fp16: ...", blaming a flag never given.
+  if (!g.peak_flops_per_s.bf16 && !g.peak_flops_per_s.fp16) {
+    o.fail("peak_flops_per_s",
+           "has neither a bf16 nor an fp16 peak; at least one 16-bit peak is needed (every "
+           "training precision, fp8 included, runs on 16-bit tensor cores and MFU is measured "
+           "against the 16-bit peak): give the datasheet's dense bf16 or fp16 FLOP/s");
+  }
   g.flash_attention = o.boolean("flash_attention");
   StrictObject overhead = o.object("runtime_overhead", {"cuda_context_bytes", "allocator_fragmentation_fraction"});
   g.cuda_context_bytes =

@@ -42,6 +42,8 @@ nlohmann::json profile_to_json(const Profile& profile);
 /// against a file name here (the file loaders do that).
 ModelSpec model_from_json(const nlohmann::json& json, const std::string& file,
                           const std::string& path);
+/// A GPU must have a bf16 or an fp16 peak (every training precision needs one): otherwise
+/// "<file>: <path>.peak_flops_per_s: has neither a bf16 nor an fp16 peak; ...".
 GpuSpec gpu_from_json(const nlohmann::json& json, const std::string& file,
                       const std::string& path);
 

@@ -28,6 +28,16 @@ struct Plan {
   StepEstimate estimate;    ///< predicted step time, breakdown, memory ledger
 };
 
+/// The even split of `num_layers` over `pp` stages: num_layers / pp layers each (pp entries),
+/// or empty when pp does not divide num_layers. Precondition: pp >= 1.
+std::vector<std::int64_t> even_stage_split(std::int64_t num_layers, std::int64_t pp);
+
+/// Clears `layout.stage_layers` when vpp > 1 and it is even_stage_split(num_layers, pp): the
+/// interleaved schedule's own split (pp x vpp equal chunks), given explicitly, is the default,
+/// not an uneven split to refuse. estimate's --stage-layers and plan.json's stage_layers both
+/// take it so; any other split with vpp > 1 is left for layout_problems to refuse.
+void clear_even_split_with_vpp(Layout& layout, std::int64_t num_layers);
+
 /// Builds the plan of `layout` (estimating it). Preconditions as estimate_step's.
 Plan make_plan(const ModelSpec& model, const ClusterSpec& cluster, const Profile& profile,
                const TrainingSetup& setup, const Layout& layout);

@@ -383,7 +383,9 @@ Plan plan_from_json(const nlohmann::json& json, const std::string& file) {
                                                                            at + "profile", gpu));
   const TrainingRead training = read_training(inputs, raw_inputs, gpu);
 
-  const Layout layout = read_layout(o, json);
+  Layout layout = read_layout(o, json);
+  // An even split with vpp > 1 is the default, as estimate --stage-layers takes it.
+  clear_even_split_with_vpp(layout, model.num_layers);
   // The framework's ZeRO stages, as --zero is checked (zero_stage_problem).
   if (const std::string problem = zero_stage_problem(training.setup.framework, layout.zero);
       !problem.empty()) {

@@ -278,6 +278,23 @@ ValidationReport validate_files(const std::vector<std::string>& paths) {
     report.sources.push_back(summarize(source, mine));
     report.comparisons.insert(report.comparisons.end(), mine.begin(), mine.end());
   }
+  if (report.comparisons.empty()) {
+    // An empty table and exit code 0 would read as "validated"; nothing was.
+    std::string files;
+    for (std::size_t i = 0; i < paths.size(); ++i) {
+      files += (i == 0 ? "" : i + 1 == paths.size() ? " and " : ", ") + paths[i];
+    }
+    std::string why;
+    for (const SkippedCase& s : report.skipped) {
+      why += "\n  " + s.id + " (" + s.source + "): " + s.reason;
+    }
+    throw InputError("validate: no case of " + files + " could be compared; " +
+                     (report.skipped.empty() ? std::string("they hold no cases")
+                                             : "every case was skipped:" + why) +
+                     "\ngive a file with a case that meshplan models (a GPU with a shipped "
+                     "profile, a dense model) and a measured step time, throughput, MFU, peak "
+                     "memory or OOM outcome");
+  }
   report.overall = summarize("overall", report.comparisons);
   return report;
 }

@@ -115,7 +115,8 @@ CaseHardware case_hardware(const ValidationCase& c);
 
 /// Reads every file (load_validation_file with MoeCases::kKeep: a mixture-of-experts case is
 /// skipped with its reason), predicts each case and compares. Throws InputError for an
-/// unreadable or malformed file.
+/// unreadable or malformed file, and when no case of any file could be compared (every one
+/// skipped: the message lists each with its reason), so that an empty table never passes.
 ValidationReport validate_files(const std::vector<std::string>& paths);
 
 /// MAPE per metric and OOM confusion of `comparisons`, labelled `source`.

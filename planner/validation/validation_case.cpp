@@ -210,7 +210,8 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
   c.setup.seq = c.model.seq_length;
 
   StrictObject hardware = o.object("hardware", section_keys("hardware"));
-  c.gpu = hardware.string("gpu");
+  c.gpu = hardware.choice("gpu", {"a100-40g", "a100-80g", "h100-sxm", "h100-96g", "h200",
+                                  "v100-32g", "tpu-v4", "tpu-v3"});
   c.num_gpus = hardware.positive_int("num_gpus", kMaxGpus);
   c.gpus_per_node = hardware.positive_int("gpus_per_node", kMaxWidth);
   if (c.num_gpus > c.gpus_per_node && c.num_gpus % c.gpus_per_node != 0) {

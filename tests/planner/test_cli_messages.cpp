@@ -197,3 +197,27 @@ TEST_CASE("plan lists the defaults it took, in text and in --json alike", "[cli]
     CHECK_THAT(text.out, Catch::Contains("note: " + n.get<std::string>()));
   }
 }
+
+TEST_CASE("estimate --help says --sp excludes --plan, as the other input flags say it",
+          "[messages][cli]") {
+  // `estimate --plan p.json --sp off` is refused with "--sp excludes --plan", but the help of
+  // --sp (whose option text is its own "[on|off]") did not say so.
+  const test::CliResult help = test::run({"estimate", "--help"});
+  REQUIRE(help.exit_code == 0);
+  CHECK_THAT(help.out, Catch::Contains("--sp [on|off] Excludes: --plan"));
+  CHECK_THAT(help.out, Catch::Contains("--tp INT:INT=1 Excludes: --plan"));  // as CLI11 writes it
+}
+
+TEST_CASE("the help of --framework does not read as a recompute default", "[messages][cli]") {
+  // fsdp's line says "op-level selective recompute", which read as fsdp recomputing by default;
+  // the help says what --recompute selective means per convention, and that none is the default.
+  for (const char* command : {"plan", "estimate", "ledger"}) {
+    INFO(command);
+    const test::CliResult help = test::run({command, "--help"});
+    REQUIRE(help.exit_code == 0);
+    CHECK_THAT(help.out, Catch::Contains(
+                             "The default --recompute is none for every convention; --recompute "
+                             "selective is the attention core (Megatron-LM's) for all but fsdp, "
+                             "where it is torchtitan's op-level policy"));
+  }
+}

@@ -196,6 +196,30 @@ TEST_CASE("GPU files: a nested field's path and a missing source", "[errors]") {
   CHECK_THAT(r2.err, Catch::Contains("$.sources.runtime_overheads: unknown key; did you mean \"runtime_overhead\"?"));
 }
 
+TEST_CASE("a GPU file without a 16-bit peak is refused at $.peak_flops_per_s", "[errors]") {
+  // All five peaks null read fine, then failed as "--precision fp16: g has no fp16 tensor cores;
+  // choose another --precision", blaming a flag never given. fp8 alone is no better: fp8
+  // training runs its other kernels on, and is measured against, the 16-bit peak.
+  const std::string expected =
+      ": $.peak_flops_per_s: has neither a bf16 nor an fp16 peak; at least one 16-bit peak is "
+      "needed (every training precision, fp8 included, runs on 16-bit tensor cores and MFU is "
+      "measured against the 16-bit peak): give the datasheet's dense bf16 or fp16 FLOP/s\n";
+  for (const bool fp8 : {false, true}) {
+    INFO("fp8 peak kept: " << fp8);
+    nlohmann::json gpu = nlohmann::json::parse(test::read_config("gpus/h100-sxm.json"));
+    for (const char* key : {"fp32", "tf32", "bf16", "fp16"}) gpu["peak_flops_per_s"][key] = nullptr;
+    if (!fp8) gpu["peak_flops_per_s"]["fp8"] = nullptr;
+    const std::string file =
+        test::write_temp_file(fp8 ? "gpu-fp8-only.json" : "gpu-all-null.json", gpu.dump(2));
+    const test::CliResult r = test::run({"ledger", "--params", "7e9", "--gpu", file});
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err == "meshplan: error: " + file + expected);
+  }
+  // One 16-bit peak is enough: the V100's fp16 without bf16 loads (its preset).
+  CHECK(test::run({"ledger", "--params", "7e9", "--gpu", "v100-32g"}).exit_code == 0);
+}
+
 TEST_CASE("bad flags exit 2", "[errors]") {
   CHECK(test::run({"ledger", "--params", "-7e9"}).exit_code == 2);
   CHECK(test::run({"ledger", "--params", "0"}).exit_code == 2);
@@ -444,6 +468,15 @@ TEST_CASE("a directory or device where a file is expected says so", "[errors]") 
   expect_cli_error({"estimate", "--model", "llama3-8b", "--profile", dir}, {is_dir});
   expect_cli_error({"profile", "show", dir}, {is_dir});
   expect_cli_error({"estimate", "--plan", dir}, {is_dir});  // the plan reader says the same
+  // export and validate said CLI11's "plan: File is actually a directory: ...".
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"export", dir, "--format", "megatron"},
+        std::vector<std::string>{"validate", dir}}) {
+    const test::CliResult r = test::run(args);
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err == "meshplan: error: " + is_dir + "\n");
+  }
   CHECK_THROWS_WITH(load_json_file(dir), is_dir);
   // A Hugging Face checkout's folder: the message names its config.json.
   const std::string checkout = test::temp_dir() + "/a-checkout";

@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -188,5 +190,34 @@ TEST_CASE("estimate takes the GPU counts plan takes: whole nodes beyond one", "[
       INFO(r.err);
       CHECK(r.exit_code == 0);
     }
+  }
+}
+
+TEST_CASE("a sequence beyond a RoPE model's max_position_embeddings gets a note, and is costed",
+          "[estimate]") {
+  // llama3-8b was trained to 8192 positions (max_position_embeddings); --seq 16384 printed no
+  // word of it in estimate, plan or ledger.
+  const std::string note =
+      "note: seq 16384 is beyond llama3-8b's max_position_embeddings 8192: the model was "
+      "trained to 8192 positions, and RoPE positions beyond them need scaling or extension "
+      "(rope_scaling: linear, YaRN, llama3) before training at this length; the cost is "
+      "computed all the same\n";
+  const std::vector<std::vector<std::string>> commands = {
+      {"estimate", "--model", "llama3-8b", "--tp", "8", "--seq", "16384", "--gbs", "8"},
+      {"plan", "--model", "llama3-8b", "--gpus", "8", "--seq", "16384", "--gbs", "8", "--top",
+       "1"},
+      {"ledger", "--model", "llama3-8b", "--tp", "8", "--seq", "16384", "--gbs", "8"}};
+  for (const std::vector<std::string>& args : commands) {
+    INFO(args[0]);
+    const test::CliResult r = test::run(args);
+    CHECK(r.exit_code == 0);
+    CHECK(r.err == note);
+    CHECK_FALSE(r.out.empty());
+    // At the trained length itself: no note.
+    std::vector<std::string> trained = args;
+    for (std::string& a : trained) {
+      if (a == "16384") a = "8192";
+    }
+    CHECK(test::run(trained).err.empty());
   }
 }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -12,6 +13,8 @@
 #include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
 #include "planner/plan/exports.hpp"
+#include "planner/plan/plan_file.hpp"
+#include "planner/report/format.hpp"
 #include "tests/support/cli_runner.hpp"
 #include "tests/support/setups.hpp"
 
@@ -632,6 +635,32 @@ TEST_CASE("meshplan export prints the export and notes what it drops", "[exports
   }
   CHECK(test::run({"export", path, "--format", "nemo"}).exit_code == 2);
   CHECK(test::run({"export", "/nonexistent/plan.json", "--format", "megatron"}).exit_code == 2);
+}
+
+TEST_CASE("meshplan export notes a plan that does not fit in GPU memory", "[exports][cli]") {
+  // plan and estimate --out write only plans that fit; an edited plan.json need not, and its
+  // export said nothing of it (exit code 0, nothing on stderr).
+  const std::string path = test::write_temp_file("export-fits.json", "");
+  std::filesystem::remove(path);
+  REQUIRE(test::run(test::with(test::kReadmeEstimate, {"--out", path})).exit_code == 0);
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(path));
+  const test::CliResult fits = test::run({"export", path, "--format", "megatron"});
+  REQUIRE(fits.exit_code == 0);
+  CHECK(fits.err.empty());
+
+  // The same plan on a GPU of 16 GiB = 17179869184 bytes: the worst stage needs more (the
+  // README layout's stage 0 needs tens of GiB).
+  j["inputs"]["gpu"]["memory_bytes"] = 17179869184;
+  const std::string small = test::write_temp_file("export-oom.json", j.dump(2));
+  const MemoryLedger memory = read_plan(small).estimate.memory;
+  REQUIRE_FALSE(memory.fits);
+  const test::CliResult r = test::run({"export", small, "--format", "megatron"});
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out == fits.out);  // the export itself is the same
+  CHECK(r.err == "note: " + small + " does not fit in GPU memory: its worst stage (" +
+                     std::to_string(memory.worst_stage) + ") needs " + size_difference(memory.peak_bytes) +
+                     " per GPU, the h100-sxm has 16.0 GiB; the training job would run out of "
+                     "memory (meshplan plan searches for a layout that fits)\n");
 }
 
 TEST_CASE("megatron export: the overlaps the prediction assumed are switched on",

@@ -1,12 +1,14 @@
 // Hugging Face config.json files give the same model as our presets.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <fstream>
 #include <functional>
 
 #include <nlohmann/json.hpp>
 
 #include "costmodel/param_count.hpp"
+#include "planner/config/hf_config.hpp"
 #include "planner/config/input_error.hpp"
 #include "planner/config/loaders.hpp"
 #include "tests/support/cli_runner.hpp"
@@ -264,4 +266,19 @@ TEST_CASE("a rope_scaling or rms_norm_eps transformers would refuse is refused",
                       c["rms_norm_eps"] = 0;
                     })),
                     Catch::Contains("$.rms_norm_eps: must be a number in (0, 1)"));
+}
+
+TEST_CASE("a config.json given relative to the current folder is named after that folder",
+          "[hf]") {
+  // "./config.json" was named "." (the folder part of the path as given) and "config.json"
+  // "config": the path is made absolute (and normalised) first, then named as any other.
+  std::ifstream in(test::data_file("hf/llama3-8b/config.json"));
+  const nlohmann::json config = nlohmann::json::parse(in);
+  const std::string here = std::filesystem::current_path().filename().string();
+  REQUIRE_FALSE(here.empty());  // ctest runs in the build folder, never in "/"
+  CHECK(model_from_hf_config(config, "./config.json").name == here);
+  CHECK(model_from_hf_config(config, "config.json").name == here);
+  CHECK(model_from_hf_config(config, "/m/Llama-3-8B/../Mistral-7B/./config.json").name ==
+        "Mistral-7B");
+  CHECK(model_from_hf_config(config, "./my-llama.json").name == "my-llama");  // not config.json
 }

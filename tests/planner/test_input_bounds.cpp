@@ -499,3 +499,29 @@ TEST_CASE("plan and estimate take the same --gbs (up to 2^40) and refuse the sam
                      parse_error("--seq: must be a whole number from 1 to 16777216, got "
                                  "\"16777217\""));
 }
+
+TEST_CASE("ledger and plan: --params and --tokens are at least 1, a fraction is no run",
+          "[bounds][cli]") {
+  // ledger --params 1e-308 printed "1.00e-308 parameters", --tokens 1e-300 a time to train of
+  // "0.00 ms", and plan --tokens 1e-300 --objective cost GPU-hours of 2e-308.
+  for (const char* bad : {"1e-308", "0.5", "0", "-7e9"}) {
+    INFO(bad);
+    expect_exact_error({"ledger", "--params", bad},
+                       parse_error("--params: must be a number from 1 to 1e15, got \"" +
+                                   std::string(bad) + "\""));
+    expect_exact_error({"ledger", "--params", "7e9", "--tokens", bad},
+                       parse_error("--tokens: must be a number from 1 to 1e18, got \"" +
+                                   std::string(bad) + "\""));
+    expect_exact_error({"plan", "--model", "llama3-8b", "--gpus", "8", "--objective", "cost",
+                        "--tokens", bad},
+                       parse_error("--tokens: must be a number from 1 to 1e18, got \"" +
+                                   std::string(bad) + "\""));
+  }
+  // The smallest accepted: one parameter of 16 bytes (textbook: 2 + 2 + 12), trained on one
+  // token: 6 x 1 x 1 = 6 FLOP.
+  const test::CliResult r = test::run({"ledger", "--params", "1", "--tokens", "1", "--json"});
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  CHECK(j["static_bytes"].get<double>() == 16);
+  CHECK(j["training_flops"].get<double>() == 6);
+}

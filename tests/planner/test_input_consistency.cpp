@@ -700,3 +700,51 @@ TEST_CASE("Hugging Face keys an architecture does not read are refused where the
     CHECK_FALSE(load_model(file).dropout);
   }
 }
+
+TEST_CASE("validate: a GPU outside SCHEMA.md's list is refused at its path, not skipped",
+          "[consistency][validate]") {
+  // "h100-smx" (a typo of h100-sxm) was skipped as "no shipped profile for h100-smx", exit 0.
+  nlohmann::json typo = test::validation_case_json();
+  typo["id"] = "typo";
+  typo["hardware"]["gpu"] = "h100-smx";
+  const std::string file = test::validation_file("v-gpu-typo.json", {test::validation_case_json(),
+                                                                     typo});
+  expect_exact_error({"validate", file},
+                     error_line(file + ": $.cases[1].hardware.gpu: \"h100-smx\" is not allowed; "
+                                       "expected one of \"a100-40g\", \"a100-80g\", "
+                                       "\"h100-sxm\", \"h100-96g\", \"h200\", \"v100-32g\", "
+                                       "\"tpu-v4\", \"tpu-v3\""));
+}
+
+TEST_CASE("validate: nothing compared is an error that says why, not an empty table",
+          "[consistency][validate]") {
+  // A file of TPU cases (skipped, as SCHEMA.md's tpu-* values are) printed an empty table and
+  // exited 0.
+  nlohmann::json tpu = test::validation_case_json();
+  tpu["hardware"]["gpu"] = "tpu-v4";
+  nlohmann::json unmeasured = test::validation_case_json();
+  unmeasured["id"] = "unmeasured";
+  unmeasured["measured"]["step_time_s"] = nullptr;
+  const std::string file = test::validation_file("v-none.json", {tpu, unmeasured});
+  expect_exact_error(
+      {"validate", file},
+      error_line("validate: no case of " + file +
+                 " could be compared; every case was skipped:\n"
+                 "  gpt22b (v-none): TPU (tpu-v4): meshplan models GPU clusters only\n"
+                 "  unmeasured (v-none): nothing comparable measured (no step time, tokens/s, "
+                 "TFLOP/s or MFU under a known FLOP convention, no peak memory, no OOM outcome)\n"
+                 "give a file with a case that meshplan models (a GPU with a shipped profile, a "
+                 "dense model) and a measured step time, throughput, MFU, peak memory or OOM "
+                 "outcome"));
+  // One comparable case among them is enough: the skipped ones are listed as before.
+  const std::string some =
+      test::validation_file("v-some.json", {tpu, unmeasured, [] {
+                                              nlohmann::json c = test::validation_case_json();
+                                              c["id"] = "measured";
+                                              return c;
+                                            }()});
+  const test::CliResult r = test::run({"validate", some});
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("gpt22b (v-some): TPU (tpu-v4): meshplan models GPU clusters "
+                                    "only"));
+}

@@ -346,6 +346,32 @@ TEST_CASE("an interleaved plan lists each stage's model chunks", "[plan_file]") 
   CHECK(j["stages"][1]["layers"] == 20);
 }
 
+TEST_CASE("a plan's even stage split with vpp > 1 is the default, as estimate's --stage-layers",
+          "[plan_file]") {
+  // llama3-8b's 32 layers on pp 2, vpp 2: [16, 16] is the interleaved schedule's own split (4
+  // chunks of 8), which estimate --pp 2 --vpp 2 --stage-layers 16,16 takes; the reader refused
+  // it as "an uneven stage split cannot be combined with vpp > 1".
+  const std::string path = fresh_dir("vpp-even") + "/plan.json";
+  // tp 8: at tp 1 the layout needs 117.4 GiB, and estimate --out writes no plan that does not fit.
+  const test::CliResult r = test::run({"estimate", "--model", "llama3-8b", "--tp", "8", "--pp",
+                                       "2", "--vpp", "2", "--gbs", "8", "--out", path});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json written = load_json_file(path);
+  REQUIRE(written["layout"]["stage_layers"] == nlohmann::json::array());
+  nlohmann::json j = written;
+  j["layout"]["stage_layers"] = {16, 16};
+  const Plan even = plan_from_json(j, "plan.json");
+  CHECK(even.layout.stage_layers.empty());
+  CHECK(even.estimate.step_time_s == plan_from_json(written, "plan.json").estimate.step_time_s);
+  // An uneven split is still refused with vpp > 1, and an even one of the wrong sum by its sum.
+  j["layout"]["stage_layers"] = {15, 17};
+  expect_plan_error(j, {"$.layout: impossible layout",
+                        "an uneven stage split cannot be combined with vpp > 1"});
+  j["layout"]["stage_layers"] = {8, 8};
+  expect_plan_error(j, {"$.layout: impossible layout", "sum to 32 layers, it sums to 16"});
+}
+
 TEST_CASE("a corrupt plan is refused with the file and the JSON path", "[plan_file]") {
   const nlohmann::json good = plan_to_json(llama70b_plan());
   REQUIRE_NOTHROW(plan_from_json(good, "plan.json"));

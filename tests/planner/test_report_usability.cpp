@@ -15,6 +15,7 @@
 #include "costmodel/units.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
+#include "planner/report/format.hpp"
 #include "planner/report/memory_ledger_report.hpp"
 #include "planner/report/plan_report.hpp"
 #include "tests/support/cli_runner.hpp"
@@ -95,6 +96,42 @@ TEST_CASE("plan: MFU causal beside MFU in the table and the JSON", "[usability][
     CHECK(line.find(causal, at + 1) != std::string::npos);
   }
   CHECK(found);
+}
+
+TEST_CASE("plan --tokens lists each layout's GPU-hours whatever the objective",
+          "[usability][plan]") {
+  // --tokens 1e12 without --objective cost was ignored by the table without a word; the ranking
+  // stays by step time, and the last column gives the GPU-hours to train those tokens.
+  const std::vector<std::string> args = {"plan", "--model", "llama3-8b", "--gpus", "8",
+                                         "--tokens", "1e12", "--top", "3"};
+  const test::CliResult r = test::run(test::with(args, {"--json"}));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  REQUIRE(!j["ranked"].empty());
+  for (const auto& c : j["ranked"]) {
+    // GPU-hours = tokens / (tokens/s) x GPUs / 3600 s per hour.
+    CHECK(c["gpu_hours"].get<double>() ==
+          Approx(1e12 / c["tokens_per_s"].get<double>() * 8 / 3600).epsilon(1e-12));
+  }
+  const test::CliResult text = test::run(args);
+  REQUIRE(text.exit_code == 0);
+  const std::vector<std::string> lines = lines_of(text.out);
+  bool header = false, first = false;
+  for (const std::string& line : lines) {
+    header = header || (line.rfind("#  ", 0) == 0 && line.find("GPU-hours") != std::string::npos);
+    if (line.rfind("1 ", 0) == 0) {
+      first = line.find(scientific(j["ranked"][0]["gpu_hours"].get<double>())) !=
+              std::string::npos;
+    }
+  }
+  CHECK(header);
+  CHECK(first);
+  // Without --tokens (and objective time) there is nothing to train: no GPU-hours column.
+  const test::CliResult none = test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--top",
+                                          "3"});
+  REQUIRE(none.exit_code == 0);
+  CHECK_THAT(none.out, !Contains("GPU-hours"));
 }
 
 TEST_CASE("plan --json: model TFLOP/s per GPU beside MFU, under both attention conventions",
