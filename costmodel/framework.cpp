@@ -91,7 +91,7 @@ std::vector<FrameworkConvention> make_conventions() {
   all.back().elementwise = ElementwiseKernels::kEager;
   all.push_back({"fsdp",
                  "PyTorch FSDP2 / torchtitan: fp32 sharded params and grads, m, v; bf16 "
-                 "compute copies gathered per layer; op-level selective recompute; eager ops",
+                 "compute copies gathered per layer; selective recompute is op-level; eager ops",
                  "torchtitan MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32) over "
                  "fp32 sharded parameters; torch.optim.AdamW keeps exp_avg and exp_avg_sq",
                  {fp32_weights, fp32_grads, adam_m, adam_v},

@@ -209,8 +209,9 @@ TEST_CASE("estimate --help says --sp excludes --plan, as the other input flags s
 }
 
 TEST_CASE("the help of --framework does not read as a recompute default", "[messages][cli]") {
-  // fsdp's line says "op-level selective recompute", which read as fsdp recomputing by default;
-  // the help says what --recompute selective means per convention, and that none is the default.
+  // fsdp's line said "op-level selective recompute", which read as fsdp recomputing by default;
+  // it says "selective recompute is op-level", and the help says what --recompute selective
+  // means per convention, and that none is the default.
   for (const char* command : {"plan", "estimate", "ledger"}) {
     INFO(command);
     const test::CliResult help = test::run({command, "--help"});
@@ -219,5 +220,7 @@ TEST_CASE("the help of --framework does not read as a recompute default", "[mess
                              "The default --recompute is none for every convention; --recompute "
                              "selective is the attention core (Megatron-LM's) for all but fsdp, "
                              "where it is torchtitan's op-level policy"));
+    CHECK_THAT(help.out, Catch::Contains("selective recompute is op-level"));
+    CHECK_THAT(help.out, !Catch::Contains("op-level selective recompute"));
   }
 }
