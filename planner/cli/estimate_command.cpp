@@ -34,8 +34,7 @@ struct EstimateOptions {
   std::string precision;
   std::int64_t gpus = 0;
   LayoutFlags layout;
-  double tp_overlap = -1;     ///< < 0: the framework's
-  std::string dp_overlap;     ///< "", "on", "off"
+  OverlapFlags overlaps;
   std::string elementwise;    ///< "", "fused", "eager"
   std::string trace;
   std::string out;   ///< plan.json to write
@@ -75,14 +74,7 @@ CommandAction add_estimate_command(CLI::App& app) {
   add_framework_option(*cmd, o->framework);
   add_precision_option(*cmd, o->precision);
   add_layout_options(*cmd, o->layout);
-  cmd->add_option("--tp-overlap", o->tp_overlap,
-                  "Share of TP collective time hidden under GEMMs, in [0, 1] (default: the "
-                  "framework's)")
-      ->check(number_in(0.0, 1.0));
-  cmd->add_option("--dp-overlap", o->dp_overlap,
-                  "Overlap the gradient reduction with backward and the ZeRO-1 parameter "
-                  "all-gather with forward: on | off (default: the framework's)")
-      ->check(CLI::IsMember({"on", "off"}));
+  add_overlap_options(*cmd, o->overlaps);
   add_elementwise_option(*cmd, o->elementwise);
   cmd->add_option("--trace", o->trace,
                   "Write the simulated step as a Chrome trace (JSON; open in ui.perfetto.dev)")
@@ -150,10 +142,7 @@ CommandAction add_estimate_command(CLI::App& app) {
       const Precision precision = require_precision(o->precision, cluster.gpu, notes);
       require_mfu_peak_flops(cluster.gpu, precision);
       FrameworkConvention framework = require_framework(o->framework);
-      if (o->tp_overlap >= 0) framework.tp_comm_overlap = o->tp_overlap;
-      if (!o->dp_overlap.empty()) {
-        framework.dp_grad_overlap = framework.dp_param_overlap = o->dp_overlap == "on";
-      }
+      apply_overlaps(framework, o->overlaps);
       apply_elementwise(framework, o->elementwise);
       const std::string profile_name =
           o->profile.empty() ? default_profile_name(cluster.gpu) : o->profile;

@@ -171,6 +171,24 @@ void add_precision_option(CLI::App& cmd, std::string& precision) {
       ->check(CLI::IsMember({"bf16", "fp16", "fp8"}));
 }
 
+void add_overlap_options(CLI::App& cmd, OverlapFlags& flags) {
+  cmd.add_option("--tp-overlap", flags.tp_overlap,
+                 "Share of TP collective time hidden under GEMMs, in [0, 1] (default: the "
+                 "framework's)")
+      ->check(number_in(0.0, 1.0));
+  cmd.add_option("--dp-overlap", flags.dp_overlap,
+                 "Overlap the gradient reduction with backward and the ZeRO-1 parameter "
+                 "all-gather with forward: on | off (default: the framework's)")
+      ->check(CLI::IsMember({"on", "off"}));
+}
+
+void apply_overlaps(FrameworkConvention& framework, const OverlapFlags& flags) {
+  if (flags.tp_overlap >= 0) framework.tp_comm_overlap = flags.tp_overlap;
+  if (!flags.dp_overlap.empty()) {
+    framework.dp_grad_overlap = framework.dp_param_overlap = flags.dp_overlap == "on";
+  }
+}
+
 void add_elementwise_option(CLI::App& cmd, std::string& elementwise) {
   cmd.add_option("--elementwise", elementwise,
                  "Norms, residual adds, activation and RoPE: fused (one kernel each: "

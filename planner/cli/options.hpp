@@ -73,6 +73,21 @@ void add_framework_option(CLI::App& cmd, std::string& framework);
 /// --precision bf16|fp16|fp8 (default: bf16, fp16 on GPUs without bf16).
 void add_precision_option(CLI::App& cmd, std::string& precision);
 
+/// The overlap switches of a framework convention, as flags: `tp_overlap` < 0 and `dp_overlap`
+/// "" keep the convention's.
+struct OverlapFlags {
+  double tp_overlap = -1;  ///< share of TP collective time hidden, [0, 1]; < 0: not given
+  std::string dp_overlap;  ///< "", "on", "off"
+};
+
+/// --tp-overlap SHARE (in [0, 1]) and --dp-overlap on|off, checked at parse time; estimate and
+/// plan take them.
+void add_overlap_options(CLI::App& cmd, OverlapFlags& flags);
+
+/// Sets `framework`'s tp_comm_overlap, dp_grad_overlap and dp_param_overlap to what the flags
+/// gave; leaves the convention's where a flag was not given.
+void apply_overlaps(FrameworkConvention& framework, const OverlapFlags& flags);
+
 /// --elementwise fused|eager (default "": the framework convention's, eager for fsdp, hf and
 /// deepspeed, fused for the others), checked at parse time; estimate and plan take it.
 void add_elementwise_option(CLI::App& cmd, std::string& elementwise);

@@ -35,6 +35,7 @@ struct PlanOptions {
   std::string precision;
   std::string attention;
   std::string elementwise;  ///< "", "fused", "eager"
+  OverlapFlags overlaps;
   std::int64_t gpus = 0;
   std::int64_t gbs = 0;
   std::int64_t seq = 0;
@@ -161,6 +162,7 @@ CommandAction add_plan_command(CLI::App& app) {
   add_framework_option(*cmd, o->framework);
   add_precision_option(*cmd, o->precision);
   add_elementwise_option(*cmd, o->elementwise);
+  add_overlap_options(*cmd, o->overlaps);
   // The bounds of estimate's (add_layout_options), so that a batch estimate takes can be
   // searched. A larger batch costs the search little: its divisors are the micro-batch sizes
   // tried. Measured for llama3-405b on 2^20 GPUs (2 busy cores): 8 s at the default batch, 18 s
@@ -237,6 +239,7 @@ CommandAction add_plan_command(CLI::App& app) {
     TrainingSetup setup;
     setup.framework = require_framework(o->framework);
     apply_elementwise(setup.framework, o->elementwise);
+    apply_overlaps(setup.framework, o->overlaps);
     setup.precision = precision;
     setup.seq = o->seq > 0 ? o->seq : model.seq_length;
     setup.attention = !o->attention.empty() ? *parse_attention(o->attention)

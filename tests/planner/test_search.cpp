@@ -247,3 +247,28 @@ TEST_CASE("plan: --elementwise costs every layout with those kernels and the pla
               .exit_code == 0);
   CHECK_FALSE(load_json_file(path)["inputs"]["training"].contains("elementwise"));
 }
+
+TEST_CASE("plan: --tp-overlap and --dp-overlap cost every layout so and the plan records them",
+          "[search][cli]") {
+  // megatron's convention overlaps nothing; with the flags each listed layout's time is
+  // estimate's with the same flags, and hiding half the TP collectives and overlapping the
+  // data-parallel ones makes a layout with tp > 1 faster than without.
+  const std::vector<std::string> args = {"plan", "--model", "llama3-8b", "--gpus", "16",
+                                         "--gbs", "64", "--tp", "2", "--top", "3"};
+  const std::vector<std::string> overlaps = {"--tp-overlap", "0.5", "--dp-overlap", "on"};
+  const test::CliResult r = test::run(test::with(test::with(args, overlaps), {"--json"}));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto ranked = nlohmann::json::parse(r.out)["ranked"];
+  REQUIRE(ranked.size() == 3);
+  for (const auto& c : ranked) {
+    const double step = c["step_time_s"].get<double>();
+    CHECK(step == Approx(estimate_of(c, overlaps)["step_time_s"].get<double>()).epsilon(1e-12));
+    CHECK(step < estimate_of(c, {})["step_time_s"].get<double>());
+  }
+  const std::string path = test::write_temp_file("overlap-plan.json", "");
+  REQUIRE(test::run(test::with(test::with(args, overlaps), {"--out", path})).exit_code == 0);
+  const nlohmann::json training = load_json_file(path)["inputs"]["training"];
+  CHECK(training["tp_comm_overlap"] == 0.5);
+  CHECK(training["dp_overlap"] == true);
+}
