@@ -519,7 +519,8 @@ ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, cons
         " (default: about 4M tokens per step as meshplan plan takes: 4194304 / seq " +
         std::to_string(seq) + ", rounded to whole dp x mbs" + (f.vpp > 1 ? " x pp" : "") +
         ", at least dp x mbs x pp x vpp; " + std::to_string(m) + " micro-batches" +
-        (f.pp > 1 ? ", bubble (pp - 1) / (vpp x micro-batches) = " + fixed(100 * bubble, 1) + "%"
+        (f.pp > 1 ? ", bubble (pp - 1) / (vpp x micro-batches) = " + fixed(100 * bubble, 1) +
+                        "% of the micro-batches' time (the breakdown's share is of the step)"
                   : std::string()) +
         "; set --gbs)");
   }

@@ -236,7 +236,8 @@ TEST_CASE("estimate's default global batch is plan's, about 4M tokens", "[guards
   CHECK_THAT(r.out, Contains("note: gbs 512 (default: about 4M tokens per step as meshplan plan "
                              "takes: 4194304 / seq 8192, rounded to whole dp x mbs, at least dp x "
                              "mbs x pp x vpp; 512 micro-batches, bubble (pp - 1) / (vpp x "
-                             "micro-batches) = 1.4%; set --gbs)"));
+                             "micro-batches) = 1.4% of the micro-batches' time (the "
+                             "breakdown's share is of the step); set --gbs)"));
   CHECK_THAT(r.out, Contains("gbs 512 (512 micro-batches)"));
   // plan takes the same 512 at seq 8192.
   const test::CliResult plan = test::run({"plan", "--model", "llama3-8b", "--gpus", "8"});
