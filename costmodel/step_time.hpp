@@ -7,9 +7,10 @@
 // forward and two backward, or with sp an all-gather and a reduce-scatter of the same volume in
 // place of each; Korthikanti et al. 2022, sec. 4.2.2), exposed context-parallel K/V exchange
 // (ring attention overlaps it with attention compute), and ZeRO-3/FSDP gathers (overlapped with
-// layer compute). The pipeline runs m micro-batches: (m + (p - 1)/v) x the slowest stage's
-// time per micro-batch, plus 2 m v activation/gradient transfers on the critical path (1F1B
-// exchanges with its neighbours in step with its compute). Communication overlapped with compute
+// layer compute). The pipeline runs m micro-batches: m x the slowest stage's time per
+// micro-batch plus (the stages' summed time - the slowest's) / v of fill and drain, which is
+// (m + (p - 1)/v) x a stage's time on uniform stages, plus 2 m v activation/gradient transfers
+// on the critical path (1F1B exchanges with its neighbours in step with its compute). Communication overlapped with compute
 // still holds some of the SMs while it runs (exposed_beside).
 // Then the data-parallel gradient reduction (all-reduce, or reduce-scatter + parameter
 // all-gather with ZeRO/the distributed optimizer; overlapped with the last micro-batch's
@@ -81,7 +82,7 @@ struct StepBreakdown {
   double cp_exposed = 0;   ///< context-parallel K/V exchange not hidden by attention
   double fsdp_exposed = 0; ///< ZeRO-3/FSDP parameter gathers and gradient scatters not hidden
   double pp_p2p = 0;       ///< pipeline send/recv on the critical path
-  double bubble = 0;       ///< pipeline bubble: (p - 1)/v x the slowest stage's time
+  double bubble = 0;       ///< pipeline bubble: (sum of the stages' times - the slowest's) / v
   double dp_exposed = 0;   ///< data-parallel gradient reduction / parameter gather not hidden
   double optimizer = 0;    ///< optimizer step
   double total() const;

@@ -18,8 +18,8 @@ namespace {
 
 /// With pp > 1 and stages that differ by 0.5% or more per micro-batch: which stage is the
 /// slowest and why (its layers, the embedding, the LM head and loss), against the fastest,
-/// since every line of the breakdown counts m micro-batches of the slowest stage
-/// (estimate_step); "" otherwise.
+/// since the breakdown's compute and communication lines count m micro-batches of the slowest
+/// stage and its bubble the others' fill and drain (estimate_step); "" otherwise.
 std::string pipeline_pace(const StepReportInputs& in, const StepEstimate& e) {
   if (e.stages.size() < 2) return "";
   const auto per_mb = [](const StageTimes& st) { return st.forward_s + st.backward_s; };
@@ -42,8 +42,9 @@ std::string pipeline_pace(const StepReportInputs& in, const StepEstimate& e) {
          fixed(100 * (per_mb(e.stages[slow]) / per_mb(e.stages[fast]) - 1), 1) +
          "% more than stage " + std::to_string(fast) + " (" + holds(fast) + ", " +
          fixed(1e3 * per_mb(e.stages[fast]), 2) +
-         " ms); the pipeline runs at the slowest stage's pace, so every line above counts its "
-         "micro-batches.";
+         " ms); the pipeline runs at the slowest stage's pace, so the compute, recompute and "
+         "exposed communication lines above count its micro-batches, and the bubble is the "
+         "other stages' fill and drain.";
 }
 
 }  // namespace
@@ -191,9 +192,10 @@ std::string step_trace_text(const StepEstimate& e, const Layout& layout) {
   }
   trace["otherData"]["pipeline_s"] = sim.step_time_s;
   trace["otherData"]["step_time_s"] = sim.step_time_s + e.breakdown.dp_exposed + e.breakdown.optimizer;
-  // The closed form `estimate` prints runs every stage at the slowest stage's pace; the
-  // simulation runs each stage at its own, so with uneven stages (embedding, LM head) it ends
-  // a little earlier.
+  // The closed form `estimate` prints paces the pipeline by the slowest stage and fills and
+  // drains it through the others; the simulation runs each stage at its own pace, so where a
+  // slower stage comes first (its warm-up forwards hide part of the others') it ends a little
+  // earlier, and with the slowest stage last the two agree.
   trace["otherData"]["closed_form_step_time_s"] = e.step_time_s;
   return trace.dump() + "\n";
 }

@@ -7,6 +7,7 @@
 #include "costmodel/compute_time.hpp"
 #include "costmodel/flops.hpp"
 #include "costmodel/framework.hpp"
+#include "costmodel/pipeline_simulation.hpp"
 #include "costmodel/step_time.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
@@ -75,7 +76,8 @@ TEST_CASE("a collective beside compute exposes what outlasts it, or its share of
   CHECK(exposed_beside(10e-6, 30e-6, 1.0) == 10e-6);   // none
 }
 
-TEST_CASE("the pipeline terms: bubble (p-1)/v of the slowest stage, 2 m v transfers", "[step]") {
+TEST_CASE("the pipeline terms: the other stages' fill and drain as bubble, 2 m v transfers",
+          "[step]") {
   const ModelSpec m = load_model("llama3-70b");
   Layout l;
   l.tp = 8;
@@ -85,16 +87,57 @@ TEST_CASE("the pipeline terms: bubble (p-1)/v of the slowest stage, 2 m v transf
   l.gbs = 32;  // m = 32 micro-batches
   const StepEstimate e =
       estimate_step(m, l, test::megatron_setup(8192), load_cluster("dgx-h100"), load_profile("h100"));
-  double slowest = 0;
-  for (const StageTimes& s : e.stages) slowest = std::max(slowest, s.forward_s + s.backward_s);
-  CHECK(e.breakdown.bubble == Approx(3.0 / 2.0 * slowest));
+  // Stages of T_i seconds per micro-batch: bubble (sum T - max T) / v. The embedding and the
+  // LM head make the edge stages slower than the middle ones, so it is below (p - 1) / v x max T.
+  double slowest = 0, all = 0;
+  for (const StageTimes& s : e.stages) {
+    slowest = std::max(slowest, s.forward_s + s.backward_s);
+    all += s.forward_s + s.backward_s;
+  }
+  CHECK(e.breakdown.bubble == Approx((all - slowest) / 2.0));
+  CHECK(e.breakdown.bubble < 3.0 / 2.0 * slowest);
   CHECK(e.breakdown.pp_p2p == Approx(2 * 32 * 2 * e.p2p_s));
   CHECK(e.breakdown.total() == Approx(e.step_time_s));
   // The closed form of the slowest stage: compute, recompute and exposed communication of 32
   // micro-batches plus the bubble.
   CHECK(e.breakdown.compute + e.breakdown.recompute + e.breakdown.tp_exposed +
             e.breakdown.cp_exposed + e.breakdown.fsdp_exposed + e.breakdown.bubble ==
-        Approx((32 + 1.5) * slowest));
+        Approx(32 * slowest + (all - slowest) / 2.0));
+}
+
+TEST_CASE("uneven stages: the closed form is the event simulation's step where the slowest "
+          "stage is last, and a few percent above it where it is first", "[step]") {
+  // llama3-70b's 80 layers on pp 4, 1F1B, 16 micro-batches, p2p left out (the simulation and
+  // the closed form count it the same way): the pipeline part of the estimate is m max T +
+  // (sum T - max T). With the slowest stage last (1, 1, 1, 77 layers) the first micro-batch
+  // crosses the three fast stages before and after the slow one, exactly that; with it first
+  // (77, 1, 1, 1) its warm-up forwards overlap the others' and the simulation ends earlier.
+  const ModelSpec m = load_model("llama3-70b");
+  const auto pipeline = [&](std::vector<std::int64_t> split) {
+    Layout l;
+    l.tp = 8;
+    l.pp = 4;
+    l.gbs = 16;
+    l.stage_layers = std::move(split);
+    const StepEstimate e = estimate_step(m, l, test::megatron_setup(8192),
+                                         load_cluster("dgx-h100"), load_profile("h100"));
+    PipelineTimes t;
+    t.pp = 4;
+    t.microbatches = 16;
+    for (const StageTimes& st : e.stages) {
+      t.forward_s.push_back({st.forward_s});
+      t.backward_s.push_back({st.backward_s});
+    }
+    const StepBreakdown& b = e.breakdown;
+    const double closed =
+        b.compute + b.recompute + b.tp_exposed + b.cp_exposed + b.fsdp_exposed + b.bubble;
+    return std::pair{closed, simulate_pipeline(t).step_time_s};
+  };
+  const auto [last_closed, last_simulated] = pipeline({1, 1, 1, 77});
+  CHECK(last_closed == Approx(last_simulated).epsilon(1e-9));
+  const auto [first_closed, first_simulated] = pipeline({77, 1, 1, 1});
+  CHECK(first_closed >= first_simulated);
+  CHECK(first_closed <= 1.05 * first_simulated);
 }
 
 TEST_CASE("FlashAttention: the rate ramps with the keys one call covers", "[step]") {
