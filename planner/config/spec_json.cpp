@@ -2,9 +2,11 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <vector>
 
+#include "costmodel/collectives/collective.hpp"
 #include "planner/config/input_error.hpp"
 #include "planner/config/json_reader.hpp"
 #include "planner/config/loaders.hpp"
@@ -242,7 +244,38 @@ CollectiveFit parse_fit(const nlohmann::json& raw, const std::string& file,
   const TierBandwidth t = tier_bandwidth(o, raw);
   fit.alpha_s = t.alpha_s;
   fit.busbw_bytes_per_s = t.busbw_bytes_per_s;
-  if (o.has("points")) fit.points = parse_busbw_points(raw.at("points"), o);
+  if (o.has("points")) {
+    fit.points = parse_busbw_points(raw.at("points"), o);
+    // Past its largest point a curve continues at the fit's busbw (collective_time_s), so where
+    // that point is past the line's latency knee (its bytes x F / busbw at least alpha_s) the
+    // point and the line must tell the same story: a time more than 10x off the line's there
+    // is a typo or a broken measurement, not a rate (busbw 1 B/s at 16 GiB made a step take
+    // 246,000 years). Calibrated fits pass through their large points (calibrate/, least
+    // squares on time), the shipped curves end at their fit's busbw; a slow point below the
+    // knee is a latency measurement (a loaded CPU run) and stays.
+    const BusbwPoint& last = fit.points.back();
+    const double factor = bus_bandwidth_factor(fit.collective, fit.group_size);
+    const double measured = last.bytes * factor / last.busbw_bytes_per_s;
+    const double transfer = last.bytes * factor / fit.busbw_bytes_per_s;
+    const double line = fit.alpha_s + transfer;
+    constexpr double kMaxDisagreement = 10;
+    if (transfer >= fit.alpha_s &&
+        (measured > kMaxDisagreement * line || measured < line / kMaxDisagreement)) {
+      const std::string at = "[" + std::to_string(fit.points.size() - 1) + "]";
+      const auto seconds = [](double value) {
+        char text[32];
+        std::snprintf(text, sizeof text, "%.3g s", value);
+        return std::string(text);
+      };
+      o.fail("points" + at + ".busbw_bytes_per_s",
+             describe_json(raw.at("points").back().at("busbw_bytes_per_s")) + " at " +
+                 describe_json(whole_bytes(last.bytes)) + " bytes is a " +
+                 seconds(measured) + " " + name + ", more than 10x from the fit's own "
+                 "line there (alpha_s + bytes x " + describe_json(factor) + " / busbw_bytes_per_s"
+                 " = " + seconds(line) + "), which the cost model continues past this "
+                 "point; re-measure with meshplan-calibrate, or correct the point or the fit");
+    }
+  }
   return fit;
 }
 

@@ -542,10 +542,36 @@ TEST_CASE("profile curve points: busbw from 1 to 1e15 bytes/s", "[consistency][p
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   const double step = nlohmann::json::parse(r.out)["step_time_s"].get<double>();
-  // 7.8e12 s: the one 8-byte point's 1 byte/s stands for every larger message (the curve's last
-  // busbw past it), absurd as a plan but a finite number, not 1e307 s.
+  // Every larger message takes that point's 8 x 1.75 / 1 = 14 s plus its extra bytes at the
+  // fit's busbw (collective_time_s): absurd as a plan, but a finite number, not 1e307 s.
   CHECK(std::isfinite(step));
   CHECK(step < 1e14);
+}
+
+TEST_CASE("profile curve points: a large point far off its fit's line is refused",
+          "[consistency][profile]") {
+  // h100's all-reduce curve ends at 16 GiB where its fit's line (alpha 19.3 us, 479.9 GB/s)
+  // takes 2^34 x 1.75 / 479.9e9 + 19.3e-6 = 0.0627 s. busbw 1 B/s there is 3.01e10 s, far
+  // more than 10x the line: refused (it made a step take 246,000 years). 48.5 GB/s there
+  // (0.620 s, just under 10x) is a measurement.
+  nlohmann::json profile = nlohmann::json::parse(test::read_config("profiles/h100.json"));
+  nlohmann::json& points = profile["collectives"][0]["points"];
+  const std::size_t last = points.size() - 1;
+  REQUIRE(points[last]["bytes"] == 17179869184);
+  points[last]["busbw_bytes_per_s"] = 1;
+  const std::string broken = test::write_temp_file("points-off-line.json", profile.dump(2));
+  const test::CliResult r = test::run({"estimate", "--model", "llama3-8b", "--tp", "8",
+                                       "--profile", broken});
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.empty());
+  CHECK_THAT(r.err, Catch::Contains(broken + ": $.collectives[0].points[" +
+                                    std::to_string(last) + "].busbw_bytes_per_s: 1 at "
+                                    "17179869184 bytes is a 3.01e+10 s all_reduce, more than 10x "
+                                    "from the fit's own line there"));
+  points[last]["busbw_bytes_per_s"] = 48.5e9;
+  const std::string slow = test::write_temp_file("points-slow-end.json", profile.dump(2));
+  CHECK(test::run({"estimate", "--model", "llama3-8b", "--tp", "8", "--profile", slow})
+            .exit_code == 0);
 }
 
 // ---------------------------------------------------------------------------------------------
