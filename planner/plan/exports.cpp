@@ -549,6 +549,9 @@ Export export_deepspeed(const Plan& p) {
   j["train_micro_batch_size_per_gpu"] = l.mbs;
   j["gradient_accumulation_steps"] = l.gbs / (l.dp * l.mbs);
   j["zero_optimization"] = {{"stage", l.zero}};
+  // overlap_comm (DeepSpeed docs, zero_optimization): overlap the gradient reduction with the
+  // backward, as the plan was costed (its default is false for stages 1 and 2, true for 3).
+  if (l.zero >= 1) j["zero_optimization"]["overlap_comm"] = p.setup.framework.dp_grad_overlap;
   j["bf16"] = {{"enabled", p.setup.precision != Precision::kFp16}};
   j["fp16"] = {{"enabled", p.setup.precision == Precision::kFp16}};
   if (l.recompute == Recompute::kFull) {
@@ -587,6 +590,12 @@ Export export_deepspeed(const Plan& p) {
     e.dropped.push_back("uneven stage split " + join(l.stage_layers, ",") +
                         ": not a DeepSpeed config setting; DeepSpeed's PipelineModule "
                         "partitions layers in the model code (partition_method)");
+  }
+  if (l.zero == 0 && l.dp > 1 && p.setup.framework.dp_grad_overlap) {
+    e.dropped.push_back("gradient reduction overlapped with the backward (as planned): "
+                        "DeepSpeed's stage 0 all-reduces the gradients after the backward, and "
+                        "overlap_comm belongs to zero_optimization stages 1-3; expect the "
+                        "data-parallel reduction exposed");
   }
   if (l.zero >= 2 && l.pp > 1) {
     e.dropped.push_back("ZeRO-" + s(l.zero) + " with pipeline parallelism (pp " + s(l.pp) +

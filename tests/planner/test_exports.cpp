@@ -492,6 +492,21 @@ TEST_CASE("torchtitan export: a split torchtitan cannot make is dropped, and its
                     "pipeline_parallel_degree 4");
 }
 
+TEST_CASE("deepspeed export: stage 0 cannot overlap the gradient reduction", "[exports]") {
+  // dp 8 without ZeRO, costed with deepspeed's overlapped reduction: DeepSpeed's stage 0
+  // all-reduces after the backward, so the export says the reduction will show.
+  Layout l;
+  l.dp = 8;
+  l.gbs = 8;
+  ModelSpec m = load_model("llama3-8b");
+  m.num_layers = 2;  // small enough for plain data parallelism on 80 GB
+  const Export e = export_plan(plan_of(m, l, "deepspeed", Precision::kBf16, 8192),
+                               ExportFormat::kDeepspeed);
+  INFO(all_dropped(e));
+  CHECK_FALSE(nlohmann::json::parse(e.text)["zero_optimization"].contains("overlap_comm"));
+  CHECK(mentions(e, "DeepSpeed's stage 0 all-reduces the gradients after the backward"));
+}
+
 TEST_CASE("deepspeed export: the config JSON and what belongs on the command line", "[exports]") {
   SECTION("llama3-8b ZeRO-3 round trip") {
     const Export e = export_plan(llama8b_fsdp(), ExportFormat::kDeepspeed);
@@ -501,6 +516,8 @@ TEST_CASE("deepspeed export: the config JSON and what belongs on the command lin
     CHECK(j["train_micro_batch_size_per_gpu"] == 2);
     CHECK(j["gradient_accumulation_steps"] == 2);  // 32 / (8 x 2)
     CHECK(j["zero_optimization"]["stage"] == 3);
+    // fsdp's convention overlaps the gradient reduction with the backward: overlap_comm.
+    CHECK(j["zero_optimization"]["overlap_comm"] == true);
     CHECK(j["bf16"]["enabled"] == true);
     CHECK(j["fp16"]["enabled"] == false);
     CHECK(j["activation_checkpointing"]["partition_activations"] == false);
@@ -529,6 +546,8 @@ TEST_CASE("deepspeed export: the config JSON and what belongs on the command lin
     const auto j = nlohmann::json::parse(e.text);
     CHECK_FALSE(j.contains("activation_checkpointing"));
     CHECK(j["gradient_accumulation_steps"] == 32);
+    // megatron's convention does not overlap it (--overlap-grad-reduce is opt-in).
+    CHECK(j["zero_optimization"]["overlap_comm"] == false);
     const Layout back = parse_deepspeed_json(e.text);
     CHECK(back.dp == 2);
     CHECK(back.zero == 1);
