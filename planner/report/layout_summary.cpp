@@ -63,15 +63,15 @@ std::vector<std::string> regime_caveats(const Layout& layout, const TrainingSetu
   if (layout.cp > 1 && setup.seq >= kLongSequence) {
     out.push_back("cp " + std::to_string(layout.cp) + " at seq " + std::to_string(setup.seq) +
                   ": on the published runs of ring attention at 64K-256K tokens (torchtitan, "
-                  "cp 2-8) this model's step times were 14-41% below the measured ones, "
-                  "further the longer the sequence (README, Validation); take this step time "
-                  "as a lower bound.");
+                  "cp 2-8) meshplan's predicted step times were 14-41% below the measured "
+                  "ones, further the longer the sequence (README, Validation); take this step "
+                  "time as a lower bound.");
   }
   if (profile == "a100") {
     out.push_back("profile a100: on every published A100 run (Narayanan et al. 2021, Korthikanti "
-                  "et al. 2022, Hagemann et al. 2023) this model's step times were 5-32% below "
-                  "the measured ones (README, Validation); take this step time as a lower bound, "
-                  "or measure the cluster's own profile (meshplan-calibrate).");
+                  "et al. 2022, Hagemann et al. 2023) meshplan's predicted step times were "
+                  "5-32% below the measured ones (README, Validation); take this step time as a "
+                  "lower bound, or measure the cluster's own profile (meshplan-calibrate).");
   }
   return out;
 }
