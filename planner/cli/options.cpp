@@ -172,13 +172,33 @@ void add_precision_option(CLI::App& cmd, std::string& precision) {
 }
 
 void add_overlap_options(CLI::App& cmd, OverlapFlags& flags) {
+  // Each convention's defaults, from the conventions themselves.
+  std::string tp_defaults, dp_defaults;
+  const std::vector<FrameworkConvention>& all = framework_conventions();
+  const bool one_tp = std::all_of(all.begin(), all.end(), [&](const FrameworkConvention& f) {
+    return f.tp_comm_overlap == all.front().tp_comm_overlap;
+  });
+  for (const FrameworkConvention& f : all) {
+    const std::string sep = dp_defaults.empty() ? "" : ", ";
+    if (!one_tp) tp_defaults += sep + f.name + " " + CLI::detail::to_string(f.tp_comm_overlap);
+    dp_defaults += sep + f.name + " " +
+                   (f.dp_grad_overlap && f.dp_param_overlap ? "both"
+                    : f.dp_grad_overlap                     ? "gradients"
+                    : f.dp_param_overlap                    ? "parameters"
+                                                            : "off");
+  }
+  if (one_tp) tp_defaults = CLI::detail::to_string(all.front().tp_comm_overlap) + " for all";
   cmd.add_option("--tp-overlap", flags.tp_overlap,
-                 "Share of TP collective time hidden under GEMMs, in [0, 1] (default: the "
-                 "framework's)")
+                 "Share of TP collective time hidden under GEMMs, in [0, 1]: what Megatron-LM's "
+                 "--tp-comm-overlap (Transformer Engine userbuffers) or torchtitan's async TP "
+                 "hides, 1 all of it; any share > 0 exports those switches (default: the "
+                 "framework's: " + tp_defaults + ")")
       ->check(number_in(0.0, 1.0));
   cmd.add_option("--dp-overlap", flags.dp_overlap,
                  "Overlap the gradient reduction with backward and the ZeRO-1 parameter "
-                 "all-gather with forward: on | off (default: the framework's)")
+                 "all-gather with forward (Megatron-LM's --overlap-grad-reduce and "
+                 "--overlap-param-gather, DeepSpeed's overlap_comm): on | off (default: the "
+                 "framework's: " + dp_defaults + ")")
       ->check(CLI::IsMember({"on", "off"}));
 }
 

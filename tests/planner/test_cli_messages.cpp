@@ -224,3 +224,18 @@ TEST_CASE("the help of --framework does not read as a recompute default", "[mess
     CHECK_THAT(help.out, !Catch::Contains("op-level selective recompute"));
   }
 }
+
+TEST_CASE("the overlap flags say what they stand for and each convention's default",
+          "[messages][cli]") {
+  // From framework.cpp's conventions: no convention hides TP communication; megatron overlaps
+  // no data-parallel communication (--overlap-grad-reduce is opt-in), nemo and fsdp both.
+  for (const char* command : {"plan", "estimate"}) {
+    INFO(command);
+    const test::CliResult help = test::run({command, "--help"});
+    REQUIRE(help.exit_code == 0);
+    CHECK_THAT(help.out, Catch::Contains("Megatron-LM's --tp-comm-overlap"));
+    CHECK_THAT(help.out, Catch::Contains("(default: the framework's: 0 for all)"));
+    CHECK_THAT(help.out, Catch::Contains("megatron off, nemo both"));
+    CHECK_THAT(help.out, Catch::Contains("fsdp both"));
+  }
+}
