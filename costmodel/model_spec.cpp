@@ -9,6 +9,8 @@ std::int64_t padded_vocab_size(const ModelSpec& model) {
   return (model.vocab_size + m - 1) / m * m;
 }
 
+bool norm_epsilon_in_range(double eps) { return eps >= kMinNormEpsilon && eps < 1; }
+
 std::int64_t vocab_shard_size(const ModelSpec& model, std::int64_t tp) {
   return (padded_vocab_size(model) + tp - 1) / tp;
 }

@@ -37,6 +37,13 @@ struct RopeScaling {
   bool operator==(const RopeScaling&) const = default;
 };
 
+/// The smallest norm epsilon a model may have: float32's smallest normal number (FLT_MIN,
+/// 1.18e-38); a smaller one is 0 or subnormal in the norms' fp32 arithmetic.
+inline constexpr double kMinNormEpsilon = 1.1754943508222875e-38;
+
+/// Whether `eps` is a norm epsilon a model may have: kMinNormEpsilon <= eps < 1.
+bool norm_epsilon_in_range(double eps);
+
 /// A decoder-only transformer. All sizes are element counts (not bytes).
 /// Invariants: model_structure_problem() finds none (every model source in planner/ checks it
 /// and names the bad field).

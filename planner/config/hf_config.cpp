@@ -37,6 +37,25 @@ const std::vector<std::string> kActivations = {
     "gelu_accurate", "gelu_10", "quick_gelu", "relu", "relu2", "relu6", "leaky_relu", "mish",
     "tanh", "sigmoid", "laplace", "linear", "prelu"};
 
+/// A RoPE scaling as error messages name it: `"llama3" (factor 8, ...)`, or "no scaling".
+std::string rope_scaling_text(const std::optional<RopeScaling>& r) {
+  if (!r) return "no scaling";
+  std::string text = "\"" + r->type + "\"";
+  std::vector<std::string> parts;
+  const auto add = [&](const char* name, const std::optional<double>& v) {
+    if (v) parts.push_back(std::string(name) + " " + describe_json(*v));
+  };
+  add("factor", r->factor);
+  add("low_freq_factor", r->low_freq_factor);
+  add("high_freq_factor", r->high_freq_factor);
+  if (r->original_max_position_embeddings) {
+    add("original_max_position_embeddings",
+        static_cast<double>(*r->original_max_position_embeddings));
+  }
+  for (std::size_t i = 0; i < parts.size(); ++i) text += (i ? ", " : " (") + parts[i];
+  return parts.empty() ? text : text + ")";
+}
+
 /// Reads HF config keys, which may come under one of several names and may be absent with a
 /// documented default. Unlike StrictObject, unknown keys are fine: HF configs carry many.
 class HfReader {
@@ -180,24 +199,35 @@ class HfReader {
   }
 
   /// The norm epsilon under `key` (LlamaConfig's rms_norm_eps, GPT2Config's
-  /// layer_norm_epsilon); absent or null: the class default. A number in (0, 1).
+  /// layer_norm_epsilon); absent or null: the class default. A number in [kMinNormEpsilon, 1).
   double norm_epsilon(const char* key, double class_default) const {
     const nlohmann::json* v = value(key);
     if (!v) return class_default;
-    if (!v->is_number() || !(v->get<double>() > 0 && v->get<double>() < 1)) {
-      fail(key, "must be a number in (0, 1) (the epsilon added to the variance of every "
-                "norm, e.g. 1e-05), got " + describe_json(*v));
+    if (!v->is_number() || !norm_epsilon_in_range(v->get<double>())) {
+      fail(key, std::string(kNormEpsilonExpected) + ", got " + describe_json(*v));
     }
     return v->get<double>();
   }
 
   /// RoPE scaling: `rope_scaling` (transformers 4), else `rope_parameters` (transformers 5,
-  /// which keeps rope_theta there too). Its type is "rope_type" (older configs: "type");
+  /// which keeps rope_theta there too); both present must describe the same scaling. Its type is "rope_type" (older configs: "type");
   /// "default" or no object: none. The fields each type needs are those transformers' own
   /// validation requires (modeling_rope_utils.py, _validate_*_parameters): factor for all but
   /// longrope, and llama3's low_freq_factor, high_freq_factor, original_max_position_embeddings.
   std::optional<RopeScaling> rope_scaling() const {
-    const std::string key = value("rope_scaling") ? "rope_scaling" : "rope_parameters";
+    const std::optional<RopeScaling> scaling = rope_scaling_under("rope_scaling");
+    const std::optional<RopeScaling> parameters = rope_scaling_under("rope_parameters");
+    if (value("rope_scaling") && value("rope_parameters") && scaling != parameters) {
+      fail("rope_parameters", "says " + rope_scaling_text(parameters) + ", but rope_scaling " +
+                                  "says " + rope_scaling_text(scaling) +
+                                  "; remove one of them (transformers 5 reads rope_parameters, "
+                                  "4 rope_scaling)");
+    }
+    return value("rope_scaling") ? scaling : parameters;
+  }
+
+  /// The scaling one key describes (rope_scaling()'s rules); none when the key is absent.
+  std::optional<RopeScaling> rope_scaling_under(const std::string& key) const {
     const nlohmann::json* v = value(key.c_str());
     if (!v) return std::nullopt;
     if (!v->is_object()) {
@@ -250,9 +280,9 @@ class HfReader {
                  "), got " + describe_json(*field("high_freq_factor")));
       }
       const double original = *positive("original_max_position_embeddings", true);
-      if (original > static_cast<double>(kMaxSize) || original != std::floor(original)) {
+      if (original > static_cast<double>(kMaxTokens) || original != std::floor(original)) {
         fail(key + ".original_max_position_embeddings",
-             "must be a whole number of tokens up to " + std::to_string(kMaxSize) + ", got " +
+             "must be a whole number of tokens up to " + std::to_string(kMaxTokens) + ", got " +
                  describe_json(*field("original_max_position_embeddings")));
       }
       scaling.original_max_position_embeddings = static_cast<std::int64_t>(original);
@@ -393,8 +423,21 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
     m.tied_embeddings = r.boolean("tie_word_embeddings", true);
     m.linear_bias = true;
     m.dropout = r.any_dropout({"resid_pdrop", "attn_pdrop", "embd_pdrop"});
-    // GPT2Config: layer_norm_epsilon, default 1e-5.
+    // GPT2Config: layer_norm_epsilon, default 1e-5. GPT-2 has learned positions and
+    // LayerNorm: a RoPE scaling, or an rms_norm_eps other than its epsilon, would describe
+    // another model, and transformers ignores both there; refused, as the keys above are.
     m.norm_epsilon = r.norm_epsilon("layer_norm_epsilon", 1e-5);
+    if (r.value("rms_norm_eps") && r.norm_epsilon("rms_norm_eps", 1e-5) != *m.norm_epsilon) {
+      r.fail("rms_norm_eps", "is " + describe_json(*r.value("rms_norm_eps")) +
+                                 ", but GPT2Config reads layer_norm_epsilon (" +
+                                 describe_json(*m.norm_epsilon) +
+                                 ") and ignores rms_norm_eps; remove one of them");
+    }
+    if (const std::optional<RopeScaling> scaling = r.rope_scaling()) {
+      r.fail(r.value("rope_scaling") ? "rope_scaling" : "rope_parameters",
+             "is " + rope_scaling_text(scaling) + ", but a gpt2 model has learned positions, "
+             "no RoPE (transformers ignores the key there); remove it");
+    }
   } else {
     m.ffn_hidden_size = r.required_int({"intermediate_size"});
     // LlamaMLP / MistralMLP / Qwen2MLP: down(act(gate(x)) x up(x)), gated whatever hidden_act

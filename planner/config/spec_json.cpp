@@ -458,7 +458,9 @@ RopeScaling rope_scaling_from_json(StrictObject o) {
     }
   }
   if (llama3 && *r.high_freq_factor <= *r.low_freq_factor) {
-    o.fail("high_freq_factor", "must be greater than low_freq_factor");
+    o.fail("high_freq_factor", "must be greater than low_freq_factor (" +
+                                   describe_json(*r.low_freq_factor) + "), got " +
+                                   describe_json(*r.high_freq_factor));
   }
   return r;
 }
@@ -526,9 +528,8 @@ ModelSpec model_from_json(const nlohmann::json& json, const std::string& file,
   }
   if (o.has("norm_epsilon") && !json.at("norm_epsilon").is_null()) {
     const nlohmann::json& eps = json.at("norm_epsilon");
-    if (!eps.is_number() || !(eps.get<double>() > 0 && eps.get<double>() < 1)) {
-      o.fail("norm_epsilon", "must be a number in (0, 1) (the epsilon added to the variance "
-                             "of every norm, e.g. 1e-05), got " + describe_json(eps));
+    if (!eps.is_number() || !norm_epsilon_in_range(eps.get<double>())) {
+      o.fail("norm_epsilon", std::string(kNormEpsilonExpected) + ", got " + describe_json(eps));
     }
     m.norm_epsilon = eps.get<double>();
   }

@@ -145,10 +145,11 @@ TEST_CASE("rope_scaling and norm_epsilon: optional, checked, rope_scaling on rop
   CHECK_FALSE(load_model(broken_model("null-eps.json", eps, "\"norm_epsilon\": null")).norm_epsilon);
 
   expect_input_error(broken_model("big-eps.json", eps, "\"norm_epsilon\": 1.5"),
-                     "$.norm_epsilon: must be a number in (0, 1)");
+                     "$.norm_epsilon: must be a number from 1.18e-38");
   expect_input_error(broken_model("zero-eps.json", eps, "\"norm_epsilon\": 0"),
-                     "$.norm_epsilon: must be a number in (0, 1) (the epsilon added to the variance of "
-                     "every norm, e.g. 1e-05), got 0");
+                     "$.norm_epsilon: must be a number from 1.18e-38 (float32's smallest normal "
+                     "number: a smaller epsilon is 0 in the norms' fp32 arithmetic) to below 1, "
+                     "e.g. 1e-05, got 0");
   const std::string nulls =
       R"("low_freq_factor": null, "high_freq_factor": null, "original_max_position_embeddings": null})";
   expect_input_error(scaled("type.json", R"({"type": "ntk", "factor": 2, )" + nulls),

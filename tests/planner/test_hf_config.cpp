@@ -265,7 +265,27 @@ TEST_CASE("a rope_scaling or rms_norm_eps transformers would refuse is refused",
   CHECK_THROWS_WITH(load_model(changed_config("llama3-8b", "eps.json", [](nlohmann::json& c) {
                       c["rms_norm_eps"] = 0;
                     })),
-                    Catch::Contains("$.rms_norm_eps: must be a number in (0, 1)"));
+                    Catch::Contains("$.rms_norm_eps: must be a number from 1.18e-38"));
+  // 1e-300 is 0 in float32: refused, not exported as --norm-epsilon 1e-300.
+  CHECK_THROWS_WITH(load_model(changed_config("llama3-8b", "tiny-eps.json", [](nlohmann::json& c) {
+                      c["rms_norm_eps"] = 1e-300;
+                    })),
+                    Catch::Contains("$.rms_norm_eps: must be a number from 1.18e-38 (float32's "
+                                    "smallest normal number"));
+  // rope_scaling and transformers 5's rope_parameters must agree where both are given.
+  CHECK_THROWS_WITH(
+      load_model(changed_config("llama3-8b", "two-scalings.json", [](nlohmann::json& c) {
+        c["rope_scaling"] = {{"type", "linear"}, {"factor", 8.0}};
+        c["rope_parameters"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
+      })),
+      Catch::Contains("$.rope_parameters: says \"yarn\" (factor 4.0), but rope_scaling says "
+                      "\"linear\" (factor 8.0); remove one of them"));
+  // The same scaling under both keys is one scaling.
+  CHECK(load_model(changed_config("llama3-8b", "same-scalings.json", [](nlohmann::json& c) {
+          c["rope_scaling"] = {{"type", "linear"}, {"factor", 8.0}};
+          c["rope_parameters"] = {{"rope_type", "linear"}, {"factor", 8.0},
+                                  {"rope_theta", 500000.0}};
+        })).rope_scaling->factor == 8.0);
 }
 
 TEST_CASE("a config.json given relative to the current folder is named after that folder",
@@ -281,4 +301,25 @@ TEST_CASE("a config.json given relative to the current folder is named after tha
   CHECK(model_from_hf_config(config, "/m/Llama-3-8B/../Mistral-7B/./config.json").name ==
         "Mistral-7B");
   CHECK(model_from_hf_config(config, "./my-llama.json").name == "my-llama");  // not config.json
+}
+
+TEST_CASE("gpt2 refuses RoPE scaling and an rms_norm_eps other than its epsilon", "[hf]") {
+  // GPT2Config reads layer_norm_epsilon (default 1e-5) and has learned positions: transformers
+  // ignores rope_scaling and rms_norm_eps on gpt2, so a value that would change the model is
+  // refused rather than dropped (the same rule as its num_key_value_heads or head_dim).
+  CHECK_THROWS_WITH(load_model(changed_config("gpt2", "gpt2-rope.json", [](nlohmann::json& c) {
+                      c["rope_scaling"] = {{"type", "linear"}, {"factor", 4.0}};
+                    })),
+                    Catch::Contains("$.rope_scaling: is \"linear\" (factor 4.0), but a gpt2 "
+                                    "model has learned positions"));
+  CHECK_THROWS_WITH(load_model(changed_config("gpt2", "gpt2-rms.json", [](nlohmann::json& c) {
+                      c["rms_norm_eps"] = 0.5;
+                    })),
+                    Catch::Contains("$.rms_norm_eps: is 0.5, but GPT2Config reads "
+                                    "layer_norm_epsilon (1e-05)"));
+  // The same value under both names, and a null rope_scaling, describe GPT-2 itself.
+  CHECK(load_model(changed_config("gpt2", "gpt2-same-eps.json", [](nlohmann::json& c) {
+          c["rms_norm_eps"] = 1e-5;
+          c["rope_scaling"] = nullptr;
+        })).norm_epsilon == 1e-5);
 }
