@@ -673,10 +673,16 @@ void note_rope_length(std::ostream& err, const ModelSpec& model, std::int64_t se
   }
   const std::string max = std::to_string(model.max_position_embeddings);
   err << "note: seq " << seq << " is beyond " << model.name << "'s max_position_embeddings "
-      << max << ": the model was trained to " << max
-      << " positions, and RoPE positions beyond them need scaling or extension (rope_scaling: "
-         "linear, YaRN, llama3) before training at this length; the cost is computed all the "
-         "same\n";
+      << max << ": ";
+  if (model.rope_scaling) {
+    err << "the length its RoPE scaling (\"" << model.rope_scaling->type
+        << "\") is configured for; positions beyond it need a larger scaling";
+  } else {
+    err << "the model was trained to " << max
+        << " positions, and RoPE positions beyond them need scaling or extension "
+           "(rope_scaling: linear, YaRN, llama3)";
+  }
+  err << " before training at this length; the cost is computed all the same\n";
 }
 
 namespace {

@@ -229,8 +229,10 @@ void note_profile_gpu(std::ostream& err, const Profile& profile, const ClusterSp
 /// model (estimate, plan, ledger): "note: seq 16384 is beyond llama3-8b's max_position_embeddings
 /// 8192: the model was trained to 8192 positions, and RoPE positions beyond them need scaling or
 /// extension (rope_scaling: linear, YaRN, llama3) before training at this length; the cost is
-/// computed all the same". Nothing otherwise (a model with learned positions refuses such a
-/// seq as a layout problem).
+/// computed all the same"; a model with a RoPE scaling gets "... 131072: the length its RoPE
+/// scaling ("llama3") is configured for; positions beyond it need a larger scaling before
+/// training at this length; ...". Nothing otherwise (a model with learned positions refuses
+/// such a seq as a layout problem).
 void note_rope_length(std::ostream& err, const ModelSpec& model, std::int64_t seq);
 
 /// Throws InputError when a number estimate prints or writes is not finite (the step time,

@@ -220,4 +220,13 @@ TEST_CASE("a sequence beyond a RoPE model's max_position_embeddings gets a note,
     }
     CHECK(test::run(trained).err.empty());
   }
+  // llama3-405b carries Llama 3.1's llama3 scaling and max_position_embeddings 131072: past it,
+  // the note names the scaling rather than asking for one.
+  const test::CliResult scaled = test::run(
+      {"ledger", "--model", "llama3-405b", "--tp", "8", "--pp", "16", "--seq", "262144"});
+  CHECK(scaled.exit_code == 0);
+  CHECK(scaled.err ==
+        "note: seq 262144 is beyond llama3-405b's max_position_embeddings 131072: the length its "
+        "RoPE scaling (\"llama3\") is configured for; positions beyond it need a larger scaling "
+        "before training at this length; the cost is computed all the same\n");
 }
