@@ -363,6 +363,16 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
                                "a whole number of bytes from 1048576 (2^20) to 1125899906842624 "
                                "(2^50)");
   c.oom = measured.boolean_or_null("oom");
+  // SCHEMA.md: "every case with a throughput number did run, whatever the flag"; a run that
+  // ran out of memory measured no throughput, so both together are a contradiction.
+  if (c.oom.value_or(false) &&
+      (c.step_time_s || c.tokens_per_s_per_gpu || c.tflops_per_gpu || c.mfu)) {
+    measured.fail("oom", "is true, but case " + c.id +
+                             " also has a measured throughput (step_time_s, "
+                             "tokens_per_s_per_gpu, tflops_per_gpu or mfu), and SCHEMA.md says a "
+                             "case with a throughput number did run; set oom to false or null, "
+                             "or drop the throughput");
+  }
   c.memory_metric = measured.string_or_null("memory_metric").value_or("");
   read_inferred(json, o);
   // SCHEMA.md: every free-text mapping, assumption and caveat ("" where there is none).

@@ -447,6 +447,23 @@ TEST_CASE("validate: a blank case id or model name is refused", "[consistency][n
                                        "expected the model's name as the source gives it"));
 }
 
+TEST_CASE("validate: a case that ran out of memory and measured a throughput is refused",
+          "[consistency][validate]") {
+  // SCHEMA.md: every case with a throughput number did run, whatever the flag. oom true beside
+  // step_time_s 1.42 was scored as a missed OOM; oom true alone is an OOM case.
+  nlohmann::json c = test::validation_case_json();
+  c["measured"]["oom"] = true;
+  const std::string file = test::validation_file("v-oom-ran.json", {c});
+  expect_exact_error(
+      {"validate", file},
+      error_line(file + ": $.cases[0].measured.oom: is true, but case " + c["id"].get<std::string>() +
+                 " also has a measured throughput (step_time_s, tokens_per_s_per_gpu, "
+                 "tflops_per_gpu or mfu), and SCHEMA.md says a case with a throughput number did "
+                 "run; set oom to false or null, or drop the throughput"));
+  c["measured"]["step_time_s"] = nullptr;
+  CHECK(test::run({"validate", test::validation_file("v-oom.json", {c})}).exit_code == 0);
+}
+
 // ---------------------------------------------------------------------------------------------
 // 5. Validation files: inferred, notes, source and cases typed as SCHEMA.md has them.
 // ---------------------------------------------------------------------------------------------
