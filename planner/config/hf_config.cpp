@@ -576,11 +576,12 @@ std::vector<std::string> hf_config_notes(const nlohmann::json& config, const std
   const std::int64_t w = window->get<std::int64_t>();
   if (active && w < model.seq_length) {
     const std::string ws = std::to_string(w);
-    notes.push_back(file + ": sliding_window " + ws + " is smaller than the sequence length " +
+    notes.push_back(file + ": sliding_window " + ws + " is shorter than the model's " +
                     std::to_string(model.seq_length) +
-                    " (max_position_embeddings): attention is costed as full causal attention "
-                    "over the whole sequence, not over a " + ws + "-token window, so beyond " +
-                    ws + " tokens its FLOPs and time are overestimated");
+                    " positions (max_position_embeddings): attention is costed as full causal "
+                    "attention over the whole sequence, not over a " + ws + "-token window, so "
+                    "at sequences beyond " + ws + " tokens its FLOPs and time are overestimated, "
+                    "and the exports do not carry the window");
   }
   return notes;
 }

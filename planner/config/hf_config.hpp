@@ -46,10 +46,10 @@ bool looks_like_hf_config(const nlohmann::json& json);
 /// the model computes but that the cost model does not follow, each one line to print after
 /// "note: ". Today: an active sliding window (Mistral's `sliding_window`; Qwen2's only with
 /// `use_sliding_window` true) smaller than the model's sequence length (seq_length, from
-/// max_position_embeddings): "<file>: sliding_window 4096 is smaller than the sequence length
-/// 32768 (max_position_embeddings): attention is costed as full causal attention over the whole
-/// sequence, not over a 4096-token window, so beyond 4096 tokens its FLOPs and time are
-/// overestimated". Throws InputError when sliding_window is not a positive integer or null, or
+/// max_position_embeddings): "<file>: sliding_window 4096 is shorter than the model's 32768
+/// positions (max_position_embeddings): attention is costed as full causal attention over the
+/// whole sequence, not over a 4096-token window, so at sequences beyond 4096 tokens its FLOPs
+/// and time are overestimated, and the exports do not carry the window". Throws InputError when sliding_window is not a positive integer or null, or
 /// use_sliding_window not true, false or null.
 std::vector<std::string> hf_config_notes(const nlohmann::json& config, const std::string& file,
                                          const ModelSpec& model);

@@ -310,10 +310,11 @@ TEST_CASE("a Hugging Face sliding window shorter than the sequence gets a note",
   CHECK(m.seq_length == 32768);
   REQUIRE(notes.size() == 1);
   CHECK(notes[0] == file +
-                        ": sliding_window 4096 is smaller than the sequence length 32768 "
+                        ": sliding_window 4096 is shorter than the model's 32768 positions "
                         "(max_position_embeddings): attention is costed as full causal "
                         "attention over the whole sequence, not over a 4096-token window, so "
-                        "beyond 4096 tokens its FLOPs and time are overestimated");
+                        "at sequences beyond 4096 tokens its FLOPs and time are overestimated, "
+                        "and the exports do not carry the window");
   // No note: a window of the whole sequence, none (null: Mistral v0.2 on), or Qwen2's window
   // without use_sliding_window true (its default, and its released configs').
   const auto notes_of = [](const nlohmann::json& c, const std::string& name) {
@@ -340,7 +341,7 @@ TEST_CASE("a Hugging Face sliding window shorter than the sequence gets a note",
     const test::CliResult r = test::run(args);
     INFO(args.front() << ": " << r.err);
     CHECK(r.exit_code == 0);
-    CHECK_THAT(r.err + r.out, Catch::Contains("sliding_window 4096 is smaller than the sequence"));
+    CHECK_THAT(r.err + r.out, Catch::Contains("sliding_window 4096 is shorter than the model"));
   }
   // A window that is not a positive integer is refused at its path.
   config["sliding_window"] = "4k";
