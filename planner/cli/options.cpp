@@ -643,8 +643,9 @@ void note_profile_gpu(std::ostream& err, const Profile& profile, const ClusterSp
   const auto slower_links = [&](const char* tier, double measured, double line,
                                 const std::string& link) {
     if (!(line > 0) || !(measured > line)) return;
-    err << "note: profile " << profile.name << "'s " << tier << " busbw " << gb(measured)
-        << "/s is above " << cluster.name << "'s " << link << " line rate " << gb(line)
+    err << "note: profile " << profile.name << "'s " << tier << " link rate " << gb(measured)
+        << "/s (its fastest busbw, an all-reduce's over 2(n-1)/n) is above " << cluster.name
+        << "'s " << link << " line rate " << gb(line)
         << "/s: collectives there are held to the line rate; measure this cluster's rates "
            "with meshplan-calibrate\n";
   };

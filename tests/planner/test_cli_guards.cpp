@@ -155,11 +155,13 @@ TEST_CASE("a profile measured on faster links than the cluster's gets a note", "
                  "--gbs", "8", "--profile", "h100", "--json"});
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.err, Catch::Contains(
-                        "note: profile h100's NVLink-tier busbw 370.0 GB/s is above "
+                        "note: profile h100's NVLink-tier link rate 370.0 GB/s (its fastest busbw, an "
+                        "all-reduce's over 2(n-1)/n) is above "
                         "h100-pcie-eth's intra-node (PCIe5) line rate 64.0 GB/s: collectives "
                         "there are held to the line rate; measure this cluster's rates with "
                         "meshplan-calibrate\n"));
-  CHECK_THAT(r.err, Catch::Contains("note: profile h100's per-NIC busbw 46.0 GB/s is above "
+  CHECK_THAT(r.err, Catch::Contains("note: profile h100's per-NIC link rate 46.0 GB/s (its fastest busbw, "
+                                    "an all-reduce's over 2(n-1)/n) is above "
                                     "h100-pcie-eth's NIC (ethernet) line rate 12.5 GB/s"));
   // A measured fit faster than the line rate counts too, though the links are slower: links
   // 150e9, an all-gather fit of 440e9 on a cluster whose intra-node link carries 200e9.
@@ -174,7 +176,7 @@ TEST_CASE("a profile measured on faster links than the cluster's gets a note", "
        test::write_temp_file("c200.json", slow_links.dump(2)), "--profile",
        test::write_temp_file("fitfast.json", profile.dump(2))});
   CHECK(fit.exit_code == 0);
-  CHECK_THAT(fit.err, Catch::Contains("NVLink-tier busbw 440.0 GB/s is above"));
+  CHECK_THAT(fit.err, Catch::Contains("NVLink-tier link rate 440.0 GB/s (its fastest busbw"));
   // The shipped pairs measured their own links: no such note.
   for (const char* cluster : {"dgx-a100", "dgx-h100", "dgx-h200"}) {
     const test::CliResult own = test::run(

@@ -525,4 +525,9 @@ TEST_CASE("ledger and plan: --params and --tokens are at least 1, a fraction is 
   const nlohmann::json j = nlohmann::json::parse(r.out);
   CHECK(j["static_bytes"].get<double>() == 16);
   CHECK(j["training_flops"].get<double>() == 6);
+  // A tiny run's GPU-hours keep their digits: 6 x 7e9 x 1 FLOP at 50% of 989.4 TFLOP/s is
+  // 8.49e-5 s, 2.36e-8 GPU-hours (it printed "0.0 GPU-hours").
+  const test::CliResult tiny = test::run({"ledger", "--params", "7e9", "--tokens", "1"});
+  REQUIRE(tiny.exit_code == 0);
+  CHECK_THAT(tiny.out, Catch::Contains("(8.49e-05 s), 2.36e-08 GPU-hours"));
 }
