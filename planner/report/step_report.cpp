@@ -47,6 +47,16 @@ std::string pipeline_pace(const StepReportInputs& in, const StepEstimate& e) {
          "other stages' fill and drain.";
 }
 
+/// The lines under the breakdown that say why it looks as it does (pipeline_pace,
+/// zero3_pipeline_note), those that apply.
+std::vector<std::string> explanations(const StepReportInputs& in, const StepEstimate& e) {
+  std::vector<std::string> out;
+  for (std::string line : {pipeline_pace(in, e), zero3_pipeline_note(in.layout, in.setup)}) {
+    if (!line.empty()) out.push_back(std::move(line));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string render_step(const StepReportInputs& in, const StepEstimate& e) {
@@ -124,6 +134,8 @@ nlohmann::json step_json(const StepReportInputs& in, const StepEstimate& e) {
       {"capacity_bytes", e.memory.capacity_bytes},
       {"fits", e.memory.fits},
       {"breakdown", breakdown_json(e.breakdown)},
+      {"explanations", explanations(in, e)},
+      {"caveats", regime_caveats(in.layout, in.setup, in.profile)},
       {"stages_per_microbatch", stages},
       {"p2p_s", e.p2p_s}};
   for (const auto& [key, value] : headline_figures(e)) j[key] = value;

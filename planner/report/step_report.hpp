@@ -29,7 +29,8 @@ std::string render_step(const StepReportInputs& in, const StepEstimate& e);
 /// FLOPs non-causal), tflops_per_gpu_causal, mfu_causal (causal), attention_flops (says so),
 /// peak_bytes,
 /// fits, breakdown {compute_s, recompute_s, tp_exposed_s, cp_exposed_s, fsdp_exposed_s,
-/// pp_p2p_s, bubble_s, dp_exposed_s, optimizer_s}, layout, notes, ...
+/// pp_p2p_s, bubble_s, dp_exposed_s, optimizer_s}, layout, notes, explanations (the text's
+/// "Pipeline pace" and "Note" lines), caveats (its "Caveat" lines), ...
 nlohmann::json step_json(const StepReportInputs& in, const StepEstimate& e);
 
 /// Simulates the pipeline of `e` (costmodel/pipeline_simulation.hpp) and returns its Chrome

@@ -406,6 +406,16 @@ TEST_CASE("a pipeline whose stages differ says which one sets the pace", "[usabi
   CHECK_THAT(piped.out, Catch::Contains("Pipeline pace: stage 15 (6 layers and the LM head and "
                                         "loss) takes "));
   CHECK_THAT(piped.out, Catch::Contains("the pipeline runs at the slowest stage's pace"));
+  // --json carries the same line, and the A100 profile's caveat.
+  const test::CliResult json =
+      test::run(test::with(base, {"--pp", "16", "--gpus", "128", "--json"}));
+  REQUIRE(json.exit_code == 0);
+  const nlohmann::json j = nlohmann::json::parse(json.out);
+  REQUIRE(j["explanations"].size() == 1);
+  CHECK_THAT(j["explanations"][0].get<std::string>(),
+             Catch::StartsWith("Pipeline pace: stage 15 (6 layers and the LM head and loss)"));
+  REQUIRE(j["caveats"].size() == 1);
+  CHECK_THAT(j["caveats"][0].get<std::string>(), Catch::StartsWith("profile a100: "));
   const test::CliResult flat =
       test::run(test::with(base, {"--pp", "1", "--gpus", "8", "--recompute", "full"}));
   INFO(flat.err);
