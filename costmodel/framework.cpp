@@ -100,6 +100,7 @@ std::vector<FrameworkConvention> make_conventions() {
   all.back().sdpa_flash_attention2 = true;
   all.back().tp_saves_gathered_inputs = true;
   all.back().zero3_pp_keeps_unsharded = true;
+  all.back().zero2_is_fsdp_without_reshard = true;
   all.back().elementwise = ElementwiseKernels::kEager;
   all.back().dp_param_overlap = true;
   all.back().zero_stages = 0b1101;

@@ -81,6 +81,13 @@ struct FrameworkConvention {
   /// gradients accumulate unsharded until the last one (FSDP2 under torch.distributed.pipelining:
   /// reshard_after_forward=False, gradient sync on the last micro-batch).
   bool zero3_pp_keeps_unsharded = false;
+  /// ZeRO-2 is FSDP2 with reshard_after_forward=False (the torchtitan export's
+  /// fsdp_reshard_after_forward = "never"): the parameters stay sharded at rest, like the
+  /// gradients and optimizer states, and each layer's half-precision compute copy, gathered
+  /// in its forward, stays gathered until its backward (FSDP2 fully_shard docs,
+  /// reshard_after_forward). With pp > 1 it behaves as ZeRO-3 does (zero3_pp_keeps_unsharded).
+  /// Otherwise ZeRO-2 is DeepSpeed's: replicated parameters, sharded gradients and optimizer.
+  bool zero2_is_fsdp_without_reshard = false;
   /// Overlap switches (step_time.hpp's OverlapSettings), each overridable on the command line:
   /// share of TP collective time hidden under GEMMs (Transformer Engine userbuffers), gradient
   /// reduction overlapped with backward (PyTorch DDP buckets, FSDP, DeepSpeed overlap_comm,

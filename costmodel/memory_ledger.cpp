@@ -33,15 +33,16 @@ double stage_params(const ModelSpec& m, const ParamCount& c, const Layout& l, st
   return params;
 }
 
-/// Whether ZeRO stage `zero` shards `category`.
-bool zero_shards(int zero, MemoryCategory category) {
+/// Whether ZeRO stage `zero` shards `category` under framework `fw` (ZeRO-2 as FSDP2 shards
+/// the parameters too: FrameworkConvention::zero2_is_fsdp_without_reshard).
+bool zero_shards(int zero, MemoryCategory category, const FrameworkConvention& fw) {
   switch (category) {
     case MemoryCategory::kOptimizer:
       return zero >= 1;
     case MemoryCategory::kGradients:
       return zero >= 2;
     case MemoryCategory::kWeights:
-      return zero >= 3;
+      return zero >= 3 || (zero == 2 && fw.zero2_is_fsdp_without_reshard);
     default:
       return false;
   }
@@ -51,13 +52,15 @@ bool zero_shards(int zero, MemoryCategory category) {
 double state_bytes(const StateComponent& c, double params, const Layout& l,
                    const FrameworkConvention& fw) {
   const double group = shard_group(l, fw);
-  const bool sharded = zero_shards(l.zero, c.category) && group > 1;
+  const bool sharded = zero_shards(l.zero, c.category, fw) && group > 1;
   return params / (sharded ? group : 1.0) * c.bytes_per_param;
 }
 
 bool keeps_unsharded_with_pp(const MemoryContext& x) {
-  return x.layout.zero == 3 && shard_group(x.layout, x.setup.framework) > 1 && x.layout.pp > 1 &&
-         x.setup.framework.zero3_pp_keeps_unsharded;
+  const FrameworkConvention& fw = x.setup.framework;
+  const bool fsdp = x.layout.zero == 3 ||
+                    (x.layout.zero == 2 && fw.zero2_is_fsdp_without_reshard);
+  return fsdp && shard_group(x.layout, fw) > 1 && x.layout.pp > 1 && fw.zero3_pp_keeps_unsharded;
 }
 
 std::string sharding_text(const Layout& l, bool sharded, bool over_cp) {
@@ -182,6 +185,11 @@ StageMemory stage_memory(const MemoryContext& x, std::int64_t stage) {
     }
     s.zero3_gathered = 2 * unit * kHalfBytes;
     s.zero3_reduce_scatter = layer_params * grad_bytes;
+  } else if (l.zero == 2 && fw.zero2_is_fsdp_without_reshard && shard_group(l, fw) > 1) {
+    // FSDP2 without reshard after forward: every layer's compute copy, gathered in the forward,
+    // is still held when the backward starts; gradients reduce-scatter layer by layer.
+    s.zero2_gathered_params = s.params * kHalfBytes;
+    s.zero3_reduce_scatter = layer_params * grad_bytes;
   }
   if (l.sp) s.sp_buffer = tokens * mbs * h * kHalfBytes;
   if (l.pp > 1) s.pp_buffers = 2 * tokens * mbs * h / (l.sp ? tp : 1.0) * kHalfBytes;
@@ -193,7 +201,8 @@ StageMemory stage_memory(const MemoryContext& x, std::int64_t stage) {
   const double allocated = s.state + s.layer_activations + s.embedding_activations +
                            s.head_activations + s.loss_transient + s.recompute_working_set +
                            s.gradient_buffers + s.zero3_unsharded_params +
-                           s.zero3_unsharded_grads + s.zero3_gathered + s.zero3_reduce_scatter +
+                           s.zero3_unsharded_grads + s.zero3_gathered +
+                           s.zero2_gathered_params + s.zero3_reduce_scatter +
                            s.sp_buffer + s.pp_buffers + s.cp_buffers;
   s.cuda_context = x.gpu.cuda_context_bytes;
   s.fragmentation = x.gpu.allocator_fragmentation_fraction * allocated;
@@ -244,7 +253,8 @@ MemoryLedger build_memory_ledger(const ModelSpec& model, const Layout& layout,
     s.layer_activations_held = m.layer_activations_held;
 
     for (const StateComponent& c : fw.state) {
-      const bool sharded = zero_shards(layout.zero, c.category) && shard_group(layout, fw) > 1;
+      const bool sharded =
+          zero_shards(layout.zero, c.category, fw) && shard_group(layout, fw) > 1;
       const double b = state_bytes(c, m.params, layout, fw);
       s.entries.push_back({c.name, c.category, count_shape(b / c.bytes_per_param),
                            c.dtype == StateDtype::kHalf ? half : "fp32", 1, b,
@@ -279,6 +289,9 @@ MemoryLedger build_memory_ledger(const ModelSpec& model, const Layout& layout,
          m.zero3_unsharded_grads, unsharded},
         {"zero3.gathered_params (current + prefetched unit)", MemoryCategory::kCommBuffers,
          count_shape(unit), half, 2, m.zero3_gathered, unsharded},
+        {"zero2.gathered_params (every layer's, from its forward to its backward)",
+         MemoryCategory::kCommBuffers, count_shape(m.params), half, 1, m.zero2_gathered_params,
+         unsharded},
         {"zero3.grad_reduce_scatter (one layer)", MemoryCategory::kCommBuffers,
          count_shape(layer_params_after_tp(counts, layout)), grad_dtype, 1,
          m.zero3_reduce_scatter, unsharded},

@@ -124,6 +124,7 @@ struct StageMemory {
   double gradient_buffers = 0;
   double zero3_unsharded_params = 0, zero3_unsharded_grads = 0;
   double zero3_gathered = 0, zero3_reduce_scatter = 0;
+  double zero2_gathered_params = 0;  ///< FSDP2 ZeRO-2: the stage's compute copy, fwd to bwd
   double sp_buffer = 0, pp_buffers = 0, cp_buffers = 0;
   double cuda_context = 0, fragmentation = 0;
   double total = 0;

@@ -258,14 +258,18 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
   // ZeRO-3 / FSDP: each layer's parameters are all-gathered forward and backward and its
   // gradients (in the framework's gradient dtype) reduce-scattered, per micro-batch, overlapped
   // with the layer's compute.
+  // ZeRO-2 as FSDP2 without reshard after forward (FrameworkConvention::
+  // zero2_is_fsdp_without_reshard) gathers each layer in its forward only, keeping it for the
+  // backward.
   double fsdp_fwd = 0, fsdp_bwd = 0;
-  const bool fsdp_per_microbatch =
-      l.zero == 3 && !(l.pp > 1 && setup.framework.zero3_pp_keeps_unsharded);
+  const bool fsdp_zero2 = l.zero == 2 && setup.framework.zero2_is_fsdp_without_reshard;
+  const bool gathered_through_pipeline = l.pp > 1 && setup.framework.zero3_pp_keeps_unsharded;
+  const bool fsdp_per_microbatch = (l.zero == 3 || fsdp_zero2) && !gathered_through_pipeline;
   if (fsdp_per_microbatch) {
     const double ag = groups.dp_cp.time_s(Collective::kAllGather, layer_params * kHalf);
     const double rs = groups.dp_cp.time_s(Collective::kReduceScatter, layer_params * grad_bytes);
     fsdp_fwd = exposed_beside(ag, layer.forward, share);
-    fsdp_bwd = exposed_beside(ag + rs, layer.backward, share);
+    fsdp_bwd = exposed_beside((fsdp_zero2 ? 0.0 : ag) + rs, layer.backward, share);
   }
 
   const double recompute_per_layer =
@@ -332,9 +336,9 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
   bd.pp_p2p = 2 * m * v * e.p2p_s;
 
   // Data parallelism over dp x cp (CP ranks hold the same weights): gradients once per step.
-  // ZeRO-3 per micro-batch is in each layer's fsdp_s above. ZeRO-3 whose stage stays gathered
-  // across the pipeline's micro-batches (FSDP2 under torch.distributed.pipelining) moves what
-  // ZeRO-1 moves, once per step: the parameters gathered before the first forward (prefetched
+  // ZeRO-3, and ZeRO-2 as FSDP2, per micro-batch are in each layer's fsdp_s above. Either one
+  // whose stage stays gathered across the pipeline's micro-batches (FSDP2 under
+  // torch.distributed.pipelining) moves what ZeRO-1 moves, once per step: the parameters gathered before the first forward (prefetched
   // layer by layer beside it) and the accumulated gradients reduce-scattered during the last
   // backward, overlapped as the framework overlaps ZeRO-1's.
   if (fsdp_per_microbatch) {
@@ -345,7 +349,7 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
                                 : groups.dp_cp.time_s(Collective::kAllReduce, grads);
     double gather =
         l.zero >= 1 ? groups.dp_cp.time_s(Collective::kAllGather, stage_params * kHalf) : 0;
-    if (l.zero == 2) {
+    if (l.zero == 2 && !(fsdp_zero2 && gathered_through_pipeline)) {
       // ZeRO-2 keeps only its gradient shard, so each micro-batch's gradients are
       // reduce-scattered (Rajbhandari et al. 2020, sec. 5.2), each overlapping that
       // micro-batch's backward where the framework overlaps.

@@ -599,8 +599,13 @@ std::vector<std::string> setup_notes(const Layout& layout, const TrainingSetup& 
                                      const GpuSpec& gpu, const std::string& prefix) {
   std::vector<std::string> notes;
   if (setup.framework.name == "fsdp" && layout.zero < 3) {
-    notes.push_back("framework fsdp with " + prefix + "zero " + std::to_string(layout.zero) +
-                    ": nothing is fully sharded; FSDP's full shard is " + prefix + "zero 3");
+    notes.push_back(
+        "framework fsdp with " + prefix + "zero " + std::to_string(layout.zero) + ": " +
+        (layout.zero == 2 && setup.framework.zero2_is_fsdp_without_reshard
+             ? "FSDP2 without reshard after forward (every layer's bf16 copy stays gathered "
+               "from its forward to its backward)"
+             : "nothing is sharded (DDP)") +
+        "; FSDP's full shard is " + prefix + "zero 3");
   }
   if (setup.attention == AttentionImpl::kFlash && !gpu.flash_attention) {
     notes.push_back(gpu.name + " has no FlashAttention-2 kernels; " + prefix +

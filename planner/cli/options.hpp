@@ -199,7 +199,8 @@ ResolvedLayout resolve_layout(const LayoutFlags& flags, const ModelSpec& model, 
 
 /// The notes a layout and its setup get however they were given, flags (resolve_layout) or a
 /// plan file (estimate --plan), each printed after "note: ": framework fsdp with zero < 3
-/// ("nothing is fully sharded"), and flash attention on a GPU without FlashAttention-2 kernels
+/// (zero 2: "FSDP2 without reshard after forward ..."; zero 0: "nothing is sharded (DDP)"),
+/// and flash attention on a GPU without FlashAttention-2 kernels
 /// (it stands for a memory-efficient kernel). `prefix` goes before the setting's name: "--"
 /// for flags ("--zero 1", "--attention flash"), "" for a plan's values ("zero 1").
 std::vector<std::string> setup_notes(const Layout& layout, const TrainingSetup& setup,

@@ -1,5 +1,6 @@
 // Pipeline memory: micro-batches in flight per stage, uneven splits, the worst stage.
 #include <catch2/catch.hpp>
+#include <utility>
 
 #include "costmodel/memory_ledger.hpp"
 #include "costmodel/pipeline_schedule.hpp"
@@ -104,4 +105,39 @@ TEST_CASE("ZeRO-3 shards weights too and adds the gathered layers", "[pipeline]"
   // The largest FSDP unit of the stage is the embedding, 128256 x 4096 = 525,336,576 params
   // (a layer has 218,112,000): two units (current + prefetched) in bf16.
   CHECK(gathered == Approx(2 * 525'336'576.0 * 2));
+}
+
+TEST_CASE("ZeRO-2 as FSDP2 without reshard after forward keeps the bf16 copy, not fp32 weights",
+          "[pipeline]") {
+  // fsdp's ZeRO-2 is fully_shard with reshard_after_forward=False: the fp32 parameters,
+  // gradients and Adam moments stay sharded over dp 8 (16 bytes/param / 8), and every layer's
+  // bf16 copy gathered in the forward is held until its backward: 8,030,261,248 x 2 bytes.
+  // DeepSpeed's ZeRO-2 keeps its half weights replicated instead: 2 + 18/8 bytes/param.
+  const ModelSpec m = load_model("llama3-8b");
+  const double p = 8'030'261'248.0;
+  Layout l;
+  l.dp = 8;
+  l.gbs = 8;
+  l.zero = 2;
+  const auto state_and_copy = [&](const char* framework) {
+    TrainingSetup setup;
+    setup.seq = 8192;
+    setup.framework = *find_framework(framework);
+    double state = 0, copy = 0;
+    const MemoryLedger ledger = build_memory_ledger(m, l, setup, load_gpu("h100-sxm"));
+    for (const LedgerEntry& e : ledger.stages[0].entries) {
+      if (e.category == MemoryCategory::kWeights || e.category == MemoryCategory::kGradients ||
+          e.category == MemoryCategory::kOptimizer) {
+        state += e.bytes;
+      }
+      if (e.name.rfind("zero2.gathered_params", 0) == 0) copy = e.bytes;
+    }
+    return std::pair{state, copy};
+  };
+  const auto [fsdp_state, fsdp_copy] = state_and_copy("fsdp");
+  CHECK(fsdp_state == Approx(16.0 * p / 8));
+  CHECK(fsdp_copy == Approx(2.0 * p));
+  const auto [ds_state, ds_copy] = state_and_copy("deepspeed");
+  CHECK(ds_state == Approx((2 + 18.0 / 8) * p));
+  CHECK(ds_copy == 0);
 }

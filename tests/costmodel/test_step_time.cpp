@@ -351,3 +351,34 @@ TEST_CASE("ZeRO-3 kept gathered through the pipeline moves ZeRO-1's traffic, ove
   CHECK(estimate_step(m, zero1, s, cluster, profile).breakdown.dp_exposed ==
         Approx(overlapped.breakdown.dp_exposed));
 }
+
+TEST_CASE("ZeRO-2 as FSDP2 gathers each layer in its forward only; through a pipeline as ZeRO-3",
+          "[step]") {
+  // fsdp's ZeRO-2 (reshard_after_forward=False): per micro-batch, each layer's all-gather
+  // beside its forward and its reduce-scatter beside its backward, nothing once per step; so
+  // less exposed FSDP time than ZeRO-3, which gathers again in the backward. With pp 2 both
+  // stay gathered through the pipeline and move the same traffic once per step.
+  const ModelSpec m = load_model("llama3-8b");
+  const ClusterSpec cluster = load_cluster("dgx-h100");
+  const Profile profile = load_profile("h100");
+  TrainingSetup s = test::megatron_setup(8192);
+  s.framework = *find_framework("fsdp");
+  Layout l;
+  l.dp = 16;
+  l.gbs = 32;
+  l.zero = 2;
+  const StepEstimate two = estimate_step(m, l, s, cluster, profile);
+  l.zero = 3;
+  const StepEstimate three = estimate_step(m, l, s, cluster, profile);
+  CHECK(two.breakdown.dp_exposed == 0);
+  CHECK(two.breakdown.fsdp_exposed > 0);
+  CHECK(two.breakdown.fsdp_exposed <= three.breakdown.fsdp_exposed);
+  l.pp = 2;
+  l.dp = 8;
+  const StepEstimate piped3 = estimate_step(m, l, s, cluster, profile);
+  l.zero = 2;
+  const StepEstimate piped2 = estimate_step(m, l, s, cluster, profile);
+  CHECK(piped2.breakdown.fsdp_exposed == 0);
+  CHECK(piped2.breakdown.dp_exposed == Approx(piped3.breakdown.dp_exposed));
+  CHECK(piped2.step_time_s == Approx(piped3.step_time_s));
+}

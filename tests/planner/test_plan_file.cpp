@@ -520,8 +520,10 @@ TEST_CASE("a plan's settings get the checks the flags get", "[plan_file]") {
          "--zero", "2", "--gbs", "8", "--dp", "8"});
     INFO(flags.err);
     REQUIRE(flags.exit_code == 0);
-    CHECK_THAT(flags.out, Catch::Contains("note: framework fsdp with --zero 2: nothing is fully "
-                                          "sharded; FSDP's full shard is --zero 3\n"));
+    CHECK_THAT(flags.out, Catch::Contains("note: framework fsdp with --zero 2: FSDP2 without "
+                                          "reshard after forward (every layer's bf16 copy stays "
+                                          "gathered from its forward to its backward); FSDP's "
+                                          "full shard is --zero 3\n"));
     j = good;
     j["inputs"]["training"]["framework"] = "fsdp";
     j["layout"]["zero"] = 2;
@@ -530,8 +532,10 @@ TEST_CASE("a plan's settings get the checks the flags get", "[plan_file]") {
     const test::CliResult z = test::run({"estimate", "--plan", fsdp});
     INFO(z.err);
     REQUIRE(z.exit_code == 0);
-    CHECK_THAT(z.out, Catch::Contains("note: framework fsdp with zero 2: nothing is fully "
-                                      "sharded; FSDP's full shard is zero 3\n"));
+    CHECK_THAT(z.out, Catch::Contains("note: framework fsdp with zero 2: FSDP2 without reshard "
+                                      "after forward (every layer's bf16 copy stays gathered "
+                                      "from its forward to its backward); FSDP's full shard is "
+                                      "zero 3\n"));
   }
 }
 
