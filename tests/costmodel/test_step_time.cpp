@@ -363,21 +363,20 @@ TEST_CASE("ZeRO-2 as FSDP2 gathers each layer in its forward only; through a pip
   const Profile profile = load_profile("h100");
   TrainingSetup s = test::megatron_setup(8192);
   s.framework = *find_framework("fsdp");
-  Layout l;
-  l.dp = 16;
-  l.gbs = 32;
-  l.zero = 2;
-  const StepEstimate two = estimate_step(m, l, s, cluster, profile);
-  l.zero = 3;
-  const StepEstimate three = estimate_step(m, l, s, cluster, profile);
+  // 16 GPUs, 32 sequences a step, as dp 16 or dp 8 x pp 2.
+  const auto with = [&](int zero, std::int64_t pp) {
+    Layout l;
+    l.pp = pp;
+    l.dp = 16 / pp;
+    l.gbs = 32;
+    l.zero = zero;
+    return estimate_step(m, l, s, cluster, profile);
+  };
+  const StepEstimate two = with(2, 1), three = with(3, 1);
   CHECK(two.breakdown.dp_exposed == 0);
   CHECK(two.breakdown.fsdp_exposed > 0);
   CHECK(two.breakdown.fsdp_exposed <= three.breakdown.fsdp_exposed);
-  l.pp = 2;
-  l.dp = 8;
-  const StepEstimate piped3 = estimate_step(m, l, s, cluster, profile);
-  l.zero = 2;
-  const StepEstimate piped2 = estimate_step(m, l, s, cluster, profile);
+  const StepEstimate piped2 = with(2, 2), piped3 = with(3, 2);
   CHECK(piped2.breakdown.fsdp_exposed == 0);
   CHECK(piped2.breakdown.dp_exposed == Approx(piped3.breakdown.dp_exposed));
   CHECK(piped2.step_time_s == Approx(piped3.step_time_s));
