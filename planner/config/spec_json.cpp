@@ -246,21 +246,23 @@ CollectiveFit parse_fit(const nlohmann::json& raw, const std::string& file,
   fit.busbw_bytes_per_s = t.busbw_bytes_per_s;
   if (o.has("points")) {
     fit.points = parse_busbw_points(raw.at("points"), o);
-    // Past its largest point a curve continues at the fit's busbw (collective_time_s), so where
-    // that point is past the line's latency knee (its bytes x F / busbw at least alpha_s) the
-    // point and the line must tell the same story: a time more than 10x off the line's there
-    // is a typo or a broken measurement, not a rate (busbw 1 B/s at 16 GiB made a step take
-    // 246,000 years). Calibrated fits pass through their large points (calibrate/, least
-    // squares on time), the shipped curves end at their fit's busbw; a slow point below the
-    // knee is a latency measurement (a loaded CPU run) and stays.
+    // Past its largest point a curve continues from that point's time at the fit's busbw
+    // (collective_time_s), so the point and the fit's line alpha_s + bytes x F / busbw must
+    // tell the same story there: a time more than 10x off the line's is a typo or a broken
+    // measurement, not a rate (busbw 1 B/s at 16 GiB made a step take 246,000 years).
+    // Calibrated fits pass through their large points (calibrate/, least squares on time) and
+    // the shipped curves end at their fit's busbw. One exception: a point slower than the line
+    // but below its latency knee (bytes x F / busbw under alpha_s) and under a second is a
+    // latency measurement of a loaded machine (an 8-byte CPU all-reduce of 14 ms) and stays.
     const BusbwPoint& last = fit.points.back();
     const double factor = bus_bandwidth_factor(fit.collective, fit.group_size);
     const double measured = last.bytes * factor / last.busbw_bytes_per_s;
     const double transfer = last.bytes * factor / fit.busbw_bytes_per_s;
     const double line = fit.alpha_s + transfer;
     constexpr double kMaxDisagreement = 10;
-    if (transfer >= fit.alpha_s &&
-        (measured > kMaxDisagreement * line || measured < line / kMaxDisagreement)) {
+    const bool latency_measurement = transfer < fit.alpha_s && measured < 1.0;
+    if (measured < line / kMaxDisagreement ||
+        (measured > kMaxDisagreement * line && !latency_measurement)) {
       const std::string at = "[" + std::to_string(fit.points.size() - 1) + "]";
       const auto seconds = [](double value) {
         char text[32];

@@ -550,19 +550,23 @@ TEST_CASE("profile curve points: busbw from 1 to 1e15 bytes/s", "[consistency][p
                                   "number of bytes/s from 1 to 1e15, got " +
                                   nlohmann::json(busbw).dump()));
   }
-  // The floor itself is a measurement, and the step time stays finite.
+  // A slow 8-byte point under a second is a latency measurement of a loaded machine: 100
+  // bytes/s is 8 x 1.75 / 100 = 0.14 s, kept, and the step time stays finite (every larger
+  // message takes those 0.14 s plus its extra bytes at the fit's busbw). At the floor, 1 byte/s
+  // is 14 s for 8 bytes, more than a second and 10x the line (19.3 us): refused.
   profile["collectives"][0]["points"] =
-      nlohmann::json::array({{{"bytes", 8}, {"busbw_bytes_per_s", 1}}});
-  const std::string file = test::write_temp_file("points-floor.json", profile.dump(2));
+      nlohmann::json::array({{{"bytes", 8}, {"busbw_bytes_per_s", 100}}});
+  const std::string file = test::write_temp_file("points-slow.json", profile.dump(2));
   const test::CliResult r =
       test::run({"estimate", "--model", "llama3-8b", "--tp", "8", "--profile", file, "--json"});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  const double step = nlohmann::json::parse(r.out)["step_time_s"].get<double>();
-  // Every larger message takes that point's 8 x 1.75 / 1 = 14 s plus its extra bytes at the
-  // fit's busbw (collective_time_s): absurd as a plan, but a finite number, not 1e307 s.
-  CHECK(std::isfinite(step));
-  CHECK(step < 1e14);
+  CHECK(std::isfinite(nlohmann::json::parse(r.out)["step_time_s"].get<double>()));
+  profile["collectives"][0]["points"] =
+      nlohmann::json::array({{{"bytes", 8}, {"busbw_bytes_per_s", 1}}});
+  const std::string floor = test::write_temp_file("points-floor.json", profile.dump(2));
+  CHECK(test::run({"estimate", "--model", "llama3-8b", "--tp", "8", "--profile", floor})
+            .exit_code == 2);
 }
 
 TEST_CASE("profile curve points: a large point far off its fit's line is refused",
@@ -589,6 +593,19 @@ TEST_CASE("profile curve points: a large point far off its fit's line is refused
   const std::string slow = test::write_temp_file("points-slow-end.json", profile.dump(2));
   CHECK(test::run({"estimate", "--model", "llama3-8b", "--tp", "8", "--profile", slow})
             .exit_code == 0);
+  // An alpha_s written in the wrong unit (1 s) moves the line's latency knee past the curve,
+  // but cannot hide a point 10x off the line either way: 1 B/s (3.01e10 s) and 1e15 B/s
+  // (3.0e-5 s, against the line's 1.06 s) at 16 GiB are both refused.
+  profile["collectives"][0]["alpha_s"] = 1.0;
+  for (const double busbw : {1.0, 1e15}) {
+    points[last]["busbw_bytes_per_s"] = busbw;
+    const std::string typo = test::write_temp_file("points-alpha-typo.json", profile.dump(2));
+    const test::CliResult refused =
+        test::run({"estimate", "--model", "llama3-8b", "--tp", "8", "--profile", typo});
+    INFO(busbw);
+    CHECK(refused.exit_code == 2);
+    CHECK_THAT(refused.err, Catch::Contains("more than 10x from the fit's own line there"));
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
