@@ -151,11 +151,18 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
       << " (ring attention), dividing activations and attention work.\n";
   }
   if (l.zero > 0) {
+    const bool fsdp_zero2 = l.zero == 2 && r.setup.framework.zero2_is_fsdp_without_reshard;
     s << "- ZeRO-" << l.zero << " shards "
-      << (l.zero == 1 ? "the optimizer states" : l.zero == 2 ? "optimizer states and gradients"
-                                                             : "parameters, gradients and optimizer states")
+      << (l.zero == 1   ? "the optimizer states"
+          : fsdp_zero2  ? "parameters, gradients and optimizer states at rest"
+          : l.zero == 2 ? "optimizer states and gradients"
+                        : "parameters, gradients and optimizer states")
       << " over dp" << (r.setup.framework.shard_over_cp && l.cp > 1 ? " x cp" : "") << " = "
-      << l.dp * (r.setup.framework.shard_over_cp ? l.cp : 1) << " ranks.\n";
+      << l.dp * (r.setup.framework.shard_over_cp ? l.cp : 1) << " ranks"
+      << (fsdp_zero2 ? " (FSDP2 without reshard after forward: every layer's bf16 copy stays "
+                       "gathered from its forward to its backward)"
+                     : "")
+      << ".\n";
   }
   if (l.recompute != Recompute::kNone) {
     s << "- " << to_string(l.recompute) << " recompute trades " << fixed(w.breakdown.recompute, 2)

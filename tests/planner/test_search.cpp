@@ -272,3 +272,19 @@ TEST_CASE("plan: --tp-overlap and --dp-overlap cost every layout so and the plan
   CHECK(training["tp_comm_overlap"] == 0.5);
   CHECK(training["dp_overlap"] == true);
 }
+
+TEST_CASE("plan: the Why text says what fsdp's ZeRO-2 shards", "[search][cli]") {
+  // fsdp's ZeRO-2 is FSDP2 without reshard after forward: parameters sharded at rest too,
+  // unlike DeepSpeed's ZeRO-2 (optimizer states and gradients).
+  const test::CliResult fsdp = test::run({"plan", "--model", "llama3-8b", "--gpus", "16",
+                                          "--framework", "fsdp", "--zero", "2", "--pp", "1"});
+  INFO(fsdp.err);
+  REQUIRE(fsdp.exit_code == 0);
+  CHECK_THAT(fsdp.out, Catch::Contains("- ZeRO-2 shards parameters, gradients and optimizer "
+                                       "states at rest over dp"));
+  const test::CliResult ds = test::run({"plan", "--model", "llama3-8b", "--gpus", "16",
+                                        "--framework", "deepspeed", "--zero", "2", "--pp", "1"});
+  INFO(ds.err);
+  REQUIRE(ds.exit_code == 0);
+  CHECK_THAT(ds.out, Catch::Contains("- ZeRO-2 shards optimizer states and gradients over dp"));
+}
