@@ -116,6 +116,13 @@ struct FrameworkConvention {
   bool dp_grad_overlap = true;
   bool dp_param_overlap = false;
 
+  /// Whether ZeRO stage `zero` is ZeRO-2 run as FSDP2 without reshard after forward
+  /// (zero2_is_fsdp_without_reshard).
+  bool fsdp_zero2(int zero) const { return zero == 2 && zero2_is_fsdp_without_reshard; }
+  /// Whether ZeRO stage `zero` shards the parameters and gathers them layer by layer: ZeRO-3,
+  /// and ZeRO-2 as FSDP2 (fsdp_zero2).
+  bool gathers_parameters(int zero) const { return zero >= 3 || fsdp_zero2(zero); }
+
   double bytes_per_param() const;  ///< sum of `state`, bytes
   /// Sum of the `state` components of `category` (e.g. the gradients: 2 or 4), bytes.
   double bytes_per_param(MemoryCategory category) const;

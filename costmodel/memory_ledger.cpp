@@ -42,7 +42,7 @@ bool zero_shards(int zero, MemoryCategory category, const FrameworkConvention& f
     case MemoryCategory::kGradients:
       return zero >= 2;
     case MemoryCategory::kWeights:
-      return zero >= 3 || (zero == 2 && fw.zero2_is_fsdp_without_reshard);
+      return fw.gathers_parameters(zero);
     default:
       return false;
   }
@@ -58,9 +58,8 @@ double state_bytes(const StateComponent& c, double params, const Layout& l,
 
 bool keeps_unsharded_with_pp(const MemoryContext& x) {
   const FrameworkConvention& fw = x.setup.framework;
-  const bool fsdp = x.layout.zero == 3 ||
-                    (x.layout.zero == 2 && fw.zero2_is_fsdp_without_reshard);
-  return fsdp && shard_group(x.layout, fw) > 1 && x.layout.pp > 1 && fw.zero3_pp_keeps_unsharded;
+  return fw.gathers_parameters(x.layout.zero) && shard_group(x.layout, fw) > 1 &&
+         x.layout.pp > 1 && fw.zero3_pp_keeps_unsharded;
 }
 
 std::string sharding_text(const Layout& l, bool sharded, bool over_cp) {
@@ -185,7 +184,7 @@ StageMemory stage_memory(const MemoryContext& x, std::int64_t stage) {
     }
     s.zero3_gathered = 2 * unit * kHalfBytes;
     s.zero3_reduce_scatter = layer_params * grad_bytes;
-  } else if (l.zero == 2 && fw.zero2_is_fsdp_without_reshard && shard_group(l, fw) > 1) {
+  } else if (fw.fsdp_zero2(l.zero) && shard_group(l, fw) > 1) {
     // FSDP2 without reshard after forward: every layer's compute copy, gathered in the forward,
     // is still held when the backward starts; gradients reduce-scatter layer by layer.
     s.zero2_gathered_params = s.params * kHalfBytes;

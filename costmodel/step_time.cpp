@@ -262,9 +262,10 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
   // zero2_is_fsdp_without_reshard) gathers each layer in its forward only, keeping it for the
   // backward.
   double fsdp_fwd = 0, fsdp_bwd = 0;
-  const bool fsdp_zero2 = l.zero == 2 && setup.framework.zero2_is_fsdp_without_reshard;
+  const bool fsdp_zero2 = setup.framework.fsdp_zero2(l.zero);
   const bool gathered_through_pipeline = l.pp > 1 && setup.framework.zero3_pp_keeps_unsharded;
-  const bool fsdp_per_microbatch = (l.zero == 3 || fsdp_zero2) && !gathered_through_pipeline;
+  const bool fsdp_per_microbatch =
+      setup.framework.gathers_parameters(l.zero) && !gathered_through_pipeline;
   if (fsdp_per_microbatch) {
     const double ag = groups.dp_cp.time_s(Collective::kAllGather, layer_params * kHalf);
     const double rs = groups.dp_cp.time_s(Collective::kReduceScatter, layer_params * grad_bytes);

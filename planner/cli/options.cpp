@@ -601,10 +601,9 @@ std::vector<std::string> setup_notes(const Layout& layout, const TrainingSetup& 
   if (setup.framework.name == "fsdp" && layout.zero < 3) {
     notes.push_back(
         "framework fsdp with " + prefix + "zero " + std::to_string(layout.zero) + ": " +
-        (layout.zero == 2 && setup.framework.zero2_is_fsdp_without_reshard
-             ? "FSDP2 without reshard after forward (every layer's bf16 copy stays gathered "
-               "from its forward to its backward)"
-             : "nothing is sharded (DDP)") +
+        (setup.framework.fsdp_zero2(layout.zero)
+             ? std::string(kFsdpZero2) + " (" + kFsdpZero2Holds + ")"
+             : std::string("nothing is sharded (DDP)")) +
         "; FSDP's full shard is " + prefix + "zero 3");
   }
   if (setup.attention == AttentionImpl::kFlash && !gpu.flash_attention) {

@@ -68,14 +68,19 @@ std::string number_text(double value) {
   return std::string(buffer, result.ptr);
 }
 
+/// A RoPE scaling as the export notes name it: `RoPE scaling "llama3" (factor 8)`.
+std::string rope_scaling_label(const RopeScaling& r) {
+  return "RoPE scaling \"" + r.type + "\"" +
+         (r.factor ? " (factor " + number_text(*r.factor) + ")" : "");
+}
+
 /// The model's RoPE scaling as Megatron-LM arguments (megatron/training/arguments.py):
 /// llama3 is --use-rope-scaling --rope-scaling-factor F, whose blend Megatron-Core fixes at
 /// Llama 3.1's low_freq_factor 1, high_freq_factor 4 and original length 8192; linear is
 /// --rotary-seq-len-interpolation-factor (an int). What has no flag goes to `dropped`.
 void megatron_rope_scaling(const RopeScaling& r, std::vector<std::string>& args,
                            std::vector<std::string>& dropped) {
-  const std::string what = "RoPE scaling \"" + r.type + "\"" +
-                           (r.factor ? " (factor " + number_text(*r.factor) + ")" : "");
+  const std::string what = rope_scaling_label(r);
   if (r.type == "llama3") {
     args.push_back("--use-rope-scaling");
     args.push_back("--rope-scaling-factor " + number_text(*r.factor));
@@ -509,9 +514,7 @@ Export export_torchtitan(const Plan& p) {
                         "Llama 3 flavors): check that the [model] flavor you select has " +
                         theta_text(m.rope_theta));
     if (const std::optional<RopeScaling>& r = m.rope_scaling) {
-      e.dropped.push_back("RoPE scaling \"" + r->type + "\"" +
-                          (r->factor ? " (factor " + number_text(*r->factor) + ")" : "") +
-                          ": torchtitan's job TOML has no RoPE scaling key; the model code of "
+      e.dropped.push_back(rope_scaling_label(*r) + ": torchtitan's job TOML has no RoPE scaling key; the model code of "
                           "the [model] flavor decides it: check that yours scales as the model "
                           "does");
     }

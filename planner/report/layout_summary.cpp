@@ -76,6 +76,10 @@ std::vector<std::string> regime_caveats(const Layout& layout, const TrainingSetu
   return out;
 }
 
+const char* const kFsdpZero2 = "FSDP2 without reshard after forward";
+const char* const kFsdpZero2Holds =
+    "every layer's bf16 copy stays gathered from its forward to its backward";
+
 std::string zero3_pipeline_note(const Layout& layout, const TrainingSetup& setup) {
   if (layout.zero != 3 || layout.pp <= 1 || !setup.framework.zero3_pp_keeps_unsharded) return "";
   return "zero 3 with pp " + std::to_string(layout.pp) + " (" + setup.framework.name +

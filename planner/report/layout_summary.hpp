@@ -52,6 +52,11 @@ extern const char* const kStepTimeCaveat;
 std::vector<std::string> regime_caveats(const Layout& layout, const TrainingSetup& setup,
                                         const std::string& profile);
 
+/// ZeRO-2 as FSDP2 (FrameworkConvention::fsdp_zero2) and what it keeps, as plan and estimate
+/// say them.
+extern const char* const kFsdpZero2;
+extern const char* const kFsdpZero2Holds;
+
 /// Why a ZeRO-3 layout shows no per-layer gather time, or "" where it does: with pp > 1 and a
 /// framework whose stages stay gathered across micro-batches (FSDP2 under
 /// torch.distributed.pipelining, FrameworkConvention::zero3_pp_keeps_unsharded) the gathers and

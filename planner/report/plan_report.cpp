@@ -151,7 +151,7 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
       << " (ring attention), dividing activations and attention work.\n";
   }
   if (l.zero > 0) {
-    const bool fsdp_zero2 = l.zero == 2 && r.setup.framework.zero2_is_fsdp_without_reshard;
+    const bool fsdp_zero2 = r.setup.framework.fsdp_zero2(l.zero);
     s << "- ZeRO-" << l.zero << " shards "
       << (l.zero == 1   ? "the optimizer states"
           : fsdp_zero2  ? "parameters, gradients and optimizer states at rest"
@@ -159,9 +159,8 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
                         : "parameters, gradients and optimizer states")
       << " over dp" << (r.setup.framework.shard_over_cp && l.cp > 1 ? " x cp" : "") << " = "
       << l.dp * (r.setup.framework.shard_over_cp ? l.cp : 1) << " ranks"
-      << (fsdp_zero2 ? " (FSDP2 without reshard after forward: every layer's bf16 copy stays "
-                       "gathered from its forward to its backward)"
-                     : "")
+      << (fsdp_zero2 ? std::string(" (") + kFsdpZero2 + ": " + kFsdpZero2Holds + ")"
+                     : std::string())
       << ".\n";
   }
   if (l.recompute != Recompute::kNone) {
