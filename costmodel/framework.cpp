@@ -79,6 +79,7 @@ std::vector<FrameworkConvention> make_conventions() {
   all.back().dp_param_overlap = true;
   all.back().fp8_saves_fp8_inputs = true;
   all.back().zero_stages = 0b0011;
+  all.back().pp_p2p_overlap = true;
   all.push_back({"deepspeed",
                  "DeepSpeed ZeRO: half weights and grads, fp32 master, fp32 grad partition, m, v; "
                  "eager ops (HF models)",

@@ -115,6 +115,14 @@ struct FrameworkConvention {
   bool allows_zero(int stage) const { return stage >= 0 && stage <= 3 && (zero_stages >> stage) & 1u; }
   bool dp_grad_overlap = true;
   bool dp_param_overlap = false;
+  /// Interleaved pipeline schedules (vpp > 1) overlap their sends and receives with compute:
+  /// Megatron-Core's overlap_p2p_comm, which NeMo's communication-overlap settings turn on with
+  /// virtual stages (and batch_p2p_comm off). Off: every send waits, as in 1F1B (step_time.cpp):
+  /// the Megatron-LM of Narayanan et al. 2021 and Korthikanti et al. 2022 batched each send with
+  /// a receive and waited for both, and the megatron convention keeps that, though Megatron-LM's
+  /// command line has since turned the overlap on by default with virtual stages
+  /// (--no-overlap-p2p-communication; arguments.py forces it off without them).
+  bool pp_p2p_overlap = false;
 
   /// Whether ZeRO stage `zero` is ZeRO-2 run as FSDP2 without reshard after forward
   /// (zero2_is_fsdp_without_reshard).

@@ -10,8 +10,10 @@
 // layer compute). The pipeline runs m micro-batches: m x the slowest stage's time per
 // micro-batch plus (the stages' summed time - the slowest's) / v of fill and drain, which is
 // (m + (p - 1)/v) x a stage's time on uniform stages, plus 2 m v activation/gradient transfers
-// on the critical path (1F1B exchanges with its neighbours in step with its compute). Communication overlapped with compute
-// still holds some of the SMs while it runs (exposed_beside).
+// on the critical path (1F1B exchanges with its neighbours in step with its compute), or, in an
+// interleaved schedule whose framework overlaps them, the 2 (v p - 1) of the fill and drain and
+// what the others leave exposed. Communication overlapped with compute still holds some of the
+// SMs while it runs (exposed_beside).
 // Then the data-parallel gradient reduction (all-reduce, or reduce-scatter + parameter
 // all-gather with ZeRO/the distributed optimizer; overlapped with the last micro-batch's
 // backward where the framework does; ZeRO-2 reduce-scatters every micro-batch's gradients) and

@@ -96,7 +96,7 @@ CommandAction add_estimate_command(CLI::App& app) {
        {"--model", "--cluster", "--profile", "--gpus", "--framework", "--precision", "--dp",
         "--tp", "--pp", "--cp", "--vpp", "--mbs", "--gbs", "--seq", "--zero", "--recompute",
         "--sp", "--attention", "--stage-layers", "--tp-overlap", "--dp-overlap",
-        "--elementwise"}) {
+        "--pp-overlap", "--elementwise"}) {
     plan_option->excludes(cmd->get_option(name));
   }
   // CLI11's help lists an option's exclusions only where it has no option_text of its own, and

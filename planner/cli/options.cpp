@@ -173,7 +173,7 @@ void add_precision_option(CLI::App& cmd, std::string& precision) {
 
 void add_overlap_options(CLI::App& cmd, OverlapFlags& flags) {
   // Each convention's defaults, from the conventions themselves.
-  std::string tp_defaults, dp_defaults;
+  std::string tp_defaults, dp_defaults, pp_defaults;
   const std::vector<FrameworkConvention>& all = framework_conventions();
   const bool one_tp = std::all_of(all.begin(), all.end(), [&](const FrameworkConvention& f) {
     return f.tp_comm_overlap == all.front().tp_comm_overlap;
@@ -186,6 +186,7 @@ void add_overlap_options(CLI::App& cmd, OverlapFlags& flags) {
                     : f.dp_grad_overlap                     ? "gradients"
                     : f.dp_param_overlap                    ? "parameters"
                                                             : "off");
+    pp_defaults += sep + f.name + " " + (f.pp_p2p_overlap ? "on" : "off");
   }
   if (one_tp) tp_defaults = CLI::detail::to_string(all.front().tp_comm_overlap) + " for all";
   cmd.add_option("--tp-overlap", flags.tp_overlap,
@@ -200,6 +201,13 @@ void add_overlap_options(CLI::App& cmd, OverlapFlags& flags) {
                  "--overlap-param-gather, DeepSpeed's overlap_comm): on | off (default: the "
                  "framework's: " + dp_defaults + ")")
       ->check(CLI::IsMember({"on", "off"}));
+  cmd.add_option("--pp-overlap", flags.pp_overlap,
+                 "Overlap an interleaved schedule's (vpp > 1) pipeline sends and receives with "
+                 "compute, so only the fill's and drain's wait: Megatron-LM's default with "
+                 "virtual stages (--no-overlap-p2p-communication turns it off, and the "
+                 "Megatron-LM export writes that flag for a plan costed off); 1F1B always "
+                 "waits: on | off (default: the framework's: " + pp_defaults + ")")
+      ->check(CLI::IsMember({"on", "off"}));
 }
 
 void apply_overlaps(FrameworkConvention& framework, const OverlapFlags& flags) {
@@ -207,6 +215,7 @@ void apply_overlaps(FrameworkConvention& framework, const OverlapFlags& flags) {
   if (!flags.dp_overlap.empty()) {
     framework.dp_grad_overlap = framework.dp_param_overlap = flags.dp_overlap == "on";
   }
+  if (!flags.pp_overlap.empty()) framework.pp_p2p_overlap = flags.pp_overlap == "on";
 }
 
 void add_elementwise_option(CLI::App& cmd, std::string& elementwise) {

@@ -78,14 +78,15 @@ void add_precision_option(CLI::App& cmd, std::string& precision);
 struct OverlapFlags {
   double tp_overlap = -1;  ///< share of TP collective time hidden, [0, 1]; < 0: not given
   std::string dp_overlap;  ///< "", "on", "off"
+  std::string pp_overlap;  ///< "", "on", "off": interleaved pipeline sends beside compute
 };
 
-/// --tp-overlap SHARE (in [0, 1]) and --dp-overlap on|off, checked at parse time; estimate and
-/// plan take them.
+/// --tp-overlap SHARE (in [0, 1]), --dp-overlap on|off and --pp-overlap on|off, checked at parse
+/// time; estimate and plan take them.
 void add_overlap_options(CLI::App& cmd, OverlapFlags& flags);
 
-/// Sets `framework`'s tp_comm_overlap, dp_grad_overlap and dp_param_overlap to what the flags
-/// gave; leaves the convention's where a flag was not given.
+/// Sets `framework`'s tp_comm_overlap, dp_grad_overlap, dp_param_overlap and pp_p2p_overlap to
+/// what the flags gave; leaves the convention's where a flag was not given.
 void apply_overlaps(FrameworkConvention& framework, const OverlapFlags& flags);
 
 /// --elementwise fused|eager (default "": the framework convention's, eager for fsdp, hf and

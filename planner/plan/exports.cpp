@@ -291,6 +291,9 @@ Export export_megatron(const Plan& p) {
   if (l.dp * l.cp > 1 && l.zero >= 1 && f.dp_param_overlap) {
     a.push_back("--overlap-param-gather");
   }
+  // Megatron-LM overlaps an interleaved schedule's sends by default; a plan costed with them
+  // waiting turns that off, so the job runs as costed.
+  if (l.pp > 1 && l.vpp > 1 && !f.pp_p2p_overlap) a.push_back("--no-overlap-p2p-communication");
   if (l.tp > 1 && f.tp_comm_overlap > 0) {
     if (l.sp) {
       a.push_back("--tp-comm-overlap");
@@ -409,6 +412,12 @@ Export export_torchtitan(const Plan& p) {
   t << "context_parallel_degree = " << l.cp << "\n";
   if (l.pp > 1) {
     t << "pipeline_parallel_schedule = \"" << (l.vpp > 1 ? "Interleaved1F1B" : "1F1B") << "\"\n";
+    if (l.vpp > 1 && p.setup.framework.pp_p2p_overlap) {
+      e.dropped.push_back("pipeline sends beside compute (--pp-overlap on): torchtitan has no "
+                          "switch for it; its schedule sends and receives as "
+                          "torch.distributed.pipelining orders them, and where they wait the "
+                          "step is slower than planned");
+    }
     t << "pipeline_parallel_microbatch_size = " << l.mbs << "\n";
     if (uneven_split(l)) {
       // One stage per rank (an uneven split has vpp 1): torchtitan's split with the embedding

@@ -197,7 +197,7 @@ TrainingRead read_training(StrictObject& inputs, const nlohmann::json& raw_input
                            const GpuSpec& gpu) {
   StrictObject t = inputs.object("training", {"seq", "gbs", "mbs", "precision", "framework",
                                               "attention", "tp_comm_overlap", "dp_overlap",
-                                              "elementwise"});
+                                              "pp_overlap", "elementwise"});
   const nlohmann::json& raw = raw_inputs.at("training");
   TrainingRead r;
   r.setup.seq = t.positive_int("seq", kMaxTokens);
@@ -222,6 +222,7 @@ TrainingRead read_training(StrictObject& inputs, const nlohmann::json& raw_input
     r.setup.framework.dp_grad_overlap = r.setup.framework.dp_param_overlap =
         t.boolean("dp_overlap");
   }
+  if (t.has("pp_overlap")) r.setup.framework.pp_p2p_overlap = t.boolean("pp_overlap");
   if (t.has("elementwise")) {
     r.setup.framework.elementwise = *parse_elementwise(t.choice("elementwise", {"fused", "eager"}));
   }
@@ -331,6 +332,7 @@ nlohmann::json plan_to_json(const Plan& plan) {
     }
     training["dp_overlap"] = f.dp_grad_overlap;
   }
+  if (f.pp_p2p_overlap != convention->pp_p2p_overlap) training["pp_overlap"] = f.pp_p2p_overlap;
   if (f.elementwise != convention->elementwise) training["elementwise"] = to_string(f.elementwise);
 
   nlohmann::json groups = nlohmann::json::object();

@@ -22,7 +22,7 @@ inline constexpr const char* kPlanSchema = "meshplan-plan/1";
 
 /// The plan as plan.json. The framework convention is stored by name; overlap switches and
 /// elementwise kernels that differ from the named convention's are stored as
-/// "tp_comm_overlap" / "dp_overlap" / "elementwise".
+/// "tp_comm_overlap" / "dp_overlap" / "pp_overlap" / "elementwise".
 /// Errors: std::invalid_argument when the plan's framework is not a known convention, or its
 /// gradient and parameter overlap switches differ from each other and from the convention (a
 /// plan the CLI cannot make and plan.json cannot say).

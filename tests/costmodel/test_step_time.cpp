@@ -105,6 +105,92 @@ TEST_CASE("the pipeline terms: the other stages' fill and drain as bubble, 2 m v
         Approx(32 * slowest + (all - slowest) / 2.0));
 }
 
+TEST_CASE("an interleaved schedule that overlaps its sends waits only for the fill's and "
+          "drain's: the event simulation's step", "[step]") {
+  // llama3-70b, tp 8, pp 4, vpp 2, 32 micro-batches, nemo's convention (its sends beside the
+  // compute, Megatron-Core's overlap_p2p_comm). The first micro-batch's forward crosses
+  // v p - 1 = 7 rank boundaries and the last one's backward 7 more; every other send runs
+  // beside the sender's next chunk, which on NVLink outlasts it, exposing only the SMs it holds:
+  // pp_p2p = 2 (v p - 1) x + 2 m v f x = (14 + 128 f) x. With f = 0 the step is the event
+  // simulation's (which has sends asynchronous and no SM share), within the 1% the edge stages'
+  // embedding and LM head spread over a stage's two chunks allow.
+  const ModelSpec m = load_model("llama3-70b");
+  Layout l;
+  l.tp = 8;
+  l.pp = 4;
+  l.vpp = 2;
+  l.sp = true;
+  l.gbs = 32;
+  TrainingSetup setup = test::megatron_setup(8192);
+  setup.framework = *find_framework("nemo");
+  REQUIRE(setup.framework.pp_p2p_overlap);
+  Profile profile = load_profile("h100");
+  const StepEstimate shared = estimate_step(m, l, setup, load_cluster("dgx-h100"), profile);
+  CHECK(shared.breakdown.pp_p2p ==
+        Approx((14 + 128 * profile.comm_sm_fraction) * shared.p2p_s));
+  profile.comm_sm_fraction = 0;
+  const StepEstimate e = estimate_step(m, l, setup, load_cluster("dgx-h100"), profile);
+  CHECK(e.breakdown.pp_p2p == Approx(14 * e.p2p_s));
+  PipelineTimes t;
+  t.pp = 4;
+  t.vpp = 2;
+  t.microbatches = 32;
+  t.p2p_s = e.p2p_s;
+  for (const StageTimes& st : e.stages) {
+    t.forward_s.push_back({st.forward_s / 2, st.forward_s / 2});
+    t.backward_s.push_back({st.backward_s / 2, st.backward_s / 2});
+  }
+  const StepBreakdown& b = e.breakdown;
+  const double closed = b.compute + b.recompute + b.tp_exposed + b.cp_exposed + b.fsdp_exposed +
+                        b.bubble + b.pp_p2p;
+  CHECK(closed == Approx(simulate_pipeline(t).step_time_s).epsilon(0.01));
+  // Megatron's convention keeps each send waiting (Megatron-LM of Narayanan et al. 2021):
+  // 2 m v = 128 transfers, and --pp-overlap's switch is all that differs.
+  setup.framework.pp_p2p_overlap = false;
+  const StepEstimate waiting = estimate_step(m, l, setup, load_cluster("dgx-h100"), profile);
+  CHECK(waiting.breakdown.pp_p2p == Approx(128 * e.p2p_s));
+}
+
+TEST_CASE("overlapped sends longer than a chunk: above the simulation, below waiting for all",
+          "[step]") {
+  // The same on h100-pcie-eth cut to 10 GbE NICs, with vpp 20 (one layer per chunk): the
+  // 4 MiB each TP rank sends (seq 8192 x hidden 8192 x 2 bytes / tp 8) outlasts a one-layer
+  // chunk, so the steady state is bound by the link. The closed
+  // form charges each send what outlasts the chunk after it, as if the sender waited for the
+  // excess; the simulation lets later chunks absorb some of it, and waiting for every send
+  // costs 2 m v x.
+  const ModelSpec m = load_model("llama3-70b");
+  Layout l;
+  l.tp = 8;
+  l.pp = 4;
+  l.vpp = 20;
+  l.sp = true;
+  l.gbs = 32;
+  TrainingSetup setup = test::megatron_setup(8192);
+  setup.framework = *find_framework("nemo");
+  Profile profile = load_profile("h100");
+  profile.comm_sm_fraction = 0;
+  ClusterSpec cluster = load_cluster("h100-pcie-eth");
+  cluster.nic_bandwidth_bytes_per_s = 1.25e9;
+  const StepEstimate e = estimate_step(m, l, setup, cluster, profile);
+  REQUIRE(e.p2p_s > e.stages[1].backward_s / 20);
+  PipelineTimes t;
+  t.pp = 4;
+  t.vpp = 20;
+  t.microbatches = 32;
+  t.p2p_s = e.p2p_s;
+  for (const StageTimes& st : e.stages) {
+    t.forward_s.emplace_back(20, st.forward_s / 20);
+    t.backward_s.emplace_back(20, st.backward_s / 20);
+  }
+  const StepBreakdown& b = e.breakdown;
+  const double pipeline = b.compute + b.recompute + b.tp_exposed + b.cp_exposed +
+                          b.fsdp_exposed + b.bubble;
+  const double simulated = simulate_pipeline(t).step_time_s;
+  CHECK(pipeline + b.pp_p2p >= simulated);
+  CHECK(b.pp_p2p < 2 * 32 * 20 * e.p2p_s);
+}
+
 TEST_CASE("uneven stages: the closed form is the event simulation's step where the slowest "
           "stage is last, and a few percent above it where it is first", "[step]") {
   // llama3-70b's 80 layers on pp 4, 1F1B, 16 micro-batches, p2p left out (the simulation and

@@ -714,6 +714,40 @@ TEST_CASE("megatron export: the overlaps the prediction assumed are switched on"
   CHECK(mentions(dropped, "TP communication overlap (50% of TP collective time hidden)"));
 }
 
+TEST_CASE("exports: interleaved pipeline sends overlapped or waiting as the plan was costed",
+          "[exports]") {
+  Layout l;
+  l.tp = 8;
+  l.pp = 4;
+  l.vpp = 2;
+  l.sp = true;
+  l.gbs = 32;
+  // Megatron-LM overlaps an interleaved schedule's sends unless told
+  // --no-overlap-p2p-communication; megatron's convention costs them waiting, nemo's
+  // overlapped.
+  const Export waiting = export_plan(plan_of("llama3-70b", l, "megatron", Precision::kBf16, 4096),
+                                     ExportFormat::kMegatron);
+  CHECK_THAT(waiting.text, Catch::Contains("--no-overlap-p2p-communication"));
+  const Export overlapped = export_plan(plan_of("llama3-70b", l, "nemo", Precision::kBf16, 4096),
+                                        ExportFormat::kMegatron);
+  CHECK_THAT(overlapped.text, !Catch::Contains("p2p"));
+  // 1F1B always waits: nothing to switch off.
+  l.vpp = 1;
+  CHECK_THAT(export_plan(plan_of("llama3-70b", l, "megatron", Precision::kBf16, 4096),
+                         ExportFormat::kMegatron)
+                 .text,
+             !Catch::Contains("p2p"));
+  // torchtitan has no switch: a plan costed overlapped (--pp-overlap on) says so.
+  l.vpp = 2;
+  Plan fsdp = plan_of("llama3-70b", l, "fsdp", Precision::kBf16, 4096);
+  CHECK_FALSE(mentions(export_plan(fsdp, ExportFormat::kTorchtitan), "pipeline sends"));
+  fsdp.setup.framework.pp_p2p_overlap = true;
+  const Export titan = export_plan(fsdp, ExportFormat::kTorchtitan);
+  INFO(all_dropped(titan));
+  CHECK(mentions(titan, "pipeline sends beside compute (--pp-overlap on): torchtitan has no "
+                        "switch"));
+}
+
 TEST_CASE("torchtitan export: a TP overlap share is async TP, which needs compile",
           "[exports]") {
   Layout l;

@@ -625,11 +625,15 @@ TEST_CASE("estimate --out then --plan gives the same numbers", "[plan_file]") {
     const std::string path = dir + "/overlap.json";
     const std::string read =
         write_then_read(
-            test::with(test::kReadmeEstimate, {"--tp-overlap", "0.5", "--dp-overlap", "on"}), path)
+            test::with(test::kReadmeEstimate,
+                       {"--tp-overlap", "0.5", "--dp-overlap", "on", "--pp-overlap", "on"}),
+            path)
             .second;
     const nlohmann::json training = load_json_file(path)["inputs"]["training"];
     CHECK(training["tp_comm_overlap"] == 0.5);
     CHECK(training["dp_overlap"] == true);
+    CHECK(training["pp_overlap"] == true);  // megatron's convention: off
+    CHECK(read_plan(path).setup.framework.pp_p2p_overlap);
     // ... and they changed the estimate: without them the step is slower.
     const test::CliResult plain = test::run(test::with(test::kReadmeEstimate, {"--json"}));
     CHECK(numbers(plain.out)["step_time_s"].get<double>() >
