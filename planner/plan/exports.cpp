@@ -560,7 +560,10 @@ Export export_deepspeed(const Plan& p) {
   j["train_batch_size"] = l.gbs;
   j["train_micro_batch_size_per_gpu"] = l.mbs;
   j["gradient_accumulation_steps"] = l.gbs / (l.dp * l.mbs);
-  j["zero_optimization"] = {{"stage", l.zero}};
+  // DeepSpeed's pipeline engine refuses ZeRO stages 2 and 3 (PipelineEngine asserts a stage
+  // below 2): such a plan is exported at stage 1, the nearest it runs, and noted below.
+  const bool zero_beyond_pipeline = l.zero >= 2 && l.pp > 1;
+  j["zero_optimization"] = {{"stage", zero_beyond_pipeline ? 1 : l.zero}};
   // overlap_comm (DeepSpeed docs, zero_optimization): overlap the gradient reduction with the
   // backward, as the plan was costed (its default is false for stages 1 and 2, true for 3).
   if (l.zero >= 1) j["zero_optimization"]["overlap_comm"] = p.setup.framework.dp_grad_overlap;
@@ -609,9 +612,12 @@ Export export_deepspeed(const Plan& p) {
                         "overlap_comm belongs to zero_optimization stages 1-3; expect the "
                         "data-parallel reduction exposed");
   }
-  if (l.zero >= 2 && l.pp > 1) {
+  if (zero_beyond_pipeline) {
     e.dropped.push_back("ZeRO-" + s(l.zero) + " with pipeline parallelism (pp " + s(l.pp) +
-                        "): DeepSpeed's pipeline engine supports only ZeRO stages 0 and 1");
+                        "): DeepSpeed's pipeline engine supports only ZeRO stages 0 and 1; "
+                        "exported as stage 1, so every GPU keeps its stage's full gradients" +
+                        std::string(l.zero == 3 ? " and parameters" : "") +
+                        " and needs more memory than planned");
   }
   if (l.recompute == Recompute::kFull) {
     // DeepSpeed docs, "Activation Checkpointing": the config block only configures

@@ -55,8 +55,9 @@ struct Export {
 ///     save the first and last stages: Llama 3 405B's 7, 8 x 14, 7 on pp 16 is 8 per stage,
 ///     one less on each end), else dropped.
 ///   deepspeed: train_batch_size, train_micro_batch_size_per_gpu, gradient_accumulation_steps,
-///     zero_optimization.stage, bf16/fp16, activation_checkpointing (full recompute); tp, pp,
-///     sp, cp, vpp and selective recompute are dropped with where to set them.
+///     zero_optimization.stage (1 for ZeRO-2/3 with pp > 1, which DeepSpeed's pipeline engine
+///     refuses; noted) and overlap_comm, bf16/fp16, activation_checkpointing (full recompute);
+///     tp, pp, sp, cp, vpp and selective recompute are dropped with where to set them.
 ///   torchrun: --standalone on one node, else --nnodes N --nproc-per-node G with a c10d
 ///     rendezvous, and the same under srun.
 /// A plan estimated with another framework's memory convention than the target's (megatron,

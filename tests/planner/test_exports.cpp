@@ -507,6 +507,30 @@ TEST_CASE("deepspeed export: stage 0 cannot overlap the gradient reduction", "[e
   CHECK(mentions(e, "DeepSpeed's stage 0 all-reduces the gradients after the backward"));
 }
 
+TEST_CASE("deepspeed export: ZeRO-2/3 through a pipeline is exported at stage 1", "[exports]") {
+  // DeepSpeed's pipeline engine runs ZeRO stages 0 and 1 only, so a pp 2 plan at ZeRO-3 gets
+  // the nearest stage it runs, and the note says what that costs in memory.
+  Layout l;
+  l.dp = 4;
+  l.pp = 2;
+  l.zero = 3;
+  l.gbs = 32;
+  const Export e = export_plan(plan_of("llama3-8b", l, "deepspeed", Precision::kBf16, 4096),
+                               ExportFormat::kDeepspeed);
+  INFO(all_dropped(e));
+  CHECK(nlohmann::json::parse(e.text)["zero_optimization"]["stage"] == 1);
+  CHECK(mentions(e, "ZeRO-3 with pipeline parallelism (pp 2): DeepSpeed's pipeline engine "
+                    "supports only ZeRO stages 0 and 1; exported as stage 1, so every GPU keeps "
+                    "its stage's full gradients and parameters"));
+  // Without a pipeline the stage is the plan's.
+  l.pp = 1;
+  l.dp = 8;
+  CHECK(nlohmann::json::parse(
+            export_plan(plan_of("llama3-8b", l, "deepspeed", Precision::kBf16, 4096),
+                        ExportFormat::kDeepspeed)
+                .text)["zero_optimization"]["stage"] == 3);
+}
+
 TEST_CASE("deepspeed export: the config JSON and what belongs on the command line", "[exports]") {
   SECTION("llama3-8b ZeRO-3 round trip") {
     const Export e = export_plan(llama8b_fsdp(), ExportFormat::kDeepspeed);
