@@ -61,4 +61,13 @@ double flash_attention_time_s(const DeviceRates& rates, double batch, double hea
   return flops / (rates.gemm_peak_flops_per_s * rates.flash_attention_efficiency * ramp);
 }
 
+double ring_attention_time_s(const DeviceRates& rates, double batch, double heads,
+                             double s_local, std::int64_t cp, double d, bool backward) {
+  const double diagonal =
+      flash_attention_time_s(rates, batch, heads, s_local, s_local, d, true, backward);
+  const double half =
+      flash_attention_time_s(rates, batch, heads, s_local, s_local / 2, d, false, backward);
+  return diagonal + static_cast<double>(cp - 1) * half;
+}
+
 }  // namespace meshplan

@@ -46,10 +46,21 @@ double memory_time_s(const DeviceRates& rates, double bytes);
 
 /// Seconds of FlashAttention forward (or backward with `backward`) for `batch` sequences of
 /// `heads` heads: queries s_q, keys s_k, head dim d; causal halves the work. One call covers
-/// min(s_q, s_k) keys per query tile (ring attention's calls each see one chunk: s_q of them),
-/// which sets the efficiency: rates.flash_attention_efficiency x s / (s +
-/// rates.flash_attention_half_keys) (Profile::flash_attention_half_keys).
+/// min(s_q, s_k) keys per query tile, which sets the efficiency:
+/// rates.flash_attention_efficiency x s / (s + rates.flash_attention_half_keys)
+/// (Profile::flash_attention_half_keys).
 double flash_attention_time_s(const DeviceRates& rates, double batch, double heads, double s_q,
                               double s_k, double d, bool causal, bool backward);
+
+/// Seconds of one rank's causal attention under context parallelism over `cp` ranks, each
+/// holding s_local = s / cp tokens, with causal load balancing (Megatron-Core / Transformer
+/// Engine's ring attention and PyTorch's context_parallel: the sequence cut into 2 cp chunks,
+/// rank r holding chunks r and 2 cp - 1 - r): one causal call over its own s_local queries and
+/// keys, then cp - 1 calls on half of them, s_local queries against half a chunk pair's keys or
+/// half the queries against all of them, each s_local^2 / 2 of work, non-causal. Together the
+/// rank's 1 / cp of the causal work, in calls of s_local / 2 keys or queries past the first.
+/// cp = 1 is plain causal flash_attention_time_s. Inputs as flash_attention_time_s; cp >= 1.
+double ring_attention_time_s(const DeviceRates& rates, double batch, double heads,
+                             double s_local, std::int64_t cp, double d, bool backward);
 
 }  // namespace meshplan

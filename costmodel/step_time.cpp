@@ -90,10 +90,8 @@ LayerCosts layer_kernels(const ModelSpec& m, const Layout& l, const TrainingSetu
 
   // Attention core.
   if (setup.attention == AttentionImpl::kFlash) {
-    k.attention_forward =
-        flash_attention_time_s(half_rates, b, heads, s_local, s_full, d, true, false);
-    k.attention_backward =
-        flash_attention_time_s(half_rates, b, heads, s_local, s_full, d, true, true);
+    k.attention_forward = ring_attention_time_s(half_rates, b, heads, s_local, l.cp, d, false);
+    k.attention_backward = ring_attention_time_s(half_rates, b, heads, s_local, l.cp, d, true);
   } else {
     const double batch = b * heads;
     const double scores = batch * s_local * s_full;  // elements of the score matrix

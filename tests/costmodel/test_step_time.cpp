@@ -229,9 +229,9 @@ TEST_CASE("uneven stages: the closed form is the event simulation's step where t
 TEST_CASE("FlashAttention: the rate ramps with the keys one call covers", "[step]") {
   // Causal forward, 1 sequence, 32 heads, d 128 at 989.4e12 x 0.52. 8192 tokens: FLOPs
   // 4 x 32 x 8192^2 x 128 / 2 = 5.4976e11 at 0.52 x 8192 / 8492 of the peak -> 1.1077 ms.
-  // Ring attention over cp 8 (each call 1024 queries x 1024 keys, the rank's 1024 queries
-  // against all 8192 keys in 8 calls): 1/8 of the FLOPs at 1024 / 1324 -> 0.1727 ms, 1.25 x
-  // an eighth of the whole (0.1385 ms), what the shorter calls cost.
+  // 1024 queries against the 8192 keys (a call covering min(s_q, s_k) = 1024 of them): 1/8 of
+  // the FLOPs at 1024 / 1324 -> 0.1727 ms, 1.25 x an eighth of the whole (0.1385 ms), what the
+  // shorter calls cost.
   DeviceRates r;
   r.gemm_peak_flops_per_s = 989.4e12;
   r.flash_attention_efficiency = 0.52;
@@ -243,6 +243,31 @@ TEST_CASE("FlashAttention: the rate ramps with the keys one call covers", "[step
   // Backward: 2.5 x the forward FLOPs at the same rate.
   CHECK(flash_attention_time_s(r, 1, 32, 8192, 8192, 128, true, true) ==
         Approx(2.5 * flash_attention_time_s(r, 1, 32, 8192, 8192, 128, true, false)));
+}
+
+TEST_CASE("ring attention with causal load balancing: one causal call, then half-size calls",
+          "[step]") {
+  // cp 4 over 2048 tokens, 512 per rank, 32 heads, d 128, at 989.4e12 x 0.52, half keys 300.
+  // The diagonal call: 4 x 32 x 512^2 x 128 / 2 = 2.1475e9 FLOPs at 512 / 812 of the rate;
+  // each of the 3 others: 512 queries x 256 keys (or 256 x 512), non-causal, the same
+  // 2.1475e9 FLOPs at 256 / 556. Together the rank's quarter of the causal 2048^2 work
+  // (4 x 2.1475e9 = 8.59e9 = 4 x 32 x 2048^2 x 128 / 2 / 4), 28% slower than at 512 keys
+  // throughout (0.25 / (512/812) + 0.75 / (256/556)) / (1 / (512/812)) = 1.277.
+  DeviceRates r;
+  r.gemm_peak_flops_per_s = 989.4e12;
+  r.flash_attention_efficiency = 0.52;
+  r.flash_attention_half_keys = 300;
+  const double call = 4 * 32 * 512.0 * 512 * 128 / 2;
+  const double rate = 989.4e12 * 0.52;
+  const double ring = ring_attention_time_s(r, 1, 32, 512, 4, 128, false);
+  CHECK(ring == Approx(call / (rate * 512 / 812) + 3 * call / (rate * 256 / 556)));
+  CHECK(ring / flash_attention_time_s(r, 1, 32, 512, 2048, 128, true, false) ==
+        Approx(1.277).epsilon(1e-3));
+  // cp 1 is the plain causal call; at 32K tokens per rank the half-size calls cost under 1%.
+  CHECK(ring_attention_time_s(r, 1, 32, 2048, 1, 128, true) ==
+        Approx(flash_attention_time_s(r, 1, 32, 2048, 2048, 128, true, true)));
+  CHECK(ring_attention_time_s(r, 1, 32, 32768, 8, 128, false) <
+        1.01 * flash_attention_time_s(r, 1, 32, 32768, 262144, 128, true, false));
 }
 
 TEST_CASE("MFU is model FLOPs over time, GPUs and the dense peak", "[step]") {
