@@ -90,6 +90,8 @@ std::vector<FrameworkConvention> make_conventions() {
                  2, 4, false});
   all.back().sdpa_flash_attention2 = true;
   all.back().elementwise = ElementwiseKernels::kEager;
+  all.back().interleaved_pipeline = false;
+  all.back().max_zero_with_pipeline = 1;
   all.push_back({"fsdp",
                  "PyTorch FSDP2 / torchtitan: fp32 sharded params and grads, m, v; bf16 "
                  "compute copies gathered per layer; selective recompute is op-level; eager ops",
@@ -144,6 +146,23 @@ std::string zero_stage_problem(const FrameworkConvention& framework, int zero) {
     if (framework.allows_zero(z)) offered += (offered.empty() ? "" : ", ") + std::to_string(z);
   }
   return "framework " + framework.name + " offers ZeRO stages " + offered;
+}
+
+std::string pipeline_problem(const FrameworkConvention& framework, std::int64_t pp,
+                             std::int64_t vpp, int zero) {
+  if (pp > 1 && vpp > 1 && !framework.interleaved_pipeline) {
+    return "framework " + framework.name + " has no interleaved pipeline schedule (its " +
+           "pipeline engine runs one model chunk per stage): vpp must be 1";
+  }
+  if (pp > 1 && zero > framework.max_zero_with_pipeline) {
+    std::string stages;
+    for (int z = 0; z <= framework.max_zero_with_pipeline; ++z) {
+      if (framework.allows_zero(z)) stages += (stages.empty() ? "" : ", ") + std::to_string(z);
+    }
+    return "framework " + framework.name + " runs ZeRO stages " + stages +
+           " only with pp > 1 (its pipeline engine refuses ZeRO-" + std::to_string(zero) + ")";
+  }
+  return "";
 }
 
 }  // namespace meshplan

@@ -13,6 +13,7 @@
 //   hf        fp32 weights 4 + fp32 grads 4 + m 4 + v 4 (autocast)                  = 16
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -113,6 +114,11 @@ struct FrameworkConvention {
   /// (FULL_SHARD).
   unsigned zero_stages = 0b1111;
   bool allows_zero(int stage) const { return stage >= 0 && stage <= 3 && (zero_stages >> stage) & 1u; }
+  /// What the framework's pipeline runs: DeepSpeed's PipelineEngine runs one model chunk per
+  /// stage (no interleaved schedule) and refuses ZeRO stages 2 and 3 (it asserts a stage below
+  /// 2 when pp > 1; DeepSpeed pipeline docs).
+  bool interleaved_pipeline = true;
+  int max_zero_with_pipeline = 3;
   bool dp_grad_overlap = true;
   bool dp_param_overlap = false;
   /// Interleaved pipeline schedules (vpp > 1) overlap their sends and receives with compute:
@@ -149,5 +155,13 @@ std::optional<FrameworkConvention> find_framework(std::string_view name);
 /// stages it offers: "framework fsdp offers ZeRO stages 0, 2, 3". The one check behind --zero
 /// (estimate, ledger) and a plan file's layout.zero; callers add where the value came from.
 std::string zero_stage_problem(const FrameworkConvention& framework, int zero);
+
+/// "" when `framework`'s pipeline runs pp stages of vpp chunks each at ZeRO stage `zero`
+/// (interleaved_pipeline, max_zero_with_pipeline); else what is wrong: "framework deepspeed
+/// runs ZeRO stages 0 and 1 only with pp > 1 (its pipeline engine refuses 2 and 3)". The one
+/// check behind estimate's and plan's flags and a plan file's layout; callers add where the
+/// values came from. Preconditions: pp, vpp >= 1.
+std::string pipeline_problem(const FrameworkConvention& framework, std::int64_t pp,
+                             std::int64_t vpp, int zero);
 
 }  // namespace meshplan

@@ -556,6 +556,12 @@ ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, cons
   if (const std::string problem = zero_problem(framework, f.zero); !problem.empty()) {
     throw InputError(problem);
   }
+  if (const std::string problem = pipeline_problem(framework, l.pp, l.vpp, l.zero);
+      !problem.empty()) {
+    throw InputError("--pp " + std::to_string(l.pp) + " --vpp " + std::to_string(l.vpp) +
+                     " --zero " + std::to_string(l.zero) + ": " + problem +
+                     " (change them, or another --framework)");
+  }
   r.setup.framework = framework;
   r.setup.precision = precision;
   r.setup.seq = seq;

@@ -256,6 +256,19 @@ CommandAction add_plan_command(CLI::App& app) {
         throw InputError(problem);
       }
     }
+    // Pins the framework's pipeline cannot run: a pinned vpp > 1 (which only pp > 1 takes),
+    // or a pinned ZeRO stage with a pinned pp > 1. Unpinned, the search leaves such layouts out.
+    const std::int64_t pinned_vpp = o->vpp > 0 ? o->vpp : 1;
+    const std::int64_t pinned_pp = o->pp > 0 ? o->pp : (pinned_vpp > 1 ? 2 : 1);
+    if (const std::string problem = pipeline_problem(setup.framework, pinned_pp, pinned_vpp,
+                                                     std::max(o->zero, 0));
+        !problem.empty()) {
+      std::string pins;
+      if (o->pp > 0) pins += "--pp " + std::to_string(o->pp);
+      if (o->vpp > 0) pins += (pins.empty() ? "" : " ") + ("--vpp " + std::to_string(o->vpp));
+      if (o->zero >= 0) pins += (pins.empty() ? "" : " ") + ("--zero " + std::to_string(o->zero));
+      throw InputError(pins + ": " + problem + " (change them, or another --framework)");
+    }
     if (const std::string problem =
             plan_pins_problem({o->dp, o->tp, o->pp, o->cp, o->mbs, o->vpp}, o->gpus, gbs,
                               o->gbs > 0, model.num_layers);

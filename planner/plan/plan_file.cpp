@@ -396,6 +396,14 @@ Plan plan_from_json(const nlohmann::json& json, const std::string& file) {
                      training.setup.framework.name + "\"); give one of those, or another "
                      "framework");
   }
+  if (const std::string problem =
+          pipeline_problem(training.setup.framework, layout.pp, layout.vpp, layout.zero);
+      !problem.empty()) {
+    throw InputError(file + ": $.layout: pp " + std::to_string(layout.pp) + ", vpp " +
+                     std::to_string(layout.vpp) + ", zero " + std::to_string(layout.zero) +
+                     ": " + problem + " (" + at + "training.framework is \"" +
+                     training.setup.framework.name + "\"); change them, or another framework");
+  }
   if (layout.mbs != training.mbs) {
     throw InputError(file + ": $.layout.mbs: is " + std::to_string(layout.mbs) +
                      " but $.inputs.training.mbs is " + std::to_string(training.mbs) +

@@ -101,10 +101,13 @@ class Worker {
     const std::array<Recompute, 3> recomputes = {Recompute::kNone, Recompute::kSelective,
                                                  Recompute::kFull};
     for (std::int64_t vpp : vpps) {
+      // What the framework's pipeline cannot run is not its layout (as its ZeRO stages below).
+      if (!r_.pins.vpp && !pipeline_problem(r_.setup.framework, pp, vpp, 0).empty()) continue;
       for (std::int64_t mbs : mbss) {
         for (int sp = sp_first; sp <= sp_last; ++sp) {
           for (int zero = 0; zero <= 3; ++zero) {
             if (pinned_out(r_.pins.zero, zero) || !r_.setup.framework.allows_zero(zero)) continue;
+            if (!pipeline_problem(r_.setup.framework, pp, vpp, zero).empty()) continue;
             if (zero > 0 && !shards && !r_.pins.zero) continue;
             for (Recompute recompute : recomputes) {
               if (pinned_out(r_.pins.recompute, recompute)) continue;

@@ -508,14 +508,15 @@ TEST_CASE("deepspeed export: stage 0 cannot overlap the gradient reduction", "[e
 }
 
 TEST_CASE("deepspeed export: ZeRO-2/3 through a pipeline is exported at stage 1", "[exports]") {
-  // DeepSpeed's pipeline engine runs ZeRO stages 0 and 1 only, so a pp 2 plan at ZeRO-3 gets
-  // the nearest stage it runs, and the note says what that costs in memory.
+  // DeepSpeed's pipeline engine runs ZeRO stages 0 and 1 only (plans under the deepspeed
+  // convention never pair ZeRO-3 with pp > 1; one under fsdp's may), so a pp 2 plan at ZeRO-3
+  // gets the nearest stage it runs, and the note says what that costs in memory.
   Layout l;
   l.dp = 4;
   l.pp = 2;
   l.zero = 3;
   l.gbs = 32;
-  const Export e = export_plan(plan_of("llama3-8b", l, "deepspeed", Precision::kBf16, 4096),
+  const Export e = export_plan(plan_of("llama3-8b", l, "fsdp", Precision::kBf16, 4096),
                                ExportFormat::kDeepspeed);
   INFO(all_dropped(e));
   CHECK(nlohmann::json::parse(e.text)["zero_optimization"]["stage"] == 1);

@@ -473,6 +473,16 @@ TEST_CASE("a plan's settings get the checks the flags get", "[plan_file]") {
     CHECK(r.err == "meshplan: error: --zero 1: framework fsdp offers ZeRO stages 0, 2, 3 "
                    "(choose one, or another --framework)\n");
   }
+  SECTION("what the framework's pipeline runs, as the flags are checked") {
+    // The README layout (pp 4) under deepspeed at ZeRO-1 is fine; at ZeRO-2 DeepSpeed's
+    // pipeline engine refuses it.
+    nlohmann::json j = good;
+    j["inputs"]["training"]["framework"] = "deepspeed";
+    j["layout"]["zero"] = 2;
+    expect_plan_error(j, {"plan.json: $.layout: pp 4, vpp 1, zero 2: framework deepspeed runs "
+                          "ZeRO stages 0, 1 only with pp > 1 (its pipeline engine refuses "
+                          "ZeRO-2) ($.inputs.training.framework is \"deepspeed\")"});
+  }
   SECTION("sp needs tp > 1 and vpp needs pp > 1: layout_problems, as for the flags") {
     nlohmann::json j = good;
     j["layout"]["tp"] = 1;

@@ -119,6 +119,41 @@ TEST_CASE("plan: pins that break a layout rule get estimate's reason, exit code 
                      "fsdp"})
               .exit_code == 0);
   }
+  SECTION("deepspeed's pipeline engine: no interleaving, ZeRO 0 and 1 only with pp > 1") {
+    // DeepSpeed's PipelineEngine runs one chunk per stage and asserts a ZeRO stage below 2:
+    // pins that ask for either are refused before any search, estimate's layout alike, and
+    // an unpinned search ranks none of them.
+    const test::CliResult zero = test::run({"plan", "--model", "llama3-70b", "--gpus", "64",
+                                            "--framework", "deepspeed", "--pp", "4", "--zero",
+                                            "3"});
+    CHECK(zero.exit_code == 2);
+    CHECK(zero.err == "meshplan: error: --pp 4 --zero 3: framework deepspeed runs ZeRO stages "
+                      "0, 1 only with pp > 1 (its pipeline engine refuses ZeRO-3) (change "
+                      "them, or another --framework)\n");
+    const test::CliResult vpp = test::run({"plan", "--model", "llama3-70b", "--gpus", "64",
+                                           "--framework", "deepspeed", "--vpp", "2"});
+    CHECK(vpp.exit_code == 2);
+    CHECK_THAT(vpp.err, Catch::Contains("--vpp 2: framework deepspeed has no interleaved "
+                                        "pipeline schedule"));
+    const test::CliResult estimate =
+        test::run({"estimate", "--model", "llama3-70b", "--framework", "deepspeed", "--tp", "8",
+                   "--pp", "4", "--zero", "2", "--gbs", "32"});
+    CHECK(estimate.exit_code == 2);
+    CHECK_THAT(estimate.err, Catch::Contains("framework deepspeed runs ZeRO stages 0, 1 only "
+                                             "with pp > 1"));
+    const test::CliResult searched = test::run({"plan", "--model", "llama3-70b", "--gpus", "64",
+                                                "--framework", "deepspeed", "--json", "--top",
+                                                "50"});
+    REQUIRE(searched.exit_code == 0);
+    bool pipelined = false;
+    const nlohmann::json ranked = nlohmann::json::parse(searched.out)["ranked"];
+    for (const auto& c : ranked) {
+      const auto& l = c["layout"];
+      pipelined = pipelined || l["pp"] > 1;
+      CHECK((l["pp"] == 1 || (l["vpp"] == 1 && l["zero"] <= 1)));
+    }
+    CHECK(pipelined);  // pipelines are ranked, at the stages DeepSpeed runs them with
+  }
   SECTION("--tp 16 on 8-GPU NVLink domains, without --allow-cross-node-tp") {
     // Llama 2 7B: 32 heads and 32 kv heads, so tp 16 breaks no other rule.
     const test::CliResult r =
