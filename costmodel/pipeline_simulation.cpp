@@ -192,10 +192,10 @@ PipelineSimulation simulate_pipeline(const PipelineTimes& times) {
         (forward ? forward_end : backward_end)[slot(k, op.microbatch)] = end_s;
         compute[ri].push_back(PipelineEvent{r, op.chunk, op.microbatch, op.kind, ready_s, end_s});
         sim.busy_s[ri] += duration_s;
-        free_at[ri] = end_s;
+        const bool sends_on = forward ? k < stages - 1 : k > 0;
+        free_at[ri] = end_s + (times.sends_wait && sends_on ? hop_s : 0.0);
         sim.step_time_s = std::max(sim.step_time_s, end_s);
 
-        const bool sends_on = forward ? k < stages - 1 : k > 0;
         if (pp > 1 && sends_on) {
           PipelineEvent send{r,     op.chunk, op.microbatch, PipelineOpKind::kSend,
                              end_s, end_s + times.p2p_s};

@@ -25,9 +25,11 @@
 // backward(k+1, mb) ended plus p2p_s and after its own forward(k, mb); the last virtual stage's
 // backward needs only its own forward. Consecutive virtual stages are on consecutive ranks (rank
 // p-1's chunk c feeds rank 0's chunk c+1), so with p > 1 every hand-off crosses a rank boundary
-// and pays p2p_s; with p = 1 there is no hand-off to pay for. Sends are asynchronous: they occupy
-// the producer's communication track from the producer's end to end + p2p_s and delay only the
-// receiver (no bandwidth contention between concurrent sends is modelled). Because each rank
+// and pays p2p_s; with p = 1 there is no hand-off to pay for. Sends occupy the producer's
+// communication track from the producer's end to end + p2p_s and delay the receiver; with
+// sends_wait (blocking p2p) they also hold the producer, whose next op starts no earlier than
+// the send's end; otherwise they run beside its compute (no bandwidth contention between
+// concurrent sends is modelled). Because each rank
 // keeps its order strictly, p2p_s delays not only the fill and drain but also the steady state
 // (a rank's next forward waits for a neighbour whose backward waited for a gradient), so the
 // step grows by more than 2 (p - 1) p2p_s; it is bounded by the step with p2p_s = 0 and every
@@ -69,6 +71,10 @@ struct PipelineTimes {
   std::vector<std::vector<double>> backward_s;
   /// Seconds to send one micro-batch's activation (or gradient) across a rank boundary.
   double p2p_s = 0.0;
+  /// The sender waits for each of its sends before its next op (blocking p2p: Megatron-LM's
+  /// batched send/receive, torch.distributed.pipelining's Schedule1F1B); false: sends run
+  /// beside the sender's compute and delay only the receiver.
+  bool sends_wait = false;
 };
 
 /// One simulated interval. Compute events (kForward, kBackward) are on rank `stage`'s compute

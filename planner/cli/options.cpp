@@ -203,10 +203,14 @@ void add_overlap_options(CLI::App& cmd, OverlapFlags& flags) {
       ->check(CLI::IsMember({"on", "off"}));
   cmd.add_option("--pp-overlap", flags.pp_overlap,
                  "Overlap an interleaved schedule's (vpp > 1) pipeline sends and receives with "
-                 "compute, so only the fill's and drain's wait: Megatron-LM's default with "
-                 "virtual stages (--no-overlap-p2p-communication turns it off, and the "
-                 "Megatron-LM export writes that flag for a plan costed off); 1F1B always "
-                 "waits: on | off (default: the framework's: " + pp_defaults + ")")
+                 "compute, so only the fill's and drain's wait; 1F1B always waits: on | off "
+                 "(default: the framework's: " + pp_defaults + "). Current Megatron-LM does it "
+                 "by default with virtual stages (--no-overlap-p2p-communication turns it off), "
+                 "and NeMo's overlap settings keep it on; the megatron convention is off, as in "
+                 "the Megatron-LM of the published runs meshplan is validated against "
+                 "(Narayanan et al. 2021, Korthikanti et al. 2022), and the Megatron-LM export "
+                 "of a plan costed off writes --no-overlap-p2p-communication: give on to cost "
+                 "and keep current Megatron-LM's overlap")
       ->check(CLI::IsMember({"on", "off"}));
 }
 

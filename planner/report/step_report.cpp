@@ -142,7 +142,8 @@ nlohmann::json step_json(const StepReportInputs& in, const StepEstimate& e) {
   return j;
 }
 
-std::string step_trace_text(const StepEstimate& e, const Layout& layout) {
+std::string step_trace_text(const StepEstimate& e, const Layout& layout,
+                            const FrameworkConvention& framework) {
   // The exposed communication inside each stage's ops, by kind. StageTimes gives each kind's
   // seconds per micro-batch (forward + backward); they are split between the passes as the
   // cost model's volumes are: TP 1:1 (two crossings forward, two backward; the embedding's
@@ -183,6 +184,8 @@ std::string step_trace_text(const StepEstimate& e, const Layout& layout) {
   times.vpp = layout.vpp;
   times.microbatches = layout.microbatches();
   times.p2p_s = e.p2p_s;
+  const bool sends_beside = layout.vpp > 1 && framework.pp_p2p_overlap;
+  times.sends_wait = !sends_beside;
   const double v = static_cast<double>(layout.vpp);
   for (const StageTimes& st : e.stages) {
     times.forward_s.emplace_back(static_cast<std::size_t>(layout.vpp), st.forward_s / v);
@@ -203,11 +206,14 @@ std::string step_trace_text(const StepEstimate& e, const Layout& layout) {
                                     {"ts", start_us + dp_us}, {"dur", opt_us}});
   }
   trace["otherData"]["pipeline_s"] = sim.step_time_s;
+  trace["otherData"]["pipeline_sends"] = sends_beside ? "beside compute" : "wait";
   trace["otherData"]["step_time_s"] = sim.step_time_s + e.breakdown.dp_exposed + e.breakdown.optimizer;
   // The closed form `estimate` prints paces the pipeline by the slowest stage and fills and
   // drains it through the others; the simulation runs each stage at its own pace, so where a
   // slower stage comes first (its warm-up forwards hide part of the others') it ends a little
-  // earlier, and with the slowest stage last the two agree.
+  // earlier, and with the slowest stage last the two agree (sends aside: the closed form counts
+  // 2 m v waiting ones on the slowest stage, where the simulation's last stage sends only its
+  // m v gradients, and the first only activations).
   trace["otherData"]["closed_form_step_time_s"] = e.step_time_s;
   return trace.dump() + "\n";
 }

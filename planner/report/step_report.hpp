@@ -43,7 +43,11 @@ nlohmann::json step_json(const StepReportInputs& in, const StepEstimate& e);
 /// volumes are (TP 1:1, CP and FSDP 1:2). The caller writes it
 /// (report/atomic_write.hpp OutputSet, with the command's other outputs). Throws InputError
 /// "the step has about N events (...), more than the 1000000 a trace viewer opens; trace a
-/// smaller --gbs" (the caller puts "--trace PATH: " before it).
-std::string step_trace_text(const StepEstimate& e, const Layout& layout);
+/// smaller --gbs" (the caller puts "--trace PATH: " before it). The sends wait for their link
+/// (PipelineTimes::sends_wait) unless `framework` overlaps an interleaved schedule's
+/// (FrameworkConvention::pp_p2p_overlap), as the closed form counts them; otherData says which
+/// ("pipeline_sends": "wait" or "beside compute").
+std::string step_trace_text(const StepEstimate& e, const Layout& layout,
+                            const FrameworkConvention& framework);
 
 }  // namespace meshplan

@@ -255,6 +255,24 @@ TEST_CASE("p2p adds latency", "[pipeline][simulation]") {
   CHECK(single.events.size() == 2 * 4 * 2);
 }
 
+TEST_CASE("waiting sends hold their sender", "[pipeline][simulation]") {
+  // 1F1B p=2 m=2 tf=1 tb=2 h=0.1; rank 0 runs F0 F1 B0 B1, rank 1 F0 B0 F1 B1.
+  //   rank 0: F0 0-1 (send to 1.1), F1 1.1-2.1 (send to 2.2), B0 waits for rank 1's B0
+  //           (4.1 + 0.1) 4.2-6.2, B1 waits for rank 1's B1 (7.2 + 0.1) 7.3-9.3.
+  //   rank 1: F0 1.1-2.1, B0 2.1-4.1 (its gradient's send holds it to 4.2), F1 4.2-5.2,
+  //           B1 5.2-7.2.
+  // Step 9.3. With sends beside the compute rank 1's F1 starts at 4.1, and the step is 9.2.
+  PipelineTimes t = uniform(2, 1, 2, 1.0, 2.0, 0.1);
+  CHECK(simulate_pipeline(t).step_time_s == Approx(9.2));
+  t.sends_wait = true;
+  CHECK(simulate_pipeline(t).step_time_s == Approx(9.3));
+  // Sends are events alike either way: 2 forwards' and 2 backwards'.
+  const PipelineSimulation sim = simulate_pipeline(t);
+  CHECK(std::count_if(sim.events.begin(), sim.events.end(), [](const PipelineEvent& e) {
+          return e.kind == PipelineOpKind::kSend;
+        }) == 4);
+}
+
 TEST_CASE("invalid pipeline inputs throw std::invalid_argument", "[pipeline][simulation]") {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   SECTION("degrees") {

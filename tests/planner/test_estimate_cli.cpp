@@ -5,6 +5,7 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -60,6 +61,34 @@ TEST_CASE("estimate --trace writes a Chrome trace that covers the step", "[estim
   // The trace names both: its own step time (where its last event ends) and estimate's.
   CHECK(trace["otherData"]["step_time_s"].get<double>() == Approx(end_us / 1e6));
   CHECK(trace["otherData"]["closed_form_step_time_s"].get<double>() == step);
+  // 1F1B: each send holds its sender, as the closed form counts it.
+  CHECK(trace["otherData"]["pipeline_sends"] == "wait");
+}
+
+TEST_CASE("estimate --trace: --pp-overlap on puts an interleaved schedule's sends beside compute",
+          "[estimate]") {
+  // The README layout with vpp 2: waiting sends hold each sender, overlapped ones do not, so
+  // the simulated step is shorter with the overlap, as the closed form's, and both agree
+  // within 1%.
+  const auto traced = [](const std::string& overlap) {
+    const std::string path = test::write_temp_file("trace-vpp-" + overlap + ".json", "");
+    std::filesystem::remove(path);
+    const test::CliResult r = test::run(test::with(
+        test::kReadmeEstimate, {"--vpp", "2", "--pp-overlap", overlap, "--trace", path, "--json"}));
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    std::ifstream in(path);
+    return std::pair{nlohmann::json::parse(in)["otherData"],
+                     nlohmann::json::parse(r.out)["step_time_s"].get<double>()};
+  };
+  const auto [waiting, waiting_step] = traced("off");
+  const auto [beside, beside_step] = traced("on");
+  CHECK(waiting["pipeline_sends"] == "wait");
+  CHECK(beside["pipeline_sends"] == "beside compute");
+  CHECK(beside["step_time_s"].get<double>() < waiting["step_time_s"].get<double>());
+  CHECK(beside_step < waiting_step);
+  CHECK(waiting["step_time_s"].get<double>() == Approx(waiting_step).epsilon(0.01));
+  CHECK(beside["step_time_s"].get<double>() == Approx(beside_step).epsilon(0.01));
 }
 
 TEST_CASE("estimate --trace puts each stage's exposed TP and CP time on the communication track",
