@@ -6,6 +6,7 @@
 // memory (the estimate is printed; neither --out nor --trace is written).
 #include <memory>
 #include <sstream>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -152,6 +153,7 @@ CommandAction add_estimate_command(CLI::App& app) {
                                                      : std::nullopt);
       notes.insert(notes.end(), rl.notes.begin(), rl.notes.end());
       const Layout& l = rl.layout;
+      for (std::string& note : idle_overlap_notes(o->overlaps, l)) notes.push_back(std::move(note));
       if (const std::string problem = node_count_problem(cluster, l.gpus()); !problem.empty()) {
         throw InputError("layout dp " + std::to_string(l.dp) + " x tp " + std::to_string(l.tp) +
                          " x pp " + std::to_string(l.pp) + " x cp " + std::to_string(l.cp) +

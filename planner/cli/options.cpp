@@ -222,6 +222,24 @@ void apply_overlaps(FrameworkConvention& framework, const OverlapFlags& flags) {
   if (!flags.pp_overlap.empty()) framework.pp_p2p_overlap = flags.pp_overlap == "on";
 }
 
+std::vector<std::string> idle_overlap_notes(const OverlapFlags& flags, const Layout& layout) {
+  std::vector<std::string> notes;
+  const std::string nothing = ": changes nothing for this layout: ";
+  if (flags.tp_overlap >= 0 && layout.tp == 1) {
+    notes.push_back("--tp-overlap" + nothing + "tp 1 has no TP collectives");
+  }
+  if (!flags.dp_overlap.empty() && layout.dp * layout.cp == 1) {
+    notes.push_back("--dp-overlap" + nothing + "dp x cp 1 has no data-parallel communication");
+  }
+  if (!flags.pp_overlap.empty() && (layout.pp == 1 || layout.vpp == 1)) {
+    notes.push_back("--pp-overlap" + nothing +
+                    (layout.pp == 1 ? "pp 1 sends nothing"
+                                    : "only an interleaved schedule (vpp > 1) overlaps its "
+                                      "sends; 1F1B's wait"));
+  }
+  return notes;
+}
+
 void add_elementwise_option(CLI::App& cmd, std::string& elementwise) {
   cmd.add_option("--elementwise", elementwise,
                  "Norms, residual adds, activation and RoPE: fused (one kernel each: "

@@ -89,6 +89,11 @@ void add_overlap_options(CLI::App& cmd, OverlapFlags& flags);
 /// what the flags gave; leaves the convention's where a flag was not given.
 void apply_overlaps(FrameworkConvention& framework, const OverlapFlags& flags);
 
+/// Notes for the overlap flags given that change nothing for `layout` (estimate's one layout):
+/// --tp-overlap with tp 1, --dp-overlap with dp x cp 1, --pp-overlap without an interleaved
+/// schedule (pp 1 or vpp 1, whose sends always wait).
+std::vector<std::string> idle_overlap_notes(const OverlapFlags& flags, const Layout& layout);
+
 /// --elementwise fused|eager (default "": the framework convention's, eager for fsdp, hf and
 /// deepspeed, fused for the others), checked at parse time; estimate and plan take it.
 void add_elementwise_option(CLI::App& cmd, std::string& elementwise);

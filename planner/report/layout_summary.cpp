@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "costmodel/counted.hpp"
+#include "planner/report/format.hpp"
 
 namespace meshplan {
 
@@ -10,6 +11,21 @@ nlohmann::json layout_json(const Layout& l) {
   return {{"dp", l.dp},   {"tp", l.tp},   {"pp", l.pp},   {"cp", l.cp},
           {"vpp", l.vpp}, {"mbs", l.mbs}, {"gbs", l.gbs}, {"zero", l.zero},
           {"recompute", to_string(l.recompute)},          {"sp", l.sp}};
+}
+
+std::string framework_summary(const FrameworkConvention& f) {
+  const auto on_off = [](bool on) { return on ? "on" : "off"; };
+  return "framework " + f.name + " (elementwise " + to_string(f.elementwise) + "; overlap: tp " +
+         significant(100 * f.tp_comm_overlap, 3) + "%, dp gradients " +
+         on_off(f.dp_grad_overlap) + ", dp parameters " + on_off(f.dp_param_overlap) +
+         ", interleaved pp sends " + on_off(f.pp_p2p_overlap) + ")";
+}
+
+nlohmann::json overlaps_json(const FrameworkConvention& f) {
+  return {{"tp_comm_overlap", f.tp_comm_overlap},
+          {"dp_grad_overlap", f.dp_grad_overlap},
+          {"dp_param_overlap", f.dp_param_overlap},
+          {"pp_overlap", f.pp_p2p_overlap}};
 }
 
 std::string layout_summary(const Layout& l, const TrainingSetup& setup) {

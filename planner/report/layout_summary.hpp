@@ -23,6 +23,15 @@ nlohmann::json layout_json(const Layout& layout);
 /// selective, sp off, attention flash".
 std::string layout_summary(const Layout& layout, const TrainingSetup& setup);
 
+/// "framework megatron (elementwise fused; overlap: tp 0%, dp gradients off, dp parameters off,
+/// interleaved pp sends off)": the convention and the kernel and overlap settings it was costed with (its
+/// own or the --elementwise / --tp-overlap / --dp-overlap / --pp-overlap overrides).
+std::string framework_summary(const FrameworkConvention& framework);
+
+/// The overlap settings as JSON: {tp_comm_overlap (share of TP collective time hidden),
+/// dp_grad_overlap, dp_param_overlap, pp_overlap (bools)}.
+nlohmann::json overlaps_json(const FrameworkConvention& framework);
+
 /// One component of StepBreakdown: its JSON key (seconds), its table label, its short label
 /// (used in sentences), and its value in seconds.
 struct BreakdownComponent {

@@ -227,8 +227,7 @@ std::string render_plan(const SearchRequest& r, const SearchResult& result) {
   std::ostringstream s;
   s << r.model.name << " on " << r.gpus << " x " << r.cluster.gpu.name << " (" << r.cluster.name
     << "), seq " << r.setup.seq << ", gbs " << r.gbs << ", " << to_string(r.setup.precision)
-    << ", framework " << r.setup.framework.name << " (elementwise "
-    << to_string(r.setup.framework.elementwise) << ")\n";
+    << ", " << framework_summary(r.setup.framework) << "\n";
   s << "searched " << result.space << " layouts: " << result.fits << " fit in memory, "
     << result.fits << " timed\n\n";
   if (!result.ranked.empty()) {
@@ -297,6 +296,7 @@ nlohmann::json plan_json(const SearchRequest& r, const SearchResult& result) {
           {"seq", r.setup.seq},
           {"framework", r.setup.framework.name},
           {"elementwise", to_string(r.setup.framework.elementwise)},
+          {"overlaps", overlaps_json(r.setup.framework)},
           {"precision", to_string(r.setup.precision)},
           {"objective", r.objective == Objective::kMemory ? "memory"
                         : r.objective == Objective::kCost ? "cost"

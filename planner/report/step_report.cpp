@@ -66,8 +66,7 @@ std::string render_step(const StepReportInputs& in, const StepEstimate& e) {
   s << in.model.name << " on " << in.layout.gpus() << " x " << in.cluster.gpu.name << " ("
     << in.cluster.name << ", profile " << in.profile << ")\n  "
     << layout_summary(in.layout, in.setup) << ", " << to_string(in.setup.precision)
-    << ", framework " << in.setup.framework.name << " (elementwise "
-    << to_string(in.setup.framework.elementwise) << ")\n\n";
+    << ", " << framework_summary(in.setup.framework) << "\n\n";
   s << "  step time        " << fixed(e.step_time_s, 3) << " s\n";
   s << "  tokens/s         " << fixed(e.tokens_per_s, 0) << " (" << fixed(e.tokens_per_s_per_gpu, 1)
     << " per GPU)\n";
@@ -120,6 +119,7 @@ nlohmann::json step_json(const StepReportInputs& in, const StepEstimate& e) {
       {"precision", to_string(in.setup.precision)},
       {"framework", in.setup.framework.name},
       {"elementwise", to_string(in.setup.framework.elementwise)},
+      {"overlaps", overlaps_json(in.setup.framework)},
       {"notes", in.notes},
       {"model_flops_per_step", e.model_flops_per_step},
       {"tflops_per_gpu_causal", e.tflops_per_gpu_causal},

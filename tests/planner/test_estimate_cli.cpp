@@ -65,6 +65,33 @@ TEST_CASE("estimate --trace writes a Chrome trace that covers the step", "[estim
   CHECK(trace["otherData"]["pipeline_sends"] == "wait");
 }
 
+TEST_CASE("estimate notes an overlap flag that changes nothing for its layout", "[estimate]") {
+  // The README layout: tp 8, dp 2, pp 4, vpp 1. --pp-overlap needs an interleaved schedule;
+  // the other two have collectives to overlap. At tp 1, dp 1 on one GPU, none of them does.
+  const test::CliResult readme =
+      test::run(test::with(test::kReadmeEstimate,
+                           {"--pp-overlap", "on", "--tp-overlap", "0.5", "--dp-overlap", "on"}));
+  REQUIRE(readme.exit_code == 0);
+  CHECK_THAT(readme.out, Catch::Contains("note: --pp-overlap: changes nothing for this layout: "
+                                         "only an interleaved schedule (vpp > 1) overlaps its "
+                                         "sends; 1F1B's wait\n"));
+  CHECK_THAT(readme.out, !Catch::Contains("note: --tp-overlap"));
+  CHECK_THAT(readme.out, !Catch::Contains("note: --dp-overlap"));
+  CHECK_THAT(test::run(test::with(test::kReadmeEstimate, {"--vpp", "2", "--pp-overlap", "on"}))
+                 .out,
+             !Catch::Contains("note: --pp-overlap"));
+  const test::CliResult single =
+      test::run({"estimate", "--model", "llama3-8b", "--gpus", "1", "--gbs", "8", "--pp-overlap",
+                 "off", "--tp-overlap", "0.5", "--dp-overlap", "on"});
+  REQUIRE(single.exit_code == 0);
+  CHECK_THAT(single.out, Catch::Contains("note: --tp-overlap: changes nothing for this layout: "
+                                         "tp 1 has no TP collectives\n"));
+  CHECK_THAT(single.out, Catch::Contains("note: --dp-overlap: changes nothing for this layout: "
+                                         "dp x cp 1 has no data-parallel communication\n"));
+  CHECK_THAT(single.out, Catch::Contains("note: --pp-overlap: changes nothing for this layout: "
+                                         "pp 1 sends nothing\n"));
+}
+
 TEST_CASE("estimate --trace: --pp-overlap on puts an interleaved schedule's sends beside compute",
           "[estimate]") {
   // The README layout with vpp 2: waiting sends hold each sender, overlapped ones do not, so

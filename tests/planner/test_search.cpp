@@ -229,7 +229,7 @@ TEST_CASE("plan: --elementwise costs every layout with those kernels and the pla
 
   const test::CliResult text = test::run(test::with(args, {"--elementwise", "eager"}));
   REQUIRE(text.exit_code == 0);
-  CHECK_THAT(text.out, Catch::Contains(", framework megatron (elementwise eager)\n"));
+  CHECK_THAT(text.out, Catch::Contains(", framework megatron (elementwise eager; overlap: "));
 
   // The written plan records the override (and estimate --plan reads it back) ...
   const std::string path = test::write_temp_file("eager-plan.json", "");
@@ -266,6 +266,18 @@ TEST_CASE("plan: --tp-overlap and --dp-overlap cost every layout so and the plan
     CHECK(step == Approx(estimate_of(c, overlaps)["step_time_s"].get<double>()).epsilon(1e-12));
     CHECK(step < estimate_of(c, {})["step_time_s"].get<double>());
   }
+  // The settings costed are in the header line and the JSON.
+  const test::CliResult text = test::run(test::with(args, overlaps));
+  CHECK_THAT(text.out, Catch::Contains("framework megatron (elementwise fused; overlap: tp 50%, "
+                                       "dp gradients on, dp parameters on, interleaved pp sends "
+                                       "off)"));
+  const nlohmann::json json_overlaps =
+      nlohmann::json::parse(test::run(test::with(test::with(args, overlaps), {"--json"})).out)
+          ["overlaps"];
+  CHECK(json_overlaps == nlohmann::json{{"tp_comm_overlap", 0.5},
+                                        {"dp_grad_overlap", true},
+                                        {"dp_param_overlap", true},
+                                        {"pp_overlap", false}});
   const std::string path = test::write_temp_file("overlap-plan.json", "");
   REQUIRE(test::run(test::with(test::with(args, overlaps), {"--out", path})).exit_code == 0);
   const nlohmann::json training = load_json_file(path)["inputs"]["training"];
