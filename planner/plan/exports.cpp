@@ -593,8 +593,11 @@ Export export_deepspeed(const Plan& p) {
   if (l.cp > 1) {
     e.dropped.push_back("context parallelism (cp " + s(l.cp) +
                         "): DeepSpeed has no context parallelism; use Ulysses sequence "
-                        "parallelism instead (--ds-sequence-parallel-size in "
-                        "Megatron-DeepSpeed)");
+                        "parallelism instead (--ds-sequence-parallel-size " + s(l.cp) +
+                        " in Megatron-DeepSpeed): without it DeepSpeed counts those ranks as "
+                        "data parallel (dp " + s(l.dp * l.cp) + "), and train_batch_size (" +
+                        s(l.gbs) + " = micro-batch x accumulation x dp " + s(l.dp) +
+                        ") no longer adds up");
   }
   if (l.vpp > 1) {
     e.dropped.push_back("interleaved pipeline (vpp " + s(l.vpp) +

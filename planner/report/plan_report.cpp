@@ -213,8 +213,11 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
       if (parts.size() > kListed) out += ", ...";
       return out;
     };
+    // Two significant digits where one decimal would round a close runner-up to "0.0%".
+    const double slower_percent = 100 * (b.step_time_s / w.step_time_s - 1);
     s << "- Runner-up (" << layout_text(b.layout) << ") is "
-      << fixed(100 * (b.step_time_s / w.step_time_s - 1), 1) << "% slower ("
+      << (slower_percent < 0.1 ? significant(slower_percent, 2) : fixed(slower_percent, 1))
+      << "% slower ("
       << fixed(b.step_time_s - w.step_time_s, 3) << " s)";
     if (!more.empty()) s << ": it spends more on " << listed(more);
     if (!more.empty() && !less.empty()) s << "; less on " << listed(less);
