@@ -47,11 +47,27 @@ std::string pipeline_pace(const StepReportInputs& in, const StepEstimate& e) {
          "other stages' fill and drain.";
 }
 
+/// With Megatron's selective recompute (the attention core again) over FlashAttention: what it
+/// costs and why it saves next to nothing (Korthikanti et al. 2022, sec. 4.1, drop the score,
+/// softmax and dropout tensors that FlashAttention never keeps); "" otherwise.
+std::string selective_flash_note(const StepReportInputs& in, const StepEstimate& e) {
+  if (in.layout.recompute != Recompute::kSelective ||
+      in.setup.attention != AttentionImpl::kFlash ||
+      in.setup.framework.selective != SelectivePolicy::kAttentionCore) {
+    return "";
+  }
+  return "selective recompute runs the attention core's forward again (" +
+         fixed(e.breakdown.recompute, 3) + " s per step) to drop what that core keeps for its "
+         "backward; FlashAttention keeps no score or softmax matrix, only its softmax "
+         "statistics, so next to no memory is saved: recompute none costs less where it fits.";
+}
+
 /// The lines under the breakdown that say why it looks as it does (pipeline_pace,
-/// zero3_pipeline_note), those that apply.
+/// zero3_pipeline_note, selective_flash_note), those that apply.
 std::vector<std::string> explanations(const StepReportInputs& in, const StepEstimate& e) {
   std::vector<std::string> out;
-  for (std::string line : {pipeline_pace(in, e), zero3_pipeline_note(in.layout, in.setup)}) {
+  for (std::string line : {pipeline_pace(in, e), zero3_pipeline_note(in.layout, in.setup),
+                           selective_flash_note(in, e)}) {
     if (!line.empty()) out.push_back(std::move(line));
   }
   return out;
@@ -90,8 +106,9 @@ std::string render_step(const StepReportInputs& in, const StepEstimate& e) {
   t.add_row({"step", fixed(e.step_time_s, 4), "100.0%"});
   s << t.render();
   if (const std::string pace = pipeline_pace(in, e); !pace.empty()) s << "\n" << pace << "\n";
-  if (const std::string note = zero3_pipeline_note(in.layout, in.setup); !note.empty()) {
-    s << "\nNote: " << note << "\n";
+  for (const std::string& note :
+       {zero3_pipeline_note(in.layout, in.setup), selective_flash_note(in, e)}) {
+    if (!note.empty()) s << "\nNote: " << note << "\n";
   }
   s << "\n" << kStepTimeCaveat << "\n";
   for (const std::string& regime : regime_caveats(in.layout, in.setup, in.profile)) {

@@ -1,6 +1,7 @@
 // `meshplan estimate`: table, JSON keys with units, the trace file.
 #include <catch2/catch.hpp>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -63,6 +64,26 @@ TEST_CASE("estimate --trace writes a Chrome trace that covers the step", "[estim
   CHECK(trace["otherData"]["closed_form_step_time_s"].get<double>() == step);
   // 1F1B: each send holds its sender, as the closed form counts it.
   CHECK(trace["otherData"]["pipeline_sends"] == "wait");
+}
+
+TEST_CASE("estimate says what Megatron's selective recompute buys under FlashAttention",
+          "[estimate]") {
+  // The README layout recomputes selectively with flash attention: the note gives the
+  // breakdown's recompute seconds; eager attention (a score matrix to drop) gets no note.
+  const test::CliResult r = test::run(test::with(test::kReadmeEstimate, {"--json"}));
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  char seconds[32];
+  std::snprintf(seconds, sizeof seconds, "%.3f", j["breakdown"]["recompute_s"].get<double>());
+  bool noted = false;
+  for (const auto& line : j["explanations"]) {
+    noted = noted || line.get<std::string>().find(
+                         "selective recompute runs the attention core's forward again (" +
+                         std::string(seconds) + " s per step)") != std::string::npos;
+  }
+  CHECK(noted);
+  CHECK_THAT(test::run(test::with(test::kReadmeEstimate, {"--attention", "eager"})).out,
+             !Catch::Contains("selective recompute runs"));
 }
 
 TEST_CASE("estimate notes an overlap flag that changes nothing for its layout", "[estimate]") {
