@@ -412,6 +412,22 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
   return e;
 }
 
+PipelineTimes pipeline_times(const StepEstimate& e, const Layout& l,
+                             const FrameworkConvention& framework) {
+  PipelineTimes times;
+  times.pp = l.pp;
+  times.vpp = l.vpp;
+  times.microbatches = l.microbatches();
+  times.p2p_s = e.p2p_s;
+  times.sends_wait = !(l.vpp > 1 && framework.pp_p2p_overlap);
+  const double v = static_cast<double>(l.vpp);
+  for (const StageTimes& st : e.stages) {
+    times.forward_s.emplace_back(static_cast<std::size_t>(l.vpp), st.forward_s / v);
+    times.backward_s.emplace_back(static_cast<std::size_t>(l.vpp), st.backward_s / v);
+  }
+  return times;
+}
+
 StepEstimate estimate_step(const ModelSpec& model, const Layout& layout,
                            const TrainingSetup& setup, const ClusterSpec& cluster,
                            const Profile& profile) {

@@ -36,6 +36,7 @@
 #include "costmodel/layout.hpp"
 #include "costmodel/memory_ledger.hpp"
 #include "costmodel/model_spec.hpp"
+#include "costmodel/pipeline_simulation.hpp"
 #include "costmodel/profile.hpp"
 
 namespace meshplan {
@@ -188,6 +189,14 @@ LayerCosts layer_costs(const StepContext& context, const Layout& layout, const G
 /// (search: nothing allocated). Leaves StepEstimate::memory empty.
 StepEstimate assemble_step(const StepContext& context, const Layout& layout,
                            const GroupRates& groups, const LayerCosts& costs, bool keep_stages);
+
+/// The event simulation's input for `estimate`'s pipeline (pipeline_simulation.hpp): each stage's
+/// per-micro-batch forward and backward seconds split evenly over its vpp chunks, one
+/// activation's send `estimate.p2p_s`, and sends that hold their sender unless `framework`
+/// overlaps an interleaved schedule's (FrameworkConvention::pp_p2p_overlap with vpp > 1), as
+/// the closed form counts them. Precondition: `estimate` has its stages (estimate_step).
+PipelineTimes pipeline_times(const StepEstimate& estimate, const Layout& layout,
+                             const FrameworkConvention& framework);
 
 /// Estimates one step. Preconditions: layout_problems(...) is empty; the GPU has tensor cores
 /// for setup.precision. `cluster.gpu` is the GPU; `profile` the achieved rates; the overlap

@@ -196,18 +196,7 @@ std::string step_trace_text(const StepEstimate& e, const Layout& layout,
                      ": forward, backward, send and the exposed communication of each), more "
                      "than the 1000000 a trace viewer opens; trace a smaller --gbs");
   }
-  PipelineTimes times;
-  times.pp = layout.pp;
-  times.vpp = layout.vpp;
-  times.microbatches = layout.microbatches();
-  times.p2p_s = e.p2p_s;
-  const bool sends_beside = layout.vpp > 1 && framework.pp_p2p_overlap;
-  times.sends_wait = !sends_beside;
-  const double v = static_cast<double>(layout.vpp);
-  for (const StageTimes& st : e.stages) {
-    times.forward_s.emplace_back(static_cast<std::size_t>(layout.vpp), st.forward_s / v);
-    times.backward_s.emplace_back(static_cast<std::size_t>(layout.vpp), st.backward_s / v);
-  }
+  const PipelineTimes times = pipeline_times(e, layout, framework);
   const PipelineSimulation sim = simulate_pipeline(times);
   nlohmann::json trace = chrome_trace(sim, {}, exposed);
   // The phases after the pipeline, on every stage's communication and compute tracks.
@@ -223,7 +212,7 @@ std::string step_trace_text(const StepEstimate& e, const Layout& layout,
                                     {"ts", start_us + dp_us}, {"dur", opt_us}});
   }
   trace["otherData"]["pipeline_s"] = sim.step_time_s;
-  trace["otherData"]["pipeline_sends"] = sends_beside ? "beside compute" : "wait";
+  trace["otherData"]["pipeline_sends"] = times.sends_wait ? "wait" : "beside compute";
   trace["otherData"]["step_time_s"] = sim.step_time_s + e.breakdown.dp_exposed + e.breakdown.optimizer;
   // The closed form `estimate` prints paces the pipeline by the slowest stage and fills and
   // drains it through the others; the simulation runs each stage at its own pace, so where a

@@ -131,15 +131,8 @@ TEST_CASE("an interleaved schedule that overlaps its sends waits only for the fi
   profile.comm_sm_fraction = 0;
   const StepEstimate e = estimate_step(m, l, setup, load_cluster("dgx-h100"), profile);
   CHECK(e.breakdown.pp_p2p == Approx(14 * e.p2p_s));
-  PipelineTimes t;
-  t.pp = 4;
-  t.vpp = 2;
-  t.microbatches = 32;
-  t.p2p_s = e.p2p_s;
-  for (const StageTimes& st : e.stages) {
-    t.forward_s.push_back({st.forward_s / 2, st.forward_s / 2});
-    t.backward_s.push_back({st.backward_s / 2, st.backward_s / 2});
-  }
+  const PipelineTimes t = pipeline_times(e, l, setup.framework);
+  REQUIRE_FALSE(t.sends_wait);
   const StepBreakdown& b = e.breakdown;
   const double closed = b.compute + b.recompute + b.tp_exposed + b.cp_exposed + b.fsdp_exposed +
                         b.bubble + b.pp_p2p;
@@ -174,15 +167,7 @@ TEST_CASE("overlapped sends longer than a chunk: above the simulation, below wai
   cluster.nic_bandwidth_bytes_per_s = 1.25e9;
   const StepEstimate e = estimate_step(m, l, setup, cluster, profile);
   REQUIRE(e.p2p_s > e.stages[1].backward_s / 20);
-  PipelineTimes t;
-  t.pp = 4;
-  t.vpp = 20;
-  t.microbatches = 32;
-  t.p2p_s = e.p2p_s;
-  for (const StageTimes& st : e.stages) {
-    t.forward_s.emplace_back(20, st.forward_s / 20);
-    t.backward_s.emplace_back(20, st.backward_s / 20);
-  }
+  const PipelineTimes t = pipeline_times(e, l, setup.framework);
   const StepBreakdown& b = e.breakdown;
   const double pipeline = b.compute + b.recompute + b.tp_exposed + b.cp_exposed +
                           b.fsdp_exposed + b.bubble;
