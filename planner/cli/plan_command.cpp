@@ -288,6 +288,18 @@ CommandAction add_plan_command(CLI::App& app) {
     request.pins.pp = pinned(o->pp);
     request.pins.cp = pinned(o->cp);
     request.pins.vpp = pinned(o->vpp);
+    // --pp-overlap changes only interleaved layouts: say so where the pins or the framework
+    // leave none to search.
+    if (!o->overlaps.pp_overlap.empty() &&
+        (o->vpp == 1 || o->pp == 1 || !setup.framework.interleaved_pipeline)) {
+      notes.push_back("--pp-overlap: changes nothing for this search: it searches no "
+                      "interleaved layout (" +
+                      std::string(!setup.framework.interleaved_pipeline
+                                      ? "framework " + setup.framework.name + " has none"
+                                  : o->vpp == 1 ? "--vpp 1"
+                                                : "--pp 1") +
+                      ")");
+    }
     request.pins.mbs = pinned(o->mbs);
     if (o->zero >= 0) request.pins.zero = o->zero;
     if (!o->recompute.empty()) request.pins.recompute = *parse_recompute(o->recompute);

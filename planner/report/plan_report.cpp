@@ -300,6 +300,7 @@ nlohmann::json plan_json(const SearchRequest& r, const SearchResult& result) {
           {"framework", r.setup.framework.name},
           {"elementwise", to_string(r.setup.framework.elementwise)},
           {"overlaps", overlaps_json(r.setup.framework)},
+          {"tokens", r.tokens > 0 ? nlohmann::json(r.tokens) : nlohmann::json()},
           {"precision", to_string(r.setup.precision)},
           {"objective", r.objective == Objective::kMemory ? "memory"
                         : r.objective == Objective::kCost ? "cost"

@@ -319,8 +319,16 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
   if (const std::string problem = zero_stage_problem(c.setup.framework, l.zero);
       !problem.empty()) {
     layout.fail("zero", "is " + std::to_string(l.zero) + ", but training.framework \"" +
-                            c.framework + "\" is costed with meshplan's " + problem +
+                            c.framework + "\" is costed with meshplan's " +
+                            c.setup.framework.name + " convention, and " + problem +
                             "; give one of those stages, or another framework");
+  }
+  if (const std::string problem = pipeline_problem(c.setup.framework, l.pp, l.vpp, l.zero);
+      !problem.empty()) {
+    layout.fail("pp", "is " + std::to_string(l.pp) + " with vpp " + std::to_string(l.vpp) +
+                          " and zero " + std::to_string(l.zero) + ", but training.framework \"" +
+                          c.framework + "\" is costed with meshplan's " +
+                          c.setup.framework.name + " convention, and " + problem);
   }
   if (c.setup.framework.elementwise == ElementwiseKernels::kEager) {
     // SCHEMA.md has no torch.compile field: the framework's default (torchtitan:

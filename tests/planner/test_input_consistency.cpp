@@ -111,7 +111,8 @@ TEST_CASE("validate: a ZeRO stage the case's framework does not offer is refused
     expect_exact_error({"validate", file},
                        error_line(file + ": $.cases[0].layout.zero: is 2, but "
                                          "training.framework \"" + framework +
-                                  "\" is costed with meshplan's framework " + framework +
+                                  "\" is costed with meshplan's " + framework +
+                                  " convention, and framework " + framework +
                                   " offers ZeRO stages 0, 1; give one of those stages, or "
                                   "another framework"));
   }

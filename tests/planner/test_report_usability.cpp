@@ -109,6 +109,7 @@ TEST_CASE("plan --tokens lists each layout's GPU-hours whatever the objective",
   REQUIRE(r.exit_code == 0);
   const auto j = nlohmann::json::parse(r.out);
   REQUIRE(!j["ranked"].empty());
+  CHECK(j["tokens"] == 1e12);  // the tokens the GPU-hours are for
   for (const auto& c : j["ranked"]) {
     // GPU-hours = tokens / (tokens/s) x GPUs / 3600 s per hour.
     CHECK(c["gpu_hours"].get<double>() ==
@@ -132,6 +133,37 @@ TEST_CASE("plan --tokens lists each layout's GPU-hours whatever the objective",
                                           "3"});
   REQUIRE(none.exit_code == 0);
   CHECK_THAT(none.out, !Contains("GPU-hours"));
+  // --objective cost without --tokens: the default (20 per parameter) is in the JSON too.
+  const test::CliResult cost = test::run(
+      {"plan", "--model", "llama3-8b", "--gpus", "8", "--top", "1", "--objective", "cost",
+       "--json"});
+  REQUIRE(cost.exit_code == 0);
+  const auto c = nlohmann::json::parse(cost.out);
+  const double tokens = c["tokens"].get<double>();
+  CHECK(c["ranked"][0]["gpu_hours"].get<double>() ==
+        Approx(tokens / c["ranked"][0]["tokens_per_s"].get<double>() * 8 / 3600));
+  CHECK(tokens > 1.5e11);  // 20 x about 8.0e9 parameters
+  CHECK(tokens < 1.7e11);
+}
+
+TEST_CASE("plan notes --pp-overlap where it searches no interleaved layout",
+          "[usability][plan]") {
+  // deepspeed runs no interleaved schedule, and --vpp 1 pins it away: the flag changes nothing.
+  for (const std::vector<std::string>& extra :
+       {std::vector<std::string>{"--framework", "deepspeed"},
+        std::vector<std::string>{"--vpp", "1"}}) {
+    const test::CliResult r = test::run(test::with(
+        {"plan", "--model", "llama3-8b", "--gpus", "16", "--top", "1", "--pp-overlap", "on"},
+        extra));
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK_THAT(r.err + r.out,
+               Contains("--pp-overlap: changes nothing for this search: it searches no "
+                        "interleaved layout"));
+  }
+  const test::CliResult searched = test::run(
+      {"plan", "--model", "llama3-8b", "--gpus", "16", "--top", "1", "--pp-overlap", "on"});
+  CHECK_THAT(searched.err + searched.out, !Contains("--pp-overlap: changes nothing"));
 }
 
 TEST_CASE("plan --json: model TFLOP/s per GPU beside MFU, under both attention conventions",
