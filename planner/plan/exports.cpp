@@ -494,7 +494,9 @@ Export export_torchtitan(const Plan& p) {
                         "parallelism (\"DDP has not supported > 1D parallelism\"); "
                         "data_parallel_shard_degree (zero 2 or 3) works with all of them");
   }
-  if (l.zero < 3 && l.cp > 1) {
+  // ZeRO-2 and 3 are already FSDP over dp x cp (the fsdp convention shards over cp too); DDP
+  // is not, where torchtitan still shards over cp.
+  if (l.zero < 2 && l.cp > 1) {
     e.dropped.push_back("zero " + s(l.zero) + " with cp " + s(l.cp) +
                         ": torchtitan applies FSDP over the context-parallel group whenever "
                         "context_parallel_degree > 1, so parameters, gradients and optimizer "

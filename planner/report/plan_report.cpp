@@ -99,7 +99,9 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
   if (state.total_bytes < usable) {
     s << "It fits on one GPU: plain data parallelism (DDP) needs no sharding.\n";
   } else if (state.total_bytes / static_cast<double>(r.gpus) < usable) {
-    s << "It does not fit on one GPU; sharded over all " << r.gpus << " GPUs (ZeRO-3/FSDP) it is "
+    // Split over every GPU: by tp x pp alone, or ZeRO-3/FSDP where the framework offers it.
+    s << "It does not fit on one GPU; split over all " << r.gpus << " GPUs (tp x pp"
+      << (r.setup.framework.allows_zero(3) ? " or ZeRO-3/FSDP" : "") << ") it is "
       << gb(state.total_bytes / static_cast<double>(r.gpus)) << " per GPU.\n";
   } else {
     s << "Even sharded over all " << counted(r.gpus, "GPU") << " it is "

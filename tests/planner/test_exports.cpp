@@ -773,6 +773,26 @@ TEST_CASE("exports: interleaved pipeline sends overlapped or waiting as the plan
                         "switch"));
 }
 
+TEST_CASE("torchtitan export: only DDP with cp is noted for torchtitan's FSDP over cp",
+          "[exports]") {
+  // torchtitan shards over dp x cp whenever cp > 1. ZeRO-2 and 3 (FSDP2, the fsdp convention)
+  // are costed so already; ZeRO-1 (exported as DDP) is not, and gets the note.
+  Layout l;
+  l.dp = 2;
+  l.cp = 2;
+  l.zero = 2;
+  l.gbs = 8;
+  const auto cp_note = [&](int zero) {
+    l.zero = zero;
+    return mentions(export_plan(plan_of("llama3-8b", l, "fsdp", Precision::kBf16, 8192),
+                                ExportFormat::kTorchtitan),
+                    "with cp 2: torchtitan applies FSDP over the context-parallel group");
+  };
+  CHECK_FALSE(cp_note(2));
+  CHECK_FALSE(cp_note(3));
+  CHECK(cp_note(0));
+}
+
 TEST_CASE("torchtitan export: a TP overlap share is async TP, which needs compile",
           "[exports]") {
   Layout l;
