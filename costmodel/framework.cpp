@@ -92,6 +92,7 @@ std::vector<FrameworkConvention> make_conventions() {
   all.back().elementwise = ElementwiseKernels::kEager;
   all.back().interleaved_pipeline = false;
   all.back().max_zero_with_pipeline = 1;
+  all.back().ring_context_parallel = false;
   all.push_back({"fsdp",
                  "PyTorch FSDP2 / torchtitan: fp32 sharded params and grads, m, v; bf16 "
                  "compute copies gathered per layer; selective recompute is op-level; eager ops",
@@ -163,6 +164,13 @@ std::string pipeline_problem(const FrameworkConvention& framework, std::int64_t 
            " only with pp > 1 (its pipeline engine refuses ZeRO-" + std::to_string(zero) + ")";
   }
   return "";
+}
+
+std::string context_parallel_problem(const FrameworkConvention& framework, std::int64_t cp) {
+  if (cp == 1 || framework.ring_context_parallel) return "";
+  return "framework " + framework.name + " has no ring-attention context parallelism (its "
+         "sequence parallelism is Ulysses, which splits the attention heads and which meshplan "
+         "does not cost): cp must be 1";
 }
 
 }  // namespace meshplan

@@ -119,6 +119,10 @@ struct FrameworkConvention {
   /// 2 when pp > 1; DeepSpeed pipeline docs).
   bool interleaved_pipeline = true;
   int max_zero_with_pipeline = 3;
+  /// Ring-attention context parallelism (cp > 1) as meshplan costs it: Megatron-Core's and
+  /// PyTorch's. DeepSpeed's sequence parallelism is Ulysses (heads split by an all-to-all),
+  /// which meshplan does not cost.
+  bool ring_context_parallel = true;
   bool dp_grad_overlap = true;
   bool dp_param_overlap = false;
   /// Interleaved pipeline schedules (vpp > 1) overlap their sends and receives with compute:
@@ -163,5 +167,9 @@ std::string zero_stage_problem(const FrameworkConvention& framework, int zero);
 /// values came from. Preconditions: pp, vpp >= 1.
 std::string pipeline_problem(const FrameworkConvention& framework, std::int64_t pp,
                              std::int64_t vpp, int zero);
+
+/// "" when `framework` runs context parallelism over `cp` ranks (ring_context_parallel, or
+/// cp 1); else what is wrong, as pipeline_problem. Precondition: cp >= 1.
+std::string context_parallel_problem(const FrameworkConvention& framework, std::int64_t cp);
 
 }  // namespace meshplan

@@ -578,6 +578,9 @@ ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, cons
   if (const std::string problem = zero_problem(framework, f.zero); !problem.empty()) {
     throw InputError(problem);
   }
+  if (const std::string problem = context_parallel_problem(framework, l.cp); !problem.empty()) {
+    throw InputError("--cp " + std::to_string(l.cp) + ": " + problem + " (or another --framework)");
+  }
   if (const std::string problem = pipeline_problem(framework, l.pp, l.vpp, l.zero);
       !problem.empty()) {
     throw InputError("--pp " + std::to_string(l.pp) + " --vpp " + std::to_string(l.vpp) +

@@ -256,6 +256,12 @@ CommandAction add_plan_command(CLI::App& app) {
         throw InputError(problem);
       }
     }
+    if (const std::string problem =
+            context_parallel_problem(setup.framework, o->cp > 0 ? o->cp : 1);
+        !problem.empty()) {
+      throw InputError("--cp " + std::to_string(o->cp) + ": " + problem +
+                       " (or another --framework)");
+    }
     // Pins the framework's pipeline cannot run: a pinned vpp > 1 (which only pp > 1 takes),
     // or a pinned ZeRO stage with a pinned pp > 1. Unpinned, the search leaves such layouts out.
     const std::int64_t pinned_vpp = o->vpp > 0 ? o->vpp : 1;

@@ -396,6 +396,12 @@ Plan plan_from_json(const nlohmann::json& json, const std::string& file) {
                      training.setup.framework.name + "\"); give one of those, or another "
                      "framework");
   }
+  if (const std::string problem = context_parallel_problem(training.setup.framework, layout.cp);
+      !problem.empty()) {
+    throw InputError(file + ": $.layout.cp: is " + std::to_string(layout.cp) + ", but " +
+                     problem + " (" + at + "training.framework is \"" +
+                     training.setup.framework.name + "\"); or another framework");
+  }
   if (const std::string problem =
           pipeline_problem(training.setup.framework, layout.pp, layout.vpp, layout.zero);
       !problem.empty()) {

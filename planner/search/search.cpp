@@ -289,6 +289,9 @@ SearchResult search_layouts(const SearchRequest& request) {
     if (pinned_out(request.pins.tp, tp)) continue;
     for (std::int64_t cp : divisors(request.gpus / tp)) {
       if (pinned_out(request.pins.cp, cp)) continue;
+      // Context parallelism the framework does not run is not its layout (a pin is refused
+      // before the search).
+      if (!context_parallel_problem(request.setup.framework, cp).empty()) continue;
       for (std::int64_t pp : divisors(request.gpus / (tp * cp))) {
         if (pinned_out(request.pins.pp, pp)) continue;
         if (pinned_out(request.pins.dp, request.gpus / (tp * cp * pp))) continue;

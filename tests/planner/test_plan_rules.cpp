@@ -119,7 +119,8 @@ TEST_CASE("plan: pins that break a layout rule get estimate's reason, exit code 
                      "fsdp"})
               .exit_code == 0);
   }
-  SECTION("deepspeed's pipeline engine: no interleaving, ZeRO 0 and 1 only with pp > 1") {
+  SECTION("deepspeed's pipeline engine: no interleaving, ZeRO 0 and 1 only with pp > 1; no "
+          "ring-attention cp") {
     // DeepSpeed's PipelineEngine runs one chunk per stage and asserts a ZeRO stage below 2:
     // pins that ask for either are refused before any search, estimate's layout alike, and
     // an unpinned search ranks none of them.
@@ -141,6 +142,14 @@ TEST_CASE("plan: pins that break a layout rule get estimate's reason, exit code 
     CHECK(estimate.exit_code == 2);
     CHECK_THAT(estimate.err, Catch::Contains("framework deepspeed runs ZeRO stages 0, 1 only "
                                              "with pp > 1"));
+    // DeepSpeed's sequence parallelism is Ulysses, not the ring attention meshplan costs.
+    for (const std::string command : {"plan", "estimate"}) {
+      const test::CliResult cp = test::run({command, "--model", "llama3-70b", "--gpus", "64",
+                                            "--framework", "deepspeed", "--cp", "2"});
+      CHECK(cp.exit_code == 2);
+      CHECK_THAT(cp.err, Catch::Contains("--cp 2: framework deepspeed has no ring-attention "
+                                         "context parallelism"));
+    }
     const test::CliResult searched = test::run({"plan", "--model", "llama3-70b", "--gpus", "64",
                                                 "--framework", "deepspeed", "--json", "--top",
                                                 "50"});
@@ -151,6 +160,7 @@ TEST_CASE("plan: pins that break a layout rule get estimate's reason, exit code 
       const auto& l = c["layout"];
       pipelined = pipelined || l["pp"] > 1;
       CHECK((l["pp"] == 1 || (l["vpp"] == 1 && l["zero"] <= 1)));
+      CHECK(l["cp"] == 1);
     }
     CHECK(pipelined);  // pipelines are ranked, at the stages DeepSpeed runs them with
   }
