@@ -224,6 +224,17 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
     if (!more.empty()) s << ": it spends more on " << listed(more);
     if (!more.empty() && !less.empty()) s << "; less on " << listed(less);
     s << ".\n";
+    // How many listed layouts are within a few percent of the winner: the model's error on
+    // published runs is larger (kStepTimeCaveat), so they are a tie to measure, not a ranking.
+    constexpr double kClose = 0.03;
+    std::size_t close = 0;
+    for (const Candidate& c : result.ranked) close += c.step_time_s <= (1 + kClose) * w.step_time_s;
+    if (close > 1) {
+      s << "- " << close << " of the " << result.ranked.size()
+        << " listed layouts are within 3% of the winner's step time, less than the model's "
+           "error on published runs: treat them as equals, and let a measured step decide "
+           "(meshplan-run replays a plan on the cluster).\n";
+    }
   }
   return s.str();
 }

@@ -115,6 +115,14 @@ TEST_CASE("plan: a table and an explanation; --out writes a plan that estimate r
   const auto reread = nlohmann::json::parse(test::run({"estimate", "--plan", path, "--json"}).out);
   CHECK(reread["step_time_s"].get<double>() ==
         Approx(searched["ranked"][0]["step_time_s"].get<double>()).epsilon(1e-12));
+  // The layouts within 3% of the winner, counted from the JSON, are named a tie in the text.
+  const double best = searched["ranked"][0]["step_time_s"].get<double>();
+  std::size_t close = 0;
+  for (const auto& c : searched["ranked"]) close += c["step_time_s"].get<double>() <= 1.03 * best;
+  REQUIRE(close > 1);
+  CHECK_THAT(r.out, Catch::Contains("- " + std::to_string(close) + " of the " +
+                                    std::to_string(searched["ranked"].size()) +
+                                    " listed layouts are within 3% of the winner's step time"));
 }
 
 TEST_CASE("plan: impossible requests say what would be needed", "[search][cli]") {
