@@ -89,11 +89,12 @@ struct FrameworkConvention {
   /// reshard_after_forward). With pp > 1 it behaves as ZeRO-3 does (zero3_pp_keeps_unsharded).
   /// Otherwise ZeRO-2 is DeepSpeed's: replicated parameters, sharded gradients and optimizer.
   bool zero2_is_fsdp_without_reshard = false;
-  /// Overlap switches (step_time.hpp's OverlapSettings), each overridable on the command line:
-  /// share of TP collective time hidden under GEMMs (Transformer Engine userbuffers), gradient
-  /// reduction overlapped with backward (PyTorch DDP buckets, FSDP, DeepSpeed overlap_comm,
-  /// Megatron's opt-in --overlap-grad-reduce), ZeRO-1 parameter all-gather overlapped with the
-  /// next forward (Megatron's opt-in --overlap-param-gather, FSDP prefetch).
+  /// Overlap switches (step_time.cpp), each overridable on the command line: share of TP
+  /// collective time hidden under GEMMs (Transformer Engine userbuffers), gradient reduction
+  /// overlapped with backward (PyTorch DDP buckets, FSDP, DeepSpeed overlap_comm, Megatron's
+  /// opt-in --overlap-grad-reduce), ZeRO-1 parameter all-gather overlapped with the next
+  /// forward (Megatron's opt-in --overlap-param-gather, FSDP prefetch), and an interleaved
+  /// schedule's pipeline sends beside compute (pp_p2p_overlap, below).
   double tp_comm_overlap = 0;
   /// The fused-attention kernel the framework calls (--attention flash): its own Hopper-era
   /// kernels (Transformer Engine's cuDNN fused attention in Megatron-Core and NeMo) run at the

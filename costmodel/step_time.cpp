@@ -333,14 +333,15 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
   // 1F1B exchanges activations and gradients with its neighbours in step with its compute
   // (Megatron batches each send with the next receive and waits for both; so does
   // torch.distributed.pipelining's Schedule1F1B), so each of the 2 m v transfers lands on the
-  // critical path. An interleaved schedule whose framework overlaps them (Megatron-LM's
-  // overlap_p2p_comm, on by default with virtual stages) posts each receive before the compute
-  // that precedes it: the first micro-batch's forward and the last one's backward still wait
-  // for each of their v p - 1 hand-offs (the fill and drain), and every other send runs beside
-  // the sender's next op, a backward of tb / v after a forward's send and a forward of tf / v
-  // after a backward's, exposing only what exposed_beside leaves. With sends no longer than a
-  // chunk's forward this is the event simulation's step exactly (2 (v p - 1) p2p of delay,
-  // tests/costmodel/test_step_time.cpp); longer ones it overstates, as if each waited.
+  // critical path. An interleaved schedule whose framework overlaps them
+  // (FrameworkConvention::pp_p2p_overlap: Megatron-Core's overlap_p2p_comm) posts each receive
+  // before the compute that precedes it: the first micro-batch's forward and the last one's
+  // backward still wait for each of their v p - 1 hand-offs (the fill and drain), and every
+  // other send runs beside the sender's next op, a backward of tb / v after a forward's send
+  // and a forward of tf / v after a backward's, exposing only what exposed_beside leaves. With
+  // sends no longer than a chunk's forward this is the event simulation's step exactly
+  // (2 (v p - 1) p2p of delay, tests/costmodel/test_step_time.cpp); longer ones it overstates,
+  // as if each waited for its excess.
   if (l.vpp > 1 && overlap.pp_p2p_overlap) {
     const double hops = 2 * (v * static_cast<double>(l.pp) - 1);
     const double beside = exposed_beside(e.p2p_s, slowest.backward_s / v, share) +
