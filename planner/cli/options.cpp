@@ -235,7 +235,7 @@ std::vector<std::string> idle_overlap_notes(const OverlapFlags& flags, const Lay
     notes.push_back("--pp-overlap" + nothing +
                     (layout.pp == 1 ? "pp 1 sends nothing"
                                     : "only an interleaved schedule (vpp > 1) overlaps its "
-                                      "sends; 1F1B's wait"));
+                                      "sends; 1F1B's sends always wait"));
   }
   return notes;
 }

@@ -273,7 +273,9 @@ CommandAction add_plan_command(CLI::App& app) {
       if (o->pp > 0) pins += "--pp " + std::to_string(o->pp);
       if (o->vpp > 0) pins += (pins.empty() ? "" : " ") + ("--vpp " + std::to_string(o->vpp));
       if (o->zero >= 0) pins += (pins.empty() ? "" : " ") + ("--zero " + std::to_string(o->zero));
-      throw InputError(pins + ": " + problem + " (change them, or another --framework)");
+      const bool one = pins.find(' ') == pins.rfind(' ');  // "--vpp 2": one flag
+      throw InputError(pins + ": " + problem + " (change " + (one ? "it" : "them") +
+                       ", or another --framework)");
     }
     if (const std::string problem =
             plan_pins_problem({o->dp, o->tp, o->pp, o->cp, o->mbs, o->vpp}, o->gpus, gbs,
@@ -294,18 +296,6 @@ CommandAction add_plan_command(CLI::App& app) {
     request.pins.pp = pinned(o->pp);
     request.pins.cp = pinned(o->cp);
     request.pins.vpp = pinned(o->vpp);
-    // --pp-overlap changes only interleaved layouts: say so where the pins or the framework
-    // leave none to search.
-    if (!o->overlaps.pp_overlap.empty() &&
-        (o->vpp == 1 || o->pp == 1 || !setup.framework.interleaved_pipeline)) {
-      notes.push_back("--pp-overlap: changes nothing for this search: it searches no "
-                      "interleaved layout (" +
-                      std::string(!setup.framework.interleaved_pipeline
-                                      ? "framework " + setup.framework.name + " has none"
-                                  : o->vpp == 1 ? "--vpp 1"
-                                                : "--pp 1") +
-                      ")");
-    }
     request.pins.mbs = pinned(o->mbs);
     if (o->zero >= 0) request.pins.zero = o->zero;
     if (!o->recompute.empty()) request.pins.recompute = *parse_recompute(o->recompute);
@@ -328,9 +318,25 @@ CommandAction add_plan_command(CLI::App& app) {
 
     const SearchResult result = search_layouts(request);
     if (result.space == 0) {
+      const std::string cp_rule = context_parallel_problem(setup.framework, 2);
       throw InputError("plan: the pinned dimensions leave no layout of " +
                        std::to_string(o->gpus) + " GPUs to search (check that the pins multiply "
-                       "into the GPU count)");
+                       "into the GPU count" +
+                       (cp_rule.empty() ? std::string()
+                                        : "; " + cp_rule + ", so dp x tp x pp must be the GPU "
+                                          "count") +
+                       ")");
+    }
+    // --pp-overlap changes only interleaved layouts: say so where none is listed.
+    if (!o->overlaps.pp_overlap.empty() &&
+        std::none_of(result.ranked.begin(), result.ranked.end(),
+                     [](const Candidate& c) { return c.layout.vpp > 1; })) {
+      notes.push_back("--pp-overlap: changes nothing for the listed layouts: none is "
+                      "interleaved (vpp > 1)" +
+                      std::string(setup.framework.interleaved_pipeline
+                                      ? ""
+                                      : "; framework " + setup.framework.name + " has no "
+                                        "interleaved schedule"));
     }
     // Every layout broke a rule: none was refused for memory, so the input is at fault.
     if (result.ranked.empty() && result.rejected.count(kOutOfMemoryReason) == 0) {

@@ -95,7 +95,7 @@ TEST_CASE("estimate notes an overlap flag that changes nothing for its layout", 
   REQUIRE(readme.exit_code == 0);
   CHECK_THAT(readme.out, Catch::Contains("note: --pp-overlap: changes nothing for this layout: "
                                          "only an interleaved schedule (vpp > 1) overlaps its "
-                                         "sends; 1F1B's wait\n"));
+                                         "sends; 1F1B's sends always wait\n"));
   CHECK_THAT(readme.out, !Catch::Contains("note: --tp-overlap"));
   CHECK_THAT(readme.out, !Catch::Contains("note: --dp-overlap"));
   CHECK_THAT(test::run(test::with(test::kReadmeEstimate, {"--vpp", "2", "--pp-overlap", "on"}))

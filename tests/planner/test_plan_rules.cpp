@@ -142,6 +142,15 @@ TEST_CASE("plan: pins that break a layout rule get estimate's reason, exit code 
     CHECK(estimate.exit_code == 2);
     CHECK_THAT(estimate.err, Catch::Contains("framework deepspeed runs ZeRO stages 0, 1 only "
                                              "with pp > 1"));
+    // Pins whose product leaves only cp 2 (2 x 2 x 2 of 16 GPUs) say that deepspeed searches
+    // cp 1 only, not merely that nothing is left.
+    const test::CliResult cp_left = test::run({"plan", "--model", "llama3-8b", "--gpus", "16",
+                                               "--framework", "deepspeed", "--dp", "2", "--tp",
+                                               "2", "--pp", "2"});
+    CHECK(cp_left.exit_code == 2);
+    CHECK_THAT(cp_left.err, Catch::Contains("framework deepspeed has no ring-attention context "
+                                            "parallelism"));
+    CHECK_THAT(cp_left.err, Catch::Contains("so dp x tp x pp must be the GPU count"));
     // DeepSpeed's sequence parallelism is Ulysses, not the ring attention meshplan costs.
     for (const std::string command : {"plan", "estimate"}) {
       const test::CliResult cp = test::run({command, "--model", "llama3-70b", "--gpus", "64",

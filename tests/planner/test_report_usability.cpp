@@ -146,23 +146,25 @@ TEST_CASE("plan --tokens lists each layout's GPU-hours whatever the objective",
   CHECK(tokens < 1.7e11);
 }
 
-TEST_CASE("plan notes --pp-overlap where it searches no interleaved layout",
+TEST_CASE("plan notes --pp-overlap where it lists no interleaved layout",
           "[usability][plan]") {
-  // deepspeed runs no interleaved schedule, and --vpp 1 pins it away: the flag changes nothing.
+  // deepspeed runs no interleaved schedule, --vpp 1 pins it away and tp 16 on 16 GPUs leaves
+  // pp 1: the flag changes nothing.
   for (const std::vector<std::string>& extra :
        {std::vector<std::string>{"--framework", "deepspeed"},
-        std::vector<std::string>{"--vpp", "1"}}) {
+        std::vector<std::string>{"--vpp", "1"}, std::vector<std::string>{"--tp", "8", "--dp", "2"}}) {
     const test::CliResult r = test::run(test::with(
         {"plan", "--model", "llama3-8b", "--gpus", "16", "--top", "1", "--pp-overlap", "on"},
         extra));
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
     CHECK_THAT(r.err + r.out,
-               Contains("--pp-overlap: changes nothing for this search: it searches no "
-                        "interleaved layout"));
+               Contains("--pp-overlap: changes nothing for the listed layouts: none is "
+                        "interleaved (vpp > 1)"));
   }
+  // With 50 listed, some interleave (vpp 2 to 16 here): no note.
   const test::CliResult searched = test::run(
-      {"plan", "--model", "llama3-8b", "--gpus", "16", "--top", "1", "--pp-overlap", "on"});
+      {"plan", "--model", "llama3-8b", "--gpus", "16", "--top", "50", "--pp-overlap", "on"});
   CHECK_THAT(searched.err + searched.out, !Contains("--pp-overlap: changes nothing"));
 }
 
