@@ -15,6 +15,22 @@
 
 using namespace meshplan;
 
+namespace {
+
+// llama3-70b's pipeline layouts below: tp 8, pp 4, sp, 32 sequences (32 micro-batches of 1),
+// `vpp` chunks per rank.
+Layout llama70b_pipeline(std::int64_t vpp) {
+  Layout l;
+  l.tp = 8;
+  l.pp = 4;
+  l.vpp = vpp;
+  l.sp = true;
+  l.gbs = 32;
+  return l;
+}
+
+}  // namespace
+
 
 TEST_CASE("GEMM time: a large square GEMM runs near the profile's peak efficiency", "[step]") {
   // 16384^3 on A100: F = 2 x 16384^3 = 8.8e12 FLOP; 128 x 256 tiles: 128 x 64 = 8192 tiles over
@@ -79,12 +95,7 @@ TEST_CASE("a collective beside compute exposes what outlasts it, or its share of
 TEST_CASE("the pipeline terms: the other stages' fill and drain as bubble, 2 m v transfers",
           "[step]") {
   const ModelSpec m = load_model("llama3-70b");
-  Layout l;
-  l.tp = 8;
-  l.pp = 4;
-  l.vpp = 2;
-  l.sp = true;
-  l.gbs = 32;  // m = 32 micro-batches
+  const Layout l = llama70b_pipeline(2);  // m = 32 micro-batches
   const StepEstimate e =
       estimate_step(m, l, test::megatron_setup(8192), load_cluster("dgx-h100"), load_profile("h100"));
   // Stages of T_i seconds per micro-batch: bubble (sum T - max T) / v. The embedding and the
@@ -115,12 +126,7 @@ TEST_CASE("an interleaved schedule that overlaps its sends waits only for the fi
   // simulation's (which has sends asynchronous and no SM share), within the 1% the edge stages'
   // embedding and LM head spread over a stage's two chunks allow.
   const ModelSpec m = load_model("llama3-70b");
-  Layout l;
-  l.tp = 8;
-  l.pp = 4;
-  l.vpp = 2;
-  l.sp = true;
-  l.gbs = 32;
+  const Layout l = llama70b_pipeline(2);
   TrainingSetup setup = test::megatron_setup(8192);
   setup.framework = *find_framework("nemo");
   REQUIRE(setup.framework.pp_p2p_overlap);
@@ -153,12 +159,7 @@ TEST_CASE("overlapped sends longer than a chunk: above the simulation, below wai
   // excess; the simulation lets later chunks absorb some of it, and waiting for every send
   // costs 2 m v x.
   const ModelSpec m = load_model("llama3-70b");
-  Layout l;
-  l.tp = 8;
-  l.pp = 4;
-  l.vpp = 20;
-  l.sp = true;
-  l.gbs = 32;
+  const Layout l = llama70b_pipeline(20);
   TrainingSetup setup = test::megatron_setup(8192);
   setup.framework = *find_framework("nemo");
   Profile profile = load_profile("h100");
