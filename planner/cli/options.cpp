@@ -578,14 +578,17 @@ ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, cons
   if (const std::string problem = zero_problem(framework, f.zero); !problem.empty()) {
     throw InputError(problem);
   }
+  // What the framework does not run, listed with the layout's other problems below.
+  std::vector<std::string> framework_problems;
   if (const std::string problem = context_parallel_problem(framework, l.cp); !problem.empty()) {
-    throw InputError("--cp " + std::to_string(l.cp) + ": " + problem + " (or another --framework)");
+    framework_problems.push_back("--cp " + std::to_string(l.cp) + ": " + problem +
+                                 " (or another --framework)");
   }
   if (const std::string problem = pipeline_problem(framework, l.pp, l.vpp, l.zero);
       !problem.empty()) {
-    throw InputError("--pp " + std::to_string(l.pp) + " --vpp " + std::to_string(l.vpp) +
-                     " --zero " + std::to_string(l.zero) + ": " + problem +
-                     " (change them, or another --framework)");
+    framework_problems.push_back("--pp " + std::to_string(l.pp) + " --vpp " +
+                                 std::to_string(l.vpp) + " --zero " + std::to_string(l.zero) +
+                                 ": " + problem + " (change them, or another --framework)");
   }
   r.setup.framework = framework;
   r.setup.precision = precision;
@@ -625,6 +628,8 @@ ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, cons
                         : std::string("give no --stage-layers")) +
             " with --vpp " + vpp + ", or --vpp 1 with this split");
   }
+  if (problems.empty() && framework_problems.size() == 1) throw InputError(framework_problems[0]);
+  problems.insert(problems.end(), framework_problems.begin(), framework_problems.end());
   if (!problems.empty()) {
     std::string message = "impossible layout:";
     for (const std::string& p : problems) message += "\n  layout: " + p;

@@ -1,6 +1,7 @@
 #include "planner/plan/plan_file.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -140,10 +141,15 @@ std::int64_t integer_in(const StrictObject& o, const nlohmann::json& object,
   const std::string expected =
       "an integer from " + std::to_string(min) + " to " + std::to_string(max);
   const nlohmann::json& v = child(o, object, key, expected);
-  if (!v.is_number_integer() || v.get<std::int64_t>() < min || v.get<std::int64_t>() > max) {
+  // A whole number written as a float (1.0) is that integer, as StrictObject::positive_int
+  // takes it.
+  const bool whole = v.is_number_integer() ||
+                     (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>());
+  if (!whole || v.get<double>() < static_cast<double>(min) ||
+      v.get<double>() > static_cast<double>(max)) {
     o.fail(key, "must be " + expected + ", got " + describe_json(v));
   }
-  return v.get<std::int64_t>();
+  return static_cast<std::int64_t>(v.get<double>());
 }
 
 /// The version number N of "meshplan-plan/N", or nullopt.

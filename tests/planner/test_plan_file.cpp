@@ -473,6 +473,17 @@ TEST_CASE("a plan's settings get the checks the flags get", "[plan_file]") {
     CHECK(r.err == "meshplan: error: --zero 1: framework fsdp offers ZeRO stages 0, 2, 3 "
                    "(choose one, or another --framework)\n");
   }
+  SECTION("whole numbers written as floats are those integers, everywhere") {
+    // schema_version and layout.zero read as the positive integers (dp, gpus, ...) do: 1.0 is
+    // 1; 1.5 is refused.
+    nlohmann::json j = good;
+    j["schema_version"] = 1.0;
+    j["layout"]["zero"] = 1.0;
+    j["layout"]["dp"] = static_cast<double>(good["layout"]["dp"].get<int>());
+    CHECK(read_plan(test::write_temp_file("whole-floats.json", j.dump())).layout.zero == 1);
+    j["layout"]["zero"] = 1.5;
+    expect_plan_error(j, {"$.layout.zero: must be an integer from 0 to 3, got 1.5"});
+  }
   SECTION("what the framework's pipeline runs, as the flags are checked") {
     // The README layout (pp 4) under deepspeed at ZeRO-1 is fine; at ZeRO-2 DeepSpeed's
     // pipeline engine refuses it.

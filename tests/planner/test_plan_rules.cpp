@@ -151,6 +151,16 @@ TEST_CASE("plan: pins that break a layout rule get estimate's reason, exit code 
     CHECK_THAT(cp_left.err, Catch::Contains("framework deepspeed has no ring-attention context "
                                             "parallelism"));
     CHECK_THAT(cp_left.err, Catch::Contains("so dp x tp x pp must be the GPU count"));
+    // With other problems, the framework's are listed among them, one line each.
+    const test::CliResult all = test::run({"ledger", "--model", "llama3-8b", "--framework",
+                                           "deepspeed", "--gpus", "24", "--tp", "3", "--cp", "2",
+                                           "--pp", "2", "--vpp", "2", "--zero", "1"});
+    CHECK(all.exit_code == 2);
+    CHECK_THAT(all.err, Catch::Contains("\n  layout: tp 3 does not divide 32 attention heads\n"));
+    CHECK_THAT(all.err, Catch::Contains("\n  layout: --cp 2: framework deepspeed has no "
+                                        "ring-attention context parallelism"));
+    CHECK_THAT(all.err, Catch::Contains("\n  layout: --pp 2 --vpp 2 --zero 1: framework "
+                                        "deepspeed has no interleaved pipeline schedule"));
     // DeepSpeed's sequence parallelism is Ulysses, not the ring attention meshplan costs.
     for (const std::string command : {"plan", "estimate"}) {
       const test::CliResult cp = test::run({command, "--model", "llama3-70b", "--gpus", "64",
