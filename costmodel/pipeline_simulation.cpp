@@ -131,6 +131,10 @@ PipelineSimulation simulate_pipeline(const PipelineTimes& times) {
   check_table(times.forward_s, "forward_s", pp, vpp);
   check_table(times.backward_s, "backward_s", pp, vpp);
   check_time(times.p2p_s, "p2p_s");
+  if (!(times.send_sm_fraction >= 0.0 && times.send_sm_fraction <= 1.0)) {
+    throw std::invalid_argument("pipeline: send_sm_fraction must be in [0, 1], got " +
+                                std::to_string(times.send_sm_fraction));
+  }
 
   const std::vector<std::vector<ScheduledOp>> order = schedule_order(pp, vpp, m);
   const std::int64_t stages = pp * vpp;  // virtual stages; k = chunk * pp + rank
@@ -193,7 +197,11 @@ PipelineSimulation simulate_pipeline(const PipelineTimes& times) {
         compute[ri].push_back(PipelineEvent{r, op.chunk, op.microbatch, op.kind, ready_s, end_s});
         sim.busy_s[ri] += duration_s;
         const bool sends_on = forward ? k < stages - 1 : k > 0;
-        free_at[ri] = end_s + (times.sends_wait && sends_on ? hop_s : 0.0);
+        // A send holds its sender whole when it waits, and its share of the SMs when not.
+        const double held_s = !sends_on        ? 0.0
+                              : times.sends_wait ? hop_s
+                                                 : times.send_sm_fraction * hop_s;
+        free_at[ri] = end_s + held_s;
         sim.step_time_s = std::max(sim.step_time_s, end_s);
 
         if (pp > 1 && sends_on) {

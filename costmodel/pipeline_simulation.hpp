@@ -28,8 +28,8 @@
 // and pays p2p_s; with p = 1 there is no hand-off to pay for. Sends occupy the producer's
 // communication track from the producer's end to end + p2p_s and delay the receiver; with
 // sends_wait (blocking p2p) they also hold the producer, whose next op starts no earlier than
-// the send's end; otherwise they run beside its compute (no bandwidth contention between
-// concurrent sends is modelled). Because each rank
+// the send's end; otherwise they run beside its compute, taking send_sm_fraction of its SMs
+// (no bandwidth contention between concurrent sends is modelled). Because each rank
 // keeps its order strictly, p2p_s delays not only the fill and drain but also the steady state
 // (a rank's next forward waits for a neighbour whose backward waited for a gradient), so the
 // step grows by more than 2 (p - 1) p2p_s; it is bounded by the step with p2p_s = 0 and every
@@ -75,6 +75,10 @@ struct PipelineTimes {
   /// batched send/receive, torch.distributed.pipelining's Schedule1F1B); false: sends run
   /// beside the sender's compute and delay only the receiver.
   bool sends_wait = false;
+  /// Sends beside compute (sends_wait false) hold this share of the sender's SMs while they
+  /// run, so the sender's next op takes send_sm_fraction x p2p_s longer (exposed_beside's SM
+  /// share, step_time.hpp); in [0, 1].
+  double send_sm_fraction = 0.0;
 };
 
 /// One simulated interval. Compute events (kForward, kBackward) are on rank `stage`'s compute
@@ -121,8 +125,8 @@ std::vector<std::vector<ScheduledOp>> schedule_order(std::int64_t pp, std::int64
 
 /// Simulates one step of `times` (see the file comment for the model). Output times in seconds.
 /// Errors: std::invalid_argument when pp, vpp or microbatches < 1, vpp > 1 with
-/// microbatches % pp != 0, forward_s or backward_s not of shape [pp][vpp], or any time negative
-/// or not finite (p2p_s included).
+/// microbatches % pp != 0, forward_s or backward_s not of shape [pp][vpp], any time negative
+/// or not finite (p2p_s included), or send_sm_fraction outside [0, 1].
 PipelineSimulation simulate_pipeline(const PipelineTimes& times);
 
 /// Closed-form step time in seconds of a pipeline of uniform stages without p2p cost:

@@ -414,13 +414,14 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
 }
 
 PipelineTimes pipeline_times(const StepEstimate& e, const Layout& l,
-                             const FrameworkConvention& framework) {
+                             const FrameworkConvention& framework, double comm_sm_fraction) {
   PipelineTimes times;
   times.pp = l.pp;
   times.vpp = l.vpp;
   times.microbatches = l.microbatches();
   times.p2p_s = e.p2p_s;
   times.sends_wait = !(l.vpp > 1 && framework.pp_p2p_overlap);
+  times.send_sm_fraction = comm_sm_fraction;
   const double v = static_cast<double>(l.vpp);
   for (const StageTimes& st : e.stages) {
     times.forward_s.emplace_back(static_cast<std::size_t>(l.vpp), st.forward_s / v);

@@ -193,10 +193,11 @@ StepEstimate assemble_step(const StepContext& context, const Layout& layout,
 /// The event simulation's input for `estimate`'s pipeline (pipeline_simulation.hpp): each stage's
 /// per-micro-batch forward and backward seconds split evenly over its vpp chunks, one
 /// activation's send `estimate.p2p_s`, and sends that hold their sender unless `framework`
-/// overlaps an interleaved schedule's (FrameworkConvention::pp_p2p_overlap with vpp > 1), as
-/// the closed form counts them. Precondition: `estimate` has its stages (estimate_step).
+/// overlaps an interleaved schedule's (FrameworkConvention::pp_p2p_overlap with vpp > 1), then
+/// holding `comm_sm_fraction` of the SMs (Profile::comm_sm_fraction), as the closed form counts
+/// them. Precondition: `estimate` has its stages (estimate_step).
 PipelineTimes pipeline_times(const StepEstimate& estimate, const Layout& layout,
-                             const FrameworkConvention& framework);
+                             const FrameworkConvention& framework, double comm_sm_fraction);
 
 /// Estimates one step. Preconditions: layout_problems(...) is empty; the GPU has tensor cores
 /// for setup.precision. `cluster.gpu` is the GPU; `profile` the achieved rates; the overlap

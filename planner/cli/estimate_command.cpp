@@ -198,7 +198,7 @@ CommandAction add_estimate_command(CLI::App& app) {
     if (!o->trace.empty()) {
       std::string trace;
       try {
-        trace = step_trace_text(e, plan.layout, plan.setup.framework);
+        trace = step_trace_text(e, plan.layout, plan.setup.framework, plan.profile);
       } catch (const InputError& error) {
         throw InputError("--trace " + o->trace + ": " + error.what());
       }

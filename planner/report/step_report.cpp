@@ -160,7 +160,7 @@ nlohmann::json step_json(const StepReportInputs& in, const StepEstimate& e) {
 }
 
 std::string step_trace_text(const StepEstimate& e, const Layout& layout,
-                            const FrameworkConvention& framework) {
+                            const FrameworkConvention& framework, const Profile& profile) {
   // The exposed communication inside each stage's ops, by kind. StageTimes gives each kind's
   // seconds per micro-batch (forward + backward); they are split between the passes as the
   // cost model's volumes are: TP 1:1 (two crossings forward, two backward; the embedding's
@@ -196,7 +196,7 @@ std::string step_trace_text(const StepEstimate& e, const Layout& layout,
                      ": forward, backward, send and the exposed communication of each), more "
                      "than the 1000000 a trace viewer opens; trace a smaller --gbs");
   }
-  const PipelineTimes times = pipeline_times(e, layout, framework);
+  const PipelineTimes times = pipeline_times(e, layout, framework, profile.comm_sm_fraction);
   const PipelineSimulation sim = simulate_pipeline(times);
   nlohmann::json trace = chrome_trace(sim, {}, exposed);
   // The phases after the pipeline, on every stage's communication and compute tracks.

@@ -45,9 +45,10 @@ nlohmann::json step_json(const StepReportInputs& in, const StepEstimate& e);
 /// "the step has about N events (...), more than the 1000000 a trace viewer opens; trace a
 /// smaller --gbs" (the caller puts "--trace PATH: " before it). The sends wait for their link
 /// (PipelineTimes::sends_wait) unless `framework` overlaps an interleaved schedule's
-/// (FrameworkConvention::pp_p2p_overlap), as the closed form counts them; otherData says which
-/// ("pipeline_sends": "wait" or "beside compute").
+/// (FrameworkConvention::pp_p2p_overlap), then holding `profile`'s comm_sm_fraction of the SMs,
+/// as the closed form counts them; otherData says which ("pipeline_sends": "wait" or "beside
+/// compute").
 std::string step_trace_text(const StepEstimate& e, const Layout& layout,
-                            const FrameworkConvention& framework);
+                            const FrameworkConvention& framework, const Profile& profile);
 
 }  // namespace meshplan

@@ -266,6 +266,16 @@ TEST_CASE("waiting sends hold their sender", "[pipeline][simulation]") {
   CHECK(simulate_pipeline(t).step_time_s == Approx(9.2));
   t.sends_wait = true;
   CHECK(simulate_pipeline(t).step_time_s == Approx(9.3));
+  // Beside compute, holding a fifth of the SMs: each send stretches its sender's next op by
+  // 0.2 x 0.1 = 0.02 s. Rank 1's B0 send delays its F1 to 4.12, B1 runs 5.12-7.12, rank 0's B1
+  // 7.22-9.22; rank 0's own sends (after F0, F1) end before anything waits on rank 0.
+  t.sends_wait = false;
+  t.send_sm_fraction = 0.2;
+  CHECK(simulate_pipeline(t).step_time_s == Approx(9.22));
+  t.send_sm_fraction = 1.5;
+  CHECK_THROWS_AS(simulate_pipeline(t), std::invalid_argument);
+  t.send_sm_fraction = 0.0;
+  t.sends_wait = true;
   // Sends are events alike either way: 2 forwards' and 2 backwards'.
   const PipelineSimulation sim = simulate_pipeline(t);
   CHECK(std::count_if(sim.events.begin(), sim.events.end(), [](const PipelineEvent& e) {

@@ -137,7 +137,7 @@ TEST_CASE("an interleaved schedule that overlaps its sends waits only for the fi
   profile.comm_sm_fraction = 0;
   const StepEstimate e = estimate_step(m, l, setup, load_cluster("dgx-h100"), profile);
   CHECK(e.breakdown.pp_p2p == Approx(14 * e.p2p_s));
-  const PipelineTimes t = pipeline_times(e, l, setup.framework);
+  const PipelineTimes t = pipeline_times(e, l, setup.framework, 0.0);
   REQUIRE_FALSE(t.sends_wait);
   const StepBreakdown& b = e.breakdown;
   const double closed = b.compute + b.recompute + b.tp_exposed + b.cp_exposed + b.fsdp_exposed +
@@ -168,7 +168,7 @@ TEST_CASE("overlapped sends longer than a chunk: above the simulation, below wai
   cluster.nic_bandwidth_bytes_per_s = 1.25e9;
   const StepEstimate e = estimate_step(m, l, setup, cluster, profile);
   REQUIRE(e.p2p_s > e.stages[1].backward_s / 20);
-  const PipelineTimes t = pipeline_times(e, l, setup.framework);
+  const PipelineTimes t = pipeline_times(e, l, setup.framework, 0.0);
   const StepBreakdown& b = e.breakdown;
   const double pipeline = b.compute + b.recompute + b.tp_exposed + b.cp_exposed +
                           b.fsdp_exposed + b.bubble;
