@@ -151,23 +151,21 @@ std::string zero_stage_problem(const FrameworkConvention& framework, int zero) {
 
 std::string pipeline_problem(const FrameworkConvention& framework, std::int64_t pp,
                              std::int64_t vpp, int zero) {
-  if (pp > 1 && vpp > 1 && !framework.interleaved_pipeline) {
+  if (framework.runs_pipeline(pp, vpp, zero)) return "";
+  if (vpp > 1 && !framework.interleaved_pipeline) {
     return "framework " + framework.name + " has no interleaved pipeline schedule (its " +
            "pipeline engine runs one model chunk per stage): vpp must be 1";
   }
-  if (pp > 1 && zero > framework.max_zero_with_pipeline) {
-    std::string stages;
-    for (int z = 0; z <= framework.max_zero_with_pipeline; ++z) {
-      if (framework.allows_zero(z)) stages += (stages.empty() ? "" : ", ") + std::to_string(z);
-    }
-    return "framework " + framework.name + " runs ZeRO stages " + stages +
-           " only with pp > 1 (its pipeline engine refuses ZeRO-" + std::to_string(zero) + ")";
+  std::string stages;
+  for (int z = 0; z <= framework.max_zero_with_pipeline; ++z) {
+    if (framework.allows_zero(z)) stages += (stages.empty() ? "" : ", ") + std::to_string(z);
   }
-  return "";
+  return "framework " + framework.name + " runs ZeRO stages " + stages +
+         " only with pp > 1 (its pipeline engine refuses ZeRO-" + std::to_string(zero) + ")";
 }
 
 std::string context_parallel_problem(const FrameworkConvention& framework, std::int64_t cp) {
-  if (cp == 1 || framework.ring_context_parallel) return "";
+  if (framework.runs_context_parallel(cp)) return "";
   return "framework " + framework.name + " has no ring-attention context parallelism (its "
          "sequence parallelism is Ulysses, which splits the attention heads and which meshplan "
          "does not cost): cp must be 1";

@@ -124,6 +124,14 @@ struct FrameworkConvention {
   /// PyTorch's. DeepSpeed's sequence parallelism is Ulysses (heads split by an all-to-all),
   /// which meshplan does not cost.
   bool ring_context_parallel = true;
+  /// Whether the framework's pipeline runs pp stages of vpp chunks at ZeRO stage `zero`
+  /// (interleaved_pipeline, max_zero_with_pipeline); pipeline_problem says why not.
+  bool runs_pipeline(std::int64_t pp, std::int64_t vpp, int zero) const {
+    return pp == 1 || ((vpp == 1 || interleaved_pipeline) && zero <= max_zero_with_pipeline);
+  }
+  /// Whether the framework runs context parallelism over `cp` ranks (ring_context_parallel);
+  /// context_parallel_problem says why not.
+  bool runs_context_parallel(std::int64_t cp) const { return cp == 1 || ring_context_parallel; }
   bool dp_grad_overlap = true;
   bool dp_param_overlap = false;
   /// Interleaved pipeline schedules (vpp > 1) overlap their sends and receives with compute:

@@ -562,10 +562,13 @@ Export export_deepspeed(const Plan& p) {
   j["train_batch_size"] = l.gbs;
   j["train_micro_batch_size_per_gpu"] = l.mbs;
   j["gradient_accumulation_steps"] = l.gbs / (l.dp * l.mbs);
-  // DeepSpeed's pipeline engine refuses ZeRO stages 2 and 3 (PipelineEngine asserts a stage
-  // below 2): such a plan is exported at stage 1, the nearest it runs, and noted below.
-  const bool zero_beyond_pipeline = l.zero >= 2 && l.pp > 1;
-  j["zero_optimization"] = {{"stage", zero_beyond_pipeline ? 1 : l.zero}};
+  // What DeepSpeed's engines run is the deepspeed convention's (framework.hpp): its pipeline
+  // engine refuses ZeRO stages 2 and 3, so such a plan is exported at stage 1, the nearest it
+  // runs, and noted below.
+  const FrameworkConvention deepspeed = *find_framework("deepspeed");
+  const bool zero_beyond_pipeline = !deepspeed.runs_pipeline(l.pp, 1, l.zero);
+  j["zero_optimization"] = {
+      {"stage", zero_beyond_pipeline ? deepspeed.max_zero_with_pipeline : l.zero}};
   // overlap_comm (DeepSpeed docs, zero_optimization): overlap the gradient reduction with the
   // backward, as the plan was costed (its default is false for stages 1 and 2, true for 3).
   if (l.zero >= 1) j["zero_optimization"]["overlap_comm"] = p.setup.framework.dp_grad_overlap;
@@ -592,7 +595,7 @@ Export export_deepspeed(const Plan& p) {
         "sequence parallelism (sp): not a DeepSpeed config setting; set "
         "--sequence-parallel in Megatron-DeepSpeed");
   }
-  if (l.cp > 1) {
+  if (!deepspeed.runs_context_parallel(l.cp)) {
     e.dropped.push_back("context parallelism (cp " + s(l.cp) +
                         "): DeepSpeed has no context parallelism; use Ulysses sequence "
                         "parallelism instead (--ds-sequence-parallel-size " + s(l.cp) +
@@ -601,7 +604,7 @@ Export export_deepspeed(const Plan& p) {
                         s(l.gbs) + " = micro-batch x accumulation x dp " + s(l.dp) +
                         ") no longer adds up");
   }
-  if (l.vpp > 1) {
+  if (!deepspeed.runs_pipeline(l.pp, l.vpp, 0)) {
     e.dropped.push_back("interleaved pipeline (vpp " + s(l.vpp) +
                         "): DeepSpeed's pipeline engine runs one model chunk per stage; the "
                         "pipeline bubble will be larger than planned");
@@ -620,7 +623,8 @@ Export export_deepspeed(const Plan& p) {
   if (zero_beyond_pipeline) {
     e.dropped.push_back("ZeRO-" + s(l.zero) + " with pipeline parallelism (pp " + s(l.pp) +
                         "): DeepSpeed's pipeline engine supports only ZeRO stages 0 and 1; "
-                        "exported as stage 1, so every GPU keeps its stage's full gradients" +
+                        "exported as stage " + s(deepspeed.max_zero_with_pipeline) +
+                        ", so every GPU keeps its stage's full gradients" +
                         std::string(l.zero == 3 ? " and parameters" : "") +
                         " and needs more memory than planned");
   }

@@ -101,13 +101,15 @@ class Worker {
     const std::array<Recompute, 3> recomputes = {Recompute::kNone, Recompute::kSelective,
                                                  Recompute::kFull};
     for (std::int64_t vpp : vpps) {
-      // What the framework's pipeline cannot run is not its layout (as its ZeRO stages below).
-      if (!r_.pins.vpp && !pipeline_problem(r_.setup.framework, pp, vpp, 0).empty()) continue;
       for (std::int64_t mbs : mbss) {
         for (int sp = sp_first; sp <= sp_last; ++sp) {
           for (int zero = 0; zero <= 3; ++zero) {
-            if (pinned_out(r_.pins.zero, zero) || !r_.setup.framework.allows_zero(zero)) continue;
-            if (!pipeline_problem(r_.setup.framework, pp, vpp, zero).empty()) continue;
+            // What the framework does not run is not its layout: its ZeRO stages, and what its
+            // pipeline runs (a pin that breaks either is refused before the search).
+            if (pinned_out(r_.pins.zero, zero) || !r_.setup.framework.allows_zero(zero) ||
+                !r_.setup.framework.runs_pipeline(pp, vpp, zero)) {
+              continue;
+            }
             if (zero > 0 && !shards && !r_.pins.zero) continue;
             for (Recompute recompute : recomputes) {
               if (pinned_out(r_.pins.recompute, recompute)) continue;
@@ -291,7 +293,7 @@ SearchResult search_layouts(const SearchRequest& request) {
       if (pinned_out(request.pins.cp, cp)) continue;
       // Context parallelism the framework does not run is not its layout (a pin is refused
       // before the search).
-      if (!context_parallel_problem(request.setup.framework, cp).empty()) continue;
+      if (!request.setup.framework.runs_context_parallel(cp)) continue;
       for (std::int64_t pp : divisors(request.gpus / (tp * cp))) {
         if (pinned_out(request.pins.pp, pp)) continue;
         if (pinned_out(request.pins.dp, request.gpus / (tp * cp * pp))) continue;
