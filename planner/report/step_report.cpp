@@ -62,15 +62,30 @@ std::string selective_flash_note(const StepReportInputs& in, const StepEstimate&
          "statistics, so next to no memory is saved: recompute none costs less where it fits.";
 }
 
-/// The lines under the breakdown that say why it looks as it does (pipeline_pace,
-/// zero3_pipeline_note, selective_flash_note), those that apply.
-std::vector<std::string> explanations(const StepReportInputs& in, const StepEstimate& e) {
-  std::vector<std::string> out;
-  for (std::string line : {pipeline_pace(in, e), zero3_pipeline_note(in.layout, in.setup),
-                           selective_flash_note(in, e)}) {
-    if (!line.empty()) out.push_back(std::move(line));
+/// One line under the breakdown that says why it looks as it does, and how the text
+/// introduces it ("" for the pace line, which names itself; "Note: " for the others).
+struct Explanation {
+  const char* prefix;
+  std::string line;
+};
+
+/// The explanations that apply (pipeline_pace, zero3_pipeline_note, selective_flash_note), for
+/// the text and for --json alike.
+std::vector<Explanation> explanations(const StepReportInputs& in, const StepEstimate& e) {
+  std::vector<Explanation> out;
+  for (Explanation x : {Explanation{"", pipeline_pace(in, e)},
+                        Explanation{"Note: ", zero3_pipeline_note(in.layout, in.setup)},
+                        Explanation{"Note: ", selective_flash_note(in, e)}}) {
+    if (!x.line.empty()) out.push_back(std::move(x));
   }
   return out;
+}
+
+/// The explanations' lines, as --json lists them.
+std::vector<std::string> explanation_lines(const StepReportInputs& in, const StepEstimate& e) {
+  std::vector<std::string> lines;
+  for (Explanation& x : explanations(in, e)) lines.push_back(std::move(x.line));
+  return lines;
 }
 
 }  // namespace
@@ -105,11 +120,7 @@ std::string render_step(const StepReportInputs& in, const StepEstimate& e) {
   t.add_rule();
   t.add_row({"step", fixed(e.step_time_s, 4), "100.0%"});
   s << t.render();
-  if (const std::string pace = pipeline_pace(in, e); !pace.empty()) s << "\n" << pace << "\n";
-  for (const std::string& note :
-       {zero3_pipeline_note(in.layout, in.setup), selective_flash_note(in, e)}) {
-    if (!note.empty()) s << "\nNote: " << note << "\n";
-  }
+  for (const Explanation& x : explanations(in, e)) s << "\n" << x.prefix << x.line << "\n";
   s << "\n" << kStepTimeCaveat << "\n";
   for (const std::string& regime : regime_caveats(in.layout, in.setup, in.profile)) {
     s << "Caveat: " << regime << "\n";
@@ -151,7 +162,7 @@ nlohmann::json step_json(const StepReportInputs& in, const StepEstimate& e) {
       {"capacity_bytes", e.memory.capacity_bytes},
       {"fits", e.memory.fits},
       {"breakdown", breakdown_json(e.breakdown)},
-      {"explanations", explanations(in, e)},
+      {"explanations", explanation_lines(in, e)},
       {"caveats", regime_caveats(in.layout, in.setup, in.profile)},
       {"stages_per_microbatch", stages},
       {"p2p_s", e.p2p_s}};
