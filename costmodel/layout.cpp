@@ -66,12 +66,11 @@ std::uint32_t layout_problem_mask(const Layout& l, const ModelSpec& m, std::int6
         std::accumulate(l.stage_layers.begin(), l.stage_layers.end(), std::int64_t{0});
     bool positive = true;
     for (std::int64_t v : l.stage_layers) positive = positive && v >= 1;
-    if (static_cast<std::int64_t>(l.stage_layers.size()) != l.pp) {
+    if (static_cast<std::int64_t>(l.stage_layers.size()) != l.pp * l.vpp) {
       flag(LayoutProblem::kStageSplitCount);
     } else if (sum != m.num_layers || !positive) {
       flag(LayoutProblem::kStageSplitSum);
     }
-    if (l.vpp > 1) flag(LayoutProblem::kStageSplitVpp);
   } else if (m.num_layers % (l.pp * l.vpp) != 0 && !(l.vpp > 1 && l.pp == 1)) {
     // vpp > 1 with pp 1 breaks the more basic rule (kVppNeedsPp): no chunks to count.
     flag(LayoutProblem::kLayersSplit);
@@ -100,7 +99,6 @@ const char* layout_problem_reason(LayoutProblem problem) {
     case LayoutProblem::kVppNeedsPp: return "vpp needs pp > 1";
     case LayoutProblem::kStageSplitCount: return "the stage split does not list pp stages";
     case LayoutProblem::kStageSplitSum: return "the stage split does not sum to the layers";
-    case LayoutProblem::kStageSplitVpp: return "an uneven stage split with vpp > 1";
     case LayoutProblem::kLayersSplit: return "layers do not split into pp x vpp chunks";
     case LayoutProblem::kBatch: return "gbs is not a multiple of dp x mbs";
     case LayoutProblem::kInterleavedMicrobatches: return "interleaving needs micro-batches % pp == 0";
@@ -160,9 +158,13 @@ std::vector<std::string> layout_problems(const Layout& l, const ModelSpec& m, st
         p.push_back("vpp " + s(l.vpp) + " needs pp > 1");
         break;
       case LayoutProblem::kStageSplitCount:
-        p.push_back("the stage split lists " +
-                    counted(static_cast<std::int64_t>(l.stage_layers.size()), "stage") +
-                    ", pp is " + s(l.pp));
+        p.push_back(
+            "the stage split lists " +
+            counted(static_cast<std::int64_t>(l.stage_layers.size()), "stage") +
+            (l.vpp > 1 ? ", but with vpp " + s(l.vpp) + " it lists the layers of each virtual "
+                             "stage (model chunk), in model order: pp x vpp = " +
+                             s(l.pp * l.vpp)
+                       : ", pp is " + s(l.pp)));
         break;
       case LayoutProblem::kStageSplitSum:
         p.push_back("the stage split must give each stage at least 1 layer and sum to " +
@@ -170,19 +172,17 @@ std::vector<std::string> layout_problems(const Layout& l, const ModelSpec& m, st
                     s(std::accumulate(l.stage_layers.begin(), l.stage_layers.end(),
                                       std::int64_t{0})));
         break;
-      case LayoutProblem::kStageSplitVpp:
-        p.push_back("an uneven stage split cannot be combined with vpp > 1");
-        break;
       case LayoutProblem::kLayersSplit:
         // Worded for every caller (estimate has --stage-layers, plan and validate do not).
         if (l.pp > m.num_layers) {
           p.push_back("pp " + s(l.pp) + " exceeds the model's " + counted(m.num_layers, "layer") +
                       " (a stage holds at least one layer)");
+        } else if (l.vpp > 1 && l.pp * l.vpp > m.num_layers) {
+          p.push_back("pp x vpp = " + s(l.pp * l.vpp) + " model chunks exceed the model's " +
+                      counted(m.num_layers, "layer") + " (a chunk holds at least one layer)");
         } else if (l.vpp > 1) {
           p.push_back(counted(m.num_layers, "layer") + " cannot be split into pp x vpp = " +
-                      s(l.pp * l.vpp) +
-                      " equal chunks (the interleaved schedule needs equal chunks; an uneven "
-                      "split needs vpp 1)");
+                      s(l.pp * l.vpp) + " equal chunks (give an uneven split)");
         } else {
           p.push_back(counted(m.num_layers, "layer") + " cannot be split into pp = " + s(l.pp) +
                       " equal stages (give an uneven split)");
@@ -202,15 +202,36 @@ std::vector<std::string> layout_problems(const Layout& l, const ModelSpec& m, st
   return p;
 }
 
+std::int64_t chunk_layer_count(const Layout& layout, const ModelSpec& model, std::int64_t stage,
+                               std::int64_t chunk) {
+  return layout.stage_layers.empty()
+             ? model.num_layers / (layout.pp * layout.vpp)
+             : layout.stage_layers[static_cast<std::size_t>(chunk * layout.pp + stage)];
+}
+
 std::int64_t stage_layer_count(const Layout& layout, const ModelSpec& model, std::int64_t stage) {
-  return layout.stage_layers.empty() ? model.num_layers / layout.pp
-                                     : layout.stage_layers[static_cast<std::size_t>(stage)];
+  std::int64_t n = 0;
+  for (std::int64_t c = 0; c < layout.vpp; ++c) n += chunk_layer_count(layout, model, stage, c);
+  return n;
 }
 
 std::vector<std::int64_t> layers_per_stage(const Layout& layout, const ModelSpec& model) {
+  std::vector<std::int64_t> layers;
+  for (std::int64_t r = 0; r < layout.pp; ++r) layers.push_back(stage_layer_count(layout, model, r));
+  return layers;
+}
+
+std::vector<std::int64_t> layers_per_virtual_stage(const Layout& layout, const ModelSpec& model) {
   if (!layout.stage_layers.empty()) return layout.stage_layers;
-  return std::vector<std::int64_t>(static_cast<std::size_t>(layout.pp),
-                                   model.num_layers / layout.pp);
+  return std::vector<std::int64_t>(static_cast<std::size_t>(layout.pp * layout.vpp),
+                                   model.num_layers / (layout.pp * layout.vpp));
+}
+
+std::vector<std::int64_t> default_stage_split(std::int64_t num_layers, std::int64_t pp,
+                                              std::int64_t vpp) {
+  const std::int64_t stages = pp * vpp;
+  if (num_layers % stages == 0 || num_layers < stages) return {};
+  return edge_light_stage_split(num_layers, stages);
 }
 
 std::vector<std::int64_t> edge_light_stage_split(std::int64_t num_layers, std::int64_t pp) {

@@ -39,7 +39,9 @@ struct Layout {
   int zero = 0;          ///< 0..3
   Recompute recompute = Recompute::kNone;
   bool sp = false;
-  /// Layers per pipeline stage, when not split evenly (size pp, sum num_layers); empty = even.
+  /// Layers per pipeline stage when not split evenly (sum num_layers; empty = even): pp entries
+  /// with vpp 1; with vpp > 1 one per virtual stage, pp x vpp entries in model order (virtual
+  /// stage c x pp + r is rank r's chunk c, Megatron-LM's interleaving).
   std::vector<std::int64_t> stage_layers;
 
   std::int64_t gpus() const { return dp * tp * pp * cp; }
@@ -51,7 +53,7 @@ struct Layout {
 enum class LayoutProblem : unsigned {
   kNonPositive, kGpuCount, kTpHeads, kTpKvHeads, kTpFfn, kSpNeedsTp, kSpSequence, kLearnedPositions,
   kCpSequence, kCpEager, kZeroRange, kVppNeedsPp, kStageSplitCount, kStageSplitSum,
-  kStageSplitVpp, kLayersSplit, kBatch, kInterleavedMicrobatches, kCount
+  kLayersSplit, kBatch, kInterleavedMicrobatches, kCount
 };
 
 /// The rules `layout` breaks, as a bit mask (bit i: LayoutProblem i); 0 when valid. The same
@@ -70,19 +72,36 @@ std::vector<std::string> layout_problems(const Layout& layout, const ModelSpec& 
                                          std::int64_t seq, std::optional<std::int64_t> gpus,
                                          bool eager_attention);
 
-/// Layers of each pipeline stage: `layout.stage_layers` when given, else num_layers / pp each.
+/// Layers of each pipeline stage (rank), the sum of its chunks: pp entries.
 /// Precondition: layout_problems() is empty.
 std::vector<std::int64_t> layers_per_stage(const Layout& layout, const ModelSpec& model);
+
+/// Layers of each virtual pipeline stage in model order: pp x vpp entries, virtual stage
+/// c x pp + r being rank r's chunk c (with vpp 1, layers_per_stage). `layout.stage_layers` when
+/// given, else num_layers / (pp x vpp) each. Precondition: layout_problems() is empty.
+std::vector<std::int64_t> layers_per_virtual_stage(const Layout& layout, const ModelSpec& model);
 
 /// The split the search uses when `num_layers` is not a multiple of `pp`: every stage gets
 /// ceil(num_layers / pp) layers, and the stages that also hold the embedding and the LM head
 /// give one back each, first stage, last stage, second, second to last, ..., until the sum is
 /// num_layers (Llama 3 405B: 126 layers on pp 16 "reduce one Transformer layer each from the
-/// first and the last stages", Dubey et al. 2024, sec. 3.3.2: 7, 8 x 14, 7). Size pp.
-/// Preconditions: pp >= 1, num_layers >= pp.
+/// first and the last stages", Dubey et al. 2024, sec. 3.3.2: 7, 8 x 14, 7). Size pp; called
+/// with pp x vpp it splits virtual stages. Preconditions: pp >= 1, num_layers >= pp.
 std::vector<std::int64_t> edge_light_stage_split(std::int64_t num_layers, std::int64_t pp);
 
-/// Layers of pipeline stage `stage` (the element of layers_per_stage, without allocating).
+/// The split of `num_layers` over pp x vpp (virtual) stages that estimate and plan take when no
+/// split is given: empty (even) when pp x vpp divides num_layers or exceeds it (a layout problem
+/// then), else edge_light_stage_split(num_layers, pp x vpp). Preconditions: pp, vpp >= 1.
+std::vector<std::int64_t> default_stage_split(std::int64_t num_layers, std::int64_t pp,
+                                              std::int64_t vpp);
+
+/// Layers of pipeline stage `stage`: all its chunks (the element of layers_per_stage, without
+/// allocating).
 std::int64_t stage_layer_count(const Layout& layout, const ModelSpec& model, std::int64_t stage);
+
+/// Layers of chunk `chunk` (0..vpp-1) of pipeline stage `stage`: virtual stage
+/// chunk x pp + stage (the element of layers_per_virtual_stage).
+std::int64_t chunk_layer_count(const Layout& layout, const ModelSpec& model, std::int64_t stage,
+                               std::int64_t chunk);
 
 }  // namespace meshplan

@@ -147,8 +147,14 @@ StageMemory stage_memory(const MemoryContext& x, std::int64_t stage) {
   for (const StateComponent& c : fw.state) s.state += state_bytes(c, s.params, l, fw);
 
   s.chunks_in_flight = chunks_in_flight(stage, l.pp, l.vpp, microbatches);
-  s.layer_activations_held = static_cast<double>(layers) / static_cast<double>(l.vpp) *
-                             static_cast<double>(s.chunks_in_flight);
+  // The chunk-forwards in flight at the first backward, in the schedule's order: the k-th runs
+  // chunk (k mod pp x vpp) / pp (pipeline_simulation.hpp), so with uneven chunks each counts
+  // its own layers (layers x chunks_in_flight with vpp 1).
+  s.layer_activations_held = 0;
+  for (std::int64_t k = 0; k < s.chunks_in_flight; ++k) {
+    s.layer_activations_held +=
+        static_cast<double>(chunk_layer_count(l, x.model, stage, (k % (l.pp * l.vpp)) / l.pp));
+  }
   s.layer_activations = s.layer_activations_held * x.activations.layer;
   if (first) {
     s.embedding_activations =

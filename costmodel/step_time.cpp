@@ -168,11 +168,15 @@ void edge_costs(LayerCosts& c, const ModelSpec& m, const Layout& l, const Traini
             bwd_gemm + loss_bwd + head_comm, 2 * head_comm};
 }
 
-void add_edge(StageTimes& st, const EdgeCosts& e) {
+void add_edge(StageTimes& st, const EdgeCosts& e, std::size_t chunk) {
   st.compute_s += e.compute_s;
   st.forward_s += e.forward_s;
   st.backward_s += e.backward_s;
   st.tp_s += e.tp_s;
+  if (chunk < st.chunk_forward_s.size()) {
+    st.chunk_forward_s[chunk] += e.forward_s;
+    st.chunk_backward_s[chunk] += e.backward_s;
+  }
 }
 
 std::vector<std::int64_t> first_group(std::int64_t stride, std::int64_t count) {
@@ -281,17 +285,28 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
   double stage_params = 0;  // the most parameters one GPU updates, before ZeRO sharding
   for (std::int64_t r = 0; r < l.pp; ++r) {
     const double n = static_cast<double>(stage_layer_count(l, model, r));
+    const double layer_forward_s =
+        layer.forward + layer.tp_forward * tp_hidden + cp_fwd_exposed + fsdp_fwd;
+    const double layer_backward_s = layer.backward + layer.tp_backward * tp_hidden +
+                                    cp_bwd_exposed + fsdp_bwd + recompute_per_layer;
     StageTimes st;
     st.compute_s = n * (layer.forward + layer.backward);
     st.recompute_s = n * recompute_per_layer;
     st.tp_s = n * (layer.tp_forward + layer.tp_backward) * tp_hidden;
     st.cp_s = n * (cp_fwd_exposed + cp_bwd_exposed);
     st.fsdp_s = n * (fsdp_fwd + fsdp_bwd);
-    st.forward_s = n * (layer.forward + layer.tp_forward * tp_hidden + cp_fwd_exposed + fsdp_fwd);
-    st.backward_s = n * (layer.backward + layer.tp_backward * tp_hidden + cp_bwd_exposed +
-                         fsdp_bwd + recompute_per_layer);
-    if (r == 0) add_edge(st, layer.embedding);
-    if (r == l.pp - 1) add_edge(st, layer.head);
+    st.forward_s = n * layer_forward_s;
+    st.backward_s = n * layer_backward_s;
+    if (keep_stages) {
+      for (std::int64_t c = 0; c < l.vpp; ++c) {
+        const double chunk = static_cast<double>(chunk_layer_count(l, model, r, c));
+        st.chunk_forward_s.push_back(chunk * layer_forward_s);
+        st.chunk_backward_s.push_back(chunk * layer_backward_s);
+      }
+    }
+    // The embedding is virtual stage 0's, the LM head the last virtual stage's.
+    if (r == 0) add_edge(st, layer.embedding, 0);
+    if (r == l.pp - 1) add_edge(st, layer.head, static_cast<std::size_t>(l.vpp - 1));
     if (r == 0 || st.forward_s + st.backward_s > slowest.forward_s + slowest.backward_s) {
       slowest = st;
     }
@@ -422,10 +437,9 @@ PipelineTimes pipeline_times(const StepEstimate& e, const Layout& l,
   times.p2p_s = e.p2p_s;
   times.sends_wait = !(l.vpp > 1 && framework.pp_p2p_overlap);
   times.send_sm_fraction = comm_sm_fraction;
-  const double v = static_cast<double>(l.vpp);
   for (const StageTimes& st : e.stages) {
-    times.forward_s.emplace_back(static_cast<std::size_t>(l.vpp), st.forward_s / v);
-    times.backward_s.emplace_back(static_cast<std::size_t>(l.vpp), st.backward_s / v);
+    times.forward_s.push_back(st.chunk_forward_s);
+    times.backward_s.push_back(st.chunk_backward_s);
   }
   return times;
 }

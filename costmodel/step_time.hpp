@@ -98,6 +98,10 @@ struct StageTimes {
   double compute_s = 0;   ///< forward + backward kernels only
   double recompute_s = 0;
   double tp_s = 0, cp_s = 0, fsdp_s = 0;  ///< exposed communication, forward + backward
+  /// [chunk]: forward_s and backward_s of each of the stage's vpp model chunks (its layers,
+  /// with the embedding on chunk 0 of stage 0 and the LM head on the last chunk of the last
+  /// stage); they sum to forward_s and backward_s. Filled by estimate_step only.
+  std::vector<double> chunk_forward_s, chunk_backward_s;
 };
 
 /// The estimate.
@@ -190,8 +194,8 @@ LayerCosts layer_costs(const StepContext& context, const Layout& layout, const G
 StepEstimate assemble_step(const StepContext& context, const Layout& layout,
                            const GroupRates& groups, const LayerCosts& costs, bool keep_stages);
 
-/// The event simulation's input for `estimate`'s pipeline (pipeline_simulation.hpp): each stage's
-/// per-micro-batch forward and backward seconds split evenly over its vpp chunks, one
+/// The event simulation's input for `estimate`'s pipeline (pipeline_simulation.hpp): each
+/// chunk's per-micro-batch forward and backward seconds (StageTimes::chunk_forward_s), one
 /// activation's send `estimate.p2p_s`, and sends that hold their sender unless `framework`
 /// overlaps an interleaved schedule's (FrameworkConvention::pp_p2p_overlap with vpp > 1), then
 /// holding `comm_sm_fraction` of the SMs (Profile::comm_sm_fraction), as the closed form counts

@@ -76,9 +76,10 @@ LayerShapes layer_shapes(const ModelSpec& model, const Layout& layout, std::int6
 
 std::vector<std::int64_t> chunk_layers(const ModelSpec& model, const Layout& layout,
                                        std::int64_t stage) {
-  const std::int64_t layers = stage_layer_count(layout, model, stage);
-  std::vector<std::int64_t> out(static_cast<std::size_t>(layout.vpp), layers / layout.vpp);
-  for (std::int64_t c = 0; c < layers % layout.vpp; ++c) ++out[static_cast<std::size_t>(c)];
+  std::vector<std::int64_t> out;
+  for (std::int64_t c = 0; c < layout.vpp; ++c) {
+    out.push_back(chunk_layer_count(layout, model, stage, c));
+  }
   return out;
 }
 

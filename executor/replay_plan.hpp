@@ -53,8 +53,8 @@ struct LayerShapes {
 /// Shapes of `model` under `layout` at sequence length `seq`. Preconditions: the layout is valid.
 LayerShapes layer_shapes(const ModelSpec& model, const Layout& layout, std::int64_t seq);
 
-/// Layers in each of pipeline rank `stage`'s vpp chunks (the stage's layers split as the
-/// planner splits them: evenly, the remainder to the first chunks).
+/// Layers in each of pipeline rank `stage`'s vpp chunks, as the plan splits them
+/// (chunk_layer_count: its stage_layers per virtual stage, else evenly).
 std::vector<std::int64_t> chunk_layers(const ModelSpec& model, const Layout& layout,
                                        std::int64_t stage);
 

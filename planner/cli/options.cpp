@@ -355,7 +355,7 @@ void add_layout_options(CLI::App& cmd, LayoutFlags& f) {
              }
            }
          },
-         "Layers per pipeline stage, comma-separated, e.g. 1,2,2,3 (default: even; layers that do not split evenly over pp: ceil(layers / pp) per stage, one fewer on the stages nearest the embedding and the LM head first, as plan splits them; with --vpp > 1 only the even split, which is the default)")
+         "Layers per pipeline stage, comma-separated, e.g. 1,2,2,3; with --vpp > 1 the layers of each virtual stage (model chunk), pp x vpp of them in model order, virtual stage c x pp + r being rank r's chunk c (default: even; layers that do not split evenly over pp x vpp: ceil(layers / (pp x vpp)) per stage, one fewer on the stages nearest the embedding and the LM head first, as plan splits them)")
       ->check(CLI::Validator(stage_layers_problem, "LIST"));
 }
 
@@ -532,20 +532,20 @@ ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, cons
     for (const std::int64_t n : split) text += (text.empty() ? "" : ",") + std::to_string(n);
     return text;
   };
-  const std::vector<std::int64_t> even = even_stage_split(model.num_layers, l.pp);
   clear_even_split_with_vpp(l, model.num_layers);
-  if (l.stage_layers.empty() && l.pp > 1 && l.vpp == 1 && model.num_layers >= l.pp &&
-      model.num_layers % l.pp != 0) {
-    // As `meshplan plan` splits them (edge_light_stage_split).
-    l.stage_layers = edge_light_stage_split(model.num_layers, l.pp);
-    std::string split;
-    for (const std::int64_t n : l.stage_layers) split += (split.empty() ? "" : ",") + std::to_string(n);
-    r.notes.push_back("stage layers " + split + " (default: " + std::to_string(model.num_layers) +
-                      " layers do not split evenly over pp " + std::to_string(l.pp) + ": " +
-                      std::to_string(*std::max_element(l.stage_layers.begin(),
-                                                       l.stage_layers.end())) +
-                      " per stage, one fewer on the stages nearest the embedding and the LM "
-                      "head first, as plan splits them; set --stage-layers)");
+  if (l.stage_layers.empty() && l.pp > 1) {
+    // As `meshplan plan` splits them (default_stage_split).
+    l.stage_layers = default_stage_split(model.num_layers, l.pp, l.vpp);
+    if (!l.stage_layers.empty()) {
+      const std::string stages = l.vpp > 1 ? "virtual stages (model chunks)" : "stages";
+      r.notes.push_back(
+          "stage layers " + joined(l.stage_layers) + " (default: " +
+          std::to_string(model.num_layers) + " layers do not split evenly over " +
+          (l.vpp > 1 ? "pp x vpp = " + std::to_string(l.pp * l.vpp) : "pp " + std::to_string(l.pp)) +
+          ": " + std::to_string(*std::max_element(l.stage_layers.begin(), l.stage_layers.end())) +
+          " per " + (l.vpp > 1 ? "virtual stage" : "stage") + ", one fewer on the " + stages +
+          " nearest the embedding and the LM head first, as plan splits them; set --stage-layers)");
+    }
   }
   l.recompute = *parse_recompute(f.recompute);
   const std::int64_t seq = f.seq > 0 ? f.seq : model.seq_length;
@@ -611,23 +611,6 @@ ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, cons
   }
   const bool eager = r.setup.attention == AttentionImpl::kEager;
   std::vector<std::string> problems = layout_problems(l, model, r.setup.seq, gpus, eager);
-  constexpr std::uint32_t kSplitVpp = 1u << static_cast<unsigned>(LayoutProblem::kStageSplitVpp);
-  if (layout_problem_mask(l, model, r.setup.seq, gpus, eager) & kSplitVpp) {
-    // A split of its own with vpp > 1: the flags cannot go together, whatever the split's count
-    // and sum; the other problems are the layout's without it.
-    Layout without = l;
-    without.stage_layers.clear();
-    problems = layout_problems(without, model, r.setup.seq, gpus, eager);
-    const std::string vpp = std::to_string(l.vpp);
-    problems.insert(
-        problems.begin(),
-        "--stage-layers " + joined(l.stage_layers) + " cannot be combined with --vpp " + vpp +
-            ": the interleaved schedule splits the " + counted(model.num_layers, "layer") +
-            " into pp x vpp = " + std::to_string(l.pp * l.vpp) + " equal chunks; " +
-            (!even.empty() ? "give no --stage-layers (or the even split " + joined(even) + ")"
-                        : std::string("give no --stage-layers")) +
-            " with --vpp " + vpp + ", or --vpp 1 with this split");
-  }
   if (problems.empty() && framework_problems.size() == 1) throw InputError(framework_problems[0]);
   problems.insert(problems.end(), framework_problems.begin(), framework_problems.end());
   if (!problems.empty()) {

@@ -52,27 +52,24 @@ nlohmann::json plan_layout_json(const Layout& l) {
 /// chunks per stage; chunk c of stage i is virtual stage c x pp + i, Megatron's interleaving).
 /// Embedding on the first stage, LM head on the last (as the memory ledger places them).
 nlohmann::json stages_json(const Layout& l, const ModelSpec& model) {
-  const std::vector<std::int64_t> layers = layers_per_stage(l, model);
+  const std::vector<std::int64_t> chunk_layers = layers_per_virtual_stage(l, model);
+  std::vector<std::int64_t> first_layer(chunk_layers.size(), 0);  // of each virtual stage
+  for (std::size_t k = 1; k < chunk_layers.size(); ++k) {
+    first_layer[k] = first_layer[k - 1] + chunk_layers[k - 1];
+  }
   nlohmann::json stages = nlohmann::json::array();
-  std::int64_t first = 0;
   for (std::int64_t i = 0; i < l.pp; ++i) {
-    const std::int64_t n = layers[static_cast<std::size_t>(i)];
     nlohmann::json chunks = nlohmann::json::array();
-    if (l.vpp == 1) {
-      chunks.push_back({{"first_layer", first}, {"layers", n}});
-    } else {
-      const std::int64_t per_chunk = model.num_layers / (l.pp * l.vpp);
-      for (std::int64_t c = 0; c < l.vpp; ++c) {
-        chunks.push_back({{"first_layer", (c * l.pp + i) * per_chunk}, {"layers", per_chunk}});
-      }
+    for (std::int64_t c = 0; c < l.vpp; ++c) {
+      const std::size_t k = static_cast<std::size_t>(c * l.pp + i);
+      chunks.push_back({{"first_layer", first_layer[k]}, {"layers", chunk_layers[k]}});
     }
     stages.push_back({{"stage", i},
                       {"first_layer", chunks.front()["first_layer"]},
-                      {"layers", n},
+                      {"layers", stage_layer_count(l, model, i)},
                       {"chunks", chunks},
                       {"embedding", i == 0},
                       {"lm_head", i == l.pp - 1}});
-    first += n;
   }
   return stages;
 }
@@ -251,10 +248,11 @@ Layout read_layout(StrictObject& o, const nlohmann::json& json) {
   layout.recompute = *parse_recompute(l.choice("recompute", {"none", "selective", "full"}));
   layout.sp = l.boolean("sp");
   const nlohmann::json& split =
-      child(l, raw, "stage_layers", "an array of layers per stage (empty: an even split)");
+      child(l, raw, "stage_layers",
+            "an array of layers per stage, per virtual stage with vpp > 1 (empty: an even split)");
   if (!split.is_array()) {
-    l.fail("stage_layers", "must be an array of layers per stage (empty: an even split), got " +
-                               describe_json(split));
+    l.fail("stage_layers", "must be an array of layers per stage, per virtual stage with vpp > 1 "
+                           "(empty: an even split), got " + describe_json(split));
   }
   for (std::size_t i = 0; i < split.size(); ++i) {
     const nlohmann::json& v = split.at(i);

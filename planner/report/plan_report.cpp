@@ -132,14 +132,14 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
       << counted(l.pp, "stage")
       << (l.stage_layers.empty()
               ? ""
-              : " of " +
+              : std::string(l.vpp > 1 ? " whose model chunks hold " : " of ") +
                     std::to_string(*std::min_element(l.stage_layers.begin(),
                                                      l.stage_layers.end())) +
                     " to " +
                     std::to_string(*std::max_element(l.stage_layers.begin(),
                                                      l.stage_layers.end())) +
-                    " layers (they do not split evenly: the embedding and LM-head stages take "
-                    "fewer)")
+                    " layers (they do not split evenly: the embedding's and the LM head's " +
+                    (l.vpp > 1 ? "chunks" : "stages") + " take fewer)")
       << "; only activations cross stage boundaries"
       << (l.vpp > 1 ? ", and " + std::to_string(l.vpp) + " virtual stages per rank shrink the "
                           "bubble by " + std::to_string(l.vpp) + "x"

@@ -71,11 +71,6 @@ class Worker {
     base.cp = cp;
     base.pp = pp;
     base.gbs = r_.gbs;
-    if (r_.model.num_layers % pp != 0 && r_.model.num_layers >= pp) {
-      // Layers that do not split evenly: the embedding and LM-head stages take one fewer
-      // (plain 1F1B only: interleaving needs every chunk the same).
-      base.stage_layers = edge_light_stage_split(r_.model.num_layers, pp);
-    }
     const bool tp_crosses = tp_spans_domains(tp, r_.gpus, r_.cluster.nvlink_domain_size);
     const GroupRates groups(context_, base);
     costs_.clear();
@@ -88,8 +83,13 @@ class Worker {
     if (r_.pins.vpp) {
       vpps = {*r_.pins.vpp};
     } else {
-      for (std::int64_t v = 2; pp > 1 && v * pp <= r_.model.num_layers; ++v) {
-        if (r_.model.num_layers % (pp * v) == 0) vpps.push_back(v);
+      // Chunks of equal layers, or one fewer on the embedding's and the LM head's: the uneven
+      // interleaved splits Megatron-LM writes (--account-for-embedding-in-pipeline-split,
+      // --account-for-loss-in-pipeline-split) and torchtitan's default split makes.
+      const std::int64_t layers = r_.model.num_layers;
+      for (std::int64_t v = 2; pp > 1 && v * pp <= layers; ++v) {
+        const std::int64_t surplus = (pp * v - layers % (pp * v)) % (pp * v);
+        if (surplus <= 2) vpps.push_back(v);
       }
     }
     const std::vector<std::int64_t> mbss =
@@ -100,7 +100,10 @@ class Worker {
     const int sp_last = r_.pins.sp ? sp_first : (tp > 1 ? 1 : 0);
     const std::array<Recompute, 3> recomputes = {Recompute::kNone, Recompute::kSelective,
                                                  Recompute::kFull};
-    for (std::int64_t vpp : vpps) {
+    std::vector<std::vector<std::int64_t>> splits;
+    for (std::int64_t vpp : vpps) splits.push_back(default_stage_split(r_.model.num_layers, pp, vpp));
+    for (std::size_t i = 0; i < vpps.size(); ++i) {
+      const std::int64_t vpp = vpps[i];
       for (std::int64_t mbs : mbss) {
         for (int sp = sp_first; sp <= sp_last; ++sp) {
           for (int zero = 0; zero <= 3; ++zero) {
@@ -114,9 +117,9 @@ class Worker {
             for (Recompute recompute : recomputes) {
               if (pinned_out(r_.pins.recompute, recompute)) continue;
               Layout l = base;
-              // The interleaved schedule splits the layers into pp x vpp equal chunks: no
-              // uneven split (a pinned vpp is then refused for the layers, not the split).
-              if (vpp > 1) l.stage_layers.clear();
+              // Layers that do not split evenly over the pp x vpp (virtual) stages: the
+              // embedding's and the LM head's take one fewer (default_stage_split).
+              l.stage_layers = splits[i];
               l.vpp = vpp;
               l.mbs = mbs;
               l.sp = sp == 1;

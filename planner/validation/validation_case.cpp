@@ -292,12 +292,12 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
   }
   if (c.model.num_layers % (l.pp * l.vpp) != 0) {
     if (l.vpp > 1) {
-      c.assumptions.push_back("vpp " + std::to_string(l.vpp) + " dropped: " +
-                              counted(c.model.num_layers, "layer") +
-                              " cannot be split evenly over pp x vpp");
-      l.vpp = 1;
-    }
-    if (c.model.num_layers % l.pp != 0) {
+      l.stage_layers = default_stage_split(c.model.num_layers, l.pp, l.vpp);
+      if (!l.stage_layers.empty()) {
+        c.assumptions.push_back("uneven virtual stages, one layer fewer on those nearest the "
+                                "embedding and the LM head");
+      }
+    } else {
       // Uneven stages: the first stages take one layer more.
       for (std::int64_t i = 0; i < l.pp; ++i) {
         l.stage_layers.push_back(c.model.num_layers / l.pp +
