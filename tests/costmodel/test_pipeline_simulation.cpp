@@ -86,7 +86,7 @@ TEST_CASE("simulation equals the closed form on uniform stages", "[pipeline][sim
   }
 }
 
-TEST_CASE("bubble of p=8, m=64 is 7/64; interleaving divides it by v", "[pipeline][simulation]") {
+TEST_CASE("bubble of p=8, m=64 is 7/64 - interleaving divides it by v", "[pipeline][simulation]") {
   CHECK(bubble_fraction(8, 1, 64) == Approx(7.0 / 64.0));
   CHECK(bubble_fraction(8, 3, 64) == Approx(7.0 / 192.0));
   CHECK(bubble_fraction(1, 1, 8) == 0.0);

@@ -449,7 +449,7 @@ TEST_CASE("ZeRO-3 kept gathered through the pipeline moves ZeRO-1's traffic, ove
         Approx(overlapped.breakdown.dp_exposed));
 }
 
-TEST_CASE("ZeRO-2 as FSDP2 gathers each layer in its forward only; through a pipeline as ZeRO-3",
+TEST_CASE("ZeRO-2 as FSDP2 gathers each layer in its forward only - through a pipeline as ZeRO-3",
           "[step]") {
   // fsdp's ZeRO-2 (reshard_after_forward=False): per micro-batch, each layer's all-gather
   // beside its forward and its reduce-scatter beside its backward, nothing once per step; so

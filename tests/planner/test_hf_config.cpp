@@ -159,7 +159,7 @@ TEST_CASE("a null activation is refused, as transformers refuses it", "[hf]") {
   CHECK(load_model(ignored).ffn_type == FfnType::kGelu);
 }
 
-TEST_CASE("GPT-2's MLP width is n_inner; intermediate_size is not read", "[hf]") {
+TEST_CASE("GPT-2's MLP width is n_inner - intermediate_size is not read", "[hf]") {
   // n_inner 1024 instead of 4 x 768 = 3072: each layer loses the c_fc and c_proj weights
   // (2 x 768 x 2048) and the c_fc bias (2048): 124,439,808 - 12 x (3,145,728 + 2,048) =
   // 86,666,496.

@@ -31,7 +31,7 @@ TEST_CASE("ledger --json keys carry the numbers", "[cli]") {
   CHECK(j["fits"].get<bool>() == false);
 }
 
-TEST_CASE("ledger --params 405e9: 6480 GB; 1024 GPUs train 1e12 tokens of 70B in 9.6 days",
+TEST_CASE("ledger --params 405e9: 6480 GB - 1024 GPUs train 1e12 tokens of 70B in 9.6 days",
           "[cli]") {
   const auto big = nlohmann::json::parse(test::run({"ledger", "--params", "405e9", "--json"}).out);
   CHECK(big["static_bytes"].get<double>() == Approx(6480e9));
