@@ -403,24 +403,23 @@ std::string divisors_text(std::int64_t n) { return divisors_text(divisors(n)); }
 
 /// What to pin --pp to on `gpus` GPUs: the divisors plan's search takes for a model of
 /// `num_layers` layers, those at most num_layers (a stage holds at least one layer) and, with
-/// --vpp `vpp` > 1, above 1 and splitting the layers into pp x vpp equal chunks (the
-/// interleaved schedule's). "pin a divisor of 64: 1, ... or 64" when every divisor qualifies,
-/// else "pin a divisor of 64 up to the model's 32 layers: 1, ... or 32", or what to change
-/// when none does.
+/// --vpp `vpp` > 1, above 1 with pp x vpp chunks of at least one layer each (the interleaved
+/// schedule's). "pin a divisor of 64: 1, ... or 64" when every divisor qualifies, else "pin a
+/// divisor of 64 up to the model's 32 layers: 1, ... or 32", or what to change when none does.
 std::string pp_hint(std::int64_t gpus, std::int64_t num_layers, std::int64_t vpp) {
   const std::vector<std::int64_t> all = divisors(gpus);
   std::vector<std::int64_t> taken;
   for (const std::int64_t pp : all) {
-    if (pp <= num_layers && (vpp <= 1 || (pp > 1 && num_layers % (pp * vpp) == 0))) {
+    if (pp <= num_layers && (vpp <= 1 || (pp > 1 && pp * vpp <= num_layers))) {
       taken.push_back(pp);
     }
   }
   const std::string s_gpus = std::to_string(gpus);
   const std::string layers = "the model's " + counted(num_layers, "layer");
-  const std::string chunks = " into pp x --vpp " + std::to_string(vpp) + " equal chunks";
+  const std::string chunks = " into pp x --vpp " + std::to_string(vpp) + " chunks";
   if (taken.empty()) {  // only with vpp > 1: pp 1 is taken otherwise
     return "no divisor of " + s_gpus + " above 1 splits " + layers + chunks +
-           ": pin another --vpp, or leave vpp to the search";
+           " of at least one layer: pin a smaller --vpp, or leave vpp to the search";
   }
   const std::string which = taken.size() == all.size() ? ""
                             : vpp > 1 ? " above 1 that splits " + layers + chunks

@@ -41,13 +41,6 @@ const std::vector<std::pair<const char*, GroupKind>>& group_kinds() {
   return kinds;
 }
 
-/// The layout with its explicit stage split.
-nlohmann::json plan_layout_json(const Layout& l) {
-  nlohmann::json j = layout_json(l);
-  j["stage_layers"] = l.stage_layers;
-  return j;
-}
-
 /// Every pipeline stage's layers: its first layer and count, and each model chunk's (vpp
 /// chunks per stage; chunk c of stage i is virtual stage c x pp + i, Megatron's interleaving).
 /// Embedding on the first stage, LM head on the last (as the memory ledger places them).
@@ -351,7 +344,7 @@ nlohmann::json plan_to_json(const Plan& plan) {
             {"gpu", gpu_to_json(plan.cluster.gpu)},
             {"profile", profile_to_json(plan.profile)},
             {"training", training}}},
-          {"layout", plan_layout_json(plan.layout)},
+          {"layout", layout_json(plan.layout)},
           {"gpus", plan.layout.gpus()},
           {"rank_order", kRankOrder},
           {"groups", groups},

@@ -10,7 +10,8 @@ namespace meshplan {
 nlohmann::json layout_json(const Layout& l) {
   return {{"dp", l.dp},   {"tp", l.tp},   {"pp", l.pp},   {"cp", l.cp},
           {"vpp", l.vpp}, {"mbs", l.mbs}, {"gbs", l.gbs}, {"zero", l.zero},
-          {"recompute", to_string(l.recompute)},          {"sp", l.sp}};
+          {"recompute", to_string(l.recompute)},          {"sp", l.sp},
+          {"stage_layers", l.stage_layers}};
 }
 
 std::string framework_summary(const FrameworkConvention& f) {

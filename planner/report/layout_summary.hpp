@@ -15,8 +15,9 @@
 
 namespace meshplan {
 
-/// {dp, tp, pp, cp, vpp, mbs, gbs, zero, recompute, sp}; callers add what they know besides
-/// (attention, stage_layers).
+/// {dp, tp, pp, cp, vpp, mbs, gbs, zero, recompute, sp, stage_layers (layers per stage, per
+/// virtual stage with vpp > 1; empty: an even split)}; callers add what they know besides
+/// (attention).
 nlohmann::json layout_json(const Layout& layout);
 
 /// "dp 8 tp 1 pp 1 cp 1 vpp 1, mbs 2, gbs 16 (1 micro-batch), seq 8192, zero 3, recompute

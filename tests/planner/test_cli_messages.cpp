@@ -16,42 +16,63 @@ using namespace meshplan;
 using meshplan::test::expect_exact_error;
 
 // (A test name must not start with "-": ctest passes it to Catch, which reads it as an option.)
-TEST_CASE("stage layers with vpp > 1: the even split is the default, others are refused as the "
-          "flags they are",
+TEST_CASE("stage layers with vpp > 1 list each model chunk's layers - the even split is the "
+          "default",
           "[messages][cli]") {
   const std::vector<std::string> base = {"estimate", "--model", "llama3-8b", "--pp", "2",
                                          "--vpp", "2", "--json"};
-  // Llama 3 8B's 32 layers on pp 2: 16,16 is what vpp 2 takes anyway (4 chunks of 8), so it
-  // gives the very estimate of no --stage-layers.
+  // Llama 3 8B's 32 layers on pp 2 x vpp 2: 8,8,8,8 is what vpp 2 takes anyway, and so is the
+  // even split over the 2 stages, 16,16 (as plan.json files wrote it): the very estimate of no
+  // --stage-layers.
   const test::CliResult plain = test::run(base);
-  const test::CliResult even = test::run(test::with(base, {"--stage-layers", "16,16"}));
-  INFO(even.err);
   REQUIRE(plain.exit_code == 0);
-  REQUIRE(even.exit_code == 0);
-  CHECK(nlohmann::json::parse(even.out)["step_time_s"] ==
-        nlohmann::json::parse(plain.out)["step_time_s"]);
+  for (const char* even : {"16,16", "8,8,8,8"}) {
+    const test::CliResult given = test::run(test::with(base, {"--stage-layers", even}));
+    INFO(given.err);
+    REQUIRE(given.exit_code == 0);
+    CHECK(nlohmann::json::parse(given.out)["step_time_s"] ==
+          nlohmann::json::parse(plain.out)["step_time_s"]);
+  }
+  // An uneven one lists the 4 chunks in model order: virtual stage c x pp + r is rank r's chunk
+  // c, so stage 0 holds chunks 7 and 8 (15 layers), stage 1 holds 9 and 8 (17). Stage 0 holds 5
+  // chunk-forwards at its first backward (2 (p - 1) + (v - 1) p + 1), in the order chunk 0, 0,
+  // 1, 1, 0: 7 + 7 + 8 + 8 + 7 = 37 layers' activations.
+  const test::CliResult uneven = test::run({"ledger", "--model", "llama3-8b", "--pp", "2", "--vpp",
+                                            "2", "--stage-layers", "7,9,8,8", "--json"});
+  INFO(uneven.err);
+  REQUIRE(uneven.exit_code == 0);
+  const nlohmann::json stages = nlohmann::json::parse(uneven.out)["stages"];
+  CHECK(stages[0]["layers"] == 15);
+  CHECK(stages[1]["layers"] == 17);
+  CHECK(stages[0]["chunks_in_flight"] == 5);
+  bool counted_37 = false;
+  for (const nlohmann::json& e : stages[0]["entries"]) {
+    counted_37 = counted_37 || (e["category"] == "activations" && e["count"] == 37.0);
+  }
+  CHECK(counted_37);
 
-  const std::string head = "meshplan: error: impossible layout:\n  layout: --stage-layers ";
-  const std::string why =
-      " cannot be combined with --vpp 2: the interleaved schedule splits the 32 layers into pp x "
-      "vpp = 4 equal chunks; give no --stage-layers (or the even split 16,16) with --vpp 2, or "
-      "--vpp 1 with this split\n";
-  expect_exact_error(test::with(base, {"--stage-layers", "10,22"}), head + "10,22" + why);
-  // An even split that does not sum to the layers is not called uneven: the flags are refused.
-  expect_exact_error(test::with(base, {"--stage-layers", "8,8"}), head + "8,8" + why);
-  // 32 layers on pp 3 have no even split; the layout's other problem is listed after.
+  // A split of the stages rather than the chunks is refused, naming the count it needs.
+  const std::string head = "meshplan: error: impossible layout:\n  layout: the stage split lists ";
+  expect_exact_error(test::with(base, {"--stage-layers", "10,22"}),
+                     head + "2 stages, but with vpp 2 it lists the layers of each virtual stage "
+                            "(model chunk), in model order: pp x vpp = 4\n");
   expect_exact_error(
       {"estimate", "--model", "llama3-8b", "--pp", "3", "--vpp", "2", "--stage-layers",
        "10,11,11"},
-      head +
-          "10,11,11 cannot be combined with --vpp 2: the interleaved schedule splits the 32 "
-          "layers into pp x vpp = 6 equal chunks; give no --stage-layers with --vpp 2, or --vpp "
-          "1 with this split\n  layout: 32 layers cannot be split into pp x vpp = 6 equal chunks "
-          "(the interleaved schedule needs equal chunks; an uneven split needs vpp 1)\n");
-  // Without vpp the uneven split is taken.
-  CHECK(test::run({"estimate", "--model", "llama3-8b", "--pp", "3", "--stage-layers",
-                   "10,11,11"})
-            .exit_code == 0);
+      head + "3 stages, but with vpp 2 it lists the layers of each virtual stage (model chunk), "
+             "in model order: pp x vpp = 6\n");
+  // Without a split, 32 layers over 6 chunks: 6 each is 4 too many, so the first, the last,
+  // the second and the second to last chunks take 5.
+  const test::CliResult split = test::run(
+      {"ledger", "--model", "llama3-8b", "--pp", "3", "--vpp", "2", "--json"});
+  REQUIRE(split.exit_code == 0);
+  const nlohmann::json notes = nlohmann::json::parse(split.out)["notes"];
+  bool noted = false;
+  for (const nlohmann::json& n : notes) {
+    noted = noted || n.get<std::string>().rfind("stage layers 5,5,6,6,5,5 (default: 32 layers do "
+                                                "not split evenly over pp x vpp = 6", 0) == 0;
+  }
+  CHECK(noted);
 }
 
 TEST_CASE("an unknown subcommand is named, with the subcommands there are", "[messages][cli]") {

@@ -231,16 +231,17 @@ TEST_CASE("plan's --pp hint lists only the pipeline degrees plan takes", "[bound
   // Llama 3 8B's 32 layers: pp 64 would leave stages without a layer.
   CHECK(plan_pins_problem(pp33, 64, 512, true, 32) ==
         wrong + "pin a divisor of 64 up to the model's 32 layers: 1, 2, 4, 8, 16 or 32");
-  // With --vpp 2, pp x 2 must divide 80: pp 2 (4), 4 (8), 8 (16); not 16 (32), 32 or 64.
+  // With --vpp 2, pp x 2 chunks of at least one layer: pp 2 (4 chunks) up to 32 (64 chunks of
+  // 80 layers); not 64 (128 chunks).
   pp33.vpp = 2;
   CHECK(plan_pins_problem(pp33, 64, 512, true, 80) ==
         wrong + "pin a divisor of 64 above 1 that splits the model's 80 layers into pp x --vpp 2 "
-                "equal chunks: 2, 4 or 8");
-  // With --vpp 3 none does: 3 does not divide 80.
-  pp33.vpp = 3;
+                "chunks: 2, 4, 8, 16 or 32");
+  // With --vpp 48 none does: pp 2 already makes 96 chunks of 80 layers.
+  pp33.vpp = 48;
   CHECK(plan_pins_problem(pp33, 64, 512, true, 80) ==
-        wrong + "no divisor of 64 above 1 splits the model's 80 layers into pp x --vpp 3 equal "
-                "chunks: pin another --vpp, or leave vpp to the search");
+        wrong + "no divisor of 64 above 1 splits the model's 80 layers into pp x --vpp 48 "
+                "chunks of at least one layer: pin a smaller --vpp, or leave vpp to the search");
   // A one-layer model takes pp 1 only.
   pp33.vpp = 0;
   CHECK(plan_pins_problem(pp33, 64, 512, true, 1) ==
@@ -259,14 +260,17 @@ TEST_CASE("plan's --pp hint lists only the pipeline degrees plan takes", "[bound
   expect_exact_error({"plan", "--model", "llama3-70b", "--gpus", "64", "--pp", "33", "--vpp", "2"},
                      "meshplan: error: " + wrong +
                          "pin a divisor of 64 above 1 that splits the model's 80 layers into pp x "
-                         "--vpp 2 equal chunks: 2, 4 or 8\n");
+                         "--vpp 2 chunks: 2, 4, 8, 16 or 32\n");
   CHECK(test::run({"plan", "--model", "llama3-70b", "--gpus", "64", "--pp", "8", "--vpp", "2"})
             .exit_code == 0);
-  const test::CliResult pp16 =
-      test::run({"plan", "--model", "llama3-70b", "--gpus", "64", "--pp", "16", "--vpp", "2"});
-  CHECK(pp16.exit_code == 2);  // the pins break a layout rule, which the error names
-  CHECK_THAT(pp16.err, Catch::Contains("layout: 80 layers cannot be split into pp x vpp = 32 "
-                                       "equal chunks"));
+  // 80 layers over pp 16 x vpp 2 = 32 chunks: 3 each is 16 too many, so 16 chunks take 2.
+  CHECK(test::run({"plan", "--model", "llama3-70b", "--gpus", "64", "--pp", "16", "--vpp", "2"})
+            .exit_code == 0);
+  const test::CliResult pp32 =
+      test::run({"plan", "--model", "llama3-70b", "--gpus", "64", "--pp", "32", "--vpp", "3"});
+  CHECK(pp32.exit_code == 2);  // the pins break a layout rule, which the error names
+  CHECK_THAT(pp32.err, Catch::Contains("layout: pp x vpp = 96 model chunks exceed the model's 80 "
+                                       "layers"));
 }
 
 TEST_CASE("a Hugging Face config.json without model_type says what to add", "[bounds][hf]") {

@@ -103,10 +103,12 @@ TEST_CASE("bad layouts get one line each and exit 2", "[cases]") {
   };
   CHECK_THAT(reason({"--tp", "3"}), Catch::Contains("layout: tp 3 does not divide 32 attention heads"));
   CHECK_THAT(reason({"--tp", "16"}), Catch::Contains("layout: tp 16 does not divide 8 kv heads"));
-  CHECK_THAT(reason({"--pp", "3", "--vpp", "2"}),
-             Catch::Contains("layout: 32 layers cannot be split into pp x vpp = 6 equal chunks"));
-  CHECK_THAT(reason({"--pp", "4", "--vpp", "3"}),
-             Catch::Contains("pp x vpp = 12 equal chunks"));
+  // 8 x 5 = 40 chunks of at least one layer each need 40 layers.
+  CHECK_THAT(reason({"--pp", "8", "--vpp", "5"}),
+             Catch::Contains("layout: pp x vpp = 40 model chunks exceed the model's 32 layers"));
+  CHECK_THAT(reason({"--pp", "2", "--vpp", "2", "--stage-layers", "15,17"}),
+             Catch::Contains("the stage split lists 2 stages, but with vpp 2 it lists the layers "
+                             "of each virtual stage (model chunk), in model order: pp x vpp = 4"));
   CHECK_THAT(reason({"--dp", "2", "--tp", "2", "--gpus", "8"}),
              Catch::Contains("layout: dp x tp x pp x cp = 2 x 2 x 1 x 1 = 4 is not the GPU count 8"));
   CHECK_THAT(reason({"--cp", "3"}), Catch::Contains("not divisible by 2 x cp = 6"));

@@ -344,6 +344,26 @@ TEST_CASE("an interleaved plan lists each stage's model chunks", "[plan_file]") 
   CHECK(chunks[0] == nlohmann::json({{"first_layer", 4}, {"layers", 4}}));
   CHECK(chunks[4] == nlohmann::json({{"first_layer", 68}, {"layers", 4}}));
   CHECK(j["stages"][1]["layers"] == 20);
+
+  // vpp 3: 80 layers over 12 chunks, 7 each is 4 too many, so virtual stages 0, 11, 1 and 10
+  // take 6: 6,6,7,7,7,7,7,7,7,7,6,6. Stage 1 holds virtual stages 1, 5, 9: 6 layers from layer
+  // 6, 7 from 6 + 6 + 7 x 3 = 33, 7 from 33 + 7 x 4 = 61; 20 in all. The plan reads back as is.
+  const std::string uneven_path = fresh_dir("vpp-uneven") + "/plan.json";
+  const test::CliResult u = test::run({"estimate", "--model", "llama3-70b", "--tp", "8", "--pp",
+                                       "4", "--vpp", "3", "--sp", "--gbs", "8", "--out",
+                                       uneven_path});
+  INFO(u.err);
+  REQUIRE(u.exit_code == 0);
+  const nlohmann::json uj = load_json_file(uneven_path);
+  CHECK(uj["layout"]["stage_layers"] == nlohmann::json({6, 6, 7, 7, 7, 7, 7, 7, 7, 7, 6, 6}));
+  const nlohmann::json& uneven_chunks = uj["stages"][1]["chunks"];
+  REQUIRE(uneven_chunks.size() == 3);
+  CHECK(uneven_chunks[0] == nlohmann::json({{"first_layer", 6}, {"layers", 6}}));
+  CHECK(uneven_chunks[1] == nlohmann::json({{"first_layer", 33}, {"layers", 7}}));
+  CHECK(uneven_chunks[2] == nlohmann::json({{"first_layer", 61}, {"layers", 7}}));
+  CHECK(uj["stages"][1]["layers"] == 20);
+  CHECK(plan_from_json(uj, "plan.json").layout.stage_layers ==
+        std::vector<std::int64_t>{6, 6, 7, 7, 7, 7, 7, 7, 7, 7, 6, 6});
 }
 
 TEST_CASE("a plan's even stage split with vpp > 1 is the default, as estimate's --stage-layers",
@@ -364,12 +384,14 @@ TEST_CASE("a plan's even stage split with vpp > 1 is the default, as estimate's 
   const Plan even = plan_from_json(j, "plan.json");
   CHECK(even.layout.stage_layers.empty());
   CHECK(even.estimate.step_time_s == plan_from_json(written, "plan.json").estimate.step_time_s);
-  // An uneven split is still refused with vpp > 1, and an even one of the wrong sum by its sum.
+  // With vpp > 1 an uneven split lists the 4 chunks: a split of the 2 stages is refused by its
+  // count, one of the wrong sum by its sum.
   j["layout"]["stage_layers"] = {15, 17};
   expect_plan_error(j, {"$.layout: impossible layout",
-                        "an uneven stage split cannot be combined with vpp > 1"});
-  j["layout"]["stage_layers"] = {8, 8};
-  expect_plan_error(j, {"$.layout: impossible layout", "sum to 32 layers, it sums to 16"});
+                        "the stage split lists 2 stages, but with vpp 2 it lists the layers of "
+                        "each virtual stage (model chunk), in model order: pp x vpp = 4"});
+  j["layout"]["stage_layers"] = {8, 8, 8, 4};
+  expect_plan_error(j, {"$.layout: impossible layout", "sum to 32 layers, it sums to 28"});
 }
 
 TEST_CASE("a corrupt plan is refused with the file and the JSON path", "[plan_file]") {

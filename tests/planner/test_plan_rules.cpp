@@ -64,14 +64,23 @@ TEST_CASE("plan: pins that break a layout rule get estimate's reason, exit code 
     expect_same_problem({"--sp", "on", "--tp", "1"}, {"--sp", "--tp", "1"},
                         "sequence parallel (sp) needs tp > 1");
   }
-  SECTION("--vpp 3 --pp 2: 32 layers do not split into 6 equal chunks") {
-    expect_same_problem({"--vpp", "3", "--pp", "2"}, {"--vpp", "3", "--pp", "2"},
-                        "32 layers cannot be split into pp x vpp = 6 equal chunks (the "
-                        "interleaved schedule needs equal chunks; an uneven split needs vpp 1)");
+  SECTION("--vpp 5 --pp 8: 40 chunks of 32 layers") {
+    expect_same_problem({"--vpp", "5", "--pp", "8"}, {"--vpp", "5", "--pp", "8"},
+                        "pp x vpp = 40 model chunks exceed the model's 32 layers (a chunk holds "
+                        "at least one layer)");
     // plan has no --stage-layers: its message must not point at one.
     const test::CliResult r =
-        test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--vpp", "3", "--pp", "2"});
+        test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--vpp", "5", "--pp", "8"});
     CHECK_THAT(r.err, !Catch::Contains("--stage-layers"));
+  }
+  SECTION("--vpp 3 --pp 2: 32 layers over 6 chunks are split unevenly, not refused") {
+    // 6 each is 4 too many: the first, last, second and second to last chunks take 5.
+    const test::CliResult r = test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--vpp",
+                                         "3", "--pp", "2", "--json"});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(nlohmann::json::parse(r.out)["ranked"][0]["layout"]["stage_layers"] ==
+          nlohmann::json({5, 5, 6, 6, 5, 5}));
   }
   SECTION("--pp 64 on 32 layers: a stage holds at least one layer") {
     // 64 GPUs at pp 64 (dp 1, tp 1): the only rule broken is the layer count.

@@ -51,8 +51,9 @@ TEST_CASE("search: layers that do not split evenly go one fewer to the edge stag
         std::vector<std::int64_t>{7, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7});
   CHECK(edge_light_stage_split(126, 5) == std::vector<std::int64_t>{25, 25, 26, 25, 25});
   CHECK(edge_light_stage_split(126, 7) == std::vector<std::int64_t>(7, 18));  // even: unchanged
-  // The search uses it: 405B on 16384 H100 finds layouts at pp 8, 16, 32 or 64 (126 layers
-  // split evenly only at pp 1, 2, 3, 6, 7, 9, ...), each with its split in the layout.
+  // The search uses it over the pp x vpp (virtual) stages: 405B on 16384 H100 finds layouts at
+  // pp 8, 16, 32 or 64 (126 layers split evenly only at pp 1, 2, 3, 6, 7, 9, ...), each with its
+  // split in the layout, one entry per virtual stage.
   const ModelSpec model = load_model("llama3-405b");
   const ClusterSpec cluster = load_cluster("dgx-h100");
   const Profile profile = load_profile("h100");
@@ -62,8 +63,12 @@ TEST_CASE("search: layers that do not split evenly go one fewer to the edge stag
   REQUIRE(!r.ranked.empty());
   const Layout& best = r.ranked.front().layout;
   CHECK(126 % best.pp != 0);
-  REQUIRE(best.stage_layers.size() == static_cast<std::size_t>(best.pp));
-  CHECK(best.stage_layers == edge_light_stage_split(126, best.pp));
+  REQUIRE(best.stage_layers.size() == static_cast<std::size_t>(best.pp * best.vpp));
+  CHECK(best.stage_layers == edge_light_stage_split(126, best.pp * best.vpp));
+  // With vpp > 1 the search takes only chunks that Megatron-LM's account-for-embedding/loss
+  // splits write: pp x vpp divides 126 + 1 or 126 + 2 (or 126).
+  CHECK((128 % (best.pp * best.vpp) == 0 || 127 % (best.pp * best.vpp) == 0 ||
+         126 % (best.pp * best.vpp) == 0));
   // Its step time is the full estimate of that split.
   CHECK(r.ranked.front().step_time_s ==
         Approx(estimate_step(model, best, setup, cluster, profile).step_time_s).epsilon(1e-12));
@@ -92,11 +97,11 @@ TEST_CASE("search: pinned dimensions hold in every result", "[search]") {
   }
 }
 
-TEST_CASE("plan: a table and an explanation; --out writes a plan that estimate reads back",
+TEST_CASE("plan: a table and an explanation - --out writes a plan that estimate reads back",
           "[search][cli]") {
   const std::string path = test::write_temp_file("searched-plan.json", "");
   const test::CliResult r = test::run({"plan", "--model", "llama3-8b", "--cluster", "dgx-h100",
-                                       "--gpus", "64", "--gbs", "256", "--out", path});
+                                       "--gpus", "64", "--gbs", "128", "--out", path});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::Contains("Why:"));
@@ -110,12 +115,13 @@ TEST_CASE("plan: a table and an explanation; --out writes a plan that estimate r
   CHECK(std::count(r.out.begin(), r.out.end(), '\n') < 40);
   const auto searched = nlohmann::json::parse(
       test::run({"plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "64",
-                 "--gbs", "256", "--json"})
+                 "--gbs", "128", "--json"})
           .out);
   const auto reread = nlohmann::json::parse(test::run({"estimate", "--plan", path, "--json"}).out);
   CHECK(reread["step_time_s"].get<double>() ==
         Approx(searched["ranked"][0]["step_time_s"].get<double>()).epsilon(1e-12));
-  // The layouts within 3% of the winner, counted from the JSON, are named a tie in the text.
+  // The layouts within 3% of the winner, counted from the JSON, are named a tie in the text
+  // (gbs 128: two of them; at gbs 256 the runner-up is 3.1% slower).
   const double best = searched["ranked"][0]["step_time_s"].get<double>();
   std::size_t close = 0;
   for (const auto& c : searched["ranked"]) close += c["step_time_s"].get<double>() <= 1.03 * best;
