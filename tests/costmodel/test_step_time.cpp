@@ -478,3 +478,42 @@ TEST_CASE("ZeRO-2 as FSDP2 gathers each layer in its forward only - through a pi
   CHECK(piped2.breakdown.dp_exposed == Approx(piped3.breakdown.dp_exposed));
   CHECK(piped2.step_time_s == Approx(piped3.step_time_s));
 }
+
+TEST_CASE("uneven model chunks: each chunk's own layers in the simulation, and the closed form "
+          "within 1% of it", "[step]") {
+  // Llama 3 405B's 126 layers on pp 8, vpp 2: 16 chunks of 7, 8 x 14, 7. Stage 0 holds virtual
+  // stages 0 (7 layers and the embedding) and 8 (8 layers), stage 1 holds 1 and 9 (8 and 8),
+  // the last stage 7 (8) and 15 (7 and the LM head).
+  const ModelSpec m = load_model("llama3-405b");
+  Layout l;
+  l.tp = 8;
+  l.pp = 8;
+  l.vpp = 2;
+  l.sp = true;
+  l.gbs = 64;
+  l.recompute = Recompute::kFull;
+  l.stage_layers = {7, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7};
+  const TrainingSetup setup = test::megatron_setup(8192);
+  const StepEstimate e =
+      estimate_step(m, l, setup, load_cluster("dgx-h100"), load_profile("h100"));
+  REQUIRE(e.stages.size() == 8);
+  const double eight = e.stages[1].chunk_forward_s[0];  // 8 layers, no edge
+  CHECK(e.stages[1].chunk_forward_s[1] == Approx(eight).epsilon(1e-12));
+  CHECK(e.stages[0].chunk_forward_s[1] == Approx(eight).epsilon(1e-12));
+  CHECK(e.stages[7].chunk_forward_s[0] == Approx(eight).epsilon(1e-12));
+  // Stage 0's first chunk is 7 layers and the embedding: what its 15 layers leave of its
+  // forward is the embedding's forward, on chunk 0 alone.
+  const double embedding = e.stages[0].forward_s - 15.0 / 8.0 * eight;
+  CHECK(e.stages[0].chunk_forward_s[0] == Approx(7.0 / 8.0 * eight + embedding).epsilon(1e-12));
+  CHECK(e.stages[0].chunk_backward_s[0] + e.stages[0].chunk_backward_s[1] ==
+        Approx(e.stages[0].backward_s).epsilon(1e-12));
+  // The simulation of these chunks, p2p left out (the closed form counts it apart): stage 1
+  // and the middle stages (16 layers) pace the pipeline, and the closed form m max T +
+  // (sum T - max T) / v lands within 1% of the simulated step.
+  PipelineTimes t = pipeline_times(e, l, setup.framework, 0.0);
+  t.p2p_s = 0;
+  const StepBreakdown& b = e.breakdown;
+  const double closed =
+      b.compute + b.recompute + b.tp_exposed + b.cp_exposed + b.fsdp_exposed + b.bubble;
+  CHECK(closed == Approx(simulate_pipeline(t).step_time_s).epsilon(0.01));
+}
