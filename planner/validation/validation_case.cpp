@@ -1,6 +1,7 @@
 #include "planner/validation/validation_case.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <stdexcept>
 #include <utility>
@@ -184,6 +185,16 @@ std::optional<double> case_number(const nlohmann::json& raw, const std::string& 
   return d;
 }
 
+/// Whether the case's notes name an interleaved pipeline schedule ("Interleaved 1F1B", any
+/// case): SCHEMA.md keeps the schedule there when layout.vpp is null for want of its size.
+bool names_interleaved_schedule(const nlohmann::json& json) {
+  if (!json.contains("notes") || !json.at("notes").is_string()) return false;
+  std::string notes = json.at("notes").get<std::string>();
+  std::transform(notes.begin(), notes.end(), notes.begin(),
+                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  return notes.find("interleaved 1f1b") != std::string::npos;
+}
+
 ValidationCase read_case(const nlohmann::json& json, const std::string& file, std::size_t index) {
   StrictObject o(json, file, "$.cases[" + std::to_string(index) + "]",
                  {"id", "source", "confidence", "model", "hardware", "layout", "training",
@@ -254,7 +265,16 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
                             "num_experts / ep experts)");
     }
   }
-  if (auto vpp = layout.int_or_null("vpp", 1, kMaxDegree)) l.vpp = *vpp;
+  if (auto vpp = layout.int_or_null("vpp", 1, kMaxDegree)) {
+    l.vpp = *vpp;
+  } else if (c.framework == "torchtitan" && l.pp > 1 && names_interleaved_schedule(json)) {
+    // SCHEMA.md: vpp null with the schedule in the notes when its size is unknown. torchtitan
+    // (2024-12, generate_split_points) gives a multi-stage schedule without split points 2
+    // stages per rank.
+    l.vpp = 2;
+    c.assumptions.push_back("vpp 2 (the notes name an interleaved schedule without its size; "
+                            "torchtitan's default: 2 stages per rank)");
+  }
   if (auto sp = layout.boolean_or_null("sp")) {
     l.sp = *sp;
   } else if (megatron_family(c.framework) && l.tp > 1) {
@@ -283,10 +303,12 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
   if (auto mbs = layout.int_or_null("mbs", 1, kMaxDegree)) {
     l.mbs = *mbs;
   } else if (c.framework == "torchtitan" && l.pp > 1) {
-    // torchtitan (2024-12): pipeline_parallel_microbatches defaults to the pipeline degree.
-    l.mbs = std::max<std::int64_t>(1, l.gbs / l.dp / l.pp);
+    // torchtitan (2024-12, build_pipeline_schedule): pipeline_parallel_microbatches defaults to
+    // the number of stages, pp x stages per rank.
+    l.mbs = std::max<std::int64_t>(1, l.gbs / l.dp / (l.pp * l.vpp));
     c.assumptions.push_back("mbs " + std::to_string(l.mbs) +
-                            " (torchtitan's default: as many micro-batches as pipeline stages)");
+                            " (torchtitan's default: as many micro-batches as pipeline stages" +
+                            (l.vpp > 1 ? std::string(", pp x vpp") : std::string()) + ")");
   } else {
     c.assumptions.push_back("mbs 1 (not stated; the frameworks' default micro-batch)");
   }

@@ -36,3 +36,28 @@ TEST_CASE("published layouts are feasible and our top plan is no slower", "[vali
     }
   }
 }
+
+TEST_CASE("an interleaved torchtitan run of unstated size takes torchtitan's defaults",
+          "[validation]") {
+  // torchtitan-h100-202412 t5: Llama 3.1 405B on 512 H100, dp 8 x tp 8 x pp 8, local batch 32,
+  // "Interleaved 1F1B" in the notes with layout.vpp null. torchtitan (2024-12) gives such a
+  // schedule 2 stages per rank (generate_split_points) and pp x 2 = 16 micro-batches
+  // (build_pipeline_schedule): mbs 32 / 16 = 2; 126 layers over 16 chunks, 8 each is 2 too
+  // many: 7, 8 x 14, 7 (torchtitan's split of 126 over 16 stages too: 7 first, 8 for 14 middle
+  // stages, the last the remaining 7).
+  bool found = false;
+  for (const ValidationCase& c :
+       load_validation_file(test::validation_dir() + "/torchtitan-h100-202412.json")) {
+    if (c.id != "torchtitan-h100-202412-t5-405b-3d-interleaved") {
+      // The 1F1B run of the same model: one stage per rank, pp = 8 micro-batches of 4.
+      if (c.id == "torchtitan-h100-202412-t5-405b-3d-1f1b") CHECK(c.layout.vpp == 1);
+      continue;
+    }
+    found = true;
+    CHECK(c.layout.vpp == 2);
+    CHECK(c.layout.mbs == 2);
+    CHECK(c.layout.stage_layers ==
+          std::vector<std::int64_t>{7, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7});
+  }
+  CHECK(found);
+}
