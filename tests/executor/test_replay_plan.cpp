@@ -76,3 +76,20 @@ TEST_CASE("executor: tp-sharded layer shapes of a tiny model", "[executor]") {
   CHECK(s.kv_heads == 1);
   CHECK(s.vocab_cols == 512);
 }
+
+TEST_CASE("executor: each chunk replays its own layers, uneven ones included", "[executor]") {
+  ModelSpec model;
+  model.num_layers = 6;
+  Layout layout;
+  layout.pp = 2;
+  layout.vpp = 2;
+  // Virtual stages 0..3 in model order hold 1, 2, 2, 1 layers; rank r's chunk c is virtual
+  // stage c x pp + r: rank 0 runs 1 and 2 (virtual stages 0 and 2), rank 1 runs 2 and 1.
+  layout.stage_layers = {1, 2, 2, 1};
+  CHECK(chunk_layers(model, layout, 0) == std::vector<std::int64_t>{1, 2});
+  CHECK(chunk_layers(model, layout, 1) == std::vector<std::int64_t>{2, 1});
+  // With no split, 8 layers over 4 chunks: 2 each.
+  layout.stage_layers.clear();
+  model.num_layers = 8;
+  CHECK(chunk_layers(model, layout, 1) == std::vector<std::int64_t>{2, 2});
+}
