@@ -1,6 +1,14 @@
 // Exports of a plan to framework settings, and the readers that take them back (exports.hpp).
 //
-// Sources of the spellings: Megatron-LM megatron/training/arguments.py (flags);
+// Sources of the spellings: Megatron-LM megatron/training/arguments.py (flags; it refuses
+// --num-layers-per-virtual-pipeline-stage together with --num-virtual-stages-per-pipeline-rank,
+// and --decoder-first/last-pipeline-num-layers with the former); where Megatron-LM puts the
+// layers: megatron/core/transformer/transformer_layer.py, get_transformer_layer_offset (virtual
+// stage c x pp + r is rank r's chunk c; --decoder-first/last-pipeline-num-layers are a rank's
+// layers, split evenly over its chunks; --account-for-embedding/loss-in-pipeline-split count the
+// embedding / the loss as one layer of the first / last virtual stage), and the divisibility
+// checks of megatron/core/transformer/transformer_config.py (each stage's layers a multiple of
+// vpp; layers + the counted embedding and loss a multiple of pp x vpp);
 // torchtitan torchtitan/config/job_config.py (keys; first/last_stage_less_layers default to 1;
 // [parallelism] fsdp_reshard_after_forward "default" | "always" | "never": "never" keeps the
 // gathered parameters from the forward to the backward, FSDP2's ZeRO-2-like mode),
@@ -142,10 +150,71 @@ std::vector<std::string> beyond_torchtitan_llama(const ModelSpec& m) {
   return out;
 }
 
-/// The stage split is given and not every stage has the same number of layers.
+/// The stage split is given and not every (virtual) stage has the same number of layers.
 bool uneven_split(const Layout& l) {
   const std::vector<std::int64_t>& v = l.stage_layers;
   return !v.empty() && std::adjacent_find(v.begin(), v.end(), std::not_equal_to<>()) != v.end();
+}
+
+/// The split as the export notes name it: "uneven stage split 7,8,8,7" (pp entries) with vpp 1,
+/// "uneven virtual stage split 7,8,...,7 (pp 8 x vpp 2, in model order)" with vpp > 1.
+std::string uneven_split_label(const Layout& l) {
+  if (l.vpp == 1) return "uneven stage split " + join(l.stage_layers, ",");
+  return "uneven virtual stage split " + join(l.stage_layers, ",") + " (pp " + s(l.pp) + " x vpp " +
+         s(l.vpp) + ", in model order)";
+}
+
+/// Megatron-LM's split of `layers` over `stages` (pp x vpp) virtual stages with
+/// --account-for-embedding-in-pipeline-split (`embedding`) and/or
+/// --account-for-loss-in-pipeline-split (`loss`): the layers plus one for each counted
+/// split evenly, `per` each, and the first virtual stage holds per - 1 transformer layers with
+/// the embedding, the last per - 1 with the loss (get_transformer_layer_offset). Llama 3 405B,
+/// 126 layers on pp 8 x vpp 2 with both: 128 / 16 = 8, so 7, 8 x 14, 7. nullopt where
+/// Megatron-LM refuses it (layers + counted not a multiple of stages).
+std::optional<std::vector<std::int64_t>> megatron_account_for_split(std::int64_t layers,
+                                                                    std::int64_t stages,
+                                                                    bool embedding, bool loss) {
+  const std::int64_t effective = layers + (embedding ? 1 : 0) + (loss ? 1 : 0);
+  if (stages < 1 || effective % stages != 0) return std::nullopt;
+  std::vector<std::int64_t> split(static_cast<std::size_t>(stages), effective / stages);
+  if (embedding) --split.front();
+  if (loss) --split.back();
+  return split;
+}
+
+/// Megatron-LM's --decoder-first/last-pipeline-num-layers for a split of each rank's layers
+/// (pp entries): the first and last stage sizes where they differ from the middle stages (with
+/// pp 2 the first only: the last takes the rest); nullopt when the middle stages differ, which
+/// the flags cannot give (Megatron-LM splits the rest evenly over the middle stages).
+struct MegatronFirstLast {
+  std::optional<std::int64_t> first, last;
+};
+std::optional<MegatronFirstLast> megatron_first_last(const std::vector<std::int64_t>& v) {
+  const std::size_t n = v.size();
+  if (n == 2) return MegatronFirstLast{v[0], std::nullopt};
+  const auto like_second = [&](std::int64_t x) { return x == v[1]; };
+  if (n < 2 || !std::all_of(v.begin() + 1, v.end() - 1, like_second)) return std::nullopt;
+  MegatronFirstLast out;
+  if (v[0] != v[1]) out.first = v[0];
+  if (v[n - 1] != v[1]) out.last = v[n - 1];
+  return out;
+}
+
+/// The layers of each rank when every one of its `vpp` chunks holds the same number, as
+/// Megatron-LM places --decoder-first/last-pipeline-num-layers with vpp > 1 (a rank's layers
+/// split evenly over its chunks): the chunk-0 slice of `split` (pp x vpp entries, model order)
+/// times vpp; nullopt when some chunk differs from chunk 0.
+std::optional<std::vector<std::int64_t>> rank_layers_of_equal_chunks(
+    const std::vector<std::int64_t>& split, std::int64_t pp, std::int64_t vpp) {
+  const std::size_t ranks = static_cast<std::size_t>(pp);
+  std::vector<std::int64_t> per_rank(ranks);
+  for (std::size_t r = 0; r < ranks; ++r) {
+    for (std::size_t c = 1; c < static_cast<std::size_t>(vpp); ++c) {
+      if (split[c * ranks + r] != split[r]) return std::nullopt;
+    }
+    per_rank[r] = split[r] * vpp;
+  }
+  return per_rank;
 }
 
 /// torchtitan's split of `layers` transformer layers over `stages` (virtual) stages, as its
@@ -256,20 +325,19 @@ Export export_megatron(const Plan& p) {
   a.push_back("--tensor-model-parallel-size " + s(l.tp));
   a.push_back("--pipeline-model-parallel-size " + s(l.pp));
   a.push_back("--context-parallel-size " + s(l.cp));
-  if (l.vpp > 1) {
-    a.push_back("--num-layers-per-virtual-pipeline-stage " + s(m.num_layers / (l.pp * l.vpp)));
-  }
-  if (uneven_split(l)) {
-    const std::vector<std::int64_t>& v = l.stage_layers;
-    const std::size_t n = v.size();
-    if (n == 2) {
-      // The last stage takes the rest.
-      a.push_back("--decoder-first-pipeline-num-layers " + s(v[0]));
-    } else if (std::all_of(v.begin() + 1, v.end() - 1, [&](std::int64_t x) { return x == v[1]; })) {
-      if (v[0] != v[1]) a.push_back("--decoder-first-pipeline-num-layers " + s(v[0]));
-      if (v[n - 1] != v[1]) a.push_back("--decoder-last-pipeline-num-layers " + s(v[n - 1]));
+  const auto first_last_args = [&](const MegatronFirstLast& f) {
+    if (f.first) a.push_back("--decoder-first-pipeline-num-layers " + s(*f.first));
+    if (f.last) a.push_back("--decoder-last-pipeline-num-layers " + s(*f.last));
+  };
+  if (!uneven_split(l)) {
+    if (l.vpp > 1) {
+      a.push_back("--num-layers-per-virtual-pipeline-stage " + s(m.num_layers / (l.pp * l.vpp)));
+    }
+  } else if (l.vpp == 1) {
+    if (const std::optional<MegatronFirstLast> f = megatron_first_last(l.stage_layers)) {
+      first_last_args(*f);
     } else {
-      std::string why = "uneven stage split " + join(v, ",") +
+      std::string why = uneven_split_label(l) +
                         ": Megatron-LM gives every middle stage the same number of layers "
                         "(--decoder-first-pipeline-num-layers and "
                         "--decoder-last-pipeline-num-layers set only the first and last); not "
@@ -278,6 +346,46 @@ Export export_megatron(const Plan& p) {
       if (m.num_layers % l.pp != 0) {
         why += " (which it cannot do over pp " + s(l.pp) +
                ": choose a split whose middle stages are equal)";
+      }
+      e.dropped.push_back(why);
+    }
+  } else {
+    // Interleaved and uneven: the chunks per rank as a count, and the split as the
+    // account-for flags (one layer fewer on the first and/or last virtual stage) or as the
+    // first/last stage sizes (every chunk of a rank alike); arguments.py takes either only
+    // with --num-virtual-stages-per-pipeline-rank.
+    a.push_back("--num-virtual-stages-per-pipeline-rank " + s(l.vpp));
+    const std::int64_t stages = l.pp * l.vpp;
+    bool written = false;
+    for (const auto& [embedding, loss] :
+         {std::pair{true, true}, std::pair{true, false}, std::pair{false, true}}) {
+      if (megatron_account_for_split(m.num_layers, stages, embedding, loss) == l.stage_layers) {
+        if (embedding) a.push_back("--account-for-embedding-in-pipeline-split");
+        if (loss) a.push_back("--account-for-loss-in-pipeline-split");
+        written = true;
+        break;
+      }
+    }
+    if (!written) {
+      if (const std::optional<std::vector<std::int64_t>> ranks =
+              rank_layers_of_equal_chunks(l.stage_layers, l.pp, l.vpp)) {
+        if (const std::optional<MegatronFirstLast> f = megatron_first_last(*ranks)) {
+          first_last_args(*f);
+          written = true;
+        }
+      }
+    }
+    if (!written) {
+      std::string why =
+          uneven_split_label(l) +
+          ": Megatron-LM's interleaved schedule gives every virtual stage the same number of "
+          "layers save one fewer on the first (--account-for-embedding-in-pipeline-split) and "
+          "on the last (--account-for-loss-in-pipeline-split), or gives every chunk of a rank "
+          "the same share of the rank's layers (--decoder-first/last-pipeline-num-layers), and "
+          "neither gives this split; not exported, so Megatron-LM splits the " +
+          counted(m.num_layers, "layer") + " evenly over the " + s(stages) + " virtual stages";
+      if (m.num_layers % stages != 0) {
+        why += " (which it cannot do: choose a split of one of those shapes)";
       }
       e.dropped.push_back(why);
     }
@@ -420,20 +528,41 @@ Export export_torchtitan(const Plan& p) {
     }
     t << "pipeline_parallel_microbatch_size = " << l.mbs << "\n";
     if (uneven_split(l)) {
-      // One stage per rank (an uneven split has vpp 1): torchtitan's split with the embedding
-      // and the output counted as first/last_stage_less_layers (torchtitan_split).
+      // torchtitan's stages are the virtual stages (pp x vpp of them, stage c x pp + r on rank
+      // r with the looped schedules, as Megatron-LM interleaves them), split as torchtitan_split
+      // splits them with the embedding and the output counted as first/last_stage_less_layers;
+      // pipeline_parallel_layers_per_stage then gives pp x vpp stages, vpp per rank.
       if (const std::optional<TorchtitanStageKeys> keys = torchtitan_stage_keys(l.stage_layers)) {
         t << "pipeline_parallel_layers_per_stage = " << keys->layers_per_stage << "\n";
         t << "pipeline_parallel_first_stage_less_layers = " << keys->first_less << "\n";
         t << "pipeline_parallel_last_stage_less_layers = " << keys->last_less << "\n";
       } else {
-        e.dropped.push_back(
-            "uneven stage split " + join(l.stage_layers, ",") +
+        std::string why =
+            uneven_split_label(l) +
             ": torchtitan's pipeline_parallel_layers_per_stage with "
             "pipeline_parallel_first_stage_less_layers / pipeline_parallel_last_stage_less_layers "
             "splits the layers evenly save the first and last stages (middle stages differ by at "
             "most one layer, the larger first), which cannot give this split; set the stages by "
-            "hand (an explicit module list per stage), or torchtitan splits them its own way");
+            "hand (an explicit module list per stage), or torchtitan splits them its own way";
+        if (l.vpp > 1) {
+          // Without pipeline_parallel_layers_per_stage a looped schedule runs 2 stages per rank
+          // (torchtitan's default): a layers_per_stage giving pp x vpp stages with the default
+          // first/last_stage_less_layers 1 keeps the plan's vpp.
+          const std::int64_t stages = l.pp * l.vpp, effective = m.num_layers + 2;
+          const std::int64_t per_stage = (effective + stages - 1) / stages;
+          const std::optional<std::vector<std::int64_t>> own =
+              torchtitan_split(m.num_layers, stages, 1, 1);
+          if (own && (effective + per_stage - 1) / per_stage == stages) {
+            t << "pipeline_parallel_layers_per_stage = " << per_stage << "\n";
+            why += " (" + join(*own, ",") + ": pipeline_parallel_layers_per_stage " + s(per_stage) +
+                   " is written so that each rank keeps its " + counted(l.vpp, "stage") + ")";
+          } else {
+            why += "; and no pipeline_parallel_layers_per_stage gives " + s(stages) +
+                   " stages with first/last_stage_less_layers 1, so torchtitan runs " +
+                   counted(2, "stage") + " per rank (its default), not the plan's " + s(l.vpp);
+          }
+        }
+        e.dropped.push_back(why);
       }
     } else {
       // Embedding and output counted as no layers, so every (virtual) stage gets the same count.
@@ -610,7 +739,7 @@ Export export_deepspeed(const Plan& p) {
                         "pipeline bubble will be larger than planned");
   }
   if (uneven_split(l)) {
-    e.dropped.push_back("uneven stage split " + join(l.stage_layers, ",") +
+    e.dropped.push_back(uneven_split_label(l) +
                         ": not a DeepSpeed config setting; DeepSpeed's PipelineModule "
                         "partitions layers in the model code (partition_method)");
   }
@@ -773,6 +902,7 @@ Layout parse_megatron_args(const std::string& text) {
                                           "--pipeline-model-parallel-size",
                                           "--context-parallel-size",
                                           "--num-layers-per-virtual-pipeline-stage",
+                                          "--num-virtual-stages-per-pipeline-rank",
                                           "--micro-batch-size",
                                           "--global-batch-size",
                                           "--num-layers",
@@ -780,6 +910,8 @@ Layout parse_megatron_args(const std::string& text) {
                                           "--decoder-last-pipeline-num-layers",
                                           "--recompute-num-layers"};
   Layout l;
+  // --account-for-embedding-in-pipeline-split / --account-for-loss-in-pipeline-split, where seen.
+  std::optional<Where> embedding_counted, loss_counted;
   const std::vector<std::string> lines = split_lines(text);
   // Tokens with the line they came from.
   struct Token {
@@ -813,6 +945,8 @@ Layout parse_megatron_args(const std::string& text) {
     if (!is_int && !takes_text) {
       if (flag == "--sequence-parallel") l.sp = true;
       if (flag == "--use-distributed-optimizer") l.zero = 1;
+      if (flag == "--account-for-embedding-in-pipeline-split") embedding_counted = where;
+      if (flag == "--account-for-loss-in-pipeline-split") loss_counted = where;
       continue;
     }
     if (!value) {
@@ -851,18 +985,89 @@ Layout parse_megatron_args(const std::string& text) {
     if (layers == 0) fail(w.line_no, w.line, std::string(flag) + " needs --num-layers");
     return w;
   };
-  if (ints.count("--num-layers-per-virtual-pipeline-stage")) {
-    const Where w = need_layers("--num-layers-per-virtual-pipeline-stage");
-    const std::int64_t per_chunk = get("--num-layers-per-virtual-pipeline-stage", 1);
-    if (layers % (l.pp * per_chunk) != 0) {
-      fail(w.line_no, w.line,
-           counted(layers, "layer") + " cannot be split into pp " + s(l.pp) + " x a multiple of " +
-               s(per_chunk));
-    }
-    l.vpp = layers / (l.pp * per_chunk);
-  }
   const bool has_first = ints.count("--decoder-first-pipeline-num-layers") > 0;
   const bool has_last = ints.count("--decoder-last-pipeline-num-layers") > 0;
+  const std::int64_t counted_layers = (embedding_counted ? 1 : 0) + (loss_counted ? 1 : 0);
+  // What the counted embedding and loss add to the layers, in words: " + 1 (embedding)".
+  const std::string counted_text = std::string(embedding_counted ? " + 1 (embedding)" : "") +
+                                   (loss_counted ? " + 1 (loss)" : "");
+  const bool has_per_chunk = ints.count("--num-layers-per-virtual-pipeline-stage") > 0;
+  const bool has_chunks = ints.count("--num-virtual-stages-per-pipeline-rank") > 0;
+  if (has_per_chunk && has_chunks) {
+    // arguments.py: "No more than one of the following arguments can be set at the same time".
+    const Where& w = ints.at("--num-virtual-stages-per-pipeline-rank").second;
+    const std::size_t other = ints.at("--num-layers-per-virtual-pipeline-stage").second.line_no;
+    fail(w.line_no, w.line,
+         "--num-virtual-stages-per-pipeline-rank and --num-layers-per-virtual-pipeline-stage "
+         "(line " +
+             std::to_string(other) +
+             ") both set the chunks per rank, and Megatron-LM refuses both at once: keep one");
+  }
+  if (has_per_chunk) {
+    const Where w = need_layers("--num-layers-per-virtual-pipeline-stage");
+    const std::int64_t per_chunk = get("--num-layers-per-virtual-pipeline-stage", 1);
+    if (has_first || has_last) {
+      // arguments.py: "please use --num-virtual-stages-per-pipeline-rank to specify virtual
+      // pipeline parallel degree when enable uneven pipeline parallelism".
+      fail(w.line_no, w.line,
+           "--num-layers-per-virtual-pipeline-stage with --decoder-first/last-pipeline-num-layers:"
+           " Megatron-LM takes an uneven split only with --num-virtual-stages-per-pipeline-rank "
+           "(the chunks per rank); give that instead");
+    }
+    // arguments.py: the layers, with the counted embedding and loss, per pp rank, per chunk.
+    const std::int64_t effective = layers + counted_layers;
+    if (effective % (l.pp * per_chunk) != 0) {
+      fail(w.line_no, w.line,
+           counted(layers, "layer") + counted_text + " cannot be split into pp " + s(l.pp) +
+               " x a multiple of " + s(per_chunk));
+    }
+    l.vpp = effective / (l.pp * per_chunk);
+  }
+  if (has_chunks) l.vpp = get("--num-virtual-stages-per-pipeline-rank", 1);
+  const std::int64_t stages = l.pp * l.vpp;  // virtual stages
+  if (counted_layers > 0 && (has_first || has_last)) {
+    const Where& w = ints.at(has_first ? "--decoder-first-pipeline-num-layers"
+                                       : "--decoder-last-pipeline-num-layers")
+                         .second;
+    fail(w.line_no, w.line,
+         "--decoder-first/last-pipeline-num-layers with --account-for-" +
+             std::string(embedding_counted ? "embedding" : "loss") +
+             "-in-pipeline-split: Megatron-LM's TransformerConfig then takes the first/last stage "
+             "sizes and ignores the account-for flags; keep one way of splitting");
+  }
+  if (counted_layers > 0) {
+    // The embedding and/or the loss counted as a layer of the first / last virtual stage
+    // (megatron_account_for_split).
+    const Where w = *(embedding_counted ? embedding_counted : loss_counted);
+    if (layers == 0) {
+      fail(w.line_no, w.line,
+           std::string(embedding_counted ? "--account-for-embedding-in-pipeline-split"
+                                         : "--account-for-loss-in-pipeline-split") +
+               " needs --num-layers");
+    }
+    const std::optional<std::vector<std::int64_t>> split = megatron_account_for_split(
+        layers, stages, embedding_counted.has_value(), loss_counted.has_value());
+    const std::string over = l.vpp > 1 ? "pp " + s(l.pp) + " x vpp " + s(l.vpp) + " = " +
+                                             counted(stages, "virtual stage")
+                                       : "pp " + s(l.pp);
+    if (!split) {
+      fail(w.line_no, w.line,
+           s(layers) + " layers" + counted_text + " = " + s(layers + counted_layers) +
+               " do not split evenly over " + over +
+               ": with the account-for flags Megatron-LM gives every " +
+               (l.vpp > 1 ? "virtual stage" : "stage") +
+               " the same count, so the sum must be a multiple of " + s(stages));
+    }
+    if (std::any_of(split->begin(), split->end(), [](std::int64_t n) { return n < 1; })) {
+      fail(w.line_no, w.line,
+           "Megatron-LM's split " + join(*split, ",") + " of " + counted(layers, "layer") +
+               counted_text + " over " + over +
+               " leaves a stage with no transformer layer, which no meshplan layout describes");
+    }
+    if (std::adjacent_find(split->begin(), split->end(), std::not_equal_to<>()) != split->end()) {
+      l.stage_layers = *split;  // empty when even (pp 2 with both counted: 15, 15)
+    }
+  }
   if (has_first || has_last) {
     const Where w = need_layers(has_first ? "--decoder-first-pipeline-num-layers"
                                           : "--decoder-last-pipeline-num-layers");
@@ -878,9 +1083,27 @@ Layout parse_megatron_args(const std::string& text) {
                ", which cannot split them evenly");
     }
     const std::int64_t middle = rest_stages > 0 ? rest / rest_stages : 0;
-    l.stage_layers.assign(static_cast<std::size_t>(l.pp), middle);
-    if (has_first) l.stage_layers.front() = first;
-    if (has_last) l.stage_layers.back() = last;
+    std::vector<std::int64_t> ranks(static_cast<std::size_t>(l.pp), middle);
+    if (has_first) ranks.front() = first;
+    if (has_last) ranks.back() = last;
+    if (l.vpp == 1) {
+      l.stage_layers = ranks;
+    } else {
+      // Each rank's layers split evenly over its chunks (transformer_config.py: each stage's
+      // layers a multiple of vpp); chunk c of rank r is virtual stage c x pp + r.
+      for (std::size_t r = 0; r < ranks.size(); ++r) {
+        if (ranks[r] % l.vpp != 0) {
+          fail(w.line_no, w.line,
+               "stage " + s(static_cast<std::int64_t>(r)) + " holds " + counted(ranks[r], "layer") +
+                   ", which Megatron-LM cannot split over its vpp " + s(l.vpp) +
+                   " model chunks: each stage's layers must be a multiple of vpp");
+        }
+      }
+      l.stage_layers.clear();
+      for (std::int64_t c = 0; c < l.vpp; ++c) {
+        for (const std::int64_t n : ranks) l.stage_layers.push_back(n / l.vpp);
+      }
+    }
   }
   return l;
 }
@@ -983,55 +1206,6 @@ Layout parse_torchtitan_toml(const std::string& text, std::int64_t num_layers) {
     const std::string lps_key = "parallelism.pipeline_parallel_layers_per_stage";
     const std::string first_key = "parallelism.pipeline_parallel_first_stage_less_layers";
     const std::string last_key = "parallelism.pipeline_parallel_last_stage_less_layers";
-    if (single && num_layers > 0) {
-      // One stage per rank, split as torchtitan splits it (torchtitan_split): the
-      // first/last_stage_less_layers keys default to 1, torchtitan's default.
-      const std::int64_t first = get_int(first_key, 1, 0);
-      const std::int64_t last = get_int(last_key, 1, 0);
-      // The line that set the split: the first of these keys present, else the degree's.
-      Where w{0, ""};
-      for (const std::string& key :
-           {first_key, last_key, lps_key, std::string("parallelism.pipeline_parallel_degree")}) {
-        if (values.count(key)) {
-          w = where(key);
-          break;
-        }
-      }
-      if (values.count(lps_key)) {
-        const std::int64_t lps = get_int(lps_key, 1, 1);
-        const std::int64_t stages = (num_layers + first + last + lps - 1) / lps;
-        if (stages != l.pp) {
-          const Where at = where(lps_key);
-          fail(at.line_no, at.line,
-               "pipeline_parallel_layers_per_stage " + s(lps) + " gives " +
-                   counted(stages, "stage") + " (ceil((" + s(num_layers) + " layers + " +
-                   s(first) + " + " + s(last) + ") / " + s(lps) + ")), and the single-stage "
-                   "schedule " + schedule + " needs one per rank: pipeline_parallel_degree " +
-                   s(l.pp));
-        }
-      }
-      const std::optional<std::vector<std::int64_t>> split =
-          torchtitan_split(num_layers, l.pp, first, last);
-      if (!split) {
-        fail(w.line_no, w.line,
-             "torchtitan cannot split " + counted(num_layers, "layer") + " over " +
-                 counted(l.pp, "stage") + " with first_stage_less_layers " + s(first) +
-                 " and last_stage_less_layers " + s(last) +
-                 " (more stages than layers + both, or either above (layers + both) / stages)");
-      }
-      for (std::size_t i = 0; i < split->size(); ++i) {
-        if ((*split)[i] < 1) {
-          fail(w.line_no, w.line,
-               "stage " + s(static_cast<std::int64_t>(i)) + " of torchtitan's split " +
-                   join(*split, ",") + " holds no transformer layer, which no meshplan layout "
-                   "describes");
-        }
-      }
-      if (std::adjacent_find(split->begin(), split->end(), std::not_equal_to<>()) !=
-          split->end()) {
-        l.stage_layers = *split;
-      }
-    }
     if (looped) {
       if (!values.count(lps_key)) {
         l.vpp = 2;  // torchtitan's default for looped schedules: 2 stages per rank
@@ -1052,6 +1226,59 @@ Layout parse_torchtitan_toml(const std::string& text, std::int64_t num_layers) {
                    ") is not a multiple of pipeline_parallel_degree " + s(l.pp));
         }
         l.vpp = stages / l.pp;
+      }
+    }
+    // The split, as torchtitan makes it (torchtitan_split) over its pp x vpp stages: the
+    // first/last_stage_less_layers keys default to 1, torchtitan's default. Its looped schedules
+    // put stage c x pp + r on rank r, the order of a layout's stage_layers; ZBVZeroBubble puts
+    // its two stages per rank in a V (rank r: stages r and 2 pp - 1 - r), so its split is not
+    // read.
+    if (num_layers > 0 && schedule != "ZBVZeroBubble") {
+      const std::int64_t first = get_int(first_key, 1, 0);
+      const std::int64_t last = get_int(last_key, 1, 0);
+      const std::int64_t stages = l.pp * l.vpp;
+      // The line that set the split: the first of these keys present, else the degree's.
+      Where w{0, ""};
+      for (const std::string& key :
+           {first_key, last_key, lps_key, std::string("parallelism.pipeline_parallel_degree")}) {
+        if (values.count(key)) {
+          w = where(key);
+          break;
+        }
+      }
+      if (single && values.count(lps_key)) {
+        const std::int64_t lps = get_int(lps_key, 1, 1);
+        const std::int64_t lps_stages = (num_layers + first + last + lps - 1) / lps;
+        if (lps_stages != l.pp) {
+          const Where at = where(lps_key);
+          fail(at.line_no, at.line,
+               "pipeline_parallel_layers_per_stage " + s(lps) + " gives " +
+                   counted(lps_stages, "stage") + " (ceil((" + s(num_layers) + " layers + " +
+                   s(first) + " + " + s(last) + ") / " + s(lps) + ")), and the single-stage "
+                   "schedule " + schedule + " needs one per rank: pipeline_parallel_degree " +
+                   s(l.pp));
+        }
+      }
+      const std::optional<std::vector<std::int64_t>> split =
+          torchtitan_split(num_layers, stages, first, last);
+      if (!split) {
+        fail(w.line_no, w.line,
+             "torchtitan cannot split " + counted(num_layers, "layer") + " over " +
+                 counted(stages, "stage") + " with first_stage_less_layers " + s(first) +
+                 " and last_stage_less_layers " + s(last) +
+                 " (more stages than layers + both, or either above (layers + both) / stages)");
+      }
+      for (std::size_t i = 0; i < split->size(); ++i) {
+        if ((*split)[i] < 1) {
+          fail(w.line_no, w.line,
+               "stage " + s(static_cast<std::int64_t>(i)) + " of torchtitan's split " +
+                   join(*split, ",") + " holds no transformer layer, which no meshplan layout "
+                   "describes");
+        }
+      }
+      if (std::adjacent_find(split->begin(), split->end(), std::not_equal_to<>()) !=
+          split->end()) {
+        l.stage_layers = *split;
       }
     }
   }

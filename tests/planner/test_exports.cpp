@@ -818,3 +818,220 @@ TEST_CASE("torchtitan export: a TP overlap share is async TP, which needs compil
   CHECK_THAT(fused.text, Catch::Contains("compile = true\n"));
   CHECK_FALSE(mentions(fused, "async TP"));
 }
+
+namespace {
+
+/// Llama 3 405B with `layers` transformer layers (126 as released; 125 and 127 to move the
+/// surplus over 16 virtual stages).
+ModelSpec llama405b_with_layers(std::int64_t layers) {
+  ModelSpec m = load_model("llama3-405b");
+  m.num_layers = layers;
+  return m;
+}
+
+/// tp 8 and pp 8 with 2 chunks per rank on 64 GPUs, sp, 16 micro-batches of 1 (a multiple of pp,
+/// as the interleaved schedule needs); `split` lists the 16 virtual stages in model order.
+Layout pp8_vpp2(const std::vector<std::int64_t>& split) {
+  Layout l;
+  l.tp = 8;
+  l.pp = 8;
+  l.vpp = 2;
+  l.sp = true;
+  l.gbs = 16;
+  l.stage_layers = split;
+  return l;
+}
+
+}  // namespace
+
+TEST_CASE("megatron export: uneven virtual stages as Megatron-LM's account-for flags, parsed back",
+          "[exports]") {
+  SECTION("Llama 3 405B, 126 layers on pp 8 x vpp 2: the embedding and the loss counted") {
+    // meshplan's default: ceil(126 / 16) = 8 per virtual stage is 2 too many, one fewer on the
+    // first and the last: 7, 8 x 14, 7. Megatron-LM with the embedding and the loss counted as
+    // layers: (126 + 1 + 1) / 16 = 8 each, the first and last giving one back: the same.
+    std::vector<std::int64_t> expected(16, 8);
+    expected.front() = expected.back() = 7;
+    REQUIRE(default_stage_split(126, 8, 2) == expected);
+    const Export e = export_plan(
+        plan_of(llama405b_with_layers(126), pp8_vpp2(expected), "megatron", Precision::kBf16, 8192),
+        ExportFormat::kMegatron);
+    INFO(e.text);
+    INFO(all_dropped(e));
+    CHECK_THAT(e.text, Catch::Contains("--context-parallel-size 1 \\\n"
+                                       "--num-virtual-stages-per-pipeline-rank 2 \\\n"
+                                       "--account-for-embedding-in-pipeline-split \\\n"
+                                       "--account-for-loss-in-pipeline-split \\\n"));
+    CHECK_THAT(e.text, !Catch::Contains("--num-layers-per-virtual-pipeline-stage"));
+    CHECK_THAT(e.text, !Catch::Contains("pipeline-num-layers"));
+    CHECK_FALSE(mentions(e, "stage split"));
+    const Layout back = parse_megatron_args(e.text);
+    CHECK(back.pp == 8);
+    CHECK(back.vpp == 2);
+    CHECK(back.stage_layers == expected);
+  }
+  SECTION("127 layers: the embedding counted, or the loss") {
+    // (127 + 1) / 16 = 8 each, the first giving one back: 7, 8 x 15, meshplan's default too
+    // (ceil(127 / 16) = 8 is 1 too many, taken off the first).
+    std::vector<std::int64_t> first_light(16, 8);
+    first_light.front() = 7;
+    REQUIRE(default_stage_split(127, 8, 2) == first_light);
+    const Export e = export_plan(plan_of(llama405b_with_layers(127), pp8_vpp2(first_light),
+                                         "megatron", Precision::kBf16, 8192),
+                                 ExportFormat::kMegatron);
+    INFO(e.text);
+    CHECK_THAT(e.text, Catch::Contains("--num-virtual-stages-per-pipeline-rank 2 \\\n"
+                                       "--account-for-embedding-in-pipeline-split \\\n"));
+    CHECK_THAT(e.text, !Catch::Contains("--account-for-loss-in-pipeline-split"));
+    CHECK_FALSE(mentions(e, "stage split"));
+    CHECK(parse_megatron_args(e.text).stage_layers == first_light);
+    // Pinned one fewer on the last instead: 8 x 15, 7 is the loss counted.
+    std::vector<std::int64_t> last_light(16, 8);
+    last_light.back() = 7;
+    const Export loss = export_plan(plan_of(llama405b_with_layers(127), pp8_vpp2(last_light),
+                                            "megatron", Precision::kBf16, 8192),
+                                    ExportFormat::kMegatron);
+    INFO(loss.text);
+    CHECK_THAT(loss.text, Catch::Contains("--num-virtual-stages-per-pipeline-rank 2 \\\n"
+                                          "--account-for-loss-in-pipeline-split \\\n"));
+    CHECK_THAT(loss.text, !Catch::Contains("--account-for-embedding-in-pipeline-split"));
+    CHECK(parse_megatron_args(loss.text).stage_layers == last_light);
+  }
+}
+
+TEST_CASE("megatron export: uneven virtual stages as a rank's layers over its chunks, or noted",
+          "[exports]") {
+  SECTION("every chunk alike: --decoder-first-pipeline-num-layers, split over the chunks") {
+    // 126 layers as 7, 8 x 7 in each of the 2 chunks: rank 0 holds 2 x 7 = 14, the others
+    // 2 x 8 = 16, which Megatron-LM splits evenly over each rank's chunks.
+    std::vector<std::int64_t> split(16, 8);
+    split[0] = split[8] = 7;
+    const Export e = export_plan(
+        plan_of(llama405b_with_layers(126), pp8_vpp2(split), "megatron", Precision::kBf16, 8192),
+        ExportFormat::kMegatron);
+    INFO(e.text);
+    CHECK_THAT(e.text, Catch::Contains("--num-virtual-stages-per-pipeline-rank 2 \\\n"
+                                       "--decoder-first-pipeline-num-layers 14 \\\n"));
+    CHECK_THAT(e.text, !Catch::Contains("--decoder-last-pipeline-num-layers"));
+    CHECK_THAT(e.text, !Catch::Contains("--account-for"));
+    CHECK_FALSE(mentions(e, "stage split"));
+    const Layout back = parse_megatron_args(e.text);
+    CHECK(back.vpp == 2);
+    CHECK(back.stage_layers == split);
+  }
+  SECTION("125 layers: neither shape, dropped") {
+    // meshplan's default: ceil(125 / 16) = 8 is 3 too many, off the first, the last and the
+    // second: 7, 7, 8 x 13, 7. Counting the embedding and the loss gives 127, not a multiple
+    // of 16; rank 1 holds 7 in chunk 0 and 8 in chunk 1, so the chunks differ.
+    std::vector<std::int64_t> split(16, 8);
+    split[0] = split[1] = split[15] = 7;
+    REQUIRE(default_stage_split(125, 8, 2) == split);
+    const Export e = export_plan(
+        plan_of(llama405b_with_layers(125), pp8_vpp2(split), "megatron", Precision::kBf16, 8192),
+        ExportFormat::kMegatron);
+    INFO(e.text);
+    INFO(all_dropped(e));
+    CHECK(mentions(e, "uneven virtual stage split 7,7,8,8,8,8,8,8,8,8,8,8,8,8,8,7 (pp 8 x vpp 2, "
+                      "in model order): Megatron-LM's interleaved schedule gives every virtual "
+                      "stage the same number of layers save one fewer on the first"));
+    // 125 is not a multiple of 16 either.
+    CHECK(mentions(e, "splits the 125 layers evenly over the 16 virtual stages (which it cannot "
+                      "do: choose a split of one of those shapes)"));
+    // The chunks per rank are still the plan's; Megatron-LM splits the layers its own way.
+    CHECK_THAT(e.text, Catch::Contains("--num-virtual-stages-per-pipeline-rank 2 \\\n"));
+    CHECK_THAT(e.text, !Catch::Contains("--account-for"));
+    CHECK_THAT(e.text, !Catch::Contains("pipeline-num-layers"));
+    CHECK_THAT(e.text, !Catch::Contains("--num-layers-per-virtual-pipeline-stage"));
+    const Layout back = parse_megatron_args(e.text);
+    CHECK(back.vpp == 2);
+    CHECK(back.stage_layers.empty());
+  }
+}
+
+TEST_CASE("torchtitan export: 7, 8 x 14, 7 on pp 8 x vpp 2 is torchtitan's 16 stages, parsed back",
+          "[exports]") {
+  // torchtitan's stages are the virtual stages: ceil((126 + 1 + 1) / 8) = 16 stages, 2 per
+  // rank on pp 8, each 128 / 16 = 8 less 1 on the first and the last (as on pp 16, above).
+  std::vector<std::int64_t> expected(16, 8);
+  expected.front() = expected.back() = 7;
+  const Export e = export_plan(
+      plan_of(llama405b_with_layers(126), pp8_vpp2(expected), "fsdp", Precision::kBf16, 8192),
+      ExportFormat::kTorchtitan);
+  INFO(e.text);
+  INFO(all_dropped(e));
+  CHECK_THAT(e.text, Catch::Contains("pipeline_parallel_schedule = \"Interleaved1F1B\"\n"
+                                     "pipeline_parallel_microbatch_size = 1\n"
+                                     "pipeline_parallel_layers_per_stage = 8\n"
+                                     "pipeline_parallel_first_stage_less_layers = 1\n"
+                                     "pipeline_parallel_last_stage_less_layers = 1\n"));
+  CHECK_FALSE(mentions(e, "stage split"));
+  const Layout back = parse_torchtitan_toml(e.text, 126);
+  CHECK(back.pp == 8);
+  CHECK(back.vpp == 2);
+  CHECK(back.stage_layers == expected);
+
+  // 125 layers, meshplan's 7, 7, 8 x 13, 7: torchtitan's middle stages take the larger share
+  // first, so no keys give it. pipeline_parallel_layers_per_stage ceil((125 + 1 + 1) / 16) = 8
+  // still gives 16 stages (ceil(127 / 8)), 2 per rank, split torchtitan's way: 127 / 16 = 7
+  // rem 15, so 8 - 1, 8 x 14, 7 - 1.
+  std::vector<std::int64_t> split(16, 8);
+  split[0] = split[1] = split[15] = 7;
+  const Export dropped = export_plan(
+      plan_of(llama405b_with_layers(125), pp8_vpp2(split), "fsdp", Precision::kBf16, 8192),
+      ExportFormat::kTorchtitan);
+  INFO(dropped.text);
+  INFO(all_dropped(dropped));
+  CHECK(mentions(dropped, "uneven virtual stage split 7,7,8,8,8,8,8,8,8,8,8,8,8,8,8,7 (pp 8 x "
+                          "vpp 2, in model order): torchtitan's "
+                          "pipeline_parallel_layers_per_stage"));
+  CHECK(mentions(dropped, "(7,8,8,8,8,8,8,8,8,8,8,8,8,8,8,6: pipeline_parallel_layers_per_stage 8 "
+                          "is written so that each rank keeps its 2 stages)"));
+  CHECK_THAT(dropped.text, Catch::Contains("pipeline_parallel_layers_per_stage = 8\n"));
+  CHECK_THAT(dropped.text, !Catch::Contains("stage_less_layers"));
+  std::vector<std::int64_t> torchtitans(16, 8);
+  torchtitans.front() = 7;
+  torchtitans.back() = 6;
+  const Layout read = parse_torchtitan_toml(dropped.text, 125);
+  CHECK(read.vpp == 2);
+  CHECK(read.stage_layers == torchtitans);
+}
+
+TEST_CASE("megatron reader: chunks per rank, the account-for flags, and what Megatron-LM refuses",
+          "[exports]") {
+  const std::string pp8 = "--pipeline-model-parallel-size 8 \\\n--num-layers 126 \\\n";
+  const std::string both = "--account-for-embedding-in-pipeline-split \\\n"
+                           "--account-for-loss-in-pipeline-split\n";
+  // vpp 1: (126 + 1 + 1) / 8 = 16 a stage, the first and last giving one back.
+  std::vector<std::int64_t> per_rank(8, 16);
+  per_rank.front() = per_rank.back() = 15;
+  const Layout plain = parse_megatron_args(pp8 + both);
+  CHECK(plain.vpp == 1);
+  CHECK(plain.stage_layers == per_rank);
+  // The chunks per rank from --num-layers-per-virtual-pipeline-stage count the embedding and
+  // the loss too (arguments.py): (126 + 2) / (8 x 8) = 2, so 7, 8 x 14, 7.
+  std::vector<std::int64_t> virtual_stages(16, 8);
+  virtual_stages.front() = virtual_stages.back() = 7;
+  const Layout per_chunk =
+      parse_megatron_args(pp8 + "--num-layers-per-virtual-pipeline-stage 8 \\\n" + both);
+  CHECK(per_chunk.vpp == 2);
+  CHECK(per_chunk.stage_layers == virtual_stages);
+  // With vpp 3: 128 over 24 virtual stages does not divide.
+  CHECK_THROWS_WITH(
+      parse_megatron_args(pp8 + "--num-virtual-stages-per-pipeline-rank 3 \\\n" + both),
+      "line 4 (--account-for-embedding-in-pipeline-split \\): 126 layers + 1 (embedding) + 1 "
+      "(loss) = 128 do not split evenly over pp 8 x vpp 3 = 24 virtual stages: with the "
+      "account-for flags Megatron-LM gives every virtual stage the same count, so the sum must "
+      "be a multiple of 24");
+  // Both ways of giving the chunks per rank: Megatron-LM refuses them together, even agreeing.
+  CHECK_THROWS_WITH(parse_megatron_args(pp8 + "--num-layers-per-virtual-pipeline-stage 8 \\\n"
+                                              "--num-virtual-stages-per-pipeline-rank 2\n"),
+                    Catch::Contains("line 4 (--num-virtual-stages-per-pipeline-rank 2)") &&
+                        Catch::Contains("Megatron-LM refuses both at once"));
+  // A first stage of 15 layers cannot be split over 2 chunks.
+  CHECK_THROWS_WITH(parse_megatron_args(pp8 + "--num-virtual-stages-per-pipeline-rank 2 \\\n"
+                                              "--decoder-first-pipeline-num-layers 15 \\\n"
+                                              "--decoder-last-pipeline-num-layers 15\n"),
+                    Catch::Contains("line 4 (--decoder-first-pipeline-num-layers 15 \\)") &&
+                        Catch::Contains("stage 0 holds 15 layers, which Megatron-LM cannot split "
+                                        "over its vpp 2 model chunks"));
+}
