@@ -173,7 +173,7 @@ struct PlanPinFlags {
 ///  - the pinned degrees' product does not divide the GPU count ("--dp 3: dp x tp x pp x cp
 ///    must equal --gpus 8, and 3 does not divide it; pin a divisor of 8: 1, 2, 4 or 8"); for
 ///    --pp alone the divisors listed are those plan takes: at most num_layers (each stage holds
-///    a layer) and, with --vpp > 1, above 1 and splitting the layers into pp x vpp equal chunks
+///    a layer) and, with --vpp > 1, above 1 with pp x vpp chunks of at least one layer
 ///    ("pin a divisor of 64 up to the model's 32 layers: 1, 2, 4, 8, 16 or 32");
 ///  - all four pinned, and their product is not the GPU count;
 ///  - --mbs does not divide the global batch (every replica takes whole micro-batches):

@@ -178,7 +178,13 @@ CommandAction add_plan_command(CLI::App& app) {
   cmd->add_option("--tp", o->tp, "Pin the tensor-parallel degree")->check(pin);
   cmd->add_option("--pp", o->pp, "Pin the pipeline-parallel degree")->check(pin);
   cmd->add_option("--cp", o->cp, "Pin the context-parallel degree")->check(pin);
-  cmd->add_option("--vpp", o->vpp, "Pin the virtual pipeline stages per rank")->check(pin);
+  cmd->add_option("--vpp", o->vpp,
+                  "Pin the virtual pipeline stages per rank (unpinned, the search tries each vpp "
+                  "whose pp x vpp model chunks hold equal layers, or one fewer on the embedding's "
+                  "and the LM head's chunk, as Megatron-LM's --account-for-embedding/loss-in-"
+                  "pipeline-split write them; pinned, any split, one fewer on the chunks nearest "
+                  "the embedding and the LM head first)")
+      ->check(pin);
   cmd->add_option("--mbs", o->mbs, "Pin the micro-batch size [sequences]")->check(pin);
   cmd->add_option("--zero", o->zero, "Pin the ZeRO stage (0-3)")->check(CLI::Range(0, 3));
   cmd->add_option("--recompute", o->recompute, "Pin recompute: none | selective | full")
