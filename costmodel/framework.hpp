@@ -89,8 +89,10 @@ struct FrameworkConvention {
   /// reshard_after_forward). With pp > 1 it behaves as ZeRO-3 does (zero3_pp_keeps_unsharded).
   /// Otherwise ZeRO-2 is DeepSpeed's: replicated parameters, sharded gradients and optimizer.
   bool zero2_is_fsdp_without_reshard = false;
-  /// Overlap switches (step_time.cpp), each overridable on the command line: share of TP
-  /// collective time hidden under GEMMs (Transformer Engine userbuffers), gradient reduction
+  /// Overlap switches (step_time.cpp), each overridable on the command line: share of the TP
+  /// collectives run beside the linear layers' GEMMs (Transformer Engine userbuffers, torchtitan
+  /// async TP), exposing only what outlasts the GEMMs or their SM share (exposed_beside),
+  /// gradient reduction
   /// overlapped with backward (PyTorch DDP buckets, FSDP, DeepSpeed overlap_comm, Megatron's
   /// opt-in --overlap-grad-reduce), ZeRO-1 parameter all-gather overlapped with the next
   /// forward (Megatron's opt-in --overlap-param-gather, FSDP prefetch), and an interleaved

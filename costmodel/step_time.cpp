@@ -67,13 +67,16 @@ LayerCosts layer_kernels(const ModelSpec& m, const Layout& l, const TrainingSetu
   LayerCosts k;
   // GEMMs: forward y = x W (m = tokens, n = out, k = in); backward dgrad and wgrad, same FLOPs.
   auto linear = [&](double in, double out) {
-    k.forward += gemm_time_s(gemm_rates, tokens, out, in);
-    k.backward += gemm_time_s(gemm_rates, tokens, in, out) + gemm_time_s(gemm_rates, in, out, tokens);
+    k.gemm_forward += gemm_time_s(gemm_rates, tokens, out, in);
+    k.gemm_backward +=
+        gemm_time_s(gemm_rates, tokens, in, out) + gemm_time_s(gemm_rates, in, out, tokens);
   };
   linear(h, (q + 2 * kv) / t);
   linear(q / t, h);
   linear(h, up / t);
   linear(f / t, h);
+  k.forward = k.gemm_forward;
+  k.backward = k.gemm_backward;
   if (setup.precision == Precision::kFp8) {
     // FP8 linears quantize their operands with per-tensor scales (Transformer Engine's
     // cast_transpose, torchao's float8 linear): a pass reads the 16-bit tensor for its amax, the
@@ -250,8 +253,20 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
   const TrainingSetup& setup = x.setup;
   const FrameworkConvention& overlap = setup.framework;
   e.peak_flops_per_s = x.half_rates.gemm_peak_flops_per_s;
-  const double tp_hidden = 1.0 - overlap.tp_comm_overlap;
   const double share = x.profile.comm_sm_fraction;
+  // TP overlap (Megatron-LM's --tp-comm-overlap, Transformer Engine userbuffers; torchtitan's
+  // async TP) splits each TP collective into chunks that run beside the GEMM next to it (Wang
+  // et al. 2023, "Overlap Communication with Dependent Computation via Decomposition", ASPLOS):
+  // the share of the collectives so run exposes only what exposed_beside leaves, the rest waits.
+  // (Written so that no share multiplies an infinite time: a profile's absurd latency stays
+  // infinite, not NaN, for require_finite_estimate to name.)
+  const double tp_share = overlap.tp_comm_overlap;
+  const auto tp_exposed = [&](double comm, double gemm) {
+    const double beside = tp_share > 0 ? tp_share * exposed_beside(comm, gemm, share) : 0.0;
+    return tp_share < 1 ? (1 - tp_share) * comm + beside : beside;
+  };
+  const double tp_fwd_exposed = tp_exposed(layer.tp_forward, layer.gemm_forward);
+  const double tp_bwd_exposed = tp_exposed(layer.tp_backward, layer.gemm_backward);
   const double cp_fwd_exposed = exposed_beside(layer.cp_forward, layer.attention_forward, share);
   const double cp_bwd_exposed = exposed_beside(layer.cp_backward, layer.attention_backward, share);
 
@@ -276,7 +291,7 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
   }
 
   const double recompute_per_layer =
-      l.recompute == Recompute::kFull        ? layer.forward + layer.tp_forward * tp_hidden
+      l.recompute == Recompute::kFull        ? layer.forward + tp_fwd_exposed
       : l.recompute == Recompute::kSelective ? layer.selective_recompute_forward
                                              : 0.0;
 
@@ -286,13 +301,13 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
   for (std::int64_t r = 0; r < l.pp; ++r) {
     const double n = static_cast<double>(stage_layer_count(l, model, r));
     const double layer_forward_s =
-        layer.forward + layer.tp_forward * tp_hidden + cp_fwd_exposed + fsdp_fwd;
-    const double layer_backward_s = layer.backward + layer.tp_backward * tp_hidden +
+        layer.forward + tp_fwd_exposed + cp_fwd_exposed + fsdp_fwd;
+    const double layer_backward_s = layer.backward + tp_bwd_exposed +
                                     cp_bwd_exposed + fsdp_bwd + recompute_per_layer;
     StageTimes st;
     st.compute_s = n * (layer.forward + layer.backward);
     st.recompute_s = n * recompute_per_layer;
-    st.tp_s = n * (layer.tp_forward + layer.tp_backward) * tp_hidden;
+    st.tp_s = n * (tp_fwd_exposed + tp_bwd_exposed);
     st.cp_s = n * (cp_fwd_exposed + cp_bwd_exposed);
     st.fsdp_s = n * (fsdp_fwd + fsdp_bwd);
     st.forward_s = n * layer_forward_s;

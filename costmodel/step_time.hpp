@@ -181,6 +181,9 @@ struct LayerCosts {
   double selective_recompute_forward = 0;
   double tp_forward = 0;              ///< TP collectives of the forward
   double tp_backward = 0;
+  /// The linear layers' GEMMs (forward; backward dgrad + wgrad), which TP overlap hides the TP
+  /// collectives beside.
+  double gemm_forward = 0, gemm_backward = 0;
   double cp_forward = 0;              ///< CP K/V exchange, before overlap
   double cp_backward = 0;
   double attention_forward = 0, attention_backward = 0;  ///< to overlap CP with

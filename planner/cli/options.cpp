@@ -190,9 +190,11 @@ void add_overlap_options(CLI::App& cmd, OverlapFlags& flags) {
   }
   if (one_tp) tp_defaults = CLI::detail::to_string(all.front().tp_comm_overlap) + " for all";
   cmd.add_option("--tp-overlap", flags.tp_overlap,
-                 "Share of TP collective time hidden under GEMMs, in [0, 1]: what Megatron-LM's "
-                 "--tp-comm-overlap (Transformer Engine userbuffers) or torchtitan's async TP "
-                 "hides, 1 all of it; any share > 0 exports those switches (default: the "
+                 "Share of the TP collectives run beside the linear layers' GEMMs, in [0, 1], "
+                 "as Megatron-LM's --tp-comm-overlap (Transformer Engine userbuffers) and "
+                 "torchtitan's async TP run them: 1 all of them, each then exposing only what "
+                 "outlasts its layer's GEMMs or the share of their SMs it holds (the profile's "
+                 "comm_sm_fraction); any share > 0 exports those switches (default: the "
                  "framework's: " + tp_defaults + ")")
       ->check(number_in(0.0, 1.0));
   cmd.add_option("--dp-overlap", flags.dp_overlap,

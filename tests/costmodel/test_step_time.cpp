@@ -82,6 +82,37 @@ TEST_CASE("TP communication: 4 crossings per layer per micro-batch at the NVLink
   CHECK(line.breakdown.tp_exposed == Approx((4 * 32 + 1) * per_crossing).epsilon(1e-9));
 }
 
+TEST_CASE("TP overlap runs the collectives beside the layer's GEMMs, exposing what "
+          "exposed_beside leaves", "[step]") {
+  // The llama3-8b layout above (32 layers, one micro-batch) with --tp-overlap 1: each layer's
+  // forward TP time beside its forward GEMMs exposes max(tp_f - gemm_f, f tp_f), likewise
+  // backward, f = 0.1818 the h100 profile's comm_sm_fraction; share 0.5 exposes half of that
+  // and half of the whole. The embedding's all-reduce has no GEMM beside it and stays whole.
+  const ModelSpec m = load_model("llama3-8b");
+  Layout l;
+  l.tp = 8;
+  l.gbs = 1;
+  const ClusterSpec cluster = load_cluster("dgx-h100");
+  const Profile profile = load_profile("h100");
+  TrainingSetup setup = test::megatron_setup(4096);
+  const StepContext context(m, setup, cluster, profile);
+  const GroupRates groups(context, l);
+  const LayerCosts c = layer_costs(context, l, groups);
+  REQUIRE(c.gemm_forward > 0);
+  const double beside = exposed_beside(c.tp_forward, c.gemm_forward, profile.comm_sm_fraction) +
+                        exposed_beside(c.tp_backward, c.gemm_backward, profile.comm_sm_fraction);
+  const double whole = c.tp_forward + c.tp_backward;
+  const double edge = estimate_step(m, l, setup, cluster, profile).breakdown.tp_exposed - 32 * whole;
+  setup.framework.tp_comm_overlap = 1;
+  CHECK(estimate_step(m, l, setup, cluster, profile).breakdown.tp_exposed ==
+        Approx(32 * beside + edge).epsilon(1e-9));
+  setup.framework.tp_comm_overlap = 0.5;
+  CHECK(estimate_step(m, l, setup, cluster, profile).breakdown.tp_exposed ==
+        Approx(32 * (0.5 * whole + 0.5 * beside) + edge).epsilon(1e-9));
+  // Beside GEMMs that outlast it, a collective still takes its SM share: not free.
+  CHECK(beside >= profile.comm_sm_fraction * whole * (1 - 1e-12));
+}
+
 TEST_CASE("a collective beside compute exposes what outlasts it, or its share of the SMs",
           "[step]") {
   // max(comm - compute, f x comm): 10 us beside 30 us of GEMM with 20% of the SMs taken: the
