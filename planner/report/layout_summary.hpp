@@ -58,9 +58,11 @@ extern const char* const kStepTimeCaveat;
 /// Today: context parallelism at 64K tokens and more (the torchtitan runs of ring attention at
 /// 64K-256K, README Validation: predictions 14-41% below the measured step times), and the
 /// shipped A100 profile (`profile` "a100": the Megatron-LM and Aleph Alpha runs on A100 were
-/// all predicted faster than measured, by 5-32%).
+/// all predicted faster than measured, by 5-32%), and a predicted `mfu` (fraction, attention
+/// non-causal) above 0.6, beyond what the published runs measured but one (Korthikanti et al.
+/// 2022: 56%, Hagemann et al. 2023: 60%; one of theirs reports 71% by its own FLOP count).
 std::vector<std::string> regime_caveats(const Layout& layout, const TrainingSetup& setup,
-                                        const std::string& profile);
+                                        const std::string& profile, double mfu);
 
 /// ZeRO-2 as FSDP2 (FrameworkConvention::fsdp_zero2) and what it keeps, as plan and estimate
 /// say them.

@@ -9,6 +9,7 @@
 
 #include "costmodel/counted.hpp"
 #include "costmodel/flops.hpp"
+#include "costmodel/memory_ledger.hpp"
 #include "costmodel/param_count.hpp"
 #include "costmodel/static_memory.hpp"
 #include "costmodel/units.hpp"
@@ -67,6 +68,35 @@ std::pair<int, bool> gib_decimals(const std::vector<double>& bytes) {
   return {3, true};
 }
 
+/// How much of the training state the winner holds per GPU on its largest stage, and what
+/// splits it: "the winner holds 43.1 GB of it on its largest stage (tp x pp = 64 split the
+/// weights, ZeRO-1 shards the optimizer states over dp x cp = 16)".
+std::string winner_state_text(const SearchRequest& r, const Layout& l) {
+  const MemoryLedger ledger = build_memory_ledger(r.model, l, r.setup, r.cluster.gpu);
+  double held = 0;
+  for (const StageLedger& stage : ledger.stages) {
+    double bytes = 0;
+    for (const LedgerEntry& e : stage.entries) {
+      if (e.category == MemoryCategory::kWeights || e.category == MemoryCategory::kGradients ||
+          e.category == MemoryCategory::kOptimizer) {
+        bytes += e.bytes;
+      }
+    }
+    held = std::max(held, bytes);
+  }
+  static const char* const kSharded[] = {"", "the optimizer states", "the gradients and "
+                                         "optimizer states", "all of it"};
+  const double group = shard_group(l, r.setup.framework);
+  std::string text = "the winner holds " + gb(held) + " of it on its largest stage (tp x pp = " +
+                     std::to_string(l.tp * l.pp) + " split the weights";
+  if (l.zero >= 1 && group > 1) {
+    text += ", ZeRO-" + std::to_string(l.zero) + " shards " + kSharded[l.zero] + " over " +
+            (r.setup.framework.shard_over_cp && l.cp > 1 ? "dp x cp" : "dp") + " = " +
+            std::to_string(static_cast<std::int64_t>(group));
+  }
+  return text + ")";
+}
+
 }  // namespace
 
 std::string rejected_text(const SearchResult& result) {
@@ -101,8 +131,11 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
   } else if (state.total_bytes / static_cast<double>(r.gpus) < usable) {
     // Split over every GPU: by tp x pp alone, or ZeRO-3/FSDP where the framework offers it.
     s << "It does not fit on one GPU; split over all " << r.gpus << " GPUs (tp x pp"
-      << (r.setup.framework.allows_zero(3) ? " or ZeRO-3/FSDP" : "") << ") it is "
-      << gb(state.total_bytes / static_cast<double>(r.gpus)) << " per GPU.\n";
+      << (r.setup.framework.allows_zero(3) ? " or ZeRO-3/FSDP" : "") << ") it would be "
+      << gb(state.total_bytes / static_cast<double>(r.gpus)) << " per GPU, the least any layout "
+      << "holds";
+    if (!result.ranked.empty()) s << "; " << winner_state_text(r, result.ranked.front().layout);
+    s << ".\n";
   } else {
     s << "Even sharded over all " << counted(r.gpus, "GPU") << " it is "
       << gb(state.total_bytes / static_cast<double>(r.gpus)) << " per GPU: more GPUs are needed.\n";
@@ -274,7 +307,8 @@ std::string render_plan(const SearchRequest& r, const SearchResult& result) {
          "causal mask leaves, as FlashAttention counts it).\n"
       << kStepTimeCaveat << "\n";
     for (const std::string& regime :
-         regime_caveats(result.ranked.front().layout, r.setup, r.profile.name)) {
+         regime_caveats(result.ranked.front().layout, r.setup, r.profile.name,
+                        result.ranked.front().mfu)) {
       s << "Caveat (the winner): " << regime << "\n";
     }
     s << "\n";

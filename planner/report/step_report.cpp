@@ -122,7 +122,7 @@ std::string render_step(const StepReportInputs& in, const StepEstimate& e) {
   s << t.render();
   for (const Explanation& x : explanations(in, e)) s << "\n" << x.prefix << x.line << "\n";
   s << "\n" << kStepTimeCaveat << "\n";
-  for (const std::string& regime : regime_caveats(in.layout, in.setup, in.profile)) {
+  for (const std::string& regime : regime_caveats(in.layout, in.setup, in.profile, e.mfu)) {
     s << "Caveat: " << regime << "\n";
   }
   return s.str();
@@ -163,7 +163,7 @@ nlohmann::json step_json(const StepReportInputs& in, const StepEstimate& e) {
       {"fits", e.memory.fits},
       {"breakdown", breakdown_json(e.breakdown)},
       {"explanations", explanation_lines(in, e)},
-      {"caveats", regime_caveats(in.layout, in.setup, in.profile)},
+      {"caveats", regime_caveats(in.layout, in.setup, in.profile, e.mfu)},
       {"stages_per_microbatch", stages},
       {"p2p_s", e.p2p_s}};
   for (const auto& [key, value] : headline_figures(e)) j[key] = value;

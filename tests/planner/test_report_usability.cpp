@@ -456,3 +456,51 @@ TEST_CASE("a pipeline whose stages differ says which one sets the pace", "[usabi
   REQUIRE(flat.exit_code == 0);
   CHECK_THAT(flat.out, !Catch::Contains("Pipeline pace"));
 }
+
+TEST_CASE("plan's Why: the state fully sharded is a floor, and what the winner holds of it",
+          "[usability][plan]") {
+  // Llama 3 405B on 1024 H100, megatron (18 bytes/param): 7305 GB / 1024 = 7.1 GB, the least
+  // any layout holds; the winner holds its largest stage's weights, gradients and ZeRO shard of
+  // the optimizer states, which the ledger of that layout adds up.
+  const test::CliResult r = test::run({"plan", "--model", "llama3-405b", "--cluster", "dgx-h100",
+                                       "--gpus", "1024", "--seq", "8192", "--gbs", "2048",
+                                       "--json"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  const std::string why = j["explanation"].get<std::string>();
+  CHECK_THAT(why, Contains("split over all 1024 GPUs (tp x pp) it would be 7.1 GB per GPU, the "
+                           "least any layout holds; the winner holds "));
+  const nlohmann::json& l = j["ranked"][0]["layout"];
+  CHECK_THAT(why, Contains("on its largest stage (tp x pp = " +
+                           std::to_string(l["tp"].get<int>() * l["pp"].get<int>()) +
+                           " split the weights"));
+}
+
+TEST_CASE("a predicted MFU above every published run's gets a caveat", "[usability][caveat]") {
+  // Llama 3 8B at seq 131072 on 64 H100 predicts 80.8% MFU (README): above the 60% that only one
+  // published run passes. At seq 8192 on 8 GPUs with full recompute (a forward again for every
+  // 3 passes' worth of model FLOPs) it stays below.
+  const test::CliResult high = test::run({"estimate", "--model", "llama3-8b", "--cluster",
+                                          "dgx-h100", "--gpus", "64", "--seq", "131072", "--cp",
+                                          "8", "--dp", "8", "--gbs", "8", "--json"});
+  INFO(high.err);
+  REQUIRE(high.exit_code == 0);
+  const nlohmann::json h = nlohmann::json::parse(high.out);
+  REQUIRE(h["mfu"].get<double>() > 0.6);
+  bool noted = false;
+  for (const nlohmann::json& c : h["caveats"]) {
+    noted = noted || c.get<std::string>().rfind("MFU " + fixed(100 * h["mfu"].get<double>(), 1) +
+                                                    "%: above every published run",
+                                                0) == 0;
+  }
+  CHECK(noted);
+  const test::CliResult low = test::run({"estimate", "--model", "llama3-8b", "--cluster",
+                                         "dgx-h100", "--gpus", "8", "--dp", "8",
+                                         "--recompute", "full", "--json"});
+  REQUIRE(low.exit_code == 0);
+  const nlohmann::json lj = nlohmann::json::parse(low.out);
+  CHECK(lj["mfu"].get<double>() <= 0.6);
+  const nlohmann::json low_caveats = lj["caveats"];
+  for (const nlohmann::json& c : low_caveats) CHECK_THAT(c.get<std::string>(), !Contains("MFU"));
+}
