@@ -613,7 +613,10 @@ Export export_torchtitan(const Plan& p) {
     e.dropped.push_back("ZeRO-1 (zero 1): torchtitan has no optimizer-only sharding; exported as "
                         "DDP (data_parallel_replicate_degree " +
                         s(l.dp) +
-                        "), which keeps the full optimizer states on every GPU; zero 2 "
+                        "), which keeps the full optimizer states on each of its replicas" +
+                        (l.cp > 1 ? " (sharded over cp " + s(l.cp) + " only, as below)"
+                                  : std::string(" (on every GPU)")) +
+                        "; zero 2 "
                         "(data_parallel_shard_degree with fsdp_reshard_after_forward = "
                         "\"never\") and zero 3 (FSDP) are torchtitan's sharded options");
   }

@@ -791,6 +791,14 @@ TEST_CASE("torchtitan export: only DDP with cp is noted for torchtitan's FSDP ov
   CHECK_FALSE(cp_note(2));
   CHECK_FALSE(cp_note(3));
   CHECK(cp_note(0));
+  // ZeRO-1 as DDP with cp 2: its replicas keep the optimizer states sharded over cp 2 only,
+  // not whole on every GPU, as the cp note says.
+  l.zero = 1;
+  const Export zero1 = export_plan(plan_of("llama3-8b", l, "fsdp", Precision::kBf16, 8192),
+                                   ExportFormat::kTorchtitan);
+  CHECK(mentions(zero1, "which keeps the full optimizer states on each of its replicas (sharded "
+                        "over cp 2 only, as below)"));
+  CHECK_FALSE(mentions(zero1, "on every GPU"));
 }
 
 TEST_CASE("torchtitan export: a TP overlap share is async TP, which needs compile",
