@@ -493,6 +493,12 @@ Export export_megatron(const Plan& p) {
   for (std::size_t i = 0; i < a.size(); ++i) {
     e.text += a[i] + (i + 1 < a.size() ? " \\\n" : "\n");
   }
+  e.to_add.push_back("the job's own flags: the tokenizer (--tokenizer-type, --tokenizer-model; it "
+                     "also sets the " + s(m.vocab_size) + "-token vocabulary), data "
+                     "(--data-path, --split), optimizer and learning-rate schedule (--lr, "
+                     "--min-lr, --lr-decay-style, --train-iters, --weight-decay, --clip-grad) and "
+                     "checkpoints (--save, --load); the flags above are the plan's layout, "
+                     "batch, model shape and precision");
   return e;
 }
 

@@ -38,6 +38,8 @@ std::string export_format_name(ExportFormat format);
 struct Export {
   std::string text;
   std::vector<std::string> dropped;
+  /// What the job must add that a plan does not hold (printed as notes on stderr).
+  std::vector<std::string> to_add;
 };
 
 /// The plan in `format`. Precondition: the plan's layout is valid for its model (as make_plan's).
