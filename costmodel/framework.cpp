@@ -68,6 +68,7 @@ std::vector<FrameworkConvention> make_conventions() {
   all.back().dp_grad_overlap = false;  // --overlap-grad-reduce is opt-in
   all.back().fp8_saves_fp8_inputs = true;
   all.back().zero_stages = 0b0011;
+  all.back().interleaved_waiting_needs_pp_above_2 = true;
   all.push_back({"nemo",
                  "NeMo / Megatron-Core recipes: half weights and grad buffer "
                  "(grad_reduce_in_fp32 off), fp32 master, m, v; overlapped DP communication",
@@ -80,6 +81,7 @@ std::vector<FrameworkConvention> make_conventions() {
   all.back().fp8_saves_fp8_inputs = true;
   all.back().zero_stages = 0b0011;
   all.back().pp_p2p_overlap = true;
+  all.back().interleaved_waiting_needs_pp_above_2 = true;
   all.push_back({"deepspeed",
                  "DeepSpeed ZeRO: half weights and grads, fp32 master, fp32 grad partition, m, v; "
                  "eager ops (HF models)",
@@ -155,6 +157,12 @@ std::string pipeline_problem(const FrameworkConvention& framework, std::int64_t 
   if (vpp > 1 && !framework.interleaved_pipeline) {
     return "framework " + framework.name + " has no interleaved pipeline schedule (its " +
            "pipeline engine runs one model chunk per stage): vpp must be 1";
+  }
+  if (vpp > 1 && framework.interleaved_refused(pp)) {
+    return "framework " + framework.name + " runs an interleaved schedule (vpp > 1) whose " +
+           "pipeline sends wait only on pp > 2 (Megatron-LM: \"pipeline-model-parallel size " +
+           "should be greater than 2\"): pp " + std::to_string(pp) + " needs vpp 1, or the " +
+           "sends beside compute (--pp-overlap on)";
   }
   std::string stages;
   for (int z = 0; z <= framework.max_zero_with_pipeline; ++z) {

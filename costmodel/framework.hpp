@@ -121,6 +121,11 @@ struct FrameworkConvention {
   /// stage (no interleaved schedule) and refuses ZeRO stages 2 and 3 (it asserts a stage below
   /// 2 when pp > 1; DeepSpeed pipeline docs).
   bool interleaved_pipeline = true;
+  /// Megatron-LM runs an interleaved schedule whose sends wait (pp_p2p_overlap off) only on
+  /// pp > 2: its arguments.py asserts "When interleaved schedule is used and p2p communication
+  /// overlap is disabled, pipeline-model-parallel size should be greater than 2" (older
+  /// releases, parallel_state.py, for any interleaving).
+  bool interleaved_waiting_needs_pp_above_2 = false;
   int max_zero_with_pipeline = 3;
   /// Ring-attention context parallelism (cp > 1) as meshplan costs it: Megatron-Core's and
   /// PyTorch's. DeepSpeed's sequence parallelism is Ulysses (heads split by an all-to-all),
@@ -129,7 +134,12 @@ struct FrameworkConvention {
   /// Whether the framework's pipeline runs pp stages of vpp chunks at ZeRO stage `zero`
   /// (interleaved_pipeline, max_zero_with_pipeline); pipeline_problem says why not.
   bool runs_pipeline(std::int64_t pp, std::int64_t vpp, int zero) const {
-    return pp == 1 || ((vpp == 1 || interleaved_pipeline) && zero <= max_zero_with_pipeline);
+    return pp == 1 || ((vpp == 1 || (interleaved_pipeline && !interleaved_refused(pp))) &&
+                       zero <= max_zero_with_pipeline);
+  }
+  /// An interleaved schedule on `pp` ranks that interleaved_waiting_needs_pp_above_2 refuses.
+  bool interleaved_refused(std::int64_t pp) const {
+    return interleaved_waiting_needs_pp_above_2 && !pp_p2p_overlap && pp <= 2;
   }
   /// Whether the framework runs context parallelism over `cp` ranks (ring_context_parallel);
   /// context_parallel_problem says why not.
@@ -172,7 +182,8 @@ std::optional<FrameworkConvention> find_framework(std::string_view name);
 std::string zero_stage_problem(const FrameworkConvention& framework, int zero);
 
 /// "" when `framework`'s pipeline runs pp stages of vpp chunks each at ZeRO stage `zero`
-/// (interleaved_pipeline, max_zero_with_pipeline); else what is wrong: "framework deepspeed
+/// (interleaved_pipeline, interleaved_waiting_needs_pp_above_2, max_zero_with_pipeline); else
+/// what is wrong: "framework deepspeed
 /// runs ZeRO stages 0 and 1 only with pp > 1 (its pipeline engine refuses 2 and 3)". The one
 /// check behind estimate's and plan's flags and a plan file's layout; callers add where the
 /// values came from. Preconditions: pp, vpp >= 1.

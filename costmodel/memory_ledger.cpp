@@ -131,6 +131,36 @@ ActivationBytes activation_bytes(const ModelSpec& model, const ActivationSetting
   return a;
 }
 
+namespace {
+
+/// Layers' activations of one micro-batch that pipeline rank `stage` holds at its peak: the most,
+/// over its schedule, of the chunk-forwards run less the chunk-backwards run, each counting its
+/// chunk's layers. Megatron-LM's order (pipeline_simulation.hpp): w = in_flight - 1 warm-up
+/// forwards, then pairs (forward w + i, backward i); the k-th forward runs chunk
+/// (k mod pp vpp) / pp, the k-th backward chunk vpp - 1 - (k mod pp vpp) / pp. So before
+/// backward i it holds F(w + 1 + i) - B(i), the sums of the first forwards' and backwards'
+/// chunk layers, the most of which over one period of pp x vpp pairs is the peak (both sums
+/// grow by the same pp x the rank's layers a period). With equal chunks: layers x in_flight.
+double peak_layers_held(const Layout& l, const ModelSpec& model, std::int64_t stage,
+                        std::int64_t microbatches, std::int64_t in_flight) {
+  const std::int64_t period = l.pp * l.vpp;
+  const auto chunk = [&](std::int64_t c) {
+    return static_cast<double>(chunk_layer_count(l, model, stage, c));
+  };
+  if (l.vpp == 1 || l.stage_layers.empty()) return chunk(0) * static_cast<double>(in_flight);
+  const std::int64_t pairs = std::min(microbatches * l.vpp - (in_flight - 1), period);
+  double forwards = 0, backwards = 0, peak = 0;
+  for (std::int64_t k = 0; k < in_flight; ++k) forwards += chunk((k % period) / l.pp);
+  for (std::int64_t i = 0; i < pairs; ++i) {
+    if (i > 0) forwards += chunk(((in_flight + i - 1) % period) / l.pp);
+    peak = std::max(peak, forwards - backwards);
+    backwards += chunk(l.vpp - 1 - (i % period) / l.pp);
+  }
+  return peak;
+}
+
+}  // namespace
+
 StageMemory stage_memory(const MemoryContext& x, std::int64_t stage) {
   const Layout& l = x.layout;
   const FrameworkConvention& fw = x.setup.framework;
@@ -147,14 +177,7 @@ StageMemory stage_memory(const MemoryContext& x, std::int64_t stage) {
   for (const StateComponent& c : fw.state) s.state += state_bytes(c, s.params, l, fw);
 
   s.chunks_in_flight = chunks_in_flight(stage, l.pp, l.vpp, microbatches);
-  // The chunk-forwards in flight at the first backward, in the schedule's order: the k-th runs
-  // chunk (k mod pp x vpp) / pp (pipeline_simulation.hpp), so with uneven chunks each counts
-  // its own layers (layers x chunks_in_flight with vpp 1).
-  s.layer_activations_held = 0;
-  for (std::int64_t k = 0; k < s.chunks_in_flight; ++k) {
-    s.layer_activations_held +=
-        static_cast<double>(chunk_layer_count(l, x.model, stage, (k % (l.pp * l.vpp)) / l.pp));
-  }
+  s.layer_activations_held = peak_layers_held(l, x.model, stage, microbatches, s.chunks_in_flight);
   s.layer_activations = s.layer_activations_held * x.activations.layer;
   if (first) {
     s.embedding_activations =

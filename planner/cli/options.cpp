@@ -357,7 +357,7 @@ void add_layout_options(CLI::App& cmd, LayoutFlags& f) {
              }
            }
          },
-         "Layers per pipeline stage, comma-separated, e.g. 1,2,2,3; with --vpp > 1 the layers of each virtual stage (model chunk), pp x vpp of them in model order, virtual stage c x pp + r being rank r's chunk c (default: even; layers that do not split evenly over pp x vpp: ceil(layers / (pp x vpp)) per stage, one fewer on the stages nearest the embedding and the LM head first, as plan splits them)")
+         "Layers per pipeline stage, comma-separated, e.g. 1,2,2,3; with --vpp > 1 the layers of each virtual stage (model chunk), pp x vpp of them in model order, virtual stage c x pp + r being rank r's chunk c (default: even; layers that do not split evenly over pp: ceil(layers / pp) per stage, one fewer on the stages nearest the embedding and the LM head first, as plan splits them; with --vpp > 1 each stage's layers then as evenly as they go over its chunks, the embedding's and the LM head's chunk taking the fewer)")
       ->check(CLI::Validator(stage_layers_problem, "LIST"));
 }
 
@@ -402,6 +402,15 @@ std::string divisors_text(const std::vector<std::int64_t>& d) {
 }
 
 std::string divisors_text(std::int64_t n) { return divisors_text(divisors(n)); }
+
+/// Each pipeline stage's layers, all its chunks: "15,16,16,16,16,16,16,15".
+std::string stage_totals(const Layout& layout, const ModelSpec& model) {
+  std::string text;
+  for (const std::int64_t n : layers_per_stage(layout, model)) {
+    text += (text.empty() ? "" : ",") + std::to_string(n);
+  }
+  return text;
+}
 
 /// What to pin --pp to on `gpus` GPUs: the divisors plan's search takes for a model of
 /// `num_layers` layers, those at most num_layers (a stage holds at least one layer) and, with
@@ -538,14 +547,19 @@ ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, cons
     // As `meshplan plan` splits them (default_stage_split).
     l.stage_layers = default_stage_split(model.num_layers, l.pp, l.vpp);
     if (!l.stage_layers.empty()) {
-      const std::string stages = l.vpp > 1 ? "virtual stages (model chunks)" : "stages";
       r.notes.push_back(
           "stage layers " + joined(l.stage_layers) + " (default: " +
           std::to_string(model.num_layers) + " layers do not split evenly over " +
-          (l.vpp > 1 ? "pp x vpp = " + std::to_string(l.pp * l.vpp) : "pp " + std::to_string(l.pp)) +
-          ": " + std::to_string(*std::max_element(l.stage_layers.begin(), l.stage_layers.end())) +
-          " per " + (l.vpp > 1 ? "virtual stage" : "stage") + ", one fewer on the " + stages +
-          " nearest the embedding and the LM head first, as plan splits them; set --stage-layers)");
+          (l.vpp > 1 ? "pp x vpp = " + std::to_string(l.pp * l.vpp) + " model chunks: each "
+                       "stage's layers as evenly as they go over its chunks, the embedding's "
+                       "and the LM head's chunk taking the fewer, " + stage_totals(l, model) +
+                       " per stage"
+                     : "pp " + std::to_string(l.pp) + ": " +
+                           std::to_string(*std::max_element(l.stage_layers.begin(),
+                                                            l.stage_layers.end())) +
+                           " per stage, one fewer on the stages nearest the embedding and the "
+                           "LM head first") +
+          ", as plan splits them; set --stage-layers)");
     }
   }
   l.recompute = *parse_recompute(f.recompute);

@@ -182,8 +182,8 @@ CommandAction add_plan_command(CLI::App& app) {
                   "Pin the virtual pipeline stages per rank (unpinned, the search tries each vpp "
                   "whose pp x vpp model chunks hold equal layers, or one fewer on the embedding's "
                   "and the LM head's chunk, as Megatron-LM's --account-for-embedding/loss-in-"
-                  "pipeline-split write them; pinned, any split, one fewer on the chunks nearest "
-                  "the embedding and the LM head first)")
+                  "pipeline-split write them; pinned, each stage's layers as evenly as they go "
+                  "over its chunks, the embedding's and the LM head's chunk the lighter)")
       ->check(pin);
   cmd->add_option("--mbs", o->mbs, "Pin the micro-batch size [sequences]")->check(pin);
   cmd->add_option("--zero", o->zero, "Pin the ZeRO stage (0-3)")->check(CLI::Range(0, 3));
@@ -268,10 +268,11 @@ CommandAction add_plan_command(CLI::App& app) {
       throw InputError("--cp " + std::to_string(o->cp) + ": " + problem +
                        " (or another --framework)");
     }
-    // Pins the framework's pipeline cannot run: a pinned vpp > 1 (which only pp > 1 takes),
-    // or a pinned ZeRO stage with a pinned pp > 1. Unpinned, the search leaves such layouts out.
+    // Pins the framework's pipeline cannot run: a pinned vpp > 1 (which only pp > 1 takes; an
+    // unpinned pp is checked at 3, where every framework that interleaves does), or a pinned
+    // ZeRO stage with a pinned pp > 1. Unpinned, the search leaves such layouts out.
     const std::int64_t pinned_vpp = o->vpp > 0 ? o->vpp : 1;
-    const std::int64_t pinned_pp = o->pp > 0 ? o->pp : (pinned_vpp > 1 ? 2 : 1);
+    const std::int64_t pinned_pp = o->pp > 0 ? o->pp : (pinned_vpp > 1 ? 3 : 1);
     if (const std::string problem = pipeline_problem(setup.framework, pinned_pp, pinned_vpp,
                                                      std::max(o->zero, 0));
         !problem.empty()) {

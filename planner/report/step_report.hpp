@@ -18,6 +18,7 @@ struct StepReportInputs {
   const TrainingSetup& setup;
   const ClusterSpec& cluster;
   std::string profile;
+  double comm_sm_fraction = 0;     ///< the profile's (Profile::comm_sm_fraction)
   std::vector<std::string> notes;  ///< defaults taken
 };
 

@@ -19,14 +19,14 @@ using meshplan::test::expect_exact_error;
 TEST_CASE("stage layers with vpp > 1 list each model chunk's layers - the even split is the "
           "default",
           "[messages][cli]") {
-  const std::vector<std::string> base = {"estimate", "--model", "llama3-8b", "--pp", "2",
+  const std::vector<std::string> base = {"estimate", "--model", "llama3-8b", "--pp", "4",
                                          "--vpp", "2", "--json"};
-  // Llama 3 8B's 32 layers on pp 2 x vpp 2: 8,8,8,8 is what vpp 2 takes anyway, and so is the
-  // even split over the 2 stages, 16,16 (as plan.json files wrote it): the very estimate of no
-  // --stage-layers.
+  // Llama 3 8B's 32 layers on pp 4 x vpp 2: 4,4,4,4,4,4,4,4 is what vpp 2 takes anyway, and so
+  // is the even split over the 4 stages, 8,8,8,8 (as plan.json files wrote it): the very
+  // estimate of no --stage-layers.
   const test::CliResult plain = test::run(base);
   REQUIRE(plain.exit_code == 0);
-  for (const char* even : {"16,16", "8,8,8,8"}) {
+  for (const char* even : {"8,8,8,8", "4,4,4,4,4,4,4,4"}) {
     const test::CliResult given = test::run(test::with(base, {"--stage-layers", even}));
     INFO(given.err);
     REQUIRE(given.exit_code == 0);
@@ -50,27 +50,41 @@ TEST_CASE("stage layers with vpp > 1 list each model chunk's layers - the even s
     counted_37 = counted_37 || (e["category"] == "activations" && e["count"] == 37.0);
   }
   CHECK(counted_37);
+  // The peak can come after the first backward: with 12,4,4,12 stage 0 holds chunks of 12 and
+  // 4 layers; its 5 warm-up forwards (chunks 0, 0, 1, 1, 0) hold 44, and the steady pairs run
+  // forward 5 (chunk 0, +12) before backward 0 (chunk 1, -4): 52 before backward 1, its peak.
+  const test::CliResult later = test::run({"ledger", "--model", "llama3-8b", "--pp", "2", "--vpp",
+                                           "2", "--stage-layers", "12,4,4,12", "--json"});
+  REQUIRE(later.exit_code == 0);
+  const nlohmann::json later_stages = nlohmann::json::parse(later.out)["stages"];
+  bool counted_52 = false;
+  for (const nlohmann::json& e : later_stages[0]["entries"]) {
+    counted_52 = counted_52 || (e["category"] == "activations" && e["count"] == 52.0);
+  }
+  CHECK(counted_52);
 
   // A split of the stages rather than the chunks is refused, naming the count it needs.
   const std::string head = "meshplan: error: impossible layout:\n  layout: the stage split lists ";
   expect_exact_error(test::with(base, {"--stage-layers", "10,22"}),
                      head + "2 stages, but with vpp 2 it lists the layers of each virtual stage "
-                            "(model chunk), in model order: pp x vpp = 4\n");
+                            "(model chunk), in model order: pp x vpp = 8\n");
   expect_exact_error(
       {"estimate", "--model", "llama3-8b", "--pp", "3", "--vpp", "2", "--stage-layers",
        "10,11,11"},
       head + "3 stages, but with vpp 2 it lists the layers of each virtual stage (model chunk), "
              "in model order: pp x vpp = 6\n");
-  // Without a split, 32 layers over 6 chunks: 6 each is 4 too many, so the first, the last,
-  // the second and the second to last chunks take 5.
+  // Without a split, 32 layers over pp 3 x vpp 2: stages of 10, 11, 11 (one fewer on the
+  // embedding's), each over its 2 chunks, the embedding's and the LM head's chunk the lighter:
+  // stage 0 5 + 5, stage 1 5 + 6, stage 2 6 + 5; in model order 5,5,6, 5,6,5.
   const test::CliResult split = test::run(
       {"ledger", "--model", "llama3-8b", "--pp", "3", "--vpp", "2", "--json"});
   REQUIRE(split.exit_code == 0);
   const nlohmann::json notes = nlohmann::json::parse(split.out)["notes"];
   bool noted = false;
   for (const nlohmann::json& n : notes) {
-    noted = noted || n.get<std::string>().rfind("stage layers 5,5,6,6,5,5 (default: 32 layers do "
-                                                "not split evenly over pp x vpp = 6", 0) == 0;
+    noted = noted || n.get<std::string>().rfind("stage layers 5,5,6,5,6,5 (default: 32 layers do "
+                                                "not split evenly over pp x vpp = 6 model chunks",
+                                                0) == 0;
   }
   CHECK(noted);
 }

@@ -307,3 +307,34 @@ TEST_CASE("a sequence beyond a RoPE model's max_position_embeddings gets a note,
         "RoPE scaling (\"llama3\") is configured for; positions beyond it need a larger scaling "
         "before training at this length; the cost is computed all the same\n");
 }
+
+TEST_CASE("estimate notes where uneven model chunks take the simulation more than 1% from the "
+          "closed form",
+          "[estimate][cli]") {
+  // Llama 3 70B's 80 layers on pp 8 x vpp 7: 10 per stage over 7 chunks, three of 2 layers and
+  // four of 1. The closed form paces the pipeline by the stages' totals (equal here); the event
+  // simulation of the interleaved order stalls on the 2-layer chunks.
+  const test::CliResult r =
+      test::run({"estimate", "--model", "llama3-70b", "--tp", "8", "--gpus", "64", "--recompute",
+                 "full", "--sp", "--pp", "8", "--vpp", "7", "--gbs", "64", "--json"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  const nlohmann::json lines = j["explanations"];
+  bool noted = false;
+  for (const nlohmann::json& line : lines) {
+    noted = noted || line.get<std::string>().rfind("the model chunks hold 1 to 2 layers: the "
+                                                   "event simulation of the interleaved schedule",
+                                                   0) == 0;
+  }
+  CHECK(noted);
+  // Chunks of 8 with one short at each end (Llama 3 405B on pp 8 x vpp 2): within 1%, no note.
+  const test::CliResult even =
+      test::run({"estimate", "--model", "llama3-405b", "--tp", "8", "--gpus", "1024", "--zero",
+                 "1", "--recompute", "full", "--sp", "--pp", "8", "--vpp", "2", "--json"});
+  REQUIRE(even.exit_code == 0);
+  const nlohmann::json even_lines = nlohmann::json::parse(even.out)["explanations"];
+  for (const nlohmann::json& line : even_lines) {
+    CHECK_THAT(line.get<std::string>(), !Catch::Contains("event simulation"));
+  }
+}

@@ -345,9 +345,11 @@ TEST_CASE("an interleaved plan lists each stage's model chunks", "[plan_file]") 
   CHECK(chunks[4] == nlohmann::json({{"first_layer", 68}, {"layers", 4}}));
   CHECK(j["stages"][1]["layers"] == 20);
 
-  // vpp 3: 80 layers over 12 chunks, 7 each is 4 too many, so virtual stages 0, 11, 1 and 10
-  // take 6: 6,6,7,7,7,7,7,7,7,7,6,6. Stage 1 holds virtual stages 1, 5, 9: 6 layers from layer
-  // 6, 7 from 6 + 6 + 7 x 3 = 33, 7 from 33 + 7 x 4 = 61; 20 in all. The plan reads back as is.
+  // vpp 3: 80 layers over 12 chunks, 20 per stage, 6 + 7 + 7 over its 3 chunks, the
+  // embedding's (stage 0's first) and the LM head's (stage 3's last) the lighter, so stages 0-2
+  // hold 6, 7, 7 and stage 3 holds 7, 7, 6: in model order 6,6,6,7, 7,7,7,7, 7,7,7,6. Stage 1
+  // holds virtual stages 1, 5, 9: 6 layers from layer 6, 7 from 6 x 3 + 7 + 7 = 32, 7 from
+  // 32 + 7 x 4 = 60; 20 in all. The plan reads back as is.
   const std::string uneven_path = fresh_dir("vpp-uneven") + "/plan.json";
   const test::CliResult u = test::run({"estimate", "--model", "llama3-70b", "--tp", "8", "--pp",
                                        "4", "--vpp", "3", "--sp", "--gbs", "8", "--out",
@@ -355,42 +357,48 @@ TEST_CASE("an interleaved plan lists each stage's model chunks", "[plan_file]") 
   INFO(u.err);
   REQUIRE(u.exit_code == 0);
   const nlohmann::json uj = load_json_file(uneven_path);
-  CHECK(uj["layout"]["stage_layers"] == nlohmann::json({6, 6, 7, 7, 7, 7, 7, 7, 7, 7, 6, 6}));
+  CHECK(uj["layout"]["stage_layers"] == nlohmann::json({6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7, 6}));
   const nlohmann::json& uneven_chunks = uj["stages"][1]["chunks"];
   REQUIRE(uneven_chunks.size() == 3);
   CHECK(uneven_chunks[0] == nlohmann::json({{"first_layer", 6}, {"layers", 6}}));
-  CHECK(uneven_chunks[1] == nlohmann::json({{"first_layer", 33}, {"layers", 7}}));
-  CHECK(uneven_chunks[2] == nlohmann::json({{"first_layer", 61}, {"layers", 7}}));
+  CHECK(uneven_chunks[1] == nlohmann::json({{"first_layer", 32}, {"layers", 7}}));
+  CHECK(uneven_chunks[2] == nlohmann::json({{"first_layer", 60}, {"layers", 7}}));
   CHECK(uj["stages"][1]["layers"] == 20);
   CHECK(plan_from_json(uj, "plan.json").layout.stage_layers ==
-        std::vector<std::int64_t>{6, 6, 7, 7, 7, 7, 7, 7, 7, 7, 6, 6});
+        std::vector<std::int64_t>{6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7, 6});
 }
 
 TEST_CASE("a plan's even stage split with vpp > 1 is the default, as estimate's --stage-layers",
           "[plan_file]") {
-  // llama3-8b's 32 layers on pp 2, vpp 2: [16, 16] is the interleaved schedule's own split (4
-  // chunks of 8), which estimate --pp 2 --vpp 2 --stage-layers 16,16 takes; the reader refused
-  // it as "an uneven stage split cannot be combined with vpp > 1".
+  // llama3-8b's 32 layers on pp 4, vpp 2: [8, 8, 8, 8] over the stages, and [4 x 8] over the
+  // chunks, are the interleaved schedule's own split, which estimate --stage-layers also takes;
+  // the reader refused the first as "an uneven stage split cannot be combined with vpp > 1".
+  // (pp 4: Megatron-LM interleaves with waiting sends only on pp > 2.)
   const std::string path = fresh_dir("vpp-even") + "/plan.json";
-  // tp 8: at tp 1 the layout needs 117.4 GiB, and estimate --out writes no plan that does not fit.
+  // tp 8: at tp 1 the layout needs more than the GPU, and estimate --out writes no plan that
+  // does not fit.
   const test::CliResult r = test::run({"estimate", "--model", "llama3-8b", "--tp", "8", "--pp",
-                                       "2", "--vpp", "2", "--gbs", "8", "--out", path});
+                                       "4", "--vpp", "2", "--gbs", "8", "--out", path});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   const nlohmann::json written = load_json_file(path);
   REQUIRE(written["layout"]["stage_layers"] == nlohmann::json::array());
   nlohmann::json j = written;
-  j["layout"]["stage_layers"] = {16, 16};
-  const Plan even = plan_from_json(j, "plan.json");
-  CHECK(even.layout.stage_layers.empty());
-  CHECK(even.estimate.step_time_s == plan_from_json(written, "plan.json").estimate.step_time_s);
-  // With vpp > 1 an uneven split lists the 4 chunks: a split of the 2 stages is refused by its
+  for (const nlohmann::json& even : {nlohmann::json({8, 8, 8, 8}),
+                                     nlohmann::json({4, 4, 4, 4, 4, 4, 4, 4})}) {
+    j["layout"]["stage_layers"] = even;
+    const Plan read = plan_from_json(j, "plan.json");
+    CHECK(read.layout.stage_layers.empty());
+    CHECK(read.estimate.step_time_s ==
+          plan_from_json(written, "plan.json").estimate.step_time_s);
+  }
+  // With vpp > 1 an uneven split lists the 8 chunks: a split of the 4 stages is refused by its
   // count, one of the wrong sum by its sum.
-  j["layout"]["stage_layers"] = {15, 17};
+  j["layout"]["stage_layers"] = {7, 9, 8, 8};
   expect_plan_error(j, {"$.layout: impossible layout",
-                        "the stage split lists 2 stages, but with vpp 2 it lists the layers of "
-                        "each virtual stage (model chunk), in model order: pp x vpp = 4"});
-  j["layout"]["stage_layers"] = {8, 8, 8, 4};
+                        "the stage split lists 4 stages, but with vpp 2 it lists the layers of "
+                        "each virtual stage (model chunk), in model order: pp x vpp = 8"});
+  j["layout"]["stage_layers"] = {4, 4, 4, 4, 4, 4, 2, 2};
   expect_plan_error(j, {"$.layout: impossible layout", "sum to 32 layers, it sums to 28"});
 }
 

@@ -73,14 +73,33 @@ TEST_CASE("plan: pins that break a layout rule get estimate's reason, exit code 
         test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--vpp", "5", "--pp", "8"});
     CHECK_THAT(r.err, !Catch::Contains("--stage-layers"));
   }
-  SECTION("--vpp 3 --pp 2: 32 layers over 6 chunks are split unevenly, not refused") {
-    // 6 each is 4 too many: the first, last, second and second to last chunks take 5.
+  SECTION("--vpp 3 --pp 4: 32 layers over 12 chunks are split unevenly, not refused") {
+    // 8 per stage, 2 + 3 + 3 over its chunks, the embedding's (stage 0's first) and the LM
+    // head's (stage 3's last) the lighter: stages 0-2 hold 2, 3, 3 and stage 3 holds 3, 3, 2,
+    // in model order 2,2,2,3, 3,3,3,3, 3,3,3,2.
     const test::CliResult r = test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--vpp",
-                                         "3", "--pp", "2", "--json"});
+                                         "3", "--pp", "4", "--json"});
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
     CHECK(nlohmann::json::parse(r.out)["ranked"][0]["layout"]["stage_layers"] ==
-          nlohmann::json({5, 5, 6, 6, 5, 5}));
+          nlohmann::json({2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3, 2}));
+  }
+  SECTION("--vpp 2 --pp 2 with megatron: interleaving with waiting sends needs pp > 2") {
+    const std::string rule =
+        "framework megatron runs an interleaved schedule (vpp > 1) whose pipeline sends wait "
+        "only on pp > 2 (Megatron-LM: \"pipeline-model-parallel size should be greater than "
+        "2\"): pp 2 needs vpp 1, or the sends beside compute (--pp-overlap on)";
+    for (const char* command : {"plan", "estimate"}) {
+      const test::CliResult r = test::run(
+          {command, "--model", "llama3-8b", "--gpus", "8", "--vpp", "2", "--pp", "2"});
+      INFO(command);
+      CHECK(r.exit_code == 2);
+      CHECK_THAT(r.err, Catch::Contains(rule));
+    }
+    // With the sends beside compute (Megatron-Core's overlap_p2p_comm), pp 2 interleaves.
+    CHECK(test::run({"estimate", "--model", "llama3-8b", "--gpus", "8", "--vpp", "2", "--pp",
+                     "2", "--pp-overlap", "on"})
+              .exit_code == 0);
   }
   SECTION("--pp 64 on 32 layers: a stage holds at least one layer") {
     // 64 GPUs at pp 64 (dp 1, tp 1): the only rule broken is the layer count.
