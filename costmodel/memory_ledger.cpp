@@ -138,23 +138,37 @@ namespace {
 /// chunk's layers. Megatron-LM's order (pipeline_simulation.hpp): w = in_flight - 1 warm-up
 /// forwards, then pairs (forward w + i, backward i); the k-th forward runs chunk
 /// (k mod pp vpp) / pp, the k-th backward chunk vpp - 1 - (k mod pp vpp) / pp. So before
-/// backward i it holds F(w + 1 + i) - B(i), the sums of the first forwards' and backwards'
-/// chunk layers, the most of which over one period of pp x vpp pairs is the peak (both sums
-/// grow by the same pp x the rank's layers a period). With equal chunks: layers x in_flight.
+/// backward i it holds H(i) = F(w + 1 + i) - B(i), the sums of the first forwards' and
+/// backwards' chunk layers; both grow by pp x the rank's layers a period of pp x vpp pairs, so
+/// the most over one period is the peak. H changes by a constant between the points where a
+/// forward's or a backward's chunk changes (every pp ops), so the most is at one of those 2 vpp
+/// points: O(vpp) a stage. With equal chunks: layers x in_flight.
 double peak_layers_held(const Layout& l, const ModelSpec& model, std::int64_t stage,
                         std::int64_t microbatches, std::int64_t in_flight) {
-  const std::int64_t period = l.pp * l.vpp;
+  const std::int64_t p = l.pp, v = l.vpp, period = p * v;
   const auto chunk = [&](std::int64_t c) {
     return static_cast<double>(chunk_layer_count(l, model, stage, c));
   };
-  if (l.vpp == 1 || l.stage_layers.empty()) return chunk(0) * static_cast<double>(in_flight);
-  const std::int64_t pairs = std::min(microbatches * l.vpp - (in_flight - 1), period);
-  double forwards = 0, backwards = 0, peak = 0;
-  for (std::int64_t k = 0; k < in_flight; ++k) forwards += chunk((k % period) / l.pp);
-  for (std::int64_t i = 0; i < pairs; ++i) {
-    if (i > 0) forwards += chunk(((in_flight + i - 1) % period) / l.pp);
-    peak = std::max(peak, forwards - backwards);
-    backwards += chunk(l.vpp - 1 - (i % period) / l.pp);
+  if (v == 1 || l.stage_layers.empty()) return chunk(0) * static_cast<double>(in_flight);
+  const auto forward_chunk = [&](std::int64_t k) { return (k % period) / p; };
+  const auto backward_chunk = [&](std::int64_t k) { return v - 1 - (k % period) / p; };
+  // F(n): the first n forwards' layers, by whole periods and then runs of p.
+  double rank_layers = 0;
+  for (std::int64_t c = 0; c < v; ++c) rank_layers += chunk(c);
+  const double whole = static_cast<double>(in_flight / period) * static_cast<double>(p) * rank_layers;
+  double held = whole;
+  for (std::int64_t c = 0; c < v; ++c) {
+    const std::int64_t run = std::clamp<std::int64_t>(in_flight % period - c * p, 0, p);
+    held += static_cast<double>(run) * chunk(c);
+  }
+  const std::int64_t last = std::min(microbatches * v - (in_flight - 1), period) - 1;
+  double peak = held;
+  for (std::int64_t i = 0; i < last;) {
+    const double step = chunk(forward_chunk(in_flight + i)) - chunk(backward_chunk(i));
+    const std::int64_t run = std::min({p - (in_flight + i) % p, p - i % p, last - i});
+    held += static_cast<double>(run) * step;
+    i += run;
+    peak = std::max(peak, held);
   }
   return peak;
 }
