@@ -375,14 +375,18 @@ std::vector<std::string> split_stage_layers(const std::string& list) {
 std::string stage_layers_problem(const std::string& list) {
   const std::vector<std::string> items = split_stage_layers(list);
   const std::string expected = "; expected layers per pipeline stage as whole numbers from 1 to " +
-                               std::to_string(kMaxDegree) +
+                               std::to_string(kMaxLayers) +
                                " separated by single commas, e.g. 16,16";
   for (std::size_t i = 0; i < items.size(); ++i) {
     const std::string which = "item " + std::to_string(i + 1) + " of " +
                               std::to_string(items.size()) + " in \"" + list + "\"";
     if (items[i].empty()) return which + " is empty" + expected;
+    // Digits only: std::stoll would take " 8" and "+8" where "8 " and "08" are refused.
+    if (items[i].find_first_not_of("0123456789") != std::string::npos) {
+      return which + " is \"" + items[i] + "\"" + expected;
+    }
     std::string text = items[i];
-    const std::string problem = whole_up_to(kMaxDegree)(text);
+    const std::string problem = whole_up_to(kMaxLayers)(text);
     if (!problem.empty()) return which + " is \"" + items[i] + "\"" + expected;
   }
   return "";

@@ -52,7 +52,7 @@ TEST_CASE("ledger --mfu is a fraction from 1e-6 to 1, so the time to train stays
 
 TEST_CASE("ledger: --stage-layers refuses an empty item instead of dropping it", "[bounds][cli]") {
   const std::string expected =
-      "; expected layers per pipeline stage as whole numbers from 1 to 16777216 separated by "
+      "; expected layers per pipeline stage as whole numbers from 1 to 65536 separated by "
       "single commas, e.g. 16,16";
   expect_exact_error({"ledger", "--model", "llama3-8b", "--pp", "2", "--stage-layers", "16,,16"},
                      parse_error("--stage-layers: item 2 of 3 in \"16,,16\" is empty" + expected));
@@ -64,6 +64,13 @@ TEST_CASE("ledger: --stage-layers refuses an empty item instead of dropping it",
                      parse_error("--stage-layers: item 2 of 2 in \"16,x\" is \"x\"" + expected));
   expect_exact_error({"ledger", "--model", "llama3-8b", "--pp", "2", "--stage-layers", "16,0"},
                      parse_error("--stage-layers: item 2 of 2 in \"16,0\" is \"0\"" + expected));
+  // Digits only, as the other items are refused: no sign, no space before (or after) a number.
+  expect_exact_error({"ledger", "--model", "llama3-8b", "--pp", "2", "--stage-layers", "+16,16"},
+                     parse_error("--stage-layers: item 1 of 2 in \"+16,16\" is \"+16\"" +
+                                 expected));
+  expect_exact_error({"ledger", "--model", "llama3-8b", "--pp", "2", "--stage-layers", "16, 16"},
+                     parse_error("--stage-layers: item 2 of 2 in \"16, 16\" is \" 16\"" +
+                                 expected));
   // Well-formed lists still parse, comma-separated or as separate arguments.
   for (const std::vector<std::string>& list : {std::vector<std::string>{"12,20"},
                                                std::vector<std::string>{"12", "20"}}) {
