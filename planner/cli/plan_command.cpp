@@ -345,6 +345,18 @@ CommandAction add_plan_command(CLI::App& app) {
                                       : "; framework " + setup.framework.name + " has no "
                                         "interleaved schedule"));
     }
+    // The megatron convention costs Megatron-LM's defaults: its TP and DP overlaps are opt-in
+    // flags, which many jobs set; say so where the winner has that communication to hide.
+    if (setup.framework.name == "megatron" && o->overlaps.tp_overlap < 0 &&
+        o->overlaps.dp_overlap.empty() && !result.ranked.empty()) {
+      const Layout& w = result.ranked.front().layout;
+      if (w.tp > 1 || w.dp * w.cp > 1) {
+        notes.push_back("overlaps: costed as Megatron-LM runs by default, its opt-in "
+                        "--tp-comm-overlap, --overlap-grad-reduce and --overlap-param-gather "
+                        "off; for a job that sets them give --tp-overlap 1 --dp-overlap on, "
+                        "which may pick another layout");
+      }
+    }
     // Every layout broke a rule: none was refused for memory, so the input is at fault.
     if (result.ranked.empty() && result.rejected.count(kOutOfMemoryReason) == 0) {
       throw InputError(no_valid_layout(*o, model, result));

@@ -504,3 +504,25 @@ TEST_CASE("a predicted MFU above every published run's gets a caveat", "[usabili
   const nlohmann::json low_caveats = lj["caveats"];
   for (const nlohmann::json& c : low_caveats) CHECK_THAT(c.get<std::string>(), !Contains("MFU"));
 }
+
+TEST_CASE("plan with megatron notes that Megatron-LM's opt-in overlaps are costed off",
+          "[usability][plan]") {
+  const std::string note = "note: overlaps: costed as Megatron-LM runs by default, its opt-in "
+                           "--tp-comm-overlap, --overlap-grad-reduce and --overlap-param-gather "
+                           "off; for a job that sets them give --tp-overlap 1 --dp-overlap on";
+  // Llama 3 70B on 64 GPUs: the winner has TP or DP communication to hide.
+  const test::CliResult plain = test::run({"plan", "--model", "llama3-70b", "--gpus", "64"});
+  REQUIRE(plain.exit_code == 0);
+  CHECK_THAT(plain.out, Contains(note));
+  // Given either overlap flag, or another convention, the note has nothing to add.
+  for (const std::vector<std::string>& extra :
+       {std::vector<std::string>{"--dp-overlap", "on"},
+        std::vector<std::string>{"--tp-overlap", "0"},
+        std::vector<std::string>{"--framework", "nemo"}}) {
+    std::vector<std::string> args = {"plan", "--model", "llama3-70b", "--gpus", "64"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const test::CliResult r = test::run(args);
+    REQUIRE(r.exit_code == 0);
+    CHECK_THAT(r.out, !Contains("note: overlaps:"));
+  }
+}
