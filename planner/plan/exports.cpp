@@ -8,7 +8,14 @@
 // layers, split evenly over its chunks; --account-for-embedding/loss-in-pipeline-split count the
 // embedding / the loss as one layer of the first / last virtual stage), and the divisibility
 // checks of megatron/core/transformer/transformer_config.py (each stage's layers a multiple of
-// vpp; layers + the counted embedding and loss a multiple of pp x vpp);
+// vpp; layers + the counted embedding and loss a multiple of pp x vpp); Megatron-Core's
+// experimental layout string (--pipeline-model-parallel-layout): its grammar from
+// megatron/core/transformer/pipeline_parallel_layer_layout.py, PipelineParallelLayerLayout
+// (parse_str_to_list: commas dropped, (...)*N then X*N unrolled, chunks split at |, E t L m;
+// __init__: chunk i on rank i mod pp as its chunk i / pp; validate_layer_layout: E first, L last,
+// each once, the t count = num_layers), arguments.py validate_args (the layout's chunks a
+// multiple of pp, vpp = chunks / pp; refused beside either vpp flag) and transformer_config.py
+// __post_init__ (refused beside the first/last sizes and the account-for flags);
 // torchtitan torchtitan/config/job_config.py (keys; first/last_stage_less_layers default to 1;
 // [parallelism] fsdp_reshard_after_forward "default" | "always" | "never": "never" keeps the
 // gathered parameters from the forward to the backward, FSDP2's ZeRO-2-like mode),
@@ -27,6 +34,7 @@
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -217,6 +225,139 @@ std::optional<std::vector<std::int64_t>> rank_layers_of_equal_chunks(
   return per_rank;
 }
 
+/// Megatron-Core's --pipeline-model-parallel-layout for `chunks` (the layers of each (virtual)
+/// stage in model order, two or more): chunk k is `t*n` (`t` for one layer), the first after
+/// `E` (the embedding), the last before `L` (the loss), joined with `|`; a run of equal middle
+/// chunks is `(t*n|)*count`. 7, 8 x 14, 7: "Et*7|(t*8|)*14t*7L".
+std::string megatron_layout_string(const std::vector<std::int64_t>& chunks) {
+  const auto layers = [](std::int64_t n) { return n == 1 ? std::string("t") : "t*" + s(n); };
+  std::string out = "E" + layers(chunks.front()) + "|";
+  const std::size_t last = chunks.size() - 1;
+  for (std::size_t k = 1; k < last;) {
+    std::size_t run = 1;
+    while (k + run < last && chunks[k + run] == chunks[k]) ++run;
+    out += run == 1 ? layers(chunks[k]) + "|"
+                    : "(" + layers(chunks[k]) + "|)*" + s(static_cast<std::int64_t>(run));
+    k += run;
+  }
+  return out + layers(chunks[last]) + "L";
+}
+
+/// The layers of each chunk of a --pipeline-model-parallel-layout string, read as Megatron-Core
+/// reads it (PipelineParallelLayerLayout.parse_str_to_list): commas are dropped, each
+/// `(...)*N` (no `)` inside) is unrolled, then each `X*N`, and the result split at `|` into
+/// chunks of E (embedding), t (transformer layer), L (loss) and m (MTP layer); then the checks of
+/// its validate_layer_layout that meshplan's layout needs: E the first layer and L the last,
+/// each once, and no m (meshplan models no multi-token prediction). Every chunk must hold a
+/// transformer layer (a meshplan stage split has none empty). Errors: a sentence saying what is
+/// wrong, for the caller to place.
+std::vector<std::int64_t> read_megatron_layout(std::string text) {
+  // Far beyond any model meshplan reads (65536 layers), and small enough to build.
+  constexpr std::size_t kMaxExpanded = std::size_t{1} << 20;
+  text.erase(std::remove(text.begin(), text.end(), ','), text.end());
+  // One pass of Python's re.sub(pattern, lambda x: x.group(1) * int(x.group(2)), in), left to
+  // right: pattern \(([^)]+)\)\*(\d+) with `group`, else (.)\*(\d+).
+  const auto unroll = [&](const std::string& in, bool group) {
+    std::string out;
+    std::size_t i = 0;
+    while (i < in.size()) {
+      std::size_t body_begin = i, body_end = std::string::npos;
+      if (group) {
+        if (in[i] == '(') {
+          const std::size_t close = in.find(')', i + 1);
+          if (close != std::string::npos && close > i + 1) {
+            body_begin = i + 1;
+            body_end = close;
+          }
+        }
+      } else if (i + 1 < in.size()) {
+        body_end = i + 1;
+      }
+      // The `*N` after the body (after the `)` of a group).
+      const std::size_t star =
+          body_end == std::string::npos ? body_end : body_end + (group ? 1 : 0);
+      std::size_t digits_end = star;
+      if (star != std::string::npos && star < in.size() && in[star] == '*') {
+        digits_end = star + 1;
+        while (digits_end < in.size() && in[digits_end] >= '0' && in[digits_end] <= '9') {
+          ++digits_end;
+        }
+      }
+      if (digits_end == std::string::npos || digits_end <= star + 1) {
+        out += in[i++];
+        continue;
+      }
+      const std::string digits = in.substr(star + 1, digits_end - star - 1);
+      std::int64_t n = 0;
+      const std::errc ec = std::from_chars(digits.data(), digits.data() + digits.size(), n).ec;
+      const std::string body = in.substr(body_begin, body_end - body_begin);
+      if (ec != std::errc() || static_cast<std::uint64_t>(n) > kMaxExpanded ||
+          body.size() * static_cast<std::size_t>(n) > kMaxExpanded) {
+        throw std::invalid_argument("\"" + in.substr(i, digits_end - i) + "\" repeats more than " +
+                                    s(static_cast<std::int64_t>(kMaxExpanded)) +
+                                    " characters, beyond any model meshplan reads");
+      }
+      for (std::int64_t r = 0; r < n; ++r) out += body;
+      if (out.size() > kMaxExpanded) {
+        throw std::invalid_argument("the layout unrolls to more than " +
+                                    s(static_cast<std::int64_t>(kMaxExpanded)) +
+                                    " characters, beyond any model meshplan reads");
+      }
+      i = digits_end;
+    }
+    return out;
+  };
+  const std::string flat = unroll(unroll(text, true), false);
+  std::vector<std::int64_t> chunks(1, 0);
+  std::string layer_order;  // E, t, L in model order (t once per chunk is enough for the checks)
+  std::int64_t embeddings = 0, losses = 0;
+  for (const char c : flat) {
+    const auto chunk = [&] { return "chunk " + s(static_cast<std::int64_t>(chunks.size()) - 1); };
+    if (c == '|') {
+      chunks.push_back(0);
+    } else if (c == 't') {
+      ++chunks.back();
+      if (layer_order.empty() || layer_order.back() != 't') layer_order += 't';
+    } else if (c == 'E' || c == 'L') {
+      ++(c == 'E' ? embeddings : losses);
+      layer_order += c;
+    } else if (c == 'm') {
+      throw std::invalid_argument("m (a multi-token prediction layer) in " + chunk() +
+                                  ": meshplan models no MTP layers; plan the model without them");
+    } else {
+      throw std::invalid_argument(
+          "'" + std::string(1, c) + "' in " + chunk() +
+          " is not a layer: Megatron-Core's layout takes E (embedding), t (transformer "
+          "layer), L (loss), m (MTP), | (end of a chunk), X*N and (...)*N");
+    }
+  }
+  if (embeddings != 1 || losses != 1) {
+    throw std::invalid_argument(
+        "E (the embedding) and L (the loss) must each appear once, as Megatron-Core "
+        "requires, got " +
+        s(embeddings) + " E and " + s(losses) + " L");
+  }
+  if (layer_order.front() != 'E') {
+    throw std::invalid_argument(
+        "E (the embedding) must be the first layer, as Megatron-Core requires, but " +
+        std::string(layer_order.front() == 't' ? "a transformer layer (t)" : "L") + " comes first");
+  }
+  if (layer_order.back() != 'L') {
+    throw std::invalid_argument(
+        "L (the loss) must be the last layer, as Megatron-Core requires, but " +
+        std::string(layer_order.back() == 't' ? "a transformer layer (t)" : "E") + " comes last");
+  }
+  for (std::size_t k = 0; k < chunks.size(); ++k) {
+    if (chunks[k] == 0) {
+      throw std::invalid_argument(
+          "chunk " + s(static_cast<std::int64_t>(k)) + " of " +
+          counted(static_cast<std::int64_t>(chunks.size()), "chunk") +
+          " holds no transformer layer, which no meshplan layout describes");
+    }
+  }
+  return chunks;
+}
+
 /// torchtitan's split of `layers` transformer layers over `stages` (virtual) stages, as its
 /// generate_llm_fqn_per_model_part (torchtitan/distributed/pipeline_parallel.py) makes it: the
 /// embedding counts as `first_less` layers and the norm and output as `last_less`; of the
@@ -325,69 +466,74 @@ Export export_megatron(const Plan& p) {
   a.push_back("--tensor-model-parallel-size " + s(l.tp));
   a.push_back("--pipeline-model-parallel-size " + s(l.pp));
   a.push_back("--context-parallel-size " + s(l.cp));
-  const auto first_last_args = [&](const MegatronFirstLast& f) {
-    if (f.first) a.push_back("--decoder-first-pipeline-num-layers " + s(*f.first));
-    if (f.last) a.push_back("--decoder-last-pipeline-num-layers " + s(*f.last));
-  };
   if (!uneven_split(l)) {
     if (l.vpp > 1) {
       a.push_back("--num-layers-per-virtual-pipeline-stage " + s(m.num_layers / (l.pp * l.vpp)));
     }
-  } else if (l.vpp == 1) {
-    if (const std::optional<MegatronFirstLast> f = megatron_first_last(l.stage_layers)) {
-      first_last_args(*f);
-    } else {
-      std::string why = uneven_split_label(l) +
-                        ": Megatron-LM gives every middle stage the same number of layers "
-                        "(--decoder-first-pipeline-num-layers and "
-                        "--decoder-last-pipeline-num-layers set only the first and last); not "
-                        "exported, so Megatron-LM splits the " +
-                        counted(m.num_layers, "layer") + " evenly";
-      if (m.num_layers % l.pp != 0) {
-        why += " (which it cannot do over pp " + s(l.pp) +
-               ": choose a split whose middle stages are equal)";
-      }
-      e.dropped.push_back(why);
-    }
   } else {
-    // Interleaved and uneven: the chunks per rank as a count, and the split as the
-    // account-for flags (one layer fewer on the first and/or last virtual stage) or as the
-    // first/last stage sizes (every chunk of a rank alike); arguments.py takes either only
-    // with --num-virtual-stages-per-pipeline-rank.
-    a.push_back("--num-virtual-stages-per-pipeline-rank " + s(l.vpp));
-    const std::int64_t stages = l.pp * l.vpp;
+    // First and last stage sizes (vpp 1, or every chunk of a rank alike), or, interleaved, the
+    // account-for flags (one layer fewer on the first and/or last virtual stage): arguments.py
+    // takes those with vpp > 1 only beside --num-virtual-stages-per-pipeline-rank. Any other
+    // split as Megatron-Core's layout string, which gives the chunks per rank itself and which
+    // Megatron-LM refuses beside either vpp flag, the first/last sizes or the account-for flags.
+    std::vector<std::string> split_args;
+    const auto first_last_split = [&](const MegatronFirstLast& f) {
+      if (f.first) split_args.push_back("--decoder-first-pipeline-num-layers " + s(*f.first));
+      if (f.last) split_args.push_back("--decoder-last-pipeline-num-layers " + s(*f.last));
+    };
     bool written = false;
-    for (const auto& [embedding, loss] :
-         {std::pair{true, true}, std::pair{true, false}, std::pair{false, true}}) {
-      if (megatron_account_for_split(m.num_layers, stages, embedding, loss) == l.stage_layers) {
-        if (embedding) a.push_back("--account-for-embedding-in-pipeline-split");
-        if (loss) a.push_back("--account-for-loss-in-pipeline-split");
+    if (l.vpp == 1) {
+      if (const std::optional<MegatronFirstLast> f = megatron_first_last(l.stage_layers)) {
+        first_last_split(*f);
         written = true;
-        break;
       }
-    }
-    if (!written) {
-      if (const std::optional<std::vector<std::int64_t>> ranks =
-              rank_layers_of_equal_chunks(l.stage_layers, l.pp, l.vpp)) {
-        if (const std::optional<MegatronFirstLast> f = megatron_first_last(*ranks)) {
-          first_last_args(*f);
+    } else {
+      split_args.push_back("--num-virtual-stages-per-pipeline-rank " + s(l.vpp));
+      const std::int64_t stages = l.pp * l.vpp;
+      for (const auto& [embedding, loss] :
+           {std::pair{true, true}, std::pair{true, false}, std::pair{false, true}}) {
+        if (megatron_account_for_split(m.num_layers, stages, embedding, loss) == l.stage_layers) {
+          if (embedding) split_args.push_back("--account-for-embedding-in-pipeline-split");
+          if (loss) split_args.push_back("--account-for-loss-in-pipeline-split");
           written = true;
+          break;
+        }
+      }
+      if (!written) {
+        if (const std::optional<std::vector<std::int64_t>> ranks =
+                rank_layers_of_equal_chunks(l.stage_layers, l.pp, l.vpp)) {
+          if (const std::optional<MegatronFirstLast> f = megatron_first_last(*ranks)) {
+            first_last_split(*f);
+            written = true;
+          }
         }
       }
     }
-    if (!written) {
-      std::string why =
+    if (written) {
+      a.insert(a.end(), split_args.begin(), split_args.end());
+    } else {
+      a.push_back("--pipeline-model-parallel-layout \"" + megatron_layout_string(l.stage_layers) +
+                  "\"");
+      const std::int64_t stages = l.pp * l.vpp;
+      e.to_add.push_back(
+          "a Megatron-LM whose Megatron-Core has --pipeline-model-parallel-layout, which the " +
           uneven_split_label(l) +
-          ": Megatron-LM's interleaved schedule gives every virtual stage the same number of "
-          "layers save one fewer on the first (--account-for-embedding-in-pipeline-split) and "
-          "on the last (--account-for-loss-in-pipeline-split), or gives every chunk of a rank "
-          "the same share of the rank's layers (--decoder-first/last-pipeline-num-layers), and "
-          "neither gives this split; not exported, so Megatron-LM splits the " +
-          counted(m.num_layers, "layer") + " evenly over the " + s(stages) + " virtual stages";
-      if (m.num_layers % stages != 0) {
-        why += " (which it cannot do: choose a split of one of those shapes)";
-      }
-      e.dropped.push_back(why);
+          " is written as: Megatron-Core's experimental layout string (E the embedding, t a "
+          "transformer layer, L the loss, | between chunks; it may change). Older Megatron-LM "
+          "releases lack the flag (their argument parser refuses it) and split a pipeline "
+          "unevenly only with --decoder-first/last-pipeline-num-layers (the first and last "
+          "stage)" +
+          std::string(l.vpp > 1 ? " or --account-for-embedding/loss-in-pipeline-split (one "
+                                  "layer fewer on the first / last virtual stage)"
+                                : "") +
+          ", which cannot give this split: with one, drop the flag" +
+          (l.vpp > 1 ? " and give --num-virtual-stages-per-pipeline-rank " + s(l.vpp) : "") +
+          " for its even split" +
+          (m.num_layers % stages != 0
+               ? " (which " + counted(m.num_layers, "layer") + " over " +
+                     counted(stages, l.vpp > 1 ? "virtual stage" : "stage") + " do not allow)"
+               : "") +
+          ", or plan a split of those shapes");
     }
   }
   if (l.sp) a.push_back("--sequence-parallel");
@@ -921,6 +1067,8 @@ Layout parse_megatron_args(const std::string& text) {
   Layout l;
   // --account-for-embedding-in-pipeline-split / --account-for-loss-in-pipeline-split, where seen.
   std::optional<Where> embedding_counted, loss_counted;
+  // --pipeline-model-parallel-layout's value, where seen.
+  std::optional<std::pair<std::string, Where>> layout;
   const std::vector<std::string> lines = split_lines(text);
   // Tokens with the line they came from.
   struct Token {
@@ -950,7 +1098,8 @@ Layout parse_megatron_args(const std::string& text) {
     const bool is_int =
         std::find_if(std::begin(kIntFlags), std::end(kIntFlags),
                      [&](const char* f) { return flag == f; }) != std::end(kIntFlags);
-    const bool takes_text = flag == "--recompute-granularity";
+    const bool takes_text =
+        flag == "--recompute-granularity" || flag == "--pipeline-model-parallel-layout";
     if (!is_int && !takes_text) {
       if (flag == "--sequence-parallel") l.sp = true;
       if (flag == "--use-distributed-optimizer") l.zero = 1;
@@ -963,6 +1112,20 @@ Layout parse_megatron_args(const std::string& text) {
         fail(where.line_no, where.line, flag + " needs a value");
       }
       value = tokens[++k].text;
+    }
+    if (flag == "--pipeline-model-parallel-layout") {
+      // As a shell passes it: quoted with ' or ", or bare (it holds no spaces).
+      std::string v = *value;
+      if (!v.empty() && (v.front() == '"' || v.front() == '\'')) {
+        if (v.size() < 2 || v.back() != v.front()) {
+          fail(where.line_no, where.line,
+               flag + " " + v + " opens a quote " + v.substr(0, 1) +
+                   " that does not close: a layout string holds no spaces");
+        }
+        v = v.substr(1, v.size() - 2);
+      }
+      layout = {v, where};
+      continue;
     }
     if (takes_text) {
       const std::optional<Recompute> r = parse_recompute(*value);
@@ -1002,6 +1165,58 @@ Layout parse_megatron_args(const std::string& text) {
                                    (loss_counted ? " + 1 (loss)" : "");
   const bool has_per_chunk = ints.count("--num-layers-per-virtual-pipeline-stage") > 0;
   const bool has_chunks = ints.count("--num-virtual-stages-per-pipeline-rank") > 0;
+  if (layout) {
+    // Megatron-Core's layout string gives the chunks, so the chunks per rank, and the split.
+    const Where& w = layout->second;
+    const std::string what = "--pipeline-model-parallel-layout: ";
+    // arguments.py: "No more than one of the following arguments can be set at the same time"
+    // (the two vpp flags and the layout); transformer_config.py: "pipeline_model_parallel_layout
+    // cannot be set with other pipeline layout arguments" (first/last sizes, account-for).
+    std::vector<std::pair<std::string, std::size_t>> others;  // flag, line
+    for (const char* f : {"--num-layers-per-virtual-pipeline-stage",
+                          "--num-virtual-stages-per-pipeline-rank",
+                          "--decoder-first-pipeline-num-layers",
+                          "--decoder-last-pipeline-num-layers"}) {
+      if (ints.count(f) > 0) others.emplace_back(f, ints.at(f).second.line_no);
+    }
+    if (embedding_counted) {
+      others.emplace_back("--account-for-embedding-in-pipeline-split", embedding_counted->line_no);
+    }
+    if (loss_counted) {
+      others.emplace_back("--account-for-loss-in-pipeline-split", loss_counted->line_no);
+    }
+    if (!others.empty()) {
+      fail(w.line_no, w.line,
+           what + "Megatron-LM refuses it beside " + others.front().first + " (line " +
+               std::to_string(others.front().second) +
+               "): the layout gives the chunks per rank and every chunk's layers itself; keep "
+               "one way of splitting");
+    }
+    std::vector<std::int64_t> chunks;
+    try {
+      chunks = read_megatron_layout(layout->first);
+    } catch (const std::invalid_argument& error) {
+      fail(w.line_no, w.line, what + error.what());
+    }
+    const std::int64_t n = static_cast<std::int64_t>(chunks.size());
+    if (n % l.pp != 0) {
+      fail(w.line_no, w.line,
+           what + counted(n, "chunk") + ", not a multiple of pp " + s(l.pp) +
+               " (--pipeline-model-parallel-size): Megatron-Core deals the chunks round-robin "
+               "over the pipeline ranks, the same number to each");
+    }
+    const std::int64_t sum = std::accumulate(chunks.begin(), chunks.end(), std::int64_t{0});
+    if (layers != 0 && sum != layers) {
+      fail(w.line_no, w.line,
+           what + counted(sum, "transformer layer") + " where --num-layers says " + s(layers) +
+               ": Megatron-Core requires the two to agree");
+    }
+    l.vpp = n / l.pp;
+    if (std::adjacent_find(chunks.begin(), chunks.end(), std::not_equal_to<>()) != chunks.end()) {
+      l.stage_layers = chunks;  // empty when even
+    }
+    return l;
+  }
   if (has_per_chunk && has_chunks) {
     // arguments.py: "No more than one of the following arguments can be set at the same time".
     const Where& w = ints.at("--num-virtual-stages-per-pipeline-rank").second;

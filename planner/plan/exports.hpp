@@ -49,14 +49,19 @@ struct Export {
 ///     optimizer shards only optimizer states), --recompute-granularity (+ --recompute-method
 ///     uniform --recompute-num-layers 1 for full), batch sizes, the architecture, precision.
 ///     An uneven split with vpp 1 as --decoder-first/last-pipeline-num-layers when only the
-///     first and last stage differ from the rest (else dropped). An uneven split with vpp > 1
+///     first and last stage differ from the rest. An uneven split with vpp > 1
 ///     (pp x vpp virtual stages) as --num-virtual-stages-per-pipeline-rank vpp with
 ///     --account-for-embedding-in-pipeline-split and/or --account-for-loss-in-pipeline-split
 ///     when it is layers + 1 for each counted split evenly save one fewer on the first / last
 ///     virtual stage (Llama 3 405B's 126 layers on pp 8 x vpp 2: 128 / 16 = 8, so 7, 8 x 14, 7
 ///     with both), or with --decoder-first/last-pipeline-num-layers (a rank's layers) when every
-///     chunk of a rank holds the same number and only the first and last ranks differ; any
-///     other is dropped.
+///     chunk of a rank holds the same number and only the first and last ranks differ. Any
+///     other uneven split (vpp 1 or not) as Megatron-Core's experimental
+///     --pipeline-model-parallel-layout, without a vpp flag (the layout gives the chunks per
+///     rank; Megatron-LM refuses both): chunk k is t*n (t for one layer), E before the first, L
+///     after the last, joined with |, a run of equal middle chunks as (t*n|)*count (105 layers on
+///     pp 16 as 6 x 4, 7 x 9, 6 x 3: "Et*6|(t*6|)*3(t*7|)*9(t*6|)*2t*6L"), with a to_add note that
+///     older Megatron-LM releases lack the flag.
 ///   torchtitan: dp as data_parallel_shard_degree (zero 3: FSDP) or data_parallel_replicate_degree
 ///     (zero 0..2: DDP, zero 1/2 dropped); torchtitan's TP always shards the sequence (sp off with
 ///     tp > 1 is dropped); an uneven split (pp stages, or pp x vpp virtual stages with vpp > 1:
@@ -83,7 +88,13 @@ Export export_plan(const Plan& plan, ExportFormat format);
 /// with vpp 1, pp x vpp virtual stages in model order with vpp > 1) from
 /// --decoder-first/last-pipeline-num-layers (a rank's layers, split evenly over its chunks) or
 /// from --account-for-embedding/loss-in-pipeline-split (num-layers + 1 for each counted, split
-/// evenly, one fewer on the first / last virtual stage; empty when that is even). dp is not in
+/// evenly, one fewer on the first / last virtual stage; empty when that is even), or from
+/// --pipeline-model-parallel-layout (quoted or not, read as Megatron-Core reads it: commas
+/// dropped, (...)*N and X*N unrolled, | between chunks of E, t and L; vpp = chunks / pp, and the
+/// split the chunks' t counts, empty when even; E first and L last, each once, every chunk with a
+/// t, no m (MTP, which meshplan does not model), the t count that of --num-layers where given;
+/// refused beside the vpp flags, the first/last sizes and the account-for flags, as Megatron-LM
+/// refuses them). dp is not in
 /// Megatron's arguments (world size / (tp pp cp)) and is returned as 1.
 /// Errors: std::invalid_argument naming the offending line ("line 3 (--micro-batch-size x):
 /// --micro-batch-size takes a positive integer, got \"x\"").

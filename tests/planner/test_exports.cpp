@@ -297,14 +297,18 @@ TEST_CASE("megatron export: uneven stage splits and ZeRO beyond 1", "[exports]")
   CHECK_THAT(last_only.text, !Catch::Contains("--decoder-first-pipeline-num-layers"));
   CHECK(parse_megatron_args(last_only.text).stage_layers == l.stage_layers);
 
-  // Middle stages differ: not expressible, dropped with the split.
+  // Middle stages differ: Megatron-Core's layout string, the last 12s of the middle as a run.
   l.stage_layers = {12, 11, 13, 12, 12, 12, 12, 12};
   l.zero = 3;
   const Export middle = export_plan(plan_of("gpt3-175b", l, "megatron", Precision::kBf16, 2048),
                                     ExportFormat::kMegatron);
+  INFO(middle.text);
   INFO(all_dropped(middle));
   CHECK_THAT(middle.text, !Catch::Contains("pipeline-num-layers"));
-  CHECK(mentions(middle, "uneven stage split 12,11,13,12,12,12,12,12"));
+  CHECK_THAT(middle.text, Catch::Contains("--pipeline-model-parallel-layout "
+                                          "\"Et*12|t*11|t*13|(t*12|)*4t*12L\""));
+  CHECK_FALSE(mentions(middle, "uneven stage split"));
+  CHECK(parse_megatron_args(middle.text).stage_layers == l.stage_layers);
   CHECK(mentions(middle, "ZeRO-3 (zero 3)"));
   CHECK_THAT(middle.text, Catch::Contains("--use-distributed-optimizer"));
 }
@@ -935,10 +939,11 @@ TEST_CASE("megatron export: uneven virtual stages as a rank's layers over its ch
     CHECK(back.vpp == 2);
     CHECK(back.stage_layers == split);
   }
-  SECTION("125 layers: neither shape, dropped") {
+  SECTION("125 layers: neither shape, Megatron-Core's layout string") {
     // meshplan's default: ceil(125 / 16) = 8 is 3 too many, off the first, the last and the
     // second: 7, 7, 8 x 13, 7. Counting the embedding and the loss gives 127, not a multiple
-    // of 16; rank 1 holds 7 in chunk 0 and 8 in chunk 1, so the chunks differ.
+    // of 16; rank 1 holds 7 in chunk 0 and 8 in chunk 1, so the chunks differ. As a layout:
+    // chunk 0 "Et*7", chunk 1 "t*7", chunks 2..14 a run of 13 "(t*8|)*13", chunk 15 "t*7L".
     std::vector<std::int64_t> split(16, 8);
     split[0] = split[1] = split[15] = 7;
     REQUIRE(default_stage_split(125, 8, 2) == split);
@@ -947,20 +952,33 @@ TEST_CASE("megatron export: uneven virtual stages as a rank's layers over its ch
         ExportFormat::kMegatron);
     INFO(e.text);
     INFO(all_dropped(e));
-    CHECK(mentions(e, "uneven virtual stage split 7,7,8,8,8,8,8,8,8,8,8,8,8,8,8,7 (pp 8 x vpp 2, "
-                      "in model order): Megatron-LM's interleaved schedule gives every virtual "
-                      "stage the same number of layers save one fewer on the first"));
-    // 125 is not a multiple of 16 either.
-    CHECK(mentions(e, "splits the 125 layers evenly over the 16 virtual stages (which it cannot "
-                      "do: choose a split of one of those shapes)"));
-    // The chunks per rank are still the plan's; Megatron-LM splits the layers its own way.
-    CHECK_THAT(e.text, Catch::Contains("--num-virtual-stages-per-pipeline-rank 2 \\\n"));
+    CHECK_THAT(e.text, Catch::Contains("--context-parallel-size 1 \\\n"
+                                       "--pipeline-model-parallel-layout "
+                                       "\"Et*7|t*7|(t*8|)*13t*7L\" \\\n"));
+    CHECK_FALSE(mentions(e, "stage split"));
+    // The layout gives the chunks per rank (16 / pp 8 = 2): no vpp flag, which Megatron-LM
+    // refuses beside it, nor the other ways of splitting.
+    CHECK_THAT(e.text, !Catch::Contains("--num-virtual-stages-per-pipeline-rank"));
+    CHECK_THAT(e.text, !Catch::Contains("--num-layers-per-virtual-pipeline-stage"));
     CHECK_THAT(e.text, !Catch::Contains("--account-for"));
     CHECK_THAT(e.text, !Catch::Contains("pipeline-num-layers"));
-    CHECK_THAT(e.text, !Catch::Contains("--num-layers-per-virtual-pipeline-stage"));
+    // Said: the flag is experimental and older releases lack it.
+    REQUIRE(e.to_add.size() == 2);
+    CHECK_THAT(e.to_add[0], Catch::StartsWith(
+                                "a Megatron-LM whose Megatron-Core has "
+                                "--pipeline-model-parallel-layout, which the uneven virtual stage "
+                                "split 7,7,8,8,8,8,8,8,8,8,8,8,8,8,8,7 (pp 8 x vpp 2, in model "
+                                "order) is written as: Megatron-Core's experimental layout "
+                                "string"));
+    CHECK_THAT(e.to_add[0], Catch::Contains("Older Megatron-LM releases lack the flag"));
+    CHECK_THAT(e.to_add[0], Catch::Contains("drop the flag and give "
+                                            "--num-virtual-stages-per-pipeline-rank 2 for its even "
+                                            "split (which 125 layers over 16 virtual stages do not "
+                                            "allow)"));
     const Layout back = parse_megatron_args(e.text);
+    CHECK(back.pp == 8);
     CHECK(back.vpp == 2);
-    CHECK(back.stage_layers.empty());
+    CHECK(back.stage_layers == split);
   }
 }
 
@@ -1050,4 +1068,141 @@ TEST_CASE("megatron reader: chunks per rank, the account-for flags, and what Meg
                     Catch::Contains("line 4 (--decoder-first-pipeline-num-layers 15 \\)") &&
                         Catch::Contains("stage 0 holds 15 layers, which Megatron-LM cannot split "
                                         "over its vpp 2 model chunks"));
+}
+
+TEST_CASE("megatron export: a split of unequal middle stages as Megatron-Core's layout string, "
+          "read back", "[exports]") {
+  // 105 layers on pp 16, meshplan's default: ceil(105 / 16) = 7 a stage is 16 x 7 - 105 = 7 too
+  // many, given back by stages 0, 15, 1, 14, 2, 13, 3: 6, 6, 6, 6, 7 x 9, 6, 6, 6. The middle
+  // stages differ, which --decoder-first/last-pipeline-num-layers cannot give. As a layout:
+  // stage 0 "Et*6|", stages 1..3 "(t*6|)*3", 4..12 "(t*7|)*9", 13..14 "(t*6|)*2", 15 "t*6L".
+  std::vector<std::int64_t> split = {6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7, 7, 6, 6, 6};
+  REQUIRE(edge_light_stage_split(105, 16) == split);
+  Layout l;
+  l.tp = 8;
+  l.pp = 16;
+  l.gbs = 16;
+  l.sp = true;
+  l.stage_layers = split;
+  const Export e = export_plan(plan_of(llama405b_with_layers(105), l, "megatron",
+                                       Precision::kBf16, 8192),
+                               ExportFormat::kMegatron);
+  INFO(e.text);
+  INFO(all_dropped(e));
+  const std::string layout = "Et*6|(t*6|)*3(t*7|)*9(t*6|)*2t*6L";
+  CHECK_THAT(e.text, Catch::Contains("--context-parallel-size 1 \\\n"
+                                     "--pipeline-model-parallel-layout \"" + layout + "\" \\\n"));
+  CHECK_THAT(e.text, !Catch::Contains("pipeline-num-layers"));
+  CHECK_THAT(e.text, !Catch::Contains("virtual"));
+  CHECK_FALSE(mentions(e, "stage split"));
+  REQUIRE(e.to_add.size() == 2);
+  CHECK_THAT(e.to_add[0], Catch::Contains("the uneven stage split 6,6,6,6,7,7,7,7,7,7,7,7,7,6,6,6 "
+                                          "is written as: Megatron-Core's experimental layout "
+                                          "string"));
+  CHECK_THAT(e.to_add[0], Catch::Contains("Older Megatron-LM releases lack the flag"));
+  CHECK_THAT(e.to_add[0], Catch::Contains("drop the flag for its even split (which 105 layers "
+                                          "over 16 stages do not allow)"));
+  const Layout back = parse_megatron_args(e.text);
+  CHECK(back.tp == 8);
+  CHECK(back.pp == 16);
+  CHECK(back.vpp == 1);
+  CHECK(back.stage_layers == split);
+
+  const std::string head = "--pipeline-model-parallel-size 16 \\\n--num-layers 105 \\\n";
+  const auto read = [&](const std::string& value) {
+    return parse_megatron_args(head + "--pipeline-model-parallel-layout " + value + "\n");
+  };
+  SECTION("quoted either way or not, with = and Megatron-Core's cosmetic commas") {
+    CHECK(read("'" + layout + "'").stage_layers == split);
+    CHECK(read(layout).stage_layers == split);
+    CHECK(parse_megatron_args(head + "--pipeline-model-parallel-layout=\"" + layout + "\"\n")
+              .stage_layers == split);
+    // Spelled out: 6 chunks of 6 written tttttt, commas between layers.
+    CHECK(read("\"Et,t,t,t,t,t|(tttttt|)*3(t*7|)*9(t*6|)*2t*6L\"").stage_layers == split);
+  }
+  SECTION("an even layout is an even split; the chunks give vpp") {
+    // 16 chunks of 7 = 112 layers on pp 16: vpp 1, even.
+    const Layout even = parse_megatron_args(
+        "--pipeline-model-parallel-size 16 \\\n--num-layers 112 \\\n"
+        "--pipeline-model-parallel-layout \"Et*7|(t*7|)*14t*7L\"\n");
+    CHECK(even.vpp == 1);
+    CHECK(even.stage_layers.empty());
+    // 32 chunks of 3 = 96 layers on pp 16: vpp 32 / 16 = 2, even.
+    const Layout two = parse_megatron_args(
+        "--pipeline-model-parallel-size 16 \\\n--num-layers 96 \\\n"
+        "--pipeline-model-parallel-layout \"Et*3|(t*3|)*30t*3L\"\n");
+    CHECK(two.vpp == 2);
+    CHECK(two.stage_layers.empty());
+  }
+  SECTION("what Megatron-Core or meshplan refuses") {
+    CHECK_THROWS_WITH(
+        read("\"Et*6|(t*6|)*3(t*7|)*9(t*6|)*2t*5mL\""),
+        "line 3 (--pipeline-model-parallel-layout \"Et*6|(t*6|)*3(t*7|)*9(t*6|)*2t*5mL\"): "
+        "--pipeline-model-parallel-layout: m (a multi-token prediction layer) in chunk 15: "
+        "meshplan models no MTP layers; plan the model without them");
+    CHECK_THROWS_WITH(read("\"Et*6|(t*6|)*3(t*7|)*9(t*6|)*2t*6xL\""),
+                      Catch::Contains("'x' in chunk 15 is not a layer: Megatron-Core's layout "
+                                      "takes E (embedding), t (transformer layer), L (loss)"));
+    CHECK_THROWS_WITH(read("\"t*6E|(t*6|)*3(t*7|)*9(t*6|)*2t*6L\""),
+                      Catch::EndsWith("E (the embedding) must be the first layer, as "
+                                      "Megatron-Core requires, but a transformer layer (t) comes "
+                                      "first"));
+    CHECK_THROWS_WITH(read("\"Et*6|(t*6|)*3(t*7|)*9(t*6|)*2t*6\""),
+                      Catch::EndsWith("E (the embedding) and L (the loss) must each appear "
+                                      "once, as Megatron-Core requires, got 1 E and 0 L"));
+    // One more chunk of 6 after the 7s: 17 chunks (1 + 3 + 9 + 3 + 1) of 111 layers, which
+    // 16 ranks cannot hold the same number of.
+    CHECK_THROWS_WITH(
+        parse_megatron_args("--pipeline-model-parallel-size 16 \\\n--num-layers 111 \\\n"
+                            "--pipeline-model-parallel-layout "
+                            "\"Et*6|(t*6|)*3(t*7|)*9(t*6|)*3t*6L\"\n"),
+        Catch::EndsWith("17 chunks, not a multiple of pp 16 (--pipeline-model-parallel-size): "
+                        "Megatron-Core deals the chunks round-robin over the pipeline ranks, the "
+                        "same number to each"));
+    // 6 x 4 + 7 x 9 + 6 x 3 = 105, one more than --num-layers 104.
+    CHECK_THROWS_WITH(
+        parse_megatron_args("--pipeline-model-parallel-size 16 \\\n--num-layers 104 \\\n"
+                            "--pipeline-model-parallel-layout \"" + layout + "\"\n"),
+        Catch::EndsWith("105 transformer layers where --num-layers says 104: Megatron-Core "
+                        "requires the two to agree"));
+    // Megatron-LM's own example: the loss alone in the last chunk, which no meshplan split has.
+    CHECK_THROWS_WITH(
+        parse_megatron_args("--pipeline-model-parallel-size 8 \\\n"
+                            "--pipeline-model-parallel-layout \"Et|(tt|)*22L\"\n"),
+        Catch::EndsWith("chunk 23 of 24 chunks holds no transformer layer, which no meshplan "
+                        "layout describes"));
+    CHECK_THROWS_WITH(read("\"" + layout), Catch::Contains("opens a quote \" that does not close"));
+    // Megatron-LM refuses the layout beside the vpp flags and the other ways of splitting.
+    CHECK_THROWS_WITH(
+        parse_megatron_args(head + "--num-virtual-stages-per-pipeline-rank 1 \\\n"
+                                   "--pipeline-model-parallel-layout \"" + layout + "\"\n"),
+        Catch::StartsWith("line 4 (--pipeline-model-parallel-layout") &&
+            Catch::Contains("Megatron-LM refuses it beside --num-virtual-stages-per-pipeline-rank "
+                            "(line 3)"));
+    CHECK_THROWS_WITH(
+        parse_megatron_args(head + "--pipeline-model-parallel-layout \"" + layout + "\" \\\n"
+                                   "--account-for-loss-in-pipeline-split\n"),
+        Catch::Contains("Megatron-LM refuses it beside --account-for-loss-in-pipeline-split "
+                        "(line 4)"));
+  }
+}
+
+TEST_CASE("megatron reader: Megatron-Core's layout string over virtual stages", "[exports]") {
+  // 125 layers on pp 8 x vpp 2 as meshplan's default 7, 7, 8 x 13, 7 (above): 16 chunks / pp 8
+  // = 2 per rank; chunk 1 (rank 1's first) holds 7, chunk 9 (its second) 8.
+  std::vector<std::int64_t> split(16, 8);
+  split[0] = split[1] = split[15] = 7;
+  const Layout l =
+      parse_megatron_args("--pipeline-model-parallel-size 8 \\\n--num-layers 125 \\\n"
+                          "--pipeline-model-parallel-layout 'Et*7|t*7|(t*8|)*13t*7L'\n");
+  CHECK(l.pp == 8);
+  CHECK(l.vpp == 2);
+  CHECK(l.stage_layers == split);
+  // 16 chunks on pp 3 do not deal evenly.
+  CHECK_THROWS_WITH(
+      parse_megatron_args("--pipeline-model-parallel-size 3 \\\n"
+                          "--pipeline-model-parallel-layout 'Et*7|t*7|(t*8|)*13t*7L'\n"),
+      Catch::EndsWith("16 chunks, not a multiple of pp 3 (--pipeline-model-parallel-size): "
+                      "Megatron-Core deals the chunks round-robin over the pipeline ranks, the "
+                      "same number to each"));
 }
