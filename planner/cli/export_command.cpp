@@ -47,7 +47,7 @@ CommandAction add_export_command(CLI::App& app) {
       err << "note: not expressible in " << export_format_name(*format) << ": " << reason
                 << "\n";
     }
-    for (const std::string& what : e.to_add) err << "note: add " << what << "\n";
+    for (const std::string& what : e.to_add) err << "note: " << what << "\n";
     // A plan meshplan wrote fits (plan and estimate --out write only those); an edited one may
     // not, and its launch would fail with an out-of-memory error.
     const MemoryLedger& memory = plan.estimate.memory;

@@ -516,7 +516,7 @@ Export export_megatron(const Plan& p) {
                   "\"");
       const std::int64_t stages = l.pp * l.vpp;
       e.to_add.push_back(
-          "a Megatron-LM whose Megatron-Core has --pipeline-model-parallel-layout, which the " +
+          "use a Megatron-LM whose Megatron-Core has --pipeline-model-parallel-layout, which the " +
           uneven_split_label(l) +
           " is written as: Megatron-Core's experimental layout string (E the embedding, t a "
           "transformer layer, L the loss, | between chunks; it may change). Older Megatron-LM "
@@ -639,7 +639,7 @@ Export export_megatron(const Plan& p) {
   for (std::size_t i = 0; i < a.size(); ++i) {
     e.text += a[i] + (i + 1 < a.size() ? " \\\n" : "\n");
   }
-  e.to_add.push_back("the job's own flags: the tokenizer (--tokenizer-type, --tokenizer-model; it "
+  e.to_add.push_back("add the job's own flags: the tokenizer (--tokenizer-type, --tokenizer-model; it "
                      "also sets the " + s(m.vocab_size) + "-token vocabulary), data "
                      "(--data-path, --split), optimizer and learning-rate schedule (--lr, "
                      "--min-lr, --lr-decay-style, --train-iters, --weight-decay, --clip-grad) and "
@@ -695,7 +695,8 @@ Export export_torchtitan(const Plan& p) {
             "pipeline_parallel_first_stage_less_layers / pipeline_parallel_last_stage_less_layers "
             "splits the layers evenly save the first and last stages (middle stages differ by at "
             "most one layer, the larger first), which cannot give this split; set the stages by "
-            "hand (an explicit module list per stage), or torchtitan splits them its own way";
+            "hand ([parallelism] module_fqns_per_model_part, an explicit module list per "
+            "stage), or torchtitan splits them its own way";
         if (l.vpp > 1) {
           // Without pipeline_parallel_layers_per_stage a looped schedule runs 2 stages per rank
           // (torchtitan's default): a layers_per_stage giving pp x vpp stages with the default
@@ -708,11 +709,20 @@ Export export_torchtitan(const Plan& p) {
             t << "pipeline_parallel_layers_per_stage = " << per_stage << "\n";
             why += " (" + join(*own, ",") + ": pipeline_parallel_layers_per_stage " + s(per_stage) +
                    " is written so that each rank keeps its " + counted(l.vpp, "stage") + ")";
+          } else if (l.vpp == 2) {
+            // The default is the plan's stage count; only the split is torchtitan's.
+            const std::optional<std::vector<std::int64_t>> defaults =
+                torchtitan_split(m.num_layers, 2 * l.pp, 1, 1);
+            why += "; its default of 2 stages per rank is the plan's" +
+                   (defaults ? " (" + join(*defaults, ",") + ")" : std::string());
           } else {
             why += "; and no pipeline_parallel_layers_per_stage gives " + s(stages) +
                    " stages with first/last_stage_less_layers 1, so torchtitan runs " +
                    counted(2, "stage") + " per rank (its default), not the plan's " + s(l.vpp);
           }
+        } else if (const std::optional<std::vector<std::int64_t>> own =
+                       torchtitan_split(m.num_layers, l.pp, 1, 1)) {
+          why += " (" + join(*own, ",") + ")";
         }
         e.dropped.push_back(why);
       }

@@ -38,7 +38,8 @@ std::string export_format_name(ExportFormat format);
 struct Export {
   std::string text;
   std::vector<std::string> dropped;
-  /// What the job must add that a plan does not hold (printed as notes on stderr).
+  /// What the job must add or use that a plan does not hold, one sentence each ("add the
+  /// job's own flags: ..."; printed as notes on stderr).
   std::vector<std::string> to_add;
 };
 

@@ -89,13 +89,15 @@ std::string uneven_chunks_note(const StepReportInputs& in, const StepEstimate& e
   const double simulated = sim.step_time_s + e.breakdown.dp_exposed + e.breakdown.optimizer;
   if (std::abs(simulated / e.step_time_s - 1) <= 0.01) return "";
   const auto [fewest, most] = std::minmax_element(l.stage_layers.begin(), l.stage_layers.end());
+  const double change = 100 * (simulated / e.step_time_s - 1);
   return "the model chunks hold " + std::to_string(*fewest) + " to " + std::to_string(*most) +
          " layers: the event simulation of the interleaved schedule over them takes " +
-         fixed(simulated, 3) + " s, " + fixed(100 * (simulated / e.step_time_s - 1), 1) +
-         "% from the step time above, which paces the pipeline by each stage's total as plan "
-         "ranks layouts (a heavier chunk stalls its neighbours' interleaved order); chunks of "
-         "equal layers, or one short on the embedding's and the LM head's, keep the two within "
-         "about 1% (estimate --trace draws the simulation)";
+         fixed(simulated, 3) + " s, " + fixed(std::abs(change), 1) + "% " +
+         (change > 0 ? "slower" : "faster") +
+         " than the step time above, which paces the pipeline by each stage's total as plan "
+         "ranks layouts (a heavier chunk stalls its neighbours' interleaved order); plan's "
+         "search tries only chunks of equal layers, or one short on the embedding's and the LM "
+         "head's, where the two stay within about 2% (estimate --trace draws the simulation)";
 }
 
 std::vector<Explanation> explanations(const StepReportInputs& in, const StepEstimate& e) {

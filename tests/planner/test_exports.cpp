@@ -965,7 +965,7 @@ TEST_CASE("megatron export: uneven virtual stages as a rank's layers over its ch
     // Said: the flag is experimental and older releases lack it.
     REQUIRE(e.to_add.size() == 2);
     CHECK_THAT(e.to_add[0], Catch::StartsWith(
-                                "a Megatron-LM whose Megatron-Core has "
+                                "use a Megatron-LM whose Megatron-Core has "
                                 "--pipeline-model-parallel-layout, which the uneven virtual stage "
                                 "split 7,7,8,8,8,8,8,8,8,8,8,8,8,8,8,7 (pp 8 x vpp 2, in model "
                                 "order) is written as: Megatron-Core's experimental layout "
@@ -1205,4 +1205,31 @@ TEST_CASE("megatron reader: Megatron-Core's layout string over virtual stages", 
       Catch::EndsWith("16 chunks, not a multiple of pp 3 (--pipeline-model-parallel-size): "
                       "Megatron-Core deals the chunks round-robin over the pipeline ranks, the "
                       "same number to each"));
+}
+
+TEST_CASE("torchtitan export: where the split is not torchtitan's, the note gives torchtitan's",
+          "[exports]") {
+  // Llama 2 7B's 32 layers. torchtitan splits layers + 1 + 1 (embedding and output counted)
+  // evenly, the remainder to the first stages, then takes one back from the first and last.
+  Layout l;
+  l.pp = 5;
+  l.gbs = 64;
+  // pp 5: meshplan's 6,6,7,7,6; torchtitan's 34 / 5 = 6 rem 4: 7-1, 7, 7, 7, 6-1.
+  l.stage_layers = default_stage_split(32, 5, 1);
+  REQUIRE(l.stage_layers == std::vector<std::int64_t>{6, 6, 7, 7, 6});
+  const Export one = export_plan(plan_of("llama2-7b", l, "fsdp", Precision::kBf16, 4096),
+                                 ExportFormat::kTorchtitan);
+  CHECK(mentions(one, "or torchtitan splits them its own way (6,7,7,7,5)"));
+  CHECK(mentions(one, "module_fqns_per_model_part"));
+  // pp 7 x vpp 2: 14 stages, torchtitan's default 2 per rank as planned; its split: 34 / 14 =
+  // 2 rem 6, so 3-1, 3 x 5, 2 x 7, 2-1.
+  l.pp = 7;
+  l.vpp = 2;
+  l.gbs = 70;
+  l.stage_layers = default_stage_split(32, 7, 2);
+  const Export two = export_plan(plan_of("llama2-7b", l, "fsdp", Precision::kBf16, 4096),
+                                 ExportFormat::kTorchtitan);
+  CHECK(mentions(two, "its default of 2 stages per rank is the plan's "
+                      "(2,3,3,3,3,3,2,2,2,2,2,2,2,1)"));
+  CHECK_FALSE(mentions(two, "not the plan's"));
 }
