@@ -21,6 +21,7 @@
 #include "planner/report/atomic_write.hpp"
 #include "planner/report/format.hpp"
 #include "planner/report/plan_report.hpp"
+#include "planner/report/step_report.hpp"
 #include "planner/search/search.hpp"
 
 namespace meshplan {
@@ -356,6 +357,16 @@ CommandAction add_plan_command(CLI::App& app) {
                         "off; for a job that sets them give --tp-overlap 1 --dp-overlap on, "
                         "which may pick another layout");
       }
+    }
+    // A winner of uneven model chunks (a pinned vpp): what the event simulation says of it,
+    // as estimate does.
+    if (!result.ranked.empty() && result.ranked.front().layout.vpp > 1 &&
+        !result.ranked.front().layout.stage_layers.empty()) {
+      const Plan winner = make_plan(model, cluster, profile, setup, result.ranked.front().layout);
+      const std::string note = uneven_chunks_note(
+          {model, winner.layout, setup, cluster, profile.name, profile.comm_sm_fraction, {}},
+          winner.estimate);
+      if (!note.empty()) notes.push_back("the winner's " + note);
     }
     // Every layout broke a rule: none was refused for memory, so the input is at fault.
     if (result.ranked.empty() && result.rejected.count(kOutOfMemoryReason) == 0) {

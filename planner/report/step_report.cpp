@@ -72,34 +72,6 @@ struct Explanation {
 
 /// The explanations that apply (pipeline_pace, zero3_pipeline_note, selective_flash_note), for
 /// the text and for --json alike.
-/// With vpp > 1 and model chunks of unequal layers: the event simulation's step where it is
-/// more than 1% from the closed form the estimate (and plan's ranking) uses, which paces the
-/// pipeline by each stage's total and so misses how a heavier chunk stalls the interleaved
-/// order of its neighbours; "" otherwise, or where the step has more than 4 million
-/// chunk-micro-batch ops to simulate.
-std::string uneven_chunks_note(const StepReportInputs& in, const StepEstimate& e) {
-  const Layout& l = in.layout;
-  constexpr double kMaxOps = 4e6;
-  if (l.vpp == 1 || l.stage_layers.empty() || e.stages.empty() ||
-      static_cast<double>(l.pp * l.vpp) * static_cast<double>(l.microbatches()) > kMaxOps) {
-    return "";
-  }
-  const PipelineSimulation sim =
-      simulate_pipeline(pipeline_times(e, l, in.setup.framework, in.comm_sm_fraction));
-  const double simulated = sim.step_time_s + e.breakdown.dp_exposed + e.breakdown.optimizer;
-  if (std::abs(simulated / e.step_time_s - 1) <= 0.01) return "";
-  const auto [fewest, most] = std::minmax_element(l.stage_layers.begin(), l.stage_layers.end());
-  const double change = 100 * (simulated / e.step_time_s - 1);
-  return "the model chunks hold " + std::to_string(*fewest) + " to " + std::to_string(*most) +
-         " layers: the event simulation of the interleaved schedule over them takes " +
-         fixed(simulated, 3) + " s, " + fixed(std::abs(change), 1) + "% " +
-         (change > 0 ? "slower" : "faster") +
-         " than the step time above, which paces the pipeline by each stage's total as plan "
-         "ranks layouts (a heavier chunk stalls its neighbours' interleaved order); plan's "
-         "search tries only chunks of equal layers, or one short on the embedding's and the LM "
-         "head's, where the two stay within about 2% (estimate --trace draws the simulation)";
-}
-
 std::vector<Explanation> explanations(const StepReportInputs& in, const StepEstimate& e) {
   std::vector<Explanation> out;
   for (Explanation x : {Explanation{"", pipeline_pace(in, e)},
@@ -119,6 +91,29 @@ std::vector<std::string> explanation_lines(const StepReportInputs& in, const Ste
 }
 
 }  // namespace
+
+std::string uneven_chunks_note(const StepReportInputs& in, const StepEstimate& e) {
+  const Layout& l = in.layout;
+  constexpr double kMaxOps = 4e6;
+  if (l.vpp == 1 || l.stage_layers.empty() || e.stages.empty() ||
+      static_cast<double>(l.pp * l.vpp) * static_cast<double>(l.microbatches()) > kMaxOps) {
+    return "";
+  }
+  const PipelineSimulation sim =
+      simulate_pipeline(pipeline_times(e, l, in.setup.framework, in.comm_sm_fraction));
+  const double simulated = sim.step_time_s + e.breakdown.dp_exposed + e.breakdown.optimizer;
+  if (std::abs(simulated / e.step_time_s - 1) <= 0.01) return "";
+  const auto [fewest, most] = std::minmax_element(l.stage_layers.begin(), l.stage_layers.end());
+  const double change = 100 * (simulated / e.step_time_s - 1);
+  return "model chunks of " + std::to_string(*fewest) + " to " + std::to_string(*most) +
+         " layers: the event simulation of the interleaved schedule over them takes " +
+         fixed(simulated, 3) + " s, " + fixed(std::abs(change), 1) + "% " +
+         (change > 0 ? "slower" : "faster") + " than the closed-form step time of " +
+         fixed(e.step_time_s, 3) + " s, which paces the pipeline by each stage's total, as plan "
+         "ranks layouts (a heavier chunk stalls its neighbours' interleaved order); plan's "
+         "search tries only chunks of equal layers, or one short on the embedding's and the LM "
+         "head's, where the two stay within about 2% (estimate --trace draws the simulation)";
+}
 
 std::string render_step(const StepReportInputs& in, const StepEstimate& e) {
   std::ostringstream s;

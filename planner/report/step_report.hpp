@@ -34,6 +34,14 @@ std::string render_step(const StepReportInputs& in, const StepEstimate& e);
 /// "Pipeline pace" and "Note" lines), caveats (its "Caveat" lines), ...
 nlohmann::json step_json(const StepReportInputs& in, const StepEstimate& e);
 
+/// With vpp > 1 and model chunks of unequal layers: where the event simulation's step
+/// (pipeline_times, simulate_pipeline, plus the estimate's DP and optimizer time) is more than
+/// 1% from `estimate`'s closed form, which paces the pipeline by each stage's total (plan
+/// ranks by it) and so misses how a heavier chunk stalls its neighbours' interleaved order, one
+/// sentence with both and the sign of the gap; "" otherwise, or where the step has more than 4
+/// million chunk-micro-batch ops to simulate. `in.comm_sm_fraction` is the profile's.
+std::string uneven_chunks_note(const StepReportInputs& in, const StepEstimate& estimate);
+
 /// Simulates the pipeline of `e` (costmodel/pipeline_simulation.hpp) and returns its Chrome
 /// trace as the text of a JSON file, with the data-parallel and optimizer phases appended after
 /// the pipeline on every stage so that the events cover the whole step. Each forward and

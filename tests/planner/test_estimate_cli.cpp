@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "planner/report/format.hpp"
 #include "tests/support/cli_runner.hpp"
 
 using namespace meshplan;
@@ -324,10 +325,12 @@ TEST_CASE("estimate notes where uneven model chunks take the simulation more tha
   bool noted = false;
   for (const nlohmann::json& line : lines) {
     const std::string text = line.get<std::string>();
-    noted = noted || (text.rfind("the model chunks hold 1 to 2 layers: the event simulation of "
-                                 "the interleaved schedule",
+    noted = noted || (text.rfind("model chunks of 1 to 2 layers: the event simulation of the "
+                                 "interleaved schedule",
                                  0) == 0 &&
-                      text.find("% slower than the step time above") != std::string::npos);
+                      text.find("% slower than the closed-form step time of " +
+                                fixed(j["step_time_s"].get<double>(), 3) + " s") !=
+                          std::string::npos);
   }
   CHECK(noted);
   // Chunks of 8 with one short at each end (Llama 3 405B on pp 8 x vpp 2): within 1%, no note.
