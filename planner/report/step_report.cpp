@@ -90,6 +90,12 @@ std::vector<std::string> explanation_lines(const StepReportInputs& in, const Ste
   return lines;
 }
 
+/// The step as the event simulation runs it: its pipeline, then the estimate's data-parallel
+/// reduction and optimizer step (seconds).
+double simulated_step_s(const PipelineSimulation& sim, const StepEstimate& e) {
+  return sim.step_time_s + e.breakdown.dp_exposed + e.breakdown.optimizer;
+}
+
 }  // namespace
 
 std::string uneven_chunks_note(const StepReportInputs& in, const StepEstimate& e) {
@@ -101,7 +107,7 @@ std::string uneven_chunks_note(const StepReportInputs& in, const StepEstimate& e
   }
   const PipelineSimulation sim =
       simulate_pipeline(pipeline_times(e, l, in.setup.framework, in.comm_sm_fraction));
-  const double simulated = sim.step_time_s + e.breakdown.dp_exposed + e.breakdown.optimizer;
+  const double simulated = simulated_step_s(sim, e);
   if (std::abs(simulated / e.step_time_s - 1) <= 0.01) return "";
   const auto [fewest, most] = std::minmax_element(l.stage_layers.begin(), l.stage_layers.end());
   const double change = 100 * (simulated / e.step_time_s - 1);
@@ -249,7 +255,7 @@ std::string step_trace_text(const StepEstimate& e, const Layout& layout,
   }
   trace["otherData"]["pipeline_s"] = sim.step_time_s;
   trace["otherData"]["pipeline_sends"] = times.sends_wait ? "wait" : "beside compute";
-  trace["otherData"]["step_time_s"] = sim.step_time_s + e.breakdown.dp_exposed + e.breakdown.optimizer;
+  trace["otherData"]["step_time_s"] = simulated_step_s(sim, e);
   // The closed form `estimate` prints paces the pipeline by the slowest stage and fills and
   // drains it through the others; the simulation runs each stage at its own pace, so where a
   // slower stage comes first (its warm-up forwards hide part of the others') it ends a little
