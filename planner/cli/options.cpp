@@ -407,15 +407,6 @@ std::string divisors_text(const std::vector<std::int64_t>& d) {
 
 std::string divisors_text(std::int64_t n) { return divisors_text(divisors(n)); }
 
-/// Each pipeline stage's layers, all its chunks: "15,16,16,16,16,16,16,15".
-std::string stage_totals(const Layout& layout, const ModelSpec& model) {
-  std::string text;
-  for (const std::int64_t n : layers_per_stage(layout, model)) {
-    text += (text.empty() ? "" : ",") + std::to_string(n);
-  }
-  return text;
-}
-
 /// What to pin --pp to on `gpus` GPUs: the divisors plan's search takes for a model of
 /// `num_layers` layers, those at most num_layers (a stage holds at least one layer) and, with
 /// --vpp `vpp` > 1, above 1 with pp x vpp chunks of at least one layer each (the interleaved
@@ -541,22 +532,17 @@ ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, cons
   l.zero = f.zero;
   l.sp = f.sp;
   l.stage_layers = f.stage_layers;
-  const auto joined = [](const std::vector<std::int64_t>& split) {
-    std::string text;
-    for (const std::int64_t n : split) text += (text.empty() ? "" : ",") + std::to_string(n);
-    return text;
-  };
   clear_even_split_with_vpp(l, model.num_layers);
   if (l.stage_layers.empty() && l.pp > 1) {
     // As `meshplan plan` splits them (default_stage_split).
     l.stage_layers = default_stage_split(model.num_layers, l.pp, l.vpp);
     if (!l.stage_layers.empty()) {
       r.notes.push_back(
-          "stage layers " + joined(l.stage_layers) + " (default: " +
+          "stage layers " + join(l.stage_layers, ",") + " (default: " +
           std::to_string(model.num_layers) + " layers do not split evenly over " +
           (l.vpp > 1 ? "pp x vpp = " + std::to_string(l.pp * l.vpp) + " model chunks: each "
                        "stage's layers as evenly as they go over its chunks, the embedding's "
-                       "and the LM head's chunk taking the fewer, " + stage_totals(l, model) +
+                       "and the LM head's chunk taking the fewer, " + join(layers_per_stage(l, model), ",") +
                        " per stage"
                      : "pp " + std::to_string(l.pp) + ": " +
                            std::to_string(*std::max_element(l.stage_layers.begin(),

@@ -50,15 +50,6 @@ namespace {
 
 std::string s(std::int64_t v) { return std::to_string(v); }
 
-std::string join(const std::vector<std::int64_t>& values, const char* sep) {
-  std::string out;
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    if (i > 0) out += sep;
-    out += s(values[i]);
-  }
-  return out;
-}
-
 /// The RoPE base as an integer (Megatron-LM's --rotary-base is type=int), when it is one that a
 /// double holds exactly.
 std::optional<std::int64_t> whole_theta(double theta) {

@@ -21,6 +21,15 @@ std::string fixed(double value, int decimals) {
   return text;
 }
 
+std::string join(const std::vector<std::int64_t>& values, const char* separator) {
+  std::string out;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) out += separator;
+    out += std::to_string(values[i]);
+  }
+  return out;
+}
+
 std::string with_commas(std::int64_t value) {
   std::string digits = std::to_string(value < 0 ? -value : value);
   std::string out;

@@ -18,6 +18,9 @@ std::string fixed(double value, int decimals);
 /// An integer with thousands separators ("6,738,415,616").
 std::string with_commas(std::int64_t value);
 
+/// `values` written out with `separator` between them ("7,8,8,7"); "" when empty.
+std::string join(const std::vector<std::int64_t>& values, const char* separator);
+
 /// Scientific notation with 3 significant digits ("4.20e+23").
 std::string scientific(double value);
 
