@@ -5,6 +5,7 @@
 // no file is written).
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "costmodel/counted.hpp"
@@ -358,16 +359,6 @@ CommandAction add_plan_command(CLI::App& app) {
                         "which may pick another layout");
       }
     }
-    // A winner of uneven model chunks (a pinned vpp): what the event simulation says of it,
-    // as estimate does.
-    if (!result.ranked.empty() && result.ranked.front().layout.vpp > 1 &&
-        !result.ranked.front().layout.stage_layers.empty()) {
-      const Plan winner = make_plan(model, cluster, profile, setup, result.ranked.front().layout);
-      const std::string note = uneven_chunks_note(
-          {model, winner.layout, setup, cluster, profile.name, profile.comm_sm_fraction, {}},
-          winner.estimate);
-      if (!note.empty()) notes.push_back("the winner's " + note);
-    }
     // Every layout broke a rule: none was refused for memory, so the input is at fault.
     if (result.ranked.empty() && result.rejected.count(kOutOfMemoryReason) == 0) {
       throw InputError(no_valid_layout(*o, model, result));
@@ -383,10 +374,24 @@ CommandAction add_plan_command(CLI::App& app) {
                             label);
       }
     }
+    // The winner's full estimate, where --out writes it or its model chunks are uneven (a
+    // pinned vpp), whose event simulation estimate would compare with the closed form.
+    const bool uneven_chunks = !result.ranked.empty() && result.ranked.front().layout.vpp > 1 &&
+                               !result.ranked.front().layout.stage_layers.empty();
+    std::optional<Plan> winner;
+    if (!result.ranked.empty() && (!o->out.empty() || uneven_chunks)) {
+      winner = make_plan(model, cluster, profile, setup, result.ranked.front().layout);
+      require_finite_estimate(winner->estimate, winner->layout, winner->setup, label);
+    }
+    if (uneven_chunks) {
+      const std::string note = uneven_chunks_note(
+          {model, winner->layout, setup, cluster, profile.name, profile.comm_sm_fraction, {}},
+          winner->estimate);
+      if (!note.empty()) notes.push_back("the winner's " + note);
+    }
     std::string written;
-    if (!o->out.empty() && !result.ranked.empty()) {
-      const Plan plan = make_plan(model, cluster, profile, setup, result.ranked.front().layout);
-      require_finite_estimate(plan.estimate, plan.layout, plan.setup, label);
+    if (!o->out.empty() && winner) {
+      const Plan& plan = *winner;
       OutputSet outputs;
       outputs.add_written_by(
           "--out", o->out, [&plan](const std::string& temporary) { write_plan(temporary, plan); });
