@@ -235,9 +235,7 @@ std::vector<std::int64_t> default_stage_split(std::int64_t num_layers, std::int6
   // Each rank's layers as with vpp 1, then as evenly as they go over its chunks, the
   // embedding's chunk (rank 0's first) and the LM head's (the last rank's last) taking the
   // fewer: the ranks stay balanced, and chunks differ by one layer at most within a rank.
-  const std::vector<std::int64_t> ranks =
-      num_layers % pp == 0 ? std::vector<std::int64_t>(static_cast<std::size_t>(pp), num_layers / pp)
-                           : edge_light_stage_split(num_layers, pp);
+  const std::vector<std::int64_t> ranks = edge_light_stage_split(num_layers, pp);
   std::vector<std::int64_t> split(static_cast<std::size_t>(stages));
   for (std::int64_t r = 0; r < pp; ++r) {
     const std::int64_t layers = ranks[static_cast<std::size_t>(r)];

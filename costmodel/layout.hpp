@@ -92,8 +92,9 @@ std::vector<std::int64_t> edge_light_stage_split(std::int64_t num_layers, std::i
 /// The split of `num_layers` over pp x vpp (virtual) stages that estimate and plan take when no
 /// split is given: empty (even) when pp x vpp divides num_layers or exceeds it (a layout problem
 /// then); with vpp 1 edge_light_stage_split(num_layers, pp); with vpp > 1 each rank's layers as
-/// with vpp 1 (even where pp divides them), split as evenly as they go over its chunks, rank 0's
-/// first chunk (the embedding's) and the last rank's last (the LM head's) taking the fewer. In
+/// that gives them (even where pp divides them), split as evenly as they go over its chunks,
+/// rank 0's first chunk (the embedding's) and the last rank's last (the LM head's) taking the
+/// fewer. In
 /// model order, pp x vpp entries. Llama 3 405B on pp 8, vpp 2: ranks of 15, 16 x 6, 15, so
 /// 7, 8 x 14, 7, what Megatron-LM builds with --account-for-embedding-in-pipeline-split and
 /// --account-for-loss-in-pipeline-split. Preconditions: pp, vpp >= 1.

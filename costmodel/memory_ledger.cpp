@@ -150,8 +150,6 @@ double peak_layers_held(const Layout& l, const ModelSpec& model, std::int64_t st
     return static_cast<double>(chunk_layer_count(l, model, stage, c));
   };
   if (v == 1 || l.stage_layers.empty()) return chunk(0) * static_cast<double>(in_flight);
-  const auto forward_chunk = [&](std::int64_t k) { return (k % period) / p; };
-  const auto backward_chunk = [&](std::int64_t k) { return v - 1 - (k % period) / p; };
   // F(n): the first n forwards' layers, by whole periods and then runs of p.
   double rank_layers = 0;
   for (std::int64_t c = 0; c < v; ++c) rank_layers += chunk(c);
@@ -164,7 +162,7 @@ double peak_layers_held(const Layout& l, const ModelSpec& model, std::int64_t st
   const std::int64_t last = std::min(microbatches * v - (in_flight - 1), period) - 1;
   double peak = held;
   for (std::int64_t i = 0; i < last;) {
-    const double step = chunk(forward_chunk(in_flight + i)) - chunk(backward_chunk(i));
+    const double step = chunk(chunk_of_op(in_flight + i, p, v, false)) - chunk(chunk_of_op(i, p, v, true));
     const std::int64_t run = std::min({p - (in_flight + i) % p, p - i % p, last - i});
     held += static_cast<double>(run) * step;
     i += run;

@@ -18,4 +18,10 @@ namespace meshplan {
 std::int64_t chunks_in_flight(std::int64_t rank, std::int64_t pp, std::int64_t vpp,
                               std::int64_t microbatches);
 
+/// The model chunk (0..vpp-1) that a rank's k-th chunk-forward (0-based) runs, or its k-th
+/// chunk-backward with `backward`: micro-batches in groups of pp, each group through chunk 0,
+/// 1, ..., vpp - 1, backwards through the chunks reversed (Megatron-LM's get_model_chunk_id).
+/// Preconditions: k >= 0, pp, vpp >= 1.
+std::int64_t chunk_of_op(std::int64_t k, std::int64_t pp, std::int64_t vpp, bool backward);
+
 }  // namespace meshplan

@@ -12,6 +12,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "costmodel/pipeline_schedule.hpp"
+
 namespace meshplan {
 namespace {
 
@@ -72,9 +74,8 @@ void check_table(const std::vector<std::vector<double>>& table, const char* name
 ScheduledOp nth_op(std::int64_t k, std::int64_t pp, std::int64_t vpp, PipelineOpKind kind) {
   const std::int64_t group = k / (pp * vpp);
   const std::int64_t in_group = k % (pp * vpp);
-  std::int64_t chunk = in_group / pp;
-  if (kind == PipelineOpKind::kBackward) chunk = vpp - 1 - chunk;
-  return ScheduledOp{chunk, group * pp + in_group % pp, kind};
+  return ScheduledOp{chunk_of_op(k, pp, vpp, kind == PipelineOpKind::kBackward),
+                     group * pp + in_group % pp, kind};
 }
 
 }  // namespace
