@@ -12,8 +12,15 @@
 
 namespace meshplan {
 
+/// Warm-up chunk-forwards rank `rank` runs before its first backward: min(p - r - 1, m) for
+/// 1F1B (vpp = 1), min(2 (p - r - 1) + (v - 1) p, m v) interleaved (Megatron-LM schedules.py).
+/// Preconditions as chunks_in_flight; warmup_forwards (pipeline_simulation.hpp) checks them.
+std::int64_t warmup_chunk_forwards(std::int64_t rank, std::int64_t pp, std::int64_t vpp,
+                                   std::int64_t microbatches);
+
 /// Chunk-forwards in flight on pipeline rank `rank` (0-based) of `pp` ranks with `vpp` chunks
-/// each and `microbatches` micro-batches per step. vpp = 1 is plain 1F1B. Preconditions:
+/// each and `microbatches` micro-batches per step: the warm-up plus the one before the first
+/// backward, capped by the m v of a step. vpp = 1 is plain 1F1B. Preconditions:
 /// 0 <= rank < pp, vpp >= 1, microbatches >= 1.
 std::int64_t chunks_in_flight(std::int64_t rank, std::int64_t pp, std::int64_t vpp,
                               std::int64_t microbatches);

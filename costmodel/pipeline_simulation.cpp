@@ -99,8 +99,7 @@ std::int64_t warmup_forwards(std::int64_t rank, std::int64_t pp, std::int64_t vp
     throw std::invalid_argument("pipeline: rank " + std::to_string(rank) + " outside 0.." +
                                 std::to_string(pp - 1));
   }
-  if (vpp == 1) return std::min(pp - rank - 1, microbatches);
-  return std::min(2 * (pp - rank - 1) + (vpp - 1) * pp, microbatches * vpp);
+  return warmup_chunk_forwards(rank, pp, vpp, microbatches);
 }
 
 std::vector<std::vector<ScheduledOp>> schedule_order(std::int64_t pp, std::int64_t vpp,
