@@ -19,6 +19,7 @@
 #include "planner/config/size_bounds.hpp"
 #include "planner/config/spec_json.hpp"
 #include "planner/report/atomic_write.hpp"
+#include "planner/report/format.hpp"
 #include "planner/report/layout_summary.hpp"
 #include "planner/report/memory_ledger_report.hpp"
 #include "planner/report/step_report.hpp"
@@ -65,6 +66,62 @@ nlohmann::json stages_json(const Layout& l, const ModelSpec& model) {
                       {"lm_head", i == l.pp - 1}});
   }
   return stages;
+}
+
+/// "$.stages[i].key: is X, but ... gives Y; ..." for the first place (JSON Patch order,
+/// nlohmann::json::diff) where a plan file's stages differ from those its layout gives.
+/// Precondition: given != expected.
+std::string stages_difference(const nlohmann::json& expected, const nlohmann::json& given,
+                              const Layout& l, const ModelSpec& model) {
+  const nlohmann::json first = nlohmann::json::diff(expected, given).at(0);
+  const std::string pointer = first.at("path").get<std::string>();
+  // JSON Pointer "/0/chunks/1/layers" -> JSON path "[0].chunks[1].layers" (RFC 6901: "~1" is
+  // "/", "~0" is "~").
+  std::string path = "$.stages";
+  std::string token;
+  auto append = [&path](std::string t) {
+    for (std::size_t i = 0; (i = t.find("~1", i)) != std::string::npos; ++i) t.replace(i, 2, "/");
+    for (std::size_t i = 0; (i = t.find("~0", i)) != std::string::npos; ++i) t.replace(i, 2, "~");
+    path += !t.empty() && t.find_first_not_of("0123456789") == std::string::npos
+                ? "[" + t + "]"
+                : "." + t;
+  };
+  for (std::size_t i = 1; i < pointer.size(); ++i) {
+    if (pointer[i] == '/') {
+      append(token);
+      token.clear();
+    } else {
+      token += pointer[i];
+    }
+  }
+  if (!pointer.empty()) append(token);
+  const std::string split =
+      l.stage_layers.empty() ? std::string("the even split")
+                             : "$.layout.stage_layers [" + join(l.stage_layers, ",") + "]";
+  const std::string source = "pp " + std::to_string(l.pp) + ", vpp " + std::to_string(l.vpp) +
+                             " and " + split + " over " + counted(model.num_layers, "layer");
+  const nlohmann::json::json_pointer at(pointer);
+  auto shown = [](const nlohmann::json& v) {
+    const std::string text = v.dump();
+    if (text.size() <= 100) return text;
+    if (v.is_array()) return "an array of " + std::to_string(v.size()) + " items";
+    std::string keys;
+    for (auto it = v.begin(); it != v.end(); ++it) keys += (keys.empty() ? "" : ", ") + it.key();
+    return "an object with the keys " + keys;
+  };
+  std::string what;
+  const std::string op = first.at("op").get<std::string>();
+  if (op == "replace") {
+    what = "is " + shown(first.at("value")) + ", but " + source + " give " + shown(expected.at(at));
+  } else if (op == "add") {
+    what = "is not expected: " + source + " give " + std::to_string(expected.size()) +
+           " stages of " + std::to_string(l.vpp) + " chunk(s) each, with the keys " +
+           "stage, first_layer, layers, chunks, embedding, lm_head";
+  } else {
+    what = "is missing: " + source + " give " + shown(expected.at(at));
+  }
+  return path + ": " + what + "; the stages follow $.layout: write the plan again (meshplan "
+         "estimate with --stage-layers and --out) instead of editing them";
 }
 
 nlohmann::json groups_json(GroupKind kind, const Layout& l) {
@@ -465,11 +522,8 @@ Plan plan_from_json(const nlohmann::json& json, const std::string& file) {
     }
   }
   const nlohmann::json& stages = child(o, json, "stages", "an array of pipeline stages");
-  if (stages != stages_json(layout, model)) {
-    o.fail("stages", "are not the pipeline stages of pp " + std::to_string(layout.pp) +
-                         " (stage_layers, vpp " + std::to_string(layout.vpp) + ") for " +
-                         counted(model.num_layers, "layer") + "; write the plan again "
-                         "instead of editing its stages");
+  if (const nlohmann::json expected = stages_json(layout, model); stages != expected) {
+    throw InputError(file + ": " + stages_difference(expected, stages, layout, model));
   }
   for (const char* output : {"memory", "predicted"}) {
     const nlohmann::json& v = child(o, json, output, "an object (an output of meshplan)");

@@ -459,8 +459,28 @@ TEST_CASE("a corrupt plan is refused with the file and the JSON path", "[plan_fi
     j["groups"]["tp"][0][0] = 1;
     expect_plan_error(j, {"$.groups.tp: are not the tp groups of dp 2 tp 8 pp 4 cp 1"});
     j = good;
+    // The first difference is named with its path and the value the layout gives: 80 layers
+    // evenly over pp 4 are 20 per stage, so stage 3 starts at layer 60.
     j["stages"][0]["layers"] = 21;
-    expect_plan_error(j, {"$.stages: are not the pipeline stages"});
+    expect_plan_error(j, {"$.stages[0].layers: is 21, but pp 4, vpp 1 and the even split over "
+                          "80 layers give 20; the stages follow $.layout"});
+    j = good;
+    j["stages"][3]["chunks"][0]["first_layer"] = 61;
+    expect_plan_error(j, {"$.stages[3].chunks[0].first_layer: is 61, but pp 4, vpp 1 and the "
+                          "even split over 80 layers give 60"});
+    j = good;
+    j["stages"].erase(3);
+    expect_plan_error(j, {"$.stages[3]: is missing: pp 4, vpp 1 and the even split over 80 "
+                          "layers give an object with the keys chunks, embedding, first_layer, "
+                          "layers, lm_head, stage"});
+    j = good;
+    j["stages"][1]["note"] = "mine";
+    expect_plan_error(j, {"$.stages[1].note: is not expected"});
+    // An edited split without its stages: stage 0 now has 17 layers, the file still says 20.
+    j = good;
+    j["layout"]["stage_layers"] = {17, 21, 21, 21};
+    expect_plan_error(j, {"$.stages[0].chunks[0].layers: is 20, but pp 4, vpp 1 and "
+                          "$.layout.stage_layers [17,21,21,21] over 80 layers give 17"});
     j = good;
     j["predicted"] = 8.3;
     expect_plan_error(j, {"$.predicted: must be an object, got 8.3"});
