@@ -1,6 +1,7 @@
 #include "planner/config/json_reader.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -277,6 +278,18 @@ std::string describe_json(const nlohmann::json& value) {
   return text;
 }
 
+std::string json_path_key(const std::string& key) {
+  const bool identifier =
+      !key.empty() && !std::isdigit(static_cast<unsigned char>(key[0])) &&
+      std::all_of(key.begin(), key.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+      });
+  return identifier ? "." + key
+                    : "[" + nlohmann::json(key).dump(-1, ' ', false,
+                                                     nlohmann::json::error_handler_t::replace) +
+                          "]";
+}
+
 StrictObject::StrictObject(const nlohmann::json& value, std::string file, std::string path,
                            std::vector<std::string> keys)
     : value_(value), file_(std::move(file)), path_(std::move(path)) {
@@ -288,7 +301,9 @@ StrictObject::StrictObject(const nlohmann::json& value, std::string file, std::s
     if (std::find(keys.begin(), keys.end(), it.key()) != keys.end()) continue;
     const std::vector<std::string> near = closest_names(it.key(), keys, 1);
     const std::string hint = near.empty() ? "" : "did you mean \"" + near.front() + "\"? ";
-    fail(it.key(), "unknown key; " + hint + "allowed keys: " + quoted_list(keys));
+    // The file's own key, quoted in the path unless it is an identifier (json_path_key).
+    throw InputError(file_ + ": " + path_ + json_path_key(it.key()) + ": unknown key; " + hint +
+                     "allowed keys: " + quoted_list(keys));
   }
 }
 

@@ -91,4 +91,9 @@ class StrictObject {
 /// A short description of a JSON value for error messages: `"abc"`, `-4`, `null`, `an object`.
 std::string describe_json(const nlohmann::json& value);
 
+/// An object key as a JSON path step: `.name` for an identifier ([A-Za-z_][A-Za-z0-9_]*),
+/// else `["the key"]` with JSON string escapes, so a key with a dot, a slash, a newline or a
+/// NUL (or an empty key) is neither misread as another path nor cuts the message short.
+std::string json_path_key(const std::string& key);
+
 }  // namespace meshplan

@@ -68,60 +68,82 @@ nlohmann::json stages_json(const Layout& l, const ModelSpec& model) {
   return stages;
 }
 
-/// "$.stages[i].key: is X, but ... gives Y; ..." for the first place (JSON Patch order,
-/// nlohmann::json::diff) where a plan file's stages differ from those its layout gives.
-/// Precondition: given != expected.
-std::string stages_difference(const nlohmann::json& expected, const nlohmann::json& given,
-                              const Layout& l, const ModelSpec& model) {
-  const nlohmann::json first = nlohmann::json::diff(expected, given).at(0);
-  const std::string pointer = first.at("path").get<std::string>();
-  // JSON Pointer "/0/chunks/1/layers" -> JSON path "[0].chunks[1].layers" (RFC 6901: "~1" is
-  // "/", "~0" is "~").
-  std::string path = "$.stages";
-  std::string token;
-  auto append = [&path](std::string t) {
-    for (std::size_t i = 0; (i = t.find("~1", i)) != std::string::npos; ++i) t.replace(i, 2, "/");
-    for (std::size_t i = 0; (i = t.find("~0", i)) != std::string::npos; ++i) t.replace(i, 2, "~");
-    path += !t.empty() && t.find_first_not_of("0123456789") == std::string::npos
-                ? "[" + t + "]"
-                : "." + t;
-  };
-  for (std::size_t i = 1; i < pointer.size(); ++i) {
-    if (pointer[i] == '/') {
-      append(token);
-      token.clear();
-    } else {
-      token += pointer[i];
-    }
+/// A value a plan file gives, for an error message: a scalar as written (long ones cut, as
+/// describe_json does), an array by its length, an object by its keys. Never serializes a
+/// container, so a value nested thousands deep costs nothing.
+/// An object's keys as JSON strings, comma-separated: "a", "b".
+std::string keys_text(const nlohmann::json& object) {
+  std::string keys;
+  for (auto it = object.begin(); it != object.end(); ++it) {
+    keys += (keys.empty() ? "" : ", ") +
+            nlohmann::json(it.key()).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }
-  if (!pointer.empty()) append(token);
+  return keys;
+}
+
+std::string given_text(const nlohmann::json& v) {
+  if (v.is_array()) return "an array of " + counted(static_cast<std::int64_t>(v.size()), "item");
+  if (!v.is_object()) return describe_json(v);
+  return v.empty() ? "an empty object" : "an object with the keys " + keys_text(v);
+}
+
+/// The first place, walking `expected` (the stages the layout gives, 3 levels deep), where
+/// `given` differs: "PATH: what it is, and what `source` gives". Recurses only as deep as
+/// `expected`, so the file's nesting is never followed. Empty when they are equal.
+std::string first_difference(const nlohmann::json& expected, const nlohmann::json& given,
+                             const std::string& path, const std::string& source) {
+  const std::string want = expected.is_primitive() ? expected.dump() : given_text(expected);
+  const std::string differs =
+      path + ": is " + given_text(given) + ", but " + source + " give " + want;
+  if (expected.is_array()) {
+    if (!given.is_array()) return differs;
+    if (given.size() != expected.size()) {
+      return path + ": has " + counted(static_cast<std::int64_t>(given.size()), "item") +
+             ", but " + source + " give " + std::to_string(expected.size());
+    }
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+      const std::string d = first_difference(expected[i], given[i],
+                                             path + "[" + std::to_string(i) + "]", source);
+      if (!d.empty()) return d;
+    }
+    return "";
+  }
+  if (expected.is_object()) {
+    if (!given.is_object()) return differs;
+    for (auto it = given.begin(); it != given.end(); ++it) {
+      if (!expected.contains(it.key())) {
+        return path + json_path_key(it.key()) + ": is not expected; " + source +
+               " give the keys " + keys_text(expected);
+      }
+    }
+    for (auto it = expected.begin(); it != expected.end(); ++it) {
+      if (!given.contains(it.key())) {
+        return path + json_path_key(it.key()) + ": is missing; " + source + " give " +
+               (it->is_primitive() ? it->dump() : given_text(*it));
+      }
+      const std::string d =
+          first_difference(*it, given.at(it.key()), path + json_path_key(it.key()), source);
+      if (!d.empty()) return d;
+    }
+    return "";
+  }
+  return given == expected ? "" : differs;
+}
+
+/// Why a plan file's stages are not those its layout gives: the first difference, what gives
+/// the expected value, and the remedy.
+std::string stages_problem(const nlohmann::json& given, const Layout& l,
+                           const ModelSpec& model) {
   const std::string split =
       l.stage_layers.empty() ? std::string("the even split")
                              : "$.layout.stage_layers [" + join(l.stage_layers, ",") + "]";
   const std::string source = "pp " + std::to_string(l.pp) + ", vpp " + std::to_string(l.vpp) +
                              " and " + split + " over " + counted(model.num_layers, "layer");
-  const nlohmann::json::json_pointer at(pointer);
-  auto shown = [](const nlohmann::json& v) {
-    const std::string text = v.dump();
-    if (text.size() <= 100) return text;
-    if (v.is_array()) return "an array of " + std::to_string(v.size()) + " items";
-    std::string keys;
-    for (auto it = v.begin(); it != v.end(); ++it) keys += (keys.empty() ? "" : ", ") + it.key();
-    return "an object with the keys " + keys;
-  };
-  std::string what;
-  const std::string op = first.at("op").get<std::string>();
-  if (op == "replace") {
-    what = "is " + shown(first.at("value")) + ", but " + source + " give " + shown(expected.at(at));
-  } else if (op == "add") {
-    what = "is not expected: " + source + " give " + std::to_string(expected.size()) +
-           " stages of " + std::to_string(l.vpp) + " chunk(s) each, with the keys " +
-           "stage, first_layer, layers, chunks, embedding, lm_head";
-  } else {
-    what = "is missing: " + source + " give " + shown(expected.at(at));
-  }
-  return path + ": " + what + "; the stages follow $.layout: write the plan again (meshplan "
-         "estimate with --stage-layers and --out) instead of editing them";
+  const std::string difference = first_difference(stages_json(l, model), given, "$.stages",
+                                                  source);
+  if (difference.empty()) return "";
+  return difference + "; the stages follow $.layout: write the plan again (meshplan estimate "
+         "with --stage-layers and --out) instead of editing them";
 }
 
 nlohmann::json groups_json(GroupKind kind, const Layout& l) {
@@ -517,13 +539,14 @@ Plan plan_from_json(const nlohmann::json& json, const std::string& file) {
         child(groups, json.at("groups"), key, "an array of rank lists");
     if (given != groups_json(kind, layout)) {
       groups.fail(key, std::string("are not the ") + key + " groups of " + degrees_text(layout) +
-                           " in " + kRankOrder + " rank order; write the plan again (meshplan "
-                           "estimate --plan FILE --out FILE) instead of editing its groups");
+                           " in " + kRankOrder + " rank order; the groups follow $.layout: "
+                           "write the plan again (meshplan plan, or estimate with the layout's "
+                           "flags and --out) instead of editing them");
     }
   }
   const nlohmann::json& stages = child(o, json, "stages", "an array of pipeline stages");
-  if (const nlohmann::json expected = stages_json(layout, model); stages != expected) {
-    throw InputError(file + ": " + stages_difference(expected, stages, layout, model));
+  if (const std::string problem = stages_problem(stages, layout, model); !problem.empty()) {
+    throw InputError(file + ": " + problem);
   }
   for (const char* output : {"memory", "predicted"}) {
     const nlohmann::json& v = child(o, json, output, "an object (an output of meshplan)");

@@ -457,7 +457,8 @@ TEST_CASE("a corrupt plan is refused with the file and the JSON path", "[plan_fi
   SECTION("edited groups or stages") {
     nlohmann::json j = good;
     j["groups"]["tp"][0][0] = 1;
-    expect_plan_error(j, {"$.groups.tp: are not the tp groups of dp 2 tp 8 pp 4 cp 1"});
+    expect_plan_error(j, {"$.groups.tp: are not the tp groups of dp 2 tp 8 pp 4 cp 1 in "
+                          "tp-cp-dp-pp rank order; the groups follow $.layout"});
     j = good;
     // The first difference is named with its path and the value the layout gives: 80 layers
     // evenly over pp 4 are 20 per stage, so stage 3 starts at layer 60.
@@ -469,13 +470,40 @@ TEST_CASE("a corrupt plan is refused with the file and the JSON path", "[plan_fi
     expect_plan_error(j, {"$.stages[3].chunks[0].first_layer: is 61, but pp 4, vpp 1 and the "
                           "even split over 80 layers give 60"});
     j = good;
-    j["stages"].erase(3);
-    expect_plan_error(j, {"$.stages[3]: is missing: pp 4, vpp 1 and the even split over 80 "
-                          "layers give an object with the keys chunks, embedding, first_layer, "
-                          "layers, lm_head, stage"});
+    j["stages"].erase(1);
+    expect_plan_error(j, {"$.stages: has 3 items, but pp 4, vpp 1 and the even split over 80 "
+                          "layers give 4"});
     j = good;
-    j["stages"][1]["note"] = "mine";
-    expect_plan_error(j, {"$.stages[1].note: is not expected"});
+    j["stages"][1].erase("lm_head");
+    expect_plan_error(j, {"$.stages[1].lm_head: is missing; pp 4, vpp 1 and the even split over "
+                          "80 layers give false"});
+    j = good;
+    // Keys that are not identifiers are quoted in the path, so they read as one key.
+    j["stages"][1]["a.b/c"] = "mine";
+    expect_plan_error(j, {"$.stages[1][\"a.b/c\"]: is not expected; pp 4, vpp 1 and the even "
+                          "split over 80 layers give the keys \"chunks\", \"embedding\", "
+                          "\"first_layer\", \"layers\", \"lm_head\", \"stage\""});
+    // An unknown key is quoted too: a NUL or a newline in it no longer cuts or splits the line.
+    j = good;
+    j["layout"][std::string("q.x\n\0y", 6)] = 1;
+    expect_plan_error(j, {"$.layout[\"q.x\\n\\u0000y\"]: unknown key; did you mean \"cp\"? "
+                          "allowed keys: "});
+    // A long string is cut, a deeply nested value is described, not serialized (a value 60,000
+    // arrays deep had overflowed the stack).
+    j = good;
+    j["stages"][2]["layers"] = std::string(200, 'x');
+    expect_plan_error(j, {"$.stages[2].layers: is \"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx..., "
+                          "but pp 4, vpp 1 and the even split over 80 layers give 20"});
+    j = good;
+    nlohmann::json deep = nlohmann::json::array();
+    nlohmann::json* innermost = &deep;
+    for (int depth = 0; depth < 60000; ++depth) {
+      innermost->push_back(nlohmann::json::array());
+      innermost = &innermost->back();
+    }
+    j["stages"][2]["layers"] = std::move(deep);
+    expect_plan_error(j, {"$.stages[2].layers: is an array of 1 item, but pp 4, vpp 1 and the "
+                          "even split over 80 layers give 20"});
     // An edited split without its stages: stage 0 now has 17 layers, the file still says 20.
     j = good;
     j["layout"]["stage_layers"] = {17, 21, 21, 21};
