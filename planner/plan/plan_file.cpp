@@ -142,8 +142,9 @@ std::string stages_problem(const nlohmann::json& given, const Layout& l,
   const std::string difference = first_difference(stages_json(l, model), given, "$.stages",
                                                   source);
   if (difference.empty()) return "";
-  return difference + "; the stages follow $.layout: write the plan again (meshplan estimate "
-         "with --stage-layers and --out) instead of editing them";
+  return difference + "; the stages follow $.layout: to change the split, write the plan again "
+         "(meshplan estimate with the model, cluster and layout flags, --stage-layers among "
+         "them, and --out; not with --plan) instead of editing them";
 }
 
 nlohmann::json groups_json(GroupKind kind, const Layout& l) {
@@ -540,8 +541,9 @@ Plan plan_from_json(const nlohmann::json& json, const std::string& file) {
     if (given != groups_json(kind, layout)) {
       groups.fail(key, std::string("are not the ") + key + " groups of " + degrees_text(layout) +
                            " in " + kRankOrder + " rank order; the groups follow $.layout: "
-                           "write the plan again (meshplan plan, or estimate with the layout's "
-                           "flags and --out) instead of editing them");
+                           "write the plan again (meshplan plan, or meshplan estimate with the "
+                           "model, cluster and layout flags and --out; not with --plan) instead "
+                           "of editing them");
     }
   }
   const nlohmann::json& stages = child(o, json, "stages", "an array of pipeline stages");

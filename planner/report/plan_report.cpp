@@ -87,7 +87,7 @@ std::string winner_state_text(const SearchRequest& r, const Layout& l) {
   static const char* const kSharded[] = {"", "the optimizer states", "the gradients and "
                                          "optimizer states", "all of it"};
   const double group = shard_group(l, r.setup.framework);
-  std::string text = "the winner holds " + gb(held) + " of it on its largest stage (tp x pp = " +
+  std::string text = "the winner holds " + gib(held) + " of it on its largest stage (tp x pp = " +
                      std::to_string(l.tp * l.pp) + " split the weights";
   if (l.zero >= 1 && group > 1) {
     text += ", ZeRO-" + std::to_string(l.zero) + " shards " + kSharded[l.zero] + " over " +
@@ -123,22 +123,22 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
   const StaticMemory state = static_memory(params, r.setup.framework, r.setup.precision);
   const double usable = result.usable_bytes;
   s << "- Training state: " << scientific(params) << " params x " << fixed(state.bytes_per_param, 0)
-    << " bytes (" << r.setup.framework.name << ") = " << gb(state.total_bytes) << "; one "
+    << " bytes (" << r.setup.framework.name << ") = " << gib(state.total_bytes) << "; one "
     << gpu.name << " has " << gib(usable) << " usable (" << gib(r.memory_reserve_bytes)
     << " reserve). ";
   if (state.total_bytes < usable) {
     s << "It fits on one GPU: plain data parallelism (DDP) needs no sharding.\n";
   } else if (state.total_bytes / static_cast<double>(r.gpus) < usable) {
-    // Split over every GPU: by tp x pp alone, or ZeRO-3/FSDP where the framework offers it.
-    s << "It does not fit on one GPU; split over all " << r.gpus << " GPUs (tp x pp"
-      << (r.setup.framework.allows_zero(3) ? " or ZeRO-3/FSDP" : "") << ") it would be "
-      << gb(state.total_bytes / static_cast<double>(r.gpus)) << " per GPU, the least any layout "
-      << "holds";
+    // Split evenly over every GPU (by tp x pp x ZeRO, or ZeRO-3/FSDP alone where the framework
+    // offers it): the floor under every layout's share.
+    s << "It does not fit on one GPU. Split evenly over all " << counted(r.gpus, "GPU")
+      << " it would be " << gib(state.total_bytes / static_cast<double>(r.gpus))
+      << " per GPU, a floor no layout goes below";
     if (!result.ranked.empty()) s << "; " << winner_state_text(r, result.ranked.front().layout);
     s << ".\n";
   } else {
     s << "Even sharded over all " << counted(r.gpus, "GPU") << " it is "
-      << gb(state.total_bytes / static_cast<double>(r.gpus)) << " per GPU: more GPUs are needed.\n";
+      << gib(state.total_bytes / static_cast<double>(r.gpus)) << " per GPU: more GPUs are needed.\n";
   }
   if (result.ranked.empty()) {
     s << "- No layout fits. Rejected: " << rejected_text(result) << ".";

@@ -459,8 +459,8 @@ TEST_CASE("a pipeline whose stages differ says which one sets the pace", "[usabi
 
 TEST_CASE("plan's Why: the state fully sharded is a floor, and what the winner holds of it",
           "[usability][plan]") {
-  // Llama 3 405B on 1024 H100, megatron (18 bytes/param): 7305 GB / 1024 = 7.1 GB, the least
-  // any layout holds; the winner holds its largest stage's weights, gradients and ZeRO shard of
+  // Llama 3 405B on 1024 H100, megatron (18 bytes/param): 405.9e9 x 18 = 7305 GB = 6804 GiB,
+  // / 1024 = 6.6 GiB, a floor no layout goes below; the winner holds its largest stage's weights, gradients and ZeRO shard of
   // the optimizer states, which the ledger of that layout adds up.
   const test::CliResult r = test::run({"plan", "--model", "llama3-405b", "--cluster", "dgx-h100",
                                        "--gpus", "1024", "--seq", "8192", "--gbs", "2048",
@@ -469,8 +469,8 @@ TEST_CASE("plan's Why: the state fully sharded is a floor, and what the winner h
   REQUIRE(r.exit_code == 0);
   const nlohmann::json j = nlohmann::json::parse(r.out);
   const std::string why = j["explanation"].get<std::string>();
-  CHECK_THAT(why, Contains("split over all 1024 GPUs (tp x pp) it would be 7.1 GB per GPU, the "
-                           "least any layout holds; the winner holds "));
+  CHECK_THAT(why, Contains("Split evenly over all 1024 GPUs it would be 6.6 GiB per GPU, a "
+                           "floor no layout goes below; the winner holds "));
   const nlohmann::json& l = j["ranked"][0]["layout"];
   CHECK_THAT(why, Contains("on its largest stage (tp x pp = " +
                            std::to_string(l["tp"].get<int>() * l["pp"].get<int>()) +
