@@ -93,17 +93,11 @@ CommandAction add_estimate_command(CLI::App& app) {
       "Estimate a plan.json (written with --out) again: its inputs and layout take the place "
       "of the input and layout flags")
       ->check(non_empty("a plan.json written by meshplan plan or estimate with --out"));
-  for (const char* name :
-       {"--model", "--cluster", "--profile", "--gpus", "--framework", "--precision", "--dp",
-        "--tp", "--pp", "--cp", "--vpp", "--mbs", "--gbs", "--seq", "--zero", "--recompute",
-        "--sp", "--attention", "--stage-layers", "--tp-overlap", "--dp-overlap",
-        "--pp-overlap", "--elementwise"}) {
-    plan_option->excludes(cmd->get_option(name));
-  }
-  // CLI11's help lists an option's exclusions only where it has no option_text of its own, and
-  // --sp has one ("[on|off]", add_on_off_option): its exclusion is written there.
-  CLI::Option* sp = cmd->get_option("--sp");
-  sp->option_text(sp->get_option_text() + " Excludes: --plan");
+  exclude_with_plan(*cmd, *plan_option,
+                    {"--model", "--cluster", "--profile", "--gpus", "--framework", "--precision",
+                     "--dp", "--tp", "--pp", "--cp", "--vpp", "--mbs", "--gbs", "--seq", "--zero",
+                     "--recompute", "--sp", "--attention", "--stage-layers", "--tp-overlap",
+                     "--dp-overlap", "--pp-overlap", "--elementwise"});
 
   return [o](std::ostream& out, std::ostream& err) {
     // Before any work: the outputs are distinct files, none of them an input, and all writable.

@@ -1,6 +1,7 @@
 // `meshplan ledger`: the hand calculation every large-model run starts with. Static memory of
 // training (weights, gradients, optimizer states) under a framework convention, whether it fits
-// on one GPU, the training compute (6ND and the exact count) and the time to train.
+// on one GPU, the training compute (6ND and the exact count) and the time to train. With a model
+// (or a plan.json, --plan) the per-stage ledger of a layout too.
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -18,6 +19,7 @@
 #include "planner/cli/options.hpp"
 #include "planner/config/input_error.hpp"
 #include "planner/config/loaders.hpp"
+#include "planner/plan/plan_file.hpp"
 #include "planner/report/format.hpp"
 #include "planner/report/layout_summary.hpp"
 #include "planner/report/memory_ledger_report.hpp"
@@ -31,6 +33,7 @@ namespace {
 constexpr double kChinchillaTokensPerParam = 20.0;
 
 struct LedgerOptions {
+  std::string plan;  ///< a plan.json: its model, GPU, framework, precision and layout
   std::string model;
   double params = 0;
   std::string gpu = "h100-sxm";
@@ -67,22 +70,40 @@ struct LedgerResult {
   std::vector<std::string> notes;  ///< defaults taken, printed to the user
 };
 
+/// Model, GPU, framework, precision and layout from a plan file (read_plan checks them all).
+void read_plan_inputs(const std::string& path, LedgerResult& r) {
+  const Plan plan = read_plan(path, "--plan");
+  r.notes.push_back("model, GPU, framework, precision and layout from " + path);
+  const std::vector<std::string> setup =
+      setup_notes(plan.layout, plan.setup, plan.cluster.gpu, "");
+  r.notes.insert(r.notes.end(), setup.begin(), setup.end());
+  r.model = plan.model;
+  r.gpu = plan.cluster.gpu;
+  r.framework = plan.setup.framework;
+  r.precision = plan.setup.precision;
+  r.layout = ResolvedLayout{plan.layout, plan.setup, {}};
+}
+
 LedgerResult compute(const LedgerOptions& o) {
   LedgerResult r;
-  if (!o.model.empty()) {
-    r.model = load_model(o.model, "--model", &r.notes);
+  if (!o.plan.empty()) {
+    read_plan_inputs(o.plan, r);
+  } else {
+    if (!o.model.empty()) r.model = load_model(o.model, "--model", &r.notes);
+    r.gpu = load_gpu(o.gpu, "--gpu");
+    r.framework = require_framework(o.framework);
+    if (o.framework_defaulted && !o.model.empty()) {
+      r.notes.push_back("framework textbook (default of ledger; plan and estimate default to "
+                        "megatron, 18 bytes/param: give --framework megatron to compare)");
+    }
+    r.precision = require_precision(o.precision, r.gpu, r.notes);
+  }
+  if (r.model) {
     r.counts = count_params(*r.model);
     r.params = static_cast<double>(r.counts->total);
   } else {
     r.params = o.params;
   }
-  r.gpu = load_gpu(o.gpu, "--gpu");
-  r.framework = require_framework(o.framework);
-  if (o.framework_defaulted && !o.model.empty()) {
-    r.notes.push_back("framework textbook (default of ledger; plan and estimate default to "
-                      "megatron, 18 bytes/param: give --framework megatron to compare)");
-  }
-  r.precision = require_precision(o.precision, r.gpu, r.notes);
   r.memory = static_memory(r.params, r.framework, r.precision);
   r.fits = r.memory.total_bytes <= r.gpu.memory_bytes;
 
@@ -91,10 +112,12 @@ LedgerResult compute(const LedgerOptions& o) {
   r.training_flops = six_nd_flops(r.params, r.tokens);
   r.gpus = o.gpus > 0 ? o.gpus : 1;
   if (r.model) {
-    r.layout = resolve_layout(o.layout, *r.model, r.gpu, r.framework, r.precision,
-                              o.gpus > 0 ? std::optional<std::int64_t>(o.gpus) : std::nullopt);
+    if (!r.layout) {
+      r.layout = resolve_layout(o.layout, *r.model, r.gpu, r.framework, r.precision,
+                                o.gpus > 0 ? std::optional<std::int64_t>(o.gpus) : std::nullopt);
+      r.notes.insert(r.notes.end(), r.layout->notes.begin(), r.layout->notes.end());
+    }
     r.gpus = r.layout->layout.gpus();
-    r.notes.insert(r.notes.end(), r.layout->notes.begin(), r.layout->notes.end());
     r.seq = r.layout->setup.seq;
     r.exact = exact_flops_per_token(*r.model, r.seq);
     r.ledger = build_memory_ledger(*r.model, r.layout->layout, r.layout->setup, r.gpu);
@@ -229,6 +252,11 @@ CommandAction add_ledger_command(CLI::App& app) {
       "ledger",
       "Memory ledger of training: static memory (weights, gradients, optimizer states) under a "
       "framework convention, whether it fits on one GPU, compute (6ND, exact) and time to train.");
+  CLI::Option* plan = cmd->add_option(
+      "--plan", o->plan,
+      "The ledger of a plan.json (written by plan or estimate with --out): its model, GPU, "
+      "framework, precision and layout take the place of those flags")
+      ->check(non_empty("a plan.json written by meshplan plan or estimate with --out"));
   auto* model = cmd->add_option("--model", o->model,
                                 "Model: a preset name (meshplan presets models), a meshplan-model/1 "
                                 "JSON file or a Hugging Face config.json")
@@ -255,15 +283,20 @@ CommandAction add_ledger_command(CLI::App& app) {
       ->check(positive_up_to(1e9));
   add_mfu_option(*cmd, o->mfu);
   add_layout_options(*cmd, o->layout);
+  exclude_with_plan(*cmd, *plan,
+                    {"--model", "--params", "--gpu", "--framework", "--precision", "--gpus",
+                     "--dp", "--tp", "--pp", "--cp", "--vpp", "--mbs", "--gbs", "--seq", "--zero",
+                     "--recompute", "--sp", "--attention", "--stage-layers"});
   cmd->add_flag("--all-stages", o->all_stages,
                 "Print every pipeline stage's entries (default: the worst stage's)");
   cmd->add_flag("--json", o->json, "Print JSON (keys carry their units) instead of tables");
 
   return [o, cmd](std::ostream& out, std::ostream& err) {
-    if (o->model.empty() && !(o->params > 0)) {
-      throw InputError("ledger: give --model NAME|FILE or --params N (e.g. --params 7e9)");
+    if (o->plan.empty() && o->model.empty() && !(o->params > 0)) {
+      throw InputError("ledger: give --model NAME|FILE, --params N (e.g. --params 7e9) or "
+                       "--plan FILE");
     }
-    if (o->model.empty()) {
+    if (o->plan.empty() && o->model.empty()) {
       for (const char* flag : {"--dp", "--tp", "--pp", "--cp", "--vpp", "--mbs", "--gbs", "--seq",
                                "--zero", "--recompute", "--sp", "--attention", "--stage-layers",
                                "--all-stages"}) {

@@ -361,6 +361,16 @@ void add_layout_options(CLI::App& cmd, LayoutFlags& f) {
       ->check(CLI::Validator(stage_layers_problem, "LIST"));
 }
 
+void exclude_with_plan(CLI::App& cmd, CLI::Option& plan, const std::vector<const char*>& flags) {
+  for (const char* name : flags) {
+    plan.excludes(cmd.get_option(name));
+    if (std::string(name) == "--sp") {
+      CLI::Option* sp = cmd.get_option("--sp");
+      sp->option_text(sp->get_option_text() + " Excludes: --plan");
+    }
+  }
+}
+
 std::vector<std::string> split_stage_layers(const std::string& list) {
   std::vector<std::string> items;
   std::size_t start = 0;

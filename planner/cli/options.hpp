@@ -150,6 +150,11 @@ std::string seq_default_note(std::int64_t seq);
 /// --stage-layers, each with its unit and default in the help.
 void add_layout_options(CLI::App& cmd, LayoutFlags& flags);
 
+/// Makes `plan` (a --plan FILE option) exclude each of `flags` (options of `cmd`, which must
+/// exist), the inputs a plan file gives. --sp's help, which has an option text of its own
+/// ("[on|off]", where CLI11 would not list its exclusions), says so itself.
+void exclude_with_plan(CLI::App& cmd, CLI::Option& plan, const std::vector<const char*>& flags);
+
 /// The items of a --stage-layers value split at every comma, empty ones kept ("16,,16": "16",
 /// "", "16").
 std::vector<std::string> split_stage_layers(const std::string& list);

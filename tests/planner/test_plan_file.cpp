@@ -801,6 +801,45 @@ TEST_CASE("estimate takes --model or --plan, not both", "[plan_file]") {
   }
 }
 
+TEST_CASE("ledger --plan gives the plan's per-stage ledger", "[plan_file]") {
+  const std::string dir = fresh_dir("ledger");
+  const std::string path = dir + "/plan.json";
+  // An interleaved, uneven, fp8 plan of another framework: everything the ledger reads comes
+  // from the file, so its peak is the plan's memory.peak_bytes and the stages' in flight and
+  // totals match those of estimate --plan's ledger, byte for byte.
+  write_then_read({"estimate", "--model", "llama3-70b", "--cluster", "dgx-h100", "--dp", "2",
+                   "--tp", "8", "--pp", "4", "--vpp", "2", "--stage-layers",
+                   "9,10,10,10,10,10,10,11", "--gbs", "64", "--zero", "1", "--sp", "--recompute",
+                   "selective", "--precision", "fp8", "--framework", "nemo"},
+                  path);
+  const test::CliResult r = test::run({"ledger", "--plan", path, "--json"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  const nlohmann::json plan = load_json_file(path);
+  CHECK(j["peak_bytes"] == plan["memory"]["peak_bytes"]);
+  CHECK(j["framework"] == "nemo");
+  CHECK(j["layout"]["vpp"] == 2);
+  CHECK(j["layout"]["stage_layers"] == plan["layout"]["stage_layers"]);
+  // 70.55e9 params x 16 bytes (nemo: bf16 weights and grad buffer, fp32 master, m, v).
+  CHECK(j["static_bytes"].get<double>() == Approx(70553706496.0 * 16));
+  REQUIRE(j["stages"].size() == 4);
+  for (std::size_t i = 0; i < 4; ++i) {
+    CHECK(j["stages"][i]["total_bytes"] == plan["memory"]["stages"][i]["total_bytes"]);
+  }
+  CHECK_THAT(j["notes"][0].get<std::string>(),
+             Catch::Equals("model, GPU, framework, precision and layout from " + path));
+  // The plan gives the model, GPU and layout: their flags are refused beside it.
+  for (const std::vector<std::string>& extra : std::vector<std::vector<std::string>>{
+           {"--model", "llama3-8b"}, {"--params", "7e9"}, {"--gpu", "h200"}, {"--tp", "2"},
+           {"--sp"}, {"--framework", "megatron"}, {"--gpus", "32"}}) {
+    INFO(extra.front());
+    const test::CliResult both = test::run(test::with({"ledger", "--plan", path}, extra));
+    CHECK(both.exit_code == 2);
+    CHECK_THAT(both.err, Catch::Contains("--plan excludes " + extra.front()));
+  }
+}
+
 TEST_CASE("a plan of 16384 GPUs lists every group", "[plan_file]") {
   const ModelSpec model = load_model("llama3-70b");
   const TrainingSetup setup = test::megatron_setup(8192);
