@@ -118,8 +118,8 @@ CommandAction add_estimate_command(CLI::App& app) {
     Plan plan;
     std::string label;  // the profile, as errors name it
     if (!o->plan.empty()) {
-      plan = read_plan(o->plan, "--plan");
       notes.push_back("inputs and layout from " + o->plan);
+      plan = read_plan(o->plan, "--plan", &notes);
       // What the flags' path notes (resolve_layout), said of the plan's values too.
       const std::vector<std::string> setup =
           setup_notes(plan.layout, plan.setup, plan.cluster.gpu, "");

@@ -72,8 +72,8 @@ struct LedgerResult {
 
 /// Model, GPU, framework, precision and layout from a plan file (read_plan checks them all).
 void read_plan_inputs(const std::string& path, LedgerResult& r) {
-  const Plan plan = read_plan(path, "--plan");
   r.notes.push_back("model, GPU, framework, precision and layout from " + path);
+  const Plan plan = read_plan(path, "--plan", &r.notes);
   const std::vector<std::string> setup =
       setup_notes(plan.layout, plan.setup, plan.cluster.gpu, "");
   r.notes.insert(r.notes.end(), setup.begin(), setup.end());
@@ -288,7 +288,8 @@ CommandAction add_ledger_command(CLI::App& app) {
                      "--dp", "--tp", "--pp", "--cp", "--vpp", "--mbs", "--gbs", "--seq", "--zero",
                      "--recompute", "--sp", "--attention", "--stage-layers"});
   cmd->add_flag("--all-stages", o->all_stages,
-                "Print every pipeline stage's entries (default: the worst stage's)");
+                "Print every pipeline stage's entries (default: the worst stage's; --json always lists "
+                "every stage's)");
   cmd->add_flag("--json", o->json, "Print JSON (keys carry their units) instead of tables");
 
   return [o, cmd](std::ostream& out, std::ostream& err) {

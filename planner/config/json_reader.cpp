@@ -166,7 +166,8 @@ class StrictSax : public nlohmann::json::json_sax_t {
     std::string path = "$";
     for (std::size_t i = 0; i + 1 < frames_.size(); ++i) {
       const Frame& f = frames_[i];
-      path += f.node->is_array() ? "[" + std::to_string(f.node->size() - 1) + "]" : "." + f.key;
+      path += f.node->is_array() ? "[" + std::to_string(f.node->size() - 1) + "]"
+                                 : json_path_key(f.key);
     }
     return path;
   }
@@ -186,7 +187,8 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& file)
   if (nlohmann::json::sax_parse(text, &sax)) return root;
   if (const auto& d = sax.duplicate()) {
     const auto [line, column] = line_and_column(text, nth_key_byte(text, d->key_ordinal));
-    throw InputError(file + ": duplicate key \"" + d->key + "\" in " + d->object_path + " (line " +
+    throw InputError(file + ": duplicate key " + describe_json(d->key) + " in " + d->object_path +
+                     " (line " +
                      std::to_string(line) +
                      "); each key may appear once in an object (a later one would silently "
                      "replace the earlier): remove one of them");
@@ -336,7 +338,7 @@ std::string StrictObject::choice(const std::string& key, const std::vector<std::
   for (const std::string& c : choices) {
     if (v == c) return v;
   }
-  fail(key, "\"" + v + "\" is not allowed; expected one of " + quoted_list(choices));
+  fail(key, describe_json(v) + " is not allowed; expected one of " + quoted_list(choices));
 }
 
 bool StrictObject::boolean(const std::string& key) {

@@ -87,9 +87,10 @@ std::string given_text(const nlohmann::json& v) {
   return v.empty() ? "an empty object" : "an object with the keys " + keys_text(v);
 }
 
-/// The first place, walking `expected` (the stages the layout gives, 3 levels deep), where
-/// `given` differs: "PATH: what it is, and what `source` gives". Recurses only as deep as
-/// `expected`, so the file's nesting is never followed. Empty when they are equal.
+/// The first place, walking `expected` (what the layout gives: its stages, 3 levels deep, or a
+/// kind of process group, 2), where `given` differs: "PATH: what it is, and what `source`
+/// gives". Recurses only as deep as `expected`, so the file's nesting is never followed. Empty
+/// when they are equal.
 std::string first_difference(const nlohmann::json& expected, const nlohmann::json& given,
                              const std::string& path, const std::string& source) {
   const std::string want = expected.is_primitive() ? expected.dump() : given_text(expected);
@@ -243,7 +244,7 @@ void check_schema(const nlohmann::json& json, const std::string& file) {
   if (!json.is_object()) return;  // StrictObject reports it
   const std::string writer =
       json.contains("meshplan_version") && json.at("meshplan_version").is_string()
-          ? " (meshplan " + json.at("meshplan_version").get<std::string>() + ")"
+          ? " (meshplan_version " + describe_json(json.at("meshplan_version")) + ")"
           : "";
   const std::string newer = "this plan was written by a newer meshplan" + writer +
                             "; this meshplan " + MESHPLAN_VERSION + " reads plan schema version " +
@@ -538,12 +539,14 @@ Plan plan_from_json(const nlohmann::json& json, const std::string& file) {
   for (const auto& [key, kind] : group_kinds()) {
     const nlohmann::json& given =
         child(groups, json.at("groups"), key, "an array of rank lists");
-    if (given != groups_json(kind, layout)) {
-      groups.fail(key, std::string("are not the ") + key + " groups of " + degrees_text(layout) +
-                           " in " + kRankOrder + " rank order; the groups follow $.layout: "
-                           "write the plan again (meshplan plan, or meshplan estimate with the "
-                           "model, cluster and layout flags and --out; not with --plan) instead "
-                           "of editing them");
+    const std::string difference =
+        first_difference(groups_json(kind, layout), given, "$.groups" + json_path_key(key),
+                         std::string("the ") + key + " groups of " + degrees_text(layout) +
+                             " in " + kRankOrder + " rank order");
+    if (!difference.empty()) {
+      throw InputError(file + ": " + difference + "; the groups follow $.layout: write the plan "
+                       "again (meshplan plan, or meshplan estimate with the model, cluster and "
+                       "layout flags and --out; not with --plan) instead of editing them");
     }
   }
   const nlohmann::json& stages = child(o, json, "stages", "an array of pipeline stages");
@@ -569,12 +572,45 @@ void write_plan(const std::string& path, const Plan& plan) {
   write_file_atomically(path, text + "\n");
 }
 
-Plan read_plan(const std::string& path, const std::string& flag) {
+Plan read_plan(const std::string& path, const std::string& flag,
+               std::vector<std::string>* notes) {
   const nlohmann::json json = load_json_file(path);
   check_file_kind(
       json, path, kPlanSchema,
       std::string("a ") + kPlanSchema + " file (written by meshplan plan|estimate --out)", flag);
-  return plan_from_json(json, path);
+  Plan plan = plan_from_json(json, path);
+  if (notes != nullptr) {
+    if (std::string note = recorded_numbers_note(json, plan, path); !note.empty()) {
+      notes->push_back(std::move(note));
+    }
+  }
+  return plan;
+}
+
+std::string recorded_numbers_note(const nlohmann::json& json, const Plan& plan,
+                                  const std::string& file) {
+  auto recorded = [&json](const char* object, const char* key) -> std::optional<double> {
+    if (!json.contains(object) || !json.at(object).is_object()) return std::nullopt;
+    const nlohmann::json& o = json.at(object);
+    if (!o.contains(key) || !o.at(key).is_number()) return std::nullopt;
+    return o.at(key).get<double>();
+  };
+  auto differs = [](double a, double b) { return std::fabs(a - b) > 1e-9 * std::fabs(b); };
+  std::string differences;
+  const std::optional<double> peak = recorded("memory", "peak_bytes");
+  if (peak && differs(*peak, plan.estimate.memory.peak_bytes)) {
+    differences += "peak memory " + gib(*peak) + " where its inputs give " +
+                   gib(plan.estimate.memory.peak_bytes);
+  }
+  const std::optional<double> step = recorded("predicted", "step_time_s");
+  if (step && differs(*step, plan.estimate.step_time_s)) {
+    differences += std::string(differences.empty() ? "" : ", ") + "step time " +
+                   fixed(*step, 3) + " s where its inputs give " +
+                   fixed(plan.estimate.step_time_s, 3) + " s";
+  }
+  if (differences.empty()) return "";
+  return file + " records " + differences + " (the file was edited after it was written, or "
+         "another meshplan version wrote it); the numbers printed are the ones its inputs give";
 }
 
 }  // namespace meshplan

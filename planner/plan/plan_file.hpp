@@ -45,6 +45,15 @@ void write_plan(const std::string& path, const Plan& plan);
 /// Reads the plan file at `path` (load_json_file, then plan_from_json). Throws InputError; a
 /// file of another kind (a model, a run report) is named as such with `flag`, the flag the file
 /// was given to ("--plan"; empty for a positional argument) (check_file_kind, loaders.hpp).
-Plan read_plan(const std::string& path, const std::string& flag = "");
+/// `notes`, when given, gets recorded_numbers_note's note, if any.
+Plan read_plan(const std::string& path, const std::string& flag = "",
+               std::vector<std::string>* notes = nullptr);
+
+/// A note when the numbers a plan file records (memory.peak_bytes, predicted.step_time_s) are
+/// not those `plan` (read from it) computes, relative difference above 1e-9: the file was
+/// edited after it was written, or another meshplan version wrote it. Empty when they agree or
+/// the file records none. The recorded numbers are never used; the note says which are printed.
+std::string recorded_numbers_note(const nlohmann::json& json, const Plan& plan,
+                                  const std::string& file);
 
 }  // namespace meshplan

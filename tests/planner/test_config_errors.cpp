@@ -85,6 +85,10 @@ TEST_CASE("zero and negative sizes are errors", "[errors]") {
 TEST_CASE("a bad enum value lists the allowed values", "[errors]") {
   expect_input_error(broken_model("enum.json", "\"swiglu\"", "\"geglu\""),
                      "$.ffn_type: \"geglu\" is not allowed; expected one of \"gelu\", \"swiglu\"");
+  // The value is quoted with JSON escapes: a NUL or a newline in it neither cuts nor splits the
+  // message.
+  expect_input_error(broken_model("enum-nul.json", "\"swiglu\"", "\"ge\\u0000g\\nlu\""),
+                     "$.ffn_type: \"ge\\u0000g\\nlu\" is not allowed; expected one of \"gelu\"");
 }
 
 TEST_CASE("rope_theta: optional on rope models, a number > 1, absent on the others", "[errors]") {
@@ -564,6 +568,11 @@ TEST_CASE("a duplicate key names the file, the key, the object's path and the li
                       "them");
     CHECK_THROWS_WITH(parse_json_text("{\"b\": {\"c\": [0, {\"d\": 1, \"d\": 1}]}}", "t.json"),
                       Catch::StartsWith("t.json: duplicate key \"d\" in $.b.c[1] (line 1)"));
+    // Keys that are not identifiers are quoted, in the path and as the repeated key, so a dot,
+    // a quote or a newline in one neither reads as another path nor splits the line.
+    CHECK_THROWS_WITH(
+        parse_json_text("{\"a.b\\n\\\"\": {\"x\\u0000\": 1, \"x\\u0000\": 2}}", "t.json"),
+        Catch::StartsWith("t.json: duplicate key \"x\\u0000\" in $[\"a.b\\n\\\"\"] (line 1)"));
     // The same key in sibling objects is fine, and the document is built as nlohmann builds it.
     const nlohmann::json ok =
         parse_json_text("{\"a\": [{\"x\": 1}, {\"x\": [2, {\"x\": null}]}], \"x\": 1.5}", "t.json");

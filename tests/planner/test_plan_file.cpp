@@ -5,6 +5,7 @@
 // with the file and the JSON path, and nothing is written; the file is written atomically.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -25,6 +26,7 @@
 #include "planner/config/spec_json.hpp"
 #include "planner/plan/plan.hpp"
 #include "planner/plan/plan_file.hpp"
+#include "planner/report/format.hpp"
 #include "tests/support/cli_runner.hpp"
 #include "tests/support/setups.hpp"
 
@@ -457,8 +459,13 @@ TEST_CASE("a corrupt plan is refused with the file and the JSON path", "[plan_fi
   SECTION("edited groups or stages") {
     nlohmann::json j = good;
     j["groups"]["tp"][0][0] = 1;
-    expect_plan_error(j, {"$.groups.tp: are not the tp groups of dp 2 tp 8 pp 4 cp 1 in "
-                          "tp-cp-dp-pp rank order; the groups follow $.layout"});
+    // dp 2 tp 8 pp 4: the tp groups are runs of 8 consecutive ranks, the first {0, ..., 7}.
+    expect_plan_error(j, {"$.groups.tp[0][0]: is 1, but the tp groups of dp 2 tp 8 pp 4 cp 1 in "
+                          "tp-cp-dp-pp rank order give 0; the groups follow $.layout"});
+    j = good;
+    j["groups"]["pp"] = nullptr;  // 64 GPUs / pp 4 = 16 pipeline groups
+    expect_plan_error(j, {"$.groups.pp: is null, but the pp groups of dp 2 tp 8 pp 4 cp 1 in "
+                          "tp-cp-dp-pp rank order give an array of 16 items"});
     j = good;
     // The first difference is named with its path and the value the layout gives: 80 layers
     // evenly over pp 4 are 20 per stage, so stage 3 starts at layer 60.
@@ -838,6 +845,43 @@ TEST_CASE("ledger --plan gives the plan's per-stage ledger", "[plan_file]") {
     CHECK(both.exit_code == 2);
     CHECK_THAT(both.err, Catch::Contains("--plan excludes " + extra.front()));
   }
+}
+
+TEST_CASE("a plan whose recorded numbers are not its inputs' says so", "[plan_file]") {
+  const std::string dir = fresh_dir("recorded");
+  const std::string path = dir + "/plan.json";
+  write_plan(path, llama70b_plan());
+  const std::string note_start = path + " records ";
+  // Unedited: the recorded numbers are the recomputed ones, bit for bit: no note.
+  const test::CliResult same = test::run({"estimate", "--plan", path, "--json"});
+  REQUIRE(same.exit_code == 0);
+  for (const auto& note : nlohmann::json::parse(same.out)["notes"]) {
+    CHECK_THAT(note.get<std::string>(), !Catch::StartsWith(note_start));
+  }
+  // Full recompute edited in: the file's memory and step time are stale, and both commands say
+  // which numbers they print.
+  nlohmann::json j = load_json_file(path);
+  j["layout"]["recompute"] = "full";
+  const std::string edited = dir + "/edited.json";
+  std::ofstream(edited) << j.dump(2);
+  const Plan plan = read_plan(edited);
+  const std::string expected =
+      edited + " records peak memory " +
+      gib(j["memory"]["peak_bytes"].get<double>()) + " where its inputs give " +
+      gib(plan.estimate.memory.peak_bytes) + ", step time " +
+      fixed(j["predicted"]["step_time_s"].get<double>(), 3) + " s where its inputs give " +
+      fixed(plan.estimate.step_time_s, 3) + " s (the file was edited after it was written, or " +
+      "another meshplan version wrote it); the numbers printed are the ones its inputs give";
+  CHECK(recorded_numbers_note(j, plan, edited) == expected);
+  for (const char* command : {"estimate", "ledger"}) {
+    INFO(command);
+    const test::CliResult r = test::run({command, "--plan", edited, "--json"});
+    REQUIRE(r.exit_code == 0);
+    const nlohmann::json notes = nlohmann::json::parse(r.out)["notes"];
+    CHECK(std::find(notes.begin(), notes.end(), expected) != notes.end());
+  }
+  // Full recompute holds less than no recompute (layer inputs only).
+  CHECK(plan.estimate.memory.peak_bytes < j["memory"]["peak_bytes"].get<double>());
 }
 
 TEST_CASE("a plan of 16384 GPUs lists every group", "[plan_file]") {
