@@ -1,6 +1,7 @@
 #include "costmodel/memory_ledger.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "costmodel/pipeline_schedule.hpp"
 
@@ -245,7 +246,7 @@ StageMemory stage_memory(const MemoryContext& x, std::int64_t stage) {
                            s.zero2_gathered_params + s.zero3_reduce_scatter +
                            s.sp_buffer + s.pp_buffers + s.cp_buffers;
   s.cuda_context = x.gpu.cuda_context_bytes;
-  s.fragmentation = x.gpu.allocator_fragmentation_fraction * allocated;
+  s.fragmentation = std::ceil(x.gpu.allocator_fragmentation_fraction * allocated);  // whole bytes
   s.total = allocated + s.cuda_context + s.fragmentation;
   return s;
 }

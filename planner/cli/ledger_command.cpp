@@ -288,8 +288,8 @@ CommandAction add_ledger_command(CLI::App& app) {
                      "--dp", "--tp", "--pp", "--cp", "--vpp", "--mbs", "--gbs", "--seq", "--zero",
                      "--recompute", "--sp", "--attention", "--stage-layers"});
   cmd->add_flag("--all-stages", o->all_stages,
-                "Print every pipeline stage's entries (default: the worst stage's; --json always lists "
-                "every stage's)");
+                "Print every pipeline stage's entries (default: the worst stage's; --json "
+                "always lists every stage's)");
   cmd->add_flag("--json", o->json, "Print JSON (keys carry their units) instead of tables");
 
   return [o, cmd](std::ostream& out, std::ostream& err) {

@@ -1,5 +1,6 @@
 // Pipeline memory: micro-batches in flight per stage, uneven splits, the worst stage.
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <utility>
 
 #include "costmodel/memory_ledger.hpp"
@@ -140,4 +141,33 @@ TEST_CASE("ZeRO-2 as FSDP2 without reshard after forward keeps the bf16 copy, no
   const auto [ds_state, ds_copy] = state_and_copy("deepspeed");
   CHECK(ds_state == Approx((2 + 18.0 / 8) * p));
   CHECK(ds_copy == 0);
+}
+
+TEST_CASE("the ledger counts whole bytes: the allocator's share is rounded up", "[pipeline]") {
+  // Llama 3 70B on pp 4 with sp: every tensor is a whole number of elements of 1, 2 or 4
+  // bytes, and the fragmentation entry is ceil(0.05 x allocated) (h100-sxm's fraction), so
+  // every stage total and the peak are whole numbers of bytes (they had carried a fraction,
+  // e.g. 69410417459.2, into plan.json).
+  const ModelSpec m = load_model("llama3-70b");
+  Layout l;
+  l.tp = 2;
+  l.pp = 4;
+  l.sp = true;
+  l.gbs = 16;
+  const GpuSpec gpu = load_gpu("h100-sxm");
+  const MemoryLedger ledger = build_memory_ledger(m, l, test::megatron_setup(8192), gpu);
+  for (const StageLedger& stage : ledger.stages) {
+    double allocated = 0, fragmentation = -1;
+    for (const LedgerEntry& e : stage.entries) {
+      CHECK(e.bytes == std::floor(e.bytes));
+      if (e.name == "allocator_fragmentation") {
+        fragmentation = e.bytes;
+      } else if (e.name.rfind("cuda_context", 0) != 0) {  // "cuda_context (CUDA, cuBLAS, NCCL)"
+        allocated += e.bytes;
+      }
+    }
+    CHECK(fragmentation == std::ceil(gpu.allocator_fragmentation_fraction * allocated));
+    CHECK(stage.total_bytes == std::floor(stage.total_bytes));
+  }
+  CHECK(ledger.peak_bytes == std::floor(ledger.peak_bytes));
 }
