@@ -40,9 +40,11 @@ CommandAction add_export_command(CLI::App& app) {
       throw InputError("--format: \"" + o->format +
                        "\" is not a format; expected megatron, torchtitan, deepspeed or torchrun");
     }
-    const Plan plan = read_plan(o->plan);
+    std::vector<std::string> notes;  // the file's recorded numbers, if not its inputs'
+    const Plan plan = read_plan(o->plan, "", &notes);
     const Export e = export_plan(plan, *format);
     out << e.text;
+    for (const std::string& note : notes) err << "note: " << note << "\n";
     for (const std::string& reason : e.dropped) {
       err << "note: not expressible in " << export_format_name(*format) << ": " << reason
                 << "\n";

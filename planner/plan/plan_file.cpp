@@ -610,7 +610,8 @@ std::string recorded_numbers_note(const nlohmann::json& json, const Plan& plan,
   }
   if (differences.empty()) return "";
   return file + " records " + differences + " (the file was edited after it was written, or "
-         "another meshplan version wrote it); the numbers printed are the ones its inputs give";
+         "another meshplan version wrote it); meshplan goes by its inputs, not the recorded "
+         "numbers";
 }
 
 }  // namespace meshplan

@@ -871,7 +871,7 @@ TEST_CASE("a plan whose recorded numbers are not its inputs' says so", "[plan_fi
       gib(plan.estimate.memory.peak_bytes) + ", step time " +
       fixed(j["predicted"]["step_time_s"].get<double>(), 3) + " s where its inputs give " +
       fixed(plan.estimate.step_time_s, 3) + " s (the file was edited after it was written, or " +
-      "another meshplan version wrote it); the numbers printed are the ones its inputs give";
+      "another meshplan version wrote it); meshplan goes by its inputs, not the recorded numbers";
   CHECK(recorded_numbers_note(j, plan, edited) == expected);
   for (const char* command : {"estimate", "ledger"}) {
     INFO(command);
@@ -880,6 +880,10 @@ TEST_CASE("a plan whose recorded numbers are not its inputs' says so", "[plan_fi
     const nlohmann::json notes = nlohmann::json::parse(r.out)["notes"];
     CHECK(std::find(notes.begin(), notes.end(), expected) != notes.end());
   }
+  // export says so on stderr, beside the settings it prints from the inputs.
+  const test::CliResult exported = test::run({"export", edited, "--format", "megatron"});
+  REQUIRE(exported.exit_code == 0);
+  CHECK_THAT(exported.err, Catch::StartsWith("note: " + expected + "\n"));
   // Full recompute holds less than no recompute (layer inputs only).
   CHECK(plan.estimate.memory.peak_bytes < j["memory"]["peak_bytes"].get<double>());
 }
