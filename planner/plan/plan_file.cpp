@@ -68,9 +68,6 @@ nlohmann::json stages_json(const Layout& l, const ModelSpec& model) {
   return stages;
 }
 
-/// A value a plan file gives, for an error message: a scalar as written (long ones cut, as
-/// describe_json does), an array by its length, an object by its keys. Never serializes a
-/// container, so a value nested thousands deep costs nothing.
 /// An object's keys as JSON strings, comma-separated: "a", "b".
 std::string keys_text(const nlohmann::json& object) {
   std::string keys;
@@ -81,6 +78,9 @@ std::string keys_text(const nlohmann::json& object) {
   return keys;
 }
 
+/// A value a plan file gives, for an error message: a scalar as written (long ones cut, as
+/// describe_json does), an array by its length, an object by its keys. Never serializes a
+/// container, so a value nested thousands deep costs nothing.
 std::string given_text(const nlohmann::json& v) {
   if (v.is_array()) return "an array of " + counted(static_cast<std::int64_t>(v.size()), "item");
   if (!v.is_object()) return describe_json(v);
