@@ -152,10 +152,8 @@ double peak_layers_held(const Layout& l, const ModelSpec& model, std::int64_t st
   };
   if (v == 1 || l.stage_layers.empty()) return chunk(0) * static_cast<double>(in_flight);
   // F(n): the first n forwards' layers, by whole periods and then runs of p.
-  double rank_layers = 0;
-  for (std::int64_t c = 0; c < v; ++c) rank_layers += chunk(c);
-  const double whole = static_cast<double>(in_flight / period) * static_cast<double>(p) * rank_layers;
-  double held = whole;
+  const double rank_layers = static_cast<double>(stage_layer_count(l, model, stage));
+  double held = static_cast<double>(in_flight / period) * static_cast<double>(p) * rank_layers;
   for (std::int64_t c = 0; c < v; ++c) {
     const std::int64_t run = std::clamp<std::int64_t>(in_flight % period - c * p, 0, p);
     held += static_cast<double>(run) * chunk(c);
@@ -163,7 +161,8 @@ double peak_layers_held(const Layout& l, const ModelSpec& model, std::int64_t st
   const std::int64_t last = std::min(microbatches * v - (in_flight - 1), period) - 1;
   double peak = held;
   for (std::int64_t i = 0; i < last;) {
-    const double step = chunk(chunk_of_op(in_flight + i, p, v, false)) - chunk(chunk_of_op(i, p, v, true));
+    const double step =
+        chunk(chunk_of_op(in_flight + i, p, v, false)) - chunk(chunk_of_op(i, p, v, true));
     const std::int64_t run = std::min({p - (in_flight + i) % p, p - i % p, last - i});
     held += static_cast<double>(run) * step;
     i += run;
