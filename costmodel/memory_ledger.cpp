@@ -100,35 +100,18 @@ double stage_param_count(const ModelSpec& model, const ParamCount& counts, const
   return stage_params(model, counts, layout, stage, stage_layer_count(layout, model, stage));
 }
 
-ActivationSetting activation_setting(const Layout& layout, const TrainingSetup& setup) {
-  ActivationSetting act;
-  act.seq = setup.seq;
-  act.mbs = layout.mbs;
-  act.tp = layout.tp;
-  act.cp = layout.cp;
-  act.sp = layout.sp;
-  act.recompute = layout.recompute;
-  act.attention = setup.attention;
-  act.eager_softmax_bytes = setup.framework.eager_softmax_bytes;
-  act.logits_bytes = setup.framework.logits_bytes;
-  act.half_dtype = half_dtype_name(setup.precision);
-  act.selective = setup.framework.selective;
-  act.tp_saves_gathered_inputs = setup.framework.tp_saves_gathered_inputs;
-  act.fp8_linear_inputs =
-      setup.precision == Precision::kFp8 && setup.framework.fp8_saves_fp8_inputs;
-  return act;
+LayerSetting layer_setting(const Layout& layout, const TrainingSetup& setup) {
+  return layer_setting(layout, setup.seq, setup.precision, setup.attention, setup.framework);
 }
 
-ActivationBytes activation_bytes(const ModelSpec& model, const ActivationSetting& setting) {
+ActivationBytes activation_bytes(const LayerOps& ops) {
   ActivationBytes a;
-  a.layer = total_bytes(layer_saved_tensors(model, setting));
-  ActivationSetting full = setting;
-  full.recompute = Recompute::kNone;
-  const std::vector<SavedTensor> full_layer = layer_saved_tensors(model, full);
+  a.layer = total_bytes(layer_saved_tensors(ops));
+  const std::vector<SavedTensor> full_layer = saved_tensors(ops.layer, Recompute::kNone);
   a.layer_full = total_bytes(full_layer);
   for (const SavedTensor& t : full_layer) a.largest_full = std::max(a.largest_full, t.bytes);
-  a.embedding = total_bytes(embedding_saved_tensors(model, setting));
-  a.head = total_bytes(head_saved_tensors(model, setting));
+  a.embedding = total_bytes(embedding_saved_tensors(ops));
+  a.head = total_bytes(head_saved_tensors(ops));
   return a;
 }
 
@@ -263,16 +246,14 @@ MemoryLedger build_memory_ledger(const ModelSpec& model, const Layout& layout,
                                  const TrainingSetup& setup, const GpuSpec& gpu) {
   const ParamCount counts = count_params(model);
   const FrameworkConvention& fw = setup.framework;
-  const ActivationSetting act = activation_setting(layout, setup);
-  const std::vector<SavedTensor> layer = layer_saved_tensors(model, act);
-  const std::vector<SavedTensor> head = head_saved_tensors(model, act);
-  ActivationSetting no_recompute = act;
-  no_recompute.recompute = Recompute::kNone;
-  const std::vector<SavedTensor> full_layer = layer_saved_tensors(model, no_recompute);
+  const LayerOps ops = build_layer_ops(model, layer_setting(layout, setup));
+  const std::vector<SavedTensor> layer = layer_saved_tensors(ops);
+  const std::vector<SavedTensor> head = head_saved_tensors(ops);
+  const std::vector<SavedTensor> full_layer = saved_tensors(ops.layer, Recompute::kNone);
   const SavedTensor largest_full = *std::max_element(
       full_layer.begin(), full_layer.end(),
       [](const SavedTensor& a, const SavedTensor& b) { return a.bytes < b.bytes; });
-  const ActivationBytes bytes = activation_bytes(model, act);
+  const ActivationBytes bytes = activation_bytes(ops);
   const MemoryContext context{model, counts, layout, setup, gpu, bytes};
   const std::string half = half_dtype_name(setup.precision);
   const std::string grad_dtype = fw.bytes_per_param(MemoryCategory::kGradients) == 4 ? "fp32" : half;
@@ -302,7 +283,7 @@ MemoryLedger build_memory_ledger(const ModelSpec& model, const Layout& layout,
     }
     add_tensors(s, layer, m.layer_activations_held);
     if (s.has_embedding) {
-      add_tensors(s, embedding_saved_tensors(model, act),
+      add_tensors(s, embedding_saved_tensors(ops),
                   m.embedding_activations > 0 ? m.embedding_activations / bytes.embedding : 0);
     }
     if (s.has_lm_head) {

@@ -93,11 +93,11 @@ struct ActivationBytes {
   double head = 0;          ///< last stage: final norm and LM head inputs, saved logits
 };
 
-/// The per-op table's settings for `layout` and `setup`.
-ActivationSetting activation_setting(const Layout& layout, const TrainingSetup& setup);
+/// The layer op table's setting (layer_ops.hpp) for `layout` and `setup`.
+LayerSetting layer_setting(const Layout& layout, const TrainingSetup& setup);
 
-/// The activation bytes of `model` under `setting`.
-ActivationBytes activation_bytes(const ModelSpec& model, const ActivationSetting& setting);
+/// The activation bytes of the table `ops` under its setting's recompute.
+ActivationBytes activation_bytes(const LayerOps& ops);
 
 /// What every stage's numbers depend on. References must outlive it.
 struct MemoryContext {
@@ -106,7 +106,7 @@ struct MemoryContext {
   const Layout& layout;
   const TrainingSetup& setup;
   const GpuSpec& gpu;
-  const ActivationBytes& activations;  ///< activation_bytes(model, activation_setting(...))
+  const ActivationBytes& activations;  ///< activation_bytes(build_layer_ops(model, ...))
 };
 
 /// One stage's ledger as numbers, term by term (bytes). build_memory_ledger names and shapes
