@@ -118,6 +118,20 @@ LayerOp elementwise(const std::string& name, double forward_bytes) {
   return memory_bound(name, forward_bytes, 1.5 * forward_bytes);
 }
 
+/// Selective recompute reruns all of `op`.
+void rerun_whole(LayerOp& op) {
+  op.selective_rerun = Rerun::kWhole;
+  op.rerun_flops_per_token = op.flops_per_token;
+}
+
+/// Selective recompute reruns `gemm` of the linear `op` (one matmul of a fused one), whose
+/// split width is divided over `tp`: 2 n k tp FLOP per token of the whole model.
+void rerun_part(LayerOp& op, const GemmDims& gemm, std::int64_t tp) {
+  op.selective_rerun = Rerun::kPart;
+  op.rerun_gemm = gemm;
+  op.rerun_flops_per_token = 2 * d(gemm.n) * d(gemm.k) * d(tp);
+}
+
 /// The tensor-parallel collectives at the edges of a TP region (Shoeybi et al. 2019, the f and
 /// g operators; Korthikanti et al. 2022, sec. 4.2.2), one [T, h] 16-bit activation each:
 /// the column-parallel linear that enters it all-gathers its input forward with sp (and
@@ -203,9 +217,7 @@ void layer_ops(const ModelSpec& m, const LayerSetting& s, std::vector<LayerOp>& 
     saves_kept(op);
     if (op_level) {
       // wk is rerun: x[T, h] W[h, kv / t].
-      op.selective_rerun = Rerun::kPart;
-      op.rerun_gemm = {tokens, kv / tp, h, 1};
-      op.rerun_flops_per_token = 2 * d(h) * d(kv);
+      rerun_part(op, {tokens, kv / tp, h, 1}, tp);
       t.tp_split("wq.output", q, kHalfBytes);
       t.tp_split("wv.output", kv, kHalfBytes);
       saves(op, kSelective);
@@ -245,10 +257,7 @@ void layer_ops(const ModelSpec& m, const LayerSetting& s, std::vector<LayerOp>& 
       op.collectives.push_back(
           {GroupKind::kCp, Collective::kSendRecv, kv_chunk, s.cp - 1, 2 * (s.cp - 1)});
     }
-    if (!op_level) {
-      op.selective_rerun = Rerun::kWhole;
-      op.rerun_flops_per_token = op.flops_per_token;
-    }
+    if (!op_level) rerun_whole(op);
     // q, k, v stay saved under the core policy, which drops what the core rebuilds from them.
     t.tp_split("attention.q", q, kHalfBytes);
     t.tp_split("attention.k", kv, kHalfBytes);
@@ -280,10 +289,7 @@ void layer_ops(const ModelSpec& m, const LayerSetting& s, std::vector<LayerOp>& 
     LayerOp op = linear("proj", ParamGroup::kAttention, q, h, TpSplit::kRow, m.linear_bias ? h : 0,
                         tokens, tp, linear_dtype);
     add_tp_region_edge(op, s, volume, false);
-    if (op_level) {
-      op.selective_rerun = Rerun::kWhole;
-      op.rerun_flops_per_token = op.flops_per_token;
-    }
+    if (op_level) rerun_whole(op);
     t.tp_split("out_proj.input", q, linear_bytes);
     saves_kept(op);
     ops.push_back(std::move(op));
@@ -308,9 +314,7 @@ void layer_ops(const ModelSpec& m, const LayerSetting& s, std::vector<LayerOp>& 
     add_tp_region_edge(op, s, volume, true);
     if (op_level) {
       // w3 (SwiGLU's up projection) is rerun: x[T, h] W[h, f / t].
-      op.selective_rerun = Rerun::kPart;
-      op.rerun_gemm = {tokens, f / tp, h, 1};
-      op.rerun_flops_per_token = 2 * d(h) * d(f);
+      rerun_part(op, {tokens, f / tp, h, 1}, tp);
       t.tp_split("w1.output (gate)", f, kHalfBytes);
       saves(op, kSelective);
     }
@@ -348,7 +352,7 @@ void layer_ops(const ModelSpec& m, const LayerSetting& s, std::vector<LayerOp>& 
   }
   if (op_level) {
     for (LayerOp& op : ops) {
-      if (op.kind == LayerOpKind::kMemoryBound) op.selective_rerun = Rerun::kWhole;
+      if (op.kind == LayerOpKind::kMemoryBound) rerun_whole(op);
     }
   }
 }
