@@ -328,6 +328,7 @@ nlohmann::json model_to_json(const ModelSpec& m) {
                           number_or_null(r.original_max_position_embeddings)}};
   }
   if (m.norm_epsilon) j["norm_epsilon"] = *m.norm_epsilon;
+  if (m.sliding_window) j["sliding_window"] = *m.sliding_window;
   return j;
 }
 
@@ -477,7 +478,7 @@ ModelSpec model_from_json(const nlohmann::json& json, const std::string& file,
        "num_kv_heads", "head_dim", "ffn_hidden_size", "ffn_type", "norm_type", "vocab_size",
        "vocab_pad_multiple", "position_embedding", "max_position_embeddings", "tied_embeddings",
        "linear_bias", "qkv_bias", "dropout", "seq_length", "rope_theta", "rope_scaling",
-       "norm_epsilon"});
+       "norm_epsilon", "sliding_window"});
   ModelSpec m;
   m.name = o.text("name", "the model's name (a preset's is its file name)");
   o.string("description");
@@ -540,6 +541,9 @@ ModelSpec model_from_json(const nlohmann::json& json, const std::string& file,
   m.qkv_bias = o.boolean("qkv_bias");
   m.dropout = o.boolean("dropout");
   m.seq_length = o.positive_int("seq_length", kMaxTokens);
+  if (o.has("sliding_window") && !json.at("sliding_window").is_null()) {
+    m.sliding_window = o.positive_int("sliding_window", kMaxTokens);
+  }
   if (m.num_attention_heads * m.head_dim > kMaxWidth) {
     o.fail("head_dim", "num_attention_heads x head_dim must be at most " +
                            std::to_string(kMaxWidth));
