@@ -300,7 +300,7 @@ TEST_CASE("every export uses the names, types and values its framework version a
   }
 }
 
-TEST_CASE("the exports name their version; an unknown version is refused with the known ones",
+TEST_CASE("the exports name their version, and an unknown version is refused with the known ones",
           "[exports][validity]") {
   CHECK(find_framework_version(ExportFormat::kTorchtitan, "").name == "0.2");
   CHECK_THROWS_WITH(find_framework_version(ExportFormat::kTorchtitan, "0.3"),
