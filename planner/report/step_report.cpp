@@ -58,7 +58,7 @@ std::string selective_flash_note(const StepReportInputs& in, const StepEstimate&
     return "";
   }
   return "selective recompute runs the attention core's forward again (" +
-         fixed(e.breakdown.recompute, 3) + " s per step) to drop what that core keeps for its "
+         fixed(e.breakdown.recompute_s, 3) + " s per step) to drop what that core keeps for its "
          "backward; FlashAttention keeps no score or softmax matrix, only its softmax "
          "statistics, so next to no memory is saved: recompute none costs less where it fits.";
 }
@@ -93,7 +93,7 @@ std::vector<std::string> explanation_lines(const StepReportInputs& in, const Ste
 /// The step as the event simulation runs it: its pipeline, then the estimate's data-parallel
 /// reduction and optimizer step (seconds).
 double simulated_step_s(const PipelineSimulation& sim, const StepEstimate& e) {
-  return sim.step_time_s + e.breakdown.dp_exposed + e.breakdown.optimizer;
+  return sim.step_time_s + e.breakdown.dp_exposed_s + e.breakdown.optimizer_s;
 }
 
 }  // namespace
@@ -256,8 +256,8 @@ void write_step_trace(std::ostream& out, const StepEstimate& e, const Layout& la
   TraceAdditions additions;
   // The phases after the pipeline, on every stage's communication and compute tracks.
   const double start_us = sim.step_time_s * 1e6;
-  const double dp_us = e.breakdown.dp_exposed * 1e6;
-  const double opt_us = e.breakdown.optimizer * 1e6;
+  const double dp_us = e.breakdown.dp_exposed_s * 1e6;
+  const double opt_us = e.breakdown.optimizer_s * 1e6;
   for (std::int64_t stage = 0; stage < layout.pp; ++stage) {
     additions.events.push_back({{"name", "data-parallel gradient reduction"}, {"cat", "dp"},
                                 {"ph", "X"}, {"pid", stage}, {"tid", 1},
