@@ -60,52 +60,64 @@ std::size_t nth_key_byte(const std::string& text, std::size_t n) {
   return text.size();
 }
 
-/// Refuses, in one pass over `text` that allocates nothing, the two inputs nlohmann's parser
-/// cannot be trusted with: a NUL byte (its lexer takes one for the end of the input, so a valid
-/// document followed by "\0" and anything was accepted) and nesting deeper than kMaxJsonDepth
-/// (the parser's memory and time grow with every level: a 64 MiB file of '[' took 10.5 GB and
-/// 108 s). Brackets inside strings are skipped, as the lexer skips them. Throws InputError:
+/// Refuses, in one pass that allocates nothing, the two inputs nlohmann's parser cannot be
+/// trusted with: a NUL byte (its lexer takes one for the end of the input, so a valid document
+/// followed by "\0" and anything was accepted) and nesting deeper than kMaxJsonDepth (the
+/// parser's memory and time grow with every level: a 64 MiB file of '[' took 10.5 GB and
+/// 108 s). Fed as the file is read, so a bomb is refused in its first chunk. Brackets inside
+/// strings are skipped, as the lexer skips them. feed() throws InputError:
 ///   "<file>: NUL byte at line L, column C; ..." or
 ///   "<file>: nested deeper than 64 arrays and objects at line L, column C; ..."
-void refuse_nul_and_depth(const std::string& text, const std::string& file) {
-  std::size_t line = 1, column = 0, depth = 0;
-  bool in_string = false, escaped = false;
-  for (const char c : text) {
-    if (c == '\n') {
-      ++line;
-      column = 0;
-    } else {
-      ++column;
-    }
-    if (c == '\0') {
-      throw InputError(file + ": NUL byte at line " + std::to_string(line) + ", column " +
-                       std::to_string(column) +
-                       "; expected JSON text (a JSON file holds no NUL byte; inside a string "
-                       "write it as \\u0000)");
-    }
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
+class NulAndDepthCheck {
+ public:
+  explicit NulAndDepthCheck(const std::string& file) : file_(file) {}
+
+  void feed(const char* data, std::size_t size) {
+    for (std::size_t i = 0; i < size; ++i) {
+      const char c = data[i];
+      if (c == '\n') {
+        ++line_;
+        column_ = 0;
+      } else {
+        ++column_;
+      }
+      if (c == '\0') {
+        throw InputError(file_ + ": NUL byte at " + where() +
+                         "; expected JSON text (a JSON file holds no NUL byte; inside a string "
+                         "write it as \\u0000)");
+      }
+      if (in_string_) {
+        if (escaped_) {
+          escaped_ = false;
+        } else if (c == '\\') {
+          escaped_ = true;
+        } else if (c == '"') {
+          in_string_ = false;
+        }
       } else if (c == '"') {
-        in_string = false;
+        in_string_ = true;
+      } else if (c == '[' || c == '{') {
+        if (++depth_ > kMaxJsonDepth) {
+          throw InputError(file_ + ": nested deeper than " + std::to_string(kMaxJsonDepth) +
+                           " arrays and objects at " + where() +
+                           "; expected one of meshplan's JSON files (they nest at most about 6 "
+                           "levels deep)");
+        }
+      } else if ((c == ']' || c == '}') && depth_ > 0) {
+        --depth_;
       }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > kMaxJsonDepth) {
-        throw InputError(file + ": nested deeper than " + std::to_string(kMaxJsonDepth) +
-                         " arrays and objects at line " + std::to_string(line) + ", column " +
-                         std::to_string(column) +
-                         "; expected one of meshplan's JSON files (they nest at most about 6 "
-                         "levels deep)");
-      }
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
     }
   }
-}
+
+ private:
+  std::string where() const {
+    return "line " + std::to_string(line_) + ", column " + std::to_string(column_);
+  }
+
+  const std::string& file_;
+  std::size_t line_ = 1, column_ = 0, depth_ = 0;
+  bool in_string_ = false, escaped_ = false;
+};
 
 /// A SAX handler that builds the document as nlohmann::json::parse does, but stops at the first
 /// key repeated inside one object (nlohmann keeps the last one silently), keeps the position of
@@ -264,10 +276,8 @@ std::string out_of_memory(const std::string& file, std::size_t bytes) {
          "MiB), or free some memory";
 }
 
-}  // namespace
-
-nlohmann::json parse_json_text(const std::string& text, const std::string& file) {
-  refuse_nul_and_depth(text, file);
+/// parse_json_text after the NUL and depth check (which load_json_file runs as it reads).
+nlohmann::json parse_checked_json_text(const std::string& text, const std::string& file) {
   nlohmann::json root;
   StrictSax sax(root);
   bool parsed = false;
@@ -307,6 +317,13 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& file)
   if (cut != std::string::npos) message = message.substr(cut + 2);
   throw InputError(file + ": not valid JSON at " + at_line_and_column(text, e.byte) + ": " +
                    message);
+}
+
+}  // namespace
+
+nlohmann::json parse_json_text(const std::string& text, const std::string& file) {
+  NulAndDepthCheck(file).feed(text.data(), text.size());
+  return parse_checked_json_text(text, file);
 }
 
 void require_regular_file(const std::string& path) {
@@ -362,14 +379,19 @@ nlohmann::json load_json_file(const std::string& path) {
   std::size_t n = 0;
   bool too_large = false;
   errno = 0;
+  NulAndDepthCheck check(path);
   try {
     while (!too_large && (n = std::fread(chunk, 1, sizeof chunk, file)) > 0) {
+      check.feed(chunk, n);
       text.append(chunk, n);
       too_large = text.size() > kMaxBytes;
     }
   } catch (const std::bad_alloc&) {
     std::fclose(file);
     throw InputError(out_of_memory(path, text.size()));
+  } catch (const InputError&) {
+    std::fclose(file);
+    throw;
   }
   const int read_errno = errno;
   const bool failed = std::ferror(file) != 0;
@@ -382,7 +404,7 @@ nlohmann::json load_json_file(const std::string& path) {
                      (read_errno != 0 ? std::strerror(read_errno) : "a read error") + " after " + std::to_string(text.size()) +
                      " bytes); expected a readable JSON file");
   }
-  return parse_json_text(text, path);
+  return parse_checked_json_text(text, path);
 }
 
 std::string describe_json(const nlohmann::json& value) {

@@ -32,8 +32,8 @@ inline constexpr std::size_t kMaxJsonMemoryBytes = std::size_t{1} << 30;
 ///  - holds a NUL byte, even after a valid document: "<path>: NUL byte at line L, column C;
 ///    expected JSON text ...";
 ///  - nests arrays and objects deeper than kMaxJsonDepth: "<path>: nested deeper than 64 arrays
-///    and objects at line L, column C; ..." (found in one pass that allocates nothing, before
-///    the parser runs: a 64 MiB file of '[' answers in about 0.1 s);
+///    and objects at line L, column C; ..." (checked as the file is read, allocating nothing,
+///    before the parser runs: a 64 MiB file of '[' is refused in its first 64 KiB);
 ///  - would take more than kMaxJsonMemoryBytes once parsed: "<path>: too large to hold: its
 ///    first N values already take more than 1024 MiB in memory; ...", or the memory runs out
 ///    (std::bad_alloc): "<path>: ran out of memory while reading its N bytes; ...";

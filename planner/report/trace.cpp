@@ -62,6 +62,9 @@ void write_chrome_trace(std::ostream& out, const PipelineSimulation& sim,
                                   " outside 0.." + std::to_string(sim.pp - 1));
     }
   }
+  if (sim.events.size() > UINT32_MAX) {
+    throw std::invalid_argument("chrome_trace: more than 2^32 events");
+  }
   const auto stages = static_cast<std::size_t>(sim.pp);
   const double v = static_cast<double>(sim.vpp);
 
@@ -86,28 +89,37 @@ void write_chrome_trace(std::ostream& out, const PipelineSimulation& sim,
     }
   };
 
-  // Per stage, the communication events (sends and exposed collectives) as small records, not
-  // JSON (a million events stay a few tens of MB): which op, which kind (-1: the send itself),
-  // where, and the lane (tid) each gets below.
+  // Per stage, the communication events (sends and exposed collectives) as 24-byte records,
+  // not JSON (a million events stay about 24 MB): which op, which kind (-1: the send itself),
+  // where it starts, and the lane (tid) each gets below; the rest is derived again from the op
+  // when the event is written.
   struct Communication {
-    std::size_t event;
-    std::int64_t kind;
-    double begin_s, end_s;
+    std::uint32_t event;
+    std::int32_t kind;
+    std::int32_t tid;
     double start_us;
-    std::int64_t tid = 0;
   };
   std::vector<std::vector<Communication>> communication(stages);
   for (std::size_t i = 0; i < sim.events.size(); ++i) {
     const PipelineEvent& e = sim.events[i];
     auto& list = communication[static_cast<std::size_t>(e.stage)];
+    const auto event = static_cast<std::uint32_t>(i);
     if (e.kind == PipelineOpKind::kSend) {
-      list.push_back({i, -1, e.start_s, e.end_s, to_us(e.start_s)});
+      list.push_back({event, -1, 0, to_us(e.start_s)});
       continue;
     }
-    exposed_parts(e, [&](std::size_t kind, double begin_s, double end_s) {
-      list.push_back({i, static_cast<std::int64_t>(kind), begin_s, end_s, to_us(begin_s)});
+    exposed_parts(e, [&](std::size_t kind, double begin_s, double) {
+      list.push_back({event, static_cast<std::int32_t>(kind), 0, to_us(begin_s)});
     });
   }
+  // Where part `kind` of op `e` begins and ends (exposed_parts again, for that kind).
+  const auto part_of = [&](const PipelineEvent& e, std::int32_t kind) {
+    std::pair<double, double> span{e.start_s, e.end_s};
+    exposed_parts(e, [&](std::size_t k, double begin_s, double end_s) {
+      if (static_cast<std::int32_t>(k) == kind) span = {begin_s, end_s};
+    });
+    return span;
+  };
   // Lanes: each communication event, in order of start, goes to the first lane free by then.
   std::vector<std::size_t> lanes_used(stages, 0);
   for (std::size_t si = 0; si < stages; ++si) {
@@ -116,11 +128,13 @@ void write_chrome_trace(std::ostream& out, const PipelineSimulation& sim,
                      [](const auto& a, const auto& b) { return a.start_us < b.start_us; });
     std::vector<double> lane_end;
     for (Communication& c : list) {
+      const PipelineEvent& e = sim.events[c.event];
+      const double end_s = c.kind < 0 ? e.end_s : part_of(e, c.kind).second;
       std::size_t lane = 0;
       while (lane < lane_end.size() && lane_end[lane] > c.start_us) ++lane;
       if (lane == lane_end.size()) lane_end.push_back(0.0);
-      lane_end[lane] = c.start_us + (to_us(c.end_s) - c.start_us);
-      c.tid = 1 + static_cast<std::int64_t>(lane);
+      lane_end[lane] = c.start_us + (to_us(end_s) - c.start_us);
+      c.tid = 1 + static_cast<std::int32_t>(lane);
     }
     lanes_used[si] = lane_end.size();
   }
@@ -183,8 +197,9 @@ void write_chrome_trace(std::ostream& out, const PipelineSimulation& sim,
       const ExposedCommunication& k =
           exposed[static_cast<std::size_t>(e.stage)][static_cast<std::size_t>(c.kind)];
       const bool forward = e.kind == PipelineOpKind::kForward;
-      write(complete(k.name + ", exposed (" + op_name(e) + ")", k.category.c_str(), c.begin_s,
-                     c.end_s, e.stage, c.tid,
+      const auto [begin_s, end_s] = part_of(e, c.kind);
+      write(complete(k.name + ", exposed (" + op_name(e) + ")", k.category.c_str(), begin_s,
+                     end_s, e.stage, c.tid,
                      {{"chunk", e.chunk},
                       {"microbatch", e.microbatch},
                       {"pass", forward ? "forward" : "backward"}}));
