@@ -48,8 +48,8 @@ CommandAction add_export_command(CLI::App& app) {
   return [o](std::ostream& out, std::ostream& err) {
     const std::optional<ExportFormat> format = parse_export_format(o->format);
     if (!format) {
-      throw InputError("--format: \"" + o->format +
-                       "\" is not a format; expected megatron, torchtitan, deepspeed or torchrun");
+      throw InputError("--format: " + json_quoted(o->format) +
+                       " is not a format; expected megatron, torchtitan, deepspeed or torchrun");
     }
     const FrameworkVersion* version = nullptr;
     try {

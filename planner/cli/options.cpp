@@ -57,8 +57,8 @@ std::string number_in_problem(const std::string& text, double min, double max) {
   // lets it through: finiteness is checked first, explicitly.
   if (text.empty() || end == text.c_str() || *end != '\0' || !plain_decimal(text) ||
       !std::isfinite(value) || value < min || value > max) {
-    return "must be a number from " + bound_text(min) + " to " + bound_text(max) + ", got \"" +
-           text + "\"";
+    return "must be a number from " + bound_text(min) + " to " + bound_text(max) + ", got " +
+           json_quoted(text);
   }
   return std::string();
 }
@@ -73,14 +73,14 @@ CLI::Validator positive_up_to(double max) {
   return CLI::Validator(
       [max](std::string& text) -> std::string {
         if (text.empty() || !plain_decimal(text)) {
-          return "must be a decimal number, got \"" + text + "\"";
+          return "must be a decimal number, got " + json_quoted(text);
         }
         char* end = nullptr;
         const double value = std::strtod(text.c_str(), &end);
         if (end == text.c_str() || *end != '\0' || !std::isfinite(value) || !(value > 0) ||
             value > max) {
-          return "must be a number > 0 and at most " + bound_text(max) + ", got \"" + text +
-                 "\"";
+          return "must be a number > 0 and at most " + bound_text(max) + ", got " +
+                 json_quoted(text);
         }
         return std::string();
       },
@@ -116,13 +116,13 @@ CLI::Validator whole_up_to(std::int64_t max) {
   return CLI::Validator(
       [max](std::string& text) -> std::string {
         if (text.empty() || !plain_decimal(text)) {
-          return "must be a decimal whole number, got \"" + text + "\"";
+          return "must be a decimal whole number, got " + json_quoted(text);
         }
         char* end = nullptr;
         const long long value = std::strtoll(text.c_str(), &end, 10);
         if (end == text.c_str() || *end != '\0' || value < 1 || value > max) {
-          return "must be a whole number from 1 to " + std::to_string(max) + ", got \"" + text +
-                 "\"";
+          return "must be a whole number from 1 to " + std::to_string(max) + ", got " +
+                 json_quoted(text);
         }
         return std::string();
       },
@@ -267,8 +267,8 @@ void apply_elementwise(FrameworkConvention& framework, const std::string& elemen
   if (elementwise.empty()) return;
   const std::optional<ElementwiseKernels> kernels = parse_elementwise(elementwise);
   if (!kernels) {
-    throw InputError("--elementwise: unknown kernels \"" + elementwise +
-                     "\"; expected one of \"fused\", \"eager\"");
+    throw InputError("--elementwise: unknown kernels " + json_quoted(elementwise) +
+                     "; expected one of \"fused\", \"eager\"");
   }
   framework.elementwise = *kernels;
 }
@@ -306,7 +306,8 @@ void add_mfu_option(CLI::App& cmd, double& mfu) {
 
 FrameworkConvention require_framework(const std::string& name) {
   if (auto f = find_framework(name)) return *f;
-  throw InputError("--framework: unknown convention \"" + name + "\"; expected one of " +
+  throw InputError("--framework: unknown convention " + json_quoted(name) +
+                   "; expected one of " +
                    quoted_list(framework_names()));
 }
 
@@ -320,8 +321,8 @@ Precision require_precision(const std::string& name, const GpuSpec& gpu,
     return bf16 ? Precision::kBf16 : Precision::kFp16;
   }
   if (auto p = parse_precision(name)) return *p;
-  throw InputError("--precision: unknown precision \"" + name +
-                   "\"; expected one of \"bf16\", \"fp16\", \"fp8\"");
+  throw InputError("--precision: unknown precision " + json_quoted(name) +
+                   "; expected one of \"bf16\", \"fp16\", \"fp8\"");
 }
 
 double require_mfu_peak_flops(const GpuSpec& gpu, Precision precision) {
@@ -401,15 +402,15 @@ std::string stage_layers_problem(const std::string& list) {
                                " separated by single commas, e.g. 16,16";
   for (std::size_t i = 0; i < items.size(); ++i) {
     const std::string which = "item " + std::to_string(i + 1) + " of " +
-                              std::to_string(items.size()) + " in \"" + list + "\"";
+                              std::to_string(items.size()) + " in " + json_quoted(list);
     if (items[i].empty()) return which + " is empty" + expected;
     // Digits only: std::stoll would take " 8" and "+8" where "8 " and "08" are refused.
     if (items[i].find_first_not_of("0123456789") != std::string::npos) {
-      return which + " is \"" + items[i] + "\"" + expected;
+      return which + " is " + json_quoted(items[i]) + expected;
     }
     std::string text = items[i];
     const std::string problem = whole_up_to(kMaxLayers)(text);
-    if (!problem.empty()) return which + " is \"" + items[i] + "\"" + expected;
+    if (!problem.empty()) return which + " is " + json_quoted(items[i]) + expected;
   }
   return "";
 }

@@ -40,7 +40,7 @@ const std::vector<std::string> kActivations = {
 /// A RoPE scaling as error messages name it: `"llama3" (factor 8, ...)`, or "no scaling".
 std::string rope_scaling_text(const std::optional<RopeScaling>& r) {
   if (!r) return "no scaling";
-  std::string text = "\"" + r->type + "\"";
+  std::string text = json_quoted(r->type);
   std::vector<std::string> parts;
   const auto add = [&](const char* name, const std::optional<double>& v) {
     if (v) parts.push_back(std::string(name) + " " + describe_json(*v));
@@ -163,7 +163,7 @@ class HfReader {
     const std::string name = v.get<std::string>();
     if (std::find(kActivations.begin(), kActivations.end(), name) == kActivations.end()) {
       const std::vector<std::string> near = closest_names(name, kActivations);
-      fail(key, "\"" + name + "\" is not an activation meshplan knows; expected one of "
+      fail(key, json_quoted(name) + " is not an activation meshplan knows; expected one of "
                     "transformers' activation names (closest: " + quoted_list(near) +
                     "), or write a meshplan-model/1 file with its ffn_type (configs/README.md)");
     }
@@ -262,8 +262,8 @@ class HfReader {
       const nlohmann::json* x = field(name);
       if (!x) {
         if (!required) return std::nullopt;
-        fail(key + "." + name, "missing; rope_type \"" + scaling.type +
-                                   "\" needs it (transformers refuses the config without it)");
+        fail(key + "." + name, "missing; rope_type " + json_quoted(scaling.type) +
+                                   " needs it (transformers refuses the config without it)");
       }
       if (!x->is_number() || !(x->get<double>() > 0)) {
         fail(key + "." + name, "must be a number > 0, got " + describe_json(*x));
@@ -310,7 +310,7 @@ class HfReader {
       fail(key, "missing; this looks like a Hugging Face config.json" + seen +
                     ", and meshplan reads the architecture from model_type: add \"model_type\": " +
                     (suggested.empty() ? "one of " + quoted_list(kSupported)
-                                       : "\"" + suggested + "\" (one of " +
+                                       : json_quoted(suggested) + " (one of " +
                                              quoted_list(kSupported) + ")") +
                     ", as transformers writes it (or write a meshplan-model/1 file, see "
                     "configs/README.md)");
@@ -349,7 +349,7 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
   bool llama_like = false;
   for (const std::string& t : kLlamaLike) llama_like = llama_like || t == type;
   if (!gpt2 && !llama_like) {
-    r.fail("model_type", "\"" + type + "\" is not supported; expected one of " +
+    r.fail("model_type", json_quoted(type) + " is not supported; expected one of " +
                              quoted_list(kSupported) +
                              " (or write a meshplan-model/1 file, see configs/README.md)");
   }
@@ -413,9 +413,9 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
     // GPT2Config names it activation_function (default "gelu_new") and reads no hidden_act.
     const std::string act = r.activation("activation_function", "gelu_new");
     if (r.value("hidden_act") && r.activation("hidden_act", "") != act) {
-      r.fail("hidden_act", "is \"" + r.activation("hidden_act", "") +
-                               "\", but GPT2Config reads activation_function (\"" + act +
-                               "\") and ignores hidden_act; remove one of them");
+      r.fail("hidden_act", "is " + json_quoted(r.activation("hidden_act", "")) +
+                               ", but GPT2Config reads activation_function (" +
+                               json_quoted(act) + ") and ignores hidden_act; remove one of them");
     }
     m.ffn_type = FfnType::kGelu;
     m.norm_type = NormType::kLayerNorm;

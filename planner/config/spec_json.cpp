@@ -443,7 +443,7 @@ RopeScaling rope_scaling_from_json(StrictObject o) {
   r.type = o.choice("type", {"linear", "dynamic", "yarn", "longrope", "llama3"});
   r.factor = o.positive_number_or_null("factor");
   if (!r.factor && r.type != "longrope") {
-    o.fail("factor", "is null, but rope type \"" + r.type + "\" needs a factor (a number > 0)");
+    o.fail("factor", "is null, but rope type " + json_quoted(r.type) + " needs a factor (a number > 0)");
   }
   r.low_freq_factor = o.positive_number_or_null("low_freq_factor");
   r.high_freq_factor = o.positive_number_or_null("high_freq_factor");
@@ -456,8 +456,8 @@ RopeScaling rope_scaling_from_json(StrictObject o) {
         {"original_max_position_embeddings", r.original_max_position_embeddings.has_value()}}) {
     if (llama3 && !set) o.fail(key, "is null, but rope type \"llama3\" needs it");
     if (!llama3 && set) {
-      o.fail(key, "applies to rope type \"llama3\" only (this one is \"" + r.type +
-                      "\"); set it to null");
+      o.fail(key, "applies to rope type \"llama3\" only (this one is " + json_quoted(r.type) +
+                      "); set it to null");
     }
   }
   if (llama3 && *r.high_freq_factor <= *r.low_freq_factor) {
@@ -508,8 +508,8 @@ ModelSpec model_from_json(const nlohmann::json& json, const std::string& file,
     if (m.position_embedding != PositionEmbedding::kRope) {
       o.fail("rope_theta", "is " + describe_json(theta) +
                                ", but a RoPE base applies only to position_embedding \"rope\" "
-                               "(this model's is \"" +
-                               position + "\"); remove the key or set it to null");
+                               "(this model's is " +
+                               json_quoted(position) + "); remove the key or set it to null");
     }
     if (!theta.is_number() || !(theta.get<double>() > 1)) {
       o.fail("rope_theta",
@@ -522,8 +522,8 @@ ModelSpec model_from_json(const nlohmann::json& json, const std::string& file,
   if (o.has("rope_scaling") && !json.at("rope_scaling").is_null()) {
     if (m.position_embedding != PositionEmbedding::kRope) {
       o.fail("rope_scaling", "is set, but RoPE scaling applies only to position_embedding "
-                             "\"rope\" (this model's is \"" + position +
-                                 "\"); remove the key or set it to null");
+                             "\"rope\" (this model's is " + json_quoted(position) +
+                                 "); remove the key or set it to null");
     }
     m.rope_scaling = rope_scaling_from_json(o.object(
         "rope_scaling", {"type", "factor", "low_freq_factor", "high_freq_factor",
@@ -552,6 +552,19 @@ ModelSpec model_from_json(const nlohmann::json& json, const std::string& file,
   // of meshplan-model/1 are the names model_structure_problem uses. head_dim is a key here.
   if (const auto problem = model_structure_problem(m, HeadDimSource::kStated)) {
     o.fail(to_string(problem->field), problem->message);
+  }
+  // Learned positions are a table of max_position_embeddings rows: the model's own sequence
+  // cannot be longer (GPT-2's wpe, Megatron's LanguageModelEmbedding). Refused here, naming
+  // both keys, before any layout is tried (the search would reject every one of them).
+  if (m.position_embedding == PositionEmbedding::kLearned &&
+      m.seq_length > m.max_position_embeddings) {
+    o.fail("seq_length", "is " + std::to_string(m.seq_length) + ", but " + o.path() +
+                             ".max_position_embeddings is " +
+                             std::to_string(m.max_position_embeddings) +
+                             " and learned positions (position_embedding \"learned\") have "
+                             "no row beyond it; expected a seq_length of at most " +
+                             std::to_string(m.max_position_embeddings) +
+                             ", or more positions");
   }
   return m;
 }
@@ -604,8 +617,8 @@ ClusterSpec cluster_from_json(const nlohmann::json& json, const std::string& fil
                               const std::string& path, const GpuSpec& gpu) {
   return parse_cluster(json, file, path, [&gpu](StrictObject& o, const std::string& name) {
     if (name != gpu.name) {
-      o.fail("gpu", "is \"" + name + "\"; expected \"" + gpu.name +
-                        "\", the name of the GPU given with the cluster");
+      o.fail("gpu", "is " + json_quoted(name) + "; expected " + json_quoted(gpu.name) +
+                        ", the name of the GPU given with the cluster");
     }
     return gpu;
   });
