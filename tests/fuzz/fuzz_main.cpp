@@ -113,14 +113,17 @@ int main(int argc, char** argv) {
   }
   if (target == nullptr) usage("unknown target " + o.target);
 
+  // Read (and made absolute) before the working folder changes below.
+  const std::vector<CorpusInput> corpus =
+      o.corpus.empty() ? std::vector<CorpusInput>{} : corpus_inputs(o.corpus);
+  const std::string save_failures =
+      o.save_failures.empty() ? "" : fs::absolute(o.save_failures).string();
   // A scratch folder of its own, also the working folder (the CLI's --out lands there).
   const fs::path scratch =
       fs::temp_directory_path() / ("meshplan-fuzz-" + o.target + "-" + std::to_string(::getpid()));
   fs::create_directories(scratch);
   fs::current_path(scratch);
 
-  const std::vector<CorpusInput> corpus =
-      o.corpus.empty() ? std::vector<CorpusInput>{} : corpus_inputs(o.corpus);
   const std::vector<std::string> seeds = target->seeds(MESHPLAN_SOURCE_DIR, MESHPLAN_SHARED_DATA);
   if (seeds.empty()) {
     std::cerr << "meshplan_fuzz: no seeds for " << o.target << " (are "
@@ -156,9 +159,9 @@ int main(int argc, char** argv) {
       ++failures;
       std::cerr << "meshplan_fuzz " << o.target << ": input " << n << " (seed " << o.seed
                 << "): " << std::string(f.what()).substr(0, 400) << "\n";
-      if (!o.save_failures.empty()) {
-        fs::create_directories(o.save_failures);
-        const fs::path saved = fs::path(o.save_failures) /
+      if (!save_failures.empty()) {
+        fs::create_directories(save_failures);
+        const fs::path saved = fs::path(save_failures) /
                                (o.target + "-seed" + std::to_string(o.seed) + "-input" +
                                 std::to_string(n));
         std::ofstream(saved, std::ios::binary).write(input.data(),

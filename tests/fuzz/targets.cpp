@@ -157,9 +157,9 @@ std::vector<std::string> validation_seeds(const std::string&, const std::string&
 /// Plans written by this meshplan (so the seeds follow the schema as it is): the README's
 /// layout, and an interleaved one of a small model.
 std::vector<std::string> plan_seeds(const std::string&, const std::string&) {
-  Layout interleaved;
+  Layout interleaved;  // Megatron interleaves only with pp > 2
   interleaved.dp = 2;
-  interleaved.pp = 2;
+  interleaved.pp = 4;
   interleaved.vpp = 2;
   interleaved.gbs = 8;
   const Plan big = make_plan(load_model("llama3-70b"), load_cluster("dgx-h100"),
