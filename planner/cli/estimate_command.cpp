@@ -124,6 +124,7 @@ CommandAction add_estimate_command(CLI::App& app) {
     if (!o->plan.empty()) {
       notes.push_back("inputs and layout from " + o->plan);
       plan = read_plan(o->plan, "--plan", &notes);
+      require_priced_model(plan.model, "--plan " + o->plan);
       // What the flags' path notes (resolve_layout), said of the plan's values too.
       const std::vector<std::string> setup =
           setup_notes(plan.layout, plan.setup, plan.cluster.gpu, "");
@@ -132,6 +133,7 @@ CommandAction add_estimate_command(CLI::App& app) {
     } else {
       if (o->model.empty()) throw InputError("estimate: give --model or --plan");
       const ModelSpec model = load_model(o->model, "--model", &notes);
+      require_priced_model(model, "--model " + o->model);
       const ClusterSpec cluster = load_cluster(o->cluster, "--cluster");
       // Whole nodes beyond one, as plan takes them (node_count_problem).
       if (const std::string problem = node_count_problem(cluster, o->gpus > 0 ? o->gpus : 1);

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "planner/cli/commands.hpp"
+#include "planner/cli/options.hpp"
 #include "planner/config/input_error.hpp"
 #include "planner/exports/exports.hpp"
 #include "planner/plan/plan_file.hpp"
@@ -59,6 +60,7 @@ CommandAction add_export_command(CLI::App& app) {
     }
     std::vector<std::string> notes;  // the file's recorded numbers, if not its inputs'
     const Plan plan = read_plan(o->plan, "", &notes);
+    require_priced_model(plan.model, o->plan);
     const Export e = export_plan(plan, *format, *version);
     out << e.text;
     for (const std::string& note : notes) err << "note: " << note << "\n";

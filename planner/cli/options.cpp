@@ -9,6 +9,7 @@
 #include <set>
 
 #include "costmodel/counted.hpp"
+#include "costmodel/param_count.hpp"
 #include "planner/config/closest_names.hpp"
 #include "planner/config/input_error.hpp"
 #include "planner/config/presets.hpp"
@@ -302,6 +303,38 @@ void add_mfu_option(CLI::App& cmd, double& mfu) {
                  "Model FLOPs utilization for the time to train, a fraction from 1e-6 to 1")
       ->capture_default_str()
       ->check(number_in(kMinMfu, 1.0));
+}
+
+void require_priced_model(const ModelSpec& model, const std::string& where) {
+  if (!model.moe && !model.mla && model.mtp_num_layers == 0) return;
+  std::vector<std::string> parts;
+  if (model.moe) {
+    const MoeSpec& e = *model.moe;
+    parts.push_back("mixture-of-experts FFNs (" + std::to_string(e.num_experts) +
+                    " routed experts, top-" + std::to_string(e.top_k) +
+                    (e.num_shared_experts > 0
+                         ? ", " + std::to_string(e.num_shared_experts) + " shared"
+                         : std::string()) +
+                    ")");
+  }
+  if (model.mla) parts.push_back("multi-head latent attention (MLA)");
+  if (model.mtp_num_layers > 0) {
+    parts.push_back(std::to_string(model.mtp_num_layers) + " multi-token-prediction " +
+                    (model.mtp_num_layers == 1 ? "layer" : "layers"));
+  }
+  std::string what;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    what += (i == 0 ? "" : i + 1 == parts.size() ? " and " : ", ") + parts[i];
+  }
+  const ParamCount c = count_params(model);
+  throw InputError(where + ": " + model.name + " has " + what +
+                   ": meshplan counts its parameters (" +
+                   fixed(static_cast<double>(c.total) / 1e9, 2) + "B total, " +
+                   fixed(static_cast<double>(c.active) / 1e9, 2) +
+                   "B active; `meshplan presets models`) and FLOPs, but does not yet lay out "
+                   "expert parallelism (ep, etp), size expert and MLA memory or time the "
+                   "all-to-all dispatch and combine, and pricing it as a dense model would be "
+                   "wrong; give a dense model");
 }
 
 FrameworkConvention require_framework(const std::string& name) {

@@ -129,6 +129,14 @@ inline constexpr double kMinMfu = 1e-6;
 void add_mfu_option(CLI::App& cmd, double& mfu);
 
 /// The named convention; throws InputError listing the known names.
+/// Throws InputError (exit 2) for a model the step-time and memory models cannot price yet: a
+/// mixture-of-experts model, MLA attention or multi-token prediction (ModelSpec::moe, mla,
+/// mtp_num_layers). Parameter and FLOP counts cover them (`meshplan presets models`), but
+/// expert parallelism (ep, etp), expert memory and the all-to-all time are not built, and
+/// pricing such a model as dense would be silently wrong. `where` names the input
+/// ("--model deepseek-v3", "--plan p.json").
+void require_priced_model(const ModelSpec& model, const std::string& where);
+
 FrameworkConvention require_framework(const std::string& name);
 
 /// The named precision, or the GPU's default when `name` is empty (bf16, else fp16, with a note

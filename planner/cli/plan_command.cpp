@@ -229,6 +229,7 @@ CommandAction add_plan_command(CLI::App& app) {
     }
     std::vector<std::string> notes;
     const ModelSpec model = load_model(o->model, "--model", &notes);
+    require_priced_model(model, "--model " + o->model);
     const ClusterSpec cluster = load_cluster(o->cluster, "--cluster");
     if (const std::string problem = node_count_problem(cluster, o->gpus); !problem.empty()) {
       throw InputError("--gpus " + std::to_string(o->gpus) + ": " + problem);

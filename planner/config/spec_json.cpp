@@ -329,6 +329,31 @@ nlohmann::json model_to_json(const ModelSpec& m) {
   }
   if (m.norm_epsilon) j["norm_epsilon"] = *m.norm_epsilon;
   if (m.sliding_window) j["sliding_window"] = *m.sliding_window;
+  if (m.sliding_window_alternating) j["sliding_window_alternating"] = true;
+  if (m.qk_norm) j["qk_norm"] = true;
+  if (m.attention_sinks) j["attention_sinks"] = true;
+  if (m.mtp_num_layers > 0) j["mtp_num_layers"] = m.mtp_num_layers;
+  if (m.moe) {
+    const MoeSpec& e = *m.moe;
+    j["moe"] = {{"num_experts", e.num_experts},
+                {"top_k", e.top_k},
+                {"expert_ffn_hidden_size", e.expert_ffn_hidden_size},
+                {"num_shared_experts", e.num_shared_experts},
+                {"shared_expert_ffn_hidden_size", e.shared_expert_ffn_hidden_size},
+                {"first_k_dense_layers", e.first_k_dense_layers},
+                {"layer_freq", e.layer_freq},
+                {"router_bias", e.router_bias},
+                {"expert_bias", e.expert_bias},
+                {"shared_expert_gate", e.shared_expert_gate}};
+  }
+  if (m.mla) {
+    const MlaSpec& a = *m.mla;
+    j["mla"] = {{"q_lora_rank", a.q_lora_rank},
+                {"kv_lora_rank", a.kv_lora_rank},
+                {"qk_nope_head_dim", a.qk_nope_head_dim},
+                {"qk_rope_head_dim", a.qk_rope_head_dim},
+                {"v_head_dim", a.v_head_dim}};
+  }
   return j;
 }
 
@@ -468,6 +493,43 @@ RopeScaling rope_scaling_from_json(StrictObject o) {
   return r;
 }
 
+/// The integer under `key` of `o`, in [min, max]; null is refused like a missing number.
+std::int64_t whole(StrictObject& o, const std::string& key, std::int64_t min, std::int64_t max) {
+  const std::optional<std::int64_t> v = o.int_or_null(key, min, max);
+  if (!v) {
+    o.fail(key, "is null; expected an integer from " + std::to_string(min) + " to " +
+                    std::to_string(max));
+  }
+  return *v;
+}
+
+/// The meshplan-model/1 `moe` object (configs/README.md): every key present.
+MoeSpec moe_from_json(StrictObject o) {
+  MoeSpec e;
+  e.num_experts = o.positive_int("num_experts", kMaxWidth);
+  e.top_k = o.positive_int("top_k", kMaxWidth);
+  e.expert_ffn_hidden_size = o.positive_int("expert_ffn_hidden_size", kMaxWidth);
+  e.num_shared_experts = whole(o, "num_shared_experts", 0, kMaxWidth);
+  e.shared_expert_ffn_hidden_size = whole(o, "shared_expert_ffn_hidden_size", 0, kMaxWidth);
+  e.first_k_dense_layers = whole(o, "first_k_dense_layers", 0, kMaxLayers);
+  e.layer_freq = o.positive_int("layer_freq", kMaxLayers);
+  e.router_bias = o.boolean("router_bias");
+  e.expert_bias = o.boolean("expert_bias");
+  e.shared_expert_gate = o.boolean("shared_expert_gate");
+  return e;
+}
+
+/// The meshplan-model/1 `mla` object (configs/README.md): every key present.
+MlaSpec mla_from_json(StrictObject o) {
+  MlaSpec a;
+  a.q_lora_rank = whole(o, "q_lora_rank", 0, kMaxWidth);
+  a.kv_lora_rank = o.positive_int("kv_lora_rank", kMaxWidth);
+  a.qk_nope_head_dim = o.positive_int("qk_nope_head_dim", kMaxWidth);
+  a.qk_rope_head_dim = o.positive_int("qk_rope_head_dim", kMaxWidth);
+  a.v_head_dim = o.positive_int("v_head_dim", kMaxWidth);
+  return a;
+}
+
 }  // namespace
 
 ModelSpec model_from_json(const nlohmann::json& json, const std::string& file,
@@ -478,7 +540,8 @@ ModelSpec model_from_json(const nlohmann::json& json, const std::string& file,
        "num_kv_heads", "head_dim", "ffn_hidden_size", "ffn_type", "norm_type", "vocab_size",
        "vocab_pad_multiple", "position_embedding", "max_position_embeddings", "tied_embeddings",
        "linear_bias", "qkv_bias", "dropout", "seq_length", "rope_theta", "rope_scaling",
-       "norm_epsilon", "sliding_window"});
+       "norm_epsilon", "sliding_window", "sliding_window_alternating", "qk_norm",
+       "attention_sinks", "mtp_num_layers", "moe", "mla"});
   ModelSpec m;
   m.name = o.text("name", "the model's name (a preset's is its file name)");
   o.string("description");
@@ -544,6 +607,30 @@ ModelSpec model_from_json(const nlohmann::json& json, const std::string& file,
   if (o.has("sliding_window") && !json.at("sliding_window").is_null()) {
     m.sliding_window = o.positive_int("sliding_window", kMaxTokens);
   }
+  // Optional, absent or null: off / none (configs/README.md).
+  for (const auto& [key, flag] :
+       {std::pair<const char*, bool*>{"sliding_window_alternating", &m.sliding_window_alternating},
+        {"qk_norm", &m.qk_norm},
+        {"attention_sinks", &m.attention_sinks}}) {
+    if (o.has(key)) *flag = o.boolean_or_null(key).value_or(false);
+  }
+  if (m.sliding_window_alternating && !m.sliding_window) {
+    o.fail("sliding_window_alternating", "is true without a sliding_window; give the window "
+                                         "or set it to false");
+  }
+  if (o.has("mtp_num_layers")) {
+    m.mtp_num_layers = o.int_or_null("mtp_num_layers", 0, kMaxLayers).value_or(0);
+  }
+  if (o.has("moe") && !json.at("moe").is_null()) {
+    m.moe = moe_from_json(o.object(
+        "moe", {"num_experts", "top_k", "expert_ffn_hidden_size", "num_shared_experts",
+                "shared_expert_ffn_hidden_size", "first_k_dense_layers", "layer_freq",
+                "router_bias", "expert_bias", "shared_expert_gate"}));
+  }
+  if (o.has("mla") && !json.at("mla").is_null()) {
+    m.mla = mla_from_json(o.object("mla", {"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
+                                           "qk_rope_head_dim", "v_head_dim"}));
+  }
   if (m.num_attention_heads * m.head_dim > kMaxWidth) {
     o.fail("head_dim", "num_attention_heads x head_dim must be at most " +
                            std::to_string(kMaxWidth));
@@ -553,6 +640,7 @@ ModelSpec model_from_json(const nlohmann::json& json, const std::string& file,
   if (const auto problem = model_structure_problem(m, HeadDimSource::kStated)) {
     o.fail(to_string(problem->field), problem->message);
   }
+  if (const auto problem = model_extension_problem(m)) o.fail(problem->key, problem->message);
   // Learned positions are a table of max_position_embeddings rows: the model's own sequence
   // cannot be longer (GPT-2's wpe, Megatron's LanguageModelEmbedding). Refused here, naming
   // both keys, before any layout is tried (the search would reject every one of them).
