@@ -67,7 +67,9 @@ std::vector<FrameworkConvention> make_conventions() {
   all.back().loss_transient_bytes = 2;
   all.back().dp_grad_overlap = false;  // --overlap-grad-reduce is opt-in
   all.back().fp8_saves_fp8_inputs = true;
-  all.back().zero_stages = 0b0011;
+  // ZeRO 0-3: the distributed optimizer (1), and Megatron-FSDP (Megatron-Core 0.14,
+  // --use-megatron-fsdp --data-parallel-sharding-strategy optim_grads / optim_grads_params: 2,
+  // 3), which Megatron-DeepSpeed's ZeRO stages also stand in for.
   all.back().interleaved_waiting_needs_pp_above_2 = true;
   all.push_back({"nemo",
                  "NeMo / Megatron-Core recipes: half weights and grad buffer "

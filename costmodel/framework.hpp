@@ -112,8 +112,8 @@ struct FrameworkConvention {
   /// backward GEMMs (Transformer Engine's Linear and LayerNormLinear, as Megatron-Core and
   /// NeMo use them).
   bool fp8_saves_fp8_inputs = false;
-  /// ZeRO stages the framework offers, bit z for stage z: Megatron-LM and NeMo 0 and 1 (the
-  /// distributed optimizer); DeepSpeed 0-3; PyTorch DDP/FSDP 0, 2 (SHARD_GRAD_OP) and 3
+  /// ZeRO stages the framework offers, bit z for stage z: Megatron-LM 0-3 (the distributed
+  /// optimizer; Megatron-FSDP for 2 and 3), NeMo 0 and 1; DeepSpeed 0-3; PyTorch DDP/FSDP 0, 2 (SHARD_GRAD_OP) and 3
   /// (FULL_SHARD).
   unsigned zero_stages = 0b1111;
   bool allows_zero(int stage) const { return stage >= 0 && stage <= 3 && (zero_stages >> stage) & 1u; }

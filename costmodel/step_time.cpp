@@ -7,6 +7,7 @@
 #include "costmodel/compute_time.hpp"
 #include "costmodel/elementwise_bytes.hpp"
 #include "costmodel/flops.hpp"
+#include "costmodel/host_bound.hpp"
 #include "costmodel/param_count.hpp"
 #include "costmodel/placement.hpp"
 
@@ -214,20 +215,25 @@ double GroupBandwidth::time_s(Collective collective, double bytes) const {
 
 StepContext::StepContext(const ModelSpec& m, const TrainingSetup& s, const ClusterSpec& c,
                          const Profile& p)
-    : model(m), setup(s), cluster(c), profile(p), counts(count_params(m)) {
+    : model(m),
+      setup(s),
+      cluster(c),
+      fitted(fitted_rates(p, s.framework)),
+      profile(scaled_profile(p, fitted)),
+      counts(count_params(m)) {
   half_rates.gemm_peak_flops_per_s = *training_peak_flops(c.gpu, half_precision(s.precision));
   half_rates.hbm_bytes_per_s = c.gpu.hbm_bandwidth_bytes_per_s;
-  half_rates.gemm = p.gemm;
+  half_rates.gemm = profile.gemm;
   half_rates.flash_attention_efficiency = s.framework.sdpa_flash_attention2
-                                              ? p.flash_attention2_efficiency
-                                              : p.flash_attention_efficiency;
-  half_rates.flash_attention_half_keys = p.flash_attention_half_keys;
-  half_rates.hbm_efficiency = p.hbm_efficiency;
+                                              ? profile.flash_attention2_efficiency
+                                              : profile.flash_attention_efficiency;
+  half_rates.flash_attention_half_keys = profile.flash_attention_half_keys;
+  half_rates.hbm_efficiency = profile.hbm_efficiency;
   gemm_rates = half_rates;  // the layers' linears run in fp8 with --precision fp8
   gemm_rates.gemm_peak_flops_per_s = *training_peak_flops(c.gpu, s.precision);
   if (s.precision == Precision::kFp8) {
     // FP8 GEMMs sustain a smaller share of their (twice as high) peak.
-    gemm_rates.gemm.peak_efficiency = p.gemm.fp8_peak_efficiency;
+    gemm_rates.gemm.peak_efficiency = profile.gemm.fp8_peak_efficiency;
   }
   flops = exact_flops_per_token(m, s.seq);
   optimizer_bytes_per_param = optimizer_passes(s).bytes_per_param();
@@ -240,8 +246,10 @@ GroupRates::GroupRates(const StepContext& x, const Layout& l)
       pp(first_group(l.tp * l.cp * l.dp, std::min<std::int64_t>(l.pp, 2)), x.cluster, x.profile) {}
 
 LayerCosts layer_costs(const StepContext& x, const Layout& l, const GroupRates& groups) {
-  LayerCosts c = layer_kernels(x.model, l, x.setup, x.gemm_rates, x.half_rates, groups.tp,
-                               groups.cp);
+  LayerCosts c = layer_kernels(x.model, l, x.setup, x.gemm_rates,
+                               ring_attention_rates(x.half_rates, l.cp, x.fitted.ring_attention_scale),
+                               groups.tp, groups.cp);
+  host_bound_layer(c, x.fitted.host_overhead_per_layer_s);
   edge_costs(c, x.model, l, x.setup, x.half_rates, groups.tp);
   return c;
 }
@@ -286,8 +294,11 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
   if (fsdp_per_microbatch) {
     const double ag = groups.dp_cp.time_s(Collective::kAllGather, layer_params * kHalf);
     const double rs = groups.dp_cp.time_s(Collective::kReduceScatter, layer_params * grad_bytes);
-    fsdp_fwd = exposed_beside(ag, layer.forward, share);
-    fsdp_bwd = exposed_beside((fsdp_zero2 ? 0.0 : ag) + rs, layer.backward, share);
+    // Each gather and scatter also waits gather_latency_s (fitted_rates.hpp), exposed.
+    const double wait = x.fitted.gather_latency_s;
+    fsdp_fwd = exposed_beside(ag, layer.forward, share) + wait;
+    fsdp_bwd = exposed_beside((fsdp_zero2 ? 0.0 : ag) + rs, layer.backward, share) +
+               (fsdp_zero2 ? 1 : 2) * wait;
   }
 
   const double recompute_per_layer =
@@ -440,6 +451,7 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
   e.tflops_per_gpu_causal = e.model_flops_per_step_causal / e.step_time_s / gpus / 1e12;
   e.mfu_causal = e.model_flops_per_step_causal / e.step_time_s / gpus / e.peak_flops_per_s;
   e.hfu = e.hardware_flops_per_step / e.step_time_s / gpus / e.peak_flops_per_s;
+  set_step_interval(e, x.profile, setup.framework);
   return e;
 }
 

@@ -33,6 +33,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   add(add_presets_command);
   add(add_export_command);
   add(add_validate_command);
+  add(add_fit_command);
   add(add_profile_command);
 
   // CLI11 takes an unknown first word (or flag) for an extra argument and says only "A

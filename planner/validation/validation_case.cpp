@@ -336,21 +336,21 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
   }
 
   c.setup.framework = *find_framework(convention_for_framework(c.framework));
-  // A stage the mapped convention does not offer would be costed as if it did: refused, as
-  // --zero and a plan file's layout.zero are (zero_stage_problem).
+  // A stage or pipeline the mapped convention does not run would be costed as if it did: the
+  // case is skipped with the reason (issue 19: one such case never refuses its file), as --zero
+  // and a plan file's layout.zero are refused (zero_stage_problem, pipeline_problem).
   if (const std::string problem = zero_stage_problem(c.setup.framework, l.zero);
       !problem.empty()) {
-    layout.fail("zero", "is " + std::to_string(l.zero) + ", but training.framework \"" +
-                            c.framework + "\" is costed with meshplan's " +
-                            c.setup.framework.name + " convention, and " + problem +
-                            "; give one of those stages, or another framework");
-  }
-  if (const std::string problem = pipeline_problem(c.setup.framework, l.pp, l.vpp, l.zero);
-      !problem.empty()) {
-    layout.fail("pp", "is " + std::to_string(l.pp) + " with vpp " + std::to_string(l.vpp) +
-                          " and zero " + std::to_string(l.zero) + ", but training.framework \"" +
-                          c.framework + "\" is costed with meshplan's " +
-                          c.setup.framework.name + " convention, and " + problem);
+    c.skip_reason = "layout.zero is " + std::to_string(l.zero) + ", but training.framework \"" +
+                    c.framework + "\" is costed with meshplan's " + c.setup.framework.name +
+                    " convention, and " + problem;
+  } else if (const std::string pipeline =
+                 pipeline_problem(c.setup.framework, l.pp, l.vpp, l.zero);
+             !pipeline.empty()) {
+    c.skip_reason = "layout.pp is " + std::to_string(l.pp) + " with vpp " +
+                    std::to_string(l.vpp) + " and zero " + std::to_string(l.zero) +
+                    ", but training.framework \"" + c.framework + "\" is costed with meshplan's " +
+                    c.setup.framework.name + " convention, and " + pipeline;
   }
   if (c.setup.framework.elementwise == ElementwiseKernels::kEager) {
     // SCHEMA.md has no torch.compile field: the framework's default (torchtitan:

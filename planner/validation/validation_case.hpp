@@ -31,6 +31,10 @@ struct ValidationCase {
   Layout layout;
   TrainingSetup setup;     ///< framework convention, precision, seq, attention
   std::vector<std::string> assumptions;  ///< defaults taken for null or absent fields
+  /// Why meshplan cannot model this case as given ("" when it can): a ZeRO stage or pipeline
+  /// the mapped framework convention does not run. The case is read whole all the same, and
+  /// `validate` and `fit` skip it with this reason instead of refusing its file.
+  std::string skip_reason;
   // measured (nullopt where the source did not print it)
   std::optional<double> step_time_s;
   std::optional<double> tokens_per_s_per_gpu;
