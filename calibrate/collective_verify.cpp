@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "calibrate/patterns.hpp"
+#include "kernels/patterns.hpp"
 
 namespace meshplan::calibrate {
 

@@ -4,7 +4,7 @@
 #include <chrono>
 #include <vector>
 
-#include "calibrate/patterns.hpp"
+#include "kernels/patterns.hpp"
 
 namespace meshplan::calibrate {
 

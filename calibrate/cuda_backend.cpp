@@ -14,11 +14,11 @@
 #include <vector>
 
 #include "calibrate/collective_verify.hpp"
-#include "calibrate/cuda_fill.hpp"
 #include "calibrate/cuda_support.hpp"
 #include "calibrate/mpi_context.hpp"
-#include "calibrate/patterns.hpp"
+#include "kernels/cuda_fill.hpp"
 #include "kernels/hbm.hpp"
+#include "kernels/patterns.hpp"
 
 namespace meshplan::calibrate {
 

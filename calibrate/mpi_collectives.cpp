@@ -7,7 +7,7 @@
 
 #include "calibrate/collective_verify.hpp"
 #include "calibrate/mpi_context.hpp"
-#include "calibrate/patterns.hpp"
+#include "kernels/patterns.hpp"
 
 namespace meshplan::calibrate {
 

@@ -13,13 +13,13 @@
 #include <utility>
 #include <vector>
 
-#include "calibrate/cuda_fill.hpp"
 #include "calibrate/cuda_support.hpp"
 #include "calibrate/mpi_context.hpp"
 #include "costmodel/ranks.hpp"
 #include "executor/cuda_pipeline.hpp"
-#include "executor/cuda_replay_kernels.hpp"
 #include "executor/ledger_memory.hpp"
+#include "kernels/cuda_fill.hpp"
+#include "kernels/cuda_replay_kernels.hpp"
 #include "kernels/hbm.hpp"
 
 namespace meshplan::executor {

@@ -7,7 +7,7 @@
 #include "calibrate/collective_verify.hpp"
 #include "calibrate/cpu_gemm.hpp"
 #include "calibrate/gemm_verify.hpp"
-#include "calibrate/patterns.hpp"
+#include "kernels/patterns.hpp"
 #include "tests/support/collectives.hpp"
 
 using namespace meshplan;

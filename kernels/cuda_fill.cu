@@ -1,7 +1,7 @@
 #include <cstring>
 
-#include "calibrate/cuda_fill.hpp"
-#include "calibrate/patterns.hpp"
+#include "kernels/cuda_fill.hpp"
+#include "kernels/patterns.hpp"
 
 namespace meshplan::calibrate {
 

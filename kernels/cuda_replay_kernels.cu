@@ -1,6 +1,6 @@
 #include <cuda_bf16.h>
 
-#include "executor/cuda_replay_kernels.hpp"
+#include "kernels/cuda_replay_kernels.hpp"
 
 namespace meshplan::executor {
 
