@@ -33,7 +33,8 @@ TEST_CASE("least squares: a bound that holds the minimizer back", "[fit]") {
   CHECK(fit.cost == Approx(0.5).epsilon(1e-9));
 }
 
-TEST_CASE("least squares: a start outside the bounds is clamped; the same inputs give the same bits",
+TEST_CASE("least squares: a start outside the bounds is clamped, and the same inputs give the "
+          "same bits",
           "[fit]") {
   // r = exp(x) - 2: minimum at x = ln 2 = 0.693...
   const Residuals r = [](const std::vector<double>& p) {
