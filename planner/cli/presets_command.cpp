@@ -49,13 +49,15 @@ std::string models_table() {
 }
 
 std::string gpus_table() {
-  Table t({"gpu", "memory GiB", "HBM TB/s", "bf16 TFLOP/s", "fp16", "fp8", "flash attn"},
-          {true, false, false, false, false, false, false});
+  Table t({"gpu", "memory GiB", "HBM TB/s", "bf16 TFLOP/s", "fp16", "fp8", "mxfp8", "nvfp4",
+           "flash attn"},
+          {true, false, false, false, false, false, false, false, false});
   for (const std::string& name : preset_names(PresetKind::kGpu)) {
     const GpuSpec g = load_gpu(name);
     t.add_row({name, fixed(g.memory_bytes / kGiB, 1), fixed(g.hbm_bandwidth_bytes_per_s / kTera, 2),
                tflops(g.peak_flops_per_s.bf16), tflops(g.peak_flops_per_s.fp16),
-               tflops(g.peak_flops_per_s.fp8), g.flash_attention ? "yes" : "no"});
+               tflops(g.peak_flops_per_s.fp8), tflops(g.peak_flops_per_s.mxfp8),
+               tflops(g.peak_flops_per_s.nvfp4), g.flash_attention ? "yes" : "no"});
   }
   return "GPUs (dense peaks; TB/s = 1e12 bytes/s):\n" + t.render();
 }

@@ -361,7 +361,7 @@ nlohmann::json model_to_json(const ModelSpec& m) {
 nlohmann::json gpu_to_json(const GpuSpec& g) {
   const std::string copied = "copied from preset " + g.name;
   const PeakFlops& p = g.peak_flops_per_s;
-  return {{"schema", "meshplan-gpu/1"},
+  nlohmann::json j = {{"schema", "meshplan-gpu/1"},
           {"name", g.name},
           {"description", g.description},
           {"memory_bytes", whole_bytes(g.memory_bytes)},
@@ -381,6 +381,10 @@ nlohmann::json gpu_to_json(const GpuSpec& g) {
             {"hbm_bandwidth_bytes_per_s", copied},
             {"peak_flops_per_s", copied},
             {"runtime_overhead", copied}}}};
+  // The block-scaled peaks are optional keys: written where the GPU has them (Blackwell).
+  if (p.mxfp8) j["peak_flops_per_s"]["mxfp8"] = *p.mxfp8;
+  if (p.nvfp4) j["peak_flops_per_s"]["nvfp4"] = *p.nvfp4;
+  return j;
 }
 
 nlohmann::json cluster_to_json(const ClusterSpec& c) {
@@ -676,13 +680,19 @@ GpuSpec gpu_from_json(const nlohmann::json& json, const std::string& file,
   g.hbm_bandwidth_bytes_per_s =
       bounded(o, json, "hbm_bandwidth_bytes_per_s", kMinHbmBytesPerS, true, kMaxHbmBytesPerS,
               "a number of bytes/s from 1e9 to 1e15 (the datasheet's HBM bandwidth)");
-  StrictObject peaks = o.object("peak_flops_per_s", {"fp32", "tf32", "bf16", "fp16", "fp8"});
+  StrictObject peaks =
+      o.object("peak_flops_per_s", {"fp32", "tf32", "bf16", "fp16", "fp8", "mxfp8", "nvfp4"});
   const nlohmann::json& raw_peaks = json.at("peak_flops_per_s");
   g.peak_flops_per_s.fp32 = peak_flops_or_null(peaks, raw_peaks, "fp32");
   g.peak_flops_per_s.tf32 = peak_flops_or_null(peaks, raw_peaks, "tf32");
   g.peak_flops_per_s.bf16 = peak_flops_or_null(peaks, raw_peaks, "bf16");
   g.peak_flops_per_s.fp16 = peak_flops_or_null(peaks, raw_peaks, "fp16");
   g.peak_flops_per_s.fp8 = peak_flops_or_null(peaks, raw_peaks, "fp8");
+  // Optional (configs/README.md): absent is null, a GPU without block-scaled tensor cores.
+  for (const auto& [key, peak] : {std::pair{"mxfp8", &g.peak_flops_per_s.mxfp8},
+                                  std::pair{"nvfp4", &g.peak_flops_per_s.nvfp4}}) {
+    if (raw_peaks.contains(key)) *peak = peak_flops_or_null(peaks, raw_peaks, key);
+  }
   // Every training precision runs on 16-bit tensor cores (fp8 its non-GEMM kernels, and MFU
   // is measured against the 16-bit peak): a GPU without one could train nothing, and would be
   // refused later as "--precision fp16: ...", blaming a flag never given.
