@@ -4,14 +4,19 @@
 #include <map>
 #include <memory>
 
+#include "common/input_error.hpp"
 #include "planner/cli/commands.hpp"
-#include "planner/config/input_error.hpp"
 
 #ifndef MESHPLAN_VERSION
 #error "MESHPLAN_VERSION must be defined by the build"
 #endif
 
 namespace meshplan {
+
+int nothing_fits(std::ostream& err, const std::string& message) {
+  err << "meshplan: " << message << "\n";
+  return kNothingFitsExitCode;
+}
 
 int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   CLI::App app{
@@ -81,15 +86,12 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
 
   try {
     for (const auto& [sub, action] : actions) {
-      if (sub->parsed()) action(out, err);
+      if (sub->parsed()) return action(out, err);
     }
     return 0;
   } catch (const InputError& e) {
     err << "meshplan: error: " << e.what() << "\n";
     return kInputErrorExitCode;
-  } catch (const NothingFits& e) {
-    err << "meshplan: " << e.what() << "\n";
-    return kNothingFitsExitCode;
   } catch (const std::exception& e) {
     err << "meshplan: internal error: " << e.what() << " (this is a bug; please report it)\n";
     return 1;

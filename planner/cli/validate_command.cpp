@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/format.hpp"
 #include "planner/cli/commands.hpp"
-#include "planner/report/format.hpp"
 #include "planner/validation/validate.hpp"
 
 namespace meshplan {
@@ -192,6 +192,7 @@ CommandAction add_validate_command(CLI::App& app) {
   return [files, json](std::ostream& out, std::ostream& /*err*/) {
     const ValidationReport report = validate_files(*files);
     out << (*json ? render_json(report).dump(2) + "\n" : render_text(report));
+    return 0;
   };
 }
 

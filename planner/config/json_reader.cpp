@@ -12,8 +12,8 @@
 #include <system_error>
 #include <utility>
 
+#include "common/input_error.hpp"
 #include "planner/config/closest_names.hpp"
-#include "planner/config/input_error.hpp"
 
 namespace meshplan {
 

@@ -1,6 +1,6 @@
 #include "planner/config/profile_loader.hpp"
 
-#include "planner/config/input_error.hpp"
+#include "common/input_error.hpp"
 #include "planner/config/json_reader.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/presets.hpp"

@@ -40,9 +40,9 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "common/format.hpp"
 #include "costmodel/counted.hpp"
 #include "costmodel/precision.hpp"
-#include "planner/report/format.hpp"
 
 namespace meshplan {
 

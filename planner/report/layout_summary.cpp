@@ -2,8 +2,8 @@
 
 #include <sstream>
 
+#include "common/format.hpp"
 #include "costmodel/counted.hpp"
-#include "planner/report/format.hpp"
 
 namespace meshplan {
 
@@ -31,8 +31,7 @@ nlohmann::json overlaps_json(const FrameworkConvention& f) {
 
 std::string layout_summary(const Layout& l, const TrainingSetup& setup) {
   std::ostringstream s;
-  s << "dp " << l.dp << " tp " << l.tp << " pp " << l.pp << " cp " << l.cp << " vpp " << l.vpp
-    << ", mbs " << l.mbs << ", gbs " << l.gbs << " ("
+  s << degrees_text(l, true) << ", mbs " << l.mbs << ", gbs " << l.gbs << " ("
     << counted(l.microbatches(), "micro-batch", "micro-batches") << "), seq " << setup.seq
     << ", zero " << l.zero
     << ", recompute " << to_string(l.recompute) << ", sp " << (l.sp ? "on" : "off")

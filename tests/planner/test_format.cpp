@@ -5,7 +5,7 @@
 #include <cmath>
 #include <string>
 
-#include "planner/report/format.hpp"
+#include "common/format.hpp"
 
 using namespace meshplan;
 

@@ -22,7 +22,7 @@
 
 #include <sys/resource.h>
 
-#include "planner/config/input_error.hpp"
+#include "common/input_error.hpp"
 #include "planner/config/presets.hpp"
 #include "planner/report/atomic_write.hpp"
 #include "tests/support/cli_runner.hpp"

@@ -10,12 +10,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/format.hpp"
 #include "costmodel/counted.hpp"
 #include "costmodel/flops.hpp"
 #include "costmodel/units.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
-#include "planner/report/format.hpp"
 #include "planner/report/memory_ledger_report.hpp"
 #include "planner/report/plan_report.hpp"
 #include "tests/support/cli_runner.hpp"

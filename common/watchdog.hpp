@@ -30,7 +30,7 @@
 #include <thread>
 #include <vector>
 
-namespace meshplan::calibrate {
+namespace meshplan {
 
 class Watchdog {
  public:
@@ -81,4 +81,4 @@ class Watchdog {
   std::thread thread_;
 };
 
-}  // namespace meshplan::calibrate
+}  // namespace meshplan
