@@ -1,6 +1,7 @@
 // The GEMMs of one transformer layer and the LM head of a model at a tensor-parallel degree,
-// micro-batch and sequence length: the shapes costmodel/step_time.cpp charges, so
-// `meshplan-calibrate --model M` times exactly the GEMMs the estimate of M will ask about.
+// micro-batch and sequence length: the linears of the layer op table (costmodel/layer_ops.hpp)
+// that costmodel/step_time.cpp charges, so `meshplan-calibrate --model M` times exactly the
+// GEMMs the estimate of M will ask about.
 //
 // With tokens T = mbs x seq (per tensor-parallel rank; sequence parallelism gathers back to T),
 // hidden h, query width q = heads x head_dim, key/value width kv = kv_heads x head_dim, MLP
@@ -17,11 +18,12 @@
 #include <vector>
 
 #include "calibrate/sweep_plan.hpp"
+#include "costmodel/layer_ops.hpp"
 #include "costmodel/model_spec.hpp"
 
 namespace meshplan::calibrate {
 
-/// The model's GEMM shapes (15: five linears x three passes). Errors: std::invalid_argument when
+/// The model's GEMM shapes (15: five linears x three passes), in the table's op order. Errors: std::invalid_argument when
 /// tp, mbs or seq < 1 or tp does not divide the widths it splits.
 std::vector<GemmShape> model_gemm_shapes(const ModelSpec& model, std::int64_t tp, std::int64_t mbs,
                                          std::int64_t seq);

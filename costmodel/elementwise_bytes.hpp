@@ -1,7 +1,7 @@
-// HBM bytes that the memory-bound (elementwise) ops of one transformer layer move in one forward
-// pass: the two norms, the two residual adds (with dropout where the model has it), the MLP
-// activation and RoPE on q and k. Backward moves about 1.5 x these bytes (each op reads its saved
-// input and the output gradient and writes the input gradient; step_time.cpp).
+// HBM bytes per element that the memory-bound (elementwise) ops of one transformer layer move in
+// one forward pass: the two norms, the two residual adds (with dropout where the model has it),
+// the MLP activation and RoPE on q and k. Backward moves about 1.5 x these bytes (each op reads
+// its saved input and the output gradient and writes the input gradient; layer_ops.cpp).
 //
 // Two ways of running them, counted op by op from the frameworks' code (16-bit activations:
 // 2 bytes, fp32 intermediates: 4 bytes per element):
@@ -46,12 +46,18 @@ enum class ElementwiseKernels { kFused, kEager };
 /// "fused" or "eager".
 const char* to_string(ElementwiseKernels kernels);
 
-/// Bytes moved by one layer's elementwise ops in one forward pass on one GPU (table above).
-/// `tokens` pass through the tensor-parallel region (the activation and RoPE, whose width is
-/// split over `tp` GPUs), `tokens_sp` through the norms and residual adds (tokens / tp with
-/// sequence parallelism, else tokens). Returns bytes (>= 0); raises nothing.
-double elementwise_forward_bytes(const ModelSpec& m, double tp, double tokens, double tokens_sp,
-                                 ElementwiseKernels kernels);
+/// Forward HBM bytes per element of each elementwise op of a layer (the table above); the
+/// layer's op table (layer_ops.hpp) multiplies them by the elements each op touches on a GPU.
+struct ElementwiseBytesPerElement {
+  double norm = 0;        ///< per element of a norm's input (h per token)
+  double residual = 0;    ///< per element of a residual add, with the dropout before it (h)
+  double activation = 0;  ///< per element of the MLP activation's output (f per token)
+  double rope = 0;        ///< per element of q and k (RoPE models)
+};
+
+/// The bytes per element of `m`'s elementwise ops under `kernels`. Raises nothing.
+ElementwiseBytesPerElement elementwise_bytes_per_element(const ModelSpec& m,
+                                                         ElementwiseKernels kernels);
 
 /// The kernels named `text` ("fused" or "eager"), or nullopt.
 std::optional<ElementwiseKernels> parse_elementwise(const std::string& text);

@@ -21,6 +21,7 @@
 // token, the attention term being 82% of the non-causal count), which is why MFU is reported
 // both ways. Norms, biases, softmax and the embedding lookup are not counted (they are
 // memory-bound, under 1% of the FLOPs).
+// The terms are the sums of the layer op table's flops_per_token (layer_ops.hpp).
 // For GPT the non-causal count equals Megatron's 72 B s L h^2 (1 + s/(6h) + V/(12 h L)) per
 // iteration / (B s).
 #pragma once

@@ -100,35 +100,18 @@ double stage_param_count(const ModelSpec& model, const ParamCount& counts, const
   return stage_params(model, counts, layout, stage, stage_layer_count(layout, model, stage));
 }
 
-ActivationSetting activation_setting(const Layout& layout, const TrainingSetup& setup) {
-  ActivationSetting act;
-  act.seq = setup.seq;
-  act.mbs = layout.mbs;
-  act.tp = layout.tp;
-  act.cp = layout.cp;
-  act.sp = layout.sp;
-  act.recompute = layout.recompute;
-  act.attention = setup.attention;
-  act.eager_softmax_bytes = setup.framework.eager_softmax_bytes;
-  act.logits_bytes = setup.framework.logits_bytes;
-  act.half_dtype = half_dtype_name(setup.precision);
-  act.selective = setup.framework.selective;
-  act.tp_saves_gathered_inputs = setup.framework.tp_saves_gathered_inputs;
-  act.fp8_linear_inputs =
-      setup.precision == Precision::kFp8 && setup.framework.fp8_saves_fp8_inputs;
-  return act;
+LayerSetting layer_setting(const Layout& layout, const TrainingSetup& setup) {
+  return layer_setting(layout, setup.seq, setup.precision, setup.attention, setup.framework);
 }
 
-ActivationBytes activation_bytes(const ModelSpec& model, const ActivationSetting& setting) {
+ActivationBytes activation_bytes(const LayerOps& ops) {
   ActivationBytes a;
-  a.layer = total_bytes(layer_saved_tensors(model, setting));
-  ActivationSetting full = setting;
-  full.recompute = Recompute::kNone;
-  const std::vector<SavedTensor> full_layer = layer_saved_tensors(model, full);
+  a.layer = total_bytes(layer_saved_tensors(ops));
+  const std::vector<SavedTensor> full_layer = saved_tensors(ops.layer, Recompute::kNone);
   a.layer_full = total_bytes(full_layer);
   for (const SavedTensor& t : full_layer) a.largest_full = std::max(a.largest_full, t.bytes);
-  a.embedding = total_bytes(embedding_saved_tensors(model, setting));
-  a.head = total_bytes(head_saved_tensors(model, setting));
+  a.embedding = total_bytes(embedding_saved_tensors(ops));
+  a.head = total_bytes(head_saved_tensors(ops));
   return a;
 }
 
@@ -184,38 +167,41 @@ StageMemory stage_memory(const MemoryContext& x, std::int64_t stage) {
   const std::int64_t layers = stage_layer_count(l, x.model, stage);
   const bool first = stage == 0, last = stage == l.pp - 1;
 
+  using T = MemoryTerm;
   StageMemory s;
   s.params = stage_params(x.model, x.counts, l, stage, layers);
-  for (const StateComponent& c : fw.state) s.state += state_bytes(c, s.params, l, fw);
+  double state = 0;
+  for (const StateComponent& c : fw.state) state += state_bytes(c, s.params, l, fw);
+  s[T::kState] = state;
 
   s.chunks_in_flight = chunks_in_flight(stage, l.pp, l.vpp, microbatches);
   s.layer_activations_held = peak_layers_held(l, x.model, stage, microbatches, s.chunks_in_flight);
-  s.layer_activations = s.layer_activations_held * x.activations.layer;
+  s[T::kLayerActivations] = s.layer_activations_held * x.activations.layer;
   if (first) {
-    s.embedding_activations =
+    s[T::kEmbeddingActivations] =
         static_cast<double>(std::min(l.pp, microbatches)) * x.activations.embedding;
   }
   if (last) {
-    s.head_activations = x.activations.head;
-    s.loss_transient = tokens * mbs * static_cast<double>(vocab_shard_size(x.model, l.tp)) *
-                       fw.loss_transient_bytes;
+    s[T::kHeadActivations] = x.activations.head;
+    s[T::kLossTransient] = tokens * mbs * static_cast<double>(vocab_shard_size(x.model, l.tp)) *
+                           fw.loss_transient_bytes;
   }
   if (l.recompute != Recompute::kNone) {
     // During backward, the layer being recomputed holds its full activations once.
-    s.recompute_working_set =
+    s[T::kRecomputeWorkingSet] =
         std::max(0.0, x.activations.layer_full -
                           (l.recompute == Recompute::kSelective ? x.activations.layer : 0.0));
   }
   // Backward of an op holds the gradient of its output and of its input at once: at most
   // twice the layer's largest activation.
-  s.gradient_buffers = 2 * x.activations.largest_full;
+  s[T::kGradientBuffers] = 2 * x.activations.largest_full;
 
   const double grad_bytes = fw.bytes_per_param(MemoryCategory::kGradients);
   const double layer_params = layer_params_after_tp(x.counts, l);
   if (keeps_unsharded_with_pp(x)) {
     // FSDP2 accumulates the unsharded gradients in its reduce dtype (the gradient dtype).
-    s.zero3_unsharded_params = s.params * kHalfBytes;
-    s.zero3_unsharded_grads = s.params * grad_bytes;
+    s[T::kZero3UnshardedParams] = s.params * kHalfBytes;
+    s[T::kZero3UnshardedGrads] = s.params * grad_bytes;
   } else if (l.zero == 3 && shard_group(l, fw) > 1) {
     // FSDP units: each layer, and the embedding and LM head on their stages (larger than a
     // layer for large vocabularies); the current and the prefetched unit are gathered.
@@ -223,37 +209,38 @@ StageMemory stage_memory(const MemoryContext& x, std::int64_t stage) {
     if (first || (last && !x.model.tied_embeddings)) {
       unit = std::max(unit, vocab_shard_params(x.model, l.tp));
     }
-    s.zero3_gathered = 2 * unit * kHalfBytes;
-    s.zero3_reduce_scatter = layer_params * grad_bytes;
+    s[T::kZero3Gathered] = 2 * unit * kHalfBytes;
+    s[T::kZero3ReduceScatter] = layer_params * grad_bytes;
   } else if (fw.fsdp_zero2(l.zero) && shard_group(l, fw) > 1) {
     // FSDP2 without reshard after forward: every layer's compute copy, gathered in the forward,
     // is still held when the backward starts; gradients reduce-scatter layer by layer.
-    s.zero2_gathered_params = s.params * kHalfBytes;
-    s.zero3_reduce_scatter = layer_params * grad_bytes;
+    s[T::kZero2GatheredParams] = s.params * kHalfBytes;
+    s[T::kZero3ReduceScatter] = layer_params * grad_bytes;
   }
-  if (l.sp) s.sp_buffer = tokens * mbs * h * kHalfBytes;
-  if (l.pp > 1) s.pp_buffers = 2 * tokens * mbs * h / (l.sp ? tp : 1.0) * kHalfBytes;
+  if (l.sp) s[T::kSpBuffer] = tokens * mbs * h * kHalfBytes;
+  if (l.pp > 1) s[T::kPpBuffers] = 2 * tokens * mbs * h / (l.sp ? tp : 1.0) * kHalfBytes;
   if (l.cp > 1) {
-    s.cp_buffers = 4 * tokens * mbs *
-                   static_cast<double>(x.model.num_kv_heads * x.model.head_dim) / tp * kHalfBytes;
+    s[T::kCpBuffers] = 4 * tokens * mbs *
+                       static_cast<double>(x.model.num_kv_heads * x.model.head_dim) / tp *
+                       kHalfBytes;
   }
 
-  const double allocated = s.state + s.layer_activations + s.embedding_activations +
-                           s.head_activations + s.loss_transient + s.recompute_working_set +
-                           s.gradient_buffers + s.zero3_unsharded_params +
-                           s.zero3_unsharded_grads + s.zero3_gathered +
-                           s.zero2_gathered_params + s.zero3_reduce_scatter +
-                           s.sp_buffer + s.pp_buffers + s.cp_buffers;
-  s.cuda_context = x.gpu.cuda_context_bytes;
-  s.fragmentation = std::ceil(x.gpu.allocator_fragmentation_fraction * allocated);  // whole bytes
-  s.total = allocated + s.cuda_context + s.fragmentation;
+  // Every term before the runtime overhead is allocated by the caching allocator, which
+  // fragments a share of it.
+  double allocated = 0;
+  for (std::size_t t = 0; t < static_cast<std::size_t>(T::kCudaContext); ++t) {
+    allocated += s.term_bytes[t];
+  }
+  s[T::kCudaContext] = x.gpu.cuda_context_bytes;
+  s[T::kFragmentation] = std::ceil(x.gpu.allocator_fragmentation_fraction * allocated);  // whole
+  s.total_bytes = allocated + s[T::kCudaContext] + s[T::kFragmentation];
   return s;
 }
 
 std::pair<double, std::int64_t> peak_memory(const MemoryContext& context) {
   std::pair<double, std::int64_t> worst{-1.0, 0};
   for (std::int64_t r = 0; r < context.layout.pp; ++r) {
-    const double total = stage_memory(context, r).total;
+    const double total = stage_memory(context, r).total_bytes;
     if (total > worst.first) worst = {total, r};
   }
   return worst;
@@ -263,16 +250,14 @@ MemoryLedger build_memory_ledger(const ModelSpec& model, const Layout& layout,
                                  const TrainingSetup& setup, const GpuSpec& gpu) {
   const ParamCount counts = count_params(model);
   const FrameworkConvention& fw = setup.framework;
-  const ActivationSetting act = activation_setting(layout, setup);
-  const std::vector<SavedTensor> layer = layer_saved_tensors(model, act);
-  const std::vector<SavedTensor> head = head_saved_tensors(model, act);
-  ActivationSetting no_recompute = act;
-  no_recompute.recompute = Recompute::kNone;
-  const std::vector<SavedTensor> full_layer = layer_saved_tensors(model, no_recompute);
+  const LayerOps ops = build_layer_ops(model, layer_setting(layout, setup));
+  const std::vector<SavedTensor> layer = layer_saved_tensors(ops);
+  const std::vector<SavedTensor> head = head_saved_tensors(ops);
+  const std::vector<SavedTensor> full_layer = saved_tensors(ops.layer, Recompute::kNone);
   const SavedTensor largest_full = *std::max_element(
       full_layer.begin(), full_layer.end(),
       [](const SavedTensor& a, const SavedTensor& b) { return a.bytes < b.bytes; });
-  const ActivationBytes bytes = activation_bytes(model, act);
+  const ActivationBytes bytes = activation_bytes(ops);
   const MemoryContext context{model, counts, layout, setup, gpu, bytes};
   const std::string half = half_dtype_name(setup.precision);
   const std::string grad_dtype = fw.bytes_per_param(MemoryCategory::kGradients) == 4 ? "fp32" : half;
@@ -292,65 +277,112 @@ MemoryLedger build_memory_ledger(const ModelSpec& model, const Layout& layout,
     s.chunks_in_flight = m.chunks_in_flight;
     s.layer_activations_held = m.layer_activations_held;
 
-    for (const StateComponent& c : fw.state) {
-      const bool sharded =
-          zero_shards(layout.zero, c.category, fw) && shard_group(layout, fw) > 1;
-      const double b = state_bytes(c, m.params, layout, fw);
-      s.entries.push_back({c.name, c.category, count_shape(b / c.bytes_per_param),
-                           c.dtype == StateDtype::kHalf ? half : "fp32", 1, b,
-                           sharding_text(layout, sharded, fw.shard_over_cp)});
+    // Each term's entries, in the terms' order: the state by component, the activations by
+    // tensor, every other term as one line (the buffers and the overhead only where held).
+    const auto line = [&](const std::string& name, MemoryCategory category, std::string shape,
+                          const std::string& dtype, double count, MemoryTerm term,
+                          const std::string& sharded_over) {
+      s.entries.push_back({name, category, std::move(shape), dtype, count, m[term], sharded_over});
+    };
+    const auto buffer = [&](const std::string& name, std::string shape, const std::string& dtype,
+                            double count, MemoryTerm term, const std::string& sharded_over) {
+      if (m[term] > 0) {
+        line(name, MemoryCategory::kCommBuffers, std::move(shape), dtype, count, term,
+             sharded_over);
+      }
+    };
+    for (std::size_t i = 0; i < kMemoryTerms; ++i) {
+      const MemoryTerm term = static_cast<MemoryTerm>(i);
+      switch (term) {
+        case MemoryTerm::kState:
+          for (const StateComponent& c : fw.state) {
+            const bool sharded =
+                zero_shards(layout.zero, c.category, fw) && shard_group(layout, fw) > 1;
+            const double b = state_bytes(c, m.params, layout, fw);
+            s.entries.push_back({c.name, c.category, count_shape(b / c.bytes_per_param),
+                                 c.dtype == StateDtype::kHalf ? half : "fp32", 1, b,
+                                 sharding_text(layout, sharded, fw.shard_over_cp)});
+          }
+          break;
+        case MemoryTerm::kLayerActivations:
+          add_tensors(s, layer, m.layer_activations_held);
+          break;
+        case MemoryTerm::kEmbeddingActivations:
+          if (s.has_embedding) {
+            add_tensors(s, embedding_saved_tensors(ops),
+                        m[term] > 0 ? m[term] / bytes.embedding : 0);
+          }
+          break;
+        case MemoryTerm::kHeadActivations:
+          if (s.has_lm_head) add_tensors(s, head, 1);
+          break;
+        case MemoryTerm::kLossTransient:
+          if (s.has_lm_head) {
+            line("loss.transient (around the cross-entropy)", MemoryCategory::kLogits,
+                 shape_text({tokens, layout.mbs, vocab_shard_size(model, layout.tp)}), "mixed", 1,
+                 term, layout.tp > 1 ? "tp" : "-");
+          }
+          break;
+        case MemoryTerm::kRecomputeWorkingSet:
+          if (m[term] > 0) {
+            line("recompute.working_set (one layer, in backward)", MemoryCategory::kActivations,
+                 "-", half, 1, term, "-");
+          }
+          break;
+        case MemoryTerm::kGradientBuffers:
+          line("backward.gradient_buffers (largest op's input and output gradients)",
+               MemoryCategory::kActivations, largest_full.shape, largest_full.dtype, 2, term,
+               largest_full.sharded_over);
+          break;
+        case MemoryTerm::kZero3UnshardedParams:
+          buffer("zero3.unsharded_params (kept across micro-batches with pp)",
+                 count_shape(m.params), half, 1, term, unsharded);
+          break;
+        case MemoryTerm::kZero3UnshardedGrads:
+          buffer("zero3.unsharded_grads (accumulated until the last micro-batch)",
+                 count_shape(m.params), grad_dtype, 1, term, unsharded);
+          break;
+        case MemoryTerm::kZero3Gathered:
+          buffer("zero3.gathered_params (current + prefetched unit)",
+                 count_shape(m[term] / (2 * kHalfBytes)), half, 2, term, unsharded);
+          break;
+        case MemoryTerm::kZero2GatheredParams:
+          buffer("zero2.gathered_params (every layer's, from its forward to its backward)",
+                 count_shape(m.params), half, 1, term, unsharded);
+          break;
+        case MemoryTerm::kZero3ReduceScatter:
+          buffer("zero3.grad_reduce_scatter (one layer)",
+                 count_shape(layer_params_after_tp(counts, layout)), grad_dtype, 1, term,
+                 unsharded);
+          break;
+        case MemoryTerm::kSpBuffer:
+          buffer("sp.all_gather_buffer", shape_text({tokens, layout.mbs, model.hidden_size}),
+                 half, 1, term, "-");
+          break;
+        case MemoryTerm::kPpBuffers:
+          buffer("pp.send_recv_buffers (send + recv)", count_shape(m[term] / (2 * kHalfBytes)),
+                 half, 2, term, layout.sp ? "tp" : "-");
+          break;
+        case MemoryTerm::kCpBuffers:
+          buffer("cp.kv_exchange_buffers (K, V double-buffered)",
+                 count_shape(m[term] / (4 * kHalfBytes)), half, 4, term,
+                 layout.tp > 1 ? "tp" : "-");
+          break;
+        case MemoryTerm::kCudaContext:
+          if (m[term] > 0) {
+            line("cuda_context (CUDA, cuBLAS, NCCL)", MemoryCategory::kRuntimeOverhead, "-", "-",
+                 1, term, "-");
+          }
+          break;
+        case MemoryTerm::kFragmentation:
+          if (m[term] > 0) {
+            line("allocator_fragmentation", MemoryCategory::kRuntimeOverhead, "-", "-", 1, term,
+                 "-");
+          }
+          break;
+      }
     }
-    add_tensors(s, layer, m.layer_activations_held);
-    if (s.has_embedding) {
-      add_tensors(s, embedding_saved_tensors(model, act),
-                  m.embedding_activations > 0 ? m.embedding_activations / bytes.embedding : 0);
-    }
-    if (s.has_lm_head) {
-      add_tensors(s, head, 1);
-      s.entries.push_back({"loss.transient (around the cross-entropy)", MemoryCategory::kLogits,
-                           shape_text({tokens, layout.mbs, vocab_shard_size(model, layout.tp)}),
-                           "mixed", 1, m.loss_transient, layout.tp > 1 ? "tp" : "-"});
-    }
-    if (m.recompute_working_set > 0) {
-      s.entries.push_back({"recompute.working_set (one layer, in backward)",
-                           MemoryCategory::kActivations, "-", half, 1, m.recompute_working_set,
-                           "-"});
-    }
-    s.entries.push_back({"backward.gradient_buffers (largest op's input and output gradients)",
-                         MemoryCategory::kActivations, largest_full.shape, largest_full.dtype, 2,
-                         m.gradient_buffers, largest_full.sharded_over});
-    const double unit = m.zero3_gathered / (2 * kHalfBytes);
-    const std::vector<LedgerEntry> buffers = {
-        {"zero3.unsharded_params (kept across micro-batches with pp)",
-         MemoryCategory::kCommBuffers, count_shape(m.params), half, 1, m.zero3_unsharded_params,
-         unsharded},
-        {"zero3.unsharded_grads (accumulated until the last micro-batch)",
-         MemoryCategory::kCommBuffers, count_shape(m.params), grad_dtype, 1,
-         m.zero3_unsharded_grads, unsharded},
-        {"zero3.gathered_params (current + prefetched unit)", MemoryCategory::kCommBuffers,
-         count_shape(unit), half, 2, m.zero3_gathered, unsharded},
-        {"zero2.gathered_params (every layer's, from its forward to its backward)",
-         MemoryCategory::kCommBuffers, count_shape(m.params), half, 1, m.zero2_gathered_params,
-         unsharded},
-        {"zero3.grad_reduce_scatter (one layer)", MemoryCategory::kCommBuffers,
-         count_shape(layer_params_after_tp(counts, layout)), grad_dtype, 1,
-         m.zero3_reduce_scatter, unsharded},
-        {"sp.all_gather_buffer", MemoryCategory::kCommBuffers,
-         shape_text({tokens, layout.mbs, model.hidden_size}), half, 1, m.sp_buffer, "-"},
-        {"pp.send_recv_buffers (send + recv)", MemoryCategory::kCommBuffers,
-         count_shape(m.pp_buffers / (2 * kHalfBytes)), half, 2, m.pp_buffers,
-         layout.sp ? "tp" : "-"},
-        {"cp.kv_exchange_buffers (K, V double-buffered)", MemoryCategory::kCommBuffers,
-         count_shape(m.cp_buffers / (4 * kHalfBytes)), half, 4, m.cp_buffers,
-         layout.tp > 1 ? "tp" : "-"},
-        {"cuda_context (CUDA, cuBLAS, NCCL)", MemoryCategory::kRuntimeOverhead, "-", "-", 1,
-         m.cuda_context, "-"},
-        {"allocator_fragmentation", MemoryCategory::kRuntimeOverhead, "-", "-", 1,
-         m.fragmentation, "-"}};
-    for (const LedgerEntry& e : buffers) {
-      if (e.bytes > 0) s.entries.push_back(e);
-    }
-    s.total_bytes = m.total;
+    s.total_bytes = m.total_bytes;
     ledger.stages.push_back(std::move(s));
   }
 

@@ -18,6 +18,8 @@
 // fragmentation, both stated in the GPU preset.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <string>
 #include <utility>
 #include <vector>
@@ -93,11 +95,11 @@ struct ActivationBytes {
   double head = 0;          ///< last stage: final norm and LM head inputs, saved logits
 };
 
-/// The per-op table's settings for `layout` and `setup`.
-ActivationSetting activation_setting(const Layout& layout, const TrainingSetup& setup);
+/// The layer op table's setting (layer_ops.hpp) for `layout` and `setup`.
+LayerSetting layer_setting(const Layout& layout, const TrainingSetup& setup);
 
-/// The activation bytes of `model` under `setting`.
-ActivationBytes activation_bytes(const ModelSpec& model, const ActivationSetting& setting);
+/// The activation bytes of the table `ops` under its setting's recompute.
+ActivationBytes activation_bytes(const LayerOps& ops);
 
 /// What every stage's numbers depend on. References must outlive it.
 struct MemoryContext {
@@ -106,28 +108,46 @@ struct MemoryContext {
   const Layout& layout;
   const TrainingSetup& setup;
   const GpuSpec& gpu;
-  const ActivationBytes& activations;  ///< activation_bytes(model, activation_setting(...))
+  const ActivationBytes& activations;  ///< activation_bytes(build_layer_ops(model, ...))
 };
 
-/// One stage's ledger as numbers, term by term (bytes). build_memory_ledger names and shapes
-/// the same terms; the search (planner/) uses them directly, allocating nothing.
+/// The terms of a stage's memory, in the one order they are summed in (StageMemory) and listed
+/// in (build_memory_ledger).
+enum class MemoryTerm {
+  kState,                 ///< weights + gradients + optimizer states, after ZeRO
+  kLayerActivations,      ///< the layers' saved tensors x layer-micro-batches held
+  kEmbeddingActivations,  ///< first stage, outside the layers
+  kHeadActivations,       ///< last stage: final norm and LM head inputs, the saved logits
+  kLossTransient,         ///< last stage: what exists only around the cross-entropy
+  kRecomputeWorkingSet,   ///< the recomputed layer's activations, in backward
+  kGradientBuffers,       ///< the input and output gradients of the op being differentiated
+  kZero3UnshardedParams,  ///< FSDP2 with pp: the stage's gathered parameters, kept
+  kZero3UnshardedGrads,   ///< FSDP2 with pp: the stage's unsharded gradients, accumulated
+  kZero3Gathered,         ///< ZeRO-3: the current and the prefetched unit, gathered
+  kZero2GatheredParams,   ///< FSDP2 ZeRO-2: the stage's compute copy, forward to backward
+  kZero3ReduceScatter,    ///< ZeRO-3 / FSDP2 ZeRO-2: one layer's gradient reduce-scatter buffer
+  kSpBuffer,              ///< the sp all-gather buffer
+  kPpBuffers,             ///< pipeline send + recv buffers
+  kCpBuffers,             ///< ring attention's K, V buffers, double-buffered
+  kCudaContext,           ///< CUDA, cuBLAS, NCCL (runtime overhead)
+  kFragmentation          ///< the caching allocator's share of the rest (runtime overhead)
+};
+inline constexpr std::size_t kMemoryTerms = static_cast<std::size_t>(MemoryTerm::kFragmentation) + 1;
+
+/// One stage's ledger as numbers, term by term. build_memory_ledger names and shapes the same
+/// terms in the same order; the search (planner/) uses them directly, allocating nothing.
 struct StageMemory {
-  double params = 0;             ///< parameters on this GPU before ZeRO sharding (elements)
-  double state = 0;              ///< weights + gradients + optimizer states, after ZeRO
+  double params = 0;  ///< parameters on this GPU before ZeRO sharding (elements)
   std::int64_t chunks_in_flight = 0;
   double layer_activations_held = 0;  ///< layers x micro-batches of activations held
-  double layer_activations = 0;
-  double embedding_activations = 0;
-  double head_activations = 0;   ///< includes the saved logits
-  double loss_transient = 0;
-  double recompute_working_set = 0;
-  double gradient_buffers = 0;
-  double zero3_unsharded_params = 0, zero3_unsharded_grads = 0;
-  double zero3_gathered = 0, zero3_reduce_scatter = 0;
-  double zero2_gathered_params = 0;  ///< FSDP2 ZeRO-2: the stage's compute copy, fwd to bwd
-  double sp_buffer = 0, pp_buffers = 0, cp_buffers = 0;
-  double cuda_context = 0, fragmentation = 0;
-  double total = 0;
+  std::array<double, kMemoryTerms> term_bytes{};  ///< [MemoryTerm], bytes
+  /// The sum of term_bytes (the runtime overhead after the allocated terms), bytes.
+  double total_bytes = 0;
+
+  double& operator[](MemoryTerm term) { return term_bytes[static_cast<std::size_t>(term)]; }
+  double operator[](MemoryTerm term) const {
+    return term_bytes[static_cast<std::size_t>(term)];
+  }
 };
 
 /// The group ZeRO shards the state over (ranks): dp, times cp where the framework does

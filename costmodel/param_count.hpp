@@ -8,6 +8,7 @@
 // final norm, and an untied LM head V'*h. This is the count of HF Transformers'
 // `model.num_parameters()` and of Megatron-LM's `theoretical_memory_usage.py` (which also counts
 // the untied head); checked against Llama-2/3 and GPT-3 in tests/costmodel/test_param_count.cpp.
+// The counts are the sums of the ops' parameters in the layer's op table (layer_ops.hpp).
 #pragma once
 
 #include <cstdint>
@@ -35,7 +36,8 @@ struct ParamCount {
   std::int64_t total = 0;               ///< sum of the above
 };
 
-/// Counts the parameters of `model`. Pure; no errors (the loaders validate the spec).
+/// Counts the parameters of `model`: the op table's (layer_ops.hpp) parameters by ParamGroup.
+/// Pure; no errors (the loaders validate the spec).
 ParamCount count_params(const ModelSpec& model);
 
 }  // namespace meshplan

@@ -5,7 +5,7 @@
 
 #include "costmodel/collectives/collective.hpp"
 #include "costmodel/compute_time.hpp"
-#include "costmodel/elementwise_bytes.hpp"
+#include "costmodel/layer_ops.hpp"
 #include "costmodel/flops.hpp"
 #include "costmodel/param_count.hpp"
 #include "costmodel/placement.hpp"
@@ -47,129 +47,191 @@ namespace {
 
 constexpr double kHalf = 2;  // bytes per activation element
 
-LayerCosts layer_kernels(const ModelSpec& m, const Layout& l, const TrainingSetup& setup,
-                           const DeviceRates& gemm_rates, const DeviceRates& half_rates,
-                           const GroupBandwidth& tp_group, const GroupBandwidth& cp_group) {
-  const double t = static_cast<double>(l.tp);
-  const double b = static_cast<double>(l.mbs);
-  const double s_local = static_cast<double>(setup.seq / l.cp);
-  const double s_full = static_cast<double>(setup.seq);
-  const double tokens = s_local * b;                      // through the TP-region GEMMs
-  const double tokens_sp = l.sp ? tokens / t : tokens;    // through norms and dropouts
-  const double h = static_cast<double>(m.hidden_size);
-  const double q = static_cast<double>(m.num_attention_heads * m.head_dim);
-  const double kv = static_cast<double>(m.num_kv_heads * m.head_dim);
-  const double f = static_cast<double>(m.ffn_hidden_size);
-  const double up = m.ffn_type == FfnType::kSwiglu ? 2 * f : f;
-  const double heads = static_cast<double>(m.num_attention_heads) / t;
-  const double d = static_cast<double>(m.head_dim);
-  const double drop = m.dropout ? 1.0 : 0.0;
+/// The rates an op of dtype `dtype` runs at: `gemm_rates` for fp8 (the layers' linears with
+/// --precision fp8), `half_rates` for the 16-bit kernels.
+const DeviceRates& rates_for(Precision dtype, const DeviceRates& gemm_rates,
+                             const DeviceRates& half_rates) {
+  return dtype == Precision::kFp8 ? gemm_rates : half_rates;
+}
 
-  LayerCosts k;
-  // GEMMs: forward y = x W (m = tokens, n = out, k = in); backward dgrad and wgrad, same FLOPs.
-  auto linear = [&](double in, double out) {
-    k.gemm_forward += gemm_time_s(gemm_rates, tokens, out, in);
-    k.gemm_backward +=
-        gemm_time_s(gemm_rates, tokens, in, out) + gemm_time_s(gemm_rates, in, out, tokens);
+/// Seconds of the `group` collectives that `ops` need per micro-batch, forward or (with
+/// `backward`) backward: the calls of each (collective, bytes) counted over the ops, each then
+/// timed once in `bandwidth` and multiplied by its calls.
+double collective_s(const std::vector<LayerOp>& ops, GroupKind group,
+                    const GroupBandwidth& bandwidth, bool backward) {
+  struct Calls {
+    Collective collective;
+    double bytes;
+    std::int64_t calls;
   };
-  linear(h, (q + 2 * kv) / t);
-  linear(q / t, h);
-  linear(h, up / t);
-  linear(f / t, h);
+  std::vector<Calls> tally;
+  for (const LayerOp& op : ops) {
+    for (const CollectiveUse& use : op.collectives) {
+      const std::int64_t calls = backward ? use.backward_calls : use.forward_calls;
+      if (use.group != group || calls == 0) continue;
+      auto same = std::find_if(tally.begin(), tally.end(), [&](const Calls& c) {
+        return c.collective == use.collective && c.bytes == use.bytes;
+      });
+      if (same == tally.end()) {
+        tally.push_back({use.collective, use.bytes, calls});
+      } else {
+        same->calls += calls;
+      }
+    }
+  }
+  double seconds = 0;
+  for (const Calls& c : tally) {
+    seconds += static_cast<double>(c.calls) * bandwidth.time_s(c.collective, c.bytes);
+  }
+  return seconds;
+}
+
+/// gemm_time_s of whole dimensions (elements).
+double gemm_s(const DeviceRates& rates, std::int64_t m, std::int64_t n, std::int64_t k,
+              std::int64_t batch) {
+  return gemm_time_s(rates, static_cast<double>(m), static_cast<double>(n),
+                     static_cast<double>(k), static_cast<double>(batch));
+}
+
+/// Forward and backward seconds of an attention core (compute_time.hpp): FlashAttention as
+/// ring attention over the cp ranks, or eager attention's batched Q K^T and P V GEMMs (twice
+/// backward) and its memory-bound softmax and dropout.
+std::pair<double, double> attention_s(const LayerOp& op, const DeviceRates& rates) {
+  const AttentionDims& a = op.attention;
+  if (a.impl == AttentionImpl::kFlash) {
+    const auto ring = [&](bool backward) {
+      return ring_attention_time_s(rates, static_cast<double>(a.batch),
+                                   static_cast<double>(a.heads), static_cast<double>(a.s_q),
+                                   a.cp, static_cast<double>(a.head_dim), backward);
+    };
+    return {ring(false), ring(true)};
+  }
+  double gemms = 0;
+  for (const GemmDims& g : op.gemms) gemms += gemm_s(rates, g.m, g.n, g.k, g.batch);
+  return {gemms + memory_time_s(rates, op.forward_bytes),
+          2 * gemms + memory_time_s(rates, op.backward_bytes)};
+}
+
+/// Forward seconds of a linear's GEMM, and its backward dgrad (m, k, n) + wgrad (k, n, m).
+double linear_forward_s(const GemmDims& g, const DeviceRates& rates) {
+  return gemm_s(rates, g.m, g.n, g.k, g.batch);
+}
+double linear_backward_s(const GemmDims& g, const DeviceRates& rates) {
+  return gemm_s(rates, g.m, g.k, g.n, g.batch) + gemm_s(rates, g.k, g.n, g.m, g.batch);
+}
+
+/// Seconds of one transformer layer's ops (the layer's op table, layer_ops.hpp) for one
+/// micro-batch on one GPU.
+LayerCosts layer_kernels(const LayerOps& ops, const DeviceRates& gemm_rates,
+                         const DeviceRates& half_rates, const GroupBandwidth& tp_group,
+                         const GroupBandwidth& cp_group) {
+  LayerCosts k;
+  // FP8 linears quantize their operands with per-tensor scales (Transformer Engine's
+  // cast_transpose, torchao's float8 linear): a pass reads the 16-bit tensor for its amax, the
+  // cast reads it again and writes the fp8 copy and the fp8 transpose the other GEMMs need:
+  // 2 + 2 + 1 + 1 = 6 bytes per element of each input and weight forward and of each output
+  // gradient backward. Weights are counted once per micro-batch.
+  constexpr double kCastBytes = 6;
+  double cast_inputs = 0, cast_weights = 0, cast_output_grads = 0;  // elements
+  for (const LayerOp& op : ops.layer) {
+    if (op.kind != LayerOpKind::kLinear) continue;
+    const DeviceRates& rates = rates_for(op.dtype, gemm_rates, half_rates);
+    k.gemm_forward += linear_forward_s(op.gemm, rates);
+    k.gemm_backward += linear_backward_s(op.gemm, rates);
+    if (op.dtype == Precision::kFp8) {
+      const double m = static_cast<double>(op.gemm.m), n = static_cast<double>(op.gemm.n),
+                   kk = static_cast<double>(op.gemm.k);
+      cast_inputs += m * kk;
+      cast_weights += kk * n;
+      cast_output_grads += m * n;
+    }
+  }
   k.forward = k.gemm_forward;
   k.backward = k.gemm_backward;
-  if (setup.precision == Precision::kFp8) {
-    // FP8 linears quantize their operands with per-tensor scales (Transformer Engine's
-    // cast_transpose, torchao's float8 linear): a pass reads the 16-bit tensor for its amax, the
-    // cast reads it again and writes the fp8 copy and the fp8 transpose the other GEMMs need:
-    // 2 + 2 + 1 + 1 = 6 bytes per element of each input and weight forward and of each output
-    // gradient backward. Weights are counted once per micro-batch.
-    constexpr double kCastBytes = 6;
-    const double inputs = tokens * (h + q / t + h + f / t);
-    const double weights = (h * (q + 2 * kv) + q * h + h * up + f * h) / t;
-    const double output_grads = tokens * ((q + 2 * kv) / t + h + up / t + h);
-    k.forward += memory_time_s(half_rates, kCastBytes * (inputs + weights));
-    k.backward += memory_time_s(half_rates, kCastBytes * output_grads);
+  if (cast_inputs > 0) {
+    k.forward += memory_time_s(half_rates, kCastBytes * (cast_inputs + cast_weights));
+    k.backward += memory_time_s(half_rates, kCastBytes * cast_output_grads);
   }
 
-  // Attention core.
-  if (setup.attention == AttentionImpl::kFlash) {
-    k.attention_forward = ring_attention_time_s(half_rates, b, heads, s_local, l.cp, d, false);
-    k.attention_backward = ring_attention_time_s(half_rates, b, heads, s_local, l.cp, d, true);
-  } else {
-    const double batch = b * heads;
-    const double scores = batch * s_local * s_full;  // elements of the score matrix
-    const double gemms = gemm_time_s(half_rates, s_local, s_full, d, batch) +
-                         gemm_time_s(half_rates, s_local, d, s_full, batch);
-    // Fused scale-mask-softmax: read 2 + write 2 bytes; dropout: read 2, write 2, mask 1.
-    const double forward_bytes = scores * (4 + drop * 5);
-    // Backward: softmax reads output and gradient, writes gradient (6); dropout 5.
-    const double backward_bytes = scores * (6 + drop * 5);
-    k.attention_forward = gemms + memory_time_s(half_rates, forward_bytes);
-    k.attention_backward = 2 * gemms + memory_time_s(half_rates, backward_bytes);
+  for (const LayerOp& op : ops.layer) {
+    if (op.kind != LayerOpKind::kAttention) continue;
+    const auto [forward, backward] =
+        attention_s(op, rates_for(op.dtype, gemm_rates, half_rates));
+    k.attention_forward += forward;
+    k.attention_backward += backward;
   }
-  k.selective_recompute_forward = k.attention_forward;
   k.forward += k.attention_forward;
   k.backward += k.attention_backward;
 
   // Memory-bound ops (norms, residual adds, activation, RoPE; fused kernels or PyTorch eager,
-  // elementwise_bytes.hpp). Backward moves about 1.5 x the forward bytes (reads the saved input
-  // and the gradient, writes the gradient).
-  const double bytes =
-      elementwise_forward_bytes(m, t, tokens, tokens_sp, setup.framework.elementwise);
-  k.forward += memory_time_s(half_rates, bytes);
-  k.backward += memory_time_s(half_rates, 1.5 * bytes);
-  if (setup.framework.selective == SelectivePolicy::kEveryOtherMatmul) {
-    // torchtitan's op-level policy saves the 1st, 3rd, 5th, ... matmul outputs and attention,
-    // and recomputes the others (wk, wo and the third MLP matmul) and every elementwise op.
-    k.selective_recompute_forward = gemm_time_s(gemm_rates, tokens, kv / t, h) +
-                                    gemm_time_s(gemm_rates, tokens, h, q / t) +
-                                    gemm_time_s(gemm_rates, tokens, f / t, h) +
-                                    memory_time_s(half_rates, bytes);
+  // elementwise_bytes.hpp), their bytes added up and moved at the HBM rate.
+  double forward_bytes = 0, backward_bytes = 0;
+  for (const LayerOp& op : ops.layer) {
+    if (op.kind != LayerOpKind::kMemoryBound) continue;
+    forward_bytes += op.forward_bytes;
+    backward_bytes += op.backward_bytes;
   }
+  k.forward += memory_time_s(half_rates, forward_bytes);
+  k.backward += memory_time_s(half_rates, backward_bytes);
+
+  // Selective recompute runs again what the policy reruns (LayerOp::selective_rerun): the
+  // attention core (Megatron), or torchtitan's op-level matmuls and every elementwise op.
+  double rerun_bytes = 0;
+  for (const LayerOp& op : ops.layer) {
+    const DeviceRates& rates = rates_for(op.dtype, gemm_rates, half_rates);
+    if (op.selective_rerun == Rerun::kPart) {
+      k.selective_recompute_forward += linear_forward_s(op.rerun_gemm, rates);
+    } else if (op.selective_rerun == Rerun::kWhole) {
+      if (op.kind == LayerOpKind::kLinear) {
+        k.selective_recompute_forward += linear_forward_s(op.gemm, rates);
+      } else if (op.kind == LayerOpKind::kAttention) {
+        k.selective_recompute_forward += attention_s(op, rates).first;
+      } else {
+        rerun_bytes += op.forward_bytes;
+      }
+    }
+  }
+  if (rerun_bytes > 0) k.selective_recompute_forward += memory_time_s(half_rates, rerun_bytes);
 
   // Tensor parallelism: the activation [s, b, h] in 16 bits crosses the group twice forward
-  // and twice backward: all-reduce, or all-gather + reduce-scatter with sp.
-  const double volume = tokens * h * kHalf;
-  const double per_crossing =
-      l.sp ? tp_group.time_s(Collective::kAllGather, volume) +
-                 tp_group.time_s(Collective::kReduceScatter, volume)
-           : tp_group.time_s(Collective::kAllReduce, volume);
-  k.tp_forward = 2 * per_crossing;
-  k.tp_backward = 2 * per_crossing;
-
-  // Context parallelism: ring attention passes each rank's K and V chunk cp - 1 times forward,
-  // and K, V plus their gradients backward.
-  const double kv_chunk = s_local * b * 2 * kv / t * kHalf;
-  const double steps = static_cast<double>(l.cp - 1);
-  k.cp_forward = steps * cp_group.time_s(Collective::kSendRecv, kv_chunk);
-  k.cp_backward = 2 * steps * cp_group.time_s(Collective::kSendRecv, kv_chunk);
+  // and twice backward: all-reduce, or all-gather + reduce-scatter with sp. Context
+  // parallelism: the ring's K/V exchange.
+  k.tp_forward = collective_s(ops.layer, GroupKind::kTp, tp_group, false);
+  k.tp_backward = collective_s(ops.layer, GroupKind::kTp, tp_group, true);
+  k.cp_forward = collective_s(ops.layer, GroupKind::kCp, cp_group, false);
+  k.cp_backward = collective_s(ops.layer, GroupKind::kCp, cp_group, true);
   return k;
 }
 
-/// Seconds of the embedding (first stage) and of the LM head + loss (last stage), one
-/// micro-batch on one GPU.
-void edge_costs(LayerCosts& c, const ModelSpec& m, const Layout& l, const TrainingSetup& setup,
-                const DeviceRates& half_rates, const GroupBandwidth& tp_group) {
-  const double tokens = static_cast<double>(setup.seq / l.cp * l.mbs);
-  const double h = static_cast<double>(m.hidden_size);
-  const double volume = tokens * h * kHalf;
-  const double lookup = memory_time_s(half_rates, tokens * h * kHalf);
-  const double embedding_comm = l.sp ? tp_group.time_s(Collective::kReduceScatter, volume)
-                                     : tp_group.time_s(Collective::kAllReduce, volume);
-  c.embedding = {3 * lookup, lookup + embedding_comm, 2 * lookup, embedding_comm};
-
-  const double vocab = static_cast<double>(vocab_shard_size(m, l.tp));
-  const double gemm = gemm_time_s(half_rates, tokens, vocab, h);
-  const double bwd_gemm =
-      gemm_time_s(half_rates, tokens, h, vocab) + gemm_time_s(half_rates, h, vocab, tokens);
-  // Cross-entropy over the vocab-parallel logits: write 16-bit logits, softmax in fp32
-  // (read 2, write 4), backward reads 4 and writes the 16-bit gradient.
-  const double loss_fwd = memory_time_s(half_rates, tokens * vocab * (2 + 2 + 4));
-  const double loss_bwd = memory_time_s(half_rates, tokens * vocab * (4 + 2));
-  const double head_comm = l.sp ? tp_group.time_s(Collective::kAllGather, volume) : 0;
-  c.head = {gemm + bwd_gemm + loss_fwd + loss_bwd, gemm + loss_fwd + head_comm,
-            bwd_gemm + loss_bwd + head_comm, 2 * head_comm};
+/// Seconds of the ops of an edge (the embedding on the first stage, or the final norm, LM head
+/// and loss on the last), one micro-batch on one GPU: kernels in op order, forward then
+/// backward of each, and the TP collectives they need.
+EdgeCosts edge_cost(const std::vector<LayerOp>& ops, const DeviceRates& half_rates,
+                    const GroupBandwidth& tp_group) {
+  EdgeCosts e;
+  double forward = 0, backward = 0;
+  for (const LayerOp& op : ops) {
+    double f = 0, b = 0;
+    if (op.kind == LayerOpKind::kLinear) {
+      f = linear_forward_s(op.gemm, half_rates);
+      b = linear_backward_s(op.gemm, half_rates);
+    } else if (op.forward_bytes > 0) {
+      f = memory_time_s(half_rates, op.forward_bytes);
+      b = memory_time_s(half_rates, op.backward_bytes);
+    } else {
+      continue;  // not timed (the final norm, the learned positions)
+    }
+    e.compute_s += f;
+    e.compute_s += b;
+    forward += f;
+    backward += b;
+  }
+  const double tp_forward = collective_s(ops, GroupKind::kTp, tp_group, false);
+  const double tp_backward = collective_s(ops, GroupKind::kTp, tp_group, true);
+  e.forward_s = forward + tp_forward;
+  e.backward_s = backward + tp_backward;
+  e.tp_s = tp_forward + tp_backward;
+  return e;
 }
 
 void add_edge(StageTimes& st, const EdgeCosts& e, std::size_t chunk) {
@@ -234,6 +296,14 @@ StepContext::StepContext(const ModelSpec& m, const TrainingSetup& s, const Clust
     gemm_rates.gemm.peak_efficiency = p.gemm.fp8_peak_efficiency;
   }
   flops = exact_flops_per_token(m, s.seq);
+  // What selective recompute reruns does not depend on the layout: the table at tp 1.
+  LayerSetting per_token;
+  per_token.seq = s.seq;
+  per_token.selective = s.framework.selective;
+  for (const LayerOp& op : build_layer_ops(m, per_token).layer) {
+    selective_recompute_flops_per_token += op.rerun_flops_per_token;
+  }
+  selective_recompute_flops_per_token *= static_cast<double>(m.num_layers);
   optimizer_bytes_per_param = optimizer_passes(s).bytes_per_param();
 }
 
@@ -244,9 +314,10 @@ GroupRates::GroupRates(const StepContext& x, const Layout& l)
       pp(rank0_group(GroupKind::kPp, l, 2), x.cluster, x.profile) {}
 
 LayerCosts layer_costs(const StepContext& x, const Layout& l, const GroupRates& groups) {
-  LayerCosts c = layer_kernels(x.model, l, x.setup, x.gemm_rates, x.half_rates, groups.tp,
-                               groups.cp);
-  edge_costs(c, x.model, l, x.setup, x.half_rates, groups.tp);
+  const LayerOps ops = build_layer_ops(x.model, layer_setting(l, x.setup));
+  LayerCosts c = layer_kernels(ops, x.gemm_rates, x.half_rates, groups.tp, groups.cp);
+  c.embedding = edge_cost(ops.embedding, x.half_rates, groups.tp);
+  c.head = edge_cost(ops.head, x.half_rates, groups.tp);
   return c;
 }
 
@@ -425,17 +496,9 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
   e.tokens_per_s = tokens / e.step_time_s;
   e.tokens_per_s_per_gpu = e.tokens_per_s / gpus;
   e.model_flops_per_step = x.flops.training * tokens;
-  const double h = static_cast<double>(model.hidden_size);
-  const double op_level_matmuls =  // per token: wk, wo and one MLP matmul, forward
-      2 * static_cast<double>(model.num_layers) * h *
-      static_cast<double>(model.num_kv_heads * model.head_dim +
-                          model.num_attention_heads * model.head_dim + model.ffn_hidden_size);
-  const double selective_flops =
-      setup.framework.selective == SelectivePolicy::kEveryOtherMatmul ? op_level_matmuls
-                                                                      : x.flops.attention;
   const double recompute_flops =
       l.recompute == Recompute::kFull        ? x.flops.layer_matmul + x.flops.attention
-      : l.recompute == Recompute::kSelective ? selective_flops
+      : l.recompute == Recompute::kSelective ? x.selective_recompute_flops_per_token
                                              : 0.0;
   e.hardware_flops_per_step = e.model_flops_per_step + recompute_flops * tokens;
   e.tflops_per_gpu = e.model_flops_per_step / e.step_time_s / gpus / 1e12;

@@ -156,6 +156,9 @@ struct StepContext {
   DeviceRates half_rates;  ///< 16-bit kernels (attention, LM head, memory-bound ops)
   DeviceRates gemm_rates;  ///< the layers' linears (fp8 with --precision fp8)
   FlopsPerToken flops;
+  /// FLOP per token (all layers, forward) that selective recompute runs again under the
+  /// framework's policy: the layer op table's rerun_flops_per_token x layers (layer_ops.hpp).
+  double selective_recompute_flops_per_token = 0;
   double optimizer_bytes_per_param = 0;  ///< optimizer_passes(setup).bytes_per_param(), bytes
 };
 

@@ -55,22 +55,25 @@ std::vector<ReplayOp> replay_ops(std::int64_t stage, std::int64_t pp, std::int64
 }
 
 LayerShapes layer_shapes(const ModelSpec& model, const Layout& layout, std::int64_t seq) {
+  LayerSetting setting;
+  setting.seq = seq;
+  setting.mbs = layout.mbs;
+  setting.tp = layout.tp;
+  setting.cp = layout.cp;
+  const LayerOps ops = build_layer_ops(model, setting);
+  const GemmDims& qkv = ops.op("qkv").gemm;
+  const AttentionDims& attention = ops.op("attention").attention;
   LayerShapes s;
-  const std::int64_t tp = layout.tp;
-  const std::int64_t q = model.num_attention_heads * model.head_dim;
-  const std::int64_t kv = model.num_kv_heads * model.head_dim;
-  const std::int64_t up =
-      model.ffn_type == FfnType::kGelu ? model.ffn_hidden_size : 2 * model.ffn_hidden_size;
-  s.tokens = seq / layout.cp * layout.mbs;
-  s.hidden = model.hidden_size;
-  s.qkv_cols = (q + 2 * kv) / tp;
-  s.q_cols = q / tp;
-  s.fc1_cols = up / tp;
-  s.fc2_rows = model.ffn_hidden_size / tp;
-  s.heads = model.num_attention_heads / tp;
-  s.kv_heads = std::max<std::int64_t>(1, model.num_kv_heads / tp);
-  s.head_dim = model.head_dim;
-  s.vocab_cols = vocab_shard_size(model, tp);
+  s.tokens = qkv.m;
+  s.hidden = qkv.k;
+  s.qkv_cols = qkv.n;
+  s.q_cols = ops.op("proj").gemm.k;
+  s.fc1_cols = ops.op("fc1").gemm.n;
+  s.fc2_rows = ops.op("fc2").gemm.k;
+  s.heads = attention.heads;
+  s.kv_heads = std::max<std::int64_t>(1, attention.kv_heads);
+  s.head_dim = attention.head_dim;
+  s.vocab_cols = ops.op("lm_head").gemm.n;
   return s;
 }
 

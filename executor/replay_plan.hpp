@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "costmodel/layer_ops.hpp"
 #include "costmodel/layout.hpp"
 #include "costmodel/model_spec.hpp"
 #include "costmodel/pipeline_simulation.hpp"
@@ -36,7 +37,8 @@ std::vector<ReplayOp> replay_ops(std::int64_t stage, std::int64_t pp, std::int64
 int handoff_tag(bool gradient, std::int64_t receiver_k, std::int64_t virtual_stages,
                 std::int64_t microbatch);
 
-/// GEMM and collective shapes of one transformer layer on one rank (elements, not bytes).
+/// GEMM and collective shapes of one transformer layer on one rank (elements, not bytes), read
+/// from the layer op table (costmodel/layer_ops.hpp).
 struct LayerShapes {
   std::int64_t tokens = 0;       ///< seq / cp x mbs: rows of every GEMM
   std::int64_t hidden = 0;       ///< h
@@ -50,7 +52,8 @@ struct LayerShapes {
   std::int64_t vocab_cols = 0;   ///< padded vocabulary / tp, rounded up (vocab_shard_size)
 };
 
-/// Shapes of `model` under `layout` at sequence length `seq`. Preconditions: the layout is valid.
+/// Shapes of `model` under `layout` at sequence length `seq`: the table's qkv, proj, fc1, fc2,
+/// attention and lm_head ops. Preconditions: the layout is valid.
 LayerShapes layer_shapes(const ModelSpec& model, const Layout& layout, std::int64_t seq);
 
 /// Layers in each of pipeline rank `stage`'s vpp chunks, as the plan splits them

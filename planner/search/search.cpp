@@ -218,7 +218,7 @@ class Worker {
     if (it == activations_.end()) {
       Layout one = l;
       one.mbs = 1;
-      it = activations_.emplace(key, activation_bytes(r_.model, activation_setting(one, r_.setup)))
+      it = activations_.emplace(key, activation_bytes(build_layer_ops(r_.model, layer_setting(one, r_.setup))))
                .first;
     }
     return it->second;

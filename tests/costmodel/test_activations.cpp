@@ -13,7 +13,7 @@ namespace {
 constexpr double s = 2048, b = 1, h = 12288, a = 96, t = 8;
 
 double layer_bytes(std::int64_t tp, bool sp, Recompute recompute) {
-  ActivationSetting set;
+  LayerSetting set;
   set.seq = 2048;
   set.mbs = 1;
   set.tp = tp;
@@ -21,7 +21,7 @@ double layer_bytes(std::int64_t tp, bool sp, Recompute recompute) {
   set.recompute = recompute;
   set.attention = AttentionImpl::kEager;
   set.eager_softmax_bytes = 2;
-  return total_bytes(layer_saved_tensors(load_model("gpt3-175b"), set));
+  return total_bytes(layer_saved_tensors(build_layer_ops(load_model("gpt3-175b"), set)));
 }
 
 }  // namespace
@@ -49,11 +49,11 @@ TEST_CASE("Korthikanti Table 2: full recompute, 2 s b h (/t with sp)", "[activat
 }
 
 TEST_CASE("flash attention saves no s x s tensor, only the fp32 log-sum-exp", "[activations]") {
-  ActivationSetting set;
+  LayerSetting set;
   set.seq = 2048;
   set.attention = AttentionImpl::kFlash;
   // 34 s b h + 4 bytes x a x s x b for the log-sum-exp.
-  CHECK(total_bytes(layer_saved_tensors(load_model("gpt3-175b"), set)) ==
+  CHECK(total_bytes(layer_saved_tensors(build_layer_ops(load_model("gpt3-175b"), set))) ==
         34 * s * b * h + 4 * a * s * b);
 }
 
@@ -61,18 +61,19 @@ TEST_CASE("GQA and SwiGLU change the table as their shapes say", "[activations]"
   // Llama-3-8B, s 8192, b 1, flash, no dropout: norms and inputs 2+2+2+2 = 8 s b h half-bytes,
   // q 2 s b h, k and v 2 x 2 s b (8 x 128), out_proj input 2 s b h, SwiGLU gate+up 4 s b f,
   // fc2 input 2 s b f, log-sum-exp 4 a s b.
-  ActivationSetting set;
+  LayerSetting set;
   set.seq = 8192;
   const double S = 8192, H = 4096, F = 14336, KV = 1024, A = 32;
   const double expected = S * (8 * H + 2 * H + 4 * KV + 2 * H + 6 * F) + 4 * A * S;
-  CHECK(total_bytes(layer_saved_tensors(load_model("llama3-8b"), set)) == expected);
+  CHECK(total_bytes(layer_saved_tensors(build_layer_ops(load_model("llama3-8b"), set))) ==
+        expected);
 }
 
 TEST_CASE("context parallelism divides every activation by cp", "[activations]") {
-  ActivationSetting one, four;
+  LayerSetting one, four;
   one.seq = four.seq = 8192;
   four.cp = 4;
   const ModelSpec m = load_model("llama3-8b");
-  CHECK(total_bytes(layer_saved_tensors(m, four)) ==
-        Approx(total_bytes(layer_saved_tensors(m, one)) / 4));
+  CHECK(total_bytes(layer_saved_tensors(build_layer_ops(m, four))) ==
+        Approx(total_bytes(layer_saved_tensors(build_layer_ops(m, one))) / 4));
 }

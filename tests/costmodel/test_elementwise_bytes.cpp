@@ -1,4 +1,5 @@
-// Bytes of one layer's elementwise ops, fused vs PyTorch eager (elementwise_bytes.hpp), on
+// Bytes of one layer's elementwise ops, fused vs PyTorch eager (elementwise_bytes.hpp, summed
+// over the memory-bound ops of the layer op table), on
 // presets whose sizes a reader can look up: Llama 3 8B (RMSNorm, SwiGLU, RoPE; h 4096, q 32 x 128
 // = 4096, kv 8 x 128 = 1024, f 14336) and Megatron GPT 22B (LayerNorm, GeLU, learned positions,
 // dropout; h 6144, f 24576).
@@ -6,15 +7,36 @@
 
 #include "costmodel/elementwise_bytes.hpp"
 #include "costmodel/framework.hpp"
+#include "costmodel/layer_ops.hpp"
 #include "planner/config/loaders.hpp"
 
 using namespace meshplan;
+
+namespace {
+
+/// Forward bytes of the memory-bound ops of one layer of the op table (layer_ops.hpp): `tokens`
+/// tokens of one sequence at tensor-parallel degree `tp`, with or without sp.
+double elementwise_forward_bytes(const ModelSpec& m, std::int64_t tp, std::int64_t tokens,
+                                 bool sp, ElementwiseKernels kernels) {
+  LayerSetting s;
+  s.seq = tokens;
+  s.tp = tp;
+  s.sp = sp;
+  s.elementwise = kernels;
+  double bytes = 0;
+  for (const LayerOp& op : build_layer_ops(m, s).layer) {
+    if (op.kind == LayerOpKind::kMemoryBound) bytes += op.forward_bytes;
+  }
+  return bytes;
+}
+
+}  // namespace
 
 TEST_CASE("Elementwise bytes: Llama 3 8B, one token, fused kernels", "[elementwise]") {
   // Per token: norms 2 x 4 h + residual adds 2 x 6 h = 20 h = 81,920; SwiGLU 6 f = 86,016;
   // RoPE 4 (q + kv) = 20,480. Sum 188,416 bytes.
   const ModelSpec m = load_model("llama3-8b");
-  CHECK(elementwise_forward_bytes(m, 1, 1, 1, ElementwiseKernels::kFused) == Approx(188416));
+  CHECK(elementwise_forward_bytes(m, 1, 1, false, ElementwiseKernels::kFused) == Approx(188416));
 }
 
 TEST_CASE("Elementwise bytes: Llama 3 8B, one token, PyTorch eager", "[elementwise]") {
@@ -24,7 +46,7 @@ TEST_CASE("Elementwise bytes: Llama 3 8B, one token, PyTorch eager", "[elementwi
   // h100): 3.5 x 401,408 x 32 / 2.112e12 = 21.3 us per token, against the 23.6 us that
   // torch.compile saved in torchtitan's Table 1 (1 / 5762 - 1 / 6667 tokens/s per GPU).
   const ModelSpec m = load_model("llama3-8b");
-  CHECK(elementwise_forward_bytes(m, 1, 1, 1, ElementwiseKernels::kEager) == Approx(589824));
+  CHECK(elementwise_forward_bytes(m, 1, 1, false, ElementwiseKernels::kEager) == Approx(589824));
 }
 
 TEST_CASE("Elementwise bytes: tensor and sequence parallelism split what they split",
@@ -33,7 +55,7 @@ TEST_CASE("Elementwise bytes: tensor and sequence parallelism split what they sp
   // SwiGLU and RoPE see 8192 tokens at 1/8 width: 8192 x (86,016 + 20,480) / 8 = 109,051,904.
   // Sum 192,937,984 bytes.
   const ModelSpec m = load_model("llama3-8b");
-  CHECK(elementwise_forward_bytes(m, 8, 8192, 1024, ElementwiseKernels::kFused) ==
+  CHECK(elementwise_forward_bytes(m, 8, 8192, true, ElementwiseKernels::kFused) ==
         Approx(192937984));
 }
 
@@ -43,8 +65,8 @@ TEST_CASE("Elementwise bytes: LayerNorm and GeLU are one kernel even in eager mo
   // 2 x (6 + 5) h (dropout its own kernel); GeLU 4 f; no RoPE.
   // Fused: 8 h + 14 h + 4 f = 22 x 6144 + 98,304 = 233,472; eager: 30 h + 4 f = 282,624.
   const ModelSpec m = load_model("megatron-gpt-22b");
-  CHECK(elementwise_forward_bytes(m, 1, 1, 1, ElementwiseKernels::kFused) == Approx(233472));
-  CHECK(elementwise_forward_bytes(m, 1, 1, 1, ElementwiseKernels::kEager) == Approx(282624));
+  CHECK(elementwise_forward_bytes(m, 1, 1, false, ElementwiseKernels::kFused) == Approx(233472));
+  CHECK(elementwise_forward_bytes(m, 1, 1, false, ElementwiseKernels::kEager) == Approx(282624));
 }
 
 TEST_CASE("Elementwise kernels: PyTorch-eager conventions and the fused ones", "[elementwise]") {

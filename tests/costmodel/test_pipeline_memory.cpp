@@ -171,3 +171,28 @@ TEST_CASE("the ledger counts whole bytes: the allocator's share is rounded up", 
   }
   CHECK(ledger.peak_bytes == std::floor(ledger.peak_bytes));
 }
+
+TEST_CASE("the ledger's entries add up to each stage's total, term by term", "[pipeline]") {
+  // The entries are the terms of stage_memory (MemoryTerm) named one by one: their bytes sum to
+  // the stage total (up to rounding, the activations being tensors x count) on a layout with
+  // many kinds of term: FSDP2 unsharded parameters and gradients with pp, sp, pp and cp
+  // buffers, selective recompute.
+  const ModelSpec m = load_model("llama3-8b");
+  Layout l;
+  l.dp = 2;
+  l.tp = 2;
+  l.pp = 2;
+  l.cp = 2;
+  l.sp = true;
+  l.zero = 3;
+  l.gbs = 8;
+  l.recompute = Recompute::kSelective;
+  TrainingSetup setup = test::megatron_setup(8192);
+  setup.framework = *find_framework("fsdp");
+  const MemoryLedger ledger = build_memory_ledger(m, l, setup, load_gpu("h100-sxm"));
+  for (const StageLedger& stage : ledger.stages) {
+    double sum = 0;
+    for (const LedgerEntry& e : stage.entries) sum += e.bytes;
+    CHECK(sum == Approx(stage.total_bytes).epsilon(1e-12));
+  }
+}

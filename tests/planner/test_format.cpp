@@ -1,4 +1,4 @@
-// Number formatting (planner/report/format.hpp): fixed() prints a value whole at any magnitude.
+// Number formatting (common/format.hpp): fixed() prints a value whole at any magnitude.
 #include <catch2/catch.hpp>
 
 #include <cfloat>

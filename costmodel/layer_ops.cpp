@@ -1,0 +1,484 @@
+#include "costmodel/layer_ops.hpp"
+
+#include <stdexcept>
+#include <utility>
+
+namespace meshplan {
+
+namespace {
+
+constexpr double kHalfBytes = 2;  // 16-bit activations
+constexpr double kMaskBytes = 1;  // dropout masks (uint8)
+constexpr double kFp32Bytes = 4;
+
+double d(std::int64_t v) { return static_cast<double>(v); }
+
+/// Builds saved-tensor lists with their per-GPU shapes: how tp (with and without sp) and cp
+/// divide each tensor (activations.hpp's table).
+class TensorList {
+ public:
+  explicit TensorList(const LayerSetting& s)
+      : s_(s), tokens_(s.seq / s.cp), sp_divisor_(s.sp ? s.tp : 1) {}
+
+  /// [s/cp, b, width]: a tensor gathered across the sequence (full length even with sp).
+  void gathered(const std::string& name, std::int64_t width, double bytes) {
+    add(name, shape_text({tokens_, s_.mbs, width}), d(tokens_) * d(s_.mbs) * d(width), bytes,
+        false);
+  }
+  /// [s/cp (/t with sp), b, width]: tensors in the sequence-parallel region.
+  void hidden(const std::string& name, std::int64_t width, double bytes) {
+    add(name, shape_text({tokens_ / sp_divisor_, s_.mbs, width}),
+        d(tokens_ / sp_divisor_) * d(s_.mbs) * d(width), bytes, s_.sp);
+  }
+  /// [s/cp, b, width/t]: tensors inside the tensor-parallel region (layout_problems makes tp
+  /// divide every layer width).
+  void tp_split(const std::string& name, std::int64_t width, double bytes) {
+    tp_shard(name, width / s_.tp, bytes);
+  }
+  /// [s/cp, b, shard]: a tensor inside the tensor-parallel region, `shard` wide on each rank.
+  void tp_shard(const std::string& name, std::int64_t shard, double bytes) {
+    add(name, shape_text({tokens_, s_.mbs, shard}), d(tokens_) * d(s_.mbs) * d(shard), bytes, true);
+  }
+  /// [b, a/t, s/cp, s/cp]: the eager attention score-shaped tensors.
+  void scores(const std::string& name, std::int64_t heads, double bytes) {
+    add(name, shape_text({s_.mbs, heads / s_.tp, tokens_, tokens_}),
+        d(s_.mbs) * d(heads / s_.tp) * d(tokens_) * d(tokens_), bytes, true);
+  }
+  /// [b, a/t, s/cp]: per-head, per-token statistics.
+  void per_head(const std::string& name, std::int64_t heads, double bytes) {
+    add(name, shape_text({s_.mbs, heads / s_.tp, tokens_}),
+        d(s_.mbs) * d(heads / s_.tp) * d(tokens_), bytes, true);
+  }
+  std::vector<SavedTensor> take() { return std::exchange(tensors_, {}); }
+
+ private:
+  /// `over_tp`: the tensor is split across the tp group (always inside the TP region; in the
+  /// sp region only with sp). Every activation is split across cp.
+  void add(const std::string& name, std::string shape, double elements, double bytes,
+           bool over_tp) {
+    const char* dtype = bytes == kFp32Bytes ? "fp32"
+                        : bytes == 1 ? (name.find("mask") != std::string::npos ? "uint8" : "fp8")
+                                     : half_dtype_name(s_.precision);
+    std::string sharded = over_tp && s_.tp > 1 ? "tp" : "";
+    if (s_.cp > 1) sharded += sharded.empty() ? "cp" : ", cp";
+    tensors_.push_back(
+        {name, std::move(shape), dtype, elements * bytes, sharded.empty() ? "-" : sharded});
+  }
+
+  const LayerSetting& s_;
+  std::int64_t tokens_;
+  std::int64_t sp_divisor_;
+  std::vector<SavedTensor> tensors_;
+};
+
+constexpr std::size_t kNone = static_cast<std::size_t>(Recompute::kNone);
+constexpr std::size_t kSelective = static_cast<std::size_t>(Recompute::kSelective);
+constexpr std::size_t kFull = static_cast<std::size_t>(Recompute::kFull);
+
+/// The same tensors under every recompute mode (the edges' ops).
+void save_always(LayerOp& op, TensorList& t) {
+  op.saved[kNone] = t.take();
+  op.saved[kSelective] = op.saved[kNone];
+  op.saved[kFull] = op.saved[kNone];
+}
+
+/// A linear y = x W of the whole weight [in x out] split `split` over tp: its forward GEMM on
+/// one GPU (m = tokens, n = out, k = in), FLOPs and parameters (+ `bias` elements).
+LayerOp linear(const std::string& name, ParamGroup group, std::int64_t in, std::int64_t out,
+               TpSplit split, std::int64_t bias, std::int64_t tokens, std::int64_t tp,
+               Precision dtype) {
+  LayerOp op;
+  op.name = name;
+  op.kind = LayerOpKind::kLinear;
+  op.dtype = dtype;
+  op.params_group = group;
+  op.params = in * out + bias;
+  op.weight_in = in;
+  op.weight_out = out;
+  op.split = split;
+  op.gemm = {tokens, split == TpSplit::kColumn ? out / tp : out,
+             split == TpSplit::kRow ? in / tp : in, 1};
+  op.flops = op.gemm.flops();
+  op.flops_per_token = 2 * d(in) * d(out);
+  return op;
+}
+
+LayerOp memory_bound(const std::string& name, double forward_bytes, double backward_bytes) {
+  LayerOp op;
+  op.name = name;
+  op.kind = LayerOpKind::kMemoryBound;
+  op.forward_bytes = forward_bytes;
+  op.backward_bytes = backward_bytes;
+  return op;
+}
+
+/// Each elementwise op's backward reads its saved input and the output gradient and writes the
+/// input gradient: about 1.5 x its forward bytes.
+LayerOp elementwise(const std::string& name, double forward_bytes) {
+  return memory_bound(name, forward_bytes, 1.5 * forward_bytes);
+}
+
+/// Selective recompute reruns all of `op`.
+void rerun_whole(LayerOp& op) {
+  op.selective_rerun = Rerun::kWhole;
+  op.rerun_flops_per_token = op.flops_per_token;
+}
+
+/// Selective recompute reruns `gemm` of the linear `op` (one matmul of a fused one), whose
+/// split width is divided over `tp`: 2 n k tp FLOP per token of the whole model.
+void rerun_part(LayerOp& op, const GemmDims& gemm, std::int64_t tp) {
+  op.selective_rerun = Rerun::kPart;
+  op.rerun_gemm = gemm;
+  op.rerun_flops_per_token = 2 * d(gemm.n) * d(gemm.k) * d(tp);
+}
+
+/// The tensor-parallel collectives at the edges of a TP region (Shoeybi et al. 2019, the f and
+/// g operators; Korthikanti et al. 2022, sec. 4.2.2), one [T, h] 16-bit activation each:
+/// the column-parallel linear that enters it all-gathers its input forward with sp (and
+/// reduce-scatters its input gradient backward), else all-reduces the input gradient backward;
+/// the row-parallel linear that leaves it reduce-scatters (sp) or all-reduces its output
+/// forward, and with sp all-gathers the output gradient backward.
+void add_tp_region_edge(LayerOp& op, const LayerSetting& s, double volume, bool enters) {
+  if (s.tp <= 1) return;
+  if (s.sp) {
+    op.collectives.push_back({GroupKind::kTp,
+                              enters ? Collective::kAllGather : Collective::kReduceScatter, volume,
+                              1, 0});
+    op.collectives.push_back({GroupKind::kTp,
+                              enters ? Collective::kReduceScatter : Collective::kAllGather, volume,
+                              0, 1});
+  } else {
+    op.collectives.push_back(
+        {GroupKind::kTp, Collective::kAllReduce, volume, enters ? 0 : 1, enters ? 1 : 0});
+  }
+}
+
+void layer_ops(const ModelSpec& m, const LayerSetting& s, std::vector<LayerOp>& ops) {
+  const std::int64_t tp = s.tp;
+  const std::int64_t s_local = s.seq / s.cp;
+  const std::int64_t tokens = s_local * s.mbs;                 // through the TP-region GEMMs
+  const std::int64_t tokens_sp = s.sp ? tokens / tp : tokens;  // through norms and residuals
+  const std::int64_t h = m.hidden_size;
+  const std::int64_t a = m.num_attention_heads;
+  const std::int64_t q = a * m.head_dim;
+  const std::int64_t kv = m.num_kv_heads * m.head_dim;
+  const std::int64_t f = m.ffn_hidden_size;
+  const bool swiglu = m.ffn_type == FfnType::kSwiglu;
+  const std::int64_t up = swiglu ? 2 * f : f;
+  const std::int64_t norm_params = m.norm_type == NormType::kLayerNorm ? 2 * h : h;
+  const Precision linear_dtype = s.precision;
+  const ElementwiseBytesPerElement bytes = elementwise_bytes_per_element(m, s.elementwise);
+  const bool op_level = s.selective == SelectivePolicy::kEveryOtherMatmul;
+  const double volume = d(tokens) * d(h) * kHalfBytes;  // one [T, h] activation, 16-bit
+
+  // Saved tensors (activations.hpp): the linears' inputs in fp8 with fp8_linear_inputs, and
+  // with DTensor sequence parallelism (tp_saves_gathered_inputs) the qkv and fc1 inputs
+  // all-gathered.
+  TensorList t(s);
+  const bool gathered_inputs = s.tp_saves_gathered_inputs && s.sp && s.tp > 1;
+  const double linear_bytes = s.fp8_linear_inputs ? 1.0 : kHalfBytes;
+  auto linear_input = [&](const std::string& name) {
+    if (gathered_inputs) {
+      t.gathered(name + " (all-gathered)", h, linear_bytes);
+    } else {
+      t.hidden(name, h, linear_bytes);
+    }
+  };
+  // Selective recompute of the attention core (Megatron) keeps q, k, v and drops what the core
+  // rebuilds; torchtitan's op-level policy saves the 1st, 3rd, 5th and 7th of the matmuls
+  // wq, wk, wv, wo, w1, w3, w2 and attention's output, and reruns the rest.
+  auto saves = [&](LayerOp& op, std::size_t mode) { op.saved[mode] = t.take(); };
+  // What an op saves without recompute, which the core policy keeps too (all but attention).
+  auto saves_kept = [&](LayerOp& op) {
+    op.saved[kNone] = t.take();
+    if (!op_level) op.saved[kSelective] = op.saved[kNone];
+  };
+
+  {
+    LayerOp op = elementwise("input_norm", d(tokens_sp) * d(h) * bytes.norm);
+    op.params_group = ParamGroup::kNorms;
+    op.params = norm_params;
+    t.hidden("input_norm.input", h, kHalfBytes);
+    saves_kept(op);
+    t.hidden("layer.input (full recompute)", h, kHalfBytes);
+    saves(op, kFull);
+    if (op_level) {
+      t.hidden("layer.input", h, kHalfBytes);
+      saves(op, kSelective);
+    }
+    ops.push_back(std::move(op));
+  }
+  {
+    const std::int64_t bias = m.linear_bias || m.qkv_bias ? q + 2 * kv : 0;
+    LayerOp op = linear("qkv", ParamGroup::kAttention, h, q + 2 * kv, TpSplit::kColumn, bias,
+                        tokens, tp, linear_dtype);
+    add_tp_region_edge(op, s, volume, true);
+    linear_input("qkv_proj.input");
+    saves_kept(op);
+    if (op_level) {
+      // wk is rerun: x[T, h] W[h, kv / t].
+      rerun_part(op, {tokens, kv / tp, h, 1}, tp);
+      t.tp_split("wq.output", q, kHalfBytes);
+      t.tp_split("wv.output", kv, kHalfBytes);
+      saves(op, kSelective);
+    }
+    ops.push_back(std::move(op));
+  }
+  if (m.position_embedding == PositionEmbedding::kRope) {
+    LayerOp op = elementwise("rope", d(tokens) * d(q + kv) / d(tp) * bytes.rope);
+    ops.push_back(std::move(op));
+  }
+  {
+    LayerOp op;
+    op.name = "attention";
+    op.kind = LayerOpKind::kAttention;
+    op.dtype = half_precision(s.precision);
+    op.attention = {s.attention, s.mbs, a / tp,     m.num_kv_heads / tp,
+                    s_local,     s.seq, m.head_dim, s.cp};
+    // FlashAttention's count (compute_time.hpp): 4 b h s_q s_k d, causal halved.
+    op.flops = 4 * d(s.mbs) * d(a / tp) * d(s_local) * d(s.seq) * d(m.head_dim) * 0.5;
+    op.flops_per_token = 4 * d(s.seq) * d(q);
+    if (s.attention == AttentionImpl::kEager) {
+      // Q K^T and P V over the full s x s (masking skips nothing), batched over b x a/t.
+      const std::int64_t batch = s.mbs * (a / tp);
+      op.gemms = {{s_local, s.seq, m.head_dim, batch}, {s_local, m.head_dim, s.seq, batch}};
+      op.flops = op.gemms[0].flops() + op.gemms[1].flops();
+      // Fused scale-mask-softmax: read 2 + write 2 bytes; dropout: read 2, write 2, mask 1.
+      // Backward: softmax reads output and gradient, writes gradient (6); dropout 5.
+      const double scores = d(batch) * d(s_local) * d(s.seq);
+      const double drop = m.dropout ? 1.0 : 0.0;
+      op.forward_bytes = scores * (4 + drop * 5);
+      op.backward_bytes = scores * (6 + drop * 5);
+    }
+    if (s.cp > 1) {
+      // Ring attention passes each rank's K and V chunk cp - 1 times forward, and K, V plus
+      // their gradients backward.
+      const double kv_chunk = d(s_local) * d(s.mbs) * 2 * d(kv) / d(tp) * kHalfBytes;
+      op.collectives.push_back(
+          {GroupKind::kCp, Collective::kSendRecv, kv_chunk, s.cp - 1, 2 * (s.cp - 1)});
+    }
+    if (!op_level) rerun_whole(op);
+    // q, k, v stay saved under the core policy, which drops what the core rebuilds from them.
+    t.tp_split("attention.q", q, kHalfBytes);
+    t.tp_split("attention.k", kv, kHalfBytes);
+    t.tp_split("attention.v", kv, kHalfBytes);
+    const std::vector<SavedTensor> qkv_saved = t.take();
+    if (s.attention == AttentionImpl::kEager) {
+      t.scores("attention.softmax_output", a, s.eager_softmax_bytes);
+      if (m.dropout) {
+        t.scores("attention.dropout_mask", a, kMaskBytes);
+        t.scores("attention.dropout_output", a, kHalfBytes);
+      } else if (s.eager_softmax_bytes != kHalfBytes) {
+        t.scores("attention.probs_half", a, kHalfBytes);
+      }
+    } else {
+      t.per_head("attention.softmax_lse", a, kFp32Bytes);
+    }
+    op.saved[kNone] = qkv_saved;
+    for (SavedTensor& core : t.take()) op.saved[kNone].push_back(std::move(core));
+    if (op_level) {
+      t.tp_split("attention.output", q, kHalfBytes);
+      if (s.attention == AttentionImpl::kFlash) t.per_head("attention.softmax_lse", a, kFp32Bytes);
+      saves(op, kSelective);
+    } else {
+      op.saved[kSelective] = qkv_saved;
+    }
+    ops.push_back(std::move(op));
+  }
+  {
+    LayerOp op = linear("proj", ParamGroup::kAttention, q, h, TpSplit::kRow, m.linear_bias ? h : 0,
+                        tokens, tp, linear_dtype);
+    add_tp_region_edge(op, s, volume, false);
+    if (op_level) rerun_whole(op);
+    t.tp_split("out_proj.input", q, linear_bytes);
+    saves_kept(op);
+    ops.push_back(std::move(op));
+  }
+  {
+    LayerOp op = elementwise("attention_residual", d(tokens_sp) * d(h) * bytes.residual);
+    if (m.dropout) t.hidden("attention_dropout.mask", h, kMaskBytes);
+    saves_kept(op);
+    ops.push_back(std::move(op));
+  }
+  {
+    LayerOp op = elementwise("post_attention_norm", d(tokens_sp) * d(h) * bytes.norm);
+    op.params_group = ParamGroup::kNorms;
+    op.params = norm_params;
+    t.hidden("post_attention_norm.input", h, kHalfBytes);
+    saves_kept(op);
+    ops.push_back(std::move(op));
+  }
+  {
+    LayerOp op = linear("fc1", ParamGroup::kMlp, h, up, TpSplit::kColumn, m.linear_bias ? up : 0,
+                        tokens, tp, linear_dtype);
+    add_tp_region_edge(op, s, volume, true);
+    if (op_level) {
+      // w3 (SwiGLU's up projection) is rerun: x[T, h] W[h, f / t].
+      rerun_part(op, {tokens, f / tp, h, 1}, tp);
+      t.tp_split("w1.output (gate)", f, kHalfBytes);
+      saves(op, kSelective);
+    }
+    linear_input("fc1.input");
+    saves_kept(op);
+    ops.push_back(std::move(op));
+  }
+  {
+    LayerOp op = elementwise("activation", d(tokens) * d(f) / d(tp) * bytes.activation);
+    if (swiglu) {
+      t.tp_split("swiglu.input (gate, up)", 2 * f, kHalfBytes);
+    } else {
+      t.tp_split("gelu.input", f, kHalfBytes);
+    }
+    saves_kept(op);
+    ops.push_back(std::move(op));
+  }
+  {
+    LayerOp op = linear("fc2", ParamGroup::kMlp, f, h, TpSplit::kRow, m.linear_bias ? h : 0, tokens,
+                        tp, linear_dtype);
+    add_tp_region_edge(op, s, volume, false);
+    t.tp_split("fc2.input", f, linear_bytes);
+    saves_kept(op);
+    if (op_level) {
+      t.gathered("w2.output (before the tp reduction)", h, kHalfBytes);
+      saves(op, kSelective);
+    }
+    ops.push_back(std::move(op));
+  }
+  {
+    LayerOp op = elementwise("mlp_residual", d(tokens_sp) * d(h) * bytes.residual);
+    if (m.dropout) t.hidden("mlp_dropout.mask", h, kMaskBytes);
+    saves_kept(op);
+    ops.push_back(std::move(op));
+  }
+  if (op_level) {
+    for (LayerOp& op : ops) {
+      if (op.kind == LayerOpKind::kMemoryBound) rerun_whole(op);
+    }
+  }
+}
+
+}  // namespace
+
+double GemmDims::flops() const { return 2 * d(m) * d(n) * d(k) * d(batch); }
+
+LayerSetting layer_setting(const Layout& layout, std::int64_t seq, Precision precision,
+                           AttentionImpl attention, const FrameworkConvention& framework) {
+  LayerSetting s;
+  s.seq = seq;
+  s.mbs = layout.mbs;
+  s.tp = layout.tp;
+  s.cp = layout.cp;
+  s.sp = layout.sp;
+  s.recompute = layout.recompute;
+  s.attention = attention;
+  s.precision = precision;
+  s.eager_softmax_bytes = framework.eager_softmax_bytes;
+  s.logits_bytes = framework.logits_bytes;
+  s.selective = framework.selective;
+  s.tp_saves_gathered_inputs = framework.tp_saves_gathered_inputs;
+  s.fp8_linear_inputs = precision == Precision::kFp8 && framework.fp8_saves_fp8_inputs;
+  s.elementwise = framework.elementwise;
+  return s;
+}
+
+std::string shape_text(std::initializer_list<std::int64_t> dims) {
+  std::string out = "[";
+  for (std::int64_t v : dims) out += (out.size() > 1 ? ", " : "") + std::to_string(v);
+  return out + "]";
+}
+
+LayerOps build_layer_ops(const ModelSpec& m, const LayerSetting& s) {
+  LayerOps ops;
+  ops.setting = s;
+  layer_ops(m, s, ops.layer);
+
+  const std::int64_t tokens = s.seq / s.cp * s.mbs;
+  const std::int64_t h = m.hidden_size;
+  const std::int64_t vocab = padded_vocab_size(m);
+  const double volume = d(tokens) * d(h) * kHalfBytes;
+  TensorList t(s);
+  {
+    // The lookup writes the [T, h] 16-bit embedding; backward reads its gradient and
+    // accumulates into the table (2 x). The vocab-parallel embedding all-reduces (or with sp
+    // reduce-scatters) its output over tp (Megatron's VocabParallelEmbedding).
+    LayerOp op = memory_bound("embedding", volume, 2 * volume);
+    op.params_group = ParamGroup::kEmbedding;
+    op.params = vocab * h;
+    if (s.tp > 1) {
+      op.collectives.push_back({GroupKind::kTp,
+                                s.sp ? Collective::kReduceScatter : Collective::kAllReduce, volume,
+                                1, 0});
+    }
+    if (m.dropout) t.hidden("embedding_dropout.mask", h, kMaskBytes);
+    save_always(op, t);
+    ops.embedding.push_back(std::move(op));
+  }
+  if (m.position_embedding == PositionEmbedding::kLearned) {
+    // Its lookup is added into the word embedding's output; not timed separately.
+    LayerOp op = memory_bound("position_embedding", 0, 0);
+    op.params_group = ParamGroup::kPositionEmbedding;
+    op.params = m.max_position_embeddings * h;
+    ops.embedding.push_back(std::move(op));
+  }
+  {
+    // One norm over [T_sp, h]; not timed (under 0.1% of the head's time).
+    LayerOp op = memory_bound("final_norm", 0, 0);
+    op.params_group = ParamGroup::kFinalNorm;
+    op.params = m.norm_type == NormType::kLayerNorm ? 2 * h : h;
+    t.hidden("final_norm.input", h, kHalfBytes);
+    save_always(op, t);
+    ops.head.push_back(std::move(op));
+  }
+  const std::int64_t shard = vocab_shard_size(m, s.tp);
+  {
+    // Vocab-parallel: each rank holds ceil(V' / t) columns (vocab_shard_size). Tied, the
+    // weight is the embedding's (0 parameters of its own). With sp its input is all-gathered
+    // forward and its input gradient backward.
+    LayerOp op = linear("lm_head", ParamGroup::kLmHead, h, vocab, TpSplit::kColumn, 0, tokens, s.tp,
+                        half_precision(s.precision));
+    op.gemm.n = shard;
+    op.flops = op.gemm.flops();
+    op.params = m.tied_embeddings ? 0 : vocab * h;
+    if (s.sp && s.tp > 1) {
+      op.collectives.push_back({GroupKind::kTp, Collective::kAllGather, volume, 1, 1});
+    }
+    if (s.tp_saves_gathered_inputs && s.sp && s.tp > 1) {
+      t.gathered("lm_head.input (all-gathered)", h, kHalfBytes);
+    } else {
+      t.hidden("lm_head.input", h, kHalfBytes);
+    }
+    save_always(op, t);
+    ops.head.push_back(std::move(op));
+  }
+  {
+    // Cross-entropy over the vocab-parallel logits: write 16-bit logits, softmax in fp32
+    // (read 2, write 4); backward reads 4 and writes the 16-bit gradient. It saves the logits
+    // (FrameworkConvention::logits_bytes).
+    const double logits = d(tokens) * d(shard);
+    LayerOp op = memory_bound("loss", logits * (2 + 2 + 4), logits * (4 + 2));
+    t.tp_shard("loss.logits", shard, s.logits_bytes);
+    save_always(op, t);
+    ops.head.push_back(std::move(op));
+  }
+  return ops;
+}
+
+const LayerOp& LayerOps::op(const std::string& name) const {
+  for (const std::vector<LayerOp>* part : {&layer, &embedding, &head}) {
+    for (const LayerOp& o : *part) {
+      if (o.name == name) return o;
+    }
+  }
+  throw std::out_of_range("layer ops: no op named " + name);
+}
+
+std::vector<SavedTensor> saved_tensors(const std::vector<LayerOp>& ops, Recompute recompute) {
+  std::vector<SavedTensor> out;
+  for (const LayerOp& op : ops) {
+    const std::vector<SavedTensor>& saved = op.saved[static_cast<std::size_t>(recompute)];
+    out.insert(out.end(), saved.begin(), saved.end());
+  }
+  return out;
+}
+
+}  // namespace meshplan

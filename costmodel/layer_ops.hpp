@@ -1,0 +1,193 @@
+// One transformer layer as a table of named ops, built once from the model and the layout's
+// split of one micro-batch; the one place the layer's shapes are derived. Parameter counts
+// (param_count.hpp), FLOPs per token (flops.hpp), compute time, fp8 casts, selective recompute
+// and recompute FLOPs (step_time.cpp), activations (activations.hpp), the executor's replay
+// shapes and calibrate's model GEMMs all read it.
+//
+// Per layer, in execution order (Megatron-Core's TransformerLayer; torchtitan's and Hugging
+// Face's Llama blocks have the same ops), on one GPU, T = mbs x seq / cp tokens, T_sp = T / tp
+// with sequence parallelism (else T), h hidden, q = a d query width, kv = k d key/value width,
+// f ffn width, up = 2 f for SwiGLU (gate and up fused), f for GeLU, t = tp:
+//   input_norm           memory-bound   T_sp x h
+//   qkv                  linear         x[T, h] W[h, (q + 2 kv) / t]   column-parallel
+//   rope                 memory-bound   T x (q + kv) / t   (RoPE models only)
+//   attention            attention      b, a / t heads, T / b queries, seq keys, d
+//   proj                 linear         x[T, q / t] W[q / t, h]        row-parallel
+//   attention_residual   memory-bound   T_sp x h   (dropout + residual add)
+//   post_attention_norm  memory-bound   T_sp x h
+//   fc1                  linear         x[T, h] W[h, up / t]           column-parallel
+//   activation           memory-bound   T x f / t  (SwiGLU or GeLU)
+//   fc2                  linear         x[T, f / t] W[f / t, h]        row-parallel
+//   mlp_residual         memory-bound   T_sp x h
+// Outside the layers: the embedding lookup (first stage), the final norm, the LM head
+// x[T, h] W[h, ceil(V' / t)] (vocab-parallel) and the cross-entropy loss (last stage).
+// Linear names are Megatron-Core's (linear_qkv, linear_proj, linear_fc1, linear_fc2).
+//
+// The ops are records, not fields: a new block (a mixture-of-experts FFN: router GEMM, grouped
+// expert GEMMs with `batch` experts of their own token counts, all-to-all dispatch and combine
+// on an expert group; MLA's LoRA down and up projections) is new records in build_layer_ops,
+// read by the same loops in every consumer.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "costmodel/collectives/collective.hpp"
+#include "costmodel/elementwise_bytes.hpp"
+#include "costmodel/framework.hpp"
+#include "costmodel/layout.hpp"
+#include "costmodel/model_spec.hpp"
+#include "costmodel/precision.hpp"
+#include "costmodel/ranks.hpp"
+
+namespace meshplan {
+
+/// What the op table of one micro-batch's layer depends on besides the model: the layout's
+/// split (tp, cp, sp, mbs), the sequence, recompute, and the framework's kernels and dtypes.
+struct LayerSetting {
+  std::int64_t seq = 1;  ///< full sequence length (tokens); divided by cp here
+  std::int64_t mbs = 1;  ///< micro-batch size (sequences)
+  std::int64_t tp = 1;
+  std::int64_t cp = 1;
+  bool sp = false;
+  Recompute recompute = Recompute::kNone;  ///< the mode saved_tensors() answers for
+  AttentionImpl attention = AttentionImpl::kFlash;
+  Precision precision = Precision::kBf16;  ///< fp8: the layers' linears run in fp8
+  double eager_softmax_bytes = 2;          ///< FrameworkConvention::eager_softmax_bytes
+  double logits_bytes = 4;                 ///< FrameworkConvention::logits_bytes
+  SelectivePolicy selective = SelectivePolicy::kAttentionCore;  ///< FrameworkConvention's
+  bool tp_saves_gathered_inputs = false;                        ///< FrameworkConvention's
+  bool fp8_linear_inputs = false;  ///< fp8 training that saves the linears' inputs in fp8
+  ElementwiseKernels elementwise = ElementwiseKernels::kFused;  ///< FrameworkConvention's
+};
+
+/// The table's setting for `layout` under `setup`'s sequence, precision, attention and
+/// framework convention.
+LayerSetting layer_setting(const Layout& layout, std::int64_t seq, Precision precision,
+                           AttentionImpl attention, const FrameworkConvention& framework);
+
+/// A shape as the ledger prints it: "[4096, 1, 8192]".
+std::string shape_text(std::initializer_list<std::int64_t> dims);
+
+/// One tensor saved for backward, on one GPU, for one micro-batch (and one layer, for layer ops).
+struct SavedTensor {
+  std::string name;   ///< "attention.softmax_output"
+  std::string shape;  ///< per GPU, e.g. "[1, 12, 2048, 2048]" ([b, a/t, s/cp, s/cp])
+  std::string dtype;  ///< the 2-byte activation dtype ("bf16", "fp16"), "fp32", "fp8" or "uint8"
+  double bytes = 0;   ///< per GPU
+  std::string sharded_over;  ///< dimensions split across GPUs: "tp", "tp, cp", "-"
+};
+
+/// A GEMM C[m x n] = A[m x k] B[k x n] on one GPU, `batch` times (batched attention GEMMs;
+/// grouped expert GEMMs). Elements.
+struct GemmDims {
+  std::int64_t m = 0, n = 0, k = 0;
+  std::int64_t batch = 1;
+  /// 2 m n k batch (FLOP).
+  double flops() const;
+};
+
+enum class LayerOpKind {
+  kLinear,      ///< y = x W: `gemm`, backward dgrad (m, k, n) and wgrad (k, n, m)
+  kAttention,   ///< the attention core: `attention`, and `gemms` when eager
+  kMemoryBound  ///< norms, residual adds, activations, RoPE, lookup, loss: `forward_bytes`
+};
+
+/// Which count a parameter belongs to (ParamCount).
+enum class ParamGroup {
+  kAttention,          ///< the layer's attention projections and their biases
+  kMlp,                ///< the layer's MLP (FFN) matrices and biases
+  kNorms,              ///< the layer's norms
+  kEmbedding,          ///< word embedding
+  kPositionEmbedding,  ///< learned positions
+  kFinalNorm,
+  kLmHead,  ///< untied output projection (0 parameters when tied)
+  kNone     ///< no parameters (RoPE, attention core, activations, residuals, loss)
+};
+
+/// How tensor parallelism splits a linear's weight [in x out] (Megatron-LM's
+/// ColumnParallelLinear: out / tp; RowParallelLinear: in / tp; Shoeybi et al. 2019, sec. 3).
+enum class TpSplit { kColumn, kRow };
+
+/// Attention core dimensions on one GPU.
+struct AttentionDims {
+  AttentionImpl impl = AttentionImpl::kFlash;
+  std::int64_t batch = 0;     ///< sequences (mbs)
+  std::int64_t heads = 0;     ///< query heads on this GPU: a / tp
+  std::int64_t kv_heads = 0;  ///< key/value heads on this GPU: k / tp
+  std::int64_t s_q = 0;       ///< queries per sequence on this GPU: seq / cp
+  std::int64_t s_k = 0;       ///< keys each query's sequence has: seq (all cp ranks')
+  std::int64_t head_dim = 0;  ///< d
+  std::int64_t cp = 1;        ///< ranks of the ring (ring_attention_time_s)
+};
+
+/// A collective an op needs on one GPU per micro-batch: `forward_calls` and `backward_calls`
+/// of `collective` over `bytes` (nccl-tests' size) in `group`.
+struct CollectiveUse {
+  GroupKind group = GroupKind::kTp;
+  Collective collective = Collective::kAllReduce;
+  double bytes = 0;
+  std::int64_t forward_calls = 0, backward_calls = 0;
+};
+
+/// What selective recompute runs again of an op in the backward, under the setting's policy.
+enum class Rerun { kNone, kWhole, kPart };
+
+/// One op of the table. Per GPU, per micro-batch, forward, unless stated.
+struct LayerOp {
+  std::string name;  ///< "qkv", "attention", "input_norm", "lm_head", ...
+  LayerOpKind kind = LayerOpKind::kMemoryBound;
+  Precision dtype = Precision::kBf16;  ///< what its kernels compute in
+  ParamGroup params_group = ParamGroup::kNone;
+  std::int64_t params = 0;  ///< parameters of the whole op (all tp ranks): weights + biases
+  /// kLinear: the whole weight [weight_in x weight_out] (elements, before tp) and its split.
+  std::int64_t weight_in = 0, weight_out = 0;
+  TpSplit split = TpSplit::kColumn;
+  GemmDims gemm;                ///< kLinear: forward, m = tokens, n = out, k = in, per GPU
+  AttentionDims attention;      ///< kAttention
+  std::vector<GemmDims> gemms;  ///< kAttention, eager: Q K^T and P V, batched over heads
+  /// Memory-bound bytes through HBM (elementwise_bytes.hpp; eager attention's softmax and
+  /// dropout; the loss), forward and backward.
+  double forward_bytes = 0, backward_bytes = 0;
+  /// Forward FLOP per GPU: 2 m n k; attention 4 b (a/t) s_q s_k d, causal halved (what
+  /// FlashAttention does and counts); 0 for memory-bound ops.
+  double flops = 0;
+  /// Forward FLOP per token of the whole op (all tp and cp ranks), the exact count of
+  /// flops.hpp: 2 x weight elements; attention 4 seq q (the full s x s square, non-causal).
+  double flops_per_token = 0;
+  std::vector<CollectiveUse> collectives;
+  /// Selective recompute under the setting's policy: Megatron's (kAttentionCore) reruns the
+  /// attention core; torchtitan's op-level policy (kEveryOtherMatmul) reruns wk of qkv, proj,
+  /// w3 of fc1 and every memory-bound op.
+  Rerun selective_rerun = Rerun::kNone;
+  GemmDims rerun_gemm;               ///< kPart: the matmul run again
+  double rerun_flops_per_token = 0;  ///< FLOP per token (whole model) that the rerun costs
+  /// Tensors saved for backward under each recompute mode, indexed by Recompute (the
+  /// embedding's and head's ops save the same under every mode).
+  std::array<std::vector<SavedTensor>, 3> saved;
+};
+
+/// The table: the ops of one transformer layer (all layers are identical), of the embedding
+/// (first pipeline stage) and of the head (final norm, LM head, loss; last stage).
+struct LayerOps {
+  LayerSetting setting;
+  std::vector<LayerOp> layer, embedding, head;
+  /// The op named `name` (layer, then embedding, then head). Errors: std::out_of_range when
+  /// there is none.
+  const LayerOp& op(const std::string& name) const;
+};
+
+/// The tensors `ops` save for backward under `recompute`, in op order.
+std::vector<SavedTensor> saved_tensors(const std::vector<LayerOp>& ops, Recompute recompute);
+
+/// Builds the table of `model` under `setting`. Preconditions: layout_problems finds none for
+/// the layout `setting` comes from (tp divides the heads, kv heads and ffn width; tp divides
+/// seq / cp with sp; 2 cp divides seq), so every per-GPU width is whole. Raises nothing.
+/// Sources: the per-op lists in this file's header, activations.hpp (saved tensors),
+/// elementwise_bytes.hpp (bytes per element), Korthikanti et al. 2022 sec. 4.2.2 (collectives).
+LayerOps build_layer_ops(const ModelSpec& model, const LayerSetting& setting);
+
+}  // namespace meshplan
