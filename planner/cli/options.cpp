@@ -563,13 +563,6 @@ std::string profile_label(const Profile& profile, const std::string& given,
   return "profile " + profile.name + (file.empty() ? "" : " (" + file + ")");
 }
 
-std::string profile_gpu_note(const Profile& profile, const std::string& gpu,
-                             const std::string& used_for) {
-  if (profile.gpu == gpu) return "";
-  return "profile " + profile.name + " is for " + profile.gpu + ", used for " + used_for +
-         ": its efficiencies are " + profile.gpu + "'s, not " + gpu + "'s";
-}
-
 void note_profile_gpu(std::ostream& err, const Profile& profile, const ClusterSpec& cluster) {
   const std::string gpu = cluster.gpu.name;
   const std::string note =

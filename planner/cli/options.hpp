@@ -192,13 +192,6 @@ std::vector<std::string> setup_notes(const Layout& layout, const TrainingSetup& 
 std::string profile_label(const Profile& profile, const std::string& given,
                           const std::string& source = "");
 
-/// The note printed (on stderr, after "note: ") when a profile describes another GPU than the
-/// one it is used for: "profile a100 is for a100-80g, used for <used_for>: its efficiencies are
-/// a100-80g's, not h100-sxm's" (`used_for`: "a cluster of h100-sxm (dgx-h100)"); callers add
-/// what to do. Empty when the profile's "gpu" is `gpu`.
-std::string profile_gpu_note(const Profile& profile, const std::string& gpu,
-                             const std::string& used_for);
-
 /// Prints "note: <profile_gpu_note>; give --profile with a profile of <GPU> ..." on `err` when
 /// `profile` is for another GPU than `cluster`'s (estimate, plan), and a note for each tier
 /// whose measured busbw is above the cluster's line rate ("... held to the line rate");

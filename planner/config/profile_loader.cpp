@@ -37,4 +37,11 @@ std::string default_profile_name(const GpuSpec& gpu) {
                    "note then says its GPU differs)");
 }
 
+std::string profile_gpu_note(const Profile& profile, const std::string& gpu,
+                             const std::string& used_for) {
+  if (profile.gpu == gpu) return "";
+  return "profile " + profile.name + " is for " + profile.gpu + ", used for " + used_for +
+         ": its efficiencies are " + profile.gpu + "'s, not " + gpu + "'s";
+}
+
 }  // namespace meshplan
