@@ -1,5 +1,7 @@
 #include "common/flags.hpp"
 
+#include "common/input_error.hpp"
+
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -43,8 +45,8 @@ std::string number_in_problem(const std::string& text, double min, double max) {
   // lets it through: finiteness is checked first, explicitly.
   if (text.empty() || end == text.c_str() || *end != '\0' || !plain_decimal(text) ||
       !std::isfinite(value) || value < min || value > max) {
-    return "must be a number from " + bound_text(min) + " to " + bound_text(max) + ", got \"" +
-           text + "\"";
+    return "must be a number from " + bound_text(min) + " to " + bound_text(max) + ", got " +
+           json_quoted(text);
   }
   return std::string();
 }
@@ -59,13 +61,13 @@ CLI::Validator positive_up_to(double max) {
   return CLI::Validator(
       [max](std::string& text) -> std::string {
         if (text.empty() || !plain_decimal(text)) {
-          return "must be a decimal number, got \"" + text + "\"";
+          return "must be a decimal number, got " + json_quoted(text);
         }
         char* end = nullptr;
         const double value = std::strtod(text.c_str(), &end);
         if (end == text.c_str() || *end != '\0' || !std::isfinite(value) || !(value > 0) ||
             value > max) {
-          return "must be a number > 0 and at most " + bound_text(max) + ", got \"" + text + "\"";
+          return "must be a number > 0 and at most " + bound_text(max) + ", got " + json_quoted(text);
         }
         return std::string();
       },
@@ -93,13 +95,13 @@ CLI::Validator whole_up_to(std::int64_t max) {
   return CLI::Validator(
       [max](std::string& text) -> std::string {
         if (text.empty() || !plain_decimal(text)) {
-          return "must be a decimal whole number, got \"" + text + "\"";
+          return "must be a decimal whole number, got " + json_quoted(text);
         }
         char* end = nullptr;
         const long long value = std::strtoll(text.c_str(), &end, 10);
         if (end == text.c_str() || *end != '\0' || value < 1 || value > max) {
-          return "must be a whole number from 1 to " + std::to_string(max) + ", got \"" + text +
-                 "\"";
+          return "must be a whole number from 1 to " + std::to_string(max) + ", got " +
+                 json_quoted(text);
         }
         return std::string();
       },

@@ -163,13 +163,13 @@ TrainingSetup plan_setup(const PlanOptions& o, const Scenario& x, std::vector<st
   return setup;
 }
 
-/// --gbs, or about 4M tokens per batch (with a note).
+/// --gbs, or default_global_batch for the GPU count (with a note naming the rule).
 std::int64_t plan_global_batch(const PlanOptions& o, std::int64_t seq,
                                std::vector<std::string>& notes) {
   if (o.gbs > 0) return o.gbs;
-  const std::int64_t gbs = default_global_batch(seq);
-  notes.push_back("gbs " + std::to_string(gbs) + " (default: about 4M tokens per batch: " +
-                  "4194304 / seq " + std::to_string(seq) + "; set --gbs)");
+  const std::int64_t gbs = default_global_batch(seq, o.gpus);
+  notes.push_back("gbs " + std::to_string(gbs) + " (default: " +
+                  default_global_batch_rule(seq, o.gpus) + "; set --gbs)");
   return gbs;
 }
 
@@ -291,7 +291,7 @@ void add_result_notes(const PlanOptions& o, const TrainingSetup& setup,
   }
   // The megatron convention costs Megatron-LM's defaults: its TP and DP overlaps are opt-in
   // flags, which many jobs set; say so where the winner has that communication to hide.
-  if (setup.framework.name == "megatron" && o.in.overlaps.tp_overlap < 0 &&
+  if (setup.framework.name.rfind("megatron", 0) == 0 && o.in.overlaps.tp_overlap < 0 &&
       o.in.overlaps.dp_overlap.empty() && !result.ranked.empty()) {
     const Layout& w = result.ranked.front().layout;
     if (w.tp > 1 || w.dp * w.cp > 1) {
@@ -360,7 +360,7 @@ CommandAction add_plan_command(CLI::App& app) {
   // searched. A larger batch costs the search little: its divisors are the micro-batch sizes
   // tried. Measured for llama3-405b on 2^20 GPUs (2 busy cores): 8 s at the default batch, 18 s
   // at 963761198400 (< 2^40, 6720 divisors), 10 s at 2^40.
-  cmd->add_option("--gbs", o->gbs, "Global batch [sequences] (default: about 4M tokens: 4194304 / seq)")
+  cmd->add_option("--gbs", o->gbs, "Global batch [sequences] (default: 4194304 tokens / seq, or 1024 tokens per GPU / seq beyond 4096 GPUs)")
       ->check(whole_up_to(kMaxGbs));
   cmd->add_option("--seq", o->seq, "Sequence length [tokens] (default: the model's)")
       ->check(whole_up_to(kMaxDegree));

@@ -66,7 +66,8 @@ std::vector<ValidationCase> validation_cases_from_json(const nlohmann::json& jso
                                                        MoeCases moe = MoeCases::kRefuse);
 
 /// The meshplan framework convention for a framework name of the validation schema: nemo ->
-/// "nemo"; megatron and deepspeed-megatron -> "megatron"; torchtitan -> "fsdp"; others ->
+/// "nemo"; megatron and deepspeed-megatron -> "megatron-2023" (the published runs'
+/// Megatron-LM); torchtitan -> "fsdp"; others ->
 /// "textbook".
 std::string convention_for_framework(const std::string& framework);
 

@@ -270,7 +270,7 @@ TEST_CASE("the overlap flags say what they stand for and each convention's defau
     REQUIRE(help.exit_code == 0);
     CHECK_THAT(help.out, Catch::Contains("Megatron-LM's --tp-comm-overlap"));
     CHECK_THAT(help.out, Catch::Contains("(default: the framework's: 0 for all)"));
-    CHECK_THAT(help.out, Catch::Contains("megatron off, nemo both"));
+    CHECK_THAT(help.out, Catch::Contains("megatron off, megatron-2023 off, nemo both"));
     CHECK_THAT(help.out, Catch::Contains("fsdp both"));
   }
 }

@@ -269,7 +269,7 @@ TEST_CASE("plan --pareto: points 5 MB apart print apart, columns aligned past 10
     c.step_time_s = 20.0 / bytes * gib;
     c.tokens_per_s = 64 * 8192 / c.step_time_s;
     c.mfu = 0.4;
-    c.breakdown.compute = c.step_time_s;
+    c.breakdown.compute_s = c.step_time_s;
     result.ranked.push_back(c);
     result.pareto.push_back(c);
   }

@@ -284,14 +284,14 @@ TEST_CASE("plan: --tp-overlap and --dp-overlap cost every layout so and the plan
   const test::CliResult text = test::run(test::with(args, overlaps));
   CHECK_THAT(text.out, Catch::Contains("framework megatron (elementwise fused; overlap: tp 50%, "
                                        "dp gradients on, dp parameters on, interleaved pp sends "
-                                       "off)"));
+                                       "on)"));
   const nlohmann::json json_overlaps =
       nlohmann::json::parse(test::run(test::with(test::with(args, overlaps), {"--json"})).out)
           ["overlaps"];
   CHECK(json_overlaps == nlohmann::json{{"tp_comm_overlap", 0.5},
                                         {"dp_grad_overlap", true},
                                         {"dp_param_overlap", true},
-                                        {"pp_overlap", false}});
+                                        {"pp_overlap", true}});
   const std::string path = test::write_temp_file("overlap-plan.json", "");
   REQUIRE(test::run(test::with(test::with(args, overlaps), {"--out", path})).exit_code == 0);
   const nlohmann::json training = load_json_file(path)["inputs"]["training"];
