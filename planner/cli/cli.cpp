@@ -45,10 +45,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   // would start a second "meshplan: error:" line; a NUL, possible in a test's arguments, would
   // cut the message) is refused first, quoted with JSON escapes.
   for (std::size_t i = 0; i < args.size(); ++i) {
-    const bool control = std::any_of(args[i].begin(), args[i].end(), [](char c) {
-      return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
-    });
-    if (control) {
+    if (has_control_character(args[i])) {
       err << "meshplan: error: argument " << i + 1 << ", " << json_quoted(args[i])
           << ", holds a control character (a newline, tab or escape); flags, values and file "
              "names are printable text\n";
