@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "costmodel/collectives/collective.hpp"
+#include "costmodel/fitted_rates.hpp"
 #include "costmodel/placement.hpp"
 
 namespace meshplan {
@@ -79,6 +80,8 @@ struct Profile {
   LinkProfile links;
   /// Calibrated fits; when one matches a collective, tier and group size it replaces `links`.
   std::vector<CollectiveFit> collectives;
+  /// What `meshplan fit` found against measured steps (fitted_rates.hpp); empty: unfitted.
+  FittedSection fitted;
 };
 
 /// Group sizes the links' latencies were measured at: 8 GPUs in one NVLink domain (NCCL's

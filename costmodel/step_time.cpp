@@ -7,6 +7,7 @@
 #include "costmodel/compute_time.hpp"
 #include "costmodel/layer_ops.hpp"
 #include "costmodel/flops.hpp"
+#include "costmodel/host_bound.hpp"
 #include "costmodel/param_count.hpp"
 #include "costmodel/placement.hpp"
 #include "costmodel/ranks.hpp"
@@ -280,20 +281,25 @@ double GroupBandwidth::time_s(Collective collective, double bytes) const {
 
 StepContext::StepContext(const ModelSpec& m, const TrainingSetup& s, const ClusterSpec& c,
                          const Profile& p)
-    : model(m), setup(s), cluster(c), profile(p), counts(count_params(m)) {
+    : model(m),
+      setup(s),
+      cluster(c),
+      fitted(fitted_rates(p, s.framework)),
+      profile(scaled_profile(p, fitted)),
+      counts(count_params(m)) {
   half_rates.gemm_peak_flops_per_s = *training_peak_flops(c.gpu, half_precision(s.precision));
   half_rates.hbm_bytes_per_s = c.gpu.hbm_bandwidth_bytes_per_s;
-  half_rates.gemm = p.gemm;
+  half_rates.gemm = profile.gemm;
   half_rates.flash_attention_efficiency = s.framework.sdpa_flash_attention2
-                                              ? p.flash_attention2_efficiency
-                                              : p.flash_attention_efficiency;
-  half_rates.flash_attention_half_keys = p.flash_attention_half_keys;
-  half_rates.hbm_efficiency = p.hbm_efficiency;
+                                              ? profile.flash_attention2_efficiency
+                                              : profile.flash_attention_efficiency;
+  half_rates.flash_attention_half_keys = profile.flash_attention_half_keys;
+  half_rates.hbm_efficiency = profile.hbm_efficiency;
   gemm_rates = half_rates;  // the layers' linears run in fp8 with --precision fp8
   gemm_rates.gemm_peak_flops_per_s = *training_peak_flops(c.gpu, s.precision);
   if (s.precision == Precision::kFp8) {
     // FP8 GEMMs sustain a smaller share of their (twice as high) peak.
-    gemm_rates.gemm.peak_efficiency = p.gemm.fp8_peak_efficiency;
+    gemm_rates.gemm.peak_efficiency = profile.gemm.fp8_peak_efficiency;
   }
   flops = exact_flops_per_token(m, s.seq);
   // What selective recompute reruns does not depend on the layout: the table at tp 1.
@@ -315,7 +321,12 @@ GroupRates::GroupRates(const StepContext& x, const Layout& l)
 
 LayerCosts layer_costs(const StepContext& x, const Layout& l, const GroupRates& groups) {
   const LayerOps ops = build_layer_ops(x.model, layer_setting(l, x.setup));
-  LayerCosts c = layer_kernels(ops, x.gemm_rates, x.half_rates, groups.tp, groups.cp);
+  // Ring-attention calls (cp > 1) at the fitted ring rate; layers at least the host's pace
+  // (host_bound.hpp).
+  const DeviceRates layer_half_rates =
+      ring_attention_rates(x.half_rates, l.cp, x.fitted.ring_attention_scale);
+  LayerCosts c = layer_kernels(ops, x.gemm_rates, layer_half_rates, groups.tp, groups.cp);
+  host_bound_layer(c, x.fitted.host_overhead_per_layer_s);
   c.embedding = edge_cost(ops.embedding, x.half_rates, groups.tp);
   c.head = edge_cost(ops.head, x.half_rates, groups.tp);
   return c;
@@ -363,8 +374,11 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
   if (fsdp_per_microbatch) {
     const double ag = groups.dp_cp.time_s(Collective::kAllGather, layer_params * kHalf);
     const double rs = groups.dp_cp.time_s(Collective::kReduceScatter, layer_params * grad_bytes);
-    fsdp_fwd = exposed_beside(ag, layer.forward_s, share);
-    fsdp_bwd = exposed_beside((fsdp_zero2 ? 0.0 : ag) + rs, layer.backward_s, share);
+    // Each gather and scatter also waits gather_latency_s (fitted_rates.hpp), exposed.
+    const double wait = x.fitted.gather_latency_s;
+    fsdp_fwd = exposed_beside(ag, layer.forward_s, share) + wait;
+    fsdp_bwd = exposed_beside((fsdp_zero2 ? 0.0 : ag) + rs, layer.backward_s, share) +
+               (fsdp_zero2 ? 1 : 2) * wait;
   }
 
   const double recompute_per_layer =
@@ -509,6 +523,7 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
   e.tflops_per_gpu_causal = e.model_flops_per_step_causal / e.step_time_s / gpus / 1e12;
   e.mfu_causal = e.model_flops_per_step_causal / e.step_time_s / gpus / e.peak_flops_per_s;
   e.hfu = e.hardware_flops_per_step / e.step_time_s / gpus / e.peak_flops_per_s;
+  set_step_interval(e, x.profile, setup.framework);
   return e;
 }
 

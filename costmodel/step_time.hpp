@@ -108,6 +108,10 @@ struct StageTimes {
 /// The estimate.
 struct StepEstimate {
   double step_time_s = 0;
+  /// The 80% interval of the measured step time around step_time_s, seconds: the profile's
+  /// fitted interval for the framework's family (FittedSection, set_step_interval); 0 and 0
+  /// where the profile has none.
+  double step_time_s_p10 = 0, step_time_s_p90 = 0;
   double tokens_per_s = 0;          ///< gbs x seq / step
   double tokens_per_s_per_gpu = 0;
   double model_flops_per_step = 0;  ///< FLOP, exact count, non-causal
@@ -152,7 +156,10 @@ struct StepContext {
   const ModelSpec& model;
   const TrainingSetup& setup;
   const ClusterSpec& cluster;
-  const Profile& profile;
+  /// The fitted rates of setup.framework's family on the profile (fitted_rates.hpp), and the
+  /// profile with their scales applied: the rates every time below is computed from.
+  FittedRates fitted;
+  Profile profile;
   ParamCount counts;
   DeviceRates half_rates;  ///< 16-bit kernels (attention, LM head, memory-bound ops)
   DeviceRates gemm_rates;  ///< the layers' linears (fp8 with --precision fp8)

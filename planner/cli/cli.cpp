@@ -39,6 +39,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   add(add_presets_command);
   add(add_export_command);
   add(add_validate_command);
+  add(add_fit_command);
   add(add_profile_command);
 
   // CLI11's messages paste a value as it is given: one with a control character (a newline

@@ -41,6 +41,9 @@ CommandAction add_export_command(CLI::App& app);
 /// `meshplan validate FILE... [--json]`: predictions against published runs (validate_command.cpp).
 CommandAction add_validate_command(CLI::App& app);
 
+/// `meshplan fit RUNS.json... [--profile BASE] --out PROFILE.json` (fit_command.cpp).
+CommandAction add_fit_command(CLI::App& app);
+
 /// `meshplan profile show P [--svg DIR]`: a profile's tables and plots (profile_command.cpp).
 CommandAction add_profile_command(CLI::App& app);
 

@@ -10,6 +10,7 @@
 
 #include "common/format.hpp"
 #include "planner/cli/commands.hpp"
+#include "planner/fit/cross_validated_report.hpp"
 #include "planner/validation/validate.hpp"
 
 namespace meshplan {
@@ -46,17 +47,27 @@ std::string unit_of(const std::string& metric) {
 
 std::string render_text(const ValidationReport& r) {
   std::ostringstream out;
-  out << "Predicted vs measured (error = (predicted - measured) / measured; GiB = 2^30 bytes):\n";
-  Table cases({"case", "metric", "predicted", "measured", "error"},
-              {true, true, false, false, false});
+  if (r.cross_validated) {
+    out << "Cross-validated: each source's time predictions come from a fit without that source "
+           "(leave one source out; meshplan fit), its 80% intervals from the other sources' "
+           "cross-validated residuals.\n\n";
+  }
+  out << "Predicted vs measured (error = (predicted - measured) / measured; GiB = 2^30 bytes; "
+         "80% interval: p10 to p90 of the measured value):\n";
+  Table cases({"case", "metric", "predicted", "80% interval", "measured", "error"},
+              {true, true, false, false, false, false});
   std::string source;
   for (const Comparison& c : r.comparisons) {
     if (c.source != source) {
       if (!source.empty()) cases.add_rule();
-      cases.add_row({"[" + c.source + "]", "", "", "", ""});
+      cases.add_row({"[" + c.source + "]", "", "", "", "", ""});
       source = c.source;
     }
-    cases.add_row({c.id, c.metric, value_text(c.metric, c.predicted),
+    const std::string interval =
+        c.predicted_p10 ? value_text(c.metric, *c.predicted_p10) + " - " +
+                              value_text(c.metric, *c.predicted_p90)
+                        : "";
+    cases.add_row({c.id, c.metric, value_text(c.metric, c.predicted), interval,
                    value_text(c.metric, c.measured), error_text(c)});
   }
   out << cases.render();
@@ -91,6 +102,13 @@ std::string render_text(const ValidationReport& r) {
     }
   }
   out << summary.render();
+  if (r.interval_cases > 0) {
+    out << "\n80% intervals: " << r.inside_interval << " of " << r.interval_cases
+        << " measured time metrics inside (" << percent(static_cast<double>(r.inside_interval) /
+                                                             static_cast<double>(r.interval_cases),
+                                                         false)
+        << "; an 80% interval should hold about 80%)\n";
+  }
 
   if (r.overall.oom.total() > 0) {
     out << "\nOOM classification (predicted x measured):\n";
@@ -154,6 +172,10 @@ nlohmann::json render_json(const ValidationReport& r) {
       j["measured"] = c.measured;
     }
     j["error"] = c.error ? nlohmann::json(*c.error) : nlohmann::json(nullptr);
+    if (is_time_metric(c.metric)) {
+      j["predicted_p10"] = c.predicted_p10 ? nlohmann::json(*c.predicted_p10) : nlohmann::json(nullptr);
+      j["predicted_p90"] = c.predicted_p90 ? nlohmann::json(*c.predicted_p90) : nlohmann::json(nullptr);
+    }
     j["basis"] = c.basis;
     j["assumptions"] = c.assumptions;
     cases.push_back(std::move(j));
@@ -172,7 +194,17 @@ nlohmann::json render_json(const ValidationReport& r) {
                      {"oom", "true = out of memory"},
                      {"error", "(predicted - measured) / measured, a fraction"}}},
           {"cases", cases},
-          {"summary", {{"sources", sources}, {"overall", summary_json(r.overall)}}},
+          {"cross_validated", r.cross_validated},
+          {"summary",
+           {{"sources", sources},
+            {"overall", summary_json(r.overall)},
+            {"interval",
+             {{"cases", r.interval_cases},
+              {"inside", r.inside_interval},
+              {"coverage", r.interval_cases > 0
+                               ? nlohmann::json(static_cast<double>(r.inside_interval) /
+                                                static_cast<double>(r.interval_cases))
+                               : nlohmann::json(nullptr)}}}}},
           {"skipped", skipped}};
 }
 
@@ -189,8 +221,13 @@ CommandAction add_validate_command(CLI::App& app) {
   cmd->add_option("files", *files, "meshplan-validation/1 files")
       ->required();  // validate_files names a missing file, a directory or a device as it reads
   cmd->add_flag("--json", *json, "Print JSON (cases, summary, skipped) instead of tables");
-  return [files, json](std::ostream& out, std::ostream& /*err*/) {
-    const ValidationReport report = validate_files(*files);
+  auto cross = std::make_shared<bool>(false);
+  cmd->add_flag("--cross-validate", *cross,
+                "Predict each source's step times with a fit that left that source out (meshplan "
+                "fit, leave one source out), intervals from the other sources' residuals");
+  return [files, json, cross](std::ostream& out, std::ostream& /*err*/) {
+    const ValidationReport report =
+        *cross ? cross_validated_report(*files) : validate_files(*files);
     out << (*json ? render_json(report).dump(2) + "\n" : render_text(report));
     return 0;
   };

@@ -13,6 +13,7 @@
 #include "planner/config/presets.hpp"
 #include "planner/config/profile_loader.hpp"
 #include "planner/config/size_bounds.hpp"
+#include "planner/fit/fitted_json.hpp"
 
 namespace meshplan {
 
@@ -401,7 +402,7 @@ nlohmann::json profile_to_json(const Profile& p) {
                              {"comm_sm_fraction", copied},
                              {"links", copied}};
   if (!p.collectives.empty()) sources["collectives"] = copied;
-  return {{"schema", kProfileSchema},
+  nlohmann::json j = {{"schema", kProfileSchema},
           {"name", p.name},
           {"description", p.description},
           {"gpu", p.gpu},
@@ -431,6 +432,8 @@ nlohmann::json profile_to_json(const Profile& p) {
             {"scale_out_alpha_s", p.links.scale_out_alpha_s}}},
           {"collectives", fits},
           {"sources", sources}};
+  if (!p.fitted.families.empty()) j["fitted"] = fitted_to_json(p.fitted);
+  return j;
 }
 
 namespace {
@@ -641,7 +644,7 @@ Profile profile_from_json(const nlohmann::json& json, const std::string& file,
       json, file, path, kProfileSchema,
       {"name", "description", "gpu", "provenance", "gemm", "flash_attention_efficiency",
        "flash_attention2_efficiency", "flash_attention_half_keys", "hbm_efficiency",
-       "comm_sm_fraction", "links", "collectives", "sources"});
+       "comm_sm_fraction", "links", "collectives", "sources", "fitted"});
   Profile p;
   p.name = o.text("name", "the profile's name (a preset's is its file name)");
   p.description = o.string("description");
@@ -731,6 +734,8 @@ Profile profile_from_json(const nlohmann::json& json, const std::string& file,
     numbers.push_back("collectives");
     require_sources(o, numbers);
   }
+  // Optional: what `meshplan fit` found (planner/fit/fitted_json.hpp).
+  if (json.contains("fitted")) p.fitted = fitted_from_json(o, json.at("fitted"));
   return p;
 }
 

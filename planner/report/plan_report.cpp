@@ -42,6 +42,10 @@ nlohmann::json candidate_json(const SearchRequest& r, const Candidate& c) {
   const double causal = causal_flops_ratio(r);
   return {{"layout", layout_json(c.layout)},
           {"step_time_s", c.step_time_s},
+          {"step_time_s_p10",
+           c.step_time_s_p90 > 0 ? nlohmann::json(c.step_time_s_p10) : nlohmann::json()},
+          {"step_time_s_p90",
+           c.step_time_s_p90 > 0 ? nlohmann::json(c.step_time_s_p90) : nlohmann::json()},
           {"tokens_per_s", c.tokens_per_s},
           {"tflops_per_gpu", c.tflops_per_gpu},
           {"tflops_per_gpu_causal", c.tflops_per_gpu * causal},
@@ -94,6 +98,39 @@ std::string winner_state_text(const SearchRequest& r, const Layout& l) {
             std::to_string(static_cast<std::int64_t>(group));
   }
   return text + ")";
+}
+
+/// The winner's 80% interval and the layouts whose intervals overlap it (ties), as lines of
+/// the Why section.
+std::string tie_lines(const SearchResult& result, const Candidate& w) {
+  std::ostringstream s;
+  if (w.step_time_s_p90 <= 0) {
+    s << "- No 80% interval: the profile has no fitted section (meshplan fit writes one).\n";
+    return s.str();
+  }
+  s << "- The winner's step time: " << fixed(w.step_time_s, 3) << " s, 80% interval "
+    << fixed(w.step_time_s_p10, 3) << " - " << fixed(w.step_time_s_p90, 3)
+    << " s (the profile's cross-validated residuals on comparable published runs).\n";
+  // Ties: listed layouts whose intervals overlap the winner's; the model cannot rank them.
+  std::vector<const Candidate*> ties;
+  for (std::size_t i = 1; i < result.ranked.size(); ++i) {
+    const Candidate& c = result.ranked[i];
+    if (c.step_time_s_p10 <= w.step_time_s_p90 && c.step_time_s_p90 >= w.step_time_s_p10) {
+      ties.push_back(&c);
+    }
+  }
+  if (!ties.empty()) {
+    constexpr std::size_t kNamed = 5;
+    s << "- Ties (80% intervals overlap the winner's; let a measured step decide, meshplan-run "
+         "replays a plan): ";
+    for (std::size_t i = 0; i < ties.size() && i < kNamed; ++i) {
+      s << (i ? "; " : "") << layout_text(ties[i]->layout) << " ("
+        << fixed(ties[i]->step_time_s, 3) << " s)";
+    }
+    if (ties.size() > kNamed) s << "; and " << ties.size() - kNamed << " more";
+    s << ".\n";
+  }
+  return s.str();
 }
 
 }  // namespace
@@ -256,18 +293,8 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
     if (!more.empty()) s << ": it spends more on " << listed(more);
     if (!more.empty() && !less.empty()) s << "; less on " << listed(less);
     s << ".\n";
-    // How many listed layouts are within a few percent of the winner: the model's error on
-    // published runs is larger (kStepTimeCaveat), so they are a tie to measure, not a ranking.
-    constexpr double kClose = 0.03;
-    std::size_t close = 0;
-    for (const Candidate& c : result.ranked) close += c.step_time_s <= (1 + kClose) * w.step_time_s;
-    if (close > 1) {
-      s << "- " << close << " of the " << result.ranked.size()
-        << " listed layouts are within 3% of the winner's step time, less than the model's "
-           "error on published runs: treat them as equals, and let a measured step decide "
-           "(meshplan-run replays a plan on the cluster).\n";
-    }
   }
+  s << tie_lines(result, w);
   return s.str();
 }
 

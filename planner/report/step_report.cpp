@@ -198,6 +198,9 @@ nlohmann::json step_json(const StepReportInputs& in, const StepEstimate& e) {
       {"stages_per_microbatch", stages},
       {"p2p_s", e.p2p_s}};
   for (const auto& [key, value] : headline_figures(e)) j[key] = value;
+  // The 80% interval (the profile's fitted one; null without it).
+  j["step_time_s_p10"] = e.step_time_s_p90 > 0 ? nlohmann::json(e.step_time_s_p10) : nlohmann::json();
+  j["step_time_s_p90"] = e.step_time_s_p90 > 0 ? nlohmann::json(e.step_time_s_p90) : nlohmann::json();
   return j;
 }
 

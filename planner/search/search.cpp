@@ -201,6 +201,8 @@ class Worker {
     Candidate c;
     c.layout = l;
     c.step_time_s = e.step_time_s;
+    c.step_time_s_p10 = e.step_time_s_p10;
+    c.step_time_s_p90 = e.step_time_s_p90;
     c.peak_bytes = peak;
     c.worst_stage = worst;
     c.mfu = e.mfu;

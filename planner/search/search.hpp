@@ -66,6 +66,8 @@ struct SearchRequest {
 struct Candidate {
   Layout layout;
   double step_time_s = 0;
+  /// The 80% interval of the measured step time (StepEstimate); 0 and 0 without one.
+  double step_time_s_p10 = 0, step_time_s_p90 = 0;
   double peak_bytes = 0;      ///< worst stage
   std::int64_t worst_stage = 0;
   double mfu = 0;

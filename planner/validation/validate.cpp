@@ -30,7 +30,8 @@ std::string join(const std::vector<std::string>& parts, const char* separator) {
   return out;
 }
 
-/// Why `c` cannot be estimated on `hw`, or "".
+}  // namespace
+
 std::string model_problem(const ValidationCase& c, const CaseHardware& hw) {
   const GpuSpec& gpu = hw.cluster.gpu;
   if (const auto problem = precision_problem(gpu, c.setup.precision)) {
@@ -42,6 +43,8 @@ std::string model_problem(const ValidationCase& c, const CaseHardware& hw) {
   if (!problems.empty()) return "layout not modeled: " + join(problems, "; ");
   return "";
 }
+
+namespace {
 
 struct CaseContext {
   const ValidationCase& c;
@@ -63,57 +66,43 @@ struct CaseContext {
                        "; meshplan cannot predict this case as given: check its model and "
                        "layout (and report it: the reader should have refused the input)");
     }
-    out.push_back({c.id, source, metric, predicted, measured, error, std::move(basis),
-                   assumptions});
+    out.push_back({c.id, source, metric, predicted, measured, error, std::nullopt, std::nullopt,
+                   std::move(basis), assumptions});
   }
   void add(const char* metric, double predicted, double measured, std::string basis) const {
     add(metric, predicted, measured, (predicted - measured) / measured, std::move(basis));
   }
 };
 
-/// The time comparison of a case (at most one), by the order of the header.
-void compare_time(const CaseContext& x, const StepEstimate& e) {
-  const ValidationCase& c = x.c;
-  const std::string& definition = c.flops_definition;
-  const bool known = definition != "unknown";
-  // Model FLOPs under the case's convention: the causal count halves the attention term.
-  double causal_scale = 1;
-  if (definition == "model-causal-half") {
-    causal_scale = exact_flops_per_token(c.model, c.setup.seq, AttentionFlops::kCausal).training /
-                   exact_flops_per_token(c.model, c.setup.seq).training;
+/// The time comparison of a case (at most one), by the order of the header: predicted with
+/// `profile`, or `override` where given, with the interval of either.
+void compare_time(const CaseContext& x, const StepEstimate& e, const Profile& profile,
+                  const TimeOverride* override) {
+  std::optional<TimeComparison> t = time_comparison(x.c, e);
+  if (!t) return;
+  std::optional<StepInterval> interval = step_interval(profile, x.c.setup.framework);
+  if (override) {
+    t->predicted = override->predicted;
+    interval = override->interval;
   }
-  const double gpus = static_cast<double>(c.layout.gpus());
-  if (c.step_time_s) {
-    x.add(kMetricStepTime, e.step_time_s, *c.step_time_s,
-          "seconds per optimizer step (global batch of " + std::to_string(c.layout.gbs) +
-              " sequences)");
-  } else if (c.tflops_per_gpu && known) {
-    if (definition == "hardware-with-recompute") {
-      x.add(kMetricTflops, e.hardware_flops_per_step / e.step_time_s / gpus / kTera,
-            *c.tflops_per_gpu, "hardware TFLOP/s per GPU: model FLOPs + recompute FLOPs");
-    } else {
-      x.add(kMetricTflops, e.tflops_per_gpu * causal_scale, *c.tflops_per_gpu,
-            definition == "model" ? "model TFLOP/s per GPU, exact count, non-causal attention"
-                                  : "model TFLOP/s per GPU, exact count, causal attention");
-    }
-  } else if (c.tokens_per_s_per_gpu) {
-    x.add(kMetricTokens, e.tokens_per_s_per_gpu, *c.tokens_per_s_per_gpu, "tokens/s per GPU");
-  } else if (c.mfu && known && definition != "hardware-with-recompute") {
-    x.add(kMetricMfu, e.mfu * causal_scale, *c.mfu,
-          std::string("MFU against the dense 16-bit peak, ") +
-              (definition == "model" ? "non-causal" : "causal") + " attention FLOPs");
+  x.add(t->metric, t->predicted, t->measured, t->basis);
+  if (interval) {
+    const auto [p10, p90] = metric_interval(t->metric, t->predicted, *interval);
+    x.out.back().predicted_p10 = p10;
+    x.out.back().predicted_p90 = p90;
   }
 }
 
 void compare_case(const ValidationCase& c, const std::string& source, const CaseHardware& hw,
-                  const Profile& profile, std::vector<Comparison>& out) {
+                  const Profile& profile, const TimeOverride* override,
+                  std::vector<Comparison>& out) {
   CaseContext x{c, source, c.assumptions, out};
   x.assumptions.insert(x.assumptions.end(), hw.assumptions.begin(), hw.assumptions.end());
   x.assumptions.push_back("profile " + hw.profile);
   const StepEstimate e = estimate_step(c.model, c.layout, c.setup, hw.cluster, profile);
   const MemoryLedger& ledger = e.memory;
 
-  compare_time(x, e);
+  compare_time(x, e, profile, override);
   if (c.peak_memory_bytes) {
     x.add(kMetricPeakBytes, ledger.peak_bytes, *c.peak_memory_bytes,
           "ours: the worst stage's ledger total incl. runtime overhead (CUDA context, allocator "
@@ -135,6 +124,51 @@ void compare_case(const ValidationCase& c, const std::string& source, const Case
 bool is_time_metric(const std::string& metric) {
   return metric == kMetricStepTime || metric == kMetricTflops || metric == kMetricTokens ||
          metric == kMetricMfu;
+}
+
+std::optional<TimeComparison> time_comparison(const ValidationCase& c, const StepEstimate& e) {
+  const std::string& definition = c.flops_definition;
+  const bool known = definition != "unknown";
+  // Model FLOPs under the case's convention: the causal count halves the attention term.
+  double causal_scale = 1;
+  if (definition == "model-causal-half") {
+    causal_scale = exact_flops_per_token(c.model, c.setup.seq, AttentionFlops::kCausal).training /
+                   exact_flops_per_token(c.model, c.setup.seq).training;
+  }
+  const double gpus = static_cast<double>(c.layout.gpus());
+  if (c.step_time_s) {
+    return TimeComparison{kMetricStepTime, e.step_time_s, *c.step_time_s,
+                          "seconds per optimizer step (global batch of " +
+                              std::to_string(c.layout.gbs) + " sequences)"};
+  }
+  if (c.tflops_per_gpu && known) {
+    if (definition == "hardware-with-recompute") {
+      return TimeComparison{kMetricTflops,
+                            e.hardware_flops_per_step / e.step_time_s / gpus / kTera,
+                            *c.tflops_per_gpu,
+                            "hardware TFLOP/s per GPU: model FLOPs + recompute FLOPs"};
+    }
+    return TimeComparison{kMetricTflops, e.tflops_per_gpu * causal_scale, *c.tflops_per_gpu,
+                          definition == "model"
+                              ? "model TFLOP/s per GPU, exact count, non-causal attention"
+                              : "model TFLOP/s per GPU, exact count, causal attention"};
+  }
+  if (c.tokens_per_s_per_gpu) {
+    return TimeComparison{kMetricTokens, e.tokens_per_s_per_gpu, *c.tokens_per_s_per_gpu,
+                          "tokens/s per GPU"};
+  }
+  if (c.mfu && known && definition != "hardware-with-recompute") {
+    return TimeComparison{kMetricMfu, e.mfu * causal_scale, *c.mfu,
+                          std::string("MFU against the dense 16-bit peak, ") +
+                              (definition == "model" ? "non-causal" : "causal") +
+                              " attention FLOPs"};
+  }
+  return std::nullopt;
+}
+
+double step_log_error(const std::string& metric, double predicted, double measured) {
+  const double log_ratio = std::log(predicted / measured);
+  return metric == kMetricStepTime ? log_ratio : -log_ratio;
 }
 
 std::int64_t OomConfusion::total() const {
@@ -241,8 +275,18 @@ SourceSummary summarize(const std::string& source, const std::vector<Comparison>
   return s;
 }
 
-ValidationReport validate_files(const std::vector<std::string>& paths) {
+std::pair<double, double> metric_interval(const std::string& metric, double predicted,
+                                          const StepInterval& interval) {
+  if (metric == kMetricStepTime) {
+    return {predicted * interval.p10_ratio, predicted * interval.p90_ratio};
+  }
+  return {predicted / interval.p90_ratio, predicted / interval.p10_ratio};
+}
+
+ValidationReport validate_files(const std::vector<std::string>& paths,
+                                const std::map<std::string, TimeOverride>* overrides) {
   ValidationReport report;
+  report.cross_validated = overrides != nullptr;
   std::map<std::string, Profile> profiles;
   std::map<std::string, std::string> seen;  // case id -> file: ids are unique (SCHEMA.md)
   for (const std::string& path : paths) {
@@ -261,13 +305,22 @@ ValidationReport validate_files(const std::vector<std::string>& paths) {
         report.skipped.push_back({c.id, source, "mixture-of-experts model: not modeled yet"});
         continue;
       }
+      if (!c.skip_reason.empty()) {
+        report.skipped.push_back({c.id, source, c.skip_reason});
+        continue;
+      }
       const CaseHardware hw = case_hardware(c);
       std::string reason = hw.skip_reason.empty() ? model_problem(c, hw) : hw.skip_reason;
       if (reason.empty()) {
         auto it = profiles.find(hw.profile);
         if (it == profiles.end()) it = profiles.emplace(hw.profile, load_profile(hw.profile)).first;
         const std::size_t before = mine.size();
-        compare_case(c, source, hw, it->second, mine);
+        const TimeOverride* override = nullptr;
+        if (overrides) {
+          const auto found = overrides->find(c.id);
+          if (found != overrides->end()) override = &found->second;
+        }
+        compare_case(c, source, hw, it->second, override, mine);
         if (mine.size() == before) {
           reason = "nothing comparable measured (no step time, tokens/s, TFLOP/s or MFU under a "
                    "known FLOP convention, no peak memory, no OOM outcome)";
@@ -296,6 +349,11 @@ ValidationReport validate_files(const std::vector<std::string>& paths) {
                      "memory or OOM outcome");
   }
   report.overall = summarize("overall", report.comparisons);
+  for (const Comparison& c : report.comparisons) {
+    if (!c.predicted_p10 || !c.predicted_p90) continue;
+    ++report.interval_cases;
+    if (c.measured >= *c.predicted_p10 && c.measured <= *c.predicted_p90) ++report.inside_interval;
+  }
   return report;
 }
 

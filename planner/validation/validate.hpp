@@ -21,11 +21,14 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "costmodel/fitted_rates.hpp"
 #include "costmodel/hardware.hpp"
+#include "costmodel/step_time.hpp"
 #include "planner/validation/validation_case.hpp"
 
 namespace meshplan {
@@ -41,6 +44,25 @@ inline constexpr const char* kMetricOom = "oom";
 /// True for the metrics that measure speed (step time and the throughputs derived from it).
 bool is_time_metric(const std::string& metric);
 
+/// The time metric a case is compared on and both numbers (kMetric*: step time where measured,
+/// else TFLOP/s per GPU under the case's FLOP convention, tokens/s per GPU, MFU), in the
+/// metric's unit.
+struct TimeComparison {
+  const char* metric = kMetricStepTime;
+  double predicted = 0;
+  double measured = 0;
+  std::string basis;  ///< what the numbers stand for
+};
+
+/// The time comparison of case `c` predicted as `e`, by the order above; nullopt where the case
+/// measured none of them (or only under an unknown FLOP convention).
+std::optional<TimeComparison> time_comparison(const ValidationCase& c, const StepEstimate& e);
+
+/// log(predicted / measured) of a time metric, as a step time's: the throughputs (TFLOP/s,
+/// tokens/s, MFU) are inversely proportional to the step time, so their log ratio changes sign.
+/// Both numbers > 0.
+double step_log_error(const std::string& metric, double predicted, double measured);
+
 /// One predicted number against one measured number.
 struct Comparison {
   std::string id;
@@ -52,6 +74,9 @@ struct Comparison {
   double measured = 0;
   /// (predicted - measured) / measured; nullopt for `oom` (a class, not a number).
   std::optional<double> error;
+  /// The 80% interval of the measured value around `predicted` (time metrics with an interval:
+  /// the profile's fitted one, or the cross-validated residuals'), in the metric's unit.
+  std::optional<double> predicted_p10, predicted_p90;
   std::string basis;  ///< what the two numbers stand for ("ours: ...; measured: ...")
   std::vector<std::string> assumptions;  ///< defaults the case's mapping took
 };
@@ -93,6 +118,12 @@ struct SourceSummary {
 
 /// Everything `meshplan validate` reports.
 struct ValidationReport {
+  /// Time predictions cross-validated (validate --cross-validate: each source's runs predicted
+  /// by a fit that left the source out).
+  bool cross_validated = false;
+  /// Time comparisons with an interval, and how many of them measured inside it.
+  std::int64_t interval_cases = 0;
+  std::int64_t inside_interval = 0;
   std::vector<Comparison> comparisons;  ///< in file order, then case order
   std::vector<SkippedCase> skipped;
   std::vector<SourceSummary> sources;   ///< one per file, in the order given
@@ -113,11 +144,32 @@ struct CaseHardware {
 /// The hardware of `c` (loads the cluster and GPU presets).
 CaseHardware case_hardware(const ValidationCase& c);
 
-/// Reads every file (load_validation_file with MoeCases::kKeep: a mixture-of-experts case is
-/// skipped with its reason), predicts each case and compares. Throws InputError for an
-/// unreadable or malformed file, and when no case of any file could be compared (every one
-/// skipped: the message lists each with its reason), so that an empty table never passes.
-ValidationReport validate_files(const std::vector<std::string>& paths);
+/// Why `c` cannot be estimated on `hw` (precision without tensor cores, a layout meshplan does
+/// not model), or "".
+std::string model_problem(const ValidationCase& c, const CaseHardware& hw);
+
+/// A case's time prediction standing in for the shipped profile's (cross-validation: the
+/// prediction of a fit that left the case's source out), and its interval.
+struct TimeOverride {
+  double predicted = 0;                  ///< in the case's time metric's unit
+  std::optional<StepInterval> interval;  ///< measured / predicted step-time ratios
+};
+
+/// Reads every file (load_validation_file with MoeCases::kKeep: a mixture-of-experts case, and
+/// one whose ValidationCase::skip_reason is set, is skipped with its reason), predicts each case
+/// and compares. Time predictions carry the profile's interval (step_interval), or come from
+/// `overrides` (by case id) where given; with `overrides`, the report is marked cross-validated.
+/// Throws InputError for an unreadable or malformed file, and when no case of any file could be
+/// compared (every one skipped: the message lists each with its reason), so that an empty
+/// table never passes.
+ValidationReport validate_files(const std::vector<std::string>& paths,
+                                const std::map<std::string, TimeOverride>* overrides = nullptr);
+
+/// The interval [p10, p90] of a time metric predicted as `predicted` from step-time ratios
+/// measured / predicted: step times scale by the ratios, throughputs (TFLOP/s, tokens/s, MFU)
+/// by their inverses.
+std::pair<double, double> metric_interval(const std::string& metric, double predicted,
+                                          const StepInterval& interval);
 
 /// MAPE per metric and OOM confusion of `comparisons`, labelled `source`.
 SourceSummary summarize(const std::string& source, const std::vector<Comparison>& comparisons);

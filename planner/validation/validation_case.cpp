@@ -335,22 +335,22 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
                      std::to_string(c.num_gpus) + " (SCHEMA.md: they are equal)");
   }
 
-  c.setup.framework = *find_framework(convention_for_framework(c.framework));
-  // A stage the mapped convention does not offer would be costed as if it did: refused, as
-  // --zero and a plan file's layout.zero are (zero_stage_problem).
+  c.setup.framework = *find_framework(convention_for_framework(c.framework, l.zero));
+  // A stage or pipeline the mapped convention does not run would be costed as if it did: the
+  // case is skipped with the reason (issue 19: one such case never refuses its file), as --zero
+  // and a plan file's layout.zero are refused (zero_stage_problem, pipeline_problem).
   if (const std::string problem = zero_stage_problem(c.setup.framework, l.zero);
       !problem.empty()) {
-    layout.fail("zero", "is " + std::to_string(l.zero) + ", but training.framework " +
-                            json_quoted(c.framework) + " is costed with meshplan's " +
-                            c.setup.framework.name + " convention, and " + problem +
-                            "; give one of those stages, or another framework");
-  }
-  if (const std::string problem = pipeline_problem(c.setup.framework, l.pp, l.vpp, l.zero);
-      !problem.empty()) {
-    layout.fail("pp", "is " + std::to_string(l.pp) + " with vpp " + std::to_string(l.vpp) +
-                          " and zero " + std::to_string(l.zero) + ", but training.framework " +
-                          json_quoted(c.framework) + " is costed with meshplan's " +
-                          c.setup.framework.name + " convention, and " + problem);
+    c.skip_reason = "layout.zero is " + std::to_string(l.zero) + ", but training.framework " +
+                    json_quoted(c.framework) + " is costed with meshplan's " + c.setup.framework.name +
+                    " convention, and " + problem;
+  } else if (const std::string pipeline =
+                 pipeline_problem(c.setup.framework, l.pp, l.vpp, l.zero);
+             !pipeline.empty()) {
+    c.skip_reason = "layout.pp is " + std::to_string(l.pp) + " with vpp " +
+                    std::to_string(l.vpp) + " and zero " + std::to_string(l.zero) +
+                    ", but training.framework " + json_quoted(c.framework) + " is costed with meshplan's " +
+                    c.setup.framework.name + " convention, and " + pipeline;
   }
   if (c.setup.framework.elementwise == ElementwiseKernels::kEager) {
     // SCHEMA.md has no torch.compile field: the framework's default (torchtitan:
@@ -412,12 +412,13 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
 
 }  // namespace
 
-std::string convention_for_framework(const std::string& framework) {
+std::string convention_for_framework(const std::string& framework, int zero) {
   if (framework == "nemo") return "nemo";
   // The published Megatron-LM runs (Narayanan et al. 2021, Korthikanti et al. 2022, the
   // README's H100 table) predate overlapped interleaved sends: the convention of that
-  // Megatron-LM, so their figures do not move with today's.
-  if (megatron_family(framework)) return "megatron-2023";
+  // Megatron-LM, so their figures do not move with today's. ZeRO-2/3 with Megatron code is
+  // Megatron-FSDP (Megatron-Core 0.14+), or Megatron-DeepSpeed's ZeRO, which it stands in for.
+  if (megatron_family(framework)) return zero >= 2 ? "megatron" : "megatron-2023";
   if (framework == "torchtitan") return "fsdp";
   return "textbook";
 }

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "costmodel/compute_time.hpp"
+#include "costmodel/fitted_rates.hpp"
 #include "costmodel/flops.hpp"
 #include "costmodel/framework.hpp"
 #include "costmodel/pipeline_simulation.hpp"
@@ -396,24 +397,35 @@ TrainingSetup with_precision(TrainingSetup s, Precision precision) {
 TEST_CASE("PyTorch SDPA frameworks run attention at the FlashAttention-2 efficiency", "[step]") {
   // Same layer, same GPU: Megatron-Core (cuDNN fused attention) at the h100 profile's
   // flash_attention_efficiency 0.52, torchtitan (SDPA's FlashAttention-2) at its
-  // flash_attention2_efficiency 0.35: attention takes 0.52 / 0.35 times as long.
+  // flash_attention2_efficiency 0.35, each times its framework family's fitted
+  // attention_efficiency_scale (the profile's fitted section: megatron, pytorch): attention
+  // takes (0.52 x s_megatron) / (0.35 x s_pytorch) times as long.
   const H100Layer megatron(test::megatron_setup(8192));
   const H100Layer fsdp(with_framework(test::megatron_setup(8192), "fsdp"));
-  CHECK(fsdp.costs.attention_forward_s / megatron.costs.attention_forward_s == Approx(0.52 / 0.35));
-  CHECK(fsdp.costs.attention_backward_s / megatron.costs.attention_backward_s ==
-        Approx(0.52 / 0.35));
+  const double s_megatron =
+      fitted_rates(megatron.profile, megatron.setup.framework).attention_efficiency_scale;
+  const double s_pytorch =
+      fitted_rates(fsdp.profile, fsdp.setup.framework).attention_efficiency_scale;
+  CHECK(framework_family(fsdp.setup.framework) == "pytorch");
+  CHECK(framework_family(megatron.setup.framework) == "megatron");
+  const double ratio = (0.52 * s_megatron) / (0.35 * s_pytorch);
+  CHECK(fsdp.costs.attention_forward_s / megatron.costs.attention_forward_s == Approx(ratio));
+  CHECK(fsdp.costs.attention_backward_s / megatron.costs.attention_backward_s == Approx(ratio));
 }
 
 TEST_CASE("fp8: linears at the FP8 peak x fp8_peak_efficiency, plus operand casts", "[step]") {
   // llama3-8b layer, tp 1, one sequence of 4096 tokens on h100. FP8 GEMMs run at the FP8 dense
-  // peak 1978.9e12 with the best-shape efficiency fp8_peak_efficiency 0.66. The forward
+  // peak 1978.9e12 with the best-shape efficiency fp8_peak_efficiency 0.66 times the megatron
+  // family's fitted gemm_efficiency_scale (the profile's fitted section). The forward
   // difference fp8 - bf16 is the four linears' GEMM time difference plus the casts: 6 bytes x
   // (inputs + weights) at 3.35e12 x 0.88 B/s, with inputs 4096 x (4096 + 4096 + 4096 + 14336)
   // and weights 4096 x 6144 + 4096 x 4096 + 4096 x 28672 + 14336 x 4096 = 218,103,808.
   const H100Layer bf16(test::megatron_setup(4096));
   const H100Layer fp8(with_precision(test::megatron_setup(4096), Precision::kFp8));
   CHECK(fp8.context.gemm_rates.gemm_peak_flops_per_s == 1978.9e12);
-  CHECK(fp8.context.gemm_rates.gemm.peak_efficiency == 0.66);
+  CHECK(fp8.context.gemm_rates.gemm.peak_efficiency ==
+        Approx(0.66 * fitted_rates(fp8.profile, fp8.setup.framework).gemm_efficiency_scale)
+            .epsilon(1e-12));
 
   const std::vector<std::array<double, 2>> linears = {
       {4096, 6144}, {4096, 4096}, {4096, 28672}, {14336, 4096}};  // {in, out}

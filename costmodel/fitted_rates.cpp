@@ -1,0 +1,53 @@
+#include "costmodel/fitted_rates.hpp"
+
+#include <algorithm>
+
+#include "costmodel/framework.hpp"
+#include "costmodel/profile.hpp"
+
+namespace meshplan {
+
+std::string framework_family(const FrameworkConvention& framework) {
+  if (framework.name == "fsdp" || framework.name == "hf") return "pytorch";
+  if (framework.name == "textbook") return "other";
+  return "megatron";
+}
+
+FittedRates fitted_rates(const Profile& profile, const FrameworkConvention& framework) {
+  const auto it = profile.fitted.families.find(framework_family(framework));
+  return it == profile.fitted.families.end() ? FittedRates{} : it->second.rates;
+}
+
+std::optional<StepInterval> step_interval(const Profile& profile,
+                                          const FrameworkConvention& framework) {
+  const auto it = profile.fitted.families.find(framework_family(framework));
+  return it == profile.fitted.families.end() ? std::nullopt : it->second.interval;
+}
+
+namespace {
+
+double capped(double efficiency, double scale) { return std::min(1.0, efficiency * scale); }
+
+void scale_fit(CollectiveFit& fit, double scale) {
+  fit.busbw_bytes_per_s *= scale;
+  for (BusbwPoint& point : fit.points) point.busbw_bytes_per_s *= scale;
+}
+
+}  // namespace
+
+Profile scaled_profile(const Profile& profile, const FittedRates& r) {
+  Profile p = profile;
+  p.gemm.peak_efficiency = capped(p.gemm.peak_efficiency, r.gemm_efficiency_scale);
+  p.gemm.fp8_peak_efficiency = capped(p.gemm.fp8_peak_efficiency, r.gemm_efficiency_scale);
+  p.flash_attention_efficiency = capped(p.flash_attention_efficiency, r.attention_efficiency_scale);
+  p.flash_attention2_efficiency =
+      capped(p.flash_attention2_efficiency, r.attention_efficiency_scale);
+  p.links.nvlink.busbw_bytes_per_s *= r.nvlink_busbw_scale;
+  p.links.nic_busbw_bytes_per_s *= r.scale_out_busbw_scale;
+  for (CollectiveFit& fit : p.collectives) {
+    scale_fit(fit, fit.tier == Tier::kNvlink ? r.nvlink_busbw_scale : r.scale_out_busbw_scale);
+  }
+  return p;
+}
+
+}  // namespace meshplan

@@ -1,0 +1,85 @@
+// The fitted parameters of the step-time model (issue 19): what `meshplan fit` (planner/fit/)
+// finds by fitting a profile's microbenchmark rates to measured training steps, per GPU
+// generation (the profile) and framework family. Each is a named, bounded, physical quantity;
+// planner/fit/parameters.hpp registers its unit, bounds, prior, meaning and source. A profile
+// without a `fitted` section runs with the defaults below: the unfitted model.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace meshplan {
+
+struct FrameworkConvention;
+struct Profile;
+
+/// The fitted parameters one framework family's steps run with on the profile's GPU.
+struct FittedRates {
+  /// Multiplies the profile's GEMM peak_efficiency and fp8_peak_efficiency (capped at 1):
+  /// sustained GEMM rate at training shapes relative to the microbenchmark maximum.
+  double gemm_efficiency_scale = 1;
+  /// Multiplies flash_attention_efficiency and flash_attention2_efficiency (capped at 1).
+  double attention_efficiency_scale = 1;
+  /// Further multiplies the attention efficiency of ring-attention calls (cp > 1): their
+  /// partial outputs are merged by log-sum-exp rescaling between calls, and each call covers a
+  /// chunk pair's keys only.
+  double ring_attention_scale = 1;
+  /// Multiply the busbw of collectives inside one NVLink domain, and across domains (the NIC
+  /// busbw and the scale-out fits): the rate a collective reaches inside a training step,
+  /// beside compute, relative to nccl-tests on an idle GPU.
+  double nvlink_busbw_scale = 1;
+  double scale_out_busbw_scale = 1;
+  /// Seconds of host work (Python, framework dispatch, kernel launches) per transformer layer
+  /// per micro-batch, forward and backward together; a layer's kernels take at least this
+  /// (a third forward, two thirds backward: host_bound_layer in step_time.cpp).
+  double host_overhead_per_layer_s = 0;
+  /// Seconds each ZeRO-3/FSDP parameter gather and gradient reduce-scatter of a layer adds
+  /// beyond its collective's own latency (the framework's copy-in/copy-out and stream
+  /// synchronisation around it), exposed: the next layer waits for it.
+  double gather_latency_s = 0;
+};
+
+/// An 80% interval of the measured step time around a prediction, as ratios measured /
+/// predicted: the 10th and 90th percentiles of comparable runs' cross-validated residuals.
+struct StepInterval {
+  double p10_ratio = 1;
+  double p90_ratio = 1;
+  std::int64_t cases = 0;  ///< residuals the percentiles were taken over
+};
+
+/// One framework family's fit.
+struct FamilyFit {
+  FittedRates rates;
+  std::optional<StepInterval> interval;  ///< nullopt: no cross-validated residuals
+};
+
+/// A profile's `fitted` section, as the model reads it (configs/profiles/README.md).
+struct FittedSection {
+  std::string generation;                   ///< "ampere", "hopper"; empty: not fitted
+  std::map<std::string, FamilyFit> families;  ///< by framework_family
+};
+
+/// The framework family of a convention, the unit fitted parameters are shared over:
+/// "pytorch" for the PyTorch-native conventions (fsdp, hf: eager or compiled PyTorch ops,
+/// FSDP2, SDPA attention), "megatron" for Megatron-LM, NeMo and DeepSpeed (megatron, nemo,
+/// deepspeed: Megatron-Core or Megatron-DeepSpeed model code with fused kernels), "other" for
+/// the textbook convention (a codebase meshplan has no convention for, e.g. the validation
+/// schema's framework "other").
+std::string framework_family(const FrameworkConvention& framework);
+
+/// The fitted rates `framework` runs with on `profile`: its family's, or the defaults (the
+/// unfitted model) where the profile has none.
+FittedRates fitted_rates(const Profile& profile, const FrameworkConvention& framework);
+
+/// The interval of `framework`'s family on `profile`, nullopt where there is none.
+std::optional<StepInterval> step_interval(const Profile& profile,
+                                          const FrameworkConvention& framework);
+
+/// `profile` with `rates`' scales applied to its GEMM, attention and link rates (each
+/// efficiency capped at 1); the time parameters (host overhead, gather latency) are read by
+/// the step-time model from StepContext::fitted.
+Profile scaled_profile(const Profile& profile, const FittedRates& rates);
+
+}  // namespace meshplan

@@ -1,0 +1,33 @@
+// The parts of the step-time model that a profile's fitted section sets (fitted_rates.hpp):
+// host-bound layers at small per-GPU work, the rate of ring-attention calls, and the step
+// time's 80% interval.
+#pragma once
+
+#include <cstdint>
+
+#include "costmodel/compute_time.hpp"
+#include "costmodel/step_time.hpp"
+
+namespace meshplan {
+
+/// A layer whose kernels take less GPU time than the host needs to issue them runs at the
+/// host's pace: the GPU idles between launches (PyTorch's eager dispatch and kernel launches
+/// run ahead of the GPU asynchronously, so only the excess shows). Raises costs.forward_s to at
+/// least a third and costs.backward_s to at least two thirds of `host_per_layer_s` (seconds of
+/// host work per layer per micro-batch, forward + backward; the backward issues about twice the
+/// forward's kernels: dgrad and wgrad per GEMM). host_per_layer_s >= 0; 0 leaves costs as they
+/// are.
+void host_bound_layer(LayerCosts& costs, double host_per_layer_s);
+
+/// Sets e.step_time_s_p10 and e.step_time_s_p90 from `profile`'s interval for `framework`'s
+/// family (step_interval: the step time times the ratios p10_ratio and p90_ratio); leaves them
+/// 0 where there is none. Precondition: e.step_time_s set.
+void set_step_interval(StepEstimate& e, const Profile& profile,
+                       const FrameworkConvention& framework);
+
+/// The rates ring-attention calls run at: `rates` with flash_attention_efficiency multiplied
+/// by `ring_scale` (FittedRates::ring_attention_scale) when cp > 1, unchanged for cp = 1.
+/// ring_scale in (0, 1].
+DeviceRates ring_attention_rates(const DeviceRates& rates, std::int64_t cp, double ring_scale);
+
+}  // namespace meshplan

@@ -1,0 +1,102 @@
+// `meshplan fit RUNS.json... [--profile BASE] --out PROFILE.json` (issue 19): fits the base
+// profile's step-time parameters to measured runs (planner/fit/fit_profile.hpp) and writes the
+// profile with its `fitted` section. Prints the parameters (prior, fitted, bounds, bound hit),
+// the error per source before and after the fit, in sample and cross-validated, and the
+// intervals. The file depends on the inputs only: the same inputs give the same bytes.
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <sstream>
+
+#include "planner/cli/commands.hpp"
+#include "planner/fit/fit_profile.hpp"
+#include "planner/report/atomic_write.hpp"
+#include "common/format.hpp"
+
+namespace meshplan {
+
+namespace {
+
+std::string number_text(double v, const std::string& unit) {
+  if (unit == "s") return fixed(v * 1e6, 1) + " us";
+  return fixed(v, 4);
+}
+
+std::string percent(double fraction) { return fixed(100 * fraction, 1) + "%"; }
+
+std::string render(const ProfileFit& f, const std::string& out_path, double seconds) {
+  std::ostringstream out;
+  out << "Fitted " << f.base.name << " (" << f.fit.generation << ") to " << f.fit.runs
+      << " runs in " << fixed(seconds, 1) << " s (" << f.fit.iterations
+      << " Levenberg-Marquardt steps; cross-validation "
+      << (f.cross_validation ? "refits once per left-out source" : "skipped: one source only")
+      << ")\n\nParameters (us = 1e-6 s; scales are fractions of the profile's microbenchmark "
+         "rate):\n";
+  Table params({"parameter", "family", "prior", "fitted", "bounds", "bound hit"},
+               {true, true, false, false, false, true});
+  for (const FittedParameter& p : f.fit.parameters) {
+    const std::string& unit = p.spec->unit;
+    params.add_row({p.spec->name, p.family, number_text(p.prior, unit),
+                    p.free ? number_text(p.value, unit) : "(prior: no run)",
+                    "[" + number_text(p.spec->lower, unit) + ", " +
+                        number_text(p.spec->upper, unit) + "]",
+                    p.bound_hit.empty() ? "-" : p.bound_hit});
+  }
+  out << params.render();
+  out << "\nMAPE per source (before: the base profile's rates; fitted: in sample; "
+         "cross-validated: refitted without the source):\n";
+  Table errors({"source", "metric", "runs", "before", "fitted", "cross-validated"},
+               {true, true, false, false, false, false});
+  for (const SourceErrors& e : f.errors) {
+    errors.add_row({e.source, e.metric, std::to_string(e.runs), percent(e.mape_before),
+                    percent(e.mape_fitted),
+                    e.mape_cross_validated ? percent(*e.mape_cross_validated) : "-"});
+  }
+  out << errors.render();
+  if (!f.intervals.empty()) {
+    out << "\n80% intervals (measured / predicted, 10th and 90th percentiles of the "
+           "cross-validated residuals):\n";
+    for (const auto& [family, i] : f.intervals) {
+      out << "  " << family << ": x" << fixed(i.p10_ratio, 3) << " to x" << fixed(i.p90_ratio, 3)
+          << " (" << i.cases << " runs)\n";
+    }
+  }
+  if (!f.runs.skipped.empty()) {
+    out << "\nNot used (" << f.runs.skipped.size() << "; the reasons are in the file's "
+        << "fitted.report.skipped)\n";
+  }
+  out << "\nWrote " << out_path << ": use it with --profile " << out_path << "\n";
+  return out.str();
+}
+
+}  // namespace
+
+CommandAction add_fit_command(CLI::App& app) {
+  auto files = std::make_shared<std::vector<std::string>>();
+  auto base = std::make_shared<std::string>();
+  auto out_path = std::make_shared<std::string>();
+  CLI::App* cmd = app.add_subcommand(
+      "fit",
+      "Fit a profile's step-time parameters (GEMM and attention rates, collective busbw inside a "
+      "step, host overhead, ZeRO-3 gather latency) to measured runs (meshplan-validation/1 "
+      "files), cross-validated by leaving each source out; writes the profile with a `fitted` "
+      "section");
+  cmd->add_option("files", *files, "meshplan-validation/1 files of measured runs")->required();
+  cmd->add_option("--profile", *base,
+                  "Base profile (preset name or file); default: the shipped profile of the runs' "
+                  "GPU");
+  cmd->add_option("--out", *out_path, "Profile file to write")->required();
+  return [files, base, out_path](std::ostream& out, std::ostream& /*err*/) {
+    check_output_flag("--out", *out_path);
+    const auto start = std::chrono::steady_clock::now();
+    const ProfileFit f =
+        fit_profile(*files, *base, std::filesystem::path(*out_path).stem().string());
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    write_file_atomically(*out_path, f.profile_json.dump(2) + "\n");
+    out << render(f, *out_path, seconds);
+    return 0;
+  };
+}
+
+}  // namespace meshplan

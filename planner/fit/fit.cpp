@@ -1,0 +1,348 @@
+#include "planner/fit/fit.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <set>
+
+#include "costmodel/step_time.hpp"
+#include "common/input_error.hpp"
+#include "planner/config/profile_loader.hpp"
+#include "planner/fit/least_squares.hpp"
+
+namespace meshplan {
+
+namespace {
+
+constexpr double kHuberDelta = 0.1;
+/// Scales each prior penalty residual: a parameter one width from its prior (or a family
+/// deviation one kFamilyDeviationWidth from 1) costs as much as one run of weight 1 that is
+/// 10% off (residual 0.1), so the runs, not the priors, set every parameter they determine.
+constexpr double kPriorWeight = 0.1;
+
+/// "model dims | gpus | layout | measured": two cases with the same key are one run.
+std::string run_key(const ValidationCase& c) {
+  const ModelSpec& m = c.model;
+  const Layout& l = c.layout;
+  std::string key;
+  for (const std::int64_t v :
+       {m.num_layers, m.hidden_size, m.num_attention_heads, m.num_kv_heads, m.ffn_hidden_size,
+        m.vocab_size, m.seq_length, c.num_gpus, l.dp, l.tp, l.pp, l.cp, l.vpp, l.mbs, l.gbs,
+        static_cast<std::int64_t>(l.zero), static_cast<std::int64_t>(l.recompute),
+        static_cast<std::int64_t>(l.sp)}) {
+    key += std::to_string(v) + ",";
+  }
+  for (const std::optional<double>& v :
+       {c.step_time_s, c.tokens_per_s_per_gpu, c.tflops_per_gpu, c.mfu}) {
+    key += v ? std::to_string(*v) + "," : "-,";
+  }
+  return key + c.gpu + "," + c.framework;
+}
+
+std::string fold_of(const std::string& stem) { return stem.substr(0, stem.find('-')); }
+
+StepEstimate time_estimate(const FitRun& r, const Profile& profile) {
+  const StepContext context(r.run.model, r.run.setup, r.cluster, profile);
+  const GroupRates groups(context, r.run.layout);
+  return assemble_step(context, r.run.layout, groups,
+                       layer_costs(context, r.run.layout, groups), false);
+}
+
+/// 2 Huber(e) as a signed residual whose square it is: e within the threshold, else
+/// sqrt(2 delta |e| - delta^2) with e's sign.
+double huber_residual(double e) {
+  const double a = std::abs(e);
+  if (a <= kHuberDelta) return e;
+  return std::copysign(std::sqrt(2 * kHuberDelta * a - kHuberDelta * kHuberDelta), e);
+}
+
+double to_working(const ParameterSpec& p, double value) {
+  return p.log_scale ? std::log(value) : value;
+}
+double from_working(const ParameterSpec& p, double x) { return p.log_scale ? std::exp(x) : x; }
+
+}  // namespace
+
+FitRuns load_fit_runs(const std::vector<std::string>& paths, const std::string& generation,
+                      const std::map<std::string, Profile>& bases) {
+  FitRuns out;
+  std::map<std::string, std::shared_ptr<const Profile>> profiles;
+  std::map<std::string, std::string> seen;  // run_key -> first case id
+  std::map<std::string, std::size_t> per_source;
+  for (const std::string& path : paths) {
+    const std::string source = std::filesystem::path(path).stem().string();
+    for (ValidationCase& c : load_validation_file(path, MoeCases::kKeep)) {
+      const auto skip = [&](const std::string& reason) {
+        out.skipped.push_back({c.id, source, reason});
+      };
+      if (c.num_experts) {
+        skip("mixture-of-experts model: not modeled yet");
+        continue;
+      }
+      if (!c.skip_reason.empty()) {
+        skip(c.skip_reason);
+        continue;
+      }
+      const CaseHardware hw = case_hardware(c);
+      const std::string problem = hw.skip_reason.empty() ? model_problem(c, hw) : hw.skip_reason;
+      if (!problem.empty()) {
+        skip(problem);
+        continue;
+      }
+      const std::string gen = gpu_generation(c.gpu).value_or(c.gpu);
+      if (!generation.empty() && gen != generation) {
+        skip("GPU " + c.gpu + " is of generation " + gen + ", not the profile's " + generation);
+        continue;
+      }
+      auto it = profiles.find(hw.profile);
+      if (it == profiles.end()) {
+        const auto given = bases.find(hw.profile);
+        Profile base = given != bases.end() ? given->second : load_profile(hw.profile);
+        base.fitted = FittedSection{};
+        it = profiles.emplace(hw.profile, std::make_shared<const Profile>(std::move(base))).first;
+      }
+      FitRun r{c, source, fold_of(source), hw.cluster, it->second,
+               framework_family(c.setup.framework), gen, "", 0, 1};
+      const std::optional<TimeComparison> t = time_comparison(c, time_estimate(r, *r.base));
+      if (!t) {
+        skip("no time metric measured (step time, TFLOP/s or MFU under a known FLOP "
+             "convention, tokens/s)");
+        continue;
+      }
+      const auto [first, fresh] = seen.emplace(run_key(c), c.id);
+      if (!fresh) {
+        out.duplicate_of[c.id] = first->second;
+        skip("the same run as " + first->second + " (same model, GPUs, layout and measured "
+             "numbers): counted once");
+        continue;
+      }
+      r.metric = t->metric;
+      r.measured = t->measured;
+      ++per_source[source];
+      out.runs.push_back(std::move(r));
+    }
+  }
+  for (FitRun& r : out.runs) {
+    r.weight = 1 / std::sqrt(static_cast<double>(per_source[r.source]));
+  }
+  if (out.runs.empty()) {
+    std::string why;
+    for (const SkippedCase& s : out.skipped) why += "\n  " + s.id + " (" + s.source + "): " + s.reason;
+    throw InputError("fit: no run of the given files can be fitted" +
+                     (generation.empty() ? std::string() : " on " + generation + " GPUs") +
+                     (why.empty() ? std::string(": they hold no cases") : ":" + why) +
+                     "\ngive meshplan-validation/1 files with measured step times (or TFLOP/s, "
+                     "tokens/s, MFU) of dense models on GPUs of the profile's generation");
+  }
+  return out;
+}
+
+double predict_run(const FitRun& run, const FittedRates& rates) {
+  Profile profile = *run.base;
+  profile.fitted.families[run.family].rates = rates;
+  return time_comparison(run.run, time_estimate(run, profile))->predicted;
+}
+
+double run_log_error(const FitRun& run, const FittedRates& rates) {
+  return step_log_error(run.metric, predict_run(run, rates), run.measured);
+}
+
+namespace {
+
+/// One entry of the working vector: a kShared parameter's generation value (family "all") or a
+/// family's deviation from it, or a kFamily parameter's family value.
+struct Slot {
+  std::size_t row;  ///< into GenerationFit::parameters
+  bool deviation;
+};
+
+/// Bounds of a family deviation, log units: a factor 0.5 to 2 on the generation value.
+constexpr double kDeviationBound = 0.6931471805599453;
+
+}  // namespace
+
+GenerationFit fit_generation(const std::vector<const FitRun*>& runs,
+                             const std::string& generation) {
+  GenerationFit fit;
+  fit.generation = generation;
+  fit.runs = runs.size();
+  std::set<std::string> present;
+  for (const FitRun* r : runs) present.insert(r->family);
+  std::vector<Slot> slots;
+  std::vector<double> start, lower, upper;
+  for (const ParameterSpec& spec : fit_parameters()) {
+    if (spec.scope == ParameterScope::kShared) {
+      const double prior = spec.prior("");
+      slots.push_back({fit.parameters.size(), false});
+      start.push_back(to_working(spec, prior));
+      lower.push_back(to_working(spec, spec.lower));
+      upper.push_back(to_working(spec, spec.upper));
+      fit.parameters.push_back({&spec, "all", prior, prior, 1, true, ""});
+    }
+    for (const std::string& family : framework_families()) {
+      const bool free = present.count(family) > 0;
+      const double prior = spec.prior(family);
+      if (free) {
+        slots.push_back({fit.parameters.size(), spec.scope == ParameterScope::kShared});
+        if (spec.scope == ParameterScope::kShared) {
+          start.push_back(0);
+          lower.push_back(-kDeviationBound);
+          upper.push_back(kDeviationBound);
+        } else {
+          start.push_back(to_working(spec, prior));
+          lower.push_back(to_working(spec, spec.lower));
+          upper.push_back(to_working(spec, spec.upper));
+        }
+      }
+      fit.parameters.push_back({&spec, family, prior, prior, 1, free, ""});
+    }
+  }
+  // The rows' values at working vector x (family rows of kShared parameters: generation value
+  // x deviation, clamped).
+  const auto evaluate = [&](const std::vector<double>& x) {
+    std::vector<FittedParameter> rows = fit.parameters;
+    for (std::size_t k = 0; k < slots.size(); ++k) {
+      FittedParameter& row = rows[slots[k].row];
+      if (slots[k].deviation) row.deviation = std::exp(x[k]);
+      else row.value = from_working(*row.spec, x[k]);
+    }
+    double generation_value = 0;
+    for (FittedParameter& row : rows) {
+      if (row.spec->scope != ParameterScope::kShared) continue;
+      if (row.family == "all") {
+        generation_value = row.value;
+        continue;
+      }
+      row.value =
+          std::clamp(generation_value * row.deviation, row.spec->lower, row.spec->upper);
+    }
+    return rows;
+  };
+  const auto rates_of = [&](const std::vector<FittedParameter>& rows) {
+    std::map<std::string, FittedRates> rates;
+    for (const std::string& family : framework_families()) rates[family] = prior_rates(family);
+    for (const FittedParameter& row : rows) {
+      if (row.family != "all") rates[row.family].*row.spec->field = row.value;
+    }
+    return rates;
+  };
+  const Residuals residuals = [&](const std::vector<double>& x) {
+    const std::map<std::string, FittedRates> rates = rates_of(evaluate(x));
+    std::vector<double> r;
+    r.reserve(runs.size() + slots.size());
+    for (const FitRun* run : runs) {
+      r.push_back(std::sqrt(run->weight) *
+                  huber_residual(run_log_error(*run, rates.at(run->family))));
+    }
+    for (std::size_t k = 0; k < slots.size(); ++k) {
+      const FittedParameter& row = fit.parameters[slots[k].row];
+      r.push_back(kPriorWeight * (slots[k].deviation
+                                      ? x[k] / kFamilyDeviationWidth
+                                      : (x[k] - to_working(*row.spec, row.prior)) /
+                                            row.spec->prior_width));
+    }
+    return r;
+  };
+  const LeastSquaresResult result =
+      runs.empty() ? LeastSquaresResult{start, 0, 0}
+                   : minimize_least_squares(residuals, start, lower, upper);
+  fit.parameters = evaluate(result.x);
+  fit.rates = rates_of(fit.parameters);
+  fit.iterations = result.iterations;
+  fit.cost = result.cost;
+  for (FittedParameter& row : fit.parameters) {
+    const double span = row.spec->upper - row.spec->lower;
+    row.bound_hit = row.value <= row.spec->lower + 1e-6 * span   ? "lower"
+                    : row.value >= row.spec->upper - 1e-6 * span ? "upper"
+                                                                 : "";
+  }
+  return fit;
+}
+
+CrossValidation cross_validate(const std::vector<FitRun>& runs) {
+  CrossValidation cv;
+  cv.log_errors.assign(runs.size(), 0.0);
+  cv.predicted.assign(runs.size(), 0.0);
+  std::set<std::string> generations;
+  for (const FitRun& r : runs) {
+    if (std::find(cv.folds.begin(), cv.folds.end(), r.fold) == cv.folds.end()) {
+      cv.folds.push_back(r.fold);
+    }
+    generations.insert(r.generation);
+  }
+  for (const std::string& fold : cv.folds) {
+    for (const std::string& generation : generations) {
+      std::vector<const FitRun*> train;
+      bool predicts = false;
+      for (const FitRun& r : runs) {
+        if (r.generation != generation) continue;
+        if (r.fold == fold) predicts = true;
+        else train.push_back(&r);
+      }
+      if (!predicts) continue;
+      const GenerationFit fit = fit_generation(train, generation);
+      for (std::size_t i = 0; i < runs.size(); ++i) {
+        const FitRun& r = runs[i];
+        if (r.fold != fold || r.generation != generation) continue;
+        cv.predicted[i] = predict_run(r, fit.rates.at(r.family));
+        cv.log_errors[i] = step_log_error(r.metric, cv.predicted[i], r.measured);
+      }
+    }
+  }
+  return cv;
+}
+
+namespace {
+
+/// The q-quantile of sorted `v` (linear interpolation between order statistics, Hyndman and
+/// Fan 1996 type 7, R's default). Precondition: v not empty.
+double quantile(const std::vector<double>& v, double q) {
+  const double pos = q * static_cast<double>(v.size() - 1);
+  const std::size_t lo = static_cast<std::size_t>(std::floor(pos));
+  const std::size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
+}
+
+}  // namespace
+
+std::optional<StepInterval> interval_for(const std::vector<FitRun>& runs,
+                                         const std::vector<double>& log_errors,
+                                         const std::string& generation, const std::string& family,
+                                         const std::string& exclude_fold) {
+  const auto gather = [&](bool same_generation, bool same_family) {
+    std::vector<double> ratios;
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      const FitRun& r = runs[i];
+      if (r.fold == exclude_fold) continue;
+      if (same_generation && r.generation != generation) continue;
+      if (same_family && r.family != family) continue;
+      ratios.push_back(std::exp(-log_errors[i]));
+    }
+    std::sort(ratios.begin(), ratios.end());
+    return ratios;
+  };
+  for (const auto& [same_generation, same_family] :
+       {std::pair{true, true}, std::pair{true, false}, std::pair{false, false}}) {
+    const std::vector<double> ratios = gather(same_generation, same_family);
+    if (ratios.size() >= kMinIntervalRuns) {
+      return StepInterval{quantile(ratios, 0.1), quantile(ratios, 0.9),
+                          static_cast<std::int64_t>(ratios.size())};
+    }
+  }
+  return std::nullopt;
+}
+
+Profile with_fit(const Profile& base, const GenerationFit& fit,
+                 const std::map<std::string, StepInterval>& intervals) {
+  Profile p = base;
+  p.fitted = FittedSection{};
+  p.fitted.generation = fit.generation;
+  for (const auto& [family, rates] : fit.rates) {
+    FamilyFit& f = p.fitted.families[family];
+    f.rates = rates;
+    if (const auto it = intervals.find(family); it != intervals.end()) f.interval = it->second;
+  }
+  return p;
+}
+
+}  // namespace meshplan

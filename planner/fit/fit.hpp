@@ -1,0 +1,131 @@
+// `meshplan fit` (issue 19): the step-time model's fitted parameters (parameters.hpp) found by
+// minimizing a robust loss of its relative error on measured runs (meshplan-validation/1 files,
+// read as `validate` reads them), per GPU generation and framework family, and checked by
+// leaving each source out in turn.
+//
+// Objective, per generation: sum over runs of w_run x 2 Huber_0.1(e) + sum over free
+// parameters of (0.1 (u - u_prior) / width)^2 (a parameter one width off its prior costs what one
+// run 10% off does), where e = log(predicted / measured) of the run's time
+// metric as a step time's (step_log_error: a throughput's log ratio with its sign changed), so
+// every time metric a run has counts as the step-time error it implies; Huber's threshold 0.1
+// (10%) keeps a run the model cannot explain from pulling every parameter; w_run =
+// 1 / sqrt(runs of its source), so a 165-run sweep weighs sqrt(165) = 12.8 runs' worth and not
+// 165; u = log(value) for scales, value for seconds. Parameters the runs do not determine stay
+// at their priors through the penalty. Sharing (parameters.hpp ParameterScope): a scale is the
+// generation's value times a per-family deviation penalized toward 1 (width
+// kFamilyDeviationWidth), so a family with few runs stays near the generation's value and one
+// without runs takes it; seconds are per family, at the prior for a family without runs.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "costmodel/fitted_rates.hpp"
+#include "costmodel/hardware.hpp"
+#include "costmodel/profile.hpp"
+#include "planner/fit/parameters.hpp"
+#include "planner/validation/validate.hpp"
+#include "planner/validation/validation_case.hpp"
+
+namespace meshplan {
+
+/// One measured run the fit uses, with what predicting it needs.
+struct FitRun {
+  ValidationCase run;
+  std::string source;  ///< the file's stem
+  /// The cross-validation fold: the file's stem up to its first '-' ("hagemann" for
+  /// hagemann-selected and hagemann-sweep-13b), so that one study's files are left out together.
+  std::string fold;
+  ClusterSpec cluster;
+  std::shared_ptr<const Profile> base;  ///< microbenchmark rates, its fitted section cleared
+  std::string family;                   ///< framework_family of the run's convention
+  std::string generation;               ///< gpu_generation of the run's GPU
+  std::string metric;                   ///< the time metric compared (kMetric*)
+  double measured = 0;                  ///< in the metric's unit
+  double weight = 1;                    ///< 1 / sqrt(runs of its source)
+};
+
+/// The runs of some files, and the cases left out with why.
+struct FitRuns {
+  std::vector<FitRun> runs;
+  std::vector<SkippedCase> skipped;
+  /// Case id -> id of the run it repeats (skipped as a duplicate).
+  std::map<std::string, std::string> duplicate_of;
+};
+
+/// Reads `paths` (load_validation_file) and keeps each case meshplan models (validate's rules)
+/// that measured a time metric, on a GPU of `generation` (all generations when empty). A run's
+/// base profile is `bases` at its shipped profile's name (case_hardware), else that shipped
+/// profile loaded; either with its fitted section cleared. A case that repeats an earlier one
+/// (the same model, GPU count, layout and measured numbers: the same run in two files) is
+/// skipped as a duplicate. Throws InputError for unreadable or malformed files, and when no run
+/// is left (naming each skipped case).
+FitRuns load_fit_runs(const std::vector<std::string>& paths, const std::string& generation,
+                      const std::map<std::string, Profile>& bases);
+
+/// The prediction of `run`'s time metric (in its unit) with `rates` for its family.
+double predict_run(const FitRun& run, const FittedRates& rates);
+
+/// step_log_error of `run` predicted with `rates`.
+double run_log_error(const FitRun& run, const FittedRates& rates);
+
+/// One fitted parameter of a generation.
+struct FittedParameter {
+  const ParameterSpec* spec = nullptr;
+  /// A framework family, or "all" for a kShared parameter's generation value.
+  std::string family;
+  double prior = 0;
+  /// The value the family's steps run with (a kShared family row: the generation value times
+  /// `deviation`, clamped to the bounds).
+  double value = 0;
+  double deviation = 1;  ///< kShared family rows: the family's factor on the generation value
+  /// Fitted: the generation value always, a family row where the family has runs (false: the
+  /// generation value, or for kFamily the prior).
+  bool free = false;
+  std::string bound_hit;  ///< "lower", "upper" or "" (within 1e-6 of the range)
+};
+
+/// A generation's fit.
+struct GenerationFit {
+  std::string generation;
+  std::map<std::string, FittedRates> rates;  ///< every family of framework_families()
+  std::vector<FittedParameter> parameters;   ///< registry order, families in order
+  int iterations = 0;
+  double cost = 0;
+  std::size_t runs = 0;
+};
+
+/// Fits `generation`'s parameters to those of `runs` on it (priors alone where there are none).
+GenerationFit fit_generation(const std::vector<const FitRun*>& runs,
+                             const std::string& generation);
+
+/// Leave-one-fold-out: for each fold, every generation refitted on the other folds' runs and the
+/// fold's runs predicted. log_errors[i] belongs to runs[i].
+struct CrossValidation {
+  std::vector<double> log_errors;
+  std::vector<double> predicted;  ///< in each run's metric unit
+  std::vector<std::string> folds;  ///< in order of first appearance
+};
+CrossValidation cross_validate(const std::vector<FitRun>& runs);
+
+/// Runs needed for an interval from one group's residuals.
+inline constexpr std::size_t kMinIntervalRuns = 10;
+
+/// The 80% interval of comparable runs' cross-validated residuals for `family` on
+/// `generation`: the 10th and 90th percentiles (linear interpolation between order statistics)
+/// of exp(-e), measured / predicted, over the runs of that generation and family, leaving out
+/// `exclude_fold` (""); with fewer than kMinIntervalRuns, over the generation's runs; then over
+/// all runs; nullopt below that.
+std::optional<StepInterval> interval_for(const std::vector<FitRun>& runs,
+                                         const std::vector<double>& log_errors,
+                                         const std::string& generation, const std::string& family,
+                                         const std::string& exclude_fold = "");
+
+/// `base` with the fitted section of `fit` (rates of every family) and `intervals` (by family).
+Profile with_fit(const Profile& base, const GenerationFit& fit,
+                 const std::map<std::string, StepInterval>& intervals = {});
+
+}  // namespace meshplan

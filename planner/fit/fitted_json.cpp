@@ -1,0 +1,83 @@
+#include "planner/fit/fitted_json.hpp"
+
+#include "planner/fit/parameters.hpp"
+
+namespace meshplan {
+
+nlohmann::json fitted_to_json(const FittedSection& fitted, const nlohmann::json& report) {
+  nlohmann::json families = nlohmann::json::object();
+  for (const auto& [family, fit] : fitted.families) {
+    nlohmann::json parameters = nlohmann::json::object();
+    for (const ParameterSpec& p : fit_parameters()) parameters[p.name] = fit.rates.*p.field;
+    nlohmann::json interval = nullptr;
+    if (fit.interval) {
+      interval = {{"p10_ratio", fit.interval->p10_ratio},
+                  {"p90_ratio", fit.interval->p90_ratio},
+                  {"cases", fit.interval->cases}};
+    }
+    families[family] = {{"parameters", parameters}, {"interval", interval}};
+  }
+  nlohmann::json j = {{"generation", fitted.generation}, {"families", families}};
+  if (!report.is_null()) j["report"] = report;
+  return j;
+}
+
+namespace {
+
+double number_in(StrictObject& o, const nlohmann::json& raw, const std::string& key, double lo,
+                 double hi, const std::string& expected) {
+  if (!raw.contains(key)) o.fail(key, "missing; expected " + expected);
+  const nlohmann::json& v = raw.at(key);
+  if (!v.is_number() || !(v.get<double>() >= lo && v.get<double>() <= hi)) {
+    o.fail(key, "must be " + expected + ", got " + describe_json(v));
+  }
+  return v.get<double>();
+}
+
+}  // namespace
+
+FittedSection fitted_from_json(StrictObject& profile, const nlohmann::json& raw) {
+  std::vector<std::string> keys = {"generation", "families"};
+  if (raw.is_object() && raw.contains("report")) keys.push_back("report");
+  StrictObject o = profile.object("fitted", keys);
+  FittedSection f;
+  f.generation = o.choice("generation", {"ampere", "hopper", "blackwell", "volta"});
+  if (raw.contains("report") && !raw.at("report").is_object()) {
+    o.fail("report", "must be an object (what meshplan fit recorded), got " +
+                         describe_json(raw.at("report")));
+  }
+  const std::vector<std::string>& known = framework_families();
+  StrictObject families = o.object("families", known);
+  std::vector<std::string> names;
+  for (const ParameterSpec& p : fit_parameters()) names.push_back(p.name);
+  for (const std::string& family : known) {
+    if (!raw.at("families").contains(family)) continue;
+    const nlohmann::json& fam = raw.at("families").at(family);
+    StrictObject fo = families.object(family, {"parameters", "interval"});
+    StrictObject po = fo.object("parameters", names);
+    FamilyFit fit;
+    for (const ParameterSpec& p : fit_parameters()) {
+      fit.rates.*p.field =
+          number_in(po, fam.at("parameters"), p.name, p.lower, p.upper,
+                    "a number in [" + std::to_string(p.lower) + ", " + std::to_string(p.upper) +
+                        "] (" + p.unit + ")");
+    }
+    if (!fam.contains("interval")) fo.fail("interval", "missing; expected an object or null");
+    const nlohmann::json& in = fam.at("interval");
+    if (!in.is_null()) {
+      StrictObject io = fo.object("interval", {"p10_ratio", "p90_ratio", "cases"});
+      StepInterval interval;
+      interval.p10_ratio =
+          number_in(io, in, "p10_ratio", 1e-2, 1e2, "a ratio measured / predicted in [0.01, 100]");
+      interval.p90_ratio =
+          number_in(io, in, "p90_ratio", interval.p10_ratio, 1e2,
+                    "a ratio measured / predicted in [p10_ratio, 100]");
+      interval.cases = io.positive_int("cases", std::int64_t{1} << 40);
+      fit.interval = interval;
+    }
+    f.families[family] = fit;
+  }
+  return f;
+}
+
+}  // namespace meshplan

@@ -1,0 +1,35 @@
+// Bounded nonlinear least squares: Levenberg-Marquardt with forward-difference Jacobians and
+// projection onto the bounds (Nocedal and Wright 2006, ch. 10.3; Kanzow, Yamashita and
+// Fukushima 2004 for the projection). Deterministic: fixed start, fixed iteration order, no
+// threads, so the same inputs give the same bits.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+namespace meshplan {
+
+/// The residual vector r(x) of a problem whose cost is sum r_i^2 / 2; every call with the same
+/// x returns the same r (same length every time).
+using Residuals = std::function<std::vector<double>(const std::vector<double>& x)>;
+
+/// What minimize_least_squares found.
+struct LeastSquaresResult {
+  std::vector<double> x;  ///< the minimizer, inside the bounds
+  double cost = 0;        ///< sum r_i^2 / 2 at x
+  int iterations = 0;     ///< accepted and rejected steps
+};
+
+/// Minimizes sum r_i(x)^2 / 2 over lower <= x <= upper from `start` (clamped into the bounds).
+/// Jacobian column j by a forward difference of step 1e-6 x (upper_j - lower_j) (backward at the
+/// upper bound); each step solves (J^T J + lambda diag(J^T J) + 1e-12 I) d = -J^T r with Eigen's
+/// LDLT, projects x + d onto the bounds, and is kept when it lowers the cost (lambda / 3), else
+/// retried with lambda x 4. Stops after `max_iterations` steps, when a kept step lowers the cost
+/// by less than 1e-12 of it, or when lambda exceeds 1e12. Preconditions: equal lengths,
+/// lower < upper.
+LeastSquaresResult minimize_least_squares(const Residuals& residuals, std::vector<double> start,
+                                          const std::vector<double>& lower,
+                                          const std::vector<double>& upper,
+                                          int max_iterations = 400);
+
+}  // namespace meshplan

@@ -1,0 +1,48 @@
+// planner/fit/least_squares.hpp: bounded Levenberg-Marquardt on problems whose minimizer a
+// reader can derive.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "planner/fit/least_squares.hpp"
+
+using namespace meshplan;
+
+TEST_CASE("least squares: a line through exact points", "[fit]") {
+  // y = 2 x + 1 at x = 0..4: r_i = a x_i + b - y_i is zero at (a, b) = (2, 1).
+  const Residuals r = [](const std::vector<double>& p) {
+    std::vector<double> out;
+    for (int i = 0; i < 5; ++i) out.push_back(p[0] * i + p[1] - (2.0 * i + 1));
+    return out;
+  };
+  const LeastSquaresResult fit = minimize_least_squares(r, {0, 0}, {-10, -10}, {10, 10});
+  CHECK(fit.x[0] == Approx(2).margin(1e-6));
+  CHECK(fit.x[1] == Approx(1).margin(1e-6));
+  CHECK(fit.cost < 1e-12);
+}
+
+TEST_CASE("least squares: a bound that holds the minimizer back", "[fit]") {
+  // r = (x - 3, y + 1) with x <= 2: the constrained minimum is x = 2 (on the bound), y = -1,
+  // cost (2 - 3)^2 / 2 = 0.5.
+  const Residuals r = [](const std::vector<double>& p) {
+    return std::vector<double>{p[0] - 3, p[1] + 1};
+  };
+  const LeastSquaresResult fit = minimize_least_squares(r, {0, 0}, {-5, -5}, {2, 5});
+  CHECK(fit.x[0] == 2);
+  CHECK(fit.x[1] == Approx(-1).margin(1e-6));
+  CHECK(fit.cost == Approx(0.5).epsilon(1e-9));
+}
+
+TEST_CASE("least squares: a start outside the bounds is clamped, and the same inputs give the "
+          "same bits",
+          "[fit]") {
+  // r = exp(x) - 2: minimum at x = ln 2 = 0.693...
+  const Residuals r = [](const std::vector<double>& p) {
+    return std::vector<double>{std::exp(p[0]) - 2};
+  };
+  const LeastSquaresResult a = minimize_least_squares(r, {9}, {-1}, {1});
+  const LeastSquaresResult b = minimize_least_squares(r, {9}, {-1}, {1});
+  CHECK(a.x[0] == Approx(std::log(2.0)).margin(1e-6));
+  CHECK(a.x[0] == b.x[0]);  // bit for bit
+  CHECK(a.iterations == b.iterations);
+}
