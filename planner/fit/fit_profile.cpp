@@ -157,7 +157,8 @@ ProfileFit fit_profile(const std::vector<std::string>& paths,
        "a step time's, runs weighted 1 / sqrt(runs of their file), Gaussian prior penalty per "
        "parameter, Levenberg-Marquardt within the bounds (planner/fit/fit.hpp); intervals: 10th "
        "and 90th percentiles of measured / predicted over the cross-validated residuals "
-       "(leave one source out) of the family's runs on this generation, else the generation's"},
+       "(leave one source out) of the family's runs on this generation, else the generation's, "
+       "else all (at least 10 runs of 3 studies), each study weighing the same"},
       {"base_profile", out.base.name},
       {"files", files},
       {"parameters", parameter_rows(out.fit)},
