@@ -7,6 +7,7 @@
 #include "common/format.hpp"
 #include "common/input_error.hpp"
 #include "planner/cli/commands.hpp"
+#include "planner/cli/options.hpp"
 #include "planner/exports/exports.hpp"
 #include "planner/plan/plan_file.hpp"
 
@@ -61,7 +62,7 @@ CommandAction add_export_command(CLI::App& app) {
     const Plan plan = read_plan(o->plan, "", &notes);
     const Export e = export_plan(plan, *format, *version);
     out << e.text;
-    for (const std::string& note : notes) err << "note: " << note << "\n";
+    print_notes(err, notes);
     for (const std::string& reason : e.dropped) {
       err << "note: not expressible in " << export_format_name(*format) << ": " << reason
                 << "\n";
