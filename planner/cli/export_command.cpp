@@ -63,7 +63,7 @@ CommandAction add_export_command(CLI::App& app) {
     require_priced_model(plan.model, o->plan);
     const Export e = export_plan(plan, *format, *version);
     out << e.text;
-    for (const std::string& note : notes) err << "note: " << note << "\n";
+    print_notes(err, notes);
     for (const std::string& reason : e.dropped) {
       err << "note: not expressible in " << export_format_name(*format) << ": " << reason
                 << "\n";

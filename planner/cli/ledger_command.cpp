@@ -147,8 +147,6 @@ std::string render_text(const LedgerOptions& o, const LedgerResult& r) {
   } else {
     s << "Model: " << scientific(r.params) << " parameters\n\n";
   }
-  for (const std::string& note : r.notes) s << "note: " << note << "\n";
-  if (!r.notes.empty()) s << "\n";
   s << "Static memory of training, framework \"" << r.framework.name << "\" ("
     << r.framework.description << "), unsharded:\n";
   Table t({"component", "precision", "bytes/param", "GB"}, {true, true, false, false});
@@ -313,6 +311,7 @@ CommandAction add_ledger_command(CLI::App& app) {
     }
     o->framework_defaulted = cmd->count("--framework") == 0;
     const LedgerResult r = compute(*o);
+    print_notes(err, r.notes);
     if (r.model) note_rope_length(err, *r.model, r.seq);
     out << (o->json ? render_json(*o, r) : render_text(*o, r));
     return 0;

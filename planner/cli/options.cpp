@@ -646,6 +646,10 @@ void note_profile_gpu(std::ostream& err, const Profile& profile, const ClusterSp
                "NIC (" + cluster.scale_out_fabric + ")");
 }
 
+void print_notes(std::ostream& err, const std::vector<std::string>& notes) {
+  for (const std::string& note : notes) err << "note: " << note << "\n";
+}
+
 void note_rope_length(std::ostream& err, const ModelSpec& model, std::int64_t seq) {
   if (model.position_embedding != PositionEmbedding::kRope ||
       seq <= model.max_position_embeddings) {

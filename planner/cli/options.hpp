@@ -217,6 +217,11 @@ std::string profile_label(const Profile& profile, const std::string& given,
 /// nothing otherwise.
 void note_profile_gpu(std::ostream& err, const Profile& profile, const ClusterSpec& cluster);
 
+/// Prints each of `notes` (the defaults a command took, what it could not express) on its own
+/// line after "note: " to `err`: stderr is the one channel of notes, so that stdout holds only
+/// the answer (a table, JSON, an export). --json output lists them in its "notes" key too.
+void print_notes(std::ostream& err, const std::vector<std::string>& notes);
+
 /// Prints a note on `err` when `seq` [tokens] is beyond the max_position_embeddings of a RoPE
 /// model (estimate, plan, ledger): "note: seq 16384 is beyond llama3-8b's max_position_embeddings
 /// 8192: the model was trained to 8192 positions, and RoPE positions beyond them need scaling or
