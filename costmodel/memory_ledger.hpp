@@ -25,11 +25,11 @@
 #include <vector>
 
 #include "costmodel/activations.hpp"
-#include "costmodel/param_count.hpp"
 #include "costmodel/framework.hpp"
 #include "costmodel/hardware.hpp"
 #include "costmodel/layout.hpp"
 #include "costmodel/model_spec.hpp"
+#include "costmodel/param_count.hpp"
 #include "costmodel/precision.hpp"
 
 namespace meshplan {
@@ -46,7 +46,7 @@ struct TrainingSetup {
 struct LedgerEntry {
   std::string name;
   MemoryCategory category = MemoryCategory::kWeights;
-  std::string shape;         ///< of one tensor, per GPU
+  std::string shape;  ///< of one tensor, per GPU
   std::string dtype;
   double count = 1;          ///< tensors of this shape held (layers x micro-batches in flight)
   double bytes = 0;          ///< all of them, bytes
@@ -56,7 +56,7 @@ struct LedgerEntry {
 /// The ledger of one pipeline stage (pipeline rank).
 struct StageLedger {
   std::int64_t stage = 0;
-  std::int64_t layers = 0;            ///< transformer layers on this rank (all its chunks)
+  std::int64_t layers = 0;  ///< transformer layers on this rank (all its chunks)
   bool has_embedding = false;
   bool has_lm_head = false;
   std::int64_t chunks_in_flight = 0;  ///< chunk-micro-batches of activations held
@@ -104,7 +104,7 @@ ActivationBytes activation_bytes(const LayerOps& ops);
 /// What every stage's numbers depend on. References must outlive it.
 struct MemoryContext {
   const ModelSpec& model;
-  const ParamCount& counts;      ///< count_params(model)
+  const ParamCount& counts;  ///< count_params(model)
   const Layout& layout;
   const TrainingSetup& setup;
   const GpuSpec& gpu;
@@ -132,22 +132,21 @@ enum class MemoryTerm {
   kCudaContext,           ///< CUDA, cuBLAS, NCCL (runtime overhead)
   kFragmentation          ///< the caching allocator's share of the rest (runtime overhead)
 };
-inline constexpr std::size_t kMemoryTerms = static_cast<std::size_t>(MemoryTerm::kFragmentation) + 1;
+inline constexpr std::size_t kMemoryTerms =
+    static_cast<std::size_t>(MemoryTerm::kFragmentation) + 1;
 
 /// One stage's ledger as numbers, term by term. build_memory_ledger names and shapes the same
 /// terms in the same order; the search (planner/) uses them directly, allocating nothing.
 struct StageMemory {
   double params = 0;  ///< parameters on this GPU before ZeRO sharding (elements)
   std::int64_t chunks_in_flight = 0;
-  double layer_activations_held = 0;  ///< layers x micro-batches of activations held
+  double layer_activations_held = 0;              ///< layers x micro-batches of activations held
   std::array<double, kMemoryTerms> term_bytes{};  ///< [MemoryTerm], bytes
   /// The sum of term_bytes (the runtime overhead after the allocated terms), bytes.
   double total_bytes = 0;
 
   double& operator[](MemoryTerm term) { return term_bytes[static_cast<std::size_t>(term)]; }
-  double operator[](MemoryTerm term) const {
-    return term_bytes[static_cast<std::size_t>(term)];
-  }
+  double operator[](MemoryTerm term) const { return term_bytes[static_cast<std::size_t>(term)]; }
 };
 
 /// The group ZeRO shards the state over (ranks): dp, times cp where the framework does

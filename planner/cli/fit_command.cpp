@@ -8,10 +8,10 @@
 #include <memory>
 #include <sstream>
 
+#include "common/format.hpp"
 #include "planner/cli/commands.hpp"
 #include "planner/fit/fit_profile.hpp"
 #include "planner/report/atomic_write.hpp"
-#include "common/format.hpp"
 
 namespace meshplan {
 
@@ -36,11 +36,11 @@ std::string render(const ProfileFit& f, const std::string& out_path, double seco
                {true, true, false, false, false, true});
   for (const FittedParameter& p : f.fit.parameters) {
     const std::string& unit = p.spec->unit;
-    params.add_row({p.spec->name, p.family, number_text(p.prior, unit),
-                    p.free ? number_text(p.value, unit) : "(prior: no run)",
-                    "[" + number_text(p.spec->lower, unit) + ", " +
-                        number_text(p.spec->upper, unit) + "]",
-                    p.bound_hit.empty() ? "-" : p.bound_hit});
+    params.add_row(
+        {p.spec->name, p.family, number_text(p.prior, unit),
+         p.free ? number_text(p.value, unit) : "(prior: no run)",
+         "[" + number_text(p.spec->lower, unit) + ", " + number_text(p.spec->upper, unit) + "]",
+         p.bound_hit.empty() ? "-" : p.bound_hit});
   }
   out << params.render();
   out << "\nMAPE per source (before: the base profile's rates; fitted: in sample; "

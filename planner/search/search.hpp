@@ -41,24 +41,24 @@ struct LayoutPins {
 
 /// A search request. References must outlive the search.
 struct SearchRequest {
-  SearchRequest(const ModelSpec& m, const ClusterSpec& c, const Profile& p,
-                const TrainingSetup& s, std::int64_t gpu_count, std::int64_t global_batch)
+  SearchRequest(const ModelSpec& m, const ClusterSpec& c, const Profile& p, const TrainingSetup& s,
+                std::int64_t gpu_count, std::int64_t global_batch)
       : model(m), cluster(c), profile(p), setup(s), gpus(gpu_count), gbs(global_batch) {}
   const ModelSpec& model;
   const ClusterSpec& cluster;
   const Profile& profile;
   const TrainingSetup& setup;  ///< seq, framework convention, precision, attention
   std::int64_t gpus = 0;
-  std::int64_t gbs = 0;        ///< global batch, sequences
+  std::int64_t gbs = 0;  ///< global batch, sequences
   LayoutPins pins;
   bool allow_cross_node_tp = false;  ///< let tp span NVLink domains (then costed on the NICs)
   /// GPU memory kept free beyond the ledger's own overhead lines (CUDA context, allocator
   /// fragmentation), bytes.
   double memory_reserve_bytes = 1024.0 * 1024.0 * 1024.0;
   Objective objective = Objective::kTime;
-  double tokens = 0;                 ///< tokens to train, for GPU-hours (cost); 0: not shown
+  double tokens = 0;  ///< tokens to train, for GPU-hours (cost); 0: not shown
   std::size_t top_k = 10;
-  bool pareto = false;               ///< also collect the memory/time Pareto front
+  bool pareto = false;  ///< also collect the memory/time Pareto front
   int threads = 2;
 };
 
@@ -68,7 +68,7 @@ struct Candidate {
   double step_time_s = 0;
   /// The 80% interval of the measured step time (StepEstimate); 0 and 0 without one.
   double step_time_s_p10 = 0, step_time_s_p90 = 0;
-  double peak_bytes = 0;      ///< worst stage
+  double peak_bytes = 0;  ///< worst stage
   std::int64_t worst_stage = 0;
   double mfu = 0;
   double tflops_per_gpu = 0;  ///< model FLOP/s per GPU / 1e12 (attention non-causal, as mfu)
