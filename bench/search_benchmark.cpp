@@ -1,8 +1,10 @@
-// The search benchmark of issue 5: the full search space (dp x tp x pp x cp, vpp, micro-batch,
-// ZeRO 0-3, recompute, sp) for (a) GPT-3 175B on 4096 A100 (dgx-a100), seq 2048, gbs 1536 and
-// (b) Llama-3 405B on 16384 H100 (dgx-h100), seq 8192, gbs 2048. Prints the layouts in the
-// space, those evaluated (the ones that fit in memory), wall time, layouts per second and peak
-// memory (RSS).
+// The search benchmark of issue 5, with the expert mesh of issue 23: the full search space
+// (dp x tp x pp x cp, vpp, micro-batch, ZeRO 0-3, recompute, sp, and for an MoE model ep and
+// etp) for (a) GPT-3 175B on 4096 A100 (dgx-a100), seq 2048, gbs 1536, (b) Llama-3 405B on
+// 16384 H100 (dgx-h100), seq 8192, gbs 2048 and (c) DeepSeek-V3 on 16384 H100 (dgx-h100), seq
+// 4096, gbs 4096 (plan's default: 1024 tokens per GPU), ep and etp searched. Prints the
+// layouts in the space, those evaluated (the ones that fit in memory), wall time, layouts per
+// second and peak memory (RSS).
 #include <sys/resource.h>
 
 #include <chrono>
@@ -42,11 +44,12 @@ void run(const char* label, const char* model_name, const char* cluster_name,
   if (!r.ranked.empty()) {
     const Layout& l = r.ranked.front().layout;
     std::printf(
-        "  best: dp %lld tp %lld pp %lld cp %lld vpp %lld mbs %lld zero %d %s sp %s, "
-        "%.2f s/step, MFU %.1f%%\n",
+        "  best: dp %lld tp %lld pp %lld cp %lld ep %lld etp %lld vpp %lld mbs %lld zero %d %s "
+        "sp %s, %.2f s/step, MFU %.1f%%\n",
         static_cast<long long>(l.dp), static_cast<long long>(l.tp), static_cast<long long>(l.pp),
-        static_cast<long long>(l.cp), static_cast<long long>(l.vpp), static_cast<long long>(l.mbs),
-        l.zero, to_string(l.recompute), l.sp ? "on" : "off", r.ranked.front().step_time_s,
+        static_cast<long long>(l.cp), static_cast<long long>(l.ep), static_cast<long long>(l.etp),
+        static_cast<long long>(l.vpp), static_cast<long long>(l.mbs), l.zero,
+        to_string(l.recompute), l.sp ? "on" : "off", r.ranked.front().step_time_s,
         100 * r.ranked.front().mfu);
   }
 }
@@ -56,6 +59,7 @@ void run(const char* label, const char* model_name, const char* cluster_name,
 int main() {
   run("(a)", "gpt3-175b", "dgx-a100", "a100", 4096, 2048, 1536);
   run("(b)", "llama3-405b", "dgx-h100", "h100", 16384, 8192, 2048);
+  run("(c)", "deepseek-v3", "dgx-h100", "h100", 16384, 4096, 4096);
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   std::printf("peak memory (max RSS)    %.1f MiB\n", static_cast<double>(usage.ru_maxrss) / 1024);

@@ -34,6 +34,10 @@ std::string degrees_text(const Layout& l, bool with_vpp, const std::string& sepa
   std::string text = "dp " + std::to_string(l.dp) + separator + "tp " + std::to_string(l.tp) +
                      separator + "pp " + std::to_string(l.pp) + separator + "cp " +
                      std::to_string(l.cp);
+  // The expert mesh where there is one (ep or etp > 1: an MoE layout).
+  if (l.ep > 1 || l.etp > 1) {
+    text += separator + "ep " + std::to_string(l.ep) + separator + "etp " + std::to_string(l.etp);
+  }
   return with_vpp ? text + separator + "vpp " + std::to_string(l.vpp) : text;
 }
 

@@ -4,7 +4,7 @@
 
 namespace meshplan {
 
-void host_bound_layer(LayerCosts& costs, double host_per_layer_s) {
+void host_bound_layer(BlockCosts& costs, double host_per_layer_s) {
   costs.forward_s = std::max(costs.forward_s, host_per_layer_s / 3);
   costs.backward_s = std::max(costs.backward_s, 2 * host_per_layer_s / 3);
 }

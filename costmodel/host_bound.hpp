@@ -17,7 +17,7 @@ namespace meshplan {
 /// host work per layer per micro-batch, forward + backward; the backward issues about twice the
 /// forward's kernels: dgrad and wgrad per GEMM). host_per_layer_s >= 0; 0 leaves costs as they
 /// are.
-void host_bound_layer(LayerCosts& costs, double host_per_layer_s);
+void host_bound_layer(BlockCosts& costs, double host_per_layer_s);
 
 /// Sets e.step_time_s_p10 and e.step_time_s_p90 from `profile`'s interval for `framework`'s
 /// family (step_interval: the step time times the ratios p10_ratio and p90_ratio); leaves them

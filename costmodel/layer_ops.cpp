@@ -1,5 +1,6 @@
 #include "costmodel/layer_ops.hpp"
 
+#include <cmath>
 #include <stdexcept>
 #include <utility>
 
@@ -383,55 +384,89 @@ void layer_ops(const ModelSpec& m, const LayerSetting& s, bool moe_ffn, std::vec
     ops.push_back(std::move(op));
   }
   if (moe_ffn) {
-    // The mixture-of-experts FFN (this file's header). ep 1 and etp = tp until the expert
-    // layout exists; balanced routing gives each expert ceil(T k / E) tokens.
+    // The mixture-of-experts FFN (this file's header): Megatron-Core's all-to-all dispatcher
+    // over the expert mesh ep x etp, grouped GEMMs on the E / ep local experts.
     const MoeSpec& e = *m.moe;
     const std::int64_t fe = e.expert_ffn_hidden_size;
     const std::int64_t up_e = swiglu ? 2 * fe : fe;
-    const std::int64_t routed = tokens * e.top_k;
-    const std::int64_t per_expert = (routed + e.num_experts - 1) / e.num_experts;
+    const std::int64_t local_experts = e.num_experts / s.ep;
+    const std::int64_t routed = tokens_sp * e.top_k;  // leaving this rank
+    const std::int64_t received = routed * s.etp;     // reaching its experts, after the gather
+    const std::int64_t per_expert =
+        static_cast<std::int64_t>(std::ceil(d(received) / d(local_experts) * s.moe_imbalance));
+    const double routed_volume = d(routed) * d(h) * kHalfBytes;  // one all-to-all's S
     {
       LayerOp op =
           linear("router", ParamGroup::kRouter, h, e.num_experts, TpSplit::kNone,
-                 e.router_bias ? e.num_experts : 0, tokens, tp, half_precision(s.precision));
-      linear_input("router.input");
+                 e.router_bias ? e.num_experts : 0, tokens_sp, tp, half_precision(s.precision));
+      t.hidden("router.input", h, kHalfBytes);
+      // Routing metadata: the scores' softmax/sigmoid output (fp32) and the routing map (bool).
+      t.hidden("router.probs", e.num_experts, kFp32Bytes);
+      t.hidden("router.routing_map", e.num_experts, kMaskBytes);
       saves_kept(op);
       ops.push_back(std::move(op));
     }
-    // Dispatch: each token copied to its k experts' rows (read T x h, write T k x h); the
-    // combine reads them back and writes the weighted sum.
-    const double dispatch = (d(tokens) + d(routed)) * d(h) * kHalfBytes;
-    ops.push_back(memory_bound("permute", dispatch, dispatch));
+    // Dispatch: each token copied to its k experts' rows (read T_sp x h, write T_sp k x h),
+    // then the all-to-all over ep (the permuted tokens out, the transpose backward) and the
+    // gather over etp; the combine is the reverse.
+    const double dispatch = (d(tokens_sp) + d(routed)) * d(h) * kHalfBytes;
+    {
+      LayerOp op = memory_bound("permute", dispatch, dispatch);
+      t.hidden("permute.row_id_map", e.top_k, kFp32Bytes);  // int32 [T_sp, k]
+      saves_kept(op);
+      if (s.ep > 1)
+        op.collectives.push_back({GroupKind::kEp, Collective::kAllToAll, routed_volume, 1, 1});
+      if (s.etp > 1) {
+        const double gathered = routed_volume * d(s.etp);
+        op.collectives.push_back({GroupKind::kEtp, Collective::kAllGather, gathered, 1, 0});
+        op.collectives.push_back({GroupKind::kEtp, Collective::kReduceScatter, gathered, 0, 1});
+      }
+      ops.push_back(std::move(op));
+    }
     auto experts = [&](const std::string& name, std::int64_t in, std::int64_t out, TpSplit split,
                        std::int64_t bias, std::int64_t input_shard) {
-      LayerOp op = linear(name, ParamGroup::kRoutedExperts, in, out, split, bias, per_expert, tp,
+      LayerOp op = linear(name, ParamGroup::kRoutedExperts, in, out, split, bias, per_expert, s.etp,
                           linear_dtype);
       const std::int64_t one = op.params;
       op.params = one * e.num_experts;
       op.active_params = one * e.top_k;
-      op.gemm.batch = e.num_experts;
+      op.gemm.batch = local_experts;
       op.flops = op.gemm.flops();
       op.flops_per_token *= d(e.top_k);
-      t.routed(name + ".input", per_expert, e.num_experts, input_shard, linear_bytes);
+      t.routed(name + ".input", per_expert, local_experts, input_shard, linear_bytes);
       saves_kept(op);
       ops.push_back(std::move(op));
     };
     experts("expert_fc1", h, up_e, TpSplit::kColumn, e.expert_bias ? up_e : 0, h);
     {
-      LayerOp op = elementwise("expert_activation",
-                               d(per_expert) * d(e.num_experts) * d(fe) / d(tp) * bytes.activation);
+      LayerOp op = elementwise("expert_activation", d(per_expert) * d(local_experts) * d(fe) /
+                                                        d(s.etp) * bytes.activation);
       t.routed(swiglu ? "expert_swiglu.input (gate, up)" : "expert_gelu.input", per_expert,
-               e.num_experts, up_e / tp, kHalfBytes);
+               local_experts, up_e / s.etp, kHalfBytes);
       saves_kept(op);
       ops.push_back(std::move(op));
     }
-    experts("expert_fc2", fe, h, TpSplit::kRow, e.expert_bias ? h : 0, fe / tp);
-    ops.push_back(memory_bound("unpermute", dispatch, dispatch));
+    experts("expert_fc2", fe, h, TpSplit::kRow, e.expert_bias ? h : 0, fe / s.etp);
+    {
+      LayerOp op = memory_bound("unpermute", dispatch, dispatch);
+      t.routed("unpermute.input (expert outputs)", routed, 1, h, kHalfBytes);
+      t.routed("unpermute.probs", routed, 1, 1, kFp32Bytes);
+      saves_kept(op);
+      if (s.etp > 1) {
+        const double gathered = routed_volume * d(s.etp);
+        op.collectives.push_back({GroupKind::kEtp, Collective::kReduceScatter, gathered, 1, 0});
+        op.collectives.push_back({GroupKind::kEtp, Collective::kAllGather, gathered, 0, 1});
+      }
+      if (s.ep > 1)
+        op.collectives.push_back({GroupKind::kEp, Collective::kAllToAll, routed_volume, 1, 1});
+      ops.push_back(std::move(op));
+    }
     if (e.num_shared_experts > 0) {
       const std::int64_t fs = e.shared_expert_ffn_hidden_size;
       const std::int64_t up_s = swiglu ? 2 * fs : fs;
       LayerOp fc1 = linear("shared_fc1", ParamGroup::kSharedExperts, h, up_s, TpSplit::kColumn, 0,
                            tokens, tp, linear_dtype);
+      add_tp_region_edge(fc1, s, volume, true);
       linear_input("shared_fc1.input");
       saves_kept(fc1);
       ops.push_back(std::move(fc1));
@@ -441,12 +476,13 @@ void layer_ops(const ModelSpec& m, const LayerSetting& s, bool moe_ffn, std::vec
       ops.push_back(std::move(act));
       LayerOp fc2 = linear("shared_fc2", ParamGroup::kSharedExperts, fs, h, TpSplit::kRow, 0,
                            tokens, tp, linear_dtype);
+      add_tp_region_edge(fc2, s, volume, false);
       t.tp_split("shared_fc2.input", fs, linear_bytes);
       saves_kept(fc2);
       ops.push_back(std::move(fc2));
       if (e.shared_expert_gate) {
         ops.push_back(linear("shared_gate", ParamGroup::kSharedExperts, h, 1, TpSplit::kNone, 0,
-                             tokens, tp, linear_dtype));
+                             tokens_sp, tp, linear_dtype));
       }
     }
   } else {
@@ -521,6 +557,8 @@ LayerSetting layer_setting(const Layout& layout, std::int64_t seq, Precision pre
   s.tp_saves_gathered_inputs = framework.tp_saves_gathered_inputs;
   s.fp8_linear_inputs = precision == Precision::kFp8 && framework.fp8_saves_fp8_inputs;
   s.elementwise = framework.elementwise;
+  s.ep = layout.ep;
+  s.etp = layout.etp;
   return s;
 }
 

@@ -34,18 +34,33 @@
 //
 // A mixture-of-experts layer (is_moe_layer; its ops in LayerOps::moe_layer) has the same
 // attention ops and, instead of fc1 .. fc2 (E routed experts, k per token, f_e expert width,
-// up_e its fc1 width, f_s the shared experts' total width; ep 1 and etp = tp until the expert
-// layout exists):
-//   router               linear         x[T, h] W[h, E]                   replicated
-//   permute              memory-bound   T x h in, T k x h out (token dispatch order)
-//   expert_fc1           linear         E grouped GEMMs x[ceil(T k / E), h] W[h, up_e / t]
-//   expert_activation    memory-bound   T k x f_e / t
-//   expert_fc2           linear         E grouped GEMMs x[ceil(T k / E), f_e / t] W[f_e / t, h]
-//   unpermute            memory-bound   T k x h in, T x h out (weighted combine)
-//   shared_fc1, shared_activation, shared_fc2: the dense MLP at width f_s (with shared experts)
+// up_e its fc1 width, f_s the shared experts' total width; the expert mesh ep x etp of
+// layout.hpp; T_sp the tokens of this rank's sequence shard, T / t with sp, which a tp > 1
+// MoE layout must have; R = T_sp k etp the routed tokens this rank's experts receive; n_e =
+// ceil(R ep / E x imbalance) per local expert):
+//   router               linear         x[T_sp, h] W[h, E]                replicated
+//   permute              memory-bound   T_sp x h in, T_sp k x h out (token dispatch order)
+//   dispatch             all-to-all     T_sp k x h over ep (forward; its transpose backward),
+//                        then all-gather of R x h over etp
+//   expert_fc1           linear         E / ep grouped GEMMs x[n_e, h] W[h, up_e / etp]
+//   expert_activation    memory-bound   R x f_e / etp
+//   expert_fc2           linear         E / ep grouped GEMMs x[n_e, f_e / etp] W[f_e / etp, h]
+//   combine              reduce-scatter of R x h over etp, all-to-all T_sp k x h over ep
+//   unpermute            memory-bound   T_sp k x h in, T_sp x h out (weighted combine)
+//   shared_fc1, shared_activation, shared_fc2: the dense MLP at width f_s (with shared experts),
+//                        tp-split with its sp all-gather and reduce-scatter
 //   shared_gate          linear         x[T, h] W[h, 1]   (Qwen2-MoE's shared_expert_gate)
-// The routed experts count k / E of their parameters as active (LayerOp::active_params) and
-// k x 2 h up_e FLOP per token. Balanced routing: each expert gets T k / E tokens.
+// This is Megatron-Core's MoEAlltoAllTokenDispatcher (Megatron-LM d98e8a6,
+// megatron/core/transformer/moe/token_dispatcher.py: permute, all-to-all over the ep group,
+// gather over the expert tp group; the reverse to combine) with grouped GEMMs
+// (--moe-grouped-gemm, experts.py GroupedMLP/TEGroupedMLP). The routing metadata it saves
+// (router probabilities and routing map [T_sp, E], fp32 and bool; the permutation's row map
+// [T_sp, k] int32; the combine weights [T_sp k] fp32) are the router's and unpermute's saved
+// tensors. The routed experts count k / E of their parameters as active
+// (LayerOp::active_params) and k x 2 h up_e FLOP per token. Balanced routing (imbalance 1,
+// what the benchmarks force with --moe-router-force-load-balancing): each local expert gets
+// R ep / E tokens; a dropless router's busiest expert gets `imbalance` times that, which sets
+// the grouped GEMMs' time and the buffers.
 // Multi-token prediction (ModelSpec::mtp_num_layers; LayerOps::mtp) adds per depth: enorm and
 // hnorm (h each), eh_proj x[T, 2h] W[2h, h / t], one transformer layer of the kind layer
 // num_layers would be, and the MTP output norm; the LM head is shared.
@@ -54,8 +69,7 @@
 // Linear names are Megatron-Core's (linear_qkv, linear_proj, linear_fc1, linear_fc2).
 //
 // The ops are records, not fields: a new block is new records in build_layer_ops, read by the
-// same loops in every consumer. Not yet here (the expert-parallel layout): the all-to-all
-// dispatch and combine on the ep group and the expert tensor-parallel group.
+// same loops in every consumer.
 #pragma once
 
 #include <array>
@@ -91,6 +105,11 @@ struct LayerSetting {
   bool tp_saves_gathered_inputs = false;                        ///< FrameworkConvention's
   bool fp8_linear_inputs = false;  ///< fp8 training that saves the linears' inputs in fp8
   ElementwiseKernels elementwise = ElementwiseKernels::kFused;  ///< FrameworkConvention's
+  std::int64_t ep = 1;   ///< expert parallel degree (layout.hpp)
+  std::int64_t etp = 1;  ///< expert tensor parallel degree
+  /// Tokens of the busiest expert over the balanced share (>= 1; 1: balanced routing, as the
+  /// benchmarks force it): TrainingSetup::moe_imbalance.
+  double moe_imbalance = 1;
 };
 
 /// The table's setting for `layout` under `setup`'s sequence, precision, attention and

@@ -80,6 +80,21 @@ std::uint32_t layout_problem_mask(const Layout& l, const ModelSpec& m, std::int6
   } else if (l.vpp > 1 && l.microbatches() % l.pp != 0) {
     flag(LayoutProblem::kInterleavedMicrobatches);
   }
+  // The expert mesh (this file's header; Megatron-LM d98e8a6 parallel_state.py, arguments.py).
+  if (l.ep < 1 || l.etp < 1) {
+    flag(LayoutProblem::kNonPositive);
+  } else if (!m.moe) {
+    if (l.ep > 1 || l.etp > 1) flag(LayoutProblem::kExpertDense);
+  } else {
+    if ((l.tp * l.cp * l.dp) % (l.ep * l.etp) != 0) flag(LayoutProblem::kExpertMesh);
+    if (m.moe->num_experts % l.ep != 0) flag(LayoutProblem::kEpExperts);
+    if (m.moe->expert_ffn_hidden_size % l.etp != 0) flag(LayoutProblem::kEtpWidth);
+    // Megatron-Core: "When using MoE and tensor parallelism, sequence parallelism must be used"
+    // (yaml_arguments.py; model_parallel_config.py warns the same with ep > 1): the token
+    // dispatcher routes each tp rank's sequence shard.
+    if (l.tp > 1 && !l.sp) flag(LayoutProblem::kMoeSp);
+    if (l.zero >= 2) flag(LayoutProblem::kMoeZero);
+  }
   return mask;
 }
 
@@ -119,6 +134,18 @@ const char* layout_problem_reason(LayoutProblem problem) {
       return "gbs is not a multiple of dp x mbs";
     case LayoutProblem::kInterleavedMicrobatches:
       return "interleaving needs micro-batches % pp == 0";
+    case LayoutProblem::kExpertDense:
+      return "ep and etp need a mixture-of-experts model";
+    case LayoutProblem::kExpertMesh:
+      return "ep x etp does not divide tp x cp x dp";
+    case LayoutProblem::kEpExperts:
+      return "ep does not divide the routed experts";
+    case LayoutProblem::kEtpWidth:
+      return "etp does not divide the expert FFN width";
+    case LayoutProblem::kMoeSp:
+      return "MoE with tp > 1 needs sp";
+    case LayoutProblem::kMoeZero:
+      return "ZeRO-2/3 of an MoE model is not costed";
     case LayoutProblem::kCount:
       break;
   }
@@ -134,7 +161,9 @@ std::vector<std::string> layout_problems(const Layout& l, const ModelSpec& m, st
     if (!(mask & (1u << bit))) continue;
     switch (static_cast<LayoutProblem>(bit)) {
       case LayoutProblem::kNonPositive:
-        p.push_back("dp, tp, pp, cp, vpp, mbs and gbs must all be at least 1");
+        p.push_back(l.ep < 1 || l.etp < 1
+                        ? "ep and etp must be at least 1"
+                        : "dp, tp, pp, cp, vpp, mbs and gbs must all be at least 1");
         break;
       case LayoutProblem::kGpuCount:
         p.push_back("dp x tp x pp x cp = " + s(l.dp) + " x " + s(l.tp) + " x " + s(l.pp) + " x " +
@@ -213,6 +242,37 @@ std::vector<std::string> layout_problems(const Layout& l, const ModelSpec& m, st
         p.push_back("the interleaved schedule needs micro-batches (" + s(l.microbatches()) +
                     ") to be a multiple of pp " + s(l.pp));
         break;
+      case LayoutProblem::kExpertDense:
+        p.push_back("ep " + s(l.ep) + " and etp " + s(l.etp) +
+                    " need a mixture-of-experts model; " + m.name +
+                    " is dense (give ep 1 and etp 1)");
+        break;
+      case LayoutProblem::kExpertMesh:
+        p.push_back("ep x etp = " + s(l.ep) + " x " + s(l.etp) + " = " + s(l.ep * l.etp) +
+                    " does not divide tp x cp x dp = " + s(l.tp * l.cp * l.dp) +
+                    " (the expert layers' mesh etp x ep x edp re-divides the ranks of a "
+                    "pipeline stage, as Megatron-Core folds it)");
+        break;
+      case LayoutProblem::kEpExperts:
+        p.push_back("ep " + s(l.ep) + " does not divide the " +
+                    counted(m.moe->num_experts, "routed expert") + " of " + m.name +
+                    " (each ep rank holds num_experts / ep of them)");
+        break;
+      case LayoutProblem::kEtpWidth:
+        p.push_back("etp " + s(l.etp) + " does not divide the expert FFN width " +
+                    s(m.moe->expert_ffn_hidden_size));
+        break;
+      case LayoutProblem::kMoeSp:
+        p.push_back("tp " + s(l.tp) + " on the mixture-of-experts model " + m.name +
+                    " needs sp (Megatron-Core: \"When using MoE and tensor parallelism, sequence "
+                    "parallelism must be used\")");
+        break;
+      case LayoutProblem::kMoeZero:
+        p.push_back("zero " + std::to_string(l.zero) + " on the mixture-of-experts model " +
+                    m.name +
+                    ": meshplan costs ZeRO 0 and 1 (the distributed optimizer, expert states "
+                    "sharded over edp) for MoE; Megatron-FSDP's expert sharding is not costed");
+        break;
       case LayoutProblem::kCount:
         break;
     }
@@ -225,6 +285,42 @@ std::int64_t chunk_layer_count(const Layout& layout, const ModelSpec& model, std
   return layout.stage_layers.empty()
              ? model.num_layers / (layout.pp * layout.vpp)
              : layout.stage_layers[static_cast<std::size_t>(chunk * layout.pp + stage)];
+}
+
+namespace {
+
+/// MoE layers among layers [0, end) (MoeSpec's rule: i >= k and (i - k) % freq == 0).
+std::int64_t moe_layers_before(const ModelSpec& model, std::int64_t end) {
+  if (!model.moe) return 0;
+  const std::int64_t k = model.moe->first_k_dense_layers, freq = model.moe->layer_freq;
+  return end > k ? (end - k + freq - 1) / freq : 0;
+}
+
+}  // namespace
+
+std::int64_t chunk_moe_layer_count(const Layout& layout, const ModelSpec& model, std::int64_t stage,
+                                   std::int64_t chunk) {
+  if (!model.moe) return 0;
+  const std::int64_t virtual_stage = chunk * layout.pp + stage;
+  std::int64_t start = 0;
+  if (layout.stage_layers.empty()) {
+    start = virtual_stage * (model.num_layers / (layout.pp * layout.vpp));
+  } else {
+    for (std::int64_t v = 0; v < virtual_stage; ++v) {
+      start += layout.stage_layers[static_cast<std::size_t>(v)];
+    }
+  }
+  const std::int64_t end = start + chunk_layer_count(layout, model, stage, chunk);
+  return moe_layers_before(model, end) - moe_layers_before(model, start);
+}
+
+std::int64_t stage_moe_layer_count(const Layout& layout, const ModelSpec& model,
+                                   std::int64_t stage) {
+  std::int64_t n = 0;
+  for (std::int64_t c = 0; c < layout.vpp; ++c) {
+    n += chunk_moe_layer_count(layout, model, stage, c);
+  }
+  return n;
 }
 
 std::int64_t stage_layer_count(const Layout& layout, const ModelSpec& model, std::int64_t stage) {

@@ -5,6 +5,19 @@
 // gbs: global batch, in sequences; zero: 0 (none), 1 (optimizer states sharded; Megatron's
 // distributed optimizer), 2 (+ gradients), 3 (+ parameters; FSDP full shard); sp: Megatron
 // sequence parallelism (needs tp > 1). Rank order is Megatron's tp-cp-dp-pp (ranks.hpp).
+//
+// Mixture-of-experts layers have their own mesh over the same ranks, as Megatron-Core folds it
+// (Megatron-LM d98e8a6, megatron/core/parallel_state.py, initialize_model_parallel: a second
+// RankGenerator(tp=expert_tensor_parallel_size, ep=expert_model_parallel_size,
+// dp=expert_data_parallel_size, pp, cp=1) in the same order string): inside each pipeline stage
+// the tp x cp x dp ranks are re-divided as etp x ep x edp, etp fastest, with
+//   edp = tp x cp x dp / (ep x etp)   (expert data parallel: the replicas of one expert shard).
+// What divides what: ep x etp divides tp x cp x dp (Megatron raises "world_size is not
+// divisible by expert_tensor_model_pipeline_parallel size"); ep divides num_experts
+// (arguments.py: "Number of experts should be a multiple of expert model parallel_size"); etp
+// divides the expert FFN width (the expert linears split it as tp splits the dense MLP).
+// Megatron's etp defaults to tp when not given (arguments.py: expert_tensor_parallel_size =
+// tensor_model_parallel_size); a dense model has ep = etp = 1.
 #pragma once
 
 #include <cstdint>
@@ -43,8 +56,18 @@ struct Layout {
   /// with vpp 1; with vpp > 1 one per virtual stage, pp x vpp entries in model order (virtual
   /// stage c x pp + r is rank r's chunk c, Megatron-LM's interleaving).
   std::vector<std::int64_t> stage_layers;
+  /// Expert parallel degree: the routed experts of an MoE layer are split over ep ranks
+  /// (E / ep each), tokens reach them through an all-to-all (1 for a dense model).
+  std::int64_t ep = 1;
+  /// Expert tensor parallel degree: each expert's linears split over etp ranks (1 for a dense
+  /// model; Megatron's default for an MoE model is tp).
+  std::int64_t etp = 1;
 
   std::int64_t gpus() const { return dp * tp * pp * cp; }
+  /// Expert data-parallel degree: tp x cp x dp / (ep x etp), the ranks one expert shard is
+  /// replicated over (its gradients are reduced and its optimizer states sharded over them).
+  /// Precondition: ep x etp divides tp x cp x dp (layout_problems).
+  std::int64_t edp() const { return tp * cp * dp / (ep * etp); }
   /// Micro-batches per step per pipeline: gbs / (dp x mbs).
   std::int64_t microbatches() const { return gbs / (dp * mbs); }
 };
@@ -68,6 +91,12 @@ enum class LayoutProblem : unsigned {
   kLayersSplit,
   kBatch,
   kInterleavedMicrobatches,
+  kExpertDense,  ///< ep or etp > 1 on a dense model
+  kExpertMesh,   ///< ep x etp does not divide tp x cp x dp
+  kEpExperts,    ///< ep does not divide the routed experts
+  kEtpWidth,     ///< etp does not divide the expert FFN width
+  kMoeSp,        ///< an MoE model with tp > 1 needs sp
+  kMoeZero,      ///< ZeRO-2/3 of an MoE model is not costed
   kCount
 };
 
@@ -124,5 +153,16 @@ std::int64_t stage_layer_count(const Layout& layout, const ModelSpec& model, std
 /// chunk x pp + stage (the element of layers_per_virtual_stage).
 std::int64_t chunk_layer_count(const Layout& layout, const ModelSpec& model, std::int64_t stage,
                                std::int64_t chunk);
+
+/// Mixture-of-experts layers (is_moe_layer) among the layers of chunk `chunk` of pipeline
+/// stage `stage` (virtual stage chunk x pp + stage, which starts after the layers of the
+/// virtual stages before it in model order); 0 for a dense model. O(pp x vpp) with an uneven
+/// split, O(1) otherwise. Precondition: layout_problems() is empty.
+std::int64_t chunk_moe_layer_count(const Layout& layout, const ModelSpec& model, std::int64_t stage,
+                                   std::int64_t chunk);
+
+/// Mixture-of-experts layers of pipeline stage `stage`: all its chunks.
+std::int64_t stage_moe_layer_count(const Layout& layout, const ModelSpec& model,
+                                   std::int64_t stage);
 
 }  // namespace meshplan

@@ -17,19 +17,30 @@ double vocab_shard_params(const ModelSpec& m, std::int64_t tp) {
   return static_cast<double>(vocab_shard_size(m, tp)) * static_cast<double>(m.hidden_size);
 }
 
-double stage_params(const ModelSpec& m, const ParamCount& c, const Layout& l, std::int64_t stage,
-                    std::int64_t layers) {
+StageParams stage_params(const ModelSpec& m, const ParamCount& c, const Layout& l,
+                         std::int64_t stage) {
   const double vocab_shard = vocab_shard_params(m, l.tp);
-  double params = static_cast<double>(layers) * layer_params_after_tp(c, l);
+  const auto [dense_layers, moe_layers] = stage_layer_kinds(m, l, stage);
+  StageParams params;
+  params.dense = static_cast<double>(dense_layers) * layer_params_after_tp(c, l) +
+                 static_cast<double>(moe_layers) * moe_layer_params_after_tp(c, l);
+  params.expert = static_cast<double>(moe_layers) * expert_params_per_gpu(c, l);
   if (stage == 0) {
-    params += vocab_shard + static_cast<double>(c.position_embedding);
+    params.dense += vocab_shard + static_cast<double>(c.position_embedding);
   }
   if (stage == l.pp - 1) {
-    params += static_cast<double>(c.final_norm);
+    params.dense += static_cast<double>(c.final_norm);
     // Untied: the LM head. Tied across stages: Megatron keeps a copy of the word embedding on
     // the last stage and all-reduces its gradient with the first.
-    if (!m.tied_embeddings) params += vocab_shard;
-    if (m.tied_embeddings && l.pp > 1) params += vocab_shard;
+    if (!m.tied_embeddings) params.dense += vocab_shard;
+    if (m.tied_embeddings && l.pp > 1) params.dense += vocab_shard;
+    if (m.mtp_num_layers > 0) {
+      // Each depth's own norms and 2h -> h projection (its layer is counted above).
+      const LayerParamCount& layer = is_moe_layer(m, m.num_layers) ? c.per_moe_layer : c.per_layer;
+      const double own = static_cast<double>(c.mtp) / static_cast<double>(m.mtp_num_layers) -
+                         static_cast<double>(layer.total());
+      params.dense += static_cast<double>(m.mtp_num_layers) * own / static_cast<double>(l.tp);
+    }
   }
   return params;
 }
@@ -49,12 +60,20 @@ bool zero_shards(int zero, MemoryCategory category, const FrameworkConvention& f
   }
 }
 
-/// Bytes of state component `c` on a GPU holding `params` parameters.
-double state_bytes(const StateComponent& c, double params, const Layout& l,
+/// Bytes of state component `c` on a GPU holding `params` parameters, sharded by ZeRO over
+/// `group` ranks where it shards c's category.
+double state_bytes(const StateComponent& c, double params, double group, const Layout& l,
                    const FrameworkConvention& fw) {
-  const double group = shard_group(l, fw);
   const bool sharded = zero_shards(l.zero, c.category, fw) && group > 1;
   return params / (sharded ? group : 1.0) * c.bytes_per_param;
+}
+
+/// Bytes of state component `c` for a stage's parameters: the dense ones sharded over dp (x cp),
+/// the routed experts over edp.
+double state_bytes(const StateComponent& c, const StageMemory& s, const Layout& l,
+                   const FrameworkConvention& fw) {
+  return state_bytes(c, s.params - s.expert_params, shard_group(l, fw), l, fw) +
+         state_bytes(c, s.expert_params, expert_shard_group(l), l, fw);
 }
 
 bool keeps_unsharded_with_pp(const MemoryContext& x) {
@@ -95,13 +114,48 @@ double layer_params_after_tp(const ParamCount& c, const Layout& l) {
          static_cast<double>(c.per_layer.norms);
 }
 
+double moe_layer_params_after_tp(const ParamCount& c, const Layout& l) {
+  const LayerParamCount& m = c.per_moe_layer;
+  return static_cast<double>(m.attention + m.shared_experts) / static_cast<double>(l.tp) +
+         static_cast<double>(m.norms + m.router);
+}
+
+double expert_params_per_gpu(const ParamCount& c, const Layout& l) {
+  return static_cast<double>(c.per_moe_layer.routed_experts) / static_cast<double>(l.ep * l.etp);
+}
+
+double expert_shard_group(const Layout& l) { return static_cast<double>(l.edp()); }
+
+std::pair<std::int64_t, std::int64_t> stage_layer_kinds(const ModelSpec& model,
+                                                        const Layout& layout, std::int64_t stage) {
+  const std::int64_t moe = stage_moe_layer_count(layout, model, stage);
+  std::pair<std::int64_t, std::int64_t> kinds{stage_layer_count(layout, model, stage) - moe, moe};
+  if (stage == layout.pp - 1 && model.mtp_num_layers > 0) {
+    (is_moe_layer(model, model.num_layers) ? kinds.second : kinds.first) += model.mtp_num_layers;
+  }
+  return kinds;
+}
+
+StageParams stage_param_split(const ModelSpec& model, const ParamCount& counts,
+                              const Layout& layout, std::int64_t stage) {
+  return stage_params(model, counts, layout, stage);
+}
+
 double stage_param_count(const ModelSpec& model, const ParamCount& counts, const Layout& layout,
                          std::int64_t stage) {
-  return stage_params(model, counts, layout, stage, stage_layer_count(layout, model, stage));
+  return stage_params(model, counts, layout, stage).total();
 }
 
 LayerSetting layer_setting(const Layout& layout, const TrainingSetup& setup) {
-  return layer_setting(layout, setup.seq, setup.precision, setup.attention, setup.framework);
+  LayerSetting s =
+      layer_setting(layout, setup.seq, setup.precision, setup.attention, setup.framework);
+  s.moe_imbalance = setup.moe_imbalance;
+  return s;
+}
+
+ActivationBytes ActivationBytes::scaled(double f) const {
+  return {layer_bytes * f, layer_full_bytes * f, largest_full_bytes * f,   embedding_bytes * f,
+          head_bytes * f,  moe_layer_bytes * f,  moe_layer_full_bytes * f, moe_dispatch_bytes * f};
 }
 
 ActivationBytes activation_bytes(const LayerOps& ops) {
@@ -114,6 +168,22 @@ ActivationBytes activation_bytes(const LayerOps& ops) {
   }
   a.embedding_bytes = total_bytes(embedding_saved_tensors(ops));
   a.head_bytes = total_bytes(head_saved_tensors(ops));
+  if (!ops.moe_layer.empty()) {
+    a.moe_layer_bytes = total_bytes(saved_tensors(ops.moe_layer, ops.setting.recompute));
+    const std::vector<SavedTensor> full_moe = saved_tensors(ops.moe_layer, Recompute::kNone);
+    a.moe_layer_full_bytes = total_bytes(full_moe);
+    for (const SavedTensor& t : full_moe) {
+      a.largest_full_bytes = std::max(a.largest_full_bytes, t.bytes);
+    }
+    // The routed tokens reaching this rank's experts (expert_fc1's input, gathered over etp):
+    // the dispatch receives them and the combine sends them back; the send side is as large.
+    for (const LayerOp& op : ops.moe_layer) {
+      if (op.name == "expert_fc1") {
+        a.moe_dispatch_bytes = 2 * static_cast<double>(op.gemm.m * op.gemm.batch) *
+                               static_cast<double>(op.gemm.k) * kHalfBytes;
+      }
+    }
+  }
   return a;
 }
 
@@ -171,14 +241,29 @@ StageMemory stage_memory(const MemoryContext& x, std::int64_t stage) {
 
   using T = MemoryTerm;
   StageMemory s;
-  s.params = stage_params(x.model, x.counts, l, stage, layers);
+  const StageParams params = stage_params(x.model, x.counts, l, stage);
+  s.params = params.total();
+  s.expert_params = params.expert;
   double state = 0;
-  for (const StateComponent& c : fw.state) state += state_bytes(c, s.params, l, fw);
+  for (const StateComponent& c : fw.state) state += state_bytes(c, s, l, fw);
   s[T::kState] = state;
 
   s.chunks_in_flight = chunks_in_flight(stage, l.pp, l.vpp, microbatches);
   s.layer_activations_held = peak_layers_held(l, x.model, stage, microbatches, s.chunks_in_flight);
-  s[T::kLayerActivations] = s.layer_activations_held * x.activations.layer_bytes;
+  // Dense and MoE layers save different tensors: the layers held are weighed by the stage's
+  // mix of them (exact with vpp 1, where every layer of the stage is held as often); the
+  // multi-token-prediction depths on the last stage are held once, as its last layer is.
+  const auto [dense_layers, moe_layers] = stage_layer_kinds(x.model, l, stage);
+  const std::int64_t mtp = last ? x.model.mtp_num_layers : 0;
+  const bool mtp_moe = is_moe_layer(x.model, x.model.num_layers);
+  const double mtp_moe_layers = static_cast<double>(mtp_moe ? mtp : 0);
+  const double mtp_dense_layers = static_cast<double>(mtp_moe ? 0 : mtp);
+  const double main_moe = static_cast<double>(moe_layers) - mtp_moe_layers;
+  const double moe_share = layers > 0 ? main_moe / static_cast<double>(layers) : 0.0;
+  s.moe_layers_held = s.layer_activations_held * moe_share + mtp_moe_layers;
+  s.dense_layers_held = s.layer_activations_held * (1 - moe_share) + mtp_dense_layers;
+  s[T::kLayerActivations] = s.dense_layers_held * x.activations.layer_bytes +
+                            s.moe_layers_held * x.activations.moe_layer_bytes;
   if (first) {
     s[T::kEmbeddingActivations] =
         static_cast<double>(std::min(l.pp, microbatches)) * x.activations.embedding_bytes;
@@ -189,10 +274,18 @@ StageMemory stage_memory(const MemoryContext& x, std::int64_t stage) {
                            fw.loss_transient_bytes;
   }
   if (l.recompute != Recompute::kNone) {
-    // During backward, the layer being recomputed holds its full activations once.
-    s[T::kRecomputeWorkingSet] =
-        std::max(0.0, x.activations.layer_full_bytes -
-                          (l.recompute == Recompute::kSelective ? x.activations.layer_bytes : 0.0));
+    // During backward, the layer being recomputed holds its full activations once (the larger
+    // kind's, where the stage has both).
+    const bool selective = l.recompute == Recompute::kSelective;
+    double working = 0;
+    if (dense_layers > 0) {
+      working = x.activations.layer_full_bytes - (selective ? x.activations.layer_bytes : 0.0);
+    }
+    if (moe_layers > 0) {
+      working = std::max(working, x.activations.moe_layer_full_bytes -
+                                      (selective ? x.activations.moe_layer_bytes : 0.0));
+    }
+    s[T::kRecomputeWorkingSet] = std::max(0.0, working);
   }
   // Backward of an op holds the gradient of its output and of its input at once: at most
   // twice the layer's largest activation.
@@ -226,6 +319,7 @@ StageMemory stage_memory(const MemoryContext& x, std::int64_t stage) {
                        static_cast<double>(x.model.num_kv_heads * x.model.head_dim) / tp *
                        kHalfBytes;
   }
+  if (moe_layers > 0) s[T::kMoeBuffers] = x.activations.moe_dispatch_bytes;
 
   // Every term before the runtime overhead is allocated by the caching allocator, which
   // fragments a share of it.
@@ -254,8 +348,12 @@ MemoryLedger build_memory_ledger(const ModelSpec& model, const Layout& layout,
   const FrameworkConvention& fw = setup.framework;
   const LayerOps ops = build_layer_ops(model, layer_setting(layout, setup));
   const std::vector<SavedTensor> layer = layer_saved_tensors(ops);
+  const std::vector<SavedTensor> moe_layer = saved_tensors(ops.moe_layer, layout.recompute);
   const std::vector<SavedTensor> head = head_saved_tensors(ops);
-  const std::vector<SavedTensor> full_layer = saved_tensors(ops.layer, Recompute::kNone);
+  std::vector<SavedTensor> full_layer = saved_tensors(ops.layer, Recompute::kNone);
+  for (SavedTensor& t : saved_tensors(ops.moe_layer, Recompute::kNone)) {
+    full_layer.push_back(std::move(t));
+  }
   const SavedTensor largest_full = *std::max_element(
       full_layer.begin(), full_layer.end(),
       [](const SavedTensor& a, const SavedTensor& b) { return a.bytes < b.bytes; });
@@ -301,14 +399,32 @@ MemoryLedger build_memory_ledger(const ModelSpec& model, const Layout& layout,
           for (const StateComponent& c : fw.state) {
             const bool sharded =
                 zero_shards(layout.zero, c.category, fw) && shard_group(layout, fw) > 1;
-            const double b = state_bytes(c, m.params, layout, fw);
-            s.entries.push_back({c.name, c.category, count_shape(b / c.bytes_per_param),
-                                 c.dtype == StateDtype::kHalf ? half : "fp32", 1, b,
-                                 sharding_text(layout, sharded, fw.shard_over_cp)});
+            const double dense = m.params - m.expert_params;
+            const double b = state_bytes(c, dense, shard_group(layout, fw), layout, fw);
+            const std::string dtype = c.dtype == StateDtype::kHalf ? half : "fp32";
+            s.entries.push_back({c.name, c.category, count_shape(b / c.bytes_per_param), dtype, 1,
+                                 b, sharding_text(layout, sharded, fw.shard_over_cp)});
+          }
+          if (m.expert_params > 0) {
+            // The routed experts: split over ep x etp, their states sharded over edp (Megatron's
+            // expert data-parallel group) where ZeRO shards the category.
+            for (const StateComponent& c : fw.state) {
+              const bool sharded =
+                  zero_shards(layout.zero, c.category, fw) && expert_shard_group(layout) > 1;
+              const double b =
+                  state_bytes(c, m.expert_params, expert_shard_group(layout), layout, fw);
+              std::string over = "ep x etp";
+              if (sharded) over += ", edp";
+              s.entries.push_back({"routed experts: " + c.name, c.category,
+                                   count_shape(b / c.bytes_per_param),
+                                   c.dtype == StateDtype::kHalf ? half : "fp32", 1, b, over});
+            }
           }
           break;
         case MemoryTerm::kLayerActivations:
-          add_tensors(s, layer, m.layer_activations_held);
+          // Dense and MoE layers' tensors, each as often as the stage holds its kind.
+          if (m.dense_layers_held > 0) add_tensors(s, layer, m.dense_layers_held);
+          if (m.moe_layers_held > 0) add_tensors(s, moe_layer, m.moe_layers_held);
           break;
         case MemoryTerm::kEmbeddingActivations:
           if (s.has_embedding) {
@@ -371,6 +487,11 @@ MemoryLedger build_memory_ledger(const ModelSpec& model, const Layout& layout,
                  count_shape(m[term] / (4 * kHalfBytes)), half, 4, term,
                  layout.tp > 1 ? "tp" : "-");
           break;
+        case MemoryTerm::kMoeBuffers:
+          buffer("moe.dispatch_combine_buffers (one MoE layer's all-to-all send + receive)",
+                 count_shape(m[term] / (2 * kHalfBytes)), half, 2, term,
+                 layout.ep > 1 ? "ep" : "-");
+          break;
         case MemoryTerm::kCudaContext:
           if (m[term] > 0) {
             line("cuda_context (CUDA, cuBLAS, NCCL)", MemoryCategory::kRuntimeOverhead, "-", "-", 1,
@@ -399,6 +520,7 @@ MemoryLedger build_memory_ledger(const ModelSpec& model, const Layout& layout,
   ledger.headroom_bytes = ledger.capacity_bytes - ledger.peak_bytes;
   ledger.fits = ledger.headroom_bytes >= 0;
   std::vector<SavedTensor> candidates = layer;
+  candidates.insert(candidates.end(), moe_layer.begin(), moe_layer.end());
   if (worst.has_lm_head) candidates.insert(candidates.end(), head.begin(), head.end());
   for (const SavedTensor& t : candidates) {
     if (t.bytes > ledger.largest_tensor_bytes) {

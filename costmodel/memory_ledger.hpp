@@ -40,6 +40,12 @@ struct TrainingSetup {
   FrameworkConvention framework;
   Precision precision = Precision::kBf16;
   AttentionImpl attention = AttentionImpl::kFlash;
+  /// Mixture-of-experts load imbalance: the busiest expert's tokens over the balanced share
+  /// (>= 1). 1 is balanced routing, what the published benchmarks force
+  /// (--moe-router-force-load-balancing); a dropless router in training runs above it, a
+  /// token-dropping one at capacity factor c holds at most c. Scales the grouped GEMMs' tokens
+  /// and the dispatch buffers (layer_ops.hpp).
+  double moe_imbalance = 1;
 };
 
 /// One line of the ledger: `count` tensors of `shape` (per GPU), `bytes` in all.
@@ -88,11 +94,20 @@ MemoryLedger build_memory_ledger(const ModelSpec& model, const Layout& layout,
 
 /// Activation bytes of one micro-batch on one GPU, from the per-op table (activations.hpp).
 struct ActivationBytes {
-  double layer_bytes = 0;         ///< saved per layer, with the layout's recompute
-  double layer_full_bytes = 0;    ///< saved per layer without recompute (what backward rebuilds)
-  double largest_full_bytes = 0;  ///< the largest single tensor of a layer without recompute
-  double embedding_bytes = 0;     ///< first stage, outside the layers
-  double head_bytes = 0;          ///< last stage: final norm and LM head inputs, saved logits
+  double layer_bytes = 0;           ///< saved per dense layer, with the layout's recompute
+  double layer_full_bytes = 0;      ///< saved per dense layer without recompute
+  double largest_full_bytes = 0;    ///< the largest single tensor of a layer without recompute
+  double embedding_bytes = 0;       ///< first stage, outside the layers
+  double head_bytes = 0;            ///< last stage: final norm and LM head inputs, saved logits
+  double moe_layer_bytes = 0;       ///< saved per MoE layer, with the layout's recompute
+  double moe_layer_full_bytes = 0;  ///< saved per MoE layer without recompute
+  /// One MoE layer's all-to-all buffers: the dispatch's send and receive (gathered over etp)
+  /// buffers of the routed tokens, 2 x R x h x 2 bytes (layer_ops.hpp's R = T_sp k etp, with
+  /// the imbalance), held while the layer's experts run.
+  double moe_dispatch_bytes = 0;
+
+  /// Every figure times `factor` (the search scales one sequence's bytes by mbs).
+  ActivationBytes scaled(double factor) const;
 };
 
 /// The layer op table's setting (layer_ops.hpp) for `layout` and `setup`.
@@ -129,6 +144,7 @@ enum class MemoryTerm {
   kSpBuffer,              ///< the sp all-gather buffer
   kPpBuffers,             ///< pipeline send + recv buffers
   kCpBuffers,             ///< ring attention's K, V buffers, double-buffered
+  kMoeBuffers,            ///< an MoE layer's all-to-all dispatch and combine buffers
   kCudaContext,           ///< CUDA, cuBLAS, NCCL (runtime overhead)
   kFragmentation          ///< the caching allocator's share of the rest (runtime overhead)
 };
@@ -138,9 +154,14 @@ inline constexpr std::size_t kMemoryTerms =
 /// One stage's ledger as numbers, term by term. build_memory_ledger names and shapes the same
 /// terms in the same order; the search (planner/) uses them directly, allocating nothing.
 struct StageMemory {
-  double params = 0;  ///< parameters on this GPU before ZeRO sharding (elements)
+  double params = 0;  ///< parameters on this GPU before ZeRO sharding (elements), experts too
+  /// Of those, the routed experts' (sharded over ep x etp; ZeRO shards them over edp).
+  double expert_params = 0;
   std::int64_t chunks_in_flight = 0;
-  double layer_activations_held = 0;              ///< layers x micro-batches of activations held
+  double layer_activations_held = 0;  ///< layers x micro-batches of activations held
+  /// Of those, by kind (an MoE model's stage mixes them), with the last stage's
+  /// multi-token-prediction layers (held once).
+  double dense_layers_held = 0, moe_layers_held = 0;
   std::array<double, kMemoryTerms> term_bytes{};  ///< [MemoryTerm], bytes
   /// The sum of term_bytes (the runtime overhead after the allocated terms), bytes.
   double total_bytes = 0;
@@ -157,11 +178,42 @@ double shard_group(const Layout& layout, const FrameworkConvention& framework);
 /// attention and MLP weights / tp, the norms replicated.
 double layer_params_after_tp(const ParamCount& counts, const Layout& layout);
 
-/// Parameters held by pipeline rank `stage` after tensor parallelism, before ZeRO (elements):
-/// its layers / tp, the embedding on the first stage, the LM head (or, tied, a copy of the
-/// embedding) on the last.
+/// Parameters of one MoE layer on one GPU outside its routed experts (elements): attention and
+/// shared experts / tp, norms and the router replicated.
+double moe_layer_params_after_tp(const ParamCount& counts, const Layout& layout);
+
+/// Routed-expert parameters of one MoE layer on one GPU (elements): all experts / (ep x etp),
+/// E / ep experts each split over etp (Megatron-Core's expert mesh, layout.hpp).
+double expert_params_per_gpu(const ParamCount& counts, const Layout& layout);
+
+/// The parameters pipeline rank `stage` holds before ZeRO, in two groups that ZeRO shards over
+/// different groups (elements).
+struct StageParams {
+  double dense = 0;   ///< everything but the routed experts (ZeRO group dp x cp)
+  double expert = 0;  ///< the routed experts (ZeRO group edp, Megatron's expert data parallel)
+  double total() const { return dense + expert; }
+};
+
+/// Parameters held by pipeline rank `stage` after tensor and expert parallelism, before ZeRO
+/// (elements): its dense layers / tp, its MoE layers (moe_layer_params_after_tp,
+/// expert_params_per_gpu), the embedding on the first stage, the LM head (or, tied, a copy of
+/// the embedding) on the last, and the multi-token-prediction depths on the last (their layer
+/// and their own projection / tp, as Megatron-Core places the MTP block after the decoder).
+StageParams stage_param_split(const ModelSpec& model, const ParamCount& counts,
+                              const Layout& layout, std::int64_t stage);
+
+/// stage_param_split(...).total().
 double stage_param_count(const ModelSpec& model, const ParamCount& counts, const Layout& layout,
                          std::int64_t stage);
+
+/// The ZeRO group of the routed experts: edp (Megatron's expert data parallel group; its
+/// distributed optimizer shards expert states over it).
+double expert_shard_group(const Layout& layout);
+
+/// Layers of pipeline rank `stage` by kind, the multi-token-prediction depths' layers counted
+/// on the last stage: {dense, moe}.
+std::pair<std::int64_t, std::int64_t> stage_layer_kinds(const ModelSpec& model,
+                                                        const Layout& layout, std::int64_t stage);
 
 /// The numbers of pipeline stage `stage`. Preconditions as build_memory_ledger's.
 StageMemory stage_memory(const MemoryContext& context, std::int64_t stage);

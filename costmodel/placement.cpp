@@ -75,6 +75,11 @@ TierBandwidth group_bandwidth(const GroupSpan& span, const ClusterSpec& cluster,
   return bw;
 }
 
+double all_to_all_nic_factor(const GroupSpan& span) {
+  if (!span.crosses_domains || span.size <= span.gpus_per_domain) return 1;
+  return static_cast<double>(span.size - 1) / static_cast<double>(span.size - span.gpus_per_domain);
+}
+
 double tier_line_rate(const GroupSpan& span, const ClusterSpec& cluster) {
   constexpr double kUnknown = std::numeric_limits<double>::infinity();
   const double intra = cluster.intra_node_bandwidth_bytes_per_s_per_gpu > 0

@@ -86,6 +86,19 @@ struct TierBandwidth {
 /// leaves a rate at 0 (unknown). Raises nothing.
 double tier_line_rate(const GroupSpan& span, const ClusterSpec& cluster);
 
+/// The factor by which an all-to-all across NVLink domains beats one GPU's NIC share, in
+/// nccl-tests' busbw: each GPU sends S / n to every peer, and only the S (n - k) / n bound for
+/// the other domains crosses its NIC share (k = span.gpus_per_domain of the group's GPUs share
+/// its domain; the rest moves over NVLink at the same time), so t = S (n - k) / n / nic and
+/// busbw = S (n - 1) / n / t = nic x (n - 1) / (n - k). Unlike the ring collectives, an
+/// all-to-all cannot spread its off-domain bytes over the k NICs of a domain: each GPU's bytes
+/// leave through its own (NCCL's all-to-all is point-to-point send/recv, one peer at a time per
+/// channel). Example: ep 64 as 8 nodes of 8 GPUs: 63 / 56 = 1.125 NIC shares; ep 16 over two
+/// nodes: 15 / 8. Dimensionless; 1 for a group inside one domain or of one rank per domain.
+/// Source: DeepSeek-V3 report (arXiv 2412.19437, sec. 3.2.2), whose dispatch is bound by the
+/// IB bytes each GPU sends; nccl-tests alltoall's busbw factor (n - 1) / n.
+double all_to_all_nic_factor(const GroupSpan& span);
+
 /// Achieved link rates (published defaults or calibrated), as nccl-tests busbw.
 struct LinkProfile {
   /// A collective inside one NVLink domain, e.g. {15e-6, 370e9}: 8 x H100 ring all-reduce busbw

@@ -1,5 +1,6 @@
 #include "costmodel/profile.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
@@ -42,8 +43,24 @@ TierBandwidth collective_bandwidth(const Profile& profile, Collective collective
     const std::int64_t reference =
         tier == Tier::kNvlink ? kNvlinkAlphaGroupSize : kScaleOutAlphaGroupSize;
     bw.alpha_s *= steps / latency_steps(collective, reference);
+    if (collective == Collective::kAllToAll && tier == Tier::kScaleOut) {
+      // Each GPU's off-domain bytes leave through its own NIC share (all_to_all_nic_factor),
+      // not the k NICs a ring spreads over.
+      const double per_gpu_nic = profile.links.nic_busbw_bytes_per_s *
+                                 static_cast<double>(cluster.nics_per_node) /
+                                 static_cast<double>(cluster.gpus_per_node);
+      bw.busbw_bytes_per_s = std::min(profile.links.nvlink.busbw_bytes_per_s,
+                                      per_gpu_nic * all_to_all_nic_factor(span));
+    }
   }
   bw.line_rate_bytes_per_s = tier_line_rate(span, cluster);
+  if (collective == Collective::kAllToAll && tier == Tier::kScaleOut &&
+      std::isfinite(bw.line_rate_bytes_per_s)) {
+    GroupSpan one = span;  // the line rate of one GPU's NIC share, times the same factor
+    one.gpus_per_domain = 1;
+    bw.line_rate_bytes_per_s = std::min(bw.line_rate_bytes_per_s,
+                                        tier_line_rate(one, cluster) * all_to_all_nic_factor(span));
+  }
   return bw;
 }
 

@@ -22,7 +22,75 @@ void check_coordinate(const char* name, std::int64_t value, std::int64_t degree)
   }
 }
 
+void check_expert_degrees(const Layout& layout) {
+  const std::int64_t local = layout.tp * layout.cp * layout.dp;
+  if (layout.ep < 1 || layout.etp < 1 || local % (layout.ep * layout.etp) != 0) {
+    throw std::invalid_argument("expert mesh: ep " + std::to_string(layout.ep) + " x etp " +
+                                std::to_string(layout.etp) +
+                                " must divide tp x cp x dp = " + std::to_string(local));
+  }
+}
+
+bool is_expert_kind(GroupKind kind) {
+  return kind == GroupKind::kEp || kind == GroupKind::kEtp || kind == GroupKind::kEdp;
+}
+
+/// The expert group of `kind` holding `rank`: the ranks of its pipeline stage whose expert
+/// coordinates equal rank's but in the group's own, in increasing order.
+std::vector<std::int64_t> expert_group_of_rank(GroupKind kind, std::int64_t rank,
+                                               const Layout& layout) {
+  const ExpertCoords at = rank_to_expert_coords(rank, layout);
+  const std::int64_t stage_base = at.pp * layout.tp * layout.cp * layout.dp;
+  std::vector<std::int64_t> ranks;
+  ExpertCoords c = at;
+  const bool etp = kind == GroupKind::kEtp, ep = kind == GroupKind::kEp,
+             edp = kind == GroupKind::kEdp;
+  for (c.edp = edp ? 0 : at.edp; c.edp < (edp ? layout.edp() : at.edp + 1); ++c.edp) {
+    for (c.ep = ep ? 0 : at.ep; c.ep < (ep ? layout.ep : at.ep + 1); ++c.ep) {
+      for (c.etp = etp ? 0 : at.etp; c.etp < (etp ? layout.etp : at.etp + 1); ++c.etp) {
+        ranks.push_back(stage_base + c.etp + layout.etp * (c.ep + layout.ep * c.edp));
+      }
+    }
+  }
+  return ranks;
+}
+
 }  // namespace
+
+const char* to_string(GroupKind kind) {
+  switch (kind) {
+    case GroupKind::kTp:
+      return "tp";
+    case GroupKind::kCp:
+      return "cp";
+    case GroupKind::kDp:
+      return "dp";
+    case GroupKind::kPp:
+      return "pp";
+    case GroupKind::kDpCp:
+      return "dp_cp";
+    case GroupKind::kEp:
+      return "ep";
+    case GroupKind::kEtp:
+      return "etp";
+    case GroupKind::kEdp:
+      return "edp";
+  }
+  return "?";
+}
+
+ExpertCoords rank_to_expert_coords(std::int64_t rank, const Layout& layout) {
+  const RankCoords dense = rank_to_coords(rank, layout);  // checks the degrees and the rank
+  check_expert_degrees(layout);
+  std::int64_t local = rank % (layout.tp * layout.cp * layout.dp);
+  ExpertCoords c;
+  c.pp = dense.pp;
+  c.etp = local % layout.etp;
+  local /= layout.etp;
+  c.ep = local % layout.ep;
+  c.edp = local / layout.ep;
+  return c;
+}
 
 RankCoords rank_to_coords(std::int64_t rank, const Layout& layout) {
   check_degrees(layout);
@@ -52,6 +120,15 @@ std::int64_t coords_to_rank(const RankCoords& coords, const Layout& layout) {
 std::vector<std::vector<std::int64_t>> process_groups(GroupKind kind, const Layout& layout) {
   check_degrees(layout);
   const std::int64_t gpus = layout.gpus();
+  if (is_expert_kind(kind)) {
+    // Each group is met first at its smallest rank, so groups come out ordered by it.
+    std::vector<std::vector<std::int64_t>> groups;
+    for (std::int64_t rank = 0; rank < gpus; ++rank) {
+      std::vector<std::int64_t> group = expert_group_of_rank(kind, rank, layout);
+      if (group.front() == rank) groups.push_back(std::move(group));
+    }
+    return groups;
+  }
   // A group is the set of ranks sharing every coordinate outside the group's own; its smallest
   // rank (the group's coordinates set to 0) names it. Visiting ranks in increasing order meets
   // each group first at that smallest rank, so groups come out sorted and ordered by it.
@@ -76,6 +153,10 @@ std::vector<std::vector<std::int64_t>> process_groups(GroupKind kind, const Layo
         key.dp = 0;
         key.cp = 0;
         break;
+      case GroupKind::kEp:
+      case GroupKind::kEtp:
+      case GroupKind::kEdp:
+        break;  // handled above
     }
     const auto first = static_cast<std::size_t>(coords_to_rank(key, layout));
     if (group_of[first] < 0) {
@@ -88,6 +169,7 @@ std::vector<std::vector<std::int64_t>> process_groups(GroupKind kind, const Layo
 }
 
 std::vector<std::int64_t> group_of_rank(GroupKind kind, std::int64_t rank, const Layout& layout) {
+  if (is_expert_kind(kind)) return expert_group_of_rank(kind, rank, layout);
   const RankCoords at = rank_to_coords(rank, layout);
   // The group's own coordinates, outer before inner, so that ranks come out increasing (cp
   // varies faster than dp in the rank order).

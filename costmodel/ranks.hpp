@@ -6,6 +6,15 @@
 // (ep = 1 here); torchtitan's row-major device mesh [pp, dp, cp, tp] gives the same placement.
 // This is the one map from rank to coordinates: placement (which bandwidth tier a group spans)
 // and the executor (which communicators to build) both use it, so they cannot disagree.
+//
+// Mixture-of-experts layers fold their own mesh over the same ranks (layout.hpp): Megatron-LM
+// d98e8a6 parallel_state.py builds a second RankGenerator(tp=etp, ep=ep, dp=edp, pp, cp=1) with
+// the same order string, so inside pipeline stage pp_rank the local rank
+// l = rank - pp_rank x (tp x cp x dp) splits as
+//
+//   l = etp_rank + etp * (ep_rank + ep * edp_rank),   edp = tp x cp x dp / (ep x etp)
+//
+// and the expert groups (kEp, kEtp, kEdp) hold the ranks differing only in that coordinate.
 #pragma once
 
 #include <cstdint>
@@ -38,7 +47,27 @@ std::int64_t coords_to_rank(const RankCoords& coords, const Layout& layout);
 /// coordinate(s): kTp (size tp), kCp (size cp), kDp (size dp), kPp (size pp), and kDpCp (size
 /// dp x cp: Megatron's "data parallel group with context parallel", the group gradients are
 /// reduced over and the distributed optimizer / ZeRO shards over).
-enum class GroupKind { kTp, kCp, kDp, kPp, kDpCp };
+///
+/// The expert layers' groups (Megatron-Core's expert RankGenerator): kEp (size ep: the
+/// all-to-all that dispatches tokens to experts and combines them), kEtp (size etp: the expert
+/// linears' tensor parallelism) and kEdp (size edp: the replicas of one expert shard, over which
+/// expert gradients are reduced and the distributed optimizer shards expert states). With ep =
+/// etp = 1 kEtp and kEp are single ranks and kEdp is tp x cp x dp.
+enum class GroupKind { kTp, kCp, kDp, kPp, kDpCp, kEp, kEtp, kEdp };
+
+/// "tp", "cp", "dp", "pp", "dp_cp", "ep", "etp", "edp" (plan.json's group kinds).
+const char* to_string(GroupKind kind);
+
+/// A rank's coordinates in the expert mesh: 0 <= etp < layout.etp, 0 <= ep < layout.ep,
+/// 0 <= edp < layout.edp(), 0 <= pp < layout.pp.
+struct ExpertCoords {
+  std::int64_t etp = 0, ep = 0, edp = 0, pp = 0;
+  bool operator==(const ExpertCoords&) const = default;
+};
+
+/// Expert-mesh coordinates of global rank `rank` (the fold above). Errors: as rank_to_coords,
+/// and std::invalid_argument when ep or etp < 1 or ep x etp does not divide tp x cp x dp.
+ExpertCoords rank_to_expert_coords(std::int64_t rank, const Layout& layout);
 
 /// Every group of `kind` in `layout`, each an explicit rank list in increasing order; the groups
 /// are ordered by their smallest rank. Shape: layout.gpus() / group_size groups of group_size
@@ -51,7 +80,10 @@ std::vector<std::vector<std::int64_t>> process_groups(GroupKind kind, const Layo
 /// sharing every coordinate of `rank` outside the group's own), the same list process_groups
 /// gives for that group. Shape: tp, cp, dp, pp or dp x cp ranks. Example (tp = 2, cp = 1,
 /// dp = 2, pp = 2): kDp of rank 5 gives {5, 7}; kPp of rank 0 gives {0, 4}.
-/// Errors: as rank_to_coords (a degree < 1, a rank outside [0, layout.gpus())).
+/// Expert kinds (kEp, kEtp, kEdp) vary the expert coordinate within the rank's pipeline stage:
+/// tp 2, dp 4, ep 4, etp 1 (edp 2): kEp of rank 5 gives {4, 5, 6, 7}, kEdp of rank 1 {1, 5}.
+/// Errors: as rank_to_coords (a degree < 1, a rank outside [0, layout.gpus())), and for an
+/// expert kind as rank_to_expert_coords.
 std::vector<std::int64_t> group_of_rank(GroupKind kind, std::int64_t rank, const Layout& layout);
 
 }  // namespace meshplan

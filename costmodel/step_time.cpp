@@ -40,8 +40,8 @@ double exposed_beside(double comm_s, double compute_s, double sm_fraction) {
 }
 
 double StepBreakdown::total() const {
-  return compute_s + recompute_s + tp_exposed_s + cp_exposed_s + fsdp_exposed_s + pp_p2p_s +
-         bubble_s + dp_exposed_s + optimizer_s;
+  return compute_s + recompute_s + tp_exposed_s + cp_exposed_s + fsdp_exposed_s + ep_exposed_s +
+         pp_p2p_s + bubble_s + dp_exposed_s + optimizer_s;
 }
 
 namespace {
@@ -121,12 +121,11 @@ double linear_backward_s(const GemmDims& g, const DeviceRates& rates) {
   return gemm_s(rates, g.m, g.k, g.n, g.batch) + gemm_s(rates, g.k, g.n, g.m, g.batch);
 }
 
-/// Seconds of one transformer layer's ops (the layer's op table, layer_ops.hpp) for one
-/// micro-batch on one GPU.
-LayerCosts layer_kernels(const LayerOps& ops, const DeviceRates& gemm_rates,
-                         const DeviceRates& half_rates, const GroupBandwidth& tp_group,
-                         const GroupBandwidth& cp_group) {
-  LayerCosts k;
+/// Seconds of one transformer layer's ops (the layer's op table, layer_ops.hpp: `layer` is a
+/// dense layer's or an MoE layer's) for one micro-batch on one GPU.
+BlockCosts layer_kernels(const std::vector<LayerOp>& layer, const DeviceRates& gemm_rates,
+                         const DeviceRates& half_rates, const GroupRates& groups) {
+  BlockCosts k;
   // FP8 linears quantize their operands with per-tensor scales (Transformer Engine's
   // cast_transpose, torchao's float8 linear): a pass reads the 16-bit tensor for its amax, the
   // cast reads it again and writes the fp8 copy and the fp8 transpose the other GEMMs need:
@@ -134,7 +133,7 @@ LayerCosts layer_kernels(const LayerOps& ops, const DeviceRates& gemm_rates,
   // gradient backward. Weights are counted once per micro-batch.
   constexpr double kCastBytes = 6;
   double cast_inputs = 0, cast_weights = 0, cast_output_grads = 0;  // elements
-  for (const LayerOp& op : ops.layer) {
+  for (const LayerOp& op : layer) {
     if (op.kind != LayerOpKind::kLinear) continue;
     const DeviceRates& rates = rates_for(op.dtype, gemm_rates, half_rates);
     k.gemm_forward_s += linear_forward_s(op.gemm, rates);
@@ -154,7 +153,7 @@ LayerCosts layer_kernels(const LayerOps& ops, const DeviceRates& gemm_rates,
     k.backward_s += memory_time_s(half_rates, kCastBytes * cast_output_grads);
   }
 
-  for (const LayerOp& op : ops.layer) {
+  for (const LayerOp& op : layer) {
     if (op.kind != LayerOpKind::kAttention) continue;
     const auto [forward, backward] = attention_s(op, rates_for(op.dtype, gemm_rates, half_rates));
     k.attention_forward_s += forward;
@@ -166,7 +165,7 @@ LayerCosts layer_kernels(const LayerOps& ops, const DeviceRates& gemm_rates,
   // Memory-bound ops (norms, residual adds, activation, RoPE; fused kernels or PyTorch eager,
   // elementwise_bytes.hpp), their bytes added up and moved at the HBM rate.
   double forward_bytes = 0, backward_bytes = 0;
-  for (const LayerOp& op : ops.layer) {
+  for (const LayerOp& op : layer) {
     if (op.kind != LayerOpKind::kMemoryBound) continue;
     forward_bytes += op.forward_bytes;
     backward_bytes += op.backward_bytes;
@@ -177,7 +176,7 @@ LayerCosts layer_kernels(const LayerOps& ops, const DeviceRates& gemm_rates,
   // Selective recompute runs again what the policy reruns (LayerOp::selective_rerun): the
   // attention core (Megatron), or torchtitan's op-level matmuls and every elementwise op.
   double rerun_bytes = 0;
-  for (const LayerOp& op : ops.layer) {
+  for (const LayerOp& op : layer) {
     const DeviceRates& rates = rates_for(op.dtype, gemm_rates, half_rates);
     if (op.selective_rerun == Rerun::kPart) {
       k.selective_recompute_forward_s += linear_forward_s(op.rerun_gemm, rates);
@@ -196,10 +195,16 @@ LayerCosts layer_kernels(const LayerOps& ops, const DeviceRates& gemm_rates,
   // Tensor parallelism: the activation [s, b, h] in 16 bits crosses the group twice forward
   // and twice backward: all-reduce, or all-gather + reduce-scatter with sp. Context
   // parallelism: the ring's K/V exchange.
-  k.tp_forward_s = collective_s(ops.layer, GroupKind::kTp, tp_group, false);
-  k.tp_backward_s = collective_s(ops.layer, GroupKind::kTp, tp_group, true);
-  k.cp_forward_s = collective_s(ops.layer, GroupKind::kCp, cp_group, false);
-  k.cp_backward_s = collective_s(ops.layer, GroupKind::kCp, cp_group, true);
+  k.tp_forward_s = collective_s(layer, GroupKind::kTp, groups.tp, false);
+  k.tp_backward_s = collective_s(layer, GroupKind::kTp, groups.tp, true);
+  k.cp_forward_s = collective_s(layer, GroupKind::kCp, groups.cp, false);
+  k.cp_backward_s = collective_s(layer, GroupKind::kCp, groups.cp, true);
+  // Expert parallelism (an MoE layer): the dispatch and combine all-to-alls on the tier the ep
+  // group spans, and the etp gathers and scatters.
+  k.ep_forward_s = collective_s(layer, GroupKind::kEp, groups.ep, false) +
+                   collective_s(layer, GroupKind::kEtp, groups.etp, false);
+  k.ep_backward_s = collective_s(layer, GroupKind::kEp, groups.ep, true) +
+                    collective_s(layer, GroupKind::kEtp, groups.etp, true);
   return k;
 }
 
@@ -316,7 +321,13 @@ GroupRates::GroupRates(const StepContext& x, const Layout& l)
     : tp(rank0_group(GroupKind::kTp, l), x.cluster, x.profile),
       cp(rank0_group(GroupKind::kCp, l), x.cluster, x.profile),
       dp_cp(rank0_group(GroupKind::kDpCp, l), x.cluster, x.profile),
-      pp(rank0_group(GroupKind::kPp, l, 2), x.cluster, x.profile) {}
+      pp(rank0_group(GroupKind::kPp, l, 2), x.cluster, x.profile),
+      ep(x.model.moe ? rank0_group(GroupKind::kEp, l) : std::vector<std::int64_t>{0}, x.cluster,
+         x.profile),
+      etp(x.model.moe ? rank0_group(GroupKind::kEtp, l) : std::vector<std::int64_t>{0}, x.cluster,
+          x.profile),
+      edp(x.model.moe ? rank0_group(GroupKind::kEdp, l) : std::vector<std::int64_t>{0}, x.cluster,
+          x.profile) {}
 
 LayerCosts layer_costs(const StepContext& x, const Layout& l, const GroupRates& groups) {
   const LayerOps ops = build_layer_ops(x.model, layer_setting(l, x.setup));
@@ -324,8 +335,13 @@ LayerCosts layer_costs(const StepContext& x, const Layout& l, const GroupRates& 
   // (host_bound.hpp).
   const DeviceRates layer_half_rates =
       ring_attention_rates(x.half_rates, l.cp, x.fitted.ring_attention_scale);
-  LayerCosts c = layer_kernels(ops, x.gemm_rates, layer_half_rates, groups.tp, groups.cp);
+  LayerCosts c;
+  static_cast<BlockCosts&>(c) = layer_kernels(ops.layer, x.gemm_rates, layer_half_rates, groups);
   host_bound_layer(c, x.fitted.host_overhead_per_layer_s);
+  if (!ops.moe_layer.empty()) {
+    c.moe = layer_kernels(ops.moe_layer, x.gemm_rates, layer_half_rates, groups);
+    host_bound_layer(c.moe, x.fitted.host_overhead_per_layer_s);
+  }
   c.embedding = edge_cost(ops.embedding, x.half_rates, groups.tp);
   c.head = edge_cost(ops.head, x.half_rates, groups.tp);
   return c;
@@ -350,13 +366,11 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
     const double beside = tp_share > 0 ? tp_share * exposed_beside(comm, gemm, share) : 0.0;
     return tp_share < 1 ? (1 - tp_share) * comm + beside : beside;
   };
-  const double tp_fwd_exposed = tp_exposed(layer.tp_forward_s, layer.gemm_forward_s);
-  const double tp_bwd_exposed = tp_exposed(layer.tp_backward_s, layer.gemm_backward_s);
-  const double cp_fwd_exposed =
-      exposed_beside(layer.cp_forward_s, layer.attention_forward_s, share);
-  const double cp_bwd_exposed =
-      exposed_beside(layer.cp_backward_s, layer.attention_backward_s, share);
-
+  // Each layer kind's seconds per micro-batch, with its exposed communication.
+  struct KindTimes {
+    double forward = 0, backward = 0;  // with exposed communication and recompute
+    double compute = 0, recompute = 0, tp = 0, cp = 0, fsdp = 0, ep = 0;
+  };
   const double layer_params = layer_params_after_tp(x.counts, l);
   const double grad_bytes = setup.framework.bytes_per_param(MemoryCategory::kGradients);
   // ZeRO-3 / FSDP: each layer's parameters are all-gathered forward and backward and its
@@ -364,58 +378,87 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
   // with the layer's compute.
   // ZeRO-2 as FSDP2 without reshard after forward (FrameworkConvention::
   // zero2_is_fsdp_without_reshard) gathers each layer in its forward only, keeping it for the
-  // backward.
-  double fsdp_fwd = 0, fsdp_bwd = 0;
+  // backward. (An MoE layout runs ZeRO 0 or 1: layout.hpp.)
   const bool fsdp_zero2 = setup.framework.fsdp_zero2(l.zero);
   const bool gathered_through_pipeline = l.pp > 1 && setup.framework.zero3_pp_keeps_unsharded;
   const bool fsdp_per_microbatch =
       setup.framework.gathers_parameters(l.zero) && !gathered_through_pipeline;
-  if (fsdp_per_microbatch) {
-    const double ag = groups.dp_cp.time_s(Collective::kAllGather, layer_params * kHalf);
-    const double rs = groups.dp_cp.time_s(Collective::kReduceScatter, layer_params * grad_bytes);
-    // Each gather and scatter also waits gather_latency_s (fitted_rates.hpp), exposed.
-    const double wait = x.fitted.gather_latency_s;
-    fsdp_fwd = exposed_beside(ag, layer.forward_s, share) + wait;
-    fsdp_bwd = exposed_beside((fsdp_zero2 ? 0.0 : ag) + rs, layer.backward_s, share) +
-               (fsdp_zero2 ? 1 : 2) * wait;
-  }
-
-  const double recompute_per_layer =
-      l.recompute == Recompute::kFull        ? layer.forward_s + tp_fwd_exposed
-      : l.recompute == Recompute::kSelective ? layer.selective_recompute_forward_s
-                                             : 0.0;
+  const auto kind_times = [&](const BlockCosts& k) {
+    KindTimes t;
+    const double tp_fwd = tp_exposed(k.tp_forward_s, k.gemm_forward_s);
+    const double tp_bwd = tp_exposed(k.tp_backward_s, k.gemm_backward_s);
+    const double cp_fwd = exposed_beside(k.cp_forward_s, k.attention_forward_s, share);
+    const double cp_bwd = exposed_beside(k.cp_backward_s, k.attention_backward_s, share);
+    double fsdp_fwd = 0, fsdp_bwd = 0;
+    if (fsdp_per_microbatch) {
+      const double ag = groups.dp_cp.time_s(Collective::kAllGather, layer_params * kHalf);
+      const double rs = groups.dp_cp.time_s(Collective::kReduceScatter, layer_params * grad_bytes);
+      // Each gather and scatter also waits gather_latency_s (fitted_rates.hpp), exposed.
+      const double wait = x.fitted.gather_latency_s;
+      fsdp_fwd = exposed_beside(ag, k.forward_s, share) + wait;
+      fsdp_bwd = exposed_beside((fsdp_zero2 ? 0.0 : ag) + rs, k.backward_s, share) +
+                 (fsdp_zero2 ? 1 : 2) * wait;
+    }
+    // Full recompute runs the forward again, its all-to-alls included.
+    t.recompute = l.recompute == Recompute::kFull        ? k.forward_s + tp_fwd + k.ep_forward_s
+                  : l.recompute == Recompute::kSelective ? k.selective_recompute_forward_s
+                                                         : 0.0;
+    t.compute = k.forward_s + k.backward_s;
+    t.tp = tp_fwd + tp_bwd;
+    t.cp = cp_fwd + cp_bwd;
+    t.fsdp = fsdp_fwd + fsdp_bwd;
+    t.ep = k.ep_forward_s + k.ep_backward_s;
+    t.forward = k.forward_s + tp_fwd + cp_fwd + fsdp_fwd + k.ep_forward_s;
+    t.backward = k.backward_s + tp_bwd + cp_bwd + fsdp_bwd + k.ep_backward_s + t.recompute;
+    return t;
+  };
+  const KindTimes dense = kind_times(layer), moe = kind_times(layer.moe);
 
   StageTimes slowest;
-  double all_stages_s = 0;  // one micro-batch's forward + backward summed over the stages
-  double stage_params = 0;  // the most parameters one GPU updates, before ZeRO sharding
+  double all_stages_s = 0;   // one micro-batch's forward + backward summed over the stages
+  StageParams stage_params;  // the most parameters one GPU updates, before ZeRO sharding
   for (std::int64_t r = 0; r < l.pp; ++r) {
-    const double n = static_cast<double>(stage_layer_count(l, model, r));
-    const double layer_forward_s = layer.forward_s + tp_fwd_exposed + cp_fwd_exposed + fsdp_fwd;
-    const double layer_backward_s =
-        layer.backward_s + tp_bwd_exposed + cp_bwd_exposed + fsdp_bwd + recompute_per_layer;
+    const auto [dense_n, moe_n] = stage_layer_kinds(model, l, r);
+    const double nd = static_cast<double>(dense_n), nm = static_cast<double>(moe_n);
     StageTimes st;
-    st.compute_s = n * (layer.forward_s + layer.backward_s);
-    st.recompute_s = n * recompute_per_layer;
-    st.tp_s = n * (tp_fwd_exposed + tp_bwd_exposed);
-    st.cp_s = n * (cp_fwd_exposed + cp_bwd_exposed);
-    st.fsdp_s = n * (fsdp_fwd + fsdp_bwd);
-    st.forward_s = n * layer_forward_s;
-    st.backward_s = n * layer_backward_s;
+    st.compute_s = nd * dense.compute + nm * moe.compute;
+    st.recompute_s = nd * dense.recompute + nm * moe.recompute;
+    st.tp_s = nd * dense.tp + nm * moe.tp;
+    st.cp_s = nd * dense.cp + nm * moe.cp;
+    st.fsdp_s = nd * dense.fsdp + nm * moe.fsdp;
+    st.ep_s = nm * moe.ep;
+    st.forward_s = nd * dense.forward + nm * moe.forward;
+    st.backward_s = nd * dense.backward + nm * moe.backward;
     if (keep_stages) {
       for (std::int64_t c = 0; c < l.vpp; ++c) {
-        const double chunk = static_cast<double>(chunk_layer_count(l, model, r, c));
-        st.chunk_forward_s.push_back(chunk * layer_forward_s);
-        st.chunk_backward_s.push_back(chunk * layer_backward_s);
+        const double chunk_moe = static_cast<double>(chunk_moe_layer_count(l, model, r, c));
+        const double chunk_dense =
+            static_cast<double>(chunk_layer_count(l, model, r, c)) - chunk_moe;
+        st.chunk_forward_s.push_back(chunk_dense * dense.forward + chunk_moe * moe.forward);
+        st.chunk_backward_s.push_back(chunk_dense * dense.backward + chunk_moe * moe.backward);
+      }
+      if (r == l.pp - 1 && model.mtp_num_layers > 0) {
+        // The multi-token-prediction depths run after the last chunk's layers.
+        const KindTimes& mtp = is_moe_layer(model, model.num_layers) ? moe : dense;
+        const double n = static_cast<double>(model.mtp_num_layers);
+        st.chunk_forward_s.back() += n * mtp.forward;
+        st.chunk_backward_s.back() += n * mtp.backward;
       }
     }
-    // The embedding is virtual stage 0's, the LM head the last virtual stage's.
+    // The embedding is virtual stage 0's, the LM head the last virtual stage's (and once more
+    // per multi-token-prediction depth, whose logits and loss it computes too).
     if (r == 0) add_edge(st, layer.embedding, 0);
-    if (r == l.pp - 1) add_edge(st, layer.head, static_cast<std::size_t>(l.vpp - 1));
+    if (r == l.pp - 1) {
+      for (std::int64_t d = 0; d <= model.mtp_num_layers; ++d) {
+        add_edge(st, layer.head, static_cast<std::size_t>(l.vpp - 1));
+      }
+    }
     if (r == 0 || st.forward_s + st.backward_s > slowest.forward_s + slowest.backward_s) {
       slowest = st;
     }
     all_stages_s += st.forward_s + st.backward_s;
-    stage_params = std::max(stage_params, stage_param_count(model, x.counts, l, r));
+    const StageParams p = stage_param_split(model, x.counts, l, r);
+    if (p.total() > stage_params.total()) stage_params = p;
     if (keep_stages) e.stages.push_back(st);
   }
 
@@ -448,6 +491,7 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
   bd.tp_exposed_s = m * slowest.tp_s;
   bd.cp_exposed_s = m * slowest.cp_s;
   bd.fsdp_exposed_s = m * slowest.fsdp_s;
+  bd.ep_exposed_s = m * slowest.ep_s;
   bd.bubble_s = (all_stages_s - per_mb) / v;
   // 1F1B exchanges activations and gradients with its neighbours in step with its compute
   // (Megatron batches each send with the next receive and waits for both; so does
@@ -477,14 +521,20 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
   // gathered before the first forward (prefetched layer by layer beside it) and the
   // accumulated gradients reduce-scattered during the last backward, overlapped as the
   // framework overlaps ZeRO-1's.
+  // The routed experts' gradients are reduced (and with ZeRO-1 their parameters gathered) over
+  // the expert data-parallel group edp instead (Megatron-Core's expert_data_parallel_group).
   if (fsdp_per_microbatch) {
     bd.dp_exposed_s = 0;
   } else {
-    const double grads = stage_params * grad_bytes;
-    double reduce = l.zero >= 1 ? groups.dp_cp.time_s(Collective::kReduceScatter, grads)
-                                : groups.dp_cp.time_s(Collective::kAllReduce, grads);
-    double gather =
-        l.zero >= 1 ? groups.dp_cp.time_s(Collective::kAllGather, stage_params * kHalf) : 0;
+    const auto group_time = [&](Collective collective, double bytes_per_param) {
+      return groups.dp_cp.time_s(collective, stage_params.dense * bytes_per_param) +
+             (stage_params.expert > 0
+                  ? groups.edp.time_s(collective, stage_params.expert * bytes_per_param)
+                  : 0.0);
+    };
+    double reduce = l.zero >= 1 ? group_time(Collective::kReduceScatter, grad_bytes)
+                                : group_time(Collective::kAllReduce, grad_bytes);
+    double gather = l.zero >= 1 ? group_time(Collective::kAllGather, kHalf) : 0;
     if (l.zero == 2 && !(fsdp_zero2 && gathered_through_pipeline)) {
       // ZeRO-2 keeps only its gradient shard, so each micro-batch's gradients are
       // reduce-scattered (Rajbhandari et al. 2020, sec. 5.2), each overlapping that
@@ -501,7 +551,10 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
   // Optimizer (memory-bound), over the parameters this GPU updates (its ZeRO shard, as the
   // ledger holds it).
   const double shard = l.zero >= 1 ? shard_group(l, setup.framework) : 1.0;
-  bd.optimizer_s = memory_time_s(x.half_rates, stage_params / shard * x.optimizer_bytes_per_param);
+  const double expert_shard = l.zero >= 1 ? expert_shard_group(l) : 1.0;
+  bd.optimizer_s = memory_time_s(x.half_rates,
+                                 (stage_params.dense / shard + stage_params.expert / expert_shard) *
+                                     x.optimizer_bytes_per_param);
 
   e.step_time_s = bd.total();
   const double tokens = static_cast<double>(l.gbs) * static_cast<double>(setup.seq);

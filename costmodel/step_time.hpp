@@ -84,6 +84,7 @@ struct StepBreakdown {
   double tp_exposed_s = 0;    ///< tensor-parallel collectives not hidden
   double cp_exposed_s = 0;    ///< context-parallel K/V exchange not hidden by attention
   double fsdp_exposed_s = 0;  ///< ZeRO-3/FSDP parameter gathers and gradient scatters not hidden
+  double ep_exposed_s = 0;    ///< MoE all-to-all dispatch and combine (and etp collectives)
   double pp_p2p_s = 0;        ///< pipeline send/recv on the critical path
   double bubble_s = 0;        ///< pipeline bubble: (sum of the stages' times - the slowest's) / v
   double dp_exposed_s = 0;    ///< data-parallel gradient reduction / parameter gather not hidden
@@ -99,6 +100,7 @@ struct StageTimes {
   double compute_s = 0;   ///< forward + backward kernels only
   double recompute_s = 0;
   double tp_s = 0, cp_s = 0, fsdp_s = 0;  ///< exposed communication, forward + backward
+  double ep_s = 0;                        ///< MoE all-to-all and etp collectives
   /// [chunk]: forward_s and backward_s of each of the stage's vpp model chunks (its layers,
   /// with the embedding on chunk 0 of stage 0 and the LM head on the last chunk of the last
   /// stage); they sum to forward_s and backward_s. Filled by estimate_step only.
@@ -170,10 +172,11 @@ struct StepContext {
   double optimizer_bytes_per_param = 0;  ///< optimizer_passes(setup).bytes_per_param(), bytes
 };
 
-/// The TP, CP, DP x CP and PP groups of a layout (depends on tp, cp, dp, pp only).
+/// The TP, CP, DP x CP and PP groups of a layout, and the expert mesh's EP, ETP and EDP groups
+/// (depends on tp, cp, dp, pp, ep and etp only).
 struct GroupRates {
   GroupRates(const StepContext& context, const Layout& layout);
-  GroupBandwidth tp, cp, dp_cp, pp;
+  GroupBandwidth tp, cp, dp_cp, pp, ep, etp, edp;
 };
 
 /// Seconds of the embedding or the LM head + loss, one micro-batch on one GPU.
@@ -181,10 +184,9 @@ struct EdgeCosts {
   double compute_s = 0, forward_s = 0, backward_s = 0, tp_s = 0;
 };
 
-/// Seconds of one transformer layer for one micro-batch on one GPU, and of the edges. Depends
-/// on the layout's tp, cp, mbs and sp only (and the groups), so a search computes it once per
-/// such combination.
-struct LayerCosts {
+/// Seconds of one transformer layer of one kind (dense, or mixture-of-experts) for one
+/// micro-batch on one GPU.
+struct BlockCosts {
   double forward_s = 0;   ///< kernels of the forward (GEMMs, fp8 casts, attention, memory-bound)
   double backward_s = 0;  ///< kernels of the backward
   /// What selective recompute runs again: the attention core (Megatron), or the unsaved matmuls
@@ -198,6 +200,18 @@ struct LayerCosts {
   double cp_forward_s = 0;  ///< CP K/V exchange, before overlap
   double cp_backward_s = 0;
   double attention_forward_s = 0, attention_backward_s = 0;  ///< to overlap CP with
+  /// An MoE layer's expert-parallel communication: the dispatch and combine all-to-alls over
+  /// ep and the gathers and scatters over etp (layer_ops.hpp), forward and backward. Exposed:
+  /// Megatron-Core runs them between the permute and the experts on the compute stream unless
+  /// --overlap-moe-expert-parallel-comm (off by default; not costed) or DeepEP hides them.
+  double ep_forward_s = 0, ep_backward_s = 0;
+};
+
+/// Seconds of one dense layer (the base), one MoE layer (`moe`; zeros for a dense model) and
+/// the edges. Depends on the layout's tp, cp, mbs, sp, ep and etp only (and the groups), so a
+/// search computes it once per such combination.
+struct LayerCosts : BlockCosts {
+  BlockCosts moe;
   EdgeCosts embedding, head;
 };
 

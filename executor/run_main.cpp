@@ -189,7 +189,13 @@ int run(int argc, char** argv, int thread_level) {
   try {
     require_distinct_files({{"--report", o.report, o.report}}, {{"plan", o.plan, o.plan}});
     plan = read_plan(o.plan);
-    if (plan.layout.gpus() != ctx.size) {
+    if (plan.model.moe) {
+      // The replay has dense layers only: an MoE plan replayed as dense would measure another
+      // model.
+      error = o.plan + ": " + plan.model.name +
+              " is a mixture-of-experts model; meshplan-run replays dense layers only (no "
+              "all-to-all dispatch or grouped expert GEMMs yet): give a dense model's plan";
+    } else if (plan.layout.gpus() != ctx.size) {
       error = o.plan + ": the plan needs " + std::to_string(plan.layout.gpus()) + " GPUs (" +
               degrees_text(plan.layout, false, " x ") + ") but the job has " +
               std::to_string(ctx.size) + " ranks; launch it with mpirun -np " +

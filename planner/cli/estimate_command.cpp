@@ -62,7 +62,6 @@ void check_outputs(const EstimateOptions& o) {
 Plan plan_from_file(const EstimateOptions& o, std::vector<std::string>& notes, std::string& label) {
   notes.push_back("inputs and layout from " + o.plan);
   Plan plan = read_plan(o.plan, "--plan", &notes);
-  require_priced_model(plan.model, "--plan " + o.plan);
   // What the flags' path notes (resolve_layout), said of the plan's values too.
   const std::vector<std::string> setup = setup_notes(plan.layout, plan.setup, plan.cluster.gpu, "");
   notes.insert(notes.end(), setup.begin(), setup.end());

@@ -62,7 +62,6 @@ CommandAction add_export_command(CLI::App& app) {
     }
     std::vector<std::string> notes;  // the file's recorded numbers, if not its inputs'
     const Plan plan = read_plan(o->plan, "", &notes);
-    require_priced_model(plan.model, o->plan);
     const Export e = export_plan(plan, *format, *version);
     out << e.text;
     print_notes(err, notes);

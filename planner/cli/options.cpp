@@ -203,36 +203,23 @@ void add_mfu_option(CLI::App& cmd, double& mfu) {
       ->check(number_in(kMinMfu, 1.0));
 }
 
-void require_priced_model(const ModelSpec& model, const std::string& where) {
-  if (!model.moe && !model.mla && model.mtp_num_layers == 0) return;
-  std::vector<std::string> parts;
-  if (model.moe) {
-    const MoeSpec& e = *model.moe;
-    parts.push_back("mixture-of-experts FFNs (" + std::to_string(e.num_experts) +
-                    " routed experts, top-" + std::to_string(e.top_k) +
-                    (e.num_shared_experts > 0
-                         ? ", " + std::to_string(e.num_shared_experts) + " shared"
-                         : std::string()) +
-                    ")");
-  }
-  if (model.mla) parts.push_back("multi-head latent attention (MLA)");
-  if (model.mtp_num_layers > 0) {
-    parts.push_back(std::to_string(model.mtp_num_layers) + " multi-token-prediction " +
-                    (model.mtp_num_layers == 1 ? "layer" : "layers"));
-  }
-  std::string what;
-  for (std::size_t i = 0; i < parts.size(); ++i) {
-    what += (i == 0 ? "" : i + 1 == parts.size() ? " and " : ", ") + parts[i];
-  }
-  const ParamCount c = count_params(model);
-  throw InputError(where + ": " + model.name + " has " + what +
-                   ": meshplan counts its parameters (" +
-                   fixed(static_cast<double>(c.total) / 1e9, 2) + "B total, " +
-                   fixed(static_cast<double>(c.active) / 1e9, 2) +
-                   "B active; `meshplan presets models`) and FLOPs, but does not yet lay out "
-                   "expert parallelism (ep, etp), size expert and MLA memory or time the "
-                   "all-to-all dispatch and combine, and pricing it as a dense model would be "
-                   "wrong; give a dense model");
+void add_moe_imbalance_option(CLI::App& cmd, double& imbalance) {
+  cmd.add_option("--moe-imbalance", imbalance,
+                 "Mixture-of-experts load imbalance: the busiest expert's tokens over the "
+                 "balanced share, from 1 (balanced, as benchmarks force it) to 64")
+      ->capture_default_str()
+      ->check(number_in(1.0, 64.0));
+}
+
+std::vector<std::string> moe_notes(const ModelSpec& model, double imbalance) {
+  if (!model.moe) return {};
+  return {"MoE: expert load imbalance " + significant(imbalance, 3) +
+          (imbalance == 1 ? " (balanced routing, as the published benchmarks force it; set "
+                            "--moe-imbalance for a dropless router's skew)"
+                          : " (--moe-imbalance)") +
+          "; the all-to-all dispatch and combine are exposed (Megatron-Core's default "
+          "alltoall dispatcher, --overlap-moe-expert-parallel-comm and DeepEP not costed); "
+          "ZeRO 0 and 1 only (expert states sharded over edp)"};
 }
 
 FrameworkConvention require_framework(const std::string& name) {
@@ -279,6 +266,16 @@ void add_layout_options(CLI::App& cmd, LayoutFlags& f) {
   cmd.add_option("--cp", f.cp, "Context-parallel degree [GPUs]")
       ->capture_default_str()
       ->check(positive);
+  cmd.add_option("--ep", f.ep,
+                 "Expert-parallel degree [GPUs] (MoE models: routed experts split over ep ranks; "
+                 "ep x etp divides tp x cp x dp)")
+      ->capture_default_str()
+      ->check(positive);
+  cmd.add_option("--etp", f.etp,
+                 "Expert tensor-parallel degree [GPUs] (MoE models; default: tp, Megatron-Core's "
+                 "default)")
+      ->check(positive);
+  add_moe_imbalance_option(cmd, f.moe_imbalance);
   cmd.add_option(
          "--vpp", f.vpp,
          "Virtual pipeline stages (model chunks) per rank; > 1 is the interleaved 1F1B schedule")
@@ -515,6 +512,14 @@ ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, cons
   l.mbs = f.mbs;
   l.zero = f.zero;
   l.sp = f.sp;
+  l.ep = f.ep;
+  // Megatron-LM arguments.py: expert_tensor_parallel_size defaults to
+  // tensor_model_parallel_size. A dense model has no expert mesh (etp 1).
+  l.etp = f.etp > 0 ? f.etp : (model.moe ? f.tp : 1);
+  if (model.moe && f.etp == 0 && l.tp > 1) {
+    r.notes.push_back("etp " + std::to_string(l.etp) +
+                      " (default: tp, as Megatron-Core takes it; set --etp)");
+  }
   l.stage_layers = f.stage_layers;
   clear_even_split_with_vpp(l, model.num_layers);
   if (l.stage_layers.empty() && l.pp > 1) {
@@ -584,6 +589,8 @@ ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, cons
   r.setup.framework = framework;
   r.setup.precision = precision;
   r.setup.seq = seq;
+  r.setup.moe_imbalance = f.moe_imbalance;
+  for (const std::string& note : moe_notes(model, f.moe_imbalance)) r.notes.push_back(note);
   if (f.seq <= 0) {
     r.notes.push_back(seq_default_note(r.setup.seq));
   }

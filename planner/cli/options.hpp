@@ -95,15 +95,16 @@ inline constexpr double kMinMfu = 1e-6;
 /// --mfu F in [1e-6, 1] (default 0.5): "--mfu: must be a number from 1e-6 to 1, got "1e-300"".
 void add_mfu_option(CLI::App& cmd, double& mfu);
 
-/// The named convention; throws InputError listing the known names.
-/// Throws InputError (exit 2) for a model the step-time and memory models cannot price yet: a
-/// mixture-of-experts model, MLA attention or multi-token prediction (ModelSpec::moe, mla,
-/// mtp_num_layers). Parameter and FLOP counts cover them (`meshplan presets models`), but
-/// expert parallelism (ep, etp), expert memory and the all-to-all time are not built, and
-/// pricing such a model as dense would be silently wrong. `where` names the input
-/// ("--model deepseek-v3", "--plan p.json").
-void require_priced_model(const ModelSpec& model, const std::string& where);
+/// --moe-imbalance F in [1, 64] (default 1, balanced routing): the busiest expert's tokens over
+/// the balanced share (TrainingSetup::moe_imbalance); estimate, ledger and plan take it.
+void add_moe_imbalance_option(CLI::App& cmd, double& imbalance);
 
+/// The note an MoE model's estimate, ledger and plan print: the imbalance factor taken, what
+/// the all-to-all overlap convention is, and that ZeRO-2/3 is not costed for MoE. Empty for a
+/// dense model.
+std::vector<std::string> moe_notes(const ModelSpec& model, double imbalance);
+
+/// The named convention; throws InputError listing the known names.
 FrameworkConvention require_framework(const std::string& name);
 
 /// The named precision, or the GPU's default when `name` is empty (bf16, else fp16, with a note
@@ -126,6 +127,9 @@ struct LayoutFlags {
   bool sp = false;
   std::string attention;  ///< empty: flash where the GPU has it, else eager
   std::vector<std::int64_t> stage_layers;
+  std::int64_t ep = 1;       ///< expert parallel degree (MoE models)
+  std::int64_t etp = 0;      ///< expert tensor parallel degree; 0: tp for an MoE model (Megatron's)
+  double moe_imbalance = 1;  ///< TrainingSetup::moe_imbalance
 };
 
 /// The note every command prints when --seq was not given: "seq 8192 (default: the model's
@@ -133,7 +137,7 @@ struct LayoutFlags {
 std::string seq_default_note(std::int64_t seq);
 
 /// --dp --tp --pp --cp --vpp --mbs --gbs --seq --zero --recompute --sp --attention
-/// --stage-layers, each with its unit and default in the help.
+/// --stage-layers --ep --etp, each with its unit and default in the help.
 void add_layout_options(CLI::App& cmd, LayoutFlags& flags);
 
 /// Makes `plan` (a --plan FILE option) exclude each of `flags` (options of `cmd`, which must
@@ -154,7 +158,8 @@ std::string stage_layers_problem(const std::string& list);
 /// The degrees `meshplan plan` was told to pin (0: not pinned), as its flags give them.
 struct PlanPinFlags {
   std::int64_t dp = 0, tp = 0, pp = 0, cp = 0, mbs = 0;
-  std::int64_t vpp = 0;  ///< virtual stages per rank
+  std::int64_t ep = 0, etp = 0;  ///< the expert mesh
+  std::int64_t vpp = 0;          ///< virtual stages per rank
 };
 
 /// Why the pins alone leave `plan` no layout of `gpus` GPUs, a model of `num_layers` layers and

@@ -37,6 +37,8 @@ struct PlanOptions {
   std::int64_t gbs = 0;
   std::int64_t seq = 0;
   std::int64_t dp = 0, tp = 0, pp = 0, cp = 0, vpp = 0, mbs = 0;
+  std::int64_t ep = 0, etp = 0;
+  double moe_imbalance = 1;
   int zero = -1;
   std::string recompute, sp;
   bool allow_cross_node_tp = false;
@@ -56,8 +58,8 @@ std::string narrowing_flags(const PlanOptions& o) {
     flags += (flags.empty() ? "" : " ") + std::string(flag) + " " + value;
   };
   const std::pair<const char*, std::int64_t> numbers[] = {
-      {"--dp", o.dp},   {"--tp", o.tp},   {"--pp", o.pp},   {"--cp", o.cp},
-      {"--vpp", o.vpp}, {"--mbs", o.mbs}, {"--gbs", o.gbs}, {"--seq", o.seq}};
+      {"--dp", o.dp},   {"--tp", o.tp},   {"--pp", o.pp},   {"--cp", o.cp}, {"--vpp", o.vpp},
+      {"--mbs", o.mbs}, {"--gbs", o.gbs}, {"--seq", o.seq}, {"--ep", o.ep}, {"--etp", o.etp}};
   for (const auto& [flag, value] : numbers) {
     if (value > 0) add(flag, std::to_string(value));
   }
@@ -160,6 +162,12 @@ TrainingSetup plan_setup(const PlanOptions& o, const Scenario& x, std::vector<st
                     : gpu.flash_attention ? AttentionImpl::kFlash
                                           : AttentionImpl::kEager;
   if (o.seq <= 0) notes.push_back(seq_default_note(setup.seq));
+  setup.moe_imbalance = o.moe_imbalance;
+  for (const std::string& note : moe_notes(x.model, o.moe_imbalance)) notes.push_back(note);
+  if (!x.model.moe && (o.ep > 1 || o.etp > 1)) {
+    throw InputError("--ep/--etp: " + x.model.name +
+                     " is a dense model; the expert mesh needs a mixture-of-experts model");
+  }
   return setup;
 }
 
@@ -222,6 +230,8 @@ SearchRequest search_request(const PlanOptions& o, const Scenario& x, const Trai
   request.pins.cp = pinned(o.cp);
   request.pins.vpp = pinned(o.vpp);
   request.pins.mbs = pinned(o.mbs);
+  request.pins.ep = pinned(o.ep);
+  request.pins.etp = pinned(o.etp);
   if (o.zero >= 0) request.pins.zero = o.zero;
   if (!o.recompute.empty()) request.pins.recompute = *parse_recompute(o.recompute);
   if (!o.sp.empty()) request.pins.sp = o.sp == "on";
@@ -384,6 +394,15 @@ CommandAction add_plan_command(CLI::App& app) {
                   "over its chunks, the embedding's and the LM head's chunk the lighter)")
       ->check(pin);
   cmd->add_option("--mbs", o->mbs, "Pin the micro-batch size [sequences]")->check(pin);
+  cmd->add_option("--ep", o->ep,
+                  "Pin the expert-parallel degree (MoE models; unpinned, every ep dividing the "
+                  "routed experts and tp x cp x dp / etp is searched)")
+      ->check(pin);
+  cmd->add_option("--etp", o->etp,
+                  "Pin the expert tensor-parallel degree (MoE models; unpinned, 1 and tp are "
+                  "searched)")
+      ->check(pin);
+  add_moe_imbalance_option(*cmd, o->moe_imbalance);
   cmd->add_option("--zero", o->zero, "Pin the ZeRO stage (0-3)")->check(CLI::Range(0, 3));
   cmd->add_option("--recompute", o->recompute, "Pin recompute: none | selective | full")
       ->check(CLI::IsMember({"none", "selective", "full"}));

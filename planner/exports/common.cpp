@@ -57,6 +57,16 @@ std::string uneven_split_label(const Layout& l) {
 }
 
 /// A dropped line when the plan's memory was predicted with another framework's convention.
+void note_expert_mesh(const Plan& p, const std::string& framework,
+                      std::vector<std::string>& dropped) {
+  if (!p.model.moe) return;
+  dropped.push_back("the mixture-of-experts layers and their expert mesh (ep " + s(p.layout.ep) +
+                    ", etp " + s(p.layout.etp) + ", edp " + s(p.layout.edp()) +
+                    ", all-to-all dispatcher, grouped GEMMs): not exported to " + framework +
+                    ", whose expert parallelism is set in the model code or its own mesh; the "
+                    "Megatron-LM export writes them (--expert-model-parallel-size, ...)");
+}
+
 void note_convention(const Plan& p, const std::string& own, const std::string& framework,
                      std::vector<std::string>& dropped) {
   if (p.setup.framework.name == own) return;

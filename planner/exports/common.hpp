@@ -36,6 +36,13 @@ bool uneven_split(const Layout& l);
 /// "uneven virtual stage split 7,8,...,7 (pp 8 x vpp 2, in model order)" with vpp > 1.
 std::string uneven_split_label(const Layout& l);
 
+/// For a mixture-of-experts plan, a `dropped` line saying that `framework`'s export does not
+/// carry the expert mesh (ep, etp) or the experts (meshplan writes them for Megatron-LM only):
+/// torchtitan's expert_parallel_degree borrows ranks in its own mesh, and DeepSpeed-MoE's
+/// expert groups are built in the model code, not the config. Nothing for a dense plan.
+void note_expert_mesh(const Plan& p, const std::string& framework,
+                      std::vector<std::string>& dropped);
+
 /// A dropped line when the plan's memory was predicted with another framework's convention
 /// than `own` (the target framework's, named `framework` in the sentence).
 void note_convention(const Plan& p, const std::string& own, const std::string& framework,

@@ -113,6 +113,7 @@ Export export_deepspeed(const Plan& p, const FrameworkVersion& version) {
         "code); exported as bf16");
   }
   note_convention(p, "deepspeed", "DeepSpeed", e.dropped);
+  note_expert_mesh(p, "DeepSpeed", e.dropped);
   return e;
 }
 

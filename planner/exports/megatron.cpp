@@ -76,6 +76,89 @@ void megatron_vocab_padding(const ModelSpec& m, std::int64_t tp, std::vector<std
   }
 }
 
+/// Megatron-LM's --moe-layer-freq for `m`'s MoE layers (arguments.py moe_freq_type, at
+/// d98e8a6): an integer N where layer i is MoE iff i % N == 0 (no leading dense layers), else
+/// a Python list expression of one 0 (dense) or 1 (MoE) per layer, "([0]*3+[1]*58)" for
+/// DeepSeek-V3's three dense layers.
+std::string megatron_moe_layer_freq(const ModelSpec& m) {
+  const MoeSpec& e = *m.moe;
+  if (e.first_k_dense_layers == 0) return s(e.layer_freq);
+  if (e.layer_freq == 1) {
+    return "\"([0]*" + s(e.first_k_dense_layers) + "+[1]*" +
+           s(m.num_layers - e.first_k_dense_layers) + ")\"";
+  }
+  std::string pattern = "\"[";
+  for (std::int64_t i = 0; i < m.num_layers; ++i) {
+    pattern += std::string(i ? "," : "") + (is_moe_layer(m, i) ? "1" : "0");
+  }
+  return pattern + "]\"";
+}
+
+/// The mixture-of-experts, MLA, QK-norm and MTP arguments of `p` (Megatron-LM d98e8a6,
+/// arguments.py _add_moe_args and _add_mla_args, TransformerConfig): the expert mesh as
+/// --expert-model-parallel-size and --expert-tensor-parallel-size, the experts as
+/// --num-experts, --moe-router-topk, --moe-ffn-hidden-size, --moe-layer-freq and the shared
+/// experts' --moe-shared-expert-intermediate-size, run as meshplan costs them: grouped GEMMs
+/// (--moe-grouped-gemm) and the all-to-all dispatcher (--moe-token-dispatcher-type alltoall).
+/// What Megatron-LM has no flag for goes to `e.dropped`.
+void megatron_moe_mla(const Plan& p, std::vector<std::string>& a, Export& e) {
+  const ModelSpec& m = p.model;
+  if (m.moe) {
+    const MoeSpec& x = *m.moe;
+    a.push_back("--num-experts " + s(x.num_experts));
+    a.push_back("--moe-router-topk " + s(x.top_k));
+    a.push_back("--moe-ffn-hidden-size " + s(x.expert_ffn_hidden_size));
+    a.push_back("--moe-layer-freq " + megatron_moe_layer_freq(m));
+    if (x.num_shared_experts > 0) {
+      a.push_back("--moe-shared-expert-intermediate-size " + s(x.shared_expert_ffn_hidden_size));
+      if (x.shared_expert_gate) a.push_back("--moe-shared-expert-gate");
+    }
+    a.push_back("--expert-model-parallel-size " + s(p.layout.ep));
+    a.push_back("--expert-tensor-parallel-size " + s(p.layout.etp));
+    a.push_back("--moe-grouped-gemm");
+    a.push_back("--moe-token-dispatcher-type alltoall");
+    if (x.router_bias) {
+      e.dropped.push_back(
+          "the router's bias: Megatron-LM's --moe-router-enable-expert-bias is DeepSeek-V3's "
+          "selection-only bias (with --moe-router-score-function sigmoid); GPT-OSS's router "
+          "linear bias has no flag. Set the router as the model needs by hand");
+    }
+    if (x.expert_bias) {
+      e.dropped.push_back(
+          "the experts' linear biases (GPT-OSS): not exported (--add-bias-linear would add "
+          "biases to every linear)");
+    }
+    if (p.setup.moe_imbalance == 1) {
+      e.to_add.push_back(
+          "the plan assumes balanced routing (imbalance 1), as the published benchmarks force it "
+          "with --moe-router-force-load-balancing; a real run's router (--moe-router-load-"
+          "balancing-type, --moe-aux-loss-coeff) is the job's choice, and its skew slows the "
+          "busiest expert");
+    }
+  }
+  if (m.mla) {
+    const MlaSpec& ml = *m.mla;
+    a.push_back("--multi-latent-attention");
+    if (ml.q_lora_rank > 0) a.push_back("--q-lora-rank " + s(ml.q_lora_rank));
+    a.push_back("--kv-lora-rank " + s(ml.kv_lora_rank));
+    a.push_back("--qk-head-dim " + s(ml.qk_nope_head_dim));
+    a.push_back("--qk-pos-emb-head-dim " + s(ml.qk_rope_head_dim));
+    a.push_back("--v-head-dim " + s(ml.v_head_dim));
+  }
+  if (m.qk_norm) a.push_back("--qk-layernorm");
+  if (m.mtp_num_layers > 0) a.push_back("--mtp-num-layers " + s(m.mtp_num_layers));
+  if (m.attention_sinks) {
+    e.dropped.push_back(
+        "attention sinks (GPT-OSS): not exported; set Megatron-Core's softmax type for "
+        "learnable sinks by hand where the release has it");
+  }
+  if (m.sliding_window_alternating) {
+    e.dropped.push_back(
+        "the sliding window on every other layer only (GPT-OSS): --window-size applies it to "
+        "every layer; give Megatron-Core's window skip frequency by hand");
+  }
+}
+
 }  // namespace
 
 Export export_megatron(const Plan& p, const FrameworkVersion& version) {
@@ -157,6 +240,7 @@ Export export_megatron(const Plan& p, const FrameworkVersion& version) {
     }
   }
   if (l.sp) a.push_back("--sequence-parallel");
+  megatron_moe_mla(p, a, e);
   // ZeRO-1: the distributed optimizer. ZeRO-2 and ZeRO-3: Megatron-FSDP (arguments.py:
   // --use-megatron-fsdp with --data-parallel-sharding-strategy optim_grads, gradients and
   // optimizer sharded, or optim_grads_params, parameters too), which validate_args runs with the

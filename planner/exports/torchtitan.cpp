@@ -253,6 +253,7 @@ Export export_torchtitan(const Plan& p, const FrameworkVersion& version) {
         "(flash or memory-efficient kernels)");
   }
   note_convention(p, "fsdp", "torchtitan", e.dropped);
+  note_expert_mesh(p, "torchtitan", e.dropped);
   return e;
 }
 

@@ -34,13 +34,19 @@ namespace {
 
 constexpr const char* kRankOrder = "tp-cp-dp-pp";
 
-/// The process groups written to "groups", in this order.
-const std::vector<std::pair<const char*, GroupKind>>& group_kinds() {
-  static const std::vector<std::pair<const char*, GroupKind>> kinds = {{"tp", GroupKind::kTp},
-                                                                       {"cp", GroupKind::kCp},
-                                                                       {"dp", GroupKind::kDp},
-                                                                       {"pp", GroupKind::kPp},
-                                                                       {"dp_cp", GroupKind::kDpCp}};
+/// The process groups written to "groups", in this order: tp, cp, dp, pp, dp_cp, and for a
+/// mixture-of-experts model the expert mesh's ep, etp, edp (ranks.hpp).
+std::vector<std::pair<const char*, GroupKind>> group_kinds(const ModelSpec& model) {
+  std::vector<std::pair<const char*, GroupKind>> kinds;
+  for (GroupKind kind :
+       {GroupKind::kTp, GroupKind::kCp, GroupKind::kDp, GroupKind::kPp, GroupKind::kDpCp}) {
+    kinds.emplace_back(to_string(kind), kind);
+  }
+  if (model.moe) {
+    for (GroupKind kind : {GroupKind::kEp, GroupKind::kEtp, GroupKind::kEdp}) {
+      kinds.emplace_back(to_string(kind), kind);
+    }
+  }
   return kinds;
 }
 
@@ -276,9 +282,9 @@ struct TrainingRead {
 
 TrainingRead read_training(StrictObject& inputs, const nlohmann::json& raw_inputs,
                            const GpuSpec& gpu) {
-  StrictObject t =
-      inputs.object("training", {"seq", "gbs", "mbs", "precision", "framework", "attention",
-                                 "tp_comm_overlap", "dp_overlap", "pp_overlap", "elementwise"});
+  StrictObject t = inputs.object(
+      "training", {"seq", "gbs", "mbs", "precision", "framework", "attention", "tp_comm_overlap",
+                   "dp_overlap", "pp_overlap", "elementwise", "moe_imbalance"});
   const nlohmann::json& raw = raw_inputs.at("training");
   TrainingRead r;
   r.setup.seq = t.positive_int("seq", kMaxTokens);
@@ -306,6 +312,13 @@ TrainingRead read_training(StrictObject& inputs, const nlohmann::json& raw_input
         t.boolean("dp_overlap");
   }
   if (t.has("pp_overlap")) r.setup.framework.pp_p2p_overlap = t.boolean("pp_overlap");
+  if (t.has("moe_imbalance")) {
+    r.setup.moe_imbalance = t.positive_number("moe_imbalance");
+    if (r.setup.moe_imbalance < 1 || r.setup.moe_imbalance > 64) {
+      t.fail("moe_imbalance", "must be a number from 1 (balanced routing) to 64, got " +
+                                  describe_json(raw.at("moe_imbalance")));
+    }
+  }
   if (t.has("elementwise")) {
     r.setup.framework.elementwise = *parse_elementwise(t.choice("elementwise", {"fused", "eager"}));
   }
@@ -314,7 +327,7 @@ TrainingRead read_training(StrictObject& inputs, const nlohmann::json& raw_input
 
 Layout read_layout(StrictObject& o, const nlohmann::json& json) {
   StrictObject l = o.object("layout", {"dp", "tp", "pp", "cp", "vpp", "mbs", "gbs", "zero",
-                                       "recompute", "sp", "stage_layers"});
+                                       "recompute", "sp", "stage_layers", "ep", "etp"});
   const nlohmann::json& raw = json.at("layout");
   Layout layout;
   layout.dp = l.positive_int("dp", kMaxDegree);
@@ -327,6 +340,9 @@ Layout read_layout(StrictObject& o, const nlohmann::json& json) {
   layout.zero = static_cast<int>(integer_in(l, raw, "zero", 0, 3));
   layout.recompute = *parse_recompute(l.choice("recompute", {"none", "selective", "full"}));
   layout.sp = l.boolean("sp");
+  // The expert mesh: written where it is not 1 x 1 (layout_json), 1 when missing.
+  if (l.has("ep")) layout.ep = l.positive_int("ep", kMaxDegree);
+  if (l.has("etp")) layout.etp = l.positive_int("etp", kMaxDegree);
   const nlohmann::json& split =
       child(l, raw, "stage_layers",
             "an array of layers per stage, per virtual stage with vpp > 1 (empty: an even split)");
@@ -413,9 +429,13 @@ nlohmann::json plan_to_json(const Plan& plan) {
   }
   if (f.pp_p2p_overlap != convention->pp_p2p_overlap) training["pp_overlap"] = f.pp_p2p_overlap;
   if (f.elementwise != convention->elementwise) training["elementwise"] = to_string(f.elementwise);
+  // The MoE load imbalance where it is not the balanced 1.
+  if (plan.setup.moe_imbalance != 1) training["moe_imbalance"] = plan.setup.moe_imbalance;
 
   nlohmann::json groups = nlohmann::json::object();
-  for (const auto& [key, kind] : group_kinds()) groups[key] = groups_json(kind, plan.layout);
+  for (const auto& [key, kind] : group_kinds(plan.model)) {
+    groups[key] = groups_json(kind, plan.layout);
+  }
 
   return {{"schema", kPlanSchema},
           {"schema_version", kPlanSchemaVersion},
@@ -534,9 +554,9 @@ Plan plan_from_json(const nlohmann::json& json, const std::string& file) {
   // Outputs derived from the layout: they must be this layout's (a training job builds its
   // communicators from "groups").
   std::vector<std::string> group_keys;
-  for (const auto& [key, kind] : group_kinds()) group_keys.emplace_back(key);
+  for (const auto& [key, kind] : group_kinds(model)) group_keys.emplace_back(key);
   StrictObject groups = o.object("groups", group_keys);
-  for (const auto& [key, kind] : group_kinds()) {
+  for (const auto& [key, kind] : group_kinds(model)) {
     const nlohmann::json& given = child(groups, json.at("groups"), key, "an array of rank lists");
     const std::string difference =
         first_difference(groups_json(kind, layout), given, "$.groups" + json_path_key(key),

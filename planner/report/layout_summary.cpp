@@ -8,17 +8,23 @@
 namespace meshplan {
 
 nlohmann::json layout_json(const Layout& l) {
-  return {{"dp", l.dp},
-          {"tp", l.tp},
-          {"pp", l.pp},
-          {"cp", l.cp},
-          {"vpp", l.vpp},
-          {"mbs", l.mbs},
-          {"gbs", l.gbs},
-          {"zero", l.zero},
-          {"recompute", to_string(l.recompute)},
-          {"sp", l.sp},
-          {"stage_layers", l.stage_layers}};
+  nlohmann::json j = {{"dp", l.dp},
+                      {"tp", l.tp},
+                      {"pp", l.pp},
+                      {"cp", l.cp},
+                      {"vpp", l.vpp},
+                      {"mbs", l.mbs},
+                      {"gbs", l.gbs},
+                      {"zero", l.zero},
+                      {"recompute", to_string(l.recompute)},
+                      {"sp", l.sp},
+                      {"stage_layers", l.stage_layers}};
+  // The expert mesh (ep, etp) where it is not 1 x 1; a reader takes 1 for a missing key.
+  if (l.ep > 1 || l.etp > 1) {
+    j["ep"] = l.ep;
+    j["etp"] = l.etp;
+  }
+  return j;
 }
 
 std::string framework_summary(const FrameworkConvention& f) {
@@ -55,15 +61,24 @@ std::vector<std::pair<const char*, double>> headline_figures(const StepEstimate&
 }
 
 std::vector<BreakdownComponent> breakdown_components(const StepBreakdown& b) {
-  return {{"compute_s", "compute (forward + backward)", "compute", b.compute_s},
-          {"recompute_s", "recompute", "recompute", b.recompute_s},
-          {"tp_exposed_s", "exposed TP communication", "TP communication", b.tp_exposed_s},
-          {"cp_exposed_s", "exposed CP communication", "CP communication", b.cp_exposed_s},
-          {"fsdp_exposed_s", "exposed ZeRO-3/FSDP gathers", "FSDP gathers", b.fsdp_exposed_s},
-          {"pp_p2p_s", "PP send/recv", "PP send/recv", b.pp_p2p_s},
-          {"bubble_s", "pipeline bubble", "pipeline bubble", b.bubble_s},
-          {"dp_exposed_s", "exposed DP communication", "DP communication", b.dp_exposed_s},
-          {"optimizer_s", "optimizer step", "optimizer", b.optimizer_s}};
+  std::vector<BreakdownComponent> components = {
+      {"compute_s", "compute (forward + backward)", "compute", b.compute_s},
+      {"recompute_s", "recompute", "recompute", b.recompute_s},
+      {"tp_exposed_s", "exposed TP communication", "TP communication", b.tp_exposed_s},
+      {"cp_exposed_s", "exposed CP communication", "CP communication", b.cp_exposed_s},
+      {"fsdp_exposed_s", "exposed ZeRO-3/FSDP gathers", "FSDP gathers", b.fsdp_exposed_s},
+      {"pp_p2p_s", "PP send/recv", "PP send/recv", b.pp_p2p_s},
+      {"bubble_s", "pipeline bubble", "pipeline bubble", b.bubble_s},
+      {"dp_exposed_s", "exposed DP communication", "DP communication", b.dp_exposed_s},
+      {"optimizer_s", "optimizer step", "optimizer", b.optimizer_s}};
+  // Expert-parallel communication (the MoE all-to-all and the etp collectives), listed after
+  // the TP/CP rows where a layout has any: a dense layout's breakdown keeps its rows.
+  if (b.ep_exposed_s > 0) {
+    components.insert(components.begin() + 4,
+                      {"ep_exposed_s", "exposed EP all-to-all (MoE dispatch + combine)",
+                       "EP all-to-all", b.ep_exposed_s});
+  }
+  return components;
 }
 
 nlohmann::json breakdown_json(const StepBreakdown& b) {

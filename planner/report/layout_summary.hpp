@@ -74,7 +74,8 @@ extern const char* const kFsdpZero2Holds;
 /// gradient reduce-scatters happen once per step, in the data-parallel line.
 std::string zero3_pipeline_note(const Layout& layout, const TrainingSetup& setup);
 
-/// The nine components of `breakdown`, in the order of StepBreakdown::total().
+/// The nine components of `breakdown`, in the order of StepBreakdown::total(), and a tenth,
+/// ep_exposed_s (after the CP row), where it is > 0 (an MoE layout with ep or etp > 1).
 std::vector<BreakdownComponent> breakdown_components(const StepBreakdown& breakdown);
 
 /// {key: seconds} of breakdown_components.

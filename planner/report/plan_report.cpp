@@ -12,6 +12,7 @@
 #include "costmodel/flops.hpp"
 #include "costmodel/memory_ledger.hpp"
 #include "costmodel/param_count.hpp"
+#include "costmodel/ranks.hpp"
 #include "costmodel/static_memory.hpp"
 #include "costmodel/units.hpp"
 #include "planner/report/layout_summary.hpp"
@@ -155,6 +156,59 @@ std::pair<std::string, double> largest_component(const StepBreakdown& breakdown)
   return {best.short_label, best.seconds};
 }
 
+/// The winner's expert mesh and why (an MoE model): what ep divides (the routed experts'
+/// weights and states per GPU, against ep 1), what it costs (the all-to-all of each MoE layer,
+/// the tier its group spans, the seconds exposed) and the best listed layout with another ep.
+std::string expert_mesh_text(const SearchRequest& r, const SearchResult& result) {
+  const Candidate& w = result.ranked.front();
+  const Layout& l = w.layout;
+  const MoeSpec& e = *r.model.moe;
+  const ParamCount counts = count_params(r.model);
+  const double expert_bytes_per_param = r.setup.framework.bytes_per_param();
+  const double moe_layers = static_cast<double>(counts.moe_layers) / static_cast<double>(l.pp);
+  // The experts' state per GPU before ZeRO (weights, gradients, optimizer), on an average stage.
+  const double at_ep = moe_layers * expert_params_per_gpu(counts, l) * expert_bytes_per_param;
+  Layout one = l;
+  one.ep = 1;
+  const double at_ep1 = moe_layers * expert_params_per_gpu(counts, one) * expert_bytes_per_param;
+  // The ep group of rank 0 (ranks.hpp), and the NVLink domains it spans.
+  const std::vector<std::int64_t> group = group_of_rank(GroupKind::kEp, 0, l);
+  const std::int64_t domain = r.cluster.nvlink_domain_size;
+  const std::int64_t domains = (group.back() / domain) - (group.front() / domain) + 1;
+  const double tokens = static_cast<double>(r.setup.seq / l.cp * l.mbs / (l.sp ? l.tp : 1));
+  const double volume = tokens * static_cast<double>(e.top_k * r.model.hidden_size) * 2;
+  std::ostringstream s;
+  s << "- ep " << l.ep << " (etp " << l.etp << ", edp " << l.edp()
+    << "; the expert mesh etp x ep x edp re-divides the tp x cp x dp = " << l.tp * l.cp * l.dp
+    << " ranks of a stage, as Megatron-Core folds it): each MoE layer's "
+    << counted(e.num_experts, "routed expert") << " sit " << e.num_experts / l.ep << " to a GPU";
+  if (l.etp > 1) s << ", each split over etp " << l.etp;
+  s << ", so the routed experts' weights, gradients and optimizer states take about " << gib(at_ep)
+    << " per GPU before ZeRO (" << gib(at_ep1) << " at ep 1, etp " << l.etp
+    << "). The price is the all-to-all: each MoE layer sends every "
+    << "token's top-" << e.top_k << " copies to the experts and back (dispatch + combine, "
+    << "forward and backward: 4 x " << fixed(volume / 1e6, 1)
+    << " MB per GPU per micro-batch) over an ep "
+    << "group that "
+    << (l.ep == 1 ? std::string("is one GPU (no all-to-all)")
+        : domains == 1
+            ? "stays inside one NVLink domain (" + std::to_string(domain) + " GPUs)"
+            : "spans " + std::to_string(domains) + " NVLink domains (the scale-out NICs, each " +
+                  "GPU's bytes through its own NIC share)")
+    << ": " << fixed(w.breakdown.ep_exposed_s, 2) << " s of the " << fixed(w.step_time_s, 2)
+    << " s step exposed.";
+  for (const Candidate& c : result.ranked) {
+    if (c.layout.ep == l.ep && c.layout.etp == l.etp) continue;
+    s << " The best listed layout with ep " << c.layout.ep << " (etp " << c.layout.etp << ") is "
+      << fixed(100 * (c.step_time_s / w.step_time_s - 1), 1) << "% slower (EP all-to-all "
+      << fixed(c.breakdown.ep_exposed_s, 2) << " s, compute " << fixed(c.breakdown.compute_s, 2)
+      << " s).";
+    break;
+  }
+  s << "\n";
+  return s.str();
+}
+
 std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
   std::ostringstream s;
   const GpuSpec& gpu = r.cluster.gpu;
@@ -222,6 +276,7 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
       << " (bubble " << fixed(w.breakdown.bubble_s, 2) << " s of " << fixed(w.step_time_s, 2)
       << " s).\n";
   }
+  if (r.model.moe) s << expert_mesh_text(r, result);
   if (l.cp > 1) {
     s << "- cp " << l.cp << ": the " << r.setup.seq << "-token sequence is split into " << l.cp
       << " chunks of " << r.setup.seq / l.cp
@@ -273,10 +328,25 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
     std::vector<std::pair<double, std::string>> more, less;
     const std::vector<BreakdownComponent> pw = breakdown_components(w.breakdown),
                                           pb = breakdown_components(b.breakdown);
-    for (std::size_t i = 0; i < pw.size(); ++i) {
-      const double d = pb[i].seconds - pw[i].seconds;
-      if (d >= 1e-3) more.emplace_back(d, pw[i].short_label);
-      if (d <= -1e-3) less.emplace_back(d, pw[i].short_label);
+    // By key: the EP row is listed only where a layout has EP communication.
+    const auto seconds_of = [](const std::vector<BreakdownComponent>& parts,
+                               const std::string& key) {
+      for (const BreakdownComponent& c : parts) {
+        if (c.key == key) return c.seconds;
+      }
+      return 0.0;
+    };
+    std::vector<BreakdownComponent> all = pb;
+    for (const BreakdownComponent& c : pw) {
+      const bool listed = std::any_of(pb.begin(), pb.end(), [&](const BreakdownComponent& o) {
+        return std::string(o.key) == c.key;
+      });
+      if (!listed) all.push_back(c);
+    }
+    for (const BreakdownComponent& c : all) {
+      const double d = seconds_of(pb, c.key) - seconds_of(pw, c.key);
+      if (d >= 1e-3) more.emplace_back(d, c.short_label);
+      if (d <= -1e-3) less.emplace_back(d, c.short_label);
     }
     std::sort(more.begin(), more.end(), std::greater<>());
     std::sort(less.begin(), less.end());
@@ -314,22 +384,36 @@ std::string render_plan(const SearchRequest& r, const SearchResult& result) {
     const bool hours = r.tokens > 0;
     // "#" left-aligned and 3 wide, so that the header stays where it is however many rows
     // --top prints (up to 999).
-    Table t({"#  ", "dp", "tp", "pp", "cp", "vpp", "mbs", "zero", "recompute", "sp", "memory GiB",
-             "step s", "tokens/s", "MFU", "MFU causal", hours ? "GPU-hours" : "largest part"},
-            {true, false, false, false, false, false, false, false, true, true, false, false, false,
-             false, false, !hours});
+    // An MoE model's table has the expert mesh's ep and etp after cp.
+    const bool moe = r.model.moe.has_value();
+    std::vector<std::string> header = {"#  ", "dp", "tp", "pp", "cp"};
+    std::vector<bool> left = {true, false, false, false, false};
+    if (moe) {
+      header.insert(header.end(), {"ep", "etp"});
+      left.insert(left.end(), {false, false});
+    }
+    header.insert(header.end(),
+                  {"vpp", "mbs", "zero", "recompute", "sp", "memory GiB", "step s", "tokens/s",
+                   "MFU", "MFU causal", hours ? "GPU-hours" : "largest part"});
+    left.insert(left.end(),
+                {false, false, false, true, true, false, false, false, false, false, !hours});
+    Table t(header, left);
     const double causal = causal_flops_ratio(r);
     std::size_t i = 0;
     for (const Candidate& c : result.ranked) {
       const Layout& l = c.layout;
-      t.add_row({std::to_string(++i), std::to_string(l.dp), std::to_string(l.tp),
-                 std::to_string(l.pp), std::to_string(l.cp), std::to_string(l.vpp),
-                 std::to_string(l.mbs), std::to_string(l.zero), to_string(l.recompute),
-                 l.sp ? "on" : "off",
-                 fixed(c.peak_bytes / kGiB, 1) + "/" + fixed(r.cluster.gpu.memory_bytes / kGiB, 1),
-                 fixed(c.step_time_s, 3), fixed(c.tokens_per_s, 0), fixed(100 * c.mfu, 1) + "%",
-                 fixed(100 * c.mfu * causal, 1) + "%",
-                 hours ? scientific(gpu_hours(r, c)) : largest_component(c.breakdown).first});
+      std::vector<std::string> row = {std::to_string(++i), std::to_string(l.dp),
+                                      std::to_string(l.tp), std::to_string(l.pp),
+                                      std::to_string(l.cp)};
+      if (moe) row.insert(row.end(), {std::to_string(l.ep), std::to_string(l.etp)});
+      row.insert(row.end(),
+                 {std::to_string(l.vpp), std::to_string(l.mbs), std::to_string(l.zero),
+                  to_string(l.recompute), l.sp ? "on" : "off",
+                  fixed(c.peak_bytes / kGiB, 1) + "/" + fixed(r.cluster.gpu.memory_bytes / kGiB, 1),
+                  fixed(c.step_time_s, 3), fixed(c.tokens_per_s, 0), fixed(100 * c.mfu, 1) + "%",
+                  fixed(100 * c.mfu * causal, 1) + "%",
+                  hours ? scientific(gpu_hours(r, c)) : largest_component(c.breakdown).first});
+      t.add_row(row);
     }
     s << t.render(0);
     s << "MFU: model FLOPs (attention non-causal, as Megatron-LM and PaLM report) over the dense "

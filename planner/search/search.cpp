@@ -72,6 +72,40 @@ class Worker {
     base.pp = pp;
     base.gbs = r_.gbs;
     const bool tp_crosses = tp_spans_domains(tp, r_.gpus, r_.cluster.nvlink_domain_size);
+    for (const auto& [ep, etp] : expert_meshes(base)) {
+      base.ep = ep;
+      base.etp = etp;
+      run_mesh(base, tp_crosses);
+    }
+  }
+
+  /// The expert meshes (ep, etp) searched for the ranks of a stage of `base`: (1, 1) for a dense
+  /// model; for an MoE model every ep dividing the routed experts with etp 1 or tp (or the
+  /// pins, searched even where they break a rule, so that the rejection names it), those
+  /// where ep x etp divides tp x cp x dp.
+  std::vector<std::pair<std::int64_t, std::int64_t>> expert_meshes(const Layout& base) const {
+    if (!r_.model.moe) {
+      return {{r_.pins.ep.value_or(1), r_.pins.etp.value_or(1)}};
+    }
+    const std::int64_t local = base.tp * base.cp * base.dp;
+    std::vector<std::int64_t> etps = {1};
+    if (base.tp > 1) etps.push_back(base.tp);
+    if (r_.pins.etp) etps = {*r_.pins.etp};
+    std::vector<std::pair<std::int64_t, std::int64_t>> meshes;
+    for (std::int64_t etp : etps) {
+      const std::vector<std::int64_t> eps =
+          r_.pins.ep ? std::vector<std::int64_t>{*r_.pins.ep} : divisors(r_.model.moe->num_experts);
+      for (std::int64_t ep : eps) {
+        if (!r_.pins.ep && !r_.pins.etp && local % (ep * etp) != 0) continue;
+        meshes.emplace_back(ep, etp);
+      }
+    }
+    return meshes;
+  }
+
+  /// All layouts of `base`'s tp, cp, pp and expert mesh.
+  void run_mesh(const Layout& base, bool tp_crosses) {
+    const std::int64_t tp = base.tp, pp = base.pp, dp = base.dp;
     const GroupRates groups(context_, base);
     costs_.clear();
     // With one rank to shard over, every ZeRO stage is the same layout: keep zero 0 only.
@@ -95,7 +129,8 @@ class Worker {
     const std::vector<std::int64_t> mbss = r_.pins.mbs ? std::vector<std::int64_t>{*r_.pins.mbs}
                                            : r_.gbs % dp == 0 ? divisors(r_.gbs / dp)
                                                               : std::vector<std::int64_t>{1};
-    const int sp_first = r_.pins.sp ? (*r_.pins.sp ? 1 : 0) : 0;
+    // An MoE model with tp > 1 runs sp (layout.hpp's rule): its sp-off layouts are not searched.
+    const int sp_first = r_.pins.sp ? (*r_.pins.sp ? 1 : 0) : (r_.model.moe && tp > 1 ? 1 : 0);
     const int sp_last = r_.pins.sp ? sp_first : (tp > 1 ? 1 : 0);
     const std::array<Recompute, 3> recomputes = {Recompute::kNone, Recompute::kSelective,
                                                  Recompute::kFull};
@@ -114,6 +149,8 @@ class Worker {
               continue;
             }
             if (zero > 0 && !shards && !r_.pins.zero) continue;
+            // ZeRO-2/3 of an MoE model is not costed (layout.hpp): not searched unless pinned.
+            if (r_.model.moe && zero >= 2 && !r_.pins.zero) continue;
             for (Recompute recompute : recomputes) {
               if (pinned_out(r_.pins.recompute, recompute)) continue;
               Layout l = base;
@@ -184,11 +221,7 @@ class Worker {
     }
 
     // Memory first: the time model runs only on layouts that fit.
-    const ActivationBytes& per_sequence = activations(l);
-    const double b = static_cast<double>(l.mbs);
-    const ActivationBytes act{per_sequence.layer_bytes * b, per_sequence.layer_full_bytes * b,
-                              per_sequence.largest_full_bytes * b, per_sequence.embedding_bytes * b,
-                              per_sequence.head_bytes * b};
+    const ActivationBytes act = activations(l).scaled(static_cast<double>(l.mbs));
     const MemoryContext memory{r_.model, context_.counts, l, r_.setup, r_.cluster.gpu, act};
     const auto [peak, worst] = peak_memory(memory);
     result_.smallest_peak_bytes = std::min(result_.smallest_peak_bytes, peak);
@@ -215,7 +248,7 @@ class Worker {
 
   /// Activation bytes of one sequence (mbs 1); every saved tensor scales with mbs.
   const ActivationBytes& activations(const Layout& l) {
-    const auto key = std::make_tuple(l.tp, l.cp, l.sp, static_cast<int>(l.recompute));
+    const auto key = std::make_tuple(l.tp, l.cp, l.sp, static_cast<int>(l.recompute), l.ep, l.etp);
     auto it = activations_.find(key);
     if (it == activations_.end()) {
       Layout one = l;
@@ -244,7 +277,9 @@ class Worker {
   std::array<Broken, kRules> broken_{};
   std::size_t combo_ = 0;
   std::vector<Candidate> front_;
-  std::map<std::tuple<std::int64_t, std::int64_t, bool, int>, ActivationBytes> activations_;
+  std::map<std::tuple<std::int64_t, std::int64_t, bool, int, std::int64_t, std::int64_t>,
+           ActivationBytes>
+      activations_;
   std::map<std::pair<std::int64_t, bool>, LayerCosts> costs_;
 };
 

@@ -1,5 +1,7 @@
 // The planner's search: every layout of a GPU count (dp x tp x pp x cp, vpp, micro-batch, ZeRO
-// stage, recompute, sp), each checked against the layout rules, the bandwidth tiers and memory,
+// stage, recompute, sp; for a mixture-of-experts model also the expert mesh: every ep that
+// divides the routed experts and tp x cp x dp / etp, with etp 1 or tp, Megatron's default, and
+// any pinned value), each checked against the layout rules, the bandwidth tiers and memory,
 // and the survivors ranked by the step-time model.
 //
 // Speed: the rules are checked as a bit mask (layout_problem_mask), memory and time come from
@@ -34,6 +36,7 @@ enum class Objective {
 /// Dimensions the user pinned; the search covers the rest.
 struct LayoutPins {
   std::optional<std::int64_t> dp, tp, pp, cp, vpp, mbs;
+  std::optional<std::int64_t> ep, etp;  ///< the expert mesh (MoE models)
   std::optional<int> zero;
   std::optional<Recompute> recompute;
   std::optional<bool> sp;

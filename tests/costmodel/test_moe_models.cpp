@@ -1,9 +1,8 @@
 // Mixture-of-experts, MLA and multi-token-prediction models: parameter counts (total, active,
 // per component) against the published figures, the Hugging Face config.json readers against
 // the presets, DeepSeek-V3's FLOPs per token against Megatron-Bridge's table
-// (../shared/data/moe-blackwell/README.md), and the refusal of estimate and plan until the
-// expert layout exists. Every expected number is derived in a comment from param_count.hpp's
-// and flops.hpp's formulas.
+// (../shared/data/moe-blackwell/README.md), and estimate, ledger and plan on the expert mesh. Every
+// expected number is derived in a comment from param_count.hpp's and flops.hpp's formulas.
 //
 // What each published figure counts (checked below):
 //   Mixtral-8x7B 46.7B / 12.9B (Jiang et al. 2024): all parameters / the active ones with both
@@ -174,23 +173,54 @@ TEST_CASE("DeepSeek-V3's FLOPs per token are Megatron-Bridge's table plus its ro
   CHECK(with_causal_attention(full).training == Approx(mtp.training).epsilon(1e-12));
 }
 
-TEST_CASE("estimate, plan and ledger refuse an MoE model until ep exists", "[cli][moe]") {
-  // Pricing an MoE model as dense would be silently wrong: exit 2, naming what is missing.
-  for (const std::vector<std::string>& args :
-       {std::vector<std::string>{"estimate", "--model", "mixtral-8x7b", "--cluster", "dgx-h100",
-                                 "--gpus", "64"},
-        {"plan", "--model", "deepseek-v3", "--cluster", "dgx-h100", "--gpus", "1024"},
-        {"ledger", "--model", "qwen3-30b-a3b"}}) {
-    const test::CliResult r = test::run(args);
-    INFO(r.err);
-    CHECK(r.exit_code == 2);
-    CHECK(r.out.empty());
-    CHECK(r.err.find("mixture-of-experts") != std::string::npos);
-    CHECK(r.err.find("expert parallelism (ep, etp)") != std::string::npos);
-  }
+TEST_CASE("estimate, plan and ledger price an MoE model on its expert mesh", "[cli][moe]") {
+  // ledger and estimate take --ep/--etp; plan searches them and names ep in its table and its
+  // explanation.
+  const test::CliResult ledger =
+      test::run({"ledger", "--model", "qwen3-30b-a3b", "--gpu", "h100-sxm", "--dp", "8", "--ep",
+                 "8", "--zero", "1", "--framework", "megatron"});
+  INFO(ledger.err);
+  CHECK(ledger.exit_code == 0);
+  CHECK(ledger.out.find("routed experts: Adam m (momentum)") != std::string::npos);
+  CHECK(ledger.out.find("ep x etp, edp") == std::string::npos);  // edp 1: not sharded
+  const test::CliResult estimate =
+      test::run({"estimate", "--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--gpus", "64",
+                 "--tp", "2", "--sp", "--ep", "8", "--etp", "1"});
+  INFO(estimate.err);
+  CHECK(estimate.exit_code == 0);
+  CHECK(estimate.out.find("ep 8 etp 1") != std::string::npos);
+  CHECK(estimate.out.find("exposed EP all-to-all") != std::string::npos);
+  const test::CliResult plan =
+      test::run({"plan", "--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--gpus", "64"});
+  INFO(plan.err);
+  CHECK(plan.exit_code == 0);
+  CHECK(plan.out.find("  ep  etp  vpp") != std::string::npos);
+  CHECK(plan.out.find("\n- ep ") != std::string::npos);
+  CHECK(plan.out.find("routed experts sit") != std::string::npos);
   const test::CliResult presets = test::run({"presets", "models"});
   CHECK(presets.exit_code == 0);
   CHECK(presets.out.find("deepseek-v3           671.03B    37.55B") != std::string::npos);
+}
+
+TEST_CASE("ep and etp are refused where they break the expert mesh's rules", "[cli][moe]") {
+  // Mixtral has 8 routed experts: ep 3 does not divide them; on 64 GPUs at tp 2, ep 16 x etp 8
+  // = 128 does not divide tp x cp x dp = 64; a dense model has no experts.
+  for (const auto& [args, expected] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"estimate", "--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--gpus", "48", "--tp",
+             "2", "--sp", "--ep", "3", "--etp", "1"},
+            "ep 3 does not divide the 8 routed experts"},
+           {{"estimate", "--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--gpus", "64", "--tp",
+             "2", "--sp", "--ep", "8", "--etp", "16"},
+            "ep x etp = 8 x 16 = 128 does not divide tp x cp x dp = 64"},
+           {{"estimate", "--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--gpus", "64", "--tp",
+             "2", "--ep", "8"},
+            "needs sp"},
+           {{"ledger", "--model", "llama3-8b", "--ep", "2"}, "need a mixture-of-experts model"}}) {
+    const test::CliResult r = test::run(args);
+    INFO(r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find(expected) != std::string::npos);
+  }
 }
 
 TEST_CASE("a hybrid Mamba config.json is refused by name", "[hf][moe]") {

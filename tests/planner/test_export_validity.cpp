@@ -119,6 +119,23 @@ std::vector<Plan> plan_set() {
   add("llama3-8b", one, "megatron", Precision::kBf16, 8192, 4096);
   one.zero = 0;
   add("llama3-8b", one, "megatron", Precision::kBf16, 8192, std::nullopt);
+  // Mixture-of-experts: DeepSeek-V3 (MLA, MTP, three dense layers: --moe-layer-freq as a list
+  // expression) on 64 GPUs at ep 8, and Mixtral at tp 2 with etp 1.
+  Layout moe;
+  moe.dp = 8;
+  moe.tp = 2;
+  moe.pp = 4;
+  moe.sp = true;
+  moe.zero = 1;
+  moe.gbs = 64;
+  moe.ep = 8;
+  moe.etp = 1;
+  moe.stage_layers = default_stage_split(61, 4, 1);
+  add("deepseek-v3", moe, "megatron", Precision::kBf16, 4096, std::nullopt);
+  moe.pp = 1;
+  moe.dp = 32;
+  moe.stage_layers.clear();
+  add("mixtral-8x7b", moe, "megatron", Precision::kBf16, 4096, std::nullopt);
   return plans;
 }
 
@@ -285,7 +302,7 @@ TEST_CASE("every export uses the names, types and values its framework version a
   const nlohmann::json deepspeed = facts("deepspeed-0.19.6.json");
   const nlohmann::json torchrun = facts("torchrun-010929f.json");
   const std::vector<Plan> plans = plan_set();
-  REQUIRE(plans.size() == 15);
+  REQUIRE(plans.size() == 17);
   for (std::size_t i = 0; i < plans.size(); ++i) {
     const Plan& p = plans[i];
     INFO("plan " << i << ": " << p.setup.framework.name << " zero " << p.layout.zero << " pp "

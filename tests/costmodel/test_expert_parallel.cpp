@@ -1,0 +1,211 @@
+// The expert mesh (layout.hpp, ranks.hpp) and what it prices: the expert groups as explicit rank
+// lists, the all-to-all volume of one MoE layer and its time on the tier its ep group spans (8
+// GPUs in a node, 64 across nodes), the routed experts' optimizer states per GPU under ep x edp,
+// and the MoE layer's ops on one GPU. Every expected number is derived in a comment.
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+#include "costmodel/layer_ops.hpp"
+#include "costmodel/memory_ledger.hpp"
+#include "costmodel/param_count.hpp"
+#include "costmodel/placement.hpp"
+#include "costmodel/profile.hpp"
+#include "costmodel/ranks.hpp"
+#include "planner/config/loaders.hpp"
+#include "tests/support/setups.hpp"
+
+using namespace meshplan;
+
+namespace {
+
+using Groups = std::vector<std::vector<std::int64_t>>;
+
+/// The rates of the published H100 defaults that placement reads: NVLink busbw 370 GB/s, one
+/// NDR 400 NIC per GPU at 46 GB/s busbw (nccl-tests issue 290), no calibrated fits.
+Profile h100_links() {
+  Profile p;
+  p.links.nvlink = {15e-6, 370e9, {}};
+  p.links.nic_busbw_bytes_per_s = 46e9;
+  p.links.scale_out_alpha_s = 46e-6;
+  return p;
+}
+
+/// DGX H100 as placement sees it: 8 GPUs per node and NVLink domain, 8 NICs of 50 GB/s.
+ClusterSpec dgx_h100() {
+  ClusterSpec c;
+  c.name = "dgx-h100";
+  c.gpus_per_node = 8;
+  c.nvlink_domain_size = 8;
+  c.intra_node_bandwidth_bytes_per_s_per_gpu = 450e9;
+  c.nics_per_node = 8;
+  c.nic_bandwidth_bytes_per_s = 50e9;
+  return c;
+}
+
+const LayerOp& op_named(const std::vector<LayerOp>& ops, const std::string& name) {
+  for (const LayerOp& op : ops) {
+    if (op.name == name) return op;
+  }
+  FAIL("no op " << name);
+  return ops.front();
+}
+
+}  // namespace
+
+TEST_CASE("expert groups fold etp x ep x edp over a stage's tp x cp x dp ranks", "[ranks][moe]") {
+  // tp 2, dp 4, pp 2: 8 ranks a stage. ep 4, etp 1: edp = 8 / 4 = 2; rank 5 has local rank 5,
+  // etp 0, ep 5 % 4 = 1, edp 5 / 4 = 1 (layer = etp + etp_deg (ep + ep_deg edp)).
+  Layout l;
+  l.tp = 2;
+  l.dp = 4;
+  l.pp = 2;
+  l.ep = 4;
+  l.etp = 1;
+  CHECK(l.edp() == 2);
+  CHECK(rank_to_expert_coords(5, l) == ExpertCoords{0, 1, 1, 0});
+  CHECK(group_of_rank(GroupKind::kEp, 5, l) == std::vector<std::int64_t>{4, 5, 6, 7});
+  CHECK(group_of_rank(GroupKind::kEdp, 1, l) == std::vector<std::int64_t>{1, 5});
+  CHECK(group_of_rank(GroupKind::kEtp, 1, l) == std::vector<std::int64_t>{1});
+  // Stage 1 starts at rank 8: the same fold, offset.
+  CHECK(group_of_rank(GroupKind::kEp, 9, l) == std::vector<std::int64_t>{8, 9, 10, 11});
+  CHECK(process_groups(GroupKind::kEp, l) == Groups{{0, 1, 2, 3}, {4, 5, 6, 7}, {8, 9, 10, 11},
+                                                    {12, 13, 14, 15}});
+  // ep 2, etp 2 (edp 2): etp varies fastest, then ep, then edp.
+  l.ep = 2;
+  l.etp = 2;
+  CHECK(group_of_rank(GroupKind::kEtp, 2, l) == std::vector<std::int64_t>{2, 3});
+  CHECK(group_of_rank(GroupKind::kEp, 1, l) == std::vector<std::int64_t>{1, 3});
+  CHECK(group_of_rank(GroupKind::kEdp, 0, l) == std::vector<std::int64_t>{0, 4});
+  CHECK(process_groups(GroupKind::kEdp, l).size() == 8);  // 16 ranks / edp 2
+  // A mesh that does not divide the stage is refused.
+  l.ep = 3;
+  CHECK_THROWS_AS(group_of_rank(GroupKind::kEp, 0, l), std::invalid_argument);
+}
+
+TEST_CASE("the layout rules of the expert mesh", "[layout][moe]") {
+  const ModelSpec mixtral = load_model("mixtral-8x7b");
+  Layout l;
+  l.dp = 8;
+  l.gbs = 8;
+  l.ep = 8;
+  CHECK(layout_problems(l, mixtral, 4096, 8, false).empty());
+  l.ep = 16;  // Mixtral's 8 experts
+  CHECK(layout_problems(l, mixtral, 4096, 8, false) ==
+        std::vector<std::string>{
+            "ep x etp = 16 x 1 = 16 does not divide tp x cp x dp = 8 (the expert layers' mesh etp "
+            "x ep x edp re-divides the ranks of a pipeline stage, as Megatron-Core folds it)",
+            "ep 16 does not divide the 8 routed experts of mixtral-8x7b (each ep rank holds "
+            "num_experts / ep of them)"});
+  l.ep = 1;
+  l.zero = 2;
+  CHECK(layout_problem_mask(l, mixtral, 4096, 8, false) ==
+        1u << static_cast<unsigned>(LayoutProblem::kMoeZero));
+  const ModelSpec dense = load_model("llama3-8b");
+  l.zero = 0;
+  l.ep = 2;
+  CHECK(layout_problem_mask(l, dense, 4096, 8, false) ==
+        1u << static_cast<unsigned>(LayoutProblem::kExpertDense));
+}
+
+TEST_CASE("the all-to-all of one MoE layer: volume, and time at ep 8 in a node and ep 64 across",
+          "[moe][collectives]") {
+  // DeepSeek-V3 (h 7168, top-8), seq 4096, mbs 1, tp 1: T_sp = 4096 tokens route 8 copies each,
+  // so each all-to-all moves S = top-k x tokens x hidden x 2 bytes = 8 x 4096 x 7168 x 2 =
+  // 469,762,048 bytes per GPU (nccl-tests' size: the send buffer). Dispatch and combine
+  // forward, their transposes backward: 2 + 2 calls. The volume does not depend on ep.
+  const ModelSpec m = load_model("deepseek-v3");
+  for (std::int64_t ep : {8, 64}) {
+    LayerSetting s;
+    s.seq = 4096;
+    s.ep = ep;
+    const LayerOps ops = build_layer_ops(m, s);
+    std::int64_t forward = 0, backward = 0;
+    for (const LayerOp& op : ops.moe_layer) {
+      for (const CollectiveUse& use : op.collectives) {
+        if (use.group != GroupKind::kEp) continue;
+        CHECK(use.collective == Collective::kAllToAll);
+        CHECK(use.bytes == 469'762'048.0);
+        forward += use.forward_calls;
+        backward += use.backward_calls;
+      }
+    }
+    CHECK(forward == 2);
+    CHECK(backward == 2);
+    // E / ep local experts, each with T k / E x ep tokens: 256 / 8 = 32 experts of 1024 tokens;
+    // 256 / 64 = 4 of 8192.
+    const LayerOp& fc1 = op_named(ops.moe_layer, "expert_fc1");
+    CHECK(fc1.gemm.batch == 256 / ep);
+    CHECK(fc1.gemm.m == 4096 * 8 * ep / 256);
+  }
+  const double bytes = 469'762'048.0;
+  const Profile profile = h100_links();
+  const ClusterSpec cluster = dgx_h100();
+  Layout l;
+  l.tp = 1;
+  // ep 8 at tp 1 on 8-GPU nodes: ranks 0-7, one NVLink domain: the NVLink busbw 370 GB/s, t =
+  // S x (n - 1) / n / busbw = 469,762,048 x 7/8 / 370e9 = 1.111 ms (+ latency).
+  l.dp = 8;
+  l.ep = 8;
+  const GroupSpan in_node = group_span(group_of_rank(GroupKind::kEp, 0, l), cluster);
+  CHECK_FALSE(in_node.crosses_domains);
+  const TierBandwidth nvlink =
+      collective_bandwidth(profile, Collective::kAllToAll, in_node, cluster);
+  CHECK(nvlink.busbw_bytes_per_s == 370e9);
+  CHECK(bytes * 7 / 8 / nvlink.busbw_bytes_per_s == Approx(1.1109e-3).epsilon(1e-3));
+  // ep 64: ranks 0-63, 8 nodes of 8. Each GPU sends S / 64 to each peer; the 56 / 64 bound for
+  // the other 7 nodes leave through its own NIC (46 GB/s): t = S x 56/64 / 46e9 = 8.936 ms,
+  // which is busbw = 46e9 x 63 / 56 = 51.75 GB/s in nccl-tests' terms (F = 63/64).
+  l.dp = 64;
+  l.ep = 64;
+  const GroupSpan across = group_span(group_of_rank(GroupKind::kEp, 0, l), cluster);
+  CHECK(across.domains == 8);
+  CHECK(all_to_all_nic_factor(across) == Approx(63.0 / 56.0));
+  const TierBandwidth nic = collective_bandwidth(profile, Collective::kAllToAll, across, cluster);
+  CHECK(nic.busbw_bytes_per_s == Approx(51.75e9));
+  CHECK(bytes * 63 / 64 / nic.busbw_bytes_per_s == Approx(8.9359e-3).epsilon(1e-3));
+  // A ring collective over the same 64 ranks spreads over the 8 NICs of a node instead:
+  // min(370, 8 x 46) = 368 GB/s.
+  CHECK(collective_bandwidth(profile, Collective::kAllGather, across, cluster).busbw_bytes_per_s ==
+        368e9);
+}
+
+TEST_CASE("the routed experts' optimizer states per GPU under ep x edp", "[ledger][moe]") {
+  // Mixtral-8x7B on 64 GPUs, tp 1, pp 1, dp 64, ep 8 (etp 1): edp = 64 / 8 = 8. Routed experts:
+  // 32 layers x 1,409,286,144 = 45,097,156,608 parameters, / ep 8 = 5,637,144,576 per GPU.
+  // Megatron's distributed optimizer (ZeRO-1) shards their fp32 master, m and v (12 bytes) over
+  // edp 8: 5,637,144,576 x 12 / 8 = 8,455,716,864 bytes; the fp32 gradients (4) and bf16
+  // weights (2) are not sharded: 22,548,578,304 and 11,274,289,152. The rest of the model
+  // (46,702,792,704 - 45,097,156,608 = 1,605,636,096 parameters) shards its 12 bytes over
+  // dp 64: 301,056,768 bytes.
+  const ModelSpec m = load_model("mixtral-8x7b");
+  Layout l;
+  l.dp = 64;
+  l.ep = 8;
+  l.gbs = 64;
+  l.zero = 1;
+  const MemoryLedger ledger =
+      build_memory_ledger(m, l, test::megatron_setup(4096), load_gpu("h100-sxm"));
+  double expert_optimizer = 0, expert_grads = 0, expert_weights = 0, dense_optimizer = 0;
+  for (const LedgerEntry& e : ledger.stages[0].entries) {
+    const bool expert = e.name.rfind("routed experts: ", 0) == 0;
+    if (e.category == MemoryCategory::kOptimizer) (expert ? expert_optimizer : dense_optimizer) += e.bytes;
+    if (expert && e.category == MemoryCategory::kGradients) expert_grads += e.bytes;
+    if (expert && e.category == MemoryCategory::kWeights) expert_weights += e.bytes;
+    if (expert && e.category == MemoryCategory::kOptimizer) CHECK(e.sharded_over == "ep x etp, edp");
+  }
+  CHECK(expert_optimizer == Approx(8'455'716'864.0));
+  CHECK(expert_grads == Approx(22'548'578'304.0));
+  CHECK(expert_weights == Approx(11'274'289'152.0));
+  CHECK(dense_optimizer == Approx(301'056'768.0));
+  // The dispatch buffers: expert_fc1's input, 4096 x 2 = 8192 routed tokens x 4096 x 2 bytes,
+  // sent and received: 2 x 67,108,864 bytes.
+  bool buffers = false;
+  for (const LedgerEntry& e : ledger.stages[0].entries) {
+    if (e.name.rfind("moe.dispatch_combine_buffers", 0) == 0) {
+      buffers = true;
+      CHECK(e.bytes == 134'217'728.0);
+    }
+  }
+  CHECK(buffers);
+}
