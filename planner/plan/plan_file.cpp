@@ -19,7 +19,7 @@
 #include "planner/config/presets.hpp"
 #include "planner/config/size_bounds.hpp"
 #include "planner/config/spec_json.hpp"
-#include "planner/report/atomic_write.hpp"
+#include "common/atomic_write.hpp"
 #include "planner/report/layout_summary.hpp"
 #include "planner/report/memory_ledger_report.hpp"
 #include "planner/report/step_report.hpp"

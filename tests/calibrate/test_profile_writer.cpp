@@ -19,7 +19,7 @@
 #include "costmodel/profile.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
-#include "planner/report/atomic_write.hpp"
+#include "common/atomic_write.hpp"
 #include "tests/support/cli_runner.hpp"
 #include "tests/support/collectives.hpp"
 
