@@ -302,16 +302,23 @@ std::int64_t chunk_moe_layer_count(const Layout& layout, const ModelSpec& model,
                                    std::int64_t chunk) {
   if (!model.moe) return 0;
   const std::int64_t virtual_stage = chunk * layout.pp + stage;
+  const std::int64_t layers = chunk_layer_count(layout, model, stage, chunk);
   std::int64_t start = 0;
   if (layout.stage_layers.empty()) {
     start = virtual_stage * (model.num_layers / (layout.pp * layout.vpp));
   } else {
+    // The chunk's first layer: the layers of the virtual stages before it. With every layer
+    // after the leading dense ones MoE (layer_freq 1, all presets), only a chunk that starts
+    // among the first_k_dense_layers has a dense one, so the walk stops there (the search
+    // calls this for every stage of every layout).
+    const std::int64_t dense_prefix = model.moe->first_k_dense_layers;
+    const bool prefix_only = model.moe->layer_freq == 1;
     for (std::int64_t v = 0; v < virtual_stage; ++v) {
+      if (prefix_only && start >= dense_prefix) return layers;
       start += layout.stage_layers[static_cast<std::size_t>(v)];
     }
   }
-  const std::int64_t end = start + chunk_layer_count(layout, model, stage, chunk);
-  return moe_layers_before(model, end) - moe_layers_before(model, start);
+  return moe_layers_before(model, start + layers) - moe_layers_before(model, start);
 }
 
 std::int64_t stage_moe_layer_count(const Layout& layout, const ModelSpec& model,

@@ -1,7 +1,6 @@
 #include "costmodel/placement.hpp"
 
 #include <algorithm>
-#include <map>
 #include <stdexcept>
 #include <string>
 
@@ -30,13 +29,18 @@ GroupSpan group_span(const std::vector<std::int64_t>& ranks, const ClusterSpec& 
   if (const auto dup = std::adjacent_find(sorted.begin(), sorted.end()); dup != sorted.end()) {
     throw std::invalid_argument("group_span: rank " + std::to_string(*dup) + " appears twice");
   }
-  std::map<std::int64_t, std::int64_t> per_domain;  // domain -> the group's GPUs in it
-  for (const std::int64_t rank : sorted) ++per_domain[rank / cluster.nvlink_domain_size];
+  // Sorted ranks meet each domain in one run: count the runs and their longest.
   GroupSpan span;
   span.size = static_cast<std::int64_t>(sorted.size());
-  span.domains = static_cast<std::int64_t>(per_domain.size());
-  for (const auto& [domain, count] : per_domain) {
-    span.gpus_per_domain = std::max(span.gpus_per_domain, count);
+  std::int64_t run = 0, domain = -1;
+  for (const std::int64_t rank : sorted) {
+    const std::int64_t d = rank / cluster.nvlink_domain_size;
+    if (d != domain) {
+      domain = d;
+      run = 0;
+      ++span.domains;
+    }
+    span.gpus_per_domain = std::max(span.gpus_per_domain, ++run);
   }
   span.crosses_domains = span.domains > 1;
   return span;

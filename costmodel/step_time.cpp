@@ -322,12 +322,17 @@ GroupRates::GroupRates(const StepContext& x, const Layout& l)
       cp(rank0_group(GroupKind::kCp, l), x.cluster, x.profile),
       dp_cp(rank0_group(GroupKind::kDpCp, l), x.cluster, x.profile),
       pp(rank0_group(GroupKind::kPp, l, 2), x.cluster, x.profile),
-      ep(x.model.moe ? rank0_group(GroupKind::kEp, l) : std::vector<std::int64_t>{0}, x.cluster,
-         x.profile),
-      etp(x.model.moe ? rank0_group(GroupKind::kEtp, l) : std::vector<std::int64_t>{0}, x.cluster,
-          x.profile),
-      edp(x.model.moe ? rank0_group(GroupKind::kEdp, l) : std::vector<std::int64_t>{0}, x.cluster,
-          x.profile) {}
+      ep({0}, x.cluster, x.profile),
+      etp({0}, x.cluster, x.profile),
+      edp({0}, x.cluster, x.profile) {
+  if (x.model.moe) set_expert_groups(x, l);
+}
+
+void GroupRates::set_expert_groups(const StepContext& x, const Layout& l) {
+  ep = GroupBandwidth(rank0_group(GroupKind::kEp, l), x.cluster, x.profile);
+  etp = GroupBandwidth(rank0_group(GroupKind::kEtp, l), x.cluster, x.profile);
+  edp = GroupBandwidth(rank0_group(GroupKind::kEdp, l), x.cluster, x.profile);
+}
 
 LayerCosts layer_costs(const StepContext& x, const Layout& l, const GroupRates& groups) {
   const LayerOps ops = build_layer_ops(x.model, layer_setting(l, x.setup));

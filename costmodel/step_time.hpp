@@ -176,6 +176,9 @@ struct StepContext {
 /// (depends on tp, cp, dp, pp, ep and etp only).
 struct GroupRates {
   GroupRates(const StepContext& context, const Layout& layout);
+  /// Replaces the expert groups (ep, etp, edp) with those of `layout`'s expert mesh, keeping the
+  /// others (a search varies ep and etp under fixed tp, cp, dp, pp).
+  void set_expert_groups(const StepContext& context, const Layout& layout);
   GroupBandwidth tp, cp, dp_cp, pp, ep, etp, edp;
 };
 

@@ -176,11 +176,12 @@ CommandAction add_estimate_command(CLI::App& app) {
           ->check(non_empty("a plan.json written by meshplan plan or estimate with --out"));
   exclude_with_plan(
       *cmd, *plan_option,
-      {"--model",      "--cluster",    "--profile",    "--gpus",         "--framework",
-       "--precision",  "--dp",         "--tp",         "--pp",           "--cp",
-       "--vpp",        "--mbs",        "--gbs",        "--seq",          "--zero",
-       "--recompute",  "--sp",         "--attention",  "--stage-layers", "--tp-overlap",
-       "--dp-overlap", "--pp-overlap", "--elementwise"});
+      {"--model",        "--cluster",    "--profile",     "--gpus",         "--framework",
+       "--precision",    "--dp",         "--tp",          "--pp",           "--cp",
+       "--vpp",          "--mbs",        "--gbs",         "--seq",          "--zero",
+       "--recompute",    "--sp",         "--attention",   "--stage-layers", "--tp-overlap",
+       "--dp-overlap",   "--pp-overlap", "--elementwise", "--ep",           "--etp",
+       "--moe-imbalance"});
 
   return [o](std::ostream& out, std::ostream& err) {
     check_outputs(*o);

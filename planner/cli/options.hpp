@@ -158,8 +158,7 @@ std::string stage_layers_problem(const std::string& list);
 /// The degrees `meshplan plan` was told to pin (0: not pinned), as its flags give them.
 struct PlanPinFlags {
   std::int64_t dp = 0, tp = 0, pp = 0, cp = 0, mbs = 0;
-  std::int64_t ep = 0, etp = 0;  ///< the expert mesh
-  std::int64_t vpp = 0;          ///< virtual stages per rank
+  std::int64_t vpp = 0;  ///< virtual stages per rank
 };
 
 /// Why the pins alone leave `plan` no layout of `gpus` GPUs, a model of `num_layers` layers and

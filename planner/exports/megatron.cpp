@@ -215,8 +215,16 @@ Export export_megatron(const Plan& p, const FrameworkVersion& version) {
     if (written) {
       a.insert(a.end(), split_args.begin(), split_args.end());
     } else {
-      a.push_back("--pipeline-model-parallel-layout \"" + megatron_layout_string(l.stage_layers) +
-                  "\"");
+      // The multi-token-prediction depths run on the last stage, as meshplan costs them: the
+      // layout string must list them ("m", before the loss; Megatron-Core's
+      // pipeline_parallel_layer_layout.py: "Number of mtp layers in layout must match
+      // mtp_num_layers").
+      std::string layout = megatron_layout_string(l.stage_layers);
+      if (m.mtp_num_layers > 0 && !layout.empty() && layout.back() == 'L') {
+        layout.insert(layout.size() - 1,
+                      std::string(static_cast<std::size_t>(m.mtp_num_layers), 'm'));
+      }
+      a.push_back("--pipeline-model-parallel-layout \"" + layout + "\"");
       const std::int64_t stages = l.pp * l.vpp;
       e.to_add.push_back(
           "use a Megatron-LM whose Megatron-Core has --pipeline-model-parallel-layout, which the " +

@@ -72,10 +72,15 @@ class Worker {
     base.pp = pp;
     base.gbs = r_.gbs;
     const bool tp_crosses = tp_spans_domains(tp, r_.gpus, r_.cluster.nvlink_domain_size);
+    // The dense groups once per (tp, cp, pp); the expert groups per mesh (a pinned mesh that
+    // breaks its rules keeps the previous ones: its layouts are rejected before they are timed).
+    GroupRates groups(context_, base);
     for (const auto& [ep, etp] : expert_meshes(base)) {
       base.ep = ep;
       base.etp = etp;
-      run_mesh(base, tp_crosses);
+      if (r_.model.moe && (tp * cp * dp) % (ep * etp) == 0)
+        groups.set_expert_groups(context_, base);
+      run_mesh(base, groups, tp_crosses);
     }
   }
 
@@ -104,10 +109,8 @@ class Worker {
   }
 
   /// All layouts of `base`'s tp, cp, pp and expert mesh.
-  void run_mesh(const Layout& base, bool tp_crosses) {
+  void run_mesh(const Layout& base, const GroupRates& groups, bool tp_crosses) {
     const std::int64_t tp = base.tp, pp = base.pp, dp = base.dp;
-    const GroupRates groups(context_, base);
-    costs_.clear();
     // With one rank to shard over, every ZeRO stage is the same layout: keep zero 0 only.
     const bool shards = shard_group(base, r_.setup.framework) > 1;
 
@@ -261,9 +264,11 @@ class Worker {
     return it->second;
   }
 
-  /// Per-layer seconds for this (tp, cp) combination, by (mbs, sp).
+  /// Per-layer seconds by (tp, cp, ep, etp, mbs, sp): what they depend on (the tp, cp and ep
+  /// groups of rank 0 are the same ranks whatever dp and pp are), kept across (tp, cp, pp)
+  /// combinations.
   const LayerCosts& layer_costs_for(const Layout& l, const GroupRates& groups) {
-    const auto key = std::make_pair(l.mbs, l.sp);
+    const auto key = std::make_tuple(l.tp, l.cp, l.ep, l.etp, l.mbs, l.sp);
     auto it = costs_.find(key);
     if (it == costs_.end()) it = costs_.emplace(key, layer_costs(context_, l, groups)).first;
     return it->second;
@@ -280,7 +285,9 @@ class Worker {
   std::map<std::tuple<std::int64_t, std::int64_t, bool, int, std::int64_t, std::int64_t>,
            ActivationBytes>
       activations_;
-  std::map<std::pair<std::int64_t, bool>, LayerCosts> costs_;
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool>,
+           LayerCosts>
+      costs_;
 };
 
 /// What rule bit `bit` (Worker's numbering) says of `layout`, naming its values: the layout

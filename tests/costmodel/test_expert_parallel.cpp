@@ -69,8 +69,8 @@ TEST_CASE("expert groups fold etp x ep x edp over a stage's tp x cp x dp ranks",
   CHECK(group_of_rank(GroupKind::kEtp, 1, l) == std::vector<std::int64_t>{1});
   // Stage 1 starts at rank 8: the same fold, offset.
   CHECK(group_of_rank(GroupKind::kEp, 9, l) == std::vector<std::int64_t>{8, 9, 10, 11});
-  CHECK(process_groups(GroupKind::kEp, l) == Groups{{0, 1, 2, 3}, {4, 5, 6, 7}, {8, 9, 10, 11},
-                                                    {12, 13, 14, 15}});
+  CHECK(process_groups(GroupKind::kEp, l) ==
+        Groups{{0, 1, 2, 3}, {4, 5, 6, 7}, {8, 9, 10, 11}, {12, 13, 14, 15}});
   // ep 2, etp 2 (edp 2): etp varies fastest, then ep, then edp.
   l.ep = 2;
   l.etp = 2;
@@ -189,10 +189,12 @@ TEST_CASE("the routed experts' optimizer states per GPU under ep x edp", "[ledge
   double expert_optimizer = 0, expert_grads = 0, expert_weights = 0, dense_optimizer = 0;
   for (const LedgerEntry& e : ledger.stages[0].entries) {
     const bool expert = e.name.rfind("routed experts: ", 0) == 0;
-    if (e.category == MemoryCategory::kOptimizer) (expert ? expert_optimizer : dense_optimizer) += e.bytes;
+    if (e.category == MemoryCategory::kOptimizer)
+      (expert ? expert_optimizer : dense_optimizer) += e.bytes;
     if (expert && e.category == MemoryCategory::kGradients) expert_grads += e.bytes;
     if (expert && e.category == MemoryCategory::kWeights) expert_weights += e.bytes;
-    if (expert && e.category == MemoryCategory::kOptimizer) CHECK(e.sharded_over == "ep x etp, edp");
+    if (expert && e.category == MemoryCategory::kOptimizer)
+      CHECK(e.sharded_over == "ep x etp, edp");
   }
   CHECK(expert_optimizer == Approx(8'455'716'864.0));
   CHECK(expert_grads == Approx(22'548'578'304.0));

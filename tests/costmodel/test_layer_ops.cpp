@@ -183,23 +183,29 @@ TEST_CASE("layer ops: full recompute saves only the layer input", "[layer_ops]")
 
 TEST_CASE("an MoE layer's ops: router, grouped expert GEMMs, shared experts", "[layer_ops][moe]") {
   // Llama 3 8B's attention with a DeepSeek-style MoE FFN from layer 1 on: 8 routed SwiGLU
-  // experts of 1024, top-2, one shared expert of 1024; seq 4096, mbs 1, tp 8.
+  // experts of 1024, top-2, one shared expert of 1024; seq 4096, mbs 1, tp 8 with sp (an MoE
+  // layout's rule), ep 1 and etp 8 (Megatron's default etp = tp): each rank routes its sp shard
+  // of 4096 / 8 = 512 tokens.
   ModelSpec m = llama3_8b();
   m.moe = MoeSpec{8, 2, 1024, 1, 1024, 1, 1, false, false, false};
-  const LayerOps ops = build_layer_ops(m, tp8(4096, 1));
+  LayerSetting setting = tp8(4096, 1);
+  setting.sp = true;
+  setting.etp = 8;
+  const LayerOps ops = build_layer_ops(m, setting);
   CHECK_FALSE(is_moe_layer(m, 0));
   CHECK(is_moe_layer(m, 1));
   CHECK(moe_layer_count(m) == 31);
   CHECK(&ops.layer_at(m, 0) == &ops.layer);
   CHECK(&ops.layer_at(m, 5) == &ops.moe_layer);
-  // Router x[4096, 4096] W[4096, 8] on every tp rank (duplicated).
+  // Router x[512, 4096] W[4096, 8] on every tp rank (duplicated), over the rank's sp shard.
   const LayerOp& router = ops.op("router");
   CHECK(router.split == TpSplit::kNone);
-  CHECK(router.gemm.m == 4096);
+  CHECK(router.gemm.m == 512);
   CHECK(router.gemm.n == 8);
   CHECK(router.params == 4096 * 8);
-  // expert_fc1: 8 grouped GEMMs of 4096 x 2 / 8 = 1024 tokens each, x[1024, 4096] W[4096,
-  // 2 x 1024 / 8 = 256]; parameters 8 x 4096 x 2048, 2 of them active; per token
+  // expert_fc1: the 512 x 2 = 1024 routed tokens gathered over etp 8 (8192) on 8 / ep 1 = 8
+  // local experts: 8 grouped GEMMs of 1024 tokens each, x[1024, 4096] W[4096,
+  // 2 x 1024 / etp 8 = 256]; parameters 8 x 4096 x 2048, 2 of them active; per token
   // top-2 x 2 x 4096 x 2048 = 33,554,432 FLOP.
   const LayerOp& fc1 = ops.op("expert_fc1");
   CHECK(fc1.gemm.m == 1024);
@@ -215,8 +221,13 @@ TEST_CASE("an MoE layer's ops: router, grouped expert GEMMs, shared experts", "[
   CHECK(fc2.gemm.m == 1024);
   CHECK(fc2.gemm.n == 4096);
   CHECK(fc2.gemm.k == 128);
-  // Dispatch copies each token to 2 experts: (4096 + 8192) x 4096 x 2 bytes each way.
-  CHECK(ops.op("permute").forward_bytes == 12288.0 * 4096 * 2);
+  // Dispatch copies each of the rank's 512 tokens to 2 experts: (512 + 1024) x 4096 x 2 bytes
+  // each way, then gathers the routed tokens over etp: an all-gather of 8 x 1024 x 4096 x 2
+  // bytes (ep 1: no all-to-all).
+  CHECK(ops.op("permute").forward_bytes == 1536.0 * 4096 * 2);
+  CHECK(ops.op("permute").collectives.size() == 2);
+  CHECK(ops.op("permute").collectives[0].group == GroupKind::kEtp);
+  CHECK(ops.op("permute").collectives[0].bytes == 8.0 * 1024 * 4096 * 2);
   // The shared expert is the dense MLP at width 1024: 3 x 4096 x 1024 parameters.
   const ParamCount c = count_params(m);
   CHECK(c.per_moe_layer.shared_experts == 3LL * 4096 * 1024);
