@@ -544,7 +544,10 @@ StepEstimate estimate_step(const ModelSpec& model, const Layout& layout,
   const GroupRates groups(context, layout);
   StepEstimate e =
       assemble_step(context, layout, groups, layer_costs(context, layout, groups), true);
-  e.memory = build_memory_ledger(model, layout, setup, cluster.gpu);
+  // The ledger's fitted memory parameters are the family's on this profile, as the step's.
+  TrainingSetup fitted_setup = setup;
+  fitted_setup.fitted = context.fitted;
+  e.memory = build_memory_ledger(model, layout, fitted_setup, cluster.gpu);
   return e;
 }
 

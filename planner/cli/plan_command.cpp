@@ -9,6 +9,8 @@
 #include <sstream>
 
 #include "costmodel/counted.hpp"
+#include "costmodel/fitted_rates.hpp"
+#include "costmodel/oom_risk.hpp"
 #include "costmodel/param_count.hpp"
 #include "costmodel/units.hpp"
 #include "planner/cli/commands.hpp"
@@ -45,7 +47,8 @@ struct PlanOptions {
   int zero = -1;
   std::string recompute, sp;
   bool allow_cross_node_tp = false;
-  double memory_reserve_gib = 1.0;
+  double memory_reserve_gib = 0.0;
+  double max_oom_risk = kDefaultMaxOomRisk;
   std::size_t top = 10;
   std::string objective = "time";
   double tokens = 0;
@@ -195,9 +198,15 @@ CommandAction add_plan_command(CLI::App& app) {
                     [o](bool on) { o->sp = on ? "on" : "off"; });
   cmd->add_flag("--allow-cross-node-tp", o->allow_cross_node_tp,
                 "Let tp span NVLink domains (costed on the NICs); off by default");
+  cmd->add_option("--max-oom-risk", o->max_oom_risk,
+                  "Largest OOM risk a listed layout may carry, a probability in [0, 1]: the "
+                  "risk comes from the ledger's peak, the GPU's memory and the spread of measured "
+                  "peaks and OOM outcomes that meshplan fit found for the framework's family on "
+                  "the profile")
+      ->capture_default_str()
+      ->check(number_in(0.0, 1.0));
   cmd->add_option("--memory-reserve", o->memory_reserve_gib,
-                  "GPU memory kept free beyond the ledger's own overhead lines (CUDA context, "
-                  "allocator fragmentation) [GiB]")
+                  "GPU memory kept free beyond the ledger and the OOM risk, a hard margin [GiB]")
       ->capture_default_str()
       ->check(number_in(0.0, 1024.0));
   cmd->add_option("--top", o->top, "Layouts to list")->capture_default_str()->check(CLI::Range(1, 1000));
@@ -240,7 +249,7 @@ CommandAction add_plan_command(CLI::App& app) {
       throw InputError("--memory-reserve " + reserve.str() + " GiB: the " + cluster.gpu.name +
                        " GPUs of " + cluster.name + " have " + memory +
                        " GiB each, and the reserve is kept free of that; give less than " +
-                       memory + " (default 1)");
+                       memory + " (default 0)");
     }
     const Precision precision = require_precision(o->precision, cluster.gpu, notes);
     require_mfu_peak_flops(cluster.gpu, precision);
@@ -296,6 +305,7 @@ CommandAction add_plan_command(CLI::App& app) {
         o->profile.empty() ? default_profile_name(cluster.gpu) : o->profile, "--profile");
     note_profile_gpu(err, profile, cluster);
     note_rope_length(err, model, setup.seq);
+    setup.fitted = fitted_rates(profile, setup.framework);
     SearchRequest request(model, cluster, profile, setup, o->gpus, gbs);
     auto pinned = [](std::int64_t v) {
       return v > 0 ? std::optional<std::int64_t>(v) : std::nullopt;
@@ -311,6 +321,7 @@ CommandAction add_plan_command(CLI::App& app) {
     if (!o->sp.empty()) request.pins.sp = o->sp == "on";
     request.allow_cross_node_tp = o->allow_cross_node_tp;
     request.memory_reserve_bytes = o->memory_reserve_gib * kGiB;
+    request.max_oom_risk = o->max_oom_risk;
     request.top_k = o->top;
     request.objective = o->objective == "memory" ? Objective::kMemory
                         : o->objective == "cost" ? Objective::kCost

@@ -20,26 +20,7 @@ constexpr double kHuberDelta = 0.1;
 /// 10% off (residual 0.1), so the runs, not the priors, set every parameter they determine.
 constexpr double kPriorWeight = 0.1;
 
-/// "model dims | gpus | layout | measured": two cases with the same key are one run.
-std::string run_key(const ValidationCase& c) {
-  const ModelSpec& m = c.model;
-  const Layout& l = c.layout;
-  std::string key;
-  for (const std::int64_t v :
-       {m.num_layers, m.hidden_size, m.num_attention_heads, m.num_kv_heads, m.ffn_hidden_size,
-        m.vocab_size, m.seq_length, c.num_gpus, l.dp, l.tp, l.pp, l.cp, l.vpp, l.mbs, l.gbs,
-        static_cast<std::int64_t>(l.zero), static_cast<std::int64_t>(l.recompute),
-        static_cast<std::int64_t>(l.sp)}) {
-    key += std::to_string(v) + ",";
-  }
-  for (const std::optional<double>& v :
-       {c.step_time_s, c.tokens_per_s_per_gpu, c.tflops_per_gpu, c.mfu}) {
-    key += v ? std::to_string(*v) + "," : "-,";
-  }
-  return key + c.gpu + "," + c.framework;
-}
 
-std::string fold_of(const std::string& stem) { return stem.substr(0, stem.find('-')); }
 
 StepEstimate time_estimate(const FitRun& r, const Profile& profile) {
   const StepContext context(r.run.model, r.run.setup, r.cluster, profile);
@@ -62,6 +43,26 @@ double to_working(const ParameterSpec& p, double value) {
 double from_working(const ParameterSpec& p, double x) { return p.log_scale ? std::exp(x) : x; }
 
 }  // namespace
+
+std::string run_key(const ValidationCase& c) {
+  const ModelSpec& m = c.model;
+  const Layout& l = c.layout;
+  std::string key;
+  for (const std::int64_t v :
+       {m.num_layers, m.hidden_size, m.num_attention_heads, m.num_kv_heads, m.ffn_hidden_size,
+        m.vocab_size, m.seq_length, c.num_gpus, l.dp, l.tp, l.pp, l.cp, l.vpp, l.mbs, l.gbs,
+        static_cast<std::int64_t>(l.zero), static_cast<std::int64_t>(l.recompute),
+        static_cast<std::int64_t>(l.sp)}) {
+    key += std::to_string(v) + ",";
+  }
+  for (const std::optional<double>& v :
+       {c.step_time_s, c.tokens_per_s_per_gpu, c.tflops_per_gpu, c.mfu}) {
+    key += v ? std::to_string(*v) + "," : "-,";
+  }
+  return key + c.gpu + "," + c.framework;
+}
+
+std::string fold_of(const std::string& stem) { return stem.substr(0, stem.find('-')); }
 
 FitRuns load_fit_runs(const std::vector<std::string>& paths, const std::string& generation,
                       const std::map<std::string, Profile>& bases) {
@@ -171,6 +172,7 @@ GenerationFit fit_generation(const std::vector<const FitRun*>& runs,
   std::vector<Slot> slots;
   std::vector<double> start, lower, upper;
   for (const ParameterSpec& spec : fit_parameters()) {
+    if (spec.group != "time") continue;  // the memory group: memory_fit.hpp
     if (spec.scope == ParameterScope::kShared) {
       const double prior = spec.prior("");
       slots.push_back({fit.parameters.size(), false});

@@ -48,6 +48,14 @@ struct FitRun {
   double weight = 1;                    ///< 1 / sqrt(runs of its source)
 };
 
+/// "model dims | gpus | layout | measured times | GPU, framework" of `c`: two cases with the same
+/// key are one run.
+std::string run_key(const ValidationCase& c);
+
+/// The study of a file's stem: up to its first '-' ("hagemann" for hagemann-selected and
+/// hagemann-sweep-13b), so that one study's files are left out together.
+std::string fold_of(const std::string& stem);
+
 /// The runs of some files, and the cases left out with why.
 struct FitRuns {
   std::vector<FitRun> runs;

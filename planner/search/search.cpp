@@ -56,7 +56,7 @@ class Worker {
   explicit Worker(const SearchRequest& request)
       : r_(request),
         context_(request.model, request.setup, request.cluster, request.profile),
-        usable_(request.cluster.gpu.memory_bytes - request.memory_reserve_bytes) {
+        usable_(usable_memory(request)) {
     result_.smallest_peak_bytes = std::numeric_limits<double>::infinity();
   }
 
@@ -204,6 +204,10 @@ class Worker {
     c.step_time_s_p10 = e.step_time_s_p10;
     c.step_time_s_p90 = e.step_time_s_p90;
     c.peak_bytes = peak;
+    const MemoryOutlook outlook = memory_outlook(peak, r_.cluster.gpu.memory_bytes, r_.setup.fitted);
+    c.oom_risk = outlook.oom_risk;
+    c.peak_bytes_p10 = outlook.peak_bytes_p10;
+    c.peak_bytes_p90 = outlook.peak_bytes_p90;
     c.worst_stage = worst;
     c.mfu = e.mfu;
     c.tflops_per_gpu = e.tflops_per_gpu;
@@ -290,6 +294,12 @@ bool ranks_before(const Candidate& a, const Candidate& b, Objective objective) {
                                         : a.peak_bytes < b.peak_bytes;
 }
 
+double usable_memory(const SearchRequest& request) {
+  const double capacity = request.cluster.gpu.memory_bytes;
+  return std::min(capacity - request.memory_reserve_bytes,
+                  peak_at_risk(capacity, request.setup.fitted, request.max_oom_risk));
+}
+
 SearchResult search_layouts(const SearchRequest& request) {
   std::vector<std::array<std::int64_t, 3>> combos;  // (tp, cp, pp)
   for (std::int64_t tp : divisors(request.gpus)) {
@@ -323,7 +333,7 @@ SearchResult search_layouts(const SearchRequest& request) {
 
   SearchResult out;
   out.smallest_peak_bytes = std::numeric_limits<double>::infinity();
-  out.usable_bytes = request.cluster.gpu.memory_bytes - request.memory_reserve_bytes;
+  out.usable_bytes = usable_memory(request);
   std::vector<Candidate> front;
   for (Worker& w : workers) {
     SearchResult& r = w.result();

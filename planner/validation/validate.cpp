@@ -114,7 +114,9 @@ void compare_case(const ValidationCase& c, const std::string& source, const Case
     x.add(kMetricOom, ledger.fits ? 0 : 1, *c.oom ? 1 : 0, std::nullopt,
           std::string("ours: ") + (ledger.fits ? "fits" : "OOM") + ", the worst stage needs " +
               gib(ledger.peak_bytes) + " of the " + gib(ledger.capacity_bytes) + " of the " +
-              hw.cluster.gpu.name + "; measured: " + (*c.oom ? "OOM" : "fits") + " (" +
+              hw.cluster.gpu.name + ", OOM risk " + risk_percent(ledger.outlook.oom_risk) +
+              " (OOM above " + risk_percent(kDefaultMaxOomRisk) + ", as plan excludes)" +
+              "; measured: " + (*c.oom ? "OOM" : "fits") + " (" +
               (c.memory_metric.empty() ? std::string("not stated") : c.memory_metric) + ")");
   }
 }
