@@ -544,11 +544,14 @@ StepEstimate estimate_step(const ModelSpec& model, const Layout& layout,
   const GroupRates groups(context, layout);
   StepEstimate e =
       assemble_step(context, layout, groups, layer_costs(context, layout, groups), true);
-  // The ledger's fitted memory parameters are the family's on this profile, as the step's.
-  TrainingSetup fitted_setup = setup;
-  fitted_setup.fitted = context.fitted;
-  e.memory = build_memory_ledger(model, layout, fitted_setup, cluster.gpu);
+  e.memory = build_memory_ledger(model, layout, fitted_setup(setup, profile), cluster.gpu);
   return e;
+}
+
+TrainingSetup fitted_setup(const TrainingSetup& setup, const Profile& profile) {
+  TrainingSetup s = setup;
+  s.fitted = fitted_rates(profile, setup.framework);
+  return s;
 }
 
 }  // namespace meshplan

@@ -9,7 +9,6 @@
 #include <sstream>
 
 #include "costmodel/counted.hpp"
-#include "costmodel/fitted_rates.hpp"
 #include "costmodel/oom_risk.hpp"
 #include "costmodel/param_count.hpp"
 #include "costmodel/units.hpp"
@@ -305,7 +304,6 @@ CommandAction add_plan_command(CLI::App& app) {
         o->profile.empty() ? default_profile_name(cluster.gpu) : o->profile, "--profile");
     note_profile_gpu(err, profile, cluster);
     note_rope_length(err, model, setup.seq);
-    setup.fitted = fitted_rates(profile, setup.framework);
     SearchRequest request(model, cluster, profile, setup, o->gpus, gbs);
     auto pinned = [](std::int64_t v) {
       return v > 0 ? std::optional<std::int64_t>(v) : std::nullopt;

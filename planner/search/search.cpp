@@ -55,6 +55,7 @@ class Worker {
  public:
   explicit Worker(const SearchRequest& request)
       : r_(request),
+        setup_(fitted_setup(request.setup, request.profile)),
         context_(request.model, request.setup, request.cluster, request.profile),
         usable_(usable_memory(request)) {
     result_.smallest_peak_bytes = std::numeric_limits<double>::infinity();
@@ -189,7 +190,7 @@ class Worker {
     const ActivationBytes act{per_sequence.layer * b, per_sequence.layer_full * b,
                               per_sequence.largest_full * b, per_sequence.embedding * b,
                               per_sequence.head * b};
-    const MemoryContext memory{r_.model, context_.counts, l, r_.setup, r_.cluster.gpu, act};
+    const MemoryContext memory{r_.model, context_.counts, l, setup_, r_.cluster.gpu, act};
     const auto [peak, worst] = peak_memory(memory);
     result_.smallest_peak_bytes = std::min(result_.smallest_peak_bytes, peak);
     if (peak > usable_) {
@@ -204,7 +205,7 @@ class Worker {
     c.step_time_s_p10 = e.step_time_s_p10;
     c.step_time_s_p90 = e.step_time_s_p90;
     c.peak_bytes = peak;
-    const MemoryOutlook outlook = memory_outlook(peak, r_.cluster.gpu.memory_bytes, r_.setup.fitted);
+    const MemoryOutlook outlook = memory_outlook(peak, r_.cluster.gpu.memory_bytes, setup_.fitted);
     c.oom_risk = outlook.oom_risk;
     c.peak_bytes_p10 = outlook.peak_bytes_p10;
     c.peak_bytes_p90 = outlook.peak_bytes_p90;
@@ -239,6 +240,7 @@ class Worker {
   }
 
   const SearchRequest& r_;
+  TrainingSetup setup_;  ///< r_.setup with the profile's fitted memory parameters
   StepContext context_;
   double usable_;
   SearchResult result_;
@@ -297,7 +299,8 @@ bool ranks_before(const Candidate& a, const Candidate& b, Objective objective) {
 double usable_memory(const SearchRequest& request) {
   const double capacity = request.cluster.gpu.memory_bytes;
   return std::min(capacity - request.memory_reserve_bytes,
-                  peak_at_risk(capacity, request.setup.fitted, request.max_oom_risk));
+                  peak_at_risk(capacity, fitted_rates(request.profile, request.setup.framework),
+                               request.max_oom_risk));
 }
 
 SearchResult search_layouts(const SearchRequest& request) {

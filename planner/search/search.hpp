@@ -56,8 +56,8 @@ struct SearchRequest {
   /// GPU memory kept free beyond the ledger's own overhead lines (CUDA context, allocator
   /// fragmentation), bytes.
   double memory_reserve_bytes = 0;
-  /// The largest OOM risk a ranked layout may carry (costmodel/oom_risk.hpp, under
-  /// setup.fitted's memory parameters).
+  /// The largest OOM risk a ranked layout may carry (costmodel/oom_risk.hpp, under the
+  /// profile's fitted memory parameters for setup.framework's family).
   double max_oom_risk = kDefaultMaxOomRisk;
   Objective objective = Objective::kTime;
   double tokens = 0;                 ///< tokens to train, for GPU-hours (cost); 0: not shown
