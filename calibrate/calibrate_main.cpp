@@ -87,17 +87,18 @@ Setup make_setup(const Options& o, const MpiContext& ctx) {
     } else if (auto detected = gpu_preset_for_device(s.device.name, s.device.memory_bytes)) {
       gpu = *detected;
     } else {
-      throw InputError("--gpu: device \"" + s.device.name +
-                       "\" has no GPU preset I recognize; give --gpu NAME (meshplan presets gpus)");
+      throw InputError("--gpu: device " + json_quoted(s.device.name) +
+                       " has no GPU preset I recognize; give --gpu NAME (meshplan presets gpus)");
     }
   }
   s.profile.gpu = load_gpu(gpu, "--gpu");
   if (s.profile.gpu.name != gpu) {
     // A profile may name a GPU file by path, but one written here names its GPU by the name
     // load_gpu found, which only a preset's file name is sure to be found again by.
-    throw InputError("--gpu: give a GPU preset name (meshplan presets gpus), got \"" + gpu +
-                     "\" (GPU \"" + s.profile.gpu.name +
-                     "\"): meshplan-calibrate takes no GPU file, since the profile it writes "
+    throw InputError("--gpu: give a GPU preset name (meshplan presets gpus), got " +
+                     json_quoted(gpu) +
+                     " (GPU " + json_quoted(s.profile.gpu.name) +
+                     "): meshplan-calibrate takes no GPU file, since the profile it writes "
                      "names its GPU by preset name");
   }
   std::string base = o.base_profile;

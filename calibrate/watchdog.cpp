@@ -65,7 +65,7 @@ Watchdog::~Watchdog() {
   // aborts the job next).
   if (std::uncaught_exceptions() > 0) return;
   MPI_Barrier(beats_);
-  if (rank_ == 0 && thread_may_call_mpi_) {  // drain the last heartbeats
+  if (rank_ <= 1 && thread_may_call_mpi_) {  // drain the last heartbeats (rank 0's, rank 1's)
     for (;;) {
       int pending = 0;
       MPI_Status status;
@@ -140,13 +140,15 @@ void Watchdog::idle() {
 }
 
 void Watchdog::heartbeat(Clock::time_point now) {
-  if (rank_ != 0) {
-    if (now < next_beat_) return;
+  // Every rank but 0 beats to rank 0; rank 0 beats to rank 1, which watches it (a frozen rank 0
+  // is then named, instead of every other rank's step timer saying "this one, or a peer").
+  if (now >= next_beat_) {
     next_beat_ = now + seconds(std::min(1.0, timeout_s_ / 4));
     const int beat = 1;
-    check_mpi(MPI_Send(&beat, 1, MPI_INT, 0, kBeatTag, beats_), "MPI_Send (heartbeat)");
-    return;
+    check_mpi(MPI_Send(&beat, 1, MPI_INT, rank_ == 0 ? 1 : 0, kBeatTag, beats_),
+              "MPI_Send (heartbeat)");
   }
+  if (rank_ > 1) return;
   for (;;) {
     int pending = 0;
     MPI_Status status;
@@ -157,11 +159,16 @@ void Watchdog::heartbeat(Clock::time_point now) {
               "MPI_Recv (heartbeat)");
     last_beat_[static_cast<std::size_t>(status.MPI_SOURCE)] = now;
   }
-  for (int r = 1; r < size_; ++r) {
+  // Rank 0 watches every other rank; rank 1 watches rank 0.
+  const int first = rank_ == 0 ? 1 : 0;
+  const int last = rank_ == 0 ? size_ : 1;
+  for (int r = first; r < last; ++r) {
     const double silent =
         std::chrono::duration<double>(now - last_beat_[static_cast<std::size_t>(r)]).count();
     if (silent > timeout_s_) {
-      abort_job(program_ + ": rank 0 (" + hosts_[0] + "): rank " + std::to_string(r) + " (" +
+      abort_job(program_ + ": rank " + std::to_string(rank_) + " (" +
+                    hosts_[static_cast<std::size_t>(rank_)] + "): rank " + std::to_string(r) +
+                    " (" +
                     hosts_[static_cast<std::size_t>(r)] + ") has sent no heartbeat for " +
                     seconds_text(silent) +
                     " (the " + timeout_flag_ + " timeout): its process is dead, "

@@ -8,10 +8,12 @@
 // 2. A rank that exits (crash, kill) is reported by the launcher, which ends the job (mpirun:
 //    "process rank R ... exited on signal N").
 // 3. Heartbeats (when MPI provides MPI_THREAD_MULTIPLE): a watchdog thread on every rank sends
-//    rank 0 a 4-byte heartbeat every min(1 s, timeout / 4) on a private duplicate of the world;
-//    rank 0's thread receives them and, when a rank has been silent for timeout_s (its process
-//    frozen, its node gone, though the launcher has not noticed), prints
-//    "rank 0: rank R (host) has sent no heartbeat for T s" and calls MPI_Abort. Checkpoints
+//    rank 0 a 4-byte heartbeat every min(1 s, timeout / 4) on a private duplicate of the world,
+//    and rank 0's thread sends rank 1 one; rank 0's thread receives the others' and rank 1's
+//    thread rank 0's and, when a rank has been silent for timeout_s (its process frozen, its
+//    node gone, though the launcher has not noticed), prints "rank 0 (host): rank R (host) has
+//    sent no heartbeat for T s" (or "rank 1 (host): rank 0 (host) ...": a frozen rank 0 is
+//    named too) and calls MPI_Abort. Checkpoints
 //    do the same between steps without threads: every step starts with step(label), each rank
 //    tells rank 0, and rank 0 names the ranks that do not arrive within timeout_s.
 // 4. A step timer on every rank: when the current step has run longer than timeout_s (every
@@ -69,7 +71,7 @@ class Watchdog {
   bool thread_may_call_mpi_;
   int sequence_ = 0;
   std::vector<std::string> reached_;  ///< rank 0: last step each rank reached
-  std::vector<std::chrono::steady_clock::time_point> last_beat_;  ///< rank 0's thread
+  std::vector<std::chrono::steady_clock::time_point> last_beat_;  ///< rank 0's and rank 1's thread
   std::chrono::steady_clock::time_point next_beat_;
 
   std::mutex mutex_;

@@ -58,19 +58,35 @@ std::vector<FrameworkConvention> make_conventions() {
                  "Rajbhandari et al. 2020 (ZeRO), sec. 3.1: 2 + 2 + 12 = 16 bytes/param",
                  {half_weights, half_grads, master, adam_m, adam_v},
                  2, 4, true});
+  // Megatron-LM of 2026 (d98e8a6, Megatron-Core 0.20.0; megatron/training/arguments.py):
+  // interleaved sends overlap compute by default (--no-overlap-p2p-communication turns it off),
+  // and Megatron-FSDP (--use-megatron-fsdp, --data-parallel-sharding-strategy optim_grads or
+  // optim_grads_params) gives ZeRO-2 and ZeRO-3 beside the distributed optimizer's ZeRO-1.
   all.push_back({"megatron",
-                 "Megatron-LM: half weights, fp32 main-grad buffer, fp32 master, m, v",
+                 "Megatron-LM (2026): half weights, fp32 main-grad buffer, fp32 master, m, v; "
+                 "interleaved sends overlapped; ZeRO-2/3 as Megatron-FSDP",
                  "Megatron-LM megatron/training/theoretical_memory_usage.py: 18 bytes/param, "
-                 "6 + 12/(dp*cp) with --use-distributed-optimizer",
+                 "6 + 12/(dp*cp) with --use-distributed-optimizer; arguments.py at d98e8a6: "
+                 "overlap_p2p_comm on, --use-megatron-fsdp",
                  {half_weights, fp32_grads, master, adam_m, adam_v},
                  2, 4, true});
   all.back().loss_transient_bytes = 2;
   all.back().dp_grad_overlap = false;  // --overlap-grad-reduce is opt-in
   all.back().fp8_saves_fp8_inputs = true;
-  // ZeRO 0-3: the distributed optimizer (1), and Megatron-FSDP (Megatron-Core 0.14,
-  // --use-megatron-fsdp --data-parallel-sharding-strategy optim_grads / optim_grads_params: 2,
-  // 3), which Megatron-DeepSpeed's ZeRO stages also stand in for.
+  all.back().pp_p2p_overlap = true;
   all.back().interleaved_waiting_needs_pp_above_2 = true;
+  // The Megatron-LM of the published runs meshplan validates against (Narayanan et al. 2021,
+  // Korthikanti et al. 2022, the README's H100 table): interleaved sends batched with their
+  // receives and waited for, and the distributed optimizer as its only ZeRO.
+  FrameworkConvention legacy = all.back();
+  legacy.name = "megatron-2023";
+  legacy.description = "Megatron-LM of 2021-2023 (the published runs): as megatron, with "
+                       "interleaved sends waiting and ZeRO-1 at most";
+  legacy.source = "Megatron-LM theoretical_memory_usage.py (18 bytes/param); the p2p "
+                  "communication of Narayanan et al. 2021 (batched send/recv, waited for)";
+  legacy.pp_p2p_overlap = false;
+  legacy.zero_stages = 0b0011;
+  all.push_back(legacy);
   all.push_back({"nemo",
                  "NeMo / Megatron-Core recipes: half weights and grad buffer "
                  "(grad_reduce_in_fp32 off), fp32 master, m, v; overlapped DP communication",
@@ -81,7 +97,6 @@ std::vector<FrameworkConvention> make_conventions() {
   all.back().loss_transient_bytes = 2;
   all.back().dp_param_overlap = true;
   all.back().fp8_saves_fp8_inputs = true;
-  all.back().zero_stages = 0b0011;
   all.back().pp_p2p_overlap = true;
   all.back().interleaved_waiting_needs_pp_above_2 = true;
   all.push_back({"deepspeed",

@@ -5,6 +5,7 @@
 // Bytes per parameter, unsharded (sources in each convention's `source`):
 //   textbook  half weights 2 + half grads 2 + fp32 master 4 + Adam m 4 + v 4        = 16
 //   megatron  half weights 2 + fp32 grad buffer 4 + master 4 + m 4 + v 4            = 18
+//             (megatron-2023: the same bytes, the Megatron-LM of the published runs)
 //   nemo      half weights 2 + half grad buffer 2 + master 4 + m 4 + v 4            = 16
 //   deepspeed half weights 2 + half grads 2 + master 4 + fp32 grad partition 4
 //             + m 4 + v 4                                                           = 20
@@ -57,7 +58,7 @@ enum class SelectivePolicy { kAttentionCore, kEveryOtherMatmul };
 
 /// A framework's memory conventions.
 struct FrameworkConvention {
-  std::string name;         ///< "textbook", "megatron", "nemo", "deepspeed", "fsdp", "hf"
+  std::string name;  ///< "textbook", "megatron", "megatron-2023", "nemo", "deepspeed", "fsdp", "hf"
   std::string description;  ///< one line
   std::string source;       ///< where the numbers come from
   std::vector<StateComponent> state;  ///< training state per parameter, unsharded
@@ -112,8 +113,9 @@ struct FrameworkConvention {
   /// backward GEMMs (Transformer Engine's Linear and LayerNormLinear, as Megatron-Core and
   /// NeMo use them).
   bool fp8_saves_fp8_inputs = false;
-  /// ZeRO stages the framework offers, bit z for stage z: Megatron-LM 0-3 (the distributed
-  /// optimizer; Megatron-FSDP for 2 and 3), NeMo 0 and 1; DeepSpeed 0-3; PyTorch DDP/FSDP 0, 2 (SHARD_GRAD_OP) and 3
+  /// ZeRO stages the framework offers, bit z for stage z: Megatron-LM and NeMo 0-3 (1: the
+  /// distributed optimizer, 2 and 3: Megatron-FSDP optim_grads and optim_grads_params),
+  /// megatron-2023 0 and 1; DeepSpeed 0-3; PyTorch DDP/FSDP 0, 2 (SHARD_GRAD_OP) and 3
   /// (FULL_SHARD).
   unsigned zero_stages = 0b1111;
   bool allows_zero(int stage) const { return stage >= 0 && stage <= 3 && (zero_stages >> stage) & 1u; }

@@ -5,8 +5,8 @@
 namespace meshplan {
 
 void host_bound_layer(LayerCosts& costs, double host_per_layer_s) {
-  costs.forward = std::max(costs.forward, host_per_layer_s / 3);
-  costs.backward = std::max(costs.backward, 2 * host_per_layer_s / 3);
+  costs.forward_s = std::max(costs.forward_s, host_per_layer_s / 3);
+  costs.backward_s = std::max(costs.backward_s, 2 * host_per_layer_s / 3);
 }
 
 void set_step_interval(StepEstimate& e, const Profile& profile,

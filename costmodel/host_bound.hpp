@@ -12,8 +12,8 @@ namespace meshplan {
 
 /// A layer whose kernels take less GPU time than the host needs to issue them runs at the
 /// host's pace: the GPU idles between launches (PyTorch's eager dispatch and kernel launches
-/// run ahead of the GPU asynchronously, so only the excess shows). Raises costs.forward to at
-/// least a third and costs.backward to at least two thirds of `host_per_layer_s` (seconds of
+/// run ahead of the GPU asynchronously, so only the excess shows). Raises costs.forward_s to at
+/// least a third and costs.backward_s to at least two thirds of `host_per_layer_s` (seconds of
 /// host work per layer per micro-batch, forward + backward; the backward issues about twice the
 /// forward's kernels: dgrad and wgrad per GEMM). host_per_layer_s >= 0; 0 leaves costs as they
 /// are.

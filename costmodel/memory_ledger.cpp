@@ -106,12 +106,14 @@ LayerSetting layer_setting(const Layout& layout, const TrainingSetup& setup) {
 
 ActivationBytes activation_bytes(const LayerOps& ops) {
   ActivationBytes a;
-  a.layer = total_bytes(layer_saved_tensors(ops));
+  a.layer_bytes = total_bytes(layer_saved_tensors(ops));
   const std::vector<SavedTensor> full_layer = saved_tensors(ops.layer, Recompute::kNone);
-  a.layer_full = total_bytes(full_layer);
-  for (const SavedTensor& t : full_layer) a.largest_full = std::max(a.largest_full, t.bytes);
-  a.embedding = total_bytes(embedding_saved_tensors(ops));
-  a.head = total_bytes(head_saved_tensors(ops));
+  a.layer_full_bytes = total_bytes(full_layer);
+  for (const SavedTensor& t : full_layer) {
+    a.largest_full_bytes = std::max(a.largest_full_bytes, t.bytes);
+  }
+  a.embedding_bytes = total_bytes(embedding_saved_tensors(ops));
+  a.head_bytes = total_bytes(head_saved_tensors(ops));
   return a;
 }
 
@@ -176,25 +178,25 @@ StageMemory stage_memory(const MemoryContext& x, std::int64_t stage) {
 
   s.chunks_in_flight = chunks_in_flight(stage, l.pp, l.vpp, microbatches);
   s.layer_activations_held = peak_layers_held(l, x.model, stage, microbatches, s.chunks_in_flight);
-  s[T::kLayerActivations] = s.layer_activations_held * x.activations.layer;
+  s[T::kLayerActivations] = s.layer_activations_held * x.activations.layer_bytes;
   if (first) {
     s[T::kEmbeddingActivations] =
-        static_cast<double>(std::min(l.pp, microbatches)) * x.activations.embedding;
+        static_cast<double>(std::min(l.pp, microbatches)) * x.activations.embedding_bytes;
   }
   if (last) {
-    s[T::kHeadActivations] = x.activations.head;
+    s[T::kHeadActivations] = x.activations.head_bytes;
     s[T::kLossTransient] = tokens * mbs * static_cast<double>(vocab_shard_size(x.model, l.tp)) *
                            fw.loss_transient_bytes;
   }
   if (l.recompute != Recompute::kNone) {
     // During backward, the layer being recomputed holds its full activations once.
     s[T::kRecomputeWorkingSet] =
-        std::max(0.0, x.activations.layer_full -
-                          (l.recompute == Recompute::kSelective ? x.activations.layer : 0.0));
+        std::max(0.0, x.activations.layer_full_bytes -
+                          (l.recompute == Recompute::kSelective ? x.activations.layer_bytes : 0.0));
   }
   // Backward of an op holds the gradient of its output and of its input at once: at most
   // twice the layer's largest activation.
-  s[T::kGradientBuffers] = 2 * x.activations.largest_full;
+  s[T::kGradientBuffers] = 2 * x.activations.largest_full_bytes;
 
   const double grad_bytes = fw.bytes_per_param(MemoryCategory::kGradients);
   const double layer_params = layer_params_after_tp(x.counts, l);
@@ -314,7 +316,7 @@ MemoryLedger build_memory_ledger(const ModelSpec& model, const Layout& layout,
         case MemoryTerm::kEmbeddingActivations:
           if (s.has_embedding) {
             add_tensors(s, embedding_saved_tensors(ops),
-                        m[term] > 0 ? m[term] / bytes.embedding : 0);
+                        m[term] > 0 ? m[term] / bytes.embedding_bytes : 0);
           }
           break;
         case MemoryTerm::kHeadActivations:

@@ -102,11 +102,11 @@ MemoryLedger build_memory_ledger(const ModelSpec& model, const Layout& layout,
 
 /// Activation bytes of one micro-batch on one GPU, from the per-op table (activations.hpp).
 struct ActivationBytes {
-  double layer = 0;         ///< saved per layer, with the layout's recompute
-  double layer_full = 0;    ///< saved per layer without recompute (what backward rebuilds)
-  double largest_full = 0;  ///< the largest single tensor of a layer without recompute
-  double embedding = 0;     ///< first stage, outside the layers
-  double head = 0;          ///< last stage: final norm and LM head inputs, saved logits
+  double layer_bytes = 0;         ///< saved per layer, with the layout's recompute
+  double layer_full_bytes = 0;    ///< saved per layer without recompute (what backward rebuilds)
+  double largest_full_bytes = 0;  ///< the largest single tensor of a layer without recompute
+  double embedding_bytes = 0;     ///< first stage, outside the layers
+  double head_bytes = 0;          ///< last stage: final norm and LM head inputs, saved logits
 };
 
 /// The layer op table's setting (layer_ops.hpp) for `layout` and `setup`.

@@ -78,6 +78,11 @@ struct ModelSpec {
   bool qkv_bias = false;         ///< only the QKV projection has a bias (Qwen2)
   bool dropout = false;          ///< hidden and attention dropout on during training
   std::int64_t seq_length = 0;   ///< default training sequence length, tokens
+  /// Sliding-window attention in every layer: the tokens a query attends to, itself included
+  /// (Hugging Face's sliding_window); none: full causal attention. Costed as full causal
+  /// attention (a note says so where the window is shorter than the sequence); the Megatron
+  /// export passes it on (--window-size).
+  std::optional<std::int64_t> sliding_window;
 };
 
 /// Embedding rows after padding: vocab_size rounded up to a multiple of vocab_pad_multiple.

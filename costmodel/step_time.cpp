@@ -39,8 +39,8 @@ double exposed_beside(double comm_s, double compute_s, double sm_fraction) {
 }
 
 double StepBreakdown::total() const {
-  return compute + recompute + tp_exposed + cp_exposed + fsdp_exposed + pp_p2p + bubble +
-         dp_exposed + optimizer;
+  return compute_s + recompute_s + tp_exposed_s + cp_exposed_s + fsdp_exposed_s + pp_p2p_s +
+         bubble_s + dp_exposed_s + optimizer_s;
 }
 
 namespace {
@@ -136,8 +136,8 @@ LayerCosts layer_kernels(const LayerOps& ops, const DeviceRates& gemm_rates,
   for (const LayerOp& op : ops.layer) {
     if (op.kind != LayerOpKind::kLinear) continue;
     const DeviceRates& rates = rates_for(op.dtype, gemm_rates, half_rates);
-    k.gemm_forward += linear_forward_s(op.gemm, rates);
-    k.gemm_backward += linear_backward_s(op.gemm, rates);
+    k.gemm_forward_s += linear_forward_s(op.gemm, rates);
+    k.gemm_backward_s += linear_backward_s(op.gemm, rates);
     if (op.dtype == Precision::kFp8) {
       const double m = static_cast<double>(op.gemm.m), n = static_cast<double>(op.gemm.n),
                    kk = static_cast<double>(op.gemm.k);
@@ -146,22 +146,22 @@ LayerCosts layer_kernels(const LayerOps& ops, const DeviceRates& gemm_rates,
       cast_output_grads += m * n;
     }
   }
-  k.forward = k.gemm_forward;
-  k.backward = k.gemm_backward;
+  k.forward_s = k.gemm_forward_s;
+  k.backward_s = k.gemm_backward_s;
   if (cast_inputs > 0) {
-    k.forward += memory_time_s(half_rates, kCastBytes * (cast_inputs + cast_weights));
-    k.backward += memory_time_s(half_rates, kCastBytes * cast_output_grads);
+    k.forward_s += memory_time_s(half_rates, kCastBytes * (cast_inputs + cast_weights));
+    k.backward_s += memory_time_s(half_rates, kCastBytes * cast_output_grads);
   }
 
   for (const LayerOp& op : ops.layer) {
     if (op.kind != LayerOpKind::kAttention) continue;
     const auto [forward, backward] =
         attention_s(op, rates_for(op.dtype, gemm_rates, half_rates));
-    k.attention_forward += forward;
-    k.attention_backward += backward;
+    k.attention_forward_s += forward;
+    k.attention_backward_s += backward;
   }
-  k.forward += k.attention_forward;
-  k.backward += k.attention_backward;
+  k.forward_s += k.attention_forward_s;
+  k.backward_s += k.attention_backward_s;
 
   // Memory-bound ops (norms, residual adds, activation, RoPE; fused kernels or PyTorch eager,
   // elementwise_bytes.hpp), their bytes added up and moved at the HBM rate.
@@ -171,8 +171,8 @@ LayerCosts layer_kernels(const LayerOps& ops, const DeviceRates& gemm_rates,
     forward_bytes += op.forward_bytes;
     backward_bytes += op.backward_bytes;
   }
-  k.forward += memory_time_s(half_rates, forward_bytes);
-  k.backward += memory_time_s(half_rates, backward_bytes);
+  k.forward_s += memory_time_s(half_rates, forward_bytes);
+  k.backward_s += memory_time_s(half_rates, backward_bytes);
 
   // Selective recompute runs again what the policy reruns (LayerOp::selective_rerun): the
   // attention core (Megatron), or torchtitan's op-level matmuls and every elementwise op.
@@ -180,26 +180,26 @@ LayerCosts layer_kernels(const LayerOps& ops, const DeviceRates& gemm_rates,
   for (const LayerOp& op : ops.layer) {
     const DeviceRates& rates = rates_for(op.dtype, gemm_rates, half_rates);
     if (op.selective_rerun == Rerun::kPart) {
-      k.selective_recompute_forward += linear_forward_s(op.rerun_gemm, rates);
+      k.selective_recompute_forward_s += linear_forward_s(op.rerun_gemm, rates);
     } else if (op.selective_rerun == Rerun::kWhole) {
       if (op.kind == LayerOpKind::kLinear) {
-        k.selective_recompute_forward += linear_forward_s(op.gemm, rates);
+        k.selective_recompute_forward_s += linear_forward_s(op.gemm, rates);
       } else if (op.kind == LayerOpKind::kAttention) {
-        k.selective_recompute_forward += attention_s(op, rates).first;
+        k.selective_recompute_forward_s += attention_s(op, rates).first;
       } else {
         rerun_bytes += op.forward_bytes;
       }
     }
   }
-  if (rerun_bytes > 0) k.selective_recompute_forward += memory_time_s(half_rates, rerun_bytes);
+  if (rerun_bytes > 0) k.selective_recompute_forward_s += memory_time_s(half_rates, rerun_bytes);
 
   // Tensor parallelism: the activation [s, b, h] in 16 bits crosses the group twice forward
   // and twice backward: all-reduce, or all-gather + reduce-scatter with sp. Context
   // parallelism: the ring's K/V exchange.
-  k.tp_forward = collective_s(ops.layer, GroupKind::kTp, tp_group, false);
-  k.tp_backward = collective_s(ops.layer, GroupKind::kTp, tp_group, true);
-  k.cp_forward = collective_s(ops.layer, GroupKind::kCp, cp_group, false);
-  k.cp_backward = collective_s(ops.layer, GroupKind::kCp, cp_group, true);
+  k.tp_forward_s = collective_s(ops.layer, GroupKind::kTp, tp_group, false);
+  k.tp_backward_s = collective_s(ops.layer, GroupKind::kTp, tp_group, true);
+  k.cp_forward_s = collective_s(ops.layer, GroupKind::kCp, cp_group, false);
+  k.cp_backward_s = collective_s(ops.layer, GroupKind::kCp, cp_group, true);
   return k;
 }
 
@@ -347,10 +347,12 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
     const double beside = tp_share > 0 ? tp_share * exposed_beside(comm, gemm, share) : 0.0;
     return tp_share < 1 ? (1 - tp_share) * comm + beside : beside;
   };
-  const double tp_fwd_exposed = tp_exposed(layer.tp_forward, layer.gemm_forward);
-  const double tp_bwd_exposed = tp_exposed(layer.tp_backward, layer.gemm_backward);
-  const double cp_fwd_exposed = exposed_beside(layer.cp_forward, layer.attention_forward, share);
-  const double cp_bwd_exposed = exposed_beside(layer.cp_backward, layer.attention_backward, share);
+  const double tp_fwd_exposed = tp_exposed(layer.tp_forward_s, layer.gemm_forward_s);
+  const double tp_bwd_exposed = tp_exposed(layer.tp_backward_s, layer.gemm_backward_s);
+  const double cp_fwd_exposed =
+      exposed_beside(layer.cp_forward_s, layer.attention_forward_s, share);
+  const double cp_bwd_exposed =
+      exposed_beside(layer.cp_backward_s, layer.attention_backward_s, share);
 
   const double layer_params = layer_params_after_tp(x.counts, l);
   const double grad_bytes = setup.framework.bytes_per_param(MemoryCategory::kGradients);
@@ -370,14 +372,14 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
     const double rs = groups.dp_cp.time_s(Collective::kReduceScatter, layer_params * grad_bytes);
     // Each gather and scatter also waits gather_latency_s (fitted_rates.hpp), exposed.
     const double wait = x.fitted.gather_latency_s;
-    fsdp_fwd = exposed_beside(ag, layer.forward, share) + wait;
-    fsdp_bwd = exposed_beside((fsdp_zero2 ? 0.0 : ag) + rs, layer.backward, share) +
+    fsdp_fwd = exposed_beside(ag, layer.forward_s, share) + wait;
+    fsdp_bwd = exposed_beside((fsdp_zero2 ? 0.0 : ag) + rs, layer.backward_s, share) +
                (fsdp_zero2 ? 1 : 2) * wait;
   }
 
   const double recompute_per_layer =
-      l.recompute == Recompute::kFull        ? layer.forward + tp_fwd_exposed
-      : l.recompute == Recompute::kSelective ? layer.selective_recompute_forward
+      l.recompute == Recompute::kFull        ? layer.forward_s + tp_fwd_exposed
+      : l.recompute == Recompute::kSelective ? layer.selective_recompute_forward_s
                                              : 0.0;
 
   StageTimes slowest;
@@ -386,11 +388,11 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
   for (std::int64_t r = 0; r < l.pp; ++r) {
     const double n = static_cast<double>(stage_layer_count(l, model, r));
     const double layer_forward_s =
-        layer.forward + tp_fwd_exposed + cp_fwd_exposed + fsdp_fwd;
-    const double layer_backward_s = layer.backward + tp_bwd_exposed +
+        layer.forward_s + tp_fwd_exposed + cp_fwd_exposed + fsdp_fwd;
+    const double layer_backward_s = layer.backward_s + tp_bwd_exposed +
                                     cp_bwd_exposed + fsdp_bwd + recompute_per_layer;
     StageTimes st;
-    st.compute_s = n * (layer.forward + layer.backward);
+    st.compute_s = n * (layer.forward_s + layer.backward_s);
     st.recompute_s = n * recompute_per_layer;
     st.tp_s = n * (tp_fwd_exposed + tp_bwd_exposed);
     st.cp_s = n * (cp_fwd_exposed + cp_bwd_exposed);
@@ -439,12 +441,12 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
                            (l.sp ? 0.0 : groups.tp.time_s(Collective::kAllGather, boundary))
                      : 0.0;
   StepBreakdown& bd = e.breakdown;
-  bd.compute = m * slowest.compute_s;
-  bd.recompute = m * slowest.recompute_s;
-  bd.tp_exposed = m * slowest.tp_s;
-  bd.cp_exposed = m * slowest.cp_s;
-  bd.fsdp_exposed = m * slowest.fsdp_s;
-  bd.bubble = (all_stages_s - per_mb) / v;
+  bd.compute_s = m * slowest.compute_s;
+  bd.recompute_s = m * slowest.recompute_s;
+  bd.tp_exposed_s = m * slowest.tp_s;
+  bd.cp_exposed_s = m * slowest.cp_s;
+  bd.fsdp_exposed_s = m * slowest.fsdp_s;
+  bd.bubble_s = (all_stages_s - per_mb) / v;
   // 1F1B exchanges activations and gradients with its neighbours in step with its compute
   // (Megatron batches each send with the next receive and waits for both; so does
   // torch.distributed.pipelining's Schedule1F1B), so each of the 2 m v transfers lands on the
@@ -461,9 +463,9 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
     const double hops = 2 * (v * static_cast<double>(l.pp) - 1);
     const double beside = exposed_beside(e.p2p_s, slowest.backward_s / v, share) +
                           exposed_beside(e.p2p_s, slowest.forward_s / v, share);
-    bd.pp_p2p = std::min(hops * e.p2p_s + m * v * beside, 2 * m * v * e.p2p_s);
+    bd.pp_p2p_s = std::min(hops * e.p2p_s + m * v * beside, 2 * m * v * e.p2p_s);
   } else {
-    bd.pp_p2p = 2 * m * v * e.p2p_s;
+    bd.pp_p2p_s = 2 * m * v * e.p2p_s;
   }
 
   // Data parallelism over dp x cp (CP ranks hold the same weights): gradients once per step.
@@ -474,7 +476,7 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
   // accumulated gradients reduce-scattered during the last backward, overlapped as the
   // framework overlaps ZeRO-1's.
   if (fsdp_per_microbatch) {
-    bd.dp_exposed = 0;
+    bd.dp_exposed_s = 0;
   } else {
     const double grads = stage_params * grad_bytes;
     double reduce = l.zero >= 1 ? groups.dp_cp.time_s(Collective::kReduceScatter, grads)
@@ -491,13 +493,13 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
       reduce = exposed_beside(reduce, slowest.backward_s, share);
     }
     if (overlap.dp_param_overlap) gather = exposed_beside(gather, slowest.forward_s, share);
-    bd.dp_exposed = reduce + gather;
+    bd.dp_exposed_s = reduce + gather;
   }
 
   // Optimizer (memory-bound), over the parameters this GPU updates (its ZeRO shard, as the
   // ledger holds it).
   const double shard = l.zero >= 1 ? shard_group(l, setup.framework) : 1.0;
-  bd.optimizer = memory_time_s(
+  bd.optimizer_s = memory_time_s(
       x.half_rates, stage_params / shard * x.optimizer_bytes_per_param);
 
   e.step_time_s = bd.total();

@@ -79,15 +79,16 @@ double exposed_beside(double comm_s, double compute_s, double sm_fraction);
 
 /// Seconds per step on the critical path, by component; they add up to the step time.
 struct StepBreakdown {
-  double compute = 0;      ///< forward + backward kernels of the slowest stage, m micro-batches
-  double recompute = 0;    ///< activation recomputation
-  double tp_exposed = 0;   ///< tensor-parallel collectives not hidden
-  double cp_exposed = 0;   ///< context-parallel K/V exchange not hidden by attention
-  double fsdp_exposed = 0; ///< ZeRO-3/FSDP parameter gathers and gradient scatters not hidden
-  double pp_p2p = 0;       ///< pipeline send/recv on the critical path
-  double bubble = 0;       ///< pipeline bubble: (sum of the stages' times - the slowest's) / v
-  double dp_exposed = 0;   ///< data-parallel gradient reduction / parameter gather not hidden
-  double optimizer = 0;    ///< optimizer step
+  double compute_s = 0;       ///< forward + backward kernels of the slowest stage, m micro-batches
+  double recompute_s = 0;     ///< activation recomputation
+  double tp_exposed_s = 0;    ///< tensor-parallel collectives not hidden
+  double cp_exposed_s = 0;    ///< context-parallel K/V exchange not hidden by attention
+  double fsdp_exposed_s = 0;  ///< ZeRO-3/FSDP parameter gathers and gradient scatters not hidden
+  double pp_p2p_s = 0;        ///< pipeline send/recv on the critical path
+  double bubble_s = 0;        ///< pipeline bubble: (sum of the stages' times - the slowest's) / v
+  double dp_exposed_s = 0;    ///< data-parallel gradient reduction / parameter gather not hidden
+  double optimizer_s = 0;     ///< optimizer step
+  /// The sum of the above, seconds.
   double total() const;
 };
 
@@ -184,19 +185,19 @@ struct EdgeCosts {
 /// on the layout's tp, cp, mbs and sp only (and the groups), so a search computes it once per
 /// such combination.
 struct LayerCosts {
-  double forward = 0;
-  double backward = 0;
+  double forward_s = 0;   ///< kernels of the forward (GEMMs, fp8 casts, attention, memory-bound)
+  double backward_s = 0;  ///< kernels of the backward
   /// What selective recompute runs again: the attention core (Megatron), or the unsaved matmuls
   /// and elementwise ops (torchtitan's op-level policy).
-  double selective_recompute_forward = 0;
-  double tp_forward = 0;              ///< TP collectives of the forward
-  double tp_backward = 0;
+  double selective_recompute_forward_s = 0;
+  double tp_forward_s = 0;  ///< TP collectives of the forward
+  double tp_backward_s = 0;
   /// The linear layers' GEMMs (forward; backward dgrad + wgrad), which TP overlap hides the TP
   /// collectives beside.
-  double gemm_forward = 0, gemm_backward = 0;
-  double cp_forward = 0;              ///< CP K/V exchange, before overlap
-  double cp_backward = 0;
-  double attention_forward = 0, attention_backward = 0;  ///< to overlap CP with
+  double gemm_forward_s = 0, gemm_backward_s = 0;
+  double cp_forward_s = 0;  ///< CP K/V exchange, before overlap
+  double cp_backward_s = 0;
+  double attention_forward_s = 0, attention_backward_s = 0;  ///< to overlap CP with
   EdgeCosts embedding, head;
 };
 

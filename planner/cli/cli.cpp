@@ -1,5 +1,6 @@
 #include "planner/cli/cli.hpp"
 
+#include <algorithm>
 #include <exception>
 #include <map>
 #include <memory>
@@ -36,6 +37,21 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   add(add_fit_command);
   add(add_profile_command);
 
+  // CLI11's messages paste a value as it is given: one with a control character (a newline
+  // would start a second "meshplan: error:" line; a NUL, possible in a test's arguments, would
+  // cut the message) is refused first, quoted with JSON escapes.
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const bool control = std::any_of(args[i].begin(), args[i].end(), [](char c) {
+      return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+    });
+    if (control) {
+      err << "meshplan: error: argument " << i + 1 << ", " << json_quoted(args[i])
+          << ", holds a control character (a newline, tab or escape); flags, values and file "
+             "names are printable text\n";
+      return kInputErrorExitCode;
+    }
+  }
+
   // CLI11 takes an unknown first word (or flag) for an extra argument and says only "A
   // subcommand is required": name the word, and the subcommands there are.
   std::string subcommands;
@@ -52,11 +68,11 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     if (args.empty()) {
       err << "no subcommand given; expected one of " << subcommands;
     } else if (args[0].rfind("-", 0) == 0) {
-      err << "\"" << args[0] << "\" is not a flag of meshplan itself (it takes --help and "
+      err << json_quoted(args[0]) << " is not a flag of meshplan itself (it takes --help and "
           << "--version); give a subcommand first, one of " << subcommands
           << ", and its flags after it";
     } else {
-      err << "unknown subcommand \"" << args[0] << "\"; expected one of " << subcommands;
+      err << "unknown subcommand " << json_quoted(args[0]) << "; expected one of " << subcommands;
     }
     err << "\nRun meshplan --help for what each does, meshplan SUBCOMMAND --help for its flags.\n";
     return kInputErrorExitCode;

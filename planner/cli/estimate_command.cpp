@@ -4,8 +4,12 @@
 // Exit codes: 0 the estimate (a layout that does not fit is printed as such; --trace is written
 // all the same), 2 bad input (nothing written), 3 --out given and the layout does not fit in GPU
 // memory (the estimate is printed; neither --out nor --trace is written).
+#include <cerrno>
+#include <cstring>
+#include <fstream>
 #include <memory>
 #include <sstream>
+#include <stdexcept>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -192,13 +196,18 @@ CommandAction add_estimate_command(CLI::App& app) {
           "--out", o->out, [&plan](const std::string& temporary) { write_plan(temporary, plan); });
     }
     if (!o->trace.empty()) {
-      std::string trace;
       try {
-        trace = step_trace_text(e, plan.layout, plan.setup.framework, plan.profile);
+        check_step_trace_size(e, plan.layout);
       } catch (const InputError& error) {
         throw InputError("--trace " + o->trace + ": " + error.what());
       }
-      outputs.add("--trace", o->trace, std::move(trace));
+      // Streamed into its temporary file, never held whole in memory.
+      outputs.add_written_by("--trace", o->trace, [&](const std::string& temporary) {
+        std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
+        write_step_trace(file, e, plan.layout, plan.setup.framework, plan.profile);
+        file.close();
+        if (!file) throw std::runtime_error(std::strerror(errno));
+      });
     }
     outputs.commit();
     out << report;

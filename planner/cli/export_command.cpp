@@ -1,12 +1,12 @@
 // `meshplan export PLAN.json --format megatron|torchtitan|deepspeed|torchrun`: the settings a
-// training framework takes for a plan (planner/plan/exports.hpp), on stdout so they can be piped
+// training framework takes for a plan (planner/exports/exports.hpp), on stdout so they can be piped
 // into a launch script; what the framework cannot express goes to stderr, one note each.
 #include <iostream>
 #include <memory>
 
 #include "planner/cli/commands.hpp"
 #include "planner/config/input_error.hpp"
-#include "planner/plan/exports.hpp"
+#include "planner/exports/exports.hpp"
 #include "planner/plan/plan_file.hpp"
 #include "planner/report/format.hpp"
 
@@ -17,6 +17,7 @@ namespace {
 struct ExportOptions {
   std::string plan;
   std::string format;
+  std::string version;  ///< "" for the newest
 };
 
 }  // namespace
@@ -33,16 +34,32 @@ CommandAction add_export_command(CLI::App& app) {
   cmd->add_option("--format", o->format, "megatron | torchtitan | deepspeed | torchrun")
       ->required()
       ->check(CLI::IsMember({"megatron", "torchtitan", "deepspeed", "torchrun"}));
+  std::string versions;  // "megatron: core-0.20 (Megatron-LM d98e8a6 ...); ..."
+  for (const ExportTarget& t : export_targets()) {
+    versions += (versions.empty() ? "" : "; ") + t.name + ": ";
+    for (std::size_t i = 0; i < t.versions.size(); ++i) {
+      versions += (i ? ", " : "") + t.versions[i].name + " (" + t.versions[i].checked_at + ")";
+    }
+  }
+  cmd->add_option("--framework-version", o->version,
+                  "the framework version to write for; default the newest meshplan supports, "
+                  "named in the output's first (comment) line. " + versions);
 
   return [o](std::ostream& out, std::ostream& err) {
     const std::optional<ExportFormat> format = parse_export_format(o->format);
     if (!format) {
-      throw InputError("--format: \"" + o->format +
-                       "\" is not a format; expected megatron, torchtitan, deepspeed or torchrun");
+      throw InputError("--format: " + json_quoted(o->format) +
+                       " is not a format; expected megatron, torchtitan, deepspeed or torchrun");
+    }
+    const FrameworkVersion* version = nullptr;
+    try {
+      version = &find_framework_version(*format, o->version);
+    } catch (const std::invalid_argument& e) {
+      throw InputError("--framework-version: " + std::string(e.what()));
     }
     std::vector<std::string> notes;  // the file's recorded numbers, if not its inputs'
     const Plan plan = read_plan(o->plan, "", &notes);
-    const Export e = export_plan(plan, *format);
+    const Export e = export_plan(plan, *format, *version);
     out << e.text;
     for (const std::string& note : notes) err << "note: " << note << "\n";
     for (const std::string& reason : e.dropped) {

@@ -57,8 +57,8 @@ std::string number_in_problem(const std::string& text, double min, double max) {
   // lets it through: finiteness is checked first, explicitly.
   if (text.empty() || end == text.c_str() || *end != '\0' || !plain_decimal(text) ||
       !std::isfinite(value) || value < min || value > max) {
-    return "must be a number from " + bound_text(min) + " to " + bound_text(max) + ", got \"" +
-           text + "\"";
+    return "must be a number from " + bound_text(min) + " to " + bound_text(max) + ", got " +
+           json_quoted(text);
   }
   return std::string();
 }
@@ -73,14 +73,14 @@ CLI::Validator positive_up_to(double max) {
   return CLI::Validator(
       [max](std::string& text) -> std::string {
         if (text.empty() || !plain_decimal(text)) {
-          return "must be a decimal number, got \"" + text + "\"";
+          return "must be a decimal number, got " + json_quoted(text);
         }
         char* end = nullptr;
         const double value = std::strtod(text.c_str(), &end);
         if (end == text.c_str() || *end != '\0' || !std::isfinite(value) || !(value > 0) ||
             value > max) {
-          return "must be a number > 0 and at most " + bound_text(max) + ", got \"" + text +
-                 "\"";
+          return "must be a number > 0 and at most " + bound_text(max) + ", got " +
+                 json_quoted(text);
         }
         return std::string();
       },
@@ -116,28 +116,40 @@ CLI::Validator whole_up_to(std::int64_t max) {
   return CLI::Validator(
       [max](std::string& text) -> std::string {
         if (text.empty() || !plain_decimal(text)) {
-          return "must be a decimal whole number, got \"" + text + "\"";
+          return "must be a decimal whole number, got " + json_quoted(text);
         }
         char* end = nullptr;
         const long long value = std::strtoll(text.c_str(), &end, 10);
         if (end == text.c_str() || *end != '\0' || value < 1 || value > max) {
-          return "must be a whole number from 1 to " + std::to_string(max) + ", got \"" + text +
-                 "\"";
+          return "must be a whole number from 1 to " + std::to_string(max) + ", got " +
+                 json_quoted(text);
         }
         return std::string();
       },
       "INT");
 }
 
-std::int64_t default_global_batch(std::int64_t seq) {
-  return std::max<std::int64_t>(1, kDefaultBatchTokens / std::max<std::int64_t>(1, seq));
+std::int64_t default_global_batch(std::int64_t seq, std::int64_t gpus) {
+  const std::int64_t tokens = std::max(kDefaultBatchTokens, gpus * kDefaultTokensPerGpu);
+  return std::max<std::int64_t>(1, tokens / std::max<std::int64_t>(1, seq));
+}
+
+std::string default_global_batch_rule(std::int64_t seq, std::int64_t gpus) {
+  if (gpus * kDefaultTokensPerGpu > kDefaultBatchTokens) {
+    return std::to_string(kDefaultTokensPerGpu) + " tokens per GPU beyond " +
+           std::to_string(kDefaultBatchTokens / kDefaultTokensPerGpu) + " GPUs: " +
+           std::to_string(gpus) + " x " + std::to_string(kDefaultTokensPerGpu) + " / seq " +
+           std::to_string(seq);
+  }
+  return "about 4M tokens per batch: " + std::to_string(kDefaultBatchTokens) + " / seq " +
+         std::to_string(seq);
 }
 
 std::int64_t default_estimate_global_batch(std::int64_t dp, std::int64_t mbs, std::int64_t pp,
-                                           std::int64_t vpp, std::int64_t seq) {
+                                           std::int64_t vpp, std::int64_t seq, std::int64_t gpus) {
   const std::int64_t unit = dp * mbs * (vpp > 1 ? pp : 1);
   const std::int64_t fill = dp * mbs * pp * vpp;
-  const std::int64_t target = default_global_batch(seq);
+  const std::int64_t target = default_global_batch(seq, gpus);
   const std::int64_t rounded = std::max<std::int64_t>(1, (target + unit / 2) / unit) * unit;
   return std::max(fill, rounded);
 }
@@ -208,11 +220,11 @@ void add_overlap_options(CLI::App& cmd, OverlapFlags& flags) {
                  "compute, so only the fill's and drain's wait; 1F1B always waits: on | off "
                  "(default: the framework's: " + pp_defaults + "). Current Megatron-LM does it "
                  "by default with virtual stages (--no-overlap-p2p-communication turns it off), "
-                 "and NeMo's overlap settings keep it on; the megatron convention is off, as in "
-                 "the Megatron-LM of the published runs meshplan is validated against "
-                 "(Narayanan et al. 2021, Korthikanti et al. 2022), and the Megatron-LM export "
-                 "of a plan costed off writes --no-overlap-p2p-communication: give on to cost "
-                 "and keep current Megatron-LM's overlap")
+                 "and NeMo's overlap settings keep it on, as the megatron and nemo conventions "
+                 "do; megatron-2023 is off, as in the Megatron-LM of the published runs "
+                 "meshplan is validated against (Narayanan et al. 2021, Korthikanti et al. "
+                 "2022), and the Megatron-LM export of a plan costed off writes "
+                 "--no-overlap-p2p-communication")
       ->check(CLI::IsMember({"on", "off"}));
 }
 
@@ -255,8 +267,8 @@ void apply_elementwise(FrameworkConvention& framework, const std::string& elemen
   if (elementwise.empty()) return;
   const std::optional<ElementwiseKernels> kernels = parse_elementwise(elementwise);
   if (!kernels) {
-    throw InputError("--elementwise: unknown kernels \"" + elementwise +
-                     "\"; expected one of \"fused\", \"eager\"");
+    throw InputError("--elementwise: unknown kernels " + json_quoted(elementwise) +
+                     "; expected one of \"fused\", \"eager\"");
   }
   framework.elementwise = *kernels;
 }
@@ -294,7 +306,8 @@ void add_mfu_option(CLI::App& cmd, double& mfu) {
 
 FrameworkConvention require_framework(const std::string& name) {
   if (auto f = find_framework(name)) return *f;
-  throw InputError("--framework: unknown convention \"" + name + "\"; expected one of " +
+  throw InputError("--framework: unknown convention " + json_quoted(name) +
+                   "; expected one of " +
                    quoted_list(framework_names()));
 }
 
@@ -308,8 +321,8 @@ Precision require_precision(const std::string& name, const GpuSpec& gpu,
     return bf16 ? Precision::kBf16 : Precision::kFp16;
   }
   if (auto p = parse_precision(name)) return *p;
-  throw InputError("--precision: unknown precision \"" + name +
-                   "\"; expected one of \"bf16\", \"fp16\", \"fp8\"");
+  throw InputError("--precision: unknown precision " + json_quoted(name) +
+                   "; expected one of \"bf16\", \"fp16\", \"fp8\"");
 }
 
 double require_mfu_peak_flops(const GpuSpec& gpu, Precision precision) {
@@ -332,7 +345,7 @@ void add_layout_options(CLI::App& cmd, LayoutFlags& f) {
       ->capture_default_str()->check(positive);
   cmd.add_option("--mbs", f.mbs, "Micro-batch size [sequences]")->capture_default_str()->check(positive);
   cmd.add_option("--gbs", f.gbs,
-                 "Global batch [sequences] (default: about 4M tokens as `plan` takes, 4194304 / "
+                 "Global batch [sequences] (default as `plan` takes it: 4194304 tokens, or 1024 per GPU beyond 4096 GPUs, / "
                  "seq, rounded to whole dp x mbs (x pp with --vpp > 1) and at least dp x mbs x pp "
                  "x vpp; e.g. seq 8192, dp 2: 512, 256 micro-batches)")
       ->check(whole_up_to(kMaxGbs));
@@ -389,15 +402,15 @@ std::string stage_layers_problem(const std::string& list) {
                                " separated by single commas, e.g. 16,16";
   for (std::size_t i = 0; i < items.size(); ++i) {
     const std::string which = "item " + std::to_string(i + 1) + " of " +
-                              std::to_string(items.size()) + " in \"" + list + "\"";
+                              std::to_string(items.size()) + " in " + json_quoted(list);
     if (items[i].empty()) return which + " is empty" + expected;
     // Digits only: std::stoll would take " 8" and "+8" where "8 " and "08" are refused.
     if (items[i].find_first_not_of("0123456789") != std::string::npos) {
-      return which + " is \"" + items[i] + "\"" + expected;
+      return which + " is " + json_quoted(items[i]) + expected;
     }
     std::string text = items[i];
     const std::string problem = whole_up_to(kMaxLayers)(text);
-    if (!problem.empty()) return which + " is \"" + items[i] + "\"" + expected;
+    if (!problem.empty()) return which + " is " + json_quoted(items[i]) + expected;
   }
   return "";
 }
@@ -450,7 +463,7 @@ std::string plan_pins_problem(const PlanPinFlags& pins, std::int64_t gpus, std::
   const std::string s_gpus = std::to_string(gpus);
   const std::string batch = "the global batch of " + std::to_string(gbs) + " sequences (" +
                             (gbs_given ? "--gbs " + std::to_string(gbs)
-                                       : std::string("the default, about 4M tokens; set --gbs")) +
+                                       : std::string("the default; set --gbs")) +
                             ")";
   // The pinned degrees, as flags: "--dp 3", "--dp 2 x --tp 3 = 6".
   std::string named;
@@ -510,7 +523,7 @@ std::string zero_problem(const FrameworkConvention& framework, int zero) {
 
 std::string seq_default_note(std::int64_t seq) {
   return "seq " + std::to_string(seq) +
-         " (default: the model's seq_length, max_position_embeddings for a Hugging Face config; "
+         " (default: the model's seq_length, its pre-training length for a Hugging Face config; "
          "set --seq)";
 }
 
@@ -577,13 +590,13 @@ ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, cons
                        CLI::detail::to_string(fill) + " sequences, beyond the " +
                        std::to_string(kMaxGbs) + " meshplan handles; give smaller degrees");
     }
-    l.gbs = default_estimate_global_batch(l.dp, f.mbs, f.pp, f.vpp, seq);
+    const std::int64_t world = l.dp * f.tp * f.pp * f.cp;
+    l.gbs = default_estimate_global_batch(l.dp, f.mbs, f.pp, f.vpp, seq, world);
     const std::int64_t m = l.gbs / (l.dp * f.mbs);
     const double bubble = static_cast<double>(f.pp - 1) / static_cast<double>(f.vpp * m);
     r.notes.push_back(
-        "gbs " + std::to_string(l.gbs) +
-        " (default: about 4M tokens per step as meshplan plan takes: 4194304 / seq " +
-        std::to_string(seq) + ", rounded to whole dp x mbs" + (f.vpp > 1 ? " x pp" : "") +
+        "gbs " + std::to_string(l.gbs) + " (default as meshplan plan takes it, " +
+        default_global_batch_rule(seq, world) + ", rounded to whole dp x mbs" + (f.vpp > 1 ? " x pp" : "") +
         ", at least dp x mbs x pp x vpp; " + std::to_string(m) + " micro-batches" +
         (f.pp > 1 ? ", bubble (pp - 1) / (vpp x micro-batches) = " + fixed(100 * bubble, 1) +
                         "% of the micro-batches' time (the breakdown's share is of the step)"

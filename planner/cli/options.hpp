@@ -53,11 +53,22 @@ CLI::Validator non_empty(const std::string& what);
 void check_output_flag(const std::string& flag, const std::string& path);
 
 /// Tokens per global batch `plan` takes when --gbs is not given, and `estimate` / `ledger`
-/// aim at: about 4M (Llama 2 and 3, GPT-3's largest runs).
+/// aim at, up to 4096 GPUs: about 4M (Llama 2 and 3, GPT-3's largest runs).
 inline constexpr std::int64_t kDefaultBatchTokens = 4 * 1024 * 1024;
 
-/// plan's default global batch [sequences]: max(1, kDefaultBatchTokens / seq).
-std::int64_t default_global_batch(std::int64_t seq);
+/// Tokens per GPU of the default global batch beyond 4096 GPUs, where 4M tokens would leave
+/// each pipeline too few micro-batches (16,384 GPUs: 256 tokens each): Llama 3 405B's 16M
+/// tokens on 16,384 H100 (Llama 3 Herd of Models, arXiv 2407.21783, sec. 3.4.1 and Table 4).
+inline constexpr std::int64_t kDefaultTokensPerGpu = 1024;
+
+/// plan's default global batch [sequences] on `gpus` GPUs: max(1, max(kDefaultBatchTokens,
+/// gpus x kDefaultTokensPerGpu) / seq): 512 sequences of 8192 tokens up to 4096 GPUs, 2048 on
+/// 16,384.
+std::int64_t default_global_batch(std::int64_t seq, std::int64_t gpus);
+
+/// The rule default_global_batch applied, for notes: "about 4M tokens per batch: 4194304 / seq
+/// 8192" or "1024 tokens per GPU beyond 4096 GPUs: 16384 x 1024 / seq 8192".
+std::string default_global_batch_rule(std::int64_t seq, std::int64_t gpus);
 
 /// estimate's and ledger's default global batch [sequences] for a layout: default_global_batch
 /// rounded to the nearest whole multiple of dp x mbs (x pp with vpp > 1, the interleaved
@@ -65,7 +76,7 @@ std::int64_t default_global_batch(std::int64_t seq);
 /// Example: dp 2, mbs 1, pp 4, seq 8192: 4194304 / 8192 = 512 sequences, 256 micro-batches,
 /// bubble (4 - 1) / 256 = 1.2%. Preconditions: all >= 1, dp x mbs x pp x vpp fits in int64.
 std::int64_t default_estimate_global_batch(std::int64_t dp, std::int64_t mbs, std::int64_t pp,
-                                           std::int64_t vpp, std::int64_t seq);
+                                           std::int64_t vpp, std::int64_t seq, std::int64_t gpus);
 
 /// --framework NAME (default "textbook"), checked against the known conventions at parse time.
 void add_framework_option(CLI::App& cmd, std::string& framework);
@@ -143,7 +154,7 @@ struct LayoutFlags {
 };
 
 /// The note every command prints when --seq was not given: "seq 8192 (default: the model's
-/// seq_length, max_position_embeddings for a Hugging Face config; set --seq)".
+/// seq_length, its pre-training length for a Hugging Face config; set --seq)".
 std::string seq_default_note(std::int64_t seq);
 
 /// --dp --tp --pp --cp --vpp --mbs --gbs --seq --zero --recompute --sp --attention

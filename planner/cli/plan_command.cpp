@@ -171,7 +171,7 @@ CommandAction add_plan_command(CLI::App& app) {
   // searched. A larger batch costs the search little: its divisors are the micro-batch sizes
   // tried. Measured for llama3-405b on 2^20 GPUs (2 busy cores): 8 s at the default batch, 18 s
   // at 963761198400 (< 2^40, 6720 divisors), 10 s at 2^40.
-  cmd->add_option("--gbs", o->gbs, "Global batch [sequences] (default: about 4M tokens: 4194304 / seq)")
+  cmd->add_option("--gbs", o->gbs, "Global batch [sequences] (default: 4194304 tokens / seq, or 1024 tokens per GPU / seq beyond 4096 GPUs)")
       ->check(whole_up_to(kMaxGbs));
   cmd->add_option("--seq", o->seq, "Sequence length [tokens] (default: the model's)")
       ->check(whole_up_to(kMaxDegree));
@@ -262,10 +262,10 @@ CommandAction add_plan_command(CLI::App& app) {
                       : cluster.gpu.flash_attention ? AttentionImpl::kFlash
                                                     : AttentionImpl::kEager;
     if (o->seq <= 0) notes.push_back(seq_default_note(setup.seq));
-    const std::int64_t gbs = o->gbs > 0 ? o->gbs : default_global_batch(setup.seq);
+    const std::int64_t gbs = o->gbs > 0 ? o->gbs : default_global_batch(setup.seq, o->gpus);
     if (o->gbs <= 0) {
-      notes.push_back("gbs " + std::to_string(gbs) + " (default: about 4M tokens per batch: " +
-                      "4194304 / seq " + std::to_string(setup.seq) + "; set --gbs)");
+      notes.push_back("gbs " + std::to_string(gbs) + " (default: " +
+                      default_global_batch_rule(setup.seq, o->gpus) + "; set --gbs)");
     }
     if (o->zero >= 0) {
       if (const std::string problem = zero_problem(setup.framework, o->zero); !problem.empty()) {
@@ -358,7 +358,7 @@ CommandAction add_plan_command(CLI::App& app) {
     }
     // The megatron convention costs Megatron-LM's defaults: its TP and DP overlaps are opt-in
     // flags, which many jobs set; say so where the winner has that communication to hide.
-    if (setup.framework.name == "megatron" && o->overlaps.tp_overlap < 0 &&
+    if (setup.framework.name.rfind("megatron", 0) == 0 && o->overlaps.tp_overlap < 0 &&
         o->overlaps.dp_overlap.empty() && !result.ranked.empty()) {
       const Layout& w = result.ranked.front().layout;
       if (w.tp > 1 || w.dp * w.cp > 1) {

@@ -1,5 +1,7 @@
 #include "planner/config/closest_names.hpp"
 
+#include "planner/config/input_error.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <tuple>
@@ -52,7 +54,7 @@ std::string quoted_list(const std::vector<std::string>& names) {
   std::string out;
   for (const std::string& n : names) {
     if (!out.empty()) out += ", ";
-    out += "\"" + n + "\"";
+    out += json_quoted(n);
   }
   return out;
 }

@@ -40,7 +40,7 @@ const std::vector<std::string> kActivations = {
 /// A RoPE scaling as error messages name it: `"llama3" (factor 8, ...)`, or "no scaling".
 std::string rope_scaling_text(const std::optional<RopeScaling>& r) {
   if (!r) return "no scaling";
-  std::string text = "\"" + r->type + "\"";
+  std::string text = json_quoted(r->type);
   std::vector<std::string> parts;
   const auto add = [&](const char* name, const std::optional<double>& v) {
     if (v) parts.push_back(std::string(name) + " " + describe_json(*v));
@@ -163,7 +163,7 @@ class HfReader {
     const std::string name = v.get<std::string>();
     if (std::find(kActivations.begin(), kActivations.end(), name) == kActivations.end()) {
       const std::vector<std::string> near = closest_names(name, kActivations);
-      fail(key, "\"" + name + "\" is not an activation meshplan knows; expected one of "
+      fail(key, json_quoted(name) + " is not an activation meshplan knows; expected one of "
                     "transformers' activation names (closest: " + quoted_list(near) +
                     "), or write a meshplan-model/1 file with its ffn_type (configs/README.md)");
     }
@@ -262,8 +262,8 @@ class HfReader {
       const nlohmann::json* x = field(name);
       if (!x) {
         if (!required) return std::nullopt;
-        fail(key + "." + name, "missing; rope_type \"" + scaling.type +
-                                   "\" needs it (transformers refuses the config without it)");
+        fail(key + "." + name, "missing; rope_type " + json_quoted(scaling.type) +
+                                   " needs it (transformers refuses the config without it)");
       }
       if (!x->is_number() || !(x->get<double>() > 0)) {
         fail(key + "." + name, "must be a number > 0, got " + describe_json(*x));
@@ -310,7 +310,7 @@ class HfReader {
       fail(key, "missing; this looks like a Hugging Face config.json" + seen +
                     ", and meshplan reads the architecture from model_type: add \"model_type\": " +
                     (suggested.empty() ? "one of " + quoted_list(kSupported)
-                                       : "\"" + suggested + "\" (one of " +
+                                       : json_quoted(suggested) + " (one of " +
                                              quoted_list(kSupported) + ")") +
                     ", as transformers writes it (or write a meshplan-model/1 file, see "
                     "configs/README.md)");
@@ -349,7 +349,7 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
   bool llama_like = false;
   for (const std::string& t : kLlamaLike) llama_like = llama_like || t == type;
   if (!gpt2 && !llama_like) {
-    r.fail("model_type", "\"" + type + "\" is not supported; expected one of " +
+    r.fail("model_type", json_quoted(type) + " is not supported; expected one of " +
                              quoted_list(kSupported) +
                              " (or write a meshplan-model/1 file, see configs/README.md)");
   }
@@ -413,9 +413,9 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
     // GPT2Config names it activation_function (default "gelu_new") and reads no hidden_act.
     const std::string act = r.activation("activation_function", "gelu_new");
     if (r.value("hidden_act") && r.activation("hidden_act", "") != act) {
-      r.fail("hidden_act", "is \"" + r.activation("hidden_act", "") +
-                               "\", but GPT2Config reads activation_function (\"" + act +
-                               "\") and ignores hidden_act; remove one of them");
+      r.fail("hidden_act", "is " + json_quoted(r.activation("hidden_act", "")) +
+                               ", but GPT2Config reads activation_function (" +
+                               json_quoted(act) + ") and ignores hidden_act; remove one of them");
     }
     m.ffn_type = FfnType::kGelu;
     m.norm_type = NormType::kLayerNorm;
@@ -544,7 +544,31 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
           m, head_dim ? HeadDimSource::kStated : HeadDimSource::kDerived, key)) {
     r.fail(key(problem->field), problem->message);
   }
+  m.seq_length = hf_pretraining_length(m);
+  // MistralConfig: sliding_window (4096 in Mistral 7B v0.1; null from v0.2 on) applies whenever
+  // set. Qwen2Config writes one too, but applies it only with use_sliding_window true (false by
+  // default, and in Qwen2's released configs).
+  const nlohmann::json* use = r.value("use_sliding_window");
+  if (use && !use->is_boolean()) {
+    r.fail("use_sliding_window", "must be true, false or null, got " + describe_json(*use));
+  }
+  if (const nlohmann::json* window = r.value("sliding_window")) {
+    if (!window->is_number_integer() || window->get<std::int64_t>() <= 0) {
+      r.fail("sliding_window",
+             "must be a positive integer (tokens each query attends back to) or null, got " +
+                 describe_json(*window));
+    }
+    if (use ? use->get<bool>() : type != "qwen2") m.sliding_window = window->get<std::int64_t>();
+  }
   return m;
+}
+
+std::int64_t hf_pretraining_length(const ModelSpec& m) {
+  if (m.rope_scaling && m.rope_scaling->original_max_position_embeddings) {
+    return std::min(*m.rope_scaling->original_max_position_embeddings, m.max_position_embeddings);
+  }
+  return m.max_position_embeddings <= kLongestPretrainingLength ? m.max_position_embeddings
+                                                                : kExtendedModelPretrainingLength;
 }
 
 bool looks_like_hf_config(const nlohmann::json& json) {
@@ -557,31 +581,30 @@ std::vector<std::string> hf_config_notes(const nlohmann::json& config, const std
                                          const ModelSpec& model) {
   std::vector<std::string> notes;
   if (!config.is_object()) return notes;
-  const HfReader r(config, file);
-  // MistralConfig: sliding_window (4096 in Mistral 7B v0.1; null from v0.2 on) applies whenever
-  // set. Qwen2Config writes one too, but applies it only with use_sliding_window true (false by
-  // default, and in Qwen2's released configs).
-  const nlohmann::json* use = r.value("use_sliding_window");
-  if (use && !use->is_boolean()) {
-    r.fail("use_sliding_window", "must be true, false or null, got " + describe_json(*use));
+  if (model.seq_length != model.max_position_embeddings) {
+    const std::string seq = std::to_string(model.seq_length);
+    const std::string max = std::to_string(model.max_position_embeddings);
+    notes.push_back(
+        file + ": planned at " + seq + " tokens, the model's pre-training length (" +
+        (model.rope_scaling && model.rope_scaling->original_max_position_embeddings
+             ? "rope_scaling.original_max_position_embeddings"
+             : "no original_max_position_embeddings is given, and a max_position_embeddings "
+               "above " + std::to_string(kLongestPretrainingLength) +
+               " is reached by a long-context extension stage after pre-training at " +
+               std::to_string(kExtendedModelPretrainingLength) +
+               " tokens, as Qwen2/Qwen2.5 and DeepSeek-V3 report") +
+        "), not its max_position_embeddings " + max + ": give --seq " + max +
+        " to plan the long-context stage");
   }
-  const nlohmann::json* window = r.value("sliding_window");
-  if (!window) return notes;
-  if (!window->is_number_integer() || window->get<std::int64_t>() <= 0) {
-    r.fail("sliding_window",
-           "must be a positive integer (tokens each query attends back to) or null, got " +
-               describe_json(*window));
-  }
-  const bool active = use ? use->get<bool>() : config.value("model_type", "") != "qwen2";
-  const std::int64_t w = window->get<std::int64_t>();
-  if (active && w < model.seq_length) {
-    const std::string ws = std::to_string(w);
+  if (model.sliding_window && *model.sliding_window < model.seq_length) {
+    const std::string ws = std::to_string(*model.sliding_window);
     notes.push_back(file + ": sliding_window " + ws + " is shorter than the model's " +
                     std::to_string(model.seq_length) +
-                    " positions (max_position_embeddings): attention is costed as full causal "
+                    "-token sequence: attention is costed as full causal "
                     "attention over the whole sequence, not over a " + ws + "-token window, so "
-                    "at sequences beyond " + ws + " tokens its FLOPs and time are overestimated, "
-                    "and the exports do not carry the window");
+                    "at sequences beyond " + ws + " tokens its FLOPs and time are overestimated; "
+                    "the Megatron-LM export carries the window (--window-size), the others "
+                    "do not");
   }
   return notes;
 }

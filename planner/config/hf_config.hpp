@@ -37,20 +37,33 @@ namespace meshplan {
 /// its stem.
 ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& file);
 
+/// The longest sequence the dense models meshplan cites pre-train at (Llama 3: 8192 tokens;
+/// Llama 3 Herd of Models, arXiv 2407.21783, sec. 3.4.1); a config whose max_position_embeddings
+/// is longer reached it by a long-context extension stage.
+inline constexpr std::int64_t kLongestPretrainingLength = 8192;
+/// The pre-training length of the long-context families whose configs state no original
+/// length: Qwen2 and Qwen2.5 (Qwen2.5 technical report, arXiv 2412.15115, sec. 3.3: 4,096 tokens,
+/// then 32,768) and DeepSeek-V3 (arXiv 2412.19437, sec. 4.3: 4K, then 32K and 128K).
+inline constexpr std::int64_t kExtendedModelPretrainingLength = 4096;
+
+/// A Hugging Face model's pre-training sequence length, its default --seq (tokens): its
+/// rope_scaling's original_max_position_embeddings where given (Llama 3.1: 8192 of 131072);
+/// else max_position_embeddings up to kLongestPretrainingLength (Llama 2: 4096, Llama 3: 8192);
+/// else kExtendedModelPretrainingLength (Qwen2.5-72B: 4096 of 131072).
+std::int64_t hf_pretraining_length(const ModelSpec& m);
+
 /// Whether `json` is a Hugging Face config.json rather than a meshplan file: an object without
 /// "schema" with any of the keys transformers writes into every config ("model_type",
 /// "architectures", "transformers_version").
 bool looks_like_hf_config(const nlohmann::json& json);
 
-/// Notes on keys of `config` (converted by model_from_hf_config into `model`) that change what
-/// the model computes but that the cost model does not follow, each one line to print after
-/// "note: ". Today: an active sliding window (Mistral's `sliding_window`; Qwen2's only with
-/// `use_sliding_window` true) smaller than the model's sequence length (seq_length, from
-/// max_position_embeddings): "<file>: sliding_window 4096 is shorter than the model's 32768
-/// positions (max_position_embeddings): attention is costed as full causal attention over the
-/// whole sequence, not over a 4096-token window, so at sequences beyond 4096 tokens its FLOPs
-/// and time are overestimated, and the exports do not carry the window". Throws InputError when sliding_window is not a positive integer or null, or
-/// use_sliding_window not true, false or null.
+/// Notes on `model` as model_from_hf_config read it from `config`, each one line to print after
+/// "note: ": a default sequence length below max_position_embeddings (hf_pretraining_length:
+/// "<file>: planned at 4096 tokens, the model's pre-training length (...), not its
+/// max_position_embeddings 131072: give --seq 131072 to plan the long-context stage"), and an
+/// active sliding window (Mistral's `sliding_window`; Qwen2's only with `use_sliding_window`
+/// true) shorter than the sequence, which the cost model does not follow (it costs full causal
+/// attention).
 std::vector<std::string> hf_config_notes(const nlohmann::json& config, const std::string& file,
                                          const ModelSpec& model);
 

@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 namespace meshplan {
 
 inline constexpr int kInputErrorExitCode = 2;
@@ -15,5 +17,13 @@ class InputError : public std::runtime_error {
  public:
   explicit InputError(const std::string& message) : std::runtime_error(message) {}
 };
+
+/// `text` as a JSON string literal: in double quotes, with JSON's escapes (\", \\, \n, \u0000,
+/// ...), bytes that are not UTF-8 replaced by U+FFFD. The one function by which every message
+/// quotes a string taken from a file or a flag, so that a NUL cannot cut the message short
+/// (what() is a C string) and a newline cannot split it into a second "meshplan: error:" line.
+inline std::string json_quoted(const std::string& text) {
+  return nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
 
 }  // namespace meshplan

@@ -60,9 +60,71 @@ std::size_t nth_key_byte(const std::string& text, std::size_t n) {
   return text.size();
 }
 
+/// Refuses, in one pass that allocates nothing, the two inputs nlohmann's parser cannot be
+/// trusted with: a NUL byte (its lexer takes one for the end of the input, so a valid document
+/// followed by "\0" and anything was accepted) and nesting deeper than kMaxJsonDepth (the
+/// parser's memory and time grow with every level: a 64 MiB file of '[' took 10.5 GB and
+/// 108 s). Fed as the file is read, so a bomb is refused in its first chunk. Brackets inside
+/// strings are skipped, as the lexer skips them. feed() throws InputError:
+///   "<file>: NUL byte at line L, column C; ..." or
+///   "<file>: nested deeper than 64 arrays and objects at line L, column C; ..."
+class NulAndDepthCheck {
+ public:
+  explicit NulAndDepthCheck(const std::string& file) : file_(file) {}
+
+  void feed(const char* data, std::size_t size) {
+    for (std::size_t i = 0; i < size; ++i) {
+      const char c = data[i];
+      if (c == '\n') {
+        ++line_;
+        column_ = 0;
+      } else {
+        ++column_;
+      }
+      if (c == '\0') {
+        throw InputError(file_ + ": NUL byte at " + where() +
+                         "; expected JSON text (a JSON file holds no NUL byte; inside a string "
+                         "write it as \\u0000)");
+      }
+      if (in_string_) {
+        if (escaped_) {
+          escaped_ = false;
+        } else if (c == '\\') {
+          escaped_ = true;
+        } else if (c == '"') {
+          in_string_ = false;
+        }
+      } else if (c == '"') {
+        in_string_ = true;
+      } else if (c == '[' || c == '{') {
+        if (++depth_ > kMaxJsonDepth) {
+          throw InputError(file_ + ": nested deeper than " + std::to_string(kMaxJsonDepth) +
+                           " arrays and objects at " + where() +
+                           "; expected one of meshplan's JSON files (they nest at most about 6 "
+                           "levels deep)");
+        }
+      } else if ((c == ']' || c == '}') && depth_ > 0) {
+        --depth_;
+      }
+    }
+  }
+
+ private:
+  std::string where() const {
+    return "line " + std::to_string(line_) + ", column " + std::to_string(column_);
+  }
+
+  const std::string& file_;
+  std::size_t line_ = 1, column_ = 0, depth_ = 0;
+  bool in_string_ = false, escaped_ = false;
+};
+
 /// A SAX handler that builds the document as nlohmann::json::parse does, but stops at the first
-/// key repeated inside one object (nlohmann keeps the last one silently) and keeps the position
-/// of a parse error (the out_of_range.406 of a number beyond a double carries none).
+/// key repeated inside one object (nlohmann keeps the last one silently), keeps the position of
+/// a parse error (the out_of_range.406 of a number beyond a double carries none), and stops
+/// once the document would take more than kMaxJsonMemoryBytes to hold (estimated per value
+/// from the sizes of nlohmann's nodes), so that no file of the 256 MiB the reader takes (85
+/// million "{}" in an array would take several GB) ends in the OOM killer.
 class StrictSax : public nlohmann::json::json_sax_t {
  public:
   using json = nlohmann::json;
@@ -83,21 +145,28 @@ class StrictSax : public nlohmann::json::json_sax_t {
 
   explicit StrictSax(json& root) : root_(root) {}
 
-  bool null() override { return place(nullptr) != nullptr; }
-  bool boolean(bool v) override { return place(v) != nullptr; }
-  bool number_integer(number_integer_t v) override { return place(v) != nullptr; }
-  bool number_unsigned(number_unsigned_t v) override { return place(v) != nullptr; }
+  bool null() override { return spend(0) && place(nullptr) != nullptr; }
+  bool boolean(bool v) override { return spend(0) && place(v) != nullptr; }
+  bool number_integer(number_integer_t v) override { return spend(0) && place(v) != nullptr; }
+  bool number_unsigned(number_unsigned_t v) override { return spend(0) && place(v) != nullptr; }
   bool number_float(number_float_t v, const string_t& /*text*/) override {
-    return place(v) != nullptr;
+    return spend(0) && place(v) != nullptr;
   }
-  bool string(string_t& v) override { return place(std::move(v)) != nullptr; }
-  bool binary(binary_t& v) override { return place(json::binary(std::move(v))) != nullptr; }
+  bool string(string_t& v) override {
+    return spend(kNodeBytes + v.size()) && place(std::move(v)) != nullptr;
+  }
+  bool binary(binary_t& v) override {
+    return spend(kNodeBytes + v.size()) && place(json::binary(std::move(v))) != nullptr;
+  }
 
   bool start_object(std::size_t /*elements*/) override {
+    if (!spend(kNodeBytes)) return false;
     frames_.push_back(Frame{place(json::value_t::object), {}, {}, nullptr});
     return true;
   }
   bool key(string_t& k) override {
+    // The map's node and the key kept in the frame's set of keys seen.
+    if (!spend(2 * (kNodeBytes + k.size()))) return false;
     ++keys_seen_;
     Frame& f = frames_.back();
     if (!f.keys.insert(k).second) {
@@ -113,6 +182,7 @@ class StrictSax : public nlohmann::json::json_sax_t {
     return true;
   }
   bool start_array(std::size_t /*elements*/) override {
+    if (!spend(kNodeBytes)) return false;
     frames_.push_back(Frame{place(json::value_t::array), {}, {}, nullptr});
     return true;
   }
@@ -134,8 +204,25 @@ class StrictSax : public nlohmann::json::json_sax_t {
 
   const std::optional<Duplicate>& duplicate() const { return duplicate_; }
   const std::optional<Error>& error() const { return error_; }
+  /// True when the parse stopped because the document outgrew kMaxJsonMemoryBytes.
+  bool over_budget() const { return over_budget_; }
+  /// Values (scalars, arrays, objects) and keys read so far.
+  std::size_t values() const { return values_; }
 
  private:
+  /// What a heap node of nlohmann's (a std::map node, a std::vector, a std::string) costs
+  /// beyond the 16-byte json value itself, with the allocator's own overhead: about 64 bytes.
+  static constexpr std::size_t kNodeBytes = 64;
+
+  /// Counts one value of 16 bytes plus `extra` heap bytes against kMaxJsonMemoryBytes; false
+  /// (which stops the parse) once the document would outgrow it.
+  bool spend(std::size_t extra) {
+    ++values_;
+    bytes_ += 16 + extra;
+    over_budget_ = bytes_ > kMaxJsonMemoryBytes;
+    return !over_budget_;
+  }
+
   /// An open object or array: where it is, and for an object its keys so far and the slot of
   /// the current key's value.
   struct Frame {
@@ -175,16 +262,38 @@ class StrictSax : public nlohmann::json::json_sax_t {
   json& root_;
   std::vector<Frame> frames_;
   std::size_t keys_seen_ = 0;
+  std::size_t values_ = 0;
+  std::size_t bytes_ = 0;
+  bool over_budget_ = false;
   std::optional<Duplicate> duplicate_;
   std::optional<Error> error_;
 };
 
-}  // namespace
+/// The message for a file whose reading ran out of memory (std::bad_alloc).
+std::string out_of_memory(const std::string& file, std::size_t bytes) {
+  return file + ": ran out of memory while reading its " + std::to_string(bytes) +
+         " bytes; expected one of meshplan's JSON files (a plan of 1048576 GPUs takes about 200 "
+         "MiB), or free some memory";
+}
 
-nlohmann::json parse_json_text(const std::string& text, const std::string& file) {
+/// parse_json_text after the NUL and depth check (which load_json_file runs as it reads).
+nlohmann::json parse_checked_json_text(const std::string& text, const std::string& file) {
   nlohmann::json root;
   StrictSax sax(root);
-  if (nlohmann::json::sax_parse(text, &sax)) return root;
+  bool parsed = false;
+  try {
+    parsed = nlohmann::json::sax_parse(text, &sax);
+  } catch (const std::bad_alloc&) {
+    throw InputError(out_of_memory(file, text.size()));
+  }
+  if (parsed) return root;
+  if (sax.over_budget()) {
+    throw InputError(file + ": too large to hold: its first " + std::to_string(sax.values()) +
+                     " values already take more than " +
+                     std::to_string(kMaxJsonMemoryBytes >> 20) +
+                     " MiB in memory; expected one of meshplan's JSON files (a plan of 1048576 "
+                     "GPUs takes about 200 MiB)");
+  }
   if (const auto& d = sax.duplicate()) {
     const auto [line, column] = line_and_column(text, nth_key_byte(text, d->key_ordinal));
     throw InputError(file + ": duplicate key " + describe_json(d->key) + " in " + d->object_path +
@@ -208,6 +317,13 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& file)
   if (cut != std::string::npos) message = message.substr(cut + 2);
   throw InputError(file + ": not valid JSON at " + at_line_and_column(text, e.byte) + ": " +
                    message);
+}
+
+}  // namespace
+
+nlohmann::json parse_json_text(const std::string& text, const std::string& file) {
+  NulAndDepthCheck(file).feed(text.data(), text.size());
+  return parse_checked_json_text(text, file);
 }
 
 void require_regular_file(const std::string& path) {
@@ -250,13 +366,32 @@ nlohmann::json load_json_file(const std::string& path) {
   std::FILE* file = std::fopen(path.c_str(), "rb");
   if (file == nullptr) throw InputError(path + ": cannot be read (no such file or no permission)");
   std::string text;
+  // Reserved once at the size the file gives, so that growing the text never holds two copies
+  // (a 64 MiB file in 64 MiB, not the 192 MiB of a doubling buffer).
+  const std::uintmax_t size = std::filesystem::file_size(path, ec);
+  try {
+    if (!ec) text.reserve(static_cast<std::size_t>(size) + 1);
+  } catch (const std::bad_alloc&) {
+    std::fclose(file);
+    throw InputError(out_of_memory(path, static_cast<std::size_t>(size)));
+  }
   char chunk[1 << 16];
   std::size_t n = 0;
   bool too_large = false;
   errno = 0;
-  while (!too_large && (n = std::fread(chunk, 1, sizeof chunk, file)) > 0) {
-    text.append(chunk, n);
-    too_large = text.size() > kMaxBytes;
+  NulAndDepthCheck check(path);
+  try {
+    while (!too_large && (n = std::fread(chunk, 1, sizeof chunk, file)) > 0) {
+      check.feed(chunk, n);
+      text.append(chunk, n);
+      too_large = text.size() > kMaxBytes;
+    }
+  } catch (const std::bad_alloc&) {
+    std::fclose(file);
+    throw InputError(out_of_memory(path, text.size()));
+  } catch (const InputError&) {
+    std::fclose(file);
+    throw;
   }
   const int read_errno = errno;
   const bool failed = std::ferror(file) != 0;
@@ -269,13 +404,14 @@ nlohmann::json load_json_file(const std::string& path) {
                      (read_errno != 0 ? std::strerror(read_errno) : "a read error") + " after " + std::to_string(text.size()) +
                      " bytes); expected a readable JSON file");
   }
-  return parse_json_text(text, path);
+  return parse_checked_json_text(text, path);
 }
 
 std::string describe_json(const nlohmann::json& value) {
   if (value.is_object()) return "an object";
   if (value.is_array()) return "an array";
-  std::string text = value.dump();
+  std::string text =
+      value.is_string() ? json_quoted(value.get<std::string>()) : value.dump();
   if (text.size() > 40) text = text.substr(0, 37) + "...";
   return text;
 }
@@ -286,10 +422,7 @@ std::string json_path_key(const std::string& key) {
       std::all_of(key.begin(), key.end(), [](char c) {
         return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
       });
-  return identifier ? "." + key
-                    : "[" + nlohmann::json(key).dump(-1, ' ', false,
-                                                     nlohmann::json::error_handler_t::replace) +
-                          "]";
+  return identifier ? "." + key : "[" + json_quoted(key) + "]";
 }
 
 StrictObject::StrictObject(const nlohmann::json& value, std::string file, std::string path,

@@ -3,6 +3,7 @@
 // JSON path. Follows Calculon's exact-key-set check and nlohmann/json's JSON_DIAGNOSTICS paths.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -12,12 +13,30 @@
 
 namespace meshplan {
 
+/// The deepest nesting of arrays and objects the reader takes: far above the about 6 levels of
+/// meshplan's schemas, far below what would cost the parser memory or time.
+inline constexpr std::size_t kMaxJsonDepth = 64;
+
+/// The memory (bytes, estimated from the values read: 16 per value plus about 64 per string,
+/// key, array or object) a document may take once parsed: 1 GiB. A plan of 1048576 GPUs, the
+/// largest meshplan writes, takes about 200 MiB; beyond this a 256 MiB file of tiny objects
+/// would take several GB and end in the OOM killer.
+inline constexpr std::size_t kMaxJsonMemoryBytes = std::size_t{1} << 30;
+
 /// Reads and parses `path` strictly. Throws InputError naming `path` when it
 ///  - is a directory or another non-regular file (require_regular_file's message);
 ///  - cannot be opened: "<path>: cannot be read (no such file or no permission)";
 ///  - opens, but a read fails (/proc/self/mem): "<path>: could not be read (Input/output error
 ///    after 0 bytes); expected a readable JSON file";
 ///  - is larger than 256 MiB (as its size says, or as read);
+///  - holds a NUL byte, even after a valid document: "<path>: NUL byte at line L, column C;
+///    expected JSON text ...";
+///  - nests arrays and objects deeper than kMaxJsonDepth: "<path>: nested deeper than 64 arrays
+///    and objects at line L, column C; ..." (checked as the file is read, allocating nothing,
+///    before the parser runs: a 64 MiB file of '[' is refused in its first 64 KiB);
+///  - would take more than kMaxJsonMemoryBytes once parsed: "<path>: too large to hold: its
+///    first N values already take more than 1024 MiB in memory; ...", or the memory runs out
+///    (std::bad_alloc): "<path>: ran out of memory while reading its N bytes; ...";
 ///  - is not JSON: "<path>: not valid JSON at line L, column C: <parser message>";
 ///  - holds a number too large for a double (e.g. 1e400): "<path>: number out of range at line
 ///    L, column C: 1e400 does not fit a double; expected a finite number (at most 1.8e308 in
@@ -26,8 +45,8 @@ namespace meshplan {
 ///    "<path>: duplicate key "k" in $.a.b[2] (line L); each key may appear once in an object".
 nlohmann::json load_json_file(const std::string& path);
 
-/// Parses `text` read from `file` with load_json_file's checks (syntax, numbers that fit a
-/// double, no duplicate keys); `file` only names the source in the InputError messages.
+/// Parses `text` read from `file` with load_json_file's checks (no NUL byte, nesting, memory,
+/// syntax, numbers that fit a double, no duplicate keys); `file` only names the source in the InputError messages.
 nlohmann::json parse_json_text(const std::string& text, const std::string& file);
 
 /// Throws InputError when `path` exists but is not a regular file: "<path>: is a directory, not

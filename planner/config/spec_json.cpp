@@ -329,6 +329,7 @@ nlohmann::json model_to_json(const ModelSpec& m) {
                           number_or_null(r.original_max_position_embeddings)}};
   }
   if (m.norm_epsilon) j["norm_epsilon"] = *m.norm_epsilon;
+  if (m.sliding_window) j["sliding_window"] = *m.sliding_window;
   return j;
 }
 
@@ -445,7 +446,7 @@ RopeScaling rope_scaling_from_json(StrictObject o) {
   r.type = o.choice("type", {"linear", "dynamic", "yarn", "longrope", "llama3"});
   r.factor = o.positive_number_or_null("factor");
   if (!r.factor && r.type != "longrope") {
-    o.fail("factor", "is null, but rope type \"" + r.type + "\" needs a factor (a number > 0)");
+    o.fail("factor", "is null, but rope type " + json_quoted(r.type) + " needs a factor (a number > 0)");
   }
   r.low_freq_factor = o.positive_number_or_null("low_freq_factor");
   r.high_freq_factor = o.positive_number_or_null("high_freq_factor");
@@ -458,8 +459,8 @@ RopeScaling rope_scaling_from_json(StrictObject o) {
         {"original_max_position_embeddings", r.original_max_position_embeddings.has_value()}}) {
     if (llama3 && !set) o.fail(key, "is null, but rope type \"llama3\" needs it");
     if (!llama3 && set) {
-      o.fail(key, "applies to rope type \"llama3\" only (this one is \"" + r.type +
-                      "\"); set it to null");
+      o.fail(key, "applies to rope type \"llama3\" only (this one is " + json_quoted(r.type) +
+                      "); set it to null");
     }
   }
   if (llama3 && *r.high_freq_factor <= *r.low_freq_factor) {
@@ -480,7 +481,7 @@ ModelSpec model_from_json(const nlohmann::json& json, const std::string& file,
        "num_kv_heads", "head_dim", "ffn_hidden_size", "ffn_type", "norm_type", "vocab_size",
        "vocab_pad_multiple", "position_embedding", "max_position_embeddings", "tied_embeddings",
        "linear_bias", "qkv_bias", "dropout", "seq_length", "rope_theta", "rope_scaling",
-       "norm_epsilon"});
+       "norm_epsilon", "sliding_window"});
   ModelSpec m;
   m.name = o.text("name", "the model's name (a preset's is its file name)");
   o.string("description");
@@ -510,8 +511,8 @@ ModelSpec model_from_json(const nlohmann::json& json, const std::string& file,
     if (m.position_embedding != PositionEmbedding::kRope) {
       o.fail("rope_theta", "is " + describe_json(theta) +
                                ", but a RoPE base applies only to position_embedding \"rope\" "
-                               "(this model's is \"" +
-                               position + "\"); remove the key or set it to null");
+                               "(this model's is " +
+                               json_quoted(position) + "); remove the key or set it to null");
     }
     if (!theta.is_number() || !(theta.get<double>() > 1)) {
       o.fail("rope_theta",
@@ -524,8 +525,8 @@ ModelSpec model_from_json(const nlohmann::json& json, const std::string& file,
   if (o.has("rope_scaling") && !json.at("rope_scaling").is_null()) {
     if (m.position_embedding != PositionEmbedding::kRope) {
       o.fail("rope_scaling", "is set, but RoPE scaling applies only to position_embedding "
-                             "\"rope\" (this model's is \"" + position +
-                                 "\"); remove the key or set it to null");
+                             "\"rope\" (this model's is " + json_quoted(position) +
+                                 "); remove the key or set it to null");
     }
     m.rope_scaling = rope_scaling_from_json(o.object(
         "rope_scaling", {"type", "factor", "low_freq_factor", "high_freq_factor",
@@ -543,6 +544,9 @@ ModelSpec model_from_json(const nlohmann::json& json, const std::string& file,
   m.qkv_bias = o.boolean("qkv_bias");
   m.dropout = o.boolean("dropout");
   m.seq_length = o.positive_int("seq_length", kMaxTokens);
+  if (o.has("sliding_window") && !json.at("sliding_window").is_null()) {
+    m.sliding_window = o.positive_int("sliding_window", kMaxTokens);
+  }
   if (m.num_attention_heads * m.head_dim > kMaxWidth) {
     o.fail("head_dim", "num_attention_heads x head_dim must be at most " +
                            std::to_string(kMaxWidth));
@@ -551,6 +555,19 @@ ModelSpec model_from_json(const nlohmann::json& json, const std::string& file,
   // of meshplan-model/1 are the names model_structure_problem uses. head_dim is a key here.
   if (const auto problem = model_structure_problem(m, HeadDimSource::kStated)) {
     o.fail(to_string(problem->field), problem->message);
+  }
+  // Learned positions are a table of max_position_embeddings rows: the model's own sequence
+  // cannot be longer (GPT-2's wpe, Megatron's LanguageModelEmbedding). Refused here, naming
+  // both keys, before any layout is tried (the search would reject every one of them).
+  if (m.position_embedding == PositionEmbedding::kLearned &&
+      m.seq_length > m.max_position_embeddings) {
+    o.fail("seq_length", "is " + std::to_string(m.seq_length) + ", but " + o.path() +
+                             ".max_position_embeddings is " +
+                             std::to_string(m.max_position_embeddings) +
+                             " and learned positions (position_embedding \"learned\") have "
+                             "no row beyond it; expected a seq_length of at most " +
+                             std::to_string(m.max_position_embeddings) +
+                             ", or more positions");
   }
   return m;
 }
@@ -603,8 +620,8 @@ ClusterSpec cluster_from_json(const nlohmann::json& json, const std::string& fil
                               const std::string& path, const GpuSpec& gpu) {
   return parse_cluster(json, file, path, [&gpu](StrictObject& o, const std::string& name) {
     if (name != gpu.name) {
-      o.fail("gpu", "is \"" + name + "\"; expected \"" + gpu.name +
-                        "\", the name of the GPU given with the cluster");
+      o.fail("gpu", "is " + json_quoted(name) + "; expected " + json_quoted(gpu.name) +
+                        ", the name of the GPU given with the cluster");
     }
     return gpu;
   });

@@ -192,11 +192,11 @@ std::optional<std::string> plan_profile_gpu(const nlohmann::json& profile, const
   if (named == gpu.name) return gpu.name;
   const std::vector<std::string> presets = preset_names(PresetKind::kGpu);
   if (std::find(presets.begin(), presets.end(), named) == presets.end()) {
-    throw InputError(file + ": " + path + ".gpu: is \"" + named +
-                     "\", which is neither the plan's GPU (\"" + gpu.name +
-                     "\", $.inputs.gpu.name) nor a GPU preset; a plan is self-contained and "
-                     "names no files: give \"" + gpu.name +
-                     "\" or a GPU preset name (meshplan presets gpus)");
+    throw InputError(file + ": " + path + ".gpu: is " + json_quoted(named) +
+                     ", which is neither the plan's GPU (" + json_quoted(gpu.name) +
+                     ", $.inputs.gpu.name) nor a GPU preset; a plan is self-contained and "
+                     "names no files: give " + json_quoted(gpu.name) +
+                     " or a GPU preset name (meshplan presets gpus)");
   }
   const std::string preset = (std::filesystem::path(config_dir()) /
                               preset_folder(PresetKind::kGpu) / (named + ".json"))
@@ -472,23 +472,23 @@ Plan plan_from_json(const nlohmann::json& json, const std::string& file) {
   if (const std::string problem = zero_stage_problem(training.setup.framework, layout.zero);
       !problem.empty()) {
     throw InputError(file + ": $.layout.zero: is " + std::to_string(layout.zero) + ", but " +
-                     problem + " (" + at + "training.framework is \"" +
-                     training.setup.framework.name + "\"); give one of those, or another "
+                     problem + " (" + at + "training.framework is " +
+                     json_quoted(training.setup.framework.name) + "); give one of those, or another "
                      "framework");
   }
   if (const std::string problem = context_parallel_problem(training.setup.framework, layout.cp);
       !problem.empty()) {
     throw InputError(file + ": $.layout.cp: is " + std::to_string(layout.cp) + ", but " +
-                     problem + " (" + at + "training.framework is \"" +
-                     training.setup.framework.name + "\"); or another framework");
+                     problem + " (" + at + "training.framework is " +
+                     json_quoted(training.setup.framework.name) + "); or another framework");
   }
   if (const std::string problem =
           pipeline_problem(training.setup.framework, layout.pp, layout.vpp, layout.zero);
       !problem.empty()) {
     throw InputError(file + ": $.layout: pp " + std::to_string(layout.pp) + ", vpp " +
                      std::to_string(layout.vpp) + ", zero " + std::to_string(layout.zero) +
-                     ": " + problem + " (" + at + "training.framework is \"" +
-                     training.setup.framework.name + "\"); change them, or another framework");
+                     ": " + problem + " (" + at + "training.framework is " +
+                     json_quoted(training.setup.framework.name) + "); change them, or another framework");
   }
   if (layout.mbs != training.mbs) {
     throw InputError(file + ": $.layout.mbs: is " + std::to_string(layout.mbs) +

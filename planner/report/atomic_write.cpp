@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <stdexcept>
 
 #include <fcntl.h>
@@ -13,6 +12,7 @@
 #include "planner/config/input_error.hpp"
 #include "planner/config/json_reader.hpp"
 #include "planner/config/presets.hpp"
+#include "planner/report/temporary_file.hpp"
 
 namespace meshplan {
 
@@ -28,33 +28,6 @@ constexpr int kMaxLinks = 40;
 std::string final_path_of(const std::string& path) {
   std::error_code ec;
   return fs::is_symlink(path, ec) ? resolved_file_path(path) : path;
-}
-
-/// Writes `content` to a new file `path` (created or truncated), flushed to the disk. Returns
-/// the empty string, or why it failed ("No space left on device").
-std::string write_whole_file(const std::string& path, const std::string& content) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  if (fd < 0) {
-    return "cannot create the temporary file " + path + " beside it: " + std::strerror(errno);
-  }
-  const char* data = content.data();
-  std::size_t left = content.size();
-  std::string failure;
-  while (left > 0 && failure.empty()) {
-    const ssize_t n = ::write(fd, data, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      failure = n < 0 ? std::strerror(errno) : "the write made no progress";
-    } else {
-      data += n;
-      left -= static_cast<std::size_t>(n);
-    }
-  }
-  if (failure.empty() && ::fsync(fd) != 0 && errno != EINVAL && errno != EROFS) {
-    failure = std::strerror(errno);
-  }
-  if (::close(fd) != 0 && failure.empty()) failure = std::strerror(errno);
-  return failure;
 }
 
 }  // namespace
@@ -196,30 +169,16 @@ void write_file_atomically(const std::string& path, const std::string& content) 
   check_writable_target(path);
   std::error_code ec;
   const std::string final_path = final_path_of(path);
-  const std::string temporary = final_path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out) {
-      throw InputError(path + ": cannot be written (does the folder exist, and may you write "
-                       "there?)");
-    }
-    out << content;
-    out.flush();
-    if (!out) {
-      std::filesystem::remove(temporary, ec);
-      throw InputError(path + ": writing failed (disk full?)");
-    }
+  TemporaryFile temporary(final_path);
+  if (!temporary.error().empty()) {
+    throw InputError(path + ": cannot be written (does the folder exist, and may you write "
+                     "there?): " + temporary.error());
   }
-  std::filesystem::rename(temporary, final_path, ec);
-  if (ec) {
-    std::error_code ignored;
-    std::filesystem::remove(temporary, ignored);
-    throw InputError(path + ": cannot be replaced: " + ec.message());
-  }
-}
-
-std::string output_temporary_path(const std::string& target) {
-  return final_path_of(target) + ".tmp." + std::to_string(::getpid());
+  const std::string failure = temporary.write_and_close(content);
+  if (!failure.empty()) throw InputError(path + ": writing failed (disk full?): " + failure);
+  std::filesystem::rename(temporary.path(), final_path, ec);
+  if (ec) throw InputError(path + ": cannot be replaced: " + ec.message());
+  temporary.release();
 }
 
 OutputSet::~OutputSet() {
@@ -277,17 +236,19 @@ std::vector<std::string> OutputSet::commit() {
   check();
   // Phase 1: every file to its temporary beside its target.
   for (const Entry& e : entries_) {
-    const std::string temporary = output_temporary_path(e.target);
-    temporaries_.push_back(temporary);
-    std::string failure;
-    if (e.write) {
+    TemporaryFile& temporary = temporaries_.emplace_back(final_path_of(e.target));
+    std::string failure = temporary.error();
+    if (!failure.empty()) {
+      // not created: nothing to write
+    } else if (e.write) {
+      temporary.close();
       try {
-        e.write(temporary);
+        e.write(temporary.path());
       } catch (const std::exception& error) {
         failure = error.what();
       }
     } else {
-      failure = write_whole_file(temporary, e.content);
+      failure = temporary.write_and_close(e.content);
     }
     if (!failure.empty()) {
       discard();
@@ -311,16 +272,18 @@ std::vector<std::string> OutputSet::commit() {
     std::error_code ec;
     r.existed = fs::exists(r.final_path, ec);
     if (r.existed) {
-      r.backup = r.final_path + ".old." + pid;
+      // Named as its temporaries are, so that one left by SIGKILL is cleared as they are.
+      r.backup = temporary_prefix(r.final_path) + pid + ".old";
       fs::remove(r.backup, ec);
       if (::link(r.final_path.c_str(), r.backup.c_str()) != 0) r.backup.clear();
     }
-    if (::rename(temporaries_[i].c_str(), r.final_path.c_str()) != 0) {
+    if (::rename(temporaries_[i].path().c_str(), r.final_path.c_str()) != 0) {
       failure = std::strerror(errno);
       failed_at = i;
       if (!r.backup.empty()) fs::remove(r.backup, ec);
       break;
     }
+    temporaries_[i].release();
     renamed.push_back(r);
   }
   if (!failure.empty()) {
@@ -332,8 +295,6 @@ std::vector<std::string> OutputSet::commit() {
         fs::remove(it->final_path, ec);
       }
     }
-    temporaries_.erase(temporaries_.begin(),
-                       temporaries_.begin() + static_cast<std::ptrdiff_t>(renamed.size()));
     discard();
     throw InputError(label(entries_[failed_at]) +
                      ": writing failed: cannot replace it: " + failure + "; nothing was written");
@@ -351,8 +312,7 @@ std::vector<std::string> OutputSet::commit() {
 
 void OutputSet::discard() noexcept {
   std::error_code ec;
-  for (const std::string& t : temporaries_) fs::remove(t, ec);
-  temporaries_.clear();
+  temporaries_.clear();  // each removes its file
   // Deepest first; a folder that holds anything (fs::remove only removes empty ones) stays.
   for (auto it = created_folders_.rbegin(); it != created_folders_.rend(); ++it) {
     fs::remove(*it, ec);

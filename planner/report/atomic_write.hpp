@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "planner/config/presets.hpp"
+#include "planner/report/temporary_file.hpp"
 
 namespace meshplan {
 
@@ -75,14 +76,10 @@ void require_distinct_files(const std::vector<NamedFile>& outputs,
 /// that write several files check them all before writing any.
 void check_writable_target(const std::string& path);
 
-/// Writes `content` to `path` atomically (check_writable_target first, then a temporary file
+/// Writes `content` to `path` atomically (check_writable_target first, then a TemporaryFile
 /// beside it, renamed over it). Throws InputError naming `path`; the target is then left as it
-/// was.
+/// was, and no temporary file behind.
 void write_file_atomically(const std::string& path, const std::string& content);
-
-/// The temporary file an OutputSet writes `target` to before renaming it into place:
-/// "<target>.tmp.<pid>" beside it (beside the link's target for a symbolic link).
-std::string output_temporary_path(const std::string& target);
 
 /// Several output files committed all or none. Usage: add() each file, then commit(). Nothing
 /// touches a target before commit(); a set destroyed without a successful commit() removes its
@@ -115,7 +112,8 @@ class OutputSet {
   /// Writes nothing.
   void check() const;
 
-  /// check(), then writes every file to output_temporary_path(target), in the order added;
+  /// check(), then writes every file to a TemporaryFile beside its target (beside the link's
+  /// target for a symbolic link; temporary_file.hpp), in the order added;
   /// when all are written, renames each over its target. Throws InputError "<flag> <target>:
   /// writing failed: <reason>; nothing was written" when a file cannot be written (disk full,
   /// a folder that refuses new files); every temporary is then removed, created folders that
@@ -136,7 +134,7 @@ class OutputSet {
   void discard() noexcept;
 
   std::vector<Entry> entries_;
-  std::vector<std::string> temporaries_;      ///< written (or begun), not yet renamed
+  std::vector<TemporaryFile> temporaries_;    ///< written (or begun), not yet renamed
   std::vector<std::string> created_folders_;  ///< outermost first
   bool committed_ = false;
 };

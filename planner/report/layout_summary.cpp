@@ -50,15 +50,15 @@ std::vector<std::pair<const char*, double>> headline_figures(const StepEstimate&
 }
 
 std::vector<BreakdownComponent> breakdown_components(const StepBreakdown& b) {
-  return {{"compute_s", "compute (forward + backward)", "compute", b.compute},
-          {"recompute_s", "recompute", "recompute", b.recompute},
-          {"tp_exposed_s", "exposed TP communication", "TP communication", b.tp_exposed},
-          {"cp_exposed_s", "exposed CP communication", "CP communication", b.cp_exposed},
-          {"fsdp_exposed_s", "exposed ZeRO-3/FSDP gathers", "FSDP gathers", b.fsdp_exposed},
-          {"pp_p2p_s", "PP send/recv", "PP send/recv", b.pp_p2p},
-          {"bubble_s", "pipeline bubble", "pipeline bubble", b.bubble},
-          {"dp_exposed_s", "exposed DP communication", "DP communication", b.dp_exposed},
-          {"optimizer_s", "optimizer step", "optimizer", b.optimizer}};
+  return {{"compute_s", "compute (forward + backward)", "compute", b.compute_s},
+          {"recompute_s", "recompute", "recompute", b.recompute_s},
+          {"tp_exposed_s", "exposed TP communication", "TP communication", b.tp_exposed_s},
+          {"cp_exposed_s", "exposed CP communication", "CP communication", b.cp_exposed_s},
+          {"fsdp_exposed_s", "exposed ZeRO-3/FSDP gathers", "FSDP gathers", b.fsdp_exposed_s},
+          {"pp_p2p_s", "PP send/recv", "PP send/recv", b.pp_p2p_s},
+          {"bubble_s", "pipeline bubble", "pipeline bubble", b.bubble_s},
+          {"dp_exposed_s", "exposed DP communication", "DP communication", b.dp_exposed_s},
+          {"optimizer_s", "optimizer step", "optimizer", b.optimizer_s}};
 }
 
 nlohmann::json breakdown_json(const StepBreakdown& b) {

@@ -217,7 +217,7 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
       << (l.vpp > 1 ? ", and " + std::to_string(l.vpp) + " virtual stages per rank shrink the "
                           "bubble by " + std::to_string(l.vpp) + "x"
                     : "")
-      << " (bubble " << fixed(w.breakdown.bubble, 2) << " s of " << fixed(w.step_time_s, 2)
+      << " (bubble " << fixed(w.breakdown.bubble_s, 2) << " s of " << fixed(w.step_time_s, 2)
       << " s).\n";
   }
   if (l.cp > 1) {
@@ -239,7 +239,7 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
       << ".\n";
   }
   if (l.recompute != Recompute::kNone) {
-    s << "- " << to_string(l.recompute) << " recompute trades " << fixed(w.breakdown.recompute, 2)
+    s << "- " << to_string(l.recompute) << " recompute trades " << fixed(w.breakdown.recompute_s, 2)
       << " s of compute for activation memory.\n";
   }
   s << "- Peak memory " << gib(w.peak_bytes) << " of " << gib(gpu.memory_bytes) << " (stage "

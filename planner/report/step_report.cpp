@@ -58,7 +58,7 @@ std::string selective_flash_note(const StepReportInputs& in, const StepEstimate&
     return "";
   }
   return "selective recompute runs the attention core's forward again (" +
-         fixed(e.breakdown.recompute, 3) + " s per step) to drop what that core keeps for its "
+         fixed(e.breakdown.recompute_s, 3) + " s per step) to drop what that core keeps for its "
          "backward; FlashAttention keeps no score or softmax matrix, only its softmax "
          "statistics, so next to no memory is saved: recompute none costs less where it fits.";
 }
@@ -93,7 +93,7 @@ std::vector<std::string> explanation_lines(const StepReportInputs& in, const Ste
 /// The step as the event simulation runs it: its pipeline, then the estimate's data-parallel
 /// reduction and optimizer step (seconds).
 double simulated_step_s(const PipelineSimulation& sim, const StepEstimate& e) {
-  return sim.step_time_s + e.breakdown.dp_exposed + e.breakdown.optimizer;
+  return sim.step_time_s + e.breakdown.dp_exposed_s + e.breakdown.optimizer_s;
 }
 
 }  // namespace
@@ -209,15 +209,16 @@ nlohmann::json step_json(const StepReportInputs& in, const StepEstimate& e) {
   return j;
 }
 
-std::string step_trace_text(const StepEstimate& e, const Layout& layout,
-                            const FrameworkConvention& framework, const Profile& profile) {
-  // The exposed communication inside each stage's ops, by kind. StageTimes gives each kind's
-  // seconds per micro-batch (forward + backward); they are split between the passes as the
-  // cost model's volumes are: TP 1:1 (two crossings forward, two backward; the embedding's
-  // one forward crossing is drawn half in each), CP 1:2 (K, V forward; K, V and their gradients
-  // backward), FSDP 1:2 (an all-gather forward; an all-gather and a reduce-scatter backward).
+namespace {
+
+/// The exposed communication inside each stage's ops, by kind. StageTimes gives each kind's
+/// seconds per micro-batch (forward + backward); they are split between the passes as the
+/// cost model's volumes are: TP 1:1 (two crossings forward, two backward; the embedding's one
+/// forward crossing is drawn half in each), CP 1:2 (K, V forward; K, V and their gradients
+/// backward), FSDP 1:2 (an all-gather forward; an all-gather and a reduce-scatter backward).
+std::vector<std::vector<ExposedCommunication>> exposed_communication(const StepEstimate& e,
+                                                                     const Layout& layout) {
   std::vector<std::vector<ExposedCommunication>> exposed;
-  std::size_t kinds = 0;
   for (const StageTimes& st : e.stages) {
     std::vector<ExposedCommunication> stage;
     if (st.tp_s > 0) {
@@ -231,9 +232,16 @@ std::string step_trace_text(const StepEstimate& e, const Layout& layout,
       stage.push_back({"ZeRO-3/FSDP parameter all-gather + gradient reduce-scatter", "fsdp",
                        st.fsdp_s / 3, 2 * st.fsdp_s / 3});
     }
-    kinds = std::max(kinds, stage.size());
     exposed.push_back(std::move(stage));
   }
+  return exposed;
+}
+
+}  // namespace
+
+void check_step_trace_size(const StepEstimate& e, const Layout& layout) {
+  std::size_t kinds = 0;
+  for (const auto& stage : exposed_communication(e, layout)) kinds = std::max(kinds, stage.size());
   // About 100 bytes an event: a million events is a 100 MB file, about what a viewer opens.
   constexpr double kMaxEvents = 1e6;
   const double per_op = 4.0 + 2.0 * static_cast<double>(kinds);
@@ -246,32 +254,38 @@ std::string step_trace_text(const StepEstimate& e, const Layout& layout,
                      ": forward, backward, their two sends and the exposed communication of each), more "
                      "than the 1000000 a trace viewer opens; trace a smaller --gbs");
   }
+}
+
+void write_step_trace(std::ostream& out, const StepEstimate& e, const Layout& layout,
+                      const FrameworkConvention& framework, const Profile& profile) {
+  check_step_trace_size(e, layout);
   const PipelineTimes times = pipeline_times(e, layout, framework, profile.comm_sm_fraction);
   const PipelineSimulation sim = simulate_pipeline(times);
-  nlohmann::json trace = chrome_trace(sim, {}, exposed);
+  TraceAdditions additions;
   // The phases after the pipeline, on every stage's communication and compute tracks.
   const double start_us = sim.step_time_s * 1e6;
-  const double dp_us = e.breakdown.dp_exposed * 1e6;
-  const double opt_us = e.breakdown.optimizer * 1e6;
+  const double dp_us = e.breakdown.dp_exposed_s * 1e6;
+  const double opt_us = e.breakdown.optimizer_s * 1e6;
   for (std::int64_t stage = 0; stage < layout.pp; ++stage) {
-    trace["traceEvents"].push_back({{"name", "data-parallel gradient reduction"}, {"cat", "dp"},
-                                    {"ph", "X"}, {"pid", stage}, {"tid", 1},
-                                    {"ts", start_us}, {"dur", dp_us}});
-    trace["traceEvents"].push_back({{"name", "optimizer step"}, {"cat", "optimizer"},
-                                    {"ph", "X"}, {"pid", stage}, {"tid", 0},
-                                    {"ts", start_us + dp_us}, {"dur", opt_us}});
+    additions.events.push_back({{"name", "data-parallel gradient reduction"}, {"cat", "dp"},
+                                {"ph", "X"}, {"pid", stage}, {"tid", 1},
+                                {"ts", start_us}, {"dur", dp_us}});
+    additions.events.push_back({{"name", "optimizer step"}, {"cat", "optimizer"},
+                                {"ph", "X"}, {"pid", stage}, {"tid", 0},
+                                {"ts", start_us + dp_us}, {"dur", opt_us}});
   }
-  trace["otherData"]["pipeline_s"] = sim.step_time_s;
-  trace["otherData"]["pipeline_sends"] = times.sends_wait ? "wait" : "beside compute";
-  trace["otherData"]["step_time_s"] = simulated_step_s(sim, e);
+  additions.other_data["pipeline_s"] = sim.step_time_s;
+  additions.other_data["pipeline_sends"] = times.sends_wait ? "wait" : "beside compute";
+  additions.other_data["step_time_s"] = simulated_step_s(sim, e);
   // The closed form `estimate` prints paces the pipeline by the slowest stage and fills and
   // drains it through the others; the simulation runs each stage at its own pace, so where a
   // slower stage comes first (its warm-up forwards hide part of the others') it ends a little
   // earlier, and with the slowest stage last the two agree (sends aside: the closed form counts
   // 2 m v waiting ones on the slowest stage, where the simulation's last stage sends only its
   // m v gradients, and the first only activations).
-  trace["otherData"]["closed_form_step_time_s"] = e.step_time_s;
-  return trace.dump() + "\n";
+  additions.other_data["closed_form_step_time_s"] = e.step_time_s;
+  write_chrome_trace(out, sim, {}, exposed_communication(e, layout), additions);
+  out << "\n";
 }
 
 }  // namespace meshplan

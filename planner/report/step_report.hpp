@@ -2,6 +2,7 @@
 // table, JSON with unit-carrying keys, and the Chrome trace of the simulated step.
 #pragma once
 
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -42,22 +43,28 @@ nlohmann::json step_json(const StepReportInputs& in, const StepEstimate& e);
 /// million chunk-micro-batch ops to simulate. `in.comm_sm_fraction` is the profile's.
 std::string uneven_chunks_note(const StepReportInputs& in, const StepEstimate& estimate);
 
-/// Simulates the pipeline of `e` (costmodel/pipeline_simulation.hpp) and returns its Chrome
-/// trace as the text of a JSON file, with the data-parallel and optimizer phases appended after
-/// the pipeline on every stage so that the events cover the whole step. Each forward and
-/// backward also gets, on its stage's communication track, the exposed TP collectives, CP K/V
-/// exchange and ZeRO-3/FSDP gathers it waits for (events "TP all-reduce, exposed (F mb3 c0)",
-/// cat "tp" / "cp" / "fsdp"; report/trace.hpp): per stage and micro-batch they add up to the
-/// stage's StageTimes tp_s, cp_s, fsdp_s, split between forward and backward as the cost model's
-/// volumes are (TP 1:1, CP and FSDP 1:2). The caller writes it
-/// (report/atomic_write.hpp OutputSet, with the command's other outputs). Throws InputError
-/// "the step has about N events (...), more than the 1000000 a trace viewer opens; trace a
-/// smaller --gbs" (the caller puts "--trace PATH: " before it). The sends wait for their link
-/// (PipelineTimes::sends_wait) unless `framework` overlaps an interleaved schedule's
-/// (FrameworkConvention::pp_p2p_overlap), then holding `profile`'s comm_sm_fraction of the SMs,
-/// as the closed form counts them; otherData says which ("pipeline_sends": "wait" or "beside
-/// compute").
-std::string step_trace_text(const StepEstimate& e, const Layout& layout,
-                            const FrameworkConvention& framework, const Profile& profile);
+/// Throws InputError "the step has about N events (...), more than the 1000000 a trace viewer
+/// opens; trace a smaller --gbs" (the caller puts "--trace PATH: " before it) when the trace of
+/// `e` would hold more than 1,000,000 events (pp x vpp x micro-batches x (4 + 2 x the exposed
+/// kinds of communication)). Call it before writing anything.
+void check_step_trace_size(const StepEstimate& e, const Layout& layout);
+
+/// Simulates the pipeline of `e` (costmodel/pipeline_simulation.hpp) and writes its Chrome
+/// trace to `out` as a JSON file's text, streamed (report/trace.hpp write_chrome_trace: at the
+/// 1,000,000-event cap it takes tens of MB of memory, not the 1.75 GB of a JSON tree), with
+/// the data-parallel and optimizer phases appended after the pipeline on every stage so that
+/// the events cover the whole step. Each forward and backward also gets, on its stage's
+/// communication track, the exposed TP collectives, CP K/V exchange and ZeRO-3/FSDP gathers it
+/// waits for (events "TP all-reduce, exposed (F mb3 c0)", cat "tp" / "cp" / "fsdp";
+/// report/trace.hpp): per stage and micro-batch they add up to the stage's StageTimes tp_s,
+/// cp_s, fsdp_s, split between forward and backward as the cost model's volumes are (TP 1:1,
+/// CP and FSDP 1:2). The caller writes it to a temporary file (report/atomic_write.hpp
+/// OutputSet::add_written_by, with the command's other outputs). Throws check_step_trace_size's
+/// InputError first. The sends wait for their link (PipelineTimes::sends_wait) unless
+/// `framework` overlaps an interleaved schedule's (FrameworkConvention::pp_p2p_overlap), then
+/// holding `profile`'s comm_sm_fraction of the SMs, as the closed form counts them; otherData
+/// says which ("pipeline_sends": "wait" or "beside compute").
+void write_step_trace(std::ostream& out, const StepEstimate& e, const Layout& layout,
+                      const FrameworkConvention& framework, const Profile& profile);
 
 }  // namespace meshplan

@@ -16,6 +16,7 @@
 // microseconds, rounded to the nanosecond so back-to-back ops touch exactly.
 #pragma once
 
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,24 @@ struct ExposedCommunication {
 /// sum capped at the op's duration. Errors: std::invalid_argument when stage_labels or exposed is
 /// neither empty nor of size sim.pp, an exposed time is negative or not finite, or an event's
 /// stage is outside 0..pp-1.
+/// What a caller adds to the trace of the simulation: events after the pipeline's (the
+/// data-parallel and optimizer phases of a step) and keys of "otherData".
+struct TraceAdditions {
+  std::vector<nlohmann::json> events;
+  nlohmann::json other_data = nlohmann::json::object();
+};
+
+/// Writes chrome_trace's document, plus `additions`, to `out` as compact JSON (nlohmann's
+/// dump() of the whole document, byte for byte), one event at a time: a trace at the 1,000,000
+/// events step_report allows takes a few tens of MB of memory (the simulation's events and a
+/// small record per communication event), not the 1.75 GB of a JSON tree of it. Errors as
+/// chrome_trace, thrown before anything is written; the stream's own state is the caller's to
+/// check.
+void write_chrome_trace(std::ostream& out, const PipelineSimulation& sim,
+                        const std::vector<std::string>& stage_labels,
+                        const std::vector<std::vector<ExposedCommunication>>& exposed,
+                        const TraceAdditions& additions);
+
 nlohmann::json chrome_trace(const PipelineSimulation& sim,
                             const std::vector<std::string>& stage_labels = {},
                             const std::vector<std::vector<ExposedCommunication>>& exposed = {});

@@ -187,9 +187,9 @@ class Worker {
     // Memory first: the time model runs only on layouts that fit.
     const ActivationBytes& per_sequence = activations(l);
     const double b = static_cast<double>(l.mbs);
-    const ActivationBytes act{per_sequence.layer * b, per_sequence.layer_full * b,
-                              per_sequence.largest_full * b, per_sequence.embedding * b,
-                              per_sequence.head * b};
+    const ActivationBytes act{per_sequence.layer_bytes * b, per_sequence.layer_full_bytes * b,
+                              per_sequence.largest_full_bytes * b, per_sequence.embedding_bytes * b,
+                              per_sequence.head_bytes * b};
     const MemoryContext memory{r_.model, context_.counts, l, setup_, r_.cluster.gpu, act};
     const auto [peak, worst] = peak_memory(memory);
     result_.smallest_peak_bytes = std::min(result_.smallest_peak_bytes, peak);

@@ -58,8 +58,8 @@ struct CaseContext {
   void add(const char* metric, double predicted, double measured, std::optional<double> error,
            std::string basis) const {
     if (!std::isfinite(predicted) || (error && !std::isfinite(*error))) {
-      throw InputError(c.file + ": $.cases[" + std::to_string(c.index) + "] (case \"" + c.id +
-                       "\"): the predicted " + metric + " is " +
+      throw InputError(c.file + ": $.cases[" + std::to_string(c.index) + "] (case " + json_quoted(c.id) +
+                       "): the predicted " + metric + " is " +
                        (std::isfinite(predicted) ? std::string("finite, but its error is not")
                         : std::isnan(predicted)      ? std::string("not a number (NaN)")
                                                      : std::string("infinite")) +
@@ -297,7 +297,7 @@ ValidationReport validate_files(const std::vector<std::string>& paths,
     for (const ValidationCase& c : cases) {
       const auto [it, fresh] = seen.emplace(c.id, path);
       if (!fresh) {
-        throw InputError(path + ": case \"" + c.id + "\" appears again (first in " + it->second +
+        throw InputError(path + ": case " + json_quoted(c.id) + " appears again (first in " + it->second +
                          "); case ids are unique, and a file is given once");
       }
     }

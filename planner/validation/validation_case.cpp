@@ -158,8 +158,8 @@ ModelSpec read_model(StrictObject o, const std::string& framework,
 /// Errors about one case's field: "<file>: $.cases[3].measured.mfu (case "id"): <message>".
 [[noreturn]] void fail_case(const std::string& file, std::size_t index, const std::string& id,
                             const std::string& field, const std::string& message) {
-  throw InputError(file + ": $.cases[" + std::to_string(index) + "]." + field + " (case \"" +
-                   id + "\"): " + message);
+  throw InputError(file + ": $.cases[" + std::to_string(index) + "]." + field + " (case " +
+                   json_quoted(id) + "): " + message);
 }
 
 /// A measured number of `measured` (object `raw`) under `key`: null, or a finite number in
@@ -335,21 +335,21 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
                      std::to_string(c.num_gpus) + " (SCHEMA.md: they are equal)");
   }
 
-  c.setup.framework = *find_framework(convention_for_framework(c.framework));
+  c.setup.framework = *find_framework(convention_for_framework(c.framework, l.zero));
   // A stage or pipeline the mapped convention does not run would be costed as if it did: the
   // case is skipped with the reason (issue 19: one such case never refuses its file), as --zero
   // and a plan file's layout.zero are refused (zero_stage_problem, pipeline_problem).
   if (const std::string problem = zero_stage_problem(c.setup.framework, l.zero);
       !problem.empty()) {
-    c.skip_reason = "layout.zero is " + std::to_string(l.zero) + ", but training.framework \"" +
-                    c.framework + "\" is costed with meshplan's " + c.setup.framework.name +
+    c.skip_reason = "layout.zero is " + std::to_string(l.zero) + ", but training.framework " +
+                    json_quoted(c.framework) + " is costed with meshplan's " + c.setup.framework.name +
                     " convention, and " + problem;
   } else if (const std::string pipeline =
                  pipeline_problem(c.setup.framework, l.pp, l.vpp, l.zero);
              !pipeline.empty()) {
     c.skip_reason = "layout.pp is " + std::to_string(l.pp) + " with vpp " +
                     std::to_string(l.vpp) + " and zero " + std::to_string(l.zero) +
-                    ", but training.framework \"" + c.framework + "\" is costed with meshplan's " +
+                    ", but training.framework " + json_quoted(c.framework) + " is costed with meshplan's " +
                     c.setup.framework.name + " convention, and " + pipeline;
   }
   if (c.setup.framework.elementwise == ElementwiseKernels::kEager) {
@@ -412,9 +412,13 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
 
 }  // namespace
 
-std::string convention_for_framework(const std::string& framework) {
+std::string convention_for_framework(const std::string& framework, int zero) {
   if (framework == "nemo") return "nemo";
-  if (megatron_family(framework)) return "megatron";
+  // The published Megatron-LM runs (Narayanan et al. 2021, Korthikanti et al. 2022, the
+  // README's H100 table) predate overlapped interleaved sends: the convention of that
+  // Megatron-LM, so their figures do not move with today's. ZeRO-2/3 with Megatron code is
+  // Megatron-FSDP (Megatron-Core 0.14+), or Megatron-DeepSpeed's ZeRO, which it stands in for.
+  if (megatron_family(framework)) return zero >= 2 ? "megatron" : "megatron-2023";
   if (framework == "torchtitan") return "fsdp";
   return "textbook";
 }
@@ -440,7 +444,7 @@ std::vector<ValidationCase> validation_cases_from_json(const nlohmann::json& jso
   StrictObject top(json, path, "$", {"schema", "cases"});
   const std::string schema = top.string("schema");
   if (schema != "meshplan-validation/1") {
-    top.fail("schema", "is \"" + schema + "\"; expected \"meshplan-validation/1\"");
+    top.fail("schema", "is " + json_quoted(schema) + "; expected \"meshplan-validation/1\"");
   }
   if (!top.has("cases")) {
     top.fail("cases", "missing; expected the array of published runs (SCHEMA.md)");

@@ -3,12 +3,14 @@
 // follows the measured rates.
 #include <catch2/catch.hpp>
 #include <algorithm>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
+#include <sys/resource.h>
 
 #include "calibrate/options.hpp"
 #include "calibrate/profile_writer.hpp"
@@ -178,7 +180,7 @@ TEST_CASE("calibrate profile writer: the file loads with load_profile and follow
   CHECK(sidecar.at("provenance").at("hosts").size() == 2);
   // No temporary files left behind (written atomically).
   for (const auto& entry : std::filesystem::directory_iterator(test::temp_dir())) {
-    CHECK(entry.path().string().find(".tmp.") == std::string::npos);
+    CHECK(entry.path().string().find(".meshplan-tmp.") == std::string::npos);
   }
 }
 
@@ -222,8 +224,9 @@ TEST_CASE("calibrate profile writer: without records the base profile's values s
 
 TEST_CASE("calibrate profile writer: the profile and its records are written both or neither",
           "[calibrate][profile]") {
-  // The profile is the second file of the set: a folder where its temporary file would go
-  // (output_temporary_path) makes its write fail after the records were written.
+  // A file size limit (RLIMIT_FSIZE, SIGXFSZ ignored) between the two files' sizes makes the
+  // larger one's write fail ("File too large"), as a full disk would; when the records are
+  // the smaller, the profile, the second file of the set, fails after they were written.
   const std::string dir = test::temp_dir() + "/both-or-neither";
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
@@ -243,24 +246,43 @@ TEST_CASE("calibrate profile writer: the profile and its records are written bot
     std::sort(names.begin(), names.end());
     return names;
   };
-  const std::string blocked = output_temporary_path(path);
-  const std::string expected_error = "--out " + path + ": writing failed: cannot create the "
-                                     "temporary file " + blocked + " beside it: Is a directory; "
-                                     "nothing was written (free some space or choose another "
-                                     "path)";
+  // The sizes of the two files, written once elsewhere.
+  const std::string probe = test::temp_dir() + "/both-or-neither-probe";
+  std::filesystem::create_directories(probe);
+  write_profile_files(probe + "/p.json", built);
+  const auto profile_bytes = std::filesystem::file_size(probe + "/p.json");
+  const auto records_bytes = std::filesystem::file_size(records_path(probe + "/p.json"));
+  std::filesystem::remove_all(probe);
+  const rlim_t limit_bytes = static_cast<rlim_t>(
+      records_bytes < profile_bytes ? (records_bytes + profile_bytes) / 2 : profile_bytes / 2);
+  const auto write_limited = [&] {
+    rlimit old{};
+    getrlimit(RLIMIT_FSIZE, &old);
+    const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+    rlimit limit = old;
+    limit.rlim_cur = limit_bytes;
+    setrlimit(RLIMIT_FSIZE, &limit);
+    std::string error;
+    try {
+      write_profile_files(path, built);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    setrlimit(RLIMIT_FSIZE, &old);
+    std::signal(SIGXFSZ, old_handler);
+    return error;
+  };
 
   SECTION("no files before: none after, no temporary left") {
-    std::filesystem::create_directory(blocked);
-    CHECK_THROWS_WITH(write_profile_files(path, built), expected_error);
-    std::filesystem::remove(blocked);
+    CHECK_THAT(write_limited(), Catch::Contains(": writing failed: File too large; nothing "
+                                                "was written"));
     CHECK(files().empty());
   }
   SECTION("an older pair stays as it was, the records not replaced alone") {
     std::ofstream(path) << "old profile\n";
     std::ofstream(records_path(path)) << "old records\n";
-    std::filesystem::create_directory(blocked);
-    CHECK_THROWS_WITH(write_profile_files(path, built), expected_error);
-    std::filesystem::remove(blocked);
+    CHECK_THAT(write_limited(), Catch::Contains(": writing failed: File too large; nothing "
+                                                "was written"));
     CHECK(read_text(path) == "old profile\n");
     CHECK(read_text(records_path(path)) == "old records\n");
     CHECK(files() == std::vector<std::string>{"p.json", "p.json.records.json"});

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "costmodel/compute_time.hpp"
+#include "costmodel/fitted_rates.hpp"
 #include "costmodel/flops.hpp"
 #include "costmodel/framework.hpp"
 #include "costmodel/pipeline_simulation.hpp"
@@ -74,12 +75,12 @@ TEST_CASE("TP communication: 4 crossings per layer per micro-batch at the NVLink
   const StepEstimate e = estimate_step(m, l, setup, cluster, profile);
   const double measured = 33554432.0 * 2 * 7 / 8 / 294.69e9;
   // The first and last stage add the embedding all-reduce (one crossing) to the layers' 128.
-  CHECK(e.breakdown.tp_exposed == Approx((4 * 32 + 1) * measured).epsilon(1e-9));
+  CHECK(e.breakdown.tp_exposed_s == Approx((4 * 32 + 1) * measured).epsilon(1e-9));
   // Without the measured curves, the links' line: 15e-6 + 33554432 x 2 x 7/8 / 370e9 = 173.7 us.
   profile.collectives.clear();
   const StepEstimate line = estimate_step(m, l, setup, cluster, profile);
   const double per_crossing = 15e-6 + 33554432.0 * 2 * 7 / 8 / 370e9;
-  CHECK(line.breakdown.tp_exposed == Approx((4 * 32 + 1) * per_crossing).epsilon(1e-9));
+  CHECK(line.breakdown.tp_exposed_s == Approx((4 * 32 + 1) * per_crossing).epsilon(1e-9));
 }
 
 TEST_CASE("TP overlap runs the collectives beside the layer's GEMMs, exposing what "
@@ -98,16 +99,18 @@ TEST_CASE("TP overlap runs the collectives beside the layer's GEMMs, exposing wh
   const StepContext context(m, setup, cluster, profile);
   const GroupRates groups(context, l);
   const LayerCosts c = layer_costs(context, l, groups);
-  REQUIRE(c.gemm_forward > 0);
-  const double beside = exposed_beside(c.tp_forward, c.gemm_forward, profile.comm_sm_fraction) +
-                        exposed_beside(c.tp_backward, c.gemm_backward, profile.comm_sm_fraction);
-  const double whole = c.tp_forward + c.tp_backward;
-  const double edge = estimate_step(m, l, setup, cluster, profile).breakdown.tp_exposed - 32 * whole;
+  REQUIRE(c.gemm_forward_s > 0);
+  const double share = profile.comm_sm_fraction;
+  const double beside = exposed_beside(c.tp_forward_s, c.gemm_forward_s, share) +
+                        exposed_beside(c.tp_backward_s, c.gemm_backward_s, share);
+  const double whole = c.tp_forward_s + c.tp_backward_s;
+  const double edge =
+      estimate_step(m, l, setup, cluster, profile).breakdown.tp_exposed_s - 32 * whole;
   setup.framework.tp_comm_overlap = 1;
-  CHECK(estimate_step(m, l, setup, cluster, profile).breakdown.tp_exposed ==
+  CHECK(estimate_step(m, l, setup, cluster, profile).breakdown.tp_exposed_s ==
         Approx(32 * beside + edge).epsilon(1e-9));
   setup.framework.tp_comm_overlap = 0.5;
-  CHECK(estimate_step(m, l, setup, cluster, profile).breakdown.tp_exposed ==
+  CHECK(estimate_step(m, l, setup, cluster, profile).breakdown.tp_exposed_s ==
         Approx(32 * (0.5 * whole + 0.5 * beside) + edge).epsilon(1e-9));
   // Beside GEMMs that outlast it, a collective still takes its SM share: not free.
   CHECK(beside >= profile.comm_sm_fraction * whole * (1 - 1e-12));
@@ -127,8 +130,11 @@ TEST_CASE("the pipeline terms: the other stages' fill and drain as bubble, 2 m v
           "[step]") {
   const ModelSpec m = load_model("llama3-70b");
   const Layout l = llama70b_pipeline(2);  // m = 32 micro-batches
+  // The Megatron-LM whose interleaved sends wait (megatron-2023): every transfer exposed.
+  TrainingSetup setup = test::megatron_setup(8192);
+  setup.framework = *find_framework("megatron-2023");
   const StepEstimate e =
-      estimate_step(m, l, test::megatron_setup(8192), load_cluster("dgx-h100"), load_profile("h100"));
+      estimate_step(m, l, setup, load_cluster("dgx-h100"), load_profile("h100"));
   // Stages of T_i seconds per micro-batch: bubble (sum T - max T) / v. The embedding and the
   // LM head make the edge stages slower than the middle ones, so it is below (p - 1) / v x max T.
   double slowest = 0, all = 0;
@@ -136,14 +142,14 @@ TEST_CASE("the pipeline terms: the other stages' fill and drain as bubble, 2 m v
     slowest = std::max(slowest, s.forward_s + s.backward_s);
     all += s.forward_s + s.backward_s;
   }
-  CHECK(e.breakdown.bubble == Approx((all - slowest) / 2.0));
-  CHECK(e.breakdown.bubble < 3.0 / 2.0 * slowest);
-  CHECK(e.breakdown.pp_p2p == Approx(2 * 32 * 2 * e.p2p_s));
+  CHECK(e.breakdown.bubble_s == Approx((all - slowest) / 2.0));
+  CHECK(e.breakdown.bubble_s < 3.0 / 2.0 * slowest);
+  CHECK(e.breakdown.pp_p2p_s == Approx(2 * 32 * 2 * e.p2p_s));
   CHECK(e.breakdown.total() == Approx(e.step_time_s));
   // The closed form of the slowest stage: compute, recompute and exposed communication of 32
   // micro-batches plus the bubble.
-  CHECK(e.breakdown.compute + e.breakdown.recompute + e.breakdown.tp_exposed +
-            e.breakdown.cp_exposed + e.breakdown.fsdp_exposed + e.breakdown.bubble ==
+  CHECK(e.breakdown.compute_s + e.breakdown.recompute_s + e.breakdown.tp_exposed_s +
+            e.breakdown.cp_exposed_s + e.breakdown.fsdp_exposed_s + e.breakdown.bubble_s ==
         Approx(32 * slowest + (all - slowest) / 2.0));
 }
 
@@ -163,22 +169,22 @@ TEST_CASE("an interleaved schedule that overlaps its sends waits only for the fi
   REQUIRE(setup.framework.pp_p2p_overlap);
   Profile profile = load_profile("h100");
   const StepEstimate shared = estimate_step(m, l, setup, load_cluster("dgx-h100"), profile);
-  CHECK(shared.breakdown.pp_p2p ==
+  CHECK(shared.breakdown.pp_p2p_s ==
         Approx((14 + 128 * profile.comm_sm_fraction) * shared.p2p_s));
   profile.comm_sm_fraction = 0;
   const StepEstimate e = estimate_step(m, l, setup, load_cluster("dgx-h100"), profile);
-  CHECK(e.breakdown.pp_p2p == Approx(14 * e.p2p_s));
+  CHECK(e.breakdown.pp_p2p_s == Approx(14 * e.p2p_s));
   const PipelineTimes t = pipeline_times(e, l, setup.framework, 0.0);
   REQUIRE_FALSE(t.sends_wait);
   const StepBreakdown& b = e.breakdown;
-  const double closed = b.compute + b.recompute + b.tp_exposed + b.cp_exposed + b.fsdp_exposed +
-                        b.bubble + b.pp_p2p;
+  const double closed = b.compute_s + b.recompute_s + b.tp_exposed_s + b.cp_exposed_s +
+                        b.fsdp_exposed_s + b.bubble_s + b.pp_p2p_s;
   CHECK(closed == Approx(simulate_pipeline(t).step_time_s).epsilon(0.01));
   // Megatron's convention keeps each send waiting (Megatron-LM of Narayanan et al. 2021):
   // 2 m v = 128 transfers, and --pp-overlap's switch is all that differs.
   setup.framework.pp_p2p_overlap = false;
   const StepEstimate waiting = estimate_step(m, l, setup, load_cluster("dgx-h100"), profile);
-  CHECK(waiting.breakdown.pp_p2p == Approx(128 * e.p2p_s));
+  CHECK(waiting.breakdown.pp_p2p_s == Approx(128 * e.p2p_s));
 }
 
 TEST_CASE("overlapped sends longer than a chunk: above the simulation, below waiting for all",
@@ -201,11 +207,11 @@ TEST_CASE("overlapped sends longer than a chunk: above the simulation, below wai
   REQUIRE(e.p2p_s > e.stages[1].backward_s / 20);
   const PipelineTimes t = pipeline_times(e, l, setup.framework, 0.0);
   const StepBreakdown& b = e.breakdown;
-  const double pipeline = b.compute + b.recompute + b.tp_exposed + b.cp_exposed +
-                          b.fsdp_exposed + b.bubble;
+  const double pipeline = b.compute_s + b.recompute_s + b.tp_exposed_s + b.cp_exposed_s +
+                          b.fsdp_exposed_s + b.bubble_s;
   const double simulated = simulate_pipeline(t).step_time_s;
-  CHECK(pipeline + b.pp_p2p >= simulated);
-  CHECK(b.pp_p2p < 2 * 32 * 20 * e.p2p_s);
+  CHECK(pipeline + b.pp_p2p_s >= simulated);
+  CHECK(b.pp_p2p_s < 2 * 32 * 20 * e.p2p_s);
 }
 
 TEST_CASE("uneven stages: the closed form is the event simulation's step where the slowest "
@@ -232,8 +238,8 @@ TEST_CASE("uneven stages: the closed form is the event simulation's step where t
       t.backward_s.push_back({st.backward_s});
     }
     const StepBreakdown& b = e.breakdown;
-    const double closed =
-        b.compute + b.recompute + b.tp_exposed + b.cp_exposed + b.fsdp_exposed + b.bubble;
+    const double closed = b.compute_s + b.recompute_s + b.tp_exposed_s + b.cp_exposed_s +
+                          b.fsdp_exposed_s + b.bubble_s;
     return std::pair{closed, simulate_pipeline(t).step_time_s};
   };
   const auto [last_closed, last_simulated] = pipeline({1, 1, 1, 77});
@@ -322,8 +328,8 @@ TEST_CASE("the estimate follows the profile: a slower NVLink exposes more TP tim
   const ClusterSpec c = load_cluster("dgx-h100");
   const StepEstimate a = estimate_step(m, l, test::megatron_setup(4096), c, fast);
   const StepEstimate b = estimate_step(m, l, test::megatron_setup(4096), c, slow);
-  CHECK(b.breakdown.tp_exposed > 1.9 * a.breakdown.tp_exposed);
-  CHECK(b.breakdown.compute == Approx(a.breakdown.compute));
+  CHECK(b.breakdown.tp_exposed_s > 1.9 * a.breakdown.tp_exposed_s);
+  CHECK(b.breakdown.compute_s == Approx(a.breakdown.compute_s));
 }
 
 TEST_CASE("a profile measured on NVLink cannot make PCIe links fast", "[step]") {
@@ -344,10 +350,10 @@ TEST_CASE("a profile measured on NVLink cannot make PCIe links fast", "[step]") 
       estimate_step(m, l, test::megatron_setup(4096), load_cluster("dgx-h100"), h100);
   const StepEstimate slow = estimate_step(m, l, test::megatron_setup(4096), pcie, h100);
   const double floor_s = 80 * 4 * 67108864.0 / 64e9;
-  CHECK(slow.breakdown.tp_exposed >= floor_s * (1 - 1e-9));
-  CHECK(slow.breakdown.tp_exposed == Approx(floor_s).epsilon(0.01));
-  CHECK(nvlink.breakdown.tp_exposed == Approx(320 * 67108864.0 * 1.75 / 361.67e9).epsilon(0.01));
-  CHECK(nvlink.breakdown.tp_exposed < floor_s / 3);
+  CHECK(slow.breakdown.tp_exposed_s >= floor_s * (1 - 1e-9));
+  CHECK(slow.breakdown.tp_exposed_s == Approx(floor_s).epsilon(0.01));
+  CHECK(nvlink.breakdown.tp_exposed_s == Approx(320 * 67108864.0 * 1.75 / 361.67e9).epsilon(0.01));
+  CHECK(nvlink.breakdown.tp_exposed_s < floor_s / 3);
 }
 
 namespace {
@@ -391,24 +397,35 @@ TrainingSetup with_precision(TrainingSetup s, Precision precision) {
 TEST_CASE("PyTorch SDPA frameworks run attention at the FlashAttention-2 efficiency", "[step]") {
   // Same layer, same GPU: Megatron-Core (cuDNN fused attention) at the h100 profile's
   // flash_attention_efficiency 0.52, torchtitan (SDPA's FlashAttention-2) at its
-  // flash_attention2_efficiency 0.35: attention takes 0.52 / 0.35 times as long.
+  // flash_attention2_efficiency 0.35, each times its framework family's fitted
+  // attention_efficiency_scale (the profile's fitted section: megatron, pytorch): attention
+  // takes (0.52 x s_megatron) / (0.35 x s_pytorch) times as long.
   const H100Layer megatron(test::megatron_setup(8192));
   const H100Layer fsdp(with_framework(test::megatron_setup(8192), "fsdp"));
-  CHECK(fsdp.costs.attention_forward / megatron.costs.attention_forward == Approx(0.52 / 0.35));
-  CHECK(fsdp.costs.attention_backward / megatron.costs.attention_backward ==
-        Approx(0.52 / 0.35));
+  const double s_megatron =
+      fitted_rates(megatron.profile, megatron.setup.framework).attention_efficiency_scale;
+  const double s_pytorch =
+      fitted_rates(fsdp.profile, fsdp.setup.framework).attention_efficiency_scale;
+  CHECK(framework_family(fsdp.setup.framework) == "pytorch");
+  CHECK(framework_family(megatron.setup.framework) == "megatron");
+  const double ratio = (0.52 * s_megatron) / (0.35 * s_pytorch);
+  CHECK(fsdp.costs.attention_forward_s / megatron.costs.attention_forward_s == Approx(ratio));
+  CHECK(fsdp.costs.attention_backward_s / megatron.costs.attention_backward_s == Approx(ratio));
 }
 
 TEST_CASE("fp8: linears at the FP8 peak x fp8_peak_efficiency, plus operand casts", "[step]") {
   // llama3-8b layer, tp 1, one sequence of 4096 tokens on h100. FP8 GEMMs run at the FP8 dense
-  // peak 1978.9e12 with the best-shape efficiency fp8_peak_efficiency 0.66. The forward
+  // peak 1978.9e12 with the best-shape efficiency fp8_peak_efficiency 0.66 times the megatron
+  // family's fitted gemm_efficiency_scale (the profile's fitted section). The forward
   // difference fp8 - bf16 is the four linears' GEMM time difference plus the casts: 6 bytes x
   // (inputs + weights) at 3.35e12 x 0.88 B/s, with inputs 4096 x (4096 + 4096 + 4096 + 14336)
   // and weights 4096 x 6144 + 4096 x 4096 + 4096 x 28672 + 14336 x 4096 = 218,103,808.
   const H100Layer bf16(test::megatron_setup(4096));
   const H100Layer fp8(with_precision(test::megatron_setup(4096), Precision::kFp8));
   CHECK(fp8.context.gemm_rates.gemm_peak_flops_per_s == 1978.9e12);
-  CHECK(fp8.context.gemm_rates.gemm.peak_efficiency == 0.66);
+  CHECK(fp8.context.gemm_rates.gemm.peak_efficiency ==
+        Approx(0.66 * fitted_rates(fp8.profile, fp8.setup.framework).gemm_efficiency_scale)
+            .epsilon(1e-12));
 
   const std::vector<std::array<double, 2>> linears = {
       {4096, 6144}, {4096, 4096}, {4096, 28672}, {14336, 4096}};  // {in, out}
@@ -420,7 +437,7 @@ TEST_CASE("fp8: linears at the FP8 peak x fp8_peak_efficiency, plus operand cast
   const double inputs = 4096.0 * (4096 + 4096 + 4096 + 14336);
   const double weights = 4096.0 * 6144 + 4096.0 * 4096 + 4096.0 * 28672 + 14336.0 * 4096;
   const double casts = 6 * (inputs + weights) / (3.35e12 * 0.88);
-  CHECK(fp8.costs.forward - bf16.costs.forward ==
+  CHECK(fp8.costs.forward_s - bf16.costs.forward_s ==
         Approx(gemm_difference + casts).epsilon(1e-9));
 }
 
@@ -439,7 +456,7 @@ TEST_CASE("the optimizer step runs over the ZeRO shard the ledger holds", "[step
     l.gbs = 2;
     TrainingSetup s = test::megatron_setup(8192);
     s.framework = *find_framework(framework);
-    return estimate_step(m, l, s, cluster, profile).breakdown.optimizer;
+    return estimate_step(m, l, s, cluster, profile).breakdown.optimizer_s;
   };
   CHECK(optimizer_s("megatron", 2) == Approx(optimizer_s("megatron", 1) / 2));
   CHECK(optimizer_s("deepspeed", 2) == Approx(optimizer_s("deepspeed", 1)));
@@ -467,17 +484,17 @@ TEST_CASE("ZeRO-3 kept gathered through the pipeline moves ZeRO-1's traffic, ove
   TrainingSetup serial = s;
   serial.framework.dp_grad_overlap = serial.framework.dp_param_overlap = false;
   const StepEstimate exposed = estimate_step(m, l, serial, cluster, profile);
-  CHECK(overlapped.breakdown.fsdp_exposed == 0);
-  CHECK(exposed.breakdown.dp_exposed > 0);
+  CHECK(overlapped.breakdown.fsdp_exposed_s == 0);
+  CHECK(exposed.breakdown.dp_exposed_s > 0);
   // Overlapped: a stage's forward and backward of 16 layers at 8192 tokens (hundreds of ms)
   // outlast the ~16 GB of gradients reduce-scattered and ~8 GB gathered over NVLink at dp 2
   // (tens of ms), so what shows is the collectives' share of the SMs, comm_sm_fraction.
-  CHECK(overlapped.breakdown.dp_exposed ==
-        Approx(profile.comm_sm_fraction * exposed.breakdown.dp_exposed));
+  CHECK(overlapped.breakdown.dp_exposed_s ==
+        Approx(profile.comm_sm_fraction * exposed.breakdown.dp_exposed_s));
   Layout zero1 = l;
   zero1.zero = 1;
-  CHECK(estimate_step(m, zero1, s, cluster, profile).breakdown.dp_exposed ==
-        Approx(overlapped.breakdown.dp_exposed));
+  CHECK(estimate_step(m, zero1, s, cluster, profile).breakdown.dp_exposed_s ==
+        Approx(overlapped.breakdown.dp_exposed_s));
 }
 
 TEST_CASE("ZeRO-2 as FSDP2 gathers each layer in its forward only - through a pipeline as ZeRO-3",
@@ -501,12 +518,12 @@ TEST_CASE("ZeRO-2 as FSDP2 gathers each layer in its forward only - through a pi
     return estimate_step(m, l, s, cluster, profile);
   };
   const StepEstimate two = with(2, 1), three = with(3, 1);
-  CHECK(two.breakdown.dp_exposed == 0);
-  CHECK(two.breakdown.fsdp_exposed > 0);
-  CHECK(two.breakdown.fsdp_exposed <= three.breakdown.fsdp_exposed);
+  CHECK(two.breakdown.dp_exposed_s == 0);
+  CHECK(two.breakdown.fsdp_exposed_s > 0);
+  CHECK(two.breakdown.fsdp_exposed_s <= three.breakdown.fsdp_exposed_s);
   const StepEstimate piped2 = with(2, 2), piped3 = with(3, 2);
-  CHECK(piped2.breakdown.fsdp_exposed == 0);
-  CHECK(piped2.breakdown.dp_exposed == Approx(piped3.breakdown.dp_exposed));
+  CHECK(piped2.breakdown.fsdp_exposed_s == 0);
+  CHECK(piped2.breakdown.dp_exposed_s == Approx(piped3.breakdown.dp_exposed_s));
   CHECK(piped2.step_time_s == Approx(piped3.step_time_s));
 }
 
@@ -544,7 +561,7 @@ TEST_CASE("uneven model chunks: each chunk's own layers in the simulation, and t
   PipelineTimes t = pipeline_times(e, l, setup.framework, 0.0);
   t.p2p_s = 0;
   const StepBreakdown& b = e.breakdown;
-  const double closed =
-      b.compute + b.recompute + b.tp_exposed + b.cp_exposed + b.fsdp_exposed + b.bubble;
+  const double closed = b.compute_s + b.recompute_s + b.tp_exposed_s + b.cp_exposed_s +
+                        b.fsdp_exposed_s + b.bubble_s;
   CHECK(closed == Approx(simulate_pipeline(t).step_time_s).epsilon(0.01));
 }

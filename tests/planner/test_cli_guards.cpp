@@ -214,20 +214,28 @@ TEST_CASE("a profile of another GPU is used with a note on stderr", "[guards][cl
   }
 }
 
-TEST_CASE("estimate's default global batch is plan's, about 4M tokens", "[guards][gbs]") {
-  // plan: max(1, 4194304 / seq) sequences; seq 8192: 512, seq 4096: 1024.
-  CHECK(default_global_batch(8192) == 512);
-  CHECK(default_global_batch(4096) == 1024);
-  CHECK(default_global_batch(1 << 24) == 1);
+TEST_CASE("estimate's default global batch is plan's: about 4M tokens, 1024 per GPU beyond 4096 GPUs",
+          "[guards][gbs]") {
+  // plan: max(1, max(4194304, gpus x 1024) / seq) sequences; up to 4096 GPUs 4M tokens: seq
+  // 8192: 512, seq 4096: 1024.
+  CHECK(default_global_batch(8192, 64) == 512);
+  CHECK(default_global_batch(4096, 4096) == 1024);
+  CHECK(default_global_batch(1 << 24, 8) == 1);
+  // 16384 GPUs x 1024 tokens = 16777216 (Llama 3 405B's 16M) / 8192 = 2048 sequences; 8192
+  // GPUs: 8388608 / 8192 = 1024.
+  CHECK(default_global_batch(8192, 16384) == 2048);
+  CHECK(default_global_batch(8192, 8192) == 1024);
+  CHECK(default_global_batch_rule(8192, 16384) ==
+        "1024 tokens per GPU beyond 4096 GPUs: 16384 x 1024 / seq 8192");
   // estimate: the same rounded to whole dp x mbs, at least dp x mbs x pp x vpp.
-  // dp 2, mbs 1, pp 4: 512 is a multiple of 2: 512 (256 micro-batches, bubble 3/256 = 1.2%).
-  CHECK(default_estimate_global_batch(2, 1, 4, 1, 8192) == 512);
+  // dp 2, mbs 1, pp 4 (8 GPUs): 512 is a multiple of 2: 512 (256 micro-batches, bubble 3/256).
+  CHECK(default_estimate_global_batch(2, 1, 4, 1, 8192, 8) == 512);
   // dp 3, mbs 1, pp 4, vpp 2 (interleaved: whole rounds of pp micro-batches): unit 3 x 1 x 4 =
   // 12; 512 / 12 = 42.7 rounds to 43 units = 516 sequences (172 micro-batches, 43 rounds of 4).
-  CHECK(default_estimate_global_batch(3, 1, 4, 2, 8192) == 516);
-  // dp 1024, mbs 4, pp 8 at seq 4096: 1024 sequences is less than one micro-batch per replica
-  // (4096), and one per stage needs dp x mbs x pp = 32768.
-  CHECK(default_estimate_global_batch(1024, 4, 8, 1, 4096) == 32768);
+  CHECK(default_estimate_global_batch(3, 1, 4, 2, 8192, 12) == 516);
+  // dp 1024, mbs 4, pp 8 at seq 4096 (8192 GPUs: 8388608 / 4096 = 2048 sequences) is less than
+  // one micro-batch per replica (4096), and one per stage needs dp x mbs x pp = 32768.
+  CHECK(default_estimate_global_batch(1024, 4, 8, 1, 4096, 8192) == 32768);
 
   // llama3-70b at tp 8 pp 8 (dp 1, mbs 1), seq 8192: 512 sequences = 512 micro-batches, bubble
   // (pp - 1) / (vpp x m) = 7 / 512 = 1.4% (the old default, m = pp = 8, gave 7/8).
@@ -235,8 +243,8 @@ TEST_CASE("estimate's default global batch is plan's, about 4M tokens", "[guards
       test::run({"estimate", "--model", "llama3-70b", "--tp", "8", "--pp", "8"});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  CHECK_THAT(r.out, Contains("note: gbs 512 (default: about 4M tokens per step as meshplan plan "
-                             "takes: 4194304 / seq 8192, rounded to whole dp x mbs, at least dp x "
+  CHECK_THAT(r.out, Contains("note: gbs 512 (default as meshplan plan takes it, about 4M tokens "
+                             "per batch: 4194304 / seq 8192, rounded to whole dp x mbs, at least dp x "
                              "mbs x pp x vpp; 512 micro-batches, bubble (pp - 1) / (vpp x "
                              "micro-batches) = 1.4% of the micro-batches' time (the "
                              "breakdown's share is of the step); set --gbs)"));
@@ -244,6 +252,22 @@ TEST_CASE("estimate's default global batch is plan's, about 4M tokens", "[guards
   // plan takes the same 512 at seq 8192.
   const test::CliResult plan = test::run({"plan", "--model", "llama3-8b", "--gpus", "8"});
   CHECK_THAT(plan.out, Contains("note: gbs 512 (default: about 4M tokens per batch"));
+}
+
+TEST_CASE("plan's default batch on 16,384 GPUs leaves its winner a bubble under 10%",
+          "[guards][gbs]") {
+  // 16384 x 1024 tokens / 8192 = 2048 sequences (4M tokens would be 512: fewer micro-batches
+  // than the 2048 replicas x stages of most layouts need).
+  const test::CliResult r = test::run(
+      {"plan", "--model", "llama3-405b", "--gpus", "16384", "--top", "1", "--json"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json winner = nlohmann::json::parse(r.out)["ranked"][0];
+  CHECK(winner["layout"]["gbs"] == 2048);
+  const double bubble = winner["breakdown"]["bubble_s"].get<double>();
+  const double step = winner["step_time_s"].get<double>();
+  INFO("bubble " << bubble << " s of " << step << " s");
+  CHECK(bubble < 0.10 * step);
 }
 
 TEST_CASE("plan: nothing fits is exit code 3, with the same explanation", "[guards][cli]") {

@@ -90,7 +90,7 @@ TEST_CASE("stage layers with vpp > 1 list each model chunk's layers - the even s
 }
 
 TEST_CASE("an unknown subcommand is named, with the subcommands there are", "[messages][cli]") {
-  const std::string list = "plan, ledger, estimate, presets, export, validate or profile";
+  const std::string list = "plan, ledger, estimate, presets, export, validate, fit or profile";
   const std::string hint =
       "\nRun meshplan --help for what each does, meshplan SUBCOMMAND --help for its flags.\n";
   expect_exact_error({"recommend"}, "meshplan: error: unknown subcommand \"recommend\"; expected "
@@ -270,7 +270,7 @@ TEST_CASE("the overlap flags say what they stand for and each convention's defau
     REQUIRE(help.exit_code == 0);
     CHECK_THAT(help.out, Catch::Contains("Megatron-LM's --tp-comm-overlap"));
     CHECK_THAT(help.out, Catch::Contains("(default: the framework's: 0 for all)"));
-    CHECK_THAT(help.out, Catch::Contains("megatron off, nemo both"));
+    CHECK_THAT(help.out, Catch::Contains("megatron off, megatron-2023 off, nemo both"));
     CHECK_THAT(help.out, Catch::Contains("fsdp both"));
   }
 }

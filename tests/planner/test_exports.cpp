@@ -12,10 +12,11 @@
 #include "costmodel/framework.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
-#include "planner/plan/exports.hpp"
+#include "planner/exports/exports.hpp"
 #include "planner/plan/plan_file.hpp"
 #include "planner/report/format.hpp"
 #include "tests/support/cli_runner.hpp"
+#include "tests/support/export_readers.hpp"
 #include "tests/support/setups.hpp"
 
 using namespace meshplan;
@@ -131,19 +132,24 @@ TEST_CASE("megatron export spells Megatron-LM's flags and parses back", "[export
                            "--untie-embeddings-and-output-weights",
                            "--disable-bias-linear",
                            "--bf16",
-                           "--use-flash-attn",
+                           "--attention-backend auto",  // TE's choice of its fused kernels
                            "--max-position-embeddings 8192"}) {
     CHECK_THAT(e.text, Catch::Contains(std::string(flag) + " \\\n") ||
                            Catch::EndsWith(std::string(flag) + "\n"));
   }
   CHECK_THAT(e.text, !Catch::Contains("--recompute-method"));
   CHECK_THAT(e.text, !Catch::Contains("--fp16"));
-  // One argument per line, each but the last continued with " \".
+  CHECK_THAT(e.text, !Catch::Contains("--use-flash-attn"));  // read by nothing in 2026
+  // A comment naming the version, then one argument per line, each but the last continued
+  // with " \".
   std::istringstream lines(e.text);
   std::vector<std::string> all;
   for (std::string line; std::getline(lines, line);) all.push_back(line);
   REQUIRE(all.size() > 10);
-  for (std::size_t i = 0; i + 1 < all.size(); ++i) CHECK_THAT(all[i], Catch::EndsWith(" \\"));
+  CHECK(all.front() == "# Megatron-LM arguments for Megatron-LM d98e8a6 (2026-08-22, "
+                       "Megatron-Core 0.20.0) (--framework-version core-0.20), written by "
+                       "meshplan");
+  for (std::size_t i = 1; i + 1 < all.size(); ++i) CHECK_THAT(all[i], Catch::EndsWith(" \\"));
   CHECK_THAT(all.back(), !Catch::EndsWith("\\"));
   // A Megatron plan of a Megatron-expressible layout drops nothing.
   CHECK(e.dropped.empty());
@@ -309,8 +315,20 @@ TEST_CASE("megatron export: uneven stage splits and ZeRO beyond 1", "[exports]")
                                           "\"Et*12|t*11|t*13|(t*12|)*4t*12L\""));
   CHECK_FALSE(mentions(middle, "uneven stage split"));
   CHECK(parse_megatron_args(middle.text).stage_layers == l.stage_layers);
-  CHECK(mentions(middle, "ZeRO-3 (zero 3)"));
-  CHECK_THAT(middle.text, Catch::Contains("--use-distributed-optimizer"));
+  // ZeRO-3 is Megatron-FSDP sharding parameters too, which validate_args runs with the
+  // distributed optimizer and the fsdp_dtensor checkpoints; ZeRO-2 shards gradients and
+  // optimizer states (optim_grads). Nothing of it is dropped.
+  CHECK_FALSE(mentions(middle, "ZeRO-3"));
+  for (const char* flag : {"--use-distributed-optimizer", "--use-megatron-fsdp",
+                           "--data-parallel-sharding-strategy optim_grads_params",
+                           "--ckpt-format fsdp_dtensor"}) {
+    CHECK_THAT(middle.text, Catch::Contains(std::string(flag) + " \\\n"));
+  }
+  l.zero = 2;
+  CHECK_THAT(export_plan(plan_of("gpt3-175b", l, "megatron", Precision::kBf16, 2048),
+                         ExportFormat::kMegatron)
+                 .text,
+             Catch::Contains("--data-parallel-sharding-strategy optim_grads \\\n"));
 }
 
 TEST_CASE("torchtitan export: FSDP, DDP and the pipeline, parsed back", "[exports]") {
@@ -328,7 +346,7 @@ TEST_CASE("torchtitan export: FSDP, DDP and the pipeline, parsed back", "[export
     CHECK_THAT(e.text, Catch::Contains("seq_len = 8192\n"));
     CHECK_THAT(e.text, Catch::Contains("mixed_precision_param = \"bfloat16\"\n"));
     // The fsdp convention costs eager ops, torchtitan's default: no torch.compile ...
-    CHECK_THAT(e.text, Catch::Contains("compile = false\n"));
+    CHECK_THAT(e.text, Catch::Contains("[compile]\nenable = false\n"));
     CHECK_THAT(e.text, !Catch::Contains("[float8]"));
     // The one thing the TOML cannot say: the RoPE base lives in the model flavor.
     INFO(all_dropped(e));
@@ -347,7 +365,7 @@ TEST_CASE("torchtitan export: FSDP, DDP and the pipeline, parsed back", "[export
     Plan compiled = p;
     compiled.setup.framework.elementwise = ElementwiseKernels::kFused;
     CHECK_THAT(export_plan(compiled, ExportFormat::kTorchtitan).text,
-               Catch::Contains("compile = true\n"));
+               Catch::Contains("[compile]\nenable = true\n"));
   }
   SECTION("llama3-8b ZeRO-2: FSDP2 that never reshards after the forward, read back as zero 2") {
     Plan p = llama8b_fsdp();
@@ -373,21 +391,25 @@ TEST_CASE("torchtitan export: FSDP, DDP and the pipeline, parsed back", "[export
                       Catch::Contains("fsdp_reshard_after_forward takes \"default\", \"always\" "
                                       "or \"never\", got \"sometimes\""));
   }
-  SECTION("llama3-70b interleaved pipeline, ZeRO-1 as DDP") {
+  SECTION("llama3-70b interleaved pipeline, ZeRO-1 (DDP, which torchtitan refuses beside tp "
+          "and pp) as HSDP") {
     const Plan p = llama70b();
     const Export e = export_plan(p, ExportFormat::kTorchtitan);
     INFO(e.text);
     CHECK_THAT(e.text, Catch::Contains("pipeline_parallel_schedule = \"Interleaved1F1B\"\n"));
     CHECK_THAT(e.text, Catch::Contains("pipeline_parallel_microbatch_size = 1\n"));
     CHECK_THAT(e.text, Catch::Contains("pipeline_parallel_layers_per_stage = 4\n"));
-    CHECK_THAT(e.text, Catch::Contains("data_parallel_replicate_degree = 2\n"));
+    // dp 2: the smallest shard degree above 1 dividing it is 2, so 1 replica sharding over 2.
+    CHECK_THAT(e.text, Catch::Contains("data_parallel_replicate_degree = 1\n"
+                                       "data_parallel_shard_degree = 2\n"));
     CHECK_THAT(e.text, Catch::Contains("local_batch_size = 32\n"));  // gbs / dp, split by pp
     CHECK_THAT(e.text, Catch::Contains("selective_ac_option = \"op\"\n"));
     INFO(all_dropped(e));
-    CHECK(mentions(e, "ZeRO-1 (zero 1): torchtitan has no optimizer-only sharding"));
-    CHECK(mentions(e, "zero 2 (data_parallel_shard_degree with fsdp_reshard_after_forward = "
-                      "\"never\") and zero 3 (FSDP) are torchtitan's sharded options"));
-    CHECK(parse_torchtitan_toml(e.text, 80).zero == 0);
+    CHECK(mentions(e, "DDP (zero 1, dp 2) with tp 8: torchtitan refuses DDP beside other "
+                      "parallelism (\"DDP has not supported > 1D parallelism\"); exported as "
+                      "the nearest layout it runs, HSDP: 1 replicas"));
+    CHECK_FALSE(mentions(e, "ZeRO-1 (zero 1): torchtitan has no optimizer-only sharding"));
+    CHECK(parse_torchtitan_toml(e.text, 80).zero == 3);
     CHECK(mentions(e, "memory convention"));           // estimated with megatron's, not fsdp's
     CHECK_FALSE(mentions(e, "sequence parallelism"));  // sp is on, as torchtitan's TP does
     const Layout back = parse_torchtitan_toml(e.text, 80);
@@ -415,8 +437,11 @@ TEST_CASE("torchtitan export: FSDP, DDP and the pipeline, parsed back", "[export
     INFO(all_dropped(e));
     CHECK(mentions(e, "torchtitan's TP always uses sequence parallelism"));
     CHECK_FALSE(mentions(e, "uneven stage split"));
-    CHECK_THAT(e.text, Catch::Contains("[float8]\n"));
-    CHECK_THAT(e.text, Catch::Contains("converters = [\"float8\"]\n"));
+    // v0.2.x registers the converter as "quantize.linear.float8" and reads
+    // [quantize.linear.float8] (the [float8] section of v0.1 is refused).
+    CHECK_THAT(e.text, Catch::Contains("[quantize.linear.float8]\nrecipe_name = \"tensorwise\"\n"));
+    CHECK_THAT(e.text, Catch::Contains("converters = [\"quantize.linear.float8\"]\n"));
+    CHECK_THAT(e.text, !Catch::Contains("[float8]"));
     // 32 layers + 2 counted for the embedding = 34 = 2 x 17: the first stage gives 2 back.
     CHECK_THAT(e.text, Catch::Contains("pipeline_parallel_layers_per_stage = 17\n"
                                        "pipeline_parallel_first_stage_less_layers = 2\n"
@@ -609,17 +634,42 @@ TEST_CASE("deepspeed export: the config JSON and what belongs on the command lin
 TEST_CASE("torchrun export: one node, many nodes, and GPU counts that do not fill nodes",
           "[exports]") {
   const Export one = export_plan(llama8b_fsdp(), ExportFormat::kTorchrun);
-  CHECK(one.text == "torchrun --standalone --nproc-per-node 8 train.py\n");
+  CHECK(one.text == "# torchrun launch lines for torchrun of PyTorch 2 (checked at 010929f) "
+                    "(--framework-version 2), written by meshplan\n"
+                    "torchrun --standalone --nproc-per-node 8 train.py\n");
   CHECK(one.dropped.empty());
 
   const Export many = export_plan(llama70b(), ExportFormat::kTorchrun);  // 64 GPUs, 8 per node
   INFO(many.text);
-  CHECK_THAT(many.text, Catch::Contains("torchrun --nnodes 8 --nproc-per-node 8 --node-rank "
-                                        "$NODE_RANK --rdzv-backend c10d --rdzv-endpoint "
-                                        "$MASTER_ADDR:29500 train.py\n"));
-  CHECK_THAT(many.text, Catch::Contains("srun --nodes 8 --ntasks-per-node 1 torchrun --nnodes 8 "
-                                        "--nproc-per-node 8"));
+  // Static rendezvous, where --node-rank is read (run.py: rdzv_configs["rank"] only for
+  // static), so node k runs ranks 8k .. 8k + 7 as the plan places them; never c10d's arrival
+  // order.
+  CHECK_THAT(many.text, Catch::Contains("torchrun --nnodes 8 --nproc-per-node 8 --rdzv-backend "
+                                        "static --master-addr $MASTER_ADDR --master-port 29500 "
+                                        "--node-rank $NODE_RANK train.py\n"));
+  CHECK_THAT(many.text, Catch::Contains("srun --nodes 8 --ntasks-per-node 1 bash -c 'torchrun "
+                                        "--nnodes 8 --nproc-per-node 8 --rdzv-backend static "
+                                        "--master-addr $MASTER_ADDR --master-port 29500 "
+                                        "--node-rank $SLURM_NODEID train.py'\n"));
+  CHECK_THAT(many.text, !Catch::Contains("c10d"));
   CHECK(many.dropped.empty());
+  CHECK(many.to_add.empty());  // 8-GPU nodes: the NVLink domain is the node
+  // NVL72: 18 trays of 4 GPUs per NVLink domain; the node ranks must keep a rack together.
+  Layout nvl;
+  nvl.dp = 36;
+  nvl.tp = 4;
+  nvl.gbs = 72;
+  nvl.zero = 1;
+  nvl.sp = true;
+  Plan gb200 = plan_of("llama3-8b", nvl, "megatron", Precision::kBf16, 8192);
+  gb200.cluster = load_cluster("gb200-nvl72");  // the launch lines read only the cluster
+  const Export rack = export_plan(gb200, ExportFormat::kTorchrun);
+  INFO(rack.text);
+  CHECK_THAT(rack.text, Catch::Contains("--nnodes 36 --nproc-per-node 4"));
+  REQUIRE(rack.to_add.size() == 1);
+  CHECK_THAT(rack.to_add[0], Catch::StartsWith("NVLink domains of 72 GPUs (gb200-nvl72): the "
+                                               "plan puts node ranks 18d .. 18d + 17 in NVLink "
+                                               "domain d"));
 
   Layout l;
   l.dp = 12;
@@ -669,7 +719,8 @@ TEST_CASE("meshplan export prints the export and notes what it drops", "[exports
     const test::CliResult r = test::run({"export", path, "--format", "megatron"});
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
-    CHECK_THAT(r.out, Catch::StartsWith("--tensor-model-parallel-size 8 \\\n"));
+    CHECK_THAT(r.out, Catch::StartsWith("# Megatron-LM arguments for Megatron-LM d98e8a6"));
+    CHECK_THAT(r.out, Catch::Contains("meshplan\n--tensor-model-parallel-size 8 \\\n"));
     CHECK_THAT(r.out, Catch::Contains("--rotary-base 500000 \\\n"));  // llama3-70b's base
     CHECK(parse_megatron_args(r.out).vpp == 5);
     // Nothing dropped; one note of what the job adds (llama3-70b's 128256-token vocabulary
@@ -760,14 +811,16 @@ TEST_CASE("exports: interleaved pipeline sends overlapped or waiting as the plan
   l.sp = true;
   l.gbs = 32;
   // Megatron-LM overlaps an interleaved schedule's sends unless told
-  // --no-overlap-p2p-communication; megatron's convention costs them waiting, nemo's
-  // overlapped.
-  const Export waiting = export_plan(plan_of("llama3-70b", l, "megatron", Precision::kBf16, 4096),
-                                     ExportFormat::kMegatron);
+  // --no-overlap-p2p-communication; megatron-2023's convention costs them waiting, megatron's
+  // and nemo's overlapped.
+  const Export waiting = export_plan(
+      plan_of("llama3-70b", l, "megatron-2023", Precision::kBf16, 4096), ExportFormat::kMegatron);
   CHECK_THAT(waiting.text, Catch::Contains("--no-overlap-p2p-communication"));
-  const Export overlapped = export_plan(plan_of("llama3-70b", l, "nemo", Precision::kBf16, 4096),
-                                        ExportFormat::kMegatron);
-  CHECK_THAT(overlapped.text, !Catch::Contains("p2p"));
+  for (const char* convention : {"megatron", "nemo"}) {
+    const Export overlapped = export_plan(
+        plan_of("llama3-70b", l, convention, Precision::kBf16, 4096), ExportFormat::kMegatron);
+    CHECK_THAT(overlapped.text, !Catch::Contains("p2p"));
+  }
   // 1F1B always waits: nothing to switch off.
   l.vpp = 1;
   CHECK_THAT(export_plan(plan_of("llama3-70b", l, "megatron", Precision::kBf16, 4096),
@@ -829,13 +882,13 @@ TEST_CASE("torchtitan export: a TP overlap share is async TP, which needs compil
   p.setup.framework.tp_comm_overlap = 0.5;
   const Export eager = export_plan(p, ExportFormat::kTorchtitan);
   CHECK_THAT(eager.text, Catch::Contains("enable_async_tensor_parallel = true\n"));
-  CHECK_THAT(eager.text, Catch::Contains("compile = false\n"));
+  CHECK_THAT(eager.text, Catch::Contains("[compile]\nenable = false\n"));
   INFO(all_dropped(eager));
   CHECK(mentions(eager, "async TP (the plan hides 50% of TP collective time)"));
   // With fused elementwise ops (compile = true) nothing is said.
   p.setup.framework.elementwise = ElementwiseKernels::kFused;
   const Export fused = export_plan(p, ExportFormat::kTorchtitan);
-  CHECK_THAT(fused.text, Catch::Contains("compile = true\n"));
+  CHECK_THAT(fused.text, Catch::Contains("[compile]\nenable = true\n"));
   CHECK_FALSE(mentions(fused, "async TP"));
 }
 

@@ -323,3 +323,40 @@ TEST_CASE("gpt2 refuses RoPE scaling and an rms_norm_eps other than its epsilon"
           c["rope_scaling"] = nullptr;
         })).norm_epsilon == 1e-5);
 }
+
+TEST_CASE("a Hugging Face config is planned at its pre-training length, with a note", "[hf]") {
+  // Qwen2.5-72B's published config.json: 131072 positions and no original length; the Qwen2.5
+  // report pre-trains at 4096 tokens (then 32768), meshplan's rule for such configs.
+  const std::string qwen = test::data_file("hf/qwen2.5-72b/config.json");
+  std::vector<std::string> notes;
+  const ModelSpec q = load_model(qwen, "--model", &notes);
+  CHECK(q.max_position_embeddings == 131072);
+  CHECK(q.seq_length == 4096);
+  CHECK_FALSE(q.sliding_window);  // use_sliding_window false
+  REQUIRE(notes.size() == 1);
+  CHECK_THAT(notes[0], Catch::StartsWith(qwen + ": planned at 4096 tokens, the model's "
+                                                "pre-training length"));
+  CHECK_THAT(notes[0], Catch::EndsWith("not its max_position_embeddings 131072: give --seq "
+                                       "131072 to plan the long-context stage"));
+  // Llama 3.1's rope_scaling names its original length: 8192 of 131072.
+  const std::string llama31 = changed_config("llama3-8b", "llama31.json", [](nlohmann::json& c) {
+    c["max_position_embeddings"] = 131072;
+    c["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0},
+                         {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 8192}};
+  });
+  notes.clear();
+  CHECK(load_model(llama31, "--model", &notes).seq_length == 8192);
+  REQUIRE(notes.size() == 1);
+  CHECK_THAT(notes[0], Catch::Contains("(rope_scaling.original_max_position_embeddings)"));
+  // Up to 8192 positions the model is planned at all of them, without a note (Llama 3: 8192).
+  notes.clear();
+  CHECK(load_model(test::data_file("hf/llama3-8b/config.json"), "--model", &notes).seq_length ==
+        8192);
+  CHECK(notes.empty());
+  // plan prints the note and plans at 4096 tokens.
+  const test::CliResult r = test::run({"plan", "--model", qwen, "--gpus", "64", "--top", "1"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.err + r.out, Catch::Contains("note: " + qwen + ": planned at 4096 tokens"));
+  CHECK_THAT(r.out, Catch::Contains(", seq 4096, "));
+}

@@ -120,8 +120,8 @@ TEST_CASE("plan's pins that leave no layout name the flag that makes it impossib
   dp_mbs.dp = 4;
   dp_mbs.mbs = 4;
   CHECK(plan_pins_problem(dp_mbs, 8, 24, false, 32) ==
-        "--dp 4 x --mbs 4 = 16: does not divide the global batch of 24 sequences (the default, "
-        "about 4M tokens; set --gbs): each of the dp replicas takes the same whole number of "
+        "--dp 4 x --mbs 4 = 16: does not divide the global batch of 24 sequences (the default; "
+        "set --gbs): each of the dp replicas takes the same whole number of "
         "micro-batches; give a --gbs that is a multiple of 16");
   // Pins that leave layouts: nothing to say.
   PlanPinFlags fine;
@@ -318,14 +318,26 @@ TEST_CASE("a Hugging Face sliding window shorter than the sequence gets a note",
   const std::string file = test::write_temp_file("mistral-7b-v0.1.json", config.dump(2));
   std::vector<std::string> notes;
   const ModelSpec m = load_model(file, "--model", &notes);
-  CHECK(m.seq_length == 32768);
+  // No original_max_position_embeddings and 32768 > 8192 positions: planned at 4096 tokens
+  // (hf_pretraining_length), with a note; the window is carried (the Megatron export's
+  // --window-size).
+  CHECK(m.seq_length == 4096);
+  CHECK(m.sliding_window == 4096);
   REQUIRE(notes.size() == 1);
-  CHECK(notes[0] == file +
-                        ": sliding_window 4096 is shorter than the model's 32768 positions "
-                        "(max_position_embeddings): attention is costed as full causal "
-                        "attention over the whole sequence, not over a 4096-token window, so "
-                        "at sequences beyond 4096 tokens its FLOPs and time are overestimated, "
-                        "and the exports do not carry the window");
+  CHECK_THAT(notes[0], Catch::StartsWith(file + ": planned at 4096 tokens, the model's "
+                                                "pre-training length"));
+  // At 8192 positions the model is planned at all of them, and the 4096-token window is shorter.
+  config["max_position_embeddings"] = 8192;
+  notes.clear();
+  const std::string file8k = test::write_temp_file("mistral-8k.json", config.dump(2));
+  CHECK(load_model(file8k, "--model", &notes).seq_length == 8192);
+  REQUIRE(notes.size() == 1);
+  CHECK(notes[0] == file8k +
+                        ": sliding_window 4096 is shorter than the model's 8192-token sequence: "
+                        "attention is costed as full causal attention over the whole sequence, "
+                        "not over a 4096-token window, so at sequences beyond 4096 tokens its "
+                        "FLOPs and time are overestimated; the Megatron-LM export carries the "
+                        "window (--window-size), the others do not");
   // No note: a window of the whole sequence, none (null: Mistral v0.2 on), or Qwen2's window
   // without use_sliding_window true (its default, and its released configs').
   const auto notes_of = [](const nlohmann::json& c, const std::string& name) {
@@ -333,7 +345,7 @@ TEST_CASE("a Hugging Face sliding window shorter than the sequence gets a note",
     load_model(test::write_temp_file(name, c.dump(2)), "--model", &n);
     return n;
   };
-  config["sliding_window"] = 32768;
+  config["sliding_window"] = 8192;
   CHECK(notes_of(config, "mistral-full-window.json").empty());
   config["sliding_window"] = nullptr;
   CHECK(notes_of(config, "mistral-v0.2.json").empty());
@@ -346,9 +358,9 @@ TEST_CASE("a Hugging Face sliding window shorter than the sequence gets a note",
   CHECK(notes_of(config, "qwen2-window-on.json").size() == 1);
   // The commands print it with their other notes: estimate and plan on stderr, ledger too.
   for (const std::vector<std::string>& args :
-       {std::vector<std::string>{"estimate", "--model", file, "--gpus", "8", "--tp", "8"},
-        std::vector<std::string>{"plan", "--model", file, "--gpus", "8"},
-        std::vector<std::string>{"ledger", "--model", file}}) {
+       {std::vector<std::string>{"estimate", "--model", file8k, "--gpus", "8", "--tp", "8"},
+        std::vector<std::string>{"plan", "--model", file8k, "--gpus", "8"},
+        std::vector<std::string>{"ledger", "--model", file8k}}) {
     const test::CliResult r = test::run(args);
     INFO(args.front() << ": " << r.err);
     CHECK(r.exit_code == 0);

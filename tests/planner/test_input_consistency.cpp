@@ -102,26 +102,35 @@ TEST_CASE("model structure: one rule set, a derived head_dim needs heads that di
 TEST_CASE("validate: a case whose ZeRO stage its framework does not offer is skipped, not "
           "costed, and its file still compared",
           "[consistency][validate]") {
-  // Issue 19: one case outside what meshplan models never refuses its file. nemo maps to a
-  // convention offering ZeRO 0 and 1 (the distributed optimizer): its zero-2 case is skipped
-  // with the reason, the file's other case compared (exit 0).
+  // Issue 19: one case outside what meshplan models never refuses its file. torchtitan maps
+  // to the fsdp convention, offering ZeRO 0, 2 and 3 (DDP, SHARD_GRAD_OP, FULL_SHARD): its
+  // zero-1 case is skipped with the reason, the file's other case compared (exit 0).
   nlohmann::json skipped = test::validation_case_json();
-  skipped["id"] = "zero2-nemo";
-  skipped["training"]["framework"] = "nemo";
-  skipped["layout"]["zero"] = 2;
+  skipped["id"] = "zero1-torchtitan";
+  skipped["training"]["framework"] = "torchtitan";
+  skipped["layout"]["zero"] = 1;
   const nlohmann::json kept = test::validation_case_json();
   const std::string file = test::validation_file("v-zero.json", {skipped, kept});
   const test::CliResult r = test::run({"validate", file});
   INFO(r.out << r.err);
   CHECK(r.exit_code == 0);
-  CHECK(r.out.find("zero2-nemo (v-zero): layout.zero is 2, but training.framework \"nemo\" is "
-                   "costed with meshplan's nemo convention, and framework nemo offers ZeRO "
-                   "stages 0, 1") != std::string::npos);
-  // Megatron-LM offers ZeRO 2 and 3 (Megatron-FSDP, Megatron-Core 0.14): predicted.
-  nlohmann::json megatron = test::validation_case_json();
-  megatron["training"]["framework"] = "megatron";
-  megatron["layout"]["zero"] = 3;
-  CHECK(test::run({"validate", test::validation_file("v-zero3.json", {megatron})}).exit_code == 0);
+  CHECK(r.out.find("zero1-torchtitan (v-zero): layout.zero is 1, but training.framework "
+                   "\"torchtitan\" is costed with meshplan's fsdp convention, and framework "
+                   "fsdp offers ZeRO stages 0, 2, 3") != std::string::npos);
+  // Megatron code at ZeRO 2 and 3 is Megatron-FSDP (or Megatron-DeepSpeed's ZeRO, which it
+  // stands in for): costed with today's megatron convention, predicted. Stage 1 (the
+  // distributed optimizer) keeps megatron-2023.
+  for (const std::string framework : {"megatron", "deepspeed-megatron"}) {
+    for (const int zero : {1, 2, 3}) {
+      nlohmann::json c = test::validation_case_json();
+      c["training"]["framework"] = framework;
+      c["layout"]["zero"] = zero;
+      INFO(framework << " zero " << zero);
+      CHECK(test::run({"validate", test::validation_file("v-zero" + std::to_string(zero) + ".json",
+                                                         {c})})
+                .exit_code == 0);
+    }
+  }
 }
 
 TEST_CASE("validate: heads that do not divide hidden_size are refused, not predicted as NaN",

@@ -5,11 +5,14 @@
 // ".."), are refused before any work; estimate --out writes no plan of a layout that does not
 // fit.
 //
-// Two ways a write fails here, on any machine and as root too:
-// - a folder where the output's temporary file would go (output_temporary_path), so that the
-//   temporary cannot be created: the same failure as `--trace /sys/x.json` as root;
-// - a file size limit (RLIMIT_FSIZE, SIGXFSZ ignored), under which a write past the limit fails
-//   with EFBIG ("File too large"): the same failure as a full disk, part-way into a file.
+// Temporary files are safe (issue 24; planner/report/temporary_file.hpp): a write neither
+// follows nor trips over files and links planted at every name it could predict, a temporary
+// never outlives SIGTERM, and one left by SIGKILL is cleared by the next write to its target.
+//
+// How a write fails here, on any machine and as root too: a file size limit (RLIMIT_FSIZE,
+// SIGXFSZ ignored), under which a write past the limit fails with EFBIG ("File too large"):
+// the same failure as a full disk, part-way into a file. (A temporary's name cannot be blocked
+// in advance: it is unpredictable, temporary_file.hpp.)
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -20,11 +23,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fcntl.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "planner/config/input_error.hpp"
 #include "planner/config/presets.hpp"
 #include "planner/report/atomic_write.hpp"
+#include "planner/report/temporary_file.hpp"
 #include "tests/support/cli_runner.hpp"
 
 using namespace meshplan;
@@ -78,6 +85,14 @@ class FileSizeLimit {
   void (*old_handler_)(int) = nullptr;
 };
 
+/// A pid that runs no process: a child that has exited and been reaped.
+pid_t dead_pid() {
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ::waitpid(child, nullptr, 0);
+  return child;
+}
+
 }  // namespace
 
 TEST_CASE("OutputSet writes every file, or none of them", "[outputs]") {
@@ -94,19 +109,20 @@ TEST_CASE("OutputSet writes every file, or none of them", "[outputs]") {
     CHECK(listing(dir) == std::vector<std::string>{"a.json", "b.json"});
   }
 
-  SECTION("the second file cannot be created: the first keeps its old content") {
+  SECTION("the second file cannot be written: the first keeps its old content") {
     std::ofstream(a) << "old a\n";
-    fs::create_directory(output_temporary_path(b));  // b's temporary cannot be created
     OutputSet outputs;
     outputs.add("--out", a, "new a\n");
-    outputs.add("--trace", b, "new b\n");
-    REQUIRE_THROWS_WITH(outputs.commit(),
-                        "--trace " + b + ": writing failed: cannot create the temporary file " +
-                            output_temporary_path(b) + " beside it: Is a directory; nothing was "
-                            "written (free some space or choose another path)");
+    outputs.add("--trace", b, std::string(1000, 'b'));
+    {
+      FileSizeLimit limit(100);  // a's 6 bytes pass, b's 1000 do not
+      REQUIRE_THROWS_WITH(outputs.commit(),
+                          "--trace " + b + ": writing failed: File too large; nothing was "
+                          "written (free some space or choose another path)");
+    }
     CHECK(read_text(a) == "old a\n");
     CHECK_FALSE(fs::exists(b));
-    CHECK_FALSE(fs::exists(output_temporary_path(a)));
+    CHECK(listing(dir) == std::vector<std::string>{"a.json"});
   }
 
   SECTION("a write that fails part-way (a full disk) leaves nothing") {
@@ -135,7 +151,7 @@ TEST_CASE("OutputSet writes every file, or none of them", "[outputs]") {
     REQUIRE_THROWS_WITH(outputs.commit(), "--trace " + b + ": writing failed: the step has too "
                                           "many events; nothing was written (free some space or "
                                           "choose another path)");
-    CHECK(given == output_temporary_path(a));
+    CHECK(given.rfind(temporary_prefix(a), 0) == 0);
     CHECK(listing(dir).empty());
   }
 
@@ -286,15 +302,14 @@ TEST_CASE("estimate --out --trace: a trace that cannot be written leaves no plan
   const std::vector<std::string> args = test::with(test::kReadmeEstimate,
                                                    {"--out", plan, "--trace", trace});
 
-  SECTION("the trace's temporary cannot be created (as --trace /sys/x.json as root)") {
-    fs::create_directory(output_temporary_path(trace));
+  SECTION("the trace cannot be written: no plan either") {
+    FileSizeLimit limit(50'000);  // the plan's 36 kB pass, the trace's 75 kB do not (below)
     const test::CliResult r = test::run(args);
     CHECK(r.exit_code == 2);
     CHECK(r.out.empty());
     CHECK_THAT(r.err, Catch::StartsWith("meshplan: error: --trace " + trace +
-                                        ": writing failed: cannot create the temporary file"));
+                                        ": writing failed: File too large"));
     CHECK_FALSE(fs::exists(plan));
-    fs::remove(output_temporary_path(trace));
     CHECK(listing(dir).empty());
   }
 
@@ -327,7 +342,7 @@ TEST_CASE("plan --out: a plan that cannot be written leaves no file and names th
           "[outputs]") {
   const std::string dir = fresh_dir("plan-outputs");
   const std::string plan = dir + "/p.json";
-  fs::create_directory(output_temporary_path(plan));
+  FileSizeLimit limit(1000);  // a plan of 8 GPUs is about 10 kB
   const test::CliResult r = test::run(
       {"plan", "--model", "llama3-8b", "--gpus", "8", "--gbs", "64", "--out", plan});
   CHECK(r.exit_code == 2);
@@ -340,15 +355,13 @@ TEST_CASE("profile show --svg: a plot that cannot be written leaves no plot", "[
   const std::string dir = fresh_dir("svg-outputs");
 
   SECTION("in a folder that exists: none of the plots, the folder stays") {
-    // gemm_efficiency.svg is the last plot written (profile_plots' order): the others would
-    // have been written before it.
-    fs::create_directory(output_temporary_path(dir + "/gemm_efficiency.svg"));
+    // Every plot is larger than 200 bytes (h100's are 6 to 12 kB): the first fails.
+    FileSizeLimit limit(200);
     const test::CliResult r = test::run({"profile", "show", "h100", "--svg", dir});
     CHECK(r.exit_code == 2);
     CHECK(r.out.empty());
-    CHECK_THAT(r.err, Catch::StartsWith("meshplan: error: --svg " + dir +
-                                        "/gemm_efficiency.svg: writing failed: cannot create"));
-    fs::remove(output_temporary_path(dir + "/gemm_efficiency.svg"));
+    CHECK_THAT(r.err, Catch::StartsWith("meshplan: error: --svg " + dir + "/"));
+    CHECK_THAT(r.err, Catch::Contains(".svg: writing failed: File too large"));
     CHECK(listing(dir).empty());
   }
 
@@ -659,4 +672,93 @@ TEST_CASE("plan --help says it ranks by --objective", "[outputs][cli]") {
   CHECK_THAT(plan.out, Catch::Contains("rank those that fit by --objective (step time, peak "
                                        "memory or GPU-hours)"));
   CHECK_THAT(plan.out, !Catch::Contains("by step time"));
+}
+
+TEST_CASE("a write follows no link planted at a name it could predict", "[outputs][temporary]") {
+  const std::string dir = fresh_dir("planted");
+  const std::string victim = dir + "/victim.txt", out = dir + "/out.json";
+  std::ofstream(victim) << "victim\n";
+  std::ofstream(out) << "old\n";
+  // Every name a writer of this pid or the next 100 could have used: the old scheme's
+  // "<target>.tmp.<pid>", the backup "<prefix><pid>.old" and "<prefix><pid>.<anything>" (the
+  // random part is not predictable; a few guesses are planted anyway).
+  std::vector<std::string> planted;
+  for (pid_t pid = ::getpid(); pid < ::getpid() + 100; ++pid) {
+    const std::string p = std::to_string(pid);
+    for (const std::string& name :
+         {out + ".tmp." + p, temporary_prefix(out) + p + ".old",
+          temporary_prefix(out) + p + ".0000000000000000"}) {
+      fs::create_symlink(victim, name);
+      planted.push_back(name);
+    }
+  }
+  write_file_atomically(out, "new by write_file_atomically\n");
+  CHECK(read_text(out) == "new by write_file_atomically\n");
+  CHECK_FALSE(fs::is_symlink(out));
+  {
+    OutputSet outputs;
+    outputs.add("--out", out, "new by OutputSet\n");
+    outputs.add_written_by("--trace", dir + "/t.json",
+                           [](const std::string& t) { write_file_atomically(t, "trace\n"); });
+    outputs.commit();
+  }
+  CHECK(read_text(out) == "new by OutputSet\n");
+  CHECK_FALSE(fs::is_symlink(out));
+  CHECK(read_text(dir + "/t.json") == "trace\n");
+  CHECK(read_text(victim) == "victim\n");
+  // Planted links are left as they are (they are not regular files of a finished process),
+  // except this process's own backup name, which it removed (never followed) before using it.
+  std::size_t left = 0;
+  for (const std::string& name : planted) left += fs::is_symlink(name);
+  CHECK(left == planted.size() - 1);
+  CHECK_FALSE(fs::exists(fs::symlink_status(temporary_prefix(out) + std::to_string(::getpid()) +
+                                            ".old")));
+  // Nothing else was left: the targets, the victim and the links only.
+  CHECK(listing(dir).size() == 3 + left);
+}
+
+TEST_CASE("SIGTERM during a write leaves no temporary", "[outputs][temporary]") {
+  const std::string dir = fresh_dir("sigterm");
+  const std::string out = dir + "/out.json";
+  std::ofstream(out) << "old\n";
+  for (const int signal : {SIGTERM, SIGINT}) {
+    INFO(signal);
+    const pid_t child = ::fork();
+    if (child == 0) {
+      // The signal's default action, as in meshplan (Catch2 handles it in its test cases).
+      std::signal(signal, SIG_DFL);
+      // Mid-write: the temporary exists and holds part of the file when the signal comes.
+      TemporaryFile temporary(out);
+      const std::string part(1 << 16, 'x');
+      if (::write(::open(temporary.path().c_str(), O_WRONLY), part.data(), part.size()) < 0) {
+        ::_exit(10);
+      }
+      if (!fs::exists(temporary.path())) ::_exit(11);
+      ::kill(::getpid(), signal);
+      ::_exit(12);  // not reached: the signal ends the process
+    }
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    CHECK(WIFSIGNALED(status));
+    CHECK(WTERMSIG(status) == signal);
+    CHECK(listing(dir) == std::vector<std::string>{"out.json"});
+    CHECK(read_text(out) == "old\n");
+  }
+}
+
+TEST_CASE("a temporary left by SIGKILL is cleared by the next write to its target",
+          "[outputs][temporary]") {
+  const std::string dir = fresh_dir("stale");
+  const std::string out = dir + "/out.json";
+  const std::string stale = temporary_prefix(out) + std::to_string(dead_pid()) + ".0123456789abcdef";
+  // A running process's temporary (pid 1 runs) and another target's are not touched.
+  const std::string running = temporary_prefix(out) + "1.0123456789abcdef";
+  const std::string other = temporary_prefix(dir + "/other.json") + std::to_string(dead_pid()) +
+                            ".0123456789abcdef";
+  for (const std::string& f : {stale, running, other}) std::ofstream(f) << "partial";
+  write_file_atomically(out, "new\n");
+  CHECK(read_text(out) == "new\n");
+  CHECK_FALSE(fs::exists(stale));
+  CHECK(fs::exists(running));
+  CHECK(fs::exists(other));
 }

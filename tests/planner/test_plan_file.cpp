@@ -549,8 +549,9 @@ TEST_CASE("a plan's settings get the checks the flags get", "[plan_file]") {
                           "those, or another framework"});
     j = good;
     j["layout"]["zero"] = 3;
-    expect_plan_error(j, {"plan.json: $.layout.zero: is 3, but framework megatron offers ZeRO "
-                          "stages 0, 1 ($.inputs.training.framework is \"megatron\")"});
+    j["inputs"]["training"]["framework"] = "megatron-2023";
+    expect_plan_error(j, {"plan.json: $.layout.zero: is 3, but framework megatron-2023 offers "
+                          "ZeRO stages 0, 1 ($.inputs.training.framework is \"megatron-2023\")"});
     // The flag's refusal says the same of the same stages.
     const test::CliResult r = test::run({"estimate", "--model", "llama3-70b", "--framework",
                                          "fsdp", "--zero", "1", "--gbs", "8"});
@@ -738,7 +739,7 @@ TEST_CASE("estimate --out then --plan gives the same numbers", "[plan_file]") {
     const nlohmann::json training = load_json_file(path)["inputs"]["training"];
     CHECK(training["tp_comm_overlap"] == 0.5);
     CHECK(training["dp_overlap"] == true);
-    CHECK(training["pp_overlap"] == true);  // megatron's convention: off
+    CHECK(!training.contains("pp_overlap"));  // megatron's convention: on already
     CHECK(read_plan(path).setup.framework.pp_p2p_overlap);
     // ... and they changed the estimate: without them the step is slower.
     const test::CliResult plain = test::run(test::with(test::kReadmeEstimate, {"--json"}));

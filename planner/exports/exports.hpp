@@ -1,13 +1,18 @@
-// Exports: a plan turned into the settings a training framework takes, and readers that take those
-// settings back to a layout (to check an export, or a hand-edited one, against the plan).
+// Exports: a plan turned into the settings a training framework takes, one file per framework
+// behind the table of export_targets() (name, the versions it writes for, the writer):
 //
-//   megatron    Megatron-LM command-line arguments (megatron/training/arguments.py), one per line
-//   torchtitan  the TOML sections of a torchtitan job config (torchtitan/config/job_config.py:
-//               [parallelism], [training], [activation_checkpoint], [float8])
-//   deepspeed   a DeepSpeed config JSON (batch sizes, ZeRO stage, precision, checkpointing);
-//               model parallelism is Megatron-DeepSpeed's command line, not this file
-//   torchrun    the launch lines: one node (--standalone) or many (c10d rendezvous, and srun)
+//   megatron    Megatron-LM command-line arguments (megatron.cpp), one per line
+//   torchtitan  the TOML sections of a torchtitan job config (torchtitan.cpp)
+//   deepspeed   a DeepSpeed config (deepspeed.cpp); model parallelism is Megatron-DeepSpeed's
+//               command line, not this file
+//   torchrun    the launch lines (torchrun.cpp): one node (--standalone) or many (static
+//               rendezvous with --node-rank, so that node k holds the plan's ranks k x G ..)
 //
+// Each writes what one version of the framework accepts: the versions are the table's, newest
+// first (the default), each naming the source it was checked against; the settings' names,
+// types and allowed values of each version are tests/data/frameworks/*.json (extracted by
+// tools/framework_facts.py), which tests/planner/test_export_validity.cpp checks every export
+// against. The first line of every export is a comment naming the version.
 // What a framework cannot express is not silently lost: each such setting is one sentence in
 // Export::dropped ("context parallelism (cp 2): DeepSpeed has no context parallelism; ...").
 // Data parallelism is never dropped: Megatron-LM and DeepSpeed derive it from the world size.
@@ -27,11 +32,35 @@ namespace meshplan {
 
 enum class ExportFormat { kMegatron, kTorchtitan, kDeepspeed, kTorchrun };
 
+/// One version of a framework that an export writes for.
+struct FrameworkVersion {
+  std::string name;        ///< as --framework-version takes it: "core-0.20", "0.2", ...
+  std::string checked_at;  ///< the source it was checked against: "Megatron-LM d98e8a6 (...)"
+};
+
+struct Export;
+
+/// One row of the export table: a format, the versions it writes for (newest first: the
+/// default) and its writer.
+struct ExportTarget {
+  ExportFormat format;
+  std::string name;  ///< "megatron", "torchtitan", "deepspeed", "torchrun"
+  std::vector<FrameworkVersion> versions;
+  Export (*write)(const Plan& plan, const FrameworkVersion& version);
+};
+
+/// The table, in the order of ExportFormat.
+const std::vector<ExportTarget>& export_targets();
+
 /// "megatron", "torchtitan", "deepspeed", "torchrun"; nullopt for anything else.
 std::optional<ExportFormat> parse_export_format(std::string_view text);
 
 /// The format's name as parse_export_format reads it ("megatron", ...).
 std::string export_format_name(ExportFormat format);
+
+/// The version of `format` named `name` ("" for the newest). Errors: std::invalid_argument
+/// naming the versions there are ("torchtitan has no version \"0.3\"; meshplan writes for 0.2").
+const FrameworkVersion& find_framework_version(ExportFormat format, std::string_view name);
 
 /// One export: the text to hand to the framework (ends with a newline) and what the plan says
 /// that the framework cannot express, one sentence each.
@@ -79,51 +108,11 @@ struct Export {
 ///     rendezvous, and the same under srun.
 /// A plan estimated with another framework's memory convention than the target's (megatron,
 /// fsdp for torchtitan, deepspeed) gets a dropped line saying so.
+/// A plan written for `version` of the framework (find_framework_version's; the newest by
+/// default): the text starts with a comment line naming the version.
+Export export_plan(const Plan& plan, ExportFormat format, const FrameworkVersion& version);
+
+/// The plan for the newest version of the framework that meshplan writes for.
 Export export_plan(const Plan& plan, ExportFormat format);
-
-/// The layout in Megatron-LM arguments (as export_plan writes them; "--flag value",
-/// "--flag=value", line continuations and other flags are accepted): tp, pp, cp, vpp
-/// (--num-virtual-stages-per-pipeline-rank, or (num-layers + the counted embedding and loss) /
-/// (pp x num-layers-per-virtual-pipeline-stage); not both, as Megatron-LM refuses), sp, mbs,
-/// gbs, zero (1 with --use-distributed-optimizer), recompute, and the stage split (pp entries
-/// with vpp 1, pp x vpp virtual stages in model order with vpp > 1) from
-/// --decoder-first/last-pipeline-num-layers (a rank's layers, split evenly over its chunks) or
-/// from --account-for-embedding/loss-in-pipeline-split (num-layers + 1 for each counted, split
-/// evenly, one fewer on the first / last virtual stage; empty when that is even), or from
-/// --pipeline-model-parallel-layout (quoted or not, read as Megatron-Core reads it: commas
-/// dropped, (...)*N and X*N unrolled, | between chunks of E, t and L; vpp = chunks / pp, and the
-/// split the chunks' t counts, empty when even; E first and L last, each once, every chunk with a
-/// t, no m (MTP, which meshplan does not model), the t count that of --num-layers where given;
-/// refused beside the vpp flags, the first/last sizes and the account-for flags, as Megatron-LM
-/// refuses them). dp is not in
-/// Megatron's arguments (world size / (tp pp cp)) and is returned as 1.
-/// Errors: std::invalid_argument naming the offending line ("line 3 (--micro-batch-size x):
-/// --micro-batch-size takes a positive integer, got \"x\"").
-Layout parse_megatron_args(const std::string& text);
-
-/// The layout in torchtitan TOML (a line-based reader of the keys export_plan writes: `key =
-/// value` under `[section]`, # comments; other keys are ignored): dp = replicate x shard degree,
-/// zero when the shard degree > 1: 2 with [parallelism] fsdp_reshard_after_forward = "never"
-/// (FSDP2 keeping the gathered parameters to the backward), else 3; zero 0 otherwise; tp, pp, cp,
-/// mbs (pipeline_parallel_microbatch_size with pp, else local_batch_size), gbs (global_batch_size,
-/// or local_batch_size x dp), recompute (activation_checkpoint.mode; torchtitan's default
-/// "selective" when absent), sp = tp > 1. vpp comes from the schedule and
-/// pipeline_parallel_layers_per_stage, which needs the model's `num_layers` (torchtitan takes it
-/// from the model flavor, not from this file); 0: unknown. With `num_layers` known, stage_layers is
-/// the split torchtitan makes over its pp x vpp stages (its generate_llm_fqn_per_model_part, with
-/// pipeline_parallel_first/last_stage_less_layers, default 1 as in torchtitan) when it is uneven,
-/// else empty: pp entries with a single-stage schedule (1F1B, GPipe;
-/// pipeline_parallel_layers_per_stage must then give one stage per rank), pp x vpp in model order
-/// with a looped one (stage c x pp + r on rank r), save ZBVZeroBubble, whose V placement a stage
-/// split does not describe (not read). Without `num_layers` the split is not read (stage_layers
-/// empty).
-/// Errors: std::invalid_argument naming the offending line.
-Layout parse_torchtitan_toml(const std::string& text, std::int64_t num_layers = 0);
-
-/// The layout in a DeepSpeed config: mbs, gbs, zero, dp = train_batch_size /
-/// (train_micro_batch_size_per_gpu x gradient_accumulation_steps), recompute full when
-/// "activation_checkpointing" is present. Errors: std::invalid_argument naming the offending
-/// line (or the missing key).
-Layout parse_deepspeed_json(const std::string& text);
 
 }  // namespace meshplan

@@ -1,0 +1,301 @@
+// The Megatron-LM export: a plan as Megatron-LM's command-line arguments
+// (megatron/training/arguments.py and the config dataclasses it builds flags from), checked
+// against Megatron-LM's parser and validate_args at the commit of the version's checked_at.
+#include <cmath>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "costmodel/counted.hpp"
+#include "planner/exports/common.hpp"
+#include "planner/exports/pipeline_splits.hpp"
+#include "planner/report/format.hpp"
+
+namespace meshplan::exports {
+
+namespace {
+
+/// A Blackwell GPU (the b200 and gb200 presets), whose Transformer Engine fp8 recipe is mxfp8.
+bool blackwell(const GpuSpec& gpu) {
+  return gpu.name.rfind("b200", 0) == 0 || gpu.name.rfind("gb200", 0) == 0;
+}
+
+/// The model's RoPE scaling as Megatron-LM arguments (megatron/training/arguments.py):
+/// llama3 is --use-rope-scaling --rope-scaling-factor F, whose blend Megatron-Core fixes at
+/// Llama 3.1's low_freq_factor 1, high_freq_factor 4 and original length 8192; linear is
+/// --rotary-seq-len-interpolation-factor (an int). What has no flag goes to `dropped`.
+void megatron_rope_scaling(const RopeScaling& r, std::vector<std::string>& args,
+                           std::vector<std::string>& dropped) {
+  const std::string what = rope_scaling_label(r);
+  if (r.type == "llama3") {
+    args.push_back("--use-rope-scaling");
+    args.push_back("--rope-scaling-factor " + number_text(*r.factor));
+    if (*r.low_freq_factor != 1 || *r.high_freq_factor != 4 ||
+        *r.original_max_position_embeddings != 8192) {
+      dropped.push_back(what + ": low_freq_factor " + number_text(*r.low_freq_factor) +
+                        ", high_freq_factor " + number_text(*r.high_freq_factor) +
+                        ", original_max_position_embeddings " +
+                        s(*r.original_max_position_embeddings) +
+                        " not exported: Megatron-LM's --use-rope-scaling fixes them at Llama "
+                        "3.1's 1, 4 and 8192 (only the factor is a flag)");
+    }
+  } else if (r.type == "linear" && std::floor(*r.factor) == *r.factor && *r.factor >= 1 &&
+             *r.factor < 1e9) {
+    args.push_back("--rotary-seq-len-interpolation-factor " +
+                   s(static_cast<std::int64_t>(*r.factor)));
+  } else {
+    dropped.push_back(what + ": not exported; Megatron-LM's GPT arguments have "
+                      "--use-rope-scaling (llama3) and an integer "
+                      "--rotary-seq-len-interpolation-factor (linear) only, so the run uses "
+                      "unscaled RoPE unless you configure the scaling by hand");
+  }
+}
+
+/// The vocabulary padding the plan was costed with, as Megatron-LM's
+/// --make-vocab-size-divisible-by N (megatron/training/tokenizer/tokenizer.py,
+/// _vocab_size_with_padding: V rounded up to a multiple of N x tp; default N = 128, which would
+/// give a larger embedding than planned). N = vocab_pad_multiple / tp where tp divides it (the
+/// same padded size), else vocab_pad_multiple itself; where even that leaves a rank more rows
+/// than the plan's, the difference goes to `dropped`.
+void megatron_vocab_padding(const ModelSpec& m, std::int64_t tp, std::vector<std::string>& args,
+                            std::vector<std::string>& dropped) {
+  const std::int64_t multiple = m.vocab_pad_multiple;
+  const std::int64_t n = multiple % tp == 0 ? multiple / tp : multiple;
+  args.push_back("--make-vocab-size-divisible-by " + s(n));
+  const std::int64_t step = n * tp;
+  const std::int64_t megatron_rows = (m.vocab_size + step - 1) / step * n;  // per tp rank
+  if (megatron_rows != vocab_shard_size(m, tp)) {
+    dropped.push_back("vocabulary padding: Megatron-LM pads " + s(m.vocab_size) +
+                      " to a multiple of " + s(n) + " x tp " + s(tp) + " = " + s(step) + ", " +
+                      s(megatron_rows) + " embedding rows per tensor-parallel rank where the "
+                      "plan has " + s(vocab_shard_size(m, tp)));
+  }
+}
+
+}  // namespace
+
+Export export_megatron(const Plan& p, const FrameworkVersion& version) {
+  const Layout& l = p.layout;
+  const ModelSpec& m = p.model;
+  Export e;
+  std::vector<std::string> a;
+  a.push_back("--tensor-model-parallel-size " + s(l.tp));
+  a.push_back("--pipeline-model-parallel-size " + s(l.pp));
+  a.push_back("--context-parallel-size " + s(l.cp));
+  if (!uneven_split(l)) {
+    if (l.vpp > 1) {
+      a.push_back("--num-layers-per-virtual-pipeline-stage " + s(m.num_layers / (l.pp * l.vpp)));
+    }
+  } else {
+    // First and last stage sizes (vpp 1, or every chunk of a rank alike), or, interleaved, the
+    // account-for flags (one layer fewer on the first and/or last virtual stage): arguments.py
+    // takes those with vpp > 1 only beside --num-virtual-stages-per-pipeline-rank. Any other
+    // split as Megatron-Core's layout string, which gives the chunks per rank itself and which
+    // Megatron-LM refuses beside either vpp flag, the first/last sizes or the account-for flags.
+    std::vector<std::string> split_args;
+    const auto first_last_split = [&](const MegatronFirstLast& f) {
+      if (f.first) split_args.push_back("--decoder-first-pipeline-num-layers " + s(*f.first));
+      if (f.last) split_args.push_back("--decoder-last-pipeline-num-layers " + s(*f.last));
+    };
+    bool written = false;
+    if (l.vpp == 1) {
+      if (const std::optional<MegatronFirstLast> f = megatron_first_last(l.stage_layers)) {
+        first_last_split(*f);
+        written = true;
+      }
+    } else {
+      split_args.push_back("--num-virtual-stages-per-pipeline-rank " + s(l.vpp));
+      const std::int64_t stages = l.pp * l.vpp;
+      for (const auto& [embedding, loss] :
+           {std::pair{true, true}, std::pair{true, false}, std::pair{false, true}}) {
+        if (megatron_account_for_split(m.num_layers, stages, embedding, loss) == l.stage_layers) {
+          if (embedding) split_args.push_back("--account-for-embedding-in-pipeline-split");
+          if (loss) split_args.push_back("--account-for-loss-in-pipeline-split");
+          written = true;
+          break;
+        }
+      }
+      if (!written) {
+        if (const std::optional<std::vector<std::int64_t>> ranks =
+                rank_layers_of_equal_chunks(l.stage_layers, l.pp, l.vpp)) {
+          if (const std::optional<MegatronFirstLast> f = megatron_first_last(*ranks)) {
+            first_last_split(*f);
+            written = true;
+          }
+        }
+      }
+    }
+    if (written) {
+      a.insert(a.end(), split_args.begin(), split_args.end());
+    } else {
+      a.push_back("--pipeline-model-parallel-layout \"" + megatron_layout_string(l.stage_layers) +
+                  "\"");
+      const std::int64_t stages = l.pp * l.vpp;
+      e.to_add.push_back(
+          "use a Megatron-LM whose Megatron-Core has --pipeline-model-parallel-layout, which the " +
+          uneven_split_label(l) +
+          " is written as: Megatron-Core's experimental layout string (E the embedding, t a "
+          "transformer layer, L the loss, | between chunks; it may change). Older Megatron-LM "
+          "releases lack the flag (their argument parser refuses it) and split a pipeline "
+          "unevenly only with --decoder-first/last-pipeline-num-layers (the first and last "
+          "stage)" +
+          std::string(l.vpp > 1 ? " or --account-for-embedding/loss-in-pipeline-split (one "
+                                  "layer fewer on the first / last virtual stage)"
+                                : "") +
+          ", which cannot give this split: with one, drop the flag" +
+          (l.vpp > 1 ? " and give --num-virtual-stages-per-pipeline-rank " + s(l.vpp) : "") +
+          " for its even split" +
+          (m.num_layers % stages != 0
+               ? " (which " + counted(m.num_layers, "layer") + " over " +
+                     counted(stages, l.vpp > 1 ? "virtual stage" : "stage") + " do not allow)"
+               : "") +
+          ", or plan a split of those shapes");
+    }
+  }
+  if (l.sp) a.push_back("--sequence-parallel");
+  // ZeRO-1: the distributed optimizer. ZeRO-2 and ZeRO-3: Megatron-FSDP (arguments.py:
+  // --use-megatron-fsdp with --data-parallel-sharding-strategy optim_grads, gradients and
+  // optimizer sharded, or optim_grads_params, parameters too), which validate_args runs with the
+  // distributed optimizer (its version 1 sets it) and the fsdp_dtensor checkpoint format only.
+  if (l.zero >= 1) a.push_back("--use-distributed-optimizer");
+  if (l.zero >= 2) {
+    a.push_back("--use-megatron-fsdp");
+    a.push_back(std::string("--data-parallel-sharding-strategy ") +
+                (l.zero == 2 ? "optim_grads" : "optim_grads_params"));
+    a.push_back("--ckpt-format fsdp_dtensor");
+    e.to_add.push_back("Megatron-FSDP refuses CUDA_DEVICE_MAX_CONNECTIONS=1 (validate_args): leave "
+                       "it unset for this job" +
+                       std::string(l.tp > 1 || l.cp > 1
+                                       ? ", although tp or cp on Hopper and older GPUs would ask "
+                                         "for 1 (Megatron-LM warns; the plan's TP/CP overlap may "
+                                         "not be reached)"
+                                       : ""));
+  }
+  // The overlaps the predicted step assumed (its framework convention, or the plan's
+  // --dp-overlap / --tp-overlap): Megatron-LM has each behind an opt-in flag.
+  const FrameworkConvention& f = p.setup.framework;
+  if (l.dp * l.cp > 1 && f.dp_grad_overlap) a.push_back("--overlap-grad-reduce");
+  if (l.dp * l.cp > 1 && l.zero >= 1 && f.dp_param_overlap) {
+    a.push_back("--overlap-param-gather");
+  }
+  // Megatron-LM overlaps an interleaved schedule's sends by default (overlap_p2p_comm, on since
+  // 2023); only a plan costed with them waiting (the megatron-2023 convention, or --pp-overlap
+  // off) turns that off, so the job runs as costed.
+  if (l.pp > 1 && l.vpp > 1 && !f.pp_p2p_overlap) a.push_back("--no-overlap-p2p-communication");
+  // The gradient buffer in the precision of the plan's convention: Megatron-LM keeps fp32 main
+  // gradients with --bf16 unless --grad-reduce-in-bf16 (validate_args), as NeMo's recipes set
+  // (grad_reduce_in_fp32 False).
+  if (p.setup.precision != Precision::kFp16 && f.bytes_per_param(MemoryCategory::kGradients) == 2) {
+    a.push_back("--grad-reduce-in-bf16");
+  }
+  if (l.tp > 1 && f.tp_comm_overlap > 0) {
+    if (l.sp) {
+      a.push_back("--tp-comm-overlap");
+    } else {
+      e.dropped.push_back("TP communication overlap (" +
+                          significant(100 * f.tp_comm_overlap, 3) +
+                          "% of TP collective time hidden): Megatron-LM's --tp-comm-overlap "
+                          "needs --sequence-parallel, which this plan does not use; the TP "
+                          "collectives will be exposed and the step slower than planned");
+    }
+  }
+  if (l.recompute == Recompute::kSelective) {
+    a.push_back("--recompute-granularity selective");
+  } else if (l.recompute == Recompute::kFull) {
+    a.push_back("--recompute-granularity full");
+    a.push_back("--recompute-method uniform");
+    a.push_back("--recompute-num-layers 1");
+  }
+  a.push_back("--micro-batch-size " + s(l.mbs));
+  a.push_back("--global-batch-size " + s(l.gbs));
+  a.push_back("--seq-length " + s(p.setup.seq));
+  a.push_back("--num-layers " + s(m.num_layers));
+  a.push_back("--hidden-size " + s(m.hidden_size));
+  a.push_back("--num-attention-heads " + s(m.num_attention_heads));
+  a.push_back("--ffn-hidden-size " + s(m.ffn_hidden_size));
+  if (m.hidden_size % m.num_attention_heads != 0 ||
+      m.head_dim != m.hidden_size / m.num_attention_heads) {
+    a.push_back("--kv-channels " + s(m.head_dim));
+  }
+  if (m.num_kv_heads < m.num_attention_heads) {
+    a.push_back("--group-query-attention");
+    a.push_back("--num-query-groups " + s(m.num_kv_heads));
+  }
+  if (m.ffn_type == FfnType::kSwiglu) a.push_back("--swiglu");
+  if (m.norm_type == NormType::kRmsNorm) a.push_back("--normalization RMSNorm");
+  if (m.norm_epsilon) a.push_back("--norm-epsilon " + number_text(*m.norm_epsilon));
+  if (m.position_embedding == PositionEmbedding::kRope) {
+    a.push_back("--position-embedding-type rope");
+    // Megatron-LM's default base is 10000: Llama 3's 500000 must be given.
+    if (const std::optional<std::int64_t> theta = whole_theta(m.rope_theta)) {
+      a.push_back("--rotary-base " + s(*theta));
+    } else {
+      e.dropped.push_back("RoPE base " + theta_text(m.rope_theta) +
+                          ": Megatron-LM's --rotary-base takes an integer; not exported, so "
+                          "Megatron-LM uses 10000 unless you set the nearest integer by hand");
+    }
+    if (m.rope_scaling) megatron_rope_scaling(*m.rope_scaling, a, e.dropped);
+  } else if (m.position_embedding == PositionEmbedding::kLearned) {
+    a.push_back("--position-embedding-type learned_absolute");
+  } else {
+    e.dropped.push_back(
+        "ALiBi position embedding: Megatron-LM has learned_absolute and rope "
+        "position embeddings, not ALiBi; no --position-embedding-type exported");
+  }
+  megatron_vocab_padding(m, l.tp, a, e.dropped);
+  a.push_back("--max-position-embeddings " + s(std::max(m.max_position_embeddings, p.setup.seq)));
+  if (!m.tied_embeddings) a.push_back("--untie-embeddings-and-output-weights");
+  if (!m.linear_bias) {
+    a.push_back("--disable-bias-linear");
+    if (m.qkv_bias) a.push_back("--add-qkv-bias");
+  }
+  if (!m.dropout) {
+    a.push_back("--attention-dropout 0.0");
+    a.push_back("--hidden-dropout 0.0");
+  }
+  switch (p.setup.precision) {
+    case Precision::kBf16:
+      a.push_back("--bf16");
+      break;
+    case Precision::kFp16:
+      a.push_back("--fp16");
+      break;
+    case Precision::kFp8:
+      a.push_back("--bf16");
+      a.push_back("--fp8-format hybrid");
+      a.push_back(std::string("--fp8-recipe ") + (blackwell(p.cluster.gpu) ? "mxfp8" : "delayed"));
+      e.to_add.push_back(
+          "fp8 recipe: --fp8-recipe " +
+          std::string(blackwell(p.cluster.gpu) ? "mxfp8 (the block scaling Blackwell runs)"
+                                               : "delayed (Megatron-Core's default)") +
+          "; meshplan costs every fp8 recipe alike (tensorwise and blockwise are the others)");
+      break;
+  }
+  // The attention kernel: Transformer Engine's choice among its fused and flash kernels (auto,
+  // Megatron-Core's default) for flash attention, its unfused kernel for eager attention
+  // (--attention-backend; --use-flash-attn is read by nothing in Megatron-LM of 2026).
+  a.push_back(std::string("--attention-backend ") +
+              (p.setup.attention == AttentionImpl::kFlash ? "auto" : "unfused"));
+  if (m.sliding_window) {
+    // Megatron-Core's window (left, right) lets token i attend to i - left .. i + right
+    // (get_sliding_window_causal_mask); a Hugging Face window of W tokens is (W - 1, 0).
+    a.push_back("--window-size " + s(*m.sliding_window - 1) + ",0");
+  }
+  note_convention(p, "megatron", "Megatron-LM", e.dropped);
+
+  e.text = "# " + version_line("Megatron-LM arguments", version) + "\n";
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    e.text += a[i] + (i + 1 < a.size() ? " \\\n" : "\n");
+  }
+  e.to_add.push_back("add the job's own flags: the tokenizer (--tokenizer-type, --tokenizer-model; it "
+                     "also sets the " + s(m.vocab_size) + "-token vocabulary), data "
+                     "(--data-path, --split), optimizer and learning-rate schedule (--lr, "
+                     "--min-lr, --lr-decay-style, --train-iters, --weight-decay, --clip-grad) and "
+                     "checkpoints (--save, --load); the flags above are the plan's layout, "
+                     "batch, model shape and precision");
+  return e;
+}
+
+}  // namespace meshplan::exports
