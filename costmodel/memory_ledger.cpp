@@ -408,7 +408,7 @@ MemoryLedger build_memory_ledger(const ModelSpec& model, const Layout& layout,
   ledger.peak_bytes = worst.total_bytes;
   ledger.headroom_bytes = ledger.capacity_bytes - ledger.peak_bytes;
   ledger.outlook = memory_outlook(ledger.peak_bytes, ledger.capacity_bytes, setup.fitted);
-  ledger.fits = !out_of_memory(ledger.outlook, ledger.peak_bytes, ledger.capacity_bytes);
+  ledger.fits = !out_of_memory(ledger.outlook, ledger.capacity_bytes);
   std::vector<SavedTensor> candidates = layer;
   if (worst.has_lm_head) candidates.insert(candidates.end(), head.begin(), head.end());
   for (const SavedTensor& t : candidates) {

@@ -85,8 +85,8 @@ struct MemoryLedger {
   /// The OOM risk and the 80% interval of the peak (oom_risk.hpp, setup.fitted's memory
   /// parameters): oom_risk, peak_bytes_p10, peak_bytes_p90.
   MemoryOutlook outlook;
-  /// Not out_of_memory(outlook, peak_bytes, capacity_bytes): risk at most kDefaultMaxOomRisk and
-  /// the peak within the capacity.
+  /// Not out_of_memory(outlook, capacity_bytes): risk at most kDefaultMaxOomRisk (and the median
+  /// peak within the capacity).
   bool fits = false;
   /// The largest single activation tensor of the worst stage (one tensor, not the count;
   /// weights, gradients and buffers are not candidates).

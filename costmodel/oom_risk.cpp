@@ -18,6 +18,7 @@ MemoryOutlook memory_outlook(double peak_bytes, double capacity_bytes, const Fit
   MemoryOutlook o;
   o.oom_risk = 1 / (1 + std::exp(-z));
   o.peak_bytes_p10 = peak_bytes * std::exp(-rates.oom_log_bias - rates.oom_log_spread * kLogit90);
+  o.peak_bytes_p50 = peak_bytes * std::exp(-rates.oom_log_bias);
   o.peak_bytes_p90 = peak_bytes * std::exp(-rates.oom_log_bias + rates.oom_log_spread * kLogit90);
   return o;
 }
@@ -29,9 +30,9 @@ double peak_at_risk(double capacity_bytes, const FittedRates& rates, double risk
          std::exp(rates.oom_log_bias + rates.oom_log_spread * std::log(risk / (1 - risk)));
 }
 
-bool out_of_memory(const MemoryOutlook& outlook, double peak_bytes, double capacity_bytes,
-                   double max_oom_risk, double reserve_bytes) {
-  return outlook.oom_risk > max_oom_risk || peak_bytes > capacity_bytes - reserve_bytes;
+bool out_of_memory(const MemoryOutlook& outlook, double capacity_bytes, double max_oom_risk,
+                   double reserve_bytes) {
+  return outlook.oom_risk > max_oom_risk || outlook.peak_bytes_p50 > capacity_bytes - reserve_bytes;
 }
 
 }  // namespace meshplan

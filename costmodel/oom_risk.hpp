@@ -7,7 +7,7 @@
 //   oom_risk = 1 / (1 + exp(-z))
 //   peak_bytes_pq = peak x exp(-oom_log_bias + oom_log_spread x log(q / (1 - q)))
 //
-// so p10 and p90 are peak x exp(-bias -/+ 2.197 spread). The logistic is the link of a logistic
+// so p10 and p90 are peak x exp(-bias -/+ 2.197 spread), and the median peak x exp(-bias). The logistic is the link of a logistic
 // regression of OOM outcomes on log(need / capacity) (Cox 1958), the model `meshplan fit`
 // fits the two parameters with (planner/fit/memory_fit.hpp).
 #pragma once
@@ -24,6 +24,7 @@ inline constexpr double kDefaultMaxOomRisk = 0.05;
 struct MemoryOutlook {
   double oom_risk = 0;        ///< probability that the run goes out of memory, in [0, 1]
   double peak_bytes_p10 = 0;  ///< 10th percentile of the peak a run reaches, bytes
+  double peak_bytes_p50 = 0;  ///< its median, bytes
   double peak_bytes_p90 = 0;  ///< 90th percentile, bytes
 };
 
@@ -37,10 +38,10 @@ MemoryOutlook memory_outlook(double peak_bytes, double capacity_bytes, const Fit
 /// that risk: the search's memory limit.
 double peak_at_risk(double capacity_bytes, const FittedRates& rates, double risk);
 
-/// Whether a layout of `outlook` and `peak_bytes` is out of memory for `plan`: its risk above
-/// `max_oom_risk`, or its peak above capacity - reserve_bytes (the hard margin of
-/// `plan --memory-reserve`, 0 elsewhere).
-bool out_of_memory(const MemoryOutlook& outlook, double peak_bytes, double capacity_bytes,
+/// Whether a layout of `outlook` is out of memory for `plan`: its risk above `max_oom_risk`, or
+/// its median peak above capacity - reserve_bytes (the hard margin of `plan --memory-reserve`,
+/// 0 elsewhere; at 0 the risk decides, a median at the capacity being a risk of 50%).
+bool out_of_memory(const MemoryOutlook& outlook, double capacity_bytes,
                    double max_oom_risk = kDefaultMaxOomRisk, double reserve_bytes = 0);
 
 }  // namespace meshplan

@@ -128,7 +128,7 @@ double memory_need(const MemoryRun& run, const FittedRates& rates) {
 
 bool predicts_oom(const MemoryRun& run, const FittedRates& rates) {
   const double need = memory_need(run, rates);
-  return out_of_memory(memory_outlook(need, run.capacity_bytes, rates), need, run.capacity_bytes);
+  return out_of_memory(memory_outlook(need, run.capacity_bytes, rates), run.capacity_bytes);
 }
 
 std::map<std::string, FittedRates> fit_memory(const std::vector<const MemoryRun*>& runs) {

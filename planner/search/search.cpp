@@ -1,6 +1,7 @@
 #include "planner/search/search.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <array>
 #include <bit>
 #include <limits>
@@ -297,10 +298,12 @@ bool ranks_before(const Candidate& a, const Candidate& b, Objective objective) {
 }
 
 double usable_memory(const SearchRequest& request) {
+  // out_of_memory's two limits on the ledger's peak: the risk's, and the median's (peak x
+  // exp(-bias)) within the capacity less the reserve.
   const double capacity = request.cluster.gpu.memory_bytes;
-  return std::min(capacity - request.memory_reserve_bytes,
-                  peak_at_risk(capacity, fitted_rates(request.profile, request.setup.framework),
-                               request.max_oom_risk));
+  const FittedRates rates = fitted_rates(request.profile, request.setup.framework);
+  return std::min((capacity - request.memory_reserve_bytes) * std::exp(rates.oom_log_bias),
+                  peak_at_risk(capacity, rates, request.max_oom_risk));
 }
 
 SearchResult search_layouts(const SearchRequest& request) {

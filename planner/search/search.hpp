@@ -106,8 +106,9 @@ struct SearchResult {
   /// the pins (or seq, gbs) break, whatever the search chooses for the rest.
   std::vector<BrokenRule> broken_rules;
   double smallest_peak_bytes = 0;  ///< the least memory any rule-abiding layout needed
-  /// The largest peak a ranked layout may have: the least of the GPU's memory minus the reserve
-  /// and the peak at max_oom_risk (peak_at_risk).
+  /// The largest peak a ranked layout may have (costmodel/oom_risk.hpp out_of_memory): the least
+  /// of the peak at max_oom_risk (peak_at_risk) and the peak whose median is the GPU's memory
+  /// minus the reserve.
   double usable_bytes = 0;
 };
 

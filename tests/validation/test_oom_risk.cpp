@@ -16,6 +16,7 @@
 #include "planner/search/search.hpp"
 #include "planner/validation/validate.hpp"
 #include "planner/validation/validation_case.hpp"
+#include "tests/support/setups.hpp"
 #include "tests/validation/validation_data.hpp"
 
 using namespace meshplan;
@@ -49,30 +50,26 @@ TEST_CASE("OOM risk: logistic in log(peak / capacity), intervals at its 10th and
   const double limit = peak_at_risk(80 * kGiB, r, 0.05);
   CHECK(limit / kGiB == Approx(80 * std::exp(0.05 + 0.02 * std::log(0.05 / 0.95))));
   CHECK(memory_outlook(limit, 80 * kGiB, r).oom_risk == Approx(0.05));
-  CHECK(out_of_memory(memory_outlook(limit * 1.001, 80 * kGiB, r), limit * 1.001, 80 * kGiB));
-  CHECK_FALSE(out_of_memory(memory_outlook(limit * 0.999, 80 * kGiB, r), limit * 0.999, 80 * kGiB));
-  // The reserve is a hard margin on top: 75 GiB at a 6 GiB reserve is out (75 > 80 - 6).
-  CHECK(out_of_memory(memory_outlook(75 * kGiB, 80 * kGiB, r), 75 * kGiB, 80 * kGiB, 0.05,
-                      6 * kGiB));
+  CHECK(out_of_memory(memory_outlook(limit * 1.001, 80 * kGiB, r), 80 * kGiB));
+  CHECK_FALSE(out_of_memory(memory_outlook(limit * 0.999, 80 * kGiB, r), 80 * kGiB));
+  // The reserve is a hard margin on the median: 77 GiB (risk 1.2%) has its median at
+  // 77 exp(-0.05) = 73.2 GiB, within 80 - 6 and beyond 80 - 8.
+  const MemoryOutlook at77 = memory_outlook(77 * kGiB, 80 * kGiB, r);
+  CHECK(at77.peak_bytes_p50 / kGiB == Approx(77 * std::exp(-0.05)));
+  CHECK_FALSE(out_of_memory(at77, 80 * kGiB, 0.05, 6 * kGiB));
+  CHECK(out_of_memory(at77, 80 * kGiB, 0.05, 8 * kGiB));
 }
 
 TEST_CASE("the ledger's fitted per-token term: memory_per_token_bytes x seq / cp x mbs",
           "[oom]") {
-  const ModelSpec model = load_model("llama3-8b");
+  const ModelSpec model = load_model("llama3-70b");
   const GpuSpec gpu = load_gpu("h100-sxm");
-  Layout l;
-  l.dp = 4;
-  l.tp = 2;
-  l.cp = 2;
-  l.mbs = 2;
-  l.gbs = 64;
-  TrainingSetup setup;
-  setup.seq = 8192;
-  setup.framework = *find_framework("megatron");
+  const Layout l = test::readme_layout();  // tp 8, pp 4, cp 1, mbs 1
+  TrainingSetup setup = test::megatron_setup(8192);
   const MemoryLedger before = build_memory_ledger(model, l, setup, gpu);
   setup.fitted.memory_per_token_bytes = 1000;
   const MemoryLedger after = build_memory_ledger(model, l, setup, gpu);
-  // 1000 bytes x 8192 / 2 tokens x 2 sequences = 8,192,000 bytes on every stage, outside the
+  // 1000 bytes x 8192 / 1 tokens x 1 sequence = 8,192,000 bytes on every stage, outside the
   // fragmentation's base.
   CHECK(after.peak_bytes - before.peak_bytes == Approx(8192000.0));
   CHECK(after.stages[0].entries.back().name.rfind("unlisted_per_token", 0) == 0);
