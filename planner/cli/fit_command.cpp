@@ -87,7 +87,7 @@ std::string render(const ProfileFit& f, const std::string& out_path, double seco
   out << scores.render();
   if (!f.intervals.empty()) {
     out << "\n80% intervals (measured / predicted, 10th and 90th percentiles of the "
-           "cross-validated residuals):\n";
+           "cross-validated residuals, each study weighing the same):\n";
     for (const auto& [family, i] : f.intervals) {
       out << "  " << family << ": x" << fixed(i.p10_ratio, 3) << " to x" << fixed(i.p90_ratio, 3)
           << " (" << i.cases << " runs)\n";

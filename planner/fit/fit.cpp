@@ -296,13 +296,19 @@ CrossValidation cross_validate(const std::vector<FitRun>& runs) {
 
 namespace {
 
-/// The q-quantile of sorted `v` (linear interpolation between order statistics, Hyndman and
-/// Fan 1996 type 7, R's default). Precondition: v not empty.
-double quantile(const std::vector<double>& v, double q) {
-  const double pos = q * static_cast<double>(v.size() - 1);
-  const std::size_t lo = static_cast<std::size_t>(std::floor(pos));
-  const std::size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
+/// The weighted q-quantile of `v` (value, weight; weights > 0): the smallest value whose
+/// cumulative weight, in ascending order of value, reaches q x the total. Precondition: v not
+/// empty.
+double weighted_quantile(std::vector<std::pair<double, double>> v, double q) {
+  std::sort(v.begin(), v.end());
+  double total = 0;
+  for (const auto& [value, weight] : v) total += weight;
+  double cumulative = 0;
+  for (const auto& [value, weight] : v) {
+    cumulative += weight;
+    if (cumulative >= q * total * (1 - 1e-12)) return value;
+  }
+  return v.back().first;
 }
 
 }  // namespace
@@ -311,25 +317,26 @@ std::optional<StepInterval> interval_for(const std::vector<FitRun>& runs,
                                          const std::vector<double>& log_errors,
                                          const std::string& generation, const std::string& family,
                                          const std::string& exclude_fold) {
-  const auto gather = [&](bool same_generation, bool same_family) {
-    std::vector<double> ratios;
+  for (const auto& [same_generation, same_family] :
+       {std::pair{true, true}, std::pair{true, false}, std::pair{false, false}}) {
+    std::vector<std::size_t> chosen;
+    std::map<std::string, std::size_t> per_fold;
     for (std::size_t i = 0; i < runs.size(); ++i) {
       const FitRun& r = runs[i];
       if (r.fold == exclude_fold) continue;
       if (same_generation && r.generation != generation) continue;
       if (same_family && r.family != family) continue;
-      ratios.push_back(std::exp(-log_errors[i]));
+      chosen.push_back(i);
+      ++per_fold[r.fold];
     }
-    std::sort(ratios.begin(), ratios.end());
-    return ratios;
-  };
-  for (const auto& [same_generation, same_family] :
-       {std::pair{true, true}, std::pair{true, false}, std::pair{false, false}}) {
-    const std::vector<double> ratios = gather(same_generation, same_family);
-    if (ratios.size() >= kMinIntervalRuns) {
-      return StepInterval{quantile(ratios, 0.1), quantile(ratios, 0.9),
-                          static_cast<std::int64_t>(ratios.size())};
+    if (chosen.size() < kMinIntervalRuns || per_fold.size() < kMinIntervalFolds) continue;
+    std::vector<std::pair<double, double>> ratios;
+    for (const std::size_t i : chosen) {
+      ratios.emplace_back(std::exp(-log_errors[i]),
+                          1.0 / static_cast<double>(per_fold[runs[i].fold]));
     }
+    return StepInterval{weighted_quantile(ratios, 0.1), weighted_quantile(ratios, 0.9),
+                        static_cast<std::int64_t>(chosen.size())};
   }
   return std::nullopt;
 }

@@ -119,14 +119,18 @@ struct CrossValidation {
 };
 CrossValidation cross_validate(const std::vector<FitRun>& runs);
 
-/// Runs needed for an interval from one group's residuals.
+/// Runs, and distinct folds (studies), needed for an interval from one group's residuals.
 inline constexpr std::size_t kMinIntervalRuns = 10;
+inline constexpr std::size_t kMinIntervalFolds = 3;
 
 /// The 80% interval of comparable runs' cross-validated residuals for `family` on
-/// `generation`: the 10th and 90th percentiles (linear interpolation between order statistics)
-/// of exp(-e), measured / predicted, over the runs of that generation and family, leaving out
-/// `exclude_fold` (""); with fewer than kMinIntervalRuns, over the generation's runs; then over
-/// all runs; nullopt below that.
+/// `generation`: the 10th and 90th percentiles of exp(-e), measured / predicted, over the runs
+/// of that generation and family, leaving out `exclude_fold` (""); where those hold fewer than
+/// kMinIntervalRuns runs or kMinIntervalFolds folds, over the generation's runs; then over all
+/// runs; nullopt below that. Each fold weighs the same (each of its runs 1 / its runs in the
+/// group; the percentile is the smallest ratio whose cumulative weight reaches 10% or 90% of
+/// the total): a cross-validated residual is mostly its study's bias, so the interval has to
+/// span the spread between studies, which one 165-run sweep would otherwise set alone.
 std::optional<StepInterval> interval_for(const std::vector<FitRun>& runs,
                                          const std::vector<double>& log_errors,
                                          const std::string& generation, const std::string& family,

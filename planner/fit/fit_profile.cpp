@@ -237,9 +237,10 @@ ProfileFit fit_profile(const std::vector<std::string>& paths,
        "a step time's, runs weighted 1 / sqrt(runs of their file), Gaussian prior penalty per "
        "parameter, Levenberg-Marquardt within the bounds (planner/fit/fit.hpp); intervals: 10th "
        "and 90th percentiles of measured / predicted over the cross-validated residuals "
-       "(leave one source out) of the family's runs on this generation, else the generation's; "
-       "memory (planner/fit/memory_fit.hpp): logistic likelihood of OOM outcomes and Huber (0.1) "
-       "on log(calibrated / measured) peaks per framework family, cross-validated by leaving one "
+       "(leave one source out) of the family's runs on this generation, else the generation's, "
+       "else all (at least 10 runs of 3 studies), each study weighing the same; memory "
+       "(planner/fit/memory_fit.hpp): logistic likelihood of OOM outcomes and Huber (0.1) on "
+       "log(calibrated / measured) peaks per framework family, cross-validated by leaving one "
        "(study, GPU count, sequence length) group out"},
       {"base_profile", out.base.name},
       {"files", files},

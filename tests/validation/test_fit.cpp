@@ -92,14 +92,18 @@ TEST_CASE("fit: the shipped profiles are meshplan fit output (refitted, relative
 }
 
 TEST_CASE("fit: the same inputs give the same bytes", "[validation][fit]") {
-  const std::vector<std::string> files = {test::validation_dir() + "/nemo-2407.json",
-                                          test::validation_dir() + "/torchtitan-h100-202412.json"};
+  const std::vector<std::string> files = {
+      test::validation_dir() + "/megatron-readme-h100.json",
+      test::validation_dir() + "/nemo-2407.json",
+      test::validation_dir() + "/torchtitan-h100-202412.json"};
   const ProfileFit a = fit_profile(files, "h100", "x");
   const ProfileFit b = fit_profile(files, "h100", "x");
   CHECK(a.profile_json.dump(2) == b.profile_json.dump(2));
-  // Two sources: the cross-validation refits once without each and gives both families an
-  // interval (nemo: megatron; torchtitan: pytorch), p10 <= 1-ish <= p90 not assumed, ordered.
+  // Three studies (kMinIntervalFolds): the cross-validation refits once without each, and
+  // every family gets the hopper interval of all three (megatron has two studies of its own,
+  // pytorch one), ordered.
   REQUIRE(a.cross_validation.has_value());
+  REQUIRE(a.intervals.size() == framework_families().size());
   for (const auto& [family, interval] : a.intervals) {
     INFO(family);
     CHECK(interval.p10_ratio <= interval.p90_ratio);

@@ -70,11 +70,11 @@ inline constexpr MapeBound kCrossValidatedBounds[] = {
 };
 
 /// Share of the cross-validated time comparisons measured inside their 80% interval: issue
-/// 19's target is 70-90%; today 29 of 231 (12.6%): Hagemann's sweep (Aleph Alpha's codebase,
-/// the only "other" family runs) is predicted from the Megatron runs' rates when left out, and
-/// their residuals' interval does not reach it. The test checks today's floor and warns about
-/// the target.
-inline constexpr double kMinIntervalCoverage = 0.12;
+/// 19's target is 70-90%; today 52 of 231 (22.5%; 49 of the 69 outside Hagemann's sweep):
+/// Hagemann's sweep (Aleph Alpha's codebase, the only "other" family runs) is predicted from
+/// the Megatron runs' rates when left out, about 30% too fast, outside the spread of the other
+/// studies' residuals. The test checks today's floor and warns about the target.
+inline constexpr double kMinIntervalCoverage = 0.22;
 inline constexpr double kTargetMinIntervalCoverage = 0.70;
 inline constexpr double kTargetMaxIntervalCoverage = 0.90;
 
