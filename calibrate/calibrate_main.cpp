@@ -10,16 +10,16 @@
 #include <optional>
 #include <sstream>
 
-#include "calibrate/backend_choice.hpp"
 #include "calibrate/calibration.hpp"
 #include "calibrate/cpu_backend.hpp"
 #include "calibrate/cuda_backend.hpp"
 #include "calibrate/model_shapes.hpp"
-#include "calibrate/mpi_context.hpp"
 #include "calibrate/options.hpp"
 #include "calibrate/profile_writer.hpp"
-#include "planner/cli/options.hpp"
-#include "planner/config/input_error.hpp"
+#include "common/backend_choice.hpp"
+#include "common/flags.hpp"
+#include "common/input_error.hpp"
+#include "common/mpi_context.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
 #include "planner/report/atomic_write.hpp"

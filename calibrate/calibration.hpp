@@ -15,12 +15,12 @@
 #include <vector>
 
 #include "calibrate/backend.hpp"
-#include "calibrate/fault_injection.hpp"
-#include "calibrate/mpi_context.hpp"
 #include "calibrate/progress.hpp"
 #include "calibrate/records.hpp"
 #include "calibrate/sweep_plan.hpp"
-#include "calibrate/watchdog.hpp"
+#include "common/fault_injection.hpp"
+#include "common/mpi_context.hpp"
+#include "common/watchdog.hpp"
 
 namespace meshplan::calibrate {
 

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "calibrate/collective_verify.hpp"
-#include "calibrate/cuda_support.hpp"
-#include "calibrate/mpi_context.hpp"
+#include "common/cuda_support.hpp"
+#include "common/mpi_context.hpp"
 #include "kernels/cuda_fill.hpp"
 #include "kernels/hbm.hpp"
 #include "kernels/patterns.hpp"

@@ -3,8 +3,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "planner/config/input_error.hpp"
-#include "planner/report/format.hpp"
+#include "common/format.hpp"
+#include "common/input_error.hpp"
 
 namespace meshplan::calibrate {
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "calibrate/collective_verify.hpp"
-#include "calibrate/mpi_context.hpp"
+#include "common/mpi_context.hpp"
 #include "kernels/patterns.hpp"
 
 namespace meshplan::calibrate {

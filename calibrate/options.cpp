@@ -2,9 +2,9 @@
 
 #include <CLI/CLI.hpp>
 
-#include "calibrate/fault_injection.hpp"
-#include "planner/cli/options.hpp"
-#include "planner/config/input_error.hpp"
+#include "common/fault_injection.hpp"
+#include "common/flags.hpp"
+#include "common/input_error.hpp"
 
 #ifndef MESHPLAN_VERSION
 #error "MESHPLAN_VERSION must be defined by the build"

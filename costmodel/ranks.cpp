@@ -76,4 +76,24 @@ std::vector<std::vector<std::int64_t>> process_groups(GroupKind kind, const Layo
   return groups;
 }
 
+std::vector<std::int64_t> group_of_rank(GroupKind kind, std::int64_t rank, const Layout& layout) {
+  const RankCoords at = rank_to_coords(rank, layout);
+  // The group's own coordinates, outer before inner, so that ranks come out increasing (cp
+  // varies faster than dp in the rank order).
+  const bool tp = kind == GroupKind::kTp, cp = kind == GroupKind::kCp || kind == GroupKind::kDpCp,
+             dp = kind == GroupKind::kDp || kind == GroupKind::kDpCp, pp = kind == GroupKind::kPp;
+  std::vector<std::int64_t> ranks;
+  RankCoords c = at;
+  for (c.pp = pp ? 0 : at.pp; c.pp < (pp ? layout.pp : at.pp + 1); ++c.pp) {
+    for (c.dp = dp ? 0 : at.dp; c.dp < (dp ? layout.dp : at.dp + 1); ++c.dp) {
+      for (c.cp = cp ? 0 : at.cp; c.cp < (cp ? layout.cp : at.cp + 1); ++c.cp) {
+        for (c.tp = tp ? 0 : at.tp; c.tp < (tp ? layout.tp : at.tp + 1); ++c.tp) {
+          ranks.push_back(coords_to_rank(c, layout));
+        }
+      }
+    }
+  }
+  return ranks;
+}
+
 }  // namespace meshplan

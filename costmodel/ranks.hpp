@@ -47,4 +47,11 @@ enum class GroupKind { kTp, kCp, kDp, kPp, kDpCp };
 /// Errors: std::invalid_argument when a degree is < 1.
 std::vector<std::vector<std::int64_t>> process_groups(GroupKind kind, const Layout& layout);
 
+/// The group of `kind` that holds global rank `rank`: its ranks in increasing order (the ranks
+/// sharing every coordinate of `rank` outside the group's own), the same list process_groups
+/// gives for that group. Shape: tp, cp, dp, pp or dp x cp ranks. Example (tp = 2, cp = 1,
+/// dp = 2, pp = 2): kDp of rank 5 gives {5, 7}; kPp of rank 0 gives {0, 4}.
+/// Errors: as rank_to_coords (a degree < 1, a rank outside [0, layout.gpus())).
+std::vector<std::int64_t> group_of_rank(GroupKind kind, std::int64_t rank, const Layout& layout);
+
 }  // namespace meshplan

@@ -10,6 +10,7 @@
 #include "costmodel/host_bound.hpp"
 #include "costmodel/param_count.hpp"
 #include "costmodel/placement.hpp"
+#include "costmodel/ranks.hpp"
 
 namespace meshplan {
 
@@ -245,9 +246,12 @@ void add_edge(StageTimes& st, const EdgeCosts& e, std::size_t chunk) {
   }
 }
 
-std::vector<std::int64_t> first_group(std::int64_t stride, std::int64_t count) {
-  std::vector<std::int64_t> ranks;
-  for (std::int64_t i = 0; i < count; ++i) ranks.push_back(i * stride);
+/// Rank 0's group of `kind` (ranks.hpp, the one map from ranks to groups), cut to its first
+/// `count` ranks when `count` > 0: the pipeline's sends cross one stage boundary, between its
+/// first two stages.
+std::vector<std::int64_t> rank0_group(GroupKind kind, const Layout& l, std::size_t count = 0) {
+  std::vector<std::int64_t> ranks = group_of_rank(kind, 0, l);
+  if (count > 0 && ranks.size() > count) ranks.resize(count);
   return ranks;
 }
 
@@ -310,10 +314,10 @@ StepContext::StepContext(const ModelSpec& m, const TrainingSetup& s, const Clust
 }
 
 GroupRates::GroupRates(const StepContext& x, const Layout& l)
-    : tp(first_group(1, l.tp), x.cluster, x.profile),
-      cp(first_group(l.tp, l.cp), x.cluster, x.profile),
-      dp_cp(first_group(l.tp, l.dp * l.cp), x.cluster, x.profile),
-      pp(first_group(l.tp * l.cp * l.dp, std::min<std::int64_t>(l.pp, 2)), x.cluster, x.profile) {}
+    : tp(rank0_group(GroupKind::kTp, l), x.cluster, x.profile),
+      cp(rank0_group(GroupKind::kCp, l), x.cluster, x.profile),
+      dp_cp(rank0_group(GroupKind::kDpCp, l), x.cluster, x.profile),
+      pp(rank0_group(GroupKind::kPp, l, 2), x.cluster, x.profile) {}
 
 LayerCosts layer_costs(const StepContext& x, const Layout& l, const GroupRates& groups) {
   const LayerOps ops = build_layer_ops(x.model, layer_setting(l, x.setup));

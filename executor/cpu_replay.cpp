@@ -15,12 +15,11 @@
 #include <tuple>
 #include <utility>
 
-#include "calibrate/mpi_context.hpp"
+#include "common/mpi_context.hpp"
 #include "costmodel/ranks.hpp"
 
 namespace meshplan::executor {
 
-using calibrate::check_mpi;
 using Matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic>;
 using View = Eigen::Map<Matrix>;
 using ArrayView = Eigen::Map<Eigen::ArrayXf>;

@@ -13,8 +13,8 @@
 #include <utility>
 #include <vector>
 
-#include "calibrate/cuda_support.hpp"
-#include "calibrate/mpi_context.hpp"
+#include "common/cuda_support.hpp"
+#include "common/mpi_context.hpp"
 #include "costmodel/ranks.hpp"
 #include "executor/cuda_pipeline.hpp"
 #include "executor/ledger_memory.hpp"
@@ -24,11 +24,6 @@
 
 namespace meshplan::executor {
 
-using calibrate::check_cublas;
-using calibrate::check_cuda;
-using calibrate::check_mpi;
-using calibrate::check_nccl;
-using calibrate::DeviceMemory;
 
 namespace {
 
@@ -159,7 +154,7 @@ struct CudaReplay::State {
   Matrix make(std::int64_t rows, std::int64_t cols, std::uint32_t seed) {
     const auto bytes = static_cast<std::size_t>(rows * cols) * kBf16;
     buffers.push_back(std::make_unique<DeviceMemory>(bytes));
-    calibrate::fill_gemm_pattern_bf16(buffers.back()->as<Bf16>(), rows * cols, seed, stream);
+    fill_gemm_pattern_bf16(buffers.back()->as<Bf16>(), rows * cols, seed, stream);
     memory.add(static_cast<double>(bytes));
     memory.scratch += static_cast<double>(bytes);
     return {buffers.back()->as<Bf16>(), rows, cols, rows};
@@ -260,7 +255,7 @@ CudaReplay::CudaReplay(const Plan& plan, std::int64_t world_rank, const Groups& 
   const auto open = [](MPI_Comm comm, ncclComm_t& nccl, int& size, int& rank) {
     check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
     check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
-    if (size > 1) nccl = calibrate::nccl_comm_over_mpi(comm);
+    if (size > 1) nccl = nccl_comm_over_mpi(comm);
   };
   int pp_size = 1, pp_rank = 0;
   open(groups.tp, st.tp, st.tp_size, st.tp_rank);

@@ -7,7 +7,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "planner/report/format.hpp"
+#include "common/format.hpp"
 
 namespace meshplan::executor {
 

@@ -16,27 +16,25 @@
 #include <string>
 #include <vector>
 
-#include "calibrate/backend_choice.hpp"
-#include "calibrate/fault_injection.hpp"
-#include "calibrate/mpi_context.hpp"
-#include "calibrate/watchdog.hpp"
+#include "common/backend_choice.hpp"
+#include "common/fault_injection.hpp"
+#include "common/flags.hpp"
+#include "common/format.hpp"
+#include "common/input_error.hpp"
+#include "common/mpi_context.hpp"
+#include "common/watchdog.hpp"
 #include "costmodel/ranks.hpp"
+#include "costmodel/units.hpp"
 #include "executor/cpu_replay.hpp"
 #include "executor/cuda_replay.hpp"
 #include "executor/ledger_memory.hpp"
-#include "planner/cli/options.hpp"
-#include "planner/config/input_error.hpp"
 #include "planner/plan/plan_file.hpp"
 #include "planner/report/atomic_write.hpp"
-#include "costmodel/units.hpp"
-#include "planner/report/format.hpp"
 
 namespace meshplan::executor {
 
 namespace {
 
-using calibrate::check_mpi;
-using calibrate::MpiContext;
 
 
 struct Options {
@@ -45,7 +43,7 @@ struct Options {
   int warmup = 1;
   std::string report;
   double timeout_s = 60;
-  std::string inject_fault;  ///< KIND:RANK (calibrate/fault_injection.hpp), tests of the watchdog
+  std::string inject_fault;  ///< KIND:RANK (common/fault_injection.hpp), tests of the watchdog
   std::string backend = "auto";  ///< cpu | cuda | auto
 };
 
@@ -75,7 +73,7 @@ int parse_options(int argc, char** argv, Options& o, bool talk) {
   app.add_option("--inject-fault", o.inject_fault,
                  "Testing the watchdog: KIND:RANK, KIND exit | hang | stop, at the first timed "
                  "step")
-      ->check(calibrate::fault_spec_problem);
+      ->check(fault_spec_problem);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -182,9 +180,9 @@ int run(int argc, char** argv, int thread_level) {
   Options o;
   const int parsed = parse_options(argc, argv, o, world_rank == 0);
   if (parsed >= 0) return parsed;
-  const calibrate::FaultInjection fault = calibrate::parse_fault(o.inject_fault);
+  const FaultInjection fault = parse_fault(o.inject_fault);
 
-  const MpiContext ctx = calibrate::discover_mpi_context(MPI_COMM_WORLD, thread_level);
+  const MpiContext ctx = discover_mpi_context(MPI_COMM_WORLD, thread_level);
   // Refused before anything is allocated: a --report that names the plan, a plan that does not
   // read, a world of the wrong size, a --report that cannot be written (rank 0 writes it).
   Plan plan;
@@ -194,9 +192,7 @@ int run(int argc, char** argv, int thread_level) {
     plan = read_plan(o.plan);
     if (plan.layout.gpus() != ctx.size) {
       error = o.plan + ": the plan needs " + std::to_string(plan.layout.gpus()) +
-              " GPUs (dp " + std::to_string(plan.layout.dp) + " x tp " +
-              std::to_string(plan.layout.tp) + " x pp " + std::to_string(plan.layout.pp) +
-              " x cp " + std::to_string(plan.layout.cp) + ") but the job has " +
+              " GPUs (" + degrees_text(plan.layout, false, " x ") + ") but the job has " +
               std::to_string(ctx.size) + " ranks; launch it with mpirun -np " +
               std::to_string(plan.layout.gpus());
     } else if (ctx.rank == 0 && !o.report.empty()) {
@@ -205,7 +201,7 @@ int run(int argc, char** argv, int thread_level) {
   } catch (const InputError& e) {
     error = e.what();
   }
-  if (!calibrate::all_ranks(ctx.world, error.empty())) {
+  if (!all_ranks(ctx.world, error.empty())) {
     if (ctx.rank == 0) {
       std::cerr << "meshplan-run: error: "
                 << (error.empty() ? "another rank could not read the plan" : error) << "\n";
@@ -219,7 +215,7 @@ int run(int argc, char** argv, int thread_level) {
   try {
     std::string why;
     const bool usable = cuda_replay_usable(&why);
-    cuda = calibrate::use_cuda_backend(o.backend, ctx.world, usable, why, backend_notes);
+    cuda = use_cuda_backend(o.backend, ctx.world, usable, why, backend_notes);
   } catch (const InputError& e) {
     if (ctx.rank == 0) std::cerr << "meshplan-run: error: " << e.what() << "\n";
     return kInputErrorExitCode;
@@ -255,13 +251,13 @@ int run(int argc, char** argv, int thread_level) {
             source + ")",
         o.plan);
   }
-  const std::vector<int> short_ranks = calibrate::ranks_where_false(ctx.world, error.empty());
+  const std::vector<int> short_ranks = ranks_where_false(ctx.world, error.empty());
   if (!short_ranks.empty()) {
     if (ctx.rank == short_ranks.front()) std::cerr << "meshplan-run: error: " << error << "\n";
     return device_query_failed ? 1 : kInputErrorExitCode;
   }
 
-  calibrate::Watchdog watchdog(ctx.world, "meshplan-run", "--timeout-s", ctx.hosts,
+  Watchdog watchdog(ctx.world, "meshplan-run", "--timeout-s", ctx.hosts,
                                o.timeout_s, thread_level >= MPI_THREAD_MULTIPLE);
   watchdog.step("process groups");
   const Layout& L = plan.layout;
@@ -271,8 +267,7 @@ int run(int argc, char** argv, int thread_level) {
   groups.pp = split_group(ctx, GroupKind::kPp, L, "pp");
   groups.dp_cp = split_group(ctx, GroupKind::kDpCp, L, "dp x cp");
   if (ctx.rank == 0) {
-    std::cerr << "meshplan-run: " << plan.model.name << ", dp " << L.dp << " tp " << L.tp
-              << " pp " << L.pp << " cp " << L.cp << " vpp " << L.vpp << ", "
+    std::cerr << "meshplan-run: " << plan.model.name << ", " << degrees_text(L, true) << ", "
               << L.microbatches() << " micro-batches of " << L.mbs << " x " << plan.setup.seq
               << " tokens, zero " << L.zero << (L.sp ? ", sp" : "") << "; " << ctx.size
               << " rank(s) on " << ctx.nodes << " node(s); " << (cuda ? "CUDA" : "CPU") << " backend; " << o.warmup
@@ -302,7 +297,7 @@ int run(int argc, char** argv, int thread_level) {
   StepTimes mean;
   for (int i = 0; i < o.steps; ++i) {
     watchdog.step("step " + std::to_string(i + 1));
-    if (i == 0) calibrate::inject_fault(fault, ctx, "meshplan-run");
+    if (i == 0) inject_fault(fault, ctx, "meshplan-run");
     check_mpi(MPI_Barrier(ctx.world), "MPI_Barrier");
     const StepTimes t = run_step();
     mean.compute += t.compute / o.steps;
@@ -332,7 +327,7 @@ int run(int argc, char** argv, int thread_level) {
                        ctx.world),
             "MPI_Gather");
   const double device_in_use =
-      calibrate::max_over_ranks(ctx.world, cuda ? cuda_replay->device_bytes_in_use() : 0.0);
+      max_over_ranks(ctx.world, cuda ? cuda_replay->device_bytes_in_use() : 0.0);
   watchdog.idle();
 
   int code = 0;
@@ -520,7 +515,7 @@ int run(int argc, char** argv, int thread_level) {
 }  // namespace
 
 int run_main(int argc, char** argv) {
-  return calibrate::run_mpi_program("meshplan-run", argc, argv, run);
+  return run_mpi_program("meshplan-run", argc, argv, run);
 }
 
 }  // namespace meshplan::executor

@@ -3,7 +3,7 @@
 #include "kernels/cuda_fill.hpp"
 #include "kernels/patterns.hpp"
 
-namespace meshplan::calibrate {
+namespace meshplan {
 
 namespace {
 
@@ -52,4 +52,4 @@ void fill_value(float* data, std::int64_t count, float value, cudaStream_t strea
   value_kernel<<<blocks_for(count), kThreads, 0, stream>>>(data, count, value);
 }
 
-}  // namespace meshplan::calibrate
+}  // namespace meshplan

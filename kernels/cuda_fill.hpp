@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-namespace meshplan::calibrate {
+namespace meshplan {
 
 /// `count` bf16 values (raw 16-bit) gemm_pattern_value(i, seed), exact in bf16.
 void fill_gemm_pattern_bf16(std::uint16_t* data, std::int64_t count, std::uint32_t seed,
@@ -18,4 +18,4 @@ void fill_collective_pattern(float* data, std::int64_t count, int rank, cudaStre
 /// `count` floats equal to `value`.
 void fill_value(float* data, std::int64_t count, float value, cudaStream_t stream);
 
-}  // namespace meshplan::calibrate
+}  // namespace meshplan

@@ -14,7 +14,7 @@
 #define MESHPLAN_HOST_DEVICE
 #endif
 
-namespace meshplan::calibrate {
+namespace meshplan {
 
 /// GEMM input element `index` of the matrix seeded `seed`: one of -1, -7/8, ..., 7/8, 1.
 MESHPLAN_HOST_DEVICE inline float gemm_pattern_value(std::uint64_t index, std::uint32_t seed) {
@@ -31,4 +31,4 @@ MESHPLAN_HOST_DEVICE inline float collective_send_value(int rank, std::int64_t i
   return static_cast<float>(rank + 1 + static_cast<int>(index % 7));
 }
 
-}  // namespace meshplan::calibrate
+}  // namespace meshplan

@@ -5,14 +5,19 @@
 #include <map>
 #include <memory>
 
+#include "common/input_error.hpp"
 #include "planner/cli/commands.hpp"
-#include "planner/config/input_error.hpp"
 
 #ifndef MESHPLAN_VERSION
 #error "MESHPLAN_VERSION must be defined by the build"
 #endif
 
 namespace meshplan {
+
+int nothing_fits(std::ostream& err, const std::string& message) {
+  err << "meshplan: " << message << "\n";
+  return kNothingFitsExitCode;
+}
 
 int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   CLI::App app{
@@ -41,10 +46,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   // would start a second "meshplan: error:" line; a NUL, possible in a test's arguments, would
   // cut the message) is refused first, quoted with JSON escapes.
   for (std::size_t i = 0; i < args.size(); ++i) {
-    const bool control = std::any_of(args[i].begin(), args[i].end(), [](char c) {
-      return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
-    });
-    if (control) {
+    if (has_control_character(args[i])) {
       err << "meshplan: error: argument " << i + 1 << ", " << json_quoted(args[i])
           << ", holds a control character (a newline, tab or escape); flags, values and file "
              "names are printable text\n";
@@ -98,15 +100,12 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
 
   try {
     for (const auto& [sub, action] : actions) {
-      if (sub->parsed()) action(out, err);
+      if (sub->parsed()) return action(out, err);
     }
     return 0;
   } catch (const InputError& e) {
     err << "meshplan: error: " << e.what() << "\n";
     return kInputErrorExitCode;
-  } catch (const NothingFits& e) {
-    err << "meshplan: " << e.what() << "\n";
-    return kNothingFitsExitCode;
   } catch (const std::exception& e) {
     err << "meshplan: internal error: " << e.what() << " (this is a bug; please report it)\n";
     return 1;

@@ -1,29 +1,27 @@
 // Registration of the subcommands. Each command file adds its options to `app` and returns the
-// action to run when that subcommand was chosen; the action writes to `out` and throws
-// InputError for bad input.
+// action to run when that subcommand was chosen; the action writes its answer to `out` and its
+// notes to `err`, returns the exit code (0, or kNothingFitsExitCode after an answer that says
+// nothing fits) and throws InputError for bad input (exit code 2, printed by run_cli).
 #pragma once
 
 #include <functional>
 #include <ostream>
-#include <stdexcept>
 #include <string>
 
 #include <CLI/CLI.hpp>
 
 namespace meshplan {
 
-using CommandAction = std::function<void(std::ostream& out, std::ostream& err)>;
+using CommandAction = std::function<int(std::ostream& out, std::ostream& err)>;
 
-/// Exit code of `meshplan plan` when no layout fits (after printing why, as usual): scripts can
-/// tell "nothing fits" (3) from bad input (2) and success (0).
+/// Exit code of `meshplan plan` (and `estimate --out`) when nothing fits in memory, after the
+/// answer and a line on stderr saying so: scripts can tell "nothing fits" (3) from bad input (2)
+/// and success (0).
 inline constexpr int kNothingFitsExitCode = 3;
 
-/// Thrown by a command after it has printed its whole answer, when that answer is "nothing
-/// fits". run_cli prints "meshplan: <what()>" on stderr and exits with kNothingFitsExitCode.
-class NothingFits : public std::runtime_error {
- public:
-  explicit NothingFits(const std::string& message) : std::runtime_error(message) {}
-};
+/// Prints "meshplan: <message>" on `err` and returns kNothingFitsExitCode: how a command ends
+/// whose printed answer is that nothing fits.
+int nothing_fits(std::ostream& err, const std::string& message);
 
 /// `meshplan ledger`: the memory ledger and time to train (ledger_command.cpp).
 CommandAction add_ledger_command(CLI::App& app);

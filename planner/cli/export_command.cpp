@@ -4,11 +4,11 @@
 #include <iostream>
 #include <memory>
 
+#include "common/format.hpp"
+#include "common/input_error.hpp"
 #include "planner/cli/commands.hpp"
-#include "planner/config/input_error.hpp"
 #include "planner/exports/exports.hpp"
 #include "planner/plan/plan_file.hpp"
-#include "planner/report/format.hpp"
 
 namespace meshplan {
 
@@ -79,6 +79,7 @@ CommandAction add_export_command(CLI::App& app) {
           << "; the training job would run out of memory (meshplan plan searches for a layout "
              "that fits)\n";
     }
+    return 0;
   };
 }
 

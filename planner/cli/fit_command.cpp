@@ -13,7 +13,7 @@
 #include "planner/fit/fit_profile.hpp"
 #include "planner/fit/parameters.hpp"
 #include "planner/report/atomic_write.hpp"
-#include "planner/report/format.hpp"
+#include "common/format.hpp"
 
 namespace meshplan {
 
@@ -119,7 +119,7 @@ CommandAction add_fit_command(CLI::App& app) {
                   "GPU");
   cmd->add_option("--out", *out_path, "Profile file to write")->required();
   return [files, base, out_path](std::ostream& out, std::ostream& /*err*/) {
-    check_writable_target(*out_path);
+    check_output_flag("--out", *out_path);
     const auto start = std::chrono::steady_clock::now();
     const ProfileFit f =
         fit_profile(*files, *base, std::filesystem::path(*out_path).stem().string());
@@ -127,6 +127,7 @@ CommandAction add_fit_command(CLI::App& app) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     write_file_atomically(*out_path, f.profile_json.dump(2) + "\n");
     out << render(f, *out_path, seconds);
+    return 0;
   };
 }
 

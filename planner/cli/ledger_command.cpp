@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/format.hpp"
+#include "common/input_error.hpp"
 #include "costmodel/counted.hpp"
 #include "costmodel/fitted_rates.hpp"
 #include "costmodel/flops.hpp"
@@ -18,11 +20,9 @@
 #include "costmodel/units.hpp"
 #include "planner/cli/commands.hpp"
 #include "planner/cli/options.hpp"
-#include "planner/config/input_error.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
 #include "planner/plan/plan_file.hpp"
-#include "planner/report/format.hpp"
 #include "planner/report/layout_summary.hpp"
 #include "planner/report/memory_ledger_report.hpp"
 
@@ -321,6 +321,7 @@ CommandAction add_ledger_command(CLI::App& app) {
     const LedgerResult r = compute(*o);
     if (r.model) note_rope_length(err, *r.model, r.seq);
     out << (o->json ? render_json(*o, r) : render_text(*o, r));
+    return 0;
   };
 }
 

@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "common/flags.hpp"
 #include "costmodel/framework.hpp"
 #include "costmodel/hardware.hpp"
 #include "costmodel/layout.hpp"
@@ -18,39 +19,6 @@
 #include "costmodel/step_time.hpp"
 
 namespace meshplan {
-
-/// Accepts a finite number in (0, max] ("7e9"); the error says so in one line.
-CLI::Validator positive_up_to(double max);
-
-/// Accepts a decimal whole number from 1 to `max` (the check of every integer flag: "1.5" and
-/// "0x8" are refused by name, not left to CLI11's "Could not convert"). CLI11 names the flag:
-/// "--gbs: must be a whole number from 1 to 1099511627776, got "1.5"". The bounds are
-/// size_bounds.hpp's: kMaxDegree (2^24) for degrees, sizes and seq keeps every product inside
-/// int64; kMaxGbs (2^40) for the global batch.
-CLI::Validator whole_up_to(std::int64_t max);
-
-/// Accepts a finite decimal number in [min, max] (NaN, inf, octal and hex spellings refused):
-/// the check for every floating-point flag, in place of CLI::Range, which lets NaN through
-/// (every comparison with NaN is false). CLI11 names the flag: "--timeout-s: must be a number
-/// from 0.5 to 86400, got "nan"". Whole bounds are written in full (1000000), others in %g.
-CLI::Validator number_in(double min, double max);
-
-/// number_in's check of one value: "" when `text` is a finite decimal number in [min, max],
-/// else "must be a number from MIN to MAX, got "TEXT"".
-std::string number_in_problem(const std::string& text, double min, double max);
-
-/// An output file flag (--out, --trace, --report): refuses an empty path at parse time (CLI11
-/// names the flag: "--out: an empty path is never a valid output file; give a file name").
-CLI::Validator output_file();
-
-/// A flag whose value names something (--profile, --gpu, --model, --name): refuses an empty
-/// value at parse time, which would otherwise fall back to the default silently. CLI11 names
-/// the flag: "--profile: is empty; expected <what>".
-CLI::Validator non_empty(const std::string& what);
-
-/// check_writable_target(path) with the error naming `flag` ("--out plan.json: ..."), for
-/// commands that check every output before they compute or write anything.
-void check_output_flag(const std::string& flag, const std::string& path);
 
 /// Tokens per global batch `plan` takes when --gbs is not given, and `estimate` / `ledger`
 /// aim at, up to 4096 GPUs: about 4M (Llama 2 and 3, GPT-3's largest runs).
@@ -234,13 +202,6 @@ std::vector<std::string> setup_notes(const Layout& layout, const TrainingSetup& 
 /// profile came from elsewhere.
 std::string profile_label(const Profile& profile, const std::string& given,
                           const std::string& source = "");
-
-/// The note printed (on stderr, after "note: ") when a profile describes another GPU than the
-/// one it is used for: "profile a100 is for a100-80g, used for <used_for>: its efficiencies are
-/// a100-80g's, not h100-sxm's" (`used_for`: "a cluster of h100-sxm (dgx-h100)"); callers add
-/// what to do. Empty when the profile's "gpu" is `gpu`.
-std::string profile_gpu_note(const Profile& profile, const std::string& gpu,
-                             const std::string& used_for);
 
 /// Prints "note: <profile_gpu_note>; give --profile with a profile of <GPU> ..." on `err` when
 /// `profile` is for another GPU than `cluster`'s (estimate, plan), and a note for each tier

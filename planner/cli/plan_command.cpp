@@ -8,20 +8,21 @@
 #include <optional>
 #include <sstream>
 
+#include "common/format.hpp"
+#include "common/input_error.hpp"
 #include "costmodel/counted.hpp"
 #include "costmodel/oom_risk.hpp"
 #include "costmodel/param_count.hpp"
 #include "costmodel/units.hpp"
 #include "planner/cli/commands.hpp"
 #include "planner/cli/options.hpp"
-#include "planner/config/input_error.hpp"
+#include "planner/cli/scenario.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
 #include "planner/config/size_bounds.hpp"
 #include "planner/plan/plan.hpp"
 #include "planner/plan/plan_file.hpp"
 #include "planner/report/atomic_write.hpp"
-#include "planner/report/format.hpp"
 #include "planner/report/plan_report.hpp"
 #include "planner/report/step_report.hpp"
 #include "planner/search/search.hpp"
@@ -31,14 +32,8 @@ namespace meshplan {
 namespace {
 
 struct PlanOptions {
-  std::string model;
-  std::string cluster = "dgx-h100";
-  std::string profile;
-  std::string framework = "megatron";
-  std::string precision;
+  ScenarioFlags in;
   std::string attention;
-  std::string elementwise;  ///< "", "fused", "eager"
-  OverlapFlags overlaps;
   std::int64_t gpus = 0;
   std::int64_t gbs = 0;
   std::int64_t seq = 0;
@@ -113,10 +108,8 @@ std::string no_valid_layout(const PlanOptions& o, const ModelSpec& model,
     for (std::size_t i = 0; i < std::min(kShown, most.size()); ++i) {
       const Layout& l = most[i]->example;
       message += "\n  layout: " + most[i]->example_problem + " (" +
-                 std::to_string(most[i]->layouts) + " of " + searched + " layouts; first: dp " +
-                 std::to_string(l.dp) + " tp " + std::to_string(l.tp) + " pp " +
-                 std::to_string(l.pp) + " cp " + std::to_string(l.cp) + " vpp " +
-                 std::to_string(l.vpp) + " mbs " + std::to_string(l.mbs) + ")";
+                 std::to_string(most[i]->layouts) + " of " + searched + " layouts; first: " +
+                 degrees_text(l, true) + " mbs " + std::to_string(l.mbs) + ")";
     }
     // The rest by reason and count: plan --json prints nothing here (exit code 2, no layout
     // to list), so this message is the only place they can be read.
@@ -136,6 +129,205 @@ std::string no_valid_layout(const PlanOptions& o, const ModelSpec& model,
   return message;
 }
 
+/// Before the search: a plan that could not be written, or would replace an input, would be
+/// found in vain.
+void check_plan_output(const PlanOptions& o) {
+  if (o.out.empty()) return;
+  require_distinct_files({{"--out", o.out, o.out}},
+                         input_files({{PresetKind::kModel, "--model", o.in.model},
+                                      {PresetKind::kCluster, "--cluster", o.in.cluster},
+                                      {PresetKind::kProfile, "--profile", o.in.profile}}));
+  check_output_flag("--out", o.out);
+}
+
+/// The training setup every layout is costed with: the scenario's framework and precision,
+/// --seq (default the model's) and --attention (default flash where the GPU has it). Checks
+/// --memory-reserve against the GPU's memory first.
+TrainingSetup plan_setup(const PlanOptions& o, const Scenario& x, std::vector<std::string>& notes) {
+  const GpuSpec& gpu = x.cluster.gpu;
+  if (o.memory_reserve_gib * kGiB >= gpu.memory_bytes) {
+    std::ostringstream reserve;  // as given: "100", "79.7"
+    reserve << o.memory_reserve_gib;
+    const std::string memory = fixed(gpu.memory_bytes / kGiB, 2);
+    throw InputError("--memory-reserve " + reserve.str() + " GiB: the " + gpu.name +
+                     " GPUs of " + x.cluster.name + " have " + memory +
+                     " GiB each, and the reserve is kept free of that; give less than " +
+                     memory + " (default 0)");
+  }
+  TrainingSetup setup;
+  setup.framework = x.framework;
+  setup.precision = x.precision;
+  setup.seq = o.seq > 0 ? o.seq : x.model.seq_length;
+  setup.attention = !o.attention.empty() ? *parse_attention(o.attention)
+                    : gpu.flash_attention ? AttentionImpl::kFlash
+                                          : AttentionImpl::kEager;
+  if (o.seq <= 0) notes.push_back(seq_default_note(setup.seq));
+  return setup;
+}
+
+/// --gbs, or default_global_batch for the GPU count (with a note naming the rule).
+std::int64_t plan_global_batch(const PlanOptions& o, std::int64_t seq,
+                               std::vector<std::string>& notes) {
+  if (o.gbs > 0) return o.gbs;
+  const std::int64_t gbs = default_global_batch(seq, o.gpus);
+  notes.push_back("gbs " + std::to_string(gbs) + " (default: " +
+                  default_global_batch_rule(seq, o.gpus) + "; set --gbs)");
+  return gbs;
+}
+
+/// Pins the framework cannot run or the GPU count cannot hold: throws InputError naming them.
+void check_pins(const PlanOptions& o, const Scenario& x, const TrainingSetup& setup,
+                std::int64_t gbs) {
+  if (o.zero >= 0) {
+    if (const std::string problem = zero_problem(setup.framework, o.zero); !problem.empty()) {
+      throw InputError(problem);
+    }
+  }
+  if (const std::string problem = context_parallel_problem(setup.framework, o.cp > 0 ? o.cp : 1);
+      !problem.empty()) {
+    throw InputError("--cp " + std::to_string(o.cp) + ": " + problem +
+                     " (or another --framework)");
+  }
+  // Pins the framework's pipeline cannot run: a pinned vpp > 1 (which only pp > 1 takes; an
+  // unpinned pp is checked at 3, where every framework that interleaves does), or a pinned
+  // ZeRO stage with a pinned pp > 1. Unpinned, the search leaves such layouts out.
+  const std::int64_t pinned_vpp = o.vpp > 0 ? o.vpp : 1;
+  const std::int64_t pinned_pp = o.pp > 0 ? o.pp : (pinned_vpp > 1 ? 3 : 1);
+  if (const std::string problem =
+          pipeline_problem(setup.framework, pinned_pp, pinned_vpp, std::max(o.zero, 0));
+      !problem.empty()) {
+    std::string pins;
+    if (o.pp > 0) pins += "--pp " + std::to_string(o.pp);
+    if (o.vpp > 0) pins += (pins.empty() ? "" : " ") + ("--vpp " + std::to_string(o.vpp));
+    if (o.zero >= 0) pins += (pins.empty() ? "" : " ") + ("--zero " + std::to_string(o.zero));
+    const bool one = pins.find(' ') == pins.rfind(' ');  // "--vpp 2": one flag
+    throw InputError(pins + ": " + problem + " (change " + (one ? "it" : "them") +
+                     ", or another --framework)");
+  }
+  if (const std::string problem = plan_pins_problem({o.dp, o.tp, o.pp, o.cp, o.mbs, o.vpp},
+                                                    o.gpus, gbs, o.gbs > 0, x.model.num_layers);
+      !problem.empty()) {
+    throw InputError(problem);
+  }
+}
+
+/// The search the flags ask for. With --objective cost and no --tokens, 20 tokens per
+/// parameter (with a note).
+SearchRequest search_request(const PlanOptions& o, const Scenario& x, const TrainingSetup& setup,
+                             std::int64_t gbs, std::vector<std::string>& notes) {
+  SearchRequest request(x.model, x.cluster, x.profile, setup, o.gpus, gbs);
+  auto pinned = [](std::int64_t v) {
+    return v > 0 ? std::optional<std::int64_t>(v) : std::nullopt;
+  };
+  request.pins.dp = pinned(o.dp);
+  request.pins.tp = pinned(o.tp);
+  request.pins.pp = pinned(o.pp);
+  request.pins.cp = pinned(o.cp);
+  request.pins.vpp = pinned(o.vpp);
+  request.pins.mbs = pinned(o.mbs);
+  if (o.zero >= 0) request.pins.zero = o.zero;
+  if (!o.recompute.empty()) request.pins.recompute = *parse_recompute(o.recompute);
+  if (!o.sp.empty()) request.pins.sp = o.sp == "on";
+  request.allow_cross_node_tp = o.allow_cross_node_tp;
+  request.memory_reserve_bytes = o.memory_reserve_gib * kGiB;
+  request.max_oom_risk = o.max_oom_risk;
+  request.top_k = o.top;
+  request.objective = o.objective == "memory" ? Objective::kMemory
+                      : o.objective == "cost" ? Objective::kCost
+                                              : Objective::kTime;
+  request.pareto = o.pareto;
+  // Given, --tokens is used whatever the objective: the table lists each layout's GPU-hours
+  // to train them (render_plan), as --json does.
+  request.tokens = o.tokens;
+  if (request.objective == Objective::kCost && o.tokens <= 0) {
+    request.tokens = 20.0 * static_cast<double>(count_params(x.model).total);
+    notes.push_back("tokens " + scientific(request.tokens) +
+                    " (default: 20 per parameter, Chinchilla-optimal; set --tokens)");
+  }
+  return request;
+}
+
+/// Bad input the search revealed: pins that leave nothing to search, every layout breaking a
+/// rule (none reached the memory check), or a profile whose numbers give a listed layout a time
+/// that is not finite. Throws InputError.
+void check_search(const PlanOptions& o, const Scenario& x, const TrainingSetup& setup,
+                  const SearchResult& result) {
+  if (result.space == 0) {
+    const std::string cp_rule = context_parallel_problem(setup.framework, 2);
+    throw InputError("plan: the pinned dimensions leave no layout of " + std::to_string(o.gpus) +
+                     " GPUs to search (check that the pins multiply into the GPU count" +
+                     (cp_rule.empty() ? std::string()
+                                      : "; " + cp_rule + ", so dp x tp x pp must be the GPU "
+                                        "count") +
+                     ")");
+  }
+  // Every layout broke a rule: none was refused for memory, so the input is at fault.
+  if (result.ranked.empty() && result.rejected.count(kOutOfMemoryReason) == 0) {
+    throw InputError(no_valid_layout(o, x.model, result));
+  }
+  // Every listed layout has a finite time: a profile the schema accepts can still overflow,
+  // and NaN times would rank first (NaN compares false). The search itself keeps only the
+  // best top_k, so a non-finite layout it ranked below them is not seen here; those that are
+  // shown (and the Pareto front) are all checked, the best one included.
+  const std::string label = profile_label(x.profile, o.in.profile);
+  for (const std::vector<Candidate>* list : {&result.ranked, &result.pareto}) {
+    for (const Candidate& c : *list) {
+      require_finite_step(c.step_time_s, c.tokens_per_s, c.mfu, c.breakdown, c.layout, setup,
+                          label);
+    }
+  }
+}
+
+/// Notes on the flags the ranked layouts make idle: --pp-overlap where none is interleaved,
+/// and Megatron-LM's opt-in overlaps where the winner has TP or DP communication to hide.
+void add_result_notes(const PlanOptions& o, const TrainingSetup& setup,
+                      const SearchResult& result, std::vector<std::string>& notes) {
+  if (!o.in.overlaps.pp_overlap.empty() &&
+      std::none_of(result.ranked.begin(), result.ranked.end(),
+                   [](const Candidate& c) { return c.layout.vpp > 1; })) {
+    notes.push_back("--pp-overlap: changes nothing for the listed layouts: none is "
+                    "interleaved (vpp > 1)" +
+                    std::string(setup.framework.interleaved_pipeline
+                                    ? ""
+                                    : "; framework " + setup.framework.name + " has no "
+                                      "interleaved schedule"));
+  }
+  // The megatron convention costs Megatron-LM's defaults: its TP and DP overlaps are opt-in
+  // flags, which many jobs set; say so where the winner has that communication to hide.
+  if (setup.framework.name.rfind("megatron", 0) == 0 && o.in.overlaps.tp_overlap < 0 &&
+      o.in.overlaps.dp_overlap.empty() && !result.ranked.empty()) {
+    const Layout& w = result.ranked.front().layout;
+    if (w.tp > 1 || w.dp * w.cp > 1) {
+      notes.push_back("overlaps: costed as Megatron-LM runs by default, its opt-in "
+                      "--tp-comm-overlap, --overlap-grad-reduce and --overlap-param-gather "
+                      "off; for a job that sets them give --tp-overlap 1 --dp-overlap on, "
+                      "which may pick another layout");
+    }
+  }
+}
+
+/// The winner's full estimate, where --out writes it or its model chunks are uneven (a pinned
+/// vpp), whose event simulation estimate would compare with the closed form (a note when they
+/// differ).
+std::optional<Plan> winner_plan(const PlanOptions& o, const Scenario& x,
+                                const TrainingSetup& setup, const SearchResult& result,
+                                std::vector<std::string>& notes) {
+  if (result.ranked.empty()) return std::nullopt;
+  const Layout& best = result.ranked.front().layout;
+  const bool uneven_chunks = best.vpp > 1 && !best.stage_layers.empty();
+  if (o.out.empty() && !uneven_chunks) return std::nullopt;
+  Plan winner = make_plan(x.model, x.cluster, x.profile, setup, best);
+  require_finite_estimate(winner.estimate, winner.layout, winner.setup,
+                          profile_label(x.profile, o.in.profile));
+  if (uneven_chunks) {
+    const std::string note = uneven_chunks_note(
+        {x.model, winner.layout, setup, x.cluster, x.profile.name, x.profile.comm_sm_fraction, {}},
+        winner.estimate);
+    if (!note.empty()) notes.push_back("the winner's " + note);
+  }
+  return winner;
+}
+
 }  // namespace
 
 CommandAction add_plan_command(CLI::App& app) {
@@ -147,26 +339,26 @@ CommandAction add_plan_command(CLI::App& app) {
       "explain the winner. Exit code 0: a plan; 2: bad input (pins that break a layout rule "
       "included: the error names it); 3: nothing fits in memory (the reasons are printed as "
       "usual)");
-  cmd->add_option("--model", o->model, "Model: a preset name, a meshplan-model/1 file or a Hugging Face config.json")
+  cmd->add_option("--model", o->in.model, "Model: a preset name, a meshplan-model/1 file or a Hugging Face config.json")
       ->required()
       ->check(non_empty("a model preset name (meshplan presets models), a meshplan-model/1 file "
                         "or a Hugging Face config.json"));
-  cmd->add_option("--cluster", o->cluster, "Cluster preset or JSON file")
+  cmd->add_option("--cluster", o->in.cluster, "Cluster preset or JSON file")
       ->capture_default_str()
       ->check(non_empty("a cluster preset name (meshplan presets clusters) or a "
                         "meshplan-cluster/1 file"));
   cmd->add_option("--gpus", o->gpus, "GPUs [count], up to 1048576")
       ->required()
       ->check(positive_up_to(1 << 20));
-  cmd->add_option("--profile", o->profile,
+  cmd->add_option("--profile", o->in.profile,
                   "Profile preset (meshplan presets profiles) or profile.json (default: the "
                   "shipped one of the cluster's GPU)")
       ->check(non_empty("a profile preset name (meshplan presets profiles) or a profile.json "
                         "path"));
-  add_framework_option(*cmd, o->framework);
-  add_precision_option(*cmd, o->precision);
-  add_elementwise_option(*cmd, o->elementwise);
-  add_overlap_options(*cmd, o->overlaps);
+  add_framework_option(*cmd, o->in.framework);
+  add_precision_option(*cmd, o->in.precision);
+  add_elementwise_option(*cmd, o->in.elementwise);
+  add_overlap_options(*cmd, o->in.overlaps);
   // The bounds of estimate's (add_layout_options), so that a batch estimate takes can be
   // searched. A larger batch costs the search little: its divisors are the micro-batch sizes
   // tried. Measured for llama3-405b on 2^20 GPUs (2 busy cores): 8 s at the default batch, 18 s
@@ -205,7 +397,8 @@ CommandAction add_plan_command(CLI::App& app) {
       ->capture_default_str()
       ->check(number_in(0.0, 1.0));
   cmd->add_option("--memory-reserve", o->memory_reserve_gib,
-                  "GPU memory kept free beyond the ledger and the OOM risk, a hard margin [GiB]")
+                  "GPU memory kept free beyond the ledger and the OOM risk, a hard margin on the "
+                  "median peak [GiB]")
       ->capture_default_str()
       ->check(number_in(0.0, 1024.0));
   cmd->add_option("--top", o->top, "Layouts to list")->capture_default_str()->check(CLI::Range(1, 1000));
@@ -226,178 +419,19 @@ CommandAction add_plan_command(CLI::App& app) {
       ->check(output_file());
 
   return [o](std::ostream& out, std::ostream& err) {
-    // Before the search: a plan that could not be written, or would replace an input, would be
-    // found in vain.
-    if (!o->out.empty()) {
-      require_distinct_files({{"--out", o->out, o->out}},
-                             input_files({{PresetKind::kModel, "--model", o->model},
-                                          {PresetKind::kCluster, "--cluster", o->cluster},
-                                          {PresetKind::kProfile, "--profile", o->profile}}));
-      check_output_flag("--out", o->out);
-    }
-    std::vector<std::string> notes;
-    const ModelSpec model = load_model(o->model, "--model", &notes);
-    const ClusterSpec cluster = load_cluster(o->cluster, "--cluster");
-    if (const std::string problem = node_count_problem(cluster, o->gpus); !problem.empty()) {
-      throw InputError("--gpus " + std::to_string(o->gpus) + ": " + problem);
-    }
-    if (o->memory_reserve_gib * kGiB >= cluster.gpu.memory_bytes) {
-      std::ostringstream reserve;  // as given: "100", "79.7"
-      reserve << o->memory_reserve_gib;
-      const std::string memory = fixed(cluster.gpu.memory_bytes / kGiB, 2);
-      throw InputError("--memory-reserve " + reserve.str() + " GiB: the " + cluster.gpu.name +
-                       " GPUs of " + cluster.name + " have " + memory +
-                       " GiB each, and the reserve is kept free of that; give less than " +
-                       memory + " (default 0)");
-    }
-    const Precision precision = require_precision(o->precision, cluster.gpu, notes);
-    require_mfu_peak_flops(cluster.gpu, precision);
-    TrainingSetup setup;
-    setup.framework = require_framework(o->framework);
-    apply_elementwise(setup.framework, o->elementwise);
-    apply_overlaps(setup.framework, o->overlaps);
-    setup.precision = precision;
-    setup.seq = o->seq > 0 ? o->seq : model.seq_length;
-    setup.attention = !o->attention.empty() ? *parse_attention(o->attention)
-                      : cluster.gpu.flash_attention ? AttentionImpl::kFlash
-                                                    : AttentionImpl::kEager;
-    if (o->seq <= 0) notes.push_back(seq_default_note(setup.seq));
-    const std::int64_t gbs = o->gbs > 0 ? o->gbs : default_global_batch(setup.seq, o->gpus);
-    if (o->gbs <= 0) {
-      notes.push_back("gbs " + std::to_string(gbs) + " (default: " +
-                      default_global_batch_rule(setup.seq, o->gpus) + "; set --gbs)");
-    }
-    if (o->zero >= 0) {
-      if (const std::string problem = zero_problem(setup.framework, o->zero); !problem.empty()) {
-        throw InputError(problem);
-      }
-    }
-    if (const std::string problem =
-            context_parallel_problem(setup.framework, o->cp > 0 ? o->cp : 1);
-        !problem.empty()) {
-      throw InputError("--cp " + std::to_string(o->cp) + ": " + problem +
-                       " (or another --framework)");
-    }
-    // Pins the framework's pipeline cannot run: a pinned vpp > 1 (which only pp > 1 takes; an
-    // unpinned pp is checked at 3, where every framework that interleaves does), or a pinned
-    // ZeRO stage with a pinned pp > 1. Unpinned, the search leaves such layouts out.
-    const std::int64_t pinned_vpp = o->vpp > 0 ? o->vpp : 1;
-    const std::int64_t pinned_pp = o->pp > 0 ? o->pp : (pinned_vpp > 1 ? 3 : 1);
-    if (const std::string problem = pipeline_problem(setup.framework, pinned_pp, pinned_vpp,
-                                                     std::max(o->zero, 0));
-        !problem.empty()) {
-      std::string pins;
-      if (o->pp > 0) pins += "--pp " + std::to_string(o->pp);
-      if (o->vpp > 0) pins += (pins.empty() ? "" : " ") + ("--vpp " + std::to_string(o->vpp));
-      if (o->zero >= 0) pins += (pins.empty() ? "" : " ") + ("--zero " + std::to_string(o->zero));
-      const bool one = pins.find(' ') == pins.rfind(' ');  // "--vpp 2": one flag
-      throw InputError(pins + ": " + problem + " (change " + (one ? "it" : "them") +
-                       ", or another --framework)");
-    }
-    if (const std::string problem =
-            plan_pins_problem({o->dp, o->tp, o->pp, o->cp, o->mbs, o->vpp}, o->gpus, gbs,
-                              o->gbs > 0, model.num_layers);
-        !problem.empty()) {
-      throw InputError(problem);
-    }
-    const Profile profile = load_profile(
-        o->profile.empty() ? default_profile_name(cluster.gpu) : o->profile, "--profile");
-    note_profile_gpu(err, profile, cluster);
-    note_rope_length(err, model, setup.seq);
-    SearchRequest request(model, cluster, profile, setup, o->gpus, gbs);
-    auto pinned = [](std::int64_t v) {
-      return v > 0 ? std::optional<std::int64_t>(v) : std::nullopt;
-    };
-    request.pins.dp = pinned(o->dp);
-    request.pins.tp = pinned(o->tp);
-    request.pins.pp = pinned(o->pp);
-    request.pins.cp = pinned(o->cp);
-    request.pins.vpp = pinned(o->vpp);
-    request.pins.mbs = pinned(o->mbs);
-    if (o->zero >= 0) request.pins.zero = o->zero;
-    if (!o->recompute.empty()) request.pins.recompute = *parse_recompute(o->recompute);
-    if (!o->sp.empty()) request.pins.sp = o->sp == "on";
-    request.allow_cross_node_tp = o->allow_cross_node_tp;
-    request.memory_reserve_bytes = o->memory_reserve_gib * kGiB;
-    request.max_oom_risk = o->max_oom_risk;
-    request.top_k = o->top;
-    request.objective = o->objective == "memory" ? Objective::kMemory
-                        : o->objective == "cost" ? Objective::kCost
-                                                 : Objective::kTime;
-    request.pareto = o->pareto;
-    // Given, --tokens is used whatever the objective: the table lists each layout's GPU-hours
-    // to train them (render_plan), as --json does.
-    request.tokens = o->tokens;
-    if (request.objective == Objective::kCost && o->tokens <= 0) {
-      request.tokens = 20.0 * static_cast<double>(count_params(model).total);
-      notes.push_back("tokens " + scientific(request.tokens) +
-                      " (default: 20 per parameter, Chinchilla-optimal; set --tokens)");
-    }
-
+    check_plan_output(*o);
+    Scenario x = resolve_scenario(o->in, o->gpus);
+    std::vector<std::string> notes = std::move(x.notes);
+    const TrainingSetup setup = plan_setup(*o, x, notes);
+    const std::int64_t gbs = plan_global_batch(*o, setup.seq, notes);
+    check_pins(*o, x, setup, gbs);
+    note_profile_gpu(err, x.profile, x.cluster);
+    note_rope_length(err, x.model, setup.seq);
+    const SearchRequest request = search_request(*o, x, setup, gbs, notes);
     const SearchResult result = search_layouts(request);
-    if (result.space == 0) {
-      const std::string cp_rule = context_parallel_problem(setup.framework, 2);
-      throw InputError("plan: the pinned dimensions leave no layout of " +
-                       std::to_string(o->gpus) + " GPUs to search (check that the pins multiply "
-                       "into the GPU count" +
-                       (cp_rule.empty() ? std::string()
-                                        : "; " + cp_rule + ", so dp x tp x pp must be the GPU "
-                                          "count") +
-                       ")");
-    }
-    // --pp-overlap changes only interleaved layouts: say so where none is listed.
-    if (!o->overlaps.pp_overlap.empty() &&
-        std::none_of(result.ranked.begin(), result.ranked.end(),
-                     [](const Candidate& c) { return c.layout.vpp > 1; })) {
-      notes.push_back("--pp-overlap: changes nothing for the listed layouts: none is "
-                      "interleaved (vpp > 1)" +
-                      std::string(setup.framework.interleaved_pipeline
-                                      ? ""
-                                      : "; framework " + setup.framework.name + " has no "
-                                        "interleaved schedule"));
-    }
-    // The megatron convention costs Megatron-LM's defaults: its TP and DP overlaps are opt-in
-    // flags, which many jobs set; say so where the winner has that communication to hide.
-    if (setup.framework.name.rfind("megatron", 0) == 0 && o->overlaps.tp_overlap < 0 &&
-        o->overlaps.dp_overlap.empty() && !result.ranked.empty()) {
-      const Layout& w = result.ranked.front().layout;
-      if (w.tp > 1 || w.dp * w.cp > 1) {
-        notes.push_back("overlaps: costed as Megatron-LM runs by default, its opt-in "
-                        "--tp-comm-overlap, --overlap-grad-reduce and --overlap-param-gather "
-                        "off; for a job that sets them give --tp-overlap 1 --dp-overlap on, "
-                        "which may pick another layout");
-      }
-    }
-    // Every layout broke a rule: none was refused for memory, so the input is at fault.
-    if (result.ranked.empty() && result.rejected.count(kOutOfMemoryReason) == 0) {
-      throw InputError(no_valid_layout(*o, model, result));
-    }
-    // Every listed layout has a finite time: a profile the schema accepts can still overflow,
-    // and NaN times would rank first (NaN compares false). The search itself keeps only the
-    // best top_k, so a non-finite layout it ranked below them is not seen here; those that are
-    // shown (and the Pareto front) are all checked, the best one included.
-    const std::string label = profile_label(profile, o->profile);
-    for (const std::vector<Candidate>* list : {&result.ranked, &result.pareto}) {
-      for (const Candidate& c : *list) {
-        require_finite_step(c.step_time_s, c.tokens_per_s, c.mfu, c.breakdown, c.layout, setup,
-                            label);
-      }
-    }
-    // The winner's full estimate, where --out writes it or its model chunks are uneven (a
-    // pinned vpp), whose event simulation estimate would compare with the closed form.
-    const bool uneven_chunks = !result.ranked.empty() && result.ranked.front().layout.vpp > 1 &&
-                               !result.ranked.front().layout.stage_layers.empty();
-    std::optional<Plan> winner;
-    if (!result.ranked.empty() && (!o->out.empty() || uneven_chunks)) {
-      winner = make_plan(model, cluster, profile, setup, result.ranked.front().layout);
-      require_finite_estimate(winner->estimate, winner->layout, winner->setup, label);
-    }
-    if (uneven_chunks) {
-      const std::string note = uneven_chunks_note(
-          {model, winner->layout, setup, cluster, profile.name, profile.comm_sm_fraction, {}},
-          winner->estimate);
-      if (!note.empty()) notes.push_back("the winner's " + note);
-    }
+    check_search(*o, x, setup, result);
+    add_result_notes(*o, setup, result, notes);
+    const std::optional<Plan> winner = winner_plan(*o, x, setup, result, notes);
     std::string written;
     if (!o->out.empty() && winner) {
       const Plan& plan = *winner;
@@ -418,11 +452,12 @@ CommandAction add_plan_command(CLI::App& app) {
       if (!written.empty()) out << "\nplan written to " << written << "\n";
     }
     if (result.ranked.empty()) {
-      throw NothingFits(
-          "no layout of " + std::to_string(o->gpus) + " GPUs fits" +
-          (o->out.empty() ? std::string() : "; --out " + o->out + " was not written") +
-          " (exit code 3; the reasons are listed above)");
+      return nothing_fits(
+          err, "no layout of " + std::to_string(o->gpus) + " GPUs fits" +
+                   (o->out.empty() ? std::string() : "; --out " + o->out + " was not written") +
+                   " (exit code 3; the reasons are listed above)");
     }
+    return 0;
   };
 }
 

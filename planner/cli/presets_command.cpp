@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/format.hpp"
 #include "costmodel/param_count.hpp"
 #include "costmodel/units.hpp"
 #include "planner/cli/commands.hpp"
@@ -11,7 +12,6 @@
 #include "planner/config/loaders.hpp"
 #include "planner/config/presets.hpp"
 #include "planner/config/profile_loader.hpp"
-#include "planner/report/format.hpp"
 
 namespace meshplan {
 
@@ -103,6 +103,7 @@ CommandAction add_presets_command(CLI::App& app) {
       text += (text.empty() ? "" : "\n") + profiles_table();
     }
     out << text;
+    return 0;
   };
 }
 

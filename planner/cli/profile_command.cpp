@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "common/input_error.hpp"
 #include "planner/cli/commands.hpp"
-#include "planner/config/input_error.hpp"
 #include "planner/report/atomic_write.hpp"
 #include "planner/report/profile_report.hpp"
 #include "planner/report/svg_plot.hpp"
@@ -62,7 +62,7 @@ CommandAction add_profile_command(CLI::App& app) {
                        "busbw_<collective>_<tier>.svg, busbw_links.svg, gemm_efficiency.svg");
 
   return [o, show, svg](std::ostream& out, std::ostream& /*err*/) {
-    if (!show->parsed()) return;
+    if (!show->parsed()) return 0;
     if (svg->count() > 0 && o->svg_dir.empty()) {
       throw InputError("--svg: is empty; expected a folder to write the plots into");
     }
@@ -94,6 +94,7 @@ CommandAction add_profile_command(CLI::App& app) {
       out << "\nPlots written (SVG):\n";
       for (const std::string& path : written) out << "  " << path << "\n";
     }
+    return 0;
   };
 }
 

@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/format.hpp"
 #include "planner/cli/commands.hpp"
-#include "planner/report/format.hpp"
 #include "planner/fit/cross_validated_report.hpp"
 #include "planner/validation/validate.hpp"
 
@@ -229,6 +229,7 @@ CommandAction add_validate_command(CLI::App& app) {
     const ValidationReport report =
         *cross ? cross_validated_report(*files) : validate_files(*files);
     out << (*json ? render_json(report).dump(2) + "\n" : render_text(report));
+    return 0;
   };
 }
 

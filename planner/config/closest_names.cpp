@@ -1,6 +1,6 @@
 #include "planner/config/closest_names.hpp"
 
-#include "planner/config/input_error.hpp"
+#include "common/input_error.hpp"
 
 #include <algorithm>
 #include <cctype>

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <filesystem>
 
+#include "common/input_error.hpp"
 #include "planner/config/closest_names.hpp"
-#include "planner/config/input_error.hpp"
 #include "planner/config/json_reader.hpp"
 #include "planner/config/size_bounds.hpp"
 
@@ -364,6 +364,11 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
   m.name = path.filename() == "config.json" ? path.parent_path().filename().string()
                                              : path.stem().string();
   if (m.name.empty()) m.name = path.stem().string();
+  if (has_control_character(m.name)) {
+    throw InputError(json_quoted(file) + ": the model is named after its folder, " +
+                     json_quoted(m.name) +
+                     ", which holds a control character (newline, tab, ...); rename the folder");
+  }
   m.hidden_size = r.required_int({gpt2 ? "n_embd" : "hidden_size", "hidden_size"});
   m.num_layers = r.required_int({gpt2 ? "n_layer" : "num_hidden_layers", "num_hidden_layers"});
   m.num_attention_heads =

@@ -73,6 +73,8 @@ class StrictObject {
   /// A string with some text in it: not empty and not whitespace alone (a name, an id, a
   /// source). Otherwise fails with "is empty; expected <expected>" or "is only whitespace
   /// ("   "); expected <expected>": a blank name prints as "Model : ..." or "fits on one ?".
+  /// A control character (U+0000-U+001F, U+007F: newline, tab, NUL) fails too: the text is
+  /// printed in one-line messages and in the comment lines of exports.
   std::string text(const std::string& key, const std::string& expected);
   /// A string that must be one of `choices`.
   std::string choice(const std::string& key, const std::vector<std::string>& choices);

@@ -3,8 +3,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/input_error.hpp"
 #include "planner/config/hf_config.hpp"
-#include "planner/config/input_error.hpp"
 #include "planner/config/json_reader.hpp"
 #include "planner/config/presets.hpp"
 #include "planner/config/spec_json.hpp"

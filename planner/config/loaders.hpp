@@ -8,9 +8,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/input_error.hpp"
 #include "costmodel/hardware.hpp"
 #include "costmodel/model_spec.hpp"
-#include "planner/config/input_error.hpp"
 
 namespace meshplan {
 

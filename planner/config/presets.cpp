@@ -4,8 +4,8 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "common/input_error.hpp"
 #include "planner/config/closest_names.hpp"
-#include "planner/config/input_error.hpp"
 #include "planner/config/json_reader.hpp"
 
 #ifndef MESHPLAN_CONFIG_DIR

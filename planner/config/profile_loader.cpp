@@ -1,6 +1,6 @@
 #include "planner/config/profile_loader.hpp"
 
-#include "planner/config/input_error.hpp"
+#include "common/input_error.hpp"
 #include "planner/config/json_reader.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/presets.hpp"
@@ -35,6 +35,13 @@ std::string default_profile_name(const GpuSpec& gpu) {
                    "); measure one on the GPU with meshplan-calibrate and give --profile FILE, "
                    "or borrow another GPU's rates with --profile NAME (e.g. --profile h100; a "
                    "note then says its GPU differs)");
+}
+
+std::string profile_gpu_note(const Profile& profile, const std::string& gpu,
+                             const std::string& used_for) {
+  if (profile.gpu == gpu) return "";
+  return "profile " + profile.name + " is for " + profile.gpu + ", used for " + used_for +
+         ": its efficiencies are " + profile.gpu + "'s, not " + gpu + "'s";
 }
 
 }  // namespace meshplan

@@ -36,4 +36,11 @@ std::optional<std::string> shipped_profile_for(const GpuSpec& gpu);
 /// commands then note).
 std::string default_profile_name(const GpuSpec& gpu);
 
+/// The note printed (on stderr, after "note: ") when a profile describes another GPU than the
+/// one it is used for: "profile a100 is for a100-80g, used for <used_for>: its efficiencies are
+/// a100-80g's, not h100-sxm's" (`used_for`: "a cluster of h100-sxm (dgx-h100)"); callers add
+/// what to do. Empty when the profile's "gpu" is `gpu`.
+std::string profile_gpu_note(const Profile& profile, const std::string& gpu,
+                             const std::string& used_for);
+
 }  // namespace meshplan

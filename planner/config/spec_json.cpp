@@ -6,8 +6,8 @@
 #include <functional>
 #include <vector>
 
+#include "common/input_error.hpp"
 #include "costmodel/collectives/collective.hpp"
-#include "planner/config/input_error.hpp"
 #include "planner/config/json_reader.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/presets.hpp"

@@ -7,7 +7,7 @@
 #include <functional>
 #include <sstream>
 
-#include "planner/report/format.hpp"
+#include "common/format.hpp"
 
 namespace meshplan::exports {
 

@@ -10,7 +10,7 @@
 #include "costmodel/counted.hpp"
 #include "planner/exports/common.hpp"
 #include "planner/exports/pipeline_splits.hpp"
-#include "planner/report/format.hpp"
+#include "common/format.hpp"
 
 namespace meshplan::exports {
 

@@ -6,7 +6,7 @@
 #include <set>
 
 #include "costmodel/step_time.hpp"
-#include "planner/config/input_error.hpp"
+#include "common/input_error.hpp"
 #include "planner/config/profile_loader.hpp"
 #include "planner/fit/least_squares.hpp"
 

@@ -9,17 +9,17 @@
 #include <utility>
 #include <vector>
 
+#include "common/format.hpp"
+#include "common/input_error.hpp"
 #include "costmodel/counted.hpp"
 #include "costmodel/framework.hpp"
 #include "costmodel/ranks.hpp"
-#include "planner/config/input_error.hpp"
 #include "planner/config/json_reader.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/presets.hpp"
 #include "planner/config/size_bounds.hpp"
 #include "planner/config/spec_json.hpp"
 #include "planner/report/atomic_write.hpp"
-#include "planner/report/format.hpp"
 #include "planner/report/layout_summary.hpp"
 #include "planner/report/memory_ledger_report.hpp"
 #include "planner/report/step_report.hpp"
@@ -378,11 +378,6 @@ void write_indented(std::string& out, const nlohmann::json& value, int depth) {
     return;
   }
   out += value.dump();
-}
-
-std::string degrees_text(const Layout& l) {
-  return "dp " + std::to_string(l.dp) + " tp " + std::to_string(l.tp) + " pp " +
-         std::to_string(l.pp) + " cp " + std::to_string(l.cp);
 }
 
 }  // namespace

@@ -9,7 +9,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "planner/config/input_error.hpp"
+#include "common/input_error.hpp"
 #include "planner/config/json_reader.hpp"
 #include "planner/config/presets.hpp"
 #include "planner/report/temporary_file.hpp"
@@ -162,6 +162,14 @@ void check_writable_target(const std::string& path) {
   if (!fs::is_directory(folder, ec) || ::access(folder.c_str(), W_OK) != 0) {
     throw InputError(path + ": cannot be written (does the folder exist, and may you write "
                      "there?)");
+  }
+}
+
+void check_output_flag(const std::string& flag, const std::string& path) {
+  try {
+    check_writable_target(path);
+  } catch (const InputError& e) {
+    throw InputError(flag + " " + e.what());
   }
 }
 

@@ -76,6 +76,10 @@ void require_distinct_files(const std::vector<NamedFile>& outputs,
 /// that write several files check them all before writing any.
 void check_writable_target(const std::string& path);
 
+/// check_writable_target(path) with the error naming `flag` ("--out plan.json: ..."), for
+/// commands that check every output before they compute or write anything.
+void check_output_flag(const std::string& flag, const std::string& path);
+
 /// Writes `content` to `path` atomically (check_writable_target first, then a TemporaryFile
 /// beside it, renamed over it). Throws InputError naming `path`; the target is then left as it
 /// was, and no temporary file behind.

@@ -2,9 +2,9 @@
 
 #include <sstream>
 
+#include "common/format.hpp"
 #include "costmodel/counted.hpp"
 #include "costmodel/units.hpp"
-#include "planner/report/format.hpp"
 
 namespace meshplan {
 

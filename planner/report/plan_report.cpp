@@ -7,13 +7,13 @@
 #include <utility>
 #include <vector>
 
+#include "common/format.hpp"
 #include "costmodel/counted.hpp"
 #include "costmodel/flops.hpp"
 #include "costmodel/memory_ledger.hpp"
 #include "costmodel/param_count.hpp"
 #include "costmodel/static_memory.hpp"
 #include "costmodel/units.hpp"
-#include "planner/report/format.hpp"
 #include "planner/report/layout_summary.hpp"
 
 namespace meshplan {
@@ -22,8 +22,7 @@ namespace {
 
 std::string layout_text(const Layout& l) {
   std::ostringstream s;
-  s << "dp " << l.dp << " tp " << l.tp << " pp " << l.pp << " cp " << l.cp << " vpp " << l.vpp
-    << " mbs " << l.mbs << " zero " << l.zero << " recompute " << to_string(l.recompute)
+  s << degrees_text(l, true) << " mbs " << l.mbs << " zero " << l.zero << " recompute " << to_string(l.recompute)
     << " sp " << (l.sp ? "on" : "off");
   return s.str();
 }

@@ -6,15 +6,15 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "common/format.hpp"
+#include "common/input_error.hpp"
 #include "costmodel/collectives/collective.hpp"
 #include "costmodel/compute_time.hpp"
 #include "costmodel/units.hpp"
-#include "planner/config/input_error.hpp"
 #include "planner/config/json_reader.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/presets.hpp"
 #include "planner/config/profile_loader.hpp"
-#include "planner/report/format.hpp"
 
 namespace meshplan {
 

@@ -4,12 +4,12 @@
 #include <cmath>
 #include <sstream>
 
+#include "common/format.hpp"
+#include "common/input_error.hpp"
 #include "costmodel/counted.hpp"
 #include "costmodel/layout.hpp"
 #include "costmodel/pipeline_simulation.hpp"
 #include "costmodel/units.hpp"
-#include "planner/config/input_error.hpp"
-#include "planner/report/format.hpp"
 #include "planner/report/layout_summary.hpp"
 #include "planner/report/trace.hpp"
 

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <stdexcept>
 
-#include "planner/report/format.hpp"
+#include "common/format.hpp"
 
 namespace meshplan {
 

@@ -4,13 +4,13 @@
 #include <filesystem>
 #include <map>
 
+#include "common/format.hpp"
+#include "common/input_error.hpp"
 #include "costmodel/flops.hpp"
 #include "costmodel/step_time.hpp"
 #include "costmodel/units.hpp"
-#include "planner/config/input_error.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
-#include "planner/report/format.hpp"
 
 namespace meshplan {
 

@@ -6,9 +6,9 @@
 #include <stdexcept>
 #include <utility>
 
+#include "common/input_error.hpp"
 #include "costmodel/counted.hpp"
 #include "costmodel/framework.hpp"
-#include "planner/config/input_error.hpp"
 #include "planner/config/json_reader.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/size_bounds.hpp"

@@ -11,7 +11,7 @@
 
 #include "calibrate/model_shapes.hpp"
 #include "calibrate/options.hpp"
-#include "planner/config/input_error.hpp"
+#include "common/input_error.hpp"
 #include "planner/config/loaders.hpp"
 
 using namespace meshplan;

@@ -4,9 +4,9 @@
 
 #include <string>
 
-#include "calibrate/fault_injection.hpp"
+#include "common/fault_injection.hpp"
 
-using namespace meshplan::calibrate;
+using namespace meshplan;
 
 TEST_CASE("calibrate: --inject-fault specs are KIND:RANK", "[calibrate]") {
   for (const char* good : {"stop:1", "exit:0", "hang:12"}) CHECK(fault_spec_problem(good).empty());

@@ -85,6 +85,25 @@ TEST_CASE("ranks: every group kind partitions the ranks into sorted groups", "[r
   }
 }
 
+TEST_CASE("ranks: group_of_rank is the process group holding that rank", "[ranks]") {
+  // tp 2, cp 1, dp 2, pp 2 (8 ranks): rank = tp + 2 (dp + 2 pp). Rank 5 is tp 1, dp 0, pp 1: its
+  // dp group varies dp (ranks 5, 7), its pp group varies pp (1 and 1 + 4 = 5).
+  const Layout small = make_layout(2, 1, 2, 2);
+  CHECK(group_of_rank(GroupKind::kDp, 5, small) == std::vector<std::int64_t>{5, 7});
+  CHECK(group_of_rank(GroupKind::kPp, 5, small) == std::vector<std::int64_t>{1, 5});
+  CHECK(group_of_rank(GroupKind::kPp, 0, small) == std::vector<std::int64_t>{0, 4});
+  // On 2x3x2x2 (24 ranks) every rank's group of every kind is the process_groups entry that
+  // holds it (the same map, rank by rank).
+  const Layout l = make_layout(2, 3, 2, 2);
+  for (GroupKind kind :
+       {GroupKind::kTp, GroupKind::kCp, GroupKind::kDp, GroupKind::kPp, GroupKind::kDpCp}) {
+    for (const auto& group : process_groups(kind, l)) {
+      for (std::int64_t rank : group) CHECK(group_of_rank(kind, rank, l) == group);
+    }
+  }
+  REQUIRE_THROWS_AS(group_of_rank(GroupKind::kTp, 24, l), std::out_of_range);
+}
+
 TEST_CASE("ranks: bad input throws", "[ranks]") {
   const Layout l = make_layout(2, 1, 2, 2);  // 8 ranks
   SECTION("rank out of range") {

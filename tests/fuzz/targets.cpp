@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "planner/cli/cli.hpp"
-#include "planner/config/input_error.hpp"
+#include "common/input_error.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
 #include "planner/plan/plan.hpp"

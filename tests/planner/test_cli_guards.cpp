@@ -8,9 +8,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/input_error.hpp"
 #include "planner/cli/commands.hpp"
 #include "planner/cli/options.hpp"
-#include "planner/config/input_error.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
 #include "planner/plan/plan.hpp"

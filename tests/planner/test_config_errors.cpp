@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/input_error.hpp"
 #include "costmodel/hardware.hpp"
-#include "planner/config/input_error.hpp"
 #include "planner/config/json_reader.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/presets.hpp"

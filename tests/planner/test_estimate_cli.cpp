@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "planner/report/format.hpp"
+#include "common/format.hpp"
 #include "tests/support/cli_runner.hpp"
 
 using namespace meshplan;

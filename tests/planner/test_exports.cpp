@@ -9,12 +9,12 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "common/format.hpp"
 #include "costmodel/framework.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
 #include "planner/exports/exports.hpp"
 #include "planner/plan/plan_file.hpp"
-#include "planner/report/format.hpp"
 #include "tests/support/cli_runner.hpp"
 #include "tests/support/export_readers.hpp"
 #include "tests/support/setups.hpp"

@@ -1,11 +1,11 @@
-// Number formatting (planner/report/format.hpp): fixed() prints a value whole at any magnitude.
+// Number formatting (common/format.hpp): fixed() prints a value whole at any magnitude.
 #include <catch2/catch.hpp>
 
 #include <cfloat>
 #include <cmath>
 #include <string>
 
-#include "planner/report/format.hpp"
+#include "common/format.hpp"
 
 using namespace meshplan;
 

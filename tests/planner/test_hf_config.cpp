@@ -7,9 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/input_error.hpp"
 #include "costmodel/param_count.hpp"
 #include "planner/config/hf_config.hpp"
-#include "planner/config/input_error.hpp"
 #include "planner/config/loaders.hpp"
 #include "tests/support/cli_runner.hpp"
 

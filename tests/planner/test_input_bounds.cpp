@@ -11,8 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/input_error.hpp"
 #include "planner/cli/options.hpp"
-#include "planner/config/input_error.hpp"
 #include "planner/config/loaders.hpp"
 #include "tests/support/cli_expect.hpp"
 #include "tests/support/cli_runner.hpp"

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "common/input_error.hpp"
 #include "costmodel/layout.hpp"
 #include "costmodel/model_spec.hpp"
-#include "planner/config/input_error.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/validation/validation_case.hpp"
 #include "tests/support/cli_expect.hpp"

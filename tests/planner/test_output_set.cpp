@@ -28,7 +28,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "planner/config/input_error.hpp"
+#include "common/input_error.hpp"
 #include "planner/config/presets.hpp"
 #include "planner/report/atomic_write.hpp"
 #include "planner/report/temporary_file.hpp"

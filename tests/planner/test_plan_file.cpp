@@ -17,8 +17,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/format.hpp"
+#include "common/input_error.hpp"
 #include "costmodel/framework.hpp"
-#include "planner/config/input_error.hpp"
 #include "planner/config/json_reader.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/presets.hpp"
@@ -26,7 +27,6 @@
 #include "planner/config/spec_json.hpp"
 #include "planner/plan/plan.hpp"
 #include "planner/plan/plan_file.hpp"
-#include "planner/report/format.hpp"
 #include "tests/support/cli_runner.hpp"
 #include "tests/support/setups.hpp"
 

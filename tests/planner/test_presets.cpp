@@ -8,11 +8,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/format.hpp"
 #include "costmodel/param_count.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/presets.hpp"
 #include "planner/config/profile_loader.hpp"
-#include "planner/report/format.hpp"
 #include "tests/support/cli_runner.hpp"
 
 using namespace meshplan;

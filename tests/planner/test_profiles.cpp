@@ -12,11 +12,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/input_error.hpp"
 #include "costmodel/collectives/collective.hpp"
 #include "costmodel/compute_time.hpp"
 #include "costmodel/placement.hpp"
 #include "costmodel/profile.hpp"
-#include "planner/config/input_error.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/presets.hpp"
 #include "planner/config/profile_loader.hpp"

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "planner/config/input_error.hpp"
+#include "common/input_error.hpp"
 #include "planner/config/json_reader.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
@@ -150,6 +150,44 @@ TEST_CASE("NUL and newline in a quoted value are escaped in a one-line message",
   SECTION("a flag's value (CLI11's messages would paste it as it is)") {
     check_one_line_error({"ledger", "--model", "llama2-7b", "--framework", kBreaker},
                          {"argument 5, " + kBreakerQuoted + ", holds a control character"});
+  }
+}
+
+TEST_CASE("a name with a control character is refused at load, never written into an export",
+          "[reader][limits]") {
+  // Names reach the comment lines of exports: "# torchtitan job config sections for <model>"
+  // with a newline in <model> would end the comment and start a TOML line torchtitan reads.
+  const std::string bad = std::string("llama\n[training]\nsteps = 1");
+  const std::string quoted = "\"llama\\n[training]\\nsteps = 1\"";
+  SECTION("a model's $.name") {
+    nlohmann::json m = nlohmann::json::parse(test::read_config("models/llama2-7b.json"));
+    m["name"] = bad;
+    const std::string f = test::write_temp_file("newline-model.json", m.dump());
+    check_one_line_error({"ledger", "--model", f},
+                         {f + ": $.name: " + quoted + " holds a control character (newline, "
+                              "tab, ...); expected the model's name (a preset's is its file "
+                              "name) on one line"});
+  }
+  SECTION("a cluster's $.name") {
+    nlohmann::json c = nlohmann::json::parse(test::read_config("clusters/dgx-h100.json"));
+    c["name"] = bad;
+    const std::string f = test::write_temp_file("newline-cluster.json", c.dump());
+    check_one_line_error({"estimate", "--model", "llama2-7b", "--cluster", f, "--tp", "8"},
+                         {f + ": $.name: " + quoted + " holds a control character"});
+  }
+  SECTION("a Hugging Face config named after a folder with a newline") {
+    // The command line refuses such a path itself (an argument with a control character), but
+    // "config.json" given inside that folder names the model after it: the reader checks the
+    // name it derives. The path holds the newline too, so the message quotes it as JSON.
+    const std::string folder = test::temp_dir() + "/new\nline";
+    std::filesystem::create_directories(folder);
+    const std::string file = folder + "/config.json";
+    std::filesystem::copy_file(test::data_file("hf/llama3-8b/config.json"), file,
+                               std::filesystem::copy_options::overwrite_existing);
+    CHECK_THROWS_WITH(load_model(file),
+                      json_quoted(file) + ": the model is named after its folder, "
+                                          "\"new\\nline\", which holds a control character "
+                                          "(newline, tab, ...); rename the folder");
   }
 }
 

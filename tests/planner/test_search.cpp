@@ -13,7 +13,7 @@
 #include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
 #include "tests/support/setups.hpp"
-#include "planner/report/format.hpp"
+#include "common/format.hpp"
 #include "planner/search/search.hpp"
 #include "tests/support/cli_runner.hpp"
 

@@ -16,7 +16,7 @@
 #include "planner/config/profile_loader.hpp"
 #include "planner/fit/cross_validated_report.hpp"
 #include "planner/fit/fit_profile.hpp"
-#include "planner/report/format.hpp"
+#include "common/format.hpp"
 #include "tests/support/cli_runner.hpp"
 #include "tests/validation/thresholds.hpp"
 #include "tests/validation/validation_data.hpp"

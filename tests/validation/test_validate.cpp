@@ -11,9 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/format.hpp"
 #include "costmodel/step_time.hpp"
 #include "planner/config/profile_loader.hpp"
-#include "planner/report/format.hpp"
 #include "planner/validation/validate.hpp"
 #include "tests/support/cli_runner.hpp"
 #include "tests/validation/thresholds.hpp"

@@ -1,4 +1,4 @@
-#include "planner/report/format.hpp"
+#include "common/format.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -28,6 +28,13 @@ std::string join(const std::vector<std::int64_t>& values, const char* separator)
     out += std::to_string(values[i]);
   }
   return out;
+}
+
+std::string degrees_text(const Layout& l, bool with_vpp, const std::string& separator) {
+  std::string text = "dp " + std::to_string(l.dp) + separator + "tp " + std::to_string(l.tp) +
+                     separator + "pp " + std::to_string(l.pp) + separator + "cp " +
+                     std::to_string(l.cp);
+  return with_vpp ? text + separator + "vpp " + std::to_string(l.vpp) : text;
 }
 
 std::string with_commas(std::int64_t value) {

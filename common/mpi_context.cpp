@@ -1,4 +1,4 @@
-#include "calibrate/mpi_context.hpp"
+#include "common/mpi_context.hpp"
 
 #include <iostream>
 
@@ -6,7 +6,7 @@
 #include <cstring>
 #include <map>
 
-namespace meshplan::calibrate {
+namespace meshplan {
 
 void check_mpi(int rc, const char* call) {
   if (rc == MPI_SUCCESS) return;
@@ -124,4 +124,4 @@ int run_mpi_program(const char* program, int argc, char** argv,
   return code;
 }
 
-}  // namespace meshplan::calibrate
+}  // namespace meshplan

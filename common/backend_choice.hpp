@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace meshplan::calibrate {
+namespace meshplan {
 
 /// Whether to use the CUDA backend for `--backend flag` (flag: "cuda", "cpu" or "auto").
 /// `usable_here`: this rank can run it; `why`: why not (the build, the driver, no device).
@@ -18,4 +18,4 @@ namespace meshplan::calibrate {
 bool use_cuda_backend(const std::string& flag, MPI_Comm world, bool usable_here,
                       const std::string& why, std::vector<std::string>& notes);
 
-}  // namespace meshplan::calibrate
+}  // namespace meshplan

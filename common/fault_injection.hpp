@@ -6,9 +6,9 @@
 
 #include <string>
 
-#include "calibrate/mpi_context.hpp"
+#include "common/mpi_context.hpp"
 
-namespace meshplan::calibrate {
+namespace meshplan {
 
 struct FaultInjection {
   std::string kind;  ///< "", "stop", "exit", "hang"
@@ -36,4 +36,4 @@ FaultInjection parse_fault(const std::string& spec);
 /// (--inject-fault)"), then stops, exits or hangs. Elsewhere, or without a fault: nothing.
 void inject_fault(const FaultInjection& fault, const MpiContext& ctx, const std::string& program);
 
-}  // namespace meshplan::calibrate
+}  // namespace meshplan

@@ -1,4 +1,4 @@
-#include "calibrate/fault_injection.hpp"
+#include "common/fault_injection.hpp"
 
 #include <chrono>
 #include <csignal>
@@ -7,7 +7,7 @@
 #include <limits>
 #include <thread>
 
-namespace meshplan::calibrate {
+namespace meshplan {
 
 namespace {
 
@@ -69,4 +69,4 @@ void inject_fault(const FaultInjection& fault, const MpiContext& ctx, const std:
   for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));  // "hang"
 }
 
-}  // namespace meshplan::calibrate
+}  // namespace meshplan

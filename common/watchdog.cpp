@@ -1,4 +1,4 @@
-#include "calibrate/watchdog.hpp"
+#include "common/watchdog.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -6,9 +6,9 @@
 #include <exception>
 #include <sstream>
 
-#include "calibrate/mpi_context.hpp"
+#include "common/mpi_context.hpp"
 
-namespace meshplan::calibrate {
+namespace meshplan {
 
 namespace {
 
@@ -218,4 +218,4 @@ void Watchdog::abort_job(const std::string& message, bool from_thread) {
   std::_Exit(kAbortCode);
 }
 
-}  // namespace meshplan::calibrate
+}  // namespace meshplan

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "costmodel/layout.hpp"
+
 namespace meshplan {
 
 /// `value` with `decimals` digits after the point ("112.0"), as printf's "%.*f" writes it, at
@@ -14,6 +16,12 @@ namespace meshplan {
 /// number). There is no switch to scientific notation: a huge value prints long, never wrong.
 /// NaN and infinities as printf writes them ("nan", "inf").
 std::string fixed(double value, int decimals);
+
+/// A layout's parallel degrees as every message writes them, the one builder of that text:
+/// "dp 2 tp 8 pp 4 cp 1", then " vpp 2" with `with_vpp`; `separator` goes between the degrees
+/// (" x " writes the product of the GPU count: "dp 2 x tp 8 x pp 4 x cp 1").
+std::string degrees_text(const Layout& layout, bool with_vpp = false,
+                         const std::string& separator = " ");
 
 /// An integer with thousands separators ("6,738,415,616").
 std::string with_commas(std::int64_t value);

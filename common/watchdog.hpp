@@ -32,7 +32,7 @@
 #include <thread>
 #include <vector>
 
-namespace meshplan::calibrate {
+namespace meshplan {
 
 class Watchdog {
  public:
@@ -83,4 +83,4 @@ class Watchdog {
   std::thread thread_;
 };
 
-}  // namespace meshplan::calibrate
+}  // namespace meshplan

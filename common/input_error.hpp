@@ -3,6 +3,7 @@
 // "<file>: <JSON path>: <what is wrong>; <what would be right>".
 #pragma once
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -24,6 +25,14 @@ class InputError : public std::runtime_error {
 /// (what() is a C string) and a newline cannot split it into a second "meshplan: error:" line.
 inline std::string json_quoted(const std::string& text) {
   return nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+/// True when `text` holds a control character (U+0000-U+001F or U+007F: NUL, tab, newline,
+/// escape). Names, ids and command-line arguments must not: they are printed in one-line
+/// messages and in the comment lines of exports.
+inline bool has_control_character(const std::string& text) {
+  return std::any_of(text.begin(), text.end(),
+                     [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
 }
 
 }  // namespace meshplan

@@ -1,9 +1,9 @@
-#include "calibrate/backend_choice.hpp"
+#include "common/backend_choice.hpp"
 
-#include "calibrate/mpi_context.hpp"
-#include "planner/config/input_error.hpp"
+#include "common/input_error.hpp"
+#include "common/mpi_context.hpp"
 
-namespace meshplan::calibrate {
+namespace meshplan {
 
 bool use_cuda_backend(const std::string& flag, MPI_Comm world, bool usable_here,
                       const std::string& why, std::vector<std::string>& notes) {
@@ -23,4 +23,4 @@ bool use_cuda_backend(const std::string& flag, MPI_Comm world, bool usable_here,
   return flag == "cuda" || (flag == "auto" && everywhere);
 }
 
-}  // namespace meshplan::calibrate
+}  // namespace meshplan

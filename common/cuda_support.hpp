@@ -12,7 +12,7 @@
 
 #include <cstddef>
 
-namespace meshplan::calibrate {
+namespace meshplan {
 
 /// Throws std::runtime_error "<what>: <cudaGetErrorString>" unless status is cudaSuccess.
 void check_cuda(cudaError_t status, const char* what);
@@ -46,4 +46,4 @@ class DeviceMemory {
 /// device. Collective over `comm`. Errors: MpiError, std::runtime_error (NCCL's string).
 ncclComm_t nccl_comm_over_mpi(MPI_Comm comm);
 
-}  // namespace meshplan::calibrate
+}  // namespace meshplan

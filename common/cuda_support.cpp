@@ -1,5 +1,5 @@
 // Checked CUDA/cuBLAS/NCCL calls, device memory and NCCL's MPI bootstrap (cuda_support.hpp).
-#include "calibrate/cuda_support.hpp"
+#include "common/cuda_support.hpp"
 
 #include <cublasLt.h>
 
@@ -7,9 +7,9 @@
 #include <stdexcept>
 #include <string>
 
-#include "calibrate/mpi_context.hpp"
+#include "common/mpi_context.hpp"
 
-namespace meshplan::calibrate {
+namespace meshplan {
 
 void check_cuda(cudaError_t status, const char* what) {
   if (status != cudaSuccess) {
@@ -47,4 +47,4 @@ ncclComm_t nccl_comm_over_mpi(MPI_Comm comm) {
   return nccl;
 }
 
-}  // namespace meshplan::calibrate
+}  // namespace meshplan

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace meshplan::calibrate {
+namespace meshplan {
 
 /// A failed MPI call: "<call>: <MPI_Error_string>".
 class MpiError : public std::runtime_error {
@@ -59,4 +59,4 @@ bool all_ranks(MPI_Comm comm, bool value);
 /// Ranks of `comm` where `value` is false, gathered on every rank (ascending).
 std::vector<int> ranks_where_false(MPI_Comm comm, bool value);
 
-}  // namespace meshplan::calibrate
+}  // namespace meshplan

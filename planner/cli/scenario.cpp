@@ -1,0 +1,26 @@
+#include "planner/cli/scenario.hpp"
+
+#include "common/input_error.hpp"
+#include "planner/config/loaders.hpp"
+#include "planner/config/profile_loader.hpp"
+
+namespace meshplan {
+
+Scenario resolve_scenario(const ScenarioFlags& flags, std::int64_t gpus) {
+  Scenario s;
+  s.model = load_model(flags.model, "--model", &s.notes);
+  s.cluster = load_cluster(flags.cluster, "--cluster");
+  if (const std::string problem = node_count_problem(s.cluster, gpus); !problem.empty()) {
+    throw InputError("--gpus " + std::to_string(gpus) + ": " + problem);
+  }
+  s.precision = require_precision(flags.precision, s.cluster.gpu, s.notes);
+  require_mfu_peak_flops(s.cluster.gpu, s.precision);
+  s.framework = require_framework(flags.framework);
+  apply_overlaps(s.framework, flags.overlaps);
+  apply_elementwise(s.framework, flags.elementwise);
+  s.profile_name = flags.profile.empty() ? default_profile_name(s.cluster.gpu) : flags.profile;
+  s.profile = load_profile(s.profile_name, "--profile");
+  return s;
+}
+
+}  // namespace meshplan
