@@ -19,13 +19,17 @@ std::vector<GemmShape> model_gemm_shapes(const ModelSpec& model, std::int64_t tp
   setting.tp = tp;
   const LayerOps ops = build_layer_ops(model, setting);
   std::vector<GemmShape> shapes;
-  for (const std::vector<LayerOp>* part : {&ops.layer, &ops.head}) {
+  // The layer kinds the model has (a model whose layers are all MoE has no dense layer).
+  std::vector<const std::vector<LayerOp>*> parts = {&ops.moe_layer, &ops.mtp, &ops.head};
+  if (moe_layer_count(model) < model.num_layers) parts.insert(parts.begin(), &ops.layer);
+  for (const std::vector<LayerOp>* part : parts) {
     for (const LayerOp& op : *part) {
       if (op.kind != LayerOpKind::kLinear) continue;
       const std::int64_t split = op.split == TpSplit::kColumn ? op.weight_out : op.weight_in;
       // The LM head's vocabulary shard is ceil(V / tp) (whole V / tp where Megatron pads to
-      // 128 x tp); every other linear's split width must divide.
-      if (op.name != "lm_head" && split % tp != 0) {
+      // 128 x tp); every other split linear's width must divide (a duplicated one, kNone, is
+      // whole on every rank).
+      if (op.name != "lm_head" && op.split != TpSplit::kNone && split % tp != 0) {
         throw std::invalid_argument(std::string("model GEMMs: tp ") + std::to_string(tp) +
                                     " does not divide the " + op.name + " width " +
                                     std::to_string(split) + " of " + model.name);

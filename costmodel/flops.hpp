@@ -21,7 +21,13 @@
 // token, the attention term being 82% of the non-causal count), which is why MFU is reported
 // both ways. Norms, biases, softmax and the embedding lookup are not counted (they are
 // memory-bound, under 1% of the FLOPs).
-// The terms are the sums of the layer op table's flops_per_token (layer_ops.hpp).
+// The terms are the sums of the layer op table's flops_per_token (layer_ops.hpp), layer by
+// layer: a mixture-of-experts layer counts its router, its top_k routed experts and its shared
+// experts (6 x active parameters per token, as Megatron-LM's num_floating_point_operations
+// counts them, which leaves the router's 2 h E out: DeepSeek-V3 0.64 GFLOP of its 250 per
+// token); MLA's attention counts queries and keys at n + p and values at v per head
+// (2 s a (n + p + v) forward non-causal). Multi-token-prediction depths add their projection,
+// their layer and one more LM head (`mtp`).
 // For GPT the non-causal count equals Megatron's 72 B s L h^2 (1 + s/(6h) + V/(12 h L)) per
 // iteration / (B s).
 #pragma once
@@ -40,10 +46,15 @@ double six_nd_flops(double params, double tokens);
 
 /// FLOPs per token of one training step, by component (FLOP per token).
 struct FlopsPerToken {
-  double layer_matmul = 0;  ///< forward GEMMs of all transformer layers
+  double layer_matmul = 0;  ///< forward GEMMs of all transformer layers (active experts)
+  double router = 0;        ///< of layer_matmul: the MoE routers' GEMMs
   double attention = 0;     ///< forward score and context products of all layers
   double lm_head = 0;       ///< forward output projection to the vocabulary
-  double forward = 0;       ///< sum of the three above
+  /// Forward FLOPs of the multi-token-prediction depths: eh_proj, the layer's GEMMs and
+  /// attention (in `convention`), and their LM head.
+  double mtp = 0;
+  double mtp_attention = 0;  ///< of mtp: the attention score and context products
+  double forward = 0;       ///< layer_matmul + attention + lm_head + mtp
   double training = 0;      ///< forward + backward = 3 x forward
   AttentionFlops convention = AttentionFlops::kNonCausal;  ///< how `attention` was counted
 };

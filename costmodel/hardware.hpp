@@ -11,8 +11,11 @@
 namespace meshplan {
 
 /// Dense (not 2:4-sparse) tensor-core peaks in FLOP/s; nullopt where the GPU has no such unit.
+/// fp8 is per-tensor-scaled FP8 (Hopper and later); mxfp8 the OCP MX block-scaled FP8 (E4M3
+/// with an E8M0 scale per 32 elements) and nvfp4 NVIDIA's block-scaled FP4 (E2M1 with an E4M3
+/// scale per 16 elements), both native on Blackwell tensor cores only (nullopt before).
 struct PeakFlops {
-  std::optional<double> fp32, tf32, bf16, fp16, fp8;
+  std::optional<double> fp32, tf32, bf16, fp16, fp8, mxfp8, nvfp4;
 };
 
 /// One GPU model.

@@ -39,6 +39,13 @@ class TensorList {
   void tp_shard(const std::string& name, std::int64_t shard, double bytes) {
     add(name, shape_text({tokens_, s_.mbs, shard}), d(tokens_) * d(s_.mbs) * d(shard), bytes, true);
   }
+  /// [s/cp x b x k / E, E, shard]: a tensor of the routed tokens, `shard` wide per GPU
+  /// (`per_expert` tokens for each of `experts` experts).
+  void routed(const std::string& name, std::int64_t per_expert, std::int64_t experts,
+              std::int64_t shard, double bytes) {
+    add(name, shape_text({per_expert, experts, shard}), d(per_expert) * d(experts) * d(shard),
+        bytes, true);
+  }
   /// [b, a/t, s/cp, s/cp]: the eager attention score-shaped tensors.
   void scores(const std::string& name, std::int64_t heads, double bytes) {
     add(name, shape_text({s_.mbs, heads / s_.tp, tokens_, tokens_}),
@@ -93,6 +100,7 @@ LayerOp linear(const std::string& name, ParamGroup group, std::int64_t in, std::
   op.dtype = dtype;
   op.params_group = group;
   op.params = in * out + bias;
+  op.active_params = op.params;
   op.weight_in = in;
   op.weight_out = out;
   op.split = split;
@@ -153,7 +161,19 @@ void add_tp_region_edge(LayerOp& op, const LayerSetting& s, double volume, bool 
   }
 }
 
-void layer_ops(const ModelSpec& m, const LayerSetting& s, std::vector<LayerOp>& ops) {
+/// A norm over `elements` (per GPU) with `params` weights in `group`.
+LayerOp norm(const std::string& name, double elements, double bytes_per_element,
+             std::int64_t params, ParamGroup group) {
+  LayerOp op = elementwise(name, elements * bytes_per_element);
+  op.params_group = group;
+  op.params = params;
+  op.active_params = params;
+  return op;
+}
+
+/// The ops of one layer; `moe_ffn`: the mixture-of-experts FFN instead of the dense MLP.
+void layer_ops(const ModelSpec& m, const LayerSetting& s, bool moe_ffn,
+               std::vector<LayerOp>& ops) {
   const std::int64_t tp = s.tp;
   const std::int64_t s_local = s.seq / s.cp;
   const std::int64_t tokens = s_local * s.mbs;                 // through the TP-region GEMMs
@@ -162,6 +182,10 @@ void layer_ops(const ModelSpec& m, const LayerSetting& s, std::vector<LayerOp>& 
   const std::int64_t a = m.num_attention_heads;
   const std::int64_t q = a * m.head_dim;
   const std::int64_t kv = m.num_kv_heads * m.head_dim;
+  // Value width per head and the attention core's output width (MLA: v_head_dim).
+  const std::int64_t dv = m.mla ? m.mla->v_head_dim : m.head_dim;
+  const std::int64_t v_width = m.num_kv_heads * dv;
+  const std::int64_t out_width = a * dv;
   const std::int64_t f = m.ffn_hidden_size;
   const bool swiglu = m.ffn_type == FfnType::kSwiglu;
   const std::int64_t up = swiglu ? 2 * f : f;
@@ -195,9 +219,8 @@ void layer_ops(const ModelSpec& m, const LayerSetting& s, std::vector<LayerOp>& 
   };
 
   {
-    LayerOp op = elementwise("input_norm", d(tokens_sp) * d(h) * bytes.norm);
-    op.params_group = ParamGroup::kNorms;
-    op.params = norm_params;
+    LayerOp op = norm("input_norm", d(tokens_sp) * d(h), bytes.norm, norm_params,
+                      ParamGroup::kNorms);
     t.hidden("input_norm.input", h, kHalfBytes);
     saves_kept(op);
     t.hidden("layer.input (full recompute)", h, kHalfBytes);
@@ -208,10 +231,50 @@ void layer_ops(const ModelSpec& m, const LayerSetting& s, std::vector<LayerOp>& 
     }
     ops.push_back(std::move(op));
   }
-  {
-    const std::int64_t bias = m.linear_bias || m.qkv_bias ? q + 2 * kv : 0;
-    LayerOp op = linear("qkv", ParamGroup::kAttention, h, q + 2 * kv, TpSplit::kColumn, bias,
-                        tokens, tp, linear_dtype);
+  if (m.mla) {
+    // MLA's projections (this file's header). The latent norms' weights count with the
+    // layer's norms.
+    const MlaSpec& ml = *m.mla;
+    auto projection = [&](const std::string& name, std::int64_t in, std::int64_t out,
+                          TpSplit split, std::int64_t input_width, bool first) {
+      LayerOp op =
+          linear(name, ParamGroup::kAttention, in, out, split, 0, tokens, tp, linear_dtype);
+      if (first) add_tp_region_edge(op, s, volume, true);
+      if (first) {
+        linear_input(name + ".input");
+      } else {
+        t.gathered(name + ".input", input_width, linear_bytes);
+      }
+      saves_kept(op);
+      ops.push_back(std::move(op));
+    };
+    if (ml.q_lora_rank > 0) {
+      projection("q_down", h, ml.q_lora_rank, TpSplit::kNone, h, true);
+      LayerOp qn = norm("q_down_norm", d(tokens) * d(ml.q_lora_rank), bytes.norm, ml.q_lora_rank,
+                        ParamGroup::kNorms);
+      t.gathered("q_down_norm.input", ml.q_lora_rank, kHalfBytes);
+      saves_kept(qn);
+      ops.push_back(std::move(qn));
+      projection("q_up", ml.q_lora_rank, q, TpSplit::kColumn, ml.q_lora_rank, false);
+    } else {
+      projection("q", h, q, TpSplit::kColumn, h, true);
+    }
+    projection("kv_down", h, ml.kv_lora_rank + ml.qk_rope_head_dim, TpSplit::kNone, h, false);
+    LayerOp kvn = norm("kv_down_norm", d(tokens) * d(ml.kv_lora_rank), bytes.norm,
+                       ml.kv_lora_rank, ParamGroup::kNorms);
+    t.gathered("kv_down_norm.input", ml.kv_lora_rank, kHalfBytes);
+    saves_kept(kvn);
+    ops.push_back(std::move(kvn));
+    projection("kv_up", ml.kv_lora_rank, a * (ml.qk_nope_head_dim + dv), TpSplit::kColumn,
+               ml.kv_lora_rank, false);
+    // RoPE on each head's rope part of q and on the one shared rope key.
+    ops.push_back(elementwise(
+        "rope", d(tokens) * (d(a / tp) * d(ml.qk_rope_head_dim) + d(ml.qk_rope_head_dim)) *
+                    bytes.rope));
+  } else {
+    const std::int64_t bias = m.linear_bias || m.qkv_bias ? q + kv + v_width : 0;
+    LayerOp op = linear("qkv", ParamGroup::kAttention, h, q + kv + v_width, TpSplit::kColumn,
+                        bias, tokens, tp, linear_dtype);
     add_tp_region_edge(op, s, volume, true);
     linear_input("qkv_proj.input");
     saves_kept(op);
@@ -223,25 +286,38 @@ void layer_ops(const ModelSpec& m, const LayerSetting& s, std::vector<LayerOp>& 
       saves(op, kSelective);
     }
     ops.push_back(std::move(op));
-  }
-  if (m.position_embedding == PositionEmbedding::kRope) {
-    LayerOp op = elementwise("rope", d(tokens) * d(q + kv) / d(tp) * bytes.rope);
-    ops.push_back(std::move(op));
+    if (m.qk_norm) {
+      // Qwen3's q_norm and k_norm: RMSNorm over each head, head_dim weights each.
+      LayerOp qk = norm("qk_norm", d(tokens) * d(q + kv) / d(tp), bytes.norm, 2 * m.head_dim,
+                        ParamGroup::kNorms);
+      t.tp_split("qk_norm.input (q, k)", q + kv, kHalfBytes);
+      saves_kept(qk);
+      ops.push_back(std::move(qk));
+    }
+    if (m.position_embedding == PositionEmbedding::kRope) {
+      ops.push_back(elementwise("rope", d(tokens) * d(q + kv) / d(tp) * bytes.rope));
+    }
   }
   {
     LayerOp op;
     op.name = "attention";
     op.kind = LayerOpKind::kAttention;
     op.dtype = half_precision(s.precision);
-    op.attention = {s.attention, s.mbs, a / tp,     m.num_kv_heads / tp,
-                    s_local,     s.seq, m.head_dim, s.cp};
-    // FlashAttention's count (compute_time.hpp): 4 b h s_q s_k d, causal halved.
-    op.flops = 4 * d(s.mbs) * d(a / tp) * d(s_local) * d(s.seq) * d(m.head_dim) * 0.5;
-    op.flops_per_token = 4 * d(s.seq) * d(q);
+    op.attention = {s.attention, s.mbs,      a / tp, m.num_kv_heads / tp, s_local,
+                    s.seq,       m.head_dim, dv,     s.cp};
+    if (m.attention_sinks) {
+      op.params_group = ParamGroup::kAttention;  // GPT-OSS's sinks: one logit per head
+      op.params = a;
+      op.active_params = a;
+    }
+    // FlashAttention's count (compute_time.hpp): 2 b h s_q s_k (d + d_v) (4 b h s_q s_k d
+    // when d_v = d), causal halved.
+    op.flops = 2 * d(s.mbs) * d(a / tp) * d(s_local) * d(s.seq) * d(m.head_dim + dv) * 0.5;
+    op.flops_per_token = 2 * d(s.seq) * d(a) * d(m.head_dim + dv);
     if (s.attention == AttentionImpl::kEager) {
       // Q K^T and P V over the full s x s (masking skips nothing), batched over b x a/t.
       const std::int64_t batch = s.mbs * (a / tp);
-      op.gemms = {{s_local, s.seq, m.head_dim, batch}, {s_local, m.head_dim, s.seq, batch}};
+      op.gemms = {{s_local, s.seq, m.head_dim, batch}, {s_local, dv, s.seq, batch}};
       op.flops = op.gemms[0].flops() + op.gemms[1].flops();
       // Fused scale-mask-softmax: read 2 + write 2 bytes; dropout: read 2, write 2, mask 1.
       // Backward: softmax reads output and gradient, writes gradient (6); dropout 5.
@@ -253,7 +329,7 @@ void layer_ops(const ModelSpec& m, const LayerSetting& s, std::vector<LayerOp>& 
     if (s.cp > 1) {
       // Ring attention passes each rank's K and V chunk cp - 1 times forward, and K, V plus
       // their gradients backward.
-      const double kv_chunk = d(s_local) * d(s.mbs) * 2 * d(kv) / d(tp) * kHalfBytes;
+      const double kv_chunk = d(s_local) * d(s.mbs) * d(kv + v_width) / d(tp) * kHalfBytes;
       op.collectives.push_back(
           {GroupKind::kCp, Collective::kSendRecv, kv_chunk, s.cp - 1, 2 * (s.cp - 1)});
     }
@@ -261,7 +337,7 @@ void layer_ops(const ModelSpec& m, const LayerSetting& s, std::vector<LayerOp>& 
     // q, k, v stay saved under the core policy, which drops what the core rebuilds from them.
     t.tp_split("attention.q", q, kHalfBytes);
     t.tp_split("attention.k", kv, kHalfBytes);
-    t.tp_split("attention.v", kv, kHalfBytes);
+    t.tp_split("attention.v", v_width, kHalfBytes);
     const std::vector<SavedTensor> qkv_saved = t.take();
     if (s.attention == AttentionImpl::kEager) {
       t.scores("attention.softmax_output", a, s.eager_softmax_bytes);
@@ -277,7 +353,7 @@ void layer_ops(const ModelSpec& m, const LayerSetting& s, std::vector<LayerOp>& 
     op.saved[kNone] = qkv_saved;
     for (SavedTensor& core : t.take()) op.saved[kNone].push_back(std::move(core));
     if (op_level) {
-      t.tp_split("attention.output", q, kHalfBytes);
+      t.tp_split("attention.output", out_width, kHalfBytes);
       if (s.attention == AttentionImpl::kFlash) t.per_head("attention.softmax_lse", a, kFp32Bytes);
       saves(op, kSelective);
     } else {
@@ -286,11 +362,11 @@ void layer_ops(const ModelSpec& m, const LayerSetting& s, std::vector<LayerOp>& 
     ops.push_back(std::move(op));
   }
   {
-    LayerOp op = linear("proj", ParamGroup::kAttention, q, h, TpSplit::kRow, m.linear_bias ? h : 0,
-                        tokens, tp, linear_dtype);
+    LayerOp op = linear("proj", ParamGroup::kAttention, out_width, h, TpSplit::kRow,
+                        m.linear_bias ? h : 0, tokens, tp, linear_dtype);
     add_tp_region_edge(op, s, volume, false);
     if (op_level) rerun_whole(op);
-    t.tp_split("out_proj.input", q, linear_bytes);
+    t.tp_split("out_proj.input", out_width, linear_bytes);
     saves_kept(op);
     ops.push_back(std::move(op));
   }
@@ -301,48 +377,117 @@ void layer_ops(const ModelSpec& m, const LayerSetting& s, std::vector<LayerOp>& 
     ops.push_back(std::move(op));
   }
   {
-    LayerOp op = elementwise("post_attention_norm", d(tokens_sp) * d(h) * bytes.norm);
-    op.params_group = ParamGroup::kNorms;
-    op.params = norm_params;
+    LayerOp op = norm("post_attention_norm", d(tokens_sp) * d(h), bytes.norm, norm_params,
+                      ParamGroup::kNorms);
     t.hidden("post_attention_norm.input", h, kHalfBytes);
     saves_kept(op);
     ops.push_back(std::move(op));
   }
-  {
-    LayerOp op = linear("fc1", ParamGroup::kMlp, h, up, TpSplit::kColumn, m.linear_bias ? up : 0,
-                        tokens, tp, linear_dtype);
-    add_tp_region_edge(op, s, volume, true);
-    if (op_level) {
-      // w3 (SwiGLU's up projection) is rerun: x[T, h] W[h, f / t].
-      rerun_part(op, {tokens, f / tp, h, 1}, tp);
-      t.tp_split("w1.output (gate)", f, kHalfBytes);
-      saves(op, kSelective);
+  if (moe_ffn) {
+    // The mixture-of-experts FFN (this file's header). ep 1 and etp = tp until the expert
+    // layout exists; balanced routing gives each expert ceil(T k / E) tokens.
+    const MoeSpec& e = *m.moe;
+    const std::int64_t fe = e.expert_ffn_hidden_size;
+    const std::int64_t up_e = swiglu ? 2 * fe : fe;
+    const std::int64_t routed = tokens * e.top_k;
+    const std::int64_t per_expert = (routed + e.num_experts - 1) / e.num_experts;
+    {
+      LayerOp op = linear("router", ParamGroup::kRouter, h, e.num_experts, TpSplit::kNone,
+                          e.router_bias ? e.num_experts : 0, tokens, tp,
+                          half_precision(s.precision));
+      linear_input("router.input");
+      saves_kept(op);
+      ops.push_back(std::move(op));
     }
-    linear_input("fc1.input");
-    saves_kept(op);
-    ops.push_back(std::move(op));
-  }
-  {
-    LayerOp op = elementwise("activation", d(tokens) * d(f) / d(tp) * bytes.activation);
-    if (swiglu) {
-      t.tp_split("swiglu.input (gate, up)", 2 * f, kHalfBytes);
-    } else {
-      t.tp_split("gelu.input", f, kHalfBytes);
+    // Dispatch: each token copied to its k experts' rows (read T x h, write T k x h); the
+    // combine reads them back and writes the weighted sum.
+    const double dispatch = (d(tokens) + d(routed)) * d(h) * kHalfBytes;
+    ops.push_back(memory_bound("permute", dispatch, dispatch));
+    auto experts = [&](const std::string& name, std::int64_t in, std::int64_t out, TpSplit split,
+                       std::int64_t bias, std::int64_t input_shard) {
+      LayerOp op = linear(name, ParamGroup::kRoutedExperts, in, out, split, bias, per_expert,
+                          tp, linear_dtype);
+      const std::int64_t one = op.params;
+      op.params = one * e.num_experts;
+      op.active_params = one * e.top_k;
+      op.gemm.batch = e.num_experts;
+      op.flops = op.gemm.flops();
+      op.flops_per_token *= d(e.top_k);
+      t.routed(name + ".input", per_expert, e.num_experts, input_shard, linear_bytes);
+      saves_kept(op);
+      ops.push_back(std::move(op));
+    };
+    experts("expert_fc1", h, up_e, TpSplit::kColumn, e.expert_bias ? up_e : 0, h);
+    {
+      LayerOp op = elementwise("expert_activation",
+                               d(per_expert) * d(e.num_experts) * d(fe) / d(tp) * bytes.activation);
+      t.routed(swiglu ? "expert_swiglu.input (gate, up)" : "expert_gelu.input", per_expert,
+               e.num_experts, up_e / tp, kHalfBytes);
+      saves_kept(op);
+      ops.push_back(std::move(op));
     }
-    saves_kept(op);
-    ops.push_back(std::move(op));
-  }
-  {
-    LayerOp op = linear("fc2", ParamGroup::kMlp, f, h, TpSplit::kRow, m.linear_bias ? h : 0, tokens,
-                        tp, linear_dtype);
-    add_tp_region_edge(op, s, volume, false);
-    t.tp_split("fc2.input", f, linear_bytes);
-    saves_kept(op);
-    if (op_level) {
-      t.gathered("w2.output (before the tp reduction)", h, kHalfBytes);
-      saves(op, kSelective);
+    experts("expert_fc2", fe, h, TpSplit::kRow, e.expert_bias ? h : 0, fe / tp);
+    ops.push_back(memory_bound("unpermute", dispatch, dispatch));
+    if (e.num_shared_experts > 0) {
+      const std::int64_t fs = e.shared_expert_ffn_hidden_size;
+      const std::int64_t up_s = swiglu ? 2 * fs : fs;
+      LayerOp fc1 = linear("shared_fc1", ParamGroup::kSharedExperts, h, up_s, TpSplit::kColumn, 0,
+                           tokens, tp, linear_dtype);
+      linear_input("shared_fc1.input");
+      saves_kept(fc1);
+      ops.push_back(std::move(fc1));
+      LayerOp act = elementwise("shared_activation", d(tokens) * d(fs) / d(tp) * bytes.activation);
+      t.tp_split(swiglu ? "shared_swiglu.input (gate, up)" : "shared_gelu.input", up_s,
+                 kHalfBytes);
+      saves_kept(act);
+      ops.push_back(std::move(act));
+      LayerOp fc2 = linear("shared_fc2", ParamGroup::kSharedExperts, fs, h, TpSplit::kRow, 0,
+                           tokens, tp, linear_dtype);
+      t.tp_split("shared_fc2.input", fs, linear_bytes);
+      saves_kept(fc2);
+      ops.push_back(std::move(fc2));
+      if (e.shared_expert_gate) {
+        ops.push_back(linear("shared_gate", ParamGroup::kSharedExperts, h, 1, TpSplit::kNone, 0,
+                             tokens, tp, linear_dtype));
+      }
     }
-    ops.push_back(std::move(op));
+  } else {
+    {
+      LayerOp op = linear("fc1", ParamGroup::kMlp, h, up, TpSplit::kColumn, m.linear_bias ? up : 0,
+                          tokens, tp, linear_dtype);
+      add_tp_region_edge(op, s, volume, true);
+      if (op_level) {
+        // w3 (SwiGLU's up projection) is rerun: x[T, h] W[h, f / t].
+        rerun_part(op, {tokens, f / tp, h, 1}, tp);
+        t.tp_split("w1.output (gate)", f, kHalfBytes);
+        saves(op, kSelective);
+      }
+      linear_input("fc1.input");
+      saves_kept(op);
+      ops.push_back(std::move(op));
+    }
+    {
+      LayerOp op = elementwise("activation", d(tokens) * d(f) / d(tp) * bytes.activation);
+      if (swiglu) {
+        t.tp_split("swiglu.input (gate, up)", 2 * f, kHalfBytes);
+      } else {
+        t.tp_split("gelu.input", f, kHalfBytes);
+      }
+      saves_kept(op);
+      ops.push_back(std::move(op));
+    }
+    {
+      LayerOp op = linear("fc2", ParamGroup::kMlp, f, h, TpSplit::kRow, m.linear_bias ? h : 0, tokens,
+                          tp, linear_dtype);
+      add_tp_region_edge(op, s, volume, false);
+      t.tp_split("fc2.input", f, linear_bytes);
+      saves_kept(op);
+      if (op_level) {
+        t.gathered("w2.output (before the tp reduction)", h, kHalfBytes);
+        saves(op, kSelective);
+      }
+      ops.push_back(std::move(op));
+    }
   }
   {
     LayerOp op = elementwise("mlp_residual", d(tokens_sp) * d(h) * bytes.residual);
@@ -390,7 +535,8 @@ std::string shape_text(std::initializer_list<std::int64_t> dims) {
 LayerOps build_layer_ops(const ModelSpec& m, const LayerSetting& s) {
   LayerOps ops;
   ops.setting = s;
-  layer_ops(m, s, ops.layer);
+  layer_ops(m, s, false, ops.layer);
+  if (m.moe) layer_ops(m, s, true, ops.moe_layer);
 
   const std::int64_t tokens = s.seq / s.cp * s.mbs;
   const std::int64_t h = m.hidden_size;
@@ -404,6 +550,7 @@ LayerOps build_layer_ops(const ModelSpec& m, const LayerSetting& s) {
     LayerOp op = memory_bound("embedding", volume, 2 * volume);
     op.params_group = ParamGroup::kEmbedding;
     op.params = vocab * h;
+    op.active_params = op.params;
     if (s.tp > 1) {
       op.collectives.push_back({GroupKind::kTp,
                                 s.sp ? Collective::kReduceScatter : Collective::kAllReduce, volume,
@@ -418,13 +565,13 @@ LayerOps build_layer_ops(const ModelSpec& m, const LayerSetting& s) {
     LayerOp op = memory_bound("position_embedding", 0, 0);
     op.params_group = ParamGroup::kPositionEmbedding;
     op.params = m.max_position_embeddings * h;
+    op.active_params = op.params;
     ops.embedding.push_back(std::move(op));
   }
   {
     // One norm over [T_sp, h]; not timed (under 0.1% of the head's time).
-    LayerOp op = memory_bound("final_norm", 0, 0);
-    op.params_group = ParamGroup::kFinalNorm;
-    op.params = m.norm_type == NormType::kLayerNorm ? 2 * h : h;
+    LayerOp op = norm("final_norm", 0, 0, m.norm_type == NormType::kLayerNorm ? 2 * h : h,
+                      ParamGroup::kFinalNorm);
     t.hidden("final_norm.input", h, kHalfBytes);
     save_always(op, t);
     ops.head.push_back(std::move(op));
@@ -439,6 +586,7 @@ LayerOps build_layer_ops(const ModelSpec& m, const LayerSetting& s) {
     op.gemm.n = shard;
     op.flops = op.gemm.flops();
     op.params = m.tied_embeddings ? 0 : vocab * h;
+    op.active_params = op.params;
     if (s.sp && s.tp > 1) {
       op.collectives.push_back({GroupKind::kTp, Collective::kAllGather, volume, 1, 1});
     }
@@ -460,11 +608,29 @@ LayerOps build_layer_ops(const ModelSpec& m, const LayerSetting& s) {
     save_always(op, t);
     ops.head.push_back(std::move(op));
   }
+  if (m.mtp_num_layers > 0) {
+    // One depth's own ops (DeepSeek-V3, arXiv 2412.19437, sec. 2.2, eq. 21: the normed hidden
+    // state and the normed embedding of the next token, concatenated and projected 2h -> h);
+    // its transformer layer and the shared head are read from `layer`/`moe_layer` and `head`.
+    const std::int64_t norm_params = m.norm_type == NormType::kLayerNorm ? 2 * h : h;
+    const ElementwiseBytesPerElement bytes = elementwise_bytes_per_element(m, s.elementwise);
+    const double hidden = d(s.sp ? tokens / s.tp : tokens) * d(h);
+    for (const char* name : {"mtp_hidden_norm", "mtp_embedding_norm"}) {
+      ops.mtp.push_back(norm(name, hidden, bytes.norm, norm_params, ParamGroup::kMtp));
+    }
+    ops.mtp.push_back(linear("mtp_eh_proj", ParamGroup::kMtp, 2 * h, h, TpSplit::kColumn, 0,
+                             tokens, s.tp, s.precision));
+    ops.mtp.push_back(norm("mtp_final_norm", hidden, bytes.norm, norm_params, ParamGroup::kMtp));
+  }
   return ops;
 }
 
+const std::vector<LayerOp>& LayerOps::layer_at(const ModelSpec& model, std::int64_t i) const {
+  return is_moe_layer(model, i) ? moe_layer : layer;
+}
+
 const LayerOp& LayerOps::op(const std::string& name) const {
-  for (const std::vector<LayerOp>* part : {&layer, &embedding, &head}) {
+  for (const std::vector<LayerOp>* part : {&layer, &moe_layer, &embedding, &head, &mtp}) {
     for (const LayerOp& o : *part) {
       if (o.name == name) return o;
     }

@@ -19,14 +19,43 @@
 //   activation           memory-bound   T x f / t  (SwiGLU or GeLU)
 //   fc2                  linear         x[T, f / t] W[f / t, h]        row-parallel
 //   mlp_residual         memory-bound   T_sp x h
+// With QK-norm (Qwen3) a qk_norm op follows qkv. With multi-head latent attention (MLA,
+// DeepSeek-V2/V3; MlaSpec: r_q, r_kv LoRA ranks, n nope, p rope, v value head dims) qkv is
+// replaced by (Megatron-Core's MLASelfAttention, DeepSeek-V3's modeling_deepseek.py):
+//   q_down               linear         x[T, h] W[h, r_q]                 replicated
+//   q_down_norm          memory-bound   T x r_q                           (r_q weights)
+//   q_up                 linear         x[T, r_q] W[r_q, a (n + p) / t]   column-parallel
+//   kv_down              linear         x[T, h] W[h, r_kv + p]            replicated
+//   kv_down_norm         memory-bound   T x r_kv                          (r_kv weights)
+//   kv_up                linear         x[T, r_kv] W[r_kv, a (n + v) / t] column-parallel
+// (q_lora_rank 0: one `q` linear h -> a (n + p) instead of q_down, q_down_norm and q_up); the
+// attention core has queries and keys of n + p and values of v per head, and proj is
+// a v -> h. Megatron builds the down projections duplicated on every tp rank.
+//
+// A mixture-of-experts layer (is_moe_layer; its ops in LayerOps::moe_layer) has the same
+// attention ops and, instead of fc1 .. fc2 (E routed experts, k per token, f_e expert width,
+// up_e its fc1 width, f_s the shared experts' total width; ep 1 and etp = tp until the expert
+// layout exists):
+//   router               linear         x[T, h] W[h, E]                   replicated
+//   permute              memory-bound   T x h in, T k x h out (token dispatch order)
+//   expert_fc1           linear         E grouped GEMMs x[ceil(T k / E), h] W[h, up_e / t]
+//   expert_activation    memory-bound   T k x f_e / t
+//   expert_fc2           linear         E grouped GEMMs x[ceil(T k / E), f_e / t] W[f_e / t, h]
+//   unpermute            memory-bound   T k x h in, T x h out (weighted combine)
+//   shared_fc1, shared_activation, shared_fc2: the dense MLP at width f_s (with shared experts)
+//   shared_gate          linear         x[T, h] W[h, 1]   (Qwen2-MoE's shared_expert_gate)
+// The routed experts count k / E of their parameters as active (LayerOp::active_params) and
+// k x 2 h up_e FLOP per token. Balanced routing: each expert gets T k / E tokens.
+// Multi-token prediction (ModelSpec::mtp_num_layers; LayerOps::mtp) adds per depth: enorm and
+// hnorm (h each), eh_proj x[T, 2h] W[2h, h / t], one transformer layer of the kind layer
+// num_layers would be, and the MTP output norm; the LM head is shared.
 // Outside the layers: the embedding lookup (first stage), the final norm, the LM head
 // x[T, h] W[h, ceil(V' / t)] (vocab-parallel) and the cross-entropy loss (last stage).
 // Linear names are Megatron-Core's (linear_qkv, linear_proj, linear_fc1, linear_fc2).
 //
-// The ops are records, not fields: a new block (a mixture-of-experts FFN: router GEMM, grouped
-// expert GEMMs with `batch` experts of their own token counts, all-to-all dispatch and combine
-// on an expert group; MLA's LoRA down and up projections) is new records in build_layer_ops,
-// read by the same loops in every consumer.
+// The ops are records, not fields: a new block is new records in build_layer_ops, read by the
+// same loops in every consumer. Not yet here (the expert-parallel layout): the all-to-all
+// dispatch and combine on the ep group and the expert tensor-parallel group.
 #pragma once
 
 #include <array>
@@ -105,12 +134,18 @@ enum class ParamGroup {
   kPositionEmbedding,  ///< learned positions
   kFinalNorm,
   kLmHead,  ///< untied output projection (0 parameters when tied)
-  kNone     ///< no parameters (RoPE, attention core, activations, residuals, loss)
+  kRouter,         ///< an MoE layer's router (and its bias)
+  kRoutedExperts,  ///< an MoE layer's routed experts (all E; top-k of them active)
+  kSharedExperts,  ///< an MoE layer's shared experts (and Qwen2-MoE's shared gate)
+  kMtp,            ///< a multi-token-prediction depth's own norms and eh_proj
+  kNone            ///< no parameters (RoPE, attention core, activations, residuals, loss)
 };
 
 /// How tensor parallelism splits a linear's weight [in x out] (Megatron-LM's
 /// ColumnParallelLinear: out / tp; RowParallelLinear: in / tp; Shoeybi et al. 2019, sec. 3).
-enum class TpSplit { kColumn, kRow };
+/// kNone: the whole weight on every tp rank (Megatron's "duplicated" parallel mode: MLA's
+/// down projections, the MoE router).
+enum class TpSplit { kColumn, kRow, kNone };
 
 /// Attention core dimensions on one GPU.
 struct AttentionDims {
@@ -120,7 +155,8 @@ struct AttentionDims {
   std::int64_t kv_heads = 0;  ///< key/value heads on this GPU: k / tp
   std::int64_t s_q = 0;       ///< queries per sequence on this GPU: seq / cp
   std::int64_t s_k = 0;       ///< keys each query's sequence has: seq (all cp ranks')
-  std::int64_t head_dim = 0;  ///< d
+  std::int64_t head_dim = 0;  ///< d: query and key width per head (MLA: nope + rope)
+  std::int64_t v_head_dim = 0;  ///< value width per head: d, MLA's v_head_dim
   std::int64_t cp = 1;        ///< ranks of the ring (ring_attention_time_s)
 };
 
@@ -143,6 +179,9 @@ struct LayerOp {
   Precision dtype = Precision::kBf16;  ///< what its kernels compute in
   ParamGroup params_group = ParamGroup::kNone;
   std::int64_t params = 0;  ///< parameters of the whole op (all tp ranks): weights + biases
+  /// Of those, the parameters one token's forward uses: params, but top_k / E of the routed
+  /// experts'.
+  std::int64_t active_params = 0;
   /// kLinear: the whole weight [weight_in x weight_out] (elements, before tp) and its split.
   std::int64_t weight_in = 0, weight_out = 0;
   TpSplit split = TpSplit::kColumn;
@@ -152,11 +191,12 @@ struct LayerOp {
   /// Memory-bound bytes through HBM (elementwise_bytes.hpp; eager attention's softmax and
   /// dropout; the loss), forward and backward.
   double forward_bytes = 0, backward_bytes = 0;
-  /// Forward FLOP per GPU: 2 m n k; attention 4 b (a/t) s_q s_k d, causal halved (what
-  /// FlashAttention does and counts); 0 for memory-bound ops.
+  /// Forward FLOP per GPU: 2 m n k (batch times); attention 2 b (a/t) s_q s_k (d + d_v),
+  /// causal halved (what FlashAttention does and counts); 0 for memory-bound ops.
   double flops = 0;
   /// Forward FLOP per token of the whole op (all tp and cp ranks), the exact count of
-  /// flops.hpp: 2 x weight elements; attention 4 seq q (the full s x s square, non-causal).
+  /// flops.hpp: 2 x weight elements (routed experts: top_k x 2 x one expert's); attention
+  /// 2 seq a (d + d_v) (the full s x s square, non-causal; 4 seq a d without MLA).
   double flops_per_token = 0;
   std::vector<CollectiveUse> collectives;
   /// Selective recompute under the setting's policy: Megatron's (kAttentionCore) reruns the
@@ -170,13 +210,18 @@ struct LayerOp {
   std::array<std::vector<SavedTensor>, 3> saved;
 };
 
-/// The table: the ops of one transformer layer (all layers are identical), of the embedding
-/// (first pipeline stage) and of the head (final norm, LM head, loss; last stage).
+/// The table: the ops of one dense transformer layer (all dense layers are identical), of one
+/// mixture-of-experts layer (all MoE layers are identical; empty for a dense model), of the
+/// embedding (first pipeline stage), of the head (final norm, LM head, loss; last stage) and
+/// of one multi-token-prediction depth's own ops (empty without MTP; its transformer layer is
+/// `layer` or `moe_layer` as is_moe_layer(model, num_layers) says).
 struct LayerOps {
   LayerSetting setting;
-  std::vector<LayerOp> layer, embedding, head;
-  /// The op named `name` (layer, then embedding, then head). Errors: std::out_of_range when
-  /// there is none.
+  std::vector<LayerOp> layer, moe_layer, embedding, head, mtp;
+  /// The ops of layer `i` (0-based): moe_layer where is_moe_layer, else layer.
+  const std::vector<LayerOp>& layer_at(const ModelSpec& model, std::int64_t i) const;
+  /// The op named `name` (layer, then moe_layer, embedding, head, mtp). Errors:
+  /// std::out_of_range when there is none.
   const LayerOp& op(const std::string& name) const;
 };
 

@@ -1,6 +1,10 @@
 // The architecture of a decoder-only transformer language model, as the cost model sees it.
 // Covers GPT-2/3 and Megatron GPT (LayerNorm, GeLU MLP, learned positions, biases, dropout) and
-// Llama/Mistral/Qwen2 (RMSNorm, SwiGLU MLP, RoPE, grouped-query attention, optional QKV bias).
+// Llama/Mistral/Qwen2 (RMSNorm, SwiGLU MLP, RoPE, grouped-query attention, optional QKV bias),
+// and the 2025 mixture-of-experts families: routed and shared experts (Mixtral, Qwen2/3-MoE,
+// DeepSeek-V3, Kimi K2, GPT-OSS), multi-head latent attention (DeepSeek-V2/V3, Kimi K2),
+// multi-token prediction (DeepSeek-V3), QK-norm (Qwen3), attention sinks and alternating
+// sliding windows (GPT-OSS).
 #pragma once
 
 #include <cstdint>
@@ -35,6 +39,46 @@ struct RopeScaling {
   std::optional<double> low_freq_factor, high_freq_factor;
   std::optional<std::int64_t> original_max_position_embeddings;  ///< tokens
   bool operator==(const RopeScaling&) const = default;
+};
+
+/// A mixture-of-experts FFN (Shazeer et al. 2017; Fedus et al. 2022; Mixtral, arXiv 2401.04088;
+/// DeepSeekMoE, arXiv 2401.06066): a router picks top_k of num_experts routed experts per token,
+/// each a small MLP of expert_ffn_hidden_size (of the model's ffn_type); shared experts run on
+/// every token. Layer i (0-based) is an MoE layer iff i >= first_k_dense_layers and
+/// (i - first_k_dense_layers) % layer_freq == 0; the others have the dense MLP of
+/// ModelSpec::ffn_hidden_size (moe_layer_count). Megatron-Core's --num-experts, --moe-router-topk,
+/// --moe-ffn-hidden-size, --moe-shared-expert-intermediate-size, --moe-layer-freq.
+struct MoeSpec {
+  std::int64_t num_experts = 0;             ///< routed experts per MoE layer (>= 2)
+  std::int64_t top_k = 0;                   ///< routed experts per token, 1..num_experts
+  std::int64_t expert_ffn_hidden_size = 0;  ///< one routed expert's MLP width
+  std::int64_t num_shared_experts = 0;      ///< always-active shared experts (0: none)
+  /// Total MLP width of the shared experts together (DeepSeek: num_shared_experts x
+  /// expert_ffn_hidden_size; Qwen2-MoE: shared_expert_intermediate_size); 0 without them.
+  std::int64_t shared_expert_ffn_hidden_size = 0;
+  std::int64_t first_k_dense_layers = 0;  ///< leading dense layers (DeepSeek-V3: 3, Kimi K2: 1)
+  std::int64_t layer_freq = 1;            ///< every layer_freq-th layer after them is MoE
+  /// The router has a bias of num_experts (GPT-OSS's router linear; DeepSeek-V3's
+  /// e_score_correction_bias, which selects but does not weigh).
+  bool router_bias = false;
+  bool expert_bias = false;         ///< each routed expert's linears have biases (GPT-OSS)
+  bool shared_expert_gate = false;  ///< a sigmoid gate h -> 1 scales the shared expert (Qwen2-MoE)
+  bool operator==(const MoeSpec&) const = default;
+};
+
+/// Multi-head latent attention (DeepSeek-V2, arXiv 2405.04434, sec. 2.1): queries through a
+/// low-rank down/up projection (q_lora_rank; 0: one h -> a (nope + rope) projection, as
+/// DeepSeek-V2-Lite), keys and values through a shared latent of kv_lora_rank plus one decoupled
+/// RoPE key of qk_rope_head_dim shared by all heads. Per head: a query/key of
+/// qk_nope_head_dim + qk_rope_head_dim (= ModelSpec::head_dim), a value of v_head_dim.
+/// Hugging Face DeepseekV3Config's keys of the same names.
+struct MlaSpec {
+  std::int64_t q_lora_rank = 0;
+  std::int64_t kv_lora_rank = 0;
+  std::int64_t qk_nope_head_dim = 0;
+  std::int64_t qk_rope_head_dim = 0;
+  std::int64_t v_head_dim = 0;
+  bool operator==(const MlaSpec&) const = default;
 };
 
 /// The smallest norm epsilon a model may have: float32's smallest normal number (FLT_MIN,
@@ -83,7 +127,33 @@ struct ModelSpec {
   /// attention (a note says so where the window is shorter than the sequence); the Megatron
   /// export passes it on (--window-size).
   std::optional<std::int64_t> sliding_window;
+  /// The window applies to every other layer only (layers 0, 2, 4, ...; GPT-OSS's layer_types
+  /// alternate sliding_attention and full_attention); false: to every layer. Costed as the
+  /// window is (full causal attention), noted.
+  bool sliding_window_alternating = false;
+  /// Mixture-of-experts FFNs; none: every layer has the dense MLP.
+  std::optional<MoeSpec> moe;
+  /// Multi-head latent attention instead of (grouped-query) multi-head attention.
+  std::optional<MlaSpec> mla;
+  /// RMSNorm over each query and key head before RoPE (Qwen3's q_norm and k_norm: head_dim
+  /// weights each).
+  bool qk_norm = false;
+  /// One learned sink logit per head added to the softmax's denominator (GPT-OSS): a
+  /// parameters per layer, no FLOPs worth counting.
+  bool attention_sinks = false;
+  /// Multi-token-prediction depth (DeepSeek-V3, arXiv 2412.19437, sec. 2.2: 1): each depth adds
+  /// two norms, a 2h -> h projection and one transformer layer (of the kind layer num_layers
+  /// would have), sharing the embedding and the output head. Counted apart from the main model
+  /// (ParamCount::mtp), as DeepSeek publishes it.
+  std::int64_t mtp_num_layers = 0;
 };
+
+/// Whether layer `i` (0-based; num_layers for the multi-token-prediction layers) has a
+/// mixture-of-experts FFN (MoeSpec's rule). False for a dense model.
+bool is_moe_layer(const ModelSpec& model, std::int64_t i);
+
+/// Layers among the model's num_layers with a mixture-of-experts FFN (MoeSpec's rule).
+std::int64_t moe_layer_count(const ModelSpec& model);
 
 /// Embedding rows after padding: vocab_size rounded up to a multiple of vocab_pad_multiple.
 /// Megatron-LM pads to 128 x tp (`--make-vocab-size-divisible-by`); HF models use 1.
@@ -143,6 +213,22 @@ using ModelFieldNames = std::function<std::string(ModelField)>;
 /// plan.json's inputs.model), the Hugging Face reader and the validation-case reader.
 std::optional<ModelProblem> model_structure_problem(const ModelSpec& model, HeadDimSource head_dim,
                                                     const ModelFieldNames& names = {});
+
+/// A rule of the mixture-of-experts or MLA fields that `model` breaks: `key` is the
+/// meshplan-model/1 path of the field to blame ("moe.top_k", "mla.v_head_dim", "head_dim").
+struct ExtensionProblem {
+  std::string key;
+  std::string message;
+};
+
+/// The first rule `model`'s moe, mla and mtp fields break, or nullopt: every MoE and MLA size
+/// > 0 (q_lora_rank >= 0, first_k_dense_layers and the shared sizes >= 0); num_experts >= 2;
+/// top_k <= num_experts; shared_expert_ffn_hidden_size > 0 exactly when num_shared_experts > 0
+/// (and shared_expert_gate only with shared experts); first_k_dense_layers < num_layers (some
+/// layer is MoE); with MLA head_dim = qk_nope_head_dim + qk_rope_head_dim and num_kv_heads =
+/// num_attention_heads (every head has its own key and value, DeepseekV3Attention);
+/// mtp_num_layers >= 0. Every model source calls it after model_structure_problem.
+std::optional<ExtensionProblem> model_extension_problem(const ModelSpec& model);
 
 /// The meshplan-model/1 key of `field` ("num_kv_heads"), which is also the ModelSpec member.
 const char* to_string(ModelField field);

@@ -4,15 +4,35 @@
 
 namespace meshplan {
 
+namespace {
+
+LayerParamCount layer_count(const std::vector<LayerOp>& ops) {
+  LayerParamCount c;
+  for (const LayerOp& op : ops) {
+    switch (op.params_group) {
+      case ParamGroup::kAttention: c.attention += op.params; break;
+      case ParamGroup::kMlp: c.mlp += op.params; break;
+      case ParamGroup::kNorms: c.norms += op.params; break;
+      case ParamGroup::kRouter: c.router += op.params; break;
+      case ParamGroup::kRoutedExperts:
+        c.routed_experts += op.params;
+        c.routed_experts_active += op.active_params;
+        break;
+      case ParamGroup::kSharedExperts: c.shared_experts += op.params; break;
+      default: break;
+    }
+  }
+  return c;
+}
+
+}  // namespace
+
 ParamCount count_params(const ModelSpec& model) {
   // Parameters do not depend on the layout: the table at its defaults (tp 1).
   const LayerOps ops = build_layer_ops(model, LayerSetting{});
   ParamCount c;
-  for (const LayerOp& op : ops.layer) {
-    if (op.params_group == ParamGroup::kAttention) c.per_layer.attention += op.params;
-    if (op.params_group == ParamGroup::kMlp) c.per_layer.mlp += op.params;
-    if (op.params_group == ParamGroup::kNorms) c.per_layer.norms += op.params;
-  }
+  c.per_layer = layer_count(ops.layer);
+  c.per_moe_layer = layer_count(ops.moe_layer);
   for (const std::vector<LayerOp>* edge : {&ops.embedding, &ops.head}) {
     for (const LayerOp& op : *edge) {
       if (op.params_group == ParamGroup::kEmbedding) c.embedding += op.params;
@@ -21,8 +41,20 @@ ParamCount count_params(const ModelSpec& model) {
       if (op.params_group == ParamGroup::kLmHead) c.lm_head += op.params;
     }
   }
-  c.layers = model.num_layers * c.per_layer.total();
-  c.total = c.embedding + c.position_embedding + c.layers + c.final_norm + c.lm_head;
+  c.moe_layers = moe_layer_count(model);
+  c.dense_layers = model.num_layers - c.moe_layers;
+  c.layers = c.dense_layers * c.per_layer.total() + c.moe_layers * c.per_moe_layer.total();
+  c.layers_active =
+      c.dense_layers * c.per_layer.active() + c.moe_layers * c.per_moe_layer.active();
+  const std::int64_t outside = c.embedding + c.position_embedding + c.final_norm + c.lm_head;
+  c.total = outside + c.layers;
+  c.active = outside + c.layers_active;
+  if (model.mtp_num_layers > 0) {
+    std::int64_t own = 0;
+    for (const LayerOp& op : ops.mtp) own += op.params;
+    const LayerParamCount layer = layer_count(ops.layer_at(model, model.num_layers));
+    c.mtp = model.mtp_num_layers * (own + layer.total());
+  }
   return c;
 }
 

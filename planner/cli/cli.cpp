@@ -1,6 +1,5 @@
 #include "planner/cli/cli.hpp"
 
-#include <algorithm>
 #include <exception>
 #include <map>
 #include <memory>

@@ -64,6 +64,7 @@ Plan plan_from_file(const EstimateOptions& o, std::vector<std::string>& notes,
                     std::string& label) {
   notes.push_back("inputs and layout from " + o.plan);
   Plan plan = read_plan(o.plan, "--plan", &notes);
+  require_priced_model(plan.model, "--plan " + o.plan);
   // What the flags' path notes (resolve_layout), said of the plan's values too.
   const std::vector<std::string> setup =
       setup_notes(plan.layout, plan.setup, plan.cluster.gpu, "");
@@ -201,6 +202,7 @@ CommandAction add_estimate_command(CLI::App& app) {
     // A plan is written only for a layout that fits (as `plan` writes one): otherwise the
     // estimate is printed all the same, no file is written, and the exit code is 3.
     if (!o->out.empty() && !e.memory.fits) {
+      print_notes(err, notes);
       out << report;
       std::string unwritten = "--out " + o->out;
       if (!o->trace.empty()) unwritten += " and --trace " + o->trace + " were";
@@ -212,7 +214,9 @@ CommandAction add_estimate_command(CLI::App& app) {
                         " not written (exit code 3; `meshplan plan` searches for a layout "
                         "that fits)");
     }
+    // The notes once the files are written: a command that fails prints only its error.
     write_outputs(*o, plan);
+    print_notes(err, notes);
     out << report;
     // Where the files went, after the tables (--json keeps stdout one JSON document).
     if (!o->json && (!o->out.empty() || !o->trace.empty())) {

@@ -7,6 +7,7 @@
 #include "common/format.hpp"
 #include "common/input_error.hpp"
 #include "planner/cli/commands.hpp"
+#include "planner/cli/options.hpp"
 #include "planner/exports/exports.hpp"
 #include "planner/plan/plan_file.hpp"
 
@@ -59,9 +60,10 @@ CommandAction add_export_command(CLI::App& app) {
     }
     std::vector<std::string> notes;  // the file's recorded numbers, if not its inputs'
     const Plan plan = read_plan(o->plan, "", &notes);
+    require_priced_model(plan.model, o->plan);
     const Export e = export_plan(plan, *format, *version);
     out << e.text;
-    for (const std::string& note : notes) err << "note: " << note << "\n";
+    print_notes(err, notes);
     for (const std::string& reason : e.dropped) {
       err << "note: not expressible in " << export_format_name(*format) << ": " << reason
                 << "\n";

@@ -76,6 +76,7 @@ struct LedgerResult {
 void read_plan_inputs(const std::string& path, LedgerResult& r) {
   r.notes.push_back("model, GPU, framework, precision and layout from " + path);
   const Plan plan = read_plan(path, "--plan", &r.notes);
+  require_priced_model(plan.model, "--plan " + path);
   const std::vector<std::string> setup =
       setup_notes(plan.layout, plan.setup, plan.cluster.gpu, "");
   r.notes.insert(r.notes.end(), setup.begin(), setup.end());
@@ -92,7 +93,10 @@ LedgerResult compute(const LedgerOptions& o) {
   if (!o.plan.empty()) {
     read_plan_inputs(o.plan, r);
   } else {
-    if (!o.model.empty()) r.model = load_model(o.model, "--model", &r.notes);
+    if (!o.model.empty()) {
+      r.model = load_model(o.model, "--model", &r.notes);
+      require_priced_model(*r.model, "--model " + o.model);
+    }
     r.gpu = load_gpu(o.gpu, "--gpu");
     r.framework = require_framework(o.framework);
     if (o.framework_defaulted && !o.model.empty()) {
@@ -153,8 +157,6 @@ std::string render_text(const LedgerOptions& o, const LedgerResult& r) {
   } else {
     s << "Model: " << scientific(r.params) << " parameters\n\n";
   }
-  for (const std::string& note : r.notes) s << "note: " << note << "\n";
-  if (!r.notes.empty()) s << "\n";
   s << "Static memory of training, framework \"" << r.framework.name << "\" ("
     << r.framework.description << "), unsharded:\n";
   Table t({"component", "precision", "bytes/param", "GB"}, {true, true, false, false});
@@ -319,6 +321,7 @@ CommandAction add_ledger_command(CLI::App& app) {
     }
     o->framework_defaulted = cmd->count("--framework") == 0;
     const LedgerResult r = compute(*o);
+    print_notes(err, r.notes);
     if (r.model) note_rope_length(err, *r.model, r.seq);
     out << (o->json ? render_json(*o, r) : render_text(*o, r));
     return 0;

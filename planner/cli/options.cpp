@@ -11,6 +11,7 @@
 #include "common/format.hpp"
 #include "common/input_error.hpp"
 #include "costmodel/counted.hpp"
+#include "costmodel/param_count.hpp"
 #include "planner/config/closest_names.hpp"
 #include "planner/config/presets.hpp"
 #include "planner/config/profile_loader.hpp"
@@ -195,6 +196,38 @@ void add_mfu_option(CLI::App& cmd, double& mfu) {
                  "Model FLOPs utilization for the time to train, a fraction from 1e-6 to 1")
       ->capture_default_str()
       ->check(number_in(kMinMfu, 1.0));
+}
+
+void require_priced_model(const ModelSpec& model, const std::string& where) {
+  if (!model.moe && !model.mla && model.mtp_num_layers == 0) return;
+  std::vector<std::string> parts;
+  if (model.moe) {
+    const MoeSpec& e = *model.moe;
+    parts.push_back("mixture-of-experts FFNs (" + std::to_string(e.num_experts) +
+                    " routed experts, top-" + std::to_string(e.top_k) +
+                    (e.num_shared_experts > 0
+                         ? ", " + std::to_string(e.num_shared_experts) + " shared"
+                         : std::string()) +
+                    ")");
+  }
+  if (model.mla) parts.push_back("multi-head latent attention (MLA)");
+  if (model.mtp_num_layers > 0) {
+    parts.push_back(std::to_string(model.mtp_num_layers) + " multi-token-prediction " +
+                    (model.mtp_num_layers == 1 ? "layer" : "layers"));
+  }
+  std::string what;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    what += (i == 0 ? "" : i + 1 == parts.size() ? " and " : ", ") + parts[i];
+  }
+  const ParamCount c = count_params(model);
+  throw InputError(where + ": " + model.name + " has " + what +
+                   ": meshplan counts its parameters (" +
+                   fixed(static_cast<double>(c.total) / 1e9, 2) + "B total, " +
+                   fixed(static_cast<double>(c.active) / 1e9, 2) +
+                   "B active; `meshplan presets models`) and FLOPs, but does not yet lay out "
+                   "expert parallelism (ep, etp), size expert and MLA memory or time the "
+                   "all-to-all dispatch and combine, and pricing it as a dense model would be "
+                   "wrong; give a dense model");
 }
 
 FrameworkConvention require_framework(const std::string& name) {
@@ -611,6 +644,10 @@ void note_profile_gpu(std::ostream& err, const Profile& profile, const ClusterSp
                "intra-node (" + cluster.intra_node_link + ")");
   slower_links("per-NIC", profile.links.nic_busbw_bytes_per_s, cluster.nic_bandwidth_bytes_per_s,
                "NIC (" + cluster.scale_out_fabric + ")");
+}
+
+void print_notes(std::ostream& err, const std::vector<std::string>& notes) {
+  for (const std::string& note : notes) err << "note: " << note << "\n";
 }
 
 void note_rope_length(std::ostream& err, const ModelSpec& model, std::int64_t seq) {

@@ -97,6 +97,14 @@ inline constexpr double kMinMfu = 1e-6;
 void add_mfu_option(CLI::App& cmd, double& mfu);
 
 /// The named convention; throws InputError listing the known names.
+/// Throws InputError (exit 2) for a model the step-time and memory models cannot price yet: a
+/// mixture-of-experts model, MLA attention or multi-token prediction (ModelSpec::moe, mla,
+/// mtp_num_layers). Parameter and FLOP counts cover them (`meshplan presets models`), but
+/// expert parallelism (ep, etp), expert memory and the all-to-all time are not built, and
+/// pricing such a model as dense would be silently wrong. `where` names the input
+/// ("--model deepseek-v3", "--plan p.json").
+void require_priced_model(const ModelSpec& model, const std::string& where);
+
 FrameworkConvention require_framework(const std::string& name);
 
 /// The named precision, or the GPU's default when `name` is empty (bf16, else fp16, with a note
@@ -208,6 +216,11 @@ std::string profile_label(const Profile& profile, const std::string& given,
 /// whose measured busbw is above the cluster's line rate ("... held to the line rate");
 /// nothing otherwise.
 void note_profile_gpu(std::ostream& err, const Profile& profile, const ClusterSpec& cluster);
+
+/// Prints each of `notes` (the defaults a command took, what it could not express) on its own
+/// line after "note: " to `err`: stderr is the one channel of notes, so that stdout holds only
+/// the answer (a table, JSON, an export). --json output lists them in its "notes" key too.
+void print_notes(std::ostream& err, const std::vector<std::string>& notes);
 
 /// Prints a note on `err` when `seq` [tokens] is beyond the max_position_embeddings of a RoPE
 /// model (estimate, plan, ledger): "note: seq 16384 is beyond llama3-8b's max_position_embeddings

@@ -441,13 +441,13 @@ CommandAction add_plan_command(CLI::App& app) {
       outputs.commit();
       written = o->out;
     }
+    print_notes(err, notes);
     if (o->json) {
       nlohmann::json j = plan_json(request, result);
       j["notes"] = notes;
       if (!written.empty()) j["plan_file"] = written;
       out << j.dump(2) << "\n";
     } else {
-      for (const std::string& note : notes) out << "note: " << note << "\n";
       out << render_plan(request, result);
       if (!written.empty()) out << "\nplan written to " << written << "\n";
     }

@@ -22,27 +22,42 @@ std::string tflops(const std::optional<double>& peak) {
 }
 
 std::string models_table() {
-  Table t({"model", "params", "layers", "hidden", "heads", "kv heads", "ffn", "vocab", "seq"},
-          {true, false, false, false, false, false, true, false, false});
+  Table t({"model", "params", "active", "layers", "hidden", "heads", "kv heads", "ffn", "vocab",
+           "seq"},
+          {true, false, false, false, false, false, false, true, false, false});
   for (const std::string& name : preset_names(PresetKind::kModel)) {
     const ModelSpec m = load_model(name);
-    t.add_row({name, fixed(static_cast<double>(count_params(m).total) / 1e9, 2) + "B",
+    const ParamCount c = count_params(m);
+    std::string ffn = std::string(to_string(m.ffn_type)) + " " + std::to_string(m.ffn_hidden_size);
+    if (m.moe) {
+      ffn = std::string(to_string(m.ffn_type)) + " " + std::to_string(m.moe->num_experts) + "x" +
+            std::to_string(m.moe->expert_ffn_hidden_size) + " top-" +
+            std::to_string(m.moe->top_k) +
+            (m.moe->num_shared_experts > 0
+                 ? " +" + std::to_string(m.moe->num_shared_experts) + " shared"
+                 : std::string());
+    }
+    t.add_row({name, fixed(static_cast<double>(c.total) / 1e9, 2) + "B",
+               fixed(static_cast<double>(c.active) / 1e9, 2) + "B",
                std::to_string(m.num_layers), std::to_string(m.hidden_size),
                std::to_string(m.num_attention_heads), std::to_string(m.num_kv_heads),
-               std::string(to_string(m.ffn_type)) + " " + std::to_string(m.ffn_hidden_size),
-               std::to_string(m.vocab_size), std::to_string(m.seq_length)});
+               ffn, std::to_string(m.vocab_size), std::to_string(m.seq_length)});
   }
-  return "Models (params in billions):\n" + t.render();
+  return "Models (params in billions; active: the parameters one token's forward uses, the "
+         "embedding table included; ffn of an MoE model: routed experts x width):\n" +
+         t.render();
 }
 
 std::string gpus_table() {
-  Table t({"gpu", "memory GiB", "HBM TB/s", "bf16 TFLOP/s", "fp16", "fp8", "flash attn"},
-          {true, false, false, false, false, false, false});
+  Table t({"gpu", "memory GiB", "HBM TB/s", "bf16 TFLOP/s", "fp16", "fp8", "mxfp8", "nvfp4",
+           "flash attn"},
+          {true, false, false, false, false, false, false, false, false});
   for (const std::string& name : preset_names(PresetKind::kGpu)) {
     const GpuSpec g = load_gpu(name);
     t.add_row({name, fixed(g.memory_bytes / kGiB, 1), fixed(g.hbm_bandwidth_bytes_per_s / kTera, 2),
                tflops(g.peak_flops_per_s.bf16), tflops(g.peak_flops_per_s.fp16),
-               tflops(g.peak_flops_per_s.fp8), g.flash_attention ? "yes" : "no"});
+               tflops(g.peak_flops_per_s.fp8), tflops(g.peak_flops_per_s.mxfp8),
+               tflops(g.peak_flops_per_s.nvfp4), g.flash_attention ? "yes" : "no"});
   }
   return "GPUs (dense peaks; TB/s = 1e12 bytes/s):\n" + t.render();
 }

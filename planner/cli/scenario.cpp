@@ -9,6 +9,7 @@ namespace meshplan {
 Scenario resolve_scenario(const ScenarioFlags& flags, std::int64_t gpus) {
   Scenario s;
   s.model = load_model(flags.model, "--model", &s.notes);
+  require_priced_model(s.model, "--model " + flags.model);
   s.cluster = load_cluster(flags.cluster, "--cluster");
   if (const std::string problem = node_count_problem(s.cluster, gpus); !problem.empty()) {
     throw InputError("--gpus " + std::to_string(gpus) + ": " + problem);

@@ -18,7 +18,16 @@ namespace {
 constexpr std::int64_t kMaxSize = kMaxWidth;
 
 const std::vector<std::string> kLlamaLike = {"llama", "mistral", "qwen2"};
-const std::vector<std::string> kSupported = {"llama", "mistral", "qwen2", "gpt2"};
+/// The mixture-of-experts model_types (Llama-like otherwise: RMSNorm, gated MLPs, RoPE). Keys
+/// and defaults as in transformers' configuration_*.py at main 008e5743 (MixtralConfig,
+/// Qwen2MoeConfig, Qwen3MoeConfig, the @strict dataclass configs of transformers 5), 001f85b3
+/// (DeepseekV3Config) and 02b8f42b (GptOssConfig); "kimi_k2" is Kimi K2's config.json, a
+/// DeepseekV3Config (its "architectures": ["DeepseekV3ForCausalLM"]).
+const std::vector<std::string> kMoeTypes = {"mixtral",     "qwen2_moe", "qwen3_moe",
+                                            "deepseek_v3", "kimi_k2",   "gpt_oss"};
+const std::vector<std::string> kSupported = {"llama",     "mistral",     "qwen2",   "gpt2",
+                                             "mixtral",   "qwen2_moe",   "qwen3_moe",
+                                             "deepseek_v3", "kimi_k2",   "gpt_oss"};
 
 /// transformers' RoPE types (modeling_rope_utils.py, ROPE_INIT_FUNCTIONS, and "default").
 const std::vector<std::string> kRopeTypes = {"default", "linear", "dynamic",
@@ -26,7 +35,9 @@ const std::vector<std::string> kRopeTypes = {"default", "linear", "dynamic",
 
 /// transformers' model classes ("architectures") of each supported model_type.
 const std::vector<std::pair<std::string, std::string>> kArchitecturePrefixes = {
-    {"Llama", "llama"}, {"Mistral", "mistral"}, {"Qwen2", "qwen2"}, {"GPT2", "gpt2"}};
+    {"Llama", "llama"},         {"Mistral", "mistral"},         {"Qwen2", "qwen2"},
+    {"GPT2", "gpt2"},           {"Mixtral", "mixtral"},         {"Qwen2Moe", "qwen2_moe"},
+    {"Qwen3Moe", "qwen3_moe"},  {"DeepseekV3", "deepseek_v3"},  {"GptOss", "gpt_oss"}};
 
 /// The activation names transformers knows (src/transformers/activations.py, ACT2CLS). Each is an
 /// elementwise function: it changes neither the MLP's weights nor the tensors it saves, so any
@@ -110,8 +121,9 @@ class HfReader {
   }
 
   /// Throws for the first mixture-of-experts key with more than one expert (or more than one
-  /// expert per token); 0, 1 or null is a dense model's.
-  void refuse_mixture_of_experts() const {
+  /// expert per token) on a dense model_type, whose transformers class has no experts and
+  /// ignores the key; 0, 1 or null is a dense model's.
+  void refuse_mixture_of_experts(const std::string& type) const {
     for (const char* key :
          {"num_local_experts", "num_experts", "n_routed_experts", "num_experts_per_tok"}) {
       const nlohmann::json* v = value(key);
@@ -121,10 +133,11 @@ class HfReader {
                       describe_json(*v));
       }
       if (v->get<std::int64_t>() > 1) {
-        fail(key, "is " + describe_json(*v) +
-                      ": this is a mixture-of-experts model, and meshplan does not model MoE "
-                      "yet (it costs dense transformers: one MLP per layer, every token through "
-                      "it); give a dense model's config.json (no expert keys, or 0 or 1)");
+        fail(key, "is " + describe_json(*v) + ", an expert count on model_type " +
+                      json_quoted(type) + ", whose transformers class is dense (one MLP per "
+                      "layer) and ignores it; a mixture-of-experts config.json has the "
+                      "model_type of its family, one of " + quoted_list(kMoeTypes) +
+                      " (or remove the key for the dense model)");
       }
     }
   }
@@ -169,6 +182,9 @@ class HfReader {
     }
     return name;
   }
+
+  /// Whether `key` is in the config (null counts as present).
+  bool present(const char* key) const { return config_.contains(key); }
 
   /// The present, non-null value of `key`, if any.
   const nlohmann::json* value(const char* key) const {
@@ -332,6 +348,159 @@ class HfReader {
   std::string file_;
 };
 
+/// A non-negative whole number under `key` (0 allowed: no shared experts, no dense prefix, no
+/// MTP), or `class_default` when absent or null.
+std::int64_t count_or(const HfReader& r, const char* key, std::int64_t class_default) {
+  const nlohmann::json* v = r.value(key);
+  if (!v) return class_default;
+  if (!v->is_number_integer() || v->get<std::int64_t>() < 0 ||
+      v->get<std::int64_t>() > kMaxSize) {
+    r.fail(key, "must be a whole number from 0 to " + std::to_string(kMaxSize) + ", got " +
+                    describe_json(*v));
+  }
+  return v->get<std::int64_t>();
+}
+
+/// The MoE (and for DeepSeek-V3 / Kimi K2, MLA and MTP) fields of a `kMoeTypes` config, with
+/// the class defaults of the transformers versions named at kMoeTypes; also its biases and
+/// QK-norm. The dense width ffn_hidden_size stays intermediate_size (used by the dense layers
+/// only; Mixtral's and GPT-OSS's intermediate_size is their expert width).
+void read_moe_fields(const HfReader& r, const std::string& type, ModelSpec& m) {
+  const bool deepseek = type == "deepseek_v3" || type == "kimi_k2";
+  const bool qwen = type == "qwen2_moe" || type == "qwen3_moe";
+  MoeSpec e;
+  if (deepseek) {
+    e.num_experts = r.required_int({"n_routed_experts", "num_local_experts"});
+    e.expert_ffn_hidden_size = r.required_int({"moe_intermediate_size"});
+    // n_shared_experts (DeepseekV3Config default 1) experts of moe_intermediate_size each
+    // (DeepseekV3MoE: one MLP of moe_intermediate_size x n_shared_experts).
+    e.num_shared_experts = count_or(r, "n_shared_experts", 1);
+    e.shared_expert_ffn_hidden_size = e.num_shared_experts * e.expert_ffn_hidden_size;
+    // first_k_dense_replace (default 3) and DeepSeek's own config.json key moe_layer_freq
+    // (default 1; transformers reads none): layer i is MoE iff i >= k and i % freq == 0, so the
+    // first is ceil(k / freq) x freq.
+    const std::int64_t k = count_or(r, "first_k_dense_replace", 3);
+    e.layer_freq = r.positive_int({"moe_layer_freq"}).value_or(1);
+    e.first_k_dense_layers = (k + e.layer_freq - 1) / e.layer_freq * e.layer_freq;
+    // DeepseekV3TopkRouter's e_score_correction_bias: num_experts parameters.
+    e.router_bias = true;
+    MlaSpec a;
+    // q_lora_rank: absent 1536 (the class default); null no query compression (DeepSeek-V2-Lite
+    // writes null: DeepseekV3Attention then builds one q_proj).
+    a.q_lora_rank = r.present("q_lora_rank") && !r.value("q_lora_rank")
+                        ? 0
+                        : r.positive_int({"q_lora_rank"}).value_or(1536);
+    a.kv_lora_rank = r.required_int({"kv_lora_rank"});
+    a.qk_nope_head_dim = r.required_int({"qk_nope_head_dim"});
+    a.qk_rope_head_dim = r.required_int({"qk_rope_head_dim"});
+    a.v_head_dim = r.required_int({"v_head_dim"});
+    m.head_dim = a.qk_nope_head_dim + a.qk_rope_head_dim;
+    m.mla = a;
+    // DeepSeek's config.json num_nextn_predict_layers (V3: 1; Kimi K2: 0); transformers builds
+    // no MTP layer and ignores the key.
+    m.mtp_num_layers = count_or(r, "num_nextn_predict_layers", 0);
+  } else {
+    e.num_experts = qwen ? r.required_int({"num_experts"})
+                         : r.required_int({"num_local_experts", "num_experts"});
+    e.expert_ffn_hidden_size = qwen ? r.required_int({"moe_intermediate_size"})
+                                    : m.ffn_hidden_size;  // Mixtral, GPT-OSS: intermediate_size
+  }
+  e.top_k = type == "gpt_oss" ? r.required_int({"num_experts_per_tok", "experts_per_token"})
+                              : r.required_int({"num_experts_per_tok"});
+  if (qwen) {
+    // decoder_sparse_step s: layer i is MoE iff (i + 1) % s == 0, i.e. layers s - 1, 2s - 1, ...
+    // (Qwen2MoeDecoderLayer), unless listed in mlp_only_layers.
+    e.layer_freq = r.positive_int({"decoder_sparse_step"}).value_or(1);
+    e.first_k_dense_layers = e.layer_freq - 1;
+    if (const nlohmann::json* only = r.value("mlp_only_layers");
+        only && !(only->is_array() && only->empty())) {
+      r.fail("mlp_only_layers", "is " + describe_json(*only) + "; meshplan reads MoE layers "
+             "from decoder_sparse_step only (every step-th layer), so give [] or null, or write "
+             "a meshplan-model/1 file whose moe.first_k_dense_layers and moe.layer_freq "
+             "describe the layers (configs/README.md)");
+    }
+  }
+  if (type == "qwen2_moe") {
+    // Qwen2MoeSparseMoeBlock: one shared expert of shared_expert_intermediate_size (default
+    // 5632) and its sigmoid shared_expert_gate (h -> 1).
+    e.shared_expert_ffn_hidden_size = count_or(r, "shared_expert_intermediate_size", 5632);
+    e.num_shared_experts = e.shared_expert_ffn_hidden_size > 0 ? 1 : 0;
+    e.shared_expert_gate = e.num_shared_experts > 0;
+  }
+  if (type == "gpt_oss") {
+    // GptOssTopKRouter has a bias; GptOssExperts gate_up_proj_bias and down_proj_bias;
+    // GptOssAttention has sinks (one per head).
+    e.router_bias = true;
+    e.expert_bias = true;
+    m.attention_sinks = true;
+  }
+  m.moe = e;
+  m.qk_norm = type == "qwen3_moe";  // Qwen3MoeAttention's q_norm and k_norm
+  // Biases: GPT-OSS's attention_bias (default true) puts biases on q, k, v and o, and it has
+  // no dense MLP, so linear_bias describes it; Qwen2-MoE's q, k and v have biases (qkv_bias,
+  // default true). A bias the model spec cannot place is refused, never dropped.
+  const bool attention_bias = r.boolean("attention_bias", type == "gpt_oss");
+  if (type == "gpt_oss") {
+    m.linear_bias = attention_bias;
+  } else if (attention_bias) {
+    r.fail("attention_bias", "is true, but meshplan's " + type + " attention has no biases "
+           "(its released configs have none); set it to false, or write a meshplan-model/1 file "
+           "(configs/README.md)");
+  }
+  if (r.boolean("mlp_bias", false)) {
+    r.fail("mlp_bias", "is true, but " + type + "'s MLPs have no biases in transformers; remove "
+                       "the key or set it to false");
+  }
+  m.qkv_bias = type == "qwen2_moe" && r.boolean("qkv_bias", true);
+}
+
+/// GPT-OSS's layer_types: "sliding_attention" and "full_attention" alternating from layer 0
+/// (GptOssConfig's default when absent), or the window on every layer.
+void read_gpt_oss_layer_types(const HfReader& r, ModelSpec& m) {
+  const nlohmann::json* types = r.value("layer_types");
+  m.sliding_window_alternating = true;
+  if (!types) return;
+  bool alternating = types->is_array() && !types->empty(), all_sliding = alternating;
+  if (types->is_array()) {
+    for (std::size_t i = 0; i < types->size(); ++i) {
+      const nlohmann::json& t = types->at(i);
+      const std::string want = i % 2 == 0 ? "sliding_attention" : "full_attention";
+      alternating = alternating && t == want;
+      all_sliding = all_sliding && t == "sliding_attention";
+    }
+  }
+  if (!alternating && !all_sliding) {
+    r.fail("layer_types", "must alternate \"sliding_attention\" and \"full_attention\" from "
+           "layer 0 (GPT-OSS), or be \"sliding_attention\" on every layer; meshplan describes no "
+           "other pattern (or write a meshplan-model/1 file, configs/README.md)");
+  }
+  m.sliding_window_alternating = alternating && !all_sliding;
+}
+
+/// The config key of `type` that a model_extension_problem key names.
+std::string hf_extension_key(const std::string& type, const std::string& key) {
+  const bool deepseek = type == "deepseek_v3" || type == "kimi_k2";
+  const bool qwen = type == "qwen2_moe" || type == "qwen3_moe";
+  if (key == "moe.num_experts") {
+    return deepseek ? "n_routed_experts" : qwen ? "num_experts" : "num_local_experts";
+  }
+  if (key == "moe.top_k") return "num_experts_per_tok";
+  if (key == "moe.expert_ffn_hidden_size") {
+    return deepseek || qwen ? "moe_intermediate_size" : "intermediate_size";
+  }
+  if (key == "moe.first_k_dense_layers" || key == "moe.layer_freq") {
+    return deepseek ? "first_k_dense_replace" : "decoder_sparse_step";
+  }
+  if (key == "moe.num_shared_experts" || key == "moe.shared_expert_ffn_hidden_size") {
+    return deepseek ? "n_shared_experts" : "shared_expert_intermediate_size";
+  }
+  if (key == "num_kv_heads") return "num_key_value_heads";
+  if (key == "head_dim") return "qk_nope_head_dim";
+  if (key == "mtp_num_layers") return "num_nextn_predict_layers";
+  if (key.rfind("mla.", 0) == 0) return key.substr(4);
+  return key;
+}
+
 }  // namespace
 
 ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& file) {
@@ -340,15 +509,27 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
   }
   const HfReader r(config, file);
   const std::string type = r.model_type();
-  // Mixture-of-experts keys of transformers' configs (Mixtral's num_local_experts, Qwen2-MoE's
-  // num_experts, DeepSeek's n_routed_experts, and the top-k num_experts_per_tok): meshplan costs
-  // dense transformers only, and costing such a model as dense would be silently wrong. Checked
-  // before model_type's support, so that a Mixtral config says why it is refused.
-  r.refuse_mixture_of_experts();
+  // Hybrid Mamba models (Nemotron-H, Nemotron 3: transformers' NemotronHConfig, model_type
+  // "nemotron_h", hybrid_override_pattern of M, *, - and E layers) have Mamba-2 mixers, which
+  // the layer table has no ops for.
+  if (type == "nemotron_h" || r.value("hybrid_override_pattern")) {
+    r.fail(type == "nemotron_h" ? "model_type" : "hybrid_override_pattern",
+           "this is a hybrid Mamba-2 / attention model (Nemotron-H, Nemotron 3): meshplan "
+           "models transformer layers (attention, dense or mixture-of-experts FFNs) and has no "
+           "Mamba-2 mixer, so it cannot count or cost this model; give a transformer's "
+           "config.json (one of " + quoted_list(kSupported) + ")");
+  }
   const bool gpt2 = type == "gpt2";
-  bool llama_like = false;
+  bool llama_like = false, moe_type = false;
   for (const std::string& t : kLlamaLike) llama_like = llama_like || t == type;
-  if (!gpt2 && !llama_like) {
+  for (const std::string& t : kMoeTypes) moe_type = moe_type || t == type;
+  // Expert keys on a dense model_type: transformers' dense classes ignore them, and costing
+  // what the author meant as an MoE model as dense would be silently wrong.
+  if (!moe_type) r.refuse_mixture_of_experts(type);
+  const bool deepseek = type == "deepseek_v3" || type == "kimi_k2";
+  const bool gpt_oss = type == "gpt_oss";
+  const bool qwen_moe = type == "qwen2_moe" || type == "qwen3_moe";
+  if (!gpt2 && !llama_like && !moe_type) {
     r.fail("model_type", json_quoted(type) + " is not supported; expected one of " +
                              quoted_list(kSupported) +
                              " (or write a meshplan-model/1 file, see configs/README.md)");
@@ -375,7 +556,10 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
       r.required_int({gpt2 ? "n_head" : "num_attention_heads", "num_attention_heads"});
   // LlamaConfig: num_key_value_heads defaults to num_attention_heads (multi-head attention).
   m.num_kv_heads = r.positive_int({"num_key_value_heads"}).value_or(m.num_attention_heads);
-  const std::optional<std::int64_t> head_dim = r.positive_int({"head_dim"});
+  // DeepseekV3Config overwrites head_dim with qk_rope_head_dim (a RoPE width): an MLA head's
+  // query/key width is qk_nope_head_dim + qk_rope_head_dim, read below.
+  const std::optional<std::int64_t> head_dim =
+      deepseek ? std::nullopt : r.positive_int({"head_dim"});
   m.head_dim = head_dim.value_or(m.hidden_size / m.num_attention_heads);
   if (gpt2) {
     // GPT2Config reads neither key: transformers' GPT2Attention is multi-head with head dim
@@ -449,6 +633,8 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
     // is (class default "silu": SwiGLU; "gelu": GeGLU, the same shapes). The cost model's swiglu
     // is that gated three-matrix MLP.
     r.activation("hidden_act", "silu");
+    // Every MoE family here gates its experts too (MixtralBlockSparseTop2MLP w1/w3, Qwen's and
+    // DeepSeek's gate/up, GPT-OSS's gate_up_proj with its clamped SwiGLU).
     m.ffn_type = FfnType::kSwiglu;
     m.norm_type = NormType::kRmsNorm;
     m.position_embedding = PositionEmbedding::kRope;
@@ -465,6 +651,9 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
     // MLP biases are honoured with attention biases (every linear layer then has one) and
     // refused without them rather than dropped. MistralMLP and Qwen2MLP have no biases and
     // their configs no mlp_bias: transformers ignores the key there.
+    if (moe_type) {
+      read_moe_fields(r, type, m);
+    } else {
     const bool mlp_bias = r.boolean("mlp_bias", false);
     if (mlp_bias && type != "llama") {
       r.fail("mlp_bias", "is true, but " + type + " has no MLP biases (transformers' " +
@@ -506,6 +695,7 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
     }
     m.linear_bias = attention_bias && mlp_bias;
     m.qkv_bias = type == "qwen2" || attention_bias;
+    }
     // LlamaConfig, MistralConfig and Qwen2Config have attention_dropout only: transformers
     // ignores hidden_dropout there (no hidden-state dropout in those models). Like the keys
     // above, a value that would change the model if read is refused; 0 is accepted.
@@ -546,8 +736,11 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
     return "?";
   };
   if (const auto problem = model_structure_problem(
-          m, head_dim ? HeadDimSource::kStated : HeadDimSource::kDerived, key)) {
+          m, head_dim || deepseek ? HeadDimSource::kStated : HeadDimSource::kDerived, key)) {
     r.fail(key(problem->field), problem->message);
+  }
+  if (const auto problem = model_extension_problem(m)) {
+    r.fail(hf_extension_key(type, problem->key), problem->message);
   }
   m.seq_length = hf_pretraining_length(m);
   // MistralConfig: sliding_window (4096 in Mistral 7B v0.1; null from v0.2 on) applies whenever
@@ -563,8 +756,14 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
              "must be a positive integer (tokens each query attends back to) or null, got " +
                  describe_json(*window));
     }
-    if (use ? use->get<bool>() : type != "qwen2") m.sliding_window = window->get<std::int64_t>();
+    // Qwen2/Qwen3-MoE follow use_sliding_window as Qwen2 does; DeepseekV3Config has no window
+    // (transformers ignores the key).
+    const bool follows_use = type == "qwen2" || qwen_moe;
+    if (!deepseek && (use ? use->get<bool>() : !follows_use)) {
+      m.sliding_window = window->get<std::int64_t>();
+    }
   }
+  if (gpt_oss && m.sliding_window) read_gpt_oss_layer_types(r, m);
   return m;
 }
 
@@ -603,7 +802,9 @@ std::vector<std::string> hf_config_notes(const nlohmann::json& config, const std
   }
   if (model.sliding_window && *model.sliding_window < model.seq_length) {
     const std::string ws = std::to_string(*model.sliding_window);
-    notes.push_back(file + ": sliding_window " + ws + " is shorter than the model's " +
+    notes.push_back(file + ": sliding_window " + ws +
+                    (model.sliding_window_alternating ? " (on every other layer)" : "") +
+                    " is shorter than the model's " +
                     std::to_string(model.seq_length) +
                     "-token sequence: attention is costed as full causal "
                     "attention over the whole sequence, not over a " + ws + "-token window, so "

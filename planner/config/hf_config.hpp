@@ -1,7 +1,14 @@
 // Hugging Face `config.json` to ModelSpec, for the architectures meshplan models: Llama, Mistral,
-// Qwen2 (RMSNorm, SwiGLU, RoPE, GQA) and GPT-2 (LayerNorm, GeLU, learned positions, biases).
-// Keys follow transformers' LlamaConfig / MistralConfig / Qwen2Config / GPT2Config; a key the
-// class gives a default for may be absent, and the default used is the class's own.
+// Qwen2 (RMSNorm, SwiGLU, RoPE, GQA), GPT-2 (LayerNorm, GeLU, learned positions, biases) and
+// the mixture-of-experts families Mixtral (`mixtral`), Qwen2-MoE and Qwen3-MoE (`qwen2_moe`,
+// `qwen3_moe`), DeepSeek-V3 and Kimi K2 (`deepseek_v3`, `kimi_k2`: MLA, shared experts, dense
+// first layers, MTP depth from `num_nextn_predict_layers`) and GPT-OSS (`gpt_oss`: biases,
+// attention sinks, alternating sliding windows). Keys follow transformers' LlamaConfig /
+// MistralConfig / Qwen2Config / GPT2Config / MixtralConfig / Qwen2MoeConfig / Qwen3MoeConfig /
+// DeepseekV3Config / GptOssConfig (the versions are named in hf_config.cpp); a key the class
+// gives a default for may be absent, and the default used is the class's own. Hybrid Mamba
+// models (`nemotron_h`, or any config with `hybrid_override_pattern`) are refused: the layer
+// table has no Mamba-2 mixer.
 #pragma once
 
 #include <string>
@@ -25,9 +32,9 @@ namespace meshplan {
 /// must agree where both are given; dropout probabilities (resid_pdrop, attention_dropout, ...)
 /// must be in [0, 1); Llama's mlp_bias is honoured with attention_bias (every linear layer has a
 /// bias) and refused without it, or on Mistral and Qwen2, whose MLPs have none.
-/// A mixture-of-experts config (num_local_experts, num_experts, n_routed_experts or
-/// num_experts_per_tok above 1) is refused at that key: meshplan does not model MoE yet, and
-/// costing it as dense would be silently wrong.
+/// Expert keys (num_local_experts, num_experts, n_routed_experts or num_experts_per_tok above
+/// 1) on a dense model_type are refused at that key: transformers' dense classes ignore them,
+/// and costing what was meant as an MoE model as dense would be silently wrong.
 /// A `model_type` missing from a config that looks like Hugging Face's is refused with what to
 /// add ("$.model_type: missing; this looks like a Hugging Face config.json ("architectures":
 /// ["MistralForCausalLM"]), and meshplan reads the architecture from model_type: add

@@ -463,11 +463,12 @@ std::string StrictObject::text(const std::string& key, const std::string& expect
   const std::string v = string(key);
   // Names and ids reach one-line messages and the comment lines of exports (a newline in a
   // model's name would end a TOML or shell comment and start a line the framework reads).
-  if (has_control_character(v) && v.find_first_not_of(" \t\n\r\f\v") != std::string::npos) {
+  const bool blank = v.find_first_not_of(" \t\n\r\f\v") == std::string::npos;
+  if (!blank && has_control_character(v)) {
     fail(key, describe_json(v) + " holds a control character (newline, tab, ...); expected " +
                   expected + " on one line");
   }
-  if (v.find_first_not_of(" \t\n\r\f\v") != std::string::npos) return v;
+  if (!blank) return v;
   fail(key, (v.empty() ? std::string("is empty") : "is only whitespace (" + describe_json(v) + ")") +
                 "; expected " + expected);
 }

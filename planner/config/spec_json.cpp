@@ -330,13 +330,38 @@ nlohmann::json model_to_json(const ModelSpec& m) {
   }
   if (m.norm_epsilon) j["norm_epsilon"] = *m.norm_epsilon;
   if (m.sliding_window) j["sliding_window"] = *m.sliding_window;
+  if (m.sliding_window_alternating) j["sliding_window_alternating"] = true;
+  if (m.qk_norm) j["qk_norm"] = true;
+  if (m.attention_sinks) j["attention_sinks"] = true;
+  if (m.mtp_num_layers > 0) j["mtp_num_layers"] = m.mtp_num_layers;
+  if (m.moe) {
+    const MoeSpec& e = *m.moe;
+    j["moe"] = {{"num_experts", e.num_experts},
+                {"top_k", e.top_k},
+                {"expert_ffn_hidden_size", e.expert_ffn_hidden_size},
+                {"num_shared_experts", e.num_shared_experts},
+                {"shared_expert_ffn_hidden_size", e.shared_expert_ffn_hidden_size},
+                {"first_k_dense_layers", e.first_k_dense_layers},
+                {"layer_freq", e.layer_freq},
+                {"router_bias", e.router_bias},
+                {"expert_bias", e.expert_bias},
+                {"shared_expert_gate", e.shared_expert_gate}};
+  }
+  if (m.mla) {
+    const MlaSpec& a = *m.mla;
+    j["mla"] = {{"q_lora_rank", a.q_lora_rank},
+                {"kv_lora_rank", a.kv_lora_rank},
+                {"qk_nope_head_dim", a.qk_nope_head_dim},
+                {"qk_rope_head_dim", a.qk_rope_head_dim},
+                {"v_head_dim", a.v_head_dim}};
+  }
   return j;
 }
 
 nlohmann::json gpu_to_json(const GpuSpec& g) {
   const std::string copied = "copied from preset " + g.name;
   const PeakFlops& p = g.peak_flops_per_s;
-  return {{"schema", "meshplan-gpu/1"},
+  nlohmann::json j = {{"schema", "meshplan-gpu/1"},
           {"name", g.name},
           {"description", g.description},
           {"memory_bytes", whole_bytes(g.memory_bytes)},
@@ -356,6 +381,10 @@ nlohmann::json gpu_to_json(const GpuSpec& g) {
             {"hbm_bandwidth_bytes_per_s", copied},
             {"peak_flops_per_s", copied},
             {"runtime_overhead", copied}}}};
+  // The block-scaled peaks are optional keys: written where the GPU has them (Blackwell).
+  if (p.mxfp8) j["peak_flops_per_s"]["mxfp8"] = *p.mxfp8;
+  if (p.nvfp4) j["peak_flops_per_s"]["nvfp4"] = *p.nvfp4;
+  return j;
 }
 
 nlohmann::json cluster_to_json(const ClusterSpec& c) {
@@ -471,6 +500,43 @@ RopeScaling rope_scaling_from_json(StrictObject o) {
   return r;
 }
 
+/// The integer under `key` of `o`, in [min, max]; null is refused like a missing number.
+std::int64_t whole(StrictObject& o, const std::string& key, std::int64_t min, std::int64_t max) {
+  const std::optional<std::int64_t> v = o.int_or_null(key, min, max);
+  if (!v) {
+    o.fail(key, "is null; expected an integer from " + std::to_string(min) + " to " +
+                    std::to_string(max));
+  }
+  return *v;
+}
+
+/// The meshplan-model/1 `moe` object (configs/README.md): every key present.
+MoeSpec moe_from_json(StrictObject o) {
+  MoeSpec e;
+  e.num_experts = o.positive_int("num_experts", kMaxWidth);
+  e.top_k = o.positive_int("top_k", kMaxWidth);
+  e.expert_ffn_hidden_size = o.positive_int("expert_ffn_hidden_size", kMaxWidth);
+  e.num_shared_experts = whole(o, "num_shared_experts", 0, kMaxWidth);
+  e.shared_expert_ffn_hidden_size = whole(o, "shared_expert_ffn_hidden_size", 0, kMaxWidth);
+  e.first_k_dense_layers = whole(o, "first_k_dense_layers", 0, kMaxLayers);
+  e.layer_freq = o.positive_int("layer_freq", kMaxLayers);
+  e.router_bias = o.boolean("router_bias");
+  e.expert_bias = o.boolean("expert_bias");
+  e.shared_expert_gate = o.boolean("shared_expert_gate");
+  return e;
+}
+
+/// The meshplan-model/1 `mla` object (configs/README.md): every key present.
+MlaSpec mla_from_json(StrictObject o) {
+  MlaSpec a;
+  a.q_lora_rank = whole(o, "q_lora_rank", 0, kMaxWidth);
+  a.kv_lora_rank = o.positive_int("kv_lora_rank", kMaxWidth);
+  a.qk_nope_head_dim = o.positive_int("qk_nope_head_dim", kMaxWidth);
+  a.qk_rope_head_dim = o.positive_int("qk_rope_head_dim", kMaxWidth);
+  a.v_head_dim = o.positive_int("v_head_dim", kMaxWidth);
+  return a;
+}
+
 }  // namespace
 
 ModelSpec model_from_json(const nlohmann::json& json, const std::string& file,
@@ -481,7 +547,8 @@ ModelSpec model_from_json(const nlohmann::json& json, const std::string& file,
        "num_kv_heads", "head_dim", "ffn_hidden_size", "ffn_type", "norm_type", "vocab_size",
        "vocab_pad_multiple", "position_embedding", "max_position_embeddings", "tied_embeddings",
        "linear_bias", "qkv_bias", "dropout", "seq_length", "rope_theta", "rope_scaling",
-       "norm_epsilon", "sliding_window"});
+       "norm_epsilon", "sliding_window", "sliding_window_alternating", "qk_norm",
+       "attention_sinks", "mtp_num_layers", "moe", "mla"});
   ModelSpec m;
   m.name = o.text("name", "the model's name (a preset's is its file name)");
   o.string("description");
@@ -547,6 +614,30 @@ ModelSpec model_from_json(const nlohmann::json& json, const std::string& file,
   if (o.has("sliding_window") && !json.at("sliding_window").is_null()) {
     m.sliding_window = o.positive_int("sliding_window", kMaxTokens);
   }
+  // Optional, absent or null: off / none (configs/README.md).
+  for (const auto& [key, flag] :
+       {std::pair<const char*, bool*>{"sliding_window_alternating", &m.sliding_window_alternating},
+        {"qk_norm", &m.qk_norm},
+        {"attention_sinks", &m.attention_sinks}}) {
+    if (o.has(key)) *flag = o.boolean_or_null(key).value_or(false);
+  }
+  if (m.sliding_window_alternating && !m.sliding_window) {
+    o.fail("sliding_window_alternating", "is true without a sliding_window; give the window "
+                                         "or set it to false");
+  }
+  if (o.has("mtp_num_layers")) {
+    m.mtp_num_layers = o.int_or_null("mtp_num_layers", 0, kMaxLayers).value_or(0);
+  }
+  if (o.has("moe") && !json.at("moe").is_null()) {
+    m.moe = moe_from_json(o.object(
+        "moe", {"num_experts", "top_k", "expert_ffn_hidden_size", "num_shared_experts",
+                "shared_expert_ffn_hidden_size", "first_k_dense_layers", "layer_freq",
+                "router_bias", "expert_bias", "shared_expert_gate"}));
+  }
+  if (o.has("mla") && !json.at("mla").is_null()) {
+    m.mla = mla_from_json(o.object("mla", {"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
+                                           "qk_rope_head_dim", "v_head_dim"}));
+  }
   if (m.num_attention_heads * m.head_dim > kMaxWidth) {
     o.fail("head_dim", "num_attention_heads x head_dim must be at most " +
                            std::to_string(kMaxWidth));
@@ -556,6 +647,7 @@ ModelSpec model_from_json(const nlohmann::json& json, const std::string& file,
   if (const auto problem = model_structure_problem(m, HeadDimSource::kStated)) {
     o.fail(to_string(problem->field), problem->message);
   }
+  if (const auto problem = model_extension_problem(m)) o.fail(problem->key, problem->message);
   // Learned positions are a table of max_position_embeddings rows: the model's own sequence
   // cannot be longer (GPT-2's wpe, Megatron's LanguageModelEmbedding). Refused here, naming
   // both keys, before any layout is tried (the search would reject every one of them).
@@ -588,13 +680,19 @@ GpuSpec gpu_from_json(const nlohmann::json& json, const std::string& file,
   g.hbm_bandwidth_bytes_per_s =
       bounded(o, json, "hbm_bandwidth_bytes_per_s", kMinHbmBytesPerS, true, kMaxHbmBytesPerS,
               "a number of bytes/s from 1e9 to 1e15 (the datasheet's HBM bandwidth)");
-  StrictObject peaks = o.object("peak_flops_per_s", {"fp32", "tf32", "bf16", "fp16", "fp8"});
+  StrictObject peaks =
+      o.object("peak_flops_per_s", {"fp32", "tf32", "bf16", "fp16", "fp8", "mxfp8", "nvfp4"});
   const nlohmann::json& raw_peaks = json.at("peak_flops_per_s");
   g.peak_flops_per_s.fp32 = peak_flops_or_null(peaks, raw_peaks, "fp32");
   g.peak_flops_per_s.tf32 = peak_flops_or_null(peaks, raw_peaks, "tf32");
   g.peak_flops_per_s.bf16 = peak_flops_or_null(peaks, raw_peaks, "bf16");
   g.peak_flops_per_s.fp16 = peak_flops_or_null(peaks, raw_peaks, "fp16");
   g.peak_flops_per_s.fp8 = peak_flops_or_null(peaks, raw_peaks, "fp8");
+  // Optional (configs/README.md): absent is null, a GPU without block-scaled tensor cores.
+  for (const auto& [key, peak] : {std::pair{"mxfp8", &g.peak_flops_per_s.mxfp8},
+                                  std::pair{"nvfp4", &g.peak_flops_per_s.nvfp4}}) {
+    if (raw_peaks.contains(key)) *peak = peak_flops_or_null(peaks, raw_peaks, key);
+  }
   // Every training precision runs on 16-bit tensor cores (fp8 its non-GEMM kernels, and MFU
   // is measured against the 16-bit peak): a GPU without one could train nothing, and would be
   // refused later as "--precision fp16: ...", blaming a flag never given.

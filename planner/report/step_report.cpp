@@ -123,8 +123,6 @@ std::string uneven_chunks_note(const StepReportInputs& in, const StepEstimate& e
 
 std::string render_step(const StepReportInputs& in, const StepEstimate& e) {
   std::ostringstream s;
-  for (const std::string& note : in.notes) s << "note: " << note << "\n";
-  if (!in.notes.empty()) s << "\n";
   s << in.model.name << " on " << in.layout.gpus() << " x " << in.cluster.gpu.name << " ("
     << in.cluster.name << ", profile " << in.profile << ")\n  "
     << layout_summary(in.layout, in.setup) << ", " << to_string(in.setup.precision)

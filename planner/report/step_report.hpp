@@ -20,7 +20,7 @@ struct StepReportInputs {
   const ClusterSpec& cluster;
   std::string profile;
   double comm_sm_fraction = 0;     ///< the profile's (Profile::comm_sm_fraction)
-  std::vector<std::string> notes;  ///< defaults taken
+  std::vector<std::string> notes;  ///< defaults taken: the "notes" key of step_json (the CLI prints them on stderr)
 };
 
 /// Step time, tokens/s (total, per GPU), TFLOP/s per GPU, MFU, HFU, worst-stage memory, then

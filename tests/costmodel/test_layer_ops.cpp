@@ -180,3 +180,70 @@ TEST_CASE("layer ops: full recompute saves only the layer input", "[layer_ops]")
   CHECK(full[0].bytes == 1024.0 * 4096 * 2);
   CHECK(saved_tensors(ops.layer, Recompute::kNone).size() > 1);
 }
+
+TEST_CASE("an MoE layer's ops: router, grouped expert GEMMs, shared experts", "[layer_ops][moe]") {
+  // Llama 3 8B's attention with a DeepSeek-style MoE FFN from layer 1 on: 8 routed SwiGLU
+  // experts of 1024, top-2, one shared expert of 1024; seq 4096, mbs 1, tp 8.
+  ModelSpec m = llama3_8b();
+  m.moe = MoeSpec{8, 2, 1024, 1, 1024, 1, 1, false, false, false};
+  const LayerOps ops = build_layer_ops(m, tp8(4096, 1));
+  CHECK_FALSE(is_moe_layer(m, 0));
+  CHECK(is_moe_layer(m, 1));
+  CHECK(moe_layer_count(m) == 31);
+  CHECK(&ops.layer_at(m, 0) == &ops.layer);
+  CHECK(&ops.layer_at(m, 5) == &ops.moe_layer);
+  // Router x[4096, 4096] W[4096, 8] on every tp rank (duplicated).
+  const LayerOp& router = ops.op("router");
+  CHECK(router.split == TpSplit::kNone);
+  CHECK(router.gemm.m == 4096);
+  CHECK(router.gemm.n == 8);
+  CHECK(router.params == 4096 * 8);
+  // expert_fc1: 8 grouped GEMMs of 4096 x 2 / 8 = 1024 tokens each, x[1024, 4096] W[4096,
+  // 2 x 1024 / 8 = 256]; parameters 8 x 4096 x 2048, 2 of them active; per token
+  // top-2 x 2 x 4096 x 2048 = 33,554,432 FLOP.
+  const LayerOp& fc1 = ops.op("expert_fc1");
+  CHECK(fc1.gemm.m == 1024);
+  CHECK(fc1.gemm.n == 256);
+  CHECK(fc1.gemm.k == 4096);
+  CHECK(fc1.gemm.batch == 8);
+  CHECK(fc1.params == 8LL * 4096 * 2048);
+  CHECK(fc1.active_params == 2LL * 4096 * 2048);
+  CHECK(fc1.flops_per_token == 33'554'432.0);
+  CHECK(fc1.flops == 2.0 * 1024 * 256 * 4096 * 8);
+  // expert_fc2: x[1024, 1024 / 8 = 128] W[128, 4096], 8 groups.
+  const LayerOp& fc2 = ops.op("expert_fc2");
+  CHECK(fc2.gemm.m == 1024);
+  CHECK(fc2.gemm.n == 4096);
+  CHECK(fc2.gemm.k == 128);
+  // Dispatch copies each token to 2 experts: (4096 + 8192) x 4096 x 2 bytes each way.
+  CHECK(ops.op("permute").forward_bytes == 12288.0 * 4096 * 2);
+  // The shared expert is the dense MLP at width 1024: 3 x 4096 x 1024 parameters.
+  const ParamCount c = count_params(m);
+  CHECK(c.per_moe_layer.shared_experts == 3LL * 4096 * 1024);
+  CHECK(c.per_moe_layer.mlp == 0);
+  CHECK(c.per_layer.mlp == 3LL * 4096 * 14336);
+  CHECK(c.dense_layers == 1);
+  CHECK(c.moe_layers == 31);
+}
+
+TEST_CASE("MLA's projections and attention widths", "[layer_ops][mla]") {
+  // DeepSeek-V3's attention sizes on Llama 3 8B's width: h 4096, 32 heads, r_q 1536, r_kv 512,
+  // nope 128, rope 64, v 128; seq 4096, tp 8 (4 heads per GPU).
+  ModelSpec m = llama3_8b();
+  m.num_kv_heads = 32;
+  m.head_dim = 192;
+  m.mla = MlaSpec{1536, 512, 128, 64, 128};
+  const LayerOps ops = build_layer_ops(m, tp8(4096, 1));
+  CHECK(ops.op("q_down").gemm.n == 1536);  // duplicated
+  CHECK(ops.op("q_up").gemm.n == 4 * 192);
+  CHECK(ops.op("kv_down").gemm.n == 512 + 64);
+  CHECK(ops.op("kv_up").gemm.n == 4 * (128 + 128));
+  CHECK(ops.op("proj").gemm.k == 4 * 128);
+  // Attention per token (all heads, non-causal): 2 x 4096 x 32 x (192 + 128) = 83,886,080.
+  const LayerOp& attention = ops.op("attention");
+  CHECK(attention.flops_per_token == 83'886'080.0);
+  CHECK(attention.attention.head_dim == 192);
+  CHECK(attention.attention.v_head_dim == 128);
+  // Per GPU, causal: 2 x 4 heads x 4096 x 4096 x 320 / 2.
+  CHECK(attention.flops == 2.0 * 4 * 4096 * 4096 * 320 / 2);
+}

@@ -229,7 +229,7 @@ TEST_CASE("plan lists the defaults it took, in text and in --json alike", "[cli]
   const test::CliResult text = test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--top",
                                           "1"});
   for (const nlohmann::json& n : notes) {
-    CHECK_THAT(text.out, Catch::Contains("note: " + n.get<std::string>()));
+    CHECK_THAT(text.err, Catch::Contains("note: " + n.get<std::string>()));
   }
 }
 

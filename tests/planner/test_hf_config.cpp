@@ -36,7 +36,7 @@ TEST_CASE("GPT-2 config.json gives GPT-2 small's 124,439,808 parameters", "[hf]"
 
 TEST_CASE("an unsupported model_type is refused with the supported list", "[hf]") {
   const std::string file = test::write_temp_file(
-      "mixtral.json", R"({"model_type": "mixtral", "hidden_size": 4096})");
+      "falcon.json", R"({"model_type": "falcon", "hidden_size": 4096})");
   try {
     load_model(file);
     FAIL("expected an InputError");

@@ -618,7 +618,7 @@ TEST_CASE("a plan's settings get the checks the flags get", "[plan_file]") {
     const test::CliResult r = test::run({"estimate", "--plan", path});
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
-    CHECK_THAT(r.out, Catch::Contains("note: h100-sxm has no FlashAttention-2 kernels; attention "
+    CHECK_THAT(r.err, Catch::Contains("note: h100-sxm has no FlashAttention-2 kernels; attention "
                                       "flash stands for a memory-efficient kernel (xformers) "
                                       "that saves no s x s tensors either\n"));
     // The flags' note names the flag.
@@ -627,7 +627,7 @@ TEST_CASE("a plan's settings get the checks the flags get", "[plan_file]") {
          "--zero", "2", "--gbs", "8", "--dp", "8"});
     INFO(flags.err);
     REQUIRE(flags.exit_code == 0);
-    CHECK_THAT(flags.out, Catch::Contains("note: framework fsdp with --zero 2: FSDP2 without "
+    CHECK_THAT(flags.err, Catch::Contains("note: framework fsdp with --zero 2: FSDP2 without "
                                           "reshard after forward (every layer's bf16 copy stays "
                                           "gathered from its forward to its backward); FSDP's "
                                           "full shard is --zero 3\n"));
@@ -639,7 +639,7 @@ TEST_CASE("a plan's settings get the checks the flags get", "[plan_file]") {
     const test::CliResult z = test::run({"estimate", "--plan", fsdp});
     INFO(z.err);
     REQUIRE(z.exit_code == 0);
-    CHECK_THAT(z.out, Catch::Contains("note: framework fsdp with zero 2: FSDP2 without reshard "
+    CHECK_THAT(z.err, Catch::Contains("note: framework fsdp with zero 2: FSDP2 without reshard "
                                       "after forward (every layer's bf16 copy stays gathered "
                                       "from its forward to its backward); FSDP's full shard is "
                                       "zero 3\n"));

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -13,6 +14,7 @@
 #include "planner/config/loaders.hpp"
 #include "planner/config/presets.hpp"
 #include "planner/config/profile_loader.hpp"
+#include "planner/config/spec_json.hpp"
 #include "tests/support/cli_runner.hpp"
 
 using namespace meshplan;
@@ -255,4 +257,70 @@ TEST_CASE("a path inside a cluster or profile file is taken from that file's fol
     CHECK_THAT(r.err, Catch::Contains(missing + ": $.gpu: cannot be loaded: " +
                                       (dir / "clusters").string() + "/no-such-gpu.json"));
   }
+}
+
+TEST_CASE("the Blackwell and H800 presets: dense peaks per dtype and their domains",
+          "[presets][blackwell]") {
+  // Dense peaks per GPU from the datasheets' rack or board totals (configs/gpus/*.json sources):
+  // HGX B200 8 GPUs, 2:4 sparse FP4 144 PF, FP8 72 PF, BF16 36 PF: 9, 4.5, 2.25 PF dense;
+  // HGX B300 FP4 108 PF dense / 8 = 13.5 PF, FP8 and BF16 as B200; GB200 NVL72 72 GPUs, sparse
+  // FP4 1,440 PF, FP8 720 PF, BF16 360 PF: 10, 5, 2.5 PF; GB300 NVL72 FP4 1,080 PF dense / 72 =
+  // 15 PF, FP8 and BF16 as GB200. MXFP8 runs at the FP8 rate; Hopper (H800) has neither.
+  struct Expected {
+    const char* gpu;
+    double bf16, fp8, mxfp8, nvfp4;
+  };
+  for (const Expected& e : {Expected{"b200", 2.25e15, 4.5e15, 4.5e15, 9e15},
+                            Expected{"b300", 2.25e15, 4.5e15, 4.5e15, 13.5e15},
+                            Expected{"gb200", 2.5e15, 5e15, 5e15, 10e15},
+                            Expected{"gb300", 2.5e15, 5e15, 5e15, 15e15}}) {
+    INFO(e.gpu);
+    const GpuSpec g = load_gpu(e.gpu);
+    CHECK(g.peak_flops_per_s.bf16 == e.bf16);
+    CHECK(g.peak_flops_per_s.fp8 == e.fp8);
+    CHECK(g.peak_flops_per_s.mxfp8 == e.mxfp8);
+    CHECK(g.peak_flops_per_s.nvfp4 == e.nvfp4);
+    CHECK(g.hbm_bandwidth_bytes_per_s == 8e12);  // 64 TB/s per 8, 576 TB/s per 72
+  }
+  // H800: H100 SXM5 compute (989.4 / 1978.9 TFLOP/s), no block-scaled formats.
+  const GpuSpec h800 = load_gpu("h800");
+  CHECK(h800.peak_flops_per_s.bf16 == 989.4e12);
+  CHECK(h800.peak_flops_per_s.fp8 == 1978.9e12);
+  CHECK_FALSE(h800.peak_flops_per_s.mxfp8);
+  CHECK_FALSE(h800.peak_flops_per_s.nvfp4);
+  // The racks: 72 GPUs in one NVLink5 domain, 4 per tray, one NIC per GPU (ConnectX-8:
+  // 800 Gb/s = 100e9 B/s on GB300, ConnectX-7 400 Gb/s on GB200); the DGX nodes 8 GPUs.
+  for (const auto& [name, gpu, per_node, domain, nic] :
+       {std::tuple<const char*, const char*, std::int64_t, std::int64_t, double>{
+            "gb300-nvl72", "gb300", 4, 72, 100e9},
+        {"gb200-nvl72", "gb200", 4, 72, 50e9},
+        {"dgx-b200", "b200", 8, 8, 50e9},
+        {"dgx-b300", "b300", 8, 8, 100e9}}) {
+    INFO(name);
+    const ClusterSpec c = load_cluster(name);
+    CHECK(c.gpu.name == gpu);
+    CHECK(c.gpus_per_node == per_node);
+    CHECK(c.nvlink_domain_size == domain);
+    CHECK(c.nics_per_node == per_node);
+    CHECK(c.nic_bandwidth_bytes_per_s == nic);
+    CHECK(c.intra_node_bandwidth_bytes_per_s_per_gpu == 900e9);  // NVLink5, one direction
+  }
+}
+
+TEST_CASE("a GPU file's mxfp8 and nvfp4 peaks are optional and survive a round trip",
+          "[presets][blackwell]") {
+  // gpu_to_json writes the block-scaled peaks only where the GPU has them, so a Hopper GPU's
+  // file (and every plan.json carrying one) is unchanged; gpu_from_json reads them back.
+  const GpuSpec gb300 = load_gpu("gb300");
+  const nlohmann::json j = gpu_to_json(gb300);
+  CHECK(j.at("peak_flops_per_s").at("nvfp4") == 15e15);
+  const GpuSpec back = gpu_from_json(j, "gb300.json", "$");
+  CHECK(back.peak_flops_per_s.mxfp8 == gb300.peak_flops_per_s.mxfp8);
+  CHECK(back.peak_flops_per_s.nvfp4 == gb300.peak_flops_per_s.nvfp4);
+  CHECK_FALSE(gpu_to_json(load_gpu("h100-sxm")).at("peak_flops_per_s").contains("nvfp4"));
+  nlohmann::json bad = j;
+  bad["peak_flops_per_s"]["nvfp4"] = 0.5;
+  CHECK_THROWS_WITH(gpu_from_json(bad, "g.json", "$"),
+                    Catch::Contains("g.json: $.peak_flops_per_s.nvfp4: must be a number of "
+                                    "FLOP/s from 1e9 to 1e18"));
 }

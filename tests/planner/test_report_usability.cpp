@@ -518,7 +518,7 @@ TEST_CASE("plan with megatron notes that Megatron-LM's opt-in overlaps are coste
   // Llama 3 70B on 64 GPUs: the winner has TP or DP communication to hide.
   const test::CliResult plain = test::run({"plan", "--model", "llama3-70b", "--gpus", "64"});
   REQUIRE(plain.exit_code == 0);
-  CHECK_THAT(plain.out, Contains(note));
+  CHECK_THAT(plain.err, Contains(note));
   // Given either overlap flag, or another convention, the note has nothing to add.
   for (const std::vector<std::string>& extra :
        {std::vector<std::string>{"--dp-overlap", "on"},
@@ -528,7 +528,7 @@ TEST_CASE("plan with megatron notes that Megatron-LM's opt-in overlaps are coste
     args.insert(args.end(), extra.begin(), extra.end());
     const test::CliResult r = test::run(args);
     REQUIRE(r.exit_code == 0);
-    CHECK_THAT(r.out, !Contains("note: overlaps:"));
+    CHECK_THAT(r.err, !Contains("note: overlaps:"));
   }
 }
 
@@ -540,6 +540,6 @@ TEST_CASE("plan notes a winner of uneven model chunks whose simulation is off th
                                        "16", "--vpp", "7", "--tp", "8"});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  CHECK_THAT(r.out, Contains("note: the winner's model chunks of 1 to 2 layers: the event "
+  CHECK_THAT(r.err, Contains("note: the winner's model chunks of 1 to 2 layers: the event "
                              "simulation of the interleaved schedule over them takes "));
 }

@@ -44,4 +44,16 @@ std::string data_file(const std::string& relative) {
   return std::string(MESHPLAN_TEST_DATA) + "/" + relative;
 }
 
+std::string without_notes(const std::string& err) {
+  std::string kept;
+  std::size_t start = 0;
+  while (start < err.size()) {
+    std::size_t end = err.find('\n', start);
+    end = end == std::string::npos ? err.size() : end + 1;
+    if (err.compare(start, 6, "note: ") != 0) kept += err.substr(start, end - start);
+    start = end;
+  }
+  return kept;
+}
+
 }  // namespace meshplan::test

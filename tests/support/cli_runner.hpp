@@ -28,6 +28,10 @@ inline std::vector<std::string> with(std::vector<std::string> args,
 /// run_cli(args) with captured streams.
 CliResult run(const std::vector<std::string>& args);
 
+/// `err` without its "note: " lines (notes go to stderr, the one channel of notes): what is
+/// left is the errors and warnings a test asserts on.
+std::string without_notes(const std::string& err);
+
 /// This test process's folder under the system temp folder (meshplan-tests-<pid>), created.
 std::string temp_dir();
 
