@@ -32,8 +32,8 @@ void run(const char* label, const char* model_name, const char* cluster_name,
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("%s: %s on %lld x %s, seq %lld, gbs %lld\n", label, model_name,
-              static_cast<long long>(gpus), cluster.gpu.name.c_str(),
-              static_cast<long long>(seq), static_cast<long long>(gbs));
+              static_cast<long long>(gpus), cluster.gpu.name.c_str(), static_cast<long long>(seq),
+              static_cast<long long>(gbs));
   std::printf("  layouts in the space   %lld\n", static_cast<long long>(r.space));
   std::printf("  evaluated (time model) %lld (the layouts that fit in memory)\n",
               static_cast<long long>(r.fits));
@@ -41,13 +41,13 @@ void run(const char* label, const char* model_name, const char* cluster_name,
   std::printf("  layouts per second     %.0f\n", static_cast<double>(r.space) / seconds);
   if (!r.ranked.empty()) {
     const Layout& l = r.ranked.front().layout;
-    std::printf("  best: dp %lld tp %lld pp %lld cp %lld vpp %lld mbs %lld zero %d %s sp %s, "
-                "%.2f s/step, MFU %.1f%%\n",
-                static_cast<long long>(l.dp), static_cast<long long>(l.tp),
-                static_cast<long long>(l.pp), static_cast<long long>(l.cp),
-                static_cast<long long>(l.vpp), static_cast<long long>(l.mbs), l.zero,
-                to_string(l.recompute), l.sp ? "on" : "off", r.ranked.front().step_time_s,
-                100 * r.ranked.front().mfu);
+    std::printf(
+        "  best: dp %lld tp %lld pp %lld cp %lld vpp %lld mbs %lld zero %d %s sp %s, "
+        "%.2f s/step, MFU %.1f%%\n",
+        static_cast<long long>(l.dp), static_cast<long long>(l.tp), static_cast<long long>(l.pp),
+        static_cast<long long>(l.cp), static_cast<long long>(l.vpp), static_cast<long long>(l.mbs),
+        l.zero, to_string(l.recompute), l.sp ? "on" : "off", r.ranked.front().step_time_s,
+        100 * r.ranked.front().mfu);
   }
 }
 

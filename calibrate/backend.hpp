@@ -19,8 +19,8 @@ namespace meshplan::calibrate {
 
 /// The device one rank measures.
 struct DeviceDescription {
-  std::string name;                             ///< CPU model or GPU name
-  double memory_bytes = 0;                      ///< host memory or GPU memory, bytes
+  std::string name;         ///< CPU model or GPU name
+  double memory_bytes = 0;  ///< host memory or GPU memory, bytes
   /// GPU memory free when the device was described (cudaMemGetInfo), bytes; 0 on the CPU,
   /// where memory_bytes (physical memory) is the limit.
   double free_memory_bytes = 0;

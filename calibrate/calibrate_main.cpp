@@ -34,7 +34,6 @@ namespace meshplan::calibrate {
 
 namespace {
 
-
 /// Everything resolved from the options before anything is measured (the same on every rank,
 /// except the device).
 struct Setup {
@@ -96,8 +95,7 @@ Setup make_setup(const Options& o, const MpiContext& ctx) {
     // A profile may name a GPU file by path, but one written here names its GPU by the name
     // load_gpu found, which only a preset's file name is sure to be found again by.
     throw InputError("--gpu: give a GPU preset name (meshplan presets gpus), got " +
-                     json_quoted(gpu) +
-                     " (GPU " + json_quoted(s.profile.gpu.name) +
+                     json_quoted(gpu) + " (GPU " + json_quoted(s.profile.gpu.name) +
                      "): meshplan-calibrate takes no GPU file, since the profile it writes "
                      "names its GPU by preset name");
   }

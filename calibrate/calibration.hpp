@@ -35,7 +35,7 @@ struct CalibrationInputs {
   Selection selection;
   SweepPlan plan;
   std::vector<GemmShape> model_shapes;  ///< --model's GEMMs, timed after the grid
-  FaultInjection fault;  ///< injected when the first collective step begins
+  FaultInjection fault;                 ///< injected when the first collective step begins
 };
 
 /// Runs the benchmarks on every rank (collective over ctx.world). The records are the same on

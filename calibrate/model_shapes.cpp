@@ -77,7 +77,8 @@ void check_model_gemm_memory(const std::vector<GemmShape>& shapes, double bytes_
                    ": the GEMM " + largest->source + " (m x n x k = " + shape + ", " +
                    std::to_string(mbs * seq) + " tokens = mbs x seq) " + per_rank +
                    ", more than half of " + memory_what + " (" + gib(memory_bytes) +
-                   ", half: " + gib(limit) + "); give a smaller --seq or --mbs (or a "
+                   ", half: " + gib(limit) +
+                   "); give a smaller --seq or --mbs (or a "
                    "larger --tp), so that mbs x seq tokens fit");
 }
 

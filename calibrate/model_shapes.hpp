@@ -23,8 +23,8 @@
 
 namespace meshplan::calibrate {
 
-/// The model's GEMM shapes (15: five linears x three passes), in the table's op order. Errors: std::invalid_argument when
-/// tp, mbs or seq < 1 or tp does not divide the widths it splits.
+/// The model's GEMM shapes (15: five linears x three passes), in the table's op order. Errors:
+/// std::invalid_argument when tp, mbs or seq < 1 or tp does not divide the widths it splits.
 std::vector<GemmShape> model_gemm_shapes(const ModelSpec& model, std::int64_t tp, std::int64_t mbs,
                                          std::int64_t seq);
 

@@ -6,9 +6,8 @@
 #include <sstream>
 #include <tuple>
 
-#include "calibrate/text_format.hpp"
-
 #include "calibrate/fit.hpp"
+#include "calibrate/text_format.hpp"
 #include "costmodel/compute_time.hpp"
 #include "planner/config/profile_loader.hpp"
 #include "planner/config/spec_json.hpp"
@@ -166,8 +165,8 @@ BuiltProfile build_profile(const Records& records, const ProfileSettings& s) {
         if (cpu)
           gemm_source += " CPU backend: 1 x 1 tiles on 1 SM (no wave quantization), no k overhead.";
         else
-          gemm_source += " Tiles and k_overhead from profile " + s.base_name +
-                         ", SMs of the device.";
+          gemm_source +=
+              " Tiles and k_overhead from profile " + s.base_name + ", SMs of the device.";
         if (curve.peak_efficiency > 1) {
           notes.push_back("GEMM: fitted rate is " + format("%.3f", curve.peak_efficiency) +
                           " x the " + s.gpu.name + " peak (is --gpu right?); capped at 1");
@@ -259,8 +258,9 @@ BuiltProfile build_profile(const Records& records, const ProfileSettings& s) {
   std::string comm_source = carried;
   if (cpu) {
     p.comm_sm_fraction = 1;
-    comm_source = "CPU backend: 1, nothing overlaps a collective (MPI progresses it only inside "
-                  "MPI calls, and meshplan-run's CPU ranks call MPI between their compute)";
+    comm_source =
+        "CPU backend: 1, nothing overlaps a collective (MPI progresses it only inside "
+        "MPI calls, and meshplan-run's CPU ranks call MPI between their compute)";
   }
 
   // Collectives: one fit per collective x tier x group size.

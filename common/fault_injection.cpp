@@ -48,7 +48,8 @@ std::string fault_rank_problem(const std::string& spec, int world_size) {
   if (rank >= 0 && rank < world_size) return "";
   const std::string last = std::to_string(world_size - 1);
   return "rank " + spec.substr(spec.find(':') + 1) + " does not exist: the job has " +
-         std::to_string(world_size) + (world_size == 1 ? " rank (0)" : " ranks (0 to " + last + ")") +
+         std::to_string(world_size) +
+         (world_size == 1 ? " rank (0)" : " ranks (0 to " + last + ")") +
          "; give KIND:RANK with RANK " + (world_size == 1 ? "0" : "from 0 to " + last);
 }
 

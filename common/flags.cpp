@@ -1,11 +1,11 @@
 #include "common/flags.hpp"
 
-#include "common/input_error.hpp"
-
 #include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+
+#include "common/input_error.hpp"
 
 namespace meshplan {
 
@@ -67,7 +67,8 @@ CLI::Validator positive_up_to(double max) {
         const double value = std::strtod(text.c_str(), &end);
         if (end == text.c_str() || *end != '\0' || !std::isfinite(value) || !(value > 0) ||
             value > max) {
-          return "must be a number > 0 and at most " + bound_text(max) + ", got " + json_quoted(text);
+          return "must be a number > 0 and at most " + bound_text(max) + ", got " +
+                 json_quoted(text);
         }
         return std::string();
       },

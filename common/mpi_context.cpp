@@ -1,9 +1,8 @@
 #include "common/mpi_context.hpp"
 
-#include <iostream>
-
 #include <algorithm>
 #include <cstring>
+#include <iostream>
 #include <map>
 
 namespace meshplan {

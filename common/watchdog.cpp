@@ -41,7 +41,9 @@ Watchdog::Watchdog(MPI_Comm world, std::string program, std::string timeout_flag
                    std::vector<std::string> hosts, double timeout_s, bool thread_may_call_mpi)
     : program_(std::move(program)),
       timeout_flag_(std::move(timeout_flag)),
-      hosts_(std::move(hosts)), timeout_s_(timeout_s), thread_may_call_mpi_(thread_may_call_mpi) {
+      hosts_(std::move(hosts)),
+      timeout_s_(timeout_s),
+      thread_may_call_mpi_(thread_may_call_mpi) {
   check_mpi(MPI_Comm_dup(world, &checkpoints_), "MPI_Comm_dup");
   check_mpi(MPI_Comm_set_errhandler(checkpoints_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
   check_mpi(MPI_Comm_dup(world, &beats_), "MPI_Comm_dup");
@@ -168,10 +170,9 @@ void Watchdog::heartbeat(Clock::time_point now) {
     if (silent > timeout_s_) {
       abort_job(program_ + ": rank " + std::to_string(rank_) + " (" +
                     hosts_[static_cast<std::size_t>(rank_)] + "): rank " + std::to_string(r) +
-                    " (" +
-                    hosts_[static_cast<std::size_t>(r)] + ") has sent no heartbeat for " +
-                    seconds_text(silent) +
-                    " (the " + timeout_flag_ + " timeout): its process is dead, "
+                    " (" + hosts_[static_cast<std::size_t>(r)] + ") has sent no heartbeat for " +
+                    seconds_text(silent) + " (the " + timeout_flag_ +
+                    " timeout): its process is dead, "
                     "frozen or unreachable; aborting the job",
                 true);
     }
@@ -203,9 +204,9 @@ void Watchdog::watch() {
       lock.unlock();
       abort_job(program_ + ": rank " + std::to_string(rank_) + " (" +
                     hosts_[static_cast<std::size_t>(rank_)] + "): step '" + label +
-                    "' has run for " + seconds_text(running) +
-                    ", longer than the " + timeout_flag_ + " timeout of " +
-                    seconds_text(timeout_s_) + ": a rank has died or hangs (this one, or a peer it waits for); aborting "
+                    "' has run for " + seconds_text(running) + ", longer than the " +
+                    timeout_flag_ + " timeout of " + seconds_text(timeout_s_) +
+                    ": a rank has died or hangs (this one, or a peer it waits for); aborting "
                     "the job",
                 true);
     }

@@ -1,8 +1,8 @@
 // Activations from the per-op table (layer_ops.hpp): every op of a transformer layer lists the
 // tensors it saves for backward, with shape, dtype and how tp (with and without sp) and cp
 // divide them. GQA, SwiGLU, flash vs eager attention, dropout, recompute modes, sp and cp all
-// fall out of this one table; the closed forms of Korthikanti et al. 2022 (arXiv 2205.05198, sec. 4, Table 2) are
-// tests of it (tests/costmodel/test_activations.cpp).
+// fall out of this one table; the closed forms of Korthikanti et al. 2022 (arXiv 2205.05198, sec.
+// 4, Table 2) are tests of it (tests/costmodel/test_activations.cpp).
 //
 // Per layer, s tokens (per cp rank), b micro-batch, h hidden, a heads, k kv heads, d head_dim,
 // f ffn width, 2-byte activations (Korthikanti's GPT layer: 34 s b h + 5 a s^2 b bytes):

@@ -9,8 +9,7 @@ namespace {
 
 /// Share of the SMs' tile slots that do useful work: tile quantization (partial tiles at the
 /// edges) times wave quantization (a last partial wave).
-double wave_efficiency(double m, double n, double batch, double tile_m, double tile_n,
-                       double sms) {
+double wave_efficiency(double m, double n, double batch, double tile_m, double tile_n, double sms) {
   const double tiles = std::ceil(m / tile_m) * std::ceil(n / tile_n) * batch;
   const double waves = std::ceil(tiles / sms);
   const double useful = m * n * batch / (tiles * tile_m * tile_n);  // tile quantization
@@ -40,8 +39,9 @@ double gemm_efficiency(const GemmModel& model, double m, double n, double k, dou
 }
 
 double gemm_time_s(const DeviceRates& rates, double m, double n, double k, double batch) {
-  const double compute = 2 * m * n * k * batch /
-                         (rates.gemm_peak_flops_per_s * gemm_efficiency(rates.gemm, m, n, k, batch));
+  const double compute =
+      2 * m * n * k * batch /
+      (rates.gemm_peak_flops_per_s * gemm_efficiency(rates.gemm, m, n, k, batch));
   // Roofline: a GEMM also reads A and B and writes C once (16-bit elements); thin GEMMs such as
   // attention's QK^T with k = head_dim are bound by that traffic.
   const double traffic = (m * k + k * n + m * n) * batch * 2;
@@ -61,8 +61,8 @@ double flash_attention_time_s(const DeviceRates& rates, double batch, double hea
   return flops / (rates.gemm_peak_flops_per_s * rates.flash_attention_efficiency * ramp);
 }
 
-double ring_attention_time_s(const DeviceRates& rates, double batch, double heads,
-                             double s_local, std::int64_t cp, double d, bool backward) {
+double ring_attention_time_s(const DeviceRates& rates, double batch, double heads, double s_local,
+                             std::int64_t cp, double d, bool backward) {
   const double diagonal =
       flash_attention_time_s(rates, batch, heads, s_local, s_local, d, true, backward);
   const double half =

@@ -60,7 +60,7 @@ double flash_attention_time_s(const DeviceRates& rates, double batch, double hea
 /// half the queries against all of them, each s_local^2 / 2 of work, non-causal. Together the
 /// rank's 1 / cp of the causal work, in calls of s_local / 2 keys or queries past the first.
 /// cp = 1 is plain causal flash_attention_time_s. Inputs as flash_attention_time_s; cp >= 1.
-double ring_attention_time_s(const DeviceRates& rates, double batch, double heads,
-                             double s_local, std::int64_t cp, double d, bool backward);
+double ring_attention_time_s(const DeviceRates& rates, double batch, double heads, double s_local,
+                             std::int64_t cp, double d, bool backward);
 
 }  // namespace meshplan

@@ -16,7 +16,9 @@ namespace meshplan {
 inline std::string counted(std::int64_t count, const std::string& singular,
                            const std::string& plural = "") {
   return std::to_string(count) + " " +
-         (count == 1 ? singular : plural.empty() ? singular + "s" : plural);
+         (count == 1       ? singular
+          : plural.empty() ? singular + "s"
+                           : plural);
 }
 
 }  // namespace meshplan

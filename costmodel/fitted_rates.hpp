@@ -68,7 +68,7 @@ struct FamilyFit {
 
 /// A profile's `fitted` section, as the model reads it (configs/profiles/README.md).
 struct FittedSection {
-  std::string generation;                   ///< "ampere", "hopper"; empty: not fitted
+  std::string generation;                     ///< "ampere", "hopper"; empty: not fitted
   std::map<std::string, FamilyFit> families;  ///< by framework_family
 };
 

@@ -54,8 +54,8 @@ struct FlopsPerToken {
   /// attention (in `convention`), and their LM head.
   double mtp = 0;
   double mtp_attention = 0;  ///< of mtp: the attention score and context products
-  double forward = 0;       ///< layer_matmul + attention + lm_head + mtp
-  double training = 0;      ///< forward + backward = 3 x forward
+  double forward = 0;        ///< layer_matmul + attention + lm_head + mtp
+  double training = 0;       ///< forward + backward = 3 x forward
   AttentionFlops convention = AttentionFlops::kNonCausal;  ///< how `attention` was counted
 };
 

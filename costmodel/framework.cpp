@@ -57,7 +57,9 @@ std::vector<FrameworkConvention> make_conventions() {
                  "mixed precision + Adam: half weights and grads, fp32 master, m, v",
                  "Rajbhandari et al. 2020 (ZeRO), sec. 3.1: 2 + 2 + 12 = 16 bytes/param",
                  {half_weights, half_grads, master, adam_m, adam_v},
-                 2, 4, true});
+                 2,
+                 4,
+                 true});
   // Megatron-LM of 2026 (d98e8a6, Megatron-Core 0.20.0; megatron/training/arguments.py):
   // interleaved sends overlap compute by default (--no-overlap-p2p-communication turns it off),
   // and Megatron-FSDP (--use-megatron-fsdp, --data-parallel-sharding-strategy optim_grads or
@@ -69,7 +71,9 @@ std::vector<FrameworkConvention> make_conventions() {
                  "6 + 12/(dp*cp) with --use-distributed-optimizer; arguments.py at d98e8a6: "
                  "overlap_p2p_comm on, --use-megatron-fsdp",
                  {half_weights, fp32_grads, master, adam_m, adam_v},
-                 2, 4, true});
+                 2,
+                 4,
+                 true});
   all.back().loss_transient_bytes = 2;
   all.back().dp_grad_overlap = false;  // --overlap-grad-reduce is opt-in
   all.back().fp8_saves_fp8_inputs = true;
@@ -80,10 +84,12 @@ std::vector<FrameworkConvention> make_conventions() {
   // receives and waited for, and the distributed optimizer as its only ZeRO.
   FrameworkConvention legacy = all.back();
   legacy.name = "megatron-2023";
-  legacy.description = "Megatron-LM of 2021-2023 (the published runs): as megatron, with "
-                       "interleaved sends waiting and ZeRO-1 at most";
-  legacy.source = "Megatron-LM theoretical_memory_usage.py (18 bytes/param); the p2p "
-                  "communication of Narayanan et al. 2021 (batched send/recv, waited for)";
+  legacy.description =
+      "Megatron-LM of 2021-2023 (the published runs): as megatron, with "
+      "interleaved sends waiting and ZeRO-1 at most";
+  legacy.source =
+      "Megatron-LM theoretical_memory_usage.py (18 bytes/param); the p2p "
+      "communication of Narayanan et al. 2021 (batched send/recv, waited for)";
   legacy.pp_p2p_overlap = false;
   legacy.zero_stages = 0b0011;
   all.push_back(legacy);
@@ -93,7 +99,9 @@ std::vector<FrameworkConvention> make_conventions() {
                  "Megatron-Core DistributedDataParallelConfig.grad_reduce_in_fp32 = False; NeMo "
                  "performance recipes set overlap_grad_reduce and overlap_param_gather",
                  {half_weights, half_grads, master, adam_m, adam_v},
-                 2, 4, true});
+                 2,
+                 4,
+                 true});
   all.back().loss_transient_bytes = 2;
   all.back().dp_param_overlap = true;
   all.back().fp8_saves_fp8_inputs = true;
@@ -104,9 +112,15 @@ std::vector<FrameworkConvention> make_conventions() {
                  "eager ops (HF models)",
                  "DeepSpeed estimate_zero2_model_states_mem_needs: 2P + 18P/N (ZeRO-2), "
                  "stage_1_and_2.py keeps an fp32 gradient partition for the optimizer",
-                 {half_weights, half_grads, master,
-                  {"fp32 gradient partition", C::kOptimizer, D::kFp32, 4}, adam_m, adam_v},
-                 2, 4, false});
+                 {half_weights,
+                  half_grads,
+                  master,
+                  {"fp32 gradient partition", C::kOptimizer, D::kFp32, 4},
+                  adam_m,
+                  adam_v},
+                 2,
+                 4,
+                 false});
   all.back().sdpa_flash_attention2 = true;
   all.back().elementwise = ElementwiseKernels::kEager;
   all.back().interleaved_pipeline = false;
@@ -118,7 +132,9 @@ std::vector<FrameworkConvention> make_conventions() {
                  "torchtitan MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32) over "
                  "fp32 sharded parameters; torch.optim.AdamW keeps exp_avg and exp_avg_sq",
                  {fp32_weights, fp32_grads, adam_m, adam_v},
-                 2, 4, true});
+                 2,
+                 4,
+                 true});
   all.back().selective = SelectivePolicy::kEveryOtherMatmul;
   all.back().sdpa_flash_attention2 = true;
   all.back().tp_saves_gathered_inputs = true;
@@ -133,7 +149,9 @@ std::vector<FrameworkConvention> make_conventions() {
                  "transformers modeling_llama.py eager_attention_forward (softmax in float32); "
                  "Trainer with bf16/fp16 autocast keeps fp32 parameters",
                  {fp32_weights, fp32_grads, adam_m, adam_v},
-                 4, 4, false});
+                 4,
+                 4,
+                 false});
   all.back().sdpa_flash_attention2 = true;
   all.back().elementwise = ElementwiseKernels::kEager;
   return all;
@@ -191,7 +209,8 @@ std::string pipeline_problem(const FrameworkConvention& framework, std::int64_t 
 
 std::string context_parallel_problem(const FrameworkConvention& framework, std::int64_t cp) {
   if (framework.runs_context_parallel(cp)) return "";
-  return "framework " + framework.name + " has no ring-attention context parallelism (its "
+  return "framework " + framework.name +
+         " has no ring-attention context parallelism (its "
          "sequence parallelism is Ulysses, which splits the attention heads and which meshplan "
          "does not cost): cp must be 1";
 }

@@ -59,8 +59,8 @@ enum class SelectivePolicy { kAttentionCore, kEveryOtherMatmul };
 /// A framework's memory conventions.
 struct FrameworkConvention {
   std::string name;  ///< "textbook", "megatron", "megatron-2023", "nemo", "deepspeed", "fsdp", "hf"
-  std::string description;  ///< one line
-  std::string source;       ///< where the numbers come from
+  std::string description;            ///< one line
+  std::string source;                 ///< where the numbers come from
   std::vector<StateComponent> state;  ///< training state per parameter, unsharded
   /// Bytes per element of the eager-attention softmax output kept for backward: 2 when the
   /// framework fuses scale-mask-softmax in 16 bits (Megatron), 4 when it upcasts to fp32
@@ -118,7 +118,9 @@ struct FrameworkConvention {
   /// megatron-2023 0 and 1; DeepSpeed 0-3; PyTorch DDP/FSDP 0, 2 (SHARD_GRAD_OP) and 3
   /// (FULL_SHARD).
   unsigned zero_stages = 0b1111;
-  bool allows_zero(int stage) const { return stage >= 0 && stage <= 3 && (zero_stages >> stage) & 1u; }
+  bool allows_zero(int stage) const {
+    return stage >= 0 && stage <= 3 && (zero_stages >> stage) & 1u;
+  }
   /// What the framework's pipeline runs: DeepSpeed's PipelineEngine runs one model chunk per
   /// stage (no interleaved schedule) and refuses ZeRO stages 2 and 3 (it asserts a stage below
   /// 2 when pp > 1; DeepSpeed pipeline docs).

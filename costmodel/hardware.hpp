@@ -22,11 +22,11 @@ struct PeakFlops {
 struct GpuSpec {
   std::string name;
   std::string description;
-  double memory_bytes = 0;                ///< capacity as nvidia-smi reports it, bytes
-  double hbm_bandwidth_bytes_per_s = 0;   ///< datasheet, decimal bytes/s
+  double memory_bytes = 0;               ///< capacity as nvidia-smi reports it, bytes
+  double hbm_bandwidth_bytes_per_s = 0;  ///< datasheet, decimal bytes/s
   PeakFlops peak_flops_per_s;
-  bool flash_attention = true;            ///< FlashAttention-2 kernels exist (not on V100)
-  double cuda_context_bytes = 0;          ///< CUDA context + library workspaces, bytes
+  bool flash_attention = true;                  ///< FlashAttention-2 kernels exist (not on V100)
+  double cuda_context_bytes = 0;                ///< CUDA context + library workspaces, bytes
   double allocator_fragmentation_fraction = 0;  ///< extra share held by the caching allocator
 };
 
@@ -46,11 +46,11 @@ struct ClusterSpec {
   GpuSpec gpu;
   std::int64_t gpus_per_node = 0;
   std::int64_t nvlink_domain_size = 0;
-  std::string intra_node_link;                        ///< "NVLink4", "PCIe5", ...
+  std::string intra_node_link;                          ///< "NVLink4", "PCIe5", ...
   double intra_node_bandwidth_bytes_per_s_per_gpu = 0;  ///< one direction, per GPU
-  std::string scale_out_fabric;                       ///< "infiniband", "roce", "ethernet"
+  std::string scale_out_fabric;                         ///< "infiniband", "roce", "ethernet"
   std::int64_t nics_per_node = 0;
-  double nic_bandwidth_bytes_per_s = 0;               ///< line rate per NIC, one direction
+  double nic_bandwidth_bytes_per_s = 0;  ///< line rate per NIC, one direction
 };
 
 /// "" when `gpus` GPUs fit in one node of `cluster` or fill whole nodes; else why not, with the

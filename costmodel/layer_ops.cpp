@@ -172,8 +172,7 @@ LayerOp norm(const std::string& name, double elements, double bytes_per_element,
 }
 
 /// The ops of one layer; `moe_ffn`: the mixture-of-experts FFN instead of the dense MLP.
-void layer_ops(const ModelSpec& m, const LayerSetting& s, bool moe_ffn,
-               std::vector<LayerOp>& ops) {
+void layer_ops(const ModelSpec& m, const LayerSetting& s, bool moe_ffn, std::vector<LayerOp>& ops) {
   const std::int64_t tp = s.tp;
   const std::int64_t s_local = s.seq / s.cp;
   const std::int64_t tokens = s_local * s.mbs;                 // through the TP-region GEMMs
@@ -219,8 +218,8 @@ void layer_ops(const ModelSpec& m, const LayerSetting& s, bool moe_ffn,
   };
 
   {
-    LayerOp op = norm("input_norm", d(tokens_sp) * d(h), bytes.norm, norm_params,
-                      ParamGroup::kNorms);
+    LayerOp op =
+        norm("input_norm", d(tokens_sp) * d(h), bytes.norm, norm_params, ParamGroup::kNorms);
     t.hidden("input_norm.input", h, kHalfBytes);
     saves_kept(op);
     t.hidden("layer.input (full recompute)", h, kHalfBytes);
@@ -235,8 +234,8 @@ void layer_ops(const ModelSpec& m, const LayerSetting& s, bool moe_ffn,
     // MLA's projections (this file's header). The latent norms' weights count with the
     // layer's norms.
     const MlaSpec& ml = *m.mla;
-    auto projection = [&](const std::string& name, std::int64_t in, std::int64_t out,
-                          TpSplit split, std::int64_t input_width, bool first) {
+    auto projection = [&](const std::string& name, std::int64_t in, std::int64_t out, TpSplit split,
+                          std::int64_t input_width, bool first) {
       LayerOp op =
           linear(name, ParamGroup::kAttention, in, out, split, 0, tokens, tp, linear_dtype);
       if (first) add_tp_region_edge(op, s, volume, true);
@@ -260,8 +259,8 @@ void layer_ops(const ModelSpec& m, const LayerSetting& s, bool moe_ffn,
       projection("q", h, q, TpSplit::kColumn, h, true);
     }
     projection("kv_down", h, ml.kv_lora_rank + ml.qk_rope_head_dim, TpSplit::kNone, h, false);
-    LayerOp kvn = norm("kv_down_norm", d(tokens) * d(ml.kv_lora_rank), bytes.norm,
-                       ml.kv_lora_rank, ParamGroup::kNorms);
+    LayerOp kvn = norm("kv_down_norm", d(tokens) * d(ml.kv_lora_rank), bytes.norm, ml.kv_lora_rank,
+                       ParamGroup::kNorms);
     t.gathered("kv_down_norm.input", ml.kv_lora_rank, kHalfBytes);
     saves_kept(kvn);
     ops.push_back(std::move(kvn));
@@ -269,12 +268,12 @@ void layer_ops(const ModelSpec& m, const LayerSetting& s, bool moe_ffn,
                ml.kv_lora_rank, false);
     // RoPE on each head's rope part of q and on the one shared rope key.
     ops.push_back(elementwise(
-        "rope", d(tokens) * (d(a / tp) * d(ml.qk_rope_head_dim) + d(ml.qk_rope_head_dim)) *
-                    bytes.rope));
+        "rope",
+        d(tokens) * (d(a / tp) * d(ml.qk_rope_head_dim) + d(ml.qk_rope_head_dim)) * bytes.rope));
   } else {
     const std::int64_t bias = m.linear_bias || m.qkv_bias ? q + kv + v_width : 0;
-    LayerOp op = linear("qkv", ParamGroup::kAttention, h, q + kv + v_width, TpSplit::kColumn,
-                        bias, tokens, tp, linear_dtype);
+    LayerOp op = linear("qkv", ParamGroup::kAttention, h, q + kv + v_width, TpSplit::kColumn, bias,
+                        tokens, tp, linear_dtype);
     add_tp_region_edge(op, s, volume, true);
     linear_input("qkv_proj.input");
     saves_kept(op);
@@ -303,8 +302,8 @@ void layer_ops(const ModelSpec& m, const LayerSetting& s, bool moe_ffn,
     op.name = "attention";
     op.kind = LayerOpKind::kAttention;
     op.dtype = half_precision(s.precision);
-    op.attention = {s.attention, s.mbs,      a / tp, m.num_kv_heads / tp, s_local,
-                    s.seq,       m.head_dim, dv,     s.cp};
+    op.attention = {s.attention, s.mbs, a / tp, m.num_kv_heads / tp, s_local, s.seq,
+                    m.head_dim,  dv,    s.cp};
     if (m.attention_sinks) {
       op.params_group = ParamGroup::kAttention;  // GPT-OSS's sinks: one logit per head
       op.params = a;
@@ -392,9 +391,9 @@ void layer_ops(const ModelSpec& m, const LayerSetting& s, bool moe_ffn,
     const std::int64_t routed = tokens * e.top_k;
     const std::int64_t per_expert = (routed + e.num_experts - 1) / e.num_experts;
     {
-      LayerOp op = linear("router", ParamGroup::kRouter, h, e.num_experts, TpSplit::kNone,
-                          e.router_bias ? e.num_experts : 0, tokens, tp,
-                          half_precision(s.precision));
+      LayerOp op =
+          linear("router", ParamGroup::kRouter, h, e.num_experts, TpSplit::kNone,
+                 e.router_bias ? e.num_experts : 0, tokens, tp, half_precision(s.precision));
       linear_input("router.input");
       saves_kept(op);
       ops.push_back(std::move(op));
@@ -405,8 +404,8 @@ void layer_ops(const ModelSpec& m, const LayerSetting& s, bool moe_ffn,
     ops.push_back(memory_bound("permute", dispatch, dispatch));
     auto experts = [&](const std::string& name, std::int64_t in, std::int64_t out, TpSplit split,
                        std::int64_t bias, std::int64_t input_shard) {
-      LayerOp op = linear(name, ParamGroup::kRoutedExperts, in, out, split, bias, per_expert,
-                          tp, linear_dtype);
+      LayerOp op = linear(name, ParamGroup::kRoutedExperts, in, out, split, bias, per_expert, tp,
+                          linear_dtype);
       const std::int64_t one = op.params;
       op.params = one * e.num_experts;
       op.active_params = one * e.top_k;
@@ -437,8 +436,7 @@ void layer_ops(const ModelSpec& m, const LayerSetting& s, bool moe_ffn,
       saves_kept(fc1);
       ops.push_back(std::move(fc1));
       LayerOp act = elementwise("shared_activation", d(tokens) * d(fs) / d(tp) * bytes.activation);
-      t.tp_split(swiglu ? "shared_swiglu.input (gate, up)" : "shared_gelu.input", up_s,
-                 kHalfBytes);
+      t.tp_split(swiglu ? "shared_swiglu.input (gate, up)" : "shared_gelu.input", up_s, kHalfBytes);
       saves_kept(act);
       ops.push_back(std::move(act));
       LayerOp fc2 = linear("shared_fc2", ParamGroup::kSharedExperts, fs, h, TpSplit::kRow, 0,
@@ -477,8 +475,8 @@ void layer_ops(const ModelSpec& m, const LayerSetting& s, bool moe_ffn,
       ops.push_back(std::move(op));
     }
     {
-      LayerOp op = linear("fc2", ParamGroup::kMlp, f, h, TpSplit::kRow, m.linear_bias ? h : 0, tokens,
-                          tp, linear_dtype);
+      LayerOp op = linear("fc2", ParamGroup::kMlp, f, h, TpSplit::kRow, m.linear_bias ? h : 0,
+                          tokens, tp, linear_dtype);
       add_tp_region_edge(op, s, volume, false);
       t.tp_split("fc2.input", f, linear_bytes);
       saves_kept(op);
@@ -618,8 +616,8 @@ LayerOps build_layer_ops(const ModelSpec& m, const LayerSetting& s) {
     for (const char* name : {"mtp_hidden_norm", "mtp_embedding_norm"}) {
       ops.mtp.push_back(norm(name, hidden, bytes.norm, norm_params, ParamGroup::kMtp));
     }
-    ops.mtp.push_back(linear("mtp_eh_proj", ParamGroup::kMtp, 2 * h, h, TpSplit::kColumn, 0,
-                             tokens, s.tp, s.precision));
+    ops.mtp.push_back(linear("mtp_eh_proj", ParamGroup::kMtp, 2 * h, h, TpSplit::kColumn, 0, tokens,
+                             s.tp, s.precision));
     ops.mtp.push_back(norm("mtp_final_norm", hidden, bytes.norm, norm_params, ParamGroup::kMtp));
   }
   return ops;

@@ -133,7 +133,7 @@ enum class ParamGroup {
   kEmbedding,          ///< word embedding
   kPositionEmbedding,  ///< learned positions
   kFinalNorm,
-  kLmHead,  ///< untied output projection (0 parameters when tied)
+  kLmHead,         ///< untied output projection (0 parameters when tied)
   kRouter,         ///< an MoE layer's router (and its bias)
   kRoutedExperts,  ///< an MoE layer's routed experts (all E; top-k of them active)
   kSharedExperts,  ///< an MoE layer's shared experts (and Qwen2-MoE's shared gate)
@@ -150,14 +150,14 @@ enum class TpSplit { kColumn, kRow, kNone };
 /// Attention core dimensions on one GPU.
 struct AttentionDims {
   AttentionImpl impl = AttentionImpl::kFlash;
-  std::int64_t batch = 0;     ///< sequences (mbs)
-  std::int64_t heads = 0;     ///< query heads on this GPU: a / tp
-  std::int64_t kv_heads = 0;  ///< key/value heads on this GPU: k / tp
-  std::int64_t s_q = 0;       ///< queries per sequence on this GPU: seq / cp
-  std::int64_t s_k = 0;       ///< keys each query's sequence has: seq (all cp ranks')
-  std::int64_t head_dim = 0;  ///< d: query and key width per head (MLA: nope + rope)
+  std::int64_t batch = 0;       ///< sequences (mbs)
+  std::int64_t heads = 0;       ///< query heads on this GPU: a / tp
+  std::int64_t kv_heads = 0;    ///< key/value heads on this GPU: k / tp
+  std::int64_t s_q = 0;         ///< queries per sequence on this GPU: seq / cp
+  std::int64_t s_k = 0;         ///< keys each query's sequence has: seq (all cp ranks')
+  std::int64_t head_dim = 0;    ///< d: query and key width per head (MLA: nope + rope)
   std::int64_t v_head_dim = 0;  ///< value width per head: d, MLA's v_head_dim
-  std::int64_t cp = 1;        ///< ranks of the ring (ring_attention_time_s)
+  std::int64_t cp = 1;          ///< ranks of the ring (ring_attention_time_s)
 };
 
 /// A collective an op needs on one GPU per micro-batch: `forward_calls` and `backward_calls`

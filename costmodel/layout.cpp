@@ -85,24 +85,42 @@ std::uint32_t layout_problem_mask(const Layout& l, const ModelSpec& m, std::int6
 
 const char* layout_problem_reason(LayoutProblem problem) {
   switch (problem) {
-    case LayoutProblem::kNonPositive: return "a degree or batch size below 1";
-    case LayoutProblem::kGpuCount: return "dp x tp x pp x cp is not the GPU count";
-    case LayoutProblem::kTpHeads: return "tp does not divide the attention heads";
-    case LayoutProblem::kTpKvHeads: return "tp does not divide the kv heads";
-    case LayoutProblem::kTpFfn: return "tp does not divide ffn_hidden_size";
-    case LayoutProblem::kSpNeedsTp: return "sp needs tp > 1";
-    case LayoutProblem::kSpSequence: return "sp: the sequence does not split across tp";
-    case LayoutProblem::kLearnedPositions: return "sequence longer than the learned positions";
-    case LayoutProblem::kCpSequence: return "sequence not divisible by 2 x cp";
-    case LayoutProblem::kCpEager: return "cp needs flash attention";
-    case LayoutProblem::kZeroRange: return "zero outside 0..3";
-    case LayoutProblem::kVppNeedsPp: return "vpp needs pp > 1";
-    case LayoutProblem::kStageSplitCount: return "the stage split does not list pp stages";
-    case LayoutProblem::kStageSplitSum: return "the stage split does not sum to the layers";
-    case LayoutProblem::kLayersSplit: return "layers do not split into pp x vpp chunks";
-    case LayoutProblem::kBatch: return "gbs is not a multiple of dp x mbs";
-    case LayoutProblem::kInterleavedMicrobatches: return "interleaving needs micro-batches % pp == 0";
-    case LayoutProblem::kCount: break;
+    case LayoutProblem::kNonPositive:
+      return "a degree or batch size below 1";
+    case LayoutProblem::kGpuCount:
+      return "dp x tp x pp x cp is not the GPU count";
+    case LayoutProblem::kTpHeads:
+      return "tp does not divide the attention heads";
+    case LayoutProblem::kTpKvHeads:
+      return "tp does not divide the kv heads";
+    case LayoutProblem::kTpFfn:
+      return "tp does not divide ffn_hidden_size";
+    case LayoutProblem::kSpNeedsTp:
+      return "sp needs tp > 1";
+    case LayoutProblem::kSpSequence:
+      return "sp: the sequence does not split across tp";
+    case LayoutProblem::kLearnedPositions:
+      return "sequence longer than the learned positions";
+    case LayoutProblem::kCpSequence:
+      return "sequence not divisible by 2 x cp";
+    case LayoutProblem::kCpEager:
+      return "cp needs flash attention";
+    case LayoutProblem::kZeroRange:
+      return "zero outside 0..3";
+    case LayoutProblem::kVppNeedsPp:
+      return "vpp needs pp > 1";
+    case LayoutProblem::kStageSplitCount:
+      return "the stage split does not list pp stages";
+    case LayoutProblem::kStageSplitSum:
+      return "the stage split does not sum to the layers";
+    case LayoutProblem::kLayersSplit:
+      return "layers do not split into pp x vpp chunks";
+    case LayoutProblem::kBatch:
+      return "gbs is not a multiple of dp x mbs";
+    case LayoutProblem::kInterleavedMicrobatches:
+      return "interleaving needs micro-batches % pp == 0";
+    case LayoutProblem::kCount:
+      break;
   }
   return "?";
 }
@@ -130,8 +148,8 @@ std::vector<std::string> layout_problems(const Layout& l, const ModelSpec& m, st
         p.push_back("tp " + s(l.tp) + " does not divide " + counted(m.num_kv_heads, "kv head"));
         break;
       case LayoutProblem::kTpFfn:
-        p.push_back("tp " + s(l.tp) + " does not divide ffn_hidden_size " +
-                    s(m.ffn_hidden_size) + " (tensor parallelism splits the MLP width evenly)");
+        p.push_back("tp " + s(l.tp) + " does not divide ffn_hidden_size " + s(m.ffn_hidden_size) +
+                    " (tensor parallelism splits the MLP width evenly)");
         break;
       case LayoutProblem::kSpNeedsTp:
         p.push_back("sequence parallel (sp) needs tp > 1");
@@ -158,19 +176,19 @@ std::vector<std::string> layout_problems(const Layout& l, const ModelSpec& m, st
         p.push_back("vpp " + s(l.vpp) + " needs pp > 1");
         break;
       case LayoutProblem::kStageSplitCount:
-        p.push_back(
-            "the stage split lists " +
-            counted(static_cast<std::int64_t>(l.stage_layers.size()), "stage") +
-            (l.vpp > 1 ? ", but with vpp " + s(l.vpp) + " it lists the layers of each virtual "
-                             "stage (model chunk), in model order: pp x vpp = " +
-                             s(l.pp * l.vpp)
-                       : ", pp is " + s(l.pp)));
+        p.push_back("the stage split lists " +
+                    counted(static_cast<std::int64_t>(l.stage_layers.size()), "stage") +
+                    (l.vpp > 1 ? ", but with vpp " + s(l.vpp) +
+                                     " it lists the layers of each virtual "
+                                     "stage (model chunk), in model order: pp x vpp = " +
+                                     s(l.pp * l.vpp)
+                               : ", pp is " + s(l.pp)));
         break;
       case LayoutProblem::kStageSplitSum:
-        p.push_back("the stage split must give each stage at least 1 layer and sum to " +
-                    counted(m.num_layers, "layer") + ", it sums to " +
-                    s(std::accumulate(l.stage_layers.begin(), l.stage_layers.end(),
-                                      std::int64_t{0})));
+        p.push_back(
+            "the stage split must give each stage at least 1 layer and sum to " +
+            counted(m.num_layers, "layer") + ", it sums to " +
+            s(std::accumulate(l.stage_layers.begin(), l.stage_layers.end(), std::int64_t{0})));
         break;
       case LayoutProblem::kLayersSplit:
         // Worded for every caller (estimate has --stage-layers, plan and validate do not).
@@ -217,7 +235,8 @@ std::int64_t stage_layer_count(const Layout& layout, const ModelSpec& model, std
 
 std::vector<std::int64_t> layers_per_stage(const Layout& layout, const ModelSpec& model) {
   std::vector<std::int64_t> layers;
-  for (std::int64_t r = 0; r < layout.pp; ++r) layers.push_back(stage_layer_count(layout, model, r));
+  for (std::int64_t r = 0; r < layout.pp; ++r)
+    layers.push_back(stage_layer_count(layout, model, r));
   return layers;
 }
 

@@ -51,9 +51,24 @@ struct Layout {
 
 /// The rules a layout can break, one bit each in layout_problem_mask().
 enum class LayoutProblem : unsigned {
-  kNonPositive, kGpuCount, kTpHeads, kTpKvHeads, kTpFfn, kSpNeedsTp, kSpSequence, kLearnedPositions,
-  kCpSequence, kCpEager, kZeroRange, kVppNeedsPp, kStageSplitCount, kStageSplitSum,
-  kLayersSplit, kBatch, kInterleavedMicrobatches, kCount
+  kNonPositive,
+  kGpuCount,
+  kTpHeads,
+  kTpKvHeads,
+  kTpFfn,
+  kSpNeedsTp,
+  kSpSequence,
+  kLearnedPositions,
+  kCpSequence,
+  kCpEager,
+  kZeroRange,
+  kVppNeedsPp,
+  kStageSplitCount,
+  kStageSplitSum,
+  kLayersSplit,
+  kBatch,
+  kInterleavedMicrobatches,
+  kCount
 };
 
 /// The rules `layout` breaks, as a bit mask (bit i: LayoutProblem i); 0 when valid. The same

@@ -59,8 +59,8 @@ double state_bytes(const StateComponent& c, double params, const Layout& l,
 
 bool keeps_unsharded_with_pp(const MemoryContext& x) {
   const FrameworkConvention& fw = x.setup.framework;
-  return fw.gathers_parameters(x.layout.zero) && shard_group(x.layout, fw) > 1 &&
-         x.layout.pp > 1 && fw.zero3_pp_keeps_unsharded;
+  return fw.gathers_parameters(x.layout.zero) && shard_group(x.layout, fw) > 1 && x.layout.pp > 1 &&
+         fw.zero3_pp_keeps_unsharded;
 }
 
 std::string sharding_text(const Layout& l, bool sharded, bool over_cp) {
@@ -266,7 +266,8 @@ MemoryLedger build_memory_ledger(const ModelSpec& model, const Layout& layout,
   const ActivationBytes bytes = activation_bytes(ops);
   const MemoryContext context{model, counts, layout, setup, gpu, bytes};
   const std::string half = half_dtype_name(setup.precision);
-  const std::string grad_dtype = fw.bytes_per_param(MemoryCategory::kGradients) == 4 ? "fp32" : half;
+  const std::string grad_dtype =
+      fw.bytes_per_param(MemoryCategory::kGradients) == 4 ? "fp32" : half;
   const std::string unsharded = sharding_text(layout, false, false);
   const std::int64_t tokens = setup.seq / layout.cp;
 
@@ -362,8 +363,8 @@ MemoryLedger build_memory_ledger(const ModelSpec& model, const Layout& layout,
                  unsharded);
           break;
         case MemoryTerm::kSpBuffer:
-          buffer("sp.all_gather_buffer", shape_text({tokens, layout.mbs, model.hidden_size}),
-                 half, 1, term, "-");
+          buffer("sp.all_gather_buffer", shape_text({tokens, layout.mbs, model.hidden_size}), half,
+                 1, term, "-");
           break;
         case MemoryTerm::kPpBuffers:
           buffer("pp.send_recv_buffers (send + recv)", count_shape(m[term] / (2 * kHalfBytes)),
@@ -376,8 +377,8 @@ MemoryLedger build_memory_ledger(const ModelSpec& model, const Layout& layout,
           break;
         case MemoryTerm::kCudaContext:
           if (m[term] > 0) {
-            line("cuda_context (CUDA, cuBLAS, NCCL)", MemoryCategory::kRuntimeOverhead, "-", "-",
-                 1, term, "-");
+            line("cuda_context (CUDA, cuBLAS, NCCL)", MemoryCategory::kRuntimeOverhead, "-", "-", 1,
+                 term, "-");
           }
           break;
         case MemoryTerm::kFragmentation:

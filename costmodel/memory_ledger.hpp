@@ -29,12 +29,12 @@
 
 #include "costmodel/activations.hpp"
 #include "costmodel/fitted_rates.hpp"
-#include "costmodel/param_count.hpp"
 #include "costmodel/framework.hpp"
 #include "costmodel/hardware.hpp"
 #include "costmodel/layout.hpp"
 #include "costmodel/model_spec.hpp"
 #include "costmodel/oom_risk.hpp"
+#include "costmodel/param_count.hpp"
 #include "costmodel/precision.hpp"
 
 namespace meshplan {
@@ -55,7 +55,7 @@ struct TrainingSetup {
 struct LedgerEntry {
   std::string name;
   MemoryCategory category = MemoryCategory::kWeights;
-  std::string shape;         ///< of one tensor, per GPU
+  std::string shape;  ///< of one tensor, per GPU
   std::string dtype;
   double count = 1;          ///< tensors of this shape held (layers x micro-batches in flight)
   double bytes = 0;          ///< all of them, bytes
@@ -65,7 +65,7 @@ struct LedgerEntry {
 /// The ledger of one pipeline stage (pipeline rank).
 struct StageLedger {
   std::int64_t stage = 0;
-  std::int64_t layers = 0;            ///< transformer layers on this rank (all its chunks)
+  std::int64_t layers = 0;  ///< transformer layers on this rank (all its chunks)
   bool has_embedding = false;
   bool has_lm_head = false;
   std::int64_t chunks_in_flight = 0;  ///< chunk-micro-batches of activations held
@@ -118,7 +118,7 @@ ActivationBytes activation_bytes(const LayerOps& ops);
 /// What every stage's numbers depend on. References must outlive it.
 struct MemoryContext {
   const ModelSpec& model;
-  const ParamCount& counts;      ///< count_params(model)
+  const ParamCount& counts;  ///< count_params(model)
   const Layout& layout;
   const TrainingSetup& setup;
   const GpuSpec& gpu;
@@ -147,22 +147,21 @@ enum class MemoryTerm {
   kFragmentation,         ///< the caching allocator's share of the rest (runtime overhead)
   kFittedPerToken         ///< fitted: memory_per_token_bytes x the micro-batch's tokens on a GPU
 };
-inline constexpr std::size_t kMemoryTerms = static_cast<std::size_t>(MemoryTerm::kFittedPerToken) + 1;
+inline constexpr std::size_t kMemoryTerms =
+    static_cast<std::size_t>(MemoryTerm::kFittedPerToken) + 1;
 
 /// One stage's ledger as numbers, term by term. build_memory_ledger names and shapes the same
 /// terms in the same order; the search (planner/) uses them directly, allocating nothing.
 struct StageMemory {
   double params = 0;  ///< parameters on this GPU before ZeRO sharding (elements)
   std::int64_t chunks_in_flight = 0;
-  double layer_activations_held = 0;  ///< layers x micro-batches of activations held
+  double layer_activations_held = 0;              ///< layers x micro-batches of activations held
   std::array<double, kMemoryTerms> term_bytes{};  ///< [MemoryTerm], bytes
   /// The sum of term_bytes (the runtime overhead after the allocated terms), bytes.
   double total_bytes = 0;
 
   double& operator[](MemoryTerm term) { return term_bytes[static_cast<std::size_t>(term)]; }
-  double operator[](MemoryTerm term) const {
-    return term_bytes[static_cast<std::size_t>(term)];
-  }
+  double operator[](MemoryTerm term) const { return term_bytes[static_cast<std::size_t>(term)]; }
 };
 
 /// The group ZeRO shards the state over (ranks): dp, times cp where the framework does

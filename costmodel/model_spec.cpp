@@ -19,9 +19,9 @@ bool is_moe_layer(const ModelSpec& model, std::int64_t i) {
 std::int64_t moe_layer_count(const ModelSpec& model) {
   if (!model.moe) return 0;
   const std::int64_t k = model.moe->first_k_dense_layers;
-  return model.num_layers > k ? (model.num_layers - k + model.moe->layer_freq - 1) /
-                                    model.moe->layer_freq
-                              : 0;
+  return model.num_layers > k
+             ? (model.num_layers - k + model.moe->layer_freq - 1) / model.moe->layer_freq
+             : 0;
 }
 
 bool norm_epsilon_in_range(double eps) { return eps >= kMinNormEpsilon && eps < 1; }

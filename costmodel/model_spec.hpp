@@ -30,7 +30,7 @@ enum class PositionEmbedding { kLearned, kRope, kAlibi };
 /// has it. Source: transformers, modeling_rope_utils.py (ROPE_INIT_FUNCTIONS: linear, dynamic,
 /// yarn, longrope, llama3).
 struct RopeScaling {
-  std::string type;    ///< transformers' rope_type: "linear", "dynamic", "yarn", "llama3", ...
+  std::string type;  ///< transformers' rope_type: "linear", "dynamic", "yarn", "llama3", ...
   /// Context extension factor (> 0); transformers requires it for every type but longrope.
   std::optional<double> factor;
   /// llama3 only (transformers' _compute_llama3_parameters; Llama 3.1: 1, 4, 8192): the
@@ -101,8 +101,8 @@ struct ModelSpec {
   std::int64_t ffn_hidden_size = 0;      ///< f
   FfnType ffn_type = FfnType::kGelu;
   NormType norm_type = NormType::kLayerNorm;
-  std::int64_t vocab_size = 0;           ///< tokenizer vocabulary, unpadded
-  std::int64_t vocab_pad_multiple = 1;   ///< embedding rows are padded to a multiple of this
+  std::int64_t vocab_size = 0;          ///< tokenizer vocabulary, unpadded
+  std::int64_t vocab_pad_multiple = 1;  ///< embedding rows are padded to a multiple of this
   PositionEmbedding position_embedding = PositionEmbedding::kRope;
   std::int64_t max_position_embeddings = 0;
   /// RoPE base theta (dimensionless): pair i of a head rotates by position x theta^(-2i/d).

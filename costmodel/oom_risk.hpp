@@ -7,9 +7,9 @@
 //   oom_risk = 1 / (1 + exp(-z))
 //   peak_bytes_pq = peak x exp(-oom_log_bias + oom_log_spread x log(q / (1 - q)))
 //
-// so p10 and p90 are peak x exp(-bias -/+ 2.197 spread), and the median peak x exp(-bias). The logistic is the link of a logistic
-// regression of OOM outcomes on log(need / capacity) (Cox 1958), the model `meshplan fit`
-// fits the two parameters with (planner/fit/memory_fit.hpp).
+// so p10 and p90 are peak x exp(-bias -/+ 2.197 spread), and the median peak x exp(-bias). The
+// logistic is the link of a logistic regression of OOM outcomes on log(need / capacity) (Cox 1958),
+// the model `meshplan fit` fits the two parameters with (planner/fit/memory_fit.hpp).
 #pragma once
 
 #include "costmodel/fitted_rates.hpp"

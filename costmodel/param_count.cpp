@@ -10,16 +10,27 @@ LayerParamCount layer_count(const std::vector<LayerOp>& ops) {
   LayerParamCount c;
   for (const LayerOp& op : ops) {
     switch (op.params_group) {
-      case ParamGroup::kAttention: c.attention += op.params; break;
-      case ParamGroup::kMlp: c.mlp += op.params; break;
-      case ParamGroup::kNorms: c.norms += op.params; break;
-      case ParamGroup::kRouter: c.router += op.params; break;
+      case ParamGroup::kAttention:
+        c.attention += op.params;
+        break;
+      case ParamGroup::kMlp:
+        c.mlp += op.params;
+        break;
+      case ParamGroup::kNorms:
+        c.norms += op.params;
+        break;
+      case ParamGroup::kRouter:
+        c.router += op.params;
+        break;
       case ParamGroup::kRoutedExperts:
         c.routed_experts += op.params;
         c.routed_experts_active += op.active_params;
         break;
-      case ParamGroup::kSharedExperts: c.shared_experts += op.params; break;
-      default: break;
+      case ParamGroup::kSharedExperts:
+        c.shared_experts += op.params;
+        break;
+      default:
+        break;
     }
   }
   return c;
@@ -44,8 +55,7 @@ ParamCount count_params(const ModelSpec& model) {
   c.moe_layers = moe_layer_count(model);
   c.dense_layers = model.num_layers - c.moe_layers;
   c.layers = c.dense_layers * c.per_layer.total() + c.moe_layers * c.per_moe_layer.total();
-  c.layers_active =
-      c.dense_layers * c.per_layer.active() + c.moe_layers * c.per_moe_layer.active();
+  c.layers_active = c.dense_layers * c.per_layer.active() + c.moe_layers * c.per_moe_layer.active();
   const std::int64_t outside = c.embedding + c.position_embedding + c.final_norm + c.lm_head;
   c.total = outside + c.layers;
   c.active = outside + c.layers_active;

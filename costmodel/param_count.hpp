@@ -32,11 +32,11 @@ namespace meshplan {
 
 /// Parameters of one transformer layer, split by block. Counts (elements).
 struct LayerParamCount {
-  std::int64_t attention = 0;       ///< QKV (or MLA) and output projections, biases, sinks
-  std::int64_t mlp = 0;             ///< the dense MLP's matrices and biases
-  std::int64_t norms = 0;           ///< the layer's norms (MLA's latent norms, QK-norm too)
-  std::int64_t router = 0;          ///< an MoE layer's router and its bias
-  std::int64_t routed_experts = 0;  ///< all routed experts of an MoE layer
+  std::int64_t attention = 0;              ///< QKV (or MLA) and output projections, biases, sinks
+  std::int64_t mlp = 0;                    ///< the dense MLP's matrices and biases
+  std::int64_t norms = 0;                  ///< the layer's norms (MLA's latent norms, QK-norm too)
+  std::int64_t router = 0;                 ///< an MoE layer's router and its bias
+  std::int64_t routed_experts = 0;         ///< all routed experts of an MoE layer
   std::int64_t routed_experts_active = 0;  ///< the top_k of them one token uses
   std::int64_t shared_experts = 0;         ///< shared experts (and gate) of an MoE layer
   std::int64_t total() const {
@@ -59,8 +59,8 @@ struct ParamCount {
   std::int64_t layers = 0;              ///< dense_layers x per_layer + moe_layers x per_moe_layer
   std::int64_t layers_active = 0;       ///< the same with each MoE layer's active parameters
   std::int64_t final_norm = 0;
-  std::int64_t lm_head = 0;             ///< padded vocab x h when untied, 0 when tied
-  std::int64_t total = 0;               ///< sum of the above (the main model, MTP excluded)
+  std::int64_t lm_head = 0;  ///< padded vocab x h when untied, 0 when tied
+  std::int64_t total = 0;    ///< sum of the above (the main model, MTP excluded)
   /// total less the routed experts a token does not use: every parameter one token's forward
   /// uses, embedding table included (as Mistral and Qwen count "active").
   std::int64_t active = 0;

@@ -33,10 +33,9 @@ void check_degrees(std::int64_t pp, std::int64_t vpp, std::int64_t microbatches)
 void check_schedule(std::int64_t pp, std::int64_t vpp, std::int64_t microbatches) {
   check_degrees(pp, vpp, microbatches);
   if (vpp > 1 && microbatches % pp != 0) {
-    throw std::invalid_argument("pipeline: the interleaved schedule (vpp = " +
-                                std::to_string(vpp) + ") needs microbatches (" +
-                                std::to_string(microbatches) + ") divisible by pp (" +
-                                std::to_string(pp) + ")");
+    throw std::invalid_argument("pipeline: the interleaved schedule (vpp = " + std::to_string(vpp) +
+                                ") needs microbatches (" + std::to_string(microbatches) +
+                                ") divisible by pp (" + std::to_string(pp) + ")");
   }
 }
 
@@ -47,13 +46,12 @@ void check_time(double seconds, const std::string& what) {
   }
 }
 
-void check_table(const std::vector<std::vector<double>>& table, const char* name,
-                 std::int64_t pp, std::int64_t vpp) {
+void check_table(const std::vector<std::vector<double>>& table, const char* name, std::int64_t pp,
+                 std::int64_t vpp) {
   const std::string shape = "[" + std::to_string(pp) + "][" + std::to_string(vpp) + "]";
   if (static_cast<std::int64_t>(table.size()) != pp) {
     throw std::invalid_argument(std::string("pipeline: ") + name + " must have shape " + shape +
-                                " ([rank][chunk]), got " + std::to_string(table.size()) +
-                                " ranks");
+                                " ([rank][chunk]), got " + std::to_string(table.size()) + " ranks");
   }
   for (std::size_t r = 0; r < table.size(); ++r) {
     if (static_cast<std::int64_t>(table[r].size()) != vpp) {
@@ -62,8 +60,8 @@ void check_table(const std::vector<std::vector<double>>& table, const char* name
                                   std::to_string(table[r].size()) + " chunks");
     }
     for (std::size_t c = 0; c < table[r].size(); ++c) {
-      check_time(table[r][c], std::string(name) + "[" + std::to_string(r) + "][" +
-                                  std::to_string(c) + "]");
+      check_time(table[r][c],
+                 std::string(name) + "[" + std::to_string(r) + "][" + std::to_string(c) + "]");
     }
   }
 }
@@ -148,7 +146,7 @@ PipelineSimulation simulate_pipeline(const PipelineTimes& times) {
   }
 
   const std::vector<std::vector<ScheduledOp>> order = schedule_order(pp, vpp, m);
-  const std::int64_t stages = pp * vpp;  // virtual stages; k = chunk * pp + rank
+  const std::int64_t stages = pp * vpp;             // virtual stages; k = chunk * pp + rank
   const double hop_s = pp > 1 ? times.p2p_s : 0.0;  // every hand-off crosses ranks when pp > 1
 
   // End time of forward / backward of (virtual stage k, micro-batch mb) at [k * m + mb];
@@ -213,14 +211,14 @@ PipelineSimulation simulate_pipeline(const PipelineTimes& times) {
         sim.busy_s[ri] += duration_s;
         const bool sends_on = forward ? k < stages - 1 : k > 0;
         // A send holds its sender whole when it waits, and its share of the SMs when not.
-        const double held_s = !sends_on        ? 0.0
+        const double held_s = !sends_on          ? 0.0
                               : times.sends_wait ? hop_s
                                                  : times.send_sm_fraction * hop_s;
         free_at[ri] = end_s + held_s;
         sim.step_time_s = std::max(sim.step_time_s, end_s);
 
         if (pp > 1 && sends_on) {
-          PipelineEvent send{r,     op.chunk, op.microbatch, PipelineOpKind::kSend,
+          PipelineEvent send{r,     op.chunk,           op.microbatch, PipelineOpKind::kSend,
                              end_s, end_s + times.p2p_s};
           send.peer_stage = forward ? (r + 1) % pp : (r + pp - 1) % pp;
           send.gradient = !forward;

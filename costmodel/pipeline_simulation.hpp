@@ -101,9 +101,9 @@ struct PipelineEvent {
 /// The simulated step.
 struct PipelineSimulation {
   std::int64_t pp = 1, vpp = 1, microbatches = 1;  ///< echoed from PipelineTimes
-  double step_time_s = 0.0;     ///< makespan: the latest compute op's end over all ranks
-  std::vector<double> busy_s;   ///< [rank]: seconds of compute (sum of its ops' durations)
-  std::vector<double> idle_s;   ///< [rank]: step_time_s - busy_s, the bubble (incl. p2p waits)
+  double step_time_s = 0.0;    ///< makespan: the latest compute op's end over all ranks
+  std::vector<double> busy_s;  ///< [rank]: seconds of compute (sum of its ops' durations)
+  std::vector<double> idle_s;  ///< [rank]: step_time_s - busy_s, the bubble (incl. p2p waits)
   /// Compute events of each rank in schedule order (rank 0 first), then the send events (one per
   /// forward except the last virtual stage's and one per backward except virtual stage 0's, only
   /// when pp > 1; zero-length when p2p_s = 0), by rank then start time.

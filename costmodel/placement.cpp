@@ -9,8 +9,10 @@ namespace meshplan {
 
 const char* to_string(Tier tier) {
   switch (tier) {
-    case Tier::kNvlink: return "nvlink";
-    case Tier::kScaleOut: return "scale_out";
+    case Tier::kNvlink:
+      return "nvlink";
+    case Tier::kScaleOut:
+      return "scale_out";
   }
   return "unknown";
 }
@@ -51,7 +53,8 @@ TierBandwidth group_bandwidth(const GroupSpan& span, const ClusterSpec& cluster,
     throw std::invalid_argument("cluster " + cluster.name + ": a group spanning " +
                                 std::to_string(span.domains) +
                                 " NVLink domains needs gpus_per_node >= 1 and nics_per_node >= 1"
-                                " (have " + std::to_string(cluster.gpus_per_node) + " and " +
+                                " (have " +
+                                std::to_string(cluster.gpus_per_node) + " and " +
                                 std::to_string(cluster.nics_per_node) + ")");
   }
   if (!(link.nic_busbw_bytes_per_s > 0)) {
@@ -85,8 +88,8 @@ double tier_line_rate(const GroupSpan& span, const ClusterSpec& cluster) {
   const double per_gpu_nic = cluster.nic_bandwidth_bytes_per_s *
                              static_cast<double>(cluster.nics_per_node) /
                              static_cast<double>(cluster.gpus_per_node);
-  return std::min(intra, static_cast<double>(std::max<std::int64_t>(span.gpus_per_domain, 1)) *
-                             per_gpu_nic);
+  return std::min(
+      intra, static_cast<double>(std::max<std::int64_t>(span.gpus_per_domain, 1)) * per_gpu_nic);
 }
 
 }  // namespace meshplan

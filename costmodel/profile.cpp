@@ -27,7 +27,8 @@ TierBandwidth collective_bandwidth(const Profile& profile, Collective collective
   const CollectiveFit* best = nullptr;
   for (const CollectiveFit& fit : profile.collectives) {
     if (fit.collective != collective || fit.tier != tier) continue;
-    if (!best || std::llabs(fit.group_size - span.size) < std::llabs(best->group_size - span.size)) {
+    if (!best ||
+        std::llabs(fit.group_size - span.size) < std::llabs(best->group_size - span.size)) {
       best = &fit;
     }
   }

@@ -44,8 +44,8 @@ struct CollectiveFit {
   Collective collective = Collective::kAllReduce;
   Tier tier = Tier::kNvlink;
   std::int64_t group_size = 0;
-  double alpha_s = 0;            ///< seconds
-  double busbw_bytes_per_s = 0;  ///< bytes/s, the large-message busbw
+  double alpha_s = 0;              ///< seconds
+  double busbw_bytes_per_s = 0;    ///< bytes/s, the large-message busbw
   std::vector<BusbwPoint> points;  ///< ascending distinct sizes; empty: the line alone
 };
 

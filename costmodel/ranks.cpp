@@ -10,8 +10,8 @@ void check_degrees(const Layout& layout) {
   if (layout.tp < 1 || layout.cp < 1 || layout.dp < 1 || layout.pp < 1) {
     throw std::invalid_argument("layout degrees must be >= 1 (tp " + std::to_string(layout.tp) +
                                 ", cp " + std::to_string(layout.cp) + ", dp " +
-                                std::to_string(layout.dp) + ", pp " +
-                                std::to_string(layout.pp) + ")");
+                                std::to_string(layout.dp) + ", pp " + std::to_string(layout.pp) +
+                                ")");
   }
 }
 
@@ -60,11 +60,22 @@ std::vector<std::vector<std::int64_t>> process_groups(GroupKind kind, const Layo
   for (std::int64_t rank = 0; rank < gpus; ++rank) {
     RankCoords key = rank_to_coords(rank, layout);
     switch (kind) {
-      case GroupKind::kTp: key.tp = 0; break;
-      case GroupKind::kCp: key.cp = 0; break;
-      case GroupKind::kDp: key.dp = 0; break;
-      case GroupKind::kPp: key.pp = 0; break;
-      case GroupKind::kDpCp: key.dp = 0; key.cp = 0; break;
+      case GroupKind::kTp:
+        key.tp = 0;
+        break;
+      case GroupKind::kCp:
+        key.cp = 0;
+        break;
+      case GroupKind::kDp:
+        key.dp = 0;
+        break;
+      case GroupKind::kPp:
+        key.pp = 0;
+        break;
+      case GroupKind::kDpCp:
+        key.dp = 0;
+        key.cp = 0;
+        break;
     }
     const auto first = static_cast<std::size_t>(coords_to_rank(key, layout));
     if (group_of[first] < 0) {

@@ -13,9 +13,9 @@ namespace meshplan {
 
 /// One row of the static ledger.
 struct StaticMemoryRow {
-  std::string component;   ///< e.g. "Adam m (momentum)"
+  std::string component;  ///< e.g. "Adam m (momentum)"
   MemoryCategory category = MemoryCategory::kWeights;
-  std::string dtype;       ///< "bf16", "fp16" or "fp32"
+  std::string dtype;           ///< "bf16", "fp16" or "fp32"
   double bytes_per_param = 0;  ///< bytes
   double bytes = 0;            ///< bytes_per_param x params
 };
@@ -23,8 +23,8 @@ struct StaticMemoryRow {
 /// The static ledger and its per-category totals (bytes).
 struct StaticMemory {
   std::vector<StaticMemoryRow> rows;
-  double params = 0;             ///< parameter count
-  double bytes_per_param = 0;    ///< bytes
+  double params = 0;           ///< parameter count
+  double bytes_per_param = 0;  ///< bytes
   double weights_bytes = 0;
   double gradients_bytes = 0;
   double optimizer_bytes = 0;

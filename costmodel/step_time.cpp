@@ -5,9 +5,9 @@
 
 #include "costmodel/collectives/collective.hpp"
 #include "costmodel/compute_time.hpp"
-#include "costmodel/layer_ops.hpp"
 #include "costmodel/flops.hpp"
 #include "costmodel/host_bound.hpp"
+#include "costmodel/layer_ops.hpp"
 #include "costmodel/param_count.hpp"
 #include "costmodel/placement.hpp"
 #include "costmodel/ranks.hpp"
@@ -90,8 +90,8 @@ double collective_s(const std::vector<LayerOp>& ops, GroupKind group,
 /// gemm_time_s of whole dimensions (elements).
 double gemm_s(const DeviceRates& rates, std::int64_t m, std::int64_t n, std::int64_t k,
               std::int64_t batch) {
-  return gemm_time_s(rates, static_cast<double>(m), static_cast<double>(n),
-                     static_cast<double>(k), static_cast<double>(batch));
+  return gemm_time_s(rates, static_cast<double>(m), static_cast<double>(n), static_cast<double>(k),
+                     static_cast<double>(batch));
 }
 
 /// Forward and backward seconds of an attention core (compute_time.hpp): FlashAttention as
@@ -102,8 +102,8 @@ std::pair<double, double> attention_s(const LayerOp& op, const DeviceRates& rate
   if (a.impl == AttentionImpl::kFlash) {
     const auto ring = [&](bool backward) {
       return ring_attention_time_s(rates, static_cast<double>(a.batch),
-                                   static_cast<double>(a.heads), static_cast<double>(a.s_q),
-                                   a.cp, static_cast<double>(a.head_dim), backward);
+                                   static_cast<double>(a.heads), static_cast<double>(a.s_q), a.cp,
+                                   static_cast<double>(a.head_dim), backward);
     };
     return {ring(false), ring(true)};
   }
@@ -156,8 +156,7 @@ LayerCosts layer_kernels(const LayerOps& ops, const DeviceRates& gemm_rates,
 
   for (const LayerOp& op : ops.layer) {
     if (op.kind != LayerOpKind::kAttention) continue;
-    const auto [forward, backward] =
-        attention_s(op, rates_for(op.dtype, gemm_rates, half_rates));
+    const auto [forward, backward] = attention_s(op, rates_for(op.dtype, gemm_rates, half_rates));
     k.attention_forward_s += forward;
     k.attention_backward_s += backward;
   }
@@ -391,10 +390,9 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
   double stage_params = 0;  // the most parameters one GPU updates, before ZeRO sharding
   for (std::int64_t r = 0; r < l.pp; ++r) {
     const double n = static_cast<double>(stage_layer_count(l, model, r));
-    const double layer_forward_s =
-        layer.forward_s + tp_fwd_exposed + cp_fwd_exposed + fsdp_fwd;
-    const double layer_backward_s = layer.backward_s + tp_bwd_exposed +
-                                    cp_bwd_exposed + fsdp_bwd + recompute_per_layer;
+    const double layer_forward_s = layer.forward_s + tp_fwd_exposed + cp_fwd_exposed + fsdp_fwd;
+    const double layer_backward_s =
+        layer.backward_s + tp_bwd_exposed + cp_bwd_exposed + fsdp_bwd + recompute_per_layer;
     StageTimes st;
     st.compute_s = n * (layer.forward_s + layer.backward_s);
     st.recompute_s = n * recompute_per_layer;
@@ -440,10 +438,10 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
   // al. 2021, sec. 4.1).
   const double boundary = static_cast<double>(setup.seq / l.cp * l.mbs) *
                           static_cast<double>(model.hidden_size) * kHalf;
-  e.p2p_s = l.pp > 1 ? groups.pp.time_s(Collective::kSendRecv,
-                                        boundary / static_cast<double>(l.tp)) +
-                           (l.sp ? 0.0 : groups.tp.time_s(Collective::kAllGather, boundary))
-                     : 0.0;
+  e.p2p_s = l.pp > 1
+                ? groups.pp.time_s(Collective::kSendRecv, boundary / static_cast<double>(l.tp)) +
+                      (l.sp ? 0.0 : groups.tp.time_s(Collective::kAllGather, boundary))
+                : 0.0;
   StepBreakdown& bd = e.breakdown;
   bd.compute_s = m * slowest.compute_s;
   bd.recompute_s = m * slowest.recompute_s;
@@ -503,8 +501,7 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
   // Optimizer (memory-bound), over the parameters this GPU updates (its ZeRO shard, as the
   // ledger holds it).
   const double shard = l.zero >= 1 ? shard_group(l, setup.framework) : 1.0;
-  bd.optimizer_s = memory_time_s(
-      x.half_rates, stage_params / shard * x.optimizer_bytes_per_param);
+  bd.optimizer_s = memory_time_s(x.half_rates, stage_params / shard * x.optimizer_bytes_per_param);
 
   e.step_time_s = bd.total();
   const double tokens = static_cast<double>(l.gbs) * static_cast<double>(setup.seq);
@@ -543,9 +540,8 @@ PipelineTimes pipeline_times(const StepEstimate& e, const Layout& l,
   return times;
 }
 
-StepEstimate estimate_step(const ModelSpec& model, const Layout& layout,
-                           const TrainingSetup& setup, const ClusterSpec& cluster,
-                           const Profile& profile) {
+StepEstimate estimate_step(const ModelSpec& model, const Layout& layout, const TrainingSetup& setup,
+                           const ClusterSpec& cluster, const Profile& profile) {
   const StepContext context(model, setup, cluster, profile);
   const GroupRates groups(context, layout);
   StepEstimate e =

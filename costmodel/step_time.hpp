@@ -31,12 +31,12 @@
 #include "costmodel/compute_time.hpp"
 #include "costmodel/flops.hpp"
 #include "costmodel/hardware.hpp"
-#include "costmodel/param_count.hpp"
-#include "costmodel/placement.hpp"
 #include "costmodel/layout.hpp"
 #include "costmodel/memory_ledger.hpp"
 #include "costmodel/model_spec.hpp"
+#include "costmodel/param_count.hpp"
 #include "costmodel/pipeline_simulation.hpp"
+#include "costmodel/placement.hpp"
 #include "costmodel/profile.hpp"
 
 namespace meshplan {
@@ -112,22 +112,22 @@ struct StepEstimate {
   /// fitted interval for the framework's family (FittedSection, set_step_interval); 0 and 0
   /// where the profile has none.
   double step_time_s_p10 = 0, step_time_s_p90 = 0;
-  double tokens_per_s = 0;          ///< gbs x seq / step
+  double tokens_per_s = 0;  ///< gbs x seq / step
   double tokens_per_s_per_gpu = 0;
-  double model_flops_per_step = 0;  ///< FLOP, exact count, non-causal
+  double model_flops_per_step = 0;     ///< FLOP, exact count, non-causal
   double hardware_flops_per_step = 0;  ///< model FLOPs + recompute FLOPs
-  double tflops_per_gpu = 0;        ///< model FLOP/s per GPU / 1e12
-  double mfu = 0;                   ///< model FLOP/s per GPU / dense peak
+  double tflops_per_gpu = 0;           ///< model FLOP/s per GPU / 1e12
+  double mfu = 0;                      ///< model FLOP/s per GPU / dense peak
   /// The same three with attention FLOPs counted causal (half the score and context products,
   /// the work FlashAttention does; flops.hpp with_causal_attention).
   double model_flops_per_step_causal = 0;  ///< FLOP
   double tflops_per_gpu_causal = 0;        ///< model FLOP/s per GPU / 1e12, causal count
   double mfu_causal = 0;                   ///< causal model FLOP/s per GPU / dense peak
   double hfu = 0;
-  double peak_flops_per_s = 0;      ///< the dense peak MFU is measured against
+  double peak_flops_per_s = 0;  ///< the dense peak MFU is measured against
   StepBreakdown breakdown;
-  std::vector<StageTimes> stages;   ///< per pipeline stage, one micro-batch (all its chunks)
-  double p2p_s = 0;                 ///< one activation transfer across a stage boundary
+  std::vector<StageTimes> stages;  ///< per pipeline stage, one micro-batch (all its chunks)
+  double p2p_s = 0;                ///< one activation transfer across a stage boundary
   MemoryLedger memory;
 };
 
@@ -221,11 +221,10 @@ PipelineTimes pipeline_times(const StepEstimate& estimate, const Layout& layout,
 /// fitted_rates): what the ledger's fitted per-token term and OOM risk read.
 TrainingSetup fitted_setup(const TrainingSetup& setup, const Profile& profile);
 
-/// Estimates one step (its ledger under fitted_setup). Preconditions: layout_problems(...) is empty; the GPU has tensor cores
-/// for setup.precision. `cluster.gpu` is the GPU; `profile` the achieved rates; the overlap
-/// switches are the framework convention's (setup.framework).
-StepEstimate estimate_step(const ModelSpec& model, const Layout& layout,
-                           const TrainingSetup& setup, const ClusterSpec& cluster,
-                           const Profile& profile);
+/// Estimates one step (its ledger under fitted_setup). Preconditions: layout_problems(...) is
+/// empty; the GPU has tensor cores for setup.precision. `cluster.gpu` is the GPU; `profile` the
+/// achieved rates; the overlap switches are the framework convention's (setup.framework).
+StepEstimate estimate_step(const ModelSpec& model, const Layout& layout, const TrainingSetup& setup,
+                           const ClusterSpec& cluster, const Profile& profile);
 
 }  // namespace meshplan

@@ -6,10 +6,10 @@
 
 namespace meshplan {
 
-inline constexpr double kGB = 1e9;                          ///< decimal gigabyte, bytes
-inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;    ///< binary gibibyte, bytes
-inline constexpr double kMiB = 1024.0 * 1024.0;             ///< binary mebibyte, bytes
-inline constexpr double kTera = 1e12;                       ///< for TFLOP/s
+inline constexpr double kGB = 1e9;                        ///< decimal gigabyte, bytes
+inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;  ///< binary gibibyte, bytes
+inline constexpr double kMiB = 1024.0 * 1024.0;           ///< binary mebibyte, bytes
+inline constexpr double kTera = 1e12;                     ///< for TFLOP/s
 inline constexpr double kSecondsPerHour = 3600.0;
 inline constexpr double kSecondsPerDay = 86400.0;
 inline constexpr double kSecondsPerYear = 365.25 * kSecondsPerDay;  ///< Julian year

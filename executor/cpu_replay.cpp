@@ -31,7 +31,8 @@ constexpr float kNormEpsilon = 1e-6f;
 
 int mpi_count(std::int64_t n) {
   if (n < 0 || n > std::numeric_limits<int>::max()) {
-    throw std::runtime_error("message of " + std::to_string(n) + " elements exceeds MPI's int count");
+    throw std::runtime_error("message of " + std::to_string(n) +
+                             " elements exceeds MPI's int count");
   }
   return static_cast<int>(n);
 }
@@ -72,15 +73,13 @@ void rms_norm(const View& x, View out, Eigen::Ref<Eigen::VectorXf> inv, Index ro
 
 /// RMSNorm backward (no gain): dx = inv dn - x inv^3 mean(dn x), plus the residual gradient.
 void rms_norm_backward(const View& x, const View& dn, Eigen::Ref<Eigen::VectorXf> inv,
-                       Eigen::Ref<Eigen::VectorXf> dot, const View& residual, View dx,
-                       Index rows) {
+                       Eigen::Ref<Eigen::VectorXf> dot, const View& residual, View dx, Index rows) {
   auto in = x.topRows(rows).array();
   auto grad = dn.topRows(rows).array();
   dot.head(rows) = ((grad * in).rowwise().sum() / static_cast<float>(x.cols())).matrix();
   dot.head(rows).array() *= inv.head(rows).array().cube();
   dx.topRows(rows).array() = grad.colwise() * inv.head(rows).array() -
-                             in.colwise() * dot.head(rows).array() +
-                             residual.topRows(rows).array();
+                             in.colwise() * dot.head(rows).array() + residual.topRows(rows).array();
 }
 
 /// RoPE (GPT-NeoX layout) on `heads` heads of width d starting at column `first` of m:
@@ -161,7 +160,9 @@ CpuReplay::CpuReplay(const Plan& plan, std::int64_t world_rank, const Groups& gr
   };
   std::vector<Request> requests;
   auto need = [&](Buf& buf, std::int64_t rows, std::int64_t cols, MemoryCategory category,
-                  const char* what) { requests.push_back({&buf, rows, cols, category, what}); };
+                  const char* what) {
+    requests.push_back({&buf, rows, cols, category, what});
+  };
   const std::int64_t t = s.tokens;
   const std::int64_t kv2 = s.qkv_cols - s.q_cols;  // K and V columns
   need(b.wqkv, s.hidden, s.qkv_cols, C::kWeights, "qkv weight");
@@ -173,27 +174,27 @@ CpuReplay::CpuReplay(const Plan& plan, std::int64_t world_rank, const Groups& gr
     need(b.logits, t, s.vocab_cols, C::kLogits, "logits");
   }
   // Activations and their gradients, t rows each (Buffers says which share storage).
-  for (const auto& [buf, cols, what] : {
-           std::tuple{&b.x, s.hidden, "layer input"},
-           {&b.xn, s.hidden, "input norm output"},
-           {&b.qkv, s.qkv_cols, "qkv"},
-           {&b.attn, s.q_cols, "attention output"},
-           {&b.y, s.hidden, "attention residual"},
-           {&b.yn, s.hidden, "post-attention norm output"},
-           {&b.h, s.fc1_cols, "fc1 output"},
-           {&b.g, s.fc2_rows, "activation output"},
-           {&b.z, s.hidden, "layer output"},
-           {&b.dz, s.hidden, "layer output gradient"},
-           {&b.dy, s.hidden, "attention residual gradient"},
-           {&b.dg, std::max({s.fc2_rows, s.hidden, s.q_cols}),
-            "activation, norm and attention output gradients"},
-           {&b.dh, std::max(s.fc1_cols, s.qkv_cols), "fc1 output and qkv gradients"},
-           {&b.inv1, 1, "input norm 1/rms"},
-           {&b.inv2, 1, "post-attention norm 1/rms"},
-           {&b.dot, 1, "norm backward row sums"},
-           {&b.cos, s.head_dim / 2, "RoPE cos"},
-           {&b.sin, s.head_dim / 2, "RoPE sin"},
-           {&b.rope_tmp, s.head_dim / 2, "RoPE rotation scratch"}}) {
+  for (const auto& [buf, cols, what] :
+       {std::tuple{&b.x, s.hidden, "layer input"},
+        {&b.xn, s.hidden, "input norm output"},
+        {&b.qkv, s.qkv_cols, "qkv"},
+        {&b.attn, s.q_cols, "attention output"},
+        {&b.y, s.hidden, "attention residual"},
+        {&b.yn, s.hidden, "post-attention norm output"},
+        {&b.h, s.fc1_cols, "fc1 output"},
+        {&b.g, s.fc2_rows, "activation output"},
+        {&b.z, s.hidden, "layer output"},
+        {&b.dz, s.hidden, "layer output gradient"},
+        {&b.dy, s.hidden, "attention residual gradient"},
+        {&b.dg, std::max({s.fc2_rows, s.hidden, s.q_cols}),
+         "activation, norm and attention output gradients"},
+        {&b.dh, std::max(s.fc1_cols, s.qkv_cols), "fc1 output and qkv gradients"},
+        {&b.inv1, 1, "input norm 1/rms"},
+        {&b.inv2, 1, "post-attention norm 1/rms"},
+        {&b.dot, 1, "norm backward row sums"},
+        {&b.cos, s.head_dim / 2, "RoPE cos"},
+        {&b.sin, s.head_dim / 2, "RoPE sin"},
+        {&b.rope_tmp, s.head_dim / 2, "RoPE rotation scratch"}}) {
     need(*buf, t, cols, C::kActivations, what);
   }
   const std::int64_t chunk = cp_size_ > 1 ? t / 2 : t;
@@ -208,8 +209,8 @@ CpuReplay::CpuReplay(const Plan& plan, std::int64_t world_rank, const Groups& gr
   });
   for (const Request& r : requests) {
     const Carved c = memory_.take(
-        r.rows * r.cols,
-        {r.category, C::kActivations, C::kLogits, C::kCommBuffers, C::kWeights}, r.what);
+        r.rows * r.cols, {r.category, C::kActivations, C::kLogits, C::kCommBuffers, C::kWeights},
+        r.what);
     *r.buf = {c.data, r.rows, r.cols};
   }
   // Storage shared by gradients whose lifetimes do not overlap (Buffers).
@@ -231,12 +232,11 @@ CpuReplay::CpuReplay(const Plan& plan, std::int64_t world_rank, const Groups& gr
   // Weight gradients: the front of the gradient entry, which the dp collective reduces whole.
   const Carved grad_home = sharded_grads ? full_gradients_ : gradients_;
   std::int64_t grad_used = 0;
-  for (const auto& [grad, like, what] :
-       {std::tuple{&b.dwqkv, &b.wqkv, "qkv weight gradient"},
-        std::tuple{&b.dwo, &b.wo, "out-proj weight gradient"},
-        std::tuple{&b.dw1, &b.w1, "fc1 weight gradient"},
-        std::tuple{&b.dw2, &b.w2, "fc2 weight gradient"},
-        std::tuple{&b.dlm, &b.lm, "LM head weight gradient"}}) {
+  for (const auto& [grad, like, what] : {std::tuple{&b.dwqkv, &b.wqkv, "qkv weight gradient"},
+                                         std::tuple{&b.dwo, &b.wo, "out-proj weight gradient"},
+                                         std::tuple{&b.dw1, &b.w1, "fc1 weight gradient"},
+                                         std::tuple{&b.dw2, &b.w2, "fc2 weight gradient"},
+                                         std::tuple{&b.dlm, &b.lm, "LM head weight gradient"}}) {
     if (like->data == nullptr) continue;  // no LM head on this stage
     if (grad_used + like->size() <= grad_home.floats) {
       *grad = {grad_home.data + grad_used, like->rows, like->cols};
@@ -248,9 +248,9 @@ CpuReplay::CpuReplay(const Plan& plan, std::int64_t world_rank, const Groups& gr
   // RoPE tables for the local positions.
   for (Index i = 0; i < t; ++i) {
     for (Index j = 0; j < s.head_dim / 2; ++j) {
-      const double angle = static_cast<double>(i) /
-                           std::pow(10000.0, 2.0 * static_cast<double>(j) /
-                                                 static_cast<double>(s.head_dim));
+      const double angle =
+          static_cast<double>(i) /
+          std::pow(10000.0, 2.0 * static_cast<double>(j) / static_cast<double>(s.head_dim));
       b.cos.v()(i, j) = static_cast<float>(std::cos(angle));
       b.sin.v()(i, j) = static_cast<float>(std::sin(angle));
     }
@@ -276,9 +276,9 @@ void CpuReplay::tp_after(StepTimes& t, float* data, std::int64_t floats) {
       check_mpi(MPI_Reduce_scatter_block(MPI_IN_PLACE, data, each, MPI_FLOAT, MPI_SUM, groups_.tp),
                 "MPI_Reduce_scatter_block(tp)");
     } else {
-      check_mpi(MPI_Allreduce(MPI_IN_PLACE, data, mpi_count(floats), MPI_FLOAT, MPI_SUM,
-                              groups_.tp),
-                "MPI_Allreduce(tp)");
+      check_mpi(
+          MPI_Allreduce(MPI_IN_PLACE, data, mpi_count(floats), MPI_FLOAT, MPI_SUM, groups_.tp),
+          "MPI_Allreduce(tp)");
     }
   });
 }
@@ -307,9 +307,7 @@ void CpuReplay::attention(StepTimes& t, bool backward) {
   const int cp = cp_size_;
   const Index chunks = cp > 1 ? 2 : 1;
   const Index rows = tokens / chunks;
-  auto chunk_ids = [&](int rank) {
-    return std::array<Index, 2>{rank, 2 * cp - 1 - rank};
-  };
+  auto chunk_ids = [&](int rank) { return std::array<Index, 2>{rank, 2 * cp - 1 - rank}; };
   const std::array<Index, 2> mine = chunk_ids(cp_rank_);
   View qkv = b.qkv.v(), dqkv = b.dqkv.v(), out = b.attn.v(), dout = b.dattn.v();
   View S = b.s.v(), dS = b.ds.v();
@@ -328,7 +326,8 @@ void CpuReplay::attention(StepTimes& t, bool backward) {
       timed(t.cp, [&] {
         const int n = mpi_count(message);
         float* into = b.kv[static_cast<std::size_t>(j % 2)].data;
-        check_mpi(MPI_Irecv(into, n, MPI_FLOAT, prev, 7, groups_.cp, &requests[0]), "MPI_Irecv(cp)");
+        check_mpi(MPI_Irecv(into, n, MPI_FLOAT, prev, 7, groups_.cp, &requests[0]),
+                  "MPI_Irecv(cp)");
         check_mpi(MPI_Isend(kv_cur, n, MPI_FLOAT, next, 7, groups_.cp, &requests[1]),
                   "MPI_Isend(cp)");
         if (backward) {
@@ -458,8 +457,8 @@ void CpuReplay::backward_layer(StepTimes& t) {
   });
   tp_after(t, b.dyn.data, act);
   timed(t.compute, [&] {
-    rms_norm_backward(b.y.v(), b.dyn.v(), b.inv2.v().col(0), b.dot.v().col(0), b.dz.v(),
-                      b.dy.v(), rows);
+    rms_norm_backward(b.y.v(), b.dyn.v(), b.inv2.v().col(0), b.dot.v().col(0), b.dz.v(), b.dy.v(),
+                      rows);
   });
   tp_before(t, b.dy.data, act);
   timed(t.compute, [&] {
@@ -478,8 +477,8 @@ void CpuReplay::backward_layer(StepTimes& t) {
   });
   tp_after(t, b.dxn.data, act);
   timed(t.compute, [&] {
-    rms_norm_backward(b.x.v(), b.dxn.v(), b.inv1.v().col(0), b.dot.v().col(0), b.dy.v(),
-                      b.dx.v(), rows);
+    rms_norm_backward(b.x.v(), b.dxn.v(), b.inv1.v().col(0), b.dot.v().col(0), b.dy.v(), b.dx.v(),
+                      rows);
   });
 }
 
@@ -521,8 +520,9 @@ void CpuReplay::pipeline_send(StepTimes& t, const float* data, std::int64_t floa
     if (slot == nullptr) {
       b.sends.push_back(
           {MPI_REQUEST_NULL,
-           memory_.take(floats, {MemoryCategory::kCommBuffers, MemoryCategory::kActivations},
-                        "pipeline send buffer")
+           memory_
+               .take(floats, {MemoryCategory::kCommBuffers, MemoryCategory::kActivations},
+                     "pipeline send buffer")
                .data});
       slot = &b.sends.back();
     }
@@ -625,9 +625,8 @@ StepTimes CpuReplay::step() {
     if (r.recv_from >= 0) {
       float* into = forward ? b.x.data : b.dz.data;
       timed(t.bubble, [&] {
-        check_mpi(MPI_Recv(into, mpi_count(act_floats), MPI_FLOAT,
-                           static_cast<int>(r.recv_from), r.recv_tag, groups_.pp,
-                           MPI_STATUS_IGNORE),
+        check_mpi(MPI_Recv(into, mpi_count(act_floats), MPI_FLOAT, static_cast<int>(r.recv_from),
+                           r.recv_tag, groups_.pp, MPI_STATUS_IGNORE),
                   "MPI_Recv(pp)");
       });
     }

@@ -80,7 +80,7 @@ class CpuReplay {
   LedgerMemory memory_;
   MemoryAccount account_;
   void update_account();
-  Carved gradients_, weights_;    ///< the whole entries (dp collective, optimizer)
+  Carved gradients_, weights_;     ///< the whole entries (dp collective, optimizer)
   std::vector<Carved> optimizer_;  ///< master weights, m, v
   Carved full_gradients_;          ///< ZeRO >= 2 with dp x cp > 1: the unsharded gradients
   std::unique_ptr<Buffers> b_;

@@ -78,8 +78,8 @@ bool steps_finish(const std::vector<std::vector<ReplayOp>>& ops,
       for (auto it = mine.begin(); it != mine.end();) {
         const auto [from, to, tag] = *it;
         const auto peer = static_cast<std::size_t>(static_cast<std::size_t>(from) == r ? to : from);
-        const bool met = at[peer] < program[peer].size() && peer != r &&
-                         program[peer][at[peer]].erase(*it) > 0;
+        const bool met =
+            at[peer] < program[peer].size() && peer != r && program[peer][at[peer]].erase(*it) > 0;
         it = met ? mine.erase(it) : std::next(it);
         progress = progress || met;
       }
@@ -94,8 +94,8 @@ bool steps_finish(const std::vector<std::vector<ReplayOp>>& ops,
   return true;
 }
 
-std::vector<PipelineStep> deadlock_free_steps(std::int64_t stage, std::int64_t pp,
-                                              std::int64_t vpp, std::int64_t microbatches) {
+std::vector<PipelineStep> deadlock_free_steps(std::int64_t stage, std::int64_t pp, std::int64_t vpp,
+                                              std::int64_t microbatches) {
   if (stage < 0 || stage >= pp) {
     throw std::invalid_argument("deadlock_free_steps: stage " + std::to_string(stage) +
                                 " outside [0, " + std::to_string(pp) + ")");
@@ -108,8 +108,7 @@ std::vector<PipelineStep> deadlock_free_steps(std::int64_t stage, std::int64_t p
     if (steps_finish(ops, steps)) return steps[static_cast<std::size_t>(stage)];
   }
   throw std::runtime_error("no grouping of the pipeline hand-offs of pp " + std::to_string(pp) +
-                           ", vpp " + std::to_string(vpp) + ", " +
-                           std::to_string(microbatches) +
+                           ", vpp " + std::to_string(vpp) + ", " + std::to_string(microbatches) +
                            " micro-batches finishes with blocking NCCL sends");
 }
 

@@ -45,7 +45,7 @@ bool steps_finish(const std::vector<std::vector<ReplayOp>>& ops,
 /// Pipeline rank `stage`'s steps under the first grouping with which every rank of
 /// (pp, vpp, microbatches) finishes. Errors: std::invalid_argument as replay_ops',
 /// std::runtime_error when no grouping finishes.
-std::vector<PipelineStep> deadlock_free_steps(std::int64_t stage, std::int64_t pp,
-                                              std::int64_t vpp, std::int64_t microbatches);
+std::vector<PipelineStep> deadlock_free_steps(std::int64_t stage, std::int64_t pp, std::int64_t vpp,
+                                              std::int64_t microbatches);
 
 }  // namespace meshplan::executor

@@ -24,7 +24,6 @@
 
 namespace meshplan::executor {
 
-
 namespace {
 
 using Bf16 = std::uint16_t;  // raw bf16 bits on the device
@@ -167,7 +166,7 @@ struct CudaReplay::State {
   }
 
   /// Ends the current segment of the timeline as `slot`'s.
-  void mark(double StepTimes::* slot) {
+  void mark(double StepTimes::*slot) {
     const std::size_t i = slots.size() + 1;
     if (events.size() <= i) {
       cudaEvent_t e = nullptr;
@@ -189,10 +188,10 @@ struct CudaReplay::State {
     const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
     check_cublas(cublasGemmStridedBatchedEx(
                      blas, ta ? CUBLAS_OP_T : CUBLAS_OP_N, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
-                     blas_int(c.rows), blas_int(c.cols), blas_int(k), &alpha, a.data,
-                     CUDA_R_16BF, blas_int(a.ld), batch.stride_a, b.data, CUDA_R_16BF,
-                     blas_int(b.ld), batch.stride_b, &beta, c.data, CUDA_R_16BF, blas_int(c.ld),
-                     batch.stride_c, batch.count, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                     blas_int(c.rows), blas_int(c.cols), blas_int(k), &alpha, a.data, CUDA_R_16BF,
+                     blas_int(a.ld), batch.stride_a, b.data, CUDA_R_16BF, blas_int(b.ld),
+                     batch.stride_b, &beta, c.data, CUDA_R_16BF, blas_int(c.ld), batch.stride_c,
+                     batch.count, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                  "cublasGemmStridedBatchedEx");
   }
 
@@ -230,8 +229,8 @@ DeviceMemoryShare cuda_device_memory_share(int local_rank, int local_size) {
   share.free_bytes = static_cast<double>(free_bytes);
   // Local ranks r with r % devices == device: ceil((local_size - device) / devices).
   share.ranks_sharing = std::max(1, (local_size - device + devices - 1) / devices);
-  share.what = "GPU " + std::to_string(device) + " (" + properties.name +
-               ")'s free memory (cudaMemGetInfo)";
+  share.what =
+      "GPU " + std::to_string(device) + " (" + properties.name + ")'s free memory (cudaMemGetInfo)";
   return share;
 }
 
@@ -279,17 +278,17 @@ CudaReplay::CudaReplay(const Plan& plan, std::int64_t world_rank, const Groups& 
   std::size_t free_bytes = 0, total_bytes = 0;
   check_cuda(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
   if (needed > static_cast<double>(free_bytes)) {
-    throw std::runtime_error("stage " + std::to_string(st.stage) + "'s ledger needs " +
-                             std::to_string(needed / (1ull << 30)) + " GiB, but " + device_name_ +
-                             " has " + std::to_string(static_cast<double>(free_bytes) /
-                                                      (1ull << 30)) +
-                             " GiB free");
+    throw std::runtime_error(
+        "stage " + std::to_string(st.stage) + "'s ledger needs " +
+        std::to_string(needed / (1ull << 30)) + " GiB, but " + device_name_ + " has " +
+        std::to_string(static_cast<double>(free_bytes) / (1ull << 30)) + " GiB free");
   }
   st.ledger.reserve(ledger.entries.size());
   for (const LedgerEntry& e : ledger.entries) {
     if (!allocated_entry(e)) continue;
     const std::size_t element = bytes_of_dtype(e.dtype);
-    const auto elements = static_cast<std::int64_t>(std::ceil(e.bytes / static_cast<double>(element)));
+    const auto elements =
+        static_cast<std::int64_t>(std::ceil(e.bytes / static_cast<double>(element)));
     const std::size_t bytes = static_cast<std::size_t>(elements) * element;
     DeviceEntry d{std::make_unique<DeviceMemory>(bytes), e.dtype, elements};
     check_cuda(cudaMemsetAsync(d.memory->as<void>(), 0, bytes, st.stream), "cudaMemsetAsync");
@@ -356,7 +355,6 @@ CudaReplay::CudaReplay(const Plan& plan, std::int64_t world_rank, const Groups& 
 
 CudaReplay::~CudaReplay() = default;
 
-
 void CudaReplay::State::tp_after(Bf16* data) {
   if (tp == nullptr) return;
   const auto count = static_cast<std::size_t>(x.size());
@@ -412,13 +410,11 @@ void CudaReplay::State::attention(bool backward) {
     const bool own = block == 0 || backward;
     const Matrix& src = own ? qkv : kv_recv;
     for (std::int64_t hh = 0; hh < sh.heads; ++hh) {
-      const std::int64_t k_off = (own ? sh.q_cols : 0) + (hh / group) * d,
-                         v_off = k_off + kv_cols;
-      const Matrix q = qkv.columns(hh * d, d), k = src.columns(k_off, d),
-                   v = src.columns(v_off, d);
+      const std::int64_t k_off = (own ? sh.q_cols : 0) + (hh / group) * d, v_off = k_off + kv_cols;
+      const Matrix q = qkv.columns(hh * d, d), k = src.columns(k_off, d), v = src.columns(v_off, d);
       if (!backward) {
-        sequence_gemm(q, false, k, true, s, false);                           // S = Q K^T
-        sequence_gemm(s, false, v, false, attn.columns(hh * d, d), true);     // O += S V
+        sequence_gemm(q, false, k, true, s, false);                        // S = Q K^T
+        sequence_gemm(s, false, v, false, attn.columns(hh * d, d), true);  // O += S V
       } else {
         // dS = dO V^T, dV += S^T dO, dQ += dS K, dK += dS^T Q: twice the forward's GEMMs.
         const Matrix dout = dattn.columns(hh * d, d);
@@ -541,11 +537,13 @@ void CudaReplay::State::compute_op(std::int64_t index) {
 void CudaReplay::State::data_parallel_and_optimizer() {
   if (gradients == nullptr) return;
   const bool sharded = dp_cp != nullptr && plan.layout.zero >= 1;
-  const auto ranks = static_cast<std::size_t>(dp_cp_size), rank = static_cast<std::size_t>(dp_cp_rank);
+  const auto ranks = static_cast<std::size_t>(dp_cp_size),
+             rank = static_cast<std::size_t>(dp_cp_rank);
   void* grads = full_gradients ? full_gradients->as<void>() : gradients->memory->as<void>();
   const std::size_t element = bytes_of_dtype(gradients->dtype);
   const ncclDataType_t type = nccl_type(gradients->dtype);
-  const std::size_t n = static_cast<std::size_t>(gradients->elements) * (full_gradients ? ranks : 1);
+  const std::size_t n =
+      static_cast<std::size_t>(gradients->elements) * (full_gradients ? ranks : 1);
   // This rank's shard of the gradients and of the parameters: all, or 1 / (dp x cp) with ZeRO.
   const std::size_t shard_n = sharded ? n / ranks : n;
   void* shard = static_cast<unsigned char*>(grads) + (sharded ? shard_n * element * rank : 0);
@@ -597,8 +595,7 @@ void CudaReplay::State::data_parallel_and_optimizer() {
     gradient_sum_of_squares(shard, bf16_grads, len, norm_sum->as<float>(), stream);
     if (passes.unscale) scale_gradients(shard, bf16_grads, len, 1.0f, stream);
     adam_step(master, optimizer[optimizer.size() - 2]->memory->as<float>(),
-              optimizer[optimizer.size() - 1]->memory->as<float>(), shard, bf16_grads, len,
-              stream);
+              optimizer[optimizer.size() - 1]->memory->as<float>(), shard, bf16_grads, len, stream);
     if (passes.master_copy && params_shard != nullptr) {
       copy_master_to_bf16(master, params_shard, len, stream);
     }

@@ -52,9 +52,9 @@ bool cuda_replay_usable(std::string* why);
 /// The device memory a rank of local rank `local_rank` (of `local_size` ranks on its host)
 /// will allocate from: its device is local_rank % (visible devices), as CudaReplay picks it.
 struct DeviceMemoryShare {
-  double free_bytes = 0;   ///< cudaMemGetInfo's free bytes of that device, now
-  int ranks_sharing = 1;   ///< the host's local ranks mapped to that device (at least 1)
-  std::string what;        ///< "GPU 0 (NVIDIA H200)'s free memory (cudaMemGetInfo)"
+  double free_bytes = 0;  ///< cudaMemGetInfo's free bytes of that device, now
+  int ranks_sharing = 1;  ///< the host's local ranks mapped to that device (at least 1)
+  std::string what;       ///< "GPU 0 (NVIDIA H200)'s free memory (cudaMemGetInfo)"
 };
 
 /// That share, for the memory check before anything is allocated (stage_memory_problem).

@@ -16,8 +16,8 @@ DeviceMemoryShare cuda_device_memory_share(int /*local_rank*/, int /*local_size*
   throw std::runtime_error("--backend cuda: meshplan-run was built without CUDA");
 }
 
-CudaReplay::CudaReplay(const Plan& /*plan*/, std::int64_t /*world_rank*/,
-                       const Groups& /*groups*/, int /*local_rank*/) {
+CudaReplay::CudaReplay(const Plan& /*plan*/, std::int64_t /*world_rank*/, const Groups& /*groups*/,
+                       int /*local_rank*/) {
   throw std::runtime_error("--backend cuda: meshplan-run was built without CUDA");
 }
 

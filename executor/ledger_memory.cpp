@@ -22,9 +22,9 @@ std::string stage_memory_problem(const MemoryLedger& memory, std::int64_t stage,
   return plan_file + ": stage " + std::to_string(stage) + "'s ledger needs " + gib(need) +
          " per rank (without its runtime overhead lines, as meshplan-run allocates it), but " +
          memory_what + " is " + gib(memory_bytes) +
-         (ranks > 1 ? " for its " + std::to_string(ranks) + " ranks of this job: " +
-                          gib(each) + " each"
-                    : std::string()) +
+         (ranks > 1
+              ? " for its " + std::to_string(ranks) + " ranks of this job: " + gib(each) + " each"
+              : std::string()) +
          "; run the plan where each rank has " + gib(need) +
          ", or plan for this machine's memory (meshplan plan ... with a GPU file of its size)";
 }
@@ -52,7 +52,8 @@ double host_available_memory_bytes(std::string* source) {
     return *bytes;
   }
   if (source) *source = "free pages, sysconf";
-  return static_cast<double>(sysconf(_SC_AVPHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+  return static_cast<double>(sysconf(_SC_AVPHYS_PAGES)) *
+         static_cast<double>(sysconf(_SC_PAGESIZE));
 }
 
 bool allocated_entry(const LedgerEntry& e) {
@@ -70,8 +71,8 @@ LedgerMemory::LedgerMemory(const StageLedger& ledger, float fill) : fill_(fill) 
   for (const LedgerEntry& e : ledger.entries) {
     if (!allocated_entry(e)) continue;
     if (region(e.category) == nullptr) regions_.push_back({e.category, {}, {}, 0});
-    region(e.category)->entry_floats.push_back(
-        static_cast<std::int64_t>(std::ceil(e.bytes / sizeof(float))));
+    region(e.category)
+        ->entry_floats.push_back(static_cast<std::int64_t>(std::ceil(e.bytes / sizeof(float))));
   }
   for (Region& r : regions_) {
     std::int64_t floats = 0;

@@ -8,16 +8,15 @@ namespace meshplan::executor {
 
 int handoff_tag(bool gradient, std::int64_t receiver_k, std::int64_t virtual_stages,
                 std::int64_t microbatch) {
-  return static_cast<int>(((gradient ? 1 : 0) * virtual_stages + receiver_k) *
-                              4096 +
+  return static_cast<int>(((gradient ? 1 : 0) * virtual_stages + receiver_k) * 4096 +
                           microbatch % 4096);
 }
 
 std::vector<ReplayOp> replay_ops(std::int64_t stage, std::int64_t pp, std::int64_t vpp,
                                  std::int64_t microbatches) {
   if (stage < 0 || stage >= pp) {
-    throw std::invalid_argument("replay_ops: stage " + std::to_string(stage) +
-                                " outside [0, " + std::to_string(pp) + ")");
+    throw std::invalid_argument("replay_ops: stage " + std::to_string(stage) + " outside [0, " +
+                                std::to_string(pp) + ")");
   }
   const std::vector<std::vector<ScheduledOp>> order = schedule_order(pp, vpp, microbatches);
   const std::int64_t stages = pp * vpp;

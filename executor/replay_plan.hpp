@@ -40,16 +40,16 @@ int handoff_tag(bool gradient, std::int64_t receiver_k, std::int64_t virtual_sta
 /// GEMM and collective shapes of one transformer layer on one rank (elements, not bytes), read
 /// from the layer op table (costmodel/layer_ops.hpp).
 struct LayerShapes {
-  std::int64_t tokens = 0;       ///< seq / cp x mbs: rows of every GEMM
-  std::int64_t hidden = 0;       ///< h
-  std::int64_t qkv_cols = 0;     ///< (q + 2 kv) / tp
-  std::int64_t q_cols = 0;       ///< q / tp: out-proj rows
-  std::int64_t fc1_cols = 0;     ///< up / tp (2f for SwiGLU, f otherwise)
-  std::int64_t fc2_rows = 0;     ///< f / tp
-  std::int64_t heads = 0;        ///< attention heads on this rank: a / tp
-  std::int64_t kv_heads = 0;     ///< key/value heads on this rank: max(1, kv / tp)
-  std::int64_t head_dim = 0;     ///< d
-  std::int64_t vocab_cols = 0;   ///< padded vocabulary / tp, rounded up (vocab_shard_size)
+  std::int64_t tokens = 0;      ///< seq / cp x mbs: rows of every GEMM
+  std::int64_t hidden = 0;      ///< h
+  std::int64_t qkv_cols = 0;    ///< (q + 2 kv) / tp
+  std::int64_t q_cols = 0;      ///< q / tp: out-proj rows
+  std::int64_t fc1_cols = 0;    ///< up / tp (2f for SwiGLU, f otherwise)
+  std::int64_t fc2_rows = 0;    ///< f / tp
+  std::int64_t heads = 0;       ///< attention heads on this rank: a / tp
+  std::int64_t kv_heads = 0;    ///< key/value heads on this rank: max(1, kv / tp)
+  std::int64_t head_dim = 0;    ///< d
+  std::int64_t vocab_cols = 0;  ///< padded vocabulary / tp, rounded up (vocab_shard_size)
 };
 
 /// Shapes of `model` under `layout` at sequence length `seq`: the table's qkv, proj, fc1, fc2,

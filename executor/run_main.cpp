@@ -4,13 +4,12 @@
 #include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <iomanip>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -35,27 +34,25 @@ namespace meshplan::executor {
 
 namespace {
 
-
-
 struct Options {
   std::string plan;
   int steps = 5;
   int warmup = 1;
   std::string report;
   double timeout_s = 60;
-  std::string inject_fault;  ///< KIND:RANK (common/fault_injection.hpp), tests of the watchdog
+  std::string inject_fault;      ///< KIND:RANK (common/fault_injection.hpp), tests of the watchdog
   std::string backend = "auto";  ///< cpu | cuda | auto
 };
 
 /// -1: go on; otherwise the exit code (help printed: 0; bad flags: 2).
 int parse_options(int argc, char** argv, Options& o, bool talk) {
-  CLI::App app{"meshplan-run: replay a plan.json's training step on this cluster (CUDA "
-               "backend: cuBLAS and NCCL; CPU backend: Eigen and MPI) and compare measured with "
-               "predicted; launch "
-               "with mpirun or srun, one rank per GPU of the plan",
-               "meshplan-run"};
-  app.add_option("plan", o.plan, "plan.json written by `meshplan estimate|plan --out`")
-      ->required();
+  CLI::App app{
+      "meshplan-run: replay a plan.json's training step on this cluster (CUDA "
+      "backend: cuBLAS and NCCL; CPU backend: Eigen and MPI) and compare measured with "
+      "predicted; launch "
+      "with mpirun or srun, one rank per GPU of the plan",
+      "meshplan-run"};
+  app.add_option("plan", o.plan, "plan.json written by `meshplan estimate|plan --out`")->required();
   app.add_option("--steps", o.steps, "Timed steps [count] (their mean is reported)")
       ->check(CLI::Range(1, 100000));
   app.add_option("--warmup", o.warmup, "Untimed warm-up steps [count]")
@@ -157,8 +154,10 @@ std::string general(double value, int width) {
 std::string format_header() {
   std::ostringstream s;
   s << "  " << std::left << std::setw(kNameWidth) << "component" << std::right << " "
-    << std::setw(14) << "predicted" << " " << std::setw(14) << "measured" << "  "
-    << std::setw(10) << "error %" << "  unit\n";
+    << std::setw(14) << "predicted"
+    << " " << std::setw(14) << "measured"
+    << "  " << std::setw(10) << "error %"
+    << "  unit\n";
   return s.str();
 }
 
@@ -169,8 +168,8 @@ std::string format_row(const std::string& name, double predicted, double measure
   const std::string error_text = comparable ? (error >= 0 ? "+" : "") + fixed(error, 1) + "%" : "-";
   std::ostringstream s;
   s << "  " << std::left << std::setw(kNameWidth) << name << std::right << " "
-    << general(predicted, 14) << " " << general(measured, 14) << "  " << std::setw(10)
-    << error_text << "  " << unit << "\n";
+    << general(predicted, 14) << " " << general(measured, 14) << "  " << std::setw(10) << error_text
+    << "  " << unit << "\n";
   return s.str();
 }
 
@@ -191,8 +190,8 @@ int run(int argc, char** argv, int thread_level) {
     require_distinct_files({{"--report", o.report, o.report}}, {{"plan", o.plan, o.plan}});
     plan = read_plan(o.plan);
     if (plan.layout.gpus() != ctx.size) {
-      error = o.plan + ": the plan needs " + std::to_string(plan.layout.gpus()) +
-              " GPUs (" + degrees_text(plan.layout, false, " x ") + ") but the job has " +
+      error = o.plan + ": the plan needs " + std::to_string(plan.layout.gpus()) + " GPUs (" +
+              degrees_text(plan.layout, false, " x ") + ") but the job has " +
               std::to_string(ctx.size) + " ranks; launch it with mpirun -np " +
               std::to_string(plan.layout.gpus());
     } else if (ctx.rank == 0 && !o.report.empty()) {
@@ -245,11 +244,10 @@ int run(int argc, char** argv, int thread_level) {
   } else {
     std::string source;
     const double available = host_available_memory_bytes(&source);
-    error = stage_memory_problem(
-        plan.estimate.memory, stage, available, ctx.local_size,
-        "host " + ctx.hosts[static_cast<std::size_t>(ctx.rank)] + "'s available memory (" +
-            source + ")",
-        o.plan);
+    error = stage_memory_problem(plan.estimate.memory, stage, available, ctx.local_size,
+                                 "host " + ctx.hosts[static_cast<std::size_t>(ctx.rank)] +
+                                     "'s available memory (" + source + ")",
+                                 o.plan);
   }
   const std::vector<int> short_ranks = ranks_where_false(ctx.world, error.empty());
   if (!short_ranks.empty()) {
@@ -257,8 +255,8 @@ int run(int argc, char** argv, int thread_level) {
     return device_query_failed ? 1 : kInputErrorExitCode;
   }
 
-  Watchdog watchdog(ctx.world, "meshplan-run", "--timeout-s", ctx.hosts,
-                               o.timeout_s, thread_level >= MPI_THREAD_MULTIPLE);
+  Watchdog watchdog(ctx.world, "meshplan-run", "--timeout-s", ctx.hosts, o.timeout_s,
+                    thread_level >= MPI_THREAD_MULTIPLE);
   watchdog.step("process groups");
   const Layout& L = plan.layout;
   Groups groups;
@@ -270,8 +268,8 @@ int run(int argc, char** argv, int thread_level) {
     std::cerr << "meshplan-run: " << plan.model.name << ", " << degrees_text(L, true) << ", "
               << L.microbatches() << " micro-batches of " << L.mbs << " x " << plan.setup.seq
               << " tokens, zero " << L.zero << (L.sp ? ", sp" : "") << "; " << ctx.size
-              << " rank(s) on " << ctx.nodes << " node(s); " << (cuda ? "CUDA" : "CPU") << " backend; " << o.warmup
-              << " warm-up + " << o.steps << " timed step(s)\n";
+              << " rank(s) on " << ctx.nodes << " node(s); " << (cuda ? "CUDA" : "CPU")
+              << " backend; " << o.warmup << " warm-up + " << o.steps << " timed step(s)\n";
   }
 
   watchdog.step("allocate");
@@ -323,8 +321,7 @@ int run(int argc, char** argv, int thread_level) {
   mine.push_back(memory.full_gradients);
   const int width = static_cast<int>(mine.size());
   std::vector<double> all(static_cast<std::size_t>(width * ctx.size));
-  check_mpi(MPI_Gather(mine.data(), width, MPI_DOUBLE, all.data(), width, MPI_DOUBLE, 0,
-                       ctx.world),
+  check_mpi(MPI_Gather(mine.data(), width, MPI_DOUBLE, all.data(), width, MPI_DOUBLE, 0, ctx.world),
             "MPI_Gather");
   const double device_in_use =
       max_over_ranks(ctx.world, cuda ? cuda_replay->device_bytes_in_use() : 0.0);
@@ -343,7 +340,8 @@ int run(int argc, char** argv, int thread_level) {
       const double* v = &all[static_cast<std::size_t>(r * width)];
       json components = json::object();
       for (int c = 0; c < kComponentCount; ++c) {
-        measured[static_cast<std::size_t>(c)] = std::max(measured[static_cast<std::size_t>(c)], v[c]);
+        measured[static_cast<std::size_t>(c)] =
+            std::max(measured[static_cast<std::size_t>(c)], v[c]);
         components[std::string(kComponents[c]) + "_s"] = v[c];
       }
       step = std::max(step, v[7]);
@@ -358,8 +356,8 @@ int run(int argc, char** argv, int thread_level) {
       ledger = std::max(ledger, v[9]);
       rss = std::max(rss, v[10]);
       const RankCoords c = rank_to_coords(r, L);
-      const double stage_ledger =
-          ledger_without_runtime_overhead(plan.estimate.memory.stages.at(static_cast<std::size_t>(c.pp)));
+      const double stage_ledger = ledger_without_runtime_overhead(
+          plan.estimate.memory.stages.at(static_cast<std::size_t>(c.pp)));
       const double memory_error = (compared - stage_ledger) / stage_ledger;
       if (worst_rank < 0 || std::abs(memory_error) > std::abs(worst_memory_error)) {
         worst_memory_error = memory_error;
@@ -386,8 +384,8 @@ int run(int argc, char** argv, int thread_level) {
       predicted_no_overhead = std::max(predicted_no_overhead, ledger_without_runtime_overhead(s));
     const double* worst = &all[static_cast<std::size_t>(worst_rank * width)];
     const std::int64_t worst_stage = rank_to_coords(worst_rank, L).pp;
-    const double worst_stage_ledger = ledger_without_runtime_overhead(
-        mem.stages.at(static_cast<std::size_t>(worst_stage)));
+    const double worst_stage_ledger =
+        ledger_without_runtime_overhead(mem.stages.at(static_cast<std::size_t>(worst_stage)));
     json pc = json::object(), mc = json::object();
     for (int c = 0; c < kComponentCount; ++c) {
       pc[std::string(kComponents[c]) + "_s"] = predicted[static_cast<std::size_t>(c)];
@@ -473,11 +471,10 @@ int run(int argc, char** argv, int thread_level) {
     table << "  (error = (predicted - measured) / measured; measured = max over ranks of the mean "
              "of "
           << o.steps << " step(s); for the peak, the largest over ranks)\n";
-    const std::string off =
-        std::abs(worst_memory_error) < 0.0001
-            ? "within 0.01% of"
-            : fixed(std::abs(worst_memory_error) * 100, 2) + "% " +
-                  (worst_memory_error < 0 ? "less" : "more") + " than";
+    const std::string off = std::abs(worst_memory_error) < 0.0001
+                                ? "within 0.01% of"
+                                : fixed(std::abs(worst_memory_error) * 100, 2) + "% " +
+                                      (worst_memory_error < 0 ? "less" : "more") + " than";
     table << "  worst rank vs its own stage's ledger: rank " << worst_rank << " (stage "
           << worst_stage << ") held " << general(worst[8] - worst[13], 0) << " bytes, " << off
           << " the stage's ledger of " << general(worst_stage_ledger, 0)
@@ -514,8 +511,6 @@ int run(int argc, char** argv, int thread_level) {
 
 }  // namespace
 
-int run_main(int argc, char** argv) {
-  return run_mpi_program("meshplan-run", argc, argv, run);
-}
+int run_main(int argc, char** argv) { return run_mpi_program("meshplan-run", argc, argv, run); }
 
 }  // namespace meshplan::executor

@@ -20,8 +20,7 @@ __device__ float to_float<__nv_bfloat16>(__nv_bfloat16 g) {
 }
 
 template <typename Grad>
-__global__ void adam_kernel(float* master, float* m, float* v, const Grad* grads,
-                            std::int64_t n) {
+__global__ void adam_kernel(float* master, float* m, float* v, const Grad* grads, std::int64_t n) {
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
     const float g = to_float(grads[i]);
@@ -91,8 +90,8 @@ void gradient_sum_of_squares(const void* grads, bool grads_bf16, std::int64_t n,
     sum_of_squares_kernel<<<blocks_for(n), kThreads, 0, stream>>>(
         static_cast<const __nv_bfloat16*>(grads), n, sum_of_squares);
   } else {
-    sum_of_squares_kernel<<<blocks_for(n), kThreads, 0, stream>>>(
-        static_cast<const float*>(grads), n, sum_of_squares);
+    sum_of_squares_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const float*>(grads),
+                                                                  n, sum_of_squares);
   }
 }
 
@@ -110,8 +109,8 @@ void scale_gradients(void* grads, bool grads_bf16, std::int64_t n, float scale,
 void copy_master_to_bf16(const float* master, std::uint16_t* params, std::int64_t n,
                          cudaStream_t stream) {
   if (n <= 0) return;
-  copy_kernel<<<blocks_for(n), kThreads, 0, stream>>>(
-      master, reinterpret_cast<__nv_bfloat16*>(params), n);
+  copy_kernel<<<blocks_for(n), kThreads, 0, stream>>>(master,
+                                                      reinterpret_cast<__nv_bfloat16*>(params), n);
 }
 
 void adam_step(float* master, float* m, float* v, const void* grads, bool grads_bf16,

@@ -1,9 +1,9 @@
-#include "kernels/hbm.hpp"
-
 #include <cuda_runtime.h>
 
 #include <stdexcept>
 #include <vector>
+
+#include "kernels/hbm.hpp"
 
 namespace meshplan::kernels {
 
@@ -33,7 +33,9 @@ __global__ void triad_kernel(float* __restrict__ a, const float* __restrict__ b,
 /// Device buffer that frees itself.
 struct DeviceBuffer {
   float* data = nullptr;
-  explicit DeviceBuffer(std::size_t n) { check(cudaMalloc(&data, n * sizeof(float)), "cudaMalloc"); }
+  explicit DeviceBuffer(std::size_t n) {
+    check(cudaMalloc(&data, n * sizeof(float)), "cudaMalloc");
+  }
   ~DeviceBuffer() { cudaFree(data); }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
@@ -55,8 +57,7 @@ bool cuda_device_available(std::string* why) {
   return true;
 }
 
-HbmMeasurement measure_hbm(const std::string& kernel, std::size_t bytes_per_array,
-                           int iterations) {
+HbmMeasurement measure_hbm(const std::string& kernel, std::size_t bytes_per_array, int iterations) {
   if (kernel != "copy" && kernel != "triad") {
     throw std::invalid_argument("unknown HBM kernel \"" + kernel + "\"; expected copy or triad");
   }

@@ -24,19 +24,25 @@ void check_group_size(std::int64_t n, const char* collective) {
 }  // namespace detail
 
 namespace {
-constexpr Collective kAllCollectives[] = {
-    Collective::kAllReduce, Collective::kAllGather, Collective::kReduceScatter,
-    Collective::kAllToAll,  Collective::kSendRecv,  Collective::kBroadcast};
+constexpr Collective kAllCollectives[] = {Collective::kAllReduce,     Collective::kAllGather,
+                                          Collective::kReduceScatter, Collective::kAllToAll,
+                                          Collective::kSendRecv,      Collective::kBroadcast};
 }  // namespace
 
 const char* to_string(Collective collective) {
   switch (collective) {
-    case Collective::kAllReduce: return "all_reduce";
-    case Collective::kAllGather: return "all_gather";
-    case Collective::kReduceScatter: return "reduce_scatter";
-    case Collective::kAllToAll: return "all_to_all";
-    case Collective::kSendRecv: return "send_recv";
-    case Collective::kBroadcast: return "broadcast";
+    case Collective::kAllReduce:
+      return "all_reduce";
+    case Collective::kAllGather:
+      return "all_gather";
+    case Collective::kReduceScatter:
+      return "reduce_scatter";
+    case Collective::kAllToAll:
+      return "all_to_all";
+    case Collective::kSendRecv:
+      return "send_recv";
+    case Collective::kBroadcast:
+      return "broadcast";
   }
   return "unknown";
 }
@@ -50,12 +56,18 @@ std::optional<Collective> parse_collective(std::string_view text) {
 
 double bus_bandwidth_factor(Collective collective, std::int64_t n) {
   switch (collective) {
-    case Collective::kAllReduce: return all_reduce_bus_bandwidth_factor(n);
-    case Collective::kAllGather: return all_gather_bus_bandwidth_factor(n);
-    case Collective::kReduceScatter: return reduce_scatter_bus_bandwidth_factor(n);
-    case Collective::kAllToAll: return all_to_all_bus_bandwidth_factor(n);
-    case Collective::kSendRecv: return send_recv_bus_bandwidth_factor(n);
-    case Collective::kBroadcast: return broadcast_bus_bandwidth_factor(n);
+    case Collective::kAllReduce:
+      return all_reduce_bus_bandwidth_factor(n);
+    case Collective::kAllGather:
+      return all_gather_bus_bandwidth_factor(n);
+    case Collective::kReduceScatter:
+      return reduce_scatter_bus_bandwidth_factor(n);
+    case Collective::kAllToAll:
+      return all_to_all_bus_bandwidth_factor(n);
+    case Collective::kSendRecv:
+      return send_recv_bus_bandwidth_factor(n);
+    case Collective::kBroadcast:
+      return broadcast_bus_bandwidth_factor(n);
   }
   throw std::invalid_argument("bus_bandwidth_factor: unknown collective");
 }
@@ -96,16 +108,14 @@ double collective_time_s(Collective collective, std::int64_t n, double bytes, do
 double interpolated_busbw(std::span<const BusbwPoint> points, double bytes) {
   if (points.empty()) throw std::invalid_argument("interpolated_busbw: no points");
   if (!(bytes >= points.front().bytes && bytes <= points.back().bytes)) {
-    throw std::invalid_argument("interpolated_busbw: " + std::to_string(bytes) +
-                                " bytes lie outside the measured sizes [" +
-                                std::to_string(points.front().bytes) + ", " +
-                                std::to_string(points.back().bytes) + "]");
+    throw std::invalid_argument(
+        "interpolated_busbw: " + std::to_string(bytes) + " bytes lie outside the measured sizes [" +
+        std::to_string(points.front().bytes) + ", " + std::to_string(points.back().bytes) + "]");
   }
   if (bytes == points.front().bytes) return points.front().busbw_bytes_per_s;
   if (bytes == points.back().bytes) return points.back().busbw_bytes_per_s;
-  const auto upper = std::upper_bound(
-      points.begin(), points.end(), bytes,
-      [](double b, const BusbwPoint& p) { return b < p.bytes; });
+  const auto upper = std::upper_bound(points.begin(), points.end(), bytes,
+                                      [](double b, const BusbwPoint& p) { return b < p.bytes; });
   const BusbwPoint& hi = *upper;
   const BusbwPoint& lo = *(upper - 1);
   // Time per byte of bus traffic, 1 / busbw, is interpolated in log-log: log(t) is linear in
@@ -125,8 +135,8 @@ double collective_time_s(Collective collective, std::int64_t n, double bytes, do
   const double factor = bus_bandwidth_factor(collective, n);
   const BusbwPoint& last = points.back();
   if (bytes > last.bytes) {
-    return factor * (last.bytes / last.busbw_bytes_per_s +
-                     (bytes - last.bytes) / busbw_bytes_per_s);
+    return factor *
+           (last.bytes / last.busbw_bytes_per_s + (bytes - last.bytes) / busbw_bytes_per_s);
   }
   return bytes * factor / interpolated_busbw(points, bytes);
 }

@@ -62,8 +62,8 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     subcommands += (i == 0 ? "" : i + 1 == subs.size() ? " or " : ", ") + subs[i]->get_name();
     known = known || (!args.empty() && args[0] == subs[i]->get_name());
   }
-  const bool own_flag = !args.empty() && (args[0] == "-h" || args[0] == "--help" ||
-                                           args[0] == "--version");
+  const bool own_flag =
+      !args.empty() && (args[0] == "-h" || args[0] == "--help" || args[0] == "--version");
   if (args.empty() || (!known && !own_flag)) {
     err << "meshplan: error: ";
     if (args.empty()) {

@@ -4,11 +4,10 @@
 // nothing fits) and throws InputError for bad input (exit code 2, printed by run_cli).
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <functional>
 #include <ostream>
 #include <string>
-
-#include <CLI/CLI.hpp>
 
 namespace meshplan {
 

@@ -8,11 +8,10 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
 #include <utility>
-
-#include <nlohmann/json.hpp>
 
 #include "common/format.hpp"
 #include "common/input_error.hpp"
@@ -60,14 +59,12 @@ void check_outputs(const EstimateOptions& o) {
 }
 
 /// The plan of --plan FILE, with the notes its values get, and the profile as errors name it.
-Plan plan_from_file(const EstimateOptions& o, std::vector<std::string>& notes,
-                    std::string& label) {
+Plan plan_from_file(const EstimateOptions& o, std::vector<std::string>& notes, std::string& label) {
   notes.push_back("inputs and layout from " + o.plan);
   Plan plan = read_plan(o.plan, "--plan", &notes);
   require_priced_model(plan.model, "--plan " + o.plan);
   // What the flags' path notes (resolve_layout), said of the plan's values too.
-  const std::vector<std::string> setup =
-      setup_notes(plan.layout, plan.setup, plan.cluster.gpu, "");
+  const std::vector<std::string> setup = setup_notes(plan.layout, plan.setup, plan.cluster.gpu, "");
   notes.insert(notes.end(), setup.begin(), setup.end());
   label = profile_label(plan.profile, "", "the profile in --plan " + o.plan);
   return plan;
@@ -80,16 +77,15 @@ Plan plan_from_flags(const EstimateOptions& o, std::vector<std::string>& notes,
   if (o.in.model.empty()) throw InputError("estimate: give --model or --plan");
   Scenario x = resolve_scenario(o.in, o.gpus > 0 ? o.gpus : 1);
   notes = std::move(x.notes);
-  ResolvedLayout rl = resolve_layout(o.layout, x.model, x.cluster.gpu, x.framework,
-                                     x.precision,
-                                     o.gpus > 0 ? std::optional<std::int64_t>(o.gpus)
-                                                 : std::nullopt);
+  ResolvedLayout rl =
+      resolve_layout(o.layout, x.model, x.cluster.gpu, x.framework, x.precision,
+                     o.gpus > 0 ? std::optional<std::int64_t>(o.gpus) : std::nullopt);
   notes.insert(notes.end(), rl.notes.begin(), rl.notes.end());
   const Layout& l = rl.layout;
   for (std::string& note : idle_overlap_notes(o.in.overlaps, l)) notes.push_back(std::move(note));
   if (const std::string problem = node_count_problem(x.cluster, l.gpus()); !problem.empty()) {
-    throw InputError("layout " + degrees_text(l, false, " x ") + " = " +
-                     std::to_string(l.gpus()) + " GPUs: " + problem +
+    throw InputError("layout " + degrees_text(l, false, " x ") + " = " + std::to_string(l.gpus()) +
+                     " GPUs: " + problem +
                      "; give degrees whose product is one of those (or --gpus)");
   }
   if (o.in.profile.empty()) {
@@ -106,8 +102,8 @@ void write_outputs(const EstimateOptions& o, const Plan& plan) {
   // is printed, and leaves the other outputs as they were.
   OutputSet outputs;
   if (!o.out.empty()) {
-    outputs.add_written_by(
-        "--out", o.out, [&plan](const std::string& temporary) { write_plan(temporary, plan); });
+    outputs.add_written_by("--out", o.out,
+                           [&plan](const std::string& temporary) { write_plan(temporary, plan); });
   }
   if (!o.trace.empty()) {
     try {
@@ -141,7 +137,8 @@ CommandAction add_estimate_command(CLI::App& app) {
                   "(required unless --plan is given)")
       ->check(non_empty("a model preset name (meshplan presets models), a meshplan-model/1 file "
                         "or a Hugging Face config.json"));
-  cmd->add_option("--cluster", o->in.cluster, "Cluster: a preset name (meshplan presets clusters) or a JSON file")
+  cmd->add_option("--cluster", o->in.cluster,
+                  "Cluster: a preset name (meshplan presets clusters) or a JSON file")
       ->capture_default_str()
       ->check(non_empty("a cluster preset name (meshplan presets clusters) or a "
                         "meshplan-cluster/1 file"));
@@ -171,31 +168,33 @@ CommandAction add_estimate_command(CLI::App& app) {
                   "not written, exit code 3, when the layout does not fit in GPU memory (nor is "
                   "--trace)")
       ->check(output_file());
-  CLI::Option* plan_option = cmd->add_option(
-      "--plan", o->plan,
-      "Estimate a plan.json (written with --out) again: its inputs and layout take the place "
-      "of the input and layout flags")
-      ->check(non_empty("a plan.json written by meshplan plan or estimate with --out"));
-  exclude_with_plan(*cmd, *plan_option,
-                    {"--model", "--cluster", "--profile", "--gpus", "--framework", "--precision",
-                     "--dp", "--tp", "--pp", "--cp", "--vpp", "--mbs", "--gbs", "--seq", "--zero",
-                     "--recompute", "--sp", "--attention", "--stage-layers", "--tp-overlap",
-                     "--dp-overlap", "--pp-overlap", "--elementwise"});
+  CLI::Option* plan_option =
+      cmd->add_option("--plan", o->plan,
+                      "Estimate a plan.json (written with --out) again: its inputs and layout take "
+                      "the place "
+                      "of the input and layout flags")
+          ->check(non_empty("a plan.json written by meshplan plan or estimate with --out"));
+  exclude_with_plan(
+      *cmd, *plan_option,
+      {"--model",      "--cluster",    "--profile",    "--gpus",         "--framework",
+       "--precision",  "--dp",         "--tp",         "--pp",           "--cp",
+       "--vpp",        "--mbs",        "--gbs",        "--seq",          "--zero",
+       "--recompute",  "--sp",         "--attention",  "--stage-layers", "--tp-overlap",
+       "--dp-overlap", "--pp-overlap", "--elementwise"});
 
   return [o](std::ostream& out, std::ostream& err) {
     check_outputs(*o);
     std::vector<std::string> notes;
     std::string label;  // the profile, as errors name it
-    const Plan plan = o->plan.empty() ? plan_from_flags(*o, notes, label)
-                                      : plan_from_file(*o, notes, label);
+    const Plan plan =
+        o->plan.empty() ? plan_from_flags(*o, notes, label) : plan_from_file(*o, notes, label);
     const StepEstimate& e = plan.estimate;
     note_profile_gpu(err, plan.profile, plan.cluster);
     note_rope_length(err, plan.model, plan.setup.seq);
     // Nothing is printed or written from numbers that are not finite.
     require_finite_estimate(e, plan.layout, plan.setup, label);
-    const StepReportInputs inputs{plan.model,        plan.layout,
-                                  plan.setup,        plan.cluster,
-                                  plan.profile.name, plan.profile.comm_sm_fraction,
+    const StepReportInputs inputs{plan.model,   plan.layout,       plan.setup,
+                                  plan.cluster, plan.profile.name, plan.profile.comm_sm_fraction,
                                   notes};
     const std::string report =
         o->json ? step_json(inputs, e).dump(2) + "\n" : render_step(inputs, e);
@@ -205,14 +204,17 @@ CommandAction add_estimate_command(CLI::App& app) {
       print_notes(err, notes);
       out << report;
       std::string unwritten = "--out " + o->out;
-      if (!o->trace.empty()) unwritten += " and --trace " + o->trace + " were";
-      else unwritten += " was";
-      return nothing_fits(err, "the layout does not fit in GPU memory: stage " +
-                        std::to_string(e.memory.worst_stage) + " needs " +
-                        gib(e.memory.peak_bytes) + " per GPU, the " + plan.cluster.gpu.name +
-                        " has " + gib(e.memory.capacity_bytes) + "; " + unwritten +
-                        " not written (exit code 3; `meshplan plan` searches for a layout "
-                        "that fits)");
+      if (!o->trace.empty())
+        unwritten += " and --trace " + o->trace + " were";
+      else
+        unwritten += " was";
+      return nothing_fits(
+          err, "the layout does not fit in GPU memory: stage " +
+                   std::to_string(e.memory.worst_stage) + " needs " + gib(e.memory.peak_bytes) +
+                   " per GPU, the " + plan.cluster.gpu.name + " has " +
+                   gib(e.memory.capacity_bytes) + "; " + unwritten +
+                   " not written (exit code 3; `meshplan plan` searches for a layout "
+                   "that fits)");
     }
     // The notes once the files are written: a command that fails prints only its error.
     write_outputs(*o, plan);

@@ -30,7 +30,8 @@ CommandAction add_export_command(CLI::App& app) {
       "Print a plan's settings for a training framework: Megatron-LM arguments, torchtitan TOML, "
       "a DeepSpeed config or torchrun launch lines. What the framework cannot express is noted "
       "on stderr");
-  cmd->add_option("plan", o->plan, "plan.json (written by meshplan plan ... --out or meshplan estimate ... --out)")
+  cmd->add_option("plan", o->plan,
+                  "plan.json (written by meshplan plan ... --out or meshplan estimate ... --out)")
       ->required();  // read_plan names a missing file, a directory or a device as it reads
   cmd->add_option("--format", o->format, "megatron | torchtitan | deepspeed | torchrun")
       ->required()
@@ -44,7 +45,8 @@ CommandAction add_export_command(CLI::App& app) {
   }
   cmd->add_option("--framework-version", o->version,
                   "the framework version to write for; default the newest meshplan supports, "
-                  "named in the output's first (comment) line. " + versions);
+                  "named in the output's first (comment) line. " +
+                      versions);
 
   return [o](std::ostream& out, std::ostream& err) {
     const std::optional<ExportFormat> format = parse_export_format(o->format);
@@ -65,8 +67,7 @@ CommandAction add_export_command(CLI::App& app) {
     out << e.text;
     print_notes(err, notes);
     for (const std::string& reason : e.dropped) {
-      err << "note: not expressible in " << export_format_name(*format) << ": " << reason
-                << "\n";
+      err << "note: not expressible in " << export_format_name(*format) << ": " << reason << "\n";
     }
     for (const std::string& what : e.to_add) err << "note: " << what << "\n";
     // A plan meshplan wrote fits (plan and estimate --out write only those); an edited one may

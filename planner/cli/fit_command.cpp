@@ -9,11 +9,11 @@
 #include <memory>
 #include <sstream>
 
+#include "common/format.hpp"
 #include "planner/cli/commands.hpp"
 #include "planner/fit/fit_profile.hpp"
 #include "planner/fit/parameters.hpp"
 #include "planner/report/atomic_write.hpp"
-#include "common/format.hpp"
 
 namespace meshplan {
 
@@ -38,11 +38,11 @@ std::string render(const ProfileFit& f, const std::string& out_path, double seco
                {true, true, false, false, false, true});
   for (const FittedParameter& p : f.fit.parameters) {
     const std::string& unit = p.spec->unit;
-    params.add_row({p.spec->name, p.family, number_text(p.prior, unit),
-                    p.free ? number_text(p.value, unit) : "(prior: no run)",
-                    "[" + number_text(p.spec->lower, unit) + ", " +
-                        number_text(p.spec->upper, unit) + "]",
-                    p.bound_hit.empty() ? "-" : p.bound_hit});
+    params.add_row(
+        {p.spec->name, p.family, number_text(p.prior, unit),
+         p.free ? number_text(p.value, unit) : "(prior: no run)",
+         "[" + number_text(p.spec->lower, unit) + ", " + number_text(p.spec->upper, unit) + "]",
+         p.bound_hit.empty() ? "-" : p.bound_hit});
   }
   out << params.render();
   out << "\nMAPE per source (before: the base profile's rates; fitted: in sample; "
@@ -72,16 +72,15 @@ std::string render(const ProfileFit& f, const std::string& out_path, double seco
   out << memory.render();
   out << "\nOOM classification and peak MAPE per source (before: the priors; cross-validated: "
          "refitted without the run's (study, GPU count, sequence length) group):\n";
-  Table scores({"source", "outcomes", "before", "fitted", "cross-validated", "peaks",
-                "peak MAPE cv"},
-               {true, false, false, false, false, false, false});
+  Table scores(
+      {"source", "outcomes", "before", "fitted", "cross-validated", "peaks", "peak MAPE cv"},
+      {true, false, false, false, false, false, false});
   const auto accuracy = [](const MemoryScore& s) {
     return percent(static_cast<double>(s.correct) / static_cast<double>(s.outcomes));
   };
   for (const MemorySourceScores& m : f.memory_scores) {
     scores.add_row({m.source, std::to_string(m.fitted.outcomes), accuracy(m.before),
-                    accuracy(m.fitted), accuracy(m.cross_validated),
-                    std::to_string(m.fitted.peaks),
+                    accuracy(m.fitted), accuracy(m.cross_validated), std::to_string(m.fitted.peaks),
                     m.fitted.peaks > 0 ? percent(m.cross_validated.peak_mape) : "-"});
   }
   out << scores.render();

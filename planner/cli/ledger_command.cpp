@@ -3,10 +3,9 @@
 // on one GPU, the training compute (6ND and the exact count) and the time to train. With a model
 // (or a plan.json, --plan) the per-stage ledger of a layout too.
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
-
-#include <nlohmann/json.hpp>
 
 #include "common/format.hpp"
 #include "common/input_error.hpp"
@@ -41,7 +40,7 @@ struct LedgerOptions {
   std::string gpu = "h100-sxm";
   std::string framework = "textbook";
   bool framework_defaulted = true;  ///< --framework not given
-  std::string precision;  ///< empty: the GPU's default
+  std::string precision;            ///< empty: the GPU's default
   double tokens = 0;
   std::int64_t gpus = 0;  ///< 0: not given (dp x tp x pp x cp)
   double mfu = 0.5;
@@ -77,8 +76,7 @@ void read_plan_inputs(const std::string& path, LedgerResult& r) {
   r.notes.push_back("model, GPU, framework, precision and layout from " + path);
   const Plan plan = read_plan(path, "--plan", &r.notes);
   require_priced_model(plan.model, "--plan " + path);
-  const std::vector<std::string> setup =
-      setup_notes(plan.layout, plan.setup, plan.cluster.gpu, "");
+  const std::vector<std::string> setup = setup_notes(plan.layout, plan.setup, plan.cluster.gpu, "");
   r.notes.insert(r.notes.end(), setup.begin(), setup.end());
   r.model = plan.model;
   r.gpu = plan.cluster.gpu;
@@ -100,8 +98,9 @@ LedgerResult compute(const LedgerOptions& o) {
     r.gpu = load_gpu(o.gpu, "--gpu");
     r.framework = require_framework(o.framework);
     if (o.framework_defaulted && !o.model.empty()) {
-      r.notes.push_back("framework textbook (default of ledger; plan and estimate default to "
-                        "megatron, 18 bytes/param: give --framework megatron to compare)");
+      r.notes.push_back(
+          "framework textbook (default of ledger; plan and estimate default to "
+          "megatron, 18 bytes/param: give --framework megatron to compare)");
     }
     r.precision = require_precision(o.precision, r.gpu, r.notes);
   }
@@ -147,9 +146,8 @@ std::string render_text(const LedgerOptions& o, const LedgerResult& r) {
     s << "Model " << r.model->name << ": " << with_commas(r.counts->total) << " parameters ("
       << counted(r.model->num_layers, "layer") << ", h " << r.model->hidden_size << ", "
       << counted(r.model->num_attention_heads, "head") << ", "
-      << counted(r.model->num_kv_heads, "kv head") << ", "
-      << to_string(r.model->ffn_type) << " ffn " << r.model->ffn_hidden_size << ", vocab "
-      << r.model->vocab_size << ")\n";
+      << counted(r.model->num_kv_heads, "kv head") << ", " << to_string(r.model->ffn_type)
+      << " ffn " << r.model->ffn_hidden_size << ", vocab " << r.model->vocab_size << ")\n";
     s << "  embedding " << with_commas(r.counts->embedding) << ", layers "
       << with_commas(r.counts->layers) << " (" << with_commas(r.counts->per_layer.total())
       << " each), LM head " << with_commas(r.counts->lm_head)
@@ -164,17 +162,20 @@ std::string render_text(const LedgerOptions& o, const LedgerResult& r) {
     t.add_row({row.component, row.dtype, fixed(row.bytes_per_param, 0), fixed(row.bytes / kGB, 1)});
   }
   t.add_rule();
-  t.add_row({"total", "", fixed(r.memory.bytes_per_param, 0), fixed(r.memory.total_bytes / kGB, 1)});
+  t.add_row(
+      {"total", "", fixed(r.memory.bytes_per_param, 0), fixed(r.memory.total_bytes / kGB, 1)});
   s << t.render();
-  s << "  = weights " << gb(r.memory.weights_bytes) << " + gradients " << gb(r.memory.gradients_bytes)
-    << " + optimizer states " << gb(r.memory.optimizer_bytes) << "\n\n";
-  s << "Unsharded (no ZeRO, tp or pp), it fits on one " << r.gpu.name << "? " << (r.fits ? "yes" : "no") << ": needs "
-    << gb(r.memory.total_bytes) << " (" << gib(r.memory.total_bytes) << "), has "
-    << gib(r.gpu.memory_bytes) << " (weights, gradients and optimizer states only; "
+  s << "  = weights " << gb(r.memory.weights_bytes) << " + gradients "
+    << gb(r.memory.gradients_bytes) << " + optimizer states " << gb(r.memory.optimizer_bytes)
+    << "\n\n";
+  s << "Unsharded (no ZeRO, tp or pp), it fits on one " << r.gpu.name << "? "
+    << (r.fits ? "yes" : "no") << ": needs " << gb(r.memory.total_bytes) << " ("
+    << gib(r.memory.total_bytes) << "), has " << gib(r.gpu.memory_bytes)
+    << " (weights, gradients and optimizer states only; "
     << "activations come on top)\n\n";
   if (r.ledger) {
-    s << "Per-GPU ledger on " << r.gpus << " x " << r.gpu.name << ": " << layout_summary(r.layout->layout, r.layout->setup)
-      << "\n";
+    s << "Per-GPU ledger on " << r.gpus << " x " << r.gpu.name << ": "
+      << layout_summary(r.layout->layout, r.layout->setup) << "\n";
 
     s << render_memory_ledger(*r.ledger, r.gpu.name, o.all_stages) << "\n";
   }
@@ -185,14 +186,15 @@ std::string render_text(const LedgerOptions& o, const LedgerResult& r) {
     << "\n";
   if (r.exact) {
     const double exact_total = r.exact->training * r.tokens;
-    s << "  exact count at seq " << r.seq << " (attention non-causal, LM head included): "
-      << scientific(r.exact->training) << " FLOP/token = " << scientific(exact_total)
-      << " FLOP (" << fixed(exact_total / r.training_flops, 3) << " x 6ND)\n";
+    s << "  exact count at seq " << r.seq
+      << " (attention non-causal, LM head included): " << scientific(r.exact->training)
+      << " FLOP/token = " << scientific(exact_total) << " FLOP ("
+      << fixed(exact_total / r.training_flops, 3) << " x 6ND)\n";
   }
   s << "Time to train (6ND) on " << r.gpus << " x " << r.gpu.name << " at "
     << significant(o.mfu * 100, 3) << "% MFU (of " << fixed(r.peak_flops_per_s / kTera, 1)
-    << " TFLOP/s dense " << half_dtype_name(r.precision) << "): " << duration(r.time.seconds) << " ("
-    << scientific(r.time.seconds) << " s), "
+    << " TFLOP/s dense " << half_dtype_name(r.precision) << "): " << duration(r.time.seconds)
+    << " (" << scientific(r.time.seconds) << " s), "
     << (r.time.gpu_hours >= 0.1 && r.time.gpu_hours < 1e5 ? fixed(r.time.gpu_hours, 1)
                                                           : scientific(r.time.gpu_hours))
     << " GPU-hours\n";
@@ -264,16 +266,18 @@ CommandAction add_ledger_command(CLI::App& app) {
       "ledger",
       "Memory ledger of training: static memory (weights, gradients, optimizer states) under a "
       "framework convention, whether it fits on one GPU, compute (6ND, exact) and time to train.");
-  CLI::Option* plan = cmd->add_option(
-      "--plan", o->plan,
-      "The ledger of a plan.json (written by plan or estimate with --out): its model, GPU, "
-      "framework, precision and layout take the place of those flags")
-      ->check(non_empty("a plan.json written by meshplan plan or estimate with --out"));
-  auto* model = cmd->add_option("--model", o->model,
-                                "Model: a preset name (meshplan presets models), a meshplan-model/1 "
-                                "JSON file or a Hugging Face config.json")
-                   ->check(non_empty("a model preset name (meshplan presets models), a "
-                                     "meshplan-model/1 file or a Hugging Face config.json"));
+  CLI::Option* plan =
+      cmd->add_option(
+             "--plan", o->plan,
+             "The ledger of a plan.json (written by plan or estimate with --out): its model, GPU, "
+             "framework, precision and layout take the place of those flags")
+          ->check(non_empty("a plan.json written by meshplan plan or estimate with --out"));
+  auto* model =
+      cmd->add_option("--model", o->model,
+                      "Model: a preset name (meshplan presets models), a meshplan-model/1 "
+                      "JSON file or a Hugging Face config.json")
+          ->check(non_empty("a model preset name (meshplan presets models), a "
+                            "meshplan-model/1 file or a Hugging Face config.json"));
   auto* params = cmd->add_option("--params", o->params,
                                  "Parameter count instead of a model, e.g. 7e9, from 1 to 1e15 "
                                  "(static memory and 6ND only)")
@@ -296,8 +300,8 @@ CommandAction add_ledger_command(CLI::App& app) {
   add_mfu_option(*cmd, o->mfu);
   add_layout_options(*cmd, o->layout);
   exclude_with_plan(*cmd, *plan,
-                    {"--model", "--params", "--gpu", "--framework", "--precision", "--gpus",
-                     "--dp", "--tp", "--pp", "--cp", "--vpp", "--mbs", "--gbs", "--seq", "--zero",
+                    {"--model", "--params", "--gpu", "--framework", "--precision", "--gpus", "--dp",
+                     "--tp", "--pp", "--cp", "--vpp", "--mbs", "--gbs", "--seq", "--zero",
                      "--recompute", "--sp", "--attention", "--stage-layers"});
   cmd->add_flag("--all-stages", o->all_stages,
                 "Print every pipeline stage's entries (default: the worst stage's; --json "
@@ -306,15 +310,17 @@ CommandAction add_ledger_command(CLI::App& app) {
 
   return [o, cmd](std::ostream& out, std::ostream& err) {
     if (o->plan.empty() && o->model.empty() && !(o->params > 0)) {
-      throw InputError("ledger: give --model NAME|FILE, --params N (e.g. --params 7e9) or "
-                       "--plan FILE");
+      throw InputError(
+          "ledger: give --model NAME|FILE, --params N (e.g. --params 7e9) or "
+          "--plan FILE");
     }
     if (o->plan.empty() && o->model.empty()) {
-      for (const char* flag : {"--dp", "--tp", "--pp", "--cp", "--vpp", "--mbs", "--gbs", "--seq",
-                               "--zero", "--recompute", "--sp", "--attention", "--stage-layers",
-                               "--all-stages"}) {
+      for (const char* flag :
+           {"--dp", "--tp", "--pp", "--cp", "--vpp", "--mbs", "--gbs", "--seq", "--zero",
+            "--recompute", "--sp", "--attention", "--stage-layers", "--all-stages"}) {
         if (cmd->count(flag) > 0) {
-          throw InputError(std::string("ledger: ") + flag + " needs --model (with --params only "
+          throw InputError(std::string("ledger: ") + flag +
+                           " needs --model (with --params only "
                            "the static memory is known)");
         }
       }

@@ -1,11 +1,10 @@
 #include "planner/cli/options.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-
-#include <algorithm>
 #include <set>
 
 #include "common/format.hpp"
@@ -31,9 +30,9 @@ std::int64_t default_global_batch(std::int64_t seq, std::int64_t gpus) {
 std::string default_global_batch_rule(std::int64_t seq, std::int64_t gpus) {
   if (gpus * kDefaultTokensPerGpu > kDefaultBatchTokens) {
     return std::to_string(kDefaultTokensPerGpu) + " tokens per GPU beyond " +
-           std::to_string(kDefaultBatchTokens / kDefaultTokensPerGpu) + " GPUs: " +
-           std::to_string(gpus) + " x " + std::to_string(kDefaultTokensPerGpu) + " / seq " +
-           std::to_string(seq);
+           std::to_string(kDefaultBatchTokens / kDefaultTokensPerGpu) +
+           " GPUs: " + std::to_string(gpus) + " x " + std::to_string(kDefaultTokensPerGpu) +
+           " / seq " + std::to_string(seq);
   }
   return "about 4M tokens per batch: " + std::to_string(kDefaultBatchTokens) + " / seq " +
          std::to_string(seq);
@@ -62,9 +61,10 @@ void add_framework_option(CLI::App& cmd, std::string& framework) {
   for (const std::string& name : op_level) {
     op_level_names += (op_level_names.empty() ? "" : ", ") + name;
   }
-  help += "\n  The default --recompute is none for every convention; --recompute selective is "
-          "the attention core (Megatron-LM's) for all but " + op_level_names +
-          ", where it is torchtitan's op-level policy";
+  help +=
+      "\n  The default --recompute is none for every convention; --recompute selective is "
+      "the attention core (Megatron-LM's) for all but " +
+      op_level_names + ", where it is torchtitan's op-level policy";
   cmd.add_option("--framework", framework, help)
       ->capture_default_str()
       ->check(CLI::IsMember(framework_names()));
@@ -101,24 +101,29 @@ void add_overlap_options(CLI::App& cmd, OverlapFlags& flags) {
                  "torchtitan's async TP run them: 1 all of them, each then exposing only what "
                  "outlasts its layer's GEMMs or the share of their SMs it holds (the profile's "
                  "comm_sm_fraction); any share > 0 exports those switches (default: the "
-                 "framework's: " + tp_defaults + ")")
+                 "framework's: " +
+                     tp_defaults + ")")
       ->check(number_in(0.0, 1.0));
   cmd.add_option("--dp-overlap", flags.dp_overlap,
                  "Overlap the gradient reduction with backward and the ZeRO-1 parameter "
                  "all-gather with forward (Megatron-LM's --overlap-grad-reduce and "
                  "--overlap-param-gather, DeepSpeed's overlap_comm): on | off (default: the "
-                 "framework's: " + dp_defaults + ")")
+                 "framework's: " +
+                     dp_defaults + ")")
       ->check(CLI::IsMember({"on", "off"}));
-  cmd.add_option("--pp-overlap", flags.pp_overlap,
-                 "Overlap an interleaved schedule's (vpp > 1) pipeline sends and receives with "
-                 "compute, so only the fill's and drain's wait; 1F1B always waits: on | off "
-                 "(default: the framework's: " + pp_defaults + "). Current Megatron-LM does it "
-                 "by default with virtual stages (--no-overlap-p2p-communication turns it off), "
-                 "and NeMo's overlap settings keep it on, as the megatron and nemo conventions "
-                 "do; megatron-2023 is off, as in the Megatron-LM of the published runs "
-                 "meshplan is validated against (Narayanan et al. 2021, Korthikanti et al. "
-                 "2022), and the Megatron-LM export of a plan costed off writes "
-                 "--no-overlap-p2p-communication")
+  cmd.add_option(
+         "--pp-overlap", flags.pp_overlap,
+         "Overlap an interleaved schedule's (vpp > 1) pipeline sends and receives with "
+         "compute, so only the fill's and drain's wait; 1F1B always waits: on | off "
+         "(default: the framework's: " +
+             pp_defaults +
+             "). Current Megatron-LM does it "
+             "by default with virtual stages (--no-overlap-p2p-communication turns it off), "
+             "and NeMo's overlap settings keep it on, as the megatron and nemo conventions "
+             "do; megatron-2023 is off, as in the Megatron-LM of the published runs "
+             "meshplan is validated against (Narayanan et al. 2021, Korthikanti et al. "
+             "2022), and the Megatron-LM export of a plan costed off writes "
+             "--no-overlap-p2p-communication")
       ->check(CLI::IsMember({"on", "off"}));
 }
 
@@ -177,8 +182,8 @@ void add_on_off_option(CLI::App& cmd, const std::string& name, const std::string
          name,
          [set, name](const std::string& value) {
            if (value.empty()) {
-             throw CLI::ValidationError(name, "empty value; give " + name + ", " + name +
-                                                  " on or " + name + " off");
+             throw CLI::ValidationError(
+                 name, "empty value; give " + name + ", " + name + " on or " + name + " off");
            }
            set(value == "on");
          },
@@ -232,8 +237,7 @@ void require_priced_model(const ModelSpec& model, const std::string& where) {
 
 FrameworkConvention require_framework(const std::string& name) {
   if (auto f = find_framework(name)) return *f;
-  throw InputError("--framework: unknown convention " + json_quoted(name) +
-                   "; expected one of " +
+  throw InputError("--framework: unknown convention " + json_quoted(name) + "; expected one of " +
                    quoted_list(framework_names()));
 }
 
@@ -253,8 +257,9 @@ Precision require_precision(const std::string& name, const GpuSpec& gpu,
 
 double require_mfu_peak_flops(const GpuSpec& gpu, Precision precision) {
   if (const auto problem = precision_problem(gpu, precision)) {
-    throw InputError("--precision " + std::string(to_string(precision)) + ": " + gpu.name +
-                     " " + *problem + "; choose another --precision (meshplan presets gpus "
+    throw InputError("--precision " + std::string(to_string(precision)) + ": " + gpu.name + " " +
+                     *problem +
+                     "; choose another --precision (meshplan presets gpus "
                      "lists each GPU's peaks)");
   }
   return *training_peak_flops(gpu, half_precision(precision));
@@ -262,27 +267,49 @@ double require_mfu_peak_flops(const GpuSpec& gpu, Precision precision) {
 
 void add_layout_options(CLI::App& cmd, LayoutFlags& f) {
   const CLI::Validator positive = whole_up_to(kMaxDegree);
-  cmd.add_option("--dp", f.dp, "Data-parallel degree [GPUs] (default: --gpus / (tp x pp x cp), or 1)")
+  cmd.add_option("--dp", f.dp,
+                 "Data-parallel degree [GPUs] (default: --gpus / (tp x pp x cp), or 1)")
       ->check(positive);
-  cmd.add_option("--tp", f.tp, "Tensor-parallel degree [GPUs]")->capture_default_str()->check(positive);
-  cmd.add_option("--pp", f.pp, "Pipeline-parallel degree [stages]")->capture_default_str()->check(positive);
-  cmd.add_option("--cp", f.cp, "Context-parallel degree [GPUs]")->capture_default_str()->check(positive);
-  cmd.add_option("--vpp", f.vpp, "Virtual pipeline stages (model chunks) per rank; > 1 is the interleaved 1F1B schedule")
-      ->capture_default_str()->check(positive);
-  cmd.add_option("--mbs", f.mbs, "Micro-batch size [sequences]")->capture_default_str()->check(positive);
+  cmd.add_option("--tp", f.tp, "Tensor-parallel degree [GPUs]")
+      ->capture_default_str()
+      ->check(positive);
+  cmd.add_option("--pp", f.pp, "Pipeline-parallel degree [stages]")
+      ->capture_default_str()
+      ->check(positive);
+  cmd.add_option("--cp", f.cp, "Context-parallel degree [GPUs]")
+      ->capture_default_str()
+      ->check(positive);
+  cmd.add_option(
+         "--vpp", f.vpp,
+         "Virtual pipeline stages (model chunks) per rank; > 1 is the interleaved 1F1B schedule")
+      ->capture_default_str()
+      ->check(positive);
+  cmd.add_option("--mbs", f.mbs, "Micro-batch size [sequences]")
+      ->capture_default_str()
+      ->check(positive);
   cmd.add_option("--gbs", f.gbs,
-                 "Global batch [sequences] (default as `plan` takes it: 4194304 tokens, or 1024 per GPU beyond 4096 GPUs, / "
+                 "Global batch [sequences] (default as `plan` takes it: 4194304 tokens, or 1024 "
+                 "per GPU beyond 4096 GPUs, / "
                  "seq, rounded to whole dp x mbs (x pp with --vpp > 1) and at least dp x mbs x pp "
                  "x vpp; e.g. seq 8192, dp 2: 512, 256 micro-batches)")
       ->check(whole_up_to(kMaxGbs));
-  cmd.add_option("--seq", f.seq, "Sequence length [tokens] (default: the model's seq_length)")->check(positive);
-  cmd.add_option("--zero", f.zero, "ZeRO stage: 0 none, 1 optimizer states (Megatron distributed optimizer), 2 + gradients, 3 + parameters (FSDP)")
-      ->capture_default_str()->check(CLI::Range(0, 3));
-  cmd.add_option("--recompute", f.recompute, "Activation recompute: none | selective (attention core) | full (layer input only)")
-      ->capture_default_str()->check(CLI::IsMember({"none", "selective", "full"}));
+  cmd.add_option("--seq", f.seq, "Sequence length [tokens] (default: the model's seq_length)")
+      ->check(positive);
+  cmd.add_option("--zero", f.zero,
+                 "ZeRO stage: 0 none, 1 optimizer states (Megatron distributed optimizer), 2 + "
+                 "gradients, 3 + parameters (FSDP)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 3));
+  cmd.add_option(
+         "--recompute", f.recompute,
+         "Activation recompute: none | selective (attention core) | full (layer input only)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"none", "selective", "full"}));
   add_on_off_option(cmd, "--sp", "Sequence parallelism (Megatron; needs tp > 1)",
                     [&f](bool on) { f.sp = on; });
-  cmd.add_option("--attention", f.attention, "Attention kernel: flash | eager (default: flash where the GPU has FlashAttention kernels, else eager)")
+  cmd.add_option("--attention", f.attention,
+                 "Attention kernel: flash | eager (default: flash where the GPU has FlashAttention "
+                 "kernels, else eager)")
       ->check(CLI::IsMember({"flash", "eager"}));
   // Split here, not with CLI11's delimiter(','), which drops empty items: "16,,16" would be
   // read as 16,16 (two stages where three were meant) without a word.
@@ -296,7 +323,12 @@ void add_layout_options(CLI::App& cmd, LayoutFlags& f) {
              }
            }
          },
-         "Layers per pipeline stage, comma-separated, e.g. 1,2,2,3; with --vpp > 1 the layers of each virtual stage (model chunk), pp x vpp of them in model order, virtual stage c x pp + r being rank r's chunk c (default: even; layers that do not split evenly over pp: ceil(layers / pp) per stage, one fewer on the stages nearest the embedding and the LM head first, as plan splits them; with --vpp > 1 each stage's layers then as evenly as they go over its chunks, the embedding's and the LM head's chunk taking the fewer)")
+         "Layers per pipeline stage, comma-separated, e.g. 1,2,2,3; with --vpp > 1 the layers of "
+         "each virtual stage (model chunk), pp x vpp of them in model order, virtual stage c x pp "
+         "+ r being rank r's chunk c (default: even; layers that do not split evenly over pp: "
+         "ceil(layers / pp) per stage, one fewer on the stages nearest the embedding and the LM "
+         "head first, as plan splits them; with --vpp > 1 each stage's layers then as evenly as "
+         "they go over its chunks, the embedding's and the LM head's chunk taking the fewer)")
       ->check(CLI::Validator(stage_layers_problem, "LIST"));
 }
 
@@ -377,8 +409,8 @@ std::string pp_hint(std::int64_t gpus, std::int64_t num_layers, std::int64_t vpp
            " of at least one layer: pin a smaller --vpp, or leave vpp to the search";
   }
   const std::string which = taken.size() == all.size() ? ""
-                            : vpp > 1 ? " above 1 that splits " + layers + chunks
-                                      : " up to " + layers;
+                            : vpp > 1                  ? " above 1 that splits " + layers + chunks
+                                                       : " up to " + layers;
   return "pin a divisor of " + s_gpus + which + ": " + divisors_text(taken);
 }
 
@@ -387,10 +419,9 @@ std::string pp_hint(std::int64_t gpus, std::int64_t num_layers, std::int64_t vpp
 std::string plan_pins_problem(const PlanPinFlags& pins, std::int64_t gpus, std::int64_t gbs,
                               bool gbs_given, std::int64_t num_layers) {
   const std::string s_gpus = std::to_string(gpus);
-  const std::string batch = "the global batch of " + std::to_string(gbs) + " sequences (" +
-                            (gbs_given ? "--gbs " + std::to_string(gbs)
-                                       : std::string("the default; set --gbs")) +
-                            ")";
+  const std::string batch =
+      "the global batch of " + std::to_string(gbs) + " sequences (" +
+      (gbs_given ? "--gbs " + std::to_string(gbs) : std::string("the default; set --gbs")) + ")";
   // The pinned degrees, as flags: "--dp 3", "--dp 2 x --tp 3 = 6".
   std::string named;
   std::int64_t product = 1;
@@ -415,8 +446,8 @@ std::string plan_pins_problem(const PlanPinFlags& pins, std::int64_t gpus, std::
             : "pin " + std::string(count > 1 ? "degrees whose product divides " : "a divisor of ") +
                   s_gpus + ": " + divisors_text(gpus);
     return product_text + ": dp x tp x pp x cp must equal --gpus " + s_gpus + ", and " +
-           (count > 1 ? "their product" : std::string("it")) + " does not divide " + s_gpus +
-           "; " + hint;
+           (count > 1 ? "their product" : std::string("it")) + " does not divide " + s_gpus + "; " +
+           hint;
   }
   if (count == 4 && product != gpus) {
     return product_text + ": dp x tp x pp x cp must equal --gpus " + s_gpus +
@@ -425,7 +456,8 @@ std::string plan_pins_problem(const PlanPinFlags& pins, std::int64_t gpus, std::
   if (pins.mbs > 0 && gbs % pins.mbs != 0) {
     return "--mbs " + std::to_string(pins.mbs) + ": does not divide " + batch +
            ": every data-parallel replica takes whole micro-batches of mbs sequences; pin a "
-           "divisor of " + std::to_string(gbs) + ": " + divisors_text(gbs);
+           "divisor of " +
+           std::to_string(gbs) + ": " + divisors_text(gbs);
   }
   if (pins.dp > 0) {
     const std::int64_t per_step = pins.dp * std::max<std::int64_t>(pins.mbs, 1);
@@ -435,7 +467,8 @@ std::string plan_pins_problem(const PlanPinFlags& pins, std::int64_t gpus, std::
                            : "--dp " + std::to_string(pins.dp)) +
              ": does not divide " + batch +
              ": each of the dp replicas takes the same whole number of micro-batches; give a "
-             "--gbs that is a multiple of " + std::to_string(per_step);
+             "--gbs that is a multiple of " +
+             std::to_string(per_step);
     }
   }
   return "";
@@ -443,8 +476,9 @@ std::string plan_pins_problem(const PlanPinFlags& pins, std::int64_t gpus, std::
 
 std::string zero_problem(const FrameworkConvention& framework, int zero) {
   const std::string problem = zero_stage_problem(framework, zero);
-  return problem.empty() ? "" : "--zero " + std::to_string(zero) + ": " + problem +
-                                    " (choose one, or another --framework)";
+  return problem.empty() ? ""
+                         : "--zero " + std::to_string(zero) + ": " + problem +
+                               " (choose one, or another --framework)";
 }
 
 std::string seq_default_note(std::int64_t seq) {
@@ -469,8 +503,9 @@ ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, cons
   } else {
     l.dp = 1;
     if (!gpus) {
-      r.notes.push_back("dp 1 (default: neither --dp nor --gpus given; set one for data "
-                        "parallelism)");
+      r.notes.push_back(
+          "dp 1 (default: neither --dp nor --gpus given; set one for data "
+          "parallelism)");
     }
   }
   l.tp = f.tp;
@@ -487,15 +522,16 @@ ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, cons
     l.stage_layers = default_stage_split(model.num_layers, l.pp, l.vpp);
     if (!l.stage_layers.empty()) {
       r.notes.push_back(
-          "stage layers " + join(l.stage_layers, ",") + " (default: " +
-          std::to_string(model.num_layers) + " layers do not split evenly over " +
-          (l.vpp > 1 ? "pp x vpp = " + std::to_string(l.pp * l.vpp) + " model chunks: each "
-                       "stage's layers as evenly as they go over its chunks, the embedding's "
-                       "and the LM head's chunk taking the fewer, " + join(layers_per_stage(l, model), ",") +
-                       " per stage"
+          "stage layers " + join(l.stage_layers, ",") +
+          " (default: " + std::to_string(model.num_layers) + " layers do not split evenly over " +
+          (l.vpp > 1 ? "pp x vpp = " + std::to_string(l.pp * l.vpp) +
+                           " model chunks: each "
+                           "stage's layers as evenly as they go over its chunks, the embedding's "
+                           "and the LM head's chunk taking the fewer, " +
+                           join(layers_per_stage(l, model), ",") + " per stage"
                      : "pp " + std::to_string(l.pp) + ": " +
-                           std::to_string(*std::max_element(l.stage_layers.begin(),
-                                                            l.stage_layers.end())) +
+                           std::to_string(
+                               *std::max_element(l.stage_layers.begin(), l.stage_layers.end())) +
                            " per stage, one fewer on the stages nearest the embedding and the "
                            "LM head first") +
           ", as plan splits them; set --stage-layers)");
@@ -522,8 +558,9 @@ ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, cons
     const double bubble = static_cast<double>(f.pp - 1) / static_cast<double>(f.vpp * m);
     r.notes.push_back(
         "gbs " + std::to_string(l.gbs) + " (default as meshplan plan takes it, " +
-        default_global_batch_rule(seq, world) + ", rounded to whole dp x mbs" + (f.vpp > 1 ? " x pp" : "") +
-        ", at least dp x mbs x pp x vpp; " + std::to_string(m) + " micro-batches" +
+        default_global_batch_rule(seq, world) + ", rounded to whole dp x mbs" +
+        (f.vpp > 1 ? " x pp" : "") + ", at least dp x mbs x pp x vpp; " + std::to_string(m) +
+        " micro-batches" +
         (f.pp > 1 ? ", bubble (pp - 1) / (vpp x micro-batches) = " + fixed(100 * bubble, 1) +
                         "% of the micro-batches' time (the breakdown's share is of the step)"
                   : std::string()) +
@@ -581,12 +618,11 @@ std::vector<std::string> setup_notes(const Layout& layout, const TrainingSetup& 
                                      const GpuSpec& gpu, const std::string& prefix) {
   std::vector<std::string> notes;
   if (setup.framework.name == "fsdp" && layout.zero < 3) {
-    notes.push_back(
-        "framework fsdp with " + prefix + "zero " + std::to_string(layout.zero) + ": " +
-        (setup.framework.fsdp_zero2(layout.zero)
-             ? std::string(kFsdpZero2) + " (" + kFsdpZero2Holds + ")"
-             : std::string("nothing is sharded (DDP)")) +
-        "; FSDP's full shard is " + prefix + "zero 3");
+    notes.push_back("framework fsdp with " + prefix + "zero " + std::to_string(layout.zero) + ": " +
+                    (setup.framework.fsdp_zero2(layout.zero)
+                         ? std::string(kFsdpZero2) + " (" + kFsdpZero2Holds + ")"
+                         : std::string("nothing is sharded (DDP)")) +
+                    "; FSDP's full shard is " + prefix + "zero 3");
   }
   if (setup.attention == AttentionImpl::kFlash && !gpu.flash_attention) {
     notes.push_back(gpu.name + " has no FlashAttention-2 kernels; " + prefix +
@@ -656,8 +692,8 @@ void note_rope_length(std::ostream& err, const ModelSpec& model, std::int64_t se
     return;
   }
   const std::string max = std::to_string(model.max_position_embeddings);
-  err << "note: seq " << seq << " is beyond " << model.name << "'s max_position_embeddings "
-      << max << ": ";
+  err << "note: seq " << seq << " is beyond " << model.name << "'s max_position_embeddings " << max
+      << ": ";
   if (model.rope_scaling) {
     err << "the length its RoPE scaling (\"" << model.rope_scaling->type
         << "\") is configured for; positions beyond it need a larger scaling";
@@ -692,8 +728,8 @@ const char* const kCommunicationValues =
 
 /// Throws the InputError of require_finite_estimate when any of `values` (name, seconds or
 /// rate) or any component of the breakdown `b` is not finite, or the step time is not > 0. The
-/// bad components say which profile values to check: compute parts come from the GEMM, attention and HBM rates, communication parts
-/// from the links and collective fits.
+/// bad components say which profile values to check: compute parts come from the GEMM, attention
+/// and HBM rates, communication parts from the links and collective fits.
 void require_finite(double step_time_s, const std::vector<std::pair<std::string, double>>& values,
                     const StepBreakdown& b, const Layout& layout, const TrainingSetup& setup,
                     const std::string& label) {

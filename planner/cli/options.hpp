@@ -1,13 +1,12 @@
 // Options shared by several subcommands, with their parsing into costmodel values.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <functional>
 #include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "common/flags.hpp"
 #include "costmodel/framework.hpp"

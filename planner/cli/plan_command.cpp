@@ -80,11 +80,10 @@ std::string no_valid_layout(const PlanOptions& o, const ModelSpec& model,
   const std::string flags = narrowing_flags(o);
   const std::string searched = std::to_string(result.space);
   const bool one_flag = flags.find(' ') == flags.rfind(' ');  // "--tp 16": one space
-  std::string message = "plan: " +
-                        (flags.empty() ? std::string("there is")
-                                       : flags + (one_flag ? " leaves" : " leave")) +
-                        " no valid layout of " + std::to_string(o.gpus) + " GPUs for " +
-                        model.name + ": ";
+  std::string message =
+      "plan: " +
+      (flags.empty() ? std::string("there is") : flags + (one_flag ? " leaves" : " leave")) +
+      " no valid layout of " + std::to_string(o.gpus) + " GPUs for " + model.name + ": ";
   std::vector<const BrokenRule*> every;
   for (const BrokenRule& rule : result.broken_rules) {
     if (rule.layouts == result.space) every.push_back(&rule);
@@ -108,14 +107,15 @@ std::string no_valid_layout(const PlanOptions& o, const ModelSpec& model,
     for (std::size_t i = 0; i < std::min(kShown, most.size()); ++i) {
       const Layout& l = most[i]->example;
       message += "\n  layout: " + most[i]->example_problem + " (" +
-                 std::to_string(most[i]->layouts) + " of " + searched + " layouts; first: " +
-                 degrees_text(l, true) + " mbs " + std::to_string(l.mbs) + ")";
+                 std::to_string(most[i]->layouts) + " of " + searched +
+                 " layouts; first: " + degrees_text(l, true) + " mbs " + std::to_string(l.mbs) +
+                 ")";
     }
     // The rest by reason and count: plan --json prints nothing here (exit code 2, no layout
     // to list), so this message is the only place they can be read.
     if (most.size() > kShown) {
-      message += "\n  and " + counted(static_cast<std::int64_t>(most.size() - kShown), "more rule") +
-                 ":";
+      message +=
+          "\n  and " + counted(static_cast<std::int64_t>(most.size() - kShown), "more rule") + ":";
       for (std::size_t i = kShown; i < most.size(); ++i) {
         message += std::string(i == kShown ? " " : "; ") + most[i]->reason + " (" +
                    std::to_string(most[i]->layouts) + " of " + searched + " layouts)";
@@ -149,16 +149,16 @@ TrainingSetup plan_setup(const PlanOptions& o, const Scenario& x, std::vector<st
     std::ostringstream reserve;  // as given: "100", "79.7"
     reserve << o.memory_reserve_gib;
     const std::string memory = fixed(gpu.memory_bytes / kGiB, 2);
-    throw InputError("--memory-reserve " + reserve.str() + " GiB: the " + gpu.name +
-                     " GPUs of " + x.cluster.name + " have " + memory +
-                     " GiB each, and the reserve is kept free of that; give less than " +
-                     memory + " (default 0)");
+    throw InputError("--memory-reserve " + reserve.str() + " GiB: the " + gpu.name + " GPUs of " +
+                     x.cluster.name + " have " + memory +
+                     " GiB each, and the reserve is kept free of that; give less than " + memory +
+                     " (default 0)");
   }
   TrainingSetup setup;
   setup.framework = x.framework;
   setup.precision = x.precision;
   setup.seq = o.seq > 0 ? o.seq : x.model.seq_length;
-  setup.attention = !o.attention.empty() ? *parse_attention(o.attention)
+  setup.attention = !o.attention.empty()  ? *parse_attention(o.attention)
                     : gpu.flash_attention ? AttentionImpl::kFlash
                                           : AttentionImpl::kEager;
   if (o.seq <= 0) notes.push_back(seq_default_note(setup.seq));
@@ -170,8 +170,8 @@ std::int64_t plan_global_batch(const PlanOptions& o, std::int64_t seq,
                                std::vector<std::string>& notes) {
   if (o.gbs > 0) return o.gbs;
   const std::int64_t gbs = default_global_batch(seq, o.gpus);
-  notes.push_back("gbs " + std::to_string(gbs) + " (default: " +
-                  default_global_batch_rule(seq, o.gpus) + "; set --gbs)");
+  notes.push_back("gbs " + std::to_string(gbs) +
+                  " (default: " + default_global_batch_rule(seq, o.gpus) + "; set --gbs)");
   return gbs;
 }
 
@@ -185,8 +185,7 @@ void check_pins(const PlanOptions& o, const Scenario& x, const TrainingSetup& se
   }
   if (const std::string problem = context_parallel_problem(setup.framework, o.cp > 0 ? o.cp : 1);
       !problem.empty()) {
-    throw InputError("--cp " + std::to_string(o.cp) + ": " + problem +
-                     " (or another --framework)");
+    throw InputError("--cp " + std::to_string(o.cp) + ": " + problem + " (or another --framework)");
   }
   // Pins the framework's pipeline cannot run: a pinned vpp > 1 (which only pp > 1 takes; an
   // unpinned pp is checked at 3, where every framework that interleaves does), or a pinned
@@ -204,8 +203,8 @@ void check_pins(const PlanOptions& o, const Scenario& x, const TrainingSetup& se
     throw InputError(pins + ": " + problem + " (change " + (one ? "it" : "them") +
                      ", or another --framework)");
   }
-  if (const std::string problem = plan_pins_problem({o.dp, o.tp, o.pp, o.cp, o.mbs, o.vpp},
-                                                    o.gpus, gbs, o.gbs > 0, x.model.num_layers);
+  if (const std::string problem = plan_pins_problem({o.dp, o.tp, o.pp, o.cp, o.mbs, o.vpp}, o.gpus,
+                                                    gbs, o.gbs > 0, x.model.num_layers);
       !problem.empty()) {
     throw InputError(problem);
   }
@@ -257,8 +256,9 @@ void check_search(const PlanOptions& o, const Scenario& x, const TrainingSetup& 
     throw InputError("plan: the pinned dimensions leave no layout of " + std::to_string(o.gpus) +
                      " GPUs to search (check that the pins multiply into the GPU count" +
                      (cp_rule.empty() ? std::string()
-                                      : "; " + cp_rule + ", so dp x tp x pp must be the GPU "
-                                        "count") +
+                                      : "; " + cp_rule +
+                                            ", so dp x tp x pp must be the GPU "
+                                            "count") +
                      ")");
   }
   // Every layout broke a rule: none was refused for memory, so the input is at fault.
@@ -280,17 +280,18 @@ void check_search(const PlanOptions& o, const Scenario& x, const TrainingSetup& 
 
 /// Notes on the flags the ranked layouts make idle: --pp-overlap where none is interleaved,
 /// and Megatron-LM's opt-in overlaps where the winner has TP or DP communication to hide.
-void add_result_notes(const PlanOptions& o, const TrainingSetup& setup,
-                      const SearchResult& result, std::vector<std::string>& notes) {
+void add_result_notes(const PlanOptions& o, const TrainingSetup& setup, const SearchResult& result,
+                      std::vector<std::string>& notes) {
   if (!o.in.overlaps.pp_overlap.empty() &&
       std::none_of(result.ranked.begin(), result.ranked.end(),
                    [](const Candidate& c) { return c.layout.vpp > 1; })) {
-    notes.push_back("--pp-overlap: changes nothing for the listed layouts: none is "
-                    "interleaved (vpp > 1)" +
-                    std::string(setup.framework.interleaved_pipeline
-                                    ? ""
-                                    : "; framework " + setup.framework.name + " has no "
-                                      "interleaved schedule"));
+    notes.push_back(
+        "--pp-overlap: changes nothing for the listed layouts: none is "
+        "interleaved (vpp > 1)" +
+        std::string(setup.framework.interleaved_pipeline ? ""
+                                                         : "; framework " + setup.framework.name +
+                                                               " has no "
+                                                               "interleaved schedule"));
   }
   // The megatron convention costs Megatron-LM's defaults: its TP and DP overlaps are opt-in
   // flags, which many jobs set; say so where the winner has that communication to hide.
@@ -298,10 +299,11 @@ void add_result_notes(const PlanOptions& o, const TrainingSetup& setup,
       o.in.overlaps.dp_overlap.empty() && !result.ranked.empty()) {
     const Layout& w = result.ranked.front().layout;
     if (w.tp > 1 || w.dp * w.cp > 1) {
-      notes.push_back("overlaps: costed as Megatron-LM runs by default, its opt-in "
-                      "--tp-comm-overlap, --overlap-grad-reduce and --overlap-param-gather "
-                      "off; for a job that sets them give --tp-overlap 1 --dp-overlap on, "
-                      "which may pick another layout");
+      notes.push_back(
+          "overlaps: costed as Megatron-LM runs by default, its opt-in "
+          "--tp-comm-overlap, --overlap-grad-reduce and --overlap-param-gather "
+          "off; for a job that sets them give --tp-overlap 1 --dp-overlap on, "
+          "which may pick another layout");
     }
   }
 }
@@ -309,9 +311,8 @@ void add_result_notes(const PlanOptions& o, const TrainingSetup& setup,
 /// The winner's full estimate, where --out writes it or its model chunks are uneven (a pinned
 /// vpp), whose event simulation estimate would compare with the closed form (a note when they
 /// differ).
-std::optional<Plan> winner_plan(const PlanOptions& o, const Scenario& x,
-                                const TrainingSetup& setup, const SearchResult& result,
-                                std::vector<std::string>& notes) {
+std::optional<Plan> winner_plan(const PlanOptions& o, const Scenario& x, const TrainingSetup& setup,
+                                const SearchResult& result, std::vector<std::string>& notes) {
   if (result.ranked.empty()) return std::nullopt;
   const Layout& best = result.ranked.front().layout;
   const bool uneven_chunks = best.vpp > 1 && !best.stage_layers.empty();
@@ -339,7 +340,8 @@ CommandAction add_plan_command(CLI::App& app) {
       "explain the winner. Exit code 0: a plan; 2: bad input (pins that break a layout rule "
       "included: the error names it); 3: nothing fits in memory (the reasons are printed as "
       "usual)");
-  cmd->add_option("--model", o->in.model, "Model: a preset name, a meshplan-model/1 file or a Hugging Face config.json")
+  cmd->add_option("--model", o->in.model,
+                  "Model: a preset name, a meshplan-model/1 file or a Hugging Face config.json")
       ->required()
       ->check(non_empty("a model preset name (meshplan presets models), a meshplan-model/1 file "
                         "or a Hugging Face config.json"));
@@ -363,11 +365,14 @@ CommandAction add_plan_command(CLI::App& app) {
   // searched. A larger batch costs the search little: its divisors are the micro-batch sizes
   // tried. Measured for llama3-405b on 2^20 GPUs (2 busy cores): 8 s at the default batch, 18 s
   // at 963761198400 (< 2^40, 6720 divisors), 10 s at 2^40.
-  cmd->add_option("--gbs", o->gbs, "Global batch [sequences] (default: 4194304 tokens / seq, or 1024 tokens per GPU / seq beyond 4096 GPUs)")
+  cmd->add_option("--gbs", o->gbs,
+                  "Global batch [sequences] (default: 4194304 tokens / seq, or 1024 tokens per GPU "
+                  "/ seq beyond 4096 GPUs)")
       ->check(whole_up_to(kMaxGbs));
   cmd->add_option("--seq", o->seq, "Sequence length [tokens] (default: the model's)")
       ->check(whole_up_to(kMaxDegree));
-  cmd->add_option("--attention", o->attention, "flash | eager (default: flash where the GPU has it)")
+  cmd->add_option("--attention", o->attention,
+                  "flash | eager (default: flash where the GPU has it)")
       ->check(CLI::IsMember({"flash", "eager"}));
   const CLI::Validator pin = whole_up_to(kMaxDegree);
   cmd->add_option("--dp", o->dp, "Pin the data-parallel degree")->check(pin);
@@ -401,7 +406,9 @@ CommandAction add_plan_command(CLI::App& app) {
                   "median peak [GiB]")
       ->capture_default_str()
       ->check(number_in(0.0, 1024.0));
-  cmd->add_option("--top", o->top, "Layouts to list")->capture_default_str()->check(CLI::Range(1, 1000));
+  cmd->add_option("--top", o->top, "Layouts to list")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
   cmd->add_option("--objective", o->objective,
                   "Rank by: time (step time) | memory (peak) | cost (GPU-hours)")
       ->capture_default_str()

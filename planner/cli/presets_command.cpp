@@ -1,8 +1,7 @@
 // `meshplan presets [models|gpus|clusters|profiles]`: the shipped presets with their key numbers.
 #include <memory>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "common/format.hpp"
 #include "costmodel/param_count.hpp"
@@ -22,26 +21,25 @@ std::string tflops(const std::optional<double>& peak) {
 }
 
 std::string models_table() {
-  Table t({"model", "params", "active", "layers", "hidden", "heads", "kv heads", "ffn", "vocab",
-           "seq"},
-          {true, false, false, false, false, false, false, true, false, false});
+  Table t(
+      {"model", "params", "active", "layers", "hidden", "heads", "kv heads", "ffn", "vocab", "seq"},
+      {true, false, false, false, false, false, false, true, false, false});
   for (const std::string& name : preset_names(PresetKind::kModel)) {
     const ModelSpec m = load_model(name);
     const ParamCount c = count_params(m);
     std::string ffn = std::string(to_string(m.ffn_type)) + " " + std::to_string(m.ffn_hidden_size);
     if (m.moe) {
       ffn = std::string(to_string(m.ffn_type)) + " " + std::to_string(m.moe->num_experts) + "x" +
-            std::to_string(m.moe->expert_ffn_hidden_size) + " top-" +
-            std::to_string(m.moe->top_k) +
+            std::to_string(m.moe->expert_ffn_hidden_size) + " top-" + std::to_string(m.moe->top_k) +
             (m.moe->num_shared_experts > 0
                  ? " +" + std::to_string(m.moe->num_shared_experts) + " shared"
                  : std::string());
     }
     t.add_row({name, fixed(static_cast<double>(c.total) / 1e9, 2) + "B",
-               fixed(static_cast<double>(c.active) / 1e9, 2) + "B",
-               std::to_string(m.num_layers), std::to_string(m.hidden_size),
-               std::to_string(m.num_attention_heads), std::to_string(m.num_kv_heads),
-               ffn, std::to_string(m.vocab_size), std::to_string(m.seq_length)});
+               fixed(static_cast<double>(c.active) / 1e9, 2) + "B", std::to_string(m.num_layers),
+               std::to_string(m.hidden_size), std::to_string(m.num_attention_heads),
+               std::to_string(m.num_kv_heads), ffn, std::to_string(m.vocab_size),
+               std::to_string(m.seq_length)});
   }
   return "Models (params in billions; active: the parameters one token's forward uses, the "
          "embedding table included; ffn of an MoE model: routed experts x width):\n" +
@@ -72,8 +70,7 @@ std::string clusters_table() {
                std::to_string(c.nvlink_domain_size), c.intra_node_link,
                fixed(c.intra_node_bandwidth_bytes_per_s_per_gpu / kGB, 0),
                std::to_string(c.nics_per_node) + " x " +
-                   fixed(c.nic_bandwidth_bytes_per_s * 8 / kGB, 0) + " Gb/s " +
-                   c.scale_out_fabric,
+                   fixed(c.nic_bandwidth_bytes_per_s * 8 / kGB, 0) + " Gb/s " + c.scale_out_fabric,
                shipped_profile_for(c.gpu).value_or("none: give --profile")});
   }
   return "Clusters (bandwidth one direction, GB = 1e9 bytes):\n" + t.render();
@@ -103,8 +100,8 @@ std::string profiles_table() {
 
 CommandAction add_presets_command(CLI::App& app) {
   auto kind = std::make_shared<std::string>();
-  CLI::App* cmd = app.add_subcommand(
-      "presets", "List the shipped presets (configs/) with their key numbers");
+  CLI::App* cmd =
+      app.add_subcommand("presets", "List the shipped presets (configs/) with their key numbers");
   cmd->add_option("kind", *kind, "models | gpus | clusters | profiles (default: all four)")
       ->check(CLI::IsMember({"models", "gpus", "clusters", "profiles"}));
   return [kind](std::ostream& out, std::ostream& /*err*/) {

@@ -3,10 +3,9 @@
 // then MAPE per metric for each source and overall with the worst case, the OOM confusion and
 // the skipped cases. The logic is planner/validation/validate.hpp's; this file only prints.
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
-
-#include <nlohmann/json.hpp>
 
 #include "common/format.hpp"
 #include "planner/cli/commands.hpp"
@@ -63,10 +62,9 @@ std::string render_text(const ValidationReport& r) {
       cases.add_row({"[" + c.source + "]", "", "", "", "", ""});
       source = c.source;
     }
-    const std::string interval =
-        c.predicted_p10 ? value_text(c.metric, *c.predicted_p10) + " - " +
-                              value_text(c.metric, *c.predicted_p90)
-                        : "";
+    const std::string interval = c.predicted_p10 ? value_text(c.metric, *c.predicted_p10) + " - " +
+                                                       value_text(c.metric, *c.predicted_p90)
+                                                 : "";
     cases.add_row({c.id, c.metric, value_text(c.metric, c.predicted), interval,
                    value_text(c.metric, c.measured), error_text(c)});
   }
@@ -83,8 +81,8 @@ std::string render_text(const ValidationReport& r) {
                   : "seconds per optimizer step (global batch)")
           << "\n";
     } else if (seen.insert(c.metric + "/" + c.source).second) {
-      out << "  " << c.metric << " [" << c.source << "] (" << unit_of(c.metric)
-          << "): " << c.basis << "\n";
+      out << "  " << c.metric << " [" << c.source << "] (" << unit_of(c.metric) << "): " << c.basis
+          << "\n";
     }
   }
 
@@ -104,16 +102,15 @@ std::string render_text(const ValidationReport& r) {
   out << summary.render();
   if (r.interval_cases > 0) {
     out << "\n80% intervals: " << r.inside_interval << " of " << r.interval_cases
-        << " measured time metrics inside (" << percent(static_cast<double>(r.inside_interval) /
-                                                             static_cast<double>(r.interval_cases),
-                                                         false)
+        << " measured time metrics inside ("
+        << percent(static_cast<double>(r.inside_interval) / static_cast<double>(r.interval_cases),
+                   false)
         << "; an 80% interval should hold about 80%)\n";
   }
 
   if (r.overall.oom.total() > 0) {
     out << "\nOOM classification (predicted x measured):\n";
-    Table oom({"source", "fit / fit", "fit / OOM (missed)", "OOM / fit (false alarm)",
-               "OOM / OOM"},
+    Table oom({"source", "fit / fit", "fit / OOM (missed)", "OOM / fit (false alarm)", "OOM / OOM"},
               {true, false, false, false, false});
     for (const SourceSummary* s : all) {
       if (s->oom.total() == 0) continue;
@@ -173,8 +170,10 @@ nlohmann::json render_json(const ValidationReport& r) {
     }
     j["error"] = c.error ? nlohmann::json(*c.error) : nlohmann::json(nullptr);
     if (is_time_metric(c.metric)) {
-      j["predicted_p10"] = c.predicted_p10 ? nlohmann::json(*c.predicted_p10) : nlohmann::json(nullptr);
-      j["predicted_p90"] = c.predicted_p90 ? nlohmann::json(*c.predicted_p90) : nlohmann::json(nullptr);
+      j["predicted_p10"] =
+          c.predicted_p10 ? nlohmann::json(*c.predicted_p10) : nlohmann::json(nullptr);
+      j["predicted_p90"] =
+          c.predicted_p90 ? nlohmann::json(*c.predicted_p90) : nlohmann::json(nullptr);
     }
     j["basis"] = c.basis;
     j["assumptions"] = c.assumptions;
@@ -186,13 +185,14 @@ nlohmann::json render_json(const ValidationReport& r) {
   for (const SkippedCase& s : r.skipped) {
     skipped.push_back({{"id", s.id}, {"source", s.source}, {"reason", s.reason}});
   }
-  return {{"units", {{"step_time_s", "s"},
-                     {"tflops_per_gpu", "TFLOP/s"},
-                     {"tokens_per_s_per_gpu", "tokens/s"},
-                     {"mfu", "fraction"},
-                     {"peak_bytes", "bytes"},
-                     {"oom", "true = out of memory"},
-                     {"error", "(predicted - measured) / measured, a fraction"}}},
+  return {{"units",
+           {{"step_time_s", "s"},
+            {"tflops_per_gpu", "TFLOP/s"},
+            {"tokens_per_s_per_gpu", "tokens/s"},
+            {"mfu", "fraction"},
+            {"peak_bytes", "bytes"},
+            {"oom", "true = out of memory"},
+            {"error", "(predicted - measured) / measured, a fraction"}}},
           {"cases", cases},
           {"cross_validated", r.cross_validated},
           {"summary",

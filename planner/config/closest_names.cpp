@@ -1,10 +1,10 @@
 #include "planner/config/closest_names.hpp"
 
-#include "common/input_error.hpp"
-
 #include <algorithm>
 #include <cctype>
 #include <tuple>
+
+#include "common/input_error.hpp"
 
 namespace meshplan {
 
@@ -40,13 +40,14 @@ std::vector<std::string> closest_names(std::string_view query,
   std::vector<std::tuple<int, std::size_t, std::string>> ranked;
   for (const std::string& name : candidates) {
     const std::string n = lower(name);
-    const bool contains = !q.empty() && (n.find(q) != std::string::npos ||
-                                         q.find(n) != std::string::npos);
+    const bool contains =
+        !q.empty() && (n.find(q) != std::string::npos || q.find(n) != std::string::npos);
     ranked.emplace_back(contains ? 0 : 1, edit_distance(q, n), name);
   }
   std::sort(ranked.begin(), ranked.end());
   std::vector<std::string> out;
-  for (std::size_t i = 0; i < ranked.size() && i < limit; ++i) out.push_back(std::get<2>(ranked[i]));
+  for (std::size_t i = 0; i < ranked.size() && i < limit; ++i)
+    out.push_back(std::get<2>(ranked[i]));
   return out;
 }
 

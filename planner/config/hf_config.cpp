@@ -25,28 +25,44 @@ const std::vector<std::string> kLlamaLike = {"llama", "mistral", "qwen2"};
 /// DeepseekV3Config (its "architectures": ["DeepseekV3ForCausalLM"]).
 const std::vector<std::string> kMoeTypes = {"mixtral",     "qwen2_moe", "qwen3_moe",
                                             "deepseek_v3", "kimi_k2",   "gpt_oss"};
-const std::vector<std::string> kSupported = {"llama",     "mistral",     "qwen2",   "gpt2",
-                                             "mixtral",   "qwen2_moe",   "qwen3_moe",
-                                             "deepseek_v3", "kimi_k2",   "gpt_oss"};
+const std::vector<std::string> kSupported = {"llama",   "mistral",   "qwen2",     "gpt2",
+                                             "mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3",
+                                             "kimi_k2", "gpt_oss"};
 
 /// transformers' RoPE types (modeling_rope_utils.py, ROPE_INIT_FUNCTIONS, and "default").
-const std::vector<std::string> kRopeTypes = {"default", "linear", "dynamic",
+const std::vector<std::string> kRopeTypes = {"default", "linear",   "dynamic",
                                              "yarn",    "longrope", "llama3"};
 
 /// transformers' model classes ("architectures") of each supported model_type.
 const std::vector<std::pair<std::string, std::string>> kArchitecturePrefixes = {
-    {"Llama", "llama"},         {"Mistral", "mistral"},         {"Qwen2", "qwen2"},
-    {"GPT2", "gpt2"},           {"Mixtral", "mixtral"},         {"Qwen2Moe", "qwen2_moe"},
-    {"Qwen3Moe", "qwen3_moe"},  {"DeepseekV3", "deepseek_v3"},  {"GptOss", "gpt_oss"}};
+    {"Llama", "llama"},        {"Mistral", "mistral"},        {"Qwen2", "qwen2"},
+    {"GPT2", "gpt2"},          {"Mixtral", "mixtral"},        {"Qwen2Moe", "qwen2_moe"},
+    {"Qwen3Moe", "qwen3_moe"}, {"DeepseekV3", "deepseek_v3"}, {"GptOss", "gpt_oss"}};
 
 /// The activation names transformers knows (src/transformers/activations.py, ACT2CLS). Each is an
 /// elementwise function: it changes neither the MLP's weights nor the tensors it saves, so any
 /// of them costs the same; whether the MLP is gated is what counts, and the architecture decides
 /// that (LlamaMLP, MistralMLP and Qwen2MLP always have gate_proj; GPT2MLP never has a gate).
-const std::vector<std::string> kActivations = {
-    "silu", "swish", "gelu", "gelu_new", "gelu_fast", "gelu_python", "gelu_pytorch_tanh",
-    "gelu_accurate", "gelu_10", "quick_gelu", "relu", "relu2", "relu6", "leaky_relu", "mish",
-    "tanh", "sigmoid", "laplace", "linear", "prelu"};
+const std::vector<std::string> kActivations = {"silu",
+                                               "swish",
+                                               "gelu",
+                                               "gelu_new",
+                                               "gelu_fast",
+                                               "gelu_python",
+                                               "gelu_pytorch_tanh",
+                                               "gelu_accurate",
+                                               "gelu_10",
+                                               "quick_gelu",
+                                               "relu",
+                                               "relu2",
+                                               "relu6",
+                                               "leaky_relu",
+                                               "mish",
+                                               "tanh",
+                                               "sigmoid",
+                                               "laplace",
+                                               "linear",
+                                               "prelu"};
 
 /// A RoPE scaling as error messages name it: `"llama3" (factor 8, ...)`, or "no scaling".
 std::string rope_scaling_text(const std::optional<RopeScaling>& r) {
@@ -96,7 +112,8 @@ class HfReader {
       }
       if (found && *found != v.get<std::int64_t>()) {
         fail(key, "is " + describe_json(v) + ", but " + found_key + " is " +
-                      std::to_string(*found) + ", and transformers reads the two keys as one "
+                      std::to_string(*found) +
+                      ", and transformers reads the two keys as one "
                       "size; remove one of them, or give both the same value");
       }
       if (!found) {
@@ -134,10 +151,11 @@ class HfReader {
       }
       if (v->get<std::int64_t>() > 1) {
         fail(key, "is " + describe_json(*v) + ", an expert count on model_type " +
-                      json_quoted(type) + ", whose transformers class is dense (one MLP per "
+                      json_quoted(type) +
+                      ", whose transformers class is dense (one MLP per "
                       "layer) and ignores it; a mixture-of-experts config.json has the "
-                      "model_type of its family, one of " + quoted_list(kMoeTypes) +
-                      " (or remove the key for the dense model)");
+                      "model_type of its family, one of " +
+                      quoted_list(kMoeTypes) + " (or remove the key for the dense model)");
       }
     }
   }
@@ -151,8 +169,8 @@ class HfReader {
       const nlohmann::json* v = value(key);
       if (!v) continue;
       if (!v->is_number() || !(v->get<double>() >= 0 && v->get<double>() < 1)) {
-        fail(key, "must be a dropout probability in [0, 1) (0: no dropout), got " +
-                      describe_json(*v));
+        fail(key,
+             "must be a dropout probability in [0, 1) (0: no dropout), got " + describe_json(*v));
       }
       on = on || v->get<double>() > 0;
     }
@@ -176,8 +194,10 @@ class HfReader {
     const std::string name = v.get<std::string>();
     if (std::find(kActivations.begin(), kActivations.end(), name) == kActivations.end()) {
       const std::vector<std::string> near = closest_names(name, kActivations);
-      fail(key, json_quoted(name) + " is not an activation meshplan knows; expected one of "
-                    "transformers' activation names (closest: " + quoted_list(near) +
+      fail(key, json_quoted(name) +
+                    " is not an activation meshplan knows; expected one of "
+                    "transformers' activation names (closest: " +
+                    quoted_list(near) +
                     "), or write a meshplan-model/1 file with its ffn_type (configs/README.md)");
     }
     return name;
@@ -226,10 +246,11 @@ class HfReader {
   }
 
   /// RoPE scaling: `rope_scaling` (transformers 4), else `rope_parameters` (transformers 5,
-  /// which keeps rope_theta there too); both present must describe the same scaling. Its type is "rope_type" (older configs: "type");
-  /// "default" or no object: none. The fields each type needs are those transformers' own
-  /// validation requires (modeling_rope_utils.py, _validate_*_parameters): factor for all but
-  /// longrope, and llama3's low_freq_factor, high_freq_factor, original_max_position_embeddings.
+  /// which keeps rope_theta there too); both present must describe the same scaling. Its type is
+  /// "rope_type" (older configs: "type"); "default" or no object: none. The fields each type needs
+  /// are those transformers' own validation requires (modeling_rope_utils.py,
+  /// _validate_*_parameters): factor for all but longrope, and llama3's low_freq_factor,
+  /// high_freq_factor, original_max_position_embeddings.
   std::optional<RopeScaling> rope_scaling() const {
     const std::optional<RopeScaling> scaling = rope_scaling_under("rope_scaling");
     const std::optional<RopeScaling> parameters = rope_scaling_under("rope_parameters");
@@ -265,9 +286,8 @@ class HfReader {
       fail(key + ".rope_type", "missing; expected one of " + quoted_list(kRopeTypes) +
                                    " (transformers refuses a rope_scaling without it)");
     }
-    if (!type->is_string() ||
-        std::find(kRopeTypes.begin(), kRopeTypes.end(), type->get<std::string>()) ==
-            kRopeTypes.end()) {
+    if (!type->is_string() || std::find(kRopeTypes.begin(), kRopeTypes.end(),
+                                        type->get<std::string>()) == kRopeTypes.end()) {
       fail(key + ".rope_type", "is " + describe_json(*type) + "; expected one of " +
                                    quoted_list(kRopeTypes) + " (transformers' RoPE types)");
     }
@@ -291,9 +311,9 @@ class HfReader {
       scaling.low_freq_factor = positive("low_freq_factor", true);
       scaling.high_freq_factor = positive("high_freq_factor", true);
       if (*scaling.high_freq_factor <= *scaling.low_freq_factor) {
-        fail(key + ".high_freq_factor",
-             "must be greater than low_freq_factor (" + describe_json(*field("low_freq_factor")) +
-                 "), got " + describe_json(*field("high_freq_factor")));
+        fail(key + ".high_freq_factor", "must be greater than low_freq_factor (" +
+                                            describe_json(*field("low_freq_factor")) + "), got " +
+                                            describe_json(*field("high_freq_factor")));
       }
       const double original = *positive("original_max_position_embeddings", true);
       if (original > static_cast<double>(kMaxTokens) || original != std::floor(original)) {
@@ -325,9 +345,9 @@ class HfReader {
       }
       fail(key, "missing; this looks like a Hugging Face config.json" + seen +
                     ", and meshplan reads the architecture from model_type: add \"model_type\": " +
-                    (suggested.empty() ? "one of " + quoted_list(kSupported)
-                                       : json_quoted(suggested) + " (one of " +
-                                             quoted_list(kSupported) + ")") +
+                    (suggested.empty()
+                         ? "one of " + quoted_list(kSupported)
+                         : json_quoted(suggested) + " (one of " + quoted_list(kSupported) + ")") +
                     ", as transformers writes it (or write a meshplan-model/1 file, see "
                     "configs/README.md)");
     }
@@ -353,8 +373,7 @@ class HfReader {
 std::int64_t count_or(const HfReader& r, const char* key, std::int64_t class_default) {
   const nlohmann::json* v = r.value(key);
   if (!v) return class_default;
-  if (!v->is_number_integer() || v->get<std::int64_t>() < 0 ||
-      v->get<std::int64_t>() > kMaxSize) {
+  if (!v->is_number_integer() || v->get<std::int64_t>() < 0 || v->get<std::int64_t>() > kMaxSize) {
     r.fail(key, "must be a whole number from 0 to " + std::to_string(kMaxSize) + ", got " +
                     describe_json(*v));
   }
@@ -414,10 +433,13 @@ void read_moe_fields(const HfReader& r, const std::string& type, ModelSpec& m) {
     e.first_k_dense_layers = e.layer_freq - 1;
     if (const nlohmann::json* only = r.value("mlp_only_layers");
         only && !(only->is_array() && only->empty())) {
-      r.fail("mlp_only_layers", "is " + describe_json(*only) + "; meshplan reads MoE layers "
-             "from decoder_sparse_step only (every step-th layer), so give [] or null, or write "
-             "a meshplan-model/1 file whose moe.first_k_dense_layers and moe.layer_freq "
-             "describe the layers (configs/README.md)");
+      r.fail(
+          "mlp_only_layers",
+          "is " + describe_json(*only) +
+              "; meshplan reads MoE layers "
+              "from decoder_sparse_step only (every step-th layer), so give [] or null, or write "
+              "a meshplan-model/1 file whose moe.first_k_dense_layers and moe.layer_freq "
+              "describe the layers (configs/README.md)");
     }
   }
   if (type == "qwen2_moe") {
@@ -443,13 +465,17 @@ void read_moe_fields(const HfReader& r, const std::string& type, ModelSpec& m) {
   if (type == "gpt_oss") {
     m.linear_bias = attention_bias;
   } else if (attention_bias) {
-    r.fail("attention_bias", "is true, but meshplan's " + type + " attention has no biases "
-           "(its released configs have none); set it to false, or write a meshplan-model/1 file "
-           "(configs/README.md)");
+    r.fail(
+        "attention_bias",
+        "is true, but meshplan's " + type +
+            " attention has no biases "
+            "(its released configs have none); set it to false, or write a meshplan-model/1 file "
+            "(configs/README.md)");
   }
   if (r.boolean("mlp_bias", false)) {
-    r.fail("mlp_bias", "is true, but " + type + "'s MLPs have no biases in transformers; remove "
-                       "the key or set it to false");
+    r.fail("mlp_bias", "is true, but " + type +
+                           "'s MLPs have no biases in transformers; remove "
+                           "the key or set it to false");
   }
   m.qkv_bias = type == "qwen2_moe" && r.boolean("qkv_bias", true);
 }
@@ -470,7 +496,8 @@ void read_gpt_oss_layer_types(const HfReader& r, ModelSpec& m) {
     }
   }
   if (!alternating && !all_sliding) {
-    r.fail("layer_types", "must alternate \"sliding_attention\" and \"full_attention\" from "
+    r.fail("layer_types",
+           "must alternate \"sliding_attention\" and \"full_attention\" from "
            "layer 0 (GPT-OSS), or be \"sliding_attention\" on every layer; meshplan describes no "
            "other pattern (or write a meshplan-model/1 file, configs/README.md)");
   }
@@ -517,7 +544,8 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
            "this is a hybrid Mamba-2 / attention model (Nemotron-H, Nemotron 3): meshplan "
            "models transformer layers (attention, dense or mixture-of-experts FFNs) and has no "
            "Mamba-2 mixer, so it cannot count or cost this model; give a transformer's "
-           "config.json (one of " + quoted_list(kSupported) + ")");
+           "config.json (one of " +
+               quoted_list(kSupported) + ")");
   }
   const bool gpt2 = type == "gpt2";
   bool llama_like = false, moe_type = false;
@@ -543,7 +571,7 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
   std::filesystem::path path = std::filesystem::absolute(file, cwd_unknown);
   path = cwd_unknown ? std::filesystem::path(file).lexically_normal() : path.lexically_normal();
   m.name = path.filename() == "config.json" ? path.parent_path().filename().string()
-                                             : path.stem().string();
+                                            : path.stem().string();
   if (m.name.empty()) m.name = path.stem().string();
   if (has_control_character(m.name)) {
     throw InputError(json_quoted(file) + ": the model is named after its folder, " +
@@ -566,16 +594,20 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
     // n_embd / n_head whatever they say. One that differs is refused, as intermediate_size is.
     if (m.num_kv_heads != m.num_attention_heads) {
       r.fail("num_key_value_heads",
-             "is " + std::to_string(m.num_kv_heads) + ", but a gpt2 attention has one kv head "
-             "per head (n_head " + std::to_string(m.num_attention_heads) +
-             ": GPT2Attention is multi-head and transformers ignores num_key_value_heads); "
-             "remove the key");
+             "is " + std::to_string(m.num_kv_heads) +
+                 ", but a gpt2 attention has one kv head "
+                 "per head (n_head " +
+                 std::to_string(m.num_attention_heads) +
+                 ": GPT2Attention is multi-head and transformers ignores num_key_value_heads); "
+                 "remove the key");
     }
     const std::int64_t built = m.hidden_size / m.num_attention_heads;
     if (head_dim && *head_dim != built) {
-      r.fail("head_dim", "is " + std::to_string(*head_dim) + ", but a gpt2 head is n_embd / "
-                         "n_head = " + std::to_string(built) +
-                         " wide (transformers ignores head_dim); remove the key");
+      r.fail("head_dim", "is " + std::to_string(*head_dim) +
+                             ", but a gpt2 head is n_embd / "
+                             "n_head = " +
+                             std::to_string(built) +
+                             " wide (transformers ignores head_dim); remove the key");
     }
   }
   m.vocab_size = r.required_int({"vocab_size"});
@@ -603,8 +635,8 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
     const std::string act = r.activation("activation_function", "gelu_new");
     if (r.value("hidden_act") && r.activation("hidden_act", "") != act) {
       r.fail("hidden_act", "is " + json_quoted(r.activation("hidden_act", "")) +
-                               ", but GPT2Config reads activation_function (" +
-                               json_quoted(act) + ") and ignores hidden_act; remove one of them");
+                               ", but GPT2Config reads activation_function (" + json_quoted(act) +
+                               ") and ignores hidden_act; remove one of them");
     }
     m.ffn_type = FfnType::kGelu;
     m.norm_type = NormType::kLayerNorm;
@@ -624,8 +656,9 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
     }
     if (const std::optional<RopeScaling> scaling = r.rope_scaling()) {
       r.fail(r.value("rope_scaling") ? "rope_scaling" : "rope_parameters",
-             "is " + rope_scaling_text(scaling) + ", but a gpt2 model has learned positions, "
-             "no RoPE (transformers ignores the key there); remove it");
+             "is " + rope_scaling_text(scaling) +
+                 ", but a gpt2 model has learned positions, "
+                 "no RoPE (transformers ignores the key there); remove it");
     }
   } else {
     m.ffn_hidden_size = r.required_int({"intermediate_size"});
@@ -654,64 +687,67 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
     if (moe_type) {
       read_moe_fields(r, type, m);
     } else {
-    const bool mlp_bias = r.boolean("mlp_bias", false);
-    if (mlp_bias && type != "llama") {
-      r.fail("mlp_bias", "is true, but " + type + " has no MLP biases (transformers' " +
-                             (type == "mistral" ? "MistralMLP" : "Qwen2MLP") +
-                             " builds gate, up and down without them and ignores mlp_bias); "
-                             "remove the key or set it to false");
-    }
-    if (mlp_bias && !r.boolean("attention_bias", false)) {
-      r.fail("mlp_bias",
-             "is true while attention_bias is false or absent: MLP biases without attention "
-             "biases are not a model meshplan can describe (a model has biases on every linear "
-             "layer, or on the QKV projection alone); set attention_bias to true if the "
-             "attention has biases too, or write a meshplan-model/1 file with linear_bias true "
-             "(configs/README.md), which counts the attention's biases too");
-    }
-    // attention_bias: LlamaAttention builds q_proj, k_proj, v_proj AND o_proj with
-    // bias=config.attention_bias. The spec's qkv_bias leaves o_proj's out, its linear_bias adds
-    // the MLP's: neither is Llama with attention biases alone, so that is refused (with
-    // mlp_bias too it is every linear layer: linear_bias, exact). MistralAttention builds all
-    // four without biases and Qwen2Attention q, k, v with and o without, whatever the key says
-    // (their configs have none): true is refused there, as mlp_bias is.
-    const bool attention_bias = r.boolean("attention_bias", false);
-    if (attention_bias && type != "llama") {
-      r.fail("attention_bias",
-             "is true, but transformers ignores it on " + type + " (" +
-                 (type == "mistral"
-                      ? std::string("MistralAttention builds q, k, v and o without biases")
-                      : std::string("Qwen2Attention always builds q, k and v with biases and o "
-                                    "without")) +
-                 "); remove the key or set it to false");
-    }
-    if (attention_bias && !mlp_bias) {
-      r.fail("attention_bias",
-             "is true while mlp_bias is false or absent: transformers' LlamaAttention then has "
-             "biases on q_proj, k_proj, v_proj and o_proj, which meshplan's model spec cannot "
-             "describe (biases on every linear layer, or on the QKV projection alone); write a "
-             "meshplan-model/1 file (configs/README.md) with qkv_bias true, which leaves out "
-             "o_proj's " + std::to_string(m.hidden_size) + " biases per layer");
-    }
-    m.linear_bias = attention_bias && mlp_bias;
-    m.qkv_bias = type == "qwen2" || attention_bias;
+      const bool mlp_bias = r.boolean("mlp_bias", false);
+      if (mlp_bias && type != "llama") {
+        r.fail("mlp_bias", "is true, but " + type + " has no MLP biases (transformers' " +
+                               (type == "mistral" ? "MistralMLP" : "Qwen2MLP") +
+                               " builds gate, up and down without them and ignores mlp_bias); "
+                               "remove the key or set it to false");
+      }
+      if (mlp_bias && !r.boolean("attention_bias", false)) {
+        r.fail("mlp_bias",
+               "is true while attention_bias is false or absent: MLP biases without attention "
+               "biases are not a model meshplan can describe (a model has biases on every linear "
+               "layer, or on the QKV projection alone); set attention_bias to true if the "
+               "attention has biases too, or write a meshplan-model/1 file with linear_bias true "
+               "(configs/README.md), which counts the attention's biases too");
+      }
+      // attention_bias: LlamaAttention builds q_proj, k_proj, v_proj AND o_proj with
+      // bias=config.attention_bias. The spec's qkv_bias leaves o_proj's out, its linear_bias adds
+      // the MLP's: neither is Llama with attention biases alone, so that is refused (with
+      // mlp_bias too it is every linear layer: linear_bias, exact). MistralAttention builds all
+      // four without biases and Qwen2Attention q, k, v with and o without, whatever the key says
+      // (their configs have none): true is refused there, as mlp_bias is.
+      const bool attention_bias = r.boolean("attention_bias", false);
+      if (attention_bias && type != "llama") {
+        r.fail("attention_bias",
+               "is true, but transformers ignores it on " + type + " (" +
+                   (type == "mistral"
+                        ? std::string("MistralAttention builds q, k, v and o without biases")
+                        : std::string("Qwen2Attention always builds q, k and v with biases and o "
+                                      "without")) +
+                   "); remove the key or set it to false");
+      }
+      if (attention_bias && !mlp_bias) {
+        r.fail("attention_bias",
+               "is true while mlp_bias is false or absent: transformers' LlamaAttention then has "
+               "biases on q_proj, k_proj, v_proj and o_proj, which meshplan's model spec cannot "
+               "describe (biases on every linear layer, or on the QKV projection alone); write a "
+               "meshplan-model/1 file (configs/README.md) with qkv_bias true, which leaves out "
+               "o_proj's " +
+                   std::to_string(m.hidden_size) + " biases per layer");
+      }
+      m.linear_bias = attention_bias && mlp_bias;
+      m.qkv_bias = type == "qwen2" || attention_bias;
     }
     // LlamaConfig, MistralConfig and Qwen2Config have attention_dropout only: transformers
     // ignores hidden_dropout there (no hidden-state dropout in those models). Like the keys
     // above, a value that would change the model if read is refused; 0 is accepted.
     if (const nlohmann::json* hd = r.value("hidden_dropout");
         hd && !(hd->is_number() && hd->get<double>() == 0)) {
-      r.fail("hidden_dropout", "is " + describe_json(*hd) + ", but transformers ignores "
-                               "hidden_dropout on " + type + " (only attention_dropout is read); "
-                               "remove the key or set it to 0");
+      r.fail("hidden_dropout", "is " + describe_json(*hd) +
+                                   ", but transformers ignores "
+                                   "hidden_dropout on " +
+                                   type +
+                                   " (only attention_dropout is read); "
+                                   "remove the key or set it to 0");
     }
     m.dropout = r.any_dropout({"attention_dropout"});
   }
   // The products the cost model forms stay inside int64 (the meshplan-model/1 bounds).
   if (m.num_layers > kMaxLayers) {
-    r.fail(gpt2 ? "n_layer" : "num_hidden_layers",
-           "must be at most " + std::to_string(kMaxLayers) + ", got " +
-               std::to_string(m.num_layers));
+    r.fail(gpt2 ? "n_layer" : "num_hidden_layers", "must be at most " + std::to_string(kMaxLayers) +
+                                                       ", got " + std::to_string(m.num_layers));
   }
   if (m.num_attention_heads * m.head_dim > kMaxSize || m.ffn_hidden_size > kMaxSize) {
     r.fail(gpt2 ? "n_head" : "num_attention_heads",
@@ -722,16 +758,25 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
   // num_attention_heads, so the heads must divide the width.
   const auto key = [gpt2](ModelField field) -> std::string {
     switch (field) {
-      case ModelField::kNumLayers: return gpt2 ? "n_layer" : "num_hidden_layers";
-      case ModelField::kHiddenSize: return gpt2 ? "n_embd" : "hidden_size";
-      case ModelField::kNumAttentionHeads: return gpt2 ? "n_head" : "num_attention_heads";
-      case ModelField::kNumKvHeads: return "num_key_value_heads";
-      case ModelField::kHeadDim: return "head_dim";
-      case ModelField::kFfnHiddenSize: return gpt2 ? "n_inner" : "intermediate_size";
-      case ModelField::kVocabSize: return "vocab_size";
-      case ModelField::kVocabPadMultiple: return "vocab_size";
+      case ModelField::kNumLayers:
+        return gpt2 ? "n_layer" : "num_hidden_layers";
+      case ModelField::kHiddenSize:
+        return gpt2 ? "n_embd" : "hidden_size";
+      case ModelField::kNumAttentionHeads:
+        return gpt2 ? "n_head" : "num_attention_heads";
+      case ModelField::kNumKvHeads:
+        return "num_key_value_heads";
+      case ModelField::kHeadDim:
+        return "head_dim";
+      case ModelField::kFfnHiddenSize:
+        return gpt2 ? "n_inner" : "intermediate_size";
+      case ModelField::kVocabSize:
+        return "vocab_size";
+      case ModelField::kVocabPadMultiple:
+        return "vocab_size";
       case ModelField::kMaxPositionEmbeddings:
-      case ModelField::kSeqLength: return gpt2 ? "n_positions" : "max_position_embeddings";
+      case ModelField::kSeqLength:
+        return gpt2 ? "n_positions" : "max_position_embeddings";
     }
     return "?";
   };
@@ -793,10 +838,11 @@ std::vector<std::string> hf_config_notes(const nlohmann::json& config, const std
         (model.rope_scaling && model.rope_scaling->original_max_position_embeddings
              ? "rope_scaling.original_max_position_embeddings"
              : "no original_max_position_embeddings is given, and a max_position_embeddings "
-               "above " + std::to_string(kLongestPretrainingLength) +
-               " is reached by a long-context extension stage after pre-training at " +
-               std::to_string(kExtendedModelPretrainingLength) +
-               " tokens, as Qwen2/Qwen2.5 and DeepSeek-V3 report") +
+               "above " +
+                   std::to_string(kLongestPretrainingLength) +
+                   " is reached by a long-context extension stage after pre-training at " +
+                   std::to_string(kExtendedModelPretrainingLength) +
+                   " tokens, as Qwen2/Qwen2.5 and DeepSeek-V3 report") +
         "), not its max_position_embeddings " + max + ": give --seq " + max +
         " to plan the long-context stage");
   }
@@ -804,11 +850,14 @@ std::vector<std::string> hf_config_notes(const nlohmann::json& config, const std
     const std::string ws = std::to_string(*model.sliding_window);
     notes.push_back(file + ": sliding_window " + ws +
                     (model.sliding_window_alternating ? " (on every other layer)" : "") +
-                    " is shorter than the model's " +
-                    std::to_string(model.seq_length) +
+                    " is shorter than the model's " + std::to_string(model.seq_length) +
                     "-token sequence: attention is costed as full causal "
-                    "attention over the whole sequence, not over a " + ws + "-token window, so "
-                    "at sequences beyond " + ws + " tokens its FLOPs and time are overestimated; "
+                    "attention over the whole sequence, not over a " +
+                    ws +
+                    "-token window, so "
+                    "at sequences beyond " +
+                    ws +
+                    " tokens its FLOPs and time are overestimated; "
                     "the Megatron-LM export carries the window (--window-size), the others "
                     "do not");
   }

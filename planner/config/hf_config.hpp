@@ -11,10 +11,9 @@
 // table has no Mamba-2 mixer.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "costmodel/model_spec.hpp"
 

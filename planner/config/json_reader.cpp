@@ -289,16 +289,14 @@ nlohmann::json parse_checked_json_text(const std::string& text, const std::strin
   if (parsed) return root;
   if (sax.over_budget()) {
     throw InputError(file + ": too large to hold: its first " + std::to_string(sax.values()) +
-                     " values already take more than " +
-                     std::to_string(kMaxJsonMemoryBytes >> 20) +
+                     " values already take more than " + std::to_string(kMaxJsonMemoryBytes >> 20) +
                      " MiB in memory; expected one of meshplan's JSON files (a plan of 1048576 "
                      "GPUs takes about 200 MiB)");
   }
   if (const auto& d = sax.duplicate()) {
     const auto [line, column] = line_and_column(text, nth_key_byte(text, d->key_ordinal));
     throw InputError(file + ": duplicate key " + describe_json(d->key) + " in " + d->object_path +
-                     " (line " +
-                     std::to_string(line) +
+                     " (line " + std::to_string(line) +
                      "); each key may appear once in an object (a later one would silently "
                      "replace the earlier): remove one of them");
   }
@@ -336,8 +334,7 @@ void require_regular_file(const std::string& path) {
     const std::string why = ec == std::errc::too_many_symbolic_link_levels
                                 ? "a loop of symbolic links: " + ec.message()
                                 : ec.message();
-    throw InputError(path + ": cannot be resolved (" + why +
-                     "); expected a path to a JSON file");
+    throw InputError(path + ": cannot be resolved (" + why + "); expected a path to a JSON file");
   }
   if (ec || !fs::exists(status) || fs::is_regular_file(status)) return;
   if (fs::is_directory(status)) {
@@ -401,8 +398,8 @@ nlohmann::json load_json_file(const std::string& path) {
   }
   if (failed) {
     throw InputError(path + ": could not be read (" +
-                     (read_errno != 0 ? std::strerror(read_errno) : "a read error") + " after " + std::to_string(text.size()) +
-                     " bytes); expected a readable JSON file");
+                     (read_errno != 0 ? std::strerror(read_errno) : "a read error") + " after " +
+                     std::to_string(text.size()) + " bytes); expected a readable JSON file");
   }
   return parse_checked_json_text(text, path);
 }
@@ -410,18 +407,16 @@ nlohmann::json load_json_file(const std::string& path) {
 std::string describe_json(const nlohmann::json& value) {
   if (value.is_object()) return "an object";
   if (value.is_array()) return "an array";
-  std::string text =
-      value.is_string() ? json_quoted(value.get<std::string>()) : value.dump();
+  std::string text = value.is_string() ? json_quoted(value.get<std::string>()) : value.dump();
   if (text.size() > 40) text = text.substr(0, 37) + "...";
   return text;
 }
 
 std::string json_path_key(const std::string& key) {
-  const bool identifier =
-      !key.empty() && !std::isdigit(static_cast<unsigned char>(key[0])) &&
-      std::all_of(key.begin(), key.end(), [](char c) {
-        return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-      });
+  const bool identifier = !key.empty() && !std::isdigit(static_cast<unsigned char>(key[0])) &&
+                          std::all_of(key.begin(), key.end(), [](char c) {
+                            return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+                          });
   return identifier ? "." + key : "[" + json_quoted(key) + "]";
 }
 
@@ -469,8 +464,9 @@ std::string StrictObject::text(const std::string& key, const std::string& expect
                   expected + " on one line");
   }
   if (!blank) return v;
-  fail(key, (v.empty() ? std::string("is empty") : "is only whitespace (" + describe_json(v) + ")") +
-                "; expected " + expected);
+  fail(key,
+       (v.empty() ? std::string("is empty") : "is only whitespace (" + describe_json(v) + ")") +
+           "; expected " + expected);
 }
 
 std::string StrictObject::choice(const std::string& key, const std::vector<std::string>& choices) {
@@ -489,7 +485,8 @@ bool StrictObject::boolean(const std::string& key) {
 
 std::int64_t StrictObject::positive_int(const std::string& key, std::int64_t max) {
   const nlohmann::json& v = require(key, "a positive integer");
-  if (!v.is_number_integer() && !(v.is_number_float() && std::floor(v.get<double>()) == v.get<double>())) {
+  if (!v.is_number_integer() &&
+      !(v.is_number_float() && std::floor(v.get<double>()) == v.get<double>())) {
     fail(key, "must be a positive integer, got " + describe_json(v));
   }
   const double d = v.get<double>();
@@ -504,7 +501,8 @@ double StrictObject::positive_number(const std::string& key) {
   const nlohmann::json& v = require(key, "a positive number");
   if (!v.is_number()) fail(key, "must be a positive number, got " + describe_json(v));
   const double d = v.get<double>();
-  if (!(d > 0) || !std::isfinite(d)) fail(key, "must be a positive number, got " + describe_json(v));
+  if (!(d > 0) || !std::isfinite(d))
+    fail(key, "must be a positive number, got " + describe_json(v));
   return d;
 }
 
@@ -524,13 +522,15 @@ std::optional<double> StrictObject::positive_number_or_null(const std::string& k
 }
 
 std::optional<std::int64_t> StrictObject::int_or_null(const std::string& key, std::int64_t min,
-                                                       std::int64_t max) {
+                                                      std::int64_t max) {
   const nlohmann::json& v = require(key, "an integer or null");
   if (v.is_null()) return std::nullopt;
   const std::string range = "[" + std::to_string(min) + ", " + std::to_string(max) + "]";
-  if (!v.is_number_integer()) fail(key, "must be an integer in " + range + " or null, got " + describe_json(v));
+  if (!v.is_number_integer())
+    fail(key, "must be an integer in " + range + " or null, got " + describe_json(v));
   const std::int64_t i = v.get<std::int64_t>();
-  if (i < min || i > max) fail(key, "must be an integer in " + range + " or null, got " + describe_json(v));
+  if (i < min || i > max)
+    fail(key, "must be an integer in " + range + " or null, got " + describe_json(v));
   return i;
 }
 

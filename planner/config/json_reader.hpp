@@ -5,11 +5,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace meshplan {
 
@@ -46,7 +45,8 @@ inline constexpr std::size_t kMaxJsonMemoryBytes = std::size_t{1} << 30;
 nlohmann::json load_json_file(const std::string& path);
 
 /// Parses `text` read from `file` with load_json_file's checks (no NUL byte, nesting, memory,
-/// syntax, numbers that fit a double, no duplicate keys); `file` only names the source in the InputError messages.
+/// syntax, numbers that fit a double, no duplicate keys); `file` only names the source in the
+/// InputError messages.
 nlohmann::json parse_json_text(const std::string& text, const std::string& file);
 
 /// Throws InputError when `path` exists but is not a regular file: "<path>: is a directory, not
@@ -81,8 +81,8 @@ class StrictObject {
   bool boolean(const std::string& key);
   /// An integer in [1, max]. The bounds keep every product the cost model forms inside int64.
   std::int64_t positive_int(const std::string& key, std::int64_t max);
-  double positive_number(const std::string& key);      ///< number > 0
-  double fraction(const std::string& key);             ///< number in [0, 1)
+  double positive_number(const std::string& key);  ///< number > 0
+  double fraction(const std::string& key);         ///< number in [0, 1)
   std::optional<double> positive_number_or_null(const std::string& key);
   /// An integer in [min, max], or null.
   std::optional<std::int64_t> int_or_null(const std::string& key, std::int64_t min,

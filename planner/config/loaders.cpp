@@ -47,8 +47,10 @@ void check_file_kind(const nlohmann::json& json, const std::string& file,
       const char* key = json.contains("model_type")      ? "model_type"
                         : json.contains("architectures") ? "architectures"
                                                          : "transformers_version";
-      throw InputError(file + ": $.schema: missing, and \"" + key + "\" is there: this is a "
-                       "Hugging Face config.json (a model)" + wanted);
+      throw InputError(file + ": $.schema: missing, and \"" + key +
+                       "\" is there: this is a "
+                       "Hugging Face config.json (a model)" +
+                       wanted);
     }
     return;  // the strict reader names the missing key
   }

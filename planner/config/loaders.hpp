@@ -3,10 +3,9 @@
 // parsers they call (and the writers of the same schemas) are in spec_json.hpp.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/input_error.hpp"
 #include "costmodel/hardware.hpp"
@@ -19,8 +18,10 @@ namespace meshplan {
 template <typename Spec>
 Spec check_preset_name(Spec spec, const std::string& name_or_path, const std::string& file) {
   if (file != name_or_path && spec.name != name_or_path) {
-    throw InputError(file + ": $.name: is \"" + spec.name + "\"; a preset's name must equal its "
-                     "file name \"" + name_or_path + "\"");
+    throw InputError(file + ": $.name: is \"" + spec.name +
+                     "\"; a preset's name must equal its "
+                     "file name \"" +
+                     name_or_path + "\"");
   }
   return spec;
 }

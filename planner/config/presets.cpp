@@ -78,9 +78,9 @@ std::string resolve_preset(PresetKind kind, const std::string& name_or_path) {
                      " preset name or a path to a JSON file)");
   }
   const std::vector<std::string> near = closest_names(name_or_path, preset_names(kind));
-  throw InputError("unknown " + kind_name + " preset " + json_quoted(name_or_path) + "; closest: " +
-                   quoted_list(near) + " (all: meshplan presets " + preset_folder(kind) +
-                   "; or give a path to a JSON file)");
+  throw InputError("unknown " + kind_name + " preset " + json_quoted(name_or_path) +
+                   "; closest: " + quoted_list(near) + " (all: meshplan presets " +
+                   preset_folder(kind) + "; or give a path to a JSON file)");
 }
 
 std::string referred_name_or_path(const std::string& name_or_path,

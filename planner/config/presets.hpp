@@ -12,7 +12,8 @@ enum class PresetKind { kModel, kGpu, kCluster, kProfile };
 /// "models", "gpus", "clusters", "profiles".
 const char* preset_folder(PresetKind kind);
 
-/// The configs/ folder: $MESHPLAN_CONFIG_DIR when set, else the source tree's configs/ (compiled in).
+/// The configs/ folder: $MESHPLAN_CONFIG_DIR when set, else the source tree's configs/ (compiled
+/// in).
 std::string config_dir();
 
 /// Names of the presets of `kind` (file names without .json), sorted.

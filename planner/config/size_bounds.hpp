@@ -10,7 +10,8 @@ namespace meshplan {
 
 inline constexpr std::int64_t kMaxWidth = std::int64_t{1} << 20;   ///< hidden, ffn, heads, head_dim
 inline constexpr std::int64_t kMaxLayers = std::int64_t{1} << 16;  ///< transformer layers
-inline constexpr std::int64_t kMaxTokens = std::int64_t{1} << 24;  ///< vocabulary, positions, sequence
+inline constexpr std::int64_t kMaxTokens = std::int64_t{1}
+                                           << 24;  ///< vocabulary, positions, sequence
 
 /// What a norm epsilon must be (norm_epsilon_in_range, costmodel/model_spec.hpp), as errors say.
 inline constexpr const char* kNormEpsilonExpected =

@@ -61,8 +61,8 @@ using GpuResolver = std::function<GpuSpec(StrictObject& o, const std::string& na
 ClusterSpec parse_cluster(const nlohmann::json& json, const std::string& file,
                           const std::string& path, const GpuResolver& resolve_gpu) {
   StrictObject o = open_schema(json, file, path, "meshplan-cluster/1",
-                               {"name", "description", "gpu", "gpus_per_node",
-                                "nvlink_domain_size", "intra_node", "scale_out", "sources"});
+                               {"name", "description", "gpu", "gpus_per_node", "nvlink_domain_size",
+                                "intra_node", "scale_out", "sources"});
   ClusterSpec c;
   c.name = o.text("name", "the cluster's name (a preset's is its file name)");
   c.description = o.string("description");
@@ -76,7 +76,8 @@ ClusterSpec parse_cluster(const nlohmann::json& json, const std::string& file,
   c.intra_node_bandwidth_bytes_per_s_per_gpu =
       bounded(intra, json.at("intra_node"), "bandwidth_bytes_per_s_per_gpu", 1e8, true, 1e15,
               "a number of bytes/s per GPU, one direction, from 1e8 to 1e15");
-  StrictObject scale_out = o.object("scale_out", {"fabric", "nics_per_node", "nic_bandwidth_bytes_per_s"});
+  StrictObject scale_out =
+      o.object("scale_out", {"fabric", "nics_per_node", "nic_bandwidth_bytes_per_s"});
   c.scale_out_fabric = scale_out.choice("fabric", {"infiniband", "roce", "ethernet"});
   c.nics_per_node = scale_out.positive_int("nics_per_node", kMaxWidth);
   c.nic_bandwidth_bytes_per_s =
@@ -148,8 +149,8 @@ TierBandwidth tier_bandwidth(StrictObject& o, const nlohmann::json& raw) {
 
 /// The number under `key` as a whole number of bytes in [lo, hi]; `expected` states the range
 /// ("a whole number of bytes from 1048576 (2^20) to ...").
-double whole_bytes_in(StrictObject& o, const nlohmann::json& raw, const std::string& key,
-                      double lo, double hi, const std::string& expected) {
+double whole_bytes_in(StrictObject& o, const nlohmann::json& raw, const std::string& key, double lo,
+                      double hi, const std::string& expected) {
   const double d = number(o, raw, key, expected.c_str());
   if (!(d >= lo && d <= hi) || std::floor(d) != d) {
     o.fail(key, "must be " + expected + ", got " + describe_json(raw.at(key)));
@@ -161,9 +162,9 @@ double whole_bytes_in(StrictObject& o, const nlohmann::json& raw, const std::str
 // 85.5e9 bytes of HBM at 3.35e12 bytes/s, 989e12 dense BF16 FLOP/s; a V100's FP32: 15.7e12)
 // yet keeps every time and byte count the cost model forms finite: a peak of 1e-300 FLOP/s made
 // the step time infinite, and the error then blamed the profile.
-constexpr double kMinGpuMemoryBytes = 1048576.0;            ///< 2^20: a MiB
-constexpr double kMaxGpuMemoryBytes = 1125899906842624.0;   ///< 2^50: a PiB
-constexpr double kMaxCudaContextBytes = 1099511627776.0;    ///< 2^40: a TiB
+constexpr double kMinGpuMemoryBytes = 1048576.0;             ///< 2^20: a MiB
+constexpr double kMaxGpuMemoryBytes = 1125899906842624.0;    ///< 2^50: a PiB
+constexpr double kMaxCudaContextBytes = 1099511627776.0;     ///< 2^40: a TiB
 constexpr double kMinPeakFlops = 1e9, kMaxPeakFlops = 1e18;  ///< FLOP/s: a GFLOP/s to an EFLOP/s
 constexpr double kMinHbmBytesPerS = 1e9, kMaxHbmBytesPerS = 1e15;  ///< a GB/s to a PB/s
 /// A measured curve point's message size, bytes: whole, 1 to 2^50.
@@ -194,12 +195,15 @@ nlohmann::json whole_bytes(double bytes) {
 /// ascending, distinct sizes (as nccl-tests prints them), at least one point.
 std::vector<BusbwPoint> parse_busbw_points(const nlohmann::json& raw, const StrictObject& fit) {
   if (!raw.is_array()) {
-    fit.fail("points", "must be a non-empty array of {\"bytes\", \"busbw_bytes_per_s\"} in "
-                       "ascending bytes, got " + describe_json(raw));
+    fit.fail("points",
+             "must be a non-empty array of {\"bytes\", \"busbw_bytes_per_s\"} in "
+             "ascending bytes, got " +
+                 describe_json(raw));
   }
   if (raw.empty()) {
-    fit.fail("points", "is empty; expected at least one {\"bytes\", \"busbw_bytes_per_s\"} "
-                       "point in ascending bytes, or no \"points\" key when none was measured");
+    fit.fail("points",
+             "is empty; expected at least one {\"bytes\", \"busbw_bytes_per_s\"} "
+             "point in ascending bytes, or no \"points\" key when none was measured");
   }
   std::vector<BusbwPoint> points;
   for (std::size_t i = 0; i < raw.size(); ++i) {
@@ -214,13 +218,13 @@ std::vector<BusbwPoint> parse_busbw_points(const nlohmann::json& raw, const Stri
     const BusbwPoint point{whole_bytes_in(o, raw.at(i), "bytes", 1, kMaxPointBytes,
                                           "a whole number of bytes from 1 to 1125899906842624 "
                                           "(2^50), the message size of the measurement"),
-                           bounded(o, raw.at(i), "busbw_bytes_per_s", kMinPointBusbw, true,
-                                   1e15, "a number of bytes/s from 1 to 1e15")};
+                           bounded(o, raw.at(i), "busbw_bytes_per_s", kMinPointBusbw, true, 1e15,
+                                   "a number of bytes/s from 1 to 1e15")};
     if (!points.empty() && !(point.bytes > points.back().bytes)) {
-      fit.fail("points" + at + ".bytes",
-               describe_json(whole_bytes(point.bytes)) +
-                   " must be larger than the point before it (" +
-                   describe_json(whole_bytes(points.back().bytes)) + "): sizes ascend, each once");
+      fit.fail("points" + at + ".bytes", describe_json(whole_bytes(point.bytes)) +
+                                             " must be larger than the point before it (" +
+                                             describe_json(whole_bytes(points.back().bytes)) +
+                                             "): sizes ascend, each once");
     }
     points.push_back(point);
   }
@@ -272,10 +276,15 @@ CollectiveFit parse_fit(const nlohmann::json& raw, const std::string& file,
       };
       o.fail("points" + at + ".busbw_bytes_per_s",
              describe_json(raw.at("points").back().at("busbw_bytes_per_s")) + " at " +
-                 describe_json(whole_bytes(last.bytes)) + " bytes is a " +
-                 seconds(measured) + " " + name + ", more than 10x from the fit's own "
-                 "line there (alpha_s + bytes x " + describe_json(factor) + " / busbw_bytes_per_s"
-                 " = " + seconds(line) + "), which the cost model continues past this "
+                 describe_json(whole_bytes(last.bytes)) + " bytes is a " + seconds(measured) + " " +
+                 name +
+                 ", more than 10x from the fit's own "
+                 "line there (alpha_s + bytes x " +
+                 describe_json(factor) +
+                 " / busbw_bytes_per_s"
+                 " = " +
+                 seconds(line) +
+                 "), which the cost model continues past this "
                  "point; re-measure with meshplan-calibrate, or correct the point or the fit");
     }
   }
@@ -321,12 +330,12 @@ nlohmann::json model_to_json(const ModelSpec& m) {
     const auto number_or_null = [](const auto& v) {
       return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
     };
-    j["rope_scaling"] = {{"type", r.type},
-                         {"factor", number_or_null(r.factor)},
-                         {"low_freq_factor", number_or_null(r.low_freq_factor)},
-                         {"high_freq_factor", number_or_null(r.high_freq_factor)},
-                         {"original_max_position_embeddings",
-                          number_or_null(r.original_max_position_embeddings)}};
+    j["rope_scaling"] = {
+        {"type", r.type},
+        {"factor", number_or_null(r.factor)},
+        {"low_freq_factor", number_or_null(r.low_freq_factor)},
+        {"high_freq_factor", number_or_null(r.high_freq_factor)},
+        {"original_max_position_embeddings", number_or_null(r.original_max_position_embeddings)}};
   }
   if (m.norm_epsilon) j["norm_epsilon"] = *m.norm_epsilon;
   if (m.sliding_window) j["sliding_window"] = *m.sliding_window;
@@ -362,25 +371,25 @@ nlohmann::json gpu_to_json(const GpuSpec& g) {
   const std::string copied = "copied from preset " + g.name;
   const PeakFlops& p = g.peak_flops_per_s;
   nlohmann::json j = {{"schema", "meshplan-gpu/1"},
-          {"name", g.name},
-          {"description", g.description},
-          {"memory_bytes", whole_bytes(g.memory_bytes)},
-          {"hbm_bandwidth_bytes_per_s", g.hbm_bandwidth_bytes_per_s},
-          {"peak_flops_per_s",
-           {{"fp32", peak_or_null(p.fp32)},
-            {"tf32", peak_or_null(p.tf32)},
-            {"bf16", peak_or_null(p.bf16)},
-            {"fp16", peak_or_null(p.fp16)},
-            {"fp8", peak_or_null(p.fp8)}}},
-          {"flash_attention", g.flash_attention},
-          {"runtime_overhead",
-           {{"cuda_context_bytes", whole_bytes(g.cuda_context_bytes)},
-            {"allocator_fragmentation_fraction", g.allocator_fragmentation_fraction}}},
-          {"sources",
-           {{"memory_bytes", copied},
-            {"hbm_bandwidth_bytes_per_s", copied},
-            {"peak_flops_per_s", copied},
-            {"runtime_overhead", copied}}}};
+                      {"name", g.name},
+                      {"description", g.description},
+                      {"memory_bytes", whole_bytes(g.memory_bytes)},
+                      {"hbm_bandwidth_bytes_per_s", g.hbm_bandwidth_bytes_per_s},
+                      {"peak_flops_per_s",
+                       {{"fp32", peak_or_null(p.fp32)},
+                        {"tf32", peak_or_null(p.tf32)},
+                        {"bf16", peak_or_null(p.bf16)},
+                        {"fp16", peak_or_null(p.fp16)},
+                        {"fp8", peak_or_null(p.fp8)}}},
+                      {"flash_attention", g.flash_attention},
+                      {"runtime_overhead",
+                       {{"cuda_context_bytes", whole_bytes(g.cuda_context_bytes)},
+                        {"allocator_fragmentation_fraction", g.allocator_fragmentation_fraction}}},
+                      {"sources",
+                       {{"memory_bytes", copied},
+                        {"hbm_bandwidth_bytes_per_s", copied},
+                        {"peak_flops_per_s", copied},
+                        {"runtime_overhead", copied}}}};
   // The block-scaled peaks are optional keys: written where the GPU has them (Blackwell).
   if (p.mxfp8) j["peak_flops_per_s"]["mxfp8"] = *p.mxfp8;
   if (p.nvfp4) j["peak_flops_per_s"]["nvfp4"] = *p.nvfp4;
@@ -424,43 +433,43 @@ nlohmann::json profile_to_json(const Profile& p) {
     fits.push_back(std::move(fit));
   }
   nlohmann::json sources = {{"gemm", copied},
-                             {"flash_attention_efficiency", copied},
-                             {"flash_attention2_efficiency", copied},
-                             {"flash_attention_half_keys", copied},
-                             {"hbm_efficiency", copied},
-                             {"comm_sm_fraction", copied},
-                             {"links", copied}};
+                            {"flash_attention_efficiency", copied},
+                            {"flash_attention2_efficiency", copied},
+                            {"flash_attention_half_keys", copied},
+                            {"hbm_efficiency", copied},
+                            {"comm_sm_fraction", copied},
+                            {"links", copied}};
   if (!p.collectives.empty()) sources["collectives"] = copied;
   nlohmann::json j = {{"schema", kProfileSchema},
-          {"name", p.name},
-          {"description", p.description},
-          {"gpu", p.gpu},
-          {"provenance",
-           {{"kind", "published"},
-            {"date", "unknown"},
-            {"notes", std::string(kWrittenByMeshplan) + ": copied from profile " + p.name +
-                          "; its provenance and sources are in that file"}}},
-          {"gemm",
-           {{"peak_efficiency", p.gemm.peak_efficiency},
-            {"half_efficiency_flops", p.gemm.half_efficiency_flops},
-            {"k_overhead", p.gemm.k_overhead},
-            {"fp8_peak_efficiency", p.gemm.fp8_peak_efficiency},
-            {"tile_m", p.gemm.tile_m},
-            {"tile_n", p.gemm.tile_n},
-            {"sms", p.gemm.sms}}},
-          {"flash_attention_efficiency", p.flash_attention_efficiency},
-          {"flash_attention2_efficiency", p.flash_attention2_efficiency},
-          {"flash_attention_half_keys", p.flash_attention_half_keys},
-          {"hbm_efficiency", p.hbm_efficiency},
-          {"comm_sm_fraction", p.comm_sm_fraction},
-          {"links",
-           {{"nvlink",
-             {{"alpha_s", p.links.nvlink.alpha_s},
-              {"busbw_bytes_per_s", p.links.nvlink.busbw_bytes_per_s}}},
-            {"nic_busbw_bytes_per_s", p.links.nic_busbw_bytes_per_s},
-            {"scale_out_alpha_s", p.links.scale_out_alpha_s}}},
-          {"collectives", fits},
-          {"sources", sources}};
+                      {"name", p.name},
+                      {"description", p.description},
+                      {"gpu", p.gpu},
+                      {"provenance",
+                       {{"kind", "published"},
+                        {"date", "unknown"},
+                        {"notes", std::string(kWrittenByMeshplan) + ": copied from profile " +
+                                      p.name + "; its provenance and sources are in that file"}}},
+                      {"gemm",
+                       {{"peak_efficiency", p.gemm.peak_efficiency},
+                        {"half_efficiency_flops", p.gemm.half_efficiency_flops},
+                        {"k_overhead", p.gemm.k_overhead},
+                        {"fp8_peak_efficiency", p.gemm.fp8_peak_efficiency},
+                        {"tile_m", p.gemm.tile_m},
+                        {"tile_n", p.gemm.tile_n},
+                        {"sms", p.gemm.sms}}},
+                      {"flash_attention_efficiency", p.flash_attention_efficiency},
+                      {"flash_attention2_efficiency", p.flash_attention2_efficiency},
+                      {"flash_attention_half_keys", p.flash_attention_half_keys},
+                      {"hbm_efficiency", p.hbm_efficiency},
+                      {"comm_sm_fraction", p.comm_sm_fraction},
+                      {"links",
+                       {{"nvlink",
+                         {{"alpha_s", p.links.nvlink.alpha_s},
+                          {"busbw_bytes_per_s", p.links.nvlink.busbw_bytes_per_s}}},
+                        {"nic_busbw_bytes_per_s", p.links.nic_busbw_bytes_per_s},
+                        {"scale_out_alpha_s", p.links.scale_out_alpha_s}}},
+                      {"collectives", fits},
+                      {"sources", sources}};
   if (!p.fitted.families.empty()) j["fitted"] = fitted_to_json(p.fitted);
   return j;
 }
@@ -475,7 +484,8 @@ RopeScaling rope_scaling_from_json(StrictObject o) {
   r.type = o.choice("type", {"linear", "dynamic", "yarn", "longrope", "llama3"});
   r.factor = o.positive_number_or_null("factor");
   if (!r.factor && r.type != "longrope") {
-    o.fail("factor", "is null, but rope type " + json_quoted(r.type) + " needs a factor (a number > 0)");
+    o.fail("factor",
+           "is null, but rope type " + json_quoted(r.type) + " needs a factor (a number > 0)");
   }
   r.low_freq_factor = o.positive_number_or_null("low_freq_factor");
   r.high_freq_factor = o.positive_number_or_null("high_freq_factor");
@@ -541,14 +551,37 @@ MlaSpec mla_from_json(StrictObject o) {
 
 ModelSpec model_from_json(const nlohmann::json& json, const std::string& file,
                           const std::string& path) {
-  StrictObject o = open_schema(
-      json, file, path, "meshplan-model/1",
-      {"name", "description", "source", "num_layers", "hidden_size", "num_attention_heads",
-       "num_kv_heads", "head_dim", "ffn_hidden_size", "ffn_type", "norm_type", "vocab_size",
-       "vocab_pad_multiple", "position_embedding", "max_position_embeddings", "tied_embeddings",
-       "linear_bias", "qkv_bias", "dropout", "seq_length", "rope_theta", "rope_scaling",
-       "norm_epsilon", "sliding_window", "sliding_window_alternating", "qk_norm",
-       "attention_sinks", "mtp_num_layers", "moe", "mla"});
+  StrictObject o = open_schema(json, file, path, "meshplan-model/1",
+                               {"name",
+                                "description",
+                                "source",
+                                "num_layers",
+                                "hidden_size",
+                                "num_attention_heads",
+                                "num_kv_heads",
+                                "head_dim",
+                                "ffn_hidden_size",
+                                "ffn_type",
+                                "norm_type",
+                                "vocab_size",
+                                "vocab_pad_multiple",
+                                "position_embedding",
+                                "max_position_embeddings",
+                                "tied_embeddings",
+                                "linear_bias",
+                                "qkv_bias",
+                                "dropout",
+                                "seq_length",
+                                "rope_theta",
+                                "rope_scaling",
+                                "norm_epsilon",
+                                "sliding_window",
+                                "sliding_window_alternating",
+                                "qk_norm",
+                                "attention_sinks",
+                                "mtp_num_layers",
+                                "moe",
+                                "mla"});
   ModelSpec m;
   m.name = o.text("name", "the model's name (a preset's is its file name)");
   o.string("description");
@@ -559,8 +592,8 @@ ModelSpec model_from_json(const nlohmann::json& json, const std::string& file,
   m.num_kv_heads = o.positive_int("num_kv_heads", kMaxWidth);
   m.head_dim = o.positive_int("head_dim", kMaxWidth);
   m.ffn_hidden_size = o.positive_int("ffn_hidden_size", kMaxWidth);
-  m.ffn_type = o.choice("ffn_type", {"gelu", "swiglu"}) == "gelu" ? FfnType::kGelu
-                                                                   : FfnType::kSwiglu;
+  m.ffn_type =
+      o.choice("ffn_type", {"gelu", "swiglu"}) == "gelu" ? FfnType::kGelu : FfnType::kSwiglu;
   m.norm_type = o.choice("norm_type", {"layernorm", "rmsnorm"}) == "layernorm"
                     ? NormType::kLayerNorm
                     : NormType::kRmsNorm;
@@ -591,13 +624,14 @@ ModelSpec model_from_json(const nlohmann::json& json, const std::string& file,
   }
   if (o.has("rope_scaling") && !json.at("rope_scaling").is_null()) {
     if (m.position_embedding != PositionEmbedding::kRope) {
-      o.fail("rope_scaling", "is set, but RoPE scaling applies only to position_embedding "
-                             "\"rope\" (this model's is " + json_quoted(position) +
-                                 "); remove the key or set it to null");
+      o.fail("rope_scaling",
+             "is set, but RoPE scaling applies only to position_embedding "
+             "\"rope\" (this model's is " +
+                 json_quoted(position) + "); remove the key or set it to null");
     }
-    m.rope_scaling = rope_scaling_from_json(o.object(
-        "rope_scaling", {"type", "factor", "low_freq_factor", "high_freq_factor",
-                         "original_max_position_embeddings"}));
+    m.rope_scaling = rope_scaling_from_json(
+        o.object("rope_scaling", {"type", "factor", "low_freq_factor", "high_freq_factor",
+                                  "original_max_position_embeddings"}));
   }
   if (o.has("norm_epsilon") && !json.at("norm_epsilon").is_null()) {
     const nlohmann::json& eps = json.at("norm_epsilon");
@@ -622,25 +656,26 @@ ModelSpec model_from_json(const nlohmann::json& json, const std::string& file,
     if (o.has(key)) *flag = o.boolean_or_null(key).value_or(false);
   }
   if (m.sliding_window_alternating && !m.sliding_window) {
-    o.fail("sliding_window_alternating", "is true without a sliding_window; give the window "
-                                         "or set it to false");
+    o.fail("sliding_window_alternating",
+           "is true without a sliding_window; give the window "
+           "or set it to false");
   }
   if (o.has("mtp_num_layers")) {
     m.mtp_num_layers = o.int_or_null("mtp_num_layers", 0, kMaxLayers).value_or(0);
   }
   if (o.has("moe") && !json.at("moe").is_null()) {
-    m.moe = moe_from_json(o.object(
-        "moe", {"num_experts", "top_k", "expert_ffn_hidden_size", "num_shared_experts",
-                "shared_expert_ffn_hidden_size", "first_k_dense_layers", "layer_freq",
-                "router_bias", "expert_bias", "shared_expert_gate"}));
+    m.moe = moe_from_json(
+        o.object("moe", {"num_experts", "top_k", "expert_ffn_hidden_size", "num_shared_experts",
+                         "shared_expert_ffn_hidden_size", "first_k_dense_layers", "layer_freq",
+                         "router_bias", "expert_bias", "shared_expert_gate"}));
   }
   if (o.has("mla") && !json.at("mla").is_null()) {
     m.mla = mla_from_json(o.object("mla", {"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
                                            "qk_rope_head_dim", "v_head_dim"}));
   }
   if (m.num_attention_heads * m.head_dim > kMaxWidth) {
-    o.fail("head_dim", "num_attention_heads x head_dim must be at most " +
-                           std::to_string(kMaxWidth));
+    o.fail("head_dim",
+           "num_attention_heads x head_dim must be at most " + std::to_string(kMaxWidth));
   }
   // The structure every model source is checked against (costmodel/model_spec.hpp); the keys
   // of meshplan-model/1 are the names model_structure_problem uses. head_dim is a key here.
@@ -658,23 +693,21 @@ ModelSpec model_from_json(const nlohmann::json& json, const std::string& file,
                              std::to_string(m.max_position_embeddings) +
                              " and learned positions (position_embedding \"learned\") have "
                              "no row beyond it; expected a seq_length of at most " +
-                             std::to_string(m.max_position_embeddings) +
-                             ", or more positions");
+                             std::to_string(m.max_position_embeddings) + ", or more positions");
   }
   return m;
 }
 
 GpuSpec gpu_from_json(const nlohmann::json& json, const std::string& file,
                       const std::string& path) {
-  StrictObject o = open_schema(json, file, path, "meshplan-gpu/1",
-                               {"name", "description", "memory_bytes", "hbm_bandwidth_bytes_per_s",
-                                "peak_flops_per_s", "flash_attention", "runtime_overhead",
-                                "sources"});
+  StrictObject o =
+      open_schema(json, file, path, "meshplan-gpu/1",
+                  {"name", "description", "memory_bytes", "hbm_bandwidth_bytes_per_s",
+                   "peak_flops_per_s", "flash_attention", "runtime_overhead", "sources"});
   GpuSpec g;
   g.name = o.text("name", "the GPU's name (a preset's is its file name)");
   g.description = o.string("description");
-  g.memory_bytes = whole_bytes_in(o, json, "memory_bytes", kMinGpuMemoryBytes,
-                                  kMaxGpuMemoryBytes,
+  g.memory_bytes = whole_bytes_in(o, json, "memory_bytes", kMinGpuMemoryBytes, kMaxGpuMemoryBytes,
                                   "a whole number of bytes from 1048576 (2^20) to "
                                   "1125899906842624 (2^50), as nvidia-smi's total MiB x 2^20");
   g.hbm_bandwidth_bytes_per_s =
@@ -703,14 +736,14 @@ GpuSpec gpu_from_json(const nlohmann::json& json, const std::string& file,
            "against the 16-bit peak): give the datasheet's dense bf16 or fp16 FLOP/s");
   }
   g.flash_attention = o.boolean("flash_attention");
-  StrictObject overhead = o.object("runtime_overhead", {"cuda_context_bytes", "allocator_fragmentation_fraction"});
-  g.cuda_context_bytes =
-      whole_bytes_in(overhead, json.at("runtime_overhead"), "cuda_context_bytes", 0,
-                     kMaxCudaContextBytes,
-                     "a whole number of bytes from 0 to 1099511627776 (2^40)");
+  StrictObject overhead =
+      o.object("runtime_overhead", {"cuda_context_bytes", "allocator_fragmentation_fraction"});
+  g.cuda_context_bytes = whole_bytes_in(overhead, json.at("runtime_overhead"), "cuda_context_bytes",
+                                        0, kMaxCudaContextBytes,
+                                        "a whole number of bytes from 0 to 1099511627776 (2^40)");
   g.allocator_fragmentation_fraction = overhead.fraction("allocator_fragmentation_fraction");
-  require_sources(o, {"memory_bytes", "hbm_bandwidth_bytes_per_s", "peak_flops_per_s",
-                      "runtime_overhead"});
+  require_sources(
+      o, {"memory_bytes", "hbm_bandwidth_bytes_per_s", "peak_flops_per_s", "runtime_overhead"});
   return g;
 }
 
@@ -738,11 +771,11 @@ ClusterSpec cluster_from_json(const nlohmann::json& json, const std::string& fil
 
 Profile profile_from_json(const nlohmann::json& json, const std::string& file,
                           const std::string& path, const std::optional<std::string>& known_gpu) {
-  StrictObject o = open_schema(
-      json, file, path, kProfileSchema,
-      {"name", "description", "gpu", "provenance", "gemm", "flash_attention_efficiency",
-       "flash_attention2_efficiency", "flash_attention_half_keys", "hbm_efficiency",
-       "comm_sm_fraction", "links", "collectives", "sources", "fitted"});
+  StrictObject o =
+      open_schema(json, file, path, kProfileSchema,
+                  {"name", "description", "gpu", "provenance", "gemm", "flash_attention_efficiency",
+                   "flash_attention2_efficiency", "flash_attention_half_keys", "hbm_efficiency",
+                   "comm_sm_fraction", "links", "collectives", "sources", "fitted"});
   Profile p;
   p.name = o.text("name", "the profile's name (a preset's is its file name)");
   p.description = o.string("description");
@@ -762,9 +795,8 @@ Profile profile_from_json(const nlohmann::json& json, const std::string& file,
   provenance.string("date");
   provenance.string("notes");
 
-  StrictObject gemm =
-      o.object("gemm", {"peak_efficiency", "half_efficiency_flops", "k_overhead",
-                        "fp8_peak_efficiency", "tile_m", "tile_n", "sms"});
+  StrictObject gemm = o.object("gemm", {"peak_efficiency", "half_efficiency_flops", "k_overhead",
+                                        "fp8_peak_efficiency", "tile_m", "tile_n", "sms"});
   p.gemm.peak_efficiency = efficiency(gemm, json.at("gemm"), "peak_efficiency");
   p.gemm.half_efficiency_flops = bounded(gemm, json.at("gemm"), "half_efficiency_flops", 0, false,
                                          1e18, "a number of FLOP in (0, 1e18]");
@@ -811,10 +843,9 @@ Profile profile_from_json(const nlohmann::json& json, const std::string& file,
       const CollectiveFit& other = p.collectives[j];
       if (other.collective == fit.collective && other.tier == fit.tier &&
           other.group_size == fit.group_size) {
-        throw InputError(file + ": " + fit_path + ": repeats the fit of " + path +
-                         ".collectives[" + std::to_string(j) + "] (" + to_string(fit.collective) +
-                         ", " + to_string(fit.tier) + ", group_size " +
-                         std::to_string(fit.group_size) +
+        throw InputError(file + ": " + fit_path + ": repeats the fit of " + path + ".collectives[" +
+                         std::to_string(j) + "] (" + to_string(fit.collective) + ", " +
+                         to_string(fit.tier) + ", group_size " + std::to_string(fit.group_size) +
                          "); keep one fit per collective, tier and group size");
       }
     }
@@ -822,10 +853,13 @@ Profile profile_from_json(const nlohmann::json& json, const std::string& file,
   }
 
   // configs/README.md: each number with its source; the collectives' source where there are any.
-  std::vector<std::string> numbers = {"gemm", "flash_attention_efficiency",
-                                      "flash_attention2_efficiency", "flash_attention_half_keys",
+  std::vector<std::string> numbers = {"gemm",
+                                      "flash_attention_efficiency",
+                                      "flash_attention2_efficiency",
+                                      "flash_attention_half_keys",
                                       "hbm_efficiency",
-                                      "comm_sm_fraction", "links"};
+                                      "comm_sm_fraction",
+                                      "links"};
   if (p.collectives.empty()) {
     require_sources(o, numbers, {"collectives"});
   } else {

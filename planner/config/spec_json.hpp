@@ -6,10 +6,9 @@
 // to_json -> from_json is the identity on every field the cost model reads.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "costmodel/hardware.hpp"
 #include "costmodel/model_spec.hpp"
@@ -44,8 +43,7 @@ ModelSpec model_from_json(const nlohmann::json& json, const std::string& file,
                           const std::string& path);
 /// A GPU must have a bf16 or an fp16 peak (every training precision needs one): otherwise
 /// "<file>: <path>.peak_flops_per_s: has neither a bf16 nor an fp16 peak; ...".
-GpuSpec gpu_from_json(const nlohmann::json& json, const std::string& file,
-                      const std::string& path);
+GpuSpec gpu_from_json(const nlohmann::json& json, const std::string& file, const std::string& path);
 
 /// A cluster whose GPU is `gpu`: "gpu" must equal gpu.name (no preset is loaded).
 ClusterSpec cluster_from_json(const nlohmann::json& json, const std::string& file,

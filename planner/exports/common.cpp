@@ -42,7 +42,6 @@ std::string rope_scaling_label(const RopeScaling& r) {
          (r.factor ? " (factor " + number_text(*r.factor) + ")" : "");
 }
 
-
 /// The stage split is given and not every (virtual) stage has the same number of layers.
 bool uneven_split(const Layout& l) {
   const std::vector<std::int64_t>& v = l.stage_layers;

@@ -1,18 +1,17 @@
 // The DeepSpeed export: a plan as a DeepSpeed config (deepspeed/runtime/config.py reads it with
 // hjson; the keys of deepspeed/runtime/constants.py, zero/config.py, precision_config.py and
 // activation_checkpointing/config.py).
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "common/format.hpp"
 #include "costmodel/counted.hpp"
+#include "costmodel/framework.hpp"
 #include "planner/exports/common.hpp"
 #include "planner/exports/pipeline_splits.hpp"
-#include "common/format.hpp"
-#include "costmodel/framework.hpp"
 
 namespace meshplan::exports {
 
@@ -62,11 +61,12 @@ Export export_deepspeed(const Plan& p, const FrameworkVersion& version) {
   if (!deepspeed.runs_context_parallel(l.cp)) {
     e.dropped.push_back("context parallelism (cp " + s(l.cp) +
                         "): DeepSpeed has no context parallelism; use Ulysses sequence "
-                        "parallelism instead (--ds-sequence-parallel-size " + s(l.cp) +
+                        "parallelism instead (--ds-sequence-parallel-size " +
+                        s(l.cp) +
                         " in Megatron-DeepSpeed): without it DeepSpeed counts those ranks as "
-                        "data parallel (dp " + s(l.dp * l.cp) + "), and train_batch_size (" +
-                        s(l.gbs) + " = micro-batch x accumulation x dp " + s(l.dp) +
-                        ") no longer adds up");
+                        "data parallel (dp " +
+                        s(l.dp * l.cp) + "), and train_batch_size (" + s(l.gbs) +
+                        " = micro-batch x accumulation x dp " + s(l.dp) + ") no longer adds up");
   }
   if (!deepspeed.runs_pipeline(l.pp, l.vpp, 0)) {
     e.dropped.push_back("interleaved pipeline (vpp " + s(l.vpp) +
@@ -79,18 +79,19 @@ Export export_deepspeed(const Plan& p, const FrameworkVersion& version) {
                         "partitions layers in the model code (partition_method)");
   }
   if (l.zero == 0 && l.dp > 1 && p.setup.framework.dp_grad_overlap) {
-    e.dropped.push_back("gradient reduction overlapped with the backward (as planned): "
-                        "DeepSpeed's stage 0 all-reduces the gradients after the backward, and "
-                        "overlap_comm belongs to zero_optimization stages 1-3; expect the "
-                        "data-parallel reduction exposed");
+    e.dropped.push_back(
+        "gradient reduction overlapped with the backward (as planned): "
+        "DeepSpeed's stage 0 all-reduces the gradients after the backward, and "
+        "overlap_comm belongs to zero_optimization stages 1-3; expect the "
+        "data-parallel reduction exposed");
   }
   if (zero_beyond_pipeline) {
-    e.dropped.push_back("ZeRO-" + s(l.zero) + " with pipeline parallelism (pp " + s(l.pp) +
-                        "): DeepSpeed's pipeline engine supports only ZeRO stages 0 and 1; "
-                        "exported as stage " + s(deepspeed.max_zero_with_pipeline) +
-                        ", so every GPU keeps its stage's full gradients" +
-                        std::string(l.zero == 3 ? " and parameters" : "") +
-                        " and needs more memory than planned");
+    e.dropped.push_back(
+        "ZeRO-" + s(l.zero) + " with pipeline parallelism (pp " + s(l.pp) +
+        "): DeepSpeed's pipeline engine supports only ZeRO stages 0 and 1; "
+        "exported as stage " +
+        s(deepspeed.max_zero_with_pipeline) + ", so every GPU keeps its stage's full gradients" +
+        std::string(l.zero == 3 ? " and parameters" : "") + " and needs more memory than planned");
   }
   if (l.recompute == Recompute::kFull) {
     // DeepSpeed docs, "Activation Checkpointing": the config block only configures

@@ -1,17 +1,16 @@
 // The Megatron-LM export: a plan as Megatron-LM's command-line arguments
 // (megatron/training/arguments.py and the config dataclasses it builds flags from), checked
 // against Megatron-LM's parser and validate_args at the commit of the version's checked_at.
-#include <cmath>
-
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "common/format.hpp"
 #include "costmodel/counted.hpp"
 #include "planner/exports/common.hpp"
 #include "planner/exports/pipeline_splits.hpp"
-#include "common/format.hpp"
 
 namespace meshplan::exports {
 
@@ -46,7 +45,8 @@ void megatron_rope_scaling(const RopeScaling& r, std::vector<std::string>& args,
     args.push_back("--rotary-seq-len-interpolation-factor " +
                    s(static_cast<std::int64_t>(*r.factor)));
   } else {
-    dropped.push_back(what + ": not exported; Megatron-LM's GPT arguments have "
+    dropped.push_back(what +
+                      ": not exported; Megatron-LM's GPT arguments have "
                       "--use-rope-scaling (llama3) and an integer "
                       "--rotary-seq-len-interpolation-factor (linear) only, so the run uses "
                       "unscaled RoPE unless you configure the scaling by hand");
@@ -69,8 +69,10 @@ void megatron_vocab_padding(const ModelSpec& m, std::int64_t tp, std::vector<std
   if (megatron_rows != vocab_shard_size(m, tp)) {
     dropped.push_back("vocabulary padding: Megatron-LM pads " + s(m.vocab_size) +
                       " to a multiple of " + s(n) + " x tp " + s(tp) + " = " + s(step) + ", " +
-                      s(megatron_rows) + " embedding rows per tensor-parallel rank where the "
-                      "plan has " + s(vocab_shard_size(m, tp)));
+                      s(megatron_rows) +
+                      " embedding rows per tensor-parallel rank where the "
+                      "plan has " +
+                      s(vocab_shard_size(m, tp)));
   }
 }
 
@@ -165,13 +167,13 @@ Export export_megatron(const Plan& p, const FrameworkVersion& version) {
     a.push_back(std::string("--data-parallel-sharding-strategy ") +
                 (l.zero == 2 ? "optim_grads" : "optim_grads_params"));
     a.push_back("--ckpt-format fsdp_dtensor");
-    e.to_add.push_back("Megatron-FSDP refuses CUDA_DEVICE_MAX_CONNECTIONS=1 (validate_args): leave "
-                       "it unset for this job" +
-                       std::string(l.tp > 1 || l.cp > 1
-                                       ? ", although tp or cp on Hopper and older GPUs would ask "
-                                         "for 1 (Megatron-LM warns; the plan's TP/CP overlap may "
-                                         "not be reached)"
-                                       : ""));
+    e.to_add.push_back(
+        "Megatron-FSDP refuses CUDA_DEVICE_MAX_CONNECTIONS=1 (validate_args): leave "
+        "it unset for this job" +
+        std::string(l.tp > 1 || l.cp > 1 ? ", although tp or cp on Hopper and older GPUs would ask "
+                                           "for 1 (Megatron-LM warns; the plan's TP/CP overlap may "
+                                           "not be reached)"
+                                         : ""));
   }
   // The overlaps the predicted step assumed (its framework convention, or the plan's
   // --dp-overlap / --tp-overlap): Megatron-LM has each behind an opt-in flag.
@@ -194,8 +196,7 @@ Export export_megatron(const Plan& p, const FrameworkVersion& version) {
     if (l.sp) {
       a.push_back("--tp-comm-overlap");
     } else {
-      e.dropped.push_back("TP communication overlap (" +
-                          significant(100 * f.tp_comm_overlap, 3) +
+      e.dropped.push_back("TP communication overlap (" + significant(100 * f.tp_comm_overlap, 3) +
                           "% of TP collective time hidden): Megatron-LM's --tp-comm-overlap "
                           "needs --sequence-parallel, which this plan does not use; the TP "
                           "collectives will be exposed and the step slower than planned");
@@ -289,12 +290,15 @@ Export export_megatron(const Plan& p, const FrameworkVersion& version) {
   for (std::size_t i = 0; i < a.size(); ++i) {
     e.text += a[i] + (i + 1 < a.size() ? " \\\n" : "\n");
   }
-  e.to_add.push_back("add the job's own flags: the tokenizer (--tokenizer-type, --tokenizer-model; it "
-                     "also sets the " + s(m.vocab_size) + "-token vocabulary), data "
-                     "(--data-path, --split), optimizer and learning-rate schedule (--lr, "
-                     "--min-lr, --lr-decay-style, --train-iters, --weight-decay, --clip-grad) and "
-                     "checkpoints (--save, --load); the flags above are the plan's layout, "
-                     "batch, model shape and precision");
+  e.to_add.push_back(
+      "add the job's own flags: the tokenizer (--tokenizer-type, --tokenizer-model; it "
+      "also sets the " +
+      s(m.vocab_size) +
+      "-token vocabulary), data "
+      "(--data-path, --split), optimizer and learning-rate schedule (--lr, "
+      "--min-lr, --lr-decay-style, --train-iters, --weight-decay, --clip-grad) and "
+      "checkpoints (--save, --load); the flags above are the plan's layout, "
+      "batch, model shape and precision");
   return e;
 }
 

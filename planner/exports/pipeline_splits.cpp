@@ -168,7 +168,6 @@ std::vector<std::int64_t> read_megatron_layout(std::string text) {
   return chunks;
 }
 
-
 std::optional<std::vector<std::int64_t>> torchtitan_split(std::int64_t layers, std::int64_t stages,
                                                           std::int64_t first_less,
                                                           std::int64_t last_less) {
@@ -190,7 +189,6 @@ std::optional<std::vector<std::int64_t>> torchtitan_split(std::int64_t layers, s
   }
   return split;
 }
-
 
 std::optional<TorchtitanStageKeys> torchtitan_stage_keys(const std::vector<std::int64_t>& split) {
   const std::int64_t stages = static_cast<std::int64_t>(split.size());

@@ -4,10 +4,10 @@
 #include <string>
 #include <vector>
 
+#include "common/format.hpp"
 #include "costmodel/counted.hpp"
 #include "planner/exports/common.hpp"
 #include "planner/exports/pipeline_splits.hpp"
-#include "common/format.hpp"
 
 namespace meshplan::exports {
 
@@ -44,13 +44,17 @@ Export export_torchrun(const Plan& p, const FrameworkVersion& version) {
                              " --rdzv-backend static --master-addr $MASTER_ADDR --master-port "
                              "29500";
   e.text = header + "# on each of the " + s(nodes) + " nodes, NODE_RANK 0.." + s(nodes - 1) +
-           " in the plan's order (node k runs global ranks " + s(per_node) + "k .. " +
-           s(per_node) + "k + " + s(per_node - 1) + "), MASTER_ADDR the address of node 0:\n"
-           "torchrun " + common + " --node-rank $NODE_RANK train.py\n"
+           " in the plan's order (node k runs global ranks " + s(per_node) + "k .. " + s(per_node) +
+           "k + " + s(per_node - 1) +
+           "), MASTER_ADDR the address of node 0:\n"
+           "torchrun " +
+           common +
+           " --node-rank $NODE_RANK train.py\n"
            "# or under Slurm, one task per node (node rank = SLURM_NODEID, the allocation's "
            "sorted node order), with\n"
            "# MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1):\n"
-           "srun --nodes " + s(nodes) + " --ntasks-per-node 1 bash -c 'torchrun " + common +
+           "srun --nodes " +
+           s(nodes) + " --ntasks-per-node 1 bash -c 'torchrun " + common +
            " --node-rank $SLURM_NODEID train.py'\n";
   if (p.cluster.nvlink_domain_size > per_node) {
     const std::int64_t trays = p.cluster.nvlink_domain_size / per_node;
@@ -59,8 +63,8 @@ Export export_torchrun(const Plan& p, const FrameworkVersion& version) {
         "): the plan puts node ranks " + s(trays) + "d .. " + s(trays) + "d + " + s(trays - 1) +
         " in NVLink domain d; number the nodes so that each rack's " + counted(trays, "node") +
         " hold consecutive node ranks (under Slurm, allocate whole racks in rack order, e.g. "
-        "with the block topology plugin and --segment " + s(trays) +
-        "), or groups the plan keeps in one domain cross the scale-out network");
+        "with the block topology plugin and --segment " +
+        s(trays) + "), or groups the plan keeps in one domain cross the scale-out network");
   }
   return e;
 }

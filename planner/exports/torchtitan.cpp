@@ -1,16 +1,15 @@
 // The torchtitan export: a plan as the TOML sections of a torchtitan job config
 // (torchtitan/config/job_config.py of the TOML-reading releases).
-#include <sstream>
-
 #include <algorithm>
 #include <cstdint>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "common/format.hpp"
 #include "costmodel/counted.hpp"
 #include "planner/exports/common.hpp"
 #include "planner/exports/pipeline_splits.hpp"
-#include "common/format.hpp"
 
 namespace meshplan::exports {
 
@@ -57,8 +56,7 @@ Export export_torchtitan(const Plan& p, const FrameworkVersion& version) {
   const std::int64_t replicate_degree = l.dp / shard_degree;
   t << "# " << version_line("torchtitan job config", version) << "\n";
   t << "# torchtitan job config sections for " << m.name << " (" << counted(m.num_layers, "layer")
-    << ") on "
-    << l.gpus() << " GPUs of " << p.cluster.name << ", written by meshplan.\n"
+    << ") on " << l.gpus() << " GPUs of " << p.cluster.name << ", written by meshplan.\n"
     << "# Merge them into the job's TOML; its [model] name and flavor select the architecture.\n";
   t << "[parallelism]\n";
   t << "data_parallel_replicate_degree = " << replicate_degree << "\n";
@@ -70,10 +68,11 @@ Export export_torchtitan(const Plan& p, const FrameworkVersion& version) {
   if (l.pp > 1) {
     t << "pipeline_parallel_schedule = \"" << (l.vpp > 1 ? "Interleaved1F1B" : "1F1B") << "\"\n";
     if (l.vpp > 1 && p.setup.framework.pp_p2p_overlap) {
-      e.dropped.push_back("pipeline sends beside compute (--pp-overlap on): torchtitan has no "
-                          "switch for it; its schedule sends and receives as "
-                          "torch.distributed.pipelining orders them, and where they wait the "
-                          "step is slower than planned");
+      e.dropped.push_back(
+          "pipeline sends beside compute (--pp-overlap on): torchtitan has no "
+          "switch for it; its schedule sends and receives as "
+          "torch.distributed.pipelining orders them, and where they wait the "
+          "step is slower than planned");
     }
     t << "pipeline_parallel_microbatch_size = " << l.mbs << "\n";
     if (uneven_split(l)) {
@@ -173,15 +172,15 @@ Export export_torchtitan(const Plan& p, const FrameworkVersion& version) {
   e.text = t.str();
 
   if (l.zero == 1 && !ddp_beside_mp) {
-    e.dropped.push_back("ZeRO-1 (zero 1): torchtitan has no optimizer-only sharding; exported as "
-                        "DDP (data_parallel_replicate_degree " +
-                        s(l.dp) +
-                        "), which keeps the full optimizer states on each of its replicas" +
-                        (l.cp > 1 ? " (sharded over cp " + s(l.cp) + " only, as below)"
-                                  : std::string(" (on every GPU)")) +
-                        "; zero 2 "
-                        "(data_parallel_shard_degree with fsdp_reshard_after_forward = "
-                        "\"never\") and zero 3 (FSDP) are torchtitan's sharded options");
+    e.dropped.push_back(
+        "ZeRO-1 (zero 1): torchtitan has no optimizer-only sharding; exported as "
+        "DDP (data_parallel_replicate_degree " +
+        s(l.dp) + "), which keeps the full optimizer states on each of its replicas" +
+        (l.cp > 1 ? " (sharded over cp " + s(l.cp) + " only, as below)"
+                  : std::string(" (on every GPU)")) +
+        "; zero 2 "
+        "(data_parallel_shard_degree with fsdp_reshard_after_forward = "
+        "\"never\") and zero 3 (FSDP) are torchtitan's sharded options");
   }
   if (ddp_beside_mp) {
     e.dropped.push_back(
@@ -189,8 +188,10 @@ Export export_torchtitan(const Plan& p, const FrameworkVersion& version) {
         (l.tp > 1 ? "tp " + s(l.tp) : "pp " + s(l.pp)) +
         ": torchtitan refuses DDP beside other parallelism (\"DDP has not supported > 1D "
         "parallelism\"); exported as the nearest layout it runs, HSDP: " +
-        s(replicate_degree) + " replicas (data_parallel_replicate_degree) each sharding "
-        "parameters, gradients and optimizer states over " + s(shard_degree) +
+        s(replicate_degree) +
+        " replicas (data_parallel_replicate_degree) each sharding "
+        "parameters, gradients and optimizer states over " +
+        s(shard_degree) +
         " GPUs (data_parallel_shard_degree), so each GPU holds less than planned and the "
         "step adds FSDP's gathers; re-plan with --zero 3 to cost it");
   }
@@ -213,7 +214,8 @@ Export export_torchtitan(const Plan& p, const FrameworkVersion& version) {
     for (std::size_t i = 0; i < beyond.size(); ++i) {
       list += (i == 0 ? "" : i + 1 == beyond.size() ? " and " : ", ") + beyond[i];
     }
-    e.dropped.push_back("model architecture: " + list + ": torchtitan's Llama models (the [model] "
+    e.dropped.push_back("model architecture: " + list +
+                        ": torchtitan's Llama models (the [model] "
                         "flavors a job TOML selects) have RMSNorm, a SwiGLU MLP, RoPE, no "
                         "biases, untied embeddings and no dropout; this model needs a model "
                         "definition of its own in torchtitan");
@@ -225,7 +227,8 @@ Export export_torchtitan(const Plan& p, const FrameworkVersion& version) {
                         "Llama 3 flavors): check that the [model] flavor you select has " +
                         theta_text(m.rope_theta));
     if (const std::optional<RopeScaling>& r = m.rope_scaling) {
-      e.dropped.push_back(rope_scaling_label(*r) + ": torchtitan's job TOML has no RoPE scaling key; the model code of "
+      e.dropped.push_back(rope_scaling_label(*r) +
+                          ": torchtitan's job TOML has no RoPE scaling key; the model code of "
                           "the [model] flavor decides it: check that yours scales as the model "
                           "does");
     }
@@ -236,7 +239,8 @@ Export export_torchtitan(const Plan& p, const FrameworkVersion& version) {
     e.dropped.push_back("norm epsilon " + number_text(*m.norm_epsilon) +
                         ": torchtitan's job TOML has no norm epsilon key; it is the norm_eps "
                         "of the [model] flavor's args (1e-05 in its Llama flavors): check that "
-                        "yours has " + number_text(*m.norm_epsilon));
+                        "yours has " +
+                        number_text(*m.norm_epsilon));
   }
   if (p.setup.precision == Precision::kFp16) {
     e.dropped.push_back(

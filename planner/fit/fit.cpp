@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <set>
 
-#include "costmodel/step_time.hpp"
 #include "common/input_error.hpp"
+#include "costmodel/step_time.hpp"
 #include "planner/config/profile_loader.hpp"
 #include "planner/fit/least_squares.hpp"
 
@@ -20,13 +20,11 @@ constexpr double kHuberDelta = 0.1;
 /// 10% off (residual 0.1), so the runs, not the priors, set every parameter they determine.
 constexpr double kPriorWeight = 0.1;
 
-
-
 StepEstimate time_estimate(const FitRun& r, const Profile& profile) {
   const StepContext context(r.run.model, r.run.setup, r.cluster, profile);
   const GroupRates groups(context, r.run.layout);
-  return assemble_step(context, r.run.layout, groups,
-                       layer_costs(context, r.run.layout, groups), false);
+  return assemble_step(context, r.run.layout, groups, layer_costs(context, r.run.layout, groups),
+                       false);
 }
 
 /// 2 Huber(e) as a signed residual whose square it is: e within the threshold, else
@@ -102,18 +100,22 @@ FitRuns load_fit_runs(const std::vector<std::string>& paths, const std::string& 
         base.fitted = FittedSection{};
         it = profiles.emplace(hw.profile, std::make_shared<const Profile>(std::move(base))).first;
       }
-      FitRun r{c, source, fold_of(source), hw.cluster, it->second,
-               framework_family(c.setup.framework), gen, "", 0, 1};
+      FitRun r{c,          source,     fold_of(source),
+               hw.cluster, it->second, framework_family(c.setup.framework),
+               gen,        "",         0,
+               1};
       const std::optional<TimeComparison> t = time_comparison(c, time_estimate(r, *r.base));
       if (!t) {
-        skip("no time metric measured (step time, TFLOP/s or MFU under a known FLOP "
-             "convention, tokens/s)");
+        skip(
+            "no time metric measured (step time, TFLOP/s or MFU under a known FLOP "
+            "convention, tokens/s)");
         continue;
       }
       const auto [first, fresh] = seen.emplace(run_key(c), c.id);
       if (!fresh) {
         out.duplicate_of[c.id] = first->second;
-        skip("the same run as " + first->second + " (same model, GPUs, layout and measured "
+        skip("the same run as " + first->second +
+             " (same model, GPUs, layout and measured "
              "numbers): counted once");
         continue;
       }
@@ -128,7 +130,8 @@ FitRuns load_fit_runs(const std::vector<std::string>& paths, const std::string& 
   }
   if (out.runs.empty()) {
     std::string why;
-    for (const SkippedCase& s : out.skipped) why += "\n  " + s.id + " (" + s.source + "): " + s.reason;
+    for (const SkippedCase& s : out.skipped)
+      why += "\n  " + s.id + " (" + s.source + "): " + s.reason;
     throw InputError("fit: no run of the given files can be fitted" +
                      (generation.empty() ? std::string() : " on " + generation + " GPUs") +
                      (why.empty() ? std::string(": they hold no cases") : ":" + why) +
@@ -205,8 +208,10 @@ GenerationFit fit_generation(const std::vector<const FitRun*>& runs,
     std::vector<FittedParameter> rows = fit.parameters;
     for (std::size_t k = 0; k < slots.size(); ++k) {
       FittedParameter& row = rows[slots[k].row];
-      if (slots[k].deviation) row.deviation = std::exp(x[k]);
-      else row.value = from_working(*row.spec, x[k]);
+      if (slots[k].deviation)
+        row.deviation = std::exp(x[k]);
+      else
+        row.value = from_working(*row.spec, x[k]);
     }
     double generation_value = 0;
     for (FittedParameter& row : rows) {
@@ -215,8 +220,7 @@ GenerationFit fit_generation(const std::vector<const FitRun*>& runs,
         generation_value = row.value;
         continue;
       }
-      row.value =
-          std::clamp(generation_value * row.deviation, row.spec->lower, row.spec->upper);
+      row.value = std::clamp(generation_value * row.deviation, row.spec->lower, row.spec->upper);
     }
     return rows;
   };
@@ -238,16 +242,15 @@ GenerationFit fit_generation(const std::vector<const FitRun*>& runs,
     }
     for (std::size_t k = 0; k < slots.size(); ++k) {
       const FittedParameter& row = fit.parameters[slots[k].row];
-      r.push_back(kPriorWeight * (slots[k].deviation
-                                      ? x[k] / kFamilyDeviationWidth
-                                      : (x[k] - to_working(*row.spec, row.prior)) /
-                                            row.spec->prior_width));
+      r.push_back(kPriorWeight * (slots[k].deviation ? x[k] / kFamilyDeviationWidth
+                                                     : (x[k] - to_working(*row.spec, row.prior)) /
+                                                           row.spec->prior_width));
     }
     return r;
   };
-  const LeastSquaresResult result =
-      runs.empty() ? LeastSquaresResult{start, 0, 0}
-                   : minimize_least_squares(residuals, start, lower, upper);
+  const LeastSquaresResult result = runs.empty()
+                                        ? LeastSquaresResult{start, 0, 0}
+                                        : minimize_least_squares(residuals, start, lower, upper);
   fit.parameters = evaluate(result.x);
   fit.rates = rates_of(fit.parameters);
   fit.iterations = result.iterations;
@@ -278,8 +281,10 @@ CrossValidation cross_validate(const std::vector<FitRun>& runs) {
       bool predicts = false;
       for (const FitRun& r : runs) {
         if (r.generation != generation) continue;
-        if (r.fold == fold) predicts = true;
-        else train.push_back(&r);
+        if (r.fold == fold)
+          predicts = true;
+        else
+          train.push_back(&r);
       }
       if (!predicts) continue;
       const GenerationFit fit = fit_generation(train, generation);

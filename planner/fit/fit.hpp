@@ -107,14 +107,13 @@ struct GenerationFit {
 };
 
 /// Fits `generation`'s parameters to those of `runs` on it (priors alone where there are none).
-GenerationFit fit_generation(const std::vector<const FitRun*>& runs,
-                             const std::string& generation);
+GenerationFit fit_generation(const std::vector<const FitRun*>& runs, const std::string& generation);
 
 /// Leave-one-fold-out: for each fold, every generation refitted on the other folds' runs and the
 /// fold's runs predicted. log_errors[i] belongs to runs[i].
 struct CrossValidation {
   std::vector<double> log_errors;
-  std::vector<double> predicted;  ///< in each run's metric unit
+  std::vector<double> predicted;   ///< in each run's metric unit
   std::vector<std::string> folds;  ///< in order of first appearance
 };
 CrossValidation cross_validate(const std::vector<FitRun>& runs);

@@ -40,19 +40,19 @@ nlohmann::json parameter_rows(const GenerationFit& fit,
                               const std::vector<MemoryRun>& memory_runs) {
   nlohmann::json rows = nlohmann::json::array();
   for (const FittedParameter& p : fit.parameters) {
-    rows.push_back({{"name", p.spec->name},
-                    {"unit", p.spec->unit},
-                    {"family", p.family},
-                    {"generation", fit.generation},
-                    {"prior", p.prior},
-                    {"value", p.value},
-                    {"lower", p.spec->lower},
-                    {"upper", p.spec->upper},
-                    {"fitted", p.free},
-                    {"bound_hit", p.bound_hit.empty() ? nlohmann::json(nullptr)
-                                                      : nlohmann::json(p.bound_hit)},
-                    {"meaning", p.spec->meaning},
-                    {"prior_source", p.spec->prior_source}});
+    rows.push_back(
+        {{"name", p.spec->name},
+         {"unit", p.spec->unit},
+         {"family", p.family},
+         {"generation", fit.generation},
+         {"prior", p.prior},
+         {"value", p.value},
+         {"lower", p.spec->lower},
+         {"upper", p.spec->upper},
+         {"fitted", p.free},
+         {"bound_hit", p.bound_hit.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.bound_hit)},
+         {"meaning", p.spec->meaning},
+         {"prior_source", p.spec->prior_source}});
   }
   for (const ParameterSpec& p : fit_parameters()) {
     if (p.group != "memory") continue;
@@ -93,8 +93,8 @@ nlohmann::json score_json(const MemoryScore& s) {
 
 }  // namespace
 
-ProfileFit fit_profile(const std::vector<std::string>& paths,
-                       const std::string& base_name_or_path, const std::string& out_name) {
+ProfileFit fit_profile(const std::vector<std::string>& paths, const std::string& base_name_or_path,
+                       const std::string& out_name) {
   ProfileFit out;
   const std::string base_name = base_name_or_path.empty() ? runs_profile(paths) : base_name_or_path;
   out.base = load_profile(base_name, "--profile");
@@ -141,8 +141,8 @@ ProfileFit fit_profile(const std::vector<std::string>& paths,
         fitted.push_back(out.memory_rates.at(out.memory_runs[j].family));
         crossed.push_back(cv[j]);
       }
-      out.memory_scores.push_back({r.source, score_memory(mine, before),
-                                   score_memory(mine, fitted), score_memory(mine, crossed)});
+      out.memory_scores.push_back({r.source, score_memory(mine, before), score_memory(mine, fitted),
+                                   score_memory(mine, crossed)});
     }
   }
 
@@ -158,8 +158,8 @@ ProfileFit fit_profile(const std::vector<std::string>& paths,
   }
   if (out.cross_validation) {
     for (const std::string& family : framework_families()) {
-      if (const auto interval = interval_for(runs, out.cross_validation->log_errors,
-                                             *generation, family)) {
+      if (const auto interval =
+              interval_for(runs, out.cross_validation->log_errors, *generation, family)) {
         out.intervals[family] = *interval;
       }
     }
@@ -206,14 +206,14 @@ ProfileFit fit_profile(const std::vector<std::string>& paths,
   }
   nlohmann::json per_source = nlohmann::json::array();
   for (const SourceErrors& e : out.errors) {
-    per_source.push_back({{"source", e.source},
-                          {"metric", e.metric},
-                          {"runs", e.runs},
-                          {"mape_before", e.mape_before},
-                          {"mape_fitted", e.mape_fitted},
-                          {"mape_cross_validated",
-                           e.mape_cross_validated ? nlohmann::json(*e.mape_cross_validated)
-                                                  : nlohmann::json(nullptr)}});
+    per_source.push_back(
+        {{"source", e.source},
+         {"metric", e.metric},
+         {"runs", e.runs},
+         {"mape_before", e.mape_before},
+         {"mape_fitted", e.mape_fitted},
+         {"mape_cross_validated", e.mape_cross_validated ? nlohmann::json(*e.mape_cross_validated)
+                                                         : nlohmann::json(nullptr)}});
   }
   nlohmann::json skipped = nlohmann::json::array();
   for (const SkippedCase& s : out.runs.skipped) {

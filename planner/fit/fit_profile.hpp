@@ -4,11 +4,10 @@
 // profile file that results. No printing (planner/cli/fit_command.cpp prints).
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "planner/fit/fit.hpp"
 #include "planner/fit/memory_fit.hpp"
@@ -40,8 +39,8 @@ struct ProfileFit {
   std::optional<CrossValidation> cross_validation;  ///< nullopt: one fold (source) only
   std::map<std::string, StepInterval> intervals;    ///< by family
   std::vector<SourceErrors> errors;                 ///< by source, then metric
-  std::vector<MemoryRun> memory_runs;                ///< the memory fit's runs
-  std::map<std::string, FittedRates> memory_rates;   ///< the memory fit, by family
+  std::vector<MemoryRun> memory_runs;               ///< the memory fit's runs
+  std::map<std::string, FittedRates> memory_rates;  ///< the memory fit, by family
   std::vector<MemorySourceScores> memory_scores;    ///< by source, in the runs' order
   nlohmann::json profile_json;                      ///< the file, `fitted` section included
 };
@@ -50,8 +49,8 @@ struct ProfileFit {
 /// GPUs, which must then be one) to the runs of `paths` on its GPU generation. `out_name` is the
 /// written profile's "name" (the output file's stem). Throws InputError for bad files, no
 /// usable run, or runs spanning several shipped profiles without a base.
-ProfileFit fit_profile(const std::vector<std::string>& paths,
-                       const std::string& base_name_or_path, const std::string& out_name);
+ProfileFit fit_profile(const std::vector<std::string>& paths, const std::string& base_name_or_path,
+                       const std::string& out_name);
 
 /// Error of a run's metric, (predicted - measured) / measured, from its log_error
 /// (step_log_error).

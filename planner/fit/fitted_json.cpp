@@ -57,10 +57,9 @@ FittedSection fitted_from_json(StrictObject& profile, const nlohmann::json& raw)
     StrictObject po = fo.object("parameters", names);
     FamilyFit fit;
     for (const ParameterSpec& p : fit_parameters()) {
-      fit.rates.*p.field =
-          number_in(po, fam.at("parameters"), p.name, p.lower, p.upper,
-                    "a number in [" + std::to_string(p.lower) + ", " + std::to_string(p.upper) +
-                        "] (" + p.unit + ")");
+      fit.rates.*p.field = number_in(po, fam.at("parameters"), p.name, p.lower, p.upper,
+                                     "a number in [" + std::to_string(p.lower) + ", " +
+                                         std::to_string(p.upper) + "] (" + p.unit + ")");
     }
     if (!fam.contains("interval")) fo.fail("interval", "missing; expected an object or null");
     const nlohmann::json& in = fam.at("interval");
@@ -69,9 +68,8 @@ FittedSection fitted_from_json(StrictObject& profile, const nlohmann::json& raw)
       StepInterval interval;
       interval.p10_ratio =
           number_in(io, in, "p10_ratio", 1e-2, 1e2, "a ratio measured / predicted in [0.01, 100]");
-      interval.p90_ratio =
-          number_in(io, in, "p90_ratio", interval.p10_ratio, 1e2,
-                    "a ratio measured / predicted in [p10_ratio, 100]");
+      interval.p90_ratio = number_in(io, in, "p90_ratio", interval.p10_ratio, 1e2,
+                                     "a ratio measured / predicted in [p10_ratio, 100]");
       interval.cases = io.positive_int("cases", std::int64_t{1} << 40);
       fit.interval = interval;
     }

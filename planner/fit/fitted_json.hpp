@@ -13,8 +13,7 @@ namespace meshplan {
 
 /// {"generation", "families": {family: {"parameters": {name: value}, "interval": {"p10_ratio",
 /// "p90_ratio", "cases"} or null}}} and "report" where `report` is not null.
-nlohmann::json fitted_to_json(const FittedSection& fitted,
-                              const nlohmann::json& report = nullptr);
+nlohmann::json fitted_to_json(const FittedSection& fitted, const nlohmann::json& report = nullptr);
 
 /// Reads the section at `o`'s key "fitted" (`raw` is its JSON). Strict: known families
 /// (framework_families), exactly the registry's parameters (fit_parameters) each within its

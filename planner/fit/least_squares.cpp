@@ -1,9 +1,8 @@
 #include "planner/fit/least_squares.hpp"
 
+#include <Eigen/Dense>
 #include <algorithm>
 #include <cstddef>
-
-#include <Eigen/Dense>
 
 namespace meshplan {
 

@@ -95,8 +95,9 @@ std::vector<MemoryRun> load_memory_runs(const std::vector<std::string>& paths,
       }
       const auto [first, fresh] = seen.emplace(memory_key(c), std::pair{source, c.id});
       if (!fresh && first->second.first != source) {
-        skip(c, source, "the same run as " + first->second.second + " (" + first->second.first +
-                            "): counted once");
+        skip(c, source,
+             "the same run as " + first->second.second + " (" + first->second.first +
+                 "): counted once");
         continue;
       }
       TrainingSetup unfitted = c.setup;
@@ -107,8 +108,8 @@ std::vector<MemoryRun> load_memory_runs(const std::vector<std::string>& paths,
       r.source = source;
       r.family = framework_family(c.setup.framework);
       r.generation = gen;
-      r.fold = fold_of(source) + " " + std::to_string(c.num_gpus) + "x" +
-               std::to_string(c.setup.seq);
+      r.fold =
+          fold_of(source) + " " + std::to_string(c.num_gpus) + "x" + std::to_string(c.setup.seq);
       r.ledger_peak_bytes = ledger.peak_bytes;
       r.tokens = static_cast<double>(c.setup.seq / c.layout.cp * c.layout.mbs);
       r.capacity_bytes = ledger.capacity_bytes;
@@ -149,7 +150,8 @@ std::map<std::string, FittedRates> fit_memory(const std::vector<const MemoryRun*
       }
       const auto rates_at = [&](const std::vector<double>& x) {
         FittedRates at = rates;
-        for (std::size_t k = 0; k < specs.size(); ++k) at.*specs[k]->field = from_working(*specs[k], x[k]);
+        for (std::size_t k = 0; k < specs.size(); ++k)
+          at.*specs[k]->field = from_working(*specs[k], x[k]);
         return at;
       };
       const Residuals residuals = [&](const std::vector<double>& x) {

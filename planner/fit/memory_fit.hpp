@@ -78,7 +78,6 @@ struct MemoryScore {
   /// per-token term, as `validate` compares it.
   double peak_mape = 0;
 };
-MemoryScore score_memory(const std::vector<MemoryRun>& runs,
-                         const std::vector<FittedRates>& rates);
+MemoryScore score_memory(const std::vector<MemoryRun>& runs, const std::vector<FittedRates>& rates);
 
 }  // namespace meshplan

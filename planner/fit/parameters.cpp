@@ -16,41 +16,83 @@ const std::vector<ParameterSpec>& fit_parameters() {
   static const std::vector<ParameterSpec> all = [] {
     const char* scale = "fraction of the profile's rate";
     std::vector<ParameterSpec> p;
-    p.push_back({"gemm_efficiency_scale", scale, "time", ParameterScope::kShared, 0.6, 1.05,
-                 {{"*", 1.0}}, 1.0, true,
+    p.push_back({"gemm_efficiency_scale",
+                 scale,
+                 "time",
+                 ParameterScope::kShared,
+                 0.6,
+                 1.05,
+                 {{"*", 1.0}},
+                 1.0,
+                 true,
                  "Sustained GEMM rate at training shapes as a fraction of the profile's GEMM model "
                  "(peak_efficiency, fitted to microbenchmark maxima): clocks under a training "
                  "step's power draw, and kernels that are not the microbenchmark's best.",
                  "1: the profile's microbenchmark maxima (MAMF sweeps, OpenXLA tables) as they "
                  "are",
                  &FittedRates::gemm_efficiency_scale});
-    p.push_back({"attention_efficiency_scale", scale, "time", ParameterScope::kShared, 0.4,
-                 1.2, {{"*", 1.0}}, 1.0, true,
+    p.push_back({"attention_efficiency_scale",
+                 scale,
+                 "time",
+                 ParameterScope::kShared,
+                 0.4,
+                 1.2,
+                 {{"*", 1.0}},
+                 1.0,
+                 true,
                  "Rate of the fused attention kernels inside a training step as a fraction of "
                  "the profile's flash_attention_efficiency and flash_attention2_efficiency.",
                  "1: the FlashAttention papers' best settings, as the profile holds them",
                  &FittedRates::attention_efficiency_scale});
-    p.push_back({"nvlink_busbw_scale", scale, "time", ParameterScope::kShared, 0.3, 1.0,
-                 {{"*", 1.0}}, 1.0, true,
+    p.push_back({"nvlink_busbw_scale",
+                 scale,
+                 "time",
+                 ParameterScope::kShared,
+                 0.3,
+                 1.0,
+                 {{"*", 1.0}},
+                 1.0,
+                 true,
                  "busbw a collective inside one NVLink domain reaches beside a step's compute, "
                  "as a fraction of nccl-tests' on idle GPUs (the profile's links and curves).",
                  "1: nccl-tests on idle GPUs, as the profile holds them",
                  &FittedRates::nvlink_busbw_scale});
-    p.push_back({"scale_out_busbw_scale", scale, "time", ParameterScope::kShared, 0.3, 1.0,
-                 {{"*", 1.0}}, 1.0, true,
+    p.push_back({"scale_out_busbw_scale",
+                 scale,
+                 "time",
+                 ParameterScope::kShared,
+                 0.3,
+                 1.0,
+                 {{"*", 1.0}},
+                 1.0,
+                 true,
                  "busbw a collective across NVLink domains (the NICs) reaches inside a step, as a "
                  "fraction of the profile's nic_busbw_bytes_per_s and scale-out fits.",
                  "1: nccl-tests on idle nodes, as the profile holds them",
                  &FittedRates::scale_out_busbw_scale});
-    p.push_back({"ring_attention_scale", scale, "time", ParameterScope::kShared, 0.3, 1.0,
-                 {{"*", 1.0}}, 1.0, true,
+    p.push_back({"ring_attention_scale",
+                 scale,
+                 "time",
+                 ParameterScope::kShared,
+                 0.3,
+                 1.0,
+                 {{"*", 1.0}},
+                 1.0,
+                 true,
                  "Rate of one ring-attention call (context parallelism, cp > 1) as a fraction of "
                  "a single FlashAttention call's: the calls cover a chunk pair's keys each and "
                  "their partial outputs are merged by log-sum-exp rescaling between calls.",
                  "1: each call at a single call's rate (the model before this parameter)",
                  &FittedRates::ring_attention_scale});
-    p.push_back({"host_overhead_per_layer_s", "s", "time", ParameterScope::kFamily, 0.0, 5e-3,
-                 {{"megatron", 3e-4}, {"pytorch", 6e-4}, {"other", 6e-4}}, 5e-3, false,
+    p.push_back({"host_overhead_per_layer_s",
+                 "s",
+                 "time",
+                 ParameterScope::kFamily,
+                 0.0,
+                 5e-3,
+                 {{"megatron", 3e-4}, {"pytorch", 6e-4}, {"other", 6e-4}},
+                 5e-3,
+                 false,
                  "Host time (Python, framework dispatch, kernel launches) to issue one "
                  "transformer layer's forward and backward for one micro-batch; a layer whose "
                  "kernels are shorter runs at the host's pace.",
@@ -59,8 +101,15 @@ const std::vector<ParameterSpec>& fit_parameters() {
                  "modules (megatron), about 100 eager PyTorch ops at about 6 us of dispatch each "
                  "(pytorch, other); the fit sets it",
                  &FittedRates::host_overhead_per_layer_s});
-    p.push_back({"gather_latency_s", "s", "time", ParameterScope::kFamily, 0.0, 5e-3,
-                 {{"*", 0.0}}, 5e-3, false,
+    p.push_back({"gather_latency_s",
+                 "s",
+                 "time",
+                 ParameterScope::kFamily,
+                 0.0,
+                 5e-3,
+                 {{"*", 0.0}},
+                 5e-3,
+                 false,
                  "Exposed seconds each ZeRO-3/FSDP per-layer parameter gather and gradient "
                  "reduce-scatter adds beyond its collective's own latency (copy-in/copy-out of "
                  "the flat buffers, stream synchronisation, the collective launched late at "
@@ -71,22 +120,43 @@ const std::vector<ParameterSpec>& fit_parameters() {
     // Memory (issue 20; planner/fit/memory_fit.hpp fits them on OOM outcomes and measured
     // peaks, costmodel/oom_risk.hpp reads them). kFamily: a family's own kernels and allocator
     // habits set them.
-    p.push_back({"memory_per_token_bytes", "bytes per token", "memory", ParameterScope::kFamily,
-                 0.0, 4194304.0, {{"*", 0.0}}, 1048576.0, false,
+    p.push_back({"memory_per_token_bytes",
+                 "bytes per token",
+                 "memory",
+                 ParameterScope::kFamily,
+                 0.0,
+                 4194304.0,
+                 {{"*", 0.0}},
+                 1048576.0,
+                 false,
                  "Bytes a GPU holds per token of its micro-batch (seq / cp x mbs) beyond the "
                  "ledger's named terms: eager-mode temporaries and saved tensors of a "
                  "framework's ops that no ledger entry names (up to 4 MiB per token).",
                  "0: the ledger's named terms are all there is",
                  &FittedRates::memory_per_token_bytes});
-    p.push_back({"oom_log_bias", "log(ledger peak / median measured peak)", "memory",
-                 ParameterScope::kFamily, -0.3, 0.3, {{"*", 0.0}}, 0.1, false,
+    p.push_back({"oom_log_bias",
+                 "log(ledger peak / median measured peak)",
+                 "memory",
+                 ParameterScope::kFamily,
+                 -0.3,
+                 0.3,
+                 {{"*", 0.0}},
+                 0.1,
+                 false,
                  "The ledger's systematic relative error of the peak: positive where it "
                  "over-predicts what runs reach (a run peaks at the ledger's x exp(-bias) in the "
                  "median).",
                  "0: the ledger is unbiased",
                  &FittedRates::oom_log_bias});
-    p.push_back({"oom_log_spread", "log-ratio scale", "memory", ParameterScope::kFamily, 0.003,
-                 0.2, {{"*", 0.01}}, 1.0, true,
+    p.push_back({"oom_log_spread",
+                 "log-ratio scale",
+                 "memory",
+                 ParameterScope::kFamily,
+                 0.003,
+                 0.2,
+                 {{"*", 0.01}},
+                 1.0,
+                 true,
                  "Scale of the logistic spread of log(measured peak / calibrated peak): OOM "
                  "outcomes and peaks scatter around the ledger by about this fraction (allocator "
                  "block rounding, fragmentation that varies with the run, kernels' workspaces).",

@@ -27,8 +27,8 @@ inline constexpr double kFamilyDeviationWidth = 0.25;
 
 /// One fitted parameter.
 struct ParameterSpec {
-  std::string name;  ///< JSON key, e.g. "gemm_efficiency_scale"
-  std::string unit;  ///< "fraction of the profile's rate", "s"
+  std::string name;   ///< JSON key, e.g. "gemm_efficiency_scale"
+  std::string unit;   ///< "fraction of the profile's rate", "s"
   std::string group;  ///< "time" (step-time parameters, fit.hpp) or "memory" (memory_fit.hpp)
   ParameterScope scope = ParameterScope::kShared;
   double lower = 0, upper = 1;  ///< bounds, in `unit`

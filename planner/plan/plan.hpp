@@ -20,12 +20,12 @@ inline constexpr int kPlanSchemaVersion = 1;
 
 /// One plan.
 struct Plan {
-  ModelSpec model;          ///< the model, complete (plan.json embeds it)
-  ClusterSpec cluster;      ///< the cluster and its GPU, complete
-  Profile profile;          ///< the rates the prediction used
-  TrainingSetup setup;      ///< seq, framework convention, precision, attention
-  Layout layout;            ///< dp tp pp cp vpp mbs gbs zero recompute sp (+ stage split)
-  StepEstimate estimate;    ///< predicted step time, breakdown, memory ledger
+  ModelSpec model;        ///< the model, complete (plan.json embeds it)
+  ClusterSpec cluster;    ///< the cluster and its GPU, complete
+  Profile profile;        ///< the rates the prediction used
+  TrainingSetup setup;    ///< seq, framework convention, precision, attention
+  Layout layout;          ///< dp tp pp cp vpp mbs gbs zero recompute sp (+ stage split)
+  StepEstimate estimate;  ///< predicted step time, breakdown, memory ledger
 };
 
 /// The even split of `num_layers` over `pp` stages: num_layers / pp layers each (pp entries),

@@ -36,9 +36,11 @@ constexpr const char* kRankOrder = "tp-cp-dp-pp";
 
 /// The process groups written to "groups", in this order.
 const std::vector<std::pair<const char*, GroupKind>>& group_kinds() {
-  static const std::vector<std::pair<const char*, GroupKind>> kinds = {
-      {"tp", GroupKind::kTp}, {"cp", GroupKind::kCp}, {"dp", GroupKind::kDp},
-      {"pp", GroupKind::kPp}, {"dp_cp", GroupKind::kDpCp}};
+  static const std::vector<std::pair<const char*, GroupKind>> kinds = {{"tp", GroupKind::kTp},
+                                                                       {"cp", GroupKind::kCp},
+                                                                       {"dp", GroupKind::kDp},
+                                                                       {"pp", GroupKind::kPp},
+                                                                       {"dp_cp", GroupKind::kDpCp}};
   return kinds;
 }
 
@@ -99,12 +101,12 @@ std::string first_difference(const nlohmann::json& expected, const nlohmann::jso
   if (expected.is_array()) {
     if (!given.is_array()) return differs;
     if (given.size() != expected.size()) {
-      return path + ": has " + counted(static_cast<std::int64_t>(given.size()), "item") +
-             ", but " + source + " give " + std::to_string(expected.size());
+      return path + ": has " + counted(static_cast<std::int64_t>(given.size()), "item") + ", but " +
+             source + " give " + std::to_string(expected.size());
     }
     for (std::size_t i = 0; i < expected.size(); ++i) {
-      const std::string d = first_difference(expected[i], given[i],
-                                             path + "[" + std::to_string(i) + "]", source);
+      const std::string d =
+          first_difference(expected[i], given[i], path + "[" + std::to_string(i) + "]", source);
       if (!d.empty()) return d;
     }
     return "";
@@ -113,8 +115,8 @@ std::string first_difference(const nlohmann::json& expected, const nlohmann::jso
     if (!given.is_object()) return differs;
     for (auto it = given.begin(); it != given.end(); ++it) {
       if (!expected.contains(it.key())) {
-        return path + json_path_key(it.key()) + ": is not expected; " + source +
-               " give the keys " + keys_text(expected);
+        return path + json_path_key(it.key()) + ": is not expected; " + source + " give the keys " +
+               keys_text(expected);
       }
     }
     for (auto it = expected.begin(); it != expected.end(); ++it) {
@@ -133,36 +135,36 @@ std::string first_difference(const nlohmann::json& expected, const nlohmann::jso
 
 /// Why a plan file's stages are not those its layout gives: the first difference, what gives
 /// the expected value, and the remedy.
-std::string stages_problem(const nlohmann::json& given, const Layout& l,
-                           const ModelSpec& model) {
-  const std::string split =
-      l.stage_layers.empty() ? std::string("the even split")
-                             : "$.layout.stage_layers [" + join(l.stage_layers, ",") + "]";
+std::string stages_problem(const nlohmann::json& given, const Layout& l, const ModelSpec& model) {
+  const std::string split = l.stage_layers.empty()
+                                ? std::string("the even split")
+                                : "$.layout.stage_layers [" + join(l.stage_layers, ",") + "]";
   const std::string source = "pp " + std::to_string(l.pp) + ", vpp " + std::to_string(l.vpp) +
                              " and " + split + " over " + counted(model.num_layers, "layer");
-  const std::string difference = first_difference(stages_json(l, model), given, "$.stages",
-                                                  source);
+  const std::string difference = first_difference(stages_json(l, model), given, "$.stages", source);
   if (difference.empty()) return "";
-  return difference + "; the stages follow $.layout: to change the split, write the plan again "
+  return difference +
+         "; the stages follow $.layout: to change the split, write the plan again "
          "(meshplan estimate with the model, cluster and layout flags, --stage-layers among "
          "them, and --out; not with --plan) instead of editing them";
 }
 
-nlohmann::json groups_json(GroupKind kind, const Layout& l) {
-  return process_groups(kind, l);
-}
+nlohmann::json groups_json(GroupKind kind, const Layout& l) { return process_groups(kind, l); }
 
 /// The keys of step_json that plan.json keeps under "predicted".
 nlohmann::json predicted_json(const Plan& plan) {
-  const StepReportInputs in{plan.model,        plan.layout,
-                            plan.setup,        plan.cluster,
-                            plan.profile.name, plan.profile.comm_sm_fraction,
+  const StepReportInputs in{plan.model,
+                            plan.layout,
+                            plan.setup,
+                            plan.cluster,
+                            plan.profile.name,
+                            plan.profile.comm_sm_fraction,
                             {}};
   const nlohmann::json step = step_json(in, plan.estimate);
   nlohmann::json predicted = nlohmann::json::object();
-  for (const char* key : {"step_time_s", "step_time_s_p10", "step_time_s_p90", "tokens_per_s", "tokens_per_s_per_gpu", "tflops_per_gpu",
-                          "tflops_per_gpu_causal", "mfu", "mfu_causal", "hfu", "peak_bytes",
-                          "breakdown"}) {
+  for (const char* key : {"step_time_s", "step_time_s_p10", "step_time_s_p90", "tokens_per_s",
+                          "tokens_per_s_per_gpu", "tflops_per_gpu", "tflops_per_gpu_causal", "mfu",
+                          "mfu_causal", "hfu", "peak_bytes", "breakdown"}) {
     predicted[key] = step.at(key);
   }
   return predicted;
@@ -195,12 +197,12 @@ std::optional<std::string> plan_profile_gpu(const nlohmann::json& profile, const
     throw InputError(file + ": " + path + ".gpu: is " + json_quoted(named) +
                      ", which is neither the plan's GPU (" + json_quoted(gpu.name) +
                      ", $.inputs.gpu.name) nor a GPU preset; a plan is self-contained and "
-                     "names no files: give " + json_quoted(gpu.name) +
-                     " or a GPU preset name (meshplan presets gpus)");
+                     "names no files: give " +
+                     json_quoted(gpu.name) + " or a GPU preset name (meshplan presets gpus)");
   }
-  const std::string preset = (std::filesystem::path(config_dir()) /
-                              preset_folder(PresetKind::kGpu) / (named + ".json"))
-                                 .string();
+  const std::string preset =
+      (std::filesystem::path(config_dir()) / preset_folder(PresetKind::kGpu) / (named + ".json"))
+          .string();
   try {
     return load_gpu(preset).name;
   } catch (const InputError& e) {
@@ -209,8 +211,8 @@ std::optional<std::string> plan_profile_gpu(const nlohmann::json& profile, const
 }
 
 /// An integer in [min, max] (not null).
-std::int64_t integer_in(const StrictObject& o, const nlohmann::json& object,
-                        const std::string& key, std::int64_t min, std::int64_t max) {
+std::int64_t integer_in(const StrictObject& o, const nlohmann::json& object, const std::string& key,
+                        std::int64_t min, std::int64_t max) {
   const std::string expected =
       "an integer from " + std::to_string(min) + " to " + std::to_string(max);
   const nlohmann::json& v = child(o, object, key, expected);
@@ -274,9 +276,9 @@ struct TrainingRead {
 
 TrainingRead read_training(StrictObject& inputs, const nlohmann::json& raw_inputs,
                            const GpuSpec& gpu) {
-  StrictObject t = inputs.object("training", {"seq", "gbs", "mbs", "precision", "framework",
-                                              "attention", "tp_comm_overlap", "dp_overlap",
-                                              "pp_overlap", "elementwise"});
+  StrictObject t =
+      inputs.object("training", {"seq", "gbs", "mbs", "precision", "framework", "attention",
+                                 "tp_comm_overlap", "dp_overlap", "pp_overlap", "elementwise"});
   const nlohmann::json& raw = raw_inputs.at("training");
   TrainingRead r;
   r.setup.seq = t.positive_int("seq", kMaxTokens);
@@ -284,16 +286,18 @@ TrainingRead read_training(StrictObject& inputs, const nlohmann::json& raw_input
   r.mbs = t.positive_int("mbs", kMaxDegree);
   r.setup.precision = *parse_precision(t.choice("precision", {"bf16", "fp16", "fp8"}));
   if (const auto problem = precision_problem(gpu, r.setup.precision)) {
-    t.fail("precision", std::string("is \"") + to_string(r.setup.precision) + "\" but " +
-                            gpu.name + " (" + inputs.path() + ".gpu) " + *problem);
+    t.fail("precision", std::string("is \"") + to_string(r.setup.precision) + "\" but " + gpu.name +
+                            " (" + inputs.path() + ".gpu) " + *problem);
   }
   r.setup.framework = *find_framework(t.choice("framework", framework_names()));
   r.setup.attention = *parse_attention(t.choice("attention", {"flash", "eager"}));
   if (t.has("tp_comm_overlap")) {
     const nlohmann::json& v = raw.at("tp_comm_overlap");
     if (!v.is_number() || !(v.get<double>() >= 0 && v.get<double>() <= 1)) {
-      t.fail("tp_comm_overlap", "must be a number in [0, 1] (the share of TP collective time "
-                                "hidden under GEMMs), got " + describe_json(v));
+      t.fail("tp_comm_overlap",
+             "must be a number in [0, 1] (the share of TP collective time "
+             "hidden under GEMMs), got " +
+                 describe_json(v));
     }
     r.setup.framework.tp_comm_overlap = v.get<double>();
   }
@@ -327,16 +331,17 @@ Layout read_layout(StrictObject& o, const nlohmann::json& json) {
       child(l, raw, "stage_layers",
             "an array of layers per stage, per virtual stage with vpp > 1 (empty: an even split)");
   if (!split.is_array()) {
-    l.fail("stage_layers", "must be an array of layers per stage, per virtual stage with vpp > 1 "
-                           "(empty: an even split), got " + describe_json(split));
+    l.fail("stage_layers",
+           "must be an array of layers per stage, per virtual stage with vpp > 1 "
+           "(empty: an even split), got " +
+               describe_json(split));
   }
   for (std::size_t i = 0; i < split.size(); ++i) {
     const nlohmann::json& v = split.at(i);
-    if (!v.is_number_integer() || v.get<std::int64_t>() < 1 ||
-        v.get<std::int64_t>() > kMaxLayers) {
+    if (!v.is_number_integer() || v.get<std::int64_t>() < 1 || v.get<std::int64_t>() > kMaxLayers) {
       throw InputError(l.file() + ": " + l.path() + ".stage_layers[" + std::to_string(i) +
-                       "]: must be an integer from 1 to " + std::to_string(kMaxLayers) +
-                       ", got " + describe_json(v));
+                       "]: must be an integer from 1 to " + std::to_string(kMaxLayers) + ", got " +
+                       describe_json(v));
     }
     layout.stage_layers.push_back(v.get<std::int64_t>());
   }
@@ -389,12 +394,10 @@ nlohmann::json plan_to_json(const Plan& plan) {
     throw std::invalid_argument("plan_to_json: framework convention \"" + f.name +
                                 "\" is not a known convention");
   }
-  nlohmann::json training = {{"seq", plan.setup.seq},
-                             {"gbs", plan.layout.gbs},
-                             {"mbs", plan.layout.mbs},
-                             {"precision", to_string(plan.setup.precision)},
-                             {"framework", f.name},
-                             {"attention", to_string(plan.setup.attention)}};
+  nlohmann::json training = {
+      {"seq", plan.setup.seq},  {"gbs", plan.layout.gbs},
+      {"mbs", plan.layout.mbs}, {"precision", to_string(plan.setup.precision)},
+      {"framework", f.name},    {"attention", to_string(plan.setup.attention)}};
   if (f.tp_comm_overlap != convention->tp_comm_overlap) {
     training["tp_comm_overlap"] = f.tp_comm_overlap;
   }
@@ -403,7 +406,8 @@ nlohmann::json plan_to_json(const Plan& plan) {
     if (f.dp_grad_overlap != f.dp_param_overlap) {
       throw std::invalid_argument(
           "plan_to_json: gradient and parameter overlap switches differ from each other and "
-          "from the " + f.name + " convention; plan.json's dp_overlap sets both");
+          "from the " +
+          f.name + " convention; plan.json's dp_overlap sets both");
     }
     training["dp_overlap"] = f.dp_grad_overlap;
   }
@@ -450,14 +454,13 @@ Plan plan_from_json(const nlohmann::json& json, const std::string& file) {
       child(inputs, raw_inputs, "model", "an object (meshplan-model/1)"), file, at + "model");
   const GpuSpec gpu = gpu_from_json(child(inputs, raw_inputs, "gpu", "an object (meshplan-gpu/1)"),
                                     file, at + "gpu");
-  const ClusterSpec cluster = cluster_from_json(
-      child(inputs, raw_inputs, "cluster", "an object (meshplan-cluster/1)"), file,
-      at + "cluster", gpu);
+  const ClusterSpec cluster =
+      cluster_from_json(child(inputs, raw_inputs, "cluster", "an object (meshplan-cluster/1)"),
+                        file, at + "cluster", gpu);
   const nlohmann::json& raw_profile =
       child(inputs, raw_inputs, "profile", "an object (meshplan-profile/1)");
-  const Profile profile =
-      profile_from_json(raw_profile, file, at + "profile", plan_profile_gpu(raw_profile, file,
-                                                                           at + "profile", gpu));
+  const Profile profile = profile_from_json(
+      raw_profile, file, at + "profile", plan_profile_gpu(raw_profile, file, at + "profile", gpu));
   const TrainingRead training = read_training(inputs, raw_inputs, gpu);
 
   Layout layout = read_layout(o, json);
@@ -468,22 +471,24 @@ Plan plan_from_json(const nlohmann::json& json, const std::string& file) {
       !problem.empty()) {
     throw InputError(file + ": $.layout.zero: is " + std::to_string(layout.zero) + ", but " +
                      problem + " (" + at + "training.framework is " +
-                     json_quoted(training.setup.framework.name) + "); give one of those, or another "
+                     json_quoted(training.setup.framework.name) +
+                     "); give one of those, or another "
                      "framework");
   }
   if (const std::string problem = context_parallel_problem(training.setup.framework, layout.cp);
       !problem.empty()) {
-    throw InputError(file + ": $.layout.cp: is " + std::to_string(layout.cp) + ", but " +
-                     problem + " (" + at + "training.framework is " +
+    throw InputError(file + ": $.layout.cp: is " + std::to_string(layout.cp) + ", but " + problem +
+                     " (" + at + "training.framework is " +
                      json_quoted(training.setup.framework.name) + "); or another framework");
   }
   if (const std::string problem =
           pipeline_problem(training.setup.framework, layout.pp, layout.vpp, layout.zero);
       !problem.empty()) {
     throw InputError(file + ": $.layout: pp " + std::to_string(layout.pp) + ", vpp " +
-                     std::to_string(layout.vpp) + ", zero " + std::to_string(layout.zero) +
-                     ": " + problem + " (" + at + "training.framework is " +
-                     json_quoted(training.setup.framework.name) + "); change them, or another framework");
+                     std::to_string(layout.vpp) + ", zero " + std::to_string(layout.zero) + ": " +
+                     problem + " (" + at + "training.framework is " +
+                     json_quoted(training.setup.framework.name) +
+                     "); change them, or another framework");
   }
   if (layout.mbs != training.mbs) {
     throw InputError(file + ": $.layout.mbs: is " + std::to_string(layout.mbs) +
@@ -501,14 +506,14 @@ Plan plan_from_json(const nlohmann::json& json, const std::string& file) {
   const double product = static_cast<double>(layout.dp) * static_cast<double>(layout.tp) *
                          static_cast<double>(layout.pp) * static_cast<double>(layout.cp);
   if (product != static_cast<double>(gpus)) {
-    o.fail("gpus", "is " + std::to_string(gpus) + " but the layout's dp x tp x pp x cp = " +
-                       std::to_string(layout.dp) + " x " + std::to_string(layout.tp) + " x " +
-                       std::to_string(layout.pp) + " x " + std::to_string(layout.cp) + " = " +
-                       // An integer as one (not "8.0"); beyond 2^53 a double names it.
-                       (product <= 9007199254740992.0
-                            ? std::to_string(static_cast<std::int64_t>(product))
-                            : nlohmann::json(product).dump()) +
-                       "; the two must agree");
+    o.fail("gpus",
+           "is " + std::to_string(gpus) + " but the layout's dp x tp x pp x cp = " +
+               std::to_string(layout.dp) + " x " + std::to_string(layout.tp) + " x " +
+               std::to_string(layout.pp) + " x " + std::to_string(layout.cp) + " = " +
+               // An integer as one (not "8.0"); beyond 2^53 a double names it.
+               (product <= 9007199254740992.0 ? std::to_string(static_cast<std::int64_t>(product))
+                                              : nlohmann::json(product).dump()) +
+               "; the two must agree");
   }
   // Whole nodes beyond one, as plan and estimate take them (node_count_problem).
   if (const std::string problem = node_count_problem(cluster, gpus); !problem.empty()) {
@@ -532,14 +537,14 @@ Plan plan_from_json(const nlohmann::json& json, const std::string& file) {
   for (const auto& [key, kind] : group_kinds()) group_keys.emplace_back(key);
   StrictObject groups = o.object("groups", group_keys);
   for (const auto& [key, kind] : group_kinds()) {
-    const nlohmann::json& given =
-        child(groups, json.at("groups"), key, "an array of rank lists");
+    const nlohmann::json& given = child(groups, json.at("groups"), key, "an array of rank lists");
     const std::string difference =
         first_difference(groups_json(kind, layout), given, "$.groups" + json_path_key(key),
-                         std::string("the ") + key + " groups of " + degrees_text(layout) +
-                             " in " + kRankOrder + " rank order");
+                         std::string("the ") + key + " groups of " + degrees_text(layout) + " in " +
+                             kRankOrder + " rank order");
     if (!difference.empty()) {
-      throw InputError(file + ": " + difference + "; the groups follow $.layout: write the plan "
+      throw InputError(file + ": " + difference +
+                       "; the groups follow $.layout: write the plan "
                        "again (meshplan plan, or meshplan estimate with the model, cluster and "
                        "layout flags and --out; not with --plan) instead of editing them");
     }
@@ -567,8 +572,7 @@ void write_plan(const std::string& path, const Plan& plan) {
   write_file_atomically(path, text + "\n");
 }
 
-Plan read_plan(const std::string& path, const std::string& flag,
-               std::vector<std::string>* notes) {
+Plan read_plan(const std::string& path, const std::string& flag, std::vector<std::string>* notes) {
   const nlohmann::json json = load_json_file(path);
   check_file_kind(
       json, path, kPlanSchema,
@@ -599,12 +603,12 @@ std::string recorded_numbers_note(const nlohmann::json& json, const Plan& plan,
   }
   const std::optional<double> step = recorded("predicted", "step_time_s");
   if (step && differs(*step, plan.estimate.step_time_s)) {
-    differences += std::string(differences.empty() ? "" : ", ") + "step time " +
-                   fixed(*step, 3) + " s where its inputs give " +
-                   fixed(plan.estimate.step_time_s, 3) + " s";
+    differences += std::string(differences.empty() ? "" : ", ") + "step time " + fixed(*step, 3) +
+                   " s where its inputs give " + fixed(plan.estimate.step_time_s, 3) + " s";
   }
   if (differences.empty()) return "";
-  return file + " records " + differences + " (the file was edited after it was written, or "
+  return file + " records " + differences +
+         " (the file was edited after it was written, or "
          "another meshplan version wrote it); meshplan goes by its inputs, not the recorded "
          "numbers";
 }

@@ -9,9 +9,8 @@
 // plan estimated again, so the prediction always comes from this meshplan's cost model.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "planner/plan/plan.hpp"
 

@@ -1,13 +1,13 @@
 #include "planner/report/atomic_write.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <stdexcept>
-
-#include <fcntl.h>
-#include <unistd.h>
 
 #include "common/input_error.hpp"
 #include "planner/config/json_reader.hpp"
@@ -74,8 +74,8 @@ bool same_file(const std::string& a, const std::string& b) {
   std::error_code ec;
   if (fs::equivalent(ra, rb, ec) && !ec) return true;
   ec.clear();
-  return ra.filename() == rb.filename() &&
-         fs::equivalent(ra.parent_path(), rb.parent_path(), ec) && !ec;
+  return ra.filename() == rb.filename() && fs::equivalent(ra.parent_path(), rb.parent_path(), ec) &&
+         !ec;
 }
 
 std::string NamedFile::label() const {
@@ -142,7 +142,8 @@ void check_writable_target(const std::string& path) {
   const fs::file_status status = fs::status(target, ec);
   if (fs::exists(status)) {
     if (!fs::is_regular_file(status)) {
-      throw InputError(path + ": exists and is not a regular file (a directory, device or pipe); "
+      throw InputError(path +
+                       ": exists and is not a regular file (a directory, device or pipe); "
                        "expected a file name to write");
     }
     if ((status.permissions() & fs::perms::owner_write) == fs::perms::none) {
@@ -160,7 +161,8 @@ void check_writable_target(const std::string& path) {
   }
   const fs::path folder = target.parent_path().empty() ? fs::path(".") : target.parent_path();
   if (!fs::is_directory(folder, ec) || ::access(folder.c_str(), W_OK) != 0) {
-    throw InputError(path + ": cannot be written (does the folder exist, and may you write "
+    throw InputError(path +
+                     ": cannot be written (does the folder exist, and may you write "
                      "there?)");
   }
 }
@@ -179,8 +181,10 @@ void write_file_atomically(const std::string& path, const std::string& content) 
   const std::string final_path = final_path_of(path);
   TemporaryFile temporary(final_path);
   if (!temporary.error().empty()) {
-    throw InputError(path + ": cannot be written (does the folder exist, and may you write "
-                     "there?): " + temporary.error());
+    throw InputError(path +
+                     ": cannot be written (does the folder exist, and may you write "
+                     "there?): " +
+                     temporary.error());
   }
   const std::string failure = temporary.write_and_close(content);
   if (!failure.empty()) throw InputError(path + ": writing failed (disk full?): " + failure);

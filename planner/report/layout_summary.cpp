@@ -8,18 +8,25 @@
 namespace meshplan {
 
 nlohmann::json layout_json(const Layout& l) {
-  return {{"dp", l.dp},   {"tp", l.tp},   {"pp", l.pp},   {"cp", l.cp},
-          {"vpp", l.vpp}, {"mbs", l.mbs}, {"gbs", l.gbs}, {"zero", l.zero},
-          {"recompute", to_string(l.recompute)},          {"sp", l.sp},
+  return {{"dp", l.dp},
+          {"tp", l.tp},
+          {"pp", l.pp},
+          {"cp", l.cp},
+          {"vpp", l.vpp},
+          {"mbs", l.mbs},
+          {"gbs", l.gbs},
+          {"zero", l.zero},
+          {"recompute", to_string(l.recompute)},
+          {"sp", l.sp},
           {"stage_layers", l.stage_layers}};
 }
 
 std::string framework_summary(const FrameworkConvention& f) {
   const auto on_off = [](bool on) { return on ? "on" : "off"; };
   return "framework " + f.name + " (elementwise " + to_string(f.elementwise) + "; overlap: tp " +
-         significant(100 * f.tp_comm_overlap, 3) + "%, dp gradients " +
-         on_off(f.dp_grad_overlap) + ", dp parameters " + on_off(f.dp_param_overlap) +
-         ", interleaved pp sends " + on_off(f.pp_p2p_overlap) + ")";
+         significant(100 * f.tp_comm_overlap, 3) + "%, dp gradients " + on_off(f.dp_grad_overlap) +
+         ", dp parameters " + on_off(f.dp_param_overlap) + ", interleaved pp sends " +
+         on_off(f.pp_p2p_overlap) + ")";
 }
 
 nlohmann::json overlaps_json(const FrameworkConvention& f) {
@@ -33,9 +40,8 @@ std::string layout_summary(const Layout& l, const TrainingSetup& setup) {
   std::ostringstream s;
   s << degrees_text(l, true) << ", mbs " << l.mbs << ", gbs " << l.gbs << " ("
     << counted(l.microbatches(), "micro-batch", "micro-batches") << "), seq " << setup.seq
-    << ", zero " << l.zero
-    << ", recompute " << to_string(l.recompute) << ", sp " << (l.sp ? "on" : "off")
-    << ", attention " << to_string(setup.attention);
+    << ", zero " << l.zero << ", recompute " << to_string(l.recompute) << ", sp "
+    << (l.sp ? "on" : "off") << ", attention " << to_string(setup.attention);
   return s.str();
 }
 
@@ -90,19 +96,21 @@ std::vector<std::string> regime_caveats(const Layout& layout, const TrainingSetu
                   "within -7% to +29%.");
   }
   if (profile == "a100") {
-    out.push_back("profile a100: the published A100 runs, each predicted by a fit that left its "
-                  "study out, came out 4-11% slower than measured for Korthikanti et al. 2022, "
-                  "13% faster to 4% slower for Narayanan et al. 2021 (Megatron-LM), and 9-55% "
-                  "faster for Hagemann et al. 2023 (Aleph Alpha's codebase) (README, "
-                  "Validation): on A100 the codebase moves the step time more than the "
-                  "interval's spread; fit a profile to the cluster's own runs (meshplan fit).");
+    out.push_back(
+        "profile a100: the published A100 runs, each predicted by a fit that left its "
+        "study out, came out 4-11% slower than measured for Korthikanti et al. 2022, "
+        "13% faster to 4% slower for Narayanan et al. 2021 (Megatron-LM), and 9-55% "
+        "faster for Hagemann et al. 2023 (Aleph Alpha's codebase) (README, "
+        "Validation): on A100 the codebase moves the step time more than the "
+        "interval's spread; fit a profile to the cluster's own runs (meshplan fit).");
   }
   // Above every MFU measured in ../shared/data/validation but one: Korthikanti et al. 2022 56.3%
   // (1T, selective recompute + sp), Hagemann et al. 2023 59.6%, and 70.6% for one of their runs
   // by their own FLOP count.
   constexpr double kPublishedMfu = 0.6;
   if (mfu > kPublishedMfu) {
-    out.push_back("MFU " + fixed(100 * mfu, 1) + "%: above every published run meshplan is "
+    out.push_back("MFU " + fixed(100 * mfu, 1) +
+                  "%: above every published run meshplan is "
                   "validated against but one (Megatron-LM's reach 56%, Aleph Alpha's 60%, one of "
                   "theirs 71% by its own FLOP count); on the runs nearest it the cross-validated "
                   "predictions were 9% faster (Aleph Alpha's) to 11% slower (Megatron-LM's) than "

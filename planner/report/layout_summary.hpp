@@ -3,11 +3,10 @@
 // labels (estimate, plan, ledger and plan files use them).
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "costmodel/layout.hpp"
 #include "costmodel/memory_ledger.hpp"
@@ -25,8 +24,8 @@ nlohmann::json layout_json(const Layout& layout);
 std::string layout_summary(const Layout& layout, const TrainingSetup& setup);
 
 /// "framework megatron (elementwise fused; overlap: tp 0%, dp gradients off, dp parameters off,
-/// interleaved pp sends off)": the convention and the kernel and overlap settings it was costed with (its
-/// own or the --elementwise / --tp-overlap / --dp-overlap / --pp-overlap overrides).
+/// interleaved pp sends off)": the convention and the kernel and overlap settings it was costed
+/// with (its own or the --elementwise / --tp-overlap / --dp-overlap / --pp-overlap overrides).
 std::string framework_summary(const FrameworkConvention& framework);
 
 /// The overlap settings as JSON: {tp_comm_overlap (share of TP collective time hidden),

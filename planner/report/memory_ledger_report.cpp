@@ -68,8 +68,8 @@ std::string render_memory_ledger(const MemoryLedger& ledger, const std::string& 
   for (const StageLedger& s : ledger.stages) {
     const bool worst = &s == &ledger.stages[ledger.worst_stage];
     if (!all_stages && !worst) continue;
-    out << "\nStage " << s.stage << (worst ? " (worst)" : "") << ": " << stage_contents(s)
-        << ", " << activations_text(s) << "\n"
+    out << "\nStage " << s.stage << (worst ? " (worst)" : "") << ": " << stage_contents(s) << ", "
+        << activations_text(s) << "\n"
         << stage_entries(s);
   }
   out << "\nfits on " << gpu_name << ": " << (ledger.fits ? "yes" : "no") << ", headroom "

@@ -2,9 +2,8 @@
 // JSON. Used by `meshplan ledger` (and later estimate and plan).
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "costmodel/memory_ledger.hpp"
 
@@ -13,7 +12,7 @@ namespace meshplan {
 /// Per-stage totals, then every entry of the worst stage (or of every stage with
 /// `all_stages`), then "fits on <gpu>: yes/no, headroom X GiB" and the largest single tensor.
 std::string render_memory_ledger(const MemoryLedger& ledger, const std::string& gpu_name,
-                                  bool all_stages);
+                                 bool all_stages);
 
 /// The activations a stage holds, as its heading says them: "activations: 20 layers x 4
 /// micro-batches in flight" (vpp 1), "activations: 5-layer chunks x 10 chunk micro-batches in

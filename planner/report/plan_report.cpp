@@ -22,8 +22,8 @@ namespace {
 
 std::string layout_text(const Layout& l) {
   std::ostringstream s;
-  s << degrees_text(l, true) << " mbs " << l.mbs << " zero " << l.zero << " recompute " << to_string(l.recompute)
-    << " sp " << (l.sp ? "on" : "off");
+  s << degrees_text(l, true) << " mbs " << l.mbs << " zero " << l.zero << " recompute "
+    << to_string(l.recompute) << " sp " << (l.sp ? "on" : "off");
   return s.str();
 }
 
@@ -90,11 +90,14 @@ std::string winner_state_text(const SearchRequest& r, const Layout& l) {
     }
     held = std::max(held, bytes);
   }
-  static const char* const kSharded[] = {"", "the optimizer states", "the gradients and "
-                                         "optimizer states", "all of it"};
+  static const char* const kSharded[] = {"", "the optimizer states",
+                                         "the gradients and "
+                                         "optimizer states",
+                                         "all of it"};
   const double group = shard_group(l, r.setup.framework);
-  std::string text = "the winner holds " + gib(held) + " of it on its largest stage (tp x pp = " +
-                     std::to_string(l.tp * l.pp) + " split the weights";
+  std::string text = "the winner holds " + gib(held) +
+                     " of it on its largest stage (tp x pp = " + std::to_string(l.tp * l.pp) +
+                     " split the weights";
   if (l.zero >= 1 && group > 1) {
     text += ", ZeRO-" + std::to_string(l.zero) + " shards " + kSharded[l.zero] + " over " +
             (r.setup.framework.shard_over_cp && l.cp > 1 ? "dp x cp" : "dp") + " = " +
@@ -127,8 +130,8 @@ std::string tie_lines(const SearchResult& result, const Candidate& w) {
     s << "- Ties (80% intervals overlap the winner's; let a measured step decide, meshplan-run "
          "replays a plan): ";
     for (std::size_t i = 0; i < ties.size() && i < kNamed; ++i) {
-      s << (i ? "; " : "") << layout_text(ties[i]->layout) << " ("
-        << fixed(ties[i]->step_time_s, 3) << " s)";
+      s << (i ? "; " : "") << layout_text(ties[i]->layout) << " (" << fixed(ties[i]->step_time_s, 3)
+        << " s)";
     }
     if (ties.size() > kNamed) s << "; and " << ties.size() - kNamed << " more";
     s << ".\n";
@@ -177,7 +180,8 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
     s << ".\n";
   } else {
     s << "Even sharded over all " << counted(r.gpus, "GPU") << " it is "
-      << gib(state.total_bytes / static_cast<double>(r.gpus)) << " per GPU: more GPUs are needed.\n";
+      << gib(state.total_bytes / static_cast<double>(r.gpus))
+      << " per GPU: more GPUs are needed.\n";
   }
   if (result.ranked.empty()) {
     s << "- No layout fits. Rejected: " << rejected_text(result) << ".";
@@ -205,16 +209,18 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
       << (l.stage_layers.empty()
               ? ""
               : std::string(l.vpp > 1 ? " whose model chunks hold " : " of ") +
-                    std::to_string(*std::min_element(l.stage_layers.begin(),
-                                                     l.stage_layers.end())) +
+                    std::to_string(
+                        *std::min_element(l.stage_layers.begin(), l.stage_layers.end())) +
                     " to " +
-                    std::to_string(*std::max_element(l.stage_layers.begin(),
-                                                     l.stage_layers.end())) +
+                    std::to_string(
+                        *std::max_element(l.stage_layers.begin(), l.stage_layers.end())) +
                     " layers (they do not split evenly: the embedding's and the LM head's " +
                     (l.vpp > 1 ? "chunks" : "stages") + " take fewer)")
       << "; only activations cross stage boundaries"
-      << (l.vpp > 1 ? ", and " + std::to_string(l.vpp) + " virtual stages per rank shrink the "
-                          "bubble by " + std::to_string(l.vpp) + "x"
+      << (l.vpp > 1 ? ", and " + std::to_string(l.vpp) +
+                          " virtual stages per rank shrink the "
+                          "bubble by " +
+                          std::to_string(l.vpp) + "x"
                     : "")
       << " (bubble " << fixed(w.breakdown.bubble_s, 2) << " s of " << fixed(w.step_time_s, 2)
       << " s).\n";
@@ -242,8 +248,8 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
       << " s of compute for activation memory.\n";
   }
   s << "- Peak memory " << gib(w.peak_bytes) << " of " << gib(gpu.memory_bytes) << " (stage "
-    << w.worst_stage << "; OOM risk " << risk_percent(w.oom_risk) << "); the step's largest part is " << largest_component(w.breakdown).first
-    << ".\n";
+    << w.worst_stage << "; OOM risk " << risk_percent(w.oom_risk)
+    << "); the step's largest part is " << largest_component(w.breakdown).first << ".\n";
   // The runner-up: the first layout that ranks after the winner without tying it.
   const Candidate* runner_up = nullptr;
   std::size_t ties = 0;
@@ -291,8 +297,7 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
     const double slower_percent = 100 * (b.step_time_s / w.step_time_s - 1);
     s << "- Runner-up (" << layout_text(b.layout) << ") is "
       << (slower_percent < 0.1 ? significant(slower_percent, 2) : fixed(slower_percent, 1))
-      << "% slower ("
-      << fixed(b.step_time_s - w.step_time_s, 3) << " s)";
+      << "% slower (" << fixed(b.step_time_s - w.step_time_s, 3) << " s)";
     if (!more.empty()) s << ": it spends more on " << listed(more);
     if (!more.empty() && !less.empty()) s << "; less on " << listed(less);
     s << ".\n";
@@ -304,8 +309,8 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
 std::string render_plan(const SearchRequest& r, const SearchResult& result) {
   std::ostringstream s;
   s << r.model.name << " on " << r.gpus << " x " << r.cluster.gpu.name << " (" << r.cluster.name
-    << "), seq " << r.setup.seq << ", gbs " << r.gbs << ", " << to_string(r.setup.precision)
-    << ", " << framework_summary(r.setup.framework) << "\n";
+    << "), seq " << r.setup.seq << ", gbs " << r.gbs << ", " << to_string(r.setup.precision) << ", "
+    << framework_summary(r.setup.framework) << "\n";
   s << "searched " << result.space << " layouts: " << result.fits << " fit in memory, "
     << result.fits << " timed\n\n";
   if (!result.ranked.empty()) {
@@ -315,8 +320,8 @@ std::string render_plan(const SearchRequest& r, const SearchResult& result) {
     Table t({"#  ", "dp", "tp", "pp", "cp", "vpp", "mbs", "zero", "recompute", "sp", "memory GiB",
              "OOM risk", "step s", "tokens/s", "MFU", "MFU causal",
              hours ? "GPU-hours" : "largest part"},
-            {true, false, false, false, false, false, false, false, true, true, false, false,
-             false, false, false, false, !hours});
+            {true, false, false, false, false, false, false, false, true, true, false, false, false,
+             false, false, false, !hours});
     const double causal = causal_flops_ratio(r);
     std::size_t i = 0;
     for (const Candidate& c : result.ranked) {
@@ -326,8 +331,8 @@ std::string render_plan(const SearchRequest& r, const SearchResult& result) {
                  std::to_string(l.mbs), std::to_string(l.zero), to_string(l.recompute),
                  l.sp ? "on" : "off",
                  fixed(c.peak_bytes / kGiB, 1) + "/" + fixed(r.cluster.gpu.memory_bytes / kGiB, 1),
-                 risk_percent(c.oom_risk), fixed(c.step_time_s, 3), fixed(c.tokens_per_s, 0), fixed(100 * c.mfu, 1) + "%",
-                 fixed(100 * c.mfu * causal, 1) + "%",
+                 risk_percent(c.oom_risk), fixed(c.step_time_s, 3), fixed(c.tokens_per_s, 0),
+                 fixed(100 * c.mfu, 1) + "%", fixed(100 * c.mfu * causal, 1) + "%",
                  hours ? scientific(gpu_hours(r, c)) : largest_component(c.breakdown).first});
     }
     s << t.render(0);
@@ -336,9 +341,8 @@ std::string render_plan(const SearchRequest& r, const SearchResult& result) {
       << " peak;\nMFU causal: the same with attention score and value FLOPs halved (the work a "
          "causal mask leaves, as FlashAttention counts it).\n"
       << kStepTimeCaveat << "\n";
-    for (const std::string& regime :
-         regime_caveats(result.ranked.front().layout, r.setup, r.profile.name,
-                        result.ranked.front().mfu)) {
+    for (const std::string& regime : regime_caveats(result.ranked.front().layout, r.setup,
+                                                    r.profile.name, result.ranked.front().mfu)) {
       s << "Caveat (the winner): " << regime << "\n";
     }
     s << "\n";

@@ -5,9 +5,8 @@
 // rejections by reason and the least memory any layout needed.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "planner/search/search.hpp"
 

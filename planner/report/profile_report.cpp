@@ -250,23 +250,24 @@ std::string collectives_text(const Profile& p) {
   bool any_points = false;
   for (const CollectiveFit& f : p.collectives) any_points = any_points || !f.points.empty();
   if (any_points) {
-    out += wrap(
-        "  ",
-        "Step times do not use the line where a fit has measured points: from the smallest "
-        "measured size up they read busbw off the measured points (interpolated between "
-        "them; past the largest, its time plus the extra bytes at the fit's busbw), and use "
-        "the alpha-beta line only below the smallest measured size, where latency dominates. "
-        "The line can overstate busbw in between (the 'line / measured' column below); that "
-        "does not reach the step times.");
+    out +=
+        wrap("  ",
+             "Step times do not use the line where a fit has measured points: from the smallest "
+             "measured size up they read busbw off the measured points (interpolated between "
+             "them; past the largest, its time plus the extra bytes at the fit's busbw), and use "
+             "the alpha-beta line only below the smallest measured size, where latency dominates. "
+             "The line can overstate busbw in between (the 'line / measured' column below); that "
+             "does not reach the step times.");
   }
   for (const CollectiveFit& f : p.collectives) {
     if (f.points.empty()) continue;
     const double factor = bus_bandwidth_factor(f.collective, f.group_size);
-    out += "\n" + wrap("  ", std::string(to_string(f.collective)) + " on " + to_string(f.tier) +
-                               ", " + std::to_string(f.group_size) + " ranks (F = " +
-                               fixed(factor, 3) + "): measured busbw (what step times use from " +
-                               binary_size_label(f.points.front().bytes) +
-                               " up) vs the line's S x F / t(S)");
+    out +=
+        "\n" + wrap("  ", std::string(to_string(f.collective)) + " on " + to_string(f.tier) + ", " +
+                              std::to_string(f.group_size) + " ranks (F = " + fixed(factor, 3) +
+                              "): measured busbw (what step times use from " +
+                              binary_size_label(f.points.front().bytes) +
+                              " up) vs the line's S x F / t(S)");
     Table pts({"size", "measured busbw GB/s", "line busbw GB/s", "line / measured"},
               {false, false, false, false});
     for (const BusbwPoint& point : f.points) {

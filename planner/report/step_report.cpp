@@ -52,13 +52,13 @@ std::string pipeline_pace(const StepReportInputs& in, const StepEstimate& e) {
 /// costs and why it saves next to nothing (Korthikanti et al. 2022, sec. 4.1, drop the score,
 /// softmax and dropout tensors that FlashAttention never keeps); "" otherwise.
 std::string selective_flash_note(const StepReportInputs& in, const StepEstimate& e) {
-  if (in.layout.recompute != Recompute::kSelective ||
-      in.setup.attention != AttentionImpl::kFlash ||
+  if (in.layout.recompute != Recompute::kSelective || in.setup.attention != AttentionImpl::kFlash ||
       in.setup.framework.selective != SelectivePolicy::kAttentionCore) {
     return "";
   }
   return "selective recompute runs the attention core's forward again (" +
-         fixed(e.breakdown.recompute_s, 3) + " s per step) to drop what that core keeps for its "
+         fixed(e.breakdown.recompute_s, 3) +
+         " s per step) to drop what that core keeps for its "
          "backward; FlashAttention keeps no score or softmax matrix, only its softmax "
          "statistics, so next to no memory is saved: recompute none costs less where it fits.";
 }
@@ -74,10 +74,10 @@ struct Explanation {
 /// the text and for --json alike.
 std::vector<Explanation> explanations(const StepReportInputs& in, const StepEstimate& e) {
   std::vector<Explanation> out;
-  for (Explanation x : {Explanation{"", pipeline_pace(in, e)},
-                        Explanation{"Note: ", uneven_chunks_note(in, e)},
-                        Explanation{"Note: ", zero3_pipeline_note(in.layout, in.setup)},
-                        Explanation{"Note: ", selective_flash_note(in, e)}}) {
+  for (Explanation x :
+       {Explanation{"", pipeline_pace(in, e)}, Explanation{"Note: ", uneven_chunks_note(in, e)},
+        Explanation{"Note: ", zero3_pipeline_note(in.layout, in.setup)},
+        Explanation{"Note: ", selective_flash_note(in, e)}}) {
     if (!x.line.empty()) out.push_back(std::move(x));
   }
   return out;
@@ -115,7 +115,8 @@ std::string uneven_chunks_note(const StepReportInputs& in, const StepEstimate& e
          " layers: the event simulation of the interleaved schedule over them takes " +
          fixed(simulated, 3) + " s, " + fixed(std::abs(change), 1) + "% " +
          (change > 0 ? "slower" : "faster") + " than the closed-form step time of " +
-         fixed(e.step_time_s, 3) + " s, which paces the pipeline by each stage's total, as plan "
+         fixed(e.step_time_s, 3) +
+         " s, which paces the pipeline by each stage's total, as plan "
          "ranks layouts (a heavier chunk stalls its neighbours' interleaved order); plan's "
          "search tries only chunks of equal layers, or one short on the embedding's and the LM "
          "head's, where the two stay within about 2% (estimate --trace draws the simulation)";
@@ -125,15 +126,15 @@ std::string render_step(const StepReportInputs& in, const StepEstimate& e) {
   std::ostringstream s;
   s << in.model.name << " on " << in.layout.gpus() << " x " << in.cluster.gpu.name << " ("
     << in.cluster.name << ", profile " << in.profile << ")\n  "
-    << layout_summary(in.layout, in.setup) << ", " << to_string(in.setup.precision)
-    << ", " << framework_summary(in.setup.framework) << "\n\n";
+    << layout_summary(in.layout, in.setup) << ", " << to_string(in.setup.precision) << ", "
+    << framework_summary(in.setup.framework) << "\n\n";
   s << "  step time        " << fixed(e.step_time_s, 3) << " s\n";
   s << "  tokens/s         " << fixed(e.tokens_per_s, 0) << " (" << fixed(e.tokens_per_s_per_gpu, 1)
     << " per GPU)\n";
   s << "  model TFLOP/s    " << fixed(e.tflops_per_gpu, 1) << " per GPU, "
     << fixed(e.tflops_per_gpu_causal, 1) << " with causal attention FLOPs\n";
-  s << "  MFU / HFU        " << fixed(e.mfu * 100, 1) << "% / " << fixed(e.hfu * 100, 1)
-    << "% of " << fixed(e.peak_flops_per_s / kTera, 1) << " TFLOP/s dense "
+  s << "  MFU / HFU        " << fixed(e.mfu * 100, 1) << "% / " << fixed(e.hfu * 100, 1) << "% of "
+    << fixed(e.peak_flops_per_s / kTera, 1) << " TFLOP/s dense "
     << half_dtype_name(in.setup.precision)
     << " (model FLOPs count attention non-causal, as Megatron-LM and PaLM report)\n";
   s << "  MFU causal       " << fixed(e.mfu_causal * 100, 1)
@@ -202,8 +203,10 @@ nlohmann::json step_json(const StepReportInputs& in, const StepEstimate& e) {
       {"p2p_s", e.p2p_s}};
   for (const auto& [key, value] : headline_figures(e)) j[key] = value;
   // The 80% interval (the profile's fitted one; null without it).
-  j["step_time_s_p10"] = e.step_time_s_p90 > 0 ? nlohmann::json(e.step_time_s_p10) : nlohmann::json();
-  j["step_time_s_p90"] = e.step_time_s_p90 > 0 ? nlohmann::json(e.step_time_s_p90) : nlohmann::json();
+  j["step_time_s_p10"] =
+      e.step_time_s_p90 > 0 ? nlohmann::json(e.step_time_s_p10) : nlohmann::json();
+  j["step_time_s_p90"] =
+      e.step_time_s_p90 > 0 ? nlohmann::json(e.step_time_s_p90) : nlohmann::json();
   return j;
 }
 
@@ -243,14 +246,14 @@ void check_step_trace_size(const StepEstimate& e, const Layout& layout) {
   // About 100 bytes an event: a million events is a 100 MB file, about what a viewer opens.
   constexpr double kMaxEvents = 1e6;
   const double per_op = 4.0 + 2.0 * static_cast<double>(kinds);
-  const double events = per_op * static_cast<double>(layout.pp) *
-                        static_cast<double>(layout.vpp) *
+  const double events = per_op * static_cast<double>(layout.pp) * static_cast<double>(layout.vpp) *
                         static_cast<double>(layout.microbatches());
   if (events > kMaxEvents) {
-    throw InputError("the step has about " + fixed(events, 0) +
-                     " events (pp x vpp x micro-batches x " + fixed(per_op, 0) +
-                     ": forward, backward, their two sends and the exposed communication of each), more "
-                     "than the 1000000 a trace viewer opens; trace a smaller --gbs");
+    throw InputError(
+        "the step has about " + fixed(events, 0) + " events (pp x vpp x micro-batches x " +
+        fixed(per_op, 0) +
+        ": forward, backward, their two sends and the exposed communication of each), more "
+        "than the 1000000 a trace viewer opens; trace a smaller --gbs");
   }
 }
 
@@ -265,12 +268,20 @@ void write_step_trace(std::ostream& out, const StepEstimate& e, const Layout& la
   const double dp_us = e.breakdown.dp_exposed_s * 1e6;
   const double opt_us = e.breakdown.optimizer_s * 1e6;
   for (std::int64_t stage = 0; stage < layout.pp; ++stage) {
-    additions.events.push_back({{"name", "data-parallel gradient reduction"}, {"cat", "dp"},
-                                {"ph", "X"}, {"pid", stage}, {"tid", 1},
-                                {"ts", start_us}, {"dur", dp_us}});
-    additions.events.push_back({{"name", "optimizer step"}, {"cat", "optimizer"},
-                                {"ph", "X"}, {"pid", stage}, {"tid", 0},
-                                {"ts", start_us + dp_us}, {"dur", opt_us}});
+    additions.events.push_back({{"name", "data-parallel gradient reduction"},
+                                {"cat", "dp"},
+                                {"ph", "X"},
+                                {"pid", stage},
+                                {"tid", 1},
+                                {"ts", start_us},
+                                {"dur", dp_us}});
+    additions.events.push_back({{"name", "optimizer step"},
+                                {"cat", "optimizer"},
+                                {"ph", "X"},
+                                {"pid", stage},
+                                {"tid", 0},
+                                {"ts", start_us + dp_us},
+                                {"dur", opt_us}});
   }
   additions.other_data["pipeline_s"] = sim.step_time_s;
   additions.other_data["pipeline_sends"] = times.sends_wait ? "wait" : "beside compute";

@@ -2,11 +2,10 @@
 // table, JSON with unit-carrying keys, and the Chrome trace of the simulated step.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "costmodel/step_time.hpp"
 
@@ -19,8 +18,9 @@ struct StepReportInputs {
   const TrainingSetup& setup;
   const ClusterSpec& cluster;
   std::string profile;
-  double comm_sm_fraction = 0;     ///< the profile's (Profile::comm_sm_fraction)
-  std::vector<std::string> notes;  ///< defaults taken: the "notes" key of step_json (the CLI prints them on stderr)
+  double comm_sm_fraction = 0;  ///< the profile's (Profile::comm_sm_fraction)
+  std::vector<std::string>
+      notes;  ///< defaults taken: the "notes" key of step_json (the CLI prints them on stderr)
 };
 
 /// Step time, tokens/s (total, per GPU), TFLOP/s per GPU, MFU, HFU, worst-stage memory, then

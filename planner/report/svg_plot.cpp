@@ -185,8 +185,7 @@ std::string plot_color(std::size_t i) {
 
 std::string binary_size_label(double bytes) {
   if (!(bytes >= 0)) return px(bytes);
-  static const std::array<const char*, 7> kUnits = {"B",   "KiB", "MiB", "GiB",
-                                                    "TiB", "PiB", "EiB"};
+  static const std::array<const char*, 7> kUnits = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
   std::size_t unit = 0;
   double value = bytes;
   while (value >= 1024 * (1 - 1e-12) && unit + 1 < kUnits.size()) {
@@ -196,8 +195,7 @@ std::string binary_size_label(double bytes) {
   char buffer[64];
   // From 999.5 of a unit "%.3g" would say "1e+03": the whole number instead ("1000 MiB"), and
   // so beyond the largest unit ("2048 EiB").
-  std::snprintf(buffer, sizeof buffer, value >= 999.5 ? "%.0f %s" : "%.3g %s", value,
-                kUnits[unit]);
+  std::snprintf(buffer, sizeof buffer, value >= 999.5 ? "%.0f %s" : "%.3g %s", value, kUnits[unit]);
   return buffer;
 }
 

@@ -1,5 +1,11 @@
 #include "planner/report/temporary_file.hpp"
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <array>
 #include <atomic>
 #include <cerrno>
@@ -11,12 +17,6 @@
 #include <cstring>
 #include <filesystem>
 #include <mutex>
-
-#include <dirent.h>
-#include <fcntl.h>
-#include <sys/random.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 namespace meshplan {
 
@@ -69,8 +69,8 @@ void install_signal_handlers() {
   for (std::size_t i = 0; i < kSignals.size(); ++i) {
     struct sigaction current {};
     if (::sigaction(kSignals[i], nullptr, &current) != 0) continue;
-    const bool ours = (current.sa_flags & SA_SIGINFO) &&
-                      current.sa_sigaction == remove_temporaries_on_signal;
+    const bool ours =
+        (current.sa_flags & SA_SIGINFO) && current.sa_sigaction == remove_temporaries_on_signal;
     if (ours || (!(current.sa_flags & SA_SIGINFO) && current.sa_handler == SIG_IGN)) continue;
     g_previous[i] = current;
     struct sigaction action {};
@@ -109,8 +109,9 @@ std::string random_hex() {
   std::uint64_t value = 0;
   if (::getrandom(&value, sizeof value, 0) != static_cast<ssize_t>(sizeof value)) {
     static std::atomic<std::uint64_t> counter{0};
-    value = static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
-            (++counter * 0x9e3779b97f4a7c15ULL);
+    value =
+        static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+        (++counter * 0x9e3779b97f4a7c15ULL);
   }
   char text[17];
   std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(value));
@@ -137,8 +138,7 @@ void remove_stale_temporaries(const std::string& final_path) {
     // "<pid>.<random>" after the prefix; a name of another shape is not ours.
     const std::string rest = name.substr(start.size());
     const std::size_t dot = rest.find('.');
-    if (dot == 0 || dot == std::string::npos ||
-        rest.find_first_not_of("0123456789") != dot) {
+    if (dot == 0 || dot == std::string::npos || rest.find_first_not_of("0123456789") != dot) {
       continue;
     }
     const long pid = std::strtol(rest.substr(0, dot).c_str(), nullptr, 10);

@@ -6,8 +6,9 @@
 // opened or followed (a planted name is simply skipped). Never left behind: removed when the
 // write fails, when the process gets SIGINT, SIGTERM or SIGHUP (a handler unlinks every open
 // temporary with async-signal-safe calls, then does what the signal did before: ends the
-// process by it, or calls the program's own handler), and after SIGKILL by the next write to the same target, which removes the temporaries
-// of that target whose process no longer runs (regular files of this user only).
+// process by it, or calls the program's own handler), and after SIGKILL by the next write to the
+// same target, which removes the temporaries of that target whose process no longer runs (regular
+// files of this user only).
 #pragma once
 
 #include <string>

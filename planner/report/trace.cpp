@@ -18,17 +18,16 @@ namespace {
 // integer nanoseconds, so the rounding is done once here and adjacent events stay adjacent.
 double to_us(double seconds) { return std::round(seconds * 1e9) / 1e3; }
 
-nlohmann::json metadata(const char* name, std::int64_t pid, std::int64_t tid,
-                        nlohmann::json args) {
+nlohmann::json metadata(const char* name, std::int64_t pid, std::int64_t tid, nlohmann::json args) {
   return {{"name", name}, {"ph", "M"}, {"pid", pid}, {"tid", tid}, {"args", std::move(args)}};
 }
 
 nlohmann::json complete(std::string name, const char* category, double start_s, double end_s,
                         std::int64_t pid, std::int64_t tid, nlohmann::json args) {
   const double ts_us = to_us(start_s);
-  return {{"name", std::move(name)}, {"cat", category},    {"ph", "X"},
-          {"ts", ts_us},             {"dur", to_us(end_s) - ts_us}, {"pid", pid},
-          {"tid", tid},              {"args", std::move(args)}};
+  return {
+      {"name", std::move(name)},     {"cat", category}, {"ph", "X"},  {"ts", ts_us},
+      {"dur", to_us(end_s) - ts_us}, {"pid", pid},      {"tid", tid}, {"args", std::move(args)}};
 }
 
 }  // namespace
@@ -186,8 +185,8 @@ void write_chrome_trace(std::ostream& out, const PipelineSimulation& sim,
     for (const Communication& c : list) {
       const PipelineEvent& e = sim.events[c.event];
       if (c.kind < 0) {
-        write(complete("send mb" + std::to_string(e.microbatch), "p2p", e.start_s, e.end_s,
-                       e.stage, c.tid,
+        write(complete("send mb" + std::to_string(e.microbatch), "p2p", e.start_s, e.end_s, e.stage,
+                       c.tid,
                        {{"chunk", e.chunk},
                         {"microbatch", e.microbatch},
                         {"to_stage", e.peer_stage},
@@ -198,8 +197,8 @@ void write_chrome_trace(std::ostream& out, const PipelineSimulation& sim,
           exposed[static_cast<std::size_t>(e.stage)][static_cast<std::size_t>(c.kind)];
       const bool forward = e.kind == PipelineOpKind::kForward;
       const auto [begin_s, end_s] = part_of(e, c.kind);
-      write(complete(k.name + ", exposed (" + op_name(e) + ")", k.category.c_str(), begin_s,
-                     end_s, e.stage, c.tid,
+      write(complete(k.name + ", exposed (" + op_name(e) + ")", k.category.c_str(), begin_s, end_s,
+                     e.stage, c.tid,
                      {{"chunk", e.chunk},
                       {"microbatch", e.microbatch},
                       {"pass", forward ? "forward" : "backward"}}));

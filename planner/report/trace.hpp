@@ -16,11 +16,10 @@
 // microseconds, rounded to the nanosecond so back-to-back ops touch exactly.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "costmodel/pipeline_simulation.hpp"
 

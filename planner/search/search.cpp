@@ -1,9 +1,9 @@
 #include "planner/search/search.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <array>
 #include <bit>
+#include <cmath>
 #include <limits>
 #include <thread>
 #include <tuple>
@@ -94,16 +94,16 @@ class Worker {
         if (surplus <= 2) vpps.push_back(v);
       }
     }
-    const std::vector<std::int64_t> mbss =
-        r_.pins.mbs ? std::vector<std::int64_t>{*r_.pins.mbs}
-        : r_.gbs % dp == 0 ? divisors(r_.gbs / dp)
-                           : std::vector<std::int64_t>{1};
+    const std::vector<std::int64_t> mbss = r_.pins.mbs ? std::vector<std::int64_t>{*r_.pins.mbs}
+                                           : r_.gbs % dp == 0 ? divisors(r_.gbs / dp)
+                                                              : std::vector<std::int64_t>{1};
     const int sp_first = r_.pins.sp ? (*r_.pins.sp ? 1 : 0) : 0;
     const int sp_last = r_.pins.sp ? sp_first : (tp > 1 ? 1 : 0);
     const std::array<Recompute, 3> recomputes = {Recompute::kNone, Recompute::kSelective,
                                                  Recompute::kFull};
     std::vector<std::vector<std::int64_t>> splits;
-    for (std::int64_t vpp : vpps) splits.push_back(default_stage_split(r_.model.num_layers, pp, vpp));
+    for (std::int64_t vpp : vpps)
+      splits.push_back(default_stage_split(r_.model.num_layers, pp, vpp));
     for (std::size_t i = 0; i < vpps.size(); ++i) {
       const std::int64_t vpp = vpps[i];
       for (std::int64_t mbs : mbss) {
@@ -226,7 +226,9 @@ class Worker {
     if (it == activations_.end()) {
       Layout one = l;
       one.mbs = 1;
-      it = activations_.emplace(key, activation_bytes(build_layer_ops(r_.model, layer_setting(one, r_.setup))))
+      it = activations_
+               .emplace(key,
+                        activation_bytes(build_layer_ops(r_.model, layer_setting(one, r_.setup))))
                .first;
     }
     return it->second;
@@ -355,7 +357,8 @@ SearchResult search_layouts(const SearchRequest& request) {
     for (const Worker& w : workers) {
       const Worker::Broken& b = w.broken()[bit];
       merged.layouts += b.layouts;
-      if (b.first && (!merged.first || b.first->first < merged.first->first)) merged.first = b.first;
+      if (b.first && (!merged.first || b.first->first < merged.first->first))
+        merged.first = b.first;
     }
     if (merged.layouts == 0) continue;
     BrokenRule rule;

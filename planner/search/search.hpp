@@ -42,15 +42,15 @@ struct LayoutPins {
 
 /// A search request. References must outlive the search.
 struct SearchRequest {
-  SearchRequest(const ModelSpec& m, const ClusterSpec& c, const Profile& p,
-                const TrainingSetup& s, std::int64_t gpu_count, std::int64_t global_batch)
+  SearchRequest(const ModelSpec& m, const ClusterSpec& c, const Profile& p, const TrainingSetup& s,
+                std::int64_t gpu_count, std::int64_t global_batch)
       : model(m), cluster(c), profile(p), setup(s), gpus(gpu_count), gbs(global_batch) {}
   const ModelSpec& model;
   const ClusterSpec& cluster;
   const Profile& profile;
   const TrainingSetup& setup;  ///< seq, framework convention, precision, attention
   std::int64_t gpus = 0;
-  std::int64_t gbs = 0;        ///< global batch, sequences
+  std::int64_t gbs = 0;  ///< global batch, sequences
   LayoutPins pins;
   bool allow_cross_node_tp = false;  ///< let tp span NVLink domains (then costed on the NICs)
   /// GPU memory kept free beyond the ledger's own overhead lines (CUDA context, allocator
@@ -60,9 +60,9 @@ struct SearchRequest {
   /// profile's fitted memory parameters for setup.framework's family).
   double max_oom_risk = kDefaultMaxOomRisk;
   Objective objective = Objective::kTime;
-  double tokens = 0;                 ///< tokens to train, for GPU-hours (cost); 0: not shown
+  double tokens = 0;  ///< tokens to train, for GPU-hours (cost); 0: not shown
   std::size_t top_k = 10;
-  bool pareto = false;               ///< also collect the memory/time Pareto front
+  bool pareto = false;  ///< also collect the memory/time Pareto front
   int threads = 2;
 };
 
@@ -72,7 +72,7 @@ struct Candidate {
   double step_time_s = 0;
   /// The 80% interval of the measured step time (StepEstimate); 0 and 0 without one.
   double step_time_s_p10 = 0, step_time_s_p90 = 0;
-  double peak_bytes = 0;      ///< worst stage
+  double peak_bytes = 0;  ///< worst stage
   /// OOM risk and the 80% interval of the peak (costmodel/oom_risk.hpp).
   double oom_risk = 0;
   double peak_bytes_p10 = 0, peak_bytes_p90 = 0;

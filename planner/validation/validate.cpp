@@ -17,7 +17,7 @@ namespace meshplan {
 namespace {
 
 const std::vector<std::string>& metric_order() {
-  static const std::vector<std::string> order = {kMetricStepTime, kMetricTflops, kMetricTokens,
+  static const std::vector<std::string> order = {kMetricStepTime, kMetricTflops,    kMetricTokens,
                                                  kMetricMfu,      kMetricPeakBytes, kMetricOom};
   return order;
 }
@@ -37,9 +37,8 @@ std::string model_problem(const ValidationCase& c, const CaseHardware& hw) {
   if (const auto problem = precision_problem(gpu, c.setup.precision)) {
     return gpu.name + " " + *problem;
   }
-  const std::vector<std::string> problems =
-      layout_problems(c.layout, c.model, c.setup.seq, c.num_gpus,
-                      c.setup.attention == AttentionImpl::kEager);
+  const std::vector<std::string> problems = layout_problems(
+      c.layout, c.model, c.setup.seq, c.num_gpus, c.setup.attention == AttentionImpl::kEager);
   if (!problems.empty()) return "layout not modeled: " + join(problems, "; ");
   return "";
 }
@@ -58,11 +57,11 @@ struct CaseContext {
   void add(const char* metric, double predicted, double measured, std::optional<double> error,
            std::string basis) const {
     if (!std::isfinite(predicted) || (error && !std::isfinite(*error))) {
-      throw InputError(c.file + ": $.cases[" + std::to_string(c.index) + "] (case " + json_quoted(c.id) +
-                       "): the predicted " + metric + " is " +
+      throw InputError(c.file + ": $.cases[" + std::to_string(c.index) + "] (case " +
+                       json_quoted(c.id) + "): the predicted " + metric + " is " +
                        (std::isfinite(predicted) ? std::string("finite, but its error is not")
-                        : std::isnan(predicted)      ? std::string("not a number (NaN)")
-                                                     : std::string("infinite")) +
+                        : std::isnan(predicted)  ? std::string("not a number (NaN)")
+                                                 : std::string("infinite")) +
                        "; meshplan cannot predict this case as given: check its model and "
                        "layout (and report it: the reader should have refused the input)");
     }
@@ -145,8 +144,7 @@ std::optional<TimeComparison> time_comparison(const ValidationCase& c, const Ste
   }
   if (c.tflops_per_gpu && known) {
     if (definition == "hardware-with-recompute") {
-      return TimeComparison{kMetricTflops,
-                            e.hardware_flops_per_step / e.step_time_s / gpus / kTera,
+      return TimeComparison{kMetricTflops, e.hardware_flops_per_step / e.step_time_s / gpus / kTera,
                             *c.tflops_per_gpu,
                             "hardware TFLOP/s per GPU: model FLOPs + recompute FLOPs"};
     }
@@ -233,14 +231,13 @@ CaseHardware case_hardware(const ValidationCase& c) {
   if (c.scale_out_gbps_per_gpu) {
     const double wanted = *c.scale_out_gbps_per_gpu * 1e9 / 8;
     if (std::abs(wanted - per_gpu) > 1e-9 * wanted) {
-      k.nic_bandwidth_bytes_per_s = wanted * static_cast<double>(k.gpus_per_node) /
-                                    static_cast<double>(k.nics_per_node);
+      k.nic_bandwidth_bytes_per_s =
+          wanted * static_cast<double>(k.gpus_per_node) / static_cast<double>(k.nics_per_node);
       const double gbps = *c.scale_out_gbps_per_gpu;
       what += ", scale-out " + fixed(gbps, gbps == std::floor(gbps) ? 0 : 2) + " Gb/s per GPU";
     }
   } else {
-    what += ", scale-out not stated: the preset's " + fixed(per_gpu * 8 / kGB, 0) +
-            " Gb/s per GPU";
+    what += ", scale-out not stated: the preset's " + fixed(per_gpu * 8 / kGB, 0) + " Gb/s per GPU";
   }
   h.assumptions.push_back(what);
   return h;
@@ -269,10 +266,9 @@ SourceSummary summarize(const std::string& source, const std::vector<Comparison>
   for (const Comparison& c : comparisons) {
     if (c.metric != kMetricOom) continue;
     const bool predicted_oom = c.predicted != 0, measured_oom = c.measured != 0;
-    (predicted_oom ? (measured_oom ? s.oom.predicted_oom_measured_oom
-                                   : s.oom.predicted_oom_measured_fit)
-                   : (measured_oom ? s.oom.predicted_fit_measured_oom
-                                   : s.oom.predicted_fit_measured_fit))++;
+    (predicted_oom
+         ? (measured_oom ? s.oom.predicted_oom_measured_oom : s.oom.predicted_oom_measured_fit)
+         : (measured_oom ? s.oom.predicted_fit_measured_oom : s.oom.predicted_fit_measured_fit))++;
   }
   return s;
 }
@@ -297,8 +293,8 @@ ValidationReport validate_files(const std::vector<std::string>& paths,
     for (const ValidationCase& c : cases) {
       const auto [it, fresh] = seen.emplace(c.id, path);
       if (!fresh) {
-        throw InputError(path + ": case " + json_quoted(c.id) + " appears again (first in " + it->second +
-                         "); case ids are unique, and a file is given once");
+        throw InputError(path + ": case " + json_quoted(c.id) + " appears again (first in " +
+                         it->second + "); case ids are unique, and a file is given once");
       }
     }
     std::vector<Comparison> mine;
@@ -324,8 +320,9 @@ ValidationReport validate_files(const std::vector<std::string>& paths,
         }
         compare_case(c, source, hw, it->second, override, mine);
         if (mine.size() == before) {
-          reason = "nothing comparable measured (no step time, tokens/s, TFLOP/s or MFU under a "
-                   "known FLOP convention, no peak memory, no OOM outcome)";
+          reason =
+              "nothing comparable measured (no step time, tokens/s, TFLOP/s or MFU under a "
+              "known FLOP convention, no peak memory, no OOM outcome)";
         }
       }
       if (!reason.empty()) report.skipped.push_back({c.id, source, reason});

@@ -92,9 +92,9 @@ struct SkippedCase {
 struct MetricSummary {
   std::string metric;
   std::int64_t cases = 0;
-  double mape = 0;          ///< mean |error|, a fraction
-  std::string worst_id;     ///< the case with the largest |error|
-  double worst_error = 0;   ///< its signed error
+  double mape = 0;         ///< mean |error|, a fraction
+  std::string worst_id;    ///< the case with the largest |error|
+  double worst_error = 0;  ///< its signed error
 };
 
 /// Predicted fit/OOM x measured fit/OOM.
@@ -109,7 +109,7 @@ struct OomConfusion {
 
 /// Per-metric MAPE and OOM confusion of one source (or of all).
 struct SourceSummary {
-  std::string source;  ///< file stem, or "overall"
+  std::string source;                  ///< file stem, or "overall"
   std::vector<MetricSummary> metrics;  ///< in the order of kMetric*, only those with cases
   OomConfusion oom;
   /// The metric's summary, or nullptr where this source has no such comparison.
@@ -126,7 +126,7 @@ struct ValidationReport {
   std::int64_t inside_interval = 0;
   std::vector<Comparison> comparisons;  ///< in file order, then case order
   std::vector<SkippedCase> skipped;
-  std::vector<SourceSummary> sources;   ///< one per file, in the order given
+  std::vector<SourceSummary> sources;  ///< one per file, in the order given
   SourceSummary overall;
   /// The source's summary, or nullptr.
   const SourceSummary* find_source(const std::string& source) const;
@@ -136,7 +136,7 @@ struct ValidationReport {
 /// substituted) and the shipped profile; `skip_reason` non-empty where it cannot be modeled.
 struct CaseHardware {
   ClusterSpec cluster;
-  std::string profile;  ///< profile preset name (a100, h100, h200)
+  std::string profile;                   ///< profile preset name (a100, h100, h200)
   std::vector<std::string> assumptions;  ///< the substitutions made
   std::string skip_reason;
 };

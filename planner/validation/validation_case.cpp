@@ -58,14 +58,16 @@ bool is_case_field(const std::string& path) {
 /// would hide which numbers were measured).
 void read_inferred(const nlohmann::json& json, const StrictObject& o) {
   if (!json.contains("inferred")) {
-    o.fail("inferred", "missing; expected a list of the field paths the source did not print "
-                       "(\"layout.dp\", ...), [] when it printed every one");
+    o.fail("inferred",
+           "missing; expected a list of the field paths the source did not print "
+           "(\"layout.dp\", ...), [] when it printed every one");
   }
   const nlohmann::json& inferred = json.at("inferred");
   if (!inferred.is_array()) {
-    o.fail("inferred", "must be a list of field paths (\"layout.dp\", ...), [] when the source "
-                       "printed every field, got " +
-                           describe_json(inferred));
+    o.fail("inferred",
+           "must be a list of field paths (\"layout.dp\", ...), [] when the source "
+           "printed every field, got " +
+               describe_json(inferred));
   }
   for (std::size_t i = 0; i < inferred.size(); ++i) {
     const nlohmann::json& path = inferred[i];
@@ -113,13 +115,14 @@ ModelSpec read_model(StrictObject o, const std::string& framework,
   moe.num_experts = o.int_or_null("num_experts", 2, kMaxWidth);
   moe.top_k = o.int_or_null("moe_top_k", 1, kMaxWidth);
   moe.ffn_hidden_size = o.int_or_null("moe_ffn_hidden_size", 1, kMaxWidth);
-  for (const auto& [key, value] : {std::pair{"moe_top_k", moe.top_k},
-                                   std::pair{"moe_ffn_hidden_size", moe.ffn_hidden_size}}) {
+  for (const auto& [key, value] :
+       {std::pair{"moe_top_k", moe.top_k}, std::pair{"moe_ffn_hidden_size", moe.ffn_hidden_size}}) {
     if (value && !moe.num_experts) {
       o.fail(key, "is " + std::to_string(*value) +
                       ", but num_experts is null (a dense model); give num_experts, the routed "
                       "experts of this mixture-of-experts model (meshplan does not model MoE yet "
-                      "and skips the case), or set " + key + " to null");
+                      "and skips the case), or set " +
+                      key + " to null");
     }
   }
   if (moe.num_experts && moe.top_k && *moe.top_k > *moe.num_experts) {
@@ -168,9 +171,8 @@ ModelSpec read_model(StrictObject o, const std::string& framework,
 /// printed "+inf%").
 std::optional<double> case_number(const nlohmann::json& raw, const std::string& section,
                                   const std::string& key, double lo, bool lo_closed, double hi,
-                                  bool whole, const std::string& expected,
-                                  const std::string& file, std::size_t index,
-                                  const std::string& id) {
+                                  bool whole, const std::string& expected, const std::string& file,
+                                  std::size_t index, const std::string& id) {
   if (!raw.contains(key)) {
     fail_case(file, index, id, section + "." + key, "missing; expected " + expected + ", or null");
   }
@@ -214,8 +216,8 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
   const std::optional<bool> flash = training.boolean_or_null("flash_attention");
 
   MoeFields moe_fields;
-  c.model = read_model(o.object("model", section_keys("model")), c.framework, c.assumptions,
-                       moe_fields);
+  c.model =
+      read_model(o.object("model", section_keys("model")), c.framework, c.assumptions, moe_fields);
   c.num_experts = moe_fields.num_experts;
   c.moe_top_k = moe_fields.top_k;
   c.setup.seq = c.model.seq_length;
@@ -229,9 +231,10 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
     // As `meshplan plan --gpus` refuses it: whole nodes beyond one.
     const std::int64_t g = c.gpus_per_node;
     fail_case(file, index, c.id, "hardware.num_gpus",
-              std::to_string(c.num_gpus) + " GPUs: beyond one node the GPU count must be a "
-              "multiple of hardware.gpus_per_node (" + std::to_string(g) + "); nearest: " +
-                  std::to_string(c.num_gpus / g * g) + " or " +
+              std::to_string(c.num_gpus) +
+                  " GPUs: beyond one node the GPU count must be a "
+                  "multiple of hardware.gpus_per_node (" +
+                  std::to_string(g) + "); nearest: " + std::to_string(c.num_gpus / g * g) + " or " +
                   std::to_string((c.num_gpus / g + 1) * g) + ", or correct gpus_per_node");
   }
   // 1 Gb/s (a laptop's Ethernet) to 1e5 Gb/s (beyond any NIC): keeps the line rate it sets
@@ -259,7 +262,8 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
                             "case)");
     }
     if (*c.num_experts % *ep != 0) {
-      layout.fail("ep", "is " + std::to_string(*ep) + ", which does not divide model.num_experts (" +
+      layout.fail("ep", "is " + std::to_string(*ep) +
+                            ", which does not divide model.num_experts (" +
                             std::to_string(*c.num_experts) +
                             "); expected a divisor of it (each expert-parallel rank holds "
                             "num_experts / ep experts)");
@@ -272,8 +276,9 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
     // (2024-12, generate_split_points) gives a multi-stage schedule without split points 2
     // stages per rank.
     l.vpp = 2;
-    c.assumptions.push_back("vpp 2 (the notes name an interleaved schedule without its size; "
-                            "torchtitan's default: 2 stages per rank)");
+    c.assumptions.push_back(
+        "vpp 2 (the notes name an interleaved schedule without its size; "
+        "torchtitan's default: 2 stages per rank)");
   }
   if (auto sp = layout.boolean_or_null("sp")) {
     l.sp = *sp;
@@ -281,8 +286,9 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
     // Megatron-Core and NeMo performance recipes run TP with sequence parallelism (their
     // --tp-comm-overlap requires it).
     l.sp = true;
-    c.assumptions.push_back("sequence parallelism on (sp not stated; Megatron-Core/NeMo run TP "
-                            "with it)");
+    c.assumptions.push_back(
+        "sequence parallelism on (sp not stated; Megatron-Core/NeMo run TP "
+        "with it)");
   } else {
     c.assumptions.push_back("sequence parallelism off (sp not stated)");
   }
@@ -290,8 +296,9 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
     l.zero = static_cast<int>(*zero);
   } else if (megatron_family(c.framework) || c.framework == "other") {
     l.zero = 1;
-    c.assumptions.push_back("zero 1 (not stated; Megatron-style codebases, Megatron-Core and "
-                            "NeMo recipes use the distributed optimizer)");
+    c.assumptions.push_back(
+        "zero 1 (not stated; Megatron-style codebases, Megatron-Core and "
+        "NeMo recipes use the distributed optimizer)");
   } else {
     c.assumptions.push_back("zero 0 (not stated)");
   }
@@ -316,8 +323,9 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
     if (l.vpp > 1) {
       l.stage_layers = default_stage_split(c.model.num_layers, l.pp, l.vpp);
       if (!l.stage_layers.empty()) {
-        c.assumptions.push_back("uneven virtual stages, one layer fewer on those nearest the "
-                                "embedding and the LM head");
+        c.assumptions.push_back(
+            "uneven virtual stages, one layer fewer on those nearest the "
+            "embedding and the LM head");
       }
     } else {
       // Uneven stages: the first stages take one layer more.
@@ -330,26 +338,25 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
   }
   c.model.vocab_pad_multiple *= l.tp;
   if (l.gpus() != c.num_gpus) {
-    throw InputError(file + ": $.cases[" + std::to_string(index) + "].layout: dp x tp x pp x cp = " +
-                     std::to_string(l.gpus()) + " is not hardware.num_gpus " +
-                     std::to_string(c.num_gpus) + " (SCHEMA.md: they are equal)");
+    throw InputError(file + ": $.cases[" + std::to_string(index) +
+                     "].layout: dp x tp x pp x cp = " + std::to_string(l.gpus()) +
+                     " is not hardware.num_gpus " + std::to_string(c.num_gpus) +
+                     " (SCHEMA.md: they are equal)");
   }
 
   c.setup.framework = *find_framework(convention_for_framework(c.framework, l.zero));
   // A stage or pipeline the mapped convention does not run would be costed as if it did: the
   // case is skipped with the reason (issue 19: one such case never refuses its file), as --zero
   // and a plan file's layout.zero are refused (zero_stage_problem, pipeline_problem).
-  if (const std::string problem = zero_stage_problem(c.setup.framework, l.zero);
-      !problem.empty()) {
+  if (const std::string problem = zero_stage_problem(c.setup.framework, l.zero); !problem.empty()) {
     c.skip_reason = "layout.zero is " + std::to_string(l.zero) + ", but training.framework " +
-                    json_quoted(c.framework) + " is costed with meshplan's " + c.setup.framework.name +
-                    " convention, and " + problem;
-  } else if (const std::string pipeline =
-                 pipeline_problem(c.setup.framework, l.pp, l.vpp, l.zero);
+                    json_quoted(c.framework) + " is costed with meshplan's " +
+                    c.setup.framework.name + " convention, and " + problem;
+  } else if (const std::string pipeline = pipeline_problem(c.setup.framework, l.pp, l.vpp, l.zero);
              !pipeline.empty()) {
-    c.skip_reason = "layout.pp is " + std::to_string(l.pp) + " with vpp " +
-                    std::to_string(l.vpp) + " and zero " + std::to_string(l.zero) +
-                    ", but training.framework " + json_quoted(c.framework) + " is costed with meshplan's " +
+    c.skip_reason = "layout.pp is " + std::to_string(l.pp) + " with vpp " + std::to_string(l.vpp) +
+                    " and zero " + std::to_string(l.zero) + ", but training.framework " +
+                    json_quoted(c.framework) + " is costed with meshplan's " +
                     c.setup.framework.name + " convention, and " + pipeline;
   }
   if (c.setup.framework.elementwise == ElementwiseKernels::kEager) {
@@ -373,8 +380,7 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
   const nlohmann::json& raw = json.at("measured");
   const auto number = [&](const char* key, double lo, bool lo_closed, double hi, bool whole,
                           const std::string& expected) {
-    return case_number(raw, "measured", key, lo, lo_closed, hi, whole, expected, file, index,
-                       c.id);
+    return case_number(raw, "measured", key, lo, lo_closed, hi, whole, expected, file, index, c.id);
   };
   // Bounds far beyond any run (the data: 1.1 to 256 s, 16 to 23406 tokens/s, 135 to 888
   // TFLOP/s, MFU 0.41 to 0.71, 62 to 85 GiB) that keep every error (predicted - measured) /
@@ -436,7 +442,8 @@ std::vector<ValidationCase> validation_cases_from_json(const nlohmann::json& jso
                   "../shared/data/validation/SCHEMA.md)",
                   "meshplan validate");
   if (json.is_object() && !json.contains("schema") && !json.contains("cases")) {
-    throw InputError(path + ": $.schema: missing, and so is \"cases\": this is not a "
+    throw InputError(path +
+                     ": $.schema: missing, and so is \"cases\": this is not a "
                      "meshplan-validation/1 file; meshplan validate expects "
                      "{\"schema\": \"meshplan-validation/1\", \"cases\": [...]} (published "
                      "training runs, as in ../shared/data/validation/SCHEMA.md)");
@@ -452,8 +459,9 @@ std::vector<ValidationCase> validation_cases_from_json(const nlohmann::json& jso
   const nlohmann::json& cases = json.at("cases");
   if (!cases.is_array()) top.fail("cases", "must be an array, got " + describe_json(cases));
   if (cases.empty()) {
-    top.fail("cases", "is empty; expected at least one published run (SCHEMA.md: one file per "
-                      "source, each with its cases)");
+    top.fail("cases",
+             "is empty; expected at least one published run (SCHEMA.md: one file per "
+             "source, each with its cases)");
   }
   std::vector<ValidationCase> out;
   for (std::size_t i = 0; i < cases.size(); ++i) {

@@ -4,11 +4,10 @@
 // null field is recorded in `assumptions`, so a reader sees what the prediction rests on.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "costmodel/layout.hpp"
 #include "costmodel/memory_ledger.hpp"
@@ -24,12 +23,12 @@ struct ValidationCase {
   std::string confidence;  ///< high / medium / low
   std::string framework;   ///< as printed: megatron, nemo, torchtitan, ...
   ModelSpec model;
-  std::string gpu;         ///< GPU preset name (hardware.gpu)
+  std::string gpu;  ///< GPU preset name (hardware.gpu)
   std::int64_t num_gpus = 0;
   std::int64_t gpus_per_node = 0;
   std::optional<double> scale_out_gbps_per_gpu;  ///< Gb/s per GPU, as printed
   Layout layout;
-  TrainingSetup setup;     ///< framework convention, precision, seq, attention
+  TrainingSetup setup;                   ///< framework convention, precision, seq, attention
   std::vector<std::string> assumptions;  ///< defaults taken for null or absent fields
   /// Why meshplan cannot model this case as given ("" when it can): a ZeRO stage or pipeline
   /// the mapped framework convention does not run. The case is read whole all the same, and

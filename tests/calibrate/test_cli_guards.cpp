@@ -4,7 +4,6 @@
 // profile of another GPU, model GEMMs too large for any machine) are ctest entries in
 // CMakeLists.txt.
 #include <catch2/catch.hpp>
-
 #include <sstream>
 #include <string>
 #include <vector>
@@ -74,9 +73,10 @@ TEST_CASE("calibrate: --watchdog-s refuses NaN, infinity and values out of range
     const Parsed p = parse({"--backend", "cpu", "--smoke", "--watchdog-s", bad});
     CHECK(p.code == kInputErrorExitCode);
     CHECK(p.out.empty());
-    CHECK(p.err == "meshplan-calibrate: error: --watchdog-s: must be a number from 0.1 to "
-                   "1000000, got \"" + std::string(bad) +
-                       "\"\nRun with --help for the flags and their units.\n");
+    CHECK(p.err ==
+          "meshplan-calibrate: error: --watchdog-s: must be a number from 0.1 to "
+          "1000000, got \"" +
+              std::string(bad) + "\"\nRun with --help for the flags and their units.\n");
   }
   for (const char* good : {"0.1", "2", "300", "1e6"}) {
     INFO(good);
@@ -113,8 +113,7 @@ TEST_CASE("calibrate: model GEMMs larger than half the memory are refused before
                "(512.0 GiB, half: 256.0 GiB)"));
   // bf16 on a GPU (2 bytes): 70.7 GiB, more than half of 139 GiB free (69.5 GiB).
   REQUIRE_THROWS_WITH(
-      check_model_gemm_memory(shapes, 2, "bf16", 1, 139 * kGiB, "the GPU's free memory", 131072,
-                              8),
+      check_model_gemm_memory(shapes, 2, "bf16", 1, 139 * kGiB, "the GPU's free memory", 131072, 8),
       Contains("needs 70.7 GiB of bf16 operands"));
   // The model's own seq 4096 at mbs 1: T = 4096, LM head (4096 x 4096 + 4096 x 32000 +
   // 4096 x 32000) x 4 bytes = 1,115,684,864 bytes = 1.04 GiB: fine on 8 GiB.

@@ -1,7 +1,6 @@
 // --inject-fault KIND:RANK, shared by meshplan-calibrate and meshplan-run: what the validator
 // accepts and what parse_fault makes of it.
 #include <catch2/catch.hpp>
-
 #include <string>
 
 #include "common/fault_injection.hpp"

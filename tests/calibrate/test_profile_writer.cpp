@@ -1,8 +1,10 @@
 // The profile writer: records -> fits -> a meshplan-profile/1 file that load_profile reads, with
 // numbers that follow the records, the raw records in the sidecar, and a planner whose estimate
 // follows the measured rates.
-#include <catch2/catch.hpp>
+#include <sys/resource.h>
+
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -10,7 +12,6 @@
 #include <sstream>
 #include <string>
 #include <vector>
-#include <sys/resource.h>
 
 #include "calibrate/options.hpp"
 #include "calibrate/profile_writer.hpp"
@@ -93,9 +94,8 @@ std::string write_profile(const std::string& name, const Truth& truth) {
 }
 
 double estimate_step_s(const std::string& profile) {
-  const test::CliResult r = test::run({"estimate", "--model", "llama3-8b", "--cluster",
-                                       "dgx-h100", "--profile", profile, "--seq", "2048",
-                                       "--json"});
+  const test::CliResult r = test::run({"estimate", "--model", "llama3-8b", "--cluster", "dgx-h100",
+                                       "--profile", profile, "--seq", "2048", "--json"});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   return nlohmann::json::parse(r.out).at("step_time_s").get<double>();

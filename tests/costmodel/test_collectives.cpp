@@ -1,7 +1,6 @@
 // Collectives (nccl-tests' bus-bandwidth factors, the alpha + S F / busbw time model) and
 // placement (which tier a process group runs on, and its busbw there).
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <stdexcept>
 #include <vector>
@@ -243,17 +242,14 @@ TEST_CASE("collectives: no collective beats the line rate", "[collectives]") {
   // Gen5 x16). All-gather: each GPU receives S x 7/8 = 939,524,096 bytes -> 14.680 ms.
   // All-reduce: an in-switch reduction sends and receives S once -> S / 64e9 = 16.777 ms
   // (a busbw of 2 x 7/8 x 64e9 = 112e9 at most).
-  CHECK(line_rate_time_s(Collective::kAllGather, 8, kGiBytes, 64e9) ==
-        Approx(939524096.0 / 64e9));
+  CHECK(line_rate_time_s(Collective::kAllGather, 8, kGiBytes, 64e9) == Approx(939524096.0 / 64e9));
   CHECK(line_rate_time_s(Collective::kAllReduce, 8, kGiBytes, 64e9) == Approx(kGiBytes / 64e9));
   CHECK(line_rate_time_s(Collective::kSendRecv, 2, kGiBytes, 64e9) == Approx(kGiBytes / 64e9));
   CHECK(line_rate_time_s(Collective::kAllReduce, 1, kGiBytes, 64e9) == 0);
-  CHECK_THROWS_AS(line_rate_time_s(Collective::kAllReduce, 8, kGiBytes, 0),
-                  std::invalid_argument);
+  CHECK_THROWS_AS(line_rate_time_s(Collective::kAllReduce, 8, kGiBytes, 0), std::invalid_argument);
 }
 
-TEST_CASE("placement: a tier's line rate comes from the cluster, not the profile",
-          "[placement]") {
+TEST_CASE("placement: a tier's line rate comes from the cluster, not the profile", "[placement]") {
   ClusterSpec c = dgx_h100();
   // Inside a node: the intra-node link, 450e9.
   CHECK(tier_line_rate(group_span({0, 1, 2, 3, 4, 5, 6, 7}, c), c) == 450e9);
@@ -273,8 +269,7 @@ TEST_CASE("placement: a tier's line rate comes from the cluster, not the profile
   CHECK(std::isinf(tier_line_rate(group_span({0, 1}, unknown), unknown)));
 }
 
-TEST_CASE("placement: NVL72 domains hold whole groups and count the largest share",
-          "[placement]") {
+TEST_CASE("placement: NVL72 domains hold whole groups and count the largest share", "[placement]") {
   // GB200 NVL72: 4 GPUs per node, 72 per NVLink domain, 4 NICs per node.
   ClusterSpec c;
   c.name = "gb200-nvl72";

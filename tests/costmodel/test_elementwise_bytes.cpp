@@ -16,8 +16,8 @@ namespace {
 
 /// Forward bytes of the memory-bound ops of one layer of the op table (layer_ops.hpp): `tokens`
 /// tokens of one sequence at tensor-parallel degree `tp`, with or without sp.
-double elementwise_forward_bytes(const ModelSpec& m, std::int64_t tp, std::int64_t tokens,
-                                 bool sp, ElementwiseKernels kernels) {
+double elementwise_forward_bytes(const ModelSpec& m, std::int64_t tp, std::int64_t tokens, bool sp,
+                                 ElementwiseKernels kernels) {
   LayerSetting s;
   s.seq = tokens;
   s.tp = tp;

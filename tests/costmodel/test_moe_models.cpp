@@ -15,7 +15,6 @@
 //   GPT-OSS-120B 116.83B / 5.13B (OpenAI's model card; "117B / 5.1B" rounded): all / active
 //     with the unembedding and without the embedding (active - embedding).
 #include <catch2/catch.hpp>
-
 #include <cmath>
 
 #include "costmodel/flops.hpp"
@@ -123,9 +122,9 @@ TEST_CASE("GPT-OSS-120B: 116.83B total, 5.13B active without the embedding", "[p
   const ParamCount c = count_params(load_model("gpt-oss-120b"));
   CHECK(c.per_moe_layer.attention == 26'542'080 + 8000 + 64);
   CHECK(c.per_moe_layer.routed_experts == 3'186'155'520);
-  CHECK(c.total == 116'829'156'672);  // the model card's 116.83B
-  CHECK(c.active - c.embedding == 5'132'849'472);  // the model card's 5.13B
-  CHECK(off(c.total, 117e9) < 0.01);               // 0.15%
+  CHECK(c.total == 116'829'156'672);                 // the model card's 116.83B
+  CHECK(c.active - c.embedding == 5'132'849'472);    // the model card's 5.13B
+  CHECK(off(c.total, 117e9) < 0.01);                 // 0.15%
   CHECK(off(c.active - c.embedding, 5.1e9) < 0.01);  // 0.64%
 }
 
@@ -136,8 +135,7 @@ TEST_CASE("the MoE config.json files read as their presets", "[hf][moe]") {
        {"mixtral-8x7b", "deepseek-v3", "qwen3-30b-a3b", "qwen3-235b-a22b", "gpt-oss-120b"}) {
     INFO(name);
     const ModelSpec preset = load_model(name);
-    const ModelSpec hf =
-        load_model(test::data_file(std::string("hf/") + name + "/config.json"));
+    const ModelSpec hf = load_model(test::data_file(std::string("hf/") + name + "/config.json"));
     CHECK(hf.name == preset.name);  // named after the folder
     CHECK(model_to_json(hf) == model_to_json(preset));
     CHECK(count_params(hf).total == count_params(preset).total);

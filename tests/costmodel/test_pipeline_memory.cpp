@@ -24,7 +24,7 @@ TEST_CASE("interleaved: the first stage holds L (1 + (p-1)/(p v)) layers' worth"
   CHECK(chunks == 31);
   CHECK(static_cast<double>(chunks) * 96.0 / 24.0 == Approx(96.0 * (1 + 7.0 / 24.0)));
   CHECK(chunks_in_flight(7, 8, 3, 64) == 2 * 8 + 1);  // last rank: (v-1) p + 1
-  CHECK(chunks_in_flight(0, 8, 3, 2) == 6);            // capped by m v chunk-forwards
+  CHECK(chunks_in_flight(0, 8, 3, 2) == 6);           // capped by m v chunk-forwards
 }
 
 TEST_CASE("the ledger holds pp micro-batches on the first 1F1B stage", "[pipeline]") {
@@ -59,8 +59,7 @@ TEST_CASE("split [1,2,2,3]: the heaviest stage is the last (3 layers + LM head)"
   CHECK(ledger.stages[3].total_bytes > ledger.stages[0].total_bytes);
 }
 
-TEST_CASE("Megatron: 18 bytes/param, 6 + 12/(dp cp) with the distributed optimizer",
-          "[pipeline]") {
+TEST_CASE("Megatron: 18 bytes/param, 6 + 12/(dp cp) with the distributed optimizer", "[pipeline]") {
   const ModelSpec m = load_model("llama3-8b");
   const TrainingSetup setup = test::megatron_setup(8192);
   auto state_bytes = [&](std::int64_t dp, std::int64_t cp, int zero) {

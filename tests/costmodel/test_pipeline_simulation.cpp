@@ -1,8 +1,7 @@
 // Pipeline simulation: Megatron-LM's 1F1B and interleaved orders, the step time against the
 // closed form (m + (p-1)/v)(tf + tb), the bubble, uneven stages, p2p latency, bad input.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstddef>
 #include <limits>
@@ -75,8 +74,8 @@ TEST_CASE("simulation equals the closed form on uniform stages", "[pipeline][sim
   //   p=4 v=1 m=2:  (2 + 3) x 3       = 15     (fewer micro-batches than stages)
   //   p=1 v=3 m=5:  5 x 3             = 15     (no pipeline, no bubble)
   const std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t, double>> cases = {
-      {4, 1, 8, 33.0},    {4, 2, 8, 28.5},     {4, 2, 4, 16.5}, {8, 1, 64, 213.0}, {8, 3, 64, 199.0},
-      {8, 2, 16, 58.5},   {16, 4, 32, 107.25}, {4, 1, 2, 15.0}, {1, 3, 5, 15.0}};
+      {4, 1, 8, 33.0},  {4, 2, 8, 28.5},     {4, 2, 4, 16.5}, {8, 1, 64, 213.0}, {8, 3, 64, 199.0},
+      {8, 2, 16, 58.5}, {16, 4, 32, 107.25}, {4, 1, 2, 15.0}, {1, 3, 5, 15.0}};
   for (const auto& [p, v, m, expected] : cases) {
     INFO("p=" << p << " v=" << v << " m=" << m);
     const double closed = pipeline_step_closed_form_s(p, v, m, 1.0, 2.0);
@@ -278,9 +277,8 @@ TEST_CASE("waiting sends hold their sender", "[pipeline][simulation]") {
   t.sends_wait = true;
   // Sends are events alike either way: 2 forwards' and 2 backwards'.
   const PipelineSimulation sim = simulate_pipeline(t);
-  CHECK(std::count_if(sim.events.begin(), sim.events.end(), [](const PipelineEvent& e) {
-          return e.kind == PipelineOpKind::kSend;
-        }) == 4);
+  CHECK(std::count_if(sim.events.begin(), sim.events.end(),
+                      [](const PipelineEvent& e) { return e.kind == PipelineOpKind::kSend; }) == 4);
 }
 
 TEST_CASE("invalid pipeline inputs throw std::invalid_argument", "[pipeline][simulation]") {

@@ -1,8 +1,7 @@
 // Ranks and process groups in Megatron's tp-cp-dp-pp order:
 // rank = tp_rank + tp * (cp_rank + cp * (dp_rank + dp * pp_rank)).
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <set>
 #include <stdexcept>
 

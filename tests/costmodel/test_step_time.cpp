@@ -32,7 +32,6 @@ Layout llama70b_pipeline(std::int64_t vpp) {
 
 }  // namespace
 
-
 TEST_CASE("GEMM time: a large square GEMM runs near the profile's peak efficiency", "[step]") {
   // 16384^3 on A100: F = 2 x 16384^3 = 8.8e12 FLOP; 128 x 256 tiles: 128 x 64 = 8192 tiles over
   // 108 SMs = 75.85 waves -> 76 waves, 8192 / (76 x 108) = 0.99805 (256 x 128 the same; 128 x
@@ -83,8 +82,10 @@ TEST_CASE("TP communication: 4 crossings per layer per micro-batch at the NVLink
   CHECK(line.breakdown.tp_exposed_s == Approx((4 * 32 + 1) * per_crossing).epsilon(1e-9));
 }
 
-TEST_CASE("TP overlap runs the collectives beside the layer's GEMMs, exposing what "
-          "exposed_beside leaves", "[step]") {
+TEST_CASE(
+    "TP overlap runs the collectives beside the layer's GEMMs, exposing what "
+    "exposed_beside leaves",
+    "[step]") {
   // The llama3-8b layout above (32 layers, one micro-batch) with --tp-overlap 1: each layer's
   // forward TP time beside its forward GEMMs exposes max(tp_f - gemm_f, f tp_f), likewise
   // backward, f = 0.1818 the h100 profile's comm_sm_fraction; share 0.5 exposes half of that
@@ -122,8 +123,8 @@ TEST_CASE("a collective beside compute exposes what outlasts it, or its share of
   // GEMM runs at 80% for 10 us, 2 us late; 30 us beside 10 us: 20 us past the GEMM.
   CHECK(exposed_beside(10e-6, 30e-6, 0.2) == Approx(2e-6));
   CHECK(exposed_beside(30e-6, 10e-6, 0.2) == Approx(20e-6));
-  CHECK(exposed_beside(10e-6, 30e-6, 0.0) == 0.0);     // perfect overlap
-  CHECK(exposed_beside(10e-6, 30e-6, 1.0) == 10e-6);   // none
+  CHECK(exposed_beside(10e-6, 30e-6, 0.0) == 0.0);    // perfect overlap
+  CHECK(exposed_beside(10e-6, 30e-6, 1.0) == 10e-6);  // none
 }
 
 TEST_CASE("the pipeline terms: the other stages' fill and drain as bubble, 2 m v transfers",
@@ -133,8 +134,7 @@ TEST_CASE("the pipeline terms: the other stages' fill and drain as bubble, 2 m v
   // The Megatron-LM whose interleaved sends wait (megatron-2023): every transfer exposed.
   TrainingSetup setup = test::megatron_setup(8192);
   setup.framework = *find_framework("megatron-2023");
-  const StepEstimate e =
-      estimate_step(m, l, setup, load_cluster("dgx-h100"), load_profile("h100"));
+  const StepEstimate e = estimate_step(m, l, setup, load_cluster("dgx-h100"), load_profile("h100"));
   // Stages of T_i seconds per micro-batch: bubble (sum T - max T) / v. The embedding and the
   // LM head make the edge stages slower than the middle ones, so it is below (p - 1) / v x max T.
   double slowest = 0, all = 0;
@@ -153,8 +153,10 @@ TEST_CASE("the pipeline terms: the other stages' fill and drain as bubble, 2 m v
         Approx(32 * slowest + (all - slowest) / 2.0));
 }
 
-TEST_CASE("an interleaved schedule that overlaps its sends waits only for the fill's and "
-          "drain's: the event simulation's step", "[step]") {
+TEST_CASE(
+    "an interleaved schedule that overlaps its sends waits only for the fill's and "
+    "drain's: the event simulation's step",
+    "[step]") {
   // llama3-70b, tp 8, pp 4, vpp 2, 32 micro-batches, nemo's convention (its sends beside the
   // compute, Megatron-Core's overlap_p2p_comm). The first micro-batch's forward crosses
   // v p - 1 = 7 rank boundaries and the last one's backward 7 more; every other send runs
@@ -169,8 +171,7 @@ TEST_CASE("an interleaved schedule that overlaps its sends waits only for the fi
   REQUIRE(setup.framework.pp_p2p_overlap);
   Profile profile = load_profile("h100");
   const StepEstimate shared = estimate_step(m, l, setup, load_cluster("dgx-h100"), profile);
-  CHECK(shared.breakdown.pp_p2p_s ==
-        Approx((14 + 128 * profile.comm_sm_fraction) * shared.p2p_s));
+  CHECK(shared.breakdown.pp_p2p_s == Approx((14 + 128 * profile.comm_sm_fraction) * shared.p2p_s));
   profile.comm_sm_fraction = 0;
   const StepEstimate e = estimate_step(m, l, setup, load_cluster("dgx-h100"), profile);
   CHECK(e.breakdown.pp_p2p_s == Approx(14 * e.p2p_s));
@@ -207,15 +208,17 @@ TEST_CASE("overlapped sends longer than a chunk: above the simulation, below wai
   REQUIRE(e.p2p_s > e.stages[1].backward_s / 20);
   const PipelineTimes t = pipeline_times(e, l, setup.framework, 0.0);
   const StepBreakdown& b = e.breakdown;
-  const double pipeline = b.compute_s + b.recompute_s + b.tp_exposed_s + b.cp_exposed_s +
-                          b.fsdp_exposed_s + b.bubble_s;
+  const double pipeline =
+      b.compute_s + b.recompute_s + b.tp_exposed_s + b.cp_exposed_s + b.fsdp_exposed_s + b.bubble_s;
   const double simulated = simulate_pipeline(t).step_time_s;
   CHECK(pipeline + b.pp_p2p_s >= simulated);
   CHECK(b.pp_p2p_s < 2 * 32 * 20 * e.p2p_s);
 }
 
-TEST_CASE("uneven stages: the closed form is the event simulation's step where the slowest "
-          "stage is last, and a few percent above it where it is first", "[step]") {
+TEST_CASE(
+    "uneven stages: the closed form is the event simulation's step where the slowest "
+    "stage is last, and a few percent above it where it is first",
+    "[step]") {
   // llama3-70b's 80 layers on pp 4, 1F1B, 16 micro-batches, p2p left out (the simulation and
   // the closed form count it the same way): the pipeline part of the estimate is m max T +
   // (sum T - max T). With the slowest stage last (1, 1, 1, 77 layers) the first micro-batch
@@ -228,8 +231,8 @@ TEST_CASE("uneven stages: the closed form is the event simulation's step where t
     l.pp = 4;
     l.gbs = 16;
     l.stage_layers = std::move(split);
-    const StepEstimate e = estimate_step(m, l, test::megatron_setup(8192),
-                                         load_cluster("dgx-h100"), load_profile("h100"));
+    const StepEstimate e = estimate_step(m, l, test::megatron_setup(8192), load_cluster("dgx-h100"),
+                                         load_profile("h100"));
     PipelineTimes t;
     t.pp = 4;
     t.microbatches = 16;
@@ -299,8 +302,8 @@ TEST_CASE("MFU is model FLOPs over time, GPUs and the dense peak", "[step]") {
   l.dp = 8;
   l.zero = 1;
   l.gbs = 8;
-  const StepEstimate e =
-      estimate_step(m, l, test::megatron_setup(8192), load_cluster("dgx-h100"), load_profile("h100"));
+  const StepEstimate e = estimate_step(m, l, test::megatron_setup(8192), load_cluster("dgx-h100"),
+                                       load_profile("h100"));
   // 8 sequences of 8192 tokens, exact FLOPs per token (flops.hpp).
   CHECK(e.model_flops_per_step == Approx(8 * 8192 * exact_flops_per_token(m, 8192).training));
   CHECK(e.mfu == Approx(e.model_flops_per_step / e.step_time_s / 8 / 989.4e12));
@@ -527,8 +530,10 @@ TEST_CASE("ZeRO-2 as FSDP2 gathers each layer in its forward only - through a pi
   CHECK(piped2.step_time_s == Approx(piped3.step_time_s));
 }
 
-TEST_CASE("uneven model chunks: each chunk's own layers in the simulation, and the closed form "
-          "within 1% of it", "[step]") {
+TEST_CASE(
+    "uneven model chunks: each chunk's own layers in the simulation, and the closed form "
+    "within 1% of it",
+    "[step]") {
   // Llama 3 405B's 126 layers on pp 8, vpp 2: 16 chunks of 7, 8 x 14, 7. Stage 0 holds virtual
   // stages 0 (7 layers and the embedding) and 8 (8 layers), stage 1 holds 1 and 9 (8 and 8),
   // the last stage 7 (8) and 15 (7 and the LM head).
@@ -542,8 +547,7 @@ TEST_CASE("uneven model chunks: each chunk's own layers in the simulation, and t
   l.recompute = Recompute::kFull;
   l.stage_layers = {7, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7};
   const TrainingSetup setup = test::megatron_setup(8192);
-  const StepEstimate e =
-      estimate_step(m, l, setup, load_cluster("dgx-h100"), load_profile("h100"));
+  const StepEstimate e = estimate_step(m, l, setup, load_cluster("dgx-h100"), load_profile("h100"));
   REQUIRE(e.stages.size() == 8);
   const double eight = e.stages[1].chunk_forward_s[0];  // 8 layers, no edge
   CHECK(e.stages[1].chunk_forward_s[1] == Approx(eight).epsilon(1e-12));
@@ -561,7 +565,7 @@ TEST_CASE("uneven model chunks: each chunk's own layers in the simulation, and t
   PipelineTimes t = pipeline_times(e, l, setup.framework, 0.0);
   t.p2p_s = 0;
   const StepBreakdown& b = e.breakdown;
-  const double closed = b.compute_s + b.recompute_s + b.tp_exposed_s + b.cp_exposed_s +
-                        b.fsdp_exposed_s + b.bubble_s;
+  const double closed =
+      b.compute_s + b.recompute_s + b.tp_exposed_s + b.cp_exposed_s + b.fsdp_exposed_s + b.bubble_s;
   CHECK(closed == Approx(simulate_pipeline(t).step_time_s).epsilon(0.01));
 }

@@ -2,7 +2,6 @@
 // every hand-off in one exchange, and the step finishes under rendezvous semantics for 1F1B and
 // interleaved schedules (which one-by-one blocking sends would not).
 #include <catch2/catch.hpp>
-
 #include <tuple>
 
 #include "executor/cuda_pipeline.hpp"

@@ -45,7 +45,7 @@ TEST_CASE("executor: the ledger without runtime overhead counts the allocated en
   StageLedger s = ledger();
   s.entries.push_back({"empty", MemoryCategory::kActivations, "[0]", "bf16", 1, 0, "-"});
   CHECK(allocated_entry(s.entries[0]));
-  CHECK_FALSE(allocated_entry(s.entries[4]));  // cuda_context: runtime overhead
+  CHECK_FALSE(allocated_entry(s.entries[4]));      // cuda_context: runtime overhead
   CHECK_FALSE(allocated_entry(s.entries.back()));  // 0 bytes
   CHECK(ledger_without_runtime_overhead(s) == 1000 + 2000 + 1001 + 400 + 2000 + 2000);
 }
@@ -70,8 +70,10 @@ TEST_CASE("executor: buffers are carved from the ledger, scratch only where none
   CHECK_THROWS_AS(memory.take(-1, {MemoryCategory::kWeights}, "d"), std::invalid_argument);
 }
 
-TEST_CASE("executor: a stage ledger larger than the memory its ranks share is refused before "
-          "allocating", "[executor][memory]") {
+TEST_CASE(
+    "executor: a stage ledger larger than the memory its ranks share is refused before "
+    "allocating",
+    "[executor][memory]") {
   // Stage 1: 3 GiB of weights and 1 GiB of optimizer state = 4 GiB allocated (the 1e9-byte
   // CUDA context line is runtime overhead, not allocated); stage 0: 1 GiB.
   constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
@@ -99,15 +101,14 @@ TEST_CASE("executor: a stage ledger larger than the memory its ranks share is re
         "where each rank has 4.0 GiB, or plan for this machine's memory (meshplan plan ... with "
         "a GPU file of its size)");
   // A GPU rank has its device: ranks_sharing 1 (0 is read as 1).
-  CHECK_THAT(stage_memory_problem(m, 1, 2 * kGiB, 0, "GPU 0's free memory (cudaMemGetInfo)",
-                                  "p.json"),
-             Catch::Contains("but GPU 0's free memory (cudaMemGetInfo) is 2.0 GiB; run"));
+  CHECK_THAT(
+      stage_memory_problem(m, 1, 2 * kGiB, 0, "GPU 0's free memory (cudaMemGetInfo)", "p.json"),
+      Catch::Contains("but GPU 0's free memory (cudaMemGetInfo) is 2.0 GiB; run"));
 }
 
 TEST_CASE("executor: MemAvailable is read from /proc/meminfo in KiB", "[executor][memory]") {
   CHECK(mem_available_bytes("MemTotal:       24576000 kB\nMemFree:        20000000 kB\n"
-                            "MemAvailable:   22617880 kB\nBuffers: 1 kB\n") ==
-        22617880.0 * 1024);
+                            "MemAvailable:   22617880 kB\nBuffers: 1 kB\n") == 22617880.0 * 1024);
   CHECK_FALSE(mem_available_bytes("MemTotal:       24576000 kB\nMemFree: 1 kB\n").has_value());
   // This machine's: a positive number of bytes, whichever source it came from.
   std::string source;

@@ -2,7 +2,6 @@
 // schedule_order op for op, and every pipeline send has exactly one matching receive on its
 // peer (same tag), for 1F1B and interleaved schedules.
 #include <catch2/catch.hpp>
-
 #include <map>
 #include <tuple>
 
@@ -13,7 +12,11 @@ using namespace meshplan::executor;
 
 TEST_CASE("executor: each rank replays schedule_order's op order", "[executor]") {
   for (const auto& [pp, vpp, m] : {std::tuple<std::int64_t, std::int64_t, std::int64_t>{1, 1, 4},
-                                   {2, 1, 4}, {4, 1, 8}, {4, 1, 2}, {2, 2, 4}, {4, 2, 8}}) {
+                                   {2, 1, 4},
+                                   {4, 1, 8},
+                                   {4, 1, 2},
+                                   {2, 2, 4},
+                                   {4, 2, 8}}) {
     const auto order = schedule_order(pp, vpp, m);
     for (std::int64_t stage = 0; stage < pp; ++stage) {
       const auto ops = replay_ops(stage, pp, vpp, m);
@@ -32,7 +35,9 @@ TEST_CASE("executor: each rank replays schedule_order's op order", "[executor]")
 
 TEST_CASE("executor: every pipeline send meets one receive with its tag", "[executor]") {
   for (const auto& [pp, vpp, m] : {std::tuple<std::int64_t, std::int64_t, std::int64_t>{2, 1, 4},
-                                   {4, 1, 8}, {2, 2, 4}, {4, 2, 8}}) {
+                                   {4, 1, 8},
+                                   {2, 2, 4},
+                                   {4, 2, 8}}) {
     // (from, to, tag) -> count: sends add one, receives take one away.
     std::map<std::tuple<std::int64_t, std::int64_t, int>, int> pending;
     std::int64_t sends = 0;
@@ -67,10 +72,10 @@ TEST_CASE("executor: tp-sharded layer shapes of a tiny model", "[executor]") {
   layout.cp = 2;
   layout.mbs = 2;
   const LayerShapes s = layer_shapes(model, layout, 256);
-  CHECK(s.tokens == 256);              // 256 / cp x mbs
+  CHECK(s.tokens == 256);                    // 256 / cp x mbs
   CHECK(s.qkv_cols == (256 + 2 * 128) / 2);  // (q + 2 kv) / tp
   CHECK(s.q_cols == 128);
-  CHECK(s.fc1_cols == 1024);           // 2 f / tp (SwiGLU gate and up)
+  CHECK(s.fc1_cols == 1024);  // 2 f / tp (SwiGLU gate and up)
   CHECK(s.fc2_rows == 512);
   CHECK(s.heads == 2);
   CHECK(s.kv_heads == 1);

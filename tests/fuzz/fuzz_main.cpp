@@ -13,6 +13,8 @@
 // lines, an internal error) is printed with its input's number, the input is written to
 // --save-failures DIR (to be added to the corpus once fixed), and the driver exits 1. A
 // sanitizer report or a signal ends the process, so the caller sees it.
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -24,8 +26,6 @@
 #include <map>
 #include <string>
 #include <vector>
-
-#include <unistd.h>
 
 #include "tests/fuzz/mutator.hpp"
 #include "tests/fuzz/targets.hpp"
@@ -96,9 +96,8 @@ std::vector<CorpusInput> corpus_inputs(const std::string& dir) {
   std::vector<CorpusInput> inputs;
   for (const fs::path& p : paths) {
     std::ifstream in(p, std::ios::binary);
-    inputs.push_back({p.filename().string(),
-                      std::string(std::istreambuf_iterator<char>(in),
-                                  std::istreambuf_iterator<char>())});
+    inputs.push_back({p.filename().string(), std::string(std::istreambuf_iterator<char>(in),
+                                                         std::istreambuf_iterator<char>())});
   }
   return inputs;
 }
@@ -126,8 +125,8 @@ int main(int argc, char** argv) {
 
   const std::vector<std::string> seeds = target->seeds(MESHPLAN_SOURCE_DIR, MESHPLAN_SHARED_DATA);
   if (seeds.empty()) {
-    std::cerr << "meshplan_fuzz: no seeds for " << o.target << " (are "
-              << MESHPLAN_SHARED_DATA << "/validation and configs/ there?)\n";
+    std::cerr << "meshplan_fuzz: no seeds for " << o.target << " (are " << MESHPLAN_SHARED_DATA
+              << "/validation and configs/ there?)\n";
     return 77;
   }
 
@@ -161,22 +160,21 @@ int main(int argc, char** argv) {
                 << "): " << std::string(f.what()).substr(0, 400) << "\n";
       if (!save_failures.empty()) {
         fs::create_directories(save_failures);
-        const fs::path saved = fs::path(save_failures) /
-                               (o.target + "-seed" + std::to_string(o.seed) + "-input" +
-                                std::to_string(n));
-        std::ofstream(saved, std::ios::binary).write(input.data(),
-                                                     static_cast<std::streamsize>(input.size()));
+        const fs::path saved =
+            fs::path(save_failures) /
+            (o.target + "-seed" + std::to_string(o.seed) + "-input" + std::to_string(n));
+        std::ofstream(saved, std::ios::binary)
+            .write(input.data(), static_cast<std::streamsize>(input.size()));
         std::cerr << "  saved as " << saved.string() << "\n";
       }
     }
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::cout << "fuzz " << o.target << ": " << total << " inputs (" << corpus.size()
-            << " corpus, " << seeds.size() << " seeds, " << mutated << " mutated, seed "
-            << o.seed << ") in " << seconds << " s: " << codes[0] << " accepted (exit 0), "
-            << codes[2] << " refused (exit 2), " << codes[3] << " exit 3, " << failures
-            << " failures\n";
+  std::cout << "fuzz " << o.target << ": " << total << " inputs (" << corpus.size() << " corpus, "
+            << seeds.size() << " seeds, " << mutated << " mutated, seed " << o.seed << ") in "
+            << seconds << " s: " << codes[0] << " accepted (exit 0), " << codes[2]
+            << " refused (exit 2), " << codes[3] << " exit 3, " << failures << " failures\n";
   std::error_code ec;
   fs::current_path(fs::temp_directory_path(), ec);
   fs::remove_all(scratch, ec);

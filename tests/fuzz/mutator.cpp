@@ -7,27 +7,66 @@ namespace meshplan::fuzz {
 namespace {
 
 /// Bytes that change how JSON lexes, and bytes that are not UTF-8.
-constexpr std::array<char, 16> kInterestingBytes = {
-    '\0', '\n', '"', '\\', '[', ']', '{', '}', ',', ':', '-', '.', 'e',
-    static_cast<char>(0xff), static_cast<char>(0xc3), static_cast<char>(0x80)};
+constexpr std::array<char, 16> kInterestingBytes = {'\0',
+                                                    '\n',
+                                                    '"',
+                                                    '\\',
+                                                    '[',
+                                                    ']',
+                                                    '{',
+                                                    '}',
+                                                    ',',
+                                                    ':',
+                                                    '-',
+                                                    '.',
+                                                    'e',
+                                                    static_cast<char>(0xff),
+                                                    static_cast<char>(0xc3),
+                                                    static_cast<char>(0x80)};
 
 /// Numbers at and beyond the edges of int64, uint64 and double, and the ones that are not
 /// numbers in JSON.
-const std::vector<std::string> kNumbers = {
-    "1e400",  "-1e400", "1e-400", "99999999999999999999999", "-0", "0",  "-1",
-    "9223372036854775807", "9223372036854775808", "18446744073709551616",
-    "1.7976931348623157e308", "4.9e-324", "NaN", "Infinity", "1e20", "0.5", "2147483648"};
+const std::vector<std::string> kNumbers = {"1e400",
+                                           "-1e400",
+                                           "1e-400",
+                                           "99999999999999999999999",
+                                           "-0",
+                                           "0",
+                                           "-1",
+                                           "9223372036854775807",
+                                           "9223372036854775808",
+                                           "18446744073709551616",
+                                           "1.7976931348623157e308",
+                                           "4.9e-324",
+                                           "NaN",
+                                           "Infinity",
+                                           "1e20",
+                                           "0.5",
+                                           "2147483648"};
 
 /// String contents: escapes of control characters and lone surrogates, raw multi-byte UTF-8,
 /// bytes that are not UTF-8, a raw newline (invalid inside a JSON string).
-const std::vector<std::string> kStrings = {
-    "\\u0000", "\\ud800", "\\n", "\\\"", "\xc3\xa9", "\xf0\x9f\x98\x80", "\xff\xfe", "\xc3",
-    "\n",      "",        "  ",  "meshplan: error: x\\nmeshplan: error: y", "h100-sxm",
-    "llama",   "gpt2",    "../", std::string(3000, 'a')};
+const std::vector<std::string> kStrings = {"\\u0000",
+                                           "\\ud800",
+                                           "\\n",
+                                           "\\\"",
+                                           "\xc3\xa9",
+                                           "\xf0\x9f\x98\x80",
+                                           "\xff\xfe",
+                                           "\xc3",
+                                           "\n",
+                                           "",
+                                           "  ",
+                                           "meshplan: error: x\\nmeshplan: error: y",
+                                           "h100-sxm",
+                                           "llama",
+                                           "gpt2",
+                                           "../",
+                                           std::string(3000, 'a')};
 
 /// Whole values of every JSON type.
-const std::vector<std::string> kValues = {"{}", "[]", "null", "true", "false", "\"\"", "\"x\"",
-                                          "[0]", "{\"a\":1}", "0", "-1", "1e400"};
+const std::vector<std::string> kValues = {"{}",    "[]",  "null",      "true", "false", "\"\"",
+                                          "\"x\"", "[0]", "{\"a\":1}", "0",    "-1",    "1e400"};
 
 std::string random_piece(const std::vector<std::string>& pieces, Random& random) {
   return pieces[random.below(pieces.size())];
@@ -143,8 +182,7 @@ std::uint64_t Random::next() {
   return z ^ (z >> 31);
 }
 
-std::string mutate(const std::string& input, const std::vector<std::string>& pool,
-                   Random& random) {
+std::string mutate(const std::string& input, const std::vector<std::string>& pool, Random& random) {
   std::string s = input;
   const std::size_t count = 1 + random.below(4);
   for (std::size_t i = 0; i < count; ++i) mutate_once(s, pool, random);

@@ -27,7 +27,6 @@ class Random {
 };
 
 /// `input` after 1 to 4 mutations drawn from `random`; `pool` (the seeds) feeds splices.
-std::string mutate(const std::string& input, const std::vector<std::string>& pool,
-                   Random& random);
+std::string mutate(const std::string& input, const std::vector<std::string>& pool, Random& random);
 
 }  // namespace meshplan::fuzz

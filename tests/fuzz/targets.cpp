@@ -7,8 +7,8 @@
 #include <iterator>
 #include <sstream>
 
-#include "planner/cli/cli.hpp"
 #include "common/input_error.hpp"
+#include "planner/cli/cli.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
 #include "planner/plan/plan.hpp"
@@ -96,9 +96,8 @@ int run_plan(const std::string& input, const std::string& scratch) {
   });
 }
 int run_validation(const std::string& input, const std::string& scratch) {
-  return read_file_target(input, scratch, [](const std::string& f) {
-    load_validation_file(f, MoeCases::kKeep);
-  });
+  return read_file_target(input, scratch,
+                          [](const std::string& f) { load_validation_file(f, MoeCases::kKeep); });
 }
 
 /// Subcommands and flags the CLI target leaves out: those that search or simulate at length
@@ -136,7 +135,8 @@ int run_cli_target(const std::string& input, const std::string& /*scratch*/) {
 
 std::vector<std::string> model_seeds(const std::string& source, const std::string&) {
   std::vector<std::string> seeds = json_files_in(source + "/configs/models");
-  for (const char* dir : {"/tests/data/models", "/tests/data/hf/gpt2", "/tests/data/hf/llama3-8b"}) {
+  for (const char* dir :
+       {"/tests/data/models", "/tests/data/hf/gpt2", "/tests/data/hf/llama3-8b"}) {
     for (std::string& s : json_files_in(source + dir)) seeds.push_back(std::move(s));
   }
   return seeds;
@@ -162,9 +162,9 @@ std::vector<std::string> plan_seeds(const std::string&, const std::string&) {
   interleaved.pp = 4;
   interleaved.vpp = 2;
   interleaved.gbs = 8;
-  const Plan big = make_plan(load_model("llama3-70b"), load_cluster("dgx-h100"),
-                             load_profile("h100"), test::megatron_setup(8192),
-                             test::readme_layout());
+  const Plan big =
+      make_plan(load_model("llama3-70b"), load_cluster("dgx-h100"), load_profile("h100"),
+                test::megatron_setup(8192), test::readme_layout());
   const Plan small = make_plan(load_model("llama2-7b"), load_cluster("dgx-h100"),
                                load_profile("h100"), test::megatron_setup(4096), interleaved);
   return {plan_to_json(big).dump(1), plan_to_json(small).dump(1)};

@@ -2,10 +2,8 @@
 // step time, empty flag values, a profile of another GPU, the default global batch, and plan's
 // exit code when nothing fits. Numbers are derived in the comments.
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "common/input_error.hpp"
@@ -35,8 +33,7 @@ Plan tp8_plan(const Profile& profile) {
 }
 
 /// The h100 preset written to a file with `edit` applied to its JSON.
-std::string edited_h100(const std::string& name,
-                        const std::function<void(nlohmann::json&)>& edit) {
+std::string edited_h100(const std::string& name, const std::function<void(nlohmann::json&)>& edit) {
   nlohmann::json j = nlohmann::json::parse(test::read_config("profiles/h100.json"));
   j["name"] = name;
   edit(j);
@@ -113,8 +110,8 @@ TEST_CASE("estimate and plan refuse a profile file whose numbers overflow, befor
   // Either this guard refuses it, or the profile's bounds (planner/config/spec_json.cpp) already
   // do: both name the file, neither prints a table or writes a plan.
   // (Catch2's combined matchers keep references: the parts are named so that they outlive it.)
-  const auto guard = Contains("profile h100-absurd (" + file +
-                              "): its numbers give a non-finite step time");
+  const auto guard =
+      Contains("profile h100-absurd (" + file + "): its numbers give a non-finite step time");
   const auto bounds = Contains(file + ": $.gemm.k_overhead");
   const auto named = guard || bounds;
   const test::CliResult estimate = test::run(
@@ -123,8 +120,8 @@ TEST_CASE("estimate and plan refuse a profile file whose numbers overflow, befor
   CHECK(estimate.out.empty());
   CHECK_THAT(estimate.err, named);
   for (const bool json : {false, true}) {
-    std::vector<std::string> args = {"plan", "--model", "llama3-8b", "--gpus", "8",
-                                     "--gbs", "64", "--profile", file};
+    std::vector<std::string> args = {"plan",  "--model", "llama3-8b", "--gpus", "8",
+                                     "--gbs", "64",      "--profile", file};
     if (json) args.push_back("--json");
     const test::CliResult plan = test::run(args);
     CHECK(plan.exit_code == 2);
@@ -141,9 +138,10 @@ TEST_CASE("an empty --profile is refused, not read as the default", "[guards][cl
     const test::CliResult r = test::run(test::with(command, {"--profile", ""}));
     CHECK(r.exit_code == 2);
     CHECK(r.out.empty());
-    CHECK(r.err == "meshplan: error: --profile: is empty; expected a profile preset name "
-                   "(meshplan presets profiles) or a profile.json path\n"
-                   "Run with --help for the flags and their units.\n");
+    CHECK(r.err ==
+          "meshplan: error: --profile: is empty; expected a profile preset name "
+          "(meshplan presets profiles) or a profile.json path\n"
+          "Run with --help for the flags and their units.\n");
   }
 }
 
@@ -154,15 +152,17 @@ TEST_CASE("a profile measured on faster links than the cluster's gets a note", "
       test::run({"estimate", "--model", "llama3-8b", "--cluster", "h100-pcie-eth", "--tp", "8",
                  "--gbs", "8", "--profile", "h100", "--json"});
   CHECK(r.exit_code == 0);
-  CHECK_THAT(r.err, Catch::Contains(
-                        "note: profile h100's NVLink-tier link rate 370.0 GB/s (its fastest busbw, an "
-                        "all-reduce's over 2(n-1)/n) is above "
-                        "h100-pcie-eth's intra-node (PCIe5) line rate 64.0 GB/s: collectives "
-                        "there are held to the line rate; measure this cluster's rates with "
-                        "meshplan-calibrate\n"));
-  CHECK_THAT(r.err, Catch::Contains("note: profile h100's per-NIC link rate 46.0 GB/s (its fastest busbw, "
-                                    "an all-reduce's over 2(n-1)/n) is above "
-                                    "h100-pcie-eth's NIC (ethernet) line rate 12.5 GB/s"));
+  CHECK_THAT(r.err,
+             Catch::Contains(
+                 "note: profile h100's NVLink-tier link rate 370.0 GB/s (its fastest busbw, an "
+                 "all-reduce's over 2(n-1)/n) is above "
+                 "h100-pcie-eth's intra-node (PCIe5) line rate 64.0 GB/s: collectives "
+                 "there are held to the line rate; measure this cluster's rates with "
+                 "meshplan-calibrate\n"));
+  CHECK_THAT(r.err,
+             Catch::Contains("note: profile h100's per-NIC link rate 46.0 GB/s (its fastest busbw, "
+                             "an all-reduce's over 2(n-1)/n) is above "
+                             "h100-pcie-eth's NIC (ethernet) line rate 12.5 GB/s"));
   // A measured fit faster than the line rate counts too, though the links are slower: links
   // 150e9, an all-gather fit of 440e9 on a cluster whose intra-node link carries 200e9.
   nlohmann::json profile = nlohmann::json::parse(test::read_config("profiles/h100.json"));
@@ -171,10 +171,10 @@ TEST_CASE("a profile measured on faster links than the cluster's gets a note", "
       "tier": "nvlink", "group_size": 8, "alpha_s": 2e-5, "busbw_bytes_per_s": 440e9}])");
   nlohmann::json slow_links = nlohmann::json::parse(test::read_config("clusters/dgx-h100.json"));
   slow_links["intra_node"]["bandwidth_bytes_per_s_per_gpu"] = 200e9;
-  const test::CliResult fit = test::run(
-      {"estimate", "--model", "llama3-8b", "--tp", "8", "--sp", "--gbs", "8", "--cluster",
-       test::write_temp_file("c200.json", slow_links.dump(2)), "--profile",
-       test::write_temp_file("fitfast.json", profile.dump(2))});
+  const test::CliResult fit =
+      test::run({"estimate", "--model", "llama3-8b", "--tp", "8", "--sp", "--gbs", "8", "--cluster",
+                 test::write_temp_file("c200.json", slow_links.dump(2)), "--profile",
+                 test::write_temp_file("fitfast.json", profile.dump(2))});
   CHECK(fit.exit_code == 0);
   CHECK_THAT(fit.err, Catch::Contains("NVLink-tier link rate 440.0 GB/s (its fastest busbw"));
   // The shipped pairs measured their own links: no such note.
@@ -192,8 +192,8 @@ TEST_CASE("a profile of another GPU is used with a note on stderr", "[guards][cl
       "efficiencies are a100-80g's, not h100-sxm's; give --profile with a profile of h100-sxm "
       "(meshplan presets profiles), or measure one with meshplan-calibrate\n";
   const test::CliResult estimate =
-      test::run({"estimate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--tp", "8",
-                 "--gbs", "64", "--profile", "a100", "--json"});
+      test::run({"estimate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--tp", "8", "--gbs",
+                 "64", "--profile", "a100", "--json"});
   CHECK(estimate.exit_code == 0);
   CHECK(test::without_notes(estimate.err).empty());
   CHECK_THAT(estimate.err, Contains(note));
@@ -216,8 +216,9 @@ TEST_CASE("a profile of another GPU is used with a note on stderr", "[guards][cl
   }
 }
 
-TEST_CASE("estimate's default global batch is plan's: about 4M tokens, 1024 per GPU beyond 4096 GPUs",
-          "[guards][gbs]") {
+TEST_CASE(
+    "estimate's default global batch is plan's: about 4M tokens, 1024 per GPU beyond 4096 GPUs",
+    "[guards][gbs]") {
   // plan: max(1, max(4194304, gpus x 1024) / seq) sequences; up to 4096 GPUs 4M tokens: seq
   // 8192: 512, seq 4096: 1024.
   CHECK(default_global_batch(8192, 64) == 512);
@@ -245,11 +246,12 @@ TEST_CASE("estimate's default global batch is plan's: about 4M tokens, 1024 per 
       test::run({"estimate", "--model", "llama3-70b", "--tp", "8", "--pp", "8"});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  CHECK_THAT(r.err, Contains("note: gbs 512 (default as meshplan plan takes it, about 4M tokens "
-                             "per batch: 4194304 / seq 8192, rounded to whole dp x mbs, at least dp x "
-                             "mbs x pp x vpp; 512 micro-batches, bubble (pp - 1) / (vpp x "
-                             "micro-batches) = 1.4% of the micro-batches' time (the "
-                             "breakdown's share is of the step); set --gbs)"));
+  CHECK_THAT(r.err,
+             Contains("note: gbs 512 (default as meshplan plan takes it, about 4M tokens "
+                      "per batch: 4194304 / seq 8192, rounded to whole dp x mbs, at least dp x "
+                      "mbs x pp x vpp; 512 micro-batches, bubble (pp - 1) / (vpp x "
+                      "micro-batches) = 1.4% of the micro-batches' time (the "
+                      "breakdown's share is of the step); set --gbs)"));
   CHECK_THAT(r.out, Contains("gbs 512 (512 micro-batches)"));
   // plan takes the same 512 at seq 8192.
   const test::CliResult plan = test::run({"plan", "--model", "llama3-8b", "--gpus", "8"});
@@ -260,8 +262,8 @@ TEST_CASE("plan's default batch on 16,384 GPUs leaves its winner a bubble under 
           "[guards][gbs]") {
   // 16384 x 1024 tokens / 8192 = 2048 sequences (4M tokens would be 512: fewer micro-batches
   // than the 2048 replicas x stages of most layouts need).
-  const test::CliResult r = test::run(
-      {"plan", "--model", "llama3-405b", "--gpus", "16384", "--top", "1", "--json"});
+  const test::CliResult r =
+      test::run({"plan", "--model", "llama3-405b", "--gpus", "16384", "--top", "1", "--json"});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   const nlohmann::json winner = nlohmann::json::parse(r.out)["ranked"][0];
@@ -293,7 +295,8 @@ TEST_CASE("plan: nothing fits is exit code 3, with the same explanation", "[guar
   const test::CliResult with_out = test::run(test::with(args, {"--out", out}));
   CHECK(with_out.exit_code == 3);
   CHECK_THAT(with_out.out, Contains("No layout fits"));
-  CHECK(test::without_notes(with_out.err) == "meshplan: no layout of 8 GPUs fits; --out " + out +
-                            " was not written (exit code 3; the reasons are listed above)\n");
+  CHECK(test::without_notes(with_out.err) ==
+        "meshplan: no layout of 8 GPUs fits; --out " + out +
+            " was not written (exit code 3; the reasons are listed above)\n");
   CHECK_FALSE(std::filesystem::exists(out));
 }

@@ -2,12 +2,10 @@
 // would be right (exit code 2), and none blames something else (an "uneven" split that is even,
 // a missing flag that was given empty, the end of a file that could not be read).
 #include <catch2/catch.hpp>
-
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "tests/support/cli_expect.hpp"
 #include "tests/support/cli_runner.hpp"
@@ -16,11 +14,12 @@ using namespace meshplan;
 using meshplan::test::expect_exact_error;
 
 // (A test name must not start with "-": ctest passes it to Catch, which reads it as an option.)
-TEST_CASE("stage layers with vpp > 1 list each model chunk's layers - the even split is the "
-          "default",
-          "[messages][cli]") {
-  const std::vector<std::string> base = {"estimate", "--model", "llama3-8b", "--pp", "4",
-                                         "--vpp", "2", "--json"};
+TEST_CASE(
+    "stage layers with vpp > 1 list each model chunk's layers - the even split is the "
+    "default",
+    "[messages][cli]") {
+  const std::vector<std::string> base = {"estimate", "--model", "llama3-8b", "--pp",
+                                         "4",        "--vpp",   "2",         "--json"};
   // Llama 3 8B's 32 layers on pp 4 x vpp 2: 4,4,4,4,4,4,4,4 is what vpp 2 takes anyway, and so
   // is the even split over the 4 stages, 8,8,8,8 (as plan.json files wrote it): the very
   // estimate of no --stage-layers.
@@ -66,25 +65,27 @@ TEST_CASE("stage layers with vpp > 1 list each model chunk's layers - the even s
   // A split of the stages rather than the chunks is refused, naming the count it needs.
   const std::string head = "meshplan: error: impossible layout:\n  layout: the stage split lists ";
   expect_exact_error(test::with(base, {"--stage-layers", "10,22"}),
-                     head + "2 stages, but with vpp 2 it lists the layers of each virtual stage "
-                            "(model chunk), in model order: pp x vpp = 8\n");
+                     head +
+                         "2 stages, but with vpp 2 it lists the layers of each virtual stage "
+                         "(model chunk), in model order: pp x vpp = 8\n");
   expect_exact_error(
-      {"estimate", "--model", "llama3-8b", "--pp", "3", "--vpp", "2", "--stage-layers",
-       "10,11,11"},
-      head + "3 stages, but with vpp 2 it lists the layers of each virtual stage (model chunk), "
-             "in model order: pp x vpp = 6\n");
+      {"estimate", "--model", "llama3-8b", "--pp", "3", "--vpp", "2", "--stage-layers", "10,11,11"},
+      head +
+          "3 stages, but with vpp 2 it lists the layers of each virtual stage (model chunk), "
+          "in model order: pp x vpp = 6\n");
   // Without a split, 32 layers over pp 3 x vpp 2: stages of 10, 11, 11 (one fewer on the
   // embedding's), each over its 2 chunks, the embedding's and the LM head's chunk the lighter:
   // stage 0 5 + 5, stage 1 5 + 6, stage 2 6 + 5; in model order 5,5,6, 5,6,5.
-  const test::CliResult split = test::run(
-      {"ledger", "--model", "llama3-8b", "--pp", "3", "--vpp", "2", "--json"});
+  const test::CliResult split =
+      test::run({"ledger", "--model", "llama3-8b", "--pp", "3", "--vpp", "2", "--json"});
   REQUIRE(split.exit_code == 0);
   const nlohmann::json notes = nlohmann::json::parse(split.out)["notes"];
   bool noted = false;
   for (const nlohmann::json& n : notes) {
-    noted = noted || n.get<std::string>().rfind("stage layers 5,5,6,5,6,5 (default: 32 layers do "
-                                                "not split evenly over pp x vpp = 6 model chunks",
-                                                0) == 0;
+    noted = noted || n.get<std::string>().rfind(
+                         "stage layers 5,5,6,5,6,5 (default: 32 layers do "
+                         "not split evenly over pp x vpp = 6 model chunks",
+                         0) == 0;
   }
   CHECK(noted);
 }
@@ -93,16 +94,18 @@ TEST_CASE("an unknown subcommand is named, with the subcommands there are", "[me
   const std::string list = "plan, ledger, estimate, presets, export, validate, fit or profile";
   const std::string hint =
       "\nRun meshplan --help for what each does, meshplan SUBCOMMAND --help for its flags.\n";
-  expect_exact_error({"recommend"}, "meshplan: error: unknown subcommand \"recommend\"; expected "
-                                    "one of " + list + hint);
-  expect_exact_error({"recommend", "--model", "llama3-8b"},
-                     "meshplan: error: unknown subcommand \"recommend\"; expected one of " + list +
-                         hint);
+  expect_exact_error({"recommend"},
+                     "meshplan: error: unknown subcommand \"recommend\"; expected "
+                     "one of " +
+                         list + hint);
+  expect_exact_error(
+      {"recommend", "--model", "llama3-8b"},
+      "meshplan: error: unknown subcommand \"recommend\"; expected one of " + list + hint);
   expect_exact_error({}, "meshplan: error: no subcommand given; expected one of " + list + hint);
   expect_exact_error({"--model", "llama3-8b"},
                      "meshplan: error: \"--model\" is not a flag of meshplan itself (it takes "
-                     "--help and --version); give a subcommand first, one of " + list +
-                         ", and its flags after it" + hint);
+                     "--help and --version); give a subcommand first, one of " +
+                         list + ", and its flags after it" + hint);
   // meshplan's own flags and the subcommands still work.
   CHECK(test::run({"--version"}).exit_code == 0);
   CHECK(test::run({"--help"}).exit_code == 0);
@@ -171,7 +174,7 @@ TEST_CASE("a file that cannot be read is said to be unreadable, not to end early
 TEST_CASE("sp reads the same in estimate, ledger and plan: bare, on or off", "[cli][errors]") {
   const auto estimate = [](std::vector<std::string> extra) {
     std::vector<std::string> args = {"estimate", "--model", "llama3-8b", "--gpus", "8",
-                                     "--tp",     "8",         "--gbs",   "8", "--json"};
+                                     "--tp",     "8",       "--gbs",     "8",      "--json"};
     args.insert(args.end(), extra.begin(), extra.end());
     const test::CliResult r = test::run(args);
     INFO(r.err);
@@ -206,14 +209,13 @@ TEST_CASE("sp reads the same in estimate, ledger and plan: bare, on or off", "[c
     INFO(command + ": " + empty.err);
     CHECK(empty.exit_code == 2);
     CHECK(empty.out.empty());
-    CHECK_THAT(empty.err,
-               Catch::Contains("--sp: empty value; give --sp, --sp on or --sp off"));
+    CHECK_THAT(empty.err, Catch::Contains("--sp: empty value; give --sp, --sp on or --sp off"));
   }
 }
 
 TEST_CASE("plan lists the defaults it took, in text and in --json alike", "[cli]") {
-  const test::CliResult r = test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--top",
-                                       "1", "--json"});
+  const test::CliResult r =
+      test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--top", "1", "--json"});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   const nlohmann::json notes = nlohmann::json::parse(r.out)["notes"];
@@ -226,8 +228,8 @@ TEST_CASE("plan lists the defaults it took, in text and in --json alike", "[cli]
   // llama3-8b's seq_length is 8192; the default batch is 4194304 / 8192 = 512 sequences.
   CHECK(has("seq 8192 (default: the model's seq_length"));
   CHECK(has("gbs 512 (default: about 4M tokens per batch: 4194304 / seq 8192; set --gbs)"));
-  const test::CliResult text = test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--top",
-                                          "1"});
+  const test::CliResult text =
+      test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--top", "1"});
   for (const nlohmann::json& n : notes) {
     CHECK_THAT(text.err, Catch::Contains("note: " + n.get<std::string>()));
   }
@@ -251,10 +253,10 @@ TEST_CASE("the help of --framework does not read as a recompute default", "[mess
     INFO(command);
     const test::CliResult help = test::run({command, "--help"});
     REQUIRE(help.exit_code == 0);
-    CHECK_THAT(help.out, Catch::Contains(
-                             "The default --recompute is none for every convention; --recompute "
-                             "selective is the attention core (Megatron-LM's) for all but fsdp, "
-                             "where it is torchtitan's op-level policy"));
+    CHECK_THAT(help.out,
+               Catch::Contains("The default --recompute is none for every convention; --recompute "
+                               "selective is the attention core (Megatron-LM's) for all but fsdp, "
+                               "where it is torchtitan's op-level policy"));
     CHECK_THAT(help.out, Catch::Contains("selective recompute is op-level"));
     CHECK_THAT(help.out, !Catch::Contains("op-level selective recompute"));
   }

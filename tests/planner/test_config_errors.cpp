@@ -30,7 +30,8 @@ std::string broken_model(const std::string& name, const std::string& from, const
   return test::write_temp_file(name, text);
 }
 
-/// Runs `ledger --model file` and checks exit code 2, no stdout, and an error containing `expected`.
+/// Runs `ledger --model file` and checks exit code 2, no stdout, and an error containing
+/// `expected`.
 void expect_input_error(const std::string& file, const std::string& expected) {
   const test::CliResult r = test::run({"ledger", "--model", file});
   CHECK(r.exit_code == 2);
@@ -53,7 +54,8 @@ TEST_CASE("unknown preset names list the closest names", "[errors]") {
 }
 
 TEST_CASE("malformed JSON names the file, line and column", "[errors]") {
-  const std::string file = test::write_temp_file("malformed.json", "{\n  \"schema\": \"meshplan-model/1\",\n  oops\n}");
+  const std::string file =
+      test::write_temp_file("malformed.json", "{\n  \"schema\": \"meshplan-model/1\",\n  oops\n}");
   expect_input_error(file, "not valid JSON at line 3, column 3");
 }
 
@@ -77,9 +79,9 @@ TEST_CASE("an unknown key is an error with the closest known key", "[errors]") {
 TEST_CASE("zero and negative sizes are errors", "[errors]") {
   expect_input_error(broken_model("zero.json", "\"num_layers\": 32", "\"num_layers\": 0"),
                      "$.num_layers: must be a positive integer, got 0");
-  expect_input_error(broken_model("neg.json", "\"ffn_hidden_size\": 14336",
-                                  "\"ffn_hidden_size\": -14336"),
-                     "$.ffn_hidden_size: must be a positive integer, got -14336");
+  expect_input_error(
+      broken_model("neg.json", "\"ffn_hidden_size\": 14336", "\"ffn_hidden_size\": -14336"),
+      "$.ffn_hidden_size: must be a positive integer, got -14336");
 }
 
 TEST_CASE("a bad enum value lists the allowed values", "[errors]") {
@@ -138,15 +140,16 @@ TEST_CASE("rope_scaling and norm_epsilon: optional, checked, rope_scaling on rop
     return broken_model(name, eps, eps + ", \"rope_scaling\": " + scaling);
   };
   // Llama 3.1's scaling reads back as written; norm_epsilon absent or null is unset.
-  const ModelSpec m = load_model(scaled(
-      "llama31.json", R"({"type": "llama3", "factor": 8, "low_freq_factor": 1,
+  const ModelSpec m =
+      load_model(scaled("llama31.json", R"({"type": "llama3", "factor": 8, "low_freq_factor": 1,
       "high_freq_factor": 4, "original_max_position_embeddings": 8192})"));
   REQUIRE(m.rope_scaling);
   CHECK(m.rope_scaling->factor == 8.0);
   CHECK(m.rope_scaling->original_max_position_embeddings == 8192);
   CHECK(m.norm_epsilon == 1e-05);
   CHECK_FALSE(load_model(broken_model("no-eps.json", ",\n  " + eps, "")).norm_epsilon);
-  CHECK_FALSE(load_model(broken_model("null-eps.json", eps, "\"norm_epsilon\": null")).norm_epsilon);
+  CHECK_FALSE(
+      load_model(broken_model("null-eps.json", eps, "\"norm_epsilon\": null")).norm_epsilon);
 
   expect_input_error(broken_model("big-eps.json", eps, "\"norm_epsilon\": 1.5"),
                      "$.norm_epsilon: must be a number from 1.18e-38");
@@ -198,7 +201,9 @@ TEST_CASE("GPU files: a nested field's path and a missing source", "[errors]") {
   const std::string file2 = test::write_temp_file("gpu-src.json", nosource);
   const test::CliResult r2 = test::run({"ledger", "--params", "7e9", "--gpu", file2});
   CHECK(r2.exit_code == 2);
-  CHECK_THAT(r2.err, Catch::Contains("$.sources.runtime_overheads: unknown key; did you mean \"runtime_overhead\"?"));
+  CHECK_THAT(r2.err,
+             Catch::Contains(
+                 "$.sources.runtime_overheads: unknown key; did you mean \"runtime_overhead\"?"));
 }
 
 TEST_CASE("a GPU file without a 16-bit peak is refused at $.peak_flops_per_s", "[errors]") {
@@ -241,8 +246,9 @@ TEST_CASE("bad flags exit 2", "[errors]") {
 
 TEST_CASE("sizes beyond the bounds and overflowing flags are refused, not wrapped", "[errors]") {
   // Each bound keeps hidden x ffn x layers inside int64 (loaders.cpp).
-  expect_input_error(broken_model("huge.json", "\"num_layers\": 32", "\"num_layers\": 9000000000000000000"),
-                     "$.num_layers: must be at most 65536");
+  expect_input_error(
+      broken_model("huge.json", "\"num_layers\": 32", "\"num_layers\": 9000000000000000000"),
+      "$.num_layers: must be at most 65536");
   const test::CliResult flags =
       test::run({"ledger", "--model", "llama3-8b", "--dp", "4294967296", "--mbs", "4294967296"});
   CHECK(flags.exit_code == 2);
@@ -251,16 +257,17 @@ TEST_CASE("sizes beyond the bounds and overflowing flags are refused, not wrappe
   CHECK(test::run({"ledger", "--params", "7e9", "--tokens", "nan"}).exit_code == 2);
   CHECK(test::run({"ledger", "--params", "7e9", "--mfu", "nan"}).exit_code == 2);
   CHECK(test::run({"ledger", "--params", "1e308"}).exit_code == 2);
-  const test::CliResult layout_without_model = test::run({"ledger", "--params", "7e9", "--vpp", "4"});
+  const test::CliResult layout_without_model =
+      test::run({"ledger", "--params", "7e9", "--vpp", "4"});
   CHECK(layout_without_model.exit_code == 2);
   CHECK_THAT(layout_without_model.err, Catch::Contains("--vpp needs --model"));
 }
 
 TEST_CASE("a file of another kind is named by its schema", "[errors]") {
-  const test::CliResult r =
-      test::run({"ledger", "--model", config_dir() + "/gpus/h100-sxm.json"});
+  const test::CliResult r = test::run({"ledger", "--model", config_dir() + "/gpus/h100-sxm.json"});
   CHECK(r.exit_code == 2);
-  CHECK_THAT(r.err, Catch::Contains("$.schema: is \"meshplan-gpu/1\"; expected \"meshplan-model/1\""));
+  CHECK_THAT(r.err,
+             Catch::Contains("$.schema: is \"meshplan-gpu/1\"; expected \"meshplan-model/1\""));
 }
 
 TEST_CASE("a file of another kind says what it is and what the flag expects", "[errors]") {
@@ -281,58 +288,69 @@ TEST_CASE("a file of another kind says what it is and what the flag expects", "[
 
   SECTION("a model") {
     expect_kind_error({"ledger", "--model", cluster},
-                      cluster + ": $.schema: is \"meshplan-cluster/1\"; expected "
-                      "\"meshplan-model/1\": this is a cluster file; --model expects a "
-                      "meshplan-model/1 file or a Hugging Face config.json");
-    expect_kind_error({"estimate", "--model", plan},
-                      plan + ": $.schema: is \"meshplan-plan/1\"; expected \"meshplan-model/1\": "
-                      "this is a plan (written by meshplan plan|estimate --out); --model expects "
-                      "a meshplan-model/1 file or a Hugging Face config.json");
+                      cluster +
+                          ": $.schema: is \"meshplan-cluster/1\"; expected "
+                          "\"meshplan-model/1\": this is a cluster file; --model expects a "
+                          "meshplan-model/1 file or a Hugging Face config.json");
+    expect_kind_error(
+        {"estimate", "--model", plan},
+        plan +
+            ": $.schema: is \"meshplan-plan/1\"; expected \"meshplan-model/1\": "
+            "this is a plan (written by meshplan plan|estimate --out); --model expects "
+            "a meshplan-model/1 file or a Hugging Face config.json");
   }
   SECTION("a cluster") {
-    expect_kind_error({"estimate", "--model", "llama3-8b", "--cluster", hf},
-                      hf + ": $.schema: missing, and \"model_type\" is there: this is a Hugging "
-                      "Face config.json (a model); --cluster expects a meshplan-cluster/1 file");
+    expect_kind_error(
+        {"estimate", "--model", "llama3-8b", "--cluster", hf},
+        hf + ": $.schema: missing, and \"model_type\" is there: this is a Hugging "
+             "Face config.json (a model); --cluster expects a meshplan-cluster/1 file");
     expect_kind_error({"plan", "--model", "llama3-8b", "--gpus", "8", "--cluster", model},
-                      model + ": $.schema: is \"meshplan-model/1\"; expected "
-                      "\"meshplan-cluster/1\": this is a model file; --cluster expects a "
-                      "meshplan-cluster/1 file");
+                      model +
+                          ": $.schema: is \"meshplan-model/1\"; expected "
+                          "\"meshplan-cluster/1\": this is a model file; --cluster expects a "
+                          "meshplan-cluster/1 file");
   }
   SECTION("a GPU") {
     expect_kind_error({"ledger", "--params", "7e9", "--gpu", cluster},
-                      cluster + ": $.schema: is \"meshplan-cluster/1\"; expected "
-                      "\"meshplan-gpu/1\": this is a cluster file; --gpu expects a "
-                      "meshplan-gpu/1 file");
+                      cluster +
+                          ": $.schema: is \"meshplan-cluster/1\"; expected "
+                          "\"meshplan-gpu/1\": this is a cluster file; --gpu expects a "
+                          "meshplan-gpu/1 file");
   }
   SECTION("a profile") {
     expect_kind_error({"estimate", "--model", "llama3-8b", "--profile", plan},
-                      plan + ": $.schema: is \"meshplan-plan/1\"; expected "
-                      "\"meshplan-profile/1\": this is a plan (written by meshplan "
-                      "plan|estimate --out); --profile expects a meshplan-profile/1 file "
-                      "(configs/profiles/, or one written by meshplan-calibrate --out)");
+                      plan +
+                          ": $.schema: is \"meshplan-plan/1\"; expected "
+                          "\"meshplan-profile/1\": this is a plan (written by meshplan "
+                          "plan|estimate --out); --profile expects a meshplan-profile/1 file "
+                          "(configs/profiles/, or one written by meshplan-calibrate --out)");
     expect_kind_error({"estimate", "--model", "llama3-8b", "--profile", hf},
-                      hf + ": $.schema: missing, and \"model_type\" is there: this is a Hugging "
-                      "Face config.json (a model); --profile expects a meshplan-profile/1 file "
-                      "(configs/profiles/, or one written by meshplan-calibrate --out)");
+                      hf +
+                          ": $.schema: missing, and \"model_type\" is there: this is a Hugging "
+                          "Face config.json (a model); --profile expects a meshplan-profile/1 file "
+                          "(configs/profiles/, or one written by meshplan-calibrate --out)");
   }
   SECTION("a plan") {
     expect_kind_error({"estimate", "--plan", profile},
-                      profile + ": $.schema: is \"meshplan-profile/1\"; expected "
-                      "\"meshplan-plan/1\": this is a performance profile; --plan expects a "
-                      "meshplan-plan/1 file (written by meshplan plan|estimate --out)");
+                      profile +
+                          ": $.schema: is \"meshplan-profile/1\"; expected "
+                          "\"meshplan-plan/1\": this is a performance profile; --plan expects a "
+                          "meshplan-plan/1 file (written by meshplan plan|estimate --out)");
     // export's plan is an argument, not a flag.
     expect_kind_error({"export", model, "--format", "megatron"},
-                      model + ": $.schema: is \"meshplan-model/1\"; expected \"meshplan-plan/1\": "
-                      "this is a model file, not a meshplan-plan/1 file (written by meshplan "
-                      "plan|estimate --out)");
+                      model +
+                          ": $.schema: is \"meshplan-model/1\"; expected \"meshplan-plan/1\": "
+                          "this is a model file, not a meshplan-plan/1 file (written by meshplan "
+                          "plan|estimate --out)");
   }
   SECTION("another version of the right kind is left to the reader, which names the version") {
     nlohmann::json newer = nlohmann::json::parse(test::read_config("models/llama3-8b.json"));
     newer["schema"] = "meshplan-model/2";
     const std::string file = test::write_temp_file("model-v2.json", newer.dump());
     expect_kind_error({"ledger", "--model", file},
-                      file + ": $.schema: is \"meshplan-model/2\"; expected \"meshplan-model/1\" "
-                      "(is this the right kind of file?)");
+                      file +
+                          ": $.schema: is \"meshplan-model/2\"; expected \"meshplan-model/1\" "
+                          "(is this the right kind of file?)");
   }
 }
 

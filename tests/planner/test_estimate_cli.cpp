@@ -1,15 +1,13 @@
 // `meshplan estimate`: table, JSON keys with units, the trace file.
 #include <catch2/catch.hpp>
-
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/format.hpp"
 #include "tests/support/cli_runner.hpp"
@@ -90,17 +88,15 @@ TEST_CASE("estimate says what Megatron's selective recompute buys under FlashAtt
 TEST_CASE("estimate notes an overlap flag that changes nothing for its layout", "[estimate]") {
   // The README layout: tp 8, dp 2, pp 4, vpp 1. --pp-overlap needs an interleaved schedule;
   // the other two have collectives to overlap. At tp 1, dp 1 on one GPU, none of them does.
-  const test::CliResult readme =
-      test::run(test::with(test::kReadmeEstimate,
-                           {"--pp-overlap", "on", "--tp-overlap", "0.5", "--dp-overlap", "on"}));
+  const test::CliResult readme = test::run(test::with(
+      test::kReadmeEstimate, {"--pp-overlap", "on", "--tp-overlap", "0.5", "--dp-overlap", "on"}));
   REQUIRE(readme.exit_code == 0);
   CHECK_THAT(readme.err, Catch::Contains("note: --pp-overlap: changes nothing for this layout: "
                                          "only an interleaved schedule (vpp > 1) overlaps its "
                                          "sends; 1F1B's sends always wait\n"));
   CHECK_THAT(readme.err, !Catch::Contains("note: --tp-overlap"));
   CHECK_THAT(readme.err, !Catch::Contains("note: --dp-overlap"));
-  CHECK_THAT(test::run(test::with(test::kReadmeEstimate, {"--vpp", "2", "--pp-overlap", "on"}))
-                 .err,
+  CHECK_THAT(test::run(test::with(test::kReadmeEstimate, {"--vpp", "2", "--pp-overlap", "on"})).err,
              !Catch::Contains("note: --pp-overlap"));
   const test::CliResult single =
       test::run({"estimate", "--model", "llama3-8b", "--gpus", "1", "--gbs", "8", "--pp-overlap",
@@ -147,9 +143,10 @@ TEST_CASE("estimate --trace puts each stage's exposed TP and CP time on the comm
   const std::string path = test::write_temp_file("trace-tp.json", "");
   std::filesystem::remove(path);
   const std::vector<std::string> args = {
-      "estimate", "--model", "llama3-70b", "--cluster", "dgx-h100", "--tp", "8", "--pp", "4",
-      "--cp", "2", "--zero", "1", "--sp", "--mbs", "1", "--gbs", "16", "--seq", "16384",
-      "--recompute", "selective", "--trace", path, "--json"};
+      "estimate",  "--model", "llama3-70b", "--cluster", "dgx-h100", "--tp",  "8",
+      "--pp",      "4",       "--cp",       "2",         "--zero",   "1",     "--sp",
+      "--mbs",     "1",       "--gbs",      "16",        "--seq",    "16384", "--recompute",
+      "selective", "--trace", path,         "--json"};
   const test::CliResult r = test::run(args);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
@@ -183,8 +180,10 @@ TEST_CASE("estimate --trace puts each stage's exposed TP and CP time on the comm
   }
   REQUIRE(j["breakdown"]["tp_exposed_s"].get<double>() > 0);
   REQUIRE(j["breakdown"]["cp_exposed_s"].get<double>() > 0);
-  CHECK(seconds[{slowest, "tp"}] == Approx(j["breakdown"]["tp_exposed_s"].get<double>()).epsilon(1e-6));
-  CHECK(seconds[{slowest, "cp"}] == Approx(j["breakdown"]["cp_exposed_s"].get<double>()).epsilon(1e-6));
+  CHECK(seconds[{slowest, "tp"}] ==
+        Approx(j["breakdown"]["tp_exposed_s"].get<double>()).epsilon(1e-6));
+  CHECK(seconds[{slowest, "cp"}] ==
+        Approx(j["breakdown"]["cp_exposed_s"].get<double>()).epsilon(1e-6));
   // Still the whole step.
   CHECK(trace["otherData"]["step_time_s"].get<double>() == Approx(end_us / 1e6));
   CHECK(end_us / 1e6 == Approx(j["step_time_s"].get<double>()).epsilon(0.01));
@@ -193,8 +192,8 @@ TEST_CASE("estimate --trace puts each stage's exposed TP and CP time on the comm
 TEST_CASE("estimate refuses what it cannot estimate", "[estimate]") {
   CHECK(test::run({"estimate", "--model", "llama3-8b", "--cluster", "gb200-nvl72"}).exit_code == 2);
   CHECK(test::run({"estimate", "--model", "llama3-8b", "--tp", "3"}).exit_code == 2);
-  const test::CliResult bad_trace = test::run(
-      {"estimate", "--model", "llama3-8b", "--trace", "/nonexistent/dir/t.json"});
+  const test::CliResult bad_trace =
+      test::run({"estimate", "--model", "llama3-8b", "--trace", "/nonexistent/dir/t.json"});
   CHECK(bad_trace.exit_code == 2);
   CHECK_THAT(bad_trace.err, Catch::Contains("/nonexistent/dir/t.json: cannot be written"));
   // The GPU-count bound 2^20 = 1048576 is printed in full, not as 1.04858e+06.
@@ -226,8 +225,8 @@ TEST_CASE("estimate refuses an empty or unwritable output path, naming the flag"
                        ": exists and is not a regular file (a directory, device or pipe); "
                        "expected a file name to write\n");
   }
-  const test::CliResult missing = test::run(
-      {"estimate", "--model", "llama3-8b", "--out", "/nonexistent/dir/plan.json"});
+  const test::CliResult missing =
+      test::run({"estimate", "--model", "llama3-8b", "--out", "/nonexistent/dir/plan.json"});
   CHECK(missing.exit_code == 2);
   CHECK_THAT(missing.err, Catch::Contains("--out /nonexistent/dir/plan.json: cannot be written"));
 }
@@ -244,17 +243,16 @@ TEST_CASE("estimate takes the GPU counts plan takes: whole nodes beyond one", "[
   SECTION("--gpus: plan's message") {
     const std::string dir = (std::filesystem::path(test::temp_dir()) / "p12").string();
     std::filesystem::create_directories(dir);
-    const test::CliResult r =
-        test::run({"estimate", "--model", "llama2-13b", "--gpus", "12", "--tp", "4", "--gbs",
-                   "12", "--out", dir + "/p12.json"});
+    const test::CliResult r = test::run({"estimate", "--model", "llama2-13b", "--gpus", "12",
+                                         "--tp", "4", "--gbs", "12", "--out", dir + "/p12.json"});
     CHECK(r.exit_code == 2);
     CHECK(r.out.empty());
     CHECK(r.err == plan.err);
     CHECK_FALSE(std::filesystem::exists(dir + "/p12.json"));
   }
   SECTION("degrees alone") {
-    const test::CliResult r = test::run(
-        {"estimate", "--model", "llama2-13b", "--dp", "3", "--tp", "4", "--gbs", "12"});
+    const test::CliResult r =
+        test::run({"estimate", "--model", "llama2-13b", "--dp", "3", "--tp", "4", "--gbs", "12"});
     CHECK(r.exit_code == 2);
     CHECK(r.out.empty());
     CHECK(r.err == "meshplan: error: layout dp 3 x tp 4 x pp 1 x cp 1 = 12 GPUs: " + whole +
@@ -282,8 +280,7 @@ TEST_CASE("a sequence beyond a RoPE model's max_position_embeddings gets a note,
       "computed all the same\n";
   const std::vector<std::vector<std::string>> commands = {
       {"estimate", "--model", "llama3-8b", "--tp", "8", "--seq", "16384", "--gbs", "8"},
-      {"plan", "--model", "llama3-8b", "--gpus", "8", "--seq", "16384", "--gbs", "8", "--top",
-       "1"},
+      {"plan", "--model", "llama3-8b", "--gpus", "8", "--seq", "16384", "--gbs", "8", "--top", "1"},
       {"ledger", "--model", "llama3-8b", "--tp", "8", "--seq", "16384", "--gbs", "8"}};
   for (const std::vector<std::string>& args : commands) {
     INFO(args[0]);
@@ -300,18 +297,21 @@ TEST_CASE("a sequence beyond a RoPE model's max_position_embeddings gets a note,
   }
   // llama3-405b carries Llama 3.1's llama3 scaling and max_position_embeddings 131072: past it,
   // the note names the scaling rather than asking for one.
-  const test::CliResult scaled = test::run(
-      {"ledger", "--model", "llama3-405b", "--tp", "8", "--pp", "16", "--seq", "262144"});
+  const test::CliResult scaled =
+      test::run({"ledger", "--model", "llama3-405b", "--tp", "8", "--pp", "16", "--seq", "262144"});
   CHECK(scaled.exit_code == 0);
-  CHECK_THAT(scaled.err, Catch::Contains(
-        "note: seq 262144 is beyond llama3-405b's max_position_embeddings 131072: the length its "
-        "RoPE scaling (\"llama3\") is configured for; positions beyond it need a larger scaling "
-        "before training at this length; the cost is computed all the same\n"));
+  CHECK_THAT(
+      scaled.err,
+      Catch::Contains(
+          "note: seq 262144 is beyond llama3-405b's max_position_embeddings 131072: the length its "
+          "RoPE scaling (\"llama3\") is configured for; positions beyond it need a larger scaling "
+          "before training at this length; the cost is computed all the same\n"));
 }
 
-TEST_CASE("estimate notes where uneven model chunks take the simulation more than 1% from the "
-          "closed form",
-          "[estimate][cli]") {
+TEST_CASE(
+    "estimate notes where uneven model chunks take the simulation more than 1% from the "
+    "closed form",
+    "[estimate][cli]") {
   // Llama 3 70B's 80 layers on pp 8 x vpp 7: 10 per stage over 7 chunks, three of 2 layers and
   // four of 1. The closed form paces the pipeline by the stages' totals (equal here); the event
   // simulation of the interleaved order stalls on the 2-layer chunks.
@@ -325,18 +325,18 @@ TEST_CASE("estimate notes where uneven model chunks take the simulation more tha
   bool noted = false;
   for (const nlohmann::json& line : lines) {
     const std::string text = line.get<std::string>();
-    noted = noted || (text.rfind("model chunks of 1 to 2 layers: the event simulation of the "
-                                 "interleaved schedule",
-                                 0) == 0 &&
-                      text.find("% slower than the closed-form step time of " +
-                                fixed(j["step_time_s"].get<double>(), 3) + " s") !=
-                          std::string::npos);
+    noted =
+        noted || (text.rfind("model chunks of 1 to 2 layers: the event simulation of the "
+                             "interleaved schedule",
+                             0) == 0 &&
+                  text.find("% slower than the closed-form step time of " +
+                            fixed(j["step_time_s"].get<double>(), 3) + " s") != std::string::npos);
   }
   CHECK(noted);
   // Chunks of 8 with one short at each end (Llama 3 405B on pp 8 x vpp 2): within 1%, no note.
   const test::CliResult even =
-      test::run({"estimate", "--model", "llama3-405b", "--tp", "8", "--gpus", "1024", "--zero",
-                 "1", "--recompute", "full", "--sp", "--pp", "8", "--vpp", "2", "--json"});
+      test::run({"estimate", "--model", "llama3-405b", "--tp", "8", "--gpus", "1024", "--zero", "1",
+                 "--recompute", "full", "--sp", "--pp", "8", "--vpp", "2", "--json"});
   REQUIRE(even.exit_code == 0);
   const nlohmann::json even_lines = nlohmann::json::parse(even.out)["explanations"];
   for (const nlohmann::json& line : even_lines) {

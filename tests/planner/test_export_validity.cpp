@@ -128,7 +128,8 @@ void check_megatron(const std::string& text, const nlohmann::json& flags) {
   std::map<std::string, std::string> value_of;
   for (std::string line; std::getline(lines, line);) {
     if (line.empty() || line.front() == '#') continue;
-    if (line.size() >= 2 && line.compare(line.size() - 2, 2, " \\") == 0) line.resize(line.size() - 2);
+    if (line.size() >= 2 && line.compare(line.size() - 2, 2, " \\") == 0)
+      line.resize(line.size() - 2);
     const std::size_t space = line.find(' ');
     const std::string flag = line.substr(0, space);
     const std::string value = space == std::string::npos ? "" : line.substr(space + 1);
@@ -229,7 +230,9 @@ void check_deepspeed(const std::string& text, const nlohmann::json& ds) {
         const nlohmann::json& spec = ds[key][sub];
         if (spec["type"] == "bool") CHECK(v.is_boolean());
         if (spec["type"] == "int") CHECK(v.is_number_integer());
-        if (spec.contains("choices")) CHECK(std::find(spec["choices"].begin(), spec["choices"].end(), v) != spec["choices"].end());
+        if (spec.contains("choices"))
+          CHECK(std::find(spec["choices"].begin(), spec["choices"].end(), v) !=
+                spec["choices"].end());
       }
     } else {
       CHECK(value.is_number_integer());
@@ -262,7 +265,8 @@ void check_torchrun(const std::string& text, const nlohmann::json& run) {
     }
     // --node-rank is read only with static rendezvous (the default backend).
     if (given.count("--node-rank")) {
-      const bool is_static = given.count("--rdzv-backend") == 0 || given["--rdzv-backend"] == "static";
+      const bool is_static =
+          given.count("--rdzv-backend") == 0 || given["--rdzv-backend"] == "static";
       CHECK(is_static);
     }
     if (given.count("--rdzv-backend") && given["--rdzv-backend"] == "c10d") {

@@ -146,9 +146,10 @@ TEST_CASE("megatron export spells Megatron-LM's flags and parses back", "[export
   std::vector<std::string> all;
   for (std::string line; std::getline(lines, line);) all.push_back(line);
   REQUIRE(all.size() > 10);
-  CHECK(all.front() == "# Megatron-LM arguments for Megatron-LM d98e8a6 (2026-08-22, "
-                       "Megatron-Core 0.20.0) (--framework-version core-0.20), written by "
-                       "meshplan");
+  CHECK(all.front() ==
+        "# Megatron-LM arguments for Megatron-LM d98e8a6 (2026-08-22, "
+        "Megatron-Core 0.20.0) (--framework-version core-0.20), written by "
+        "meshplan");
   for (std::size_t i = 1; i + 1 < all.size(); ++i) CHECK_THAT(all[i], Catch::EndsWith(" \\"));
   CHECK_THAT(all.back(), !Catch::EndsWith("\\"));
   // A Megatron plan of a Megatron-expressible layout drops nothing.
@@ -176,8 +177,8 @@ TEST_CASE("megatron export: RoPE scaling as Megatron-LM spells it, or noted", "[
   // --use-rope-scaling, whose blend is fixed at those three: nothing dropped.
   ModelSpec m = load_model("llama3-405b");
   m.num_layers = 2;  // a 2-layer cut that fits on 8 GPUs; the scaling is the preset's
-  const Export llama31 = export_plan(plan_of(m, l, "megatron", Precision::kBf16, 8192),
-                                     ExportFormat::kMegatron);
+  const Export llama31 =
+      export_plan(plan_of(m, l, "megatron", Precision::kBf16, 8192), ExportFormat::kMegatron);
   INFO(llama31.text);
   CHECK_THAT(llama31.text, Catch::Contains("--use-rope-scaling \\\n"
                                            "--rope-scaling-factor 8 \\\n"));
@@ -185,26 +186,26 @@ TEST_CASE("megatron export: RoPE scaling as Megatron-LM spells it, or noted", "[
 
   // Another original length: the flag still goes out, and the difference is noted.
   m.rope_scaling->original_max_position_embeddings = 4096;
-  const Export other = export_plan(plan_of(m, l, "megatron", Precision::kBf16, 8192),
-                                   ExportFormat::kMegatron);
+  const Export other =
+      export_plan(plan_of(m, l, "megatron", Precision::kBf16, 8192), ExportFormat::kMegatron);
   CHECK_THAT(other.text, Catch::Contains("--use-rope-scaling"));
   CHECK(mentions(other, "original_max_position_embeddings 4096 not exported"));
 
   // Linear scaling by a whole factor is the integer interpolation factor.
   m.rope_scaling = RopeScaling{"linear", 4.0, std::nullopt, std::nullopt, std::nullopt};
-  const Export linear = export_plan(plan_of(m, l, "megatron", Precision::kBf16, 8192),
-                                    ExportFormat::kMegatron);
+  const Export linear =
+      export_plan(plan_of(m, l, "megatron", Precision::kBf16, 8192), ExportFormat::kMegatron);
   CHECK_THAT(linear.text, Catch::Contains("--rotary-seq-len-interpolation-factor 4"));
   CHECK_THAT(linear.text, !Catch::Contains("--use-rope-scaling"));
   CHECK(linear.dropped.empty());
 
   // yarn, and linear by 2.5 (the flag is an int): no flag, a note naming the scaling.
-  for (const RopeScaling& r : {RopeScaling{"yarn", 4.0, std::nullopt, std::nullopt, std::nullopt},
-                               RopeScaling{"linear", 2.5, std::nullopt, std::nullopt,
-                                           std::nullopt}}) {
+  for (const RopeScaling& r :
+       {RopeScaling{"yarn", 4.0, std::nullopt, std::nullopt, std::nullopt},
+        RopeScaling{"linear", 2.5, std::nullopt, std::nullopt, std::nullopt}}) {
     m.rope_scaling = r;
-    const Export e = export_plan(plan_of(m, l, "megatron", Precision::kBf16, 8192),
-                                 ExportFormat::kMegatron);
+    const Export e =
+        export_plan(plan_of(m, l, "megatron", Precision::kBf16, 8192), ExportFormat::kMegatron);
     INFO(r.type);
     CHECK_THAT(e.text, !Catch::Contains("scaling"));
     CHECK_THAT(e.text, !Catch::Contains("interpolation"));
@@ -213,15 +214,15 @@ TEST_CASE("megatron export: RoPE scaling as Megatron-LM spells it, or noted", "[
 
   // torchtitan's TOML has neither key: both are noted.
   m.rope_scaling = load_model("llama3-405b").rope_scaling;
-  const Export titan = export_plan(plan_of(m, l, "fsdp", Precision::kBf16, 8192),
-                                   ExportFormat::kTorchtitan);
+  const Export titan =
+      export_plan(plan_of(m, l, "fsdp", Precision::kBf16, 8192), ExportFormat::kTorchtitan);
   CHECK(mentions(titan, "RoPE scaling \"llama3\" (factor 8): torchtitan's job TOML has no"));
   // Its norm epsilon is torchtitan's Llama flavors' 1e-05: nothing to say; another is noted.
   CHECK_FALSE(mentions(titan, "norm epsilon"));
   m.norm_epsilon = 1e-6;
-  CHECK(mentions(export_plan(plan_of(m, l, "fsdp", Precision::kBf16, 8192),
-                             ExportFormat::kTorchtitan),
-                 "norm epsilon 1e-06: torchtitan's job TOML has no norm epsilon key"));
+  CHECK(mentions(
+      export_plan(plan_of(m, l, "fsdp", Precision::kBf16, 8192), ExportFormat::kTorchtitan),
+      "norm epsilon 1e-06: torchtitan's job TOML has no norm epsilon key"));
 }
 
 TEST_CASE("megatron export of GPT-3 in fp16 with full recompute", "[exports]") {
@@ -257,9 +258,9 @@ TEST_CASE("megatron export: the vocabulary padded as the plan was costed", "[exp
   // A pad multiple tp divides: N = 256 / 8 = 32, Megatron-LM's multiple 32 x 8 = 256, as planned.
   ModelSpec m = load_model("gpt3-175b");
   m.vocab_pad_multiple = 256;
-  CHECK_THAT(export_plan(plan_of(m, l, "megatron", Precision::kBf16, 2048),
-                         ExportFormat::kMegatron).text,
-             Catch::Contains("--make-vocab-size-divisible-by 32 \\\n"));
+  CHECK_THAT(
+      export_plan(plan_of(m, l, "megatron", Precision::kBf16, 2048), ExportFormat::kMegatron).text,
+      Catch::Contains("--make-vocab-size-divisible-by 32 \\\n"));
   // One it does not: pad multiple 3 at tp 2. The plan pads 50257 to 50259, ceil(50259 / 2) =
   // 25130 rows per rank; Megatron-LM (N = 3) pads to a multiple of 6, 50262: 25131 per rank.
   m.vocab_pad_multiple = 3;
@@ -267,11 +268,12 @@ TEST_CASE("megatron export: the vocabulary padded as the plan was costed", "[exp
   two.tp = 2;
   two.pp = 32;
   two.gbs = 32;
-  const Export odd = export_plan(plan_of(m, two, "megatron", Precision::kBf16, 2048),
-                                 ExportFormat::kMegatron);
+  const Export odd =
+      export_plan(plan_of(m, two, "megatron", Precision::kBf16, 2048), ExportFormat::kMegatron);
   CHECK_THAT(odd.text, Catch::Contains("--make-vocab-size-divisible-by 3 \\\n"));
-  CHECK(mentions(odd, "vocabulary padding: Megatron-LM pads 50257 to a multiple of 3 x tp 2 = 6, "
-                      "25131 embedding rows per tensor-parallel rank where the plan has 25130"));
+  CHECK(mentions(odd,
+                 "vocabulary padding: Megatron-LM pads 50257 to a multiple of 3 x tp 2 = 6, "
+                 "25131 embedding rows per tensor-parallel rank where the plan has 25130"));
 }
 
 TEST_CASE("torchtitan export: a model outside torchtitan's Llama architecture is noted",
@@ -279,9 +281,10 @@ TEST_CASE("torchtitan export: a model outside torchtitan's Llama architecture is
   Layout l = tp8_pp8();
   const Export gpt3 = export_plan(plan_of("gpt3-175b", l, "fsdp", Precision::kBf16, 2048),
                                   ExportFormat::kTorchtitan);
-  CHECK(mentions(gpt3, "model architecture: LayerNorm, a non-gated (GeLU) MLP, learned "
-                       "positions, biases on every linear layer, tied embeddings and dropout: "
-                       "torchtitan's Llama models"));
+  CHECK(mentions(gpt3,
+                 "model architecture: LayerNorm, a non-gated (GeLU) MLP, learned "
+                 "positions, biases on every linear layer, tied embeddings and dropout: "
+                 "torchtitan's Llama models"));
   const Export llama = export_plan(llama8b_fsdp(), ExportFormat::kTorchtitan);
   CHECK_FALSE(mentions(llama, "model architecture"));
 }
@@ -319,9 +322,9 @@ TEST_CASE("megatron export: uneven stage splits and ZeRO beyond 1", "[exports]")
   // distributed optimizer and the fsdp_dtensor checkpoints; ZeRO-2 shards gradients and
   // optimizer states (optim_grads). Nothing of it is dropped.
   CHECK_FALSE(mentions(middle, "ZeRO-3"));
-  for (const char* flag : {"--use-distributed-optimizer", "--use-megatron-fsdp",
-                           "--data-parallel-sharding-strategy optim_grads_params",
-                           "--ckpt-format fsdp_dtensor"}) {
+  for (const char* flag :
+       {"--use-distributed-optimizer", "--use-megatron-fsdp",
+        "--data-parallel-sharding-strategy optim_grads_params", "--ckpt-format fsdp_dtensor"}) {
     CHECK_THAT(middle.text, Catch::Contains(std::string(flag) + " \\\n"));
   }
   l.zero = 2;
@@ -391,8 +394,9 @@ TEST_CASE("torchtitan export: FSDP, DDP and the pipeline, parsed back", "[export
                       Catch::Contains("fsdp_reshard_after_forward takes \"default\", \"always\" "
                                       "or \"never\", got \"sometimes\""));
   }
-  SECTION("llama3-70b interleaved pipeline, ZeRO-1 (DDP, which torchtitan refuses beside tp "
-          "and pp) as HSDP") {
+  SECTION(
+      "llama3-70b interleaved pipeline, ZeRO-1 (DDP, which torchtitan refuses beside tp "
+      "and pp) as HSDP") {
     const Plan p = llama70b();
     const Export e = export_plan(p, ExportFormat::kTorchtitan);
     INFO(e.text);
@@ -405,9 +409,10 @@ TEST_CASE("torchtitan export: FSDP, DDP and the pipeline, parsed back", "[export
     CHECK_THAT(e.text, Catch::Contains("local_batch_size = 32\n"));  // gbs / dp, split by pp
     CHECK_THAT(e.text, Catch::Contains("selective_ac_option = \"op\"\n"));
     INFO(all_dropped(e));
-    CHECK(mentions(e, "DDP (zero 1, dp 2) with tp 8: torchtitan refuses DDP beside other "
-                      "parallelism (\"DDP has not supported > 1D parallelism\"); exported as "
-                      "the nearest layout it runs, HSDP: 1 replicas"));
+    CHECK(mentions(e,
+                   "DDP (zero 1, dp 2) with tp 8: torchtitan refuses DDP beside other "
+                   "parallelism (\"DDP has not supported > 1D parallelism\"); exported as "
+                   "the nearest layout it runs, HSDP: 1 replicas"));
     CHECK_FALSE(mentions(e, "ZeRO-1 (zero 1): torchtitan has no optimizer-only sharding"));
     CHECK(parse_torchtitan_toml(e.text, 80).zero == 3);
     CHECK(mentions(e, "memory convention"));           // estimated with megatron's, not fsdp's
@@ -454,8 +459,10 @@ TEST_CASE("torchtitan export: FSDP, DDP and the pipeline, parsed back", "[export
   }
 }
 
-TEST_CASE("torchtitan export: Llama 3 405B's default split on pp 16 is 8 per stage, one less "
-          "at each end", "[exports]") {
+TEST_CASE(
+    "torchtitan export: Llama 3 405B's default split on pp 16 is 8 per stage, one less "
+    "at each end",
+    "[exports]") {
   // 126 layers on pp 16: meshplan's default split is 7, 8 x 14, 7 (edge_light_stage_split,
   // Dubey et al. 2024). torchtitan: stages = ceil((126 + 1 + 1) / 8) = 16, and
   // generate_llm_fqn_per_model_part gives each 128 / 16 = 8, less 1 on the first and the last.
@@ -502,8 +509,9 @@ TEST_CASE("torchtitan export: a split torchtitan cannot make is dropped, and its
   const Plan p = plan_of("llama3-70b", l, "fsdp", Precision::kBf16, 8192);
   const Export e = export_plan(p, ExportFormat::kTorchtitan);
   INFO(e.text);
-  CHECK(mentions(e, "uneven stage split 13,13,14,14,13,13: torchtitan's "
-                    "pipeline_parallel_layers_per_stage with"));
+  CHECK(mentions(e,
+                 "uneven stage split 13,13,14,14,13,13: torchtitan's "
+                 "pipeline_parallel_layers_per_stage with"));
   CHECK_THAT(e.text, !Catch::Contains("pipeline_parallel_layers_per_stage"));
   // What torchtitan makes of that TOML: its defaults, first/last_stage_less_layers 1, over 6
   // stages: 82 / 6 = 13 rem 4, so 14 - 1, 14, 14, 14, 13, 13 - 1.
@@ -529,8 +537,8 @@ TEST_CASE("deepspeed export: stage 0 cannot overlap the gradient reduction", "[e
   l.gbs = 8;
   ModelSpec m = load_model("llama3-8b");
   m.num_layers = 2;  // small enough for plain data parallelism on 80 GB
-  const Export e = export_plan(plan_of(m, l, "deepspeed", Precision::kBf16, 8192),
-                               ExportFormat::kDeepspeed);
+  const Export e =
+      export_plan(plan_of(m, l, "deepspeed", Precision::kBf16, 8192), ExportFormat::kDeepspeed);
   INFO(all_dropped(e));
   CHECK_FALSE(nlohmann::json::parse(e.text)["zero_optimization"].contains("overlap_comm"));
   CHECK(mentions(e, "DeepSpeed's stage 0 all-reduces the gradients after the backward"));
@@ -549,9 +557,10 @@ TEST_CASE("deepspeed export: ZeRO-2/3 through a pipeline is exported at stage 1"
                                ExportFormat::kDeepspeed);
   INFO(all_dropped(e));
   CHECK(nlohmann::json::parse(e.text)["zero_optimization"]["stage"] == 1);
-  CHECK(mentions(e, "ZeRO-3 with pipeline parallelism (pp 2): DeepSpeed's pipeline engine "
-                    "supports only ZeRO stages 0 and 1; exported as stage 1, so every GPU keeps "
-                    "its stage's full gradients and parameters"));
+  CHECK(mentions(e,
+                 "ZeRO-3 with pipeline parallelism (pp 2): DeepSpeed's pipeline engine "
+                 "supports only ZeRO stages 0 and 1; exported as stage 1, so every GPU keeps "
+                 "its stage's full gradients and parameters"));
   // Without a pipeline the stage is the plan's.
   l.pp = 1;
   l.dp = 8;
@@ -634,9 +643,10 @@ TEST_CASE("deepspeed export: the config JSON and what belongs on the command lin
 TEST_CASE("torchrun export: one node, many nodes, and GPU counts that do not fill nodes",
           "[exports]") {
   const Export one = export_plan(llama8b_fsdp(), ExportFormat::kTorchrun);
-  CHECK(one.text == "# torchrun launch lines for torchrun of PyTorch 2 (checked at 010929f) "
-                    "(--framework-version 2), written by meshplan\n"
-                    "torchrun --standalone --nproc-per-node 8 train.py\n");
+  CHECK(one.text ==
+        "# torchrun launch lines for torchrun of PyTorch 2 (checked at 010929f) "
+        "(--framework-version 2), written by meshplan\n"
+        "torchrun --standalone --nproc-per-node 8 train.py\n");
   CHECK(one.dropped.empty());
 
   const Export many = export_plan(llama70b(), ExportFormat::kTorchrun);  // 64 GPUs, 8 per node
@@ -725,12 +735,13 @@ TEST_CASE("meshplan export prints the export and notes what it drops", "[exports
     CHECK(parse_megatron_args(r.out).vpp == 5);
     // Nothing dropped; one note of what the job adds (llama3-70b's 128256-token vocabulary
     // comes with its tokenizer).
-    CHECK(r.err == "note: add the job's own flags: the tokenizer (--tokenizer-type, "
-                   "--tokenizer-model; it also sets the 128256-token vocabulary), data "
-                   "(--data-path, --split), optimizer and learning-rate schedule (--lr, --min-lr, "
-                   "--lr-decay-style, --train-iters, --weight-decay, --clip-grad) and checkpoints "
-                   "(--save, --load); the flags above are the plan's layout, batch, model shape "
-                   "and precision\n");
+    CHECK(r.err ==
+          "note: add the job's own flags: the tokenizer (--tokenizer-type, "
+          "--tokenizer-model; it also sets the 128256-token vocabulary), data "
+          "(--data-path, --split), optimizer and learning-rate schedule (--lr, --min-lr, "
+          "--lr-decay-style, --train-iters, --weight-decay, --clip-grad) and checkpoints "
+          "(--save, --load); the flags above are the plan's layout, batch, model shape "
+          "and precision\n");
   }
   {
     const test::CliResult r = test::run({"export", path, "--format", "deepspeed"});
@@ -765,13 +776,13 @@ TEST_CASE("meshplan export notes a plan that does not fit in GPU memory", "[expo
   REQUIRE(r.exit_code == 0);
   CHECK(r.out == fits.out);  // the export itself is the same
   CHECK(r.err == fits.err + "note: " + small + " does not fit in GPU memory: its worst stage (" +
-                     std::to_string(memory.worst_stage) + ") needs " + size_difference(memory.peak_bytes) +
+                     std::to_string(memory.worst_stage) + ") needs " +
+                     size_difference(memory.peak_bytes) +
                      " per GPU, the h100-sxm has 16.0 GiB; the training job would run out of "
                      "memory (meshplan plan searches for a layout that fits)\n");
 }
 
-TEST_CASE("megatron export: the overlaps the prediction assumed are switched on",
-          "[exports]") {
+TEST_CASE("megatron export: the overlaps the prediction assumed are switched on", "[exports]") {
   Layout l;
   l.dp = 2;
   l.tp = 2;
@@ -791,8 +802,7 @@ TEST_CASE("megatron export: the overlaps the prediction assumed are switched on"
   CHECK_THAT(plain.text, !Catch::Contains("overlap"));
   // A TP overlap share (--tp-overlap) is --tp-comm-overlap, which needs sequence parallelism.
   nemo.setup.framework.tp_comm_overlap = 0.5;
-  CHECK_THAT(export_plan(nemo, ExportFormat::kMegatron).text,
-             Catch::Contains("--tp-comm-overlap"));
+  CHECK_THAT(export_plan(nemo, ExportFormat::kMegatron).text, Catch::Contains("--tp-comm-overlap"));
   l.sp = false;
   Plan no_sp = plan_of("llama3-8b", l, "nemo", Precision::kBf16, 4096);
   no_sp.setup.framework.tp_comm_overlap = 0.5;
@@ -834,8 +844,9 @@ TEST_CASE("exports: interleaved pipeline sends overlapped or waiting as the plan
   fsdp.setup.framework.pp_p2p_overlap = true;
   const Export titan = export_plan(fsdp, ExportFormat::kTorchtitan);
   INFO(all_dropped(titan));
-  CHECK(mentions(titan, "pipeline sends beside compute (--pp-overlap on): torchtitan has no "
-                        "switch"));
+  CHECK(mentions(titan,
+                 "pipeline sends beside compute (--pp-overlap on): torchtitan has no "
+                 "switch"));
 }
 
 TEST_CASE("torchtitan export: only DDP with cp is noted for torchtitan's FSDP over cp",
@@ -861,13 +872,13 @@ TEST_CASE("torchtitan export: only DDP with cp is noted for torchtitan's FSDP ov
   l.zero = 1;
   const Export zero1 = export_plan(plan_of("llama3-8b", l, "fsdp", Precision::kBf16, 8192),
                                    ExportFormat::kTorchtitan);
-  CHECK(mentions(zero1, "which keeps the full optimizer states on each of its replicas (sharded "
-                        "over cp 2 only, as below)"));
+  CHECK(mentions(zero1,
+                 "which keeps the full optimizer states on each of its replicas (sharded "
+                 "over cp 2 only, as below)"));
   CHECK_FALSE(mentions(zero1, "on every GPU"));
 }
 
-TEST_CASE("torchtitan export: a TP overlap share is async TP, which needs compile",
-          "[exports]") {
+TEST_CASE("torchtitan export: a TP overlap share is async TP, which needs compile", "[exports]") {
   Layout l;
   l.dp = 2;
   l.tp = 4;
@@ -1017,12 +1028,12 @@ TEST_CASE("megatron export: uneven virtual stages as a rank's layers over its ch
     CHECK_THAT(e.text, !Catch::Contains("pipeline-num-layers"));
     // Said: the flag is experimental and older releases lack it.
     REQUIRE(e.to_add.size() == 2);
-    CHECK_THAT(e.to_add[0], Catch::StartsWith(
-                                "use a Megatron-LM whose Megatron-Core has "
-                                "--pipeline-model-parallel-layout, which the uneven virtual stage "
-                                "split 7,7,8,8,8,8,8,8,8,8,8,8,8,8,8,7 (pp 8 x vpp 2, in model "
-                                "order) is written as: Megatron-Core's experimental layout "
-                                "string"));
+    CHECK_THAT(e.to_add[0],
+               Catch::StartsWith("use a Megatron-LM whose Megatron-Core has "
+                                 "--pipeline-model-parallel-layout, which the uneven virtual stage "
+                                 "split 7,7,8,8,8,8,8,8,8,8,8,8,8,8,8,7 (pp 8 x vpp 2, in model "
+                                 "order) is written as: Megatron-Core's experimental layout "
+                                 "string"));
     CHECK_THAT(e.to_add[0], Catch::Contains("Older Megatron-LM releases lack the flag"));
     CHECK_THAT(e.to_add[0], Catch::Contains("drop the flag and give "
                                             "--num-virtual-stages-per-pipeline-rank 2 for its even "
@@ -1068,11 +1079,13 @@ TEST_CASE("torchtitan export: 7, 8 x 14, 7 on pp 8 x vpp 2 is torchtitan's 16 st
       ExportFormat::kTorchtitan);
   INFO(dropped.text);
   INFO(all_dropped(dropped));
-  CHECK(mentions(dropped, "uneven virtual stage split 7,7,8,8,8,8,8,8,8,8,8,8,8,8,8,7 (pp 8 x "
-                          "vpp 2, in model order): torchtitan's "
-                          "pipeline_parallel_layers_per_stage"));
-  CHECK(mentions(dropped, "(7,8,8,8,8,8,8,8,8,8,8,8,8,8,8,6: pipeline_parallel_layers_per_stage 8 "
-                          "is written so that each rank keeps its 2 stages)"));
+  CHECK(mentions(dropped,
+                 "uneven virtual stage split 7,7,8,8,8,8,8,8,8,8,8,8,8,8,8,7 (pp 8 x "
+                 "vpp 2, in model order): torchtitan's "
+                 "pipeline_parallel_layers_per_stage"));
+  CHECK(mentions(dropped,
+                 "(7,8,8,8,8,8,8,8,8,8,8,8,8,8,8,6: pipeline_parallel_layers_per_stage 8 "
+                 "is written so that each rank keeps its 2 stages)"));
   CHECK_THAT(dropped.text, Catch::Contains("pipeline_parallel_layers_per_stage = 8\n"));
   CHECK_THAT(dropped.text, !Catch::Contains("stage_less_layers"));
   std::vector<std::int64_t> torchtitans(16, 8);
@@ -1086,8 +1099,9 @@ TEST_CASE("torchtitan export: 7, 8 x 14, 7 on pp 8 x vpp 2 is torchtitan's 16 st
 TEST_CASE("megatron reader: chunks per rank, the account-for flags, and what Megatron-LM refuses",
           "[exports]") {
   const std::string pp8 = "--pipeline-model-parallel-size 8 \\\n--num-layers 126 \\\n";
-  const std::string both = "--account-for-embedding-in-pipeline-split \\\n"
-                           "--account-for-loss-in-pipeline-split\n";
+  const std::string both =
+      "--account-for-embedding-in-pipeline-split \\\n"
+      "--account-for-loss-in-pipeline-split\n";
   // vpp 1: (126 + 1 + 1) / 8 = 16 a stage, the first and last giving one back.
   std::vector<std::int64_t> per_rank(8, 16);
   per_rank.front() = per_rank.back() = 15;
@@ -1123,8 +1137,10 @@ TEST_CASE("megatron reader: chunks per rank, the account-for flags, and what Meg
                                         "over its vpp 2 model chunks"));
 }
 
-TEST_CASE("megatron export: a split of unequal middle stages as Megatron-Core's layout string, "
-          "read back", "[exports]") {
+TEST_CASE(
+    "megatron export: a split of unequal middle stages as Megatron-Core's layout string, "
+    "read back",
+    "[exports]") {
   // 105 layers on pp 16, meshplan's default: ceil(105 / 16) = 7 a stage is 16 x 7 - 105 = 7 too
   // many, given back by stages 0, 15, 1, 14, 2, 13, 3: 6, 6, 6, 6, 7 x 9, 6, 6, 6. The middle
   // stages differ, which --decoder-first/last-pipeline-num-layers cannot give. As a layout:
@@ -1137,14 +1153,15 @@ TEST_CASE("megatron export: a split of unequal middle stages as Megatron-Core's 
   l.gbs = 16;
   l.sp = true;
   l.stage_layers = split;
-  const Export e = export_plan(plan_of(llama405b_with_layers(105), l, "megatron",
-                                       Precision::kBf16, 8192),
-                               ExportFormat::kMegatron);
+  const Export e =
+      export_plan(plan_of(llama405b_with_layers(105), l, "megatron", Precision::kBf16, 8192),
+                  ExportFormat::kMegatron);
   INFO(e.text);
   INFO(all_dropped(e));
   const std::string layout = "Et*6|(t*6|)*3(t*7|)*9(t*6|)*2t*6L";
   CHECK_THAT(e.text, Catch::Contains("--context-parallel-size 1 \\\n"
-                                     "--pipeline-model-parallel-layout \"" + layout + "\" \\\n"));
+                                     "--pipeline-model-parallel-layout \"" +
+                                     layout + "\" \\\n"));
   CHECK_THAT(e.text, !Catch::Contains("pipeline-num-layers"));
   CHECK_THAT(e.text, !Catch::Contains("virtual"));
   CHECK_FALSE(mentions(e, "stage split"));
@@ -1215,7 +1232,8 @@ TEST_CASE("megatron export: a split of unequal middle stages as Megatron-Core's 
     // 6 x 4 + 7 x 9 + 6 x 3 = 105, one more than --num-layers 104.
     CHECK_THROWS_WITH(
         parse_megatron_args("--pipeline-model-parallel-size 16 \\\n--num-layers 104 \\\n"
-                            "--pipeline-model-parallel-layout \"" + layout + "\"\n"),
+                            "--pipeline-model-parallel-layout \"" +
+                            layout + "\"\n"),
         Catch::EndsWith("105 transformer layers where --num-layers says 104: Megatron-Core "
                         "requires the two to agree"));
     // Megatron-LM's own example: the loss alone in the last chunk, which no meshplan split has.
@@ -1227,14 +1245,17 @@ TEST_CASE("megatron export: a split of unequal middle stages as Megatron-Core's 
     CHECK_THROWS_WITH(read("\"" + layout), Catch::Contains("opens a quote \" that does not close"));
     // Megatron-LM refuses the layout beside the vpp flags and the other ways of splitting.
     CHECK_THROWS_WITH(
-        parse_megatron_args(head + "--num-virtual-stages-per-pipeline-rank 1 \\\n"
-                                   "--pipeline-model-parallel-layout \"" + layout + "\"\n"),
+        parse_megatron_args(head +
+                            "--num-virtual-stages-per-pipeline-rank 1 \\\n"
+                            "--pipeline-model-parallel-layout \"" +
+                            layout + "\"\n"),
         Catch::StartsWith("line 4 (--pipeline-model-parallel-layout") &&
             Catch::Contains("Megatron-LM refuses it beside --num-virtual-stages-per-pipeline-rank "
                             "(line 3)"));
     CHECK_THROWS_WITH(
-        parse_megatron_args(head + "--pipeline-model-parallel-layout \"" + layout + "\" \\\n"
-                                   "--account-for-loss-in-pipeline-split\n"),
+        parse_megatron_args(head + "--pipeline-model-parallel-layout \"" + layout +
+                            "\" \\\n"
+                            "--account-for-loss-in-pipeline-split\n"),
         Catch::Contains("Megatron-LM refuses it beside --account-for-loss-in-pipeline-split "
                         "(line 4)"));
   }
@@ -1245,9 +1266,9 @@ TEST_CASE("megatron reader: Megatron-Core's layout string over virtual stages", 
   // = 2 per rank; chunk 1 (rank 1's first) holds 7, chunk 9 (its second) 8.
   std::vector<std::int64_t> split(16, 8);
   split[0] = split[1] = split[15] = 7;
-  const Layout l =
-      parse_megatron_args("--pipeline-model-parallel-size 8 \\\n--num-layers 125 \\\n"
-                          "--pipeline-model-parallel-layout 'Et*7|t*7|(t*8|)*13t*7L'\n");
+  const Layout l = parse_megatron_args(
+      "--pipeline-model-parallel-size 8 \\\n--num-layers 125 \\\n"
+      "--pipeline-model-parallel-layout 'Et*7|t*7|(t*8|)*13t*7L'\n");
   CHECK(l.pp == 8);
   CHECK(l.vpp == 2);
   CHECK(l.stage_layers == split);
@@ -1282,7 +1303,8 @@ TEST_CASE("torchtitan export: where the split is not torchtitan's, the note give
   l.stage_layers = default_stage_split(32, 7, 2);
   const Export two = export_plan(plan_of("llama2-7b", l, "fsdp", Precision::kBf16, 4096),
                                  ExportFormat::kTorchtitan);
-  CHECK(mentions(two, "its default of 2 stages per rank is the plan's "
-                      "(2,3,3,3,3,3,2,2,2,2,2,2,2,1)"));
+  CHECK(mentions(two,
+                 "its default of 2 stages per rank is the plan's "
+                 "(2,3,3,3,3,3,2,2,2,2,2,2,2,1)"));
   CHECK_FALSE(mentions(two, "not the plan's"));
 }

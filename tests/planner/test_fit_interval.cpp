@@ -1,7 +1,6 @@
 // planner/fit/fit.hpp interval_for: the 80% interval from cross-validated residuals, each study
 // (fold) weighing the same, on residuals a reader can add up.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <string>
 #include <vector>

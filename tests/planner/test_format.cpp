@@ -1,6 +1,5 @@
 // Number formatting (common/format.hpp): fixed() prints a value whole at any magnitude.
 #include <catch2/catch.hpp>
-
 #include <cfloat>
 #include <cmath>
 #include <string>

@@ -4,12 +4,10 @@
 // ... non-finite step time") or silently changed ("16,,16" read as 16,16). Each expected message
 // is spelled out in full.
 #include <catch2/catch.hpp>
-
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/input_error.hpp"
 #include "planner/cli/options.hpp"
@@ -23,7 +21,6 @@ using meshplan::test::expect_exact_error;
 
 namespace {
 
-
 /// The parse-error form of the meshplan CLI: "meshplan: error: <message>" and the --help hint.
 std::string parse_error(const std::string& message) {
   return "meshplan: error: " + message + "\nRun with --help for the flags and their units.\n";
@@ -36,10 +33,9 @@ TEST_CASE("ledger --mfu is a fraction from 1e-6 to 1, so the time to train stays
   // --mfu 1e-300 printed "inf years (inf s)" and JSON null with exit code 0.
   for (const char* bad : {"1e-300", "0", "5e-7", "1.5", "nan", "inf"}) {
     INFO(bad);
-    expect_exact_error({"ledger", "--params", "7e9", "--tokens", "1e12", "--gpus", "8", "--mfu",
-                        bad},
-                       parse_error("--mfu: must be a number from 1e-6 to 1, got \"" +
-                                   std::string(bad) + "\""));
+    expect_exact_error(
+        {"ledger", "--params", "7e9", "--tokens", "1e12", "--gpus", "8", "--mfu", bad},
+        parse_error("--mfu: must be a number from 1e-6 to 1, got \"" + std::string(bad) + "\""));
   }
   // The smallest accepted: 6 x 7e9 x 1e12 FLOP / (8 x 989.4e12 FLOP/s x 1e-6) = 5.31e12 s,
   // finite.
@@ -65,17 +61,17 @@ TEST_CASE("ledger: --stage-layers refuses an empty item instead of dropping it",
   expect_exact_error({"ledger", "--model", "llama3-8b", "--pp", "2", "--stage-layers", "16,0"},
                      parse_error("--stage-layers: item 2 of 2 in \"16,0\" is \"0\"" + expected));
   // Digits only, as the other items are refused: no sign, no space before (or after) a number.
-  expect_exact_error({"ledger", "--model", "llama3-8b", "--pp", "2", "--stage-layers", "+16,16"},
-                     parse_error("--stage-layers: item 1 of 2 in \"+16,16\" is \"+16\"" +
-                                 expected));
-  expect_exact_error({"ledger", "--model", "llama3-8b", "--pp", "2", "--stage-layers", "16, 16"},
-                     parse_error("--stage-layers: item 2 of 2 in \"16, 16\" is \" 16\"" +
-                                 expected));
+  expect_exact_error(
+      {"ledger", "--model", "llama3-8b", "--pp", "2", "--stage-layers", "+16,16"},
+      parse_error("--stage-layers: item 1 of 2 in \"+16,16\" is \"+16\"" + expected));
+  expect_exact_error(
+      {"ledger", "--model", "llama3-8b", "--pp", "2", "--stage-layers", "16, 16"},
+      parse_error("--stage-layers: item 2 of 2 in \"16, 16\" is \" 16\"" + expected));
   // Well-formed lists still parse, comma-separated or as separate arguments.
-  for (const std::vector<std::string>& list : {std::vector<std::string>{"12,20"},
-                                               std::vector<std::string>{"12", "20"}}) {
-    std::vector<std::string> args = {"ledger", "--model", "llama3-8b", "--pp", "2", "--json",
-                                     "--stage-layers"};
+  for (const std::vector<std::string>& list :
+       {std::vector<std::string>{"12,20"}, std::vector<std::string>{"12", "20"}}) {
+    std::vector<std::string> args = {"ledger", "--model", "llama3-8b",     "--pp",
+                                     "2",      "--json",  "--stage-layers"};
     args.insert(args.end(), list.begin(), list.end());
     const test::CliResult r = test::run(args);
     INFO(r.err);
@@ -134,7 +130,8 @@ TEST_CASE("plan's pins that leave no layout name the flag that makes it impossib
 namespace {
 
 /// configs/gpus/h100-sxm.json with `change` applied, written to a temp file `name`.
-std::string changed_gpu(const std::string& name, const std::function<void(nlohmann::json&)>& change) {
+std::string changed_gpu(const std::string& name,
+                        const std::function<void(nlohmann::json&)>& change) {
   nlohmann::json gpu = nlohmann::json::parse(test::read_config("gpus/h100-sxm.json"));
   change(gpu);
   return test::write_temp_file(name, gpu.dump(2));
@@ -242,13 +239,15 @@ TEST_CASE("plan's --pp hint lists only the pipeline degrees plan takes", "[bound
   // 80 layers); not 64 (128 chunks).
   pp33.vpp = 2;
   CHECK(plan_pins_problem(pp33, 64, 512, true, 80) ==
-        wrong + "pin a divisor of 64 above 1 that splits the model's 80 layers into pp x --vpp 2 "
-                "chunks: 2, 4, 8, 16 or 32");
+        wrong +
+            "pin a divisor of 64 above 1 that splits the model's 80 layers into pp x --vpp 2 "
+            "chunks: 2, 4, 8, 16 or 32");
   // With --vpp 48 none does: pp 2 already makes 96 chunks of 80 layers.
   pp33.vpp = 48;
   CHECK(plan_pins_problem(pp33, 64, 512, true, 80) ==
-        wrong + "no divisor of 64 above 1 splits the model's 80 layers into pp x --vpp 48 "
-                "chunks of at least one layer: pin a smaller --vpp, or leave vpp to the search");
+        wrong +
+            "no divisor of 64 above 1 splits the model's 80 layers into pp x --vpp 48 "
+            "chunks of at least one layer: pin a smaller --vpp, or leave vpp to the search");
   // A one-layer model takes pp 1 only.
   pp33.vpp = 0;
   CHECK(plan_pins_problem(pp33, 64, 512, true, 1) ==
@@ -260,7 +259,8 @@ TEST_CASE("plan's --pp hint lists only the pipeline degrees plan takes", "[bound
                          "pin a divisor of 64 up to the model's 32 layers: 1, 2, 4, 8, 16 or "
                          "32\n");
   CHECK(test::run({"plan", "--model", "llama3-8b", "--gpus", "64", "--pp", "32"}).exit_code == 0);
-  const test::CliResult pp64 = test::run({"plan", "--model", "llama3-8b", "--gpus", "64", "--pp", "64"});
+  const test::CliResult pp64 =
+      test::run({"plan", "--model", "llama3-8b", "--gpus", "64", "--pp", "64"});
   CHECK(pp64.exit_code == 2);  // every layout rejected by the rules: bad input, not exit code 3
   CHECK_THAT(pp64.err, Catch::Contains("layout: pp 64 exceeds the model's 32 layers (a stage "
                                        "holds at least one layer)\n"));
@@ -306,13 +306,13 @@ TEST_CASE("a Hugging Face config.json without model_type says what to add", "[bo
                                     "as transformers writes it"));
   // Given to a flag that wants another kind of file, it is named as a model.
   CHECK_THROWS_WITH(load_gpu(file, "--gpu"),
-                    file + ": $.schema: missing, and \"architectures\" is there: this is a "
-                           "Hugging Face config.json (a model); --gpu expects a meshplan-gpu/1 "
-                           "file");
+                    file +
+                        ": $.schema: missing, and \"architectures\" is there: this is a "
+                        "Hugging Face config.json (a model); --gpu expects a meshplan-gpu/1 "
+                        "file");
 }
 
-TEST_CASE("a Hugging Face sliding window shorter than the sequence gets a note",
-          "[bounds][hf]") {
+TEST_CASE("a Hugging Face sliding window shorter than the sequence gets a note", "[bounds][hf]") {
   nlohmann::json config = nlohmann::json::parse(R"({
     "model_type": "mistral", "architectures": ["MistralForCausalLM"], "hidden_size": 4096,
     "intermediate_size": 14336, "max_position_embeddings": 32768, "num_attention_heads": 32,
@@ -373,8 +373,9 @@ TEST_CASE("a Hugging Face sliding window shorter than the sequence gets a note",
   config["sliding_window"] = "4k";
   const std::string bad = test::write_temp_file("qwen2-window-text.json", config.dump(2));
   CHECK_THROWS_WITH(load_model(bad),
-                    bad + ": $.sliding_window: must be a positive integer (tokens each query "
-                          "attends back to) or null, got \"4k\"");
+                    bad +
+                        ": $.sliding_window: must be a positive integer (tokens each query "
+                        "attends back to) or null, got \"4k\"");
 }
 
 namespace {
@@ -389,7 +390,8 @@ using test::validation_file;
 TEST_CASE("validate: measured values out of range name the file, case id and JSON path",
           "[bounds][validate]") {
   // The case as it is validates (exit code 0).
-  const test::CliResult ok = test::run({"validate", validation_file("v-ok.json", {validation_case()})});
+  const test::CliResult ok =
+      test::run({"validate", validation_file("v-ok.json", {validation_case()})});
   INFO(ok.err);
   REQUIRE(ok.exit_code == 0);
 
@@ -409,8 +411,7 @@ TEST_CASE("validate: measured values out of range name the file, case id and JSO
       // A denormal is > 0, but (predicted - measured) / measured overflows to infinity.
       {"mfu", 1e-320,
        "a fraction of the dense peak from 1e-6 to 1 (0.5 for 50%), or null, got 1e-320"},
-      {"step_time_s", 1e-320,
-       "a number of seconds per step from 1e-6 to 1e6, or null, got 1e-320"},
+      {"step_time_s", 1e-320, "a number of seconds per step from 1e-6 to 1e6, or null, got 1e-320"},
       {"step_time_s", 1e7,
        "a number of seconds per step from 1e-6 to 1e6, or null, got 10000000.0"},
       {"tflops_per_gpu", 1e300,
@@ -427,8 +428,8 @@ TEST_CASE("validate: measured values out of range name the file, case id and JSO
     bad["measured"][c.key] = c.value;
     const std::string file = validation_file("v-measured.json", {good, bad});
     expect_exact_error({"validate", file}, "meshplan: error: " + file + ": $.cases[1].measured." +
-                                               c.key + " (case \"gpt22b\"): must be " +
-                                               c.expected + "\n");
+                                               c.key + " (case \"gpt22b\"): must be " + c.expected +
+                                               "\n");
   }
 }
 
@@ -478,8 +479,8 @@ TEST_CASE("validate: a GPU count that is not whole nodes is refused, as plan ref
 
 TEST_CASE("validate: a file of another kind is named by what it is", "[bounds][validate]") {
   // A model file was "$.description: unknown key".
-  const std::string model = test::write_temp_file("v-model.json",
-                                                  test::read_config("models/llama3-8b.json"));
+  const std::string model =
+      test::write_temp_file("v-model.json", test::read_config("models/llama3-8b.json"));
   expect_exact_error({"validate", model},
                      "meshplan: error: " + model +
                          ": $.schema: is \"meshplan-model/1\"; expected "
@@ -507,14 +508,15 @@ TEST_CASE("plan and estimate take the same --gbs (up to 2^40) and refuse the sam
   // 2^40 sequences: accepted by both (plan searched 2^24 at most before).
   const std::string max = "1099511627776";
   CHECK(test::run({"estimate", "--model", "llama3-8b", "--gbs", max}).exit_code == 0);
-  const test::CliResult plan = test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--gbs", max});
+  const test::CliResult plan =
+      test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--gbs", max});
   INFO(plan.err);
   CHECK(plan.exit_code == 0);
   CHECK_THAT(plan.out, Catch::Contains("gbs " + max));
   // One above, and a fraction: the same message from both.
   for (const std::string& bad : {std::string("1099511627777"), std::string("1.5")}) {
-    const std::string err = parse_error(
-        "--gbs: must be a whole number from 1 to " + max + ", got \"" + bad + "\"");
+    const std::string err =
+        parse_error("--gbs: must be a whole number from 1 to " + max + ", got \"" + bad + "\"");
     expect_exact_error({"estimate", "--model", "llama3-8b", "--gbs", bad}, err);
     expect_exact_error({"plan", "--model", "llama3-8b", "--gpus", "8", "--gbs", bad}, err);
   }
@@ -533,16 +535,15 @@ TEST_CASE("ledger and plan: --params and --tokens are at least 1, a fraction is 
   // "0.00 ms", and plan --tokens 1e-300 --objective cost GPU-hours of 2e-308.
   for (const char* bad : {"1e-308", "0.5", "0", "-7e9"}) {
     INFO(bad);
-    expect_exact_error({"ledger", "--params", bad},
-                       parse_error("--params: must be a number from 1 to 1e15, got \"" +
-                                   std::string(bad) + "\""));
-    expect_exact_error({"ledger", "--params", "7e9", "--tokens", bad},
-                       parse_error("--tokens: must be a number from 1 to 1e18, got \"" +
-                                   std::string(bad) + "\""));
-    expect_exact_error({"plan", "--model", "llama3-8b", "--gpus", "8", "--objective", "cost",
-                        "--tokens", bad},
-                       parse_error("--tokens: must be a number from 1 to 1e18, got \"" +
-                                   std::string(bad) + "\""));
+    expect_exact_error(
+        {"ledger", "--params", bad},
+        parse_error("--params: must be a number from 1 to 1e15, got \"" + std::string(bad) + "\""));
+    expect_exact_error(
+        {"ledger", "--params", "7e9", "--tokens", bad},
+        parse_error("--tokens: must be a number from 1 to 1e18, got \"" + std::string(bad) + "\""));
+    expect_exact_error(
+        {"plan", "--model", "llama3-8b", "--gpus", "8", "--objective", "cost", "--tokens", bad},
+        parse_error("--tokens: must be a number from 1 to 1e18, got \"" + std::string(bad) + "\""));
   }
   // The smallest accepted: one parameter of 16 bytes (textbook: 2 + 2 + 12), trained on one
   // token: 6 x 1 x 1 = 6 FLOP.

@@ -25,7 +25,6 @@ using meshplan::test::expect_exact_error;
 
 namespace {
 
-
 /// The text of the CLI's error line for `message`.
 std::string error_line(const std::string& message) { return "meshplan: error: " + message + "\n"; }
 
@@ -99,9 +98,10 @@ TEST_CASE("model structure: one rule set, a derived head_dim needs heads that di
   CHECK(p->message == "must be a positive integer, got 0");
 }
 
-TEST_CASE("validate: a case whose ZeRO stage its framework does not offer is skipped, not "
-          "costed, and its file still compared",
-          "[consistency][validate]") {
+TEST_CASE(
+    "validate: a case whose ZeRO stage its framework does not offer is skipped, not "
+    "costed, and its file still compared",
+    "[consistency][validate]") {
   // Issue 19: one case outside what meshplan models never refuses its file. torchtitan maps
   // to the fsdp convention, offering ZeRO 0, 2 and 3 (DDP, SHARD_GRAD_OP, FULL_SHARD): its
   // zero-1 case is skipped with the reason, the file's other case compared (exit 0).
@@ -126,8 +126,8 @@ TEST_CASE("validate: a case whose ZeRO stage its framework does not offer is ski
       c["training"]["framework"] = framework;
       c["layout"]["zero"] = zero;
       INFO(framework << " zero " << zero);
-      CHECK(test::run({"validate", test::validation_file("v-zero" + std::to_string(zero) + ".json",
-                                                         {c})})
+      CHECK(test::run(
+                {"validate", test::validation_file("v-zero" + std::to_string(zero) + ".json", {c})})
                 .exit_code == 0);
     }
   }
@@ -474,7 +474,8 @@ TEST_CASE("validate: a case that ran out of memory and measured a throughput is 
   const std::string file = test::validation_file("v-oom-ran.json", {c});
   expect_exact_error(
       {"validate", file},
-      error_line(file + ": $.cases[0].measured.oom: is true, but case " + c["id"].get<std::string>() +
+      error_line(file + ": $.cases[0].measured.oom: is true, but case " +
+                 c["id"].get<std::string>() +
                  " also has a measured throughput (step_time_s, tokens_per_s_per_gpu, "
                  "tflops_per_gpu or mfu), and SCHEMA.md says a case with a throughput number did "
                  "run; set oom to false or null, or drop the throughput"));
@@ -583,8 +584,9 @@ TEST_CASE("profile curve points: busbw from 1 to 1e15 bytes/s", "[consistency][p
   profile["collectives"][0]["points"] =
       nlohmann::json::array({{{"bytes", 8}, {"busbw_bytes_per_s", 1}}});
   const std::string floor = test::write_temp_file("points-floor.json", profile.dump(2));
-  CHECK(test::run({"estimate", "--model", "llama3-8b", "--tp", "8", "--profile", floor})
-            .exit_code == 2);
+  CHECK(
+      test::run({"estimate", "--model", "llama3-8b", "--tp", "8", "--profile", floor}).exit_code ==
+      2);
 }
 
 TEST_CASE("profile curve points: a large point far off its fit's line is refused",
@@ -599,18 +601,18 @@ TEST_CASE("profile curve points: a large point far off its fit's line is refused
   REQUIRE(points[last]["bytes"] == 17179869184);
   points[last]["busbw_bytes_per_s"] = 1;
   const std::string broken = test::write_temp_file("points-off-line.json", profile.dump(2));
-  const test::CliResult r = test::run({"estimate", "--model", "llama3-8b", "--tp", "8",
-                                       "--profile", broken});
+  const test::CliResult r =
+      test::run({"estimate", "--model", "llama3-8b", "--tp", "8", "--profile", broken});
   CHECK(r.exit_code == 2);
   CHECK(r.out.empty());
-  CHECK_THAT(r.err, Catch::Contains(broken + ": $.collectives[0].points[" +
-                                    std::to_string(last) + "].busbw_bytes_per_s: 1 at "
+  CHECK_THAT(r.err, Catch::Contains(broken + ": $.collectives[0].points[" + std::to_string(last) +
+                                    "].busbw_bytes_per_s: 1 at "
                                     "17179869184 bytes is a 3.01e+10 s all_reduce, more than 10x "
                                     "from the fit's own line there"));
   points[last]["busbw_bytes_per_s"] = 48.5e9;
   const std::string slow = test::write_temp_file("points-slow-end.json", profile.dump(2));
-  CHECK(test::run({"estimate", "--model", "llama3-8b", "--tp", "8", "--profile", slow})
-            .exit_code == 0);
+  CHECK(test::run({"estimate", "--model", "llama3-8b", "--tp", "8", "--profile", slow}).exit_code ==
+        0);
   // An alpha_s written in the wrong unit (1 s) moves the line's latency knee past the curve,
   // but cannot hide a point 10x off the line either way: 1 B/s (3.01e10 s) and 1e15 B/s
   // (3.0e-5 s, against the line's 1.06 s) at 16 GiB are both refused.
@@ -730,13 +732,15 @@ TEST_CASE("Hugging Face keys an architecture does not read are refused where the
   std::string file =
       hf_config("gpt2", "gpt2-kv.json", [](nlohmann::json& c) { c["num_key_value_heads"] = 4; });
   CHECK_THROWS_WITH(load_model(file),
-                    file + ": $.num_key_value_heads: is 4, but a gpt2 attention has one kv head "
-                           "per head (n_head 12: GPT2Attention is multi-head and transformers "
-                           "ignores num_key_value_heads); remove the key");
+                    file +
+                        ": $.num_key_value_heads: is 4, but a gpt2 attention has one kv head "
+                        "per head (n_head 12: GPT2Attention is multi-head and transformers "
+                        "ignores num_key_value_heads); remove the key");
   file = hf_config("gpt2", "gpt2-hd.json", [](nlohmann::json& c) { c["head_dim"] = 128; });
   CHECK_THROWS_WITH(load_model(file),
-                    file + ": $.head_dim: is 128, but a gpt2 head is n_embd / n_head = 64 wide "
-                           "(transformers ignores head_dim); remove the key");
+                    file +
+                        ": $.head_dim: is 128, but a gpt2 head is n_embd / n_head = 64 wide "
+                        "(transformers ignores head_dim); remove the key");
   file = hf_config("gpt2", "gpt2-same.json", [](nlohmann::json& c) {
     c["head_dim"] = 64;
     c["num_key_value_heads"] = 12;
@@ -746,21 +750,23 @@ TEST_CASE("Hugging Face keys an architecture does not read are refused where the
   file = hf_config("llama3-8b", "attn-bias.json",
                    [](nlohmann::json& c) { c["attention_bias"] = true; });
   CHECK_THROWS_WITH(load_model(file),
-                    file + ": $.attention_bias: is true while mlp_bias is false or absent: "
-                           "transformers' LlamaAttention then has biases on q_proj, k_proj, "
-                           "v_proj and o_proj, which meshplan's model spec cannot describe "
-                           "(biases on every linear layer, or on the QKV projection alone); "
-                           "write a meshplan-model/1 file (configs/README.md) with qkv_bias "
-                           "true, which leaves out o_proj's 4096 biases per layer");
+                    file +
+                        ": $.attention_bias: is true while mlp_bias is false or absent: "
+                        "transformers' LlamaAttention then has biases on q_proj, k_proj, "
+                        "v_proj and o_proj, which meshplan's model spec cannot describe "
+                        "(biases on every linear layer, or on the QKV projection alone); "
+                        "write a meshplan-model/1 file (configs/README.md) with qkv_bias "
+                        "true, which leaves out o_proj's 4096 biases per layer");
   // Mistral builds no attention biases whatever attention_bias says.
   file = hf_config("llama3-8b", "mistral-attn-bias.json", [](nlohmann::json& c) {
     c["model_type"] = "mistral";
     c["attention_bias"] = true;
   });
   CHECK_THROWS_WITH(load_model(file),
-                    file + ": $.attention_bias: is true, but transformers ignores it on mistral "
-                           "(MistralAttention builds q, k, v and o without biases); remove the "
-                           "key or set it to false");
+                    file +
+                        ": $.attention_bias: is true, but transformers ignores it on mistral "
+                        "(MistralAttention builds q, k, v and o without biases); remove the "
+                        "key or set it to false");
   // hidden_dropout is not read by Llama, Mistral or Qwen2: it must not turn dropout on.
   for (const std::string type : {"llama", "mistral", "qwen2"}) {
     file = hf_config("llama3-8b", "hidden-drop-" + type + ".json", [type](nlohmann::json& c) {
@@ -768,9 +774,11 @@ TEST_CASE("Hugging Face keys an architecture does not read are refused where the
       c["hidden_dropout"] = 0.1;
     });
     CHECK_THROWS_WITH(load_model(file),
-                      file + ": $.hidden_dropout: is 0.1, but transformers ignores "
-                             "hidden_dropout on " + type +
-                             " (only attention_dropout is read); remove the key or set it to 0");
+                      file +
+                          ": $.hidden_dropout: is 0.1, but transformers ignores "
+                          "hidden_dropout on " +
+                          type +
+                          " (only attention_dropout is read); remove the key or set it to 0");
     file = hf_config("llama3-8b", "hidden-drop0-" + type + ".json", [type](nlohmann::json& c) {
       c["model_type"] = type;
       c["hidden_dropout"] = 0;
@@ -785,8 +793,8 @@ TEST_CASE("validate: a GPU outside SCHEMA.md's list is refused at its path, not 
   nlohmann::json typo = test::validation_case_json();
   typo["id"] = "typo";
   typo["hardware"]["gpu"] = "h100-smx";
-  const std::string file = test::validation_file("v-gpu-typo.json", {test::validation_case_json(),
-                                                                     typo});
+  const std::string file =
+      test::validation_file("v-gpu-typo.json", {test::validation_case_json(), typo});
   expect_exact_error({"validate", file},
                      error_line(file + ": $.cases[1].hardware.gpu: \"h100-smx\" is not allowed; "
                                        "expected one of \"a100-40g\", \"a100-80g\", "
@@ -815,12 +823,12 @@ TEST_CASE("validate: nothing compared is an error that says why, not an empty ta
                  "dense model) and a measured step time, throughput, MFU, peak memory or OOM "
                  "outcome"));
   // One comparable case among them is enough: the skipped ones are listed as before.
-  const std::string some =
-      test::validation_file("v-some.json", {tpu, unmeasured, [] {
-                                              nlohmann::json c = test::validation_case_json();
-                                              c["id"] = "measured";
-                                              return c;
-                                            }()});
+  const std::string some = test::validation_file("v-some.json", {tpu, unmeasured, [] {
+                                                                   nlohmann::json c =
+                                                                       test::validation_case_json();
+                                                                   c["id"] = "measured";
+                                                                   return c;
+                                                                 }()});
   const test::CliResult r = test::run({"validate", some});
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::Contains("gpt22b (v-some): TPU (tpu-v4): meshplan models GPU clusters "

@@ -1,7 +1,6 @@
 // planner/fit/least_squares.hpp: bounded Levenberg-Marquardt on problems whose minimizer a
 // reader can derive.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 
 #include "planner/fit/least_squares.hpp"
@@ -33,9 +32,10 @@ TEST_CASE("least squares: a bound that holds the minimizer back", "[fit]") {
   CHECK(fit.cost == Approx(0.5).epsilon(1e-9));
 }
 
-TEST_CASE("least squares: a start outside the bounds is clamped, and the same inputs give the "
-          "same bits",
-          "[fit]") {
+TEST_CASE(
+    "least squares: a start outside the bounds is clamped, and the same inputs give the "
+    "same bits",
+    "[fit]") {
   // r = exp(x) - 2: minimum at x = ln 2 = 0.693...
   const Residuals r = [](const std::vector<double>& p) {
     return std::vector<double>{std::exp(p[0]) - 2};

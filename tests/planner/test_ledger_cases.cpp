@@ -1,6 +1,5 @@
 // Cases reported by users, each with its derivation, through `meshplan ledger`.
 #include <catch2/catch.hpp>
-
 #include <nlohmann/json.hpp>
 
 #include "tests/support/cli_runner.hpp"
@@ -30,8 +29,8 @@ double entry_bytes(const nlohmann::json& stage, const std::string& name) {
 
 TEST_CASE("36-layer GPT on a 32 GB V100: eager attention does not fit, flash does", "[cases]") {
   const std::string model = test::data_file("models/gpt-36l-1280h-swiglu.json");
-  const std::vector<std::string> args = {"--model", model, "--gpu", "v100-32g",
-                                         "--precision", "fp16", "--mbs", "4", "--seq", "1024"};
+  const std::vector<std::string> args = {"--model", model,   "--gpu", "v100-32g", "--precision",
+                                         "fp16",    "--mbs", "4",     "--seq",    "1024"};
   auto eager_args = args;
   const nlohmann::json eager = ledger_json(eager_args);  // V100 default: eager attention
   CHECK(eager["layout"]["attention"] == "eager");
@@ -52,8 +51,7 @@ TEST_CASE("36-layer GPT on a 32 GB V100: eager attention does not fit, flash doe
   CHECK(ledger_json(flash_args)["fits"] == true);
 }
 
-TEST_CASE("Llama-2-7B, mbs 16, seq 4096, eager: the 32 GiB fp32 score matrix is named",
-          "[cases]") {
+TEST_CASE("Llama-2-7B, mbs 16, seq 4096, eager: the 32 GiB fp32 score matrix is named", "[cases]") {
   // HF eager attention keeps the fp32 softmax: 16 x 32 x 4096 x 4096 x 4 B = 32 GiB.
   const nlohmann::json j = ledger_json({"--model", "llama2-7b", "--mbs", "16", "--seq", "4096",
                                         "--attention", "eager", "--framework", "hf"});
@@ -61,16 +59,15 @@ TEST_CASE("Llama-2-7B, mbs 16, seq 4096, eager: the 32 GiB fp32 score matrix is 
   CHECK(j["largest_tensor"]["shape"] == "[16, 32, 4096, 4096]");
   CHECK(j["largest_tensor"]["dtype"] == "fp32");
   CHECK(j["largest_tensor"]["bytes"].get<double>() == 16.0 * 32 * 4096 * 4096 * 4);
-  const test::CliResult text = test::run({"ledger", "--model", "llama2-7b", "--mbs", "16",
-                                          "--seq", "4096", "--attention", "eager",
-                                          "--framework", "hf"});
+  const test::CliResult text = test::run({"ledger", "--model", "llama2-7b", "--mbs", "16", "--seq",
+                                          "4096", "--attention", "eager", "--framework", "hf"});
   CHECK_THAT(text.out, Catch::Contains("largest activation tensor: attention.softmax_output "
                                        "[16, 32, 4096, 4096] fp32 = 32.000 GiB"));
 }
 
 TEST_CASE("the worst stage decides: pp 4 split 1,2,2,3 prints stage 3 as worst", "[cases]") {
-  const nlohmann::json j = ledger_json({"--model", test::data_file("models/tiny-8l.json"),
-                                        "--pp", "4", "--stage-layers", "1,2,2,3", "--gbs", "1"});
+  const nlohmann::json j = ledger_json({"--model", test::data_file("models/tiny-8l.json"), "--pp",
+                                        "4", "--stage-layers", "1,2,2,3", "--gbs", "1"});
   CHECK(j["worst_stage"] == 3);
   CHECK(j["peak_bytes"] == j["stages"][3]["total_bytes"]);
 }
@@ -82,8 +79,9 @@ TEST_CASE("layers that do not split evenly over pp split as plan splits them", "
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   const nlohmann::json j = nlohmann::json::parse(r.out);
-  const std::string split_note = "stage layers 10,11,11 (default: 32 layers do not split "
-                                 "evenly over pp 3";
+  const std::string split_note =
+      "stage layers 10,11,11 (default: 32 layers do not split "
+      "evenly over pp 3";
   bool noted = false;
   for (const nlohmann::json& n : j["notes"]) {
     noted = noted || n.get<std::string>().rfind(split_note, 0) == 0;
@@ -101,7 +99,8 @@ TEST_CASE("bad layouts get one line each and exit 2", "[cases]") {
     CHECK(r.out.empty());
     return r.err;
   };
-  CHECK_THAT(reason({"--tp", "3"}), Catch::Contains("layout: tp 3 does not divide 32 attention heads"));
+  CHECK_THAT(reason({"--tp", "3"}),
+             Catch::Contains("layout: tp 3 does not divide 32 attention heads"));
   CHECK_THAT(reason({"--tp", "16"}), Catch::Contains("layout: tp 16 does not divide 8 kv heads"));
   // 8 x 5 = 40 chunks of at least one layer each need 40 layers.
   CHECK_THAT(reason({"--pp", "8", "--vpp", "5"}),
@@ -109,8 +108,9 @@ TEST_CASE("bad layouts get one line each and exit 2", "[cases]") {
   CHECK_THAT(reason({"--pp", "2", "--vpp", "2", "--stage-layers", "15,17"}),
              Catch::Contains("the stage split lists 2 stages, but with vpp 2 it lists the layers "
                              "of each virtual stage (model chunk), in model order: pp x vpp = 4"));
-  CHECK_THAT(reason({"--dp", "2", "--tp", "2", "--gpus", "8"}),
-             Catch::Contains("layout: dp x tp x pp x cp = 2 x 2 x 1 x 1 = 4 is not the GPU count 8"));
+  CHECK_THAT(
+      reason({"--dp", "2", "--tp", "2", "--gpus", "8"}),
+      Catch::Contains("layout: dp x tp x pp x cp = 2 x 2 x 1 x 1 = 4 is not the GPU count 8"));
   CHECK_THAT(reason({"--cp", "3"}), Catch::Contains("not divisible by 2 x cp = 6"));
   CHECK_THAT(reason({"--sp"}), Catch::Contains("layout: sequence parallel (sp) needs tp > 1"));
   CHECK_THAT(reason({"--dp", "4", "--gbs", "6"}),

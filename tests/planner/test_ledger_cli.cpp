@@ -1,6 +1,5 @@
 // `meshplan ledger`: the seed's numbers through the command line, text and JSON.
 #include <catch2/catch.hpp>
-
 #include <nlohmann/json.hpp>
 
 #include "tests/support/cli_runner.hpp"
@@ -11,9 +10,11 @@ TEST_CASE("ledger --params 7e9: 112 GB does not fit on one 80 GB H100", "[cli]")
   const test::CliResult r = test::run({"ledger", "--params", "7e9"});
   REQUIRE(r.exit_code == 0);
   CHECK(test::without_notes(r.err).empty());
-  CHECK_THAT(r.out, Catch::Contains("weights 14.0 GB + gradients 14.0 GB + optimizer states 84.0 GB"));
+  CHECK_THAT(r.out,
+             Catch::Contains("weights 14.0 GB + gradients 14.0 GB + optimizer states 84.0 GB"));
   // 112 GB = 104.3 GiB; the H100's 81559 MiB = 79.6 GiB.
-  CHECK_THAT(r.out, Catch::Contains("fits on one h100-sxm? no: needs 112.0 GB (104.3 GiB), has 79.6 GiB"));
+  CHECK_THAT(r.out,
+             Catch::Contains("fits on one h100-sxm? no: needs 112.0 GB (104.3 GiB), has 79.6 GiB"));
 }
 
 TEST_CASE("ledger --json keys carry the numbers", "[cli]") {

@@ -13,20 +13,18 @@
 // SIGXFSZ ignored), under which a write past the limit fails with EFBIG ("File too large"):
 // the same failure as a full disk, part-way into a file. (A temporary's name cannot be blocked
 // in advance: it is unpredictable, temporary_file.hpp.)
-#include <catch2/catch.hpp>
-
-#include <algorithm>
-#include <csignal>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-
-#include <nlohmann/json.hpp>
-
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "common/input_error.hpp"
 #include "planner/config/presets.hpp"
@@ -116,9 +114,9 @@ TEST_CASE("OutputSet writes every file, or none of them", "[outputs]") {
     outputs.add("--trace", b, std::string(1000, 'b'));
     {
       FileSizeLimit limit(100);  // a's 6 bytes pass, b's 1000 do not
-      REQUIRE_THROWS_WITH(outputs.commit(),
-                          "--trace " + b + ": writing failed: File too large; nothing was "
-                          "written (free some space or choose another path)");
+      REQUIRE_THROWS_WITH(outputs.commit(), "--trace " + b +
+                                                ": writing failed: File too large; nothing was "
+                                                "written (free some space or choose another path)");
     }
     CHECK(read_text(a) == "old a\n");
     CHECK_FALSE(fs::exists(b));
@@ -132,8 +130,8 @@ TEST_CASE("OutputSet writes every file, or none of them", "[outputs]") {
     outputs.add("--trace", b, std::string(1000, 'x'));
     {
       FileSizeLimit limit(100);
-      REQUIRE_THROWS_WITH(outputs.commit(), Catch::StartsWith("--trace " + b +
-                                                              ": writing failed: File too large"));
+      REQUIRE_THROWS_WITH(outputs.commit(),
+                          Catch::StartsWith("--trace " + b + ": writing failed: File too large"));
     }
     CHECK(listing(dir).empty());
   }
@@ -145,12 +143,13 @@ TEST_CASE("OutputSet writes every file, or none of them", "[outputs]") {
       given = temporary;
       std::ofstream(temporary) << "by writer\n";
     });
-    outputs.add_written_by("--trace", b, [](const std::string&) {
-      throw InputError("the step has too many events");
-    });
-    REQUIRE_THROWS_WITH(outputs.commit(), "--trace " + b + ": writing failed: the step has too "
-                                          "many events; nothing was written (free some space or "
-                                          "choose another path)");
+    outputs.add_written_by(
+        "--trace", b, [](const std::string&) { throw InputError("the step has too many events"); });
+    REQUIRE_THROWS_WITH(outputs.commit(),
+                        "--trace " + b +
+                            ": writing failed: the step has too "
+                            "many events; nothing was written (free some space or "
+                            "choose another path)");
     CHECK(given.rfind(temporary_prefix(a), 0) == 0);
     CHECK(listing(dir).empty());
   }
@@ -159,8 +158,10 @@ TEST_CASE("OutputSet writes every file, or none of them", "[outputs]") {
     OutputSet outputs;
     outputs.add("--out", a, "1");
     outputs.add("--trace", dir + "/./a.json", "2");
-    REQUIRE_THROWS_WITH(outputs.commit(), "--trace " + dir + "/./a.json: names the same file as "
-                                          "--out " + a + "; give each output its own file");
+    REQUIRE_THROWS_WITH(outputs.commit(), "--trace " + dir +
+                                              "/./a.json: names the same file as "
+                                              "--out " +
+                                              a + "; give each output its own file");
     CHECK(listing(dir).empty());
   }
 
@@ -169,8 +170,10 @@ TEST_CASE("OutputSet writes every file, or none of them", "[outputs]") {
     OutputSet outputs;
     outputs.add("--out", a, "1");
     outputs.add("--trace", dir + "/link.json", "2");
-    REQUIRE_THROWS_WITH(outputs.commit(), "--trace " + dir + "/link.json: names the same file "
-                                          "as --out " + a + "; give each output its own file");
+    REQUIRE_THROWS_WITH(outputs.commit(), "--trace " + dir +
+                                              "/link.json: names the same file "
+                                              "as --out " +
+                                              a + "; give each output its own file");
     CHECK(listing(dir) == std::vector<std::string>{"link.json"});
   }
 
@@ -291,16 +294,19 @@ TEST_CASE("require_distinct_files names both flags", "[outputs]") {
   CHECK(presets[0].path == preset_file);
   CHECK(presets[0].label() == "--model llama3-8b (preset file " + preset_file + ")");
   CHECK_THROWS_WITH(require_distinct_files({{"--out", preset_file, preset_file}}, presets),
-                    "--out " + preset_file + ": names the same file as the input --model "
-                    "llama3-8b (preset file " + preset_file + "); writing there would replace "
-                    "that input; give the output another file name");
+                    "--out " + preset_file +
+                        ": names the same file as the input --model "
+                        "llama3-8b (preset file " +
+                        preset_file +
+                        "); writing there would replace "
+                        "that input; give the output another file name");
 }
 
 TEST_CASE("estimate --out --trace: a trace that cannot be written leaves no plan", "[outputs]") {
   const std::string dir = fresh_dir("estimate-outputs");
   const std::string plan = dir + "/p.json", trace = dir + "/t.json";
-  const std::vector<std::string> args = test::with(test::kReadmeEstimate,
-                                                   {"--out", plan, "--trace", trace});
+  const std::vector<std::string> args =
+      test::with(test::kReadmeEstimate, {"--out", plan, "--trace", trace});
 
   SECTION("the trace cannot be written: no plan either") {
     FileSizeLimit limit(50'000);  // the plan's 36 kB pass, the trace's 75 kB do not (below)
@@ -343,8 +349,8 @@ TEST_CASE("plan --out: a plan that cannot be written leaves no file and names th
   const std::string dir = fresh_dir("plan-outputs");
   const std::string plan = dir + "/p.json";
   FileSizeLimit limit(1000);  // a plan of 8 GPUs is about 10 kB
-  const test::CliResult r = test::run(
-      {"plan", "--model", "llama3-8b", "--gpus", "8", "--gbs", "64", "--out", plan});
+  const test::CliResult r =
+      test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--gbs", "64", "--out", plan});
   CHECK(r.exit_code == 2);
   CHECK(r.out.empty());
   CHECK_THAT(r.err, Catch::StartsWith("meshplan: error: --out " + plan + ": writing failed: "));
@@ -381,9 +387,7 @@ namespace {
 /// While alive, the working folder is `dir` (the tester's commands use relative paths).
 class InFolder {
  public:
-  explicit InFolder(const std::string& dir) : before_(fs::current_path()) {
-    fs::current_path(dir);
-  }
+  explicit InFolder(const std::string& dir) : before_(fs::current_path()) { fs::current_path(dir); }
   ~InFolder() { fs::current_path(before_); }
   InFolder(const InFolder&) = delete;
   InFolder& operator=(const InFolder&) = delete;
@@ -397,8 +401,9 @@ std::vector<std::string> snapshot(const std::string& dir) {
   std::vector<std::string> files;
   for (const std::string& name : listing(dir)) {
     const std::string path = dir + "/" + name;
-    files.push_back(name + ": " + (fs::is_symlink(path) ? "-> " + fs::read_symlink(path).string()
-                                                        : read_text(path)));
+    files.push_back(
+        name + ": " +
+        (fs::is_symlink(path) ? "-> " + fs::read_symlink(path).string() : read_text(path)));
   }
   return files;
 }
@@ -450,8 +455,8 @@ TEST_CASE("estimate: --out and --trace naming one file are refused, through link
   SECTION("a folder reached through a link, and '..'") {
     fs::create_directory(dir + "/sub");
     fs::create_directory_symlink("sub", dir + "/sublink");
-    check_refused(dir, test::with(estimate, {"--out", "sub/p.json", "--trace",
-                                             "sublink/../sub/p.json"}),
+    check_refused(dir,
+                  test::with(estimate, {"--out", "sub/p.json", "--trace", "sublink/../sub/p.json"}),
                   "--trace sublink/../sub/p.json: names the same file as --out sub/p.json; "
                   "give each output its own file");
   }
@@ -466,22 +471,25 @@ TEST_CASE("estimate and plan refuse an output that would replace an input", "[ou
   fs::create_directory(dir + "/sub");
 
   SECTION("estimate --model") {
-    check_refused(dir, {"estimate", "--model", "model.json", "--gpus", "8", "--out", "model.json"},
-                  "--out model.json: names the same file as the input --model model.json" +
-                      kReplaceInput);
+    check_refused(
+        dir, {"estimate", "--model", "model.json", "--gpus", "8", "--out", "model.json"},
+        "--out model.json: names the same file as the input --model model.json" + kReplaceInput);
   }
   SECTION("estimate --cluster, through a link") {
     fs::create_symlink("cluster.json", dir + "/link.json");
-    check_refused(dir, {"estimate", "--model", "llama3-8b", "--cluster", "cluster.json", "--gpus",
-                        "8", "--trace", "link.json"},
+    check_refused(dir,
+                  {"estimate", "--model", "llama3-8b", "--cluster", "cluster.json", "--gpus", "8",
+                   "--trace", "link.json"},
                   "--trace link.json: names the same file as the input --cluster cluster.json" +
                       kReplaceInput);
   }
   SECTION("estimate --profile, through '..'") {
-    check_refused(dir, {"estimate", "--model", "llama3-8b", "--profile", "profile.json", "--gpus",
-                        "8", "--out", "sub/../profile.json"},
+    check_refused(dir,
+                  {"estimate", "--model", "llama3-8b", "--profile", "profile.json", "--gpus", "8",
+                   "--out", "sub/../profile.json"},
                   "--out sub/../profile.json: names the same file as the input --profile "
-                  "profile.json" + kReplaceInput);
+                  "profile.json" +
+                      kReplaceInput);
   }
   SECTION("estimate --plan") {
     {
@@ -491,27 +499,30 @@ TEST_CASE("estimate and plan refuse an output that would replace an input", "[ou
                   .exit_code == 0);
     }
     check_refused(dir, {"estimate", "--plan", "p.json", "--out", "./p.json"},
-                  "--out ./p.json: names the same file as the input --plan p.json" +
-                      kReplaceInput);
+                  "--out ./p.json: names the same file as the input --plan p.json" + kReplaceInput);
     check_refused(dir, {"estimate", "--plan", "p.json", "--trace", dir + "/p.json"},
                   "--trace " + dir + "/p.json: names the same file as the input --plan p.json" +
                       kReplaceInput);
   }
   SECTION("plan --model and --profile") {
-    check_refused(dir, {"plan", "--model", "model.json", "--gpus", "8", "--out", "model.json"},
-                  "--out model.json: names the same file as the input --model model.json" +
-                      kReplaceInput);
-    check_refused(dir, {"plan", "--model", "llama3-8b", "--profile", "profile.json", "--gpus",
-                        "8", "--out", "./profile.json"},
+    check_refused(
+        dir, {"plan", "--model", "model.json", "--gpus", "8", "--out", "model.json"},
+        "--out model.json: names the same file as the input --model model.json" + kReplaceInput);
+    check_refused(dir,
+                  {"plan", "--model", "llama3-8b", "--profile", "profile.json", "--gpus", "8",
+                   "--out", "./profile.json"},
                   "--out ./profile.json: names the same file as the input --profile "
-                  "profile.json" + kReplaceInput);
+                  "profile.json" +
+                      kReplaceInput);
   }
   SECTION("plan --cluster, through a linked folder") {
     fs::create_directory_symlink(".", dir + "/here");
-    check_refused(dir, {"plan", "--model", "llama3-8b", "--cluster", "cluster.json", "--gpus",
-                        "8", "--out", "here/cluster.json"},
+    check_refused(dir,
+                  {"plan", "--model", "llama3-8b", "--cluster", "cluster.json", "--gpus", "8",
+                   "--out", "here/cluster.json"},
                   "--out here/cluster.json: names the same file as the input --cluster "
-                  "cluster.json" + kReplaceInput);
+                  "cluster.json" +
+                      kReplaceInput);
   }
 }
 
@@ -528,32 +539,38 @@ TEST_CASE("an output that names the GPU file of a cluster or profile file is ref
   test::write_temp_file("nested-input/cg.json", cluster.dump(2));
   test::write_temp_file("nested-input/pf.json", profile.dump(2));
   const std::vector<std::string> estimate = {"estimate", "--model", "llama2-7b", "--gbs", "8",
-                                             "--dp", "8", "--zero", "1"};
+                                             "--dp",     "8",       "--zero",    "1"};
 
   SECTION("estimate --out, through --cluster (the tester's case)") {
-    check_refused(dir, test::with(estimate, {"--cluster", "cg.json", "--profile", "h100",
-                                             "--out", "gf.json"}),
-                  "--out gf.json: names the same file as the input gf.json (the file named at "
-                  "$.gpu of --cluster cg.json)" + kReplaceInput);
+    check_refused(
+        dir,
+        test::with(estimate, {"--cluster", "cg.json", "--profile", "h100", "--out", "gf.json"}),
+        "--out gf.json: names the same file as the input gf.json (the file named at "
+        "$.gpu of --cluster cg.json)" +
+            kReplaceInput);
     CHECK(read_text(dir + "/gf.json") == gpu_text);
   }
   SECTION("estimate --trace, through --profile") {
     check_refused(dir, test::with(estimate, {"--profile", "pf.json", "--trace", "./gf.json"}),
                   "--trace ./gf.json: names the same file as the input gf.json (the file named "
-                  "at $.gpu of --profile pf.json)" + kReplaceInput);
+                  "at $.gpu of --profile pf.json)" +
+                      kReplaceInput);
   }
   SECTION("named by an absolute path: the GPU file is the one beside the cluster file") {
     const std::string cg = dir + "/cg.json";
     check_refused(dir, test::with(estimate, {"--cluster", cg, "--out", dir + "/gf.json"}),
-                  "--out " + dir + "/gf.json: names the same file as the input gf.json (the "
-                  "file named at $.gpu of --cluster " + cg + ": " + dir + "/gf.json)" +
-                  kReplaceInput);
+                  "--out " + dir +
+                      "/gf.json: names the same file as the input gf.json (the "
+                      "file named at $.gpu of --cluster " +
+                      cg + ": " + dir + "/gf.json)" + kReplaceInput);
   }
   SECTION("plan --out, through --profile") {
-    check_refused(dir, {"plan", "--model", "llama2-7b", "--gpus", "8", "--profile", "pf.json",
-                        "--out", "gf.json"},
-                  "--out gf.json: names the same file as the input gf.json (the file named at "
-                  "$.gpu of --profile pf.json)" + kReplaceInput);
+    check_refused(
+        dir,
+        {"plan", "--model", "llama2-7b", "--gpus", "8", "--profile", "pf.json", "--out", "gf.json"},
+        "--out gf.json: names the same file as the input gf.json (the file named at "
+        "$.gpu of --profile pf.json)" +
+            kReplaceInput);
   }
   SECTION("input_files lists the nested file after the flag's own, and not a preset's GPU") {
     const std::vector<NamedFile> files =
@@ -575,8 +592,8 @@ TEST_CASE("no output replaces a shipped preset, named as an input or not", "[out
     const std::string path = config_dir() + "/" + preset;
     const std::string before = test::read_config(preset);
     for (const char* flag : {"--out", "--trace"}) {
-      const test::CliResult r = test::run({"estimate", "--model", "llama3-8b", "--tp", "8",
-                                           "--gbs", "8", flag, path});
+      const test::CliResult r =
+          test::run({"estimate", "--model", "llama3-8b", "--tp", "8", "--gbs", "8", flag, path});
       INFO(flag << " " << path << ": " << r.err);
       CHECK(r.exit_code == 2);
       CHECK_THAT(r.err, Catch::Contains(": is a preset file of meshplan ("));
@@ -596,13 +613,14 @@ TEST_CASE("estimate --out: a layout that does not fit writes no plan, exit code 
   // llama3-8b on one GPU with the whole batch of 8 sequences of 8192 tokens: weights, grads and
   // Adam alone are 8.03e9 x 16 bytes = 119.7 GiB on a 79.6 GiB h100-sxm; with the activations
   // of 8 micro-batches the ledger is 185.3 GiB.
-  const std::vector<std::string> args = {"estimate", "--model", "llama3-8b", "--cluster",
-                                         "dgx-h100", "--gpus", "1", "--gbs", "8"};
+  const std::vector<std::string> args = {
+      "estimate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "1", "--gbs", "8"};
   const std::string not_fit =
       "meshplan: the layout does not fit in GPU memory: stage 0 needs 185.3 GiB per GPU, the "
       "h100-sxm has 79.6 GiB; ";
-  const std::string hint = " not written (exit code 3; `meshplan plan` searches for a layout "
-                           "that fits)\n";
+  const std::string hint =
+      " not written (exit code 3; `meshplan plan` searches for a layout "
+      "that fits)\n";
 
   SECTION("without --out: the estimate, exit code 0") {
     const test::CliResult r = test::run(args);
@@ -621,8 +639,8 @@ TEST_CASE("estimate --out: a layout that does not fit writes no plan, exit code 
     std::ofstream(plan) << "old plan\n";
     const test::CliResult r = test::run(test::with(args, {"--out", plan, "--trace", trace}));
     CHECK(r.exit_code == 3);
-    CHECK(test::without_notes(r.err) == not_fit + "--out " + plan + " and --trace " + trace +
-                                            " were" + hint);
+    CHECK(test::without_notes(r.err) ==
+          not_fit + "--out " + plan + " and --trace " + trace + " were" + hint);
     CHECK(snapshot(dir) == std::vector<std::string>{"nofit.json: old plan\n"});
   }
   SECTION("with --out and --json: stdout is the estimate's JSON, which says it does not fit") {
@@ -649,7 +667,7 @@ TEST_CASE("estimate says where --out and --trace were written, as plan does", "[
   const std::string plan = dir + "/p.json", trace = dir + "/t.json";
   // tp 8: 31.5 GiB, a layout that fits.
   const std::vector<std::string> args = {"estimate", "--model", "llama3-8b", "--gpus", "8",
-                                         "--tp", "8", "--gbs", "8"};
+                                         "--tp",     "8",       "--gbs",     "8"};
 
   const test::CliResult only_trace = test::run(test::with(args, {"--trace", trace}));
   CHECK(only_trace.exit_code == 0);
@@ -659,8 +677,8 @@ TEST_CASE("estimate says where --out and --trace were written, as plan does", "[
   CHECK_THAT(both.out, Catch::EndsWith(".\n\nplan written to " + plan + "\ntrace written to " +
                                        trace + "\n"));
   // --json: stdout stays one JSON document, for --out as for --trace.
-  const test::CliResult json = test::run(test::with(args, {"--out", plan, "--trace", trace,
-                                                           "--json"}));
+  const test::CliResult json =
+      test::run(test::with(args, {"--out", plan, "--trace", trace, "--json"}));
   CHECK(json.exit_code == 0);
   CHECK_NOTHROW(nlohmann::json::parse(json.out));
   CHECK_THAT(json.out, !Catch::Contains("written to"));
@@ -686,9 +704,8 @@ TEST_CASE("a write follows no link planted at a name it could predict", "[output
   std::vector<std::string> planted;
   for (pid_t pid = ::getpid(); pid < ::getpid() + 100; ++pid) {
     const std::string p = std::to_string(pid);
-    for (const std::string& name :
-         {out + ".tmp." + p, temporary_prefix(out) + p + ".old",
-          temporary_prefix(out) + p + ".0000000000000000"}) {
+    for (const std::string& name : {out + ".tmp." + p, temporary_prefix(out) + p + ".old",
+                                    temporary_prefix(out) + p + ".0000000000000000"}) {
       fs::create_symlink(victim, name);
       planted.push_back(name);
     }
@@ -712,8 +729,8 @@ TEST_CASE("a write follows no link planted at a name it could predict", "[output
   std::size_t left = 0;
   for (const std::string& name : planted) left += fs::is_symlink(name);
   CHECK(left == planted.size() - 1);
-  CHECK_FALSE(fs::exists(fs::symlink_status(temporary_prefix(out) + std::to_string(::getpid()) +
-                                            ".old")));
+  CHECK_FALSE(
+      fs::exists(fs::symlink_status(temporary_prefix(out) + std::to_string(::getpid()) + ".old")));
   // Nothing else was left: the targets, the victim and the links only.
   CHECK(listing(dir).size() == 3 + left);
 }
@@ -751,11 +768,12 @@ TEST_CASE("a temporary left by SIGKILL is cleared by the next write to its targe
           "[outputs][temporary]") {
   const std::string dir = fresh_dir("stale");
   const std::string out = dir + "/out.json";
-  const std::string stale = temporary_prefix(out) + std::to_string(dead_pid()) + ".0123456789abcdef";
+  const std::string stale =
+      temporary_prefix(out) + std::to_string(dead_pid()) + ".0123456789abcdef";
   // A running process's temporary (pid 1 runs) and another target's are not touched.
   const std::string running = temporary_prefix(out) + "1.0123456789abcdef";
-  const std::string other = temporary_prefix(dir + "/other.json") + std::to_string(dead_pid()) +
-                            ".0123456789abcdef";
+  const std::string other =
+      temporary_prefix(dir + "/other.json") + std::to_string(dead_pid()) + ".0123456789abcdef";
   for (const std::string& f : {stale, running, other}) std::ofstream(f) << "partial";
   write_file_atomically(out, "new\n");
   CHECK(read_text(out) == "new\n");

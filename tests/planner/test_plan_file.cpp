@@ -3,19 +3,17 @@
 // field; a plan written and read back is the same layout with the same prediction, bit for bit;
 // its groups are the explicit rank lists of the tp-cp-dp-pp order; a corrupt plan is refused
 // with the file and the JSON path, and nothing is written; the file is written atomically.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/format.hpp"
 #include "common/input_error.hpp"
@@ -227,8 +225,12 @@ TEST_CASE("written specs load through the file loaders, Hugging Face models and 
   // A profile with calibrated fits keeps them, in order.
   Profile p = load_profile("h100");
   p.collectives.push_back({Collective::kAllGather, Tier::kScaleOut, 16, 30e-6, 40e9, {}});
-  p.collectives.push_back(
-      {Collective::kAllReduce, Tier::kNvlink, 3, 10e-6, 300e9, {{1 << 20, 90e9}, {1 << 30, 299e9}}});
+  p.collectives.push_back({Collective::kAllReduce,
+                           Tier::kNvlink,
+                           3,
+                           10e-6,
+                           300e9,
+                           {{1 << 20, 90e9}, {1 << 30, 299e9}}});
   const std::string profile_file =
       test::write_temp_file("fits-profile.json", profile_to_json(p).dump(2));
   check_same(p, load_profile(profile_file));
@@ -334,9 +336,9 @@ TEST_CASE("an interleaved plan lists each stage's model chunks", "[plan_file]") 
   const std::string path = fresh_dir("vpp") + "/plan.json";
   // --sp: 66.7 GiB on stage 0, a layout that fits (estimate --out writes no plan of one that
   // does not: 109.1 GiB without sp).
-  const test::CliResult r = test::run({"estimate", "--model", "llama3-70b", "--tp", "8", "--pp",
-                                       "4", "--vpp", "5", "--sp", "--gbs", "8", "--out", path,
-                                       "--json"});
+  const test::CliResult r =
+      test::run({"estimate", "--model", "llama3-70b", "--tp", "8", "--pp", "4", "--vpp", "5",
+                 "--sp", "--gbs", "8", "--out", path, "--json"});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   const nlohmann::json j = load_json_file(path);
@@ -353,9 +355,9 @@ TEST_CASE("an interleaved plan lists each stage's model chunks", "[plan_file]") 
   // holds virtual stages 1, 5, 9: 6 layers from layer 6, 7 from 6 x 3 + 7 + 7 = 32, 7 from
   // 32 + 7 x 4 = 60; 20 in all. The plan reads back as is.
   const std::string uneven_path = fresh_dir("vpp-uneven") + "/plan.json";
-  const test::CliResult u = test::run({"estimate", "--model", "llama3-70b", "--tp", "8", "--pp",
-                                       "4", "--vpp", "3", "--sp", "--gbs", "8", "--out",
-                                       uneven_path});
+  const test::CliResult u =
+      test::run({"estimate", "--model", "llama3-70b", "--tp", "8", "--pp", "4", "--vpp", "3",
+                 "--sp", "--gbs", "8", "--out", uneven_path});
   INFO(u.err);
   REQUIRE(u.exit_code == 0);
   const nlohmann::json uj = load_json_file(uneven_path);
@@ -379,20 +381,19 @@ TEST_CASE("a plan's even stage split with vpp > 1 is the default, as estimate's 
   const std::string path = fresh_dir("vpp-even") + "/plan.json";
   // tp 8: at tp 1 the layout needs more than the GPU, and estimate --out writes no plan that
   // does not fit.
-  const test::CliResult r = test::run({"estimate", "--model", "llama3-8b", "--tp", "8", "--pp",
-                                       "4", "--vpp", "2", "--gbs", "8", "--out", path});
+  const test::CliResult r = test::run({"estimate", "--model", "llama3-8b", "--tp", "8", "--pp", "4",
+                                       "--vpp", "2", "--gbs", "8", "--out", path});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   const nlohmann::json written = load_json_file(path);
   REQUIRE(written["layout"]["stage_layers"] == nlohmann::json::array());
   nlohmann::json j = written;
-  for (const nlohmann::json& even : {nlohmann::json({8, 8, 8, 8}),
-                                     nlohmann::json({4, 4, 4, 4, 4, 4, 4, 4})}) {
+  for (const nlohmann::json& even :
+       {nlohmann::json({8, 8, 8, 8}), nlohmann::json({4, 4, 4, 4, 4, 4, 4, 4})}) {
     j["layout"]["stage_layers"] = even;
     const Plan read = plan_from_json(j, "plan.json");
     CHECK(read.layout.stage_layers.empty());
-    CHECK(read.estimate.step_time_s ==
-          plan_from_json(written, "plan.json").estimate.step_time_s);
+    CHECK(read.estimate.step_time_s == plan_from_json(written, "plan.json").estimate.step_time_s);
   }
   // With vpp > 1 an uneven split lists the 8 chunks: a split of the 4 stages is refused by its
   // count, one of the wrong sum by its sum.
@@ -553,11 +554,12 @@ TEST_CASE("a plan's settings get the checks the flags get", "[plan_file]") {
     expect_plan_error(j, {"plan.json: $.layout.zero: is 3, but framework megatron-2023 offers "
                           "ZeRO stages 0, 1 ($.inputs.training.framework is \"megatron-2023\")"});
     // The flag's refusal says the same of the same stages.
-    const test::CliResult r = test::run({"estimate", "--model", "llama3-70b", "--framework",
-                                         "fsdp", "--zero", "1", "--gbs", "8"});
+    const test::CliResult r = test::run(
+        {"estimate", "--model", "llama3-70b", "--framework", "fsdp", "--zero", "1", "--gbs", "8"});
     CHECK(r.exit_code == 2);
-    CHECK(r.err == "meshplan: error: --zero 1: framework fsdp offers ZeRO stages 0, 2, 3 "
-                   "(choose one, or another --framework)\n");
+    CHECK(r.err ==
+          "meshplan: error: --zero 1: framework fsdp offers ZeRO stages 0, 2, 3 "
+          "(choose one, or another --framework)\n");
   }
   SECTION("whole numbers written as floats are those integers, everywhere") {
     // schema_version and layout.zero read as the positive integers (dp, gpus, ...) do: 1.0 is
@@ -597,7 +599,8 @@ TEST_CASE("a plan's settings get the checks the flags get", "[plan_file]") {
     j["inputs"]["training"]["framework"] = "fsdp";
     const std::string path = dir + "/p2.json", again = dir + "/q.json";
     std::ofstream(path) << j.dump(2);
-    const std::string error = "meshplan: error: " + path + ": $.layout.zero: is 1, but framework "
+    const std::string error = "meshplan: error: " + path +
+                              ": $.layout.zero: is 1, but framework "
                               "fsdp offers ZeRO stages 0, 2, 3";
     const test::CliResult r = test::run({"estimate", "--plan", path, "--out", again});
     CHECK(r.exit_code == 2);
@@ -622,9 +625,9 @@ TEST_CASE("a plan's settings get the checks the flags get", "[plan_file]") {
                                       "flash stands for a memory-efficient kernel (xformers) "
                                       "that saves no s x s tensors either\n"));
     // The flags' note names the flag.
-    const test::CliResult flags = test::run(
-        {"estimate", "--model", "llama3-8b", "--cluster", "dgx-a100", "--framework", "fsdp",
-         "--zero", "2", "--gbs", "8", "--dp", "8"});
+    const test::CliResult flags =
+        test::run({"estimate", "--model", "llama3-8b", "--cluster", "dgx-a100", "--framework",
+                   "fsdp", "--zero", "2", "--gbs", "8", "--dp", "8"});
     INFO(flags.err);
     REQUIRE(flags.exit_code == 0);
     CHECK_THAT(flags.err, Catch::Contains("note: framework fsdp with --zero 2: FSDP2 without "
@@ -731,10 +734,9 @@ TEST_CASE("estimate --out then --plan gives the same numbers", "[plan_file]") {
   SECTION("overlap overrides travel in the plan") {
     const std::string path = dir + "/overlap.json";
     const std::string read =
-        write_then_read(
-            test::with(test::kReadmeEstimate,
-                       {"--tp-overlap", "0.5", "--dp-overlap", "on", "--pp-overlap", "on"}),
-            path)
+        write_then_read(test::with(test::kReadmeEstimate, {"--tp-overlap", "0.5", "--dp-overlap",
+                                                           "on", "--pp-overlap", "on"}),
+                        path)
             .second;
     const nlohmann::json training = load_json_file(path)["inputs"]["training"];
     CHECK(training["tp_comm_overlap"] == 0.5);
@@ -749,8 +751,7 @@ TEST_CASE("estimate --out then --plan gives the same numbers", "[plan_file]") {
   SECTION("an elementwise override travels in the plan and slows the step") {
     const std::string path = dir + "/eager.json";
     const std::string read =
-        write_then_read(test::with(test::kReadmeEstimate, {"--elementwise", "eager"}), path)
-            .second;
+        write_then_read(test::with(test::kReadmeEstimate, {"--elementwise", "eager"}), path).second;
     CHECK(load_json_file(path)["inputs"]["training"]["elementwise"] == "eager");
     CHECK(numbers(read)["elementwise"] == "eager");
     // Eager ops move more bytes than the megatron convention's fused kernels.
@@ -761,10 +762,12 @@ TEST_CASE("estimate --out then --plan gives the same numbers", "[plan_file]") {
   }
   SECTION("context parallelism, an uneven split, fp8 and another framework") {
     const std::string path = dir + "/cp.json";
-    write_then_read({"estimate", "--model", "llama3-70b", "--cluster", "dgx-h100", "--tp", "8",
-                     "--cp", "2", "--pp", "3", "--stage-layers", "26,27,27", "--gbs", "12",
-                     "--zero", "3", "--precision", "fp8", "--framework", "fsdp"},
-                    path);
+    write_then_read(
+        {"estimate", "--model",     "llama3-70b", "--cluster", "dgx-h100", "--tp",
+         "8",        "--cp",        "2",          "--pp",      "3",        "--stage-layers",
+         "26,27,27", "--gbs",       "12",         "--zero",    "3",        "--precision",
+         "fp8",      "--framework", "fsdp"},
+        path);
     CHECK(load_json_file(path)["stages"][2]["first_layer"] == 53);
   }
 }
@@ -815,10 +818,32 @@ TEST_CASE("ledger --plan gives the plan's per-stage ledger", "[plan_file]") {
   // An interleaved, uneven, fp8 plan of another framework: everything the ledger reads comes
   // from the file, so its peak is the plan's memory.peak_bytes and the stages' in flight and
   // totals match those of estimate --plan's ledger, byte for byte.
-  write_then_read({"estimate", "--model", "llama3-70b", "--cluster", "dgx-h100", "--dp", "2",
-                   "--tp", "8", "--pp", "4", "--vpp", "2", "--stage-layers",
-                   "9,10,10,10,10,10,10,11", "--gbs", "64", "--zero", "1", "--sp", "--recompute",
-                   "selective", "--precision", "fp8", "--framework", "nemo"},
+  write_then_read({"estimate",
+                   "--model",
+                   "llama3-70b",
+                   "--cluster",
+                   "dgx-h100",
+                   "--dp",
+                   "2",
+                   "--tp",
+                   "8",
+                   "--pp",
+                   "4",
+                   "--vpp",
+                   "2",
+                   "--stage-layers",
+                   "9,10,10,10,10,10,10,11",
+                   "--gbs",
+                   "64",
+                   "--zero",
+                   "1",
+                   "--sp",
+                   "--recompute",
+                   "selective",
+                   "--precision",
+                   "fp8",
+                   "--framework",
+                   "nemo"},
                   path);
   const test::CliResult r = test::run({"ledger", "--plan", path, "--json"});
   INFO(r.err);
@@ -838,9 +863,14 @@ TEST_CASE("ledger --plan gives the plan's per-stage ledger", "[plan_file]") {
   CHECK_THAT(j["notes"][0].get<std::string>(),
              Catch::Equals("model, GPU, framework, precision and layout from " + path));
   // The plan gives the model, GPU and layout: their flags are refused beside it.
-  for (const std::vector<std::string>& extra : std::vector<std::vector<std::string>>{
-           {"--model", "llama3-8b"}, {"--params", "7e9"}, {"--gpu", "h200"}, {"--tp", "2"},
-           {"--sp"}, {"--framework", "megatron"}, {"--gpus", "32"}}) {
+  for (const std::vector<std::string>& extra :
+       std::vector<std::vector<std::string>>{{"--model", "llama3-8b"},
+                                             {"--params", "7e9"},
+                                             {"--gpu", "h200"},
+                                             {"--tp", "2"},
+                                             {"--sp"},
+                                             {"--framework", "megatron"},
+                                             {"--gpus", "32"}}) {
     INFO(extra.front());
     const test::CliResult both = test::run(test::with({"ledger", "--plan", path}, extra));
     CHECK(both.exit_code == 2);
@@ -867,9 +897,8 @@ TEST_CASE("a plan whose recorded numbers are not its inputs' says so", "[plan_fi
   std::ofstream(edited) << j.dump(2);
   const Plan plan = read_plan(edited);
   const std::string expected =
-      edited + " records peak memory " +
-      gib(j["memory"]["peak_bytes"].get<double>()) + " where its inputs give " +
-      gib(plan.estimate.memory.peak_bytes) + ", step time " +
+      edited + " records peak memory " + gib(j["memory"]["peak_bytes"].get<double>()) +
+      " where its inputs give " + gib(plan.estimate.memory.peak_bytes) + ", step time " +
       fixed(j["predicted"]["step_time_s"].get<double>(), 3) + " s where its inputs give " +
       fixed(plan.estimate.step_time_s, 3) + " s (the file was edited after it was written, or " +
       "another meshplan version wrote it); meshplan goes by its inputs, not the recorded numbers";
@@ -899,8 +928,7 @@ TEST_CASE("a plan of 16384 GPUs lists every group", "[plan_file]") {
   layout.gbs = 2048;
   layout.zero = 1;
   layout.sp = true;
-  const Plan plan =
-      make_plan(model, load_cluster("dgx-h100"), load_profile("h100"), setup, layout);
+  const Plan plan = make_plan(model, load_cluster("dgx-h100"), load_profile("h100"), setup, layout);
   const std::string path = fresh_dir("large") + "/plan.json";
   write_plan(path, plan);
   const nlohmann::json j = load_json_file(path);

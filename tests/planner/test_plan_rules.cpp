@@ -3,14 +3,10 @@
 // with exit code 2 (bad input), not "pinned dimensions leave no layout" nor exit code 3
 // ("nothing fits", which is about memory).
 #include <catch2/catch.hpp>
-
 #include <nlohmann/json.hpp>
-
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "costmodel/layout.hpp"
 #include "planner/config/loaders.hpp"
@@ -77,8 +73,8 @@ TEST_CASE("plan: pins that break a layout rule get estimate's reason, exit code 
     // 8 per stage, 2 + 3 + 3 over its chunks, the embedding's (stage 0's first) and the LM
     // head's (stage 3's last) the lighter: stages 0-2 hold 2, 3, 3 and stage 3 holds 3, 3, 2,
     // in model order 2,2,2,3, 3,3,3,3, 3,3,3,2.
-    const test::CliResult r = test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--vpp",
-                                         "3", "--pp", "4", "--json"});
+    const test::CliResult r = test::run(
+        {"plan", "--model", "llama3-8b", "--gpus", "8", "--vpp", "3", "--pp", "4", "--json"});
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
     CHECK(nlohmann::json::parse(r.out)["ranked"][0]["layout"]["stage_layers"] ==
@@ -97,12 +93,11 @@ TEST_CASE("plan: pins that break a layout rule get estimate's reason, exit code 
       CHECK_THAT(r.err, Catch::Contains(rule));
     }
     // With the sends beside compute (Megatron-Core's overlap_p2p_comm), pp 2 interleaves.
-    CHECK(test::run({"estimate", "--model", "llama3-8b", "--gpus", "8", "--vpp", "2", "--pp",
-                     "2", "--framework", "megatron-2023", "--pp-overlap", "on"})
+    CHECK(test::run({"estimate", "--model", "llama3-8b", "--gpus", "8", "--vpp", "2", "--pp", "2",
+                     "--framework", "megatron-2023", "--pp-overlap", "on"})
               .exit_code == 0);
     // Today's megatron overlaps them by default.
-    CHECK(test::run({"estimate", "--model", "llama3-8b", "--gpus", "8", "--vpp", "2", "--pp",
-                     "2"})
+    CHECK(test::run({"estimate", "--model", "llama3-8b", "--gpus", "8", "--vpp", "2", "--pp", "2"})
               .exit_code == 0);
   }
   SECTION("--pp 64 on 32 layers: a stage holds at least one layer") {
@@ -115,8 +110,8 @@ TEST_CASE("plan: pins that break a layout rule get estimate's reason, exit code 
   }
   SECTION("--vpp 3 with 8 GPUs and no pp: vpp needs pp > 1 comes first, not the chunk count") {
     // Unpinned pp tries 1, 2, 4, 8; with pp 1, 32 layers vs pp x vpp = 3 is not the rule to name.
-    const test::CliResult r = test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--vpp",
-                                         "3", "--pp", "1"});
+    const test::CliResult r =
+        test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--vpp", "3", "--pp", "1"});
     CHECK(r.exit_code == 2);
     CHECK_THAT(r.err, Catch::Contains("\n  layout: vpp 3 needs pp > 1\n"));
     CHECK_THAT(r.err, !Catch::Contains("= 3 equal chunks"));
@@ -137,32 +132,33 @@ TEST_CASE("plan: pins that break a layout rule get estimate's reason, exit code 
     const std::string zero3 =
         "meshplan: error: --zero 3: framework megatron-2023 offers ZeRO stages 0, 1 (choose "
         "one, or another --framework)\n";
-    const test::CliResult plan = test::run({"plan", "--model", "llama3-8b", "--gpus", "8",
-                                            "--zero", "3", "--framework", "megatron-2023"});
+    const test::CliResult plan = test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--zero",
+                                            "3", "--framework", "megatron-2023"});
     CHECK(plan.exit_code == 2);
     CHECK(plan.err == zero3);
-    const test::CliResult estimate = test::run(
-        {"estimate", "--model", "llama3-8b", "--gpus", "8", "--zero", "3", "--framework",
-         "megatron-2023"});
+    const test::CliResult estimate = test::run({"estimate", "--model", "llama3-8b", "--gpus", "8",
+                                                "--zero", "3", "--framework", "megatron-2023"});
     CHECK(estimate.exit_code == 2);
     CHECK(estimate.err == zero3);
     // A framework that offers it: plan searches.
-    CHECK(test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--zero", "3", "--framework",
-                     "fsdp"})
+    CHECK(test::run(
+              {"plan", "--model", "llama3-8b", "--gpus", "8", "--zero", "3", "--framework", "fsdp"})
               .exit_code == 0);
   }
-  SECTION("deepspeed's pipeline engine: no interleaving, ZeRO 0 and 1 only with pp > 1; no "
-          "ring-attention cp") {
+  SECTION(
+      "deepspeed's pipeline engine: no interleaving, ZeRO 0 and 1 only with pp > 1; no "
+      "ring-attention cp") {
     // DeepSpeed's PipelineEngine runs one chunk per stage and asserts a ZeRO stage below 2:
     // pins that ask for either are refused before any search, estimate's layout alike, and
     // an unpinned search ranks none of them.
-    const test::CliResult zero = test::run({"plan", "--model", "llama3-70b", "--gpus", "64",
-                                            "--framework", "deepspeed", "--pp", "4", "--zero",
-                                            "3"});
+    const test::CliResult zero =
+        test::run({"plan", "--model", "llama3-70b", "--gpus", "64", "--framework", "deepspeed",
+                   "--pp", "4", "--zero", "3"});
     CHECK(zero.exit_code == 2);
-    CHECK(zero.err == "meshplan: error: --pp 4 --zero 3: framework deepspeed runs ZeRO stages "
-                      "0, 1 only with pp > 1 (its pipeline engine refuses ZeRO-3) (change "
-                      "them, or another --framework)\n");
+    CHECK(zero.err ==
+          "meshplan: error: --pp 4 --zero 3: framework deepspeed runs ZeRO stages "
+          "0, 1 only with pp > 1 (its pipeline engine refuses ZeRO-3) (change "
+          "them, or another --framework)\n");
     const test::CliResult vpp = test::run({"plan", "--model", "llama3-70b", "--gpus", "64",
                                            "--framework", "deepspeed", "--vpp", "2"});
     CHECK(vpp.exit_code == 2);
@@ -176,17 +172,17 @@ TEST_CASE("plan: pins that break a layout rule get estimate's reason, exit code 
                                              "with pp > 1"));
     // Pins whose product leaves only cp 2 (2 x 2 x 2 of 16 GPUs) say that deepspeed searches
     // cp 1 only, not merely that nothing is left.
-    const test::CliResult cp_left = test::run({"plan", "--model", "llama3-8b", "--gpus", "16",
-                                               "--framework", "deepspeed", "--dp", "2", "--tp",
-                                               "2", "--pp", "2"});
+    const test::CliResult cp_left =
+        test::run({"plan", "--model", "llama3-8b", "--gpus", "16", "--framework", "deepspeed",
+                   "--dp", "2", "--tp", "2", "--pp", "2"});
     CHECK(cp_left.exit_code == 2);
     CHECK_THAT(cp_left.err, Catch::Contains("framework deepspeed has no ring-attention context "
                                             "parallelism"));
     CHECK_THAT(cp_left.err, Catch::Contains("so dp x tp x pp must be the GPU count"));
     // With other problems, the framework's are listed among them, one line each.
-    const test::CliResult all = test::run({"ledger", "--model", "llama3-8b", "--framework",
-                                           "deepspeed", "--gpus", "24", "--tp", "3", "--cp", "2",
-                                           "--pp", "2", "--vpp", "2", "--zero", "1"});
+    const test::CliResult all =
+        test::run({"ledger", "--model", "llama3-8b", "--framework", "deepspeed", "--gpus", "24",
+                   "--tp", "3", "--cp", "2", "--pp", "2", "--vpp", "2", "--zero", "1"});
     CHECK(all.exit_code == 2);
     CHECK_THAT(all.err, Catch::Contains("\n  layout: tp 3 does not divide 32 attention heads\n"));
     CHECK_THAT(all.err, Catch::Contains("\n  layout: --cp 2: framework deepspeed has no "
@@ -201,9 +197,9 @@ TEST_CASE("plan: pins that break a layout rule get estimate's reason, exit code 
       CHECK_THAT(cp.err, Catch::Contains("--cp 2: framework deepspeed has no ring-attention "
                                          "context parallelism"));
     }
-    const test::CliResult searched = test::run({"plan", "--model", "llama3-70b", "--gpus", "64",
-                                                "--framework", "deepspeed", "--json", "--top",
-                                                "50"});
+    const test::CliResult searched =
+        test::run({"plan", "--model", "llama3-70b", "--gpus", "64", "--framework", "deepspeed",
+                   "--json", "--top", "50"});
     REQUIRE(searched.exit_code == 0);
     bool pipelined = false;
     const nlohmann::json ranked = nlohmann::json::parse(searched.out)["ranked"];
@@ -223,7 +219,8 @@ TEST_CASE("plan: pins that break a layout rule get estimate's reason, exit code 
     CHECK_THAT(r.err, Catch::Contains(
                           "\n  layout: tp 16 is more than the 8 GPUs of an NVLink domain of "
                           "dgx-h100: its per-layer collectives would cross the scale-out network "
-                          "(--allow-cross-node-tp to cost them on the NICs)\n" + kPlanHint));
+                          "(--allow-cross-node-tp to cost them on the NICs)\n" +
+                          kPlanHint));
     CHECK_THAT(r.err, Catch::StartsWith("meshplan: error: plan: --tp 16 leaves no valid layout"));
     CHECK(test::run({"plan", "--model", "llama2-7b", "--gpus", "16", "--tp", "16",
                      "--allow-cross-node-tp"})
@@ -240,8 +237,8 @@ TEST_CASE("plan: pins that break a layout rule get estimate's reason, exit code 
             "position_embedding": "rope", "max_position_embeddings": 8192,
             "rope_theta": 500000.0, "tied_embeddings": false, "linear_bias": false,
             "qkv_bias": false, "dropout": false, "seq_length": 8192})");
-    for (const auto& [gpus, tp] : std::vector<std::pair<std::string, std::string>>{
-             {"3", "3"}, {"6", "6"}, {"6", "3"}}) {
+    for (const auto& [gpus, tp] :
+         std::vector<std::pair<std::string, std::string>>{{"3", "3"}, {"6", "6"}, {"6", "3"}}) {
       const test::CliResult r =
           test::run({"plan", "--model", m24, "--gpus", gpus, "--tp", tp, "--top", "1"});
       INFO(gpus + " GPUs, tp " + tp + ": " + r.err);
@@ -255,8 +252,7 @@ TEST_CASE("plan: pins that break a layout rule get estimate's reason, exit code 
     CHECK_FALSE(nlohmann::json::parse(all.out)["rejected"].contains(
         "tp spans NVLink domains (--allow-cross-node-tp to cost it)"));
     // On 24 GPUs (3 nodes) tp 3's group of ranks 6, 7, 8 spans the first two nodes: refused.
-    const test::CliResult r24 =
-        test::run({"plan", "--model", m24, "--gpus", "24", "--tp", "3"});
+    const test::CliResult r24 = test::run({"plan", "--model", m24, "--gpus", "24", "--tp", "3"});
     CHECK(r24.exit_code == 2);
     CHECK_THAT(r24.err, Catch::Contains("tp 3 does not divide the 8 GPUs of an NVLink domain"));
   }
@@ -351,9 +347,10 @@ TEST_CASE("plan: all layouts broken by rules, none by memory, is exit code 2 nam
   }
 }
 
-TEST_CASE("plan: the rules past the three most broken are named in the error, since --json "
-          "prints nothing then",
-          "[plan][rules]") {
+TEST_CASE(
+    "plan: the rules past the three most broken are named in the error, since --json "
+    "prints nothing then",
+    "[plan][rules]") {
   // A 2-layer model of 3 heads on 16 GPUs at seq 2050: more than three rules are broken, none
   // by every layout. The error said "(meshplan plan --json lists the rejections by reason)",
   // but plan --json exits 2 with nothing on stdout here.
@@ -368,18 +365,20 @@ TEST_CASE("plan: the rules past the three most broken are named in the error, si
   model["max_position_embeddings"] = 2048;
   model["seq_length"] = 2048;
   const std::string file = test::write_temp_file("m3.json", model.dump(2));
-  const std::vector<std::string> args = {"plan", "--model", file, "--gpus", "16", "--gbs", "1",
-                                         "--seq", "2050"};
+  const std::vector<std::string> args = {"plan",  "--model", file,    "--gpus", "16",
+                                         "--gbs", "1",       "--seq", "2050"};
   const test::CliResult r = test::run(args);
   INFO(r.err);
   CHECK(r.exit_code == 2);
   CHECK(r.out.empty());
   CHECK_THAT(r.err, !Catch::Contains("--json"));
-  CHECK_THAT(r.err, Catch::Contains(
-                        " mbs 1)\n  and 3 more rules: layers do not split into pp x vpp chunks (123 "
-                        "of 579 layouts); sp: the sequence does not split across tp (117 of 579 "
-                        "layouts); tp spans NVLink domains (--allow-cross-node-tp to cost it) (6 "
-                        "of 579 layouts)\n" + kPlanHint));
+  CHECK_THAT(
+      r.err,
+      Catch::Contains(" mbs 1)\n  and 3 more rules: layers do not split into pp x vpp chunks (123 "
+                      "of 579 layouts); sp: the sequence does not split across tp (117 of 579 "
+                      "layouts); tp spans NVLink domains (--allow-cross-node-tp to cost it) (6 "
+                      "of 579 layouts)\n" +
+                      kPlanHint));
   const test::CliResult json = test::run(test::with(args, {"--json"}));
   CHECK(json.exit_code == 2);
   CHECK(json.out.empty());

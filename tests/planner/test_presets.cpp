@@ -1,13 +1,11 @@
 // Every shipped preset loads strictly, and `meshplan presets` lists them.
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <tuple>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/format.hpp"
 #include "costmodel/param_count.hpp"
@@ -64,8 +62,7 @@ TEST_CASE("the Llama presets carry their RoPE base", "[presets]") {
   }
 }
 
-TEST_CASE("the Llama presets carry their norm epsilon and Llama 3.1's RoPE scaling",
-          "[presets]") {
+TEST_CASE("the Llama presets carry their norm epsilon and Llama 3.1's RoPE scaling", "[presets]") {
   // Meta's config.json files: rms_norm_eps 1e-05 in Llama 2 and 3; Llama 3.1 405B's
   // rope_scaling is llama3 with factor 8, low_freq_factor 1, high_freq_factor 4 and
   // original_max_position_embeddings 8192; Llama 3 (not 3.1) has none.
@@ -82,9 +79,12 @@ TEST_CASE("the Llama presets carry their norm epsilon and Llama 3.1's RoPE scali
 
 TEST_CASE("the Narayanan et al. 2021 series matches its names", "[presets]") {
   // Table 1 names each model by its parameter count in billions.
-  for (auto [name, billions] : std::vector<std::pair<std::string, double>>{
-           {"megatron-gpt-1.7b", 1.7}, {"megatron-gpt-18.4b", 18.4}, {"megatron-gpt-145.6b", 145.6},
-           {"megatron-gpt-529.6b", 529.6}, {"megatron-gpt-1008b", 1008}}) {
+  for (auto [name, billions] :
+       std::vector<std::pair<std::string, double>>{{"megatron-gpt-1.7b", 1.7},
+                                                   {"megatron-gpt-18.4b", 18.4},
+                                                   {"megatron-gpt-145.6b", 145.6},
+                                                   {"megatron-gpt-529.6b", 529.6},
+                                                   {"megatron-gpt-1008b", 1008}}) {
     INFO(name);
     CHECK(static_cast<double>(count_params(load_model(name)).total) / 1e9 ==
           Approx(billions).epsilon(0.03));
@@ -131,13 +131,11 @@ TEST_CASE("meshplan presets profiles lists every shipped profile", "[presets]") 
     const nlohmann::json file =
         nlohmann::json::parse(test::read_config("profiles/" + name + ".json"));
     CHECK(row_cells(r.out, name) ==
-          std::vector<std::string>{name, p.gpu, file["provenance"]["kind"].get<std::string>(),
-                                   fixed(p.gemm.peak_efficiency, 3),
-                                   fixed(p.flash_attention_efficiency, 3),
-                                   fixed(p.hbm_efficiency, 3),
-                                   fixed(p.links.nvlink.busbw_bytes_per_s / 1e9, 0),
-                                   fixed(p.links.nic_busbw_bytes_per_s / 1e9, 0),
-                                   std::to_string(p.collectives.size())});
+          std::vector<std::string>{
+              name, p.gpu, file["provenance"]["kind"].get<std::string>(),
+              fixed(p.gemm.peak_efficiency, 3), fixed(p.flash_attention_efficiency, 3),
+              fixed(p.hbm_efficiency, 3), fixed(p.links.nvlink.busbw_bytes_per_s / 1e9, 0),
+              fixed(p.links.nic_busbw_bytes_per_s / 1e9, 0), std::to_string(p.collectives.size())});
   }
   // configs/profiles/h100.json by hand: gemm.peak_efficiency 0.803 (794.5 of 989 TFLOP/s),
   // flash_attention_efficiency 0.52, hbm_efficiency 0.88, links.nvlink.busbw_bytes_per_s 370e9
@@ -145,8 +143,8 @@ TEST_CASE("meshplan presets profiles lists every shipped profile", "[presets]") 
   const std::vector<std::string> h100 = row_cells(r.out, "h100");
   REQUIRE(h100.size() == 9);
   CHECK(std::vector<std::string>(h100.begin(), h100.begin() + 8) ==
-        std::vector<std::string>{"h100", "h100-sxm", "published", "0.803", "0.520", "0.880",
-                                 "370", "46"});
+        std::vector<std::string>{"h100", "h100-sxm", "published", "0.803", "0.520", "0.880", "370",
+                                 "46"});
 }
 
 TEST_CASE("meshplan presets lists the profiles too, and the errors' hint runs", "[presets]") {
@@ -231,8 +229,8 @@ TEST_CASE("a path inside a cluster or profile file is taken from that file's fol
         write_with_gpu("clusters/dgx-h100.json", "cg.json", "../gpus/gf.json");
     const std::string plan = (dir / "plan.json").string();
     const test::CliResult r =
-        test::run({"estimate", "--model", "llama2-7b", "--cluster", cluster, "--profile",
-                   profile, "--dp", "8", "--zero", "1", "--gbs", "8", "--out", plan});
+        test::run({"estimate", "--model", "llama2-7b", "--cluster", cluster, "--profile", profile,
+                   "--dp", "8", "--zero", "1", "--gbs", "8", "--out", plan});
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
     CHECK_THAT(r.err, !Catch::Contains("is for"));

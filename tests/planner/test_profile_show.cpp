@@ -430,7 +430,8 @@ TEST_CASE("profile show --svg refuses a plot that would replace the profile or i
   CHECK(r.out.empty());
   CHECK_THAT(r.err, Catch::StartsWith("meshplan: error: --svg " + gpu_file +
                                       ": names the same file as the input busbw_links.svg (the "
-                                      "file named at $.gpu of profile " + named_gpu));
+                                      "file named at $.gpu of profile " +
+                                      named_gpu));
   CHECK(read_text(gpu_file) == gpu_text);
   CHECK_FALSE(std::filesystem::exists(dir + "/busbw_all_reduce_nvlink.svg"));
 }

@@ -2,15 +2,14 @@
 // presets load strictly and name existing GPUs, collective_bandwidth picks the profile's link
 // rates or a calibrated fit, and bad files get errors naming the file and the JSON path.
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
-#include <catch2/catch.hpp>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/input_error.hpp"
 #include "costmodel/collectives/collective.hpp"
@@ -100,11 +99,13 @@ TEST_CASE("every shipped profile loads and names an existing GPU", "[profiles]")
   // so Megatron's sp all-gathers of a 64 MiB activation take 2^26 x 7/8 / 154.65e9 = 379.7 us,
   // the time printed beside it.
   const Profile a100 = load_profile("a100");
-  const auto ag = std::find_if(a100.collectives.begin(), a100.collectives.end(),
-                               [](const CollectiveFit& f) { return f.collective == Collective::kAllGather; });
+  const auto ag =
+      std::find_if(a100.collectives.begin(), a100.collectives.end(),
+                   [](const CollectiveFit& f) { return f.collective == Collective::kAllGather; });
   REQUIRE(ag != a100.collectives.end());
   CHECK(interpolated_busbw(ag->points, 67108864) == Approx(154.65e9));
-  CHECK(67108864.0 * 7 / 8 / interpolated_busbw(ag->points, 67108864) == Approx(379.7e-6).epsilon(1e-3));
+  CHECK(67108864.0 * 7 / 8 / interpolated_busbw(ag->points, 67108864) ==
+        Approx(379.7e-6).epsilon(1e-3));
   // Each profile describes the GPU of the cluster preset it is meant for.
   CHECK(load_profile("a100").gpu == load_cluster("dgx-a100").gpu.name);  // a100-80g
   CHECK(load_profile("h100").gpu == load_cluster("dgx-h100").gpu.name);  // h100-sxm
@@ -203,9 +204,10 @@ TEST_CASE("bad profiles name the file and the JSON path", "[profiles][errors]") 
                          "$.hbm_efficiency: missing; expected a number in (0, 1]");
   }
   SECTION("an efficiency above 1") {
-    expect_profile_error(broken_profile("eff.json", "\"flash_attention_efficiency\": 0.52",
-                                        "\"flash_attention_efficiency\": 1.5"),
-                         "$.flash_attention_efficiency: must be a number in (0, 1], at least 1e-9, got 1.5");
+    expect_profile_error(
+        broken_profile("eff.json", "\"flash_attention_efficiency\": 0.52",
+                       "\"flash_attention_efficiency\": 1.5"),
+        "$.flash_attention_efficiency: must be a number in (0, 1], at least 1e-9, got 1.5");
     expect_profile_error(
         broken_profile("peak.json", "\"peak_efficiency\": 0.803", "\"peak_efficiency\": 0"),
         "$.gemm.peak_efficiency: must be a number in (0, 1], at least 1e-9, got 0");
@@ -227,8 +229,9 @@ TEST_CASE("bad profiles name the file and the JSON path", "[profiles][errors]") 
                          "$.collectives[0].group_size: must be at least 2");
     std::string negative = kOneFit;
     negative.replace(negative.find("10e-6"), 5, "-1e-6");
-    expect_profile_error(with_fits("neg.json", negative),
-                         "$.collectives[0].alpha_s: must be a number of seconds in [0, 1], got -1e-06");
+    expect_profile_error(
+        with_fits("neg.json", negative),
+        "$.collectives[0].alpha_s: must be a number of seconds in [0, 1], got -1e-06");
     std::string twice = kOneFit;
     const std::string entry = twice.substr(twice.find('{'), twice.rfind('}') - twice.find('{') + 1);
     twice.insert(twice.rfind('}') + 1, ",\n    " + entry);
@@ -277,12 +280,14 @@ TEST_CASE("bad profiles name the file and the JSON path", "[profiles][errors]") 
     expect_profile_error(with_fits("empty.json", empty),
                          "$.collectives[0].points: is empty; expected at least one");
     std::string zero = kOneFit;
-    zero.replace(zero.find("\"busbw_bytes_per_s\": 300e9"), 26,
-                 R"("busbw_bytes_per_s": 300e9, "points": [{"bytes": 0, "busbw_bytes_per_s": 1e9}])");
+    zero.replace(
+        zero.find("\"busbw_bytes_per_s\": 300e9"), 26,
+        R"("busbw_bytes_per_s": 300e9, "points": [{"bytes": 0, "busbw_bytes_per_s": 1e9}])");
     expect_profile_error(with_fits("zero.json", zero), "$.collectives[0].points[0].bytes:");
     std::string stalled = kOneFit;
-    stalled.replace(stalled.find("\"busbw_bytes_per_s\": 300e9"), 26,
-                    R"("busbw_bytes_per_s": 300e9, "points": [{"bytes": 8, "busbw_bytes_per_s": 0}])");
+    stalled.replace(
+        stalled.find("\"busbw_bytes_per_s\": 300e9"), 26,
+        R"("busbw_bytes_per_s": 300e9, "points": [{"bytes": 8, "busbw_bytes_per_s": 0}])");
     expect_profile_error(with_fits("stalled.json", stalled),
                          "$.collectives[0].points[0].busbw_bytes_per_s: must be a number of "
                          "bytes/s from 1 to 1e15, got 0");
@@ -291,8 +296,9 @@ TEST_CASE("bad profiles name the file and the JSON path", "[profiles][errors]") 
     // 8 bytes of all-reduce that took 14 ms on a loaded 2-rank CPU run: busbw = 8 x 2 (n - 1) /
     // n / 0.014 s = 572 bytes/s, far below any link, and kept.
     std::string slow_point = kOneFit;
-    slow_point.replace(slow_point.find("\"busbw_bytes_per_s\": 300e9"), 26,
-                       R"("busbw_bytes_per_s": 300e9, "points": [{"bytes": 8, "busbw_bytes_per_s": 572.1}])");
+    slow_point.replace(
+        slow_point.find("\"busbw_bytes_per_s\": 300e9"), 26,
+        R"("busbw_bytes_per_s": 300e9, "points": [{"bytes": 8, "busbw_bytes_per_s": 572.1}])");
     CHECK(load_profile(with_fits("slow_point.json", slow_point), "--profile")
               .collectives.at(0)
               .points.at(0)
@@ -327,14 +333,16 @@ TEST_CASE("bad profiles name the file and the JSON path", "[profiles][errors]") 
     gpu["sources"]["memory_bytes"] = "  ";
     const std::string gpu_file = test::write_temp_file("blank-gpu.json", gpu.dump(2));
     CHECK_THROWS_WITH(load_gpu(gpu_file),
-                      gpu_file + ": $.sources.memory_bytes: is only whitespace (\"  \"); "
-                                 "expected where the number comes from");
+                      gpu_file +
+                          ": $.sources.memory_bytes: is only whitespace (\"  \"); "
+                          "expected where the number comes from");
     nlohmann::json cluster = nlohmann::json::parse(test::read_config("clusters/dgx-h100.json"));
     cluster["sources"]["scale_out"] = " ";
     const std::string cluster_file = test::write_temp_file("blank-cluster.json", cluster.dump(2));
     CHECK_THROWS_WITH(load_cluster(cluster_file),
-                      cluster_file + ": $.sources.scale_out: is only whitespace (\" \"); "
-                                     "expected where the number comes from");
+                      cluster_file +
+                          ": $.sources.scale_out: is only whitespace (\" \"); "
+                          "expected where the number comes from");
   }
   SECTION("an unknown GPU and an unknown key") {
     expect_profile_error(broken_profile("gpu.json", "\"gpu\": \"h100-sxm\"", "\"gpu\": \"h100\""),

@@ -63,7 +63,8 @@ TEST_CASE("a nesting bomb is refused at the first level past 64", "[reader][limi
                                       "line 2, column 316;"));
 }
 
-TEST_CASE("a 64 MiB file of opening brackets ends with exit code 2 and its file named", "[reader][limits]") {
+TEST_CASE("a 64 MiB file of opening brackets ends with exit code 2 and its file named",
+          "[reader][limits]") {
   const std::string bomb = test::temp_dir() + "/bomb.json";
   {
     std::ofstream out(bomb, std::ios::binary);
@@ -109,32 +110,31 @@ TEST_CASE("NUL and newline in a quoted value are escaped in a one-line message",
   };
   SECTION("a Hugging Face config's $.model_type") {
     const std::string f = hf_with("bad-type.json", "model_type");
-    check_one_line_error({"ledger", "--model", f},
-                         {f + ": $.model_type: " + kBreakerQuoted + " is not supported; "
-                              "expected one of"});
+    check_one_line_error({"ledger", "--model", f}, {f + ": $.model_type: " + kBreakerQuoted +
+                                                    " is not supported; "
+                                                    "expected one of"});
   }
   SECTION("a Hugging Face config's $.hidden_act") {
     const std::string f = hf_with("bad-act.json", "hidden_act");
     check_one_line_error({"ledger", "--model", f},
                          {f + ": $.hidden_act: " + kBreakerQuoted +
-                              " is not an activation meshplan knows; expected one of"});
+                          " is not an activation meshplan knows; expected one of"});
   }
   SECTION("a cluster's $.gpu") {
     nlohmann::json c = nlohmann::json::parse(test::read_config("clusters/dgx-h100.json"));
     c["gpu"] = kBreaker;
     const std::string f = test::write_temp_file("bad-cluster.json", c.dump());
-    check_one_line_error({"estimate", "--model", "llama2-7b", "--cluster", f, "--tp", "8"},
-                         {f + ": $.gpu: cannot be loaded: unknown gpu preset " + kBreakerQuoted +
-                              "; closest: "});
+    check_one_line_error(
+        {"estimate", "--model", "llama2-7b", "--cluster", f, "--tp", "8"},
+        {f + ": $.gpu: cannot be loaded: unknown gpu preset " + kBreakerQuoted + "; closest: "});
   }
   SECTION("a profile's $.gpu") {
     nlohmann::json p = nlohmann::json::parse(test::read_config("profiles/h100.json"));
     p["gpu"] = kBreaker;
     const std::string f = test::write_temp_file("bad-profile.json", p.dump());
-    check_one_line_error({"estimate", "--model", "llama2-7b", "--cluster", "dgx-h100", "--tp",
-                          "8", "--profile", f},
-                         {f + ": $.gpu: cannot be loaded: unknown gpu preset " + kBreakerQuoted +
-                              "; closest: "});
+    check_one_line_error(
+        {"estimate", "--model", "llama2-7b", "--cluster", "dgx-h100", "--tp", "8", "--profile", f},
+        {f + ": $.gpu: cannot be loaded: unknown gpu preset " + kBreakerQuoted + "; closest: "});
   }
   SECTION("a plan's $.inputs.profile.gpu") {
     const std::string plan = test::temp_dir() + "/escape-plan.json";
@@ -145,7 +145,7 @@ TEST_CASE("NUL and newline in a quoted value are escaped in a one-line message",
     const std::string f = test::write_temp_file("bad-plan.json", j.dump());
     check_one_line_error({"export", f, "--format", "megatron"},
                          {f + ": $.inputs.profile.gpu: is " + kBreakerQuoted +
-                              ", which is neither the plan's GPU (\"h100-sxm\""});
+                          ", which is neither the plan's GPU (\"h100-sxm\""});
   }
   SECTION("a flag's value (CLI11's messages would paste it as it is)") {
     check_one_line_error({"ledger", "--model", "llama2-7b", "--framework", kBreaker},
@@ -164,9 +164,10 @@ TEST_CASE("a name with a control character is refused at load, never written int
     m["name"] = bad;
     const std::string f = test::write_temp_file("newline-model.json", m.dump());
     check_one_line_error({"ledger", "--model", f},
-                         {f + ": $.name: " + quoted + " holds a control character (newline, "
-                              "tab, ...); expected the model's name (a preset's is its file "
-                              "name) on one line"});
+                         {f + ": $.name: " + quoted +
+                          " holds a control character (newline, "
+                          "tab, ...); expected the model's name (a preset's is its file "
+                          "name) on one line"});
   }
   SECTION("a cluster's $.name") {
     nlohmann::json c = nlohmann::json::parse(test::read_config("clusters/dgx-h100.json"));
@@ -184,10 +185,10 @@ TEST_CASE("a name with a control character is refused at load, never written int
     const std::string file = folder + "/config.json";
     std::filesystem::copy_file(test::data_file("hf/llama3-8b/config.json"), file,
                                std::filesystem::copy_options::overwrite_existing);
-    CHECK_THROWS_WITH(load_model(file),
-                      json_quoted(file) + ": the model is named after its folder, "
-                                          "\"new\\nline\", which holds a control character "
-                                          "(newline, tab, ...); rename the folder");
+    CHECK_THROWS_WITH(load_model(file), json_quoted(file) +
+                                            ": the model is named after its folder, "
+                                            "\"new\\nline\", which holds a control character "
+                                            "(newline, tab, ...); rename the folder");
   }
 }
 
@@ -200,13 +201,14 @@ TEST_CASE("a model file whose positions are fewer than its sequence is refused a
   m["seq_length"] = 2048;
   const std::string f = test::write_temp_file("few-positions.json", m.dump());
   const std::string expected =
-      f + ": $.seq_length: is 2048, but $.max_position_embeddings is 96 and learned positions "
-          "(position_embedding \"learned\") have no row beyond it; expected a seq_length of at "
-          "most 96, or more positions";
+      f +
+      ": $.seq_length: is 2048, but $.max_position_embeddings is 96 and learned positions "
+      "(position_embedding \"learned\") have no row beyond it; expected a seq_length of at "
+      "most 96, or more positions";
   CHECK_THROWS_WITH(load_model(f), expected);
   // plan refuses it before its search: the error is the only line, no layout is counted.
-  const test::CliResult r = test::run({"plan", "--model", f, "--cluster", "dgx-a100", "--gpus",
-                                       "64"});
+  const test::CliResult r =
+      test::run({"plan", "--model", f, "--cluster", "dgx-a100", "--gpus", "64"});
   CHECK(r.exit_code == kInputErrorExitCode);
   CHECK(r.err == "meshplan: error: " + expected + "\n");
   CHECK(r.out.empty());

@@ -2,13 +2,11 @@
 // activation heading, plan's rejection line, table columns and Pareto precision, and what
 // `profile show` says about the line fits.
 #include <catch2/catch.hpp>
-
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/format.hpp"
 #include "costmodel/counted.hpp"
@@ -39,8 +37,9 @@ TEST_CASE("estimate prints and writes MFU with causal attention FLOPs beside Meg
           "[usability][mfu]") {
   // Llama 3 8B at 131072 tokens: causal / non-causal training FLOPs per token =
   // 148,107,165,696 / 251,186,380,800 = 0.58963 (tests/costmodel/test_flops.cpp).
-  const std::vector<std::string> args = {"estimate", "--model", "llama3-8b", "--seq", "131072",
-                                         "--tp", "8", "--cp", "8", "--gbs", "1"};
+  const std::vector<std::string> args = {"estimate", "--model", "llama3-8b", "--seq",
+                                         "131072",   "--tp",    "8",         "--cp",
+                                         "8",        "--gbs",   "1"};
   const test::CliResult r = test::run(test::with(args, {"--json"}));
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
@@ -57,7 +56,8 @@ TEST_CASE("estimate prints and writes MFU with causal attention FLOPs beside Meg
   REQUIRE(text.exit_code == 0);
   char mfu[64], causal[64];
   std::snprintf(mfu, sizeof mfu, "  MFU / HFU        %.1f%%", 100 * j["mfu"].get<double>());
-  std::snprintf(causal, sizeof causal, "  MFU causal       %.1f%% (attention score and value FLOPs halved",
+  std::snprintf(causal, sizeof causal,
+                "  MFU causal       %.1f%% (attention score and value FLOPs halved",
                 100 * j["mfu_causal"].get<double>());
   CHECK_THAT(text.out, Contains(mfu));
   CHECK_THAT(text.out, Contains("(model FLOPs count attention non-causal, as Megatron-LM and PaLM "
@@ -68,8 +68,8 @@ TEST_CASE("estimate prints and writes MFU with causal attention FLOPs beside Meg
 }
 
 TEST_CASE("plan: MFU causal beside MFU in the table and the JSON", "[usability][mfu]") {
-  const std::vector<std::string> args = {"plan", "--model", "llama3-8b", "--gpus", "64",
-                                         "--seq", "131072", "--top", "3"};
+  const std::vector<std::string> args = {"plan",  "--model", "llama3-8b", "--gpus", "64",
+                                         "--seq", "131072",  "--top",     "3"};
   const test::CliResult r = test::run(test::with(args, {"--json"}));
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
@@ -86,7 +86,8 @@ TEST_CASE("plan: MFU causal beside MFU in the table and the JSON", "[usability][
                                 "halved"));
   char mfu[16], causal[16];
   std::snprintf(mfu, sizeof mfu, " %.1f%% ", 100 * j["ranked"][0]["mfu"].get<double>());
-  std::snprintf(causal, sizeof causal, " %.1f%% ", 100 * j["ranked"][0]["mfu_causal"].get<double>());
+  std::snprintf(causal, sizeof causal, " %.1f%% ",
+                100 * j["ranked"][0]["mfu_causal"].get<double>());
   bool found = false;
   for (const std::string& line : lines_of(text.out)) {
     if (line.rfind("1 ", 0) != 0) continue;  // the first row
@@ -102,8 +103,8 @@ TEST_CASE("plan --tokens lists each layout's GPU-hours whatever the objective",
           "[usability][plan]") {
   // --tokens 1e12 without --objective cost was ignored by the table without a word; the ranking
   // stays by step time, and the last column gives the GPU-hours to train those tokens.
-  const std::vector<std::string> args = {"plan", "--model", "llama3-8b", "--gpus", "8",
-                                         "--tokens", "1e12", "--top", "3"};
+  const std::vector<std::string> args = {"plan",     "--model", "llama3-8b", "--gpus", "8",
+                                         "--tokens", "1e12",    "--top",     "3"};
   const test::CliResult r = test::run(test::with(args, {"--json"}));
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
@@ -122,21 +123,19 @@ TEST_CASE("plan --tokens lists each layout's GPU-hours whatever the objective",
   for (const std::string& line : lines) {
     header = header || (line.rfind("#  ", 0) == 0 && line.find("GPU-hours") != std::string::npos);
     if (line.rfind("1 ", 0) == 0) {
-      first = line.find(scientific(j["ranked"][0]["gpu_hours"].get<double>())) !=
-              std::string::npos;
+      first = line.find(scientific(j["ranked"][0]["gpu_hours"].get<double>())) != std::string::npos;
     }
   }
   CHECK(header);
   CHECK(first);
   // Without --tokens (and objective time) there is nothing to train: no GPU-hours column.
-  const test::CliResult none = test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--top",
-                                          "3"});
+  const test::CliResult none =
+      test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--top", "3"});
   REQUIRE(none.exit_code == 0);
   CHECK_THAT(none.out, !Contains("GPU-hours"));
   // --objective cost without --tokens: the default (20 per parameter) is in the JSON too.
-  const test::CliResult cost = test::run(
-      {"plan", "--model", "llama3-8b", "--gpus", "8", "--top", "1", "--objective", "cost",
-       "--json"});
+  const test::CliResult cost = test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--top",
+                                          "1", "--objective", "cost", "--json"});
   REQUIRE(cost.exit_code == 0);
   const auto c = nlohmann::json::parse(cost.out);
   const double tokens = c["tokens"].get<double>();
@@ -146,13 +145,13 @@ TEST_CASE("plan --tokens lists each layout's GPU-hours whatever the objective",
   CHECK(tokens < 1.7e11);
 }
 
-TEST_CASE("plan notes --pp-overlap where it lists no interleaved layout",
-          "[usability][plan]") {
+TEST_CASE("plan notes --pp-overlap where it lists no interleaved layout", "[usability][plan]") {
   // deepspeed runs no interleaved schedule, --vpp 1 pins it away and tp 16 on 16 GPUs leaves
   // pp 1: the flag changes nothing.
   for (const std::vector<std::string>& extra :
        {std::vector<std::string>{"--framework", "deepspeed"},
-        std::vector<std::string>{"--vpp", "1"}, std::vector<std::string>{"--tp", "8", "--dp", "2"}}) {
+        std::vector<std::string>{"--vpp", "1"},
+        std::vector<std::string>{"--tp", "8", "--dp", "2"}}) {
     const test::CliResult r = test::run(test::with(
         {"plan", "--model", "llama3-8b", "--gpus", "16", "--top", "1", "--pp-overlap", "on"},
         extra));
@@ -185,14 +184,16 @@ TEST_CASE("plan --json: model TFLOP/s per GPU beside MFU, under both attention c
           Approx(251186380800.0 * tokens / step / 64 / 1e12).epsilon(1e-9));
     CHECK(c["tflops_per_gpu_causal"].get<double>() ==
           Approx(148107165696.0 * tokens / step / 64 / 1e12).epsilon(1e-9));
-    CHECK(c["tflops_per_gpu"].get<double>() == Approx(c["mfu"].get<double>() * 989.4).epsilon(1e-9));
+    CHECK(c["tflops_per_gpu"].get<double>() ==
+          Approx(c["mfu"].get<double>() * 989.4).epsilon(1e-9));
     CHECK(c["tflops_per_gpu_causal"].get<double>() ==
           Approx(c["mfu_causal"].get<double>() * 989.4).epsilon(1e-9));
   }
   // The same numbers estimate --json prints for the best layout.
   const nlohmann::json& l = j["ranked"][0]["layout"];
-  std::vector<std::string> args = {"estimate", "--model", "llama3-8b", "--seq", "131072", "--json",
-                                   "--recompute", l["recompute"].get<std::string>()};
+  std::vector<std::string> args = {
+      "estimate", "--model", "llama3-8b",   "--seq",
+      "131072",   "--json",  "--recompute", l["recompute"].get<std::string>()};
   for (const char* key : {"dp", "tp", "pp", "cp", "vpp", "mbs", "gbs", "zero"}) {
     args.insert(args.end(), {std::string("--") + key, std::to_string(l[key].get<int>())});
   }
@@ -212,8 +213,8 @@ TEST_CASE("plan: the # header stays in the first column however many rows print"
   std::size_t header_at = std::string::npos;
   for (const char* top : {"3", "12"}) {
     INFO("--top " << top);
-    const test::CliResult r = test::run({"plan", "--model", "llama3-8b", "--gpus", "64", "--gbs",
-                                         "256", "--top", top});
+    const test::CliResult r =
+        test::run({"plan", "--model", "llama3-8b", "--gpus", "64", "--gbs", "256", "--top", top});
     REQUIRE(r.exit_code == 0);
     for (const std::string& line : lines_of(r.out)) {
       // The table's header, not the Why lines that name layouts ("dp 32 tp 2 ... recompute").
@@ -286,9 +287,8 @@ TEST_CASE("plan --pareto: points 5 MB apart print apart, columns aligned past 10
   CHECK(rows[3].rfind("      11.300", 0) == 0);
   CHECK(rows[4].rfind("      11.305", 0) == 0);
   // Aligned: the step column ends at the same place on every row.
-  const std::size_t step_end = rows[2].find(" s ") == std::string::npos
-                                   ? rows[2].find("dp ")
-                                   : rows[2].find(" s ");
+  const std::size_t step_end =
+      rows[2].find(" s ") == std::string::npos ? rows[2].find("dp ") : rows[2].find(" s ");
   CHECK(rows[3].find("dp ") == step_end);
   CHECK(rows[4].find("dp ") == step_end);
 
@@ -303,8 +303,8 @@ TEST_CASE("ledger: the activation heading says layers x micro-batches in flight"
   // Llama 3 70B's 80 layers on pp 4: 20 per stage; 1F1B stage 0 holds min(p, m) = 4
   // micro-batches, stage 3 one.
   const test::CliResult r =
-      test::run({"ledger", "--model", "llama3-70b", "--tp", "8", "--pp", "4", "--gbs", "64",
-                 "--sp", "--recompute", "selective", "--all-stages"});
+      test::run({"ledger", "--model", "llama3-70b", "--tp", "8", "--pp", "4", "--gbs", "64", "--sp",
+                 "--recompute", "selective", "--all-stages"});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, Contains("activations: 20 layers x 4 micro-batches in flight\n"));
@@ -330,8 +330,8 @@ TEST_CASE("one of a thing is singular: 1 layer, 1 stage, 1 kv head", "[usability
 
   // Llama 3 8B's 32 layers on pp 32: one layer a stage; 1F1B stage 0 holds min(p, m) = 32
   // micro-batches (gbs 512 by default).
-  const test::CliResult pp32 = test::run({"ledger", "--model", "llama3-8b", "--pp", "32",
-                                          "--gpus", "32"});
+  const test::CliResult pp32 =
+      test::run({"ledger", "--model", "llama3-8b", "--pp", "32", "--gpus", "32"});
   INFO(pp32.err);
   REQUIRE(pp32.exit_code == 0);
   CHECK_THAT(pp32.out, Contains("  1 layer + embedding  "));
@@ -340,16 +340,16 @@ TEST_CASE("one of a thing is singular: 1 layer, 1 stage, 1 kv head", "[usability
   CHECK(pp32.out.find("1 layers") == std::string::npos);
 
   // One stage listed for pp 2.
-  const test::CliResult split = test::run({"ledger", "--model", "llama3-8b", "--pp", "2",
-                                           "--stage-layers", "32"});
+  const test::CliResult split =
+      test::run({"ledger", "--model", "llama3-8b", "--pp", "2", "--stage-layers", "32"});
   CHECK(split.exit_code == 2);
   CHECK_THAT(split.err, Contains("layout: the stage split lists 1 stage, pp is 2\n"));
 
   // A one-layer model with one kv head (multi-query attention).
   std::string text = test::read_config("models/llama3-8b.json");
-  for (const auto& [from, to] : {std::pair<std::string, std::string>{"\"num_layers\": 32",
-                                                                     "\"num_layers\": 1"},
-                                 {"\"num_kv_heads\": 8", "\"num_kv_heads\": 1"}}) {
+  for (const auto& [from, to] :
+       {std::pair<std::string, std::string>{"\"num_layers\": 32", "\"num_layers\": 1"},
+        {"\"num_kv_heads\": 8", "\"num_kv_heads\": 1"}}) {
     const std::size_t at = text.find(from);
     REQUIRE(at != std::string::npos);
     text.replace(at, from.size(), to);
@@ -382,18 +382,16 @@ TEST_CASE("a layout in the regime validation shows furthest off carries its own 
   // a fit that left them out, came out 6-46% slower than measured; cp 1, or cp at 8K, gets no
   // such line.
   const std::vector<std::string> base = {"estimate", "--model", "llama3-8b", "--gpus", "64",
-                                         "--gbs",    "32",        "--tp",    "2"};
-  const test::CliResult long_cp =
-      test::run(test::with(base, {"--cp", "8", "--seq", "131072"}));
+                                         "--gbs",    "32",      "--tp",      "2"};
+  const test::CliResult long_cp = test::run(test::with(base, {"--cp", "8", "--seq", "131072"}));
   REQUIRE(long_cp.exit_code == 0);
   CHECK_THAT(long_cp.out, Catch::Contains("Caveat: cp 8 at seq 131072: the published runs of "
                                           "ring attention at 64K-256K tokens"));
   const test::CliResult short_cp = test::run(test::with(base, {"--cp", "8", "--seq", "8192"}));
   REQUIRE(short_cp.exit_code == 0);
   CHECK_THAT(short_cp.out, !Catch::Contains("Caveat:"));
-  const test::CliResult plan = test::run(
-      {"plan", "--model", "llama3-8b", "--gpus", "64", "--seq", "131072", "--gbs", "32",
-       "--cp", "8"});
+  const test::CliResult plan = test::run({"plan", "--model", "llama3-8b", "--gpus", "64", "--seq",
+                                          "131072", "--gbs", "32", "--cp", "8"});
   REQUIRE(plan.exit_code == 0);
   CHECK_THAT(plan.out, Catch::Contains("Caveat (the winner): cp 8 at seq 131072"));
 }
@@ -403,8 +401,9 @@ TEST_CASE("ZeRO-3 through a pipeline says why its per-layer gathers are zero",
   // fsdp with pp 2: FSDP2 under pipelining keeps each stage gathered through the step, so the
   // "exposed ZeRO-3/FSDP gathers" line is 0 and a note says where the traffic went; pp 1
   // gathers per layer and gets no such note.
-  const std::vector<std::string> base = {"estimate", "--model", "llama3-8b", "--gpus", "16",
-                                         "--framework", "fsdp", "--zero", "3", "--gbs", "16"};
+  const std::vector<std::string> base = {"estimate", "--model",     "llama3-8b", "--gpus",
+                                         "16",       "--framework", "fsdp",      "--zero",
+                                         "3",        "--gbs",       "16"};
   const test::CliResult piped = test::run(test::with(base, {"--pp", "2"}));
   REQUIRE(piped.exit_code == 0);
   CHECK_THAT(piped.out, Catch::Contains("Note: zero 3 with pp 2 (fsdp): each stage's parameters "
@@ -419,7 +418,7 @@ TEST_CASE("the shipped A100 profile carries the A100 runs' caveat", "[usability]
   // validated, err by codebase (Korthikanti slower, Hagemann faster than measured); on the H100
   // profile that sentence does not apply.
   const std::vector<std::string> base = {"estimate", "--model", "llama3-8b", "--gpus", "8",
-                                         "--tp",     "8",         "--gbs",   "8"};
+                                         "--tp",     "8",       "--gbs",     "8"};
   const test::CliResult a100 = test::run(test::with(base, {"--cluster", "dgx-a100"}));
   REQUIRE(a100.exit_code == 0);
   CHECK_THAT(a100.out, Catch::Contains("Caveat: profile a100: the published A100 runs"));
@@ -436,9 +435,8 @@ TEST_CASE("a pipeline whose stages differ says which one sets the pace", "[usabi
   // GPT-3 175B on pp 16: 96 / 16 = 6 layers per stage; the last adds the LM head and the loss
   // over a 50257-token vocabulary, so it is the slowest, and the breakdown counts its
   // micro-batches. pp 1 has one stage and no such line.
-  const std::vector<std::string> base = {"estimate", "--model", "gpt3-175b", "--cluster",
-                                         "dgx-a100", "--tp",    "8",         "--gbs",
-                                         "64"};
+  const std::vector<std::string> base = {
+      "estimate", "--model", "gpt3-175b", "--cluster", "dgx-a100", "--tp", "8", "--gbs", "64"};
   const test::CliResult piped = test::run(test::with(base, {"--pp", "16", "--gpus", "128"}));
   REQUIRE(piped.exit_code == 0);
   CHECK_THAT(piped.out, Catch::Contains("Pipeline pace: stage 15 (6 layers and the LM head and "
@@ -464,11 +462,11 @@ TEST_CASE("a pipeline whose stages differ says which one sets the pace", "[usabi
 TEST_CASE("plan's Why: the state fully sharded is a floor, and what the winner holds of it",
           "[usability][plan]") {
   // Llama 3 405B on 1024 H100, megatron (18 bytes/param): 405.9e9 x 18 = 7305 GB = 6804 GiB,
-  // / 1024 = 6.6 GiB, a floor no layout goes below; the winner holds its largest stage's weights, gradients and ZeRO shard of
-  // the optimizer states, which the ledger of that layout adds up.
-  const test::CliResult r = test::run({"plan", "--model", "llama3-405b", "--cluster", "dgx-h100",
-                                       "--gpus", "1024", "--seq", "8192", "--gbs", "2048",
-                                       "--json"});
+  // / 1024 = 6.6 GiB, a floor no layout goes below; the winner holds its largest stage's weights,
+  // gradients and ZeRO shard of the optimizer states, which the ledger of that layout adds up.
+  const test::CliResult r =
+      test::run({"plan", "--model", "llama3-405b", "--cluster", "dgx-h100", "--gpus", "1024",
+                 "--seq", "8192", "--gbs", "2048", "--json"});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   const nlohmann::json j = nlohmann::json::parse(r.out);
@@ -486,9 +484,9 @@ TEST_CASE("a predicted MFU above every published run's gets a caveat", "[usabili
   // winner at gbs 128) predicts about 64% MFU with the shipped (fitted) h100 profile: above
   // the 60% that only one published run passes. At seq 8192 on 8 GPUs with full recompute (a
   // forward again for every 3 passes' worth of model FLOPs) it stays below.
-  const test::CliResult high = test::run({"estimate", "--model", "llama3-8b", "--cluster",
-                                          "dgx-h100", "--gpus", "64", "--dp", "64", "--zero",
-                                          "3", "--gbs", "128", "--json"});
+  const test::CliResult high =
+      test::run({"estimate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "64",
+                 "--dp", "64", "--zero", "3", "--gbs", "128", "--json"});
   INFO(high.err);
   REQUIRE(high.exit_code == 0);
   const nlohmann::json h = nlohmann::json::parse(high.out);
@@ -500,9 +498,9 @@ TEST_CASE("a predicted MFU above every published run's gets a caveat", "[usabili
                                                 0) == 0;
   }
   CHECK(noted);
-  const test::CliResult low = test::run({"estimate", "--model", "llama3-8b", "--cluster",
-                                         "dgx-h100", "--gpus", "8", "--dp", "8",
-                                         "--recompute", "full", "--json"});
+  const test::CliResult low =
+      test::run({"estimate", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "8", "--dp",
+                 "8", "--recompute", "full", "--json"});
   REQUIRE(low.exit_code == 0);
   const nlohmann::json lj = nlohmann::json::parse(low.out);
   CHECK(lj["mfu"].get<double>() <= 0.6);
@@ -512,18 +510,18 @@ TEST_CASE("a predicted MFU above every published run's gets a caveat", "[usabili
 
 TEST_CASE("plan with megatron notes that Megatron-LM's opt-in overlaps are costed off",
           "[usability][plan]") {
-  const std::string note = "note: overlaps: costed as Megatron-LM runs by default, its opt-in "
-                           "--tp-comm-overlap, --overlap-grad-reduce and --overlap-param-gather "
-                           "off; for a job that sets them give --tp-overlap 1 --dp-overlap on";
+  const std::string note =
+      "note: overlaps: costed as Megatron-LM runs by default, its opt-in "
+      "--tp-comm-overlap, --overlap-grad-reduce and --overlap-param-gather "
+      "off; for a job that sets them give --tp-overlap 1 --dp-overlap on";
   // Llama 3 70B on 64 GPUs: the winner has TP or DP communication to hide.
   const test::CliResult plain = test::run({"plan", "--model", "llama3-70b", "--gpus", "64"});
   REQUIRE(plain.exit_code == 0);
   CHECK_THAT(plain.err, Contains(note));
   // Given either overlap flag, or another convention, the note has nothing to add.
-  for (const std::vector<std::string>& extra :
-       {std::vector<std::string>{"--dp-overlap", "on"},
-        std::vector<std::string>{"--tp-overlap", "0"},
-        std::vector<std::string>{"--framework", "nemo"}}) {
+  for (const std::vector<std::string>& extra : {std::vector<std::string>{"--dp-overlap", "on"},
+                                                std::vector<std::string>{"--tp-overlap", "0"},
+                                                std::vector<std::string>{"--framework", "nemo"}}) {
     std::vector<std::string> args = {"plan", "--model", "llama3-70b", "--gpus", "64"};
     args.insert(args.end(), extra.begin(), extra.end());
     const test::CliResult r = test::run(args);

@@ -1,24 +1,21 @@
 // The planner's search: the fast path equals the full estimate, pins hold, rejections are
 // counted, and impossible requests say what would be needed.
 #include <catch2/catch.hpp>
-
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
+#include "common/format.hpp"
 #include "costmodel/layout.hpp"
 #include "costmodel/step_time.hpp"
 #include "planner/config/json_reader.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
-#include "tests/support/setups.hpp"
-#include "common/format.hpp"
 #include "planner/search/search.hpp"
 #include "tests/support/cli_runner.hpp"
+#include "tests/support/setups.hpp"
 
 using namespace meshplan;
-
 
 TEST_CASE("search: every ranked layout equals its full estimate and ledger", "[search]") {
   const ModelSpec model = load_model("llama3-70b");
@@ -114,10 +111,10 @@ TEST_CASE("plan: a table and an explanation - --out writes a plan that estimate 
   CHECK_THAT(r.out, Catch::Contains("plan written to " + path));
   // One screen: the table of 10 and the explanation.
   CHECK(std::count(r.out.begin(), r.out.end(), '\n') < 40);
-  const auto searched = nlohmann::json::parse(
-      test::run({"plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "64",
-                 "--gbs", "128", "--json"})
-          .out);
+  const auto searched =
+      nlohmann::json::parse(test::run({"plan", "--model", "llama3-8b", "--cluster", "dgx-h100",
+                                       "--gpus", "64", "--gbs", "128", "--json"})
+                                .out);
   const auto reread = nlohmann::json::parse(test::run({"estimate", "--plan", path, "--json"}).out);
   CHECK(reread["step_time_s"].get<double>() ==
         Approx(searched["ranked"][0]["step_time_s"].get<double>()).epsilon(1e-12));
@@ -138,8 +135,9 @@ TEST_CASE("plan: a table and an explanation - --out writes a plan that estimate 
   REQUIRE(ties > 5);
   CHECK_THAT(r.out, Catch::Contains("- Ties (80% intervals overlap the winner's"));
   CHECK_THAT(r.out, Catch::Contains("; and " + std::to_string(ties - 5) + " more.\n"));
-  CHECK_THAT(r.out, Catch::Contains(
-                        "(" + fixed(searched["ranked"][1]["step_time_s"].get<double>(), 3) + " s)"));
+  CHECK_THAT(
+      r.out,
+      Catch::Contains("(" + fixed(searched["ranked"][1]["step_time_s"].get<double>(), 3) + " s)"));
 }
 
 TEST_CASE("plan: impossible requests say what would be needed", "[search][cli]") {
@@ -178,8 +176,8 @@ TEST_CASE("plan: --out and --memory-reserve are checked before the search", "[se
       test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--out", test::temp_dir()});
   CHECK(folder.exit_code == 2);
   CHECK(folder.out.empty());
-  CHECK_THAT(folder.err, Catch::Contains("--out " + test::temp_dir() +
-                                         ": exists and is not a regular file"));
+  CHECK_THAT(folder.err,
+             Catch::Contains("--out " + test::temp_dir() + ": exists and is not a regular file"));
   const test::CliResult missing = test::run(
       {"plan", "--model", "llama3-8b", "--gpus", "8", "--out", "/nonexistent/dir/plan.json"});
   CHECK(missing.exit_code == 2);
@@ -190,8 +188,8 @@ TEST_CASE("plan: --out and --memory-reserve are checked before the search", "[se
   // 79.647 GiB, printed 79.65: a reserve of 100 GiB, or of 79.65 GiB, leaves nothing.
   for (const char* reserve : {"100", "79.65"}) {
     INFO(reserve);
-    const test::CliResult r = test::run(
-        {"plan", "--model", "llama3-8b", "--gpus", "8", "--memory-reserve", reserve});
+    const test::CliResult r =
+        test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--memory-reserve", reserve});
     CHECK(r.exit_code == 2);
     CHECK(r.out.empty());
     CHECK(r.err == "meshplan: error: --memory-reserve " + std::string(reserve) +
@@ -200,8 +198,8 @@ TEST_CASE("plan: --out and --memory-reserve are checked before the search", "[se
   }
   // 79.64 GiB is less: the search runs, and says nothing fits in the 85,520,809,984 -
   // 79.64 x 2^30 = about 8.0e6 bytes left.
-  const test::CliResult under = test::run(
-      {"plan", "--model", "llama3-8b", "--gpus", "8", "--memory-reserve", "79.64"});
+  const test::CliResult under =
+      test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--memory-reserve", "79.64"});
   CHECK(under.exit_code == 3);  // nothing fits
   CHECK_THAT(under.out, Catch::Contains("No layout fits"));
 }
@@ -229,8 +227,8 @@ nlohmann::json estimate_of(const nlohmann::json& c, const std::vector<std::strin
 
 TEST_CASE("plan: --elementwise costs every layout with those kernels and the plan records it",
           "[search][cli]") {
-  const std::vector<std::string> args = {"plan", "--model", "llama3-8b", "--gpus", "8",
-                                         "--gbs", "32", "--top", "3"};
+  const std::vector<std::string> args = {"plan",  "--model", "llama3-8b", "--gpus", "8",
+                                         "--gbs", "32",      "--top",     "3"};
   // megatron's convention is fused; --elementwise eager overrides it for the whole search.
   const test::CliResult fused = test::run(test::with(args, {"--json"}));
   const test::CliResult eager = test::run(test::with(args, {"--elementwise", "eager", "--json"}));
@@ -278,8 +276,8 @@ TEST_CASE("plan: --tp-overlap and --dp-overlap cost every layout so and the plan
   // megatron's convention overlaps nothing; with the flags each listed layout's time is
   // estimate's with the same flags, and hiding half the TP collectives and overlapping the
   // data-parallel ones makes a layout with tp > 1 faster than without.
-  const std::vector<std::string> args = {"plan", "--model", "llama3-8b", "--gpus", "16",
-                                         "--gbs", "64", "--tp", "2", "--top", "3"};
+  const std::vector<std::string> args = {"plan", "--model", "llama3-8b", "--gpus", "16", "--gbs",
+                                         "64",   "--tp",    "2",         "--top",  "3"};
   const std::vector<std::string> overlaps = {"--tp-overlap", "0.5", "--dp-overlap", "on"};
   const test::CliResult r = test::run(test::with(test::with(args, overlaps), {"--json"}));
   INFO(r.err);
@@ -296,9 +294,8 @@ TEST_CASE("plan: --tp-overlap and --dp-overlap cost every layout so and the plan
   CHECK_THAT(text.out, Catch::Contains("framework megatron (elementwise fused; overlap: tp 50%, "
                                        "dp gradients on, dp parameters on, interleaved pp sends "
                                        "on)"));
-  const nlohmann::json json_overlaps =
-      nlohmann::json::parse(test::run(test::with(test::with(args, overlaps), {"--json"})).out)
-          ["overlaps"];
+  const nlohmann::json json_overlaps = nlohmann::json::parse(
+      test::run(test::with(test::with(args, overlaps), {"--json"})).out)["overlaps"];
   CHECK(json_overlaps == nlohmann::json{{"tp_comm_overlap", 0.5},
                                         {"dp_grad_overlap", true},
                                         {"dp_param_overlap", true},

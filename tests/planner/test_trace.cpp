@@ -1,15 +1,13 @@
 // Chrome / Perfetto trace of a simulated pipeline step (planner/report/trace.hpp).
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "costmodel/pipeline_simulation.hpp"
 #include "planner/report/trace.hpp"
@@ -69,8 +67,8 @@ TEST_CASE("trace: parses, and every complete event has ts, dur, pid and tid", "[
 }
 
 TEST_CASE("trace: one named process per stage, compute and communication threads", "[trace]") {
-  const json trace = round_trip(chrome_trace(example(), {"layers 0-3", "layers 4-7",
-                                                         "layers 8-11", "layers 12-15"}));
+  const json trace = round_trip(
+      chrome_trace(example(), {"layers 0-3", "layers 4-7", "layers 8-11", "layers 12-15"}));
   std::map<std::int64_t, std::string> process;
   std::map<std::pair<std::int64_t, std::int64_t>, std::string> thread;
   for (const json& e : trace.at("traceEvents")) {

@@ -1,10 +1,10 @@
 #include "tests/support/cli_runner.hpp"
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-
-#include <unistd.h>
 
 #include "planner/cli/cli.hpp"
 #include "planner/config/presets.hpp"

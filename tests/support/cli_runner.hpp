@@ -15,8 +15,9 @@ struct CliResult {
 /// The README's estimate: llama3-70b on dgx-h100, tp 8 pp 4 dp 2, ZeRO-1, sp, mbs 1, gbs 64,
 /// selective recompute (64 GPUs); the same layout as readme_layout() in setups.hpp.
 inline const std::vector<std::string> kReadmeEstimate = {
-    "estimate", "--model", "llama3-70b", "--cluster", "dgx-h100", "--tp", "8", "--pp", "4",
-    "--dp", "2", "--zero", "1", "--sp", "--mbs", "1", "--gbs", "64", "--recompute", "selective"};
+    "estimate", "--model", "llama3-70b", "--cluster", "dgx-h100",    "--tp",     "8",
+    "--pp",     "4",       "--dp",       "2",         "--zero",      "1",        "--sp",
+    "--mbs",    "1",       "--gbs",      "64",        "--recompute", "selective"};
 
 /// `args` followed by `more`.
 inline std::vector<std::string> with(std::vector<std::string> args,

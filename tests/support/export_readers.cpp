@@ -11,10 +11,10 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "common/format.hpp"
 #include "costmodel/counted.hpp"
 #include "planner/exports/common.hpp"
 #include "planner/exports/pipeline_splits.hpp"
-#include "common/format.hpp"
 
 namespace meshplan {
 
@@ -181,10 +181,9 @@ Layout parse_megatron_args(const std::string& text) {
     // (the two vpp flags and the layout); transformer_config.py: "pipeline_model_parallel_layout
     // cannot be set with other pipeline layout arguments" (first/last sizes, account-for).
     std::vector<std::pair<std::string, std::size_t>> others;  // flag, line
-    for (const char* f : {"--num-layers-per-virtual-pipeline-stage",
-                          "--num-virtual-stages-per-pipeline-rank",
-                          "--decoder-first-pipeline-num-layers",
-                          "--decoder-last-pipeline-num-layers"}) {
+    for (const char* f :
+         {"--num-layers-per-virtual-pipeline-stage", "--num-virtual-stages-per-pipeline-rank",
+          "--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers"}) {
       if (ints.count(f) > 0) others.emplace_back(f, ints.at(f).second.line_no);
     }
     if (embedding_counted) {
@@ -405,13 +404,12 @@ Layout parse_torchtitan_toml(const std::string& text, std::int64_t num_layers) {
   l.dp = replicate * shard;
   // FSDP2 that never reshards after the forward shards gradients and optimizer states only
   // while the parameters are in use: ZeRO-2 (the export writes it so).
-  const std::string reshard =
-      get_string("parallelism.fsdp_reshard_after_forward", "default");
+  const std::string reshard = get_string("parallelism.fsdp_reshard_after_forward", "default");
   if (reshard != "default" && reshard != "always" && reshard != "never") {
     const Where w = where("parallelism.fsdp_reshard_after_forward");
     fail(w.line_no, w.line,
-         "fsdp_reshard_after_forward takes \"default\", \"always\" or \"never\", got \"" +
-             reshard + "\"");
+         "fsdp_reshard_after_forward takes \"default\", \"always\" or \"never\", got \"" + reshard +
+             "\"");
   }
   l.zero = shard > 1 ? (reshard == "never" ? 2 : 3) : 0;
   l.tp = get_int("parallelism.tensor_parallel_degree", 1, 1);
@@ -486,9 +484,10 @@ Layout parse_torchtitan_toml(const std::string& text, std::int64_t num_layers) {
           fail(at.line_no, at.line,
                "pipeline_parallel_layers_per_stage " + s(lps) + " gives " +
                    counted(lps_stages, "stage") + " (ceil((" + s(num_layers) + " layers + " +
-                   s(first) + " + " + s(last) + ") / " + s(lps) + ")), and the single-stage "
-                   "schedule " + schedule + " needs one per rank: pipeline_parallel_degree " +
-                   s(l.pp));
+                   s(first) + " + " + s(last) + ") / " + s(lps) +
+                   ")), and the single-stage "
+                   "schedule " +
+                   schedule + " needs one per rank: pipeline_parallel_degree " + s(l.pp));
         }
       }
       const std::optional<std::vector<std::int64_t>> split =
@@ -504,12 +503,12 @@ Layout parse_torchtitan_toml(const std::string& text, std::int64_t num_layers) {
         if ((*split)[i] < 1) {
           fail(w.line_no, w.line,
                "stage " + s(static_cast<std::int64_t>(i)) + " of torchtitan's split " +
-                   join(*split, ",") + " holds no transformer layer, which no meshplan layout "
+                   join(*split, ",") +
+                   " holds no transformer layer, which no meshplan layout "
                    "describes");
         }
       }
-      if (std::adjacent_find(split->begin(), split->end(), std::not_equal_to<>()) !=
-          split->end()) {
+      if (std::adjacent_find(split->begin(), split->end(), std::not_equal_to<>()) != split->end()) {
         l.stage_layers = *split;
       }
     }

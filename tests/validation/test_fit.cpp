@@ -2,21 +2,19 @@
 // ../shared/data: the shipped profiles are fit output (refitted here and compared), the fit is
 // deterministic, a fitted profile drives `plan --profile`, and the cross-validated figures stay
 // within thresholds.hpp.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
+#include "common/format.hpp"
 #include "planner/config/json_reader.hpp"
 #include "planner/config/presets.hpp"
 #include "planner/config/profile_loader.hpp"
 #include "planner/fit/cross_validated_report.hpp"
 #include "planner/fit/fit_profile.hpp"
-#include "common/format.hpp"
 #include "tests/support/cli_runner.hpp"
 #include "tests/validation/thresholds.hpp"
 #include "tests/validation/validation_data.hpp"
@@ -80,8 +78,7 @@ TEST_CASE("fit: the shipped profiles are meshplan fit output (refitted, relative
   for (const char* name : {"a100", "h100", "h200"}) {
     INFO(name);
     const ProfileFit f = fit_profile(all_run_files(), name, name);
-    const nlohmann::json shipped =
-        load_json_file(resolve_preset(PresetKind::kProfile, name));
+    const nlohmann::json shipped = load_json_file(resolve_preset(PresetKind::kProfile, name));
     REQUIRE(shipped.contains("fitted"));
     check_close(f.profile_json.at("fitted").at("families"), shipped.at("fitted").at("families"),
                 "$.fitted.families", 1e-9);
@@ -92,10 +89,9 @@ TEST_CASE("fit: the shipped profiles are meshplan fit output (refitted, relative
 }
 
 TEST_CASE("fit: the same inputs give the same bytes", "[validation][fit]") {
-  const std::vector<std::string> files = {
-      test::validation_dir() + "/megatron-readme-h100.json",
-      test::validation_dir() + "/nemo-2407.json",
-      test::validation_dir() + "/torchtitan-h100-202412.json"};
+  const std::vector<std::string> files = {test::validation_dir() + "/megatron-readme-h100.json",
+                                          test::validation_dir() + "/nemo-2407.json",
+                                          test::validation_dir() + "/torchtitan-h100-202412.json"};
   const ProfileFit a = fit_profile(files, "h100", "x");
   const ProfileFit b = fit_profile(files, "h100", "x");
   CHECK(a.profile_json.dump(2) == b.profile_json.dump(2));
@@ -127,9 +123,9 @@ TEST_CASE("fit: one source's runs into a profile that plan --profile uses", "[va
   // fit lowers the GEMM rate below the profile's.
   CHECK(scale < 1);
 
-  const std::vector<std::string> plan_args = {"plan", "--model", "llama3-8b", "--gpus", "16",
-                                              "--cluster", "dgx-h100", "--framework", "nemo",
-                                              "--json"};
+  const std::vector<std::string> plan_args = {"plan", "--model",   "llama3-8b", "--gpus",
+                                              "16",   "--cluster", "dgx-h100",  "--framework",
+                                              "nemo", "--json"};
   const test::CliResult with_fit = test::run(test::with(plan_args, {"--profile", out}));
   const test::CliResult without = test::run(test::with(plan_args, {"--profile", "h100"}));
   INFO(with_fit.err << without.err);

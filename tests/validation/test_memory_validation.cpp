@@ -4,9 +4,8 @@
 // convention (torchtitan's behaviour: fp32 sharded state, op-level selective recompute, unfused
 // cross-entropy, DTensor gathered TP inputs, unsharded params/grads with pp). The mapping of each
 // case (defaults for its null fields) is validation_case.cpp's.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
 

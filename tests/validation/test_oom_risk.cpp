@@ -1,9 +1,8 @@
 // Issue 20: the OOM risk (costmodel/oom_risk.hpp), the ledger's fitted per-token term, the
 // memory fit (planner/fit/memory_fit.hpp), and `plan` and `validate` calling the same layouts
 // out of memory.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <map>
 
@@ -60,8 +59,7 @@ TEST_CASE("OOM risk: logistic in log(peak / capacity), intervals at its 10th and
   CHECK(out_of_memory(at77, 80 * kGiB, 0.05, 8 * kGiB));
 }
 
-TEST_CASE("the ledger's fitted per-token term: memory_per_token_bytes x seq / cp x mbs",
-          "[oom]") {
+TEST_CASE("the ledger's fitted per-token term: memory_per_token_bytes x seq / cp x mbs", "[oom]") {
   const ModelSpec model = load_model("llama3-70b");
   const GpuSpec gpu = load_gpu("h100-sxm");
   const Layout l = test::readme_layout();  // tp 8, pp 4, cp 1, mbs 1
@@ -104,7 +102,8 @@ TEST_CASE("the memory fit finds a per-token term that separates synthetic OOM ou
   CHECK(score.outcomes == runs.size());
   CHECK(score.correct == runs.size());
   // The priors (no per-token term) miss every run the term pushes over.
-  const MemoryScore prior = score_memory(runs, std::vector<FittedRates>(runs.size(), FittedRates{}));
+  const MemoryScore prior =
+      score_memory(runs, std::vector<FittedRates>(runs.size(), FittedRates{}));
   CHECK(prior.missed > 0);
 }
 
@@ -171,10 +170,9 @@ TEST_CASE("in every (GPU count, sequence length) group of the sweep, plan's firs
     REQUIRE(first.oom.has_value());
     CHECK_FALSE(*first.oom);
     if (first.step_time_s) {
-      WARN(key.first << " GPUs, seq " << key.second << ": first pick " << first.id
-                     << " measured " << *first.step_time_s << " s, the group's fastest "
-                     << fastest.at(key) << " s (" << 100 * (*first.step_time_s / fastest.at(key) - 1)
-                     << "% slower)");
+      WARN(key.first << " GPUs, seq " << key.second << ": first pick " << first.id << " measured "
+                     << *first.step_time_s << " s, the group's fastest " << fastest.at(key)
+                     << " s (" << 100 * (*first.step_time_s / fastest.at(key) - 1) << "% slower)");
     }
   }
 }

@@ -14,10 +14,9 @@
 using namespace meshplan;
 
 TEST_CASE("published layouts are feasible and our top plan is no slower", "[validation][search]") {
-  for (const char* file : {"narayanan2021-table1.json", "megatron-readme-h100.json",
-                           "nemo-2407.json"}) {
-    for (const ValidationCase& c :
-         load_validation_file(test::validation_dir() + "/" + file)) {
+  for (const char* file :
+       {"narayanan2021-table1.json", "megatron-readme-h100.json", "nemo-2407.json"}) {
+    for (const ValidationCase& c : load_validation_file(test::validation_dir() + "/" + file)) {
       INFO(c.id);
       const bool a100 = c.gpu.rfind("a100", 0) == 0;
       const ClusterSpec cluster = load_cluster(a100 ? "dgx-a100" : "dgx-h100");

@@ -9,7 +9,6 @@
 // memory-bound softmax) that the published-peak profile overrates. The bounds below guard the
 // current state and only ever go down.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 
 #include "costmodel/step_time.hpp"
@@ -20,8 +19,7 @@
 
 using namespace meshplan;
 
-TEST_CASE("Korthikanti 2022 Table 5 step times: mean within 15%, each within 20%",
-          "[validation]") {
+TEST_CASE("Korthikanti 2022 Table 5 step times: mean within 15%, each within 20%", "[validation]") {
   const std::vector<ValidationCase> cases =
       load_validation_file(test::validation_dir() + "/korthikanti2022.json");
   const ClusterSpec cluster = load_cluster("dgx-a100");

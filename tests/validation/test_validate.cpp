@@ -2,14 +2,12 @@
 // with the shipped presets and compared with what its source measured. The bounds are in
 // thresholds.hpp, the one place they live: the current MAPE of each source and metric (fails
 // when an error grows) and issue 6's targets (checked where met, the gap printed where not).
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "common/format.hpp"
 #include "costmodel/step_time.hpp"
@@ -86,10 +84,9 @@ TEST_CASE("validate: MAPE within the current bounds (thresholds.hpp)", "[validat
   for (const SourceSummary& s : report().sources) all.push_back(&s);
   for (const SourceSummary* s : all) {
     for (const MetricSummary& m : s->metrics) {
-      const bool bounded =
-          std::any_of(std::begin(vt::kMapeBounds), std::end(vt::kMapeBounds),
-                      [&](const vt::MapeBound& b) { return b.source == s->source &&
-                                                           b.metric == m.metric; });
+      const bool bounded = std::any_of(
+          std::begin(vt::kMapeBounds), std::end(vt::kMapeBounds),
+          [&](const vt::MapeBound& b) { return b.source == s->source && b.metric == m.metric; });
       INFO(s->source << " " << m.metric << ": MAPE " << pct(m.mape) << " has no bound");
       CHECK(bounded);
     }
@@ -121,28 +118,29 @@ TEST_CASE(
   CHECK(sixty_five_b_oom);
   if (r.overall.oom.predicted_fit_measured_oom > vt::kTargetOomMisclassified) {
     WARN("validation target not met: " << r.overall.oom.predicted_fit_measured_oom
-                                    << " OOM case(s) predicted to fit (see thresholds.hpp)");
+                                       << " OOM case(s) predicted to fit (see thresholds.hpp)");
   }
 
   // Not met yet: step-time MAPE about 15% overall, most sources optimistic (README, Validation).
   for (const MetricSummary& m : r.overall.metrics) {
     if (is_time_metric(m.metric) && m.mape > vt::kTargetOverallTimeMape) {
       WARN("validation target not met: overall " << m.metric << " MAPE " << pct(m.mape) << " > "
-                                              << pct(vt::kTargetOverallTimeMape));
+                                                 << pct(vt::kTargetOverallTimeMape));
     }
   }
   for (const SourceSummary& s : r.sources) {
     for (const MetricSummary& m : s.metrics) {
       if (is_time_metric(m.metric) && m.mape > vt::kTargetSourceTimeMape) {
         WARN("validation target not met: " << s.source << " " << m.metric << " MAPE " << pct(m.mape)
-                                        << " > " << pct(vt::kTargetSourceTimeMape) << " (worst "
-                                        << m.worst_id << " " << pct(m.worst_error) << ")");
+                                           << " > " << pct(vt::kTargetSourceTimeMape) << " (worst "
+                                           << m.worst_id << " " << pct(m.worst_error) << ")");
       }
     }
   }
   if (r.overall.oom.misclassified() > vt::kTargetOomMisclassified) {
-    WARN("validation target not met: " << r.overall.oom.misclassified()
-                                    << " OOM outcomes misclassified (runs that fit, predicted OOM)");
+    WARN("validation target not met: "
+         << r.overall.oom.misclassified()
+         << " OOM outcomes misclassified (runs that fit, predicted OOM)");
   }
 }
 
