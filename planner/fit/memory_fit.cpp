@@ -214,7 +214,10 @@ MemoryScore score_memory(const std::vector<MemoryRun>& runs,
     if (predicted && !runs[i].oom) ++s.false_alarms;
     if (runs[i].measured_peak_bytes) {
       ++s.peaks;
-      s.peak_mape += std::abs(memory_need(runs[i], rates[i]) / *runs[i].measured_peak_bytes - 1);
+      // The median peak (need x exp(-oom_log_bias)), the centre the fit puts the measured
+      // peaks at and `validate` compares.
+      const double median = memory_need(runs[i], rates[i]) * std::exp(-rates[i].oom_log_bias);
+      s.peak_mape += std::abs(median / *runs[i].measured_peak_bytes - 1);
     }
   }
   if (s.peaks > 0) s.peak_mape /= static_cast<double>(s.peaks);

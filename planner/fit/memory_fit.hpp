@@ -74,8 +74,8 @@ struct MemoryScore {
   std::size_t missed = 0;                 ///< predicted fit, measured OOM
   std::size_t false_alarms = 0;           ///< predicted OOM, ran
   std::size_t peaks = 0;
-  /// Mean |need / measured - 1| over the peaks: the ledger's peak_bytes with the fitted
-  /// per-token term, as `validate` compares it.
+  /// Mean |median / measured - 1| over the peaks, median = need x exp(-oom_log_bias) (the
+  /// ledger's peak_bytes with the fitted per-token term, calibrated): as `validate` compares.
   double peak_mape = 0;
 };
 MemoryScore score_memory(const std::vector<MemoryRun>& runs, const std::vector<FittedRates>& rates);
