@@ -12,6 +12,7 @@
 #include "planner/config/loaders.hpp"
 #include "planner/config/presets.hpp"
 #include "planner/config/profile_loader.hpp"
+#include "planner/config/spec_json.hpp"
 
 namespace meshplan {
 
@@ -19,11 +20,6 @@ namespace {
 
 std::string tflops(const std::optional<double>& peak) {
   return peak ? fixed(*peak / kTera, 1) : "-";
-}
-
-/// A peak as JSON: FLOP/s, or null where the GPU has no such tensor cores.
-nlohmann::json peak_json(const std::optional<double>& peak) {
-  return peak ? nlohmann::json(*peak) : nlohmann::json(nullptr);
 }
 
 /// One kind of preset, as a table (its title line first) and as JSON rows, built in one loop.
@@ -78,16 +74,10 @@ Listing gpus_listing() {
           {true, false, false, false, false, false, false, false, false});
   for (const std::string& name : preset_names(PresetKind::kGpu)) {
     const GpuSpec g = load_gpu(name);
-    const PeakFlops& peak = g.peak_flops_per_s;
     l.rows.push_back({{"name", name},
                       {"memory_bytes", g.memory_bytes},
                       {"hbm_bytes_per_s", g.hbm_bandwidth_bytes_per_s},
-                      {"peak_flops_per_s",
-                       {{"bf16", peak_json(peak.bf16)},
-                        {"fp16", peak_json(peak.fp16)},
-                        {"fp8", peak_json(peak.fp8)},
-                        {"mxfp8", peak_json(peak.mxfp8)},
-                        {"nvfp4", peak_json(peak.nvfp4)}}},
+                      {"peak_flops_per_s", peak_flops_to_json(g.peak_flops_per_s)},
                       {"flash_attention", g.flash_attention}});
     t.add_row({name, fixed(g.memory_bytes / kGiB, 1), fixed(g.hbm_bandwidth_bytes_per_s / kTera, 2),
                tflops(g.peak_flops_per_s.bf16), tflops(g.peak_flops_per_s.fp16),
@@ -171,8 +161,8 @@ CommandAction add_presets_command(CLI::App& app) {
       ->check(CLI::IsMember({"models", "gpus", "clusters", "profiles"}));
   cmd->add_flag("--json", *json,
                 "one JSON object: an array per kind (\"models\", \"gpus\", \"clusters\", "
-                "\"profiles\"), numbers in SI units (bytes, bytes/s, FLOP/s; a peak the GPU lacks "
-                "is null)");
+                "\"profiles\"), numbers in SI units (bytes, bytes/s, FLOP/s; peaks as a GPU file "
+                "writes them)");
   return [kind, json](std::ostream& out, std::ostream& /*err*/) {
     const std::vector<std::pair<const char*, Listing (*)()>> kinds = {
         {"models", models_listing},
