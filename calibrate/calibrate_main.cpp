@@ -16,13 +16,14 @@
 #include "calibrate/model_shapes.hpp"
 #include "calibrate/options.hpp"
 #include "calibrate/profile_writer.hpp"
+#include "common/atomic_write.hpp"
 #include "common/backend_choice.hpp"
 #include "common/flags.hpp"
 #include "common/input_error.hpp"
 #include "common/mpi_context.hpp"
+#include "planner/config/input_files.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
-#include "planner/report/atomic_write.hpp"
 
 #ifndef MESHPLAN_VERSION
 #error "MESHPLAN_VERSION must be defined by the build"

@@ -8,10 +8,10 @@
 
 #include "calibrate/fit.hpp"
 #include "calibrate/text_format.hpp"
+#include "common/atomic_write.hpp"
 #include "costmodel/compute_time.hpp"
 #include "planner/config/profile_loader.hpp"
 #include "planner/config/spec_json.hpp"
-#include "planner/report/atomic_write.hpp"
 
 namespace meshplan::calibrate {
 

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "common/atomic_write.hpp"
 #include "common/backend_choice.hpp"
 #include "common/fault_injection.hpp"
 #include "common/flags.hpp"
@@ -28,7 +29,6 @@
 #include "executor/cuda_replay.hpp"
 #include "executor/ledger_memory.hpp"
 #include "planner/plan/plan_file.hpp"
-#include "planner/report/atomic_write.hpp"
 
 namespace meshplan::executor {
 

@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "common/atomic_write.hpp"
 #include "common/format.hpp"
 #include "common/input_error.hpp"
 #include "costmodel/step_time.hpp"
@@ -20,11 +21,11 @@
 #include "planner/cli/commands.hpp"
 #include "planner/cli/options.hpp"
 #include "planner/cli/scenario.hpp"
+#include "planner/config/input_files.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
 #include "planner/plan/plan.hpp"
 #include "planner/plan/plan_file.hpp"
-#include "planner/report/atomic_write.hpp"
 #include "planner/report/step_report.hpp"
 
 namespace meshplan {

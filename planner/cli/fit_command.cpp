@@ -9,11 +9,11 @@
 #include <memory>
 #include <sstream>
 
+#include "common/atomic_write.hpp"
 #include "common/format.hpp"
 #include "planner/cli/commands.hpp"
 #include "planner/fit/fit_profile.hpp"
 #include "planner/fit/parameters.hpp"
-#include "planner/report/atomic_write.hpp"
 
 namespace meshplan {
 

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <set>
 
+#include "common/atomic_write.hpp"
 #include "common/format.hpp"
 #include "common/input_error.hpp"
 #include "costmodel/counted.hpp"
@@ -16,7 +17,6 @@
 #include "planner/config/profile_loader.hpp"
 #include "planner/config/size_bounds.hpp"
 #include "planner/plan/plan.hpp"
-#include "planner/report/atomic_write.hpp"
 #include "planner/report/layout_summary.hpp"
 #include "planner/search/search.hpp"
 

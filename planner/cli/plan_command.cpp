@@ -8,6 +8,7 @@
 #include <optional>
 #include <sstream>
 
+#include "common/atomic_write.hpp"
 #include "common/format.hpp"
 #include "common/input_error.hpp"
 #include "costmodel/counted.hpp"
@@ -17,12 +18,12 @@
 #include "planner/cli/commands.hpp"
 #include "planner/cli/options.hpp"
 #include "planner/cli/scenario.hpp"
+#include "planner/config/input_files.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
 #include "planner/config/size_bounds.hpp"
 #include "planner/plan/plan.hpp"
 #include "planner/plan/plan_file.hpp"
-#include "planner/report/atomic_write.hpp"
 #include "planner/report/plan_report.hpp"
 #include "planner/report/step_report.hpp"
 #include "planner/search/search.hpp"

@@ -12,9 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "common/atomic_write.hpp"
 #include "common/input_error.hpp"
 #include "planner/cli/commands.hpp"
-#include "planner/report/atomic_write.hpp"
+#include "planner/config/input_files.hpp"
 #include "planner/report/profile_report.hpp"
 #include "planner/report/svg_plot.hpp"
 

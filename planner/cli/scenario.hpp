@@ -1,6 +1,10 @@
 // The inputs every costing command (estimate, plan) resolves from its flags, in one place: the
 // model, the cluster and its GPU, the precision, the framework convention with the overlap and
 // elementwise flags applied, and the profile. The notes on the defaults taken come with them.
+// ledger resolves its own, smaller set through the same loaders (load_model, load_gpu,
+// require_framework, require_precision): it prices no time, so it takes a GPU (--gpu) rather
+// than a cluster and no profile, and it takes --params without a model; a Scenario whose model,
+// cluster and profile were optional would make every costing command check for them.
 #pragma once
 
 #include <cstdint>

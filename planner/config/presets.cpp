@@ -8,10 +8,6 @@
 #include "planner/config/closest_names.hpp"
 #include "planner/config/json_reader.hpp"
 
-#ifndef MESHPLAN_CONFIG_DIR
-#error "MESHPLAN_CONFIG_DIR must be defined by the build"
-#endif
-
 namespace meshplan {
 
 namespace fs = std::filesystem;
@@ -28,11 +24,6 @@ const char* preset_folder(PresetKind kind) {
       return "profiles";
   }
   return "?";
-}
-
-std::string config_dir() {
-  const char* env = std::getenv("MESHPLAN_CONFIG_DIR");
-  return env && *env ? std::string(env) : std::string(MESHPLAN_CONFIG_DIR);
 }
 
 std::vector<std::string> preset_names(PresetKind kind) {

@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "common/config_dir.hpp"
+
 namespace meshplan {
 
 /// The kinds of preset and their folders under configs/.
@@ -11,10 +13,6 @@ enum class PresetKind { kModel, kGpu, kCluster, kProfile };
 
 /// "models", "gpus", "clusters", "profiles".
 const char* preset_folder(PresetKind kind);
-
-/// The configs/ folder: $MESHPLAN_CONFIG_DIR when set, else the source tree's configs/ (compiled
-/// in).
-std::string config_dir();
 
 /// Names of the presets of `kind` (file names without .json), sorted.
 std::vector<std::string> preset_names(PresetKind kind);

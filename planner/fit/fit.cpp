@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <set>
 
+#include "common/atomic_write.hpp"
 #include "common/input_error.hpp"
 #include "costmodel/step_time.hpp"
 #include "planner/config/profile_loader.hpp"
@@ -68,7 +69,11 @@ FitRuns load_fit_runs(const std::vector<std::string>& paths, const std::string& 
   std::map<std::string, std::shared_ptr<const Profile>> profiles;
   std::map<std::string, std::string> seen;  // run_key -> first case id
   std::map<std::string, std::size_t> per_source;
-  for (const std::string& path : paths) {
+  // By absolute path: the same order however the files are given (and named).
+  std::vector<std::pair<std::string, std::string>> ordered;
+  for (const std::string& path : paths) ordered.emplace_back(resolved_file_path(path), path);
+  std::sort(ordered.begin(), ordered.end());
+  for (const auto& [absolute, path] : ordered) {
     const std::string source = std::filesystem::path(path).stem().string();
     for (ValidationCase& c : load_validation_file(path, MoeCases::kKeep)) {
       const auto skip = [&](const std::string& reason) {

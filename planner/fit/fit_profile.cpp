@@ -231,6 +231,7 @@ ProfileFit fit_profile(const std::vector<std::string>& paths, const std::string&
   }
   std::vector<std::string> files;
   for (const std::string& p : paths) files.push_back(std::filesystem::path(p).filename().string());
+  std::sort(files.begin(), files.end());  // the fit does not depend on their order (load_fit_runs)
   const nlohmann::json report = {
       {"method",
        "meshplan fit: Huber (0.1) loss on log(predicted / measured) of each run's time metric as "

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <set>
 
+#include "common/atomic_write.hpp"
 #include "costmodel/memory_ledger.hpp"
 #include "costmodel/oom_risk.hpp"
 #include "planner/fit/fit.hpp"
@@ -64,7 +65,12 @@ std::vector<MemoryRun> load_memory_runs(const std::vector<std::string>& paths,
                         const std::string& reason) {
     if (skipped != nullptr) skipped->push_back({c.id, source, reason});
   };
-  for (const std::string& path : paths) {
+  // By absolute path, as load_fit_runs (fit.hpp): the run kept of two duplicates does not depend
+  // on the order the files are given in.
+  std::vector<std::pair<std::string, std::string>> ordered;
+  for (const std::string& path : paths) ordered.emplace_back(resolved_file_path(path), path);
+  std::sort(ordered.begin(), ordered.end());
+  for (const auto& [absolute, path] : ordered) {
     const std::string source = std::filesystem::path(path).stem().string();
     for (const ValidationCase& c : load_validation_file(path, MoeCases::kKeep)) {
       const bool ran = c.step_time_s || c.tokens_per_s_per_gpu || c.tflops_per_gpu || c.mfu ||

@@ -46,7 +46,8 @@ struct MemoryRun {
 /// The memory runs of `paths` on GPUs of `generation` (all when empty): every case `validate`
 /// models whose outcome is known (measured.oom, or a throughput or peak, which say it ran). A
 /// case that repeats one of an earlier file (the same model, GPUs, layout, outcome and peak) is
-/// skipped as a duplicate (hagemann-selected's 13B runs are sweep runs). Throws InputError for
+/// skipped as a duplicate (hagemann-selected's 13B runs are sweep runs); the files are read in
+/// the order of their absolute paths, as load_fit_runs reads them. Throws InputError for
 /// unreadable or malformed files.
 std::vector<MemoryRun> load_memory_runs(const std::vector<std::string>& paths,
                                         const std::string& generation,

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/atomic_write.hpp"
 #include "common/format.hpp"
 #include "common/input_error.hpp"
 #include "costmodel/counted.hpp"
@@ -19,7 +20,6 @@
 #include "planner/config/presets.hpp"
 #include "planner/config/size_bounds.hpp"
 #include "planner/config/spec_json.hpp"
-#include "planner/report/atomic_write.hpp"
 #include "planner/report/layout_summary.hpp"
 #include "planner/report/memory_ledger_report.hpp"
 #include "planner/report/step_report.hpp"

@@ -15,11 +15,11 @@
 
 #include "calibrate/options.hpp"
 #include "calibrate/profile_writer.hpp"
+#include "common/atomic_write.hpp"
 #include "costmodel/placement.hpp"
 #include "costmodel/profile.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
-#include "planner/report/atomic_write.hpp"
 #include "tests/support/cli_runner.hpp"
 #include "tests/support/collectives.hpp"
 

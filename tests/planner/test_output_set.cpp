@@ -5,7 +5,7 @@
 // ".."), are refused before any work; estimate --out writes no plan of a layout that does not
 // fit.
 //
-// Temporary files are safe (issue 24; planner/report/temporary_file.hpp): a write neither
+// Temporary files are safe (issue 24; common/temporary_file.hpp): a write neither
 // follows nor trips over files and links planted at every name it could predict, a temporary
 // never outlives SIGTERM, and one left by SIGKILL is cleared by the next write to its target.
 //
@@ -26,10 +26,11 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "common/atomic_write.hpp"
 #include "common/input_error.hpp"
+#include "common/temporary_file.hpp"
+#include "planner/config/input_files.hpp"
 #include "planner/config/presets.hpp"
-#include "planner/report/atomic_write.hpp"
-#include "planner/report/temporary_file.hpp"
 #include "tests/support/cli_runner.hpp"
 
 using namespace meshplan;

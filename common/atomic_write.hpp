@@ -8,14 +8,15 @@
 // Whether two paths name one file (same_file) is decided here once, for every command that
 // compares its outputs with each other or with its inputs (require_distinct_files): an output
 // that names another output, or an input, would lose one of them when it is renamed into place.
+// Shared by meshplan, meshplan-calibrate and meshplan-run; it knows of presets only their folder
+// (config_dir), whose files no output may replace.
 #pragma once
 
 #include <functional>
 #include <string>
 #include <vector>
 
-#include "planner/config/presets.hpp"
-#include "planner/report/temporary_file.hpp"
+#include "common/temporary_file.hpp"
 
 namespace meshplan {
 
@@ -32,7 +33,8 @@ std::string resolved_file_path(const std::string& path);
 /// An empty path names no file.
 bool same_file(const std::string& a, const std::string& b);
 
-/// A file a command reads or writes, as the user named it, for require_distinct_files.
+/// A file a command reads or writes, as the user named it, for require_distinct_files (the
+/// planner's input_files lists the inputs a command's flags name).
 struct NamedFile {
   std::string flag;   ///< "--model", "--out"; for a positional argument its name ("plan")
   std::string given;  ///< as given: "llama3-8b", "./m.json"
@@ -44,22 +46,6 @@ struct NamedFile {
   /// named inside another "gf.json (the file named at $.gpu of --cluster cg.json: /tmp/x/gf.json)".
   std::string label() const;
 };
-
-/// An input flag whose value is a preset name or a file path.
-struct InputFlag {
-  PresetKind kind;    ///< which presets a name is looked up in
-  std::string flag;   ///< "--model"
-  std::string given;  ///< the value given; empty: the flag was not given
-};
-
-/// Every file the flags make a command read, as load_model, load_cluster and load_profile read
-/// them (resolve_preset): a path as given, or the preset's file; and after a cluster or profile
-/// file, the GPU file its "gpu" names when that is a path (referred_name_or_path: relative to
-/// the cluster's or profile's folder), so that no output replaces an input reached through
-/// another (a GPU named by preset name is a shipped preset, which check_writable_target
-/// protects). A flag that is empty or names neither, and a file that does not parse, are left
-/// out (their loader says so when it runs).
-std::vector<NamedFile> input_files(const std::vector<InputFlag>& flags);
 
 /// Throws InputError when two outputs name one file (same_file):
 ///   "--trace ./p.json: names the same file as --out p.json; give each output its own file"

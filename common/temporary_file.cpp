@@ -1,4 +1,4 @@
-#include "planner/report/temporary_file.hpp"
+#include "common/temporary_file.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
