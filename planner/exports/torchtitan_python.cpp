@@ -121,6 +121,9 @@ Export export_torchtitan_python(const Plan& p, const FrameworkVersion& version) 
        "(its data, optimizer and checkpointing kept).\"\"\"\n";
   // The model is rebuilt from the baseline's flavor (model_registry's default attention
   // backend), with the float8 converter for fp8 and without any converter otherwise.
+  t << "    # The model: the baseline's flavor as model_registry builds it (its default attention\n"
+       "    # backend, \"flex\", as torchtitan's llama3 baselines use)"
+    << (fp8 ? ", with the float8 converter" : ", without converters") << ".\n";
   t << "    config.model_spec = model_registry(\n";
   t << "        config.model_spec.flavor,\n";
   if (fp8) {
