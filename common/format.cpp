@@ -118,4 +118,10 @@ std::string Table::render(int indent) const {
   return out;
 }
 
+std::string risk_percent(double probability) {
+  if (probability < 0.0005) return "< 0.1%";
+  if (probability > 0.9995) return "> 99.9%";
+  return fixed(100 * probability, 1) + "%";
+}
+
 }  // namespace meshplan

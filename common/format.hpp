@@ -41,6 +41,10 @@ std::string gb(double bytes);
 /// Bytes in GiB with one decimal ("79.6 GiB").
 std::string gib(double bytes);
 
+/// A probability in [0, 1] as a percentage with one decimal: "2.7%"; "< 0.1%" and "> 99.9%" at
+/// the ends, so that a risk that is not 0 never reads as 0.
+std::string risk_percent(double probability);
+
 /// A difference of two sizes, bytes: in MiB (2^20, no decimals) below 1 GiB, so that 4.9 vs
 /// 5.0 GiB reads "102 MiB" and not "0.1 GiB" (or "0.0 GiB"); else as gib().
 std::string size_difference(double bytes);

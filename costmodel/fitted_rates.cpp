@@ -9,13 +9,24 @@ namespace meshplan {
 
 std::string framework_family(const FrameworkConvention& framework) {
   if (framework.name == "fsdp" || framework.name == "hf") return "pytorch";
-  if (framework.name == "textbook") return "other";
+  if (framework.name == "textbook" || framework.name == "aleph-alpha-2023") return "other";
   return "megatron";
 }
 
 FittedRates fitted_rates(const Profile& profile, const FrameworkConvention& framework) {
   const auto it = profile.fitted.families.find(framework_family(framework));
-  return it == profile.fitted.families.end() ? FittedRates{} : it->second.rates;
+  FittedRates rates = it == profile.fitted.families.end() ? FittedRates{} : it->second.rates;
+  // The textbook convention is the ledger of the textbook's terms, the model of no codebase: the
+  // memory its family's runs hold beyond those terms (family "other": Aleph Alpha's codebase,
+  // convention aleph-alpha-2023) and their spread are not its own, so it keeps the memory
+  // priors (issue 20). The step-time parameters stay the family's.
+  if (framework.name == "textbook") {
+    const FittedRates priors;
+    rates.memory_per_token_bytes = priors.memory_per_token_bytes;
+    rates.oom_log_bias = priors.oom_log_bias;
+    rates.oom_log_spread = priors.oom_log_spread;
+  }
+  return rates;
 }
 
 std::optional<StepInterval> step_interval(const Profile& profile,

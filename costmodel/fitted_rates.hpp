@@ -39,6 +39,17 @@ struct FittedRates {
   /// beyond its collective's own latency (the framework's copy-in/copy-out and stream
   /// synchronisation around it), exposed: the next layer waits for it.
   double gather_latency_s = 0;
+  /// Memory (issue 20; costmodel/oom_risk.hpp): bytes a GPU holds per token of its micro-batch
+  /// (seq / cp x mbs) beyond the ledger's named terms, in every stage: saved tensors and
+  /// temporaries of a framework's eager ops that no entry names. 0: the ledger as it is.
+  double memory_per_token_bytes = 0;
+  /// Memory: log of the ratio of the ledger's peak to the median peak runs reach (> 0: the
+  /// ledger over-predicts), natural-log units.
+  double oom_log_bias = 0;
+  /// Memory: scale of the logistic spread of log(measured peak / calibrated peak), natural-log
+  /// units; an OOM risk of 5% sits 2.94 of these below the capacity
+  /// (0.01: 97.1% of it).
+  double oom_log_spread = 0.01;
 };
 
 /// An 80% interval of the measured step time around a prediction, as ratios measured /

@@ -60,6 +60,21 @@ std::vector<FrameworkConvention> make_conventions() {
                  2,
                  4,
                  true});
+  // The Megatron-derived codebase of Hagemann et al. 2023's sweep (Aleph Alpha's; its public
+  // release github.com/Aleph-Alpha/scaling at 01b9d21): the textbook's state (bf16 weights and
+  // grads, fp32 master, m, v; ZeRO-1 sharded over dp) and the textbook's costs; its own
+  // convention so that the memory meshplan fits on its runs (the fitted per-token term and
+  // spread, costmodel/oom_risk.hpp) stays with it and no other convention inherits it.
+  FrameworkConvention aleph = all.back();
+  aleph.name = "aleph-alpha-2023";
+  aleph.description =
+      "Aleph Alpha's Megatron-derived codebase of 2023 (Hagemann et al.'s sweep): the "
+      "textbook's state, its own fitted memory";
+  aleph.source =
+      "Hagemann et al. 2023 (arXiv 2311.05610), the public release github.com/Aleph-Alpha/"
+      "scaling at 01b9d21 (src/scaling/core/nn: eager RMSNorm and SwiGLU, a full-vocabulary "
+      "fp32 cross-entropy on every tp rank)";
+  all.push_back(aleph);
   // Megatron-LM of 2026 (d98e8a6, Megatron-Core 0.20.0; megatron/training/arguments.py):
   // interleaved sends overlap compute by default (--no-overlap-p2p-communication turns it off),
   // and Megatron-FSDP (--use-megatron-fsdp, --data-parallel-sharding-strategy optim_grads or

@@ -329,7 +329,11 @@ StageMemory stage_memory(const MemoryContext& x, std::int64_t stage) {
   }
   s[T::kCudaContext] = x.gpu.cuda_context_bytes;
   s[T::kFragmentation] = std::ceil(x.gpu.allocator_fragmentation_fraction * allocated);  // whole
-  s.total_bytes = allocated + s[T::kCudaContext] + s[T::kFragmentation];
+  // Fitted on the totals of measured runs (planner/fit/memory_fit.hpp), so outside the
+  // fragmentation's base; the same on every stage (each holds one micro-batch's tokens at a time
+  // in the ops it runs).
+  s[T::kFittedPerToken] = std::round(x.setup.fitted.memory_per_token_bytes * tokens * mbs);
+  s.total_bytes = allocated + s[T::kCudaContext] + s[T::kFragmentation] + s[T::kFittedPerToken];
   return s;
 }
 
@@ -504,6 +508,13 @@ MemoryLedger build_memory_ledger(const ModelSpec& model, const Layout& layout,
                  "-");
           }
           break;
+        case MemoryTerm::kFittedPerToken:
+          if (m[term] > 0) {
+            line("unlisted_per_token (fitted memory_per_token_bytes x micro-batch tokens)",
+                 MemoryCategory::kRuntimeOverhead, shape_text({tokens, layout.mbs}), "-", 1, term,
+                 "-");
+          }
+          break;
       }
     }
     s.total_bytes = m.total_bytes;
@@ -518,7 +529,8 @@ MemoryLedger build_memory_ledger(const ModelSpec& model, const Layout& layout,
   const StageLedger& worst = ledger.stages[ledger.worst_stage];
   ledger.peak_bytes = worst.total_bytes;
   ledger.headroom_bytes = ledger.capacity_bytes - ledger.peak_bytes;
-  ledger.fits = ledger.headroom_bytes >= 0;
+  ledger.outlook = memory_outlook(ledger.peak_bytes, ledger.capacity_bytes, setup.fitted);
+  ledger.fits = !out_of_memory(ledger.outlook, ledger.capacity_bytes);
   std::vector<SavedTensor> candidates = layer;
   candidates.insert(candidates.end(), moe_layer.begin(), moe_layer.end());
   if (worst.has_lm_head) candidates.insert(candidates.end(), head.begin(), head.end());

@@ -15,7 +15,10 @@
 // prefetched unit) and the gradient reduce-scatter buffer of one layer, or with pp and FSDP2 the
 // stage's unsharded parameters and gradients; the sp all-gather buffer; pp send/recv buffers;
 // cp K/V exchange buffers. Runtime overhead: the CUDA context and the caching allocator's
-// fragmentation, both stated in the GPU preset.
+// fragmentation, both stated in the GPU preset. Fitted (issue 20): the memory a framework family
+// holds per token of the micro-batch beyond every named term (FittedRates::
+// memory_per_token_bytes), and the OOM risk and the 80% interval of the peak
+// (costmodel/oom_risk.hpp).
 #pragma once
 
 #include <array>
@@ -25,10 +28,12 @@
 #include <vector>
 
 #include "costmodel/activations.hpp"
+#include "costmodel/fitted_rates.hpp"
 #include "costmodel/framework.hpp"
 #include "costmodel/hardware.hpp"
 #include "costmodel/layout.hpp"
 #include "costmodel/model_spec.hpp"
+#include "costmodel/oom_risk.hpp"
 #include "costmodel/param_count.hpp"
 #include "costmodel/precision.hpp"
 
@@ -46,6 +51,10 @@ struct TrainingSetup {
   /// token-dropping one at capacity factor c holds at most c. Scales the grouped GEMMs' tokens
   /// and the dispatch buffers (layer_ops.hpp).
   double moe_imbalance = 1;
+  /// The framework family's fitted parameters on the GPU's profile (fitted_rates(profile,
+  /// framework)); the ledger reads the memory ones (memory_per_token_bytes, oom_log_bias,
+  /// oom_log_spread). Defaults: the unfitted ledger.
+  FittedRates fitted;
 };
 
 /// One line of the ledger: `count` tensors of `shape` (per GPU), `bytes` in all.
@@ -79,6 +88,11 @@ struct MemoryLedger {
   double peak_bytes = 0;        ///< the worst stage's total
   double capacity_bytes = 0;    ///< the GPU's memory
   double headroom_bytes = 0;    ///< capacity - peak (negative when it does not fit)
+  /// The OOM risk and the 80% interval of the peak (oom_risk.hpp, setup.fitted's memory
+  /// parameters): oom_risk, peak_bytes_p10, peak_bytes_p90.
+  MemoryOutlook outlook;
+  /// Not out_of_memory(outlook, capacity_bytes): risk at most kDefaultMaxOomRisk (and the median
+  /// peak within the capacity).
   bool fits = false;
   /// The largest single activation tensor of the worst stage (one tensor, not the count;
   /// weights, gradients and buffers are not candidates).
@@ -146,10 +160,11 @@ enum class MemoryTerm {
   kCpBuffers,             ///< ring attention's K, V buffers, double-buffered
   kMoeBuffers,            ///< an MoE layer's all-to-all dispatch and combine buffers
   kCudaContext,           ///< CUDA, cuBLAS, NCCL (runtime overhead)
-  kFragmentation          ///< the caching allocator's share of the rest (runtime overhead)
+  kFragmentation,         ///< the caching allocator's share of the rest (runtime overhead)
+  kFittedPerToken         ///< fitted: memory_per_token_bytes x the micro-batch's tokens on a GPU
 };
 inline constexpr std::size_t kMemoryTerms =
-    static_cast<std::size_t>(MemoryTerm::kFragmentation) + 1;
+    static_cast<std::size_t>(MemoryTerm::kFittedPerToken) + 1;
 
 /// One stage's ledger as numbers, term by term. build_memory_ledger names and shapes the same
 /// terms in the same order; the search (planner/) uses them directly, allocating nothing.

@@ -604,8 +604,14 @@ StepEstimate estimate_step(const ModelSpec& model, const Layout& layout, const T
   const GroupRates groups(context, layout);
   StepEstimate e =
       assemble_step(context, layout, groups, layer_costs(context, layout, groups), true);
-  e.memory = build_memory_ledger(model, layout, setup, cluster.gpu);
+  e.memory = build_memory_ledger(model, layout, fitted_setup(setup, profile), cluster.gpu);
   return e;
+}
+
+TrainingSetup fitted_setup(const TrainingSetup& setup, const Profile& profile) {
+  TrainingSetup s = setup;
+  s.fitted = fitted_rates(profile, setup.framework);
+  return s;
 }
 
 }  // namespace meshplan

@@ -234,9 +234,13 @@ StepEstimate assemble_step(const StepContext& context, const Layout& layout,
 PipelineTimes pipeline_times(const StepEstimate& estimate, const Layout& layout,
                              const FrameworkConvention& framework, double comm_sm_fraction);
 
-/// Estimates one step. Preconditions: layout_problems(...) is empty; the GPU has tensor cores
-/// for setup.precision. `cluster.gpu` is the GPU; `profile` the achieved rates; the overlap
-/// switches are the framework convention's (setup.framework).
+/// `setup` with the fitted parameters of its framework's family on `profile` (fitted_rates.hpp
+/// fitted_rates): what the ledger's fitted per-token term and OOM risk read.
+TrainingSetup fitted_setup(const TrainingSetup& setup, const Profile& profile);
+
+/// Estimates one step (its ledger under fitted_setup). Preconditions: layout_problems(...) is
+/// empty; the GPU has tensor cores for setup.precision. `cluster.gpu` is the GPU; `profile` the
+/// achieved rates; the overlap switches are the framework convention's (setup.framework).
 StepEstimate estimate_step(const ModelSpec& model, const Layout& layout, const TrainingSetup& setup,
                            const ClusterSpec& cluster, const Profile& profile);
 

@@ -19,8 +19,16 @@ What each reads:
               field(metadata={"argparse_meta": {...}}) overrides).
   torchtitan  the TOML-reading releases (v0.1.0-v0.2.2): torchtitan/config/job_config.py, the
               sections of JobConfig and their keys (nested dataclasses are dotted sections:
-              quantize.linear.float8). The Python-config releases (main since Feb 2026) have no
-              job_config.py and are refused.
+              quantize.linear.float8). The Python-config releases (main since Feb 2026, no
+              job_config.py; "form": "python"): the fields of Trainer.Config (torchtitan/
+              trainer.py) and of its training, parallelism and compile dataclasses
+              (torchtitan/config/configs.py; "optional" where None is allowed), the activation
+              checkpointing policies with a Config (torchtitan/distributed/
+              activation_checkpoint.py), Float8LinearConverter.Config's fields with
+              QuantizationConverter.Config's (torchtitan/components/quantization/), the llama3
+              config_registry functions, model_registry's flavors and arguments, ModelSpec's
+              fields (torchtitan/protocols/model_spec.py), and the names the modules
+              an export imports from define.
   deepspeed   deepspeed/runtime/zero/config.py DeepSpeedZeroConfig (pydantic, extra="forbid":
               an unknown zero_optimization key is refused), deepspeed/runtime/precision_config.py
               (bf16, fp16), deepspeed/runtime/activation_checkpointing/config.py constants, and
@@ -285,7 +293,7 @@ def torchtitan(git_dir, commit):
     out = {"framework": "torchtitan", "repository": "pytorch/torchtitan",
            **commit_info(git_dir, commit)}
     if "torchtitan/config/job_config.py" not in files:
-        raise SystemExit(f"{commit}: no torchtitan/config/job_config.py (a Python-config release)")
+        return {**out, **torchtitan_python(git_dir, commit)}
     classes = Classes([git_show(git_dir, commit, "torchtitan/config/job_config.py")])
     sections = {}
     sections_of(classes, "JobConfig", [], sections)
@@ -293,6 +301,115 @@ def torchtitan(git_dir, commit):
     out["read_from"] = ["torchtitan/config/job_config.py"]
     out["sections"] = dict(sorted(sections.items()))
     return out
+
+
+def optional_annotation(ann):
+    text = ast.unparse(ann)
+    return "None" in text or text.startswith("Optional")
+
+
+def class_fields(classes, cls):
+    """{field: {"type", "choices", "list", "optional"}} of a dataclass, without Suppress'ed ones
+    (kept: a config function sets them all the same, only the CLI lacks them)."""
+    out = {}
+    for name, ann, _ in classes.fields(cls):
+        if name.startswith("_"):
+            continue
+        kind = value_kind(ann, classes)
+        entry = {"type": kind["type"]}
+        for key in ("choices", "list"):
+            if key in kind:
+                entry[key] = kind[key]
+        if optional_annotation(ann):
+            entry["optional"] = True
+        out[name] = entry
+    return out
+
+
+def nested_config(text, outer):
+    """The ClassDef `outer`.Config of a source text."""
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.ClassDef) and node.name == outer:
+            for inner in node.body:
+                if isinstance(inner, ast.ClassDef) and inner.name == "Config":
+                    return inner
+    raise SystemExit(f"{outer}.Config not found")
+
+
+def defined_names(text):
+    """The top-level names a module defines or imports (what `from module import X` finds)."""
+    names = set()
+    for node in ast.parse(text).body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return sorted(names)
+
+
+def torchtitan_python(git_dir, commit):
+    configs_py = git_show(git_dir, commit, "torchtitan/config/configs.py")
+    trainer_py = git_show(git_dir, commit, "torchtitan/trainer.py")
+    ac_py = git_show(git_dir, commit, "torchtitan/distributed/activation_checkpoint.py")
+    quant_init = git_show(git_dir, commit, "torchtitan/components/quantization/__init__.py")
+    float8_py = git_show(git_dir, commit, "torchtitan/components/quantization/float8.py")
+    llama_init = git_show(git_dir, commit, "torchtitan/models/llama3/__init__.py")
+    registry_py = git_show(git_dir, commit, "torchtitan/models/llama3/config_registry.py")
+    classes = Classes([configs_py])
+    sections = {name: class_fields(classes, cls) for name, cls in
+                (("training", "TrainingConfig"), ("parallelism", "ParallelismConfig"),
+                 ("compile", "CompileConfig"))}
+    trainer_config = [s.target.id for s in nested_config(trainer_py, "Trainer").body
+                      if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)]
+    policies = []
+    for node in ast.parse(ac_py).body:
+        if isinstance(node, ast.ClassDef) and any(
+                isinstance(b, ast.ClassDef) and b.name == "Config" for b in node.body):
+            policies.append(node.name)
+    converter = {}
+    for text, outer in ((quant_init, "QuantizationConverter"), (float8_py, "Float8LinearConverter")):
+        body = nested_config(text, outer).body
+        for s in body:
+            if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name) and \
+                    not s.target.id.startswith("_"):
+                converter[s.target.id] = {k: v for k, v in value_kind(s.annotation, classes).items()
+                                          if k in ("type", "choices", "list")}
+    flavors = []
+    for node in ast.walk(ast.parse(llama_init)):
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "llama3_configs"
+                                                for t in node.targets):
+            flavors = [literal(k) for k in node.value.keys]
+    functions = [n.name for n in ast.parse(registry_py).body if isinstance(n, ast.FunctionDef)]
+    registry_args = [a.arg for n in ast.parse(llama_init).body
+                     if isinstance(n, ast.FunctionDef) and n.name == "model_registry"
+                     for a in n.args.args]
+    spec_py = git_show(git_dir, commit, "torchtitan/protocols/model_spec.py")
+    spec_fields = [s.target.id for n in ast.parse(spec_py).body
+                   if isinstance(n, ast.ClassDef) and n.name == "ModelSpec"
+                   for s in n.body if isinstance(s, ast.AnnAssign)]
+    return {"form": "python",
+            "read_from": ["torchtitan/config/configs.py", "torchtitan/trainer.py",
+                          "torchtitan/distributed/activation_checkpoint.py",
+                          "torchtitan/components/quantization/__init__.py",
+                          "torchtitan/components/quantization/float8.py",
+                          "torchtitan/models/llama3/__init__.py",
+                          "torchtitan/models/llama3/config_registry.py",
+                          "torchtitan/protocols/model_spec.py"],
+            "trainer_config": trainer_config,
+            "sections": sections,
+            "activation_checkpoint": policies,
+            "float8_linear_converter": dict(sorted(converter.items())),
+            "llama3_flavors": flavors,
+            "model_registry_args": registry_args,
+            "model_spec_fields": spec_fields,
+            "imports": {
+                "torchtitan.trainer": defined_names(trainer_py),
+                "torchtitan.distributed.activation_checkpoint": defined_names(ac_py),
+                "torchtitan.components.quantization": defined_names(quant_init),
+                "torchtitan.models.llama3": defined_names(llama_init),
+                "torchtitan.models.llama3.config_registry": functions}}
 
 
 # ------------------------------------------------------------------------------------ deepspeed

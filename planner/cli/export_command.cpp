@@ -27,7 +27,8 @@ CommandAction add_export_command(CLI::App& app) {
   auto o = std::make_shared<ExportOptions>();
   CLI::App* cmd = app.add_subcommand(
       "export",
-      "Print a plan's settings for a training framework: Megatron-LM arguments, torchtitan TOML, "
+      "Print a plan's settings for a training framework: Megatron-LM arguments, a torchtitan "
+      "config (Python for main, TOML for 0.2), "
       "a DeepSpeed config or torchrun launch lines. What the framework cannot express is noted "
       "on stderr");
   cmd->add_option("plan", o->plan,

@@ -3,6 +3,7 @@
 // profile with its `fitted` section. Prints the parameters (prior, fitted, bounds, bound hit),
 // the error per source before and after the fit, in sample and cross-validated, and the
 // intervals. The file depends on the inputs only: the same inputs give the same bytes.
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <memory>
@@ -12,6 +13,7 @@
 #include "common/format.hpp"
 #include "planner/cli/commands.hpp"
 #include "planner/fit/fit_profile.hpp"
+#include "planner/fit/parameters.hpp"
 
 namespace meshplan {
 
@@ -53,6 +55,35 @@ std::string render(const ProfileFit& f, const std::string& out_path, double seco
                     e.mape_cross_validated ? percent(*e.mape_cross_validated) : "-"});
   }
   out << errors.render();
+  out << "\nMemory parameters (memory_fit.hpp: OOM outcomes and measured peaks, per framework "
+         "family):\n";
+  Table memory({"parameter", "family", "prior", "fitted", "bounds"},
+               {true, true, false, false, false});
+  for (const ParameterSpec& p : fit_parameters()) {
+    if (p.group != "memory") continue;
+    for (const auto& [family, rates] : f.memory_rates) {
+      const bool free = std::any_of(f.memory_runs.begin(), f.memory_runs.end(),
+                                    [&](const MemoryRun& r) { return r.family == family; });
+      memory.add_row({p.name, family, significant(p.prior(family), 4),
+                      free ? significant(rates.*p.field, 4) : "(prior: no run)",
+                      "[" + significant(p.lower, 4) + ", " + significant(p.upper, 4) + "]"});
+    }
+  }
+  out << memory.render();
+  out << "\nOOM classification and peak MAPE per source (before: the priors; cross-validated: "
+         "refitted without the run's (study, GPU count, sequence length) group):\n";
+  Table scores(
+      {"source", "outcomes", "before", "fitted", "cross-validated", "peaks", "peak MAPE cv"},
+      {true, false, false, false, false, false, false});
+  const auto accuracy = [](const MemoryScore& s) {
+    return percent(static_cast<double>(s.correct) / static_cast<double>(s.outcomes));
+  };
+  for (const MemorySourceScores& m : f.memory_scores) {
+    scores.add_row({m.source, std::to_string(m.fitted.outcomes), accuracy(m.before),
+                    accuracy(m.fitted), accuracy(m.cross_validated), std::to_string(m.fitted.peaks),
+                    m.fitted.peaks > 0 ? percent(m.cross_validated.peak_mape) : "-"});
+  }
+  out << scores.render();
   if (!f.intervals.empty()) {
     out << "\n80% intervals (measured / predicted, 10th and 90th percentiles of the "
            "cross-validated residuals, each study weighing the same):\n";

@@ -10,6 +10,7 @@
 #include "common/format.hpp"
 #include "common/input_error.hpp"
 #include "costmodel/counted.hpp"
+#include "costmodel/fitted_rates.hpp"
 #include "costmodel/flops.hpp"
 #include "costmodel/framework.hpp"
 #include "costmodel/param_count.hpp"
@@ -19,6 +20,7 @@
 #include "planner/cli/commands.hpp"
 #include "planner/cli/options.hpp"
 #include "planner/config/loaders.hpp"
+#include "planner/config/profile_loader.hpp"
 #include "planner/plan/plan_file.hpp"
 #include "planner/report/layout_summary.hpp"
 #include "planner/report/memory_ledger_report.hpp"
@@ -80,6 +82,7 @@ void read_plan_inputs(const std::string& path, LedgerResult& r) {
   r.framework = plan.setup.framework;
   r.precision = plan.setup.precision;
   r.layout = ResolvedLayout{plan.layout, plan.setup, {}};
+  r.layout->setup.fitted = fitted_rates(plan.profile, plan.setup.framework);
 }
 
 LedgerResult compute(const LedgerOptions& o) {
@@ -117,6 +120,13 @@ LedgerResult compute(const LedgerOptions& o) {
       r.layout = resolve_layout(o.layout, *r.model, r.gpu, r.framework, r.precision,
                                 o.gpus > 0 ? std::optional<std::int64_t>(o.gpus) : std::nullopt);
       r.notes.insert(r.notes.end(), r.layout->notes.begin(), r.layout->notes.end());
+    }
+    if (o.plan.empty()) {
+      // The OOM risk's memory parameters: the framework family's on the GPU's shipped profile
+      // (the unfitted defaults for a GPU without one).
+      if (const std::optional<std::string> shipped = shipped_profile_for(r.gpu)) {
+        r.layout->setup.fitted = fitted_rates(load_profile(*shipped), r.framework);
+      }
     }
     r.gpus = r.layout->layout.gpus();
     r.seq = r.layout->setup.seq;

@@ -12,6 +12,7 @@
 #include "common/format.hpp"
 #include "common/input_error.hpp"
 #include "costmodel/counted.hpp"
+#include "costmodel/oom_risk.hpp"
 #include "costmodel/param_count.hpp"
 #include "costmodel/units.hpp"
 #include "planner/cli/commands.hpp"
@@ -43,7 +44,8 @@ struct PlanOptions {
   int zero = -1;
   std::string recompute, sp;
   bool allow_cross_node_tp = false;
-  double memory_reserve_gib = 1.0;
+  double memory_reserve_gib = 0.0;
+  double max_oom_risk = kDefaultMaxOomRisk;
   std::size_t top = 10;
   std::string objective = "time";
   double tokens = 0;
@@ -153,7 +155,7 @@ TrainingSetup plan_setup(const PlanOptions& o, const Scenario& x, std::vector<st
     throw InputError("--memory-reserve " + reserve.str() + " GiB: the " + gpu.name + " GPUs of " +
                      x.cluster.name + " have " + memory +
                      " GiB each, and the reserve is kept free of that; give less than " + memory +
-                     " (default 1)");
+                     " (default 0)");
   }
   TrainingSetup setup;
   setup.framework = x.framework;
@@ -238,6 +240,7 @@ SearchRequest search_request(const PlanOptions& o, const Scenario& x, const Trai
   if (!o.sp.empty()) request.pins.sp = o.sp == "on";
   request.allow_cross_node_tp = o.allow_cross_node_tp;
   request.memory_reserve_bytes = o.memory_reserve_gib * kGiB;
+  request.max_oom_risk = o.max_oom_risk;
   request.top_k = o.top;
   request.objective = o.objective == "memory" ? Objective::kMemory
                       : o.objective == "cost" ? Objective::kCost
@@ -411,9 +414,16 @@ CommandAction add_plan_command(CLI::App& app) {
                     [o](bool on) { o->sp = on ? "on" : "off"; });
   cmd->add_flag("--allow-cross-node-tp", o->allow_cross_node_tp,
                 "Let tp span NVLink domains (costed on the NICs); off by default");
+  cmd->add_option("--max-oom-risk", o->max_oom_risk,
+                  "Largest OOM risk a listed layout may carry, a probability in [0, 1]: the "
+                  "risk comes from the ledger's peak, the GPU's memory and the spread of measured "
+                  "peaks and OOM outcomes that meshplan fit found for the framework's family on "
+                  "the profile")
+      ->capture_default_str()
+      ->check(number_in(0.0, 1.0));
   cmd->add_option("--memory-reserve", o->memory_reserve_gib,
-                  "GPU memory kept free beyond the ledger's own overhead lines (CUDA context, "
-                  "allocator fragmentation) [GiB]")
+                  "GPU memory kept free beyond the ledger and the OOM risk, a hard margin on the "
+                  "median peak [GiB]")
       ->capture_default_str()
       ->check(number_in(0.0, 1024.0));
   cmd->add_option("--top", o->top, "Layouts to list")

@@ -367,20 +367,26 @@ nlohmann::json model_to_json(const ModelSpec& m) {
   return j;
 }
 
+nlohmann::json peak_flops_to_json(const PeakFlops& p) {
+  nlohmann::json j = {{"fp32", peak_or_null(p.fp32)},
+                      {"tf32", peak_or_null(p.tf32)},
+                      {"bf16", peak_or_null(p.bf16)},
+                      {"fp16", peak_or_null(p.fp16)},
+                      {"fp8", peak_or_null(p.fp8)}};
+  // The block-scaled peaks are optional keys: written where the GPU has them (Blackwell).
+  if (p.mxfp8) j["mxfp8"] = *p.mxfp8;
+  if (p.nvfp4) j["nvfp4"] = *p.nvfp4;
+  return j;
+}
+
 nlohmann::json gpu_to_json(const GpuSpec& g) {
   const std::string copied = "copied from preset " + g.name;
-  const PeakFlops& p = g.peak_flops_per_s;
   nlohmann::json j = {{"schema", "meshplan-gpu/1"},
                       {"name", g.name},
                       {"description", g.description},
                       {"memory_bytes", whole_bytes(g.memory_bytes)},
                       {"hbm_bandwidth_bytes_per_s", g.hbm_bandwidth_bytes_per_s},
-                      {"peak_flops_per_s",
-                       {{"fp32", peak_or_null(p.fp32)},
-                        {"tf32", peak_or_null(p.tf32)},
-                        {"bf16", peak_or_null(p.bf16)},
-                        {"fp16", peak_or_null(p.fp16)},
-                        {"fp8", peak_or_null(p.fp8)}}},
+                      {"peak_flops_per_s", peak_flops_to_json(g.peak_flops_per_s)},
                       {"flash_attention", g.flash_attention},
                       {"runtime_overhead",
                        {{"cuda_context_bytes", whole_bytes(g.cuda_context_bytes)},
@@ -390,9 +396,6 @@ nlohmann::json gpu_to_json(const GpuSpec& g) {
                         {"hbm_bandwidth_bytes_per_s", copied},
                         {"peak_flops_per_s", copied},
                         {"runtime_overhead", copied}}}};
-  // The block-scaled peaks are optional keys: written where the GPU has them (Blackwell).
-  if (p.mxfp8) j["peak_flops_per_s"]["mxfp8"] = *p.mxfp8;
-  if (p.nvfp4) j["peak_flops_per_s"]["nvfp4"] = *p.nvfp4;
   return j;
 }
 

@@ -24,6 +24,10 @@ inline constexpr const char* kWrittenByMeshplan = "written by meshplan";
 /// in ModelSpec) are kWrittenByMeshplan.
 nlohmann::json model_to_json(const ModelSpec& model);
 
+/// A GPU file's "peak_flops_per_s" object, FLOP/s: fp32, tf32, bf16, fp16 and fp8 (null where
+/// the GPU has no such tensor cores), mxfp8 and nvfp4 only where it has them (Blackwell).
+nlohmann::json peak_flops_to_json(const PeakFlops& peaks);
+
 /// meshplan-gpu/1; every "sources" entry says "copied from preset <name>".
 nlohmann::json gpu_to_json(const GpuSpec& gpu);
 

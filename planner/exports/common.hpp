@@ -55,6 +55,7 @@ std::string version_line(const std::string& what, const FrameworkVersion& versio
 /// The writers of the export table (one file each).
 Export export_megatron(const Plan& p, const FrameworkVersion& version);
 Export export_torchtitan(const Plan& p, const FrameworkVersion& version);
+Export export_torchtitan_python(const Plan& p, const FrameworkVersion& version);
 Export export_deepspeed(const Plan& p, const FrameworkVersion& version);
 Export export_torchrun(const Plan& p, const FrameworkVersion& version);
 

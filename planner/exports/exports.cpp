@@ -4,10 +4,11 @@
 // names, types and allowed values of tests/data/frameworks/, from tools/framework_facts.py):
 //   megatron    Megatron-LM d98e8a6 (2026-08-22, Megatron-Core 0.20.0): arguments.py's parser
 //               and validate_args
-//   torchtitan  the TOML-reading releases v0.2.0 (29624e3, 2025-10-17) to v0.2.2 (73a0e69,
-//               2026-02-20): torchtitan/config/job_config.py. torchtitan main has read no TOML
-//               since (b5bcd76, 2026-08-21: Python configs, the batch in tokens, activation
-//               checkpointing as a sub-command) and is not written for.
+//   torchtitan  main (b5bcd76, 2026-08-21), which has read no TOML since Feb 2026: a Python
+//               module returning a Trainer.Config (torchtitan/config/configs.py, trainer.py;
+//               torchtitan_python.cpp names each file), and the TOML-reading releases v0.2.0
+//               (29624e3, 2025-10-17) to v0.2.2 (73a0e69, 2026-02-20):
+//               torchtitan/config/job_config.py.
 //   deepspeed   DeepSpeed edaa722 (2026-08-22, version.txt 0.19.6): the config classes
 //   torchrun    PyTorch 010929f torch/distributed/run.py get_args_parser (the flags written
 //               have been the same since PyTorch 2.0)
@@ -27,7 +28,9 @@ const std::vector<ExportTarget>& export_targets() {
        exports::export_megatron},
       {ExportFormat::kTorchtitan,
        "torchtitan",
-       {{"0.2", "torchtitan v0.2.0-v0.2.2 (TOML job config, checked at v0.2.2 73a0e69)"}},
+       {{"main", "torchtitan main b5bcd76 (2026-08-21, Python config: --module/--config)",
+         exports::export_torchtitan_python},
+        {"0.2", "torchtitan v0.2.0-v0.2.2 (TOML job config, checked at v0.2.2 73a0e69)"}},
        exports::export_torchtitan},
       {ExportFormat::kDeepspeed,
        "deepspeed",
@@ -66,6 +69,7 @@ const FrameworkVersion& find_framework_version(ExportFormat format, std::string_
 }
 
 Export export_plan(const Plan& plan, ExportFormat format, const FrameworkVersion& version) {
+  if (version.write != nullptr) return version.write(plan, version);
   return export_targets()[static_cast<std::size_t>(format)].write(plan, version);
 }
 

@@ -2,7 +2,9 @@
 // behind the table of export_targets() (name, the versions it writes for, the writer):
 //
 //   megatron    Megatron-LM command-line arguments (megatron.cpp), one per line
-//   torchtitan  the TOML sections of a torchtitan job config (torchtitan.cpp)
+//   torchtitan  the TOML sections of a torchtitan job config (torchtitan.cpp, 0.2), or for
+//               torchtitan main a Python module returning a Trainer.Config
+//               (torchtitan_python.cpp), run with --module / --config
 //   deepspeed   a DeepSpeed config (deepspeed.cpp); model parallelism is Megatron-DeepSpeed's
 //               command line, not this file
 //   torchrun    the launch lines (torchrun.cpp): one node (--standalone) or many (static
@@ -32,13 +34,16 @@ namespace meshplan {
 
 enum class ExportFormat { kMegatron, kTorchtitan, kDeepspeed, kTorchrun };
 
+struct Export;
+
 /// One version of a framework that an export writes for.
 struct FrameworkVersion {
   std::string name;        ///< as --framework-version takes it: "core-0.20", "0.2", ...
   std::string checked_at;  ///< the source it was checked against: "Megatron-LM d98e8a6 (...)"
+  /// This version's writer where it is not its format's (torchtitan main's Python config
+  /// beside the TOML of 0.2); nullptr for the format's.
+  Export (*write)(const Plan& plan, const FrameworkVersion& version) = nullptr;
 };
-
-struct Export;
 
 /// One row of the export table: a format, the versions it writes for (newest first: the
 /// default) and its writer.
@@ -100,6 +105,15 @@ struct Export {
 ///     save the first and last stages: Llama 3 405B's 7, 8 x 14, 7 on pp 16, or on pp 8 x vpp 2,
 ///     is 8 per stage, one less on each end), else dropped (with vpp > 1 a
 ///     pipeline_parallel_layers_per_stage still keeps vpp stages per rank where one does).
+///   torchtitan main (Python config): a module whose apply_plan(config) sets the same
+///     parallelism fields on a baseline Trainer.Config (torchtitan's config_registry function
+///     for llama3-8b/70b/405b, else the user's), with replicate-only dp kept beside tp/pp
+///     (fully_shard over the replicate mesh runs there), enable_sequence_parallel, the pipeline
+///     micro-batches as num_pp_microbatches, the batch in tokens
+///     (num_tokens_per_microbatch_per_dp_rank, num_tokens_per_train_step), max_context_length,
+///     FullAC / SelectiveAC / None, compile and async TP, and for fp8 the model rebuilt with
+///     Float8LinearConverter (rowwise: tensorwise is gone, noted). Errors: InputError where
+///     torchtitan would refuse the micro-batch's tokens (not divisible by tp x 2 cp).
 ///   deepspeed: train_batch_size, train_micro_batch_size_per_gpu, gradient_accumulation_steps,
 ///     zero_optimization.stage (1 for ZeRO-2/3 with pp > 1, which DeepSpeed's pipeline engine
 ///     refuses; noted) and overlap_comm, bf16/fp16, activation_checkpointing (full recompute);

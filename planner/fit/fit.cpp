@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <set>
 
+#include "common/atomic_write.hpp"
 #include "common/input_error.hpp"
 #include "costmodel/step_time.hpp"
 #include "planner/config/profile_loader.hpp"
@@ -19,27 +20,6 @@ constexpr double kHuberDelta = 0.1;
 /// deviation one kFamilyDeviationWidth from 1) costs as much as one run of weight 1 that is
 /// 10% off (residual 0.1), so the runs, not the priors, set every parameter they determine.
 constexpr double kPriorWeight = 0.1;
-
-/// "model dims | gpus | layout | measured": two cases with the same key are one run.
-std::string run_key(const ValidationCase& c) {
-  const ModelSpec& m = c.model;
-  const Layout& l = c.layout;
-  std::string key;
-  for (const std::int64_t v :
-       {m.num_layers, m.hidden_size, m.num_attention_heads, m.num_kv_heads, m.ffn_hidden_size,
-        m.vocab_size, m.seq_length, c.num_gpus, l.dp, l.tp, l.pp, l.cp, l.vpp, l.mbs, l.gbs,
-        static_cast<std::int64_t>(l.zero), static_cast<std::int64_t>(l.recompute),
-        static_cast<std::int64_t>(l.sp)}) {
-    key += std::to_string(v) + ",";
-  }
-  for (const std::optional<double>& v :
-       {c.step_time_s, c.tokens_per_s_per_gpu, c.tflops_per_gpu, c.mfu}) {
-    key += v ? std::to_string(*v) + "," : "-,";
-  }
-  return key + c.gpu + "," + c.framework;
-}
-
-std::string fold_of(const std::string& stem) { return stem.substr(0, stem.find('-')); }
 
 StepEstimate time_estimate(const FitRun& r, const Profile& profile) {
   const StepContext context(r.run.model, r.run.setup, r.cluster, profile);
@@ -63,13 +43,37 @@ double from_working(const ParameterSpec& p, double x) { return p.log_scale ? std
 
 }  // namespace
 
+std::string run_key(const ValidationCase& c) {
+  const ModelSpec& m = c.model;
+  const Layout& l = c.layout;
+  std::string key;
+  for (const std::int64_t v :
+       {m.num_layers, m.hidden_size, m.num_attention_heads, m.num_kv_heads, m.ffn_hidden_size,
+        m.vocab_size, m.seq_length, c.num_gpus, l.dp, l.tp, l.pp, l.cp, l.vpp, l.mbs, l.gbs,
+        static_cast<std::int64_t>(l.zero), static_cast<std::int64_t>(l.recompute),
+        static_cast<std::int64_t>(l.sp)}) {
+    key += std::to_string(v) + ",";
+  }
+  for (const std::optional<double>& v :
+       {c.step_time_s, c.tokens_per_s_per_gpu, c.tflops_per_gpu, c.mfu}) {
+    key += v ? std::to_string(*v) + "," : "-,";
+  }
+  return key + c.gpu + "," + c.framework;
+}
+
+std::string fold_of(const std::string& stem) { return stem.substr(0, stem.find('-')); }
+
 FitRuns load_fit_runs(const std::vector<std::string>& paths, const std::string& generation,
                       const std::map<std::string, Profile>& bases) {
   FitRuns out;
   std::map<std::string, std::shared_ptr<const Profile>> profiles;
   std::map<std::string, std::string> seen;  // run_key -> first case id
   std::map<std::string, std::size_t> per_source;
-  for (const std::string& path : paths) {
+  // By absolute path: the same order however the files are given (and named).
+  std::vector<std::pair<std::string, std::string>> ordered;
+  for (const std::string& path : paths) ordered.emplace_back(resolved_file_path(path), path);
+  std::sort(ordered.begin(), ordered.end());
+  for (const auto& [absolute, path] : ordered) {
     const std::string source = std::filesystem::path(path).stem().string();
     for (ValidationCase& c : load_validation_file(path, MoeCases::kKeep)) {
       const auto skip = [&](const std::string& reason) {
@@ -176,6 +180,7 @@ GenerationFit fit_generation(const std::vector<const FitRun*>& runs,
   std::vector<Slot> slots;
   std::vector<double> start, lower, upper;
   for (const ParameterSpec& spec : fit_parameters()) {
+    if (spec.group != "time") continue;  // the memory group: memory_fit.hpp
     if (spec.scope == ParameterScope::kShared) {
       const double prior = spec.prior("");
       slots.push_back({fit.parameters.size(), false});

@@ -48,6 +48,14 @@ struct FitRun {
   double weight = 1;                    ///< 1 / sqrt(runs of its source)
 };
 
+/// "model dims | gpus | layout | measured times | GPU, framework" of `c`: two cases with the same
+/// key are one run.
+std::string run_key(const ValidationCase& c);
+
+/// The study of a file's stem: up to its first '-' ("hagemann" for hagemann-selected and
+/// hagemann-sweep-13b), so that one study's files are left out together.
+std::string fold_of(const std::string& stem);
+
 /// The runs of some files, and the cases left out with why.
 struct FitRuns {
   std::vector<FitRun> runs;
@@ -61,8 +69,10 @@ struct FitRuns {
 /// base profile is `bases` at its shipped profile's name (case_hardware), else that shipped
 /// profile loaded; either with its fitted section cleared. A case that repeats an earlier one
 /// (the same model, GPU count, layout and measured numbers: the same run in two files) is
-/// skipped as a duplicate. Throws InputError for unreadable or malformed files, and when no run
-/// is left (naming each skipped case).
+/// skipped as a duplicate. The files are read in the order of their absolute paths
+/// (resolved_file_path), whatever order they are given in, so the run kept of two duplicates, and
+/// with it the fit, do not depend on the order of the command line. Throws InputError for
+/// unreadable or malformed files, and when no run is left (naming each skipped case).
 FitRuns load_fit_runs(const std::vector<std::string>& paths, const std::string& generation,
                       const std::map<std::string, Profile>& bases);
 

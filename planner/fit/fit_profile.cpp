@@ -1,5 +1,6 @@
 #include "planner/fit/fit_profile.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <set>
@@ -34,7 +35,9 @@ std::string runs_profile(const std::vector<std::string>& paths) {
                    "then left out)");
 }
 
-nlohmann::json parameter_rows(const GenerationFit& fit) {
+nlohmann::json parameter_rows(const GenerationFit& fit,
+                              const std::map<std::string, FittedRates>& memory,
+                              const std::vector<MemoryRun>& memory_runs) {
   nlohmann::json rows = nlohmann::json::array();
   for (const FittedParameter& p : fit.parameters) {
     rows.push_back(
@@ -51,7 +54,41 @@ nlohmann::json parameter_rows(const GenerationFit& fit) {
          {"meaning", p.spec->meaning},
          {"prior_source", p.spec->prior_source}});
   }
+  for (const ParameterSpec& p : fit_parameters()) {
+    if (p.group != "memory") continue;
+    for (const auto& [family, rates] : memory) {
+      const bool free = std::any_of(memory_runs.begin(), memory_runs.end(),
+                                    [&](const MemoryRun& r) { return r.family == family; });
+      const double value = rates.*p.field, span = p.upper - p.lower;
+      rows.push_back({{"name", p.name},
+                      {"unit", p.unit},
+                      {"family", family},
+                      {"generation", fit.generation},
+                      {"prior", p.prior(family)},
+                      {"value", value},
+                      {"lower", p.lower},
+                      {"upper", p.upper},
+                      {"fitted", free},
+                      {"bound_hit", value <= p.lower + 1e-6 * span   ? nlohmann::json("lower")
+                                    : value >= p.upper - 1e-6 * span ? nlohmann::json("upper")
+                                                                     : nlohmann::json(nullptr)},
+                      {"meaning", p.meaning},
+                      {"prior_source", p.prior_source}});
+    }
+  }
   return rows;
+}
+
+nlohmann::json score_json(const MemoryScore& s) {
+  return {{"outcomes", s.outcomes},
+          {"correct", s.correct},
+          {"accuracy", s.outcomes > 0 ? nlohmann::json(static_cast<double>(s.correct) /
+                                                       static_cast<double>(s.outcomes))
+                                      : nlohmann::json(nullptr)},
+          {"missed", s.missed},
+          {"false_alarms", s.false_alarms},
+          {"peaks", s.peaks},
+          {"peak_mape", s.peaks > 0 ? nlohmann::json(s.peak_mape) : nlohmann::json(nullptr)}};
 }
 
 }  // namespace
@@ -75,6 +112,39 @@ ProfileFit fit_profile(const std::vector<std::string>& paths, const std::string&
   std::vector<const FitRun*> all;
   for (const FitRun& r : out.runs.runs) all.push_back(&r);
   out.fit = fit_generation(all, *generation);
+
+  // The memory parameters (memory_fit.hpp), on the same files and generation, into every
+  // family's rates.
+  std::vector<SkippedCase> memory_skipped;
+  out.memory_runs = load_memory_runs(paths, *generation, &memory_skipped);
+  std::vector<const MemoryRun*> memory_all;
+  for (const MemoryRun& r : out.memory_runs) memory_all.push_back(&r);
+  out.memory_rates = fit_memory(memory_all);
+  for (auto& [family, rates] : out.fit.rates) {
+    for (const ParameterSpec& p : fit_parameters()) {
+      if (p.group == "memory") rates.*p.field = out.memory_rates.at(family).*p.field;
+    }
+  }
+  {
+    const std::vector<FittedRates> cv = cross_validate_memory(out.memory_runs);
+    for (std::size_t i = 0; i < out.memory_runs.size(); ++i) {
+      const MemoryRun& r = out.memory_runs[i];
+      auto it = std::find_if(out.memory_scores.begin(), out.memory_scores.end(),
+                             [&](const MemorySourceScores& s) { return s.source == r.source; });
+      if (it != out.memory_scores.end()) continue;
+      std::vector<MemoryRun> mine;
+      std::vector<FittedRates> before, fitted, crossed;
+      for (std::size_t j = i; j < out.memory_runs.size(); ++j) {
+        if (out.memory_runs[j].source != r.source) continue;
+        mine.push_back(out.memory_runs[j]);
+        before.push_back(prior_rates(out.memory_runs[j].family));
+        fitted.push_back(out.memory_rates.at(out.memory_runs[j].family));
+        crossed.push_back(cv[j]);
+      }
+      out.memory_scores.push_back({r.source, score_memory(mine, before), score_memory(mine, fitted),
+                                   score_memory(mine, crossed)});
+    }
+  }
 
   std::set<std::string> folds;
   for (const FitRun& r : out.runs.runs) folds.insert(r.fold);
@@ -149,8 +219,19 @@ ProfileFit fit_profile(const std::vector<std::string>& paths, const std::string&
   for (const SkippedCase& s : out.runs.skipped) {
     skipped.push_back({{"id", s.id}, {"file", s.source}, {"reason", s.reason}});
   }
+  nlohmann::json memory_errors = nlohmann::json::array();
+  for (const MemorySourceScores& m : out.memory_scores) {
+    memory_errors.push_back({{"source", m.source},
+                             {"before", score_json(m.before)},
+                             {"fitted", score_json(m.fitted)},
+                             {"cross_validated", score_json(m.cross_validated)}});
+  }
+  for (const SkippedCase& s : memory_skipped) {
+    skipped.push_back({{"id", s.id}, {"file", s.source}, {"reason", "memory fit: " + s.reason}});
+  }
   std::vector<std::string> files;
   for (const std::string& p : paths) files.push_back(std::filesystem::path(p).filename().string());
+  std::sort(files.begin(), files.end());  // the fit does not depend on their order (load_fit_runs)
   const nlohmann::json report = {
       {"method",
        "meshplan fit: Huber (0.1) loss on log(predicted / measured) of each run's time metric as "
@@ -158,10 +239,14 @@ ProfileFit fit_profile(const std::vector<std::string>& paths, const std::string&
        "parameter, Levenberg-Marquardt within the bounds (planner/fit/fit.hpp); intervals: 10th "
        "and 90th percentiles of measured / predicted over the cross-validated residuals "
        "(leave one source out) of the family's runs on this generation, else the generation's, "
-       "else all (at least 10 runs of 3 studies), each study weighing the same"},
+       "else all (at least 10 runs of 3 studies), each study weighing the same; memory "
+       "(planner/fit/memory_fit.hpp): logistic likelihood of OOM outcomes and Huber (0.1) on "
+       "log(calibrated / measured) peaks per framework family, cross-validated by leaving one "
+       "(study, GPU count, sequence length) group out"},
       {"base_profile", out.base.name},
       {"files", files},
-      {"parameters", parameter_rows(out.fit)},
+      {"parameters", parameter_rows(out.fit, out.memory_rates, out.memory_runs)},
+      {"memory_errors", memory_errors},
       {"iterations", out.fit.iterations},
       {"runs", run_rows},
       {"errors", per_source},

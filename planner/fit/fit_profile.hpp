@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "planner/fit/fit.hpp"
+#include "planner/fit/memory_fit.hpp"
 
 namespace meshplan {
 
@@ -23,6 +24,13 @@ struct SourceErrors {
   std::optional<double> mape_cross_validated;  ///< nullopt with one fold only
 };
 
+/// The memory fit's scores on one source: with the priors (before), in sample, and
+/// cross-validated (memory_fit.hpp folds).
+struct MemorySourceScores {
+  std::string source;
+  MemoryScore before, fitted, cross_validated;
+};
+
 /// The fit and the profile it writes.
 struct ProfileFit {
   Profile base;
@@ -31,6 +39,9 @@ struct ProfileFit {
   std::optional<CrossValidation> cross_validation;  ///< nullopt: one fold (source) only
   std::map<std::string, StepInterval> intervals;    ///< by family
   std::vector<SourceErrors> errors;                 ///< by source, then metric
+  std::vector<MemoryRun> memory_runs;               ///< the memory fit's runs
+  std::map<std::string, FittedRates> memory_rates;  ///< the memory fit, by family
+  std::vector<MemorySourceScores> memory_scores;    ///< by source, in the runs' order
   nlohmann::json profile_json;                      ///< the file, `fitted` section included
 };
 

@@ -117,6 +117,52 @@ const std::vector<ParameterSpec>& fit_parameters() {
                  "0: the collective's own alpha-beta time only (the model before this "
                  "parameter)",
                  &FittedRates::gather_latency_s});
+    // Memory (issue 20; planner/fit/memory_fit.hpp fits them on OOM outcomes and measured
+    // peaks, costmodel/oom_risk.hpp reads them). kFamily: a family's own kernels and allocator
+    // habits set them.
+    p.push_back({"memory_per_token_bytes",
+                 "bytes per token",
+                 "memory",
+                 ParameterScope::kFamily,
+                 0.0,
+                 4194304.0,
+                 {{"*", 0.0}},
+                 1048576.0,
+                 false,
+                 "Bytes a GPU holds per token of its micro-batch (seq / cp x mbs) beyond the "
+                 "ledger's named terms: eager-mode temporaries and saved tensors of a "
+                 "framework's ops that no ledger entry names (up to 4 MiB per token).",
+                 "0: the ledger's named terms are all there is",
+                 &FittedRates::memory_per_token_bytes});
+    p.push_back({"oom_log_bias",
+                 "log(ledger peak / median measured peak)",
+                 "memory",
+                 ParameterScope::kFamily,
+                 -0.3,
+                 0.3,
+                 {{"*", 0.0}},
+                 0.1,
+                 false,
+                 "The ledger's systematic relative error of the peak: positive where it "
+                 "over-predicts what runs reach (a run peaks at the ledger's x exp(-bias) in the "
+                 "median).",
+                 "0: the ledger is unbiased",
+                 &FittedRates::oom_log_bias});
+    p.push_back({"oom_log_spread",
+                 "log-ratio scale",
+                 "memory",
+                 ParameterScope::kFamily,
+                 0.003,
+                 0.2,
+                 {{"*", 0.01}},
+                 1.0,
+                 true,
+                 "Scale of the logistic spread of log(measured peak / calibrated peak): OOM "
+                 "outcomes and peaks scatter around the ledger by about this fraction (allocator "
+                 "block rounding, fragmentation that varies with the run, kernels' workspaces).",
+                 "0.01: an OOM risk of 5% at 97.1% of the capacity, about the 1 GiB reserve of "
+                 "80 GiB that plan kept before the risk",
+                 &FittedRates::oom_log_spread});
     return p;
   }();
   return all;

@@ -29,7 +29,7 @@ inline constexpr double kFamilyDeviationWidth = 0.25;
 struct ParameterSpec {
   std::string name;   ///< JSON key, e.g. "gemm_efficiency_scale"
   std::string unit;   ///< "fraction of the profile's rate", "s"
-  std::string group;  ///< "time" (step-time parameters); issue 20 adds "memory"
+  std::string group;  ///< "time" (step-time parameters, fit.hpp) or "memory" (memory_fit.hpp)
   ParameterScope scope = ParameterScope::kShared;
   double lower = 0, upper = 1;  ///< bounds, in `unit`
   /// Prior per framework family (family -> value); "*" for every family not listed.
@@ -45,7 +45,8 @@ struct ParameterSpec {
   double prior(const std::string& family) const;
 };
 
-/// Every parameter, in the order fits and reports list them.
+/// Every parameter, in the order fits and reports list them: the time group's, then the
+/// memory group's.
 const std::vector<ParameterSpec>& fit_parameters();
 
 /// The spec named `name`, or nullptr.

@@ -74,7 +74,10 @@ std::string render_memory_ledger(const MemoryLedger& ledger, const std::string& 
   }
   out << "\nfits on " << gpu_name << ": " << (ledger.fits ? "yes" : "no") << ", headroom "
       << fixed(ledger.headroom_bytes / kGiB, 1) << " GiB (worst stage " << ledger.worst_stage
-      << " needs " << gib(ledger.peak_bytes) << " of " << gib(ledger.capacity_bytes) << ")\n";
+      << " needs " << gib(ledger.peak_bytes) << " of " << gib(ledger.capacity_bytes) << ")\n"
+      << "OOM risk " << risk_percent(ledger.outlook.oom_risk) << " (a layout above "
+      << risk_percent(kDefaultMaxOomRisk) << " counts as out of memory); 80% of runs peak at "
+      << gib(ledger.outlook.peak_bytes_p10) << " to " << gib(ledger.outlook.peak_bytes_p90) << "\n";
   if (ledger.largest_tensor_bytes > 0) {
     out << "largest activation tensor: " << ledger.largest_tensor_name << " "
         << ledger.largest_tensor_shape << " " << ledger.largest_tensor_dtype << " = "
@@ -110,6 +113,9 @@ nlohmann::json memory_ledger_json(const MemoryLedger& ledger) {
           {"peak_bytes", ledger.peak_bytes},
           {"capacity_bytes", ledger.capacity_bytes},
           {"headroom_bytes", ledger.headroom_bytes},
+          {"peak_bytes_p10", ledger.outlook.peak_bytes_p10},
+          {"peak_bytes_p90", ledger.outlook.peak_bytes_p90},
+          {"oom_risk", ledger.outlook.oom_risk},
           {"fits", ledger.fits},
           {"largest_tensor",
            {{"name", ledger.largest_tensor_name},

@@ -53,6 +53,9 @@ nlohmann::json candidate_json(const SearchRequest& r, const Candidate& c) {
           {"mfu", c.mfu},
           {"mfu_causal", c.mfu * causal},
           {"peak_bytes", c.peak_bytes},
+          {"peak_bytes_p10", c.peak_bytes_p10},
+          {"peak_bytes_p90", c.peak_bytes_p90},
+          {"oom_risk", c.oom_risk},
           {"worst_stage", c.worst_stage},
           {"gpu_hours", r.tokens > 0 ? nlohmann::json(gpu_hours(r, c)) : nlohmann::json()},
           {"breakdown", breakdown_json(c.breakdown)}};
@@ -217,8 +220,8 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
   const double usable = result.usable_bytes;
   s << "- Training state: " << scientific(params) << " params x " << fixed(state.bytes_per_param, 0)
     << " bytes (" << r.setup.framework.name << ") = " << gib(state.total_bytes) << "; one "
-    << gpu.name << " has " << gib(usable) << " usable (" << gib(r.memory_reserve_bytes)
-    << " reserve). ";
+    << gpu.name << " has " << gib(usable) << " usable (OOM risk at most "
+    << risk_percent(r.max_oom_risk) << ", " << gib(r.memory_reserve_bytes) << " reserve). ";
   if (state.total_bytes < usable) {
     s << "It fits on one GPU: plain data parallelism (DDP) needs no sharding.\n";
   } else if (state.total_bytes / static_cast<double>(r.gpus) < usable) {
@@ -300,8 +303,8 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
       << " s of compute for activation memory.\n";
   }
   s << "- Peak memory " << gib(w.peak_bytes) << " of " << gib(gpu.memory_bytes) << " (stage "
-    << w.worst_stage << "); the step's largest part is " << largest_component(w.breakdown).first
-    << ".\n";
+    << w.worst_stage << "; OOM risk " << risk_percent(w.oom_risk)
+    << "); the step's largest part is " << largest_component(w.breakdown).first << ".\n";
   // The runner-up: the first layout that ranks after the winner without tying it.
   const Candidate* runner_up = nullptr;
   std::size_t ties = 0;
@@ -393,10 +396,10 @@ std::string render_plan(const SearchRequest& r, const SearchResult& result) {
       left.insert(left.end(), {false, false});
     }
     header.insert(header.end(),
-                  {"vpp", "mbs", "zero", "recompute", "sp", "memory GiB", "step s", "tokens/s",
-                   "MFU", "MFU causal", hours ? "GPU-hours" : "largest part"});
-    left.insert(left.end(),
-                {false, false, false, true, true, false, false, false, false, false, !hours});
+                  {"vpp", "mbs", "zero", "recompute", "sp", "memory GiB", "OOM risk", "step s",
+                   "tokens/s", "MFU", "MFU causal", hours ? "GPU-hours" : "largest part"});
+    left.insert(left.end(), {false, false, false, true, true, false, false, false, false, false,
+                             false, !hours});
     Table t(header, left);
     const double causal = causal_flops_ratio(r);
     std::size_t i = 0;
@@ -410,8 +413,8 @@ std::string render_plan(const SearchRequest& r, const SearchResult& result) {
                  {std::to_string(l.vpp), std::to_string(l.mbs), std::to_string(l.zero),
                   to_string(l.recompute), l.sp ? "on" : "off",
                   fixed(c.peak_bytes / kGiB, 1) + "/" + fixed(r.cluster.gpu.memory_bytes / kGiB, 1),
-                  fixed(c.step_time_s, 3), fixed(c.tokens_per_s, 0), fixed(100 * c.mfu, 1) + "%",
-                  fixed(100 * c.mfu * causal, 1) + "%",
+                  risk_percent(c.oom_risk), fixed(c.step_time_s, 3), fixed(c.tokens_per_s, 0),
+                  fixed(100 * c.mfu, 1) + "%", fixed(100 * c.mfu * causal, 1) + "%",
                   hours ? scientific(gpu_hours(r, c)) : largest_component(c.breakdown).first});
       t.add_row(row);
     }
@@ -472,6 +475,8 @@ nlohmann::json plan_json(const SearchRequest& r, const SearchResult& result) {
           {"rejected", result.rejected},
           {"smallest_peak_bytes", result.smallest_peak_bytes},
           {"usable_bytes", result.usable_bytes},
+          {"max_oom_risk", r.max_oom_risk},
+          {"memory_reserve_bytes", r.memory_reserve_bytes},
           {"ranked", ranked},
           {"pareto", pareto},
           {"explanation", explain_plan(r, result)}};

@@ -142,7 +142,9 @@ std::string render_step(const StepReportInputs& in, const StepEstimate& e) {
        "FlashAttention counts it)\n";
   s << "  peak memory      " << gib(e.memory.peak_bytes) << " on stage " << e.memory.worst_stage
     << " of " << gib(e.memory.capacity_bytes) << ": " << (e.memory.fits ? "fits" : "DOES NOT FIT")
-    << "\n\n";
+    << " (OOM risk " << risk_percent(e.memory.outlook.oom_risk) << ", 80% of runs peak at "
+    << gib(e.memory.outlook.peak_bytes_p10) << " to " << gib(e.memory.outlook.peak_bytes_p90)
+    << ")\n\n";
   Table t({"where the step goes", "seconds", "share"}, {true, false, false});
   for (const BreakdownComponent& c : breakdown_components(e.breakdown)) {
     t.add_row({c.label, fixed(c.seconds, 4), fixed(100 * c.seconds / e.step_time_s, 1) + "%"});
@@ -189,6 +191,9 @@ nlohmann::json step_json(const StepReportInputs& in, const StepEstimate& e) {
       {"hardware_flops_per_step", e.hardware_flops_per_step},
       {"peak_flops_per_s", e.peak_flops_per_s},
       {"peak_bytes", e.memory.peak_bytes},
+      {"peak_bytes_p10", e.memory.outlook.peak_bytes_p10},
+      {"peak_bytes_p90", e.memory.outlook.peak_bytes_p90},
+      {"oom_risk", e.memory.outlook.oom_risk},
       {"capacity_bytes", e.memory.capacity_bytes},
       {"fits", e.memory.fits},
       {"breakdown", breakdown_json(e.breakdown)},

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cmath>
 #include <limits>
 #include <thread>
 #include <tuple>
@@ -55,8 +56,9 @@ class Worker {
  public:
   explicit Worker(const SearchRequest& request)
       : r_(request),
+        setup_(fitted_setup(request.setup, request.profile)),
         context_(request.model, request.setup, request.cluster, request.profile),
-        usable_(request.cluster.gpu.memory_bytes - request.memory_reserve_bytes) {
+        usable_(usable_memory(request)) {
     result_.smallest_peak_bytes = std::numeric_limits<double>::infinity();
   }
 
@@ -225,7 +227,7 @@ class Worker {
 
     // Memory first: the time model runs only on layouts that fit.
     const ActivationBytes act = activations(l).scaled(static_cast<double>(l.mbs));
-    const MemoryContext memory{r_.model, context_.counts, l, r_.setup, r_.cluster.gpu, act};
+    const MemoryContext memory{r_.model, context_.counts, l, setup_, r_.cluster.gpu, act};
     const auto [peak, worst] = peak_memory(memory);
     result_.smallest_peak_bytes = std::min(result_.smallest_peak_bytes, peak);
     if (peak > usable_) {
@@ -240,6 +242,10 @@ class Worker {
     c.step_time_s_p10 = e.step_time_s_p10;
     c.step_time_s_p90 = e.step_time_s_p90;
     c.peak_bytes = peak;
+    const MemoryOutlook outlook = memory_outlook(peak, r_.cluster.gpu.memory_bytes, setup_.fitted);
+    c.oom_risk = outlook.oom_risk;
+    c.peak_bytes_p10 = outlook.peak_bytes_p10;
+    c.peak_bytes_p90 = outlook.peak_bytes_p90;
     c.worst_stage = worst;
     c.mfu = e.mfu;
     c.tflops_per_gpu = e.tflops_per_gpu;
@@ -275,6 +281,7 @@ class Worker {
   }
 
   const SearchRequest& r_;
+  TrainingSetup setup_;  ///< r_.setup with the profile's fitted memory parameters
   StepContext context_;
   double usable_;
   SearchResult result_;
@@ -334,6 +341,15 @@ bool ranks_before(const Candidate& a, const Candidate& b, Objective objective) {
                                         : a.peak_bytes < b.peak_bytes;
 }
 
+double usable_memory(const SearchRequest& request) {
+  // out_of_memory's two limits on the ledger's peak: the risk's, and the median's (peak x
+  // exp(-bias)) within the capacity less the reserve.
+  const double capacity = request.cluster.gpu.memory_bytes;
+  const FittedRates rates = fitted_rates(request.profile, request.setup.framework);
+  return std::min((capacity - request.memory_reserve_bytes) * std::exp(rates.oom_log_bias),
+                  peak_at_risk(capacity, rates, request.max_oom_risk));
+}
+
 SearchResult search_layouts(const SearchRequest& request) {
   std::vector<std::array<std::int64_t, 3>> combos;  // (tp, cp, pp)
   for (std::int64_t tp : divisors(request.gpus)) {
@@ -367,7 +383,7 @@ SearchResult search_layouts(const SearchRequest& request) {
 
   SearchResult out;
   out.smallest_peak_bytes = std::numeric_limits<double>::infinity();
-  out.usable_bytes = request.cluster.gpu.memory_bytes - request.memory_reserve_bytes;
+  out.usable_bytes = usable_memory(request);
   std::vector<Candidate> front;
   for (Worker& w : workers) {
     SearchResult& r = w.result();

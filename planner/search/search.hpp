@@ -21,6 +21,7 @@
 #include "costmodel/layout.hpp"
 #include "costmodel/memory_ledger.hpp"
 #include "costmodel/model_spec.hpp"
+#include "costmodel/oom_risk.hpp"
 #include "costmodel/profile.hpp"
 #include "costmodel/step_time.hpp"
 
@@ -57,7 +58,10 @@ struct SearchRequest {
   bool allow_cross_node_tp = false;  ///< let tp span NVLink domains (then costed on the NICs)
   /// GPU memory kept free beyond the ledger's own overhead lines (CUDA context, allocator
   /// fragmentation), bytes.
-  double memory_reserve_bytes = 1024.0 * 1024.0 * 1024.0;
+  double memory_reserve_bytes = 0;
+  /// The largest OOM risk a ranked layout may carry (costmodel/oom_risk.hpp, under the
+  /// profile's fitted memory parameters for setup.framework's family).
+  double max_oom_risk = kDefaultMaxOomRisk;
   Objective objective = Objective::kTime;
   double tokens = 0;  ///< tokens to train, for GPU-hours (cost); 0: not shown
   std::size_t top_k = 10;
@@ -72,6 +76,9 @@ struct Candidate {
   /// The 80% interval of the measured step time (StepEstimate); 0 and 0 without one.
   double step_time_s_p10 = 0, step_time_s_p90 = 0;
   double peak_bytes = 0;  ///< worst stage
+  /// OOM risk and the 80% interval of the peak (costmodel/oom_risk.hpp).
+  double oom_risk = 0;
+  double peak_bytes_p10 = 0, peak_bytes_p90 = 0;
   std::int64_t worst_stage = 0;
   double mfu = 0;
   double tflops_per_gpu = 0;  ///< model FLOP/s per GPU / 1e12 (attention non-causal, as mfu)
@@ -102,11 +109,17 @@ struct SearchResult {
   /// the pins (or seq, gbs) break, whatever the search chooses for the rest.
   std::vector<BrokenRule> broken_rules;
   double smallest_peak_bytes = 0;  ///< the least memory any rule-abiding layout needed
-  double usable_bytes = 0;         ///< GPU memory minus the reserve
+  /// The largest peak a ranked layout may have (costmodel/oom_risk.hpp out_of_memory): the least
+  /// of the peak at max_oom_risk (peak_at_risk) and the peak whose median is the GPU's memory
+  /// minus the reserve.
+  double usable_bytes = 0;
 };
 
 /// The key of SearchResult::rejected for layouts that do not fit in memory.
 inline constexpr const char* kOutOfMemoryReason = "out of memory";
+
+/// The usable_bytes of `request`.
+double usable_memory(const SearchRequest& request);
 
 /// Runs the search. Preconditions: gpus > 0, gbs > 0. Infeasible layouts are counted, never
 /// thrown; an empty `ranked` means nothing fits (see `rejected`). A pinned vpp, mbs or sp is

@@ -103,9 +103,12 @@ void compare_case(const ValidationCase& c, const std::string& source, const Case
 
   compare_time(x, e, profile, override);
   if (c.peak_memory_bytes) {
-    x.add(kMetricPeakBytes, ledger.peak_bytes, *c.peak_memory_bytes,
-          "ours: the worst stage's ledger total incl. runtime overhead (CUDA context, allocator "
-          "fragmentation); measured: " +
+    // The median of the peak's interval (oom_risk.hpp): the ledger's total calibrated by the
+    // family's fitted oom_log_bias, the centre `meshplan fit` puts measured peaks at.
+    x.add(kMetricPeakBytes, ledger.outlook.peak_bytes_p50, *c.peak_memory_bytes,
+          "ours: the median peak (the worst stage's ledger total incl. runtime overhead: CUDA "
+          "context, allocator fragmentation, the fitted per-token term; x exp(-oom_log_bias)); "
+          "measured: " +
               (c.memory_metric.empty() ? std::string("not stated") : c.memory_metric));
   }
   const bool ran = c.step_time_s || c.tokens_per_s_per_gpu || c.tflops_per_gpu || c.mfu;
@@ -113,7 +116,9 @@ void compare_case(const ValidationCase& c, const std::string& source, const Case
     x.add(kMetricOom, ledger.fits ? 0 : 1, *c.oom ? 1 : 0, std::nullopt,
           std::string("ours: ") + (ledger.fits ? "fits" : "OOM") + ", the worst stage needs " +
               gib(ledger.peak_bytes) + " of the " + gib(ledger.capacity_bytes) + " of the " +
-              hw.cluster.gpu.name + "; measured: " + (*c.oom ? "OOM" : "fits") + " (" +
+              hw.cluster.gpu.name + ", OOM risk " + risk_percent(ledger.outlook.oom_risk) +
+              " (OOM above " + risk_percent(kDefaultMaxOomRisk) + ", as plan excludes)" +
+              "; measured: " + (*c.oom ? "OOM" : "fits") + " (" +
               (c.memory_metric.empty() ? std::string("not stated") : c.memory_metric) + ")");
   }
 }

@@ -426,6 +426,8 @@ std::string convention_for_framework(const std::string& framework, int zero) {
   // Megatron-FSDP (Megatron-Core 0.14+), or Megatron-DeepSpeed's ZeRO, which it stands in for.
   if (megatron_family(framework)) return zero >= 2 ? "megatron" : "megatron-2023";
   if (framework == "torchtitan") return "fsdp";
+  // The schema's "other" holds one codebase today: Aleph Alpha's (Hagemann et al.'s runs).
+  if (framework == "other") return "aleph-alpha-2023";
   return "textbook";
 }
 

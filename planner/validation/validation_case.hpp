@@ -72,7 +72,8 @@ std::vector<ValidationCase> validation_cases_from_json(const nlohmann::json& jso
 /// case's ZeRO stage `zero` (0-3): nemo -> "nemo"; megatron and deepspeed-megatron ->
 /// "megatron-2023" (the published runs' Megatron-LM) at ZeRO 0 and 1, "megatron" at ZeRO 2
 /// and 3 (Megatron-FSDP, Megatron-Core 0.14 and later, which Megatron-DeepSpeed's ZeRO-2/3 with
-/// Megatron model code also stands in for: issue 19); torchtitan -> "fsdp"; others ->
+/// Megatron model code also stands in for: issue 19); torchtitan -> "fsdp"; other ->
+/// "aleph-alpha-2023" (the one codebase of the schema's "other" runs); llm-foundry, gpt-neox ->
 /// "textbook".
 std::string convention_for_framework(const std::string& framework, int zero);
 

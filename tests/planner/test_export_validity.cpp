@@ -234,6 +234,127 @@ void check_torchtitan(const std::string& text, const nlohmann::json& sections,
   }
 }
 
+/// `value` (Python source: True, False, None, an int, "text") as check_value reads a TOML value.
+std::string python_value(const std::string& value) {
+  if (value == "True") return "true";
+  if (value == "False") return "false";
+  return value;
+}
+
+bool contains(const nlohmann::json& list, const std::string& name) {
+  return std::find(list.begin(), list.end(), name) != list.end();
+}
+
+/// A torchtitan main config module (torchtitan-b5bcd76.json): every import names what its
+/// module defines, every `config.<section>.<field> = value` a field of that dataclass with a
+/// value of its type and choices, the policies and converters their classes, the config
+/// function a baseline of config_registry; then the checks of Trainer.Config and the trainer's
+/// start-up (torchtitan/trainer.py, configs.py).
+void check_torchtitan_python(const std::string& text, const nlohmann::json& f, std::int64_t gpus) {
+  std::istringstream lines(text);
+  std::map<std::string, std::string> values;  // "parallelism.tensor_parallel_degree" -> "8"
+  std::string converter_block;                // the lines of model_registry(...)
+  bool in_registry = false;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line.front() == '#') continue;
+    INFO(line);
+    if (line.rfind("from ", 0) == 0) {
+      const std::size_t imp = line.find(" import ");
+      REQUIRE(imp != std::string::npos);
+      const std::string module = line.substr(5, imp - 5), name = line.substr(imp + 8);
+      REQUIRE(f["imports"].contains(module));
+      CHECK(contains(f["imports"][module], name));
+      continue;
+    }
+    const std::size_t comment = line.find("  # ");
+    if (comment != std::string::npos) line.resize(comment);
+    if (in_registry) {
+      if (line == "    )") {
+        in_registry = false;
+      } else {
+        converter_block += line + "\n";
+      }
+      continue;
+    }
+    if (line == "    config.model_spec = model_registry(") {
+      in_registry = true;
+      continue;
+    }
+    const std::string prefix = "    config.";
+    const std::size_t eq = line.find(" = ");
+    if (line.rfind(prefix, 0) != 0 || eq == std::string::npos) continue;
+    const std::string path = line.substr(prefix.size(), eq - prefix.size());
+    const std::string value = line.substr(eq + 3);
+    CHECK(values.emplace(path, value).second);  // each field once
+    const std::size_t dot = path.find('.');
+    if (dot == std::string::npos) {
+      REQUIRE(contains(f["trainer_config"], path));
+      if (path == "activation_checkpoint" && value != "None") {
+        const std::string policy = value.substr(0, value.find(".Config()"));
+        CHECK(value == policy + ".Config()");
+        CHECK(contains(f["activation_checkpoint"], policy));
+      }
+      continue;
+    }
+    const std::string section = path.substr(0, dot), field = path.substr(dot + 1);
+    REQUIRE(f["sections"].contains(section));
+    REQUIRE(f["sections"][section].contains(field));
+    const nlohmann::json& spec = f["sections"][section][field];
+    if (value == "None") {
+      CHECK(spec.value("optional", false));
+    } else {
+      check_value(path, spec, python_value(value));
+    }
+  }
+  CHECK_FALSE(in_registry);
+  // model_registry(config.model_spec.flavor[, converters=[Float8LinearConverter.Config(...)]])
+  CHECK(contains(f["model_spec_fields"], "flavor"));
+  if (converter_block.find("converters=") != std::string::npos) {
+    CHECK(contains(f["model_registry_args"], "converters"));
+    std::istringstream block(converter_block);
+    for (std::string line; std::getline(block, line);) {
+      const std::size_t eq = line.find('=');
+      const std::size_t start = line.find_first_not_of(' ');
+      if (eq == std::string::npos || line.find("converters=") != std::string::npos) continue;
+      const std::string key = line.substr(start, eq - start);
+      std::string value = line.substr(eq + 1);
+      if (!value.empty() && value.back() == ',') value.pop_back();
+      INFO(line);
+      REQUIRE(f["float8_linear_converter"].contains(key));
+      check_value(key, f["float8_linear_converter"][key], python_value(value));
+    }
+  }
+  // The baseline: a config_registry function, called by the config function.
+  const std::size_t call = text.find("    return apply_plan(");
+  if (call != std::string::npos) {
+    const std::size_t open = call + 22;
+    const std::string baseline = text.substr(open, text.find("()", open) - open);
+    CHECK(contains(f["imports"]["torchtitan.models.llama3.config_registry"], baseline));
+  }
+  // The degrees fill the world (ParallelDims._validate), the token budget divides
+  // (Trainer.__init__), a micro-batch's tokens divide by tp (sp) x 2 cp, CUDA graphs are off
+  // with pp, async TP only with compile (CompileConfig.__post_init__).
+  const auto num = [&](const std::string& path) {
+    REQUIRE(values.count(path) == 1);
+    return std::stoll(values[path]);
+  };
+  const std::int64_t dp = num("parallelism.data_parallel_replicate_degree") *
+                          num("parallelism.data_parallel_shard_degree");
+  const std::int64_t tp = num("parallelism.tensor_parallel_degree");
+  const std::int64_t pp = num("parallelism.pipeline_parallel_degree");
+  const std::int64_t cp = num("parallelism.context_parallel_degree");
+  CHECK(dp * tp * pp * cp == gpus);
+  const std::int64_t micro = num("training.num_tokens_per_microbatch_per_dp_rank");
+  const std::int64_t count = pp > 1 ? num("parallelism.num_pp_microbatches") : 1;
+  CHECK(num("training.num_tokens_per_train_step") % (micro * count * dp) == 0);
+  const bool sp = values["parallelism.enable_sequence_parallel"] == "True";
+  CHECK(micro % ((sp ? tp : 1) * (cp > 1 ? 2 * cp : 1)) == 0);
+  if (pp > 1) CHECK(values["training.disable_cuda_graphs"] == "True");
+  if (values["compile.enable_async_tensor_parallel"] == "True") {
+    CHECK(values["compile.enable"] == "True");
+  }
+}
+
 void check_deepspeed(const std::string& text, const nlohmann::json& ds) {
   const nlohmann::json j = nlohmann::json::parse(text);  // plain JSON (json.load reads it too)
   for (const auto& [key, value] : j.items()) {
@@ -300,6 +421,7 @@ TEST_CASE("every export uses the names, types and values its framework version a
   const nlohmann::json megatron = facts("megatron-d98e8a6.json")["flags"];
   const nlohmann::json titan_rules = facts("torchtitan-v0.2.rules.json");
   const nlohmann::json deepspeed = facts("deepspeed-0.19.6.json");
+  const nlohmann::json titan_main_facts = facts("torchtitan-b5bcd76.json");
   const nlohmann::json torchrun = facts("torchrun-010929f.json");
   const std::vector<Plan> plans = plan_set();
   REQUIRE(plans.size() == 17);
@@ -310,12 +432,16 @@ TEST_CASE("every export uses the names, types and values its framework version a
     const Export meg = export_plan(p, ExportFormat::kMegatron);
     INFO(meg.text);
     check_megatron(meg.text, megatron);
-    const Export titan = export_plan(p, ExportFormat::kTorchtitan);
+    const Export titan = export_plan(p, ExportFormat::kTorchtitan,
+                                     find_framework_version(ExportFormat::kTorchtitan, "0.2"));
     INFO(titan.text);
     for (const char* tag : {"torchtitan-v0.2.0.json", "torchtitan-v0.2.2.json"}) {
       INFO(tag);
       check_torchtitan(titan.text, facts(tag)["sections"], titan_rules);
     }
+    const Export titan_main = export_plan(p, ExportFormat::kTorchtitan);
+    INFO(titan_main.text);
+    check_torchtitan_python(titan_main.text, titan_main_facts, p.layout.gpus());
     check_deepspeed(export_plan(p, ExportFormat::kDeepspeed).text, deepspeed);
     check_torchrun(export_plan(p, ExportFormat::kTorchrun).text, torchrun);
   }
@@ -323,14 +449,16 @@ TEST_CASE("every export uses the names, types and values its framework version a
 
 TEST_CASE("the exports name their version, and an unknown version is refused with the known ones",
           "[exports][validity]") {
-  CHECK(find_framework_version(ExportFormat::kTorchtitan, "").name == "0.2");
+  CHECK(find_framework_version(ExportFormat::kTorchtitan, "").name == "main");
   CHECK_THROWS_WITH(find_framework_version(ExportFormat::kTorchtitan, "0.3"),
-                    "torchtitan has no version \"0.3\"; meshplan writes for 0.2 (torchtitan "
-                    "v0.2.0-v0.2.2 (TOML job config, checked at v0.2.2 73a0e69))");
+                    "torchtitan has no version \"0.3\"; meshplan writes for main, 0.2 "
+                    "(torchtitan main b5bcd76 (2026-08-21, Python config: --module/--config))");
   // The facts are those of the commits the table names.
   CHECK(facts("megatron-d98e8a6.json")["commit"] == "d98e8a64ddf34856e74b24714e3bedb2f5a39553");
   CHECK(facts("megatron-d98e8a6.json")["megatron_core_version"] == "0.20.0");
   CHECK(facts("torchtitan-v0.2.2.json")["commit"] == "73a0e6979dd10b6b1904098eb3c8f62c18ab87ce");
+  CHECK(facts("torchtitan-b5bcd76.json")["commit"] == "b5bcd76c66d0acb1a08b176d9639425bc55e0b2a");
+  CHECK(facts("torchtitan-b5bcd76.json")["form"] == "python");
   // A flag the extraction must have found (and one Megatron-LM no longer reads is defined but
   // not exported): --attention-backend with AttnBackend's members.
   CHECK(facts("megatron-d98e8a6.json")["flags"]["--attention-backend"]["choices"] ==

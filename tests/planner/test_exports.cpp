@@ -23,6 +23,12 @@ using namespace meshplan;
 
 namespace {
 
+/// torchtitan's TOML version (0.2): the torchtitan tests below read the TOML job config; the
+/// Python config of main (the default) is test_torchtitan_python.cpp's.
+const FrameworkVersion& toml_0_2() {
+  return find_framework_version(ExportFormat::kTorchtitan, "0.2");
+}
+
 Plan plan_of(const ModelSpec& model, const Layout& layout, const std::string& framework,
              Precision precision, std::int64_t seq) {
   TrainingSetup setup;
@@ -214,15 +220,15 @@ TEST_CASE("megatron export: RoPE scaling as Megatron-LM spells it, or noted", "[
 
   // torchtitan's TOML has neither key: both are noted.
   m.rope_scaling = load_model("llama3-405b").rope_scaling;
-  const Export titan =
-      export_plan(plan_of(m, l, "fsdp", Precision::kBf16, 8192), ExportFormat::kTorchtitan);
+  const Export titan = export_plan(plan_of(m, l, "fsdp", Precision::kBf16, 8192),
+                                   ExportFormat::kTorchtitan, toml_0_2());
   CHECK(mentions(titan, "RoPE scaling \"llama3\" (factor 8): torchtitan's job TOML has no"));
   // Its norm epsilon is torchtitan's Llama flavors' 1e-05: nothing to say; another is noted.
   CHECK_FALSE(mentions(titan, "norm epsilon"));
   m.norm_epsilon = 1e-6;
-  CHECK(mentions(
-      export_plan(plan_of(m, l, "fsdp", Precision::kBf16, 8192), ExportFormat::kTorchtitan),
-      "norm epsilon 1e-06: torchtitan's job TOML has no norm epsilon key"));
+  CHECK(mentions(export_plan(plan_of(m, l, "fsdp", Precision::kBf16, 8192),
+                             ExportFormat::kTorchtitan, toml_0_2()),
+                 "norm epsilon 1e-06: torchtitan's job TOML has no norm epsilon key"));
 }
 
 TEST_CASE("megatron export of GPT-3 in fp16 with full recompute", "[exports]") {
@@ -280,12 +286,12 @@ TEST_CASE("torchtitan export: a model outside torchtitan's Llama architecture is
           "[exports]") {
   Layout l = tp8_pp8();
   const Export gpt3 = export_plan(plan_of("gpt3-175b", l, "fsdp", Precision::kBf16, 2048),
-                                  ExportFormat::kTorchtitan);
+                                  ExportFormat::kTorchtitan, toml_0_2());
   CHECK(mentions(gpt3,
                  "model architecture: LayerNorm, a non-gated (GeLU) MLP, learned "
                  "positions, biases on every linear layer, tied embeddings and dropout: "
                  "torchtitan's Llama models"));
-  const Export llama = export_plan(llama8b_fsdp(), ExportFormat::kTorchtitan);
+  const Export llama = export_plan(llama8b_fsdp(), ExportFormat::kTorchtitan, toml_0_2());
   CHECK_FALSE(mentions(llama, "model architecture"));
 }
 
@@ -337,7 +343,7 @@ TEST_CASE("megatron export: uneven stage splits and ZeRO beyond 1", "[exports]")
 TEST_CASE("torchtitan export: FSDP, DDP and the pipeline, parsed back", "[exports]") {
   SECTION("llama3-8b FSDP, full recompute") {
     const Plan p = llama8b_fsdp();
-    const Export e = export_plan(p, ExportFormat::kTorchtitan);
+    const Export e = export_plan(p, ExportFormat::kTorchtitan, toml_0_2());
     INFO(e.text);
     CHECK_THAT(e.text, Catch::Contains("[parallelism]\n"));
     CHECK_THAT(e.text, Catch::Contains("data_parallel_shard_degree = 8\n"));
@@ -367,13 +373,13 @@ TEST_CASE("torchtitan export: FSDP, DDP and the pipeline, parsed back", "[export
     // ... and a plan estimated with fused elementwise kernels asks for it.
     Plan compiled = p;
     compiled.setup.framework.elementwise = ElementwiseKernels::kFused;
-    CHECK_THAT(export_plan(compiled, ExportFormat::kTorchtitan).text,
+    CHECK_THAT(export_plan(compiled, ExportFormat::kTorchtitan, toml_0_2()).text,
                Catch::Contains("[compile]\nenable = true\n"));
   }
   SECTION("llama3-8b ZeRO-2: FSDP2 that never reshards after the forward, read back as zero 2") {
     Plan p = llama8b_fsdp();
     p.layout.zero = 2;
-    const Export e = export_plan(p, ExportFormat::kTorchtitan);
+    const Export e = export_plan(p, ExportFormat::kTorchtitan, toml_0_2());
     INFO(e.text);
     // Gradients and optimizer states sharded over dp 8: data_parallel_shard_degree, not DDP.
     CHECK_THAT(e.text, Catch::Contains("data_parallel_replicate_degree = 1\n"));
@@ -386,7 +392,7 @@ TEST_CASE("torchtitan export: FSDP, DDP and the pipeline, parsed back", "[export
     CHECK(back.dp == 8);
     CHECK(back.zero == 2);
     // ZeRO-3 writes no reshard key (torchtitan's "default"), and an unknown policy is refused.
-    CHECK_THAT(export_plan(llama8b_fsdp(), ExportFormat::kTorchtitan).text,
+    CHECK_THAT(export_plan(llama8b_fsdp(), ExportFormat::kTorchtitan, toml_0_2()).text,
                !Catch::Contains("fsdp_reshard_after_forward"));
     std::string bad = e.text;
     bad.replace(bad.find("\"never\""), 7, "\"sometimes\"");
@@ -398,7 +404,7 @@ TEST_CASE("torchtitan export: FSDP, DDP and the pipeline, parsed back", "[export
       "llama3-70b interleaved pipeline, ZeRO-1 (DDP, which torchtitan refuses beside tp "
       "and pp) as HSDP") {
     const Plan p = llama70b();
-    const Export e = export_plan(p, ExportFormat::kTorchtitan);
+    const Export e = export_plan(p, ExportFormat::kTorchtitan, toml_0_2());
     INFO(e.text);
     CHECK_THAT(e.text, Catch::Contains("pipeline_parallel_schedule = \"Interleaved1F1B\"\n"));
     CHECK_THAT(e.text, Catch::Contains("pipeline_parallel_microbatch_size = 1\n"));
@@ -437,7 +443,7 @@ TEST_CASE("torchtitan export: FSDP, DDP and the pipeline, parsed back", "[export
     l.zero = 3;
     l.stage_layers = {15, 17};
     const Plan p = plan_of("llama3-8b", l, "fsdp", Precision::kFp8, 8192);
-    const Export e = export_plan(p, ExportFormat::kTorchtitan);
+    const Export e = export_plan(p, ExportFormat::kTorchtitan, toml_0_2());
     INFO(e.text);
     INFO(all_dropped(e));
     CHECK(mentions(e, "torchtitan's TP always uses sequence parallelism"));
@@ -479,7 +485,7 @@ TEST_CASE(
   expected.front() = expected.back() = 7;
   REQUIRE(l.stage_layers == expected);
   const Plan p = plan_of("llama3-405b", l, "fsdp", Precision::kBf16, 8192);
-  const Export e = export_plan(p, ExportFormat::kTorchtitan);
+  const Export e = export_plan(p, ExportFormat::kTorchtitan, toml_0_2());
   INFO(e.text);
   INFO(all_dropped(e));
   CHECK_THAT(e.text, Catch::Contains("pipeline_parallel_schedule = \"1F1B\"\n"
@@ -507,7 +513,7 @@ TEST_CASE("torchtitan export: a split torchtitan cannot make is dropped, and its
   l.stage_layers = edge_light_stage_split(80, 6);
   REQUIRE(l.stage_layers == std::vector<std::int64_t>{13, 13, 14, 14, 13, 13});
   const Plan p = plan_of("llama3-70b", l, "fsdp", Precision::kBf16, 8192);
-  const Export e = export_plan(p, ExportFormat::kTorchtitan);
+  const Export e = export_plan(p, ExportFormat::kTorchtitan, toml_0_2());
   INFO(e.text);
   CHECK(mentions(e,
                  "uneven stage split 13,13,14,14,13,13: torchtitan's "
@@ -634,7 +640,7 @@ TEST_CASE("deepspeed export: the config JSON and what belongs on the command lin
 
     // The same layout in torchtitan: sp off with tp 2 is not expressible.
     const Export t = export_plan(plan_of("llama3-8b", l, "fsdp", Precision::kBf16, 8192),
-                                 ExportFormat::kTorchtitan);
+                                 ExportFormat::kTorchtitan, toml_0_2());
     CHECK(mentions(t, "torchtitan's TP always uses sequence parallelism"));
     CHECK(mentions(t, "FSDP over the context-parallel group"));
   }
@@ -840,9 +846,9 @@ TEST_CASE("exports: interleaved pipeline sends overlapped or waiting as the plan
   // torchtitan has no switch: a plan costed overlapped (--pp-overlap on) says so.
   l.vpp = 2;
   Plan fsdp = plan_of("llama3-70b", l, "fsdp", Precision::kBf16, 4096);
-  CHECK_FALSE(mentions(export_plan(fsdp, ExportFormat::kTorchtitan), "pipeline sends"));
+  CHECK_FALSE(mentions(export_plan(fsdp, ExportFormat::kTorchtitan, toml_0_2()), "pipeline sends"));
   fsdp.setup.framework.pp_p2p_overlap = true;
-  const Export titan = export_plan(fsdp, ExportFormat::kTorchtitan);
+  const Export titan = export_plan(fsdp, ExportFormat::kTorchtitan, toml_0_2());
   INFO(all_dropped(titan));
   CHECK(mentions(titan,
                  "pipeline sends beside compute (--pp-overlap on): torchtitan has no "
@@ -861,7 +867,7 @@ TEST_CASE("torchtitan export: only DDP with cp is noted for torchtitan's FSDP ov
   const auto cp_note = [&](int zero) {
     l.zero = zero;
     return mentions(export_plan(plan_of("llama3-8b", l, "fsdp", Precision::kBf16, 8192),
-                                ExportFormat::kTorchtitan),
+                                ExportFormat::kTorchtitan, toml_0_2()),
                     "with cp 2: torchtitan applies FSDP over the context-parallel group");
   };
   CHECK_FALSE(cp_note(2));
@@ -871,7 +877,7 @@ TEST_CASE("torchtitan export: only DDP with cp is noted for torchtitan's FSDP ov
   // not whole on every GPU, as the cp note says.
   l.zero = 1;
   const Export zero1 = export_plan(plan_of("llama3-8b", l, "fsdp", Precision::kBf16, 8192),
-                                   ExportFormat::kTorchtitan);
+                                   ExportFormat::kTorchtitan, toml_0_2());
   CHECK(mentions(zero1,
                  "which keeps the full optimizer states on each of its replicas (sharded "
                  "over cp 2 only, as below)"));
@@ -886,21 +892,29 @@ TEST_CASE("torchtitan export: a TP overlap share is async TP, which needs compil
   l.zero = 3;
   l.gbs = 8;
   Plan p = plan_of("llama3-8b", l, "fsdp", Precision::kBf16, 4096);
-  CHECK_THAT(export_plan(p, ExportFormat::kTorchtitan).text,
+  CHECK_THAT(export_plan(p, ExportFormat::kTorchtitan, toml_0_2()).text,
              Catch::Contains("enable_async_tensor_parallel = false\n"));
-  // --tp-overlap 0.5 on fsdp (eager elementwise ops, so compile = false): async TP is switched
-  // on, and the note says torchtitan runs it only under compile.
+  // --tp-overlap 0.5 on fsdp (eager elementwise ops, so compile = false): torchtitan refuses
+  // async TP without compile (v0.2.2 torchtitan/distributed/tensor_parallel.py), so it stays
+  // off, and the note says so.
   p.setup.framework.tp_comm_overlap = 0.5;
-  const Export eager = export_plan(p, ExportFormat::kTorchtitan);
-  CHECK_THAT(eager.text, Catch::Contains("enable_async_tensor_parallel = true\n"));
+  const Export eager = export_plan(p, ExportFormat::kTorchtitan, toml_0_2());
+  CHECK_THAT(eager.text, Catch::Contains("enable_async_tensor_parallel = false\n"));
   CHECK_THAT(eager.text, Catch::Contains("[compile]\nenable = false\n"));
   INFO(all_dropped(eager));
   CHECK(mentions(eager, "async TP (the plan hides 50% of TP collective time)"));
   // With fused elementwise ops (compile = true) nothing is said.
   p.setup.framework.elementwise = ElementwiseKernels::kFused;
-  const Export fused = export_plan(p, ExportFormat::kTorchtitan);
+  const Export fused = export_plan(p, ExportFormat::kTorchtitan, toml_0_2());
   CHECK_THAT(fused.text, Catch::Contains("[compile]\nenable = true\n"));
+  CHECK_THAT(fused.text, Catch::Contains("enable_async_tensor_parallel = true\n"));
   CHECK_FALSE(mentions(fused, "async TP"));
+  // The same at main, where CompileConfig refuses async TP without compile.enable.
+  CHECK_THAT(export_plan(p, ExportFormat::kTorchtitan).text,
+             Catch::Contains("config.compile.enable_async_tensor_parallel = True\n"));
+  p.setup.framework.elementwise = ElementwiseKernels::kEager;
+  CHECK_THAT(export_plan(p, ExportFormat::kTorchtitan).text,
+             Catch::Contains("config.compile.enable_async_tensor_parallel = False\n"));
 }
 
 namespace {
@@ -1054,7 +1068,7 @@ TEST_CASE("torchtitan export: 7, 8 x 14, 7 on pp 8 x vpp 2 is torchtitan's 16 st
   expected.front() = expected.back() = 7;
   const Export e = export_plan(
       plan_of(llama405b_with_layers(126), pp8_vpp2(expected), "fsdp", Precision::kBf16, 8192),
-      ExportFormat::kTorchtitan);
+      ExportFormat::kTorchtitan, toml_0_2());
   INFO(e.text);
   INFO(all_dropped(e));
   CHECK_THAT(e.text, Catch::Contains("pipeline_parallel_schedule = \"Interleaved1F1B\"\n"
@@ -1076,7 +1090,7 @@ TEST_CASE("torchtitan export: 7, 8 x 14, 7 on pp 8 x vpp 2 is torchtitan's 16 st
   split[0] = split[1] = split[15] = 7;
   const Export dropped = export_plan(
       plan_of(llama405b_with_layers(125), pp8_vpp2(split), "fsdp", Precision::kBf16, 8192),
-      ExportFormat::kTorchtitan);
+      ExportFormat::kTorchtitan, toml_0_2());
   INFO(dropped.text);
   INFO(all_dropped(dropped));
   CHECK(mentions(dropped,
@@ -1292,7 +1306,7 @@ TEST_CASE("torchtitan export: where the split is not torchtitan's, the note give
   l.stage_layers = default_stage_split(32, 5, 1);
   REQUIRE(l.stage_layers == std::vector<std::int64_t>{6, 6, 7, 7, 6});
   const Export one = export_plan(plan_of("llama2-7b", l, "fsdp", Precision::kBf16, 4096),
-                                 ExportFormat::kTorchtitan);
+                                 ExportFormat::kTorchtitan, toml_0_2());
   CHECK(mentions(one, "or torchtitan splits them its own way (6,7,7,7,5)"));
   CHECK(mentions(one, "module_fqns_per_model_part"));
   // pp 7 x vpp 2: 14 stages, torchtitan's default 2 per rank as planned; its split: 34 / 14 =
@@ -1302,7 +1316,7 @@ TEST_CASE("torchtitan export: where the split is not torchtitan's, the note give
   l.gbs = 70;
   l.stage_layers = default_stage_split(32, 7, 2);
   const Export two = export_plan(plan_of("llama2-7b", l, "fsdp", Precision::kBf16, 4096),
-                                 ExportFormat::kTorchtitan);
+                                 ExportFormat::kTorchtitan, toml_0_2());
   CHECK(mentions(two,
                  "its default of 2 stages per rank is the plan's "
                  "(2,3,3,3,3,3,2,2,2,2,2,2,2,1)"));

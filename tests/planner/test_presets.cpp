@@ -100,6 +100,48 @@ TEST_CASE("meshplan presets prints the three tables", "[presets]") {
   CHECK(test::run({"presets", "widgets"}).exit_code == 2);
 }
 
+TEST_CASE("meshplan presets --json: the tables' presets in SI units", "[presets]") {
+  const test::CliResult all = test::run({"presets", "--json"});
+  REQUIRE(all.exit_code == 0);
+  const nlohmann::json j = nlohmann::json::parse(all.out);
+  // One array per kind, one row per preset file.
+  for (const auto& [key, kind] :
+       std::vector<std::pair<std::string, PresetKind>>{{"models", PresetKind::kModel},
+                                                       {"gpus", PresetKind::kGpu},
+                                                       {"clusters", PresetKind::kCluster},
+                                                       {"profiles", PresetKind::kProfile}}) {
+    INFO(key);
+    REQUIRE(j.contains(key));
+    CHECK(j.at(key).size() == preset_names(kind).size());
+  }
+  const auto row = [](const nlohmann::json& rows, const std::string& name) {
+    for (const nlohmann::json& r : rows) {
+      if (r.at("name") == name) return r;
+    }
+    FAIL("no row " << name);
+    return nlohmann::json();
+  };
+  // h100-sxm (configs/gpus/h100-sxm.json): nvidia-smi's 81,559 MiB = 81,559 x 2^20 =
+  // 85,520,809,984 bytes; 989.4 dense BF16 TFLOP/s = 9.894e14 FLOP/s; no MXFP8 tensor cores.
+  const nlohmann::json h100 = row(j.at("gpus"), "h100-sxm");
+  CHECK(h100.at("memory_bytes").get<double>() == 81559.0 * 1024 * 1024);
+  CHECK(h100.at("peak_flops_per_s").at("bf16").get<double>() == Approx(989.4e12));
+  CHECK(!h100.at("peak_flops_per_s").contains("mxfp8"));
+  // dgx-h100: 8 NICs of 400 Gb/s = 50e9 bytes/s each; its shipped profile is h100.
+  const nlohmann::json dgx = row(j.at("clusters"), "dgx-h100");
+  CHECK(dgx.at("nic_bytes_per_s").get<double>() == Approx(50e9));
+  CHECK(dgx.at("profile") == "h100");
+  // llama3-8b: the same counts as count_params (dense: active = total).
+  const ParamCount c = count_params(load_model("llama3-8b"));
+  const nlohmann::json llama = row(j.at("models"), "llama3-8b");
+  CHECK(llama.at("params").get<std::int64_t>() == c.total);
+  CHECK(llama.at("active_params").get<std::int64_t>() == c.total);
+  // A kind alone gives that array alone.
+  const nlohmann::json gpus = nlohmann::json::parse(test::run({"presets", "gpus", "--json"}).out);
+  CHECK(gpus.size() == 1);
+  CHECK(gpus.at("gpus") == j.at("gpus"));
+}
+
 namespace {
 
 /// The cells of the row of `name` in a rendered table (split on runs of spaces), or {}.

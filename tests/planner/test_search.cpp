@@ -194,7 +194,7 @@ TEST_CASE("plan: --out and --memory-reserve are checked before the search", "[se
     CHECK(r.out.empty());
     CHECK(r.err == "meshplan: error: --memory-reserve " + std::string(reserve) +
                        " GiB: the h100-sxm GPUs of dgx-h100 have 79.65 GiB each, and the reserve "
-                       "is kept free of that; give less than 79.65 (default 1)\n");
+                       "is kept free of that; give less than 79.65 (default 0)\n");
   }
   // 79.64 GiB is less: the search runs, and says nothing fits in the 85,520,809,984 -
   // 79.64 x 2^30 = about 8.0e6 bytes left.

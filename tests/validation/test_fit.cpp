@@ -95,6 +95,7 @@ TEST_CASE("fit: the same inputs give the same bytes", "[validation][fit]") {
   const ProfileFit a = fit_profile(files, "h100", "x");
   const ProfileFit b = fit_profile(files, "h100", "x");
   CHECK(a.profile_json.dump(2) == b.profile_json.dump(2));
+
   // Three studies (kMinIntervalFolds): the cross-validation refits once without each, and
   // every family gets the hopper interval of all three (megatron has two studies of its own,
   // pytorch one), ordered.
@@ -104,6 +105,24 @@ TEST_CASE("fit: the same inputs give the same bytes", "[validation][fit]") {
     INFO(family);
     CHECK(interval.p10_ratio <= interval.p90_ratio);
     CHECK(interval.cases >= static_cast<std::int64_t>(kMinIntervalRuns));
+  }
+}
+
+TEST_CASE("fit: the order of the files does not change the profile", "[validation][fit]") {
+  // 4 runs of hagemann-selected repeat runs of the sweep slice (the same model, GPUs, layout and
+  // measured numbers). One of each pair is kept: the one of the first file in the order of the
+  // absolute paths (calibration/ before validation/), whichever order the command line gives;
+  // so the runs per source (their weights 1/sqrt(n)) and the folds do not change either.
+  const std::string sweep =
+      std::string(MESHPLAN_SHARED_DATA) + "/calibration/hagemann-sweep-13b.json";
+  const std::string selected = test::validation_dir() + "/hagemann-selected.json";
+  const ProfileFit a = fit_profile({sweep, selected}, "a100", "x");
+  const ProfileFit b = fit_profile({selected, sweep}, "a100", "x");
+  CHECK(a.profile_json.dump(2) == b.profile_json.dump(2));
+  REQUIRE(a.runs.duplicate_of.size() == 4);
+  for (const auto& [id, kept] : a.runs.duplicate_of) {
+    INFO(id);
+    CHECK(kept.rfind("hagemann-sweep-", 0) == 0);
   }
 }
 

@@ -24,12 +24,15 @@ TEST_CASE("published layouts are feasible and our top plan is no slower", "[vali
       SearchRequest request(c.model, cluster, profile, c.setup, c.num_gpus, c.layout.gbs);
       request.top_k = 1;
       const SearchResult r = search_layouts(request);
-      // Feasible: it abides by every rule and fits with the reserve.
+      // Feasible: it abides by every rule and fits the usable memory of the search; issue 20:
+      // its OOM risk is at most plan's default 5% (the runs ran).
       const StepEstimate published = estimate_step(c.model, c.layout, c.setup, cluster, profile);
       CHECK(layout_problems(c.layout, c.model, c.setup.seq, c.num_gpus,
                             c.setup.attention == AttentionImpl::kEager)
                 .empty());
       CHECK(published.memory.peak_bytes <= r.usable_bytes);
+      CHECK(published.memory.outlook.oom_risk <= kDefaultMaxOomRisk);
+      CHECK(published.memory.fits);
       REQUIRE(!r.ranked.empty());
       CHECK(r.ranked.front().step_time_s <= published.step_time_s * (1 + 1e-12));
     }

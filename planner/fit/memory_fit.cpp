@@ -1,0 +1,233 @@
+#include "planner/fit/memory_fit.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <set>
+
+#include "common/atomic_write.hpp"
+#include "costmodel/memory_ledger.hpp"
+#include "costmodel/oom_risk.hpp"
+#include "planner/fit/fit.hpp"
+#include "planner/fit/least_squares.hpp"
+#include "planner/fit/parameters.hpp"
+
+namespace meshplan {
+
+namespace {
+
+constexpr double kHuberDelta = 0.1;   // as fit.cpp: a peak 10% off costs as a step 10% off
+constexpr double kPriorWeight = 0.1;  // as fit.cpp
+constexpr double kMiB = 1048576.0;    // working unit of memory_per_token_bytes
+
+/// The memory parameters' specs, in the working vector's order.
+std::vector<const ParameterSpec*> memory_specs() {
+  std::vector<const ParameterSpec*> specs;
+  for (const ParameterSpec& p : fit_parameters()) {
+    if (p.group == "memory") specs.push_back(&p);
+  }
+  return specs;
+}
+
+/// Working value of `p` (log for log_scale, MiB for bytes per token).
+double to_working(const ParameterSpec& p, double value) {
+  if (p.log_scale) return std::log(value);
+  return p.field == &FittedRates::memory_per_token_bytes ? value / kMiB : value;
+}
+double from_working(const ParameterSpec& p, double x) {
+  if (p.log_scale) return std::exp(x);
+  return p.field == &FittedRates::memory_per_token_bytes ? x * kMiB : x;
+}
+
+/// log(1 + exp(x)) without overflow.
+double softplus(double x) { return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)); }
+
+double huber_residual(double e) {
+  const double a = std::abs(e);
+  if (a <= kHuberDelta) return e;
+  return std::copysign(std::sqrt(2 * kHuberDelta * a - kHuberDelta * kHuberDelta), e);
+}
+
+std::string memory_key(const ValidationCase& c) {
+  return run_key(c) + (c.oom.value_or(false) ? "oom," : "ran,") +
+         (c.peak_memory_bytes ? std::to_string(*c.peak_memory_bytes) : "-");
+}
+
+}  // namespace
+
+std::vector<MemoryRun> load_memory_runs(const std::vector<std::string>& paths,
+                                        const std::string& generation,
+                                        std::vector<SkippedCase>* skipped) {
+  std::vector<MemoryRun> runs;
+  std::map<std::string, std::pair<std::string, std::string>> seen;  // key -> (source, id)
+  std::map<std::string, std::size_t> per_source;
+  const auto skip = [&](const ValidationCase& c, const std::string& source,
+                        const std::string& reason) {
+    if (skipped != nullptr) skipped->push_back({c.id, source, reason});
+  };
+  // By absolute path, as load_fit_runs (fit.hpp): the run kept of two duplicates does not depend
+  // on the order the files are given in.
+  std::vector<std::pair<std::string, std::string>> ordered;
+  for (const std::string& path : paths) ordered.emplace_back(resolved_file_path(path), path);
+  std::sort(ordered.begin(), ordered.end());
+  for (const auto& [absolute, path] : ordered) {
+    const std::string source = std::filesystem::path(path).stem().string();
+    for (const ValidationCase& c : load_validation_file(path, MoeCases::kKeep)) {
+      const bool ran = c.step_time_s || c.tokens_per_s_per_gpu || c.tflops_per_gpu || c.mfu ||
+                       c.peak_memory_bytes || (c.oom && !*c.oom);
+      const bool oom = c.oom.value_or(false);
+      if (!ran && !oom) {
+        skip(c, source, "no memory outcome measured (OOM or not, a peak, or a throughput)");
+        continue;
+      }
+      if (c.num_experts) {
+        skip(c, source, "mixture-of-experts model: not modeled yet");
+        continue;
+      }
+      if (!c.skip_reason.empty()) {
+        skip(c, source, c.skip_reason);
+        continue;
+      }
+      const CaseHardware hw = case_hardware(c);
+      const std::string problem = hw.skip_reason.empty() ? model_problem(c, hw) : hw.skip_reason;
+      if (!problem.empty()) {
+        skip(c, source, problem);
+        continue;
+      }
+      const std::string gen = gpu_generation(c.gpu).value_or(c.gpu);
+      if (!generation.empty() && gen != generation) {
+        skip(c, source, "GPU " + c.gpu + " is of generation " + gen + ", not " + generation);
+        continue;
+      }
+      const auto [first, fresh] = seen.emplace(memory_key(c), std::pair{source, c.id});
+      if (!fresh && first->second.first != source) {
+        skip(c, source,
+             "the same run as " + first->second.second + " (" + first->second.first +
+                 "): counted once");
+        continue;
+      }
+      TrainingSetup unfitted = c.setup;
+      unfitted.fitted = FittedRates{};
+      const MemoryLedger ledger = build_memory_ledger(c.model, c.layout, unfitted, hw.cluster.gpu);
+      MemoryRun r;
+      r.id = c.id;
+      r.source = source;
+      r.family = framework_family(c.setup.framework);
+      r.generation = gen;
+      r.fold =
+          fold_of(source) + " " + std::to_string(c.num_gpus) + "x" + std::to_string(c.setup.seq);
+      r.ledger_peak_bytes = ledger.peak_bytes;
+      r.tokens = static_cast<double>(c.setup.seq / c.layout.cp * c.layout.mbs);
+      r.capacity_bytes = ledger.capacity_bytes;
+      r.oom = oom;
+      r.measured_peak_bytes = c.peak_memory_bytes;
+      ++per_source[source];
+      runs.push_back(std::move(r));
+    }
+  }
+  for (MemoryRun& r : runs) r.weight = 1 / std::sqrt(static_cast<double>(per_source[r.source]));
+  return runs;
+}
+
+double memory_need(const MemoryRun& run, const FittedRates& rates) {
+  return run.ledger_peak_bytes + rates.memory_per_token_bytes * run.tokens;
+}
+
+bool predicts_oom(const MemoryRun& run, const FittedRates& rates) {
+  const double need = memory_need(run, rates);
+  return out_of_memory(memory_outlook(need, run.capacity_bytes, rates), run.capacity_bytes);
+}
+
+std::map<std::string, FittedRates> fit_memory(const std::vector<const MemoryRun*>& runs) {
+  const std::vector<const ParameterSpec*> specs = memory_specs();
+  std::map<std::string, FittedRates> out;
+  for (const std::string& family : framework_families()) {
+    FittedRates rates = prior_rates(family);
+    std::vector<const MemoryRun*> mine;
+    for (const MemoryRun* r : runs) {
+      if (r->family == family) mine.push_back(r);
+    }
+    if (!mine.empty()) {
+      std::vector<double> start, lower, upper;
+      for (const ParameterSpec* p : specs) {
+        start.push_back(to_working(*p, p->prior(family)));
+        lower.push_back(to_working(*p, p->lower));
+        upper.push_back(to_working(*p, p->upper));
+      }
+      const auto rates_at = [&](const std::vector<double>& x) {
+        FittedRates at = rates;
+        for (std::size_t k = 0; k < specs.size(); ++k)
+          at.*specs[k]->field = from_working(*specs[k], x[k]);
+        return at;
+      };
+      const Residuals residuals = [&](const std::vector<double>& x) {
+        const FittedRates at = rates_at(x);
+        std::vector<double> r;
+        r.reserve(2 * mine.size() + specs.size());
+        for (const MemoryRun* run : mine) {
+          const double log_need = std::log(memory_need(*run, at));
+          const double z =
+              (log_need - std::log(run->capacity_bytes) - at.oom_log_bias) / at.oom_log_spread;
+          // -log(1 - sigmoid(z)) = softplus(z); -log(sigmoid(z)) = softplus(-z).
+          const double nll = softplus(run->oom ? -z : z);
+          r.push_back(std::sqrt(2 * run->weight * nll));
+          if (run->measured_peak_bytes) {
+            const double e = log_need - at.oom_log_bias - std::log(*run->measured_peak_bytes);
+            r.push_back(std::sqrt(run->weight) * huber_residual(e));
+          }
+        }
+        for (std::size_t k = 0; k < specs.size(); ++k) {
+          r.push_back(kPriorWeight * (x[k] - start[k]) /
+                      (specs[k]->log_scale ? specs[k]->prior_width
+                                           : to_working(*specs[k], specs[k]->prior_width)));
+        }
+        return r;
+      };
+      rates = rates_at(minimize_least_squares(residuals, start, lower, upper).x);
+    }
+    out[family] = rates;
+  }
+  return out;
+}
+
+std::vector<FittedRates> cross_validate_memory(const std::vector<MemoryRun>& runs) {
+  std::vector<FittedRates> out(runs.size());
+  std::set<std::pair<std::string, std::string>> folds;  // (generation, fold)
+  for (const MemoryRun& r : runs) folds.insert({r.generation, r.fold});
+  for (const auto& [generation, fold] : folds) {
+    std::vector<const MemoryRun*> train;
+    for (const MemoryRun& r : runs) {
+      if (r.generation == generation && r.fold != fold) train.push_back(&r);
+    }
+    const std::map<std::string, FittedRates> fit = fit_memory(train);
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      if (runs[i].generation == generation && runs[i].fold == fold) {
+        out[i] = fit.at(runs[i].family);
+      }
+    }
+  }
+  return out;
+}
+
+MemoryScore score_memory(const std::vector<MemoryRun>& runs,
+                         const std::vector<FittedRates>& rates) {
+  MemoryScore s;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const bool predicted = predicts_oom(runs[i], rates[i]);
+    ++s.outcomes;
+    if (predicted == runs[i].oom) ++s.correct;
+    if (!predicted && runs[i].oom) ++s.missed;
+    if (predicted && !runs[i].oom) ++s.false_alarms;
+    if (runs[i].measured_peak_bytes) {
+      ++s.peaks;
+      // The median peak (need x exp(-oom_log_bias)), the centre the fit puts the measured
+      // peaks at and `validate` compares.
+      const double median = memory_need(runs[i], rates[i]) * std::exp(-rates[i].oom_log_bias);
+      s.peak_mape += std::abs(median / *runs[i].measured_peak_bytes - 1);
+    }
+  }
+  if (s.peaks > 0) s.peak_mape /= static_cast<double>(s.peaks);
+  return s;
+}
+
+}  // namespace meshplan

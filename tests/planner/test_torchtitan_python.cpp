@@ -1,0 +1,136 @@
+// The torchtitan export for main (b5bcd76, Python config): the values it sets follow from the
+// plan as torchtitan/trainer.py reads them, the baseline is torchtitan's config_registry
+// function where it ships one, and a micro-batch torchtitan would refuse is refused here.
+// (That every name and value is one torchtitan main defines is test_export_validity.cpp's.)
+#include <catch2/catch.hpp>
+
+#include "common/input_error.hpp"
+#include "costmodel/framework.hpp"
+#include "planner/config/loaders.hpp"
+#include "planner/config/profile_loader.hpp"
+#include "planner/exports/exports.hpp"
+
+using namespace meshplan;
+using Catch::Matchers::Contains;
+
+namespace {
+
+Plan plan_of(const std::string& model, const Layout& l, Precision precision, std::int64_t seq) {
+  TrainingSetup s;
+  s.seq = seq;
+  s.framework = *find_framework("fsdp");
+  s.precision = precision;
+  s.attention = AttentionImpl::kFlash;
+  REQUIRE(layout_problems(l, load_model(model), seq, std::nullopt, false).empty());
+  return make_plan(load_model(model), load_cluster("dgx-h100"), load_profile("h100"), s, l);
+}
+
+bool noted(const Export& e, const std::string& text) {
+  for (const std::string& d : e.dropped) {
+    if (d.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("torchtitan main: the batch in tokens, the pipeline micro-batches as a count",
+          "[exports][torchtitan]") {
+  // Llama 3 70B on 64 GPUs: dp 2 x tp 8 x pp 4 (vpp 5), 64 sequences of 8192 a step, mbs 1.
+  Layout l;
+  l.dp = 2;
+  l.tp = 8;
+  l.pp = 4;
+  l.vpp = 5;
+  l.sp = true;
+  l.zero = 1;
+  l.gbs = 64;
+  l.recompute = Recompute::kFull;
+  const Export e =
+      export_plan(plan_of("llama3-70b", l, Precision::kBf16, 8192), ExportFormat::kTorchtitan);
+  INFO(e.text);
+  CHECK_THAT(e.text, Contains("(--framework-version main)"));
+  // A micro-batch is mbs x seq = 8192 tokens per dp rank; a step 64 x 8192 = 524288 tokens;
+  // with pp the 64 / 2 = 32 sequences of a dp rank are 32 micro-batches of 1, so torchtitan's
+  // gradient accumulation is 524288 / (2 x 8192 x 32) = 1, as planned.
+  CHECK_THAT(e.text, Contains("config.training.num_tokens_per_microbatch_per_dp_rank = 8192"));
+  CHECK_THAT(e.text, Contains("config.training.num_tokens_per_train_step = 524288"));
+  CHECK_THAT(e.text, Contains("config.parallelism.num_pp_microbatches = 32\n"));
+  CHECK_THAT(e.text, Contains("config.training.max_context_length = 8192\n"));
+  // 80 layers on pp 4 x vpp 5 = 20 virtual stages: 4 each, Interleaved1F1B.
+  CHECK_THAT(e.text, Contains("config.parallelism.pipeline_parallel_layers_per_stage = 4\n"));
+  CHECK_THAT(e.text,
+             Contains("config.parallelism.pipeline_parallel_schedule = \"Interleaved1F1B\""));
+  CHECK_THAT(e.text, Contains("config.training.disable_cuda_graphs = True"));
+  // ZeRO-1 with tp and pp: the replicate-only dp runs at main (fully_shard over the replicate
+  // mesh), so no HSDP mapping as for 0.2; ZeRO-1's optimizer sharding is still dropped.
+  CHECK_THAT(e.text, Contains("config.parallelism.data_parallel_replicate_degree = 2\n"));
+  CHECK_THAT(e.text, Contains("config.parallelism.data_parallel_shard_degree = 1\n"));
+  CHECK(noted(e, "ZeRO-1 (zero 1)"));
+  CHECK_FALSE(noted(e, "HSDP"));
+  const Export toml =
+      export_plan(plan_of("llama3-70b", l, Precision::kBf16, 8192), ExportFormat::kTorchtitan,
+                  find_framework_version(ExportFormat::kTorchtitan, "0.2"));
+  CHECK_THAT(toml.text, Contains("data_parallel_shard_degree = 2\n"));  // HSDP at 0.2
+  CHECK_THAT(e.text, Contains("config.activation_checkpoint = FullAC.Config()"));
+  CHECK_THAT(e.text, Contains("config.parallelism.enable_sequence_parallel = True"));
+  // The baseline is torchtitan's config_registry function for the model.
+  CHECK_THAT(e.text, Contains("from torchtitan.models.llama3.config_registry import llama3_70b"));
+  CHECK_THAT(e.text, Contains("def meshplan_llama3_70b() -> Trainer.Config:\n"
+                              "    return apply_plan(llama3_70b())\n"));
+  CHECK_THAT(e.text, Contains("--module meshplan_plan --config meshplan_llama3_70b"));
+  CHECK(e.to_add.empty());
+}
+
+TEST_CASE("torchtitan main: fp8 as the rowwise float8 converter, tensorwise dropped",
+          "[exports][torchtitan]") {
+  // Llama 3 8B, FSDP over 8 GPUs, no pipeline: 16 sequences of 2 per rank a step, so
+  // torchtitan accumulates 16 x 8192 / (8 x 2 x 8192) = 1 step; a micro-batch is 2 x 8192.
+  Layout l;
+  l.dp = 8;
+  l.zero = 3;
+  l.mbs = 2;
+  l.gbs = 16;
+  const Export e =
+      export_plan(plan_of("llama3-8b", l, Precision::kFp8, 8192), ExportFormat::kTorchtitan);
+  INFO(e.text);
+  CHECK_THAT(e.text, Contains("config.training.num_tokens_per_microbatch_per_dp_rank = 16384"));
+  CHECK_THAT(e.text, Contains("config.training.num_tokens_per_train_step = 131072"));
+  CHECK_THAT(e.text, !Contains("num_pp_microbatches"));
+  CHECK_THAT(e.text, Contains("config.parallelism.data_parallel_shard_degree = 8\n"));
+  CHECK_THAT(e.text, Contains("recipe_name=\"rowwise\""));
+  CHECK(noted(e, "fp8 tensorwise scaling"));
+  CHECK(noted(e, "float8 all-gather of FSDP parameters"));  // shard degree 8 > 1
+  CHECK_THAT(e.text, Contains("config.activation_checkpoint = None"));
+  // One node: the run_train.sh line.
+  CHECK_THAT(e.text, Contains("NGPU=8 MODULE=meshplan_plan CONFIG=meshplan_llama3_8b"));
+}
+
+TEST_CASE("torchtitan main: a model without a baseline gets apply_plan and a note",
+          "[exports][torchtitan]") {
+  Layout l;
+  l.dp = 8;
+  l.zero = 3;
+  l.gbs = 8;
+  const Export e =
+      export_plan(plan_of("llama2-7b", l, Precision::kBf16, 4096), ExportFormat::kTorchtitan);
+  CHECK_THAT(e.text, Contains("def apply_plan(config: Trainer.Config)"));
+  CHECK_THAT(e.text, !Contains("config_registry"));
+  REQUIRE(e.to_add.size() == 1);
+  CHECK_THAT(e.to_add[0], Contains("ships no baseline config for llama2-7b"));
+}
+
+TEST_CASE("torchtitan main: a micro-batch whose tokens torchtitan cannot split is refused",
+          "[exports][torchtitan]") {
+  // tp 2 with sequence parallelism and cp 2: torchtitan needs the micro-batch's tokens
+  // divisible by 2 x (2 x 2) = 8; seq 4 x 3 = 12 splits over cp (12 / 4) and tp (6 / 2) as
+  // meshplan checks, but 12 % 8 = 4.
+  Layout l;
+  l.tp = 2;
+  l.cp = 2;
+  l.sp = true;
+  l.gbs = 1;
+  const Plan p = plan_of("llama3-8b", l, Precision::kBf16, 12);
+  CHECK_THROWS_AS(export_plan(p, ExportFormat::kTorchtitan), InputError);
+  CHECK_THROWS_WITH(export_plan(p, ExportFormat::kTorchtitan), Contains("is not divisible by 8"));
+}
