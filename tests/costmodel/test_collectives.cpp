@@ -10,33 +10,11 @@
 #include "costmodel/placement.hpp"
 #include "costmodel/ranks.hpp"
 #include "tests/support/collectives.hpp"
+#include "tests/support/dgx_h100.hpp"
 
 using namespace meshplan;
 
 namespace {
-
-// The LinkProfile example of placement.hpp: 8 x H100 ring all-reduce busbw 370 GB/s with a
-// 15 us floor; NDR 400 NIC 46 GB/s achieved; 46 us across nodes.
-LinkProfile h100_link() {
-  LinkProfile link;
-  link.nvlink = {15e-6, 370e9, {}};
-  link.nic_busbw_bytes_per_s = 46e9;
-  link.scale_out_alpha_s = 46e-6;
-  return link;
-}
-
-// The fields of configs/clusters/dgx-h100.json that placement reads: 8 GPUs per node in one
-// 8-GPU NVLink domain, 8 NDR 400 NICs (one per GPU).
-ClusterSpec dgx_h100() {
-  ClusterSpec c;
-  c.name = "dgx-h100";
-  c.gpus_per_node = 8;
-  c.nvlink_domain_size = 8;
-  c.intra_node_bandwidth_bytes_per_s_per_gpu = 450e9;
-  c.nics_per_node = 8;
-  c.nic_bandwidth_bytes_per_s = 50e9;
-  return c;
-}
 
 Layout tp_dp(std::int64_t tp, std::int64_t dp) {
   Layout l;
@@ -177,13 +155,13 @@ TEST_CASE("collectives: bad input throws", "[collectives]") {
 TEST_CASE("placement: a TP group of 8 in one DGX H100 node runs on NVLink", "[placement]") {
   const auto tp_groups = process_groups(GroupKind::kTp, tp_dp(8, 64));
   REQUIRE(tp_groups[0] == std::vector<std::int64_t>{0, 1, 2, 3, 4, 5, 6, 7});
-  const GroupSpan span = group_span(tp_groups[0], dgx_h100());
+  const GroupSpan span = group_span(tp_groups[0], test::dgx_h100());
   CHECK(span.size == 8);
   CHECK(span.domains == 1);
   CHECK(span.gpus_per_domain == 8);
   CHECK_FALSE(span.crosses_domains);
   CHECK(group_tier(span) == Tier::kNvlink);
-  const TierBandwidth bw = group_bandwidth(span, dgx_h100(), h100_link());
+  const TierBandwidth bw = group_bandwidth(span, test::dgx_h100(), test::h100_links());
   CHECK(bw.alpha_s == 15e-6);
   CHECK(bw.busbw_bytes_per_s == 370e9);
 }
@@ -197,13 +175,13 @@ TEST_CASE("placement: a DP group of 64 over 64 DGX H100 nodes gets one NIC per G
   REQUIRE(dp_groups[0].size() == 64);
   CHECK(dp_groups[0][1] == 8);
   CHECK(dp_groups[0].back() == 504);
-  const GroupSpan span = group_span(dp_groups[0], dgx_h100());
+  const GroupSpan span = group_span(dp_groups[0], test::dgx_h100());
   CHECK(span.size == 64);
   CHECK(span.domains == 64);
   CHECK(span.gpus_per_domain == 1);
   CHECK(span.crosses_domains);
   CHECK(group_tier(span) == Tier::kScaleOut);
-  const TierBandwidth bw = group_bandwidth(span, dgx_h100(), h100_link());
+  const TierBandwidth bw = group_bandwidth(span, test::dgx_h100(), test::h100_links());
   CHECK(bw.alpha_s == 46e-6);
   CHECK(bw.busbw_bytes_per_s == 46e9);
   // All-reduce of 1 GiB of gradients over it: 46e-6 + 2^30 x 2 x 63/64 / 46e9
@@ -217,24 +195,24 @@ TEST_CASE("placement: 16 GPUs over 2 nodes use 8 NICs, capped by NVLink", "[plac
   // DGX A100 nodes, 8 x HDR 200: about 192 GB/s measured, NVIDIA/nccl issue 812).
   std::vector<std::int64_t> all16;
   for (std::int64_t r = 0; r < 16; ++r) all16.push_back(r);
-  const GroupSpan span = group_span(all16, dgx_h100());
+  const GroupSpan span = group_span(all16, test::dgx_h100());
   CHECK(span.domains == 2);
   CHECK(span.gpus_per_domain == 8);
-  CHECK(group_bandwidth(span, dgx_h100(), h100_link()).busbw_bytes_per_s == 368e9);
+  CHECK(group_bandwidth(span, test::dgx_h100(), test::h100_links()).busbw_bytes_per_s == 368e9);
   // With faster NICs the NVLink tier caps it: 8 x 50e9 = 400e9 > 370e9.
-  LinkProfile fast = h100_link();
+  LinkProfile fast = test::h100_links();
   fast.nic_busbw_bytes_per_s = 50e9;
-  CHECK(group_bandwidth(span, dgx_h100(), fast).busbw_bytes_per_s == 370e9);
+  CHECK(group_bandwidth(span, test::dgx_h100(), fast).busbw_bytes_per_s == 370e9);
 }
 
 TEST_CASE("placement: fewer NICs than GPUs share them", "[placement]") {
   // 8 GPUs and 2 NICs per node (configs/clusters/h100-pcie-eth.json): a GPU owns 2/8 of a NIC,
   // so a DP group with one GPU per node gets 46e9 x 2 / 8 = 11.5e9.
-  ClusterSpec c = dgx_h100();
+  ClusterSpec c = test::dgx_h100();
   c.nics_per_node = 2;
   const GroupSpan span = group_span({0, 8, 16, 24}, c);
   CHECK(span.gpus_per_domain == 1);
-  CHECK(group_bandwidth(span, c, h100_link()).busbw_bytes_per_s == 11.5e9);
+  CHECK(group_bandwidth(span, c, test::h100_links()).busbw_bytes_per_s == 11.5e9);
 }
 
 TEST_CASE("collectives: no collective beats the line rate", "[collectives]") {
@@ -250,7 +228,7 @@ TEST_CASE("collectives: no collective beats the line rate", "[collectives]") {
 }
 
 TEST_CASE("placement: a tier's line rate comes from the cluster, not the profile", "[placement]") {
-  ClusterSpec c = dgx_h100();
+  ClusterSpec c = test::dgx_h100();
   // Inside a node: the intra-node link, 450e9.
   CHECK(tier_line_rate(group_span({0, 1, 2, 3, 4, 5, 6, 7}, c), c) == 450e9);
   // One GPU per node across 4 nodes: one NIC's line rate, 50e9 x 8 / 8 = 50e9.
@@ -288,18 +266,18 @@ TEST_CASE("placement: NVL72 domains hold whole groups and count the largest shar
 
 TEST_CASE("placement: bad input throws", "[placement]") {
   SECTION("duplicate or negative rank") {
-    REQUIRE_THROWS_AS(group_span({0, 1, 1}, dgx_h100()), std::invalid_argument);
-    REQUIRE_THROWS_AS(group_span({-1, 1}, dgx_h100()), std::invalid_argument);
+    REQUIRE_THROWS_AS(group_span({0, 1, 1}, test::dgx_h100()), std::invalid_argument);
+    REQUIRE_THROWS_AS(group_span({-1, 1}, test::dgx_h100()), std::invalid_argument);
   }
   SECTION("no NVLink domain size") {
-    ClusterSpec c = dgx_h100();
+    ClusterSpec c = test::dgx_h100();
     c.nvlink_domain_size = 0;
     REQUIRE_THROWS_AS(group_span({0, 1}, c), std::invalid_argument);
   }
   SECTION("a group across domains on a cluster without NICs") {
-    ClusterSpec c = dgx_h100();
+    ClusterSpec c = test::dgx_h100();
     c.nics_per_node = 0;
     const GroupSpan span = group_span({0, 8}, c);
-    REQUIRE_THROWS_AS(group_bandwidth(span, c, h100_link()), std::invalid_argument);
+    REQUIRE_THROWS_AS(group_bandwidth(span, c, test::h100_links()), std::invalid_argument);
   }
 }

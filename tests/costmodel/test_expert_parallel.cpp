@@ -13,6 +13,7 @@
 #include "costmodel/profile.hpp"
 #include "costmodel/ranks.hpp"
 #include "planner/config/loaders.hpp"
+#include "tests/support/dgx_h100.hpp"
 #include "tests/support/setups.hpp"
 
 using namespace meshplan;
@@ -20,28 +21,6 @@ using namespace meshplan;
 namespace {
 
 using Groups = std::vector<std::vector<std::int64_t>>;
-
-/// The rates of the published H100 defaults that placement reads: NVLink busbw 370 GB/s, one
-/// NDR 400 NIC per GPU at 46 GB/s busbw (nccl-tests issue 290), no calibrated fits.
-Profile h100_links() {
-  Profile p;
-  p.links.nvlink = {15e-6, 370e9, {}};
-  p.links.nic_busbw_bytes_per_s = 46e9;
-  p.links.scale_out_alpha_s = 46e-6;
-  return p;
-}
-
-/// DGX H100 as placement sees it: 8 GPUs per node and NVLink domain, 8 NICs of 50 GB/s.
-ClusterSpec dgx_h100() {
-  ClusterSpec c;
-  c.name = "dgx-h100";
-  c.gpus_per_node = 8;
-  c.nvlink_domain_size = 8;
-  c.intra_node_bandwidth_bytes_per_s_per_gpu = 450e9;
-  c.nics_per_node = 8;
-  c.nic_bandwidth_bytes_per_s = 50e9;
-  return c;
-}
 
 const LayerOp& op_named(const std::vector<LayerOp>& ops, const std::string& name) {
   for (const LayerOp& op : ops) {
@@ -139,8 +118,9 @@ TEST_CASE("the all-to-all of one MoE layer: volume, and time at ep 8 in a node a
     CHECK(fc1.gemm.m == 4096 * 8 * ep / 256);
   }
   const double bytes = 469'762'048.0;
-  const Profile profile = h100_links();
-  const ClusterSpec cluster = dgx_h100();
+  Profile profile;
+  profile.links = test::h100_links();
+  const ClusterSpec cluster = test::dgx_h100();
   Layout l;
   l.tp = 1;
   // ep 8 at tp 1 on 8-GPU nodes: ranks 0-7, one NVLink domain: the NVLink busbw 370 GB/s, t =
