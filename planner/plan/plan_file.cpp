@@ -168,9 +168,10 @@ nlohmann::json predicted_json(const Plan& plan) {
                             {}};
   const nlohmann::json step = step_json(in, plan.estimate);
   nlohmann::json predicted = nlohmann::json::object();
-  for (const char* key : {"step_time_s", "step_time_s_p10", "step_time_s_p90", "tokens_per_s",
-                          "tokens_per_s_per_gpu", "tflops_per_gpu", "tflops_per_gpu_causal", "mfu",
-                          "mfu_causal", "hfu", "peak_bytes", "breakdown"}) {
+  for (const char* key :
+       {"step_time_s", "step_time_s_p10", "step_time_s_p90", "tokens_per_s", "tokens_per_s_per_gpu",
+        "tflops_per_gpu", "tflops_per_gpu_causal", "mfu", "mfu_causal", "mfu_headline",
+        "mfu_headline_definition", "hfu", "peak_bytes", "breakdown"}) {
     predicted[key] = step.at(key);
   }
   return predicted;
