@@ -1,7 +1,5 @@
 #include "planner/validation/validate.hpp"
 
-#include <algorithm>
-#include <array>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -206,20 +204,18 @@ CaseHardware case_hardware(const ValidationCase& c) {
     h.skip_reason = "TPU (" + c.gpu + "): meshplan models GPU clusters only";
     return h;
   }
-  // GPU preset prefix -> (cluster, profile), in the order of the header.
-  static const std::vector<std::array<const char*, 3>> hardware = {
-      {"a100", "dgx-a100", "a100"}, {"h100", "dgx-h100", "h100"},
-      {"h800", "dgx-h100", "h100"}, {"h200", "dgx-h200", "h200"},
-      {"b200", "dgx-b200", "b200"}, {"gb200", "gb200-nvl72", "gb200"},
-      {"b300", "dgx-b300", "b300"}, {"gb300", "gb300-nvl72", "gb300"}};
-  const auto found = std::find_if(hardware.begin(), hardware.end(),
-                                  [&c](const auto& row) { return starts_with(c.gpu, row[0]); });
-  if (found == hardware.end()) {
+  // The shipped profile of the case's GPU (shipped_profile_for) -> the cluster it was measured
+  // on, in the order of the header.
+  static const std::map<std::string, std::string> clusters = {
+      {"a100", "dgx-a100"},     {"h100", "dgx-h100"}, {"h200", "dgx-h200"},    {"b200", "dgx-b200"},
+      {"gb200", "gb200-nvl72"}, {"b300", "dgx-b300"}, {"gb300", "gb300-nvl72"}};
+  const std::optional<std::string> profile = shipped_profile_for(c.gpu);
+  if (!profile) {
     h.skip_reason = "no shipped profile for " + c.gpu + " (measure one with meshplan-calibrate)";
     return h;
   }
-  cluster = (*found)[1];
-  h.profile = (*found)[2];
+  h.profile = *profile;
+  cluster = clusters.at(*profile);
   h.cluster = load_cluster(cluster);
   std::string what = "cluster " + cluster;
   if (h.cluster.gpu.name != c.gpu) {

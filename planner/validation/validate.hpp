@@ -3,13 +3,13 @@
 // compared with what the source measured. No printing: `meshplan validate`
 // (planner/cli/validate_command.cpp) and tests/validation/test_validate.cpp read the report.
 //
-// Hardware of a case: a100-* -> cluster dgx-a100 + profile a100; h100-sxm, h100-96g, h800 ->
+// Hardware of a case: a100-* -> cluster dgx-a100 + profile a100; h100-sxm, h100-96g ->
 // dgx-h100 + profile h100; h200 -> dgx-h200 + profile h200; b200 -> dgx-b200 + b200; gb200 ->
 // gb200-nvl72 + gb200; b300 -> dgx-b300 + b300; gb300 -> gb300-nvl72 + gb300. The case's own GPU
 // preset replaces the cluster's, its gpus_per_node the node size (and the NVLink domain, unless
 // it gives hardware.nvlink_domain), and its scale_out_gbps_per_gpu the NIC rate (nics_per_node x
-// nic rate / gpus_per_node = Gb/s x 1e9 / 8). TPUs and hybrid Mamba models are skipped, each
-// with its reason.
+// nic rate / gpus_per_node = Gb/s x 1e9 / 8). TPUs, GPUs without a shipped profile (h800, v100)
+// and hybrid Mamba models are skipped, each with its reason.
 //
 // Per case, up to three comparisons, error = (predicted - measured) / measured:
 //  - time: `step_time_s` where measured; else `tflops_per_gpu` under the case's FLOP convention

@@ -369,7 +369,8 @@ TEST_CASE("validate: MoE fields on a dense case are refused, an MoE case is comp
   CHECK(test::run({"validate", test::validation_file("v-ep1.json", {ep1})}).exit_code == 0);
 
   // An MoE case whose fields agree is compared: 8 experts of GPT-22B's MLP width, top-2, one
-  // expert per GPU of the node (ep 8 x etp 1 divides tp 8 x dp 1).
+  // expert per GPU of the node (ep 8 x etp 1 divides tp 8 x dp 1), sequence parallel as
+  // Megatron-Core requires with MoE and tp.
   nlohmann::json moe = test::validation_case_json();
   moe["id"] = "moe";
   moe["model"]["num_experts"] = 8;
@@ -377,6 +378,7 @@ TEST_CASE("validate: MoE fields on a dense case are refused, an MoE case is comp
   moe["model"]["moe_ffn_hidden_size"] = 24576;
   moe["layout"]["ep"] = 8;
   moe["layout"]["etp"] = 1;
+  moe["layout"]["sp"] = true;
   const std::string file = test::validation_file("v-moe-ok.json", {moe, ep1});
   const test::CliResult r = test::run({"validate", file, "--json"});
   INFO(r.err);
@@ -810,8 +812,9 @@ TEST_CASE("validate: a GPU outside SCHEMA.md's list is refused at its path, not 
   expect_exact_error({"validate", file},
                      error_line(file + ": $.cases[1].hardware.gpu: \"h100-smx\" is not allowed; "
                                        "expected one of \"a100-40g\", \"a100-80g\", "
-                                       "\"h100-sxm\", \"h100-96g\", \"h200\", \"v100-32g\", "
-                                       "\"tpu-v4\", \"tpu-v3\""));
+                                       "\"h100-sxm\", \"h100-96g\", \"h200\", \"h800\", "
+                                       "\"b200\", \"gb200\", \"b300\", \"gb300\", "
+                                       "\"v100-32g\", \"tpu-v4\", \"tpu-v3\""));
 }
 
 TEST_CASE("validate: nothing compared is an error that says why, not an empty table",
