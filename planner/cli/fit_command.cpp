@@ -122,6 +122,11 @@ CommandAction add_fit_command(CLI::App& app) {
   add_leave_out_option(*cmd, *leave_out);
   return [files, base, out_path, leave_out](std::ostream& out, std::ostream& /*err*/) {
     check_output_flag("--out", *out_path);
+    // The runs (and a base profile given as a file) are inputs: --out must not replace one.
+    std::vector<NamedFile> inputs;
+    for (const std::string& f : *files) inputs.push_back({"files", f, f});
+    if (!base->empty()) inputs.push_back({"--profile", *base, *base});
+    require_distinct_files({{"--out", *out_path, *out_path}}, inputs);
     const auto start = std::chrono::steady_clock::now();
     const ProfileFit f = fit_profile(
         *files, *base, std::filesystem::path(*out_path).stem().string(), folds_named(*leave_out));

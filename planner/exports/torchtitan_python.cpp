@@ -204,6 +204,7 @@ Export export_torchtitan_python(const Plan& p, const FrameworkVersion& version) 
     e.dropped.push_back(std::move(note));
   }
   note_convention(p, "fsdp", "torchtitan", e.dropped);
+  note_expert_mesh(p, "torchtitan", e.dropped);
   return e;
 }
 

@@ -17,7 +17,8 @@ namespace meshplan {
 /// (their fitted sections set aside); a case's interval comes from interval_for over the other
 /// folds' runs (its generation and family, else its generation, else all). A case the fit skips as
 /// a duplicate takes the prediction of the run it repeats. Throws as validate_files and
-/// load_fit_runs do.
+/// load_fit_runs do, and InputError when every run is of one fold (no fit would be left to
+/// predict it with).
 ValidationReport cross_validated_report(const std::vector<std::string>& paths,
                                         Folds folds = Folds::kStudy);
 

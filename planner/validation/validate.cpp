@@ -342,12 +342,13 @@ ValidationReport validate_files(const std::vector<std::string>& paths,
     for (const SkippedCase& s : report.skipped) {
       why += "\n  " + s.id + " (" + s.source + "): " + s.reason;
     }
-    throw InputError("validate: no case of " + files + " could be compared; " +
-                     (report.skipped.empty() ? std::string("they hold no cases")
-                                             : "every case was skipped:" + why) +
-                     "\ngive a file with a case that meshplan models (a GPU with a shipped "
-                     "profile, a dense model) and a measured step time, throughput, MFU, peak "
-                     "memory or OOM outcome");
+    throw InputError(
+        "validate: no case of " + files + " could be compared; " +
+        (report.skipped.empty() ? std::string("they hold no cases")
+                                : "every case was skipped:" + why) +
+        "\ngive a file with a case that meshplan models (a GPU with a shipped "
+        "profile, a transformer model) and a measured step time, throughput, MFU, peak "
+        "memory or OOM outcome");
   }
   report.overall = summarize("overall", report.comparisons);
   for (const Comparison& c : report.comparisons) {

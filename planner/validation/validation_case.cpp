@@ -135,12 +135,16 @@ MoeSpec read_moe(StrictObject& o, std::int64_t num_experts, std::vector<std::str
   };
   e.top_k = required("moe_top_k", "the routed experts each token goes to");
   e.expert_ffn_hidden_size = required("moe_ffn_hidden_size", "one routed expert's MLP width");
-  e.num_shared_experts = extension_int(o, "num_shared_experts", 0).value_or(0);
+  if (const auto shared = extension_int(o, "num_shared_experts", 0)) {
+    e.num_shared_experts = *shared;
+  } else {
+    assumptions.push_back("no shared experts (num_shared_experts not given)");
+  }
   e.shared_expert_ffn_hidden_size = extension_int(o, "moe_shared_expert_ffn_hidden_size", 1)
                                         .value_or(e.num_shared_experts * e.expert_ffn_hidden_size);
   e.first_k_dense_layers = extension_int(o, "first_k_dense_layers", 0).value_or(0);
   if (const auto freq = extension_int(o, "moe_layer_freq", 1)) {
-    e.layer_freq = *freq;
+    e.layer_freq = *freq;  // model_extension_problem checks that some layer is MoE
   } else {
     assumptions.push_back("every layer after the dense prefix is MoE (moe_layer_freq not given)");
   }
@@ -197,7 +201,18 @@ ModelSpec read_model(StrictObject o, const std::string& framework,
                       key + " to null");
     }
   }
-  if (num_experts) m.moe = read_moe(o, *num_experts, assumptions);
+  if (num_experts) {
+    m.moe = read_moe(o, *num_experts, assumptions);
+  } else {
+    for (const char* key : {"num_shared_experts", "moe_shared_expert_ffn_hidden_size",
+                            "first_k_dense_layers", "moe_layer_freq", "moe_latent_size"}) {
+      if (const auto value = extension_int(o, key, 0)) {
+        o.fail(key, "is " + std::to_string(*value) +
+                        ", but num_experts is null (a dense model); set it to null, or give "
+                        "num_experts");
+      }
+    }
+  }
   if (m.moe && m.moe->top_k > m.moe->num_experts) {
     o.fail("moe_top_k", "is " + std::to_string(m.moe->top_k) + ", more than num_experts (" +
                             std::to_string(m.moe->num_experts) +
@@ -206,13 +221,42 @@ ModelSpec read_model(StrictObject o, const std::string& framework,
   }
   const std::string attention =
       o.has("attention_type") ? o.choice("attention_type", {"mha", "gqa", "mla"}) : "";
-  if (attention == "mla") m.mla = read_mla(o);
+  if (attention == "mla") {
+    m.mla = read_mla(o);
+  } else {
+    for (const char* key :
+         {"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"}) {
+      if (const auto value = extension_int(o, key, 0)) {
+        o.fail(key, "is " + std::to_string(*value) + ", but attention_type is " +
+                        (attention.empty() ? std::string("not given") : json_quoted(attention)) +
+                        "; MLA dimensions need attention_type \"mla\" (README section A), or "
+                        "set them to null");
+      }
+    }
+  }
+  // At most one depth per layer: DeepSeek-V3 has 1, Nemotron 3 Super 2.
   m.mtp_num_layers = extension_int(o, "mtp_num_layers", 0).value_or(0);
+  if (m.mtp_num_layers > m.num_layers) {
+    o.fail("mtp_num_layers", "is " + std::to_string(m.mtp_num_layers) + ", more than num_layers (" +
+                                 std::to_string(m.num_layers) +
+                                 "); expected the multi-token-prediction depth (DeepSeek-V3: 1)");
+  }
   o.positive_number_or_null("params_reported");
   if (o.has("params_active_reported")) o.positive_number_or_null("params_active_reported");
-  if (o.has("hybrid_layer_pattern") && o.string_or_null("hybrid_layer_pattern")) {
+  if (const auto pattern =
+          o.has("hybrid_layer_pattern") ? o.string_or_null("hybrid_layer_pattern") : std::nullopt) {
+    // README section B: one symbol per layer, M (Mamba-2), * (attention), E (MoE), - (MLP).
+    if (static_cast<std::int64_t>(pattern->size()) != m.num_layers ||
+        pattern->find_first_not_of("M*E-") != std::string::npos) {
+      o.fail("hybrid_layer_pattern", "is " + json_quoted(*pattern) +
+                                         "; expected one symbol per layer (num_layers " +
+                                         std::to_string(m.num_layers) +
+                                         "), each M (Mamba-2), * (attention), E (MoE) or - (MLP)");
+    }
     skip_reason =
         "hybrid Mamba model (hybrid_layer_pattern): meshplan does not model Mamba-2 mixers";
+  } else if (m.moe && extension_int(o, "moe_latent_size", 1)) {
+    skip_reason = "LatentMoE (moe_latent_size): meshplan does not model experts in a latent space";
   }
 
   // GPT-style (learned positions, GeLU) runs of Megatron keep Megatron's GPT defaults: LayerNorm,
@@ -363,8 +407,17 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
     }
     l.ep = *ep;
   }
+  if (c.model.moe && l.ep == 1 && !layout.int_or_null("ep", 1, kMaxDegree)) {
+    c.assumptions.push_back("ep 1 (not stated: no expert parallelism)");
+  }
   // README section A: etp null where unknown; Megatron-Core's default is tp (layout.hpp).
-  if (const auto etp = extension_int(layout, "etp", 1); etp && c.model.moe) {
+  const std::optional<std::int64_t> etp = extension_int(layout, "etp", 1);
+  if (etp && *etp > 1 && !c.model.moe) {
+    layout.fail("etp", "is " + std::to_string(*etp) +
+                           ", but model.num_experts is null (a dense model): expert tensor "
+                           "parallelism needs experts; set etp to null or 1");
+  }
+  if (etp && c.model.moe) {
     l.etp = *etp;
   } else if (c.model.moe) {
     l.etp = l.tp;
@@ -373,6 +426,12 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
   }
   // README section A: the FSDP sharding group, 0 for DDP with the distributed optimizer.
   const std::int64_t fsdp = extension_int(layout, "fsdp", 0).value_or(0);
+  if (fsdp > 0 && fsdp != l.dp * l.cp) {
+    layout.fail("fsdp", "is " + std::to_string(fsdp) +
+                            "; Megatron-FSDP's sharding group is #GPUs / (tp x pp) = dp x cp = " +
+                            std::to_string(l.dp * l.cp) +
+                            " (README section A); expected that, or 0 for DDP");
+  }
   if (auto vpp = layout.int_or_null("vpp", 1, kMaxDegree)) {
     l.vpp = *vpp;
   } else if (c.framework == "torchtitan" && l.pp > 1 && names_interleaved_schedule(json)) {

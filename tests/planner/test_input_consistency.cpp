@@ -835,7 +835,7 @@ TEST_CASE("validate: nothing compared is an error that says why, not an empty ta
                  "  unmeasured (v-none): nothing comparable measured (no step time, tokens/s, "
                  "TFLOP/s or MFU under a known FLOP convention, no peak memory, no OOM outcome)\n"
                  "give a file with a case that meshplan models (a GPU with a shipped profile, a "
-                 "dense model) and a measured step time, throughput, MFU, peak memory or OOM "
+                 "transformer model) and a measured step time, throughput, MFU, peak memory or OOM "
                  "outcome"));
   // One comparable case among them is enough: the skipped ones are listed as before.
   const std::string some = test::validation_file("v-some.json", {tpu, unmeasured, [] {
@@ -848,4 +848,53 @@ TEST_CASE("validate: nothing compared is an error that says why, not an empty ta
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::Contains("gpt22b (v-some): TPU (tpu-v4): meshplan models GPU clusters "
                                     "only"));
+}
+
+TEST_CASE("validate: the moe-blackwell extension keys are checked against the case",
+          "[consistency][validate][moe]") {
+  struct Case {
+    const char* section;
+    const char* key;
+    nlohmann::json value;
+    std::string expected;  ///< part of the one-line error
+  };
+  // The base case is dense GPT-22B on 8 A100s, dp 1 x tp 8 (support/validation_inputs.hpp).
+  const std::vector<Case> cases = {
+      {"model", "first_k_dense_layers", 3,
+       "model.first_k_dense_layers: is 3, but num_experts is null (a dense model)"},
+      {"model", "kv_lora_rank", 512,
+       "model.kv_lora_rank: is 512, but attention_type is not given; MLA dimensions need "
+       "attention_type \"mla\""},
+      {"model", "hybrid_layer_pattern", "XYZ",
+       "model.hybrid_layer_pattern: is \"XYZ\"; expected one symbol per layer (num_layers 48)"},
+      {"model", "mtp_num_layers", 49, "model.mtp_num_layers: is 49, more than num_layers (48)"},
+      {"layout", "etp", 2,
+       "layout.etp: is 2, but model.num_experts is null (a dense model): expert tensor "
+       "parallelism needs experts"},
+      // Megatron-FSDP shards over #GPUs / (tp x pp) = 8 / 8 = 1 = dp x cp.
+      {"layout", "fsdp", 7,
+       "layout.fsdp: is 7; Megatron-FSDP's sharding group is #GPUs / (tp x pp) = dp x cp = 1"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.key);
+    nlohmann::json bad = test::validation_case_json();
+    bad[c.section][c.key] = c.value;
+    const std::string file = test::validation_file("v-ext.json", {bad});
+    const test::CliResult r = test::run({"validate", file});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains(file + ": $.cases[0]." + c.expected));
+  }
+}
+
+TEST_CASE("validate --cross-validate refuses one fold, and fit never writes over its input",
+          "[consistency][validate][fit]") {
+  // One file is one study: leaving it out leaves nothing to fit.
+  const std::string file =
+      test::validation_file("v-one-study.json", {test::validation_case_json()});
+  test::CliResult r = test::run({"validate", "--cross-validate", file});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("every run is of one study (v), so no fit is left"));
+  r = test::run({"fit", file, "--out", file});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("--out " + file + ": names the same file as the input"));
 }

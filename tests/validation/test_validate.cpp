@@ -49,6 +49,13 @@ nlohmann::json korthikanti_case() {
   return nlohmann::json::parse(in)["cases"][0];
 }
 
+/// A hybrid_layer_pattern of `c`'s num_layers symbols, Mamba-2 and attention alternating.
+std::string hybrid_pattern(const nlohmann::json& c) {
+  std::string pattern;
+  for (int i = 0; i < c["model"]["num_layers"].get<int>(); ++i) pattern += i % 2 ? '*' : 'M';
+  return pattern;
+}
+
 }  // namespace
 
 TEST_CASE("validate: every published run yields a comparison", "[validation][validate]") {
@@ -191,7 +198,8 @@ TEST_CASE("meshplan validate: TPU, hybrid Mamba and unprofiled GPUs are skipped 
   nlohmann::json ok = korthikanti_case();
   nlohmann::json hybrid = ok, tpu = ok, v100 = ok;
   hybrid["id"] = "hybrid";
-  hybrid["model"]["hybrid_layer_pattern"] = "M*M-";  // moe-blackwell README, section B
+  // moe-blackwell README, section B: one symbol per layer, Mamba-2 and attention alternating.
+  hybrid["model"]["hybrid_layer_pattern"] = hybrid_pattern(ok);
   tpu["id"] = "tpu";
   tpu["hardware"]["gpu"] = "tpu-v4";
   v100["id"] = "v100";
@@ -227,7 +235,7 @@ TEST_CASE("meshplan validate: TPU, hybrid Mamba and unprofiled GPUs are skipped 
 TEST_CASE("meshplan validate: a bad file names the file and field, a missing file exits 2",
           "[validation][validate][cli]") {
   nlohmann::json hybrid = korthikanti_case(), bad = korthikanti_case();
-  hybrid["model"]["hybrid_layer_pattern"] = "M*M-";
+  hybrid["model"]["hybrid_layer_pattern"] = hybrid_pattern(hybrid);
   bad["layout"]["tp"] = 0;
   const nlohmann::json file = {{"schema", "meshplan-validation/1"}, {"cases", {hybrid, bad}}};
   const std::string path = test::write_temp_file("bad-cases.json", file.dump());
