@@ -291,7 +291,7 @@ TrainingRead read_training(StrictObject& inputs, const nlohmann::json& raw_input
   r.setup.seq = t.positive_int("seq", kMaxTokens);
   r.gbs = t.positive_int("gbs", kMaxGbs);
   r.mbs = t.positive_int("mbs", kMaxDegree);
-  r.setup.precision = *parse_precision(t.choice("precision", {"bf16", "fp16", "fp8"}));
+  r.setup.precision = *parse_precision(t.choice("precision", precision_names()));
   if (const auto problem = precision_problem(gpu, r.setup.precision)) {
     t.fail("precision", std::string("is \"") + to_string(r.setup.precision) + "\" but " + gpu.name +
                             " (" + inputs.path() + ".gpu) " + *problem);

@@ -192,7 +192,9 @@ TEST_CASE("estimate --trace puts each stage's exposed TP and CP time on the comm
 }
 
 TEST_CASE("estimate refuses what it cannot estimate", "[estimate]") {
-  CHECK(test::run({"estimate", "--model", "llama3-8b", "--cluster", "gb200-nvl72"}).exit_code == 2);
+  // No shipped profile for the H100 PCIe cluster.
+  CHECK(test::run({"estimate", "--model", "llama3-8b", "--cluster", "h100-pcie-eth"}).exit_code ==
+        2);
   CHECK(test::run({"estimate", "--model", "llama3-8b", "--tp", "3"}).exit_code == 2);
   const test::CliResult bad_trace =
       test::run({"estimate", "--model", "llama3-8b", "--trace", "/nonexistent/dir/t.json"});
