@@ -183,6 +183,18 @@ struct FrameworkConvention {
   /// Whether ZeRO stage `zero` shards the parameters and gathers them layer by layer: ZeRO-3,
   /// and ZeRO-2 as FSDP2 (fsdp_zero2).
   bool gathers_parameters(int zero) const { return zero >= 3 || fsdp_zero2(zero); }
+  /// Whether ZeRO-3 on `pp` pipeline stages runs as the framework's ZeRO-2, so that the two are
+  /// one layout (same ledger, same step time): with pp > 1 torchtitan resolves
+  /// fsdp_reshard_after_forward "default" to `reshard_after_forward = not pp_enabled`
+  /// ("For PP, by default do not reshard after forward to avoid per-microbatch all-gathers":
+  /// torchtitan/distributed/fsdp.py get_fsdp_reshard_after_forward_policy at main b5bcd76,
+  /// torchtitan/models/llama3/infra/parallelize.py apply_fsdp at v0.2.2 73a0e69), which is its
+  /// ZeRO-2 (zero2_is_fsdp_without_reshard), and either keeps the stage gathered through the
+  /// micro-batches (zero3_pp_keeps_unsharded). The search lists the ZeRO-2 layout, which the
+  /// torchtitan export writes as what runs (fsdp_reshard_after_forward = "never").
+  bool zero3_runs_as_zero2(std::int64_t pp) const {
+    return pp > 1 && zero3_pp_keeps_unsharded && zero2_is_fsdp_without_reshard && allows_zero(2);
+  }
 
   double bytes_per_param() const;  ///< sum of `state`, bytes
   /// Sum of the `state` components of `category` (e.g. the gradients: 2 or 4), bytes.

@@ -12,11 +12,18 @@ const double kLogit90 = std::log(9.0);
 
 }  // namespace
 
+double oom_log_odds(double peak_bytes, double capacity_bytes, const FittedRates& rates) {
+  return (std::log(peak_bytes) - std::log(capacity_bytes) - rates.oom_log_bias) /
+         rates.oom_log_spread;
+}
+
+double log_median_peak(double peak_bytes, const FittedRates& rates) {
+  return std::log(peak_bytes) - rates.oom_log_bias;
+}
+
 MemoryOutlook memory_outlook(double peak_bytes, double capacity_bytes, const FittedRates& rates) {
-  const double z =
-      (std::log(peak_bytes / capacity_bytes) - rates.oom_log_bias) / rates.oom_log_spread;
   MemoryOutlook o;
-  o.oom_risk = 1 / (1 + std::exp(-z));
+  o.oom_risk = 1 / (1 + std::exp(-oom_log_odds(peak_bytes, capacity_bytes, rates)));
   o.peak_bytes_p10 = peak_bytes * std::exp(-rates.oom_log_bias - rates.oom_log_spread * kLogit90);
   o.peak_bytes_p50 = peak_bytes * std::exp(-rates.oom_log_bias);
   o.peak_bytes_p90 = peak_bytes * std::exp(-rates.oom_log_bias + rates.oom_log_spread * kLogit90);

@@ -24,9 +24,23 @@ inline constexpr double kDefaultMaxOomRisk = 0.05;
 struct MemoryOutlook {
   double oom_risk = 0;        ///< probability that the run goes out of memory, in [0, 1]
   double peak_bytes_p10 = 0;  ///< 10th percentile of the peak a run reaches, bytes
-  double peak_bytes_p50 = 0;  ///< its median, bytes
+  double peak_bytes_p50 = 0;  ///< its median, bytes (exp of log_median_peak)
   double peak_bytes_p90 = 0;  ///< 90th percentile, bytes
 };
+
+/// The log-odds (dimensionless) that a run whose ledger peak is `peak_bytes` (> 0) goes out of
+/// memory on a GPU of `capacity_bytes` (> 0) under `rates`' oom_log_bias and oom_log_spread
+/// (> 0): z = (log(peak) - log(capacity) - oom_log_bias) / oom_log_spread, the linear predictor
+/// of a logistic regression of OOM outcomes on log(need / capacity) (Cox 1958). The OOM risk is
+/// 1 / (1 + exp(-z)) (memory_outlook); `meshplan fit` maximizes the likelihood of the measured
+/// outcomes in z (planner/fit/memory_fit.cpp).
+double oom_log_odds(double peak_bytes, double capacity_bytes, const FittedRates& rates);
+
+/// The natural log of the median peak (bytes) a run reaches when the ledger's peak is
+/// `peak_bytes` (> 0): log(peak) - oom_log_bias, the centre of the logistic above, where
+/// `meshplan fit` puts measured peaks (planner/fit/memory_fit.cpp). memory_outlook's
+/// peak_bytes_p50 is its exponential, peak x exp(-oom_log_bias).
+double log_median_peak(double peak_bytes, const FittedRates& rates);
 
 /// The outlook of `peak_bytes` (the ledger's worst stage, bytes, > 0) on a GPU of
 /// `capacity_bytes` (> 0) under `rates`' oom_log_bias and oom_log_spread (> 0).

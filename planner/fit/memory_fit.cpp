@@ -161,14 +161,13 @@ std::map<std::string, FittedRates> fit_memory(const std::vector<const MemoryRun*
         std::vector<double> r;
         r.reserve(2 * mine.size() + specs.size());
         for (const MemoryRun* run : mine) {
-          const double log_need = std::log(memory_need(*run, at));
-          const double z =
-              (log_need - std::log(run->capacity_bytes) - at.oom_log_bias) / at.oom_log_spread;
+          const double need = memory_need(*run, at);
+          const double z = oom_log_odds(need, run->capacity_bytes, at);
           // -log(1 - sigmoid(z)) = softplus(z); -log(sigmoid(z)) = softplus(-z).
           const double nll = softplus(run->oom ? -z : z);
           r.push_back(std::sqrt(2 * run->weight * nll));
           if (run->measured_peak_bytes) {
-            const double e = log_need - at.oom_log_bias - std::log(*run->measured_peak_bytes);
+            const double e = log_median_peak(need, at) - std::log(*run->measured_peak_bytes);
             r.push_back(std::sqrt(run->weight) * huber_residual(e));
           }
         }
@@ -216,9 +215,10 @@ MemoryScore score_memory(const std::vector<MemoryRun>& runs,
     if (predicted && !runs[i].oom) ++s.false_alarms;
     if (runs[i].measured_peak_bytes) {
       ++s.peaks;
-      // The median peak (need x exp(-oom_log_bias)), the centre the fit puts the measured
-      // peaks at and `validate` compares.
-      const double median = memory_need(runs[i], rates[i]) * std::exp(-rates[i].oom_log_bias);
+      // The median peak, the centre the fit puts the measured peaks at and `validate` compares.
+      const double median =
+          memory_outlook(memory_need(runs[i], rates[i]), runs[i].capacity_bytes, rates[i])
+              .peak_bytes_p50;
       s.peak_mape += std::abs(median / *runs[i].measured_peak_bytes - 1);
     }
   }

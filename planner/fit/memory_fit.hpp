@@ -75,8 +75,9 @@ struct MemoryScore {
   std::size_t missed = 0;                 ///< predicted fit, measured OOM
   std::size_t false_alarms = 0;           ///< predicted OOM, ran
   std::size_t peaks = 0;
-  /// Mean |median / measured - 1| over the peaks, median = need x exp(-oom_log_bias) (the
-  /// ledger's peak_bytes with the fitted per-token term, calibrated): as `validate` compares.
+  /// Mean |median / measured - 1| over the peaks, median = memory_outlook(need).peak_bytes_p50
+  /// (oom_risk.hpp: need x exp(-oom_log_bias), need the ledger's peak_bytes with the fitted
+  /// per-token term): as `validate` compares.
   double peak_mape = 0;
 };
 MemoryScore score_memory(const std::vector<MemoryRun>& runs, const std::vector<FittedRates>& rates);

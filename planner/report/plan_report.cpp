@@ -388,7 +388,14 @@ std::string render_plan(const SearchRequest& r, const SearchResult& result) {
     << "), seq " << r.setup.seq << ", gbs " << r.gbs << ", " << to_string(r.setup.precision) << ", "
     << framework_summary(r.setup.framework) << "\n";
   s << "searched " << result.space << " layouts: " << result.fits << " fit in memory, "
-    << result.fits << " timed\n\n";
+    << result.fits << " timed\n";
+  if (result.zero3_as_zero2) {
+    s << "Note: zero 3 with pp > 1 is not listed: " << r.setup.framework.name
+      << " runs it as its zero 2 row (torchtitan does not reshard after forward under a "
+         "pipeline: torchtitan/distributed/fsdp.py get_fsdp_reshard_after_forward_policy at "
+         "b5bcd76; --zero 3 lists it).\n";
+  }
+  s << "\n";
   if (!result.ranked.empty()) {
     const bool hours = r.tokens > 0;
     // "#" left-aligned and 3 wide, so that the header stays where it is however many rows

@@ -156,6 +156,12 @@ class Worker {
             if (zero > 0 && !shards && !r_.pins.zero) continue;
             // ZeRO-2/3 of an MoE model is not costed (layout.hpp): not searched unless pinned.
             if (r_.model.moe && zero >= 2 && !r_.pins.zero) continue;
+            // ZeRO-3 through this framework's pipeline runs as its ZeRO-2 (FrameworkConvention::
+            // zero3_runs_as_zero2): one layout, searched once, as ZeRO-2, unless zero 3 is pinned.
+            if (zero == 3 && !r_.pins.zero && r_.setup.framework.zero3_runs_as_zero2(pp)) {
+              result_.zero3_as_zero2 = true;
+              continue;
+            }
             for (Recompute recompute : recomputes) {
               if (pinned_out(r_.pins.recompute, recompute)) continue;
               Layout l = base;
@@ -393,6 +399,7 @@ SearchResult search_layouts(const SearchRequest& request) {
     out.fits += r.fits;
     for (const auto& [reason, count] : r.rejected) out.rejected[reason] += count;
     out.smallest_peak_bytes = std::min(out.smallest_peak_bytes, r.smallest_peak_bytes);
+    out.zero3_as_zero2 = out.zero3_as_zero2 || r.zero3_as_zero2;
     for (const Candidate& c : r.ranked) keep_top(out.ranked, c, request.top_k, request.objective);
     for (const Candidate& c : w.front()) keep_pareto(front, c);
   }

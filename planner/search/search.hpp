@@ -105,6 +105,9 @@ struct SearchResult {
   std::vector<Candidate> pareto;  ///< memory vs time front, by memory (when requested)
   std::int64_t space = 0;         ///< layouts enumerated
   std::int64_t fits = 0;          ///< layouts that fit in memory: the time model ran on these
+  /// Whether ZeRO-3 layouts with pp > 1 were left out of `space` because the framework runs
+  /// them as its ZeRO-2, which was searched (FrameworkConvention::zero3_runs_as_zero2).
+  bool zero3_as_zero2 = false;
   /// Rejections by reason ("out of memory", "tp does not divide the attention heads", ...).
   std::map<std::string, std::int64_t> rejected;
   /// Every rule some layout broke, in rule order. A rule that all `space` layouts broke is one

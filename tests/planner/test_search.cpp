@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/format.hpp"
@@ -305,6 +306,80 @@ TEST_CASE("plan: --tp-overlap and --dp-overlap cost every layout so and the plan
   const nlohmann::json training = load_json_file(path)["inputs"]["training"];
   CHECK(training["tp_comm_overlap"] == 0.5);
   CHECK(training["dp_overlap"] == true);
+}
+
+TEST_CASE("search: fsdp with pp > 1 lists ZeRO-3 once, as the ZeRO-2 it runs as", "[search]") {
+  // torchtitan (fsdp) with pp > 1 does not reshard after forward (FrameworkConvention::
+  // zero3_runs_as_zero2), so ZeRO-3 there is ZeRO-2: the search does not enumerate it and a
+  // ranked list of pp 2 layouts has no zero 3 row. fsdp offers zero 0, 2 and 3 (zero_stages),
+  // so two rows that differ only in zero are zero 0 and zero 2, which differ in memory: zero 0
+  // holds the 16 bytes/param of fp32 weights, grads, m and v unsharded; zero 2 through a
+  // pipeline holds them sharded over n = dp x cp ranks plus the stage's bf16 copy (2) and its
+  // unsharded fp32 gradients (4): 6 + 16 / n <= 14 < 16 bytes/param, as zero 2 is searched
+  // only where n > 1; the other terms (activations, buffers) do not depend on zero. Hence no
+  // two ranked rows are equal except in zero.
+  const ModelSpec model = load_model("llama3-8b");
+  const ClusterSpec cluster = load_cluster("dgx-h100");
+  const Profile profile = load_profile("h100");
+  TrainingSetup setup = test::megatron_setup(8192);
+  setup.framework = *find_framework("fsdp");
+  SearchRequest request(model, cluster, profile, setup, 64, 512);
+  request.pins.pp = 2;
+  request.top_k = 40;
+  const SearchResult r = search_layouts(request);
+  CHECK(r.zero3_as_zero2);
+  REQUIRE(r.ranked.size() == 40);
+  const auto but_zero = [](const Layout& l) {
+    return std::make_tuple(l.dp, l.tp, l.pp, l.cp, l.vpp, l.mbs, l.recompute, l.sp);
+  };
+  for (std::size_t i = 0; i < r.ranked.size(); ++i) {
+    const Candidate& a = r.ranked[i];
+    CHECK(a.layout.zero != 3);
+    for (std::size_t j = i + 1; j < r.ranked.size(); ++j) {
+      const Candidate& b = r.ranked[j];
+      if (but_zero(a.layout) != but_zero(b.layout)) continue;
+      CHECK(a.peak_bytes != b.peak_bytes);
+    }
+  }
+  // What is not listed is what is: the winner at zero 3 estimates exactly as at zero 2.
+  Layout zero3 = r.ranked.front().layout;
+  REQUIRE(zero3.zero == 2);
+  zero3.zero = 3;
+  const StepEstimate e = estimate_step(model, zero3, setup, cluster, profile);
+  CHECK(e.step_time_s == Approx(r.ranked.front().step_time_s).epsilon(1e-12));
+  CHECK(e.memory.peak_bytes == Approx(r.ranked.front().peak_bytes).epsilon(1e-12));
+  // Pinned, zero 3 is searched and listed; at pp 1 (per-layer gathers, resharded after forward)
+  // it is a layout of its own; Megatron's ZeRO-3 is its own layout at any pp.
+  request.pins.zero = 3;
+  const SearchResult pinned = search_layouts(request);
+  CHECK(!pinned.zero3_as_zero2);
+  REQUIRE(!pinned.ranked.empty());
+  CHECK(pinned.ranked.front().layout.zero == 3);
+  request.pins.zero.reset();
+  request.pins.pp = 1;
+  CHECK(!search_layouts(request).zero3_as_zero2);
+  request.pins.pp = 2;
+  const TrainingSetup megatron = test::megatron_setup(8192);
+  SearchRequest other(model, cluster, profile, megatron, 64, 512);
+  other.pins.pp = 2;
+  CHECK(!search_layouts(other).zero3_as_zero2);
+}
+
+TEST_CASE("plan: fsdp with pp > 1 says why zero 3 is not listed", "[search][cli]") {
+  const std::vector<std::string> base = {"plan",  "--model", "llama3-8b",   "--gpus", "16",
+                                         "--gbs", "16",      "--framework", "fsdp"};
+  const std::string note = "Note: zero 3 with pp > 1 is not listed: fsdp runs it as its zero 2 row";
+  const test::CliResult piped = test::run(test::with(base, {"--pp", "2"}));
+  INFO(piped.err);
+  REQUIRE(piped.exit_code == 0);
+  CHECK_THAT(piped.out, Catch::Contains(note));
+  CHECK_THAT(piped.out, Catch::Contains("get_fsdp_reshard_after_forward_policy at b5bcd76"));
+  const test::CliResult pinned = test::run(test::with(base, {"--pp", "2", "--zero", "3"}));
+  REQUIRE(pinned.exit_code == 0);
+  CHECK_THAT(pinned.out, !Catch::Contains(note));
+  const test::CliResult flat = test::run(test::with(base, {"--pp", "1"}));
+  REQUIRE(flat.exit_code == 0);
+  CHECK_THAT(flat.out, !Catch::Contains(note));
 }
 
 TEST_CASE("plan: the Why text says what fsdp's ZeRO-2 shards", "[search][cli]") {

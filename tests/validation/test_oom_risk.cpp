@@ -59,6 +59,23 @@ TEST_CASE("OOM risk: logistic in log(peak / capacity), intervals at its 10th and
   CHECK(out_of_memory(at77, 80 * kGiB, 0.05, 8 * kGiB));
 }
 
+TEST_CASE("OOM risk: the log-odds and the log median that memory_outlook and the fit share",
+          "[oom][fit]") {
+  const FittedRates r = memory_rates(0, 0.05, 0.02);
+  // peak = 80 GiB x e^0.09 on 80 GiB: z = (0.09 - 0.05) / 0.02 = 2, risk 1 / (1 + e^-2) =
+  // 0.880797.
+  const double peak = 80 * kGiB * std::exp(0.09);
+  CHECK(oom_log_odds(peak, 80 * kGiB, r) == Approx(2.0).epsilon(1e-12));
+  CHECK(memory_outlook(peak, 80 * kGiB, r).oom_risk == Approx(0.880797).epsilon(1e-6));
+  // At the capacity: z = -0.05 / 0.02 = -2.5.
+  CHECK(oom_log_odds(80 * kGiB, 80 * kGiB, r) == Approx(-2.5).epsilon(1e-12));
+  // The median of a 77 GiB ledger peak: log(77 GiB) - 0.05 = ln(77 x 2^30) - 0.05 = 25.0882;
+  // its exponential is memory_outlook's p50, 77 x e^-0.05 = 73.244 GiB.
+  CHECK(log_median_peak(77 * kGiB, r) == Approx(std::log(77 * kGiB) - 0.05).epsilon(1e-15));
+  CHECK(std::exp(log_median_peak(77 * kGiB, r)) ==
+        Approx(memory_outlook(77 * kGiB, 80 * kGiB, r).peak_bytes_p50).epsilon(1e-14));
+}
+
 TEST_CASE("the ledger's fitted per-token term: memory_per_token_bytes x seq / cp x mbs", "[oom]") {
   const ModelSpec model = load_model("llama3-70b");
   const GpuSpec gpu = load_gpu("h100-sxm");
