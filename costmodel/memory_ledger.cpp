@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "costmodel/pipeline_schedule.hpp"
 
@@ -159,17 +160,21 @@ ActivationBytes ActivationBytes::scaled(double f) const {
 }
 
 ActivationBytes activation_bytes(const LayerOps& ops) {
+  return activation_bytes(ops, ops.setting.recompute);
+}
+
+ActivationBytes activation_bytes(const LayerOps& ops, Recompute recompute) {
   ActivationBytes a;
-  a.layer_bytes = total_bytes(layer_saved_tensors(ops));
+  a.layer_bytes = total_bytes(saved_tensors(ops.layer, recompute));
   const std::vector<SavedTensor> full_layer = saved_tensors(ops.layer, Recompute::kNone);
   a.layer_full_bytes = total_bytes(full_layer);
   for (const SavedTensor& t : full_layer) {
     a.largest_full_bytes = std::max(a.largest_full_bytes, t.bytes);
   }
-  a.embedding_bytes = total_bytes(embedding_saved_tensors(ops));
-  a.head_bytes = total_bytes(head_saved_tensors(ops));
+  a.embedding_bytes = total_bytes(saved_tensors(ops.embedding, recompute));
+  a.head_bytes = total_bytes(saved_tensors(ops.head, recompute));
   if (!ops.moe_layer.empty()) {
-    a.moe_layer_bytes = total_bytes(saved_tensors(ops.moe_layer, ops.setting.recompute));
+    a.moe_layer_bytes = total_bytes(saved_tensors(ops.moe_layer, recompute));
     const std::vector<SavedTensor> full_moe = saved_tensors(ops.moe_layer, Recompute::kNone);
     a.moe_layer_full_bytes = total_bytes(full_moe);
     for (const SavedTensor& t : full_moe) {
@@ -338,10 +343,15 @@ StageMemory stage_memory(const MemoryContext& x, std::int64_t stage) {
 }
 
 std::pair<double, std::int64_t> peak_memory(const MemoryContext& context) {
+  return peak_memory(context, std::numeric_limits<double>::infinity());
+}
+
+std::pair<double, std::int64_t> peak_memory(const MemoryContext& context, double stop_above) {
   std::pair<double, std::int64_t> worst{-1.0, 0};
   for (std::int64_t r = 0; r < context.layout.pp; ++r) {
     const double total = stage_memory(context, r).total_bytes;
     if (total > worst.first) worst = {total, r};
+    if (total > stop_above) break;
   }
   return worst;
 }

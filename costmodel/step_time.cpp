@@ -325,13 +325,18 @@ GroupRates::GroupRates(const StepContext& x, const Layout& l)
       ep({0}, x.cluster, x.profile),
       etp({0}, x.cluster, x.profile),
       edp({0}, x.cluster, x.profile) {
-  if (x.model.moe) set_expert_groups(x, l);
+  if (x.model.moe) set_expert_groups(ExpertGroupRates(x, l));
 }
 
-void GroupRates::set_expert_groups(const StepContext& x, const Layout& l) {
-  ep = GroupBandwidth(rank0_group(GroupKind::kEp, l), x.cluster, x.profile);
-  etp = GroupBandwidth(rank0_group(GroupKind::kEtp, l), x.cluster, x.profile);
-  edp = GroupBandwidth(rank0_group(GroupKind::kEdp, l), x.cluster, x.profile);
+ExpertGroupRates::ExpertGroupRates(const StepContext& x, const Layout& l)
+    : ep(rank0_group(GroupKind::kEp, l), x.cluster, x.profile),
+      etp(rank0_group(GroupKind::kEtp, l), x.cluster, x.profile),
+      edp(rank0_group(GroupKind::kEdp, l), x.cluster, x.profile) {}
+
+void GroupRates::set_expert_groups(const ExpertGroupRates& expert) {
+  ep = expert.ep;
+  etp = expert.etp;
+  edp = expert.edp;
 }
 
 LayerCosts layer_costs(const StepContext& x, const Layout& l, const GroupRates& groups) {

@@ -172,13 +172,21 @@ struct StepContext {
   double optimizer_bytes_per_param = 0;  ///< optimizer_passes(setup).bytes_per_param(), bytes
 };
 
+/// The expert mesh's EP, ETP and EDP groups of a layout. Rank 0's expert groups are ranks
+/// etp x (e + ep x d) + t (ranks.hpp), so they depend on tp x cp x dp (the ranks of a stage),
+/// ep and etp only: a search keeps them by those three.
+struct ExpertGroupRates {
+  ExpertGroupRates(const StepContext& context, const Layout& layout);
+  GroupBandwidth ep, etp, edp;
+};
+
 /// The TP, CP, DP x CP and PP groups of a layout, and the expert mesh's EP, ETP and EDP groups
 /// (depends on tp, cp, dp, pp, ep and etp only).
 struct GroupRates {
   GroupRates(const StepContext& context, const Layout& layout);
-  /// Replaces the expert groups (ep, etp, edp) with those of `layout`'s expert mesh, keeping the
-  /// others (a search varies ep and etp under fixed tp, cp, dp, pp).
-  void set_expert_groups(const StepContext& context, const Layout& layout);
+  /// Replaces the expert groups (ep, etp, edp) with `expert`, keeping the others (a search
+  /// varies ep and etp under fixed tp, cp, dp, pp).
+  void set_expert_groups(const ExpertGroupRates& expert);
   GroupBandwidth tp, cp, dp_cp, pp, ep, etp, edp;
 };
 

@@ -81,9 +81,20 @@ class Worker {
       base.ep = ep;
       base.etp = etp;
       if (r_.model.moe && (tp * cp * dp) % (ep * etp) == 0)
-        groups.set_expert_groups(context_, base);
+        groups.set_expert_groups(expert_groups(base));
       run_mesh(base, groups, tp_crosses);
     }
+  }
+
+  /// The expert groups of `base`'s mesh, kept by what they depend on (ExpertGroupRates): the
+  /// ranks of a stage, ep and etp. Groups of thousands of ranks are spanned once, not once per
+  /// (tp, cp, pp).
+  const ExpertGroupRates& expert_groups(const Layout& base) {
+    const auto key = std::make_tuple(base.tp * base.cp * base.dp, base.ep, base.etp);
+    auto it = expert_groups_.find(key);
+    if (it == expert_groups_.end())
+      it = expert_groups_.emplace(key, ExpertGroupRates(context_, base)).first;
+    return it->second;
   }
 
   /// The expert meshes (ep, etp) searched for the ranks of a stage of `base`: (1, 1) for a dense
@@ -139,11 +150,13 @@ class Worker {
     const int sp_last = r_.pins.sp ? sp_first : (tp > 1 ? 1 : 0);
     const std::array<Recompute, 3> recomputes = {Recompute::kNone, Recompute::kSelective,
                                                  Recompute::kFull};
-    std::vector<std::vector<std::int64_t>> splits;
-    for (std::int64_t vpp : vpps)
-      splits.push_back(default_stage_split(r_.model.num_layers, pp, vpp));
-    for (std::size_t i = 0; i < vpps.size(); ++i) {
-      const std::int64_t vpp = vpps[i];
+    for (std::int64_t vpp : vpps) {
+      // One layout per vpp whose remaining fields the loops below set (evaluate copies it only
+      // into a ranked candidate): layers that do not split evenly over the pp x vpp (virtual)
+      // stages leave one fewer to the embedding's and the LM head's (default_stage_split).
+      Layout l = base;
+      l.vpp = vpp;
+      l.stage_layers = default_stage_split(r_.model.num_layers, pp, vpp);
       for (std::int64_t mbs : mbss) {
         for (int sp = sp_first; sp <= sp_last; ++sp) {
           for (int zero = 0; zero <= 3; ++zero) {
@@ -158,11 +171,6 @@ class Worker {
             if (r_.model.moe && zero >= 2 && !r_.pins.zero) continue;
             for (Recompute recompute : recomputes) {
               if (pinned_out(r_.pins.recompute, recompute)) continue;
-              Layout l = base;
-              // Layers that do not split evenly over the pp x vpp (virtual) stages: the
-              // embedding's and the LM head's take one fewer (default_stage_split).
-              l.stage_layers = splits[i];
-              l.vpp = vpp;
               l.mbs = mbs;
               l.sp = sp == 1;
               l.zero = zero;
@@ -225,10 +233,12 @@ class Worker {
       return;
     }
 
-    // Memory first: the time model runs only on layouts that fit.
+    // Memory first: the time model runs only on layouts that fit. The stages are summed until
+    // one exceeds both the usable memory and the least peak seen: such a layout is rejected
+    // and cannot lower smallest_peak_bytes, whatever the other stages hold.
     const ActivationBytes act = activations(l).scaled(static_cast<double>(l.mbs));
     const MemoryContext memory{r_.model, context_.counts, l, setup_, r_.cluster.gpu, act};
-    const auto [peak, worst] = peak_memory(memory);
+    const auto [peak, worst] = peak_memory(memory, std::max(usable_, result_.smallest_peak_bytes));
     result_.smallest_peak_bytes = std::min(result_.smallest_peak_bytes, peak);
     if (peak > usable_) {
       reject(kOutOfMemory);
@@ -255,19 +265,21 @@ class Worker {
     if (r_.pareto) keep_pareto(front_, c);
   }
 
-  /// Activation bytes of one sequence (mbs 1); every saved tensor scales with mbs.
+  /// Activation bytes of one sequence (mbs 1); every saved tensor scales with mbs. One op
+  /// table per (tp, cp, sp, ep, etp) answers the three recompute modes.
   const ActivationBytes& activations(const Layout& l) {
-    const auto key = std::make_tuple(l.tp, l.cp, l.sp, static_cast<int>(l.recompute), l.ep, l.etp);
+    const auto key = std::make_tuple(l.tp, l.cp, l.sp, l.ep, l.etp);
     auto it = activations_.find(key);
     if (it == activations_.end()) {
       Layout one = l;
       one.mbs = 1;
-      it = activations_
-               .emplace(key,
-                        activation_bytes(build_layer_ops(r_.model, layer_setting(one, r_.setup))))
-               .first;
+      const LayerOps ops = build_layer_ops(r_.model, layer_setting(one, r_.setup));
+      std::array<ActivationBytes, kRecomputeModes> by_mode;
+      for (std::size_t m = 0; m < kRecomputeModes; ++m)
+        by_mode[m] = activation_bytes(ops, static_cast<Recompute>(m));
+      it = activations_.emplace(key, by_mode).first;
     }
-    return it->second;
+    return it->second[static_cast<std::size_t>(l.recompute)];
   }
 
   /// Per-layer seconds by (tp, cp, ep, etp, mbs, sp): what they depend on (the tp, cp and ep
@@ -289,9 +301,11 @@ class Worker {
   std::array<Broken, kRules> broken_{};
   std::size_t combo_ = 0;
   std::vector<Candidate> front_;
-  std::map<std::tuple<std::int64_t, std::int64_t, bool, int, std::int64_t, std::int64_t>,
-           ActivationBytes>
+  static constexpr std::size_t kRecomputeModes = static_cast<std::size_t>(Recompute::kFull) + 1;
+  std::map<std::tuple<std::int64_t, std::int64_t, bool, std::int64_t, std::int64_t>,
+           std::array<ActivationBytes, kRecomputeModes>>
       activations_;
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, ExpertGroupRates> expert_groups_;
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool>,
            LayerCosts>
       costs_;
