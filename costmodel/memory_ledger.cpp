@@ -163,23 +163,41 @@ ActivationBytes activation_bytes(const LayerOps& ops) {
   return activation_bytes(ops, ops.setting.recompute);
 }
 
+namespace {
+
+/// The bytes `ops` save under `recompute`: total_bytes(saved_tensors(ops, recompute)), summed
+/// in the same order, without copying the tensors.
+double saved_bytes(const std::vector<LayerOp>& ops, Recompute recompute) {
+  double sum = 0;
+  for (const LayerOp& op : ops) {
+    for (const SavedTensor& t : op.saved[static_cast<std::size_t>(recompute)]) sum += t.bytes;
+  }
+  return sum;
+}
+
+/// The largest single tensor `ops` save without recompute, at least `floor` (bytes).
+double largest_saved(const std::vector<LayerOp>& ops, double floor) {
+  for (const LayerOp& op : ops) {
+    for (const SavedTensor& t : op.saved[static_cast<std::size_t>(Recompute::kNone)]) {
+      floor = std::max(floor, t.bytes);
+    }
+  }
+  return floor;
+}
+
+}  // namespace
+
 ActivationBytes activation_bytes(const LayerOps& ops, Recompute recompute) {
   ActivationBytes a;
-  a.layer_bytes = total_bytes(saved_tensors(ops.layer, recompute));
-  const std::vector<SavedTensor> full_layer = saved_tensors(ops.layer, Recompute::kNone);
-  a.layer_full_bytes = total_bytes(full_layer);
-  for (const SavedTensor& t : full_layer) {
-    a.largest_full_bytes = std::max(a.largest_full_bytes, t.bytes);
-  }
-  a.embedding_bytes = total_bytes(saved_tensors(ops.embedding, recompute));
-  a.head_bytes = total_bytes(saved_tensors(ops.head, recompute));
+  a.layer_bytes = saved_bytes(ops.layer, recompute);
+  a.layer_full_bytes = saved_bytes(ops.layer, Recompute::kNone);
+  a.largest_full_bytes = largest_saved(ops.layer, 0);
+  a.embedding_bytes = saved_bytes(ops.embedding, recompute);
+  a.head_bytes = saved_bytes(ops.head, recompute);
   if (!ops.moe_layer.empty()) {
-    a.moe_layer_bytes = total_bytes(saved_tensors(ops.moe_layer, recompute));
-    const std::vector<SavedTensor> full_moe = saved_tensors(ops.moe_layer, Recompute::kNone);
-    a.moe_layer_full_bytes = total_bytes(full_moe);
-    for (const SavedTensor& t : full_moe) {
-      a.largest_full_bytes = std::max(a.largest_full_bytes, t.bytes);
-    }
+    a.moe_layer_bytes = saved_bytes(ops.moe_layer, recompute);
+    a.moe_layer_full_bytes = saved_bytes(ops.moe_layer, Recompute::kNone);
+    a.largest_full_bytes = largest_saved(ops.moe_layer, a.largest_full_bytes);
     // The routed tokens reaching this rank's experts (expert_fc1's input, gathered over etp):
     // the dispatch receives them and the combine sends them back; the send side is as large.
     for (const LayerOp& op : ops.moe_layer) {

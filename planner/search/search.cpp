@@ -74,27 +74,13 @@ class Worker {
     base.pp = pp;
     base.gbs = r_.gbs;
     const bool tp_crosses = tp_spans_domains(tp, r_.gpus, r_.cluster.nvlink_domain_size);
-    // The dense groups once per (tp, cp, pp); the expert groups per mesh (a pinned mesh that
-    // breaks its rules keeps the previous ones: its layouts are rejected before they are timed).
-    GroupRates groups(context_, base);
+    groups_.reset();
     for (const auto& [ep, etp] : expert_meshes(base)) {
       base.ep = ep;
       base.etp = etp;
-      if (r_.model.moe && (tp * cp * dp) % (ep * etp) == 0)
-        groups.set_expert_groups(expert_groups(base));
-      run_mesh(base, groups, tp_crosses);
+      mesh_groups_set_ = false;
+      run_mesh(base, tp_crosses);
     }
-  }
-
-  /// The expert groups of `base`'s mesh, kept by what they depend on (ExpertGroupRates): the
-  /// ranks of a stage, ep and etp. Groups of thousands of ranks are spanned once, not once per
-  /// (tp, cp, pp).
-  const ExpertGroupRates& expert_groups(const Layout& base) {
-    const auto key = std::make_tuple(base.tp * base.cp * base.dp, base.ep, base.etp);
-    auto it = expert_groups_.find(key);
-    if (it == expert_groups_.end())
-      it = expert_groups_.emplace(key, ExpertGroupRates(context_, base)).first;
-    return it->second;
   }
 
   /// The expert meshes (ep, etp) searched for the ranks of a stage of `base`: (1, 1) for a dense
@@ -122,7 +108,7 @@ class Worker {
   }
 
   /// All layouts of `base`'s tp, cp, pp and expert mesh.
-  void run_mesh(const Layout& base, const GroupRates& groups, bool tp_crosses) {
+  void run_mesh(const Layout& base, bool tp_crosses) {
     const std::int64_t tp = base.tp, pp = base.pp, dp = base.dp;
     // With one rank to shard over, every ZeRO stage is the same layout: keep zero 0 only.
     const bool shards = shard_group(base, r_.setup.framework) > 1;
@@ -175,7 +161,7 @@ class Worker {
               l.sp = sp == 1;
               l.zero = zero;
               l.recompute = recompute;
-              evaluate(l, groups, tp_crosses);
+              evaluate(l, tp_crosses);
             }
           }
         }
@@ -217,7 +203,7 @@ class Worker {
   static constexpr unsigned kReasons = kOutOfMemory + 1;
   void reject(unsigned reason) { ++counts_[reason]; }
 
-  void evaluate(const Layout& l, const GroupRates& groups, bool tp_crosses) {
+  void evaluate(const Layout& l, bool tp_crosses) {
     ++result_.space;
     std::uint32_t mask = layout_problem_mask(l, r_.model, r_.setup.seq, std::nullopt,
                                              r_.setup.attention == AttentionImpl::kEager);
@@ -245,6 +231,7 @@ class Worker {
       return;
     }
     ++result_.fits;
+    const GroupRates& groups = groups_for(l);
     const StepEstimate e = assemble_step(context_, l, groups, layer_costs_for(l, groups), false);
     Candidate c;
     c.layout = l;
@@ -263,6 +250,24 @@ class Worker {
     c.breakdown = e.breakdown;
     keep_top(result_.ranked, c, r_.top_k, r_.objective);
     if (r_.pareto) keep_pareto(front_, c);
+  }
+
+  /// The groups of `l` (tp, cp, pp and its expert mesh), spanned on the first layout of the
+  /// (tp, cp, pp) combination and of the mesh that fits in memory (most combinations and
+  /// meshes have none): the dense groups once per combination, the expert groups kept by
+  /// what they depend on (ExpertGroupRates: the ranks of a stage, ep and etp), so that groups
+  /// of thousands of ranks are spanned once, not once per (tp, cp, pp).
+  const GroupRates& groups_for(const Layout& l) {
+    if (!groups_) groups_.emplace(context_, l, ExpertGroupRates());
+    if (r_.model.moe && !mesh_groups_set_) {
+      const auto key = std::make_tuple(l.tp * l.cp * l.dp, l.ep, l.etp);
+      auto it = expert_groups_.find(key);
+      if (it == expert_groups_.end())
+        it = expert_groups_.emplace(key, ExpertGroupRates(context_, l)).first;
+      groups_->set_expert_groups(it->second);
+    }
+    mesh_groups_set_ = true;
+    return *groups_;
   }
 
   /// Activation bytes of one sequence (mbs 1); every saved tensor scales with mbs. One op
@@ -305,6 +310,8 @@ class Worker {
   std::map<std::tuple<std::int64_t, std::int64_t, bool, std::int64_t, std::int64_t>,
            std::array<ActivationBytes, kRecomputeModes>>
       activations_;
+  std::optional<GroupRates> groups_;  ///< of the current (tp, cp, pp), once needed
+  bool mesh_groups_set_ = false;      ///< groups_ holds the current expert mesh's groups
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, ExpertGroupRates> expert_groups_;
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool>,
            LayerCosts>
