@@ -102,7 +102,7 @@ Setup make_setup(const Options& o, const MpiContext& ctx) {
   }
   std::string base = o.base_profile;
   if (base.empty()) {
-    const std::optional<std::string> published = published_profile_for(gpu);
+    const std::optional<std::string> published = shipped_profile_for(gpu);
     if (!published) {
       throw InputError("--base-profile: no published profile for GPU " + gpu +
                        " to carry unmeasured values from; give --base-profile NAME or FILE");

@@ -77,17 +77,12 @@ std::vector<BusbwPoint> measured_curve(Collective collective, std::int64_t n,
 
 }  // namespace
 
-std::optional<std::string> published_profile_for(const std::string& gpu) {
-  if (gpu.rfind("a100", 0) == 0) return "a100";
-  if (gpu == "h100-sxm" || gpu == "h100-96g") return "h100";
-  if (gpu == "h200") return "h200";
-  return std::nullopt;
-}
-
 std::optional<std::string> gpu_preset_for_device(const std::string& device_name,
                                                  double memory_bytes) {
   auto has = [&](const char* text) { return device_name.find(text) != std::string::npos; };
   const double gib = memory_bytes / (1024.0 * 1024 * 1024);
+  if (has("GB300")) return "gb300";
+  if (has("B300")) return "b300";
   if (has("GB200")) return "gb200";
   if (has("B200")) return "b200";
   if (has("H200")) return "h200";

@@ -61,10 +61,6 @@ std::string records_path(const std::string& profile_path);
 /// changed and no temporary is left.
 void write_profile_files(const std::string& profile_path, const BuiltProfile& built);
 
-/// The published profile preset for a GPU preset (a100-*: a100, h100-sxm and h100-96g: h100,
-/// h200: h200); nullopt for others.
-std::optional<std::string> published_profile_for(const std::string& gpu);
-
 /// The GPU preset for a CUDA device name and memory ("NVIDIA H100 80GB HBM3" -> h100-sxm,
 /// "NVIDIA H200" -> h200, "NVIDIA A100-SXM4-80GB" -> a100-80g, ...); nullopt when unknown.
 std::optional<std::string> gpu_preset_for_device(const std::string& device_name,

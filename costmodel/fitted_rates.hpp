@@ -39,6 +39,11 @@ struct FittedRates {
   /// beyond its collective's own latency (the framework's copy-in/copy-out and stream
   /// synchronisation around it), exposed: the next layer waits for it.
   double gather_latency_s = 0;
+  /// Seconds per mixture-of-experts layer per micro-batch, forward and backward together,
+  /// beyond the layer's modeled kernels and all-to-alls (host_bound.hpp
+  /// add_moe_layer_overhead): the router's and the permutes' chains of small kernels, the
+  /// all-to-alls' launch latency, the dropless dispatcher's host synchronisation.
+  double moe_layer_overhead_s = 0;
   /// Memory (issue 20; costmodel/oom_risk.hpp): bytes a GPU holds per token of its micro-batch
   /// (seq / cp x mbs) beyond the ledger's named terms, in every stage: saved tensors and
   /// temporaries of a framework's eager ops that no entry names. 0: the ledger as it is.

@@ -4,6 +4,10 @@
 
 namespace meshplan {
 
+const char* to_string(AttentionFlops convention) {
+  return convention == AttentionFlops::kCausal ? "causal" : "non-causal";
+}
+
 double six_nd_flops(double params, double tokens) { return 6.0 * params * tokens; }
 
 FlopsPerToken exact_flops_per_token(const ModelSpec& model, std::int64_t seq,

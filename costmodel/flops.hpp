@@ -7,15 +7,19 @@
 //   training = 3 x forward (backward = 2 x forward for every GEMM).
 // Two conventions for the attention term (the score product Q K^T and the context product
 // P V, 2 x s x (a d) FLOP each per token and layer forward):
-//   non-causal (the default): the full s x s square, as Megatron-LM reports its TFLOP/s
-//     (Narayanan et al. 2021 eq. 3, the s/(6h) term; Korthikanti et al. 2022, appendix, its
-//     model FLOPs 72 B s L h^2 (1 + s/(6h) + V/(12 h L))) and as PaLM defines MFU (Chowdhery
-//     et al. 2022, appendix B: 6N + 12 L H Q T per token, the full square);
+//   non-causal (the default): the full s x s square, as Megatron-LM reported its TFLOP/s until
+//     2025-03 (Narayanan et al. 2021 eq. 3, the s/(6h) term; Korthikanti et al. 2022, appendix,
+//     its model FLOPs 72 B s L h^2 (1 + s/(6h) + V/(12 h L))), as PaLM defines MFU (Chowdhery
+//     et al. 2022, appendix B: 6N + 12 L H Q T per token, the full square) and as torchtitan
+//     logs it;
 //   causal: half of it, the lower triangle a causal mask lets each query see (s (s + 1) / 2 of
 //     s^2 scores, taken as s^2 / 2), which is the work FlashAttention does with causal=True
 //     (it skips the blocks above the diagonal) and how its benchmarks count it
 //     (Dao-AILab/flash-attention, benchmarks/benchmark_flash_attention.py:
-//     4 x batch x seqlen^2 x nheads x headdim // (2 if causal else 1)).
+//     4 x batch x seqlen^2 x nheads x headdim // (2 if causal else 1)), and how Megatron-LM
+//     has logged it since 2025-03 (8873b55, the s/(6h) term halved).
+// Which of the two a report puts first follows the framework's own log
+// (FrameworkConvention::mfu_attention, framework.hpp).
 // So per token, training causal = training non-causal - 3 x attention_non_causal / 2; at long
 // sequences the difference is large (Llama 3 8B at 131072 tokens: 2.51e11 vs 1.48e11 FLOP per
 // token, the attention term being 82% of the non-causal count), which is why MFU is reported
@@ -40,6 +44,9 @@ namespace meshplan {
 
 /// Whether attention FLOPs count the full s x s score matrix or only its causal half.
 enum class AttentionFlops { kNonCausal, kCausal };
+
+/// "non-causal" or "causal" (the values of the reports' mfu_headline_definition).
+const char* to_string(AttentionFlops convention);
 
 /// Training FLOPs by the 6ND rule: 6 x params x tokens (FLOP).
 double six_nd_flops(double params, double tokens);

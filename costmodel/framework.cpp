@@ -94,6 +94,8 @@ std::vector<FrameworkConvention> make_conventions() {
   all.back().fp8_saves_fp8_inputs = true;
   all.back().pp_p2p_overlap = true;
   all.back().interleaved_waiting_needs_pp_above_2 = true;
+  all.back().mfu_attention = AttentionFlops::kCausal;
+  all.back().mfu_attention_source = "Megatron-LM's log since 2025-03";
   // The Megatron-LM of the published runs meshplan validates against (Narayanan et al. 2021,
   // Korthikanti et al. 2022, the README's H100 table): interleaved sends batched with their
   // receives and waited for, and the distributed optimizer as its only ZeRO.
@@ -107,6 +109,8 @@ std::vector<FrameworkConvention> make_conventions() {
       "communication of Narayanan et al. 2021 (batched send/recv, waited for)";
   legacy.pp_p2p_overlap = false;
   legacy.zero_stages = 0b0011;
+  legacy.mfu_attention = AttentionFlops::kNonCausal;
+  legacy.mfu_attention_source = "Megatron-LM's log before 2025-03";
   all.push_back(legacy);
   all.push_back({"nemo",
                  "NeMo / Megatron-Core recipes: half weights and grad buffer "
@@ -122,6 +126,8 @@ std::vector<FrameworkConvention> make_conventions() {
   all.back().fp8_saves_fp8_inputs = true;
   all.back().pp_p2p_overlap = true;
   all.back().interleaved_waiting_needs_pp_above_2 = true;
+  all.back().mfu_attention = AttentionFlops::kCausal;
+  all.back().mfu_attention_source = "NeMo's Megatron-Bridge log (Megatron-Core since 2025)";
   all.push_back({"deepspeed",
                  "DeepSpeed ZeRO: half weights and grads, fp32 master, fp32 grad partition, m, v; "
                  "eager ops (HF models)",
@@ -158,6 +164,7 @@ std::vector<FrameworkConvention> make_conventions() {
   all.back().elementwise = ElementwiseKernels::kEager;
   all.back().dp_param_overlap = true;
   all.back().zero_stages = 0b1101;
+  all.back().mfu_attention_source = "torchtitan's log";
   all.push_back({"hf",
                  "Hugging Face Transformers + Trainer: fp32 weights and grads, m, v; eager "
                  "attention softmax in fp32; eager ops",

@@ -12,6 +12,9 @@
 //   fsdp      fp32 sharded params 4 + fp32 grads 4 + m 4 + v 4 (bf16 compute copies
 //             are gathered per layer, not stored)                                   = 16
 //   hf        fp32 weights 4 + fp32 grads 4 + m 4 + v 4 (autocast)                  = 16
+//
+// MFU as each framework logs it (mfu_attention): attention FLOPs causal for megatron and nemo
+// (Megatron-Core since 2025), non-causal for megatron-2023, fsdp (torchtitan) and the others.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +24,7 @@
 #include <vector>
 
 #include "costmodel/elementwise_bytes.hpp"
+#include "costmodel/flops.hpp"
 
 namespace meshplan {
 
@@ -158,6 +162,20 @@ struct FrameworkConvention {
   /// command line has since turned the overlap on by default with virtual stages
   /// (--no-overlap-p2p-communication; arguments.py forces it off without them).
   bool pp_p2p_overlap = false;
+  /// How the framework's own training log counts the attention score and context products in
+  /// its MFU and model TFLOP/s, which meshplan's headline MFU follows (the other count is printed
+  /// beside it; flops.hpp). Causal (halved) for Megatron-Core since 2025: Megatron-LM's
+  /// num_floating_point_operations (megatron/training/training.py) has counted "only half of
+  /// the attention matrix" since 8873b55 (2025-03-06; still at d98e8a6), and NeMo's
+  /// Megatron-Bridge the same (src/megatron/bridge/training/utils/flop_utils.py at 0494433:
+  /// core_attn_seq_factor / 2). Non-causal: the Megatron-LM of 2021-2023 (Narayanan et al. 2021,
+  /// eq. 3: megatron-2023), torchtitan ("we follow the convention and do not account for sparsity
+  /// in causal attention", torchtitan/models/utils.py get_dense_model_nparams_and_flops at v0.2.2
+  /// 73a0e69 and main b5bcd76), and PaLM's MFU (Chowdhery et al. 2022, app. B), which the
+  /// frameworks that log no MFU (DeepSpeed, Hugging Face Transformers) keep.
+  AttentionFlops mfu_attention = AttentionFlops::kNonCausal;
+  /// Whose count that is, as the reports name it: "Megatron-LM's log since 2025-03".
+  std::string mfu_attention_source = "PaLM's MFU definition";
 
   /// Whether ZeRO stage `zero` is ZeRO-2 run as FSDP2 without reshard after forward
   /// (zero2_is_fsdp_without_reshard).

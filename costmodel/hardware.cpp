@@ -5,7 +5,12 @@ namespace meshplan {
 std::optional<double> training_peak_flops(const GpuSpec& gpu, Precision precision) {
   switch (precision) {
     case Precision::kFp8:
+    case Precision::kFp8Cs:
       return gpu.peak_flops_per_s.fp8;
+    case Precision::kMxfp8:
+      return gpu.peak_flops_per_s.mxfp8;
+    case Precision::kNvfp4:
+      return gpu.peak_flops_per_s.nvfp4;
     case Precision::kBf16:
       return gpu.peak_flops_per_s.bf16;
     case Precision::kFp16:

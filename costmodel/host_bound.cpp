@@ -9,6 +9,11 @@ void host_bound_layer(BlockCosts& costs, double host_per_layer_s) {
   costs.backward_s = std::max(costs.backward_s, 2 * host_per_layer_s / 3);
 }
 
+void add_moe_layer_overhead(BlockCosts& costs, double overhead_s) {
+  costs.forward_s += overhead_s / 3;
+  costs.backward_s += 2 * overhead_s / 3;
+}
+
 void set_step_interval(StepEstimate& e, const Profile& profile,
                        const FrameworkConvention& framework) {
   if (const std::optional<StepInterval> interval = step_interval(profile, framework)) {

@@ -19,6 +19,11 @@ namespace meshplan {
 /// are.
 void host_bound_layer(BlockCosts& costs, double host_per_layer_s);
 
+/// Adds `overhead_s` (FittedRates::moe_layer_overhead_s: seconds per MoE layer per micro-batch,
+/// forward + backward, beyond its modeled kernels and all-to-alls) to an MoE layer's costs, a
+/// third forward and two thirds backward as host_bound_layer splits it. overhead_s >= 0.
+void add_moe_layer_overhead(BlockCosts& costs, double overhead_s);
+
 /// Sets e.step_time_s_p10 and e.step_time_s_p90 from `profile`'s interval for `framework`'s
 /// family (step_interval: the step time times the ratios p10_ratio and p90_ratio); leaves them
 /// 0 where there is none. Precondition: e.step_time_s set.

@@ -555,7 +555,7 @@ LayerSetting layer_setting(const Layout& layout, std::int64_t seq, Precision pre
   s.logits_bytes = framework.logits_bytes;
   s.selective = framework.selective;
   s.tp_saves_gathered_inputs = framework.tp_saves_gathered_inputs;
-  s.fp8_linear_inputs = precision == Precision::kFp8 && framework.fp8_saves_fp8_inputs;
+  s.fp8_linear_inputs = quantized_gemms(precision) && framework.fp8_saves_fp8_inputs;
   s.elementwise = framework.elementwise;
   s.ep = layout.ep;
   s.etp = layout.etp;

@@ -103,7 +103,10 @@ struct LayerSetting {
   double logits_bytes = 4;                 ///< FrameworkConvention::logits_bytes
   SelectivePolicy selective = SelectivePolicy::kAttentionCore;  ///< FrameworkConvention's
   bool tp_saves_gathered_inputs = false;                        ///< FrameworkConvention's
-  bool fp8_linear_inputs = false;  ///< fp8 training that saves the linears' inputs in fp8
+  /// Quantized training (quantized_gemms) whose framework saves the linears' inputs in their
+  /// quantized copy: 1 byte per element, fp8's (nvfp4's 0.5-byte values with their scales are
+  /// counted at 1 too: TE keeps a column-wise copy for the weight gradient beside it).
+  bool fp8_linear_inputs = false;
   ElementwiseKernels elementwise = ElementwiseKernels::kFused;  ///< FrameworkConvention's
   std::int64_t ep = 1;   ///< expert parallel degree (layout.hpp)
   std::int64_t etp = 1;  ///< expert tensor parallel degree

@@ -2,23 +2,53 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace meshplan {
 
-/// bf16 and fp16 are 2-byte mixed precision; fp8 runs GEMMs in FP8 with bf16 elsewhere
-/// (Transformer Engine / torchao float8 style), so its activations are still 2 bytes.
-enum class Precision { kBf16, kFp16, kFp8 };
+/// bf16 and fp16 are 2-byte mixed precision. The others run the layers' linears (their GEMMs)
+/// in a narrow format with bf16 everywhere else (Transformer Engine recipes; torchao float8), so
+/// their activations are still 2 bytes:
+///  - fp8: per-tensor-scaled FP8 (E4M3 forward, E5M2 gradients; TE's delayed scaling on Hopper);
+///  - fp8-cs: per-tensor FP8 with current scaling (TE Float8CurrentScaling: the scale from the
+///    tensor's own amax, one extra read of it);
+///  - mxfp8: OCP MXFP8, E4M3 with one E8M0 scale per 32 elements (TE MXFP8BlockScaling;
+///    Blackwell tensor cores run it natively);
+///  - nvfp4: NVIDIA NVFP4, E2M1 with one E4M3 scale per 16 elements and one FP32 scale per
+///    tensor (TE NVFP4BlockScaling; Blackwell). Recipes keep some layers in bf16 (the first and
+///    last, MTP): meshplan runs every transformer layer's linears in nvfp4 and says so.
+/// Sources: Transformer Engine docs, "Using FP8 and FP4 with Transformer Engine"
+/// (docs/examples/fp8_primer.ipynb, TE 2.8); the data README of ../shared/data/moe-blackwell.
+enum class Precision { kBf16, kFp16, kFp8, kFp8Cs, kMxfp8, kNvfp4 };
 
-/// "bf16", "fp16", "fp8".
+/// "bf16", "fp16", "fp8", "fp8-cs", "mxfp8", "nvfp4".
 const char* to_string(Precision precision);
 
-/// Parses "bf16" | "fp16" | "fp8"; nullopt for anything else (the caller reports the error).
+/// Parses the names of to_string; nullopt for anything else (the caller reports the error).
 std::optional<Precision> parse_precision(std::string_view text);
 
+/// The names parse_precision accepts, in enum order: bf16, fp16, fp8, fp8-cs, mxfp8, nvfp4.
+const std::vector<std::string>& precision_names();
+
 /// The 16-bit precision a run at `precision` uses outside its GEMMs and measures MFU against:
-/// fp16 for fp16, bf16 for bf16 and fp8 (Transformer Engine and torchao run fp8 next to bf16).
+/// fp16 for fp16, bf16 for every other (the narrow formats run next to bf16).
 Precision half_precision(Precision precision);
+
+/// Whether the layers' linears run quantized (every precision but bf16 and fp16).
+bool quantized_gemms(Precision precision);
+
+/// Bytes of memory traffic per element to quantize one 16-bit GEMM operand for `precision`
+/// (0 for bf16 and fp16), each derived from what the cast kernel reads and writes:
+///  - fp8, fp8-cs: 2 (an amax pass reads the 16-bit tensor) + 2 (the cast reads it again)
+///    + 1 (writes fp8) + 1 (writes the fp8 transpose the other GEMM needs) = 6;
+///  - mxfp8: the block scale is found inside the cast kernel (no amax pass): 2 (read) + 1 + 1/32
+///    (row-wise values and E8M0 scales) + 1 + 1/32 (column-wise: the blocks run the other way,
+///    TE quantizes both) = 4.0625;
+///  - nvfp4: 2 (amax pass for the FP32 tensor scale) + 2 (read) + 0.5 + 1/16 (row-wise E2M1
+///    values and E4M3 scales) + 0.5 + 1/16 (column-wise) = 5.125.
+double quantize_bytes_per_element(Precision precision);
 
 /// Name of the 2-byte dtype used for weights and activations under `precision`
 /// ("fp16" for fp16 training, "bf16" otherwise): to_string(half_precision(precision)).

@@ -48,11 +48,11 @@ namespace {
 
 constexpr double kHalf = 2;  // bytes per activation element
 
-/// The rates an op of dtype `dtype` runs at: `gemm_rates` for fp8 (the layers' linears with
-/// --precision fp8), `half_rates` for the 16-bit kernels.
+/// The rates an op of dtype `dtype` runs at: `gemm_rates` for a quantized one (the layers'
+/// linears under fp8, fp8-cs, mxfp8, nvfp4), `half_rates` for the 16-bit kernels.
 const DeviceRates& rates_for(Precision dtype, const DeviceRates& gemm_rates,
                              const DeviceRates& half_rates) {
-  return dtype == Precision::kFp8 ? gemm_rates : half_rates;
+  return quantized_gemms(dtype) ? gemm_rates : half_rates;
 }
 
 /// Seconds of the `group` collectives that `ops` need per micro-batch, forward or (with
@@ -126,31 +126,31 @@ double linear_backward_s(const GemmDims& g, const DeviceRates& rates) {
 BlockCosts layer_kernels(const std::vector<LayerOp>& layer, const DeviceRates& gemm_rates,
                          const DeviceRates& half_rates, const GroupRates& groups) {
   BlockCosts k;
-  // FP8 linears quantize their operands with per-tensor scales (Transformer Engine's
-  // cast_transpose, torchao's float8 linear): a pass reads the 16-bit tensor for its amax, the
-  // cast reads it again and writes the fp8 copy and the fp8 transpose the other GEMMs need:
-  // 2 + 2 + 1 + 1 = 6 bytes per element of each input and weight forward and of each output
-  // gradient backward. Weights are counted once per micro-batch.
-  constexpr double kCastBytes = 6;
+  // Quantized linears cast their 16-bit operands before each GEMM (Transformer Engine's
+  // quantize / cast_transpose kernels, torchao's float8 linear): quantize_bytes_per_element of
+  // traffic per element of each input and weight forward and of each output gradient backward
+  // (precision.hpp). Weights are counted once per micro-batch.
   double cast_inputs = 0, cast_weights = 0, cast_output_grads = 0;  // elements
+  double cast_bytes = 0;  // per element, of the layer's quantized dtype
   for (const LayerOp& op : layer) {
     if (op.kind != LayerOpKind::kLinear) continue;
     const DeviceRates& rates = rates_for(op.dtype, gemm_rates, half_rates);
     k.gemm_forward_s += linear_forward_s(op.gemm, rates);
     k.gemm_backward_s += linear_backward_s(op.gemm, rates);
-    if (op.dtype == Precision::kFp8) {
+    if (quantized_gemms(op.dtype)) {
       const double m = static_cast<double>(op.gemm.m), n = static_cast<double>(op.gemm.n),
                    kk = static_cast<double>(op.gemm.k);
       cast_inputs += m * kk;
       cast_weights += kk * n;
       cast_output_grads += m * n;
+      cast_bytes = quantize_bytes_per_element(op.dtype);
     }
   }
   k.forward_s = k.gemm_forward_s;
   k.backward_s = k.gemm_backward_s;
   if (cast_inputs > 0) {
-    k.forward_s += memory_time_s(half_rates, kCastBytes * (cast_inputs + cast_weights));
-    k.backward_s += memory_time_s(half_rates, kCastBytes * cast_output_grads);
+    k.forward_s += memory_time_s(half_rates, cast_bytes * (cast_inputs + cast_weights));
+    k.backward_s += memory_time_s(half_rates, cast_bytes * cast_output_grads);
   }
 
   for (const LayerOp& op : layer) {
@@ -299,10 +299,12 @@ StepContext::StepContext(const ModelSpec& m, const TrainingSetup& s, const Clust
                                               : profile.flash_attention_efficiency;
   half_rates.flash_attention_half_keys = profile.flash_attention_half_keys;
   half_rates.hbm_efficiency = profile.hbm_efficiency;
-  gemm_rates = half_rates;  // the layers' linears run in fp8 with --precision fp8
+  gemm_rates = half_rates;  // the layers' linears run quantized under fp8, mxfp8, nvfp4, ...
   gemm_rates.gemm_peak_flops_per_s = *training_peak_flops(c.gpu, s.precision);
-  if (s.precision == Precision::kFp8) {
-    // FP8 GEMMs sustain a smaller share of their (twice as high) peak.
+  if (quantized_gemms(s.precision)) {
+    // Quantized GEMMs sustain a smaller share of their (two or four times higher) peak; one
+    // efficiency for the FP8 and FP4 formats (the profile's fp8_peak_efficiency; the fit's GEMM
+    // scale adjusts both).
     gemm_rates.gemm.peak_efficiency = profile.gemm.fp8_peak_efficiency;
   }
   flops = exact_flops_per_token(m, s.seq);
@@ -354,6 +356,7 @@ LayerCosts layer_costs(const StepContext& x, const Layout& l, const GroupRates& 
   if (!ops.moe_layer.empty()) {
     c.moe = layer_kernels(ops.moe_layer, x.gemm_rates, layer_half_rates, groups);
     host_bound_layer(c.moe, x.fitted.host_overhead_per_layer_s);
+    add_moe_layer_overhead(c.moe, x.fitted.moe_layer_overhead_s);
   }
   c.embedding = edge_cost(ops.embedding, x.half_rates, groups.tp);
   c.head = edge_cost(ops.head, x.half_rates, groups.tp);

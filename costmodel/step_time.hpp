@@ -19,9 +19,9 @@
 // backward where the framework does; ZeRO-2 reduce-scatters every micro-batch's gradients) and
 // the optimizer step (memory-bound Adam).
 // Collective times: t = alpha + S F / busbw on the group's tier (placement.hpp, profile.hpp).
-// Model FLOPs: the exact count (flops.hpp, non-causal as Megatron-LM reports it; the causal
-// count, FlashAttention's, beside it); MFU = model FLOPs / (step time x GPUs x dense peak);
-// HFU adds the recompute FLOPs.
+// Model FLOPs: the exact count (flops.hpp), non-causal (PaLM's, torchtitan's, the Megatron-LM
+// of 2021-2023's) and causal (FlashAttention's, Megatron-LM's since 2025-03); MFU = model FLOPs
+// / (step time x GPUs x dense peak); HFU adds the recompute FLOPs to the non-causal count.
 #pragma once
 
 #include <array>

@@ -12,6 +12,7 @@
 #include "common/atomic_write.hpp"
 #include "common/format.hpp"
 #include "planner/cli/commands.hpp"
+#include "planner/cli/fold_option.hpp"
 #include "planner/fit/fit_profile.hpp"
 #include "planner/fit/parameters.hpp"
 
@@ -117,11 +118,13 @@ CommandAction add_fit_command(CLI::App& app) {
                   "Base profile (preset name or file); default: the shipped profile of the runs' "
                   "GPU");
   cmd->add_option("--out", *out_path, "Profile file to write")->required();
-  return [files, base, out_path](std::ostream& out, std::ostream& /*err*/) {
+  auto leave_out = std::make_shared<std::string>("study");
+  add_leave_out_option(*cmd, *leave_out);
+  return [files, base, out_path, leave_out](std::ostream& out, std::ostream& /*err*/) {
     check_output_flag("--out", *out_path);
     const auto start = std::chrono::steady_clock::now();
-    const ProfileFit f =
-        fit_profile(*files, *base, std::filesystem::path(*out_path).stem().string());
+    const ProfileFit f = fit_profile(
+        *files, *base, std::filesystem::path(*out_path).stem().string(), folds_named(*leave_out));
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     write_file_atomically(*out_path, f.profile_json.dump(2) + "\n");

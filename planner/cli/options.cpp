@@ -72,9 +72,10 @@ void add_framework_option(CLI::App& cmd, std::string& framework) {
 
 void add_precision_option(CLI::App& cmd, std::string& precision) {
   cmd.add_option("--precision", precision,
-                 "Training precision: bf16 | fp16 | fp8 (FP8 GEMMs, bf16 elsewhere) (default: "
-                 "bf16, fp16 on GPUs without bf16 such as the V100)")
-      ->check(CLI::IsMember({"bf16", "fp16", "fp8"}));
+                 "Training precision: bf16 | fp16 | fp8 (FP8 GEMMs, bf16 elsewhere) | fp8-cs "
+                 "(FP8, current scaling) | mxfp8 | nvfp4 (Blackwell block-scaled FP8 and FP4 "
+                 "GEMMs) (default: bf16, fp16 on GPUs without bf16 such as the V100)")
+      ->check(CLI::IsMember(precision_names()));
 }
 
 void add_overlap_options(CLI::App& cmd, OverlapFlags& flags) {
@@ -238,8 +239,8 @@ Precision require_precision(const std::string& name, const GpuSpec& gpu,
     return bf16 ? Precision::kBf16 : Precision::kFp16;
   }
   if (auto p = parse_precision(name)) return *p;
-  throw InputError("--precision: unknown precision " + json_quoted(name) +
-                   "; expected one of \"bf16\", \"fp16\", \"fp8\"");
+  throw InputError("--precision: unknown precision " + json_quoted(name) + "; expected one of " +
+                   quoted_list(precision_names()));
 }
 
 double require_mfu_peak_flops(const GpuSpec& gpu, Precision precision) {

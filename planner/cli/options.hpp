@@ -48,7 +48,7 @@ std::int64_t default_estimate_global_batch(std::int64_t dp, std::int64_t mbs, st
 /// --framework NAME (default "textbook"), checked against the known conventions at parse time.
 void add_framework_option(CLI::App& cmd, std::string& framework);
 
-/// --precision bf16|fp16|fp8 (default: bf16, fp16 on GPUs without bf16).
+/// --precision (precision_names(); default: bf16, fp16 on GPUs without bf16).
 void add_precision_option(CLI::App& cmd, std::string& precision);
 
 /// The overlap switches of a framework convention, as flags: `tp_overlap` < 0 and `dp_overlap`

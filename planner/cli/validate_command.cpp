@@ -8,7 +8,9 @@
 #include <sstream>
 
 #include "common/format.hpp"
+#include "common/input_error.hpp"
 #include "planner/cli/commands.hpp"
+#include "planner/cli/fold_option.hpp"
 #include "planner/fit/cross_validated_report.hpp"
 #include "planner/validation/validate.hpp"
 
@@ -225,9 +227,15 @@ CommandAction add_validate_command(CLI::App& app) {
   cmd->add_flag("--cross-validate", *cross,
                 "Predict each source's step times with a fit that left that source out (meshplan "
                 "fit, leave one source out), intervals from the other sources' residuals");
-  return [files, json, cross](std::ostream& out, std::ostream& /*err*/) {
+  auto leave_out = std::make_shared<std::string>("study");
+  add_leave_out_option(*cmd, *leave_out);
+  return [files, json, cross, leave_out](std::ostream& out, std::ostream& /*err*/) {
+    if (!*cross && *leave_out != "study") {
+      throw InputError("--leave-out " + *leave_out +
+                       ": only with --cross-validate (it chooses the folds a fit leaves out)");
+    }
     const ValidationReport report =
-        *cross ? cross_validated_report(*files) : validate_files(*files);
+        *cross ? cross_validated_report(*files, folds_named(*leave_out)) : validate_files(*files);
     out << (*json ? render_json(report).dump(2) + "\n" : render_text(report));
     return 0;
   };

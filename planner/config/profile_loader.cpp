@@ -18,11 +18,17 @@ Profile load_profile(const std::string& name_or_path, const std::string& flag) {
   return check_preset_name(profile_from_json(json, file, "$"), name_or_path, file);
 }
 
-std::optional<std::string> shipped_profile_for(const GpuSpec& gpu) {
-  if (gpu.name.rfind("a100", 0) == 0) return "a100";
-  if (gpu.name == "h100-sxm" || gpu.name == "h100-96g") return "h100";
-  if (gpu.name == "h200") return "h200";
+std::optional<std::string> shipped_profile_for(const std::string& gpu) {
+  if (gpu.rfind("a100", 0) == 0) return "a100";
+  if (gpu == "h100-sxm" || gpu == "h100-96g") return "h100";
+  for (const char* same : {"h200", "b200", "gb200", "b300", "gb300"}) {
+    if (gpu == same) return gpu;
+  }
   return std::nullopt;
+}
+
+std::optional<std::string> shipped_profile_for(const GpuSpec& gpu) {
+  return shipped_profile_for(gpu.name);
 }
 
 std::string default_profile_name(const GpuSpec& gpu) {

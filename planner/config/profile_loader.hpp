@@ -26,9 +26,12 @@ inline constexpr const char* kProfileSchema = "meshplan-profile/1";
 /// may be empty) and what it expects (check_file_kind, loaders.hpp).
 Profile load_profile(const std::string& name_or_path, const std::string& flag = "");
 
-/// The shipped profile for a GPU preset: "a100" for a100-*, "h100" for h100-sxm and h100-96g,
-/// "h200" for h200; nullopt for the others (v100, h100-pcie, b200, gb200: no published
-/// measurements shipped yet).
+/// The shipped profile for a GPU preset name: "a100" for a100-*, "h100" for h100-sxm and
+/// h100-96g, and its own name for h200, b200, gb200, b300 and gb300; nullopt for the others
+/// (v100, h100-pcie, h800: no published measurements shipped).
+std::optional<std::string> shipped_profile_for(const std::string& gpu);
+
+/// shipped_profile_for(gpu.name).
 std::optional<std::string> shipped_profile_for(const GpuSpec& gpu);
 
 /// shipped_profile_for, or InputError naming the GPU, the shipped profiles, and the two ways on

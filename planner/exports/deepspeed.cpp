@@ -107,10 +107,10 @@ Export export_deepspeed(const Plan& p, const FrameworkVersion& version) {
         "selective recompute: not a DeepSpeed config setting; DeepSpeed's "
         "activation checkpointing recomputes whole layers (full)");
   }
-  if (p.setup.precision == Precision::kFp8) {
-    e.dropped.push_back(
-        "fp8: not a DeepSpeed config setting (Transformer Engine in the model "
-        "code); exported as bf16");
+  if (quantized_gemms(p.setup.precision)) {
+    e.dropped.push_back(std::string(to_string(p.setup.precision)) +
+                        ": not a DeepSpeed config setting (Transformer Engine in the model "
+                        "code); exported as bf16");
   }
   note_convention(p, "deepspeed", "DeepSpeed", e.dropped);
   note_expert_mesh(p, "DeepSpeed", e.dropped);

@@ -11,15 +11,15 @@
 #include "costmodel/counted.hpp"
 #include "planner/exports/common.hpp"
 #include "planner/exports/pipeline_splits.hpp"
+#include "planner/fit/parameters.hpp"
 
 namespace meshplan::exports {
 
 namespace {
 
-/// A Blackwell GPU (the b200 and gb200 presets), whose Transformer Engine fp8 recipe is mxfp8.
-bool blackwell(const GpuSpec& gpu) {
-  return gpu.name.rfind("b200", 0) == 0 || gpu.name.rfind("gb200", 0) == 0;
-}
+/// A Blackwell GPU (the b200, gb200, b300 and gb300 presets), whose Transformer Engine fp8
+/// recipe is mxfp8.
+bool blackwell(const GpuSpec& gpu) { return gpu_generation(gpu.name) == "blackwell"; }
 
 /// The model's RoPE scaling as Megatron-LM arguments (megatron/training/arguments.py):
 /// llama3 is --use-rope-scaling --rope-scaling-factor F, whose blend Megatron-Core fixes at
@@ -359,11 +359,29 @@ Export export_megatron(const Plan& p, const FrameworkVersion& version) {
       a.push_back("--bf16");
       a.push_back("--fp8-format hybrid");
       a.push_back(std::string("--fp8-recipe ") + (blackwell(p.cluster.gpu) ? "mxfp8" : "delayed"));
+      e.to_add.push_back("fp8 recipe: --fp8-recipe " +
+                         std::string(blackwell(p.cluster.gpu)
+                                         ? "mxfp8 (the block scaling Blackwell runs)"
+                                         : "delayed (Megatron-Core's default)") +
+                         "; --precision fp8-cs or mxfp8 names the recipe (tensorwise, mxfp8)");
+      break;
+    // Megatron-LM d98e8a6 (megatron/training/arguments.py): --fp8-recipe tensorwise is TE's
+    // Float8CurrentScaling, mxfp8 its MXFP8BlockScaling; --fp4-format e2m1 with --fp4-recipe
+    // nvfp4 its NVFP4BlockScaling.
+    case Precision::kFp8Cs:
+    case Precision::kMxfp8:
+      a.push_back("--bf16");
+      a.push_back("--fp8-format hybrid");
+      a.push_back(std::string("--fp8-recipe ") +
+                  (p.setup.precision == Precision::kMxfp8 ? "mxfp8" : "tensorwise"));
+      break;
+    case Precision::kNvfp4:
+      a.push_back("--bf16");
+      a.push_back("--fp4-format e2m1");
+      a.push_back("--fp4-recipe nvfp4");
       e.to_add.push_back(
-          "fp8 recipe: --fp8-recipe " +
-          std::string(blackwell(p.cluster.gpu) ? "mxfp8 (the block scaling Blackwell runs)"
-                                               : "delayed (Megatron-Core's default)") +
-          "; meshplan costs every fp8 recipe alike (tensorwise and blockwise are the others)");
+          "nvfp4: NVIDIA's recipes keep the first and last layers in bf16 (Megatron-Bridge "
+          "perf recipes); meshplan costs every layer's linears in nvfp4");
       break;
   }
   // The attention kernel: Transformer Engine's choice among its fused and flash kernels (auto,

@@ -59,7 +59,7 @@ Export export_torchtitan(const Plan& p, const FrameworkVersion& version) {
   t << "\n[compile]\n";
   t << "enable = "
     << (p.setup.framework.elementwise == ElementwiseKernels::kFused ? "true" : "false") << "\n";
-  if (p.setup.precision == Precision::kFp8) {
+  if (torchtitan_float8(p.setup.precision)) {
     // The converter is registered as "quantize.linear.float8"
     // (torchtitan/components/quantization/float8.py, v0.2.0-v0.2.2), configured by
     // [quantize.linear.float8].

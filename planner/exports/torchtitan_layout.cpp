@@ -169,6 +169,10 @@ TorchtitanLayout torchtitan_layout(const Plan& p, bool ddp_refused_beside_mp) {
   return t;
 }
 
+bool torchtitan_float8(Precision precision) {
+  return precision == Precision::kFp8 || precision == Precision::kFp8Cs;
+}
+
 std::vector<std::string> torchtitan_model_notes(const Plan& p, const std::string& config,
                                                 const std::string& flavor) {
   const ModelSpec& m = p.model;
@@ -207,6 +211,11 @@ std::vector<std::string> torchtitan_model_notes(const Plan& p, const std::string
     dropped.push_back(
         "fp16: torchtitan's mixed_precision_param is bfloat16 or float32; "
         "exported as bfloat16");
+  }
+  if (p.setup.precision == Precision::kMxfp8 || p.setup.precision == Precision::kNvfp4) {
+    dropped.push_back(std::string(to_string(p.setup.precision)) +
+                      ": not exported (meshplan has not checked torchtitan's MX and NVFP4 "
+                      "converters against this release's config); exported as bfloat16");
   }
   if (p.setup.attention == AttentionImpl::kEager) {
     dropped.push_back(

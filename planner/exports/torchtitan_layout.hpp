@@ -40,9 +40,15 @@ struct TorchtitanLayout {
 /// Precondition: the layout is valid for the plan's model (as make_plan's).
 TorchtitanLayout torchtitan_layout(const Plan& p, bool ddp_refused_beside_mp);
 
+/// Whether torchtitan's float8 converter runs `precision`: fp8 and fp8-cs, as torchao's
+/// "tensorwise" recipe (dynamic per-tensor scaling, which is current scaling: torchao
+/// float8/config.py at torchtitan's pinned torchao). mxfp8 and nvfp4 are not exported.
+bool torchtitan_float8(Precision precision);
+
 /// What torchtitan's model code decides that the plan's model may differ in, one sentence
 /// each: an architecture beyond torchtitan's Llama models, the RoPE base and scaling, the norm
-/// epsilon, fp16, eager attention. `config` names where the user would look for a key
+/// epsilon, fp16, mxfp8 and nvfp4, eager attention. `config` names where the user would look for a
+/// key
 /// ("torchtitan's job TOML"), `flavor` what selects the model ("the [model] flavor").
 std::vector<std::string> torchtitan_model_notes(const Plan& p, const std::string& config,
                                                 const std::string& flavor);

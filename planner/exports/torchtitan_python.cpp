@@ -87,7 +87,7 @@ Export export_torchtitan_python(const Plan& p, const FrameworkVersion& version) 
                      " (torchtitan/trainer.py); plan with a seq or mbs that divides");
   }
   const bool compile = p.setup.framework.elementwise == ElementwiseKernels::kFused;
-  const bool fp8 = p.setup.precision == Precision::kFp8;
+  const bool fp8 = torchtitan_float8(p.setup.precision);
   const std::optional<Baseline> base = baseline_of(m.name);
   const std::string run = base ? function_name(m.name) : "<your config function>";
 

@@ -4,8 +4,8 @@
 
 namespace meshplan {
 
-ValidationReport cross_validated_report(const std::vector<std::string>& paths) {
-  const FitRuns runs = load_fit_runs(paths, "", {});
+ValidationReport cross_validated_report(const std::vector<std::string>& paths, Folds folds) {
+  const FitRuns runs = load_fit_runs(paths, "", {}, folds);
   const CrossValidation cv = cross_validate(runs.runs);
   std::map<std::string, TimeOverride> overrides;
   for (std::size_t i = 0; i < runs.runs.size(); ++i) {

@@ -64,7 +64,7 @@ std::string run_key(const ValidationCase& c) {
 std::string fold_of(const std::string& stem) { return stem.substr(0, stem.find('-')); }
 
 FitRuns load_fit_runs(const std::vector<std::string>& paths, const std::string& generation,
-                      const std::map<std::string, Profile>& bases) {
+                      const std::map<std::string, Profile>& bases, Folds folds) {
   FitRuns out;
   std::map<std::string, std::shared_ptr<const Profile>> profiles;
   std::map<std::string, std::string> seen;  // run_key -> first case id
@@ -75,14 +75,10 @@ FitRuns load_fit_runs(const std::vector<std::string>& paths, const std::string& 
   std::sort(ordered.begin(), ordered.end());
   for (const auto& [absolute, path] : ordered) {
     const std::string source = std::filesystem::path(path).stem().string();
-    for (ValidationCase& c : load_validation_file(path, MoeCases::kKeep)) {
+    for (ValidationCase& c : load_validation_file(path)) {
       const auto skip = [&](const std::string& reason) {
         out.skipped.push_back({c.id, source, reason});
       };
-      if (c.num_experts) {
-        skip("mixture-of-experts model: not modeled yet");
-        continue;
-      }
       if (!c.skip_reason.empty()) {
         skip(c.skip_reason);
         continue;
@@ -105,7 +101,7 @@ FitRuns load_fit_runs(const std::vector<std::string>& paths, const std::string& 
         base.fitted = FittedSection{};
         it = profiles.emplace(hw.profile, std::make_shared<const Profile>(std::move(base))).first;
       }
-      FitRun r{c,          source,     fold_of(source),
+      FitRun r{c,          source,     folds == Folds::kFile ? source : fold_of(source),
                hw.cluster, it->second, framework_family(c.setup.framework),
                gen,        "",         0,
                1};

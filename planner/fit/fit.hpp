@@ -56,6 +56,11 @@ std::string run_key(const ValidationCase& c);
 /// hagemann-sweep-13b), so that one study's files are left out together.
 std::string fold_of(const std::string& stem);
 
+/// What one cross-validation fold holds: the runs of one study (fold_of: hagemann-selected and
+/// hagemann-sweep-13b together, since they share runs) or of one file (the moe-blackwell files
+/// are one container release each, which issue 23 leaves out one at a time).
+enum class Folds { kStudy, kFile };
+
 /// The runs of some files, and the cases left out with why.
 struct FitRuns {
   std::vector<FitRun> runs;
@@ -69,12 +74,13 @@ struct FitRuns {
 /// base profile is `bases` at its shipped profile's name (case_hardware), else that shipped
 /// profile loaded; either with its fitted section cleared. A case that repeats an earlier one
 /// (the same model, GPU count, layout and measured numbers: the same run in two files) is
-/// skipped as a duplicate. The files are read in the order of their absolute paths
+/// skipped as a duplicate. Each run's FitRun::fold is its study or its file's stem, as `folds`
+/// says. The files are read in the order of their absolute paths
 /// (resolved_file_path), whatever order they are given in, so the run kept of two duplicates, and
 /// with it the fit, do not depend on the order of the command line. Throws InputError for
 /// unreadable or malformed files, and when no run is left (naming each skipped case).
 FitRuns load_fit_runs(const std::vector<std::string>& paths, const std::string& generation,
-                      const std::map<std::string, Profile>& bases);
+                      const std::map<std::string, Profile>& bases, Folds folds = Folds::kStudy);
 
 /// The prediction of `run`'s time metric (in its unit) with `rates` for its family.
 double predict_run(const FitRun& run, const FittedRates& rates);

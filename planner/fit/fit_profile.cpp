@@ -94,7 +94,7 @@ nlohmann::json score_json(const MemoryScore& s) {
 }  // namespace
 
 ProfileFit fit_profile(const std::vector<std::string>& paths, const std::string& base_name_or_path,
-                       const std::string& out_name) {
+                       const std::string& out_name, Folds folds) {
   ProfileFit out;
   const std::string base_name = base_name_or_path.empty() ? runs_profile(paths) : base_name_or_path;
   out.base = load_profile(base_name, "--profile");
@@ -108,7 +108,7 @@ ProfileFit fit_profile(const std::vector<std::string>& paths, const std::string&
   if (const auto shipped = shipped_profile_for(load_gpu(out.base.gpu))) {
     bases.emplace(*shipped, out.base);
   }
-  out.runs = load_fit_runs(paths, *generation, bases);
+  out.runs = load_fit_runs(paths, *generation, bases, folds);
   std::vector<const FitRun*> all;
   for (const FitRun& r : out.runs.runs) all.push_back(&r);
   out.fit = fit_generation(all, *generation);
@@ -146,9 +146,9 @@ ProfileFit fit_profile(const std::vector<std::string>& paths, const std::string&
     }
   }
 
-  std::set<std::string> folds;
-  for (const FitRun& r : out.runs.runs) folds.insert(r.fold);
-  if (folds.size() > 1) out.cross_validation = cross_validate(out.runs.runs);
+  std::set<std::string> fold_names;
+  for (const FitRun& r : out.runs.runs) fold_names.insert(r.fold);
+  if (fold_names.size() > 1) out.cross_validation = cross_validate(out.runs.runs);
 
   const std::vector<FitRun>& runs = out.runs.runs;
   std::vector<double> before(runs.size()), fitted(runs.size());
@@ -244,6 +244,7 @@ ProfileFit fit_profile(const std::vector<std::string>& paths, const std::string&
        "log(calibrated / measured) peaks per framework family, cross-validated by leaving one "
        "(study, GPU count, sequence length) group out"},
       {"base_profile", out.base.name},
+      {"leave_out", folds == Folds::kFile ? "file" : "study"},
       {"files", files},
       {"parameters", parameter_rows(out.fit, out.memory_rates, out.memory_runs)},
       {"memory_errors", memory_errors},

@@ -48,9 +48,10 @@ struct ProfileFit {
 /// Fits `base_name_or_path` (a profile preset or file; empty: the shipped profile of the runs'
 /// GPUs, which must then be one) to the runs of `paths` on its GPU generation. `out_name` is the
 /// written profile's "name" (the output file's stem). Throws InputError for bad files, no
-/// usable run, or runs spanning several shipped profiles without a base.
+/// usable run, or runs spanning several shipped profiles without a base. `folds` sets what the
+/// cross-validation (and with it the intervals) leaves out at a time.
 ProfileFit fit_profile(const std::vector<std::string>& paths, const std::string& base_name_or_path,
-                       const std::string& out_name);
+                       const std::string& out_name, Folds folds = Folds::kStudy);
 
 /// Error of a run's metric, (predicted - measured) / measured, from its log_error
 /// (step_log_error).

@@ -72,16 +72,12 @@ std::vector<MemoryRun> load_memory_runs(const std::vector<std::string>& paths,
   std::sort(ordered.begin(), ordered.end());
   for (const auto& [absolute, path] : ordered) {
     const std::string source = std::filesystem::path(path).stem().string();
-    for (const ValidationCase& c : load_validation_file(path, MoeCases::kKeep)) {
+    for (const ValidationCase& c : load_validation_file(path)) {
       const bool ran = c.step_time_s || c.tokens_per_s_per_gpu || c.tflops_per_gpu || c.mfu ||
                        c.peak_memory_bytes || (c.oom && !*c.oom);
       const bool oom = c.oom.value_or(false);
       if (!ran && !oom) {
         skip(c, source, "no memory outcome measured (OOM or not, a peak, or a throughput)");
-        continue;
-      }
-      if (c.num_experts) {
-        skip(c, source, "mixture-of-experts model: not modeled yet");
         continue;
       }
       if (!c.skip_reason.empty()) {

@@ -117,6 +117,25 @@ const std::vector<ParameterSpec>& fit_parameters() {
                  "0: the collective's own alpha-beta time only (the model before this "
                  "parameter)",
                  &FittedRates::gather_latency_s});
+    p.push_back({"moe_layer_overhead_s",
+                 "s",
+                 "time",
+                 ParameterScope::kFamily,
+                 0.0,
+                 2e-2,
+                 {{"*", 5e-4}},
+                 1e-2,
+                 false,
+                 "Seconds per mixture-of-experts layer per micro-batch, forward and backward "
+                 "together, beyond its modeled GEMMs, permutes and all-to-alls: the router's "
+                 "small kernels (scores, top-k, auxiliary loss), the permute and unpermute index "
+                 "chains, the all-to-alls' launch latency, and the dropless dispatcher's "
+                 "device-to-host read of the tokens per expert, which stops the host running "
+                 "ahead of the GPU.",
+                 "an order-of-magnitude estimate, not a measurement: about 60 extra kernels per "
+                 "MoE layer forward + backward at about 5 us each, and 4 all-to-all launches at "
+                 "about 50 us; the fit sets it",
+                 &FittedRates::moe_layer_overhead_s});
     // Memory (issue 20; planner/fit/memory_fit.hpp fits them on OOM outcomes and measured
     // peaks, costmodel/oom_risk.hpp reads them). kFamily: a family's own kernels and allocator
     // habits set them.
@@ -183,8 +202,8 @@ const std::vector<std::string>& framework_families() {
 std::optional<std::string> gpu_generation(const std::string& gpu) {
   const auto starts = [&gpu](const char* prefix) { return gpu.rfind(prefix, 0) == 0; };
   if (starts("a100")) return "ampere";
-  if (starts("h100") || starts("h200")) return "hopper";
-  if (starts("b200") || starts("gb200")) return "blackwell";
+  if (starts("h100") || starts("h200") || starts("h800")) return "hopper";
+  if (starts("b200") || starts("gb200") || starts("b300") || starts("gb300")) return "blackwell";
   if (starts("v100")) return "volta";
   return std::nullopt;
 }

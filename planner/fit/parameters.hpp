@@ -56,8 +56,8 @@ const ParameterSpec* find_parameter(const std::string& name);
 /// "other" (costmodel/fitted_rates.hpp framework_family).
 const std::vector<std::string>& framework_families();
 
-/// The GPU generation of a GPU preset name: "ampere" (a100-*), "hopper" (h100-*, h200),
-/// "blackwell" (b200, gb200), "volta" (v100-*); nullopt for others.
+/// The GPU generation of a GPU preset name: "ampere" (a100-*), "hopper" (h100-*, h200,
+/// h800), "blackwell" (b200, gb200, b300, gb300), "volta" (v100-*); nullopt for others.
 std::optional<std::string> gpu_generation(const std::string& gpu);
 
 /// The fitted rates with every parameter at its prior for `family`.

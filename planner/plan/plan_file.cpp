@@ -168,9 +168,10 @@ nlohmann::json predicted_json(const Plan& plan) {
                             {}};
   const nlohmann::json step = step_json(in, plan.estimate);
   nlohmann::json predicted = nlohmann::json::object();
-  for (const char* key : {"step_time_s", "step_time_s_p10", "step_time_s_p90", "tokens_per_s",
-                          "tokens_per_s_per_gpu", "tflops_per_gpu", "tflops_per_gpu_causal", "mfu",
-                          "mfu_causal", "hfu", "peak_bytes", "breakdown"}) {
+  for (const char* key :
+       {"step_time_s", "step_time_s_p10", "step_time_s_p90", "tokens_per_s", "tokens_per_s_per_gpu",
+        "tflops_per_gpu", "tflops_per_gpu_causal", "mfu", "mfu_causal", "mfu_headline",
+        "mfu_headline_definition", "hfu", "peak_bytes", "breakdown"}) {
     predicted[key] = step.at(key);
   }
   return predicted;
@@ -290,7 +291,7 @@ TrainingRead read_training(StrictObject& inputs, const nlohmann::json& raw_input
   r.setup.seq = t.positive_int("seq", kMaxTokens);
   r.gbs = t.positive_int("gbs", kMaxGbs);
   r.mbs = t.positive_int("mbs", kMaxDegree);
-  r.setup.precision = *parse_precision(t.choice("precision", {"bf16", "fp16", "fp8"}));
+  r.setup.precision = *parse_precision(t.choice("precision", precision_names()));
   if (const auto problem = precision_problem(gpu, r.setup.precision)) {
     t.fail("precision", std::string("is \"") + to_string(r.setup.precision) + "\" but " + gpu.name +
                             " (" + inputs.path() + ".gpu) " + *problem);

@@ -3,6 +3,7 @@
 // labels (estimate, plan, ledger and plan files use them).
 #pragma once
 
+#include <array>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
@@ -40,6 +41,30 @@ struct BreakdownComponent {
   const char* short_label;
   double seconds;
 };
+
+/// An MFU and the model TFLOP/s per GPU under one count of the attention FLOPs (flops.hpp).
+struct MfuFigure {
+  AttentionFlops definition = AttentionFlops::kNonCausal;
+  double mfu = 0;             ///< model FLOP/s per GPU / dense peak (fraction)
+  double tflops_per_gpu = 0;  ///< model FLOP/s per GPU / 1e12
+};
+
+/// A step's MFU counted both ways, the headline first: [0] with attention counted as
+/// `framework`'s own log counts it (FrameworkConvention::mfu_attention), [1] the other count,
+/// printed beside it. `mfu`, `tflops_per_gpu`: non-causal (StepEstimate::mfu, tflops_per_gpu);
+/// `mfu_causal`, `tflops_per_gpu_causal`: causal.
+std::array<MfuFigure, 2> mfu_headline_first(const FrameworkConvention& framework, double mfu,
+                                            double tflops_per_gpu, double mfu_causal,
+                                            double tflops_per_gpu_causal);
+
+/// What a count of the attention FLOPs is, as the reports explain it: causal "attention score
+/// and value FLOPs halved: the work a causal mask leaves, as FlashAttention counts it";
+/// non-causal "attention score and value FLOPs over the full s x s square, as PaLM defines MFU".
+const char* attention_flops_text(AttentionFlops definition);
+
+/// "attention causal, as Megatron-LM's log since 2025-03 counts it": the headline's count and
+/// whose it is (FrameworkConvention::mfu_attention, mfu_attention_source).
+std::string headline_count_text(const FrameworkConvention& framework);
 
 /// The headline figures of an estimate under their JSON keys (estimate --json, and what the
 /// non-finite guard checks): step_time_s (s), tokens_per_s, tokens_per_s_per_gpu, tflops_per_gpu

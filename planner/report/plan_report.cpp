@@ -1,6 +1,7 @@
 #include "planner/report/plan_report.hpp"
 
 #include <algorithm>
+#include <array>
 #include <functional>
 #include <sstream>
 #include <string>
@@ -28,11 +29,10 @@ std::string layout_text(const Layout& l) {
   return s.str();
 }
 
-/// Model FLOPs with causal attention over the non-causal count (what StepEstimate's mfu_causal /
-/// mfu is; per token, so the same for every layout of a request).
-double causal_flops_ratio(const SearchRequest& r) {
-  const FlopsPerToken full = exact_flops_per_token(r.model, r.setup.seq);
-  return with_causal_attention(full).training / full.training;
+/// The MFU of `c` counted both ways, the framework's own count first (mfu_headline_first).
+std::array<MfuFigure, 2> mfu_figures(const SearchRequest& r, const Candidate& c) {
+  return mfu_headline_first(r.setup.framework, c.mfu, c.tflops_per_gpu, c.mfu_causal,
+                            c.tflops_per_gpu_causal);
 }
 
 double gpu_hours(const SearchRequest& r, const Candidate& c) {
@@ -40,7 +40,7 @@ double gpu_hours(const SearchRequest& r, const Candidate& c) {
 }
 
 nlohmann::json candidate_json(const SearchRequest& r, const Candidate& c) {
-  const double causal = causal_flops_ratio(r);
+  const MfuFigure headline = mfu_figures(r, c)[0];
   return {{"layout", layout_json(c.layout)},
           {"step_time_s", c.step_time_s},
           {"step_time_s_p10",
@@ -49,9 +49,11 @@ nlohmann::json candidate_json(const SearchRequest& r, const Candidate& c) {
            c.step_time_s_p90 > 0 ? nlohmann::json(c.step_time_s_p90) : nlohmann::json()},
           {"tokens_per_s", c.tokens_per_s},
           {"tflops_per_gpu", c.tflops_per_gpu},
-          {"tflops_per_gpu_causal", c.tflops_per_gpu * causal},
+          {"tflops_per_gpu_causal", c.tflops_per_gpu_causal},
           {"mfu", c.mfu},
-          {"mfu_causal", c.mfu * causal},
+          {"mfu_causal", c.mfu_causal},
+          {"mfu_headline", headline.mfu},
+          {"mfu_headline_definition", to_string(headline.definition)},
           {"peak_bytes", c.peak_bytes},
           {"peak_bytes_p10", c.peak_bytes_p10},
           {"peak_bytes_p90", c.peak_bytes_p90},
@@ -305,6 +307,10 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
   s << "- Peak memory " << gib(w.peak_bytes) << " of " << gib(gpu.memory_bytes) << " (stage "
     << w.worst_stage << "; OOM risk " << risk_percent(w.oom_risk)
     << "); the step's largest part is " << largest_component(w.breakdown).first << ".\n";
+  const auto [headline, other] = mfu_figures(r, w);
+  s << "- MFU " << fixed(100 * headline.mfu, 1) << "% (" << headline_count_text(r.setup.framework)
+    << "; " << fixed(100 * other.mfu, 1) << "% with attention " << to_string(other.definition)
+    << ").\n";
   // The runner-up: the first layout that ranks after the winner without tying it.
   const Candidate* runner_up = nullptr;
   std::size_t ties = 0;
@@ -389,6 +395,9 @@ std::string render_plan(const SearchRequest& r, const SearchResult& result) {
     // --top prints (up to 999).
     // An MoE model's table has the expert mesh's ep and etp after cp.
     const bool moe = r.model.moe.has_value();
+    // MFU as the framework logs it, then the other count (mfu_headline_first).
+    const AttentionFlops other_definition = mfu_figures(r, result.ranked.front())[1].definition;
+    const std::string other_count = to_string(other_definition);
     std::vector<std::string> header = {"#  ", "dp", "tp", "pp", "cp"};
     std::vector<bool> left = {true, false, false, false, false};
     if (moe) {
@@ -397,14 +406,14 @@ std::string render_plan(const SearchRequest& r, const SearchResult& result) {
     }
     header.insert(header.end(),
                   {"vpp", "mbs", "zero", "recompute", "sp", "memory GiB", "OOM risk", "step s",
-                   "tokens/s", "MFU", "MFU causal", hours ? "GPU-hours" : "largest part"});
+                   "tokens/s", "MFU", "MFU " + other_count, hours ? "GPU-hours" : "largest part"});
     left.insert(left.end(), {false, false, false, true, true, false, false, false, false, false,
                              false, !hours});
     Table t(header, left);
-    const double causal = causal_flops_ratio(r);
     std::size_t i = 0;
     for (const Candidate& c : result.ranked) {
       const Layout& l = c.layout;
+      const auto [headline, other] = mfu_figures(r, c);
       std::vector<std::string> row = {std::to_string(++i), std::to_string(l.dp),
                                       std::to_string(l.tp), std::to_string(l.pp),
                                       std::to_string(l.cp)};
@@ -414,15 +423,14 @@ std::string render_plan(const SearchRequest& r, const SearchResult& result) {
                   to_string(l.recompute), l.sp ? "on" : "off",
                   fixed(c.peak_bytes / kGiB, 1) + "/" + fixed(r.cluster.gpu.memory_bytes / kGiB, 1),
                   risk_percent(c.oom_risk), fixed(c.step_time_s, 3), fixed(c.tokens_per_s, 0),
-                  fixed(100 * c.mfu, 1) + "%", fixed(100 * c.mfu * causal, 1) + "%",
+                  fixed(100 * headline.mfu, 1) + "%", fixed(100 * other.mfu, 1) + "%",
                   hours ? scientific(gpu_hours(r, c)) : largest_component(c.breakdown).first});
       t.add_row(row);
     }
     s << t.render(0);
-    s << "MFU: model FLOPs (attention non-causal, as Megatron-LM and PaLM report) over the dense "
-      << half_dtype_name(r.setup.precision)
-      << " peak;\nMFU causal: the same with attention score and value FLOPs halved (the work a "
-         "causal mask leaves, as FlashAttention counts it).\n"
+    s << "MFU: model FLOPs over the dense " << half_dtype_name(r.setup.precision) << " peak ("
+      << headline_count_text(r.setup.framework) << ");\nMFU " << other_count << ": the same with "
+      << attention_flops_text(other_definition) << ".\n"
       << kStepTimeCaveat << "\n";
     for (const std::string& regime : regime_caveats(result.ranked.front().layout, r.setup,
                                                     r.profile.name, result.ranked.front().mfu)) {

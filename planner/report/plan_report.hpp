@@ -20,7 +20,8 @@ std::string explain_plan(const SearchRequest& request, const SearchResult& resul
 
 /// JSON: "ranked" and "pareto" (each layout with step_time_s, tokens_per_s, tflops_per_gpu
 /// (model FLOP/s per GPU / 1e12) and mfu (attention FLOPs non-causal), tflops_per_gpu_causal and
-/// mfu_causal (causal), as estimate --json defines them, peak_bytes, breakdown), "space",
+/// mfu_causal (causal), mfu_headline and mfu_headline_definition (the framework's own count), as
+/// estimate --json defines them, peak_bytes, breakdown), "space",
 /// "evaluated", "fits", "rejected", "smallest_peak_bytes", "explanation".
 nlohmann::json plan_json(const SearchRequest& request, const SearchResult& result);
 

@@ -131,15 +131,21 @@ std::string render_step(const StepReportInputs& in, const StepEstimate& e) {
   s << "  step time        " << fixed(e.step_time_s, 3) << " s\n";
   s << "  tokens/s         " << fixed(e.tokens_per_s, 0) << " (" << fixed(e.tokens_per_s_per_gpu, 1)
     << " per GPU)\n";
-  s << "  model TFLOP/s    " << fixed(e.tflops_per_gpu, 1) << " per GPU, "
-    << fixed(e.tflops_per_gpu_causal, 1) << " with causal attention FLOPs\n";
-  s << "  MFU / HFU        " << fixed(e.mfu * 100, 1) << "% / " << fixed(e.hfu * 100, 1) << "% of "
+  const auto [headline, other] = mfu_headline_first(in.setup.framework, e.mfu, e.tflops_per_gpu,
+                                                    e.mfu_causal, e.tflops_per_gpu_causal);
+  const std::string other_count = to_string(other.definition);
+  s << "  model TFLOP/s    " << fixed(headline.tflops_per_gpu, 1) << " per GPU, "
+    << fixed(other.tflops_per_gpu, 1) << " with attention " << other_count << "\n";
+  s << "  MFU              " << fixed(headline.mfu * 100, 1) << "% of "
     << fixed(e.peak_flops_per_s / kTera, 1) << " TFLOP/s dense "
-    << half_dtype_name(in.setup.precision)
-    << " (model FLOPs count attention non-causal, as Megatron-LM and PaLM report)\n";
-  s << "  MFU causal       " << fixed(e.mfu_causal * 100, 1)
-    << "% (attention score and value FLOPs halved: the work a causal mask leaves, as "
-       "FlashAttention counts it)\n";
+    << half_dtype_name(in.setup.precision) << " (" << headline_count_text(in.setup.framework)
+    << ")\n";
+  std::string other_label = "MFU " + other_count;
+  other_label.resize(17, ' ');  // the labels' column
+  s << "  " << other_label << fixed(other.mfu * 100, 1) << "% ("
+    << attention_flops_text(other.definition) << ")\n";
+  s << "  HFU              " << fixed(e.hfu * 100, 1)
+    << "% (hardware FLOPs: the model FLOPs with attention non-causal, plus recompute)\n";
   s << "  peak memory      " << gib(e.memory.peak_bytes) << " on stage " << e.memory.worst_stage
     << " of " << gib(e.memory.capacity_bytes) << ": " << (e.memory.fits ? "fits" : "DOES NOT FIT")
     << " (OOM risk " << risk_percent(e.memory.outlook.oom_risk) << ", 80% of runs peak at "
@@ -162,6 +168,8 @@ std::string render_step(const StepReportInputs& in, const StepEstimate& e) {
 
 nlohmann::json step_json(const StepReportInputs& in, const StepEstimate& e) {
   const Layout& l = in.layout;
+  const MfuFigure headline = mfu_headline_first(in.setup.framework, e.mfu, e.tflops_per_gpu,
+                                                e.mfu_causal, e.tflops_per_gpu_causal)[0];
   nlohmann::json layout = layout_json(l);
   layout["attention"] = to_string(in.setup.attention);
   nlohmann::json stages = nlohmann::json::array();
@@ -186,8 +194,12 @@ nlohmann::json step_json(const StepReportInputs& in, const StepEstimate& e) {
       {"mfu_causal", e.mfu_causal},
       {"model_flops_per_step_causal", e.model_flops_per_step_causal},
       {"attention_flops",
-       "mfu, hfu, tflops_per_gpu, model_flops_per_step: non-causal (Megatron-LM, PaLM); "
-       "*_causal: half the attention score and value FLOPs (FlashAttention)"},
+       "mfu, hfu, tflops_per_gpu, model_flops_per_step: non-causal (PaLM, torchtitan, "
+       "Megatron-LM before 2025-03); *_causal: half the attention score and value FLOPs "
+       "(FlashAttention, Megatron-LM since 2025-03); mfu_headline: mfu or mfu_causal, as "
+       "mfu_headline_definition says, the framework's own count"},
+      {"mfu_headline", headline.mfu},
+      {"mfu_headline_definition", to_string(headline.definition)},
       {"hardware_flops_per_step", e.hardware_flops_per_step},
       {"peak_flops_per_s", e.peak_flops_per_s},
       {"peak_bytes", e.memory.peak_bytes},

@@ -23,13 +23,15 @@ struct StepReportInputs {
       notes;  ///< defaults taken: the "notes" key of step_json (the CLI prints them on stderr)
 };
 
-/// Step time, tokens/s (total, per GPU), TFLOP/s per GPU, MFU, HFU, worst-stage memory, then
-/// the breakdown (component, seconds, share of the step).
+/// Step time, tokens/s (total, per GPU), TFLOP/s per GPU and MFU with attention counted as the
+/// framework's own log counts it (the headline, mfu_headline_first) and the other count beside
+/// it, HFU, worst-stage memory, then the breakdown (component, seconds, share of the step).
 std::string render_step(const StepReportInputs& in, const StepEstimate& e);
 
 /// Keys: step_time_s, tokens_per_s, tokens_per_s_per_gpu, tflops_per_gpu, mfu, hfu (attention
-/// FLOPs non-causal), tflops_per_gpu_causal, mfu_causal (causal), attention_flops (says so),
-/// peak_bytes,
+/// FLOPs non-causal), tflops_per_gpu_causal, mfu_causal (causal), mfu_headline (mfu or
+/// mfu_causal: the framework's own count, FrameworkConvention::mfu_attention),
+/// mfu_headline_definition ("causal" or "non-causal"), attention_flops (says so), peak_bytes,
 /// fits, breakdown {compute_s, recompute_s, tp_exposed_s, cp_exposed_s, fsdp_exposed_s,
 /// pp_p2p_s, bubble_s, dp_exposed_s, optimizer_s}, layout, notes, explanations (the text's
 /// "Pipeline pace" and "Note" lines), caveats (its "Caveat" lines), ...

@@ -246,6 +246,8 @@ class Worker {
     c.worst_stage = worst;
     c.mfu = e.mfu;
     c.tflops_per_gpu = e.tflops_per_gpu;
+    c.mfu_causal = e.mfu_causal;
+    c.tflops_per_gpu_causal = e.tflops_per_gpu_causal;
     c.tokens_per_s = e.tokens_per_s;
     c.breakdown = e.breakdown;
     keep_top(result_.ranked, c, r_.top_k, r_.objective);

@@ -85,8 +85,10 @@ struct Candidate {
   double oom_risk = 0;
   double peak_bytes_p10 = 0, peak_bytes_p90 = 0;
   std::int64_t worst_stage = 0;
-  double mfu = 0;
-  double tflops_per_gpu = 0;  ///< model FLOP/s per GPU / 1e12 (attention non-causal, as mfu)
+  double mfu = 0;                    ///< StepEstimate::mfu (attention non-causal)
+  double tflops_per_gpu = 0;         ///< model FLOP/s per GPU / 1e12 (attention non-causal, as mfu)
+  double mfu_causal = 0;             ///< StepEstimate::mfu_causal (attention causal)
+  double tflops_per_gpu_causal = 0;  ///< model FLOP/s per GPU / 1e12 (attention causal)
   double tokens_per_s = 0;
   StepBreakdown breakdown;
 };

@@ -204,19 +204,18 @@ CaseHardware case_hardware(const ValidationCase& c) {
     h.skip_reason = "TPU (" + c.gpu + "): meshplan models GPU clusters only";
     return h;
   }
-  if (starts_with(c.gpu, "a100")) {
-    cluster = "dgx-a100";
-    h.profile = "a100";
-  } else if (c.gpu == "h100-sxm" || c.gpu == "h100-96g") {
-    cluster = "dgx-h100";
-    h.profile = "h100";
-  } else if (c.gpu == "h200") {
-    cluster = "dgx-h200";
-    h.profile = "h200";
-  } else {
+  // The shipped profile of the case's GPU (shipped_profile_for) -> the cluster it was measured
+  // on, in the order of the header.
+  static const std::map<std::string, std::string> clusters = {
+      {"a100", "dgx-a100"},     {"h100", "dgx-h100"}, {"h200", "dgx-h200"},    {"b200", "dgx-b200"},
+      {"gb200", "gb200-nvl72"}, {"b300", "dgx-b300"}, {"gb300", "gb300-nvl72"}};
+  const std::optional<std::string> profile = shipped_profile_for(c.gpu);
+  if (!profile) {
     h.skip_reason = "no shipped profile for " + c.gpu + " (measure one with meshplan-calibrate)";
     return h;
   }
+  h.profile = *profile;
+  cluster = clusters.at(*profile);
   h.cluster = load_cluster(cluster);
   std::string what = "cluster " + cluster;
   if (h.cluster.gpu.name != c.gpu) {
@@ -228,6 +227,10 @@ CaseHardware case_hardware(const ValidationCase& c) {
     k.gpus_per_node = c.gpus_per_node;
     k.nvlink_domain_size = c.gpus_per_node;  // the NVLink domain is the node
     what += ", " + std::to_string(c.gpus_per_node) + " GPUs per node (one NVLink domain)";
+  }
+  if (c.nvlink_domain && *c.nvlink_domain != k.nvlink_domain_size) {
+    k.nvlink_domain_size = *c.nvlink_domain;
+    what += ", NVLink domains of " + std::to_string(*c.nvlink_domain) + " GPUs";
   }
   const double per_gpu = k.nic_bandwidth_bytes_per_s * static_cast<double>(k.nics_per_node) /
                          static_cast<double>(k.gpus_per_node);
@@ -292,7 +295,7 @@ ValidationReport validate_files(const std::vector<std::string>& paths,
   std::map<std::string, std::string> seen;  // case id -> file: ids are unique (SCHEMA.md)
   for (const std::string& path : paths) {
     const std::string source = std::filesystem::path(path).stem().string();
-    const std::vector<ValidationCase> cases = load_validation_file(path, MoeCases::kKeep);
+    const std::vector<ValidationCase> cases = load_validation_file(path);
     for (const ValidationCase& c : cases) {
       const auto [it, fresh] = seen.emplace(c.id, path);
       if (!fresh) {
@@ -302,10 +305,6 @@ ValidationReport validate_files(const std::vector<std::string>& paths,
     }
     std::vector<Comparison> mine;
     for (const ValidationCase& c : cases) {
-      if (c.num_experts) {
-        report.skipped.push_back({c.id, source, "mixture-of-experts model: not modeled yet"});
-        continue;
-      }
       if (!c.skip_reason.empty()) {
         report.skipped.push_back({c.id, source, c.skip_reason});
         continue;

@@ -3,11 +3,13 @@
 // compared with what the source measured. No printing: `meshplan validate`
 // (planner/cli/validate_command.cpp) and tests/validation/test_validate.cpp read the report.
 //
-// Hardware of a case: a100-* -> cluster dgx-a100 + profile a100; h100-sxm, h100-96g -> dgx-h100 +
-// profile h100; h200 -> dgx-h200 + profile h200; the case's own GPU preset replaces the
-// cluster's, its gpus_per_node the node size, and its scale_out_gbps_per_gpu the NIC rate
-// (nics_per_node x nic rate / gpus_per_node = Gb/s x 1e9 / 8). TPUs, mixture-of-experts models
-// and GPUs without a shipped profile are skipped, each with its reason.
+// Hardware of a case: a100-* -> cluster dgx-a100 + profile a100; h100-sxm, h100-96g ->
+// dgx-h100 + profile h100; h200 -> dgx-h200 + profile h200; b200 -> dgx-b200 + b200; gb200 ->
+// gb200-nvl72 + gb200; b300 -> dgx-b300 + b300; gb300 -> gb300-nvl72 + gb300. The case's own GPU
+// preset replaces the cluster's, its gpus_per_node the node size (and the NVLink domain, unless
+// it gives hardware.nvlink_domain), and its scale_out_gbps_per_gpu the NIC rate (nics_per_node x
+// nic rate / gpus_per_node = Gb/s x 1e9 / 8). TPUs, GPUs without a shipped profile (h800, v100)
+// and hybrid Mamba models are skipped, each with its reason.
 //
 // Per case, up to three comparisons, error = (predicted - measured) / measured:
 //  - time: `step_time_s` where measured; else `tflops_per_gpu` under the case's FLOP convention
@@ -155,8 +157,8 @@ struct TimeOverride {
   std::optional<StepInterval> interval;  ///< measured / predicted step-time ratios
 };
 
-/// Reads every file (load_validation_file with MoeCases::kKeep: a mixture-of-experts case, and
-/// one whose ValidationCase::skip_reason is set, is skipped with its reason), predicts each case
+/// Reads every file (load_validation_file: a case whose ValidationCase::skip_reason is set is
+/// skipped with its reason), predicts each case
 /// and compares. Time predictions carry the profile's interval (step_interval), or come from
 /// `overrides` (by case id) where given; with `overrides`, the report is marked cross-validated.
 /// Throws InputError for an unreadable or malformed file, and when no case of any file could be

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <map>
 #include <stdexcept>
 #include <utility>
 
@@ -24,10 +25,19 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& case_sectio
       {"model",
        {"name", "num_layers", "hidden_size", "num_attention_heads", "num_kv_heads",
         "ffn_hidden_size", "ffn_type", "vocab_size", "seq_length", "tied_embeddings",
-        "position_embedding", "num_experts", "moe_top_k", "moe_ffn_hidden_size",
-        "params_reported"}},
-      {"hardware", {"gpu", "num_gpus", "gpus_per_node", "scale_out_gbps_per_gpu", "scale_out"}},
-      {"layout", {"dp", "tp", "pp", "cp", "vpp", "ep", "sp", "zero", "mbs", "gbs", "recompute"}},
+        "position_embedding", "num_experts", "moe_top_k", "moe_ffn_hidden_size", "params_reported",
+        // ../shared/data/moe-blackwell/README.md, sections A and B: optional.
+        "attention_type", "head_dim", "params_active_reported", "num_shared_experts",
+        "first_k_dense_layers", "moe_layer_freq", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
+        "qk_rope_head_dim", "v_head_dim", "moe_shared_expert_ffn_hidden_size", "moe_latent_size",
+        "hybrid_layer_pattern", "mamba_num_heads", "mamba_head_dim", "mamba_state_dim",
+        "mamba_num_groups", "mtp_num_layers"}},
+      {"hardware",
+       {"gpu", "num_gpus", "gpus_per_node", "scale_out_gbps_per_gpu", "scale_out",
+        "nvlink_domain"}},
+      {"layout",
+       {"dp", "tp", "pp", "cp", "vpp", "ep", "sp", "zero", "mbs", "gbs", "recompute", "etp",
+        "fsdp"}},
       {"measured",
        {"step_time_s", "tokens_per_s_per_gpu", "tflops_per_gpu", "flops_definition", "mfu",
         "peak_memory_bytes", "memory_metric", "oom"}}};
@@ -85,20 +95,83 @@ bool megatron_family(const std::string& framework) {
   return framework == "megatron" || framework == "nemo" || framework == "deepspeed-megatron";
 }
 
-/// The mixture-of-experts fields of a case's model.
-struct MoeFields {
-  std::optional<std::int64_t> num_experts, top_k, ffn_hidden_size;
-};
+/// An optional key of the moe-blackwell extensions: absent or null is nullopt, else a whole
+/// number in [min, kMaxWidth].
+std::optional<std::int64_t> extension_int(StrictObject& o, const std::string& key,
+                                          std::int64_t min) {
+  return o.has(key) ? o.int_or_null(key, min, kMaxWidth) : std::nullopt;
+}
 
+/// The case's key of a meshplan-model/1 path that model_extension_problem blames
+/// ("moe.top_k" -> "moe_top_k", "mla.v_head_dim" -> "v_head_dim").
+std::string case_key(const std::string& model_key) {
+  static const std::map<std::string, std::string> keys = {
+      {"moe.num_experts", "num_experts"},
+      {"moe.top_k", "moe_top_k"},
+      {"moe.expert_ffn_hidden_size", "moe_ffn_hidden_size"},
+      {"moe.num_shared_experts", "num_shared_experts"},
+      {"moe.shared_expert_ffn_hidden_size", "moe_shared_expert_ffn_hidden_size"},
+      {"moe.first_k_dense_layers", "first_k_dense_layers"},
+      {"moe.layer_freq", "moe_layer_freq"}};
+  const auto it = keys.find(model_key);
+  if (it != keys.end()) return it->second;
+  const std::size_t dot = model_key.find('.');
+  return dot == std::string::npos ? model_key : model_key.substr(dot + 1);
+}
+
+/// The mixture-of-experts FFN of a case with `num_experts` routed experts: SCHEMA.md's
+/// moe_top_k and moe_ffn_hidden_size, required with it, and the extensions' shared experts,
+/// dense prefix and layer frequency (absent: none, none, every layer).
+MoeSpec read_moe(StrictObject& o, std::int64_t num_experts, std::vector<std::string>& assumptions) {
+  MoeSpec e;
+  e.num_experts = num_experts;
+  const auto required = [&](const char* key, const char* expected) {
+    const std::optional<std::int64_t> v = o.int_or_null(key, 1, kMaxWidth);
+    if (!v) {
+      o.fail(key, "is null, but num_experts is " + std::to_string(num_experts) +
+                      " (a mixture-of-experts model); expected " + expected);
+    }
+    return *v;
+  };
+  e.top_k = required("moe_top_k", "the routed experts each token goes to");
+  e.expert_ffn_hidden_size = required("moe_ffn_hidden_size", "one routed expert's MLP width");
+  e.num_shared_experts = extension_int(o, "num_shared_experts", 0).value_or(0);
+  e.shared_expert_ffn_hidden_size = extension_int(o, "moe_shared_expert_ffn_hidden_size", 1)
+                                        .value_or(e.num_shared_experts * e.expert_ffn_hidden_size);
+  e.first_k_dense_layers = extension_int(o, "first_k_dense_layers", 0).value_or(0);
+  if (const auto freq = extension_int(o, "moe_layer_freq", 1)) {
+    e.layer_freq = *freq;
+  } else {
+    assumptions.push_back("every layer after the dense prefix is MoE (moe_layer_freq not given)");
+  }
+  return e;
+}
+
+/// Multi-head latent attention of a case whose attention_type is "mla" (README section A: its
+/// dimensions are then given; q_lora_rank null or 0 for a direct query projection).
+MlaSpec read_mla(StrictObject& o) {
+  MlaSpec a;
+  a.q_lora_rank = o.int_or_null("q_lora_rank", 0, kMaxWidth).value_or(0);
+  a.kv_lora_rank = o.positive_int("kv_lora_rank", kMaxWidth);
+  a.qk_nope_head_dim = o.positive_int("qk_nope_head_dim", kMaxWidth);
+  a.qk_rope_head_dim = o.positive_int("qk_rope_head_dim", kMaxWidth);
+  a.v_head_dim = o.positive_int("v_head_dim", kMaxWidth);
+  return a;
+}
+
+/// The case's model. `skip_reason` is set for a hybrid Mamba stack (hybrid_layer_pattern),
+/// which meshplan does not model: the case is read, then skipped with it.
 ModelSpec read_model(StrictObject o, const std::string& framework,
-                     std::vector<std::string>& assumptions, MoeFields& moe) {
+                     std::vector<std::string>& assumptions, std::string& skip_reason) {
   ModelSpec m;
   m.name = o.text("name", "the model's name as the source gives it");
   m.num_layers = o.positive_int("num_layers", kMaxLayers);
   m.hidden_size = o.positive_int("hidden_size", kMaxWidth);
   m.num_attention_heads = o.positive_int("num_attention_heads", kMaxWidth);
   m.num_kv_heads = o.positive_int("num_kv_heads", kMaxWidth);
-  m.head_dim = m.hidden_size / m.num_attention_heads;
+  // README section B: head_dim where it differs from hidden / heads (Qwen3, GPT-OSS, MLA).
+  const std::optional<std::int64_t> stated_head_dim = extension_int(o, "head_dim", 1);
+  m.head_dim = stated_head_dim.value_or(m.hidden_size / m.num_attention_heads);
   m.ffn_hidden_size = o.positive_int("ffn_hidden_size", kMaxWidth);
   const bool swiglu = o.choice("ffn_type", {"gelu", "swiglu"}) == "swiglu";
   m.ffn_type = swiglu ? FfnType::kSwiglu : FfnType::kGelu;
@@ -106,32 +179,41 @@ ModelSpec read_model(StrictObject o, const std::string& framework,
   m.seq_length = o.positive_int("seq_length", kMaxTokens);
   m.max_position_embeddings = m.seq_length;
   m.tied_embeddings = o.boolean("tied_embeddings");
-  const std::string position = o.choice("position_embedding", {"learned", "rope", "alibi"});
+  const std::string position = o.choice("position_embedding", {"learned", "rope", "alibi", "none"});
   m.position_embedding = position == "learned" ? PositionEmbedding::kLearned
-                         : position == "rope"  ? PositionEmbedding::kRope
-                                               : PositionEmbedding::kAlibi;
+                         : position == "alibi" ? PositionEmbedding::kAlibi
+                                               : PositionEmbedding::kRope;
+  if (position == "none") {
+    assumptions.push_back("no positional embedding (NoPE) costed as RoPE: neither has weights");
+  }
   // SCHEMA.md: the MoE fields are for MoE models only. On a dense case (num_experts null) a
   // top-k or an expert width contradicts it, and predicting the dense model would be silent.
-  moe.num_experts = o.int_or_null("num_experts", 2, kMaxWidth);
-  moe.top_k = o.int_or_null("moe_top_k", 1, kMaxWidth);
-  moe.ffn_hidden_size = o.int_or_null("moe_ffn_hidden_size", 1, kMaxWidth);
-  for (const auto& [key, value] :
-       {std::pair{"moe_top_k", moe.top_k}, std::pair{"moe_ffn_hidden_size", moe.ffn_hidden_size}}) {
-    if (value && !moe.num_experts) {
+  const std::optional<std::int64_t> num_experts = o.int_or_null("num_experts", 2, kMaxWidth);
+  for (const char* key : {"moe_top_k", "moe_ffn_hidden_size"}) {
+    if (const auto value = o.int_or_null(key, 1, kMaxWidth); value && !num_experts) {
       o.fail(key, "is " + std::to_string(*value) +
                       ", but num_experts is null (a dense model); give num_experts, the routed "
-                      "experts of this mixture-of-experts model (meshplan does not model MoE yet "
-                      "and skips the case), or set " +
+                      "experts of this mixture-of-experts model, or set " +
                       key + " to null");
     }
   }
-  if (moe.num_experts && moe.top_k && *moe.top_k > *moe.num_experts) {
-    o.fail("moe_top_k", "is " + std::to_string(*moe.top_k) + ", more than num_experts (" +
-                            std::to_string(*moe.num_experts) +
+  if (num_experts) m.moe = read_moe(o, *num_experts, assumptions);
+  if (m.moe && m.moe->top_k > m.moe->num_experts) {
+    o.fail("moe_top_k", "is " + std::to_string(m.moe->top_k) + ", more than num_experts (" +
+                            std::to_string(m.moe->num_experts) +
                             "); expected the experts each token is routed to, at most "
                             "num_experts");
   }
+  const std::string attention =
+      o.has("attention_type") ? o.choice("attention_type", {"mha", "gqa", "mla"}) : "";
+  if (attention == "mla") m.mla = read_mla(o);
+  m.mtp_num_layers = extension_int(o, "mtp_num_layers", 0).value_or(0);
   o.positive_number_or_null("params_reported");
+  if (o.has("params_active_reported")) o.positive_number_or_null("params_active_reported");
+  if (o.has("hybrid_layer_pattern") && o.string_or_null("hybrid_layer_pattern")) {
+    skip_reason =
+        "hybrid Mamba model (hybrid_layer_pattern): meshplan does not model Mamba-2 mixers";
+  }
 
   // GPT-style (learned positions, GeLU) runs of Megatron keep Megatron's GPT defaults: LayerNorm,
   // biases, dropout 0.1; Llama-style runs: RMSNorm, no biases, no dropout.
@@ -146,14 +228,19 @@ ModelSpec read_model(StrictObject o, const std::string& framework,
     m.vocab_pad_multiple = 128;  // x tp, set with the layout
   }
   // The structure every model source is checked against (costmodel/model_spec.hpp). A case
-  // has no head_dim: it is hidden_size / num_attention_heads, so the heads must divide the
+  // without head_dim has hidden_size / num_attention_heads, so the heads must divide the
   // width (8192 heads at hidden 4096 made it 0 and the prediction NaN). The case's keys are
   // meshplan-model/1's, and its sequence length stands for the positions.
   const auto key = [](ModelField field) -> std::string {
     return field == ModelField::kMaxPositionEmbeddings ? "seq_length" : to_string(field);
   };
-  if (const auto problem = model_structure_problem(m, HeadDimSource::kDerived, key)) {
+  if (!skip_reason.empty()) return m;  // a hybrid stack is not a transformer of these rules
+  const HeadDimSource head_dim = stated_head_dim ? HeadDimSource::kStated : HeadDimSource::kDerived;
+  if (const auto problem = model_structure_problem(m, head_dim, key)) {
     o.fail(key(problem->field), problem->message);
+  }
+  if (const auto problem = model_extension_problem(m)) {
+    o.fail(case_key(problem->key), problem->message);
   }
   return m;
 }
@@ -211,20 +298,19 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
   StrictObject training = o.object("training", section_keys("training"));
   c.framework = training.choice("framework", {"megatron", "nemo", "deepspeed-megatron",
                                               "torchtitan", "llm-foundry", "gpt-neox", "other"});
-  const std::string precision = training.choice("precision", {"bf16", "fp16", "fp8"});
+  const std::string precision = training.choice("precision", precision_names());
   c.setup.precision = *parse_precision(precision);
   const std::optional<bool> flash = training.boolean_or_null("flash_attention");
 
-  MoeFields moe_fields;
+  std::string hybrid;
   c.model =
-      read_model(o.object("model", section_keys("model")), c.framework, c.assumptions, moe_fields);
-  c.num_experts = moe_fields.num_experts;
-  c.moe_top_k = moe_fields.top_k;
+      read_model(o.object("model", section_keys("model")), c.framework, c.assumptions, hybrid);
   c.setup.seq = c.model.seq_length;
 
   StrictObject hardware = o.object("hardware", section_keys("hardware"));
-  c.gpu = hardware.choice("gpu", {"a100-40g", "a100-80g", "h100-sxm", "h100-96g", "h200",
-                                  "v100-32g", "tpu-v4", "tpu-v3"});
+  c.gpu =
+      hardware.choice("gpu", {"a100-40g", "a100-80g", "h100-sxm", "h100-96g", "h200", "h800",
+                              "b200", "gb200", "b300", "gb300", "v100-32g", "tpu-v4", "tpu-v3"});
   c.num_gpus = hardware.positive_int("num_gpus", kMaxGpus);
   c.gpus_per_node = hardware.positive_int("gpus_per_node", kMaxWidth);
   if (c.num_gpus > c.gpus_per_node && c.num_gpus % c.gpus_per_node != 0) {
@@ -243,6 +329,14 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
       case_number(json.at("hardware"), "hardware", "scale_out_gbps_per_gpu", 1, true, 1e5, false,
                   "a number of Gb/s per GPU from 1 to 100000", file, index, c.id);
   hardware.choice_or_null("scale_out", {"infiniband", "roce", "omnipath", "tpu-ici"});
+  // README section A: the NVLink domain, 72 on NVL72 racks of 4-GPU trays (gpus_per_node 4).
+  c.nvlink_domain = extension_int(hardware, "nvlink_domain", 1);
+  if (c.nvlink_domain && *c.nvlink_domain < c.gpus_per_node) {
+    hardware.fail("nvlink_domain", "is " + std::to_string(*c.nvlink_domain) +
+                                       ", fewer than gpus_per_node (" +
+                                       std::to_string(c.gpus_per_node) +
+                                       "); expected the GPUs of one NVLink domain, a node or more");
+  }
 
   StrictObject layout = o.object("layout", section_keys("layout"));
   Layout& l = c.layout;
@@ -254,21 +348,31 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
   // SCHEMA.md: experts are sharded over ranks already counted in dp (x tp), so ep is no factor
   // of num_gpus; on a dense model it can only be 1.
   if (const auto ep = layout.int_or_null("ep", 1, kMaxDegree); ep && *ep > 1) {
-    if (!c.num_experts) {
+    if (!c.model.moe) {
       layout.fail("ep", "is " + std::to_string(*ep) +
                             ", but model.num_experts is null (a dense model): expert "
                             "parallelism needs experts; set ep to null or 1, or give "
-                            "model.num_experts (meshplan does not model MoE yet and skips the "
-                            "case)");
+                            "model.num_experts");
     }
-    if (*c.num_experts % *ep != 0) {
+    if (c.model.moe->num_experts % *ep != 0) {
       layout.fail("ep", "is " + std::to_string(*ep) +
                             ", which does not divide model.num_experts (" +
-                            std::to_string(*c.num_experts) +
+                            std::to_string(c.model.moe->num_experts) +
                             "); expected a divisor of it (each expert-parallel rank holds "
                             "num_experts / ep experts)");
     }
+    l.ep = *ep;
   }
+  // README section A: etp null where unknown; Megatron-Core's default is tp (layout.hpp).
+  if (const auto etp = extension_int(layout, "etp", 1); etp && c.model.moe) {
+    l.etp = *etp;
+  } else if (c.model.moe) {
+    l.etp = l.tp;
+    c.assumptions.push_back("etp " + std::to_string(l.tp) +
+                            " (not stated; Megatron-Core's default: tp)");
+  }
+  // README section A: the FSDP sharding group, 0 for DDP with the distributed optimizer.
+  const std::int64_t fsdp = extension_int(layout, "fsdp", 0).value_or(0);
   if (auto vpp = layout.int_or_null("vpp", 1, kMaxDegree)) {
     l.vpp = *vpp;
   } else if (c.framework == "torchtitan" && l.pp > 1 && names_interleaved_schedule(json)) {
@@ -294,6 +398,14 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
   }
   if (auto zero = layout.int_or_null("zero", 0, 3)) {
     l.zero = static_cast<int>(*zero);
+    if (fsdp > 0 && l.zero != 3) {
+      layout.fail("zero", "is " + std::to_string(l.zero) + ", but fsdp is " + std::to_string(fsdp) +
+                              " (Megatron-FSDP, README section A: zero is then 3); set zero to "
+                              "3 or fsdp to 0");
+    }
+  } else if (fsdp > 0) {
+    l.zero = 3;
+    c.assumptions.push_back("zero 3 (fsdp " + std::to_string(fsdp) + ": Megatron-FSDP)");
   } else if (megatron_family(c.framework) || c.framework == "other") {
     l.zero = 1;
     c.assumptions.push_back(
@@ -345,10 +457,14 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
   }
 
   c.setup.framework = *find_framework(convention_for_framework(c.framework, l.zero));
+  c.skip_reason = hybrid;
   // A stage or pipeline the mapped convention does not run would be costed as if it did: the
   // case is skipped with the reason (issue 19: one such case never refuses its file), as --zero
   // and a plan file's layout.zero are refused (zero_stage_problem, pipeline_problem).
-  if (const std::string problem = zero_stage_problem(c.setup.framework, l.zero); !problem.empty()) {
+  if (!c.skip_reason.empty()) {
+    // a hybrid Mamba stack: skipped whatever its layout
+  } else if (const std::string problem = zero_stage_problem(c.setup.framework, l.zero);
+             !problem.empty()) {
     c.skip_reason = "layout.zero is " + std::to_string(l.zero) + ", but training.framework " +
                     json_quoted(c.framework) + " is costed with meshplan's " +
                     c.setup.framework.name + " convention, and " + problem;
@@ -431,12 +547,12 @@ std::string convention_for_framework(const std::string& framework, int zero) {
   return "textbook";
 }
 
-std::vector<ValidationCase> load_validation_file(const std::string& path, MoeCases moe) {
-  return validation_cases_from_json(load_json_file(path), path, moe);
+std::vector<ValidationCase> load_validation_file(const std::string& path) {
+  return validation_cases_from_json(load_json_file(path), path);
 }
 
 std::vector<ValidationCase> validation_cases_from_json(const nlohmann::json& json,
-                                                       const std::string& path, MoeCases moe) {
+                                                       const std::string& path) {
   // A file of another kind (a model, a plan, a Hugging Face config.json) is named as such, not
   // as a list of unknown keys ("$.description: unknown key").
   check_file_kind(json, path, "meshplan-validation/1",
@@ -466,13 +582,7 @@ std::vector<ValidationCase> validation_cases_from_json(const nlohmann::json& jso
              "source, each with its cases)");
   }
   std::vector<ValidationCase> out;
-  for (std::size_t i = 0; i < cases.size(); ++i) {
-    out.push_back(read_case(cases[i], path, i));
-    if (out.back().num_experts && moe == MoeCases::kRefuse) {
-      throw InputError(path + ": $.cases[" + std::to_string(i) + "].model.num_experts: " +
-                       "mixture-of-experts models are not modeled yet (expected null)");
-    }
-  }
+  for (std::size_t i = 0; i < cases.size(); ++i) out.push_back(read_case(cases[i], path, i));
   return out;
 }
 

@@ -43,30 +43,21 @@ struct ValidationCase {
   std::optional<double> peak_memory_bytes;
   std::string memory_metric;
   std::optional<bool> oom;
-  /// Routed experts of a mixture-of-experts case (model.num_experts), nullopt for a dense one.
-  /// meshplan does not model MoE: `model` is then only the dense part, never to be estimated
-  /// (read with MoeCases::kKeep, for a caller that skips the case and says why).
-  std::optional<std::int64_t> num_experts;
-  std::optional<std::int64_t> moe_top_k;  ///< experts each token is routed to, where printed
+  /// GPUs of one NVLink domain (hardware.nvlink_domain of the moe-blackwell extensions: 72 on
+  /// NVL72 racks), nullopt where not given (the node).
+  std::optional<std::int64_t> nvlink_domain;
 };
 
-/// How a reader takes a mixture-of-experts case (model.num_experts set, its MoE fields
-/// consistent): refused as an input error at $.cases[i].model.num_experts, or kept with
-/// ValidationCase::num_experts set so that the caller skips it with a printed reason (meshplan
-/// validate). MoE fields on a dense case (moe_top_k or moe_ffn_hidden_size set, or layout.ep
-/// above 1, with num_experts null) are refused either way: the case contradicts itself.
-enum class MoeCases { kRefuse, kKeep };
-
-/// Reads every case of `path`. Throws InputError naming the file and the JSON path of a bad
-/// field (the file is otherwise accepted exactly as SCHEMA.md describes it); a
-/// mixture-of-experts case is refused or kept as `moe` says.
-std::vector<ValidationCase> load_validation_file(const std::string& path,
-                                                 MoeCases moe = MoeCases::kRefuse);
+/// Reads every case of `path`: the meshplan-validation/1 schema of SCHEMA.md, and the optional
+/// keys and values of ../shared/data/moe-blackwell/README.md (mixture-of-experts and MLA models,
+/// Blackwell GPUs, NVLink domains, etp and fsdp, the fp8-cs, mxfp8 and nvfp4 precisions). Throws
+/// InputError naming the file and the JSON path of a bad field. A hybrid Mamba case is read and
+/// given a skip_reason.
+std::vector<ValidationCase> load_validation_file(const std::string& path);
 
 /// The same for a file already parsed into `json`; `path` names it in errors and in each case.
 std::vector<ValidationCase> validation_cases_from_json(const nlohmann::json& json,
-                                                       const std::string& path,
-                                                       MoeCases moe = MoeCases::kRefuse);
+                                                       const std::string& path);
 
 /// The meshplan framework convention for a framework name of the validation schema and the
 /// case's ZeRO stage `zero` (0-3): nemo -> "nemo"; megatron and deepspeed-megatron ->

@@ -303,9 +303,12 @@ TEST_CASE("calibrate: CUDA device names map to GPU presets", "[calibrate][profil
   CHECK(gpu_preset_for_device("NVIDIA H200", 139.8 * gib) == "h200");
   CHECK(gpu_preset_for_device("NVIDIA A100-SXM4-40GB", 39.4 * gib) == "a100-40g");
   CHECK(gpu_preset_for_device("NVIDIA A100-SXM4-80GB", 79.2 * gib) == "a100-80g");
+  CHECK(gpu_preset_for_device("NVIDIA GB300", 277 * gib) == "gb300");
+  CHECK(gpu_preset_for_device("NVIDIA B300 SXM6 AC", 268 * gib) == "b300");
   CHECK_FALSE(gpu_preset_for_device("Tesla T4", 15 * gib).has_value());
-  CHECK(published_profile_for("h100-sxm") == "h100");
-  CHECK_FALSE(published_profile_for("b200").has_value());
+  CHECK(shipped_profile_for("h100-sxm") == "h100");
+  CHECK(shipped_profile_for("b200") == "b200");
+  CHECK_FALSE(shipped_profile_for("h800").has_value());
 }
 
 TEST_CASE("calibrate: --out \"\" is refused while the flags are parsed", "[calibrate][profile]") {

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "costmodel/flops.hpp"
+#include "costmodel/framework.hpp"
 #include "costmodel/training_time.hpp"
 #include "planner/config/loaders.hpp"
 
@@ -63,4 +64,24 @@ TEST_CASE("causal training FLOPs of Llama 3 8B at 131072 tokens, by hand", "[flo
   const FlopsPerToken direct = exact_flops_per_token(m, 131072, AttentionFlops::kCausal);
   CHECK(direct.training == causal.training);
   CHECK(with_causal_attention(causal).training == causal.training);
+}
+
+TEST_CASE("each convention counts MFU's attention FLOPs as its framework's own log does",
+          "[flops]") {
+  // Megatron-LM's num_floating_point_operations halves the attention term since 8873b55
+  // (2025-03-06), NeMo's Megatron-Bridge too; the Megatron-LM of 2021-2023, torchtitan and
+  // PaLM's MFU (textbook, and DeepSpeed and HF, which log none) count the full square.
+  std::size_t listed = 0;
+  for (const char* name : {"megatron", "nemo"}) {
+    CHECK(find_framework(name)->mfu_attention == AttentionFlops::kCausal);
+    ++listed;
+  }
+  for (const char* name :
+       {"megatron-2023", "fsdp", "textbook", "aleph-alpha-2023", "deepspeed", "hf"}) {
+    CHECK(find_framework(name)->mfu_attention == AttentionFlops::kNonCausal);
+    ++listed;
+  }
+  CHECK(listed == framework_names().size());  // every convention says which
+  CHECK(std::string(to_string(AttentionFlops::kCausal)) == "causal");
+  CHECK(std::string(to_string(AttentionFlops::kNonCausal)) == "non-causal");
 }

@@ -96,8 +96,7 @@ int run_plan(const std::string& input, const std::string& scratch) {
   });
 }
 int run_validation(const std::string& input, const std::string& scratch) {
-  return read_file_target(input, scratch,
-                          [](const std::string& f) { load_validation_file(f, MoeCases::kKeep); });
+  return read_file_target(input, scratch, [](const std::string& f) { load_validation_file(f); });
 }
 
 /// Subcommands and flags the CLI target leaves out: those that search or simulate at length

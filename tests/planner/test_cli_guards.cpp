@@ -5,6 +5,9 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "common/input_error.hpp"
 #include "planner/cli/commands.hpp"
@@ -178,9 +181,14 @@ TEST_CASE("a profile measured on faster links than the cluster's gets a note", "
   CHECK(fit.exit_code == 0);
   CHECK_THAT(fit.err, Catch::Contains("NVLink-tier link rate 440.0 GB/s (its fastest busbw"));
   // The shipped pairs measured their own links: no such note.
-  for (const char* cluster : {"dgx-a100", "dgx-h100", "dgx-h200"}) {
-    const test::CliResult own = test::run(
-        {"estimate", "--model", "llama3-8b", "--cluster", cluster, "--tp", "8", "--gbs", "8"});
+  const std::vector<std::pair<std::string, std::string>> pairs = {
+      {"dgx-a100", "a100"},     {"dgx-h100", "h100"}, {"dgx-h200", "h200"},    {"dgx-b200", "b200"},
+      {"gb200-nvl72", "gb200"}, {"dgx-b300", "b300"}, {"gb300-nvl72", "gb300"}};
+  for (const auto& [cluster, profile_name] : pairs) {
+    INFO(cluster);
+    const test::CliResult own = test::run({"estimate", "--model", "llama3-8b", "--cluster", cluster,
+                                           "--profile", profile_name, "--tp", "8", "--gbs", "8"});
+    CHECK(own.exit_code == 0);
     CHECK_THAT(own.err, !Catch::Contains("line rate"));
   }
 }

@@ -21,8 +21,9 @@ TEST_CASE("estimate --json carries the documented keys and they add up", "[estim
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   const auto j = nlohmann::json::parse(r.out);
-  for (const char* key : {"step_time_s", "tokens_per_s", "tokens_per_s_per_gpu", "tflops_per_gpu",
-                          "mfu", "hfu", "peak_bytes", "breakdown"}) {
+  for (const char* key :
+       {"step_time_s", "tokens_per_s", "tokens_per_s_per_gpu", "tflops_per_gpu", "mfu", "hfu",
+        "mfu_headline", "mfu_headline_definition", "peak_bytes", "breakdown"}) {
     CHECK(j.contains(key));
   }
   double sum = 0;
@@ -39,7 +40,8 @@ TEST_CASE("estimate prints the breakdown table", "[estimate]") {
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::Contains("where the step goes"));
   CHECK_THAT(r.out, Catch::Contains("pipeline bubble"));
-  CHECK_THAT(r.out, Catch::Contains("MFU / HFU"));
+  CHECK_THAT(r.out, Catch::Contains("\n  MFU              "));
+  CHECK_THAT(r.out, Catch::Contains("\n  HFU              "));
 }
 
 TEST_CASE("estimate --trace writes a Chrome trace that covers the step", "[estimate]") {
@@ -190,7 +192,9 @@ TEST_CASE("estimate --trace puts each stage's exposed TP and CP time on the comm
 }
 
 TEST_CASE("estimate refuses what it cannot estimate", "[estimate]") {
-  CHECK(test::run({"estimate", "--model", "llama3-8b", "--cluster", "gb200-nvl72"}).exit_code == 2);
+  // No shipped profile for the H100 PCIe cluster.
+  CHECK(test::run({"estimate", "--model", "llama3-8b", "--cluster", "h100-pcie-eth"}).exit_code ==
+        2);
   CHECK(test::run({"estimate", "--model", "llama3-8b", "--tp", "3"}).exit_code == 2);
   const test::CliResult bad_trace =
       test::run({"estimate", "--model", "llama3-8b", "--trace", "/nonexistent/dir/t.json"});

@@ -60,15 +60,16 @@ void check_value(const std::string& where, const nlohmann::json& spec, const std
   }
 }
 
-/// The plans: dense, fp8, uneven pipeline (first/last sizes and Megatron-Core's layout
-/// string), interleaved, ZeRO-2 and ZeRO-3 (Megatron-FSDP, FSDP), cp, a sliding window; one
-/// node and many.
+/// The plans: dense, fp8 (and fp8-cs; mxfp8 and nvfp4 on a GB200 NVL72), uneven pipeline
+/// (first/last sizes and Megatron-Core's layout string), interleaved, ZeRO-2 and ZeRO-3
+/// (Megatron-FSDP, FSDP), cp, a sliding window; one node and many.
 std::vector<Plan> plan_set() {
-  const ClusterSpec cluster = load_cluster("dgx-h100");
-  const Profile profile = load_profile("h100");
   std::vector<Plan> plans;
   const auto add = [&](const std::string& model_name, Layout l, const std::string& framework,
-                       Precision precision, std::int64_t seq, std::optional<std::int64_t> window) {
+                       Precision precision, std::int64_t seq, std::optional<std::int64_t> window,
+                       const std::string& cluster_name = "dgx-h100") {
+    const ClusterSpec cluster = load_cluster(cluster_name);
+    const Profile profile = load_profile(*shipped_profile_for(cluster.gpu));
     ModelSpec m = load_model(model_name);
     m.sliding_window = window;
     TrainingSetup s;
@@ -92,6 +93,14 @@ std::vector<Plan> plan_set() {
     add("llama3-70b", dense, f, Precision::kBf16, 8192, std::nullopt);
   }
   add("llama3-70b", dense, "megatron", Precision::kFp8, 8192, std::nullopt);
+  for (const char* f : {"megatron", "fsdp"}) {
+    add("llama3-70b", dense, f, Precision::kFp8Cs, 8192, std::nullopt);
+  }
+  for (Precision p : {Precision::kMxfp8, Precision::kNvfp4}) {
+    for (const char* f : {"megatron", "nemo", "fsdp"}) {
+      add("llama3-70b", dense, f, p, 8192, std::nullopt, "gb200-nvl72");
+    }
+  }
   Layout uneven = dense;  // first/last sizes, then a layout string
   uneven.vpp = 1;
   uneven.stage_layers = {19, 21, 21, 19};
@@ -424,7 +433,9 @@ TEST_CASE("every export uses the names, types and values its framework version a
   const nlohmann::json titan_main_facts = facts("torchtitan-b5bcd76.json");
   const nlohmann::json torchrun = facts("torchrun-010929f.json");
   const std::vector<Plan> plans = plan_set();
-  REQUIRE(plans.size() == 17);
+  // 17, then fp8-cs under megatron and fsdp (2) and mxfp8 and nvfp4 under megatron, nemo and
+  // fsdp on GB200 (6): 25.
+  REQUIRE(plans.size() == 25);
   for (std::size_t i = 0; i < plans.size(); ++i) {
     const Plan& p = plans[i];
     INFO("plan " << i << ": " << p.setup.framework.name << " zero " << p.layout.zero << " pp "

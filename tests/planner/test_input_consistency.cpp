@@ -335,7 +335,7 @@ TEST_CASE("Hugging Face configs with experts on a dense model_type are refused a
                                           "of experts (0 or 1 for a dense model), got \"two\"");
 }
 
-TEST_CASE("validate: MoE fields on a dense case are refused, an MoE case is skipped",
+TEST_CASE("validate: MoE fields on a dense case are refused, an MoE case is compared",
           "[consistency][validate][moe]") {
   struct Case {
     const char* section;
@@ -346,16 +346,15 @@ TEST_CASE("validate: MoE fields on a dense case are refused, an MoE case is skip
   const std::vector<Case> cases = {
       {"model", "moe_top_k", 2,
        "$.cases[0].model.moe_top_k: is 2, but num_experts is null (a dense model); give "
-       "num_experts, the routed experts of this mixture-of-experts model (meshplan does not "
-       "model MoE yet and skips the case), or set moe_top_k to null"},
+       "num_experts, the routed experts of this mixture-of-experts model, or set moe_top_k to "
+       "null"},
       {"model", "moe_ffn_hidden_size", 1408,
        "$.cases[0].model.moe_ffn_hidden_size: is 1408, but num_experts is null (a dense model); "
-       "give num_experts, the routed experts of this mixture-of-experts model (meshplan does not "
-       "model MoE yet and skips the case), or set moe_ffn_hidden_size to null"},
+       "give num_experts, the routed experts of this mixture-of-experts model, or set "
+       "moe_ffn_hidden_size to null"},
       {"layout", "ep", 8,
        "$.cases[0].layout.ep: is 8, but model.num_experts is null (a dense model): expert "
-       "parallelism needs experts; set ep to null or 1, or give model.num_experts (meshplan does "
-       "not model MoE yet and skips the case)"},
+       "parallelism needs experts; set ep to null or 1, or give model.num_experts"},
   };
   for (const Case& c : cases) {
     INFO(c.key);
@@ -369,23 +368,38 @@ TEST_CASE("validate: MoE fields on a dense case are refused, an MoE case is skip
   ep1["layout"]["ep"] = 1;
   CHECK(test::run({"validate", test::validation_file("v-ep1.json", {ep1})}).exit_code == 0);
 
-  // An MoE case whose fields agree: validate skips it and prints why; the strict reader (the
-  // tests' published-run checks) refuses it.
+  // An MoE case whose fields agree is compared: 8 experts of GPT-22B's MLP width, top-2, one
+  // expert per GPU of the node (ep 8 x etp 1 divides tp 8 x dp 1), sequence parallel as
+  // Megatron-Core requires with MoE and tp.
   nlohmann::json moe = test::validation_case_json();
   moe["id"] = "moe";
   moe["model"]["num_experts"] = 8;
   moe["model"]["moe_top_k"] = 2;
+  moe["model"]["moe_ffn_hidden_size"] = 24576;
   moe["layout"]["ep"] = 8;
+  moe["layout"]["etp"] = 1;
+  moe["layout"]["sp"] = true;
   const std::string file = test::validation_file("v-moe-ok.json", {moe, ep1});
-  const test::CliResult r = test::run({"validate", file});
+  const test::CliResult r = test::run({"validate", file, "--json"});
   INFO(r.err);
-  CHECK(r.exit_code == 0);
-  CHECK_THAT(r.out, Catch::Contains("moe (v-moe-ok): mixture-of-experts model: not modeled yet"));
-  CHECK_THROWS_WITH(load_validation_file(file),
-                    file +
-                        ": $.cases[0].model.num_experts: mixture-of-experts models are not "
-                        "modeled yet (expected null)");
-  CHECK(load_validation_file(file, MoeCases::kKeep).at(0).num_experts == 8);
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json report = nlohmann::json::parse(r.out);
+  CHECK(report.at("skipped").empty());
+  const std::vector<ValidationCase> read = load_validation_file(file);
+  REQUIRE(read.at(0).model.moe);
+  CHECK(read.at(0).model.moe->top_k == 2);
+  CHECK(read.at(0).layout.ep == 8);
+  CHECK(read.at(0).layout.etp == 1);
+
+  // An expert width is required with num_experts.
+  nlohmann::json no_width = moe;
+  no_width["model"]["moe_ffn_hidden_size"] = nullptr;
+  const std::string no_width_file = test::validation_file("v-moe-width.json", {no_width});
+  expect_exact_error(
+      {"validate", no_width_file},
+      error_line(no_width_file + ": $.cases[0].model.moe_ffn_hidden_size: is null, but "
+                                 "num_experts is 8 (a mixture-of-experts model); expected one "
+                                 "routed expert's MLP width"));
 
   // ... and its own contradictions are still input errors.
   nlohmann::json bad = moe;
@@ -798,8 +812,9 @@ TEST_CASE("validate: a GPU outside SCHEMA.md's list is refused at its path, not 
   expect_exact_error({"validate", file},
                      error_line(file + ": $.cases[1].hardware.gpu: \"h100-smx\" is not allowed; "
                                        "expected one of \"a100-40g\", \"a100-80g\", "
-                                       "\"h100-sxm\", \"h100-96g\", \"h200\", \"v100-32g\", "
-                                       "\"tpu-v4\", \"tpu-v3\""));
+                                       "\"h100-sxm\", \"h100-96g\", \"h200\", \"h800\", "
+                                       "\"b200\", \"gb200\", \"b300\", \"gb300\", "
+                                       "\"v100-32g\", \"tpu-v4\", \"tpu-v3\""));
 }
 
 TEST_CASE("validate: nothing compared is an error that says why, not an empty table",

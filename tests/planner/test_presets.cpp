@@ -207,20 +207,22 @@ TEST_CASE("meshplan presets lists the profiles too, and the errors' hint runs", 
 TEST_CASE("meshplan presets clusters names each cluster's shipped profile, or none", "[presets]") {
   const test::CliResult r = test::run({"presets", "clusters"});
   REQUIRE(r.exit_code == 0);
-  // dgx-a100 runs on a100-80g, whose shipped profile is a100; b200 has none shipped.
+  // dgx-a100 runs on a100-80g, whose shipped profile is a100; h100-pcie has none shipped.
   CHECK(row_cells(r.out, "dgx-a100").back() == "a100");
-  const std::vector<std::string> b200 = row_cells(r.out, "hgx-b200");
-  REQUIRE(b200.size() >= 3);
-  CHECK(std::vector<std::string>(b200.end() - 3, b200.end()) ==
+  const std::vector<std::string> pcie = row_cells(r.out, "h100-pcie-eth");
+  REQUIRE(pcie.size() >= 3);
+  CHECK(std::vector<std::string>(pcie.end() - 3, pcie.end()) ==
         std::vector<std::string>{"none:", "give", "--profile"});
-  // Planning on it without --profile says which profiles exist and how to go on.
+  // Planning on it without --profile says which profiles exist (every file of configs/profiles,
+  // sorted) and how to go on.
   const test::CliResult plan =
-      test::run({"plan", "--model", "llama3-8b", "--cluster", "hgx-b200", "--gpus", "8"});
+      test::run({"plan", "--model", "llama3-8b", "--cluster", "h100-pcie-eth", "--gpus", "8"});
   CHECK(plan.exit_code == 2);
-  CHECK_THAT(plan.err, Catch::Contains("no shipped profile for b200 (shipped: a100, h100, h200)"));
+  CHECK_THAT(plan.err, Catch::Contains("no shipped profile for h100-pcie (shipped: a100, b200, "
+                                       "b300, gb200, gb300, h100, h200)"));
   CHECK_THAT(plan.err, Catch::Contains("--profile h100"));
   // The way on that it names runs.
-  CHECK(test::run({"plan", "--model", "llama3-8b", "--cluster", "hgx-b200", "--gpus", "8",
+  CHECK(test::run({"plan", "--model", "llama3-8b", "--cluster", "h100-pcie-eth", "--gpus", "8",
                    "--profile", "h100"})
             .exit_code == 0);
 }

@@ -72,7 +72,7 @@ const char* kOneFit =
 
 TEST_CASE("every shipped profile loads and names an existing GPU", "[profiles]") {
   const std::vector<std::string> names = preset_names(PresetKind::kProfile);
-  for (const char* expected : {"a100", "h100", "h200"}) {
+  for (const char* expected : {"a100", "b200", "b300", "gb200", "gb300", "h100", "h200"}) {
     INFO(expected);
     CHECK(std::find(names.begin(), names.end(), expected) != names.end());
   }
@@ -110,6 +110,11 @@ TEST_CASE("every shipped profile loads and names an existing GPU", "[profiles]")
   CHECK(load_profile("a100").gpu == load_cluster("dgx-a100").gpu.name);  // a100-80g
   CHECK(load_profile("h100").gpu == load_cluster("dgx-h100").gpu.name);  // h100-sxm
   CHECK(load_profile("h200").gpu == load_cluster("dgx-h200").gpu.name);  // h200
+  CHECK(load_profile("b200").gpu == load_cluster("dgx-b200").gpu.name);  // b200
+  CHECK(load_profile("b200").gpu == load_cluster("hgx-b200").gpu.name);
+  CHECK(load_profile("b300").gpu == load_cluster("dgx-b300").gpu.name);      // b300
+  CHECK(load_profile("gb200").gpu == load_cluster("gb200-nvl72").gpu.name);  // gb200
+  CHECK(load_profile("gb300").gpu == load_cluster("gb300-nvl72").gpu.name);  // gb300
   // By path as well as by name.
   CHECK(load_profile(config_dir() + "/profiles/h100.json").name == "h100");
 }
@@ -129,6 +134,48 @@ TEST_CASE("the shipped GEMM numbers reproduce the measurements they come from", 
   CHECK(gemm_efficiency(h100.gemm, 4096, 4096, 1024) == Approx(0.693).epsilon(0.10));
   CHECK(h100.gemm.sms == 132);
   CHECK(a100.gemm.sms == 108);
+}
+
+TEST_CASE("the Blackwell GEMM numbers reproduce the measurements they come from", "[profiles]") {
+  // stas00/ml-engineering MAMF table, BF16 | FP8 (TFLOP/s of the dense peak): B200 1745.0 of
+  // 2250 | 3432.5 of 4500, B300 1769.0 of 2250 | 3353.3 of 4500, GB200 1822.0 of 2500 | 3615.6
+  // of 5000. GB300 has no row: B300's rates times GB200 / B200's, 1769.0 x 1822.0 / 1745.0 =
+  // 1847.1 of 2500 and 3353.3 x 3615.6 / 3432.5 = 3532.1 of 5000. Three digits.
+  const Profile b200 = load_profile("b200"), b300 = load_profile("b300");
+  const Profile gb200 = load_profile("gb200"), gb300 = load_profile("gb300");
+  CHECK(b200.gemm.peak_efficiency == Approx(1745.0 / 2250).epsilon(0.001));
+  CHECK(b200.gemm.fp8_peak_efficiency == Approx(3432.5 / 4500).epsilon(0.001));
+  CHECK(b300.gemm.peak_efficiency == Approx(1769.0 / 2250).epsilon(0.001));
+  CHECK(b300.gemm.fp8_peak_efficiency == Approx(3353.3 / 4500).epsilon(0.001));
+  CHECK(gb200.gemm.peak_efficiency == Approx(1822.0 / 2500).epsilon(0.001));
+  CHECK(gb200.gemm.fp8_peak_efficiency == Approx(3615.6 / 5000).epsilon(0.001));
+  CHECK(gb300.gemm.peak_efficiency == Approx(1769.0 * 1822.0 / 1745.0 / 2500).epsilon(0.001));
+  CHECK(gb300.gemm.fp8_peak_efficiency == Approx(3353.3 * 3615.6 / 3432.5 / 5000).epsilon(0.001));
+  // OpenXLA's sm_100 table (bf16, b 1), the source of b200's half_efficiency_flops and
+  // k_overhead (fitted with peak_efficiency held at 0.776, mean error 4.5% over its 45 entries
+  // with m, n >= 1024): 2048^3 at 985.76 of 2250 TFLOP/s = 0.438 (model 0.431), 4096^3 at
+  // 1416.87 = 0.630 (0.681), 4096 x 4096 x 1024 at 1075.62 = 0.478 (0.511). Within 10%.
+  CHECK(gemm_efficiency(b200.gemm, 2048, 2048, 2048) == Approx(985.76 / 2250).epsilon(0.10));
+  CHECK(gemm_efficiency(b200.gemm, 4096, 4096, 4096) == Approx(1416.87 / 2250).epsilon(0.10));
+  CHECK(gemm_efficiency(b200.gemm, 4096, 4096, 1024) == Approx(1075.62 / 2250).epsilon(0.10));
+  // The other three carry b200's ramp over as the same fixed time per GEMM,
+  // half_efficiency_flops / (peak_efficiency x dense bf16 peak) = 8.5e9 / (0.776 x 2250e12)
+  // = 4.87 us, and the same k_overhead.
+  const auto fixed_s = [](const Profile& p, double peak) {
+    return p.gemm.half_efficiency_flops / (p.gemm.peak_efficiency * peak);
+  };
+  CHECK(fixed_s(b200, 2250e12) == Approx(4.87e-6).epsilon(0.001));
+  CHECK(fixed_s(b300, 2250e12) == Approx(fixed_s(b200, 2250e12)).epsilon(0.002));
+  CHECK(fixed_s(gb200, 2500e12) == Approx(fixed_s(b200, 2250e12)).epsilon(0.002));
+  CHECK(fixed_s(gb300, 2500e12) == Approx(fixed_s(b200, 2250e12)).epsilon(0.002));
+  for (const Profile* p : {&b200, &b300, &gb200, &gb300}) {
+    INFO(p->name);
+    CHECK(p->gemm.k_overhead == b200.gemm.k_overhead);
+    // NCCL's 24 channels (one CUDA block each) of the SMs: 24 / 148 = 0.1622, 24 / 152 = 0.1579.
+    CHECK(p->comm_sm_fraction == Approx(24.0 / static_cast<double>(p->gemm.sms)).epsilon(0.001));
+  }
+  CHECK(b200.gemm.sms == 148);
+  CHECK(gb200.gemm.sms == 152);
 }
 
 TEST_CASE("the per-tile k overhead slows short-k GEMMs only", "[profiles]") {

@@ -2,6 +2,7 @@
 // activation heading, plan's rejection line, table columns and Pareto precision, and what
 // `profile show` says about the line fits.
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -12,6 +13,7 @@
 #include "costmodel/counted.hpp"
 #include "costmodel/flops.hpp"
 #include "costmodel/units.hpp"
+#include "planner/config/json_reader.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
 #include "planner/report/memory_ledger_report.hpp"
@@ -33,7 +35,98 @@ std::vector<std::string> lines_of(const std::string& text) {
 
 }  // namespace
 
-TEST_CASE("estimate prints and writes MFU with causal attention FLOPs beside Megatron's",
+namespace {
+
+// tiny-8l (tests/data/models) at its 2048 tokens, FLOPs per token (flops.hpp):
+//   per layer h (q + 2 kv) + q h + 3 h f = 1024 x 1536 + 1024 x 1024 + 3 x 1024 x 4096
+//     = 15,204,352 matrix parameters; forward 2 x 15,204,352 x 8 layers = 243,269,632;
+//   attention forward, non-causal 4 x s x a x d x L = 4 x 2048 x 16 x 64 x 8 = 67,108,864
+//     (causal: half, 33,554,432); LM head 2 x 128256 x 1024 = 262,668,288.
+//   Training = 3 x forward: non-causal 3 x 573,046,784 = 1,719,140,352; causal
+//     3 x 539,492,352 = 1,618,477,056, 3 x 33,554,432 = 100,663,296 less (0.94145 of it).
+constexpr double kTinyNonCausal = 1719140352.0, kTinyCausal = 1618477056.0;
+
+/// The first line of `text` that starts with `prefix`, or "".
+std::string line_starting(const std::string& text, const std::string& prefix) {
+  for (const std::string& line : lines_of(text)) {
+    if (line.rfind(prefix, 0) == 0) return line;
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("the headline MFU counts attention as each framework's own log does",
+          "[usability][mfu]") {
+  // Megatron-LM has logged causal (halved) attention FLOPs since 8873b55 (2025-03-06) and
+  // NeMo's Megatron-Bridge does too; the Megatron-LM of 2021-2023, torchtitan and PaLM's MFU
+  // count the full square (costmodel/framework.hpp, mfu_attention).
+  const std::vector<std::pair<std::string, std::string>> conventions = {
+      {"megatron", "causal"}, {"nemo", "causal"},         {"megatron-2023", "non-causal"},
+      {"fsdp", "non-causal"}, {"textbook", "non-causal"}, {"deepspeed", "non-causal"},
+      {"hf", "non-causal"}};
+  for (const auto& [framework, definition] : conventions) {
+    INFO(framework);
+    // 8 sequences of 2048 tokens on 8 H100s (dense bf16 peak 989.4 TFLOP/s).
+    const std::vector<std::string> args = {
+        "estimate",  "--model",  test::data_file("models/tiny-8l.json"),
+        "--cluster", "dgx-h100", "--dp",
+        "8",         "--gbs",    "8",
+        "--seq",     "2048",     "--framework",
+        framework};
+    const test::CliResult r = test::run(test::with(args, {"--json"}));
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    CHECK(j["model_flops_per_step"].get<double>() ==
+          Approx(8 * 2048 * kTinyNonCausal).epsilon(1e-12));
+    CHECK(j["model_flops_per_step_causal"].get<double>() ==
+          Approx(8 * 2048 * kTinyCausal).epsilon(1e-12));
+    const double mfu = j["mfu"].get<double>(), causal = j["mfu_causal"].get<double>();
+    CHECK(mfu == Approx(8 * 2048 * kTinyNonCausal / j["step_time_s"].get<double>() / 8 / 989.4e12)
+                     .epsilon(1e-9));  // `mfu` keeps its meaning: non-causal
+    CHECK(causal == Approx(mfu * kTinyCausal / kTinyNonCausal).epsilon(1e-9));
+    CHECK(j["mfu_headline_definition"] == definition);
+    CHECK(j["mfu_headline"].get<double>() == (definition == "causal" ? causal : mfu));
+
+    // The text: the headline first, with whose count it is; the other beside it.
+    const test::CliResult text = test::run(args);
+    REQUIRE(text.exit_code == 0);
+    const std::string other = definition == "causal" ? "non-causal" : "causal";
+    const double headline = definition == "causal" ? causal : mfu;
+    CHECK(line_starting(text.out, "  MFU              ")
+              .rfind("  MFU              " + fixed(100 * headline, 1) +
+                         "% of 989.4 TFLOP/s dense bf16 (attention " + definition + ", as ",
+                     0) == 0);
+    std::string label = "  MFU " + other;
+    label.resize(19, ' ');
+    CHECK(line_starting(text.out, label)
+              .rfind(label + fixed(100 * (definition == "causal" ? mfu : causal), 1) + "% (", 0) ==
+          0);
+    const double tflops = j[definition == "causal" ? "tflops_per_gpu_causal" : "tflops_per_gpu"];
+    const double other_tflops =
+        j[definition == "causal" ? "tflops_per_gpu" : "tflops_per_gpu_causal"];
+    CHECK(line_starting(text.out, "  model TFLOP/s") == "  model TFLOP/s    " + fixed(tflops, 1) +
+                                                            " per GPU, " + fixed(other_tflops, 1) +
+                                                            " with attention " + other);
+  }
+  const test::CliResult megatron =
+      test::run({"estimate", "--model", test::data_file("models/tiny-8l.json"), "--dp", "8",
+                 "--gbs", "8", "--framework", "megatron"});
+  CHECK_THAT(megatron.out, Contains("(attention causal, as Megatron-LM's log since 2025-03 "
+                                    "counts it)\n  MFU non-causal   "));
+  CHECK_THAT(megatron.out, Contains("% (attention score and value FLOPs over the full s x s "
+                                    "square, as PaLM defines MFU)\n"));
+  const test::CliResult torchtitan =
+      test::run({"estimate", "--model", test::data_file("models/tiny-8l.json"), "--dp", "8",
+                 "--gbs", "8", "--framework", "fsdp"});
+  CHECK_THAT(torchtitan.out, Contains("(attention non-causal, as torchtitan's log counts it)\n"
+                                      "  MFU causal       "));
+  CHECK_THAT(torchtitan.out, Contains("% (attention score and value FLOPs halved: the work a "
+                                      "causal mask leaves, as FlashAttention counts it)\n"));
+}
+
+TEST_CASE("estimate at 131072 tokens: causal and non-causal MFU differ by 41%",
           "[usability][mfu]") {
   // Llama 3 8B at 131072 tokens: causal / non-causal training FLOPs per token =
   // 148,107,165,696 / 251,186,380,800 = 0.58963 (tests/costmodel/test_flops.cpp).
@@ -51,52 +144,70 @@ TEST_CASE("estimate prints and writes MFU with causal attention FLOPs beside Meg
   CHECK(j["model_flops_per_step_causal"].get<double>() ==
         Approx(131072.0 * 148107165696.0).epsilon(1e-12));
   CHECK_THAT(j["attention_flops"].get<std::string>(), Contains("non-causal"));
-
-  const test::CliResult text = test::run(args);
-  REQUIRE(text.exit_code == 0);
-  char mfu[64], causal[64];
-  std::snprintf(mfu, sizeof mfu, "  MFU / HFU        %.1f%%", 100 * j["mfu"].get<double>());
-  std::snprintf(causal, sizeof causal,
-                "  MFU causal       %.1f%% (attention score and value FLOPs halved",
-                100 * j["mfu_causal"].get<double>());
-  CHECK_THAT(text.out, Contains(mfu));
-  CHECK_THAT(text.out, Contains("(model FLOPs count attention non-causal, as Megatron-LM and PaLM "
-                                "report)"));
-  CHECK_THAT(text.out, Contains(causal));
-  CHECK_THAT(text.out, Contains("as FlashAttention counts it)"));
-  CHECK_THAT(text.out, Contains(" with causal attention FLOPs\n"));
+  // The default framework is megatron: its headline is the causal count.
+  CHECK(j["mfu_headline"] == j["mfu_causal"]);
 }
 
-TEST_CASE("plan: MFU causal beside MFU in the table and the JSON", "[usability][mfu]") {
-  const std::vector<std::string> args = {"plan",  "--model", "llama3-8b", "--gpus", "64",
-                                         "--seq", "131072",  "--top",     "3"};
-  const test::CliResult r = test::run(test::with(args, {"--json"}));
-  INFO(r.err);
-  REQUIRE(r.exit_code == 0);
-  const auto j = nlohmann::json::parse(r.out);
-  const double ratio = 148107165696.0 / 251186380800.0;
-  REQUIRE(!j["ranked"].empty());
-  for (const auto& c : j["ranked"]) {
-    CHECK(c["mfu_causal"].get<double>() == Approx(c["mfu"].get<double>() * ratio).epsilon(1e-9));
-  }
-  const test::CliResult text = test::run(args);
-  REQUIRE(text.exit_code == 0);
-  CHECK_THAT(text.out, Contains("MFU  MFU causal"));
-  CHECK_THAT(text.out, Contains("MFU causal: the same with attention score and value FLOPs "
-                                "halved"));
-  char mfu[16], causal[16];
-  std::snprintf(mfu, sizeof mfu, " %.1f%% ", 100 * j["ranked"][0]["mfu"].get<double>());
-  std::snprintf(causal, sizeof causal, " %.1f%% ",
-                100 * j["ranked"][0]["mfu_causal"].get<double>());
-  bool found = false;
-  for (const std::string& line : lines_of(text.out)) {
-    if (line.rfind("1 ", 0) != 0) continue;  // the first row
-    found = true;
-    const std::size_t at = line.find(mfu);
+TEST_CASE("plan: the headline MFU column, the other count beside it, in the table and JSON",
+          "[usability][mfu]") {
+  for (const std::string definition : {"causal", "non-causal"}) {
+    const std::string framework = definition == "causal" ? "megatron" : "megatron-2023";
+    const std::string other = definition == "causal" ? "non-causal" : "causal";
+    INFO(framework);
+    const std::vector<std::string> args = {
+        "plan",   "--model", test::data_file("models/tiny-8l.json"),
+        "--gpus", "8",       "--seq",
+        "2048",   "--gbs",   "64",
+        "--top",  "3",       "--framework",
+        framework};
+    const test::CliResult r = test::run(test::with(args, {"--json"}));
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    REQUIRE(j["ranked"].size() == 3);
+    double previous = 0;
+    for (const auto& c : j["ranked"]) {
+      // Both counts as estimate --json defines them (tiny-8l: 0.94145 causal / non-causal).
+      CHECK(c["mfu_causal"].get<double>() ==
+            Approx(c["mfu"].get<double>() * kTinyCausal / kTinyNonCausal).epsilon(1e-9));
+      CHECK(c["tflops_per_gpu_causal"].get<double>() ==
+            Approx(c["mfu_causal"].get<double>() * 989.4).epsilon(1e-9));
+      CHECK(c["mfu_headline_definition"] == definition);
+      CHECK(c["mfu_headline"] == c[definition == "causal" ? "mfu_causal" : "mfu"]);
+      // Ranked by step time, whichever MFU heads the table.
+      CHECK(c["step_time_s"].get<double>() >= previous);
+      previous = c["step_time_s"].get<double>();
+    }
+    const nlohmann::json& w = j["ranked"][0];
+    const std::string headline = fixed(100 * w["mfu_headline"].get<double>(), 1) + "%";
+    const std::string beside =
+        fixed(100 * w[definition == "causal" ? "mfu" : "mfu_causal"].get<double>(), 1) + "%";
+
+    const test::CliResult text = test::run(args);
+    REQUIRE(text.exit_code == 0);
+    CHECK_THAT(text.out, Contains("MFU  MFU " + other + " "));
+    CHECK_THAT(text.out, Contains("\nMFU " + other +
+                                  ": the same with attention score and value "
+                                  "FLOPs "));
+    const std::string row = line_starting(text.out, "1 ");
+    const std::size_t at = row.find(" " + headline + " ");
     REQUIRE(at != std::string::npos);
-    CHECK(line.find(causal, at + 1) != std::string::npos);
+    CHECK(row.find(" " + beside + " ", at + 1) != std::string::npos);
+    // The Why section gives the winner's MFU the same way.
+    CHECK_THAT(text.out, Contains("- MFU " + headline + " (attention " + definition + ", as "));
+    CHECK_THAT(text.out, Contains("; " + beside + " with attention " + other + ").\n"));
+
+    // plan.json keeps both under "predicted", with the headline and its definition.
+    const std::string path = test::temp_dir() + "/plan-mfu-" + framework + ".json";
+    std::filesystem::remove(path);
+    REQUIRE(test::run(test::with(args, {"--out", path})).exit_code == 0);
+    const nlohmann::json predicted = load_json_file(path).at("predicted");
+    CHECK(predicted["mfu"].get<double>() == Approx(w["mfu"].get<double>()).epsilon(1e-12));
+    CHECK(predicted["mfu_causal"].get<double>() ==
+          Approx(w["mfu_causal"].get<double>()).epsilon(1e-12));
+    CHECK(predicted["mfu_headline_definition"] == definition);
+    CHECK(predicted["mfu_headline"] == predicted[definition == "causal" ? "mfu_causal" : "mfu"]);
   }
-  CHECK(found);
 }
 
 TEST_CASE("plan --tokens lists each layout's GPU-hours whatever the objective",
@@ -494,7 +605,8 @@ TEST_CASE("a predicted MFU above every published run's gets a caveat", "[usabili
   bool noted = false;
   for (const nlohmann::json& c : h["caveats"]) {
     noted = noted || c.get<std::string>().rfind("MFU " + fixed(100 * h["mfu"].get<double>(), 1) +
-                                                    "%: above every published run",
+                                                    "% with attention non-causal, as those runs "
+                                                    "count it: above every published run",
                                                 0) == 0;
   }
   CHECK(noted);

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <nlohmann/json.hpp>
 
 #include "common/format.hpp"
@@ -24,20 +25,24 @@ namespace vt = meshplan::validation_thresholds;
 
 namespace {
 
-/// validation/*.json and calibration/*.json, sorted by path: the files the shipped profiles
-/// are fitted to, in tools/refit-profiles' order.
-std::vector<std::string> all_run_files() {
+/// The .json files of `folders` under ../shared/data, sorted by path, as tools/refit-profiles
+/// lists them.
+std::vector<std::string> run_files(std::initializer_list<const char*> folders) {
   std::vector<std::string> files;
-  for (const char* folder : {"/validation", "/calibration"}) {
+  for (const char* folder : folders) {
     const std::string dir = std::string(MESHPLAN_SHARED_DATA) + folder;
     if (!std::filesystem::is_directory(dir)) continue;
     for (const auto& entry : std::filesystem::directory_iterator(dir)) {
       if (entry.path().extension() == ".json") files.push_back(entry.path().string());
     }
   }
-  std::sort(files.begin(), files.end());  // as tools/refit-profiles lists them
+  std::sort(files.begin(), files.end());
   return files;
 }
+
+/// validation/*.json and calibration/*.json: the files the Ampere and Hopper profiles are
+/// fitted to.
+std::vector<std::string> all_run_files() { return run_files({"/validation", "/calibration"}); }
 
 /// Every number of `a` within relative `tolerance` of `b`'s at the same place, the rest equal.
 void check_close(const nlohmann::json& a, const nlohmann::json& b, const std::string& path,
@@ -74,10 +79,14 @@ const ValidationReport& cross_validated() {
 
 TEST_CASE("fit: the shipped profiles are meshplan fit output (refitted, relative 1e-9)",
           "[validation][fit]") {
-  // tools/refit-profiles wrote them: meshplan fit <all runs> --profile NAME --out NAME.json.
-  for (const char* name : {"a100", "h100", "h200"}) {
+  // tools/refit-profiles wrote them: meshplan fit <runs> --profile NAME --out NAME.json.
+  // Blackwell profiles: moe-blackwell/*.json, the only Blackwell runs.
+  const std::vector<std::string> blackwell = run_files({"/moe-blackwell"});
+  for (const char* name : {"a100", "h100", "h200", "b200", "gb200", "b300", "gb300"}) {
     INFO(name);
-    const ProfileFit f = fit_profile(all_run_files(), name, name);
+    const bool is_blackwell = name[0] == 'b' || name[0] == 'g';
+    const ProfileFit f = is_blackwell ? fit_profile(blackwell, name, name, Folds::kFile)
+                                      : fit_profile(all_run_files(), name, name);
     const nlohmann::json shipped = load_json_file(resolve_preset(PresetKind::kProfile, name));
     REQUIRE(shipped.contains("fitted"));
     check_close(f.profile_json.at("fitted").at("families"), shipped.at("fitted").at("families"),

@@ -186,19 +186,18 @@ TEST_CASE("validate: a case's hardware is the preset cluster with the case's GPU
   CHECK(case_hardware(c).skip_reason.find("no shipped profile") != std::string::npos);
 }
 
-TEST_CASE("meshplan validate: TPU, MoE and unprofiled GPUs are skipped with their reason",
+TEST_CASE("meshplan validate: TPU, hybrid Mamba and unprofiled GPUs are skipped with their reason",
           "[validation][validate][cli]") {
   nlohmann::json ok = korthikanti_case();
-  nlohmann::json moe = ok, tpu = ok, v100 = ok;
-  moe["id"] = "moe";
-  moe["model"]["num_experts"] = 8;
-  moe["model"]["moe_top_k"] = 2;
+  nlohmann::json hybrid = ok, tpu = ok, v100 = ok;
+  hybrid["id"] = "hybrid";
+  hybrid["model"]["hybrid_layer_pattern"] = "M*M-";  // moe-blackwell README, section B
   tpu["id"] = "tpu";
   tpu["hardware"]["gpu"] = "tpu-v4";
   v100["id"] = "v100";
   v100["hardware"]["gpu"] = "v100-32g";
   const nlohmann::json file = {{"schema", "meshplan-validation/1"},
-                               {"cases", {moe, ok, tpu, v100}}};
+                               {"cases", {hybrid, ok, tpu, v100}}};
   const std::string path = test::write_temp_file("mixed-cases.json", file.dump());
 
   test::CliResult r = test::run({"validate", path, "--json"});
@@ -212,9 +211,8 @@ TEST_CASE("meshplan validate: TPU, MoE and unprofiled GPUs are skipped with thei
   const double predicted = j["cases"][0]["predicted"], measured = j["cases"][0]["measured"];
   CHECK(j["cases"][0]["error"].get<double>() == Approx((predicted - measured) / measured));
   REQUIRE(j["skipped"].size() == 3);
-  CHECK(j["skipped"][0]["id"] == "moe");
-  CHECK(j["skipped"][0]["reason"].get<std::string>().find("mixture-of-experts") !=
-        std::string::npos);
+  CHECK(j["skipped"][0]["id"] == "hybrid");
+  CHECK(j["skipped"][0]["reason"].get<std::string>().find("hybrid Mamba") != std::string::npos);
   CHECK(j["skipped"][1]["id"] == "tpu");
   CHECK(j["skipped"][2]["id"] == "v100");
   CHECK(j["summary"]["sources"]["mixed-cases"]["metrics"]["step_time_s"]["cases"] == 1);
@@ -228,14 +226,14 @@ TEST_CASE("meshplan validate: TPU, MoE and unprofiled GPUs are skipped with thei
 
 TEST_CASE("meshplan validate: a bad file names the file and field, a missing file exits 2",
           "[validation][validate][cli]") {
-  nlohmann::json moe = korthikanti_case(), bad = korthikanti_case();
-  moe["model"]["num_experts"] = 8;
+  nlohmann::json hybrid = korthikanti_case(), bad = korthikanti_case();
+  hybrid["model"]["hybrid_layer_pattern"] = "M*M-";
   bad["layout"]["tp"] = 0;
-  const nlohmann::json file = {{"schema", "meshplan-validation/1"}, {"cases", {moe, bad}}};
+  const nlohmann::json file = {{"schema", "meshplan-validation/1"}, {"cases", {hybrid, bad}}};
   const std::string path = test::write_temp_file("bad-cases.json", file.dump());
   test::CliResult r = test::run({"validate", path});
   CHECK(r.exit_code == 2);
-  // With an MoE case left out, the message still names this file and the case index.
+  // With a hybrid case skipped, the message still names this file and the case index.
   CHECK(r.err.find(path + ": $.cases[1].layout.tp") != std::string::npos);
 
   r = test::run({"validate", "no-such-file.json"});
