@@ -15,7 +15,8 @@ constexpr double kFp32Bytes = 4;
 double d(std::int64_t v) { return static_cast<double>(v); }
 
 /// Builds saved-tensor lists with their per-GPU shapes: how tp (with and without sp) and cp
-/// divide each tensor (activations.hpp's table).
+/// divide each tensor (activations.hpp's table). Without LayerSetting::saved_tensors it lists
+/// nothing (and builds no names or shapes).
 class TensorList {
  public:
   explicit TensorList(const LayerSetting& s)
@@ -23,13 +24,11 @@ class TensorList {
 
   /// [s/cp, b, width]: a tensor gathered across the sequence (full length even with sp).
   void gathered(const std::string& name, std::int64_t width, double bytes) {
-    add(name, shape_text({tokens_, s_.mbs, width}), d(tokens_) * d(s_.mbs) * d(width), bytes,
-        false);
+    add(name, {tokens_, s_.mbs, width}, bytes, false);
   }
   /// [s/cp (/t with sp), b, width]: tensors in the sequence-parallel region.
   void hidden(const std::string& name, std::int64_t width, double bytes) {
-    add(name, shape_text({tokens_ / sp_divisor_, s_.mbs, width}),
-        d(tokens_ / sp_divisor_) * d(s_.mbs) * d(width), bytes, s_.sp);
+    add(name, {tokens_ / sp_divisor_, s_.mbs, width}, bytes, s_.sp);
   }
   /// [s/cp, b, width/t]: tensors inside the tensor-parallel region (layout_problems makes tp
   /// divide every layer width).
@@ -38,39 +37,40 @@ class TensorList {
   }
   /// [s/cp, b, shard]: a tensor inside the tensor-parallel region, `shard` wide on each rank.
   void tp_shard(const std::string& name, std::int64_t shard, double bytes) {
-    add(name, shape_text({tokens_, s_.mbs, shard}), d(tokens_) * d(s_.mbs) * d(shard), bytes, true);
+    add(name, {tokens_, s_.mbs, shard}, bytes, true);
   }
   /// [s/cp x b x k / E, E, shard]: a tensor of the routed tokens, `shard` wide per GPU
   /// (`per_expert` tokens for each of `experts` experts).
   void routed(const std::string& name, std::int64_t per_expert, std::int64_t experts,
               std::int64_t shard, double bytes) {
-    add(name, shape_text({per_expert, experts, shard}), d(per_expert) * d(experts) * d(shard),
-        bytes, true);
+    add(name, {per_expert, experts, shard}, bytes, true);
   }
   /// [b, a/t, s/cp, s/cp]: the eager attention score-shaped tensors.
   void scores(const std::string& name, std::int64_t heads, double bytes) {
-    add(name, shape_text({s_.mbs, heads / s_.tp, tokens_, tokens_}),
-        d(s_.mbs) * d(heads / s_.tp) * d(tokens_) * d(tokens_), bytes, true);
+    add(name, {s_.mbs, heads / s_.tp, tokens_, tokens_}, bytes, true);
   }
   /// [b, a/t, s/cp]: per-head, per-token statistics.
   void per_head(const std::string& name, std::int64_t heads, double bytes) {
-    add(name, shape_text({s_.mbs, heads / s_.tp, tokens_}),
-        d(s_.mbs) * d(heads / s_.tp) * d(tokens_), bytes, true);
+    add(name, {s_.mbs, heads / s_.tp, tokens_}, bytes, true);
   }
   std::vector<SavedTensor> take() { return std::exchange(tensors_, {}); }
 
  private:
-  /// `over_tp`: the tensor is split across the tp group (always inside the TP region; in the
-  /// sp region only with sp). Every activation is split across cp.
-  void add(const std::string& name, std::string shape, double elements, double bytes,
+  /// A tensor of shape `dims` and `bytes` per element. `over_tp`: the tensor is split across
+  /// the tp group (always inside the TP region; in the sp region only with sp). Every
+  /// activation is split across cp.
+  void add(const std::string& name, std::initializer_list<std::int64_t> dims, double bytes,
            bool over_tp) {
+    if (!s_.saved_tensors) return;
+    double elements = 1;
+    for (std::int64_t v : dims) elements *= d(v);
     const char* dtype = bytes == kFp32Bytes ? "fp32"
                         : bytes == 1 ? (name.find("mask") != std::string::npos ? "uint8" : "fp8")
                                      : half_dtype_name(s_.precision);
     std::string sharded = over_tp && s_.tp > 1 ? "tp" : "";
     if (s_.cp > 1) sharded += sharded.empty() ? "cp" : ", cp";
     tensors_.push_back(
-        {name, std::move(shape), dtype, elements * bytes, sharded.empty() ? "-" : sharded});
+        {name, shape_text(dims), dtype, elements * bytes, sharded.empty() ? "-" : sharded});
   }
 
   const LayerSetting& s_;

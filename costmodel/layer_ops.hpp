@@ -113,6 +113,10 @@ struct LayerSetting {
   /// Tokens of the busiest expert over the balanced share (>= 1; 1: balanced routing, as the
   /// benchmarks force it): TrainingSetup::moe_imbalance.
   double moe_imbalance = 1;
+  /// false: every LayerOp::saved left empty, the rest of the table as with true. The time
+  /// model reads no saved tensor, and listing them (names, shapes, dtypes as text) is most of
+  /// the table's cost: layer_costs, which a search runs per micro-batch size, builds without.
+  bool saved_tensors = true;
 };
 
 /// The table's setting for `layout` under `setup`'s sequence, precision, attention and

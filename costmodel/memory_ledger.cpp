@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "costmodel/pipeline_schedule.hpp"
 
@@ -159,22 +160,44 @@ ActivationBytes ActivationBytes::scaled(double f) const {
 }
 
 ActivationBytes activation_bytes(const LayerOps& ops) {
-  ActivationBytes a;
-  a.layer_bytes = total_bytes(layer_saved_tensors(ops));
-  const std::vector<SavedTensor> full_layer = saved_tensors(ops.layer, Recompute::kNone);
-  a.layer_full_bytes = total_bytes(full_layer);
-  for (const SavedTensor& t : full_layer) {
-    a.largest_full_bytes = std::max(a.largest_full_bytes, t.bytes);
+  return activation_bytes(ops, ops.setting.recompute);
+}
+
+namespace {
+
+/// The bytes `ops` save under `recompute`: total_bytes(saved_tensors(ops, recompute)), summed
+/// in the same order, without copying the tensors.
+double saved_bytes(const std::vector<LayerOp>& ops, Recompute recompute) {
+  double sum = 0;
+  for (const LayerOp& op : ops) {
+    for (const SavedTensor& t : op.saved[static_cast<std::size_t>(recompute)]) sum += t.bytes;
   }
-  a.embedding_bytes = total_bytes(embedding_saved_tensors(ops));
-  a.head_bytes = total_bytes(head_saved_tensors(ops));
-  if (!ops.moe_layer.empty()) {
-    a.moe_layer_bytes = total_bytes(saved_tensors(ops.moe_layer, ops.setting.recompute));
-    const std::vector<SavedTensor> full_moe = saved_tensors(ops.moe_layer, Recompute::kNone);
-    a.moe_layer_full_bytes = total_bytes(full_moe);
-    for (const SavedTensor& t : full_moe) {
-      a.largest_full_bytes = std::max(a.largest_full_bytes, t.bytes);
+  return sum;
+}
+
+/// The largest single tensor `ops` save without recompute, at least `floor` (bytes).
+double largest_saved(const std::vector<LayerOp>& ops, double floor) {
+  for (const LayerOp& op : ops) {
+    for (const SavedTensor& t : op.saved[static_cast<std::size_t>(Recompute::kNone)]) {
+      floor = std::max(floor, t.bytes);
     }
+  }
+  return floor;
+}
+
+}  // namespace
+
+ActivationBytes activation_bytes(const LayerOps& ops, Recompute recompute) {
+  ActivationBytes a;
+  a.layer_bytes = saved_bytes(ops.layer, recompute);
+  a.layer_full_bytes = saved_bytes(ops.layer, Recompute::kNone);
+  a.largest_full_bytes = largest_saved(ops.layer, 0);
+  a.embedding_bytes = saved_bytes(ops.embedding, recompute);
+  a.head_bytes = saved_bytes(ops.head, recompute);
+  if (!ops.moe_layer.empty()) {
+    a.moe_layer_bytes = saved_bytes(ops.moe_layer, recompute);
+    a.moe_layer_full_bytes = saved_bytes(ops.moe_layer, Recompute::kNone);
+    a.largest_full_bytes = largest_saved(ops.moe_layer, a.largest_full_bytes);
     // The routed tokens reaching this rank's experts (expert_fc1's input, gathered over etp):
     // the dispatch receives them and the combine sends them back; the send side is as large.
     for (const LayerOp& op : ops.moe_layer) {
@@ -338,10 +361,15 @@ StageMemory stage_memory(const MemoryContext& x, std::int64_t stage) {
 }
 
 std::pair<double, std::int64_t> peak_memory(const MemoryContext& context) {
+  return peak_memory(context, std::numeric_limits<double>::infinity());
+}
+
+std::pair<double, std::int64_t> peak_memory(const MemoryContext& context, double stop_above) {
   std::pair<double, std::int64_t> worst{-1.0, 0};
   for (std::int64_t r = 0; r < context.layout.pp; ++r) {
     const double total = stage_memory(context, r).total_bytes;
     if (total > worst.first) worst = {total, r};
+    if (total > stop_above) break;
   }
   return worst;
 }

@@ -129,6 +129,9 @@ LayerSetting layer_setting(const Layout& layout, const TrainingSetup& setup);
 
 /// The activation bytes of the table `ops` under its setting's recompute.
 ActivationBytes activation_bytes(const LayerOps& ops);
+/// The same under `recompute` (the table holds every mode's saved tensors, so one table
+/// answers all three: the search builds it once per split).
+ActivationBytes activation_bytes(const LayerOps& ops, Recompute recompute);
 
 /// What every stage's numbers depend on. References must outlive it.
 struct MemoryContext {
@@ -235,5 +238,9 @@ StageMemory stage_memory(const MemoryContext& context, std::int64_t stage);
 
 /// The worst stage's total (bytes) and its index.
 std::pair<double, std::int64_t> peak_memory(const MemoryContext& context);
+/// The same, stopping at the first stage (in stage order) whose total exceeds `stop_above`
+/// bytes: then that stage's total and index, which the peak is at least. Where no stage
+/// exceeds it, peak_memory(context) exactly. (The search stops at the memory it rejects.)
+std::pair<double, std::int64_t> peak_memory(const MemoryContext& context, double stop_above);
 
 }  // namespace meshplan

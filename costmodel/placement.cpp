@@ -1,6 +1,7 @@
 #include "costmodel/placement.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <stdexcept>
 #include <string>
 
@@ -21,8 +22,16 @@ GroupSpan group_span(const std::vector<std::int64_t>& ranks, const ClusterSpec& 
     throw std::invalid_argument("cluster " + cluster.name + ": nvlink_domain_size " +
                                 std::to_string(cluster.nvlink_domain_size) + " must be >= 1");
   }
-  std::vector<std::int64_t> sorted = ranks;
-  std::sort(sorted.begin(), sorted.end());
+  // Groups come from ranks.hpp in increasing order (strictly: no duplicates): those need no
+  // sorted copy (the search spans groups of thousands of ranks, once per layout family).
+  const bool increasing =
+      std::adjacent_find(ranks.begin(), ranks.end(), std::greater_equal<>()) == ranks.end();
+  std::vector<std::int64_t> copy;
+  if (!increasing) {
+    copy = ranks;
+    std::sort(copy.begin(), copy.end());
+  }
+  const std::vector<std::int64_t>& sorted = increasing ? ranks : copy;
   if (!sorted.empty() && sorted.front() < 0) {
     throw std::invalid_argument("group_span: negative rank " + std::to_string(sorted.front()));
   }

@@ -31,6 +31,11 @@ void check_expert_degrees(const Layout& layout) {
   }
 }
 
+/// The rank at `c`, Megatron's order tp-cp-dp-pp; unchecked (coords_to_rank checks).
+std::int64_t rank_at(const RankCoords& c, const Layout& layout) {
+  return c.tp + layout.tp * (c.cp + layout.cp * (c.dp + layout.dp * c.pp));
+}
+
 bool is_expert_kind(GroupKind kind) {
   return kind == GroupKind::kEp || kind == GroupKind::kEtp || kind == GroupKind::kEdp;
 }
@@ -114,7 +119,7 @@ std::int64_t coords_to_rank(const RankCoords& coords, const Layout& layout) {
   check_coordinate("cp", coords.cp, layout.cp);
   check_coordinate("dp", coords.dp, layout.dp);
   check_coordinate("pp", coords.pp, layout.pp);
-  return coords.tp + layout.tp * (coords.cp + layout.cp * (coords.dp + layout.dp * coords.pp));
+  return rank_at(coords, layout);
 }
 
 std::vector<std::vector<std::int64_t>> process_groups(GroupKind kind, const Layout& layout) {
@@ -172,7 +177,8 @@ std::vector<std::int64_t> group_of_rank(GroupKind kind, std::int64_t rank, const
   if (is_expert_kind(kind)) return expert_group_of_rank(kind, rank, layout);
   const RankCoords at = rank_to_coords(rank, layout);
   // The group's own coordinates, outer before inner, so that ranks come out increasing (cp
-  // varies faster than dp in the rank order).
+  // varies faster than dp in the rank order). Each stays within its degree, so rank_at needs
+  // no check (rank_to_coords checked rank and degrees).
   const bool tp = kind == GroupKind::kTp, cp = kind == GroupKind::kCp || kind == GroupKind::kDpCp,
              dp = kind == GroupKind::kDp || kind == GroupKind::kDpCp, pp = kind == GroupKind::kPp;
   std::vector<std::int64_t> ranks;
@@ -181,7 +187,7 @@ std::vector<std::int64_t> group_of_rank(GroupKind kind, std::int64_t rank, const
     for (c.dp = dp ? 0 : at.dp; c.dp < (dp ? layout.dp : at.dp + 1); ++c.dp) {
       for (c.cp = cp ? 0 : at.cp; c.cp < (cp ? layout.cp : at.cp + 1); ++c.cp) {
         for (c.tp = tp ? 0 : at.tp; c.tp < (tp ? layout.tp : at.tp + 1); ++c.tp) {
-          ranks.push_back(coords_to_rank(c, layout));
+          ranks.push_back(rank_at(c, layout));
         }
       }
     }

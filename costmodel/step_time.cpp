@@ -320,24 +320,32 @@ StepContext::StepContext(const ModelSpec& m, const TrainingSetup& s, const Clust
 }
 
 GroupRates::GroupRates(const StepContext& x, const Layout& l)
+    : GroupRates(x, l, x.model.moe ? ExpertGroupRates(x, l) : ExpertGroupRates()) {}
+
+GroupRates::GroupRates(const StepContext& x, const Layout& l, const ExpertGroupRates& expert)
     : tp(rank0_group(GroupKind::kTp, l), x.cluster, x.profile),
       cp(rank0_group(GroupKind::kCp, l), x.cluster, x.profile),
       dp_cp(rank0_group(GroupKind::kDpCp, l), x.cluster, x.profile),
       pp(rank0_group(GroupKind::kPp, l, 2), x.cluster, x.profile),
-      ep({0}, x.cluster, x.profile),
-      etp({0}, x.cluster, x.profile),
-      edp({0}, x.cluster, x.profile) {
-  if (x.model.moe) set_expert_groups(x, l);
-}
+      ep(expert.ep),
+      etp(expert.etp),
+      edp(expert.edp) {}
 
-void GroupRates::set_expert_groups(const StepContext& x, const Layout& l) {
-  ep = GroupBandwidth(rank0_group(GroupKind::kEp, l), x.cluster, x.profile);
-  etp = GroupBandwidth(rank0_group(GroupKind::kEtp, l), x.cluster, x.profile);
-  edp = GroupBandwidth(rank0_group(GroupKind::kEdp, l), x.cluster, x.profile);
+ExpertGroupRates::ExpertGroupRates(const StepContext& x, const Layout& l)
+    : ep(rank0_group(GroupKind::kEp, l), x.cluster, x.profile),
+      etp(rank0_group(GroupKind::kEtp, l), x.cluster, x.profile),
+      edp(rank0_group(GroupKind::kEdp, l), x.cluster, x.profile) {}
+
+void GroupRates::set_expert_groups(const ExpertGroupRates& expert) {
+  ep = expert.ep;
+  etp = expert.etp;
+  edp = expert.edp;
 }
 
 LayerCosts layer_costs(const StepContext& x, const Layout& l, const GroupRates& groups) {
-  const LayerOps ops = build_layer_ops(x.model, layer_setting(l, x.setup));
+  LayerSetting setting = layer_setting(l, x.setup);
+  setting.saved_tensors = false;  // the time reads none
+  const LayerOps ops = build_layer_ops(x.model, setting);
   // Ring-attention calls (cp > 1) at the fitted ring rate; layers at least the host's pace
   // (host_bound.hpp).
   const DeviceRates layer_half_rates =

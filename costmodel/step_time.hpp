@@ -136,6 +136,8 @@ struct StepEstimate {
 /// A process group (the one holding rank 0 stands for all of its kind) and its rates.
 class GroupBandwidth {
  public:
+  /// A group of one rank: every time_s is 0.
+  GroupBandwidth() = default;
   /// `ranks`: the group's global ranks. Looks up each collective's (alpha, busbw) on the tier
   /// the group spans once (collective_bandwidth), so time_s is arithmetic only.
   GroupBandwidth(const std::vector<std::int64_t>& ranks, const ClusterSpec& cluster,
@@ -147,7 +149,7 @@ class GroupBandwidth {
 
  private:
   static constexpr std::size_t kCollectives = static_cast<std::size_t>(Collective::kBroadcast) + 1;
-  std::int64_t size_;
+  std::int64_t size_ = 1;
   std::array<TierBandwidth, kCollectives> bandwidth_{};
 };
 
@@ -172,13 +174,28 @@ struct StepContext {
   double optimizer_bytes_per_param = 0;  ///< optimizer_passes(setup).bytes_per_param(), bytes
 };
 
+/// The expert mesh's EP, ETP and EDP groups of a layout. Rank 0's expert groups are ranks
+/// etp x (e + ep x d) + t (ranks.hpp), so they depend on tp x cp x dp (the ranks of a stage),
+/// ep and etp only: a search keeps them by those three.
+struct ExpertGroupRates {
+  /// No expert mesh (a dense model): groups of one rank.
+  ExpertGroupRates() = default;
+  /// `layout`'s mesh. Errors: std::invalid_argument where ep x etp does not divide tp x cp x dp
+  /// (ranks.hpp).
+  ExpertGroupRates(const StepContext& context, const Layout& layout);
+  GroupBandwidth ep, etp, edp;
+};
+
 /// The TP, CP, DP x CP and PP groups of a layout, and the expert mesh's EP, ETP and EDP groups
 /// (depends on tp, cp, dp, pp, ep and etp only).
 struct GroupRates {
+  /// `layout`'s groups; its expert groups for an MoE model, else groups of one rank.
   GroupRates(const StepContext& context, const Layout& layout);
-  /// Replaces the expert groups (ep, etp, edp) with those of `layout`'s expert mesh, keeping the
-  /// others (a search varies ep and etp under fixed tp, cp, dp, pp).
-  void set_expert_groups(const StepContext& context, const Layout& layout);
+  /// `layout`'s TP, CP, DP x CP and PP groups with the expert groups `expert`.
+  GroupRates(const StepContext& context, const Layout& layout, const ExpertGroupRates& expert);
+  /// Replaces the expert groups (ep, etp, edp) with `expert`, keeping the others (a search
+  /// varies ep and etp under fixed tp, cp, dp, pp).
+  void set_expert_groups(const ExpertGroupRates& expert);
   GroupBandwidth tp, cp, dp_cp, pp, ep, etp, edp;
 };
 

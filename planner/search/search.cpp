@@ -74,15 +74,12 @@ class Worker {
     base.pp = pp;
     base.gbs = r_.gbs;
     const bool tp_crosses = tp_spans_domains(tp, r_.gpus, r_.cluster.nvlink_domain_size);
-    // The dense groups once per (tp, cp, pp); the expert groups per mesh (a pinned mesh that
-    // breaks its rules keeps the previous ones: its layouts are rejected before they are timed).
-    GroupRates groups(context_, base);
+    groups_.reset();
     for (const auto& [ep, etp] : expert_meshes(base)) {
       base.ep = ep;
       base.etp = etp;
-      if (r_.model.moe && (tp * cp * dp) % (ep * etp) == 0)
-        groups.set_expert_groups(context_, base);
-      run_mesh(base, groups, tp_crosses);
+      mesh_groups_set_ = false;
+      run_mesh(base, tp_crosses);
     }
   }
 
@@ -111,7 +108,7 @@ class Worker {
   }
 
   /// All layouts of `base`'s tp, cp, pp and expert mesh.
-  void run_mesh(const Layout& base, const GroupRates& groups, bool tp_crosses) {
+  void run_mesh(const Layout& base, bool tp_crosses) {
     const std::int64_t tp = base.tp, pp = base.pp, dp = base.dp;
     // With one rank to shard over, every ZeRO stage is the same layout: keep zero 0 only.
     const bool shards = shard_group(base, r_.setup.framework) > 1;
@@ -139,11 +136,13 @@ class Worker {
     const int sp_last = r_.pins.sp ? sp_first : (tp > 1 ? 1 : 0);
     const std::array<Recompute, 3> recomputes = {Recompute::kNone, Recompute::kSelective,
                                                  Recompute::kFull};
-    std::vector<std::vector<std::int64_t>> splits;
-    for (std::int64_t vpp : vpps)
-      splits.push_back(default_stage_split(r_.model.num_layers, pp, vpp));
-    for (std::size_t i = 0; i < vpps.size(); ++i) {
-      const std::int64_t vpp = vpps[i];
+    for (std::int64_t vpp : vpps) {
+      // One layout per vpp whose remaining fields the loops below set (evaluate copies it only
+      // into a ranked candidate): layers that do not split evenly over the pp x vpp (virtual)
+      // stages leave one fewer to the embedding's and the LM head's (default_stage_split).
+      Layout l = base;
+      l.vpp = vpp;
+      l.stage_layers = default_stage_split(r_.model.num_layers, pp, vpp);
       for (std::int64_t mbs : mbss) {
         for (int sp = sp_first; sp <= sp_last; ++sp) {
           for (int zero = 0; zero <= 3; ++zero) {
@@ -164,16 +163,11 @@ class Worker {
             }
             for (Recompute recompute : recomputes) {
               if (pinned_out(r_.pins.recompute, recompute)) continue;
-              Layout l = base;
-              // Layers that do not split evenly over the pp x vpp (virtual) stages: the
-              // embedding's and the LM head's take one fewer (default_stage_split).
-              l.stage_layers = splits[i];
-              l.vpp = vpp;
               l.mbs = mbs;
               l.sp = sp == 1;
               l.zero = zero;
               l.recompute = recompute;
-              evaluate(l, groups, tp_crosses);
+              evaluate(l, tp_crosses);
             }
           }
         }
@@ -215,7 +209,7 @@ class Worker {
   static constexpr unsigned kReasons = kOutOfMemory + 1;
   void reject(unsigned reason) { ++counts_[reason]; }
 
-  void evaluate(const Layout& l, const GroupRates& groups, bool tp_crosses) {
+  void evaluate(const Layout& l, bool tp_crosses) {
     ++result_.space;
     std::uint32_t mask = layout_problem_mask(l, r_.model, r_.setup.seq, std::nullopt,
                                              r_.setup.attention == AttentionImpl::kEager);
@@ -231,16 +225,19 @@ class Worker {
       return;
     }
 
-    // Memory first: the time model runs only on layouts that fit.
+    // Memory first: the time model runs only on layouts that fit. The stages are summed until
+    // one exceeds both the usable memory and the least peak seen: such a layout is rejected
+    // and cannot lower smallest_peak_bytes, whatever the other stages hold.
     const ActivationBytes act = activations(l).scaled(static_cast<double>(l.mbs));
     const MemoryContext memory{r_.model, context_.counts, l, setup_, r_.cluster.gpu, act};
-    const auto [peak, worst] = peak_memory(memory);
+    const auto [peak, worst] = peak_memory(memory, std::max(usable_, result_.smallest_peak_bytes));
     result_.smallest_peak_bytes = std::min(result_.smallest_peak_bytes, peak);
     if (peak > usable_) {
       reject(kOutOfMemory);
       return;
     }
     ++result_.fits;
+    const GroupRates& groups = groups_for(l);
     const StepEstimate e = assemble_step(context_, l, groups, layer_costs_for(l, groups), false);
     Candidate c;
     c.layout = l;
@@ -263,19 +260,39 @@ class Worker {
     if (r_.pareto) keep_pareto(front_, c);
   }
 
-  /// Activation bytes of one sequence (mbs 1); every saved tensor scales with mbs.
+  /// The groups of `l` (tp, cp, pp and its expert mesh), spanned on the first layout of the
+  /// (tp, cp, pp) combination and of the mesh that fits in memory (most combinations and
+  /// meshes have none): the dense groups once per combination, the expert groups kept by
+  /// what they depend on (ExpertGroupRates: the ranks of a stage, ep and etp), so that groups
+  /// of thousands of ranks are spanned once, not once per (tp, cp, pp).
+  const GroupRates& groups_for(const Layout& l) {
+    if (!groups_) groups_.emplace(context_, l, ExpertGroupRates());
+    if (r_.model.moe && !mesh_groups_set_) {
+      const auto key = std::make_tuple(l.tp * l.cp * l.dp, l.ep, l.etp);
+      auto it = expert_groups_.find(key);
+      if (it == expert_groups_.end())
+        it = expert_groups_.emplace(key, ExpertGroupRates(context_, l)).first;
+      groups_->set_expert_groups(it->second);
+    }
+    mesh_groups_set_ = true;
+    return *groups_;
+  }
+
+  /// Activation bytes of one sequence (mbs 1); every saved tensor scales with mbs. One op
+  /// table per (tp, cp, sp, ep, etp) answers the three recompute modes.
   const ActivationBytes& activations(const Layout& l) {
-    const auto key = std::make_tuple(l.tp, l.cp, l.sp, static_cast<int>(l.recompute), l.ep, l.etp);
+    const auto key = std::make_tuple(l.tp, l.cp, l.sp, l.ep, l.etp);
     auto it = activations_.find(key);
     if (it == activations_.end()) {
       Layout one = l;
       one.mbs = 1;
-      it = activations_
-               .emplace(key,
-                        activation_bytes(build_layer_ops(r_.model, layer_setting(one, r_.setup))))
-               .first;
+      const LayerOps ops = build_layer_ops(r_.model, layer_setting(one, r_.setup));
+      std::array<ActivationBytes, kRecomputeModes> by_mode;
+      for (std::size_t m = 0; m < kRecomputeModes; ++m)
+        by_mode[m] = activation_bytes(ops, static_cast<Recompute>(m));
+      it = activations_.emplace(key, by_mode).first;
     }
-    return it->second;
+    return it->second[static_cast<std::size_t>(l.recompute)];
   }
 
   /// Per-layer seconds by (tp, cp, ep, etp, mbs, sp): what they depend on (the tp, cp and ep
@@ -297,9 +314,13 @@ class Worker {
   std::array<Broken, kRules> broken_{};
   std::size_t combo_ = 0;
   std::vector<Candidate> front_;
-  std::map<std::tuple<std::int64_t, std::int64_t, bool, int, std::int64_t, std::int64_t>,
-           ActivationBytes>
+  static constexpr std::size_t kRecomputeModes = static_cast<std::size_t>(Recompute::kFull) + 1;
+  std::map<std::tuple<std::int64_t, std::int64_t, bool, std::int64_t, std::int64_t>,
+           std::array<ActivationBytes, kRecomputeModes>>
       activations_;
+  std::optional<GroupRates> groups_;  ///< of the current (tp, cp, pp), once needed
+  bool mesh_groups_set_ = false;      ///< groups_ holds the current expert mesh's groups
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, ExpertGroupRates> expert_groups_;
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool>,
            LayerCosts>
       costs_;

@@ -5,10 +5,15 @@
 // and the survivors ranked by the step-time model.
 //
 // Speed: the rules are checked as a bit mask (layout_problem_mask), memory and time come from
-// per-layer numbers computed once per (tp, cp, mbs, sp[, recompute]) and assembled per layout
-// (costmodel/memory_ledger.hpp stage_memory, costmodel/step_time.hpp assemble_step), the time
-// model runs only on layouts whose memory fits, the inner loop allocates nothing, and the
-// (tp, cp, pp) combinations are shared among threads (both cores).
+// per-layer numbers computed once per what they depend on (activations: one op table per
+// (tp, cp, sp, ep, etp) for all three recompute modes; layer seconds per (tp, cp, ep, etp,
+// mbs, sp), from the op table without its saved tensors) and assembled per layout
+// (costmodel/memory_ledger.hpp stage_memory, costmodel/step_time.hpp assemble_step). The
+// stages' memory is summed only until one exceeds what the search rejects; the time model
+// runs only on layouts whose memory fits, and the process groups are spanned only for those
+// (the dense ones once per (tp, cp, pp), the expert ones once per (tp x cp x dp, ep, etp)).
+// The inner loop allocates nothing, and the (tp, cp, pp) combinations are shared among
+// threads (both cores). bench/ measures it.
 #pragma once
 
 #include <cstdint>

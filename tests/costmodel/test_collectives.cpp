@@ -281,3 +281,19 @@ TEST_CASE("placement: bad input throws", "[placement]") {
     REQUIRE_THROWS_AS(group_bandwidth(span, c, test::h100_links()), std::invalid_argument);
   }
 }
+
+TEST_CASE("placement: a group's span does not depend on the order of its ranks", "[placement]") {
+  // {0, 8, 16, 24} and its reverse: 4 ranks, one in each of 4 nodes of 8 (ranks.hpp gives the
+  // increasing order; group_span spans it without a sorted copy, any other order after one).
+  const ClusterSpec c = test::dgx_h100();
+  for (const std::vector<std::int64_t>& ranks :
+       {std::vector<std::int64_t>{0, 8, 16, 24}, std::vector<std::int64_t>{24, 16, 8, 0}}) {
+    const GroupSpan span = group_span(ranks, c);
+    CHECK(span.size == 4);
+    CHECK(span.domains == 4);
+    CHECK(span.gpus_per_domain == 1);
+  }
+  CHECK_THROWS_AS(group_span({0, 8, 8}, c), std::invalid_argument);  // rank 8 twice, in order
+  CHECK_THROWS_AS(group_span({8, 0, 8}, c), std::invalid_argument);  // and out of order
+  CHECK_THROWS_AS(group_span({3, -1}, c), std::invalid_argument);    // negative
+}

@@ -258,3 +258,35 @@ TEST_CASE("MLA's projections and attention widths", "[layer_ops][mla]") {
   // Per GPU, causal: 2 x 4 heads x 4096 x 4096 x 320 / 2.
   CHECK(attention.flops == 2.0 * 4 * 4096 * 4096 * 320 / 2);
 }
+
+TEST_CASE("layer ops: without saved tensors the table is the same and saves nothing",
+          "[layer_ops]") {
+  // The time model's table (LayerSetting::saved_tensors false) leaves every op's saved lists
+  // empty and every other field as the full table has it: the same ops, shapes, FLOPs, bytes
+  // and collectives (Llama 3 8B at tp 8 with sp, seq 4096, mbs 2).
+  LayerSetting s = tp8(4096, 2);
+  s.sp = true;
+  const LayerOps full = build_layer_ops(llama3_8b(), s);
+  s.saved_tensors = false;
+  const LayerOps light = build_layer_ops(llama3_8b(), s);
+  // The full table saves the layer input for each mode: [4096 / 8, 2, 4096] 16-bit with sp.
+  REQUIRE_FALSE(full.op("input_norm").saved[0].empty());
+  CHECK(full.op("input_norm").saved[0][0].bytes == 512.0 * 2 * 4096 * 2);
+  using Part = std::vector<LayerOp> LayerOps::*;
+  for (Part part : {&LayerOps::layer, &LayerOps::embedding, &LayerOps::head}) {
+    const std::vector<LayerOp>& a = full.*part;
+    const std::vector<LayerOp>& b = light.*part;
+    REQUIRE(a.size() == b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      CHECK(a[i].name == b[i].name);
+      CHECK((a[i].gemm.m == b[i].gemm.m && a[i].gemm.n == b[i].gemm.n &&
+             a[i].gemm.k == b[i].gemm.k && a[i].gemm.batch == b[i].gemm.batch));
+      CHECK(a[i].flops == b[i].flops);
+      CHECK(a[i].forward_bytes == b[i].forward_bytes);
+      CHECK(a[i].backward_bytes == b[i].backward_bytes);
+      CHECK(a[i].collectives.size() == b[i].collectives.size());
+      CHECK(a[i].rerun_flops_per_token == b[i].rerun_flops_per_token);
+      for (const std::vector<SavedTensor>& saved : b[i].saved) CHECK(saved.empty());
+    }
+  }
+}

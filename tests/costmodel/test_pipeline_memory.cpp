@@ -3,7 +3,9 @@
 #include <cmath>
 #include <utility>
 
+#include "costmodel/layer_ops.hpp"
 #include "costmodel/memory_ledger.hpp"
+#include "costmodel/param_count.hpp"
 #include "costmodel/pipeline_schedule.hpp"
 #include "planner/config/loaders.hpp"
 #include "tests/support/cli_runner.hpp"
@@ -194,4 +196,61 @@ TEST_CASE("the ledger's entries add up to each stage's total, term by term", "[p
     for (const LedgerEntry& e : stage.entries) sum += e.bytes;
     CHECK(sum == Approx(stage.total_bytes).epsilon(1e-12));
   }
+}
+
+TEST_CASE("the peak stops at the first stage above a limit, else is the worst stage",
+          "[pipeline]") {
+  // llama3-70b, tp 2, pp 4, 16 sequences: stage 0 holds the most micro-batches (1F1B), stage 3
+  // the LM head. Stopping above a limit returns the first stage (in stage order) whose total
+  // exceeds it, and, where none does, the peak itself.
+  const ModelSpec m = load_model("llama3-70b");
+  Layout l;
+  l.tp = 2;
+  l.pp = 4;
+  l.sp = true;
+  l.gbs = 16;
+  const TrainingSetup setup = test::megatron_setup(8192);
+  const GpuSpec gpu = load_gpu("h100-sxm");
+  const ParamCount counts = count_params(m);
+  const ActivationBytes act = activation_bytes(build_layer_ops(m, layer_setting(l, setup)));
+  const MemoryContext x{m, counts, l, setup, gpu, act};
+  const auto peak = peak_memory(x);
+  CHECK(peak == peak_memory(x, peak.first));  // no stage exceeds the peak
+  CHECK(peak.first == build_memory_ledger(m, l, setup, gpu).peak_bytes);
+  for (std::int64_t r = 0; r < l.pp; ++r) {
+    const double total = stage_memory(x, r).total_bytes;
+    // Just below stage r's total: stage r, or an earlier one that holds more.
+    const auto stopped = peak_memory(x, std::nextafter(total, 0.0));
+    CHECK(stopped.second <= r);
+    CHECK(stopped.first >= total);
+    CHECK(stopped.first == stage_memory(x, stopped.second).total_bytes);
+  }
+}
+
+TEST_CASE("one op table gives the activations of every recompute mode", "[pipeline]") {
+  // The table's saved tensors do not depend on the setting's recompute, which only picks the
+  // mode activation_bytes(ops) reads: activation_bytes(ops, mode) of one table is what a table
+  // built for that mode gives.
+  const ModelSpec m = load_model("deepseek-v3");
+  Layout l;
+  l.tp = 2;
+  l.sp = true;
+  l.ep = 8;
+  const TrainingSetup setup = test::megatron_setup(4096);
+  const LayerOps one = build_layer_ops(m, layer_setting(l, setup));
+  for (Recompute mode : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+    l.recompute = mode;
+    const ActivationBytes own = activation_bytes(build_layer_ops(m, layer_setting(l, setup)));
+    const ActivationBytes shared = activation_bytes(one, mode);
+    CHECK(shared.layer_bytes == own.layer_bytes);
+    CHECK(shared.layer_full_bytes == own.layer_full_bytes);
+    CHECK(shared.largest_full_bytes == own.largest_full_bytes);
+    CHECK(shared.embedding_bytes == own.embedding_bytes);
+    CHECK(shared.head_bytes == own.head_bytes);
+    CHECK(shared.moe_layer_bytes == own.moe_layer_bytes);
+    CHECK(shared.moe_layer_full_bytes == own.moe_layer_full_bytes);
+    CHECK(shared.moe_dispatch_bytes == own.moe_dispatch_bytes);
+  }
+  // Full recompute keeps only the layer input, [4096 / 2, 1, 7168] 16-bit with sp.
+  CHECK(activation_bytes(one, Recompute::kFull).layer_bytes == 2048.0 * 7168 * 2);
 }

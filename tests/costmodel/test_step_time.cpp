@@ -569,3 +569,41 @@ TEST_CASE(
       b.compute_s + b.recompute_s + b.tp_exposed_s + b.cp_exposed_s + b.fsdp_exposed_s + b.bubble_s;
   CHECK(closed == Approx(simulate_pipeline(t).step_time_s).epsilon(0.01));
 }
+
+TEST_CASE("step time: a layout's expert groups from its mesh or from a kept one", "[step][moe]") {
+  // DeepSeek-V3 on 64 H100s, tp 2, dp 32, ep 8, etp 1: rank 0's ep group is ranks 0, 1, ..,
+  // 7 (one node: 8 ranks), its edp group 0, 8, .., 56 (8 nodes, 8 ranks), its etp group rank 0
+  // alone. GroupRates with ExpertGroupRates of the same layout is GroupRates of the layout;
+  // ExpertGroupRates() is groups of one rank (a dense model's), whose collectives take 0 s.
+  const ModelSpec m = load_model("deepseek-v3");
+  Layout l;
+  l.tp = 2;
+  l.dp = 32;
+  l.sp = true;
+  l.ep = 8;
+  l.gbs = 32;
+  const ClusterSpec cluster = load_cluster("dgx-h100");
+  const Profile profile = load_profile("h100");
+  const TrainingSetup setup = test::megatron_setup(4096);
+  const StepContext context(m, setup, cluster, profile);
+  const GroupRates own(context, l);
+  const ExpertGroupRates expert(context, l);
+  const GroupRates kept(context, l, expert);
+  CHECK(expert.ep.size() == 8);
+  CHECK(expert.edp.size() == 8);
+  CHECK(expert.etp.size() == 1);
+  const double bytes = 1e8;
+  for (Collective c : {Collective::kAllToAll, Collective::kAllGather, Collective::kAllReduce}) {
+    CHECK(kept.ep.time_s(c, bytes) == own.ep.time_s(c, bytes));
+    CHECK(kept.edp.time_s(c, bytes) == own.edp.time_s(c, bytes));
+    CHECK(kept.tp.time_s(c, bytes) == own.tp.time_s(c, bytes));
+    CHECK(kept.dp_cp.time_s(c, bytes) == own.dp_cp.time_s(c, bytes));
+  }
+  // The edp group spans 8 nodes: slower than the ep group inside one.
+  CHECK(own.edp.time_s(Collective::kAllGather, bytes) >
+        own.ep.time_s(Collective::kAllGather, bytes));
+  const ExpertGroupRates none;
+  CHECK(none.ep.size() == 1);
+  CHECK(none.ep.time_s(Collective::kAllToAll, bytes) == 0);
+  CHECK(GroupRates(context, l, none).edp.time_s(Collective::kAllReduce, bytes) == 0);
+}
