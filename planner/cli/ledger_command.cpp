@@ -146,10 +146,20 @@ std::string render_text(const LedgerOptions& o, const LedgerResult& r) {
       << counted(r.model->num_attention_heads, "head") << ", "
       << counted(r.model->num_kv_heads, "kv head") << ", " << to_string(r.model->ffn_type)
       << " ffn " << r.model->ffn_hidden_size << ", vocab " << r.model->vocab_size << ")\n";
-    s << "  embedding " << with_commas(r.counts->embedding) << ", layers "
-      << with_commas(r.counts->layers) << " (" << with_commas(r.counts->per_layer.total())
-      << " each), LM head " << with_commas(r.counts->lm_head)
-      << (r.model->tied_embeddings ? " (tied)" : "") << "\n\n";
+    const ParamCount& c = *r.counts;
+    s << "  embedding " << with_commas(c.embedding) << ", layers " << with_commas(c.layers) << " (";
+    if (c.moe_layers > 0) {
+      // Dense and MoE layers differ: each kind with its count (DeepSeek-V3: 3 dense, 58 MoE).
+      if (c.dense_layers > 0) {
+        s << c.dense_layers << " dense of " << with_commas(c.per_layer.total()) << ", ";
+      }
+      s << c.moe_layers << " MoE of " << with_commas(c.per_moe_layer.total());
+    } else {
+      s << with_commas(c.per_layer.total()) << " each";
+    }
+    s << "), LM head " << with_commas(c.lm_head) << (r.model->tied_embeddings ? " (tied)" : "");
+    if (c.mtp > 0) s << ", multi-token prediction " << with_commas(c.mtp) << " (not in the total)";
+    s << "\n\n";
   } else {
     s << "Model: " << scientific(r.params) << " parameters\n\n";
   }

@@ -78,3 +78,14 @@ TEST_CASE("defaults follow the GPU and the GPU count, and are stated", "[cli]") 
   CHECK(j["layout"]["dp"] == 8);
   CHECK(j["gpus"] == 64);
 }
+
+TEST_CASE("ledger: an MoE model's layers are counted by kind, MTP apart", "[ledger][moe]") {
+  // DeepSeek-V3: 3 dense layers of 583,483,392 and 58 MoE layers of 11,507,286,272 parameters:
+  // 1,750,450,176 + 667,422,603,776 = 669,173,053,952 in the layers; its MTP module is not in
+  // the 671.03B total (DeepSeek publishes it apart).
+  const test::CliResult r = test::run({"ledger", "--model", "deepseek-v3"});
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("layers 669,173,053,952 (3 dense of 583,483,392, 58 MoE of "
+                                    "11,507,286,272)"));
+  CHECK_THAT(r.out, Catch::Contains("multi-token prediction 11,610,068,224 (not in the total)"));
+}
