@@ -9,12 +9,11 @@ namespace meshplan {
 
 ValidationReport cross_validated_report(const std::vector<std::string>& paths, Folds folds) {
   const FitRuns runs = load_fit_runs(paths, "", {}, folds);
-  std::set<std::string> fold_names;
-  for (const FitRun& r : runs.runs) fold_names.insert(r.fold);
-  if (fold_names.size() < 2) {
+  const std::set<std::string> folds_seen = fold_names(runs.runs);
+  if (folds_seen.size() < 2) {
     throw InputError(
         "validate --cross-validate: every run is of one " +
-        std::string(folds == Folds::kFile ? "file" : "study") + " (" + *fold_names.begin() +
+        std::string(folds == Folds::kFile ? "file" : "study") + " (" + *folds_seen.begin() +
         "), so no fit is left to predict it with; give files of two or more " +
         (folds == Folds::kFile ? "files" : "studies (a file's stem up to its first '-')") +
         (folds == Folds::kStudy ? ", or --leave-out file to leave one file out at a time" : "") +

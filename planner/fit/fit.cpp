@@ -265,6 +265,12 @@ GenerationFit fit_generation(const std::vector<const FitRun*>& runs,
   return fit;
 }
 
+std::set<std::string> fold_names(const std::vector<FitRun>& runs) {
+  std::set<std::string> names;
+  for (const FitRun& r : runs) names.insert(r.fold);
+  return names;
+}
+
 CrossValidation cross_validate(const std::vector<FitRun>& runs) {
   CrossValidation cv;
   cv.log_errors.assign(runs.size(), 0.0);

@@ -20,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -116,6 +117,9 @@ struct GenerationFit {
 
 /// Fits `generation`'s parameters to those of `runs` on it (priors alone where there are none).
 GenerationFit fit_generation(const std::vector<const FitRun*>& runs, const std::string& generation);
+
+/// The distinct FitRun::fold of `runs` (a cross-validation needs two or more).
+std::set<std::string> fold_names(const std::vector<FitRun>& runs);
 
 /// Leave-one-fold-out: for each fold, every generation refitted on the other folds' runs and the
 /// fold's runs predicted. log_errors[i] belongs to runs[i].

@@ -146,9 +146,7 @@ ProfileFit fit_profile(const std::vector<std::string>& paths, const std::string&
     }
   }
 
-  std::set<std::string> fold_names;
-  for (const FitRun& r : out.runs.runs) fold_names.insert(r.fold);
-  if (fold_names.size() > 1) out.cross_validation = cross_validate(out.runs.runs);
+  if (fold_names(out.runs.runs).size() > 1) out.cross_validation = cross_validate(out.runs.runs);
 
   const std::vector<FitRun>& runs = out.runs.runs;
   std::vector<double> before(runs.size()), fitted(runs.size());
