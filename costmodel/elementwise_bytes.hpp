@@ -29,22 +29,31 @@
 // Fused: Megatron-LM/Megatron-Core and NeMo (apex/Transformer Engine fused norm, fused
 // bias-dropout-add, fused bias-SwiGLU/GeLU, fused RoPE), and PyTorch under torch.compile
 // (Inductor fuses each chain into one kernel). Eager: PyTorch without torch.compile, the default
-// of torchtitan (`--training.compile` off), Hugging Face Transformers and DeepSpeed on HF models.
+// of torchtitan (`--training.compile` off), Hugging Face Transformers and DeepSpeed on HF models,
+// and Aleph Alpha's codebase (github.com/Aleph-Alpha/scaling at 737f855:
+// src/scaling/core/nn/norm/rms_norm.py `x * torch.rsqrt(x.pow(2).mean(-1) + eps)`, rotary.py's
+// complex form, mlp.py's SwiGLU). Eager with a fused norm: the other ops eager, the norm one
+// kernel (4 bytes per element): FlashAttention-2's fused RMSNorm (flash_attn.ops.rms_norm), as
+// Hagemann et al. 2023's "flash_attention2 + RMS kernel" runs call it, or apex's FusedRMSNorm.
 #pragma once
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "costmodel/model_spec.hpp"
 
 namespace meshplan {
 
-/// How a framework runs the elementwise ops: one fused kernel per chain, or PyTorch eager mode
-/// (one kernel per op, fp32 intermediates).
-enum class ElementwiseKernels { kFused, kEager };
+/// How a framework runs the elementwise ops: one fused kernel per chain, PyTorch eager mode
+/// (one kernel per op, fp32 intermediates), or eager mode with a fused norm kernel.
+enum class ElementwiseKernels { kFused, kEager, kEagerFusedNorm };
 
-/// "fused" or "eager".
+/// "fused", "eager" or "eager-fused-norm".
 const char* to_string(ElementwiseKernels kernels);
+
+/// Every name to_string gives, in the enum's order (CLI choices, plan-file checks).
+std::vector<std::string> elementwise_names();
 
 /// Forward HBM bytes per element of each elementwise op of a layer (the table above); the
 /// layer's op table (layer_ops.hpp) multiplies them by the elements each op touches on a GPU.
@@ -59,7 +68,7 @@ struct ElementwiseBytesPerElement {
 ElementwiseBytesPerElement elementwise_bytes_per_element(const ModelSpec& m,
                                                          ElementwiseKernels kernels);
 
-/// The kernels named `text` ("fused" or "eager"), or nullopt.
+/// The kernels named `text` (one of elementwise_names()), or nullopt.
 std::optional<ElementwiseKernels> parse_elementwise(const std::string& text);
 
 }  // namespace meshplan

@@ -61,19 +61,33 @@ std::vector<FrameworkConvention> make_conventions() {
                  4,
                  true});
   // The Megatron-derived codebase of Hagemann et al. 2023's sweep (Aleph Alpha's; its public
-  // release github.com/Aleph-Alpha/scaling at 01b9d21): the textbook's state (bf16 weights and
-  // grads, fp32 master, m, v; ZeRO-1 sharded over dp) and the textbook's costs; its own
+  // release github.com/Aleph-Alpha/scaling at 01b9d21, unchanged there at 737f855): the
+  // textbook's state (bf16 weights and grads, fp32 master, m, v; ZeRO-1 sharded over dp) and
+  // the textbook's costs but for its eager elementwise ops (below); its own
   // convention so that the memory meshplan fits on its runs (the fitted per-token term and
   // spread, costmodel/oom_risk.hpp) stays with it and no other convention inherits it.
   FrameworkConvention aleph = all.back();
   aleph.name = "aleph-alpha-2023";
   aleph.description =
       "Aleph Alpha's Megatron-derived codebase of 2023 (Hagemann et al.'s sweep): the "
-      "textbook's state, its own fitted memory";
+      "textbook's state, eager ops, its own fitted memory";
   aleph.source =
       "Hagemann et al. 2023 (arXiv 2311.05610), the public release github.com/Aleph-Alpha/"
       "scaling at 01b9d21 (src/scaling/core/nn: eager RMSNorm and SwiGLU, a full-vocabulary "
       "fp32 cross-entropy on every tp rank)";
+  // Eager elementwise ops (elementwise_bytes.hpp): the release's RMSNorm (norm/rms_norm.py),
+  // rotary embedding (rotary.py) and SwiGLU (mlp.py: `silu(x) * gate`) are PyTorch expressions
+  // with no fused kernel (LayerNormOptimizationType offers only "torch"). The 2023 sweep's
+  // "flash_attention2 + RMS kernel" runs fused the norm (planner/validation/stated_kernels.hpp).
+  aleph.elementwise = ElementwiseKernels::kEager;
+  // Its optimizer (optimizer.py step(), allreduce.py) reduces the gradients in the optimizer
+  // step, after the last micro-batch's backward and so beside nothing, as fp32 all-reduces in
+  // buckets of 5e8 elements; with its ZeRO (optimizer_config.py: `zero`, "enable zero stage 1
+  // optimizer", the only stage it has) each rank then all-gathers the updated 16-bit
+  // parameters (parameter_group.py step_sequel), also beside nothing.
+  aleph.dp_grad_overlap = false;
+  aleph.dp_grad_fp32_all_reduce = true;
+  aleph.zero_stages = 0b0011;
   all.push_back(aleph);
   // Megatron-LM of 2026 (d98e8a6, Megatron-Core 0.20.0; megatron/training/arguments.py):
   // interleaved sends overlap compute by default (--no-overlap-p2p-communication turns it off),
@@ -142,7 +156,7 @@ std::vector<FrameworkConvention> make_conventions() {
                  2,
                  4,
                  false});
-  all.back().sdpa_flash_attention2 = true;
+  all.back().flash_kernel = FlashKernel::kFlashAttention2;
   all.back().elementwise = ElementwiseKernels::kEager;
   all.back().interleaved_pipeline = false;
   all.back().max_zero_with_pipeline = 1;
@@ -157,7 +171,7 @@ std::vector<FrameworkConvention> make_conventions() {
                  4,
                  true});
   all.back().selective = SelectivePolicy::kEveryOtherMatmul;
-  all.back().sdpa_flash_attention2 = true;
+  all.back().flash_kernel = FlashKernel::kFlashAttention2;
   all.back().tp_saves_gathered_inputs = true;
   all.back().zero3_pp_keeps_unsharded = true;
   all.back().zero2_is_fsdp_without_reshard = true;
@@ -174,7 +188,7 @@ std::vector<FrameworkConvention> make_conventions() {
                  4,
                  4,
                  false});
-  all.back().sdpa_flash_attention2 = true;
+  all.back().flash_kernel = FlashKernel::kFlashAttention2;
   all.back().elementwise = ElementwiseKernels::kEager;
   return all;
 }

@@ -43,6 +43,21 @@ enum class MemoryCategory {
 /// "runtime overhead".
 const char* to_string(MemoryCategory category);
 
+/// The FlashAttention kernel a framework's fused attention (--attention flash) calls, which sets
+/// the profile rate it runs at (step_time.cpp).
+enum class FlashKernel {
+  /// The framework's own Hopper-era kernels (Transformer Engine's cuDNN fused attention in
+  /// Megatron-Core and NeMo): the profile's flash_attention_efficiency.
+  kNative,
+  /// FlashAttention-2, as PyTorch's scaled_dot_product_attention dispatches it (torchtitan,
+  /// Hugging Face, DeepSpeed on HF models): the profile's flash_attention2_efficiency.
+  kFlashAttention2,
+  /// FlashAttention 1.x (flash-attn 1.0.x): half of flash_attention2_efficiency. Dao 2023
+  /// (arXiv 2307.08691), abstract: FlashAttention-2 yields "around 2x speedup compared to
+  /// FlashAttention" on A100, from the same work partitioning changes on every GPU it runs on.
+  kFlashAttention1
+};
+
 /// Storage dtype of a per-parameter component: the training precision's 2-byte type, or fp32.
 enum class StateDtype { kHalf, kFp32 };
 
@@ -103,12 +118,8 @@ struct FrameworkConvention {
   /// forward (Megatron's opt-in --overlap-param-gather, FSDP prefetch), and an interleaved
   /// schedule's pipeline sends beside compute (pp_p2p_overlap, below).
   double tp_comm_overlap = 0;
-  /// The fused-attention kernel the framework calls (--attention flash): its own Hopper-era
-  /// kernels (Transformer Engine's cuDNN fused attention in Megatron-Core and NeMo) run at the
-  /// profile's flash_attention_efficiency; PyTorch's scaled_dot_product_attention (torchtitan,
-  /// Hugging Face, DeepSpeed on HF models) dispatches FlashAttention-2 kernels, at the profile's
-  /// flash_attention2_efficiency.
-  bool sdpa_flash_attention2 = false;
+  /// The fused-attention kernel the framework calls (--attention flash; FlashKernel).
+  FlashKernel flash_kernel = FlashKernel::kNative;
   /// How the norms, residual adds, activation and RoPE run (elementwise_bytes.hpp): fused
   /// kernels (Megatron/Transformer Engine, torch.compile) or PyTorch eager mode, the default of
   /// torchtitan (`--training.compile` off), Hugging Face Transformers and DeepSpeed on HF models.
@@ -154,6 +165,13 @@ struct FrameworkConvention {
   bool runs_context_parallel(std::int64_t cp) const { return cp == 1 || ring_context_parallel; }
   bool dp_grad_overlap = true;
   bool dp_param_overlap = false;
+  /// The data-parallel gradient reduction is an all-reduce of fp32 gradients (4 bytes per
+  /// parameter) whatever the ZeRO stage, in place of a reduce-scatter (ZeRO >= 1) or all-reduce
+  /// (ZeRO 0) in the gradients' dtype: Aleph Alpha's optimizer (github.com/Aleph-Alpha/scaling at
+  /// 737f855, src/scaling/core/optimizer/allreduce.py allreduce_tensor_in_float32 casts 16-bit
+  /// gradients to fp32; optimizer.py step() all-reduces them with and without its ZeRO-1, after
+  /// the last backward).
+  bool dp_grad_fp32_all_reduce = false;
   /// Interleaved pipeline schedules (vpp > 1) overlap their sends and receives with compute:
   /// Megatron-Core's overlap_p2p_comm, which NeMo's communication-overlap settings turn on with
   /// virtual stages (and batch_p2p_comm off). Off: every send waits, as in 1F1B (step_time.cpp):

@@ -47,6 +47,21 @@ double StepBreakdown::total() const {
 namespace {
 
 constexpr double kHalf = 2;  // bytes per activation element
+constexpr double kFp32 = 4;  // bytes per fp32 element
+
+/// The fraction of the dense 16-bit peak `kernel` runs attention at on `profile`'s GPU
+/// (FlashKernel: FlashAttention 1.x at half FlashAttention-2's rate).
+double flash_kernel_efficiency(const Profile& profile, FlashKernel kernel) {
+  switch (kernel) {
+    case FlashKernel::kNative:
+      return profile.flash_attention_efficiency;
+    case FlashKernel::kFlashAttention2:
+      return profile.flash_attention2_efficiency;
+    case FlashKernel::kFlashAttention1:
+      return profile.flash_attention2_efficiency / 2;
+  }
+  return profile.flash_attention_efficiency;
+}
 
 /// The rates an op of dtype `dtype` runs at: `gemm_rates` for a quantized one (the layers'
 /// linears under fp8, fp8-cs, mxfp8, nvfp4), `half_rates` for the 16-bit kernels.
@@ -294,9 +309,8 @@ StepContext::StepContext(const ModelSpec& m, const TrainingSetup& s, const Clust
   half_rates.gemm_peak_flops_per_s = *training_peak_flops(c.gpu, half_precision(s.precision));
   half_rates.hbm_bytes_per_s = c.gpu.hbm_bandwidth_bytes_per_s;
   half_rates.gemm = profile.gemm;
-  half_rates.flash_attention_efficiency = s.framework.sdpa_flash_attention2
-                                              ? profile.flash_attention2_efficiency
-                                              : profile.flash_attention_efficiency;
+  half_rates.flash_attention_efficiency =
+      flash_kernel_efficiency(profile, s.framework.flash_kernel);
   half_rates.flash_attention_half_keys = profile.flash_attention_half_keys;
   half_rates.hbm_efficiency = profile.hbm_efficiency;
   gemm_rates = half_rates;  // the layers' linears run quantized under fp8, mxfp8, nvfp4, ...
@@ -548,8 +562,10 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
                   ? groups.edp.time_s(collective, stage_params.expert * bytes_per_param)
                   : 0.0);
     };
-    double reduce = l.zero >= 1 ? group_time(Collective::kReduceScatter, grad_bytes)
-                                : group_time(Collective::kAllReduce, grad_bytes);
+    double reduce = setup.framework.dp_grad_fp32_all_reduce
+                        ? group_time(Collective::kAllReduce, kFp32)
+                    : l.zero >= 1 ? group_time(Collective::kReduceScatter, grad_bytes)
+                                  : group_time(Collective::kAllReduce, grad_bytes);
     double gather = l.zero >= 1 ? group_time(Collective::kAllGather, kHalf) : 0;
     if (l.zero == 2 && !(fsdp_zero2 && gathered_through_pipeline)) {
       // ZeRO-2 keeps only its gradient shard, so each micro-batch's gradients are

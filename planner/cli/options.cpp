@@ -158,9 +158,10 @@ void add_elementwise_option(CLI::App& cmd, std::string& elementwise) {
   cmd.add_option("--elementwise", elementwise,
                  "Norms, residual adds, activation and RoPE: fused (one kernel each: "
                  "Megatron/Transformer Engine, torch.compile) | eager (PyTorch eager ops, "
-                 "several HBM passes each) (default: the framework's: eager for fsdp, hf and "
-                 "deepspeed, fused for the others)")
-      ->check(CLI::IsMember({"fused", "eager"}));
+                 "several HBM passes each) | eager-fused-norm (eager, but the norm one fused "
+                 "kernel: flash-attn's or apex's RMSNorm) (default: the framework's: eager for "
+                 "fsdp, hf, deepspeed and aleph-alpha-2023, fused for the others)")
+      ->check(CLI::IsMember(elementwise_names()));
 }
 
 void apply_elementwise(FrameworkConvention& framework, const std::string& elementwise) {
@@ -168,7 +169,7 @@ void apply_elementwise(FrameworkConvention& framework, const std::string& elemen
   const std::optional<ElementwiseKernels> kernels = parse_elementwise(elementwise);
   if (!kernels) {
     throw InputError("--elementwise: unknown kernels " + json_quoted(elementwise) +
-                     "; expected one of \"fused\", \"eager\"");
+                     "; expected one of " + quoted_list(elementwise_names()));
   }
   framework.elementwise = *kernels;
 }

@@ -321,7 +321,8 @@ TrainingRead read_training(StrictObject& inputs, const nlohmann::json& raw_input
     }
   }
   if (t.has("elementwise")) {
-    r.setup.framework.elementwise = *parse_elementwise(t.choice("elementwise", {"fused", "eager"}));
+    r.setup.framework.elementwise =
+        *parse_elementwise(t.choice("elementwise", elementwise_names()));
   }
   return r;
 }

@@ -13,6 +13,7 @@
 #include "planner/config/json_reader.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/size_bounds.hpp"
+#include "planner/validation/stated_kernels.hpp"
 
 namespace meshplan {
 
@@ -549,6 +550,10 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
     c.setup.attention = eager ? AttentionImpl::kEager : AttentionImpl::kFlash;
     c.assumptions.push_back(std::string("attention ") + to_string(c.setup.attention) +
                             " (not stated)");
+  }
+
+  if (const auto notes = json.find("notes"); notes != json.end() && notes->is_string()) {
+    apply_stated_kernels(notes->get<std::string>(), c.setup.framework, c.assumptions);
   }
 
   StrictObject measured = o.object("measured", section_keys("measured"));

@@ -49,6 +49,16 @@ TEST_CASE("Elementwise bytes: Llama 3 8B, one token, PyTorch eager", "[elementwi
   CHECK(elementwise_forward_bytes(m, 1, 1, false, ElementwiseKernels::kEager) == Approx(589824));
 }
 
+TEST_CASE("Elementwise bytes: Llama 3 8B, one token, eager with a fused RMSNorm kernel",
+          "[elementwise]") {
+  // As eager, but each norm one kernel: 4 h, not 36 h, per norm. Norms 2 x 4 h = 32,768;
+  // residual adds 49,152; SwiGLU 143,360; RoPE 102,400. Sum 327,680 bytes = the eager 589,824
+  // less 2 x 32 h = 262,144.
+  const ModelSpec m = load_model("llama3-8b");
+  CHECK(elementwise_forward_bytes(m, 1, 1, false, ElementwiseKernels::kEagerFusedNorm) ==
+        Approx(327680));
+}
+
 TEST_CASE("Elementwise bytes: tensor and sequence parallelism split what they split",
           "[elementwise]") {
   // tp 8 with sp, 8192 tokens: norms and adds see 8192 / 8 = 1024 tokens x 20 h = 83,886,080;
@@ -70,7 +80,7 @@ TEST_CASE("Elementwise bytes: LayerNorm and GeLU are one kernel even in eager mo
 }
 
 TEST_CASE("Elementwise kernels: PyTorch-eager conventions and the fused ones", "[elementwise]") {
-  for (const char* name : {"fsdp", "hf", "deepspeed"}) {
+  for (const char* name : {"fsdp", "hf", "deepspeed", "aleph-alpha-2023"}) {
     CHECK(find_framework(name)->elementwise == ElementwiseKernels::kEager);
   }
   for (const char* name : {"textbook", "megatron", "nemo"}) {
@@ -78,5 +88,8 @@ TEST_CASE("Elementwise kernels: PyTorch-eager conventions and the fused ones", "
   }
   CHECK(parse_elementwise("eager") == ElementwiseKernels::kEager);
   CHECK(parse_elementwise("fused") == ElementwiseKernels::kFused);
+  CHECK(parse_elementwise("eager-fused-norm") == ElementwiseKernels::kEagerFusedNorm);
+  CHECK(elementwise_names() == std::vector<std::string>{"fused", "eager", "eager-fused-norm"});
+  CHECK_FALSE(parse_elementwise("compiled"));
   CHECK_FALSE(parse_elementwise("compiled").has_value());
 }

@@ -8,6 +8,7 @@
 #include "costmodel/fitted_rates.hpp"
 #include "costmodel/flops.hpp"
 #include "costmodel/framework.hpp"
+#include "costmodel/param_count.hpp"
 #include "costmodel/pipeline_simulation.hpp"
 #include "costmodel/step_time.hpp"
 #include "planner/config/loaders.hpp"
@@ -414,6 +415,47 @@ TEST_CASE("PyTorch SDPA frameworks run attention at the FlashAttention-2 efficie
   const double ratio = (0.52 * s_megatron) / (0.35 * s_pytorch);
   CHECK(fsdp.costs.attention_forward_s / megatron.costs.attention_forward_s == Approx(ratio));
   CHECK(fsdp.costs.attention_backward_s / megatron.costs.attention_backward_s == Approx(ratio));
+}
+
+TEST_CASE("FlashAttention 1.x runs attention at half FlashAttention-2's rate", "[step]") {
+  // FlashKernel::kFlashAttention1: flash_attention2_efficiency / 2 (Dao 2023: FlashAttention-2
+  // is "around 2x" faster), the same fitted scale on both: attention takes exactly twice as long,
+  // forward and backward; nothing else moves.
+  const H100Layer fa2(with_framework(test::megatron_setup(8192), "fsdp"));
+  TrainingSetup s = with_framework(test::megatron_setup(8192), "fsdp");
+  s.framework.flash_kernel = FlashKernel::kFlashAttention1;
+  const H100Layer fa1(s);
+  CHECK(fa1.costs.attention_forward_s == Approx(2 * fa2.costs.attention_forward_s));
+  CHECK(fa1.costs.attention_backward_s == Approx(2 * fa2.costs.attention_backward_s));
+  CHECK(fa1.costs.forward_s - fa1.costs.attention_forward_s ==
+        Approx(fa2.costs.forward_s - fa2.costs.attention_forward_s));
+}
+
+TEST_CASE("Aleph Alpha's gradients: an fp32 all-reduce after the backward, ZeRO-1 too", "[step]") {
+  // aleph-alpha-2023 (scaling/core/optimizer at 737f855): every gradient all-reduced in fp32
+  // (4 bytes per parameter) in the optimizer step, beside nothing, and with its ZeRO-1 the
+  // updated 16-bit parameters all-gathered, beside nothing. llama3-8b at pp 1 on one dgx-h100
+  // node, dp 8: the stage holds every parameter P (count_params total), so the data-parallel
+  // line is all_reduce(4 P) without ZeRO and all_reduce(4 P) + all_gather(2 P) with ZeRO-1, each
+  // timed in the dp group's bandwidth.
+  const ModelSpec m = load_model("llama3-8b");
+  const ClusterSpec cluster = load_cluster("dgx-h100");
+  const Profile profile = load_profile("h100");
+  TrainingSetup s = test::megatron_setup(8192);
+  s.framework = *find_framework("aleph-alpha-2023");
+  REQUIRE_FALSE(s.framework.dp_grad_overlap);
+  Layout l;
+  l.dp = 8;
+  l.gbs = 8;
+  const StepContext context(m, s, cluster, profile);
+  const GroupRates groups(context, l);
+  const double params = static_cast<double>(count_params(m).total);
+  const double all_reduce = groups.dp_cp.time_s(Collective::kAllReduce, 4 * params);
+  CHECK(estimate_step(m, l, s, cluster, profile).breakdown.dp_exposed_s == Approx(all_reduce));
+  l.zero = 1;
+  CHECK(estimate_step(m, l, s, cluster, profile).breakdown.dp_exposed_s ==
+        Approx(all_reduce + groups.dp_cp.time_s(Collective::kAllGather, 2 * params)));
+  CHECK_FALSE(s.framework.allows_zero(2));  // its ZeRO is stage 1 only
 }
 
 TEST_CASE("fp8: linears at the FP8 peak x fp8_peak_efficiency, plus operand casts", "[step]") {

@@ -34,20 +34,26 @@ struct MapeBound {
   double max_mape;
 };
 
+// (*) Raised from 0.09 once, with the Aleph Alpha mechanisms of 2026-12-02 (eager elementwise
+// ops, the kernels the Hagemann rows name, fp32 gradient all-reduces after the backward): the
+// Ampere generation's shared scales, no longer pulled by the Hagemann runs' slowness, moved
+// Narayanan et al. from 4.4% to 4.9% while Hagemann's selected runs went from 13.6% to 8.3% and
+// the overall step time from 8.1% to 7.2%; cross-validated, every Hagemann figure fell by 4-8
+// points (kCrossValidatedBounds).
 inline constexpr MapeBound kMapeBounds[] = {
     // source                   metric                cases  today (MAPE, worst case)
-    {"hagemann-selected", "step_time_s", 8, 0.14},         // 13.6%, worst +25.7%
+    {"hagemann-selected", "step_time_s", 8, 0.09},         // 8.3%, worst +19.7%
     {"korthikanti2022", "step_time_s", 9, 0.04},           // 3.7%, worst +6.1% (1T sel+sp)
-    {"korthikanti2022", "mfu", 1, 0.03},                   // 2.5%
+    {"korthikanti2022", "mfu", 1, 0.03},                   // 2.2%
     {"megatron-readme-h100", "tflops_per_gpu", 9, 0.14},   // 13.8%, worst -34.1% (32B)
     {"megatron-readme-h100", "mfu", 2, 0.19},              // 18.3%, worst -18.9%
-    {"narayanan2021-table1", "tflops_per_gpu", 10, 0.05},  // 4.4%, worst +10.9% (1.7B)
+    {"narayanan2021-table1", "tflops_per_gpu", 10, 0.05},  // 4.9%, worst +11.9% (1.7B)
     {"nemo-2407", "step_time_s", 12, 0.08},                // 7.3%, worst -12.1%
     {"torchtitan-h100-202412", "step_time_s", 18, 0.09},   // 8.4%, worst +29.3% (cp2 64k)
     {"torchtitan-h100-202412", "peak_bytes", 18, 0.04},    // 3.9%, worst -9.8%
-    {"overall", "step_time_s", 47, 0.09},                  // 8.1%
-    {"overall", "tflops_per_gpu", 19, 0.09},               // 8.9%
-    {"overall", "mfu", 3, 0.14},                           // 13.0%
+    {"overall", "step_time_s", 47, 0.08},                  // 7.2%
+    {"overall", "tflops_per_gpu", 19, 0.10},               // 9.1% (*)
+    {"overall", "mfu", 3, 0.13},                           // 12.9%
     {"overall", "peak_bytes", 18, 0.04},                   // 3.9% (target 10%: met)
 };
 
@@ -55,26 +61,26 @@ inline constexpr MapeBound kMapeBounds[] = {
 // validation/*.json and calibration/*.json: each source predicted by a fit without it), the
 // numbers the README's table and issue 19's targets use. Measured 2026-12-02, rounded up. ----
 inline constexpr MapeBound kCrossValidatedBounds[] = {
-    {"hagemann-selected", "step_time_s", 8, 0.18},         // 17.3%, worst -24.0%
-    {"korthikanti2022", "step_time_s", 9, 0.09},           // 8.6%, worst +11.0% (1T sel+sp)
+    {"hagemann-selected", "step_time_s", 8, 0.14},         // 13.2%, worst -20.5%
+    {"korthikanti2022", "step_time_s", 9, 0.09},           // 8.3%, worst +10.4% (1T sel+sp)
     {"korthikanti2022", "mfu", 1, 0.07},                   // 6.6%
     {"megatron-readme-h100", "tflops_per_gpu", 9, 0.16},   // 15.2%, worst -35.1% (32B)
     {"megatron-readme-h100", "mfu", 2, 0.18},              // 17.4%
-    {"narayanan2021-table1", "tflops_per_gpu", 10, 0.07},  // 6.2%, worst +15.2% (1.7B)
+    {"narayanan2021-table1", "tflops_per_gpu", 10, 0.07},  // 6.5%, worst +15.8% (1.7B)
     {"nemo-2407", "step_time_s", 12, 0.09},                // 8.1%, worst -15.2%
     {"torchtitan-h100-202412", "step_time_s", 18, 0.15},   // 14.0%, worst +45.8% (cp2 64k)
-    {"hagemann-sweep-13b", "step_time_s", 162, 0.30},      // 29.7%, worst -54.6%
-    {"overall", "step_time_s", 209, 0.26},                 // 25.7% (the sweep's 162 dominate)
-    {"overall", "tflops_per_gpu", 19, 0.11},               // 10.5%
-    {"overall", "mfu", 3, 0.14},                           // 13.8%
+    {"hagemann-sweep-13b", "step_time_s", 162, 0.22},      // 21.5%, worst -48.5%
+    {"overall", "step_time_s", 209, 0.20},                 // 19.2% (the sweep's 162 dominate)
+    {"overall", "tflops_per_gpu", 19, 0.11},               // 10.7%
+    {"overall", "mfu", 3, 0.14},                           // 13.7%
 };
 
 /// Share of the cross-validated time comparisons measured inside their 80% interval: issue
-/// 19's target is 70-90%; today 52 of 231 (22.5%; 49 of the 69 outside Hagemann's sweep):
-/// Hagemann's sweep (Aleph Alpha's codebase, the only "other" family runs) is predicted from
-/// the Megatron runs' rates when left out, about 30% too fast, outside the spread of the other
-/// studies' residuals. The test checks today's floor and warns about the target.
-inline constexpr double kMinIntervalCoverage = 0.22;
+/// 19's target is 70-90%; today 71 of 231 (30.7%): Hagemann's sweep (Aleph Alpha's codebase,
+/// the only "other" family runs) is predicted from the Megatron runs' rates when left out, about
+/// 20% too fast, outside the spread of the other studies' residuals. The test checks today's
+/// floor and warns about the target.
+inline constexpr double kMinIntervalCoverage = 0.30;
 inline constexpr double kTargetMinIntervalCoverage = 0.70;
 inline constexpr double kTargetMaxIntervalCoverage = 0.90;
 
