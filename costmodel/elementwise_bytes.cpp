@@ -38,6 +38,9 @@ ElementwiseBytesPerElement elementwise_bytes_per_element(const ModelSpec& m,
   b.residual = 6 + drop * (eager ? 5 : 1);
   b.activation = m.ffn_type == FfnType::kSwiglu ? (eager ? 10 : 6) : 4;
   b.rope = eager ? 20 : 4;
+  b.norm_saved = eager_rms_norm ? 6 : 0;
+  b.activation_saved = eager && m.ffn_type == FfnType::kSwiglu ? 2 : 0;
+  b.rope_saved = eager ? 4 : 0;
   return b;
 }
 

@@ -57,11 +57,21 @@ std::vector<std::string> elementwise_names();
 
 /// Forward HBM bytes per element of each elementwise op of a layer (the table above); the
 /// layer's op table (layer_ops.hpp) multiplies them by the elements each op touches on a GPU.
+/// The `*_saved` fields: bytes per element that eager ops keep for the backward beyond what the
+/// fused kernel keeps (its input; layer_ops.cpp saves those), from the same code:
+///   RMSNorm 6: `_norm(x.float())` keeps x.float() (4, for pow and the multiply) and
+///     `.type_as(x) * w` keeps the 16-bit normalized tensor (2);
+///   SwiGLU 2: `silu(gate) * up` keeps silu's output (2) beside gate and up;
+///   RoPE 4: the complex form keeps q and k as complex fp32 (4) for the multiply's backward.
+/// Zero with fused kernels (and for the norm with kEagerFusedNorm), for LayerNorm and GeLU.
 struct ElementwiseBytesPerElement {
-  double norm = 0;        ///< per element of a norm's input (h per token)
-  double residual = 0;    ///< per element of a residual add, with the dropout before it (h)
-  double activation = 0;  ///< per element of the MLP activation's output (f per token)
-  double rope = 0;        ///< per element of q and k (RoPE models)
+  double norm = 0;              ///< per element of a norm's input (h per token)
+  double residual = 0;          ///< per element of a residual add, with the dropout before it (h)
+  double activation = 0;        ///< per element of the MLP activation's output (f per token)
+  double rope = 0;              ///< per element of q and k (RoPE models)
+  double norm_saved = 0;        ///< per element of a norm's input
+  double activation_saved = 0;  ///< per element of the activation's output
+  double rope_saved = 0;        ///< per element of q and k
 };
 
 /// The bytes per element of `m`'s elementwise ops under `kernels`. Raises nothing.

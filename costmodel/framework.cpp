@@ -78,7 +78,7 @@ std::vector<FrameworkConvention> make_conventions() {
   // Eager elementwise ops (elementwise_bytes.hpp): the release's RMSNorm (norm/rms_norm.py),
   // rotary embedding (rotary.py) and SwiGLU (mlp.py: `silu(x) * gate`) are PyTorch expressions
   // with no fused kernel (LayerNormOptimizationType offers only "torch"). The 2023 sweep's
-  // "flash_attention2 + RMS kernel" runs fused the norm (planner/validation/stated_kernels.hpp).
+  // "flash_attention2 + RMS kernel" runs fused the norm (planner/validation/stated_settings.hpp).
   aleph.elementwise = ElementwiseKernels::kEager;
   // Its optimizer (optimizer.py step(), allreduce.py) reduces the gradients in the optimizer
   // step, after the last micro-batch's backward and so beside nothing, as fp32 all-reduces in

@@ -89,6 +89,12 @@ struct FrameworkConvention {
   double logits_bytes = 4;
   /// ZeRO / the distributed optimizer shard over dp x cp (Megatron, torchtitan) rather than dp.
   bool shard_over_cp = true;
+  /// HBM bytes per score element that the eager attention's softmax moves, with the scale, mask
+  /// and casts around it, forward and backward: 4 and 6 for a fused scale-mask-softmax kernel
+  /// (Megatron's FusedScaleMaskSoftmax: read 2 + write 2; its backward reads the output and the
+  /// gradient and writes the gradient). A chain of PyTorch ops moves more (stated_settings.hpp).
+  double eager_softmax_forward_bytes = 4;
+  double eager_softmax_backward_bytes = 6;
   SelectivePolicy selective = SelectivePolicy::kAttentionCore;
   /// Bytes per logit element that exist only around the loss, beyond the saved fp32 logits:
   /// Megatron's fused vocab-parallel cross-entropy holds the 16-bit logits during forward (2) and

@@ -222,6 +222,8 @@ void layer_ops(const ModelSpec& m, const LayerSetting& s, bool moe_ffn, std::vec
     LayerOp op =
         norm("input_norm", d(tokens_sp) * d(h), bytes.norm, norm_params, ParamGroup::kNorms);
     t.hidden("input_norm.input", h, kHalfBytes);
+    if (bytes.norm_saved > 0)
+      t.hidden("input_norm (eager: fp32 input, normed)", h, bytes.norm_saved);
     saves_kept(op);
     t.hidden("layer.input (full recompute)", h, kHalfBytes);
     saves(op, kFull);
@@ -295,7 +297,11 @@ void layer_ops(const ModelSpec& m, const LayerSetting& s, bool moe_ffn, std::vec
       ops.push_back(std::move(qk));
     }
     if (m.position_embedding == PositionEmbedding::kRope) {
-      ops.push_back(elementwise("rope", d(tokens) * d(q + kv) / d(tp) * bytes.rope));
+      LayerOp rope = elementwise("rope", d(tokens) * d(q + kv) / d(tp) * bytes.rope);
+      if (bytes.rope_saved > 0)
+        t.tp_split("rope (eager: q, k as complex fp32)", q + kv, bytes.rope_saved);
+      saves_kept(rope);
+      ops.push_back(std::move(rope));
     }
   }
   {
@@ -319,12 +325,12 @@ void layer_ops(const ModelSpec& m, const LayerSetting& s, bool moe_ffn, std::vec
       const std::int64_t batch = s.mbs * (a / tp);
       op.gemms = {{s_local, s.seq, m.head_dim, batch}, {s_local, dv, s.seq, batch}};
       op.flops = op.gemms[0].flops() + op.gemms[1].flops();
-      // Fused scale-mask-softmax: read 2 + write 2 bytes; dropout: read 2, write 2, mask 1.
-      // Backward: softmax reads output and gradient, writes gradient (6); dropout 5.
+      // The softmax's bytes per score (the convention's; a fused scale-mask-softmax: 4
+      // forward, 6 backward); dropout: read 2, write 2, mask 1, forward and backward.
       const double scores = d(batch) * d(s_local) * d(s.seq);
       const double drop = m.dropout ? 1.0 : 0.0;
-      op.forward_bytes = scores * (4 + drop * 5);
-      op.backward_bytes = scores * (6 + drop * 5);
+      op.forward_bytes = scores * (s.eager_softmax_forward_bytes + drop * 5);
+      op.backward_bytes = scores * (s.eager_softmax_backward_bytes + drop * 5);
     }
     if (s.cp > 1) {
       // Ring attention passes each rank's K and V chunk cp - 1 times forward, and K, V plus
@@ -380,6 +386,9 @@ void layer_ops(const ModelSpec& m, const LayerSetting& s, bool moe_ffn, std::vec
     LayerOp op = norm("post_attention_norm", d(tokens_sp) * d(h), bytes.norm, norm_params,
                       ParamGroup::kNorms);
     t.hidden("post_attention_norm.input", h, kHalfBytes);
+    if (bytes.norm_saved > 0) {
+      t.hidden("post_attention_norm (eager: fp32 input, normed)", h, bytes.norm_saved);
+    }
     saves_kept(op);
     ops.push_back(std::move(op));
   }
@@ -443,6 +452,10 @@ void layer_ops(const ModelSpec& m, const LayerSetting& s, bool moe_ffn, std::vec
                                                         d(s.etp) * bytes.activation);
       t.routed(swiglu ? "expert_swiglu.input (gate, up)" : "expert_gelu.input", per_expert,
                local_experts, up_e / s.etp, kHalfBytes);
+      if (bytes.activation_saved > 0) {
+        t.routed("expert_swiglu (eager: silu output)", per_expert, local_experts, fe / s.etp,
+                 bytes.activation_saved);
+      }
       saves_kept(op);
       ops.push_back(std::move(op));
     }
@@ -472,6 +485,9 @@ void layer_ops(const ModelSpec& m, const LayerSetting& s, bool moe_ffn, std::vec
       ops.push_back(std::move(fc1));
       LayerOp act = elementwise("shared_activation", d(tokens) * d(fs) / d(tp) * bytes.activation);
       t.tp_split(swiglu ? "shared_swiglu.input (gate, up)" : "shared_gelu.input", up_s, kHalfBytes);
+      if (bytes.activation_saved > 0) {
+        t.tp_split("shared_swiglu (eager: silu output)", fs, bytes.activation_saved);
+      }
       saves_kept(act);
       ops.push_back(std::move(act));
       LayerOp fc2 = linear("shared_fc2", ParamGroup::kSharedExperts, fs, h, TpSplit::kRow, 0,
@@ -504,6 +520,9 @@ void layer_ops(const ModelSpec& m, const LayerSetting& s, bool moe_ffn, std::vec
       LayerOp op = elementwise("activation", d(tokens) * d(f) / d(tp) * bytes.activation);
       if (swiglu) {
         t.tp_split("swiglu.input (gate, up)", 2 * f, kHalfBytes);
+        if (bytes.activation_saved > 0) {
+          t.tp_split("swiglu (eager: silu output)", f, bytes.activation_saved);
+        }
       } else {
         t.tp_split("gelu.input", f, kHalfBytes);
       }
@@ -552,6 +571,8 @@ LayerSetting layer_setting(const Layout& layout, std::int64_t seq, Precision pre
   s.attention = attention;
   s.precision = precision;
   s.eager_softmax_bytes = framework.eager_softmax_bytes;
+  s.eager_softmax_forward_bytes = framework.eager_softmax_forward_bytes;
+  s.eager_softmax_backward_bytes = framework.eager_softmax_backward_bytes;
   s.logits_bytes = framework.logits_bytes;
   s.selective = framework.selective;
   s.tp_saves_gathered_inputs = framework.tp_saves_gathered_inputs;

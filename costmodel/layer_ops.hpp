@@ -100,7 +100,9 @@ struct LayerSetting {
   AttentionImpl attention = AttentionImpl::kFlash;
   Precision precision = Precision::kBf16;  ///< fp8: the layers' linears run in fp8
   double eager_softmax_bytes = 2;          ///< FrameworkConvention::eager_softmax_bytes
-  double logits_bytes = 4;                 ///< FrameworkConvention::logits_bytes
+  double eager_softmax_forward_bytes = 4;  ///< FrameworkConvention's, per score element
+  double eager_softmax_backward_bytes = 6;
+  double logits_bytes = 4;  ///< FrameworkConvention::logits_bytes
   SelectivePolicy selective = SelectivePolicy::kAttentionCore;  ///< FrameworkConvention's
   bool tp_saves_gathered_inputs = false;                        ///< FrameworkConvention's
   /// Quantized training (quantized_gemms) whose framework saves the linears' inputs in their

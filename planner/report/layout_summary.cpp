@@ -110,8 +110,8 @@ nlohmann::json breakdown_json(const StepBreakdown& b) {
 
 const char* const kStepTimeCaveat =
     "The shipped profiles are fitted to published runs (meshplan fit); predicted by a fit that "
-    "left their study out, those runs' step times were 6-17% off per study on average, 22% on "
-    "Hagemann et al.'s 13B sweep (a codebase no other study runs), up to 49% on single runs "
+    "left their study out, those runs' step times were 7-17% off per study on average, 18% on "
+    "Hagemann et al.'s 13B sweep (a codebase no other study runs), up to 46% on single runs "
     "(README, Validation); the 80% interval (plan's Why, --json step_time_s_p10/p90) is taken "
     "from those errors, and a profile fitted to the cluster's own runs (meshplan fit) narrows "
     "it.";
@@ -135,7 +135,7 @@ std::vector<std::string> regime_caveats(const Layout& layout, const TrainingSetu
     out.push_back(
         "profile a100: the published A100 runs, each predicted by a fit that left its "
         "study out, came out 4-10% slower than measured for Korthikanti et al. 2022, "
-        "16% faster to 5% slower for Narayanan et al. 2021 (Megatron-LM), and 4-49% "
+        "16% faster to 5% slower for Narayanan et al. 2021 (Megatron-LM), and 4-46% "
         "faster for Hagemann et al. 2023 (Aleph Alpha's codebase) (README, "
         "Validation): on A100 the codebase moves the step time more than the "
         "interval's spread; fit a profile to the cluster's own runs (meshplan fit).");

@@ -13,7 +13,7 @@
 #include "planner/config/json_reader.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/size_bounds.hpp"
-#include "planner/validation/stated_kernels.hpp"
+#include "planner/validation/stated_settings.hpp"
 
 namespace meshplan {
 
@@ -535,10 +535,14 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
                     json_quoted(c.framework) + " is costed with meshplan's " +
                     c.setup.framework.name + " convention, and " + pipeline;
   }
+  // Settings the schema has no field for, where the notes state them (stated_settings.hpp).
+  if (const auto notes = json.find("notes"); notes != json.end() && notes->is_string()) {
+    apply_stated_settings(notes->get<std::string>(), c.setup.framework, c.assumptions);
+  }
   if (c.setup.framework.elementwise == ElementwiseKernels::kEager) {
-    // SCHEMA.md has no torch.compile field: the framework's default (torchtitan:
-    // --training.compile off) stands.
-    c.assumptions.push_back("elementwise ops eager (torch.compile not a case field; " +
+    // Neither a case field nor the notes name torch.compile: the framework's default
+    // (torchtitan: --training.compile off) stands.
+    c.assumptions.push_back("elementwise ops eager (the notes state no torch.compile; " +
                             c.framework + "'s default is eager PyTorch)");
   }
 
@@ -550,10 +554,6 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
     c.setup.attention = eager ? AttentionImpl::kEager : AttentionImpl::kFlash;
     c.assumptions.push_back(std::string("attention ") + to_string(c.setup.attention) +
                             " (not stated)");
-  }
-
-  if (const auto notes = json.find("notes"); notes != json.end() && notes->is_string()) {
-    apply_stated_kernels(notes->get<std::string>(), c.setup.framework, c.assumptions);
   }
 
   StrictObject measured = o.object("measured", section_keys("measured"));

@@ -57,6 +57,21 @@ TEST_CASE("Elementwise bytes: Llama 3 8B, one token, eager with a fused RMSNorm 
   const ModelSpec m = load_model("llama3-8b");
   CHECK(elementwise_forward_bytes(m, 1, 1, false, ElementwiseKernels::kEagerFusedNorm) ==
         Approx(327680));
+  // What eager ops keep for the backward beyond the fused kernels' inputs (the header's table):
+  // none fused; the norm's 6 bytes only with an eager norm.
+  const ElementwiseBytesPerElement fused =
+      elementwise_bytes_per_element(m, ElementwiseKernels::kFused);
+  const ElementwiseBytesPerElement eager =
+      elementwise_bytes_per_element(m, ElementwiseKernels::kEager);
+  const ElementwiseBytesPerElement fused_norm =
+      elementwise_bytes_per_element(m, ElementwiseKernels::kEagerFusedNorm);
+  CHECK(fused.norm_saved + fused.activation_saved + fused.rope_saved == 0);
+  CHECK(eager.norm_saved == 6);
+  CHECK(eager.activation_saved == 2);
+  CHECK(eager.rope_saved == 4);
+  CHECK(fused_norm.norm_saved == 0);
+  CHECK(fused_norm.activation_saved == 2);
+  CHECK(fused_norm.rope_saved == 4);
 }
 
 TEST_CASE("Elementwise bytes: tensor and sequence parallelism split what they split",

@@ -290,3 +290,20 @@ TEST_CASE("layer ops: without saved tensors the table is the same and saves noth
     }
   }
 }
+
+TEST_CASE("layer ops: the eager softmax's bytes per score are the convention's", "[layer_ops]") {
+  // Eager attention at tp 8, one sequence of 2048: 32 / 8 = 4 heads x 2048 x 2048 =
+  // 16,777,216 scores. A fused scale-mask-softmax moves 4 bytes per score forward and 6
+  // backward (67,108,864 and 100,663,296 bytes); Aleph Alpha's fp32 PyTorch chain
+  // (stated_settings.hpp) 29 and 33 (486,539,264 and 553,648,128 bytes). No dropout.
+  LayerSetting s = tp8(2048, 1);
+  s.attention = AttentionImpl::kEager;
+  const LayerOps fused = build_layer_ops(llama3_8b(), s);
+  CHECK(fused.op("attention").forward_bytes == 67'108'864.0);
+  CHECK(fused.op("attention").backward_bytes == 100'663'296.0);
+  s.eager_softmax_forward_bytes = 29;
+  s.eager_softmax_backward_bytes = 33;
+  const LayerOps chain = build_layer_ops(llama3_8b(), s);
+  CHECK(chain.op("attention").forward_bytes == 486'539'264.0);
+  CHECK(chain.op("attention").backward_bytes == 553'648'128.0);
+}

@@ -34,27 +34,29 @@ struct MapeBound {
   double max_mape;
 };
 
-// (*) Raised from 0.09 once, with the Aleph Alpha mechanisms of 2026-12-02 (eager elementwise
-// ops, the kernels the Hagemann rows name, fp32 gradient all-reduces after the backward): the
-// Ampere generation's shared scales, no longer pulled by the Hagemann runs' slowness, moved
-// Narayanan et al. from 4.4% to 4.9% while Hagemann's selected runs went from 13.6% to 8.3% and
-// the overall step time from 8.1% to 7.2%; cross-validated, every Hagemann figure fell by 4-8
-// points (kCrossValidatedBounds).
+// (*) Raised once, with the mechanisms of 2026-12-02 that read what published runs state in
+// their notes (planner/validation/stated_settings.hpp: Aleph Alpha's kernels, torchtitan's
+// torch.compile and AsyncTP) and cost Aleph Alpha's codebase as its source runs it (eager
+// elementwise ops and their saved tensors, fp32 gradient all-reduces after the backward): the
+// generations' shared scales, no longer pulled by Hagemann's and torchtitan's unexplained
+// slowness, moved Narayanan et al. in sample from 4.4% to 5.0% and the overall TFLOP/s from 8.9%
+// to 9.1%, while the overall step time went from 8.1% to 5.9% in sample and from 25.7% to
+// 16.2% cross-validated.
 inline constexpr MapeBound kMapeBounds[] = {
     // source                   metric                cases  today (MAPE, worst case)
-    {"hagemann-selected", "step_time_s", 8, 0.09},         // 8.3%, worst +19.7%
-    {"korthikanti2022", "step_time_s", 9, 0.04},           // 3.7%, worst +6.1% (1T sel+sp)
-    {"korthikanti2022", "mfu", 1, 0.03},                   // 2.2%
-    {"megatron-readme-h100", "tflops_per_gpu", 9, 0.14},   // 13.8%, worst -34.1% (32B)
-    {"megatron-readme-h100", "mfu", 2, 0.19},              // 18.3%, worst -18.9%
-    {"narayanan2021-table1", "tflops_per_gpu", 10, 0.05},  // 4.9%, worst +11.9% (1.7B)
-    {"nemo-2407", "step_time_s", 12, 0.08},                // 7.3%, worst -12.1%
-    {"torchtitan-h100-202412", "step_time_s", 18, 0.09},   // 8.4%, worst +29.3% (cp2 64k)
-    {"torchtitan-h100-202412", "peak_bytes", 18, 0.04},    // 3.9%, worst -9.8%
-    {"overall", "step_time_s", 47, 0.08},                  // 7.2%
+    {"hagemann-selected", "step_time_s", 8, 0.07},         // 7.0%, worst +16.4%
+    {"korthikanti2022", "step_time_s", 9, 0.04},           // 3.5%, worst +5.3% (175B full)
+    {"korthikanti2022", "mfu", 1, 0.03},                   // 2.1%
+    {"megatron-readme-h100", "tflops_per_gpu", 9, 0.14},   // 13.7%, worst -34.4% (32B)
+    {"megatron-readme-h100", "mfu", 2, 0.19},              // 18.1%, worst -19.3%
+    {"narayanan2021-table1", "tflops_per_gpu", 10, 0.06},  // 5.0%, worst +12.1% (1.7B) (*)
+    {"nemo-2407", "step_time_s", 12, 0.08},                // 7.1%, worst -11.2%
+    {"torchtitan-h100-202412", "step_time_s", 18, 0.06},   // 6.0%, worst +29.4% (cp2 64k)
+    {"torchtitan-h100-202412", "peak_bytes", 18, 0.04},    // 3.6%, worst -10.2%
+    {"overall", "step_time_s", 47, 0.06},                  // 5.9%
     {"overall", "tflops_per_gpu", 19, 0.10},               // 9.1% (*)
-    {"overall", "mfu", 3, 0.13},                           // 12.9%
-    {"overall", "peak_bytes", 18, 0.04},                   // 3.9% (target 10%: met)
+    {"overall", "mfu", 3, 0.13},                           // 12.8%
+    {"overall", "peak_bytes", 18, 0.04},                   // 3.6% (target 10%: met)
 };
 
 // ---- Issue 19: the cross-validated figures (`meshplan validate --cross-validate` over
@@ -62,40 +64,39 @@ inline constexpr MapeBound kMapeBounds[] = {
 // numbers the README's table and issue 19's targets use. Measured 2026-12-02, rounded up. ----
 inline constexpr MapeBound kCrossValidatedBounds[] = {
     {"hagemann-selected", "step_time_s", 8, 0.14},         // 13.2%, worst -20.5%
-    {"korthikanti2022", "step_time_s", 9, 0.09},           // 8.3%, worst +10.4% (1T sel+sp)
-    {"korthikanti2022", "mfu", 1, 0.07},                   // 6.6%
-    {"megatron-readme-h100", "tflops_per_gpu", 9, 0.16},   // 15.2%, worst -35.1% (32B)
-    {"megatron-readme-h100", "mfu", 2, 0.18},              // 17.4%
-    {"narayanan2021-table1", "tflops_per_gpu", 10, 0.07},  // 6.5%, worst +15.8% (1.7B)
-    {"nemo-2407", "step_time_s", 12, 0.09},                // 8.1%, worst -15.2%
-    {"torchtitan-h100-202412", "step_time_s", 18, 0.15},   // 14.0%, worst +45.8% (cp2 64k)
-    {"hagemann-sweep-13b", "step_time_s", 162, 0.22},      // 21.5%, worst -48.5%
-    {"overall", "step_time_s", 209, 0.20},                 // 19.2% (the sweep's 162 dominate)
-    {"overall", "tflops_per_gpu", 19, 0.11},               // 10.7%
-    {"overall", "mfu", 3, 0.14},                           // 13.7%
+    {"korthikanti2022", "step_time_s", 9, 0.09},           // 8.1%, worst +10.3% (175B full)
+    {"korthikanti2022", "mfu", 1, 0.07},                   // 6.1%
+    {"megatron-readme-h100", "tflops_per_gpu", 9, 0.16},   // 15.5%, worst -35.6% (32B)
+    {"megatron-readme-h100", "mfu", 2, 0.18},              // 17.2%
+    {"narayanan2021-table1", "tflops_per_gpu", 10, 0.07},  // 6.7%, worst +16.1% (1.7B)
+    {"nemo-2407", "step_time_s", 12, 0.08},                // 7.6%, worst -12.9%
+    {"torchtitan-h100-202412", "step_time_s", 18, 0.13},   // 12.6%, worst +40.4% (cp2 64k)
+    {"hagemann-sweep-13b", "step_time_s", 162, 0.18},      // 17.9%, worst -46.1%
+    {"overall", "step_time_s", 209, 0.17},                 // 16.2% (the sweep's 162 dominate)
+    {"overall", "tflops_per_gpu", 19, 0.11},               // 10.8%
+    {"overall", "mfu", 3, 0.14},                           // 13.5%
 };
 
 /// Share of the cross-validated time comparisons measured inside their 80% interval: issue
-/// 19's target is 70-90%; today 71 of 231 (30.7%): Hagemann's sweep (Aleph Alpha's codebase,
+/// 19's target is 70-90%; today 92 of 231 (39.8%): Hagemann's sweep (Aleph Alpha's codebase,
 /// the only "other" family runs) is predicted from the Megatron runs' rates when left out, about
-/// 20% too fast, outside the spread of the other studies' residuals. The test checks today's
-/// floor and warns about the target.
-inline constexpr double kMinIntervalCoverage = 0.30;
+/// 15% too fast, outside most of the spread of the other studies' residuals. The test checks
+/// today's floor and warns about the target.
+inline constexpr double kMinIntervalCoverage = 0.39;
 inline constexpr double kTargetMinIntervalCoverage = 0.70;
 inline constexpr double kTargetMaxIntervalCoverage = 0.90;
 
 /// Runs that fit but that we predict OOM. Issue 6's target is none (kTargetOomMisclassified,
-/// printed while unmet). Today 6, all of hagemann-selected (Aleph Alpha's codebase on A100-80GB):
-/// since issue 20 validate calls a run OOM above plan's 5% OOM risk, and the risk of that
-/// family is the logistic its 411 sweep outcomes fit, spread 0.096 (a 5% risk at 75% of the
-/// capacity): the six ran at 62-78 GiB predicted (risks 8-51%). The issue's goal (>= 95% of the
-/// outcomes right) needs a narrower spread: the fitted per-token term separates the sweep no
-/// better than 92% (docs/memory.md).
-inline constexpr std::int64_t kMaxOomFalseAlarms = 6;
-/// Runs that went OOM but that we predict fit: one, and no model can avoid it: Hagemann et al.'s
-/// -132178 (fit) and -132314 (OOM) have the same configuration in every field (their notes
-/// differ only by "+ RMS kernel"); we predict both fit.
-inline constexpr std::int64_t kMaxOomMissed = 1;
+/// printed while unmet). Today 5, all of hagemann-selected (Aleph Alpha's codebase on A100-80GB):
+/// since issue 20 validate calls a run OOM above plan's 5% OOM risk, and the risk of that family
+/// is the logistic its 411 sweep outcomes fit (spread 0.073, bias +0.146, 3.1 MB per token of the
+/// micro-batch): the five ran at 79.9-91.8 GiB predicted (risks 12-47%). The issue's goal (>= 95%
+/// of the outcomes right) needs a narrower spread (docs/memory.md).
+inline constexpr std::int64_t kMaxOomFalseAlarms = 5;
+/// Runs that went OOM but that we predict fit: none since the notes' kernels are read
+/// (stated_settings.hpp): Hagemann et al.'s -132178 (fit) and -132314 (OOM) differ only in the
+/// fused RMSNorm kernel, which saves less than the eager norm.
+inline constexpr std::int64_t kMaxOomMissed = 0;
 
 // ---- Issue 23: ../shared/data/moe-blackwell (Megatron-Bridge 25.09, 25.11, 26.02 on H100,
 // B200, B300, GB200, GB300), step times cross-validated leaving one container release (file)

@@ -1,16 +1,16 @@
-// The kernels Hagemann et al.'s rows name in their notes (planner/validation/stated_kernels.hpp).
+// The settings published runs state in their notes (planner/validation/stated_settings.hpp).
 #include <catch2/catch.hpp>
 
-#include "planner/validation/stated_kernels.hpp"
+#include "planner/validation/stated_settings.hpp"
 
 using namespace meshplan;
 
 namespace {
 
-/// The aleph-alpha-2023 convention after `apply_stated_kernels` on `notes`.
+/// The aleph-alpha-2023 convention after `apply_stated_settings` on `notes`.
 FrameworkConvention after(const std::string& notes, std::vector<std::string>& assumptions) {
   FrameworkConvention f = *find_framework("aleph-alpha-2023");
-  apply_stated_kernels(notes, f, assumptions);
+  apply_stated_settings(notes, f, assumptions);
   return f;
 }
 
@@ -29,13 +29,20 @@ TEST_CASE("Stated kernels: each name of Hagemann et al.'s sheets", "[validation]
   f = after("attention kernel 'flash_attentionv1.0.8' -> flash_attention true", notes);
   CHECK(f.flash_kernel == FlashKernel::kFlashAttention1);
   CHECK(notes.size() == 3);
-  // Eager attention (flash_attention false): the convention is unchanged; 'torch' is noted.
+  // Eager attention (flash_attention false): 'fused' is the convention's fused scale-mask-softmax
+  // (4 and 6 bytes per score); 'torch' the fp32 PyTorch chain: 29 and 33 bytes per score, the
+  // fp32 softmax output saved (4 bytes).
   f = after("attention kernel 'fused' (Megatron fused softmax kernel) -> flash_attention false",
             notes);
   CHECK(f.flash_kernel == FlashKernel::kNative);
+  CHECK(f.eager_softmax_forward_bytes == 4);
+  CHECK(f.eager_softmax_backward_bytes == 6);
   CHECK(notes.size() == 3);
   f = after("attention kernel 'torch' (unfused PyTorch attention) -> flash_attention false", notes);
   CHECK(f.elementwise == ElementwiseKernels::kEager);
+  CHECK(f.eager_softmax_forward_bytes == 29);
+  CHECK(f.eager_softmax_backward_bytes == 33);
+  CHECK(f.eager_softmax_bytes == 4);
   REQUIRE(notes.size() == 4);
   CHECK(notes.back().find("'torch'") != std::string::npos);
 }
@@ -51,6 +58,33 @@ TEST_CASE("Stated kernels: notes without a known kernel change nothing", "[valid
   CHECK(notes.empty());
   // A fused convention keeps its fused norm: "+ RMS kernel" only changes an eager one.
   FrameworkConvention megatron = *find_framework("megatron");
-  apply_stated_kernels("attention kernel 'flash_attention2 + RMS kernel'", megatron, notes);
+  apply_stated_settings("attention kernel 'flash_attention2 + RMS kernel'", megatron, notes);
   CHECK(megatron.elementwise == ElementwiseKernels::kFused);
+}
+
+TEST_CASE("Stated settings: torchtitan's torch.compile and AsyncTP", "[validation][kernels]") {
+  // The framework note of torchtitan-h100-202412.json's rows.
+  std::vector<std::string> notes;
+  FrameworkConvention f = *find_framework("fsdp");
+  REQUIRE(f.elementwise == ElementwiseKernels::kEager);
+  apply_stated_settings(
+      "framework 'torchtitan 9dec370 / torch 1963fc8 (2024-12) + torch.compile' "
+      "-> torchtitan",
+      f, notes);
+  CHECK(f.elementwise == ElementwiseKernels::kFused);
+  CHECK(f.tp_comm_overlap == 0);
+  f = *find_framework("fsdp");
+  apply_stated_settings(
+      "framework 'torchtitan 9dec370 / torch 1963fc8 (2024-12) + torch.compile + "
+      "AsyncTP' -> torchtitan",
+      f, notes);
+  CHECK(f.elementwise == ElementwiseKernels::kFused);
+  CHECK(f.tp_comm_overlap == 1);
+  CHECK(notes.size() == 3);
+  // Without them, the convention's defaults stand.
+  f = *find_framework("fsdp");
+  apply_stated_settings("framework 'torchtitan 9dec370' -> torchtitan", f, notes);
+  CHECK(f.elementwise == ElementwiseKernels::kEager);
+  CHECK(f.tp_comm_overlap == 0);
+  CHECK(notes.size() == 3);
 }

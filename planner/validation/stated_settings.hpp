@@ -1,0 +1,43 @@
+// Settings a published run states in its notes where SCHEMA.md has no field for them:
+// - the kernels: Hagemann et al. 2023's sweep (../shared/data/calibration/hagemann-sweep-13b.json,
+//   validation/hagemann-selected.json) ran Aleph Alpha's codebase with five attention/norm kernel
+//   settings that differ by up to 1.7x in step time; each row's notes keep the sheet's name
+//   ("attention kernel 'flash_attention2 + RMS kernel' -> flash_attention true"), where the
+//   schema keeps only `training.flash_attention`;
+// - torch.compile and async tensor parallelism: torchtitan's rows name them in their framework
+//   note ("torchtitan 9dec370 / torch 1963fc8 (2024-12) + torch.compile + AsyncTP").
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "costmodel/framework.hpp"
+
+namespace meshplan {
+
+/// Applies the settings `notes` states to `framework`, and appends what it did to
+/// `assumptions`. The kernel named after "attention kernel '":
+///   'flash_attention2 + RMS kernel': FlashAttention-2, and the norm as FlashAttention-2's fused
+///     RMSNorm kernel beside otherwise eager ops (ElementwiseKernels::kEagerFusedNorm) where the
+///     convention runs them eager;
+///   'flash_attention2': FlashAttention-2 (FlashKernel::kFlashAttention2);
+///   'flash_attentionv1...': FlashAttention 1.x (FlashKernel::kFlashAttention1);
+///   'fused' (eager attention, Megatron's fused scale-mask-softmax kernel): unchanged;
+///   'torch' (eager attention, the codebase's MaskedSoftmaxTorch, github.com/Aleph-Alpha/scaling
+///     at 737f855 src/scaling/core/nn/masked_softmax/masked_softmax.py, with softmax_in_fp32 and
+///     the scale applied in the scores' baddbmm): per score element forward x.float() 2 + 4,
+///     masked_fill_ 4 + mask 1 + 4, softmax 4 + 4, back to 16 bits 4 + 2 = 29 bytes; backward
+///     the cast's 2 + 4, softmax's output 4 + gradient 4 + 4, masked_fill's 4 + 1 + 4, the
+///     float()'s 4 + 2 = 33 bytes; saved: the fp32 softmax output (4) and its 16-bit copy
+///     (eager_softmax_bytes 4). softmax_in_fp32 is the config's choice (the release's example
+///     sets it false); the 2023 configuration is not public, and fp32 is an assumption, stated
+///     in the case's assumptions.
+/// "+ torch.compile": the elementwise ops fused (Inductor fuses each chain; elementwise_bytes.hpp)
+/// where the convention runs them eager. "+ AsyncTP": torchtitan's async tensor parallelism
+/// (enable_async_tensor_parallel: each TP collective beside the matmul it feeds), as
+/// --tp-overlap 1 costs it (tp_comm_overlap 1).
+/// Notes without these phrases, or with a kernel name not above, change nothing. Raises nothing.
+void apply_stated_settings(const std::string& notes, FrameworkConvention& framework,
+                           std::vector<std::string>& assumptions);
+
+}  // namespace meshplan
