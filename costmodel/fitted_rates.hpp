@@ -42,8 +42,13 @@ struct FittedRates {
   /// Seconds per mixture-of-experts layer per micro-batch, forward and backward together,
   /// beyond the layer's modeled kernels and all-to-alls (host_bound.hpp
   /// add_moe_layer_overhead): the router's and the permutes' chains of small kernels, the
-  /// all-to-alls' launch latency, the dropless dispatcher's host synchronisation.
+  /// all-to-alls' launch latency, whatever every dispatcher shares of them.
   double moe_layer_overhead_s = 0;
+  /// Seconds per MoE layer per micro-batch, forward and backward together, that the dropless
+  /// all-to-all dispatcher (MoeDispatcher::kAllToAll) adds beyond moe_layer_overhead_s: its
+  /// host synchronisation before the ep all-to-all stops the host running ahead, and the GPU
+  /// waits while the host issues the rest of the layer (host_bound.hpp moe_layer_overhead_s).
+  double moe_alltoall_sync_s = 0;
   /// Memory (issue 20; costmodel/oom_risk.hpp): bytes a GPU holds per token of its micro-batch
   /// (seq / cp x mbs) beyond the ledger's named terms, in every stage: saved tensors and
   /// temporaries of a framework's eager ops that no entry names. 0: the ledger as it is.

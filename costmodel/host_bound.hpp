@@ -24,6 +24,12 @@ void host_bound_layer(BlockCosts& costs, double host_per_layer_s);
 /// third forward and two thirds backward as host_bound_layer splits it. overhead_s >= 0.
 void add_moe_layer_overhead(BlockCosts& costs, double overhead_s);
 
+/// Seconds per MoE layer per micro-batch (forward + backward) beyond its modeled kernels and
+/// all-to-alls under `dispatcher`: rates.moe_layer_overhead_s, plus rates.moe_alltoall_sync_s
+/// for the dropless all-to-all dispatcher, whose host synchronisation the fused (flex) and the
+/// drop-and-pad dispatchers do not have (MoeDispatcher, memory_ledger.hpp).
+double moe_layer_overhead_s(const FittedRates& rates, MoeDispatcher dispatcher);
+
 /// Sets e.step_time_s_p10 and e.step_time_s_p90 from `profile`'s interval for `framework`'s
 /// family (step_interval: the step time times the ratios p10_ratio and p90_ratio); leaves them
 /// 0 where there is none. Precondition: e.step_time_s set.

@@ -40,6 +40,22 @@
 namespace meshplan {
 
 /// Training settings that change memory besides the layout.
+/// How a Megatron-Core MoE layer hands its tokens to the experts (Megatron-LM d98e8a6,
+/// megatron/core/transformer/moe/token_dispatcher.py):
+enum class MoeDispatcher {
+  /// MoEAlltoAllTokenDispatcher, dropless (--moe-token-dispatcher-type alltoall): preprocess
+  /// copies the all-to-all's split sizes to the host and synchronises with the GPU before the
+  /// ep all-to-all (_maybe_update_cuda_sync_point("before_ep_alltoall"), d2h_event.synchronize),
+  /// so the host stops running ahead of the GPU once per MoE layer forward.
+  kAllToAll,
+  /// MoEFlexTokenDispatcher (--moe-token-dispatcher-type flex with DeepEP or HybridEP,
+  /// --moe-flex-dispatcher-backend): fused dispatch and combine kernels.
+  kFlex,
+  /// A capacity factor with --moe-pad-expert-input-to-capacity: every expert gets exactly its
+  /// capacity, known on the host, and preprocess returns before any device-to-host copy.
+  kDropAndPad
+};
+
 struct TrainingSetup {
   std::int64_t seq = 0;  ///< sequence length, tokens
   FrameworkConvention framework;
@@ -51,6 +67,14 @@ struct TrainingSetup {
   /// token-dropping one at capacity factor c holds at most c. Scales the grouped GEMMs' tokens
   /// and the dispatch buffers (layer_ops.hpp).
   double moe_imbalance = 1;
+  /// The MoE token dispatcher (Megatron-Core's default for the all-to-all type: kAllToAll).
+  MoeDispatcher moe_dispatcher = MoeDispatcher::kAllToAll;
+  /// Megatron-Core's --overlap-moe-expert-parallel-comm (Megatron-Bridge's moe_a2a_overlap):
+  /// the combined 1F1B schedule runs one micro-batch's forward beside another's backward, and
+  /// hides the ep all-to-alls of each behind the other's compute (Megatron-LM d98e8a6,
+  /// megatron/core/pipeline_parallel/combined_1f1b.py: "EP A2A in forward step is hidden by the
+  /// attention/mlp computation in the backward step, and vice versa").
+  bool moe_a2a_overlap = false;
   /// The framework family's fitted parameters on the GPU's profile (fitted_rates(profile,
   /// framework)); the ledger reads the memory ones (memory_per_token_bytes, oom_log_bias,
   /// oom_log_spread). Defaults: the unfitted ledger.

@@ -370,7 +370,7 @@ LayerCosts layer_costs(const StepContext& x, const Layout& l, const GroupRates& 
   if (!ops.moe_layer.empty()) {
     c.moe = layer_kernels(ops.moe_layer, x.gemm_rates, layer_half_rates, groups);
     host_bound_layer(c.moe, x.fitted.host_overhead_per_layer_s);
-    add_moe_layer_overhead(c.moe, x.fitted.moe_layer_overhead_s);
+    add_moe_layer_overhead(c.moe, moe_layer_overhead_s(x.fitted, x.setup.moe_dispatcher));
   }
   c.embedding = edge_cost(ops.embedding, x.half_rates, groups.tp);
   c.head = edge_cost(ops.head, x.half_rates, groups.tp);
@@ -437,9 +437,16 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
     t.tp = tp_fwd + tp_bwd;
     t.cp = cp_fwd + cp_bwd;
     t.fsdp = fsdp_fwd + fsdp_bwd;
-    t.ep = k.ep_forward_s + k.ep_backward_s;
-    t.forward = k.forward_s + tp_fwd + cp_fwd + fsdp_fwd + k.ep_forward_s;
-    t.backward = k.backward_s + tp_bwd + cp_bwd + fsdp_bwd + k.ep_backward_s + t.recompute;
+    // Megatron-Core's A2A overlap (TrainingSetup::moe_a2a_overlap): the forward's all-to-alls
+    // run beside another micro-batch's backward kernels, the backward's beside a forward's.
+    const bool a2a_overlap = setup.moe_a2a_overlap;
+    const double ep_fwd =
+        a2a_overlap ? exposed_beside(k.ep_forward_s, k.backward_s, share) : k.ep_forward_s;
+    const double ep_bwd =
+        a2a_overlap ? exposed_beside(k.ep_backward_s, k.forward_s, share) : k.ep_backward_s;
+    t.ep = ep_fwd + ep_bwd;
+    t.forward = k.forward_s + tp_fwd + cp_fwd + fsdp_fwd + ep_fwd;
+    t.backward = k.backward_s + tp_bwd + cp_bwd + fsdp_bwd + ep_bwd + t.recompute;
     return t;
   };
   const KindTimes dense = kind_times(layer), moe = kind_times(layer.moe);

@@ -129,13 +129,33 @@ const std::vector<ParameterSpec>& fit_parameters() {
                  "Seconds per mixture-of-experts layer per micro-batch, forward and backward "
                  "together, beyond its modeled GEMMs, permutes and all-to-alls: the router's "
                  "small kernels (scores, top-k, auxiliary loss), the permute and unpermute index "
-                 "chains, the all-to-alls' launch latency, and the dropless dispatcher's "
-                 "device-to-host read of the tokens per expert, which stops the host running "
-                 "ahead of the GPU.",
+                 "chains, the all-to-alls' launch latency: what every dispatcher pays "
+                 "(moe_alltoall_sync_s adds the all-to-all dispatcher's host sync).",
                  "an order-of-magnitude estimate, not a measurement: about 60 extra kernels per "
                  "MoE layer forward + backward at about 5 us each, and 4 all-to-all launches at "
                  "about 50 us; the fit sets it",
                  &FittedRates::moe_layer_overhead_s});
+    p.push_back({"moe_alltoall_sync_s",
+                 "s",
+                 "time",
+                 ParameterScope::kFamily,
+                 0.0,
+                 2e-2,
+                 {{"*", 1e-3}},
+                 1e-2,
+                 false,
+                 "Seconds per mixture-of-experts layer per micro-batch, forward and backward "
+                 "together, that Megatron-Core's dropless all-to-all dispatcher adds beyond "
+                 "moe_layer_overhead_s: it copies the all-to-all's split sizes to the host and "
+                 "synchronises before the ep all-to-all, so the host stops running ahead and the "
+                 "GPU waits while it issues the rest of the layer. The fused DeepEP/HybridEP "
+                 "(flex) and the drop-and-pad dispatchers do not pay it.",
+                 "an order-of-magnitude estimate, not a measurement: the host's issue time of "
+                 "the kernels after the sync point (about 100 kernels of the dispatch, expert "
+                 "GEMMs, combine and the next layer's attention at about 10 us each); the "
+                 "sync itself is Megatron-LM d98e8a6 token_dispatcher.py (MoEAlltoAllToken"
+                 "Dispatcher.preprocess, before_ep_alltoall); the fit sets it",
+                 &FittedRates::moe_alltoall_sync_s});
     // Memory (issue 20; planner/fit/memory_fit.hpp fits them on OOM outcomes and measured
     // peaks, costmodel/oom_risk.hpp reads them). kFamily: a family's own kernels and allocator
     // habits set them.

@@ -13,6 +13,7 @@
 #include "planner/config/json_reader.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/size_bounds.hpp"
+#include "planner/validation/moe_recipe.hpp"
 #include "planner/validation/stated_settings.hpp"
 
 namespace meshplan {
@@ -517,6 +518,13 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
   }
 
   c.setup.framework = *find_framework(convention_for_framework(c.framework, l.zero));
+  if (c.model.moe) {
+    // The Megatron-Bridge data keep the token dispatcher and the A2A overlap in the notes.
+    const std::string notes = json.contains("notes") && json.at("notes").is_string()
+                                  ? json.at("notes").get<std::string>()
+                                  : std::string();
+    apply_moe_recipe(notes, c.model.name, c.gpu, c.setup, c.assumptions);
+  }
   c.skip_reason = hybrid;
   // A stage or pipeline the mapped convention does not run would be costed as if it did: the
   // case is skipped with the reason (issue 19: one such case never refuses its file), as --zero

@@ -1,18 +1,24 @@
 // The expert mesh (layout.hpp, ranks.hpp) and what it prices: the expert groups as explicit rank
 // lists, the all-to-all volume of one MoE layer and its time on the tier its ep group spans (8
 // GPUs in a node, 64 across nodes), the routed experts' optimizer states per GPU under ep x edp,
-// and the MoE layer's ops on one GPU. Every expected number is derived in a comment.
+// the MoE layer's ops on one GPU, the dispatcher's host sync and the A2A overlap. Every expected
+// number is derived in a comment.
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>
 
+#include "costmodel/fitted_rates.hpp"
+#include "costmodel/host_bound.hpp"
 #include "costmodel/layer_ops.hpp"
 #include "costmodel/memory_ledger.hpp"
 #include "costmodel/param_count.hpp"
 #include "costmodel/placement.hpp"
 #include "costmodel/profile.hpp"
 #include "costmodel/ranks.hpp"
+#include "costmodel/step_time.hpp"
 #include "planner/config/loaders.hpp"
+#include "planner/config/profile_loader.hpp"
+#include "planner/validation/moe_recipe.hpp"
 #include "tests/support/dgx_h100.hpp"
 #include "tests/support/setups.hpp"
 
@@ -190,4 +196,103 @@ TEST_CASE("the routed experts' optimizer states per GPU under ep x edp", "[ledge
     }
   }
   CHECK(buffers);
+}
+
+TEST_CASE("the MoE dispatcher and the A2A overlap a Megatron-Bridge case's notes name",
+          "[moe][validate]") {
+  std::vector<std::string> assumed;
+  TrainingSetup s;
+  // The 25.09 'tokendrop' rows: capacity factor 1 with padding, whatever else the notes say.
+  apply_moe_recipe("... moe_pad_expert_input_to_capacity=True ...; moe_flex_dispatcher_backend=x",
+                   "Qwen3-30B-A3B", "gb200", s, assumed);
+  CHECK(s.moe_dispatcher == MoeDispatcher::kDropAndPad);
+  CHECK_FALSE(s.moe_a2a_overlap);
+  apply_moe_recipe("from it: moe_flex_dispatcher_backend=deepep, moe_a2a_overlap=True, etp=1",
+                   "Qwen3-30B-A3B", "h100-sxm", s, assumed);
+  CHECK(s.moe_dispatcher == MoeDispatcher::kFlex);
+  CHECK(s.moe_a2a_overlap);
+  // A matched preset that names neither: Megatron-Core's dropless all-to-all, no overlap.
+  apply_moe_recipe("from it: cuda_graph=transformer_engine:moe_router,moe_preprocess, etp=1",
+                   "Qwen3-30B-A3B", "b200", s, assumed);
+  CHECK(s.moe_dispatcher == MoeDispatcher::kAllToAll);
+  CHECK_FALSE(s.moe_a2a_overlap);
+  CHECK(assumed.empty());
+  // A 25.11 row no preset reproduces: v0.2.0's presets for the model on the GPU (Qwen3 on
+  // GB300: HybridEP; Qwen3-235B on B200: A2A overlap; GPT-OSS: neither), stated.
+  const std::string unmatched =
+      "no perf-recipe preset for GB300 ...; framework 'NeMo 25.11 "
+      "container / Megatron-Bridge + Megatron-Core' -> nemo";
+  apply_moe_recipe(unmatched, "Qwen3-30B-A3B", "gb300", s, assumed);
+  CHECK(s.moe_dispatcher == MoeDispatcher::kFlex);
+  CHECK_FALSE(s.moe_a2a_overlap);
+  apply_moe_recipe(unmatched, "Qwen3-235B-A22B", "b200", s, assumed);
+  CHECK(s.moe_dispatcher == MoeDispatcher::kAllToAll);
+  CHECK(s.moe_a2a_overlap);
+  apply_moe_recipe(unmatched, "GPT-OSS 120B", "gb300", s, assumed);
+  CHECK(s.moe_dispatcher == MoeDispatcher::kAllToAll);
+  CHECK_FALSE(s.moe_a2a_overlap);
+  REQUIRE(assumed.size() == 3);
+  CHECK(assumed[1] ==
+        "MoE dispatcher all-to-all, dropless, A2A overlap (not stated: "
+        "Megatron-Bridge v0.2.0's presets for Qwen3-235B-A22B on b200)");
+}
+
+TEST_CASE("the all-to-all dispatcher's host sync: per MoE layer, only where it syncs",
+          "[moe][step]") {
+  // moe_layer_overhead_s 1 ms for every dispatcher, moe_alltoall_sync_s 4 ms more for the
+  // dropless all-to-all one: 5 ms; the flex and drop-and-pad dispatchers: 1 ms.
+  FittedRates r;
+  r.moe_layer_overhead_s = 1e-3;
+  r.moe_alltoall_sync_s = 4e-3;
+  CHECK(moe_layer_overhead_s(r, MoeDispatcher::kAllToAll) == Approx(5e-3));
+  CHECK(moe_layer_overhead_s(r, MoeDispatcher::kFlex) == Approx(1e-3));
+  CHECK(moe_layer_overhead_s(r, MoeDispatcher::kDropAndPad) == Approx(1e-3));
+  // In an MoE layer's costs: a third forward, two thirds backward (add_moe_layer_overhead).
+  const ModelSpec m = load_model("deepseek-v3");
+  Layout l;
+  l.tp = 1;
+  l.dp = 8;
+  l.ep = 8;
+  l.gbs = 8;
+  const ClusterSpec cluster = load_cluster("dgx-h100");
+  const Profile profile = load_profile("h100");
+  TrainingSetup sync = test::megatron_setup(4096), flex = sync;
+  flex.moe_dispatcher = MoeDispatcher::kFlex;
+  StepContext xs(m, sync, cluster, profile), xf(m, flex, cluster, profile);
+  xs.fitted = r;
+  xf.fitted = r;
+  const LayerCosts cs = layer_costs(xs, l, GroupRates(xs, l));
+  const LayerCosts cf = layer_costs(xf, l, GroupRates(xf, l));
+  CHECK(cs.moe.forward_s - cf.moe.forward_s == Approx(4e-3 / 3));
+  CHECK(cs.moe.backward_s - cf.moe.backward_s == Approx(2 * 4e-3 / 3));
+  CHECK(cs.forward_s == cf.forward_s);  // the dense layers pay nothing
+}
+
+TEST_CASE("A2A overlap: each direction's all-to-alls beside the other direction's compute",
+          "[moe][step]") {
+  // Qwen3-30B-A3B at ep 8 on one DGX H100 node, 8 micro-batches of 4096 tokens: each
+  // all-to-all moves 8 x 4096 x 2048 x 2 = 134 MB at 370 GB/s, about 0.3 ms, shorter than a
+  // layer's forward or backward kernels. Beside them (exposed_beside) only the collective's
+  // share of the SMs shows: ep_exposed_s with the overlap = comm_sm_fraction x without it.
+  const ModelSpec m = load_model("qwen3-30b-a3b");
+  Layout l;
+  l.tp = 1;
+  l.dp = 8;
+  l.ep = 8;
+  l.gbs = 64;
+  const ClusterSpec cluster = load_cluster("dgx-h100");
+  const Profile profile = load_profile("h100");
+  TrainingSetup plain = test::megatron_setup(4096), overlap = plain;
+  overlap.moe_a2a_overlap = true;
+  const StepContext x(m, plain, cluster, profile);
+  const LayerCosts c = layer_costs(x, l, GroupRates(x, l));
+  REQUIRE(c.moe.ep_forward_s > 0);
+  REQUIRE(c.moe.ep_forward_s < c.moe.backward_s);  // the precondition of the share alone
+  REQUIRE(c.moe.ep_backward_s < c.moe.forward_s);
+  const StepEstimate a = estimate_step(m, l, plain, cluster, profile);
+  const StepEstimate b = estimate_step(m, l, overlap, cluster, profile);
+  CHECK(b.breakdown.ep_exposed_s ==
+        Approx(profile.comm_sm_fraction * a.breakdown.ep_exposed_s).epsilon(1e-9));
+  CHECK(b.breakdown.compute_s == a.breakdown.compute_s);
+  CHECK(b.step_time_s < a.step_time_s);
 }

@@ -1,0 +1,67 @@
+#include "planner/validation/moe_recipe.hpp"
+
+#include <array>
+
+namespace meshplan {
+
+namespace {
+
+bool contains(const std::string& text, const char* part) {
+  return text.find(part) != std::string::npos;
+}
+
+/// What Megatron-Bridge v0.2.0's presets set for a model on a GPU, where it differs from the
+/// all-to-all dispatcher without overlap (workload_base_configs.py: QWEN3_*_GB200/GB300_*:
+/// moe_flex_dispatcher_backend="hybridep"; QWEN3_235B_A22B_B200/H100_* and
+/// QWEN3_30B_A3B_H100_*: moe_a2a_overlap=True; DEEPSEEK_V3_GB200/GB300: "hybridep";
+/// DEEPSEEK_V3_H100: "deepep" and moe_a2a_overlap=True; GPT_OSS_120B_*: neither).
+struct ReleasePreset {
+  const char* model;
+  const char* gpu;
+  bool flex;
+  bool a2a_overlap;
+};
+constexpr std::array<ReleasePreset, 10> kPresets2511 = {{
+    {"Qwen3-30B-A3B", "gb200", true, false},
+    {"Qwen3-30B-A3B", "gb300", true, false},
+    {"Qwen3-30B-A3B", "h100-sxm", false, true},
+    {"Qwen3-235B-A22B", "gb200", true, false},
+    {"Qwen3-235B-A22B", "gb300", true, false},
+    {"Qwen3-235B-A22B", "b200", false, true},
+    {"Qwen3-235B-A22B", "h100-sxm", false, true},
+    {"DeepSeek-V3", "gb200", true, false},
+    {"DeepSeek-V3", "gb300", true, false},
+    {"DeepSeek-V3", "h100-sxm", true, true},
+}};
+
+}  // namespace
+
+void apply_moe_recipe(const std::string& notes, const std::string& model_name,
+                      const std::string& gpu, TrainingSetup& setup,
+                      std::vector<std::string>& assumptions) {
+  setup.moe_dispatcher = MoeDispatcher::kAllToAll;
+  setup.moe_a2a_overlap = contains(notes, "moe_a2a_overlap=True");
+  if (contains(notes, "moe_pad_expert_input_to_capacity=True")) {
+    setup.moe_dispatcher = MoeDispatcher::kDropAndPad;
+    return;
+  }
+  if (contains(notes, "moe_flex_dispatcher_backend=")) {
+    setup.moe_dispatcher = MoeDispatcher::kFlex;
+    return;
+  }
+  if (contains(notes, "no perf-recipe preset") && contains(notes, "NeMo 25.11")) {
+    for (const ReleasePreset& p : kPresets2511) {
+      if (model_name != p.model || gpu != p.gpu) continue;
+      if (p.flex) setup.moe_dispatcher = MoeDispatcher::kFlex;
+      setup.moe_a2a_overlap = p.a2a_overlap;
+    }
+    assumptions.push_back(std::string("MoE dispatcher ") +
+                          (setup.moe_dispatcher == MoeDispatcher::kFlex ? "flex (DeepEP/HybridEP)"
+                                                                        : "all-to-all, dropless") +
+                          (setup.moe_a2a_overlap ? ", A2A overlap" : ", no A2A overlap") +
+                          " (not stated: Megatron-Bridge v0.2.0's presets for " + model_name +
+                          " on " + gpu + ")");
+  }
+}
+
+}  // namespace meshplan
