@@ -454,7 +454,10 @@ void layer_ops(const ModelSpec& m, const LayerSetting& s, bool moe_ffn, std::vec
                         m.linear_bias ? h : 0, tokens, tp, linear_dtype);
     add_tp_region_edge(op, s, volume, false);
     if (op_level) rerun_whole(op);
-    t.tp_split("out_proj.input", out_width, linear_bytes);
+    // MLA's linear_proj keeps the attention output in 16 bits under fp8 (Megatron-LM d98e8a6,
+    // multi_latent_attention.py: set_save_original_input(linear_proj), the fused core attention
+    // already saving that tensor), not a quantized copy.
+    t.tp_split("out_proj.input", out_width, m.mla ? kHalfBytes : linear_bytes);
     saves_kept(op);
     ops.push_back(std::move(op));
   }

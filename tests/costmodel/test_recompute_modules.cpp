@@ -106,6 +106,9 @@ TEST_CASE("MLA: both down projections read one saved input in 16 bits, own copie
   CHECK(saved(fp8.layer, Recompute::kNone) - saved(fp8.layer, Recompute::kSelective) ==
         2 * T * 4096 * 1);
   CHECK(fp8.op("input_norm").selective_rerun == Rerun::kWhole);
+  // linear_proj keeps the attention output [T, 32 x 128] in 16 bits under fp8 too
+  // (set_save_original_input: the core attention saves that tensor already).
+  CHECK(total_bytes(fp8.op("proj").saved[0]) == T * 32 * 128 * 2);
 }
 
 TEST_CASE("moe_act and layernorm on an MoE layer, and a GQA layer's fused norms save the same",
