@@ -28,6 +28,11 @@ struct GpuSpec {
   bool flash_attention = true;                  ///< FlashAttention-2 kernels exist (not on V100)
   double cuda_context_bytes = 0;                ///< CUDA context + library workspaces, bytes
   double allocator_fragmentation_fraction = 0;  ///< extra share held by the caching allocator
+  /// The GPU's link to host memory, which CPU offloading moves activations over: "NVLink-C2C",
+  /// "PCIe Gen5 x16"; "" when unknown.
+  std::string host_link;
+  /// Its bandwidth in one direction, bytes/s (decimal); 0 when unknown.
+  double host_link_bandwidth_bytes_per_s = 0;
 };
 
 /// Dense peak of the GPU's tensor cores at `precision`; nullopt when the GPU has no such unit

@@ -1,5 +1,6 @@
 #include "costmodel/layer_ops.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <utility>
@@ -172,6 +173,89 @@ LayerOp norm(const std::string& name, double elements, double bytes_per_element,
   return op;
 }
 
+/// The op of `ops` named `name`, or nullptr.
+LayerOp* find_op(std::vector<LayerOp>& ops, const std::string& name) {
+  for (LayerOp& op : ops) {
+    if (op.name == name) return &op;
+  }
+  return nullptr;
+}
+
+/// Megatron-Core's recompute modules other than core_attn (layer_ops.hpp's table), applied to
+/// one layer's ops built under its policy: each drops the tensors it frees from the op's
+/// kSelective list and marks what it runs again. `t` lists the rope key mla_up_proj keeps.
+void apply_recompute_modules(const ModelSpec& m, const LayerSetting& s, bool moe_ffn,
+                             std::vector<LayerOp>& ops, TensorList& t) {
+  const RecomputeModules& mods = s.recompute_modules;
+  // Drops every tensor `name` saves under selective recompute and, with `rerun`, runs it again.
+  const auto recompute = [&](const std::string& name, bool rerun) {
+    if (LayerOp* op = find_op(ops, name)) {
+      op->saved[kSelective].clear();
+      if (rerun) rerun_whole(*op);
+    }
+  };
+  const auto drop_tensor = [&](const std::string& op_name, const std::string& tensor) {
+    if (LayerOp* op = find_op(ops, op_name)) {
+      std::vector<SavedTensor>& saved = op->saved[kSelective];
+      saved.erase(std::remove_if(saved.begin(), saved.end(),
+                                 [&](const SavedTensor& x) { return x.name == tensor; }),
+                  saved.end());
+    }
+  };
+  const auto rerun = [&](const std::string& name) {
+    if (LayerOp* op = find_op(ops, name)) rerun_whole(*op);
+  };
+  if (m.mla && mods.has(RecomputeModule::kMlaUpProj)) {
+    const bool q_lora = m.mla->q_lora_rank > 0;
+    // The checkpoint keeps q_compressed (without q_lora: the norm output, q's input), the
+    // latent kv and the rope key; the up projections' inputs and q, k, v go.
+    if (q_lora) recompute("q_up", true);
+    if (!q_lora) rerun("q");
+    recompute("kv_up", true);
+    rerun("rope");
+    for (const char* x : {"attention.q", "attention.k", "attention.v"}) drop_tensor("attention", x);
+    if (LayerOp* kvn = find_op(ops, "kv_down_norm")) {
+      t.gathered("mla_up_proj.k_pos_emb (checkpoint input)", m.mla->qk_rope_head_dim, kHalfBytes);
+      for (SavedTensor& x : t.take()) kvn->saved[kSelective].push_back(std::move(x));
+    }
+  }
+  if (mods.has(RecomputeModule::kLayernorm)) {
+    if (m.mla) {
+      recompute(m.mla->q_lora_rank > 0 ? "q_down" : "q", false);
+      recompute("kv_down", false);
+      rerun("input_norm");
+    }
+    if (moe_ffn) {
+      drop_tensor("router", "router.input");
+      recompute("shared_fc1", false);
+      rerun("post_attention_norm");
+    }
+  }
+  if (moe_ffn && mods.has(RecomputeModule::kMoeAct)) {
+    recompute("expert_fc2", false);
+    rerun("expert_activation");
+  }
+  if (!moe_ffn && mods.has(RecomputeModule::kMlp)) {
+    rerun("post_attention_norm");
+    for (const char* name : {"fc1", "activation", "fc2"}) recompute(name, true);
+  }
+  if (moe_ffn && mods.has(RecomputeModule::kMoe)) {
+    // The checkpoint's input is the router's (the pre-MLP norm's output).
+    for (const char* x : {"router.probs", "router.routing_map"}) drop_tensor("router", x);
+    rerun("router");
+    for (const char* name :
+         {"permute", "expert_fc1", "expert_activation", "expert_fc2", "unpermute", "shared_fc1",
+          "shared_activation", "shared_fc2", "shared_gate"}) {
+      recompute(name, true);
+    }
+  }
+  if (moe_ffn && mods.has(RecomputeModule::kSharedExperts)) {
+    for (const char* name : {"shared_fc1", "shared_activation", "shared_fc2", "shared_gate"}) {
+      recompute(name, true);
+    }
+  }
+}
+
 /// The ops of one layer; `moe_ffn`: the mixture-of-experts FFN instead of the dense MLP.
 void layer_ops(const ModelSpec& m, const LayerSetting& s, bool moe_ffn, std::vector<LayerOp>& ops) {
   const std::int64_t tp = s.tp;
@@ -237,14 +321,17 @@ void layer_ops(const ModelSpec& m, const LayerSetting& s, bool moe_ffn, std::vec
     // MLA's projections (this file's header). The latent norms' weights count with the
     // layer's norms.
     const MlaSpec& ml = *m.mla;
+    // Megatron-Core's MLASelfAttention (multi_latent_attention.py @d98e8a6) feeds the input
+    // norm's output to both down projections (or to q and kv_down without q_lora): one tensor,
+    // saved once in 16 bits; each fp8 linear saves its own quantized copy.
     auto projection = [&](const std::string& name, std::int64_t in, std::int64_t out, TpSplit split,
                           std::int64_t input_width, bool first) {
       LayerOp op =
           linear(name, ParamGroup::kAttention, in, out, split, 0, tokens, tp, linear_dtype);
       if (first) add_tp_region_edge(op, s, volume, true);
-      if (first) {
+      if (first || (input_width == h && s.fp8_linear_inputs)) {
         linear_input(name + ".input");
-      } else {
+      } else if (input_width != h) {
         t.gathered(name + ".input", input_width, linear_bytes);
       }
       saves_kept(op);
@@ -339,7 +426,8 @@ void layer_ops(const ModelSpec& m, const LayerSetting& s, bool moe_ffn, std::vec
       op.collectives.push_back(
           {GroupKind::kCp, Collective::kSendRecv, kv_chunk, s.cp - 1, 2 * (s.cp - 1)});
     }
-    if (!op_level) rerun_whole(op);
+    const bool core_attn = !op_level && s.recompute_modules.has(RecomputeModule::kCoreAttn);
+    if (core_attn) rerun_whole(op);
     // q, k, v stay saved under the core policy, which drops what the core rebuilds from them.
     t.tp_split("attention.q", q, kHalfBytes);
     t.tp_split("attention.k", kv, kHalfBytes);
@@ -363,7 +451,7 @@ void layer_ops(const ModelSpec& m, const LayerSetting& s, bool moe_ffn, std::vec
       if (s.attention == AttentionImpl::kFlash) t.per_head("attention.softmax_lse", a, kFp32Bytes);
       saves(op, kSelective);
     } else {
-      op.saved[kSelective] = qkv_saved;
+      op.saved[kSelective] = core_attn ? qkv_saved : op.saved[kNone];
     }
     ops.push_back(std::move(op));
   }
@@ -372,7 +460,10 @@ void layer_ops(const ModelSpec& m, const LayerSetting& s, bool moe_ffn, std::vec
                         m.linear_bias ? h : 0, tokens, tp, linear_dtype);
     add_tp_region_edge(op, s, volume, false);
     if (op_level) rerun_whole(op);
-    t.tp_split("out_proj.input", out_width, linear_bytes);
+    // MLA's linear_proj keeps the attention output in 16 bits under fp8 (Megatron-LM d98e8a6,
+    // multi_latent_attention.py: set_save_original_input(linear_proj), the fused core attention
+    // already saving that tensor), not a quantized copy.
+    t.tp_split("out_proj.input", out_width, m.mla ? kHalfBytes : linear_bytes);
     saves_kept(op);
     ops.push_back(std::move(op));
   }
@@ -552,6 +643,8 @@ void layer_ops(const ModelSpec& m, const LayerSetting& s, bool moe_ffn, std::vec
     for (LayerOp& op : ops) {
       if (op.kind == LayerOpKind::kMemoryBound) rerun_whole(op);
     }
+  } else {
+    apply_recompute_modules(m, s, moe_ffn, ops, t);
   }
 }
 

@@ -50,6 +50,32 @@
 //   shared_fc1, shared_activation, shared_fc2: the dense MLP at width f_s (with shared experts),
 //                        tp-split with its sp all-gather and reduce-scatter
 //   shared_gate          linear         x[T, h] W[h, 1]   (Qwen2-MoE's shared_expert_gate)
+// Selective recompute under Megatron-Core's policy (SelectivePolicy::kAttentionCore) recomputes
+// the modules of LayerSetting::recompute_modules (Megatron-LM d98e8a6,
+// megatron/core/transformer/transformer_config.py recompute_modules; transformer_layer.py,
+// multi_latent_attention.py, moe/experts.py, moe/moe_layer.py, moe/shared_experts.py, mlp.py).
+// What each drops from the saved tensors (under kSelective) and runs again in the backward:
+//   core_attn       the attention core's own tensors (softmax, dropout, log-sum-exp); q, k, v
+//                   stay (the checkpoint's inputs). Reruns the attention core.
+//   mla_up_proj     q_up's and kv_up's inputs (the normed latents) and the attention's q, k, v
+//                   (CheckpointWithoutOutput frees them after the core attention ran); keeps the
+//                   latents before their norms and the rope key [T, p] (the checkpoint's
+//                   inputs). Reruns q_up (or q without q_lora), kv_up and rope.
+//   layernorm       the outputs of the norms that are modules of their own in Megatron-Core's
+//                   Transformer Engine spec (gpt_layer_specs.py): the input norm of an MLA layer
+//                   (q_down's and kv_down's inputs) and the pre-MLP norm of an MoE layer (the
+//                   router's and shared_fc1's inputs); a GQA layer's norms are fused into
+//                   linear_qkv and linear_fc1 (TELayerNormColumnParallelLinear, IdentityOp
+//                   modules): nothing. With fp8 the linears save the original input
+//                   (set_save_original_input), so nothing of it stays. Reruns those norms.
+//   moe_act         expert_fc2's input (the activation's output). Reruns expert_activation.
+//   mlp             a dense layer's fc1, activation and fc2 inputs (the checkpoint keeps the
+//                   MLP's input, post_attention_norm's input). Reruns the norm and the MLP.
+//   moe             an MoE layer's router .. unpermute and shared-expert tensors but the
+//                   router's input (the checkpoint's). Reruns them (not their all-to-alls: not
+//                   costed).
+//   shared_experts  shared_fc1's, shared_activation's and shared_fc2's inputs. Reruns them.
+//
 // This is Megatron-Core's MoEAlltoAllTokenDispatcher (Megatron-LM d98e8a6,
 // megatron/core/transformer/moe/token_dispatcher.py: permute, all-to-all over the ep group,
 // gather over the expert tp group; the reverse to combine) with grouped GEMMs
@@ -104,7 +130,10 @@ struct LayerSetting {
   double eager_softmax_backward_bytes = 6;
   double logits_bytes = 4;  ///< FrameworkConvention::logits_bytes
   SelectivePolicy selective = SelectivePolicy::kAttentionCore;  ///< FrameworkConvention's
-  bool tp_saves_gathered_inputs = false;                        ///< FrameworkConvention's
+  /// Under the kAttentionCore policy (Megatron-Core's), the modules selective recompute
+  /// recomputes (TrainingSetup::recompute_modules; default {core_attn}).
+  RecomputeModules recompute_modules;
+  bool tp_saves_gathered_inputs = false;  ///< FrameworkConvention's
   /// Quantized training (quantized_gemms) whose framework saves the linears' inputs in their
   /// quantized copy: 1 byte per element, fp8's (nvfp4's 0.5-byte values with their scales are
   /// counted at 1 too: TE keeps a column-wise copy for the weight gradient beside it).

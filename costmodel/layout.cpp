@@ -1,5 +1,6 @@
 #include "costmodel/layout.hpp"
 
+#include <array>
 #include <numeric>
 
 #include "costmodel/counted.hpp"
@@ -20,6 +21,52 @@ const char* to_string(Recompute recompute) {
 
 const char* to_string(AttentionImpl attention) {
   return attention == AttentionImpl::kFlash ? "flash" : "eager";
+}
+
+namespace {
+constexpr std::array<const char*, static_cast<std::size_t>(RecomputeModule::kCount)>
+    kRecomputeModuleNames = {"core_attn", "mla_up_proj", "layernorm",     "moe_act",
+                             "mlp",       "moe",         "shared_experts"};
+}  // namespace
+
+const char* to_string(RecomputeModule module) {
+  return kRecomputeModuleNames[static_cast<std::size_t>(module)];
+}
+
+std::optional<RecomputeModule> parse_recompute_module(const std::string& text) {
+  for (std::size_t i = 0; i < kRecomputeModuleNames.size(); ++i) {
+    if (text == kRecomputeModuleNames[i]) return static_cast<RecomputeModule>(i);
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> recompute_module_names(const RecomputeModules& modules) {
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < kRecomputeModuleNames.size(); ++i) {
+    if (modules.has(static_cast<RecomputeModule>(i))) names.emplace_back(kRecomputeModuleNames[i]);
+  }
+  return names;
+}
+
+std::vector<std::string> all_recompute_module_names() {
+  return {kRecomputeModuleNames.begin(), kRecomputeModuleNames.end()};
+}
+
+std::string recompute_modules_problem(const RecomputeModules& modules, const ModelSpec& model) {
+  if (modules.has(RecomputeModule::kMlaUpProj) && !model.mla) {
+    return "mla_up_proj is only supported with multi-latent attention (the model has none)";
+  }
+  for (RecomputeModule m :
+       {RecomputeModule::kMoeAct, RecomputeModule::kMoe, RecomputeModule::kSharedExperts}) {
+    if (modules.has(m) && !model.moe) {
+      return std::string(to_string(m)) + " is only supported with a mixture-of-experts model";
+    }
+  }
+  if (modules.has(RecomputeModule::kSharedExperts) && model.moe &&
+      model.moe->num_shared_experts == 0) {
+    return "shared_experts needs shared experts (the model has none)";
+  }
+  return "";
 }
 
 std::optional<Recompute> parse_recompute(const std::string& text) {

@@ -38,6 +38,50 @@ enum class Recompute { kNone, kSelective, kFull };
 /// (scores, softmax and dropout mask materialized and saved for backward).
 enum class AttentionImpl { kFlash, kEager };
 
+/// Megatron-Core's selective recompute modules (--recompute-granularity selective
+/// --recompute-modules ...; Megatron-LM d98e8a6, megatron/core/transformer/transformer_config.py,
+/// recompute_modules). What each drops from the saved tensors and runs again is in
+/// layer_ops.hpp. "core_attn", "mlp", "moe" and "shared_experts" are normal checkpoints (the
+/// module keeps only its input); "mla_up_proj", "layernorm" and "moe_act" discard their output
+/// after its consumer ran (CheckpointWithoutOutput) and recompute it in the backward.
+enum class RecomputeModule {
+  kCoreAttn,       ///< "core_attn": the attention core (softmax, dropout, attention over V)
+  kMlaUpProj,      ///< "mla_up_proj": MLA's q/kv up projections and RoPE (MLA models only)
+  kLayernorm,      ///< "layernorm": the norms that are modules of their own (not fused)
+  kMoeAct,         ///< "moe_act": the routed experts' activation (MoE models only)
+  kMlp,            ///< "mlp": a dense layer's whole MLP
+  kMoe,            ///< "moe": an MoE layer's whole MoE block (router to combine)
+  kSharedExperts,  ///< "shared_experts": an MoE layer's shared experts
+  kCount
+};
+
+/// A set of RecomputeModule, one bit each. Default: {core_attn}, Megatron-Core's default list
+/// when --recompute-modules is not given (transformer_config.py: recompute_modules =
+/// ["core_attn"]).
+struct RecomputeModules {
+  unsigned bits = 1u << static_cast<unsigned>(RecomputeModule::kCoreAttn);
+  bool has(RecomputeModule m) const { return (bits >> static_cast<unsigned>(m)) & 1u; }
+  void add(RecomputeModule m) { bits |= 1u << static_cast<unsigned>(m); }
+  bool operator==(const RecomputeModules& o) const { return bits == o.bits; }
+  bool operator!=(const RecomputeModules& o) const { return bits != o.bits; }
+  /// The empty set (then add() each module).
+  static RecomputeModules none() { return RecomputeModules{0}; }
+};
+
+/// Megatron-Core's name of `module` ("core_attn", "mla_up_proj", ...).
+const char* to_string(RecomputeModule module);
+/// The module named `text` (Megatron-Core's names), or nullopt.
+std::optional<RecomputeModule> parse_recompute_module(const std::string& text);
+/// Megatron-Core's names of the modules in `modules`, in RecomputeModule order.
+std::vector<std::string> recompute_module_names(const RecomputeModules& modules);
+/// Every module name Megatron-Core's recompute_modules accepts that meshplan models.
+std::vector<std::string> all_recompute_module_names();
+/// Why `modules` cannot be recomputed on `model`, or "" (Megatron-Core's checks in
+/// transformer_config.py: mla_up_proj needs multi-latent attention, moe_act an MoE model with
+/// grouped GEMMs, which meshplan's MoE layer is; moe and shared_experts an MoE model, the
+/// latter with shared experts).
+std::string recompute_modules_problem(const RecomputeModules& modules, const ModelSpec& model);
+
 const char* to_string(Recompute recompute);
 const char* to_string(AttentionImpl attention);
 std::optional<Recompute> parse_recompute(const std::string& text);

@@ -151,7 +151,37 @@ LayerSetting layer_setting(const Layout& layout, const TrainingSetup& setup) {
   LayerSetting s =
       layer_setting(layout, setup.seq, setup.precision, setup.attention, setup.framework);
   s.moe_imbalance = setup.moe_imbalance;
+  s.recompute_modules = setup.recompute_modules;
   return s;
+}
+
+std::string cpu_offload_problem(const TrainingSetup& setup, const Layout& layout,
+                                const ModelSpec& model) {
+  const std::int64_t n = setup.cpu_offload_layers;
+  if (n == 0) return "";
+  if (n < 0 || n >= model.num_layers) {
+    return "CPU offloading of " + std::to_string(n) + " layers: it can be done only for 0 to " +
+           std::to_string(model.num_layers - 1) + " layers (fewer than the model's " +
+           std::to_string(model.num_layers) + ")";
+  }
+  if (layout.pp > 1) {
+    return "CPU offloading needs pp 1 (Megatron-Core: no support for pipeline parallelism with "
+           "CPU offloading), got pp " +
+           std::to_string(layout.pp);
+  }
+  if (layout.recompute != Recompute::kNone) {
+    return std::string(
+               "CPU offloading needs recompute none (Megatron-Core: it does not work "
+               "when activation recomputation is enabled), got recompute ") +
+           to_string(layout.recompute);
+  }
+  return "";
+}
+
+std::string host_link_problem(const TrainingSetup& setup, const GpuSpec& gpu) {
+  if (setup.cpu_offload_layers == 0 || gpu.host_link_bandwidth_bytes_per_s > 0) return "";
+  return "CPU offloading needs the GPU's host link bandwidth, which GPU " + gpu.name +
+         " does not give (its JSON's host_link)";
 }
 
 ActivationBytes ActivationBytes::scaled(double f) const {
@@ -251,6 +281,12 @@ double peak_layers_held(const Layout& l, const ModelSpec& model, std::int64_t st
 
 }  // namespace
 
+std::int64_t offloaded_layers(const TrainingSetup& setup, const Layout& layout,
+                              std::int64_t stage_layers) {
+  if (layout.pp != 1 || layout.recompute != Recompute::kNone) return 0;
+  return std::clamp<std::int64_t>(setup.cpu_offload_layers, 0, stage_layers);
+}
+
 StageMemory stage_memory(const MemoryContext& x, std::int64_t stage) {
   const Layout& l = x.layout;
   const FrameworkConvention& fw = x.setup.framework;
@@ -285,6 +321,18 @@ StageMemory stage_memory(const MemoryContext& x, std::int64_t stage) {
   const double moe_share = layers > 0 ? main_moe / static_cast<double>(layers) : 0.0;
   s.moe_layers_held = s.layer_activations_held * moe_share + mtp_moe_layers;
   s.dense_layers_held = s.layer_activations_held * (1 - moe_share) + mtp_dense_layers;
+  if (const std::int64_t offloaded = offloaded_layers(x.setup, l, layers); offloaded > 0) {
+    // CPU offloading (TrainingSetup::cpu_offload_layers; pp 1, so one micro-batch in flight):
+    // Transformer Engine keeps at most num_layers - N layers' activations on the GPU at any
+    // time, stalling compute and reloads to hold it (TransformerEngine d0067d0,
+    // docs/features/other_optimizations/cpu_offloading/cpu_offloading.rst, "Default Offloading
+    // Scheduling"): the last L - N layers', the first N being in host memory at the peak.
+    std::int64_t kept_moe = 0;
+    for (std::int64_t i = offloaded; i < layers; ++i) kept_moe += is_moe_layer(x.model, i) ? 1 : 0;
+    s.layer_activations_held = static_cast<double>(layers - offloaded);
+    s.moe_layers_held = static_cast<double>(kept_moe) + mtp_moe_layers;
+    s.dense_layers_held = static_cast<double>(layers - offloaded - kept_moe) + mtp_dense_layers;
+  }
   s[T::kLayerActivations] = s.dense_layers_held * x.activations.layer_bytes +
                             s.moe_layers_held * x.activations.moe_layer_bytes;
   if (first) {
@@ -457,6 +505,12 @@ MemoryLedger build_memory_ledger(const ModelSpec& model, const Layout& layout,
           // Dense and MoE layers' tensors, each as often as the stage holds its kind.
           if (m.dense_layers_held > 0) add_tensors(s, layer, m.dense_layers_held);
           if (m.moe_layers_held > 0) add_tensors(s, moe_layer, m.moe_layers_held);
+          if (const std::int64_t n = offloaded_layers(setup, layout, s.layers); n > 0) {
+            s.entries.push_back({"cpu_offload (the first " + std::to_string(n) +
+                                     " layers' activations, in host memory at the peak)",
+                                 MemoryCategory::kActivations, "-", half, static_cast<double>(n), 0,
+                                 "-"});
+          }
           break;
         case MemoryTerm::kEmbeddingActivations:
           if (s.has_embedding) {

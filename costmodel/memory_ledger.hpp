@@ -75,6 +75,16 @@ struct TrainingSetup {
   /// megatron/core/pipeline_parallel/combined_1f1b.py: "EP A2A in forward step is hidden by the
   /// attention/mlp computation in the backward step, and vice versa").
   bool moe_a2a_overlap = false;
+  /// Under selective recompute with Megatron-Core's policy, the modules recomputed
+  /// (--recompute-modules; default {core_attn}, Megatron-Core's default; layer_ops.hpp).
+  RecomputeModules recompute_modules;
+  /// Megatron-Core's activation CPU offloading (--cpu-offloading --cpu-offloading-num-layers
+  /// N; 0: off): the saved activations of the first N transformer layers go to host memory in
+  /// the forward and come back in the backward (Transformer Engine's get_cpu_offload_context,
+  /// which Megatron-Core's TransformerBlock wraps each layer in). Megatron-Core (d98e8a6,
+  /// transformer_config.py) requires 0 <= N < num_layers, pp 1 and no recompute
+  /// (cpu_offload_problem).
+  std::int64_t cpu_offload_layers = 0;
   /// The framework family's fitted parameters on the GPU's profile (fitted_rates(profile,
   /// framework)); the ledger reads the memory ones (memory_per_token_bytes, oom_log_bias,
   /// oom_log_spread). Defaults: the unfitted ledger.
@@ -150,6 +160,24 @@ struct ActivationBytes {
 
 /// The layer op table's setting (layer_ops.hpp) for `layout` and `setup`.
 LayerSetting layer_setting(const Layout& layout, const TrainingSetup& setup);
+
+/// Layers of a stage of `stage_layers` whose activations CPU offloading moves to host memory:
+/// setup.cpu_offload_layers (at most the stage's) where the layout allows offloading (pp 1,
+/// recompute none), else 0.
+std::int64_t offloaded_layers(const TrainingSetup& setup, const Layout& layout,
+                              std::int64_t stage_layers);
+
+/// Why `setup`'s CPU offloading cannot run with `layout` of `model`, or "" (none asked, or it
+/// can): Megatron-Core's checks (Megatron-LM d98e8a6, transformer_config.py __post_init__):
+/// "CPU offloading can be done only for layers less than num_layers", "Currently there is no
+/// support for Pipeline parallelism with CPU offloading", "CPU offloading does not work when
+/// activation recomputation is enabled".
+std::string cpu_offload_problem(const TrainingSetup& setup, const Layout& layout,
+                                const ModelSpec& model);
+
+/// Why `gpu` cannot offload `setup`'s activations, or "": CPU offloading needs the GPU's host
+/// link bandwidth (its step time moves the activations over it).
+std::string host_link_problem(const TrainingSetup& setup, const GpuSpec& gpu);
 
 /// The activation bytes of the table `ops` under its setting's recompute.
 ActivationBytes activation_bytes(const LayerOps& ops);

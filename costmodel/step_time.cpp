@@ -41,7 +41,7 @@ double exposed_beside(double comm_s, double compute_s, double sm_fraction) {
 
 double StepBreakdown::total() const {
   return compute_s + recompute_s + tp_exposed_s + cp_exposed_s + fsdp_exposed_s + ep_exposed_s +
-         pp_p2p_s + bubble_s + dp_exposed_s + optimizer_s;
+         pp_p2p_s + bubble_s + dp_exposed_s + optimizer_s + offload_exposed_s;
 }
 
 namespace {
@@ -322,14 +322,19 @@ StepContext::StepContext(const ModelSpec& m, const TrainingSetup& s, const Clust
     gemm_rates.gemm.peak_efficiency = profile.gemm.fp8_peak_efficiency;
   }
   flops = exact_flops_per_token(m, s.seq);
-  // What selective recompute reruns does not depend on the layout: the table at tp 1.
+  // What selective recompute reruns does not depend on the layout: the table at tp 1, each
+  // layer kind's rerun times its layers.
   LayerSetting per_token;
   per_token.seq = s.seq;
   per_token.selective = s.framework.selective;
-  for (const LayerOp& op : build_layer_ops(m, per_token).layer) {
-    selective_recompute_flops_per_token += op.rerun_flops_per_token;
+  per_token.recompute_modules = s.recompute_modules;
+  per_token.saved_tensors = false;
+  const LayerOps table = build_layer_ops(m, per_token);
+  for (std::int64_t i = 0; i < m.num_layers; ++i) {
+    for (const LayerOp& op : table.layer_at(m, i)) {
+      selective_recompute_flops_per_token += op.rerun_flops_per_token;
+    }
   }
-  selective_recompute_flops_per_token *= static_cast<double>(m.num_layers);
   optimizer_bytes_per_param = optimizer_passes(s).bytes_per_param();
 }
 
@@ -358,7 +363,9 @@ void GroupRates::set_expert_groups(const ExpertGroupRates& expert) {
 
 LayerCosts layer_costs(const StepContext& x, const Layout& l, const GroupRates& groups) {
   LayerSetting setting = layer_setting(l, x.setup);
-  setting.saved_tensors = false;  // the time reads none
+  // The time reads no saved tensor but CPU offloading's bytes.
+  const bool offloads = offloaded_layers(x.setup, l, x.model.num_layers) > 0;
+  setting.saved_tensors = offloads;
   const LayerOps ops = build_layer_ops(x.model, setting);
   // Ring-attention calls (cp > 1) at the fitted ring rate; layers at least the host's pace
   // (host_bound.hpp).
@@ -374,6 +381,10 @@ LayerCosts layer_costs(const StepContext& x, const Layout& l, const GroupRates& 
   }
   c.embedding = edge_cost(ops.embedding, x.half_rates, groups.tp);
   c.head = edge_cost(ops.head, x.half_rates, groups.tp);
+  if (offloads) {
+    c.saved_bytes = total_bytes(saved_tensors(ops.layer, l.recompute));
+    c.moe.saved_bytes = total_bytes(saved_tensors(ops.moe_layer, l.recompute));
+  }
   return c;
 }
 
@@ -523,6 +534,22 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
                       (l.sp ? 0.0 : groups.tp.time_s(Collective::kAllGather, boundary))
                 : 0.0;
   StepBreakdown& bd = e.breakdown;
+  if (const std::int64_t n = offloaded_layers(setup, l, model.num_layers); n > 0) {
+    // CPU offloading (pp 1: the one stage is the slowest): the first n layers' saved tensors
+    // cross the host link once each way per micro-batch, D2H on Transformer Engine's offload
+    // stream beside the forward (starting as each tensor is saved), H2D beside the backward
+    // (prefetched ahead of the layer that needs it); a direction stalls the compute only where
+    // its transfer outlasts the pass it runs beside (TransformerEngine d0067d0,
+    // cpu_offloading.rst: "Default Offloading Scheduling", Figures 3 and 4). The HBM traffic
+    // of the copies (which the same page says memory-bound kernels may feel) is not costed.
+    double bytes = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      bytes += is_moe_layer(model, i) ? layer.moe.saved_bytes : layer.saved_bytes;
+    }
+    const double link_s = bytes / x.cluster.gpu.host_link_bandwidth_bytes_per_s;
+    bd.offload_exposed_s = m * (std::max(0.0, link_s - slowest.forward_s) +
+                                std::max(0.0, link_s - slowest.backward_s));
+  }
   bd.compute_s = m * slowest.compute_s;
   bd.recompute_s = m * slowest.recompute_s;
   bd.tp_exposed_s = m * slowest.tp_s;

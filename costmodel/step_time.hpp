@@ -89,6 +89,9 @@ struct StepBreakdown {
   double bubble_s = 0;        ///< pipeline bubble: (sum of the stages' times - the slowest's) / v
   double dp_exposed_s = 0;    ///< data-parallel gradient reduction / parameter gather not hidden
   double optimizer_s = 0;     ///< optimizer step
+  /// CPU offloading's transfers not hidden (TrainingSetup::cpu_offload_layers): host-link
+  /// time beyond the forward (D2H) or backward (H2D) it runs beside, m micro-batches.
+  double offload_exposed_s = 0;
   /// The sum of the above, seconds.
   double total() const;
 };
@@ -225,6 +228,10 @@ struct BlockCosts {
   /// Megatron-Core runs them between the permute and the experts on the compute stream unless
   /// --overlap-moe-expert-parallel-comm (off by default; not costed) or DeepEP hides them.
   double ep_forward_s = 0, ep_backward_s = 0;
+  /// Bytes one layer saves for backward per micro-batch under the setting's recompute, which
+  /// CPU offloading moves to the host and back; filled only with TrainingSetup::
+  /// cpu_offload_layers > 0 (else 0: the time's table lists no saved tensors).
+  double saved_bytes = 0;
 };
 
 /// Seconds of one dense layer (the base), one MoE layer (`moe`; zeros for a dense model) and

@@ -174,14 +174,35 @@ CommandAction add_estimate_command(CLI::App& app) {
                       "the place "
                       "of the input and layout flags")
           ->check(non_empty("a plan.json written by meshplan plan or estimate with --out"));
-  exclude_with_plan(
-      *cmd, *plan_option,
-      {"--model",        "--cluster",    "--profile",     "--gpus",         "--framework",
-       "--precision",    "--dp",         "--tp",          "--pp",           "--cp",
-       "--vpp",          "--mbs",        "--gbs",         "--seq",          "--zero",
-       "--recompute",    "--sp",         "--attention",   "--stage-layers", "--tp-overlap",
-       "--dp-overlap",   "--pp-overlap", "--elementwise", "--ep",           "--etp",
-       "--moe-imbalance"});
+  exclude_with_plan(*cmd, *plan_option,
+                    {"--model",
+                     "--cluster",
+                     "--profile",
+                     "--gpus",
+                     "--framework",
+                     "--precision",
+                     "--dp",
+                     "--tp",
+                     "--pp",
+                     "--cp",
+                     "--vpp",
+                     "--mbs",
+                     "--gbs",
+                     "--seq",
+                     "--zero",
+                     "--recompute",
+                     "--sp",
+                     "--attention",
+                     "--stage-layers",
+                     "--tp-overlap",
+                     "--dp-overlap",
+                     "--pp-overlap",
+                     "--elementwise",
+                     "--ep",
+                     "--etp",
+                     "--moe-imbalance",
+                     "--recompute-modules",
+                     "--cpu-offload-layers"});
 
   return [o](std::ostream& out, std::ostream& err) {
     check_outputs(*o);

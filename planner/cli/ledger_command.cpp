@@ -307,12 +307,31 @@ CommandAction add_ledger_command(CLI::App& app) {
       ->check(positive_up_to(1e9));
   add_mfu_option(*cmd, o->mfu);
   add_layout_options(*cmd, o->layout);
-  exclude_with_plan(
-      *cmd, *plan,
-      {"--model",        "--params", "--gpu",  "--framework",    "--precision", "--gpus",
-       "--dp",           "--tp",     "--pp",   "--cp",           "--vpp",       "--mbs",
-       "--gbs",          "--seq",    "--zero", "--recompute",    "--sp",        "--attention",
-       "--stage-layers", "--ep",     "--etp",  "--moe-imbalance"});
+  exclude_with_plan(*cmd, *plan,
+                    {"--model",
+                     "--params",
+                     "--gpu",
+                     "--framework",
+                     "--precision",
+                     "--gpus",
+                     "--dp",
+                     "--tp",
+                     "--pp",
+                     "--cp",
+                     "--vpp",
+                     "--mbs",
+                     "--gbs",
+                     "--seq",
+                     "--zero",
+                     "--recompute",
+                     "--sp",
+                     "--attention",
+                     "--stage-layers",
+                     "--ep",
+                     "--etp",
+                     "--moe-imbalance",
+                     "--recompute-modules",
+                     "--cpu-offload-layers"});
   cmd->add_flag("--all-stages", o->all_stages,
                 "Print every pipeline stage's entries (default: the worst stage's; --json "
                 "always lists every stage's)");
@@ -325,9 +344,10 @@ CommandAction add_ledger_command(CLI::App& app) {
           "--plan FILE");
     }
     if (o->plan.empty() && o->model.empty()) {
-      for (const char* flag : {"--dp", "--tp", "--pp", "--cp", "--vpp", "--mbs", "--gbs", "--seq",
-                               "--zero", "--recompute", "--sp", "--attention", "--stage-layers",
-                               "--all-stages", "--ep", "--etp", "--moe-imbalance"}) {
+      for (const char* flag :
+           {"--dp", "--tp", "--pp", "--cp", "--vpp", "--mbs", "--gbs", "--seq", "--zero",
+            "--recompute", "--sp", "--attention", "--stage-layers", "--all-stages", "--ep", "--etp",
+            "--moe-imbalance", "--recompute-modules", "--cpu-offload-layers"}) {
         if (cmd->count(flag) > 0) {
           throw InputError(std::string("ledger: ") + flag +
                            " needs --model (with --params only "

@@ -205,6 +205,44 @@ void add_mfu_option(CLI::App& cmd, double& mfu) {
       ->check(number_in(kMinMfu, 1.0));
 }
 
+void add_recompute_module_options(CLI::App& cmd, std::vector<std::string>& modules,
+                                  std::int64_t& cpu_offload_layers) {
+  cmd.add_option("--recompute-modules", modules,
+                 "With --recompute selective, the modules recomputed, as Megatron-Core's "
+                 "--recompute-modules: core_attn mla_up_proj layernorm moe_act mlp moe "
+                 "shared_experts (default: core_attn)")
+      ->check(CLI::IsMember(all_recompute_module_names()));
+  cmd.add_option("--cpu-offload-layers", cpu_offload_layers,
+                 "Activation CPU offloading of the first N layers, as Megatron-Core's "
+                 "--cpu-offloading --cpu-offloading-num-layers N: their saved activations go to "
+                 "host memory over the GPU's host link (needs pp 1 and recompute none; "
+                 "default: 0, off)")
+      ->check(CLI::NonNegativeNumber);
+}
+
+void apply_recompute_module_options(const std::vector<std::string>& modules,
+                                    std::int64_t cpu_offload_layers, const ModelSpec& model,
+                                    TrainingSetup& setup) {
+  if (!modules.empty()) {
+    if (setup.framework.selective != SelectivePolicy::kAttentionCore) {
+      throw InputError("--recompute-modules: Megatron-Core's modules; framework " +
+                       setup.framework.name + "'s selective recompute is op-level (torchtitan)");
+    }
+    RecomputeModules set = RecomputeModules::none();
+    for (const std::string& name : modules) set.add(*parse_recompute_module(name));
+    if (const std::string problem = recompute_modules_problem(set, model); !problem.empty()) {
+      throw InputError("--recompute-modules: " + problem);
+    }
+    setup.recompute_modules = set;
+  }
+  setup.cpu_offload_layers = cpu_offload_layers;
+  if (cpu_offload_layers >= model.num_layers) {
+    throw InputError("--cpu-offload-layers " + std::to_string(cpu_offload_layers) +
+                     ": CPU offloading can be done only for fewer layers than the model's " +
+                     std::to_string(model.num_layers) + " (Megatron-Core)");
+  }
+}
+
 void add_moe_imbalance_option(CLI::App& cmd, double& imbalance) {
   cmd.add_option("--moe-imbalance", imbalance,
                  "Mixture-of-experts load imbalance: the busiest expert's tokens over the "
@@ -278,6 +316,7 @@ void add_layout_options(CLI::App& cmd, LayoutFlags& f) {
                  "default)")
       ->check(positive);
   add_moe_imbalance_option(cmd, f.moe_imbalance);
+  add_recompute_module_options(cmd, f.recompute_modules, f.cpu_offload_layers);
   cmd.add_option(
          "--vpp", f.vpp,
          "Virtual pipeline stages (model chunks) per rank; > 1 is the interleaved 1F1B schedule")
@@ -593,6 +632,17 @@ ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, cons
   r.setup.seq = seq;
   r.setup.moe_imbalance = f.moe_imbalance;
   for (const std::string& note : moe_notes(model, f.moe_imbalance)) r.notes.push_back(note);
+  apply_recompute_module_options(f.recompute_modules, f.cpu_offload_layers, model, r.setup);
+  if (!f.recompute_modules.empty() && l.recompute != Recompute::kSelective) {
+    throw InputError("--recompute-modules: needs --recompute selective, got --recompute " +
+                     f.recompute);
+  }
+  if (const std::string problem = cpu_offload_problem(r.setup, l, model); !problem.empty()) {
+    throw InputError("--cpu-offload-layers: " + problem);
+  }
+  if (const std::string problem = host_link_problem(r.setup, gpu); !problem.empty()) {
+    throw InputError("--cpu-offload-layers: " + problem);
+  }
   if (f.seq <= 0) {
     r.notes.push_back(seq_default_note(r.setup.seq));
   }

@@ -130,7 +130,21 @@ struct LayoutFlags {
   std::int64_t ep = 1;       ///< expert parallel degree (MoE models)
   std::int64_t etp = 0;      ///< expert tensor parallel degree; 0: tp for an MoE model (Megatron's)
   double moe_imbalance = 1;  ///< TrainingSetup::moe_imbalance
+  std::vector<std::string> recompute_modules;  ///< empty: Megatron-Core's default (core_attn)
+  std::int64_t cpu_offload_layers = 0;         ///< TrainingSetup::cpu_offload_layers
 };
+
+/// --recompute-modules NAME... and --cpu-offload-layers N (estimate, ledger and plan).
+void add_recompute_module_options(CLI::App& cmd, std::vector<std::string>& modules,
+                                  std::int64_t& cpu_offload_layers);
+
+/// `setup.recompute_modules` and `setup.cpu_offload_layers` from the flags' values. Errors
+/// (InputError, naming the flag): modules given under a convention whose selective recompute
+/// is not Megatron-Core's (fsdp), or that the model cannot recompute; offloading that
+/// Megatron-Core refuses for `model` (pp and recompute are checked per layout).
+void apply_recompute_module_options(const std::vector<std::string>& modules,
+                                    std::int64_t cpu_offload_layers, const ModelSpec& model,
+                                    TrainingSetup& setup);
 
 /// The note every command prints when --seq was not given: "seq 8192 (default: the model's
 /// seq_length, its pre-training length for a Hugging Face config; set --seq)".

@@ -41,6 +41,8 @@ struct PlanOptions {
   std::int64_t dp = 0, tp = 0, pp = 0, cp = 0, vpp = 0, mbs = 0;
   std::int64_t ep = 0, etp = 0;
   double moe_imbalance = 1;
+  std::vector<std::string> recompute_modules;
+  std::int64_t cpu_offload_layers = 0;
   int zero = -1;
   std::string recompute, sp;
   bool allow_cross_node_tp = false;
@@ -167,6 +169,24 @@ TrainingSetup plan_setup(const PlanOptions& o, const Scenario& x, std::vector<st
   if (o.seq <= 0) notes.push_back(seq_default_note(setup.seq));
   setup.moe_imbalance = o.moe_imbalance;
   for (const std::string& note : moe_notes(x.model, o.moe_imbalance)) notes.push_back(note);
+  apply_recompute_module_options(o.recompute_modules, o.cpu_offload_layers, x.model, setup);
+  if (!o.recompute_modules.empty() && !o.recompute.empty() && o.recompute != "selective") {
+    throw InputError("--recompute-modules: apply to selective recompute, but --recompute pins " +
+                     o.recompute);
+  }
+  if (const std::string problem = host_link_problem(setup, gpu); !problem.empty()) {
+    throw InputError("--cpu-offload-layers: " + problem);
+  }
+  if (o.cpu_offload_layers > 0 && ((o.pp > 1) || (!o.recompute.empty() && o.recompute != "none"))) {
+    throw InputError(
+        "--cpu-offload-layers: Megatron-Core offloads with pp 1 and recompute none only; "
+        "drop the --pp or --recompute pin");
+  }
+  if (o.cpu_offload_layers > 0) {
+    notes.push_back("CPU offloading of " + std::to_string(o.cpu_offload_layers) +
+                    " layers: the search keeps pp 1 and recompute none (Megatron-Core's "
+                    "constraints)");
+  }
   if (!x.model.moe && (o.ep > 1 || o.etp > 1)) {
     throw InputError("--ep/--etp: " + x.model.name +
                      " is a dense model; the expert mesh needs a mixture-of-experts model");
@@ -237,6 +257,10 @@ SearchRequest search_request(const PlanOptions& o, const Scenario& x, const Trai
   request.pins.etp = pinned(o.etp);
   if (o.zero >= 0) request.pins.zero = o.zero;
   if (!o.recompute.empty()) request.pins.recompute = *parse_recompute(o.recompute);
+  if (o.cpu_offload_layers > 0) {
+    request.pins.pp = 1;
+    request.pins.recompute = Recompute::kNone;
+  }
   if (!o.sp.empty()) request.pins.sp = o.sp == "on";
   request.allow_cross_node_tp = o.allow_cross_node_tp;
   request.memory_reserve_bytes = o.memory_reserve_gib * kGiB;
@@ -407,6 +431,7 @@ CommandAction add_plan_command(CLI::App& app) {
                   "searched)")
       ->check(pin);
   add_moe_imbalance_option(*cmd, o->moe_imbalance);
+  add_recompute_module_options(*cmd, o->recompute_modules, o->cpu_offload_layers);
   cmd->add_option("--zero", o->zero, "Pin the ZeRO stage (0-3)")->check(CLI::Range(0, 3));
   cmd->add_option("--recompute", o->recompute, "Pin recompute: none | selective | full")
       ->check(CLI::IsMember({"none", "selective", "full"}));

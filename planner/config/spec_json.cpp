@@ -396,6 +396,11 @@ nlohmann::json gpu_to_json(const GpuSpec& g) {
                         {"hbm_bandwidth_bytes_per_s", copied},
                         {"peak_flops_per_s", copied},
                         {"runtime_overhead", copied}}}};
+  if (g.host_link_bandwidth_bytes_per_s > 0) {
+    j["host_link"] = {{"link", g.host_link},
+                      {"bandwidth_bytes_per_s", g.host_link_bandwidth_bytes_per_s}};
+    j["sources"]["host_link"] = copied;
+  }
   return j;
 }
 
@@ -703,10 +708,10 @@ ModelSpec model_from_json(const nlohmann::json& json, const std::string& file,
 
 GpuSpec gpu_from_json(const nlohmann::json& json, const std::string& file,
                       const std::string& path) {
-  StrictObject o =
-      open_schema(json, file, path, "meshplan-gpu/1",
-                  {"name", "description", "memory_bytes", "hbm_bandwidth_bytes_per_s",
-                   "peak_flops_per_s", "flash_attention", "runtime_overhead", "sources"});
+  StrictObject o = open_schema(
+      json, file, path, "meshplan-gpu/1",
+      {"name", "description", "memory_bytes", "hbm_bandwidth_bytes_per_s", "peak_flops_per_s",
+       "flash_attention", "runtime_overhead", "host_link", "sources"});
   GpuSpec g;
   g.name = o.text("name", "the GPU's name (a preset's is its file name)");
   g.description = o.string("description");
@@ -745,8 +750,18 @@ GpuSpec gpu_from_json(const nlohmann::json& json, const std::string& file,
                                         0, kMaxCudaContextBytes,
                                         "a whole number of bytes from 0 to 1099511627776 (2^40)");
   g.allocator_fragmentation_fraction = overhead.fraction("allocator_fragmentation_fraction");
-  require_sources(
-      o, {"memory_bytes", "hbm_bandwidth_bytes_per_s", "peak_flops_per_s", "runtime_overhead"});
+  // Optional (configs/README.md): absent is unknown, and CPU offloading is then refused.
+  if (o.has("host_link")) {
+    StrictObject link = o.object("host_link", {"link", "bandwidth_bytes_per_s"});
+    g.host_link = link.string("link");
+    g.host_link_bandwidth_bytes_per_s =
+        bounded(link, json.at("host_link"), "bandwidth_bytes_per_s", 1e8, true, 1e13,
+                "a number of bytes/s from 1e8 to 1e13 (one direction, GPU to host memory)");
+  }
+  std::vector<std::string> sourced = {"memory_bytes", "hbm_bandwidth_bytes_per_s",
+                                      "peak_flops_per_s", "runtime_overhead"};
+  if (o.has("host_link")) sourced.emplace_back("host_link");
+  require_sources(o, sourced);
   return g;
 }
 

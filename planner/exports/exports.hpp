@@ -82,7 +82,9 @@ struct Export {
 ///     --num-layers-per-virtual-pipeline-stage (vpp > 1, even split), --sequence-parallel,
 ///     --use-distributed-optimizer (zero >= 1; zero 2 and 3 are dropped: the distributed
 ///     optimizer shards only optimizer states), --recompute-granularity (+ --recompute-method
-///     uniform --recompute-num-layers 1 for full), batch sizes, the architecture, precision.
+///     uniform --recompute-num-layers 1 for full; --recompute-modules where the plan's are not
+///     Megatron-Core's default core_attn), --cpu-offloading-num-layers (CPU offloading), batch
+///     sizes, the architecture, precision.
 ///     An uneven split with vpp 1 as --decoder-first/last-pipeline-num-layers when only the
 ///     first and last stage differ from the rest. An uneven split with vpp > 1
 ///     (pp x vpp virtual stages) as --num-virtual-stages-per-pipeline-rank vpp with

@@ -296,10 +296,24 @@ Export export_megatron(const Plan& p, const FrameworkVersion& version) {
   }
   if (l.recompute == Recompute::kSelective) {
     a.push_back("--recompute-granularity selective");
+    // Megatron-Core's default list is core_attn (transformer_config.py @d98e8a6): written only
+    // where the plan recomputes others.
+    if (p.setup.recompute_modules != RecomputeModules()) {
+      std::string modules;
+      for (const std::string& n : recompute_module_names(p.setup.recompute_modules)) {
+        modules += " " + n;
+      }
+      a.push_back("--recompute-modules" + modules);
+    }
   } else if (l.recompute == Recompute::kFull) {
     a.push_back("--recompute-granularity full");
     a.push_back("--recompute-method uniform");
     a.push_back("--recompute-num-layers 1");
+  }
+  if (p.setup.cpu_offload_layers > 0) {
+    // Megatron-LM d98e8a6 megatron/training/arguments.py: cpu_offloading has no flag of its
+    // own; --cpu-offloading-num-layers N > 0 turns it on.
+    a.push_back("--cpu-offloading-num-layers " + s(p.setup.cpu_offload_layers));
   }
   a.push_back("--micro-batch-size " + s(l.mbs));
   a.push_back("--global-batch-size " + s(l.gbs));

@@ -15,6 +15,7 @@
 #include "costmodel/counted.hpp"
 #include "costmodel/framework.hpp"
 #include "costmodel/ranks.hpp"
+#include "planner/config/closest_names.hpp"
 #include "planner/config/json_reader.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/presets.hpp"
@@ -283,9 +284,10 @@ struct TrainingRead {
 
 TrainingRead read_training(StrictObject& inputs, const nlohmann::json& raw_inputs,
                            const GpuSpec& gpu) {
-  StrictObject t = inputs.object(
-      "training", {"seq", "gbs", "mbs", "precision", "framework", "attention", "tp_comm_overlap",
-                   "dp_overlap", "pp_overlap", "elementwise", "moe_imbalance"});
+  StrictObject t =
+      inputs.object("training", {"seq", "gbs", "mbs", "precision", "framework", "attention",
+                                 "tp_comm_overlap", "dp_overlap", "pp_overlap", "elementwise",
+                                 "moe_imbalance", "recompute_modules", "cpu_offload_layers"});
   const nlohmann::json& raw = raw_inputs.at("training");
   TrainingRead r;
   r.setup.seq = t.positive_int("seq", kMaxTokens);
@@ -323,6 +325,27 @@ TrainingRead read_training(StrictObject& inputs, const nlohmann::json& raw_input
   if (t.has("elementwise")) {
     r.setup.framework.elementwise =
         *parse_elementwise(t.choice("elementwise", elementwise_names()));
+  }
+  if (t.has("recompute_modules")) {
+    // Megatron-Core's module names (layout.hpp's RecomputeModule); absent: core_attn.
+    const nlohmann::json& v = raw.at("recompute_modules");
+    RecomputeModules modules = RecomputeModules::none();
+    bool ok = v.is_array();
+    for (const nlohmann::json& item : ok ? v : nlohmann::json::array()) {
+      const auto m =
+          item.is_string() ? parse_recompute_module(item.get<std::string>()) : std::nullopt;
+      if (!m) ok = false;
+      if (m) modules.add(*m);
+    }
+    if (!ok) {
+      t.fail("recompute_modules", "must be a list of Megatron-Core's recompute modules (" +
+                                      quoted_list(all_recompute_module_names()) + "), got " +
+                                      describe_json(v));
+    }
+    r.setup.recompute_modules = modules;
+  }
+  if (t.has("cpu_offload_layers")) {
+    r.setup.cpu_offload_layers = t.positive_int("cpu_offload_layers", kMaxDegree);
   }
   return r;
 }
@@ -433,6 +456,13 @@ nlohmann::json plan_to_json(const Plan& plan) {
   if (f.elementwise != convention->elementwise) training["elementwise"] = to_string(f.elementwise);
   // The MoE load imbalance where it is not the balanced 1.
   if (plan.setup.moe_imbalance != 1) training["moe_imbalance"] = plan.setup.moe_imbalance;
+  // Megatron-Core's recompute modules where they are not its default, and CPU offloading.
+  if (plan.setup.recompute_modules != RecomputeModules()) {
+    training["recompute_modules"] = recompute_module_names(plan.setup.recompute_modules);
+  }
+  if (plan.setup.cpu_offload_layers > 0) {
+    training["cpu_offload_layers"] = plan.setup.cpu_offload_layers;
+  }
 
   nlohmann::json groups = nlohmann::json::object();
   for (const auto& [key, kind] : group_kinds(plan.model)) {
@@ -551,6 +581,15 @@ Plan plan_from_json(const nlohmann::json& json, const std::string& file) {
     std::string message = file + ": $.layout: impossible layout for " + model.name + ":";
     for (std::size_t i = 0; i < problems.size(); ++i) message += (i ? "; " : " ") + problems[i];
     throw InputError(message);
+  }
+  if (const std::string problem =
+          recompute_modules_problem(training.setup.recompute_modules, model);
+      !problem.empty()) {
+    throw InputError(file + ": $.inputs.training.recompute_modules: " + problem);
+  }
+  if (const std::string problem = cpu_offload_problem(training.setup, layout, model);
+      !problem.empty()) {
+    throw InputError(file + ": $.inputs.training.cpu_offload_layers: " + problem);
   }
 
   // Outputs derived from the layout: they must be this layout's (a training job builds its

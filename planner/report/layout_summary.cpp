@@ -94,6 +94,11 @@ std::vector<BreakdownComponent> breakdown_components(const StepBreakdown& b) {
       {"optimizer_s", "optimizer step", "optimizer", b.optimizer_s}};
   // Expert-parallel communication (the MoE all-to-all and the etp collectives), listed after
   // the TP/CP rows where a layout has any: a dense layout's breakdown keeps its rows.
+  // CPU offloading's exposed host-link time, where a layout has any.
+  if (b.offload_exposed_s > 0) {
+    components.push_back(
+        {"offload_exposed_s", "exposed CPU offload transfers", "CPU offload", b.offload_exposed_s});
+  }
   if (b.ep_exposed_s > 0) {
     components.insert(components.begin() + 4,
                       {"ep_exposed_s", "exposed EP all-to-all (MoE dispatch + combine)",

@@ -48,12 +48,14 @@ std::string pipeline_pace(const StepReportInputs& in, const StepEstimate& e) {
          "other stages' fill and drain.";
 }
 
-/// With Megatron's selective recompute (the attention core again) over FlashAttention: what it
-/// costs and why it saves next to nothing (Korthikanti et al. 2022, sec. 4.1, drop the score,
-/// softmax and dropout tensors that FlashAttention never keeps); "" otherwise.
+/// With Megatron's selective recompute of the attention core alone (its default module list)
+/// over FlashAttention: what it costs and why it saves next to nothing (Korthikanti et al.
+/// 2022, sec. 4.1, drop the score, softmax and dropout tensors that FlashAttention never
+/// keeps); "" otherwise (other --recompute-modules drop more).
 std::string selective_flash_note(const StepReportInputs& in, const StepEstimate& e) {
   if (in.layout.recompute != Recompute::kSelective || in.setup.attention != AttentionImpl::kFlash ||
-      in.setup.framework.selective != SelectivePolicy::kAttentionCore) {
+      in.setup.framework.selective != SelectivePolicy::kAttentionCore ||
+      in.setup.recompute_modules != RecomputeModules()) {
     return "";
   }
   return "selective recompute runs the attention core's forward again (" +

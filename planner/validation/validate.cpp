@@ -40,7 +40,7 @@ std::string model_problem(const ValidationCase& c, const CaseHardware& hw) {
   const std::vector<std::string> problems = layout_problems(
       c.layout, c.model, c.setup.seq, c.num_gpus, c.setup.attention == AttentionImpl::kEager);
   if (!problems.empty()) return "layout not modeled: " + join(problems, "; ");
-  return "";
+  return host_link_problem(c.setup, gpu);
 }
 
 namespace {

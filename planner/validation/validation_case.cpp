@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <map>
+#include <regex>
 #include <stdexcept>
 #include <utility>
 
@@ -330,6 +331,57 @@ bool names_interleaved_schedule(const nlohmann::json& json) {
   return notes.find("interleaved 1f1b") != std::string::npos;
 }
 
+/// The Megatron-Core settings a Megatron-LM or NeMo case's notes state that the schema has no
+/// field for (../shared/data/moe-blackwell/: what the recipe preset matching the row sets), each
+/// recorded in `c.assumptions`: "recompute_modules=['mla_up_proj', ...]" (under selective
+/// recompute; unknown module names are listed and ignored) and "activation CPU offloading of N
+/// layers". A case whose notes state neither keeps the defaults ({core_attn}; no offloading).
+/// Offloading that Megatron-Core would refuse for the case's layout (cpu_offload_problem) becomes
+/// its skip_reason.
+void read_notes_settings(const std::string& notes, ValidationCase& c) {
+  std::smatch match;
+  if (std::regex_search(notes, match, std::regex(R"(recompute_modules=\[([^\]]*)\])"))) {
+    const std::string list = match[1].str();
+    RecomputeModules modules = RecomputeModules::none();
+    std::vector<std::string> unknown;
+    const std::regex quoted(R"('([a-z_]+)')");
+    for (auto it = std::sregex_iterator(list.begin(), list.end(), quoted);
+         it != std::sregex_iterator(); ++it) {
+      if (const auto m = parse_recompute_module((*it)[1].str())) {
+        modules.add(*m);
+      } else {
+        unknown.push_back((*it)[1].str());
+      }
+    }
+    std::string names;
+    for (const std::string& n : recompute_module_names(modules)) {
+      names += (names.empty() ? "" : ", ") + n;
+    }
+    if (c.layout.recompute != Recompute::kSelective) {
+      c.assumptions.push_back("recompute_modules of the notes not applied: recompute " +
+                              std::string(to_string(c.layout.recompute)));
+    } else if (const std::string problem = recompute_modules_problem(modules, c.model);
+               !problem.empty()) {
+      c.assumptions.push_back("recompute_modules of the notes not applied: " + problem);
+    } else {
+      c.setup.recompute_modules = modules;
+      std::string text = "recompute modules " + (names.empty() ? "(none)" : names) +
+                         " (the notes' recompute_modules)";
+      for (const std::string& n : unknown) text += "; " + n + " not modelled, ignored";
+      c.assumptions.push_back(text);
+    }
+  }
+  if (std::regex_search(notes, match, std::regex(R"(CPU offloading of ([0-9]+) layers)"))) {
+    c.setup.cpu_offload_layers = std::stoll(match[1].str());
+    c.assumptions.push_back("activation CPU offloading of " + match[1].str() +
+                            " layers (the notes)");
+    if (const std::string problem = cpu_offload_problem(c.setup, c.layout, c.model);
+        !problem.empty() && c.skip_reason.empty()) {
+      c.skip_reason = "the notes' " + problem;
+    }
+  }
+}
+
 ValidationCase read_case(const nlohmann::json& json, const std::string& file, std::size_t index) {
   StrictObject o(json, file, "$.cases[" + std::to_string(index) + "]",
                  {"id", "source", "confidence", "model", "hardware", "layout", "training",
@@ -518,11 +570,12 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
   }
 
   c.setup.framework = *find_framework(convention_for_framework(c.framework, l.zero));
+  // SCHEMA.md: notes is a string ("" where there is none); its type is checked below.
+  const std::string notes = json.contains("notes") && json.at("notes").is_string()
+                                ? json.at("notes").get<std::string>()
+                                : std::string();
   if (c.model.moe) {
     // The Megatron-Bridge data keep the token dispatcher and the A2A overlap in the notes.
-    const std::string notes = json.contains("notes") && json.at("notes").is_string()
-                                  ? json.at("notes").get<std::string>()
-                                  : std::string();
     apply_moe_recipe(notes, c.model.name, c.gpu, c.setup, c.assumptions);
   }
   c.skip_reason = hybrid;
@@ -543,10 +596,10 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
                     json_quoted(c.framework) + " is costed with meshplan's " +
                     c.setup.framework.name + " convention, and " + pipeline;
   }
-  // Settings the schema has no field for, where the notes state them (stated_settings.hpp).
-  if (const auto notes = json.find("notes"); notes != json.end() && notes->is_string()) {
-    apply_stated_settings(notes->get<std::string>(), c.setup.framework, c.assumptions);
-  }
+  // Settings the schema has no field for, where the notes state them (stated_settings.hpp;
+  // Megatron's recompute modules and CPU offloading: read_notes_settings).
+  apply_stated_settings(notes, c.setup.framework, c.assumptions);
+  if (c.framework == "nemo" || c.framework == "megatron") read_notes_settings(notes, c);
   if (c.setup.framework.elementwise == ElementwiseKernels::kEager) {
     // Neither a case field nor the notes name torch.compile: the framework's default
     // (torchtitan: --training.compile off) stands.

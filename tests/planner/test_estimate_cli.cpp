@@ -347,3 +347,85 @@ TEST_CASE(
     CHECK_THAT(line.get<std::string>(), !Catch::Contains("event simulation"));
   }
 }
+
+TEST_CASE("estimate --recompute-modules and --cpu-offload-layers: plan.json and Megatron export",
+          "[estimate][recompute_modules][cpu_offload]") {
+  const std::string plan =
+      (std::filesystem::temp_directory_path() / "meshplan_test_recompute_modules.json").string();
+  // DeepSeek-V3 as the 26.02 GB200 row runs it: mla_up_proj recomputed.
+  const test::CliResult r = test::run({"estimate",    "--model",
+                                       "deepseek-v3", "--cluster",
+                                       "gb200-nvl72", "--gpus",
+                                       "256",         "--pp",
+                                       "4",           "--vpp",
+                                       "4",           "--ep",
+                                       "64",          "--zero",
+                                       "1",           "--gbs",
+                                       "2048",        "--seq",
+                                       "4096",        "--precision",
+                                       "mxfp8",       "--framework",
+                                       "nemo",        "--recompute",
+                                       "selective",   "--recompute-modules",
+                                       "mla_up_proj", "--out",
+                                       plan});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  std::ifstream in(plan);
+  const auto j = nlohmann::json::parse(in);
+  CHECK(j["inputs"]["training"]["recompute_modules"] == nlohmann::json::array({"mla_up_proj"}));
+  const test::CliResult megatron = test::run({"export", plan, "--format", "megatron"});
+  REQUIRE(megatron.exit_code == 0);
+  CHECK(megatron.out.find("--recompute-modules mla_up_proj") != std::string::npos);
+  // Estimating the plan again reads the modules back: the same peak.
+  const test::CliResult again = test::run({"estimate", "--plan", plan, "--json"});
+  REQUIRE(again.exit_code == 0);
+  const test::CliResult first = test::run({"estimate",    "--model",
+                                           "deepseek-v3", "--cluster",
+                                           "gb200-nvl72", "--gpus",
+                                           "256",         "--pp",
+                                           "4",           "--vpp",
+                                           "4",           "--ep",
+                                           "64",          "--zero",
+                                           "1",           "--gbs",
+                                           "2048",        "--seq",
+                                           "4096",        "--precision",
+                                           "mxfp8",       "--framework",
+                                           "nemo",        "--recompute",
+                                           "selective",   "--recompute-modules",
+                                           "mla_up_proj", "--json"});
+  CHECK(nlohmann::json::parse(again.out)["peak_bytes"] ==
+        nlohmann::json::parse(first.out)["peak_bytes"]);
+  std::remove(plan.c_str());
+
+  // Megatron-Core's constraints, named: modules need selective recompute and a model that has
+  // the module; offloading needs pp 1.
+  const test::CliResult no_selective =
+      test::run({"estimate", "--model", "llama3-8b", "--recompute-modules", "layernorm"});
+  CHECK(no_selective.exit_code == 2);
+  CHECK(no_selective.err.find("needs --recompute selective") != std::string::npos);
+  const test::CliResult no_mla = test::run({"estimate", "--model", "llama3-8b", "--recompute",
+                                            "selective", "--recompute-modules", "mla_up_proj"});
+  CHECK(no_mla.exit_code == 2);
+  CHECK(no_mla.err.find("multi-latent attention") != std::string::npos);
+  const test::CliResult pp2 = test::run({"estimate", "--model", "llama3-8b", "--gpus", "2", "--pp",
+                                         "2", "--cpu-offload-layers", "4"});
+  CHECK(pp2.exit_code == 2);
+  CHECK(pp2.err.find("needs pp 1") != std::string::npos);
+  const test::CliResult offload = test::run({"estimate",    "--model",     "llama3-70b",
+                                             "--cluster",   "gb200-nvl72", "--gpus",
+                                             "64",          "--mbs",       "2",
+                                             "--gbs",       "128",         "--zero",
+                                             "3",           "--precision", "fp8-cs",
+                                             "--framework", "nemo",        "--cpu-offload-layers",
+                                             "40",          "--json"});
+  INFO(offload.err);
+  REQUIRE(offload.exit_code == 0);
+  const test::CliResult kept =
+      test::run({"estimate", "--model", "llama3-70b", "--cluster", "gb200-nvl72", "--gpus", "64",
+                 "--mbs", "2", "--gbs", "128", "--zero", "3", "--precision", "fp8-cs",
+                 "--framework", "nemo", "--json"});
+  REQUIRE(kept.exit_code == 0);
+  // 40 of 80 layers off the GPU: the peak falls by 40 layers' activations.
+  CHECK(nlohmann::json::parse(offload.out)["peak_bytes"].get<double>() <
+        nlohmann::json::parse(kept.out)["peak_bytes"].get<double>());
+}

@@ -40,6 +40,32 @@ std::map<std::string, bool> moe_of_cases() {
 
 }  // namespace
 
+TEST_CASE("moe-blackwell: recompute modules and CPU offloading come from a case's notes",
+          "[validation][moe-blackwell][recompute_modules][cpu_offload]") {
+  const std::string file = std::string(MESHPLAN_SHARED_DATA) + "/moe-blackwell/mbridge-2602.json";
+  std::map<std::string, ValidationCase> by_id;
+  for (ValidationCase& c : load_validation_file(file)) by_id.emplace(c.id, std::move(c));
+  const auto has = [](const ValidationCase& c, const std::string& text) {
+    return std::find(c.assumptions.begin(), c.assumptions.end(), text) != c.assumptions.end();
+  };
+  // "from it: recompute_modules=['layernorm', 'moe_act'], etp=1" (the matching preset).
+  const ValidationCase& oss = by_id.at("mbridge2602-b200-gpt-oss-120b-bf16");
+  CHECK(recompute_module_names(oss.setup.recompute_modules) ==
+        std::vector<std::string>{"layernorm", "moe_act"});
+  CHECK(has(oss, "recompute modules layernorm, moe_act (the notes' recompute_modules)"));
+  CHECK(oss.setup.cpu_offload_layers == 0);
+  // "from it: activation CPU offloading of 40 layers" (pp 1, recompute none: allowed).
+  const ValidationCase& llama = by_id.at("mbridge2602-gb200-llama3-70b-fp8");
+  CHECK(llama.setup.cpu_offload_layers == 40);
+  CHECK(has(llama, "activation CPU offloading of 40 layers (the notes)"));
+  CHECK(llama.skip_reason.empty());
+  CHECK(llama.setup.recompute_modules == RecomputeModules());
+  // A case that states neither keeps Megatron-Core's defaults.
+  const ValidationCase& plain = by_id.at("mbridge2602-h100-llama3-70b-fp8");
+  CHECK(plain.setup.cpu_offload_layers == 0);
+  CHECK(plain.setup.recompute_modules == RecomputeModules());
+}
+
 TEST_CASE("moe-blackwell: a DeepSeek-V3 case maps to its model, rack and precision",
           "[validation][moe-blackwell]") {
   const std::string file = std::string(MESHPLAN_SHARED_DATA) + "/moe-blackwell/mbridge-2602.json";
