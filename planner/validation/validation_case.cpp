@@ -4,7 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <map>
-#include <regex>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 
@@ -338,19 +338,56 @@ bool names_interleaved_schedule(const nlohmann::json& json) {
 /// layers". A case whose notes state neither keeps the defaults ({core_attn}; no offloading).
 /// Offloading that Megatron-Core would refuse for the case's layout (cpu_offload_problem) becomes
 /// its skip_reason.
+/// The names quoted in `list` ("'mla_up_proj', 'moe_act'"): each run of [a-z_] between two
+/// single quotes.
+std::vector<std::string> quoted_names(const std::string& list) {
+  std::vector<std::string> names;
+  std::size_t open = list.find('\'');
+  while (open != std::string::npos) {
+    const std::size_t close = list.find('\'', open + 1);
+    if (close == std::string::npos) break;
+    const std::string name = list.substr(open + 1, close - open - 1);
+    const bool word = !name.empty() && std::all_of(name.begin(), name.end(), [](char ch) {
+      return (ch >= 'a' && ch <= 'z') || ch == '_';
+    });
+    if (word) names.push_back(name);
+    open = list.find('\'', word ? close + 1 : close);
+  }
+  return names;
+}
+
+/// N of the first "CPU offloading of N layers" in `notes` (N of at most 9 digits), or nullopt.
+std::optional<std::int64_t> stated_offload_layers(const std::string& notes) {
+  const std::string phrase = "CPU offloading of ";
+  for (std::size_t at = notes.find(phrase); at != std::string::npos;
+       at = notes.find(phrase, at + 1)) {
+    std::size_t end = at + phrase.size();
+    std::int64_t n = 0;
+    std::size_t digits = 0;
+    while (end < notes.size() && notes[end] >= '0' && notes[end] <= '9' && digits < 10) {
+      n = n * 10 + (notes[end] - '0');
+      ++end;
+      ++digits;
+    }
+    if (digits > 0 && digits <= 9 && notes.compare(end, 7, " layers") == 0) return n;
+  }
+  return std::nullopt;
+}
+
 void read_notes_settings(const std::string& notes, ValidationCase& c) {
-  std::smatch match;
-  if (std::regex_search(notes, match, std::regex(R"(recompute_modules=\[([^\]]*)\])"))) {
-    const std::string list = match[1].str();
+  const std::string key = "recompute_modules=[";
+  const std::size_t at = notes.find(key);
+  const std::size_t close =
+      at == std::string::npos ? std::string::npos : notes.find(']', at + key.size());
+  if (close != std::string::npos) {
+    const std::string list = notes.substr(at + key.size(), close - at - key.size());
     RecomputeModules modules = RecomputeModules::none();
     std::vector<std::string> unknown;
-    const std::regex quoted(R"('([a-z_]+)')");
-    for (auto it = std::sregex_iterator(list.begin(), list.end(), quoted);
-         it != std::sregex_iterator(); ++it) {
-      if (const auto m = parse_recompute_module((*it)[1].str())) {
+    for (const std::string& name : quoted_names(list)) {
+      if (const auto m = parse_recompute_module(name)) {
         modules.add(*m);
       } else {
-        unknown.push_back((*it)[1].str());
+        unknown.push_back(name);
       }
     }
     std::string names;
@@ -371,9 +408,9 @@ void read_notes_settings(const std::string& notes, ValidationCase& c) {
       c.assumptions.push_back(text);
     }
   }
-  if (std::regex_search(notes, match, std::regex(R"(CPU offloading of ([0-9]+) layers)"))) {
-    c.setup.cpu_offload_layers = std::stoll(match[1].str());
-    c.assumptions.push_back("activation CPU offloading of " + match[1].str() +
+  if (const std::optional<std::int64_t> layers = stated_offload_layers(notes)) {
+    c.setup.cpu_offload_layers = *layers;
+    c.assumptions.push_back("activation CPU offloading of " + std::to_string(*layers) +
                             " layers (the notes)");
     if (const std::string problem = cpu_offload_problem(c.setup, c.layout, c.model);
         !problem.empty() && c.skip_reason.empty()) {
