@@ -217,7 +217,7 @@ void add_recompute_module_options(CLI::App& cmd, std::vector<std::string>& modul
                  "--cpu-offloading --cpu-offloading-num-layers N: their saved activations go to "
                  "host memory over the GPU's host link (needs pp 1 and recompute none; "
                  "default: 0, off)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(std::int64_t{0}, kMaxLayers));
 }
 
 void apply_recompute_module_options(const std::vector<std::string>& modules,
