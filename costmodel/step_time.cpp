@@ -303,6 +303,7 @@ StepContext::StepContext(const ModelSpec& m, const TrainingSetup& s, const Clust
       cluster(c),
       fitted(fitted_rates(p, s.framework)),
       profile(scaled_profile(p, fitted)),
+      alltoall_profile(meshplan::alltoall_profile(p, fitted)),
       counts(count_params(m)) {
   half_rates.gemm_peak_flops_per_s = *training_peak_flops(c.gpu, half_precision(s.precision));
   half_rates.hbm_bytes_per_s = c.gpu.hbm_bandwidth_bytes_per_s;
@@ -349,7 +350,7 @@ GroupRates::GroupRates(const StepContext& x, const Layout& l, const ExpertGroupR
       edp(expert.edp) {}
 
 ExpertGroupRates::ExpertGroupRates(const StepContext& x, const Layout& l)
-    : ep(rank0_group(GroupKind::kEp, l), x.cluster, x.profile),
+    : ep(rank0_group(GroupKind::kEp, l), x.cluster, x.alltoall_profile),
       etp(rank0_group(GroupKind::kEtp, l), x.cluster, x.profile),
       edp(rank0_group(GroupKind::kEdp, l), x.cluster, x.profile) {}
 
