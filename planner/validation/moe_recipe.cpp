@@ -34,7 +34,60 @@ constexpr std::array<ReleasePreset, 10> kPresets2511 = {{
     {"DeepSeek-V3", "h100-sxm", true, true},
 }};
 
+/// The v0.2.0 presets that set cpu_offloading_num_layers (nearest_preset_offload's sources).
+struct OffloadPreset {
+  const char* name;
+  std::int64_t layers;
+};
+constexpr std::array<OffloadPreset, 8> kOffloadPresets = {{
+    {"LLAMA3_70B_GB300_BF16_BASE_CONFIG", 30},
+    {"LLAMA3_70B_GB300_FP8_CS_BASE_CONFIG", 20},
+    {"LLAMA3_70B_GB200_BF16_BASE_CONFIG", 20},
+    {"LLAMA3_70B_GB200_FP8_CS_BASE_CONFIG", 40},
+    {"LLAMA3_70B_B200_FP8_CS_BASE_CONFIG", 5},
+    {"LLAMA31_405B_GB300_BF16_BASE_CONFIG", 40},
+    {"LLAMA31_405B_GB300_FP8_CS_BASE_CONFIG", 10},
+    {"LLAMA31_405B_GB200_FP8_CS_BASE_CONFIG", 92},
+}};
+
+/// The value after " `key`=" in `text` up to the next space or ')', or "" when absent.
+std::string field_value(const std::string& text, const std::string& key) {
+  const std::size_t at = text.find(" " + key + "=");
+  if (at == std::string::npos) return "";
+  const std::size_t from = at + key.size() + 2;
+  const std::size_t end = text.find_first_of(" )", from);
+  return text.substr(from, end == std::string::npos ? std::string::npos : end - from);
+}
+
 }  // namespace
+
+std::optional<PresetOffload> nearest_preset_offload(const std::string& notes, std::int64_t gpus,
+                                                    const Layout& layout) {
+  if (!contains(notes, "no perf-recipe preset")) return std::nullopt;
+  const std::string lead = "(nearest preset ";
+  const std::size_t at = notes.find(lead);
+  if (at == std::string::npos) return std::nullopt;
+  const std::size_t close = notes.find(')', at);
+  const std::string text =
+      notes.substr(at, close == std::string::npos ? std::string::npos : close - at + 1);
+  const std::size_t name_end = text.find(' ', lead.size());
+  const std::string name = text.substr(lead.size(), name_end - lead.size());
+  const auto same = [&](const char* key, std::int64_t value) {
+    return field_value(text, key) == std::to_string(value);
+  };
+  const std::string vp = field_value(text, "vp");
+  const bool same_vp = vp == "None" ? layout.vpp == 1 : same("vp", layout.vpp);
+  const bool same_fsdp = field_value(text, "fsdp") == (layout.zero == 3 ? "True" : "False");
+  if (!same("gpus", gpus) || !same("tp", layout.tp) || !same("pp", layout.pp) ||
+      !same("cp", layout.cp) || !same_vp || !same("ep", layout.ep) || !same("mbs", layout.mbs) ||
+      !same_fsdp) {
+    return std::nullopt;
+  }
+  for (const OffloadPreset& p : kOffloadPresets) {
+    if (name == p.name) return PresetOffload{name, p.layers};
+  }
+  return std::nullopt;
+}
 
 void apply_moe_recipe(const std::string& notes, const std::string& model_name,
                       const std::string& gpu, TrainingSetup& setup,

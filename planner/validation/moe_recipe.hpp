@@ -6,12 +6,17 @@
 // release reproduces takes what every preset of that release sets for the same model on the
 // same GPU (Megatron-Bridge v0.2.0 = 7af9601c9, scripts/performance/configs/{qwen3,deepseek,
 // gpt_oss}/workload_base_configs.py: the dispatcher backend and the A2A overlap are per model
-// and system there, not per layout), stated as an assumption.
+// and system there, not per layout), stated as an assumption. Such a row's notes also name the
+// nearest preset and its layout; where that differs from the row in the global batch only, the
+// row takes that preset's activation CPU offloading (dense rows too).
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "costmodel/layout.hpp"
 #include "costmodel/memory_ledger.hpp"
 
 namespace meshplan {
@@ -29,5 +34,23 @@ namespace meshplan {
 void apply_moe_recipe(const std::string& notes, const std::string& model_name,
                       const std::string& gpu, TrainingSetup& setup,
                       std::vector<std::string>& assumptions);
+
+/// A Megatron-Bridge v0.2.0 preset's activation CPU offloading (cpu_offloading_num_layers).
+struct PresetOffload {
+  std::string preset;  ///< "LLAMA3_70B_GB200_FP8_CS_BASE_CONFIG"
+  std::int64_t layers = 0;
+};
+
+/// The offloading of the nearest preset a 25.11 row's `notes` name ("no perf-recipe preset ...
+/// (nearest preset NAME has gpus=G tp=T pp=P cp=C vp=V ep=E mbs=M gbs=B fsdp=F)") when it
+/// differs from the row (`gpus`, `layout`: tp, pp, cp, vpp (None: 1), ep, mbs, and fsdp True
+/// exactly when zero is 3) in the global batch only, which changes no per-GPU memory, and it
+/// offloads: v0.2.0 (7af9601c9) scripts/performance/configs/llama3/workload_base_configs.py
+/// LLAMA3_70B_GB300_BF16 30, _GB300_FP8_CS 20, _GB200_BF16 20, _GB200_FP8_CS 40, _B200_FP8_CS 5;
+/// llama31/workload_base_configs.py LLAMA31_405B_GB300_BF16 40, _GB300_FP8_CS 10,
+/// _GB200_FP8_CS 92 (no other preset of the release offloads). nullopt otherwise. Raises
+/// nothing.
+std::optional<PresetOffload> nearest_preset_offload(const std::string& notes, std::int64_t gpus,
+                                                    const Layout& layout);
 
 }  // namespace meshplan

@@ -331,13 +331,6 @@ bool names_interleaved_schedule(const nlohmann::json& json) {
   return notes.find("interleaved 1f1b") != std::string::npos;
 }
 
-/// The Megatron-Core settings a Megatron-LM or NeMo case's notes state that the schema has no
-/// field for (../shared/data/moe-blackwell/: what the recipe preset matching the row sets), each
-/// recorded in `c.assumptions`: "recompute_modules=['mla_up_proj', ...]" (under selective
-/// recompute; unknown module names are listed and ignored) and "activation CPU offloading of N
-/// layers". A case whose notes state neither keeps the defaults ({core_attn}; no offloading).
-/// Offloading that Megatron-Core would refuse for the case's layout (cpu_offload_problem) becomes
-/// its skip_reason.
 /// The names quoted in `list` ("'mla_up_proj', 'moe_act'"): each run of [a-z_] between two
 /// single quotes.
 std::vector<std::string> quoted_names(const std::string& list) {
@@ -374,6 +367,16 @@ std::optional<std::int64_t> stated_offload_layers(const std::string& notes) {
   return std::nullopt;
 }
 
+/// The Megatron-Core settings a Megatron-LM or NeMo case's notes state that the schema has no
+/// field for (../shared/data/moe-blackwell/: what the recipe preset matching the row sets), each
+/// recorded in `c.assumptions`: "recompute_modules=['mla_up_proj', ...]" (under selective
+/// recompute; unknown module names are listed and ignored) and "activation CPU offloading of N
+/// layers"; without the latter, and without recompute, a 25.11 row takes the offloading of the
+/// nearest preset its notes name where that differs from it in the global batch only
+/// (nearest_preset_offload, moe_recipe.hpp). A case whose notes state neither keeps the defaults
+/// ({core_attn}; no offloading).
+/// Offloading that Megatron-Core would refuse for the case's layout (cpu_offload_problem) becomes
+/// its skip_reason.
 void read_notes_settings(const std::string& notes, ValidationCase& c) {
   const std::string key = "recompute_modules=[";
   const std::size_t at = notes.find(key);
@@ -408,10 +411,20 @@ void read_notes_settings(const std::string& notes, ValidationCase& c) {
       c.assumptions.push_back(text);
     }
   }
-  if (const std::optional<std::int64_t> layers = stated_offload_layers(notes)) {
+  std::optional<std::int64_t> layers = stated_offload_layers(notes);
+  std::string whence = "the notes";
+  if (!layers && c.layout.recompute == Recompute::kNone) {
+    if (const std::optional<PresetOffload> preset =
+            nearest_preset_offload(notes, c.num_gpus, c.layout)) {
+      layers = preset->layers;
+      whence = "not stated: Megatron-Bridge v0.2.0's nearest preset " + preset->preset +
+               ", which differs from the row in the global batch only";
+    }
+  }
+  if (layers) {
     c.setup.cpu_offload_layers = *layers;
     c.assumptions.push_back("activation CPU offloading of " + std::to_string(*layers) +
-                            " layers (the notes)");
+                            " layers (" + whence + ")");
     if (const std::string problem = cpu_offload_problem(c.setup, c.layout, c.model);
         !problem.empty() && c.skip_reason.empty()) {
       c.skip_reason = "the notes' " + problem;

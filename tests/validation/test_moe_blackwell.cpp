@@ -7,10 +7,12 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "common/format.hpp"
 #include "planner/fit/cross_validated_report.hpp"
+#include "planner/validation/moe_recipe.hpp"
 #include "planner/validation/validate.hpp"
 #include "tests/validation/thresholds.hpp"
 
@@ -133,4 +135,45 @@ TEST_CASE("moe-blackwell: cross-validated step times, one container release left
                     << "%, issue 23's target " << fixed(100 * target, 0) << "%");
     }
   }
+}
+
+TEST_CASE("a 25.11 row takes its nearest preset's CPU offloading only where the layouts agree",
+          "[validation][moe-blackwell][cpu_offload]") {
+  // mbridge2511-gb200-llama3-70b-fp8-cs: 64 GB200, dp 64 tp 1 pp 1, Megatron-FSDP (zero 3), mbs
+  // 2, gbs 256; its notes name the nearest v0.2.0 preset, which has gbs 128 and otherwise the
+  // same layout, and offloads 40 layers (cpu_offloading_num_layers=40).
+  const std::string notes =
+      "no perf-recipe preset for GB200/FP8_CS at Megatron-Bridge v0.2.0 reproduces this row's "
+      "printed layout (nearest preset LLAMA3_70B_GB200_FP8_CS_BASE_CONFIG has gpus=64 tp=1 pp=1 "
+      "cp=1 vp=None ep=1 mbs=2 gbs=128 fsdp=True); recipe-only settings left unknown";
+  Layout l;
+  l.dp = 64;
+  l.zero = 3;
+  l.mbs = 2;
+  l.gbs = 256;
+  const std::optional<PresetOffload> taken = nearest_preset_offload(notes, 64, l);
+  REQUIRE(taken);
+  CHECK(taken->preset == "LLAMA3_70B_GB200_FP8_CS_BASE_CONFIG");
+  CHECK(taken->layers == 40);
+  // Another micro-batch holds other activations: the preset's offloading does not carry over.
+  Layout other_mbs = l;
+  other_mbs.mbs = 1;
+  CHECK_FALSE(nearest_preset_offload(notes, 64, other_mbs));
+  // Without Megatron-FSDP (zero 1: the distributed optimizer) neither.
+  Layout ddp = l;
+  ddp.zero = 1;
+  CHECK_FALSE(nearest_preset_offload(notes, 64, ddp));
+  // A row that a preset reproduces states its settings itself: nothing is borrowed.
+  CHECK_FALSE(
+      nearest_preset_offload("perf-recipe preset LLAMA3_70B_GB200_FP8_CS_BASE_CONFIG "
+                             "matches every printed layout/batch field of this row",
+                             64, l));
+  // A nearest preset that offloads nothing (LLAMA3_8B_GB300_FP8_CS_BASE_CONFIG): nullopt.
+  Layout eight;
+  eight.dp = 8;
+  eight.mbs = 4;
+  CHECK_FALSE(nearest_preset_offload(
+      "no perf-recipe preset ... (nearest preset LLAMA3_8B_GB300_FP8_CS_BASE_CONFIG has gpus=8 "
+      "tp=1 pp=1 cp=1 vp=None ep=1 mbs=4 gbs=128 fsdp=False)",
+      8, eight));
 }
