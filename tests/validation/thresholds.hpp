@@ -106,12 +106,12 @@ inline constexpr std::int64_t kMaxOomMissed = 0;
 inline constexpr double kTargetMoeBlackwellDenseMape = 0.10;
 inline constexpr double kTargetMoeBlackwellMoeMape = 0.15;
 inline constexpr MapeBound kMoeBlackwellBounds[] = {
-    {"dense", "step_time_s", 37, 0.09},  // 8.5%
-    {"moe", "step_time_s", 47, 0.17},    // 16.2%
+    {"dense", "step_time_s", 39, 0.09},  // 8.4% (8.5% over 37 before the two below)
+    {"moe", "step_time_s", 47, 0.17},    // 16.4%
 };
-/// Cases validate compares of the 86 (the two skipped: Llama 3.1 405B at pp 16 x vpp 8 = 128
-/// chunks for 126 layers, Megatron-Bridge's layout giving the embedding and loss chunks of
-/// their own).
-inline constexpr std::int64_t kMoeBlackwellCompared = 84;
+/// Cases validate compares: all 86, Llama 3.1 405B at pp 16 x vpp 8 = 128 chunks for 126
+/// layers included (0, 1 x 126, 0: the embedding's and the loss's chunks hold no layer, as
+/// Megatron-Core builds them with Megatron-Bridge's account-for flags; -4.8% and -6.3%).
+inline constexpr std::int64_t kMoeBlackwellCompared = 86;
 
 }  // namespace meshplan::validation_thresholds
