@@ -99,6 +99,26 @@ bool megatron_family(const std::string& framework) {
   return framework == "megatron" || framework == "nemo" || framework == "deepspeed-megatron";
 }
 
+/// Why `framework` runs sp with tp 1 as no sequence parallelism, with the source; "" where it
+/// is not known to. Megatron-LM turns it off (d98e8a6, megatron/training/arguments.py:
+/// "Disabling sequence parallelism because tensor model parallelism is disabled"); Aleph
+/// Alpha's codebase ("other": Hagemann et al.'s runs) keeps the flag but each of its
+/// sequence-parallel collectives returns its input at model-parallel size 1 and the gradient
+/// all-reduce of the sequence-parallel norms is skipped there (Aleph-Alpha/scaling 737f855,
+/// src/scaling/core/nn/linear/utils.py _reduce_scatter_along_sequence_dim and
+/// _gather_along_sequence_dim: "Bypass the function if we are using only 1 GPU";
+/// src/scaling/core/optimizer/optimizer.py allreduce_sequence_parallel_gradients).
+std::string sp_off_at_tp1_source(const std::string& framework) {
+  if (framework == "megatron") {
+    return "Megatron-LM turns it off there, megatron/training/arguments.py";
+  }
+  if (framework == "other") {
+    return "Aleph Alpha's scaling codebase bypasses every sequence-parallel collective at "
+           "model-parallel size 1, src/scaling/core/nn/linear/utils.py";
+  }
+  return "";
+}
+
 /// An optional key of the moe-blackwell extensions: absent or null is nullopt, else a whole
 /// number in [min, kMaxWidth].
 std::optional<std::int64_t> extension_int(StrictObject& o, const std::string& key,
@@ -537,6 +557,13 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
   }
   if (auto sp = layout.boolean_or_null("sp")) {
     l.sp = *sp;
+    if (const std::string source = sp_off_at_tp1_source(c.framework);
+        l.sp && l.tp == 1 && !source.empty()) {
+      // sp with nothing to split across: the framework runs without it (meshplan's layout
+      // refuses sp with tp 1, as Megatron-Core's ModelParallelConfig does).
+      l.sp = false;
+      c.assumptions.push_back("sequence parallelism off (sp stated with tp 1: " + source + ")");
+    }
   } else if (megatron_family(c.framework) && l.tp > 1) {
     // Megatron-Core and NeMo performance recipes run TP with sequence parallelism (their
     // --tp-comm-overlap requires it).

@@ -44,17 +44,17 @@ struct MapeBound {
 // 16.2% cross-validated.
 inline constexpr MapeBound kMapeBounds[] = {
     // source                   metric                cases  today (MAPE, worst case)
-    {"hagemann-selected", "step_time_s", 8, 0.07},         // 7.0%, worst +16.4%
+    {"hagemann-selected", "step_time_s", 8, 0.07},         // 6.8%, worst +16.0%
     {"korthikanti2022", "step_time_s", 9, 0.04},           // 3.5%, worst +5.3% (175B full)
-    {"korthikanti2022", "mfu", 1, 0.03},                   // 2.1%
+    {"korthikanti2022", "mfu", 1, 0.03},                   // 2.0%
     {"megatron-readme-h100", "tflops_per_gpu", 9, 0.14},   // 13.7%, worst -34.4% (32B)
     {"megatron-readme-h100", "mfu", 2, 0.19},              // 18.1%, worst -19.3%
-    {"narayanan2021-table1", "tflops_per_gpu", 10, 0.06},  // 5.0%, worst +12.1% (1.7B) (*)
+    {"narayanan2021-table1", "tflops_per_gpu", 10, 0.06},  // 5.0%, worst +12.2% (1.7B) (*)
     {"nemo-2407", "step_time_s", 12, 0.08},                // 7.1%, worst -11.2%
     {"torchtitan-h100-202412", "step_time_s", 18, 0.06},   // 6.0%, worst +29.4% (cp2 64k)
     {"torchtitan-h100-202412", "peak_bytes", 18, 0.04},    // 3.6%, worst -10.2%
     {"overall", "step_time_s", 47, 0.06},                  // 5.9%
-    {"overall", "tflops_per_gpu", 19, 0.10},               // 9.1% (*)
+    {"overall", "tflops_per_gpu", 19, 0.10},               // 9.2% (*)
     {"overall", "mfu", 3, 0.13},                           // 12.8%
     {"overall", "peak_bytes", 18, 0.04},                   // 3.6% (target 10%: met)
 };
@@ -64,21 +64,24 @@ inline constexpr MapeBound kMapeBounds[] = {
 // numbers the README's table and issue 19's targets use. Measured 2026-12-02, rounded up. ----
 inline constexpr MapeBound kCrossValidatedBounds[] = {
     {"hagemann-selected", "step_time_s", 8, 0.14},         // 13.2%, worst -20.5%
-    {"korthikanti2022", "step_time_s", 9, 0.09},           // 8.1%, worst +10.3% (175B full)
-    {"korthikanti2022", "mfu", 1, 0.07},                   // 6.1%
+    {"korthikanti2022", "step_time_s", 9, 0.09},           // 8.1%, worst +10.4% (175B full)
+    {"korthikanti2022", "mfu", 1, 0.07},                   // 6.0%
     {"megatron-readme-h100", "tflops_per_gpu", 9, 0.16},   // 15.5%, worst -35.6% (32B)
     {"megatron-readme-h100", "mfu", 2, 0.18},              // 17.2%
-    {"narayanan2021-table1", "tflops_per_gpu", 10, 0.07},  // 6.7%, worst +16.1% (1.7B)
+    {"narayanan2021-table1", "tflops_per_gpu", 10, 0.07},  // 6.7%, worst +16.2% (1.7B)
     {"nemo-2407", "step_time_s", 12, 0.08},                // 7.6%, worst -12.9%
     {"torchtitan-h100-202412", "step_time_s", 18, 0.13},   // 12.6%, worst +40.4% (cp2 64k)
-    {"hagemann-sweep-13b", "step_time_s", 162, 0.18},      // 17.9%, worst -46.1%
-    {"overall", "step_time_s", 209, 0.17},                 // 16.2% (the sweep's 162 dominate)
-    {"overall", "tflops_per_gpu", 19, 0.11},               // 10.8%
+    {"hagemann-sweep-13b", "step_time_s", 165, 0.18},      // 17.7%, worst -46.1% (*)
+    {"overall", "step_time_s", 212, 0.17},                 // 16.2% (the sweep's 165 dominate)
+    {"overall", "tflops_per_gpu", 19, 0.11},               // 10.9%
     {"overall", "mfu", 3, 0.14},                           // 13.5%
 };
+// (*) 162 -> 165 and 17.9% -> 17.7% when the sweep's 11 rows with sp at tp 1 were compared with
+// sp off (Aleph Alpha's codebase bypasses its sequence-parallel collectives there; 3 of them ran:
+// +12.8%, +6.8%, +3.8% in sample).
 
 /// Share of the cross-validated time comparisons measured inside their 80% interval: issue
-/// 19's target is 70-90%; today 92 of 231 (39.8%): Hagemann's sweep (Aleph Alpha's codebase,
+/// 19's target is 70-90%; today 94 of 234 (40.2%): Hagemann's sweep (Aleph Alpha's codebase,
 /// the only "other" family runs) is predicted from the Megatron runs' rates when left out, about
 /// 15% too fast, outside most of the spread of the other studies' residuals. The test checks
 /// today's floor and warns about the target.
@@ -89,7 +92,7 @@ inline constexpr double kTargetMaxIntervalCoverage = 0.90;
 /// Runs that fit but that we predict OOM. Issue 6's target is none (kTargetOomMisclassified,
 /// printed while unmet). Today 5, all of hagemann-selected (Aleph Alpha's codebase on A100-80GB):
 /// since issue 20 validate calls a run OOM above plan's 5% OOM risk, and the risk of that family
-/// is the logistic its 411 sweep outcomes fit (spread 0.073, bias +0.146, 3.1 MB per token of the
+/// is the logistic its 422 sweep outcomes fit (spread 0.072, bias +0.148, 3.1 MB per token of the
 /// micro-batch): the five ran at 79.9-91.8 GiB predicted (risks 12-47%). The issue's goal (>= 95%
 /// of the outcomes right) needs a narrower spread (docs/memory.md).
 inline constexpr std::int64_t kMaxOomFalseAlarms = 5;
