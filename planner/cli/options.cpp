@@ -367,10 +367,9 @@ void add_layout_options(CLI::App& cmd, LayoutFlags& f) {
          "ceil(layers / pp) per stage, one fewer on the stages nearest the embedding and the LM "
          "head first, as plan splits them; with --vpp > 1 each stage's layers then as evenly as "
          "they go over its chunks, the embedding's and the LM head's chunk taking the fewer; 0 "
-         "only "
-         "on the first and the last (virtual) stage, which then run the embedding or the LM head "
-         "alone, as Megatron-Core's --account-for-embedding/loss-in-pipeline-split builds them, "
-         "and the default where pp x vpp is the layers + 2)")
+         "only on the first and the last (virtual) stage, which then run the embedding or the LM "
+         "head alone, as Megatron-Core's --account-for-embedding/loss-in-pipeline-split builds "
+         "them, and the default where pp x vpp is the layers + 2)")
       ->check(CLI::Validator(stage_layers_problem, "LIST"));
 }
 
