@@ -81,11 +81,15 @@ inline constexpr MapeBound kCrossValidatedBounds[] = {
 // +12.8%, +6.8%, +3.8% in sample).
 
 /// Share of the cross-validated time comparisons measured inside their 80% interval: issue
-/// 19's target is 70-90%; today 94 of 234 (40.2%): Hagemann's sweep (Aleph Alpha's codebase,
-/// the only "other" family runs) is predicted from the Megatron runs' rates when left out, about
-/// 15% too fast, outside most of the spread of the other studies' residuals. The test checks
-/// today's floor and warns about the target.
-inline constexpr double kMinIntervalCoverage = 0.39;
+/// 19's target is 70-90%; today 96 of 234 (41.0%; 55 of the 69 outside Hagemann's sweep, 79.7%;
+/// 41 of the sweep's 165, 24.8%; 94 of 231 before its 11 rows with sp at tp 1 were compared). Since 2026-12-02 a left-out study's interval is taken over
+/// nested residuals (fit.hpp nested_cross_validate: each other study predicted by a fit without
+/// it and without the left-out one; before, 92 of 231 over residuals of fits that had seen the
+/// left-out study). Hagemann's sweep (Aleph Alpha's codebase, the only "other" family runs) is
+/// predicted from the Megatron runs' rates when left out, its measured / predicted 1.11 to 1.34
+/// (10th to 90th percentile), above the 1.15 that the other studies' residuals reach at their
+/// 90th percentile. The test checks today's floor and warns about the target.
+inline constexpr double kMinIntervalCoverage = 0.40;
 inline constexpr double kTargetMinIntervalCoverage = 0.70;
 inline constexpr double kTargetMaxIntervalCoverage = 0.90;
 
@@ -109,12 +113,12 @@ inline constexpr std::int64_t kMaxOomMissed = 0;
 inline constexpr double kTargetMoeBlackwellDenseMape = 0.10;
 inline constexpr double kTargetMoeBlackwellMoeMape = 0.15;
 inline constexpr MapeBound kMoeBlackwellBounds[] = {
-    {"dense", "step_time_s", 39, 0.09},  // 8.4% (8.5% over 37 before the two below)
-    {"moe", "step_time_s", 47, 0.17},    // 16.4%
+    {"dense", "step_time_s", 39, 0.09},  // 8.5% (8.6% over 37 before the two below)
+    {"moe", "step_time_s", 47, 0.17},    // 15.9% (15.8% before)
 };
 /// Cases validate compares: all 86, Llama 3.1 405B at pp 16 x vpp 8 = 128 chunks for 126
 /// layers included (0, 1 x 126, 0: the embedding's and the loss's chunks hold no layer, as
-/// Megatron-Core builds them with Megatron-Bridge's account-for flags; -4.8% and -6.3%).
+/// Megatron-Core builds them with Megatron-Bridge's account-for flags; -6.6% and -7.2%).
 inline constexpr std::int64_t kMoeBlackwellCompared = 86;
 
 }  // namespace meshplan::validation_thresholds
