@@ -1,5 +1,6 @@
 #include "costmodel/layout.hpp"
 
+#include <algorithm>
 #include <array>
 #include <numeric>
 
@@ -82,6 +83,23 @@ std::optional<AttentionImpl> parse_attention(const std::string& text) {
   return std::nullopt;
 }
 
+namespace {
+
+/// The first virtual stage of `split` after the first that holds no layer, other than the last
+/// (Layout::stage_layers: only the embedding's and the LM head's may hold none); -1 if none.
+std::int64_t empty_middle_stage_index(const std::vector<std::int64_t>& split) {
+  for (std::size_t k = 1; k + 1 < split.size(); ++k) {
+    if (split[k] == 0) return static_cast<std::int64_t>(k);
+  }
+  return -1;
+}
+
+bool empty_middle_stage(const std::vector<std::int64_t>& split) {
+  return empty_middle_stage_index(split) >= 0;
+}
+
+}  // namespace
+
 std::uint32_t layout_problem_mask(const Layout& l, const ModelSpec& m, std::int64_t seq,
                                   std::optional<std::int64_t> gpus, bool eager_attention) {
   std::uint32_t mask = 0;
@@ -111,12 +129,14 @@ std::uint32_t layout_problem_mask(const Layout& l, const ModelSpec& m, std::int6
   if (!l.stage_layers.empty()) {
     const std::int64_t sum =
         std::accumulate(l.stage_layers.begin(), l.stage_layers.end(), std::int64_t{0});
-    bool positive = true;
-    for (std::int64_t v : l.stage_layers) positive = positive && v >= 1;
+    bool non_negative = true;
+    for (std::int64_t v : l.stage_layers) non_negative = non_negative && v >= 0;
     if (static_cast<std::int64_t>(l.stage_layers.size()) != l.pp * l.vpp) {
       flag(LayoutProblem::kStageSplitCount);
-    } else if (sum != m.num_layers || !positive) {
+    } else if (sum != m.num_layers || !non_negative) {
       flag(LayoutProblem::kStageSplitSum);
+    } else if (empty_middle_stage(l.stage_layers)) {
+      flag(LayoutProblem::kStageSplitEmpty);
     }
   } else if (m.num_layers % (l.pp * l.vpp) != 0 && !(l.vpp > 1 && l.pp == 1)) {
     // vpp > 1 with pp 1 breaks the more basic rule (kVppNeedsPp): no chunks to count.
@@ -175,6 +195,8 @@ const char* layout_problem_reason(LayoutProblem problem) {
       return "the stage split does not list pp stages";
     case LayoutProblem::kStageSplitSum:
       return "the stage split does not sum to the layers";
+    case LayoutProblem::kStageSplitEmpty:
+      return "a middle stage of the split holds no layer";
     case LayoutProblem::kLayersSplit:
       return "layers do not split into pp x vpp chunks";
     case LayoutProblem::kBatch:
@@ -261,19 +283,38 @@ std::vector<std::string> layout_problems(const Layout& l, const ModelSpec& m, st
                                : ", pp is " + s(l.pp)));
         break;
       case LayoutProblem::kStageSplitSum:
-        p.push_back(
-            "the stage split must give each stage at least 1 layer and sum to " +
-            counted(m.num_layers, "layer") + ", it sums to " +
-            s(std::accumulate(l.stage_layers.begin(), l.stage_layers.end(), std::int64_t{0})));
+        if (*std::min_element(l.stage_layers.begin(), l.stage_layers.end()) < 0) {
+          p.push_back("the stage split lists a negative number of layers");
+        } else {
+          p.push_back(
+              "the stage split must sum to " + counted(m.num_layers, "layer") + ", it sums to " +
+              s(std::accumulate(l.stage_layers.begin(), l.stage_layers.end(), std::int64_t{0})));
+        }
         break;
+      case LayoutProblem::kStageSplitEmpty: {
+        const std::int64_t k = empty_middle_stage_index(l.stage_layers);
+        const std::string stage = l.vpp > 1 ? "virtual stage" : "stage";
+        p.push_back(stage + " " + s(k) + " of the stage split (0-based, of " + s(l.pp * l.vpp) +
+                    ") holds no layer: only the first " + stage +
+                    " (with the embedding) and the last (with the LM head and the loss) may hold "
+                    "none, as Megatron-Core builds them with "
+                    "--account-for-embedding/loss-in-pipeline-split; give every other " +
+                    stage + " at least 1 layer");
+        break;
+      }
       case LayoutProblem::kLayersSplit:
         // Worded for every caller (estimate has --stage-layers, plan and validate do not).
         if (l.pp > m.num_layers) {
           p.push_back("pp " + s(l.pp) + " exceeds the model's " + counted(m.num_layers, "layer") +
-                      " (a stage holds at least one layer)");
+                      " (a stage holds at least one layer; only the first and the last may hold " +
+                      "the embedding or the LM head alone: at most " + s(m.num_layers + 2) +
+                      " stages, split unevenly)");
         } else if (l.vpp > 1 && l.pp * l.vpp > m.num_layers) {
           p.push_back("pp x vpp = " + s(l.pp * l.vpp) + " model chunks exceed the model's " +
-                      counted(m.num_layers, "layer") + " (a chunk holds at least one layer)");
+                      counted(m.num_layers, "layer") +
+                      " (a chunk holds at least one layer; only the first and the last may hold "
+                      "the embedding or the LM head alone: at most " +
+                      s(m.num_layers + 2) + " chunks, split unevenly)");
         } else if (l.vpp > 1) {
           p.push_back(counted(m.num_layers, "layer") + " cannot be split into pp x vpp = " +
                       s(l.pp * l.vpp) + " equal chunks (give an uneven split)");
@@ -399,6 +440,13 @@ std::vector<std::int64_t> layers_per_virtual_stage(const Layout& layout, const M
 std::vector<std::int64_t> default_stage_split(std::int64_t num_layers, std::int64_t pp,
                                               std::int64_t vpp) {
   const std::int64_t stages = pp * vpp;
+  if (stages == num_layers + 2) {
+    // One layer a virtual stage, the embedding and the loss counted as one each (Megatron-LM
+    // d98e8a6, transformer_block.py get_num_layers_to_build with both account-for flags).
+    std::vector<std::int64_t> split(static_cast<std::size_t>(stages), 1);
+    split.front() = split.back() = 0;
+    return split;
+  }
   if (num_layers % stages == 0 || num_layers < stages) return {};
   if (vpp == 1) return edge_light_stage_split(num_layers, pp);
   // Each rank's layers as with vpp 1, then as evenly as they go over its chunks, the
@@ -415,6 +463,10 @@ std::vector<std::int64_t> default_stage_split(std::int64_t num_layers, std::int6
     }
   }
   return split;
+}
+
+bool default_split_fits(std::int64_t num_layers, std::int64_t stages) {
+  return stages <= num_layers || stages == num_layers + 2;
 }
 
 std::vector<std::int64_t> edge_light_stage_split(std::int64_t num_layers, std::int64_t pp) {

@@ -98,7 +98,12 @@ struct Layout {
   bool sp = false;
   /// Layers per pipeline stage when not split evenly (sum num_layers; empty = even): pp entries
   /// with vpp 1; with vpp > 1 one per virtual stage, pp x vpp entries in model order (virtual
-  /// stage c x pp + r is rank r's chunk c, Megatron-LM's interleaving).
+  /// stage c x pp + r is rank r's chunk c, Megatron-LM's interleaving). Each holds at least one
+  /// layer, save the first (the embedding's) and the last (the LM head's and the loss's), which
+  /// may hold none and then run the embedding or the LM head and loss alone, as Megatron-Core
+  /// builds them with account_for_embedding/loss_in_pipeline_split (Megatron-LM d98e8a6,
+  /// megatron/core/transformer/transformer_block.py get_num_layers_to_build: one layer fewer
+  /// on those two, asserting "num_layers_to_build >= 0").
   std::vector<std::int64_t> stage_layers;
   /// Expert parallel degree: the routed experts of an MoE layer are split over ep ranks
   /// (E / ep each), tokens reach them through an all-to-all (1 for a dense model).
@@ -132,6 +137,7 @@ enum class LayoutProblem : unsigned {
   kVppNeedsPp,
   kStageSplitCount,
   kStageSplitSum,
+  kStageSplitEmpty,  ///< a virtual stage other than the first and the last holds no layer
   kLayersSplit,
   kBatch,
   kInterleavedMicrobatches,
@@ -178,8 +184,11 @@ std::vector<std::int64_t> layers_per_virtual_stage(const Layout& layout, const M
 std::vector<std::int64_t> edge_light_stage_split(std::int64_t num_layers, std::int64_t pp);
 
 /// The split of `num_layers` over pp x vpp (virtual) stages that estimate and plan take when no
-/// split is given: empty (even) when pp x vpp divides num_layers or exceeds it (a layout problem
-/// then); with vpp 1 edge_light_stage_split(num_layers, pp); with vpp > 1 each rank's layers as
+/// split is given: empty (even) when pp x vpp divides num_layers or exceeds num_layers + 2 (a
+/// layout problem then); when pp x vpp is num_layers + 2, 0, 1 x num_layers, 0: the embedding's
+/// and the LM head's virtual stages hold no layer, what Megatron-LM builds with both account-for
+/// flags (Llama 3.1 405B on pp 16 x vpp 8: 0, 1 x 126, 0, Megatron-Bridge's GB200 recipe); with
+/// vpp 1 edge_light_stage_split(num_layers, pp); with vpp > 1 each rank's layers as
 /// that gives them (even where pp divides them), split as evenly as they go over its chunks,
 /// rank 0's first chunk (the embedding's) and the last rank's last (the LM head's) taking the
 /// fewer. In
@@ -188,6 +197,12 @@ std::vector<std::int64_t> edge_light_stage_split(std::int64_t num_layers, std::i
 /// --account-for-loss-in-pipeline-split. Preconditions: pp, vpp >= 1.
 std::vector<std::int64_t> default_stage_split(std::int64_t num_layers, std::int64_t pp,
                                               std::int64_t vpp);
+
+/// Whether `stages` (virtual) pipeline stages can each hold a layer of `num_layers`, save the
+/// embedding's and the LM head's, which may hold none: at most num_layers, or num_layers + 2
+/// with default_stage_split's 0, 1 x num_layers, 0 (num_layers + 1 needs a split with one
+/// empty edge stage, which no default gives).
+bool default_split_fits(std::int64_t num_layers, std::int64_t stages);
 
 /// Layers of pipeline stage `stage`: all its chunks (the element of layers_per_stage, without
 /// allocating).

@@ -394,7 +394,10 @@ void add_layout_options(CLI::App& cmd, LayoutFlags& f) {
          "+ r being rank r's chunk c (default: even; layers that do not split evenly over pp: "
          "ceil(layers / pp) per stage, one fewer on the stages nearest the embedding and the LM "
          "head first, as plan splits them; with --vpp > 1 each stage's layers then as evenly as "
-         "they go over its chunks, the embedding's and the LM head's chunk taking the fewer)")
+         "they go over its chunks, the embedding's and the LM head's chunk taking the fewer; 0 "
+         "only on the first and the last (virtual) stage, which then run the embedding or the LM "
+         "head alone, as Megatron-Core's --account-for-embedding/loss-in-pipeline-split builds "
+         "them, and the default where pp x vpp is the layers + 2)")
       ->check(CLI::Validator(stage_layers_problem, "LIST"));
 }
 
@@ -421,9 +424,11 @@ std::vector<std::string> split_stage_layers(const std::string& list) {
 
 std::string stage_layers_problem(const std::string& list) {
   const std::vector<std::string> items = split_stage_layers(list);
-  const std::string expected = "; expected layers per pipeline stage as whole numbers from 1 to " +
+  const std::string expected = "; expected layers per pipeline stage as whole numbers from 0 to " +
                                std::to_string(kMaxLayers) +
-                               " separated by single commas, e.g. 16,16";
+                               " separated by single commas, e.g. 16,16 (0 only on the first and "
+                               "the last stage, which then hold the embedding or the LM head "
+                               "alone)";
   for (std::size_t i = 0; i < items.size(); ++i) {
     const std::string which = "item " + std::to_string(i + 1) + " of " +
                               std::to_string(items.size()) + " in " + json_quoted(list);
@@ -432,9 +437,11 @@ std::string stage_layers_problem(const std::string& list) {
     if (items[i].find_first_not_of("0123456789") != std::string::npos) {
       return which + " is " + json_quoted(items[i]) + expected;
     }
+    // 0: an empty edge stage (Layout::stage_layers; layout_problems refuses one in the middle).
     std::string text = items[i];
-    const std::string problem = whole_up_to(kMaxLayers)(text);
-    if (!problem.empty()) return which + " is " + json_quoted(items[i]) + expected;
+    if (text != "0" && !whole_up_to(kMaxLayers)(text).empty()) {
+      return which + " is " + json_quoted(items[i]) + expected;
+    }
   }
   return "";
 }
@@ -455,15 +462,17 @@ std::string divisors_text(const std::vector<std::int64_t>& d) {
 std::string divisors_text(std::int64_t n) { return divisors_text(divisors(n)); }
 
 /// What to pin --pp to on `gpus` GPUs: the divisors plan's search takes for a model of
-/// `num_layers` layers, those at most num_layers (a stage holds at least one layer) and, with
-/// --vpp `vpp` > 1, above 1 with pp x vpp chunks of at least one layer each (the interleaved
-/// schedule's). "pin a divisor of 64: 1, ... or 64" when every divisor qualifies, else "pin a
-/// divisor of 64 up to the model's 32 layers: 1, ... or 32", or what to change when none does.
+/// `num_layers` layers, those whose pp x `vpp` (virtual) stages default_split_fits (a stage
+/// holds at least one layer, save the embedding's and the LM head's), above 1 with --vpp > 1
+/// (the interleaved schedule's). "pin a divisor of 64: 1, ... or 64" when every divisor
+/// qualifies, else "pin a divisor of 64 up to the model's 32 layers: 1, ... or 32", or what to
+/// change when none does.
 std::string pp_hint(std::int64_t gpus, std::int64_t num_layers, std::int64_t vpp) {
   const std::vector<std::int64_t> all = divisors(gpus);
   std::vector<std::int64_t> taken;
   for (const std::int64_t pp : all) {
-    if (pp <= num_layers && (vpp <= 1 || (pp > 1 && pp * vpp <= num_layers))) {
+    if (default_split_fits(num_layers, pp * std::max<std::int64_t>(vpp, 1)) &&
+        (vpp <= 1 || pp > 1)) {
       taken.push_back(pp);
     }
   }

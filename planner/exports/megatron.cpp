@@ -174,24 +174,33 @@ Export export_megatron(const Plan& p, const FrameworkVersion& version) {
       a.push_back("--num-layers-per-virtual-pipeline-stage " + s(m.num_layers / (l.pp * l.vpp)));
     }
   } else {
-    // First and last stage sizes (vpp 1, or every chunk of a rank alike), or, interleaved, the
-    // account-for flags (one layer fewer on the first and/or last virtual stage): arguments.py
-    // takes those with vpp > 1 only beside --num-virtual-stages-per-pipeline-rank. Any other
-    // split as Megatron-Core's layout string, which gives the chunks per rank itself and which
-    // Megatron-LM refuses beside either vpp flag, the first/last sizes or the account-for flags.
+    // First and last stage sizes (vpp 1, or every chunk of a rank alike), or the account-for
+    // flags (one layer fewer on the first and/or last virtual stage): arguments.py takes those
+    // with vpp > 1 only beside --num-virtual-stages-per-pipeline-rank. The first/last sizes
+    // must be above 0 (Megatron-LM d98e8a6, transformer_config.py: "num_layers_in_first_
+    // pipeline_stage must be larger than 0"): an empty edge stage is the account-for flags'
+    // (get_num_layers_to_build builds 0 layers there). Any other split as Megatron-Core's
+    // layout string, which gives the chunks per rank itself and which Megatron-LM refuses
+    // beside either vpp flag, the first/last sizes or the account-for flags.
     std::vector<std::string> split_args;
     const auto first_last_split = [&](const MegatronFirstLast& f) {
       if (f.first) split_args.push_back("--decoder-first-pipeline-num-layers " + s(*f.first));
       if (f.last) split_args.push_back("--decoder-last-pipeline-num-layers " + s(*f.last));
     };
+    const auto first_last_positive = [](const MegatronFirstLast& f) {
+      return f.first.value_or(1) > 0 && f.last.value_or(1) > 0;
+    };
     bool written = false;
     if (l.vpp == 1) {
-      if (const std::optional<MegatronFirstLast> f = megatron_first_last(l.stage_layers)) {
+      if (const std::optional<MegatronFirstLast> f = megatron_first_last(l.stage_layers);
+          f && first_last_positive(*f)) {
         first_last_split(*f);
         written = true;
       }
     } else {
       split_args.push_back("--num-virtual-stages-per-pipeline-rank " + s(l.vpp));
+    }
+    if (!written) {
       const std::int64_t stages = l.pp * l.vpp;
       for (const auto& [embedding, loss] :
            {std::pair{true, true}, std::pair{true, false}, std::pair{false, true}}) {
@@ -202,13 +211,14 @@ Export export_megatron(const Plan& p, const FrameworkVersion& version) {
           break;
         }
       }
-      if (!written) {
-        if (const std::optional<std::vector<std::int64_t>> ranks =
-                rank_layers_of_equal_chunks(l.stage_layers, l.pp, l.vpp)) {
-          if (const std::optional<MegatronFirstLast> f = megatron_first_last(*ranks)) {
-            first_last_split(*f);
-            written = true;
-          }
+    }
+    if (!written && l.vpp > 1) {
+      if (const std::optional<std::vector<std::int64_t>> ranks =
+              rank_layers_of_equal_chunks(l.stage_layers, l.pp, l.vpp)) {
+        if (const std::optional<MegatronFirstLast> f = megatron_first_last(*ranks);
+            f && first_last_positive(*f)) {
+          first_last_split(*f);
+          written = true;
         }
       }
     }

@@ -48,7 +48,9 @@ std::optional<std::vector<std::int64_t>> rank_layers_of_equal_chunks(
 }
 
 std::string megatron_layout_string(const std::vector<std::int64_t>& chunks) {
-  const auto layers = [](std::int64_t n) { return n == 1 ? std::string("t") : "t*" + s(n); };
+  const auto layers = [](std::int64_t n) {
+    return n == 0 ? std::string() : n == 1 ? std::string("t") : "t*" + s(n);
+  };
   std::string out = "E" + layers(chunks.front()) + "|";
   const std::size_t last = chunks.size() - 1;
   for (std::size_t k = 1; k < last;) {
@@ -157,12 +159,18 @@ std::vector<std::int64_t> read_megatron_layout(std::string text) {
         "L (the loss) must be the last layer, as Megatron-Core requires, but " +
         std::string(layer_order.back() == 't' ? "a transformer layer (t)" : "E") + " comes last");
   }
+  // E is the first layer and L the last, so an empty first chunk holds E alone and an empty
+  // last chunk L alone (or nothing, when E or L sits in the chunk after or before).
   for (std::size_t k = 0; k < chunks.size(); ++k) {
-    if (chunks[k] == 0) {
+    const bool edge = k == 0 || k + 1 == chunks.size();
+    const bool holds_edge_layer =
+        (k == 0 && flat.front() == 'E') || (k + 1 == chunks.size() && flat.back() == 'L');
+    if (chunks[k] == 0 && !(edge && holds_edge_layer)) {
       throw std::invalid_argument(
           "chunk " + s(static_cast<std::int64_t>(k)) + " of " +
           counted(static_cast<std::int64_t>(chunks.size()), "chunk") +
-          " holds no transformer layer, which no meshplan layout describes");
+          " holds no transformer layer, which no meshplan layout describes (only the first "
+          "chunk, holding E alone, and the last, holding L alone, may hold none)");
     }
   }
   return chunks;

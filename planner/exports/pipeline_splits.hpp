@@ -44,9 +44,10 @@ std::optional<std::vector<std::int64_t>> rank_layers_of_equal_chunks(
     const std::vector<std::int64_t>& split, std::int64_t pp, std::int64_t vpp);
 
 /// Megatron-Core's --pipeline-model-parallel-layout for `chunks` (the layers of each (virtual)
-/// stage in model order, two or more): chunk k is `t*n` (`t` for one layer), the first after
-/// `E` (the embedding), the last before `L` (the loss), joined with `|`; a run of equal middle
-/// chunks is `(t*n|)*count`. 7, 8 x 14, 7: "Et*7|(t*8|)*14t*7L".
+/// stage in model order, two or more): chunk k is `t*n` (`t` for one layer, nothing for none),
+/// the first after `E` (the embedding), the last before `L` (the loss), joined with `|`; a run
+/// of equal middle chunks is `(t*n|)*count`. 7, 8 x 14, 7: "Et*7|(t*8|)*14t*7L"; 0, 1 x 126, 0:
+/// "E|(t|)*126L".
 std::string megatron_layout_string(const std::vector<std::int64_t>& chunks);
 
 /// The layers of each chunk of a --pipeline-model-parallel-layout string, read as Megatron-Core
@@ -55,7 +56,8 @@ std::string megatron_layout_string(const std::vector<std::int64_t>& chunks);
 /// chunks of E (embedding), t (transformer layer), L (loss) and m (MTP layer); then the checks of
 /// its validate_layer_layout that meshplan's layout needs: E the first layer and L the last,
 /// each once, and no m (meshplan models no multi-token prediction). Every chunk must hold a
-/// transformer layer (a meshplan stage split has none empty). Errors: a sentence saying what is
+/// transformer layer, save a first chunk of E alone and a last of L alone (Layout::
+/// stage_layers: "E|t*8|...|t*8|L" is 0, 8, ..., 8, 0). Errors: a sentence saying what is
 /// wrong, for the caller to place.
 std::vector<std::int64_t> read_megatron_layout(std::string text);
 

@@ -379,10 +379,12 @@ Layout read_layout(StrictObject& o, const nlohmann::json& json) {
   }
   for (std::size_t i = 0; i < split.size(); ++i) {
     const nlohmann::json& v = split.at(i);
-    if (!v.is_number_integer() || v.get<std::int64_t>() < 1 || v.get<std::int64_t>() > kMaxLayers) {
+    // 0 on the first and the last entry only (Layout::stage_layers), which layout_problems
+    // checks with the others.
+    if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() > kMaxLayers) {
       throw InputError(l.file() + ": " + l.path() + ".stage_layers[" + std::to_string(i) +
-                       "]: must be an integer from 1 to " + std::to_string(kMaxLayers) + ", got " +
-                       describe_json(v));
+                       "]: must be an integer from 0 to " + std::to_string(kMaxLayers) +
+                       " (0 only on the first and the last stage), got " + describe_json(v));
     }
     layout.stage_layers.push_back(v.get<std::int64_t>());
   }

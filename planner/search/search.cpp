@@ -119,13 +119,14 @@ class Worker {
     if (r_.pins.vpp) {
       vpps = {*r_.pins.vpp};
     } else {
-      // Chunks of equal layers, or one fewer on the embedding's and the LM head's: the uneven
-      // interleaved splits Megatron-LM writes (--account-for-embedding-in-pipeline-split,
-      // --account-for-loss-in-pipeline-split) and torchtitan's default split makes.
+      // Chunks of equal layers, or one fewer on the embedding's and the LM head's (none when
+      // pp x vpp is the layers + 2): the uneven interleaved splits Megatron-LM writes
+      // (--account-for-embedding-in-pipeline-split, --account-for-loss-in-pipeline-split) and
+      // torchtitan's default split makes.
       const std::int64_t layers = r_.model.num_layers;
-      for (std::int64_t v = 2; pp > 1 && v * pp <= layers; ++v) {
+      for (std::int64_t v = 2; pp > 1 && v * pp <= layers + 2; ++v) {
         const std::int64_t surplus = (pp * v - layers % (pp * v)) % (pp * v);
-        if (surplus <= 2) vpps.push_back(v);
+        if (surplus <= 2 && default_split_fits(layers, pp * v)) vpps.push_back(v);
       }
     }
     const std::vector<std::int64_t> mbss = r_.pins.mbs ? std::vector<std::int64_t>{*r_.pins.mbs}

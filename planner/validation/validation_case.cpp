@@ -14,6 +14,7 @@
 #include "planner/config/json_reader.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/size_bounds.hpp"
+#include "planner/exports/pipeline_splits.hpp"
 #include "planner/validation/moe_recipe.hpp"
 #include "planner/validation/stated_settings.hpp"
 
@@ -96,6 +97,26 @@ void read_inferred(const nlohmann::json& json, const StrictObject& o) {
 
 bool megatron_family(const std::string& framework) {
   return framework == "megatron" || framework == "nemo" || framework == "deepspeed-megatron";
+}
+
+/// Why `framework` runs sp with tp 1 as no sequence parallelism, with the source; "" where it
+/// is not known to. Megatron-LM turns it off (d98e8a6, megatron/training/arguments.py:
+/// "Disabling sequence parallelism because tensor model parallelism is disabled"); Aleph
+/// Alpha's codebase ("other": Hagemann et al.'s runs) keeps the flag but each of its
+/// sequence-parallel collectives returns its input at model-parallel size 1 and the gradient
+/// all-reduce of the sequence-parallel norms is skipped there (Aleph-Alpha/scaling 737f855,
+/// src/scaling/core/nn/linear/utils.py _reduce_scatter_along_sequence_dim and
+/// _gather_along_sequence_dim: "Bypass the function if we are using only 1 GPU";
+/// src/scaling/core/optimizer/optimizer.py allreduce_sequence_parallel_gradients).
+std::string sp_off_at_tp1_source(const std::string& framework) {
+  if (framework == "megatron") {
+    return "Megatron-LM turns it off there, megatron/training/arguments.py";
+  }
+  if (framework == "other") {
+    return "Aleph Alpha's scaling codebase bypasses every sequence-parallel collective at "
+           "model-parallel size 1, src/scaling/core/nn/linear/utils.py";
+  }
+  return "";
 }
 
 /// An optional key of the moe-blackwell extensions: absent or null is nullopt, else a whole
@@ -549,6 +570,13 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
   }
   if (auto sp = layout.boolean_or_null("sp")) {
     l.sp = *sp;
+    if (const std::string source = sp_off_at_tp1_source(c.framework);
+        l.sp && l.tp == 1 && !source.empty()) {
+      // sp with nothing to split across: the framework runs without it (meshplan's layout
+      // refuses sp with tp 1, as Megatron-Core's ModelParallelConfig does).
+      l.sp = false;
+      c.assumptions.push_back("sequence parallelism off (sp stated with tp 1: " + source + ")");
+    }
   } else if (megatron_family(c.framework) && l.tp > 1) {
     // Megatron-Core and NeMo performance recipes run TP with sequence parallelism (their
     // --tp-comm-overlap requires it).
@@ -594,7 +622,36 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
   } else {
     c.assumptions.push_back("mbs 1 (not stated; the frameworks' default micro-batch)");
   }
-  if (c.model.num_layers % (l.pp * l.vpp) != 0) {
+  // Megatron-Core splits unevenly only where told how (Megatron-LM d98e8a6,
+  // transformer_block.py get_num_layers_to_build asserts an even split otherwise). Where the
+  // even split fails and the one with the embedding and the loss counted as a layer each fits,
+  // a Megatron-Core case takes that one: Megatron-Bridge's recipes for such models set both
+  // account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split
+  // (NVIDIA-NeMo/Megatron-Bridge 067f987df: src/megatron/bridge/recipes/llama/h100/llama3.py
+  // llama31_405b_pretrain_256gpu_h100_bf16_config, Llama 3.1 405B's 126 layers, and
+  // recipes/qwen/h100/qwen3_moe.py qwen3_235b_a22b_pretrain_256gpu_h100_bf16_config, Qwen3
+  // 235B-A22B's 94; the recipes/*/ modules export them as llama31_405b_pretrain_config and
+  // qwen3_235b_a22b_pretrain_config, which the perf_recipes/ of each GPU build on), and
+  // Megatron-Core then builds (layers + 2) / (pp x vpp) layers a virtual stage, one fewer on
+  // the first and the last (none where that is 1: 0, 1 x 126, 0 on pp 16 x vpp 8).
+  const std::int64_t stages = l.pp * l.vpp;
+  const std::optional<std::vector<std::int64_t>> account_for =
+      c.model.num_layers % stages != 0 && (c.framework == "megatron" || c.framework == "nemo")
+          ? exports::megatron_account_for_split(c.model.num_layers, stages, true, true)
+          : std::nullopt;
+  if (account_for) {
+    l.stage_layers = *account_for;
+    const std::vector<std::int64_t>& v = l.stage_layers;
+    const std::string split =
+        stages > 2 ? std::to_string(v.front()) + ", " + std::to_string(v[1]) + " x " +
+                         std::to_string(stages - 2) + ", " + std::to_string(v.back())
+                   : std::to_string(v.front()) + ", " + std::to_string(v.back());
+    c.assumptions.push_back(
+        std::string(l.vpp > 1 ? "virtual stages" : "stages") + " of " + split +
+        " layers: Megatron-Core's split with the embedding and the loss counted as a layer each "
+        "(account_for_embedding/loss_in_pipeline_split, as Megatron-Bridge's Llama 3.1 405B "
+        "and Qwen3 235B-A22B recipes set them)");
+  } else if (c.model.num_layers % stages != 0) {
     if (l.vpp > 1) {
       l.stage_layers = default_stage_split(c.model.num_layers, l.pp, l.vpp);
       if (!l.stage_layers.empty()) {

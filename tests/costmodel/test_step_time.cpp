@@ -8,6 +8,7 @@
 #include "costmodel/fitted_rates.hpp"
 #include "costmodel/flops.hpp"
 #include "costmodel/framework.hpp"
+#include "costmodel/memory_ledger.hpp"
 #include "costmodel/param_count.hpp"
 #include "costmodel/pipeline_simulation.hpp"
 #include "costmodel/step_time.hpp"
@@ -648,4 +649,112 @@ TEST_CASE("step time: a layout's expert groups from its mesh or from a kept one"
   CHECK(none.ep.size() == 1);
   CHECK(none.ep.time_s(Collective::kAllToAll, bytes) == 0);
   CHECK(GroupRates(context, l, none).edp.time_s(Collective::kAllReduce, bytes) == 0);
+}
+
+TEST_CASE(
+    "empty edge chunks: the embedding's and the LM head's virtual stages run them alone, and "
+    "hold no layer's activations",
+    "[step][pipeline]") {
+  // Llama 3.1 405B as Megatron-Bridge runs it on GB200 (pp 16, vpp 8): Megatron-Core with the
+  // embedding and the loss counted as a layer each splits 126 + 2 = 128 over the 128 virtual
+  // stages, 1 each, and builds none on the first (the embedding's) and the last (the LM
+  // head's): 0, 1 x 126, 0. Rank 0 holds chunks 0 (the embedding) and 1..7 (1 layer each), 7
+  // layers; rank 15 chunks 0..6 (1 layer each) and 7 (the LM head), 7 layers; the others 8.
+  const ModelSpec m = load_model("llama3-405b");
+  Layout l;
+  l.tp = 4;
+  l.pp = 16;
+  l.vpp = 8;
+  l.sp = true;
+  l.gbs = 64;  // dp 1, mbs 1: 64 micro-batches, a multiple of pp
+  l.stage_layers.assign(128, 1);
+  l.stage_layers.front() = l.stage_layers.back() = 0;
+  CHECK(layout_problems(l, m, 8192, 64, false).empty());
+  std::vector<std::int64_t> ranks(16, 8);
+  ranks.front() = ranks.back() = 7;
+  CHECK(layers_per_stage(l, m) == ranks);
+
+  const TrainingSetup setup = test::megatron_setup(8192);
+  const StepEstimate e =
+      estimate_step(m, l, setup, load_cluster("gb200-nvl72"), load_profile("gb200"));
+  REQUIRE(e.stages.size() == 16);
+  const double one = e.stages[1].chunk_forward_s[0];  // 1 layer, no edge
+  CHECK(one > 0);
+  // Rank 0's chunk 0 is the embedding alone: what its 7 layers leave of its forward.
+  const StageTimes& first = e.stages[0];
+  CHECK(first.chunk_forward_s[1] == Approx(one).epsilon(1e-12));
+  CHECK(first.chunk_forward_s[0] == Approx(first.forward_s - 7 * one).epsilon(1e-9));
+  CHECK(first.chunk_forward_s[0] > 0);
+  CHECK(first.chunk_forward_s[0] < one);  // a lookup and its sends, no GEMM
+  // Rank 15's chunk 7 is the LM head and the loss alone (a 16384 x 128256 / tp GEMM).
+  const StageTimes& last = e.stages[15];
+  CHECK(last.chunk_forward_s[6] == Approx(one).epsilon(1e-12));
+  CHECK(last.chunk_forward_s[7] == Approx(last.forward_s - 7 * one).epsilon(1e-9));
+  CHECK(last.chunk_backward_s[7] > 0);
+  // Each chunk still hands its activations on: 2 m v p2p transfers a step, as with any split
+  // (no overlap assumed here: the sends of one rank are 2 x 64 x 8).
+  CHECK(e.breakdown.pp_p2p_s <= 2 * 64 * 8 * e.p2p_s * (1 + 1e-12));
+  // The simulation of these chunks (p2p left out, as the closed form counts it apart) and the
+  // closed form m max T + (sum T - max T) / v agree within 1%: the middle ranks of 8 layers
+  // pace the pipeline.
+  PipelineTimes t = pipeline_times(e, l, setup.framework, 0.0);
+  t.p2p_s = 0;
+  const StepBreakdown& b = e.breakdown;
+  const double closed =
+      b.compute_s + b.recompute_s + b.tp_exposed_s + b.cp_exposed_s + b.fsdp_exposed_s + b.bubble_s;
+  CHECK(closed == Approx(simulate_pipeline(t).step_time_s).epsilon(0.01));
+
+  // The ledger: rank 0 holds the embedding and 7 layers, rank 15 the LM head and 7 layers.
+  const MemoryLedger ledger = build_memory_ledger(m, l, setup, load_gpu("gb200"));
+  CHECK(ledger.stages[0].layers == 7);
+  CHECK(ledger.stages[0].has_embedding);
+  CHECK(ledger.stages[15].layers == 7);
+  CHECK(ledger.stages[15].has_lm_head);
+  // Activations in flight (Megatron's interleaved warm-up, 2 (p - r - 1) + (v - 1) p forwards,
+  // then the first backward): rank 1 holds 28 + 112 + 1 = 141 chunk-micro-batches of 1 layer
+  // each, 141 layers' worth. Rank 0 runs 30 + 112 + 1 = 143 forwards before its first backward,
+  // forward k on chunk (k mod 128) / 16: k 0..15 and 128..142 the empty chunk 0, so it holds
+  // 143 - 31 = 112 layers; after that each pair of a forward and a backward of one layer each
+  // holds that or less. Rank 15: 0 + 112 + 1 = 113 forwards, the last (k 112) on the empty
+  // chunk 7, 112 layers; its first 16 backwards, of chunk 7 (backward i runs chunk
+  // 7 - (i mod 128) / 16), free nothing while forward 128 (chunk 0, 1 layer) comes in: 113.
+  CHECK(ledger.stages[1].chunks_in_flight == 141);
+  CHECK(ledger.stages[1].layer_activations_held == 141);
+  CHECK(ledger.stages[0].chunks_in_flight == 143);
+  CHECK(ledger.stages[0].layer_activations_held == 112);
+  CHECK(ledger.stages[15].chunks_in_flight == 113);
+  CHECK(ledger.stages[15].layer_activations_held == 113);
+}
+
+TEST_CASE("a stage split may leave only the first and the last stage empty", "[step][pipeline]") {
+  // 32 layers on pp 4 x vpp 2: 8 virtual stages. 0 on the first and/or the last is the
+  // embedding or the LM head alone; 0 anywhere else is refused, by index, with the rule.
+  const ModelSpec m = load_model("llama3-8b");
+  Layout l;
+  l.pp = 4;
+  l.vpp = 2;
+  l.gbs = 4;
+  l.stage_layers = {0, 5, 5, 5, 5, 5, 5, 2};
+  CHECK(layout_problems(l, m, 8192, std::nullopt, false).empty());
+  l.stage_layers = {0, 5, 5, 5, 5, 5, 7, 0};
+  CHECK(layout_problems(l, m, 8192, std::nullopt, false).empty());
+  l.stage_layers = {4, 5, 0, 5, 5, 5, 5, 3};
+  const std::vector<std::string> middle = layout_problems(l, m, 8192, std::nullopt, false);
+  REQUIRE(middle.size() == 1);
+  CHECK(middle[0] ==
+        "virtual stage 2 of the stage split (0-based, of 8) holds no layer: only the first "
+        "virtual stage (with the embedding) and the last (with the LM head and the loss) may "
+        "hold none, as Megatron-Core builds them with "
+        "--account-for-embedding/loss-in-pipeline-split; give every other virtual stage at "
+        "least 1 layer");
+  l.stage_layers = {-1, 5, 5, 5, 5, 5, 5, 3};
+  CHECK(layout_problems(l, m, 8192, std::nullopt, false) ==
+        std::vector<std::string>{"the stage split lists a negative number of layers"});
+  // pp x vpp = layers + 2 is the default split's 0, 1 x layers, 0; layers + 1 has none.
+  std::vector<std::int64_t> ones(34, 1);
+  ones.front() = ones.back() = 0;
+  CHECK(default_stage_split(32, 17, 2) == ones);
+  CHECK(default_stage_split(32, 11, 3).empty());
+  CHECK(default_split_fits(32, 34));
+  CHECK_FALSE(default_split_fits(32, 33));
 }

@@ -14,6 +14,7 @@
 #include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
 #include "planner/exports/exports.hpp"
+#include "planner/exports/pipeline_splits.hpp"
 #include "planner/plan/plan_file.hpp"
 #include "tests/support/cli_runner.hpp"
 #include "tests/support/export_readers.hpp"
@@ -968,6 +969,50 @@ TEST_CASE("megatron export: uneven virtual stages as Megatron-LM's account-for f
     CHECK(back.vpp == 2);
     CHECK(back.stage_layers == expected);
   }
+  SECTION("126 layers on pp 16 x vpp 8: the embedding's and the loss's chunks hold no layer") {
+    // Megatron-Bridge's GB200 Llama 3.1 405B layout: (126 + 1 + 1) / 128 = 1 each, the first
+    // and the last giving theirs back: 0, 1 x 126, 0, meshplan's default for pp x vpp = 128.
+    std::vector<std::int64_t> expected(128, 1);
+    expected.front() = expected.back() = 0;
+    REQUIRE(default_stage_split(126, 16, 8) == expected);
+    Layout l = pp8_vpp2(expected);
+    l.pp = 16;
+    l.vpp = 8;
+    const Export e =
+        export_plan(plan_of(llama405b_with_layers(126), l, "megatron", Precision::kBf16, 8192),
+                    ExportFormat::kMegatron);
+    INFO(e.text);
+    CHECK_THAT(e.text, Catch::Contains("--num-virtual-stages-per-pipeline-rank 8 \\\n"
+                                       "--account-for-embedding-in-pipeline-split \\\n"
+                                       "--account-for-loss-in-pipeline-split \\\n"));
+    CHECK_FALSE(mentions(e, "stage split"));
+    const Layout back = parse_megatron_args(e.text);
+    CHECK(back.vpp == 8);
+    CHECK(back.stage_layers == expected);
+  }
+  SECTION("14 layers on pp 16, vpp 1: the account-for flags, not a first stage of 0") {
+    // 0, 1 x 14, 0: --decoder-first-pipeline-num-layers must be above 0 (Megatron-Core's
+    // TransformerConfig), so the empty first and last stages are the two counted layers,
+    // (14 + 2) / 16 = 1 a stage, which Megatron-LM takes without vpp too.
+    std::vector<std::int64_t> expected(16, 1);
+    expected.front() = expected.back() = 0;
+    REQUIRE(default_stage_split(14, 16, 1) == expected);
+    Layout l = pp8_vpp2(expected);
+    l.pp = 16;
+    l.vpp = 1;
+    const Export e =
+        export_plan(plan_of(llama405b_with_layers(14), l, "megatron", Precision::kBf16, 8192),
+                    ExportFormat::kMegatron);
+    INFO(e.text);
+    CHECK_THAT(e.text, Catch::Contains("--context-parallel-size 1 \\\n"
+                                       "--account-for-embedding-in-pipeline-split \\\n"
+                                       "--account-for-loss-in-pipeline-split \\\n"));
+    CHECK_THAT(e.text, !Catch::Contains("pipeline-num-layers"));
+    CHECK_THAT(e.text, !Catch::Contains("--num-virtual-stages-per-pipeline-rank"));
+    const Layout back = parse_megatron_args(e.text);
+    CHECK(back.vpp == 1);
+    CHECK(back.stage_layers == expected);
+  }
   SECTION("127 layers: the embedding counted, or the loss") {
     // (127 + 1) / 16 = 8 each, the first giving one back: 7, 8 x 15, meshplan's default too
     // (ceil(127 / 16) = 8 is 1 too many, taken off the first).
@@ -1081,6 +1126,23 @@ TEST_CASE("torchtitan export: 7, 8 x 14, 7 on pp 8 x vpp 2 is torchtitan's 16 st
   CHECK(back.pp == 8);
   CHECK(back.vpp == 2);
   CHECK(back.stage_layers == expected);
+
+  // On pp 16 x vpp 8, meshplan's 0, 1 x 126, 0: (126 + 1 + 1) / 128 = 1 a stage, less 1 on the
+  // first and the last, which then hold the embedding and the norm and output alone.
+  std::vector<std::int64_t> ones(128, 1);
+  ones.front() = ones.back() = 0;
+  Layout l = pp8_vpp2(ones);
+  l.pp = 16;
+  l.vpp = 8;
+  const Export edges =
+      export_plan(plan_of(llama405b_with_layers(126), l, "fsdp", Precision::kBf16, 8192),
+                  ExportFormat::kTorchtitan, toml_0_2());
+  INFO(edges.text);
+  CHECK_THAT(edges.text, Catch::Contains("pipeline_parallel_layers_per_stage = 1\n"
+                                         "pipeline_parallel_first_stage_less_layers = 1\n"
+                                         "pipeline_parallel_last_stage_less_layers = 1\n"));
+  CHECK_FALSE(mentions(edges, "stage split"));
+  CHECK(parse_torchtitan_toml(edges.text, 126).stage_layers == ones);
 
   // 125 layers, meshplan's 7, 7, 8 x 13, 7: torchtitan's middle stages take the larger share
   // first, so no keys give it. pipeline_parallel_layers_per_stage ceil((125 + 1 + 1) / 16) = 8
@@ -1204,6 +1266,26 @@ TEST_CASE(
     // Spelled out: 6 chunks of 6 written tttttt, commas between layers.
     CHECK(read("\"Et,t,t,t,t,t|(tttttt|)*3(t*7|)*9(t*6|)*2t*6L\"").stage_layers == split);
   }
+  SECTION("chunks of the embedding or the loss alone are empty edge stages") {
+    // Megatron-LM's own example: the loss alone in the last chunk, 24 chunks on pp 8 (vpp 3):
+    // 1, 2 x 22, 0 = 45 layers.
+    const Layout loss_alone = parse_megatron_args(
+        "--pipeline-model-parallel-size 8 \\\n--pipeline-model-parallel-layout \"Et|(tt|)*22L\"\n");
+    std::vector<std::int64_t> loss_chunk(24, 2);
+    loss_chunk.front() = 1;
+    loss_chunk.back() = 0;
+    CHECK(loss_alone.vpp == 3);
+    CHECK(loss_alone.stage_layers == loss_chunk);
+    // Llama 3.1 405B on pp 16 x vpp 8 as written below: 0, 1 x 126, 0.
+    std::vector<std::int64_t> ones(128, 1);
+    ones.front() = ones.back() = 0;
+    CHECK(exports::megatron_layout_string(ones) == "E|(t|)*126L");
+    const Layout both = parse_megatron_args(
+        "--pipeline-model-parallel-size 16 \\\n--num-layers 126 \\\n"
+        "--pipeline-model-parallel-layout \"E|(t|)*126L\"\n");
+    CHECK(both.vpp == 8);
+    CHECK(both.stage_layers == ones);
+  }
   SECTION("an even layout is an even split; the chunks give vpp") {
     // 16 chunks of 7 = 112 layers on pp 16: vpp 1, even.
     const Layout even = parse_megatron_args(
@@ -1250,12 +1332,14 @@ TEST_CASE(
                             layout + "\"\n"),
         Catch::EndsWith("105 transformer layers where --num-layers says 104: Megatron-Core "
                         "requires the two to agree"));
-    // Megatron-LM's own example: the loss alone in the last chunk, which no meshplan split has.
+    // An empty chunk between others, which no meshplan split has (only the first and the last
+    // may hold the embedding or the loss alone).
     CHECK_THROWS_WITH(
         parse_megatron_args("--pipeline-model-parallel-size 8 \\\n"
-                            "--pipeline-model-parallel-layout \"Et|(tt|)*22L\"\n"),
-        Catch::EndsWith("chunk 23 of 24 chunks holds no transformer layer, which no meshplan "
-                        "layout describes"));
+                            "--pipeline-model-parallel-layout \"Et||(tt|)*21ttL\"\n"),
+        Catch::EndsWith("chunk 1 of 24 chunks holds no transformer layer, which no meshplan "
+                        "layout describes (only the first chunk, holding E alone, and the last, "
+                        "holding L alone, may hold none)"));
     CHECK_THROWS_WITH(read("\"" + layout), Catch::Contains("opens a quote \" that does not close"));
     // Megatron-LM refuses the layout beside the vpp flags and the other ways of splitting.
     CHECK_THROWS_WITH(

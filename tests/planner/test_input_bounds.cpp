@@ -48,8 +48,9 @@ TEST_CASE("ledger --mfu is a fraction from 1e-6 to 1, so the time to train stays
 
 TEST_CASE("ledger: --stage-layers refuses an empty item instead of dropping it", "[bounds][cli]") {
   const std::string expected =
-      "; expected layers per pipeline stage as whole numbers from 1 to 65536 separated by "
-      "single commas, e.g. 16,16";
+      "; expected layers per pipeline stage as whole numbers from 0 to 65536 separated by "
+      "single commas, e.g. 16,16 (0 only on the first and the last stage, which then hold the "
+      "embedding or the LM head alone)";
   expect_exact_error({"ledger", "--model", "llama3-8b", "--pp", "2", "--stage-layers", "16,,16"},
                      parse_error("--stage-layers: item 2 of 3 in \"16,,16\" is empty" + expected));
   expect_exact_error({"ledger", "--model", "llama3-8b", "--pp", "2", "--stage-layers", "16,16,"},
@@ -58,8 +59,8 @@ TEST_CASE("ledger: --stage-layers refuses an empty item instead of dropping it",
                      parse_error("--stage-layers: item 1 of 3 in \",16,16\" is empty" + expected));
   expect_exact_error({"ledger", "--model", "llama3-8b", "--pp", "2", "--stage-layers", "16,x"},
                      parse_error("--stage-layers: item 2 of 2 in \"16,x\" is \"x\"" + expected));
-  expect_exact_error({"ledger", "--model", "llama3-8b", "--pp", "2", "--stage-layers", "16,0"},
-                     parse_error("--stage-layers: item 2 of 2 in \"16,0\" is \"0\"" + expected));
+  expect_exact_error({"ledger", "--model", "llama3-8b", "--pp", "2", "--stage-layers", "16,00"},
+                     parse_error("--stage-layers: item 2 of 2 in \"16,00\" is \"00\"" + expected));
   // Digits only, as the other items are refused: no sign, no space before (or after) a number.
   expect_exact_error(
       {"ledger", "--model", "llama3-8b", "--pp", "2", "--stage-layers", "+16,16"},
@@ -263,7 +264,9 @@ TEST_CASE("plan's --pp hint lists only the pipeline degrees plan takes", "[bound
       test::run({"plan", "--model", "llama3-8b", "--gpus", "64", "--pp", "64"});
   CHECK(pp64.exit_code == 2);  // every layout rejected by the rules: bad input, not exit code 3
   CHECK_THAT(pp64.err, Catch::Contains("layout: pp 64 exceeds the model's 32 layers (a stage "
-                                       "holds at least one layer)\n"));
+                                       "holds at least one layer; only the first and the last "
+                                       "may hold the embedding or the LM head alone: at most 34 "
+                                       "stages, split unevenly)\n"));
   expect_exact_error({"plan", "--model", "llama3-70b", "--gpus", "64", "--pp", "33", "--vpp", "2"},
                      "meshplan: error: " + wrong +
                          "pin a divisor of 64 above 1 that splits the model's 80 layers into pp x "

@@ -63,7 +63,8 @@ TEST_CASE("plan: pins that break a layout rule get estimate's reason, exit code 
   SECTION("--vpp 5 --pp 8: 40 chunks of 32 layers") {
     expect_same_problem({"--vpp", "5", "--pp", "8"}, {"--vpp", "5", "--pp", "8"},
                         "pp x vpp = 40 model chunks exceed the model's 32 layers (a chunk holds "
-                        "at least one layer)");
+                        "at least one layer; only the first and the last may hold the embedding "
+                        "or the LM head alone: at most 34 chunks, split unevenly)");
     // plan has no --stage-layers: its message must not point at one.
     const test::CliResult r =
         test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--vpp", "5", "--pp", "8"});
@@ -105,7 +106,9 @@ TEST_CASE("plan: pins that break a layout rule get estimate's reason, exit code 
     const test::CliResult e = test::run({"estimate", "--model", "llama3-8b", "--pp", "64"});
     CHECK(e.exit_code == 2);
     CHECK_THAT(e.err, Catch::Contains("\n  layout: pp 64 exceeds the model's 32 layers (a stage "
-                                      "holds at least one layer)\n"));
+                                      "holds at least one layer; only the first and the last may "
+                                      "hold the embedding or the LM head alone: at most 34 "
+                                      "stages, split unevenly)\n"));
     CHECK_THAT(e.err, !Catch::Contains("--stage-layers"));
   }
   SECTION("--vpp 3 with 8 GPUs and no pp: vpp needs pp > 1 comes first, not the chunk count") {
@@ -372,13 +375,13 @@ TEST_CASE(
   CHECK(r.exit_code == 2);
   CHECK(r.out.empty());
   CHECK_THAT(r.err, !Catch::Contains("--json"));
-  CHECK_THAT(
-      r.err,
-      Catch::Contains(" mbs 1)\n  and 3 more rules: layers do not split into pp x vpp chunks (123 "
-                      "of 579 layouts); sp: the sequence does not split across tp (117 of 579 "
-                      "layouts); tp spans NVLink domains (--allow-cross-node-tp to cost it) (6 "
-                      "of 579 layouts)\n" +
-                      kPlanHint));
+  CHECK_THAT(r.err, Catch::Contains(
+                        " mbs 1)\n  and 4 more rules: sp: the sequence does not split across tp "
+                        "(156 of 753 layouts); interleaving needs micro-batches % pp == 0 (66 of "
+                        "753 layouts); layers do not split into pp x vpp chunks (33 of 753 "
+                        "layouts); tp spans NVLink domains (--allow-cross-node-tp to cost it) (6 "
+                        "of 753 layouts)\n" +
+                        kPlanHint));
   const test::CliResult json = test::run(test::with(args, {"--json"}));
   CHECK(json.exit_code == 2);
   CHECK(json.out.empty());

@@ -474,7 +474,8 @@ TEST_CASE("one of a thing is singular: 1 layer, 1 stage, 1 kv head", "[usability
   CHECK(bad.exit_code == 2);
   CHECK_THAT(bad.err, Contains("layout: tp 2 does not divide 1 kv head\n"));
   CHECK_THAT(bad.err, Contains("layout: pp 2 exceeds the model's 1 layer (a stage holds at least "
-                               "one layer)\n"));
+                               "one layer; only the first and the last may hold the embedding or "
+                               "the LM head alone: at most 3 stages, split unevenly)\n"));
 }
 
 TEST_CASE("profile show: says step times read busbw off the measured points",

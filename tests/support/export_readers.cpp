@@ -289,12 +289,6 @@ Layout parse_megatron_args(const std::string& text) {
                (l.vpp > 1 ? "virtual stage" : "stage") +
                " the same count, so the sum must be a multiple of " + s(stages));
     }
-    if (std::any_of(split->begin(), split->end(), [](std::int64_t n) { return n < 1; })) {
-      fail(w.line_no, w.line,
-           "Megatron-LM's split " + join(*split, ",") + " of " + counted(layers, "layer") +
-               counted_text + " over " + over +
-               " leaves a stage with no transformer layer, which no meshplan layout describes");
-    }
     if (std::adjacent_find(split->begin(), split->end(), std::not_equal_to<>()) != split->end()) {
       l.stage_layers = *split;  // empty when even (pp 2 with both counted: 15, 15)
     }
@@ -499,7 +493,9 @@ Layout parse_torchtitan_toml(const std::string& text, std::int64_t num_layers) {
                  " and last_stage_less_layers " + s(last) +
                  " (more stages than layers + both, or either above (layers + both) / stages)");
       }
-      for (std::size_t i = 0; i < split->size(); ++i) {
+      // The first and the last stage may hold the embedding or the norm and output alone
+      // (Layout::stage_layers); a middle one without a layer is no meshplan layout.
+      for (std::size_t i = 1; i + 1 < split->size(); ++i) {
         if ((*split)[i] < 1) {
           fail(w.line_no, w.line,
                "stage " + s(static_cast<std::int64_t>(i)) + " of torchtitan's split " +

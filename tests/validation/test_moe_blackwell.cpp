@@ -97,7 +97,7 @@ TEST_CASE("moe-blackwell: a DeepSeek-V3 case maps to its model, rack and precisi
   CHECK(hw.cluster.nvlink_domain_size == 72);
 }
 
-TEST_CASE("moe-blackwell: every case is compared or skipped with its reason",
+TEST_CASE("moe-blackwell: every case is compared, or skipped only for a hybrid Mamba stack",
           "[validation][moe-blackwell]") {
   const ValidationReport r = validate_files(moe_blackwell_files());
   std::int64_t compared = 0;
@@ -106,8 +106,40 @@ TEST_CASE("moe-blackwell: every case is compared or skipped with its reason",
   CHECK(compared + static_cast<std::int64_t>(r.skipped.size()) == 86);  // the data README's 86
   for (const SkippedCase& s : r.skipped) {
     INFO(s.id << ": " << s.reason);
-    CHECK(s.reason.find("model chunks exceed the model's 126 layers") != std::string::npos);
+    CHECK(s.reason.find("hybrid Mamba model") != std::string::npos);
   }
+}
+
+TEST_CASE(
+    "moe-blackwell: Llama 3.1 405B on pp 16 x vpp 8 is Megatron-Core's split with the "
+    "embedding and the loss counted",
+    "[validation][moe-blackwell]") {
+  // 126 layers + the embedding + the loss = 128 over the 128 virtual stages: 1 each, none on
+  // the first and the last (Megatron-Bridge's Llama 3.1 405B recipe sets both account-for
+  // flags), what validate takes where the even split fails and this one fits.
+  const std::string file = std::string(MESHPLAN_SHARED_DATA) + "/moe-blackwell/mbridge-2602.json";
+  std::map<std::string, ValidationCase> by_id;
+  for (ValidationCase& c : load_validation_file(file)) by_id.emplace(c.id, std::move(c));
+  std::vector<std::int64_t> expected(128, 1);
+  expected.front() = expected.back() = 0;
+  for (const char* id :
+       {"mbridge2602-gb200-llama3.1-405b-nvfp4", "mbridge2602-gb200-llama3.1-405b-mxfp8"}) {
+    INFO(id);
+    const ValidationCase& c = by_id.at(id);
+    CHECK(c.skip_reason.empty());
+    CHECK(c.layout.pp == 16);
+    CHECK(c.layout.vpp == 8);
+    CHECK(c.layout.stage_layers == expected);
+    CHECK(std::find(c.assumptions.begin(), c.assumptions.end(),
+                    "virtual stages of 0, 1 x 126, 0 layers: Megatron-Core's split with the "
+                    "embedding and the loss counted as a layer each "
+                    "(account_for_embedding/loss_in_pipeline_split, as Megatron-Bridge's Llama "
+                    "3.1 405B and Qwen3 235B-A22B recipes set them)") != c.assumptions.end());
+  }
+  // Qwen3 235B-A22B's 94 layers on pp 8 (vpp 1): (94 + 2) / 8 = 12, one fewer on the first
+  // and the last: 11, 12 x 6, 11.
+  const ValidationCase& qwen = by_id.at("mbridge2602-b200-qwen3-235b-a22b-mxfp8");
+  CHECK(qwen.layout.stage_layers == std::vector<std::int64_t>{11, 12, 12, 12, 12, 12, 12, 11});
 }
 
 TEST_CASE("moe-blackwell: cross-validated step times, one container release left out",
