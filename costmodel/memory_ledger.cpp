@@ -341,8 +341,9 @@ StageMemory stage_memory(const MemoryContext& x, std::int64_t stage) {
   }
   if (last) {
     s[T::kHeadActivations] = x.activations.head_bytes;
-    s[T::kLossTransient] = tokens * mbs * static_cast<double>(vocab_shard_size(x.model, l.tp)) *
-                           fw.loss_transient_bytes;
+    const std::int64_t loss_width =
+        fw.loss_over_full_vocab ? padded_vocab_size(x.model) : vocab_shard_size(x.model, l.tp);
+    s[T::kLossTransient] = tokens * mbs * static_cast<double>(loss_width) * fw.loss_transient_bytes;
   }
   if (l.recompute != Recompute::kNone) {
     // During backward, the layer being recomputed holds its full activations once (the larger
@@ -523,9 +524,11 @@ MemoryLedger build_memory_ledger(const ModelSpec& model, const Layout& layout,
           break;
         case MemoryTerm::kLossTransient:
           if (s.has_lm_head) {
+            const bool full = fw.loss_over_full_vocab;
             line("loss.transient (around the cross-entropy)", MemoryCategory::kLogits,
-                 shape_text({tokens, layout.mbs, vocab_shard_size(model, layout.tp)}), "mixed", 1,
-                 term, layout.tp > 1 ? "tp" : "-");
+                 shape_text({tokens, layout.mbs,
+                             full ? padded_vocab_size(model) : vocab_shard_size(model, layout.tp)}),
+                 "mixed", 1, term, layout.tp > 1 && !full ? "tp" : "-");
           }
           break;
         case MemoryTerm::kRecomputeWorkingSet:
