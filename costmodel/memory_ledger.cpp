@@ -402,9 +402,14 @@ StageMemory stage_memory(const MemoryContext& x, std::int64_t stage) {
   s[T::kCudaContext] = x.gpu.cuda_context_bytes;
   s[T::kFragmentation] = std::ceil(x.gpu.allocator_fragmentation_fraction * allocated);  // whole
   // Fitted on the totals of measured runs (planner/fit/memory_fit.hpp), so outside the
-  // fragmentation's base; the same on every stage (each holds one micro-batch's tokens at a time
-  // in the ops it runs).
-  s[T::kFittedPerToken] = std::round(x.setup.fitted.memory_per_token_bytes * tokens * mbs);
+  // fragmentation's base; on the last stage, the one that computes the logits and the loss over
+  // the micro-batch's tokens: on Hagemann et al.'s sweep, the one family with a large fitted
+  // term, the memory the named terms miss grows with the micro-batch's tokens where the loss
+  // is (pp 1 layouts at tp 8 ran out of memory at 30-53 GiB of named terms, their pp 2
+  // neighbours ran), not with the first stage's pp micro-batches in flight (pp 4 layouts ran at
+  // 16384 tokens where a term on every stage adds 47 GiB to the first): docs/memory.md.
+  s[T::kFittedPerToken] =
+      last ? std::round(x.setup.fitted.memory_per_token_bytes * tokens * mbs) : 0.0;
   s.total_bytes = allocated + s[T::kCudaContext] + s[T::kFragmentation] + s[T::kFittedPerToken];
   return s;
 }
