@@ -51,7 +51,8 @@ std::string render_text(const ValidationReport& r) {
   if (r.cross_validated) {
     out << "Cross-validated: each source's time predictions come from a fit without that source "
            "(leave one source out; meshplan fit), its 80% intervals from the other sources' "
-           "cross-validated residuals.\n\n";
+           "residuals, each predicted by a fit without that source and without the left-out "
+           "one.\n\n";
   }
   out << "Predicted vs measured (error = (predicted - measured) / measured; GiB = 2^30 bytes; "
          "80% interval: p10 to p90 of the measured value):\n";

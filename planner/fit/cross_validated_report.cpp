@@ -20,11 +20,18 @@ ValidationReport cross_validated_report(const std::vector<std::string>& paths, F
         ", or run validate without --cross-validate");
   }
   const CrossValidation cv = cross_validate(runs.runs);
+  // interval_for needs kMinIntervalFolds folds besides the left-out one: with fewer no case has
+  // an interval, and the nested fits are not made.
+  const bool intervals = cv.folds.size() > kMinIntervalFolds;
+  const std::map<std::string, std::vector<double>> nested =
+      intervals ? nested_cross_validate(runs.runs, cv)
+                : std::map<std::string, std::vector<double>>{};
   std::map<std::string, TimeOverride> overrides;
   for (std::size_t i = 0; i < runs.runs.size(); ++i) {
     const FitRun& r = runs.runs[i];
-    overrides[r.run.id] = {cv.predicted[i],
-                           interval_for(runs.runs, cv.log_errors, r.generation, r.family, r.fold)};
+    overrides[r.run.id] = {cv.predicted[i], intervals ? interval_for(runs.runs, nested.at(r.fold),
+                                                                     r.generation, r.family, r.fold)
+                                                      : std::nullopt};
   }
   for (const auto& [id, original] : runs.duplicate_of) {
     overrides[id] = overrides.at(original);

@@ -1,7 +1,8 @@
 // `meshplan validate --cross-validate` (issue 19): the validation report with every time
 // prediction made by a fit that did not see the case's source (leave one source out, fit.hpp
 // cross_validate; the sources are the files, one study's files counted as one), and each
-// interval from the cross-validated residuals of comparable runs of the other sources.
+// interval from the residuals of comparable runs of the other sources, each predicted by a fit
+// that saw neither its own source nor the left-out one (nested_cross_validate).
 #pragma once
 
 #include <string>
@@ -15,8 +16,9 @@ namespace meshplan {
 /// validate_files(paths) with cross-validated time predictions: the runs of every generation
 /// are refitted once per left-out fold (`folds`) from the shipped profiles' microbenchmark rates
 /// (their fitted sections set aside); a case's interval comes from interval_for over the other
-/// folds' runs (its generation and family, else its generation, else all). A case the fit skips as
-/// a duplicate takes the prediction of the run it repeats. Throws as validate_files and
+/// folds' runs (its generation and family, else its generation, else all), with their nested
+/// residuals (nested_cross_validate: a fit without their fold and the case's). A case the fit skips
+/// as a duplicate takes the prediction of the run it repeats. Throws as validate_files and
 /// load_fit_runs do, and InputError when every run is of one fold (no fit would be left to
 /// predict it with).
 ValidationReport cross_validated_report(const std::vector<std::string>& paths,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <iterator>
 #include <set>
 
 #include "common/atomic_write.hpp"
@@ -271,6 +272,20 @@ std::set<std::string> fold_names(const std::vector<FitRun>& runs) {
   return names;
 }
 
+namespace {
+
+/// The fit of `generation` on those of `runs` on it whose fold is not in `excluded`.
+GenerationFit fit_without(const std::vector<FitRun>& runs, const std::string& generation,
+                          const std::set<std::string>& excluded) {
+  std::vector<const FitRun*> train;
+  for (const FitRun& r : runs) {
+    if (r.generation == generation && excluded.count(r.fold) == 0) train.push_back(&r);
+  }
+  return fit_generation(train, generation);
+}
+
+}  // namespace
+
 CrossValidation cross_validate(const std::vector<FitRun>& runs) {
   CrossValidation cv;
   cv.log_errors.assign(runs.size(), 0.0);
@@ -284,17 +299,11 @@ CrossValidation cross_validate(const std::vector<FitRun>& runs) {
   }
   for (const std::string& fold : cv.folds) {
     for (const std::string& generation : generations) {
-      std::vector<const FitRun*> train;
-      bool predicts = false;
-      for (const FitRun& r : runs) {
-        if (r.generation != generation) continue;
-        if (r.fold == fold)
-          predicts = true;
-        else
-          train.push_back(&r);
-      }
+      const bool predicts = std::any_of(runs.begin(), runs.end(), [&](const FitRun& r) {
+        return r.fold == fold && r.generation == generation;
+      });
       if (!predicts) continue;
-      const GenerationFit fit = fit_generation(train, generation);
+      const GenerationFit fit = fit_without(runs, generation, {fold});
       for (std::size_t i = 0; i < runs.size(); ++i) {
         const FitRun& r = runs[i];
         if (r.fold != fold || r.generation != generation) continue;
@@ -304,6 +313,29 @@ CrossValidation cross_validate(const std::vector<FitRun>& runs) {
     }
   }
   return cv;
+}
+
+std::map<std::string, std::vector<double>> nested_cross_validate(const std::vector<FitRun>& runs,
+                                                                 const CrossValidation& outer) {
+  std::map<std::string, std::vector<double>> out;
+  for (const std::string& fold : outer.folds) out[fold] = outer.log_errors;
+  // The folds with runs on each generation: leaving one out changes only that generation's fits.
+  std::map<std::string, std::set<std::string>> folds_on;
+  for (const FitRun& r : runs) folds_on[r.generation].insert(r.fold);
+  for (const auto& [generation, folds] : folds_on) {
+    for (auto a = folds.begin(); a != folds.end(); ++a) {
+      for (auto b = std::next(a); b != folds.end(); ++b) {
+        // One fit without both serves F = a (predicting b's runs) and F = b (predicting a's).
+        const GenerationFit fit = fit_without(runs, generation, {*a, *b});
+        for (std::size_t i = 0; i < runs.size(); ++i) {
+          const FitRun& r = runs[i];
+          if (r.generation != generation || (r.fold != *a && r.fold != *b)) continue;
+          out[r.fold == *a ? *b : *a][i] = run_log_error(r, fit.rates.at(r.family));
+        }
+      }
+    }
+  }
+  return out;
 }
 
 namespace {

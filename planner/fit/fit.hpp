@@ -130,6 +130,17 @@ struct CrossValidation {
 };
 CrossValidation cross_validate(const std::vector<FitRun>& runs);
 
+/// Nested leave-one-fold-out, what the interval of a left-out fold is taken over
+/// (cross_validated_report): for each fold F of `outer` (cross_validate(runs)), the log error
+/// of every other fold G's runs predicted by a fit of their generation on the runs of neither F
+/// nor G. The residuals F's interval comes from are then those of fits that never saw F, as F's
+/// own prediction is; cross_validate's residuals of G came from a fit that did see F. Where F has
+/// no run on G's generation the two fits are the same and `outer`'s errors are taken, as they are
+/// for F's own runs. result[F][i] belongs to runs[i]. Costs one fit per generation and pair of
+/// its folds (the fit without {F, G} serves F and G both).
+std::map<std::string, std::vector<double>> nested_cross_validate(const std::vector<FitRun>& runs,
+                                                                 const CrossValidation& outer);
+
 /// Runs, and distinct folds (studies), needed for an interval from one group's residuals.
 inline constexpr std::size_t kMinIntervalRuns = 10;
 inline constexpr std::size_t kMinIntervalFolds = 3;

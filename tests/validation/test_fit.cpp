@@ -167,6 +167,36 @@ TEST_CASE("fit: one source's runs into a profile that plan --profile uses", "[va
   CHECK(a.at("ranked").at(0).contains("step_time_s_p10"));
 }
 
+TEST_CASE("validate --cross-validate: a left-out study's interval residuals never saw it",
+          "[validation][fit]") {
+  // Three Ampere studies (Korthikanti, Narayanan, Hagemann's selection). Left out, Hagemann's
+  // interval is taken over the other two studies' residuals. cross_validate predicted
+  // Korthikanti with a fit on Narayanan and Hagemann; nested_cross_validate's residuals for
+  // Hagemann come from a fit on Narayanan alone. Doubling Hagemann's measured times (a
+  // different study in its place) moves the first and cannot move the second.
+  const std::vector<std::string> files = {test::validation_dir() + "/hagemann-selected.json",
+                                          test::validation_dir() + "/korthikanti2022.json",
+                                          test::validation_dir() + "/narayanan2021-table1.json"};
+  FitRuns runs = load_fit_runs(files, "ampere", {});
+  const CrossValidation cv = cross_validate(runs.runs);
+  const auto nested = nested_cross_validate(runs.runs, cv);
+  for (FitRun& r : runs.runs) {
+    if (r.fold == "hagemann") r.measured *= r.metric == kMetricStepTime ? 2 : 0.5;
+  }
+  const CrossValidation cv2 = cross_validate(runs.runs);
+  const auto nested2 = nested_cross_validate(runs.runs, cv2);
+  bool outer_moved = false;
+  for (std::size_t i = 0; i < runs.runs.size(); ++i) {
+    if (runs.runs[i].fold != "korthikanti2022") continue;
+    INFO(runs.runs[i].run.id);
+    outer_moved = outer_moved || cv.log_errors[i] != cv2.log_errors[i];
+    CHECK(nested.at("hagemann")[i] == nested2.at("hagemann")[i]);
+    // Left out, Narayanan's residuals of Korthikanti come from a fit on Hagemann's runs alone.
+    CHECK(nested.at("narayanan2021")[i] != nested2.at("narayanan2021")[i]);
+  }
+  CHECK(outer_moved);
+}
+
 TEST_CASE("validate --cross-validate: within the current bounds (thresholds.hpp)",
           "[validation][fit]") {
   const ValidationReport& r = cross_validated();

@@ -78,11 +78,15 @@ inline constexpr MapeBound kCrossValidatedBounds[] = {
 };
 
 /// Share of the cross-validated time comparisons measured inside their 80% interval: issue
-/// 19's target is 70-90%; today 92 of 231 (39.8%): Hagemann's sweep (Aleph Alpha's codebase,
-/// the only "other" family runs) is predicted from the Megatron runs' rates when left out, about
-/// 15% too fast, outside most of the spread of the other studies' residuals. The test checks
-/// today's floor and warns about the target.
-inline constexpr double kMinIntervalCoverage = 0.39;
+/// 19's target is 70-90%; today 94 of 231 (40.7%; 55 of the 69 outside Hagemann's sweep, 79.7%;
+/// 39 of the sweep's 162, 24.1%). Since 2026-12-02 a left-out study's interval is taken over
+/// nested residuals (fit.hpp nested_cross_validate: each other study predicted by a fit without
+/// it and without the left-out one; before, 92 of 231 over residuals of fits that had seen the
+/// left-out study). Hagemann's sweep (Aleph Alpha's codebase, the only "other" family runs) is
+/// predicted from the Megatron runs' rates when left out, its measured / predicted 1.11 to 1.34
+/// (10th to 90th percentile), above the 1.15 that the other studies' residuals reach at their
+/// 90th percentile. The test checks today's floor and warns about the target.
+inline constexpr double kMinIntervalCoverage = 0.40;
 inline constexpr double kTargetMinIntervalCoverage = 0.70;
 inline constexpr double kTargetMaxIntervalCoverage = 0.90;
 
