@@ -55,8 +55,9 @@ struct FittedRates {
   /// waits while the host issues the rest of the layer (host_bound.hpp moe_layer_overhead_s).
   double moe_alltoall_sync_s = 0;
   /// Memory (issue 20; costmodel/oom_risk.hpp): bytes a GPU holds per token of its micro-batch
-  /// (seq / cp x mbs) beyond the ledger's named terms, in every stage: saved tensors and
-  /// temporaries of a framework's eager ops that no entry names. 0: the ledger as it is.
+  /// (seq / cp x mbs) beyond the ledger's named terms, on the last pipeline stage (the one that
+  /// computes the logits and the loss; memory_ledger.cpp stage_memory says why there): saved
+  /// tensors and temporaries of a framework's ops that no entry names. 0: the ledger as it is.
   double memory_per_token_bytes = 0;
   /// Memory: log of the ratio of the ledger's peak to the median peak runs reach (> 0: the
   /// ledger over-predicts), natural-log units.

@@ -88,6 +88,28 @@ std::vector<FrameworkConvention> make_conventions() {
   aleph.dp_grad_overlap = false;
   aleph.dp_grad_fp32_all_reduce = true;
   aleph.zero_stages = 0b0011;
+  // Memory, from the same release (737f855):
+  // - With sp its RMSNorm all-gathers its output (norm/rms_norm.py forward:
+  //   gather_from_sequence_parallel_region) and the column-parallel linears behind it save that
+  //   full-sequence input (linear/column_parallel_linear.py: a plain linear of x).
+  // - The LM head is a ColumnParallelLinear with the default parallel_output=False, which
+  //   all-gathers the logits over tp (column_parallel_linear.py forward: all_concat;
+  //   transformer/model/layers/lm_head.py), and the loss is torch's cross_entropy of their fp32
+  //   copy (transformer/model/losses/cross_entropy.py: output.activations.float()): on every tp
+  //   rank the full vocabulary's fp32 log-softmax is saved (logits_bytes 4) and its backward
+  //   holds the fp32 gradients of its output and input (8); the pipeline keeps each forward's
+  //   output, the 16-bit logits, in its stage-output buffer until that buffer is written again
+  //   (core/nn/parallel_module/parallel_module.py _execute_forward_pass writes it,
+  //   _execute_loss_fn only reads it), two buffers on the last stage
+  //   (pipeline_schedule/train.py required_buffer_count: max(2, ...)): 2 x 2 more bytes.
+  // - Its flash attention hands the output projection a rearranged copy of the kernel's output
+  //   (core/nn/attention/attention.py flash_attention: rearrange "(b sq) np hn -> (b np) sq hn",
+  //   then forward's "(b np) sq hn -> b sq (np hn)"), while flash_attn_varlen_func saves the
+  //   output itself for its backward.
+  aleph.tp_saves_gathered_inputs = true;
+  aleph.loss_over_full_vocab = true;
+  aleph.loss_transient_bytes = 8 + 2 * 2;
+  aleph.flash_output_copied = true;
   all.push_back(aleph);
   // Megatron-LM of 2026 (d98e8a6, Megatron-Core 0.20.0; megatron/training/arguments.py):
   // interleaved sends overlap compute by default (--no-overlap-p2p-communication turns it off),

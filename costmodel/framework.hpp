@@ -104,6 +104,14 @@ struct FrameworkConvention {
   /// Tensor-parallel linears save their all-gathered (full-sequence) input with sp, as DTensor
   /// (torchtitan) does; Megatron saves the sp-sharded input and gathers it again in backward.
   bool tp_saves_gathered_inputs = false;
+  /// The LM head all-gathers its logits over tp before the loss, so every tp rank holds the
+  /// whole vocabulary's logits and runs the cross-entropy (logits_bytes, loss_transient_bytes)
+  /// over them, V' per token rather than the vocab-parallel ceil(V' / t).
+  bool loss_over_full_vocab = false;
+  /// The flash attention's output, which the kernel saves for its backward, reaches the output
+  /// projection as a rearranged copy, which the projection saves too: one more [s, b, a d / t]
+  /// 16-bit tensor per layer than when the projection gets the kernel's output itself.
+  bool flash_output_copied = false;
   /// With ZeRO-3 and pp > 1, the stage's parameters stay gathered across micro-batches and its
   /// gradients accumulate unsharded until the last one (FSDP2 under torch.distributed.pipelining:
   /// reshard_after_forward=False, gradient sync on the last micro-batch).

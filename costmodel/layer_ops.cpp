@@ -441,6 +441,9 @@ void layer_ops(const ModelSpec& m, const LayerSetting& s, bool moe_ffn, std::vec
       }
     } else {
       t.per_head("attention.softmax_lse", a, kFp32Bytes);
+      // The kernel's own output, saved beside the projection's copy (flash_output_copied).
+      if (s.flash_output_copied)
+        t.tp_split("attention.output (flash's, saved)", out_width, kHalfBytes);
     }
     op.saved[kNone] = qkv_saved;
     for (SavedTensor& core : t.take()) op.saved[kNone].push_back(std::move(core));
@@ -667,6 +670,8 @@ LayerSetting layer_setting(const Layout& layout, std::int64_t seq, Precision pre
   s.logits_bytes = framework.logits_bytes;
   s.selective = framework.selective;
   s.tp_saves_gathered_inputs = framework.tp_saves_gathered_inputs;
+  s.loss_over_full_vocab = framework.loss_over_full_vocab;
+  s.flash_output_copied = framework.flash_output_copied;
   s.fp8_linear_inputs = quantized_gemms(precision) && framework.fp8_saves_fp8_inputs;
   s.elementwise = framework.elementwise;
   s.ep = layout.ep;
@@ -747,12 +752,18 @@ LayerOps build_layer_ops(const ModelSpec& m, const LayerSetting& s) {
     ops.head.push_back(std::move(op));
   }
   {
-    // Cross-entropy over the vocab-parallel logits: write 16-bit logits, softmax in fp32
-    // (read 2, write 4); backward reads 4 and writes the 16-bit gradient. It saves the logits
+    // Cross-entropy over the vocab-parallel logits (or, loss_over_full_vocab, over the whole
+    // vocabulary's, gathered on every rank): write 16-bit logits, softmax in fp32 (read 2,
+    // write 4); backward reads 4 and writes the 16-bit gradient. It saves the logits
     // (FrameworkConvention::logits_bytes).
-    const double logits = d(tokens) * d(shard);
+    const std::int64_t loss_width = s.loss_over_full_vocab ? vocab : shard;
+    const double logits = d(tokens) * d(loss_width);
     LayerOp op = memory_bound("loss", logits * (2 + 2 + 4), logits * (4 + 2));
-    t.tp_shard("loss.logits", shard, s.logits_bytes);
+    if (s.loss_over_full_vocab) {
+      t.gathered("loss.logits", loss_width, s.logits_bytes);  // [s/cp, b, V'] on every tp rank
+    } else {
+      t.tp_shard("loss.logits", shard, s.logits_bytes);
+    }
     save_always(op, t);
     ops.head.push_back(std::move(op));
   }

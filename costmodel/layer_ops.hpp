@@ -134,6 +134,8 @@ struct LayerSetting {
   /// recomputes (TrainingSetup::recompute_modules; default {core_attn}).
   RecomputeModules recompute_modules;
   bool tp_saves_gathered_inputs = false;  ///< FrameworkConvention's
+  bool loss_over_full_vocab = false;      ///< FrameworkConvention's
+  bool flash_output_copied = false;       ///< FrameworkConvention's
   /// Quantized training (quantized_gemms) whose framework saves the linears' inputs in their
   /// quantized copy: 1 byte per element, fp8's (nvfp4's 0.5-byte values with their scales are
   /// counted at 1 too: TE keeps a column-wise copy for the weight gradient beside it).

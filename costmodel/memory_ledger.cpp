@@ -340,8 +340,9 @@ StageMemory stage_memory(const MemoryContext& x, std::int64_t stage) {
   }
   if (last) {
     s[T::kHeadActivations] = x.activations.head_bytes;
-    s[T::kLossTransient] = tokens * mbs * static_cast<double>(vocab_shard_size(x.model, l.tp)) *
-                           fw.loss_transient_bytes;
+    const std::int64_t loss_width =
+        fw.loss_over_full_vocab ? padded_vocab_size(x.model) : vocab_shard_size(x.model, l.tp);
+    s[T::kLossTransient] = tokens * mbs * static_cast<double>(loss_width) * fw.loss_transient_bytes;
   }
   if (l.recompute != Recompute::kNone) {
     // During backward, the layer being recomputed holds its full activations once (the larger
@@ -400,9 +401,14 @@ StageMemory stage_memory(const MemoryContext& x, std::int64_t stage) {
   s[T::kCudaContext] = x.gpu.cuda_context_bytes;
   s[T::kFragmentation] = std::ceil(x.gpu.allocator_fragmentation_fraction * allocated);  // whole
   // Fitted on the totals of measured runs (planner/fit/memory_fit.hpp), so outside the
-  // fragmentation's base; the same on every stage (each holds one micro-batch's tokens at a time
-  // in the ops it runs).
-  s[T::kFittedPerToken] = std::round(x.setup.fitted.memory_per_token_bytes * tokens * mbs);
+  // fragmentation's base; on the last stage, the one that computes the logits and the loss over
+  // the micro-batch's tokens: on Hagemann et al.'s sweep, the one family with a large fitted
+  // term, the memory the named terms miss grows with the micro-batch's tokens where the loss
+  // is (pp 1 layouts at tp 8 ran out of memory at 30-53 GiB of named terms, their pp 2
+  // neighbours ran), not with the first stage's pp micro-batches in flight (pp 4 layouts ran at
+  // 16384 tokens where a term on every stage adds 47 GiB to the first): docs/memory.md.
+  s[T::kFittedPerToken] =
+      last ? std::round(x.setup.fitted.memory_per_token_bytes * tokens * mbs) : 0.0;
   s.total_bytes = allocated + s[T::kCudaContext] + s[T::kFragmentation] + s[T::kFittedPerToken];
   return s;
 }
@@ -522,9 +528,11 @@ MemoryLedger build_memory_ledger(const ModelSpec& model, const Layout& layout,
           break;
         case MemoryTerm::kLossTransient:
           if (s.has_lm_head) {
+            const bool full = fw.loss_over_full_vocab;
             line("loss.transient (around the cross-entropy)", MemoryCategory::kLogits,
-                 shape_text({tokens, layout.mbs, vocab_shard_size(model, layout.tp)}), "mixed", 1,
-                 term, layout.tp > 1 ? "tp" : "-");
+                 shape_text({tokens, layout.mbs,
+                             full ? padded_vocab_size(model) : vocab_shard_size(model, layout.tp)}),
+                 "mixed", 1, term, layout.tp > 1 && !full ? "tp" : "-");
           }
           break;
         case MemoryTerm::kRecomputeWorkingSet:

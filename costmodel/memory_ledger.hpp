@@ -16,7 +16,7 @@
 // stage's unsharded parameters and gradients; the sp all-gather buffer; pp send/recv buffers;
 // cp K/V exchange buffers. Runtime overhead: the CUDA context and the caching allocator's
 // fragmentation, both stated in the GPU preset. Fitted (issue 20): the memory a framework family
-// holds per token of the micro-batch beyond every named term (FittedRates::
+// holds per token of the micro-batch beyond every named term, on the last stage (FittedRates::
 // memory_per_token_bytes), and the OOM risk and the 80% interval of the peak
 // (costmodel/oom_risk.hpp).
 #pragma once
@@ -216,7 +216,7 @@ enum class MemoryTerm {
   kMoeBuffers,            ///< an MoE layer's all-to-all dispatch and combine buffers
   kCudaContext,           ///< CUDA, cuBLAS, NCCL (runtime overhead)
   kFragmentation,         ///< the caching allocator's share of the rest (runtime overhead)
-  kFittedPerToken         ///< fitted: memory_per_token_bytes x the micro-batch's tokens on a GPU
+  kFittedPerToken         ///< fitted: memory_per_token_bytes x the micro-batch's tokens, last stage
 };
 inline constexpr std::size_t kMemoryTerms =
     static_cast<std::size_t>(MemoryTerm::kFittedPerToken) + 1;

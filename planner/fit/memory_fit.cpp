@@ -113,6 +113,7 @@ std::vector<MemoryRun> load_memory_runs(const std::vector<std::string>& paths,
       r.fold =
           fold_of(source) + " " + std::to_string(c.num_gpus) + "x" + std::to_string(c.setup.seq);
       r.ledger_peak_bytes = ledger.peak_bytes;
+      r.last_stage_bytes = ledger.stages.back().total_bytes;
       r.tokens = static_cast<double>(c.setup.seq / c.layout.cp * c.layout.mbs);
       r.capacity_bytes = ledger.capacity_bytes;
       r.oom = oom;
@@ -126,7 +127,8 @@ std::vector<MemoryRun> load_memory_runs(const std::vector<std::string>& paths,
 }
 
 double memory_need(const MemoryRun& run, const FittedRates& rates) {
-  return run.ledger_peak_bytes + rates.memory_per_token_bytes * run.tokens;
+  return std::max(run.ledger_peak_bytes,
+                  run.last_stage_bytes + rates.memory_per_token_bytes * run.tokens);
 }
 
 bool predicts_oom(const MemoryRun& run, const FittedRates& rates) {

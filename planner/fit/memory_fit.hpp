@@ -3,16 +3,17 @@
 // on measured OOM outcomes and peaks (meshplan-validation/1 files, read as `validate` reads
 // them), per GPU generation, and checked by cross-validation.
 //
-// Each run: the ledger's peak with the unfitted per-token term (memory_ledger.hpp), the tokens
-// of its micro-batch on a GPU (seq / cp x mbs), the GPU's capacity, and what was measured: OOM
-// or not (a throughput or a peak also says it ran), and the peak where printed. With parameters
-// (m, b, s): need = peak + m x tokens; an outcome costs its logistic negative log-likelihood,
-// -log(1 - risk) when it ran and -log(risk) when it went out of memory, risk =
-// sigmoid((log(need / capacity) - b) / s) (costmodel/oom_risk.hpp); a measured peak costs
-// 2 Huber_0.1(log(need exp(-b) / measured)) as a step time does in fit.hpp. Runs are weighted
-// 1 / sqrt(runs of their file); each parameter has the Gaussian prior penalty of fit.hpp
-// (0.1 x (u - u_prior) / width, u = log(s) for the spread). Levenberg-Marquardt within the
-// bounds (least_squares.hpp), per family with runs; a family without runs keeps the priors.
+// Each run: the ledger's peak and its last stage with the unfitted per-token term
+// (memory_ledger.hpp), the tokens of its micro-batch on a GPU (seq / cp x mbs), the GPU's
+// capacity, and what was measured: OOM or not (a throughput or a peak also says it ran), and the
+// peak where printed. With parameters (m, b, s): need = max(peak, last stage + m x tokens); an
+// outcome costs its logistic negative log-likelihood, -log(1 - risk) when it ran and -log(risk)
+// when it went out of memory, risk = sigmoid((log(need / capacity) - b) / s)
+// (costmodel/oom_risk.hpp); a measured peak costs 2 Huber_0.1(log(need exp(-b) / measured)) as a
+// step time does in fit.hpp. Runs are weighted 1 / sqrt(runs of their file); each parameter has the
+// Gaussian prior penalty of fit.hpp (0.1 x (u - u_prior) / width, u = log(s) for the spread).
+// Levenberg-Marquardt within the bounds (least_squares.hpp), per family with runs; a family without
+// runs keeps the priors.
 #pragma once
 
 #include <map>
@@ -36,7 +37,10 @@ struct MemoryRun {
   /// fold out leaves out every run of that group of that study.
   std::string fold;
   double ledger_peak_bytes = 0;  ///< worst stage, per-token term 0
-  double tokens = 0;             ///< seq / cp x mbs
+  /// The last stage's total, per-token term 0 (the stage the fitted per-token term lands on;
+  /// memory_ledger.hpp): at most ledger_peak_bytes.
+  double last_stage_bytes = 0;
+  double tokens = 0;  ///< seq / cp x mbs
   double capacity_bytes = 0;
   bool oom = false;
   std::optional<double> measured_peak_bytes;
@@ -53,7 +57,8 @@ std::vector<MemoryRun> load_memory_runs(const std::vector<std::string>& paths,
                                         const std::string& generation,
                                         std::vector<SkippedCase>* skipped = nullptr);
 
-/// The need of `run` under `rates` (bytes): its ledger peak + memory_per_token_bytes x tokens.
+/// The need of `run` under `rates` (bytes): the larger of its ledger peak and its last stage +
+/// memory_per_token_bytes x tokens (the worst stage of the ledger built with `rates`).
 double memory_need(const MemoryRun& run, const FittedRates& rates);
 
 /// Whether `rates` predict `run` out of memory (costmodel/oom_risk.hpp out_of_memory at the

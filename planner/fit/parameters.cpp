@@ -182,9 +182,10 @@ const std::vector<ParameterSpec>& fit_parameters() {
                  {{"*", 0.0}},
                  1048576.0,
                  false,
-                 "Bytes a GPU holds per token of its micro-batch (seq / cp x mbs) beyond the "
-                 "ledger's named terms: eager-mode temporaries and saved tensors of a "
-                 "framework's ops that no ledger entry names (up to 4 MiB per token).",
+                 "Bytes a GPU of the last pipeline stage (the one computing the loss) holds per "
+                 "token of its micro-batch (seq / cp x mbs) beyond the ledger's named terms: "
+                 "temporaries and saved tensors of a framework's ops that no ledger entry names "
+                 "(up to 4 MiB per token).",
                  "0: the ledger's named terms are all there is",
                  &FittedRates::memory_per_token_bytes});
     p.push_back({"oom_log_bias",

@@ -84,11 +84,14 @@ TEST_CASE("the ledger's fitted per-token term: memory_per_token_bytes x seq / cp
   const MemoryLedger before = build_memory_ledger(model, l, setup, gpu);
   setup.fitted.memory_per_token_bytes = 1000;
   const MemoryLedger after = build_memory_ledger(model, l, setup, gpu);
-  // 1000 bytes x 8192 / 1 tokens x 1 sequence = 8,192,000 bytes on every stage, outside the
-  // fragmentation's base.
-  CHECK(after.peak_bytes - before.peak_bytes == Approx(8192000.0));
-  CHECK(after.stages[0].entries.back().name.rfind("unlisted_per_token", 0) == 0);
-  CHECK(after.stages[0].entries.back().bytes == Approx(8192000.0));
+  // 1000 bytes x 8192 / 1 tokens x 1 sequence = 8,192,000 bytes on the last stage (the loss's),
+  // outside the fragmentation's base; none on the others.
+  CHECK(after.stages.back().total_bytes - before.stages.back().total_bytes == Approx(8192000.0));
+  CHECK(after.stages.back().entries.back().name.rfind("unlisted_per_token", 0) == 0);
+  CHECK(after.stages.back().entries.back().bytes == Approx(8192000.0));
+  for (std::size_t r = 0; r + 1 < after.stages.size(); ++r) {
+    CHECK(after.stages[r].total_bytes == before.stages[r].total_bytes);
+  }
 }
 
 TEST_CASE("the memory fit finds a per-token term that separates synthetic OOM outcomes",
@@ -106,6 +109,7 @@ TEST_CASE("the memory fit finds a per-token term that separates synthetic OOM ou
       r.generation = "ampere";
       r.fold = "synthetic";
       r.ledger_peak_bytes = p * kGiB;
+      r.last_stage_bytes = r.ledger_peak_bytes;  // one stage
       r.tokens = t;
       r.capacity_bytes = 80 * kGiB;
       r.oom = r.ledger_peak_bytes + 1048576.0 * t > 80 * kGiB;
