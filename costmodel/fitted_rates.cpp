@@ -61,4 +61,11 @@ Profile scaled_profile(const Profile& profile, const FittedRates& r) {
   return p;
 }
 
+Profile alltoall_profile(const Profile& profile, const FittedRates& rates) {
+  FittedRates a2a = rates;
+  a2a.nvlink_busbw_scale = rates.alltoall_busbw_scale;
+  a2a.scale_out_busbw_scale = rates.alltoall_busbw_scale;
+  return scaled_profile(profile, a2a);
+}
+
 }  // namespace meshplan

@@ -31,6 +31,11 @@ struct FittedRates {
   /// beside compute, relative to nccl-tests on an idle GPU.
   double nvlink_busbw_scale = 1;
   double scale_out_busbw_scale = 1;
+  /// Multiplies the busbw of the MoE dispatch and combine all-to-alls over the ep group, on
+  /// either tier, in place of the two scales above: an all-to-all is a send to every peer at
+  /// once (NCCL's point-to-point all-to-all, DeepEP/HybridEP kernels), not a ring, and reaches
+  /// its own share of what nccl-tests measures on idle GPUs.
+  double alltoall_busbw_scale = 1;
   /// Seconds of host work (Python, framework dispatch, kernel launches) per transformer layer
   /// per micro-batch, forward and backward together; a layer's kernels take at least this
   /// (a third forward, two thirds backward: host_bound_layer in step_time.cpp).
@@ -102,5 +107,9 @@ std::optional<StepInterval> step_interval(const Profile& profile,
 /// efficiency capped at 1); the time parameters (host overhead, gather latency) are read by
 /// the step-time model from StepContext::fitted.
 Profile scaled_profile(const Profile& profile, const FittedRates& rates);
+
+/// The profile the ep group's all-to-alls run on: scaled_profile with both link scales
+/// replaced by rates.alltoall_busbw_scale.
+Profile alltoall_profile(const Profile& profile, const FittedRates& rates);
 
 }  // namespace meshplan

@@ -6,14 +6,11 @@
 #include <utility>
 
 #include "costmodel/compute_time.hpp"
+#include "costmodel/units.hpp"
 
 namespace meshplan {
 
 namespace {
-
-constexpr double kHalfBytes = 2;  // 16-bit activations
-constexpr double kMaskBytes = 1;  // dropout masks (uint8)
-constexpr double kFp32Bytes = 4;
 
 double d(std::int64_t v) { return static_cast<double>(v); }
 

@@ -5,12 +5,11 @@
 #include <limits>
 
 #include "costmodel/pipeline_schedule.hpp"
+#include "costmodel/units.hpp"
 
 namespace meshplan {
 
 namespace {
-
-constexpr double kHalfBytes = 2;
 
 /// Parameters of the word embedding (or of the untied LM head, the same shape) on one tp rank:
 /// its vocabulary shard (vocab_shard_size: ceil, never the floor) x h.

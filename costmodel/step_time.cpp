@@ -11,6 +11,7 @@
 #include "costmodel/param_count.hpp"
 #include "costmodel/placement.hpp"
 #include "costmodel/ranks.hpp"
+#include "costmodel/units.hpp"
 
 namespace meshplan {
 
@@ -45,9 +46,6 @@ double StepBreakdown::total() const {
 }
 
 namespace {
-
-constexpr double kHalf = 2;  // bytes per activation element
-constexpr double kFp32 = 4;  // bytes per fp32 element
 
 /// The fraction of the dense 16-bit peak `kernel` runs attention at on `profile`'s GPU
 /// (FlashKernel: FlashAttention 1.x at half FlashAttention-2's rate).
@@ -308,6 +306,7 @@ StepContext::StepContext(const ModelSpec& m, const TrainingSetup& s, const Clust
       cluster(c),
       fitted(fitted_rates(p, s.framework)),
       profile(scaled_profile(p, fitted)),
+      alltoall_profile(meshplan::alltoall_profile(p, fitted)),
       counts(count_params(m)) {
   half_rates.gemm_peak_flops_per_s = *training_peak_flops(c.gpu, half_precision(s.precision));
   half_rates.hbm_bytes_per_s = c.gpu.hbm_bandwidth_bytes_per_s;
@@ -354,7 +353,7 @@ GroupRates::GroupRates(const StepContext& x, const Layout& l, const ExpertGroupR
       edp(expert.edp) {}
 
 ExpertGroupRates::ExpertGroupRates(const StepContext& x, const Layout& l)
-    : ep(rank0_group(GroupKind::kEp, l), x.cluster, x.profile),
+    : ep(rank0_group(GroupKind::kEp, l), x.cluster, x.alltoall_profile),
       etp(rank0_group(GroupKind::kEtp, l), x.cluster, x.profile),
       edp(rank0_group(GroupKind::kEdp, l), x.cluster, x.profile) {}
 
@@ -439,7 +438,7 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
     const double cp_bwd = exposed_beside(k.cp_backward_s, k.attention_backward_s, share);
     double fsdp_fwd = 0, fsdp_bwd = 0;
     if (fsdp_per_microbatch) {
-      const double ag = groups.dp_cp.time_s(Collective::kAllGather, layer_params * kHalf);
+      const double ag = groups.dp_cp.time_s(Collective::kAllGather, layer_params * kHalfBytes);
       const double rs = groups.dp_cp.time_s(Collective::kReduceScatter, layer_params * grad_bytes);
       // Each gather and scatter also waits gather_latency_s (fitted_rates.hpp), exposed.
       const double wait = x.fitted.gather_latency_s;
@@ -565,7 +564,7 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
   // receiver all-gathers it over NVLink (Megatron's scatter-gather optimization; Narayanan et
   // al. 2021, sec. 4.1).
   const double boundary = static_cast<double>(setup.seq / l.cp * l.mbs) *
-                          static_cast<double>(model.hidden_size) * kHalf;
+                          static_cast<double>(model.hidden_size) * kHalfBytes;
   e.p2p_s = l.pp > 1
                 ? groups.pp.time_s(Collective::kSendRecv, boundary / static_cast<double>(l.tp)) +
                       (l.sp ? 0.0 : groups.tp.time_s(Collective::kAllGather, boundary))
@@ -636,10 +635,10 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
                   : 0.0);
     };
     double reduce = setup.framework.dp_grad_fp32_all_reduce
-                        ? group_time(Collective::kAllReduce, kFp32)
+                        ? group_time(Collective::kAllReduce, kFp32Bytes)
                     : l.zero >= 1 ? group_time(Collective::kReduceScatter, grad_bytes)
                                   : group_time(Collective::kAllReduce, grad_bytes);
-    double gather = l.zero >= 1 ? group_time(Collective::kAllGather, kHalf) : 0;
+    double gather = l.zero >= 1 ? group_time(Collective::kAllGather, kHalfBytes) : 0;
     if (l.zero == 2 && !(fsdp_zero2 && gathered_through_pipeline)) {
       // ZeRO-2 keeps only its gradient shard, so each micro-batch's gradients are
       // reduce-scattered (Rajbhandari et al. 2020, sec. 5.2), each overlapping that

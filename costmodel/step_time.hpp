@@ -167,6 +167,8 @@ struct StepContext {
   /// profile with their scales applied: the rates every time below is computed from.
   FittedRates fitted;
   Profile profile;
+  /// The profile the ep group's all-to-alls run on (alltoall_profile, fitted_rates.hpp).
+  Profile alltoall_profile;
   ParamCount counts;
   DeviceRates half_rates;  ///< 16-bit kernels (attention, LM head, memory-bound ops)
   DeviceRates gemm_rates;  ///< the layers' linears (fp8 with --precision fp8)

@@ -14,4 +14,9 @@ inline constexpr double kSecondsPerHour = 3600.0;
 inline constexpr double kSecondsPerDay = 86400.0;
 inline constexpr double kSecondsPerYear = 365.25 * kSecondsPerDay;  ///< Julian year
 
+// Bytes per element of the dtypes the activation and memory models count.
+inline constexpr double kHalfBytes = 2;  ///< bf16 / fp16 activations, gradients and weights
+inline constexpr double kFp32Bytes = 4;  ///< fp32 logits, softmax statistics, routing scores
+inline constexpr double kMaskBytes = 1;  ///< uint8 dropout masks and bool routing maps
+
 }  // namespace meshplan

@@ -174,35 +174,11 @@ CommandAction add_estimate_command(CLI::App& app) {
                       "the place "
                       "of the input and layout flags")
           ->check(non_empty("a plan.json written by meshplan plan or estimate with --out"));
-  exclude_with_plan(*cmd, *plan_option,
-                    {"--model",
-                     "--cluster",
-                     "--profile",
-                     "--gpus",
-                     "--framework",
-                     "--precision",
-                     "--dp",
-                     "--tp",
-                     "--pp",
-                     "--cp",
-                     "--vpp",
-                     "--mbs",
-                     "--gbs",
-                     "--seq",
-                     "--zero",
-                     "--recompute",
-                     "--sp",
-                     "--attention",
-                     "--stage-layers",
-                     "--tp-overlap",
-                     "--dp-overlap",
-                     "--pp-overlap",
-                     "--elementwise",
-                     "--ep",
-                     "--etp",
-                     "--moe-imbalance",
-                     "--recompute-modules",
-                     "--cpu-offload-layers"});
+  exclude_with_plan(
+      *cmd, *plan_option,
+      joined({"--model", "--cluster", "--profile", "--gpus", "--framework", "--precision",
+              "--tp-overlap", "--dp-overlap", "--pp-overlap", "--elementwise"},
+             layout_option_names()));
 
   return [o](std::ostream& out, std::ostream& err) {
     check_outputs(*o);

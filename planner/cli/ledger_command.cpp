@@ -308,30 +308,8 @@ CommandAction add_ledger_command(CLI::App& app) {
   add_mfu_option(*cmd, o->mfu);
   add_layout_options(*cmd, o->layout);
   exclude_with_plan(*cmd, *plan,
-                    {"--model",
-                     "--params",
-                     "--gpu",
-                     "--framework",
-                     "--precision",
-                     "--gpus",
-                     "--dp",
-                     "--tp",
-                     "--pp",
-                     "--cp",
-                     "--vpp",
-                     "--mbs",
-                     "--gbs",
-                     "--seq",
-                     "--zero",
-                     "--recompute",
-                     "--sp",
-                     "--attention",
-                     "--stage-layers",
-                     "--ep",
-                     "--etp",
-                     "--moe-imbalance",
-                     "--recompute-modules",
-                     "--cpu-offload-layers"});
+                    joined({"--model", "--params", "--gpu", "--framework", "--precision", "--gpus"},
+                           layout_option_names()));
   cmd->add_flag("--all-stages", o->all_stages,
                 "Print every pipeline stage's entries (default: the worst stage's; --json "
                 "always lists every stage's)");
@@ -344,10 +322,7 @@ CommandAction add_ledger_command(CLI::App& app) {
           "--plan FILE");
     }
     if (o->plan.empty() && o->model.empty()) {
-      for (const char* flag :
-           {"--dp", "--tp", "--pp", "--cp", "--vpp", "--mbs", "--gbs", "--seq", "--zero",
-            "--recompute", "--sp", "--attention", "--stage-layers", "--all-stages", "--ep", "--etp",
-            "--moe-imbalance", "--recompute-modules", "--cpu-offload-layers"}) {
+      for (const char* flag : joined(layout_option_names(), {"--all-stages"})) {
         if (cmd->count(flag) > 0) {
           throw InputError(std::string("ledger: ") + flag +
                            " needs --model (with --params only "

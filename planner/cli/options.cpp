@@ -292,6 +292,34 @@ double require_mfu_peak_flops(const GpuSpec& gpu, Precision precision) {
   return *training_peak_flops(gpu, half_precision(precision));
 }
 
+const std::vector<const char*>& layout_option_names() {
+  static const std::vector<const char*> names = {"--dp",
+                                                 "--tp",
+                                                 "--pp",
+                                                 "--cp",
+                                                 "--vpp",
+                                                 "--mbs",
+                                                 "--gbs",
+                                                 "--seq",
+                                                 "--zero",
+                                                 "--recompute",
+                                                 "--sp",
+                                                 "--attention",
+                                                 "--stage-layers",
+                                                 "--ep",
+                                                 "--etp",
+                                                 "--moe-imbalance",
+                                                 "--recompute-modules",
+                                                 "--cpu-offload-layers"};
+  return names;
+}
+
+std::vector<const char*> joined(std::vector<const char*> first,
+                                const std::vector<const char*>& then) {
+  first.insert(first.end(), then.begin(), then.end());
+  return first;
+}
+
 void add_layout_options(CLI::App& cmd, LayoutFlags& f) {
   const CLI::Validator positive = whole_up_to(kMaxDegree);
   cmd.add_option("--dp", f.dp,

@@ -154,6 +154,16 @@ std::string seq_default_note(std::int64_t seq);
 /// --stage-layers --ep --etp, each with its unit and default in the help.
 void add_layout_options(CLI::App& cmd, LayoutFlags& flags);
 
+/// The flags of a layout as a plan file gives it: add_layout_options' (--dp ... --etp), and
+/// add_moe_imbalance_option's and add_recompute_module_options' (--moe-imbalance,
+/// --recompute-modules, --cpu-offload-layers). The commands that take --plan exclude them with it
+/// (exclude_with_plan, which checks that each exists), and ledger refuses them without a model.
+const std::vector<const char*>& layout_option_names();
+
+/// `first` followed by `then` (a command's own flags before layout_option_names()).
+std::vector<const char*> joined(std::vector<const char*> first,
+                                const std::vector<const char*>& then);
+
 /// Makes `plan` (a --plan FILE option) exclude each of `flags` (options of `cmd`, which must
 /// exist), the inputs a plan file gives. --sp's help, which has an option text of its own
 /// ("[on|off]", where CLI11 would not list its exclusions), says so itself.

@@ -70,6 +70,20 @@ const std::vector<ParameterSpec>& fit_parameters() {
                  "fraction of the profile's nic_busbw_bytes_per_s and scale-out fits.",
                  "1: nccl-tests on idle nodes, as the profile holds them",
                  &FittedRates::scale_out_busbw_scale});
+    p.push_back({"alltoall_busbw_scale",
+                 scale,
+                 "time",
+                 ParameterScope::kShared,
+                 0.3,
+                 1.0,
+                 {{"*", 1.0}},
+                 1.0,
+                 true,
+                 "busbw the MoE dispatch and combine all-to-alls over the ep group reach inside a "
+                 "step, on either tier, as a fraction of the profile's (nccl-tests on idle GPUs): "
+                 "a send to every peer at once, not a ring, so not the ring collectives' scales.",
+                 "1: nccl-tests on idle GPUs, as the profile holds them",
+                 &FittedRates::alltoall_busbw_scale});
     p.push_back({"ring_attention_scale",
                  scale,
                  "time",
