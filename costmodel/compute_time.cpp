@@ -52,13 +52,34 @@ double memory_time_s(const DeviceRates& rates, double bytes) {
   return bytes / (rates.hbm_bytes_per_s * rates.hbm_efficiency);
 }
 
-double flash_attention_time_s(const DeviceRates& rates, double batch, double heads, double s_q,
-                              double s_k, double d, bool causal, bool backward) {
-  double flops = 4 * batch * heads * s_q * s_k * d * (causal ? 0.5 : 1.0);
-  if (backward) flops *= 2.5;
-  const double keys_per_call = std::min(s_q, s_k);
+namespace {
+
+/// Seconds of a FlashAttention call of `forward_flops` (backward: 2.5 x) whose query tiles each
+/// run over `keys_per_call` keys, at the kernel's ramp (Profile::flash_attention_half_keys).
+double flash_kernel_s(const DeviceRates& rates, double forward_flops, double keys_per_call,
+                      bool backward) {
+  const double flops = forward_flops * (backward ? 2.5 : 1.0);
   const double ramp = keys_per_call / (keys_per_call + rates.flash_attention_half_keys);
   return flops / (rates.gemm_peak_flops_per_s * rates.flash_attention_efficiency * ramp);
+}
+
+}  // namespace
+
+double flash_attention_time_s(const DeviceRates& rates, double batch, double heads, double s_q,
+                              double s_k, double d, bool causal, bool backward) {
+  return flash_kernel_s(rates, 4 * batch * heads * s_q * s_k * d * (causal ? 0.5 : 1.0),
+                        std::min(s_q, s_k), backward);
+}
+
+double windowed_attention_pairs(double s, double window) {
+  return window >= s ? s * (s + 1) / 2 : window * (window + 1) / 2 + (s - window) * window;
+}
+
+double windowed_attention_time_s(const DeviceRates& rates, double batch, double heads, double s,
+                                 double window, double d, bool backward) {
+  if (window >= s) return flash_attention_time_s(rates, batch, heads, s, s, d, true, backward);
+  return flash_kernel_s(rates, 4 * batch * heads * d * windowed_attention_pairs(s, window), window,
+                        backward);
 }
 
 double ring_attention_time_s(const DeviceRates& rates, double batch, double heads, double s_local,

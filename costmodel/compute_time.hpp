@@ -52,6 +52,26 @@ double memory_time_s(const DeviceRates& rates, double bytes);
 double flash_attention_time_s(const DeviceRates& rates, double batch, double heads, double s_q,
                               double s_k, double d, bool causal, bool backward);
 
+/// Query-key pairs of causal attention over `s` tokens within a sliding window of `window`
+/// tokens, each query's own included: query i (0-based) attends keys max(0, i - w + 1) .. i, so
+/// sum_i min(i + 1, w) = w (w + 1) / 2 + (s - w) w for w < s (the ramp of the first w queries,
+/// then w each), s (s + 1) / 2 for w >= s. s = 4096, w = 128: 8256 + 3968 x 128 = 516160,
+/// 1/16.3 of the causal 8390656. Preconditions: s, window >= 1.
+double windowed_attention_pairs(double s, double window);
+
+/// Seconds of FlashAttention forward (or backward with `backward`) over `batch` sequences of
+/// `heads` heads and `s` tokens, causal within a sliding window of `window` tokens (query i
+/// attends min(i + 1, w) keys, itself included): FlashAttention-2's and cuDNN's kernels (what
+/// Transformer Engine's DotProductAttention runs with window_size (w - 1, 0)) skip the key
+/// blocks outside the band, so the forward is 4 b h d x windowed_attention_pairs(s, w) FLOP
+/// (flash_attention_time_s's 4 b h s_q s_k d with s_q s_k / 2 pairs when causal), the backward
+/// 2.5 x that. Each query tile then runs over about w keys (two key blocks for w = 128, not s), so
+/// the kernel's ramp is taken at min(s, w) keys per call:
+/// rates.flash_attention_efficiency x k / (k + rates.flash_attention_half_keys), k = min(s, w).
+/// window >= s is full causal attention (flash_attention_time_s). Preconditions: all > 0.
+double windowed_attention_time_s(const DeviceRates& rates, double batch, double heads, double s,
+                                 double window, double d, bool backward);
+
 /// Seconds of one rank's causal attention under context parallelism over `cp` ranks, each
 /// holding s_local = s / cp tokens, with causal load balancing (Megatron-Core / Transformer
 /// Engine's ring attention and PyTorch's context_parallel: the sequence cut into 2 cp chunks,

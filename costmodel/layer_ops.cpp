@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "costmodel/compute_time.hpp"
 #include "costmodel/units.hpp"
 
 namespace meshplan {
@@ -254,8 +255,10 @@ void apply_recompute_modules(const ModelSpec& m, const LayerSetting& s, bool moe
   }
 }
 
-/// The ops of one layer; `moe_ffn`: the mixture-of-experts FFN instead of the dense MLP.
-void layer_ops(const ModelSpec& m, const LayerSetting& s, bool moe_ffn, std::vector<LayerOp>& ops) {
+/// The ops of one layer; `moe_ffn`: the mixture-of-experts FFN instead of the dense MLP;
+/// `windowed`: the model's sliding window on its attention (is_windowed_layer).
+void layer_ops(const ModelSpec& m, const LayerSetting& s, bool moe_ffn, bool windowed,
+               std::vector<LayerOp>& ops) {
   const std::int64_t tp = s.tp;
   const std::int64_t s_local = s.seq / s.cp;
   const std::int64_t tokens = s_local * s.mbs;                 // through the TP-region GEMMs
@@ -396,14 +399,24 @@ void layer_ops(const ModelSpec& m, const LayerSetting& s, bool moe_ffn, std::vec
     op.dtype = half_precision(s.precision);
     op.attention = {s.attention, s.mbs, a / tp, m.num_kv_heads / tp, s_local, s.seq,
                     m.head_dim,  dv,    s.cp};
+    // FlashAttention at cp 1 computes only the window's band (AttentionDims::window).
+    if (windowed && s.attention == AttentionImpl::kFlash && s.cp == 1 &&
+        *m.sliding_window < s.seq) {
+      op.attention.window = *m.sliding_window;
+    }
     if (m.attention_sinks) {
       op.params_group = ParamGroup::kAttention;  // GPT-OSS's sinks: one logit per head
       op.params = a;
       op.active_params = a;
     }
     // FlashAttention's count (compute_time.hpp): 2 b h s_q s_k (d + d_v) (4 b h s_q s_k d
-    // when d_v = d), causal halved.
-    op.flops = 2 * d(s.mbs) * d(a / tp) * d(s_local) * d(s.seq) * d(m.head_dim + dv) * 0.5;
+    // when d_v = d), causal halved: s_q s_k / 2 query-key pairs; within a window,
+    // windowed_attention_pairs(s, w) of them. flops_per_token keeps the full square (flops.hpp:
+    // the model FLOPs of the frameworks' logs ignore the window).
+    const double pairs = op.attention.window > 0
+                             ? windowed_attention_pairs(d(s.seq), d(op.attention.window))
+                             : d(s_local) * d(s.seq) * 0.5;
+    op.flops = 2 * d(s.mbs) * d(a / tp) * pairs * d(m.head_dim + dv);
     op.flops_per_token = 2 * d(s.seq) * d(a) * d(m.head_dim + dv);
     if (s.attention == AttentionImpl::kEager) {
       // Q K^T and P V over the full s x s (masking skips nothing), batched over b x a/t.
@@ -688,8 +701,12 @@ std::string shape_text(std::initializer_list<std::int64_t> dims) {
 LayerOps build_layer_ops(const ModelSpec& m, const LayerSetting& s) {
   LayerOps ops;
   ops.setting = s;
-  layer_ops(m, s, false, ops.layer);
-  if (m.moe) layer_ops(m, s, true, ops.moe_layer);
+  layer_ops(m, s, false, false, ops.layer);
+  if (m.moe) layer_ops(m, s, true, false, ops.moe_layer);
+  if (m.sliding_window) {
+    layer_ops(m, s, false, true, ops.windowed_layer);
+    if (m.moe) layer_ops(m, s, true, true, ops.windowed_moe_layer);
+  }
 
   const std::int64_t tokens = s.seq / s.cp * s.mbs;
   const std::int64_t h = m.hidden_size;
@@ -785,6 +802,8 @@ LayerOps build_layer_ops(const ModelSpec& m, const LayerSetting& s) {
 }
 
 const std::vector<LayerOp>& LayerOps::layer_at(const ModelSpec& model, std::int64_t i) const {
+  if (is_windowed_layer(model, i))
+    return is_moe_layer(model, i) ? windowed_moe_layer : windowed_layer;
   return is_moe_layer(model, i) ? moe_layer : layer;
 }
 

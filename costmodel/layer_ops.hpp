@@ -12,6 +12,8 @@
 //   qkv                  linear         x[T, h] W[h, (q + 2 kv) / t]   column-parallel
 //   rope                 memory-bound   T x (q + kv) / t   (RoPE models only)
 //   attention            attention      b, a / t heads, T / b queries, seq keys, d
+//                                       (a windowed layer, is_windowed_layer: w keys per
+//                                       query at most, AttentionDims::window)
 //   proj                 linear         x[T, q / t] W[q / t, h]        row-parallel
 //   attention_residual   memory-bound   T_sp x h   (dropout + residual add)
 //   post_attention_norm  memory-bound   T_sp x h
@@ -217,6 +219,13 @@ struct AttentionDims {
   std::int64_t head_dim = 0;    ///< d: query and key width per head (MLA: nope + rope)
   std::int64_t v_head_dim = 0;  ///< value width per head: d, MLA's v_head_dim
   std::int64_t cp = 1;          ///< ranks of the ring (ring_attention_time_s)
+  /// Keys each query attends at most, itself included, where the kernel computes only that
+  /// band (windowed_attention_time_s): the model's sliding window on a windowed layer
+  /// (is_windowed_layer) under FlashAttention at cp 1 when it is shorter than the sequence.
+  /// 0: full causal attention, also for a window under eager attention (PyTorch and
+  /// Megatron-Core's unfused attention build the full s x s scores and mask them: no saving)
+  /// and ring attention (cp > 1: the window is not costed there).
+  std::int64_t window = 0;
 };
 
 /// A collective an op needs on one GPU per micro-batch: `forward_calls` and `backward_calls`
@@ -270,16 +279,20 @@ struct LayerOp {
 };
 
 /// The table: the ops of one dense transformer layer (all dense layers are identical), of one
-/// mixture-of-experts layer (all MoE layers are identical; empty for a dense model), of the
-/// embedding (first pipeline stage), of the head (final norm, LM head, loss; last stage) and
-/// of one multi-token-prediction depth's own ops (empty without MTP; its transformer layer is
-/// `layer` or `moe_layer` as is_moe_layer(model, num_layers) says).
+/// mixture-of-experts layer (all MoE layers are identical; empty for a dense model), the same
+/// two with the sliding window (windowed_layer, windowed_moe_layer: their attention op's
+/// AttentionDims::window set, all else equal; empty without ModelSpec::sliding_window, and
+/// windowed_moe_layer for a dense model), of the embedding (first pipeline stage), of the head
+/// (final norm, LM head, loss; last stage) and of one multi-token-prediction depth's own ops
+/// (empty without MTP; its transformer layer is the one layer_at(model, num_layers) picks).
 struct LayerOps {
   LayerSetting setting;
-  std::vector<LayerOp> layer, moe_layer, embedding, head, mtp;
-  /// The ops of layer `i` (0-based): moe_layer where is_moe_layer, else layer.
+  std::vector<LayerOp> layer, moe_layer, windowed_layer, windowed_moe_layer, embedding, head, mtp;
+  /// The ops of layer `i` (0-based): moe_layer where is_moe_layer, else layer; their windowed
+  /// kind where is_windowed_layer.
   const std::vector<LayerOp>& layer_at(const ModelSpec& model, std::int64_t i) const;
-  /// The op named `name` (layer, then moe_layer, embedding, head, mtp). Errors:
+  /// The op named `name` (layer, then moe_layer, embedding, head, mtp; not the windowed kinds,
+  /// whose ops are named as the others'). Errors:
   /// std::out_of_range when there is none.
   const LayerOp& op(const std::string& name) const;
 };

@@ -409,6 +409,23 @@ std::int64_t chunk_moe_layer_count(const Layout& layout, const ModelSpec& model,
   return moe_layers_before(model, start + layers) - moe_layers_before(model, start);
 }
 
+WindowedLayerCounts chunk_windowed_layer_counts(const Layout& layout, const ModelSpec& model,
+                                                std::int64_t stage, std::int64_t chunk) {
+  WindowedLayerCounts n;
+  if (!model.sliding_window) return n;
+  const std::int64_t virtual_stage = chunk * layout.pp + stage;
+  std::int64_t start = 0;
+  for (std::int64_t v = 0; v < virtual_stage; ++v) {
+    start += layout.stage_layers.empty() ? model.num_layers / (layout.pp * layout.vpp)
+                                         : layout.stage_layers[static_cast<std::size_t>(v)];
+  }
+  const std::int64_t end = start + chunk_layer_count(layout, model, stage, chunk);
+  for (std::int64_t i = start; i < end; ++i) {
+    if (is_windowed_layer(model, i)) ++(is_moe_layer(model, i) ? n.moe : n.dense);
+  }
+  return n;
+}
+
 std::int64_t stage_moe_layer_count(const Layout& layout, const ModelSpec& model,
                                    std::int64_t stage) {
   std::int64_t n = 0;

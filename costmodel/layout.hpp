@@ -220,6 +220,18 @@ std::int64_t chunk_layer_count(const Layout& layout, const ModelSpec& model, std
 std::int64_t chunk_moe_layer_count(const Layout& layout, const ModelSpec& model, std::int64_t stage,
                                    std::int64_t chunk);
 
+/// Layers with the sliding window (is_windowed_layer) among a chunk's layers: the dense and
+/// the mixture-of-experts ones (is_moe_layer).
+struct WindowedLayerCounts {
+  std::int64_t dense = 0, moe = 0;
+};
+
+/// The windowed layers among the layers of chunk `chunk` of pipeline stage `stage` (as
+/// chunk_moe_layer_count places the chunk); zeros without a window. O(pp x vpp + the chunk's
+/// layers). Precondition: layout_problems() is empty.
+WindowedLayerCounts chunk_windowed_layer_counts(const Layout& layout, const ModelSpec& model,
+                                                std::int64_t stage, std::int64_t chunk);
+
 /// Mixture-of-experts layers of pipeline stage `stage`: all its chunks.
 std::int64_t stage_moe_layer_count(const Layout& layout, const ModelSpec& model,
                                    std::int64_t stage);

@@ -16,6 +16,10 @@ bool is_moe_layer(const ModelSpec& model, std::int64_t i) {
   return i >= k && (i - k) % model.moe->layer_freq == 0;
 }
 
+bool is_windowed_layer(const ModelSpec& model, std::int64_t i) {
+  return model.sliding_window && (!model.sliding_window_alternating || i % 2 == 0);
+}
+
 std::int64_t moe_layer_count(const ModelSpec& model) {
   if (!model.moe) return 0;
   const std::int64_t k = model.moe->first_k_dense_layers;

@@ -123,13 +123,16 @@ struct ModelSpec {
   bool dropout = false;          ///< hidden and attention dropout on during training
   std::int64_t seq_length = 0;   ///< default training sequence length, tokens
   /// Sliding-window attention in every layer: the tokens a query attends to, itself included
-  /// (Hugging Face's sliding_window); none: full causal attention. Costed as full causal
-  /// attention (a note says so where the window is shorter than the sequence); the Megatron
-  /// export passes it on (--window-size).
+  /// (Hugging Face's sliding_window); none: full causal attention. FlashAttention's time counts
+  /// only the window's keys at cp 1 (AttentionDims::window, windowed_attention_time_s); eager
+  /// attention (the full s x s scores, masked) and ring attention (cp > 1) are costed as full
+  /// causal attention, and the model FLOPs (MFU) count full causal attention, as the frameworks'
+  /// logs of these releases do (a note says so where the window is shorter than the sequence);
+  /// the Megatron export passes it on (--window-size).
   std::optional<std::int64_t> sliding_window;
   /// The window applies to every other layer only (layers 0, 2, 4, ...; GPT-OSS's layer_types
-  /// alternate sliding_attention and full_attention); false: to every layer. Costed as the
-  /// window is (full causal attention), noted.
+  /// alternate sliding_attention and full_attention); false: to every layer
+  /// (is_windowed_layer).
   bool sliding_window_alternating = false;
   /// Mixture-of-experts FFNs; none: every layer has the dense MLP.
   std::optional<MoeSpec> moe;
@@ -154,6 +157,15 @@ bool is_moe_layer(const ModelSpec& model, std::int64_t i);
 
 /// Layers among the model's num_layers with a mixture-of-experts FFN (MoeSpec's rule).
 std::int64_t moe_layer_count(const ModelSpec& model);
+
+/// Whether layer `i` (0-based; num_layers for the multi-token-prediction layers) has the
+/// sliding window: every layer with sliding_window, every even one with
+/// sliding_window_alternating (Hugging Face GptOssConfig's layer_types: "sliding_attention" at
+/// even i; Megatron-LM d98e8a6 megatron/core/transformer/utils.py is_layer_window_attention:
+/// layer_number % window_attn_skip_freq != 0 with the 1-based layer_number, and Megatron-Bridge
+/// v0.2.0 (7af9601c9) src/megatron/bridge/models/gpt_oss/gpt_oss_provider.py sets
+/// window_attn_skip_freq 2: 1-based layers 1, 3, 5, ... windowed). False without a window.
+bool is_windowed_layer(const ModelSpec& model, std::int64_t i);
 
 /// Embedding rows after padding: vocab_size rounded up to a multiple of vocab_pad_multiple.
 /// Megatron-LM pads to 128 x tp (`--make-vocab-size-divisible-by`); HF models use 1.

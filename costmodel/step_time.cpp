@@ -108,17 +108,20 @@ double gemm_s(const DeviceRates& rates, std::int64_t m, std::int64_t n, std::int
 }
 
 /// Forward and backward seconds of an attention core (compute_time.hpp): FlashAttention as
-/// ring attention over the cp ranks, or eager attention's batched Q K^T and P V GEMMs (twice
-/// backward) and its memory-bound softmax and dropout.
+/// ring attention over the cp ranks, or over its sliding window's band (AttentionDims::window,
+/// cp 1), or eager attention's batched Q K^T and P V GEMMs (twice backward; over the full s x s,
+/// window or not) and its memory-bound softmax and dropout.
 std::pair<double, double> attention_s(const LayerOp& op, const DeviceRates& rates) {
   const AttentionDims& a = op.attention;
   if (a.impl == AttentionImpl::kFlash) {
-    const auto ring = [&](bool backward) {
-      return ring_attention_time_s(rates, static_cast<double>(a.batch),
-                                   static_cast<double>(a.heads), static_cast<double>(a.s_q), a.cp,
-                                   static_cast<double>(a.head_dim), backward);
+    const double b = static_cast<double>(a.batch), heads = static_cast<double>(a.heads),
+                 s = static_cast<double>(a.s_q), d = static_cast<double>(a.head_dim);
+    const auto flash = [&](bool backward) {
+      return a.window > 0 ? windowed_attention_time_s(rates, b, heads, s,
+                                                      static_cast<double>(a.window), d, backward)
+                          : ring_attention_time_s(rates, b, heads, s, a.cp, d, backward);
     };
-    return {ring(false), ring(true)};
+    return {flash(false), flash(true)};
   }
   double gemms = 0;
   for (const GemmDims& g : op.gemms) gemms += gemm_s(rates, g.m, g.n, g.k, g.batch);
@@ -370,14 +373,18 @@ LayerCosts layer_costs(const StepContext& x, const Layout& l, const GroupRates& 
   // (host_bound.hpp).
   const DeviceRates layer_half_rates =
       ring_attention_rates(x.half_rates, l.cp, x.fitted.ring_attention_scale);
+  // Each layer kind's kernels; an MoE kind also pays the fitted per-MoE-layer overhead.
+  const auto kernels = [&](const std::vector<LayerOp>& layer, bool moe) {
+    BlockCosts k = layer_kernels(layer, x.gemm_rates, layer_half_rates, groups);
+    host_bound_layer(k, x.fitted.host_overhead_per_layer_s);
+    if (moe) add_moe_layer_overhead(k, moe_layer_overhead_s(x.fitted, x.setup.moe_dispatcher));
+    return k;
+  };
   LayerCosts c;
-  static_cast<BlockCosts&>(c) = layer_kernels(ops.layer, x.gemm_rates, layer_half_rates, groups);
-  host_bound_layer(c, x.fitted.host_overhead_per_layer_s);
-  if (!ops.moe_layer.empty()) {
-    c.moe = layer_kernels(ops.moe_layer, x.gemm_rates, layer_half_rates, groups);
-    host_bound_layer(c.moe, x.fitted.host_overhead_per_layer_s);
-    add_moe_layer_overhead(c.moe, moe_layer_overhead_s(x.fitted, x.setup.moe_dispatcher));
-  }
+  static_cast<BlockCosts&>(c) = kernels(ops.layer, false);
+  if (!ops.moe_layer.empty()) c.moe = kernels(ops.moe_layer, true);
+  if (!ops.windowed_layer.empty()) c.windowed = kernels(ops.windowed_layer, false);
+  if (!ops.windowed_moe_layer.empty()) c.windowed_moe = kernels(ops.windowed_moe_layer, true);
   c.embedding = edge_cost(ops.embedding, x.half_rates, groups.tp);
   c.head = edge_cost(ops.head, x.half_rates, groups.tp);
   if (offloads) {
@@ -459,34 +466,64 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
     t.backward = k.backward_s + tp_bwd + cp_bwd + fsdp_bwd + ep_bwd + t.recompute;
     return t;
   };
+  // The four layer kinds: dense and MoE, each without and with the sliding window
+  // (LayerOps::layer_at).
   const KindTimes dense = kind_times(layer), moe = kind_times(layer.moe);
+  const bool window = model.sliding_window.has_value();
+  const KindTimes windowed = window ? kind_times(layer.windowed) : dense;
+  const KindTimes windowed_moe = window ? kind_times(layer.windowed_moe) : moe;
+  // Layers of each kind in a stage or chunk, and their total of one KindTimes field.
+  struct KindCounts {
+    double dense = 0, moe = 0, windowed = 0, windowed_moe = 0;
+  };
+  const auto kind_counts = [](std::int64_t layers, std::int64_t moe_layers, WindowedLayerCounts w) {
+    KindCounts n;
+    n.windowed = static_cast<double>(w.dense);
+    n.windowed_moe = static_cast<double>(w.moe);
+    n.moe = static_cast<double>(moe_layers - w.moe);
+    n.dense = static_cast<double>(layers - moe_layers - w.dense);
+    return n;
+  };
+  const auto total = [&](const KindCounts& n, double KindTimes::*field) {
+    return n.dense * dense.*field + n.moe * moe.*field + n.windowed * windowed.*field +
+           n.windowed_moe * windowed_moe.*field;
+  };
 
   StageTimes slowest;
   double all_stages_s = 0;   // one micro-batch's forward + backward summed over the stages
   StageParams stage_params;  // the most parameters one GPU updates, before ZeRO sharding
   for (std::int64_t r = 0; r < l.pp; ++r) {
     const auto [dense_n, moe_n] = stage_layer_kinds(model, l, r);
-    const double nd = static_cast<double>(dense_n), nm = static_cast<double>(moe_n);
+    WindowedLayerCounts stage_windowed;
+    for (std::int64_t c = 0; window && c < l.vpp; ++c) {
+      const WindowedLayerCounts w = chunk_windowed_layer_counts(l, model, r, c);
+      stage_windowed.dense += w.dense;
+      stage_windowed.moe += w.moe;
+    }
+    const KindCounts kinds = kind_counts(dense_n + moe_n, moe_n, stage_windowed);
     StageTimes st;
-    st.compute_s = nd * dense.compute + nm * moe.compute;
-    st.recompute_s = nd * dense.recompute + nm * moe.recompute;
-    st.tp_s = nd * dense.tp + nm * moe.tp;
-    st.cp_s = nd * dense.cp + nm * moe.cp;
-    st.fsdp_s = nd * dense.fsdp + nm * moe.fsdp;
-    st.ep_s = nm * moe.ep;
-    st.forward_s = nd * dense.forward + nm * moe.forward;
-    st.backward_s = nd * dense.backward + nm * moe.backward;
+    st.compute_s = total(kinds, &KindTimes::compute);
+    st.recompute_s = total(kinds, &KindTimes::recompute);
+    st.tp_s = total(kinds, &KindTimes::tp);
+    st.cp_s = total(kinds, &KindTimes::cp);
+    st.fsdp_s = total(kinds, &KindTimes::fsdp);
+    st.ep_s = total(kinds, &KindTimes::ep);
+    st.forward_s = total(kinds, &KindTimes::forward);
+    st.backward_s = total(kinds, &KindTimes::backward);
     if (keep_stages) {
       for (std::int64_t c = 0; c < l.vpp; ++c) {
-        const double chunk_moe = static_cast<double>(chunk_moe_layer_count(l, model, r, c));
-        const double chunk_dense =
-            static_cast<double>(chunk_layer_count(l, model, r, c)) - chunk_moe;
-        st.chunk_forward_s.push_back(chunk_dense * dense.forward + chunk_moe * moe.forward);
-        st.chunk_backward_s.push_back(chunk_dense * dense.backward + chunk_moe * moe.backward);
+        const KindCounts chunk = kind_counts(
+            chunk_layer_count(l, model, r, c), chunk_moe_layer_count(l, model, r, c),
+            window ? chunk_windowed_layer_counts(l, model, r, c) : WindowedLayerCounts());
+        st.chunk_forward_s.push_back(total(chunk, &KindTimes::forward));
+        st.chunk_backward_s.push_back(total(chunk, &KindTimes::backward));
       }
       if (r == l.pp - 1 && model.mtp_num_layers > 0) {
         // The multi-token-prediction depths run after the last chunk's layers.
-        const KindTimes& mtp = is_moe_layer(model, model.num_layers) ? moe : dense;
+        const std::int64_t i = model.num_layers;
+        const KindTimes& mtp = is_windowed_layer(model, i)
+                                   ? (is_moe_layer(model, i) ? windowed_moe : windowed)
+                                   : (is_moe_layer(model, i) ? moe : dense);
         const double n = static_cast<double>(model.mtp_num_layers);
         st.chunk_forward_s.back() += n * mtp.forward;
         st.chunk_backward_s.back() += n * mtp.backward;
@@ -543,6 +580,8 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
     // of the copies (which the same page says memory-bound kernels may feel) is not costed.
     double bytes = 0;
     for (std::int64_t i = 0; i < n; ++i) {
+      // (A window changes no saved tensor: FlashAttention saves no s x s one, eager attention
+      // its full scores.)
       bytes += is_moe_layer(model, i) ? layer.moe.saved_bytes : layer.saved_bytes;
     }
     const double link_s = bytes / x.cluster.gpu.host_link_bandwidth_bytes_per_s;

@@ -241,6 +241,8 @@ struct BlockCosts {
 /// search computes it once per such combination.
 struct LayerCosts : BlockCosts {
   BlockCosts moe;
+  /// The windowed kinds (LayerOps::windowed_layer, windowed_moe_layer); zero without a window.
+  BlockCosts windowed, windowed_moe;
   EdgeCosts embedding, head;
 };
 

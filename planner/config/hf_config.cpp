@@ -851,14 +851,11 @@ std::vector<std::string> hf_config_notes(const nlohmann::json& config, const std
     notes.push_back(file + ": sliding_window " + ws +
                     (model.sliding_window_alternating ? " (on every other layer)" : "") +
                     " is shorter than the model's " + std::to_string(model.seq_length) +
-                    "-token sequence: attention is costed as full causal "
-                    "attention over the whole sequence, not over a " +
-                    ws +
-                    "-token window, so "
-                    "at sequences beyond " +
-                    ws +
-                    " tokens its FLOPs and time are overestimated; "
-                    "the Megatron-LM export carries the window (--window-size), the others "
+                    "-token sequence: flash attention's time counts only the " + ws +
+                    "-token window's keys at cp 1; eager attention (the full scores, masked) "
+                    "and ring attention (cp > 1) are costed as full causal attention, and the "
+                    "model FLOPs (MFU) count full causal attention, as the frameworks' logs "
+                    "do; the Megatron-LM export carries the window (--window-size), the others "
                     "do not");
   }
   return notes;

@@ -1,5 +1,7 @@
 #include "planner/validation/stated_settings.hpp"
 
+#include <cstdint>
+
 namespace meshplan {
 
 namespace {
@@ -39,7 +41,61 @@ void apply_stated_kernel(const std::string& notes, FrameworkConvention& framewor
   }
 }
 
+/// The whole number of at most 9 digits at `at` in `text` (advancing `at` past it), or -1.
+std::int64_t read_count(const std::string& text, std::size_t& at) {
+  std::int64_t n = 0;
+  int digits = 0;
+  while (at < text.size() && text[at] >= '0' && text[at] <= '9' && digits < 10) {
+    n = n * 10 + (text[at++] - '0');
+    ++digits;
+  }
+  return digits > 0 && digits <= 9 ? n : -1;
+}
+
+/// Whether `text` has `part` at `at` (advancing `at` past it).
+bool read_text(const std::string& text, std::size_t& at, const std::string& part) {
+  if (text.compare(at, part.size(), part) != 0) return false;
+  at += part.size();
+  return true;
+}
+
 }  // namespace
+
+void apply_stated_window(const std::string& notes, ModelSpec& model,
+                         std::vector<std::string>& assumptions) {
+  // The first "window (" followed by a number.
+  std::size_t found = notes.find("window (");
+  while (found != std::string::npos &&
+         !(found + 8 < notes.size() && notes[found + 8] >= '0' && notes[found + 8] <= '9')) {
+    found = notes.find("window (", found + 1);
+  }
+  if (found == std::string::npos) return;
+  std::size_t at = found + 8;
+  const std::int64_t left = read_count(notes, at);
+  bool right_zero = read_text(notes, at, ",");
+  if (right_zero) {
+    read_text(notes, at, " ");  // "(128,0)" or "(128, 0)"
+    right_zero = read_text(notes, at, "0)");
+  }
+  std::int64_t skip_freq = 1;  // absent: every layer windowed
+  if (read_text(notes, at, " with window_attn_skip_freq ")) skip_freq = read_count(notes, at);
+  const std::string stated = notes.substr(found, at - found);
+  if (left < 0 || !right_zero || (skip_freq != 1 && skip_freq != 2)) {
+    assumptions.push_back("sliding window not applied: the notes' '" + stated +
+                          "' is not a causal window (left, 0) on every layer or every other one; "
+                          "attention costed as full causal");
+    return;
+  }
+  model.sliding_window = left + 1;
+  model.sliding_window_alternating = skip_freq == 2;
+  assumptions.push_back(
+      "sliding window of " + std::to_string(left + 1) + " tokens (keys i - " +
+      std::to_string(left) + " .. i) on " +
+      (model.sliding_window_alternating ? "every other layer" : "every layer") + " (the notes' '" +
+      stated +
+      "'), only its band costed under flash attention at cp 1 (Transformer Engine's fused "
+      "attention, which learnable sinks need); the model FLOPs keep full causal attention");
+}
 
 void apply_stated_settings(const std::string& notes, FrameworkConvention& framework,
                            std::vector<std::string>& assumptions) {

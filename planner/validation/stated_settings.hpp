@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "costmodel/framework.hpp"
+#include "costmodel/model_spec.hpp"
 
 namespace meshplan {
 
@@ -39,5 +40,26 @@ namespace meshplan {
 /// Notes without these phrases, or with a kernel name not above, change nothing. Raises nothing.
 void apply_stated_settings(const std::string& notes, FrameworkConvention& framework,
                            std::vector<std::string>& assumptions);
+
+/// The sliding window of the model a Megatron run's notes state, where SCHEMA.md's model has no
+/// field for it (../shared/data/moe-blackwell/: GPT-OSS 120B's "window (128,0) with
+/// window_attn_skip_freq 2", the Megatron-Bridge provider's settings). Megatron-Core's window
+/// (left, 0) lets query i attend keys i - left .. i (Transformer Engine v2.8
+/// get_full_mask's window_size: "query at position i attends to keys in [i - window_size[0],
+/// i + window_size[1]]" for equal lengths): a window of left + 1 tokens in ModelSpec's
+/// convention, 129 for (128, 0) (the Hugging Face config's sliding_window is 128;
+/// Megatron-Bridge from v0.4.0 passes (sliding_window - 1, 0)). window_attn_skip_freq 2: every
+/// other layer (ModelSpec::sliding_window_alternating, is_windowed_layer); absent: every layer.
+/// These runs' attention is Transformer Engine's fused (cuDNN) attention: the provider's
+/// learnable softmax sinks rule out FlashAttention and, from TE 2.8 (which Megatron-Bridge
+/// v0.2.0's GPTOSSProvider.provide requires, else Megatron-Core's local attention), leave
+/// FusedAttention, which supports the window (left, 0) in BF16 without dropout (TE v2.8
+/// transformer_engine/pytorch/attention/dot_product_attention/utils.py get_attention_backend:
+/// "Filter: Softmax type", "Filter: Sliding window attention").
+/// Appends what it set to `assumptions`; a window_attn_skip_freq other than 2, or a window whose
+/// right side is not 0, is not applied and the assumption says so. Notes without the phrase
+/// ("window (" followed by a number) change nothing. Raises nothing.
+void apply_stated_window(const std::string& notes, ModelSpec& model,
+                         std::vector<std::string>& assumptions);
 
 }  // namespace meshplan

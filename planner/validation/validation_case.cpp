@@ -706,6 +706,7 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
   // Settings the schema has no field for, where the notes state them (stated_settings.hpp;
   // Megatron's recompute modules and CPU offloading: read_notes_settings).
   apply_stated_settings(notes, c.setup.framework, c.assumptions);
+  if (megatron_family(c.framework)) apply_stated_window(notes, c.model, c.assumptions);
   if (c.framework == "nemo" || c.framework == "megatron") read_notes_settings(notes, c);
   if (c.setup.framework.elementwise == ElementwiseKernels::kEager) {
     // Neither a case field nor the notes name torch.compile: the framework's default

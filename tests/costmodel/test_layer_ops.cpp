@@ -1,6 +1,7 @@
 // The layer op table (layer_ops.hpp) on Llama 3 8B, built by hand from Meta's config.json
 // (h 4096, 32 heads of 128, 8 kv heads, f 14336 SwiGLU, RMSNorm, RoPE, vocabulary 128256,
 // untied, 32 layers), so every number below is derivable from those sizes.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <numeric>
 
@@ -306,4 +307,54 @@ TEST_CASE("layer ops: the eager softmax's bytes per score are the convention's",
   const LayerOps chain = build_layer_ops(llama3_8b(), s);
   CHECK(chain.op("attention").forward_bytes == 486'539'264.0);
   CHECK(chain.op("attention").backward_bytes == 553'648'128.0);
+}
+
+TEST_CASE("alternating sliding windows: layer_at picks the windowed kind on even layers",
+          "[layer_ops][window]") {
+  // A 128-token window on layers 0, 2, 4, ... (GPT-OSS's layer_types; Megatron-Core's
+  // window_attn_skip_freq 2 with 1-based layer numbers), seq 4096, tp 8, one sequence.
+  ModelSpec m = llama3_8b();
+  m.sliding_window = 128;
+  m.sliding_window_alternating = true;
+  const LayerOps ops = build_layer_ops(m, tp8(4096, 1));
+  CHECK(is_windowed_layer(m, 0));
+  CHECK_FALSE(is_windowed_layer(m, 1));
+  CHECK(is_windowed_layer(m, 30));
+  CHECK(&ops.layer_at(m, 0) == &ops.windowed_layer);
+  CHECK(&ops.layer_at(m, 1) == &ops.layer);
+  CHECK(ops.windowed_moe_layer.empty());
+  const auto attention = [](const std::vector<LayerOp>& layer) {
+    return *std::find_if(layer.begin(), layer.end(),
+                         [](const LayerOp& op) { return op.kind == LayerOpKind::kAttention; });
+  };
+  const LayerOp full = attention(ops.layer), windowed = attention(ops.windowed_layer);
+  CHECK(full.attention.window == 0);
+  CHECK(windowed.attention.window == 128);
+  // Forward FLOP per GPU: 2 b (a / t) pairs (d + d_v): causal 4096^2 / 2 pairs, the window
+  // 516160 (128 x 129 / 2 + 3968 x 128), 4 heads of 128 per GPU.
+  CHECK(full.flops == 2.0 * 4 * 4096 * 4096 / 2 * 256);
+  CHECK(windowed.flops == 2.0 * 4 * 516160 * 256);
+  // The model FLOPs per token keep the full square (flops.hpp; the frameworks' logs).
+  CHECK(windowed.flops_per_token == full.flops_per_token);
+  // An MoE model has four kinds: layer 2 is a windowed MoE layer, layer 3 a full MoE one.
+  m.moe = MoeSpec{8, 2, 1024, 1, 1024, 1, 1, false, false, false};
+  LayerSetting moe_setting = tp8(4096, 1);
+  moe_setting.sp = true;
+  moe_setting.etp = 8;
+  const LayerOps moe = build_layer_ops(m, moe_setting);
+  CHECK(&moe.layer_at(m, 0) == &moe.windowed_layer);
+  CHECK(&moe.layer_at(m, 2) == &moe.windowed_moe_layer);
+  CHECK(&moe.layer_at(m, 3) == &moe.moe_layer);
+  // Eager attention builds the full s x s scores and masks them, and ring attention (cp 2) is
+  // costed as full causal: no window on their ops.
+  LayerSetting eager = tp8(4096, 1);
+  eager.attention = AttentionImpl::kEager;
+  m.moe.reset();
+  CHECK(attention(build_layer_ops(m, eager).windowed_layer).attention.window == 0);
+  LayerSetting ring = tp8(4096, 1);
+  ring.cp = 2;
+  CHECK(attention(build_layer_ops(m, ring).windowed_layer).attention.window == 0);
+  // A window of the whole sequence is no window.
+  m.sliding_window = 4096;
+  CHECK(attention(build_layer_ops(m, tp8(4096, 1)).windowed_layer).attention.window == 0);
 }

@@ -298,6 +298,64 @@ TEST_CASE("ring attention with causal load balancing: one causal call, then half
         1.01 * flash_attention_time_s(r, 1, 32, 32768, 262144, 128, true, false));
 }
 
+TEST_CASE("sliding-window attention: only the band's query-key pairs, in calls of w keys",
+          "[step][window]") {
+  // s = 4096, w = 128: query i attends min(i + 1, 128) keys, so the first 128 queries
+  // 1 + 2 + ... + 128 = 128 x 129 / 2 = 8256 and the other 3968 queries 128 each: 516160
+  // pairs, against 4096 x 4097 / 2 = 8390656 for causal attention (1/16.26).
+  CHECK(windowed_attention_pairs(4096, 128) == 516160);
+  CHECK(windowed_attention_pairs(4096, 4096) == 8390656);
+  CHECK(windowed_attention_pairs(4096, 8192) == 8390656);
+  // GPT-OSS's attention (64 heads of d 64), 1 sequence, at 989.4e12 x 0.52, half keys 300:
+  // forward 4 x 64 x 64 x 516160 = 8.4567e9 FLOP at 128 / 428 of the rate (calls of 128 keys),
+  // backward 2.5 x. Against causal flash (4096^2 / 2 pairs at 4096 / 4396): 0.06153 of the
+  // FLOPs at (128 / 428) / (4096 / 4396) = 0.3210 of the rate, 0.1917 of the time.
+  DeviceRates r;
+  r.gemm_peak_flops_per_s = 989.4e12;
+  r.flash_attention_efficiency = 0.52;
+  r.flash_attention_half_keys = 300;
+  const double rate = 989.4e12 * 0.52;
+  const double windowed = windowed_attention_time_s(r, 1, 64, 4096, 128, 64, false);
+  CHECK(windowed == Approx(4 * 64 * 64 * 516160.0 / (rate * 128 / 428)));
+  CHECK(windowed_attention_time_s(r, 1, 64, 4096, 128, 64, true) == Approx(2.5 * windowed));
+  CHECK(windowed / flash_attention_time_s(r, 1, 64, 4096, 4096, 64, true, false) ==
+        Approx(0.1917).epsilon(1e-3));
+  // A window of the whole sequence is causal attention.
+  CHECK(windowed_attention_time_s(r, 1, 64, 4096, 4096, 64, true) ==
+        flash_attention_time_s(r, 1, 64, 4096, 4096, 64, true, true));
+}
+
+TEST_CASE("alternating sliding windows: the step adds each layer kind's time", "[step][window]") {
+  // Llama 3 8B at seq 4096, tp 8, one micro-batch, with a 128-token window on layers 0, 2, ...,
+  // 30: 16 windowed and 16 full layers. The windowed kind differs only in its attention core
+  // (windowed_attention_time_s over 4 heads of 128 per GPU), so the step's compute is 16 of
+  // each kind's, and the full layers' are the window-less model's.
+  ModelSpec m = load_model("llama3-8b");
+  Layout l;
+  l.tp = 8;
+  l.gbs = 1;
+  const ClusterSpec cluster = load_cluster("dgx-h100");
+  const Profile profile = load_profile("h100");
+  const TrainingSetup setup = test::megatron_setup(4096);
+  const StepContext plain_context(m, setup, cluster, profile);
+  const LayerCosts plain = layer_costs(plain_context, l, GroupRates(plain_context, l));
+  m.sliding_window = 128;
+  m.sliding_window_alternating = true;
+  const StepContext context(m, setup, cluster, profile);
+  const LayerCosts c = layer_costs(context, l, GroupRates(context, l));
+  CHECK(c.forward_s == plain.forward_s);
+  CHECK(c.windowed.gemm_forward_s == c.gemm_forward_s);
+  const double full_attention = c.attention_forward_s;
+  REQUIRE(c.windowed.attention_forward_s < full_attention / 3);
+  CHECK(c.windowed.forward_s - c.forward_s ==
+        Approx(c.windowed.attention_forward_s - full_attention));
+  const double compute = estimate_step(m, l, setup, cluster, profile).breakdown.compute_s;
+  const double plain_compute =
+      estimate_step(load_model("llama3-8b"), l, setup, cluster, profile).breakdown.compute_s;
+  CHECK(plain_compute - compute ==
+        Approx(16 * (c.forward_s + c.backward_s - c.windowed.forward_s - c.windowed.backward_s)));
+}
+
 TEST_CASE("MFU is model FLOPs over time, GPUs and the dense peak", "[step]") {
   const ModelSpec m = load_model("llama3-8b");
   Layout l;

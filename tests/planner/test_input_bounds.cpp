@@ -340,10 +340,11 @@ TEST_CASE("a Hugging Face sliding window shorter than the sequence gets a note",
   REQUIRE(notes.size() == 1);
   CHECK(notes[0] == file8k +
                         ": sliding_window 4096 is shorter than the model's 8192-token sequence: "
-                        "attention is costed as full causal attention over the whole sequence, "
-                        "not over a 4096-token window, so at sequences beyond 4096 tokens its "
-                        "FLOPs and time are overestimated; the Megatron-LM export carries the "
-                        "window (--window-size), the others do not");
+                        "flash attention's time counts only the 4096-token window's keys at cp "
+                        "1; eager attention (the full scores, masked) and ring attention (cp > "
+                        "1) are costed as full causal attention, and the model FLOPs (MFU) count "
+                        "full causal attention, as the frameworks' logs do; the Megatron-LM "
+                        "export carries the window (--window-size), the others do not");
   // No note: a window of the whole sequence, none (null: Mistral v0.2 on), or Qwen2's window
   // without use_sliding_window true (its default, and its released configs').
   const auto notes_of = [](const nlohmann::json& c, const std::string& name) {

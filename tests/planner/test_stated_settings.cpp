@@ -88,3 +88,40 @@ TEST_CASE("Stated settings: torchtitan's torch.compile and AsyncTP", "[validatio
   CHECK(f.tp_comm_overlap == 0);
   CHECK(notes.size() == 3);
 }
+
+TEST_CASE("Stated sliding window: Megatron-Core's (left, 0) and window_attn_skip_freq",
+          "[validation][window]") {
+  // The moe-blackwell GPT-OSS notes' wording: window (128,0) lets query i attend keys
+  // i - 128 .. i, 129 tokens, on every other layer (skip frequency 2).
+  std::vector<std::string> notes;
+  ModelSpec m;
+  apply_stated_window(
+      "Megatron-Bridge GPTOSSProvider120B (@v0.2.0) identical (kv_channels 64, window (128,0) "
+      "with window_attn_skip_freq 2, learnable softmax sinks)",
+      m, notes);
+  CHECK(m.sliding_window == 129);
+  CHECK(m.sliding_window_alternating);
+  REQUIRE(notes.size() == 1);
+  CHECK_THAT(notes[0], Catch::StartsWith("sliding window of 129 tokens (keys i - 128 .. i) on "
+                                         "every other layer (the notes' 'window (128,0) with "
+                                         "window_attn_skip_freq 2')"));
+  // Without a skip frequency: every layer.
+  m = ModelSpec();
+  apply_stated_window("window (4095, 0)", m, notes);
+  CHECK(m.sliding_window == 4096);
+  CHECK_FALSE(m.sliding_window_alternating);
+  // Not a causal window, or a pattern meshplan has no rule for: not applied, said so.
+  for (const char* text : {"window (128,64)", "window (128,0) with window_attn_skip_freq 4"}) {
+    m = ModelSpec();
+    notes.clear();
+    apply_stated_window(text, m, notes);
+    CHECK_FALSE(m.sliding_window);
+    REQUIRE(notes.size() == 1);
+    CHECK_THAT(notes[0], Catch::StartsWith("sliding window not applied"));
+  }
+  // No window stated ("window (" without a number): nothing.
+  notes.clear();
+  apply_stated_window("sliding window (none); full attention", m, notes);
+  CHECK_FALSE(m.sliding_window);
+  CHECK(notes.empty());
+}
