@@ -38,13 +38,18 @@ std::string default_global_batch_rule(std::int64_t seq, std::int64_t gpus) {
          std::to_string(seq);
 }
 
-std::int64_t default_estimate_global_batch(std::int64_t dp, std::int64_t mbs, std::int64_t pp,
-                                           std::int64_t vpp, std::int64_t seq, std::int64_t gpus) {
-  const std::int64_t unit = dp * mbs * (vpp > 1 ? pp : 1);
-  const std::int64_t fill = dp * mbs * pp * vpp;
+std::int64_t default_global_batch_for_layout(std::int64_t dp, std::int64_t mbs, std::int64_t pp,
+                                             std::int64_t vpp, std::int64_t seq,
+                                             std::int64_t gpus) {
+  const std::int64_t unit = global_batch_unit(dp, mbs, pp, vpp);
   const std::int64_t target = default_global_batch(seq, gpus);
-  const std::int64_t rounded = std::max<std::int64_t>(1, (target + unit / 2) / unit) * unit;
-  return std::max(fill, rounded);
+  if (target % unit == 0) return target;
+  return std::max<std::int64_t>(1, (target + unit / 2) / unit) * unit;
+}
+
+std::int64_t global_batch_unit(std::int64_t dp, std::int64_t mbs, std::int64_t pp,
+                               std::int64_t vpp) {
+  return dp * mbs * (vpp > 1 ? pp : 1);
 }
 
 void add_framework_option(CLI::App& cmd, std::string& framework) {
@@ -355,9 +360,9 @@ void add_layout_options(CLI::App& cmd, LayoutFlags& f) {
       ->check(positive);
   cmd.add_option("--gbs", f.gbs,
                  "Global batch [sequences] (default as `plan` takes it: 4194304 tokens, or 1024 "
-                 "per GPU beyond 4096 GPUs, / "
-                 "seq, rounded to whole dp x mbs (x pp with --vpp > 1) and at least dp x mbs x pp "
-                 "x vpp; e.g. seq 8192, dp 2: 512, 256 micro-batches)")
+                 "per GPU beyond 4096 GPUs, / seq; where that is not a multiple of dp x mbs (x pp "
+                 "with --vpp > 1), which plan would reject, the nearest multiple; e.g. seq 8192, "
+                 "dp 2: 512, 256 micro-batches)")
       ->check(whole_up_to(kMaxGbs));
   cmd.add_option("--seq", f.seq, "Sequence length [tokens] (default: the model's seq_length)")
       ->check(positive);
@@ -625,25 +630,31 @@ ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, cons
   if (f.gbs > 0) {
     l.gbs = f.gbs;
   } else {
-    // As `meshplan plan` defaults: about 4M tokens per step, in whole micro-batches per replica
-    // (and whole rounds of pp micro-batches for the interleaved schedule), and at least one
-    // micro-batch per stage and chunk.
-    const double fill = static_cast<double>(l.dp) * static_cast<double>(f.mbs) *
-                        static_cast<double>(f.pp) * static_cast<double>(f.vpp);
-    if (fill > static_cast<double>(kMaxGbs)) {
-      throw InputError("--gbs: the default needs at least dp x mbs x pp x vpp = " +
-                       CLI::detail::to_string(fill) + " sequences, beyond the " +
+    // plan's default (default_global_batch), moved to the nearest batch the layout runs only
+    // where plan would reject the layout at it.
+    const double unit = static_cast<double>(l.dp) * static_cast<double>(f.mbs) *
+                        static_cast<double>(f.vpp > 1 ? f.pp : 1);
+    const std::string unit_text = std::string("dp x mbs") + (f.vpp > 1 ? " x pp" : "");
+    if (unit > static_cast<double>(kMaxGbs)) {
+      throw InputError("--gbs: the default needs a multiple of " + unit_text + " = " +
+                       CLI::detail::to_string(unit) + " sequences, beyond the " +
                        std::to_string(kMaxGbs) + " meshplan handles; give smaller degrees");
     }
     const std::int64_t world = l.dp * f.tp * f.pp * f.cp;
-    l.gbs = default_estimate_global_batch(l.dp, f.mbs, f.pp, f.vpp, seq, world);
+    const std::int64_t plan_gbs = default_global_batch(seq, world);
+    l.gbs = default_global_batch_for_layout(l.dp, f.mbs, f.pp, f.vpp, seq, world);
     const std::int64_t m = l.gbs / (l.dp * f.mbs);
     const double bubble = static_cast<double>(f.pp - 1) / static_cast<double>(f.vpp * m);
+    const std::string rule = default_global_batch_rule(seq, world);
     r.notes.push_back(
-        "gbs " + std::to_string(l.gbs) + " (default as meshplan plan takes it, " +
-        default_global_batch_rule(seq, world) + ", rounded to whole dp x mbs" +
-        (f.vpp > 1 ? " x pp" : "") + ", at least dp x mbs x pp x vpp; " + std::to_string(m) +
-        " micro-batches" +
+        "gbs " + std::to_string(l.gbs) +
+        (l.gbs == plan_gbs
+             ? " (default, as meshplan plan takes it: " + rule
+             : " (default: plan's " + std::to_string(plan_gbs) + " (" + rule +
+                   ") is not a multiple of " + unit_text + " = " +
+                   std::to_string(global_batch_unit(l.dp, f.mbs, f.pp, f.vpp)) +
+                   ", so plan would not run this layout at it; the nearest multiple") +
+        "; " + counted(m, "micro-batch", "micro-batches") +
         (f.pp > 1 ? ", bubble (pp - 1) / (vpp x micro-batches) = " + fixed(100 * bubble, 1) +
                         "% of the micro-batches' time (the breakdown's share is of the step)"
                   : std::string()) +

@@ -37,13 +37,19 @@ std::int64_t default_global_batch(std::int64_t seq, std::int64_t gpus);
 /// 8192" or "1024 tokens per GPU beyond 4096 GPUs: 16384 x 1024 / seq 8192".
 std::string default_global_batch_rule(std::int64_t seq, std::int64_t gpus);
 
-/// estimate's and ledger's default global batch [sequences] for a layout: default_global_batch
-/// rounded to the nearest whole multiple of dp x mbs (x pp with vpp > 1, the interleaved
-/// schedule's rounds), and at least dp x mbs x pp x vpp (one micro-batch per stage and chunk).
-/// Example: dp 2, mbs 1, pp 4, seq 8192: 4194304 / 8192 = 512 sequences, 256 micro-batches,
-/// bubble (4 - 1) / 256 = 1.2%. Preconditions: all >= 1, dp x mbs x pp x vpp fits in int64.
-std::int64_t default_estimate_global_batch(std::int64_t dp, std::int64_t mbs, std::int64_t pp,
-                                           std::int64_t vpp, std::int64_t seq, std::int64_t gpus);
+/// estimate's and ledger's default global batch [sequences] for a layout, the one plan searches
+/// at: default_global_batch(seq, gpus) where the layout runs it (a multiple of
+/// global_batch_unit, as layout_problems asks: whole micro-batches per replica, whole rounds of
+/// pp micro-batches for the interleaved schedule); else, a layout plan would reject at its
+/// default, the nearest multiple of the unit (at least one). Examples at seq 8192 (512
+/// sequences): dp 32, pp 4, vpp 10 (unit 128): 512; dp 1024: 1024; dp 3, pp 4, vpp 2 (unit 12):
+/// 516. Preconditions: all >= 1, the unit fits in int64.
+std::int64_t default_global_batch_for_layout(std::int64_t dp, std::int64_t mbs, std::int64_t pp,
+                                             std::int64_t vpp, std::int64_t seq, std::int64_t gpus);
+
+/// The step a layout's global batch [sequences] comes in: dp x mbs, x pp with vpp > 1.
+std::int64_t global_batch_unit(std::int64_t dp, std::int64_t mbs, std::int64_t pp,
+                               std::int64_t vpp);
 
 /// --framework NAME (default "textbook"), checked against the known conventions at parse time.
 void add_framework_option(CLI::App& cmd, std::string& framework);

@@ -238,15 +238,21 @@ TEST_CASE(
   CHECK(default_global_batch(8192, 8192) == 1024);
   CHECK(default_global_batch_rule(8192, 16384) ==
         "1024 tokens per GPU beyond 4096 GPUs: 16384 x 1024 / seq 8192");
-  // estimate: the same rounded to whole dp x mbs, at least dp x mbs x pp x vpp.
+  // estimate and ledger: plan's, where the layout runs it (a multiple of dp x mbs, x pp with
+  // vpp > 1), else the nearest multiple.
   // dp 2, mbs 1, pp 4 (8 GPUs): 512 is a multiple of 2: 512 (256 micro-batches, bubble 3/256).
-  CHECK(default_estimate_global_batch(2, 1, 4, 1, 8192, 8) == 512);
+  CHECK(default_global_batch_for_layout(2, 1, 4, 1, 8192, 8) == 512);
   // dp 3, mbs 1, pp 4, vpp 2 (interleaved: whole rounds of pp micro-batches): unit 3 x 1 x 4 =
   // 12; 512 / 12 = 42.7 rounds to 43 units = 516 sequences (172 micro-batches, 43 rounds of 4).
-  CHECK(default_estimate_global_batch(3, 1, 4, 2, 8192, 12) == 516);
+  CHECK(global_batch_unit(3, 1, 4, 2) == 12);
+  CHECK(default_global_batch_for_layout(3, 1, 4, 2, 8192, 12) == 516);
   // dp 1024, mbs 4, pp 8 at seq 4096 (8192 GPUs: 8388608 / 4096 = 2048 sequences) is less than
-  // one micro-batch per replica (4096), and one per stage needs dp x mbs x pp = 32768.
-  CHECK(default_estimate_global_batch(1024, 4, 8, 1, 4096, 8192) == 32768);
+  // one micro-batch per replica (4096): the nearest multiple is one unit, 4096.
+  CHECK(default_global_batch_for_layout(1024, 4, 8, 1, 4096, 8192) == 4096);
+  // The user's case: llama3-70b on 1024 GPUs, plan's winner dp 32 tp 2 pp 4 cp 4 vpp 10 mbs 1.
+  // plan: 4194304 / 8192 = 512; unit 32 x 1 x 4 = 128 divides 512: estimate takes 512 too
+  // (16 micro-batches), not dp x mbs x pp x vpp = 1280 as it did.
+  CHECK(default_global_batch_for_layout(32, 1, 4, 10, 8192, 1024) == 512);
 
   // llama3-70b at tp 8 pp 8 (dp 1, mbs 1), seq 8192: 512 sequences = 512 micro-batches, bubble
   // (pp - 1) / (vpp x m) = 7 / 512 = 1.4% (the old default, m = pp = 8, gave 7/8).
@@ -255,15 +261,43 @@ TEST_CASE(
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.err,
-             Contains("note: gbs 512 (default as meshplan plan takes it, about 4M tokens "
-                      "per batch: 4194304 / seq 8192, rounded to whole dp x mbs, at least dp x "
-                      "mbs x pp x vpp; 512 micro-batches, bubble (pp - 1) / (vpp x "
+             Contains("note: gbs 512 (default, as meshplan plan takes it: about 4M tokens "
+                      "per batch: 4194304 / seq 8192; 512 micro-batches, bubble (pp - 1) / (vpp x "
                       "micro-batches) = 1.4% of the micro-batches' time (the "
                       "breakdown's share is of the step); set --gbs)"));
   CHECK_THAT(r.out, Contains("gbs 512 (512 micro-batches)"));
   // plan takes the same 512 at seq 8192.
   const test::CliResult plan = test::run({"plan", "--model", "llama3-8b", "--gpus", "8"});
   CHECK_THAT(plan.err, Contains("note: gbs 512 (default: about 4M tokens per batch"));
+}
+
+TEST_CASE("estimate and ledger take plan's default batch for plan's winner on 1024 GPUs",
+          "[guards][gbs]") {
+  // llama3-70b on 1024 x H100: plan's default is 4194304 / 8192 = 512 sequences; its winner
+  // dp 32 tp 2 pp 4 cp 4 vpp 10 runs 512 / 32 = 16 micro-batches, a multiple of pp 4.
+  const std::vector<std::string> layout = {"--model", "llama3-70b", "--gpus", "1024",
+                                           "--tp",    "2",          "--pp",   "4",
+                                           "--cp",    "4",          "--vpp",  "10"};
+  for (const char* command : {"estimate", "ledger"}) {
+    std::vector<std::string> args = {command};
+    args.insert(args.end(), layout.begin(), layout.end());
+    if (std::string(command) == "ledger") args.insert(args.end(), {"--framework", "megatron"});
+    const test::CliResult r = test::run(args);
+    INFO(command << ": " << r.err);
+    REQUIRE(r.exit_code == 0);
+    // Bubble (pp - 1) / (vpp x m) = 3 / (10 x 16) = 1.9%.
+    CHECK_THAT(r.err, Contains("note: gbs 512 (default, as meshplan plan takes it: about 4M "
+                               "tokens per batch: 4194304 / seq 8192; 16 micro-batches, bubble "
+                               "(pp - 1) / (vpp x micro-batches) = 1.9%"));
+  }
+  // dp 1024 (tp 1): 512 is less than one micro-batch per replica, which plan rejects; the
+  // nearest multiple of dp x mbs = 1024 is 1024, and the note says why it is not plan's.
+  const test::CliResult r = test::run({"estimate", "--model", "llama3-70b", "--gpus", "1024"});
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.err, Contains("note: gbs 1024 (default: plan's 512 (about 4M tokens per batch: "
+                             "4194304 / seq 8192) is not a multiple of dp x mbs = 1024, so plan "
+                             "would not run this layout at it; the nearest multiple; 1 "
+                             "micro-batch; set --gbs)"));
 }
 
 TEST_CASE("plan's default batch on 16,384 GPUs leaves its winner a bubble under 10%",
