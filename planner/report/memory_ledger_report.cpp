@@ -1,9 +1,11 @@
 #include "planner/report/memory_ledger_report.hpp"
 
+#include <cmath>
 #include <sstream>
 
 #include "common/format.hpp"
 #include "costmodel/counted.hpp"
+#include "costmodel/oom_risk.hpp"
 #include "costmodel/units.hpp"
 
 namespace meshplan {
@@ -53,6 +55,42 @@ std::string stage_entries(const StageLedger& s) {
 
 }  // namespace
 
+std::string ledger_bias_text(double ledger_over_median) {
+  // Under 0.05% it would print as +0.0%: no bias to speak of.
+  if (std::abs(ledger_over_median - 1) < 5e-4) return "";
+  const bool over = ledger_over_median > 1;
+  return "the fitted ledger bias of this framework family, " + std::string(over ? "+" : "") +
+         fixed(100 * (ledger_over_median - 1), 1) + "% (the ledger " + (over ? "over" : "under") +
+         "-estimates its measured peaks)";
+}
+
+std::string memory_verdict_reason(double peak_bytes, double capacity_bytes,
+                                  const MemoryOutlook& outlook, bool fits) {
+  const bool above = peak_bytes > capacity_bytes;
+  if (fits != above) return "";
+  const std::string bias = ledger_bias_text(peak_bytes / outlook.peak_bytes_p50);
+  const std::string expected =
+      bias.empty() ? "" : bias + ", puts the expected peak at " + gib(outlook.peak_bytes_p50);
+  const std::string used = "the ledger's " + gib(peak_bytes) + " is ";
+  if (above) {
+    // Without a bias only a risk limit above 50% (plan --max-oom-risk) lets it fit.
+    return used + "more than the GPU's " + gib(capacity_bytes) + ", but " +
+           (expected.empty()
+                ? "its OOM risk " + risk_percent(outlook.oom_risk) + " is within the limit taken"
+                : expected);
+  }
+  return used + "within the GPU's " + gib(capacity_bytes) + ", but " +
+         (expected.empty() ? "" : expected + ", and ") +
+         "measured peaks spread around the expected one: OOM risk " +
+         risk_percent(outlook.oom_risk) + ", above the " + risk_percent(kDefaultMaxOomRisk) +
+         " that counts as out of memory";
+}
+
+std::string memory_verdict_reason(const MemoryLedger& ledger) {
+  return memory_verdict_reason(ledger.peak_bytes, ledger.capacity_bytes, ledger.outlook,
+                               ledger.fits);
+}
+
 std::string render_memory_ledger(const MemoryLedger& ledger, const std::string& gpu_name,
                                  bool all_stages) {
   std::ostringstream out;
@@ -72,10 +110,16 @@ std::string render_memory_ledger(const MemoryLedger& ledger, const std::string& 
         << activations_text(s) << "\n"
         << stage_entries(s);
   }
-  out << "\nfits on " << gpu_name << ": " << (ledger.fits ? "yes" : "no") << ", headroom "
-      << fixed(ledger.headroom_bytes / kGiB, 1) << " GiB (worst stage " << ledger.worst_stage
-      << " needs " << gib(ledger.peak_bytes) << " of " << gib(ledger.capacity_bytes) << ")\n"
-      << "OOM risk " << risk_percent(ledger.outlook.oom_risk) << " (a layout above "
+  out << "\nfits on " << gpu_name << ": " << (ledger.fits ? "yes" : "no");
+  if (const std::string reason = memory_verdict_reason(ledger); !reason.empty()) {
+    // No headroom next to the verdict: its sign would contradict it.
+    out << " (worst stage " << ledger.worst_stage << "): " << reason << "\n";
+  } else {
+    out << ", headroom " << fixed(ledger.headroom_bytes / kGiB, 1) << " GiB (worst stage "
+        << ledger.worst_stage << " needs " << gib(ledger.peak_bytes) << " of "
+        << gib(ledger.capacity_bytes) << ")\n";
+  }
+  out << "OOM risk " << risk_percent(ledger.outlook.oom_risk) << " (a layout above "
       << risk_percent(kDefaultMaxOomRisk) << " counts as out of memory); 80% of runs peak at "
       << gib(ledger.outlook.peak_bytes_p10) << " to " << gib(ledger.outlook.peak_bytes_p90) << "\n";
   if (ledger.largest_tensor_bytes > 0) {
@@ -114,6 +158,7 @@ nlohmann::json memory_ledger_json(const MemoryLedger& ledger) {
           {"capacity_bytes", ledger.capacity_bytes},
           {"headroom_bytes", ledger.headroom_bytes},
           {"peak_bytes_p10", ledger.outlook.peak_bytes_p10},
+          {"peak_bytes_p50", ledger.outlook.peak_bytes_p50},
           {"peak_bytes_p90", ledger.outlook.peak_bytes_p90},
           {"oom_risk", ledger.outlook.oom_risk},
           {"fits", ledger.fits},

@@ -19,9 +19,32 @@ std::string render_memory_ledger(const MemoryLedger& ledger, const std::string& 
 /// flight" (interleaved: each in-flight unit is one model chunk's micro-batch).
 std::string activations_text(const StageLedger& stage);
 
+/// The fitted ledger bias of a framework family in words, from the ratio of the ledger's peak
+/// to the median peak measured runs reach, exp(oom_log_bias) (costmodel/oom_risk.hpp): at 1.037
+/// "the fitted ledger bias of this framework family, +3.7% (the ledger over-estimates its
+/// measured peaks)", "... under-estimates ..." below 1; "" within 0.05% of 1 (no bias).
+std::string ledger_bias_text(double ledger_over_median);
+
+/// Why a ledger's verdict and its peak against the GPU's memory disagree, "" where they agree
+/// (fits with the peak within the capacity, or out of memory with the peak above it). Fits
+/// with the peak above the capacity (a family whose ledger over-estimates): "the ledger's 80.4
+/// GiB is more than the GPU's 79.6 GiB, but <ledger_bias_text>, puts the expected peak at 77.5
+/// GiB" (without a bias, under a risk limit above 50%: "..., but its OOM risk 60.0% is within
+/// the limit taken"). Out of memory within the capacity: "the ledger's 78.0 GiB is within the
+/// GPU's 79.6 GiB, but [<ledger_bias_text>, puts the expected peak at ..., and] measured peaks
+/// spread around the expected one: OOM risk 11.6%, above the 5.0% that counts as out of memory".
+/// The expected peak is outlook.peak_bytes_p50. Bytes; capacity_bytes > 0.
+std::string memory_verdict_reason(double peak_bytes, double capacity_bytes,
+                                  const MemoryOutlook& outlook, bool fits);
+
+/// memory_verdict_reason of a ledger's worst stage and verdict.
+std::string memory_verdict_reason(const MemoryLedger& ledger);
+
 /// JSON: "stages" (each with "stage", "layers", "entries" [{name, category, shape, dtype, count,
 /// bytes, sharded_over}], "total_bytes"), "worst_stage", "peak_bytes", "capacity_bytes",
-/// "headroom_bytes", "fits", "largest_tensor" {name, shape, dtype, bytes}.
+/// "headroom_bytes" (capacity - peak, negative where the ledger's peak is above the capacity
+/// even when a fitted bias lets it fit), "peak_bytes_p10", "peak_bytes_p50" (the expected
+/// peak), "peak_bytes_p90", "oom_risk", "fits", "largest_tensor" {name, shape, dtype, bytes}.
 nlohmann::json memory_ledger_json(const MemoryLedger& ledger);
 
 }  // namespace meshplan

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <functional>
 #include <sstream>
 #include <string>
@@ -10,13 +11,16 @@
 
 #include "common/format.hpp"
 #include "costmodel/counted.hpp"
+#include "costmodel/fitted_rates.hpp"
 #include "costmodel/flops.hpp"
 #include "costmodel/memory_ledger.hpp"
+#include "costmodel/oom_risk.hpp"
 #include "costmodel/param_count.hpp"
 #include "costmodel/ranks.hpp"
 #include "costmodel/static_memory.hpp"
 #include "costmodel/units.hpp"
 #include "planner/report/layout_summary.hpp"
+#include "planner/report/memory_ledger_report.hpp"
 
 namespace meshplan {
 
@@ -220,10 +224,17 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
   const double params = static_cast<double>(count_params(r.model).total);
   const StaticMemory state = static_memory(params, r.setup.framework, r.setup.precision);
   const double usable = result.usable_bytes;
+  // usable is a limit on the ledger's peak, not memory: a fitted bias can put it above the GPU's.
+  const std::string bias =
+      ledger_bias_text(std::exp(fitted_rates(r.profile, r.setup.framework).oom_log_bias));
   s << "- Training state: " << scientific(params) << " params x " << fixed(state.bytes_per_param, 0)
     << " bytes (" << r.setup.framework.name << ") = " << gib(state.total_bytes) << "; one "
-    << gpu.name << " has " << gib(usable) << " usable (OOM risk at most "
-    << risk_percent(r.max_oom_risk) << ", " << gib(r.memory_reserve_bytes) << " reserve). ";
+    << gpu.name << " has " << gib(gpu.memory_bytes) << ", and a layout's ledger peak may reach "
+    << gib(usable) << " (OOM risk at most " << risk_percent(r.max_oom_risk) << ", "
+    << gib(r.memory_reserve_bytes) << " reserve). ";
+  if (usable > gpu.memory_bytes && !bias.empty()) {
+    s << "That is more than the GPU's memory: " << bias << ", lets a ledger peak above it fit. ";
+  }
   if (state.total_bytes < usable) {
     s << "It fits on one GPU: plain data parallelism (DDP) needs no sharding.\n";
   } else if (state.total_bytes / static_cast<double>(r.gpus) < usable) {
@@ -243,7 +254,9 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
     s << "- No layout fits. Rejected: " << rejected_text(result) << ".";
     if (result.smallest_peak_bytes > 0) {
       s << "\n- The least memory any layout needed: " << gib(result.smallest_peak_bytes) << " > "
-        << gib(usable) << " usable: use more GPUs, a GPU with more memory, recompute, or a "
+        << gib(usable)
+        << ", the most a ledger peak may reach: use more GPUs, a GPU with more memory, recompute, "
+           "or a "
         << "shorter sequence.\n";
     } else {
       s << "\n- No layout passes the rules above, so none reached the memory check: change the "
@@ -304,9 +317,15 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
     s << "- " << to_string(l.recompute) << " recompute trades " << fixed(w.breakdown.recompute_s, 2)
       << " s of compute for activation memory.\n";
   }
+  // A ranked layout fits; where its ledger peak is above the GPU's memory, say why.
+  const std::string reason = memory_verdict_reason(
+      w.peak_bytes, gpu.memory_bytes,
+      memory_outlook(w.peak_bytes, gpu.memory_bytes, fitted_rates(r.profile, r.setup.framework)),
+      true);
   s << "- Peak memory " << gib(w.peak_bytes) << " of " << gib(gpu.memory_bytes) << " (stage "
-    << w.worst_stage << "; OOM risk " << risk_percent(w.oom_risk)
-    << "); the step's largest part is " << largest_component(w.breakdown).first << ".\n";
+    << w.worst_stage << "; OOM risk " << risk_percent(w.oom_risk) << ")"
+    << (reason.empty() ? std::string() : ": " + reason) << "; the step's largest part is "
+    << largest_component(w.breakdown).first << ".\n";
   const auto [headline, other] = mfu_figures(r, w);
   s << "- MFU " << fixed(100 * headline.mfu, 1) << "% (" << headline_count_text(r.setup.framework)
     << "; " << fixed(100 * other.mfu, 1) << "% with attention " << to_string(other.definition)

@@ -11,6 +11,7 @@
 #include "costmodel/pipeline_simulation.hpp"
 #include "costmodel/units.hpp"
 #include "planner/report/layout_summary.hpp"
+#include "planner/report/memory_ledger_report.hpp"
 #include "planner/report/trace.hpp"
 
 namespace meshplan {
@@ -149,8 +150,11 @@ std::string render_step(const StepReportInputs& in, const StepEstimate& e) {
   s << "  HFU              " << fixed(e.hfu * 100, 1)
     << "% (hardware FLOPs: the model FLOPs with attention non-causal, plus recompute)\n";
   s << "  peak memory      " << gib(e.memory.peak_bytes) << " on stage " << e.memory.worst_stage
-    << " of " << gib(e.memory.capacity_bytes) << ": " << (e.memory.fits ? "fits" : "DOES NOT FIT")
-    << " (OOM risk " << risk_percent(e.memory.outlook.oom_risk) << ", 80% of runs peak at "
+    << " of " << gib(e.memory.capacity_bytes) << ": " << (e.memory.fits ? "fits" : "DOES NOT FIT");
+  if (const std::string reason = memory_verdict_reason(e.memory); !reason.empty()) {
+    s << ": " << reason;
+  }
+  s << " (OOM risk " << risk_percent(e.memory.outlook.oom_risk) << ", 80% of runs peak at "
     << gib(e.memory.outlook.peak_bytes_p10) << " to " << gib(e.memory.outlook.peak_bytes_p90)
     << ")\n\n";
   Table t({"where the step goes", "seconds", "share"}, {true, false, false});
@@ -206,6 +210,7 @@ nlohmann::json step_json(const StepReportInputs& in, const StepEstimate& e) {
       {"peak_flops_per_s", e.peak_flops_per_s},
       {"peak_bytes", e.memory.peak_bytes},
       {"peak_bytes_p10", e.memory.outlook.peak_bytes_p10},
+      {"peak_bytes_p50", e.memory.outlook.peak_bytes_p50},
       {"peak_bytes_p90", e.memory.outlook.peak_bytes_p90},
       {"oom_risk", e.memory.outlook.oom_risk},
       {"capacity_bytes", e.memory.capacity_bytes},

@@ -2,6 +2,7 @@
 // activation heading, plan's rejection line, table columns and Pareto precision, and what
 // `profile show` says about the line fits.
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -12,6 +13,7 @@
 #include "common/format.hpp"
 #include "costmodel/counted.hpp"
 #include "costmodel/flops.hpp"
+#include "costmodel/oom_risk.hpp"
 #include "costmodel/units.hpp"
 #include "planner/config/json_reader.hpp"
 #include "planner/config/loaders.hpp"
@@ -653,4 +655,75 @@ TEST_CASE("plan notes a winner of uneven model chunks whose simulation is off th
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.err, Contains("note: the winner's model chunks of 1 to 2 layers: the event "
                              "simulation of the interleaved schedule over them takes "));
+}
+
+TEST_CASE("ledger verdicts: a fitted bias that lets a peak above the GPU fit is said in words",
+          "[usability][memory]") {
+  // Capacity 80 GiB; a family whose ledger over-estimates measured peaks by 5%
+  // (oom_log_bias = log 1.05), spread 0.01 (costmodel/oom_risk.hpp).
+  FittedRates rates;
+  rates.oom_log_bias = std::log(1.05);
+  rates.oom_log_spread = 0.01;
+  MemoryLedger m;
+  m.capacity_bytes = 80 * kGiB;
+  m.worst_stage = 0;
+
+  // Ledger 81 GiB: z = (log(81 / 80) - log 1.05) / 0.01 = (0.01242 - 0.04879) / 0.01 = -3.64,
+  // risk 1 / (1 + e^3.64) = 2.6% <= 5%: it fits; the expected peak 81 / 1.05 = 77.1 GiB.
+  m.peak_bytes = 81 * kGiB;
+  m.headroom_bytes = m.capacity_bytes - m.peak_bytes;  // -1 GiB
+  m.outlook = memory_outlook(m.peak_bytes, m.capacity_bytes, rates);
+  m.fits = !out_of_memory(m.outlook, m.capacity_bytes);
+  REQUIRE(m.fits);
+  CHECK(risk_percent(m.outlook.oom_risk) == "2.6%");
+  CHECK(memory_verdict_reason(m) ==
+        "the ledger's 81.0 GiB is more than the GPU's 80.0 GiB, but the fitted ledger bias of "
+        "this framework family, +5.0% (the ledger over-estimates its measured peaks), puts the "
+        "expected peak at 77.1 GiB");
+  const std::string text = render_memory_ledger(m, "gpu-80", false);
+  CHECK_THAT(text, Contains("fits on gpu-80: yes (worst stage 0): the ledger's 81.0 GiB"));
+  CHECK_THAT(text, !Contains("headroom -"));
+  // The JSON keeps headroom_bytes (-1 GiB) and adds the expected peak.
+  const nlohmann::json j = memory_ledger_json(m);
+  CHECK(j.at("headroom_bytes").get<double>() == -kGiB);
+  CHECK(j.at("peak_bytes_p50").get<double>() == Approx(81 * kGiB / 1.05));
+
+  // No bias, spread 0.01, ledger 79 of 80 GiB: z = log(79 / 80) / 0.01 = -1.258, risk
+  // 1 / (1 + e^1.258) = 22.1% > 5%: out of memory although the ledger is within the GPU.
+  m.peak_bytes = 79 * kGiB;
+  m.headroom_bytes = m.capacity_bytes - m.peak_bytes;
+  m.outlook = memory_outlook(m.peak_bytes, m.capacity_bytes, FittedRates{});
+  m.fits = !out_of_memory(m.outlook, m.capacity_bytes);
+  REQUIRE_FALSE(m.fits);
+  CHECK(memory_verdict_reason(m) ==
+        "the ledger's 79.0 GiB is within the GPU's 80.0 GiB, but measured peaks spread around "
+        "the expected one: OOM risk 22.1%, above the 5.0% that counts as out of memory");
+
+  // Verdict and peak agree (ledger 40 of 80 GiB, fits): no reason, the headroom line.
+  m.peak_bytes = 40 * kGiB;
+  m.headroom_bytes = m.capacity_bytes - m.peak_bytes;
+  m.outlook = memory_outlook(m.peak_bytes, m.capacity_bytes, rates);
+  m.fits = !out_of_memory(m.outlook, m.capacity_bytes);
+  CHECK(memory_verdict_reason(m).empty());
+  CHECK_THAT(render_memory_ledger(m, "gpu-80", false),
+             Contains("fits on gpu-80: yes, headroom 40.0 GiB (worst stage 0 needs 40.0 GiB of "
+                      "80.0 GiB)"));
+  CHECK(ledger_bias_text(1).empty());
+}
+
+TEST_CASE("plan's Why: the GPU's memory, and the ledger limit a fitted bias lifts above it",
+          "[usability][memory][plan]") {
+  // h100 megatron: oom_log_bias 0.0362, spread 0.00816 (configs/profiles/h100.json); the limit
+  // is 79.6 GiB x exp(0.0362 + 0.00816 x log(0.05 / 0.95)) = 79.6 x exp(0.0122) = 80.6 GiB,
+  // above the 79.6 GiB of an h100-sxm (80 GB).
+  const test::CliResult r =
+      test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--top", "1"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("one h100-sxm has 79.6 GiB, and a layout's ledger peak may reach "
+                             "80.6 GiB (OOM risk at most 5.0%, 0.0 GiB reserve). That is more "
+                             "than the GPU's memory: the fitted ledger bias of this framework "
+                             "family, +3.7% (the ledger over-estimates its measured peaks), lets "
+                             "a ledger peak above it fit."));
+  CHECK_THAT(r.out, !Contains("80.6 GiB usable"));
 }
