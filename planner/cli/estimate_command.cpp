@@ -191,9 +191,8 @@ CommandAction add_estimate_command(CLI::App& app) {
     note_rope_length(err, plan.model, plan.setup.seq);
     // Nothing is printed or written from numbers that are not finite.
     require_finite_estimate(e, plan.layout, plan.setup, label);
-    const StepReportInputs inputs{plan.model,   plan.layout,       plan.setup,
-                                  plan.cluster, plan.profile.name, plan.profile.comm_sm_fraction,
-                                  notes};
+    const StepReportInputs inputs{plan.model,   plan.layout,  plan.setup,
+                                  plan.cluster, plan.profile, notes};
     const std::string report =
         o->json ? step_json(inputs, e).dump(2) + "\n" : render_step(inputs, e);
     // A plan is written only for a layout that fits (as `plan` writes one): otherwise the

@@ -357,8 +357,7 @@ std::optional<Plan> winner_plan(const PlanOptions& o, const Scenario& x, const T
                           profile_label(x.profile, o.in.profile));
   if (uneven_chunks) {
     const std::string note = uneven_chunks_note(
-        {x.model, winner.layout, setup, x.cluster, x.profile.name, x.profile.comm_sm_fraction, {}},
-        winner.estimate);
+        {x.model, winner.layout, setup, x.cluster, x.profile, {}}, winner.estimate);
     if (!note.empty()) notes.push_back("the winner's " + note);
   }
   return winner;

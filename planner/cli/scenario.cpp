@@ -20,6 +20,14 @@ Scenario resolve_scenario(const ScenarioFlags& flags, std::int64_t gpus) {
   apply_elementwise(s.framework, flags.elementwise);
   s.profile_name = flags.profile.empty() ? default_profile_name(s.cluster.gpu) : flags.profile;
   s.profile = load_profile(s.profile_name, "--profile");
+  if (const std::string problem = profile_precision_problem(s.profile, s.precision);
+      !problem.empty()) {
+    throw InputError("--precision " + std::string(to_string(s.precision)) + ": " + problem +
+                     ", and " + s.cluster.gpu.name + "'s " + to_string(s.precision) +
+                     " peak would run at it; give --profile with a profile of a GPU that has " +
+                     to_string(s.precision) + " tensor cores (meshplan presets profiles), or " +
+                     "another --precision");
+  }
   return s;
 }
 

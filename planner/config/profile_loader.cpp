@@ -1,5 +1,7 @@
 #include "planner/config/profile_loader.hpp"
 
+#include <algorithm>
+
 #include "common/input_error.hpp"
 #include "planner/config/json_reader.hpp"
 #include "planner/config/loaders.hpp"
@@ -41,6 +43,17 @@ std::string default_profile_name(const GpuSpec& gpu) {
                    "); measure one on the GPU with meshplan-calibrate and give --profile FILE, "
                    "or borrow another GPU's rates with --profile NAME (e.g. --profile h100; a "
                    "note then says its GPU differs)");
+}
+
+std::string profile_precision_problem(const Profile& profile, Precision precision) {
+  if (!quantized_gemms(precision)) return "";
+  const std::vector<std::string> gpus = preset_names(PresetKind::kGpu);
+  if (std::find(gpus.begin(), gpus.end(), profile.gpu) == gpus.end()) return "";
+  const std::optional<std::string> problem = precision_problem(load_gpu(profile.gpu), precision);
+  if (!problem) return "";
+  return "profile " + profile.name + " is for " + profile.gpu + ", which " + *problem +
+         ": its GEMM efficiency at " + to_string(precision) +
+         " (gemm.fp8_peak_efficiency) was never measured";
 }
 
 std::string profile_gpu_note(const Profile& profile, const std::string& gpu,

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "costmodel/hardware.hpp"
+#include "costmodel/precision.hpp"
 #include "costmodel/profile.hpp"
 
 namespace meshplan {
@@ -38,6 +39,16 @@ std::optional<std::string> shipped_profile_for(const GpuSpec& gpu);
 /// (measure one with meshplan-calibrate; or borrow another GPU's, e.g. --profile h100, which the
 /// commands then note).
 std::string default_profile_name(const GpuSpec& gpu);
+
+/// Why `profile` cannot price the layers' GEMMs at `precision`, "" when it can: the GPU it
+/// describes lacks tensor cores for a quantized precision (precision_problem), so its GEMM
+/// efficiency there (gemm.fp8_peak_efficiency, costmodel/profile.hpp) was never measured, and a
+/// cluster whose GPU has them would run their peak at a made-up efficiency (MFU over 100%).
+/// "profile a100 is for a100-80g, which has no nvfp4 tensor cores: its GEMM efficiency at nvfp4
+/// (gemm.fp8_peak_efficiency) was never measured". bf16 and fp16 are not checked (the cluster's
+/// GPU is, require_mfu_peak_flops); nor is a profile whose GPU came from a file (it keeps only
+/// the name, not a preset to look up).
+std::string profile_precision_problem(const Profile& profile, Precision precision);
 
 /// The note printed (on stderr, after "note: ") when a profile describes another GPU than the
 /// one it is used for: "profile a100 is for a100-80g, used for <used_for>: its efficiencies are

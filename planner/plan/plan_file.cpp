@@ -160,13 +160,7 @@ nlohmann::json groups_json(GroupKind kind, const Layout& l) { return process_gro
 
 /// The keys of step_json that plan.json keeps under "predicted".
 nlohmann::json predicted_json(const Plan& plan) {
-  const StepReportInputs in{plan.model,
-                            plan.layout,
-                            plan.setup,
-                            plan.cluster,
-                            plan.profile.name,
-                            plan.profile.comm_sm_fraction,
-                            {}};
+  const StepReportInputs in{plan.model, plan.layout, plan.setup, plan.cluster, plan.profile, {}};
   const nlohmann::json step = step_json(in, plan.estimate);
   nlohmann::json predicted = nlohmann::json::object();
   for (const char* key :

@@ -4,6 +4,9 @@
 
 #include "common/format.hpp"
 #include "costmodel/counted.hpp"
+#include "costmodel/hardware.hpp"
+#include "costmodel/units.hpp"
+#include "planner/fit/parameters.hpp"
 
 namespace meshplan {
 
@@ -121,9 +124,26 @@ const char* const kStepTimeCaveat =
     "from those errors, and a profile fitted to the cluster's own runs (meshplan fit) narrows "
     "it.";
 
-std::vector<std::string> regime_caveats(const Layout& layout, const TrainingSetup& setup,
-                                        const std::string& profile, double mfu) {
+std::vector<std::string> regime_caveats(const ModelSpec& model, const Layout& layout,
+                                        const TrainingSetup& setup, const GpuSpec& gpu,
+                                        const Profile& profile, double mfu) {
   std::vector<std::string> out;
+  const FittedRates rates = fitted_rates(profile, setup.framework);
+  const FittedRates prior = prior_rates(framework_family(setup.framework));
+  if (model.moe && rates.alltoall_busbw_scale == prior.alltoall_busbw_scale &&
+      rates.moe_layer_overhead_s == prior.moe_layer_overhead_s &&
+      rates.moe_alltoall_sync_s == prior.moe_alltoall_sync_s) {
+    out.push_back("mixture-of-experts on profile " + profile.name + " (" + gpu.name +
+                  "): its fit left the expert all-to-all's rate and the MoE layers' host "
+                  "overheads at their priors (alltoall_busbw_scale " +
+                  significant(prior.alltoall_busbw_scale, 3) + ", moe_layer_overhead_s " +
+                  significant(prior.moe_layer_overhead_s, 3) + ", moe_alltoall_sync_s " +
+                  significant(prior.moe_alltoall_sync_s, 3) +
+                  "; the shipped Blackwell profiles fit them to the MoE runs of "
+                  "../shared/data/moe-blackwell, the Hopper and Ampere ones saw dense runs only), "
+                  "and its 80% interval comes from dense runs: measure a step (meshplan-run) "
+                  "before relying on it.");
+  }
   // The figures below are `meshplan validate --cross-validate` over ../shared/data (validation/
   // and calibration/) with the shipped profiles' fit (docs/validation.md), as step-time errors
   // (predicted - measured) / measured.
@@ -136,7 +156,7 @@ std::vector<std::string> regime_caveats(const Layout& layout, const TrainingSetu
                   "measured (README, Validation); the shipped profiles, fitted to them, are "
                   "within -7% to +29%.");
   }
-  if (profile == "a100") {
+  if (profile.name == "a100") {
     out.push_back(
         "profile a100: the published A100 runs, each predicted by a fit that left its "
         "study out, came out 4-10% slower than measured for Korthikanti et al. 2022, "
@@ -160,6 +180,16 @@ std::vector<std::string> regime_caveats(const Layout& layout, const TrainingSetu
                   "(meshplan-run) before relying on it.");
   }
   return out;
+}
+
+std::string quantized_mfu_peak_text(const GpuSpec& gpu, Precision precision) {
+  if (!quantized_gemms(precision)) return "";
+  const double quantized = *training_peak_flops(gpu, precision);
+  const double half = *training_peak_flops(gpu, half_precision(precision));
+  return std::string("; the ") + to_string(precision) + " GEMMs run against a dense peak of " +
+         fixed(quantized / kTera, 1) + " TFLOP/s on " + gpu.name + ", " +
+         fixed(quantized / half, 1) + "x the " + half_dtype_name(precision) +
+         " one, so MFU can exceed 100%";
 }
 
 const char* const kFsdpZero2 = "FSDP2 without reshard after forward";

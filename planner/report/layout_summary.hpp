@@ -85,8 +85,20 @@ extern const char* const kStepTimeCaveat;
 /// all predicted faster than measured, by 5-32%), and a predicted `mfu` (fraction, attention
 /// non-causal) above 0.6, beyond what the published runs measured but one (Korthikanti et al.
 /// 2022: 56%, Hagemann et al. 2023: 60%; one of theirs reports 71% by its own FLOP count).
-std::vector<std::string> regime_caveats(const Layout& layout, const TrainingSetup& setup,
-                                        const std::string& profile, double mfu);
+/// And a mixture-of-experts `model` on a profile whose fit left the MoE parameters of the
+/// framework's family (alltoall_busbw_scale, moe_layer_overhead_s, moe_alltoall_sync_s) at their
+/// priors (planner/fit/parameters.hpp): the shipped Hopper and Ampere profiles, fitted to dense
+/// runs only; the MoE runs of ../shared/data/moe-blackwell are in the Blackwell profiles' fit.
+std::vector<std::string> regime_caveats(const ModelSpec& model, const Layout& layout,
+                                        const TrainingSetup& setup, const GpuSpec& gpu,
+                                        const Profile& profile, double mfu);
+
+/// What MFU is measured against when the layers' GEMMs run quantized, "" for bf16 and fp16:
+/// MFU's peak is the dense 16-bit one (half_precision), the quantized GEMMs' is higher, so MFU
+/// can pass 100%: "; the nvfp4 GEMMs run against a dense peak of 9000.0 TFLOP/s on b200, 4.0x
+/// the bf16 one, so MFU can exceed 100%". Preconditions: `gpu` has both peaks
+/// (precision_problem is nullopt).
+std::string quantized_mfu_peak_text(const GpuSpec& gpu, Precision precision);
 
 /// ZeRO-2 as FSDP2 (FrameworkConvention::fsdp_zero2) and what it keeps, as plan and estimate
 /// say them.

@@ -329,7 +329,7 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
   const auto [headline, other] = mfu_figures(r, w);
   s << "- MFU " << fixed(100 * headline.mfu, 1) << "% (" << headline_count_text(r.setup.framework)
     << "; " << fixed(100 * other.mfu, 1) << "% with attention " << to_string(other.definition)
-    << ").\n";
+    << quantized_mfu_peak_text(r.cluster.gpu, r.setup.precision) << ").\n";
   // The runner-up: the first layout that ranks after the winner without tying it.
   const Candidate* runner_up = nullptr;
   std::size_t ties = 0;
@@ -455,11 +455,13 @@ std::string render_plan(const SearchRequest& r, const SearchResult& result) {
     }
     s << t.render(0);
     s << "MFU: model FLOPs over the dense " << half_dtype_name(r.setup.precision) << " peak ("
-      << headline_count_text(r.setup.framework) << ");\nMFU " << other_count << ": the same with "
-      << attention_flops_text(other_definition) << ".\n"
+      << headline_count_text(r.setup.framework)
+      << quantized_mfu_peak_text(r.cluster.gpu, r.setup.precision) << ");\nMFU " << other_count
+      << ": the same with " << attention_flops_text(other_definition) << ".\n"
       << kStepTimeCaveat << "\n";
-    for (const std::string& regime : regime_caveats(result.ranked.front().layout, r.setup,
-                                                    r.profile.name, result.ranked.front().mfu)) {
+    for (const std::string& regime :
+         regime_caveats(r.model, result.ranked.front().layout, r.setup, r.cluster.gpu, r.profile,
+                        result.ranked.front().mfu)) {
       s << "Caveat (the winner): " << regime << "\n";
     }
     s << "\n";

@@ -109,7 +109,7 @@ std::string uneven_chunks_note(const StepReportInputs& in, const StepEstimate& e
     return "";
   }
   const PipelineSimulation sim =
-      simulate_pipeline(pipeline_times(e, l, in.setup.framework, in.comm_sm_fraction));
+      simulate_pipeline(pipeline_times(e, l, in.setup.framework, in.profile.comm_sm_fraction));
   const double simulated = simulated_step_s(sim, e);
   if (std::abs(simulated / e.step_time_s - 1) <= 0.01) return "";
   const auto [fewest, most] = std::minmax_element(l.stage_layers.begin(), l.stage_layers.end());
@@ -128,7 +128,7 @@ std::string uneven_chunks_note(const StepReportInputs& in, const StepEstimate& e
 std::string render_step(const StepReportInputs& in, const StepEstimate& e) {
   std::ostringstream s;
   s << in.model.name << " on " << in.layout.gpus() << " x " << in.cluster.gpu.name << " ("
-    << in.cluster.name << ", profile " << in.profile << ")\n  "
+    << in.cluster.name << ", profile " << in.profile.name << ")\n  "
     << layout_summary(in.layout, in.setup) << ", " << to_string(in.setup.precision) << ", "
     << framework_summary(in.setup.framework) << "\n\n";
   s << "  step time        " << fixed(e.step_time_s, 3) << " s\n";
@@ -142,7 +142,7 @@ std::string render_step(const StepReportInputs& in, const StepEstimate& e) {
   s << "  MFU              " << fixed(headline.mfu * 100, 1) << "% of "
     << fixed(e.peak_flops_per_s / kTera, 1) << " TFLOP/s dense "
     << half_dtype_name(in.setup.precision) << " (" << headline_count_text(in.setup.framework)
-    << ")\n";
+    << quantized_mfu_peak_text(in.cluster.gpu, in.setup.precision) << ")\n";
   std::string other_label = "MFU " + other_count;
   other_label.resize(17, ' ');  // the labels' column
   s << "  " << other_label << fixed(other.mfu * 100, 1) << "% ("
@@ -166,7 +166,8 @@ std::string render_step(const StepReportInputs& in, const StepEstimate& e) {
   s << t.render();
   for (const Explanation& x : explanations(in, e)) s << "\n" << x.prefix << x.line << "\n";
   s << "\n" << kStepTimeCaveat << "\n";
-  for (const std::string& regime : regime_caveats(in.layout, in.setup, in.profile, e.mfu)) {
+  for (const std::string& regime :
+       regime_caveats(in.model, in.layout, in.setup, in.cluster.gpu, in.profile, e.mfu)) {
     s << "Caveat: " << regime << "\n";
   }
   return s.str();
@@ -185,7 +186,7 @@ nlohmann::json step_json(const StepReportInputs& in, const StepEstimate& e) {
   nlohmann::json j = {
       {"model", in.model.name},
       {"cluster", in.cluster.name},
-      {"profile", in.profile},
+      {"profile", in.profile.name},
       {"gpus", l.gpus()},
       {"layout", layout},
 
@@ -217,7 +218,7 @@ nlohmann::json step_json(const StepReportInputs& in, const StepEstimate& e) {
       {"fits", e.memory.fits},
       {"breakdown", breakdown_json(e.breakdown)},
       {"explanations", explanation_lines(in, e)},
-      {"caveats", regime_caveats(in.layout, in.setup, in.profile, e.mfu)},
+      {"caveats", regime_caveats(in.model, in.layout, in.setup, in.cluster.gpu, in.profile, e.mfu)},
       {"stages_per_microbatch", stages},
       {"p2p_s", e.p2p_s}};
   for (const auto& [key, value] : headline_figures(e)) j[key] = value;

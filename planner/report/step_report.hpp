@@ -17,8 +17,7 @@ struct StepReportInputs {
   const Layout& layout;
   const TrainingSetup& setup;
   const ClusterSpec& cluster;
-  std::string profile;
-  double comm_sm_fraction = 0;  ///< the profile's (Profile::comm_sm_fraction)
+  const Profile& profile;  ///< the rates: its name, comm_sm_fraction, fitted section
   std::vector<std::string>
       notes;  ///< defaults taken: the "notes" key of step_json (the CLI prints them on stderr)
 };
@@ -42,7 +41,7 @@ nlohmann::json step_json(const StepReportInputs& in, const StepEstimate& e);
 /// 1% from `estimate`'s closed form, which paces the pipeline by each stage's total (plan
 /// ranks by it) and so misses how a heavier chunk stalls its neighbours' interleaved order, one
 /// sentence with both and the sign of the gap; "" otherwise, or where the step has more than 4
-/// million chunk-micro-batch ops to simulate. `in.comm_sm_fraction` is the profile's.
+/// million chunk-micro-batch ops to simulate.
 std::string uneven_chunks_note(const StepReportInputs& in, const StepEstimate& estimate);
 
 /// Throws InputError "the step has about N events (...), more than the 1000000 a trace viewer

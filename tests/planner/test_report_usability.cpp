@@ -18,6 +18,7 @@
 #include "planner/config/json_reader.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
+#include "planner/report/layout_summary.hpp"
 #include "planner/report/memory_ledger_report.hpp"
 #include "planner/report/plan_report.hpp"
 #include "tests/support/cli_runner.hpp"
@@ -726,4 +727,74 @@ TEST_CASE("plan's Why: the GPU's memory, and the ledger limit a fitted bias lift
                              "family, +3.7% (the ledger over-estimates its measured peaks), lets "
                              "a ledger peak above it fit."));
   CHECK_THAT(r.out, !Contains("80.6 GiB usable"));
+}
+
+TEST_CASE("a profile whose GPU has no tensor cores for the precision is refused",
+          "[usability][precision]") {
+  // a100-80g (configs/gpus) has no fp8, mxfp8 or nvfp4 tensor cores: the a100 profile's
+  // gemm.fp8_peak_efficiency was never measured, and b200's nvfp4 peak (9 PFLOP/s dense, 4x
+  // its bf16) would run at it, an MFU over 100%.
+  const Profile a100 = load_profile("a100");
+  CHECK(profile_precision_problem(a100, Precision::kNvfp4) ==
+        "profile a100 is for a100-80g, which has no nvfp4 tensor cores: its GEMM efficiency at "
+        "nvfp4 (gemm.fp8_peak_efficiency) was never measured");
+  CHECK(profile_precision_problem(a100, Precision::kBf16).empty());
+  CHECK(profile_precision_problem(load_profile("b200"), Precision::kNvfp4).empty());
+  for (const char* command : {"plan", "estimate"}) {
+    const test::CliResult r =
+        test::run({command, "--model", "llama3-8b", "--cluster", "dgx-b200", "--gpus", "8",
+                   "--precision", "nvfp4", "--profile", "a100"});
+    INFO(command);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Contains("--precision nvfp4: profile a100 is for a100-80g, which has no "
+                               "nvfp4 tensor cores"));
+    CHECK_THAT(r.err, Contains("b200's nvfp4 peak would run at it"));
+  }
+}
+
+TEST_CASE("MFU of quantized GEMMs says its peak is the 16-bit one, and MFU can pass 100%",
+          "[usability][precision]") {
+  // b200: nvfp4 9000 TFLOP/s dense over bf16 2250: 4.0x; h100-sxm: fp8 1978.9 over 989.4: 2.0x.
+  CHECK(quantized_mfu_peak_text(load_gpu("b200"), Precision::kNvfp4) ==
+        "; the nvfp4 GEMMs run against a dense peak of 9000.0 TFLOP/s on b200, 4.0x the bf16 "
+        "one, so MFU can exceed 100%");
+  CHECK(quantized_mfu_peak_text(load_gpu("b200"), Precision::kBf16).empty());
+  const test::CliResult e = test::run(
+      {"estimate", "--model", "llama3-8b", "--gpus", "8", "--tp", "8", "--precision", "fp8"});
+  REQUIRE(e.exit_code == 0);
+  CHECK_THAT(e.out, Contains("TFLOP/s dense bf16 (attention causal, as Megatron-LM's log since "
+                             "2025-03 counts it; the fp8 GEMMs run against a dense peak of "
+                             "1978.9 TFLOP/s on h100-sxm, 2.0x the bf16 one, so MFU can exceed "
+                             "100%)"));
+  const test::CliResult p = test::run({"plan", "--model", "llama3-8b", "--cluster", "dgx-b200",
+                                       "--gpus", "8", "--precision", "nvfp4", "--top", "1"});
+  REQUIRE(p.exit_code == 0);
+  CHECK_THAT(p.out, Contains("MFU: model FLOPs over the dense bf16 peak (attention causal, as "
+                             "Megatron-LM's log since 2025-03 counts it; the nvfp4 GEMMs run "
+                             "against a dense peak of 9000.0 TFLOP/s on b200, 4.0x the bf16 one, "
+                             "so MFU can exceed 100%)"));
+}
+
+TEST_CASE(
+    "a mixture-of-experts plan on a profile that left the MoE parameters at their priors "
+    "says so",
+    "[usability][moe]") {
+  // The shipped h100 profile is fitted to dense runs only: alltoall_busbw_scale 1,
+  // moe_layer_overhead_s 0.0005, moe_alltoall_sync_s 0.001, the priors (planner/fit/
+  // parameters.cpp); b200's megatron family is fitted to the moe-blackwell runs.
+  const test::CliResult h100 =
+      test::run({"plan", "--model", "mixtral-8x7b", "--gpus", "64", "--top", "1"});
+  REQUIRE(h100.exit_code == 0);
+  CHECK_THAT(h100.out, Contains("Caveat (the winner): mixture-of-experts on profile h100 "
+                                "(h100-sxm): its fit left the expert all-to-all's rate and the "
+                                "MoE layers' host overheads at their priors (alltoall_busbw_scale "
+                                "1, moe_layer_overhead_s 0.0005, moe_alltoall_sync_s 0.001;"));
+  const test::CliResult b200 = test::run(
+      {"plan", "--model", "mixtral-8x7b", "--cluster", "dgx-b200", "--gpus", "64", "--top", "1"});
+  REQUIRE(b200.exit_code == 0);
+  CHECK_THAT(b200.out, !Contains("mixture-of-experts on profile"));
+  // A dense model gets no such caveat.
+  const test::CliResult dense =
+      test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--top", "1"});
+  CHECK_THAT(dense.out, !Contains("mixture-of-experts on profile"));
 }
