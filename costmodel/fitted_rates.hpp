@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace meshplan {
 
@@ -82,10 +83,22 @@ struct FamilyFit {
   std::optional<StepInterval> interval;  ///< nullopt: no cross-validated residuals
 };
 
+/// What `meshplan fit` recorded of the runs it fitted (the section's `report`), as the
+/// planner's caveats say it: which files, and how far off each source's runs were when the
+/// fit left that source out.
+struct FitRecord {
+  std::vector<std::string> files;  ///< report.files: the measured-run files the fit saw
+  /// Per source (a file's stem), the mean absolute cross-validated error of its runs' time
+  /// metrics (a fraction), over its metrics weighted by their runs (report.errors); empty
+  /// where the fit left no source out (one study: no cross-validated residuals).
+  std::map<std::string, double> cross_validated_mape;
+};
+
 /// A profile's `fitted` section, as the model reads it (configs/profiles/README.md).
 struct FittedSection {
   std::string generation;                     ///< "ampere", "hopper"; empty: not fitted
   std::map<std::string, FamilyFit> families;  ///< by framework_family
+  std::optional<FitRecord> record;            ///< nullopt: the section has no report
 };
 
 /// The framework family of a convention, the unit fitted parameters are shared over:

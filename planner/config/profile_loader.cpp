@@ -7,6 +7,7 @@
 #include "planner/config/loaders.hpp"
 #include "planner/config/presets.hpp"
 #include "planner/config/spec_json.hpp"
+#include "planner/fit/fitted_json.hpp"
 
 namespace meshplan {
 
@@ -43,6 +44,12 @@ std::string default_profile_name(const GpuSpec& gpu) {
                    "); measure one on the GPU with meshplan-calibrate and give --profile FILE, "
                    "or borrow another GPU's rates with --profile NAME (e.g. --profile h100; a "
                    "note then says its GPU differs)");
+}
+
+bool is_shipped_profile(const Profile& profile) {
+  const std::vector<std::string> names = preset_names(PresetKind::kProfile);
+  if (std::find(names.begin(), names.end(), profile.name) == names.end()) return false;
+  return fitted_to_json(load_profile(profile.name).fitted) == fitted_to_json(profile.fitted);
 }
 
 std::string profile_precision_problem(const Profile& profile, Precision precision) {

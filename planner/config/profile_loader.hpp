@@ -40,6 +40,12 @@ std::optional<std::string> shipped_profile_for(const GpuSpec& gpu);
 /// commands then note).
 std::string default_profile_name(const GpuSpec& gpu);
 
+/// Whether `profile` is a shipped one as shipped: a preset's name (configs/profiles/) and that
+/// preset's fitted parameters and intervals (fitted_to_json without the report). A profile a
+/// user fitted, whatever its name, differs in them; one read from a plan file that carries a
+/// shipped profile does not.
+bool is_shipped_profile(const Profile& profile);
+
 /// Why `profile` cannot price the layers' GEMMs at `precision`, "" when it can: the GPU it
 /// describes lacks tensor cores for a quantized precision (precision_problem), so its GEMM
 /// efficiency there (gemm.fp8_peak_efficiency, costmodel/profile.hpp) was never measured, and a

@@ -1,5 +1,9 @@
 #include "planner/fit/fitted_json.hpp"
 
+#include <map>
+#include <set>
+#include <utility>
+
 #include "planner/fit/parameters.hpp"
 
 namespace meshplan {
@@ -36,6 +40,34 @@ double number_in(StrictObject& o, const nlohmann::json& raw, const std::string& 
 
 }  // namespace
 
+FitRecord fit_record_from_report(const nlohmann::json& report) {
+  FitRecord r;
+  if (report.contains("files") && report.at("files").is_array()) {
+    for (const nlohmann::json& f : report.at("files")) {
+      if (f.is_string()) r.files.push_back(f.get<std::string>());
+    }
+  }
+  if (!report.contains("errors") || !report.at("errors").is_array()) return r;
+  std::map<std::string, std::pair<double, double>> sums;  // source -> (runs x mape, runs)
+  std::set<std::string> without;  // sources with a metric the fit did not cross-validate
+  for (const nlohmann::json& e : report.at("errors")) {
+    if (!e.is_object() || !e.contains("source") || !e.at("source").is_string()) continue;
+    const std::string source = e.at("source").get<std::string>();
+    const nlohmann::json cv = e.value("mape_cross_validated", nlohmann::json());
+    const nlohmann::json runs = e.value("runs", nlohmann::json());
+    if (!cv.is_number() || !runs.is_number() || !(runs.get<double>() > 0)) {
+      without.insert(source);
+      continue;
+    }
+    sums[source].first += runs.get<double>() * cv.get<double>();
+    sums[source].second += runs.get<double>();
+  }
+  for (const auto& [source, sum] : sums) {
+    if (!without.count(source)) r.cross_validated_mape[source] = sum.first / sum.second;
+  }
+  return r;
+}
+
 FittedSection fitted_from_json(StrictObject& profile, const nlohmann::json& raw) {
   std::vector<std::string> keys = {"generation", "families"};
   if (raw.is_object() && raw.contains("report")) keys.push_back("report");
@@ -46,6 +78,7 @@ FittedSection fitted_from_json(StrictObject& profile, const nlohmann::json& raw)
     o.fail("report", "must be an object (what meshplan fit recorded), got " +
                          describe_json(raw.at("report")));
   }
+  if (raw.contains("report")) f.record = fit_record_from_report(raw.at("report"));
   const std::vector<std::string>& known = framework_families();
   StrictObject families = o.object("families", known);
   std::vector<std::string> names;

@@ -1,7 +1,8 @@
 // A profile's `fitted` section in JSON (configs/profiles/README.md): what the step-time model
 // reads (generation; per framework family the fitted parameters and the 80% interval) and, under
 // "report", the record `meshplan fit` writes (parameter table with priors and bounds, the runs
-// and files used, in-sample and cross-validated residuals), which no model reads.
+// and files used, in-sample and cross-validated residuals), which no model reads; the planner's
+// caveats read its files and cross-validated errors (FitRecord).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -18,7 +19,16 @@ nlohmann::json fitted_to_json(const FittedSection& fitted, const nlohmann::json&
 /// Reads the section at `o`'s key "fitted" (`raw` is its JSON). Strict: known families
 /// (framework_families), exactly the registry's parameters (fit_parameters) each within its
 /// bounds, interval ratios in (0, 100] with p10 <= p90 and cases >= 1, "report" an object when
-/// present. Throws InputError naming the file and the JSON path.
+/// present (its FitRecord: fit_record_from_report). Throws InputError naming the file and the
+/// JSON path.
 FittedSection fitted_from_json(StrictObject& o, const nlohmann::json& raw);
+
+/// The FitRecord of a fit's `report` object: "files" (strings), and per "errors" entry's
+/// "source" the runs-weighted mean of its "mape_cross_validated" over its metrics, for the
+/// sources whose every metric has one (a number; null where the fit left nothing out). Lenient:
+/// the report is a record for people, so a key missing or of another type is read as absent.
+/// Example: errors [{source s, runs 9, mape_cross_validated 0.15}, {source s, runs 2, 0.20}]:
+/// s -> (9 x 0.15 + 2 x 0.20) / 11 = 0.159.
+FitRecord fit_record_from_report(const nlohmann::json& report);
 
 }  // namespace meshplan

@@ -1,11 +1,14 @@
 #include "planner/report/layout_summary.hpp"
 
+#include <algorithm>
 #include <sstream>
 
 #include "common/format.hpp"
 #include "costmodel/counted.hpp"
 #include "costmodel/hardware.hpp"
 #include "costmodel/units.hpp"
+#include "planner/config/profile_loader.hpp"
+#include "planner/fit/fit.hpp"
 #include "planner/fit/parameters.hpp"
 
 namespace meshplan {
@@ -123,6 +126,85 @@ const char* const kStepTimeCaveat =
     "(README, Validation); the 80% interval (plan's Why, --json step_time_s_p10/p90) is taken "
     "from those errors, and a profile fitted to the cluster's own runs (meshplan fit) narrows "
     "it.";
+
+namespace {
+
+/// " (a.json, b.json)" of a fit's files, "" for none.
+std::string files_text(const std::vector<std::string>& files) {
+  std::string text;
+  for (const std::string& f : files) text += (text.empty() ? " (" : ", ") + f;
+  return text.empty() ? text : text + ")";
+}
+
+/// What an 80% interval needs of a fit's cross-validated residuals (interval_for,
+/// planner/fit/fit.hpp): "at least 10 runs of 3 sources".
+std::string interval_needs_text() {
+  return "at least " + std::to_string(kMinIntervalRuns) + " runs of " +
+         std::to_string(kMinIntervalFolds) + " sources";
+}
+
+}  // namespace
+
+std::string step_time_caveat(const Profile& profile, const FrameworkConvention& framework) {
+  if (is_shipped_profile(profile)) return kStepTimeCaveat;
+  const std::string name = "Profile " + profile.name;
+  if (profile.fitted.generation.empty()) {
+    return name +
+           " has no fitted section: its step times are the unfitted model's (its rates as "
+           "measured by microbenchmarks), with no cross-validated error and no 80% interval; "
+           "fit it to measured runs of the cluster (meshplan fit) for both.";
+  }
+  if (!profile.fitted.record) {
+    return name +
+           " is fitted (meshplan fit), but its fitted section records no report: nothing says "
+           "how far off its step times are for runs it did not see.";
+  }
+  const FitRecord& record = *profile.fitted.record;
+  const std::string fitted_to = name + " is fitted (meshplan fit) to " +
+                                counted(static_cast<std::int64_t>(record.files.size()), "file") +
+                                files_text(record.files);
+  if (record.cross_validated_mape.empty()) {
+    return fitted_to +
+           " but has no cross-validated error: its runs came from one source, so the fit could "
+           "leave none out to predict, and nothing says how far off these step times are for "
+           "runs it did not see; there is no 80% interval either. Fit at least two sources for "
+           "both.";
+  }
+  double lo = 1e300, hi = 0;
+  for (const auto& [source, mape] : record.cross_validated_mape) {
+    lo = std::min(lo, mape);
+    hi = std::max(hi, mape);
+  }
+  const std::string range = fixed(100 * lo, 0) == fixed(100 * hi, 0)
+                                ? fixed(100 * lo, 0) + "%"
+                                : fixed(100 * lo, 0) + "-" + fixed(100 * hi, 0) + "%";
+  return fitted_to +
+         "; predicted by a fit that left each source out, their runs' step times were " + range +
+         " off per source on average (cross-validated)" +
+         (step_interval(profile, framework)
+              ? "; the 80% interval (plan's Why, --json step_time_s_p10/p90) is taken from those "
+                "errors."
+              : "; too few for an 80% interval, which needs the cross-validated residuals of " +
+                    interval_needs_text() + ".");
+}
+
+std::string no_interval_reason(const Profile& profile, const FrameworkConvention& framework) {
+  if (profile.fitted.generation.empty()) {
+    return "the profile has no fitted section (meshplan fit writes one)";
+  }
+  if (!profile.fitted.record) {
+    return "the profile's fitted section records no fit report and no interval for the " +
+           framework_family(framework) + " family";
+  }
+  const FitRecord& record = *profile.fitted.record;
+  if (record.cross_validated_mape.empty()) {
+    return "the fit saw one source" + files_text(record.files) +
+           ", so it has no cross-validated residuals to take an interval from; fit at least two "
+           "sources";
+  }
+  return "the fit's cross-validated residuals are too few for one: an interval needs those of " +
+         interval_needs_text();
+}
 
 std::vector<std::string> regime_caveats(const ModelSpec& model, const Layout& layout,
                                         const TrainingSetup& setup, const GpuSpec& gpu,

@@ -77,6 +77,25 @@ std::vector<std::pair<const char*, double>> headline_figures(const StepEstimate&
 /// measured, the worst about 40% off either way).
 extern const char* const kStepTimeCaveat;
 
+/// The caveat under the step times of `profile` (estimate, plan): kStepTimeCaveat for a shipped
+/// profile (is_shipped_profile); for another, what is true of it: "Profile NAME has no fitted
+/// section: ..." (the unfitted model, no error, no interval); "Profile NAME is fitted (meshplan
+/// fit) to 1 file (F.json) but has no cross-validated error: ..." (its runs came from one
+/// source, so the fit left none out); or "Profile NAME is fitted (meshplan fit) to 3 files
+/// (...); predicted by a fit that left each source out, their runs' step times were 8-15% off
+/// per source on average (cross-validated)" and whether `framework`'s family has an 80%
+/// interval from those errors (step_interval).
+std::string step_time_caveat(const Profile& profile, const FrameworkConvention& framework);
+
+/// Why `profile` gives `framework`'s family no 80% interval (plan's Why: "No 80% interval:
+/// <reason>."): "the profile has no fitted section (meshplan fit writes one)"; "the fit saw one
+/// source (F.json), so it has no cross-validated residuals to take an interval from; fit at
+/// least two sources"; "the fit's cross-validated residuals are too few for one: an interval
+/// needs those of at least 10 runs of 3 sources"; "the profile's fitted section
+/// records no fit report and no interval for the megatron family". Precondition:
+/// step_interval(profile, framework) is nullopt.
+std::string no_interval_reason(const Profile& profile, const FrameworkConvention& framework);
+
 /// Where a layout sits in a regime the validation shows the model to be furthest from
 /// measurement, what the published runs there measured, one sentence each (none elsewhere).
 /// Today: context parallelism at 64K tokens and more (the torchtitan runs of ring attention at

@@ -115,10 +115,10 @@ std::string winner_state_text(const SearchRequest& r, const Layout& l) {
 
 /// The winner's 80% interval and the layouts whose intervals overlap it (ties), as lines of
 /// the Why section.
-std::string tie_lines(const SearchResult& result, const Candidate& w) {
+std::string tie_lines(const SearchRequest& r, const SearchResult& result, const Candidate& w) {
   std::ostringstream s;
   if (w.step_time_s_p90 <= 0) {
-    s << "- No 80% interval: the profile has no fitted section (meshplan fit writes one).\n";
+    s << "- No 80% interval: " << no_interval_reason(r.profile, r.setup.framework) << ".\n";
     return s.str();
   }
   s << "- The winner's step time: " << fixed(w.step_time_s, 3) << " s, 80% interval "
@@ -397,7 +397,7 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
     if (!more.empty() && !less.empty()) s << "; less on " << listed(less);
     s << ".\n";
   }
-  s << tie_lines(result, w);
+  s << tie_lines(r, result, w);
   return s.str();
 }
 
@@ -458,7 +458,7 @@ std::string render_plan(const SearchRequest& r, const SearchResult& result) {
       << headline_count_text(r.setup.framework)
       << quantized_mfu_peak_text(r.cluster.gpu, r.setup.precision) << ");\nMFU " << other_count
       << ": the same with " << attention_flops_text(other_definition) << ".\n"
-      << kStepTimeCaveat << "\n";
+      << step_time_caveat(r.profile, r.setup.framework) << "\n";
     for (const std::string& regime :
          regime_caveats(r.model, result.ranked.front().layout, r.setup, r.cluster.gpu, r.profile,
                         result.ranked.front().mfu)) {

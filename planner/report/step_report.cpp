@@ -165,7 +165,7 @@ std::string render_step(const StepReportInputs& in, const StepEstimate& e) {
   t.add_row({"step", fixed(e.step_time_s, 4), "100.0%"});
   s << t.render();
   for (const Explanation& x : explanations(in, e)) s << "\n" << x.prefix << x.line << "\n";
-  s << "\n" << kStepTimeCaveat << "\n";
+  s << "\n" << step_time_caveat(in.profile, in.setup.framework) << "\n";
   for (const std::string& regime :
        regime_caveats(in.model, in.layout, in.setup, in.cluster.gpu, in.profile, e.mfu)) {
     s << "Caveat: " << regime << "\n";

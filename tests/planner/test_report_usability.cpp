@@ -18,6 +18,7 @@
 #include "planner/config/json_reader.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
+#include "planner/fit/fitted_json.hpp"
 #include "planner/report/layout_summary.hpp"
 #include "planner/report/memory_ledger_report.hpp"
 #include "planner/report/plan_report.hpp"
@@ -797,4 +798,87 @@ TEST_CASE(
   const test::CliResult dense =
       test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--top", "1"});
   CHECK_THAT(dense.out, !Contains("mixture-of-experts on profile"));
+}
+
+namespace {
+
+/// configs/profiles/h100.json named `name`, as `meshplan fit` of `files` would write it: no
+/// family has an interval, and the report's errors are `errors`.
+std::string user_fitted_h100(const std::string& name, const std::vector<std::string>& files,
+                             const nlohmann::json& errors) {
+  nlohmann::json j = nlohmann::json::parse(test::read_config("profiles/h100.json"));
+  j["name"] = name;
+  for (auto& [family, fit] : j["fitted"]["families"].items()) fit["interval"] = nullptr;
+  j["fitted"]["report"] = {{"files", files}, {"errors", errors}};
+  return test::write_temp_file(name + ".json", j.dump(2));
+}
+
+}  // namespace
+
+TEST_CASE("fit_record_from_report: per source, cross-validated MAPE weighted by runs",
+          "[usability][fit]") {
+  // Source a: 9 runs at 15% and 2 at 20%: (9 x 0.15 + 2 x 0.20) / 11 = 1.75 / 11 = 0.1591;
+  // source b: 12 runs at 7%; source c has a metric without a cross-validated error: left out.
+  const nlohmann::json report = {
+      {"files", {"a.json", "b.json", "c.json"}},
+      {"errors",
+       {{{"source", "a"}, {"runs", 9}, {"mape_cross_validated", 0.15}},
+        {{"source", "a"}, {"runs", 2}, {"mape_cross_validated", 0.20}},
+        {{"source", "b"}, {"runs", 12}, {"mape_cross_validated", 0.07}},
+        {{"source", "c"}, {"runs", 3}, {"mape_cross_validated", nullptr}}}}};
+  const FitRecord r = fit_record_from_report(report);
+  CHECK(r.files == std::vector<std::string>{"a.json", "b.json", "c.json"});
+  REQUIRE(r.cross_validated_mape.size() == 2);
+  CHECK(r.cross_validated_mape.at("a") == Approx(1.75 / 11));
+  CHECK(r.cross_validated_mape.at("b") == Approx(0.07));
+  // A one-source fit: every cross-validated error is null.
+  CHECK(fit_record_from_report(
+            {{"files", {"one.json"}},
+             {"errors", {{{"source", "one"}, {"runs", 9}, {"mape_cross_validated", nullptr}}}}})
+            .cross_validated_mape.empty());
+}
+
+TEST_CASE(
+    "plan with a user-fitted profile says what its fit saw, not the shipped profiles' figures",
+    "[usability][fit]") {
+  SECTION("one source: no cross-validated residuals, so no interval") {
+    const std::string one = user_fitted_h100(
+        "one-source", {"megatron-readme-h100.json"},
+        {{{"source", "megatron-readme-h100"}, {"runs", 9}, {"mape_cross_validated", nullptr}}});
+    const test::CliResult r =
+        test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--top", "1", "--profile", one});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK_THAT(r.out, Contains("- No 80% interval: the fit saw one source "
+                               "(megatron-readme-h100.json), so it has no cross-validated "
+                               "residuals to take an interval from; fit at least two sources.\n"));
+    CHECK_THAT(r.out, !Contains("the profile has no fitted section"));
+    CHECK_THAT(r.out, Contains("Profile one-source is fitted (meshplan fit) to 1 file "
+                               "(megatron-readme-h100.json) but has no cross-validated error"));
+    CHECK_THAT(r.out, !Contains("The shipped profiles are fitted"));
+  }
+  SECTION("two sources: their cross-validated errors, too few for an interval") {
+    // Source a: (9 x 0.15 + 2 x 0.20) / 11 = 15.9% -> "16%"; source b: 7%.
+    const std::string two =
+        user_fitted_h100("two-sources", {"a.json", "b.json"},
+                         {{{"source", "a"}, {"runs", 9}, {"mape_cross_validated", 0.15}},
+                          {{"source", "a"}, {"runs", 2}, {"mape_cross_validated", 0.20}},
+                          {{"source", "b"}, {"runs", 12}, {"mape_cross_validated", 0.07}}});
+    const test::CliResult r =
+        test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--top", "1", "--profile", two});
+    REQUIRE(r.exit_code == 0);
+    CHECK_THAT(r.out, Contains("Profile two-sources is fitted (meshplan fit) to 2 files (a.json, "
+                               "b.json); predicted by a fit that left each source out, their "
+                               "runs' step times were 7-16% off per source on average "
+                               "(cross-validated); too few for an 80% interval, which needs the "
+                               "cross-validated residuals of at least 10 runs of 3 sources."));
+    CHECK_THAT(r.out, Contains("- No 80% interval: the fit's cross-validated residuals are too "
+                               "few for one: an interval needs those of at least 10 runs of 3 "
+                               "sources.\n"));
+  }
+  SECTION("the shipped profile keeps the published figures") {
+    const test::CliResult r =
+        test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--top", "1"});
+    CHECK_THAT(r.out, Contains("The shipped profiles are fitted to published runs"));
+  }
 }
