@@ -19,6 +19,7 @@
 #include "costmodel/ranks.hpp"
 #include "costmodel/static_memory.hpp"
 #include "costmodel/units.hpp"
+#include "planner/config/profile_loader.hpp"
 #include "planner/report/layout_summary.hpp"
 #include "planner/report/memory_ledger_report.hpp"
 
@@ -123,7 +124,8 @@ std::string tie_lines(const SearchRequest& r, const SearchResult& result, const 
   }
   s << "- The winner's step time: " << fixed(w.step_time_s, 3) << " s, 80% interval "
     << fixed(w.step_time_s_p10, 3) << " - " << fixed(w.step_time_s_p90, 3)
-    << " s (the profile's cross-validated residuals on comparable published runs).\n";
+    << " s (the profile's cross-validated residuals on comparable "
+    << (is_shipped_profile(r.profile) ? "published runs" : "runs of its fit") << ").\n";
   // Ties: listed layouts whose intervals overlap the winner's; the model cannot rank them.
   std::vector<const Candidate*> ties;
   for (std::size_t i = 1; i < result.ranked.size(); ++i) {
