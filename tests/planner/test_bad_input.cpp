@@ -1,0 +1,79 @@
+// Bad input a tester tried on meshplan, each refused with exit code 2 and a message naming the
+// flag, file or JSON path, what is wrong and what would be right (nothing written), or, for
+// exports, each setting the target framework cannot express named in a note on stderr.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "costmodel/memory_ledger.hpp"
+#include "tests/support/cli_runner.hpp"
+#include "tests/support/validation_inputs.hpp"
+
+using namespace meshplan;
+using Catch::Contains;
+
+namespace {
+
+/// Runs `args` and checks exit code 2, nothing on stdout and `message` in the error.
+void expect_refused(const std::vector<std::string>& args, const std::string& message) {
+  const test::CliResult r = test::run(args);
+  INFO(args[0] << ": " << r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.empty());
+  CHECK_THAT(r.err, Contains(message));
+}
+
+}  // namespace
+
+TEST_CASE("empty paths are refused by name, never read as the default", "[bad_input][paths]") {
+  const std::string runs =
+      test::validation_file("v-empty-paths.json", {test::validation_case_json()});
+  const std::string out = test::temp_dir() + "/fitted.json";
+  const std::string help = "\nRun with --help for the flags and their units.\n";
+  const std::pair<std::vector<std::string>, std::string> cases[] = {
+      {{"fit", runs, "--profile", "", "--out", out},
+       "--profile: is empty; expected a profile preset name (meshplan presets profiles) or a "
+       "profile.json path; leave --profile out for the shipped profile of the runs' GPU"},
+      {{"fit", runs, "--out", ""},
+       "--out: an empty path is never a valid output file; give a file name"},
+      {{"fit", "", "--out", out},
+       "files: is empty; expected a meshplan-validation/1 file of measured runs"},
+      {{"validate", ""}, "files: is empty; expected a meshplan-validation/1 file"},
+      {{"export", "", "--format", "megatron"},
+       "plan: is empty; expected a plan.json written by meshplan plan or estimate with --out"},
+      {{"profile", "show", ""},
+       "profile: is empty; expected a profile preset name (meshplan presets profiles) or a "
+       "profile.json path"},
+      {{"profile", "show", "h100", "--svg", ""},
+       "--svg: is empty; expected a folder to write the plots into"},
+  };
+  for (const auto& [args, message] : cases) {
+    const test::CliResult r = test::run(args);
+    INFO(args[0]);
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err == "meshplan: error: " + message + help);
+  }
+  CHECK_FALSE(std::filesystem::exists(out));
+}
+
+TEST_CASE("--out - is refused: the output file never goes to stdout", "[bad_input][paths]") {
+  const std::string message =
+      ": \"-\" is not standard output here: the output file is never written to stdout, where "
+      "the command prints its report; give a file name (./- for a file named \"-\")";
+  const std::string runs = test::validation_file("v-dash.json", {test::validation_case_json()});
+  // Run from the temp folder, so that a file named "-" would land there.
+  const std::filesystem::path before = std::filesystem::current_path();
+  std::filesystem::current_path(test::temp_dir());
+  expect_refused({"plan", "--model", "llama3-8b", "--gpus", "8", "--out", "-"}, "--out" + message);
+  expect_refused({"estimate", "--model", "llama3-8b", "--tp", "8", "--gpus", "8", "--out", "-"},
+                 "--out" + message);
+  expect_refused({"estimate", "--model", "llama3-8b", "--tp", "8", "--gpus", "8", "--trace", "-"},
+                 "--trace" + message);
+  expect_refused({"fit", runs, "--out", "-"}, "--out" + message);
+  CHECK_FALSE(std::filesystem::exists("-"));
+  std::filesystem::current_path(before);
+}
