@@ -99,10 +99,13 @@ void add_mfu_option(CLI::App& cmd, double& mfu);
 /// the balanced share (TrainingSetup::moe_imbalance); estimate, ledger and plan take it.
 void add_moe_imbalance_option(CLI::App& cmd, double& imbalance);
 
-/// The note an MoE model's estimate, ledger and plan print: the imbalance factor taken, what
-/// the all-to-all overlap convention is, and that ZeRO-2/3 is not costed for MoE. Empty for a
-/// dense model.
-std::vector<std::string> moe_notes(const ModelSpec& model, double imbalance);
+/// Sets `setup.moe_imbalance` to --moe-imbalance's `imbalance` (estimate, ledger and plan) and,
+/// for an MoE model, appends the note they print to `notes`: the imbalance factor taken, what
+/// the all-to-all overlap convention is, and that ZeRO-2/3 is not costed for MoE. Errors
+/// (InputError): an imbalance other than 1 on a dense model, which has no experts to load
+/// ("--moe-imbalance 2: llama3-8b is a dense model; ..."), as --ep is refused there.
+void apply_moe_imbalance(double imbalance, const ModelSpec& model, TrainingSetup& setup,
+                         std::vector<std::string>& notes);
 
 /// The named convention; throws InputError listing the known names.
 FrameworkConvention require_framework(const std::string& name);

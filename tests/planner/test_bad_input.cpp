@@ -28,6 +28,23 @@ void expect_refused(const std::vector<std::string>& args, const std::string& mes
 
 }  // namespace
 
+TEST_CASE("--moe-imbalance on a dense model is refused, as --ep is", "[bad_input][moe]") {
+  const std::string message =
+      "--moe-imbalance 1.5: llama3-8b is a dense model (no experts); the expert load imbalance "
+      "needs a mixture-of-experts model (leave --moe-imbalance out)";
+  expect_refused({"estimate", "--model", "llama3-8b", "--moe-imbalance", "1.5"}, message);
+  expect_refused({"ledger", "--model", "llama3-8b", "--moe-imbalance", "1.5"}, message);
+  expect_refused({"plan", "--model", "llama3-8b", "--gpus", "8", "--moe-imbalance", "1.5"},
+                 message);
+  // The balanced default changes nothing, and an MoE model takes the flag.
+  CHECK(test::run({"ledger", "--model", "llama3-8b", "--moe-imbalance", "1"}).exit_code == 0);
+  const test::CliResult moe =
+      test::run({"ledger", "--model", "mixtral-8x7b", "--moe-imbalance", "1.5"});
+  INFO(moe.err);
+  CHECK(moe.exit_code == 0);
+  CHECK_THAT(moe.err, Contains("MoE: expert load imbalance 1.5 (--moe-imbalance)"));
+}
+
 TEST_CASE("empty paths are refused by name, never read as the default", "[bad_input][paths]") {
   const std::string runs =
       test::validation_file("v-empty-paths.json", {test::validation_case_json()});
