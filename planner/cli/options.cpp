@@ -215,14 +215,27 @@ void add_recompute_module_options(CLI::App& cmd, std::vector<std::string>& modul
   cmd.add_option("--cpu-offload-layers", cpu_offload_layers,
                  "Activation CPU offloading of the first N layers, as Megatron-Core's "
                  "--cpu-offloading --cpu-offloading-num-layers N: their saved activations go to "
-                 "host memory over the GPU's host link (needs pp 1 and recompute none; "
-                 "default: 0, off)")
+                 "host memory over the GPU's host link (needs pp 1, recompute none and a "
+                 "--framework with it: not deepspeed, fsdp or hf; default: 0, off)")
       ->check(CLI::Range(std::int64_t{0}, kMaxLayers));
 }
 
 void apply_recompute_module_options(const std::vector<std::string>& modules,
                                     std::int64_t cpu_offload_layers, const ModelSpec& model,
                                     TrainingSetup& setup) {
+  // Megatron-Core recomputes the modules under selective recompute only, and refuses CPU
+  // offloading with any recompute (cpu_offload_problem): the two never run together.
+  if (!modules.empty() && cpu_offload_layers > 0) {
+    throw InputError("--recompute-modules with --cpu-offload-layers " +
+                     std::to_string(cpu_offload_layers) +
+                     ": the modules are recomputed under --recompute selective, and "
+                     "Megatron-Core's CPU offloading needs recompute none (it does not work when "
+                     "activation recomputation is enabled); give one of the two");
+  }
+  if (const std::string problem = activation_offload_problem(setup.framework, cpu_offload_layers);
+      !problem.empty()) {
+    throw InputError("--cpu-offload-layers " + std::to_string(cpu_offload_layers) + ": " + problem);
+  }
   if (!modules.empty()) {
     if (setup.framework.selective != SelectivePolicy::kAttentionCore) {
       throw InputError("--recompute-modules: Megatron-Core's modules; framework " +

@@ -141,10 +141,13 @@ struct LayoutFlags {
 void add_recompute_module_options(CLI::App& cmd, std::vector<std::string>& modules,
                                   std::int64_t& cpu_offload_layers);
 
-/// `setup.recompute_modules` and `setup.cpu_offload_layers` from the flags' values. Errors
-/// (InputError, naming the flag): modules given under a convention whose selective recompute
-/// is not Megatron-Core's (fsdp), or that the model cannot recompute; offloading that
-/// Megatron-Core refuses for `model` (pp and recompute are checked per layout).
+/// `setup.recompute_modules` and `setup.cpu_offload_layers` from the flags' values: the one
+/// check of the two flags that estimate, ledger and plan share. Errors (InputError, naming the
+/// flag): modules given with offloading (Megatron-Core recomputes them under selective recompute
+/// and offloads only without recompute); offloading under a convention without Megatron-Core's
+/// (activation_offload_problem: deepspeed, fsdp, hf); modules given under a convention whose
+/// selective recompute is not Megatron-Core's (fsdp), or that the model cannot recompute;
+/// offloading that Megatron-Core refuses for `model` (pp and recompute are checked per layout).
 void apply_recompute_module_options(const std::vector<std::string>& modules,
                                     std::int64_t cpu_offload_layers, const ModelSpec& model,
                                     TrainingSetup& setup);

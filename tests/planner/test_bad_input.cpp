@@ -28,6 +28,29 @@ void expect_refused(const std::vector<std::string>& args, const std::string& mes
 
 }  // namespace
 
+TEST_CASE("plan, estimate and ledger refuse --recompute-modules with --cpu-offload-layers alike",
+          "[bad_input][recompute_modules][cpu_offload]") {
+  const std::string message =
+      "meshplan: error: --recompute-modules with --cpu-offload-layers 4: the modules are "
+      "recomputed under --recompute selective, and Megatron-Core's CPU offloading needs "
+      "recompute none (it does not work when activation recomputation is enabled); give one of "
+      "the two\n";
+  const std::string out = test::temp_dir() + "/never.json";
+  for (const std::vector<std::string>& command :
+       {std::vector<std::string>{"plan", "--model", "llama3-8b", "--gpus", "8", "--out", out},
+        std::vector<std::string>{"estimate", "--model", "llama3-8b", "--recompute", "selective"},
+        std::vector<std::string>{"ledger", "--model", "llama3-8b"}}) {
+    const test::CliResult r =
+        test::run(test::with(command, {"--recompute-modules", "mlp", "--framework", "nemo",
+                                       "--cpu-offload-layers", "4"}));
+    INFO(command[0]);
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK(test::without_notes(r.err) == message);
+  }
+  CHECK_FALSE(std::filesystem::exists(out));
+}
+
 TEST_CASE("--moe-imbalance on a dense model is refused, as --ep is", "[bad_input][moe]") {
   const std::string message =
       "--moe-imbalance 1.5: llama3-8b is a dense model (no experts); the expert load imbalance "
@@ -75,6 +98,46 @@ TEST_CASE("empty paths are refused by name, never read as the default", "[bad_in
     CHECK(r.err == "meshplan: error: " + message + help);
   }
   CHECK_FALSE(std::filesystem::exists(out));
+}
+
+TEST_CASE("--cpu-offload-layers is refused under conventions without Megatron-Core's offloading",
+          "[bad_input][cpu_offload]") {
+  for (const std::string framework : {"fsdp", "deepspeed", "hf"}) {
+    INFO(framework);
+    expect_refused(
+        {"estimate", "--model", "llama3-8b", "--framework", framework, "--cpu-offload-layers", "4"},
+        "--cpu-offload-layers 4: framework " + framework +
+            " has no activation CPU offloading of Megatron-Core's kind (");
+    expect_refused({"plan", "--model", "llama3-8b", "--gpus", "8", "--framework", framework,
+                    "--cpu-offload-layers", "4"},
+                   "or plan Megatron-Core's offloading with --framework megatron or nemo");
+  }
+  // torchtitan's one offload key moves FSDP's states, not activations.
+  expect_refused(
+      {"ledger", "--model", "llama3-8b", "--framework", "fsdp", "--cpu-offload-layers", "4"},
+      "torchtitan's training.enable_cpu_offload offloads FSDP's parameters, "
+      "gradients and optimizer states, not activations");
+  // The conventions that run it (Megatron-Core's, and the framework-neutral textbook) take it.
+  for (const std::string framework : {"megatron", "nemo", "textbook"}) {
+    INFO(framework);
+    CHECK(test::run({"ledger", "--model", "llama3-8b", "--framework", framework,
+                     "--cpu-offload-layers", "4"})
+              .exit_code == 0);
+  }
+  // A plan file's offloading goes through the same check (cpu_offload_problem).
+  Layout layout;
+  TrainingSetup setup;
+  setup.framework = *find_framework("fsdp");
+  setup.cpu_offload_layers = 4;
+  const ModelSpec model = [] {
+    ModelSpec m;
+    m.num_layers = 32;
+    return m;
+  }();
+  CHECK_THAT(cpu_offload_problem(setup, layout, model),
+             Contains("framework fsdp has no activation CPU offloading"));
+  setup.framework = *find_framework("megatron");
+  CHECK(cpu_offload_problem(setup, layout, model).empty());
 }
 
 TEST_CASE("--out - is refused: the output file never goes to stdout", "[bad_input][paths]") {
