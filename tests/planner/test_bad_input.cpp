@@ -26,7 +26,69 @@ void expect_refused(const std::vector<std::string>& args, const std::string& mes
   CHECK_THAT(r.err, Contains(message));
 }
 
+/// A plan.json of llama3-8b on 8 GPUs (tp 8) under the nemo convention with `extra` flags,
+/// written by estimate --out into the test's temp folder as `name`.
+std::string nemo_plan(const std::string& name, const std::vector<std::string>& extra) {
+  const std::string plan = test::temp_dir() + "/" + name;
+  const test::CliResult r =
+      test::run(test::with({"estimate", "--model", "llama3-8b", "--tp", "8", "--gpus", "8",
+                            "--framework", "nemo", "--out", plan},
+                           extra));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  return plan;
+}
+
 }  // namespace
+
+TEST_CASE("export to torchtitan and DeepSpeed notes the CPU offloading it cannot express",
+          "[bad_input][exports][cpu_offload]") {
+  const std::string plan = nemo_plan("offload.json", {"--cpu-offload-layers", "4"});
+  const std::string dropped =
+      "activation CPU offloading of the first 4 layers (Megatron-Core's "
+      "--cpu-offloading-num-layers 4): not exported to ";
+  for (const auto& [format, version, name] :
+       {std::tuple<std::string, std::string, std::string>{"torchtitan", "main", "torchtitan"},
+        {"torchtitan", "0.2", "torchtitan"},
+        {"deepspeed", "0.19", "DeepSpeed"}}) {
+    INFO(format << " " << version);
+    const test::CliResult r =
+        test::run({"export", plan, "--format", format, "--framework-version", version});
+    REQUIRE(r.exit_code == 0);
+    CHECK_THAT(r.err, Contains("note: not expressible in " + format + ": " + dropped + name +
+                               ", which has no setting that offloads activations without "
+                               "recompute"));
+  }
+  // Megatron-LM writes it: no note.
+  const test::CliResult megatron = test::run({"export", plan, "--format", "megatron"});
+  REQUIRE(megatron.exit_code == 0);
+  CHECK_THAT(megatron.out, Contains("--cpu-offloading-num-layers 4"));
+  CHECK_THAT(megatron.err, !Contains("offloading"));
+}
+
+TEST_CASE("torchtitan export names the mapping of Megatron-Core's recompute modules",
+          "[bad_input][exports][recompute_modules]") {
+  const std::string plan = nemo_plan(
+      "modules.json", {"--recompute", "selective", "--recompute-modules", "mlp", "core_attn"});
+  for (const std::string version : {"main", "0.2"}) {
+    INFO(version);
+    const test::CliResult r =
+        test::run({"export", plan, "--format", "torchtitan", "--framework-version", version});
+    REQUIRE(r.exit_code == 0);
+    CHECK_THAT(r.err, Contains("note: not expressible in torchtitan: selective recompute of "
+                               "Megatron-Core's modules (core_attn, mlp): torchtitan's selective "
+                               "activation checkpointing is op-level"));
+  }
+  // The fsdp convention costs torchtitan's op-level policy itself: nothing to map.
+  const std::string fsdp = test::temp_dir() + "/fsdp_selective.json";
+  const test::CliResult planned =
+      test::run({"estimate", "--model", "llama3-8b", "--dp", "8", "--gpus", "8", "--zero", "3",
+                 "--framework", "fsdp", "--recompute", "selective", "--out", fsdp});
+  REQUIRE(planned.exit_code == 0);
+  const test::CliResult r = test::run({"export", fsdp, "--format", "torchtitan"});
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.err, !Contains("Megatron-Core's modules"));
+}
 
 TEST_CASE("plan, estimate and ledger refuse --recompute-modules with --cpu-offload-layers alike",
           "[bad_input][recompute_modules][cpu_offload]") {
