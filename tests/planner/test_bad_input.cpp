@@ -219,3 +219,20 @@ TEST_CASE("--out - is refused: the output file never goes to stdout", "[bad_inpu
   CHECK_FALSE(std::filesystem::exists("-"));
   std::filesystem::current_path(before);
 }
+
+TEST_CASE("fit refuses a run id given twice, naming both files and the id", "[bad_input][fit]") {
+  const std::string a = test::validation_file("v-a.json", {test::validation_case_json()});
+  const std::string b = test::validation_file("v-b.json", {test::validation_case_json()});
+  const std::string out = test::temp_dir() + "/twice.json";
+  // The same file twice: its runs would count twice in the memory fit.
+  expect_refused({"fit", a, a, "--out", out},
+                 a + ": $.cases[0].id: \"gpt22b\" is also the id of $.cases[0] of " + a +
+                     " (the same file, given twice); a run's id is unique across the files "
+                     "(SCHEMA.md), and a run given twice would count twice: give each file once");
+  // One id in two files (read in the order of their paths: v-a before v-b).
+  expect_refused({"fit", b, a, "--out", out},
+                 b + ": $.cases[0].id: \"gpt22b\" is also the id of $.cases[0] of " + a +
+                     "; a run's id is unique across the files (SCHEMA.md), and a run given "
+                     "twice would count twice: give one of the two another id");
+  CHECK_FALSE(std::filesystem::exists(out));
+}
