@@ -484,9 +484,14 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
     n.dense = static_cast<double>(layers - moe_layers - w.dense);
     return n;
   };
+  // A kind no layer of the stage has adds nothing, even where its time is not finite (a profile
+  // with absurd rates: 0 x inf would turn the stage's time into NaN and hide which part broke).
   const auto total = [&](const KindCounts& n, double KindTimes::*field) {
-    return n.dense * dense.*field + n.moe * moe.*field + n.windowed * windowed.*field +
-           n.windowed_moe * windowed_moe.*field;
+    const auto part = [field](double count, const KindTimes& kind) {
+      return count > 0 ? count * kind.*field : 0.0;
+    };
+    return part(n.dense, dense) + part(n.moe, moe) + part(n.windowed, windowed) +
+           part(n.windowed_moe, windowed_moe);
   };
 
   StageTimes slowest;

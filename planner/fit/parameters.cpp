@@ -16,88 +16,58 @@ const std::vector<ParameterSpec>& fit_parameters() {
   static const std::vector<ParameterSpec> all = [] {
     const char* scale = "fraction of the profile's rate";
     std::vector<ParameterSpec> p;
-    p.push_back({"gemm_efficiency_scale",
-                 scale,
-                 "time",
-                 ParameterScope::kShared,
-                 0.6,
-                 1.05,
-                 {{"*", 1.0}},
-                 1.0,
-                 true,
+    // A scale of a profile's rate shared by every family (prior 1, the profile as measured;
+    // prior width 1 in log units), bounded to [lower, upper].
+    const auto shared_scale = [&p, scale](const char* name, double lower, double upper,
+                                          const char* meaning, const char* prior_source,
+                                          double FittedRates::*field) {
+      p.push_back({name,
+                   scale,
+                   "time",
+                   ParameterScope::kShared,
+                   lower,
+                   upper,
+                   {{"*", 1.0}},
+                   1.0,
+                   true,
+                   meaning,
+                   prior_source,
+                   field});
+    };
+    shared_scale("gemm_efficiency_scale", 0.6, 1.05,
                  "Sustained GEMM rate at training shapes as a fraction of the profile's GEMM model "
                  "(peak_efficiency, fitted to microbenchmark maxima): clocks under a training "
                  "step's power draw, and kernels that are not the microbenchmark's best.",
                  "1: the profile's microbenchmark maxima (MAMF sweeps, OpenXLA tables) as they "
                  "are",
-                 &FittedRates::gemm_efficiency_scale});
-    p.push_back({"attention_efficiency_scale",
-                 scale,
-                 "time",
-                 ParameterScope::kShared,
-                 0.4,
-                 1.2,
-                 {{"*", 1.0}},
-                 1.0,
-                 true,
+                 &FittedRates::gemm_efficiency_scale);
+    shared_scale("attention_efficiency_scale", 0.4, 1.2,
                  "Rate of the fused attention kernels inside a training step as a fraction of "
                  "the profile's flash_attention_efficiency and flash_attention2_efficiency.",
                  "1: the FlashAttention papers' best settings, as the profile holds them",
-                 &FittedRates::attention_efficiency_scale});
-    p.push_back({"nvlink_busbw_scale",
-                 scale,
-                 "time",
-                 ParameterScope::kShared,
-                 0.3,
-                 1.0,
-                 {{"*", 1.0}},
-                 1.0,
-                 true,
+                 &FittedRates::attention_efficiency_scale);
+    shared_scale("nvlink_busbw_scale", 0.3, 1.0,
                  "busbw a collective inside one NVLink domain reaches beside a step's compute, "
                  "as a fraction of nccl-tests' on idle GPUs (the profile's links and curves).",
                  "1: nccl-tests on idle GPUs, as the profile holds them",
-                 &FittedRates::nvlink_busbw_scale});
-    p.push_back({"scale_out_busbw_scale",
-                 scale,
-                 "time",
-                 ParameterScope::kShared,
-                 0.3,
-                 1.0,
-                 {{"*", 1.0}},
-                 1.0,
-                 true,
+                 &FittedRates::nvlink_busbw_scale);
+    shared_scale("scale_out_busbw_scale", 0.3, 1.0,
                  "busbw a collective across NVLink domains (the NICs) reaches inside a step, as a "
                  "fraction of the profile's nic_busbw_bytes_per_s and scale-out fits.",
                  "1: nccl-tests on idle nodes, as the profile holds them",
-                 &FittedRates::scale_out_busbw_scale});
-    p.push_back({"alltoall_busbw_scale",
-                 scale,
-                 "time",
-                 ParameterScope::kShared,
-                 0.3,
-                 1.0,
-                 {{"*", 1.0}},
-                 1.0,
-                 true,
+                 &FittedRates::scale_out_busbw_scale);
+    shared_scale("alltoall_busbw_scale", 0.3, 1.0,
                  "busbw the MoE dispatch and combine all-to-alls over the ep group reach inside a "
                  "step, on either tier, as a fraction of the profile's (nccl-tests on idle GPUs): "
                  "a send to every peer at once, not a ring, so not the ring collectives' scales.",
                  "1: nccl-tests on idle GPUs, as the profile holds them",
-                 &FittedRates::alltoall_busbw_scale});
-    p.push_back({"ring_attention_scale",
-                 scale,
-                 "time",
-                 ParameterScope::kShared,
-                 0.3,
-                 1.0,
-                 {{"*", 1.0}},
-                 1.0,
-                 true,
+                 &FittedRates::alltoall_busbw_scale);
+    shared_scale("ring_attention_scale", 0.3, 1.0,
                  "Rate of one ring-attention call (context parallelism, cp > 1) as a fraction of "
                  "a single FlashAttention call's: the calls cover a chunk pair's keys each and "
                  "their partial outputs are merged by log-sum-exp rescaling between calls.",
                  "1: each call at a single call's rate (the model before this parameter)",
-                 &FittedRates::ring_attention_scale});
+                 &FittedRates::ring_attention_scale);
     p.push_back({"host_overhead_per_layer_s",
                  "s",
                  "time",

@@ -44,17 +44,17 @@ struct MapeBound {
 // 16.2% cross-validated.
 inline constexpr MapeBound kMapeBounds[] = {
     // source                   metric                cases  today (MAPE, worst case)
-    {"hagemann-selected", "step_time_s", 8, 0.07},         // 7.0%, worst +16.4%
+    {"hagemann-selected", "step_time_s", 8, 0.07},         // 6.8%, worst +16.0%
     {"korthikanti2022", "step_time_s", 9, 0.04},           // 3.5%, worst +5.3% (175B full)
-    {"korthikanti2022", "mfu", 1, 0.03},                   // 2.1%
+    {"korthikanti2022", "mfu", 1, 0.03},                   // 2.0%
     {"megatron-readme-h100", "tflops_per_gpu", 9, 0.14},   // 13.7%, worst -34.4% (32B)
     {"megatron-readme-h100", "mfu", 2, 0.19},              // 18.1%, worst -19.3%
-    {"narayanan2021-table1", "tflops_per_gpu", 10, 0.06},  // 5.0%, worst +12.1% (1.7B) (*)
+    {"narayanan2021-table1", "tflops_per_gpu", 10, 0.06},  // 5.0%, worst +12.2% (1.7B) (*)
     {"nemo-2407", "step_time_s", 12, 0.08},                // 7.1%, worst -11.2%
     {"torchtitan-h100-202412", "step_time_s", 18, 0.06},   // 6.0%, worst +29.4% (cp2 64k)
     {"torchtitan-h100-202412", "peak_bytes", 18, 0.04},    // 3.6%, worst -10.2%
     {"overall", "step_time_s", 47, 0.06},                  // 5.9%
-    {"overall", "tflops_per_gpu", 19, 0.10},               // 9.1% (*)
+    {"overall", "tflops_per_gpu", 19, 0.10},               // 9.2% (*)
     {"overall", "mfu", 3, 0.13},                           // 12.8%
     {"overall", "peak_bytes", 18, 0.04},                   // 3.6% (target 10%: met)
 };
@@ -63,29 +63,36 @@ inline constexpr MapeBound kMapeBounds[] = {
 // validation/*.json and calibration/*.json: each source predicted by a fit without it), the
 // numbers the README's table and issue 19's targets use. Measured 2026-12-02, rounded up. ----
 inline constexpr MapeBound kCrossValidatedBounds[] = {
-    {"hagemann-selected", "step_time_s", 8, 0.14},         // 13.2%, worst -20.5%
-    {"korthikanti2022", "step_time_s", 9, 0.09},           // 8.1%, worst +10.3% (175B full)
-    {"korthikanti2022", "mfu", 1, 0.07},                   // 6.1%
+    {"hagemann-selected", "step_time_s", 8, 0.14},         // 13.1%, worst -20.4%
+    {"korthikanti2022", "step_time_s", 9, 0.09},           // 8.8%, worst +11.1% (175B full) (**)
+    {"korthikanti2022", "mfu", 1, 0.07},                   // 6.6%
     {"megatron-readme-h100", "tflops_per_gpu", 9, 0.16},   // 15.5%, worst -35.6% (32B)
     {"megatron-readme-h100", "mfu", 2, 0.18},              // 17.2%
-    {"narayanan2021-table1", "tflops_per_gpu", 10, 0.07},  // 6.7%, worst +16.1% (1.7B)
+    {"narayanan2021-table1", "tflops_per_gpu", 10, 0.07},  // 6.7%, worst +16.2% (1.7B)
     {"nemo-2407", "step_time_s", 12, 0.08},                // 7.6%, worst -12.9%
     {"torchtitan-h100-202412", "step_time_s", 18, 0.13},   // 12.6%, worst +40.4% (cp2 64k)
-    {"hagemann-sweep-13b", "step_time_s", 162, 0.18},      // 17.9%, worst -46.1%
-    {"overall", "step_time_s", 209, 0.17},                 // 16.2% (the sweep's 162 dominate)
-    {"overall", "tflops_per_gpu", 19, 0.11},               // 10.8%
-    {"overall", "mfu", 3, 0.14},                           // 13.5%
+    {"hagemann-sweep-13b", "step_time_s", 165, 0.18},      // 17.6%, worst -46.1% (*)
+    {"overall", "step_time_s", 212, 0.17},                 // 16.1% (the sweep's 165 dominate)
+    {"overall", "tflops_per_gpu", 19, 0.11},               // 10.9%
+    {"overall", "mfu", 3, 0.14},                           // 13.7%
 };
+// (*) 162 -> 165 and 17.9% -> 17.7% when the sweep's 11 rows with sp at tp 1 were compared with
+// sp off (Aleph Alpha's codebase bypasses its sequence-parallel collectives there; 3 of them ran:
+// +12.8%, +6.8%, +3.8% in sample).
+// (**) 8.1%, worst +10.4%, before Aleph Alpha's loss was costed over the full vocabulary on every
+// tp rank (2026-12-02): the fit without Korthikanti sees the sweep's rows costed differently (which
+// shared fitted rate moves most is not isolated).
 
 /// Share of the cross-validated time comparisons measured inside their 80% interval: issue
-/// 19's target is 70-90%; today 94 of 231 (40.7%; 55 of the 69 outside Hagemann's sweep, 79.7%;
-/// 39 of the sweep's 162, 24.1%). Since 2026-12-02 a left-out study's interval is taken over
-/// nested residuals (fit.hpp nested_cross_validate: each other study predicted by a fit without
-/// it and without the left-out one; before, 92 of 231 over residuals of fits that had seen the
-/// left-out study). Hagemann's sweep (Aleph Alpha's codebase, the only "other" family runs) is
-/// predicted from the Megatron runs' rates when left out, its measured / predicted 1.11 to 1.34
-/// (10th to 90th percentile), above the 1.15 that the other studies' residuals reach at their
-/// 90th percentile. The test checks today's floor and warns about the target.
+/// 19's target is 70-90%; today 96 of 234 (41.0%; 55 of the 69 outside Hagemann's sweep, 79.7%;
+/// 41 of the sweep's 165, 24.8%; 94 of 231 before its 11 rows with sp at tp 1 were compared). Since
+/// 2026-12-02 a left-out study's interval is taken over nested residuals (fit.hpp
+/// nested_cross_validate: each other study predicted by a fit without it and without the left-out
+/// one; before, 92 of 231 over residuals of fits that had seen the left-out study). Hagemann's
+/// sweep (Aleph Alpha's codebase, the only "other" family runs) is predicted from the Megatron
+/// runs' rates when left out, its measured / predicted 1.11 to 1.34 (10th to 90th percentile),
+/// above the 1.15 that the other studies' residuals reach at their 90th percentile. The test checks
+/// today's floor and warns about the target.
 inline constexpr double kMinIntervalCoverage = 0.40;
 inline constexpr double kTargetMinIntervalCoverage = 0.70;
 inline constexpr double kTargetMaxIntervalCoverage = 0.90;
@@ -93,12 +100,12 @@ inline constexpr double kTargetMaxIntervalCoverage = 0.90;
 /// Runs that fit but that we predict OOM. Issue 6's target is none (kTargetOomMisclassified,
 /// printed while unmet). Today 3, all of hagemann-selected (Aleph Alpha's codebase on A100-80GB):
 /// since issue 20 validate calls a run OOM above plan's 5% OOM risk, and the risk of that family
-/// is the logistic its 411 sweep outcomes fit. Was 5 (spread 0.073, bias +0.146, 3.1 MB per
+/// is the logistic its 422 sweep outcomes fit. Was 5 (spread 0.073, bias +0.146, 3.1 MB per
 /// token on every stage); since the aleph-alpha-2023 ledger holds the loss over the full
 /// vocabulary on every tp rank, the sp-gathered linear inputs and flash's saved output, and the
-/// fitted per-token term sits on the last stage (docs/memory.md), 3 (spread 0.058, bias +0.043,
-/// 2.5 MB per token on the last stage): -132178 at 79.9 GiB (risk 32%) and the 65B runs -132301
-/// and -131697 at 75.9 and 79.3 GiB (16%, 29%); the 13B tp 2 pp 2 run at seq 8192 (-132276) and
+/// fitted per-token term sits on the last stage (docs/memory.md), 3 (spread 0.058, bias +0.046,
+/// 2.5 MB per token on the last stage): -132178 at 80.0 GiB (risk 31%) and the 65B runs -132301
+/// and -131697 at 75.9 and 79.3 GiB (15%, 28%); the 13B tp 2 pp 2 run at seq 8192 (-132276) and
 /// the 30B run at seq 8192 (-133008) are now called right. The issue's goal (>= 95% of the
 /// outcomes right) needs a narrower spread still.
 inline constexpr std::int64_t kMaxOomFalseAlarms = 3;
@@ -115,12 +122,15 @@ inline constexpr std::int64_t kMaxOomMissed = 0;
 inline constexpr double kTargetMoeBlackwellDenseMape = 0.10;
 inline constexpr double kTargetMoeBlackwellMoeMape = 0.15;
 inline constexpr MapeBound kMoeBlackwellBounds[] = {
-    {"dense", "step_time_s", 37, 0.09},  // 8.5%
-    {"moe", "step_time_s", 47, 0.17},    // 16.2%
+    {"dense", "step_time_s", 39, 0.09},  // 8.6% (8.5% before the sliding window was costed)
+    {"moe", "step_time_s", 47, 0.17},    // 16.3% (15.9% before the sliding window, (***))
 };
-/// Cases validate compares of the 86 (the two skipped: Llama 3.1 405B at pp 16 x vpp 8 = 128
-/// chunks for 126 layers, Megatron-Bridge's layout giving the embedding and loss chunks of
-/// their own).
-inline constexpr std::int64_t kMoeBlackwellCompared = 84;
+// (***) GPT-OSS's alternating 128-token windows are costed since 2026-12-02 (FlashAttention runs
+// only the band on every other layer): right, but 7 of its 9 rows were already predicted too
+// fast (to -50%), so faster windowed layers move them further; what those runs lose is elsewhere.
+/// Cases validate compares: all 86, Llama 3.1 405B at pp 16 x vpp 8 = 128 chunks for 126
+/// layers included (0, 1 x 126, 0: the embedding's and the loss's chunks hold no layer, as
+/// Megatron-Core builds them with Megatron-Bridge's account-for flags; -6.6% and -7.2%).
+inline constexpr std::int64_t kMoeBlackwellCompared = 86;
 
 }  // namespace meshplan::validation_thresholds
