@@ -113,7 +113,7 @@ TEST_CASE("plan, estimate and ledger refuse --recompute-modules with --cpu-offlo
   CHECK_FALSE(std::filesystem::exists(out));
 }
 
-TEST_CASE("--moe-imbalance on a dense model is refused, as --ep is", "[bad_input][moe]") {
+TEST_CASE("a dense model refuses --moe-imbalance, as it refuses --ep", "[bad_input][moe]") {
   const std::string message =
       "--moe-imbalance 1.5: llama3-8b is a dense model (no experts); the expert load imbalance "
       "needs a mixture-of-experts model (leave --moe-imbalance out)";
@@ -162,7 +162,7 @@ TEST_CASE("empty paths are refused by name, never read as the default", "[bad_in
   CHECK_FALSE(std::filesystem::exists(out));
 }
 
-TEST_CASE("--cpu-offload-layers is refused under conventions without Megatron-Core's offloading",
+TEST_CASE("conventions without Megatron-Core's offloading refuse --cpu-offload-layers",
           "[bad_input][cpu_offload]") {
   for (const std::string framework : {"fsdp", "deepspeed", "hf"}) {
     INFO(framework);
@@ -202,7 +202,8 @@ TEST_CASE("--cpu-offload-layers is refused under conventions without Megatron-Co
   CHECK(cpu_offload_problem(setup, layout, model).empty());
 }
 
-TEST_CASE("--out - is refused: the output file never goes to stdout", "[bad_input][paths]") {
+TEST_CASE("an output path of - is refused: the output file never goes to stdout",
+          "[bad_input][paths]") {
   const std::string message =
       ": \"-\" is not standard output here: the output file is never written to stdout, where "
       "the command prints its report; give a file name (./- for a file named \"-\")";
