@@ -78,8 +78,15 @@ CLI::Validator positive_up_to(double max) {
 CLI::Validator output_file() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
-        return text.empty() ? "an empty path is never a valid output file; give a file name"
-                            : std::string();
+        if (text.empty()) return "an empty path is never a valid output file; give a file name";
+        // "-" is stdout by Unix habit, but every command that takes an output file prints its
+        // report on stdout already: the file would have been named "-".
+        if (text == "-") {
+          return "\"-\" is not standard output here: the output file is never written to "
+                 "stdout, where the command prints its report; give a file name (./- for a file "
+                 "named \"-\")";
+        }
+        return std::string();
       },
       "FILE");
 }

@@ -29,7 +29,10 @@ CLI::Validator number_in(double min, double max);
 std::string number_in_problem(const std::string& text, double min, double max);
 
 /// An output file flag (--out, --trace, --report): refuses an empty path at parse time (CLI11
-/// names the flag: "--out: an empty path is never a valid output file; give a file name").
+/// names the flag: "--out: an empty path is never a valid output file; give a file name"), and
+/// "-", which would write a file named "-": no command writes its output file to stdout, where
+/// each prints its report ("--out: "-" is not standard output here: ...; give a file name (./-
+/// for a file named "-")").
 CLI::Validator output_file();
 
 /// A flag whose value names something (--profile, --gpu, --model, --name): refuses an empty

@@ -183,6 +183,11 @@ std::vector<FrameworkConvention> make_conventions() {
   all.back().interleaved_pipeline = false;
   all.back().max_zero_with_pipeline = 1;
   all.back().ring_context_parallel = false;
+  // DeepSpeed 0.19.6 (edaa722) activation_checkpointing/config.py: cpu_checkpointing moves the
+  // checkpoints of activation checkpointing to host memory, which needs full recompute.
+  all.back().no_activation_offload =
+      "DeepSpeed's activation_checkpointing.cpu_checkpointing offloads only the partitioned "
+      "checkpoints of activation checkpointing (full recompute), which meshplan does not cost";
   all.push_back({"fsdp",
                  "PyTorch FSDP2 / torchtitan: fp32 sharded params and grads, m, v; bf16 "
                  "compute copies gathered per layer; selective recompute is op-level; eager ops",
@@ -201,6 +206,12 @@ std::vector<FrameworkConvention> make_conventions() {
   all.back().dp_param_overlap = true;
   all.back().zero_stages = 0b1101;
   all.back().mfu_attention_source = "torchtitan's log";
+  // torchtitan/config/job_config.py (v0.2.x; the same key at main b5bcd76): the one offload
+  // setting, training.enable_cpu_offload, is "CPU offloading of parameters, gradients, and
+  // optimizer states in FSDP".
+  all.back().no_activation_offload =
+      "torchtitan's training.enable_cpu_offload offloads FSDP's parameters, gradients and "
+      "optimizer states, not activations";
   all.push_back({"hf",
                  "Hugging Face Transformers + Trainer: fp32 weights and grads, m, v; eager "
                  "attention softmax in fp32; eager ops",
@@ -212,6 +223,10 @@ std::vector<FrameworkConvention> make_conventions() {
                  false});
   all.back().flash_kernel = FlashKernel::kFlashAttention2;
   all.back().elementwise = ElementwiseKernels::kEager;
+  // TrainingArguments has gradient_checkpointing but no activation offloading.
+  all.back().no_activation_offload =
+      "the Hugging Face Trainer's TrainingArguments have gradient_checkpointing, no activation "
+      "offloading";
   return all;
 }
 
@@ -263,6 +278,15 @@ std::string pipeline_problem(const FrameworkConvention& framework, std::int64_t 
   }
   return "framework " + framework.name + " runs ZeRO stages " + stages +
          " only with pp > 1 (its pipeline engine refuses ZeRO-" + std::to_string(zero) + ")";
+}
+
+std::string activation_offload_problem(const FrameworkConvention& framework, std::int64_t layers) {
+  if (layers == 0 || framework.no_activation_offload.empty()) return "";
+  return "framework " + framework.name +
+         " has no activation CPU offloading of Megatron-Core's kind (" +
+         framework.no_activation_offload +
+         "); save activation memory with --recompute selective or full instead, or plan "
+         "Megatron-Core's offloading with --framework megatron or nemo";
 }
 
 std::string context_parallel_problem(const FrameworkConvention& framework, std::int64_t cp) {

@@ -164,6 +164,12 @@ struct FrameworkConvention {
   /// PyTorch's. DeepSpeed's sequence parallelism is Ulysses (heads split by an all-to-all),
   /// which meshplan does not cost.
   bool ring_context_parallel = true;
+  /// Why the framework has no activation CPU offloading as Megatron-Core runs it
+  /// (TrainingSetup::cpu_offload_layers: the saved activations of the first N layers moved to
+  /// host memory, with no recompute), and what it has instead; empty where the convention runs
+  /// it: Megatron-LM and NeMo (Megatron-Core's --cpu-offloading-num-layers), and the textbook
+  /// convention, which names no framework. activation_offload_problem says so.
+  std::string no_activation_offload = {};
   /// Whether the framework's pipeline runs pp stages of vpp chunks at ZeRO stage `zero`
   /// (interleaved_pipeline, max_zero_with_pipeline); pipeline_problem says why not.
   bool runs_pipeline(std::int64_t pp, std::int64_t vpp, int zero) const {
@@ -255,6 +261,12 @@ std::string zero_stage_problem(const FrameworkConvention& framework, int zero);
 /// values came from. Preconditions: pp, vpp >= 1.
 std::string pipeline_problem(const FrameworkConvention& framework, std::int64_t pp,
                              std::int64_t vpp, int zero);
+
+/// "" when `framework` runs activation CPU offloading of `layers` layers (none asked, or an empty
+/// no_activation_offload); else what is wrong: "framework fsdp has no activation CPU offloading
+/// of Megatron-Core's kind (...)". The one check behind --cpu-offload-layers and a plan file's
+/// cpu_offload_layers (cpu_offload_problem); callers add where the value came from.
+std::string activation_offload_problem(const FrameworkConvention& framework, std::int64_t layers);
 
 /// "" when `framework` runs context parallelism over `cp` ranks (ring_context_parallel, or
 /// cp 1); else what is wrong, as pipeline_problem. Precondition: cp >= 1.

@@ -158,6 +158,9 @@ std::string cpu_offload_problem(const TrainingSetup& setup, const Layout& layout
                                 const ModelSpec& model) {
   const std::int64_t n = setup.cpu_offload_layers;
   if (n == 0) return "";
+  if (std::string problem = activation_offload_problem(setup.framework, n); !problem.empty()) {
+    return problem;
+  }
   if (n < 0 || n >= model.num_layers) {
     return "CPU offloading of " + std::to_string(n) + " layers: it can be done only for 0 to " +
            std::to_string(model.num_layers - 1) + " layers (fewer than the model's " +

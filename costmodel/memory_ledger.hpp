@@ -168,10 +168,10 @@ std::int64_t offloaded_layers(const TrainingSetup& setup, const Layout& layout,
                               std::int64_t stage_layers);
 
 /// Why `setup`'s CPU offloading cannot run with `layout` of `model`, or "" (none asked, or it
-/// can): Megatron-Core's checks (Megatron-LM d98e8a6, transformer_config.py __post_init__):
-/// "CPU offloading can be done only for layers less than num_layers", "Currently there is no
-/// support for Pipeline parallelism with CPU offloading", "CPU offloading does not work when
-/// activation recomputation is enabled".
+/// can): a framework without it (activation_offload_problem), then Megatron-Core's checks
+/// (Megatron-LM d98e8a6, transformer_config.py __post_init__): "CPU offloading can be done only for
+/// layers less than num_layers", "Currently there is no support for Pipeline parallelism with CPU
+/// offloading", "CPU offloading does not work when activation recomputation is enabled".
 std::string cpu_offload_problem(const TrainingSetup& setup, const Layout& layout,
                                 const ModelSpec& model);
 

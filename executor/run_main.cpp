@@ -52,7 +52,9 @@ int parse_options(int argc, char** argv, Options& o, bool talk) {
       "predicted; launch "
       "with mpirun or srun, one rank per GPU of the plan",
       "meshplan-run"};
-  app.add_option("plan", o.plan, "plan.json written by `meshplan estimate|plan --out`")->required();
+  app.add_option("plan", o.plan, "plan.json written by `meshplan estimate|plan --out`")
+      ->required()
+      ->check(non_empty("a plan.json written by meshplan plan or estimate with --out"));
   app.add_option("--steps", o.steps, "Timed steps [count] (their mean is reported)")
       ->check(CLI::Range(1, 100000));
   app.add_option("--warmup", o.warmup, "Untimed warm-up steps [count]")

@@ -4,6 +4,7 @@
 #include <iostream>
 #include <memory>
 
+#include "common/flags.hpp"
 #include "common/format.hpp"
 #include "common/input_error.hpp"
 #include "planner/cli/commands.hpp"
@@ -33,7 +34,8 @@ CommandAction add_export_command(CLI::App& app) {
       "on stderr");
   cmd->add_option("plan", o->plan,
                   "plan.json (written by meshplan plan ... --out or meshplan estimate ... --out)")
-      ->required();  // read_plan names a missing file, a directory or a device as it reads
+      ->required()  // read_plan names a missing file, a directory or a device as it reads
+      ->check(non_empty("a plan.json written by meshplan plan or estimate with --out"));
   cmd->add_option("--format", o->format, "megatron | torchtitan | deepspeed | torchrun")
       ->required()
       ->check(CLI::IsMember({"megatron", "torchtitan", "deepspeed", "torchrun"}));

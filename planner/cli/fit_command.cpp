@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "common/atomic_write.hpp"
+#include "common/flags.hpp"
 #include "common/format.hpp"
 #include "planner/cli/commands.hpp"
 #include "planner/cli/fold_option.hpp"
@@ -113,11 +114,15 @@ CommandAction add_fit_command(CLI::App& app) {
       "step, host overhead, ZeRO-3 gather latency) to measured runs (meshplan-validation/1 "
       "files), cross-validated by leaving each source out; writes the profile with a `fitted` "
       "section");
-  cmd->add_option("files", *files, "meshplan-validation/1 files of measured runs")->required();
+  cmd->add_option("files", *files, "meshplan-validation/1 files of measured runs")
+      ->required()
+      ->check(non_empty("a meshplan-validation/1 file of measured runs"));
   cmd->add_option("--profile", *base,
                   "Base profile (preset name or file); default: the shipped profile of the runs' "
-                  "GPU");
-  cmd->add_option("--out", *out_path, "Profile file to write")->required();
+                  "GPU")
+      ->check(non_empty("a profile preset name (meshplan presets profiles) or a profile.json "
+                        "path; leave --profile out for the shipped profile of the runs' GPU"));
+  cmd->add_option("--out", *out_path, "Profile file to write")->required()->check(output_file());
   auto leave_out = std::make_shared<std::string>("study");
   add_leave_out_option(*cmd, *leave_out);
   return [files, base, out_path, leave_out](std::ostream& out, std::ostream& /*err*/) {

@@ -220,14 +220,27 @@ void add_recompute_module_options(CLI::App& cmd, std::vector<std::string>& modul
   cmd.add_option("--cpu-offload-layers", cpu_offload_layers,
                  "Activation CPU offloading of the first N layers, as Megatron-Core's "
                  "--cpu-offloading --cpu-offloading-num-layers N: their saved activations go to "
-                 "host memory over the GPU's host link (needs pp 1 and recompute none; "
-                 "default: 0, off)")
+                 "host memory over the GPU's host link (needs pp 1, recompute none and a "
+                 "--framework with it: not deepspeed, fsdp or hf; default: 0, off)")
       ->check(CLI::Range(std::int64_t{0}, kMaxLayers));
 }
 
 void apply_recompute_module_options(const std::vector<std::string>& modules,
                                     std::int64_t cpu_offload_layers, const ModelSpec& model,
                                     TrainingSetup& setup) {
+  // Megatron-Core recomputes the modules under selective recompute only, and refuses CPU
+  // offloading with any recompute (cpu_offload_problem): the two never run together.
+  if (!modules.empty() && cpu_offload_layers > 0) {
+    throw InputError("--recompute-modules with --cpu-offload-layers " +
+                     std::to_string(cpu_offload_layers) +
+                     ": the modules are recomputed under --recompute selective, and "
+                     "Megatron-Core's CPU offloading needs recompute none (it does not work when "
+                     "activation recomputation is enabled); give one of the two");
+  }
+  if (const std::string problem = activation_offload_problem(setup.framework, cpu_offload_layers);
+      !problem.empty()) {
+    throw InputError("--cpu-offload-layers " + std::to_string(cpu_offload_layers) + ": " + problem);
+  }
   if (!modules.empty()) {
     if (setup.framework.selective != SelectivePolicy::kAttentionCore) {
       throw InputError("--recompute-modules: Megatron-Core's modules; framework " +
@@ -256,15 +269,24 @@ void add_moe_imbalance_option(CLI::App& cmd, double& imbalance) {
       ->check(number_in(1.0, 64.0));
 }
 
-std::vector<std::string> moe_notes(const ModelSpec& model, double imbalance) {
-  if (!model.moe) return {};
-  return {"MoE: expert load imbalance " + significant(imbalance, 3) +
-          (imbalance == 1 ? " (balanced routing, as the published benchmarks force it; set "
-                            "--moe-imbalance for a dropless router's skew)"
-                          : " (--moe-imbalance)") +
-          "; the all-to-all dispatch and combine are exposed (Megatron-Core's default "
-          "alltoall dispatcher, --overlap-moe-expert-parallel-comm and DeepEP not costed); "
-          "ZeRO 0 and 1 only (expert states sharded over edp)"};
+void apply_moe_imbalance(double imbalance, const ModelSpec& model, TrainingSetup& setup,
+                         std::vector<std::string>& notes) {
+  if (!model.moe) {
+    if (imbalance != 1) {
+      throw InputError("--moe-imbalance " + significant(imbalance, 6) + ": " + model.name +
+                       " is a dense model (no experts); the expert load imbalance needs a "
+                       "mixture-of-experts model (leave --moe-imbalance out)");
+    }
+    return;
+  }
+  setup.moe_imbalance = imbalance;
+  notes.push_back("MoE: expert load imbalance " + significant(imbalance, 3) +
+                  (imbalance == 1 ? " (balanced routing, as the published benchmarks force it; "
+                                    "set --moe-imbalance for a dropless router's skew)"
+                                  : " (--moe-imbalance)") +
+                  "; the all-to-all dispatch and combine are exposed (Megatron-Core's default "
+                  "alltoall dispatcher, --overlap-moe-expert-parallel-comm and DeepEP not "
+                  "costed); ZeRO 0 and 1 only (expert states sharded over edp)");
 }
 
 FrameworkConvention require_framework(const std::string& name) {
@@ -678,8 +700,7 @@ ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, cons
   r.setup.framework = framework;
   r.setup.precision = precision;
   r.setup.seq = seq;
-  r.setup.moe_imbalance = f.moe_imbalance;
-  for (const std::string& note : moe_notes(model, f.moe_imbalance)) r.notes.push_back(note);
+  apply_moe_imbalance(f.moe_imbalance, model, r.setup, r.notes);
   apply_recompute_module_options(f.recompute_modules, f.cpu_offload_layers, model, r.setup);
   if (!f.recompute_modules.empty() && l.recompute != Recompute::kSelective) {
     throw InputError("--recompute-modules: needs --recompute selective, got --recompute " +

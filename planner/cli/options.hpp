@@ -105,10 +105,13 @@ void add_mfu_option(CLI::App& cmd, double& mfu);
 /// the balanced share (TrainingSetup::moe_imbalance); estimate, ledger and plan take it.
 void add_moe_imbalance_option(CLI::App& cmd, double& imbalance);
 
-/// The note an MoE model's estimate, ledger and plan print: the imbalance factor taken, what
-/// the all-to-all overlap convention is, and that ZeRO-2/3 is not costed for MoE. Empty for a
-/// dense model.
-std::vector<std::string> moe_notes(const ModelSpec& model, double imbalance);
+/// Sets `setup.moe_imbalance` to --moe-imbalance's `imbalance` (estimate, ledger and plan) and,
+/// for an MoE model, appends the note they print to `notes`: the imbalance factor taken, what
+/// the all-to-all overlap convention is, and that ZeRO-2/3 is not costed for MoE. Errors
+/// (InputError): an imbalance other than 1 on a dense model, which has no experts to load
+/// ("--moe-imbalance 2: llama3-8b is a dense model; ..."), as --ep is refused there.
+void apply_moe_imbalance(double imbalance, const ModelSpec& model, TrainingSetup& setup,
+                         std::vector<std::string>& notes);
 
 /// The named convention; throws InputError listing the known names.
 FrameworkConvention require_framework(const std::string& name);
@@ -144,10 +147,13 @@ struct LayoutFlags {
 void add_recompute_module_options(CLI::App& cmd, std::vector<std::string>& modules,
                                   std::int64_t& cpu_offload_layers);
 
-/// `setup.recompute_modules` and `setup.cpu_offload_layers` from the flags' values. Errors
-/// (InputError, naming the flag): modules given under a convention whose selective recompute
-/// is not Megatron-Core's (fsdp), or that the model cannot recompute; offloading that
-/// Megatron-Core refuses for `model` (pp and recompute are checked per layout).
+/// `setup.recompute_modules` and `setup.cpu_offload_layers` from the flags' values: the one
+/// check of the two flags that estimate, ledger and plan share. Errors (InputError, naming the
+/// flag): modules given with offloading (Megatron-Core recomputes them under selective recompute
+/// and offloads only without recompute); offloading under a convention without Megatron-Core's
+/// (activation_offload_problem: deepspeed, fsdp, hf); modules given under a convention whose
+/// selective recompute is not Megatron-Core's (fsdp), or that the model cannot recompute;
+/// offloading that Megatron-Core refuses for `model` (pp and recompute are checked per layout).
 void apply_recompute_module_options(const std::vector<std::string>& modules,
                                     std::int64_t cpu_offload_layers, const ModelSpec& model,
                                     TrainingSetup& setup);

@@ -167,8 +167,7 @@ TrainingSetup plan_setup(const PlanOptions& o, const Scenario& x, std::vector<st
                     : gpu.flash_attention ? AttentionImpl::kFlash
                                           : AttentionImpl::kEager;
   if (o.seq <= 0) notes.push_back(seq_default_note(setup.seq));
-  setup.moe_imbalance = o.moe_imbalance;
-  for (const std::string& note : moe_notes(x.model, o.moe_imbalance)) notes.push_back(note);
+  apply_moe_imbalance(o.moe_imbalance, x.model, setup, notes);
   apply_recompute_module_options(o.recompute_modules, o.cpu_offload_layers, x.model, setup);
   if (!o.recompute_modules.empty() && !o.recompute.empty() && o.recompute != "selective") {
     throw InputError("--recompute-modules: apply to selective recompute, but --recompute pins " +

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/atomic_write.hpp"
+#include "common/flags.hpp"
 #include "common/input_error.hpp"
 #include "planner/cli/commands.hpp"
 #include "planner/config/input_files.hpp"
@@ -56,17 +57,16 @@ CommandAction add_profile_command(CLI::App& app) {
       "draws busbw vs message size per collective and tier and GEMM efficiency vs size");
   show->add_option("profile", o->profile,
                    "Profile preset name (h100, a100, h200) or path to a meshplan-profile/1 file")
-      ->required();
-  CLI::Option* svg =
-      show->add_option("--svg", o->svg_dir,
-                       "Folder to write the plots into as SVG (created when missing): "
-                       "busbw_<collective>_<tier>.svg, busbw_links.svg, gemm_efficiency.svg");
+      ->required()
+      ->check(non_empty("a profile preset name (meshplan presets profiles) or a profile.json "
+                        "path"));
+  show->add_option("--svg", o->svg_dir,
+                   "Folder to write the plots into as SVG (created when missing): "
+                   "busbw_<collective>_<tier>.svg, busbw_links.svg, gemm_efficiency.svg")
+      ->check(non_empty("a folder to write the plots into"));
 
-  return [o, show, svg](std::ostream& out, std::ostream& /*err*/) {
+  return [o, show](std::ostream& out, std::ostream& /*err*/) {
     if (!show->parsed()) return 0;
-    if (svg->count() > 0 && o->svg_dir.empty()) {
-      throw InputError("--svg: is empty; expected a folder to write the plots into");
-    }
     if (!o->svg_dir.empty()) check_svg_dir(o->svg_dir);
     const ProfileDocument doc = read_profile_document(o->profile);
     const std::string text = render_profile(doc);

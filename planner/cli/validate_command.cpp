@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/flags.hpp"
 #include "common/format.hpp"
 #include "common/input_error.hpp"
 #include "planner/cli/commands.hpp"
@@ -222,7 +223,8 @@ CommandAction add_validate_command(CLI::App& app) {
       "../shared/data/validation/*.json) and compare: step time or throughput, peak memory, "
       "OOM; MAPE per metric for each file and overall");
   cmd->add_option("files", *files, "meshplan-validation/1 files")
-      ->required();  // validate_files names a missing file, a directory or a device as it reads
+      ->required()  // validate_files names a missing file, a directory or a device as it reads
+      ->check(non_empty("a meshplan-validation/1 file"));
   cmd->add_flag("--json", *json, "Print JSON (cases, summary, skipped) instead of tables");
   auto cross = std::make_shared<bool>(false);
   cmd->add_flag("--cross-validate", *cross,

@@ -67,6 +67,19 @@ void note_expert_mesh(const Plan& p, const std::string& framework,
                     "Megatron-LM export writes them (--expert-model-parallel-size, ...)");
 }
 
+void note_cpu_offload(const Plan& p, const std::string& framework,
+                      std::vector<std::string>& dropped) {
+  const std::int64_t n = p.setup.cpu_offload_layers;
+  if (n == 0) return;
+  dropped.push_back("activation CPU offloading of the first " + s(n) +
+                    " layers (Megatron-Core's --cpu-offloading-num-layers " + s(n) +
+                    "): not exported to " + framework +
+                    ", which has no setting that offloads activations without recompute; those "
+                    "layers' activations stay on the GPU, which needs more memory than planned: "
+                    "re-plan without "
+                    "--cpu-offload-layers, or export to Megatron-LM, which writes it");
+}
+
 void note_convention(const Plan& p, const std::string& own, const std::string& framework,
                      std::vector<std::string>& dropped) {
   if (p.setup.framework.name == own) return;

@@ -43,6 +43,14 @@ std::string uneven_split_label(const Layout& l);
 void note_expert_mesh(const Plan& p, const std::string& framework,
                       std::vector<std::string>& dropped);
 
+/// For a plan with activation CPU offloading (TrainingSetup::cpu_offload_layers > 0), a
+/// `dropped` line saying that `framework`'s export does not carry it: Megatron-Core's
+/// --cpu-offloading-num-layers has no counterpart there (torchtitan's enable_cpu_offload
+/// offloads FSDP's states, DeepSpeed's cpu_checkpointing only checkpoints), so those layers'
+/// activations stay on the GPU. Nothing for a plan without offloading.
+void note_cpu_offload(const Plan& p, const std::string& framework,
+                      std::vector<std::string>& dropped);
+
 /// A dropped line when the plan's memory was predicted with another framework's convention
 /// than `own` (the target framework's, named `framework` in the sentence).
 void note_convention(const Plan& p, const std::string& own, const std::string& framework,

@@ -114,6 +114,7 @@ Export export_deepspeed(const Plan& p, const FrameworkVersion& version) {
   }
   note_convention(p, "deepspeed", "DeepSpeed", e.dropped);
   note_expert_mesh(p, "DeepSpeed", e.dropped);
+  note_cpu_offload(p, "DeepSpeed", e.dropped);
   return e;
 }
 

@@ -119,9 +119,13 @@ struct Export {
 ///   deepspeed: train_batch_size, train_micro_batch_size_per_gpu, gradient_accumulation_steps,
 ///     zero_optimization.stage (1 for ZeRO-2/3 with pp > 1, which DeepSpeed's pipeline engine
 ///     refuses; noted) and overlap_comm, bf16/fp16, activation_checkpointing (full recompute);
-///     tp, pp, sp, cp, vpp and selective recompute are dropped with where to set them.
+///     tp, pp, sp, cp, vpp, selective recompute and CPU offloading are dropped with where to set
+///     them.
 ///   torchrun: --standalone on one node, else --nnodes N --nproc-per-node G with a c10d
 ///     rendezvous, and the same under srun.
+/// Both torchtitan exports drop activation CPU offloading (torchtitan has none) and write
+/// selective recompute as torchtitan's op-level selective AC, with a dropped line naming
+/// Megatron-Core's recompute modules where the plan's convention recomputes those.
 /// A plan estimated with another framework's memory convention than the target's (megatron,
 /// fsdp for torchtitan, deepspeed) gets a dropped line saying so.
 /// A plan written for `version` of the framework (find_framework_version's; the newest by

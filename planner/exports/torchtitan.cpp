@@ -85,6 +85,7 @@ Export export_torchtitan(const Plan& p, const FrameworkVersion& version) {
   }
   note_convention(p, "fsdp", "torchtitan", e.dropped);
   note_expert_mesh(p, "torchtitan", e.dropped);
+  note_cpu_offload(p, "torchtitan", e.dropped);
   return e;
 }
 

@@ -157,6 +157,22 @@ TorchtitanLayout torchtitan_layout(const Plan& p, bool ddp_refused_beside_mp) {
         " GPUs (data_parallel_shard_degree), so each GPU holds less than planned and the "
         "step adds FSDP's gathers; re-plan with --zero 3 to cost it");
   }
+  // Megatron-Core's selective recompute names modules (--recompute-modules; default core_attn);
+  // torchtitan's selective AC is op-level: its _save_list policy saves every other matmul's
+  // output and attention's, and recomputes the rest (SelectivePolicy::kEveryOtherMatmul).
+  if (l.recompute == Recompute::kSelective &&
+      p.setup.framework.selective == SelectivePolicy::kAttentionCore) {
+    std::string modules;
+    for (const std::string& name : recompute_module_names(p.setup.recompute_modules)) {
+      modules += (modules.empty() ? "" : ", ") + name;
+    }
+    t.dropped.push_back(
+        "selective recompute of Megatron-Core's modules (" + modules +
+        "): torchtitan's selective activation checkpointing is op-level (selective_ac_option "
+        "\"op\": every other matmul's output and attention's saved, the rest recomputed), and "
+        "the export maps it to that, which saves other tensors than the plan counted; "
+        "re-estimate with --framework fsdp to cost torchtitan's policy");
+  }
   // ZeRO-2 and 3 are already FSDP over dp x cp (the fsdp convention shards over cp too); DDP
   // is not, where torchtitan still shards over cp (its fsdp mesh is dp_shard x cp).
   if (l.zero < 2 && l.cp > 1) {

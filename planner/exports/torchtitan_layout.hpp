@@ -27,7 +27,8 @@ struct TorchtitanLayout {
   bool async_tp = false;  ///< enable_async_tensor_parallel (the plan's --tp-overlap with tp > 1)
   /// What these fields cannot hold of the plan, one sentence each (pipeline sends beside
   /// compute, an uneven split torchtitan's keys cannot give, async TP without compile, ZeRO-1,
-  /// DDP beside tp/pp mapped to HSDP, dp sharded over cp), in that order.
+  /// DDP beside tp/pp mapped to HSDP, Megatron-Core's selective recompute modules mapped to
+  /// torchtitan's op-level selective AC, dp sharded over cp), in that order.
   std::vector<std::string> dropped;
 };
 

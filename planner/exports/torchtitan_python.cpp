@@ -205,6 +205,7 @@ Export export_torchtitan_python(const Plan& p, const FrameworkVersion& version) 
   }
   note_convention(p, "fsdp", "torchtitan", e.dropped);
   note_expert_mesh(p, "torchtitan", e.dropped);
+  note_cpu_offload(p, "torchtitan", e.dropped);
   return e;
 }
 

@@ -6,7 +6,6 @@
 #include <iterator>
 #include <set>
 
-#include "common/atomic_write.hpp"
 #include "common/input_error.hpp"
 #include "costmodel/step_time.hpp"
 #include "planner/config/profile_loader.hpp"
@@ -71,12 +70,9 @@ FitRuns load_fit_runs(const std::vector<std::string>& paths, const std::string& 
   std::map<std::string, std::string> seen;  // run_key -> first case id
   std::map<std::string, std::size_t> per_source;
   // By absolute path: the same order however the files are given (and named).
-  std::vector<std::pair<std::string, std::string>> ordered;
-  for (const std::string& path : paths) ordered.emplace_back(resolved_file_path(path), path);
-  std::sort(ordered.begin(), ordered.end());
-  for (const auto& [absolute, path] : ordered) {
-    const std::string source = std::filesystem::path(path).stem().string();
-    for (ValidationCase& c : load_validation_file(path)) {
+  for (ValidationFile& file : load_validation_files(paths)) {
+    const std::string source = std::filesystem::path(file.path).stem().string();
+    for (ValidationCase& c : file.cases) {
       const auto skip = [&](const std::string& reason) {
         out.skipped.push_back({c.id, source, reason});
       };

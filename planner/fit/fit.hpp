@@ -78,8 +78,10 @@ struct FitRuns {
 /// skipped as a duplicate. Each run's FitRun::fold is its study or its file's stem, as `folds`
 /// says. The files are read in the order of their absolute paths
 /// (resolved_file_path), whatever order they are given in, so the run kept of two duplicates, and
-/// with it the fit, do not depend on the order of the command line. Throws InputError for
-/// unreadable or malformed files, and when no run is left (naming each skipped case).
+/// with it the fit, do not depend on the order of the command line (load_validation_files).
+/// Throws InputError for unreadable or malformed files, for two cases with one id (a file given
+/// twice, or an id in two files: load_validation_files names both), and when no run is left
+/// (naming each skipped case).
 FitRuns load_fit_runs(const std::vector<std::string>& paths, const std::string& generation,
                       const std::map<std::string, Profile>& bases, Folds folds = Folds::kStudy);
 

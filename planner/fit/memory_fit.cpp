@@ -5,7 +5,6 @@
 #include <filesystem>
 #include <set>
 
-#include "common/atomic_write.hpp"
 #include "costmodel/memory_ledger.hpp"
 #include "costmodel/oom_risk.hpp"
 #include "planner/fit/fit.hpp"
@@ -67,12 +66,9 @@ std::vector<MemoryRun> load_memory_runs(const std::vector<std::string>& paths,
   };
   // By absolute path, as load_fit_runs (fit.hpp): the run kept of two duplicates does not depend
   // on the order the files are given in.
-  std::vector<std::pair<std::string, std::string>> ordered;
-  for (const std::string& path : paths) ordered.emplace_back(resolved_file_path(path), path);
-  std::sort(ordered.begin(), ordered.end());
-  for (const auto& [absolute, path] : ordered) {
-    const std::string source = std::filesystem::path(path).stem().string();
-    for (const ValidationCase& c : load_validation_file(path)) {
+  for (const ValidationFile& file : load_validation_files(paths)) {
+    const std::string source = std::filesystem::path(file.path).stem().string();
+    for (const ValidationCase& c : file.cases) {
       const bool ran = c.step_time_s || c.tokens_per_s_per_gpu || c.tflops_per_gpu || c.mfu ||
                        c.peak_memory_bytes || (c.oom && !*c.oom);
       const bool oom = c.oom.value_or(false);

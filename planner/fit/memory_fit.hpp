@@ -51,8 +51,9 @@ struct MemoryRun {
 /// models whose outcome is known (measured.oom, or a throughput or peak, which say it ran). A
 /// case that repeats one of an earlier file (the same model, GPUs, layout, outcome and peak) is
 /// skipped as a duplicate (hagemann-selected's 13B runs are sweep runs); the files are read in
-/// the order of their absolute paths, as load_fit_runs reads them. Throws InputError for
-/// unreadable or malformed files.
+/// the order of their absolute paths, as load_fit_runs reads them (load_validation_files). Throws
+/// InputError for unreadable or malformed files, and for two cases with one id (a file given
+/// twice: its runs would count twice).
 std::vector<MemoryRun> load_memory_runs(const std::vector<std::string>& paths,
                                         const std::string& generation,
                                         std::vector<SkippedCase>* skipped = nullptr);

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "common/atomic_write.hpp"
 #include "common/input_error.hpp"
 #include "costmodel/counted.hpp"
 #include "costmodel/framework.hpp"
@@ -782,6 +783,33 @@ std::string convention_for_framework(const std::string& framework, int zero) {
 
 std::vector<ValidationCase> load_validation_file(const std::string& path) {
   return validation_cases_from_json(load_json_file(path), path);
+}
+
+std::vector<ValidationFile> load_validation_files(const std::vector<std::string>& paths) {
+  std::vector<std::pair<std::string, std::string>> ordered;  // (absolute, as given)
+  for (const std::string& path : paths) ordered.emplace_back(resolved_file_path(path), path);
+  std::sort(ordered.begin(), ordered.end());
+  std::vector<ValidationFile> files;
+  std::map<std::string, const ValidationCase*> seen;  // id -> its first case
+  for (const auto& [absolute, path] : ordered) {
+    files.push_back({path, load_validation_file(path)});
+  }
+  for (const ValidationFile& file : files) {
+    for (const ValidationCase& c : file.cases) {
+      const auto [first, fresh] = seen.emplace(c.id, &c);
+      if (fresh) continue;
+      const ValidationCase& before = *first->second;
+      const bool same = same_file(before.file, c.file);
+      throw InputError(c.file + ": $.cases[" + std::to_string(c.index) +
+                       "].id: " + json_quoted(c.id) + " is also the id of $.cases[" +
+                       std::to_string(before.index) + "] of " + before.file +
+                       (same ? " (the same file, given twice)" : "") +
+                       "; a run's id is unique across the files (SCHEMA.md), and a run given "
+                       "twice would count twice: " +
+                       (same ? "give each file once" : "give one of the two another id"));
+    }
+  }
+  return files;
 }
 
 std::vector<ValidationCase> validation_cases_from_json(const nlohmann::json& json,

@@ -55,6 +55,20 @@ struct ValidationCase {
 /// given a skip_reason.
 std::vector<ValidationCase> load_validation_file(const std::string& path);
 
+/// The cases of one file of load_validation_files.
+struct ValidationFile {
+  std::string path;  ///< as given
+  std::vector<ValidationCase> cases;
+};
+
+/// Every file of `paths` (load_validation_file), in the order of their absolute paths
+/// (resolved_file_path), whatever order they are given in: what a fit reads does not depend on
+/// the command line's order. Throws InputError, naming both files and the id, when two cases
+/// share an id (SCHEMA.md: unique across the files), the same file given twice included, as its
+/// runs would count twice in a fit: "b.json: $.cases[0].id: "x" is also the id of $.cases[3] of
+/// a.json; ...".
+std::vector<ValidationFile> load_validation_files(const std::vector<std::string>& paths);
+
 /// The same for a file already parsed into `json`; `path` names it in errors and in each case.
 std::vector<ValidationCase> validation_cases_from_json(const nlohmann::json& json,
                                                        const std::string& path);
