@@ -224,7 +224,7 @@ TEST_CASE("an output path of - is refused: the output file never goes to stdout"
 TEST_CASE("fit refuses a run id given twice, naming both files and the id", "[bad_input][fit]") {
   const std::string a = test::validation_file("v-a.json", {test::validation_case_json()});
   const std::string b = test::validation_file("v-b.json", {test::validation_case_json()});
-  const std::string out = test::temp_dir() + "/twice.json";
+  const std::string out = test::temp_dir() + "/fit_run_id_twice.json";
   // The same file twice: its runs would count twice in the memory fit.
   expect_refused({"fit", a, a, "--out", out},
                  a + ": $.cases[0].id: \"gpt22b\" is also the id of $.cases[0] of " + a +
