@@ -584,6 +584,9 @@ std::string layer_list(const std::vector<bool>& sliding) {
 ///   turns it off with use_sliding_window false.
 /// A `use_sliding_window` false on a type that does not read it (Mistral, Mixtral, GPT-OSS) while
 /// a window is set is refused for the same reason: transformers slides anyway.
+/// An absent `sliding_window` is read as none, although MistralConfig (4096) and GptOssConfig
+/// (128) default to a window: their released config.json files state it (Mistral 7B v0.1: 4096,
+/// v0.2 on: null; gpt-oss: 128), and a file without it is costed as full causal attention.
 void read_sliding_window(const HfReader& r, const std::string& type, ModelSpec& m) {
   const nlohmann::json* use = r.value("use_sliding_window");
   if (use && !use->is_boolean()) {
@@ -621,7 +624,8 @@ void read_sliding_window(const HfReader& r, const std::string& type, ModelSpec& 
   std::vector<bool> sliding(static_cast<std::size_t>(m.num_layers), true);
   const nlohmann::json* types = r.value("layer_types");
   const bool explicit_types = types && (qwen2 || qwen2_moe || type == "gpt_oss");
-  const std::int64_t max_window = count_or(r, "max_window_layers", 28);
+  // Qwen2Config's and Qwen2MoeConfig's max_window_layers (default 28); the others read none.
+  const std::int64_t max_window = qwen2 || qwen2_moe ? count_or(r, "max_window_layers", 28) : 0;
   for (std::size_t i = 0; i < sliding.size(); ++i) {
     const auto layer = static_cast<std::int64_t>(i);
     if (explicit_types) {
