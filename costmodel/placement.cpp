@@ -59,6 +59,34 @@ Tier group_tier(const GroupSpan& span) {
   return span.crosses_domains ? Tier::kScaleOut : Tier::kNvlink;
 }
 
+namespace {
+
+/// True when a group spanning `a` runs slower than one spanning `b` (slowest_group's order).
+bool slower_span(const GroupSpan& a, const GroupSpan& b) {
+  if (a.crosses_domains != b.crosses_domains) return a.crosses_domains;
+  return a.crosses_domains && a.gpus_per_domain < b.gpus_per_domain;
+}
+
+}  // namespace
+
+std::vector<std::int64_t> slowest_group(GroupKind kind, const Layout& layout,
+                                        const ClusterSpec& cluster) {
+  constexpr std::int64_t kDomainsSampled = 64;
+  std::vector<std::int64_t> slowest = group_of_rank(kind, 0, layout);
+  GroupSpan worst = group_span(slowest, cluster);
+  const std::int64_t domain = cluster.nvlink_domain_size;
+  const std::int64_t domains = std::min(layout.gpus() / domain, kDomainsSampled);
+  for (std::int64_t k = 1; k <= domains; ++k) {
+    std::vector<std::int64_t> group = group_of_rank(kind, k * domain - 1, layout);
+    const GroupSpan span = group_span(group, cluster);
+    if (slower_span(span, worst)) {
+      worst = span;
+      slowest = std::move(group);
+    }
+  }
+  return slowest;
+}
+
 TierBandwidth group_bandwidth(const GroupSpan& span, const ClusterSpec& cluster,
                               const LinkProfile& link) {
   if (group_tier(span) == Tier::kNvlink) return link.nvlink;

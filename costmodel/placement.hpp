@@ -38,6 +38,7 @@
 
 #include "costmodel/collectives/collective.hpp"
 #include "costmodel/hardware.hpp"
+#include "costmodel/ranks.hpp"
 
 namespace meshplan {
 
@@ -63,6 +64,18 @@ GroupSpan group_span(const std::vector<std::int64_t>& ranks, const ClusterSpec& 
 
 /// kNvlink when the group stays inside one domain, else kScaleOut.
 Tier group_tier(const GroupSpan& span);
+
+/// The group of `kind` in `layout` that runs slowest on `cluster`, of those sampled: rank 0's
+/// and the groups holding the last rank of each of the first 64 NVLink domains (a contiguous
+/// group straddles a domain boundary exactly when it holds the rank just below it, as tp 16 on
+/// 72-GPU NVL72 racks does: ranks 64-79 span racks 0 and 1 while rank 0's 0-15 do not). Slowest:
+/// a group crossing domains before one inside a domain; among those crossing, the fewest GPUs in
+/// one domain (the fewest NICs for its ring, placement rule above). Every rank waits for its
+/// groups' collectives each layer, so the slowest group paces the step. Shape: the group's
+/// ranks in increasing order (group_of_rank). Errors: as group_of_rank, and
+/// std::invalid_argument when cluster.nvlink_domain_size < 1.
+std::vector<std::int64_t> slowest_group(GroupKind kind, const Layout& layout,
+                                        const ClusterSpec& cluster);
 
 /// Latency and bus bandwidth of a collective on one tier: t = alpha_s + S x F / busbw (see
 /// costmodel/collectives/collective.hpp).

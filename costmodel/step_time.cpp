@@ -266,12 +266,11 @@ void add_edge(StageTimes& st, const EdgeCosts& e, std::size_t chunk) {
   }
 }
 
-/// Rank 0's group of `kind` (ranks.hpp, the one map from ranks to groups), cut to its first
-/// `count` ranks when `count` > 0: the pipeline's sends cross one stage boundary, between its
-/// first two stages.
-std::vector<std::int64_t> rank0_group(GroupKind kind, const Layout& l, std::size_t count = 0) {
-  std::vector<std::int64_t> ranks = group_of_rank(kind, 0, l);
-  if (count > 0 && ranks.size() > count) ranks.resize(count);
+/// Rank 0's pipeline group cut to its first two ranks: the pipeline's sends cross one stage
+/// boundary, between its first two stages.
+std::vector<std::int64_t> first_stage_pair(const Layout& l) {
+  std::vector<std::int64_t> ranks = group_of_rank(GroupKind::kPp, 0, l);
+  if (ranks.size() > 2) ranks.resize(2);
   return ranks;
 }
 
@@ -344,18 +343,18 @@ GroupRates::GroupRates(const StepContext& x, const Layout& l)
     : GroupRates(x, l, x.model.moe ? ExpertGroupRates(x, l) : ExpertGroupRates()) {}
 
 GroupRates::GroupRates(const StepContext& x, const Layout& l, const ExpertGroupRates& expert)
-    : tp(rank0_group(GroupKind::kTp, l), x.cluster, x.profile),
-      cp(rank0_group(GroupKind::kCp, l), x.cluster, x.profile),
-      dp_cp(rank0_group(GroupKind::kDpCp, l), x.cluster, x.profile),
-      pp(rank0_group(GroupKind::kPp, l, 2), x.cluster, x.profile),
+    : tp(slowest_group(GroupKind::kTp, l, x.cluster), x.cluster, x.profile),
+      cp(slowest_group(GroupKind::kCp, l, x.cluster), x.cluster, x.profile),
+      dp_cp(group_of_rank(GroupKind::kDpCp, 0, l), x.cluster, x.profile),
+      pp(first_stage_pair(l), x.cluster, x.profile),
       ep(expert.ep),
       etp(expert.etp),
       edp(expert.edp) {}
 
 ExpertGroupRates::ExpertGroupRates(const StepContext& x, const Layout& l)
-    : ep(rank0_group(GroupKind::kEp, l), x.cluster, x.alltoall_profile),
-      etp(rank0_group(GroupKind::kEtp, l), x.cluster, x.profile),
-      edp(rank0_group(GroupKind::kEdp, l), x.cluster, x.profile) {}
+    : ep(group_of_rank(GroupKind::kEp, 0, l), x.cluster, x.alltoall_profile),
+      etp(group_of_rank(GroupKind::kEtp, 0, l), x.cluster, x.profile),
+      edp(group_of_rank(GroupKind::kEdp, 0, l), x.cluster, x.profile) {}
 
 void GroupRates::set_expert_groups(const ExpertGroupRates& expert) {
   ep = expert.ep;

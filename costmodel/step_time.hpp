@@ -179,9 +179,9 @@ struct StepContext {
   double optimizer_bytes_per_param = 0;  ///< optimizer_passes(setup).bytes_per_param(), bytes
 };
 
-/// The expert mesh's EP, ETP and EDP groups of a layout. Rank 0's expert groups are ranks
-/// etp x (e + ep x d) + t (ranks.hpp), so they depend on tp x cp x dp (the ranks of a stage),
-/// ep and etp only: a search keeps them by those three.
+/// The expert mesh's EP, ETP and EDP groups of a layout: rank 0's, ranks etp x (e + ep x d) + t
+/// (ranks.hpp), so they depend on tp x cp x dp (the ranks of a stage), ep and etp only: a search
+/// keeps them by those three.
 struct ExpertGroupRates {
   /// No expert mesh (a dense model): groups of one rank.
   ExpertGroupRates() = default;
@@ -192,7 +192,13 @@ struct ExpertGroupRates {
 };
 
 /// The TP, CP, DP x CP and PP groups of a layout, and the expert mesh's EP, ETP and EDP groups
-/// (depends on tp, cp, dp, pp, ep and etp only).
+/// (depends on tp, cp, dp, pp, ep and etp only). TP and CP: the slowest group of the kind
+/// (placement.hpp slowest_group: one crossing an NVLink domain boundary where any does, as tp 16
+/// on 72-GPU racks), since their collectives run in every layer. DP x CP and the expert groups:
+/// rank 0's. Costing those by their slowest member too moved Megatron-Bridge's GB200 MoE rows by
+/// up to +138% (ep all-to-alls over the NICs for groups that in-order placement splits across
+/// 72-GPU racks), which the measured runs do not show: how jobs place ranks on NVL72 racks is not
+/// modelled. PP: the first two stages of rank 0's pipeline.
 struct GroupRates {
   /// `layout`'s groups; its expert groups for an MoE model, else groups of one rank.
   GroupRates(const StepContext& context, const Layout& layout);

@@ -16,6 +16,7 @@
 #include "costmodel/memory_ledger.hpp"
 #include "costmodel/oom_risk.hpp"
 #include "costmodel/param_count.hpp"
+#include "costmodel/placement.hpp"
 #include "costmodel/ranks.hpp"
 #include "costmodel/static_memory.hpp"
 #include "costmodel/units.hpp"
@@ -269,9 +270,16 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
   const Candidate& w = result.ranked.front();
   const Layout& l = w.layout;
   if (l.tp > 1) {
+    const GroupSpan tp_span = group_span(slowest_group(GroupKind::kTp, l, r.cluster), r.cluster);
     s << "- tp " << l.tp << ": each layer's GEMMs and activations are split across " << l.tp
-      << " GPUs inside the NVLink domain (" << r.cluster.nvlink_domain_size
-      << " GPUs), where its per-layer collectives run at NVLink speed"
+      << " GPUs"
+      << (tp_span.crosses_domains
+              ? "; NVLink domains hold " + std::to_string(r.cluster.nvlink_domain_size) +
+                    " GPUs, so some TP groups span " + std::to_string(tp_span.domains) +
+                    " of them and their per-layer collectives cross the scale-out network "
+                    "(costed so: the slowest group paces every layer)"
+              : " inside the NVLink domain (" + std::to_string(r.cluster.nvlink_domain_size) +
+                    " GPUs), where its per-layer collectives run at NVLink speed")
       << (l.sp ? "; sp splits the norms and dropouts along the sequence too" : "") << ".\n";
   }
   if (l.pp > 1) {

@@ -296,9 +296,9 @@ class Worker {
     return it->second[static_cast<std::size_t>(l.recompute)];
   }
 
-  /// Per-layer seconds by (tp, cp, ep, etp, mbs, sp): what they depend on (the tp, cp and ep
-  /// groups of rank 0 are the same ranks whatever dp and pp are), kept across (tp, cp, pp)
-  /// combinations.
+  /// Per-layer seconds by (tp, cp, ep, etp, mbs, sp): what they depend on (the slowest tp and
+  /// cp groups, placement.hpp slowest_group, and rank 0's ep group are the same ranks whatever dp
+  /// and pp are at the search's GPU count), kept across (tp, cp, pp) combinations.
   const LayerCosts& layer_costs_for(const Layout& l, const GroupRates& groups) {
     const auto key = std::make_tuple(l.tp, l.cp, l.ep, l.etp, l.mbs, l.sp);
     auto it = costs_.find(key);

@@ -205,6 +205,33 @@ TEST_CASE("placement: 16 GPUs over 2 nodes use 8 NICs, capped by NVLink", "[plac
   CHECK(group_bandwidth(span, test::dgx_h100(), fast).busbw_bytes_per_s == 370e9);
 }
 
+TEST_CASE("placement: the slowest group of a kind paces it, not rank 0's", "[placement]") {
+  // tp 16, dp 9 on 144 GPUs in 72-GPU NVLink domains (GB200 NVL72 racks): TP groups are the
+  // blocks 16 k .. 16 k + 15; rank 0's (0-15) lies in rack 0, but rank 71's (64-79) holds 8 GPUs
+  // of rack 0 (64-71) and 8 of rack 1 (72-79), so its all-reduces cross the NICs. With 144-GPU
+  // domains no TP group crosses and rank 0's is as slow as any.
+  ClusterSpec racks = test::dgx_h100();
+  racks.nvlink_domain_size = 72;
+  const Layout l = tp_dp(16, 9);
+  const std::vector<std::int64_t> slowest = slowest_group(GroupKind::kTp, l, racks);
+  REQUIRE(slowest.size() == 16);
+  CHECK(slowest.front() == 64);
+  CHECK(slowest.back() == 79);
+  const GroupSpan span = group_span(slowest, racks);
+  CHECK(span.domains == 2);
+  CHECK(span.gpus_per_domain == 8);
+  CHECK_FALSE(group_span(group_of_rank(GroupKind::kTp, 0, l), racks).crosses_domains);
+  ClusterSpec one = racks;
+  one.nvlink_domain_size = 144;
+  CHECK(slowest_group(GroupKind::kTp, l, one).front() == 0);
+  // The DP group of every rank crosses both racks; the first sampled (rank 0's: 0, 16, .., 128,
+  // 5 in rack 0 and 4 in rack 1, k = 5) stays unless another has fewer GPUs in a rack: rank
+  // 71's (7, 23, .., 135) has 5 and 4 too.
+  const std::vector<std::int64_t> dp = slowest_group(GroupKind::kDp, l, racks);
+  CHECK(dp.front() == 0);
+  CHECK(group_span(dp, racks).gpus_per_domain == 5);
+}
+
 TEST_CASE("placement: fewer NICs than GPUs share them", "[placement]") {
   // 8 GPUs and 2 NICs per node (configs/clusters/h100-pcie-eth.json): a GPU owns 2/8 of a NIC,
   // so a DP group with one GPU per node gets 46e9 x 2 / 8 = 11.5e9.
