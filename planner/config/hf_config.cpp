@@ -39,10 +39,11 @@ const std::vector<std::pair<std::string, std::string>> kArchitecturePrefixes = {
     {"GPT2", "gpt2"},          {"Mixtral", "mixtral"},        {"Qwen2Moe", "qwen2_moe"},
     {"Qwen3Moe", "qwen3_moe"}, {"DeepseekV3", "deepseek_v3"}, {"GptOss", "gpt_oss"}};
 
-/// The activation names transformers knows (src/transformers/activations.py, ACT2CLS). Each is an
-/// elementwise function: it changes neither the MLP's weights nor the tensors it saves, so any
-/// of them costs the same; whether the MLP is gated is what counts, and the architecture decides
-/// that (LlamaMLP, MistralMLP and Qwen2MLP always have gate_proj; GPT2MLP never has a gate).
+/// The activation names transformers knows (src/transformers/activations.py, ACT2CLS). The
+/// architecture decides whether the MLP is gated (LlamaMLP, MistralMLP and Qwen2MLP always have
+/// gate_proj; GPT2MLP never has a gate), the activation what the model is: meshplan's gated MLP is
+/// SwiGLU (kGatedActivations) and its 2-matrix MLP GeLU (kGeluActivations), as the exports write
+/// them (Megatron-LM's --swiglu, and its default gelu), so other activations are refused.
 const std::vector<std::string> kActivations = {"silu",
                                                "swish",
                                                "gelu",
@@ -63,6 +64,17 @@ const std::vector<std::string> kActivations = {"silu",
                                                "laplace",
                                                "linear",
                                                "prelu"};
+
+/// The names of SiLU (x sigmoid(x); "swish" is transformers' alias): a gated MLP with it is the
+/// SwiGLU meshplan models.
+const std::vector<std::string> kGatedActivations = {"silu", "swish"};
+/// GeLU and its approximations in ACT2CLS (erf: gelu, gelu_python; tanh: gelu_new,
+/// gelu_pytorch_tanh, gelu_fast, gelu_accurate; sigmoid: quick_gelu): GPT-2's MLP with any of
+/// them is the 2-matrix GeLU MLP meshplan models (GPT2Config's default is gelu_new). gelu_10
+/// (clipped to [-10, 10]) is another function and is not among them.
+const std::vector<std::string> kGeluActivations = {
+    "gelu",      "gelu_python",   "gelu_new",  "gelu_pytorch_tanh",
+    "gelu_fast", "gelu_accurate", "quick_gelu"};
 
 /// A RoPE scaling as error messages name it: `"llama3" (factor 8, ...)`, or "no scaling".
 std::string rope_scaling_text(const std::optional<RopeScaling>& r) {
@@ -199,6 +211,21 @@ class HfReader {
                     "transformers' activation names (closest: " +
                     quoted_list(near) +
                     "), or write a meshplan-model/1 file with its ffn_type (configs/README.md)");
+    }
+    return name;
+  }
+
+  /// The activation under `key` (activation()'s rules), which must be one of `modelled`, the
+  /// activations of the MLP meshplan models as `what`; any other is refused naming the value.
+  std::string modelled_activation(const char* key, const char* class_default,
+                                  const std::vector<std::string>& modelled,
+                                  const std::string& what) const {
+    const std::string name = activation(key, class_default);
+    if (std::find(modelled.begin(), modelled.end(), name) == modelled.end()) {
+      fail(key, "is " + json_quoted(name) + ", but meshplan models this MLP as " + what +
+                    ", with activation one of " + quoted_list(modelled) + "; it has no MLP with " +
+                    json_quoted(name) + ", which would be another model: set " + key + " to " +
+                    json_quoted(modelled.front()) + " if that is the model's activation");
     }
     return name;
   }
@@ -390,6 +417,31 @@ void read_moe_fields(const HfReader& r, const std::string& type, ModelSpec& m) {
   MoeSpec e;
   if (deepseek) {
     e.num_experts = r.required_int({"n_routed_experts", "num_local_experts"});
+    // DeepseekV3MoE's router (modeling_deepseek_v3.py, route_tokens_to_experts) views the scores
+    // as n_group groups of n_routed_experts // n_group experts and keeps the topk_group best
+    // groups (torch.topk over n_group): a group count that does not divide the experts, or more
+    // groups kept than there are, is no routing transformers can run (the view or the topk
+    // raises). DeepseekV3Config's defaults (001f85b3): n_group 8, topk_group 4.
+    const std::int64_t groups = r.positive_int({"n_group"}).value_or(8);
+    const std::int64_t kept = r.positive_int({"topk_group"}).value_or(4);
+    const auto stated = [&](const char* key, std::int64_t v) {
+      return r.value(key) ? std::to_string(v)
+                          : std::to_string(v) + " (absent: DeepseekV3Config's default)";
+    };
+    if (e.num_experts % groups != 0) {
+      r.fail("n_group", "is " + stated("n_group", groups) + ", which does not divide the " +
+                            std::to_string(e.num_experts) +
+                            " routed experts (n_routed_experts): the router splits them into "
+                            "n_group equal groups, so this is not a valid routing config; give a "
+                            "divisor of n_routed_experts");
+    }
+    if (kept > groups) {
+      r.fail("topk_group", "is " + stated("topk_group", kept) + ", more than the " +
+                               std::to_string(groups) +
+                               " expert groups (n_group): the router keeps topk_group of the "
+                               "n_group groups, so this is not a valid routing config; give at "
+                               "most n_group");
+    }
     e.expert_ffn_hidden_size = r.required_int({"moe_intermediate_size"});
     // n_shared_experts (DeepseekV3Config default 1) experts of moe_intermediate_size each
     // (DeepseekV3MoE: one MLP of moe_intermediate_size x n_shared_experts).
@@ -401,6 +453,16 @@ void read_moe_fields(const HfReader& r, const std::string& type, ModelSpec& m) {
     const std::int64_t k = count_or(r, "first_k_dense_replace", 3);
     e.layer_freq = r.positive_int({"moe_layer_freq"}).value_or(1);
     e.first_k_dense_layers = (k + e.layer_freq - 1) / e.layer_freq * e.layer_freq;
+    if (e.first_k_dense_layers >= m.num_layers) {
+      r.fail("first_k_dense_replace",
+             "is " + std::to_string(k) +
+                 (e.layer_freq > 1
+                      ? " with moe_layer_freq " + std::to_string(e.layer_freq) +
+                            " (first MoE layer " + std::to_string(e.first_k_dense_layers) + ")"
+                      : std::string()) +
+                 ", but the model has " + std::to_string(m.num_layers) +
+                 " layers (num_hidden_layers); expected fewer (no layer would be MoE)");
+    }
     // DeepseekV3TopkRouter's e_score_correction_bias: num_experts parameters.
     e.router_bias = true;
     MlaSpec a;
@@ -431,6 +493,16 @@ void read_moe_fields(const HfReader& r, const std::string& type, ModelSpec& m) {
     // (Qwen2MoeDecoderLayer), unless listed in mlp_only_layers.
     e.layer_freq = r.positive_int({"decoder_sparse_step"}).value_or(1);
     e.first_k_dense_layers = e.layer_freq - 1;
+    // A step above the layer count leaves no MoE layer; the message quotes the file's step,
+    // not the dense prefix (step - 1) meshplan derives from it.
+    if (e.layer_freq > m.num_layers) {
+      r.fail("decoder_sparse_step",
+             "is " + std::to_string(e.layer_freq) + ", but the model has " +
+                 std::to_string(m.num_layers) +
+                 " layers (num_hidden_layers): layer i is MoE iff (i + 1) % decoder_sparse_step "
+                 "== 0, so none would be; expected at most " +
+                 std::to_string(m.num_layers));
+    }
     if (const nlohmann::json* only = r.value("mlp_only_layers");
         only && !(only->is_array() && only->empty())) {
       r.fail(
@@ -480,28 +552,131 @@ void read_moe_fields(const HfReader& r, const std::string& type, ModelSpec& m) {
   m.qkv_bias = type == "qwen2_moe" && r.boolean("qkv_bias", true);
 }
 
-/// GPT-OSS's layer_types: "sliding_attention" and "full_attention" alternating from layer 0
-/// (GptOssConfig's default when absent), or the window on every layer.
-void read_gpt_oss_layer_types(const HfReader& r, ModelSpec& m) {
+/// Layers as error messages list them: runs as "28-31", at most six runs, then "...".
+std::string layer_list(const std::vector<bool>& sliding) {
+  std::string text;
+  int runs = 0;
+  for (std::size_t i = 0; i < sliding.size(); ++i) {
+    if (!sliding[i] || (i > 0 && sliding[i - 1])) continue;
+    std::size_t last = i;
+    while (last + 1 < sliding.size() && sliding[last + 1]) ++last;
+    if (++runs > 6) return text + ", ...";
+    text += (text.empty() ? "" : ", ") + std::to_string(i) +
+            (last > i ? "-" + std::to_string(last) : std::string());
+  }
+  return text;
+}
+
+/// The sliding window of `type` as transformers builds it, into m.sliding_window and
+/// m.sliding_window_alternating; per-layer patterns other than every layer or every other
+/// layer from layer 0 (the cost model's two) are refused. Read in transformers' configuration_*.py
+/// at main 008e5743 (GptOssConfig at 02b8f42b) and the attention classes that read them:
+/// - MistralConfig, MixtralConfig: `sliding_window` on every layer when set (null: none).
+/// - Qwen2Config: `sliding_window` only with `use_sliding_window` true (default false), on the
+///   layers `layer_types` names "sliding_attention"; absent, layers i >= `max_window_layers`
+///   (default 28). Qwen2MoeConfig: the same keys, but absent layer_types slide layers with i even
+///   and i < max_window_layers. Qwen3MoeConfig: with use_sliding_window, every layer
+///   (Qwen3MoeAttention reads config.sliding_window on each; modeling_qwen3_moe.py at 00d4b3d2).
+/// - GptOssConfig: `sliding_window` on the layers `layer_types` names; absent, layers 0, 2, 4...
+/// - LlamaConfig, GPT2Config, DeepseekV3Config have no window: transformers ignores the key and
+///   attends to the whole causal context. Reading it would change the model, so a window there
+///   is refused (configs/README.md's rule for keys a model_type ignores), unless the file itself
+///   turns it off with use_sliding_window false.
+/// A `use_sliding_window` false on a type that does not read it (Mistral, Mixtral, GPT-OSS) while
+/// a window is set is refused for the same reason: transformers slides anyway.
+/// An absent `sliding_window` is read as none, although MistralConfig (4096) and GptOssConfig
+/// (128) default to a window: their released config.json files state it (Mistral 7B v0.1: 4096,
+/// v0.2 on: null; gpt-oss: 128), and a file without it is costed as full causal attention.
+void read_sliding_window(const HfReader& r, const std::string& type, ModelSpec& m) {
+  const nlohmann::json* use = r.value("use_sliding_window");
+  if (use && !use->is_boolean()) {
+    r.fail("use_sliding_window", "must be true, false or null, got " + describe_json(*use));
+  }
+  const nlohmann::json* window = r.value("sliding_window");
+  if (!window) return;
+  if (!window->is_number_integer() || window->get<std::int64_t>() <= 0) {
+    r.fail("sliding_window",
+           "must be a positive integer (tokens each query attends back to) or null, got " +
+               describe_json(*window));
+  }
+  const std::string w = std::to_string(window->get<std::int64_t>());
+  const bool qwen2 = type == "qwen2", qwen2_moe = type == "qwen2_moe";
+  const bool reads_use = qwen2 || qwen2_moe || type == "qwen3_moe";
+  const bool has_window = reads_use || type == "mistral" || type == "mixtral" || type == "gpt_oss";
+  const bool off = use && !use->get<bool>();
+  if (!has_window) {
+    if (off) return;
+    r.fail("sliding_window",
+           "is " + w + ", but transformers builds no sliding window on model_type " +
+               json_quoted(type) +
+               " (its config class has none and ignores the key: every layer attends to the "
+               "whole causal context); remove the key or set it to null, or give the model_type "
+               "of a model with a window (\"mistral\": every layer)");
+  }
+  if (!reads_use && off) {
+    r.fail("use_sliding_window",
+           "is false, but transformers does not read it on " + type +
+               " and slides the attention by sliding_window " + w +
+               " anyway; remove use_sliding_window, or set sliding_window to null for full "
+               "attention");
+  }
+  if (reads_use && !(use && use->get<bool>())) return;  // off, as the class default is
+  std::vector<bool> sliding(static_cast<std::size_t>(m.num_layers), true);
   const nlohmann::json* types = r.value("layer_types");
-  m.sliding_window_alternating = true;
-  if (!types) return;
-  bool alternating = types->is_array() && !types->empty(), all_sliding = alternating;
-  if (types->is_array()) {
-    for (std::size_t i = 0; i < types->size(); ++i) {
-      const nlohmann::json& t = types->at(i);
-      const std::string want = i % 2 == 0 ? "sliding_attention" : "full_attention";
-      alternating = alternating && t == want;
-      all_sliding = all_sliding && t == "sliding_attention";
+  const bool explicit_types = types && (qwen2 || qwen2_moe || type == "gpt_oss");
+  // Qwen2Config's and Qwen2MoeConfig's max_window_layers (default 28); the others read none.
+  const std::int64_t max_window = qwen2 || qwen2_moe ? count_or(r, "max_window_layers", 28) : 0;
+  for (std::size_t i = 0; i < sliding.size(); ++i) {
+    const auto layer = static_cast<std::int64_t>(i);
+    if (explicit_types) {
+      const bool ok = types->is_array() && types->size() == sliding.size() &&
+                      (types->at(i) == "sliding_attention" || types->at(i) == "full_attention");
+      if (!ok) {
+        r.fail("layer_types",
+               "must list \"sliding_attention\" or \"full_attention\" for each of the " +
+                   std::to_string(m.num_layers) + " layers (num_hidden_layers), got " +
+                   describe_json(*types));
+      }
+      sliding[i] = types->at(i) == "sliding_attention";
+    } else if (qwen2) {
+      sliding[i] = layer >= max_window;
+    } else if (qwen2_moe) {
+      sliding[i] = layer % 2 == 0 && layer < max_window;
+    } else if (type == "gpt_oss") {
+      sliding[i] = layer % 2 == 0;
     }
   }
-  if (!alternating && !all_sliding) {
-    r.fail("layer_types",
-           "must alternate \"sliding_attention\" and \"full_attention\" from "
-           "layer 0 (GPT-OSS), or be \"sliding_attention\" on every layer; meshplan describes no "
-           "other pattern (or write a meshplan-model/1 file, configs/README.md)");
+  bool all = true, none = true, even = true;
+  for (std::size_t i = 0; i < sliding.size(); ++i) {
+    all = all && sliding[i];
+    none = none && !sliding[i];
+    even = even && sliding[i] == (i % 2 == 0);
   }
-  m.sliding_window_alternating = alternating && !all_sliding;
+  if (none) return;
+  if (!all && !even) {
+    const std::string n = std::to_string(m.num_layers);
+    const std::string pattern =
+        " slides the attention of layers " + layer_list(sliding) + " of " + n +
+        " and attends fully in the others, a per-layer pattern meshplan's cost model cannot "
+        "express (it costs a window on every layer, or on every other layer from layer 0: 0, 2, "
+        "4, ...); ";
+    if (explicit_types) {
+      r.fail("layer_types", "with sliding_window " + w + pattern +
+                                "give one of those two patterns, or write a meshplan-model/1 "
+                                "file (configs/README.md)");
+    }
+    const std::string mwl = std::to_string(max_window) +
+                            (r.value("max_window_layers") ? "" : " (absent: the class default)");
+    r.fail(
+        "max_window_layers",
+        "is " + mwl + " with use_sliding_window true and no layer_types: " + type +
+            (qwen2 ? " (layers i >= max_window_layers)" : " (even layers i < max_window_layers)") +
+            pattern + "set max_window_layers to " +
+            (qwen2 ? "0 (every layer slides) or " + n + " (none does)" : n + " or more") +
+            ", or set use_sliding_window to false");
+  }
+  m.sliding_window = window->get<std::int64_t>();
+  m.sliding_window_alternating = !all;
 }
 
 /// The config key of `type` that a model_extension_problem key names.
@@ -555,8 +730,6 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
   // what the author meant as an MoE model as dense would be silently wrong.
   if (!moe_type) r.refuse_mixture_of_experts(type);
   const bool deepseek = type == "deepseek_v3" || type == "kimi_k2";
-  const bool gpt_oss = type == "gpt_oss";
-  const bool qwen_moe = type == "qwen2_moe" || type == "qwen3_moe";
   if (!gpt2 && !llama_like && !moe_type) {
     r.fail("model_type", json_quoted(type) + " is not supported; expected one of " +
                              quoted_list(kSupported) +
@@ -632,7 +805,9 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
     }
     // GPT2MLP (c_fc, activation, c_proj) has no gate: every activation is a non-gated MLP.
     // GPT2Config names it activation_function (default "gelu_new") and reads no hidden_act.
-    const std::string act = r.activation("activation_function", "gelu_new");
+    const std::string act =
+        r.modelled_activation("activation_function", "gelu_new", kGeluActivations,
+                              "GeLU, c_proj(gelu(c_fc(x))) (Megatron-LM's default)");
     if (r.value("hidden_act") && r.activation("hidden_act", "") != act) {
       r.fail("hidden_act", "is " + json_quoted(r.activation("hidden_act", "")) +
                                ", but GPT2Config reads activation_function (" + json_quoted(act) +
@@ -663,11 +838,15 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
   } else {
     m.ffn_hidden_size = r.required_int({"intermediate_size"});
     // LlamaMLP / MistralMLP / Qwen2MLP: down(act(gate(x)) x up(x)), gated whatever hidden_act
-    // is (class default "silu": SwiGLU; "gelu": GeGLU, the same shapes). The cost model's swiglu
-    // is that gated three-matrix MLP.
-    r.activation("hidden_act", "silu");
-    // Every MoE family here gates its experts too (MixtralBlockSparseTop2MLP w1/w3, Qwen's and
-    // DeepSeek's gate/up, GPT-OSS's gate_up_proj with its clamped SwiGLU).
+    // is; the cost model's swiglu, and the Megatron-LM export's --swiglu, is that MLP with SiLU
+    // (the class default "silu"). Another activation ("gelu": GeGLU, "relu": ReGLU) is another
+    // model, which the export would write as SwiGLU: refused. Every MoE family here gates its
+    // experts too (MixtralBlockSparseTop2MLP w1/w3, Qwen's and DeepSeek's gate/up); GPT-OSS's
+    // GptOssExperts apply their clamped SwiGLU whatever hidden_act says (modeling_gpt_oss.py),
+    // so a hidden_act other than silu there is refused too, as a key the class ignores whose
+    // value would change the model if read (configs/README.md).
+    r.modelled_activation("hidden_act", "silu", kGatedActivations,
+                          "SwiGLU, down(silu(gate(x)) x up(x)) (Megatron-LM's --swiglu)");
     m.ffn_type = FfnType::kSwiglu;
     m.norm_type = NormType::kRmsNorm;
     m.position_embedding = PositionEmbedding::kRope;
@@ -788,27 +967,9 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
     r.fail(hf_extension_key(type, problem->key), problem->message);
   }
   m.seq_length = hf_pretraining_length(m);
-  // MistralConfig: sliding_window (4096 in Mistral 7B v0.1; null from v0.2 on) applies whenever
-  // set. Qwen2Config writes one too, but applies it only with use_sliding_window true (false by
-  // default, and in Qwen2's released configs).
-  const nlohmann::json* use = r.value("use_sliding_window");
-  if (use && !use->is_boolean()) {
-    r.fail("use_sliding_window", "must be true, false or null, got " + describe_json(*use));
-  }
-  if (const nlohmann::json* window = r.value("sliding_window")) {
-    if (!window->is_number_integer() || window->get<std::int64_t>() <= 0) {
-      r.fail("sliding_window",
-             "must be a positive integer (tokens each query attends back to) or null, got " +
-                 describe_json(*window));
-    }
-    // Qwen2/Qwen3-MoE follow use_sliding_window as Qwen2 does; DeepseekV3Config has no window
-    // (transformers ignores the key).
-    const bool follows_use = type == "qwen2" || qwen_moe;
-    if (!deepseek && (use ? use->get<bool>() : !follows_use)) {
-      m.sliding_window = window->get<std::int64_t>();
-    }
-  }
-  if (gpt_oss && m.sliding_window) read_gpt_oss_layer_types(r, m);
+  // MistralConfig: sliding_window (4096 in Mistral 7B v0.1; null from v0.2 on); the rules of
+  // every model_type at read_sliding_window.
+  read_sliding_window(r, type, m);
   return m;
 }
 

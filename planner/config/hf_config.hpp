@@ -22,15 +22,24 @@ namespace meshplan {
 /// Converts the parsed `config` read from `file`. Throws InputError for an unsupported
 /// `model_type` (listing the supported ones), a missing required key or a bad value, naming the
 /// file and the key's JSON path. The activation (`hidden_act`, GPT-2's `activation_function`)
-/// must be one transformers knows; the architecture decides the MLP: Llama, Mistral and Qwen2
-/// are gated whatever the activation (swiglu; "gelu" there is GeGLU, the same shapes), GPT-2 is
-/// not (gelu). GPT-2's MLP width is `n_inner` (absent or null: 4 x n_embd); an
+/// must be one transformers knows; the architecture decides the MLP: Llama, Mistral, Qwen2 and
+/// the MoE families are gated (swiglu), GPT-2 is not (gelu). The activation must be the one
+/// meshplan models there: silu/swish on a gated MLP (another, "gelu" making GeGLU, is refused
+/// at $.hidden_act), GeLU or one of its approximations on GPT-2 ("gelu_new", ...; "relu" is
+/// refused at $.activation_function). GPT-2's MLP width is `n_inner` (absent or null: 4 x
+/// n_embd); an
 /// `intermediate_size` other than that is refused (transformers ignores it). Other keys of the
 /// file (rope_scaling, torch_dtype, ...) do not change the cost model and are ignored.
 /// Aliases of one size (GPT-2's n_embd and hidden_size, n_head and num_attention_heads, ...)
 /// must agree where both are given; dropout probabilities (resid_pdrop, attention_dropout, ...)
 /// must be in [0, 1); Llama's mlp_bias is honoured with attention_bias (every linear layer has a
 /// bias) and refused without it, or on Mistral and Qwen2, whose MLPs have none.
+/// `sliding_window` is applied where transformers builds a window, as its config class of the
+/// model_type says (every layer on Mistral and Mixtral; Qwen2's and Qwen2-MoE's layers by
+/// use_sliding_window, max_window_layers or layer_types; GPT-OSS's layer_types); a window on
+/// Llama, GPT-2 or DeepSeek-V3, which build none, and a per-layer pattern other than every
+/// layer or every other layer from layer 0, are refused. DeepSeek-V3's routing groups must be
+/// valid (n_group divides n_routed_experts, topk_group <= n_group).
 /// Expert keys (num_local_experts, num_experts, n_routed_experts or num_experts_per_tok above
 /// 1) on a dense model_type are refused at that key: transformers' dense classes ignore them,
 /// and costing what was meant as an MoE model as dense would be silently wrong.
@@ -67,8 +76,8 @@ bool looks_like_hf_config(const nlohmann::json& json);
 /// "note: ": a default sequence length below max_position_embeddings (hf_pretraining_length:
 /// "<file>: planned at 4096 tokens, the model's pre-training length (...), not its
 /// max_position_embeddings 131072: give --seq 131072 to plan the long-context stage"), and an
-/// active sliding window (Mistral's `sliding_window`; Qwen2's only with `use_sliding_window`
-/// true) shorter than the sequence, which the cost model does not follow (it costs full causal
+/// active sliding window (model.sliding_window, as model_from_hf_config applied it) shorter
+/// than the sequence, which the cost model does not follow (it costs full causal
 /// attention).
 std::vector<std::string> hf_config_notes(const nlohmann::json& config, const std::string& file,
                                          const ModelSpec& model);

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "common/input_error.hpp"
 #include "costmodel/param_count.hpp"
@@ -90,10 +91,11 @@ TEST_CASE("rope_theta: Llama 3's 500000, LlamaConfig's 10000 when absent", "[hf]
       Catch::Contains("$.rope_parameters.rope_theta: is 10000.0, but rope_theta is 500000.0"));
 }
 
-TEST_CASE("hidden_act: the Llama family's MLP is gated whatever the activation", "[hf]") {
-  // LlamaMLP is down(act(gate(x)) x up(x)) for every hidden_act: "gelu" makes it GeGLU, the
-  // same three matrices and saved tensors as SwiGLU, so the same 8,030,261,248 parameters.
-  for (const char* act : {"silu", "gelu", "gelu_pytorch_tanh"}) {
+TEST_CASE("hidden_act: a gated MLP is SwiGLU, and other activations are refused", "[hf]") {
+  // LlamaMLP is down(act(gate(x)) x up(x)); meshplan's swiglu (and the Megatron export's
+  // --swiglu) is that MLP with SiLU, "swish" being transformers' alias: 8,030,261,248
+  // parameters either way.
+  for (const char* act : {"silu", "swish"}) {
     INFO(act);
     const ModelSpec m =
         load_model(changed_config("llama3-8b", std::string("act-") + act + ".json",
@@ -105,6 +107,64 @@ TEST_CASE("hidden_act: the Llama family's MLP is gated whatever the activation",
   const ModelSpec absent = load_model(changed_config(
       "llama3-8b", "act-absent.json", [](nlohmann::json& c) { c.erase("hidden_act"); }));
   CHECK(absent.ffn_type == FfnType::kSwiglu);
+  // "gelu" would make it GeGLU, which meshplan would cost and export as SwiGLU: refused.
+  const std::string gelu = changed_config("llama3-8b", "act-gelu.json",
+                                          [](nlohmann::json& c) { c["hidden_act"] = "gelu"; });
+  CHECK_THROWS_WITH(load_model(gelu),
+                    gelu +
+                        ": $.hidden_act: is \"gelu\", but meshplan models this MLP as SwiGLU, "
+                        "down(silu(gate(x)) x up(x)) (Megatron-LM's --swiglu), with activation "
+                        "one of \"silu\", \"swish\"; it has no MLP with \"gelu\", which would "
+                        "be another model: set hidden_act to \"silu\" if that is the model's "
+                        "activation");
+  const test::CliResult r = test::run({"estimate", "--model", gelu, "--gpus", "8", "--tp", "8"});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("$.hidden_act: is \"gelu\""));
+  // The same on Mistral and Qwen2 (relu: ReGLU, tanh), and on the MoE families' gated experts.
+  for (const auto& [folder, type, act] :
+       {std::tuple<const char*, const char*, const char*>{"llama3-8b", "mistral", "relu"},
+        {"llama3-8b", "qwen2", "tanh"},
+        {"qwen3-30b-a3b", "qwen3_moe", "gelu_pytorch_tanh"},
+        {"deepseek-v3", "deepseek_v3", "gelu"}}) {
+    INFO(type << " " << act);
+    const std::string file =
+        changed_config(folder, std::string("act-") + type + ".json", [&](nlohmann::json& c) {
+          c["model_type"] = type;
+          c["hidden_act"] = act;
+        });
+    CHECK_THROWS_WITH(load_model(file),
+                      Catch::StartsWith(file + ": $.hidden_act: is \"" + act +
+                                        "\", but meshplan models this MLP as SwiGLU"));
+  }
+}
+
+TEST_CASE("activation_function: GPT-2's MLP is GeLU or an approximation of it", "[hf]") {
+  // GPT2MLP is c_proj(act(c_fc(x))): with GeLU (erf or tanh form, or quick_gelu's sigmoid
+  // form) it is meshplan's gelu MLP, GPT-2 small's 124,439,808 parameters.
+  for (const char* act : {"gelu_new", "gelu", "gelu_pytorch_tanh", "quick_gelu"}) {
+    INFO(act);
+    const ModelSpec m =
+        load_model(changed_config("gpt2", std::string("gpt2-act-") + act + ".json",
+                                  [&](nlohmann::json& c) { c["activation_function"] = act; }));
+    CHECK(m.ffn_type == FfnType::kGelu);
+    CHECK(count_params(m).total == 124'439'808);
+  }
+  for (const char* act : {"relu", "silu", "gelu_10"}) {
+    INFO(act);
+    const std::string file =
+        changed_config("gpt2", std::string("gpt2-act-") + act + ".json",
+                       [&](nlohmann::json& c) { c["activation_function"] = act; });
+    CHECK_THROWS_WITH(
+        load_model(file),
+        file + ": $.activation_function: is \"" + act +
+            "\", but meshplan models this MLP as GeLU, c_proj(gelu(c_fc(x))) (Megatron-LM's "
+            "default), with activation one of \"gelu\", \"gelu_python\", \"gelu_new\", "
+            "\"gelu_pytorch_tanh\", \"gelu_fast\", \"gelu_accurate\", \"quick_gelu\"; it has no "
+            "MLP with \"" +
+            act +
+            "\", which would be another model: set activation_function to \"gelu\" if that is "
+            "the model's activation");
+  }
 }
 
 TEST_CASE("an unknown activation is refused, not guessed", "[hf]") {
@@ -362,4 +422,182 @@ TEST_CASE("a Hugging Face config is planned at its pre-training length, with a n
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.err + r.out, Catch::Contains("note: " + qwen + ": planned at 4096 tokens"));
   CHECK_THAT(r.out, Catch::Contains(", seq 4096, "));
+}
+
+TEST_CASE("sliding_window applies where transformers builds a window", "[hf][window]") {
+  const auto with = [](const char* folder, const std::string& name, const nlohmann::json& keys) {
+    return changed_config(folder, name, [&](nlohmann::json& c) {
+      for (const auto& [k, v] : keys.items()) c[k] = v;
+    });
+  };
+  // LlamaConfig (transformers 008e5743) has no window: the key would change the model if read,
+  // so it is refused, and estimate and export stop there (they costed and exported a window).
+  const std::string llama = with("llama3-8b", "llama-window.json", {{"sliding_window", 511}});
+  CHECK_THROWS_WITH(load_model(llama),
+                    llama +
+                        ": $.sliding_window: is 511, but transformers builds no sliding window "
+                        "on model_type \"llama\" (its config class has none and ignores the "
+                        "key: every layer attends to the whole causal context); remove the key "
+                        "or set it to null, or give the model_type of a model with a window "
+                        "(\"mistral\": every layer)");
+  const test::CliResult r = test::run({"estimate", "--model", llama, "--gpus", "8", "--tp", "8"});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("$.sliding_window: is 511"));
+  // Turned off by the file itself, or null: no window, nothing refused.
+  CHECK_FALSE(load_model(with("llama3-8b", "llama-window-off.json",
+                              {{"sliding_window", 511}, {"use_sliding_window", false}}))
+                  .sliding_window);
+  CHECK_FALSE(load_model(with("llama3-8b", "llama-window-null.json", {{"sliding_window", nullptr}}))
+                  .sliding_window);
+  // GPT2Config and DeepseekV3Config have none either.
+  for (const char* folder : {"gpt2", "deepseek-v3"}) {
+    const std::string f =
+        with(folder, std::string(folder) + "-window.json", {{"sliding_window", 4096}});
+    CHECK_THROWS_WITH(load_model(f), Catch::StartsWith(f + ": $.sliding_window: is 4096, but "
+                                                           "transformers builds no sliding"));
+  }
+  // MistralConfig: every layer; use_sliding_window is not read, so false beside it is refused.
+  const ModelSpec mistral = load_model(with("llama3-8b", "mistral-window.json",
+                                            {{"model_type", "mistral"}, {"sliding_window", 4096}}));
+  CHECK(mistral.sliding_window == 4096);
+  CHECK_FALSE(mistral.sliding_window_alternating);
+  const std::string mistral_off =
+      with("llama3-8b", "mistral-window-off.json",
+           {{"model_type", "mistral"}, {"sliding_window", 4096}, {"use_sliding_window", false}});
+  CHECK_THROWS_WITH(load_model(mistral_off),
+                    mistral_off +
+                        ": $.use_sliding_window: is false, but transformers does not read it on "
+                        "mistral and slides the attention by sliding_window 4096 anyway; remove "
+                        "use_sliding_window, or set sliding_window to null for full attention");
+  // Qwen2Config: with use_sliding_window true, layers i >= max_window_layers (default 28)
+  // slide: 28-31 of Llama-3-8B's 32, a pattern the cost model has no form for.
+  const nlohmann::json qwen2 = {
+      {"model_type", "qwen2"}, {"sliding_window", 4096}, {"use_sliding_window", true}};
+  const std::string q28 = with("llama3-8b", "qwen2-window-28.json", qwen2);
+  CHECK_THROWS_WITH(
+      load_model(q28),
+      q28 +
+          ": $.max_window_layers: is 28 (absent: the class default) with use_sliding_window "
+          "true and no layer_types: qwen2 (layers i >= max_window_layers) slides the attention "
+          "of layers 28-31 of 32 and attends fully in the others, a per-layer pattern "
+          "meshplan's cost model cannot express (it costs a window on every layer, or on every "
+          "other layer from layer 0: 0, 2, 4, ...); set max_window_layers to 0 (every layer "
+          "slides) or 32 (none does), or set use_sliding_window to false");
+  nlohmann::json keys = qwen2;
+  keys["max_window_layers"] = 0;  // i >= 0: every layer
+  const ModelSpec all = load_model(with("llama3-8b", "qwen2-window-0.json", keys));
+  CHECK(all.sliding_window == 4096);
+  CHECK_FALSE(all.sliding_window_alternating);
+  keys["max_window_layers"] = 32;  // i >= 32: none of layers 0-31
+  CHECK_FALSE(load_model(with("llama3-8b", "qwen2-window-32.json", keys)).sliding_window);
+  keys["use_sliding_window"] = false;  // the window is off whatever the layers
+  keys["max_window_layers"] = 28;
+  CHECK_FALSE(load_model(with("llama3-8b", "qwen2-window-unused.json", keys)).sliding_window);
+  // An explicit layer_types is honoured over max_window_layers: sliding on 0, 2, ..., 30.
+  keys["use_sliding_window"] = true;
+  keys["layer_types"] = nlohmann::json::array();
+  for (int i = 0; i < 32; ++i) {
+    keys["layer_types"].push_back(i % 2 == 0 ? "sliding_attention" : "full_attention");
+  }
+  const ModelSpec alternating = load_model(with("llama3-8b", "qwen2-layer-types.json", keys));
+  CHECK(alternating.sliding_window == 4096);
+  CHECK(alternating.sliding_window_alternating);
+  keys["layer_types"][1] = "sliding_attention";  // layers 0-2, 4, 6, ...: no such pattern
+  const std::string uneven = with("llama3-8b", "qwen2-layer-types-uneven.json", keys);
+  CHECK_THROWS_WITH(load_model(uneven),
+                    Catch::StartsWith(uneven + ": $.layer_types: with sliding_window 4096 slides "
+                                               "the attention of layers 0-2, 4, 6, 8, 10, 12, "
+                                               "... of 32 and attends fully in the others"));
+  keys["layer_types"].erase(31);  // 31 entries for 32 layers
+  const std::string short_types = with("llama3-8b", "qwen2-layer-types-short.json", keys);
+  CHECK_THROWS_WITH(
+      load_model(short_types),
+      Catch::StartsWith(short_types + ": $.layer_types: must list \"sliding_attention\" or "
+                                      "\"full_attention\" for each of the 32 layers"));
+  // Qwen2MoeConfig: even layers i < max_window_layers; Qwen3-30B-A3B's 48 layers with its
+  // max_window_layers 48 as qwen2_moe: 0, 2, ..., 46, every other layer from 0.
+  const nlohmann::json on = {{"sliding_window", 4096}, {"use_sliding_window", true}};
+  nlohmann::json moe = on;
+  moe["model_type"] = "qwen2_moe";
+  const ModelSpec q2moe = load_model(with("qwen3-30b-a3b", "qwen2moe-window.json", moe));
+  CHECK(q2moe.sliding_window == 4096);
+  CHECK(q2moe.sliding_window_alternating);
+  // Qwen3MoeConfig has no max_window_layers: Qwen3MoeAttention slides every layer.
+  const ModelSpec q3moe = load_model(with("qwen3-30b-a3b", "qwen3moe-window.json", on));
+  CHECK(q3moe.sliding_window == 4096);
+  CHECK_FALSE(q3moe.sliding_window_alternating);
+  CHECK_FALSE(load_model(test::data_file("hf/qwen3-30b-a3b/config.json")).sliding_window);
+  // GptOssConfig: layer_types (its config.json: alternating from 0), the same when absent.
+  const ModelSpec oss = load_model(test::data_file("hf/gpt-oss-120b/config.json"));
+  CHECK(oss.sliding_window == 128);
+  CHECK(oss.sliding_window_alternating);
+  const ModelSpec oss_default = load_model(changed_config(
+      "gpt-oss-120b", "oss-no-types.json", [](nlohmann::json& c) { c.erase("layer_types"); }));
+  CHECK(oss_default.sliding_window == 128);
+  CHECK(oss_default.sliding_window_alternating);
+}
+
+TEST_CASE("DeepSeek-V3's routing groups must be valid", "[hf]") {
+  // The router splits the 256 routed experts into n_group groups and keeps topk_group of them.
+  const std::string three =
+      changed_config("deepseek-v3", "ds-group-3.json", [](nlohmann::json& c) { c["n_group"] = 3; });
+  CHECK_THROWS_WITH(load_model(three),
+                    three +
+                        ": $.n_group: is 3, which does not divide the 256 routed experts "
+                        "(n_routed_experts): the router splits them into n_group equal groups, "
+                        "so this is not a valid routing config; give a divisor of "
+                        "n_routed_experts");
+  const std::string nine = changed_config("deepseek-v3", "ds-topk-9.json",
+                                          [](nlohmann::json& c) { c["topk_group"] = 9; });
+  CHECK_THROWS_WITH(load_model(nine),
+                    nine +
+                        ": $.topk_group: is 9, more than the 8 expert groups (n_group): the "
+                        "router keeps topk_group of the n_group groups, so this is not a valid "
+                        "routing config; give at most n_group");
+  // Absent, DeepseekV3Config's defaults apply: n_group 8 does not divide 12 experts.
+  const std::string twelve = changed_config("deepseek-v3", "ds-12.json", [](nlohmann::json& c) {
+    c.erase("n_group");
+    c["n_routed_experts"] = 12;
+  });
+  CHECK_THROWS_WITH(load_model(twelve),
+                    Catch::StartsWith(twelve + ": $.n_group: is 8 (absent: DeepseekV3Config's "
+                                               "default), which does not divide the 12"));
+  // Every group kept (topk_group = n_group = 8, 32 experts each) is valid.
+  CHECK(load_model(changed_config("deepseek-v3", "ds-topk-8.json", [](nlohmann::json& c) {
+          c["topk_group"] = 8;
+        })).moe->num_experts == 256);
+}
+
+TEST_CASE("a dense prefix as long as the model is refused at the file's own value", "[hf]") {
+  // Qwen3-30B-A3B, 48 layers: layer i is MoE iff (i + 1) % decoder_sparse_step == 0. Step 48
+  // makes layer 47 the one MoE layer (47 dense layers first); 100 leaves none, and the message
+  // quotes 100, not the 99 dense layers meshplan derives.
+  const ModelSpec step48 =
+      load_model(changed_config("qwen3-30b-a3b", "q3-step-48.json",
+                                [](nlohmann::json& c) { c["decoder_sparse_step"] = 48; }));
+  CHECK(step48.moe->first_k_dense_layers == 47);
+  CHECK(step48.moe->layer_freq == 48);
+  const std::string step100 =
+      changed_config("qwen3-30b-a3b", "q3-step-100.json",
+                     [](nlohmann::json& c) { c["decoder_sparse_step"] = 100; });
+  CHECK_THROWS_WITH(load_model(step100),
+                    step100 +
+                        ": $.decoder_sparse_step: is 100, but the model has 48 layers "
+                        "(num_hidden_layers): layer i is MoE iff (i + 1) % decoder_sparse_step "
+                        "== 0, so none would be; expected at most 48");
+  // DeepSeek-V3, 61 layers: first_k_dense_replace 60 with moe_layer_freq 2 puts the first MoE
+  // layer at ceil(60 / 2) x 2 = 60 (valid); 61 at 62, past the last layer.
+  const auto ds = [](const std::string& name, int k) {
+    return changed_config("deepseek-v3", name, [k](nlohmann::json& c) {
+      c["first_k_dense_replace"] = k;
+      c["moe_layer_freq"] = 2;
+    });
+  };
+  CHECK(load_model(ds("ds-k60.json", 60)).moe->first_k_dense_layers == 60);
+  const std::string k61 = ds("ds-k61.json", 61);
+  CHECK_THROWS_WITH(load_model(k61),
+                    k61 +
+                        ": $.first_k_dense_replace: is 61 with moe_layer_freq 2 (first MoE "
+                        "layer 62), but the model has 61 layers (num_hidden_layers); expected "
+                        "fewer (no layer would be MoE)");
 }

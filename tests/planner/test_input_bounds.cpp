@@ -362,6 +362,7 @@ TEST_CASE("a Hugging Face sliding window shorter than the sequence gets a note",
   config["use_sliding_window"] = false;
   CHECK(notes_of(config, "qwen2-window-false.json").empty());
   config["use_sliding_window"] = true;
+  config["max_window_layers"] = 0;  // Qwen2 slides layers i >= 0: all of them
   CHECK(notes_of(config, "qwen2-window-on.json").size() == 1);
   // The commands print it with their other notes: estimate and plan on stderr, ledger too.
   for (const std::vector<std::string>& args :
