@@ -16,6 +16,7 @@
 #include "planner/config/presets.hpp"
 #include "planner/config/profile_loader.hpp"
 #include "planner/config/size_bounds.hpp"
+#include "planner/config/training_checks.hpp"
 #include "planner/plan/plan.hpp"
 #include "planner/report/layout_summary.hpp"
 #include "planner/search/search.hpp"
@@ -225,42 +226,6 @@ void add_recompute_module_options(CLI::App& cmd, std::vector<std::string>& modul
       ->check(CLI::Range(std::int64_t{0}, kMaxLayers));
 }
 
-void apply_recompute_module_options(const std::vector<std::string>& modules,
-                                    std::int64_t cpu_offload_layers, const ModelSpec& model,
-                                    TrainingSetup& setup) {
-  // Megatron-Core recomputes the modules under selective recompute only, and refuses CPU
-  // offloading with any recompute (cpu_offload_problem): the two never run together.
-  if (!modules.empty() && cpu_offload_layers > 0) {
-    throw InputError("--recompute-modules with --cpu-offload-layers " +
-                     std::to_string(cpu_offload_layers) +
-                     ": the modules are recomputed under --recompute selective, and "
-                     "Megatron-Core's CPU offloading needs recompute none (it does not work when "
-                     "activation recomputation is enabled); give one of the two");
-  }
-  if (const std::string problem = activation_offload_problem(setup.framework, cpu_offload_layers);
-      !problem.empty()) {
-    throw InputError("--cpu-offload-layers " + std::to_string(cpu_offload_layers) + ": " + problem);
-  }
-  if (!modules.empty()) {
-    if (setup.framework.selective != SelectivePolicy::kAttentionCore) {
-      throw InputError("--recompute-modules: Megatron-Core's modules; framework " +
-                       setup.framework.name + "'s selective recompute is op-level (torchtitan)");
-    }
-    RecomputeModules set = RecomputeModules::none();
-    for (const std::string& name : modules) set.add(*parse_recompute_module(name));
-    if (const std::string problem = recompute_modules_problem(set, model); !problem.empty()) {
-      throw InputError("--recompute-modules: " + problem);
-    }
-    setup.recompute_modules = set;
-  }
-  setup.cpu_offload_layers = cpu_offload_layers;
-  if (cpu_offload_layers >= model.num_layers) {
-    throw InputError("--cpu-offload-layers " + std::to_string(cpu_offload_layers) +
-                     ": CPU offloading can be done only for fewer layers than the model's " +
-                     std::to_string(model.num_layers) + " (Megatron-Core)");
-  }
-}
-
 void add_moe_imbalance_option(CLI::App& cmd, double& imbalance) {
   cmd.add_option("--moe-imbalance", imbalance,
                  "Mixture-of-experts load imbalance: the busiest expert's tokens over the "
@@ -271,14 +236,8 @@ void add_moe_imbalance_option(CLI::App& cmd, double& imbalance) {
 
 void apply_moe_imbalance(double imbalance, const ModelSpec& model, TrainingSetup& setup,
                          std::vector<std::string>& notes) {
-  if (!model.moe) {
-    if (imbalance != 1) {
-      throw InputError("--moe-imbalance " + significant(imbalance, 6) + ": " + model.name +
-                       " is a dense model (no experts); the expert load imbalance needs a "
-                       "mixture-of-experts model (leave --moe-imbalance out)");
-    }
-    return;
-  }
+  check_moe_imbalance(imbalance, model, SettingNames{});
+  if (!model.moe) return;
   setup.moe_imbalance = imbalance;
   notes.push_back("MoE: expert load imbalance " + significant(imbalance, 3) +
                   (imbalance == 1 ? " (balanced routing, as the published benchmarks force it; "
@@ -701,11 +660,9 @@ ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, cons
   r.setup.precision = precision;
   r.setup.seq = seq;
   apply_moe_imbalance(f.moe_imbalance, model, r.setup, r.notes);
-  apply_recompute_module_options(f.recompute_modules, f.cpu_offload_layers, model, r.setup);
-  if (!f.recompute_modules.empty() && l.recompute != Recompute::kSelective) {
-    throw InputError("--recompute-modules: needs --recompute selective, got --recompute " +
-                     f.recompute);
-  }
+  apply_recompute_settings(f.recompute_modules, f.cpu_offload_layers, model, r.setup,
+                           SettingNames{});
+  check_modules_recompute(!f.recompute_modules.empty(), l.recompute, SettingNames{});
   if (const std::string problem = cpu_offload_problem(r.setup, l, model); !problem.empty()) {
     throw InputError("--cpu-offload-layers: " + problem);
   }

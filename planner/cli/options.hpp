@@ -108,8 +108,9 @@ void add_moe_imbalance_option(CLI::App& cmd, double& imbalance);
 /// Sets `setup.moe_imbalance` to --moe-imbalance's `imbalance` (estimate, ledger and plan) and,
 /// for an MoE model, appends the note they print to `notes`: the imbalance factor taken, what
 /// the all-to-all overlap convention is, and that ZeRO-2/3 is not costed for MoE. Errors
-/// (InputError): an imbalance other than 1 on a dense model, which has no experts to load
-/// ("--moe-imbalance 2: llama3-8b is a dense model; ..."), as --ep is refused there.
+/// (InputError): check_moe_imbalance's (training_checks.hpp), named by the flag. The recompute
+/// modules and CPU offloading flags are checked by apply_recompute_settings and
+/// check_modules_recompute (training_checks.hpp), as a plan file's keys are.
 void apply_moe_imbalance(double imbalance, const ModelSpec& model, TrainingSetup& setup,
                          std::vector<std::string>& notes);
 
@@ -146,17 +147,6 @@ struct LayoutFlags {
 /// --recompute-modules NAME... and --cpu-offload-layers N (estimate, ledger and plan).
 void add_recompute_module_options(CLI::App& cmd, std::vector<std::string>& modules,
                                   std::int64_t& cpu_offload_layers);
-
-/// `setup.recompute_modules` and `setup.cpu_offload_layers` from the flags' values: the one
-/// check of the two flags that estimate, ledger and plan share. Errors (InputError, naming the
-/// flag): modules given with offloading (Megatron-Core recomputes them under selective recompute
-/// and offloads only without recompute); offloading under a convention without Megatron-Core's
-/// (activation_offload_problem: deepspeed, fsdp, hf); modules given under a convention whose
-/// selective recompute is not Megatron-Core's (fsdp), or that the model cannot recompute;
-/// offloading that Megatron-Core refuses for `model` (pp and recompute are checked per layout).
-void apply_recompute_module_options(const std::vector<std::string>& modules,
-                                    std::int64_t cpu_offload_layers, const ModelSpec& model,
-                                    TrainingSetup& setup);
 
 /// The note every command prints when --seq was not given: "seq 8192 (default: the model's
 /// seq_length, its pre-training length for a Hugging Face config; set --seq)".

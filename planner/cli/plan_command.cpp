@@ -22,6 +22,7 @@
 #include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
 #include "planner/config/size_bounds.hpp"
+#include "planner/config/training_checks.hpp"
 #include "planner/plan/plan.hpp"
 #include "planner/plan/plan_file.hpp"
 #include "planner/report/plan_report.hpp"
@@ -31,6 +32,25 @@
 namespace meshplan {
 
 namespace {
+
+/// --max-oom-risk's check: a finite number strictly between 0 and 1. The modelled risk is a
+/// logistic of the ledger's peak (oom_risk.hpp), never exactly 0 nor 1: a limit of 0 admits no
+/// peak at all (the usable peak becomes 0 GiB) and 1 any (an infinite one).
+CLI::Validator oom_risk_limit() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        if (std::string problem = number_in_problem(text, 0.0, 1.0); !problem.empty()) {
+          return problem;
+        }
+        const double risk = std::stod(text);
+        if (risk > 0 && risk < 1) return std::string();
+        return "is " + text +
+               ", but a layout's OOM risk is never exactly 0 or 1 (a logistic of its ledger "
+               "peak: a limit of 0 would admit no peak, 1 any); give a probability strictly "
+               "between 0 and 1, e.g. 0.05 (the default) or 0.001";
+      },
+      "PROBABILITY");
+}
 
 struct PlanOptions {
   ScenarioFlags in;
@@ -168,7 +188,8 @@ TrainingSetup plan_setup(const PlanOptions& o, const Scenario& x, std::vector<st
                                           : AttentionImpl::kEager;
   if (o.seq <= 0) notes.push_back(seq_default_note(setup.seq));
   apply_moe_imbalance(o.moe_imbalance, x.model, setup, notes);
-  apply_recompute_module_options(o.recompute_modules, o.cpu_offload_layers, x.model, setup);
+  apply_recompute_settings(o.recompute_modules, o.cpu_offload_layers, x.model, setup,
+                           SettingNames{});
   if (!o.recompute_modules.empty() && !o.recompute.empty() && o.recompute != "selective") {
     throw InputError("--recompute-modules: apply to selective recompute, but --recompute pins " +
                      o.recompute);
@@ -438,12 +459,13 @@ CommandAction add_plan_command(CLI::App& app) {
   cmd->add_flag("--allow-cross-node-tp", o->allow_cross_node_tp,
                 "Let tp span NVLink domains (costed on the NICs); off by default");
   cmd->add_option("--max-oom-risk", o->max_oom_risk,
-                  "Largest OOM risk a listed layout may carry, a probability in [0, 1]: the "
+                  "Largest OOM risk a listed layout may carry, a probability in (0, 1), "
+                  "neither 0 nor 1: the "
                   "risk comes from the ledger's peak, the GPU's memory and the spread of measured "
                   "peaks and OOM outcomes that meshplan fit found for the framework's family on "
                   "the profile")
       ->capture_default_str()
-      ->check(number_in(0.0, 1.0));
+      ->check(oom_risk_limit());
   cmd->add_option("--memory-reserve", o->memory_reserve_gib,
                   "GPU memory kept free beyond the ledger and the OOM risk, a hard margin on the "
                   "median peak [GiB]")

@@ -885,7 +885,7 @@ Profile profile_from_json(const nlohmann::json& json, const std::string& file,
     require_sources(o, numbers);
   }
   // Optional: what `meshplan fit` found (planner/fit/fitted_json.hpp).
-  if (json.contains("fitted")) p.fitted = fitted_from_json(o, json.at("fitted"));
+  if (json.contains("fitted")) p.fitted = fitted_from_json(o, json.at("fitted"), p.gpu);
   return p;
 }
 

@@ -1,9 +1,13 @@
 #include "planner/fit/fitted_json.hpp"
 
 #include <map>
+#include <optional>
 #include <set>
+#include <string>
 #include <utility>
 
+#include "common/input_error.hpp"
+#include "planner/config/closest_names.hpp"
 #include "planner/fit/parameters.hpp"
 
 namespace meshplan {
@@ -68,12 +72,21 @@ FitRecord fit_record_from_report(const nlohmann::json& report) {
   return r;
 }
 
-FittedSection fitted_from_json(StrictObject& profile, const nlohmann::json& raw) {
+FittedSection fitted_from_json(StrictObject& profile, const nlohmann::json& raw,
+                               const std::string& gpu) {
   std::vector<std::string> keys = {"generation", "families"};
   if (raw.is_object() && raw.contains("report")) keys.push_back("report");
   StrictObject o = profile.object("fitted", keys);
   FittedSection f;
   f.generation = o.choice("generation", {"ampere", "hopper", "blackwell", "volta"});
+  // meshplan fit fits the runs of the profile GPU's generation (fit_profile.cpp): rates of
+  // another generation were fitted on other hardware.
+  if (const std::optional<std::string> own = gpu_generation(gpu); own && *own != f.generation) {
+    o.fail("generation", "is " + json_quoted(f.generation) + ", but the profile's GPU " +
+                             json_quoted(gpu) + " is of the " + json_quoted(*own) +
+                             " generation, which meshplan fit fits its rates on; give " +
+                             json_quoted(*own) + " (or fit the profile again)");
+  }
   if (raw.contains("report") && !raw.at("report").is_object()) {
     o.fail("report", "must be an object (what meshplan fit recorded), got " +
                          describe_json(raw.at("report")));
@@ -84,7 +97,12 @@ FittedSection fitted_from_json(StrictObject& profile, const nlohmann::json& raw)
   std::vector<std::string> names;
   for (const ParameterSpec& p : fit_parameters()) names.push_back(p.name);
   for (const std::string& family : known) {
-    if (!raw.at("families").contains(family)) continue;
+    // meshplan fit writes every family: a missing one would run on unfitted rates under a
+    // footer that says the profile is fitted.
+    if (!raw.at("families").contains(family)) {
+      families.fail(family, "missing; families must hold " + quoted_list(known) +
+                                " (each framework family's fit, as meshplan fit writes them)");
+    }
     const nlohmann::json& fam = raw.at("families").at(family);
     StrictObject fo = families.object(family, {"parameters", "interval"});
     StrictObject po = fo.object("parameters", names);

@@ -16,12 +16,13 @@ namespace meshplan {
 /// "p90_ratio", "cases"} or null}}} and "report" where `report` is not null.
 nlohmann::json fitted_to_json(const FittedSection& fitted, const nlohmann::json& report = nullptr);
 
-/// Reads the section at `o`'s key "fitted" (`raw` is its JSON). Strict: known families
-/// (framework_families), exactly the registry's parameters (fit_parameters) each within its
-/// bounds, interval ratios in (0, 100] with p10 <= p90 and cases >= 1, "report" an object when
-/// present (its FitRecord: fit_record_from_report). Throws InputError naming the file and the
-/// JSON path.
-FittedSection fitted_from_json(StrictObject& o, const nlohmann::json& raw);
+/// Reads the section at `o`'s key "fitted" (`raw` is its JSON) of a profile of GPU `gpu`.
+/// Strict: "generation" that of `gpu` (gpu_generation; any of the four for a GPU without one),
+/// every known family (framework_families) and no other, exactly the registry's parameters
+/// (fit_parameters) each within its bounds, interval ratios in (0, 100] with p10 <= p90 and cases
+/// >= 1, "report" an object when present (its FitRecord: fit_record_from_report). Throws InputError
+/// naming the file and the JSON path.
+FittedSection fitted_from_json(StrictObject& o, const nlohmann::json& raw, const std::string& gpu);
 
 /// The FitRecord of a fit's `report` object: "files" (strings), and per "errors" entry's
 /// "source" the runs-weighted mean of its "mape_cross_validated" over its metrics, for the

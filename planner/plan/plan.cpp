@@ -9,8 +9,7 @@ std::vector<std::int64_t> even_stage_split(std::int64_t num_layers, std::int64_t
 
 void clear_even_split_with_vpp(Layout& layout, std::int64_t num_layers) {
   if (layout.vpp > 1 && !layout.stage_layers.empty() &&
-      (layout.stage_layers == even_stage_split(num_layers, layout.pp) ||
-       layout.stage_layers == even_stage_split(num_layers, layout.pp * layout.vpp))) {
+      layout.stage_layers == even_stage_split(num_layers, layout.pp * layout.vpp)) {
     layout.stage_layers.clear();
   }
 }

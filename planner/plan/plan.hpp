@@ -32,11 +32,11 @@ struct Plan {
 /// or empty when pp does not divide num_layers. Precondition: pp >= 1.
 std::vector<std::int64_t> even_stage_split(std::int64_t num_layers, std::int64_t pp);
 
-/// Clears `layout.stage_layers` when vpp > 1 and it is the even split over pp stages
-/// (even_stage_split(num_layers, pp), as plan.json files before uneven chunks wrote it) or over
-/// pp x vpp chunks: the interleaved schedule's even split, given explicitly, is the default.
-/// estimate's --stage-layers and plan.json's stage_layers both take it so; any other split
-/// with vpp > 1 lists pp x vpp chunks or is left for layout_problems to refuse.
+/// Clears `layout.stage_layers` when vpp > 1 and it is the even split over the pp x vpp chunks
+/// (even_stage_split(num_layers, pp x vpp)): the interleaved schedule's even split, given
+/// explicitly, is the default. estimate's --stage-layers and plan.json's stage_layers both take
+/// it so; any other split with vpp > 1 lists pp x vpp chunks or is left for layout_problems to
+/// refuse (a list of pp entries, even or not, by its count: "pp x vpp = 4").
 void clear_even_split_with_vpp(Layout& layout, std::int64_t num_layers);
 
 /// Builds the plan of `layout` (estimating it). Preconditions as estimate_step's.

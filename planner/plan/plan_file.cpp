@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <optional>
 #include <stdexcept>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -21,6 +22,7 @@
 #include "planner/config/presets.hpp"
 #include "planner/config/size_bounds.hpp"
 #include "planner/config/spec_json.hpp"
+#include "planner/config/training_checks.hpp"
 #include "planner/report/layout_summary.hpp"
 #include "planner/report/memory_ledger_report.hpp"
 #include "planner/report/step_report.hpp"
@@ -274,6 +276,8 @@ void check_schema(const nlohmann::json& json, const std::string& file) {
 struct TrainingRead {
   TrainingSetup setup;
   std::int64_t gbs = 0, mbs = 0;
+  /// "recompute_modules" as given (empty: absent); apply_recompute_settings sets them.
+  std::vector<std::string> recompute_modules;
 };
 
 TrainingRead read_training(StrictObject& inputs, const nlohmann::json& raw_inputs,
@@ -321,22 +325,24 @@ TrainingRead read_training(StrictObject& inputs, const nlohmann::json& raw_input
         *parse_elementwise(t.choice("elementwise", elementwise_names()));
   }
   if (t.has("recompute_modules")) {
-    // Megatron-Core's module names (layout.hpp's RecomputeModule); absent: core_attn.
+    // Megatron-Core's module names (layout.hpp's RecomputeModule), at least one: absent is its
+    // default, core_attn; an empty list would recompute nothing under selective recompute, a
+    // setting --recompute-modules cannot give.
     const nlohmann::json& v = raw.at("recompute_modules");
-    RecomputeModules modules = RecomputeModules::none();
-    bool ok = v.is_array();
-    for (const nlohmann::json& item : ok ? v : nlohmann::json::array()) {
-      const auto m =
-          item.is_string() ? parse_recompute_module(item.get<std::string>()) : std::nullopt;
-      if (!m) ok = false;
-      if (m) modules.add(*m);
+    const std::string expected = "a non-empty list of Megatron-Core's recompute modules (" +
+                                 quoted_list(all_recompute_module_names()) +
+                                 "); leave it out for Megatron-Core's default, core_attn";
+    if (!v.is_array() || v.empty()) {
+      t.fail("recompute_modules", "is " + given_text(v) + ", but must be " + expected);
     }
-    if (!ok) {
-      t.fail("recompute_modules", "must be a list of Megatron-Core's recompute modules (" +
-                                      quoted_list(all_recompute_module_names()) + "), got " +
-                                      describe_json(v));
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      const nlohmann::json& item = v.at(i);
+      if (!item.is_string() || !parse_recompute_module(item.get<std::string>())) {
+        t.fail("recompute_modules", "item " + std::to_string(i) + " is " + describe_json(item) +
+                                        ", but must be " + expected);
+      }
+      r.recompute_modules.push_back(item.get<std::string>());
     }
-    r.setup.recompute_modules = modules;
   }
   if (t.has("cpu_offload_layers")) {
     r.setup.cpu_offload_layers = t.positive_int("cpu_offload_layers", kMaxDegree);
@@ -452,8 +458,11 @@ nlohmann::json plan_to_json(const Plan& plan) {
   if (f.elementwise != convention->elementwise) training["elementwise"] = to_string(f.elementwise);
   // The MoE load imbalance where it is not the balanced 1.
   if (plan.setup.moe_imbalance != 1) training["moe_imbalance"] = plan.setup.moe_imbalance;
-  // Megatron-Core's recompute modules where they are not its default, and CPU offloading.
-  if (plan.setup.recompute_modules != RecomputeModules()) {
+  // Megatron-Core's recompute modules where they are not its default and the layout recomputes
+  // selectively (the only recompute they apply to: a plan search may pick another for a layout
+  // while --recompute-modules is given), and CPU offloading.
+  if (plan.layout.recompute == Recompute::kSelective &&
+      plan.setup.recompute_modules != RecomputeModules()) {
     training["recompute_modules"] = recompute_module_names(plan.setup.recompute_modules);
   }
   if (plan.setup.cpu_offload_layers > 0) {
@@ -509,9 +518,15 @@ Plan plan_from_json(const nlohmann::json& json, const std::string& file) {
       child(inputs, raw_inputs, "profile", "an object (meshplan-profile/1)");
   const Profile profile = profile_from_json(
       raw_profile, file, at + "profile", plan_profile_gpu(raw_profile, file, at + "profile", gpu));
-  const TrainingRead training = read_training(inputs, raw_inputs, gpu);
+  TrainingRead training = read_training(inputs, raw_inputs, gpu);
 
   Layout layout = read_layout(o, json);
+  // The training settings as the flags that wrote them are checked (training_checks.hpp).
+  const SettingNames names = SettingNames::plan_file(file);
+  check_moe_imbalance(training.setup.moe_imbalance, model, names);
+  apply_recompute_settings(training.recompute_modules, training.setup.cpu_offload_layers, model,
+                           training.setup, names);
+  check_modules_recompute(!training.recompute_modules.empty(), layout.recompute, names);
   // An even split with vpp > 1 is the default, as estimate --stage-layers takes it.
   clear_even_split_with_vpp(layout, model.num_layers);
   // The framework's ZeRO stages, as --zero is checked (zero_stage_problem).
@@ -578,11 +593,6 @@ Plan plan_from_json(const nlohmann::json& json, const std::string& file) {
     for (std::size_t i = 0; i < problems.size(); ++i) message += (i ? "; " : " ") + problems[i];
     throw InputError(message);
   }
-  if (const std::string problem =
-          recompute_modules_problem(training.setup.recompute_modules, model);
-      !problem.empty()) {
-    throw InputError(file + ": $.inputs.training.recompute_modules: " + problem);
-  }
   if (const std::string problem = cpu_offload_problem(training.setup, layout, model);
       !problem.empty()) {
     throw InputError(file + ": $.inputs.training.cpu_offload_layers: " + problem);
@@ -610,9 +620,19 @@ Plan plan_from_json(const nlohmann::json& json, const std::string& file) {
   if (const std::string problem = stages_problem(stages, layout, model); !problem.empty()) {
     throw InputError(file + ": " + problem);
   }
-  for (const char* output : {"memory", "predicted"}) {
+  // The outputs are recomputed, not read, except the two numbers recorded_numbers_note compares:
+  // those must be what meshplan writes there, or the comparison would pass over them silently.
+  for (const auto& [output, number, unit] :
+       {std::tuple<const char*, const char*, const char*>{"memory", "peak_bytes", "bytes"},
+        {"predicted", "step_time_s", "seconds"}}) {
     const nlohmann::json& v = child(o, json, output, "an object (an output of meshplan)");
     if (!v.is_object()) o.fail(output, "must be an object, got " + describe_json(v));
+    if (v.contains(number) && !(v.at(number).is_number() && v.at(number).get<double>() > 0)) {
+      throw InputError(file + ": $." + output + "." + number + ": is " +
+                       describe_json(v.at(number)) + ", but must be a number > 0 (" + unit +
+                       ", as meshplan writes it) or absent; meshplan recomputes it from the "
+                       "plan's inputs, and notes where the two differ");
+    }
   }
 
   return make_plan(model, cluster, profile, training.setup, layout);

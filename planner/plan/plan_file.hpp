@@ -32,8 +32,11 @@ nlohmann::json plan_to_json(const Plan& plan);
 /// missing or unknown, a value out of range, "schema" other than kPlanSchema, a newer
 /// "schema_version" ("written by a newer meshplan"), an impossible layout (at "$.layout"),
 /// "gpus" other than dp x tp x pp x cp, groups or stages that are not the layout's, a GPU
-/// without tensor cores for the precision. "memory" and "predicted" must be objects; their
-/// contents are outputs and are not read.
+/// without tensor cores for the precision, training settings the flags that write them refuse
+/// (training_checks.hpp: moe_imbalance on a dense model, recompute_modules empty, with
+/// offloading or without selective recompute, ...). "memory" and "predicted" must be objects;
+/// their contents are outputs and are not read, except that "memory.peak_bytes" and
+/// "predicted.step_time_s", where present, must be numbers > 0 (recorded_numbers_note's).
 Plan plan_from_json(const nlohmann::json& json, const std::string& file);
 
 /// Writes plan_to_json(plan) to `path` atomically (write_file_atomically: complete or absent).

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "tests/support/cli_expect.hpp"
@@ -20,17 +21,27 @@ TEST_CASE(
     "[messages][cli]") {
   const std::vector<std::string> base = {"estimate", "--model", "llama3-8b", "--pp",
                                          "4",        "--vpp",   "2",         "--json"};
-  // Llama 3 8B's 32 layers on pp 4 x vpp 2: 4,4,4,4,4,4,4,4 is what vpp 2 takes anyway, and so
-  // is the even split over the 4 stages, 8,8,8,8 (as plan.json files wrote it): the very
-  // estimate of no --stage-layers.
+  // Llama 3 8B's 32 layers on pp 4 x vpp 2: 4,4,4,4,4,4,4,4 is what vpp 2 takes anyway: the
+  // very estimate of no --stage-layers.
   const test::CliResult plain = test::run(base);
   REQUIRE(plain.exit_code == 0);
-  for (const char* even : {"8,8,8,8", "4,4,4,4,4,4,4,4"}) {
-    const test::CliResult given = test::run(test::with(base, {"--stage-layers", even}));
-    INFO(given.err);
-    REQUIRE(given.exit_code == 0);
-    CHECK(nlohmann::json::parse(given.out)["step_time_s"] ==
-          nlohmann::json::parse(plain.out)["step_time_s"]);
+  const test::CliResult given = test::run(test::with(base, {"--stage-layers", "4,4,4,4,4,4,4,4"}));
+  INFO(given.err);
+  REQUIRE(given.exit_code == 0);
+  CHECK(nlohmann::json::parse(given.out)["step_time_s"] ==
+        nlohmann::json::parse(plain.out)["step_time_s"]);
+  // A list of the pp stages is not one of the chunks, even where it splits evenly (8,8,8,8 on
+  // pp 4; 16,16 on pp 2): --help asks for pp x vpp entries, and the error names how many.
+  for (const auto& [pp, split, needed] :
+       {std::tuple<const char*, const char*, const char*>{"4", "8,8,8,8", "pp x vpp = 8"},
+        {"2", "16,16", "pp x vpp = 4"}}) {
+    const test::CliResult stages = test::run(
+        {"estimate", "--model", "llama3-8b", "--pp", pp, "--vpp", "2", "--stage-layers", split});
+    CHECK(stages.exit_code == 2);
+    CHECK_THAT(stages.err, Catch::Contains("the stage split lists") &&
+                               Catch::Contains("but with vpp 2 it lists the layers of each "
+                                               "virtual stage (model chunk), in model order: " +
+                                               std::string(needed)));
   }
   // An uneven one lists the 4 chunks in model order: virtual stage c x pp + r is rank r's chunk
   // c, so stage 0 holds chunks 7 and 8 (15 layers), stage 1 holds 9 and 8 (17). Stage 0 holds 5
@@ -275,4 +286,29 @@ TEST_CASE("the overlap flags say what they stand for and each convention's defau
     CHECK_THAT(help.out, Catch::Contains("megatron off, megatron-2023 off, nemo both"));
     CHECK_THAT(help.out, Catch::Contains("fsdp both"));
   }
+}
+
+TEST_CASE("plan --max-oom-risk is a probability strictly between 0 and 1", "[messages][cli]") {
+  // The OOM risk is a logistic of the ledger's peak (costmodel/oom_risk.hpp), never exactly 0
+  // nor 1: a limit of 0 made the usable peak 0 GiB ("ledger peak may reach 0.0 GiB"), 1 an
+  // infinite one. Both are refused with the range that is right; 0.5 runs.
+  for (const char* risk : {"0", "1", "0.0"}) {
+    const test::CliResult r = test::run({"plan", "--model", "llama3-8b", "--cluster", "dgx-h100",
+                                         "--gpus", "8", "--max-oom-risk", risk});
+    INFO(r.err);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::StartsWith(std::string("meshplan: error: --max-oom-risk: is ") + risk +
+                                        ", but a layout's OOM risk is never exactly 0 or "
+                                        "1") &&
+                          Catch::Contains("give a probability strictly between 0 and 1"));
+  }
+  const test::CliResult range = test::run({"plan", "--model", "llama3-8b", "--cluster", "dgx-h100",
+                                           "--gpus", "8", "--max-oom-risk", "-0.1"});
+  CHECK(range.exit_code == 2);
+  CHECK_THAT(range.err, Catch::Contains("--max-oom-risk: must be a number from 0 to 1, got "
+                                        "\"-0.1\""));
+  const test::CliResult half = test::run({"plan", "--model", "llama3-8b", "--cluster", "dgx-h100",
+                                          "--gpus", "8", "--max-oom-risk", "0.5"});
+  INFO(half.err);
+  CHECK(half.exit_code == 0);
 }

@@ -374,9 +374,8 @@ TEST_CASE("an interleaved plan lists each stage's model chunks", "[plan_file]") 
 
 TEST_CASE("a plan's even stage split with vpp > 1 is the default, as estimate's --stage-layers",
           "[plan_file]") {
-  // llama3-8b's 32 layers on pp 4, vpp 2: [8, 8, 8, 8] over the stages, and [4 x 8] over the
-  // chunks, are the interleaved schedule's own split, which estimate --stage-layers also takes;
-  // the reader refused the first as "an uneven stage split cannot be combined with vpp > 1".
+  // llama3-8b's 32 layers on pp 4, vpp 2: [4 x 8] over the chunks is the interleaved
+  // schedule's own split, which estimate --stage-layers also takes.
   // (pp 4: Megatron-LM interleaves with waiting sends only on pp > 2.)
   const std::string path = fresh_dir("vpp-even") + "/plan.json";
   // tp 8: at tp 1 the layout needs more than the GPU, and estimate --out writes no plan that
@@ -388,15 +387,16 @@ TEST_CASE("a plan's even stage split with vpp > 1 is the default, as estimate's 
   const nlohmann::json written = load_json_file(path);
   REQUIRE(written["layout"]["stage_layers"] == nlohmann::json::array());
   nlohmann::json j = written;
-  for (const nlohmann::json& even :
-       {nlohmann::json({8, 8, 8, 8}), nlohmann::json({4, 4, 4, 4, 4, 4, 4, 4})}) {
-    j["layout"]["stage_layers"] = even;
-    const Plan read = plan_from_json(j, "plan.json");
-    CHECK(read.layout.stage_layers.empty());
-    CHECK(read.estimate.step_time_s == plan_from_json(written, "plan.json").estimate.step_time_s);
-  }
-  // With vpp > 1 an uneven split lists the 8 chunks: a split of the 4 stages is refused by its
-  // count, one of the wrong sum by its sum.
+  j["layout"]["stage_layers"] = {4, 4, 4, 4, 4, 4, 4, 4};
+  const Plan read = plan_from_json(j, "plan.json");
+  CHECK(read.layout.stage_layers.empty());
+  CHECK(read.estimate.step_time_s == plan_from_json(written, "plan.json").estimate.step_time_s);
+  // With vpp > 1 a split lists the 8 chunks: one of the 4 stages is refused by its count, even
+  // where it is even (8,8,8,8, as --stage-layers refuses it), one of the wrong sum by its sum.
+  j["layout"]["stage_layers"] = {8, 8, 8, 8};
+  expect_plan_error(j, {"$.layout: impossible layout",
+                        "the stage split lists 4 stages, but with vpp 2 it lists the layers of "
+                        "each virtual stage (model chunk), in model order: pp x vpp = 8"});
   j["layout"]["stage_layers"] = {7, 9, 8, 8};
   expect_plan_error(j, {"$.layout: impossible layout",
                         "the stage split lists 4 stages, but with vpp 2 it lists the layers of "
@@ -611,6 +611,63 @@ TEST_CASE("a plan's settings get the checks the flags get", "[plan_file]") {
     CHECK(e.exit_code == 2);
     CHECK(e.out.empty());
     CHECK_THAT(e.err, Catch::StartsWith(error));
+  }
+  SECTION("training settings the flags refuse, refused at their JSON path") {
+    // The README layout recomputes selectively (test::readme_layout); llama3-70b is dense.
+    REQUIRE(good["layout"]["recompute"] == "selective");
+    nlohmann::json j = good;
+    // An empty list would recompute nothing under selective recompute (Megatron-Core's default
+    // is core_attn, which "absent" means); --recompute-modules takes at least one name.
+    j["inputs"]["training"]["recompute_modules"] = nlohmann::json::array();
+    expect_plan_error(j, {"plan.json: $.inputs.training.recompute_modules: is an array of 0 "
+                          "items, but must be a non-empty list of Megatron-Core's recompute "
+                          "modules",
+                          "leave it out for Megatron-Core's default, core_attn"});
+    // Modules apply under selective recompute only, as --recompute-modules with --recompute
+    // none is refused.
+    j["inputs"]["training"]["recompute_modules"] = {"mlp"};
+    j["layout"]["recompute"] = "none";
+    expect_plan_error(j, {"plan.json: $.inputs.training.recompute_modules: needs "
+                          "$.layout.recompute = selective, got $.layout.recompute = none"});
+    const test::CliResult modules = test::run(
+        {"estimate", "--model", "llama3-8b", "--recompute", "none", "--recompute-modules", "mlp"});
+    CHECK(modules.exit_code == 2);
+    CHECK(modules.err ==
+          "meshplan: error: --recompute-modules: needs --recompute selective, got --recompute "
+          "none\n");
+    // An MoE imbalance on a dense model, as --moe-imbalance 2 is refused.
+    j = good;
+    j["inputs"]["training"]["moe_imbalance"] = 2;
+    expect_plan_error(j, {"plan.json: $.inputs.training.moe_imbalance = 2: llama3-70b is a dense "
+                          "model (no experts); the expert load imbalance needs a "
+                          "mixture-of-experts model (leave $.inputs.training.moe_imbalance "
+                          "out)"});
+    const test::CliResult imbalance =
+        test::run({"estimate", "--model", "llama3-8b", "--moe-imbalance", "2"});
+    CHECK(imbalance.exit_code == 2);
+    CHECK_THAT(imbalance.err, Catch::StartsWith("meshplan: error: --moe-imbalance 2: llama3-8b "
+                                                "is a dense model (no experts)"));
+    // The recorded step time is compared with the recomputed one (recorded_numbers_note): it
+    // must be a number, as meshplan writes it.
+    j = good;
+    j["predicted"]["step_time_s"] = "x";
+    expect_plan_error(j, {"plan.json: $.predicted.step_time_s: is \"x\", but must be a number > "
+                          "0 (seconds, as meshplan writes it) or absent"});
+    j = good;
+    j["memory"]["peak_bytes"] = -1;
+    expect_plan_error(j, {"plan.json: $.memory.peak_bytes: is -1, but must be a number > 0"});
+  }
+  SECTION("a plan search's layout without selective recompute is written without modules") {
+    // plan --recompute-modules mlp may pick recompute none for a layout: the modules do not
+    // apply there, and the file it writes must read back.
+    Plan plan = llama70b_plan();
+    plan.setup.recompute_modules = RecomputeModules::none();
+    plan.setup.recompute_modules.add(RecomputeModule::kMlp);
+    CHECK(plan_to_json(plan)["inputs"]["training"]["recompute_modules"] == nlohmann::json({"mlp"}));
+    plan.layout.recompute = Recompute::kFull;
+    const nlohmann::json full = plan_to_json(plan);
+    CHECK_FALSE(full["inputs"]["training"].contains("recompute_modules"));
+    CHECK(plan_from_json(full, "plan.json").layout.recompute == Recompute::kFull);
   }
   SECTION("estimate --plan notes what the flags note") {
     const std::string dir = fresh_dir("plan-notes");

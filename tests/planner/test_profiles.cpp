@@ -351,6 +351,25 @@ TEST_CASE("bad profiles name the file and the JSON path", "[profiles][errors]") 
               .points.at(0)
               .busbw_bytes_per_s == 572.1);
   }
+  SECTION("a fitted section holds every family, fitted on the profile GPU's generation") {
+    // meshplan fit writes megatron, pytorch and other: without one, that family's layouts would
+    // run on the unfitted priors under a footer that says the profile is fitted.
+    nlohmann::json profile = nlohmann::json::parse(test::read_config("profiles/h100.json"));
+    profile["fitted"]["families"].erase("megatron");
+    expect_profile_error(test::write_temp_file("no-megatron.json", profile.dump(2)),
+                         "$.fitted.families.megatron: missing; families must hold \"megatron\", "
+                         "\"pytorch\", \"other\"");
+    profile["fitted"]["families"] = nlohmann::json::object();
+    expect_profile_error(test::write_temp_file("no-families.json", profile.dump(2)),
+                         "$.fitted.families.megatron: missing");
+    // h100-sxm is a Hopper GPU (gpu_generation): rates fitted on Ampere runs are not its own.
+    profile = nlohmann::json::parse(test::read_config("profiles/h100.json"));
+    profile["fitted"]["generation"] = "ampere";
+    expect_profile_error(test::write_temp_file("ampere.json", profile.dump(2)),
+                         "$.fitted.generation: is \"ampere\", but the profile's GPU "
+                         "\"h100-sxm\" is of the \"hopper\" generation, which meshplan fit "
+                         "fits its rates on; give \"hopper\"");
+  }
   SECTION("a profile with fits needs their source") {
     nlohmann::json profile = nlohmann::json::parse(test::read_config("profiles/h100.json"));
     profile["sources"].erase("collectives");

@@ -1,0 +1,65 @@
+// The checks of the training settings that the command line and a plan file both give (the
+// MoE load imbalance, Megatron-Core's recompute modules, activation CPU offloading): one
+// function each, so that `estimate --plan`, `ledger --plan` and `export` refuse in a plan file
+// exactly what the flags refuse, each error naming the flag or the file and its JSON path.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "costmodel/layout.hpp"
+#include "costmodel/memory_ledger.hpp"
+#include "costmodel/model_spec.hpp"
+
+namespace meshplan {
+
+/// How the checks name the settings they refuse: the flags (`file` empty), or a plan file and
+/// the JSON paths of its keys.
+struct SettingNames {
+  std::string file;  ///< the plan file, named first in each error; empty for flags
+  std::string moe_imbalance = "--moe-imbalance";
+  std::string recompute_modules = "--recompute-modules";
+  std::string cpu_offload_layers = "--cpu-offload-layers";
+  std::string recompute = "--recompute";
+
+  /// The settings of a plan file (planner/plan/README.md): "$.inputs.training.moe_imbalance",
+  /// "$.inputs.training.recompute_modules", "$.inputs.training.cpu_offload_layers",
+  /// "$.layout.recompute", each error starting "<file>: ".
+  static SettingNames plan_file(const std::string& file);
+
+  /// A setting with its value as given: "--moe-imbalance 2" (a flag) or
+  /// "$.inputs.training.moe_imbalance = 2" (a JSON path).
+  std::string given(const std::string& name, const std::string& value) const;
+
+  /// The start of an error about `name` (given with `value`, when not empty): "--moe-imbalance
+  /// 2", or "plan.json: $.inputs.training.moe_imbalance = 2".
+  std::string at(const std::string& name, const std::string& value = "") const;
+};
+
+/// Refuses an MoE load imbalance (TrainingSetup::moe_imbalance) other than 1 on a dense model,
+/// which has no experts to load, as --ep is refused there. Throws InputError ("--moe-imbalance
+/// 2: llama3-8b is a dense model (no experts); ... (leave --moe-imbalance out)").
+void check_moe_imbalance(double imbalance, const ModelSpec& model, const SettingNames& names);
+
+/// Sets `setup.recompute_modules` (from the Megatron-Core module names `modules`; empty: not
+/// given, the default core_attn stays) and `setup.cpu_offload_layers`, for `setup.framework`.
+/// Errors (InputError, named by `names`): modules given with offloading (Megatron-Core
+/// recomputes them under selective recompute and offloads only without recompute); offloading
+/// under a convention without Megatron-Core's (activation_offload_problem: deepspeed, fsdp,
+/// hf); modules given under a convention whose selective recompute is not Megatron-Core's
+/// (fsdp), or that the model cannot recompute (recompute_modules_problem); offloading of as
+/// many layers as the model has or more. Unknown module names are the caller's to refuse
+/// (parse_recompute_module is taken to succeed). pp and recompute are checked per layout
+/// (cpu_offload_problem, check_modules_recompute).
+void apply_recompute_settings(const std::vector<std::string>& modules,
+                              std::int64_t cpu_offload_layers, const ModelSpec& model,
+                              TrainingSetup& setup, const SettingNames& names);
+
+/// Refuses recompute modules given (`modules_given`) with a recompute other than selective,
+/// which would ignore them (Megatron-Core's --recompute-modules apply under
+/// --recompute-granularity selective only): InputError "--recompute-modules: needs --recompute
+/// selective, got --recompute none".
+void check_modules_recompute(bool modules_given, Recompute recompute, const SettingNames& names);
+
+}  // namespace meshplan
