@@ -158,12 +158,12 @@ struct TimeOverride {
 };
 
 /// Reads every file (load_validation_file: a case whose ValidationCase::skip_reason is set is
-/// skipped with its reason), predicts each case
-/// and compares. Time predictions carry the profile's interval (step_interval), or come from
-/// `overrides` (by case id) where given; with `overrides`, the report is marked cross-validated.
-/// Throws InputError for an unreadable or malformed file, and when no case of any file could be
-/// compared (every one skipped: the message lists each with its reason), so that an empty
-/// table never passes.
+/// skipped with its reason), predicts each case and compares. Time predictions carry the
+/// profile's interval (step_interval), or come from `overrides` (by case id) where given; with
+/// `overrides`, the report is marked cross-validated. Throws InputError for an unreadable or
+/// malformed file, for an id given twice (require_unique_case_ids: in one file, across files,
+/// or one file given twice), and when no case of any file could be compared (every one
+/// skipped: the message lists each with its reason), so that an empty table never passes.
 ValidationReport validate_files(const std::vector<std::string>& paths,
                                 const std::map<std::string, TimeOverride>* overrides = nullptr);
 

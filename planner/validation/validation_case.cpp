@@ -790,16 +790,22 @@ std::vector<ValidationFile> load_validation_files(const std::vector<std::string>
   for (const std::string& path : paths) ordered.emplace_back(resolved_file_path(path), path);
   std::sort(ordered.begin(), ordered.end());
   std::vector<ValidationFile> files;
-  std::map<std::string, const ValidationCase*> seen;  // id -> its first case
   for (const auto& [absolute, path] : ordered) {
     files.push_back({path, load_validation_file(path)});
   }
+  require_unique_case_ids(files);
+  return files;
+}
+
+void require_unique_case_ids(const std::vector<ValidationFile>& files) {
+  std::map<std::string, const ValidationCase*> seen;  // id -> its first case
   for (const ValidationFile& file : files) {
     for (const ValidationCase& c : file.cases) {
       const auto [first, fresh] = seen.emplace(c.id, &c);
       if (fresh) continue;
       const ValidationCase& before = *first->second;
-      const bool same = same_file(before.file, c.file);
+      // The same case of the same file: the file was given twice (not one id twice in it).
+      const bool same = before.index == c.index && same_file(before.file, c.file);
       throw InputError(c.file + ": $.cases[" + std::to_string(c.index) +
                        "].id: " + json_quoted(c.id) + " is also the id of $.cases[" +
                        std::to_string(before.index) + "] of " + before.file +
@@ -809,7 +815,6 @@ std::vector<ValidationFile> load_validation_files(const std::vector<std::string>
                        (same ? "give each file once" : "give one of the two another id"));
     }
   }
-  return files;
 }
 
 std::vector<ValidationCase> validation_cases_from_json(const nlohmann::json& json,
