@@ -126,6 +126,9 @@ struct ValidationReport {
   /// Time comparisons with an interval, and how many of them measured inside it.
   std::int64_t interval_cases = 0;
   std::int64_t inside_interval = 0;
+  /// Why no time comparison has an interval, where the reason is the whole report's (a
+  /// cross-validation with too few sources for the nested fits); "" otherwise.
+  std::string no_interval_reason;
   std::vector<Comparison> comparisons;  ///< in file order, then case order
   std::vector<SkippedCase> skipped;
   std::vector<SourceSummary> sources;  ///< one per file, in the order given

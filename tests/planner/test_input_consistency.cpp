@@ -870,6 +870,39 @@ TEST_CASE("validate: nothing compared is an error that says why, not an empty ta
                                     "only"));
 }
 
+TEST_CASE("validate --cross-validate: too few sources for intervals is said once, not blank cells",
+          "[consistency][validate][fit]") {
+  // Two files, left out one at a time: a case's interval needs the nested residuals of
+  // kMinIntervalFolds = 3 other files, and one is left.
+  nlohmann::json second = test::validation_case_json();
+  second["id"] = "gpt22b-second";
+  second["measured"]["step_time_s"] = 1.5;
+  const std::string a = test::validation_file("cvi-a.json", {test::validation_case_json()});
+  const std::string b = test::validation_file("cvi-b.json", {second});
+  const test::CliResult r =
+      test::run({"validate", "--cross-validate", "--leave-out", "file", a, b});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  // No column, and the heading says nothing of intervals.
+  CHECK_THAT(r.out, !Catch::Contains("p10 to p90"));
+  CHECK_THAT(r.out, !Catch::Contains("its 80% intervals"));
+  CHECK_THAT(r.out, Catch::Contains("Cross-validated: each source's time predictions come from a "
+                                    "fit without that source (leave one source out; meshplan "
+                                    "fit).\n"));
+  CHECK_THAT(r.out, Catch::Contains("  No 80% intervals: a case's interval comes from the "
+                                    "residuals of at least 3 other files, each predicted by a fit "
+                                    "without its own and the case's (planner/fit/fit.hpp "
+                                    "interval_for); these runs are of 2 files, so leaving one out "
+                                    "leaves 1. Give runs of 4 or more files for intervals;"));
+  const test::CliResult j =
+      test::run({"validate", "--cross-validate", "--leave-out", "file", a, b, "--json"});
+  REQUIRE(j.exit_code == 0);
+  const nlohmann::json interval = nlohmann::json::parse(j.out)["summary"]["interval"];
+  CHECK(interval["cases"] == 0);
+  CHECK_THAT(interval["no_interval_reason"].get<std::string>(),
+             Catch::StartsWith("a case's interval comes from the residuals of at least 3"));
+}
+
 TEST_CASE("validate --cross-validate refuses one fold, and fit never writes over its input",
           "[consistency][validate][fit]") {
   // One file is one study: leaving it out leaves nothing to fit.
