@@ -237,8 +237,9 @@ std::string fitted_text(const ProfileDocument& doc) {
   }
   out += "\n" +
          wrap("  ",
-              "80% step-time intervals (measured / predicted step time: the 10th and 90th "
-              "percentiles of the cross-validated residuals of comparable runs):") +
+              "80% step-time intervals (measured / predicted step time for a run of a study "
+              "the fit has not seen: the studies' cross-validated biases, their spread and a "
+              "run's scatter; planner/fit/fit.hpp interval_for):") +
          intervals.render(4);
 
   if (report && !report->errors.empty()) {
