@@ -24,6 +24,7 @@
 #include "planner/config/input_files.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
+#include "planner/fit/parameters.hpp"
 
 #ifndef MESHPLAN_VERSION
 #error "MESHPLAN_VERSION must be defined by the build"
@@ -117,6 +118,17 @@ Setup make_setup(const Options& o, const MpiContext& ctx) {
                       "; the values this run does not measure (FlashAttention efficiency, the "
                       "NIC rate across nodes) are carried over from it; give a --base-profile of " +
                       gpu + " where one exists (meshplan presets profiles)");
+  }
+  // A fitted section holds scales fitted on its own generation's runs (planner/fit): a base of
+  // another generation gives the profile written here none, as its loader would refuse it.
+  const std::optional<std::string> generation = gpu_generation(gpu);
+  if (!s.profile.base.fitted.generation.empty() && generation &&
+      s.profile.base.fitted.generation != *generation) {
+    s.notes.push_back("--base-profile " + base + ": its fitted section (meshplan fit, " +
+                      s.profile.base.fitted.generation + ") is not carried to a " + *generation +
+                      " GPU; fit the profile written here to measured runs of " + gpu +
+                      " (meshplan fit RUNS.json --profile PROFILE) to give it one");
+    s.profile.base.fitted = FittedSection{};
   }
   s.profile.base_name = s.profile.base.name;
   s.profile.name = o.name.empty() ? file_stem(o.out) : o.name;

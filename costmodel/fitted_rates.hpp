@@ -77,11 +77,12 @@ struct FittedRates {
 };
 
 /// An 80% interval of the measured step time around a prediction, as ratios measured /
-/// predicted: the 10th and 90th percentiles of comparable runs' cross-validated residuals.
+/// predicted: a prediction interval for a run of a new study from comparable runs'
+/// cross-validated residuals (planner/fit/fit.hpp interval_for).
 struct StepInterval {
   double p10_ratio = 1;
   double p90_ratio = 1;
-  std::int64_t cases = 0;  ///< residuals the percentiles were taken over
+  std::int64_t cases = 0;  ///< residuals the interval was taken over
 };
 
 /// One framework family's fit.

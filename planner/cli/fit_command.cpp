@@ -87,8 +87,8 @@ std::string render(const ProfileFit& f, const std::string& out_path, double seco
   }
   out << scores.render();
   if (!f.intervals.empty()) {
-    out << "\n80% intervals (measured / predicted, 10th and 90th percentiles of the "
-           "cross-validated residuals, each study weighing the same):\n";
+    out << "\n80% intervals (measured / predicted for a run of a new study: the studies' "
+           "cross-validated biases, their spread and a run's scatter; fit.hpp interval_for):\n";
     for (const auto& [family, i] : f.intervals) {
       out << "  " << family << ": x" << fixed(i.p10_ratio, 3) << " to x" << fixed(i.p90_ratio, 3)
           << " (" << i.cases << " runs)\n";

@@ -126,6 +126,12 @@ LedgerResult compute(const LedgerOptions& o) {
       // (the unfitted defaults for a GPU without one).
       if (const std::optional<std::string> shipped = shipped_profile_for(r.gpu)) {
         r.layout->setup.fitted = fitted_rates(load_profile(*shipped), r.framework);
+        const std::string note = shipped_profile_gpu_note(r.gpu, "--gpu " + o.gpu);
+        if (!note.empty()) {
+          r.notes.push_back(note +
+                            " (its memory parameters set the OOM risk); give the GPU a "
+                            "name of its own for the unfitted defaults");
+        }
       }
     }
     r.gpus = r.layout->layout.gpus();

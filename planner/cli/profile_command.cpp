@@ -53,7 +53,8 @@ CommandAction add_profile_command(CLI::App& app) {
   CLI::App* show = cmd->add_subcommand(
       "show",
       "Print a profile's tables (GEMM model with square-GEMM efficiency and TFLOP/s, attention "
-      "and HBM efficiencies, links, collective fits with their measured points); --svg DIR also "
+      "and HBM efficiencies, links, collective fits with their measured points, and the fitted "
+      "parameters with their priors, bounds, runs and cross-validated errors); --svg DIR also "
       "draws busbw vs message size per collective and tier and GEMM efficiency vs size");
   show->add_option("profile", o->profile,
                    "Profile preset name (h100, a100, h200) or path to a meshplan-profile/1 file")

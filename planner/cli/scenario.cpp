@@ -19,6 +19,12 @@ Scenario resolve_scenario(const ScenarioFlags& flags, std::int64_t gpus) {
   apply_overlaps(s.framework, flags.overlaps);
   apply_elementwise(s.framework, flags.elementwise);
   s.profile_name = flags.profile.empty() ? default_profile_name(s.cluster.gpu) : flags.profile;
+  if (flags.profile.empty()) {
+    const std::string note = shipped_profile_gpu_note(s.cluster.gpu, "--cluster " + flags.cluster);
+    if (!note.empty()) {
+      s.notes.push_back(note + "; give --profile to choose one, or give the GPU a name of its own");
+    }
+  }
   s.profile = load_profile(s.profile_name, "--profile");
   if (const std::string problem = profile_precision_problem(s.profile, s.precision);
       !problem.empty()) {

@@ -51,28 +51,55 @@ std::string render_text(const ValidationReport& r) {
   std::ostringstream out;
   if (r.cross_validated) {
     out << "Cross-validated: each source's time predictions come from a fit without that source "
-           "(leave one source out; meshplan fit), its 80% intervals from the other sources' "
-           "residuals, each predicted by a fit without that source and without the left-out "
-           "one.\n\n";
+           "(leave one source out; meshplan fit)"
+        << (r.no_interval_reason.empty()
+                ? ", its 80% intervals from the other sources' residuals, each predicted by a fit "
+                  "without that source and without the left-out one"
+                : "")
+        << ".\n\n";
   }
-  out << "Predicted vs measured (error = (predicted - measured) / measured; GiB = 2^30 bytes; "
-         "80% interval: p10 to p90 of the measured value):\n";
-  Table cases({"case", "metric", "predicted", "80% interval", "measured", "error"},
-              {true, true, false, false, false, false});
+  // The interval column only where some case has one; a time metric without one reads "-",
+  // and the reason is printed once under the table.
+  bool any_interval = false, time_without = false;
+  for (const Comparison& c : r.comparisons) {
+    any_interval = any_interval || c.predicted_p10.has_value();
+    time_without = time_without || (is_time_metric(c.metric) && !c.predicted_p10);
+  }
+  out << "Predicted vs measured (error = (predicted - measured) / measured; GiB = 2^30 bytes"
+      << (any_interval ? "; 80% interval: p10 to p90 of the measured value" : "") << "):\n";
+  std::vector<std::string> header = {"case", "metric", "predicted", "measured", "error"};
+  std::vector<bool> left = {true, true, false, false, false};
+  if (any_interval) {
+    header.insert(header.begin() + 3, "80% interval");
+    left.insert(left.begin() + 3, false);
+  }
+  Table cases(header, left);
   std::string source;
   for (const Comparison& c : r.comparisons) {
     if (c.source != source) {
       if (!source.empty()) cases.add_rule();
-      cases.add_row({"[" + c.source + "]", "", "", "", "", ""});
+      std::vector<std::string> title(header.size());
+      title[0] = "[" + c.source + "]";
+      cases.add_row(title);
       source = c.source;
     }
-    const std::string interval = c.predicted_p10 ? value_text(c.metric, *c.predicted_p10) + " - " +
-                                                       value_text(c.metric, *c.predicted_p90)
-                                                 : "";
-    cases.add_row({c.id, c.metric, value_text(c.metric, c.predicted), interval,
-                   value_text(c.metric, c.measured), error_text(c)});
+    std::vector<std::string> row = {c.id, c.metric, value_text(c.metric, c.predicted),
+                                    value_text(c.metric, c.measured), error_text(c)};
+    if (any_interval) {
+      row.insert(row.begin() + 3, c.predicted_p10 ? value_text(c.metric, *c.predicted_p10) + " - " +
+                                                        value_text(c.metric, *c.predicted_p90)
+                                  : is_time_metric(c.metric) ? "-"
+                                                             : "");
+    }
+    cases.add_row(row);
   }
   out << cases.render();
+  if (!r.no_interval_reason.empty()) {
+    out << "  No 80% intervals: " << r.no_interval_reason << ".\n";
+  } else if (time_without) {
+    out << "  80% interval \"-\": the profile holds no interval for the case's framework "
+           "family, or too few comparable runs (10 of 3 sources) were left to take one from.\n";
+  }
 
   out << "\nWhat is compared (the first case of each source and metric; --json: every case):\n";
   std::set<std::string> seen;
@@ -205,6 +232,9 @@ nlohmann::json render_json(const ValidationReport& r) {
             {"interval",
              {{"cases", r.interval_cases},
               {"inside", r.inside_interval},
+              {"no_interval_reason", r.no_interval_reason.empty()
+                                         ? nlohmann::json(nullptr)
+                                         : nlohmann::json(r.no_interval_reason)},
               {"coverage", r.interval_cases > 0
                                ? nlohmann::json(static_cast<double>(r.inside_interval) /
                                                 static_cast<double>(r.interval_cases))

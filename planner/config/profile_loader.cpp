@@ -34,6 +34,37 @@ std::optional<std::string> shipped_profile_for(const GpuSpec& gpu) {
   return shipped_profile_for(gpu.name);
 }
 
+std::vector<std::string> preset_gpu_differences(const GpuSpec& gpu) {
+  const std::vector<std::string> presets = preset_names(PresetKind::kGpu);
+  if (std::find(presets.begin(), presets.end(), gpu.name) == presets.end()) return {};
+  nlohmann::json mine = gpu_to_json(gpu), preset = gpu_to_json(load_gpu(gpu.name));
+  for (nlohmann::json* j : {&mine, &preset}) {
+    j->erase("description");
+    j->erase("sources");
+  }
+  // nlohmann::json::diff: a JSON Patch, each operation's "path" a JSON Pointer ("/a/b").
+  std::vector<std::string> fields;
+  for (const nlohmann::json& op : nlohmann::json::diff(preset, mine)) {
+    std::string path = op.at("path").get<std::string>().substr(1);
+    std::replace(path.begin(), path.end(), '/', '.');
+    fields.push_back(path);
+  }
+  return fields;
+}
+
+std::string shipped_profile_gpu_note(const GpuSpec& gpu, const std::string& source) {
+  const std::optional<std::string> shipped = shipped_profile_for(gpu);
+  if (!shipped) return "";
+  const std::vector<std::string> fields = preset_gpu_differences(gpu);
+  if (fields.empty()) return "";
+  std::string list;
+  for (const std::string& f : fields) list += (list.empty() ? "" : ", ") + f;
+  return "profile " + *shipped + ", the shipped profile of the " + gpu.name +
+         " preset, is taken for this " + gpu.name + " (" + source +
+         "), which differs from the preset in " + list +
+         ": the profile's rates and fitted parameters are the preset GPU's";
+}
+
 std::string default_profile_name(const GpuSpec& gpu) {
   if (const std::optional<std::string> name = shipped_profile_for(gpu)) return *name;
   std::string shipped;

@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "costmodel/hardware.hpp"
 #include "costmodel/precision.hpp"
@@ -34,6 +35,21 @@ std::optional<std::string> shipped_profile_for(const std::string& gpu);
 
 /// shipped_profile_for(gpu.name).
 std::optional<std::string> shipped_profile_for(const GpuSpec& gpu);
+
+/// The fields of `gpu` that differ from the GPU preset of the same name, as JSON paths of
+/// meshplan-gpu/1 without "$." ("memory_bytes", "peak_flops_per_s.bf16"; description and
+/// sources are not compared); empty when no preset has its name, or when it equals that preset
+/// (a copy of it). A GPU file may take a preset's name: this says how it differs.
+std::vector<std::string> preset_gpu_differences(const GpuSpec& gpu);
+
+/// The note printed (on stderr, after "note: ") when the shipped profile of `gpu`'s name
+/// (shipped_profile_for) is taken for a GPU that has a preset's name but differs from that
+/// preset (preset_gpu_differences): "profile h100, the shipped profile of the h100-sxm preset,
+/// is taken for this h100-sxm (<source>), which differs from the preset in memory_bytes,
+/// peak_flops_per_s.bf16: the profile's rates and fitted parameters are the preset GPU's";
+/// callers add what to do. Empty when no profile is shipped for the name or the GPU is the
+/// preset. `source`: where the GPU came from ("--cluster my.json").
+std::string shipped_profile_gpu_note(const GpuSpec& gpu, const std::string& source);
 
 /// shipped_profile_for, or InputError naming the GPU, the shipped profiles, and the two ways on
 /// (measure one with meshplan-calibrate; or borrow another GPU's, e.g. --profile h100, which the

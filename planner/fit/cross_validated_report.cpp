@@ -36,7 +36,21 @@ ValidationReport cross_validated_report(const std::vector<std::string>& paths, F
   for (const auto& [id, original] : runs.duplicate_of) {
     overrides[id] = overrides.at(original);
   }
-  return validate_files(paths, &overrides);
+  ValidationReport report = validate_files(paths, &overrides);
+  if (!intervals) {
+    const std::string unit = folds == Folds::kFile ? "files" : "studies";
+    report.no_interval_reason =
+        "a case's interval comes from the residuals of at least " +
+        std::to_string(kMinIntervalFolds) + " other " + unit +
+        ", each predicted by a fit without its own and the case's (planner/fit/fit.hpp "
+        "interval_for); these runs are of " +
+        std::to_string(cv.folds.size()) + " " + unit + ", so leaving one out leaves " +
+        std::to_string(cv.folds.size() - 1) + ". Give runs of " +
+        std::to_string(kMinIntervalFolds + 1) + " or more " + unit +
+        " for intervals; a fitted profile's intervals (meshplan profile show) come from all of "
+        "its runs' cross-validated residuals";
+  }
+  return report;
 }
 
 }  // namespace meshplan

@@ -4,12 +4,14 @@
 #include <cmath>
 #include <filesystem>
 #include <iterator>
+#include <numeric>
 #include <set>
 
 #include "common/input_error.hpp"
 #include "costmodel/step_time.hpp"
 #include "planner/config/profile_loader.hpp"
 #include "planner/fit/least_squares.hpp"
+#include "planner/fit/student_t.hpp"
 
 namespace meshplan {
 
@@ -334,49 +336,55 @@ std::map<std::string, std::vector<double>> nested_cross_validate(const std::vect
   return out;
 }
 
-namespace {
-
-/// The weighted q-quantile of `v` (value, weight; weights > 0): the smallest value whose
-/// cumulative weight, in ascending order of value, reaches q x the total. Precondition: v not
-/// empty.
-double weighted_quantile(std::vector<std::pair<double, double>> v, double q) {
-  std::sort(v.begin(), v.end());
-  double total = 0;
-  for (const auto& [value, weight] : v) total += weight;
-  double cumulative = 0;
-  for (const auto& [value, weight] : v) {
-    cumulative += weight;
-    if (cumulative >= q * total * (1 - 1e-12)) return value;
-  }
-  return v.back().first;
-}
-
-}  // namespace
-
 std::optional<StepInterval> interval_for(const std::vector<FitRun>& runs,
                                          const std::vector<double>& log_errors,
                                          const std::string& generation, const std::string& family,
                                          const std::string& exclude_fold) {
-  for (const auto& [same_generation, same_family] :
-       {std::pair{true, true}, std::pair{true, false}, std::pair{false, false}}) {
-    std::vector<std::size_t> chosen;
-    std::map<std::string, std::size_t> per_fold;
-    for (std::size_t i = 0; i < runs.size(); ++i) {
-      const FitRun& r = runs[i];
-      if (r.fold == exclude_fold) continue;
-      if (same_generation && r.generation != generation) continue;
-      if (same_family && r.family != family) continue;
-      chosen.push_back(i);
-      ++per_fold[r.fold];
+  // Levels of four folds or more first (t(0.9, 2) = 1.89); one of kMinIntervalFolds = 3
+  // (t(0.9, 1) = 3.08) only where none has four.
+  for (const std::size_t min_folds : {kMinIntervalFolds + 1, kMinIntervalFolds}) {
+    for (const auto& [same_generation, same_family] :
+         {std::pair{true, true}, std::pair{true, false}, std::pair{false, false}}) {
+      // log(measured / predicted) = -e of each chosen run, by fold.
+      std::map<std::string, std::vector<double>> by_fold;
+      std::size_t chosen = 0;
+      for (std::size_t i = 0; i < runs.size(); ++i) {
+        const FitRun& r = runs[i];
+        if (r.fold == exclude_fold) continue;
+        if (same_generation && r.generation != generation) continue;
+        if (same_family && r.family != family) continue;
+        by_fold[r.fold].push_back(-log_errors[i]);
+        ++chosen;
+      }
+      if (chosen < kMinIntervalRuns || by_fold.size() < min_folds) continue;
+      const double k = static_cast<double>(by_fold.size());
+      std::vector<double> means;
+      double within_sum = 0;  // sum of the folds' unbiased variances (folds of 2 runs or more)
+      double within_folds = 0;
+      double inverse_runs = 0;  // sum of 1 / n over the folds
+      for (const auto& [fold, v] : by_fold) {
+        const double n = static_cast<double>(v.size());
+        const double m = std::accumulate(v.begin(), v.end(), 0.0) / n;
+        means.push_back(m);
+        inverse_runs += 1 / n;
+        if (v.size() < 2) continue;
+        double squares = 0;
+        for (const double x : v) squares += (x - m) * (x - m);
+        within_sum += squares / (n - 1);
+        within_folds += 1;
+      }
+      const double mu = std::accumulate(means.begin(), means.end(), 0.0) / k;
+      double between_sum = 0;
+      for (const double m : means) between_sum += (m - mu) * (m - mu);
+      const double variance_of_means = between_sum / (k - 1);
+      const double within = within_folds > 0 ? within_sum / within_folds : 0;
+      // Each fold mean carries within / n of sampling noise: what is left is the folds' own bias.
+      const double between = std::max(0.0, variance_of_means - within * inverse_runs / k);
+      const double half = student_t_quantile(0.9, static_cast<int>(k) - 2) *
+                          std::sqrt(between + variance_of_means / k + within);
+      return StepInterval{std::exp(mu - half), std::exp(mu + half),
+                          static_cast<std::int64_t>(chosen)};
     }
-    if (chosen.size() < kMinIntervalRuns || per_fold.size() < kMinIntervalFolds) continue;
-    std::vector<std::pair<double, double>> ratios;
-    for (const std::size_t i : chosen) {
-      ratios.emplace_back(std::exp(-log_errors[i]),
-                          1.0 / static_cast<double>(per_fold[runs[i].fold]));
-    }
-    return StepInterval{weighted_quantile(ratios, 0.1), weighted_quantile(ratios, 0.9),
-                        static_cast<std::int64_t>(chosen.size())};
   }
   return std::nullopt;
 }

@@ -148,13 +148,21 @@ inline constexpr std::size_t kMinIntervalRuns = 10;
 inline constexpr std::size_t kMinIntervalFolds = 3;
 
 /// The 80% interval of comparable runs' cross-validated residuals for `family` on
-/// `generation`: the 10th and 90th percentiles of exp(-e), measured / predicted, over the runs
-/// of that generation and family, leaving out `exclude_fold` (""); where those hold fewer than
-/// kMinIntervalRuns runs or kMinIntervalFolds folds, over the generation's runs; then over all
-/// runs; nullopt below that. Each fold weighs the same (each of its runs 1 / its runs in the
-/// group; the percentile is the smallest ratio whose cumulative weight reaches 10% or 90% of
-/// the total): a cross-validated residual is mostly its study's bias, so the interval has to
-/// span the spread between studies, which one 165-run sweep would otherwise set alone.
+/// `generation`, over the runs of that generation and family, leaving out `exclude_fold` ("");
+/// where those hold fewer than kMinIntervalRuns runs or kMinIntervalFolds folds, over the
+/// generation's runs; then over all runs; nullopt below that. A level of three folds is taken
+/// only where no level has four (t(0.9, 1) = 3.08 against t(0.9, 2) = 1.89: three studies say
+/// little of a fourth). A cross-validated residual is mostly its study's bias, and a new study
+/// (the user's cluster) brings a bias of its own: the interval is the random-effects prediction
+/// interval for a run of a new study (Higgins, Thompson and Spiegelhalter 2009, J. R. Statist.
+/// Soc. A 172:137, "prediction interval"), on r = -e = log(measured / predicted). Over the k
+/// folds (studies), each weighing the same: m_f the mean of fold f's r, mu their mean, V their
+/// variance (k - 1 in the denominator); s2 the mean of the unbiased within-fold variances
+/// (folds of two runs or more; 0 if none); tau2 = max(0, V - s2 x mean(1 / n_f)), the spread of
+/// the folds' own biases. Then
+///   log(p10, p90 ratio) = mu -/+ t(0.9, k - 2) sqrt(tau2 + V / k + s2):
+/// a new study's bias (tau2), the uncertainty of mu (V / k) and a run's scatter around its
+/// study's bias (s2), with Student's t of k - 2 degrees of freedom for the few studies.
 std::optional<StepInterval> interval_for(const std::vector<FitRun>& runs,
                                          const std::vector<double>& log_errors,
                                          const std::string& generation, const std::string& family,

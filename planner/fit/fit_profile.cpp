@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <map>
+#include <optional>
 #include <set>
 
 #include "common/input_error.hpp"
@@ -146,21 +148,31 @@ ProfileFit fit_profile(const std::vector<std::string>& paths, const std::string&
     }
   }
 
-  if (fold_names(out.runs.runs).size() > 1) out.cross_validation = cross_validate(out.runs.runs);
-
+  // The cross-validation (each study left out in turn), and from it the intervals for a new
+  // study. interval_for takes a level of three studies (t(0.9, 1) = 3.08) only where none has
+  // four; where this generation's runs come from fewer than four, the intervals come from the
+  // files' runs of every generation, cross-validated as validate --cross-validate does (each
+  // generation refitted without each study).
   const std::vector<FitRun>& runs = out.runs.runs;
+  const std::size_t own_folds = fold_names(runs).size();
+  if (own_folds > 1) {
+    out.cross_validation = cross_validate(runs);
+    std::optional<FitRuns> every;
+    if (own_folds <= kMinIntervalFolds) every = load_fit_runs(paths, "", bases, folds);
+    const bool others = every && every->runs.size() > runs.size();
+    const std::vector<FitRun>& pool = others ? every->runs : runs;
+    const CrossValidation pool_cv = others ? cross_validate(pool) : *out.cross_validation;
+    for (const std::string& family : framework_families()) {
+      if (const auto i = interval_for(pool, pool_cv.log_errors, *generation, family)) {
+        out.intervals[family] = *i;
+      }
+    }
+  }
+
   std::vector<double> before(runs.size()), fitted(runs.size());
   for (std::size_t i = 0; i < runs.size(); ++i) {
     before[i] = run_log_error(runs[i], FittedRates{});
     fitted[i] = run_log_error(runs[i], out.fit.rates.at(runs[i].family));
-  }
-  if (out.cross_validation) {
-    for (const std::string& family : framework_families()) {
-      if (const auto interval =
-              interval_for(runs, out.cross_validation->log_errors, *generation, family)) {
-        out.intervals[family] = *interval;
-      }
-    }
   }
 
   // Errors per source and metric, in the order the runs came.
@@ -234,10 +246,11 @@ ProfileFit fit_profile(const std::vector<std::string>& paths, const std::string&
       {"method",
        "meshplan fit: Huber (0.1) loss on log(predicted / measured) of each run's time metric as "
        "a step time's, runs weighted 1 / sqrt(runs of their file), Gaussian prior penalty per "
-       "parameter, Levenberg-Marquardt within the bounds (planner/fit/fit.hpp); intervals: 10th "
-       "and 90th percentiles of measured / predicted over the cross-validated residuals "
-       "(leave one source out) of the family's runs on this generation, else the generation's, "
-       "else all (at least 10 runs of 3 studies), each study weighing the same; memory "
+       "parameter, Levenberg-Marquardt within the bounds (planner/fit/fit.hpp); intervals: the "
+       "random-effects prediction interval for a run of a new study (Higgins, Thompson and "
+       "Spiegelhalter 2009) over the cross-validated residuals (leave one source out) of the "
+       "family's runs on this generation, else the generation's, else all (at least 10 runs of 3 "
+       "studies), each study weighing the same; memory "
        "(planner/fit/memory_fit.hpp): logistic likelihood of OOM outcomes and Huber (0.1) on "
        "log(calibrated / measured) peaks per framework family, cross-validated by leaving one "
        "(study, GPU count, sequence length) group out"},

@@ -15,6 +15,8 @@
 #include "planner/config/loaders.hpp"
 #include "planner/config/presets.hpp"
 #include "planner/config/profile_loader.hpp"
+#include "planner/fit/fitted_json.hpp"
+#include "planner/fit/parameters.hpp"
 
 namespace meshplan {
 
@@ -147,6 +149,117 @@ std::string peak_name(const GpuSpec& gpu) { return gpu.peak_flops_per_s.bf16 ? "
 // Text
 // ---------------------------------------------------------------------------------------------
 
+/// A fraction as a percentage with one decimal, "-" when absent.
+std::string percent_or_dash(const std::optional<double>& fraction) {
+  return fraction ? fixed(100 * *fraction, 1) + "%" : "-";
+}
+
+/// The header's line on the fitted section: what the notes (the microbenchmark rates' source)
+/// do not say.
+std::string fitted_header_text(const ProfileDocument& doc) {
+  if (doc.profile.fitted.families.empty()) {
+    return wrap("  fitted:      ",
+                "no: steps run on the rates below as they are (every fitted parameter at its "
+                "prior; meshplan fit fits them to measured runs)");
+  }
+  std::string what = "to measured training runs";
+  if (doc.fit_report && doc.fit_report->runs > 0) {
+    what = "to " + std::to_string(doc.fit_report->runs) + " measured training runs of " +
+           std::to_string(doc.fit_report->files.size()) + " files";
+  }
+  return wrap("  fitted:      ",
+              "yes, " + what +
+                  " (meshplan fit): steps run on the rates below scaled by the fitted "
+                  "parameters at the end");
+}
+
+/// The fitted section: per parameter and framework family the prior, the fitted value and the
+/// bounds; the 80% intervals; what the fit saw and its error per source.
+std::string fitted_text(const ProfileDocument& doc) {
+  const FittedSection& f = doc.profile.fitted;
+  if (f.families.empty()) return "Fitted parameters: none (the profile has no fitted section)\n";
+  const std::optional<FitReportSummary>& report = doc.fit_report;
+  std::string out = "Fitted parameters (meshplan fit, " + f.generation +
+                    " generation; planner/fit/parameters.hpp):\n" +
+                    wrap("  ",
+                         "a step runs with the rates above times the scales below, and adds the "
+                         "seconds below; the memory parameters set the OOM risk.");
+  if (report) {
+    std::string files;
+    for (const std::string& file : report->files) files += (files.empty() ? "" : ", ") + file;
+    out += wrap(
+        "  fit:   ",
+        std::to_string(report->runs) + " runs fitted of " + std::to_string(report->files.size()) +
+            " files (" + files + "), " + std::to_string(report->skipped) +
+            " runs of these files skipped (fitted.report.skipped says why)" +
+            (report->leave_out.empty()
+                 ? std::string()
+                 : "; cross-validated leaving one " + report->leave_out + " out at a time"));
+  }
+  Table t({"parameter", "family", "prior", "fitted", "bounds", "note"},
+          {true, true, false, false, false, true});
+  std::map<std::string, std::string> names_by_unit;
+  for (const ParameterSpec& p : fit_parameters()) {
+    std::string& names = names_by_unit[p.unit];
+    names += (names.empty() ? "" : ", ") + p.name;
+    for (const auto& [family, fit] : f.families) {
+      std::string note;
+      if (report) {
+        const auto status = report->parameters.find({p.name, family});
+        if (status != report->parameters.end() && !status->second.fitted) {
+          note = p.scope == ParameterScope::kShared
+                     ? "no runs of the family: the generation's value"
+                     : "no runs of the family: the prior";
+        } else if (status != report->parameters.end() && !status->second.bound_hit.empty()) {
+          note = "at the " + status->second.bound_hit + " bound";
+        }
+      }
+      t.add_row({p.name, family, significant(p.prior(family), 4),
+                 significant(fit.rates.*p.field, 4),
+                 significant(p.lower, 4) + " - " + significant(p.upper, 4), note});
+    }
+  }
+  out += t.render();
+  std::string units;
+  for (const auto& [unit, names] : names_by_unit) {
+    units += (units.empty() ? "" : "; ") + unit + ": " + names;
+  }
+  out += wrap("  units: ", units);
+
+  Table intervals({"family", "p10", "p90", "residuals"}, {true, false, false, false});
+  for (const auto& [family, fit] : f.families) {
+    if (!fit.interval) {
+      intervals.add_row({family, "-", "-", "none"});
+      continue;
+    }
+    intervals.add_row({family, fixed(fit.interval->p10_ratio, 3), fixed(fit.interval->p90_ratio, 3),
+                       std::to_string(fit.interval->cases)});
+  }
+  out += "\n" +
+         wrap("  ",
+              "80% step-time intervals (measured / predicted step time for a run of a study "
+              "the fit has not seen: the studies' cross-validated biases, their spread and a "
+              "run's scatter; planner/fit/fit.hpp interval_for):") +
+         intervals.render(4);
+
+  if (report && !report->errors.empty()) {
+    Table errors({"source", "metric", "runs", "before", "fitted", "cross-validated"},
+                 {true, true, false, false, false, false});
+    for (const FitSourceError& e : report->errors) {
+      errors.add_row({e.source, e.metric, std::to_string(e.runs), percent_or_dash(e.before),
+                      percent_or_dash(e.fitted), percent_or_dash(e.cross_validated)});
+    }
+    out += "\n" +
+           wrap("  ",
+                "Error per source (mean |predicted - measured| / measured of its runs' time "
+                "metric): before = every parameter at its prior, fitted = in-sample, "
+                "cross-validated = predicted by a fit without that source (- where the fit left "
+                "none out):") +
+           errors.render(4);
+  }
+  return out;
+}
+
 std::string header_text(const ProfileDocument& doc) {
   const Profile& p = doc.profile;
   std::string out = wrap("Profile " + p.name + ": ", p.description);
@@ -158,6 +271,7 @@ std::string header_text(const ProfileDocument& doc) {
          ", HBM " + gb_per_s(doc.gpu.hbm_bandwidth_bytes_per_s) + " GB/s)\n";
   out += "  provenance:  " + doc.provenance.kind + ", " + doc.provenance.date + "\n";
   out += wrap("  notes:       ", doc.provenance.notes);
+  out += fitted_header_text(doc);
   return out;
 }
 
@@ -521,6 +635,60 @@ ProfileRecords read_profile_records(const std::string& file) {
   return r;
 }
 
+namespace {
+
+/// `j[key]` when it is a number, else nullopt (a fit report is read leniently).
+std::optional<double> report_number(const nlohmann::json& j, const char* key) {
+  if (!j.is_object() || !j.contains(key) || !j.at(key).is_number()) return std::nullopt;
+  return j.at(key).get<double>();
+}
+
+/// `j[key]` when it is a string, else "".
+std::string report_string(const nlohmann::json& j, const char* key) {
+  if (!j.is_object() || !j.contains(key) || !j.at(key).is_string()) return "";
+  return j.at(key).get<std::string>();
+}
+
+/// The length of the array `j[key]`, 0 when it is not one.
+std::size_t report_count(const nlohmann::json& j, const char* key) {
+  return j.contains(key) && j.at(key).is_array() ? j.at(key).size() : 0;
+}
+
+FitReportSummary read_fit_report(const nlohmann::json& report) {
+  FitReportSummary r;
+  r.files = fit_record_from_report(report).files;
+  r.runs = report_count(report, "runs");
+  r.skipped = report_count(report, "skipped");
+  r.leave_out = report_string(report, "leave_out");
+  if (report_count(report, "parameters") > 0) {
+    for (const nlohmann::json& p : report.at("parameters")) {
+      const std::string name = report_string(p, "name"), family = report_string(p, "family");
+      if (name.empty() || family.empty()) continue;
+      FitParameterStatus status;
+      status.fitted =
+          !(p.contains("fitted") && p.at("fitted").is_boolean()) || p.at("fitted").get<bool>();
+      status.bound_hit = report_string(p, "bound_hit");
+      r.parameters[{name, family}] = status;
+    }
+  }
+  if (report_count(report, "errors") > 0) {
+    for (const nlohmann::json& e : report.at("errors")) {
+      FitSourceError error;
+      error.source = report_string(e, "source");
+      error.metric = report_string(e, "metric");
+      if (error.source.empty()) continue;
+      error.runs = static_cast<std::int64_t>(report_number(e, "runs").value_or(0));
+      error.before = report_number(e, "mape_before");
+      error.fitted = report_number(e, "mape_fitted");
+      error.cross_validated = report_number(e, "mape_cross_validated");
+      r.errors.push_back(std::move(error));
+    }
+  }
+  return r;
+}
+
+}  // namespace
+
 ProfileDocument read_profile_document(const std::string& name_or_path) {
   ProfileDocument doc;
   doc.profile = load_profile(name_or_path);  // InputError naming the file and field
@@ -533,6 +701,10 @@ ProfileDocument read_profile_document(const std::string& name_or_path) {
   doc.provenance.kind = provenance.at("kind").get<std::string>();
   doc.provenance.date = provenance.at("date").get<std::string>();
   doc.provenance.notes = provenance.at("notes").get<std::string>();
+  // load_profile checked that a fitted section's report, when there is one, is an object.
+  if (raw.contains("fitted") && raw.at("fitted").contains("report")) {
+    doc.fit_report = read_fit_report(raw.at("fitted").at("report"));
+  }
   if (doc.given_as_path) {
     for (const std::string& candidate : sidecar_candidates(doc.file)) {
       std::error_code ec;
@@ -573,6 +745,7 @@ std::string render_profile(const ProfileDocument& doc) {
   out += "\n" + attention_text(doc);
   out += "\n" + links_text(doc.profile);
   out += "\n" + collectives_text(doc.profile);
+  out += "\n" + fitted_text(doc);
   return out;
 }
 

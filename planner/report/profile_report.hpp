@@ -3,9 +3,11 @@
 // with the modeled efficiency and TFLOP/s of square GEMMs (costmodel/compute_time.hpp), the
 // attention and HBM efficiencies with the rates they imply on the profile's GPU, the links, the
 // collective fits and, for each fit with a measured busbw curve, the measured busbw beside the
-// fitted line's. The plots (svg_plot.hpp) show busbw against message size per collective and
-// tier, the links' line models, and GEMM efficiency against work, with the measured GEMMs of a
-// calibration sidecar as markers.
+// fitted line's, and the fitted section (`meshplan fit`): per parameter and framework family
+// the prior, the fitted value and the bounds, the 80% intervals, the runs and files the fit
+// saw and its error per source. The plots (svg_plot.hpp) show busbw against message size per
+// collective and tier, the links' line models, and GEMM efficiency against work, with the measured
+// GEMMs of a calibration sidecar as markers.
 //
 // Units: sizes in bytes (tables say KiB/MiB/GiB, 2^10 ...), bandwidths in GB/s = 1e9 bytes/s as
 // nccl-tests prints them, latencies in microseconds, rates in TFLOP/s = 1e12 FLOP/s.
@@ -13,8 +15,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "costmodel/hardware.hpp"
@@ -50,6 +54,37 @@ struct ProfileRecords {
   std::vector<MeasuredGemm> verified_gemms;
 };
 
+/// One source's error in a fit's report (fitted.report.errors): the mean |error| of its runs
+/// of one time metric, each a fraction of the measured value.
+struct FitSourceError {
+  std::string source;  ///< the file's stem, e.g. "nemo-2407"
+  std::string metric;  ///< "step_time_s", "tflops_per_gpu", "mfu", "tokens_per_s_per_gpu"
+  std::int64_t runs = 0;
+  std::optional<double> before;           ///< with every parameter at its prior
+  std::optional<double> fitted;           ///< in-sample, with the fitted parameters
+  std::optional<double> cross_validated;  ///< by a fit without the source; nullopt: none left out
+};
+
+/// How the fit ended for one parameter of one framework family (fitted.report.parameters).
+struct FitParameterStatus {
+  bool fitted = true;     ///< false: the family had no runs; it holds the generation's value
+                          ///< (kShared) or its prior (kFamily), planner/fit/parameters.hpp
+  std::string bound_hit;  ///< "lower" or "upper" where the value ended on that bound, else ""
+};
+
+/// What `meshplan fit` recorded of the runs it fitted (a profile's fitted.report), read
+/// leniently like fit_record_from_report (planner/fit/fitted_json.hpp): the report is a record
+/// for people, so a key missing or of another type reads as absent.
+struct FitReportSummary {
+  std::vector<std::string> files;  ///< report.files: the measured-run files the fit read
+  std::size_t runs = 0;            ///< report.runs entries: the runs fitted
+  std::size_t skipped = 0;         ///< report.skipped entries: runs of the files left out
+  std::string leave_out;           ///< report.leave_out: "study" or "file"; "" when absent
+  /// (parameter name, family) -> its status; absent pairs: the report does not say.
+  std::map<std::pair<std::string, std::string>, FitParameterStatus> parameters;
+  std::vector<FitSourceError> errors;  ///< report.errors, in the file's order
+};
+
 /// Everything `profile show` reports on.
 struct ProfileDocument {
   std::string file;            ///< the profile's file (a preset resolves to configs/profiles/)
@@ -59,6 +94,8 @@ struct ProfileDocument {
   ProfileProvenance provenance;
   /// The sidecar, when P was a path and one lies beside it (sidecar_candidates).
   std::optional<ProfileRecords> records;
+  /// The profile's fitted.report; nullopt without a fitted section or without a report.
+  std::optional<FitReportSummary> fit_report;
 };
 
 /// Sidecar file names looked for beside a profile file, in order: `<file>.records.json` (what
@@ -75,8 +112,9 @@ ProfileRecords read_profile_records(const std::string& file);
 
 /// Loads profile `name_or_path` (a preset name or a path, exactly as load_profile takes it), its
 /// GPU preset and provenance, and the first existing sidecar_candidates when it was given as a
-/// path. Errors: load_profile's InputError for an unknown preset or a bad file (it names the
-/// file and the field), read_profile_records' for a sidecar that exists but is bad.
+/// path, and the fitted section's report (FitReportSummary) when it has one. Errors:
+/// load_profile's InputError for an unknown preset or a bad file (it names the file and the
+/// field), read_profile_records' for a sidecar that exists but is bad.
 ProfileDocument read_profile_document(const std::string& name_or_path);
 
 /// The GPU's dense 16-bit tensor-core peak in FLOP/s the profile's GEMM efficiencies are

@@ -292,17 +292,13 @@ ValidationReport validate_files(const std::vector<std::string>& paths,
   ValidationReport report;
   report.cross_validated = overrides != nullptr;
   std::map<std::string, Profile> profiles;
-  std::map<std::string, std::string> seen;  // case id -> file: ids are unique (SCHEMA.md)
-  for (const std::string& path : paths) {
-    const std::string source = std::filesystem::path(path).stem().string();
-    const std::vector<ValidationCase> cases = load_validation_file(path);
-    for (const ValidationCase& c : cases) {
-      const auto [it, fresh] = seen.emplace(c.id, path);
-      if (!fresh) {
-        throw InputError(path + ": case " + json_quoted(c.id) + " appears again (first in " +
-                         it->second + "); case ids are unique, and a file is given once");
-      }
-    }
+  // In the order given (the report's order), every file read before any case is compared.
+  std::vector<ValidationFile> files;
+  for (const std::string& path : paths) files.push_back({path, load_validation_file(path)});
+  require_unique_case_ids(files);
+  for (const ValidationFile& file : files) {
+    const std::string source = std::filesystem::path(file.path).stem().string();
+    const std::vector<ValidationCase>& cases = file.cases;
     std::vector<Comparison> mine;
     for (const ValidationCase& c : cases) {
       if (!c.skip_reason.empty()) {
@@ -334,16 +330,16 @@ ValidationReport validate_files(const std::vector<std::string>& paths,
   }
   if (report.comparisons.empty()) {
     // An empty table and exit code 0 would read as "validated"; nothing was.
-    std::string files;
+    std::string names;
     for (std::size_t i = 0; i < paths.size(); ++i) {
-      files += (i == 0 ? "" : i + 1 == paths.size() ? " and " : ", ") + paths[i];
+      names += (i == 0 ? "" : i + 1 == paths.size() ? " and " : ", ") + paths[i];
     }
     std::string why;
     for (const SkippedCase& s : report.skipped) {
       why += "\n  " + s.id + " (" + s.source + "): " + s.reason;
     }
     throw InputError(
-        "validate: no case of " + files + " could be compared; " +
+        "validate: no case of " + names + " could be compared; " +
         (report.skipped.empty() ? std::string("they hold no cases")
                                 : "every case was skipped:" + why) +
         "\ngive a file with a case that meshplan models (a GPU with a shipped "

@@ -126,6 +126,9 @@ struct ValidationReport {
   /// Time comparisons with an interval, and how many of them measured inside it.
   std::int64_t interval_cases = 0;
   std::int64_t inside_interval = 0;
+  /// Why no time comparison has an interval, where the reason is the whole report's (a
+  /// cross-validation with too few sources for the nested fits); "" otherwise.
+  std::string no_interval_reason;
   std::vector<Comparison> comparisons;  ///< in file order, then case order
   std::vector<SkippedCase> skipped;
   std::vector<SourceSummary> sources;  ///< one per file, in the order given
@@ -158,12 +161,12 @@ struct TimeOverride {
 };
 
 /// Reads every file (load_validation_file: a case whose ValidationCase::skip_reason is set is
-/// skipped with its reason), predicts each case
-/// and compares. Time predictions carry the profile's interval (step_interval), or come from
-/// `overrides` (by case id) where given; with `overrides`, the report is marked cross-validated.
-/// Throws InputError for an unreadable or malformed file, and when no case of any file could be
-/// compared (every one skipped: the message lists each with its reason), so that an empty
-/// table never passes.
+/// skipped with its reason), predicts each case and compares. Time predictions carry the
+/// profile's interval (step_interval), or come from `overrides` (by case id) where given; with
+/// `overrides`, the report is marked cross-validated. Throws InputError for an unreadable or
+/// malformed file, for an id given twice (require_unique_case_ids: in one file, across files,
+/// or one file given twice), and when no case of any file could be compared (every one
+/// skipped: the message lists each with its reason), so that an empty table never passes.
 ValidationReport validate_files(const std::vector<std::string>& paths,
                                 const std::map<std::string, TimeOverride>* overrides = nullptr);
 

@@ -9,9 +9,15 @@
 #include <utility>
 
 #include "common/atomic_write.hpp"
+#include "common/format.hpp"
 #include "common/input_error.hpp"
 #include "costmodel/counted.hpp"
+#include "costmodel/flops.hpp"
 #include "costmodel/framework.hpp"
+#include "costmodel/hardware.hpp"
+#include "costmodel/param_count.hpp"
+#include "costmodel/precision.hpp"
+#include "costmodel/units.hpp"
 #include "planner/config/json_reader.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/size_bounds.hpp"
@@ -341,6 +347,89 @@ std::optional<double> case_number(const nlohmann::json& raw, const std::string& 
               "must be " + expected + ", or null, got " + describe_json(v));
   }
   return d;
+}
+
+/// Refuses measured values that no run of case `c` (its measured fields read, model, layout,
+/// precision and GPU known) can reach on its GPU, naming the field's JSON path, the value and
+/// what is possible (an mfu above 1 is refused as it is read, case_number):
+///  - tflops_per_gpu above the GPU's dense peak at the run's precision (training_peak_flops,
+///    costmodel/hardware.hpp: the fp8 peak for fp8 and fp8-cs, ...);
+///  - step_time_s and tokens_per_s_per_gpu that would take the step's model FLOPs (gbs x seq
+///    tokens at exact_flops_per_token's causal count, costmodel/flops.hpp: the smallest count
+///    any convention gives) faster than every GPU at that peak;
+///  - peak_memory_bytes above the GPU's capacity (GpuSpec::memory_bytes) for a case that did
+///    not run out of memory, or below the model's weights in 16 bits spread over all its GPUs
+///    (2 bytes x count_params' total / num_gpus; training keeps weights of 16 bits or wider on
+///    the GPUs, and no case offloads parameters).
+/// The FLOP and weight bounds need a model meshplan counts (`counted`: read_model gave it no
+/// skip reason; a hybrid Mamba or LatentMoE case is held to the peak and the capacity only); a
+/// GPU without a preset (TPUs) or without a peak at the precision (validate skips those cases)
+/// is not checked. Throws InputError: "<file>: $.cases[3].measured.tflops_per_gpu (case "id"):
+/// is 2000 TFLOP/s, above the h100-sxm's dense bf16 peak of 989.4 TFLOP/s, ...".
+void check_physical_limits(const ValidationCase& c, const std::string& file, std::size_t index,
+                           bool counted) {
+  if (c.gpu.rfind("tpu-", 0) == 0) return;  // no GPU preset: nothing to hold it to
+  const GpuSpec gpu = load_gpu(c.gpu);
+  const std::optional<double> peak = training_peak_flops(gpu, c.setup.precision);
+  const std::string precision = to_string(c.setup.precision);
+  const auto fail = [&](const char* key, const std::string& message) {
+    fail_case(file, index, c.id, std::string("measured.") + key, message);
+  };
+  const auto tflops = [](double flops_per_s) { return fixed(flops_per_s / kTera, 1); };
+  if (peak) {
+    const std::string peak_text =
+        "the " + gpu.name + "'s dense " + precision + " peak of " + tflops(*peak) + " TFLOP/s";
+    if (c.tflops_per_gpu && *c.tflops_per_gpu * kTera > *peak) {
+      fail("tflops_per_gpu", "is " + significant(*c.tflops_per_gpu, 6) + " TFLOP/s, above " +
+                                 peak_text + ", which no run sustains; expected at most " +
+                                 tflops(*peak) + " (TFLOP/s per GPU: not per node, not in total)");
+    }
+    if (counted && (c.step_time_s || c.tokens_per_s_per_gpu)) {
+      const double tokens = static_cast<double>(c.layout.gbs) * static_cast<double>(c.setup.seq);
+      const double gpus = static_cast<double>(c.num_gpus);
+      const double flops =
+          tokens * exact_flops_per_token(c.model, c.setup.seq, AttentionFlops::kCausal).training;
+      const double fastest_s = flops / (gpus * *peak);
+      const std::string work = "a step's " + with_commas(static_cast<std::int64_t>(tokens)) +
+                               " tokens (gbs x seq) take at least " + scientific(flops) +
+                               " FLOP (model count, causal attention), " +
+                               significant(fastest_s, 4) + " s on " + std::to_string(c.num_gpus) +
+                               " GPUs at " + peak_text;
+      if (c.step_time_s && *c.step_time_s < fastest_s) {
+        fail("step_time_s", "is " + significant(*c.step_time_s, 6) + " s, but " + work +
+                                "; expected at least " + significant(fastest_s, 4) +
+                                " s (seconds per optimizer step, the global batch)");
+      }
+      const double most_tokens = tokens / fastest_s / gpus;
+      if (c.tokens_per_s_per_gpu && *c.tokens_per_s_per_gpu > most_tokens) {
+        fail("tokens_per_s_per_gpu", "is " + significant(*c.tokens_per_s_per_gpu, 6) +
+                                         " tokens/s per GPU, but " + work + "; expected at most " +
+                                         significant(most_tokens, 6) +
+                                         " (tokens/s per GPU, not in total)");
+      }
+    }
+  }
+  if (!c.peak_memory_bytes) return;
+  const double bytes = *c.peak_memory_bytes;
+  if (!c.oom.value_or(false) && bytes > gpu.memory_bytes) {
+    fail("peak_memory_bytes",
+         "is " + fixed(bytes, 0) + " bytes (" + gib(bytes) + "), above the " + gpu.name +
+             "'s capacity of " + fixed(gpu.memory_bytes, 0) + " bytes (" + gib(gpu.memory_bytes) +
+             "), which a run that did not run out of memory never exceeds; expected the peak of "
+             "one GPU in bytes (GiB x 2^30 or GB x 1e9 as the source states it)");
+  }
+  if (!counted) return;
+  const double weights = 2.0 * static_cast<double>(count_params(c.model).total);
+  const double least = weights / static_cast<double>(c.num_gpus);
+  if (bytes < least) {
+    fail("peak_memory_bytes",
+         "is " + fixed(bytes, 0) + " bytes (" + size_difference(bytes) + "), below the " +
+             size_difference(least) + " that the model's weights in 16 bits (" + gb(weights) +
+             ") take on each of its " + std::to_string(c.num_gpus) +
+             " GPUs even sharded over all of them; expected the peak of one GPU in bytes (GiB x "
+             "2^30 or GB x 1e9 as the source states it), at least " +
+             fixed(std::ceil(least), 0));
+  }
 }
 
 /// Whether the case's notes name an interleaved pipeline schedule ("Interleaved 1F1B", any
@@ -760,6 +849,7 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
                              "or drop the throughput");
   }
   c.memory_metric = measured.string_or_null("memory_metric").value_or("");
+  check_physical_limits(c, file, index, hybrid.empty());
   read_inferred(json, o);
   // SCHEMA.md: every free-text mapping, assumption and caveat ("" where there is none).
   o.string("notes");
@@ -790,16 +880,22 @@ std::vector<ValidationFile> load_validation_files(const std::vector<std::string>
   for (const std::string& path : paths) ordered.emplace_back(resolved_file_path(path), path);
   std::sort(ordered.begin(), ordered.end());
   std::vector<ValidationFile> files;
-  std::map<std::string, const ValidationCase*> seen;  // id -> its first case
   for (const auto& [absolute, path] : ordered) {
     files.push_back({path, load_validation_file(path)});
   }
+  require_unique_case_ids(files);
+  return files;
+}
+
+void require_unique_case_ids(const std::vector<ValidationFile>& files) {
+  std::map<std::string, const ValidationCase*> seen;  // id -> its first case
   for (const ValidationFile& file : files) {
     for (const ValidationCase& c : file.cases) {
       const auto [first, fresh] = seen.emplace(c.id, &c);
       if (fresh) continue;
       const ValidationCase& before = *first->second;
-      const bool same = same_file(before.file, c.file);
+      // The same case of the same file: the file was given twice (not one id twice in it).
+      const bool same = before.index == c.index && same_file(before.file, c.file);
       throw InputError(c.file + ": $.cases[" + std::to_string(c.index) +
                        "].id: " + json_quoted(c.id) + " is also the id of $.cases[" +
                        std::to_string(before.index) + "] of " + before.file +
@@ -809,7 +905,6 @@ std::vector<ValidationFile> load_validation_files(const std::vector<std::string>
                        (same ? "give each file once" : "give one of the two another id"));
     }
   }
-  return files;
 }
 
 std::vector<ValidationCase> validation_cases_from_json(const nlohmann::json& json,

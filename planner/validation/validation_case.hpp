@@ -63,11 +63,15 @@ struct ValidationFile {
 
 /// Every file of `paths` (load_validation_file), in the order of their absolute paths
 /// (resolved_file_path), whatever order they are given in: what a fit reads does not depend on
-/// the command line's order. Throws InputError, naming both files and the id, when two cases
-/// share an id (SCHEMA.md: unique across the files), the same file given twice included, as its
-/// runs would count twice in a fit: "b.json: $.cases[0].id: "x" is also the id of $.cases[3] of
-/// a.json; ...".
+/// the command line's order. Throws require_unique_case_ids' InputError.
 std::vector<ValidationFile> load_validation_files(const std::vector<std::string>& paths);
+
+/// Throws InputError, naming both files, the JSON paths of both cases and the id, when two
+/// cases of `files` share an id (SCHEMA.md: unique across the files; the same file given twice,
+/// or one id twice in a file, included), as a run would count twice in a fit or a validation:
+/// "b.json: $.cases[0].id: "x" is also the id of $.cases[3] of a.json; ...". Cases are compared
+/// in the order of `files`, the first occurrence named second.
+void require_unique_case_ids(const std::vector<ValidationFile>& files);
 
 /// The same for a file already parsed into `json`; `path` names it in errors and in each case.
 std::vector<ValidationCase> validation_cases_from_json(const nlohmann::json& json,

@@ -237,3 +237,27 @@ TEST_CASE("fit refuses a run id given twice, naming both files and the id", "[ba
                      "twice would count twice: give one of the two another id");
   CHECK_FALSE(std::filesystem::exists(out));
 }
+
+TEST_CASE("validate refuses a run id given twice, as fit does", "[bad_input][validate]") {
+  const std::string a = test::validation_file("vv-a.json", {test::validation_case_json()});
+  const std::string b = test::validation_file("vv-b.json", {test::validation_case_json()});
+  nlohmann::json other = test::validation_case_json();
+  other["id"] = "gpt22b-other";
+  const std::string twice = test::validation_file(
+      "vv-twice.json", {test::validation_case_json(), other, test::validation_case_json()});
+  // One id twice in one file: $.cases[2] repeats $.cases[0].
+  expect_refused({"validate", twice},
+                 twice + ": $.cases[2].id: \"gpt22b\" is also the id of $.cases[0] of " + twice +
+                     "; a run's id is unique across the files (SCHEMA.md), and a run given "
+                     "twice would count twice: give one of the two another id");
+  // One id in two files, in the order given (validate reports the files in that order).
+  expect_refused({"validate", b, a},
+                 a + ": $.cases[0].id: \"gpt22b\" is also the id of $.cases[0] of " + b +
+                     "; a run's id is unique across the files (SCHEMA.md), and a run given "
+                     "twice would count twice: give one of the two another id");
+  // The same file twice.
+  expect_refused({"validate", a, a},
+                 a + ": $.cases[0].id: \"gpt22b\" is also the id of $.cases[0] of " + a +
+                     " (the same file, given twice); a run's id is unique across the files "
+                     "(SCHEMA.md), and a run given twice would count twice: give each file once");
+}

@@ -1,48 +1,92 @@
-// planner/fit/fit.hpp interval_for: the 80% interval from cross-validated residuals, each study
-// (fold) weighing the same, on residuals a reader can add up.
+// planner/fit/fit.hpp interval_for: the 80% interval for a run of a new study from
+// cross-validated residuals (a random-effects prediction interval, each study weighing the
+// same), on residuals a reader can add up; planner/fit/student_t.hpp's t quantiles.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <string>
 #include <vector>
 
 #include "planner/fit/fit.hpp"
+#include "planner/fit/student_t.hpp"
 
 using namespace meshplan;
 
 namespace {
 
-/// Runs of `fold` on hopper under the megatron family, `count` of them.
-void add_runs(std::vector<FitRun>& runs, std::vector<double>& log_errors, const std::string& fold,
-              int count, double measured_over_predicted) {
-  for (int i = 0; i < count; ++i) {
-    FitRun r;
-    r.fold = fold;
-    r.source = fold;
-    r.generation = "hopper";
-    r.family = "megatron";
-    runs.push_back(r);
-    // interval_for takes measured / predicted as exp(-e).
-    log_errors.push_back(-std::log(measured_over_predicted));
+/// Runs of `fold` on hopper under the megatron family, one per log(measured / predicted) in
+/// `log_ratios`.
+void add_log_runs(std::vector<FitRun>& runs, std::vector<double>& log_errors,
+                  const std::string& fold, const std::vector<double>& log_ratios) {
+  for (const double r : log_ratios) {
+    FitRun run;
+    run.fold = fold;
+    run.source = fold;
+    run.generation = "hopper";
+    run.family = "megatron";
+    runs.push_back(run);
+    // interval_for takes log(measured / predicted) as -e.
+    log_errors.push_back(-r);
   }
 }
 
+/// `count` runs of `fold` whose measured / predicted is `measured_over_predicted`.
+void add_runs(std::vector<FitRun>& runs, std::vector<double>& log_errors, const std::string& fold,
+              int count, double measured_over_predicted) {
+  add_log_runs(runs, log_errors, fold,
+               std::vector<double>(count, std::log(measured_over_predicted)));
+}
+
+/// t(0.9) with 1 degree of freedom (three studies): the Cauchy's tan(0.4 pi).
+const double kT1 = std::tan(0.4 * std::acos(-1.0));
+
 }  // namespace
 
-TEST_CASE("fit intervals: each study weighs the same, not each run", "[fit]") {
-  // Study a: one run, measured / predicted 2.0; study b: one run, 0.5; study c: eight runs, 1.0
-  // each. Weights: a 1, b 1, each of c's runs 1/8 (c 1 in all), total 3. In ascending order
-  // the cumulative weight is 1 after 0.5, 2 after the eight 1.0s, 3 after 2.0: the 10th
-  // percentile (0.3 of 3) is 0.5, the 90th (2.7 of 3) is 2.0. Counting runs instead (10 of
-  // them, linear interpolation) would give 0.95 and 1.1: c's eight runs would set the interval.
+TEST_CASE("student t: quantiles with closed forms, and the normal's at many dof", "[fit]") {
+  // dof 1 (Cauchy): tan(pi (q - 1/2)) = tan(0.4 pi) = 3.0777 at q 0.9. dof 2: (2q - 1) /
+  // sqrt(2 q (1 - q)) = 0.8 / sqrt(0.18) = 1.8856. dof 3: P(|T| <= t) = (2 / pi) (theta + sin
+  // theta cos theta), which at t = 1.6377 (tables: 1.638) is 0.8.
+  CHECK(student_t_quantile(0.9, 1) == Approx(kT1).epsilon(1e-9));
+  CHECK(student_t_quantile(0.9, 2) == Approx(0.8 / std::sqrt(0.18)).epsilon(1e-9));
+  CHECK(student_t_quantile(0.9, 3) == Approx(1.6377).epsilon(1e-4));
+  // Many degrees of freedom: the normal's 90th percentile, 1.28155 (t(0.9, 1000) = 1.2824).
+  CHECK(student_t_quantile(0.9, 1000) == Approx(1.2824).epsilon(1e-3));
+  CHECK(student_t_quantile(0.5, 7) == Approx(0).margin(1e-9));
+}
+
+TEST_CASE("fit intervals: a new study's interval spans the studies' biases", "[fit]") {
+  // Three studies of four runs, log(measured / predicted): a {0.1, 0.3, 0.1, 0.3} (mean 0.2),
+  // b {-0.1, 0.1, ...} (mean 0), c {-0.3, -0.1, ...} (mean -0.2). mu = 0; the means' variance
+  // V = (0.04 + 0 + 0.04) / 2 = 0.04; within each study 4 x 0.01 / 3 = 0.013333 (s2); tau2 =
+  // V - s2 x 1/4 = 0.036667. Half-width t(0.9, 1) sqrt(tau2 + V / 3 + s2) = 3.0777 x
+  // sqrt(0.063333) = 0.77453: ratios exp(-/+0.77453) = 0.46092 and 2.16958.
   std::vector<FitRun> runs;
   std::vector<double> e;
-  add_runs(runs, e, "a", 1, 2.0);
-  add_runs(runs, e, "b", 1, 0.5);
+  add_log_runs(runs, e, "a", {0.1, 0.3, 0.1, 0.3});
+  add_log_runs(runs, e, "b", {-0.1, 0.1, -0.1, 0.1});
+  add_log_runs(runs, e, "c", {-0.3, -0.1, -0.3, -0.1});
+  const std::optional<StepInterval> i = interval_for(runs, e, "hopper", "megatron");
+  REQUIRE(i.has_value());
+  const double half = kT1 * std::sqrt(0.04 - 0.04 / 3 / 4 + 0.04 / 3 + 0.04 / 3);
+  CHECK(half == Approx(0.77453).epsilon(1e-4));
+  CHECK(i->p10_ratio == Approx(std::exp(-half)).epsilon(1e-9));
+  CHECK(i->p90_ratio == Approx(std::exp(half)).epsilon(1e-9));
+  CHECK(i->cases == 12);
+}
+
+TEST_CASE("fit intervals: each study weighs the same, not each run", "[fit]") {
+  // Study a: one run at log ratio 0.4; b: one at -0.2; c: eight at 0. Each study weighing the
+  // same, the centre is mu = (0.4 - 0.2 + 0) / 3 = 0.066667 (counting runs: 0.2 / 10 = 0.02,
+  // c's eight runs would pull it to 0). V = (0.333^2 + 0.267^2 + 0.067^2) / 2 = 0.093333; only c
+  // has a within-study variance, 0, so tau2 = V; half-width 3.0777 x sqrt(V + V / 3) = 1.08570.
+  std::vector<FitRun> runs;
+  std::vector<double> e;
+  add_log_runs(runs, e, "a", {0.4});
+  add_log_runs(runs, e, "b", {-0.2});
   add_runs(runs, e, "c", 8, 1.0);
   const std::optional<StepInterval> i = interval_for(runs, e, "hopper", "megatron");
   REQUIRE(i.has_value());
-  CHECK(i->p10_ratio == Approx(0.5).epsilon(1e-12));
-  CHECK(i->p90_ratio == Approx(2.0).epsilon(1e-12));
+  CHECK(std::sqrt(i->p10_ratio * i->p90_ratio) == Approx(std::exp(0.2 / 3)).epsilon(1e-9));
+  CHECK(std::log(i->p90_ratio / i->p10_ratio) / 2 == Approx(1.08570).epsilon(1e-5));
   CHECK(i->cases == 10);
 }
 
@@ -60,8 +104,10 @@ TEST_CASE("fit intervals: fewer than three studies or ten runs give none", "[fit
 }
 
 TEST_CASE("fit intervals: a family with too few studies takes its generation's", "[fit]") {
-  // megatron on hopper: studies a and b only; the pytorch study c joins at the generation level,
-  // where the three studies' ratios 1.2, 0.8 and 1.0 (one run-weight each) give p10 0.8, p90 1.2.
+  // megatron on hopper: studies a and b only; the pytorch study c joins at the generation
+  // level, 12 runs of three studies at log ratios ln 1.2 = 0.18232, ln 0.8 = -0.22314 and 0:
+  // mu = -0.013607, V = 0.041239 (no within-study spread: tau2 = V), half-width 3.0777 x
+  // sqrt(V x 4 / 3) = 0.72169.
   std::vector<FitRun> runs;
   std::vector<double> e;
   add_runs(runs, e, "a", 4, 1.2);
@@ -71,6 +117,26 @@ TEST_CASE("fit intervals: a family with too few studies takes its generation's",
   const std::optional<StepInterval> i = interval_for(runs, e, "hopper", "megatron");
   REQUIRE(i.has_value());
   CHECK(i->cases == 12);
-  CHECK(i->p10_ratio == Approx(0.8).epsilon(1e-12));
-  CHECK(i->p90_ratio == Approx(1.2).epsilon(1e-12));
+  CHECK(i->p10_ratio == Approx(std::exp(-0.013607 - 0.72169)).epsilon(1e-4));
+  CHECK(i->p90_ratio == Approx(std::exp(-0.013607 + 0.72169)).epsilon(1e-4));
+}
+
+TEST_CASE("fit intervals: four studies of all runs before three of the generation", "[fit]") {
+  // Hopper megatron: studies a, b, c (4 runs each at log ratios 0.1, 0, -0.1); an ampere study
+  // d (4 runs at 0.3). The hopper level has three studies (t(0.9, 1) = 3.08); all runs have
+  // four (t(0.9, 2) = 0.8 / sqrt(0.18) = 1.8856) and are taken: 16 runs, mu = 0.3 / 4 = 0.075,
+  // V = (0.025^2 + 0.075^2 + 0.175^2 + 0.225^2) / 3 = 0.029167 (tau2 = V, no within-study
+  // spread), half-width 1.8856 x sqrt(V x 5 / 4) = 0.36004.
+  std::vector<FitRun> runs;
+  std::vector<double> e;
+  add_runs(runs, e, "a", 4, std::exp(0.1));
+  add_runs(runs, e, "b", 4, 1.0);
+  add_runs(runs, e, "c", 4, std::exp(-0.1));
+  add_runs(runs, e, "d", 4, std::exp(0.3));
+  for (std::size_t k = 12; k < runs.size(); ++k) runs[k].generation = "ampere";
+  const std::optional<StepInterval> i = interval_for(runs, e, "hopper", "megatron");
+  REQUIRE(i.has_value());
+  CHECK(i->cases == 16);
+  CHECK(std::sqrt(i->p10_ratio * i->p90_ratio) == Approx(std::exp(0.075)).epsilon(1e-9));
+  CHECK(std::log(i->p90_ratio / i->p10_ratio) / 2 == Approx(0.36004).epsilon(1e-4));
 }

@@ -438,6 +438,81 @@ TEST_CASE("validate: measured values out of range name the file, case id and JSO
   }
 }
 
+TEST_CASE("validate and fit: measurements no run can reach on its GPU are refused",
+          "[bounds][validate][fit]") {
+  // The case: GPT-22B, fp16 on 8 a100-80g (dense fp16 peak 312 TFLOP/s, 80 GiB =
+  // 85,899,345,920 bytes), gbs 4 x seq 2048 = 8,192 tokens per step.
+  //   Model FLOPs per token (costmodel/flops.hpp, causal attention): forward = GEMMs 2 x 12 h^2 L
+  //   = 2 x 12 x 6144^2 x 48 = 43,486,543,872 + attention 4 s h L / 2 = 4 x 2048 x 6144 x 48 / 2
+  //   = 1,207,959,552 + LM head 2 h V = 2 x 6144 x 51200 = 629,145,600 -> 45,323,649,024;
+  //   training = 3 x forward = 135,970,947,072. A step: x 8,192 = 1.1139e15 FLOP, at least
+  //   1.1139e15 / (8 x 312e12) = 0.4463 s; at most 8,192 / 0.44627 / 8 = 2294.61 tokens/s per GPU.
+  //   Weights: 12 h^2 + 13 h = 453,064,704 per layer x 48 = 21,747,105,792, + embedding 51200 x
+  //   6144 = 314,572,800 + positions 2048 x 6144 = 12,582,912 + final norm 2 x 6144 = 12,288
+  //   -> 22,074,273,792 parameters; in 16 bits over 8 GPUs: 2 x that / 8 = 5,518,568,448 bytes.
+  struct Case {
+    std::vector<std::pair<const char*, nlohmann::json>> measured;
+    std::string key;      // the field the error names
+    std::string message;  // what follows "(case "gpt22b"): "
+  };
+  const std::string work =
+      "a step's 8,192 tokens (gbs x seq) take at least 1.11e+15 FLOP (model count, causal "
+      "attention), 0.4463 s on 8 GPUs at the a100-80g's dense fp16 peak of 312.0 TFLOP/s";
+  const std::vector<Case> refused = {
+      {{{"tflops_per_gpu", 312.5}},
+       "tflops_per_gpu",
+       "is 312.5 TFLOP/s, above the a100-80g's dense fp16 peak of 312.0 TFLOP/s, which no run "
+       "sustains; expected at most 312.0 (TFLOP/s per GPU: not per node, not in total)"},
+      {{{"step_time_s", 0.44}},
+       "step_time_s",
+       "is 0.44 s, but " + work +
+           "; expected at least 0.4463 s (seconds per optimizer step, the global batch)"},
+      {{{"step_time_s", nullptr}, {"tokens_per_s_per_gpu", 2300}},
+       "tokens_per_s_per_gpu",
+       "is 2300 tokens/s per GPU, but " + work +
+           "; expected at most 2294.61 (tokens/s per GPU, not in total)"},
+      {{{"peak_memory_bytes", 85899345920.0 + 1024}, {"oom", false}},
+       "peak_memory_bytes",
+       "is 85899346944 bytes (80.0 GiB), above the a100-80g's capacity of 85899345920 bytes "
+       "(80.0 GiB), which a run that did not run out of memory never exceeds; expected the peak "
+       "of one GPU in bytes (GiB x 2^30 or GB x 1e9 as the source states it)"},
+      {{{"peak_memory_bytes", 5518568448.0 - 2}},
+       "peak_memory_bytes",
+       "is 5518568446 bytes (5.1 GiB), below the 5.1 GiB that the model's weights in 16 bits "
+       "(44.1 GB) take on each of its 8 GPUs even sharded over all of them; expected the peak of "
+       "one GPU in bytes (GiB x 2^30 or GB x 1e9 as the source states it), at least 5518568448"},
+  };
+  for (const Case& c : refused) {
+    nlohmann::json bad = validation_case();
+    for (const auto& [key, value] : c.measured) bad["measured"][key] = value;
+    INFO(bad["measured"].dump());
+    const std::string file = validation_file("v-impossible.json", {bad});
+    const std::string message = "meshplan: error: " + file + ": $.cases[0].measured." + c.key +
+                                " (case \"gpt22b\"): " + c.message + "\n";
+    expect_exact_error({"validate", file}, message);
+    expect_exact_error({"fit", file, "--out", test::temp_dir() + "/v-impossible-fit.json"},
+                       message);
+  }
+  // At the limits, and a peak beyond the capacity of a run that ran out of memory (the
+  // allocation it failed on), the case is read.
+  const std::vector<std::vector<std::pair<const char*, nlohmann::json>>> accepted = {
+      {{"tflops_per_gpu", 312.0}, {"flops_definition", "model"}},
+      {{"step_time_s", 0.4464}},
+      {{"step_time_s", nullptr}, {"tokens_per_s_per_gpu", 2294.6}},
+      {{"peak_memory_bytes", 85899345920.0}, {"oom", false}},
+      {{"peak_memory_bytes", 5518568448.0}},
+  };
+  for (const auto& measured : accepted) {
+    nlohmann::json ok = validation_case();
+    for (const auto& [key, value] : measured) ok["measured"][key] = value;
+    INFO(ok["measured"].dump());
+    const test::CliResult r =
+        test::run({"validate", validation_file("v-possible.json", {ok}), "--json"});
+    INFO(r.err);
+    CHECK(r.exit_code == 0);
+  }
+}
+
 TEST_CASE("validate: a scale-out rate out of range names the case and its JSON path",
           "[bounds][validate]") {
   // 1e-320 Gb/s printed an infinite step time with exit 0; 1e300 overflowed and was dropped.

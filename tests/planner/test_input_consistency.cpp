@@ -15,6 +15,8 @@
 #include "costmodel/layout.hpp"
 #include "costmodel/model_spec.hpp"
 #include "planner/config/loaders.hpp"
+#include "planner/config/profile_loader.hpp"
+#include "planner/config/spec_json.hpp"
 #include "planner/validation/validation_case.hpp"
 #include "tests/support/cli_expect.hpp"
 #include "tests/support/cli_runner.hpp"
@@ -870,6 +872,39 @@ TEST_CASE("validate: nothing compared is an error that says why, not an empty ta
                                     "only"));
 }
 
+TEST_CASE("validate --cross-validate: too few sources for intervals is said once, not blank cells",
+          "[consistency][validate][fit]") {
+  // Two files, left out one at a time: a case's interval needs the nested residuals of
+  // kMinIntervalFolds = 3 other files, and one is left.
+  nlohmann::json second = test::validation_case_json();
+  second["id"] = "gpt22b-second";
+  second["measured"]["step_time_s"] = 1.5;
+  const std::string a = test::validation_file("cvi-a.json", {test::validation_case_json()});
+  const std::string b = test::validation_file("cvi-b.json", {second});
+  const test::CliResult r =
+      test::run({"validate", "--cross-validate", "--leave-out", "file", a, b});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  // No column, and the heading says nothing of intervals.
+  CHECK_THAT(r.out, !Catch::Contains("p10 to p90"));
+  CHECK_THAT(r.out, !Catch::Contains("its 80% intervals"));
+  CHECK_THAT(r.out, Catch::Contains("Cross-validated: each source's time predictions come from a "
+                                    "fit without that source (leave one source out; meshplan "
+                                    "fit).\n"));
+  CHECK_THAT(r.out, Catch::Contains("  No 80% intervals: a case's interval comes from the "
+                                    "residuals of at least 3 other files, each predicted by a fit "
+                                    "without its own and the case's (planner/fit/fit.hpp "
+                                    "interval_for); these runs are of 2 files, so leaving one out "
+                                    "leaves 1. Give runs of 4 or more files for intervals;"));
+  const test::CliResult j =
+      test::run({"validate", "--cross-validate", "--leave-out", "file", a, b, "--json"});
+  REQUIRE(j.exit_code == 0);
+  const nlohmann::json interval = nlohmann::json::parse(j.out)["summary"]["interval"];
+  CHECK(interval["cases"] == 0);
+  CHECK_THAT(interval["no_interval_reason"].get<std::string>(),
+             Catch::StartsWith("a case's interval comes from the residuals of at least 3"));
+}
+
 TEST_CASE("validate --cross-validate refuses one fold, and fit never writes over its input",
           "[consistency][validate][fit]") {
   // One file is one study: leaving it out leaves nothing to fit.
@@ -881,4 +916,53 @@ TEST_CASE("validate --cross-validate refuses one fold, and fit never writes over
   r = test::run({"fit", file, "--out", file});
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Catch::Contains("--out " + file + ": names the same file as the input"));
+}
+
+TEST_CASE(
+    "a GPU file under a preset's name: the shipped profile it takes is named, with how it "
+    "differs",
+    "[consistency][profile]") {
+  // An h100-sxm with twice the memory (2 x 85,520,809,984 bytes), still named h100-sxm.
+  GpuSpec bigger = load_gpu("h100-sxm");
+  bigger.memory_bytes *= 2;
+  CHECK(preset_gpu_differences(bigger) == std::vector<std::string>{"memory_bytes"});
+  // A copy of the preset, and a GPU of a name of its own, differ from no preset.
+  CHECK(preset_gpu_differences(load_gpu("h100-sxm")).empty());
+  GpuSpec own = bigger;
+  own.name = "my-h100";
+  CHECK(preset_gpu_differences(own).empty());
+  CHECK(shipped_profile_gpu_note(own, "--gpu x").empty());
+
+  // plan and estimate: a cluster file whose GPU is that file.
+  const std::string gpu =
+      test::write_temp_file("gpu-h100-bigger.json", gpu_to_json(bigger).dump(2));
+  nlohmann::json cluster = cluster_to_json(load_cluster("dgx-h100"));
+  cluster["gpu"] = gpu;
+  const std::string file = test::write_temp_file("cluster-h100-bigger.json", cluster.dump(2));
+  const std::string note =
+      "note: profile h100, the shipped profile of the h100-sxm preset, is taken for this "
+      "h100-sxm (--cluster " +
+      file +
+      "), which differs from the preset in memory_bytes: the profile's rates and fitted "
+      "parameters are the preset GPU's; give --profile to choose one, or give the GPU a name of "
+      "its own\n";
+  const std::vector<std::string> estimate = {"estimate", "--model", "llama3-8b", "--cluster", file,
+                                             "--gpus",   "8",       "--tp",      "8"};
+  const test::CliResult r = test::run(estimate);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.err, Catch::Contains(note));
+  CHECK_THAT(r.out, Catch::Contains("profile h100)"));
+  // Chosen explicitly, nothing to say.
+  std::vector<std::string> chosen = estimate;
+  chosen.insert(chosen.end(), {"--profile", "h100"});
+  CHECK_THAT(test::run(chosen).err, !Catch::Contains("shipped profile of the h100-sxm preset"));
+  CHECK_THAT(test::run({"plan", "--model", "llama3-8b", "--cluster", file, "--gpus", "8"}).err,
+             Catch::Contains(note));
+  // ledger takes the profile's memory parameters for the OOM risk, and says so.
+  CHECK_THAT(
+      test::run({"ledger", "--model", "llama3-8b", "--gpu", gpu, "--tp", "8", "--gpus", "8"}).err,
+      Catch::Contains("note: profile h100, the shipped profile of the h100-sxm preset, is "
+                      "taken for this h100-sxm (--gpu " +
+                      gpu + "), which differs from the preset in memory_bytes"));
 }

@@ -14,6 +14,8 @@
 #include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
 #include "planner/config/spec_json.hpp"
+#include "planner/fit/fitted_json.hpp"
+#include "planner/fit/parameters.hpp"
 #include "planner/report/profile_report.hpp"
 #include "planner/report/svg_plot.hpp"
 #include "tests/support/cli_runner.hpp"
@@ -136,6 +138,75 @@ TEST_CASE("profile show h100: the header and the square-GEMM table", "[profile]"
                                                 "of", "the", "datasheet's", "3350.0", "GB/s"});
   // The preset is not a path: no sidecar line.
   CHECK_THAT(r.out, !Catch::Contains("Raw records"));
+}
+
+TEST_CASE("profile show: the fitted section's parameters, intervals, runs and errors",
+          "[profile][fit]") {
+  // The shipped profiles are meshplan fit output: the header says so.
+  const test::CliResult preset = test::run({"profile", "show", "h100"});
+  REQUIRE(preset.exit_code == 0);
+  CHECK_THAT(preset.out, Catch::Contains("  fitted:      yes, to "));
+  CHECK_THAT(preset.out, Catch::Contains("Fitted parameters (meshplan fit, hopper generation"));
+
+  // A fitted section with fixed numbers: megatron's GEMM scale 0.9 (prior 1, bounds 0.6 -
+  // 1.05) and an interval 0.8 - 1.2 over 12 residuals; pytorch and other at their priors,
+  // other without an interval. The report: 3 runs of 2 files, 1 skipped, one parameter the fit
+  // could not set (other has no runs), one on its bound, and two sources' errors.
+  Profile p = test_profile("show-fitted", false);
+  p.fitted = FittedSection{};
+  p.fitted.generation = "hopper";
+  for (const char* family : {"megatron", "pytorch", "other"}) {
+    p.fitted.families[family].rates = prior_rates(family);
+  }
+  p.fitted.families["megatron"].rates.gemm_efficiency_scale = 0.9;
+  p.fitted.families["megatron"].interval = StepInterval{0.8, 1.2, 12};
+  p.fitted.families["pytorch"].interval = StepInterval{0.8, 1.2, 12};
+  const nlohmann::json report = nlohmann::json::parse(R"({
+    "files": ["a.json", "b.json"], "runs": [{}, {}, {}], "skipped": [{}], "leave_out": "study",
+    "parameters": [
+      {"name": "gemm_efficiency_scale", "family": "other", "fitted": false},
+      {"name": "gather_latency_s", "family": "megatron", "fitted": true, "bound_hit": "lower"}],
+    "errors": [
+      {"source": "a", "metric": "step_time_s", "runs": 2, "mape_before": 0.25,
+       "mape_fitted": 0.05, "mape_cross_validated": 0.125},
+      {"source": "b", "metric": "mfu", "runs": 1, "mape_before": 0.1, "mape_fitted": 0.02,
+       "mape_cross_validated": null}]})");
+  nlohmann::json file = profile_to_json(p);
+  file["fitted"] = fitted_to_json(p.fitted, report);
+  const std::string path = test::write_temp_file("show-fitted.json", file.dump(2));
+  const test::CliResult r = test::run({"profile", "show", path});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("  fitted:      yes, to 3 measured training runs of 2 files "
+                                    "(meshplan fit)"));
+  CHECK_THAT(r.out, Catch::Contains("  fit:   3 runs fitted of 2 files (a.json, b.json), 1 runs "
+                                    "of these files skipped"));
+  CHECK_THAT(r.out, Catch::Contains("cross-validated leaving one study out at a time"));
+  // Columns: prior, fitted, bounds (lower - upper), note.
+  CHECK(row(r.out, {"gemm_efficiency_scale", "megatron"}) == Cells{"1", "0.9", "0.6", "-", "1.05"});
+  CHECK(row(r.out, {"gemm_efficiency_scale", "other"}) ==
+        Cells{"1", "1", "0.6", "-", "1.05", "no", "runs", "of", "the", "family:", "the",
+              "generation's", "value"});
+  // gather_latency_s: a kFamily parameter in seconds, prior 0, bounds 0 - 0.005.
+  CHECK(row(r.out, {"gather_latency_s", "megatron"}) ==
+        Cells{"0", "0", "0", "-", "0.005", "at", "the", "lower", "bound"});
+  // Intervals: family, p10, p90, residuals.
+  CHECK(row(r.out, {"megatron"}) == Cells{"0.800", "1.200", "12"});
+  CHECK(row(r.out, {"other"}) == Cells{"-", "-", "none"});
+  // Errors: source, metric, runs, before, fitted, cross-validated (b: none left out).
+  CHECK(row(r.out, {"a", "step_time_s"}) == Cells{"2", "25.0%", "5.0%", "12.5%"});
+  CHECK(row(r.out, {"b", "mfu"}) == Cells{"1", "10.0%", "2.0%", "-"});
+
+  // A profile without a fitted section (meshplan-calibrate's output) says so.
+  Profile unfitted = test_profile("show-unfitted", false);
+  unfitted.fitted = FittedSection{};
+  const std::string bare =
+      test::write_temp_file("show-unfitted.json", profile_to_json(unfitted).dump(2));
+  const test::CliResult none = test::run({"profile", "show", bare});
+  REQUIRE(none.exit_code == 0);
+  CHECK_THAT(none.out, Catch::Contains("  fitted:      no: steps run on the rates below as they "
+                                       "are"));
+  CHECK_THAT(none.out, Catch::Contains("Fitted parameters: none"));
 }
 
 TEST_CASE("profile show: a fit with points lists them beside the line's busbw", "[profile]") {

@@ -84,16 +84,17 @@ inline constexpr MapeBound kCrossValidatedBounds[] = {
 // shared fitted rate moves most is not isolated).
 
 /// Share of the cross-validated time comparisons measured inside their 80% interval: issue
-/// 19's target is 70-90%; today 96 of 234 (41.0%; 55 of the 69 outside Hagemann's sweep, 79.7%;
-/// 41 of the sweep's 165, 24.8%; 94 of 231 before its 11 rows with sp at tp 1 were compared). Since
-/// 2026-12-02 a left-out study's interval is taken over nested residuals (fit.hpp
-/// nested_cross_validate: each other study predicted by a fit without it and without the left-out
-/// one; before, 92 of 231 over residuals of fits that had seen the left-out study). Hagemann's
-/// sweep (Aleph Alpha's codebase, the only "other" family runs) is predicted from the Megatron
-/// runs' rates when left out, its measured / predicted 1.11 to 1.34 (10th to 90th percentile),
-/// above the 1.15 that the other studies' residuals reach at their 90th percentile. The test checks
-/// today's floor and warns about the target.
-inline constexpr double kMinIntervalCoverage = 0.40;
+/// 19's target is 70-90%; today 161 of 234 (68.8%; 64 of the 69 outside Hagemann's sweep, 92.8%;
+/// 97 of the sweep's 165, 58.8%). Since 2026-12-03 the interval is the random-effects prediction
+/// interval for a run of a new study (fit.hpp interval_for: the studies' biases, their spread and
+/// a run's scatter, Student's t of k - 2 degrees of freedom); before, the 10th and 90th
+/// percentiles of the other studies' residuals gave 96 of 234 (41.0%). A left-out study's
+/// interval is taken over nested residuals (fit.hpp nested_cross_validate: each other study
+/// predicted by a fit without it and without the left-out one). Hagemann's sweep (Aleph Alpha's
+/// codebase, the only "other" family runs) is predicted from the Megatron runs' rates when left
+/// out, its measured / predicted 1.11 to 1.34 (10th to 90th percentile), against the x0.795 to
+/// x1.232 its interval spans. The test checks today's floor and warns about the target.
+inline constexpr double kMinIntervalCoverage = 0.65;
 inline constexpr double kTargetMinIntervalCoverage = 0.70;
 inline constexpr double kTargetMaxIntervalCoverage = 0.90;
 
