@@ -351,9 +351,11 @@ std::optional<double> case_number(const nlohmann::json& raw, const std::string& 
 
 /// Refuses measured values that no run of case `c` (its measured fields read, model, layout,
 /// precision and GPU known) can reach on its GPU, naming the field's JSON path, the value and
-/// what is possible (an mfu above 1 is refused as it is read, case_number):
+/// what is possible (an mfu above 4 is refused as it is read, case_number):
 ///  - tflops_per_gpu above the GPU's dense peak at the run's precision (training_peak_flops,
 ///    costmodel/hardware.hpp: the fp8 peak for fp8 and fp8-cs, ...);
+///  - mfu (against the 16-bit dense peak) above that peak's ratio to the 16-bit one: 1 for bf16
+///    and fp16, 2 for fp8 on h100-sxm;
 ///  - step_time_s and tokens_per_s_per_gpu that would take the step's model FLOPs (gbs x seq
 ///    tokens at exact_flops_per_token's causal count, costmodel/flops.hpp: the smallest count
 ///    any convention gives) faster than every GPU at that peak;
@@ -383,6 +385,19 @@ void check_physical_limits(const ValidationCase& c, const std::string& file, std
       fail("tflops_per_gpu", "is " + significant(*c.tflops_per_gpu, 6) + " TFLOP/s, above " +
                                  peak_text + ", which no run sustains; expected at most " +
                                  tflops(*peak) + " (TFLOP/s per GPU: not per node, not in total)");
+    }
+    const std::optional<double> half = training_peak_flops(gpu, half_precision(c.setup.precision));
+    const double half_peak = half ? *half : *peak;
+    if (c.mfu && *c.mfu > *peak / half_peak * (1 + 1e-12)) {
+      const std::string half_text = "the " + gpu.name + "'s dense " +
+                                    half_dtype_name(c.setup.precision) + " peak of " +
+                                    tflops(half_peak) + " TFLOP/s";
+      fail("mfu", quantized_gemms(c.setup.precision)
+                      ? "is " + significant(*c.mfu, 6) + ", above " + peak_text + " over " +
+                            half_text + " that MFU is a fraction of; expected at most " +
+                            significant(*peak / half_peak, 4)
+                      : "is " + significant(*c.mfu, 6) + ", a fraction of " + half_text +
+                            " above 1; expected at most 1 (0.5 for 50%)");
     }
     if (counted && (c.step_time_s || c.tokens_per_s_per_gpu)) {
       const double tokens = static_cast<double>(c.layout.gbs) * static_cast<double>(c.setup.seq);
@@ -832,8 +847,12 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
                             "a number of TFLOP/s per GPU from 1e-3 to 1e5");
   c.flops_definition = measured.choice(
       "flops_definition", {"model", "hardware-with-recompute", "model-causal-half", "unknown"});
-  c.mfu = number("mfu", 1e-6, true, 1, false,
-                 "a fraction of the dense peak from 1e-6 to 1 (0.5 for 50%)");
+  // MFU is against the 16-bit dense peak (step_time.cpp, as Megatron-Bridge and torchtitan
+  // print it): an fp8 or fp4 run's can pass 1, up to its quantized peak's ratio to the 16-bit
+  // one (check_physical_limits; 4 for nvfp4 on Blackwell).
+  c.mfu = number("mfu", 1e-6, true, 4, false,
+                 "a fraction of the 16-bit dense peak from 1e-6 to 1 (0.5 for 50%), up to the "
+                 "quantized peak's ratio to it (at most 4) for fp8 and fp4 runs");
   c.peak_memory_bytes = number("peak_memory_bytes", 1048576.0, true, 1125899906842624.0, true,
                                "a whole number of bytes from 1048576 (2^20) to 1125899906842624 "
                                "(2^50)");

@@ -476,6 +476,10 @@ TEST_CASE("validate and fit: measurements no run can reach on its GPU are refuse
        "is 85899346944 bytes (80.0 GiB), above the a100-80g's capacity of 85899345920 bytes "
        "(80.0 GiB), which a run that did not run out of memory never exceeds; expected the peak "
        "of one GPU in bytes (GiB x 2^30 or GB x 1e9 as the source states it)"},
+      {{{"mfu", 1.01}},
+       "mfu",
+       "is 1.01, a fraction of the a100-80g's dense fp16 peak of 312.0 TFLOP/s above 1; expected "
+       "at most 1 (0.5 for 50%)"},
       {{{"peak_memory_bytes", 5518568448.0 - 2}},
        "peak_memory_bytes",
        "is 5518568446 bytes (5.1 GiB), below the 5.1 GiB that the model's weights in 16 bits "
@@ -501,6 +505,7 @@ TEST_CASE("validate and fit: measurements no run can reach on its GPU are refuse
       {{"step_time_s", nullptr}, {"tokens_per_s_per_gpu", 2294.6}},
       {{"peak_memory_bytes", 85899345920.0}, {"oom", false}},
       {{"peak_memory_bytes", 5518568448.0}},
+      {{"mfu", 1.0}},
   };
   for (const auto& measured : accepted) {
     nlohmann::json ok = validation_case();
@@ -511,6 +516,28 @@ TEST_CASE("validate and fit: measurements no run can reach on its GPU are refuse
     INFO(r.err);
     CHECK(r.exit_code == 0);
   }
+}
+
+TEST_CASE("validate: an fp8 run's MFU may pass 1, up to its peak over the 16-bit one",
+          "[bounds][validate]") {
+  // MFU is a fraction of the 16-bit dense peak (step_time.cpp): on an h100-sxm fp8's dense
+  // peak is 1978.9 TFLOP/s, twice bf16's 989.4 (configs/gpus/h100-sxm.json), so an fp8 run's
+  // MFU reaches at most 2.000; the same case in fp8 reads 1.2 and refuses 2.01.
+  nlohmann::json fp8 = validation_case();
+  fp8["hardware"]["gpu"] = "h100-sxm";
+  fp8["training"]["precision"] = "fp8";
+  fp8["measured"]["mfu"] = 1.2;
+  const test::CliResult ok = test::run({"validate", validation_file("v-fp8-mfu.json", {fp8})});
+  INFO(ok.err);
+  CHECK(ok.exit_code == 0);
+  fp8["measured"]["mfu"] = 2.01;
+  const std::string file = validation_file("v-fp8-mfu-bad.json", {fp8});
+  expect_exact_error({"validate", file},
+                     "meshplan: error: " + file +
+                         ": $.cases[0].measured.mfu (case \"gpt22b\"): is 2.01, above the "
+                         "h100-sxm's dense fp8 peak of 1978.9 TFLOP/s over the h100-sxm's dense "
+                         "bf16 peak of 989.4 TFLOP/s that MFU is a fraction of; expected at most "
+                         "2\n");
 }
 
 TEST_CASE("validate: a scale-out rate out of range names the case and its JSON path",
