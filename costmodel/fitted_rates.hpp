@@ -55,6 +55,13 @@ struct FittedRates {
   /// host synchronisation before the ep all-to-all stops the host running ahead, and the GPU
   /// waits while the host issues the rest of the layer (host_bound.hpp moe_layer_overhead_s).
   double moe_alltoall_sync_s = 0;
+  /// Seconds per routed token-expert assignment that the rank's experts process (the rows of
+  /// its grouped GEMMs: LayerOp expert_fc1's gemm.m x gemm.batch), per MoE layer per
+  /// micro-batch, forward and backward together, beyond the layer's modeled kernels and
+  /// all-to-alls (host_bound.hpp moe_layer_overhead_s): work of the dispatch and combine that
+  /// grows with the assignments and not with their width or FLOPs. 0: the permutes timed by
+  /// their HBM bytes alone.
+  double moe_routed_token_s = 0;
   /// Memory (issue 20; costmodel/oom_risk.hpp): bytes a GPU holds per token of its micro-batch
   /// (seq / cp x mbs) beyond the ledger's named terms, on the last pipeline stage (the one that
   /// computes the logits and the loss; memory_ledger.cpp stage_memory says why there): saved

@@ -14,9 +14,11 @@ void add_moe_layer_overhead(BlockCosts& costs, double overhead_s) {
   costs.backward_s += 2 * overhead_s / 3;
 }
 
-double moe_layer_overhead_s(const FittedRates& rates, MoeDispatcher dispatcher) {
+double moe_layer_overhead_s(const FittedRates& rates, MoeDispatcher dispatcher,
+                            double assignments) {
   return rates.moe_layer_overhead_s +
-         (dispatcher == MoeDispatcher::kAllToAll ? rates.moe_alltoall_sync_s : 0.0);
+         (dispatcher == MoeDispatcher::kAllToAll ? rates.moe_alltoall_sync_s : 0.0) +
+         rates.moe_routed_token_s * assignments;
 }
 
 void set_step_interval(StepEstimate& e, const Profile& profile,

@@ -372,11 +372,19 @@ LayerCosts layer_costs(const StepContext& x, const Layout& l, const GroupRates& 
   // (host_bound.hpp).
   const DeviceRates layer_half_rates =
       ring_attention_rates(x.half_rates, l.cp, x.fitted.ring_attention_scale);
-  // Each layer kind's kernels; an MoE kind also pays the fitted per-MoE-layer overhead.
+  // Each layer kind's kernels; an MoE kind also pays the fitted per-MoE-layer overhead, part of
+  // it per routed token-expert assignment its experts process (the grouped GEMMs' rows).
+  const double assignments =
+      ops.moe_layer.empty()
+          ? 0.0
+          : static_cast<double>(ops.op("expert_fc1").gemm.m * ops.op("expert_fc1").gemm.batch);
   const auto kernels = [&](const std::vector<LayerOp>& layer, bool moe) {
     BlockCosts k = layer_kernels(layer, x.gemm_rates, layer_half_rates, groups);
     host_bound_layer(k, x.fitted.host_overhead_per_layer_s);
-    if (moe) add_moe_layer_overhead(k, moe_layer_overhead_s(x.fitted, x.setup.moe_dispatcher));
+    if (moe) {
+      add_moe_layer_overhead(k,
+                             moe_layer_overhead_s(x.fitted, x.setup.moe_dispatcher, assignments));
+    }
     return k;
   };
   LayerCosts c;

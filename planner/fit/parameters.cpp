@@ -140,6 +140,26 @@ const std::vector<ParameterSpec>& fit_parameters() {
                  "sync itself is Megatron-LM d98e8a6 token_dispatcher.py (MoEAlltoAllToken"
                  "Dispatcher.preprocess, before_ep_alltoall); the fit sets it",
                  &FittedRates::moe_alltoall_sync_s});
+    p.push_back({"moe_routed_token_s",
+                 "s",
+                 "time",
+                 ParameterScope::kFamily,
+                 0.0,
+                 2e-6,
+                 {{"*", 0.0}},
+                 1e-6,
+                 false,
+                 "Seconds per routed token-expert assignment that a rank's experts process (the "
+                 "rows of its grouped GEMMs), per mixture-of-experts layer per micro-batch, "
+                 "forward and backward together, beyond the layer's modeled GEMMs, permutes and "
+                 "all-to-alls: the part of an MoE layer's missing time that grows with the "
+                 "assignments, not with the micro-batches, the local experts, the experts' "
+                 "width or their FLOPs (on Hopper the Megatron-Bridge runs of Qwen3-30B-A3B in "
+                 "FP8 and GPT-OSS 120B in BF16 at 1, 2 and 4 sequences per micro-batch share one "
+                 "value).",
+                 "0: the dispatch and combine timed by their HBM bytes and the all-to-alls' "
+                 "busbw alone (the model before this parameter); the fit sets it",
+                 &FittedRates::moe_routed_token_s});
     // Memory (issue 20; planner/fit/memory_fit.hpp fits them on OOM outcomes and measured
     // peaks, costmodel/oom_risk.hpp reads them). kFamily: a family's own kernels and allocator
     // habits set them.

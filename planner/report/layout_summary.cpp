@@ -214,13 +214,15 @@ std::vector<std::string> regime_caveats(const ModelSpec& model, const Layout& la
   const FittedRates prior = prior_rates(framework_family(setup.framework));
   if (model.moe && rates.alltoall_busbw_scale == prior.alltoall_busbw_scale &&
       rates.moe_layer_overhead_s == prior.moe_layer_overhead_s &&
-      rates.moe_alltoall_sync_s == prior.moe_alltoall_sync_s) {
+      rates.moe_alltoall_sync_s == prior.moe_alltoall_sync_s &&
+      rates.moe_routed_token_s == prior.moe_routed_token_s) {
     out.push_back("mixture-of-experts on profile " + profile.name + " (" + gpu.name +
                   "): its fit left the expert all-to-all's rate and the MoE layers' host "
                   "overheads at their priors (alltoall_busbw_scale " +
                   significant(prior.alltoall_busbw_scale, 3) + ", moe_layer_overhead_s " +
                   significant(prior.moe_layer_overhead_s, 3) + ", moe_alltoall_sync_s " +
-                  significant(prior.moe_alltoall_sync_s, 3) +
+                  significant(prior.moe_alltoall_sync_s, 3) + ", moe_routed_token_s " +
+                  significant(prior.moe_routed_token_s, 3) +
                   "; the shipped Blackwell profiles fit them to the MoE runs of "
                   "../shared/data/moe-blackwell, the Hopper and Ampere ones saw dense runs only), "
                   "and its 80% interval comes from dense runs: measure a step (meshplan-run) "

@@ -105,9 +105,10 @@ std::string no_interval_reason(const Profile& profile, const FrameworkConvention
 /// non-causal) above 0.6, beyond what the published runs measured but one (Korthikanti et al.
 /// 2022: 56%, Hagemann et al. 2023: 60%; one of theirs reports 71% by its own FLOP count).
 /// And a mixture-of-experts `model` on a profile whose fit left the MoE parameters of the
-/// framework's family (alltoall_busbw_scale, moe_layer_overhead_s, moe_alltoall_sync_s) at their
-/// priors (planner/fit/parameters.hpp): the shipped Hopper and Ampere profiles, fitted to dense
-/// runs only; the MoE runs of ../shared/data/moe-blackwell are in the Blackwell profiles' fit.
+/// framework's family (alltoall_busbw_scale, moe_layer_overhead_s, moe_alltoall_sync_s,
+/// moe_routed_token_s) at their priors (planner/fit/parameters.hpp): the shipped Hopper and Ampere
+/// profiles, fitted to dense runs only; the MoE runs of ../shared/data/moe-blackwell are in the
+/// Blackwell profiles' fit.
 std::vector<std::string> regime_caveats(const ModelSpec& model, const Layout& layout,
                                         const TrainingSetup& setup, const GpuSpec& gpu,
                                         const Profile& profile, double mfu);

@@ -244,9 +244,9 @@ TEST_CASE("the all-to-all dispatcher's host sync: per MoE layer, only where it s
   FittedRates r;
   r.moe_layer_overhead_s = 1e-3;
   r.moe_alltoall_sync_s = 4e-3;
-  CHECK(moe_layer_overhead_s(r, MoeDispatcher::kAllToAll) == Approx(5e-3));
-  CHECK(moe_layer_overhead_s(r, MoeDispatcher::kFlex) == Approx(1e-3));
-  CHECK(moe_layer_overhead_s(r, MoeDispatcher::kDropAndPad) == Approx(1e-3));
+  CHECK(moe_layer_overhead_s(r, MoeDispatcher::kAllToAll, 0) == Approx(5e-3));
+  CHECK(moe_layer_overhead_s(r, MoeDispatcher::kFlex, 0) == Approx(1e-3));
+  CHECK(moe_layer_overhead_s(r, MoeDispatcher::kDropAndPad, 0) == Approx(1e-3));
   // In an MoE layer's costs: a third forward, two thirds backward (add_moe_layer_overhead).
   const ModelSpec m = load_model("deepseek-v3");
   Layout l;
@@ -266,6 +266,48 @@ TEST_CASE("the all-to-all dispatcher's host sync: per MoE layer, only where it s
   CHECK(cs.moe.forward_s - cf.moe.forward_s == Approx(4e-3 / 3));
   CHECK(cs.moe.backward_s - cf.moe.backward_s == Approx(2 * 4e-3 / 3));
   CHECK(cs.forward_s == cf.forward_s);  // the dense layers pay nothing
+}
+
+TEST_CASE("the per-assignment MoE cost: per routed token-expert pair the rank's experts process",
+          "[moe][step]") {
+  // moe_routed_token_s 0.35 us per assignment. Qwen3-30B-A3B (128 experts, top-8) at ep 8,
+  // tp 1, seq 4096: one micro-batch of 1 sequence sends 4096 x 8 = 32768 assignments, and
+  // balanced routing brings as many to each rank: 16 local experts x 2048 rows each. 32768 x
+  // 0.35 us = 11.4688 ms per MoE layer, a third forward (3.8229 ms), two thirds backward
+  // (7.6459 ms). Twice the sequences, twice the assignments: 22.9376 ms; the local experts do
+  // not matter (ep 4: 32 experts x 1024 rows, the same 32768). Imbalance 1.5 sizes the busiest
+  // expert: ceil(2048 x 1.5) = 3072 rows x 16 = 49152 assignments, 17.2032 ms.
+  FittedRates r;
+  r.moe_routed_token_s = 0.35e-6;
+  CHECK(moe_layer_overhead_s(r, MoeDispatcher::kFlex, 32768) == Approx(11.4688e-3));
+  const ModelSpec m = load_model("qwen3-30b-a3b");
+  const ClusterSpec cluster = load_cluster("dgx-h100");
+  const Profile profile = load_profile("h100");
+  const auto moe_costs = [&](std::int64_t ep, std::int64_t mbs, double imbalance,
+                             double per_assignment_s) {
+    Layout l;
+    l.dp = 8;
+    l.ep = ep;
+    l.mbs = mbs;
+    l.gbs = 8 * mbs;
+    TrainingSetup setup = test::megatron_setup(4096);
+    setup.moe_dispatcher = MoeDispatcher::kFlex;
+    setup.moe_imbalance = imbalance;
+    StepContext x(m, setup, cluster, profile);
+    x.fitted = FittedRates{};
+    x.fitted.moe_routed_token_s = per_assignment_s;
+    return layer_costs(x, l, GroupRates(x, l)).moe;
+  };
+  const auto added = [&](std::int64_t ep, std::int64_t mbs, double imbalance) {
+    const BlockCosts with = moe_costs(ep, mbs, imbalance, 0.35e-6);
+    const BlockCosts without = moe_costs(ep, mbs, imbalance, 0);
+    CHECK(with.forward_s - without.forward_s == Approx((with.backward_s - without.backward_s) / 2));
+    return with.forward_s + with.backward_s - without.forward_s - without.backward_s;
+  };
+  CHECK(added(8, 1, 1) == Approx(11.4688e-3));
+  CHECK(added(8, 2, 1) == Approx(22.9376e-3));
+  CHECK(added(4, 1, 1) == Approx(11.4688e-3));
+  CHECK(added(8, 1, 1.5) == Approx(17.2032e-3));
 }
 
 TEST_CASE("A2A overlap: each direction's all-to-alls beside the other direction's compute",

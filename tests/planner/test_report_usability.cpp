@@ -781,15 +781,16 @@ TEST_CASE(
     "says so",
     "[usability][moe]") {
   // The shipped h100 profile is fitted to dense runs only: alltoall_busbw_scale 1,
-  // moe_layer_overhead_s 0.0005, moe_alltoall_sync_s 0.001, the priors (planner/fit/
-  // parameters.cpp); b200's megatron family is fitted to the moe-blackwell runs.
+  // moe_layer_overhead_s 0.0005, moe_alltoall_sync_s 0.001, moe_routed_token_s 0, the priors
+  // (planner/fit/parameters.cpp); b200's megatron family is fitted to the moe-blackwell runs.
   const test::CliResult h100 =
       test::run({"plan", "--model", "mixtral-8x7b", "--gpus", "64", "--top", "1"});
   REQUIRE(h100.exit_code == 0);
   CHECK_THAT(h100.out, Contains("Caveat (the winner): mixture-of-experts on profile h100 "
                                 "(h100-sxm): its fit left the expert all-to-all's rate and the "
                                 "MoE layers' host overheads at their priors (alltoall_busbw_scale "
-                                "1, moe_layer_overhead_s 0.0005, moe_alltoall_sync_s 0.001;"));
+                                "1, moe_layer_overhead_s 0.0005, moe_alltoall_sync_s 0.001, "
+                                "moe_routed_token_s 0;"));
   const test::CliResult b200 = test::run(
       {"plan", "--model", "mixtral-8x7b", "--cluster", "dgx-b200", "--gpus", "64", "--top", "1"});
   REQUIRE(b200.exit_code == 0);

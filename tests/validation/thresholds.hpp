@@ -118,13 +118,17 @@ inline constexpr std::int64_t kMaxOomMissed = 0;
 // ---- Issue 23: ../shared/data/moe-blackwell (Megatron-Bridge 25.09, 25.11, 26.02 on H100,
 // B200, B300, GB200, GB300), step times cross-validated leaving one container release (file)
 // out: `meshplan validate --cross-validate --leave-out file moe-blackwell/*.json`. Targets:
-// dense <= 10% (met), mixture-of-experts <= 15% (not met: the test prints the gap). Measured
-// 2026-12-02, rounded up.
+// dense <= 10% (met), mixture-of-experts <= 15% (met since moe_routed_token_s). Measured
+// 2026-12-03, rounded up.
 inline constexpr double kTargetMoeBlackwellDenseMape = 0.10;
 inline constexpr double kTargetMoeBlackwellMoeMape = 0.15;
 inline constexpr MapeBound kMoeBlackwellBounds[] = {
-    {"dense", "step_time_s", 39, 0.09},  // 8.6% (8.5% before the sliding window was costed)
-    {"moe", "step_time_s", 47, 0.17},    // 16.3% (15.9% before the sliding window, (***))
+    // 8.7% (8.6% before moe_routed_token_s moved the Blackwell fit's shared scales; 8.5% before
+    // the sliding window was costed)
+    {"dense", "step_time_s", 39, 0.09},
+    // 14.5% (16.3% before moe_routed_token_s, the H100 rows at -53% to +13% then, -10% to +4%
+    // now; 15.9% before the sliding window, (***))
+    {"moe", "step_time_s", 47, 0.15},
 };
 // (***) GPT-OSS's alternating 128-token windows are costed since 2026-12-02 (FlashAttention runs
 // only the band on every other layer): right, but 7 of its 9 rows were already predicted too
