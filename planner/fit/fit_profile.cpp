@@ -250,7 +250,9 @@ ProfileFit fit_profile(const std::vector<std::string>& paths, const std::string&
        "random-effects prediction interval for a run of a new study (Higgins, Thompson and "
        "Spiegelhalter 2009) over the cross-validated residuals (leave one source out) of the "
        "family's runs on this generation, else the generation's, else all (at least 10 runs of 3 "
-       "studies), each study weighing the same; memory "
+       "studies, a level of 4 studies first), each study weighing the same; where this "
+       "generation's runs come from fewer than 4 studies, over the cross-validated runs of every "
+       "generation the files hold (fitted.report.runs lists this generation's only); memory "
        "(planner/fit/memory_fit.hpp): logistic likelihood of OOM outcomes and Huber (0.1) on "
        "log(calibrated / measured) peaks per framework family, cross-validated by leaving one "
        "(study, GPU count, sequence length) group out"},

@@ -227,7 +227,10 @@ std::string fitted_text(const ProfileDocument& doc) {
   out += wrap("  units: ", units);
 
   Table intervals({"family", "p10", "p90", "residuals"}, {true, false, false, false});
+  bool pooled = false;  // residuals of runs beyond the fitted ones: every generation's
   for (const auto& [family, fit] : f.families) {
+    pooled = pooled || (report && fit.interval &&
+                        fit.interval->cases > static_cast<std::int64_t>(report->runs));
     if (!fit.interval) {
       intervals.add_row({family, "-", "-", "none"});
       continue;
@@ -239,7 +242,13 @@ std::string fitted_text(const ProfileDocument& doc) {
          wrap("  ",
               "80% step-time intervals (measured / predicted step time for a run of a study "
               "the fit has not seen: the studies' cross-validated biases, their spread and a "
-              "run's scatter; planner/fit/fit.hpp interval_for):") +
+              "run's scatter; planner/fit/fit.hpp interval_for" +
+                  std::string(pooled ? "; more residuals than fitted runs: this generation's "
+                                       "runs come from fewer than four studies, so the "
+                                       "interval takes the cross-validated runs of every "
+                                       "generation in the files the fit was handed"
+                                     : "") +
+                  "):") +
          intervals.render(4);
 
   if (report && !report->errors.empty()) {
