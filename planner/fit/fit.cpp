@@ -336,6 +336,43 @@ std::map<std::string, std::vector<double>> nested_cross_validate(const std::vect
   return out;
 }
 
+namespace {
+
+/// interval_for's statistics: the random-effects prediction interval of a run of a new fold
+/// from `by_fold`'s log(measured / predicted) values (three folds or more, each not empty).
+StepInterval new_study_interval(const std::map<std::string, std::vector<double>>& by_fold) {
+  const double k = static_cast<double>(by_fold.size());
+  std::vector<double> means;
+  double within_sum = 0;  // sum of the folds' unbiased variances (folds of 2 runs or more)
+  double within_folds = 0;
+  double inverse_runs = 0;  // sum of 1 / n over the folds
+  std::size_t runs = 0;
+  for (const auto& [fold, v] : by_fold) {
+    const double n = static_cast<double>(v.size());
+    const double m = std::accumulate(v.begin(), v.end(), 0.0) / n;
+    means.push_back(m);
+    inverse_runs += 1 / n;
+    runs += v.size();
+    if (v.size() < 2) continue;
+    double squares = 0;
+    for (const double x : v) squares += (x - m) * (x - m);
+    within_sum += squares / (n - 1);
+    within_folds += 1;
+  }
+  const double mu = std::accumulate(means.begin(), means.end(), 0.0) / k;
+  double between_sum = 0;
+  for (const double m : means) between_sum += (m - mu) * (m - mu);
+  const double variance_of_means = between_sum / (k - 1);
+  const double within = within_folds > 0 ? within_sum / within_folds : 0;
+  // Each fold mean carries within / n of sampling noise: what is left is the folds' own bias.
+  const double between = std::max(0.0, variance_of_means - within * inverse_runs / k);
+  const double half = student_t_quantile(0.9, static_cast<int>(k) - 2) *
+                      std::sqrt(between + variance_of_means / k + within);
+  return StepInterval{std::exp(mu - half), std::exp(mu + half), static_cast<std::int64_t>(runs)};
+}
+
+}  // namespace
+
 std::optional<StepInterval> interval_for(const std::vector<FitRun>& runs,
                                          const std::vector<double>& log_errors,
                                          const std::string& generation, const std::string& family,
@@ -356,34 +393,9 @@ std::optional<StepInterval> interval_for(const std::vector<FitRun>& runs,
         by_fold[r.fold].push_back(-log_errors[i]);
         ++chosen;
       }
-      if (chosen < kMinIntervalRuns || by_fold.size() < min_folds) continue;
-      const double k = static_cast<double>(by_fold.size());
-      std::vector<double> means;
-      double within_sum = 0;  // sum of the folds' unbiased variances (folds of 2 runs or more)
-      double within_folds = 0;
-      double inverse_runs = 0;  // sum of 1 / n over the folds
-      for (const auto& [fold, v] : by_fold) {
-        const double n = static_cast<double>(v.size());
-        const double m = std::accumulate(v.begin(), v.end(), 0.0) / n;
-        means.push_back(m);
-        inverse_runs += 1 / n;
-        if (v.size() < 2) continue;
-        double squares = 0;
-        for (const double x : v) squares += (x - m) * (x - m);
-        within_sum += squares / (n - 1);
-        within_folds += 1;
+      if (chosen >= kMinIntervalRuns && by_fold.size() >= min_folds) {
+        return new_study_interval(by_fold);
       }
-      const double mu = std::accumulate(means.begin(), means.end(), 0.0) / k;
-      double between_sum = 0;
-      for (const double m : means) between_sum += (m - mu) * (m - mu);
-      const double variance_of_means = between_sum / (k - 1);
-      const double within = within_folds > 0 ? within_sum / within_folds : 0;
-      // Each fold mean carries within / n of sampling noise: what is left is the folds' own bias.
-      const double between = std::max(0.0, variance_of_means - within * inverse_runs / k);
-      const double half = student_t_quantile(0.9, static_cast<int>(k) - 2) *
-                          std::sqrt(between + variance_of_means / k + within);
-      return StepInterval{std::exp(mu - half), std::exp(mu + half),
-                          static_cast<std::int64_t>(chosen)};
     }
   }
   return std::nullopt;
