@@ -130,6 +130,7 @@ std::vector<FrameworkConvention> make_conventions() {
   all.back().fp8_saves_fp8_inputs = true;
   all.back().pp_p2p_overlap = true;
   all.back().interleaved_waiting_needs_pp_above_2 = true;
+  all.back().any_pipeline_split = true;
   all.back().mfu_attention = AttentionFlops::kCausal;
   all.back().mfu_attention_source = "Megatron-LM's log since 2025-03";
   // The Megatron-LM of the published runs meshplan validates against (Narayanan et al. 2021,
@@ -144,6 +145,7 @@ std::vector<FrameworkConvention> make_conventions() {
       "Megatron-LM theoretical_memory_usage.py (18 bytes/param); the p2p "
       "communication of Narayanan et al. 2021 (batched send/recv, waited for)";
   legacy.pp_p2p_overlap = false;
+  legacy.any_pipeline_split = false;  // --pipeline-model-parallel-layout came in 2025
   legacy.zero_stages = 0b0011;
   legacy.mfu_attention = AttentionFlops::kNonCausal;
   legacy.mfu_attention_source = "Megatron-LM's log before 2025-03";
@@ -162,6 +164,7 @@ std::vector<FrameworkConvention> make_conventions() {
   all.back().fp8_saves_fp8_inputs = true;
   all.back().pp_p2p_overlap = true;
   all.back().interleaved_waiting_needs_pp_above_2 = true;
+  all.back().any_pipeline_split = true;
   all.back().mfu_attention = AttentionFlops::kCausal;
   all.back().mfu_attention_source = "NeMo's Megatron-Bridge log (Megatron-Core since 2025)";
   all.push_back({"deepspeed",

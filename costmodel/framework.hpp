@@ -159,6 +159,15 @@ struct FrameworkConvention {
   /// overlap is disabled, pipeline-model-parallel size should be greater than 2" (older
   /// releases, parallel_state.py, for any interleaving).
   bool interleaved_waiting_needs_pp_above_2 = false;
+  /// Whether the framework builds any split of the layers over the pp x vpp (virtual) stages,
+  /// each holding a layer or more: Megatron-Core's --pipeline-model-parallel-layout (Megatron-LM
+  /// d98e8a6, megatron/core/transformer/pipeline_parallel_layer_layout.py), which
+  /// Megatron-Bridge's DeepSeek-V3 recipes set for 61 layers on 4 x 4, 8 x 2 and 16 x 1 stages
+  /// (NVIDIA-NeMo/Megatron-Bridge recipes/deepseek/deepseek_v3.py: 4 layers a chunk, 1 and
+  /// the loss on the last). Where false, plan searches only the vpp whose split leaves at most
+  /// two layers short of even (what --account-for-embedding/loss-in-pipeline-split and
+  /// torchtitan's default split build).
+  bool any_pipeline_split = false;
   int max_zero_with_pipeline = 3;
   /// Ring-attention context parallelism (cp > 1) as meshplan costs it: Megatron-Core's and
   /// PyTorch's. DeepSpeed's sequence parallelism is Ulysses (heads split by an all-to-all),

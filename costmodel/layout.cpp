@@ -482,6 +482,40 @@ std::vector<std::int64_t> default_stage_split(std::int64_t num_layers, std::int6
   return split;
 }
 
+std::vector<std::int64_t> last_remainder_stage_split(std::int64_t num_layers, std::int64_t stages) {
+  const std::int64_t each = (num_layers + stages - 1) / stages;
+  const std::int64_t rest = num_layers - each * (stages - 1);
+  if (num_layers % stages == 0 || rest < 1) return {};
+  std::vector<std::int64_t> split(static_cast<std::size_t>(stages), each);
+  split.back() = rest;
+  return split;
+}
+
+namespace {
+
+/// Layers short of an even split of `num_layers` over `stages`: 0 when they divide it.
+std::int64_t split_surplus(std::int64_t num_layers, std::int64_t stages) {
+  return (stages - num_layers % stages) % stages;
+}
+
+}  // namespace
+
+std::vector<std::int64_t> planned_stage_split(std::int64_t num_layers, std::int64_t pp,
+                                              std::int64_t vpp, bool any_split) {
+  if (any_split && vpp > 1 && split_surplus(num_layers, pp * vpp) > 2) {
+    std::vector<std::int64_t> split = last_remainder_stage_split(num_layers, pp * vpp);
+    if (!split.empty()) return split;
+  }
+  return default_stage_split(num_layers, pp, vpp);
+}
+
+bool searched_vpp(std::int64_t num_layers, std::int64_t pp, std::int64_t vpp, bool any_split) {
+  const std::int64_t stages = pp * vpp;
+  return default_split_fits(num_layers, stages) &&
+         (split_surplus(num_layers, stages) <= 2 ||
+          (any_split && !last_remainder_stage_split(num_layers, stages).empty()));
+}
+
 bool default_split_fits(std::int64_t num_layers, std::int64_t stages) {
   return stages <= num_layers || stages == num_layers + 2;
 }

@@ -198,6 +198,28 @@ std::vector<std::int64_t> edge_light_stage_split(std::int64_t num_layers, std::i
 std::vector<std::int64_t> default_stage_split(std::int64_t num_layers, std::int64_t pp,
                                               std::int64_t vpp);
 
+/// The split of `num_layers` over `stages` (virtual) pipeline stages that Megatron-Bridge's
+/// DeepSeek-V3 and Kimi-K2 recipes give Megatron-Core's --pipeline-model-parallel-layout
+/// (NVIDIA-NeMo/Megatron-Bridge recipes/deepseek/deepseek_v3.py layout_map: 61 layers on 16
+/// stages as 4 x 15, 1; on 8 as 8 x 7, 5; on 4 as 16, 16, 16, 13; the last stage also holds
+/// the MTP block and the loss): ceil(num_layers / stages) on every stage, the rest on the
+/// last. Empty where the stages divide num_layers or the rest would be below 1 (61 on 12:
+/// 6 x 11 = 66 > 61). Preconditions: stages >= 1.
+std::vector<std::int64_t> last_remainder_stage_split(std::int64_t num_layers, std::int64_t stages);
+
+/// The split plan and estimate give `num_layers` over pp x vpp (virtual) stages when none is
+/// given, for a framework that builds any split (`any_split`,
+/// FrameworkConvention::any_pipeline_split) or not: where vpp > 1 and default_stage_split leaves
+/// more than two layers short of an even split (one a Megatron-LM account-for flag cannot
+/// give), last_remainder_stage_split when `any_split` and it has one; else default_stage_split.
+std::vector<std::int64_t> planned_stage_split(std::int64_t num_layers, std::int64_t pp,
+                                              std::int64_t vpp, bool any_split);
+
+/// Whether plan searches vpp on pp ranks for `num_layers`: the split of pp x vpp stages leaves
+/// at most two layers short of even (the embedding's and the LM head's stages one fewer each),
+/// or `any_split` and last_remainder_stage_split has one; and default_split_fits.
+bool searched_vpp(std::int64_t num_layers, std::int64_t pp, std::int64_t vpp, bool any_split);
+
 /// Whether `stages` (virtual) pipeline stages can each hold a layer of `num_layers`, save the
 /// embedding's and the LM head's, which may hold none: at most num_layers, or num_layers + 2
 /// with default_stage_split's 0, 1 x num_layers, 0 (num_layers + 1 needs a split with one

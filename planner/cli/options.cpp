@@ -587,22 +587,30 @@ ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, cons
   l.stage_layers = f.stage_layers;
   clear_even_split_with_vpp(l, model.num_layers);
   if (l.stage_layers.empty() && l.pp > 1) {
-    // As `meshplan plan` splits them (default_stage_split).
-    l.stage_layers = default_stage_split(model.num_layers, l.pp, l.vpp);
+    // As `meshplan plan` splits them (planned_stage_split).
+    l.stage_layers =
+        planned_stage_split(model.num_layers, l.pp, l.vpp, framework.any_pipeline_split);
+    const bool last_remainder =
+        l.vpp > 1 && !l.stage_layers.empty() &&
+        l.stage_layers == last_remainder_stage_split(model.num_layers, l.pp * l.vpp);
     if (!l.stage_layers.empty()) {
       r.notes.push_back(
           "stage layers " + join(l.stage_layers, ",") +
           " (default: " + std::to_string(model.num_layers) + " layers do not split evenly over " +
-          (l.vpp > 1 ? "pp x vpp = " + std::to_string(l.pp * l.vpp) +
-                           " model chunks: each "
-                           "stage's layers as evenly as they go over its chunks, the embedding's "
-                           "and the LM head's chunk taking the fewer, " +
-                           join(layers_per_stage(l, model), ",") + " per stage"
-                     : "pp " + std::to_string(l.pp) + ": " +
-                           std::to_string(
-                               *std::max_element(l.stage_layers.begin(), l.stage_layers.end())) +
-                           " per stage, one fewer on the stages nearest the embedding and the "
-                           "LM head first") +
+          (last_remainder ? "pp x vpp = " + std::to_string(l.pp * l.vpp) +
+                                " model chunks: " + std::to_string(l.stage_layers.front()) +
+                                " a chunk and the rest on the last, the layout Megatron-Bridge's "
+                                "DeepSeek-V3 recipes give --pipeline-model-parallel-layout"
+           : l.vpp > 1 ? "pp x vpp = " + std::to_string(l.pp * l.vpp) +
+                             " model chunks: each "
+                             "stage's layers as evenly as they go over its chunks, the "
+                             "embedding's and the LM head's chunk taking the fewer, " +
+                             join(layers_per_stage(l, model), ",") + " per stage"
+                       : "pp " + std::to_string(l.pp) + ": " +
+                             std::to_string(
+                                 *std::max_element(l.stage_layers.begin(), l.stage_layers.end())) +
+                             " per stage, one fewer on the stages nearest the embedding and the "
+                             "LM head first") +
           ", as plan splits them; set --stage-layers)");
     }
   }

@@ -122,11 +122,13 @@ class Worker {
       // Chunks of equal layers, or one fewer on the embedding's and the LM head's (none when
       // pp x vpp is the layers + 2): the uneven interleaved splits Megatron-LM writes
       // (--account-for-embedding-in-pipeline-split, --account-for-loss-in-pipeline-split) and
-      // torchtitan's default split makes.
+      // torchtitan's default split makes; and where the framework builds any split, the
+      // recipes' chunks of equal layers with the rest on the last (searched_vpp).
       const std::int64_t layers = r_.model.num_layers;
       for (std::int64_t v = 2; pp > 1 && v * pp <= layers + 2; ++v) {
-        const std::int64_t surplus = (pp * v - layers % (pp * v)) % (pp * v);
-        if (surplus <= 2 && default_split_fits(layers, pp * v)) vpps.push_back(v);
+        if (searched_vpp(layers, pp, v, r_.setup.framework.any_pipeline_split)) {
+          vpps.push_back(v);
+        }
       }
     }
     const std::vector<std::int64_t> mbss = r_.pins.mbs ? std::vector<std::int64_t>{*r_.pins.mbs}
@@ -143,7 +145,8 @@ class Worker {
       // stages leave one fewer to the embedding's and the LM head's (default_stage_split).
       Layout l = base;
       l.vpp = vpp;
-      l.stage_layers = default_stage_split(r_.model.num_layers, pp, vpp);
+      l.stage_layers =
+          planned_stage_split(r_.model.num_layers, pp, vpp, r_.setup.framework.any_pipeline_split);
       for (std::int64_t mbs : mbss) {
         for (int sp = sp_first; sp <= sp_last; ++sp) {
           for (int zero = 0; zero <= 3; ++zero) {

@@ -756,6 +756,20 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
         " layers: Megatron-Core's split with the embedding and the loss counted as a layer each "
         "(account_for_embedding/loss_in_pipeline_split, as Megatron-Bridge's Llama 3.1 405B "
         "and Qwen3 235B-A22B recipes set them)");
+  } else if (const std::vector<std::int64_t> recipe =
+                 c.framework == "megatron" || c.framework == "nemo"
+                     ? last_remainder_stage_split(c.model.num_layers, stages)
+                     : std::vector<std::int64_t>();
+             !recipe.empty()) {
+    // Megatron-Core splits other uneven layers only with --pipeline-model-parallel-layout; the
+    // recipes of the data that do (Megatron-Bridge's DeepSeek-V3, 61 layers) give every
+    // (virtual) stage the same layers and the rest to the last (last_remainder_stage_split).
+    l.stage_layers = recipe;
+    c.assumptions.push_back(std::string(l.vpp > 1 ? "virtual stages" : "stages") + " of " +
+                            std::to_string(recipe.front()) + " x " + std::to_string(stages - 1) +
+                            ", " + std::to_string(recipe.back()) +
+                            " layers: the pipeline layout Megatron-Bridge's DeepSeek-V3 recipes "
+                            "set (recipes/deepseek/deepseek_v3.py layout_map)");
   } else if (c.model.num_layers % stages != 0) {
     if (l.vpp > 1) {
       l.stage_layers = default_stage_split(c.model.num_layers, l.pp, l.vpp);

@@ -1,6 +1,8 @@
 // The planner's search: the fast path equals the full estimate, pins hold, rejections are
 // counted, and impossible requests say what would be needed.
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <tuple>
@@ -71,6 +73,50 @@ TEST_CASE("search: layers that do not split evenly go one fewer to the edge stag
   // Its step time is the full estimate of that split.
   CHECK(r.ranked.front().step_time_s ==
         Approx(estimate_step(model, best, setup, cluster, profile).step_time_s).epsilon(1e-12));
+}
+
+TEST_CASE("search: Megatron-Core builds the recipes' layouts of 61 layers", "[search]") {
+  // Megatron-Bridge's DeepSeek-V3 layout_map: 16 chunks of 61 layers take ceil(61 / 16) = 4
+  // each and the last 61 - 4 x 15 = 1; 8 chunks 8 x 7 and 5; 4 stages 16, 16, 16, 13. On 12
+  // chunks ceil(61 / 12) = 6 leaves 61 - 6 x 11 = -5: no such split.
+  CHECK(last_remainder_stage_split(61, 16) ==
+        std::vector<std::int64_t>{4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 1});
+  CHECK(last_remainder_stage_split(61, 8) == std::vector<std::int64_t>{8, 8, 8, 8, 8, 8, 8, 5});
+  CHECK(last_remainder_stage_split(61, 4) == std::vector<std::int64_t>{16, 16, 16, 13});
+  CHECK(last_remainder_stage_split(61, 12).empty());
+  CHECK(last_remainder_stage_split(64, 16).empty());  // even
+  // pp 4 x vpp 4 leaves 64 - 61 = 3 layers short of even, more than the two an account-for
+  // flag gives: searched only where the framework builds any split, and then split as the
+  // recipe does; default_stage_split's balanced chunks where vpp is 1.
+  CHECK_FALSE(searched_vpp(61, 4, 4, false));
+  CHECK(searched_vpp(61, 4, 4, true));
+  CHECK_FALSE(searched_vpp(61, 4, 3, true));  // 12 chunks: no recipe split
+  CHECK(planned_stage_split(61, 4, 4, true) == last_remainder_stage_split(61, 16));
+  CHECK(planned_stage_split(61, 4, 4, false) == default_stage_split(61, 4, 4));
+  CHECK(planned_stage_split(61, 16, 1, true) == default_stage_split(61, 16, 1));
+  // plan then ranks the published GB200 layout of Megatron-Bridge 26.02 (tp 1, pp 4 x vpp 4, ep
+  // 64: ../shared/data/moe-blackwell/mbridge-2602.json) among what fits, with that split.
+  const ModelSpec model = load_model("deepseek-v3");
+  const ClusterSpec cluster = load_cluster("gb200-nvl72");
+  const Profile profile = load_profile("gb200");
+  // Its recipe recomputes mla_up_proj (the case's notes).
+  TrainingSetup setup = test::megatron_setup(4096);
+  setup.precision = Precision::kMxfp8;
+  setup.recompute_modules = RecomputeModules::none();
+  setup.recompute_modules.add(RecomputeModule::kMlaUpProj);
+  SearchRequest request(model, cluster, profile, setup, 256, 4096);
+  request.pins.pp = 4;
+  request.pins.tp = 1;
+  request.pins.ep = 64;
+  request.pins.mbs = 1;
+  request.pins.recompute = Recompute::kSelective;
+  request.top_k = std::numeric_limits<std::size_t>::max();
+  const SearchResult r = search_layouts(request);
+  const auto published = std::find_if(r.ranked.begin(), r.ranked.end(), [](const Candidate& c) {
+    return c.layout.vpp == 4 && c.layout.zero == 1;
+  });
+  REQUIRE(published != r.ranked.end());
+  CHECK(published->layout.stage_layers == last_remainder_stage_split(61, 16));
 }
 
 TEST_CASE("search: pinned dimensions hold in every result", "[search]") {
