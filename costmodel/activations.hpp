@@ -48,6 +48,11 @@ std::vector<SavedTensor> embedding_saved_tensors(const LayerOps& ops);
 /// head's input and the logits the cross-entropy keeps (tokens x vocab / tp, fp32 by default).
 std::vector<SavedTensor> head_saved_tensors(const LayerOps& ops);
 
+/// Tensors one multi-token-prediction depth saves on the last stage under `recompute`: its own
+/// ops' (LayerOps::mtp: the norms' and eh_proj's inputs) and its second logits, the head's
+/// LM-head input and loss logits again, named "mtp.lm_head.input", "mtp.loss.logits" (its
+/// transformer layer's are a layer's). Empty without MTP.
+std::vector<SavedTensor> mtp_saved_tensors(const LayerOps& ops, Recompute recompute);
 /// Sum of `tensors`' bytes.
 double total_bytes(const std::vector<SavedTensor>& tensors);
 

@@ -713,23 +713,24 @@ LayerOps build_layer_ops(const ModelSpec& m, const LayerSetting& s) {
   const std::int64_t vocab = padded_vocab_size(m);
   const double volume = d(tokens) * d(h) * kHalfBytes;
   TensorList t(s);
-  {
-    // The lookup writes the [T, h] 16-bit embedding; backward reads its gradient and
-    // accumulates into the table (2 x). The vocab-parallel embedding all-reduces (or with sp
-    // reduce-scatters) its output over tp (Megatron's VocabParallelEmbedding).
-    LayerOp op = memory_bound("embedding", volume, 2 * volume);
+  // The lookup writes the [T, h] 16-bit embedding; backward reads its gradient and
+  // accumulates into the table (2 x). The vocab-parallel embedding all-reduces (or with sp
+  // reduce-scatters) its output over tp (Megatron's VocabParallelEmbedding).
+  const auto lookup = [&](const std::string& name, std::int64_t params) {
+    LayerOp op = memory_bound(name, volume, 2 * volume);
     op.params_group = ParamGroup::kEmbedding;
-    op.params = vocab * h;
-    op.active_params = op.params;
+    op.params = params;
+    op.active_params = params;
     if (s.tp > 1) {
       op.collectives.push_back({GroupKind::kTp,
                                 s.sp ? Collective::kReduceScatter : Collective::kAllReduce, volume,
                                 1, 0});
     }
-    if (m.dropout) t.hidden("embedding_dropout.mask", h, kMaskBytes);
+    if (m.dropout) t.hidden(name + "_dropout.mask", h, kMaskBytes);
     save_always(op, t);
-    ops.embedding.push_back(std::move(op));
-  }
+    return op;
+  };
+  ops.embedding.push_back(lookup("embedding", vocab * h));
   if (m.position_embedding == PositionEmbedding::kLearned) {
     // Its lookup is added into the word embedding's output; not timed separately.
     LayerOp op = memory_bound("position_embedding", 0, 0);
@@ -785,18 +786,64 @@ LayerOps build_layer_ops(const ModelSpec& m, const LayerSetting& s) {
     ops.head.push_back(std::move(op));
   }
   if (m.mtp_num_layers > 0) {
-    // One depth's own ops (DeepSeek-V3, arXiv 2412.19437, sec. 2.2, eq. 21: the normed hidden
-    // state and the normed embedding of the next token, concatenated and projected 2h -> h);
-    // its transformer layer and the shared head are read from `layer`/`moe_layer` and `head`.
+    // One depth's own ops, as Megatron-Core's MultiTokenPredictionLayer runs them (Megatron-LM
+    // d98e8a6, megatron/core/transformer/multi_token_prediction.py: _get_embeddings,
+    // _concat_embeddings, _postprocess; DeepSeek-V3, arXiv 2412.19437, sec. 2.2, eq. 21): the
+    // shared word embedding looks up the next tokens (no parameters of its own here: the
+    // stage's copy is the embedding's, memory_ledger.hpp), enorm on that embedding and hnorm on
+    // the hidden state, their concatenation [T_sp, 2h], eh_proj 2h -> h (column-parallel with
+    // gather_output=False, then gather_from_tensor_model_parallel_region all-gathers its
+    // [T, h / t] output over tp and, with sp, scatter_to_sequence_parallel_region splits it
+    // again, whose backward all-gathers), then the transformer layer (layer_at(m, num_layers))
+    // and final_layernorm; the shared LM head and loss (`head`) follow. Under full recompute
+    // (_checkpointed_forward) the depth keeps only the checkpoint's inputs, the hidden state
+    // and the embedding, [T_sp, h] each.
+    const std::int64_t tokens_sp = s.sp ? tokens / s.tp : tokens;
     const std::int64_t norm_params = m.norm_type == NormType::kLayerNorm ? 2 * h : h;
     const ElementwiseBytesPerElement bytes = elementwise_bytes_per_element(m, s.elementwise);
-    const double hidden = d(s.sp ? tokens / s.tp : tokens) * d(h);
-    for (const char* name : {"mtp_hidden_norm", "mtp_embedding_norm"}) {
-      ops.mtp.push_back(norm(name, hidden, bytes.norm, norm_params, ParamGroup::kMtp));
+    const double hidden = d(tokens_sp) * d(h);
+    const auto saves_norm_input = [&](const std::string& name) {
+      t.hidden(name + ".input", h, kHalfBytes);
+      if (bytes.norm_saved > 0)
+        t.hidden(name + " (eager: fp32 input, normed)", h, bytes.norm_saved);
+    };
+    ops.mtp.push_back(lookup("mtp_embedding", 0));
+    for (const char* name : {"mtp_embedding_norm", "mtp_hidden_norm"}) {
+      LayerOp op = norm(name, hidden, bytes.norm, norm_params, ParamGroup::kMtp);
+      saves_norm_input(name);
+      op.saved[kNone] = t.take();
+      op.saved[kSelective] = op.saved[kNone];
+      t.hidden(std::string(name) + ".input (full recompute)", h, kHalfBytes);
+      op.saved[kFull] = t.take();
+      ops.mtp.push_back(std::move(op));
     }
-    ops.mtp.push_back(linear("mtp_eh_proj", ParamGroup::kMtp, 2 * h, h, TpSplit::kColumn, 0, tokens,
-                             s.tp, s.precision));
-    ops.mtp.push_back(norm("mtp_final_norm", hidden, bytes.norm, norm_params, ParamGroup::kMtp));
+    // torch.cat reads the two normed [T_sp, h] and writes [T_sp, 2h]; backward splits the
+    // gradient the same way.
+    ops.mtp.push_back(memory_bound("mtp_concat", 4 * hidden * kHalfBytes, 4 * hidden * kHalfBytes));
+    {
+      LayerOp op = linear("mtp_eh_proj", ParamGroup::kMtp, 2 * h, h, TpSplit::kColumn, 0, tokens,
+                          s.tp, s.precision);
+      add_tp_region_edge(op, s, 2 * volume, true);
+      if (s.tp > 1) {
+        op.collectives.push_back({GroupKind::kTp, Collective::kAllGather, volume, 1, s.sp ? 1 : 0});
+      }
+      const double input_bytes = s.fp8_linear_inputs ? 1.0 : kHalfBytes;
+      if (s.tp_saves_gathered_inputs && s.sp && s.tp > 1) {
+        t.gathered("mtp_eh_proj.input (all-gathered)", 2 * h, input_bytes);
+      } else {
+        t.hidden("mtp_eh_proj.input", 2 * h, input_bytes);
+      }
+      op.saved[kNone] = t.take();
+      op.saved[kSelective] = op.saved[kNone];
+      ops.mtp.push_back(std::move(op));
+    }
+    {
+      LayerOp op = norm("mtp_final_norm", hidden, bytes.norm, norm_params, ParamGroup::kMtp);
+      saves_norm_input("mtp_final_norm");
+      op.saved[kNone] = t.take();
+      op.saved[kSelective] = op.saved[kNone];
+      ops.mtp.push_back(std::move(op));
+    }
   }
   return ops;
 }

@@ -89,9 +89,12 @@
 // what the benchmarks force with --moe-router-force-load-balancing): each local expert gets
 // R ep / E tokens; a dropless router's busiest expert gets `imbalance` times that, which sets
 // the grouped GEMMs' time and the buffers.
-// Multi-token prediction (ModelSpec::mtp_num_layers; LayerOps::mtp) adds per depth: enorm and
-// hnorm (h each), eh_proj x[T, 2h] W[2h, h / t], one transformer layer of the kind layer
-// num_layers would be, and the MTP output norm; the LM head is shared.
+// Multi-token prediction (ModelSpec::mtp_num_layers; LayerOps::mtp) adds per depth, on the last
+// stage (Megatron-Core's MultiTokenPredictionLayer, Megatron-LM d98e8a6): the shared embedding's
+// lookup of the next tokens, enorm and hnorm (h each), their concatenation, eh_proj
+// x[T, 2h] W[2h, h / t] with its output all-gathered over tp, one transformer layer of the kind
+// layer num_layers would be, and the MTP output norm; then the shared LM head and loss once more
+// (a second set of logits).
 // Outside the layers: the embedding lookup (first stage), the final norm, the LM head
 // x[T, h] W[h, ceil(V' / t)] (vocab-parallel) and the cross-entropy loss (last stage).
 // Linear names are Megatron-Core's (linear_qkv, linear_proj, linear_fc1, linear_fc2).
@@ -284,7 +287,9 @@ struct LayerOp {
 /// AttentionDims::window set, all else equal; empty without ModelSpec::sliding_window, and
 /// windowed_moe_layer for a dense model), of the embedding (first pipeline stage), of the head
 /// (final norm, LM head, loss; last stage) and of one multi-token-prediction depth's own ops
-/// (empty without MTP; its transformer layer is the one layer_at(model, num_layers) picks).
+/// (its embedding lookup, norms, concatenation and eh_proj, the output norm; empty without MTP;
+/// its transformer layer is the one layer_at(model, num_layers) picks and its LM head and loss
+/// are `head`'s).
 struct LayerOps {
   LayerSetting setting;
   std::vector<LayerOp> layer, moe_layer, windowed_layer, windowed_moe_layer, embedding, head, mtp;

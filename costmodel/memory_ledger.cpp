@@ -35,11 +35,21 @@ StageParams stage_params(const ModelSpec& m, const ParamCount& c, const Layout& 
     if (!m.tied_embeddings) params.dense += vocab_shard;
     if (m.tied_embeddings && l.pp > 1) params.dense += vocab_shard;
     if (m.mtp_num_layers > 0) {
-      // Each depth's own norms and 2h -> h projection (its layer is counted above).
-      const LayerParamCount& layer = is_moe_layer(m, m.num_layers) ? c.per_moe_layer : c.per_layer;
-      const double own = static_cast<double>(c.mtp) / static_cast<double>(m.mtp_num_layers) -
-                         static_cast<double>(layer.total());
-      params.dense += static_cast<double>(m.mtp_num_layers) * own / static_cast<double>(l.tp);
+      // Each depth's own norms and its 2h -> h projection, column-split over tp (its layer is
+      // counted above). With pp > 1 the stage also holds a copy of the word embedding (and of
+      // the learned positions), which the next tokens' lookup reads, its gradient all-reduced
+      // with the first stage's (Megatron-LM d98e8a6, gpt_model.py: `if self.pre_process or
+      // self.mtp_process: self.embedding = ...`; language_module.py,
+      // setup_embeddings_and_output_layer: "we also need to maintain duplicated embedding
+      // weights in mtp process stage"). Tied, the copy is that weight, and the output layer of
+      // a stage without the embedding allocates its own beside it all the same
+      // (`skip_weight_param_allocation=self.pre_process and ...`).
+      params.dense += static_cast<double>(m.mtp_num_layers) *
+                      (static_cast<double>(c.mtp_norms) +
+                       static_cast<double>(c.mtp_projection) / static_cast<double>(l.tp));
+      if (l.pp > 1) {
+        params.dense += vocab_shard + static_cast<double>(c.position_embedding);
+      }
     }
   }
   return params;
@@ -97,8 +107,9 @@ std::string count_shape(double elements) {
 
 void add_tensors(StageLedger& stage, const std::vector<SavedTensor>& tensors, double count) {
   for (const SavedTensor& t : tensors) {
-    const MemoryCategory c =
-        t.name == "loss.logits" ? MemoryCategory::kLogits : MemoryCategory::kActivations;
+    const MemoryCategory c = t.name == "loss.logits" || t.name == "mtp.loss.logits"
+                                 ? MemoryCategory::kLogits
+                                 : MemoryCategory::kActivations;
     stage.entries.push_back({t.name, c, t.shape, t.dtype, count, t.bytes * count, t.sharded_over});
   }
 }
@@ -187,8 +198,9 @@ std::string host_link_problem(const TrainingSetup& setup, const GpuSpec& gpu) {
 }
 
 ActivationBytes ActivationBytes::scaled(double f) const {
-  return {layer_bytes * f, layer_full_bytes * f, largest_full_bytes * f,   embedding_bytes * f,
-          head_bytes * f,  moe_layer_bytes * f,  moe_layer_full_bytes * f, moe_dispatch_bytes * f};
+  return {layer_bytes * f,          layer_full_bytes * f,   largest_full_bytes * f,
+          embedding_bytes * f,      head_bytes * f,         moe_layer_bytes * f,
+          moe_layer_full_bytes * f, moe_dispatch_bytes * f, mtp_bytes * f};
 }
 
 ActivationBytes activation_bytes(const LayerOps& ops) {
@@ -226,6 +238,7 @@ ActivationBytes activation_bytes(const LayerOps& ops, Recompute recompute) {
   a.largest_full_bytes = largest_saved(ops.layer, 0);
   a.embedding_bytes = saved_bytes(ops.embedding, recompute);
   a.head_bytes = saved_bytes(ops.head, recompute);
+  a.mtp_bytes = total_bytes(mtp_saved_tensors(ops, recompute));
   if (!ops.moe_layer.empty()) {
     a.moe_layer_bytes = saved_bytes(ops.moe_layer, recompute);
     a.moe_layer_full_bytes = saved_bytes(ops.moe_layer, Recompute::kNone);
@@ -343,6 +356,7 @@ StageMemory stage_memory(const MemoryContext& x, std::int64_t stage) {
   }
   if (last) {
     s[T::kHeadActivations] = x.activations.head_bytes;
+    s[T::kMtpActivations] = static_cast<double>(mtp) * x.activations.mtp_bytes;
     const std::int64_t loss_width =
         fw.loss_over_full_vocab ? padded_vocab_size(x.model) : vocab_shard_size(x.model, l.tp);
     s[T::kLossTransient] = tokens * mbs * static_cast<double>(loss_width) * fw.loss_transient_bytes;
@@ -528,6 +542,12 @@ MemoryLedger build_memory_ledger(const ModelSpec& model, const Layout& layout,
           break;
         case MemoryTerm::kHeadActivations:
           if (s.has_lm_head) add_tensors(s, head, 1);
+          break;
+        case MemoryTerm::kMtpActivations:
+          if (s.has_lm_head && model.mtp_num_layers > 0) {
+            add_tensors(s, mtp_saved_tensors(ops, ops.setting.recompute),
+                        static_cast<double>(model.mtp_num_layers));
+          }
           break;
         case MemoryTerm::kLossTransient:
           if (s.has_lm_head) {

@@ -153,6 +153,9 @@ struct ActivationBytes {
   /// buffers of the routed tokens, 2 x R x h x 2 bytes (layer_ops.hpp's R = T_sp k etp, with
   /// the imbalance), held while the layer's experts run.
   double moe_dispatch_bytes = 0;
+  /// Last stage, per multi-token-prediction depth: its own ops' saved tensors and its second
+  /// logits (mtp_saved_tensors); 0 without MTP. Its transformer layer counts as a layer.
+  double mtp_bytes = 0;
 
   /// Every figure times `factor` (the search scales one sequence's bytes by mbs).
   ActivationBytes scaled(double factor) const;
@@ -202,6 +205,7 @@ enum class MemoryTerm {
   kLayerActivations,      ///< the layers' saved tensors x layer-micro-batches held
   kEmbeddingActivations,  ///< first stage, outside the layers
   kHeadActivations,       ///< last stage: final norm and LM head inputs, the saved logits
+  kMtpActivations,        ///< last stage: the MTP depths' own saved tensors and second logits
   kLossTransient,         ///< last stage: what exists only around the cross-entropy
   kRecomputeWorkingSet,   ///< the recomputed layer's activations, in backward
   kGradientBuffers,       ///< the input and output gradients of the op being differentiated

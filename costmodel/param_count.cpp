@@ -60,10 +60,12 @@ ParamCount count_params(const ModelSpec& model) {
   c.total = outside + c.layers;
   c.active = outside + c.layers_active;
   if (model.mtp_num_layers > 0) {
-    std::int64_t own = 0;
-    for (const LayerOp& op : ops.mtp) own += op.params;
+    for (const LayerOp& op : ops.mtp) {
+      if (op.params_group != ParamGroup::kMtp) continue;
+      (op.kind == LayerOpKind::kLinear ? c.mtp_projection : c.mtp_norms) += op.params;
+    }
     const LayerParamCount layer = layer_count(ops.layer_at(model, model.num_layers));
-    c.mtp = model.mtp_num_layers * (own + layer.total());
+    c.mtp = model.mtp_num_layers * (c.mtp_norms + c.mtp_projection + layer.total());
   }
   return c;
 }

@@ -67,6 +67,8 @@ struct ParamCount {
   /// Multi-token-prediction depths (all of them): their norms and projections and their
   /// layers; the embedding and LM head they share are not counted again. Not in total.
   std::int64_t mtp = 0;
+  std::int64_t mtp_norms = 0;       ///< of one depth: enorm, hnorm and its output norm
+  std::int64_t mtp_projection = 0;  ///< of one depth: eh_proj, 2h x h (column-parallel)
 };
 
 /// Counts the parameters of `model`: the op table's (layer_ops.hpp) parameters by ParamGroup.

@@ -331,8 +331,9 @@ StepContext::StepContext(const ModelSpec& m, const TrainingSetup& s, const Clust
   per_token.recompute_modules = s.recompute_modules;
   per_token.saved_tensors = false;
   const LayerOps table = build_layer_ops(m, per_token);
-  for (std::int64_t i = 0; i < m.num_layers; ++i) {
-    for (const LayerOp& op : table.layer_at(m, i)) {
+  // The multi-token-prediction depths' layers (index num_layers: LayerOps::layer_at) too.
+  for (std::int64_t i = 0; i < m.num_layers + m.mtp_num_layers; ++i) {
+    for (const LayerOp& op : table.layer_at(m, std::min(i, m.num_layers))) {
       selective_recompute_flops_per_token += op.rerun_flops_per_token;
     }
   }
@@ -394,6 +395,7 @@ LayerCosts layer_costs(const StepContext& x, const Layout& l, const GroupRates& 
   if (!ops.windowed_moe_layer.empty()) c.windowed_moe = kernels(ops.windowed_moe_layer, true);
   c.embedding = edge_cost(ops.embedding, x.half_rates, groups.tp);
   c.head = edge_cost(ops.head, x.half_rates, groups.tp);
+  c.mtp = edge_cost(ops.mtp, x.half_rates, groups.tp);
   if (offloads) {
     c.saved_bytes = total_bytes(saved_tensors(ops.layer, l.recompute));
     c.moe.saved_bytes = total_bytes(saved_tensors(ops.moe_layer, l.recompute));
@@ -542,11 +544,15 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
       }
     }
     // The embedding is virtual stage 0's, the LM head the last virtual stage's (and once more
-    // per multi-token-prediction depth, whose logits and loss it computes too).
+    // per multi-token-prediction depth, whose logits and loss it computes too, after the
+    // depth's own ops).
     if (r == 0) add_edge(st, layer.embedding, 0);
     if (r == l.pp - 1) {
-      for (std::int64_t d = 0; d <= model.mtp_num_layers; ++d) {
-        add_edge(st, layer.head, static_cast<std::size_t>(l.vpp - 1));
+      const auto last_chunk = static_cast<std::size_t>(l.vpp - 1);
+      add_edge(st, layer.head, last_chunk);
+      for (std::int64_t d = 0; d < model.mtp_num_layers; ++d) {
+        add_edge(st, layer.mtp, last_chunk);
+        add_edge(st, layer.head, last_chunk);
       }
     }
     if (r == 0 || st.forward_s + st.backward_s > slowest.forward_s + slowest.backward_s) {
@@ -678,8 +684,12 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
   e.tokens_per_s = tokens / e.step_time_s;
   e.tokens_per_s_per_gpu = e.tokens_per_s / gpus;
   e.model_flops_per_step = x.flops.training * tokens;
+  // Full recompute reruns the layers' forward and each MTP depth's but its LM head (Megatron-LM
+  // d98e8a6, multi_token_prediction.py: _checkpointed_forward wraps _proj_and_transformer_layer).
+  const double mtp_rerun =
+      x.flops.mtp - static_cast<double>(model.mtp_num_layers) * x.flops.lm_head;
   const double recompute_flops =
-      l.recompute == Recompute::kFull        ? x.flops.layer_matmul + x.flops.attention
+      l.recompute == Recompute::kFull        ? x.flops.layer_matmul + x.flops.attention + mtp_rerun
       : l.recompute == Recompute::kSelective ? x.selective_recompute_flops_per_token
                                              : 0.0;
   e.hardware_flops_per_step = e.model_flops_per_step + recompute_flops * tokens;

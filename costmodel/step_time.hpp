@@ -250,6 +250,9 @@ struct LayerCosts : BlockCosts {
   /// The windowed kinds (LayerOps::windowed_layer, windowed_moe_layer); zero without a window.
   BlockCosts windowed, windowed_moe;
   EdgeCosts embedding, head;
+  /// One multi-token-prediction depth's own ops (LayerOps::mtp: the next tokens' lookup, the
+  /// norms, eh_proj), besides its layer and its second pass of `head`; zero without MTP.
+  EdgeCosts mtp;
 };
 
 LayerCosts layer_costs(const StepContext& context, const Layout& layout, const GroupRates& groups);

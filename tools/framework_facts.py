@@ -26,9 +26,10 @@ What each reads:
               checkpointing policies with a Config (torchtitan/distributed/
               activation_checkpoint.py), Float8LinearConverter.Config's fields with
               QuantizationConverter.Config's (torchtitan/components/quantization/), the llama3
-              config_registry functions, model_registry's flavors and arguments, ModelSpec's
-              fields (torchtitan/protocols/model_spec.py), and the names the modules
-              an export imports from define.
+              and deepseek_v3 config_registry functions, each package's model_registry flavors
+              and arguments, ModelSpec's fields (torchtitan/protocols/model_spec.py), and the
+              names the modules an export imports from define (deepseek_v3's mtp.py and
+              models/common/config_utils.py among them).
   deepspeed   deepspeed/runtime/zero/config.py DeepSpeedZeroConfig (pydantic, extra="forbid":
               an unknown zero_optimization key is refused), deepspeed/runtime/precision_config.py
               (bf16, fp16), deepspeed/runtime/activation_checkpointing/config.py constants, and
@@ -376,15 +377,28 @@ def torchtitan_python(git_dir, commit):
                     not s.target.id.startswith("_"):
                 converter[s.target.id] = {k: v for k, v in value_kind(s.annotation, classes).items()
                                           if k in ("type", "choices", "list")}
-    flavors = []
-    for node in ast.walk(ast.parse(llama_init)):
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "llama3_configs"
-                                                for t in node.targets):
-            flavors = [literal(k) for k in node.value.keys]
-    functions = [n.name for n in ast.parse(registry_py).body if isinstance(n, ast.FunctionDef)]
-    registry_args = [a.arg for n in ast.parse(llama_init).body
-                     if isinstance(n, ast.FunctionDef) and n.name == "model_registry"
-                     for a in n.args.args]
+    def flavors_of(init, table):
+        for node in ast.walk(ast.parse(init)):
+            if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == table
+                                                    for t in node.targets):
+                return [literal(k) for k in node.value.keys]
+        return []
+
+    def registry_args_of(init):
+        return [a.arg for n in ast.parse(init).body
+                if isinstance(n, ast.FunctionDef) and n.name == "model_registry"
+                for a in n.args.args]
+
+    def functions_of(text):
+        return [n.name for n in ast.parse(text).body if isinstance(n, ast.FunctionDef)]
+
+    flavors = flavors_of(llama_init, "llama3_configs")
+    functions = functions_of(registry_py)
+    registry_args = registry_args_of(llama_init)
+    dsv3_init = git_show(git_dir, commit, "torchtitan/models/deepseek_v3/__init__.py")
+    dsv3_registry = git_show(git_dir, commit, "torchtitan/models/deepseek_v3/config_registry.py")
+    dsv3_mtp = git_show(git_dir, commit, "torchtitan/models/deepseek_v3/mtp.py")
+    config_utils = git_show(git_dir, commit, "torchtitan/models/common/config_utils.py")
     spec_py = git_show(git_dir, commit, "torchtitan/protocols/model_spec.py")
     spec_fields = [s.target.id for n in ast.parse(spec_py).body
                    if isinstance(n, ast.ClassDef) and n.name == "ModelSpec"
@@ -396,6 +410,10 @@ def torchtitan_python(git_dir, commit):
                           "torchtitan/components/quantization/float8.py",
                           "torchtitan/models/llama3/__init__.py",
                           "torchtitan/models/llama3/config_registry.py",
+                          "torchtitan/models/deepseek_v3/__init__.py",
+                          "torchtitan/models/deepseek_v3/config_registry.py",
+                          "torchtitan/models/deepseek_v3/mtp.py",
+                          "torchtitan/models/common/config_utils.py",
                           "torchtitan/protocols/model_spec.py"],
             "trainer_config": trainer_config,
             "sections": sections,
@@ -403,13 +421,19 @@ def torchtitan_python(git_dir, commit):
             "float8_linear_converter": dict(sorted(converter.items())),
             "llama3_flavors": flavors,
             "model_registry_args": registry_args,
+            "deepseek_v3_flavors": flavors_of(dsv3_init, "deepseekv3_configs"),
+            "deepseek_v3_model_registry_args": registry_args_of(dsv3_init),
             "model_spec_fields": spec_fields,
             "imports": {
                 "torchtitan.trainer": defined_names(trainer_py),
                 "torchtitan.distributed.activation_checkpoint": defined_names(ac_py),
                 "torchtitan.components.quantization": defined_names(quant_init),
                 "torchtitan.models.llama3": defined_names(llama_init),
-                "torchtitan.models.llama3.config_registry": functions}}
+                "torchtitan.models.llama3.config_registry": functions,
+                "torchtitan.models.deepseek_v3": defined_names(dsv3_init),
+                "torchtitan.models.deepseek_v3.config_registry": functions_of(dsv3_registry),
+                "torchtitan.models.deepseek_v3.mtp": defined_names(dsv3_mtp),
+                "torchtitan.models.common.config_utils": defined_names(config_utils)}}
 
 
 # ------------------------------------------------------------------------------------ deepspeed

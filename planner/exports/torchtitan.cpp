@@ -18,12 +18,16 @@ Export export_torchtitan(const Plan& p, const FrameworkVersion& version) {
   const ModelSpec& m = p.model;
   Export e;
   std::ostringstream t;
-  const TorchtitanLayout tl = torchtitan_layout(p, true);
+  const TorchtitanLayout tl = torchtitan_layout(p, TorchtitanRelease::kV02);
+  const std::optional<TorchtitanModel> model = torchtitan_model(m);
   e.dropped = tl.dropped;
   t << "# " << version_line("torchtitan job config", version) << "\n";
   t << "# torchtitan job config sections for " << m.name << " (" << counted(m.num_layers, "layer")
     << ") on " << l.gpus() << " GPUs of " << p.cluster.name << ", written by meshplan.\n"
-    << "# Merge them into the job's TOML; its [model] name and flavor select the architecture.\n";
+    << "# Merge them into the job's TOML; its [model] name and flavor select the architecture"
+    << (model ? " (written below: torchtitan's " + model->package + " " + model->flavor + ")"
+              : std::string())
+    << ".\n";
   t << "[parallelism]\n";
   t << "data_parallel_replicate_degree = " << tl.replicate_degree << "\n";
   t << "data_parallel_shard_degree = " << tl.shard_degree << "\n";
@@ -43,6 +47,10 @@ Export export_torchtitan(const Plan& p, const FrameworkVersion& version) {
     }
   }
   t << "enable_async_tensor_parallel = " << (tl.async_tp ? "true" : "false") << "\n";
+  if (model && model->moe) {
+    t << "expert_parallel_degree = " << tl.ep << "\n";
+    t << "expert_tensor_parallel_degree = " << tl.etp << "\n";
+  }
   t << "\n[training]\n";
   // With pp the local batch is split into micro-batches; without, the micro-batch is the local
   // batch and torchtitan accumulates gradients up to global_batch_size.
@@ -59,11 +67,19 @@ Export export_torchtitan(const Plan& p, const FrameworkVersion& version) {
   t << "\n[compile]\n";
   t << "enable = "
     << (p.setup.framework.elementwise == ElementwiseKernels::kFused ? "true" : "false") << "\n";
-  if (torchtitan_float8(p.setup.precision)) {
+  // [model] name and flavor: torchtitan's definition of the model (its train_configs, e.g.
+  // deepseek_v3/train_configs/deepseek_v3_671b.toml at v0.2.2: name = "deepseek_v3", flavor =
+  // "671B"), where it has one.
+  const bool fp8 = torchtitan_float8(p.setup.precision);
+  if (model || fp8) t << "\n[model]\n";
+  if (model) {
+    t << "name = \"" << model->package << "\"\n";
+    t << "flavor = \"" << model->flavor << "\"\n";
+  }
+  if (fp8) {
     // The converter is registered as "quantize.linear.float8"
     // (torchtitan/components/quantization/float8.py, v0.2.0-v0.2.2), configured by
     // [quantize.linear.float8].
-    t << "\n[model]\n";
     t << "converters = [\"quantize.linear.float8\"]\n";
     t << "\n[quantize.linear.float8]\n";
     t << "recipe_name = \"tensorwise\"\n";
@@ -79,12 +95,12 @@ Export export_torchtitan(const Plan& p, const FrameworkVersion& version) {
                         "): torchtitan's TP always uses sequence parallelism (norms and "
                         "dropout sharded over the sequence)");
   }
-  for (std::string& note :
-       torchtitan_model_notes(p, "torchtitan's job TOML", "the [model] flavor")) {
+  for (std::string& note : torchtitan_model_notes(p, "torchtitan's job TOML", "the [model] flavor",
+                                                  TorchtitanRelease::kV02)) {
     e.dropped.push_back(std::move(note));
   }
   note_convention(p, "fsdp", "torchtitan", e.dropped);
-  note_expert_mesh(p, "torchtitan", e.dropped);
+  if (!model || !model->moe) note_expert_mesh(p, "torchtitan", e.dropped);
   note_cpu_offload(p, "torchtitan", e.dropped);
   return e;
 }

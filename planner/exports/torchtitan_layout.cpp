@@ -11,6 +11,16 @@ namespace meshplan::exports {
 
 namespace {
 
+/// The smallest divisor k of `dp` that `shard` divides with k x `room` divisible by `need`
+/// (dp itself where the plan's expert mesh fits the stage: need divides dp x room).
+std::int64_t expert_shard_degree(std::int64_t dp, std::int64_t shard, std::int64_t room,
+                                 std::int64_t need) {
+  for (std::int64_t k = shard; k < dp; k += shard) {
+    if (dp % k == 0 && (k * room) % need == 0) return k;
+  }
+  return dp;
+}
+
 /// What torchtitan's Llama models (RMSNorm, a SwiGLU MLP, RoPE, no biases, untied input and
 /// output embeddings, no dropout; torchtitan/models/llama3) do not have of `m`, in words; empty
 /// when `m` is that architecture.
@@ -82,8 +92,38 @@ void uneven_stage_keys(const Plan& p, TorchtitanLayout& t) {
 
 }  // namespace
 
-TorchtitanLayout torchtitan_layout(const Plan& p, bool ddp_refused_beside_mp) {
+std::optional<TorchtitanModel> torchtitan_model(const ModelSpec& m) {
+  const std::string llama_rope = "500000 in its Llama 3 flavors";
+  if (m.name == "llama3-8b") return TorchtitanModel{"llama3", "8B", "llama3_8b", llama_rope, false};
+  if (m.name == "llama3-70b") {
+    return TorchtitanModel{"llama3", "70B", "llama3_70b", llama_rope, false};
+  }
+  if (m.name == "llama3-405b") {
+    return TorchtitanModel{"llama3", "405B", "llama3_405b", llama_rope, false};
+  }
+  // deepseek_v3's "671B" (v0.2.2 deepseekv3_args, main _671b): dim 7168, n_layers 61,
+  // n_dense_layers 3, inter_dim 18432, moe_inter_dim 2048, 256 experts, 1 shared, top-8, MLA
+  // q_lora_rank 1536, kv_lora_rank 512, qk_nope 128, qk_rope 64, v 128, vocab 129280; RoPE
+  // base 10000 with YaRN (factor 40, original 4096).
+  const bool dsv3 = m.moe && m.mla && m.hidden_size == 7168 && m.num_layers == 61 &&
+                    m.ffn_hidden_size == 18432 && m.vocab_size == 129280 &&
+                    m.moe->num_experts == 256 && m.moe->top_k == 8 &&
+                    m.moe->expert_ffn_hidden_size == 2048 && m.moe->num_shared_experts == 1 &&
+                    m.moe->first_k_dense_layers == 3 && m.mla->q_lora_rank == 1536 &&
+                    m.mla->kv_lora_rank == 512 && m.mla->qk_nope_head_dim == 128 &&
+                    m.mla->qk_rope_head_dim == 64 && m.mla->v_head_dim == 128;
+  if (dsv3) {
+    return TorchtitanModel{"deepseek_v3", "671B", "deepseek_v3_671b",
+                           "10000 with YaRN scaling by 40 over 4096 tokens in its deepseek_v3 "
+                           "flavors",
+                           true};
+  }
+  return std::nullopt;
+}
+
+TorchtitanLayout torchtitan_layout(const Plan& p, TorchtitanRelease release) {
   const Layout& l = p.layout;
+  const bool ddp_refused_beside_mp = release == TorchtitanRelease::kV02;
   TorchtitanLayout t;
   // ZeRO-2 and ZeRO-3 shard gradients and optimizer states: FSDP2 over dp. ZeRO-2 keeps the
   // parameters gathered from the forward to the backward (fsdp_reshard_after_forward "never").
@@ -100,6 +140,53 @@ TorchtitanLayout torchtitan_layout(const Plan& p, bool ddp_refused_beside_mp) {
     while (l.dp % hsdp_shard != 0) ++hsdp_shard;
   }
   t.shard_degree = fsdp ? l.dp : hsdp_shard;
+  // The expert mesh of a model torchtitan builds with its MoE layers: ep, and v0.2.x's etp of 1
+  // or tp (ParallelDims._validate: "Currently we only support ETP=TP or ETP=1"; main has no
+  // etp: its routed experts are Shard(0) over ep, or split over tp with ep 1:
+  // torchtitan/models/common/MOE_SHARDING.md).
+  const std::optional<TorchtitanModel> model = torchtitan_model(p.model);
+  std::string expert_note;
+  if (model && model->moe) {
+    t.ep = l.ep;
+    std::int64_t runs = 1;  // what torchtitan splits each expert over (the plan: etp)
+    if (release == TorchtitanRelease::kV02) {
+      t.etp = l.ep > 1 && (l.etp == 1 || l.etp == l.tp) ? l.etp : 1;
+      runs = l.ep > 1 ? t.etp : l.tp;
+    } else {
+      runs = l.ep > 1 ? 1 : l.tp;
+    }
+    if (runs != l.etp) {
+      expert_note = "expert tensor parallelism etp " + s(l.etp) + " (ep " + s(l.ep) +
+                    "): torchtitan " +
+                    (release == TorchtitanRelease::kV02
+                         ? "v0.2.x takes expert_tensor_parallel_degree 1 or tp with ep > 1 and "
+                           "splits the experts over tp with ep 1"
+                         : "main has no expert tensor parallel degree: with ep > 1 each expert "
+                           "stays whole on its rank, with ep 1 it is split over tp") +
+                    " (torchtitan/models/common/MOE_SHARDING.md at main, ParallelDims at "
+                    "v0.2.2), so the experts are split over " +
+                    s(runs) + ", not the planned " + s(l.etp) +
+                    ": their weights per GPU and GEMM shapes differ from the plan's";
+    }
+    // The ep (x etp) group comes out of one replica's dp_shard x cp x tp ranks.
+    const std::int64_t need = l.ep * (release == TorchtitanRelease::kV02 ? t.etp : 1);
+    const std::int64_t shard = expert_shard_degree(l.dp, t.shard_degree, l.cp * l.tp, need);
+    if (shard != t.shard_degree) {
+      if (!expert_note.empty()) expert_note += "; ";
+      expert_note +=
+          "expert parallelism ep " + s(l.ep) +
+          ": torchtitan forms the ep group inside one data-parallel replica, out of dp_shard x "
+          "cp x tp (\"expert_parallel_degree must divide dp_shard * cp * tp\", "
+          "ParallelDims._validate at main; efsdp = fsdp * tp / (etp * ep) at v0.2.2), so "
+          "data_parallel_shard_degree is " +
+          s(shard) + " (replicas " + s(l.dp / shard) + ")" +
+          ": FSDP shards every parameter, gradient and optimizer state over it, less memory "
+          "and more communication per step than the plan's zero " +
+          s(l.zero) + " (meshplan costs an MoE layout with ZeRO 0 or 1 only)";
+      t.shard_degree = shard;
+    }
+  }
+  const bool expert_sharded = model && model->moe && t.shard_degree != (fsdp ? l.dp : hsdp_shard);
   t.replicate_degree = l.dp / t.shard_degree;
   if (l.pp > 1) {
     t.schedule = l.vpp > 1 ? "Interleaved1F1B" : "1F1B";
@@ -133,7 +220,7 @@ TorchtitanLayout torchtitan_layout(const Plan& p, bool ddp_refused_beside_mp) {
         "fused, or expect exposed TP collectives");
     t.async_tp = false;
   }
-  if (l.zero == 1 && !ddp_beside_mp) {
+  if (l.zero == 1 && !ddp_beside_mp && !expert_sharded) {
     t.dropped.push_back(
         "ZeRO-1 (zero 1): torchtitan has no optimizer-only sharding; exported as "
         "DDP (data_parallel_replicate_degree " +
@@ -144,7 +231,7 @@ TorchtitanLayout torchtitan_layout(const Plan& p, bool ddp_refused_beside_mp) {
         "(data_parallel_shard_degree with fsdp_reshard_after_forward = "
         "\"never\") and zero 3 (FSDP) are torchtitan's sharded options");
   }
-  if (ddp_beside_mp) {
+  if (ddp_beside_mp && !expert_sharded) {
     t.dropped.push_back(
         "DDP (zero " + s(l.zero) + ", dp " + s(l.dp) + ") with " +
         (l.tp > 1 ? "tp " + s(l.tp) : "pp " + s(l.pp)) +
@@ -182,6 +269,7 @@ TorchtitanLayout torchtitan_layout(const Plan& p, bool ddp_refused_beside_mp) {
                         "states are sharded over cp " +
                         s(l.cp));
   }
+  if (!expert_note.empty()) t.dropped.push_back(expert_note);
   return t;
 }
 
@@ -190,10 +278,15 @@ bool torchtitan_float8(Precision precision) {
 }
 
 std::vector<std::string> torchtitan_model_notes(const Plan& p, const std::string& config,
-                                                const std::string& flavor) {
+                                                const std::string& flavor,
+                                                TorchtitanRelease release) {
   const ModelSpec& m = p.model;
   std::vector<std::string> dropped;
-  if (const std::vector<std::string> beyond = beyond_torchtitan_llama(m); !beyond.empty()) {
+  const std::optional<TorchtitanModel> model = torchtitan_model(m);
+  std::vector<std::string> beyond = model ? std::vector<std::string>() : beyond_torchtitan_llama(m);
+  if (!model && m.moe) beyond.push_back("mixture-of-experts layers");
+  if (!model && m.mla) beyond.push_back("multi-head latent attention");
+  if (!beyond.empty()) {
     std::string list;
     for (std::size_t i = 0; i < beyond.size(); ++i) {
       list += (i == 0 ? "" : i + 1 == beyond.size() ? " and " : ", ") + beyond[i];
@@ -206,22 +299,80 @@ std::vector<std::string> torchtitan_model_notes(const Plan& p, const std::string
   if (m.position_embedding == PositionEmbedding::kRope) {
     dropped.push_back("RoPE base " + theta_text(m.rope_theta) + ": " + config +
                       " has no RoPE base key; it is the rope_theta of "
-                      "the model flavor's args in torchtitan's model code (500000 in its "
-                      "Llama 3 flavors): check that " +
-                      flavor + " you select has " + theta_text(m.rope_theta));
+                      "the model flavor's args in torchtitan's model code (" +
+                      (model ? model->rope : std::string("500000 in its Llama 3 flavors")) +
+                      "): check that " + flavor + " you select has " + theta_text(m.rope_theta));
     if (const std::optional<RopeScaling>& r = m.rope_scaling) {
       dropped.push_back(rope_scaling_label(*r) + ": " + config +
                         " has no RoPE scaling key; the model code of " + flavor +
                         " decides it: check that yours scales as the model does");
     }
   }
-  // torchtitan's Llama flavors build their norms with norm_eps 1e-5 (torchtitan/models/llama3);
-  // another epsilon needs a flavor of its own.
+  // torchtitan's Llama and DeepSeek-V3 flavors build their norms with eps 1e-5
+  // (torchtitan/models/llama3; deepseek_v3's norm_eps at v0.2.2, RMSNorm.Config's eps at
+  // main); another epsilon needs a flavor of its own.
   if (m.norm_epsilon && *m.norm_epsilon != 1e-5) {
     dropped.push_back("norm epsilon " + number_text(*m.norm_epsilon) + ": " + config +
-                      " has no norm epsilon key; it is the norm_eps of " + flavor +
-                      "'s args (1e-05 in its Llama flavors): check that yours has " +
-                      number_text(*m.norm_epsilon));
+                      " has no norm epsilon key; it is the norm_eps of " + flavor + "'s args (" +
+                      (model && model->package == "deepseek_v3"
+                           ? std::string("1e-05 in its deepseek_v3 flavors")
+                           : std::string("1e-05 in its Llama flavors")) +
+                      "): check that yours has " + number_text(*m.norm_epsilon));
+  }
+  if (model && model->moe) {
+    // The token dispatcher: torchtitan's all-to-all ("standard") is Megatron-Core's alltoall;
+    // its DeepEP / HybridEP backends are the flex dispatcher's; it has no drop-and-pad
+    // dispatcher (v0.2.2 expert_parallel_comm_backend "standard" | "deepep"; main's
+    // model_registry moe_comm_backend "standard" | "hybridep" | "minimal_async_ep").
+    if (p.setup.moe_dispatcher == MoeDispatcher::kFlex) {
+      dropped.push_back(
+          "the flex MoE dispatcher (DeepEP / HybridEP): exported as torchtitan's standard "
+          "all-to-all; " +
+          std::string(release == TorchtitanRelease::kV02
+                          ? "set [parallelism] expert_parallel_comm_backend = \"deepep\" "
+                            "(v0.2.2) to run DeepEP"
+                          : "pass moe_comm_backend=\"hybridep\" to model_registry to run "
+                            "HybridEP") +
+          ", which meshplan has not checked against the flex dispatcher it costed");
+    } else if (p.setup.moe_dispatcher == MoeDispatcher::kDropAndPad) {
+      dropped.push_back(
+          "the drop-and-pad MoE dispatcher (a capacity factor): torchtitan routes dropless; "
+          "its busiest expert sets the grouped GEMMs' time, not the capacity the plan costed");
+    }
+    if (torchtitan_float8(p.setup.precision)) {
+      dropped.push_back(
+          "fp8 routed experts: the export converts the linear layers only; torchtitan's "
+          "grouped expert GEMMs take a converter of their own ([quantize.grouped_mm.float8] "
+          "fqns = [\"experts\"] at v0.2.x, Float8GroupedExpertsConverter at main, as its "
+          "deepseek_v3 fp8 configs add), so without it they run in bfloat16, slower than "
+          "planned");
+    }
+    if (p.setup.moe_a2a_overlap) {
+      dropped.push_back(
+          "the A2A overlap (Megatron-Core's --overlap-moe-expert-parallel-comm): torchtitan "
+          "has no schedule that runs one micro-batch's all-to-alls beside another's compute, "
+          "so they are exposed, slower than planned");
+    }
+    // Multi-token prediction: none in v0.2.x's deepseek_v3 (model/args.py has no MTP field);
+    // main's model_registry(num_mtp_layers=N) with MTPLoss refuses pp > 1 and cp > 1
+    // (deepseek_v3/mtp.py: "MTP does not support pipeline parallelism yet.", "... context
+    // parallelism yet.").
+    if (m.mtp_num_layers > 0) {
+      const std::string depth = "multi-token prediction (" + s(m.mtp_num_layers) + " MTP layer" +
+                                (m.mtp_num_layers > 1 ? "s" : "") + ")";
+      if (release == TorchtitanRelease::kV02) {
+        dropped.push_back(depth +
+                          ": torchtitan v0.2.x's deepseek_v3 has none; the export trains "
+                          "without it, so its last stage is lighter and faster than planned "
+                          "(plan the model with mtp_num_layers 0 to compare)");
+      } else if (p.layout.pp > 1 || p.layout.cp > 1) {
+        dropped.push_back(depth + ": torchtitan main's deepseek_v3 refuses it with " +
+                          (p.layout.pp > 1 ? "pipeline" : "context") +
+                          " parallelism (deepseek_v3/mtp.py); exported with "
+                          "num_mtp_layers=0, so the last stage is lighter and faster than "
+                          "planned");
+      }
+    }
   }
   if (p.setup.precision == Precision::kFp16) {
     dropped.push_back(

@@ -14,6 +14,25 @@
 
 namespace meshplan::exports {
 
+/// torchtitan's own definition of a plan's model: its package under torchtitan/models (the
+/// TOML's [model] name; main's `torchtitan.models.<package>`), the flavor, main's baseline
+/// config function and the flavor's RoPE settings. Checked at v0.2.2 73a0e69 (llama3's
+/// llama3_configs, deepseek_v3's deepseekv3_args) and main b5bcd76 (llama3_configs,
+/// deepseek_v3/__init__.py's deepseekv3_configs; each package's config_registry.py).
+struct TorchtitanModel {
+  std::string package;   ///< "llama3" or "deepseek_v3"
+  std::string flavor;    ///< "8B", "70B", "405B", "671B"
+  std::string baseline;  ///< main's config_registry function: "llama3_70b", "deepseek_v3_671b"
+  std::string rope;      ///< the flavor's RoPE base (and scaling), in words
+  bool moe = false;      ///< the package builds mixture-of-experts layers (deepseek_v3)
+};
+
+/// The torchtitan model of `m`: Llama 3 8B, 70B and 405B by preset name; DeepSeek-V3 by its
+/// architecture whatever its name (MLA; 61 layers of hidden 7168, 3 of them dense; 256 routed
+/// experts of 2048, top-8, one shared; vocabulary 129,280: the "671B" flavor of both
+/// releases); nullopt for any other model.
+std::optional<TorchtitanModel> torchtitan_model(const ModelSpec& m);
+
 /// The plan's layout in torchtitan's [parallelism] fields (degrees in GPUs, layers per stage
 /// in transformer layers).
 struct TorchtitanLayout {
@@ -25,21 +44,34 @@ struct TorchtitanLayout {
   /// where the split cannot be written: torchtitan splits its own way, noted in `dropped`).
   std::optional<std::int64_t> layers_per_stage, first_less, last_less;
   bool async_tp = false;  ///< enable_async_tensor_parallel (the plan's --tp-overlap with tp > 1)
+  /// expert_parallel_degree and (v0.2.x only) expert_tensor_parallel_degree of a model
+  /// torchtitan builds with its own MoE layers (TorchtitanModel::moe); both 1 otherwise.
+  std::int64_t ep = 1, etp = 1;
   /// What these fields cannot hold of the plan, one sentence each (pipeline sends beside
   /// compute, an uneven split torchtitan's keys cannot give, async TP without compile, ZeRO-1,
   /// DDP beside tp/pp mapped to HSDP, Megatron-Core's selective recompute modules mapped to
-  /// torchtitan's op-level selective AC, dp sharded over cp), in that order.
+  /// torchtitan's op-level selective AC, dp sharded over cp, the expert mesh), in that order.
   std::vector<std::string> dropped;
 };
 
-/// The layout of `p` for torchtitan. `ddp_refused_beside_mp`: the version refuses DDP
-/// (replicate degree > 1, shard degree 1, no cp) beside tp or pp ("DDP has not supported > 1D
-/// parallelism", torchtitan/models/llama3/infra/parallelize.py of v0.1.0-v0.2.2); such a
-/// layout is then mapped to the nearest HSDP (shard degree the smallest factor > 1 of dp) with
-/// a note. torchtitan main (b5bcd76) shards with fully_shard over (dp_replicate, fsdp) whatever
-/// the degrees (torchtitan/models/llama3/parallelize.py), so a replicate-only dp runs there.
+/// Which torchtitan the layout is for: the TOML releases v0.2.x (DDP refused beside tp or pp;
+/// an expert_tensor_parallel_degree of 1 or tp) or main (no DDP refusal; no expert tensor
+/// parallel key: ep > 1 runs the experts unsplit, ep 1 splits them over tp).
+enum class TorchtitanRelease { kV02, kMain };
+
+/// The layout of `p` for torchtitan `release`. v0.2.x refuses DDP (replicate degree > 1, shard
+/// degree 1, no cp) beside tp or pp ("DDP has not supported > 1D parallelism",
+/// torchtitan/models/llama3/infra/parallelize.py of v0.1.0-v0.2.2); such a layout is then
+/// mapped to the nearest HSDP (shard degree the smallest factor > 1 of dp) with a note.
+/// torchtitan main (b5bcd76) shards with fully_shard over (dp_replicate, fsdp) whatever the
+/// degrees (torchtitan/models/llama3/parallelize.py), so a replicate-only dp runs there.
+/// Expert parallelism (a model of TorchtitanModel::moe): torchtitan carves the ep (x etp)
+/// group out of dp_shard x cp x tp, the ranks inside one replica (ParallelDims: "EP borrows
+/// ranks from FSDP and TP: efsdp = dp_shard * cp * tp / ep" at main; efsdp = fsdp * tp /
+/// (etp * ep) at v0.2.2), so the shard degree grows to the smallest divisor of dp that makes
+/// room, with a note (the groups are then Megatron-Core's: etp fastest, then ep).
 /// Precondition: the layout is valid for the plan's model (as make_plan's).
-TorchtitanLayout torchtitan_layout(const Plan& p, bool ddp_refused_beside_mp);
+TorchtitanLayout torchtitan_layout(const Plan& p, TorchtitanRelease release);
 
 /// Whether torchtitan's float8 converter runs `precision`: fp8 and fp8-cs, as torchao's
 /// "tensorwise" recipe (dynamic per-tensor scaling, which is current scaling: torchao
@@ -47,11 +79,14 @@ TorchtitanLayout torchtitan_layout(const Plan& p, bool ddp_refused_beside_mp);
 bool torchtitan_float8(Precision precision);
 
 /// What torchtitan's model code decides that the plan's model may differ in, one sentence
-/// each: an architecture beyond torchtitan's Llama models, the RoPE base and scaling, the norm
-/// epsilon, fp16, mxfp8 and nvfp4, eager attention. `config` names where the user would look for a
-/// key
+/// each: an architecture beyond torchtitan's Llama models (a model without a
+/// torchtitan_model), the RoPE base and scaling, the norm epsilon, fp16, mxfp8 and nvfp4, eager
+/// attention; for a torchtitan MoE model, the expert settings it cannot take (the MoE
+/// dispatcher, the A2A overlap, multi-token prediction where `release` cannot run it). `config`
+/// names where the user would look for a key
 /// ("torchtitan's job TOML"), `flavor` what selects the model ("the [model] flavor").
 std::vector<std::string> torchtitan_model_notes(const Plan& p, const std::string& config,
-                                                const std::string& flavor);
+                                                const std::string& flavor,
+                                                TorchtitanRelease release);
 
 }  // namespace meshplan::exports

@@ -25,6 +25,13 @@
 //   torchtitan/models/llama3/parallelize.py   fully_shard over (dp_replicate, fsdp) whatever
 //                                             the degrees: no DDP, so a replicate-only dp runs
 //                                             beside tp and pp
+//   torchtitan/models/deepseek_v3/__init__.py model_registry(flavor, moe_comm_backend,
+//                                             num_mtp_layers, ...); flavor 671B
+//   torchtitan/models/deepseek_v3/config_registry.py  the baseline deepseek_v3_671b;
+//                                             deepseek_v3_debugmodel_mtp's MTPLoss.Config
+//   torchtitan/models/deepseek_v3/mtp.py      MTP refused with pp > 1 or cp > 1
+//   torchtitan/config/configs.py              expert_parallel_degree: ep borrows from
+//                                             dp_shard x cp x tp (torchtitan_layout.hpp)
 #include <cstdint>
 #include <optional>
 #include <sstream>
@@ -39,19 +46,6 @@
 namespace meshplan::exports {
 
 namespace {
-
-/// torchtitan main's baseline config function and model_registry flavor for a meshplan model
-/// (torchtitan/models/llama3/config_registry.py at b5bcd76); nullopt for a model it ships
-/// none for.
-struct Baseline {
-  std::string function, flavor;
-};
-std::optional<Baseline> baseline_of(const std::string& model) {
-  if (model == "llama3-8b") return Baseline{"llama3_8b", "8B"};
-  if (model == "llama3-70b") return Baseline{"llama3_70b", "70B"};
-  if (model == "llama3-405b") return Baseline{"llama3_405b", "405B"};
-  return std::nullopt;
-}
 
 std::string py_bool(bool b) { return b ? "True" : "False"; }
 
@@ -70,7 +64,7 @@ std::string function_name(const std::string& model) {
 Export export_torchtitan_python(const Plan& p, const FrameworkVersion& version) {
   const Layout& l = p.layout;
   const ModelSpec& m = p.model;
-  const TorchtitanLayout tl = torchtitan_layout(p, false);
+  const TorchtitanLayout tl = torchtitan_layout(p, TorchtitanRelease::kMain);
   Export e;
   e.dropped = tl.dropped;
   const std::int64_t seq = p.setup.seq;
@@ -88,8 +82,16 @@ Export export_torchtitan_python(const Plan& p, const FrameworkVersion& version) 
   }
   const bool compile = p.setup.framework.elementwise == ElementwiseKernels::kFused;
   const bool fp8 = torchtitan_float8(p.setup.precision);
-  const std::optional<Baseline> base = baseline_of(m.name);
+  // torchtitan main's model package, flavor and baseline config function
+  // (torchtitan/models/<package>/config_registry.py at b5bcd76); the Llama 3 registry for a
+  // model it ships none for.
+  const std::optional<TorchtitanModel> base = torchtitan_model(m);
+  const std::string package = base ? base->package : "llama3";
   const std::string run = base ? function_name(m.name) : "<your config function>";
+  // Multi-token prediction runs where torchtitan main runs it: pp 1 and cp 1
+  // (torchtitan_model_notes says what is dropped otherwise).
+  const bool moe = base && base->moe;
+  const std::int64_t mtp = moe && l.pp == 1 && l.cp == 1 ? m.mtp_num_layers : 0;
 
   std::ostringstream t;
   t << "# " << version_line("torchtitan config module", version) << "\n";
@@ -110,10 +112,15 @@ Export export_torchtitan_python(const Plan& p, const FrameworkVersion& version) 
   } else if (l.recompute == Recompute::kSelective) {
     t << "from torchtitan.distributed.activation_checkpoint import SelectiveAC\n";
   }
-  t << "from torchtitan.models.llama3 import model_registry\n";
+  t << "from torchtitan.models." << package << " import model_registry\n";
   if (fp8) t << "from torchtitan.components.quantization import Float8LinearConverter\n";
+  if (mtp > 0) {
+    t << "from torchtitan.models.common.config_utils import decoder_vocab_size\n";
+    t << "from torchtitan.models.deepseek_v3.mtp import MTPLoss\n";
+  }
   if (base) {
-    t << "from torchtitan.models.llama3.config_registry import " << base->function << "\n";
+    t << "from torchtitan.models." << package << ".config_registry import " << base->baseline
+      << "\n";
   }
   t << "\n\n";
   t << "def apply_plan(config: Trainer.Config) -> Trainer.Config:\n";
@@ -122,10 +129,17 @@ Export export_torchtitan_python(const Plan& p, const FrameworkVersion& version) 
   // The model is rebuilt from the baseline's flavor (model_registry's default attention
   // backend), with the float8 converter for fp8 and without any converter otherwise.
   t << "    # The model: the baseline's flavor as model_registry builds it (its default attention\n"
-       "    # backend, \"flex\", as torchtitan's llama3 baselines use)"
+       "    # backend, \"flex\", as torchtitan's "
+    << package << " baselines use)"
     << (fp8 ? ", with the float8 converter" : ", without converters") << ".\n";
   t << "    config.model_spec = model_registry(\n";
   t << "        config.model_spec.flavor,\n";
+  if (moe) {
+    // deepseek_v3's model_registry (torchtitan/models/deepseek_v3/__init__.py at b5bcd76): the
+    // token dispatcher ("standard": all-to-all, Megatron-Core's alltoall) and the MTP depth.
+    t << "        moe_comm_backend=\"standard\",\n";
+    t << "        num_mtp_layers=" << mtp << ",\n";
+  }
   if (fp8) {
     t << "        converters=[\n";
     t << "            Float8LinearConverter.Config(\n";
@@ -143,6 +157,7 @@ Export export_torchtitan_python(const Plan& p, const FrameworkVersion& version) 
   t << "    config.parallelism.enable_sequence_parallel = " << py_bool(l.sp || l.tp == 1) << "\n";
   t << "    config.parallelism.pipeline_parallel_degree = " << l.pp << "\n";
   t << "    config.parallelism.context_parallel_degree = " << l.cp << "\n";
+  if (moe) t << "    config.parallelism.expert_parallel_degree = " << tl.ep << "\n";
   if (l.pp > 1) {
     t << "    config.parallelism.pipeline_parallel_schedule = \"" << tl.schedule << "\"\n";
     // The pipeline micro-batch is a count per dp rank (no gradient accumulation with pp).
@@ -170,11 +185,16 @@ Export export_torchtitan_python(const Plan& p, const FrameworkVersion& version) 
   // torch.compile fuses the elementwise chains (the plan's --elementwise fused).
   t << "    config.compile.enable = " << py_bool(compile) << "\n";
   t << "    config.compile.enable_async_tensor_parallel = " << py_bool(tl.async_tp) << "\n";
+  if (mtp > 0) {
+    // The MTP depths' loss beside the main one (deepseek_v3_debugmodel_mtp's, config_registry.py).
+    t << "    config.loss = MTPLoss.Config(global_vocab_size=decoder_vocab_size(config.model_spec))"
+         "\n";
+  }
   t << "    return config\n";
   if (base) {
     t << "\n\n";
     t << "def " << run << "() -> Trainer.Config:\n";
-    t << "    return apply_plan(" << base->function << "())\n";
+    t << "    return apply_plan(" << base->baseline << "())\n";
   } else {
     e.to_add.push_back(
         "torchtitan main ships no baseline config for " + m.name +
@@ -200,11 +220,12 @@ Export export_torchtitan_python(const Plan& p, const FrameworkVersion& version) 
     }
   }
   for (std::string& note :
-       torchtitan_model_notes(p, "torchtitan's Trainer.Config", "the model_registry flavor")) {
+       torchtitan_model_notes(p, "torchtitan's Trainer.Config", "the model_registry flavor",
+                              TorchtitanRelease::kMain)) {
     e.dropped.push_back(std::move(note));
   }
   note_convention(p, "fsdp", "torchtitan", e.dropped);
-  note_expert_mesh(p, "torchtitan", e.dropped);
+  if (!moe) note_expert_mesh(p, "torchtitan", e.dropped);
   note_cpu_offload(p, "torchtitan", e.dropped);
   return e;
 }

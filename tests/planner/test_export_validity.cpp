@@ -241,6 +241,14 @@ void check_torchtitan(const std::string& text, const nlohmann::json& sections,
     CHECK(degree("tensor_parallel_degree") == 1);
     CHECK(degree("pipeline_parallel_degree") == 1);
   }
+  // The expert mesh inside one replica: efsdp = dp_shard x cp x tp / (etp x ep) whole, etp 1
+  // or tp with ep > 1 (ParallelDims at v0.2.2).
+  const std::int64_t ep = degree("expert_parallel_degree"),
+                     etp = degree("expert_tensor_parallel_degree");
+  CHECK(degree("data_parallel_shard_degree") * degree("context_parallel_degree") *
+            degree("tensor_parallel_degree") % (ep * etp) ==
+        0);
+  if (ep > 1) CHECK((etp == 1 || etp == degree("tensor_parallel_degree")));
 }
 
 /// `value` (Python source: True, False, None, an int, "text") as check_value reads a TOML value.
@@ -263,6 +271,7 @@ void check_torchtitan_python(const std::string& text, const nlohmann::json& f, s
   std::istringstream lines(text);
   std::map<std::string, std::string> values;  // "parallelism.tensor_parallel_degree" -> "8"
   std::string converter_block;                // the lines of model_registry(...)
+  std::string package;                        // torchtitan.models.<package> of model_registry
   bool in_registry = false;
   for (std::string line; std::getline(lines, line);) {
     if (line.empty() || line.front() == '#') continue;
@@ -273,6 +282,8 @@ void check_torchtitan_python(const std::string& text, const nlohmann::json& f, s
       const std::string module = line.substr(5, imp - 5), name = line.substr(imp + 8);
       REQUIRE(f["imports"].contains(module));
       CHECK(contains(f["imports"][module], name));
+      if (name == "model_registry")
+        package = module.substr(std::string("torchtitan.models.").size());
       continue;
     }
     const std::size_t comment = line.find("  # ");
@@ -316,15 +327,29 @@ void check_torchtitan_python(const std::string& text, const nlohmann::json& f, s
     }
   }
   CHECK_FALSE(in_registry);
-  // model_registry(config.model_spec.flavor[, converters=[Float8LinearConverter.Config(...)]])
+  // model_registry(config.model_spec.flavor[, its package's keyword arguments]
+  // [, converters=[Float8LinearConverter.Config(...)]]): the arguments (8 spaces in) are the
+  // package's model_registry's, the converter's fields (deeper) Float8LinearConverter.Config's.
   CHECK(contains(f["model_spec_fields"], "flavor"));
+  REQUIRE((package == "llama3" || package == "deepseek_v3"));
+  const nlohmann::json& registry_args =
+      f[package == "llama3" ? "model_registry_args" : package + "_model_registry_args"];
+  {
+    std::istringstream block(converter_block);
+    for (std::string line; std::getline(block, line);) {
+      const std::size_t eq = line.find('=');
+      if (eq == std::string::npos || line.find_first_not_of(' ') != 8) continue;
+      INFO(line);
+      CHECK(contains(registry_args, line.substr(8, eq - 8)));
+    }
+  }
   if (converter_block.find("converters=") != std::string::npos) {
-    CHECK(contains(f["model_registry_args"], "converters"));
+    CHECK(contains(registry_args, "converters"));
     std::istringstream block(converter_block);
     for (std::string line; std::getline(block, line);) {
       const std::size_t eq = line.find('=');
       const std::size_t start = line.find_first_not_of(' ');
-      if (eq == std::string::npos || line.find("converters=") != std::string::npos) continue;
+      if (eq == std::string::npos || start == 8) continue;
       const std::string key = line.substr(start, eq - start);
       std::string value = line.substr(eq + 1);
       if (!value.empty() && value.back() == ',') value.pop_back();
@@ -338,7 +363,7 @@ void check_torchtitan_python(const std::string& text, const nlohmann::json& f, s
   if (call != std::string::npos) {
     const std::size_t open = call + 22;
     const std::string baseline = text.substr(open, text.find("()", open) - open);
-    CHECK(contains(f["imports"]["torchtitan.models.llama3.config_registry"], baseline));
+    CHECK(contains(f["imports"]["torchtitan.models." + package + ".config_registry"], baseline));
   }
   // The degrees fill the world (ParallelDims._validate), the token budget divides
   // (Trainer.__init__), a micro-batch's tokens divide by tp (sp) x 2 cp, CUDA graphs are off
@@ -356,6 +381,12 @@ void check_torchtitan_python(const std::string& text, const nlohmann::json& f, s
   const std::int64_t micro = num("training.num_tokens_per_microbatch_per_dp_rank");
   const std::int64_t count = pp > 1 ? num("parallelism.num_pp_microbatches") : 1;
   CHECK(num("training.num_tokens_per_train_step") % (micro * count * dp) == 0);
+  // "expert_parallel_degree must divide dp_shard * cp * tp" (ParallelDims._validate).
+  if (values.count("parallelism.expert_parallel_degree")) {
+    CHECK(num("parallelism.data_parallel_shard_degree") * cp * tp %
+              num("parallelism.expert_parallel_degree") ==
+          0);
+  }
   const bool sp = values["parallelism.enable_sequence_parallel"] == "True";
   CHECK(micro % ((sp ? tp : 1) * (cp > 1 ? 2 * cp : 1)) == 0);
   if (pp > 1) CHECK(values["training.disable_cuda_graphs"] == "True");

@@ -1,11 +1,13 @@
 // The torchtitan export for main (b5bcd76, Python config): the values it sets follow from the
 // plan as torchtitan/trainer.py reads them, the baseline is torchtitan's config_registry
-// function where it ships one, and a micro-batch torchtitan would refuse is refused here.
+// function where it ships one (Llama 3; DeepSeek-V3 in its deepseek_v3 package, with ep and
+// MTP), and a micro-batch torchtitan would refuse is refused here.
 // (That every name and value is one torchtitan main defines is test_export_validity.cpp's.)
 #include <catch2/catch.hpp>
 
 #include "common/input_error.hpp"
 #include "costmodel/framework.hpp"
+#include "costmodel/layout.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
 #include "planner/exports/exports.hpp"
@@ -133,4 +135,94 @@ TEST_CASE("torchtitan main: a micro-batch whose tokens torchtitan cannot split i
   const Plan p = plan_of("llama3-8b", l, Precision::kBf16, 12);
   CHECK_THROWS_AS(export_plan(p, ExportFormat::kTorchtitan), InputError);
   CHECK_THROWS_WITH(export_plan(p, ExportFormat::kTorchtitan), Contains("is not divisible by 8"));
+}
+
+namespace {
+
+/// DeepSeek-V3 (MTP 1) under Megatron-LM's convention on `l`, seq 4096.
+Plan deepseek_plan(const Layout& l) {
+  TrainingSetup s;
+  s.seq = 4096;
+  s.framework = *find_framework("megatron");
+  s.attention = AttentionImpl::kFlash;
+  const ModelSpec m = load_model("deepseek-v3");
+  REQUIRE(m.mtp_num_layers == 1);
+  const std::vector<std::string> problems = layout_problems(l, m, 4096, std::nullopt, false);
+  INFO((problems.empty() ? std::string() : problems.front()));
+  REQUIRE(problems.empty());
+  return make_plan(m, load_cluster("dgx-h100"), load_profile("h100"), s, l);
+}
+
+}  // namespace
+
+TEST_CASE("torchtitan: DeepSeek-V3 as its deepseek_v3 671B flavor, ep and MTP where it runs them",
+          "[exports][torchtitan][moe]") {
+  // 64 GPUs, tp 1, pp 1, dp 64, ep 64, ZeRO-1. torchtitan forms the ep group inside one
+  // replica's dp_shard x cp x tp ranks, so ep 64 needs dp_shard 64 (1 x 1 x 64 / 64 = 1).
+  Layout l;
+  l.dp = 64;
+  l.ep = 64;
+  l.zero = 1;
+  l.gbs = 64;
+  const Plan p = deepseek_plan(l);
+  const Export e = export_plan(p, ExportFormat::kTorchtitan);
+  CHECK_THAT(e.text, Contains("from torchtitan.models.deepseek_v3 import model_registry\n"));
+  CHECK_THAT(
+      e.text,
+      Contains("from torchtitan.models.deepseek_v3.config_registry import deepseek_v3_671b"));
+  CHECK_THAT(e.text, Contains("        moe_comm_backend=\"standard\",\n"));
+  CHECK_THAT(e.text, Contains("        num_mtp_layers=1,\n"));  // pp 1, cp 1: main runs MTP
+  CHECK_THAT(e.text, Contains("config.loss = MTPLoss.Config("));
+  CHECK_THAT(e.text, Contains("config.parallelism.expert_parallel_degree = 64\n"));
+  CHECK_THAT(e.text, Contains("config.parallelism.data_parallel_shard_degree = 64\n"));
+  CHECK_THAT(e.text, Contains("config.parallelism.data_parallel_replicate_degree = 1\n"));
+  CHECK_THAT(e.text, Contains("return apply_plan(deepseek_v3_671b())"));
+  CHECK(noted(e, "expert parallelism ep 64: torchtitan forms the ep group inside one"));
+  CHECK_FALSE(noted(e, "ZeRO-1 (zero 1)"));  // the expert note says what the sharding is
+  CHECK_FALSE(noted(e, "model architecture"));
+  CHECK_FALSE(noted(e, "not exported to torchtitan"));
+  CHECK(e.to_add.empty());
+
+  // v0.2.x: [model] name and flavor, ep and etp; no MTP in its deepseek_v3.
+  const Export v02 = export_plan(p, ExportFormat::kTorchtitan,
+                                 find_framework_version(ExportFormat::kTorchtitan, "0.2"));
+  CHECK_THAT(v02.text, Contains("[model]\nname = \"deepseek_v3\"\nflavor = \"671B\"\n"));
+  CHECK_THAT(v02.text,
+             Contains("expert_parallel_degree = 64\nexpert_tensor_parallel_degree = 1\n"));
+  CHECK_THAT(v02.text, Contains("data_parallel_shard_degree = 64\n"));
+  CHECK(
+      noted(v02, "multi-token prediction (1 MTP layer): torchtitan v0.2.x's deepseek_v3 has none"));
+
+  // pp 4: torchtitan main refuses MTP with pipeline parallelism; exported without it.
+  l.pp = 4;
+  l.dp = 16;
+  l.ep = 16;
+  l.gbs = 64;
+  l.stage_layers = default_stage_split(61, 4, 1);  // 61 layers do not split evenly
+  const Export piped = export_plan(deepseek_plan(l), ExportFormat::kTorchtitan);
+  CHECK_THAT(piped.text, Contains("        num_mtp_layers=0,\n"));
+  CHECK_THAT(piped.text, !Contains("MTPLoss"));
+  CHECK(noted(piped, "torchtitan main's deepseek_v3 refuses it with pipeline parallelism"));
+
+  // tp 2 (sp), ep 8, etp 2 on dp 32: v0.2.x takes etp = tp, and its ep x etp = 16 ranks need
+  // dp_shard 8 (8 x 1 x 2 = 16); main has no etp (ep 8 of whole experts: dp_shard 4, 4 x 2 = 8)
+  // and says so.
+  Layout etp;
+  etp.dp = 32;
+  etp.tp = 2;
+  etp.sp = true;
+  etp.ep = 8;
+  etp.etp = 2;
+  etp.zero = 1;
+  etp.gbs = 64;
+  const Plan split = deepseek_plan(etp);
+  const Export split_v02 = export_plan(split, ExportFormat::kTorchtitan,
+                                       find_framework_version(ExportFormat::kTorchtitan, "0.2"));
+  CHECK_THAT(split_v02.text,
+             Contains("expert_parallel_degree = 8\nexpert_tensor_parallel_degree = 2\n"));
+  CHECK_THAT(split_v02.text, Contains("data_parallel_shard_degree = 8\n"));
+  CHECK_FALSE(noted(split_v02, "expert tensor parallelism"));
+  const Export split_main = export_plan(split, ExportFormat::kTorchtitan);
+  CHECK_THAT(split_main.text, Contains("config.parallelism.data_parallel_shard_degree = 4\n"));
+  CHECK(noted(split_main, "main has no expert tensor parallel degree"));
 }
