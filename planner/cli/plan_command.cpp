@@ -27,6 +27,7 @@
 #include "planner/plan/plan_file.hpp"
 #include "planner/report/plan_report.hpp"
 #include "planner/report/step_report.hpp"
+#include "planner/search/recompute_sets.hpp"
 #include "planner/search/search.hpp"
 
 namespace meshplan {
@@ -282,6 +283,21 @@ SearchRequest search_request(const PlanOptions& o, const Scenario& x, const Trai
     request.pins.recompute = Recompute::kNone;
   }
   if (!o.sp.empty()) request.pins.sp = o.sp == "on";
+  // Megatron-Core's module sets, unless --recompute-modules pins one (setup holds it) or
+  // selective recompute is not searched.
+  if (o.recompute_modules.empty() &&
+      !(request.pins.recompute && *request.pins.recompute != Recompute::kSelective)) {
+    request.recompute_module_sets = searched_recompute_module_sets(x.model, setup);
+    if (request.recompute_module_sets.size() > 1) {
+      std::string sets;
+      for (const RecomputeModules& set : request.recompute_module_sets) {
+        sets += (sets.empty() ? "" : " | ") +
+                recompute_text(Recompute::kSelective, set, setup.framework);
+      }
+      notes.push_back("selective recompute searched with Megatron-Core's module sets " + sets +
+                      " (--recompute-modules pins one)");
+    }
+  }
   request.allow_cross_node_tp = o.allow_cross_node_tp;
   request.memory_reserve_bytes = o.memory_reserve_gib * kGiB;
   request.max_oom_risk = o.max_oom_risk;
@@ -372,12 +388,15 @@ std::optional<Plan> winner_plan(const PlanOptions& o, const Scenario& x, const T
   const Layout& best = result.ranked.front().layout;
   const bool uneven_chunks = best.vpp > 1 && !best.stage_layers.empty();
   if (o.out.empty() && !uneven_chunks) return std::nullopt;
-  Plan winner = make_plan(x.model, x.cluster, x.profile, setup, best);
+  // The winner's recompute modules (the search's, where it searched several).
+  TrainingSetup chosen = setup;
+  chosen.recompute_modules = result.ranked.front().recompute_modules;
+  Plan winner = make_plan(x.model, x.cluster, x.profile, chosen, best);
   require_finite_estimate(winner.estimate, winner.layout, winner.setup,
                           profile_label(x.profile, o.in.profile));
   if (uneven_chunks) {
     const std::string note = uneven_chunks_note(
-        {x.model, winner.layout, setup, x.cluster, x.profile, {}}, winner.estimate);
+        {x.model, winner.layout, chosen, x.cluster, x.profile, {}}, winner.estimate);
     if (!note.empty()) notes.push_back("the winner's " + note);
   }
   return winner;
@@ -450,7 +469,11 @@ CommandAction add_plan_command(CLI::App& app) {
                   "searched)")
       ->check(pin);
   add_moe_imbalance_option(*cmd, o->moe_imbalance);
-  add_recompute_module_options(*cmd, o->recompute_modules, o->cpu_offload_layers);
+  add_recompute_module_options(
+      *cmd, o->recompute_modules, o->cpu_offload_layers,
+      "searched: with --framework megatron or nemo, core_attn and the sets Megatron-LM's docs "
+      "use, mla_up_proj layernorm moe_act, then + mlp, then + moe, each cut to the modules "
+      "that act on the model (README); other frameworks recompute selectively their own way");
   cmd->add_option("--zero", o->zero, "Pin the ZeRO stage (0-3)")->check(CLI::Range(0, 3));
   cmd->add_option("--recompute", o->recompute, "Pin recompute: none | selective | full")
       ->check(CLI::IsMember({"none", "selective", "full"}));

@@ -5,6 +5,7 @@
 #include <bit>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <thread>
 #include <tuple>
 
@@ -51,6 +52,19 @@ void keep_pareto(std::vector<Candidate>& front, const Candidate& c) {
   front.push_back(c);
 }
 
+/// Whether module set `a` recomputes all that `b` does (moe holds moe_act's and
+/// shared_experts' tensors: layer_ops.hpp), and so reruns at least as much and saves at most
+/// as much.
+bool covers(RecomputeModules a, RecomputeModules b) {
+  for (RecomputeModules* s : {&a, &b}) {
+    if (s->has(RecomputeModule::kMoe)) {
+      s->add(RecomputeModule::kMoeAct);
+      s->add(RecomputeModule::kSharedExperts);
+    }
+  }
+  return (a.bits & b.bits) == b.bits;
+}
+
 /// One thread's share of the search.
 class Worker {
  public:
@@ -60,6 +74,22 @@ class Worker {
         context_(request.model, request.setup, request.cluster, request.profile),
         usable_(usable_memory(request)) {
     result_.smallest_peak_bytes = std::numeric_limits<double>::infinity();
+    std::vector<RecomputeModules> sets = request.recompute_module_sets;
+    if (sets.empty()) sets.push_back(request.setup.recompute_modules);
+    for (const RecomputeModules& modules : sets) {
+      sets_.push_back(std::make_unique<ModuleSet>(request, modules));
+    }
+    // Under time and cost, a set that covers another reruns all it reruns and more, so the
+    // same layout under it is slower: searched only where the other does not fit. Under
+    // memory, and for the Pareto front, it may be what is wanted.
+    const bool by_time = request.objective != Objective::kMemory && !request.pareto;
+    for (std::size_t j = 0; j < sets_.size(); ++j) {
+      std::uint32_t covered = 0;
+      for (std::size_t i = 0; by_time && i < sets_.size(); ++i) {
+        if (i != j && covers(sets[j], sets[i])) covered |= 1u << i;
+      }
+      covered_.push_back(covered);
+    }
   }
 
   /// All layouts with these tp, cp, pp (dp is what is left); `combo`: their place in the
@@ -168,7 +198,17 @@ class Worker {
               l.sp = sp == 1;
               l.zero = zero;
               l.recompute = recompute;
-              evaluate(l, tp_crosses);
+              // Selective: a layout per module set but those that cover one that fits; none
+              // and full read none (set 0's tables).
+              const std::size_t sets = recompute == Recompute::kSelective ? sets_.size() : 1;
+              // A layout that breaks a rule is one layout, whatever its modules: counted once.
+              std::uint32_t fit = 0;
+              for (std::size_t set = 0; set < sets; ++set) {
+                if ((covered_[set] & fit) != 0) continue;
+                const Outcome outcome = evaluate(l, tp_crosses, set);
+                if (outcome == Outcome::kBreaksRule) break;
+                if (outcome == Outcome::kFits) fit |= 1u << set;
+              }
             }
           }
         }
@@ -210,7 +250,12 @@ class Worker {
   static constexpr unsigned kReasons = kOutOfMemory + 1;
   void reject(unsigned reason) { ++counts_[reason]; }
 
-  void evaluate(const Layout& l, bool tp_crosses) {
+  /// What evaluate found.
+  enum class Outcome { kBreaksRule, kOutOfMemory, kFits };
+
+  /// `set`: the index of the module set in sets_ (0 for none and full recompute). A layout
+  /// that fits is timed and kept.
+  Outcome evaluate(const Layout& l, bool tp_crosses, std::size_t set) {
     ++result_.space;
     std::uint32_t mask = layout_problem_mask(l, r_.model, r_.setup.seq, std::nullopt,
                                              r_.setup.attention == AttentionImpl::kEager);
@@ -223,25 +268,29 @@ class Worker {
         ++b.layouts;
         if (!b.first) b.first.emplace(combo_, l);
       }
-      return;
+      return Outcome::kBreaksRule;
     }
 
     // Memory first: the time model runs only on layouts that fit. The stages are summed until
     // one exceeds both the usable memory and the least peak seen: such a layout is rejected
     // and cannot lower smallest_peak_bytes, whatever the other stages hold.
-    const ActivationBytes act = activations(l).scaled(static_cast<double>(l.mbs));
+    const ActivationBytes act = activations(l, set).scaled(static_cast<double>(l.mbs));
     const MemoryContext memory{r_.model, context_.counts, l, setup_, r_.cluster.gpu, act};
     const auto [peak, worst] = peak_memory(memory, std::max(usable_, result_.smallest_peak_bytes));
     result_.smallest_peak_bytes = std::min(result_.smallest_peak_bytes, peak);
     if (peak > usable_) {
       reject(kOutOfMemory);
-      return;
+      return Outcome::kOutOfMemory;
     }
     ++result_.fits;
     const GroupRates& groups = groups_for(l);
-    const StepEstimate e = assemble_step(context_, l, groups, layer_costs_for(l, groups), false);
+    const ModuleSet& modules = *sets_[set];
+    const StepEstimate e =
+        assemble_step(modules.context, l, groups, layer_costs_for(l, groups, set), false);
     Candidate c;
     c.layout = l;
+    c.recompute_modules = l.recompute == Recompute::kSelective ? modules.setup.recompute_modules
+                                                               : r_.setup.recompute_modules;
     c.step_time_s = e.step_time_s;
     c.step_time_s_p10 = e.step_time_s_p10;
     c.step_time_s_p90 = e.step_time_s_p90;
@@ -259,6 +308,7 @@ class Worker {
     c.breakdown = e.breakdown;
     keep_top(result_.ranked, c, r_.top_k, r_.objective);
     if (r_.pareto) keep_pareto(front_, c);
+    return Outcome::kFits;
   }
 
   /// The groups of `l` (tp, cp, pp and its expert mesh), spanned on the first layout of the
@@ -280,35 +330,61 @@ class Worker {
   }
 
   /// Activation bytes of one sequence (mbs 1); every saved tensor scales with mbs. One op
-  /// table per (tp, cp, sp, ep, etp) answers the three recompute modes.
-  const ActivationBytes& activations(const Layout& l) {
+  /// table per (tp, cp, sp, ep, etp) answers the three recompute modes under module set 0, one
+  /// more per further module set its selective recompute.
+  const ActivationBytes& activations(const Layout& l, std::size_t set) {
     const auto key = std::make_tuple(l.tp, l.cp, l.sp, l.ep, l.etp);
     auto it = activations_.find(key);
     if (it == activations_.end()) {
       Layout one = l;
       one.mbs = 1;
-      const LayerOps ops = build_layer_ops(r_.model, layer_setting(one, r_.setup));
-      std::array<ActivationBytes, kRecomputeModes> by_mode;
-      for (std::size_t m = 0; m < kRecomputeModes; ++m)
-        by_mode[m] = activation_bytes(ops, static_cast<Recompute>(m));
-      it = activations_.emplace(key, by_mode).first;
+      Activations a;
+      for (std::size_t s = 0; s < sets_.size(); ++s) {
+        const LayerOps ops = build_layer_ops(r_.model, layer_setting(one, sets_[s]->setup));
+        if (s == 0) {
+          for (std::size_t m = 0; m < kRecomputeModes; ++m)
+            a.by_mode[m] = activation_bytes(ops, static_cast<Recompute>(m));
+        }
+        a.selective_by_set.push_back(activation_bytes(ops, Recompute::kSelective));
+      }
+      it = activations_.emplace(key, std::move(a)).first;
     }
-    return it->second[static_cast<std::size_t>(l.recompute)];
+    return l.recompute == Recompute::kSelective
+               ? it->second.selective_by_set[set]
+               : it->second.by_mode[static_cast<std::size_t>(l.recompute)];
   }
 
-  /// Per-layer seconds by (tp, cp, ep, etp, mbs, sp): what they depend on (the slowest tp and
-  /// cp groups, placement.hpp slowest_group, and rank 0's ep group are the same ranks whatever dp
-  /// and pp are at the search's GPU count), kept across (tp, cp, pp) combinations.
-  const LayerCosts& layer_costs_for(const Layout& l, const GroupRates& groups) {
-    const auto key = std::make_tuple(l.tp, l.cp, l.ep, l.etp, l.mbs, l.sp);
+  /// Per-layer seconds by (tp, cp, ep, etp, mbs, sp) and module set (what selective
+  /// recompute reruns): what they depend on (the slowest tp and cp groups, placement.hpp
+  /// slowest_group, and rank 0's ep group are the same ranks whatever dp and pp are at the
+  /// search's GPU count), kept across (tp, cp, pp) combinations.
+  const LayerCosts& layer_costs_for(const Layout& l, const GroupRates& groups, std::size_t set) {
+    const auto key = std::make_tuple(l.tp, l.cp, l.ep, l.etp, l.mbs, l.sp, set);
     auto it = costs_.find(key);
-    if (it == costs_.end()) it = costs_.emplace(key, layer_costs(context_, l, groups)).first;
+    if (it == costs_.end())
+      it = costs_.emplace(key, layer_costs(sets_[set]->context, l, groups)).first;
     return it->second;
   }
 
+  /// One module set's setup (r_.setup with its recompute_modules) and the step context over it
+  /// (what selective recompute reruns), kept at one address: the context refers to the setup.
+  struct ModuleSet {
+    ModuleSet(const SearchRequest& r, const RecomputeModules& modules)
+        : setup(with_modules(r.setup, modules)), context(r.model, setup, r.cluster, r.profile) {}
+    static TrainingSetup with_modules(TrainingSetup s, const RecomputeModules& modules) {
+      s.recompute_modules = modules;
+      return s;
+    }
+    TrainingSetup setup;
+    StepContext context;
+  };
+
   const SearchRequest& r_;
   TrainingSetup setup_;  ///< r_.setup with the profile's fitted memory parameters
-  StepContext context_;
+  StepContext context_;  ///< over r_.setup: the groups (which no module set changes)
+  std::vector<std::unique_ptr<ModuleSet>> sets_;  ///< SearchRequest::recompute_module_sets
+  /// Per set: the sets it covers (bit i: sets_[i]), where the search skips it once one fits.
+  std::vector<std::uint32_t> covered_;
   double usable_;
   SearchResult result_;
   std::array<std::int64_t, kReasons> counts_{};
@@ -316,13 +392,19 @@ class Worker {
   std::size_t combo_ = 0;
   std::vector<Candidate> front_;
   static constexpr std::size_t kRecomputeModes = static_cast<std::size_t>(Recompute::kFull) + 1;
-  std::map<std::tuple<std::int64_t, std::int64_t, bool, std::int64_t, std::int64_t>,
-           std::array<ActivationBytes, kRecomputeModes>>
+  /// One split's activation bytes: by recompute mode under module set 0, and selective under
+  /// each set.
+  struct Activations {
+    std::array<ActivationBytes, kRecomputeModes> by_mode;
+    std::vector<ActivationBytes> selective_by_set;
+  };
+  std::map<std::tuple<std::int64_t, std::int64_t, bool, std::int64_t, std::int64_t>, Activations>
       activations_;
   std::optional<GroupRates> groups_;  ///< of the current (tp, cp, pp), once needed
   bool mesh_groups_set_ = false;      ///< groups_ holds the current expert mesh's groups
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, ExpertGroupRates> expert_groups_;
-  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool>,
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool,
+                      std::size_t>,
            LayerCosts>
       costs_;
 };

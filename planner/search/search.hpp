@@ -1,14 +1,15 @@
 // The planner's search: every layout of a GPU count (dp x tp x pp x cp, vpp, micro-batch, ZeRO
-// stage, recompute, sp; for a mixture-of-experts model also the expert mesh: every ep that
-// divides the routed experts and tp x cp x dp / etp, with etp 1 or tp, Megatron's default, and
-// any pinned value), each checked against the layout rules, the bandwidth tiers and memory,
-// and the survivors ranked by the step-time model.
+// stage, recompute (selective under each of SearchRequest::recompute_module_sets), sp; for a
+// mixture-of-experts model also the expert mesh: every ep that divides the routed experts and tp x
+// cp x dp / etp, with etp 1 or tp, Megatron's default, and any pinned value), each checked against
+// the layout rules, the bandwidth tiers and memory, and the survivors ranked by the step-time
+// model.
 //
 // Speed: the rules are checked as a bit mask (layout_problem_mask), memory and time come from
 // per-layer numbers computed once per what they depend on (activations: one op table per
-// (tp, cp, sp, ep, etp) for all three recompute modes; layer seconds per (tp, cp, ep, etp,
-// mbs, sp), from the op table without its saved tensors) and assembled per layout
-// (costmodel/memory_ledger.hpp stage_memory, costmodel/step_time.hpp assemble_step). The
+// (tp, cp, sp, ep, etp) and module set for all three recompute modes; layer seconds per (tp,
+// cp, ep, etp, mbs, sp) and module set, from the op table without its saved tensors) and assembled
+// per layout (costmodel/memory_ledger.hpp stage_memory, costmodel/step_time.hpp assemble_step). The
 // stages' memory is summed only until one exceeds what the search rejects; the time model
 // runs only on layouts whose memory fits, and the process groups are spanned only for those
 // (the dense ones once per (tp, cp, pp), the expert ones once per (tp x cp x dp, ep, etp)).
@@ -72,11 +73,20 @@ struct SearchRequest {
   std::size_t top_k = 10;
   bool pareto = false;  ///< also collect the memory/time Pareto front
   int threads = 2;
+  /// The Megatron-Core recompute-module sets a selective layout is searched with, each a layout
+  /// of its own (recompute_sets.hpp searched_recompute_module_sets); empty: setup's
+  /// recompute_modules alone. None and full recompute do not read them. Under the time and
+  /// cost objectives without `pareto`, a set that covers another (recomputes all it does, and
+  /// more: slower) is not searched for a layout that fits under the other. At most 32 sets.
+  std::vector<RecomputeModules> recompute_module_sets;
 };
 
 /// One evaluated layout.
 struct Candidate {
   Layout layout;
+  /// The modules selective recompute recomputes (TrainingSetup::recompute_modules): one of
+  /// SearchRequest::recompute_module_sets where layout.recompute is selective, else setup's.
+  RecomputeModules recompute_modules;
   double step_time_s = 0;
   /// The 80% interval of the measured step time (StepEstimate); 0 and 0 without one.
   double step_time_s_p10 = 0, step_time_s_p90 = 0;
@@ -108,8 +118,11 @@ struct BrokenRule {
 struct SearchResult {
   std::vector<Candidate> ranked;  ///< best first, at most top_k
   std::vector<Candidate> pareto;  ///< memory vs time front, by memory (when requested)
-  std::int64_t space = 0;         ///< layouts enumerated
-  std::int64_t fits = 0;          ///< layouts that fit in memory: the time model ran on these
+  /// Layouts enumerated: a selective layout once per module set (SearchRequest::
+  /// recompute_module_sets) but once where it breaks a layout rule, and not under a set that
+  /// covers one it fits under (time and cost objectives).
+  std::int64_t space = 0;
+  std::int64_t fits = 0;  ///< layouts that fit in memory: the time model ran on these
   /// Whether ZeRO-3 layouts with pp > 1 were left out of `space` because the framework runs
   /// them as its ZeRO-2, which was searched (FrameworkConvention::zero3_runs_as_zero2).
   bool zero3_as_zero2 = false;
