@@ -280,6 +280,14 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
   }
   const Candidate& w = result.ranked.front();
   const Layout& l = w.layout;
+  if (r.objective == Objective::kMemory) {
+    s << "- Objective memory: the least peak memory among the "
+      << counted(result.within_tolerance, "layout") << " whose step time is within "
+      << significant(100 * r.time_tolerance, 3) << "% of the fastest's, "
+      << fixed(result.fastest_step_time_s, 3) << " s (--time-tolerance; " << fixed(w.step_time_s, 3)
+      << " s here, " << fixed(100 * (w.step_time_s / result.fastest_step_time_s - 1), 1)
+      << "% slower).\n";
+  }
   if (l.tp > 1) {
     const GroupSpan tp_span = group_span(slowest_group(GroupKind::kTp, l, r.cluster), r.cluster);
     s << "- tp " << l.tp << ": each layer's GEMMs and activations are split across " << l.tp
@@ -528,6 +536,14 @@ nlohmann::json plan_json(const SearchRequest& r, const SearchResult& result) {
           {"objective", r.objective == Objective::kMemory ? "memory"
                         : r.objective == Objective::kCost ? "cost"
                                                           : "time"},
+          {"time_tolerance",
+           r.objective == Objective::kMemory ? nlohmann::json(r.time_tolerance) : nlohmann::json()},
+          {"fastest_step_time_s", result.fastest_step_time_s > 0
+                                      ? nlohmann::json(result.fastest_step_time_s)
+                                      : nlohmann::json()},
+          {"within_tolerance", r.objective == Objective::kMemory
+                                   ? nlohmann::json(result.within_tolerance)
+                                   : nlohmann::json()},
           {"space", result.space},
           {"evaluated", result.fits},  // the time model runs on every layout that fits
           {"fits", result.fits},

@@ -225,6 +225,11 @@ class Worker {
     return result_;
   }
   std::vector<Candidate>& front() { return front_; }
+  /// Under Objective::kMemory: every layout that fit within the time tolerance of this
+  /// worker's fastest (a superset of those within it of the search's fastest).
+  std::vector<Candidate>& within_tolerance() { return within_; }
+  /// The step time of the fastest layout this worker found to fit (infinity: none).
+  double fastest() const { return fastest_; }
 
   /// Rejection reasons: the layout rules, then the two the search adds.
   static constexpr unsigned kCrossNodeTp = static_cast<unsigned>(LayoutProblem::kCount);
@@ -306,9 +311,28 @@ class Worker {
     c.tflops_per_gpu_causal = e.tflops_per_gpu_causal;
     c.tokens_per_s = e.tokens_per_s;
     c.breakdown = e.breakdown;
-    keep_top(result_.ranked, c, r_.top_k, r_.objective);
+    fastest_ = std::min(fastest_, c.step_time_s);
+    if (r_.objective == Objective::kMemory) {
+      keep_within_tolerance(c);
+    } else {
+      keep_top(result_.ranked, c, r_.top_k, r_.objective);
+    }
     if (r_.pareto) keep_pareto(front_, c);
     return Outcome::kFits;
+  }
+
+  /// Keeps `c` if its step time is within the tolerance of the fastest so far; the fastest only
+  /// falls, so what it leaves out never comes back. Drops those it no longer admits whenever
+  /// the list has doubled since the last time (amortized O(1) per layout).
+  void keep_within_tolerance(const Candidate& c) {
+    const double limit = (1 + r_.time_tolerance) * fastest_;
+    if (c.step_time_s > limit) return;
+    within_.push_back(c);
+    if (within_.size() < 2 * kept_ + 64) return;
+    within_.erase(std::remove_if(within_.begin(), within_.end(),
+                                 [limit](const Candidate& x) { return x.step_time_s > limit; }),
+                  within_.end());
+    kept_ = within_.size();
   }
 
   /// The groups of `l` (tp, cp, pp and its expert mesh), spanned on the first layout of the
@@ -391,6 +415,9 @@ class Worker {
   std::array<Broken, kRules> broken_{};
   std::size_t combo_ = 0;
   std::vector<Candidate> front_;
+  double fastest_ = std::numeric_limits<double>::infinity();
+  std::vector<Candidate> within_;  ///< keep_within_tolerance's list
+  std::size_t kept_ = 0;           ///< its size after the last pruning
   static constexpr std::size_t kRecomputeModes = static_cast<std::size_t>(Recompute::kFull) + 1;
   /// One split's activation bytes: by recompute mode under module set 0, and selective under
   /// each set.
@@ -497,7 +524,14 @@ SearchResult search_layouts(const SearchRequest& request) {
   out.smallest_peak_bytes = std::numeric_limits<double>::infinity();
   out.usable_bytes = usable_memory(request);
   std::vector<Candidate> front;
+  double fastest = std::numeric_limits<double>::infinity();
+  for (const Worker& w : workers) fastest = std::min(fastest, w.fastest());
+  std::vector<Candidate> within;  // Objective::kMemory: the layouts within the tolerance
+  const double limit = (1 + request.time_tolerance) * fastest;
   for (Worker& w : workers) {
+    for (Candidate& c : w.within_tolerance()) {
+      if (c.step_time_s <= limit) within.push_back(std::move(c));
+    }
     SearchResult& r = w.result();
     out.space += r.space;
     out.fits += r.fits;
@@ -525,6 +559,18 @@ SearchResult search_layouts(const SearchRequest& request) {
   }
   if (out.smallest_peak_bytes == std::numeric_limits<double>::infinity()) {
     out.smallest_peak_bytes = 0;
+  }
+  if (std::isfinite(fastest)) out.fastest_step_time_s = fastest;
+  if (request.objective == Objective::kMemory) {
+    out.within_tolerance = static_cast<std::int64_t>(within.size());
+    const auto by_memory = [](const Candidate& a, const Candidate& b) {
+      return ranks_before(a, b, Objective::kMemory);
+    };
+    const std::size_t k = std::min(request.top_k, within.size());
+    std::partial_sort(within.begin(), within.begin() + static_cast<std::ptrdiff_t>(k), within.end(),
+                      by_memory);
+    within.resize(k);
+    out.ranked = std::move(within);
   }
   std::sort(front.begin(), front.end(),
             [](const Candidate& a, const Candidate& b) { return a.peak_bytes < b.peak_bytes; });

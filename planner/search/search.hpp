@@ -35,10 +35,17 @@ namespace meshplan {
 
 /// What the ranking minimizes.
 enum class Objective {
-  kTime,    ///< step time (= tokens/s at the fixed global batch); ties: more memory headroom
-  kMemory,  ///< worst-stage peak memory; ties: step time
-  kCost,    ///< GPU-hours to train `tokens` (step time x GPUs / tokens per step)
+  kTime,  ///< step time (= tokens/s at the fixed global batch); ties: more memory headroom
+  /// Worst-stage peak memory among the layouts whose step time is within
+  /// SearchRequest::time_tolerance of the fastest that fits; ties: step time. (By memory
+  /// alone it would pick a layout many times slower to save a few MiB: llama3-70b on 64 H100,
+  /// 752 s a step for 21.7 GiB where 331 s needs 21.9 GiB and the fastest 55.8 s.)
+  kMemory,
+  kCost,  ///< GPU-hours to train `tokens` (step time x GPUs / tokens per step)
 };
+
+/// SearchRequest::time_tolerance's default: 10%.
+inline constexpr double kDefaultTimeTolerance = 0.1;
 
 /// Dimensions the user pinned; the search covers the rest.
 struct LayoutPins {
@@ -69,6 +76,10 @@ struct SearchRequest {
   /// profile's fitted memory parameters for setup.framework's family).
   double max_oom_risk = kDefaultMaxOomRisk;
   Objective objective = Objective::kTime;
+  /// Under Objective::kMemory: the layouts ranked are those whose step time is at most
+  /// (1 + time_tolerance) x the fastest's (>= 0; the default 0.1 is within the step-time
+  /// model's cross-validated error, 7-17% per study: such layouts are as fast as it can tell).
+  double time_tolerance = kDefaultTimeTolerance;
   double tokens = 0;  ///< tokens to train, for GPU-hours (cost); 0: not shown
   std::size_t top_k = 10;
   bool pareto = false;  ///< also collect the memory/time Pareto front
@@ -132,6 +143,11 @@ struct SearchResult {
   /// the pins (or seq, gbs) break, whatever the search chooses for the rest.
   std::vector<BrokenRule> broken_rules;
   double smallest_peak_bytes = 0;  ///< the least memory any rule-abiding layout needed
+  /// The step time of the fastest layout that fits (0 when none does), and under
+  /// Objective::kMemory the layouts within the time tolerance of it, whom `ranked` lists by
+  /// memory (0 under the other objectives).
+  double fastest_step_time_s = 0;
+  std::int64_t within_tolerance = 0;
   /// The largest peak a ranked layout may have (costmodel/oom_risk.hpp out_of_memory): the least
   /// of the peak at max_oom_risk (peak_at_risk) and the peak whose median is the GPU's memory
   /// minus the reserve.
@@ -154,7 +170,8 @@ std::vector<std::int64_t> divisors(std::int64_t n);
 
 SearchResult search_layouts(const SearchRequest& request);
 
-/// Whether `a` ranks before `b` under `objective` (and its tie-break).
+/// Whether `a` ranks before `b` under `objective` (and its tie-break): under kMemory, by peak
+/// then step time (among the layouts within the time tolerance, which the search selects).
 bool ranks_before(const Candidate& a, const Candidate& b, Objective objective);
 
 }  // namespace meshplan

@@ -524,3 +524,77 @@ TEST_CASE("plan: the recompute modules searched reach the table, plan.json and t
   CHECK_THAT(ds.out, !Catch::Contains("selective("));
   CHECK_THAT(ds.err, !Catch::Contains("module sets"));
 }
+
+TEST_CASE("search: --objective memory ranks by memory the layouts within the time tolerance",
+          "[search]") {
+  // The layouts of the case above without a reserve (meshplan estimate and ledger): recompute
+  // none 0.848 s, 57.878 GiB; selective core_attn 0.904 s, 57.862 GiB (drops
+  // attention.softmax_lse, 0.016 GiB); selective mlp 0.980 s, 46.180 GiB; full 1.098 s,
+  // 41.62 GiB. The fastest is none's 0.848 s; a tolerance t admits step times up to
+  // 0.848 x (1 + t): 0.933 s at 0.1 (none and core_attn), 1.018 s at 0.2 (and mlp), all at 1000.
+  const ModelSpec model = load_model("llama3-8b");
+  const ClusterSpec cluster = load_cluster("dgx-h100");
+  const Profile profile = load_profile("h100");
+  const TrainingSetup setup = test::megatron_setup(8192);
+  SearchRequest request(model, cluster, profile, setup, 8, 8);
+  request.pins.dp = 4;
+  request.pins.tp = 2;
+  request.pins.mbs = 1;
+  request.pins.zero = 1;
+  request.pins.sp = true;
+  request.recompute_module_sets = searched_recompute_module_sets(model, setup);
+  request.objective = Objective::kMemory;
+  const auto searched = [&](double tolerance) {
+    request.time_tolerance = tolerance;
+    return search_layouts(request);
+  };
+  const SearchResult tight = searched(0.1);
+  CHECK(tight.fastest_step_time_s == Approx(0.848).margin(0.0005));
+  CHECK(tight.within_tolerance == 2);
+  REQUIRE(tight.ranked.size() == 2);
+  CHECK(tight.ranked[0].layout.recompute == Recompute::kSelective);
+  CHECK(tight.ranked[0].recompute_modules == RecomputeModules());  // core_attn
+  CHECK(tight.ranked[0].peak_bytes / kGiB == Approx(57.862).margin(0.0005));
+  CHECK(tight.ranked[1].layout.recompute == Recompute::kNone);
+  const SearchResult wider = searched(0.2);
+  CHECK(wider.within_tolerance == 3);
+  REQUIRE(!wider.ranked.empty());
+  CHECK(recompute_module_names(wider.ranked[0].recompute_modules) ==
+        std::vector<std::string>{"mlp"});
+  CHECK(wider.ranked[0].peak_bytes / kGiB == Approx(46.180).margin(0.0005));
+  // By memory alone (the old ranking): full, 30% slower than the fastest.
+  const SearchResult all = searched(1000);
+  CHECK(all.within_tolerance == 4);
+  REQUIRE(all.ranked.size() == 4);
+  CHECK(all.ranked[0].layout.recompute == Recompute::kFull);
+  for (std::size_t i = 1; i < all.ranked.size(); ++i) {
+    CHECK(all.ranked[i - 1].peak_bytes <= all.ranked[i].peak_bytes);
+  }
+}
+
+TEST_CASE("plan: --objective memory says what it ranked, and --time-tolerance is checked",
+          "[search][cli]") {
+  const std::vector<std::string> flags = {
+      "plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus",      "8",     "--dp",
+      "4",    "--tp",    "2",         "--mbs",     "1",        "--zero",      "1",     "--sp",
+      "on",   "--seq",   "8192",      "--gbs",     "8",        "--objective", "memory"};
+  const test::CliResult r = test::run(flags);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("- Objective memory: the least peak memory among the 2 layouts "
+                                    "whose step time is within 10% of the fastest's, 0.848 s "
+                                    "(--time-tolerance; 0.904 s here, 6.6% slower)."));
+  std::vector<std::string> json = flags;
+  json.insert(json.end(), {"--time-tolerance", "0.2", "--json"});
+  const auto j = nlohmann::json::parse(test::run(json).out);
+  CHECK(j["time_tolerance"].get<double>() == 0.2);
+  CHECK(j["within_tolerance"].get<int>() == 3);
+  CHECK(j["ranked"][0]["layout"]["recompute_modules"] == nlohmann::json::array({"mlp"}));
+  std::vector<std::string> bad = flags;
+  bad.insert(bad.end(), {"--time-tolerance", "-0.1"});
+  CHECK(test::run(bad).exit_code == 2);
+  // Under the time objective it changes nothing, and says so.
+  const test::CliResult t =
+      test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--time-tolerance", "0.2"});
+  CHECK_THAT(t.err, Catch::Contains("--time-tolerance: applies to --objective memory only"));
+}
