@@ -1,7 +1,7 @@
 // The search benchmark of issue 5, with the expert mesh of issue 23: the full search space
-// (dp x tp x pp x cp, vpp, micro-batch, ZeRO 0-3, recompute with selective under each of
-// Megatron-Core's module sets plan searches, sp, and for an MoE model ep and
-// etp) for (a) GPT-3 175B on 4096 A100 (dgx-a100), seq 2048, gbs 1536, (b) Llama-3 405B on
+// (dp x tp x pp x cp, vpp, micro-batch, ZeRO 0-3, recompute with selective under each of the
+// Megatron-Core module sets plan searches, sp, and for an MoE model ep and etp) for
+// (a) GPT-3 175B on 4096 A100 (dgx-a100), seq 2048, gbs 1536, (b) Llama-3 405B on
 // 16384 H100 (dgx-h100), seq 8192, gbs 2048 and (c) DeepSeek-V3 on 16384 H100 (dgx-h100), seq
 // 4096, gbs 4096 (plan's default: 1024 tokens per GPU), ep and etp searched. Prints, per case,
 // the layouts in the space, those evaluated (the ones that fit in memory), wall time, layouts

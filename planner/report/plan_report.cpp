@@ -53,9 +53,11 @@ double gpu_hours(const SearchRequest& r, const Candidate& c) {
 nlohmann::json candidate_json(const SearchRequest& r, const Candidate& c) {
   const MfuFigure headline = mfu_figures(r, c)[0];
   nlohmann::json layout = layout_json(c.layout);
-  // Megatron-Core's modules where the framework takes them and the layout recomputes
-  // selectively (plan.json's inputs.training.recompute_modules lists them where not default).
-  if (c.layout.recompute == Recompute::kSelective && r.setup.framework.recompute_modules) {
+  // Megatron-Core's modules where the layout recomputes selectively and the framework takes
+  // them or they were given (as recompute_text names them; plan.json's
+  // inputs.training.recompute_modules lists them where not the default).
+  if (c.layout.recompute == Recompute::kSelective &&
+      (r.setup.framework.recompute_modules || c.recompute_modules != RecomputeModules())) {
     layout["recompute_modules"] = recompute_module_names(c.recompute_modules);
   }
   return {{"layout", layout},

@@ -62,7 +62,8 @@ std::vector<RecomputeModules> searched_recompute_module_sets(const ModelSpec& mo
 
 std::string recompute_text(Recompute recompute, const RecomputeModules& modules,
                            const FrameworkConvention& framework) {
-  if (recompute != Recompute::kSelective || !framework.recompute_modules) {
+  if (recompute != Recompute::kSelective ||
+      (!framework.recompute_modules && modules == RecomputeModules())) {
     return to_string(recompute);
   }
   std::string names;

@@ -49,8 +49,9 @@ std::vector<RecomputeModules> searched_recompute_module_sets(const ModelSpec& mo
 
 /// "selective(layernorm,mlp)": Megatron-Core's names of `modules` after the mode, as plan's
 /// table and its Why list a selective layout's modules; "selective" where `framework` does not
-/// take them (FrameworkConvention::recompute_modules false), `recompute`'s name for none and
-/// full.
+/// take them (FrameworkConvention::recompute_modules false) and they are the default (else a
+/// --recompute-modules given to such a framework is named all the same), `recompute`'s name
+/// for none and full.
 std::string recompute_text(Recompute recompute, const RecomputeModules& modules,
                            const FrameworkConvention& framework);
 
