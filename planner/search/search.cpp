@@ -72,20 +72,24 @@ class Worker {
       : r_(request),
         setup_(fitted_setup(request.setup, request.profile)),
         context_(request.model, request.setup, request.cluster, request.profile),
-        usable_(usable_memory(request)) {
+        usable_(usable_memory(request)),
+        by_time_(request.objective != Objective::kMemory && !request.pareto) {
     result_.smallest_peak_bytes = std::numeric_limits<double>::infinity();
     std::vector<RecomputeModules> sets = request.recompute_module_sets;
     if (sets.empty()) sets.push_back(request.setup.recompute_modules);
     for (const RecomputeModules& modules : sets) {
       sets_.push_back(std::make_unique<ModuleSet>(request, modules));
+      // What each set reruns, marked on a table at tp 1 (SelectiveReruns: the marks hold at
+      // every split), so that one table per split times every set.
+      reruns_.push_back(selective_reruns(
+          build_layer_ops(request.model, layer_setting(Layout(), sets_.back()->setup))));
     }
     // Under time and cost, a set that covers another reruns all it reruns and more, so the
     // same layout under it is slower: searched only where the other does not fit. Under
     // memory, and for the Pareto front, it may be what is wanted.
-    const bool by_time = request.objective != Objective::kMemory && !request.pareto;
     for (std::size_t j = 0; j < sets_.size(); ++j) {
       std::uint32_t covered = 0;
-      for (std::size_t i = 0; by_time && i < sets_.size(); ++i) {
+      for (std::size_t i = 0; by_time_ && i < sets_.size(); ++i) {
         if (i != j && covers(sets[j], sets[i])) covered |= 1u << i;
       }
       covered_.push_back(covered);
@@ -291,7 +295,7 @@ class Worker {
     const GroupRates& groups = groups_for(l);
     const ModuleSet& modules = *sets_[set];
     const StepEstimate e =
-        assemble_step(modules.context, l, groups, layer_costs_for(l, groups, set), false);
+        assemble_step(modules.context, l, groups, layer_costs_for(l, groups)[set], false);
     Candidate c;
     c.layout = l;
     c.recompute_modules = l.recompute == Recompute::kSelective ? modules.setup.recompute_modules
@@ -355,38 +359,42 @@ class Worker {
 
   /// Activation bytes of one sequence (mbs 1); every saved tensor scales with mbs. One op
   /// table per (tp, cp, sp, ep, etp) answers the three recompute modes under module set 0, one
-  /// more per further module set its selective recompute.
+  /// more per further module set its selective recompute, built when first asked for (under the
+  /// time objective a covering set is asked for only where the covered one does not fit).
   const ActivationBytes& activations(const Layout& l, std::size_t set) {
     const auto key = std::make_tuple(l.tp, l.cp, l.sp, l.ep, l.etp);
     auto it = activations_.find(key);
+    Layout one = l;
+    one.mbs = 1;
     if (it == activations_.end()) {
-      Layout one = l;
-      one.mbs = 1;
       Activations a;
-      for (std::size_t s = 0; s < sets_.size(); ++s) {
-        const LayerOps ops = build_layer_ops(r_.model, layer_setting(one, sets_[s]->setup));
-        if (s == 0) {
-          for (std::size_t m = 0; m < kRecomputeModes; ++m)
-            a.by_mode[m] = activation_bytes(ops, static_cast<Recompute>(m));
-        }
-        a.selective_by_set.push_back(activation_bytes(ops, Recompute::kSelective));
-      }
+      const LayerOps ops = build_layer_ops(r_.model, layer_setting(one, sets_[0]->setup));
+      for (std::size_t m = 0; m < kRecomputeModes; ++m)
+        a.by_mode[m] = activation_bytes(ops, static_cast<Recompute>(m));
+      a.selective_by_set.resize(sets_.size());
+      a.selective_by_set[0] = a.by_mode[static_cast<std::size_t>(Recompute::kSelective)];
       it = activations_.emplace(key, std::move(a)).first;
     }
-    return l.recompute == Recompute::kSelective
-               ? it->second.selective_by_set[set]
-               : it->second.by_mode[static_cast<std::size_t>(l.recompute)];
+    if (l.recompute != Recompute::kSelective) {
+      return it->second.by_mode[static_cast<std::size_t>(l.recompute)];
+    }
+    std::optional<ActivationBytes>& bytes = it->second.selective_by_set[set];
+    if (!bytes) {
+      bytes = activation_bytes(build_layer_ops(r_.model, layer_setting(one, sets_[set]->setup)),
+                               Recompute::kSelective);
+    }
+    return *bytes;
   }
 
-  /// Per-layer seconds by (tp, cp, ep, etp, mbs, sp) and module set (what selective
-  /// recompute reruns): what they depend on (the slowest tp and cp groups, placement.hpp
-  /// slowest_group, and rank 0's ep group are the same ranks whatever dp and pp are at the
-  /// search's GPU count), kept across (tp, cp, pp) combinations.
-  const LayerCosts& layer_costs_for(const Layout& l, const GroupRates& groups, std::size_t set) {
-    const auto key = std::make_tuple(l.tp, l.cp, l.ep, l.etp, l.mbs, l.sp, set);
+  /// Per-layer seconds by (tp, cp, ep, etp, mbs, sp), one entry per module set (what selective
+  /// recompute reruns), from one table: what they depend on (the slowest tp and cp groups,
+  /// placement.hpp slowest_group, and rank 0's ep group are the same ranks whatever dp and pp
+  /// are at the search's GPU count), kept across (tp, cp, pp) combinations.
+  const std::vector<LayerCosts>& layer_costs_for(const Layout& l, const GroupRates& groups) {
+    const auto key = std::make_tuple(l.tp, l.cp, l.ep, l.etp, l.mbs, l.sp);
     auto it = costs_.find(key);
     if (it == costs_.end())
-      it = costs_.emplace(key, layer_costs(sets_[set]->context, l, groups)).first;
+      it = costs_.emplace(key, layer_costs(context_, l, groups, reruns_)).first;
     return it->second;
   }
 
@@ -406,10 +414,14 @@ class Worker {
   const SearchRequest& r_;
   TrainingSetup setup_;  ///< r_.setup with the profile's fitted memory parameters
   StepContext context_;  ///< over r_.setup: the groups (which no module set changes)
+  double usable_;
   std::vector<std::unique_ptr<ModuleSet>> sets_;  ///< SearchRequest::recompute_module_sets
+  std::vector<SelectiveReruns> reruns_;           ///< what each of sets_ reruns
   /// Per set: the sets it covers (bit i: sets_[i]), where the search skips it once one fits.
   std::vector<std::uint32_t> covered_;
-  double usable_;
+  /// Ranking by step time (time and cost objectives, no Pareto front): covering sets are
+  /// skipped where a covered one fits (covered_).
+  bool by_time_ = false;
   SearchResult result_;
   std::array<std::int64_t, kReasons> counts_{};
   std::array<Broken, kRules> broken_{};
@@ -420,19 +432,18 @@ class Worker {
   std::size_t kept_ = 0;           ///< its size after the last pruning
   static constexpr std::size_t kRecomputeModes = static_cast<std::size_t>(Recompute::kFull) + 1;
   /// One split's activation bytes: by recompute mode under module set 0, and selective under
-  /// each set.
+  /// each set (once asked for).
   struct Activations {
     std::array<ActivationBytes, kRecomputeModes> by_mode;
-    std::vector<ActivationBytes> selective_by_set;
+    std::vector<std::optional<ActivationBytes>> selective_by_set;
   };
   std::map<std::tuple<std::int64_t, std::int64_t, bool, std::int64_t, std::int64_t>, Activations>
       activations_;
   std::optional<GroupRates> groups_;  ///< of the current (tp, cp, pp), once needed
   bool mesh_groups_set_ = false;      ///< groups_ holds the current expert mesh's groups
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, ExpertGroupRates> expert_groups_;
-  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool,
-                      std::size_t>,
-           LayerCosts>
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool>,
+           std::vector<LayerCosts>>
       costs_;
 };
 
