@@ -518,8 +518,9 @@ CommandAction add_plan_command(CLI::App& app) {
          },
          "With --objective memory, how much slower than the fastest layout that fits a layout may "
          "be and still be ranked, a fraction from 0 to 1000: the least peak memory among the "
-         "layouts within it wins (default 0.1: the step-time model's cross-validated error is "
-         "7-17% per study; 1000 ranks every layout that fits by memory alone)")
+         "layouts within it wins (default 0.1: within the step-time model's cross-validated error "
+         "on published runs, which the table's caveat line gives; 1000 ranks every layout that "
+         "fits by memory alone)")
       ->default_str("0.1")
       ->check(number_in(0.0, 1000.0));
   cmd->add_option("--tokens", o->tokens,

@@ -78,7 +78,9 @@ struct SearchRequest {
   Objective objective = Objective::kTime;
   /// Under Objective::kMemory: the layouts ranked are those whose step time is at most
   /// (1 + time_tolerance) x the fastest's (>= 0; the default 0.1 is within the step-time
-  /// model's cross-validated error, 7-17% per study: such layouts are as fast as it can tell).
+  /// model's cross-validated error on published runs, 8-16% per source on the shipped h100
+  /// profile, which plan's caveat line gives per profile: such layouts are as fast as it can
+  /// tell).
   double time_tolerance = kDefaultTimeTolerance;
   double tokens = 0;  ///< tokens to train, for GPU-hours (cost); 0: not shown
   std::size_t top_k = 10;
