@@ -1,6 +1,7 @@
 // The search benchmark of issue 5, with the expert mesh of issue 23: the full search space
-// (dp x tp x pp x cp, vpp, micro-batch, ZeRO 0-3, recompute, sp, and for an MoE model ep and
-// etp) for (a) GPT-3 175B on 4096 A100 (dgx-a100), seq 2048, gbs 1536, (b) Llama-3 405B on
+// (dp x tp x pp x cp, vpp, micro-batch, ZeRO 0-3, recompute with selective under each of the
+// Megatron-Core module sets plan searches, sp, and for an MoE model ep and etp) for
+// (a) GPT-3 175B on 4096 A100 (dgx-a100), seq 2048, gbs 1536, (b) Llama-3 405B on
 // 16384 H100 (dgx-h100), seq 8192, gbs 2048 and (c) DeepSeek-V3 on 16384 H100 (dgx-h100), seq
 // 4096, gbs 4096 (plan's default: 1024 tokens per GPU), ep and etp searched. Prints, per case,
 // the layouts in the space, those evaluated (the ones that fit in memory), wall time, layouts
@@ -22,6 +23,7 @@
 #include "costmodel/framework.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
+#include "planner/search/recompute_sets.hpp"
 #include "planner/search/search.hpp"
 
 namespace {
@@ -51,7 +53,9 @@ void run(const Case& c) {
   setup.framework = *find_framework("megatron");
   setup.precision = Precision::kBf16;
   setup.attention = AttentionImpl::kFlash;
-  const SearchRequest request(model, cluster, profile, setup, c.gpus, c.gbs);
+  SearchRequest request(model, cluster, profile, setup, c.gpus, c.gbs);
+  // Selective recompute under each of Megatron-Core's module sets, as plan searches them.
+  request.recompute_module_sets = searched_recompute_module_sets(model, setup);
   const auto start = std::chrono::steady_clock::now();
   const SearchResult r = search_layouts(request);
   const double seconds =
@@ -59,7 +63,8 @@ void run(const Case& c) {
   std::printf("(%s): %s on %lld x %s, seq %lld, gbs %lld\n", c.label, c.model,
               static_cast<long long>(c.gpus), cluster.gpu.name.c_str(),
               static_cast<long long>(c.seq), static_cast<long long>(c.gbs));
-  std::printf("  layouts in the space   %lld\n", static_cast<long long>(r.space));
+  std::printf("  layouts in the space   %lld (selective under %zu recompute-module sets)\n",
+              static_cast<long long>(r.space), request.recompute_module_sets.size());
   std::printf("  evaluated (time model) %lld (the layouts that fit in memory)\n",
               static_cast<long long>(r.fits));
   std::printf("  wall time              %.3f s\n", seconds);
@@ -72,8 +77,8 @@ void run(const Case& c) {
         static_cast<long long>(l.dp), static_cast<long long>(l.tp), static_cast<long long>(l.pp),
         static_cast<long long>(l.cp), static_cast<long long>(l.ep), static_cast<long long>(l.etp),
         static_cast<long long>(l.vpp), static_cast<long long>(l.mbs), l.zero,
-        to_string(l.recompute), l.sp ? "on" : "off", r.ranked.front().step_time_s,
-        100 * r.ranked.front().mfu);
+        recompute_text(l.recompute, r.ranked.front().recompute_modules, setup.framework).c_str(),
+        l.sp ? "on" : "off", r.ranked.front().step_time_s, 100 * r.ranked.front().mfu);
   }
   std::fflush(stdout);
 }

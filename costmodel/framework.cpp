@@ -133,6 +133,7 @@ std::vector<FrameworkConvention> make_conventions() {
   all.back().any_pipeline_split = true;
   all.back().mfu_attention = AttentionFlops::kCausal;
   all.back().mfu_attention_source = "Megatron-LM's log since 2025-03";
+  all.back().recompute_modules = true;
   // The Megatron-LM of the published runs meshplan validates against (Narayanan et al. 2021,
   // Korthikanti et al. 2022, the README's H100 table): interleaved sends batched with their
   // receives and waited for, and the distributed optimizer as its only ZeRO.
@@ -149,6 +150,7 @@ std::vector<FrameworkConvention> make_conventions() {
   legacy.zero_stages = 0b0011;
   legacy.mfu_attention = AttentionFlops::kNonCausal;
   legacy.mfu_attention_source = "Megatron-LM's log before 2025-03";
+  legacy.recompute_modules = false;
   all.push_back(legacy);
   all.push_back({"nemo",
                  "NeMo / Megatron-Core recipes: half weights and grad buffer "
@@ -167,6 +169,7 @@ std::vector<FrameworkConvention> make_conventions() {
   all.back().any_pipeline_split = true;
   all.back().mfu_attention = AttentionFlops::kCausal;
   all.back().mfu_attention_source = "NeMo's Megatron-Bridge log (Megatron-Core since 2025)";
+  all.back().recompute_modules = true;
   all.push_back({"deepspeed",
                  "DeepSpeed ZeRO: half weights and grads, fp32 master, fp32 grad partition, m, v; "
                  "eager ops (HF models)",

@@ -96,6 +96,13 @@ struct FrameworkConvention {
   double eager_softmax_forward_bytes = 4;
   double eager_softmax_backward_bytes = 6;
   SelectivePolicy selective = SelectivePolicy::kAttentionCore;
+  /// Whether the framework takes Megatron-Core's --recompute-modules (Megatron-LM d98e8a6,
+  /// megatron/core/transformer/transformer_config.py recompute_modules, an argument of
+  /// megatron/training/arguments.py through ArgumentGroupFactory(TransformerConfig)): plan
+  /// searches its module sets (planner/search/recompute_sets.hpp) only where it does. The
+  /// megatron (2026) and nemo (Megatron-Core recipes) conventions; not megatron-2023 (the
+  /// Megatron-LM of the published 2021-2023 runs, before the modules), nor the others.
+  bool recompute_modules = false;
   /// Bytes per logit element that exist only around the loss, beyond the saved fp32 logits:
   /// Megatron's fused vocab-parallel cross-entropy holds the 16-bit logits during forward (2) and
   /// computes the gradient in place; an unfused `cross_entropy(logits.float())` (PyTorch, HF,

@@ -259,6 +259,7 @@ void apply_recompute_modules(const ModelSpec& m, const LayerSetting& s, bool moe
 /// `windowed`: the model's sliding window on its attention (is_windowed_layer).
 void layer_ops(const ModelSpec& m, const LayerSetting& s, bool moe_ffn, bool windowed,
                std::vector<LayerOp>& ops) {
+  ops.reserve(32);  // a layer's ops (MLA and MoE: about 25): no reallocation while they are added
   const std::int64_t tp = s.tp;
   const std::int64_t s_local = s.seq / s.cp;
   const std::int64_t tokens = s_local * s.mbs;                 // through the TP-region GEMMs

@@ -1,7 +1,11 @@
 #include "costmodel/step_time.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <stdexcept>
+#include <string>
+#include <utility>
 
 #include "costmodel/collectives/collective.hpp"
 #include "costmodel/compute_time.hpp"
@@ -137,6 +141,33 @@ double linear_backward_s(const GemmDims& g, const DeviceRates& rates) {
   return gemm_s(rates, g.m, g.k, g.n, g.batch) + gemm_s(rates, g.k, g.n, g.m, g.batch);
 }
 
+/// What selective recompute runs again of one layer's ops, one micro-batch, forward: op i as
+/// `rerun(i)` marks it (LayerOp::selective_rerun: the attention core and Megatron-Core's
+/// modules, or torchtitan's op-level matmuls and every elementwise op).
+template <typename RerunOf>
+double selective_rerun_forward_s(const std::vector<LayerOp>& layer, RerunOf rerun,
+                                 const DeviceRates& gemm_rates, const DeviceRates& half_rates) {
+  double seconds = 0, rerun_bytes = 0;
+  for (std::size_t i = 0; i < layer.size(); ++i) {
+    const LayerOp& op = layer[i];
+    const DeviceRates& rates = rates_for(op.dtype, gemm_rates, half_rates);
+    const Rerun r = rerun(i);
+    if (r == Rerun::kPart) {
+      seconds += linear_forward_s(op.rerun_gemm, rates);
+    } else if (r == Rerun::kWhole) {
+      if (op.kind == LayerOpKind::kLinear) {
+        seconds += linear_forward_s(op.gemm, rates);
+      } else if (op.kind == LayerOpKind::kAttention) {
+        seconds += attention_s(op, rates).first;
+      } else {
+        rerun_bytes += op.forward_bytes;
+      }
+    }
+  }
+  if (rerun_bytes > 0) seconds += memory_time_s(half_rates, rerun_bytes);
+  return seconds;
+}
+
 /// Seconds of one transformer layer's ops (the layer's op table, layer_ops.hpp: `layer` is a
 /// dense layer's or an MoE layer's) for one micro-batch on one GPU.
 BlockCosts layer_kernels(const std::vector<LayerOp>& layer, const DeviceRates& gemm_rates,
@@ -189,24 +220,8 @@ BlockCosts layer_kernels(const std::vector<LayerOp>& layer, const DeviceRates& g
   k.forward_s += memory_time_s(half_rates, forward_bytes);
   k.backward_s += memory_time_s(half_rates, backward_bytes);
 
-  // Selective recompute runs again what the policy reruns (LayerOp::selective_rerun): the
-  // attention core (Megatron), or torchtitan's op-level matmuls and every elementwise op.
-  double rerun_bytes = 0;
-  for (const LayerOp& op : layer) {
-    const DeviceRates& rates = rates_for(op.dtype, gemm_rates, half_rates);
-    if (op.selective_rerun == Rerun::kPart) {
-      k.selective_recompute_forward_s += linear_forward_s(op.rerun_gemm, rates);
-    } else if (op.selective_rerun == Rerun::kWhole) {
-      if (op.kind == LayerOpKind::kLinear) {
-        k.selective_recompute_forward_s += linear_forward_s(op.gemm, rates);
-      } else if (op.kind == LayerOpKind::kAttention) {
-        k.selective_recompute_forward_s += attention_s(op, rates).first;
-      } else {
-        rerun_bytes += op.forward_bytes;
-      }
-    }
-  }
-  if (rerun_bytes > 0) k.selective_recompute_forward_s += memory_time_s(half_rates, rerun_bytes);
+  k.selective_recompute_forward_s = selective_rerun_forward_s(
+      layer, [&layer](std::size_t i) { return layer[i].selective_rerun; }, gemm_rates, half_rates);
 
   // Tensor parallelism: the activation [s, b, h] in 16 bits crosses the group twice forward
   // and twice backward: all-reduce, or all-gather + reduce-scatter with sp. Context
@@ -363,16 +378,19 @@ void GroupRates::set_expert_groups(const ExpertGroupRates& expert) {
   edp = expert.edp;
 }
 
-LayerCosts layer_costs(const StepContext& x, const Layout& l, const GroupRates& groups) {
+namespace {
+
+/// layer_costs with the table it built and the rates its layers ran at.
+LayerCosts layer_costs_of(const StepContext& x, const Layout& l, const GroupRates& groups,
+                          LayerOps& ops, DeviceRates& layer_half_rates) {
   LayerSetting setting = layer_setting(l, x.setup);
   // The time reads no saved tensor but CPU offloading's bytes.
   const bool offloads = offloaded_layers(x.setup, l, x.model.num_layers) > 0;
   setting.saved_tensors = offloads;
-  const LayerOps ops = build_layer_ops(x.model, setting);
+  ops = build_layer_ops(x.model, setting);
   // Ring-attention calls (cp > 1) at the fitted ring rate; layers at least the host's pace
   // (host_bound.hpp).
-  const DeviceRates layer_half_rates =
-      ring_attention_rates(x.half_rates, l.cp, x.fitted.ring_attention_scale);
+  layer_half_rates = ring_attention_rates(x.half_rates, l.cp, x.fitted.ring_attention_scale);
   // Each layer kind's kernels; an MoE kind also pays the fitted per-MoE-layer overhead, part of
   // it per routed token-expert assignment its experts process (the grouped GEMMs' rows).
   const double assignments =
@@ -401,6 +419,55 @@ LayerCosts layer_costs(const StepContext& x, const Layout& l, const GroupRates& 
     c.moe.saved_bytes = total_bytes(saved_tensors(ops.moe_layer, l.recompute));
   }
   return c;
+}
+
+}  // namespace
+
+LayerCosts layer_costs(const StepContext& x, const Layout& l, const GroupRates& groups) {
+  LayerOps ops;
+  DeviceRates layer_half_rates;
+  return layer_costs_of(x, l, groups, ops, layer_half_rates);
+}
+
+SelectiveReruns selective_reruns(const LayerOps& ops) {
+  SelectiveReruns r;
+  const std::array<const std::vector<LayerOp>*, 4> kinds = {
+      &ops.layer, &ops.moe_layer, &ops.windowed_layer, &ops.windowed_moe_layer};
+  for (std::size_t k = 0; k < kinds.size(); ++k) {
+    for (const LayerOp& op : *kinds[k]) r.kinds[k].push_back(op.selective_rerun);
+  }
+  return r;
+}
+
+std::vector<LayerCosts> layer_costs(const StepContext& x, const Layout& l, const GroupRates& groups,
+                                    const std::vector<SelectiveReruns>& reruns) {
+  LayerOps ops;
+  DeviceRates layer_half_rates;
+  const LayerCosts base = layer_costs_of(x, l, groups, ops, layer_half_rates);
+  std::vector<LayerCosts> out;
+  out.reserve(reruns.size());
+  for (const SelectiveReruns& r : reruns) {
+    LayerCosts c = base;
+    const std::array<std::pair<const std::vector<LayerOp>*, BlockCosts*>, 4> kinds = {
+        {{&ops.layer, &c},
+         {&ops.moe_layer, &c.moe},
+         {&ops.windowed_layer, &c.windowed},
+         {&ops.windowed_moe_layer, &c.windowed_moe}}};
+    for (std::size_t k = 0; k < kinds.size(); ++k) {
+      const std::vector<LayerOp>& layer = *kinds[k].first;
+      const std::vector<Rerun>& marks = r.kinds[k];
+      if (marks.size() != layer.size()) {
+        throw std::logic_error("layer_costs: reruns of " + std::to_string(marks.size()) +
+                               " ops for a layer kind of " + std::to_string(layer.size()) +
+                               " (another model's table)");
+      }
+      if (layer.empty()) continue;
+      kinds[k].second->selective_recompute_forward_s = selective_rerun_forward_s(
+          layer, [&marks](std::size_t i) { return marks[i]; }, x.gemm_rates, layer_half_rates);
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
 }
 
 StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRates& groups,

@@ -31,6 +31,7 @@
 #include "costmodel/compute_time.hpp"
 #include "costmodel/flops.hpp"
 #include "costmodel/hardware.hpp"
+#include "costmodel/layer_ops.hpp"
 #include "costmodel/layout.hpp"
 #include "costmodel/memory_ledger.hpp"
 #include "costmodel/model_spec.hpp"
@@ -256,6 +257,24 @@ struct LayerCosts : BlockCosts {
 };
 
 LayerCosts layer_costs(const StepContext& context, const Layout& layout, const GroupRates& groups);
+
+/// Which ops of each layer kind (LayerOps::layer, moe_layer, windowed_layer,
+/// windowed_moe_layer) selective recompute reruns: LayerOp::selective_rerun in table order, what
+/// Megatron-Core's recompute modules change in a layer's time. A model's op lists do not depend
+/// on the split (layer_ops.hpp), so the marks of its table at one split hold at every split.
+struct SelectiveReruns {
+  std::array<std::vector<Rerun>, 4> kinds;
+};
+SelectiveReruns selective_reruns(const LayerOps& ops);
+
+/// layer_costs once per entry of `reruns`, each with the selective recompute seconds of every
+/// layer kind (BlockCosts::selective_recompute_forward_s) of the ops it marks, the rest as
+/// layer_costs: the costs of a layout under several module sets from one table (a search builds
+/// it once per split, not once per set). Errors: std::logic_error where an entry's op counts
+/// are not the table's (marks of another model).
+std::vector<LayerCosts> layer_costs(const StepContext& context, const Layout& layout,
+                                    const GroupRates& groups,
+                                    const std::vector<SelectiveReruns>& reruns);
 
 /// The step from per-layer costs. `keep_stages`: fill StepEstimate::stages (estimate) or not
 /// (search: nothing allocated). Leaves StepEstimate::memory empty.

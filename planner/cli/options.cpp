@@ -212,11 +212,13 @@ void add_mfu_option(CLI::App& cmd, double& mfu) {
 }
 
 void add_recompute_module_options(CLI::App& cmd, std::vector<std::string>& modules,
-                                  std::int64_t& cpu_offload_layers) {
+                                  std::int64_t& cpu_offload_layers,
+                                  const std::string& modules_default) {
   cmd.add_option("--recompute-modules", modules,
                  "With --recompute selective, the modules recomputed, as Megatron-Core's "
                  "--recompute-modules: core_attn mla_up_proj layernorm moe_act mlp moe "
-                 "shared_experts (default: core_attn)")
+                 "shared_experts (default: " +
+                     modules_default + ")")
       ->check(CLI::IsMember(all_recompute_module_names()));
   cmd.add_option("--cpu-offload-layers", cpu_offload_layers,
                  "Activation CPU offloading of the first N layers, as Megatron-Core's "

@@ -145,8 +145,11 @@ struct LayoutFlags {
 };
 
 /// --recompute-modules NAME... and --cpu-offload-layers N (estimate, ledger and plan).
+/// `modules_default`: what the help says stands when --recompute-modules is not given
+/// ("core_attn", Megatron-Core's default; plan says what it searches).
 void add_recompute_module_options(CLI::App& cmd, std::vector<std::string>& modules,
-                                  std::int64_t& cpu_offload_layers);
+                                  std::int64_t& cpu_offload_layers,
+                                  const std::string& modules_default = "core_attn");
 
 /// The note every command prints when --seq was not given: "seq 8192 (default: the model's
 /// seq_length, its pre-training length for a Hugging Face config; set --seq)".

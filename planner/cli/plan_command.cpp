@@ -27,6 +27,7 @@
 #include "planner/plan/plan_file.hpp"
 #include "planner/report/plan_report.hpp"
 #include "planner/report/step_report.hpp"
+#include "planner/search/recompute_sets.hpp"
 #include "planner/search/search.hpp"
 
 namespace meshplan {
@@ -70,6 +71,8 @@ struct PlanOptions {
   double max_oom_risk = kDefaultMaxOomRisk;
   std::size_t top = 10;
   std::string objective = "time";
+  double time_tolerance = kDefaultTimeTolerance;
+  bool time_tolerance_given = false;
   double tokens = 0;
   bool pareto = false;
   bool json = false;
@@ -282,6 +285,21 @@ SearchRequest search_request(const PlanOptions& o, const Scenario& x, const Trai
     request.pins.recompute = Recompute::kNone;
   }
   if (!o.sp.empty()) request.pins.sp = o.sp == "on";
+  // Megatron-Core's module sets, unless --recompute-modules pins one (setup holds it) or
+  // selective recompute is not searched.
+  if (o.recompute_modules.empty() &&
+      !(request.pins.recompute && *request.pins.recompute != Recompute::kSelective)) {
+    request.recompute_module_sets = searched_recompute_module_sets(x.model, setup);
+    if (request.recompute_module_sets.size() > 1) {
+      std::string sets;
+      for (const RecomputeModules& set : request.recompute_module_sets) {
+        sets += (sets.empty() ? "" : " | ") +
+                recompute_text(Recompute::kSelective, set, setup.framework);
+      }
+      notes.push_back("selective recompute searched with Megatron-Core's module sets " + sets +
+                      " (--recompute-modules pins one)");
+    }
+  }
   request.allow_cross_node_tp = o.allow_cross_node_tp;
   request.memory_reserve_bytes = o.memory_reserve_gib * kGiB;
   request.max_oom_risk = o.max_oom_risk;
@@ -289,6 +307,11 @@ SearchRequest search_request(const PlanOptions& o, const Scenario& x, const Trai
   request.objective = o.objective == "memory" ? Objective::kMemory
                       : o.objective == "cost" ? Objective::kCost
                                               : Objective::kTime;
+  request.time_tolerance = o.time_tolerance;
+  if (o.time_tolerance_given && request.objective != Objective::kMemory) {
+    notes.push_back(
+        "--time-tolerance: applies to --objective memory only; it changes nothing here");
+  }
   request.pareto = o.pareto;
   // Given, --tokens is used whatever the objective: the table lists each layout's GPU-hours
   // to train them (render_plan), as --json does.
@@ -372,12 +395,15 @@ std::optional<Plan> winner_plan(const PlanOptions& o, const Scenario& x, const T
   const Layout& best = result.ranked.front().layout;
   const bool uneven_chunks = best.vpp > 1 && !best.stage_layers.empty();
   if (o.out.empty() && !uneven_chunks) return std::nullopt;
-  Plan winner = make_plan(x.model, x.cluster, x.profile, setup, best);
+  // The winner's recompute modules (the search's, where it searched several).
+  TrainingSetup chosen = setup;
+  chosen.recompute_modules = result.ranked.front().recompute_modules;
+  Plan winner = make_plan(x.model, x.cluster, x.profile, chosen, best);
   require_finite_estimate(winner.estimate, winner.layout, winner.setup,
                           profile_label(x.profile, o.in.profile));
   if (uneven_chunks) {
     const std::string note = uneven_chunks_note(
-        {x.model, winner.layout, setup, x.cluster, x.profile, {}}, winner.estimate);
+        {x.model, winner.layout, chosen, x.cluster, x.profile, {}}, winner.estimate);
     if (!note.empty()) notes.push_back("the winner's " + note);
   }
   return winner;
@@ -450,7 +476,11 @@ CommandAction add_plan_command(CLI::App& app) {
                   "searched)")
       ->check(pin);
   add_moe_imbalance_option(*cmd, o->moe_imbalance);
-  add_recompute_module_options(*cmd, o->recompute_modules, o->cpu_offload_layers);
+  add_recompute_module_options(
+      *cmd, o->recompute_modules, o->cpu_offload_layers,
+      "searched: with --framework megatron or nemo, core_attn and the sets Megatron-LM's docs "
+      "use, mla_up_proj layernorm moe_act, then + mlp, then + moe, each cut to the modules "
+      "that act on the model (README); other frameworks recompute selectively their own way");
   cmd->add_option("--zero", o->zero, "Pin the ZeRO stage (0-3)")->check(CLI::Range(0, 3));
   cmd->add_option("--recompute", o->recompute, "Pin recompute: none | selective | full")
       ->check(CLI::IsMember({"none", "selective", "full"}));
@@ -475,9 +505,24 @@ CommandAction add_plan_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
   cmd->add_option("--objective", o->objective,
-                  "Rank by: time (step time) | memory (peak) | cost (GPU-hours)")
+                  "Rank by: time (step time) | memory (the least peak among the layouts within "
+                  "--time-tolerance of the fastest) | cost (GPU-hours)")
       ->capture_default_str()
       ->check(CLI::IsMember({"time", "memory", "cost"}));
+  cmd->add_option(
+         "--time-tolerance",
+         [o](const CLI::results_t& values) {
+           o->time_tolerance = std::stod(values.front());
+           o->time_tolerance_given = true;
+           return true;
+         },
+         "With --objective memory, how much slower than the fastest layout that fits a layout may "
+         "be and still be ranked, a fraction from 0 to 1000: the least peak memory among the "
+         "layouts within it wins (default 0.1: within the step-time model's cross-validated error "
+         "on published runs, which the table's caveat line gives; 1000 ranks every layout that "
+         "fits by memory alone)")
+      ->default_str("0.1")
+      ->check(number_in(0.0, 1000.0));
   cmd->add_option("--tokens", o->tokens,
                   "Tokens to train [tokens], from 1 to 1e18: each layout's GPU-hours to train "
                   "them are listed (and ranked by with --objective cost) (default: with "

@@ -23,15 +23,20 @@
 #include "planner/config/profile_loader.hpp"
 #include "planner/report/layout_summary.hpp"
 #include "planner/report/memory_ledger_report.hpp"
+#include "planner/search/recompute_sets.hpp"
 
 namespace meshplan {
 
 namespace {
 
-std::string layout_text(const Layout& l) {
+/// "dp 8 tp 8 pp 16 cp 1 vpp 1 mbs 1 zero 1 recompute selective(mlp) sp on": `c`'s layout,
+/// its recompute modules as recompute_text names them under `r`'s framework.
+std::string layout_text(const SearchRequest& r, const Candidate& c) {
+  const Layout& l = c.layout;
   std::ostringstream s;
   s << degrees_text(l, true) << " mbs " << l.mbs << " zero " << l.zero << " recompute "
-    << to_string(l.recompute) << " sp " << (l.sp ? "on" : "off");
+    << recompute_text(l.recompute, c.recompute_modules, r.setup.framework) << " sp "
+    << (l.sp ? "on" : "off");
   return s.str();
 }
 
@@ -47,7 +52,15 @@ double gpu_hours(const SearchRequest& r, const Candidate& c) {
 
 nlohmann::json candidate_json(const SearchRequest& r, const Candidate& c) {
   const MfuFigure headline = mfu_figures(r, c)[0];
-  return {{"layout", layout_json(c.layout)},
+  nlohmann::json layout = layout_json(c.layout);
+  // Megatron-Core's modules where the layout recomputes selectively and the framework takes
+  // them or they were given (as recompute_text names them; plan.json's
+  // inputs.training.recompute_modules lists them where not the default).
+  if (c.layout.recompute == Recompute::kSelective &&
+      (r.setup.framework.recompute_modules || c.recompute_modules != RecomputeModules())) {
+    layout["recompute_modules"] = recompute_module_names(c.recompute_modules);
+  }
+  return {{"layout", layout},
           {"step_time_s", c.step_time_s},
           {"step_time_s_p10",
            c.step_time_s_p90 > 0 ? nlohmann::json(c.step_time_s_p10) : nlohmann::json()},
@@ -140,7 +153,7 @@ std::string tie_lines(const SearchRequest& r, const SearchResult& result, const 
     s << "- Ties (80% intervals overlap the winner's; let a measured step decide, meshplan-run "
          "replays a plan): ";
     for (std::size_t i = 0; i < ties.size() && i < kNamed; ++i) {
-      s << (i ? "; " : "") << layout_text(ties[i]->layout) << " (" << fixed(ties[i]->step_time_s, 3)
+      s << (i ? "; " : "") << layout_text(r, *ties[i]) << " (" << fixed(ties[i]->step_time_s, 3)
         << " s)";
     }
     if (ties.size() > kNamed) s << "; and " << ties.size() - kNamed << " more";
@@ -269,6 +282,14 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
   }
   const Candidate& w = result.ranked.front();
   const Layout& l = w.layout;
+  if (r.objective == Objective::kMemory) {
+    s << "- Objective memory: the least peak memory among the "
+      << counted(result.within_tolerance, "layout") << " whose step time is within "
+      << significant(100 * r.time_tolerance, 3) << "% of the fastest's, "
+      << fixed(result.fastest_step_time_s, 3) << " s (--time-tolerance; " << fixed(w.step_time_s, 3)
+      << " s here, " << fixed(100 * (w.step_time_s / result.fastest_step_time_s - 1), 1)
+      << "% slower).\n";
+  }
   if (l.tp > 1) {
     const GroupSpan tp_span = group_span(slowest_group(GroupKind::kTp, l, r.cluster), r.cluster);
     s << "- tp " << l.tp << ": each layer's GEMMs and activations are split across " << l.tp
@@ -324,7 +345,8 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
       << ".\n";
   }
   if (l.recompute != Recompute::kNone) {
-    s << "- " << to_string(l.recompute) << " recompute trades " << fixed(w.breakdown.recompute_s, 2)
+    s << "- " << recompute_text(l.recompute, w.recompute_modules, r.setup.framework)
+      << " recompute trades " << fixed(w.breakdown.recompute_s, 2)
       << " s of compute for activation memory.\n";
   }
   // A ranked layout fits; where its ledger peak is above the GPU's memory, say why.
@@ -356,7 +378,7 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
       << counted(static_cast<std::int64_t>(ties), "other layout") << " of the list.\n";
   }
   if (runner_up && r.objective == Objective::kMemory) {
-    s << "- Runner-up (" << layout_text(runner_up->layout) << ") needs "
+    s << "- Runner-up (" << layout_text(r, *runner_up) << ") needs "
       << size_difference(runner_up->peak_bytes - w.peak_bytes) << " more memory and takes "
       << fixed(runner_up->step_time_s, 3) << " s per step.\n";
   } else if (runner_up) {
@@ -400,7 +422,7 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
     };
     // Two significant digits where one decimal would round a close runner-up to "0.0%".
     const double slower_percent = 100 * (b.step_time_s / w.step_time_s - 1);
-    s << "- Runner-up (" << layout_text(b.layout) << ") is "
+    s << "- Runner-up (" << layout_text(r, b) << ") is "
       << (slower_percent < 0.1 ? significant(slower_percent, 2) : fixed(slower_percent, 1))
       << "% slower (" << fixed(b.step_time_s - w.step_time_s, 3) << " s)";
     if (!more.empty()) s << ": it spends more on " << listed(more);
@@ -454,13 +476,14 @@ std::string render_plan(const SearchRequest& r, const SearchResult& result) {
                                       std::to_string(l.tp), std::to_string(l.pp),
                                       std::to_string(l.cp)};
       if (moe) row.insert(row.end(), {std::to_string(l.ep), std::to_string(l.etp)});
-      row.insert(row.end(),
-                 {std::to_string(l.vpp), std::to_string(l.mbs), std::to_string(l.zero),
-                  to_string(l.recompute), l.sp ? "on" : "off",
-                  fixed(c.peak_bytes / kGiB, 1) + "/" + fixed(r.cluster.gpu.memory_bytes / kGiB, 1),
-                  risk_percent(c.oom_risk), fixed(c.step_time_s, 3), fixed(c.tokens_per_s, 0),
-                  fixed(100 * headline.mfu, 1) + "%", fixed(100 * other.mfu, 1) + "%",
-                  hours ? scientific(gpu_hours(r, c)) : largest_component(c.breakdown).first});
+      row.insert(
+          row.end(),
+          {std::to_string(l.vpp), std::to_string(l.mbs), std::to_string(l.zero),
+           recompute_text(l.recompute, c.recompute_modules, r.setup.framework), l.sp ? "on" : "off",
+           fixed(c.peak_bytes / kGiB, 1) + "/" + fixed(r.cluster.gpu.memory_bytes / kGiB, 1),
+           risk_percent(c.oom_risk), fixed(c.step_time_s, 3), fixed(c.tokens_per_s, 0),
+           fixed(100 * headline.mfu, 1) + "%", fixed(100 * other.mfu, 1) + "%",
+           hours ? scientific(gpu_hours(r, c)) : largest_component(c.breakdown).first});
       t.add_row(row);
     }
     s << t.render(0);
@@ -491,7 +514,7 @@ std::string render_plan(const SearchRequest& r, const SearchResult& result) {
       if (some_equal && i > 0 && memory == fixed(bytes[i - 1] / kGiB, decimals)) {
         memory += " (= above within 1 MiB)";
       }
-      t.add_row({memory, fixed(c.step_time_s, 3), layout_text(c.layout)});
+      t.add_row({memory, fixed(c.step_time_s, 3), layout_text(r, c)});
     }
     s << t.render();
   }
@@ -515,6 +538,14 @@ nlohmann::json plan_json(const SearchRequest& r, const SearchResult& result) {
           {"objective", r.objective == Objective::kMemory ? "memory"
                         : r.objective == Objective::kCost ? "cost"
                                                           : "time"},
+          {"time_tolerance",
+           r.objective == Objective::kMemory ? nlohmann::json(r.time_tolerance) : nlohmann::json()},
+          {"fastest_step_time_s", result.fastest_step_time_s > 0
+                                      ? nlohmann::json(result.fastest_step_time_s)
+                                      : nlohmann::json()},
+          {"within_tolerance", r.objective == Objective::kMemory
+                                   ? nlohmann::json(result.within_tolerance)
+                                   : nlohmann::json()},
           {"space", result.space},
           {"evaluated", result.fits},  // the time model runs on every layout that fits
           {"fits", result.fits},

@@ -18,10 +18,13 @@ std::string render_plan(const SearchRequest& request, const SearchResult& result
 /// The explanation alone, one sentence per line.
 std::string explain_plan(const SearchRequest& request, const SearchResult& result);
 
-/// JSON: "ranked" and "pareto" (each layout with step_time_s, tokens_per_s, tflops_per_gpu
-/// (model FLOP/s per GPU / 1e12) and mfu (attention FLOPs non-causal), tflops_per_gpu_causal and
-/// mfu_causal (causal), mfu_headline and mfu_headline_definition (the framework's own count), as
-/// estimate --json defines them, peak_bytes, breakdown), "space",
+/// JSON: "ranked" and "pareto" (each layout, with its recompute_modules, Megatron-Core's names,
+/// where it recomputes selectively under a framework that takes them; with step_time_s,
+/// tokens_per_s, tflops_per_gpu (model FLOP/s per GPU / 1e12) and mfu (attention FLOPs non-causal),
+/// tflops_per_gpu_causal and mfu_causal (causal), mfu_headline and mfu_headline_definition (the
+/// framework's own count), as estimate --json defines them, peak_bytes, breakdown), "objective",
+/// "time_tolerance" and "within_tolerance" (objective memory; else null),
+/// "fastest_step_time_s", "space",
 /// "evaluated", "fits", "rejected", "smallest_peak_bytes", "explanation".
 nlohmann::json plan_json(const SearchRequest& request, const SearchResult& result);
 

@@ -5,6 +5,7 @@
 #include <bit>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <thread>
 #include <tuple>
 
@@ -51,6 +52,19 @@ void keep_pareto(std::vector<Candidate>& front, const Candidate& c) {
   front.push_back(c);
 }
 
+/// Whether module set `a` recomputes all that `b` does (moe holds moe_act's and
+/// shared_experts' tensors: layer_ops.hpp), and so reruns at least as much and saves at most
+/// as much.
+bool covers(RecomputeModules a, RecomputeModules b) {
+  for (RecomputeModules* s : {&a, &b}) {
+    if (s->has(RecomputeModule::kMoe)) {
+      s->add(RecomputeModule::kMoeAct);
+      s->add(RecomputeModule::kSharedExperts);
+    }
+  }
+  return (a.bits & b.bits) == b.bits;
+}
+
 /// One thread's share of the search.
 class Worker {
  public:
@@ -58,8 +72,28 @@ class Worker {
       : r_(request),
         setup_(fitted_setup(request.setup, request.profile)),
         context_(request.model, request.setup, request.cluster, request.profile),
-        usable_(usable_memory(request)) {
+        usable_(usable_memory(request)),
+        by_time_(request.objective != Objective::kMemory && !request.pareto) {
     result_.smallest_peak_bytes = std::numeric_limits<double>::infinity();
+    std::vector<RecomputeModules> sets = request.recompute_module_sets;
+    if (sets.empty()) sets.push_back(request.setup.recompute_modules);
+    for (const RecomputeModules& modules : sets) {
+      sets_.push_back(std::make_unique<ModuleSet>(request, modules));
+      // What each set reruns, marked on a table at tp 1 (SelectiveReruns: the marks hold at
+      // every split), so that one table per split times every set.
+      reruns_.push_back(selective_reruns(
+          build_layer_ops(request.model, layer_setting(Layout(), sets_.back()->setup))));
+    }
+    // Under time and cost, a set that covers another reruns all it reruns and more, so the
+    // same layout under it is slower: searched only where the other does not fit. Under
+    // memory, and for the Pareto front, it may be what is wanted.
+    for (std::size_t j = 0; j < sets_.size(); ++j) {
+      std::uint32_t covered = 0;
+      for (std::size_t i = 0; by_time_ && i < sets_.size(); ++i) {
+        if (i != j && covers(sets[j], sets[i])) covered |= 1u << i;
+      }
+      covered_.push_back(covered);
+    }
   }
 
   /// All layouts with these tp, cp, pp (dp is what is left); `combo`: their place in the
@@ -171,7 +205,17 @@ class Worker {
               l.sp = sp == 1;
               l.zero = zero;
               l.recompute = recompute;
-              evaluate(l, tp_crosses);
+              // Selective: a layout per module set but those that cover one that fits; none
+              // and full read none (set 0's tables).
+              const std::size_t sets = recompute == Recompute::kSelective ? sets_.size() : 1;
+              // A layout that breaks a rule is one layout, whatever its modules: counted once.
+              std::uint32_t fit = 0;
+              for (std::size_t set = 0; set < sets; ++set) {
+                if ((covered_[set] & fit) != 0) continue;
+                const Outcome outcome = evaluate(l, tp_crosses, set);
+                if (outcome == Outcome::kBreaksRule) break;
+                if (outcome == Outcome::kFits) fit |= 1u << set;
+              }
             }
           }
         }
@@ -188,6 +232,11 @@ class Worker {
     return result_;
   }
   std::vector<Candidate>& front() { return front_; }
+  /// Under Objective::kMemory: every layout that fit within the time tolerance of this
+  /// worker's fastest (a superset of those within it of the search's fastest).
+  std::vector<Candidate>& within_tolerance() { return within_; }
+  /// The step time of the fastest layout this worker found to fit (infinity: none).
+  double fastest() const { return fastest_; }
 
   /// Rejection reasons: the layout rules, then the two the search adds.
   static constexpr unsigned kCrossNodeTp = static_cast<unsigned>(LayoutProblem::kCount);
@@ -213,7 +262,12 @@ class Worker {
   static constexpr unsigned kReasons = kOutOfMemory + 1;
   void reject(unsigned reason) { ++counts_[reason]; }
 
-  void evaluate(const Layout& l, bool tp_crosses) {
+  /// What evaluate found.
+  enum class Outcome { kBreaksRule, kOutOfMemory, kFits };
+
+  /// `set`: the index of the module set in sets_ (0 for none and full recompute). A layout
+  /// that fits is timed and kept.
+  Outcome evaluate(const Layout& l, bool tp_crosses, std::size_t set) {
     ++result_.space;
     std::uint32_t mask = layout_problem_mask(l, r_.model, r_.setup.seq, std::nullopt,
                                              r_.setup.attention == AttentionImpl::kEager);
@@ -226,25 +280,29 @@ class Worker {
         ++b.layouts;
         if (!b.first) b.first.emplace(combo_, l);
       }
-      return;
+      return Outcome::kBreaksRule;
     }
 
     // Memory first: the time model runs only on layouts that fit. The stages are summed until
     // one exceeds both the usable memory and the least peak seen: such a layout is rejected
     // and cannot lower smallest_peak_bytes, whatever the other stages hold.
-    const ActivationBytes act = activations(l).scaled(static_cast<double>(l.mbs));
+    const ActivationBytes act = activations(l, set).scaled(static_cast<double>(l.mbs));
     const MemoryContext memory{r_.model, context_.counts, l, setup_, r_.cluster.gpu, act};
     const auto [peak, worst] = peak_memory(memory, std::max(usable_, result_.smallest_peak_bytes));
     result_.smallest_peak_bytes = std::min(result_.smallest_peak_bytes, peak);
     if (peak > usable_) {
       reject(kOutOfMemory);
-      return;
+      return Outcome::kOutOfMemory;
     }
     ++result_.fits;
     const GroupRates& groups = groups_for(l);
-    const StepEstimate e = assemble_step(context_, l, groups, layer_costs_for(l, groups), false);
+    const ModuleSet& modules = *sets_[set];
+    const StepEstimate e =
+        assemble_step(modules.context, l, groups, layer_costs_for(l, groups)[set], false);
     Candidate c;
     c.layout = l;
+    c.recompute_modules = l.recompute == Recompute::kSelective ? modules.setup.recompute_modules
+                                                               : r_.setup.recompute_modules;
     c.step_time_s = e.step_time_s;
     c.step_time_s_p10 = e.step_time_s_p10;
     c.step_time_s_p90 = e.step_time_s_p90;
@@ -260,8 +318,28 @@ class Worker {
     c.tflops_per_gpu_causal = e.tflops_per_gpu_causal;
     c.tokens_per_s = e.tokens_per_s;
     c.breakdown = e.breakdown;
-    keep_top(result_.ranked, c, r_.top_k, r_.objective);
+    fastest_ = std::min(fastest_, c.step_time_s);
+    if (r_.objective == Objective::kMemory) {
+      keep_within_tolerance(c);
+    } else {
+      keep_top(result_.ranked, c, r_.top_k, r_.objective);
+    }
     if (r_.pareto) keep_pareto(front_, c);
+    return Outcome::kFits;
+  }
+
+  /// Keeps `c` if its step time is within the tolerance of the fastest so far; the fastest only
+  /// falls, so what it leaves out never comes back. Drops those it no longer admits whenever
+  /// the list has doubled since the last time (amortized O(1) per layout).
+  void keep_within_tolerance(const Candidate& c) {
+    const double limit = (1 + r_.time_tolerance) * fastest_;
+    if (c.step_time_s > limit) return;
+    within_.push_back(c);
+    if (within_.size() < 2 * kept_ + 64) return;
+    within_.erase(std::remove_if(within_.begin(), within_.end(),
+                                 [limit](const Candidate& x) { return x.step_time_s > limit; }),
+                  within_.end());
+    kept_ = within_.size();
   }
 
   /// The groups of `l` (tp, cp, pp and its expert mesh), spanned on the first layout of the
@@ -283,50 +361,92 @@ class Worker {
   }
 
   /// Activation bytes of one sequence (mbs 1); every saved tensor scales with mbs. One op
-  /// table per (tp, cp, sp, ep, etp) answers the three recompute modes.
-  const ActivationBytes& activations(const Layout& l) {
+  /// table per (tp, cp, sp, ep, etp) answers the three recompute modes under module set 0, one
+  /// more per further module set its selective recompute, built when first asked for (under the
+  /// time objective a covering set is asked for only where the covered one does not fit).
+  const ActivationBytes& activations(const Layout& l, std::size_t set) {
     const auto key = std::make_tuple(l.tp, l.cp, l.sp, l.ep, l.etp);
     auto it = activations_.find(key);
+    Layout one = l;
+    one.mbs = 1;
     if (it == activations_.end()) {
-      Layout one = l;
-      one.mbs = 1;
-      const LayerOps ops = build_layer_ops(r_.model, layer_setting(one, r_.setup));
-      std::array<ActivationBytes, kRecomputeModes> by_mode;
+      Activations a;
+      const LayerOps ops = build_layer_ops(r_.model, layer_setting(one, sets_[0]->setup));
       for (std::size_t m = 0; m < kRecomputeModes; ++m)
-        by_mode[m] = activation_bytes(ops, static_cast<Recompute>(m));
-      it = activations_.emplace(key, by_mode).first;
+        a.by_mode[m] = activation_bytes(ops, static_cast<Recompute>(m));
+      a.selective_by_set.resize(sets_.size());
+      a.selective_by_set[0] = a.by_mode[static_cast<std::size_t>(Recompute::kSelective)];
+      it = activations_.emplace(key, std::move(a)).first;
     }
-    return it->second[static_cast<std::size_t>(l.recompute)];
+    if (l.recompute != Recompute::kSelective) {
+      return it->second.by_mode[static_cast<std::size_t>(l.recompute)];
+    }
+    std::optional<ActivationBytes>& bytes = it->second.selective_by_set[set];
+    if (!bytes) {
+      bytes = activation_bytes(build_layer_ops(r_.model, layer_setting(one, sets_[set]->setup)),
+                               Recompute::kSelective);
+    }
+    return *bytes;
   }
 
-  /// Per-layer seconds by (tp, cp, ep, etp, mbs, sp): what they depend on (the slowest tp and
-  /// cp groups, placement.hpp slowest_group, and rank 0's ep group are the same ranks whatever dp
-  /// and pp are at the search's GPU count), kept across (tp, cp, pp) combinations.
-  const LayerCosts& layer_costs_for(const Layout& l, const GroupRates& groups) {
+  /// Per-layer seconds by (tp, cp, ep, etp, mbs, sp), one entry per module set (what selective
+  /// recompute reruns), from one table: what they depend on (the slowest tp and cp groups,
+  /// placement.hpp slowest_group, and rank 0's ep group are the same ranks whatever dp and pp
+  /// are at the search's GPU count), kept across (tp, cp, pp) combinations.
+  const std::vector<LayerCosts>& layer_costs_for(const Layout& l, const GroupRates& groups) {
     const auto key = std::make_tuple(l.tp, l.cp, l.ep, l.etp, l.mbs, l.sp);
     auto it = costs_.find(key);
-    if (it == costs_.end()) it = costs_.emplace(key, layer_costs(context_, l, groups)).first;
+    if (it == costs_.end())
+      it = costs_.emplace(key, layer_costs(context_, l, groups, reruns_)).first;
     return it->second;
   }
 
+  /// One module set's setup (r_.setup with its recompute_modules) and the step context over it
+  /// (what selective recompute reruns), kept at one address: the context refers to the setup.
+  struct ModuleSet {
+    ModuleSet(const SearchRequest& r, const RecomputeModules& modules)
+        : setup(with_modules(r.setup, modules)), context(r.model, setup, r.cluster, r.profile) {}
+    static TrainingSetup with_modules(TrainingSetup s, const RecomputeModules& modules) {
+      s.recompute_modules = modules;
+      return s;
+    }
+    TrainingSetup setup;
+    StepContext context;
+  };
+
   const SearchRequest& r_;
   TrainingSetup setup_;  ///< r_.setup with the profile's fitted memory parameters
-  StepContext context_;
+  StepContext context_;  ///< over r_.setup: the groups (which no module set changes)
   double usable_;
+  std::vector<std::unique_ptr<ModuleSet>> sets_;  ///< SearchRequest::recompute_module_sets
+  std::vector<SelectiveReruns> reruns_;           ///< what each of sets_ reruns
+  /// Per set: the sets it covers (bit i: sets_[i]), where the search skips it once one fits.
+  std::vector<std::uint32_t> covered_;
+  /// Ranking by step time (time and cost objectives, no Pareto front): covering sets are
+  /// skipped where a covered one fits (covered_).
+  bool by_time_ = false;
   SearchResult result_;
   std::array<std::int64_t, kReasons> counts_{};
   std::array<Broken, kRules> broken_{};
   std::size_t combo_ = 0;
   std::vector<Candidate> front_;
+  double fastest_ = std::numeric_limits<double>::infinity();
+  std::vector<Candidate> within_;  ///< keep_within_tolerance's list
+  std::size_t kept_ = 0;           ///< its size after the last pruning
   static constexpr std::size_t kRecomputeModes = static_cast<std::size_t>(Recompute::kFull) + 1;
-  std::map<std::tuple<std::int64_t, std::int64_t, bool, std::int64_t, std::int64_t>,
-           std::array<ActivationBytes, kRecomputeModes>>
+  /// One split's activation bytes: by recompute mode under module set 0, and selective under
+  /// each set (once asked for).
+  struct Activations {
+    std::array<ActivationBytes, kRecomputeModes> by_mode;
+    std::vector<std::optional<ActivationBytes>> selective_by_set;
+  };
+  std::map<std::tuple<std::int64_t, std::int64_t, bool, std::int64_t, std::int64_t>, Activations>
       activations_;
   std::optional<GroupRates> groups_;  ///< of the current (tp, cp, pp), once needed
   bool mesh_groups_set_ = false;      ///< groups_ holds the current expert mesh's groups
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, ExpertGroupRates> expert_groups_;
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool>,
-           LayerCosts>
+           std::vector<LayerCosts>>
       costs_;
 };
 
@@ -418,7 +538,14 @@ SearchResult search_layouts(const SearchRequest& request) {
   out.smallest_peak_bytes = std::numeric_limits<double>::infinity();
   out.usable_bytes = usable_memory(request);
   std::vector<Candidate> front;
+  double fastest = std::numeric_limits<double>::infinity();
+  for (const Worker& w : workers) fastest = std::min(fastest, w.fastest());
+  std::vector<Candidate> within;  // Objective::kMemory: the layouts within the tolerance
+  const double limit = (1 + request.time_tolerance) * fastest;
   for (Worker& w : workers) {
+    for (Candidate& c : w.within_tolerance()) {
+      if (c.step_time_s <= limit) within.push_back(std::move(c));
+    }
     SearchResult& r = w.result();
     out.space += r.space;
     out.fits += r.fits;
@@ -446,6 +573,18 @@ SearchResult search_layouts(const SearchRequest& request) {
   }
   if (out.smallest_peak_bytes == std::numeric_limits<double>::infinity()) {
     out.smallest_peak_bytes = 0;
+  }
+  if (std::isfinite(fastest)) out.fastest_step_time_s = fastest;
+  if (request.objective == Objective::kMemory) {
+    out.within_tolerance = static_cast<std::int64_t>(within.size());
+    const auto by_memory = [](const Candidate& a, const Candidate& b) {
+      return ranks_before(a, b, Objective::kMemory);
+    };
+    const std::size_t k = std::min(request.top_k, within.size());
+    std::partial_sort(within.begin(), within.begin() + static_cast<std::ptrdiff_t>(k), within.end(),
+                      by_memory);
+    within.resize(k);
+    out.ranked = std::move(within);
   }
   std::sort(front.begin(), front.end(),
             [](const Candidate& a, const Candidate& b) { return a.peak_bytes < b.peak_bytes; });

@@ -1,14 +1,15 @@
 // The planner's search: every layout of a GPU count (dp x tp x pp x cp, vpp, micro-batch, ZeRO
-// stage, recompute, sp; for a mixture-of-experts model also the expert mesh: every ep that
-// divides the routed experts and tp x cp x dp / etp, with etp 1 or tp, Megatron's default, and
-// any pinned value), each checked against the layout rules, the bandwidth tiers and memory,
-// and the survivors ranked by the step-time model.
+// stage, recompute (selective under each of SearchRequest::recompute_module_sets), sp; for a
+// mixture-of-experts model also the expert mesh: every ep that divides the routed experts and tp x
+// cp x dp / etp, with etp 1 or tp, Megatron's default, and any pinned value), each checked against
+// the layout rules, the bandwidth tiers and memory, and the survivors ranked by the step-time
+// model.
 //
 // Speed: the rules are checked as a bit mask (layout_problem_mask), memory and time come from
 // per-layer numbers computed once per what they depend on (activations: one op table per
-// (tp, cp, sp, ep, etp) for all three recompute modes; layer seconds per (tp, cp, ep, etp,
-// mbs, sp), from the op table without its saved tensors) and assembled per layout
-// (costmodel/memory_ledger.hpp stage_memory, costmodel/step_time.hpp assemble_step). The
+// (tp, cp, sp, ep, etp) and module set for all three recompute modes; layer seconds per (tp,
+// cp, ep, etp, mbs, sp) and module set, from the op table without its saved tensors) and assembled
+// per layout (costmodel/memory_ledger.hpp stage_memory, costmodel/step_time.hpp assemble_step). The
 // stages' memory is summed only until one exceeds what the search rejects; the time model
 // runs only on layouts whose memory fits, and the process groups are spanned only for those
 // (the dense ones once per (tp, cp, pp), the expert ones once per (tp x cp x dp, ep, etp)).
@@ -34,10 +35,17 @@ namespace meshplan {
 
 /// What the ranking minimizes.
 enum class Objective {
-  kTime,    ///< step time (= tokens/s at the fixed global batch); ties: more memory headroom
-  kMemory,  ///< worst-stage peak memory; ties: step time
-  kCost,    ///< GPU-hours to train `tokens` (step time x GPUs / tokens per step)
+  kTime,  ///< step time (= tokens/s at the fixed global batch); ties: more memory headroom
+  /// Worst-stage peak memory among the layouts whose step time is within
+  /// SearchRequest::time_tolerance of the fastest that fits; ties: step time. (By memory
+  /// alone it would pick a layout many times slower to save a few MiB: llama3-70b on 64 H100,
+  /// 752 s a step for 21.7 GiB where 331 s needs 21.9 GiB and the fastest 55.8 s.)
+  kMemory,
+  kCost,  ///< GPU-hours to train `tokens` (step time x GPUs / tokens per step)
 };
+
+/// SearchRequest::time_tolerance's default: 10%.
+inline constexpr double kDefaultTimeTolerance = 0.1;
 
 /// Dimensions the user pinned; the search covers the rest.
 struct LayoutPins {
@@ -68,15 +76,30 @@ struct SearchRequest {
   /// profile's fitted memory parameters for setup.framework's family).
   double max_oom_risk = kDefaultMaxOomRisk;
   Objective objective = Objective::kTime;
+  /// Under Objective::kMemory: the layouts ranked are those whose step time is at most
+  /// (1 + time_tolerance) x the fastest's (>= 0; the default 0.1 is within the step-time
+  /// model's cross-validated error on published runs, 8-16% per source on the shipped h100
+  /// profile, which plan's caveat line gives per profile: such layouts are as fast as it can
+  /// tell).
+  double time_tolerance = kDefaultTimeTolerance;
   double tokens = 0;  ///< tokens to train, for GPU-hours (cost); 0: not shown
   std::size_t top_k = 10;
   bool pareto = false;  ///< also collect the memory/time Pareto front
   int threads = 2;
+  /// The Megatron-Core recompute-module sets a selective layout is searched with, each a layout
+  /// of its own (recompute_sets.hpp searched_recompute_module_sets); empty: setup's
+  /// recompute_modules alone. None and full recompute do not read them. Under the time and
+  /// cost objectives without `pareto`, a set that covers another (recomputes all it does, and
+  /// more: slower) is not searched for a layout that fits under the other. At most 32 sets.
+  std::vector<RecomputeModules> recompute_module_sets;
 };
 
 /// One evaluated layout.
 struct Candidate {
   Layout layout;
+  /// The modules selective recompute recomputes (TrainingSetup::recompute_modules): one of
+  /// SearchRequest::recompute_module_sets where layout.recompute is selective, else setup's.
+  RecomputeModules recompute_modules;
   double step_time_s = 0;
   /// The 80% interval of the measured step time (StepEstimate); 0 and 0 without one.
   double step_time_s_p10 = 0, step_time_s_p90 = 0;
@@ -108,8 +131,11 @@ struct BrokenRule {
 struct SearchResult {
   std::vector<Candidate> ranked;  ///< best first, at most top_k
   std::vector<Candidate> pareto;  ///< memory vs time front, by memory (when requested)
-  std::int64_t space = 0;         ///< layouts enumerated
-  std::int64_t fits = 0;          ///< layouts that fit in memory: the time model ran on these
+  /// Layouts enumerated: a selective layout once per module set (SearchRequest::
+  /// recompute_module_sets) but once where it breaks a layout rule, and not under a set that
+  /// covers one it fits under (time and cost objectives).
+  std::int64_t space = 0;
+  std::int64_t fits = 0;  ///< layouts that fit in memory: the time model ran on these
   /// Whether ZeRO-3 layouts with pp > 1 were left out of `space` because the framework runs
   /// them as its ZeRO-2, which was searched (FrameworkConvention::zero3_runs_as_zero2).
   bool zero3_as_zero2 = false;
@@ -119,6 +145,11 @@ struct SearchResult {
   /// the pins (or seq, gbs) break, whatever the search chooses for the rest.
   std::vector<BrokenRule> broken_rules;
   double smallest_peak_bytes = 0;  ///< the least memory any rule-abiding layout needed
+  /// The step time of the fastest layout that fits (0 when none does), and under
+  /// Objective::kMemory the layouts within the time tolerance of it, whom `ranked` lists by
+  /// memory (0 under the other objectives).
+  double fastest_step_time_s = 0;
+  std::int64_t within_tolerance = 0;
   /// The largest peak a ranked layout may have (costmodel/oom_risk.hpp out_of_memory): the least
   /// of the peak at max_oom_risk (peak_at_risk) and the peak whose median is the GPU's memory
   /// minus the reserve.
@@ -141,7 +172,8 @@ std::vector<std::int64_t> divisors(std::int64_t n);
 
 SearchResult search_layouts(const SearchRequest& request);
 
-/// Whether `a` ranks before `b` under `objective` (and its tie-break).
+/// Whether `a` ranks before `b` under `objective` (and its tie-break): under kMemory, by peak
+/// then step time (among the layouts within the time tolerance, which the search selects).
 bool ranks_before(const Candidate& a, const Candidate& b, Objective objective);
 
 }  // namespace meshplan

@@ -313,6 +313,11 @@ TEST_CASE("plan --json: model TFLOP/s per GPU beside MFU, under both attention c
     args.insert(args.end(), {std::string("--") + key, std::to_string(l[key].get<int>())});
   }
   if (l["sp"].get<bool>()) args.push_back("--sp");
+  // Megatron-Core's modules the search chose for a selective layout (mlp, at this length).
+  if (l.contains("recompute_modules")) {
+    args.push_back("--recompute-modules");
+    for (const auto& m : l["recompute_modules"]) args.push_back(m.get<std::string>());
+  }
   const test::CliResult e = test::run(args);
   INFO(e.err);
   REQUIRE(e.exit_code == 0);

@@ -2,6 +2,7 @@
 // counted, and impossible requests say what would be needed.
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -11,9 +12,11 @@
 #include "common/format.hpp"
 #include "costmodel/layout.hpp"
 #include "costmodel/step_time.hpp"
+#include "costmodel/units.hpp"
 #include "planner/config/json_reader.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
+#include "planner/search/recompute_sets.hpp"
 #include "planner/search/search.hpp"
 #include "tests/support/cli_runner.hpp"
 #include "tests/support/setups.hpp"
@@ -442,4 +445,202 @@ TEST_CASE("plan: the Why text says what fsdp's ZeRO-2 shards", "[search][cli]") 
   INFO(ds.err);
   REQUIRE(ds.exit_code == 0);
   CHECK_THAT(ds.out, Catch::Contains("- ZeRO-2 shards optimizer states and gradients over dp"));
+}
+
+TEST_CASE("search: Megatron-Core's recompute-module sets, as plan searches them", "[search]") {
+  // Llama 3 8B (GQA, flash attention): its norms are fused into linear_qkv and linear_fc1, so
+  // layernorm recomputes nothing, and mla_up_proj, moe_act, moe need MLA or experts; core_attn
+  // is added to the mlp rung only with eager attention (with a fused kernel it drops no more
+  // than the softmax statistics). Megatron-LM d98e8a6, transformer_config.py: default core_attn.
+  const ModelSpec llama = load_model("llama3-8b");
+  TrainingSetup setup = test::megatron_setup(8192);
+  RecomputeModules mlp = RecomputeModules::none(), core_attn_mlp = RecomputeModules();
+  mlp.add(RecomputeModule::kMlp);
+  core_attn_mlp.add(RecomputeModule::kMlp);
+  CHECK(searched_recompute_module_sets(llama, setup) ==
+        std::vector<RecomputeModules>{RecomputeModules(), mlp});
+  setup.attention = AttentionImpl::kEager;
+  CHECK(searched_recompute_module_sets(llama, setup) ==
+        std::vector<RecomputeModules>{RecomputeModules(), core_attn_mlp});
+  // DeepSeek-V3 (MLA, MoE with a shared expert, 3 dense layers): the ladder of the light
+  // output-discarding modules, then + mlp, then + moe (which holds moe_act's tensors).
+  const std::vector<RecomputeModules> deepseek =
+      searched_recompute_module_sets(load_model("deepseek-v3"), test::megatron_setup(4096));
+  REQUIRE(deepseek.size() == 4);
+  CHECK(recompute_module_names(deepseek[1]) ==
+        std::vector<std::string>{"mla_up_proj", "layernorm", "moe_act"});
+  CHECK(recompute_module_names(deepseek[2]) ==
+        std::vector<std::string>{"mla_up_proj", "layernorm", "moe_act", "mlp"});
+  CHECK(recompute_module_names(deepseek[3]) ==
+        std::vector<std::string>{"mla_up_proj", "layernorm", "mlp", "moe"});
+  // Frameworks without Megatron-Core's modules: their own selective recompute, one set.
+  for (const char* framework : {"megatron-2023", "deepspeed", "fsdp", "hf", "textbook"}) {
+    INFO(framework);
+    TrainingSetup other = test::megatron_setup(8192);
+    other.framework = *find_framework(framework);
+    CHECK(searched_recompute_module_sets(llama, other) ==
+          std::vector<RecomputeModules>{RecomputeModules()});
+  }
+}
+
+TEST_CASE("search: selective recompute of the MLP fits where core_attn does not, and beats full",
+          "[search]") {
+  // Llama 3 8B on 8 H100, dp 4 tp 2 sp, ZeRO-1, seq 8192, mbs 1, gbs 8 (meshplan ledger): the
+  // worst stage needs 57.88 GiB with recompute none, the same to 0.02 GiB with selective
+  // core_attn (under flash it drops only attention.softmax_lse, 32 x [1, 16, 8192] fp32 =
+  // 0.016 GiB, and adds a working set), 46.18 GiB with selective mlp (it drops fc1.input 1.000,
+  // swiglu.input 7.000 and fc2.input 3.500 GiB over the 32 layers = 11.5 GiB; adds the one
+  // layer's recompute.working_set 0.359 GiB; the allocator fragmentation, a share of the
+  // activations, falls from 2.708 to 2.151 GiB: 57.878 - 11.5 + 0.359 - 0.557 = 46.180) and
+  // 41.62 GiB with full. A 28 GiB reserve leaves 53.6 GiB (79.6 - 28, times the fitted ledger
+  // bias): none and core_attn do not fit, mlp and full do. mlp reruns fc1, the SwiGLU and fc2
+  // (0.132 s a step), full the whole layer forward, attention and its collectives included
+  // (0.250 s): selective mlp wins, 0.980 s against 1.098 s.
+  const ModelSpec model = load_model("llama3-8b");
+  const ClusterSpec cluster = load_cluster("dgx-h100");
+  const Profile profile = load_profile("h100");
+  const TrainingSetup setup = test::megatron_setup(8192);
+  SearchRequest request(model, cluster, profile, setup, 8, 8);
+  request.pins.dp = 4;
+  request.pins.tp = 2;
+  request.pins.mbs = 1;
+  request.pins.zero = 1;
+  request.pins.sp = true;
+  request.memory_reserve_bytes = 28 * kGiB;
+  request.recompute_module_sets = searched_recompute_module_sets(model, setup);
+  const SearchResult r = search_layouts(request);
+  CHECK(r.space == 4);  // none, selective core_attn, selective mlp, full
+  CHECK(r.usable_bytes > 46.2 * kGiB);
+  CHECK(r.usable_bytes < 57.8 * kGiB);
+  REQUIRE(r.ranked.size() == 2);
+  const Candidate& w = r.ranked[0];
+  CHECK(w.layout.recompute == Recompute::kSelective);
+  CHECK(recompute_module_names(w.recompute_modules) == std::vector<std::string>{"mlp"});
+  CHECK(w.peak_bytes / kGiB == Approx(46.18).margin(0.005));
+  CHECK(w.step_time_s == Approx(0.980).margin(0.0005));
+  CHECK(r.ranked[1].layout.recompute == Recompute::kFull);
+  CHECK(r.ranked[1].peak_bytes / kGiB == Approx(41.62).margin(0.005));
+  CHECK(r.ranked[1].step_time_s == Approx(1.098).margin(0.0005));
+  // The winner is its full estimate with those modules.
+  TrainingSetup with_mlp = setup;
+  with_mlp.recompute_modules = w.recompute_modules;
+  const StepEstimate e = estimate_step(model, w.layout, with_mlp, cluster, profile);
+  CHECK(w.step_time_s == Approx(e.step_time_s).epsilon(1e-12));
+  CHECK(w.peak_bytes == Approx(e.memory.peak_bytes).epsilon(1e-12));
+}
+
+TEST_CASE("plan: the recompute modules searched reach the table, plan.json and the Megatron export",
+          "[search][cli]") {
+  // The case above through the CLI: the table's recompute column names the modules, --json
+  // lists them with the layout, --out writes them and the Megatron-LM export passes them on.
+  const std::string path = test::write_temp_file("recompute-modules-plan.json", "");
+  const std::vector<std::string> flags = {
+      "plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus",           "8", "--dp",
+      "4",    "--tp",    "2",         "--mbs",     "1",        "--zero",           "1", "--sp",
+      "on",   "--seq",   "8192",      "--gbs",     "8",        "--memory-reserve", "28"};
+  std::vector<std::string> with_out = flags;
+  with_out.insert(with_out.end(), {"--out", path});
+  const test::CliResult r = test::run(with_out);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("selective(mlp)  on"));
+  CHECK_THAT(r.err, Catch::Contains("selective recompute searched with Megatron-Core's module "
+                                    "sets selective(core_attn) | selective(mlp)"));
+  std::vector<std::string> json = flags;
+  json.push_back("--json");
+  const auto j = nlohmann::json::parse(test::run(json).out);
+  CHECK(j["ranked"][0]["layout"]["recompute_modules"] == nlohmann::json::array({"mlp"}));
+  CHECK(j["ranked"][1]["layout"].count("recompute_modules") == 0);  // full
+  std::ifstream in(path);
+  const auto plan = nlohmann::json::parse(in);
+  CHECK(plan["inputs"]["training"]["recompute_modules"] == nlohmann::json::array({"mlp"}));
+  const test::CliResult megatron = test::run({"export", path, "--format", "megatron"});
+  REQUIRE(megatron.exit_code == 0);
+  CHECK_THAT(megatron.out, Catch::Contains("--recompute-granularity selective"));
+  CHECK_THAT(megatron.out, Catch::Contains("--recompute-modules mlp"));
+  // --recompute-modules pins one set; another framework searches its own selective recompute.
+  std::vector<std::string> pinned = flags;
+  pinned.insert(pinned.end(), {"--recompute-modules", "core_attn", "--json"});
+  const auto core_attn = nlohmann::json::parse(test::run(pinned).out);
+  REQUIRE(core_attn["ranked"].size() == 1);
+  CHECK(core_attn["ranked"][0]["layout"]["recompute"] == "full");
+  std::vector<std::string> deepspeed = flags;
+  deepspeed.insert(deepspeed.end(), {"--framework", "deepspeed"});
+  const test::CliResult ds = test::run(deepspeed);
+  CHECK_THAT(ds.out, !Catch::Contains("selective("));
+  CHECK_THAT(ds.err, !Catch::Contains("module sets"));
+}
+
+TEST_CASE("search: --objective memory ranks by memory the layouts within the time tolerance",
+          "[search]") {
+  // The layouts of the case above without a reserve (meshplan estimate and ledger): recompute
+  // none 0.848 s, 57.878 GiB; selective core_attn 0.904 s, 57.862 GiB (drops
+  // attention.softmax_lse, 0.016 GiB); selective mlp 0.980 s, 46.180 GiB; full 1.098 s,
+  // 41.62 GiB. The fastest is none's 0.848 s; a tolerance t admits step times up to
+  // 0.848 x (1 + t): 0.933 s at 0.1 (none and core_attn), 1.018 s at 0.2 (and mlp), all at 1000.
+  const ModelSpec model = load_model("llama3-8b");
+  const ClusterSpec cluster = load_cluster("dgx-h100");
+  const Profile profile = load_profile("h100");
+  const TrainingSetup setup = test::megatron_setup(8192);
+  SearchRequest request(model, cluster, profile, setup, 8, 8);
+  request.pins.dp = 4;
+  request.pins.tp = 2;
+  request.pins.mbs = 1;
+  request.pins.zero = 1;
+  request.pins.sp = true;
+  request.recompute_module_sets = searched_recompute_module_sets(model, setup);
+  request.objective = Objective::kMemory;
+  const auto searched = [&](double tolerance) {
+    request.time_tolerance = tolerance;
+    return search_layouts(request);
+  };
+  const SearchResult tight = searched(0.1);
+  CHECK(tight.fastest_step_time_s == Approx(0.848).margin(0.0005));
+  CHECK(tight.within_tolerance == 2);
+  REQUIRE(tight.ranked.size() == 2);
+  CHECK(tight.ranked[0].layout.recompute == Recompute::kSelective);
+  CHECK(tight.ranked[0].recompute_modules == RecomputeModules());  // core_attn
+  CHECK(tight.ranked[0].peak_bytes / kGiB == Approx(57.862).margin(0.0005));
+  CHECK(tight.ranked[1].layout.recompute == Recompute::kNone);
+  const SearchResult wider = searched(0.2);
+  CHECK(wider.within_tolerance == 3);
+  REQUIRE(!wider.ranked.empty());
+  CHECK(recompute_module_names(wider.ranked[0].recompute_modules) ==
+        std::vector<std::string>{"mlp"});
+  CHECK(wider.ranked[0].peak_bytes / kGiB == Approx(46.180).margin(0.0005));
+  // By memory alone (the old ranking): full, 30% slower than the fastest.
+  const SearchResult all = searched(1000);
+  CHECK(all.within_tolerance == 4);
+  REQUIRE(all.ranked.size() == 4);
+  CHECK(all.ranked[0].layout.recompute == Recompute::kFull);
+  for (std::size_t i = 1; i < all.ranked.size(); ++i) {
+    CHECK(all.ranked[i - 1].peak_bytes <= all.ranked[i].peak_bytes);
+  }
+}
+
+TEST_CASE("plan: --objective memory says what it ranked, and --time-tolerance is checked",
+          "[search][cli]") {
+  const std::vector<std::string> flags = {
+      "plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus",      "8",     "--dp",
+      "4",    "--tp",    "2",         "--mbs",     "1",        "--zero",      "1",     "--sp",
+      "on",   "--seq",   "8192",      "--gbs",     "8",        "--objective", "memory"};
+  const test::CliResult r = test::run(flags);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("- Objective memory: the least peak memory among the 2 layouts "
+                                    "whose step time is within 10% of the fastest's, 0.848 s "
+                                    "(--time-tolerance; 0.904 s here, 6.6% slower)."));
+  std::vector<std::string> json = flags;
+  json.insert(json.end(), {"--time-tolerance", "0.2", "--json"});
+  const auto j = nlohmann::json::parse(test::run(json).out);
+  CHECK(j["time_tolerance"].get<double>() == 0.2);
+  CHECK(j["within_tolerance"].get<int>() == 3);
+  CHECK(j["ranked"][0]["layout"]["recompute_modules"] == nlohmann::json::array({"mlp"}));
+  std::vector<std::string> bad = flags;
+  bad.insert(bad.end(), {"--time-tolerance", "-0.1"});
+  CHECK(test::run(bad).exit_code == 2);
+  // Under the time objective it changes nothing, and says so.
+  const test::CliResult t =
+      test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--time-tolerance", "0.2"});
+  CHECK_THAT(t.err, Catch::Contains("--time-tolerance: applies to --objective memory only"));
 }
