@@ -120,9 +120,8 @@ std::string uneven_chunks_note(const StepReportInputs& in, const StepEstimate& e
          (change > 0 ? "slower" : "faster") + " than the closed-form step time of " +
          fixed(e.step_time_s, 3) +
          " s, which paces the pipeline by each stage's total, as plan "
-         "ranks layouts (a heavier chunk stalls its neighbours' interleaved order); plan's "
-         "search tries only chunks of equal layers, or one short on the embedding's and the LM "
-         "head's, where the two stay within about 2% (estimate --trace draws the simulation)";
+         "ranks layouts (a heavier chunk stalls its neighbours' interleaved order; estimate "
+         "--trace draws the simulation)";
 }
 
 std::string render_step(const StepReportInputs& in, const StepEstimate& e) {
