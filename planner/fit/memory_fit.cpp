@@ -115,7 +115,8 @@ std::vector<MemoryRun> load_memory_runs(const std::vector<std::string>& paths,
       r.tokens = static_cast<double>(c.setup.seq / c.layout.cp * c.layout.mbs);
       r.capacity_bytes = ledger.capacity_bytes;
       r.oom = oom;
-      r.measured_peak_bytes = c.peak_memory_bytes;
+      // An OOM run's stated peak is not the peak of a step that ran (validate compares none).
+      if (!oom) r.measured_peak_bytes = c.peak_memory_bytes;
       ++per_source[source];
       runs.push_back(std::move(r));
     }

@@ -52,8 +52,8 @@ struct MemoryRun {
   double tokens = 0;  ///< seq / cp x mbs
   double capacity_bytes = 0;
   bool oom = false;
-  std::optional<double> measured_peak_bytes;
-  double weight = 1;  ///< 1 / sqrt(runs of its file)
+  std::optional<double> measured_peak_bytes;  ///< the printed peak of a run that ran, bytes
+  double weight = 1;                          ///< 1 / sqrt(runs of its file)
 };
 
 /// The memory runs of `paths` on GPUs of `generation` (all when empty): every case `validate`

@@ -521,6 +521,30 @@ TEST_CASE("validate and fit: measurements no run can reach on its GPU are refuse
   }
 }
 
+TEST_CASE("validate: an OOM run's stated peak is not compared, and the OOM row says why",
+          "[bounds][validate]") {
+  // The GPT-22B case out of memory on its 80 GiB a100-80g with a stated peak of 90 GiB (the
+  // allocation it failed on): read (check_physical_limits holds only runs that ran to the
+  // capacity), and compared as an OOM outcome only; no peak_bytes row, whose error against a
+  // step that never ran would mean nothing.
+  nlohmann::json oom = validation_case();
+  oom["measured"]["step_time_s"] = nullptr;
+  oom["measured"]["oom"] = true;
+  oom["measured"]["peak_memory_bytes"] = 90.0 * 1073741824.0;
+  const test::CliResult r =
+      test::run({"validate", validation_file("v-oom-peak.json", {oom}), "--json"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json report = nlohmann::json::parse(r.out);
+  REQUIRE(report.at("cases").size() == 1);
+  const nlohmann::json& row = report.at("cases").at(0);
+  CHECK(row.at("metric") == "oom");
+  CHECK(row.at("measured") == true);
+  CHECK(row.at("basis").get<std::string>().find(
+            "its stated peak of 90.0 GiB not compared: an OOM run's peak is not the peak of a "
+            "step that ran") != std::string::npos);
+}
+
 TEST_CASE("validate: an fp8 run's MFU may pass 1, up to its peak over the 16-bit one",
           "[bounds][validate]") {
   // MFU is a fraction of the 16-bit dense peak (step_time.cpp): on an h100-sxm fp8's dense
