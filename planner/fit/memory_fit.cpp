@@ -177,14 +177,18 @@ FittedRates fit_family(const std::string& family, const std::vector<const Memory
     r.reserve(2 * mine.size() + specs.size());
     for (const MemoryRun* run : mine) {
       const double need = memory_need(*run, at);
+      if (run->measured_peak_bytes) {
+        // The peak, not also the outcome: that it ran is a coarsening of the same observation
+        // (the peak is below the capacity), and counted twice its one-sided likelihood pulled
+        // the bias up (torchtitan's MAPE 3.9% -> 4.2% with the spread held).
+        const double e = log_median_peak(need, at) - std::log(*run->measured_peak_bytes);
+        r.push_back(std::sqrt(run->weight) * huber_residual(e));
+        continue;
+      }
       const double z = oom_log_odds(need, run->capacity_bytes, at);
       // -log(1 - sigmoid(z)) = softplus(z); -log(sigmoid(z)) = softplus(-z).
       const double nll = softplus(run->oom ? -z : z);
       r.push_back(std::sqrt(2 * run->weight * nll));
-      if (run->measured_peak_bytes) {
-        const double e = log_median_peak(need, at) - std::log(*run->measured_peak_bytes);
-        r.push_back(std::sqrt(run->weight) * huber_residual(e));
-      }
     }
     for (std::size_t k = 0; k < specs.size(); ++k) {
       r.push_back(kPriorWeight * (x[k] - start[k]) /

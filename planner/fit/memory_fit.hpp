@@ -6,11 +6,12 @@
 // Each run: the ledger's peak and its last stage with the unfitted per-token term
 // (memory_ledger.hpp), the tokens of its micro-batch on a GPU (seq / cp x mbs), the GPU's
 // capacity, and what was measured: OOM or not (a throughput or a peak also says it ran), and the
-// peak where printed. With parameters (m, b, s): need = max(peak, last stage + m x tokens); an
-// outcome costs its logistic negative log-likelihood, -log(1 - risk) when it ran and -log(risk)
-// when it went out of memory, risk = sigmoid((log(need / capacity) - b) / s)
-// (costmodel/oom_risk.hpp); a measured peak costs 2 Huber_0.1(log(need exp(-b) / measured)) as a
-// step time does in fit.hpp. Runs are weighted 1 / sqrt(runs of their file); each parameter has the
+// peak where printed. With parameters (m, b, s): need = max(peak, last stage + m x tokens); a run
+// with a measured peak costs 2 Huber_0.1(log(need exp(-b) / measured)) as a step time does in
+// fit.hpp; a run without one costs its outcome's logistic negative log-likelihood, -log(1 - risk)
+// when it ran and -log(risk) when it went out of memory, risk = sigmoid((log(need / capacity) -
+// b) / s) (costmodel/oom_risk.hpp) (a peak below the capacity says it ran: the outcome is not
+// counted again). Runs are weighted 1 / sqrt(runs of their file); each parameter has the
 // Gaussian prior penalty of fit.hpp (0.1 x (u - u_prior) / width, u = log(s) for the spread).
 // Levenberg-Marquardt within the bounds (least_squares.hpp), per family with runs.
 //

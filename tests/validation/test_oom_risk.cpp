@@ -204,7 +204,7 @@ TEST_CASE("measured peaks set the spread by their scatter; the pool is their roo
   CHECK(spread_evidence(hopper) == SpreadEvidence::kPeaks);
   CHECK(peak_log_spread(hopper, FittedRates{}) == Approx(0.03376186).epsilon(1e-6));
   // fit_memory finds that bias (the peaks balance around 0 at every size, so no per-token term
-  // either; the runs far below capacity add no pull) and so that spread.
+  // either; a run with a peak adds no outcome term) and so that spread.
   const FittedRates fitted = fit_memory(hopper).at("pytorch");
   CHECK(fitted.oom_log_bias == Approx(0).margin(1e-4));
   CHECK(fitted.memory_per_token_bytes == Approx(0).margin(1));
