@@ -91,11 +91,23 @@ struct FamilyFit {
   std::optional<StepInterval> interval;  ///< nullopt: no cross-validated residuals
 };
 
+/// One source's error in a fit's report (fitted.report.errors): the mean |error| of its runs
+/// of one time metric, each a fraction of the measured value.
+struct FitSourceError {
+  std::string source;  ///< the file's stem, e.g. "nemo-2407"
+  std::string metric;  ///< "step_time_s", "tflops_per_gpu", "mfu", "tokens_per_s_per_gpu"
+  std::int64_t runs = 0;
+  std::optional<double> before;           ///< with every parameter at its prior
+  std::optional<double> fitted;           ///< in-sample, with the fitted parameters
+  std::optional<double> cross_validated;  ///< by a fit without the source; nullopt: none left out
+};
+
 /// What `meshplan fit` recorded of the runs it fitted (the section's `report`), as the
 /// planner's caveats say it: which files, and how far off each source's runs were when the
 /// fit left that source out.
 struct FitRecord {
-  std::vector<std::string> files;  ///< report.files: the measured-run files the fit saw
+  std::vector<std::string> files;      ///< report.files: the measured-run files the fit saw
+  std::vector<FitSourceError> errors;  ///< report.errors with a source, in the file's order
   /// Per source (a file's stem), the mean absolute cross-validated error of its runs' time
   /// metrics (a fraction), over its metrics weighted by their runs (report.errors); empty
   /// where the fit left no source out (one study: no cross-validated residuals).

@@ -44,6 +44,21 @@ double number_in(StrictObject& o, const nlohmann::json& raw, const std::string& 
 
 }  // namespace
 
+namespace {
+
+/// `j[key]` when it is a number, else nullopt (a fit report is read leniently).
+std::optional<double> report_number(const nlohmann::json& j, const char* key) {
+  if (!j.is_object() || !j.contains(key) || !j.at(key).is_number()) return std::nullopt;
+  return j.at(key).get<double>();
+}
+
+}  // namespace
+
+std::string report_string(const nlohmann::json& j, const char* key) {
+  if (!j.is_object() || !j.contains(key) || !j.at(key).is_string()) return "";
+  return j.at(key).get<std::string>();
+}
+
 FitRecord fit_record_from_report(const nlohmann::json& report) {
   FitRecord r;
   if (report.contains("files") && report.at("files").is_array()) {
@@ -52,19 +67,26 @@ FitRecord fit_record_from_report(const nlohmann::json& report) {
     }
   }
   if (!report.contains("errors") || !report.at("errors").is_array()) return r;
+  for (const nlohmann::json& e : report.at("errors")) {
+    FitSourceError error;
+    error.source = report_string(e, "source");
+    if (error.source.empty()) continue;
+    error.metric = report_string(e, "metric");
+    error.runs = static_cast<std::int64_t>(report_number(e, "runs").value_or(0));
+    error.before = report_number(e, "mape_before");
+    error.fitted = report_number(e, "mape_fitted");
+    error.cross_validated = report_number(e, "mape_cross_validated");
+    r.errors.push_back(std::move(error));
+  }
   std::map<std::string, std::pair<double, double>> sums;  // source -> (runs x mape, runs)
   std::set<std::string> without;  // sources with a metric the fit did not cross-validate
-  for (const nlohmann::json& e : report.at("errors")) {
-    if (!e.is_object() || !e.contains("source") || !e.at("source").is_string()) continue;
-    const std::string source = e.at("source").get<std::string>();
-    const nlohmann::json cv = e.value("mape_cross_validated", nlohmann::json());
-    const nlohmann::json runs = e.value("runs", nlohmann::json());
-    if (!cv.is_number() || !runs.is_number() || !(runs.get<double>() > 0)) {
-      without.insert(source);
+  for (const FitSourceError& e : r.errors) {
+    if (!e.cross_validated || !(e.runs > 0)) {
+      without.insert(e.source);
       continue;
     }
-    sums[source].first += runs.get<double>() * cv.get<double>();
-    sums[source].second += runs.get<double>();
+    sums[e.source].first += static_cast<double>(e.runs) * *e.cross_validated;
+    sums[e.source].second += static_cast<double>(e.runs);
   }
   for (const auto& [source, sum] : sums) {
     if (!without.count(source)) r.cross_validated_mape[source] = sum.first / sum.second;

@@ -32,4 +32,8 @@ FittedSection fitted_from_json(StrictObject& o, const nlohmann::json& raw, const
 /// s -> (9 x 0.15 + 2 x 0.20) / 11 = 0.159.
 FitRecord fit_record_from_report(const nlohmann::json& report);
 
+/// `j[key]` when `j` is an object and that key holds a string, else "" (how a fit's report,
+/// a record for people, is read: leniently). Raises nothing.
+std::string report_string(const nlohmann::json& j, const char* key);
+
 }  // namespace meshplan

@@ -119,14 +119,6 @@ nlohmann::json breakdown_json(const StepBreakdown& b) {
   return j;
 }
 
-const char* const kStepTimeCaveat =
-    "The shipped profiles are fitted to published runs (meshplan fit); predicted by a fit that "
-    "left their study out, those runs' step times were 7-17% off per study on average, 18% on "
-    "Hagemann et al.'s 13B sweep (a codebase no other study runs), up to 46% on single runs "
-    "(README, Validation); the 80% interval (plan's Why, --json step_time_s_p10/p90) is taken "
-    "from those errors, and a profile fitted to the cluster's own runs (meshplan fit) narrows "
-    "it.";
-
 namespace {
 
 /// " (a.json, b.json)" of a fit's files, "" for none.
@@ -146,8 +138,8 @@ std::string interval_needs_text() {
 }  // namespace
 
 std::string step_time_caveat(const Profile& profile, const FrameworkConvention& framework) {
-  if (is_shipped_profile(profile)) return kStepTimeCaveat;
-  const std::string name = "Profile " + profile.name;
+  const bool shipped = is_shipped_profile(profile);
+  const std::string name = (shipped ? "The shipped profile " : "Profile ") + profile.name;
   if (profile.fitted.generation.empty()) {
     return name +
            " has no fitted section: its step times are the unfitted model's (its rates as "
@@ -160,9 +152,13 @@ std::string step_time_caveat(const Profile& profile, const FrameworkConvention& 
            "how far off its step times are for runs it did not see.";
   }
   const FitRecord& record = *profile.fitted.record;
-  const std::string fitted_to = name + " is fitted (meshplan fit) to " +
-                                counted(static_cast<std::int64_t>(record.files.size()), "file") +
-                                files_text(record.files);
+  const std::string fitted_to =
+      name + " is fitted (meshplan fit) to " +
+      (shipped
+           ? "published runs, " + counted(static_cast<std::int64_t>(record.files.size()), "file") +
+                 " of ../shared/data"
+           : counted(static_cast<std::int64_t>(record.files.size()), "file") +
+                 files_text(record.files));
   if (record.cross_validated_mape.empty()) {
     return fitted_to +
            " but has no cross-validated error: its runs came from one source, so the fit could "
@@ -171,8 +167,10 @@ std::string step_time_caveat(const Profile& profile, const FrameworkConvention& 
            "both.";
   }
   double lo = 1e300, hi = 0;
+  std::string worst;
   for (const auto& [source, mape] : record.cross_validated_mape) {
     lo = std::min(lo, mape);
+    if (mape > hi) worst = source;
     hi = std::max(hi, mape);
   }
   const std::string range = fixed(100 * lo, 0) == fixed(100 * hi, 0)
@@ -180,10 +178,15 @@ std::string step_time_caveat(const Profile& profile, const FrameworkConvention& 
                                 : fixed(100 * lo, 0) + "-" + fixed(100 * hi, 0) + "%";
   return fitted_to +
          "; predicted by a fit that left each source out, their runs' step times were " + range +
-         " off per source on average (cross-validated)" +
+         " off per source on average (cross-validated" +
+         (record.cross_validated_mape.size() > 1 ? "; the most: " + worst : std::string()) +
+         (shipped ? "; README, Validation)" : ")") +
          (step_interval(profile, framework)
-              ? "; the 80% interval (plan's Why, --json step_time_s_p10/p90) is taken from those "
-                "errors."
+              ? std::string("; the 80% interval (plan's Why, --json step_time_s_p10/p90) is taken "
+                            "from those errors") +
+                    (shipped ? ", and a profile fitted to the cluster's own runs (meshplan fit) "
+                               "narrows it."
+                             : ".")
               : "; too few for an 80% interval, which needs the cross-validated residuals of " +
                     interval_needs_text() + ".");
 }

@@ -71,20 +71,15 @@ std::string headline_count_text(const FrameworkConvention& framework);
 /// (TFLOP/s), mfu, hfu (fractions of the dense peak; attention non-causal).
 std::vector<std::pair<const char*, double>> headline_figures(const StepEstimate& estimate);
 
-/// The caveat printed under every predicted step time (estimate, plan): how far the model is
-/// from published runs, in words that stay true while `meshplan validate`'s figures move
-/// (README, Validation: step-time MAPE about 15% over 47 runs, most predictions faster than
-/// measured, the worst about 40% off either way).
-extern const char* const kStepTimeCaveat;
-
-/// The caveat under the step times of `profile` (estimate, plan): kStepTimeCaveat for a shipped
-/// profile (is_shipped_profile); for another, what is true of it: "Profile NAME has no fitted
+/// The caveat under the step times of `profile` (estimate, plan), what is true of it, from its
+/// own fit's record ("The shipped profile NAME ..." for a shipped one, is_shipped_profile,
+/// which names the README's Validation section): "Profile NAME has no fitted
 /// section: ..." (the unfitted model, no error, no interval); "Profile NAME is fitted (meshplan
 /// fit) to 1 file (F.json) but has no cross-validated error: ..." (its runs came from one
 /// source, so the fit left none out); or "Profile NAME is fitted (meshplan fit) to 3 files
 /// (...); predicted by a fit that left each source out, their runs' step times were 8-15% off
-/// per source on average (cross-validated)" and whether `framework`'s family has an 80%
-/// interval from those errors (step_interval).
+/// per source on average (cross-validated; the most: SOURCE)" and whether `framework`'s family has
+/// an 80% interval from those errors (step_interval).
 std::string step_time_caveat(const Profile& profile, const FrameworkConvention& framework);
 
 /// Why `profile` gives `framework`'s family no 80% interval (plan's Why: "No 80% interval:

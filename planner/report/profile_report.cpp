@@ -651,18 +651,6 @@ ProfileRecords read_profile_records(const std::string& file) {
 
 namespace {
 
-/// `j[key]` when it is a number, else nullopt (a fit report is read leniently).
-std::optional<double> report_number(const nlohmann::json& j, const char* key) {
-  if (!j.is_object() || !j.contains(key) || !j.at(key).is_number()) return std::nullopt;
-  return j.at(key).get<double>();
-}
-
-/// `j[key]` when it is a string, else "".
-std::string report_string(const nlohmann::json& j, const char* key) {
-  if (!j.is_object() || !j.contains(key) || !j.at(key).is_string()) return "";
-  return j.at(key).get<std::string>();
-}
-
 /// The length of the array `j[key]`, 0 when it is not one.
 std::size_t report_count(const nlohmann::json& j, const char* key) {
   return j.contains(key) && j.at(key).is_array() ? j.at(key).size() : 0;
@@ -670,7 +658,9 @@ std::size_t report_count(const nlohmann::json& j, const char* key) {
 
 FitReportSummary read_fit_report(const nlohmann::json& report) {
   FitReportSummary r;
-  r.files = fit_record_from_report(report).files;
+  FitRecord record = fit_record_from_report(report);
+  r.files = std::move(record.files);
+  r.errors = std::move(record.errors);
   r.runs = report_count(report, "runs");
   r.skipped = report_count(report, "skipped");
   r.leave_out = report_string(report, "leave_out");
@@ -684,19 +674,6 @@ FitReportSummary read_fit_report(const nlohmann::json& report) {
       status.bound_hit = report_string(p, "bound_hit");
       status.source = report_string(p, "source");
       r.parameters[{name, family}] = status;
-    }
-  }
-  if (report_count(report, "errors") > 0) {
-    for (const nlohmann::json& e : report.at("errors")) {
-      FitSourceError error;
-      error.source = report_string(e, "source");
-      error.metric = report_string(e, "metric");
-      if (error.source.empty()) continue;
-      error.runs = static_cast<std::int64_t>(report_number(e, "runs").value_or(0));
-      error.before = report_number(e, "mape_before");
-      error.fitted = report_number(e, "mape_fitted");
-      error.cross_validated = report_number(e, "mape_cross_validated");
-      r.errors.push_back(std::move(error));
     }
   }
   return r;

@@ -54,17 +54,6 @@ struct ProfileRecords {
   std::vector<MeasuredGemm> verified_gemms;
 };
 
-/// One source's error in a fit's report (fitted.report.errors): the mean |error| of its runs
-/// of one time metric, each a fraction of the measured value.
-struct FitSourceError {
-  std::string source;  ///< the file's stem, e.g. "nemo-2407"
-  std::string metric;  ///< "step_time_s", "tflops_per_gpu", "mfu", "tokens_per_s_per_gpu"
-  std::int64_t runs = 0;
-  std::optional<double> before;           ///< with every parameter at its prior
-  std::optional<double> fitted;           ///< in-sample, with the fitted parameters
-  std::optional<double> cross_validated;  ///< by a fit without the source; nullopt: none left out
-};
-
 /// How the fit ended for one parameter of one framework family (fitted.report.parameters).
 struct FitParameterStatus {
   bool fitted = true;     ///< false: the family had no runs; it holds the generation's value
