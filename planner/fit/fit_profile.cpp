@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 
+#include "common/format.hpp"
 #include "common/input_error.hpp"
 #include "planner/config/json_reader.hpp"
 #include "planner/config/loaders.hpp"
@@ -37,9 +38,56 @@ std::string runs_profile(const std::vector<std::string>& paths) {
                    "then left out)");
 }
 
+/// Where `family`'s oom_log_spread comes from (memory_fit.hpp), one sentence for the report's
+/// parameter row and `profile show`.
+std::string spread_source(const std::string& family, const std::vector<MemoryRun>& memory_runs,
+                          const std::optional<PooledSpread>& pooled) {
+  std::vector<const MemoryRun*> mine;
+  std::size_t ooms = 0, peaks = 0;
+  for (const MemoryRun& r : memory_runs) {
+    if (r.family != family) continue;
+    mine.push_back(&r);
+    if (r.oom) ++ooms;
+    if (r.measured_peak_bytes) ++peaks;
+  }
+  const std::string n = std::to_string(mine.size());
+  switch (spread_evidence(mine)) {
+    case SpreadEvidence::kOutcomes:
+      return "fitted: the family's " + n + " runs on this generation went out of memory (" +
+             std::to_string(ooms) + ") and ran (" + std::to_string(mine.size() - ooms) + ")";
+    case SpreadEvidence::kPeaks:
+      return "from the scatter of the family's " + std::to_string(peaks) +
+             " measured peaks on this generation (memory_fit.hpp peak_log_spread), the bias "
+             "fitted with it held";
+    case SpreadEvidence::kNone:
+      break;
+  }
+  std::string why =
+      mine.empty() ? "the family has no runs on this generation"
+                   : "the family's " + n + " runs on this generation " +
+                         (ooms == 0 ? "all ran" : "all went out of memory") + " and " +
+                         (peaks == 0 ? "measured no peak"
+                                     : "measured " + std::to_string(peaks) + " peaks (fewer than " +
+                                           std::to_string(kMinSpreadPeaks) + ")") +
+                         ": they do not identify it";
+  if (!pooled) return "the prior: " + why + ", nor do other runs of the files";
+  std::string groups;
+  for (const SpreadGroup& g : pooled->groups) {
+    groups += (groups.empty() ? "" : ", ") + g.generation + " " + g.family + " " +
+              significant(g.spread, 3) + " from " +
+              (g.evidence == SpreadEvidence::kOutcomes ? std::to_string(g.runs) + " outcomes"
+                                                       : std::to_string(g.peaks) + " peaks");
+  }
+  return "pooled: " + why +
+         "; the root mean square of the spreads of the files' runs that "
+         "identify one (" +
+         groups + ")" + (mine.empty() ? "" : ", the bias fitted with it held");
+}
+
 nlohmann::json parameter_rows(const GenerationFit& fit,
                               const std::map<std::string, FittedRates>& memory,
-                              const std::vector<MemoryRun>& memory_runs) {
+                              const std::vector<MemoryRun>& memory_runs,
+                              const std::optional<PooledSpread>& pooled) {
   nlohmann::json rows = nlohmann::json::array();
   for (const FittedParameter& p : fit.parameters) {
     rows.push_back(
@@ -76,6 +124,9 @@ nlohmann::json parameter_rows(const GenerationFit& fit,
                                                                      : nlohmann::json(nullptr)},
                       {"meaning", p.meaning},
                       {"prior_source", p.prior_source}});
+      if (p.field == &FittedRates::oom_log_spread) {
+        rows.back()["source"] = spread_source(family, memory_runs, pooled);
+      }
     }
   }
   return rows;
@@ -121,14 +172,19 @@ ProfileFit fit_profile(const std::vector<std::string>& paths, const std::string&
   out.memory_runs = load_memory_runs(paths, *generation, &memory_skipped);
   std::vector<const MemoryRun*> memory_all;
   for (const MemoryRun& r : out.memory_runs) memory_all.push_back(&r);
-  out.memory_rates = fit_memory(memory_all);
+  // Where this generation's runs of a family do not identify the spread, it holds the pooled
+  // spread of the (generation, family) groups of the files whose runs do.
+  out.pooled_spread = pooled_log_spread(load_memory_runs(paths, ""));
+  const std::optional<double> held_spread =
+      out.pooled_spread ? std::optional<double>(out.pooled_spread->spread) : std::nullopt;
+  out.memory_rates = fit_memory(memory_all, held_spread);
   for (auto& [family, rates] : out.fit.rates) {
     for (const ParameterSpec& p : fit_parameters()) {
       if (p.group == "memory") rates.*p.field = out.memory_rates.at(family).*p.field;
     }
   }
   {
-    const std::vector<FittedRates> cv = cross_validate_memory(out.memory_runs);
+    const std::vector<FittedRates> cv = cross_validate_memory(out.memory_runs, held_spread);
     for (std::size_t i = 0; i < out.memory_runs.size(); ++i) {
       const MemoryRun& r = out.memory_runs[i];
       auto it = std::find_if(out.memory_scores.begin(), out.memory_scores.end(),
@@ -255,11 +311,15 @@ ProfileFit fit_profile(const std::vector<std::string>& paths, const std::string&
        "generation the files hold (fitted.report.runs lists this generation's only); memory "
        "(planner/fit/memory_fit.hpp): logistic likelihood of OOM outcomes and Huber (0.1) on "
        "log(calibrated / measured) peaks per framework family, cross-validated by leaving one "
-       "(study, GPU count, sequence length) group out"},
+       "(study, GPU count, sequence length) group out; the OOM spread fitted only where a "
+       "family's runs on this generation identify it (OOM and ran outcomes both, or at least 5 "
+       "measured peaks: their scatter), else held at the root mean square of the spreads of the "
+       "files' (generation, family) groups that identify one (parameters' source says which), "
+       "the bias fitted with it held"},
       {"base_profile", out.base.name},
       {"leave_out", folds == Folds::kFile ? "file" : "study"},
       {"files", files},
-      {"parameters", parameter_rows(out.fit, out.memory_rates, out.memory_runs)},
+      {"parameters", parameter_rows(out.fit, out.memory_rates, out.memory_runs, out.pooled_spread)},
       {"memory_errors", memory_errors},
       {"iterations", out.fit.iterations},
       {"runs", run_rows},

@@ -41,8 +41,12 @@ struct ProfileFit {
   std::vector<SourceErrors> errors;                 ///< by source, then metric
   std::vector<MemoryRun> memory_runs;               ///< the memory fit's runs
   std::map<std::string, FittedRates> memory_rates;  ///< the memory fit, by family
-  std::vector<MemorySourceScores> memory_scores;    ///< by source, in the runs' order
-  nlohmann::json profile_json;                      ///< the file, `fitted` section included
+  /// The spread held by families whose runs on the generation do not identify one
+  /// (memory_fit.hpp pooled_log_spread over every generation's runs in the files); nullopt:
+  /// none identifies one, and those families hold the prior.
+  std::optional<PooledSpread> pooled_spread;
+  std::vector<MemorySourceScores> memory_scores;  ///< by source, in the runs' order
+  nlohmann::json profile_json;                    ///< the file, `fitted` section included
 };
 
 /// Fits `base_name_or_path` (a profile preset or file; empty: the shipped profile of the runs'

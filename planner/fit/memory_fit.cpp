@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <set>
+#include <stdexcept>
 
 #include "costmodel/memory_ledger.hpp"
 #include "costmodel/oom_risk.hpp"
@@ -18,6 +19,7 @@ namespace {
 constexpr double kHuberDelta = 0.1;   // as fit.cpp: a peak 10% off costs as a step 10% off
 constexpr double kPriorWeight = 0.1;  // as fit.cpp
 constexpr double kMiB = 1048576.0;    // working unit of memory_per_token_bytes
+constexpr double kPi = 3.14159265358979323846;
 
 /// The memory parameters' specs, in the working vector's order.
 std::vector<const ParameterSpec*> memory_specs() {
@@ -113,7 +115,8 @@ std::vector<MemoryRun> load_memory_runs(const std::vector<std::string>& paths,
       r.tokens = static_cast<double>(c.setup.seq / c.layout.cp * c.layout.mbs);
       r.capacity_bytes = ledger.capacity_bytes;
       r.oom = oom;
-      r.measured_peak_bytes = c.peak_memory_bytes;
+      // An OOM run's stated peak is not the peak of a step that ran (validate compares none).
+      if (!oom) r.measured_peak_bytes = c.peak_memory_bytes;
       ++per_source[source];
       runs.push_back(std::move(r));
     }
@@ -132,58 +135,159 @@ bool predicts_oom(const MemoryRun& run, const FittedRates& rates) {
   return out_of_memory(memory_outlook(need, run.capacity_bytes, rates), run.capacity_bytes);
 }
 
-std::map<std::string, FittedRates> fit_memory(const std::vector<const MemoryRun*>& runs) {
-  const std::vector<const ParameterSpec*> specs = memory_specs();
+SpreadEvidence spread_evidence(const std::vector<const MemoryRun*>& family_runs) {
+  bool ran = false, oom = false;
+  std::size_t peaks = 0;
+  for (const MemoryRun* r : family_runs) {
+    (r->oom ? oom : ran) = true;
+    if (r->measured_peak_bytes) ++peaks;
+  }
+  if (ran && oom) return SpreadEvidence::kOutcomes;
+  if (peaks >= kMinSpreadPeaks) return SpreadEvidence::kPeaks;
+  return SpreadEvidence::kNone;
+}
+
+namespace {
+
+/// The memory parameters of `family` fitted on `mine` (its runs, not empty) by the likelihood
+/// of memory_fit.hpp, the spread free or, with `held`, held at that value.
+FittedRates fit_family(const std::string& family, const std::vector<const MemoryRun*>& mine,
+                       std::optional<double> held) {
+  std::vector<const ParameterSpec*> specs;
+  for (const ParameterSpec* p : memory_specs()) {
+    if (!held || p->field != &FittedRates::oom_log_spread) specs.push_back(p);
+  }
+  FittedRates rates = prior_rates(family);
+  if (held) rates.oom_log_spread = *held;
+  std::vector<double> start, lower, upper;
+  for (const ParameterSpec* p : specs) {
+    start.push_back(to_working(*p, p->prior(family)));
+    lower.push_back(to_working(*p, p->lower));
+    upper.push_back(to_working(*p, p->upper));
+  }
+  const auto rates_at = [&](const std::vector<double>& x) {
+    FittedRates at = rates;
+    for (std::size_t k = 0; k < specs.size(); ++k)
+      at.*specs[k]->field = from_working(*specs[k], x[k]);
+    return at;
+  };
+  const Residuals residuals = [&](const std::vector<double>& x) {
+    const FittedRates at = rates_at(x);
+    std::vector<double> r;
+    r.reserve(2 * mine.size() + specs.size());
+    for (const MemoryRun* run : mine) {
+      const double need = memory_need(*run, at);
+      if (run->measured_peak_bytes) {
+        // The peak, not also the outcome: that it ran is a coarsening of the same observation
+        // (the peak is below the capacity), and counted twice its one-sided likelihood pulled
+        // the bias up (torchtitan's MAPE 3.9% -> 4.2% with the spread held).
+        const double e = log_median_peak(need, at) - std::log(*run->measured_peak_bytes);
+        r.push_back(std::sqrt(run->weight) * huber_residual(e));
+        continue;
+      }
+      const double z = oom_log_odds(need, run->capacity_bytes, at);
+      // -log(1 - sigmoid(z)) = softplus(z); -log(sigmoid(z)) = softplus(-z).
+      const double nll = softplus(run->oom ? -z : z);
+      r.push_back(std::sqrt(2 * run->weight * nll));
+    }
+    for (std::size_t k = 0; k < specs.size(); ++k) {
+      r.push_back(kPriorWeight * (x[k] - start[k]) /
+                  (specs[k]->log_scale ? specs[k]->prior_width
+                                       : to_working(*specs[k], specs[k]->prior_width)));
+    }
+    return r;
+  };
+  return rates_at(minimize_least_squares(residuals, start, lower, upper).x);
+}
+
+}  // namespace
+
+double peak_log_spread(const std::vector<const MemoryRun*>& family_runs, const FittedRates& rates) {
+  double sum = 0;
+  std::size_t n = 0;
+  for (const MemoryRun* r : family_runs) {
+    if (!r->measured_peak_bytes) continue;
+    const double e =
+        log_median_peak(memory_need(*r, rates), rates) - std::log(*r->measured_peak_bytes);
+    sum += e * e;
+    ++n;
+  }
+  if (n <= kPeakFitParameters) {
+    throw std::invalid_argument("peak_log_spread: needs more than " +
+                                std::to_string(kPeakFitParameters) + " measured peaks");
+  }
+  const ParameterSpec& spec = *find_parameter("oom_log_spread");
+  const double s =
+      std::sqrt(3.0) / kPi * std::sqrt(sum / static_cast<double>(n - kPeakFitParameters));
+  return std::clamp(s, spec.lower, spec.upper);
+}
+
+std::map<std::string, FittedRates> fit_memory(const std::vector<const MemoryRun*>& runs,
+                                              std::optional<double> held_spread) {
   std::map<std::string, FittedRates> out;
   for (const std::string& family : framework_families()) {
     FittedRates rates = prior_rates(family);
+    if (held_spread) rates.oom_log_spread = *held_spread;
     std::vector<const MemoryRun*> mine;
     for (const MemoryRun* r : runs) {
       if (r->family == family) mine.push_back(r);
     }
     if (!mine.empty()) {
-      std::vector<double> start, lower, upper;
-      for (const ParameterSpec* p : specs) {
-        start.push_back(to_working(*p, p->prior(family)));
-        lower.push_back(to_working(*p, p->lower));
-        upper.push_back(to_working(*p, p->upper));
+      switch (spread_evidence(mine)) {
+        case SpreadEvidence::kOutcomes:
+          rates = fit_family(family, mine, std::nullopt);
+          break;
+        case SpreadEvidence::kPeaks: {
+          // The peaks' residuals depend on the spread only through the outcome terms: a first
+          // pass holds the prior, a second the spread of its residuals.
+          const FittedRates first =
+              fit_family(family, mine, find_parameter("oom_log_spread")->prior(family));
+          rates = fit_family(family, mine, peak_log_spread(mine, first));
+          break;
+        }
+        case SpreadEvidence::kNone:
+          rates = fit_family(family, mine, rates.oom_log_spread);
+          break;
       }
-      const auto rates_at = [&](const std::vector<double>& x) {
-        FittedRates at = rates;
-        for (std::size_t k = 0; k < specs.size(); ++k)
-          at.*specs[k]->field = from_working(*specs[k], x[k]);
-        return at;
-      };
-      const Residuals residuals = [&](const std::vector<double>& x) {
-        const FittedRates at = rates_at(x);
-        std::vector<double> r;
-        r.reserve(2 * mine.size() + specs.size());
-        for (const MemoryRun* run : mine) {
-          const double need = memory_need(*run, at);
-          const double z = oom_log_odds(need, run->capacity_bytes, at);
-          // -log(1 - sigmoid(z)) = softplus(z); -log(sigmoid(z)) = softplus(-z).
-          const double nll = softplus(run->oom ? -z : z);
-          r.push_back(std::sqrt(2 * run->weight * nll));
-          if (run->measured_peak_bytes) {
-            const double e = log_median_peak(need, at) - std::log(*run->measured_peak_bytes);
-            r.push_back(std::sqrt(run->weight) * huber_residual(e));
-          }
-        }
-        for (std::size_t k = 0; k < specs.size(); ++k) {
-          r.push_back(kPriorWeight * (x[k] - start[k]) /
-                      (specs[k]->log_scale ? specs[k]->prior_width
-                                           : to_working(*specs[k], specs[k]->prior_width)));
-        }
-        return r;
-      };
-      rates = rates_at(minimize_least_squares(residuals, start, lower, upper).x);
     }
     out[family] = rates;
   }
   return out;
 }
 
-std::vector<FittedRates> cross_validate_memory(const std::vector<MemoryRun>& runs) {
+std::optional<PooledSpread> pooled_log_spread(const std::vector<MemoryRun>& runs) {
+  std::map<std::string, std::vector<const MemoryRun*>> by_generation;
+  for (const MemoryRun& r : runs) by_generation[r.generation].push_back(&r);
+  PooledSpread pool;
+  double sum = 0;
+  for (const auto& [generation, mine] : by_generation) {
+    std::optional<std::map<std::string, FittedRates>> fit;  // fitted when a family identifies
+    for (const std::string& family : framework_families()) {
+      SpreadGroup g;
+      g.generation = generation;
+      g.family = family;
+      std::vector<const MemoryRun*> theirs;
+      for (const MemoryRun* r : mine) {
+        if (r->family != family) continue;
+        theirs.push_back(r);
+        if (r->measured_peak_bytes) ++g.peaks;
+      }
+      g.runs = theirs.size();
+      g.evidence = spread_evidence(theirs);
+      if (theirs.empty() || g.evidence == SpreadEvidence::kNone) continue;
+      if (!fit) fit = fit_memory(mine);
+      g.spread = fit->at(family).oom_log_spread;
+      sum += g.spread * g.spread;
+      pool.groups.push_back(g);
+    }
+  }
+  if (pool.groups.empty()) return std::nullopt;
+  pool.spread = std::sqrt(sum / static_cast<double>(pool.groups.size()));
+  return pool;
+}
+
+std::vector<FittedRates> cross_validate_memory(const std::vector<MemoryRun>& runs,
+                                               std::optional<double> held_spread) {
   std::vector<FittedRates> out(runs.size());
   std::set<std::pair<std::string, std::string>> folds;  // (generation, fold)
   for (const MemoryRun& r : runs) folds.insert({r.generation, r.fold});
@@ -192,7 +296,7 @@ std::vector<FittedRates> cross_validate_memory(const std::vector<MemoryRun>& run
     for (const MemoryRun& r : runs) {
       if (r.generation == generation && r.fold != fold) train.push_back(&r);
     }
-    const std::map<std::string, FittedRates> fit = fit_memory(train);
+    const std::map<std::string, FittedRates> fit = fit_memory(train, held_spread);
     for (std::size_t i = 0; i < runs.size(); ++i) {
       if (runs[i].generation == generation && runs[i].fold == fold) {
         out[i] = fit.at(runs[i].family);

@@ -6,14 +6,24 @@
 // Each run: the ledger's peak and its last stage with the unfitted per-token term
 // (memory_ledger.hpp), the tokens of its micro-batch on a GPU (seq / cp x mbs), the GPU's
 // capacity, and what was measured: OOM or not (a throughput or a peak also says it ran), and the
-// peak where printed. With parameters (m, b, s): need = max(peak, last stage + m x tokens); an
-// outcome costs its logistic negative log-likelihood, -log(1 - risk) when it ran and -log(risk)
-// when it went out of memory, risk = sigmoid((log(need / capacity) - b) / s)
-// (costmodel/oom_risk.hpp); a measured peak costs 2 Huber_0.1(log(need exp(-b) / measured)) as a
-// step time does in fit.hpp. Runs are weighted 1 / sqrt(runs of their file); each parameter has the
+// peak where printed. With parameters (m, b, s): need = max(peak, last stage + m x tokens); a run
+// with a measured peak costs 2 Huber_0.1(log(need exp(-b) / measured)) as a step time does in
+// fit.hpp; a run without one costs its outcome's logistic negative log-likelihood, -log(1 - risk)
+// when it ran and -log(risk) when it went out of memory, risk = sigmoid((log(need / capacity) -
+// b) / s) (costmodel/oom_risk.hpp) (a peak below the capacity says it ran: the outcome is not
+// counted again). Runs are weighted 1 / sqrt(runs of their file); each parameter has the
 // Gaussian prior penalty of fit.hpp (0.1 x (u - u_prior) / width, u = log(s) for the spread).
-// Levenberg-Marquardt within the bounds (least_squares.hpp), per family with runs; a family without
-// runs keeps the priors.
+// Levenberg-Marquardt within the bounds (least_squares.hpp), per family with runs.
+//
+// The spread is fitted only where a family's runs on the generation identify it (spread_evidence):
+// runs of both outcomes (some OOM, some ran) fit it with the others; at least kMinSpreadPeaks
+// measured peaks set it from their residuals' scatter (peak_log_spread). Runs that all ran (or
+// all went out of memory) and measured no peak do not: the likelihood of ran-only runs rises as
+// the spread narrows and the bias grows, so fitted there the spread runs to its lower bound and
+// the bias to whatever its prior allows (issue 20: b200 megatron 0.0059 and 0.145). Such a
+// family, and a family without runs, holds a spread from elsewhere (`held_spread`: `meshplan fit`
+// passes pooled_log_spread of every generation's runs in its files, else the prior) and the
+// bias and per-token term are fitted with it held (a family without runs keeps their priors).
 #pragma once
 
 #include <map>
@@ -43,8 +53,8 @@ struct MemoryRun {
   double tokens = 0;  ///< seq / cp x mbs
   double capacity_bytes = 0;
   bool oom = false;
-  std::optional<double> measured_peak_bytes;
-  double weight = 1;  ///< 1 / sqrt(runs of its file)
+  std::optional<double> measured_peak_bytes;  ///< the printed peak of a run that ran, bytes
+  double weight = 1;                          ///< 1 / sqrt(runs of its file)
 };
 
 /// The memory runs of `paths` on GPUs of `generation` (all when empty): every case `validate`
@@ -66,14 +76,63 @@ double memory_need(const MemoryRun& run, const FittedRates& rates);
 /// default risk), as `plan` excludes and `validate` calls it.
 bool predicts_oom(const MemoryRun& run, const FittedRates& rates);
 
-/// The fitted memory parameters of each family with runs among `runs` (all of one generation),
-/// the others at their priors: every family of framework_families(), the time parameters at
-/// their priors too (the caller takes the memory ones).
-std::map<std::string, FittedRates> fit_memory(const std::vector<const MemoryRun*>& runs);
+/// What identifies a family's oom_log_spread among its runs on one generation.
+enum class SpreadEvidence {
+  kOutcomes,  ///< OOM and ran runs both: the logistic likelihood has its optimum inside
+  kPeaks,     ///< outcomes of one kind, at least kMinSpreadPeaks measured peaks
+  kNone,      ///< outcomes of one kind and fewer peaks: nothing bounds the spread from below
+};
+
+/// Measured peaks that set a spread (peak_log_spread): its scale estimated on n -
+/// kPeakFitParameters degrees of freedom, at least 3 here.
+inline constexpr std::size_t kMinSpreadPeaks = 5;
+/// The parameters a family's peaks fit besides the spread (oom_log_bias,
+/// memory_per_token_bytes): the degrees of freedom peak_log_spread subtracts.
+inline constexpr std::size_t kPeakFitParameters = 2;
+
+/// The evidence `family_runs` (one family's runs on one generation) give of the spread.
+SpreadEvidence spread_evidence(const std::vector<const MemoryRun*>& family_runs);
+
+/// The logistic scale of the measured peaks of `family_runs` around `rates`' median peak
+/// (log-ratio units): e_i = log_median_peak(need_i) - log(measured_i) (oom_risk.hpp), and
+/// s = sqrt(3) / pi x sqrt(sum e_i^2 / (n - kPeakFitParameters)), the standard deviation of a
+/// logistic of scale s being s pi / sqrt(3) (its variance s^2 pi^2 / 3) and the bias and
+/// per-token term having been fitted on the same peaks. Clamped to oom_log_spread's bounds.
+/// Throws std::invalid_argument with kPeakFitParameters or fewer peaks.
+double peak_log_spread(const std::vector<const MemoryRun*>& family_runs, const FittedRates& rates);
+
+/// The fitted memory parameters of each family with runs among `runs` (all of one generation):
+/// every family of framework_families(), the time parameters at their priors (the caller takes
+/// the memory ones). By the family's spread_evidence: kOutcomes fits the three parameters;
+/// kPeaks fits bias and per-token term with the spread held at the prior, sets the spread to
+/// peak_log_spread of that fit, and fits them again with it held; kNone fits them with the
+/// spread held at `held_spread` (nullopt: the prior). A family without runs keeps the priors,
+/// its spread `held_spread` when given.
+std::map<std::string, FittedRates> fit_memory(const std::vector<const MemoryRun*>& runs,
+                                              std::optional<double> held_spread = std::nullopt);
+
+/// One (generation, family) whose runs identify its spread, and the spread fit_memory gives it.
+struct SpreadGroup {
+  std::string generation, family;
+  SpreadEvidence evidence = SpreadEvidence::kNone;
+  std::size_t runs = 0, peaks = 0;  ///< its memory runs, and those with a measured peak
+  double spread = 0;                ///< oom_log_spread, log-ratio units
+};
+
+/// The spread of the runs that identify one, pooled: each (generation, family) of `runs` whose
+/// spread_evidence is not kNone, fitted by fit_memory on its generation's runs, and the root
+/// mean square of their spreads (the variances averaged, each group weighing the same as the
+/// studies of fit.hpp's intervals do). nullopt when no group identifies one.
+struct PooledSpread {
+  double spread = 0;  ///< log-ratio units
+  std::vector<SpreadGroup> groups;
+};
+std::optional<PooledSpread> pooled_log_spread(const std::vector<MemoryRun>& runs);
 
 /// Leave-one-fold-out: for each fold, the family of each of its runs refitted on the other
-/// folds' runs of the same generation; rates[i] predicts runs[i].
-std::vector<FittedRates> cross_validate_memory(const std::vector<MemoryRun>& runs);
+/// folds' runs of the same generation (fit_memory with `held_spread`); rates[i] predicts runs[i].
+std::vector<FittedRates> cross_validate_memory(const std::vector<MemoryRun>& runs,
+                                               std::optional<double> held_spread = std::nullopt);
 
 /// How well `rates_of(i)` predict the runs: OOM classification and the peaks' errors.
 struct MemoryScore {

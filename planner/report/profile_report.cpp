@@ -199,6 +199,7 @@ std::string fitted_text(const ProfileDocument& doc) {
   Table t({"parameter", "family", "prior", "fitted", "bounds", "note"},
           {true, true, false, false, false, true});
   std::map<std::string, std::string> names_by_unit;
+  std::string sources;  // the parameters' sources the report states, one paragraph each
   for (const ParameterSpec& p : fit_parameters()) {
     std::string& names = names_by_unit[p.unit];
     names += (names.empty() ? "" : ", ") + p.name;
@@ -206,7 +207,10 @@ std::string fitted_text(const ProfileDocument& doc) {
       std::string note;
       if (report) {
         const auto status = report->parameters.find({p.name, family});
-        if (status != report->parameters.end() && !status->second.fitted) {
+        if (status != report->parameters.end() && !status->second.source.empty()) {
+          note = "source below";
+          sources += wrap("  " + p.name + " " + family + ": ", status->second.source);
+        } else if (status != report->parameters.end() && !status->second.fitted) {
           note = p.scope == ParameterScope::kShared
                      ? "no runs of the family: the generation's value"
                      : "no runs of the family: the prior";
@@ -225,6 +229,7 @@ std::string fitted_text(const ProfileDocument& doc) {
     units += (units.empty() ? "" : "; ") + unit + ": " + names;
   }
   out += wrap("  units: ", units);
+  out += sources;
 
   Table intervals({"family", "p10", "p90", "residuals"}, {true, false, false, false});
   bool pooled = false;  // residuals of runs beyond the fitted ones: every generation's
@@ -667,6 +672,7 @@ FitReportSummary read_fit_report(const nlohmann::json& report) {
       status.fitted =
           !(p.contains("fitted") && p.at("fitted").is_boolean()) || p.at("fitted").get<bool>();
       status.bound_hit = report_string(p, "bound_hit");
+      status.source = report_string(p, "source");
       r.parameters[{name, family}] = status;
     }
   }

@@ -59,6 +59,9 @@ struct FitParameterStatus {
   bool fitted = true;     ///< false: the family had no runs; it holds the generation's value
                           ///< (kShared) or its prior (kFamily), planner/fit/parameters.hpp
   std::string bound_hit;  ///< "lower" or "upper" where the value ended on that bound, else ""
+  /// Where the value comes from when the fit says (report parameters' "source", the OOM spread's:
+  /// planner/fit/fit_profile.cpp), else "".
+  std::string source;
 };
 
 /// What `meshplan fit` recorded of the runs it fitted (a profile's fitted.report), read

@@ -102,7 +102,11 @@ void compare_case(const ValidationCase& c, const std::string& source, const Case
   const MemoryLedger& ledger = e.memory;
 
   compare_time(x, e, profile, override);
-  if (c.peak_memory_bytes) {
+  // An OOM run's stated peak (what it held when an allocation failed, or the allocation asked
+  // for) is not the peak of a step that ran: compared only where the case ran, the OOM row
+  // saying why it is not.
+  const bool oom_peak = c.peak_memory_bytes && c.oom.value_or(false);
+  if (c.peak_memory_bytes && !oom_peak) {
     // The median of the peak's interval (oom_risk.hpp): the ledger's total calibrated by the
     // family's fitted oom_log_bias, the centre `meshplan fit` puts measured peaks at.
     x.add(kMetricPeakBytes, ledger.outlook.peak_bytes_p50, *c.peak_memory_bytes,
@@ -119,7 +123,11 @@ void compare_case(const ValidationCase& c, const std::string& source, const Case
               hw.cluster.gpu.name + ", OOM risk " + risk_percent(ledger.outlook.oom_risk) +
               " (OOM above " + risk_percent(kDefaultMaxOomRisk) + ", as plan excludes)" +
               "; measured: " + (*c.oom ? "OOM" : "fits") + " (" +
-              (c.memory_metric.empty() ? std::string("not stated") : c.memory_metric) + ")");
+              (c.memory_metric.empty() ? std::string("not stated") : c.memory_metric) + ")" +
+              (oom_peak ? "; its stated peak of " + gib(*c.peak_memory_bytes) +
+                              " not compared: an OOM run's peak is not the peak of a step that "
+                              "ran"
+                        : std::string()));
   }
 }
 

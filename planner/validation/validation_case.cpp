@@ -349,6 +349,46 @@ std::optional<double> case_number(const nlohmann::json& raw, const std::string& 
   return d;
 }
 
+/// Refuses case `c`'s mfu when its tflops_per_gpu (both given) says another utilisation under
+/// every FLOP convention a source may count them by. Both are one step's FLOPs over its time,
+/// mfu against the dense 16-bit peak `half_peak` (FLOP/s) of the GPU `gpu_name` (SCHEMA.md,
+/// read_case): tflops / (mfu x half_peak) is the ratio of the FLOP count behind tflops_per_gpu
+/// to the one behind mfu. Per token, the counts a source may use lie between 6 x the layers'
+/// active parameters (Kaplan et al. 2020's 6N, non-embedding) and the larger of the exact count
+/// with full (non-causal) attention (costmodel/flops.hpp exact_flops_per_token) and 6 x every
+/// active parameter (embedding included); tflops_per_gpu under hardware-with-recompute (or
+/// unknown) may add a recomputed forward, 4/3 at most (8 of 6 passes). The ratio must lie in
+/// [least / most / 1.02, 4/3 x most / least x 1.02] (least, most: the two counts): the 2% for the
+/// peak figures sources round (989 or 1000 for the H100's 989.4 TFLOP/s). The bounds are wide
+/// where attention is a large share (long sequences), so the check refuses what no convention
+/// explains (an MFU in percent / 100 twice, against the sparse peak, a per-node TFLOP/s), not a
+/// convention it cannot tell. `fail(key, message)` throws.
+template <typename Fail>
+void check_mfu_against_tflops(const ValidationCase& c, const std::string& gpu_name,
+                              double half_peak, const Fail& fail) {
+  const ParamCount params = count_params(c.model);
+  const double six_n = 6.0 * static_cast<double>(params.layers_active);
+  const double exact = exact_flops_per_token(c.model, c.setup.seq).training;
+  const double least = std::min(six_n, exact);
+  const double most = std::max({exact, 6.0 * static_cast<double>(params.active), six_n});
+  const bool recompute =
+      c.flops_definition == "hardware-with-recompute" || c.flops_definition == "unknown";
+  const double lo = least / most / 1.02, hi = (recompute ? 4.0 / 3.0 : 1.0) * most / least * 1.02;
+  const double stated = *c.tflops_per_gpu * kTera / half_peak;  // tflops as a fraction of it
+  const double ratio = stated / *c.mfu;
+  if (ratio >= lo && ratio <= hi) return;
+  fail("mfu", "is " + significant(*c.mfu, 6) + ", but tflops_per_gpu " +
+                  significant(*c.tflops_per_gpu, 6) + " TFLOP/s is " + significant(stated, 4) +
+                  " of the " + gpu_name + "'s dense 16-bit peak of " + fixed(half_peak / kTera, 1) +
+                  " TFLOP/s that MFU is a fraction of: " + significant(ratio, 4) +
+                  " times the mfu, beyond the " + significant(lo, 4) + " to " + significant(hi, 4) +
+                  " that the FLOP conventions explain (6N to the exact count with full attention" +
+                  (recompute ? ", a recomputed forward included" : "") +
+                  "); expected an mfu from " + significant(stated / hi, 4) + " to " +
+                  significant(stated / lo, 4) +
+                  " (a fraction, 0.5 for 50%), or the tflops_per_gpu of one GPU");
+}
+
 /// Refuses measured values that no run of case `c` (its measured fields read, model, layout,
 /// precision and GPU known) can reach on its GPU, naming the field's JSON path, the value and
 /// what is possible (an mfu above 4 is refused as it is read, case_number):
@@ -399,6 +439,8 @@ void check_physical_limits(const ValidationCase& c, const std::string& file, std
                       : "is " + significant(*c.mfu, 6) + ", a fraction of " + half_text +
                             " above 1; expected at most 1 (0.5 for 50%)");
     }
+    if (counted && c.mfu && c.tflops_per_gpu)
+      check_mfu_against_tflops(c, gpu.name, half_peak, fail);
     if (counted && (c.step_time_s || c.tokens_per_s_per_gpu)) {
       const double tokens = static_cast<double>(c.layout.gbs) * static_cast<double>(c.setup.seq);
       const double gpus = static_cast<double>(c.num_gpus);

@@ -461,7 +461,7 @@ TEST_CASE("validate and fit: measurements no run can reach on its GPU are refuse
   const std::string work =
       "a step's 8,192 tokens (gbs x seq) take at least 1.11e+15 FLOP (model count, causal "
       "attention), 0.4463 s on 8 GPUs at the a100-80g's dense fp16 peak of 312.0 TFLOP/s";
-  const std::vector<Case> refused = {
+  std::vector<Case> refused = {
       {{{"tflops_per_gpu", 312.5}},
        "tflops_per_gpu",
        "is 312.5 TFLOP/s, above the a100-80g's dense fp16 peak of 312.0 TFLOP/s, which no run "
@@ -489,6 +489,20 @@ TEST_CASE("validate and fit: measurements no run can reach on its GPU are refuse
        "(44.1 GB) take on each of its 8 GPUs even sharded over all of them; expected the peak of "
        "one GPU in bytes (GiB x 2^30 or GB x 1e9 as the source states it), at least 5518568448"},
   };
+  // mfu against tflops_per_gpu (check_mfu_against_tflops): 156 TFLOP/s is 156 / 312 = 0.5 of the
+  // fp16 peak. Per token, 6N = 6 x 21,747,105,792 = 130,482,634,752 FLOP; the exact count with
+  // full attention is 3 x the forward's GEMMs 43,486,543,872 + attention 4 s h L =
+  // 2,415,919,104 + LM head 629,145,600 = 139,594,825,728 (6 x all 22,074,273,792 parameters
+  // lies between). Their ratio is 1.0698345; under flops_definition "model" 0.5 / mfu must lie in
+  // [1 / 1.0698345 / 1.02, 1.0698345 x 1.02] = [0.9163961, 1.0912312], so mfu in
+  // [0.5 / 1.0912312, 0.5 / 0.9163961] = [0.4582, 0.5456]; an mfu of 0.42 is 1.190 times off.
+  refused.push_back({{{"tflops_per_gpu", 156.0}, {"flops_definition", "model"}, {"mfu", 0.42}},
+                     "mfu",
+                     "is 0.42, but tflops_per_gpu 156 TFLOP/s is 0.5 of the a100-80g's dense "
+                     "16-bit peak of 312.0 TFLOP/s that MFU is a fraction of: 1.19 times the "
+                     "mfu, beyond the 0.9164 to 1.091 that the FLOP conventions explain (6N to "
+                     "the exact count with full attention); expected an mfu from 0.4582 to 0.5456 "
+                     "(a fraction, 0.5 for 50%), or the tflops_per_gpu of one GPU"});
   for (const Case& c : refused) {
     nlohmann::json bad = validation_case();
     for (const auto& [key, value] : c.measured) bad["measured"][key] = value;
@@ -509,6 +523,10 @@ TEST_CASE("validate and fit: measurements no run can reach on its GPU are refuse
       {{"peak_memory_bytes", 85899345920.0}, {"oom", false}},
       {{"peak_memory_bytes", 5518568448.0}},
       {{"mfu", 1.0}},
+      // Within the conventions' band above: 0.5 / 0.46 = 1.087; with a recomputed forward
+      // (hardware-with-recompute: up to 4/3 x 1.0912312 = 1.455) 0.5 / 0.36 = 1.389.
+      {{"tflops_per_gpu", 156.0}, {"flops_definition", "model"}, {"mfu", 0.46}},
+      {{"tflops_per_gpu", 156.0}, {"flops_definition", "hardware-with-recompute"}, {"mfu", 0.36}},
   };
   for (const auto& measured : accepted) {
     nlohmann::json ok = validation_case();
@@ -519,6 +537,30 @@ TEST_CASE("validate and fit: measurements no run can reach on its GPU are refuse
     INFO(r.err);
     CHECK(r.exit_code == 0);
   }
+}
+
+TEST_CASE("validate: an OOM run's stated peak is not compared, and the OOM row says why",
+          "[bounds][validate]") {
+  // The GPT-22B case out of memory on its 80 GiB a100-80g with a stated peak of 90 GiB (the
+  // allocation it failed on): read (check_physical_limits holds only runs that ran to the
+  // capacity), and compared as an OOM outcome only; no peak_bytes row, whose error against a
+  // step that never ran would mean nothing.
+  nlohmann::json oom = validation_case();
+  oom["measured"]["step_time_s"] = nullptr;
+  oom["measured"]["oom"] = true;
+  oom["measured"]["peak_memory_bytes"] = 90.0 * 1073741824.0;
+  const test::CliResult r =
+      test::run({"validate", validation_file("v-oom-peak.json", {oom}), "--json"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json report = nlohmann::json::parse(r.out);
+  REQUIRE(report.at("cases").size() == 1);
+  const nlohmann::json& row = report.at("cases").at(0);
+  CHECK(row.at("metric") == "oom");
+  CHECK(row.at("measured") == true);
+  CHECK(row.at("basis").get<std::string>().find(
+            "its stated peak of 90.0 GiB not compared: an OOM run's peak is not the peak of a "
+            "step that ran") != std::string::npos);
 }
 
 TEST_CASE("validate: an fp8 run's MFU may pass 1, up to its peak over the 16-bit one",

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <map>
+#include <optional>
 
 #include "costmodel/memory_ledger.hpp"
 #include "costmodel/oom_risk.hpp"
@@ -126,6 +127,104 @@ TEST_CASE("the memory fit finds a per-token term that separates synthetic OOM ou
   const MemoryScore prior =
       score_memory(runs, std::vector<FittedRates>(runs.size(), FittedRates{}));
   CHECK(prior.missed > 0);
+}
+
+namespace {
+
+/// A run of one stage on an 80 GiB GPU whose ledger peaks at `ledger_gib` over 4096 tokens;
+/// measured to peak at ledger x exp(`log_peak_ratio`) when given, else only to have run.
+MemoryRun ran_run(const std::string& family, const std::string& generation, double ledger_gib,
+                  std::optional<double> log_peak_ratio = std::nullopt) {
+  MemoryRun r;
+  r.id = generation + "/" + family + "/" + std::to_string(ledger_gib);
+  r.source = generation;
+  r.family = family;
+  r.generation = generation;
+  r.fold = r.id;
+  r.ledger_peak_bytes = ledger_gib * kGiB;
+  r.last_stage_bytes = r.ledger_peak_bytes;
+  r.tokens = 4096;
+  r.capacity_bytes = 80 * kGiB;
+  if (log_peak_ratio) r.measured_peak_bytes = r.ledger_peak_bytes * std::exp(*log_peak_ratio);
+  return r;
+}
+
+std::vector<const MemoryRun*> pointers(const std::vector<MemoryRun>& runs) {
+  std::vector<const MemoryRun*> out;
+  for (const MemoryRun& r : runs) out.push_back(&r);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("runs that all ran and measured no peak keep the held spread; the bias is fitted",
+          "[oom][fit]") {
+  // Ten megatron runs at 40..76 GiB of 80 GiB, all ran, no peak: the likelihood rises as the
+  // spread narrows, so they do not identify it (issue 20).
+  std::vector<MemoryRun> runs;
+  for (int p = 40; p <= 76; p += 4) runs.push_back(ran_run("megatron", "blackwell", p));
+  const std::vector<const MemoryRun*> all = pointers(runs);
+  CHECK(spread_evidence(all) == SpreadEvidence::kNone);
+  // Held at the pooled value given, or at the prior 0.01 without one; a family without runs
+  // holds the given value too.
+  const std::map<std::string, FittedRates> held = fit_memory(all, 0.04);
+  CHECK(held.at("megatron").oom_log_spread == 0.04);
+  CHECK(held.at("pytorch").oom_log_spread == 0.04);
+  CHECK(held.at("pytorch").oom_log_bias == 0.0);
+  CHECK(fit_memory(all).at("megatron").oom_log_spread == 0.01);
+  // The bias is fitted with the spread held: the ran runs pull it above its prior 0 (a larger
+  // bias lowers their risk), the prior keeps it inside its bounds.
+  const double bias = held.at("megatron").oom_log_bias;
+  CHECK(bias > 0);
+  CHECK(bias < 0.3);
+  // One OOM run among them: outcomes of both kinds identify the spread, fitted freely.
+  runs.push_back(ran_run("megatron", "blackwell", 79));
+  runs.back().oom = true;
+  CHECK(spread_evidence(pointers(runs)) == SpreadEvidence::kOutcomes);
+
+  // The risk of a ledger peak of 185 GiB on a 179 GiB GPU under bias 0.1 and spread 0.04:
+  // z = (ln(185 / 179) - 0.1) / 0.04 = (0.0329700 - 0.1) / 0.04 = -1.675750, risk = 1 / (1 +
+  // e^1.675750) = 0.157659; under the spread 0.0059 the fit reached on such runs before, the
+  // same bias gives z = -11.36 and a risk of 1.2e-5.
+  CHECK(memory_outlook(185 * kGiB, 179 * kGiB, memory_rates(0, 0.1, 0.04)).oom_risk ==
+        Approx(0.157659).epsilon(1e-5));
+  CHECK(memory_outlook(185 * kGiB, 179 * kGiB, memory_rates(0, 0.1, 0.0059)).oom_risk < 2e-5);
+}
+
+TEST_CASE("measured peaks set the spread by their scatter; the pool is their root mean square",
+          "[oom][fit]") {
+  // Six hopper pytorch runs, two each at 40, 44 and 48 GiB of 80, measured at ledger x e^0.05
+  // and x e^-0.05: with bias 0 and no per-token term, e_i^2 = 0.0025 each, sum 0.015 over 6 - 2
+  // degrees of freedom = 0.00375, sqrt 0.0612372, x sqrt(3) / pi (0.5513289) = 0.0337619.
+  std::vector<MemoryRun> runs;
+  for (int i = 0; i < 6; ++i) {
+    runs.push_back(ran_run("pytorch", "hopper", 40 + 4 * (i / 2), i % 2 == 0 ? 0.05 : -0.05));
+  }
+  const std::vector<const MemoryRun*> hopper = pointers(runs);
+  CHECK(spread_evidence(hopper) == SpreadEvidence::kPeaks);
+  CHECK(peak_log_spread(hopper, FittedRates{}) == Approx(0.03376186).epsilon(1e-6));
+  // fit_memory finds that bias (the peaks balance around 0 at every size, so no per-token term
+  // either; a run with a peak adds no outcome term) and so that spread.
+  const FittedRates fitted = fit_memory(hopper).at("pytorch");
+  CHECK(fitted.oom_log_bias == Approx(0).margin(1e-4));
+  CHECK(fitted.memory_per_token_bytes == Approx(0).margin(1));
+  CHECK(fitted.oom_log_spread == Approx(0.0337619).epsilon(1e-2));
+  // Ampere pytorch peaks at e^(+/-0.1): twice the scatter, 0.0675237; a blackwell megatron
+  // family that only ran does not join the pool. RMS: sqrt((0.0337619^2 + 0.0675237^2) / 2) =
+  // 0.0337619 x sqrt(2.5) = 0.0533822.
+  for (int i = 0; i < 6; ++i) {
+    runs.push_back(ran_run("pytorch", "ampere", 40 + 4 * (i / 2), i % 2 == 0 ? 0.1 : -0.1));
+  }
+  runs.push_back(ran_run("megatron", "blackwell", 70));
+  const std::optional<PooledSpread> pool = pooled_log_spread(runs);
+  REQUIRE(pool);
+  REQUIRE(pool->groups.size() == 2);
+  CHECK(pool->groups[0].generation == "ampere");
+  CHECK(pool->groups[0].spread == Approx(0.0675237).epsilon(1e-2));
+  CHECK(pool->spread == Approx(0.0533822).epsilon(1e-2));
+  // Five peaks are the least that set a spread.
+  runs.resize(4);
+  CHECK(spread_evidence(pointers(runs)) == SpreadEvidence::kNone);
 }
 
 TEST_CASE("validate's OOM calls are the layouts plan excludes (the sweep, the shipped a100)",
