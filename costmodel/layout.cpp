@@ -500,13 +500,32 @@ std::int64_t split_surplus(std::int64_t num_layers, std::int64_t stages) {
 
 }  // namespace
 
+namespace {
+
+/// The most layers one of the `pp` ranks holds over its chunks of `split` (model order:
+/// chunk c of rank r is entry c x pp + r).
+std::int64_t busiest_rank_layers(const std::vector<std::int64_t>& split, std::int64_t pp) {
+  std::vector<std::int64_t> ranks(static_cast<std::size_t>(pp), 0);
+  for (std::size_t i = 0; i < split.size(); ++i) {
+    ranks[i % static_cast<std::size_t>(pp)] += split[i];
+  }
+  return *std::max_element(ranks.begin(), ranks.end());
+}
+
+}  // namespace
+
 std::vector<std::int64_t> planned_stage_split(std::int64_t num_layers, std::int64_t pp,
                                               std::int64_t vpp, bool any_split) {
+  std::vector<std::int64_t> split = default_stage_split(num_layers, pp, vpp);
   if (any_split && vpp > 1 && split_surplus(num_layers, pp * vpp) > 2) {
-    std::vector<std::int64_t> split = last_remainder_stage_split(num_layers, pp * vpp);
-    if (!split.empty()) return split;
+    std::vector<std::int64_t> recipe = last_remainder_stage_split(num_layers, pp * vpp);
+    // The recipe's where it loads no rank with more layers than the balanced split does.
+    if (!recipe.empty() &&
+        (split.empty() || busiest_rank_layers(recipe, pp) <= busiest_rank_layers(split, pp))) {
+      return recipe;
+    }
   }
-  return default_stage_split(num_layers, pp, vpp);
+  return split;
 }
 
 bool searched_vpp(std::int64_t num_layers, std::int64_t pp, std::int64_t vpp, bool any_split) {

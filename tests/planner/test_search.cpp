@@ -97,6 +97,9 @@ TEST_CASE("search: Megatron-Core builds the recipes' layouts of 61 layers", "[se
   CHECK(planned_stage_split(61, 4, 4, true) == last_remainder_stage_split(61, 16));
   CHECK(planned_stage_split(61, 4, 4, false) == default_stage_split(61, 4, 4));
   CHECK(planned_stage_split(61, 16, 1, true) == default_stage_split(61, 16, 1));
+  // 80 layers on 4 x 3: the recipe's 7 x 11, 3 puts 21 layers on ranks 0-2, the balanced
+  // split 6, 6, 6, 7 x 8, 6 puts 20 on each: the balanced one.
+  CHECK(planned_stage_split(80, 4, 3, true) == default_stage_split(80, 4, 3));
   // plan then ranks the published GB200 layout of Megatron-Bridge 26.02 (tp 1, pp 4 x vpp 4, ep
   // 64: ../shared/data/moe-blackwell/mbridge-2602.json) among what fits, with that split.
   const ModelSpec model = load_model("deepseek-v3");
@@ -483,6 +486,30 @@ TEST_CASE("search: Megatron-Core's recompute-module sets, as plan searches them"
   }
 }
 
+namespace {
+
+/// Llama 3 8B on 8 H100 (dgx-h100, profile h100), seq 8192, gbs 8, pinned to dp 4 tp 2 sp,
+/// mbs 1, ZeRO-1, with Megatron-Core's recompute-module sets searched: the case of the two
+/// recompute-module tests below.
+struct Llama8bOnEightH100 {
+  ModelSpec model = load_model("llama3-8b");
+  ClusterSpec cluster = load_cluster("dgx-h100");
+  Profile profile = load_profile("h100");
+  TrainingSetup setup = test::megatron_setup(8192);
+  SearchRequest request() const {
+    SearchRequest r(model, cluster, profile, setup, 8, 8);
+    r.pins.dp = 4;
+    r.pins.tp = 2;
+    r.pins.mbs = 1;
+    r.pins.zero = 1;
+    r.pins.sp = true;
+    r.recompute_module_sets = searched_recompute_module_sets(model, setup);
+    return r;
+  }
+};
+
+}  // namespace
+
 TEST_CASE("search: selective recompute of the MLP fits where core_attn does not, and beats full",
           "[search]") {
   // Llama 3 8B on 8 H100, dp 4 tp 2 sp, ZeRO-1, seq 8192, mbs 1, gbs 8 (meshplan ledger): the
@@ -492,22 +519,13 @@ TEST_CASE("search: selective recompute of the MLP fits where core_attn does not,
   // swiglu.input 7.000 and fc2.input 3.500 GiB over the 32 layers = 11.5 GiB; adds the one
   // layer's recompute.working_set 0.359 GiB; the allocator fragmentation, a share of the
   // activations, falls from 2.708 to 2.151 GiB: 57.878 - 11.5 + 0.359 - 0.557 = 46.180) and
-  // 41.62 GiB with full. A 28 GiB reserve leaves 53.6 GiB (79.6 - 28, times the fitted ledger
-  // bias): none and core_attn do not fit, mlp and full do. mlp reruns fc1, the SwiGLU and fc2
-  // (0.132 s a step), full the whole layer forward, attention and its collectives included
-  // (0.250 s): selective mlp wins, 0.980 s against 1.098 s.
-  const ModelSpec model = load_model("llama3-8b");
-  const ClusterSpec cluster = load_cluster("dgx-h100");
-  const Profile profile = load_profile("h100");
-  const TrainingSetup setup = test::megatron_setup(8192);
-  SearchRequest request(model, cluster, profile, setup, 8, 8);
-  request.pins.dp = 4;
-  request.pins.tp = 2;
-  request.pins.mbs = 1;
-  request.pins.zero = 1;
-  request.pins.sp = true;
-  request.memory_reserve_bytes = 28 * kGiB;
-  request.recompute_module_sets = searched_recompute_module_sets(model, setup);
+  // 41.62 GiB with full. A 34 GiB reserve leaves 53.1 GiB ((79.6 - 34) x exp(0.152), the
+  // shipped h100's fitted ledger bias): none and core_attn do not fit, mlp and full do. mlp reruns
+  // fc1, the SwiGLU and fc2 (0.132 s a step), full the whole layer forward, attention and its
+  // collectives included (0.250 s): selective mlp wins, 0.980 s against 1.098 s.
+  const Llama8bOnEightH100 c;
+  SearchRequest request = c.request();
+  request.memory_reserve_bytes = 34 * kGiB;
   const SearchResult r = search_layouts(request);
   CHECK(r.space == 4);  // none, selective core_attn, selective mlp, full
   CHECK(r.usable_bytes > 46.2 * kGiB);
@@ -522,9 +540,9 @@ TEST_CASE("search: selective recompute of the MLP fits where core_attn does not,
   CHECK(r.ranked[1].peak_bytes / kGiB == Approx(41.62).margin(0.005));
   CHECK(r.ranked[1].step_time_s == Approx(1.098).margin(0.0005));
   // The winner is its full estimate with those modules.
-  TrainingSetup with_mlp = setup;
+  TrainingSetup with_mlp = c.setup;
   with_mlp.recompute_modules = w.recompute_modules;
-  const StepEstimate e = estimate_step(model, w.layout, with_mlp, cluster, profile);
+  const StepEstimate e = estimate_step(c.model, w.layout, with_mlp, c.cluster, c.profile);
   CHECK(w.step_time_s == Approx(e.step_time_s).epsilon(1e-12));
   CHECK(w.peak_bytes == Approx(e.memory.peak_bytes).epsilon(1e-12));
 }
@@ -537,7 +555,7 @@ TEST_CASE("plan: the recompute modules searched reach the table, plan.json and t
   const std::vector<std::string> flags = {
       "plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus",           "8", "--dp",
       "4",    "--tp",    "2",         "--mbs",     "1",        "--zero",           "1", "--sp",
-      "on",   "--seq",   "8192",      "--gbs",     "8",        "--memory-reserve", "28"};
+      "on",   "--seq",   "8192",      "--gbs",     "8",        "--memory-reserve", "34"};
   std::vector<std::string> with_out = flags;
   with_out.insert(with_out.end(), {"--out", path});
   const test::CliResult r = test::run(with_out);
@@ -578,17 +596,8 @@ TEST_CASE("search: --objective memory ranks by memory the layouts within the tim
   // attention.softmax_lse, 0.016 GiB); selective mlp 0.980 s, 46.180 GiB; full 1.098 s,
   // 41.62 GiB. The fastest is none's 0.848 s; a tolerance t admits step times up to
   // 0.848 x (1 + t): 0.933 s at 0.1 (none and core_attn), 1.018 s at 0.2 (and mlp), all at 1000.
-  const ModelSpec model = load_model("llama3-8b");
-  const ClusterSpec cluster = load_cluster("dgx-h100");
-  const Profile profile = load_profile("h100");
-  const TrainingSetup setup = test::megatron_setup(8192);
-  SearchRequest request(model, cluster, profile, setup, 8, 8);
-  request.pins.dp = 4;
-  request.pins.tp = 2;
-  request.pins.mbs = 1;
-  request.pins.zero = 1;
-  request.pins.sp = true;
-  request.recompute_module_sets = searched_recompute_module_sets(model, setup);
+  const Llama8bOnEightH100 c;
+  SearchRequest request = c.request();
   request.objective = Objective::kMemory;
   const auto searched = [&](double tolerance) {
     request.time_tolerance = tolerance;

@@ -157,7 +157,7 @@ std::vector<const MemoryRun*> pointers(const std::vector<MemoryRun>& runs) {
 
 }  // namespace
 
-TEST_CASE("runs that all ran and measured no peak keep the held spread; the bias is fitted",
+TEST_CASE("runs that all ran and measured no peak keep the held spread, and the bias is fitted",
           "[oom][fit]") {
   // Ten megatron runs at 40..76 GiB of 80 GiB, all ran, no peak: the likelihood rises as the
   // spread narrows, so they do not identify it (issue 20).
@@ -191,7 +191,7 @@ TEST_CASE("runs that all ran and measured no peak keep the held spread; the bias
   CHECK(memory_outlook(185 * kGiB, 179 * kGiB, memory_rates(0, 0.1, 0.0059)).oom_risk < 2e-5);
 }
 
-TEST_CASE("measured peaks set the spread by their scatter; the pool is their root mean square",
+TEST_CASE("measured peaks set the spread by their scatter, and the pool is their root mean square",
           "[oom][fit]") {
   // Six hopper pytorch runs, two each at 40, 44 and 48 GiB of 80, measured at ledger x e^0.05
   // and x e^-0.05: with bias 0 and no per-token term, e_i^2 = 0.0025 each, sum 0.015 over 6 - 2

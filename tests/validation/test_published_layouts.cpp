@@ -68,6 +68,44 @@ TEST_CASE("an interleaved torchtitan run of unstated size takes torchtitan's def
   CHECK(found);
 }
 
+namespace {
+
+/// A published layout as plan sees it: its OOM risk with its row's settings (the case's setup)
+/// and whether plan's search, for the row's GPU count, global batch and precision, ranks it
+/// (the same degrees, micro-batch, ZeRO stage, recompute, sp and, for an MoE model, expert
+/// mesh and stage split).
+struct PublishedInPlan {
+  double oom_risk = 1;
+  bool ranked = false;
+};
+
+/// published_in_plan of `c`; `pin_pp`: search the published pipeline depth only (a search of
+/// one pp, for the large MoE searches). REQUIREs that the case's hardware is modelled.
+PublishedInPlan published_in_plan(const ValidationCase& c, bool pin_pp) {
+  const CaseHardware hw = case_hardware(c);
+  REQUIRE(hw.skip_reason.empty());
+  const Profile profile = load_profile(hw.profile);
+  PublishedInPlan out;
+  out.oom_risk =
+      estimate_step(c.model, c.layout, c.setup, hw.cluster, profile).memory.outlook.oom_risk;
+  SearchRequest request(c.model, hw.cluster, profile, c.setup, c.num_gpus, c.layout.gbs);
+  if (pin_pp) request.pins.pp = c.layout.pp;
+  request.top_k = std::numeric_limits<std::size_t>::max();
+  const SearchResult r = search_layouts(request);
+  const Layout& p = c.layout;
+  out.ranked = std::any_of(r.ranked.begin(), r.ranked.end(), [&](const Candidate& x) {
+    const Layout& l = x.layout;
+    const bool dense_same = l.dp == p.dp && l.tp == p.tp && l.pp == p.pp && l.cp == p.cp &&
+                            l.vpp == p.vpp && l.mbs == p.mbs && l.zero == p.zero &&
+                            l.recompute == p.recompute && l.sp == p.sp;
+    return dense_same &&
+           (!c.model.moe || (l.ep == p.ep && l.etp == p.etp && l.stage_layers == p.stage_layers));
+  });
+  return out;
+}
+
+}  // namespace
+
 TEST_CASE("the dense Megatron-Bridge layouts are feasible and plan ranks them",
           "[validation][search][moe-blackwell]") {
   // Issue 20's acceptance on the dense rows of ../shared/data/moe-blackwell (Llama 3 8B, 70B,
@@ -83,21 +121,9 @@ TEST_CASE("the dense Megatron-Bridge layouts are feasible and plan ranks them",
          load_validation_file(std::string(MESHPLAN_SHARED_DATA) + "/moe-blackwell/" + f)) {
       if (c.model.moe || !c.skip_reason.empty()) continue;
       INFO(c.id);
-      const CaseHardware hw = case_hardware(c);
-      REQUIRE(hw.skip_reason.empty());
-      const Profile profile = load_profile(hw.profile);
-      const StepEstimate published = estimate_step(c.model, c.layout, c.setup, hw.cluster, profile);
-      CHECK(published.memory.outlook.oom_risk <= kDefaultMaxOomRisk);
-      SearchRequest request(c.model, hw.cluster, profile, c.setup, c.num_gpus, c.layout.gbs);
-      request.top_k = std::numeric_limits<std::size_t>::max();
-      const SearchResult r = search_layouts(request);
-      const auto same = [&](const Candidate& x) {
-        const Layout& l = x.layout;
-        return l.dp == c.layout.dp && l.tp == c.layout.tp && l.pp == c.layout.pp &&
-               l.cp == c.layout.cp && l.vpp == c.layout.vpp && l.mbs == c.layout.mbs &&
-               l.zero == c.layout.zero && l.recompute == c.layout.recompute && l.sp == c.layout.sp;
-      };
-      CHECK(std::any_of(r.ranked.begin(), r.ranked.end(), same));
+      const PublishedInPlan p = published_in_plan(c, false);
+      CHECK(p.oom_risk <= kDefaultMaxOomRisk);
+      CHECK(p.ranked);
       ++checked;
     }
   }
@@ -131,24 +157,9 @@ TEST_CASE("issue 23's plans: the published DeepSeek-V3 and Qwen3-235B layouts ar
       }
       INFO(c.id);
       REQUIRE(c.skip_reason.empty());
-      const CaseHardware hw = case_hardware(c);
-      REQUIRE(hw.skip_reason.empty());
-      const Profile profile = load_profile(hw.profile);
-      const StepEstimate published = estimate_step(c.model, c.layout, c.setup, hw.cluster, profile);
-      CHECK(published.memory.outlook.oom_risk <= kDefaultMaxOomRisk);
-      SearchRequest request(c.model, hw.cluster, profile, c.setup, c.num_gpus, c.layout.gbs);
-      request.pins.pp = c.layout.pp;  // the published pipeline depth: a search of one pp
-      request.top_k = std::numeric_limits<std::size_t>::max();
-      const SearchResult r = search_layouts(request);
-      const auto same = [&](const Candidate& x) {
-        const Layout& l = x.layout;
-        return l.dp == c.layout.dp && l.tp == c.layout.tp && l.pp == c.layout.pp &&
-               l.cp == c.layout.cp && l.ep == c.layout.ep && l.etp == c.layout.etp &&
-               l.vpp == c.layout.vpp && l.mbs == c.layout.mbs && l.zero == c.layout.zero &&
-               l.recompute == c.layout.recompute && l.sp == c.layout.sp &&
-               l.stage_layers == c.layout.stage_layers;
-      };
-      CHECK(std::any_of(r.ranked.begin(), r.ranked.end(), same));
+      const PublishedInPlan p = published_in_plan(c, true);
+      CHECK(p.oom_risk <= kDefaultMaxOomRisk);
+      CHECK(p.ranked);
       ++checked;
     }
   }
