@@ -176,7 +176,7 @@ class Worker {
     for (std::int64_t vpp : vpps) {
       // One layout per vpp whose remaining fields the loops below set (evaluate copies it only
       // into a ranked candidate): layers that do not split evenly over the pp x vpp (virtual)
-      // stages leave one fewer to the embedding's and the LM head's (default_stage_split).
+      // stages split as estimate splits them (planned_stage_split).
       Layout l = base;
       l.vpp = vpp;
       l.stage_layers =
