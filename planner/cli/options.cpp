@@ -217,8 +217,10 @@ void add_recompute_module_options(CLI::App& cmd, std::vector<std::string>& modul
   cmd.add_option("--recompute-modules", modules,
                  "With --recompute selective, the modules recomputed, as Megatron-Core's "
                  "--recompute-modules: core_attn mla_up_proj layernorm moe_act mlp moe "
-                 "shared_experts (default: " +
+                 "shared_experts, space- or comma-separated as plan's table prints them "
+                 "(default: " +
                      modules_default + ")")
+      ->delimiter(',')
       ->check(CLI::IsMember(all_recompute_module_names()));
   cmd.add_option("--cpu-offload-layers", cpu_offload_layers,
                  "Activation CPU offloading of the first N layers, as Megatron-Core's "

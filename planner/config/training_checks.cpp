@@ -53,9 +53,15 @@ void apply_recompute_settings(const std::vector<std::string>& modules,
     throw InputError(names.at(names.cpu_offload_layers, layers) + ": " + problem);
   }
   if (!modules.empty()) {
-    if (setup.framework.selective != SelectivePolicy::kAttentionCore) {
-      throw InputError(names.at(names.recompute_modules) + ": Megatron-Core's modules; framework " +
-                       setup.framework.name + "'s selective recompute is op-level (torchtitan)");
+    if (!setup.framework.recompute_modules) {
+      const std::string selective =
+          setup.framework.selective == SelectivePolicy::kAttentionCore
+              ? "'s selective recompute is core attention alone, with no module choice"
+              : "'s selective recompute is op-level (torchtitan)";
+      throw InputError(names.at(names.recompute_modules) +
+                       ": Megatron-Core's modules, taken by the megatron and nemo conventions "
+                       "(Megatron-LM d98e8a6 --recompute-modules); framework " +
+                       setup.framework.name + selective);
     }
     RecomputeModules set = RecomputeModules::none();
     for (const std::string& name : modules) set.add(*parse_recompute_module(name));

@@ -47,11 +47,12 @@ void check_moe_imbalance(double imbalance, const ModelSpec& model, const Setting
 /// Errors (InputError, named by `names`): modules given with offloading (Megatron-Core
 /// recomputes them under selective recompute and offloads only without recompute); offloading
 /// under a convention without Megatron-Core's (activation_offload_problem: deepspeed, fsdp,
-/// hf); modules given under a convention whose selective recompute is not Megatron-Core's
-/// (fsdp), or that the model cannot recompute (recompute_modules_problem); offloading of as
-/// many layers as the model has or more. Unknown module names are the caller's to refuse
-/// (parse_recompute_module is taken to succeed). pp and recompute are checked per layout
-/// (cpu_offload_problem, check_modules_recompute).
+/// hf); modules given under a convention that does not take Megatron-Core's --recompute-modules
+/// (FrameworkConvention::recompute_modules: all but megatron and nemo; fsdp's selective
+/// recompute is op-level, the others' core attention alone), or that the model cannot recompute
+/// (recompute_modules_problem); offloading of as many layers as the model has or more. Unknown
+/// module names are the caller's to refuse (parse_recompute_module is taken to succeed). pp and
+/// recompute are checked per layout (cpu_offload_problem, check_modules_recompute).
 void apply_recompute_settings(const std::vector<std::string>& modules,
                               std::int64_t cpu_offload_layers, const ModelSpec& model,
                               TrainingSetup& setup, const SettingNames& names);

@@ -19,7 +19,10 @@ namespace {
 
 /// A Blackwell GPU (the b200, gb200, b300 and gb300 presets), whose Transformer Engine fp8
 /// recipe is mxfp8.
-bool blackwell(const GpuSpec& gpu) { return gpu_generation(gpu.name) == "blackwell"; }
+bool blackwell(const GpuSpec& gpu) {
+  const std::optional<std::string> generation = gpu_generation(gpu.name);
+  return generation == "blackwell" || generation == "blackwell-ultra";
+}
 
 /// The model's RoPE scaling as Megatron-LM arguments (megatron/training/arguments.py):
 /// llama3 is --use-rope-scaling --rope-scaling-factor F, whose blend Megatron-Core fixes at

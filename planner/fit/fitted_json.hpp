@@ -17,7 +17,7 @@ namespace meshplan {
 nlohmann::json fitted_to_json(const FittedSection& fitted, const nlohmann::json& report = nullptr);
 
 /// Reads the section at `o`'s key "fitted" (`raw` is its JSON) of a profile of GPU `gpu`.
-/// Strict: "generation" that of `gpu` (gpu_generation; any of the four for a GPU without one),
+/// Strict: "generation" that of `gpu` (gpu_generation; any of the five for a GPU without one),
 /// every known family (framework_families) and no other, exactly the registry's parameters
 /// (fit_parameters) each within its bounds, interval ratios in (0, 100] with p10 <= p90 and cases
 /// >= 1, "report" an object when present (its FitRecord: fit_record_from_report). Throws InputError

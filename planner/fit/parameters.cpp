@@ -228,7 +228,8 @@ std::optional<std::string> gpu_generation(const std::string& gpu) {
   const auto starts = [&gpu](const char* prefix) { return gpu.rfind(prefix, 0) == 0; };
   if (starts("a100")) return "ampere";
   if (starts("h100") || starts("h200") || starts("h800")) return "hopper";
-  if (starts("b200") || starts("gb200") || starts("b300") || starts("gb300")) return "blackwell";
+  if (starts("b200") || starts("gb200")) return "blackwell";
+  if (starts("b300") || starts("gb300")) return "blackwell-ultra";
   if (starts("v100")) return "volta";
   return std::nullopt;
 }

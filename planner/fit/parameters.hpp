@@ -56,8 +56,15 @@ const ParameterSpec* find_parameter(const std::string& name);
 /// "other" (costmodel/fitted_rates.hpp framework_family).
 const std::vector<std::string>& framework_families();
 
-/// The GPU generation of a GPU preset name: "ampere" (a100-*), "hopper" (h100-*, h200,
-/// h800), "blackwell" (b200, gb200, b300, gb300), "volta" (v100-*); nullopt for others.
+/// The GPU generation of a GPU preset name, the unit `meshplan fit` fits its rates per: "ampere"
+/// (a100-*), "hopper" (h100-*, h200, h800: one GH100 chip), "blackwell" (b200, gb200),
+/// "blackwell-ultra" (b300, gb300), "volta" (v100-*); nullopt for others. Blackwell Ultra is its
+/// own chip, not Blackwell at another power limit: twice the SFU exponential rate that bounds
+/// attention's softmax (NVIDIA technical blog 'Making Softmax More Efficient with NVIDIA
+/// Blackwell Ultra', 2026: ~35% more FP8 attention forward throughput on GB300 than GB200) and
+/// 1.5x the NVFP4 rate (GB300 NVL72 datasheet); Megatron-Bridge's same layouts run 5-19% faster
+/// on GB300 than on GB200 (../shared/data/moe-blackwell: Llama 3 8B and 70B FP8), which one
+/// set of Blackwell rates left 17% too slow cross-validated (docs/validation.md).
 std::optional<std::string> gpu_generation(const std::string& gpu);
 
 /// The fitted rates with every parameter at its prior for `family`.

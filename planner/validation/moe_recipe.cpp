@@ -34,6 +34,21 @@ constexpr std::array<ReleasePreset, 10> kPresets2511 = {{
     {"DeepSeek-V3", "h100-sxm", true, true},
 }};
 
+/// release_recompute_modules's sources: v0.2.0 (7af9601c9)
+/// scripts/performance/configs/deepseek/workload_base_configs.py, one list per GPU for every
+/// precision's preset.
+struct ReleaseRecompute {
+  const char* model;
+  const char* gpu;
+  std::array<const char*, 2> modules;  ///< nullptr where the list is shorter
+};
+constexpr std::array<ReleaseRecompute, 4> kRecompute2511 = {{
+    {"DeepSeek-V3", "gb300", {"moe_act", nullptr}},
+    {"DeepSeek-V3", "gb200", {"mla_up_proj", nullptr}},
+    {"DeepSeek-V3", "b200", {"mla_up_proj", nullptr}},
+    {"DeepSeek-V3", "h100-sxm", {"mla_up_proj", "mlp"}},
+}};
+
 /// The v0.2.0 presets that set cpu_offloading_num_layers (nearest_preset_offload's sources).
 struct OffloadPreset {
   const char* name;
@@ -87,6 +102,20 @@ std::optional<PresetOffload> nearest_preset_offload(const std::string& notes, st
     if (name == p.name) return PresetOffload{name, p.layers};
   }
   return std::nullopt;
+}
+
+std::vector<std::string> release_recompute_modules(const std::string& notes,
+                                                   const std::string& model_name,
+                                                   const std::string& gpu) {
+  std::vector<std::string> names;
+  if (!contains(notes, "no perf-recipe preset") || !contains(notes, "NeMo 25.11")) return names;
+  for (const ReleaseRecompute& r : kRecompute2511) {
+    if (model_name != r.model || gpu != r.gpu) continue;
+    for (const char* m : r.modules) {
+      if (m != nullptr) names.emplace_back(m);
+    }
+  }
+  return names;
 }
 
 void apply_moe_recipe(const std::string& notes, const std::string& model_name,

@@ -35,6 +35,21 @@ void apply_moe_recipe(const std::string& notes, const std::string& model_name,
                       const std::string& gpu, TrainingSetup& setup,
                       std::vector<std::string>& assumptions);
 
+/// The recompute modules of a 25.11 row whose layout no preset of its release reproduces ("no
+/// perf-recipe preset" and "NeMo 25.11" in `notes`) under selective recompute, where every
+/// Megatron-Bridge v0.2.0 preset for the model (`model_name`, the published name) on the GPU
+/// (`gpu`, the preset name) sets the same list and the release's performance script runs them:
+/// DeepSeek-V3 alone (scripts/performance/configs/deepseek/deepseek_llm_pretrain.py sets
+/// recompute_granularity="selective"; workload_base_configs.py: DEEPSEEK_V3_GB300_* ["moe_act"],
+/// DEEPSEEK_V3_GB200_* and DEEPSEEK_V3_B200_* ["mla_up_proj"], DEEPSEEK_V3_H100_* ["mla_up_proj",
+/// "mlp"]). GPT-OSS's presets list modules too, but its script sets no granularity, so
+/// Megatron-Core recomputes nothing there; Qwen3's and Llama's list none. Empty otherwise (the
+/// notes' Megatron-Core default, core_attn). The names are Megatron-Core's
+/// (parse_recompute_module reads them). Raises nothing.
+std::vector<std::string> release_recompute_modules(const std::string& notes,
+                                                   const std::string& model_name,
+                                                   const std::string& gpu);
+
 /// A Megatron-Bridge v0.2.0 preset's activation CPU offloading (cpu_offloading_num_layers).
 struct PresetOffload {
   std::string preset;  ///< "LLAMA3_70B_GB200_FP8_CS_BASE_CONFIG"

@@ -541,8 +541,10 @@ std::optional<std::int64_t> stated_offload_layers(const std::string& notes) {
 /// recompute; unknown module names are listed and ignored) and "activation CPU offloading of N
 /// layers"; without the latter, and without recompute, a 25.11 row takes the offloading of the
 /// nearest preset its notes name where that differs from it in the global batch only
-/// (nearest_preset_offload, moe_recipe.hpp). A case whose notes state neither keeps the defaults
-/// ({core_attn}; no offloading).
+/// (nearest_preset_offload, moe_recipe.hpp); without the former, a 25.11 row no preset
+/// reproduces takes the modules every preset of its release sets for its model and GPU
+/// (release_recompute_modules, moe_recipe.hpp). A case whose notes state neither keeps the
+/// defaults ({core_attn}; no offloading).
 /// Offloading that Megatron-Core would refuse for the case's layout (cpu_offload_problem) becomes
 /// its skip_reason.
 void read_notes_settings(const std::string& notes, ValidationCase& c) {
@@ -550,11 +552,19 @@ void read_notes_settings(const std::string& notes, ValidationCase& c) {
   const std::size_t at = notes.find(key);
   const std::size_t close =
       at == std::string::npos ? std::string::npos : notes.find(']', at + key.size());
+  std::vector<std::string> listed;
+  std::string modules_whence = "the notes' recompute_modules";
   if (close != std::string::npos) {
-    const std::string list = notes.substr(at + key.size(), close - at - key.size());
+    listed = quoted_names(notes.substr(at + key.size(), close - at - key.size()));
+  } else if (c.layout.recompute == Recompute::kSelective) {
+    listed = release_recompute_modules(notes, c.model.name, c.gpu);
+    modules_whence = "not stated: what every Megatron-Bridge v0.2.0 preset for " + c.model.name +
+                     " on " + c.gpu + " sets";
+  }
+  if (!listed.empty()) {
     RecomputeModules modules = RecomputeModules::none();
     std::vector<std::string> unknown;
-    for (const std::string& name : quoted_names(list)) {
+    for (const std::string& name : listed) {
       if (const auto m = parse_recompute_module(name)) {
         modules.add(*m);
       } else {
@@ -570,11 +580,11 @@ void read_notes_settings(const std::string& notes, ValidationCase& c) {
                               std::string(to_string(c.layout.recompute)));
     } else if (const std::string problem = recompute_modules_problem(modules, c.model);
                !problem.empty()) {
-      c.assumptions.push_back("recompute_modules of the notes not applied: " + problem);
+      c.assumptions.push_back("recompute modules (" + modules_whence + ") not applied: " + problem);
     } else {
       c.setup.recompute_modules = modules;
-      std::string text = "recompute modules " + (names.empty() ? "(none)" : names) +
-                         " (the notes' recompute_modules)";
+      std::string text =
+          "recompute modules " + (names.empty() ? "(none)" : names) + " (" + modules_whence + ")";
       for (const std::string& n : unknown) text += "; " + n + " not modelled, ignored";
       c.assumptions.push_back(text);
     }

@@ -261,3 +261,41 @@ TEST_CASE("validate refuses a run id given twice, as fit does", "[bad_input][val
                      " (the same file, given twice); a run's id is unique across the files "
                      "(SCHEMA.md), and a run given twice would count twice: give each file once");
 }
+
+TEST_CASE("--recompute-modules only under the conventions that take Megatron-Core's modules",
+          "[bad_input][recompute_modules]") {
+  // FrameworkConvention::recompute_modules: megatron and nemo (Megatron-LM d98e8a6
+  // --recompute-modules). Megatron-DeepSpeed, Hugging Face, the textbook and the 2021-2023
+  // Megatron-LM recompute core attention alone under selective recompute; torchtitan (fsdp) by
+  // op. plan, estimate and ledger refuse the flag alike, before anything is written.
+  const std::string out = test::temp_dir() + "/never_modules.json";
+  const auto message = [](const std::string& framework, const std::string& selective) {
+    return "meshplan: error: --recompute-modules: Megatron-Core's modules, taken by the megatron "
+           "and nemo conventions (Megatron-LM d98e8a6 --recompute-modules); framework " +
+           framework + "'s selective recompute is " + selective + "\n";
+  };
+  const std::string core = "core attention alone, with no module choice";
+  for (const auto& [framework, expected] :
+       {std::pair<std::string, std::string>{"deepspeed", message("deepspeed", core)},
+        {"hf", message("hf", core)},
+        {"textbook", message("textbook", core)},
+        {"megatron-2023", message("megatron-2023", core)},
+        {"fsdp", message("fsdp", "op-level (torchtitan)")}}) {
+    for (const std::vector<std::string>& command :
+         {std::vector<std::string>{"plan", "--model", "llama3-8b", "--gpus", "8", "--out", out},
+          std::vector<std::string>{"estimate", "--model", "llama3-8b", "--recompute", "selective"},
+          std::vector<std::string>{"ledger", "--model", "llama3-8b"}}) {
+      INFO(framework << " " << command[0]);
+      const test::CliResult r =
+          test::run(test::with(command, {"--recompute-modules", "mlp", "--framework", framework}));
+      CHECK(r.exit_code == 2);
+      CHECK(r.out.empty());
+      CHECK(test::without_notes(r.err) == expected);
+    }
+  }
+  CHECK_FALSE(std::filesystem::exists(out));
+  // Under nemo the same flags run.
+  CHECK(test::run({"estimate", "--model", "llama3-8b", "--recompute", "selective",
+                   "--recompute-modules", "mlp", "--framework", "nemo"})
+            .exit_code == 0);
+}

@@ -397,6 +397,23 @@ TEST_CASE("estimate --recompute-modules and --cpu-offload-layers: plan.json and 
         nlohmann::json::parse(first.out)["peak_bytes"]);
   std::remove(plan.c_str());
 
+  // The modules as plan's table prints them ("selective(mla_up_proj,moe_act)"), comma-separated,
+  // are the modules given one by one: the same peak (DeepSeek-V3 on 1024 H100, tp 4 with sp as
+  // Megatron-Core needs it under MoE).
+  const std::vector<std::string> two = {
+      "estimate", "--model",     "deepseek-v3", "--cluster", "dgx-h100",
+      "--gpus",   "1024",        "--tp",        "4",         "--sp",
+      "--pp",     "8",           "--ep",        "16",        "--framework",
+      "nemo",     "--recompute", "selective",   "--json",    "--recompute-modules"};
+  const test::CliResult comma = test::run(test::with(two, {"mla_up_proj,moe_act"}));
+  const test::CliResult spaced = test::run(test::with(two, {"mla_up_proj", "moe_act"}));
+  REQUIRE(comma.exit_code == 0);
+  REQUIRE(spaced.exit_code == 0);
+  CHECK(nlohmann::json::parse(comma.out)["peak_bytes"] ==
+        nlohmann::json::parse(spaced.out)["peak_bytes"]);
+  CHECK(nlohmann::json::parse(comma.out)["peak_bytes"] !=
+        nlohmann::json::parse(test::run(test::with(two, {"mla_up_proj"})).out)["peak_bytes"]);
+
   // Megatron-Core's constraints, named: modules need selective recompute and a model that has
   // the module; offloading needs pp 1.
   const test::CliResult no_selective =

@@ -887,14 +887,14 @@ TEST_CASE(
   }
   SECTION("a shipped profile gives its own fit's figures, not another generation's") {
     // configs/profiles/b200.json fitted.report.errors: the three Megatron-Bridge containers,
-    // cross-validated 16.2% (mbridge-2509), 14.0% (-2511), 12.1% (-2602) -> "12-16%", the most
+    // cross-validated 12.6% (mbridge-2509), 11.7% (-2511), 8.5% (-2602) -> "9-13%", the most
     // on mbridge-2509; its report lists 10 files (the dense files for the interval).
     const test::CliResult r = test::run(
         {"plan", "--model", "llama3-8b", "--cluster", "dgx-b200", "--gpus", "8", "--top", "1"});
     REQUIRE(r.exit_code == 0);
     CHECK_THAT(r.out, Contains("The shipped profile b200 is fitted (meshplan fit) to published "
                                "runs, 10 files of ../shared/data; predicted by a fit that left "
-                               "each source out, their runs' step times were 12-16% off per "
+                               "each source out, their runs' step times were 9-13% off per "
                                "source on average (cross-validated; the most: mbridge-2509; "
                                "README, Validation)"));
   }

@@ -16,6 +16,7 @@
 #include "planner/config/profile_loader.hpp"
 #include "planner/fit/cross_validated_report.hpp"
 #include "planner/fit/fit_profile.hpp"
+#include "planner/fit/parameters.hpp"
 #include "tests/support/cli_runner.hpp"
 #include "tests/validation/thresholds.hpp"
 #include "tests/validation/validation_data.hpp"
@@ -245,4 +246,19 @@ TEST_CASE("validate --cross-validate: within the current bounds (thresholds.hpp)
   if (coverage < vt::kTargetMinIntervalCoverage || coverage > vt::kTargetMaxIntervalCoverage) {
     WARN("80% interval coverage " << fixed(100 * coverage, 1) << "%, issue 19's target 70-90%");
   }
+}
+
+TEST_CASE("fit: one GPU generation per chip, Blackwell Ultra its own", "[validation][fit]") {
+  // H100, H200 and H800 are one GH100 chip; B200 and GB200 one Blackwell chip; B300 and GB300
+  // Blackwell Ultra, with twice the SFU exponential rate and 1.5x the NVFP4 rate
+  // (planner/fit/parameters.hpp): its rates are fitted apart.
+  CHECK(gpu_generation("a100-80g") == "ampere");
+  CHECK(gpu_generation("h100-sxm") == "hopper");
+  CHECK(gpu_generation("h200") == "hopper");
+  CHECK(gpu_generation("h800") == "hopper");
+  CHECK(gpu_generation("b200") == "blackwell");
+  CHECK(gpu_generation("gb200") == "blackwell");
+  CHECK(gpu_generation("b300") == "blackwell-ultra");
+  CHECK(gpu_generation("gb300") == "blackwell-ultra");
+  CHECK_FALSE(gpu_generation("tpu-v4"));
 }

@@ -209,3 +209,49 @@ TEST_CASE("a 25.11 row takes its nearest preset's CPU offloading only where the 
       "tp=1 pp=1 cp=1 vp=None ep=1 mbs=4 gbs=128 fsdp=False)",
       8, eight));
 }
+
+TEST_CASE("a 25.11 DeepSeek-V3 row no preset reproduces takes its release's recompute modules",
+          "[validation][moe-blackwell][recompute_modules]") {
+  // Megatron-Bridge v0.2.0 (7af9601c9) scripts/performance/configs/deepseek/
+  // workload_base_configs.py: every DEEPSEEK_V3_GB200_* preset sets ["mla_up_proj"], every
+  // DEEPSEEK_V3_GB300_* ["moe_act"], every DEEPSEEK_V3_H100_* ["mla_up_proj", "mlp"], and
+  // deepseek_llm_pretrain.py sets recompute_granularity="selective".
+  const std::string no_preset =
+      "no perf-recipe preset for GB200/BF16 at Megatron-Bridge v0.2.0 reproduces this row's "
+      "printed layout; framework 'NeMo 25.11 container / Megatron-Bridge + Megatron-Core'";
+  CHECK(release_recompute_modules(no_preset, "DeepSeek-V3", "gb200") ==
+        std::vector<std::string>{"mla_up_proj"});
+  CHECK(release_recompute_modules(no_preset, "DeepSeek-V3", "gb300") ==
+        std::vector<std::string>{"moe_act"});
+  CHECK(release_recompute_modules(no_preset, "DeepSeek-V3", "h100-sxm") ==
+        std::vector<std::string>{"mla_up_proj", "mlp"});
+  // GPT-OSS's presets list ["layernorm", "moe_act"], but its script sets no granularity:
+  // Megatron-Core recomputes nothing, and nothing is borrowed.
+  CHECK(release_recompute_modules(no_preset, "GPT-OSS 120B", "gb200").empty());
+  // Another release's row, or a row a preset reproduces (its notes state its modules): none.
+  CHECK(release_recompute_modules("no perf-recipe preset ... NeMo 26.02", "DeepSeek-V3", "gb200")
+            .empty());
+  CHECK(release_recompute_modules("perf-recipe preset X matches ... NeMo 25.11", "DeepSeek-V3",
+                                  "gb200")
+            .empty());
+
+  // The rows themselves: the GB200 BF16 and GB300 MXFP8 rows (selective, no preset) take them;
+  // the B200 MTP row states its preset's list; GPT-OSS on B200 (recompute none) keeps none.
+  const std::string file = std::string(MESHPLAN_SHARED_DATA) + "/moe-blackwell/mbridge-2511.json";
+  std::map<std::string, ValidationCase> by_id;
+  for (ValidationCase& c : load_validation_file(file)) by_id.emplace(c.id, std::move(c));
+  const ValidationCase& gb200 = by_id.at("mbridge2511-gb200-deepseekv3-bf16-nomtp");
+  CHECK(recompute_module_names(gb200.setup.recompute_modules) ==
+        std::vector<std::string>{"mla_up_proj"});
+  CHECK(std::count(gb200.assumptions.begin(), gb200.assumptions.end(),
+                   "recompute modules mla_up_proj (not stated: what every Megatron-Bridge v0.2.0 "
+                   "preset for DeepSeek-V3 on gb200 sets)") == 1);
+  CHECK(recompute_module_names(
+            by_id.at("mbridge2511-gb300-deepseekv3-mxfp8-nomtp").setup.recompute_modules) ==
+        std::vector<std::string>{"moe_act"});
+  CHECK(recompute_module_names(
+            by_id.at("mbridge2511-b200-deepseekv3-mxfp8-mtp").setup.recompute_modules) ==
+        std::vector<std::string>{"mla_up_proj"});
+  CHECK(by_id.at("mbridge2511-b200-gpt-oss-120b-bf16").setup.recompute_modules ==
+        RecomputeModules());
+}
