@@ -100,7 +100,8 @@ FittedSection fitted_from_json(StrictObject& profile, const nlohmann::json& raw,
   if (raw.is_object() && raw.contains("report")) keys.push_back("report");
   StrictObject o = profile.object("fitted", keys);
   FittedSection f;
-  f.generation = o.choice("generation", {"ampere", "hopper", "blackwell", "blackwell-ultra", "volta"});
+  f.generation =
+      o.choice("generation", {"ampere", "hopper", "blackwell", "blackwell-ultra", "volta"});
   // meshplan fit fits the runs of the profile GPU's generation (fit_profile.cpp): rates of
   // another generation were fitted on other hardware.
   if (const std::optional<std::string> own = gpu_generation(gpu); own && *own != f.generation) {
