@@ -60,14 +60,14 @@ int parse_options(int argc, char** argv, Options& o, std::ostream& out, std::ost
                  "physical memory over its ranks; CUDA: the GPU's free memory)")
       ->check(non_empty("a model preset name (meshplan presets models) or a model file"));
   app.add_option("--tp", o.tp, "Tensor-parallel degree for --model's GEMMs")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1024}))
+      ->check(whole_up_to(1024))
       ->capture_default_str();
   app.add_option("--mbs", o.mbs, "Micro-batch size (sequences) for --model's GEMMs")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{65536}))
+      ->check(whole_up_to(65536))
       ->capture_default_str();
   app.add_option("--seq", o.seq,
                  "Sequence length (tokens) for --model's GEMMs (default: the model's)")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 24));
+      ->check(whole_up_to(std::int64_t{1} << 24));
   app.add_option("--watchdog-s", o.watchdog_s,
                  "Seconds a benchmark step may take before the job is aborted with a message "
                  "naming the rank that did not arrive (a dead or hung rank never hangs the others)")

@@ -1,6 +1,8 @@
 #include "common/flags.hpp"
 
 #include <cctype>
+#include <cerrno>
+#include <cfloat>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -36,19 +38,52 @@ std::string bound_text(double bound) {
   return s;
 }
 
+/// How a flag's text reads as a number.
+enum class Decimal {
+  kNumber,     ///< a finite decimal number, read as given
+  kUnderflow,  ///< decimal, but nonzero below the smallest normal double: read as another number
+  kNotOne,     ///< empty, not a number, not decimal, trailing text, NaN or beyond the double range
+};
+
+/// The end of the error for Decimal::kUnderflow.
+constexpr const char* kUnderflow =
+    ", whose magnitude is below double precision's smallest normal number (2.2e-308), so it "
+    "would be read as another number; give 0 or a number of magnitude 1e-300 or more";
+
+/// The one parse of a floating-point flag's text: sets `value` (strtod's) and says whether it
+/// is the number given. strtod sets ERANGE when a nonzero number falls below the smallest
+/// normal double (returning a subnormal or 0) or beyond the largest (returning HUGE_VAL).
+Decimal read_decimal(const std::string& text, double& value) {
+  if (text.empty() || !plain_decimal(text)) return Decimal::kNotOne;
+  char* end = nullptr;
+  errno = 0;
+  value = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || *end != '\0' || !std::isfinite(value)) return Decimal::kNotOne;
+  if (errno == ERANGE || (value != 0 && std::fabs(value) < DBL_MIN)) return Decimal::kUnderflow;
+  return Decimal::kNumber;
+}
+
 }  // namespace
 
 std::string number_in_problem(const std::string& text, double min, double max) {
-  char* end = nullptr;
-  const double value = text.empty() ? 0 : std::strtod(text.c_str(), &end);
+  const std::string expected =
+      "must be a number from " + bound_text(min) + " to " + bound_text(max);
+  double value = 0;
+  const Decimal read = read_decimal(text, value);
   // NaN fails every comparison, so a range check of the form `value < min || value > max`
-  // lets it through: finiteness is checked first, explicitly.
-  if (text.empty() || end == text.c_str() || *end != '\0' || !plain_decimal(text) ||
-      !std::isfinite(value) || value < min || value > max) {
-    return "must be a number from " + bound_text(min) + " to " + bound_text(max) + ", got " +
-           json_quoted(text);
+  // lets it through: read_decimal refuses it (and infinities) first, explicitly.
+  if (read == Decimal::kNotOne || value < min || value > max) {
+    return expected + ", got " + json_quoted(text);
   }
+  if (read == Decimal::kUnderflow) return expected + ", got " + json_quoted(text) + kUnderflow;
   return std::string();
+}
+
+double number_value(const std::string& flag, const std::string& text, double min, double max) {
+  if (const std::string problem = number_in_problem(text, min, max); !problem.empty()) {
+    throw InputError(flag + ": " + problem);
+  }
+  return std::strtod(text.c_str(), nullptr);
 }
 
 CLI::Validator number_in(double min, double max) {
@@ -63,12 +98,13 @@ CLI::Validator positive_up_to(double max) {
         if (text.empty() || !plain_decimal(text)) {
           return "must be a decimal number, got " + json_quoted(text);
         }
-        char* end = nullptr;
-        const double value = std::strtod(text.c_str(), &end);
-        if (end == text.c_str() || *end != '\0' || !std::isfinite(value) || !(value > 0) ||
-            value > max) {
-          return "must be a number > 0 and at most " + bound_text(max) + ", got " +
-                 json_quoted(text);
+        double value = 0;
+        const Decimal read = read_decimal(text, value);
+        const std::string expected = "must be a number > 0 and at most " + bound_text(max);
+        if (read == Decimal::kUnderflow)
+          return expected + ", got " + json_quoted(text) + kUnderflow;
+        if (read == Decimal::kNotOne || !(value > 0) || value > max) {
+          return expected + ", got " + json_quoted(text);
         }
         return std::string();
       },
@@ -99,21 +135,35 @@ CLI::Validator non_empty(const std::string& what) {
       "");  // no label: the help then reads "--model TEXT", not "--model TEXT:TEXT"
 }
 
-CLI::Validator whole_up_to(std::int64_t max) {
+CLI::Validator whole_in(std::int64_t min, std::int64_t max) {
   return CLI::Validator(
-      [max](std::string& text) -> std::string {
+      [min, max](std::string& text) -> std::string {
         if (text.empty() || !plain_decimal(text)) {
           return "must be a decimal whole number, got " + json_quoted(text);
         }
         char* end = nullptr;
         const long long value = std::strtoll(text.c_str(), &end, 10);
-        if (end == text.c_str() || *end != '\0' || value < 1 || value > max) {
-          return "must be a whole number from 1 to " + std::to_string(max) + ", got " +
-                 json_quoted(text);
+        if (end == text.c_str() || *end != '\0' || value < min || value > max) {
+          return "must be a whole number from " + std::to_string(min) + " to " +
+                 std::to_string(max) + ", got " + json_quoted(text);
         }
         return std::string();
       },
       "INT");
+}
+
+CLI::Validator whole_up_to(std::int64_t max) { return whole_in(1, max); }
+
+std::string empty_assignment_problem(const std::vector<std::string>& args) {
+  for (const std::string& arg : args) {
+    if (arg == "--") break;
+    if (arg.size() > 3 && arg.rfind("--", 0) == 0 && arg.find('=') == arg.size() - 1) {
+      const std::string flag = arg.substr(0, arg.size() - 1);
+      return json_quoted(arg) + ": the value after \"=\" is empty; give one (" + flag +
+             "=VALUE or " + flag + " VALUE), or leave the flag out";
+    }
+  }
+  return std::string();
 }
 
 }  // namespace meshplan

@@ -5,10 +5,12 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace meshplan {
 
-/// Accepts a finite number in (0, max] ("7e9"); the error says so in one line.
+/// Accepts a finite decimal number in (0, max] ("7e9"); the error says so in one line, and
+/// names an underflow ("1e-310", below the smallest normal double) as number_in does.
 CLI::Validator positive_up_to(double max);
 
 /// Accepts a decimal whole number from 1 to `max` (the check of every integer flag: "1.5" and
@@ -18,15 +20,28 @@ CLI::Validator positive_up_to(double max);
 /// int64; kMaxGbs (2^40) for the global batch.
 CLI::Validator whole_up_to(std::int64_t max);
 
+/// whole_up_to from `min` (0 for --zero, --cpu-offload-layers): "--zero: must be a whole number
+/// from 0 to 3, got "4""; "0x3" is refused as "must be a decimal whole number, got "0x3"".
+CLI::Validator whole_in(std::int64_t min, std::int64_t max);
+
 /// Accepts a finite decimal number in [min, max] (NaN, inf, octal and hex spellings refused):
 /// the check for every floating-point flag, in place of CLI::Range, which lets NaN through
 /// (every comparison with NaN is false). CLI11 names the flag: "--timeout-s: must be a number
 /// from 0.5 to 86400, got "nan"". Whole bounds are written in full (1000000), others in %g.
 CLI::Validator number_in(double min, double max);
 
-/// number_in's check of one value: "" when `text` is a finite decimal number in [min, max],
-/// else "must be a number from MIN to MAX, got "TEXT"".
+/// number_in's check of one value, the one parse of every floating-point flag: "" when `text`
+/// is a finite decimal number in [min, max] that a double holds as given, else "must be a
+/// number from MIN to MAX, got "TEXT"", followed for a nonzero magnitude below the smallest
+/// normal double (2.2e-308: "1e-310", "1e-400", which strtod reads as a subnormal or 0 and
+/// std::stod throws std::out_of_range for) by ", whose magnitude is below double precision's
+/// smallest normal number (2.2e-308), so it would be read as another number; give 0 or a number
+/// of magnitude 1e-300 or more".
 std::string number_in_problem(const std::string& text, double min, double max);
+
+/// The value of `text` for a flag read in a callback (where no validator converts it): throws
+/// InputError "FLAG: <number_in_problem>" when number_in_problem finds one, else returns it.
+double number_value(const std::string& flag, const std::string& text, double min, double max);
 
 /// An output file flag (--out, --trace, --report): refuses an empty path at parse time (CLI11
 /// names the flag: "--out: an empty path is never a valid output file; give a file name"), and
@@ -39,5 +54,12 @@ CLI::Validator output_file();
 /// value at parse time, which would otherwise fall back to the default silently. CLI11 names
 /// the flag: "--profile: is empty; expected <what>".
 CLI::Validator non_empty(const std::string& what);
+
+/// "" unless one of `args` (a command line without the program name; scanning stops at "--")
+/// is a long flag with an empty value after "=": CLI11 reads "--sp=" as "--sp" given without a
+/// value, which an optional-value flag takes as its default (on) where "--sp ''" is refused. Else
+/// the error: ""--sp=": the value after "=" is empty; give one (--sp=VALUE or --sp VALUE), or
+/// leave the flag out".
+std::string empty_assignment_problem(const std::vector<std::string>& args);
 
 }  // namespace meshplan

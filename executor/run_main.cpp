@@ -56,9 +56,8 @@ int parse_options(int argc, char** argv, Options& o, bool talk) {
       ->required()
       ->check(non_empty("a plan.json written by meshplan plan or estimate with --out"));
   app.add_option("--steps", o.steps, "Timed steps [count] (their mean is reported)")
-      ->check(CLI::Range(1, 100000));
-  app.add_option("--warmup", o.warmup, "Untimed warm-up steps [count]")
-      ->check(CLI::Range(0, 100000));
+      ->check(whole_up_to(100000));
+  app.add_option("--warmup", o.warmup, "Untimed warm-up steps [count]")->check(whole_in(0, 100000));
   app.add_option("--backend", o.backend,
                  "cuda (cuBLAS, our optimizer kernel, NCCL), cpu (Eigen, MPI) or auto (cuda "
                  "where every rank has a GPU)")

@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 
+#include "common/flags.hpp"
 #include "common/input_error.hpp"
 #include "planner/cli/commands.hpp"
 
@@ -79,6 +80,10 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     return kInputErrorExitCode;
   }
 
+  if (const std::string problem = empty_assignment_problem(args); !problem.empty()) {
+    err << "meshplan: error: " << problem << "\nRun with --help for the flags and their units.\n";
+    return kInputErrorExitCode;
+  }
   std::vector<std::string> storage = args;
   storage.insert(storage.begin(), "meshplan");
   std::vector<char*> argv;

@@ -24,6 +24,7 @@
 #include "planner/config/input_files.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
+#include "planner/config/size_bounds.hpp"
 #include "planner/plan/plan.hpp"
 #include "planner/plan/plan_file.hpp"
 #include "planner/report/step_report.hpp"
@@ -151,7 +152,7 @@ CommandAction add_estimate_command(CLI::App& app) {
   cmd->add_option("--gpus", o->gpus,
                   "GPUs [count], up to 1048576; beyond one node a multiple of the cluster's GPUs "
                   "per node, as plan takes (default: dp x tp x pp x cp)")
-      ->check(positive_up_to(1 << 20));
+      ->check(whole_up_to(kMaxGpus));
   add_framework_option(*cmd, o->in.framework);
   add_precision_option(*cmd, o->in.precision);
   add_layout_options(*cmd, o->layout);

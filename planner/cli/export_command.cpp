@@ -49,7 +49,10 @@ CommandAction add_export_command(CLI::App& app) {
   cmd->add_option("--framework-version", o->version,
                   "the framework version to write for; default the newest meshplan supports, "
                   "named in the output's first (comment) line. " +
-                      versions);
+                      versions)
+      ->check(non_empty(
+          "one of the versions that --help lists for the --format (leave the flag out for the "
+          "newest)"));
 
   return [o](std::ostream& out, std::ostream& err) {
     const std::optional<ExportFormat> format = parse_export_format(o->format);

@@ -310,7 +310,7 @@ CommandAction add_ledger_command(CLI::App& app) {
   cmd->add_option("--gpus", o->gpus,
                   "GPUs [count]: must equal dp x tp x pp x cp when a model is given (default: "
                   "dp x tp x pp x cp, 1 with --params)")
-      ->check(positive_up_to(1e9));
+      ->check(whole_up_to(1000000000));
   add_mfu_option(*cmd, o->mfu);
   add_layout_options(*cmd, o->layout);
   exclude_with_plan(*cmd, *plan,

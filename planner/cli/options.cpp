@@ -227,7 +227,7 @@ void add_recompute_module_options(CLI::App& cmd, std::vector<std::string>& modul
                  "--cpu-offloading --cpu-offloading-num-layers N: their saved activations go to "
                  "host memory over the GPU's host link (needs pp 1, recompute none and a "
                  "--framework with it: not deepspeed, fsdp or hf; default: 0, off)")
-      ->check(CLI::Range(std::int64_t{0}, kMaxLayers));
+      ->check(whole_in(0, kMaxLayers));
 }
 
 void add_moe_imbalance_option(CLI::App& cmd, double& imbalance) {
@@ -355,7 +355,7 @@ void add_layout_options(CLI::App& cmd, LayoutFlags& f) {
                  "ZeRO stage: 0 none, 1 optimizer states (Megatron distributed optimizer), 2 + "
                  "gradients, 3 + parameters (FSDP)")
       ->capture_default_str()
-      ->check(CLI::Range(0, 3));
+      ->check(whole_in(0, 3));
   cmd.add_option(
          "--recompute", f.recompute,
          "Activation recompute: none | selective (attention core) | full (layer input only)")

@@ -43,7 +43,7 @@ CLI::Validator oom_risk_limit() {
         if (std::string problem = number_in_problem(text, 0.0, 1.0); !problem.empty()) {
           return problem;
         }
-        const double risk = std::stod(text);
+        const double risk = std::strtod(text.c_str(), nullptr);  // checked just above
         if (risk > 0 && risk < 1) return std::string();
         return "is " + text +
                ", but a layout's OOM risk is never exactly 0 or 1 (a logistic of its ledger "
@@ -157,9 +157,16 @@ std::string no_valid_layout(const PlanOptions& o, const ModelSpec& model,
   return message;
 }
 
-/// Before the search: a plan that could not be written, or would replace an input, would be
-/// found in vain.
-void check_plan_output(const PlanOptions& o) {
+/// Before the search: a flag that would change nothing (--time-tolerance without --objective
+/// memory) is refused, and a plan that could not be written, or would replace an input, would
+/// be found in vain.
+void check_plan_flags(const PlanOptions& o) {
+  if (o.time_tolerance_given && o.objective != "memory") {
+    throw InputError(
+        "--time-tolerance: applies to --objective memory only (how much slower than "
+        "the fastest layout the least-memory one may be), and --objective is " +
+        o.objective + "; give --objective memory with it, or leave it out");
+  }
   if (o.out.empty()) return;
   require_distinct_files({{"--out", o.out, o.out}},
                          input_files({{PresetKind::kModel, "--model", o.in.model},
@@ -308,9 +315,10 @@ SearchRequest search_request(const PlanOptions& o, const Scenario& x, const Trai
                       : o.objective == "cost" ? Objective::kCost
                                               : Objective::kTime;
   request.time_tolerance = o.time_tolerance;
-  if (o.time_tolerance_given && request.objective != Objective::kMemory) {
-    notes.push_back(
-        "--time-tolerance: applies to --objective memory only; it changes nothing here");
+  if (request.objective == Objective::kCost) {
+    notes.push_back("--objective cost: at a fixed GPU count (--gpus " + std::to_string(o.gpus) +
+                    ") a layout's GPU-hours are the GPUs x its time to train the same tokens, so "
+                    "cost ranks the layouts exactly as --objective time does");
   }
   request.pareto = o.pareto;
   // Given, --tokens is used whatever the objective: the table lists each layout's GPU-hours
@@ -431,7 +439,7 @@ CommandAction add_plan_command(CLI::App& app) {
                         "meshplan-cluster/1 file"));
   cmd->add_option("--gpus", o->gpus, "GPUs [count], up to 1048576")
       ->required()
-      ->check(positive_up_to(1 << 20));
+      ->check(whole_up_to(kMaxGpus));
   cmd->add_option("--profile", o->in.profile,
                   "Profile preset (meshplan presets profiles) or profile.json (default: the "
                   "shipped one of the cluster's GPU)")
@@ -481,7 +489,7 @@ CommandAction add_plan_command(CLI::App& app) {
       "searched: with --framework megatron or nemo, core_attn and the sets Megatron-LM's docs "
       "use, mla_up_proj layernorm moe_act, then + mlp, then + moe, each cut to the modules "
       "that act on the model (README); other frameworks recompute selectively their own way");
-  cmd->add_option("--zero", o->zero, "Pin the ZeRO stage (0-3)")->check(CLI::Range(0, 3));
+  cmd->add_option("--zero", o->zero, "Pin the ZeRO stage (0-3)")->check(whole_in(0, 3));
   cmd->add_option("--recompute", o->recompute, "Pin recompute: none | selective | full")
       ->check(CLI::IsMember({"none", "selective", "full"}));
   add_on_off_option(*cmd, "--sp", "Pin sequence parallelism",
@@ -503,7 +511,7 @@ CommandAction add_plan_command(CLI::App& app) {
       ->check(number_in(0.0, 1024.0));
   cmd->add_option("--top", o->top, "Layouts to list")
       ->capture_default_str()
-      ->check(CLI::Range(1, 1000));
+      ->check(whole_in(1, 1000));
   cmd->add_option("--objective", o->objective,
                   "Rank by: time (step time) | memory (the least peak among the layouts within "
                   "--time-tolerance of the fastest) | cost (GPU-hours)")
@@ -512,7 +520,7 @@ CommandAction add_plan_command(CLI::App& app) {
   cmd->add_option(
          "--time-tolerance",
          [o](const CLI::results_t& values) {
-           o->time_tolerance = std::stod(values.front());
+           o->time_tolerance = number_value("--time-tolerance", values.front(), 0.0, 1000.0);
            o->time_tolerance_given = true;
            return true;
          },
@@ -521,6 +529,7 @@ CommandAction add_plan_command(CLI::App& app) {
          "layouts within it wins (default 0.1: within the step-time model's cross-validated error "
          "on published runs, which the table's caveat line gives; 1000 ranks every layout that "
          "fits by memory alone)")
+      ->type_name("FLOAT")
       ->default_str("0.1")
       ->check(number_in(0.0, 1000.0));
   cmd->add_option("--tokens", o->tokens,
@@ -536,7 +545,7 @@ CommandAction add_plan_command(CLI::App& app) {
       ->check(output_file());
 
   return [o](std::ostream& out, std::ostream& err) {
-    check_plan_output(*o);
+    check_plan_flags(*o);
     Scenario x = resolve_scenario(o->in, o->gpus);
     std::vector<std::string> notes = std::move(x.notes);
     const TrainingSetup setup = plan_setup(*o, x, notes);

@@ -299,3 +299,68 @@ TEST_CASE("--recompute-modules only under the conventions that take Megatron-Cor
                    "--recompute-modules", "mlp", "--framework", "nemo"})
             .exit_code == 0);
 }
+
+TEST_CASE("floating flags refuse numbers below the smallest normal double by name",
+          "[bad_input][flags]") {
+  // strtod reads 1e-310 as a subnormal and 1e-400 as 0 (ERANGE); std::stod threw
+  // std::out_of_range for both, which ended plan with an uncaught exception.
+  const std::string underflow =
+      ", whose magnitude is below double precision's smallest normal number (2.2e-308), so it "
+      "would be read as another number; give 0 or a number of magnitude 1e-300 or more";
+  const std::vector<std::string> plan = {"plan", "--model", "llama3-8b", "--gpus", "8"};
+  for (const std::string value : {"1e-310", "1e-400"}) {
+    expect_refused(
+        test::with(plan, {"--objective", "memory", "--time-tolerance", value}),
+        "--time-tolerance: must be a number from 0 to 1000, got \"" + value + "\"" + underflow);
+    expect_refused(
+        test::with(plan, {"--max-oom-risk", value}),
+        "--max-oom-risk: must be a number from 0 to 1, got \"" + value + "\"" + underflow);
+    expect_refused(
+        test::with(plan, {"--memory-reserve", value}),
+        "--memory-reserve: must be a number from 0 to 1024, got \"" + value + "\"" + underflow);
+  }
+}
+
+TEST_CASE("--time-tolerance without --objective memory is refused; cost notes it ranks as time",
+          "[bad_input][flags]") {
+  const std::vector<std::string> plan = {"plan", "--model", "llama3-8b", "--gpus", "8"};
+  for (const std::string objective : {"time", "cost"}) {
+    expect_refused(test::with(plan, {"--objective", objective, "--time-tolerance", "0.2"}),
+                   "--time-tolerance: applies to --objective memory only (how much slower than "
+                   "the fastest layout the least-memory one may be), and --objective is " +
+                       objective + "; give --objective memory with it, or leave it out");
+  }
+  expect_refused(test::with(plan, {"--time-tolerance", "0.2"}),
+                 "--time-tolerance: applies to --objective memory only");
+  const test::CliResult cost = test::run(test::with(plan, {"--objective", "cost", "--top", "1"}));
+  REQUIRE(cost.exit_code == 0);
+  CHECK_THAT(cost.err, Contains("note: --objective cost: at a fixed GPU count (--gpus 8) a "
+                                "layout's GPU-hours are the GPUs x its time to train the same "
+                                "tokens, so cost ranks the layouts exactly as --objective time "
+                                "does"));
+}
+
+TEST_CASE("every integer flag is decimal only, and --flag= with an empty value is refused",
+          "[bad_input][flags]") {
+  const std::vector<std::string> plan = {"plan", "--model", "llama3-8b", "--gpus", "8"};
+  for (const auto& [flag, value] : {std::pair<std::string, std::string>{"--zero", "0x3"},
+                                    {"--top", "0x5"},
+                                    {"--cpu-offload-layers", "0x10"},
+                                    {"--tp", "0x2"}}) {
+    expect_refused(test::with(plan, {flag, value}),
+                   flag + ": must be a decimal whole number, got \"" + value + "\"");
+  }
+  expect_refused(test::with(plan, {"--zero", "4"}),
+                 "--zero: must be a whole number from 0 to 3, got \"4\"");
+  expect_refused(test::with(plan, {"--sp="}),
+                 "\"--sp=\": the value after \"=\" is empty; give one (--sp=VALUE or --sp VALUE), "
+                 "or leave the flag out");
+  expect_refused(test::with(plan, {"--sp", ""}), "--sp: empty value");
+}
+
+TEST_CASE("export refuses an empty --framework-version", "[bad_input][exports]") {
+  const std::string plan = nemo_plan("version.json", {});
+  expect_refused({"export", plan, "--format", "megatron", "--framework-version", ""},
+                 "--framework-version: is empty; expected one of the versions that --help lists "
+                 "for the --format (leave the flag out for the newest)");
+}

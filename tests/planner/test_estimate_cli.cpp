@@ -203,7 +203,7 @@ TEST_CASE("estimate refuses what it cannot estimate", "[estimate]") {
   // The GPU-count bound 2^20 = 1048576 is printed in full, not as 1.04858e+06.
   const test::CliResult many = test::run({"estimate", "--model", "llama3-8b", "--gpus", "1048577"});
   CHECK(many.exit_code == 2);
-  CHECK_THAT(many.err, Catch::Contains("--gpus: must be a number > 0 and at most 1048576, got "
+  CHECK_THAT(many.err, Catch::Contains("--gpus: must be a whole number from 1 to 1048576, got "
                                        "\"1048577\""));
 }
 

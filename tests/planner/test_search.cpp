@@ -648,8 +648,9 @@ TEST_CASE("plan: --objective memory says what it ranked, and --time-tolerance is
   std::vector<std::string> bad = flags;
   bad.insert(bad.end(), {"--time-tolerance", "-0.1"});
   CHECK(test::run(bad).exit_code == 2);
-  // Under the time objective it changes nothing, and says so.
+  // Under the time objective it would change nothing: refused (test_bad_input.cpp).
   const test::CliResult t =
       test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--time-tolerance", "0.2"});
+  CHECK(t.exit_code == 2);
   CHECK_THAT(t.err, Catch::Contains("--time-tolerance: applies to --objective memory only"));
 }
