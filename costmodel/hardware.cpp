@@ -39,4 +39,19 @@ std::string node_count_problem(const ClusterSpec& cluster, std::int64_t gpus) {
          " or " + std::to_string((gpus / g + 1) * g);
 }
 
+std::string nvlink_domain_problem(std::int64_t domain, std::int64_t gpus_per_node) {
+  const std::int64_t node = gpus_per_node;
+  if (domain % node == 0 || node % domain == 0) return "";
+  std::int64_t lower = domain / node * node, upper = lower + node;  // multiples, domain > node
+  if (domain < node) {  // divisors of the node around domain
+    lower = domain;
+    while (node % lower != 0) --lower;
+    upper = domain;
+    while (node % upper != 0) ++upper;
+  }
+  return "must be a multiple or a divisor of gpus_per_node (" + std::to_string(node) + "), got " +
+         std::to_string(domain) + "; nearest: " + std::to_string(lower) + " or " +
+         std::to_string(upper);
+}
+
 }  // namespace meshplan

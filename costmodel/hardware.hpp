@@ -67,4 +67,13 @@ struct ClusterSpec {
 /// Precondition: gpus >= 1, cluster.gpus_per_node >= 1.
 std::string node_count_problem(const ClusterSpec& cluster, std::int64_t gpus);
 
+/// "" when an NVLink domain of `domain` GPUs is a multiple or a divisor of `gpus_per_node`
+/// (whole nodes per domain, as NVL72 racks of 4-GPU trays, or whole domains per node, as
+/// HGX boards of two 4-GPU domains); else why not, with the nearest sizes that are: "must be a
+/// multiple or a divisor of gpus_per_node (4), got 5; nearest: 4 or 8". A domain that splits
+/// a node unevenly has no place in the cost model's tiers (placement.cpp places groups by rank
+/// in whole domains). The one rule of cluster files (nvlink_domain_size) and validation files
+/// (hardware.nvlink_domain); callers name the file and key. Precondition: both >= 1.
+std::string nvlink_domain_problem(std::int64_t domain, std::int64_t gpus_per_node);
+
 }  // namespace meshplan

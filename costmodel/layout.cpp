@@ -8,6 +8,16 @@
 
 namespace meshplan {
 
+std::optional<std::int64_t> degree_product_within(std::initializer_list<std::int64_t> degrees,
+                                                  std::int64_t limit) {
+  std::int64_t product = 1;
+  for (const std::int64_t degree : degrees) {
+    if (degree < 1 || degree > limit / product) return std::nullopt;
+    product *= degree;
+  }
+  return product;
+}
+
 const char* to_string(Recompute recompute) {
   switch (recompute) {
     case Recompute::kNone:

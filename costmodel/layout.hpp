@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <vector>
@@ -112,6 +113,8 @@ struct Layout {
   /// model; Megatron's default for an MoE model is tp).
   std::int64_t etp = 1;
 
+  /// dp x tp x pp x cp. Precondition: the product fits in int64 (degree_product_within says
+  /// whether it is at most a bound without overflowing; the readers refuse larger ones).
   std::int64_t gpus() const { return dp * tp * pp * cp; }
   /// Expert data-parallel degree: tp x cp x dp / (ep x etp), the ranks one expert shard is
   /// replicated over (its gradients are reduced and its optimizer states sharded over them).
@@ -120,6 +123,14 @@ struct Layout {
   /// Micro-batches per step per pipeline: gbs / (dp x mbs).
   std::int64_t microbatches() const { return gbs / (dp * mbs); }
 };
+
+/// The product of `degrees` when it is at most `limit` (>= 1), else nullopt (also for a degree
+/// < 1). Each
+/// partial product is compared with limit / next degree before the multiplication, so no step
+/// overflows int64 whatever the degrees (dp 2^24 x tp 2 x pp 2^15 x cp 2^23 wraps int64 to
+/// -2^63; a product wrapping to exactly 1 would pass an "equals --gpus 1" check).
+std::optional<std::int64_t> degree_product_within(std::initializer_list<std::int64_t> degrees,
+                                                  std::int64_t limit);
 
 /// The rules a layout can break, one bit each in layout_problem_mask().
 enum class LayoutProblem : unsigned {

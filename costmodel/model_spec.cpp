@@ -1,5 +1,6 @@
 #include "costmodel/model_spec.hpp"
 
+#include <cstdio>
 #include <tuple>
 #include <utility>
 
@@ -88,6 +89,48 @@ std::optional<ModelProblem> model_structure_problem(const ModelSpec& m, HeadDimS
   return std::nullopt;
 }
 
+namespace {
+
+/// The parameters of `m`'s weight matrices, summed in double so that no product overflows
+/// (count_params sums them in int64): attention (MLA's down and up projections, or the
+/// query, key, value and output projections), the dense MLP (2 or 3 matrices of h x f), each
+/// MoE layer's router and routed and shared experts, the embedding, an untied LM head and
+/// learned positions. Biases and norms are left out, so this is a lower bound of
+/// count_params(m).total (within h x (a few) per layer of it).
+double weight_matrix_params(const ModelSpec& m) {
+  const auto d = [](std::int64_t v) { return static_cast<double>(v); };
+  const double h = d(m.hidden_size), heads = d(m.num_attention_heads);
+  double attention = 0;
+  if (m.mla) {
+    const MlaSpec& a = *m.mla;
+    const double qk = d(a.qk_nope_head_dim + a.qk_rope_head_dim);
+    attention = (a.q_lora_rank > 0 ? h * d(a.q_lora_rank) + d(a.q_lora_rank) * heads * qk
+                                   : h * heads * qk) +
+                h * d(a.kv_lora_rank + a.qk_rope_head_dim) +
+                d(a.kv_lora_rank) * heads * d(a.qk_nope_head_dim + a.v_head_dim) +
+                heads * d(a.v_head_dim) * h;
+  } else {
+    attention = h * d(m.head_dim) * (2 * heads + 2 * d(m.num_kv_heads));
+  }
+  const double matrices = m.ffn_type == FfnType::kSwiglu ? 3 : 2;
+  const double moe_layers = d(moe_layer_count(m));
+  double moe = 0;
+  if (m.moe) {
+    moe =
+        h * d(m.moe->num_experts) + matrices * h *
+                                        (d(m.moe->num_experts) * d(m.moe->expert_ffn_hidden_size) +
+                                         d(m.moe->shared_expert_ffn_hidden_size));
+  }
+  const double vocab = d(m.vocab_size) * h;
+  return d(m.num_layers) * attention +
+         (d(m.num_layers) - moe_layers) * matrices * h * d(m.ffn_hidden_size) + moe_layers * moe +
+         vocab * (m.tied_embeddings ? 1 : 2) +
+         (m.position_embedding == PositionEmbedding::kLearned ? d(m.max_position_embeddings) * h
+                                                              : 0);
+}
+
+}  // namespace
+
 std::optional<ExtensionProblem> model_extension_problem(const ModelSpec& m) {
   const auto problem = [](std::string key, std::string message) {
     return std::optional<ExtensionProblem>(ExtensionProblem{std::move(key), std::move(message)});
@@ -156,6 +199,24 @@ std::optional<ExtensionProblem> model_extension_problem(const ModelSpec& m) {
                                          ") with MLA (each head has its own key and value), got " +
                                          text(m.num_kv_heads));
     }
+  }
+  if (const double params = weight_matrix_params(m); params > kMaxParams) {
+    char count[32];
+    std::snprintf(count, sizeof count, "%.3g", params);
+    std::string fields = "hidden_size " + text(m.hidden_size) + ", ffn_hidden_size " +
+                         text(m.ffn_hidden_size) + ", num_layers " + text(m.num_layers) +
+                         ", vocab_size " + text(m.vocab_size);
+    if (m.moe) {
+      fields += ", moe.num_experts " + text(m.moe->num_experts) + ", moe.expert_ffn_hidden_size " +
+                text(m.moe->expert_ffn_hidden_size) + " on " + text(moe_layer_count(m)) +
+                " MoE layers";
+    }
+    return problem(m.moe ? "moe.num_experts" : "hidden_size",
+                   std::string("the model has at least ") + count +
+                       " parameters (as meshplan reads it: " + fields +
+                       "), more than the 1e15 meshplan takes (kMaxParams: a thousand times the "
+                       "largest published models, below which every count, byte and FLOP "
+                       "stays exact in int64); give a model of at most 1e15 parameters");
   }
   return std::nullopt;
 }

@@ -180,6 +180,12 @@ std::int64_t padded_vocab_size(const ModelSpec& model);
 /// never the floor: 32001 at tp 8 is 4001 rows, not 4000. Precondition: tp >= 1.
 std::int64_t vocab_shard_size(const ModelSpec& model, std::int64_t tp);
 
+/// The most parameters a model may have: 1e15, a thousand times the largest published models
+/// (DeepSeek-V3 671B, Kimi K2 1T), so that every count (count_params), byte (16 bytes each) and
+/// FLOP stays well inside int64 and exact. Hugging Face configs of 2^20-wide layers with 2^20
+/// experts reach 3.5e21 per layer and wrapped int64. ledger --params takes the same bound.
+inline constexpr double kMaxParams = 1e15;
+
 /// The sizes of a ModelSpec a structural rule can blame (model_structure_problem).
 enum class ModelField {
   kNumLayers,
@@ -239,7 +245,10 @@ struct ExtensionProblem {
 /// (and shared_expert_gate only with shared experts); first_k_dense_layers < num_layers (some
 /// layer is MoE); with MLA head_dim = qk_nope_head_dim + qk_rope_head_dim and num_kv_heads =
 /// num_attention_heads (every head has its own key and value, DeepseekV3Attention);
-/// mtp_num_layers >= 0. Every model source calls it after model_structure_problem.
+/// mtp_num_layers >= 0; and last, the parameter count of the weight matrices, summed in
+/// double before count_params sums them in int64, at most kMaxParams (key "moe.num_experts" for
+/// an MoE model, else "hidden_size"; the message lists the sizes it comes from). Every model
+/// source calls it after model_structure_problem.
 std::optional<ExtensionProblem> model_extension_problem(const ModelSpec& model);
 
 /// The meshplan-model/1 key of `field` ("num_kv_heads"), which is also the ModelSpec member.

@@ -295,7 +295,7 @@ CommandAction add_ledger_command(CLI::App& app) {
   auto* params = cmd->add_option("--params", o->params,
                                  "Parameter count instead of a model, e.g. 7e9, from 1 to 1e15 "
                                  "(static memory and 6ND only)")
-                     ->check(number_in(1, 1e15));
+                     ->check(number_in(1, kMaxParams));
   model->excludes(params);
   params->excludes(model);
   cmd->add_option("--gpu", o->gpu, "GPU: a preset name (meshplan presets gpus) or a JSON file")

@@ -557,6 +557,14 @@ ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, cons
                               std::optional<std::int64_t> gpus) {
   ResolvedLayout r;
   Layout& l = r.layout;
+  l.tp = f.tp;
+  l.pp = f.pp;
+  l.cp = f.cp;
+  l.dp = std::max<std::int64_t>(f.dp, 1);  // the least dp the product can take, before any default
+  // Before anything multiplies the degrees (each up to 2^24, their product up to 2^96).
+  if (const std::string problem = gpu_count_problem(l); !problem.empty()) {
+    throw InputError("impossible layout: " + problem);
+  }
   if (f.dp > 0) {
     l.dp = f.dp;
   } else if (gpus && *gpus % (f.tp * f.pp * f.cp) == 0) {
@@ -573,9 +581,6 @@ ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, cons
           "parallelism)");
     }
   }
-  l.tp = f.tp;
-  l.pp = f.pp;
-  l.cp = f.cp;
   l.vpp = f.vpp;
   l.mbs = f.mbs;
   l.zero = f.zero;
@@ -692,10 +697,6 @@ ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, cons
                       (gpu.flash_attention ? "flash, " : "eager: no FlashAttention kernels on ") +
                       gpu.name + (gpu.flash_attention ? " has FlashAttention kernels" : "") +
                       "; set --attention)");
-  }
-  if (l.gpus() > kMaxGpus) {
-    throw InputError("impossible layout: dp x tp x pp x cp = " + std::to_string(l.gpus()) +
-                     " GPUs; meshplan plans for at most 1048576");
   }
   const bool eager = r.setup.attention == AttentionImpl::kEager;
   std::vector<std::string> problems = layout_problems(l, model, r.setup.seq, gpus, eager);

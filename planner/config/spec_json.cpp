@@ -84,10 +84,9 @@ ClusterSpec parse_cluster(const nlohmann::json& json, const std::string& file,
       bounded(scale_out, json.at("scale_out"), "nic_bandwidth_bytes_per_s", 1e8, true, 1e15,
               "a number of bytes/s per NIC, one direction, from 1e8 to 1e15");
   require_sources(o, {"intra_node", "scale_out"});
-  const std::int64_t domain = c.nvlink_domain_size, node = c.gpus_per_node;
-  if (domain % node != 0 && node % domain != 0) {
-    o.fail("nvlink_domain_size", "must be a multiple or a divisor of gpus_per_node (" +
-                                     std::to_string(node) + "), got " + std::to_string(domain));
+  if (const std::string problem = nvlink_domain_problem(c.nvlink_domain_size, c.gpus_per_node);
+      !problem.empty()) {
+    o.fail("nvlink_domain_size", problem);
   }
   return c;
 }

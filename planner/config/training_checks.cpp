@@ -3,8 +3,17 @@
 #include "common/format.hpp"
 #include "common/input_error.hpp"
 #include "costmodel/framework.hpp"
+#include "planner/config/size_bounds.hpp"
 
 namespace meshplan {
+
+std::string gpu_count_problem(const Layout& l) {
+  if (degree_product_within({l.dp, l.tp, l.pp, l.cp}, kMaxGpus)) return std::string();
+  const std::string most = std::to_string(kMaxGpus);
+  return "dp x tp x pp x cp = " + std::to_string(l.dp) + " x " + std::to_string(l.tp) + " x " +
+         std::to_string(l.pp) + " x " + std::to_string(l.cp) + " is more than the " + most +
+         " GPUs meshplan plans for; give degrees whose product is at most " + most;
+}
 
 SettingNames SettingNames::plan_file(const std::string& file) {
   SettingNames n;

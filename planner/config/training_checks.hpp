@@ -37,6 +37,14 @@ struct SettingNames {
   std::string at(const std::string& name, const std::string& value = "") const;
 };
 
+/// "" when the layout's dp x tp x pp x cp is at most kMaxGpus (size_bounds.hpp, 1048576: the
+/// most GPUs one plan holds, its process groups listing every rank), computed without
+/// overflowing int64 (degree_product_within); else what is wrong: "dp x tp x pp x cp = 16777216
+/// x 2 x 32768 x 8388608 is more than the 1048576 GPUs meshplan plans for; give degrees whose
+/// product is at most 1048576". The one check of the flags (resolve_layout), plan files and
+/// validation files, each naming where the degrees came from before it.
+std::string gpu_count_problem(const Layout& layout);
+
 /// Refuses an MoE load imbalance (TrainingSetup::moe_imbalance) other than 1 on a dense model,
 /// which has no experts to load, as --ep is refused there. Throws InputError ("--moe-imbalance
 /// 2: llama3-8b is a dense model (no experts); ... (leave --moe-imbalance out)").

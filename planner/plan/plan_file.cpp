@@ -564,19 +564,16 @@ Plan plan_from_json(const nlohmann::json& json, const std::string& file) {
                      "; the two must agree");
   }
 
-  // The GPU count before anything multiplies the degrees (each may be up to 2^24).
+  // The degrees' product before anything multiplies them (each may be up to 2^24).
+  if (const std::string problem = gpu_count_problem(layout); !problem.empty()) {
+    throw InputError(file + ": $.layout: " + problem);
+  }
   const std::int64_t gpus = o.positive_int("gpus", kMaxGpus);
-  const double product = static_cast<double>(layout.dp) * static_cast<double>(layout.tp) *
-                         static_cast<double>(layout.pp) * static_cast<double>(layout.cp);
-  if (product != static_cast<double>(gpus)) {
-    o.fail("gpus",
-           "is " + std::to_string(gpus) + " but the layout's dp x tp x pp x cp = " +
-               std::to_string(layout.dp) + " x " + std::to_string(layout.tp) + " x " +
-               std::to_string(layout.pp) + " x " + std::to_string(layout.cp) + " = " +
-               // An integer as one (not "8.0"); beyond 2^53 a double names it.
-               (product <= 9007199254740992.0 ? std::to_string(static_cast<std::int64_t>(product))
-                                              : nlohmann::json(product).dump()) +
-               "; the two must agree");
+  if (layout.gpus() != gpus) {
+    o.fail("gpus", "is " + std::to_string(gpus) + " but the layout's dp x tp x pp x cp = " +
+                       std::to_string(layout.dp) + " x " + std::to_string(layout.tp) + " x " +
+                       std::to_string(layout.pp) + " x " + std::to_string(layout.cp) + " = " +
+                       std::to_string(layout.gpus()) + "; the two must agree");
   }
   // Whole nodes beyond one, as plan and estimate take them (node_count_problem).
   if (const std::string problem = node_count_problem(cluster, gpus); !problem.empty()) {

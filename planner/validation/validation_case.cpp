@@ -21,6 +21,7 @@
 #include "planner/config/json_reader.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/size_bounds.hpp"
+#include "planner/config/training_checks.hpp"
 #include "planner/exports/pipeline_splits.hpp"
 #include "planner/validation/moe_recipe.hpp"
 #include "planner/validation/stated_settings.hpp"
@@ -663,6 +664,12 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
                                        std::to_string(c.gpus_per_node) +
                                        "); expected the GPUs of one NVLink domain, a node or more");
   }
+  if (c.nvlink_domain) {
+    if (const std::string problem = nvlink_domain_problem(*c.nvlink_domain, c.gpus_per_node);
+        !problem.empty()) {
+      hardware.fail("nvlink_domain", problem);
+    }
+  }
 
   StrictObject layout = o.object("layout", section_keys("layout"));
   Layout& l = c.layout;
@@ -670,6 +677,10 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
   l.tp = layout.positive_int("tp", kMaxDegree);
   l.pp = layout.positive_int("pp", kMaxDegree);
   l.cp = layout.positive_int("cp", kMaxDegree);
+  // Before anything multiplies the degrees (each up to 2^24, their product up to 2^96).
+  if (const std::string problem = gpu_count_problem(l); !problem.empty()) {
+    fail_case(file, index, c.id, "layout", problem);
+  }
   l.gbs = layout.positive_int("gbs", kMaxGbs);
   // SCHEMA.md: experts are sharded over ranks already counted in dp (x tp), so ep is no factor
   // of num_gpus; on a dense model it can only be 1.

@@ -364,3 +364,89 @@ TEST_CASE("export refuses an empty --framework-version", "[bad_input][exports]")
                  "--framework-version: is empty; expected one of the versions that --help lists "
                  "for the --format (leave the flag out for the newest)");
 }
+
+TEST_CASE("degrees whose product is beyond the GPU limit are refused before they wrap int64",
+          "[bad_input][layout]") {
+  // 32766 layers of width 64: a model every degree below fits. dp 2^24 x tp 2 x pp 2^15 x cp
+  // 2^23 = 2^63 wrapped int64 to -2^63 ("rank 0 outside [0, -9223372036854775808)", "Per-GPU
+  // ledger on -9223372036854775808 x h100-sxm").
+  const std::string model = test::write_temp_file(
+      "hf_deep.json",
+      R"({"model_type":"llama","hidden_size":64,"intermediate_size":64,"num_hidden_layers":32766,)"
+      R"("num_attention_heads":2,"num_key_value_heads":2,"vocab_size":64,)"
+      R"("max_position_embeddings":8192})");
+  const std::string refused =
+      "impossible layout: dp x tp x pp x cp = 16777216 x 2 x 32768 x 8388608 is more than the "
+      "1048576 GPUs meshplan plans for; give degrees whose product is at most 1048576";
+  for (const std::string command : {"estimate", "ledger"}) {
+    expect_refused({command, "--model", model, "--dp", "16777216", "--tp", "2", "--pp", "32768",
+                    "--cp", "8388608", "--seq", "16777216", "--gbs", "16777216"},
+                   refused);
+  }
+  // Without --dp: tp x pp x cp alone is beyond the limit (dp is at least 1).
+  expect_refused({"ledger", "--model", model, "--tp", "16777216", "--pp", "16777216", "--cp",
+                  "16777216", "--gpus", "1"},
+                 "dp x tp x pp x cp = 1 x 16777216 x 16777216 x 16777216 is more than the "
+                 "1048576 GPUs");
+  // A validation case, as a plan file (test_plan_file.cpp), names its JSON path.
+  nlohmann::json wide = test::validation_case_json();
+  wide["layout"]["dp"] = 16777216;
+  wide["layout"]["tp"] = 2;
+  wide["layout"]["pp"] = 32768;
+  wide["layout"]["cp"] = 8388608;
+  const std::string file = test::validation_file("wide.json", {wide});
+  expect_refused({"validate", file},
+                 file +
+                     ": $.cases[0].layout (case \"gpt22b\"): dp x tp x pp x cp = 16777216 x 2 "
+                     "x 32768 x 8388608 is more than the 1048576 GPUs meshplan plans for");
+}
+
+TEST_CASE("a validation file's NVLink domain follows the cluster files' rule",
+          "[bad_input][validate]") {
+  // nvlink_domain_size must be a multiple or a divisor of gpus_per_node (cluster files); the
+  // validation reader accepted 5 on nodes of 4 and 1000000 on nodes of 256 (3906.25 nodes).
+  for (const auto& [domain, node, nearest] :
+       {std::tuple<std::int64_t, std::int64_t, std::string>{5, 4, "4 or 8"},
+        {1000000, 256, "999936 or 1000192"}}) {
+    nlohmann::json c = test::validation_case_json();
+    c["hardware"]["gpus_per_node"] = node;
+    c["hardware"]["nvlink_domain"] = domain;
+    const std::string file = test::validation_file("nvlink.json", {c});
+    expect_refused({"validate", file},
+                   file +
+                       ": $.cases[0].hardware.nvlink_domain: must be a multiple or a divisor "
+                       "of gpus_per_node (" +
+                       std::to_string(node) + "), got " + std::to_string(domain) +
+                       "; nearest: " + nearest);
+  }
+}
+
+TEST_CASE("models beyond 1e15 parameters are refused before their counts overflow int64",
+          "[bad_input][model]") {
+  // Mixtral's layout at 2^20 wide with 2^20 experts: 32 layers x 2^20 experts x 3 x 2^20 x
+  // 2^20 = 1.11e20 parameters in the routed experts alone; the int64 count wrapped
+  // ("32 MoE of 3,458,768,362,113,335,296").
+  const std::string hf = test::write_temp_file(
+      "hf_mixtral_wide.json",
+      R"({"model_type":"mixtral","hidden_size":1048576,"intermediate_size":1048576,)"
+      R"("num_local_experts":1048576,"num_experts_per_tok":2,"num_hidden_layers":32,)"
+      R"("num_attention_heads":32,"num_key_value_heads":8,"vocab_size":32000,)"
+      R"("max_position_embeddings":32768,"rms_norm_eps":1e-5})");
+  expect_refused({"ledger", "--model", hf},
+                 hf + ": $.num_local_experts: the model has at least 1.11e+20 parameters (as "
+                      "meshplan reads it: hidden_size 1048576, ffn_hidden_size 1048576, "
+                      "num_layers 32, vocab_size 32000, moe.num_experts 1048576, "
+                      "moe.expert_ffn_hidden_size 1048576 on 32 MoE layers), more than the 1e15 "
+                      "meshplan takes");
+  // A dense meshplan-model/1 file: 1024 layers x (3 x 2^20 x 2^20 MLP + 4 x 2^20 x 2^20
+  // attention) = 7.9e15.
+  nlohmann::json model = nlohmann::json::parse(test::read_config("models/llama3-8b.json"));
+  model["hidden_size"] = 1048576;
+  model["num_attention_heads"] = 8192;
+  model["num_kv_heads"] = 8192;
+  model["ffn_hidden_size"] = 1048576;
+  model["num_layers"] = 1024;
+  const std::string file = test::write_temp_file("wide_model.json", model.dump());
+  expect_refused({"ledger", "--model", file},
+                 file + ": $.hidden_size: the model has at least 7.88e+15 parameters");
+}

@@ -433,6 +433,17 @@ TEST_CASE("a corrupt plan is refused with the file and the JSON path", "[plan_fi
     expect_plan_error(j, {"$.gpus: is 63 but the layout's dp x tp x pp x cp = 2 x 8 x 4 x 1 = "
                           "64; the two must agree"});
   }
+  SECTION("degrees whose product is beyond the GPU limit, or would wrap int64") {
+    nlohmann::json j = good;
+    // 2^24 x 2 x 2^15 x 2^23 = 2^63, -2^63 in int64; refused before it is multiplied out.
+    j["layout"]["dp"] = 16777216;
+    j["layout"]["tp"] = 2;
+    j["layout"]["pp"] = 32768;
+    j["layout"]["cp"] = 8388608;
+    expect_plan_error(j, {"plan.json: $.layout: dp x tp x pp x cp = 16777216 x 2 x 32768 x 8388608 "
+                          "is more than the 1048576 GPUs meshplan plans for; give degrees whose "
+                          "product is at most 1048576"});
+  }
   SECTION("a bad nested input") {
     nlohmann::json j = good;
     j["inputs"]["model"]["hidden_size"] = "8192";
