@@ -1,10 +1,12 @@
 // `meshplan presets [models|gpus|clusters|profiles] [--json]`: the shipped presets with their key
 // numbers, as tables or (--json) as one object of arrays in SI units (bytes, bytes/s, FLOP/s).
+#include <algorithm>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "common/format.hpp"
+#include "common/input_error.hpp"
 #include "costmodel/param_count.hpp"
 #include "costmodel/units.hpp"
 #include "planner/cli/commands.hpp"
@@ -157,18 +159,26 @@ CommandAction add_presets_command(CLI::App& app) {
   auto json = std::make_shared<bool>(false);
   CLI::App* cmd =
       app.add_subcommand("presets", "List the shipped presets (configs/) with their key numbers");
-  cmd->add_option("kind", *kind, "models | gpus | clusters | profiles (default: all four)")
-      ->check(CLI::IsMember({"models", "gpus", "clusters", "profiles"}));
+  CLI::Option* kind_option =
+      cmd->add_option("KIND", *kind, "models | gpus | clusters | profiles (default: all four)");
   cmd->add_flag("--json", *json,
                 "one JSON object: an array per kind (\"models\", \"gpus\", \"clusters\", "
                 "\"profiles\"), numbers in SI units (bytes, bytes/s, FLOP/s; peaks as a GPU file "
                 "writes them)");
-  return [kind, json](std::ostream& out, std::ostream& /*err*/) {
+  return [kind, json, kind_option](std::ostream& out, std::ostream& /*err*/) {
     const std::vector<std::pair<const char*, Listing (*)()>> kinds = {
         {"models", models_listing},
         {"gpus", gpus_listing},
         {"clusters", clusters_listing},
         {"profiles", profiles_listing}};
+    // Checked here rather than by CLI11, whose message would start "KIND: " and which skips an
+    // empty value (read as all four).
+    if (kind_option->count() > 0 &&
+        std::none_of(kinds.begin(), kinds.end(), [&](const auto& k) { return *kind == k.first; })) {
+      throw InputError("meshplan presets KIND: " + json_quoted(*kind) +
+                       " is not a kind; give one of models, gpus, clusters, profiles (or none "
+                       "for all four)");
+    }
     std::string text;
     nlohmann::json object = nlohmann::json::object();
     for (const auto& [name, listing] : kinds) {

@@ -17,6 +17,7 @@
 #include "common/input_error.hpp"
 #include "planner/cli/commands.hpp"
 #include "planner/config/input_files.hpp"
+#include "planner/config/presets.hpp"
 #include "planner/report/profile_report.hpp"
 #include "planner/report/svg_plot.hpp"
 
@@ -56,8 +57,18 @@ CommandAction add_profile_command(CLI::App& app) {
       "and HBM efficiencies, links, collective fits with their measured points, and the fitted "
       "parameters with their priors, bounds, runs and cross-validated errors); --svg DIR also "
       "draws busbw vs message size per collective and tier and GEMM efficiency vs size");
+  // The shipped presets, as `meshplan presets profiles` lists them ("a100, b200, ..."); where
+  // the presets folder is missing (the error of a command that reads it), that command's name.
+  std::string presets;
+  try {
+    for (const std::string& name : preset_names(PresetKind::kProfile)) {
+      presets += (presets.empty() ? "" : ", ") + name;
+    }
+  } catch (const InputError&) {
+    presets = "meshplan presets profiles lists them";
+  }
   show->add_option("profile", o->profile,
-                   "Profile preset name (h100, a100, h200) or path to a meshplan-profile/1 file")
+                   "Profile preset name (" + presets + ") or path to a meshplan-profile/1 file")
       ->required()
       ->check(non_empty("a profile preset name (meshplan presets profiles) or a profile.json "
                         "path"));

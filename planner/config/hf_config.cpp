@@ -109,7 +109,9 @@ class HfReader {
   /// The first present, non-null key of `names` (aliases of one size, as GPT2Config's n_embd
   /// and hidden_size), as a positive integer. Aliases that are both present must agree: two
   /// sizes for one dimension would leave the model to whichever key was read first.
-  std::optional<std::int64_t> positive_int(std::initializer_list<const char*> names) const {
+  /// `max`: the largest value taken (kMaxSize for widths, kMaxLayers for layer counts).
+  std::optional<std::int64_t> positive_int(std::initializer_list<const char*> names,
+                                           std::int64_t max = kMaxSize) const {
     std::optional<std::int64_t> found;
     const char* found_key = nullptr;
     for (const char* key : names) {
@@ -119,8 +121,8 @@ class HfReader {
       if (!v.is_number_integer() || v.get<std::int64_t>() <= 0) {
         fail(key, "must be a positive integer, got " + describe_json(v));
       }
-      if (v.get<std::int64_t>() > kMaxSize) {
-        fail(key, "must be at most " + std::to_string(kMaxSize) + ", got " + describe_json(v));
+      if (v.get<std::int64_t>() > max) {
+        fail(key, "must be at most " + std::to_string(max) + ", got " + describe_json(v));
       }
       if (found && *found != v.get<std::int64_t>()) {
         fail(key, "is " + describe_json(v) + ", but " + found_key + " is " +
@@ -136,8 +138,9 @@ class HfReader {
     return found;
   }
 
-  std::int64_t required_int(std::initializer_list<const char*> names) const {
-    if (auto v = positive_int(names)) return *v;
+  std::int64_t required_int(std::initializer_list<const char*> names,
+                            std::int64_t max = kMaxSize) const {
+    if (auto v = positive_int(names, max)) return *v;
     fail(*names.begin(), "missing; expected a positive integer (Hugging Face config key \"" +
                              std::string(*names.begin()) + "\")");
   }
@@ -752,7 +755,10 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
                      ", which holds a control character (newline, tab, ...); rename the folder");
   }
   m.hidden_size = r.required_int({gpt2 ? "n_embd" : "hidden_size", "hidden_size"});
-  m.num_layers = r.required_int({gpt2 ? "n_layer" : "num_hidden_layers", "num_hidden_layers"});
+  // At most kMaxLayers, the one bound of a layer count (the products the cost model forms stay
+  // inside int64, as meshplan-model/1's num_layers).
+  m.num_layers =
+      r.required_int({gpt2 ? "n_layer" : "num_hidden_layers", "num_hidden_layers"}, kMaxLayers);
   m.num_attention_heads =
       r.required_int({gpt2 ? "n_head" : "num_attention_heads", "num_attention_heads"});
   // LlamaConfig: num_key_value_heads defaults to num_attention_heads (multi-head attention).
@@ -924,10 +930,6 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
     m.dropout = r.any_dropout({"attention_dropout"});
   }
   // The products the cost model forms stay inside int64 (the meshplan-model/1 bounds).
-  if (m.num_layers > kMaxLayers) {
-    r.fail(gpt2 ? "n_layer" : "num_hidden_layers", "must be at most " + std::to_string(kMaxLayers) +
-                                                       ", got " + std::to_string(m.num_layers));
-  }
   if (m.num_attention_heads * m.head_dim > kMaxSize || m.ffn_hidden_size > kMaxSize) {
     r.fail(gpt2 ? "n_head" : "num_attention_heads",
            "heads x head_dim and the MLP width must each be at most " + std::to_string(kMaxSize));

@@ -22,6 +22,11 @@ namespace meshplan {
 
 namespace {
 
+/// "1 file", "2 files": a count with its noun.
+std::string counted(std::size_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
 constexpr const char* kRecordsSchema = "meshplan-calibration-records/1";
 constexpr std::size_t kWrapColumns = 96;
 
@@ -164,8 +169,9 @@ std::string fitted_header_text(const ProfileDocument& doc) {
   }
   std::string what = "to measured training runs";
   if (doc.fit_report && doc.fit_report->runs > 0) {
-    what = "to " + std::to_string(doc.fit_report->runs) + " measured training runs of " +
-           std::to_string(doc.fit_report->files.size()) + " files";
+    what = "to " +
+           counted(doc.fit_report->runs, "measured training run", "measured training runs") +
+           " of " + counted(doc.fit_report->files.size(), "file", "files");
   }
   return wrap("  fitted:      ",
               "yes, " + what +
@@ -187,14 +193,14 @@ std::string fitted_text(const ProfileDocument& doc) {
   if (report) {
     std::string files;
     for (const std::string& file : report->files) files += (files.empty() ? "" : ", ") + file;
-    out += wrap(
-        "  fit:   ",
-        std::to_string(report->runs) + " runs fitted of " + std::to_string(report->files.size()) +
-            " files (" + files + "), " + std::to_string(report->skipped) +
-            " runs of these files skipped (fitted.report.skipped says why)" +
-            (report->leave_out.empty()
-                 ? std::string()
-                 : "; cross-validated leaving one " + report->leave_out + " out at a time"));
+    out += wrap("  fit:   ",
+                counted(report->runs, "run", "runs") + " fitted of " +
+                    counted(report->files.size(), "file", "files") + " (" + files + "), " +
+                    counted(report->skipped, "run", "runs") +
+                    " of these files skipped (fitted.report.skipped says why)" +
+                    (report->leave_out.empty() ? std::string()
+                                               : "; cross-validated leaving one " +
+                                                     report->leave_out + " out at a time"));
   }
   Table t({"parameter", "family", "prior", "fitted", "bounds", "note"},
           {true, true, false, false, false, true});

@@ -450,3 +450,33 @@ TEST_CASE("models beyond 1e15 parameters are refused before their counts overflo
   expect_refused({"ledger", "--model", file},
                  file + ": $.hidden_size: the model has at least 7.88e+15 parameters");
 }
+
+TEST_CASE("a Hugging Face layer count states the one bound, 65536, whatever the value",
+          "[bad_input][model]") {
+  // 2000000 was refused as "at most 1048576" (the width bound) and 65537 as "at most 65536".
+  for (const std::string layers : {"65537", "2000000"}) {
+    const std::string hf = test::write_temp_file(
+        "hf_layers_" + layers + ".json",
+        R"({"model_type":"llama","hidden_size":64,"intermediate_size":64,"num_hidden_layers":)" +
+            layers +
+            R"(,"num_attention_heads":2,"num_key_value_heads":2,"vocab_size":64,)"
+            R"("max_position_embeddings":8192})");
+    expect_refused({"ledger", "--model", hf},
+                   hf + ": $.num_hidden_layers: must be at most 65536, got " + layers);
+  }
+}
+
+TEST_CASE("presets names its argument, and profile show's help lists the shipped profiles",
+          "[bad_input][presets]") {
+  for (const std::string kind : {"foo", ""}) {
+    expect_refused({"presets", kind}, "meshplan presets KIND: \"" + kind +
+                                          "\" is not a kind; give one of models, gpus, clusters, "
+                                          "profiles (or none for all four)");
+  }
+  const test::CliResult help = test::run({"profile", "show", "--help"});
+  REQUIRE(help.exit_code == 0);
+  CHECK_THAT(help.out,
+             Contains("Profile preset name (a100, b200, b300, gb200, gb300, h100, h200)"));
+  const test::CliResult plan = test::run({"plan", "--help"});
+  CHECK_THAT(plan.out, Contains("--time-tolerance FLOAT:NUMBER=0.1"));
+}

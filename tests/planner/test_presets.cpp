@@ -201,7 +201,8 @@ TEST_CASE("meshplan presets lists the profiles too, and the errors' hint runs", 
   CHECK_THAT(unknown.err, Catch::Contains("unknown profile preset \"h99\"; closest: \"h100\", "
                                           "\"h200\", \"a100\" (all: meshplan presets profiles;"));
   CHECK_THAT(test::run({"presets", "widgets"}).err,
-             Catch::Contains("kind: widgets not in {models,gpus,clusters,profiles}"));
+             Catch::Contains("meshplan presets KIND: \"widgets\" is not a kind; give one of "
+                             "models, gpus, clusters, profiles"));
 }
 
 TEST_CASE("meshplan presets clusters names each cluster's shipped profile, or none", "[presets]") {

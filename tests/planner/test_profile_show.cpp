@@ -179,7 +179,7 @@ TEST_CASE("profile show: the fitted section's parameters, intervals, runs and er
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::Contains("  fitted:      yes, to 3 measured training runs of 2 files "
                                     "(meshplan fit)"));
-  CHECK_THAT(r.out, Catch::Contains("  fit:   3 runs fitted of 2 files (a.json, b.json), 1 runs "
+  CHECK_THAT(r.out, Catch::Contains("  fit:   3 runs fitted of 2 files (a.json, b.json), 1 run "
                                     "of these files skipped"));
   CHECK_THAT(r.out, Catch::Contains("cross-validated leaving one study out at a time"));
   // Columns: prior, fitted, bounds (lower - upper), note.
