@@ -399,8 +399,26 @@ class HfReader {
 };
 
 /// A non-negative whole number under `key` (0 allowed: no shared experts, no dense prefix, no
-/// MTP), or `class_default` when absent or null.
-std::int64_t count_or(const HfReader& r, const char* key, std::int64_t class_default) {
+/// MTP), or `class_default` when absent. Null is refused: from_dict passes it to the config
+/// class as None, which replaces the class default, and the modeling code then multiplies or
+/// compares it (transformers 00b676f8, modeling_deepseek_v3.py DeepseekV3MoE:
+/// moe_intermediate_size * n_shared_experts; DeepseekV3DecoderLayer: layer_idx >=
+/// first_k_dense_replace; modeling_qwen2_moe.py: an MLP of shared_expert_intermediate_size)
+/// and fails: no meaning to read it as. num_nextn_predict_layers, which transformers does not
+/// read, is DeepSeek's count of MTP modules, whose null means none as little.
+std::int64_t count_or(const HfReader& r, const char* key, std::int64_t class_default,
+                      bool transformers_reads = true) {
+  if (r.present(key) && !r.value(key)) {
+    const std::string fallback = std::to_string(class_default);
+    r.fail(key, std::string("is null, ") +
+                    (transformers_reads
+                         ? "which Hugging Face transformers cannot build a model of (the config "
+                           "class takes None in place of its default " +
+                               fallback + ", and the modeling code multiplies or compares it)"
+                         : std::string("not a count (DeepSeek's key; transformers does not read "
+                                       "it)")) +
+                    "; give a whole number, or remove the key for the default " + fallback);
+  }
   const nlohmann::json* v = r.value(key);
   if (!v) return class_default;
   if (!v->is_number_integer() || v->get<std::int64_t>() < 0 || v->get<std::int64_t>() > kMaxSize) {
@@ -482,7 +500,7 @@ void read_moe_fields(const HfReader& r, const std::string& type, ModelSpec& m) {
     m.mla = a;
     // DeepSeek's config.json num_nextn_predict_layers (V3: 1; Kimi K2: 0); transformers builds
     // no MTP layer and ignores the key.
-    m.mtp_num_layers = count_or(r, "num_nextn_predict_layers", 0);
+    m.mtp_num_layers = count_or(r, "num_nextn_predict_layers", 0, false);
   } else {
     e.num_experts = qwen ? r.required_int({"num_experts"})
                          : r.required_int({"num_local_experts", "num_experts"});
@@ -1020,6 +1038,14 @@ std::vector<std::string> hf_config_notes(const nlohmann::json& config, const std
                     "model FLOPs (MFU) count full causal attention, as the frameworks' logs "
                     "do; the Megatron-LM export carries the window (--window-size), the others "
                     "do not");
+  }
+  // q_lora_rank null has transformers' own meaning (00b676f8, DeepseekV3Attention: "if
+  // self.q_lora_rank is None" builds one q_proj), read as such (MlaSpec::q_lora_rank 0): said.
+  if (model.mla && model.mla->q_lora_rank == 0 && config.contains("q_lora_rank")) {
+    notes.push_back(file +
+                    ": q_lora_rank null read as no query compression (one hidden x heads x "
+                    "qk_head_dim query projection), as transformers' DeepseekV3Attention builds it "
+                    "for None (DeepSeek-V2-Lite's config)");
   }
   return notes;
 }

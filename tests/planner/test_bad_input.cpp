@@ -3,6 +3,7 @@
 // exports, each setting the target framework cannot express named in a note on stderr.
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -479,4 +480,44 @@ TEST_CASE("presets names its argument, and profile show's help lists the shipped
              Contains("Profile preset name (a100, b200, b300, gb200, gb300, h100, h200)"));
   const test::CliResult plan = test::run({"plan", "--help"});
   CHECK_THAT(plan.out, Contains("--time-tolerance FLOAT:NUMBER=0.1"));
+}
+
+TEST_CASE("Hugging Face counts given as null are refused, q_lora_rank null is read with a note",
+          "[bad_input][model]") {
+  // transformers 00b676f8: DeepseekV3MoE multiplies moe_intermediate_size by n_shared_experts
+  // and DeepseekV3DecoderLayer compares layer_idx with first_k_dense_replace, so None fails
+  // there; null had been read as the class defaults 1 and 3.
+  const nlohmann::json config =
+      nlohmann::json::parse(std::ifstream(test::data_file("hf/deepseek-v3/config.json")));
+  for (const auto& [key, fallback] : {std::pair<std::string, std::string>{"n_shared_experts", "1"},
+                                      {"first_k_dense_replace", "3"}}) {
+    nlohmann::json c = config;
+    c[key] = nullptr;
+    const std::string file = test::write_temp_file("ds_null_" + key + ".json", c.dump());
+    expect_refused({"ledger", "--model", file},
+                   file + ": $." + key +
+                       ": is null, which Hugging Face transformers cannot build a model of (the "
+                       "config class takes None in place of its default " +
+                       fallback +
+                       ", and the modeling code multiplies or compares it); give a whole number, "
+                       "or remove the key for the default " +
+                       fallback);
+  }
+  nlohmann::json mtp = config;
+  mtp["num_nextn_predict_layers"] = nullptr;
+  const std::string mtp_file = test::write_temp_file("ds_null_mtp.json", mtp.dump());
+  expect_refused({"ledger", "--model", mtp_file},
+                 mtp_file +
+                     ": $.num_nextn_predict_layers: is null, not a count (DeepSeek's key; "
+                     "transformers does not read it); give a whole number, or remove the "
+                     "key for the default 0");
+  nlohmann::json q = config;
+  q["q_lora_rank"] = nullptr;
+  const std::string q_file = test::write_temp_file("ds_null_q.json", q.dump());
+  const test::CliResult r = test::run({"ledger", "--model", q_file});
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.err, Contains("note: " + q_file +
+                             ": q_lora_rank null read as no query compression (one hidden x "
+                             "heads x qk_head_dim query projection), as transformers' "
+                             "DeepseekV3Attention builds it for None"));
 }
