@@ -84,7 +84,12 @@ struct Export {
 ///     optimizer shards only optimizer states), --recompute-granularity (+ --recompute-method
 ///     uniform --recompute-num-layers 1 for full; --recompute-modules where the plan's are not
 ///     Megatron-Core's default core_attn), --cpu-offloading-num-layers (CPU offloading), batch
-///     sizes, the architecture, precision.
+///     sizes, the architecture, precision. Mixture-of-experts models with their router
+///     (--moe-router-score-function, --moe-router-num-groups / --moe-router-group-topk,
+///     --moe-router-topk-scaling-factor, --moe-router-enable-expert-bias: DeepSeek-V3), YaRN
+///     (--position-embedding-type yarn, or --rope-type yarn with MLA, --rotary-scaling-factor,
+///     --mscale, --mscale-all-dim, --yarn-*), attention sinks (--softmax-type learnable) and a
+///     window on every other layer (--window-attn-skip-freq 2: GPT-OSS).
 ///     An uneven split with vpp 1 as --decoder-first/last-pipeline-num-layers when only the
 ///     first and last stage differ from the rest. An uneven split with vpp > 1
 ///     (pp x vpp virtual stages) as --num-virtual-stages-per-pipeline-rank vpp with
