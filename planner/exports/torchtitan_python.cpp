@@ -154,7 +154,7 @@ Export export_torchtitan_python(const Plan& p, const FrameworkVersion& version) 
   t << "    config.parallelism.fsdp_reshard_after_forward = \""
     << (tl.reshard_never ? "never" : "default") << "\"\n";
   t << "    config.parallelism.tensor_parallel_degree = " << l.tp << "\n";
-  t << "    config.parallelism.enable_sequence_parallel = " << py_bool(l.sp || l.tp == 1) << "\n";
+  t << "    config.parallelism.enable_sequence_parallel = " << py_bool(l.sp) << "\n";
   t << "    config.parallelism.pipeline_parallel_degree = " << l.pp << "\n";
   t << "    config.parallelism.context_parallel_degree = " << l.cp << "\n";
   if (moe) t << "    config.parallelism.expert_parallel_degree = " << tl.ep << "\n";

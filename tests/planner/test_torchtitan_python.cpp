@@ -104,6 +104,8 @@ TEST_CASE("torchtitan main: fp8 as the rowwise float8 converter, tensorwise drop
   CHECK(noted(e, "fp8 tensorwise scaling"));
   CHECK(noted(e, "float8 all-gather of FSDP parameters"));  // shard degree 8 > 1
   CHECK_THAT(e.text, Contains("config.activation_checkpoint = None"));
+  // tp 1 without sp: sequence parallelism off, as planned (nothing to shard over).
+  CHECK_THAT(e.text, Contains("config.parallelism.enable_sequence_parallel = False\n"));
   // One node: the run_train.sh line.
   CHECK_THAT(e.text, Contains("NGPU=8 MODULE=meshplan_plan CONFIG=meshplan_llama3_8b"));
 }
