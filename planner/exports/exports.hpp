@@ -114,9 +114,11 @@ struct Export {
 ///     pipeline_parallel_layers_per_stage still keeps vpp stages per rank where one does).
 ///   torchtitan main (Python config): a module whose apply_plan(config) sets the same
 ///     parallelism fields on a baseline Trainer.Config (torchtitan's config_registry function
-///     for llama3-8b/70b/405b, else the user's), with replicate-only dp kept beside tp/pp
-///     (fully_shard over the replicate mesh runs there), enable_sequence_parallel, the pipeline
-///     micro-batches as num_pp_microbatches, the batch in tokens
+///     for llama3-8b/70b/405b, DeepSeek-V3 and the Qwen3 flavors that have one, else the user's; a
+///     model torchtitan defines, DeepSeek-V3 or Qwen3 dense and MoE, is built as its own package's
+///     flavor, with expert_parallel_degree for the MoE ones), with replicate-only dp kept beside
+///     tp/pp (fully_shard over the replicate mesh runs there), enable_sequence_parallel, the
+///     pipeline micro-batches as num_pp_microbatches, the batch in tokens
 ///     (num_tokens_per_microbatch_per_dp_rank, num_tokens_per_train_step), max_context_length,
 ///     FullAC / SelectiveAC / None, compile and async TP, and for fp8 the model rebuilt with
 ///     Float8LinearConverter (rowwise: tensorwise is gone, noted). Errors: InputError where

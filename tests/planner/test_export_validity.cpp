@@ -334,7 +334,13 @@ void check_torchtitan_python(const std::string& text, const nlohmann::json& f, s
   // [, converters=[Float8LinearConverter.Config(...)]]): the arguments (8 spaces in) are the
   // package's model_registry's, the converter's fields (deeper) Float8LinearConverter.Config's.
   CHECK(contains(f["model_spec_fields"], "flavor"));
-  REQUIRE((package == "llama3" || package == "deepseek_v3"));
+  REQUIRE((package == "llama3" || package == "deepseek_v3" || package == "qwen3"));
+  // A flavor named in the module (a model without a baseline) is one of the package's.
+  if (converter_block.rfind("        \"", 0) == 0) {
+    const std::string flavor = converter_block.substr(9, converter_block.find('"', 9) - 9);
+    INFO(flavor);
+    CHECK(contains(f[package + "_flavors"], flavor));
+  }
   const nlohmann::json& registry_args =
       f[package == "llama3" ? "model_registry_args" : package + "_model_registry_args"];
   {
