@@ -48,7 +48,8 @@ enum class Decimal {
 /// The end of the error for Decimal::kUnderflow.
 constexpr const char* kUnderflow =
     ", whose magnitude is below double precision's smallest normal number (2.2e-308), so it "
-    "would be read as another number; give 0 or a number of magnitude 1e-300 or more";
+    "would be read as another number; give a number of magnitude 1e-300 or more (or 0, where the "
+    "flag takes 0)";
 
 /// The one parse of a floating-point flag's text: sets `value` (strtod's) and says whether it
 /// is the number given. strtod sets ERANGE when a nonzero number falls below the smallest

@@ -307,7 +307,8 @@ TEST_CASE("floating flags refuse numbers below the smallest normal double by nam
   // std::out_of_range for both, which ended plan with an uncaught exception.
   const std::string underflow =
       ", whose magnitude is below double precision's smallest normal number (2.2e-308), so it "
-      "would be read as another number; give 0 or a number of magnitude 1e-300 or more";
+      "would be read as another number; give a number of magnitude 1e-300 or more (or 0, where the "
+      "flag takes 0)";
   const std::vector<std::string> plan = {"plan", "--model", "llama3-8b", "--gpus", "8"};
   for (const std::string value : {"1e-310", "1e-400"}) {
     expect_refused(
