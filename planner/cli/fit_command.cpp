@@ -38,6 +38,11 @@ std::string bound_hit(double value, double lower, double upper) {
   return "-";
 }
 
+/// What a family whose runs identify none of its memory parameters holds without the base's
+/// values (fit_memory).
+constexpr const char* kFitsValues =
+    "the priors, or the pooled spread with the bias and per-token term fitted beside it";
+
 std::string render(const ProfileFit& f, const std::string& out_path, double seconds) {
   std::ostringstream out;
   out << "Fitted " << f.base.name << " (" << f.fit.generation << ") to " << f.fit.runs
@@ -103,11 +108,12 @@ std::string render(const ProfileFit& f, const std::string& out_path, double seco
     if (u.kept) {
       out << "kept the base profile " << f.base.name << "'s fitted values (" << base << ")\n";
     } else if (u.base) {
-      out << "took the priors (" << priors << ") where the base profile " << f.base.name << " had "
-          << base << " (--memory-from-runs)\n";
+      out << "took the fit's values (" << priors << ": " << kFitsValues
+          << ") where the base profile " << f.base.name << " had " << base
+          << " (--memory-from-runs)\n";
     } else {
-      out << "took the priors (" << priors << "); the base profile " << f.base.name
-          << " has no fitted values of this generation\n";
+      out << "took the fit's values (" << priors << ": " << kFitsValues << "); the base profile "
+          << f.base.name << " has no fitted values of this generation\n";
     }
   }
   out << "\nOOM classification and peak MAPE per source (before: the priors; cross-validated: "

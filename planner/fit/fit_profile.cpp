@@ -162,11 +162,14 @@ nlohmann::json score_json(const MemoryScore& s) {
           {"peak_mape", s.peaks > 0 ? nlohmann::json(s.peak_mape) : nlohmann::json(nullptr)}};
 }
 
+/// The report's memory_unidentified rows. The base's values are recorded where they were kept
+/// only: with BaseMemory::kFromRuns the file depends on the runs and the base's rates alone
+/// (`meshplan fit` prints them beside the values taken).
 nlohmann::json unidentified_json(const std::vector<UnidentifiedMemory>& unidentified) {
   nlohmann::json rows = nlohmann::json::array();
   for (const UnidentifiedMemory& u : unidentified) {
     nlohmann::json base = nullptr;
-    if (u.base) {
+    if (u.base && u.kept) {
       base = nlohmann::json::object();
       for (const ParameterSpec& p : fit_parameters()) {
         if (p.group == "memory") base[p.name] = (*u.base).*p.field;
@@ -175,7 +178,10 @@ nlohmann::json unidentified_json(const std::vector<UnidentifiedMemory>& unidenti
     rows.push_back({{"family", u.family},
                     {"why", u.why},
                     {"base_fitted", base},
-                    {"taken", u.kept ? "the base profile's fitted values" : "the priors"}});
+                    {"taken", u.kept ? "the base profile's fitted values"
+                                     : "the fit's: the priors, or the pooled spread with the "
+                                       "bias and per-token term fitted with it held (the "
+                                       "parameters' source)"}});
   }
   return rows;
 }

@@ -40,7 +40,8 @@ struct UnidentifiedMemory {
   /// The base profile's fitted memory parameters of the family (its fitted section of the same
   /// generation); nullopt where it has none.
   std::optional<FittedRates> base;
-  /// True: the base's values were kept; false: the priors (and the pooled spread) were taken.
+  /// True: the base's values were kept; false: the fit's (the priors, or the pooled spread
+  /// with the bias and per-token term fitted with it held: fit_memory) were taken.
   bool kept = false;
 };
 

@@ -267,15 +267,21 @@ TEST_CASE("fit: a base profile file with its own GPU file, fitted into another f
                                       "fitted          bounds  bound hit\n"));
   }
 
-  SECTION("--memory-from-runs takes the priors and says what the base had") {
+  SECTION("--memory-from-runs takes the fit's values and says what the base had") {
     const std::string out = dir + "/other/from-runs.json";
     const test::CliResult r =
         test::run({"fit", runs, "--profile", base, "--out", out, "--memory-from-runs"});
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
     const Profile fitted = load_profile(out);
-    // One file: no (generation, family) group identifies a spread to pool, so the prior 0.01.
+    // One file: no (generation, family) group identifies a spread to pool, so the prior 0.01;
+    // the report records no base value (the file does not depend on the base's fit).
     CHECK(fitted.fitted.families.at("megatron").rates.oom_log_spread == 0.01);
+    const nlohmann::json written = load_json_file(out);
+    const nlohmann::json& unidentified =
+        written.at("fitted").at("report").at("memory_unidentified");
+    REQUIRE(unidentified.size() == 3);
+    CHECK(unidentified[0].at("base_fitted").is_null());
     CHECK_THAT(r.out, Catch::Contains("  megatron: the runs identify no memory parameter ("));
     CHECK_THAT(r.out,
                Catch::Contains(
