@@ -273,8 +273,16 @@ ProfileFit fit_profile(const std::vector<std::string>& paths, const std::string&
     if (base_fitted.generation == *generation && base_fitted.families.count(family) > 0) {
       u.base = base_fitted.families.at(family).rates;
     }
-    if (!runs_identify_no_memory(mine, u.base ? *u.base : rates, &u.why)) continue;
-    if (u.base && base_memory == BaseMemory::kKeep) {
+    // Judged against the base's values where they may be kept; with kFromRuns against the
+    // fit's own, so that the file does not depend on the base's previous fit.
+    const bool keep = u.base && base_memory == BaseMemory::kKeep;
+    if (!runs_identify_no_memory(
+            mine, keep ? *u.base : rates,
+            keep ? "the base profile's memory parameters" : "the fitted memory parameters",
+            &u.why)) {
+      continue;
+    }
+    if (keep) {
       for (const ParameterSpec& p : fit_parameters()) {
         if (p.group == "memory") rates.*p.field = (*u.base).*p.field;
       }

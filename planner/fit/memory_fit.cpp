@@ -149,12 +149,13 @@ SpreadEvidence spread_evidence(const std::vector<const MemoryRun*>& family_runs)
 }
 
 bool runs_identify_no_memory(const std::vector<const MemoryRun*>& family_runs,
-                             const FittedRates& base, std::string* why) {
+                             const FittedRates& rates, const std::string& rates_named,
+                             std::string* why) {
   std::size_t peaks = 0, ooms = 0, within_reach = 0;
   for (const MemoryRun* r : family_runs) {
     if (r->measured_peak_bytes) ++peaks;
     if (r->oom) ++ooms;
-    const double risk = memory_outlook(memory_need(*r, base), r->capacity_bytes, base).oom_risk;
+    const double risk = memory_outlook(memory_need(*r, rates), r->capacity_bytes, rates).oom_risk;
     if (risk >= kReachRisk && risk <= 1 - kReachRisk) ++within_reach;
   }
   const bool none =
@@ -171,8 +172,7 @@ bool runs_identify_no_memory(const std::vector<const MemoryRun*>& family_runs,
                      ", and " +
                      (within_reach == 0 ? "none" : std::to_string(within_reach) + " of them") +
                      " came within reach of the capacity (OOM risk " + fixed(100 * kReachRisk, 0) +
-                     "% to " + fixed(100 * (1 - kReachRisk), 0) +
-                     "% under the base profile's memory parameters)";
+                     "% to " + fixed(100 * (1 - kReachRisk), 0) + "% under " + rates_named + ")";
   }
   return none;
 }

@@ -100,15 +100,18 @@ SpreadEvidence spread_evidence(const std::vector<const MemoryRun*>& family_runs)
 inline constexpr double kReachRisk = 0.05;
 
 /// Whether `family_runs` (one family's runs on one generation) identify none of the family's
-/// memory parameters, judged against `base` (a base profile's fitted memory parameters): their
+/// memory parameters, judged against `rates` (a base profile's fitted memory parameters, or the
+/// fit's own; `rates_named` names them in `why`: "the base profile's memory parameters"): their
 /// outcomes are of one kind (spread_evidence kNone), none measured a peak (a peak sets the bias
-/// and the per-token term), and none is within reach of the capacity under `base`
+/// and the per-token term), and none is within reach of the capacity under `rates`
 /// (memory_outlook's risk in [kReachRisk, 1 - kReachRisk]: |log(need / capacity) - b| <= s x
 /// log(19) with kReachRisk 0.05). No runs identify nothing. `why` (when not null) gets the
-/// reason in words: "the family's 6 runs all ran, measured no peak, and none came within reach
-/// of the capacity (OOM risk 5% to 95% under the base's parameters)".
+/// reason in words: "the family's 6 runs on this generation all ran, measured no peak, and none
+/// came within reach of the capacity (OOM risk 5% to 95% under the base profile's memory
+/// parameters)".
 bool runs_identify_no_memory(const std::vector<const MemoryRun*>& family_runs,
-                             const FittedRates& base, std::string* why = nullptr);
+                             const FittedRates& rates, const std::string& rates_named,
+                             std::string* why = nullptr);
 
 /// The logistic scale of the measured peaks of `family_runs` around `rates`' median peak
 /// (log-ratio units): e_i = log_median_peak(need_i) - log(measured_i) (oom_risk.hpp), and
