@@ -5,7 +5,6 @@
 // intervals. The file depends on the inputs only: the same inputs give the same bytes.
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 #include <memory>
 #include <sstream>
 
@@ -96,23 +95,24 @@ std::string render(const ProfileFit& f, const std::string& out_path, double seco
   }
   out << memory.render();
   for (const UnidentifiedMemory& u : f.unidentified_memory) {
-    std::string base, priors;
+    std::string base, taken;
     for (const ParameterSpec& p : fit_parameters()) {
       if (p.group != "memory") continue;
-      if (u.base)
+      if (u.base) {
         base += (base.empty() ? "" : ", ") + p.name + " " + significant((*u.base).*p.field, 4);
-      priors += (priors.empty() ? "" : ", ") + p.name + " " +
-                significant(f.memory_rates.at(u.family).*p.field, 4);
+      }
+      taken += (taken.empty() ? "" : ", ") + p.name + " " +
+               significant(f.memory_rates.at(u.family).*p.field, 4);
     }
     out << "  " << u.family << ": the runs identify no memory parameter (" << u.why << "); ";
     if (u.kept) {
       out << "kept the base profile " << f.base.name << "'s fitted values (" << base << ")\n";
     } else if (u.base) {
-      out << "took the fit's values (" << priors << ": " << kFitsValues
+      out << "took the fit's values (" << taken << ": " << kFitsValues
           << ") where the base profile " << f.base.name << " had " << base
           << " (--memory-from-runs)\n";
     } else {
-      out << "took the fit's values (" << priors << ": " << kFitsValues << "); the base profile "
+      out << "took the fit's values (" << taken << ": " << kFitsValues << "); the base profile "
           << f.base.name << " has no fitted values of this generation\n";
     }
   }
@@ -172,9 +172,10 @@ CommandAction add_fit_command(CLI::App& app) {
   auto memory_from_runs = std::make_shared<bool>(false);
   cmd->add_flag("--memory-from-runs", *memory_from_runs,
                 "Where the runs identify none of a family's memory parameters (no OOM outcome "
-                "near the capacity, no measured peak), take the priors, not the base profile's "
-                "fitted values (tools/refit-profiles: the profile then depends on the runs and "
-                "the base's rates only)");
+                "near the capacity, no measured peak), take the fit's values (the priors, or the "
+                "pooled spread with the bias fitted beside it), not the base profile's fitted "
+                "ones (tools/refit-profiles: the profile then depends on the runs and the base's "
+                "rates only)");
   return [files, base, out_path, leave_out, memory_from_runs](std::ostream& out,
                                                               std::ostream& /*err*/) {
     // The runs, the base profile and the GPU file it names are inputs: --out must not replace
