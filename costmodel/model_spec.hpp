@@ -37,7 +37,18 @@ struct RopeScaling {
   /// wavelengths between original / high and original / low are blended, longer ones divided
   /// by factor.
   std::optional<double> low_freq_factor, high_freq_factor;
-  std::optional<std::int64_t> original_max_position_embeddings;  ///< tokens
+  /// llama3: the pre-training length its blend keeps (required); yarn: the length the
+  /// correction range is computed over (optional; transformers' default max_position_embeddings
+  /// / factor, DeepSeek-V3's and GPT-OSS's 4096). Tokens.
+  std::optional<std::int64_t> original_max_position_embeddings;
+  /// yarn only, each optional (transformers' _compute_yarn_parameters; absent: its defaults):
+  /// beta_fast and beta_slow bound the correction range (32 and 1); mscale and mscale_all_dim,
+  /// both given, set the attention factor to get_mscale(factor, mscale) / get_mscale(factor,
+  /// mscale_all_dim), get_mscale(s, m) = 0.1 m ln s + 1 (DeepSeek-V3: 1 and 1; else 0.1 ln
+  /// factor + 1); truncate false keeps the correction range's ends unrounded (GPT-OSS; default
+  /// true: floor and ceil).
+  std::optional<double> beta_fast, beta_slow, mscale, mscale_all_dim;
+  std::optional<bool> truncate;
   bool operator==(const RopeScaling&) const = default;
 };
 
@@ -58,11 +69,25 @@ struct MoeSpec {
   std::int64_t shared_expert_ffn_hidden_size = 0;
   std::int64_t first_k_dense_layers = 0;  ///< leading dense layers (DeepSeek-V3: 3, Kimi K2: 1)
   std::int64_t layer_freq = 1;            ///< every layer_freq-th layer after them is MoE
-  /// The router has a bias of num_experts (GPT-OSS's router linear; DeepSeek-V3's
-  /// e_score_correction_bias, which selects but does not weigh).
+  /// The router has a bias of num_experts: with the softmax score, the router linear's
+  /// (GPT-OSS); with the sigmoid score, one added to the scores to select the experts but not
+  /// to weigh them (DeepSeek-V3's e_score_correction_bias).
   bool router_bias = false;
   bool expert_bias = false;         ///< each routed expert's linears have biases (GPT-OSS)
   bool shared_expert_gate = false;  ///< a sigmoid gate h -> 1 scales the shared expert (Qwen2-MoE)
+  /// The router's score function (changes no cost; the exports pass it on): "softmax" over the
+  /// top-k logits (Mixtral, Qwen3-MoE, GPT-OSS), or "sigmoid" with the top-k scores normalized
+  /// to sum 1 (DeepSeek-V3's scoring_func, norm_topk_prob). Megatron-Core's
+  /// moe_router_score_function.
+  std::string router_score_function = "softmax";
+  /// Group-limited routing (changes no cost): the experts in router_num_groups equal groups,
+  /// a token's experts from its router_group_topk best groups (DeepSeek-V3's n_group 8,
+  /// topk_group 4); 1 and 1: none. Megatron-Core's moe_router_num_groups, moe_router_group_topk.
+  std::int64_t router_num_groups = 1;
+  std::int64_t router_group_topk = 1;
+  /// The routed experts' weights multiplied by this (DeepSeek-V3's routed_scaling_factor 2.5;
+  /// changes no cost). Megatron-Core's moe_router_topk_scaling_factor.
+  double router_topk_scaling_factor = 1.0;
   bool operator==(const MoeSpec&) const = default;
 };
 

@@ -25,8 +25,8 @@ What each reads:
               (torchtitan/config/configs.py; "optional" where None is allowed), the activation
               checkpointing policies with a Config (torchtitan/distributed/
               activation_checkpoint.py), Float8LinearConverter.Config's fields with
-              QuantizationConverter.Config's (torchtitan/components/quantization/), the llama3
-              and deepseek_v3 config_registry functions, each package's model_registry flavors
+              QuantizationConverter.Config's (torchtitan/components/quantization/), the llama3,
+              deepseek_v3 and qwen3 config_registry functions, each package's model_registry flavors
               and arguments, ModelSpec's fields (torchtitan/protocols/model_spec.py), and the
               names the modules an export imports from define (deepseek_v3's mtp.py and
               models/common/config_utils.py among them).
@@ -398,6 +398,8 @@ def torchtitan_python(git_dir, commit):
     dsv3_init = git_show(git_dir, commit, "torchtitan/models/deepseek_v3/__init__.py")
     dsv3_registry = git_show(git_dir, commit, "torchtitan/models/deepseek_v3/config_registry.py")
     dsv3_mtp = git_show(git_dir, commit, "torchtitan/models/deepseek_v3/mtp.py")
+    qwen3_init = git_show(git_dir, commit, "torchtitan/models/qwen3/__init__.py")
+    qwen3_registry = git_show(git_dir, commit, "torchtitan/models/qwen3/config_registry.py")
     config_utils = git_show(git_dir, commit, "torchtitan/models/common/config_utils.py")
     spec_py = git_show(git_dir, commit, "torchtitan/protocols/model_spec.py")
     spec_fields = [s.target.id for n in ast.parse(spec_py).body
@@ -413,6 +415,8 @@ def torchtitan_python(git_dir, commit):
                           "torchtitan/models/deepseek_v3/__init__.py",
                           "torchtitan/models/deepseek_v3/config_registry.py",
                           "torchtitan/models/deepseek_v3/mtp.py",
+                          "torchtitan/models/qwen3/__init__.py",
+                          "torchtitan/models/qwen3/config_registry.py",
                           "torchtitan/models/common/config_utils.py",
                           "torchtitan/protocols/model_spec.py"],
             "trainer_config": trainer_config,
@@ -423,6 +427,8 @@ def torchtitan_python(git_dir, commit):
             "model_registry_args": registry_args,
             "deepseek_v3_flavors": flavors_of(dsv3_init, "deepseekv3_configs"),
             "deepseek_v3_model_registry_args": registry_args_of(dsv3_init),
+            "qwen3_flavors": flavors_of(qwen3_init, "qwen3_configs"),
+            "qwen3_model_registry_args": registry_args_of(qwen3_init),
             "model_spec_fields": spec_fields,
             "imports": {
                 "torchtitan.trainer": defined_names(trainer_py),
@@ -433,6 +439,8 @@ def torchtitan_python(git_dir, commit):
                 "torchtitan.models.deepseek_v3": defined_names(dsv3_init),
                 "torchtitan.models.deepseek_v3.config_registry": functions_of(dsv3_registry),
                 "torchtitan.models.deepseek_v3.mtp": defined_names(dsv3_mtp),
+                "torchtitan.models.qwen3": defined_names(qwen3_init),
+                "torchtitan.models.qwen3.config_registry": functions_of(qwen3_registry),
                 "torchtitan.models.common.config_utils": defined_names(config_utils)}}
 
 

@@ -52,7 +52,13 @@ struct LedgerOptions {
 struct LedgerResult {
   std::optional<ModelSpec> model;
   std::optional<ParamCount> counts;
-  double params = 0;
+  double params = 0;  ///< the model's (ParamCount::total, MTP excluded) or --params
+  /// Parameters training holds weights, gradients and optimizer states for: params + the
+  /// multi-token-prediction depths (trained with the model; ParamCount::mtp).
+  double trained_params = 0;
+  /// 6ND's N: the parameters one token's forward uses (ParamCount::active, MTP excluded; the
+  /// total for a dense model): issue 23, FLOPs from active parameters.
+  double flops_params = 0;
   GpuSpec gpu;
   FrameworkConvention framework;
   Precision precision = Precision::kBf16;
@@ -105,15 +111,19 @@ LedgerResult compute(const LedgerOptions& o) {
   if (r.model) {
     r.counts = count_params(*r.model);
     r.params = static_cast<double>(r.counts->total);
+    r.trained_params = r.params + static_cast<double>(r.counts->mtp);
+    r.flops_params = static_cast<double>(r.counts->active);
   } else {
     r.params = o.params;
+    r.trained_params = o.params;
+    r.flops_params = o.params;
   }
-  r.memory = static_memory(r.params, r.framework, r.precision);
+  r.memory = static_memory(r.trained_params, r.framework, r.precision);
   r.fits = r.memory.total_bytes <= r.gpu.memory_bytes;
 
   r.tokens_defaulted = o.tokens <= 0;
   r.tokens = r.tokens_defaulted ? kChinchillaTokensPerParam * r.params : o.tokens;
-  r.training_flops = six_nd_flops(r.params, r.tokens);
+  r.training_flops = six_nd_flops(r.flops_params, r.tokens);
   r.gpus = o.gpus > 0 ? o.gpus : 1;
   if (r.model) {
     if (!r.layout) {
@@ -144,14 +154,30 @@ LedgerResult compute(const LedgerOptions& o) {
   return r;
 }
 
+/// The FFN widths the model's layers use: "ffn 14336"; an MoE model's routed experts, "experts
+/// 128 x 1536, top-8", after "ffn 18432" only where dense layers use that width (DeepSeek-V3's
+/// first 3; Qwen3-MoE's ffn_hidden_size is no layer's), and its shared experts.
+std::string ffn_text(const ModelSpec& m, const ParamCount& c) {
+  if (!m.moe) return "ffn " + std::to_string(m.ffn_hidden_size);
+  const MoeSpec& e = *m.moe;
+  std::string text = c.dense_layers > 0 ? "ffn " + std::to_string(m.ffn_hidden_size) + ", " : "";
+  text += "experts " + std::to_string(e.num_experts) + " x " +
+          std::to_string(e.expert_ffn_hidden_size) + ", top-" + std::to_string(e.top_k);
+  if (e.num_shared_experts > 0) {
+    text += ", " + counted(e.num_shared_experts, "shared expert") + " of " +
+            std::to_string(e.shared_expert_ffn_hidden_size);
+  }
+  return text;
+}
+
 std::string render_text(const LedgerOptions& o, const LedgerResult& r) {
   std::ostringstream s;
   if (r.model) {
     s << "Model " << r.model->name << ": " << with_commas(r.counts->total) << " parameters ("
       << counted(r.model->num_layers, "layer") << ", h " << r.model->hidden_size << ", "
       << counted(r.model->num_attention_heads, "head") << ", "
-      << counted(r.model->num_kv_heads, "kv head") << ", " << to_string(r.model->ffn_type)
-      << " ffn " << r.model->ffn_hidden_size << ", vocab " << r.model->vocab_size << ")\n";
+      << counted(r.model->num_kv_heads, "kv head") << ", " << to_string(r.model->ffn_type) << " "
+      << ffn_text(*r.model, *r.counts) << ", vocab " << r.model->vocab_size << ")\n";
     const ParamCount& c = *r.counts;
     s << "  embedding " << with_commas(c.embedding) << ", layers " << with_commas(c.layers) << " (";
     if (c.moe_layers > 0) {
@@ -170,7 +196,11 @@ std::string render_text(const LedgerOptions& o, const LedgerResult& r) {
     s << "Model: " << scientific(r.params) << " parameters\n\n";
   }
   s << "Static memory of training, framework \"" << r.framework.name << "\" ("
-    << r.framework.description << "), unsharded:\n";
+    << r.framework.description << "), unsharded"
+    << (r.counts && r.counts->mtp > 0
+            ? ", multi-token prediction's " + with_commas(r.counts->mtp) + " parameters included"
+            : "")
+    << ":\n";
   Table t({"component", "precision", "bytes/param", "GB"}, {true, true, false, false});
   for (const StaticMemoryRow& row : r.memory.rows) {
     t.add_row({row.component, row.dtype, fixed(row.bytes_per_param, 0), fixed(row.bytes / kGB, 1)});
@@ -194,8 +224,9 @@ std::string render_text(const LedgerOptions& o, const LedgerResult& r) {
     s << render_memory_ledger(*r.ledger, r.gpu.name, o.all_stages) << "\n";
   }
 
-  s << "Compute: 6ND = 6 x " << scientific(r.params) << " params x " << scientific(r.tokens)
-    << " tokens = " << scientific(r.training_flops) << " FLOP"
+  const bool moe = r.model && r.model->moe;
+  s << "Compute: 6ND = 6 x " << scientific(r.flops_params) << (moe ? " active" : "") << " params x "
+    << scientific(r.tokens) << " tokens = " << scientific(r.training_flops) << " FLOP"
     << (r.tokens_defaulted ? "  (tokens: 20 per parameter, Chinchilla-optimal; set --tokens)" : "")
     << "\n";
   if (r.exact) {
@@ -218,6 +249,8 @@ std::string render_text(const LedgerOptions& o, const LedgerResult& r) {
 std::string render_json(const LedgerOptions& o, const LedgerResult& r) {
   nlohmann::json j;
   j["params"] = r.params;
+  j["trained_params"] = r.trained_params;
+  j["flops_params"] = r.flops_params;
   if (r.model) {
     j["model"] = r.model->name;
     j["param_counts"] = {{"embedding", r.counts->embedding},

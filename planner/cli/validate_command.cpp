@@ -1,6 +1,7 @@
 // `meshplan validate FILE... [--json]`: predictions against published training runs
 // (meshplan-validation/1 files, ../shared/data/validation/SCHEMA.md). One row per comparison,
-// then MAPE per metric for each source and overall with the worst case, the OOM confusion and
+// then MAPE per metric for each source, overall and (where both are compared) for dense and
+// mixture-of-experts models, with the worst case, the OOM confusion and
 // the skipped cases. The logic is planner/validation/validate.hpp's; this file only prints.
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -123,6 +124,7 @@ std::string render_text(const ValidationReport& r) {
   std::vector<const SourceSummary*> all;
   for (const SourceSummary& s : r.sources) all.push_back(&s);
   all.push_back(&r.overall);
+  for (const SourceSummary& s : r.kinds) all.push_back(&s);
   for (const SourceSummary* s : all) {
     if (s == &r.overall) summary.add_rule();
     for (const MetricSummary& m : s->metrics) {
@@ -212,6 +214,8 @@ nlohmann::json render_json(const ValidationReport& r) {
   }
   nlohmann::json sources = nlohmann::json::object();
   for (const SourceSummary& s : r.sources) sources[s.source] = summary_json(s);
+  nlohmann::json kinds = nlohmann::json::object();  // {} where the cases are of one kind
+  for (const SourceSummary& s : r.kinds) kinds[s.source] = summary_json(s);
   nlohmann::json skipped = nlohmann::json::array();
   for (const SkippedCase& s : r.skipped) {
     skipped.push_back({{"id", s.id}, {"source", s.source}, {"reason", s.reason}});
@@ -229,6 +233,7 @@ nlohmann::json render_json(const ValidationReport& r) {
           {"summary",
            {{"sources", sources},
             {"overall", summary_json(r.overall)},
+            {"kinds", kinds},
             {"interval",
              {{"cases", r.interval_cases},
               {"inside", r.inside_interval},

@@ -87,6 +87,11 @@ std::string rope_scaling_text(const std::optional<RopeScaling>& r) {
   add("factor", r->factor);
   add("low_freq_factor", r->low_freq_factor);
   add("high_freq_factor", r->high_freq_factor);
+  add("beta_fast", r->beta_fast);
+  add("beta_slow", r->beta_slow);
+  add("mscale", r->mscale);
+  add("mscale_all_dim", r->mscale_all_dim);
+  if (r->truncate) parts.push_back(std::string("truncate ") + (*r->truncate ? "true" : "false"));
   if (r->original_max_position_embeddings) {
     add("original_max_position_embeddings",
         static_cast<double>(*r->original_max_position_embeddings));
@@ -350,6 +355,35 @@ class HfReader {
       }
       scaling.original_max_position_embeddings = static_cast<std::int64_t>(original);
     }
+    if (scaling.type == "yarn") {
+      // _compute_yarn_parameters' optional keys (transformers modeling_rope_utils.py).
+      const auto non_negative = [&](const char* name) -> std::optional<double> {
+        const nlohmann::json* x = field(name);
+        if (!x) return std::nullopt;
+        if (!x->is_number() || !(x->get<double>() >= 0)) {
+          fail(key + "." + name, "must be a number >= 0, got " + describe_json(*x));
+        }
+        return x->get<double>();
+      };
+      scaling.beta_fast = positive("beta_fast", false);
+      scaling.beta_slow = positive("beta_slow", false);
+      scaling.mscale = non_negative("mscale");
+      scaling.mscale_all_dim = non_negative("mscale_all_dim");
+      if (const std::optional<double> original =
+              positive("original_max_position_embeddings", false)) {
+        if (*original > static_cast<double>(kMaxTokens) || *original != std::floor(*original)) {
+          fail(key + ".original_max_position_embeddings",
+               "must be a whole number of tokens up to " + std::to_string(kMaxTokens) + ", got " +
+                   describe_json(*field("original_max_position_embeddings")));
+        }
+        scaling.original_max_position_embeddings = static_cast<std::int64_t>(*original);
+      }
+      if (const nlohmann::json* t = field("truncate")) {
+        if (!t->is_boolean())
+          fail(key + ".truncate", "must be true or false, got " + describe_json(*t));
+        scaling.truncate = t->get<bool>();
+      }
+    }
     return scaling;
   }
 
@@ -463,8 +497,21 @@ void read_moe_fields(const HfReader& r, const std::string& type, ModelSpec& m) {
                  ", but the model has " + std::to_string(m.num_layers) +
                  " layers (num_hidden_layers); expected fewer (no layer would be MoE)");
     }
-    // DeepseekV3TopkRouter's e_score_correction_bias: num_experts parameters.
+    // DeepseekV3TopkRouter's e_score_correction_bias: num_experts parameters, added to the
+    // sigmoid scores to select (route_tokens_to_experts), with the groups above and the
+    // selected weights scaled by routed_scaling_factor (DeepseekV3Config default 2.5).
     e.router_bias = true;
+    e.router_score_function = "sigmoid";
+    e.router_num_groups = groups;
+    e.router_group_topk = kept;
+    if (const nlohmann::json* f = r.value("routed_scaling_factor")) {
+      if (!f->is_number() || !(f->get<double>() > 0)) {
+        r.fail("routed_scaling_factor", "must be a number > 0, got " + describe_json(*f));
+      }
+      e.router_topk_scaling_factor = f->get<double>();
+    } else {
+      e.router_topk_scaling_factor = 2.5;
+    }
     MlaSpec a;
     // q_lora_rank: absent 1536 (the class default); null no query compression (DeepSeek-V2-Lite
     // writes null: DeepseekV3Attention then builds one q_proj).
@@ -973,8 +1020,21 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
   return m;
 }
 
+namespace {
+
+/// The model has llama3 RoPE scaling, whose original_max_position_embeddings is the
+/// pre-training length.
+bool llama3_original_length(const ModelSpec& m) {
+  return m.rope_scaling && m.rope_scaling->type == "llama3" &&
+         m.rope_scaling->original_max_position_embeddings;
+}
+
+}  // namespace
+
 std::int64_t hf_pretraining_length(const ModelSpec& m) {
-  if (m.rope_scaling && m.rope_scaling->original_max_position_embeddings) {
+  // llama3's original length is its pre-training length; yarn's is where its correction
+  // range is computed, not read here.
+  if (llama3_original_length(m)) {
     return std::min(*m.rope_scaling->original_max_position_embeddings, m.max_position_embeddings);
   }
   return m.max_position_embeddings <= kLongestPretrainingLength ? m.max_position_embeddings
@@ -996,7 +1056,7 @@ std::vector<std::string> hf_config_notes(const nlohmann::json& config, const std
     const std::string max = std::to_string(model.max_position_embeddings);
     notes.push_back(
         file + ": planned at " + seq + " tokens, the model's pre-training length (" +
-        (model.rope_scaling && model.rope_scaling->original_max_position_embeddings
+        (llama3_original_length(model)
              ? "rope_scaling.original_max_position_embeddings"
              : "no original_max_position_embeddings is given, and a max_position_embeddings "
                "above " +

@@ -62,7 +62,8 @@ inline constexpr std::int64_t kLongestPretrainingLength = 8192;
 inline constexpr std::int64_t kExtendedModelPretrainingLength = 4096;
 
 /// A Hugging Face model's pre-training sequence length, its default --seq (tokens): its
-/// rope_scaling's original_max_position_embeddings where given (Llama 3.1: 8192 of 131072);
+/// llama3 rope_scaling's original_max_position_embeddings (Llama 3.1: 8192 of 131072; yarn's
+/// is where its correction range is computed, not read as the pre-training length);
 /// else max_position_embeddings up to kLongestPretrainingLength (Llama 2: 4096, Llama 3: 8192);
 /// else kExtendedModelPretrainingLength (Qwen2.5-72B: 4096 of 131072).
 std::int64_t hf_pretraining_length(const ModelSpec& m);

@@ -521,6 +521,15 @@ std::optional<double> StrictObject::positive_number_or_null(const std::string& k
   return positive_number(key);
 }
 
+std::optional<double> StrictObject::non_negative_number_or_null(const std::string& key) {
+  const nlohmann::json& v = require(key, "a number >= 0 or null");
+  if (v.is_null()) return std::nullopt;
+  if (!v.is_number() || !(v.get<double>() >= 0) || !std::isfinite(v.get<double>())) {
+    fail(key, "must be a number >= 0 or null, got " + describe_json(v));
+  }
+  return v.get<double>();
+}
+
 std::optional<std::int64_t> StrictObject::int_or_null(const std::string& key, std::int64_t min,
                                                       std::int64_t max) {
   const nlohmann::json& v = require(key, "an integer or null");

@@ -84,6 +84,7 @@ class StrictObject {
   double positive_number(const std::string& key);  ///< number > 0
   double fraction(const std::string& key);         ///< number in [0, 1)
   std::optional<double> positive_number_or_null(const std::string& key);
+  std::optional<double> non_negative_number_or_null(const std::string& key);  ///< >= 0, or null
   /// An integer in [min, max], or null.
   std::optional<std::int64_t> int_or_null(const std::string& key, std::int64_t min,
                                           std::int64_t max);

@@ -336,6 +336,15 @@ nlohmann::json model_to_json(const ModelSpec& m) {
         {"low_freq_factor", number_or_null(r.low_freq_factor)},
         {"high_freq_factor", number_or_null(r.high_freq_factor)},
         {"original_max_position_embeddings", number_or_null(r.original_max_position_embeddings)}};
+    // yarn's optional keys, written where given.
+    for (const auto& [key, v] :
+         {std::pair<const char*, const std::optional<double>*>{"beta_fast", &r.beta_fast},
+          {"beta_slow", &r.beta_slow},
+          {"mscale", &r.mscale},
+          {"mscale_all_dim", &r.mscale_all_dim}}) {
+      if (*v) j["rope_scaling"][key] = **v;
+    }
+    if (r.truncate) j["rope_scaling"]["truncate"] = *r.truncate;
   }
   if (m.norm_epsilon) j["norm_epsilon"] = *m.norm_epsilon;
   if (m.sliding_window) j["sliding_window"] = *m.sliding_window;
@@ -355,6 +364,18 @@ nlohmann::json model_to_json(const ModelSpec& m) {
                 {"router_bias", e.router_bias},
                 {"expert_bias", e.expert_bias},
                 {"shared_expert_gate", e.shared_expert_gate}};
+    // The router's optional keys, written where they are not the defaults (softmax, no groups,
+    // no scaling).
+    if (e.router_score_function != "softmax") {
+      j["moe"]["router_score_function"] = e.router_score_function;
+    }
+    if (e.router_num_groups > 1) {
+      j["moe"]["router_num_groups"] = e.router_num_groups;
+      j["moe"]["router_group_topk"] = e.router_group_topk;
+    }
+    if (e.router_topk_scaling_factor != 1) {
+      j["moe"]["router_topk_scaling_factor"] = e.router_topk_scaling_factor;
+    }
   }
   if (m.mla) {
     const MlaSpec& a = *m.mla;
@@ -500,14 +521,33 @@ RopeScaling rope_scaling_from_json(StrictObject o) {
   r.original_max_position_embeddings =
       o.int_or_null("original_max_position_embeddings", 1, kMaxTokens);
   const bool llama3 = r.type == "llama3";
+  const bool yarn = r.type == "yarn";
   for (const auto& [key, set] :
        {std::pair<const char*, bool>{"low_freq_factor", r.low_freq_factor.has_value()},
         {"high_freq_factor", r.high_freq_factor.has_value()},
         {"original_max_position_embeddings", r.original_max_position_embeddings.has_value()}}) {
     if (llama3 && !set) o.fail(key, "is null, but rope type \"llama3\" needs it");
-    if (!llama3 && set) {
-      o.fail(key, "applies to rope type \"llama3\" only (this one is " + json_quoted(r.type) +
-                      "); set it to null");
+    const bool original = std::string(key) == "original_max_position_embeddings";
+    if (!llama3 && !(yarn && original) && set) {
+      o.fail(key, std::string("applies to rope type \"llama3\"") +
+                      (original ? " and \"yarn\"" : "") + " only (this one is " +
+                      json_quoted(r.type) + "); set it to null");
+    }
+  }
+  // yarn's optional keys (absent or null: transformers' defaults), on yarn only.
+  if (o.has("beta_fast")) r.beta_fast = o.positive_number_or_null("beta_fast");
+  if (o.has("beta_slow")) r.beta_slow = o.positive_number_or_null("beta_slow");
+  if (o.has("mscale")) r.mscale = o.non_negative_number_or_null("mscale");
+  if (o.has("mscale_all_dim")) r.mscale_all_dim = o.non_negative_number_or_null("mscale_all_dim");
+  if (o.has("truncate")) r.truncate = o.boolean_or_null("truncate");
+  for (const auto& [key, set] : {std::pair<const char*, bool>{"beta_fast", r.beta_fast.has_value()},
+                                 {"beta_slow", r.beta_slow.has_value()},
+                                 {"mscale", r.mscale.has_value()},
+                                 {"mscale_all_dim", r.mscale_all_dim.has_value()},
+                                 {"truncate", r.truncate.has_value()}}) {
+    if (!yarn && set) {
+      o.fail(key, "applies to rope type \"yarn\" only (this one is " + json_quoted(r.type) +
+                      "); remove it or set it to null");
     }
   }
   if (llama3 && *r.high_freq_factor <= *r.low_freq_factor) {
@@ -541,6 +581,33 @@ MoeSpec moe_from_json(StrictObject o) {
   e.router_bias = o.boolean("router_bias");
   e.expert_bias = o.boolean("expert_bias");
   e.shared_expert_gate = o.boolean("shared_expert_gate");
+  // Optional, absent or null: a softmax router without groups or scaling.
+  if (o.has("router_score_function")) {
+    e.router_score_function =
+        o.choice_or_null("router_score_function", {"softmax", "sigmoid"}).value_or("softmax");
+  }
+  if (o.has("router_num_groups")) {
+    e.router_num_groups = o.int_or_null("router_num_groups", 1, kMaxWidth).value_or(1);
+  }
+  if (o.has("router_group_topk")) {
+    e.router_group_topk = o.int_or_null("router_group_topk", 1, kMaxWidth).value_or(1);
+  }
+  if (o.has("router_topk_scaling_factor")) {
+    e.router_topk_scaling_factor =
+        o.positive_number_or_null("router_topk_scaling_factor").value_or(1);
+  }
+  // The router splits the experts into router_num_groups equal groups and keeps
+  // router_group_topk of them (Megatron-Core's group_limited_topk).
+  if (e.num_experts % e.router_num_groups != 0) {
+    o.fail("router_num_groups", "is " + std::to_string(e.router_num_groups) +
+                                    ", which does not divide num_experts (" +
+                                    std::to_string(e.num_experts) + "); give a divisor");
+  }
+  if (e.router_group_topk > e.router_num_groups) {
+    o.fail("router_group_topk", "is " + std::to_string(e.router_group_topk) +
+                                    ", more than router_num_groups (" +
+                                    std::to_string(e.router_num_groups) + "); give at most that");
+  }
   return e;
 }
 
@@ -639,7 +706,8 @@ ModelSpec model_from_json(const nlohmann::json& json, const std::string& file,
     }
     m.rope_scaling = rope_scaling_from_json(
         o.object("rope_scaling", {"type", "factor", "low_freq_factor", "high_freq_factor",
-                                  "original_max_position_embeddings"}));
+                                  "original_max_position_embeddings", "beta_fast", "beta_slow",
+                                  "mscale", "mscale_all_dim", "truncate"}));
   }
   if (o.has("norm_epsilon") && !json.at("norm_epsilon").is_null()) {
     const nlohmann::json& eps = json.at("norm_epsilon");
@@ -672,10 +740,11 @@ ModelSpec model_from_json(const nlohmann::json& json, const std::string& file,
     m.mtp_num_layers = o.int_or_null("mtp_num_layers", 0, kMaxLayers).value_or(0);
   }
   if (o.has("moe") && !json.at("moe").is_null()) {
-    m.moe = moe_from_json(
-        o.object("moe", {"num_experts", "top_k", "expert_ffn_hidden_size", "num_shared_experts",
-                         "shared_expert_ffn_hidden_size", "first_k_dense_layers", "layer_freq",
-                         "router_bias", "expert_bias", "shared_expert_gate"}));
+    m.moe = moe_from_json(o.object(
+        "moe", {"num_experts", "top_k", "expert_ffn_hidden_size", "num_shared_experts",
+                "shared_expert_ffn_hidden_size", "first_k_dense_layers", "layer_freq",
+                "router_bias", "expert_bias", "shared_expert_gate", "router_score_function",
+                "router_num_groups", "router_group_topk", "router_topk_scaling_factor"}));
   }
   if (o.has("mla") && !json.at("mla").is_null()) {
     m.mla = mla_from_json(o.object("mla", {"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",

@@ -84,7 +84,12 @@ struct Export {
 ///     optimizer shards only optimizer states), --recompute-granularity (+ --recompute-method
 ///     uniform --recompute-num-layers 1 for full; --recompute-modules where the plan's are not
 ///     Megatron-Core's default core_attn), --cpu-offloading-num-layers (CPU offloading), batch
-///     sizes, the architecture, precision.
+///     sizes, the architecture, precision. Mixture-of-experts models with their router
+///     (--moe-router-score-function, --moe-router-num-groups / --moe-router-group-topk,
+///     --moe-router-topk-scaling-factor, --moe-router-enable-expert-bias: DeepSeek-V3), YaRN
+///     (--position-embedding-type yarn, or --rope-type yarn with MLA, --rotary-scaling-factor,
+///     --mscale, --mscale-all-dim, --yarn-*), attention sinks (--softmax-type learnable) and a
+///     window on every other layer (--window-attn-skip-freq 2: GPT-OSS).
 ///     An uneven split with vpp 1 as --decoder-first/last-pipeline-num-layers when only the
 ///     first and last stage differ from the rest. An uneven split with vpp > 1
 ///     (pp x vpp virtual stages) as --num-virtual-stages-per-pipeline-rank vpp with
@@ -109,9 +114,11 @@ struct Export {
 ///     pipeline_parallel_layers_per_stage still keeps vpp stages per rank where one does).
 ///   torchtitan main (Python config): a module whose apply_plan(config) sets the same
 ///     parallelism fields on a baseline Trainer.Config (torchtitan's config_registry function
-///     for llama3-8b/70b/405b, else the user's), with replicate-only dp kept beside tp/pp
-///     (fully_shard over the replicate mesh runs there), enable_sequence_parallel, the pipeline
-///     micro-batches as num_pp_microbatches, the batch in tokens
+///     for llama3-8b/70b/405b, DeepSeek-V3 and the Qwen3 flavors that have one, else the user's; a
+///     model torchtitan defines, DeepSeek-V3 or Qwen3 dense and MoE, is built as its own package's
+///     flavor, with expert_parallel_degree for the MoE ones), with replicate-only dp kept beside
+///     tp/pp (fully_shard over the replicate mesh runs there), enable_sequence_parallel, the
+///     pipeline micro-batches as num_pp_microbatches, the batch in tokens
 ///     (num_tokens_per_microbatch_per_dp_rank, num_tokens_per_train_step), max_context_length,
 ///     FullAC / SelectiveAC / None, compile and async TP, and for fp8 the model rebuilt with
 ///     Float8LinearConverter (rowwise: tensorwise is gone, noted). Errors: InputError where

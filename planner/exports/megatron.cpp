@@ -24,12 +24,74 @@ bool blackwell(const GpuSpec& gpu) {
   return generation == "blackwell" || generation == "blackwell-ultra";
 }
 
-/// The model's RoPE scaling as Megatron-LM arguments (megatron/training/arguments.py):
-/// llama3 is --use-rope-scaling --rope-scaling-factor F, whose blend Megatron-Core fixes at
-/// Llama 3.1's low_freq_factor 1, high_freq_factor 4 and original length 8192; linear is
-/// --rotary-seq-len-interpolation-factor (an int). What has no flag goes to `dropped`.
-void megatron_rope_scaling(const RopeScaling& r, std::vector<std::string>& args,
+/// YaRN (transformers' _compute_yarn_parameters) as Megatron-Core's YarnRotaryEmbedding
+/// (Megatron-LM d98e8a6, megatron/core/models/common/embeddings/yarn_rotary_pos_embedding.py:
+/// defaults original 4096, beta_fast 32, beta_slow 1, mscale 1, mscale_all_dim 0, correction
+/// range rounded; its attention factor get_mscale(f, mscale) / get_mscale(f, mscale_all_dim),
+/// :293, is transformers' with both given and, at 1 and 0, transformers' 0.1 ln f + 1
+/// otherwise). --rotary-scaling-factor (arguments.py:3558, a float), --mscale and
+/// --mscale-all-dim (:3560, :3562) go to both paths:
+///  - MLA (DeepSeek-V3): --rope-type yarn (arguments.py:2906; MLATransformerConfig's fields,
+///    transformer_config.py:3306-3331, built in multi_latent_attention.py:188). Its original
+///    length and betas have no flag (argument_utils.py:395 keeps the --yarn-* flags off MLA)
+///    and stay 4096, 32 and 1: another value goes to `dropped`, as does truncate false.
+///  - otherwise (GPT-OSS): --position-embedding-type yarn (gpt_model.py:196, written by the
+///    caller) with --yarn-original-max-position-embeddings, --yarn-beta-fast, --yarn-beta-slow
+///    and --no-yarn-correction-range-round-to-int for truncate false (argument_utils.py:407-413
+///    maps them to the config).
+void megatron_yarn(const ModelSpec& m, std::vector<std::string>& args,
+                   std::vector<std::string>& dropped) {
+  const RopeScaling& r = *m.rope_scaling;
+  if (m.mla) args.push_back("--rope-type yarn");
+  args.push_back("--rotary-scaling-factor " + number_text(*r.factor));
+  if (r.mscale && r.mscale_all_dim) {
+    args.push_back("--mscale " + number_text(*r.mscale));
+    args.push_back("--mscale-all-dim " + number_text(*r.mscale_all_dim));
+  }
+  if (!m.mla) {
+    if (r.original_max_position_embeddings) {
+      args.push_back("--yarn-original-max-position-embeddings " +
+                     s(*r.original_max_position_embeddings));
+    } else {
+      dropped.push_back(rope_scaling_label(r) +
+                        ": the model spec gives no original_max_position_embeddings; "
+                        "Megatron-Core's YaRN takes 4096 (set "
+                        "--yarn-original-max-position-embeddings by hand for another)");
+    }
+    if (r.beta_fast) args.push_back("--yarn-beta-fast " + number_text(*r.beta_fast));
+    if (r.beta_slow) args.push_back("--yarn-beta-slow " + number_text(*r.beta_slow));
+    if (r.truncate == false) args.push_back("--no-yarn-correction-range-round-to-int");
+    return;
+  }
+  std::string fixed;
+  const auto differs = [&](const std::string& what, double value, double megatron) {
+    if (value != megatron) {
+      fixed += (fixed.empty() ? "" : ", ") + what + " " + number_text(value) + " (Megatron-Core " +
+               number_text(megatron) + ")";
+    }
+  };
+  if (r.original_max_position_embeddings) {
+    differs("original_max_position_embeddings",
+            static_cast<double>(*r.original_max_position_embeddings), 4096);
+  }
+  if (r.beta_fast) differs("beta_fast", *r.beta_fast, 32);
+  if (r.beta_slow) differs("beta_slow", *r.beta_slow, 1);
+  if (r.truncate == false) fixed += std::string(fixed.empty() ? "" : ", ") + "truncate false";
+  if (!fixed.empty()) {
+    dropped.push_back(rope_scaling_label(r) + " with multi-latent attention: " + fixed +
+                      " not exported; Megatron-LM has no flag for MLA's YaRN original length, "
+                      "betas or rounding (MLATransformerConfig's fields)");
+  }
+}
+
+/// The model's RoPE scaling as Megatron-LM arguments (Megatron-LM d98e8a6,
+/// megatron/training/arguments.py): llama3 is --use-rope-scaling --rope-scaling-factor F, whose
+/// blend Megatron-Core fixes at Llama 3.1's low_freq_factor 1, high_freq_factor 4 and original
+/// length 8192; linear is --rotary-seq-len-interpolation-factor (an int); yarn is
+/// megatron_yarn's. What has no flag goes to `dropped`.
+void megatron_rope_scaling(const ModelSpec& m, std::vector<std::string>& args,
                            std::vector<std::string>& dropped) {
+  const RopeScaling& r = *m.rope_scaling;
   const std::string what = rope_scaling_label(r);
   if (r.type == "llama3") {
     args.push_back("--use-rope-scaling");
@@ -43,16 +105,18 @@ void megatron_rope_scaling(const RopeScaling& r, std::vector<std::string>& args,
                         " not exported: Megatron-LM's --use-rope-scaling fixes them at Llama "
                         "3.1's 1, 4 and 8192 (only the factor is a flag)");
     }
+  } else if (r.type == "yarn") {
+    megatron_yarn(m, args, dropped);
   } else if (r.type == "linear" && std::floor(*r.factor) == *r.factor && *r.factor >= 1 &&
              *r.factor < 1e9) {
     args.push_back("--rotary-seq-len-interpolation-factor " +
                    s(static_cast<std::int64_t>(*r.factor)));
   } else {
     dropped.push_back(what +
-                      ": not exported; Megatron-LM's GPT arguments have "
-                      "--use-rope-scaling (llama3) and an integer "
-                      "--rotary-seq-len-interpolation-factor (linear) only, so the run uses "
-                      "unscaled RoPE unless you configure the scaling by hand");
+                      ": not exported; Megatron-LM's GPT arguments have --use-rope-scaling "
+                      "(llama3), --position-embedding-type yarn / --rope-type yarn (yarn) and "
+                      "an integer --rotary-seq-len-interpolation-factor (linear), so the run "
+                      "uses unscaled RoPE unless you configure the scaling by hand");
   }
 }
 
@@ -120,16 +184,60 @@ void megatron_moe_mla(const Plan& p, std::vector<std::string>& a, Export& e) {
     a.push_back("--expert-tensor-parallel-size " + s(p.layout.etp));
     a.push_back("--moe-grouped-gemm");
     a.push_back("--moe-token-dispatcher-type alltoall");
-    if (x.router_bias) {
-      e.dropped.push_back(
-          "the router's bias: Megatron-LM's --moe-router-enable-expert-bias is DeepSeek-V3's "
-          "selection-only bias (with --moe-router-score-function sigmoid); GPT-OSS's router "
-          "linear bias has no flag. Set the router as the model needs by hand");
+    // The router (Megatron-LM d98e8a6, transformer_config.py): its score function (:808
+    // moe_router_score_function, default softmax), group-limited routing (:780
+    // moe_router_num_groups, :796 moe_router_group_topk; default none) and the scale of the
+    // top-k weights (:804 moe_router_topk_scaling_factor; default none, 1).
+    if (x.router_score_function != "softmax") {
+      a.push_back("--moe-router-score-function " + x.router_score_function);
+    }
+    if (x.router_num_groups > 1) {
+      a.push_back("--moe-router-num-groups " + s(x.router_num_groups));
+      a.push_back("--moe-router-group-topk " + s(x.router_group_topk));
+    }
+    if (x.router_topk_scaling_factor != 1) {
+      a.push_back("--moe-router-topk-scaling-factor " + number_text(x.router_topk_scaling_factor));
+    }
+    // Biases: with Megatron-LM's default --add-bias-linear (the export writes
+    // --disable-bias-linear for a model without linear biases) the router has a linear bias
+    // (moe/router.py:67) and every expert's linears have theirs (moe/experts.py), as GPT-OSS
+    // has them. Without it, the sigmoid router's selection-only bias (DeepSeek-V3's
+    // e_score_correction_bias) is --moe-router-enable-expert-bias (router.py:180).
+    if (m.linear_bias) {
+      if (!x.router_bias || !x.expert_bias) {
+        e.dropped.push_back(
+            std::string("--add-bias-linear (the model's linear biases, Megatron-LM's default) "
+                        "also gives ") +
+            (!x.router_bias ? "the router" : "the experts' linears") +
+            " a bias the model does not have; Megatron-LM has no flag to leave it out");
+      }
+    } else {
+      if (x.router_bias && x.router_score_function == "sigmoid") {
+        a.push_back("--moe-router-enable-expert-bias");
+      } else if (x.router_bias) {
+        e.dropped.push_back(
+            "the router's linear bias: Megatron-LM gives the router a bias only with "
+            "--add-bias-linear, which adds biases to every linear; not exported");
+      }
+      if (x.expert_bias) {
+        e.dropped.push_back(
+            "the experts' linear biases: Megatron-LM gives experts biases only with "
+            "--add-bias-linear, which adds biases to every linear; not exported");
+      }
     }
     if (x.expert_bias) {
+      // GPT-OSS's experts (the only model with expert biases meshplan has) clamp their GLU:
+      // out = (clamp(up, -7, 7) + 1) x g sigmoid(1.702 g), g = min(gate, 7) (transformers
+      // GptOssExperts, swiglu_limit 7). Megatron-LM d98e8a6 has it as --quick-geglu (x
+      // sigmoid(1.702 x)) with --glu-linear-offset 1 and --activation-func-clamp-value 7
+      // (transformer_config.py:231, :235; Megatron-Bridge 7af9601c9 gpt_oss_provider.py sets
+      // these), but the model spec holds a plain SwiGLU (written as --swiglu).
       e.dropped.push_back(
-          "the experts' linear biases (GPT-OSS): not exported (--add-bias-linear would add "
-          "biases to every linear)");
+          "the experts' activation: the model spec holds a SwiGLU, exported as --swiglu; "
+          "GPT-OSS's experts run a clamped GLU (Megatron-LM's --quick-geglu "
+          "--glu-linear-offset 1 --activation-func-clamp-value 7, as Megatron-Bridge's "
+          "GPT-OSS provider sets): give those flags instead of --swiglu for GPT-OSS (the "
+          "same FLOPs as planned)");
     }
     if (p.setup.moe_imbalance == 1) {
       e.to_add.push_back(
@@ -151,14 +259,15 @@ void megatron_moe_mla(const Plan& p, std::vector<std::string>& a, Export& e) {
   if (m.qk_norm) a.push_back("--qk-layernorm");
   if (m.mtp_num_layers > 0) a.push_back("--mtp-num-layers " + s(m.mtp_num_layers));
   if (m.attention_sinks) {
-    e.dropped.push_back(
-        "attention sinks (GPT-OSS): not exported; set Megatron-Core's softmax type for "
-        "learnable sinks by hand where the release has it");
-  }
-  if (m.sliding_window_alternating) {
-    e.dropped.push_back(
-        "the sliding window on every other layer only (GPT-OSS): --window-size applies it to "
-        "every layer; give Megatron-Core's window skip frequency by hand");
+    // One learned sink logit per head in the softmax's denominator (GPT-OSS): Megatron-Core's
+    // softmax_type "learnable" (Megatron-LM d98e8a6, transformer_config.py:170; Megatron-Bridge
+    // 7af9601c9 gpt_oss_provider.py sets it for GPT-OSS), which Transformer Engine runs from
+    // 2.8.0 (extensions/transformer_engine.py:2185 asserts it).
+    a.push_back("--softmax-type learnable");
+    e.to_add.push_back(
+        "--softmax-type learnable (the attention sinks) needs Transformer Engine 2.8.0 or newer "
+        "(Megatron-Core asserts it); Megatron-Bridge falls back to --attention-backend local "
+        "with an older one");
   }
 }
 
@@ -347,7 +456,10 @@ Export export_megatron(const Plan& p, const FrameworkVersion& version) {
   if (m.norm_type == NormType::kRmsNorm) a.push_back("--normalization RMSNorm");
   if (m.norm_epsilon) a.push_back("--norm-epsilon " + number_text(*m.norm_epsilon));
   if (m.position_embedding == PositionEmbedding::kRope) {
-    a.push_back("--position-embedding-type rope");
+    // YaRN without MLA is GPTModel's own position embedding type (megatron_yarn); with MLA
+    // the attention builds it (--rope-type), and GPTModel's stays rope.
+    const bool yarn = m.rope_scaling && m.rope_scaling->type == "yarn";
+    a.push_back(std::string("--position-embedding-type ") + (yarn && !m.mla ? "yarn" : "rope"));
     // Megatron-LM's default base is 10000: Llama 3's 500000 must be given.
     if (const std::optional<std::int64_t> theta = whole_theta(m.rope_theta)) {
       a.push_back("--rotary-base " + s(*theta));
@@ -356,7 +468,7 @@ Export export_megatron(const Plan& p, const FrameworkVersion& version) {
                           ": Megatron-LM's --rotary-base takes an integer; not exported, so "
                           "Megatron-LM uses 10000 unless you set the nearest integer by hand");
     }
-    if (m.rope_scaling) megatron_rope_scaling(*m.rope_scaling, a, e.dropped);
+    if (m.rope_scaling) megatron_rope_scaling(m, a, e.dropped);
   } else if (m.position_embedding == PositionEmbedding::kLearned) {
     a.push_back("--position-embedding-type learned_absolute");
   } else {
@@ -420,8 +532,20 @@ Export export_megatron(const Plan& p, const FrameworkVersion& version) {
     // Megatron-Core's window (left, right) lets token i attend to i - left .. i + right
     // (get_sliding_window_causal_mask); a Hugging Face window of W tokens is (W - 1, 0).
     a.push_back("--window-size " + s(*m.sliding_window - 1) + ",0");
+    // The window on every other layer (GPT-OSS: 0-based layers 0, 2, 4, ...): Megatron-LM
+    // d98e8a6 megatron/core/transformer/utils.py:540 is_layer_window_attention windows the
+    // 1-based layer_number iff layer_number % window_attn_skip_freq != 0, so 2 windows 1-based
+    // 1, 3, 5, ... (0-based 0, 2, 4, ...) and runs full attention on the others, as
+    // is_windowed_layer costs them.
+    if (m.sliding_window_alternating) a.push_back("--window-attn-skip-freq 2");
   }
-  note_convention(p, "megatron", "Megatron-LM", e.dropped);
+  // The nemo convention is megatron's but for a 2-byte gradient buffer and overlapped DP
+  // communication (costmodel/framework.cpp), which the flags above carry: Megatron-LM d98e8a6
+  // keeps 2-byte gradients with --grad-reduce-in-bf16 (arguments.py:1213) and with --fp16 by
+  // default (accumulate_allreduce_grads_in_fp32 off, training.py:2635 grad_reduce_in_fp32), and
+  // the overlaps are --overlap-grad-reduce / --overlap-param-gather. Nothing of its memory
+  // differs, so only other conventions are noted.
+  if (f.name != "nemo") note_convention(p, "megatron", "Megatron-LM", e.dropped);
 
   e.text = "# " + version_line("Megatron-LM arguments", version) + "\n";
   for (std::size_t i = 0; i < a.size(); ++i) {

@@ -93,14 +93,17 @@ void uneven_stage_keys(const Plan& p, TorchtitanLayout& t) {
 }  // namespace
 
 std::optional<TorchtitanModel> torchtitan_model(const ModelSpec& m) {
-  const std::string llama_rope = "500000 in its Llama 3 flavors";
-  if (m.name == "llama3-8b") return TorchtitanModel{"llama3", "8B", "llama3_8b", llama_rope, false};
-  if (m.name == "llama3-70b") {
-    return TorchtitanModel{"llama3", "70B", "llama3_70b", llama_rope, false};
-  }
-  if (m.name == "llama3-405b") {
-    return TorchtitanModel{"llama3", "405B", "llama3_405b", llama_rope, false};
-  }
+  const auto llama = [](const std::string& flavor, const std::string& baseline) {
+    TorchtitanModel t;
+    t.package = "llama3";
+    t.flavor = flavor;
+    t.baseline = baseline;
+    t.rope = "500000 in its Llama 3 flavors";
+    return t;
+  };
+  if (m.name == "llama3-8b") return llama("8B", "llama3_8b");
+  if (m.name == "llama3-70b") return llama("70B", "llama3_70b");
+  if (m.name == "llama3-405b") return llama("405B", "llama3_405b");
   // deepseek_v3's "671B" (v0.2.2 deepseekv3_args, main _671b): dim 7168, n_layers 61,
   // n_dense_layers 3, inter_dim 18432, moe_inter_dim 2048, 256 experts, 1 shared, top-8, MLA
   // q_lora_rank 1536, kv_lora_rank 512, qk_nope 128, qk_rope 64, v 128, vocab 129280; RoPE
@@ -113,10 +116,59 @@ std::optional<TorchtitanModel> torchtitan_model(const ModelSpec& m) {
                     m.mla->kv_lora_rank == 512 && m.mla->qk_nope_head_dim == 128 &&
                     m.mla->qk_rope_head_dim == 64 && m.mla->v_head_dim == 128;
   if (dsv3) {
-    return TorchtitanModel{"deepseek_v3", "671B", "deepseek_v3_671b",
-                           "10000 with YaRN scaling by 40 over 4096 tokens in its deepseek_v3 "
-                           "flavors",
-                           true};
+    TorchtitanModel t;
+    t.package = "deepseek_v3";
+    t.flavor = "671B";
+    t.baseline = "deepseek_v3_671b";
+    t.rope = "10000 with YaRN scaling by 40 over 4096 tokens in its deepseek_v3 flavors";
+    t.moe = true;
+    t.mtp = true;
+    return t;
+  }
+  // qwen3 (v0.2.2 qwen3_args, main b5bcd76 qwen3_configs; the same in both): dim, n_layers,
+  // n_heads, n_kv_heads, hidden_dim (the dense MLP), and for the MoE flavors moe_inter_dim and
+  // 128 experts, top-8, no shared expert, every layer MoE (softmax scores, route_norm: the
+  // Qwen3-MoE router); head_dim 128, vocab 151936, qk_norm, RMSNorm eps 1e-6, untied; rope
+  // theta 1000000, 5000000 for 235B-A22B. main's config_registry baselines: qwen3_14b,
+  // qwen3_30b_a3b, qwen3_32b.
+  struct Qwen3Flavor {
+    const char* flavor;
+    std::int64_t dim, layers, heads, kv_heads, hidden, moe_inter;
+    const char* baseline;
+    double theta;
+  };
+  static const Qwen3Flavor kQwen3[] = {
+      {"8B", 4096, 36, 32, 8, 12288, 0, "", 1e6},
+      {"14B", 5120, 40, 40, 8, 17408, 0, "qwen3_14b", 1e6},
+      {"32B", 5120, 64, 64, 8, 25600, 0, "qwen3_32b", 1e6},
+      {"30B-A3B", 2048, 48, 32, 4, 6144, 768, "qwen3_30b_a3b", 1e6},
+      {"235B-A22B", 4096, 94, 64, 4, 12288, 1536, "", 5e6},
+  };
+  const bool qwen3 = m.qk_norm && !m.mla && m.head_dim == 128 && m.vocab_size == 151936 &&
+                     !m.tied_embeddings && m.ffn_type == FfnType::kSwiglu &&
+                     m.norm_type == NormType::kRmsNorm && !m.linear_bias && !m.qkv_bias;
+  for (const Qwen3Flavor& f : kQwen3) {
+    if (!qwen3 || m.hidden_size != f.dim || m.num_layers != f.layers ||
+        m.num_attention_heads != f.heads || m.num_kv_heads != f.kv_heads) {
+      continue;
+    }
+    const bool moe_flavor = f.moe_inter > 0;
+    const bool moe_matches =
+        moe_flavor ? m.moe && m.moe->num_experts == 128 && m.moe->top_k == 8 &&
+                         m.moe->expert_ffn_hidden_size == f.moe_inter &&
+                         m.moe->num_shared_experts == 0 && m.moe->first_k_dense_layers == 0 &&
+                         m.moe->layer_freq == 1 && m.moe->router_score_function == "softmax"
+                   : !m.moe && m.ffn_hidden_size == f.hidden;
+    if (!moe_matches) continue;
+    TorchtitanModel t;
+    t.package = "qwen3";
+    t.flavor = f.flavor;
+    t.baseline = f.baseline;
+    t.rope = theta_text(f.theta) + " in its qwen3 " + f.flavor + " flavor";
+    t.moe = moe_flavor;
+    t.norm_eps = 1e-6;
+    t.v02_pipeline = false;
+    return t;
   }
   return std::nullopt;
 }
@@ -311,13 +363,23 @@ std::vector<std::string> torchtitan_model_notes(const Plan& p, const std::string
   // torchtitan's Llama and DeepSeek-V3 flavors build their norms with eps 1e-5
   // (torchtitan/models/llama3; deepseek_v3's norm_eps at v0.2.2, RMSNorm.Config's eps at
   // main); another epsilon needs a flavor of its own.
-  if (m.norm_epsilon && *m.norm_epsilon != 1e-5) {
-    dropped.push_back("norm epsilon " + number_text(*m.norm_epsilon) + ": " + config +
-                      " has no norm epsilon key; it is the norm_eps of " + flavor + "'s args (" +
-                      (model && model->package == "deepseek_v3"
-                           ? std::string("1e-05 in its deepseek_v3 flavors")
-                           : std::string("1e-05 in its Llama flavors")) +
-                      "): check that yours has " + number_text(*m.norm_epsilon));
+  const double eps = model ? model->norm_eps : 1e-5;
+  if (m.norm_epsilon && *m.norm_epsilon != eps) {
+    dropped.push_back(
+        "norm epsilon " + number_text(*m.norm_epsilon) + ": " + config +
+        " has no norm epsilon key; it is the norm_eps of " + flavor + "'s args (" +
+        number_text(eps) + " in its " +
+        (model && model->package != "llama3" ? model->package : std::string("Llama")) +
+        " flavors): check that yours has " + number_text(*m.norm_epsilon));
+  }
+  // v0.2.x's qwen3 has no pipelining_fn: torchtitan/train.py raises "Pipeline Parallel is
+  // enabled but qwen3 does not support pipelining" with pp > 1.
+  if (model && !model->v02_pipeline && release == TorchtitanRelease::kV02 && p.layout.pp > 1) {
+    dropped.push_back("pipeline parallelism (pp " + s(p.layout.pp) + "): torchtitan v0.2.x's " +
+                      model->package +
+                      " has no pipelining (its TrainSpec's pipelining_fn is None; train.py "
+                      "refuses pp > 1), so this job does not start; use torchtitan main, whose " +
+                      model->package + " model_registry pipelines, or plan with pp 1");
   }
   if (model && model->moe) {
     // The token dispatcher: torchtitan's all-to-all ("standard") is Megatron-Core's alltoall;

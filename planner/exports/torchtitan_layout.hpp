@@ -20,17 +20,30 @@ namespace meshplan::exports {
 /// llama3_configs, deepseek_v3's deepseekv3_args) and main b5bcd76 (llama3_configs,
 /// deepseek_v3/__init__.py's deepseekv3_configs; each package's config_registry.py).
 struct TorchtitanModel {
-  std::string package;   ///< "llama3" or "deepseek_v3"
-  std::string flavor;    ///< "8B", "70B", "405B", "671B"
-  std::string baseline;  ///< main's config_registry function: "llama3_70b", "deepseek_v3_671b"
-  std::string rope;      ///< the flavor's RoPE base (and scaling), in words
-  bool moe = false;      ///< the package builds mixture-of-experts layers (deepseek_v3)
+  std::string package;  ///< "llama3", "deepseek_v3" or "qwen3"
+  std::string flavor;   ///< "8B", "70B", "405B", "671B", "235B-A22B", ...
+  /// main's config_registry function: "llama3_70b", "deepseek_v3_671b"; empty where main
+  /// ships none for the flavor (qwen3's 8B and 235B-A22B).
+  std::string baseline;
+  std::string rope;  ///< the flavor's RoPE base (and scaling), in words
+  /// The flavor builds mixture-of-experts layers (deepseek_v3's 671B, qwen3's 30B-A3B and
+  /// 235B-A22B), with torchtitan's expert mesh.
+  bool moe = false;
+  /// main's model_registry takes num_mtp_layers (deepseek_v3 only).
+  bool mtp = false;
+  double norm_eps = 1e-5;  ///< the flavor's RMSNorm epsilon (qwen3: 1e-6)
+  /// v0.2.x's TrainSpec has a pipelining_fn (llama3, deepseek_v3; qwen3's is None, and
+  /// torchtitan/train.py refuses pp > 1 without one).
+  bool v02_pipeline = true;
 };
 
 /// The torchtitan model of `m`: Llama 3 8B, 70B and 405B by preset name; DeepSeek-V3 by its
 /// architecture whatever its name (MLA; 61 layers of hidden 7168, 3 of them dense; 256 routed
 /// experts of 2048, top-8, one shared; vocabulary 129,280: the "671B" flavor of both
-/// releases); nullopt for any other model.
+/// releases); Qwen3 by its architecture (QK-norm, head_dim 128, vocabulary 151,936, untied
+/// embeddings): the dense 8B, 14B and 32B and the MoE 30B-A3B and 235B-A22B flavors of both
+/// releases (torchtitan/models/qwen3/__init__.py: v0.2.2 qwen3_args, main qwen3_configs);
+/// nullopt for any other model.
 std::optional<TorchtitanModel> torchtitan_model(const ModelSpec& m);
 
 /// The plan's layout in torchtitan's [parallelism] fields (degrees in GPUs, layers per stage

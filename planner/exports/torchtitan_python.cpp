@@ -30,6 +30,11 @@
 //   torchtitan/models/deepseek_v3/config_registry.py  the baseline deepseek_v3_671b;
 //                                             deepseek_v3_debugmodel_mtp's MTPLoss.Config
 //   torchtitan/models/deepseek_v3/mtp.py      MTP refused with pp > 1 or cp > 1
+//   torchtitan/models/qwen3/__init__.py       model_registry(flavor, attn_backend,
+//                                             moe_comm_backend, converters); qwen3_configs
+//                                             8B ... 235B-A22B, pipelined (pipeline_llm)
+//   torchtitan/models/qwen3/config_registry.py        the baselines qwen3_14b, qwen3_30b_a3b,
+//                                             qwen3_32b (none for 8B or 235B-A22B)
 //   torchtitan/config/configs.py              expert_parallel_degree: ep borrows from
 //                                             dp_shard x cp x tp (torchtitan_layout.hpp)
 #include <cstdint>
@@ -87,11 +92,15 @@ Export export_torchtitan_python(const Plan& p, const FrameworkVersion& version) 
   // model it ships none for.
   const std::optional<TorchtitanModel> base = torchtitan_model(m);
   const std::string package = base ? base->package : "llama3";
-  const std::string run = base ? function_name(m.name) : "<your config function>";
-  // Multi-token prediction runs where torchtitan main runs it: pp 1 and cp 1
+  // A model torchtitan defines but ships no baseline config for (qwen3's 235B-A22B): the
+  // module builds its flavor by name, on the user's Trainer.Config.
+  const bool baseline = base && !base->baseline.empty();
+  const std::string run = baseline ? function_name(m.name) : "<your config function>";
+  // Multi-token prediction runs where torchtitan main runs it: deepseek_v3 at pp 1 and cp 1
   // (torchtitan_model_notes says what is dropped otherwise).
   const bool moe = base && base->moe;
-  const std::int64_t mtp = moe && l.pp == 1 && l.cp == 1 ? m.mtp_num_layers : 0;
+  const bool mtp_arg = base && base->mtp;
+  const std::int64_t mtp = mtp_arg && l.pp == 1 && l.cp == 1 ? m.mtp_num_layers : 0;
 
   std::ostringstream t;
   t << "# " << version_line("torchtitan config module", version) << "\n";
@@ -118,7 +127,7 @@ Export export_torchtitan_python(const Plan& p, const FrameworkVersion& version) 
     t << "from torchtitan.models.common.config_utils import decoder_vocab_size\n";
     t << "from torchtitan.models.deepseek_v3.mtp import MTPLoss\n";
   }
-  if (base) {
+  if (baseline) {
     t << "from torchtitan.models." << package << ".config_registry import " << base->baseline
       << "\n";
   }
@@ -128,17 +137,21 @@ Export export_torchtitan_python(const Plan& p, const FrameworkVersion& version) 
        "(its data, optimizer and checkpointing kept).\"\"\"\n";
   // The model is rebuilt from the baseline's flavor (model_registry's default attention
   // backend), with the float8 converter for fp8 and without any converter otherwise.
-  t << "    # The model: the baseline's flavor as model_registry builds it (its default attention\n"
+  t << "    # The model: "
+    << (base && !baseline ? package + "'s " + base->flavor + " flavor" : "the baseline's flavor")
+    << " as model_registry builds it (its default attention\n"
        "    # backend, \"flex\", as torchtitan's "
     << package << " baselines use)"
     << (fp8 ? ", with the float8 converter" : ", without converters") << ".\n";
   t << "    config.model_spec = model_registry(\n";
-  t << "        config.model_spec.flavor,\n";
+  t << "        " << (base && !baseline ? "\"" + base->flavor + "\"" : "config.model_spec.flavor")
+    << ",\n";
   if (moe) {
-    // deepseek_v3's model_registry (torchtitan/models/deepseek_v3/__init__.py at b5bcd76): the
-    // token dispatcher ("standard": all-to-all, Megatron-Core's alltoall) and the MTP depth.
+    // deepseek_v3's and qwen3's model_registry (torchtitan/models/<package>/__init__.py at
+    // b5bcd76): the token dispatcher ("standard": all-to-all, Megatron-Core's alltoall), and
+    // deepseek_v3's MTP depth.
     t << "        moe_comm_backend=\"standard\",\n";
-    t << "        num_mtp_layers=" << mtp << ",\n";
+    if (mtp_arg) t << "        num_mtp_layers=" << mtp << ",\n";
   }
   if (fp8) {
     t << "        converters=[\n";
@@ -154,7 +167,7 @@ Export export_torchtitan_python(const Plan& p, const FrameworkVersion& version) 
   t << "    config.parallelism.fsdp_reshard_after_forward = \""
     << (tl.reshard_never ? "never" : "default") << "\"\n";
   t << "    config.parallelism.tensor_parallel_degree = " << l.tp << "\n";
-  t << "    config.parallelism.enable_sequence_parallel = " << py_bool(l.sp || l.tp == 1) << "\n";
+  t << "    config.parallelism.enable_sequence_parallel = " << py_bool(l.sp) << "\n";
   t << "    config.parallelism.pipeline_parallel_degree = " << l.pp << "\n";
   t << "    config.parallelism.context_parallel_degree = " << l.cp << "\n";
   if (moe) t << "    config.parallelism.expert_parallel_degree = " << tl.ep << "\n";
@@ -191,7 +204,7 @@ Export export_torchtitan_python(const Plan& p, const FrameworkVersion& version) 
          "\n";
   }
   t << "    return config\n";
-  if (base) {
+  if (baseline) {
     t << "\n\n";
     t << "def " << run << "() -> Trainer.Config:\n";
     t << "    return apply_plan(" << base->baseline << "())\n";
@@ -199,8 +212,14 @@ Export export_torchtitan_python(const Plan& p, const FrameworkVersion& version) 
     e.to_add.push_back(
         "torchtitan main ships no baseline config for " + m.name +
         ": add to this module a function returning apply_plan(<your Trainer.Config>) and "
-        "name it with --config (a Trainer.Config whose model_spec is a "
-        "torchtitan.models.llama3 model_registry flavor)");
+        "name it with --config (" +
+        (base ? "apply_plan builds its model as torchtitan.models." + package +
+                    "'s model_registry(\"" + base->flavor +
+                    "\"); the config gives the data, "
+                    "optimizer and checkpointing"
+              : std::string("a Trainer.Config whose model_spec is a "
+                            "torchtitan.models.llama3 model_registry flavor")) +
+        ")");
   }
   e.text = t.str();
 

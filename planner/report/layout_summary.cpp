@@ -230,8 +230,13 @@ std::vector<std::string> regime_caveats(const ModelSpec& model, const Layout& la
                   significant(prior.moe_routed_token_s, 3) +
                   "; the shipped Blackwell profiles fit them to the MoE runs of "
                   "../shared/data/moe-blackwell, the Hopper and Ampere ones saw dense runs only), "
-                  "and its 80% interval comes from dense runs: measure a step (meshplan-run) "
-                  "before relying on it.");
+                  "and its 80% interval comes from dense runs. So left, the shipped h100 profile "
+                  "predicts the published Megatron-Bridge H100 MoE runs 24% to 70% too fast "
+                  "(docs/validation.md); fit a profile to MoE runs, yours or those (meshplan fit "
+                  "../shared/data/moe-blackwell/*.json --leave-out file --profile " +
+                  profile.name + " --out " + profile.name + "-moe.json, then --profile " +
+                  profile.name +
+                  "-moe.json), or measure a step (meshplan-run), before relying on it.");
   }
   // The figures below are `meshplan validate --cross-validate` over ../shared/data (validation/
   // and calibration/) with the shipped profiles' fit (docs/validation.md), as step-time errors

@@ -234,6 +234,28 @@ std::string expert_mesh_text(const SearchRequest& r, const SearchResult& result)
   return s.str();
 }
 
+namespace {
+
+/// Which of usable_memory's two limits binds (search.cpp): "OOM risk at most 5.0%; the 5.0 GiB
+/// reserve, kept below the expected peak, would allow 86.2 GiB" or "the expected peak (the
+/// ledger's x exp(-oom_log_bias)) kept 12.0 GiB below the GPU's memory (--memory-reserve); OOM
+/// risk at most 5.0% would allow 81.1 GiB". The reserve is named only where one is given.
+std::string memory_limit_text(const SearchRequest& r) {
+  const double capacity = r.cluster.gpu.memory_bytes;
+  const FittedRates rates = fitted_rates(r.profile, r.setup.framework);
+  const double by_risk = peak_at_risk(capacity, rates, r.max_oom_risk);
+  const double by_reserve = (capacity - r.memory_reserve_bytes) * std::exp(rates.oom_log_bias);
+  const std::string risk = "OOM risk at most " + risk_percent(r.max_oom_risk);
+  if (r.memory_reserve_bytes <= 0) return risk;
+  const std::string reserve = "the expected peak (the ledger's x exp(-oom_log_bias)) kept " +
+                              gib(r.memory_reserve_bytes) +
+                              " below the GPU's memory (--memory-reserve)";
+  if (by_reserve < by_risk) return reserve + "; " + risk + " would allow " + gib(by_risk);
+  return risk + "; " + reserve + " would allow " + gib(by_reserve);
+}
+
+}  // namespace
+
 std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
   std::ostringstream s;
   const GpuSpec& gpu = r.cluster.gpu;
@@ -246,8 +268,7 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
   s << "- Training state: " << scientific(params) << " params x " << fixed(state.bytes_per_param, 0)
     << " bytes (" << r.setup.framework.name << ") = " << gib(state.total_bytes) << "; one "
     << gpu.name << " has " << gib(gpu.memory_bytes) << ", and a layout's ledger peak may reach "
-    << gib(usable) << " (OOM risk at most " << risk_percent(r.max_oom_risk) << ", "
-    << gib(r.memory_reserve_bytes) << " reserve). ";
+    << gib(usable) << " (" << memory_limit_text(r) << "). ";
   if (usable > gpu.memory_bytes && !bias.empty()) {
     s << "That is more than the GPU's memory: " << bias << ", lets a ledger peak above it fit. ";
   }

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include "common/format.hpp"
 #include "common/input_error.hpp"
@@ -300,6 +301,7 @@ ValidationReport validate_files(const std::vector<std::string>& paths,
   ValidationReport report;
   report.cross_validated = overrides != nullptr;
   std::map<std::string, Profile> profiles;
+  std::set<std::string> moe_ids;  // the compared cases whose model is mixture-of-experts
   // In the order given (the report's order), every file read before any case is compared.
   std::vector<ValidationFile> files;
   for (const std::string& path : paths) files.push_back({path, load_validation_file(path)});
@@ -325,6 +327,7 @@ ValidationReport validate_files(const std::vector<std::string>& paths,
           if (found != overrides->end()) override = &found->second;
         }
         compare_case(c, source, hw, it->second, override, mine);
+        if (c.model.moe) moe_ids.insert(c.id);
         if (mine.size() == before) {
           reason =
               "nothing comparable measured (no step time, tokens/s, TFLOP/s or MFU under a "
@@ -355,6 +358,11 @@ ValidationReport validate_files(const std::vector<std::string>& paths,
         "memory or OOM outcome");
   }
   report.overall = summarize("overall", report.comparisons);
+  std::vector<Comparison> dense, moe;
+  for (const Comparison& c : report.comparisons) (moe_ids.count(c.id) ? moe : dense).push_back(c);
+  if (!dense.empty() && !moe.empty()) {
+    report.kinds = {summarize("dense", dense), summarize("mixture-of-experts", moe)};
+  }
   for (const Comparison& c : report.comparisons) {
     if (!c.predicted_p10 || !c.predicted_p90) continue;
     ++report.interval_cases;

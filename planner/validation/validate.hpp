@@ -133,6 +133,9 @@ struct ValidationReport {
   std::vector<SkippedCase> skipped;
   std::vector<SourceSummary> sources;  ///< one per file, in the order given
   SourceSummary overall;
+  /// "dense" and "mixture-of-experts": the comparisons of each kind of model, where the report
+  /// holds both (issue 23's targets are per kind); empty otherwise.
+  std::vector<SourceSummary> kinds;
   /// The source's summary, or nullptr.
   const SourceSummary* find_source(const std::string& source) const;
 };

@@ -188,7 +188,7 @@ TEST_CASE("an MoE layer's ops: router, grouped expert GEMMs, shared experts", "[
   // layout's rule), ep 1 and etp 8 (Megatron's default etp = tp): each rank routes its sp shard
   // of 4096 / 8 = 512 tokens.
   ModelSpec m = llama3_8b();
-  m.moe = MoeSpec{8, 2, 1024, 1, 1024, 1, 1, false, false, false};
+  m.moe = MoeSpec{8, 2, 1024, 1, 1024, 1, 1, false, false, false, "softmax", 1, 1, 1.0};
   LayerSetting setting = tp8(4096, 1);
   setting.sp = true;
   setting.etp = 8;
@@ -337,7 +337,7 @@ TEST_CASE("alternating sliding windows: layer_at picks the windowed kind on even
   // The model FLOPs per token keep the full square (flops.hpp; the frameworks' logs).
   CHECK(windowed.flops_per_token == full.flops_per_token);
   // An MoE model has four kinds: layer 2 is a windowed MoE layer, layer 3 a full MoE one.
-  m.moe = MoeSpec{8, 2, 1024, 1, 1024, 1, 1, false, false, false};
+  m.moe = MoeSpec{8, 2, 1024, 1, 1024, 1, 1, false, false, false, "softmax", 1, 1, 1.0};
   LayerSetting moe_setting = tp8(4096, 1);
   moe_setting.sp = true;
   moe_setting.etp = 8;

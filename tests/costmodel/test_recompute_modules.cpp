@@ -28,7 +28,7 @@ ModelSpec mla_model() {
 /// shared expert of 1024 (test_layer_ops.cpp's MoE case).
 ModelSpec moe_model() {
   ModelSpec m = load_model("llama3-8b");
-  m.moe = MoeSpec{8, 2, 1024, 1, 1024, 1, 1, false, false, false};
+  m.moe = MoeSpec{8, 2, 1024, 1, 1024, 1, 1, false, false, false, "softmax", 1, 1, 1.0};
   return m;
 }
 

@@ -262,7 +262,7 @@ TEST_CASE("validate refuses a run id given twice, as fit does", "[bad_input][val
                      "(SCHEMA.md), and a run given twice would count twice: give each file once");
 }
 
-TEST_CASE("--recompute-modules only under the conventions that take Megatron-Core's modules",
+TEST_CASE("recompute modules only under the conventions that take Megatron-Core's (megatron, nemo)",
           "[bad_input][recompute_modules]") {
   // FrameworkConvention::recompute_modules: megatron and nemo (Megatron-LM d98e8a6
   // --recompute-modules). Megatron-DeepSpeed, Hugging Face, the textbook and the 2021-2023

@@ -171,6 +171,25 @@ TEST_CASE("rope_scaling and norm_epsilon: optional, checked, rope_scaling on rop
       "$.rope_scaling.low_freq_factor: applies to rope type \"llama3\" only");
   expect_input_error(scaled("missing-key.json", R"({"type": "linear", "factor": 2})"),
                      "$.rope_scaling.low_freq_factor: missing");
+  // yarn: an original length and transformers' optional keys read back; on another type they
+  // are refused.
+  const ModelSpec yarn = load_model(scaled("yarn.json", R"({"type": "yarn", "factor": 40,
+      "low_freq_factor": null, "high_freq_factor": null, "original_max_position_embeddings": 4096,
+      "beta_fast": 32, "beta_slow": 1, "mscale": 1, "mscale_all_dim": 0, "truncate": false})"));
+  CHECK(yarn.rope_scaling->original_max_position_embeddings == 4096);
+  CHECK(yarn.rope_scaling->mscale_all_dim == 0.0);
+  CHECK(yarn.rope_scaling->truncate == false);
+  expect_input_error(
+      scaled("linear-beta.json", R"({"type": "linear", "factor": 2, "beta_fast": 32, )" + nulls),
+      "$.rope_scaling.beta_fast: applies to rope type \"yarn\" only");
+  expect_input_error(scaled("linear-original.json",
+                            R"({"type": "linear", "factor": 2, "low_freq_factor": null,
+             "high_freq_factor": null, "original_max_position_embeddings": 4096})"),
+                     "$.rope_scaling.original_max_position_embeddings: applies to rope type "
+                     "\"llama3\" and \"yarn\" only");
+  expect_input_error(
+      scaled("yarn-mscale.json", R"({"type": "yarn", "factor": 2, "mscale": -1, )" + nulls),
+      "$.rope_scaling.mscale: must be a number >= 0 or null, got -1");
   std::string learned = test::read_config("models/llama3-8b.json");
   for (const auto& [from, to] :
        {std::pair<std::string, std::string>{"\"rope\"", "\"learned\""},
@@ -181,6 +200,36 @@ TEST_CASE("rope_scaling and norm_epsilon: optional, checked, rope_scaling on rop
   expect_input_error(test::write_temp_file("learned-scaling.json", learned),
                      "$.rope_scaling: is set, but RoPE scaling applies only to "
                      "position_embedding \"rope\" (this model's is \"learned\")");
+}
+
+TEST_CASE("moe router keys: optional, checked against the experts", "[errors]") {
+  // DeepSeek-V3's preset reads back its router; groups must divide the 256 experts and at most
+  // all of them be kept.
+  const ModelSpec ds = load_model("deepseek-v3");
+  CHECK(ds.moe->router_score_function == "sigmoid");
+  CHECK(ds.moe->router_topk_scaling_factor == 2.5);
+  const std::string text = test::read_config("models/deepseek-v3.json");
+  const auto changed = [&](const std::string& name, const std::string& from,
+                           const std::string& to) {
+    std::string t = text;
+    const std::size_t at = t.find(from);
+    REQUIRE(at != std::string::npos);
+    t.replace(at, from.size(), to);
+    return test::write_temp_file(name, t);
+  };
+  expect_input_error(
+      changed("ds-groups-3.json", "\"router_num_groups\": 8", "\"router_num_groups\": 3"),
+      "$.moe.router_num_groups: is 3, which does not divide num_experts (256)");
+  expect_input_error(
+      changed("ds-topk-9.json", "\"router_group_topk\": 4", "\"router_group_topk\": 9"),
+      "$.moe.router_group_topk: is 9, more than router_num_groups (8)");
+  expect_input_error(changed("ds-score.json", "\"sigmoid\"", "\"sqrtsoftplus\""),
+                     "$.moe.router_score_function: \"sqrtsoftplus\" is not allowed");
+  // Absent: a softmax router without groups or scaling (Qwen3-MoE's).
+  const ModelSpec q = load_model("qwen3-235b-a22b");
+  CHECK(q.moe->router_score_function == "softmax");
+  CHECK(q.moe->router_num_groups == 1);
+  CHECK(q.moe->router_topk_scaling_factor == 1.0);
 }
 
 TEST_CASE("GPU files: a nested field's path and a missing source", "[errors]") {

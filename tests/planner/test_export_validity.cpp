@@ -145,6 +145,9 @@ std::vector<Plan> plan_set() {
   moe.dp = 32;
   moe.stage_layers.clear();
   add("mixtral-8x7b", moe, "megatron", Precision::kBf16, 4096, std::nullopt);
+  // GPT-OSS (sinks, an alternating window, YaRN without MLA) and Qwen3-MoE (QK-norm).
+  add("gpt-oss-120b", moe, "megatron", Precision::kBf16, 4096, std::nullopt);
+  add("qwen3-235b-a22b", moe, "megatron", Precision::kBf16, 4096, std::nullopt);
   return plans;
 }
 
@@ -331,7 +334,13 @@ void check_torchtitan_python(const std::string& text, const nlohmann::json& f, s
   // [, converters=[Float8LinearConverter.Config(...)]]): the arguments (8 spaces in) are the
   // package's model_registry's, the converter's fields (deeper) Float8LinearConverter.Config's.
   CHECK(contains(f["model_spec_fields"], "flavor"));
-  REQUIRE((package == "llama3" || package == "deepseek_v3"));
+  REQUIRE((package == "llama3" || package == "deepseek_v3" || package == "qwen3"));
+  // A flavor named in the module (a model without a baseline) is one of the package's.
+  if (converter_block.rfind("        \"", 0) == 0) {
+    const std::string flavor = converter_block.substr(9, converter_block.find('"', 9) - 9);
+    INFO(flavor);
+    CHECK(contains(f[package + "_flavors"], flavor));
+  }
   const nlohmann::json& registry_args =
       f[package == "llama3" ? "model_registry_args" : package + "_model_registry_args"];
   {
@@ -465,8 +474,8 @@ TEST_CASE("every export uses the names, types and values its framework version a
   const nlohmann::json torchrun = facts("torchrun-010929f.json");
   const std::vector<Plan> plans = plan_set();
   // 17, then fp8-cs under megatron and fsdp (2) and mxfp8 and nvfp4 under megatron, nemo and
-  // fsdp on GB200 (6): 25.
-  REQUIRE(plans.size() == 25);
+  // fsdp on GB200 (6), then GPT-OSS and Qwen3-235B-A22B under megatron (2): 27.
+  REQUIRE(plans.size() == 27);
   for (std::size_t i = 0; i < plans.size(); ++i) {
     const Plan& p = plans[i];
     INFO("plan " << i << ": " << p.setup.framework.name << " zero " << p.layout.zero << " pp "

@@ -176,6 +176,18 @@ TEST_CASE("megatron export spells Megatron-LM's flags and parses back", "[export
   CHECK(back.dp == 1);  // implied by the world size, not an argument
 }
 
+namespace {
+
+/// A RoPE scaling of `type` by `factor`, without the llama3 or yarn parameters.
+RopeScaling scaling(const std::string& type, double factor) {
+  RopeScaling r;
+  r.type = type;
+  r.factor = factor;
+  return r;
+}
+
+}  // namespace
+
 TEST_CASE("megatron export: RoPE scaling as Megatron-LM spells it, or noted", "[exports]") {
   Layout l;
   l.tp = 8;
@@ -199,17 +211,25 @@ TEST_CASE("megatron export: RoPE scaling as Megatron-LM spells it, or noted", "[
   CHECK(mentions(other, "original_max_position_embeddings 4096 not exported"));
 
   // Linear scaling by a whole factor is the integer interpolation factor.
-  m.rope_scaling = RopeScaling{"linear", 4.0, std::nullopt, std::nullopt, std::nullopt};
+  m.rope_scaling = scaling("linear", 4.0);
   const Export linear =
       export_plan(plan_of(m, l, "megatron", Precision::kBf16, 8192), ExportFormat::kMegatron);
   CHECK_THAT(linear.text, Catch::Contains("--rotary-seq-len-interpolation-factor 4"));
   CHECK_THAT(linear.text, !Catch::Contains("--use-rope-scaling"));
   CHECK(linear.dropped.empty());
 
-  // yarn, and linear by 2.5 (the flag is an int): no flag, a note naming the scaling.
-  for (const RopeScaling& r :
-       {RopeScaling{"yarn", 4.0, std::nullopt, std::nullopt, std::nullopt},
-        RopeScaling{"linear", 2.5, std::nullopt, std::nullopt, std::nullopt}}) {
+  // yarn without MLA is GPTModel's YaRN (Megatron-LM d98e8a6 gpt_model.py:196); without an
+  // original length in the spec, Megatron-Core's 4096 is noted (argument_utils.py:408).
+  m.rope_scaling = scaling("yarn", 4.0);
+  const Export yarn =
+      export_plan(plan_of(m, l, "megatron", Precision::kBf16, 8192), ExportFormat::kMegatron);
+  CHECK_THAT(yarn.text, Catch::Contains("--position-embedding-type yarn \\\n"));
+  CHECK_THAT(yarn.text, Catch::Contains("--rotary-scaling-factor 4 \\\n"));
+  CHECK_THAT(yarn.text, !Catch::Contains("--yarn-original-max-position-embeddings"));
+  CHECK(mentions(yarn, "no original_max_position_embeddings; Megatron-Core's YaRN takes 4096"));
+
+  // dynamic, and linear by 2.5 (the flag is an int): no flag, a note naming the scaling.
+  for (const RopeScaling& r : {scaling("dynamic", 4.0), scaling("linear", 2.5)}) {
     m.rope_scaling = r;
     const Export e =
         export_plan(plan_of(m, l, "megatron", Precision::kBf16, 8192), ExportFormat::kMegatron);
@@ -230,6 +250,120 @@ TEST_CASE("megatron export: RoPE scaling as Megatron-LM spells it, or noted", "[
   CHECK(mentions(export_plan(plan_of(m, l, "fsdp", Precision::kBf16, 8192),
                              ExportFormat::kTorchtitan, toml_0_2()),
                  "norm epsilon 1e-06: torchtitan's job TOML has no norm epsilon key"));
+}
+
+namespace {
+
+/// A mixture-of-experts plan on 64 H100s: dp 8 x ep 8 (etp 1), ZeRO-1, 64 sequences of 4096.
+Plan moe_plan(const std::string& model, const std::string& framework) {
+  Layout l;
+  l.dp = 8;
+  l.ep = 8;
+  l.etp = 1;
+  l.zero = 1;
+  l.gbs = 64;
+  return plan_of(model, l, framework, Precision::kBf16, 4096);
+}
+
+}  // namespace
+
+TEST_CASE("megatron export: DeepSeek-V3's router and YaRN as Megatron-LM d98e8a6 spells them",
+          "[exports][moe]") {
+  const Export e = export_plan(moe_plan("deepseek-v3", "megatron"), ExportFormat::kMegatron);
+  INFO(e.text);
+  // The router (configs/models/deepseek-v3.json from DeepSeek-V3's config.json: scoring_func
+  // sigmoid, n_group 8, topk_group 4, routed_scaling_factor 2.5, e_score_correction_bias):
+  // transformer_config.py:808 moe_router_score_function, :780 moe_router_num_groups, :796
+  // moe_router_group_topk, :804 moe_router_topk_scaling_factor, :816
+  // moe_router_enable_expert_bias (the selection-only bias; no --add-bias-linear router bias,
+  // as --disable-bias-linear is written).
+  CHECK_THAT(e.text, Catch::Contains("--moe-router-score-function sigmoid \\\n"
+                                     "--moe-router-num-groups 8 \\\n"
+                                     "--moe-router-group-topk 4 \\\n"
+                                     "--moe-router-topk-scaling-factor 2.5 \\\n"
+                                     "--moe-router-enable-expert-bias \\\n"));
+  CHECK_THAT(e.text, Catch::Contains("--disable-bias-linear"));
+  // YaRN in MLA (factor 40, mscale 1, mscale_all_dim 1): arguments.py:2906 --rope-type,
+  // :3558 --rotary-scaling-factor, :3560 --mscale, :3562 --mscale-all-dim; GPTModel's own
+  // position embedding stays rope (gpt_model.py:183: none built for MLA). Its original length
+  // 4096 and betas 32, 1 are MLATransformerConfig's defaults (transformer_config.py:3318-3325):
+  // nothing dropped.
+  CHECK_THAT(e.text, Catch::Contains("--position-embedding-type rope \\\n"
+                                     "--rotary-base 10000 \\\n"
+                                     "--rope-type yarn \\\n"
+                                     "--rotary-scaling-factor 40 \\\n"
+                                     "--mscale 1 \\\n"
+                                     "--mscale-all-dim 1 \\\n"));
+  CHECK_FALSE(mentions(e, "RoPE"));
+  CHECK_FALSE(mentions(e, "bias"));
+  CHECK_FALSE(mentions(e, "GPT-OSS"));
+}
+
+TEST_CASE("megatron export: GPT-OSS's sinks, alternating window, biases and YaRN",
+          "[exports][moe]") {
+  const Export e = export_plan(moe_plan("gpt-oss-120b", "megatron"), ExportFormat::kMegatron);
+  INFO(e.text);
+  // Attention sinks: transformer_config.py:170 softmax_type "learnable" (Megatron-Bridge
+  // 7af9601c9 gpt_oss_provider.py sets it for GPT-OSS).
+  CHECK_THAT(e.text, Catch::Contains("--softmax-type learnable \\\n"));
+  // A 128-token window, (127, 0), on 1-based layers 1, 3, 5, ...: utils.py:540
+  // is_layer_window_attention windows layer_number % window_attn_skip_freq != 0.
+  CHECK_THAT(e.text, Catch::Contains("--window-size 127,0 \\\n--window-attn-skip-freq 2\n"));
+  // YaRN without MLA (GPT-OSS's config.json: factor 32, original 4096, beta_fast 32, beta_slow
+  // 1, truncate false): arguments.py:2398 --position-embedding-type yarn, :3558
+  // --rotary-scaling-factor, :2400 --yarn-original-max-position-embeddings, :2402
+  // --yarn-beta-fast, :2404 --yarn-beta-slow, :2408 --no-yarn-correction-range-round-to-int; no
+  // mscale pair (transformers' 0.1 ln 32 + 1 is Megatron-Core's default 1, 0).
+  CHECK_THAT(e.text, Catch::Contains("--position-embedding-type yarn \\\n"
+                                     "--rotary-base 150000 \\\n"
+                                     "--rotary-scaling-factor 32 \\\n"
+                                     "--yarn-original-max-position-embeddings 4096 \\\n"
+                                     "--yarn-beta-fast 32 \\\n"
+                                     "--yarn-beta-slow 1 \\\n"
+                                     "--no-yarn-correction-range-round-to-int \\\n"));
+  CHECK_THAT(e.text, !Catch::Contains("--mscale"));
+  CHECK_THAT(e.text, !Catch::Contains("--rope-type"));
+  // Router and expert biases come with Megatron-LM's default --add-bias-linear (router.py:67,
+  // moe/experts.py): not written off, nothing dropped; a softmax router, Megatron-Core's default.
+  CHECK_THAT(e.text, !Catch::Contains("--disable-bias-linear"));
+  CHECK_THAT(e.text, !Catch::Contains("--moe-router-score-function"));
+  CHECK_THAT(e.text, !Catch::Contains("--moe-router-enable-expert-bias"));
+  CHECK_FALSE(mentions(e, "bias"));
+  CHECK_FALSE(mentions(e, "RoPE"));
+  // The clamped GLU is not in the model spec: noted with the flags that give it
+  // (transformer_config.py:231 glu_linear_offset, :235 activation_func_clamp_value).
+  CHECK(mentions(e, "--quick-geglu --glu-linear-offset 1 --activation-func-clamp-value 7"));
+}
+
+TEST_CASE("megatron export: Qwen3-235B-A22B's softmax router and QK-norm", "[exports][moe]") {
+  const Export e = export_plan(moe_plan("qwen3-235b-a22b", "megatron"), ExportFormat::kMegatron);
+  INFO(e.text);
+  // 128 experts of 1536, top-8, every layer MoE (--moe-layer-freq 1), QK-norm; a softmax
+  // router over the top-k logits (norm_topk_prob) is Megatron-Core's default: no router flag.
+  CHECK_THAT(e.text, Catch::Contains("--num-experts 128 \\\n"
+                                     "--moe-router-topk 8 \\\n"
+                                     "--moe-ffn-hidden-size 1536 \\\n"
+                                     "--moe-layer-freq 1 \\\n"
+                                     "--expert-model-parallel-size 8 \\\n"
+                                     "--expert-tensor-parallel-size 1 \\\n"));
+  CHECK_THAT(e.text, Catch::Contains("--qk-layernorm \\\n"));
+  CHECK_THAT(e.text, Catch::Contains("--rotary-base 1000000 \\\n"));
+  CHECK_THAT(e.text, !Catch::Contains("--moe-router-score-function"));
+  CHECK_THAT(e.text, !Catch::Contains("--moe-router-num-groups"));
+  CHECK(e.dropped.empty());
+}
+
+TEST_CASE("megatron export: a nemo plan runs as costed, with no convention note", "[exports]") {
+  // nemo is megatron's convention with a 2-byte gradient buffer and overlapped DP
+  // (costmodel/framework.cpp): --grad-reduce-in-bf16 (arguments.py:1213) and the overlap flags
+  // carry both, so nothing is noted; another convention (megatron-2023's) still is.
+  const Export e = export_plan(moe_plan("qwen3-235b-a22b", "nemo"), ExportFormat::kMegatron);
+  CHECK_THAT(e.text, Catch::Contains("--grad-reduce-in-bf16"));
+  CHECK_THAT(e.text, Catch::Contains("--overlap-grad-reduce"));
+  CHECK_THAT(e.text, Catch::Contains("--overlap-param-gather"));
+  CHECK_FALSE(mentions(e, "memory convention"));
+  CHECK(mentions(export_plan(moe_plan("qwen3-235b-a22b", "megatron-2023"), ExportFormat::kMegatron),
+                 "memory convention"));
 }
 
 TEST_CASE("megatron export of GPT-3 in fp16 with full recompute", "[exports]") {

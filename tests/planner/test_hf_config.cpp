@@ -537,6 +537,33 @@ TEST_CASE("sliding_window applies where transformers builds a window", "[hf][win
   CHECK(oss_default.sliding_window_alternating);
 }
 
+TEST_CASE("the router and YaRN of DeepSeek-V3's and GPT-OSS's config.json are the presets'",
+          "[hf]") {
+  // DeepSeek-V3 (tests/data/hf/deepseek-v3/config.json): sigmoid scores
+  // (DeepseekV3TopkRouter), n_group 8, topk_group 4, routed_scaling_factor 2.5; YaRN factor 40,
+  // original 4096, beta_fast 32, beta_slow 1, mscale 1, mscale_all_dim 1.
+  const ModelSpec ds = load_model(test::data_file("hf/deepseek-v3/config.json"));
+  CHECK(ds.moe->router_score_function == "sigmoid");
+  CHECK(ds.moe->router_num_groups == 8);
+  CHECK(ds.moe->router_group_topk == 4);
+  CHECK(ds.moe->router_topk_scaling_factor == 2.5);
+  CHECK(ds.rope_scaling->mscale_all_dim == 1.0);
+  CHECK(ds.rope_scaling->original_max_position_embeddings == 4096);
+  const ModelSpec ds_preset = load_model("deepseek-v3");
+  CHECK(ds.moe == ds_preset.moe);
+  CHECK(ds.rope_scaling == ds_preset.rope_scaling);
+  // A yarn original length is not the pre-training length (llama3's is): the default --seq
+  // stays 4096 (kExtendedModelPretrainingLength) either way.
+  CHECK(ds.seq_length == 4096);
+  // GPT-OSS: a softmax router; YaRN factor 32, original 4096, betas 32 and 1, truncate false.
+  const ModelSpec oss = load_model(test::data_file("hf/gpt-oss-120b/config.json"));
+  CHECK(oss.moe->router_score_function == "softmax");
+  CHECK(oss.moe->router_num_groups == 1);
+  CHECK(oss.rope_scaling->truncate == false);
+  CHECK_FALSE(oss.rope_scaling->mscale);
+  CHECK(oss.rope_scaling == load_model("gpt-oss-120b").rope_scaling);
+}
+
 TEST_CASE("DeepSeek-V3's routing groups must be valid", "[hf]") {
   // The router splits the 256 routed experts into n_group groups and keeps topk_group of them.
   const std::string three =

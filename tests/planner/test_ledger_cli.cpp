@@ -55,7 +55,7 @@ TEST_CASE("ledger --model prints the exact count and a small model fits", "[cli]
   CHECK(j["fits"].get<bool>());
 }
 
-TEST_CASE("--help and --version exit 0 and teach the units", "[cli]") {
+TEST_CASE("meshplan --help and --version exit 0 and teach the units", "[cli]") {
   const test::CliResult help = test::run({"ledger", "--help"});
   CHECK(help.exit_code == 0);
   CHECK_THAT(help.out, Catch::Contains("--tokens"));
@@ -88,4 +88,38 @@ TEST_CASE("ledger: an MoE model's layers are counted by kind, MTP apart", "[ledg
   CHECK_THAT(r.out, Catch::Contains("layers 669,173,053,952 (3 dense of 583,483,392, 58 MoE of "
                                     "11,507,286,272)"));
   CHECK_THAT(r.out, Catch::Contains("multi-token prediction 11,610,068,224 (not in the total)"));
+  // The widths the layers use: the dense FFN of the 3 dense layers, then the routed experts
+  // (256 x 2048, top-8) and the shared one (DeepSeek-V3 config.json: intermediate_size 18432,
+  // moe_intermediate_size 2048, n_routed_experts 256, num_experts_per_tok 8, n_shared_experts 1).
+  CHECK_THAT(r.out, Catch::Contains("swiglu ffn 18432, experts 256 x 2048, top-8, 1 shared "
+                                    "expert of 2048, vocab 129280)"));
+  // Qwen3-235B-A22B has no dense layer: its config's intermediate_size 12288 is no layer's width.
+  const test::CliResult qwen = test::run({"ledger", "--model", "qwen3-235b-a22b"});
+  CHECK_THAT(qwen.out, Catch::Contains("swiglu experts 128 x 1536, top-8, vocab 151936)"));
+}
+
+TEST_CASE("ledger: an MoE model's 6ND counts active parameters, its state the MTP depths too",
+          "[ledger][moe]") {
+  // DeepSeek-V3: active = total - 58 MoE layers x (256 - 8) idle experts x 3 x 7168 x 2048
+  // (44,040,192 each) = 671,026,419,200 - 633,474,121,728 = 37,552,297,472 (the published 37B);
+  // training holds state for the 11,610,068,224 MTP parameters too: 682,636,487,424. 6ND at
+  // the default 20 tokens per parameter (13,420,528,384,000 tokens): 6 x 37,552,297,472 x that
+  // = 3.0238e24 FLOP, where 6 x the total gave 14x more.
+  const test::CliResult r = test::run({"ledger", "--model", "deepseek-v3", "--json"});
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["params"] == 671026419200.0);
+  CHECK(j["flops_params"] == 37552297472.0);
+  CHECK(j["trained_params"] == 682636487424.0);
+  CHECK(j["training_flops"].get<double>() == Approx(3.0238e24).epsilon(1e-4));
+  const test::CliResult text = test::run({"ledger", "--model", "deepseek-v3"});
+  CHECK_THAT(text.out, Catch::Contains("Compute: 6ND = 6 x 3.76e+10 active params x 1.34e+13 "
+                                       "tokens = 3.02e+24 FLOP"));
+  CHECK_THAT(text.out, Catch::Contains("unsharded, multi-token prediction's 11,610,068,224 "
+                                       "parameters included:"));
+  // A dense model's N is its total: 6ND unchanged.
+  const auto dense =
+      nlohmann::json::parse(test::run({"ledger", "--model", "llama3-8b", "--json"}).out);
+  CHECK(dense["flops_params"] == dense["params"]);
+  CHECK(dense["trained_params"] == dense["params"]);
 }

@@ -71,7 +71,12 @@ TEST_CASE("the Llama presets carry their norm epsilon and Llama 3.1's RoPE scali
     INFO(name);
     CHECK(load_model(name).norm_epsilon == 1e-05);
   }
-  const RopeScaling llama31{"llama3", 8.0, 1.0, 4.0, 8192};
+  RopeScaling llama31;
+  llama31.type = "llama3";
+  llama31.factor = 8.0;
+  llama31.low_freq_factor = 1.0;
+  llama31.high_freq_factor = 4.0;
+  llama31.original_max_position_embeddings = 8192;
   CHECK(load_model("llama3-405b").rope_scaling == llama31);
   CHECK_FALSE(load_model("llama3-70b").rope_scaling);
   CHECK_FALSE(load_model("gpt3-175b").norm_epsilon);  // not stated: Megatron-LM's default

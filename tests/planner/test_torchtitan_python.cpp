@@ -1,8 +1,8 @@
 // The torchtitan export for main (b5bcd76, Python config): the values it sets follow from the
 // plan as torchtitan/trainer.py reads them, the baseline is torchtitan's config_registry
 // function where it ships one (Llama 3; DeepSeek-V3 in its deepseek_v3 package, with ep and
-// MTP), and a micro-batch torchtitan would refuse is refused here.
-// (That every name and value is one torchtitan main defines is test_export_validity.cpp's.)
+// MTP; Qwen3 in its qwen3 package, with ep), and a micro-batch torchtitan would refuse is refused
+// here. (That every name and value is one torchtitan main defines is test_export_validity.cpp's.)
 #include <catch2/catch.hpp>
 
 #include "common/input_error.hpp"
@@ -104,6 +104,8 @@ TEST_CASE("torchtitan main: fp8 as the rowwise float8 converter, tensorwise drop
   CHECK(noted(e, "fp8 tensorwise scaling"));
   CHECK(noted(e, "float8 all-gather of FSDP parameters"));  // shard degree 8 > 1
   CHECK_THAT(e.text, Contains("config.activation_checkpoint = None"));
+  // tp 1 without sp: sequence parallelism off, as planned (nothing to shard over).
+  CHECK_THAT(e.text, Contains("config.parallelism.enable_sequence_parallel = False\n"));
   // One node: the run_train.sh line.
   CHECK_THAT(e.text, Contains("NGPU=8 MODULE=meshplan_plan CONFIG=meshplan_llama3_8b"));
 }
@@ -225,4 +227,65 @@ TEST_CASE("torchtitan: DeepSeek-V3 as its deepseek_v3 671B flavor, ep and MTP wh
   const Export split_main = export_plan(split, ExportFormat::kTorchtitan);
   CHECK_THAT(split_main.text, Contains("config.parallelism.data_parallel_shard_degree = 4\n"));
   CHECK(noted(split_main, "main has no expert tensor parallel degree"));
+}
+
+TEST_CASE("torchtitan: Qwen3-MoE as its qwen3 flavors, with the expert mesh",
+          "[exports][torchtitan][moe]") {
+  // Qwen3-235B-A22B on 64 GPUs: dp 64, ep 64, ZeRO-1 (fsdp convention), tp 1 without sp.
+  // torchtitan's qwen3 "235B-A22B" flavor (torchtitan/models/qwen3/__init__.py: 94 layers of
+  // 4096, 64/4 heads of 128, 128 experts of 1536, top-8, qk_norm) is the preset's; main has no
+  // config_registry baseline for it, so the module names the flavor.
+  Layout l;
+  l.dp = 64;
+  l.ep = 64;
+  l.zero = 1;
+  l.gbs = 64;
+  const Plan p = plan_of("qwen3-235b-a22b", l, Precision::kBf16, 4096);
+  const Export e = export_plan(p, ExportFormat::kTorchtitan);
+  INFO(e.text);
+  CHECK_THAT(e.text, Contains("from torchtitan.models.qwen3 import model_registry\n"));
+  CHECK_THAT(e.text, !Contains("llama3"));
+  CHECK_THAT(e.text, !Contains("config_registry"));
+  // qwen3's model_registry(flavor, attn_backend, moe_comm_backend, converters): no MTP argument.
+  CHECK_THAT(e.text, Contains("    config.model_spec = model_registry(\n"
+                              "        \"235B-A22B\",\n"
+                              "        moe_comm_backend=\"standard\",\n"
+                              "    )\n"));
+  CHECK_THAT(e.text, Contains("config.parallelism.expert_parallel_degree = 64\n"));
+  CHECK_THAT(e.text, Contains("config.parallelism.data_parallel_shard_degree = 64\n"));
+  CHECK_THAT(e.text, Contains("config.parallelism.enable_sequence_parallel = False\n"));
+  CHECK_FALSE(noted(e, "model architecture"));
+  CHECK_FALSE(noted(e, "not exported to torchtitan"));
+  CHECK_FALSE(noted(e, "norm epsilon"));  // qwen3's RMSNorm eps 1e-6 is the preset's
+  // torchtitan's 235B-A22B flavor has rope_theta 5000000; the model's config.json 1000000.
+  CHECK(noted(e, "RoPE base 1000000"));
+  CHECK(noted(e, "5000000 in its qwen3 235B-A22B flavor"));
+  REQUIRE(e.to_add.size() == 1);
+  CHECK_THAT(e.to_add[0], Contains("model_registry(\"235B-A22B\")"));
+
+  // v0.2.x: [model] qwen3 235B-A22B with ep and etp.
+  const Export v02 = export_plan(p, ExportFormat::kTorchtitan,
+                                 find_framework_version(ExportFormat::kTorchtitan, "0.2"));
+  CHECK_THAT(v02.text, Contains("[model]\nname = \"qwen3\"\nflavor = \"235B-A22B\"\n"));
+  CHECK_THAT(v02.text,
+             Contains("expert_parallel_degree = 64\nexpert_tensor_parallel_degree = 1\n"));
+  CHECK_FALSE(noted(v02, "pipeline parallelism"));
+
+  // Qwen3-30B-A3B has main's baseline qwen3_30b_a3b; with pp 2 v0.2.x's qwen3 cannot run
+  // (no pipelining_fn), main can.
+  Layout piped;
+  piped.dp = 8;
+  piped.pp = 2;
+  piped.ep = 8;
+  piped.zero = 1;
+  piped.gbs = 64;
+  const Plan small = plan_of("qwen3-30b-a3b", piped, Precision::kBf16, 4096);
+  const Export main30 = export_plan(small, ExportFormat::kTorchtitan);
+  CHECK_THAT(main30.text, Contains("from torchtitan.models.qwen3.config_registry import "
+                                   "qwen3_30b_a3b\n"));
+  CHECK_THAT(main30.text, Contains("return apply_plan(qwen3_30b_a3b())"));
+  CHECK_FALSE(noted(main30, "pipeline parallelism (pp 2)"));
+  CHECK(noted(export_plan(small, ExportFormat::kTorchtitan,
+                          find_framework_version(ExportFormat::kTorchtitan, "0.2")),
+              "pipeline parallelism (pp 2): torchtitan v0.2.x's qwen3 has no pipelining"));
 }

@@ -167,6 +167,24 @@ TEST_CASE("moe-blackwell: cross-validated step times, one container release left
                     << "%, issue 23's target " << fixed(100 * target, 0) << "%");
     }
   }
+  // validate prints the same two rows under its overall one (ValidationReport::kinds).
+  REQUIRE(r.kinds.size() == 2);
+  for (const SourceSummary& kind : r.kinds) {
+    INFO(kind.source);
+    const auto [cases, sum] = sums.at(kind.source == "dense" ? "dense" : "moe");
+    const MetricSummary* step = kind.find(kMetricStepTime);
+    REQUIRE(step);
+    CHECK(step->cases == cases);
+    CHECK(step->mape == Approx(sum / static_cast<double>(cases)));
+  }
+  CHECK(r.kinds[1].source == "mixture-of-experts");
+}
+
+TEST_CASE("validate: no dense / MoE rows where the cases are of one kind",
+          "[validation][moe-blackwell]") {
+  const ValidationReport r =
+      validate_files({std::string(MESHPLAN_SHARED_DATA) + "/validation/korthikanti2022.json"});
+  CHECK(r.kinds.empty());
 }
 
 TEST_CASE("a 25.11 row takes its nearest preset's CPU offloading only where the layouts agree",

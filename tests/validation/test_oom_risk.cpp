@@ -191,6 +191,25 @@ TEST_CASE("runs that all ran and measured no peak keep the held spread, and the 
   CHECK(memory_outlook(185 * kGiB, 179 * kGiB, memory_rates(0, 0.1, 0.0059)).oom_risk < 2e-5);
 }
 
+TEST_CASE("one run no layout could have run does not drag the bias to its bound", "[oom][fit]") {
+  // The ten ran runs above at 40..76 GiB of 80 with the spread held at the prior 0.01 fit a
+  // bias b0. Add a run that ran at a ledger of 134 GiB (1.67x the capacity, as the misprinted
+  // micro-batch of a published row gives): in a plain logistic likelihood its cost
+  // softplus(z), z = (ln(134 / 80) - b) / 0.01 = (0.516 - b) / 0.01 >= 21 inside the bounds,
+  // falls by 1 per 0.01 of bias and pulled the bias to its bound 0.3. Under the contaminated
+  // model (memory_fit.cpp outcome_nll, Copas 1988) it costs -ln(0.02 / 2 + 0.98 sigmoid(-z)) =
+  // 4.605 within 1e-8 anywhere in the bounds: the bias does not move. (Where the spread is
+  // wider the run's logistic probability nears 0.01 inside the bounds and still pulls: at 0.04,
+  // z = 5.4 at the bound.)
+  std::vector<MemoryRun> runs;
+  for (int p = 40; p <= 76; p += 4) runs.push_back(ran_run("megatron", "blackwell", p));
+  const double b0 = fit_memory(pointers(runs)).at("megatron").oom_log_bias;
+  runs.push_back(ran_run("megatron", "blackwell", 134));
+  const double b1 = fit_memory(pointers(runs)).at("megatron").oom_log_bias;
+  CHECK(b1 == Approx(b0).margin(1e-4));
+  CHECK(b1 < 0.1);
+}
+
 TEST_CASE("measured peaks set the spread by their scatter, and the pool is their root mean square",
           "[oom][fit]") {
   // Six hopper pytorch runs, two each at 40, 44 and 48 GiB of 80, measured at ledger x e^0.05
