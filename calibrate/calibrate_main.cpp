@@ -176,7 +176,7 @@ Setup make_setup(const Options& o, const MpiContext& ctx) {
     require_distinct_files({{"--out", o.out, o.out}, {"--out", records, records}},
                            input_files({{PresetKind::kModel, "--model", o.model},
                                         {PresetKind::kProfile, "--base-profile", o.base_profile}}));
-    check_output_flag("--out", o.out);
+    check_output_flag("--out", o.out, "profiles");
     check_output_flag("--out", records);
   }
   return s;

@@ -363,7 +363,7 @@ void write_profile_files(const std::string& profile_path, const BuiltProfile& bu
   // One set: a profile is never left beside records of another run, nor records without it.
   OutputSet outputs;
   outputs.add("--out", records_path(profile_path), built.records_json.dump(2) + "\n");
-  outputs.add("--out", profile_path, built.profile_json.dump(2) + "\n");
+  outputs.add("--out", profile_path, built.profile_json.dump(2) + "\n", "profiles");
   outputs.commit();
 }
 

@@ -22,11 +22,43 @@ namespace fs = std::filesystem;
 /// Linux's limit on the links followed in one path (MAXSYMLINKS, path_resolution(7)).
 constexpr int kMaxLinks = 40;
 
-/// The file a write to `path` lands in: the target of a symbolic link (dangling or not), else
-/// `path`.
-std::string final_path_of(const std::string& path) {
-  std::error_code ec;
-  return fs::is_symlink(path, ec) ? resolved_file_path(path) : path;
+/// The presets folders the commands read every .json file of, and what each holds.
+struct PresetFolder {
+  const char* folder;
+  const char* holds;
+};
+constexpr PresetFolder kPresetFolders[] = {
+    {"models", "model"}, {"gpus", "GPU"}, {"clusters", "cluster"}, {"profiles", "profile"}};
+
+/// Throws InputError when `path` (resolved: `resolved`) lies in meshplan's presets folder
+/// (config_dir) where an output of `preset_folder` may not go: a file that exists there is a
+/// preset (every command reads them); a new one only in the subfolder of its own kind (a file
+/// of another kind in configs/profiles breaks `meshplan presets` and every look-up that lists
+/// the folder).
+void check_presets_folder(const std::string& path, const std::string& resolved, bool exists,
+                          const std::string& preset_folder) {
+  const std::string presets = resolved_file_path(config_dir());
+  if (resolved.rfind(presets + "/", 0) != 0) return;
+  if (exists) {
+    throw InputError(path + ": is a preset file of meshplan (" + resolved +
+                     "), which the commands read; writing there would replace it; choose "
+                     "another name");
+  }
+  const fs::path folder = fs::path(resolved).parent_path();
+  if (!preset_folder.empty() && folder == fs::path(presets) / preset_folder) return;
+  std::string held = "meshplan's presets";
+  for (const PresetFolder& f : kPresetFolders) {
+    if (folder == fs::path(presets) / f.folder) {
+      held = "every .json file there is read as a " + std::string(f.holds) +
+             " preset, and one that is not breaks `meshplan presets` and the look-ups";
+    }
+  }
+  throw InputError(path + ": is in meshplan's presets folder " + folder.string() + " (" + held +
+                   "); this output is no preset of that folder" +
+                   (preset_folder.empty()
+                        ? std::string()
+                        : " (it may go in " + (fs::path(presets) / preset_folder).string() + ")") +
+                   "; choose a path outside " + presets);
 }
 
 }  // namespace
@@ -106,12 +138,35 @@ void require_distinct_files(const std::vector<NamedFile>& outputs,
   }
 }
 
-void check_writable_target(const std::string& path) {
+void check_writable_target(const std::string& path, const std::string& preset_folder) {
   std::error_code ec;
   if (path.empty()) throw InputError("an output path is empty; expected a file name");
-  const fs::path target = final_path_of(path);
-  const fs::file_status status = fs::status(target, ec);
-  if (fs::exists(status)) {
+  // Standard output, a terminal, a pipe or another process's file (/dev/stdout, /dev/fd/1,
+  // /proc/self/fd/1 are links to them): the rename would replace the link or the file behind
+  // the redirection, never write into the stream.
+  const fs::path absolute = fs::absolute(path, ec).lexically_normal();
+  for (const char* system : {"/dev/", "/proc/"}) {
+    if (absolute.string().rfind(system, 0) == 0) {
+      throw InputError(path + ": is a device or process file (under " +
+                       std::string(system, std::strlen(system) - 1) +
+                       ": standard output, a terminal or a pipe), not a file meshplan can "
+                       "write; give a regular file's name (the report is printed to standard "
+                       "output anyway)");
+    }
+  }
+  // A link at the output's name is refused, never followed: one another user planted in a
+  // shared folder (/tmp) would redirect the write to any file the user may write (the rename
+  // replaces the file the link names). Links in the folders above are followed, as the kernel
+  // follows them.
+  if (fs::is_symlink(path, ec)) {
+    const fs::path target = fs::read_symlink(path, ec);
+    throw InputError(path + ": is a symbolic link (to " + target.string() +
+                     "); meshplan writes no output through a link (one planted by another user "
+                     "would redirect the write); give the file's own path, or remove the link");
+  }
+  const fs::file_status status = fs::status(path, ec);
+  const bool exists = fs::exists(status);
+  if (exists) {
     if (!fs::is_regular_file(status)) {
       throw InputError(path +
                        ": exists and is not a regular file (a directory, device or pipe); "
@@ -120,17 +175,12 @@ void check_writable_target(const std::string& path) {
     if ((status.permissions() & fs::perms::owner_write) == fs::perms::none) {
       throw InputError(path + ": is read-only; remove it or choose another name");
     }
-    // A shipped preset (the default profile, a cluster's GPU file) is an input of every
-    // command, named or not: never replaced by an output.
-    const std::string presets = resolved_file_path(config_dir());
-    const std::string resolved = resolved_file_path(target.string());
-    if (resolved.rfind(presets + "/", 0) == 0) {
-      throw InputError(path + ": is a preset file of meshplan (" + resolved +
-                       "), which the commands read; writing there would replace it; choose "
-                       "another name (new files in the presets folder are fine)");
-    }
   }
-  const fs::path folder = target.parent_path().empty() ? fs::path(".") : target.parent_path();
+  // A shipped preset (the default profile, a cluster's GPU file) is an input of every command,
+  // named or not: never replaced by an output, and no output of another kind joins them.
+  check_presets_folder(path, resolved_file_path(path), exists, preset_folder);
+  const fs::path folder =
+      fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
   if (!fs::is_directory(folder, ec) || ::access(folder.c_str(), W_OK) != 0) {
     throw InputError(path +
                      ": cannot be written (does the folder exist, and may you write "
@@ -138,19 +188,20 @@ void check_writable_target(const std::string& path) {
   }
 }
 
-void check_output_flag(const std::string& flag, const std::string& path) {
+void check_output_flag(const std::string& flag, const std::string& path,
+                       const std::string& preset_folder) {
   try {
-    check_writable_target(path);
+    check_writable_target(path, preset_folder);
   } catch (const InputError& e) {
     throw InputError(flag + " " + e.what());
   }
 }
 
-void write_file_atomically(const std::string& path, const std::string& content) {
-  check_writable_target(path);
+void write_file_atomically(const std::string& path, const std::string& content,
+                           const std::string& preset_folder) {
+  check_writable_target(path, preset_folder);
   std::error_code ec;
-  const std::string final_path = final_path_of(path);
-  TemporaryFile temporary(final_path);
+  TemporaryFile temporary(path);
   if (!temporary.error().empty()) {
     throw InputError(path +
                      ": cannot be written (does the folder exist, and may you write "
@@ -159,7 +210,7 @@ void write_file_atomically(const std::string& path, const std::string& content) 
   }
   const std::string failure = temporary.write_and_close(content);
   if (!failure.empty()) throw InputError(path + ": writing failed (disk full?): " + failure);
-  std::filesystem::rename(temporary.path(), final_path, ec);
+  std::filesystem::rename(temporary.path(), path, ec);
   if (ec) throw InputError(path + ": cannot be replaced: " + ec.message());
   temporary.release();
 }
@@ -172,13 +223,14 @@ std::string OutputSet::label(const Entry& e) {
   return e.flag.empty() ? e.target : e.flag + " " + e.target;
 }
 
-void OutputSet::add(const std::string& flag, const std::string& target, std::string content) {
-  entries_.push_back({flag, target, std::move(content), {}});
+void OutputSet::add(const std::string& flag, const std::string& target, std::string content,
+                    const std::string& preset_folder) {
+  entries_.push_back({flag, target, std::move(content), {}, preset_folder});
 }
 
 void OutputSet::add_written_by(const std::string& flag, const std::string& target,
                                std::function<void(const std::string& temporary)> write) {
-  entries_.push_back({flag, target, std::string(), std::move(write)});
+  entries_.push_back({flag, target, std::string(), std::move(write), ""});
 }
 
 void OutputSet::create_folder(const std::string& flag, const std::string& dir) {
@@ -203,30 +255,37 @@ void OutputSet::create_folder(const std::string& flag, const std::string& dir) {
 }
 
 void OutputSet::check() const {
+  // Two outputs naming one file first (as the commands check them): the message names both.
   std::vector<NamedFile> outputs;
+  for (const Entry& e : entries_) outputs.push_back({e.flag, e.target, e.target});
+  require_distinct_files(outputs);
   for (const Entry& e : entries_) {
     try {
-      check_writable_target(e.target);
+      check_writable_target(e.target, e.preset_folder);
     } catch (const InputError& error) {
       throw InputError(e.flag.empty() ? std::string(error.what()) : e.flag + " " + error.what());
     }
-    outputs.push_back({e.flag, e.target, e.target});
   }
-  require_distinct_files(outputs);
 }
 
 std::vector<std::string> OutputSet::commit() {
   check();
   // Phase 1: every file to its temporary beside its target.
   for (const Entry& e : entries_) {
-    TemporaryFile& temporary = temporaries_.emplace_back(final_path_of(e.target));
+    TemporaryFile& temporary = temporaries_.emplace_back(e.target);
     std::string failure = temporary.error();
+    // A failure of the file system (no space, a folder that refuses new files) has advice; a
+    // writer's own error (write_plan's "beyond the GPUs a plan holds") says what is true itself.
+    bool file_system = true;
     if (!failure.empty()) {
       // not created: nothing to write
     } else if (e.write) {
       temporary.close();
       try {
         e.write(temporary.path());
+      } catch (const InputError& error) {
+        failure = error.what();
+        file_system = false;
       } catch (const std::exception& error) {
         failure = error.what();
       }
@@ -235,8 +294,8 @@ std::vector<std::string> OutputSet::commit() {
     }
     if (!failure.empty()) {
       discard();
-      throw InputError(label(e) + ": writing failed: " + failure +
-                       "; nothing was written (free some space or choose another path)");
+      throw InputError(label(e) + ": writing failed: " + failure + "; nothing was written" +
+                       (file_system ? " (free some space or choose another path)" : ""));
     }
   }
   // Phase 2: rename each into place, keeping a hard link of a replaced file until the end so
@@ -251,7 +310,7 @@ std::vector<std::string> OutputSet::commit() {
   std::size_t failed_at = 0;
   for (std::size_t i = 0; i < entries_.size(); ++i) {
     Renamed r;
-    r.final_path = final_path_of(entries_[i].target);
+    r.final_path = entries_[i].target;
     std::error_code ec;
     r.existed = fs::exists(r.final_path, ec);
     if (r.existed) {

@@ -57,19 +57,27 @@ void require_distinct_files(const std::vector<NamedFile>& outputs,
                             const std::vector<NamedFile>& inputs = {});
 
 /// Throws InputError naming `path` unless a regular file can be written there: the path is
-/// empty, names a directory, device or pipe, a read-only file, or a folder that does not exist
-/// or cannot be written. A symbolic link is followed to its target. Writes nothing: callers
-/// that write several files check them all before writing any.
-void check_writable_target(const std::string& path);
+/// empty; lies under /dev or /proc ("/dev/stdout", "/proc/self/fd/1": a stream, never a file
+/// to replace); is a symbolic link (refused, never followed: a link planted in a shared folder
+/// would redirect the write; links in the folders above are followed); names a directory,
+/// device or pipe, a read-only file, or a folder that does not exist or cannot be written; or
+/// lies in the presets folder (config_dir) as an existing file (a preset: every command reads
+/// them) or as a new file outside `preset_folder` ("profiles": the output is a profile, which
+/// may be added to configs/profiles; empty: the output is no preset, refused anywhere in
+/// configs/). Writes nothing: callers that write several files check them all before writing
+/// any.
+void check_writable_target(const std::string& path, const std::string& preset_folder = "");
 
-/// check_writable_target(path) with the error naming `flag` ("--out plan.json: ..."), for
-/// commands that check every output before they compute or write anything.
-void check_output_flag(const std::string& flag, const std::string& path);
+/// check_writable_target(path, preset_folder) with the error naming `flag` ("--out plan.json:
+/// ..."), for commands that check every output before they compute or write anything.
+void check_output_flag(const std::string& flag, const std::string& path,
+                       const std::string& preset_folder = "");
 
-/// Writes `content` to `path` atomically (check_writable_target first, then a TemporaryFile
-/// beside it, renamed over it). Throws InputError naming `path`; the target is then left as it
-/// was, and no temporary file behind.
-void write_file_atomically(const std::string& path, const std::string& content);
+/// Writes `content` to `path` atomically (check_writable_target(path, preset_folder) first,
+/// then a TemporaryFile beside it, renamed over it). Throws InputError naming `path`; the
+/// target is then left as it was, and no temporary file behind.
+void write_file_atomically(const std::string& path, const std::string& content,
+                           const std::string& preset_folder = "");
 
 /// Several output files committed all or none. Usage: add() each file, then commit(). Nothing
 /// touches a target before commit(); a set destroyed without a successful commit() removes its
@@ -83,8 +91,10 @@ class OutputSet {
   ~OutputSet();
 
   /// Adds `target` with `content`. `flag` names the output in errors ("--trace"; the message
-  /// reads "--trace t.json: ..."); empty: the path alone. Writes nothing.
-  void add(const std::string& flag, const std::string& target, std::string content);
+  /// reads "--trace t.json: ..."); empty: the path alone. `preset_folder`: the presets
+  /// subfolder it may be added to (check_writable_target). Writes nothing.
+  void add(const std::string& flag, const std::string& target, std::string content,
+           const std::string& preset_folder = "");
 
   /// Adds `target`, produced at commit time by `write(temporary)`: a writer that takes a path
   /// (write_plan) writes the temporary file, which is then renamed into place with the others.
@@ -97,16 +107,17 @@ class OutputSet {
   /// is not committed. Throws InputError "<flag> <dir>: cannot create the folder (...)".
   void create_folder(const std::string& flag, const std::string& dir);
 
+  /// Refuses two outputs naming the same file (require_distinct_files), then
   /// check_writable_target on every target, the error naming its flag ("--out p.json: is
-  /// read-only; ..."), and refuses two outputs naming the same file (require_distinct_files).
-  /// Writes nothing.
+  /// read-only; ..."). Writes nothing.
   void check() const;
 
-  /// check(), then writes every file to a TemporaryFile beside its target (beside the link's
-  /// target for a symbolic link; temporary_file.hpp), in the order added;
+  /// check(), then writes every file to a TemporaryFile beside its target (temporary_file.hpp),
+  /// in the order added;
   /// when all are written, renames each over its target. Throws InputError "<flag> <target>:
-  /// writing failed: <reason>; nothing was written" when a file cannot be written (disk full,
-  /// a folder that refuses new files); every temporary is then removed, created folders that
+  /// writing failed: <reason>; nothing was written (free some space or choose another path)"
+  /// when a file cannot be written (disk full, a folder that refuses new files; a writer's own
+  /// InputError without the advice); every temporary is then removed, created folders that
   /// are empty too, and no target is changed. A rename that fails after others succeeded puts
   /// the earlier targets back (from a hard link of the old file kept until the end; a target
   /// that did not exist is removed). Returns the targets, in the order added.
@@ -118,6 +129,7 @@ class OutputSet {
     std::string target;
     std::string content;
     std::function<void(const std::string&)> write;  ///< empty: write `content`
+    std::string preset_folder;                      ///< check_writable_target's
   };
   /// "<flag> <target>" or "<target>".
   static std::string label(const Entry& e);

@@ -5,7 +5,6 @@
 // intervals. The file depends on the inputs only: the same inputs give the same bytes.
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 #include <memory>
 #include <sstream>
 
@@ -14,6 +13,7 @@
 #include "common/format.hpp"
 #include "planner/cli/commands.hpp"
 #include "planner/cli/fold_option.hpp"
+#include "planner/config/input_files.hpp"
 #include "planner/fit/fit_profile.hpp"
 #include "planner/fit/parameters.hpp"
 
@@ -27,6 +27,20 @@ std::string number_text(double v, const std::string& unit) {
 }
 
 std::string percent(double fraction) { return fixed(100 * fraction, 1) + "%"; }
+
+/// "lower", "upper" or "-": whether `value` sits on a bound (within 1e-6 of the span, as the
+/// report's bound_hit says).
+std::string bound_hit(double value, double lower, double upper) {
+  const double span = upper - lower;
+  if (value <= lower + 1e-6 * span) return "lower";
+  if (value >= upper - 1e-6 * span) return "upper";
+  return "-";
+}
+
+/// What a family whose runs identify none of its memory parameters holds without the base's
+/// values (fit_memory).
+constexpr const char* kFitsValues =
+    "the priors, or the pooled spread with the bias and per-token term fitted beside it";
 
 std::string render(const ProfileFit& f, const std::string& out_path, double seconds) {
   std::ostringstream out;
@@ -59,19 +73,49 @@ std::string render(const ProfileFit& f, const std::string& out_path, double seco
   out << errors.render();
   out << "\nMemory parameters (memory_fit.hpp: OOM outcomes and measured peaks, per framework "
          "family):\n";
-  Table memory({"parameter", "family", "prior", "fitted", "bounds"},
-               {true, true, false, false, false});
+  Table memory({"parameter", "family", "prior", "fitted", "bounds", "bound hit"},
+               {true, true, false, false, false, true});
+  const auto kept = [&f](const std::string& family) {
+    return std::any_of(f.unidentified_memory.begin(), f.unidentified_memory.end(),
+                       [&](const UnidentifiedMemory& u) { return u.family == family && u.kept; });
+  };
   for (const ParameterSpec& p : fit_parameters()) {
     if (p.group != "memory") continue;
     for (const auto& [family, rates] : f.memory_rates) {
       const bool free = std::any_of(f.memory_runs.begin(), f.memory_runs.end(),
                                     [&](const MemoryRun& r) { return r.family == family; });
+      const double value = rates.*p.field;
       memory.add_row({p.name, family, significant(p.prior(family), 4),
-                      free ? significant(rates.*p.field, 4) : "(prior: no run)",
-                      "[" + significant(p.lower, 4) + ", " + significant(p.upper, 4) + "]"});
+                      kept(family) ? significant(value, 4) + " (base's)"
+                      : free       ? significant(value, 4)
+                                   : "(prior: no run)",
+                      "[" + significant(p.lower, 4) + ", " + significant(p.upper, 4) + "]",
+                      bound_hit(value, p.lower, p.upper)});
     }
   }
   out << memory.render();
+  for (const UnidentifiedMemory& u : f.unidentified_memory) {
+    std::string base, taken;
+    for (const ParameterSpec& p : fit_parameters()) {
+      if (p.group != "memory") continue;
+      if (u.base) {
+        base += (base.empty() ? "" : ", ") + p.name + " " + significant((*u.base).*p.field, 4);
+      }
+      taken += (taken.empty() ? "" : ", ") + p.name + " " +
+               significant(f.memory_rates.at(u.family).*p.field, 4);
+    }
+    out << "  " << u.family << ": the runs identify no memory parameter (" << u.why << "); ";
+    if (u.kept) {
+      out << "kept the base profile " << f.base.name << "'s fitted values (" << base << ")\n";
+    } else if (u.base) {
+      out << "took the fit's values (" << taken << ": " << kFitsValues
+          << ") where the base profile " << f.base.name << " had " << base
+          << " (--memory-from-runs)\n";
+    } else {
+      out << "took the fit's values (" << taken << ": " << kFitsValues << "); the base profile "
+          << f.base.name << " has no fitted values of this generation\n";
+    }
+  }
   out << "\nOOM classification and peak MAPE per source (before: the priors; cross-validated: "
          "refitted without the run's (study, GPU count, sequence length) group):\n";
   Table scores(
@@ -125,19 +169,30 @@ CommandAction add_fit_command(CLI::App& app) {
   cmd->add_option("--out", *out_path, "Profile file to write")->required()->check(output_file());
   auto leave_out = std::make_shared<std::string>("study");
   add_leave_out_option(*cmd, *leave_out);
-  return [files, base, out_path, leave_out](std::ostream& out, std::ostream& /*err*/) {
-    check_output_flag("--out", *out_path);
-    // The runs (and a base profile given as a file) are inputs: --out must not replace one.
+  auto memory_from_runs = std::make_shared<bool>(false);
+  cmd->add_flag("--memory-from-runs", *memory_from_runs,
+                "Where the runs identify none of a family's memory parameters (no OOM outcome "
+                "near the capacity, no measured peak), take the fit's values (the priors, or the "
+                "pooled spread with the bias fitted beside it), not the base profile's fitted "
+                "ones (tools/refit-profiles: the profile then depends on the runs and the base's "
+                "rates only)");
+  return [files, base, out_path, leave_out, memory_from_runs](std::ostream& out,
+                                                              std::ostream& /*err*/) {
+    // The runs, the base profile and the GPU file it names are inputs: --out must not replace
+    // one (input_files: a preset is protected by check_writable_target instead).
     std::vector<NamedFile> inputs;
     for (const std::string& f : *files) inputs.push_back({"files", f, f});
-    if (!base->empty()) inputs.push_back({"--profile", *base, *base});
+    for (NamedFile& f : input_files({{PresetKind::kProfile, "--profile", *base}})) {
+      inputs.push_back(std::move(f));
+    }
     require_distinct_files({{"--out", *out_path, *out_path}}, inputs);
+    check_output_flag("--out", *out_path, "profiles");
     const auto start = std::chrono::steady_clock::now();
-    const ProfileFit f = fit_profile(
-        *files, *base, std::filesystem::path(*out_path).stem().string(), folds_named(*leave_out));
+    const ProfileFit f = fit_profile(*files, *base, *out_path, folds_named(*leave_out),
+                                     *memory_from_runs ? BaseMemory::kFromRuns : BaseMemory::kKeep);
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    write_file_atomically(*out_path, f.profile_json.dump(2) + "\n");
+    write_file_atomically(*out_path, f.profile_json.dump(2) + "\n", "profiles");
     out << render(f, *out_path, seconds);
     return 0;
   };

@@ -473,7 +473,7 @@ nlohmann::json profile_to_json(const Profile& p) {
                       {"description", p.description},
                       {"gpu", p.gpu},
                       {"provenance",
-                       {{"kind", "published"},
+                       {{"kind", p.fitted.families.empty() ? "published" : "fitted"},
                         {"date", "unknown"},
                         {"notes", std::string(kWrittenByMeshplan) + ": copied from profile " +
                                       p.name + "; its provenance and sources are in that file"}}},
@@ -877,7 +877,7 @@ Profile profile_from_json(const nlohmann::json& json, const std::string& file,
   }
 
   StrictObject provenance = o.object("provenance", {"kind", "date", "notes"});
-  provenance.choice("kind", {"published", "measured"});
+  provenance.choice("kind", {"published", "measured", "fitted"});
   provenance.string("date");
   provenance.string("notes");
 

@@ -35,8 +35,10 @@ nlohmann::json gpu_to_json(const GpuSpec& gpu);
 nlohmann::json cluster_to_json(const ClusterSpec& cluster);
 
 /// meshplan-profile/1. Profile keeps neither provenance nor sources: "provenance" is
-/// {"kind": "published", "date": "unknown", "notes": "copied by meshplan from profile <name>..."}
-/// and each source says "copied from profile <name>".
+/// {"kind": "published" ("fitted" for a profile with a fitted section), "date": "unknown",
+/// "notes": "copied by meshplan from profile <name>..."} and each source says "copied from
+/// profile <name>". The fitted section keeps its record (fitted_to_json: the files and errors
+/// the planner's caveats say), not the rest of the fit's report.
 nlohmann::json profile_to_json(const Profile& profile);
 
 /// The strict readers. `json` is the object found at JSON path `path` ("$" for a whole file,

@@ -84,10 +84,21 @@ std::string spread_source(const std::string& family, const std::vector<MemoryRun
          groups + ")" + (mine.empty() ? "" : ", the bias fitted with it held");
 }
 
+/// `family`'s entry of `unidentified`, or null.
+const UnidentifiedMemory* unidentified_of(const std::vector<UnidentifiedMemory>& unidentified,
+                                          const std::string& family) {
+  for (const UnidentifiedMemory& u : unidentified) {
+    if (u.family == family) return &u;
+  }
+  return nullptr;
+}
+
 nlohmann::json parameter_rows(const GenerationFit& fit,
                               const std::map<std::string, FittedRates>& memory,
                               const std::vector<MemoryRun>& memory_runs,
-                              const std::optional<PooledSpread>& pooled) {
+                              const std::optional<PooledSpread>& pooled,
+                              const std::vector<UnidentifiedMemory>& unidentified,
+                              const std::string& base_name) {
   nlohmann::json rows = nlohmann::json::array();
   for (const FittedParameter& p : fit.parameters) {
     rows.push_back(
@@ -107,8 +118,11 @@ nlohmann::json parameter_rows(const GenerationFit& fit,
   for (const ParameterSpec& p : fit_parameters()) {
     if (p.group != "memory") continue;
     for (const auto& [family, rates] : memory) {
-      const bool free = std::any_of(memory_runs.begin(), memory_runs.end(),
-                                    [&](const MemoryRun& r) { return r.family == family; });
+      const UnidentifiedMemory* u = unidentified_of(unidentified, family);
+      const bool kept = u != nullptr && u->kept;
+      const bool free =
+          !kept && std::any_of(memory_runs.begin(), memory_runs.end(),
+                               [&](const MemoryRun& r) { return r.family == family; });
       const double value = rates.*p.field, span = p.upper - p.lower;
       rows.push_back({{"name", p.name},
                       {"unit", p.unit},
@@ -124,7 +138,11 @@ nlohmann::json parameter_rows(const GenerationFit& fit,
                                                                      : nlohmann::json(nullptr)},
                       {"meaning", p.meaning},
                       {"prior_source", p.prior_source}});
-      if (p.field == &FittedRates::oom_log_spread) {
+      if (kept) {
+        rows.back()["source"] = "the base profile " + base_name +
+                                "'s fitted value, kept: " + u->why +
+                                ": they identify none of its memory parameters";
+      } else if (p.field == &FittedRates::oom_log_spread) {
         rows.back()["source"] = spread_source(family, memory_runs, pooled);
       }
     }
@@ -144,13 +162,79 @@ nlohmann::json score_json(const MemoryScore& s) {
           {"peak_mape", s.peaks > 0 ? nlohmann::json(s.peak_mape) : nlohmann::json(nullptr)}};
 }
 
+/// The report's memory_unidentified rows. The base's values are recorded where they were kept
+/// only: with BaseMemory::kFromRuns the file depends on the runs and the base's rates alone
+/// (`meshplan fit` prints them beside the values taken).
+nlohmann::json unidentified_json(const std::vector<UnidentifiedMemory>& unidentified) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const UnidentifiedMemory& u : unidentified) {
+    nlohmann::json base = nullptr;
+    if (u.base && u.kept) {
+      base = nlohmann::json::object();
+      for (const ParameterSpec& p : fit_parameters()) {
+        if (p.group == "memory") base[p.name] = (*u.base).*p.field;
+      }
+    }
+    rows.push_back({{"family", u.family},
+                    {"why", u.why},
+                    {"base_fitted", base},
+                    {"taken", u.kept ? "the base profile's fitted values"
+                                     : "the fit's: the priors, or the pooled spread with the "
+                                       "bias and per-token term fitted with it held (the "
+                                       "parameters' source)"}});
+  }
+  return rows;
+}
+
+/// The "gpu" of a profile written to `out_path` that names what `gpu` names in `base_file`: a
+/// preset name stays a name; a file path (referred_name_or_path: relative to the base's folder)
+/// becomes a path relative to the output's folder, or absolute where there is none (another
+/// root), so that the profile and the GPU file can move together.
+std::string gpu_reference_from(const std::string& gpu, const std::string& base_file,
+                               const std::string& out_path) {
+  const std::string referred = referred_name_or_path(gpu, base_file);
+  std::string file;
+  try {
+    file = resolve_preset(PresetKind::kGpu, referred);
+  } catch (const InputError&) {
+    return gpu;  // load_profile loaded it, so this is not reached
+  }
+  if (file != referred) return gpu;  // a preset name
+  namespace fs = std::filesystem;
+  const fs::path absolute = fs::absolute(file).lexically_normal();
+  const fs::path out_folder = fs::absolute(out_path).lexically_normal().parent_path();
+  const fs::path relative = absolute.lexically_relative(out_folder);
+  return relative.empty() ? absolute.string() : relative.string();
+}
+
+/// The description and provenance of a profile `meshplan fit` writes, from its base's: kind
+/// "fitted", the base's date and notes after a sentence saying what was fitted, and the
+/// description after "Fitted by meshplan fit". A base that is itself fitted keeps both as they
+/// are (a refit with the profile as its own base gives the same bytes).
+void mark_fitted(nlohmann::json& profile) {
+  nlohmann::json& provenance = profile.at("provenance");
+  if (provenance.at("kind") == "fitted") return;
+  const std::string kind = provenance.at("kind").get<std::string>();
+  provenance["notes"] =
+      "The fitted section is meshplan fit's: its parameters fitted to measured training runs "
+      "(fitted.report lists the runs, files and errors), scaling the rates of this file, which "
+      "are the base profile's (provenance kind " +
+      kind + "): " + provenance.at("notes").get<std::string>();
+  provenance["kind"] = "fitted";
+  profile["description"] = "Fitted by meshplan fit (fitted.report) on the rates of: " +
+                           profile.at("description").get<std::string>();
+}
+
 }  // namespace
 
 ProfileFit fit_profile(const std::vector<std::string>& paths, const std::string& base_name_or_path,
-                       const std::string& out_name, Folds folds) {
+                       const std::string& out_path, Folds folds, BaseMemory base_memory) {
   ProfileFit out;
   const std::string base_name = base_name_or_path.empty() ? runs_profile(paths) : base_name_or_path;
   out.base = load_profile(base_name, "--profile");
+  // The fit starts from the base's rates alone; its previous fit is consulted only for the
+  // memory parameters the runs do not identify (BaseMemory::kKeep).
+  const FittedSection base_fitted = out.base.fitted;
   out.base.fitted = FittedSection{};
   const std::optional<std::string> generation = gpu_generation(out.base.gpu);
   if (!generation) {
@@ -178,6 +262,34 @@ ProfileFit fit_profile(const std::vector<std::string>& paths, const std::string&
   const std::optional<double> held_spread =
       out.pooled_spread ? std::optional<double>(out.pooled_spread->spread) : std::nullopt;
   out.memory_rates = fit_memory(memory_all, held_spread);
+  // A family whose runs identify none of its memory parameters: the base's fitted values where
+  // it has them for this generation (kept, unless kFromRuns), else the priors fit_memory gave.
+  for (auto& [family, rates] : out.memory_rates) {
+    std::vector<const MemoryRun*> mine;
+    for (const MemoryRun* r : memory_all) {
+      if (r->family == family) mine.push_back(r);
+    }
+    UnidentifiedMemory u{family, "", std::nullopt, false};
+    if (base_fitted.generation == *generation && base_fitted.families.count(family) > 0) {
+      u.base = base_fitted.families.at(family).rates;
+    }
+    // Judged against the base's values where they may be kept; with kFromRuns against the
+    // fit's own, so that the file does not depend on the base's previous fit.
+    const bool keep = u.base && base_memory == BaseMemory::kKeep;
+    if (!runs_identify_no_memory(
+            mine, keep ? *u.base : rates,
+            keep ? "the base profile's memory parameters" : "the fitted memory parameters",
+            &u.why)) {
+      continue;
+    }
+    if (keep) {
+      for (const ParameterSpec& p : fit_parameters()) {
+        if (p.group == "memory") rates.*p.field = (*u.base).*p.field;
+      }
+      u.kept = true;
+    }
+    out.unidentified_memory.push_back(std::move(u));
+  }
   for (auto& [family, rates] : out.fit.rates) {
     for (const ParameterSpec& p : fit_parameters()) {
       if (p.group == "memory") rates.*p.field = out.memory_rates.at(family).*p.field;
@@ -197,7 +309,10 @@ ProfileFit fit_profile(const std::vector<std::string>& paths, const std::string&
         mine.push_back(out.memory_runs[j]);
         before.push_back(prior_rates(out.memory_runs[j].family));
         fitted.push_back(out.memory_rates.at(out.memory_runs[j].family));
-        crossed.push_back(cv[j]);
+        // A kept family's values come from the base, not the runs: no fold changes them.
+        const UnidentifiedMemory* u =
+            unidentified_of(out.unidentified_memory, out.memory_runs[j].family);
+        crossed.push_back(u != nullptr && u->kept ? fitted.back() : cv[j]);
       }
       out.memory_scores.push_back({r.source, score_memory(mine, before), score_memory(mine, fitted),
                                    score_memory(mine, crossed)});
@@ -319,18 +434,24 @@ ProfileFit fit_profile(const std::vector<std::string>& paths, const std::string&
       {"base_profile", out.base.name},
       {"leave_out", folds == Folds::kFile ? "file" : "study"},
       {"files", files},
-      {"parameters", parameter_rows(out.fit, out.memory_rates, out.memory_runs, out.pooled_spread)},
+      {"parameters", parameter_rows(out.fit, out.memory_rates, out.memory_runs, out.pooled_spread,
+                                    out.unidentified_memory, out.base.name)},
+      {"memory_unidentified", unidentified_json(out.unidentified_memory)},
       {"memory_errors", memory_errors},
       {"iterations", out.fit.iterations},
       {"runs", run_rows},
       {"errors", per_source},
       {"skipped", skipped}};
 
+  const std::string out_name = std::filesystem::path(out_path).stem().string();
   Profile result = with_fit(out.base, out.fit, out.intervals);
   result.name = out_name;
   const std::string base_file = resolve_preset(PresetKind::kProfile, base_name);
   out.profile_json = load_json_file(base_file);
   out.profile_json["name"] = out_name;
+  out.profile_json["gpu"] =
+      gpu_reference_from(out.profile_json.at("gpu").get<std::string>(), base_file, out_path);
+  mark_fitted(out.profile_json);
   out.profile_json["fitted"] = fitted_to_json(result.fitted, report);
   return out;
 }

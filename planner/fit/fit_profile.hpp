@@ -31,6 +31,20 @@ struct MemorySourceScores {
   MemoryScore before, fitted, cross_validated;
 };
 
+/// A family whose runs on the fit's generation identify none of its memory parameters
+/// (memory_fit.hpp runs_identify_no_memory, judged against the base's fitted values where it has
+/// them, else the priors), and what the written profile holds for it.
+struct UnidentifiedMemory {
+  std::string family;
+  std::string why;  ///< runs_identify_no_memory's reason
+  /// The base profile's fitted memory parameters of the family (its fitted section of the same
+  /// generation); nullopt where it has none.
+  std::optional<FittedRates> base;
+  /// True: the base's values were kept; false: the fit's (the priors, or the pooled spread
+  /// with the bias and per-token term fitted with it held: fit_memory) were taken.
+  bool kept = false;
+};
+
 /// The fit and the profile it writes.
 struct ProfileFit {
   Profile base;
@@ -45,17 +59,37 @@ struct ProfileFit {
   /// (memory_fit.hpp pooled_log_spread over every generation's runs in the files); nullopt:
   /// none identifies one, and those families hold the prior.
   std::optional<PooledSpread> pooled_spread;
-  std::vector<MemorySourceScores> memory_scores;  ///< by source, in the runs' order
-  nlohmann::json profile_json;                    ///< the file, `fitted` section included
+  std::vector<MemorySourceScores> memory_scores;        ///< by source, in the runs' order
+  std::vector<UnidentifiedMemory> unidentified_memory;  ///< by family, framework_families order
+  nlohmann::json profile_json;                          ///< the file, `fitted` section included
+};
+
+/// How the fit treats a family whose runs identify none of its memory parameters
+/// (UnidentifiedMemory).
+enum class BaseMemory {
+  /// Keep the base profile's fitted values where its fitted section is of the fit's generation
+  /// (`meshplan fit`'s default: a fit to runs far from the capacity leaves the base's memory
+  /// verdicts as they were).
+  kKeep,
+  /// Take the priors (and the pooled spread), as for a base without a fitted section: the
+  /// profile then depends on the runs and the base's rates only, never on its previous fit
+  /// (`meshplan fit --memory-from-runs`, which tools/refit-profiles passes so that a refit of a
+  /// shipped profile with itself as base gives the same bytes).
+  kFromRuns,
 };
 
 /// Fits `base_name_or_path` (a profile preset or file; empty: the shipped profile of the runs'
-/// GPUs, which must then be one) to the runs of `paths` on its GPU generation. `out_name` is the
-/// written profile's "name" (the output file's stem). Throws InputError for bad files, no
-/// usable run, or runs spanning several shipped profiles without a base. `folds` sets what the
-/// cross-validation (and with it the intervals) leaves out at a time.
+/// GPUs, which must then be one) to the runs of `paths` on its GPU generation. `out_path` is the
+/// file the profile will be written to: its stem is the profile's "name", and a base's "gpu"
+/// that is a file path is written relative to its folder (so that it names the same GPU file
+/// from there; a preset name stays a name). The base's "description" and "provenance" say that
+/// the profile is fitted (provenance kind "fitted"; configs/profiles/README.md). Throws
+/// InputError for bad files, no usable run, or runs spanning several shipped profiles without a
+/// base. `folds` sets what the cross-validation (and with it the intervals) leaves out at a
+/// time; `base_memory` what a family whose runs identify none of its memory parameters holds.
 ProfileFit fit_profile(const std::vector<std::string>& paths, const std::string& base_name_or_path,
-                       const std::string& out_name, Folds folds = Folds::kStudy);
+                       const std::string& out_path, Folds folds = Folds::kStudy,
+                       BaseMemory base_memory = BaseMemory::kKeep);
 
 /// Error of a run's metric, (predicted - measured) / measured, from its log_error
 /// (step_log_error).

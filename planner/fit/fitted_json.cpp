@@ -26,8 +26,28 @@ nlohmann::json fitted_to_json(const FittedSection& fitted, const nlohmann::json&
     families[family] = {{"parameters", parameters}, {"interval", interval}};
   }
   nlohmann::json j = {{"generation", fitted.generation}, {"families", families}};
-  if (!report.is_null()) j["report"] = report;
+  if (!report.is_null()) {
+    j["report"] = report;
+  } else if (fitted.record) {
+    j["report"] = report_of_record(*fitted.record);
+  }
   return j;
+}
+
+nlohmann::json report_of_record(const FitRecord& record) {
+  nlohmann::json errors = nlohmann::json::array();
+  const auto number = [](const std::optional<double>& v) {
+    return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+  };
+  for (const FitSourceError& e : record.errors) {
+    errors.push_back({{"source", e.source},
+                      {"metric", e.metric},
+                      {"runs", e.runs},
+                      {"mape_before", number(e.before)},
+                      {"mape_fitted", number(e.fitted)},
+                      {"mape_cross_validated", number(e.cross_validated)}});
+  }
+  return {{"files", record.files}, {"errors", errors}};
 }
 
 namespace {

@@ -13,8 +13,16 @@
 namespace meshplan {
 
 /// {"generation", "families": {family: {"parameters": {name: value}, "interval": {"p10_ratio",
-/// "p90_ratio", "cases"} or null}}} and "report" where `report` is not null.
+/// "p90_ratio", "cases"} or null}}} and "report": `report` where it is not null, else
+/// report_of_record(fitted.record) where the section has a record (a profile copied into a
+/// plan.json keeps what the caveats say of its fit), else none.
 nlohmann::json fitted_to_json(const FittedSection& fitted, const nlohmann::json& report = nullptr);
+
+/// The part of a fit's report that fit_record_from_report reads, from `record`: {"files",
+/// "errors": [{"source", "metric", "runs", "mape_before", "mape_fitted",
+/// "mape_cross_validated"}]} (null where the record has no value); read back, it gives
+/// `record` again.
+nlohmann::json report_of_record(const FitRecord& record);
 
 /// Reads the section at `o`'s key "fitted" (`raw` is its JSON) of a profile of GPU `gpu`.
 /// Strict: "generation" that of `gpu` (gpu_generation; any of the five for a GPU without one),

@@ -6,6 +6,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "common/format.hpp"
 #include "costmodel/memory_ledger.hpp"
 #include "costmodel/oom_risk.hpp"
 #include "planner/fit/fit.hpp"
@@ -160,6 +161,35 @@ SpreadEvidence spread_evidence(const std::vector<const MemoryRun*>& family_runs)
   if (ran && oom) return SpreadEvidence::kOutcomes;
   if (peaks >= kMinSpreadPeaks) return SpreadEvidence::kPeaks;
   return SpreadEvidence::kNone;
+}
+
+bool runs_identify_no_memory(const std::vector<const MemoryRun*>& family_runs,
+                             const FittedRates& rates, const std::string& rates_named,
+                             std::string* why) {
+  std::size_t peaks = 0, ooms = 0, within_reach = 0;
+  for (const MemoryRun* r : family_runs) {
+    if (r->measured_peak_bytes) ++peaks;
+    if (r->oom) ++ooms;
+    const double risk = memory_outlook(memory_need(*r, rates), r->capacity_bytes, rates).oom_risk;
+    if (risk >= kReachRisk && risk <= 1 - kReachRisk) ++within_reach;
+  }
+  const bool none =
+      spread_evidence(family_runs) == SpreadEvidence::kNone && peaks == 0 && within_reach == 0;
+  if (why != nullptr) {
+    const std::string n = std::to_string(family_runs.size());
+    *why = family_runs.empty()
+               ? "the family has no runs on this generation"
+               : "the family's " + n + " runs on this generation " +
+                     (ooms == 0                    ? "all ran"
+                      : ooms == family_runs.size() ? "all went out of memory"
+                                                   : "went out of memory and ran") +
+                     ", measured " + (peaks == 0 ? "no peak" : std::to_string(peaks) + " peaks") +
+                     ", and " +
+                     (within_reach == 0 ? "none" : std::to_string(within_reach) + " of them") +
+                     " came within reach of the capacity (OOM risk " + fixed(100 * kReachRisk, 0) +
+                     "% to " + fixed(100 * (1 - kReachRisk), 0) + "% under " + rates_named + ")";
+  }
+  return none;
 }
 
 namespace {

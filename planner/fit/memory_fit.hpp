@@ -93,6 +93,26 @@ inline constexpr std::size_t kPeakFitParameters = 2;
 /// The evidence `family_runs` (one family's runs on one generation) give of the spread.
 SpreadEvidence spread_evidence(const std::vector<const MemoryRun*>& family_runs);
 
+/// The OOM risk band inside which a run's outcome is "within reach" of the capacity: a run whose
+/// risk under a profile's memory parameters lies in [kReachRisk, 1 - kReachRisk] could have gone
+/// either way, so its outcome moves the bias and spread; one outside it (far below the capacity,
+/// or far above) agrees with any nearby parameters and moves neither.
+inline constexpr double kReachRisk = 0.05;
+
+/// Whether `family_runs` (one family's runs on one generation) identify none of the family's
+/// memory parameters, judged against `rates` (a base profile's fitted memory parameters, or the
+/// fit's own; `rates_named` names them in `why`: "the base profile's memory parameters"): their
+/// outcomes are of one kind (spread_evidence kNone), none measured a peak (a peak sets the bias
+/// and the per-token term), and none is within reach of the capacity under `rates`
+/// (memory_outlook's risk in [kReachRisk, 1 - kReachRisk]: |log(need / capacity) - b| <= s x
+/// log(19) with kReachRisk 0.05). No runs identify nothing. `why` (when not null) gets the
+/// reason in words: "the family's 6 runs on this generation all ran, measured no peak, and none
+/// came within reach of the capacity (OOM risk 5% to 95% under the base profile's memory
+/// parameters)".
+bool runs_identify_no_memory(const std::vector<const MemoryRun*>& family_runs,
+                             const FittedRates& rates, const std::string& rates_named,
+                             std::string* why = nullptr);
+
 /// The logistic scale of the measured peaks of `family_runs` around `rates`' median peak
 /// (log-ratio units): e_i = log_median_peak(need_i) - log(measured_i) (oom_risk.hpp), and
 /// s = sqrt(3) / pi x sqrt(sum e_i^2 / (n - kPeakFitParameters)), the standard deviation of a

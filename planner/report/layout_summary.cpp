@@ -182,8 +182,10 @@ std::string step_time_caveat(const Profile& profile, const FrameworkConvention& 
          (record.cross_validated_mape.size() > 1 ? "; the most: " + worst : std::string()) +
          (shipped ? "; README, Validation)" : ")") +
          (step_interval(profile, framework)
-              ? std::string("; the 80% interval (plan's Why, --json step_time_s_p10/p90) is taken "
-                            "from those errors") +
+              ? std::string(
+                    "; the 80% interval (beside estimate's step time, in plan's Why, --json "
+                    "step_time_s_p10/p90) is taken "
+                    "from those errors") +
                     (shipped ? ", and a profile fitted to the cluster's own runs (meshplan fit) "
                                "narrows it."
                              : ".")

@@ -29,7 +29,7 @@ namespace meshplan {
 
 /// The profile file's "provenance" (Profile itself does not keep it).
 struct ProfileProvenance {
-  std::string kind;   ///< "published" or "measured"
+  std::string kind;   ///< "published", "measured" or "fitted"
   std::string date;   ///< as written in the file
   std::string notes;  ///< how the numbers were obtained
 };

@@ -130,7 +130,14 @@ std::string render_step(const StepReportInputs& in, const StepEstimate& e) {
     << in.cluster.name << ", profile " << in.profile.name << ")\n  "
     << layout_summary(in.layout, in.setup) << ", " << to_string(in.setup.precision) << ", "
     << framework_summary(in.setup.framework) << "\n\n";
-  s << "  step time        " << fixed(e.step_time_s, 3) << " s\n";
+  s << "  step time        " << fixed(e.step_time_s, 3) << " s";
+  // The profile's 80% interval for a run of a new study (fit.hpp interval_for), as --json's
+  // step_time_s_p10/p90; none where the profile's family has none (the caveat says why).
+  if (e.step_time_s_p90 > 0) {
+    s << " (80% interval " << fixed(e.step_time_s_p10, 3) << " - " << fixed(e.step_time_s_p90, 3)
+      << " s)";
+  }
+  s << "\n";
   s << "  tokens/s         " << fixed(e.tokens_per_s, 0) << " (" << fixed(e.tokens_per_s_per_gpu, 1)
     << " per GPU)\n";
   const auto [headline, other] = mfu_headline_first(in.setup.framework, e.mfu, e.tflops_per_gpu,

@@ -27,6 +27,7 @@
 #include <sstream>
 
 #include "common/atomic_write.hpp"
+#include "common/config_dir.hpp"
 #include "common/input_error.hpp"
 #include "common/temporary_file.hpp"
 #include "planner/config/input_files.hpp"
@@ -146,11 +147,10 @@ TEST_CASE("OutputSet writes every file, or none of them", "[outputs]") {
     });
     outputs.add_written_by(
         "--trace", b, [](const std::string&) { throw InputError("the step has too many events"); });
-    REQUIRE_THROWS_WITH(outputs.commit(),
-                        "--trace " + b +
-                            ": writing failed: the step has too "
-                            "many events; nothing was written (free some space or "
-                            "choose another path)");
+    // The writer's own error says what is true: no advice about space.
+    REQUIRE_THROWS_WITH(outputs.commit(), "--trace " + b +
+                                              ": writing failed: the step has too many events; "
+                                              "nothing was written");
     CHECK(given.rfind(temporary_prefix(a), 0) == 0);
     CHECK(listing(dir).empty());
   }
@@ -178,14 +178,24 @@ TEST_CASE("OutputSet writes every file, or none of them", "[outputs]") {
     CHECK(listing(dir) == std::vector<std::string>{"link.json"});
   }
 
-  SECTION("a file written through a dangling link lands in the link's target") {
+  SECTION("an output that is a symbolic link is refused, never written through") {
+    // One another user planted in a shared folder would redirect the write (README, Temporary
+    // files): the link and its target stay as they were.
+    std::ofstream(a) << "victim\n";
     fs::create_symlink("a.json", dir + "/link.json");
     OutputSet outputs;
     outputs.add("--out", dir + "/link.json", "through the link\n");
-    outputs.commit();
+    REQUIRE_THROWS_WITH(outputs.commit(),
+                        "--out " + dir +
+                            "/link.json: is a symbolic link (to a.json); meshplan writes no "
+                            "output through a link (one planted by another user would redirect "
+                            "the write); give the file's own path, or remove the link");
     CHECK(fs::is_symlink(dir + "/link.json"));
-    CHECK(read_text(a) == "through the link\n");
+    CHECK(read_text(a) == "victim\n");
     CHECK(listing(dir) == std::vector<std::string>{"a.json", "link.json"});
+    CHECK_THROWS_WITH(write_file_atomically(dir + "/link.json", "x\n"),
+                      Catch::StartsWith(dir + "/link.json: is a symbolic link (to a.json)"));
+    CHECK(read_text(a) == "victim\n");
   }
 
   SECTION("folders it created are removed again when nothing ended up in them") {
@@ -604,6 +614,58 @@ TEST_CASE("no output replaces a shipped preset, named as an input or not", "[out
         test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--out", path});
     CHECK(plan.exit_code == 2);
     CHECK(test::read_config(preset) == before);
+  }
+}
+
+TEST_CASE("no output of another kind joins a presets folder; checked before any work",
+          "[outputs][cli]") {
+  // A trace in configs/profiles would be read as a profile preset (and break `meshplan
+  // presets`); a plan in configs/models as a model. Refused before the estimate or search.
+  const std::string presets = fs::canonical(config_dir()).string();
+  const std::string trace = config_dir() + "/profiles/t.json";
+  const test::CliResult e =
+      test::run({"estimate", "--model", "llama3-8b", "--gpus", "8", "--trace", trace});
+  CHECK(e.exit_code == 2);
+  CHECK(e.out.empty());
+  CHECK(e.err == "meshplan: error: --trace " + trace + ": is in meshplan's presets folder " +
+                     presets +
+                     "/profiles (every .json file there is read as a profile preset, and one "
+                     "that is not breaks `meshplan presets` and the look-ups); this output is no "
+                     "preset of that folder; choose a path outside " +
+                     presets + "\n");
+  CHECK_FALSE(fs::exists(trace));
+  const std::string plan_out = config_dir() + "/models/evil.json";
+  const test::CliResult p =
+      test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--out", plan_out});
+  CHECK(p.exit_code == 2);
+  CHECK(p.out.empty());  // no search was run: nothing printed
+  CHECK_THAT(p.err, Catch::StartsWith("meshplan: error: --out " + plan_out +
+                                      ": is in meshplan's presets folder " + presets +
+                                      "/models (every .json file there is read as a model "
+                                      "preset"));
+  CHECK_FALSE(fs::exists(plan_out));
+  // A new profile may join configs/profiles (check_writable_target's preset_folder).
+  CHECK_NOTHROW(check_writable_target(config_dir() + "/profiles/new-fit.json", "profiles"));
+  CHECK_THROWS_WITH(check_writable_target(config_dir() + "/models/new-fit.json", "profiles"),
+                    Catch::Contains("(it may go in " + presets + "/profiles)"));
+}
+
+TEST_CASE("an output naming standard output, a device or a process file is refused up front",
+          "[outputs][cli]") {
+  // /dev/stdout links to the redirected file or pipe (/proc/self/fd/1): the rename would
+  // replace that file and lose the report, or fail on a pipe after the search.
+  for (const std::string path : {"/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"}) {
+    const test::CliResult r =
+        test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--out", path});
+    INFO(path);
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    const std::string under = path.rfind("/dev/", 0) == 0 ? "/dev" : "/proc";
+    CHECK(r.err == "meshplan: error: --out " + path + ": is a device or process file (under " +
+                       under +
+                       ": standard output, a terminal or a pipe), not a file meshplan can write; "
+                       "give a regular file's name (the report is printed to standard output "
+                       "anyway)\n");
   }
 }
 

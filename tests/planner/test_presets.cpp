@@ -186,11 +186,12 @@ TEST_CASE("meshplan presets profiles lists every shipped profile", "[presets]") 
   }
   // configs/profiles/h100.json by hand: gemm.peak_efficiency 0.803 (794.5 of 989 TFLOP/s),
   // flash_attention_efficiency 0.52, hbm_efficiency 0.88, links.nvlink.busbw_bytes_per_s 370e9
-  // and links.nic_busbw_bytes_per_s 46e9 (GB = 1e9 bytes: 370 and 46).
+  // and links.nic_busbw_bytes_per_s 46e9 (GB = 1e9 bytes: 370 and 46); provenance kind "fitted"
+  // (meshplan fit output, tools/refit-profiles; the rates published).
   const std::vector<std::string> h100 = row_cells(r.out, "h100");
   REQUIRE(h100.size() == 9);
   CHECK(std::vector<std::string>(h100.begin(), h100.begin() + 8) ==
-        std::vector<std::string>{"h100", "h100-sxm", "published", "0.803", "0.520", "0.880", "370",
+        std::vector<std::string>{"h100", "h100-sxm", "fitted", "0.803", "0.520", "0.880", "370",
                                  "46"});
 }
 

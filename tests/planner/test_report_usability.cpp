@@ -920,3 +920,44 @@ TEST_CASE(
                                "README, Validation)"));
   }
 }
+
+TEST_CASE(
+    "estimate --plan says the shipped profile's caveat as plan does; estimate prints the "
+    "80% interval",
+    "[usability][plan]") {
+  // plan.json embeds the profile; its fitted section keeps the record the caveat reads (the
+  // files and the errors per source: fitted_to_json report_of_record).
+  const std::string dir = test::temp_dir() + "/caveat-from-plan";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string out = dir + "/p.json";
+  const test::CliResult plan =
+      test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--gbs", "64", "--out", out});
+  INFO(plan.err);
+  REQUIRE(plan.exit_code == 0);
+  const auto caveat_of = [](const std::string& text) {
+    const std::size_t at = text.find("The shipped profile h100 is fitted");
+    REQUIRE(at != std::string::npos);
+    return text.substr(at, text.find('\n', at) - at);
+  };
+  const std::string from_plan = caveat_of(plan.out);
+  CHECK_THAT(from_plan, Contains("off per source on average (cross-validated"));
+  const test::CliResult estimate = test::run({"estimate", "--plan", out});
+  INFO(estimate.err);
+  REQUIRE(estimate.exit_code == 0);
+  CHECK(caveat_of(estimate.out) == from_plan);
+  const nlohmann::json written = load_json_file(out);
+  const nlohmann::json& record = written.at("inputs").at("profile").at("fitted").at("report");
+  CHECK(record.at("files") == nlohmann::json::parse(test::read_config("profiles/h100.json"))
+                                  .at("fitted")
+                                  .at("report")
+                                  .at("files"));
+  // The text's step time carries the interval --json gives as step_time_s_p10/p90.
+  const test::CliResult json = test::run({"estimate", "--plan", out, "--json"});
+  REQUIRE(json.exit_code == 0);
+  const nlohmann::json e = nlohmann::json::parse(json.out);
+  CHECK_THAT(estimate.out,
+             Contains("  step time        " + fixed(e.at("step_time_s").get<double>(), 3) +
+                      " s (80% interval " + fixed(e.at("step_time_s_p10").get<double>(), 3) +
+                      " - " + fixed(e.at("step_time_s_p90").get<double>(), 3) + " s)\n"));
+}

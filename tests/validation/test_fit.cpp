@@ -84,7 +84,7 @@ namespace {
 /// NAME --out NAME.json) and compares its fitted section with the shipped one.
 void check_refit(const char* name, const std::vector<std::string>& files, Folds folds) {
   INFO(name);
-  const ProfileFit f = fit_profile(files, name, name, folds);
+  const ProfileFit f = fit_profile(files, name, name, folds, BaseMemory::kFromRuns);
   const nlohmann::json shipped = load_json_file(resolve_preset(PresetKind::kProfile, name));
   REQUIRE(shipped.contains("fitted"));
   check_close(f.profile_json.at("fitted").at("families"), shipped.at("fitted").at("families"),
@@ -186,6 +186,110 @@ TEST_CASE("fit: one source's runs into a profile that plan --profile uses", "[va
   CHECK(a.at("ranked").at(0).at("step_time_s").get<double>() !=
         b.at("ranked").at(0).at("step_time_s").get<double>());
   CHECK(a.at("ranked").at(0).contains("step_time_s_p10"));
+}
+
+TEST_CASE("fit: a base profile file with its own GPU file, fitted into another folder",
+          "[validation][fit][outputs]") {
+  // The testers' setup: mygpu.json a copy of the h100-sxm preset, myprof.json the h100 profile
+  // naming it by a path relative to its own folder.
+  namespace fs = std::filesystem;
+  const std::string dir = test::temp_dir() + "/fit-gpu-file";
+  fs::remove_all(dir);
+  fs::create_directories(dir + "/gp");
+  fs::create_directories(dir + "/other");
+  const std::string gpu = dir + "/gp/mygpu.json", base = dir + "/gp/myprof.json";
+  const std::string gpu_text = test::read_config("gpus/h100-sxm.json");
+  std::ofstream(gpu) << gpu_text;
+  nlohmann::json profile = nlohmann::json::parse(test::read_config("profiles/h100.json"));
+  profile["gpu"] = "mygpu.json";
+  profile["name"] = "myprof";
+  std::ofstream(base) << profile.dump(2);
+  const std::string runs = test::validation_dir() + "/nemo-2407.json";
+
+  SECTION("--out naming the base's GPU file is refused before fitting; the file is kept") {
+    const test::CliResult r = test::run({"fit", runs, "--profile", base, "--out", gpu});
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err == "meshplan: error: --out " + gpu +
+                       ": names the same file as the input mygpu.json (the file named at $.gpu "
+                       "of --profile " +
+                       base + ": " + gpu +
+                       "); writing there would replace that input; give the output another "
+                       "file name\n");
+    std::ifstream in(gpu);
+    CHECK(std::string(std::istreambuf_iterator<char>(in), {}) == gpu_text);
+  }
+
+  SECTION(
+      "the written profile names the GPU file from its own folder, says it is fitted, "
+      "and keeps the base's memory parameters the runs do not identify") {
+    const std::string out = dir + "/other/fitted.json";
+    const test::CliResult r = test::run({"fit", runs, "--profile", base, "--out", out});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    const nlohmann::json written = load_json_file(out);
+    // A file path is written relative to the output's folder: other/ -> ../gp/mygpu.json.
+    CHECK(written.at("gpu") == "../gp/mygpu.json");
+    const Profile fitted = load_profile(out);  // loads: the GPU file is found from there
+    CHECK(fitted.gpu == "h100-sxm");
+    CHECK(written.at("provenance").at("kind") == "fitted");
+    CHECK(written.at("description")
+              .get<std::string>()
+              .rfind("Fitted by meshplan fit (fitted.report) on the rates of: Published defaults",
+                     0) == 0);
+    // nemo-2407's 12 runs all ran, no peak was measured, and none came near the capacity: they
+    // identify no memory parameter of the megatron family, which keeps h100's fitted values.
+    const Profile h100 = load_profile("h100");
+    for (const char* family : {"megatron", "pytorch", "other"}) {
+      INFO(family);
+      const FittedRates& mine = fitted.fitted.families.at(family).rates;
+      const FittedRates& theirs = h100.fitted.families.at(family).rates;
+      CHECK(mine.oom_log_bias == theirs.oom_log_bias);
+      CHECK(mine.oom_log_spread == theirs.oom_log_spread);
+      CHECK(mine.memory_per_token_bytes == theirs.memory_per_token_bytes);
+    }
+    const nlohmann::json& unidentified =
+        written.at("fitted").at("report").at("memory_unidentified");
+    REQUIRE(unidentified.size() == 3);
+    CHECK(unidentified[0].at("family") == "megatron");
+    CHECK(unidentified[0].at("taken") == "the base profile's fitted values");
+    CHECK(unidentified[0].at("base_fitted").at("oom_log_bias") ==
+          h100.fitted.families.at("megatron").rates.oom_log_bias);
+    CHECK_THAT(r.out, Catch::Contains(
+                          "  megatron: the runs identify no memory parameter (the family's 12 "
+                          "runs on this generation all ran, measured no peak, and none came "
+                          "within reach of the capacity (OOM risk 5% to 95% under the base "
+                          "profile's memory parameters)); kept the base profile myprof's fitted "
+                          "values (memory_per_token_bytes 0, oom_log_bias " +
+                          significant(h100.fitted.families.at("megatron").rates.oom_log_bias, 4)));
+    // The memory table has the time table's "bound hit" column.
+    CHECK_THAT(r.out, Catch::Contains("  parameter               family    prior            "
+                                      "fitted          bounds  bound hit\n"));
+  }
+
+  SECTION("--memory-from-runs takes the fit's values and says what the base had") {
+    const std::string out = dir + "/other/from-runs.json";
+    const test::CliResult r =
+        test::run({"fit", runs, "--profile", base, "--out", out, "--memory-from-runs"});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    const Profile fitted = load_profile(out);
+    // One file: no (generation, family) group identifies a spread to pool, so the prior 0.01;
+    // the report records no base value (the file does not depend on the base's fit).
+    CHECK(fitted.fitted.families.at("megatron").rates.oom_log_spread == 0.01);
+    const nlohmann::json written = load_json_file(out);
+    const nlohmann::json& unidentified =
+        written.at("fitted").at("report").at("memory_unidentified");
+    REQUIRE(unidentified.size() == 3);
+    CHECK(unidentified[0].at("base_fitted").is_null());
+    CHECK_THAT(r.out, Catch::Contains("  megatron: the runs identify no memory parameter ("));
+    CHECK_THAT(r.out,
+               Catch::Contains(
+                   "where the base profile myprof had memory_per_token_bytes "
+                   "0, oom_log_bias " +
+                   significant(
+                       load_profile("h100").fitted.families.at("megatron").rates.oom_log_bias, 4)));
+  }
 }
 
 TEST_CASE("validate --cross-validate: a left-out study's interval residuals never saw it",
