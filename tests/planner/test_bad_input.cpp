@@ -323,7 +323,7 @@ TEST_CASE("floating flags refuse numbers below the smallest normal double by nam
   }
 }
 
-TEST_CASE("--time-tolerance without --objective memory is refused; cost notes it ranks as time",
+TEST_CASE("plan refuses --time-tolerance without --objective memory, and cost ranks as time",
           "[bad_input][flags]") {
   const std::vector<std::string> plan = {"plan", "--model", "llama3-8b", "--gpus", "8"};
   for (const std::string objective : {"time", "cost"}) {

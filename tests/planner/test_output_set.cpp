@@ -617,7 +617,7 @@ TEST_CASE("no output replaces a shipped preset, named as an input or not", "[out
   }
 }
 
-TEST_CASE("no output of another kind joins a presets folder; checked before any work",
+TEST_CASE("no output of another kind joins a presets folder, checked before any work",
           "[outputs][cli]") {
   // A trace in configs/profiles would be read as a profile preset (and break `meshplan
   // presets`); a plan in configs/models as a model. Refused before the estimate or search.

@@ -922,7 +922,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "estimate --plan says the shipped profile's caveat as plan does; estimate prints the "
+    "estimate --plan says the shipped profile's caveat as plan does, estimate prints the "
     "80% interval",
     "[usability][plan]") {
   // plan.json embeds the profile; its fitted section keeps the record the caveat reads (the
