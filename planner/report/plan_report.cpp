@@ -236,15 +236,12 @@ std::string expert_mesh_text(const SearchRequest& r, const SearchResult& result)
 
 namespace {
 
-/// Which of usable_memory's two limits binds (search.cpp): "OOM risk at most 5.0%; the 5.0 GiB
+/// Which of memory_limits' two limits binds (search.hpp): "OOM risk at most 5.0%; the 5.0 GiB
 /// reserve, kept below the expected peak, would allow 86.2 GiB" or "the expected peak (the
 /// ledger's x exp(-oom_log_bias)) kept 12.0 GiB below the GPU's memory (--memory-reserve); OOM
 /// risk at most 5.0% would allow 81.1 GiB". The reserve is named only where one is given.
 std::string memory_limit_text(const SearchRequest& r) {
-  const double capacity = r.cluster.gpu.memory_bytes;
-  const FittedRates rates = fitted_rates(r.profile, r.setup.framework);
-  const double by_risk = peak_at_risk(capacity, rates, r.max_oom_risk);
-  const double by_reserve = (capacity - r.memory_reserve_bytes) * std::exp(rates.oom_log_bias);
+  const auto [by_risk, by_reserve] = memory_limits(r);
   const std::string risk = "OOM risk at most " + risk_percent(r.max_oom_risk);
   if (r.memory_reserve_bytes <= 0) return risk;
   const std::string reserve = "the expected peak (the ledger's x exp(-oom_log_bias)) kept " +

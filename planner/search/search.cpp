@@ -494,14 +494,14 @@ bool ranks_before(const Candidate& a, const Candidate& b, Objective objective) {
                                         : a.peak_bytes < b.peak_bytes;
 }
 
-double usable_memory(const SearchRequest& request) {
-  // out_of_memory's two limits on the ledger's peak: the risk's, and the median's (peak x
-  // exp(-bias)) within the capacity less the reserve.
+MemoryLimits memory_limits(const SearchRequest& request) {
   const double capacity = request.cluster.gpu.memory_bytes;
   const FittedRates rates = fitted_rates(request.profile, request.setup.framework);
-  return std::min((capacity - request.memory_reserve_bytes) * std::exp(rates.oom_log_bias),
-                  peak_at_risk(capacity, rates, request.max_oom_risk));
+  return {peak_at_risk(capacity, rates, request.max_oom_risk),
+          (capacity - request.memory_reserve_bytes) * std::exp(rates.oom_log_bias)};
 }
+
+double usable_memory(const SearchRequest& request) { return memory_limits(request).usable(); }
 
 SearchResult search_layouts(const SearchRequest& request) {
   std::vector<std::array<std::int64_t, 3>> combos;  // (tp, cp, pp)

@@ -159,7 +159,21 @@ struct SearchResult {
 /// The key of SearchResult::rejected for layouts that do not fit in memory.
 inline constexpr const char* kOutOfMemoryReason = "out of memory";
 
-/// The usable_bytes of `request`.
+/// The two limits on a layout's ledger peak (bytes) that out_of_memory (costmodel/oom_risk.hpp)
+/// applies for `plan`: the peak whose OOM risk is max_oom_risk (peak_at_risk), and the peak whose
+/// median (peak x exp(-oom_log_bias)) is the GPU's memory less --memory-reserve, i.e.
+/// (capacity - reserve) x exp(oom_log_bias). The usable memory is the lesser.
+struct MemoryLimits {
+  double by_risk = 0;     ///< bytes: peak_at_risk(capacity, rates, max_oom_risk)
+  double by_reserve = 0;  ///< bytes: (capacity - memory_reserve_bytes) x exp(oom_log_bias)
+  double usable() const { return by_risk < by_reserve ? by_risk : by_reserve; }
+};
+
+/// The MemoryLimits of `request` (its GPU's memory, its framework family's fitted oom_log_bias
+/// and oom_log_spread in its profile, max_oom_risk and memory_reserve_bytes).
+MemoryLimits memory_limits(const SearchRequest& request);
+
+/// The usable_bytes of `request`: memory_limits(request).usable().
 double usable_memory(const SearchRequest& request);
 
 /// Runs the search. Preconditions: gpus > 0, gbs > 0. Infeasible layouts are counted, never
