@@ -399,10 +399,12 @@ std::vector<std::string> torchtitan_model_notes(const Plan& p, const std::string
         (model && model->package != "llama3" ? model->package : std::string("Llama")) +
         " flavors): check that yours has " + number_text(*m.norm_epsilon));
   }
-  // A model with QK-norm that none of qwen3's flavors builds: torchtitan has no flavor for it.
+  // A model with QK-norm that none of qwen3's flavors builds: no flavor of the packages the
+  // export writes is it (llama3 and deepseek_v3 have no QK-norm).
   if (!model && m.qk_norm) {
     dropped.push_back(
-        "no torchtitan flavor: torchtitan builds QK-norm only in its qwen3 flavors (" +
+        "no torchtitan flavor: of the model packages this export writes (llama3, deepseek_v3, "
+        "qwen3), only qwen3's flavors have QK-norm (" +
         qwen3_flavors_text() +
         "; torchtitan/models/qwen3/__init__.py at v0.2.2 and main b5bcd76), and none has this "
         "model's shape (hidden " +

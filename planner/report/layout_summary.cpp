@@ -90,8 +90,9 @@ const char* const kStepTimeDefinition =
     "the closed form (the pipeline at its slowest stage's pace, filled and drained through the "
     "others), which plan ranks layouts by and estimate --json, plan --json and plan.json's "
     "predicted give as step_time_s; estimate --trace draws an event simulation of the step, "
-    "whose otherData step_time_s may differ by a few percent (its closed_form_step_time_s is "
-    "the closed form)";
+    "whose otherData step_time_s differs from it, mostly by 1-2% and by up to about 15% with a "
+    "slower middle stage or uneven chunks and few micro-batches (its closed_form_step_time_s "
+    "is the closed form; docs/step-time.md)";
 
 const char* attention_flops_text(AttentionFlops definition) {
   return definition == AttentionFlops::kCausal

@@ -74,8 +74,9 @@ extern const char* const kAttentionFlopsDefinition;
 /// and the end of the text's "The step time above is ..." line (estimate): step_time_s is the
 /// closed form of estimate_step (costmodel/step_time.hpp: the pipeline at its slowest stage's
 /// pace, filled and drained through the others), which plan ranks by, not the event simulation
-/// that estimate --trace draws (whose otherData step_time_s may differ by a few percent; its
-/// closed_form_step_time_s is the closed form).
+/// that estimate --trace draws (whose otherData step_time_s differs, mostly by 1-2% and by up
+/// to about 15% with a slower middle stage or uneven chunks and few micro-batches:
+/// docs/step-time.md; its closed_form_step_time_s is the closed form).
 extern const char* const kStepTimeDefinition;
 
 /// What a count of the attention FLOPs is, as the reports explain it: causal "attention score

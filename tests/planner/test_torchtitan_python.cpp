@@ -350,9 +350,9 @@ TEST_CASE("torchtitan: the tied-embedding Qwen3 0.6B, 1.7B and 4B as their qwen3
       export_plan(plan_of(untied, l, Precision::kBf16, 4096), ExportFormat::kTorchtitan);
   CHECK_THAT(none.text, Contains("from torchtitan.models.llama3 import model_registry"));
   CHECK(noted(none,
-              "no torchtitan flavor: torchtitan builds QK-norm only in its qwen3 flavors "
-              "(0.6B, 1.7B and 4B with tied embeddings; 8B, 14B, 32B, 30B-A3B and "
-              "235B-A22B untied;"));
+              "no torchtitan flavor: of the model packages this export writes (llama3, "
+              "deepseek_v3, qwen3), only qwen3's flavors have QK-norm (0.6B, 1.7B and 4B with "
+              "tied embeddings; 8B, 14B, 32B, 30B-A3B and 235B-A22B untied;"));
   CHECK(noted(none,
               "(hidden 1024, 28 layers, 16/8 heads of 128, MLP 3072, vocabulary 151936, "
               "embeddings untied)"));
