@@ -21,9 +21,51 @@ std::int64_t expert_shard_degree(std::int64_t dp, std::int64_t shard, std::int64
   return dp;
 }
 
+/// One of torchtitan's qwen3 flavors (v0.2.2 73a0e69 qwen3_args, main b5bcd76 qwen3_configs in
+/// torchtitan/models/qwen3/__init__.py; the same in both): dim, n_layers, n_heads, n_kv_heads,
+/// hidden_dim (the dense MLP), and for the MoE flavors moe_inter_dim and 128 experts, top-8, no
+/// shared expert, every layer MoE (softmax scores, route_norm: the Qwen3-MoE router); head_dim
+/// 128, vocab 151936, qk_norm, RMSNorm eps 1e-6 in all; rope theta 1000000, 5000000 for
+/// 235B-A22B. The small dense flavors 0.6B, 1.7B and 4B tie the output layer to the input
+/// embedding (enable_weight_tying=True, as Qwen/Qwen3-0.6B, -1.7B and -4B's config.json set
+/// tie_word_embeddings: true), the others do not. main's config_registry.py baselines:
+/// qwen3_0_6b, qwen3_1_7b, qwen3_14b, qwen3_30b_a3b, qwen3_32b (none for 4B, 8B, 235B-A22B).
+struct Qwen3Flavor {
+  const char* flavor;
+  std::int64_t dim, layers, heads, kv_heads, hidden, moe_inter;
+  bool tied;
+  const char* baseline;
+  double theta;
+};
+const Qwen3Flavor kQwen3[] = {
+    {"0.6B", 1024, 28, 16, 8, 3072, 0, true, "qwen3_0_6b", 1e6},
+    {"1.7B", 2048, 28, 16, 8, 6144, 0, true, "qwen3_1_7b", 1e6},
+    {"4B", 2560, 36, 32, 8, 9728, 0, true, "", 1e6},
+    {"8B", 4096, 36, 32, 8, 12288, 0, false, "", 1e6},
+    {"14B", 5120, 40, 40, 8, 17408, 0, false, "qwen3_14b", 1e6},
+    {"32B", 5120, 64, 64, 8, 25600, 0, false, "qwen3_32b", 1e6},
+    {"30B-A3B", 2048, 48, 32, 4, 6144, 768, false, "qwen3_30b_a3b", 1e6},
+    {"235B-A22B", 4096, 94, 64, 4, 12288, 1536, false, "", 5e6},
+};
+
+/// The qwen3 flavors as the notes list them: "0.6B, 1.7B and 4B with tied embeddings; 8B, 14B,
+/// 32B, 30B-A3B and 235B-A22B untied".
+std::string qwen3_flavors_text() {
+  std::vector<std::string> tied, untied;
+  for (const Qwen3Flavor& f : kQwen3) (f.tied ? tied : untied).push_back(f.flavor);
+  const auto listed = [](const std::vector<std::string>& names) {
+    std::string out;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+    }
+    return out;
+  };
+  return listed(tied) + " with tied embeddings; " + listed(untied) + " untied";
+}
+
 /// What torchtitan's Llama models (RMSNorm, a SwiGLU MLP, RoPE, no biases, untied input and
-/// output embeddings, no dropout; torchtitan/models/llama3) do not have of `m`, in words; empty
-/// when `m` is that architecture.
+/// output embeddings, no QK-norm, no dropout; torchtitan/models/llama3) do not have of `m`, in
+/// words; empty when `m` is that architecture.
 std::vector<std::string> beyond_torchtitan_llama(const ModelSpec& m) {
   std::vector<std::string> out;
   if (m.norm_type == NormType::kLayerNorm) out.push_back("LayerNorm");
@@ -33,6 +75,7 @@ std::vector<std::string> beyond_torchtitan_llama(const ModelSpec& m) {
   if (m.linear_bias) out.push_back("biases on every linear layer");
   if (!m.linear_bias && m.qkv_bias) out.push_back("QKV biases");
   if (m.tied_embeddings) out.push_back("tied embeddings");
+  if (m.qk_norm) out.push_back("QK-norm");
   if (m.dropout) out.push_back("dropout");
   return out;
 }
@@ -125,31 +168,13 @@ std::optional<TorchtitanModel> torchtitan_model(const ModelSpec& m) {
     t.mtp = true;
     return t;
   }
-  // qwen3 (v0.2.2 qwen3_args, main b5bcd76 qwen3_configs; the same in both): dim, n_layers,
-  // n_heads, n_kv_heads, hidden_dim (the dense MLP), and for the MoE flavors moe_inter_dim and
-  // 128 experts, top-8, no shared expert, every layer MoE (softmax scores, route_norm: the
-  // Qwen3-MoE router); head_dim 128, vocab 151936, qk_norm, RMSNorm eps 1e-6, untied; rope
-  // theta 1000000, 5000000 for 235B-A22B. main's config_registry baselines: qwen3_14b,
-  // qwen3_30b_a3b, qwen3_32b.
-  struct Qwen3Flavor {
-    const char* flavor;
-    std::int64_t dim, layers, heads, kv_heads, hidden, moe_inter;
-    const char* baseline;
-    double theta;
-  };
-  static const Qwen3Flavor kQwen3[] = {
-      {"8B", 4096, 36, 32, 8, 12288, 0, "", 1e6},
-      {"14B", 5120, 40, 40, 8, 17408, 0, "qwen3_14b", 1e6},
-      {"32B", 5120, 64, 64, 8, 25600, 0, "qwen3_32b", 1e6},
-      {"30B-A3B", 2048, 48, 32, 4, 6144, 768, "qwen3_30b_a3b", 1e6},
-      {"235B-A22B", 4096, 94, 64, 4, 12288, 1536, "", 5e6},
-  };
   const bool qwen3 = m.qk_norm && !m.mla && m.head_dim == 128 && m.vocab_size == 151936 &&
-                     !m.tied_embeddings && m.ffn_type == FfnType::kSwiglu &&
-                     m.norm_type == NormType::kRmsNorm && !m.linear_bias && !m.qkv_bias;
+                     m.ffn_type == FfnType::kSwiglu && m.norm_type == NormType::kRmsNorm &&
+                     !m.linear_bias && !m.qkv_bias;
   for (const Qwen3Flavor& f : kQwen3) {
     if (!qwen3 || m.hidden_size != f.dim || m.num_layers != f.layers ||
-        m.num_attention_heads != f.heads || m.num_kv_heads != f.kv_heads) {
+        m.num_attention_heads != f.heads || m.num_kv_heads != f.kv_heads ||
+        m.tied_embeddings != f.tied) {
       continue;
     }
     const bool moe_flavor = f.moe_inter > 0;
@@ -168,6 +193,7 @@ std::optional<TorchtitanModel> torchtitan_model(const ModelSpec& m) {
     t.moe = moe_flavor;
     t.norm_eps = 1e-6;
     t.v02_pipeline = false;
+    t.tied = f.tied;
     return t;
   }
   return std::nullopt;
@@ -343,10 +369,11 @@ std::vector<std::string> torchtitan_model_notes(const Plan& p, const std::string
     for (std::size_t i = 0; i < beyond.size(); ++i) {
       list += (i == 0 ? "" : i + 1 == beyond.size() ? " and " : ", ") + beyond[i];
     }
-    dropped.push_back("model architecture: " + list + ": torchtitan's Llama models (" + flavor +
-                      "s) have RMSNorm, a SwiGLU MLP, RoPE, no "
-                      "biases, untied embeddings and no dropout; this model needs a model "
-                      "definition of its own in torchtitan");
+    dropped.push_back(
+        "model architecture: " + list + ": torchtitan's Llama models (" + flavor +
+        "s) have RMSNorm, a SwiGLU MLP, RoPE, no "
+        "biases, untied embeddings, no QK-norm and no dropout; this model needs a model "
+        "definition of its own in torchtitan");
   }
   if (m.position_embedding == PositionEmbedding::kRope) {
     dropped.push_back("RoPE base " + theta_text(m.rope_theta) + ": " + config +
@@ -371,6 +398,34 @@ std::vector<std::string> torchtitan_model_notes(const Plan& p, const std::string
         number_text(eps) + " in its " +
         (model && model->package != "llama3" ? model->package : std::string("Llama")) +
         " flavors): check that yours has " + number_text(*m.norm_epsilon));
+  }
+  // A model with QK-norm that none of qwen3's flavors builds: no flavor of the packages the
+  // export writes is it (llama3 and deepseek_v3 have no QK-norm).
+  if (!model && m.qk_norm) {
+    dropped.push_back(
+        "no torchtitan flavor: of the model packages this export writes (llama3, deepseek_v3, "
+        "qwen3), only qwen3's flavors have QK-norm (" +
+        qwen3_flavors_text() +
+        "; torchtitan/models/qwen3/__init__.py at v0.2.2 and main b5bcd76), and none has this "
+        "model's shape (hidden " +
+        s(m.hidden_size) + ", " + counted(m.num_layers, "layer") + ", " + s(m.num_attention_heads) +
+        "/" + s(m.num_kv_heads) + " heads of " + s(m.head_dim) + ", MLP " + s(m.ffn_hidden_size) +
+        ", vocabulary " + s(m.vocab_size) + ", embeddings " +
+        (m.tied_embeddings ? "tied" : "untied") +
+        "): the export names a Llama 3 flavor, which is another model; add a qwen3 flavor of "
+        "this shape to torchtitan");
+  }
+  // torchtitan main's Decoder.Config refuses weight tying with pp > 1
+  // (torchtitan/models/common/decoder.py at b5bcd76: "Weight tying is not supported with
+  // Pipeline Parallel."); v0.2.x's qwen3 refuses any pp > 1 (below).
+  if (model && model->tied && release == TorchtitanRelease::kMain && p.layout.pp > 1) {
+    dropped.push_back("pipeline parallelism (pp " + s(p.layout.pp) + "): torchtitan's " +
+                      model->package + " " + model->flavor +
+                      " flavor ties the output layer to the input embedding "
+                      "(enable_weight_tying), which torchtitan main refuses with pp > 1 "
+                      "(\"Weight tying is not supported with Pipeline Parallel.\", "
+                      "torchtitan/models/common/decoder.py), so this job does not start; plan "
+                      "with pp 1");
   }
   // v0.2.x's qwen3 has no pipelining_fn: torchtitan/train.py raises "Pipeline Parallel is
   // enabled but qwen3 does not support pipelining" with pp > 1.

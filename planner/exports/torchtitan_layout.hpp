@@ -23,7 +23,7 @@ struct TorchtitanModel {
   std::string package;  ///< "llama3", "deepseek_v3" or "qwen3"
   std::string flavor;   ///< "8B", "70B", "405B", "671B", "235B-A22B", ...
   /// main's config_registry function: "llama3_70b", "deepseek_v3_671b"; empty where main
-  /// ships none for the flavor (qwen3's 8B and 235B-A22B).
+  /// ships none for the flavor (qwen3's 4B, 8B and 235B-A22B).
   std::string baseline;
   std::string rope;  ///< the flavor's RoPE base (and scaling), in words
   /// The flavor builds mixture-of-experts layers (deepseek_v3's 671B, qwen3's 30B-A3B and
@@ -35,15 +35,21 @@ struct TorchtitanModel {
   /// v0.2.x's TrainSpec has a pipelining_fn (llama3, deepseek_v3; qwen3's is None, and
   /// torchtitan/train.py refuses pp > 1 without one).
   bool v02_pipeline = true;
+  /// The flavor ties the output layer to the input embedding (enable_weight_tying: qwen3's
+  /// 0.6B, 1.7B and 4B), which main's Decoder refuses with pp > 1
+  /// (torchtitan/models/common/decoder.py at b5bcd76).
+  bool tied = false;
 };
 
 /// The torchtitan model of `m`: Llama 3 8B, 70B and 405B by preset name; DeepSeek-V3 by its
 /// architecture whatever its name (MLA; 61 layers of hidden 7168, 3 of them dense; 256 routed
 /// experts of 2048, top-8, one shared; vocabulary 129,280: the "671B" flavor of both
-/// releases); Qwen3 by its architecture (QK-norm, head_dim 128, vocabulary 151,936, untied
-/// embeddings): the dense 8B, 14B and 32B and the MoE 30B-A3B and 235B-A22B flavors of both
-/// releases (torchtitan/models/qwen3/__init__.py: v0.2.2 qwen3_args, main qwen3_configs);
-/// nullopt for any other model.
+/// releases); Qwen3 by its architecture (QK-norm, head_dim 128, vocabulary 151,936) and
+/// shape: the dense 0.6B, 1.7B and 4B with tied embeddings, the dense 8B, 14B and 32B and the
+/// MoE 30B-A3B and 235B-A22B untied, the flavors of both releases
+/// (torchtitan/models/qwen3/__init__.py: v0.2.2 73a0e69 qwen3_args, main b5bcd76
+/// qwen3_configs); nullopt for any other model (a Qwen3 whose shape or tying no flavor has
+/// among them: torchtitan_model_notes says so).
 std::optional<TorchtitanModel> torchtitan_model(const ModelSpec& m);
 
 /// The plan's layout in torchtitan's [parallelism] fields (degrees in GPUs, layers per stage

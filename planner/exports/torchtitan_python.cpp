@@ -32,9 +32,12 @@
 //   torchtitan/models/deepseek_v3/mtp.py      MTP refused with pp > 1 or cp > 1
 //   torchtitan/models/qwen3/__init__.py       model_registry(flavor, attn_backend,
 //                                             moe_comm_backend, converters); qwen3_configs
-//                                             8B ... 235B-A22B, pipelined (pipeline_llm)
-//   torchtitan/models/qwen3/config_registry.py        the baselines qwen3_14b, qwen3_30b_a3b,
-//                                             qwen3_32b (none for 8B or 235B-A22B)
+//                                             0.6B ... 235B-A22B, pipelined (pipeline_llm);
+//                                             0.6B, 1.7B, 4B tie their embeddings
+//   torchtitan/models/common/decoder.py       weight tying refused with pp > 1
+//   torchtitan/models/qwen3/config_registry.py        the baselines qwen3_0_6b, qwen3_1_7b,
+//                                             qwen3_14b, qwen3_30b_a3b, qwen3_32b (none for
+//                                             4B, 8B or 235B-A22B)
 //   torchtitan/config/configs.py              expert_parallel_degree: ep borrows from
 //                                             dp_shard x cp x tp (torchtitan_layout.hpp)
 #include <cstdint>

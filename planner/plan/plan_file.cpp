@@ -165,10 +165,10 @@ nlohmann::json predicted_json(const Plan& plan) {
   const StepReportInputs in{plan.model, plan.layout, plan.setup, plan.cluster, plan.profile, {}};
   const nlohmann::json step = step_json(in, plan.estimate);
   nlohmann::json predicted = nlohmann::json::object();
-  for (const char* key :
-       {"step_time_s", "step_time_s_p10", "step_time_s_p90", "tokens_per_s", "tokens_per_s_per_gpu",
-        "tflops_per_gpu", "tflops_per_gpu_causal", "mfu", "mfu_causal", "mfu_headline",
-        "mfu_headline_definition", "hfu", "peak_bytes", "breakdown"}) {
+  for (const char* key : {"step_time_s", "step_time_s_p10", "step_time_s_p90", "tokens_per_s",
+                          "tokens_per_s_per_gpu", "tflops_per_gpu", "tflops_per_gpu_causal", "mfu",
+                          "mfu_causal", "mfu_headline", "mfu_headline_definition", "hfu",
+                          "peak_bytes", "breakdown", "attention_flops", "step_time_definition"}) {
     predicted[key] = step.at(key);
   }
   return predicted;

@@ -66,6 +66,34 @@ std::array<MfuFigure, 2> mfu_headline_first(const FrameworkConvention& framework
   return {non_causal, causal};
 }
 
+std::string mfu_label(AttentionFlops definition) {
+  return std::string("MFU ") + to_string(definition);
+}
+
+const char* mfu_key(AttentionFlops definition) {
+  return definition == AttentionFlops::kCausal ? "mfu_causal" : "mfu";
+}
+
+const char* tflops_key(AttentionFlops definition) {
+  return definition == AttentionFlops::kCausal ? "tflops_per_gpu_causal" : "tflops_per_gpu";
+}
+
+const char* const kAttentionFlopsDefinition =
+    "mfu, hfu, tflops_per_gpu, model_flops_per_step: non-causal (PaLM, torchtitan, "
+    "Megatron-LM before 2025-03); *_causal: half the attention score and value FLOPs "
+    "(FlashAttention, Megatron-LM since 2025-03, Megatron-Bridge: flops_definition "
+    "model-causal-half); mfu_headline: mfu or mfu_causal, as mfu_headline_definition says, the "
+    "framework's own count; the text names each figure by its count (MFU causal, MFU "
+    "non-causal)";
+
+const char* const kStepTimeDefinition =
+    "the closed form (the pipeline at its slowest stage's pace, filled and drained through the "
+    "others), which plan ranks layouts by and estimate --json, plan --json and plan.json's "
+    "predicted give as step_time_s; estimate --trace draws an event simulation of the step, "
+    "whose otherData step_time_s differs from it, mostly by 1-2% and by up to about 15% with a "
+    "slower middle stage or uneven chunks and few micro-batches (its closed_form_step_time_s "
+    "is the closed form; docs/step-time.md)";
+
 const char* attention_flops_text(AttentionFlops definition) {
   return definition == AttentionFlops::kCausal
              ? "attention score and value FLOPs halved: the work a causal mask leaves, as "

@@ -57,6 +57,28 @@ std::array<MfuFigure, 2> mfu_headline_first(const FrameworkConvention& framework
                                             double tflops_per_gpu, double mfu_causal,
                                             double tflops_per_gpu_causal);
 
+/// The name the text gives an MFU of `definition`, "MFU causal" or "MFU non-causal", and its
+/// JSON key in estimate --json, plan --json and plan.json ("mfu_causal" or "mfu"; and
+/// "tflops_per_gpu_causal" or "tflops_per_gpu" for its model TFLOP/s per GPU), so that the
+/// text says which of the two JSON figures each line is.
+std::string mfu_label(AttentionFlops definition);
+const char* mfu_key(AttentionFlops definition);
+const char* tflops_key(AttentionFlops definition);
+
+/// The JSON key "attention_flops" (estimate --json, plan --json, plan.json's predicted): how
+/// mfu, hfu, tflops_per_gpu, model_flops_per_step and their *_causal twins count attention,
+/// and what mfu_headline is.
+extern const char* const kAttentionFlopsDefinition;
+
+/// The JSON key "step_time_definition" (estimate --json, plan --json, plan.json's predicted)
+/// and the end of the text's "The step time above is ..." line (estimate): step_time_s is the
+/// closed form of estimate_step (costmodel/step_time.hpp: the pipeline at its slowest stage's
+/// pace, filled and drained through the others), which plan ranks by, not the event simulation
+/// that estimate --trace draws (whose otherData step_time_s differs, mostly by 1-2% and by up
+/// to about 15% with a slower middle stage or uneven chunks and few micro-batches:
+/// docs/step-time.md; its closed_form_step_time_s is the closed form).
+extern const char* const kStepTimeDefinition;
+
 /// What a count of the attention FLOPs is, as the reports explain it: causal "attention score
 /// and value FLOPs halved: the work a causal mask leaves, as FlashAttention counts it";
 /// non-causal "attention score and value FLOPs over the full s x s square, as PaLM defines MFU".

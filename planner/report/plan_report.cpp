@@ -377,9 +377,10 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
     << (reason.empty() ? std::string() : ": " + reason) << "; the step's largest part is "
     << largest_component(w.breakdown).first << ".\n";
   const auto [headline, other] = mfu_figures(r, w);
-  s << "- MFU " << fixed(100 * headline.mfu, 1) << "% (" << headline_count_text(r.setup.framework)
-    << "; " << fixed(100 * other.mfu, 1) << "% with attention " << to_string(other.definition)
-    << quantized_mfu_peak_text(r.cluster.gpu, r.setup.precision) << ").\n";
+  s << "- " << mfu_label(headline.definition) << " " << fixed(100 * headline.mfu, 1) << "% ("
+    << headline_count_text(r.setup.framework) << "; " << mfu_label(other.definition) << " "
+    << fixed(100 * other.mfu, 1) << "%" << quantized_mfu_peak_text(r.cluster.gpu, r.setup.precision)
+    << ").\n";
   // The runner-up: the first layout that ranks after the winner without tying it.
   const Candidate* runner_up = nullptr;
   std::size_t ties = 0;
@@ -471,9 +472,12 @@ std::string render_plan(const SearchRequest& r, const SearchResult& result) {
     // --top prints (up to 999).
     // An MoE model's table has the expert mesh's ep and etp after cp.
     const bool moe = r.model.moe.has_value();
-    // MFU as the framework logs it, then the other count (mfu_headline_first).
-    const AttentionFlops other_definition = mfu_figures(r, result.ranked.front())[1].definition;
-    const std::string other_count = to_string(other_definition);
+    // MFU as the framework logs it, then the other count (mfu_headline_first), each named by
+    // its count: "MFU causal" is --json's mfu_causal, "MFU non-causal" its mfu.
+    const auto [headline_definition, other_definition] = [&] {
+      const std::array<MfuFigure, 2> figures = mfu_figures(r, result.ranked.front());
+      return std::pair{figures[0].definition, figures[1].definition};
+    }();
     std::vector<std::string> header = {"#  ", "dp", "tp", "pp", "cp"};
     std::vector<bool> left = {true, false, false, false, false};
     if (moe) {
@@ -482,7 +486,8 @@ std::string render_plan(const SearchRequest& r, const SearchResult& result) {
     }
     header.insert(header.end(),
                   {"vpp", "mbs", "zero", "recompute", "sp", "memory GiB", "OOM risk", "step s",
-                   "tokens/s", "MFU", "MFU " + other_count, hours ? "GPU-hours" : "largest part"});
+                   "tokens/s", mfu_label(headline_definition), mfu_label(other_definition),
+                   hours ? "GPU-hours" : "largest part"});
     left.insert(left.end(), {false, false, false, true, true, false, false, false, false, false,
                              false, !hours});
     Table t(header, left);
@@ -505,10 +510,12 @@ std::string render_plan(const SearchRequest& r, const SearchResult& result) {
       t.add_row(row);
     }
     s << t.render(0);
-    s << "MFU: model FLOPs over the dense " << half_dtype_name(r.setup.precision) << " peak ("
-      << headline_count_text(r.setup.framework)
-      << quantized_mfu_peak_text(r.cluster.gpu, r.setup.precision) << ");\nMFU " << other_count
-      << ": the same with " << attention_flops_text(other_definition) << ".\n"
+    s << mfu_label(headline_definition) << ": model FLOPs over the dense "
+      << half_dtype_name(r.setup.precision) << " peak (" << headline_count_text(r.setup.framework)
+      << quantized_mfu_peak_text(r.cluster.gpu, r.setup.precision) << "; --json "
+      << mfu_key(headline_definition) << ");\n"
+      << mfu_label(other_definition) << ": the same with " << attention_flops_text(other_definition)
+      << " (--json " << mfu_key(other_definition) << ").\n"
       << step_time_caveat(r.profile, r.setup.framework) << "\n";
     for (const std::string& regime :
          regime_caveats(r.model, result.ranked.front().layout, r.setup, r.cluster.gpu, r.profile,
@@ -574,6 +581,8 @@ nlohmann::json plan_json(const SearchRequest& r, const SearchResult& result) {
           {"memory_reserve_bytes", r.memory_reserve_bytes},
           {"ranked", ranked},
           {"pareto", pareto},
+          {"attention_flops", kAttentionFlopsDefinition},
+          {"step_time_definition", kStepTimeDefinition},
           {"explanation", explain_plan(r, result)}};
 }
 

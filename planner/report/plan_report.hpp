@@ -25,7 +25,9 @@ std::string explain_plan(const SearchRequest& request, const SearchResult& resul
 /// framework's own count), as estimate --json defines them, peak_bytes, breakdown), "objective",
 /// "time_tolerance" and "within_tolerance" (objective memory; else null),
 /// "fastest_step_time_s", "space",
-/// "evaluated", "fits", "rejected", "smallest_peak_bytes", "explanation".
+/// "evaluated", "fits", "rejected", "smallest_peak_bytes", "attention_flops" and
+/// "step_time_definition" (what the layouts' MFU and step_time_s are: layout_summary.hpp
+/// kAttentionFlopsDefinition, kStepTimeDefinition), "explanation".
 nlohmann::json plan_json(const SearchRequest& request, const SearchResult& result);
 
 /// The rejections by reason, "12 tp does not divide the attention heads; 5037 out of memory"

@@ -119,8 +119,8 @@ std::string uneven_chunks_note(const StepReportInputs& in, const StepEstimate& e
          fixed(simulated, 3) + " s, " + fixed(std::abs(change), 1) + "% " +
          (change > 0 ? "slower" : "faster") + " than the closed-form step time of " +
          fixed(e.step_time_s, 3) +
-         " s, which paces the pipeline by each stage's total, as plan "
-         "ranks layouts (a heavier chunk stalls its neighbours' interleaved order; estimate "
+         " s, which paces the pipeline by each stage's total and which plan "
+         "ranks layouts by (a heavier chunk stalls its neighbours' interleaved order; estimate "
          "--trace draws the simulation)";
 }
 
@@ -140,19 +140,27 @@ std::string render_step(const StepReportInputs& in, const StepEstimate& e) {
   s << "\n";
   s << "  tokens/s         " << fixed(e.tokens_per_s, 0) << " (" << fixed(e.tokens_per_s_per_gpu, 1)
     << " per GPU)\n";
+  // Each MFU and TFLOP/s figure is named by its count and its --json key, the framework's own
+  // count (the headline) first: the text's "MFU causal" is --json's mfu_causal, its "MFU
+  // non-causal" --json's mfu.
   const auto [headline, other] = mfu_headline_first(in.setup.framework, e.mfu, e.tflops_per_gpu,
                                                     e.mfu_causal, e.tflops_per_gpu_causal);
-  const std::string other_count = to_string(other.definition);
-  s << "  model TFLOP/s    " << fixed(headline.tflops_per_gpu, 1) << " per GPU, "
-    << fixed(other.tflops_per_gpu, 1) << " with attention " << other_count << "\n";
-  s << "  MFU              " << fixed(headline.mfu * 100, 1) << "% of "
+  const auto label = [](const std::string& text) {
+    std::string padded = text;
+    padded.resize(17, ' ');  // the labels' column
+    return padded;
+  };
+  s << "  model TFLOP/s    " << fixed(headline.tflops_per_gpu, 1) << " per GPU with attention "
+    << to_string(headline.definition) << " (--json " << tflops_key(headline.definition) << "), "
+    << fixed(other.tflops_per_gpu, 1) << " " << to_string(other.definition) << " (--json "
+    << tflops_key(other.definition) << ")\n";
+  s << "  " << label(mfu_label(headline.definition)) << fixed(headline.mfu * 100, 1) << "% of "
     << fixed(e.peak_flops_per_s / kTera, 1) << " TFLOP/s dense "
     << half_dtype_name(in.setup.precision) << " (" << headline_count_text(in.setup.framework)
-    << quantized_mfu_peak_text(in.cluster.gpu, in.setup.precision) << ")\n";
-  std::string other_label = "MFU " + other_count;
-  other_label.resize(17, ' ');  // the labels' column
-  s << "  " << other_label << fixed(other.mfu * 100, 1) << "% ("
-    << attention_flops_text(other.definition) << ")\n";
+    << quantized_mfu_peak_text(in.cluster.gpu, in.setup.precision) << "; --json "
+    << mfu_key(headline.definition) << ")\n";
+  s << "  " << label(mfu_label(other.definition)) << fixed(other.mfu * 100, 1) << "% ("
+    << attention_flops_text(other.definition) << "; --json " << mfu_key(other.definition) << ")\n";
   s << "  HFU              " << fixed(e.hfu * 100, 1)
     << "% (hardware FLOPs: the model FLOPs with attention non-causal, plus recompute)\n";
   s << "  peak memory      " << gib(e.memory.peak_bytes) << " on stage " << e.memory.worst_stage
@@ -171,6 +179,7 @@ std::string render_step(const StepReportInputs& in, const StepEstimate& e) {
   t.add_row({"step", fixed(e.step_time_s, 4), "100.0%"});
   s << t.render();
   for (const Explanation& x : explanations(in, e)) s << "\n" << x.prefix << x.line << "\n";
+  s << "\nThe step time above is " << kStepTimeDefinition << ".\n";
   s << "\n" << step_time_caveat(in.profile, in.setup.framework) << "\n";
   for (const std::string& regime :
        regime_caveats(in.model, in.layout, in.setup, in.cluster.gpu, in.profile, e.mfu)) {
@@ -206,11 +215,8 @@ nlohmann::json step_json(const StepReportInputs& in, const StepEstimate& e) {
       {"tflops_per_gpu_causal", e.tflops_per_gpu_causal},
       {"mfu_causal", e.mfu_causal},
       {"model_flops_per_step_causal", e.model_flops_per_step_causal},
-      {"attention_flops",
-       "mfu, hfu, tflops_per_gpu, model_flops_per_step: non-causal (PaLM, torchtitan, "
-       "Megatron-LM before 2025-03); *_causal: half the attention score and value FLOPs "
-       "(FlashAttention, Megatron-LM since 2025-03); mfu_headline: mfu or mfu_causal, as "
-       "mfu_headline_definition says, the framework's own count"},
+      {"attention_flops", kAttentionFlopsDefinition},
+      {"step_time_definition", kStepTimeDefinition},
       {"mfu_headline", headline.mfu},
       {"mfu_headline_definition", to_string(headline.definition)},
       {"hardware_flops_per_step", e.hardware_flops_per_step},

@@ -24,13 +24,17 @@ struct StepReportInputs {
 
 /// Step time, tokens/s (total, per GPU), TFLOP/s per GPU and MFU with attention counted as the
 /// framework's own log counts it (the headline, mfu_headline_first) and the other count beside
-/// it, HFU, worst-stage memory, then the breakdown (component, seconds, share of the step).
+/// it, each named by its count and --json key ("MFU causal ... --json mfu_causal", "MFU
+/// non-causal ... --json mfu"), HFU, worst-stage memory, then the breakdown (component,
+/// seconds, share of the step), and a line saying which step time it is (kStepTimeDefinition).
 std::string render_step(const StepReportInputs& in, const StepEstimate& e);
 
 /// Keys: step_time_s, tokens_per_s, tokens_per_s_per_gpu, tflops_per_gpu, mfu, hfu (attention
 /// FLOPs non-causal), tflops_per_gpu_causal, mfu_causal (causal), mfu_headline (mfu or
 /// mfu_causal: the framework's own count, FrameworkConvention::mfu_attention),
-/// mfu_headline_definition ("causal" or "non-causal"), attention_flops (says so), peak_bytes,
+/// mfu_headline_definition ("causal" or "non-causal"), attention_flops (says so),
+/// step_time_definition (step_time_s is the closed form plan ranks by, not --trace's event
+/// simulation: layout_summary.hpp kStepTimeDefinition), peak_bytes,
 /// fits, breakdown {compute_s, recompute_s, tp_exposed_s, cp_exposed_s, fsdp_exposed_s,
 /// pp_p2p_s, bubble_s, dp_exposed_s, optimizer_s}, layout, notes, explanations (the text's
 /// "Pipeline pace" and "Note" lines), caveats (its "Caveat" lines), ...

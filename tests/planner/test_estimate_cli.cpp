@@ -40,7 +40,7 @@ TEST_CASE("estimate prints the breakdown table", "[estimate]") {
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::Contains("where the step goes"));
   CHECK_THAT(r.out, Catch::Contains("pipeline bubble"));
-  CHECK_THAT(r.out, Catch::Contains("\n  MFU              "));
+  CHECK_THAT(r.out, Catch::Contains("\n  MFU causal       "));  // megatron: causal first
   CHECK_THAT(r.out, Catch::Contains("\n  HFU              "));
 }
 
@@ -445,4 +445,54 @@ TEST_CASE("estimate --recompute-modules and --cpu-offload-layers: plan.json and 
   // 40 of 80 layers off the GPU: the peak falls by 40 layers' activations.
   CHECK(nlohmann::json::parse(offload.out)["peak_bytes"].get<double>() <
         nlohmann::json::parse(kept.out)["peak_bytes"].get<double>());
+}
+
+TEST_CASE("plan, plan.json and estimate give one step_time_s, the closed form, and say so",
+          "[estimate][plan]") {
+  // tiny-8l on 8 GPUs pinned to dp 4 x pp 2 (4 layers a stage), 64 sequences of 2048 tokens:
+  // plan ranks by the closed form (estimate_step); plan --json's step_time_s, plan.json's
+  // predicted.step_time_s and estimate --plan's are that one number, and the trace's
+  // closed_form_step_time_s too, where its own step_time_s is the event simulation's.
+  const std::string model = test::data_file("models/tiny-8l.json");
+  const std::string plan_path = test::temp_dir() + "/plan-step-time.json";
+  const std::string trace_path = test::temp_dir() + "/trace-step-time.json";
+  std::filesystem::remove(plan_path);
+  std::filesystem::remove(trace_path);
+  const std::vector<std::string> plan_args = {"plan", "--model", model,  "--gpus", "8", "--dp",
+                                              "4",    "--tp",    "1",    "--pp",   "2", "--gbs",
+                                              "64",   "--seq",   "2048", "--top",  "1"};
+  const test::CliResult planned = test::run(test::with(plan_args, {"--json"}));
+  INFO(planned.err);
+  REQUIRE(planned.exit_code == 0);
+  const nlohmann::json p = nlohmann::json::parse(planned.out);
+  REQUIRE(p["ranked"].size() == 1);
+  REQUIRE(test::run(test::with(plan_args, {"--out", plan_path})).exit_code == 0);
+  std::ifstream plan_file(plan_path);
+  const nlohmann::json predicted = nlohmann::json::parse(plan_file).at("predicted");
+  const test::CliResult estimated =
+      test::run({"estimate", "--plan", plan_path, "--json", "--trace", trace_path});
+  INFO(estimated.err);
+  REQUIRE(estimated.exit_code == 0);
+  const nlohmann::json e = nlohmann::json::parse(estimated.out);
+  const double step = p["ranked"][0]["step_time_s"].get<double>();
+  CHECK(predicted["step_time_s"].get<double>() == step);
+  CHECK(e["step_time_s"].get<double>() == step);
+  std::ifstream trace_file(trace_path);
+  const nlohmann::json trace = nlohmann::json::parse(trace_file);
+  CHECK(trace["otherData"]["closed_form_step_time_s"].get<double>() == step);
+  // The three JSON outputs say which step time it is, in the same words.
+  const std::string definition = e["step_time_definition"].get<std::string>();
+  CHECK_THAT(definition, Catch::StartsWith("the closed form (the pipeline at its slowest "
+                                           "stage's pace, filled and drained through the "
+                                           "others), which plan ranks layouts by"));
+  CHECK_THAT(definition, Catch::Contains("otherData step_time_s differs from it"));
+  CHECK(p["step_time_definition"] == definition);
+  CHECK(predicted["step_time_definition"] == definition);
+  CHECK(predicted["attention_flops"] == e["attention_flops"]);
+  CHECK(p["attention_flops"] == e["attention_flops"]);
+  // And the text, in one line under the breakdown.
+  const test::CliResult text = test::run({"estimate", "--plan", plan_path});
+  REQUIRE(text.exit_code == 0);
+  CHECK_THAT(text.out, Catch::Contains("\n  step time        " + fixed(step, 3) + " s"));
+  CHECK_THAT(text.out, Catch::Contains("\nThe step time above is " + definition + ".\n"));
 }

@@ -14,6 +14,7 @@
 #include "planner/config/profile_loader.hpp"
 #include "planner/exports/exports.hpp"
 #include "planner/plan/plan.hpp"
+#include "tests/support/cli_runner.hpp"
 
 using namespace meshplan;
 
@@ -148,6 +149,9 @@ std::vector<Plan> plan_set() {
   // GPT-OSS (sinks, an alternating window, YaRN without MLA) and Qwen3-MoE (QK-norm).
   add("gpt-oss-120b", moe, "megatron", Precision::kBf16, 4096, std::nullopt);
   add("qwen3-235b-a22b", moe, "megatron", Precision::kBf16, 4096, std::nullopt);
+  // A dense Qwen3 with tied embeddings: torchtitan's qwen3 0.6B flavor and its baseline.
+  one.zero = 3;
+  add(test::data_file("models/qwen3-0.6b.json"), one, "fsdp", Precision::kBf16, 4096, std::nullopt);
   return plans;
 }
 
@@ -474,8 +478,9 @@ TEST_CASE("every export uses the names, types and values its framework version a
   const nlohmann::json torchrun = facts("torchrun-010929f.json");
   const std::vector<Plan> plans = plan_set();
   // 17, then fp8-cs under megatron and fsdp (2) and mxfp8 and nvfp4 under megatron, nemo and
-  // fsdp on GB200 (6), then GPT-OSS and Qwen3-235B-A22B under megatron (2): 27.
-  REQUIRE(plans.size() == 27);
+  // fsdp on GB200 (6), then GPT-OSS and Qwen3-235B-A22B under megatron (2), then Qwen3-0.6B
+  // under fsdp (1): 28.
+  REQUIRE(plans.size() == 28);
   for (std::size_t i = 0; i < plans.size(); ++i) {
     const Plan& p = plans[i];
     INFO("plan " << i << ": " << p.setup.framework.name << " zero " << p.layout.zero << " pp "

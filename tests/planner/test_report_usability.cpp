@@ -27,6 +27,7 @@
 
 using namespace meshplan;
 using Catch::Contains;
+using Catch::EndsWith;
 
 namespace {
 
@@ -93,41 +94,56 @@ TEST_CASE("the headline MFU counts attention as each framework's own log does",
     CHECK(j["mfu_headline_definition"] == definition);
     CHECK(j["mfu_headline"].get<double>() == (definition == "causal" ? causal : mfu));
 
-    // The text: the headline first, with whose count it is; the other beside it.
+    // The text: the headline first, with whose count it is; the other beside it; each line
+    // named by its count and its --json key, so that the text's "MFU non-causal" is `mfu` and
+    // its "MFU causal" is `mfu_causal` whichever heads the list.
     const test::CliResult text = test::run(args);
     REQUIRE(text.exit_code == 0);
     const std::string other = definition == "causal" ? "non-causal" : "causal";
     const double headline = definition == "causal" ? causal : mfu;
-    CHECK(line_starting(text.out, "  MFU              ")
-              .rfind("  MFU              " + fixed(100 * headline, 1) +
-                         "% of 989.4 TFLOP/s dense bf16 (attention " + definition + ", as ",
-                     0) == 0);
-    std::string label = "  MFU " + other;
-    label.resize(19, ' ');
-    CHECK(line_starting(text.out, label)
-              .rfind(label + fixed(100 * (definition == "causal" ? mfu : causal), 1) + "% (", 0) ==
+    const std::string key = definition == "causal" ? "mfu_causal" : "mfu";
+    const std::string other_key = definition == "causal" ? "mfu" : "mfu_causal";
+    const auto label = [](const std::string& count) {
+      std::string l = "  MFU " + count;
+      l.resize(19, ' ');
+      return l;
+    };
+    const std::string first = line_starting(text.out, label(definition));
+    CHECK(first.rfind(label(definition) + fixed(100 * headline, 1) +
+                          "% of 989.4 TFLOP/s dense bf16 (attention " + definition + ", as ",
+                      0) == 0);
+    CHECK_THAT(first, EndsWith("; --json " + key + ")"));
+    const std::string second = line_starting(text.out, label(other));
+    CHECK(second.rfind(
+              label(other) + fixed(100 * (definition == "causal" ? mfu : causal), 1) + "% (", 0) ==
           0);
-    const double tflops = j[definition == "causal" ? "tflops_per_gpu_causal" : "tflops_per_gpu"];
-    const double other_tflops =
-        j[definition == "causal" ? "tflops_per_gpu" : "tflops_per_gpu_causal"];
-    CHECK(line_starting(text.out, "  model TFLOP/s") == "  model TFLOP/s    " + fixed(tflops, 1) +
-                                                            " per GPU, " + fixed(other_tflops, 1) +
-                                                            " with attention " + other);
+    CHECK_THAT(second, EndsWith("; --json " + other_key + ")"));
+    CHECK(line_starting(text.out, "  MFU  ").empty());  // no MFU line without its count
+    const std::string tflops_key =
+        definition == "causal" ? "tflops_per_gpu_causal" : "tflops_per_gpu";
+    const std::string other_tflops_key =
+        definition == "causal" ? "tflops_per_gpu" : "tflops_per_gpu_causal";
+    CHECK(line_starting(text.out, "  model TFLOP/s") ==
+          "  model TFLOP/s    " + fixed(j[tflops_key].get<double>(), 1) +
+              " per GPU with attention " + definition + " (--json " + tflops_key + "), " +
+              fixed(j[other_tflops_key].get<double>(), 1) + " " + other + " (--json " +
+              other_tflops_key + ")");
   }
   const test::CliResult megatron =
       test::run({"estimate", "--model", test::data_file("models/tiny-8l.json"), "--dp", "8",
                  "--gbs", "8", "--framework", "megatron"});
   CHECK_THAT(megatron.out, Contains("(attention causal, as Megatron-LM's log since 2025-03 "
-                                    "counts it)\n  MFU non-causal   "));
+                                    "counts it; --json mfu_causal)\n  MFU non-causal   "));
   CHECK_THAT(megatron.out, Contains("% (attention score and value FLOPs over the full s x s "
-                                    "square, as PaLM defines MFU)\n"));
+                                    "square, as PaLM defines MFU; --json mfu)\n"));
   const test::CliResult torchtitan =
       test::run({"estimate", "--model", test::data_file("models/tiny-8l.json"), "--dp", "8",
                  "--gbs", "8", "--framework", "fsdp"});
-  CHECK_THAT(torchtitan.out, Contains("(attention non-causal, as torchtitan's log counts it)\n"
-                                      "  MFU causal       "));
+  CHECK_THAT(torchtitan.out, Contains("(attention non-causal, as torchtitan's log counts it; "
+                                      "--json mfu)\n  MFU causal       "));
   CHECK_THAT(torchtitan.out, Contains("% (attention score and value FLOPs halved: the work a "
-                                      "causal mask leaves, as FlashAttention counts it)\n"));
+                                      "causal mask leaves, as FlashAttention counts it; --json "
+                                      "mfu_causal)\n"));
 }
 
 TEST_CASE("estimate at 131072 tokens: causal and non-causal MFU differ by 41%",
@@ -189,17 +205,26 @@ TEST_CASE("plan: the headline MFU column, the other count beside it, in the tabl
 
     const test::CliResult text = test::run(args);
     REQUIRE(text.exit_code == 0);
-    CHECK_THAT(text.out, Contains("MFU  MFU " + other + " "));
-    CHECK_THAT(text.out, Contains("\nMFU " + other +
-                                  ": the same with attention score and value "
-                                  "FLOPs "));
+    // Each MFU column, footnote and Why line is named by its count, and the footnotes name
+    // the --json key: "MFU causal" is mfu_causal, "MFU non-causal" mfu.
+    CHECK_THAT(text.out, Contains("  MFU " + definition + "  MFU " + other + " "));
+    CHECK_THAT(text.out, Contains("\nMFU " + definition + ": model FLOPs over the dense bf16 "));
+    CHECK_THAT(text.out,
+               Contains("; --json " + std::string(definition == "causal" ? "mfu_causal" : "mfu") +
+                        ");\nMFU " + other +
+                        ": the same with attention score and value "
+                        "FLOPs "));
+    CHECK_THAT(text.out,
+               Contains(" (--json " + std::string(definition == "causal" ? "mfu" : "mfu_causal") +
+                        ").\n"));
     const std::string row = line_starting(text.out, "1 ");
     const std::size_t at = row.find(" " + headline + " ");
     REQUIRE(at != std::string::npos);
     CHECK(row.find(" " + beside + " ", at + 1) != std::string::npos);
     // The Why section gives the winner's MFU the same way.
-    CHECK_THAT(text.out, Contains("- MFU " + headline + " (attention " + definition + ", as "));
-    CHECK_THAT(text.out, Contains("; " + beside + " with attention " + other + ").\n"));
+    CHECK_THAT(text.out, Contains("- MFU " + definition + " " + headline + " (attention " +
+                                  definition + ", as "));
+    CHECK_THAT(text.out, Contains("; MFU " + other + " " + beside + ").\n"));
 
     // plan.json keeps both under "predicted", with the headline and its definition.
     const std::string path = test::temp_dir() + "/plan-mfu-" + framework + ".json";
@@ -789,14 +814,14 @@ TEST_CASE("MFU of quantized GEMMs says its peak is the 16-bit one, and MFU can p
   CHECK_THAT(e.out, Contains("TFLOP/s dense bf16 (attention causal, as Megatron-LM's log since "
                              "2025-03 counts it; the fp8 GEMMs run against a dense peak of "
                              "1978.9 TFLOP/s on h100-sxm, 2.0x the bf16 one, so MFU can exceed "
-                             "100%)"));
+                             "100%; --json mfu_causal)"));
   const test::CliResult p = test::run({"plan", "--model", "llama3-8b", "--cluster", "dgx-b200",
                                        "--gpus", "8", "--precision", "nvfp4", "--top", "1"});
   REQUIRE(p.exit_code == 0);
-  CHECK_THAT(p.out, Contains("MFU: model FLOPs over the dense bf16 peak (attention causal, as "
-                             "Megatron-LM's log since 2025-03 counts it; the nvfp4 GEMMs run "
-                             "against a dense peak of 9000.0 TFLOP/s on b200, 4.0x the bf16 one, "
-                             "so MFU can exceed 100%)"));
+  CHECK_THAT(p.out, Contains("MFU causal: model FLOPs over the dense bf16 peak (attention "
+                             "causal, as Megatron-LM's log since 2025-03 counts it; the nvfp4 "
+                             "GEMMs run against a dense peak of 9000.0 TFLOP/s on b200, 4.0x the "
+                             "bf16 one, so MFU can exceed 100%; --json mfu_causal)"));
 }
 
 TEST_CASE(

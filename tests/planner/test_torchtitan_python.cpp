@@ -11,20 +11,25 @@
 #include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
 #include "planner/exports/exports.hpp"
+#include "tests/support/cli_runner.hpp"
 
 using namespace meshplan;
 using Catch::Matchers::Contains;
 
 namespace {
 
-Plan plan_of(const std::string& model, const Layout& l, Precision precision, std::int64_t seq) {
+Plan plan_of(const ModelSpec& model, const Layout& l, Precision precision, std::int64_t seq) {
   TrainingSetup s;
   s.seq = seq;
   s.framework = *find_framework("fsdp");
   s.precision = precision;
   s.attention = AttentionImpl::kFlash;
-  REQUIRE(layout_problems(l, load_model(model), seq, std::nullopt, false).empty());
-  return make_plan(load_model(model), load_cluster("dgx-h100"), load_profile("h100"), s, l);
+  REQUIRE(layout_problems(l, model, seq, std::nullopt, false).empty());
+  return make_plan(model, load_cluster("dgx-h100"), load_profile("h100"), s, l);
+}
+
+Plan plan_of(const std::string& model, const Layout& l, Precision precision, std::int64_t seq) {
+  return plan_of(load_model(model), l, precision, seq);
 }
 
 bool noted(const Export& e, const std::string& text) {
@@ -288,4 +293,86 @@ TEST_CASE("torchtitan: Qwen3-MoE as its qwen3 flavors, with the expert mesh",
   CHECK(noted(export_plan(small, ExportFormat::kTorchtitan,
                           find_framework_version(ExportFormat::kTorchtitan, "0.2")),
               "pipeline parallelism (pp 2): torchtitan v0.2.x's qwen3 has no pipelining"));
+}
+
+TEST_CASE("torchtitan: the tied-embedding Qwen3 0.6B, 1.7B and 4B as their qwen3 flavors",
+          "[exports][torchtitan]") {
+  // Qwen3-0.6B (tests/data/models/qwen3-0.6b.json, from Qwen/Qwen3-0.6B's config.json: 28
+  // layers of 1024, 16/8 heads of 128, MLP 3072, vocabulary 151936, tie_word_embeddings true)
+  // on one node, dp 8 under FSDP. torchtitan's qwen3 "0.6B" flavor
+  // (torchtitan/models/qwen3/__init__.py at v0.2.2 and main b5bcd76: dim 1024, n_layers 28,
+  // n_heads 16, n_kv_heads 8, hidden_dim 3072, enable_weight_tying=True) is that model, and main
+  // ships the baseline qwen3_0_6b for it (qwen3/config_registry.py).
+  Layout l;
+  l.dp = 8;
+  l.zero = 3;
+  l.gbs = 64;
+  const ModelSpec small = load_model(test::data_file("models/qwen3-0.6b.json"));
+  const Export e =
+      export_plan(plan_of(small, l, Precision::kBf16, 4096), ExportFormat::kTorchtitan);
+  INFO(e.text);
+  CHECK_THAT(e.text, Contains("from torchtitan.models.qwen3 import model_registry\n"));
+  CHECK_THAT(e.text, Contains("from torchtitan.models.qwen3.config_registry import qwen3_0_6b\n"));
+  CHECK_THAT(e.text, Contains("return apply_plan(qwen3_0_6b())"));
+  CHECK_THAT(e.text, !Contains("llama3"));
+  CHECK_FALSE(noted(e, "model architecture"));
+  CHECK_FALSE(noted(e, "no torchtitan flavor"));
+  CHECK_FALSE(noted(e, "norm epsilon"));  // 1e-6, as the qwen3 flavors
+  const Export v02 =
+      export_plan(plan_of(small, l, Precision::kBf16, 4096), ExportFormat::kTorchtitan,
+                  find_framework_version(ExportFormat::kTorchtitan, "0.2"));
+  CHECK_THAT(v02.text, Contains("[model]\nname = \"qwen3\"\nflavor = \"0.6B\"\n"));
+
+  // 1.7B (2048 wide, 28 layers, 16/8 heads, MLP 6144) has main's baseline qwen3_1_7b; 4B (2560
+  // wide, 36 layers, 32/8 heads, MLP 9728) none, so the module names the flavor.
+  ModelSpec mid = small;
+  mid.name = "qwen3-1.7b";
+  mid.hidden_size = 2048;
+  mid.ffn_hidden_size = 6144;
+  CHECK_THAT(export_plan(plan_of(mid, l, Precision::kBf16, 4096), ExportFormat::kTorchtitan).text,
+             Contains("return apply_plan(qwen3_1_7b())"));
+  ModelSpec four = small;
+  four.name = "qwen3-4b";
+  four.hidden_size = 2560;
+  four.num_layers = 36;
+  four.num_attention_heads = 32;
+  four.ffn_hidden_size = 9728;
+  const Export e4 =
+      export_plan(plan_of(four, l, Precision::kBf16, 4096), ExportFormat::kTorchtitan);
+  CHECK_THAT(e4.text, Contains("    config.model_spec = model_registry(\n        \"4B\",\n"));
+  CHECK_THAT(e4.text, !Contains("config_registry"));
+
+  // The same shape untied is no flavor of torchtitan's (its 0.6B ties): the notes say so and
+  // name the flavors there are.
+  ModelSpec untied = small;
+  untied.tied_embeddings = false;
+  const Export none =
+      export_plan(plan_of(untied, l, Precision::kBf16, 4096), ExportFormat::kTorchtitan);
+  CHECK_THAT(none.text, Contains("from torchtitan.models.llama3 import model_registry"));
+  CHECK(noted(none,
+              "no torchtitan flavor: of the model packages this export writes (llama3, "
+              "deepseek_v3, qwen3), only qwen3's flavors have QK-norm (0.6B, 1.7B and 4B with "
+              "tied embeddings; 8B, 14B, 32B, 30B-A3B and 235B-A22B untied;"));
+  CHECK(noted(none,
+              "(hidden 1024, 28 layers, 16/8 heads of 128, MLP 3072, vocabulary 151936, "
+              "embeddings untied)"));
+  CHECK(noted(none, "model architecture: QK-norm:"));
+
+  // With pp 2, main's Decoder refuses weight tying ("Weight tying is not supported with
+  // Pipeline Parallel.", torchtitan/models/common/decoder.py at b5bcd76); v0.2.x's qwen3 has
+  // no pipelining at all.
+  Layout piped;
+  piped.dp = 4;
+  piped.pp = 2;
+  piped.zero = 1;
+  piped.gbs = 64;
+  const Plan two = plan_of(small, piped, Precision::kBf16, 4096);
+  CHECK(noted(export_plan(two, ExportFormat::kTorchtitan),
+              "pipeline parallelism (pp 2): torchtitan's qwen3 0.6B flavor ties the output layer "
+              "to the input embedding (enable_weight_tying), which torchtitan main refuses with "
+              "pp > 1"));
+  const Export two_v02 = export_plan(two, ExportFormat::kTorchtitan,
+                                     find_framework_version(ExportFormat::kTorchtitan, "0.2"));
+  CHECK(noted(two_v02, "pipeline parallelism (pp 2): torchtitan v0.2.x's qwen3 has no pipelining"));
+  CHECK_FALSE(noted(two_v02, "enable_weight_tying"));
 }
