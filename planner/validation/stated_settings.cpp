@@ -41,6 +41,30 @@ void apply_stated_kernel(const std::string& notes, FrameworkConvention& framewor
   }
 }
 
+/// Megatron-LM's overlap flags where `notes` name them (stated_settings.hpp).
+void apply_stated_megatron_overlaps(const std::string& notes, FrameworkConvention& framework,
+                                    std::vector<std::string>& assumptions) {
+  std::vector<std::string> stated;
+  if (notes.find("--overlap-grad-reduce") != std::string::npos) {
+    framework.dp_grad_overlap = true;
+    stated.push_back("DP gradient reduction beside the backward (--overlap-grad-reduce)");
+  }
+  if (notes.find("--overlap-param-gather") != std::string::npos) {
+    framework.dp_param_overlap = true;
+    stated.push_back(
+        "the distributed optimizer's parameter all-gather beside the forward "
+        "(--overlap-param-gather)");
+  }
+  if (notes.find("--tp-comm-overlap") != std::string::npos) {
+    framework.tp_comm_overlap = 1;
+    stated.push_back("TP communication beside the GEMMs, tp-overlap 1 (--tp-comm-overlap)");
+  }
+  if (stated.empty()) return;
+  std::string text = "overlaps the notes state:";
+  for (std::size_t i = 0; i < stated.size(); ++i) text += (i ? "; " : " ") + stated[i];
+  assumptions.push_back(text);
+}
+
 /// The whole number of at most 9 digits at `at` in `text` (advancing `at` past it), or -1.
 std::int64_t read_count(const std::string& text, std::size_t& at) {
   std::int64_t n = 0;
@@ -109,6 +133,7 @@ void apply_stated_settings(const std::string& notes, FrameworkConvention& framew
     framework.tp_comm_overlap = 1;
     assumptions.push_back("TP communication overlapped, tp-overlap 1 (the notes state AsyncTP)");
   }
+  apply_stated_megatron_overlaps(notes, framework, assumptions);
 }
 
 }  // namespace meshplan

@@ -5,7 +5,9 @@
 //   ("attention kernel 'flash_attention2 + RMS kernel' -> flash_attention true"), where the
 //   schema keeps only `training.flash_attention`;
 // - torch.compile and async tensor parallelism: torchtitan's rows name them in their framework
-//   note ("torchtitan 9dec370 / torch 1963fc8 (2024-12) + torch.compile + AsyncTP").
+//   note ("torchtitan 9dec370 / torch 1963fc8 (2024-12) + torch.compile + AsyncTP");
+// - Megatron-LM's overlap flags: the README's H100 rows name them ("DP/TP/PP comm overlap
+//   enabled (--overlap-grad-reduce --overlap-param-gather --tp-comm-overlap)").
 #pragma once
 
 #include <string>
@@ -37,6 +39,14 @@ namespace meshplan {
 /// where the convention runs them eager. "+ AsyncTP": torchtitan's async tensor parallelism
 /// (enable_async_tensor_parallel: each TP collective beside the matmul it feeds), as
 /// --tp-overlap 1 costs it (tp_comm_overlap 1).
+/// Megatron-LM's overlap flags, where the notes name them (the README's H100 table,
+/// ../shared/data/validation/megatron-readme-h100.json: "We perform fine-grained overlapping of
+/// data-parallel (`--overlap-grad-reduce --overlap-param-gather`), tensor-parallel
+/// (`--tp-comm-overlap`) and pipeline-parallel communication (enabled by default) with
+/// computation", NVIDIA/Megatron-LM README.md at 0010ab7 (2024-07), 'Training Speed and
+/// Scalability'): "--overlap-grad-reduce" sets dp_grad_overlap, "--overlap-param-gather"
+/// dp_param_overlap, "--tp-comm-overlap" tp_comm_overlap 1 (Transformer Engine's userbuffers
+/// overlap, which Megatron-LM allows only with sequence parallelism).
 /// Notes without these phrases, or with a kernel name not above, change nothing. Raises nothing.
 void apply_stated_settings(const std::string& notes, FrameworkConvention& framework,
                            std::vector<std::string>& assumptions);

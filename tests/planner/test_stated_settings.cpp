@@ -89,6 +89,38 @@ TEST_CASE("Stated settings: torchtitan's torch.compile and AsyncTP", "[validatio
   CHECK(notes.size() == 3);
 }
 
+TEST_CASE("Stated settings: Megatron-LM's overlap flags", "[validation][kernels]") {
+  // The notes of megatron-readme-h100.json's weak-scaling rows; megatron-2023 runs none of the
+  // three overlaps by default (framework.cpp: --overlap-grad-reduce is opt-in).
+  std::vector<std::string> notes;
+  FrameworkConvention f = *find_framework("megatron-2023");
+  REQUIRE_FALSE(f.dp_grad_overlap);
+  REQUIRE_FALSE(f.dp_param_overlap);
+  REQUIRE(f.tp_comm_overlap == 0);
+  apply_stated_settings(
+      "framework 'Megatron-Core r0.8.0' -> megatron; training: DP/TP/PP comm overlap enabled "
+      "(--overlap-grad-reduce --overlap-param-gather --tp-comm-overlap); FLOP definition",
+      f, notes);
+  CHECK(f.dp_grad_overlap);
+  CHECK(f.dp_param_overlap);
+  CHECK(f.tp_comm_overlap == 1);
+  REQUIRE(notes.size() == 1);  // one assumption naming the three
+  CHECK(notes.front().find("--overlap-grad-reduce") != std::string::npos);
+  CHECK(notes.front().find("--tp-comm-overlap") != std::string::npos);
+  // One flag alone sets only its own switch.
+  f = *find_framework("megatron-2023");
+  apply_stated_settings("zero 'distributed optimizer with --overlap-param-gather' -> 1", f, notes);
+  CHECK_FALSE(f.dp_grad_overlap);
+  CHECK(f.dp_param_overlap);
+  CHECK(f.tp_comm_overlap == 0);
+  CHECK(notes.size() == 2);
+  // Korthikanti et al.'s rows name no flag: nothing changes, nothing is said.
+  f = *find_framework("megatron-2023");
+  apply_stated_settings("a plain gradient all-reduce (not overlapped) for DP=8 -> 0", f, notes);
+  CHECK_FALSE(f.dp_grad_overlap);
+  CHECK(notes.size() == 2);
+}
+
 TEST_CASE("Stated sliding window: Megatron-Core's (left, 0) and window_attn_skip_freq",
           "[validation][window]") {
   // The moe-blackwell GPT-OSS notes' wording: window (128,0) lets query i attend keys
