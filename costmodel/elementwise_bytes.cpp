@@ -28,7 +28,8 @@ std::optional<ElementwiseKernels> parse_elementwise(const std::string& text) {
 }
 
 ElementwiseBytesPerElement elementwise_bytes_per_element(const ModelSpec& m,
-                                                         ElementwiseKernels kernels) {
+                                                         ElementwiseKernels kernels,
+                                                         RopeForm rope) {
   const bool eager = kernels != ElementwiseKernels::kFused;
   const double drop = m.dropout ? 1.0 : 0.0;
   ElementwiseBytesPerElement b;
@@ -40,7 +41,7 @@ ElementwiseBytesPerElement elementwise_bytes_per_element(const ModelSpec& m,
   b.rope = eager ? 20 : 4;
   b.norm_saved = eager_rms_norm ? 6 : 0;
   b.activation_saved = eager && m.ffn_type == FfnType::kSwiglu ? 2 : 0;
-  b.rope_saved = eager ? 4 : 0;
+  b.rope_saved = eager && rope == RopeForm::kComplex ? 4 : 0;
   return b;
 }
 

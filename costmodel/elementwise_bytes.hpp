@@ -24,7 +24,30 @@
 //   RoPE (per q and k element)  read 2, write 2 = 4            20: torchtitan's complex form:
 //                                                              x.float() as complex 2+4,
 //                                                              * freqs_cis 4+4, back to 16 bits
-//                                                              4+2 (HF's rotate_half form: 22)
+//                                                              4+2
+//                                                              20: HF's rotate_half form (below)
+//
+// RoPE's two eager forms (RopeForm), per element of q and k, the 16-bit activation 2 bytes; the
+// rotation table (freqs_cis, cos and sin: one [T, d] per model, broadcast over the heads) is not
+// counted in either:
+//   complex (Meta's reference, torchtitan models/llama3/model.py apply_rotary_emb, Aleph Alpha's
+//     rotary.py): view_as_complex(x.float()) 2+4, * freqs_cis (complex64) 4+4, view_as_real
+//     and type_as back to 16 bits 4+2 = 20.
+//   rotate_half (Hugging Face Transformers, src/transformers/models/llama/modeling_llama.py
+//     apply_rotary_pos_emb and rotate_half, read at commit 5dd4a635 of the v4.48 line; the
+//     v4.57 tag itself was not at hand, and its copies in downstream code show the same
+//     functions: LlamaRotaryEmbedding.forward computes cos and sin in fp32 with autocast off
+//     and returns them `.to(dtype=x.dtype)`, so the rotation runs in the 16-bit activation
+//     dtype; Qwen2, Mistral and the other Llama-family classes copy them):
+//     `(q * cos) + (rotate_half(q) * sin)` with rotate_half = `cat((-x2, x1), dim=-1)` of the
+//     two halves (views): q * cos 2+2, -x2 (half the elements) 1+1, cat 2+2, * sin 2+2,
+//     the add 4+2 = 20.
+// What each saves for backward beyond the fused kernel: autograd's mul saves an operand only
+// for the other's gradient (PyTorch's generated MulBackward0: `if
+// (grad_fn->should_compute_output(1)) grad_fn->self_ = SavedVariable(self, false)`), and cos
+// and sin come from torch.no_grad(), so HF's two multiplies save only cos and sin (the model's
+// one pair, shared by every layer), neg and cat nothing: rotate_half saves 0 bytes per element.
+// The complex form is kept at 4 (ElementwiseBytesPerElement::rope_saved).
 //
 // Fused: Megatron-LM/Megatron-Core and NeMo (apex/Transformer Engine fused norm, fused
 // bias-dropout-add, fused bias-SwiGLU/GeLU, fused RoPE), and PyTorch under torch.compile
@@ -45,6 +68,11 @@
 
 namespace meshplan {
 
+/// How a framework's eager RoPE rotates q and k (the table above): Meta's complex-number form
+/// in fp32 (torchtitan, Aleph Alpha) or Hugging Face's rotate_half in the activation dtype.
+/// Fused kernels (ElementwiseKernels::kFused) cost the same either way.
+enum class RopeForm { kComplex, kRotateHalf };
+
 /// How a framework runs the elementwise ops: one fused kernel per chain, PyTorch eager mode
 /// (one kernel per op, fp32 intermediates), or eager mode with a fused norm kernel.
 enum class ElementwiseKernels { kFused, kEager, kEagerFusedNorm };
@@ -62,7 +90,8 @@ std::vector<std::string> elementwise_names();
 ///   RMSNorm 6: `_norm(x.float())` keeps x.float() (4, for pow and the multiply) and
 ///     `.type_as(x) * w` keeps the 16-bit normalized tensor (2);
 ///   SwiGLU 2: `silu(gate) * up` keeps silu's output (2) beside gate and up;
-///   RoPE 4: the complex form keeps q and k as complex fp32 (4) for the multiply's backward.
+///   RoPE 4: the complex form keeps q and k as complex fp32 (4) for the multiply's backward;
+///     0 in the rotate_half form (RopeForm::kRotateHalf; its multiplies save cos and sin only).
 /// Zero with fused kernels (and for the norm with kEagerFusedNorm), for LayerNorm and GeLU.
 struct ElementwiseBytesPerElement {
   double norm = 0;              ///< per element of a norm's input (h per token)
@@ -74,9 +103,10 @@ struct ElementwiseBytesPerElement {
   double rope_saved = 0;        ///< per element of q and k
 };
 
-/// The bytes per element of `m`'s elementwise ops under `kernels`. Raises nothing.
+/// The bytes per element of `m`'s elementwise ops under `kernels`, RoPE in form `rope` where
+/// the kernels are eager. Raises nothing.
 ElementwiseBytesPerElement elementwise_bytes_per_element(const ModelSpec& m,
-                                                         ElementwiseKernels kernels);
+                                                         ElementwiseKernels kernels, RopeForm rope);
 
 /// The kernels named `text` (one of elementwise_names()), or nullopt.
 std::optional<ElementwiseKernels> parse_elementwise(const std::string& text);

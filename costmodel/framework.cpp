@@ -220,7 +220,8 @@ std::vector<FrameworkConvention> make_conventions() {
       "optimizer states, not activations";
   all.push_back({"hf",
                  "Hugging Face Transformers + Trainer: fp32 weights and grads, m, v; eager "
-                 "attention softmax in fp32; eager ops",
+                 "attention softmax in fp32; eager ops, RoPE as rotate_half in bf16; data "
+                 "parallel only (DDP, FSDP, DeepSpeed ZeRO): no pp, no tp",
                  "transformers modeling_llama.py eager_attention_forward (softmax in float32); "
                  "Trainer with bf16/fp16 autocast keeps fp32 parameters",
                  {fp32_weights, fp32_grads, adam_m, adam_v},
@@ -229,6 +230,24 @@ std::vector<FrameworkConvention> make_conventions() {
                  false});
   all.back().flash_kernel = FlashKernel::kFlashAttention2;
   all.back().elementwise = ElementwiseKernels::kEager;
+  // modeling_llama.py's apply_rotary_pos_emb: `(q * cos) + (rotate_half(q) * sin)` in the
+  // activation dtype (elementwise_bytes.hpp).
+  all.back().rope_form = RopeForm::kRotateHalf;
+  // What the Trainer runs: data parallelism through accelerate (DDP, FSDP, DeepSpeed ZeRO);
+  // no pipeline engine. Its tensor parallelism (transformers >= 4.56 TrainingArguments
+  // parallelism_config, accelerate >= 1.10.1 ParallelismConfig.tp_size) is the model's own
+  // tp_plan: accelerate 1.10.1 (623cc0b) accelerator.py prepare_model refuses a model not
+  // loaded with `from_pretrained(..., tp_plan='auto')`, and parallelism_config.py refuses TP
+  // beside pure DDP (dp_replicate_size > 1 with dp_shard_size 1): FSDP2 only. DTensor column-
+  // and row-wise linears without sequence parallelism, which meshplan's Megatron-style tp
+  // (layer_ops.hpp) is not.
+  all.back().no_pipeline_parallel =
+      "the Hugging Face Trainer runs data parallelism only (DDP, FSDP, DeepSpeed ZeRO through "
+      "accelerate), with no pipeline engine";
+  all.back().no_tensor_parallel =
+      "the Hugging Face Trainer's tensor parallelism is the model's tp_plan (from_pretrained "
+      "with tp_plan=\"auto\", accelerate's ParallelismConfig tp_size, FSDP2 for dp > 1), which "
+      "meshplan does not cost";
   // TrainingArguments has gradient_checkpointing but no activation offloading.
   all.back().no_activation_offload =
       "the Hugging Face Trainer's TrainingArguments have gradient_checkpointing, no activation "
@@ -268,6 +287,10 @@ std::string zero_stage_problem(const FrameworkConvention& framework, int zero) {
 std::string pipeline_problem(const FrameworkConvention& framework, std::int64_t pp,
                              std::int64_t vpp, int zero) {
   if (framework.runs_pipeline(pp, vpp, zero)) return "";
+  if (!framework.no_pipeline_parallel.empty()) {
+    return "framework " + framework.name + " has no pipeline parallelism (" +
+           framework.no_pipeline_parallel + "): pp and vpp must be 1";
+  }
   if (vpp > 1 && !framework.interleaved_pipeline) {
     return "framework " + framework.name + " has no interleaved pipeline schedule (its " +
            "pipeline engine runs one model chunk per stage): vpp must be 1";
@@ -293,6 +316,12 @@ std::string activation_offload_problem(const FrameworkConvention& framework, std
          framework.no_activation_offload +
          "); save activation memory with --recompute selective or full instead, or plan "
          "Megatron-Core's offloading with --framework megatron or nemo";
+}
+
+std::string tensor_parallel_problem(const FrameworkConvention& framework, std::int64_t tp) {
+  if (framework.runs_tensor_parallel(tp)) return "";
+  return "framework " + framework.name + " has no tensor parallelism meshplan costs (" +
+         framework.no_tensor_parallel + "): tp must be 1";
 }
 
 std::string context_parallel_problem(const FrameworkConvention& framework, std::int64_t cp) {

@@ -13,6 +13,12 @@
 //             are gathered per layer, not stored)                                   = 16
 //   hf        fp32 weights 4 + fp32 grads 4 + m 4 + v 4 (autocast)                  = 16
 //
+// What each runs (no_pipeline_parallel, no_tensor_parallel, ring_context_parallel, zero_stages,
+// interleaved_pipeline): hf is data parallel only (Trainer: DDP, FSDP, DeepSpeed ZeRO), pp = tp
+// = 1; deepspeed has no interleaving and no ring-attention cp; the others run every dimension.
+// RoPE (rope_form): hf's rotate_half in the activation dtype, Meta's complex fp32 form for the
+// others' eager ops (elementwise_bytes.hpp).
+//
 // MFU as each framework logs it (mfu_attention): attention FLOPs causal for megatron and nemo
 // (Megatron-Core since 2025), non-causal for megatron-2023, fsdp (torchtitan) and the others.
 #pragma once
@@ -145,6 +151,10 @@ struct FrameworkConvention {
   /// kernels (Megatron/Transformer Engine, torch.compile) or PyTorch eager mode, the default of
   /// torchtitan (`--training.compile` off), Hugging Face Transformers and DeepSpeed on HF models.
   ElementwiseKernels elementwise = ElementwiseKernels::kFused;
+  /// The form of its eager RoPE (elementwise_bytes.hpp): Meta's complex-number fp32 form
+  /// (torchtitan, Aleph Alpha; every convention but hf) or Hugging Face's rotate_half in the
+  /// activation dtype (hf).
+  RopeForm rope_form = RopeForm::kComplex;
   /// With --precision fp8, the linears save their input quantized to fp8 (1 byte) for the
   /// backward GEMMs (Transformer Engine's Linear and LayerNormLinear, as Megatron-Core and
   /// NeMo use them).
@@ -176,6 +186,13 @@ struct FrameworkConvention {
   /// torchtitan's default split build).
   bool any_pipeline_split = false;
   int max_zero_with_pipeline = 3;
+  /// Why the framework has no pipeline parallelism (pp > 1), and what it runs instead; empty
+  /// where it has a pipeline engine (every convention but hf). pipeline_problem says so.
+  std::string no_pipeline_parallel = {};
+  /// Why the framework has no tensor parallelism as meshplan costs it (Megatron's column- and
+  /// row-parallel linears, with or without sp), and what it has instead; empty where it runs it
+  /// (every convention but hf). tensor_parallel_problem says so.
+  std::string no_tensor_parallel = {};
   /// Ring-attention context parallelism (cp > 1) as meshplan costs it: Megatron-Core's and
   /// PyTorch's. DeepSpeed's sequence parallelism is Ulysses (heads split by an all-to-all),
   /// which meshplan does not cost.
@@ -189,9 +206,13 @@ struct FrameworkConvention {
   /// Whether the framework's pipeline runs pp stages of vpp chunks at ZeRO stage `zero`
   /// (interleaved_pipeline, max_zero_with_pipeline); pipeline_problem says why not.
   bool runs_pipeline(std::int64_t pp, std::int64_t vpp, int zero) const {
-    return pp == 1 || ((vpp == 1 || (interleaved_pipeline && !interleaved_refused(pp))) &&
+    return pp == 1 || (no_pipeline_parallel.empty() &&
+                       (vpp == 1 || (interleaved_pipeline && !interleaved_refused(pp))) &&
                        zero <= max_zero_with_pipeline);
   }
+  /// Whether the framework runs tensor parallelism over `tp` ranks (no_tensor_parallel empty,
+  /// or tp 1); tensor_parallel_problem says why not.
+  bool runs_tensor_parallel(std::int64_t tp) const { return tp == 1 || no_tensor_parallel.empty(); }
   /// An interleaved schedule on `pp` ranks that interleaved_waiting_needs_pp_above_2 refuses.
   bool interleaved_refused(std::int64_t pp) const {
     return interleaved_waiting_needs_pp_above_2 && !pp_p2p_overlap && pp <= 2;
@@ -270,7 +291,8 @@ std::optional<FrameworkConvention> find_framework(std::string_view name);
 std::string zero_stage_problem(const FrameworkConvention& framework, int zero);
 
 /// "" when `framework`'s pipeline runs pp stages of vpp chunks each at ZeRO stage `zero`
-/// (interleaved_pipeline, interleaved_waiting_needs_pp_above_2, max_zero_with_pipeline); else
+/// (no_pipeline_parallel, interleaved_pipeline, interleaved_waiting_needs_pp_above_2,
+/// max_zero_with_pipeline); else
 /// what is wrong: "framework deepspeed
 /// runs ZeRO stages 0 and 1 only with pp > 1 (its pipeline engine refuses 2 and 3)". The one
 /// check behind estimate's and plan's flags and a plan file's layout; callers add where the
@@ -283,6 +305,12 @@ std::string pipeline_problem(const FrameworkConvention& framework, std::int64_t 
 /// of Megatron-Core's kind (...)". The one check behind --cpu-offload-layers and a plan file's
 /// cpu_offload_layers (cpu_offload_problem); callers add where the value came from.
 std::string activation_offload_problem(const FrameworkConvention& framework, std::int64_t layers);
+
+/// "" when `framework` runs tensor parallelism over `tp` ranks (runs_tensor_parallel); else
+/// what is wrong: "framework hf has no tensor parallelism meshplan costs (...): tp must be 1".
+/// The one check behind --tp (estimate, ledger, plan) and a plan file's layout.tp; callers add
+/// where the value came from. Precondition: tp >= 1.
+std::string tensor_parallel_problem(const FrameworkConvention& framework, std::int64_t tp);
 
 /// "" when `framework` runs context parallelism over `cp` ranks (ring_context_parallel, or
 /// cp 1); else what is wrong, as pipeline_problem. Precondition: cp >= 1.

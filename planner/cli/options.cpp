@@ -663,6 +663,10 @@ ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, cons
   }
   // What the framework does not run, listed with the layout's other problems below.
   std::vector<std::string> framework_problems;
+  if (const std::string problem = tensor_parallel_problem(framework, l.tp); !problem.empty()) {
+    framework_problems.push_back("--tp " + std::to_string(l.tp) + ": " + problem +
+                                 " (or another --framework)");
+  }
   if (const std::string problem = context_parallel_problem(framework, l.cp); !problem.empty()) {
     framework_problems.push_back("--cp " + std::to_string(l.cp) + ": " + problem +
                                  " (or another --framework)");

@@ -242,6 +242,10 @@ void check_pins(const PlanOptions& o, const Scenario& x, const TrainingSetup& se
       throw InputError(problem);
     }
   }
+  if (const std::string problem = tensor_parallel_problem(setup.framework, o.tp > 0 ? o.tp : 1);
+      !problem.empty()) {
+    throw InputError("--tp " + std::to_string(o.tp) + ": " + problem + " (or another --framework)");
+  }
   if (const std::string problem = context_parallel_problem(setup.framework, o.cp > 0 ? o.cp : 1);
       !problem.empty()) {
     throw InputError("--cp " + std::to_string(o.cp) + ": " + problem + " (or another --framework)");
@@ -338,14 +342,22 @@ SearchRequest search_request(const PlanOptions& o, const Scenario& x, const Trai
 void check_search(const PlanOptions& o, const Scenario& x, const TrainingSetup& setup,
                   const SearchResult& result) {
   if (result.space == 0) {
-    const std::string cp_rule = context_parallel_problem(setup.framework, 2);
-    throw InputError("plan: the pinned dimensions leave no layout of " + std::to_string(o.gpus) +
-                     " GPUs to search (check that the pins multiply into the GPU count" +
-                     (cp_rule.empty() ? std::string()
-                                      : "; " + cp_rule +
-                                            ", so dp x tp x pp must be the GPU "
-                                            "count") +
-                     ")");
+    // The dimensions the framework holds at 1, which the pins must multiply without.
+    std::string rules;
+    for (const std::string& problem :
+         {tensor_parallel_problem(setup.framework, 2), context_parallel_problem(setup.framework, 2),
+          pipeline_problem(setup.framework, 2, 1, 0)}) {
+      if (!problem.empty()) rules += "; " + problem;
+    }
+    std::string free_dims = "dp";
+    if (setup.framework.runs_tensor_parallel(2)) free_dims += " x tp";
+    if (setup.framework.runs_context_parallel(2)) free_dims += " x cp";
+    if (setup.framework.runs_pipeline(2, 1, 0)) free_dims += " x pp";
+    throw InputError(
+        "plan: the pinned dimensions leave no layout of " + std::to_string(o.gpus) +
+        " GPUs to search (check that the pins multiply into the GPU count" +
+        (rules.empty() ? std::string() : rules + ", so " + free_dims + " must be the GPU count") +
+        ")");
   }
   // Every layout broke a rule: none was refused for memory, so the input is at fault.
   if (result.ranked.empty() && result.rejected.count(kOutOfMemoryReason) == 0) {

@@ -432,6 +432,24 @@ class HfReader {
   std::string file_;
 };
 
+/// Throws for a null `key`, as count_or and positive_or refuse it; `what` names the number
+/// expected ("a whole number", "a positive integer").
+void refuse_null(const HfReader& r, const char* key, std::int64_t class_default,
+                 bool transformers_reads, const std::string& what) {
+  if (!r.present(key) || r.value(key)) return;
+  const std::string fallback = std::to_string(class_default);
+  r.fail(key, std::string("is null, ") +
+                  (transformers_reads
+                       ? "which Hugging Face transformers cannot build a model of (the config "
+                         "class takes None in place of its default " +
+                             fallback +
+                             ", and the modeling code divides, multiplies or "
+                             "compares it)"
+                       : std::string("not a number (DeepSeek's key; transformers does not read "
+                                     "it)")) +
+                  "; give " + what + ", or remove the key for the default " + fallback);
+}
+
 /// A non-negative whole number under `key` (0 allowed: no shared experts, no dense prefix, no
 /// MTP), or `class_default` when absent. Null is refused: from_dict passes it to the config
 /// class as None, which replaces the class default, and the modeling code then multiplies or
@@ -442,17 +460,7 @@ class HfReader {
 /// read, is DeepSeek's count of MTP modules, whose null means none as little.
 std::int64_t count_or(const HfReader& r, const char* key, std::int64_t class_default,
                       bool transformers_reads = true) {
-  if (r.present(key) && !r.value(key)) {
-    const std::string fallback = std::to_string(class_default);
-    r.fail(key, std::string("is null, ") +
-                    (transformers_reads
-                         ? "which Hugging Face transformers cannot build a model of (the config "
-                           "class takes None in place of its default " +
-                               fallback + ", and the modeling code multiplies or compares it)"
-                         : std::string("not a count (DeepSeek's key; transformers does not read "
-                                       "it)")) +
-                    "; give a whole number, or remove the key for the default " + fallback);
-  }
+  refuse_null(r, key, class_default, transformers_reads, "a whole number");
   const nlohmann::json* v = r.value(key);
   if (!v) return class_default;
   if (!v->is_number_integer() || v->get<std::int64_t>() < 0 || v->get<std::int64_t>() > kMaxSize) {
@@ -460,6 +468,21 @@ std::int64_t count_or(const HfReader& r, const char* key, std::int64_t class_def
                     describe_json(*v));
   }
   return v->get<std::int64_t>();
+}
+
+/// A positive integer under `key` (at most kMaxSize), or `class_default` when absent; null is
+/// refused as count_or refuses it. The keys it reads and what transformers does with None:
+/// n_group and topk_group, modeling_deepseek_v3.py (00b676f8) DeepseekV3MoE
+/// route_tokens_to_experts (`view(-1, self.n_group, self.n_routed_experts // self.n_group)`,
+/// `torch.topk(group_scores, k=self.topk_group, ...)`: a TypeError); decoder_sparse_step,
+/// modeling_qwen2_moe.py and modeling_qwen3_moe.py Qwen2MoeDecoderLayer and
+/// Qwen3MoeDecoderLayer (`(layer_idx + 1) % config.decoder_sparse_step == 0`: a TypeError);
+/// moe_layer_freq, DeepSeek's own key that transformers does not read (DeepSeek's
+/// modeling_deepseek.py: `layer_idx % config.moe_layer_freq == 0`, the rule read below).
+std::int64_t positive_or(const HfReader& r, const char* key, std::int64_t class_default,
+                         bool transformers_reads = true) {
+  refuse_null(r, key, class_default, transformers_reads, "a positive integer");
+  return r.positive_int({key}).value_or(class_default);
 }
 
 /// The MoE (and for DeepSeek-V3 / Kimi K2, MLA and MTP) fields of a `kMoeTypes` config, with
@@ -477,8 +500,8 @@ void read_moe_fields(const HfReader& r, const std::string& type, ModelSpec& m) {
     // groups (torch.topk over n_group): a group count that does not divide the experts, or more
     // groups kept than there are, is no routing transformers can run (the view or the topk
     // raises). DeepseekV3Config's defaults (001f85b3): n_group 8, topk_group 4.
-    const std::int64_t groups = r.positive_int({"n_group"}).value_or(8);
-    const std::int64_t kept = r.positive_int({"topk_group"}).value_or(4);
+    const std::int64_t groups = positive_or(r, "n_group", 8);
+    const std::int64_t kept = positive_or(r, "topk_group", 4);
     const auto stated = [&](const char* key, std::int64_t v) {
       return r.value(key) ? std::to_string(v)
                           : std::to_string(v) + " (absent: DeepseekV3Config's default)";
@@ -506,7 +529,7 @@ void read_moe_fields(const HfReader& r, const std::string& type, ModelSpec& m) {
     // (default 1; transformers reads none): layer i is MoE iff i >= k and i % freq == 0, so the
     // first is ceil(k / freq) x freq.
     const std::int64_t k = count_or(r, "first_k_dense_replace", 3);
-    e.layer_freq = r.positive_int({"moe_layer_freq"}).value_or(1);
+    e.layer_freq = positive_or(r, "moe_layer_freq", 1, false);
     e.first_k_dense_layers = (k + e.layer_freq - 1) / e.layer_freq * e.layer_freq;
     if (e.first_k_dense_layers >= m.num_layers) {
       r.fail("first_k_dense_replace",
@@ -559,7 +582,7 @@ void read_moe_fields(const HfReader& r, const std::string& type, ModelSpec& m) {
   if (qwen) {
     // decoder_sparse_step s: layer i is MoE iff (i + 1) % s == 0, i.e. layers s - 1, 2s - 1, ...
     // (Qwen2MoeDecoderLayer), unless listed in mlp_only_layers.
-    e.layer_freq = r.positive_int({"decoder_sparse_step"}).value_or(1);
+    e.layer_freq = positive_or(r, "decoder_sparse_step", 1);
     e.first_k_dense_layers = e.layer_freq - 1;
     // A step above the layer count leaves no MoE layer; the message quotes the file's step,
     // not the dense prefix (step - 1) meshplan derives from it.

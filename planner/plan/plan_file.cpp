@@ -538,6 +538,12 @@ Plan plan_from_json(const nlohmann::json& json, const std::string& file) {
                      "); give one of those, or another "
                      "framework");
   }
+  if (const std::string problem = tensor_parallel_problem(training.setup.framework, layout.tp);
+      !problem.empty()) {
+    throw InputError(file + ": $.layout.tp: is " + std::to_string(layout.tp) + ", but " + problem +
+                     " (" + at + "training.framework is " +
+                     json_quoted(training.setup.framework.name) + "); or another framework");
+  }
   if (const std::string problem = context_parallel_problem(training.setup.framework, layout.cp);
       !problem.empty()) {
     throw InputError(file + ": $.layout.cp: is " + std::to_string(layout.cp) + ", but " + problem +

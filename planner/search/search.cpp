@@ -505,15 +505,18 @@ double usable_memory(const SearchRequest& request) { return memory_limits(reques
 
 SearchResult search_layouts(const SearchRequest& request) {
   std::vector<std::array<std::int64_t, 3>> combos;  // (tp, cp, pp)
+  const FrameworkConvention& framework = request.setup.framework;
   for (std::int64_t tp : divisors(request.gpus)) {
     if (pinned_out(request.pins.tp, tp)) continue;
+    // Tensor, context and pipeline parallelism the framework does not run are not its layouts
+    // (a pin is refused before the search).
+    if (!framework.runs_tensor_parallel(tp)) continue;
     for (std::int64_t cp : divisors(request.gpus / tp)) {
       if (pinned_out(request.pins.cp, cp)) continue;
-      // Context parallelism the framework does not run is not its layout (a pin is refused
-      // before the search).
-      if (!request.setup.framework.runs_context_parallel(cp)) continue;
+      if (!framework.runs_context_parallel(cp)) continue;
       for (std::int64_t pp : divisors(request.gpus / (tp * cp))) {
         if (pinned_out(request.pins.pp, pp)) continue;
+        if (pp > 1 && !framework.no_pipeline_parallel.empty()) continue;
         if (pinned_out(request.pins.dp, request.gpus / (tp * cp * pp))) continue;
         combos.push_back({tp, cp, pp});
       }

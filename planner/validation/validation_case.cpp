@@ -870,7 +870,8 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
   c.skip_reason = hybrid;
   // A stage or pipeline the mapped convention does not run would be costed as if it did: the
   // case is skipped with the reason (issue 19: one such case never refuses its file), as --zero
-  // and a plan file's layout.zero are refused (zero_stage_problem, pipeline_problem).
+  // and a plan file's layout.zero are refused (zero_stage_problem, tensor_parallel_problem,
+  // pipeline_problem).
   if (!c.skip_reason.empty()) {
     // a hybrid Mamba stack: skipped whatever its layout
   } else if (const std::string problem = zero_stage_problem(c.setup.framework, l.zero);
@@ -878,6 +879,11 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
     c.skip_reason = "layout.zero is " + std::to_string(l.zero) + ", but training.framework " +
                     json_quoted(c.framework) + " is costed with meshplan's " +
                     c.setup.framework.name + " convention, and " + problem;
+  } else if (const std::string tensor = tensor_parallel_problem(c.setup.framework, l.tp);
+             !tensor.empty()) {
+    c.skip_reason = "layout.tp is " + std::to_string(l.tp) + ", but training.framework " +
+                    json_quoted(c.framework) + " is costed with meshplan's " +
+                    c.setup.framework.name + " convention, and " + tensor;
   } else if (const std::string pipeline = pipeline_problem(c.setup.framework, l.pp, l.vpp, l.zero);
              !pipeline.empty()) {
     c.skip_reason = "layout.pp is " + std::to_string(l.pp) + " with vpp " + std::to_string(l.vpp) +

@@ -60,11 +60,11 @@ TEST_CASE("Elementwise bytes: Llama 3 8B, one token, eager with a fused RMSNorm 
   // What eager ops keep for the backward beyond the fused kernels' inputs (the header's table):
   // none fused; the norm's 6 bytes only with an eager norm.
   const ElementwiseBytesPerElement fused =
-      elementwise_bytes_per_element(m, ElementwiseKernels::kFused);
+      elementwise_bytes_per_element(m, ElementwiseKernels::kFused, RopeForm::kComplex);
   const ElementwiseBytesPerElement eager =
-      elementwise_bytes_per_element(m, ElementwiseKernels::kEager);
+      elementwise_bytes_per_element(m, ElementwiseKernels::kEager, RopeForm::kComplex);
   const ElementwiseBytesPerElement fused_norm =
-      elementwise_bytes_per_element(m, ElementwiseKernels::kEagerFusedNorm);
+      elementwise_bytes_per_element(m, ElementwiseKernels::kEagerFusedNorm, RopeForm::kComplex);
   CHECK(fused.norm_saved + fused.activation_saved + fused.rope_saved == 0);
   CHECK(eager.norm_saved == 6);
   CHECK(eager.activation_saved == 2);
@@ -72,6 +72,46 @@ TEST_CASE("Elementwise bytes: Llama 3 8B, one token, eager with a fused RMSNorm 
   CHECK(fused_norm.norm_saved == 0);
   CHECK(fused_norm.activation_saved == 2);
   CHECK(fused_norm.rope_saved == 4);
+}
+
+TEST_CASE("Elementwise bytes: hf's RoPE is rotate_half in bf16 and saves nothing of its own",
+          "[elementwise]") {
+  // Llama 3 8B, one token, q + kv = 4096 + 1024 = 5120 elements. Both eager forms move 20 bytes
+  // per element (the header's table: torchtitan's complex form 6 + 8 + 6; HF's rotate_half
+  // q * cos 4, -x2 2, cat 4, * sin 4, the add 6): 20 x 5120 = 102,400 bytes. What the rope op
+  // saves beyond the fused kernel: the complex form's fp32 copy of q and k, 4 x 5120 = 20,480
+  // bytes (fsdp); nothing under rotate_half (hf: its multiplies save only cos and sin).
+  const ModelSpec m = load_model("llama3-8b");
+  const Layout layout;
+  const auto rope_op = [&](const char* framework) {
+    const LayerSetting s = layer_setting(layout, 1, Precision::kBf16, AttentionImpl::kFlash,
+                                         *find_framework(framework));
+    for (const LayerOp& op : build_layer_ops(m, s).layer) {
+      if (op.name == "rope") return op;
+    }
+    FAIL("no rope op");
+    return LayerOp();
+  };
+  const auto saved_bytes = [](const LayerOp& op) {
+    double bytes = 0;
+    for (const SavedTensor& t : op.saved[static_cast<std::size_t>(Recompute::kNone)]) {
+      bytes += t.bytes;
+    }
+    return bytes;
+  };
+  CHECK(find_framework("hf")->rope_form == RopeForm::kRotateHalf);
+  for (const char* name :
+       {"textbook", "megatron", "nemo", "deepspeed", "fsdp", "aleph-alpha-2023"}) {
+    CHECK(find_framework(name)->rope_form == RopeForm::kComplex);
+  }
+  const LayerOp hf = rope_op("hf");
+  const LayerOp fsdp = rope_op("fsdp");
+  CHECK(hf.forward_bytes == Approx(102400));
+  CHECK(fsdp.forward_bytes == Approx(102400));
+  CHECK(saved_bytes(fsdp) == Approx(20480));
+  CHECK(saved_bytes(hf) == 0);
+  CHECK(elementwise_bytes_per_element(m, ElementwiseKernels::kEager, RopeForm::kRotateHalf)
+            .rope_saved == 0);
 }
 
 TEST_CASE("Elementwise bytes: tensor and sequence parallelism split what they split",

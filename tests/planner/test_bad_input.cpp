@@ -500,7 +500,8 @@ TEST_CASE("Hugging Face counts given as null are refused, q_lora_rank null is re
                        ": is null, which Hugging Face transformers cannot build a model of (the "
                        "config class takes None in place of its default " +
                        fallback +
-                       ", and the modeling code multiplies or compares it); give a whole number, "
+                       ", and the modeling code divides, multiplies or compares it); give a whole "
+                       "number, "
                        "or remove the key for the default " +
                        fallback);
   }
@@ -509,7 +510,7 @@ TEST_CASE("Hugging Face counts given as null are refused, q_lora_rank null is re
   const std::string mtp_file = test::write_temp_file("ds_null_mtp.json", mtp.dump());
   expect_refused({"ledger", "--model", mtp_file},
                  mtp_file +
-                     ": $.num_nextn_predict_layers: is null, not a count (DeepSeek's key; "
+                     ": $.num_nextn_predict_layers: is null, not a number (DeepSeek's key; "
                      "transformers does not read it); give a whole number, or remove the "
                      "key for the default 0");
   nlohmann::json q = config;

@@ -628,3 +628,51 @@ TEST_CASE("a dense prefix as long as the model is refused at the file's own valu
                         "layer 62), but the model has 61 layers (num_hidden_layers); expected "
                         "fewer (no layer would be MoE)");
 }
+
+TEST_CASE("a null routing group or MoE step is refused, as transformers cannot build it", "[hf]") {
+  // transformers 00b676f8: DeepseekV3MoE computes n_routed_experts // n_group and
+  // torch.topk(k=topk_group), Qwen3MoeDecoderLayer (layer_idx + 1) % decoder_sparse_step: None
+  // in any of them is a TypeError. DeepSeek's own moe_layer_freq (layer_idx % moe_layer_freq in
+  // its modeling_deepseek.py) is read by meshplan only. Null had been read as the defaults
+  // 8, 4, 1 and 1 without a word.
+  const std::string transformers_refuses =
+      ", which Hugging Face transformers cannot build a model of (the config class takes None "
+      "in place of its default ";
+  for (const auto& [folder, key, fallback] :
+       {std::tuple<std::string, std::string, std::string>{"deepseek-v3", "n_group", "8"},
+        {"deepseek-v3", "topk_group", "4"},
+        {"qwen3-30b-a3b", "decoder_sparse_step", "1"}}) {
+    INFO(key);
+    const std::string file = changed_config(folder, "null_" + key + ".json",
+                                            [&](nlohmann::json& c) { c[key] = nullptr; });
+    CHECK_THROWS_WITH(load_model(file),
+                      file + ": $." + key + ": is null" + transformers_refuses + fallback +
+                          ", and the modeling code divides, multiplies or compares it); give a "
+                          "positive integer, or remove the key for the default " +
+                          fallback);
+  }
+  const std::string freq = changed_config("deepseek-v3", "null_moe_layer_freq.json",
+                                          [](nlohmann::json& c) { c["moe_layer_freq"] = nullptr; });
+  CHECK_THROWS_WITH(load_model(freq),
+                    freq +
+                        ": $.moe_layer_freq: is null, not a number (DeepSeek's key; "
+                        "transformers does not read it); give a positive integer, or remove "
+                        "the key for the default 1");
+  // Absent, each takes its class default: DeepSeek-V3's 8 groups, 4 kept, every layer from
+  // first_k_dense_replace 3 MoE (layer_freq 1); Qwen3-30B-A3B every layer MoE (step 1).
+  const ModelSpec ds =
+      load_model(changed_config("deepseek-v3", "absent_groups.json", [](nlohmann::json& c) {
+        c.erase("n_group");
+        c.erase("topk_group");
+        c.erase("moe_layer_freq");
+      }));
+  CHECK(ds.moe->router_num_groups == 8);
+  CHECK(ds.moe->router_group_topk == 4);
+  CHECK(ds.moe->layer_freq == 1);
+  CHECK(ds.moe->first_k_dense_layers == 3);
+  const ModelSpec qwen =
+      load_model(changed_config("qwen3-30b-a3b", "absent_step.json",
+                                [](nlohmann::json& c) { c.erase("decoder_sparse_step"); }));
+  CHECK(qwen.moe->layer_freq == 1);
+  CHECK(qwen.moe->first_k_dense_layers == 0);
+}

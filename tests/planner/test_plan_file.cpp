@@ -572,6 +572,16 @@ TEST_CASE("a plan's settings get the checks the flags get", "[plan_file]") {
           "meshplan: error: --zero 1: framework fsdp offers ZeRO stages 0, 2, 3 "
           "(choose one, or another --framework)\n");
   }
+  SECTION("tensor parallelism the framework runs, as --tp is checked") {
+    // llama70b_plan is tp 8; hf's Trainer runs no tp meshplan costs (framework.hpp).
+    nlohmann::json j = good;
+    j["inputs"]["training"]["framework"] = "hf";
+    j["layout"]["zero"] = 0;
+    expect_plan_error(j, {"plan.json: $.layout.tp: is 8, but framework hf has no tensor "
+                          "parallelism meshplan costs (",
+                          "): tp must be 1 ($.inputs.training.framework is \"hf\"); or another "
+                          "framework"});
+  }
   SECTION("whole numbers written as floats are those integers, everywhere") {
     // schema_version and layout.zero read as the positive integers (dp, gpus, ...) do: 1.0 is
     // 1; 1.5 is refused.

@@ -214,6 +214,56 @@ TEST_CASE("plan: pins that break a layout rule get estimate's reason, exit code 
     }
     CHECK(pipelined);  // pipelines are ranked, at the stages DeepSpeed runs them with
   }
+  SECTION("hf: the Trainer's data parallelism only, no pp, vpp or tp") {
+    // Trainer runs DDP, FSDP or DeepSpeed ZeRO through accelerate: no pipeline engine, and its
+    // tensor parallelism is the model's tp_plan, not the tp meshplan costs. Pins are refused
+    // before any search, estimate's and ledger's layouts alike, and an unpinned search ranks
+    // only dp (and cp) layouts.
+    const std::string no_pp =
+        "framework hf has no pipeline parallelism (the Hugging Face Trainer runs data "
+        "parallelism only (DDP, FSDP, DeepSpeed ZeRO through accelerate), with no pipeline "
+        "engine): pp and vpp must be 1";
+    const std::string no_tp = "framework hf has no tensor parallelism meshplan costs (";
+    const test::CliResult pp = test::run(
+        {"plan", "--model", "llama3-8b", "--gpus", "8", "--framework", "hf", "--pp", "2"});
+    CHECK(pp.exit_code == 2);
+    CHECK(pp.err == "meshplan: error: --pp 2: " + no_pp + " (change it, or another --framework)\n");
+    const test::CliResult vpp = test::run(
+        {"plan", "--model", "llama3-8b", "--gpus", "8", "--framework", "hf", "--vpp", "2"});
+    CHECK(vpp.exit_code == 2);
+    CHECK_THAT(vpp.err, Catch::Contains("--vpp 2: " + no_pp));
+    const test::CliResult tp = test::run(
+        {"plan", "--model", "llama3-8b", "--gpus", "8", "--framework", "hf", "--tp", "2"});
+    CHECK(tp.exit_code == 2);
+    CHECK_THAT(tp.err, Catch::StartsWith("meshplan: error: --tp 2: " + no_tp));
+    for (const std::string command : {"estimate", "ledger"}) {
+      INFO(command);
+      const test::CliResult r = test::run(
+          {command, "--model", "llama3-8b", "--gpus", "8", "--framework", "hf", "--tp", "2"});
+      CHECK(r.exit_code == 2);
+      CHECK_THAT(r.err, Catch::Contains("--tp 2: " + no_tp));
+      const test::CliResult p = test::run(
+          {command, "--model", "llama3-8b", "--gpus", "8", "--framework", "hf", "--pp", "2"});
+      CHECK(p.exit_code == 2);
+      CHECK_THAT(p.err, Catch::Contains("--pp 2 --vpp 1 --zero 0: " + no_pp));
+    }
+    const test::CliResult searched = test::run({"plan", "--model", "llama3-8b", "--gpus", "16",
+                                                "--framework", "hf", "--json", "--top", "50"});
+    REQUIRE(searched.exit_code == 0);
+    const nlohmann::json ranked = nlohmann::json::parse(searched.out)["ranked"];
+    CHECK_FALSE(ranked.empty());
+    for (const auto& c : ranked) {
+      const auto& l = c["layout"];
+      CHECK(l["tp"] == 1);
+      CHECK(l["pp"] == 1);
+      CHECK(l["vpp"] == 1);
+    }
+    // The other conventions still search tp and pp (fsdp, torchtitan: both).
+    const test::CliResult fsdp =
+        test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--framework", "fsdp", "--tp",
+                   "2", "--pp", "2", "--top", "1"});
+    CHECK(fsdp.exit_code == 0);
+  }
   SECTION("--tp 16 on 8-GPU NVLink domains, without --allow-cross-node-tp") {
     // Llama 2 7B: 32 heads and 32 kv heads, so tp 16 breaks no other rule.
     const test::CliResult r =
