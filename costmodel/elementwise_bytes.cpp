@@ -28,8 +28,7 @@ std::optional<ElementwiseKernels> parse_elementwise(const std::string& text) {
 }
 
 ElementwiseBytesPerElement elementwise_bytes_per_element(const ModelSpec& m,
-                                                         ElementwiseKernels kernels,
-                                                         RopeForm rope) {
+                                                         ElementwiseKernels kernels) {
   const bool eager = kernels != ElementwiseKernels::kFused;
   const double drop = m.dropout ? 1.0 : 0.0;
   ElementwiseBytesPerElement b;
@@ -41,7 +40,6 @@ ElementwiseBytesPerElement elementwise_bytes_per_element(const ModelSpec& m,
   b.rope = eager ? 20 : 4;
   b.norm_saved = eager_rms_norm ? 6 : 0;
   b.activation_saved = eager && m.ffn_type == FfnType::kSwiglu ? 2 : 0;
-  b.rope_saved = eager && rope == RopeForm::kComplex ? 4 : 0;
   return b;
 }
 

@@ -27,7 +27,7 @@
 //                                                              4+2
 //                                                              20: HF's rotate_half form (below)
 //
-// RoPE's two eager forms (RopeForm), per element of q and k, the 16-bit activation 2 bytes; the
+// RoPE's two eager forms, per element of q and k, the 16-bit activation 2 bytes; the
 // rotation table (freqs_cis, cos and sin: one [T, d] per model, broadcast over the heads) is not
 // counted in either:
 //   complex (Meta's reference, torchtitan models/llama3/model.py apply_rotary_emb, Aleph Alpha's
@@ -42,12 +42,14 @@
 //     `(q * cos) + (rotate_half(q) * sin)` with rotate_half = `cat((-x2, x1), dim=-1)` of the
 //     two halves (views): q * cos 2+2, -x2 (half the elements) 1+1, cat 2+2, * sin 2+2,
 //     the add 4+2 = 20.
-// What each saves for backward beyond the fused kernel: autograd's mul saves an operand only
-// for the other's gradient (PyTorch's generated MulBackward0: `if
-// (grad_fn->should_compute_output(1)) grad_fn->self_ = SavedVariable(self, false)`), and cos
-// and sin come from torch.no_grad(), so HF's two multiplies save only cos and sin (the model's
-// one pair, shared by every layer), neg and cat nothing: rotate_half saves 0 bytes per element.
-// The complex form is kept at 4 (ElementwiseBytesPerElement::rope_saved).
+// Neither saves anything of q and k for the backward: autograd's mul saves an operand only for
+// the other's gradient (PyTorch's generated MulBackward0: `if
+// (grad_fn->should_compute_output(1)) grad_fn->self_ = SavedVariable(self, false)`), and the
+// rotation table needs none: HF's cos and sin come from torch.no_grad(), torchtitan's freqs_cis
+// is a buffer (models/llama3/model.py register_buffer), Aleph Alpha's freqs_cis_real and _imag
+// too (rotary.py RotaryEmbeddingComplex); so each multiply saves only the table (the model's
+// one, shared by every layer), and the casts, views, neg and cat save nothing. The rotated q and
+// k the attention kernel saves are counted with it (layer_ops.cpp). Both forms cost the same.
 //
 // Fused: Megatron-LM/Megatron-Core and NeMo (apex/Transformer Engine fused norm, fused
 // bias-dropout-add, fused bias-SwiGLU/GeLU, fused RoPE), and PyTorch under torch.compile
@@ -68,11 +70,6 @@
 
 namespace meshplan {
 
-/// How a framework's eager RoPE rotates q and k (the table above): Meta's complex-number form
-/// in fp32 (torchtitan, Aleph Alpha) or Hugging Face's rotate_half in the activation dtype.
-/// Fused kernels (ElementwiseKernels::kFused) cost the same either way.
-enum class RopeForm { kComplex, kRotateHalf };
-
 /// How a framework runs the elementwise ops: one fused kernel per chain, PyTorch eager mode
 /// (one kernel per op, fp32 intermediates), or eager mode with a fused norm kernel.
 enum class ElementwiseKernels { kFused, kEager, kEagerFusedNorm };
@@ -90,9 +87,8 @@ std::vector<std::string> elementwise_names();
 ///   RMSNorm 6: `_norm(x.float())` keeps x.float() (4, for pow and the multiply) and
 ///     `.type_as(x) * w` keeps the 16-bit normalized tensor (2);
 ///   SwiGLU 2: `silu(gate) * up` keeps silu's output (2) beside gate and up;
-///   RoPE 4: the complex form keeps q and k as complex fp32 (4) for the multiply's backward;
-///     0 in the rotate_half form (RopeForm::kRotateHalf; its multiplies save cos and sin only).
-/// Zero with fused kernels (and for the norm with kEagerFusedNorm), for LayerNorm and GeLU.
+/// Zero with fused kernels (and for the norm with kEagerFusedNorm), for LayerNorm and GeLU; RoPE
+/// saves nothing in either eager form (the table above).
 struct ElementwiseBytesPerElement {
   double norm = 0;              ///< per element of a norm's input (h per token)
   double residual = 0;          ///< per element of a residual add, with the dropout before it (h)
@@ -100,13 +96,11 @@ struct ElementwiseBytesPerElement {
   double rope = 0;              ///< per element of q and k (RoPE models)
   double norm_saved = 0;        ///< per element of a norm's input
   double activation_saved = 0;  ///< per element of the activation's output
-  double rope_saved = 0;        ///< per element of q and k
 };
 
-/// The bytes per element of `m`'s elementwise ops under `kernels`, RoPE in form `rope` where
-/// the kernels are eager. Raises nothing.
+/// The bytes per element of `m`'s elementwise ops under `kernels`. Raises nothing.
 ElementwiseBytesPerElement elementwise_bytes_per_element(const ModelSpec& m,
-                                                         ElementwiseKernels kernels, RopeForm rope);
+                                                         ElementwiseKernels kernels);
 
 /// The kernels named `text` (one of elementwise_names()), or nullopt.
 std::optional<ElementwiseKernels> parse_elementwise(const std::string& text);

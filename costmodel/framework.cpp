@@ -230,9 +230,6 @@ std::vector<FrameworkConvention> make_conventions() {
                  false});
   all.back().flash_kernel = FlashKernel::kFlashAttention2;
   all.back().elementwise = ElementwiseKernels::kEager;
-  // modeling_llama.py's apply_rotary_pos_emb: `(q * cos) + (rotate_half(q) * sin)` in the
-  // activation dtype (elementwise_bytes.hpp).
-  all.back().rope_form = RopeForm::kRotateHalf;
   // What the Trainer runs: data parallelism through accelerate (DDP, FSDP, DeepSpeed ZeRO);
   // no pipeline engine. Its tensor parallelism (transformers >= 4.56 TrainingArguments
   // parallelism_config, accelerate >= 1.10.1 ParallelismConfig.tp_size) is the model's own

@@ -16,8 +16,6 @@
 // What each runs (no_pipeline_parallel, no_tensor_parallel, ring_context_parallel, zero_stages,
 // interleaved_pipeline): hf is data parallel only (Trainer: DDP, FSDP, DeepSpeed ZeRO), pp = tp
 // = 1; deepspeed has no interleaving and no ring-attention cp; the others run every dimension.
-// RoPE (rope_form): hf's rotate_half in the activation dtype, Meta's complex fp32 form for the
-// others' eager ops (elementwise_bytes.hpp).
 //
 // MFU as each framework logs it (mfu_attention): attention FLOPs causal for megatron and nemo
 // (Megatron-Core since 2025), non-causal for megatron-2023, fsdp (torchtitan) and the others.
@@ -151,10 +149,6 @@ struct FrameworkConvention {
   /// kernels (Megatron/Transformer Engine, torch.compile) or PyTorch eager mode, the default of
   /// torchtitan (`--training.compile` off), Hugging Face Transformers and DeepSpeed on HF models.
   ElementwiseKernels elementwise = ElementwiseKernels::kFused;
-  /// The form of its eager RoPE (elementwise_bytes.hpp): Meta's complex-number fp32 form
-  /// (torchtitan, Aleph Alpha; every convention but hf) or Hugging Face's rotate_half in the
-  /// activation dtype (hf).
-  RopeForm rope_form = RopeForm::kComplex;
   /// With --precision fp8, the linears save their input quantized to fp8 (1 byte) for the
   /// backward GEMMs (Transformer Engine's Linear and LayerNormLinear, as Megatron-Core and
   /// NeMo use them).

@@ -277,8 +277,7 @@ void layer_ops(const ModelSpec& m, const LayerSetting& s, bool moe_ffn, bool win
   const std::int64_t up = swiglu ? 2 * f : f;
   const std::int64_t norm_params = m.norm_type == NormType::kLayerNorm ? 2 * h : h;
   const Precision linear_dtype = s.precision;
-  const ElementwiseBytesPerElement bytes =
-      elementwise_bytes_per_element(m, s.elementwise, s.rope_form);
+  const ElementwiseBytesPerElement bytes = elementwise_bytes_per_element(m, s.elementwise);
   const bool op_level = s.selective == SelectivePolicy::kEveryOtherMatmul;
   const double volume = d(tokens) * d(h) * kHalfBytes;  // one [T, h] activation, 16-bit
 
@@ -388,8 +387,6 @@ void layer_ops(const ModelSpec& m, const LayerSetting& s, bool moe_ffn, bool win
     }
     if (m.position_embedding == PositionEmbedding::kRope) {
       LayerOp rope = elementwise("rope", d(tokens) * d(q + kv) / d(tp) * bytes.rope);
-      if (bytes.rope_saved > 0)
-        t.tp_split("rope (eager: q, k as complex fp32)", q + kv, bytes.rope_saved);
       saves_kept(rope);
       ops.push_back(std::move(rope));
     }
@@ -689,7 +686,6 @@ LayerSetting layer_setting(const Layout& layout, std::int64_t seq, Precision pre
   s.flash_output_copied = framework.flash_output_copied;
   s.fp8_linear_inputs = quantized_gemms(precision) && framework.fp8_saves_fp8_inputs;
   s.elementwise = framework.elementwise;
-  s.rope_form = framework.rope_form;
   s.ep = layout.ep;
   s.etp = layout.etp;
   return s;
@@ -803,8 +799,7 @@ LayerOps build_layer_ops(const ModelSpec& m, const LayerSetting& s) {
     // and the embedding, [T_sp, h] each.
     const std::int64_t tokens_sp = s.sp ? tokens / s.tp : tokens;
     const std::int64_t norm_params = m.norm_type == NormType::kLayerNorm ? 2 * h : h;
-    const ElementwiseBytesPerElement bytes =
-        elementwise_bytes_per_element(m, s.elementwise, s.rope_form);
+    const ElementwiseBytesPerElement bytes = elementwise_bytes_per_element(m, s.elementwise);
     const double hidden = d(tokens_sp) * d(h);
     const auto saves_norm_input = [&](const std::string& name) {
       t.hidden(name + ".input", h, kHalfBytes);

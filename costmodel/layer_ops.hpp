@@ -146,7 +146,6 @@ struct LayerSetting {
   /// counted at 1 too: TE keeps a column-wise copy for the weight gradient beside it).
   bool fp8_linear_inputs = false;
   ElementwiseKernels elementwise = ElementwiseKernels::kFused;  ///< FrameworkConvention's
-  RopeForm rope_form = RopeForm::kComplex;                      ///< FrameworkConvention's
   std::int64_t ep = 1;   ///< expert parallel degree (layout.hpp)
   std::int64_t etp = 1;  ///< expert tensor parallel degree
   /// Tokens of the busiest expert over the balanced share (>= 1; 1: balanced routing, as the

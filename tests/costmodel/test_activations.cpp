@@ -72,18 +72,17 @@ TEST_CASE("GQA and SwiGLU change the table as their shapes say", "[activations]"
 TEST_CASE("Eager elementwise ops save what their PyTorch code keeps", "[activations]") {
   // Llama-3-8B as above, with the elementwise ops eager (elementwise_bytes.hpp): each RMSNorm
   // keeps x.float() and the 16-bit normalized tensor, 6 bytes per h; SwiGLU keeps silu's output,
-  // 2 bytes per f; RoPE keeps q and k as complex fp32, 4 bytes per (q + kv) = 4096 + 1024.
-  // Per token 2 x 6 x 4096 + 2 x 14336 + 4 x 5120 = 98,304 bytes more than fused. A fused norm
-  // beside eager ops (eager-fused-norm) keeps the SwiGLU and RoPE ones: 28,672 + 20,480.
+  // 2 bytes per f; RoPE keeps nothing of q and k (its multiplies' other operand, the rotation
+  // table, needs no gradient). Per token 2 x 6 x 4096 + 2 x 14336 = 77,824 bytes more than
+  // fused. A fused norm beside eager ops (eager-fused-norm) keeps the SwiGLU one: 28,672.
   LayerSetting set;
   set.seq = 8192;
   const ModelSpec m = load_model("llama3-8b");
   const double fused = total_bytes(layer_saved_tensors(build_layer_ops(m, set)));
   set.elementwise = ElementwiseKernels::kEager;
-  CHECK(total_bytes(layer_saved_tensors(build_layer_ops(m, set))) - fused == 8192.0 * 98304);
+  CHECK(total_bytes(layer_saved_tensors(build_layer_ops(m, set))) - fused == 8192.0 * 77824);
   set.elementwise = ElementwiseKernels::kEagerFusedNorm;
-  CHECK(total_bytes(layer_saved_tensors(build_layer_ops(m, set))) - fused ==
-        8192.0 * (28672 + 20480));
+  CHECK(total_bytes(layer_saved_tensors(build_layer_ops(m, set))) - fused == 8192.0 * 28672);
   // Full recompute keeps the layer's input only, whatever the kernels.
   set.recompute = Recompute::kFull;
   const double full_eager = total_bytes(layer_saved_tensors(build_layer_ops(m, set)));

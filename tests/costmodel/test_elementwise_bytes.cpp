@@ -3,6 +3,7 @@
 // presets whose sizes a reader can look up: Llama 3 8B (RMSNorm, SwiGLU, RoPE; h 4096, q 32 x 128
 // = 4096, kv 8 x 128 = 1024, f 14336) and Megatron GPT 22B (LayerNorm, GeLU, learned positions,
 // dropout; h 6144, f 24576).
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 #include "costmodel/elementwise_bytes.hpp"
@@ -60,58 +61,40 @@ TEST_CASE("Elementwise bytes: Llama 3 8B, one token, eager with a fused RMSNorm 
   // What eager ops keep for the backward beyond the fused kernels' inputs (the header's table):
   // none fused; the norm's 6 bytes only with an eager norm.
   const ElementwiseBytesPerElement fused =
-      elementwise_bytes_per_element(m, ElementwiseKernels::kFused, RopeForm::kComplex);
+      elementwise_bytes_per_element(m, ElementwiseKernels::kFused);
   const ElementwiseBytesPerElement eager =
-      elementwise_bytes_per_element(m, ElementwiseKernels::kEager, RopeForm::kComplex);
+      elementwise_bytes_per_element(m, ElementwiseKernels::kEager);
   const ElementwiseBytesPerElement fused_norm =
-      elementwise_bytes_per_element(m, ElementwiseKernels::kEagerFusedNorm, RopeForm::kComplex);
-  CHECK(fused.norm_saved + fused.activation_saved + fused.rope_saved == 0);
+      elementwise_bytes_per_element(m, ElementwiseKernels::kEagerFusedNorm);
+  CHECK(fused.norm_saved + fused.activation_saved == 0);
   CHECK(eager.norm_saved == 6);
   CHECK(eager.activation_saved == 2);
-  CHECK(eager.rope_saved == 4);
   CHECK(fused_norm.norm_saved == 0);
   CHECK(fused_norm.activation_saved == 2);
-  CHECK(fused_norm.rope_saved == 4);
 }
 
-TEST_CASE("Elementwise bytes: hf's RoPE is rotate_half in bf16 and saves nothing of its own",
+TEST_CASE("Elementwise bytes: eager RoPE moves 20 bytes per element and saves nothing of q, k",
           "[elementwise]") {
   // Llama 3 8B, one token, q + kv = 4096 + 1024 = 5120 elements. Both eager forms move 20 bytes
   // per element (the header's table: torchtitan's complex form 6 + 8 + 6; HF's rotate_half
-  // q * cos 4, -x2 2, cat 4, * sin 4, the add 6): 20 x 5120 = 102,400 bytes. What the rope op
-  // saves beyond the fused kernel: the complex form's fp32 copy of q and k, 4 x 5120 = 20,480
-  // bytes (fsdp); nothing under rotate_half (hf: its multiplies save only cos and sin).
+  // q * cos 4, -x2 2, cat 4, * sin 4, the add 6): 20 x 5120 = 102,400 bytes. Neither saves
+  // anything of its own: each multiply's other operand (freqs_cis, cos, sin) needs no gradient,
+  // so autograd keeps only the rotation table; the rotated q, k are the attention's inputs.
   const ModelSpec m = load_model("llama3-8b");
   const Layout layout;
-  const auto rope_op = [&](const char* framework) {
+  for (const char* framework : {"hf", "fsdp", "aleph-alpha-2023"}) {
+    INFO(framework);
     const LayerSetting s = layer_setting(layout, 1, Precision::kBf16, AttentionImpl::kFlash,
                                          *find_framework(framework));
-    for (const LayerOp& op : build_layer_ops(m, s).layer) {
-      if (op.name == "rope") return op;
+    const LayerOps ops = build_layer_ops(m, s);
+    const auto rope = std::find_if(ops.layer.begin(), ops.layer.end(),
+                                   [](const LayerOp& op) { return op.name == "rope"; });
+    REQUIRE(rope != ops.layer.end());
+    CHECK(rope->forward_bytes == Approx(102400));
+    for (const SavedTensor& t : rope->saved[static_cast<std::size_t>(Recompute::kNone)]) {
+      CHECK(t.name.find("rope") == std::string::npos);
     }
-    FAIL("no rope op");
-    return LayerOp();
-  };
-  const auto saved_bytes = [](const LayerOp& op) {
-    double bytes = 0;
-    for (const SavedTensor& t : op.saved[static_cast<std::size_t>(Recompute::kNone)]) {
-      bytes += t.bytes;
-    }
-    return bytes;
-  };
-  CHECK(find_framework("hf")->rope_form == RopeForm::kRotateHalf);
-  for (const char* name :
-       {"textbook", "megatron", "nemo", "deepspeed", "fsdp", "aleph-alpha-2023"}) {
-    CHECK(find_framework(name)->rope_form == RopeForm::kComplex);
   }
-  const LayerOp hf = rope_op("hf");
-  const LayerOp fsdp = rope_op("fsdp");
-  CHECK(hf.forward_bytes == Approx(102400));
-  CHECK(fsdp.forward_bytes == Approx(102400));
-  CHECK(saved_bytes(fsdp) == Approx(20480));
-  CHECK(saved_bytes(hf) == 0);
-  CHECK(elementwise_bytes_per_element(m, ElementwiseKernels::kEager, RopeForm::kRotateHalf)
-            .rope_saved == 0);
 }
 
 TEST_CASE("Elementwise bytes: tensor and sequence parallelism split what they split",

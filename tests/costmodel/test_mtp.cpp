@@ -131,9 +131,8 @@ TEST_CASE("an MTP depth's saved tensors: its norms' and eh_proj's inputs, the se
   // the depth keeps its checkpoint's inputs (hidden state and embedding, 2 T h x 2 =
   // 117,440,512) and the same logits: 2,294,284,288.
   const TrainingSetup setup = test::megatron_setup(4096);
-  REQUIRE(elementwise_bytes_per_element(deepseek_v3(1), setup.framework.elementwise,
-                                        setup.framework.rope_form)
-              .norm_saved == 0);
+  REQUIRE(elementwise_bytes_per_element(deepseek_v3(1), setup.framework.elementwise).norm_saved ==
+          0);
   REQUIRE(setup.framework.logits_bytes == 4);
   Layout l = pp4_ep8();
   const ActivationBytes none =
