@@ -17,7 +17,11 @@ namespace {
 /// (size_bounds.hpp), the tightest, for all of them.
 constexpr std::int64_t kMaxSize = kMaxWidth;
 
-const std::vector<std::string> kLlamaLike = {"llama", "mistral", "qwen2"};
+/// The dense Llama-like model_types (RMSNorm, gated MLP, RoPE). "qwen3" as transformers'
+/// Qwen3Config (configuration_qwen3.py at 1f3ae2b3) and modeling_qwen3.py (at 000c33fd) build it:
+/// Llama's layer with q_norm and k_norm (Qwen3RMSNorm over head_dim) on every layer, head_dim
+/// 128 when absent, attention_bias on q, k, v and o_proj, no MLP biases, Qwen2's window rules.
+const std::vector<std::string> kLlamaLike = {"llama", "mistral", "qwen2", "qwen3"};
 /// The mixture-of-experts model_types (Llama-like otherwise: RMSNorm, gated MLPs, RoPE). Keys
 /// and defaults as in transformers' configuration_*.py at main 008e5743 (MixtralConfig,
 /// Qwen2MoeConfig, Qwen3MoeConfig, the @strict dataclass configs of transformers 5), 001f85b3
@@ -25,25 +29,38 @@ const std::vector<std::string> kLlamaLike = {"llama", "mistral", "qwen2"};
 /// DeepseekV3Config (its "architectures": ["DeepseekV3ForCausalLM"]).
 const std::vector<std::string> kMoeTypes = {"mixtral",     "qwen2_moe", "qwen3_moe",
                                             "deepseek_v3", "kimi_k2",   "gpt_oss"};
-const std::vector<std::string> kSupported = {"llama",   "mistral",   "qwen2",     "gpt2",
-                                             "mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3",
-                                             "kimi_k2", "gpt_oss"};
+const std::vector<std::string> kSupported = {"llama",       "mistral", "qwen2",     "qwen3",
+                                             "gpt2",        "mixtral", "qwen2_moe", "qwen3_moe",
+                                             "deepseek_v3", "kimi_k2", "gpt_oss"};
 
 /// transformers' RoPE types (modeling_rope_utils.py, ROPE_INIT_FUNCTIONS, and "default").
 const std::vector<std::string> kRopeTypes = {"default", "linear",   "dynamic",
                                              "yarn",    "longrope", "llama3"};
 
-/// transformers' model classes ("architectures") of each supported model_type.
+/// transformers' model classes ("architectures") of each supported model_type: the prefix of
+/// its classes (Qwen3ForCausalLM, Qwen3Attention, Qwen3MLP). A class name is of the type whose
+/// prefix is the longest that begins it ("Qwen3MoeForCausalLM": qwen3_moe, not qwen3).
 const std::vector<std::pair<std::string, std::string>> kArchitecturePrefixes = {
-    {"Llama", "llama"},        {"Mistral", "mistral"},        {"Qwen2", "qwen2"},
-    {"GPT2", "gpt2"},          {"Mixtral", "mixtral"},        {"Qwen2Moe", "qwen2_moe"},
-    {"Qwen3Moe", "qwen3_moe"}, {"DeepseekV3", "deepseek_v3"}, {"GptOss", "gpt_oss"}};
+    {"Llama", "llama"},        {"Mistral", "mistral"},    {"Qwen2", "qwen2"},
+    {"Qwen3", "qwen3"},        {"GPT2", "gpt2"},          {"Mixtral", "mixtral"},
+    {"Qwen2Moe", "qwen2_moe"}, {"Qwen3Moe", "qwen3_moe"}, {"DeepseekV3", "deepseek_v3"},
+    {"GptOss", "gpt_oss"}};
+
+/// The class-name prefix of `type` in kArchitecturePrefixes ("qwen3": "Qwen3"); empty for a
+/// type without classes of its own (kimi_k2).
+std::string class_prefix(const std::string& type) {
+  for (const auto& [prefix, t] : kArchitecturePrefixes) {
+    if (t == type) return prefix;
+  }
+  return "";
+}
 
 /// The activation names transformers knows (src/transformers/activations.py, ACT2CLS). The
-/// architecture decides whether the MLP is gated (LlamaMLP, MistralMLP and Qwen2MLP always have
-/// gate_proj; GPT2MLP never has a gate), the activation what the model is: meshplan's gated MLP is
-/// SwiGLU (kGatedActivations) and its 2-matrix MLP GeLU (kGeluActivations), as the exports write
-/// them (Megatron-LM's --swiglu, and its default gelu), so other activations are refused.
+/// architecture decides whether the MLP is gated (LlamaMLP, MistralMLP, Qwen2MLP and Qwen3MLP
+/// always have gate_proj; GPT2MLP never has a gate), the activation what the model is: meshplan's
+/// gated MLP is SwiGLU (kGatedActivations) and its 2-matrix MLP GeLU (kGeluActivations), as the
+/// exports write them (Megatron-LM's --swiglu, and its default gelu), so other activations are
+/// refused.
 const std::vector<std::string> kActivations = {"silu",
                                                "swish",
                                                "gelu",
@@ -396,13 +413,16 @@ class HfReader {
     const char* key = "model_type";
     if (!config_.contains(key)) {
       std::string seen, suggested;
+      std::size_t matched = 0;  // the length of the longest prefix matched
       if (const nlohmann::json* a = value("architectures")) {
         seen = " (\"architectures\": " + a->dump() + ")";
         for (const auto& [prefix, type] : kArchitecturePrefixes) {
           if (!a->is_array()) break;
           for (const nlohmann::json& name : *a) {
-            if (name.is_string() && name.get<std::string>().rfind(prefix, 0) == 0) {
+            if (name.is_string() && name.get<std::string>().rfind(prefix, 0) == 0 &&
+                prefix.size() > matched) {
               suggested = type;
+              matched = prefix.size();
             }
           }
         }
@@ -478,7 +498,9 @@ std::int64_t count_or(const HfReader& r, const char* key, std::int64_t class_def
 /// modeling_qwen2_moe.py and modeling_qwen3_moe.py Qwen2MoeDecoderLayer and
 /// Qwen3MoeDecoderLayer (`(layer_idx + 1) % config.decoder_sparse_step == 0`: a TypeError);
 /// moe_layer_freq, DeepSeek's own key that transformers does not read (DeepSeek's
-/// modeling_deepseek.py: `layer_idx % config.moe_layer_freq == 0`, the rule read below).
+/// modeling_deepseek.py: `layer_idx % config.moe_layer_freq == 0`, the rule read below);
+/// qwen3's head_dim, modeling_qwen3.py (000c33fd) Qwen3Attention (`num_attention_heads *
+/// self.head_dim`: a TypeError).
 std::int64_t positive_or(const HfReader& r, const char* key, std::int64_t class_default,
                          bool transformers_reads = true) {
   refuse_null(r, key, class_default, transformers_reads, "a positive integer");
@@ -665,7 +687,9 @@ std::string layer_list(const std::vector<bool>& sliding) {
 /// - MistralConfig, MixtralConfig: `sliding_window` on every layer when set (null: none).
 /// - Qwen2Config: `sliding_window` only with `use_sliding_window` true (default false), on the
 ///   layers `layer_types` names "sliding_attention"; absent, layers i >= `max_window_layers`
-///   (default 28). Qwen2MoeConfig: the same keys, but absent layer_types slide layers with i even
+///   (default 28); Qwen3Config the same (configuration_qwen3.py at 1f3ae2b3; Qwen3Attention
+///   slides the layers layer_types names, modeling_qwen3.py at 000c33fd). Qwen2MoeConfig: the
+///   same keys, but absent layer_types slide layers with i even
 ///   and i < max_window_layers. Qwen3MoeConfig: with use_sliding_window, every layer
 ///   (Qwen3MoeAttention reads config.sliding_window on each; modeling_qwen3_moe.py at 00d4b3d2).
 /// - GptOssConfig: `sliding_window` on the layers `layer_types` names; absent, layers 0, 2, 4...
@@ -675,9 +699,11 @@ std::string layer_list(const std::vector<bool>& sliding) {
 ///   turns it off with use_sliding_window false.
 /// A `use_sliding_window` false on a type that does not read it (Mistral, Mixtral, GPT-OSS) while
 /// a window is set is refused for the same reason: transformers slides anyway.
-/// An absent `sliding_window` is read as none, although MistralConfig (4096) and GptOssConfig
-/// (128) default to a window: their released config.json files state it (Mistral 7B v0.1: 4096,
-/// v0.2 on: null; gpt-oss: 128), and a file without it is costed as full causal attention.
+/// An absent `sliding_window` is read as none, although MistralConfig (4096), GptOssConfig (128)
+/// and, with use_sliding_window true, Qwen2Config and Qwen3Config (4096) default to a window:
+/// their released config.json files state it (Mistral 7B v0.1: 4096, v0.2 on: null; gpt-oss:
+/// 128; Qwen2.5 and Qwen3: null, use_sliding_window false), and a file without it is costed as
+/// full causal attention.
 void read_sliding_window(const HfReader& r, const std::string& type, ModelSpec& m) {
   const nlohmann::json* use = r.value("use_sliding_window");
   if (use && !use->is_boolean()) {
@@ -691,7 +717,9 @@ void read_sliding_window(const HfReader& r, const std::string& type, ModelSpec& 
                describe_json(*window));
   }
   const std::string w = std::to_string(window->get<std::int64_t>());
-  const bool qwen2 = type == "qwen2", qwen2_moe = type == "qwen2_moe";
+  // Qwen3Config (1f3ae2b3) builds Qwen2Config's windows: layer_types, else layers i >=
+  // max_window_layers (default 28), with use_sliding_window true only.
+  const bool qwen2 = type == "qwen2" || type == "qwen3", qwen2_moe = type == "qwen2_moe";
   const bool reads_use = qwen2 || qwen2_moe || type == "qwen3_moe";
   const bool has_window = reads_use || type == "mistral" || type == "mixtral" || type == "gpt_oss";
   const bool off = use && !use->get<bool>();
@@ -849,12 +877,22 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
       r.required_int({gpt2 ? "n_layer" : "num_hidden_layers", "num_hidden_layers"}, kMaxLayers);
   m.num_attention_heads =
       r.required_int({gpt2 ? "n_head" : "num_attention_heads", "num_attention_heads"});
+  const bool qwen3 = type == "qwen3";
   // LlamaConfig: num_key_value_heads defaults to num_attention_heads (multi-head attention).
-  m.num_kv_heads = r.positive_int({"num_key_value_heads"}).value_or(m.num_attention_heads);
+  // Qwen3Config (1f3ae2b3): absent 32, its class default; null num_attention_heads ("for
+  // backward compatibility").
+  const bool qwen3_default_kv = qwen3 && !r.present("num_key_value_heads");
+  m.num_kv_heads = r.positive_int({"num_key_value_heads"})
+                       .value_or(qwen3_default_kv ? 32 : m.num_attention_heads);
   // DeepseekV3Config overwrites head_dim with qk_rope_head_dim (a RoPE width): an MLA head's
-  // query/key width is qk_nope_head_dim + qk_rope_head_dim, read below.
+  // query/key width is qk_nope_head_dim + qk_rope_head_dim, read below. Qwen3Config's head_dim
+  // defaults to 128 whatever hidden_size / num_attention_heads is, and a null one is refused:
+  // Qwen3Attention (modeling_qwen3.py at 000c33fd) takes getattr(config, "head_dim", ...),
+  // None, and cannot build its projections.
   const std::optional<std::int64_t> head_dim =
-      deepseek ? std::nullopt : r.positive_int({"head_dim"});
+      deepseek ? std::nullopt
+      : qwen3  ? std::optional<std::int64_t>(positive_or(r, "head_dim", 128))
+               : r.positive_int({"head_dim"});
   m.head_dim = head_dim.value_or(m.hidden_size / m.num_attention_heads);
   if (gpt2) {
     // GPT2Config reads neither key: transformers' GPT2Attention is multi-head with head dim
@@ -944,27 +982,29 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
     m.ffn_type = FfnType::kSwiglu;
     m.norm_type = NormType::kRmsNorm;
     m.position_embedding = PositionEmbedding::kRope;
-    // LlamaConfig, MistralConfig and Qwen2Config: rope_theta, default 10000.0 (Llama 3: 500000.0).
+    // LlamaConfig, MistralConfig, Qwen2Config and Qwen3Config: rope_theta, default 10000.0
+    // (Llama 3: 500000.0; Qwen3: 1000000).
     m.rope_theta = r.rope_theta();
     m.rope_scaling = r.rope_scaling();
-    // LlamaConfig, MistralConfig and Qwen2Config: rms_norm_eps, default 1e-6 (Llama 2 and 3
-    // write 1e-05).
+    // LlamaConfig, MistralConfig, Qwen2Config and Qwen3Config: rms_norm_eps, default 1e-6
+    // (Llama 2 and 3 write 1e-05).
     m.norm_epsilon = r.norm_epsilon("rms_norm_eps", 1e-6);
-    // LlamaConfig, MistralConfig and Qwen2Config default tie_word_embeddings to false.
+    // LlamaConfig, MistralConfig, Qwen2Config and Qwen3Config default tie_word_embeddings to
+    // false (Qwen3-0.6B, -1.7B and -4B's config.json write true).
     m.tied_embeddings = r.boolean("tie_word_embeddings", false);
     // LlamaConfig's mlp_bias (default false) puts biases on gate, up and down. The spec has
     // biases on every linear layer (linear_bias) or on the QKV projection alone (qkv_bias), so
     // MLP biases are honoured with attention biases (every linear layer then has one) and
-    // refused without them rather than dropped. MistralMLP and Qwen2MLP have no biases and
-    // their configs no mlp_bias: transformers ignores the key there.
+    // refused without them rather than dropped. MistralMLP, Qwen2MLP and Qwen3MLP have no biases
+    // and their configs no mlp_bias: transformers ignores the key there.
     if (moe_type) {
       read_moe_fields(r, type, m);
     } else {
       const bool mlp_bias = r.boolean("mlp_bias", false);
       if (mlp_bias && type != "llama") {
         r.fail("mlp_bias", "is true, but " + type + " has no MLP biases (transformers' " +
-                               (type == "mistral" ? "MistralMLP" : "Qwen2MLP") +
-                               " builds gate, up and down without them and ignores mlp_bias); "
+                               class_prefix(type) +
+                               "MLP builds gate, up and down without them and ignores mlp_bias); "
                                "remove the key or set it to false");
       }
       if (mlp_bias && !r.boolean("attention_bias", false)) {
@@ -975,14 +1015,16 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
                "attention has biases too, or write a meshplan-model/1 file with linear_bias true "
                "(configs/README.md), which counts the attention's biases too");
       }
-      // attention_bias: LlamaAttention builds q_proj, k_proj, v_proj AND o_proj with
-      // bias=config.attention_bias. The spec's qkv_bias leaves o_proj's out, its linear_bias adds
-      // the MLP's: neither is Llama with attention biases alone, so that is refused (with
-      // mlp_bias too it is every linear layer: linear_bias, exact). MistralAttention builds all
-      // four without biases and Qwen2Attention q, k, v with and o without, whatever the key says
-      // (their configs have none): true is refused there, as mlp_bias is.
+      // attention_bias: LlamaAttention and Qwen3Attention (modeling_qwen3.py at 000c33fd) build
+      // q_proj, k_proj, v_proj AND o_proj with bias=config.attention_bias. The spec's qkv_bias
+      // leaves o_proj's out, its linear_bias adds the MLP's: neither is attention biases alone,
+      // so that is refused (Llama's with mlp_bias too is every linear layer: linear_bias,
+      // exact). MistralAttention builds all four without biases and Qwen2Attention q, k, v with
+      // and o without, whatever the key says (their configs have none): true is refused there,
+      // as mlp_bias is.
       const bool attention_bias = r.boolean("attention_bias", false);
-      if (attention_bias && type != "llama") {
+      const bool llama = type == "llama";
+      if (attention_bias && !llama && !qwen3) {
         r.fail("attention_bias",
                "is true, but transformers ignores it on " + type + " (" +
                    (type == "mistral"
@@ -992,20 +1034,26 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
                    "); remove the key or set it to false");
       }
       if (attention_bias && !mlp_bias) {
+        const std::string cls = class_prefix(type);
         r.fail("attention_bias",
-               "is true while mlp_bias is false or absent: transformers' LlamaAttention then has "
-               "biases on q_proj, k_proj, v_proj and o_proj, which meshplan's model spec cannot "
-               "describe (biases on every linear layer, or on the QKV projection alone); write a "
-               "meshplan-model/1 file (configs/README.md) with qkv_bias true, which leaves out "
-               "o_proj's " +
+               std::string(llama ? "is true while mlp_bias is false or absent" : "is true") +
+                   ": transformers' " + cls +
+                   "Attention then has biases on q_proj, k_proj, v_proj and o_proj" +
+                   (llama ? "" : " and " + cls + "MLP none") +
+                   ", which meshplan's model spec cannot describe (biases on every linear layer, "
+                   "or on the QKV projection alone); write a meshplan-model/1 file "
+                   "(configs/README.md) with qkv_bias true, which leaves out o_proj's " +
                    std::to_string(m.hidden_size) + " biases per layer");
       }
       m.linear_bias = attention_bias && mlp_bias;
       m.qkv_bias = type == "qwen2" || attention_bias;
+      // Qwen3Attention's q_norm and k_norm (Qwen3RMSNorm(head_dim)) on every layer, whatever
+      // the config says (modeling_qwen3.py at 000c33fd).
+      m.qk_norm = qwen3;
     }
-    // LlamaConfig, MistralConfig and Qwen2Config have attention_dropout only: transformers
-    // ignores hidden_dropout there (no hidden-state dropout in those models). Like the keys
-    // above, a value that would change the model if read is refused; 0 is accepted.
+    // LlamaConfig, MistralConfig, Qwen2Config and Qwen3Config have attention_dropout only:
+    // transformers ignores hidden_dropout there (no hidden-state dropout in those models). Like
+    // the keys above, a value that would change the model if read is refused; 0 is accepted.
     if (const nlohmann::json* hd = r.value("hidden_dropout");
         hd && !(hd->is_number() && hd->get<double>() == 0)) {
       r.fail("hidden_dropout", "is " + describe_json(*hd) +
@@ -1051,7 +1099,10 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
   };
   if (const auto problem = model_structure_problem(
           m, head_dim || deepseek ? HeadDimSource::kStated : HeadDimSource::kDerived, key)) {
-    r.fail(key(problem->field), problem->message);
+    const bool defaulted = qwen3_default_kv && problem->field == ModelField::kNumKvHeads;
+    r.fail(key(problem->field),
+           problem->message +
+               (defaulted ? " (absent: Qwen3Config's default 32; give the key)" : std::string()));
   }
   if (const auto problem = model_extension_problem(m)) {
     r.fail(hf_extension_key(type, problem->key), problem->message);
@@ -1106,7 +1157,7 @@ std::vector<std::string> hf_config_notes(const nlohmann::json& config, const std
                    std::to_string(kLongestPretrainingLength) +
                    " is reached by a long-context extension stage after pre-training at " +
                    std::to_string(kExtendedModelPretrainingLength) +
-                   " tokens, as Qwen2/Qwen2.5 and DeepSeek-V3 report") +
+                   " tokens, as Qwen2/Qwen2.5, Qwen3 and DeepSeek-V3 report") +
         "), not its max_position_embeddings " + max + ": give --seq " + max +
         " to plan the long-context stage");
   }

@@ -1,13 +1,14 @@
 // Hugging Face `config.json` to ModelSpec, for the architectures meshplan models: Llama, Mistral,
-// Qwen2 (RMSNorm, SwiGLU, RoPE, GQA), GPT-2 (LayerNorm, GeLU, learned positions, biases) and
+// Qwen2 (RMSNorm, SwiGLU, RoPE, GQA), dense Qwen3 (`qwen3`: Qwen2's layer with QK-norm, no QKV
+// biases, head_dim 128 unless stated), GPT-2 (LayerNorm, GeLU, learned positions, biases) and
 // the mixture-of-experts families Mixtral (`mixtral`), Qwen2-MoE and Qwen3-MoE (`qwen2_moe`,
 // `qwen3_moe`), DeepSeek-V3 and Kimi K2 (`deepseek_v3`, `kimi_k2`: MLA, shared experts, dense
 // first layers, MTP depth from `num_nextn_predict_layers`) and GPT-OSS (`gpt_oss`: biases,
 // attention sinks, alternating sliding windows). Keys follow transformers' LlamaConfig /
-// MistralConfig / Qwen2Config / GPT2Config / MixtralConfig / Qwen2MoeConfig / Qwen3MoeConfig /
-// DeepseekV3Config / GptOssConfig (the versions are named in hf_config.cpp); a key the class
-// gives a default for may be absent, and the default used is the class's own. Hybrid Mamba
-// models (`nemotron_h`, or any config with `hybrid_override_pattern`) are refused: the layer
+// MistralConfig / Qwen2Config / Qwen3Config / GPT2Config / MixtralConfig / Qwen2MoeConfig /
+// Qwen3MoeConfig / DeepseekV3Config / GptOssConfig (the versions are named in hf_config.cpp); a key
+// the class gives a default for may be absent, and the default used is the class's own. Hybrid
+// Mamba models (`nemotron_h`, or any config with `hybrid_override_pattern`) are refused: the layer
 // table has no Mamba-2 mixer.
 #pragma once
 
@@ -22,8 +23,8 @@ namespace meshplan {
 /// Converts the parsed `config` read from `file`. Throws InputError for an unsupported
 /// `model_type` (listing the supported ones), a missing required key or a bad value, naming the
 /// file and the key's JSON path. The activation (`hidden_act`, GPT-2's `activation_function`)
-/// must be one transformers knows; the architecture decides the MLP: Llama, Mistral, Qwen2 and
-/// the MoE families are gated (swiglu), GPT-2 is not (gelu). The activation must be the one
+/// must be one transformers knows; the architecture decides the MLP: Llama, Mistral, Qwen2, Qwen3
+/// and the MoE families are gated (swiglu), GPT-2 is not (gelu). The activation must be the one
 /// meshplan models there: silu/swish on a gated MLP (another, "gelu" making GeGLU, is refused
 /// at $.hidden_act), GeLU or one of its approximations on GPT-2 ("gelu_new", ...; "relu" is
 /// refused at $.activation_function). GPT-2's MLP width is `n_inner` (absent or null: 4 x
@@ -33,10 +34,13 @@ namespace meshplan {
 /// Aliases of one size (GPT-2's n_embd and hidden_size, n_head and num_attention_heads, ...)
 /// must agree where both are given; dropout probabilities (resid_pdrop, attention_dropout, ...)
 /// must be in [0, 1); Llama's mlp_bias is honoured with attention_bias (every linear layer has a
-/// bias) and refused without it, or on Mistral and Qwen2, whose MLPs have none.
+/// bias) and refused without it, or on Mistral, Qwen2 and Qwen3, whose MLPs have none; Qwen3's
+/// attention_bias (biases on q, k, v and o_proj, no MLP biases) is refused, as the model spec
+/// cannot say it. Qwen3's q_norm and k_norm are read as always there (qk_norm), its absent
+/// head_dim as 128 and absent num_key_value_heads as 32 (Qwen3Config's defaults).
 /// `sliding_window` is applied where transformers builds a window, as its config class of the
-/// model_type says (every layer on Mistral and Mixtral; Qwen2's and Qwen2-MoE's layers by
-/// use_sliding_window, max_window_layers or layer_types; GPT-OSS's layer_types); a window on
+/// model_type says (every layer on Mistral and Mixtral; Qwen2's, Qwen3's and Qwen2-MoE's layers
+/// by use_sliding_window, max_window_layers or layer_types; GPT-OSS's layer_types); a window on
 /// Llama, GPT-2 or DeepSeek-V3, which build none, and a per-layer pattern other than every
 /// layer or every other layer from layer 0, are refused. DeepSeek-V3's routing groups must be
 /// valid (n_group divides n_routed_experts, topk_group <= n_group).
@@ -58,7 +62,9 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
 inline constexpr std::int64_t kLongestPretrainingLength = 8192;
 /// The pre-training length of the long-context families whose configs state no original
 /// length: Qwen2 and Qwen2.5 (Qwen2.5 technical report, arXiv 2412.15115, sec. 3.3: 4,096 tokens,
-/// then 32,768) and DeepSeek-V3 (arXiv 2412.19437, sec. 4.3: 4K, then 32K and 128K).
+/// then 32,768), Qwen3 (Qwen3 technical report, arXiv 2505.09388, sec. 3.2: 4,096 tokens in
+/// its general and reasoning stages, then 32,768) and DeepSeek-V3 (arXiv 2412.19437, sec. 4.3: 4K,
+/// then 32K and 128K).
 inline constexpr std::int64_t kExtendedModelPretrainingLength = 4096;
 
 /// A Hugging Face model's pre-training sequence length, its default --seq (tokens): its

@@ -10,6 +10,7 @@
 #include "costmodel/param_count.hpp"
 #include "planner/config/hf_config.hpp"
 #include "planner/config/loaders.hpp"
+#include "planner/config/spec_json.hpp"
 #include "tests/support/cli_runner.hpp"
 
 using namespace meshplan;
@@ -675,4 +676,166 @@ TEST_CASE("a null routing group or MoE step is refused, as transformers cannot b
                                 [](nlohmann::json& c) { c.erase("decoder_sparse_step"); }));
   CHECK(qwen.moe->layer_freq == 1);
   CHECK(qwen.moe->first_k_dense_layers == 0);
+}
+
+TEST_CASE("Qwen3-0.6B and Qwen3-8B config.json give the model cards' parameter counts", "[hf]") {
+  // tests/data/hf/qwen3-0.6b and qwen3-8b: huggingface.co/Qwen/Qwen3-0.6B and Qwen/Qwen3-8B
+  // config.json (transformers_version 4.51.0), as copied verbatim in public code (Qwen3-8B's:
+  // kohya-ss/musubi-tuner src/musubi_tuner/zimage/zimage_utils.py at 2a1eac8b,
+  // QWEN3_8B_CONFIG_JSON; architectures as one line here). The model cards state
+  // "Number of Parameters" (every parameter, the tied embedding once) and "Non-Embedding" (less
+  // the embedding table and, untied, the output layer): 0.6B / 0.44B and 8.2B / 6.95B.
+  // Qwen3 layer (h hidden, 128-wide heads, a/k heads, f MLP): q and o 2 x h x 128a, k and v
+  // 2 x h x 128k, QK-norm 2 x 128, SwiGLU 3hf, two RMSNorms 2h; no biases.
+  // 0.6B (h 1024, 16/8 heads, f 3072, 28 layers, tied): 4,194,304 + 2,097,152 + 256 + 9,437,184
+  // + 2048 = 15,730,944 a layer; x 28 + final norm 1024 = 440,467,456 non-embedding (0.1% off
+  // 0.44B); + 151936 x 1024 = 155,582,464 embedding = 596,049,920 (0.7% off 0.6B).
+  const ModelSpec small = load_model(test::data_file("hf/qwen3-0.6b/config.json"));
+  CHECK(small.name == "qwen3-0.6b");
+  CHECK(small.head_dim == 128);  // stated; hidden / heads would be 64
+  CHECK(small.qk_norm);
+  CHECK(small.tied_embeddings);
+  CHECK_FALSE(small.qkv_bias);
+  CHECK_FALSE(small.linear_bias);
+  CHECK(small.seq_length == 4096);  // max_position_embeddings 40960: pre-trained at 4096
+  CHECK_FALSE(small.sliding_window);
+  const ParamCount p = count_params(small);
+  CHECK(p.lm_head == 0);
+  CHECK(p.total == 596'049'920);
+  CHECK(p.total - p.embedding == 440'467'456);
+  CHECK(p.total == Approx(0.6e9).epsilon(0.01));
+  CHECK(p.total - p.embedding == Approx(0.44e9).epsilon(0.01));
+  // The same model as tests/data/models/qwen3-0.6b.json, field by field (both are named
+  // qwen3-0.6b; description and source are not kept).
+  CHECK(model_to_json(small) ==
+        model_to_json(load_model(test::data_file("models/qwen3-0.6b.json"))));
+
+  // 8B (h 4096, 32/8 heads, f 12288, 36 layers, untied): 33,554,432 + 8,388,608 + 256 +
+  // 150,994,944 + 8192 = 192,946,432 a layer; x 36 + 4096 = 6,946,075,648 non-embedding (0.06%
+  // off 6.95B); + 2 x 151936 x 4096 = 1,244,659,712 embedding and output layer = 8,190,735,360
+  // (0.1% off 8.2B).
+  const ModelSpec eight = load_model(test::data_file("hf/qwen3-8b/config.json"));
+  CHECK_FALSE(eight.tied_embeddings);
+  CHECK(eight.qk_norm);
+  const ParamCount q = count_params(eight);
+  CHECK(q.total == 8'190'735'360);
+  CHECK(q.total - q.embedding - q.lm_head == 6'946'075'648);
+  CHECK(q.total == Approx(8.2e9).epsilon(0.01));
+  CHECK(q.total - q.embedding - q.lm_head == Approx(6.95e9).epsilon(0.01));
+  // The qwen3-8b preset is this config.json, field by field.
+  CHECK(model_to_json(eight) == model_to_json(load_model("qwen3-8b")));
+}
+
+TEST_CASE("qwen3 reads Qwen3Config's defaults and refuses the biases the spec cannot say", "[hf]") {
+  // Qwen3Config (transformers configuration_qwen3.py at 1f3ae2b3): head_dim 128 whatever
+  // hidden_size / num_attention_heads is, so Qwen3-0.6B without it still has 128-wide heads.
+  const ModelSpec no_dim = load_model(changed_config(
+      "qwen3-0.6b", "q3-no-head-dim.json", [](nlohmann::json& c) { c.erase("head_dim"); }));
+  CHECK(no_dim.head_dim == 128);
+  CHECK(count_params(no_dim).total == 596'049'920);
+  // A null head_dim: Qwen3Attention multiplies None (modeling_qwen3.py at 000c33fd).
+  const std::string null_dim = changed_config("qwen3-0.6b", "q3-null-head-dim.json",
+                                              [](nlohmann::json& c) { c["head_dim"] = nullptr; });
+  CHECK_THROWS_WITH(load_model(null_dim),
+                    Catch::StartsWith(null_dim + ": $.head_dim: is null, which Hugging Face "
+                                                 "transformers cannot build a model of"));
+  // num_key_value_heads absent: 32 (the class default), Qwen3-8B's 32 heads then multi-head;
+  // Qwen3-0.6B's 16 heads cannot have 32 kv heads.
+  const auto no_kv = [](const char* folder, const std::string& name) {
+    return changed_config(folder, name, [](nlohmann::json& c) { c.erase("num_key_value_heads"); });
+  };
+  CHECK(load_model(no_kv("qwen3-8b", "q3-8b-no-kv.json")).num_kv_heads == 32);
+  const std::string small_no_kv = no_kv("qwen3-0.6b", "q3-no-kv.json");
+  CHECK_THROWS_WITH(load_model(small_no_kv),
+                    Catch::StartsWith(small_no_kv + ": $.num_key_value_heads: must be at most") &&
+                        Catch::EndsWith("(absent: Qwen3Config's default 32; give the key)"));
+  // attention_bias: Qwen3Attention biases q, k, v and o_proj, and Qwen3MLP has none: neither
+  // qkv_bias nor linear_bias; Qwen3MLP has no mlp_bias to read.
+  const std::string bias = changed_config("qwen3-0.6b", "q3-bias.json",
+                                          [](nlohmann::json& c) { c["attention_bias"] = true; });
+  CHECK_THROWS_WITH(load_model(bias),
+                    bias +
+                        ": $.attention_bias: is true: transformers' Qwen3Attention then has "
+                        "biases on q_proj, k_proj, v_proj and o_proj and Qwen3MLP none, which "
+                        "meshplan's model spec cannot describe (biases on every linear layer, or "
+                        "on the QKV projection alone); write a meshplan-model/1 file "
+                        "(configs/README.md) with qkv_bias true, which leaves out o_proj's 1024 "
+                        "biases per layer");
+  const std::string mlp_bias = changed_config("qwen3-0.6b", "q3-mlp-bias.json",
+                                              [](nlohmann::json& c) { c["mlp_bias"] = true; });
+  CHECK_THROWS_WITH(load_model(mlp_bias),
+                    Catch::StartsWith(mlp_bias + ": $.mlp_bias: is true, but qwen3 has no MLP "
+                                                 "biases (transformers' Qwen3MLP builds gate"));
+  // Windows as Qwen2Config's: with use_sliding_window true, layers i >= max_window_layers (the
+  // 8B's 36: none of its 36 layers; 0: every layer); the class default 28 slides 28-35 only.
+  const auto window = [](const std::string& name, const nlohmann::json& keys) {
+    return changed_config("qwen3-8b", name, [&](nlohmann::json& c) {
+      c["sliding_window"] = 4096;
+      c["use_sliding_window"] = true;
+      for (const auto& [k, v] : keys.items()) c[k] = v;
+    });
+  };
+  CHECK_FALSE(load_model(window("q3-window-36.json", nlohmann::json::object())).sliding_window);
+  const ModelSpec every = load_model(window("q3-window-0.json", {{"max_window_layers", 0}}));
+  CHECK(every.sliding_window == 4096);
+  CHECK_FALSE(every.sliding_window_alternating);
+  const std::string some = changed_config("qwen3-8b", "q3-window-28.json", [](nlohmann::json& c) {
+    c["sliding_window"] = 4096;
+    c["use_sliding_window"] = true;
+    c.erase("max_window_layers");
+  });
+  CHECK_THROWS_WITH(load_model(some),
+                    Catch::StartsWith(some + ": $.max_window_layers: is 28 (absent: the class "
+                                             "default) with use_sliding_window true and no "
+                                             "layer_types: qwen3 (layers i >= "
+                                             "max_window_layers) slides the attention of layers "
+                                             "28-35 of 36"));
+}
+
+TEST_CASE("a config.json without model_type gets the model_type of its longest class prefix",
+          "[hf]") {
+  // Qwen3ForCausalLM is qwen3; Qwen3MoeForCausalLM begins with "Qwen3" too, but is qwen3_moe.
+  for (const auto& [folder, type] :
+       {std::pair<const char*, const char*>{"qwen3-8b", "qwen3"}, {"qwen3-30b-a3b", "qwen3_moe"}}) {
+    INFO(folder);
+    const std::string file = changed_config(folder, std::string(folder) + "-untyped.json",
+                                            [](nlohmann::json& c) { c.erase("model_type"); });
+    CHECK_THROWS_WITH(load_model(file),
+                      Catch::Contains("add \"model_type\": \"" + std::string(type) + "\" (one of"));
+  }
+}
+
+TEST_CASE("a Qwen3 config.json plans under FSDP and exports as torchtitan's qwen3 flavor",
+          "[hf][cli]") {
+  // Qwen3-8B (untied: torchtitan's qwen3 "8B" flavor, for which main ships no baseline) and
+  // Qwen3-0.6B (tied: the "0.6B" flavor and main's baseline qwen3_0_6b), torchtitan/models/
+  // qwen3/__init__.py at v0.2.2 and main b5bcd76 (planner/exports/torchtitan_layout.cpp).
+  for (const auto& [folder, flavor, baseline] :
+       {std::tuple<const char*, const char*, const char*>{"qwen3-8b", "8B", ""},
+        {"qwen3-0.6b", "0.6B", "qwen3_0_6b"}}) {
+    INFO(folder);
+    const std::string plan = test::temp_dir() + "/" + folder + "-fsdp.json";
+    const test::CliResult planned =
+        test::run({"plan", "--model", test::data_file(std::string("hf/") + folder + "/config.json"),
+                   "--framework", "fsdp", "--gpus", "8", "--top", "1", "--out", plan});
+    INFO(planned.err);
+    REQUIRE(planned.exit_code == 0);
+    const test::CliResult titan = test::run({"export", plan, "--format", "torchtitan"});
+    INFO(titan.err);
+    REQUIRE(titan.exit_code == 0);
+    CHECK_THAT(titan.out, Catch::Contains("from torchtitan.models.qwen3 import model_registry\n"));
+    CHECK_THAT(titan.out, !Catch::Contains("llama3"));
+    if (*baseline) {
+      CHECK_THAT(titan.out, Catch::Contains("return apply_plan(" + std::string(baseline) + "())"));
+    } else {
+      CHECK_THAT(titan.out, Catch::Contains("    config.model_spec = model_registry(\n        \"" +
+                                            std::string(flavor) + "\",\n"));
+    }
+    const test::CliResult v02 =
+        test::run({"export", plan, "--format", "torchtitan", "--framework-version", "0.2"});
+    INFO(v02.err);
+    REQUIRE(v02.exit_code == 0);
+    CHECK_THAT(v02.out, Catch::Contains("[model]\nname = \"qwen3\"\nflavor = \"" +
+                                        std::string(flavor) + "\"\n"));
+  }
 }

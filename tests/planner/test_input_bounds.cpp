@@ -297,14 +297,14 @@ TEST_CASE("a Hugging Face config.json without model_type says what to add", "[bo
           ": $.model_type: missing; this looks like a Hugging Face config.json "
           "(\"architectures\": [\"MistralForCausalLM\"]), and meshplan reads the architecture "
           "from model_type: add \"model_type\": \"mistral\" (one of \"llama\", \"mistral\", "
-          "\"qwen2\", \"gpt2\", \"mixtral\", \"qwen2_moe\", \"qwen3_moe\", \"deepseek_v3\", "
-          "\"kimi_k2\", \"gpt_oss\"), as transformers writes it (or write a meshplan-model/1 "
-          "file, see configs/README.md)\n");
+          "\"qwen2\", \"qwen3\", \"gpt2\", \"mixtral\", \"qwen2_moe\", \"qwen3_moe\", "
+          "\"deepseek_v3\", \"kimi_k2\", \"gpt_oss\"), as transformers writes it (or write a "
+          "meshplan-model/1 file, see configs/README.md)\n");
   config["architectures"] = {"FalconForCausalLM"};
   const std::string falcon = test::write_temp_file("falcon-no-type.json", config.dump(2));
   CHECK_THROWS_WITH(load_model(falcon),
                     Catch::Contains("add \"model_type\": one of \"llama\", \"mistral\", "
-                                    "\"qwen2\", \"gpt2\", \"mixtral\", \"qwen2_moe\", "
+                                    "\"qwen2\", \"qwen3\", \"gpt2\", \"mixtral\", \"qwen2_moe\", "
                                     "\"qwen3_moe\", \"deepseek_v3\", \"kimi_k2\", \"gpt_oss\", "
                                     "as transformers writes it"));
   // Given to a flag that wants another kind of file, it is named as a model.
