@@ -259,7 +259,7 @@ std::vector<std::string> regime_caveats(const ModelSpec& model, const Layout& la
                   "; the shipped Blackwell profiles fit them to the MoE runs of "
                   "../shared/data/moe-blackwell, the Hopper and Ampere ones saw dense runs only), "
                   "and its 80% interval comes from dense runs. So left, the shipped h100 profile "
-                  "predicts the published Megatron-Bridge H100 MoE runs 24% to 70% too fast "
+                  "predicts the published Megatron-Bridge H100 MoE runs 22% to 70% too fast "
                   "(docs/validation.md); fit a profile to MoE runs, yours or those (meshplan fit "
                   "../shared/data/moe-blackwell/*.json --leave-out file --profile " +
                   profile.name + " --out " + profile.name + "-moe.json, then --profile " +

@@ -61,19 +61,19 @@ inline constexpr MapeBound kMapeBounds[] = {
 
 // ---- Issue 19: the cross-validated figures (`meshplan validate --cross-validate` over
 // validation/*.json and calibration/*.json: each source predicted by a fit without it), the
-// numbers the README's table and issue 19's targets use. Measured 2026-12-02, rounded up. ----
+// numbers the README's table and issue 19's targets use. Measured 2026-12-03, rounded up. ----
 inline constexpr MapeBound kCrossValidatedBounds[] = {
     {"hagemann-selected", "step_time_s", 8, 0.14},         // 13.1%, worst -20.4%
     {"korthikanti2022", "step_time_s", 9, 0.09},           // 8.8%, worst +11.1% (175B full) (**)
     {"korthikanti2022", "mfu", 1, 0.07},                   // 6.6%
-    {"megatron-readme-h100", "tflops_per_gpu", 9, 0.16},   // 15.5%, worst -35.6% (32B)
+    {"megatron-readme-h100", "tflops_per_gpu", 9, 0.15},   // 14.6%, worst +39.8% (1.7B) (***)
     {"megatron-readme-h100", "mfu", 2, 0.18},              // 17.2%
     {"narayanan2021-table1", "tflops_per_gpu", 10, 0.07},  // 6.7%, worst +16.2% (1.7B)
-    {"nemo-2407", "step_time_s", 12, 0.08},                // 7.6%, worst -12.9%
-    {"torchtitan-h100-202412", "step_time_s", 18, 0.13},   // 12.6%, worst +40.4% (cp2 64k)
+    {"nemo-2407", "step_time_s", 12, 0.12},                // 11.8%, worst +25.9% (***)
+    {"torchtitan-h100-202412", "step_time_s", 18, 0.13},   // 12.2%, worst -25.2% (405B 3D)
     {"hagemann-sweep-13b", "step_time_s", 165, 0.18},      // 17.6%, worst -46.1% (*)
-    {"overall", "step_time_s", 212, 0.17},                 // 16.1% (the sweep's 165 dominate)
-    {"overall", "tflops_per_gpu", 19, 0.11},               // 10.9%
+    {"overall", "step_time_s", 212, 0.17},                 // 16.3% (the sweep's 165 dominate)
+    {"overall", "tflops_per_gpu", 19, 0.11},               // 10.4%
     {"overall", "mfu", 3, 0.14},                           // 13.7%
 };
 // (*) 162 -> 165 and 17.9% -> 17.7% when the sweep's 11 rows with sp at tp 1 were compared with
@@ -82,19 +82,25 @@ inline constexpr MapeBound kCrossValidatedBounds[] = {
 // (**) 8.1%, worst +10.4%, before Aleph Alpha's loss was costed over the full vocabulary on every
 // tp rank (2026-12-02): the fit without Korthikanti sees the sweep's rows costed differently (which
 // shared fitted rate moves most is not isolated).
+// (***) 15.5% (worst -35.6%, 32B) and 7.6% (worst -12.9%) before the README's rows took the
+// overlaps their notes state (--overlap-grad-reduce --overlap-param-gather --tp-comm-overlap;
+// 2026-12-03): their 1.7B and 7.1B now come out 40% and 29% too fast, and the Hopper megatron
+// family's shared GEMM scale, fitted without NeMo, fell from 0.99 to 0.87, which slows NeMo's
+// rows (they run with TP communication exposed).
 
 /// Share of the cross-validated time comparisons measured inside their 80% interval: issue
-/// 19's target is 70-90%; today 161 of 234 (68.8%; 64 of the 69 outside Hagemann's sweep, 92.8%;
-/// 97 of the sweep's 165, 58.8%). Since 2026-12-03 the interval is the random-effects prediction
+/// 19's target is 70-90%; today 187 of 234 (79.9%; 68 of the 69 outside Hagemann's sweep, 98.6%;
+/// 119 of the sweep's 165, 72.1%); 161 of 234 (68.8%) before the README's rows took their stated
+/// overlaps and the Hopper residuals the intervals draw on grew (2026-12-03). Since 2026-12-03 the interval is the random-effects prediction
 /// interval for a run of a new study (fit.hpp interval_for: the studies' biases, their spread and
 /// a run's scatter, Student's t of k - 2 degrees of freedom); before, the 10th and 90th
 /// percentiles of the other studies' residuals gave 96 of 234 (41.0%). A left-out study's
 /// interval is taken over nested residuals (fit.hpp nested_cross_validate: each other study
 /// predicted by a fit without it and without the left-out one). Hagemann's sweep (Aleph Alpha's
 /// codebase, the only "other" family runs) is predicted from the Megatron runs' rates when left
-/// out, its measured / predicted 1.11 to 1.34 (10th to 90th percentile), against the x0.795 to
-/// x1.232 its interval spans. The test checks today's floor and warns about the target.
-inline constexpr double kMinIntervalCoverage = 0.65;
+/// out, its measured / predicted 1.11 to 1.34 (10th to 90th percentile), against the x0.821 to
+/// x1.318 its interval spans (x0.795 to x1.232 before 2026-12-03). The test checks today's floor and warns about the target.
+inline constexpr double kMinIntervalCoverage = 0.75;
 inline constexpr double kTargetMinIntervalCoverage = 0.70;
 inline constexpr double kTargetMaxIntervalCoverage = 0.90;
 
