@@ -42,21 +42,24 @@ struct MapeBound {
 // slowness, moved Narayanan et al. in sample from 4.4% to 5.0% and the overall TFLOP/s from 8.9%
 // to 9.1%, while the overall step time went from 8.1% to 5.9% in sample and from 25.7% to
 // 16.2% cross-validated.
+// (**) With the README's H100 rows at the overlaps their notes state (2026-12-03): the README
+// 13.7% -> 10.3% (TFLOP/s) and 18.1% -> 16.1% (MFU), NeMo 7.1% -> 8.3% (the shared Hopper GEMM
+// scale fell; NeMo's convention keeps TP communication exposed).
 inline constexpr MapeBound kMapeBounds[] = {
     // source                   metric                cases  today (MAPE, worst case)
     {"hagemann-selected", "step_time_s", 8, 0.07},         // 6.8%, worst +16.0%
-    {"korthikanti2022", "step_time_s", 9, 0.04},           // 3.5%, worst +5.3% (175B full)
-    {"korthikanti2022", "mfu", 1, 0.03},                   // 2.0%
-    {"megatron-readme-h100", "tflops_per_gpu", 9, 0.14},   // 13.7%, worst -34.4% (32B)
-    {"megatron-readme-h100", "mfu", 2, 0.19},              // 18.1%, worst -19.3%
+    {"korthikanti2022", "step_time_s", 9, 0.04},           // 3.4%, worst +5.2% (175B full)
+    {"korthikanti2022", "mfu", 1, 0.03},                   // 2.1%
+    {"megatron-readme-h100", "tflops_per_gpu", 9, 0.11},   // 10.3%, worst +33.6% (1.7B) (**)
+    {"megatron-readme-h100", "mfu", 2, 0.17},              // 16.1%, worst -25.4% (**)
     {"narayanan2021-table1", "tflops_per_gpu", 10, 0.06},  // 5.0%, worst +12.2% (1.7B) (*)
-    {"nemo-2407", "step_time_s", 12, 0.08},                // 7.1%, worst -11.2%
-    {"torchtitan-h100-202412", "step_time_s", 18, 0.06},   // 6.0%, worst +29.4% (cp2 64k)
-    {"torchtitan-h100-202412", "peak_bytes", 18, 0.04},    // 3.6%, worst -10.2%
-    {"overall", "step_time_s", 47, 0.06},                  // 5.9%
-    {"overall", "tflops_per_gpu", 19, 0.10},               // 9.2% (*)
-    {"overall", "mfu", 3, 0.13},                           // 12.8%
-    {"overall", "peak_bytes", 18, 0.04},                   // 3.6% (target 10%: met)
+    {"nemo-2407", "step_time_s", 12, 0.09},                // 8.3%, worst +20.6% (**)
+    {"torchtitan-h100-202412", "step_time_s", 18, 0.06},   // 5.5%, worst +28.8% (cp2 64k)
+    {"torchtitan-h100-202412", "peak_bytes", 18, 0.04},    // 3.7%, worst -9.9%
+    {"overall", "step_time_s", 47, 0.07},                  // 6.0%
+    {"overall", "tflops_per_gpu", 19, 0.08},               // 7.5% (*)
+    {"overall", "mfu", 3, 0.12},                           // 11.4%
+    {"overall", "peak_bytes", 18, 0.04},                   // 3.7% (target 10%: met)
 };
 
 // ---- Issue 19: the cross-validated figures (`meshplan validate --cross-validate` over
