@@ -516,7 +516,9 @@ SearchResult search_layouts(const SearchRequest& request) {
       if (!framework.runs_context_parallel(cp)) continue;
       for (std::int64_t pp : divisors(request.gpus / (tp * cp))) {
         if (pinned_out(request.pins.pp, pp)) continue;
-        if (pp > 1 && !framework.no_pipeline_parallel.empty()) continue;
+        // Whether it has a pipeline at all (runs_pipeline at vpp 1, ZeRO 0); vpp and the ZeRO
+        // stage are searched, and checked, per layout below.
+        if (!framework.runs_pipeline(pp, 1, 0)) continue;
         if (pinned_out(request.pins.dp, request.gpus / (tp * cp * pp))) continue;
         combos.push_back({tp, cp, pp});
       }

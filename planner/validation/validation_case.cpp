@@ -872,24 +872,25 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
   // case is skipped with the reason (issue 19: one such case never refuses its file), as --zero
   // and a plan file's layout.zero are refused (zero_stage_problem, tensor_parallel_problem,
   // pipeline_problem).
+  // "layout.zero is 2, but training.framework "x" is costed with meshplan's y convention, and "
+  // + the problem, for the field and value `stated`.
+  const auto refused = [&c](const std::string& stated, const std::string& problem) {
+    return "layout." + stated + ", but training.framework " + json_quoted(c.framework) +
+           " is costed with meshplan's " + c.setup.framework.name + " convention, and " + problem;
+  };
   if (!c.skip_reason.empty()) {
     // a hybrid Mamba stack: skipped whatever its layout
   } else if (const std::string problem = zero_stage_problem(c.setup.framework, l.zero);
              !problem.empty()) {
-    c.skip_reason = "layout.zero is " + std::to_string(l.zero) + ", but training.framework " +
-                    json_quoted(c.framework) + " is costed with meshplan's " +
-                    c.setup.framework.name + " convention, and " + problem;
+    c.skip_reason = refused("zero is " + std::to_string(l.zero), problem);
   } else if (const std::string tensor = tensor_parallel_problem(c.setup.framework, l.tp);
              !tensor.empty()) {
-    c.skip_reason = "layout.tp is " + std::to_string(l.tp) + ", but training.framework " +
-                    json_quoted(c.framework) + " is costed with meshplan's " +
-                    c.setup.framework.name + " convention, and " + tensor;
+    c.skip_reason = refused("tp is " + std::to_string(l.tp), tensor);
   } else if (const std::string pipeline = pipeline_problem(c.setup.framework, l.pp, l.vpp, l.zero);
              !pipeline.empty()) {
-    c.skip_reason = "layout.pp is " + std::to_string(l.pp) + " with vpp " + std::to_string(l.vpp) +
-                    " and zero " + std::to_string(l.zero) + ", but training.framework " +
-                    json_quoted(c.framework) + " is costed with meshplan's " +
-                    c.setup.framework.name + " convention, and " + pipeline;
+    c.skip_reason = refused("pp is " + std::to_string(l.pp) + " with vpp " + std::to_string(l.vpp) +
+                                " and zero " + std::to_string(l.zero),
+                            pipeline);
   }
   // Settings the schema has no field for, where the notes state them (stated_settings.hpp;
   // Megatron's recompute modules and CPU offloading: read_notes_settings).
