@@ -3,6 +3,8 @@
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cstddef>
+#include <exception>
+#include <thread>
 
 namespace meshplan {
 
@@ -17,6 +19,46 @@ double half_sum_of_squares(const std::vector<double>& r) {
 void clamp_into(std::vector<double>& x, const std::vector<double>& lower,
                 const std::vector<double>& upper) {
   for (std::size_t j = 0; j < x.size(); ++j) x[j] = std::clamp(x[j], lower[j], upper[j]);
+}
+
+/// Fills `jacobian` (m x n) at x by forward differences (backward at an upper bound), column
+/// j from one call of `residuals` at x moved along j. The columns are independent: up to
+/// `workers` threads take every workers-th column each, and each column's arithmetic is the
+/// same whichever thread runs it, so the bits do not depend on the thread count. Rethrows the
+/// first exception a call of `residuals` threw (lowest column first).
+void forward_difference_jacobian(const Residuals& residuals, const std::vector<double>& x,
+                                 const std::vector<double>& r, const std::vector<double>& lower,
+                                 const std::vector<double>& upper, std::size_t workers,
+                                 Eigen::MatrixXd& jacobian) {
+  const std::size_t n = x.size();
+  std::vector<std::exception_ptr> failure(n);
+  const auto column = [&](std::size_t k) {
+    try {
+      const double step = 1e-6 * (upper[k] - lower[k]);
+      std::vector<double> moved = x;
+      const double sign = moved[k] + step <= upper[k] ? 1.0 : -1.0;
+      moved[k] += sign * step;
+      const std::vector<double> r_moved = residuals(moved);
+      const Eigen::Index j = static_cast<Eigen::Index>(k);
+      for (std::size_t q = 0; q < r.size(); ++q) {
+        jacobian(static_cast<Eigen::Index>(q), j) = (r_moved[q] - r[q]) / (sign * step);
+      }
+    } catch (...) {
+      failure[k] = std::current_exception();
+    }
+  };
+  workers = std::clamp<std::size_t>(workers, 1, n);
+  std::vector<std::thread> threads;
+  for (std::size_t t = 1; t < workers; ++t) {
+    threads.emplace_back([&, t] {
+      for (std::size_t k = t; k < n; k += workers) column(k);
+    });
+  }
+  for (std::size_t k = 0; k < n; k += workers) column(k);
+  for (std::thread& thread : threads) thread.join();
+  for (const std::exception_ptr& e : failure) {
+    if (e) std::rethrow_exception(e);
+  }
 }
 
 }  // namespace
@@ -34,20 +76,10 @@ LeastSquaresResult minimize_least_squares(const Residuals& residuals, std::vecto
   double lambda = 1e-3;
   bool fresh_jacobian = false;
   Eigen::MatrixXd jacobian(m, n);
+  const std::size_t workers = std::max(1U, std::thread::hardware_concurrency());
   while (out.iterations < max_iterations && lambda <= 1e12 && n > 0) {
     if (!fresh_jacobian) {
-      for (Eigen::Index j = 0; j < n; ++j) {
-        const std::size_t k = static_cast<std::size_t>(j);
-        const double step = 1e-6 * (upper[k] - lower[k]);
-        std::vector<double> moved = out.x;
-        const double sign = moved[k] + step <= upper[k] ? 1.0 : -1.0;
-        moved[k] += sign * step;
-        const std::vector<double> r_moved = residuals(moved);
-        for (Eigen::Index i = 0; i < m; ++i) {
-          const std::size_t q = static_cast<std::size_t>(i);
-          jacobian(i, j) = (r_moved[q] - r[q]) / (sign * step);
-        }
-      }
+      forward_difference_jacobian(residuals, out.x, r, lower, upper, workers, jacobian);
       fresh_jacobian = true;
     }
     const Eigen::Map<const Eigen::VectorXd> rv(r.data(), m);

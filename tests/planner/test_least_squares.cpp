@@ -2,6 +2,7 @@
 // reader can derive.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <stdexcept>
 
 #include "planner/fit/least_squares.hpp"
 
@@ -45,4 +46,17 @@ TEST_CASE(
   CHECK(a.x[0] == Approx(std::log(2.0)).margin(1e-6));
   CHECK(a.x[0] == b.x[0]);  // bit for bit
   CHECK(a.iterations == b.iterations);
+}
+
+TEST_CASE("least squares: a residual that throws while the Jacobian is taken rethrows",
+          "[fit]") {
+  // Four parameters, so the Jacobian's columns run on every core; r = p - 1 throws whenever
+  // p[3] moved off its start 0 (its forward-difference column), and the exception reaches the
+  // caller instead of ending the process.
+  const Residuals r = [](const std::vector<double>& p) {
+    if (p[3] != 0) throw std::runtime_error("column 3");
+    return std::vector<double>{p[0] - 1, p[1] - 1, p[2] - 1, p[3] - 1};
+  };
+  CHECK_THROWS_WITH(minimize_least_squares(r, {0, 0, 0, 0}, {-5, -5, -5, -5}, {5, 5, 5, 5}),
+                    "column 3");
 }
