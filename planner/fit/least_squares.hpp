@@ -24,11 +24,12 @@ struct LeastSquaresResult {
 
 /// Minimizes sum r_i(x)^2 / 2 over lower <= x <= upper from `start` (clamped into the bounds).
 /// Jacobian column j by a forward difference of step 1e-6 x (upper_j - lower_j) (backward at the
-/// upper bound), the columns on std::thread::hardware_concurrency() threads; each step solves (J^T J + lambda diag(J^T J) + 1e-12 I) d = -J^T r with Eigen's
-/// LDLT, projects x + d onto the bounds, and is kept when it lowers the cost (lambda / 3), else
-/// retried with lambda x 4. Stops after `max_iterations` steps, when a kept step lowers the cost
-/// by less than 1e-12 of it, or when lambda exceeds 1e12. Preconditions: equal lengths,
-/// lower < upper. Throws what `residuals` throws (from the Jacobian: the lowest column's).
+/// upper bound), the columns on std::thread::hardware_concurrency() threads; each step solves (J^T
+/// J + lambda diag(J^T J) + 1e-12 I) d = -J^T r with Eigen's LDLT, projects x + d onto the bounds,
+/// and is kept when it lowers the cost (lambda / 3), else retried with lambda x 4. Stops after
+/// `max_iterations` steps, when a kept step lowers the cost by less than 1e-12 of it, or when
+/// lambda exceeds 1e12. Preconditions: equal lengths, lower < upper. Throws what `residuals` throws
+/// (from the Jacobian: the lowest column's).
 LeastSquaresResult minimize_least_squares(const Residuals& residuals, std::vector<double> start,
                                           const std::vector<double>& lower,
                                           const std::vector<double>& upper,

@@ -48,8 +48,7 @@ TEST_CASE(
   CHECK(a.iterations == b.iterations);
 }
 
-TEST_CASE("least squares: a residual that throws while the Jacobian is taken rethrows",
-          "[fit]") {
+TEST_CASE("least squares: a residual that throws while the Jacobian is taken rethrows", "[fit]") {
   // Four parameters, so the Jacobian's columns run on every core; r = p - 1 throws whenever
   // p[3] moved off its start 0 (its forward-difference column), and the exception reaches the
   // caller instead of ending the process.
