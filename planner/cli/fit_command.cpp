@@ -15,6 +15,7 @@
 #include "planner/cli/fold_option.hpp"
 #include "planner/config/input_files.hpp"
 #include "planner/fit/fit_profile.hpp"
+#include "planner/fit/least_squares.hpp"
 #include "planner/fit/parameters.hpp"
 
 namespace meshplan {
@@ -48,7 +49,17 @@ std::string render(const ProfileFit& f, const std::string& out_path, double seco
       << " runs in " << fixed(seconds, 1) << " s (" << f.fit.iterations
       << " Levenberg-Marquardt steps; cross-validation "
       << (f.cross_validation ? "refits once per left-out source" : "skipped: one source only")
-      << ")\n\nParameters (us = 1e-6 s; scales are fractions of the profile's microbenchmark "
+      << ")\n";
+  if (!f.fit.converged) {
+    out << "Note: the fit stopped at its limit of " << kMaxLeastSquaresSteps
+        << " steps before a stop rule ended it (a kept step lowering the cost by less than "
+           "1e-12 of it, or the damping above 1e12): its last kept step still lowered the cost "
+           "by "
+        << scientific(f.fit.last_relative_gain)
+        << " of it, so the parameters were still moving; the profile holds them as they "
+           "stood.\n";
+  }
+  out << "\nParameters (us = 1e-6 s; scales are fractions of the profile's microbenchmark "
          "rate):\n";
   Table params({"parameter", "family", "prior", "fitted", "bounds", "bound hit"},
                {true, true, false, false, false, true});

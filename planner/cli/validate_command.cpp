@@ -57,7 +57,15 @@ std::string render_text(const ValidationReport& r) {
                 ? ", its 80% intervals from the other sources' residuals, each predicted by a fit "
                   "without that source and without the left-out one"
                 : "")
-        << ".\n\n";
+        << ".\n";
+    for (const auto& [fold, generation] : r.prior_only) {
+      out << "Note: leaving " << fold << " out leaves no run on " << generation
+          << " GPUs, so its runs on them are predicted with the profile's priors (its "
+             "microbenchmark rates, unfitted), not a fit: their errors are not cross-validated "
+             "ones; give runs of another source on "
+          << generation << " GPUs to cross-validate them.\n";
+    }
+    out << "\n";
   }
   // The interval column only where some case has one; a time metric without one reads "-",
   // and the reason is printed once under the table.
@@ -216,6 +224,11 @@ nlohmann::json render_json(const ValidationReport& r) {
   for (const SourceSummary& s : r.sources) sources[s.source] = summary_json(s);
   nlohmann::json kinds = nlohmann::json::object();  // {} where the cases are of one kind
   for (const SourceSummary& s : r.kinds) kinds[s.source] = summary_json(s);
+  // The cross-validation's folds predicted with the priors (no run left on their generation).
+  nlohmann::json prior_only = nlohmann::json::array();
+  for (const auto& [fold, generation] : r.prior_only) {
+    prior_only.push_back({{"fold", fold}, {"generation", generation}});
+  }
   nlohmann::json skipped = nlohmann::json::array();
   for (const SkippedCase& s : r.skipped) {
     skipped.push_back({{"id", s.id}, {"source", s.source}, {"reason", s.reason}});
@@ -230,6 +243,7 @@ nlohmann::json render_json(const ValidationReport& r) {
             {"error", "(predicted - measured) / measured, a fraction"}}},
           {"cases", cases},
           {"cross_validated", r.cross_validated},
+          {"prior_only", prior_only},
           {"summary",
            {{"sources", sources},
             {"overall", summary_json(r.overall)},

@@ -37,6 +37,7 @@ ValidationReport cross_validated_report(const std::vector<std::string>& paths, F
     overrides[id] = overrides.at(original);
   }
   ValidationReport report = validate_files(paths, &overrides);
+  report.prior_only = cv.prior_only;
   if (!intervals) {
     const std::string unit = folds == Folds::kFile ? "files" : "studies";
     report.no_interval_reason =

@@ -19,7 +19,9 @@ namespace meshplan {
 /// folds' runs (its generation and family, else its generation, else all), with their nested
 /// residuals (nested_cross_validate: a fit without their fold and the case's). A case the fit skips
 /// as a duplicate takes the prediction of the run it repeats. With kMinIntervalFolds folds or
-/// fewer no case has an interval, and the report's no_interval_reason says why. Throws as
+/// fewer no case has an interval, and the report's no_interval_reason says why. A fold whose
+/// runs on a generation are the only ones on it is predicted with the priors, and the report's
+/// prior_only names it. Throws as
 /// validate_files and load_fit_runs do, and InputError when every run is of one fold (no fit
 /// would be left to predict it with).
 ValidationReport cross_validated_report(const std::vector<std::string>& paths,

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <iterator>
 #include <numeric>
 #include <set>
@@ -12,6 +11,7 @@
 #include "planner/config/profile_loader.hpp"
 #include "planner/fit/least_squares.hpp"
 #include "planner/fit/student_t.hpp"
+#include "planner/validation/validation_case.hpp"
 
 namespace meshplan {
 
@@ -73,7 +73,7 @@ FitRuns load_fit_runs(const std::vector<std::string>& paths, const std::string& 
   std::map<std::string, std::size_t> per_source;
   // By absolute path: the same order however the files are given (and named).
   for (ValidationFile& file : load_validation_files(paths)) {
-    const std::string source = std::filesystem::path(file.path).stem().string();
+    const std::string source = source_of_file(file.path);
     for (ValidationCase& c : file.cases) {
       const auto skip = [&](const std::string& reason) {
         out.skipped.push_back({c.id, source, reason});
@@ -249,11 +249,13 @@ GenerationFit fit_generation(const std::vector<const FitRun*>& runs,
     return r;
   };
   const LeastSquaresResult result = runs.empty()
-                                        ? LeastSquaresResult{start, 0, 0}
+                                        ? LeastSquaresResult{start, 0, 0, true, 0}
                                         : minimize_least_squares(residuals, start, lower, upper);
   fit.parameters = evaluate(result.x);
   fit.rates = rates_of(fit.parameters);
   fit.iterations = result.iterations;
+  fit.converged = result.converged;
+  fit.last_relative_gain = result.last_relative_gain;
   fit.cost = result.cost;
   for (FittedParameter& row : fit.parameters) {
     const double span = row.spec->upper - row.spec->lower;
@@ -302,6 +304,7 @@ CrossValidation cross_validate(const std::vector<FitRun>& runs) {
       });
       if (!predicts) continue;
       const GenerationFit fit = fit_without(runs, generation, {fold});
+      if (fit.runs == 0) cv.prior_only.emplace_back(fold, generation);
       for (std::size_t i = 0; i < runs.size(); ++i) {
         const FitRun& r = runs[i];
         if (r.fold != fold || r.generation != generation) continue;

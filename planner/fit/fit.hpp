@@ -22,6 +22,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "costmodel/fitted_rates.hpp"
@@ -113,6 +114,10 @@ struct GenerationFit {
   std::map<std::string, FittedRates> rates;  ///< every family of framework_families()
   std::vector<FittedParameter> parameters;   ///< registry order, families in order
   int iterations = 0;
+  /// LeastSquaresResult::converged and last_relative_gain of the fit: false where it stopped
+  /// at kMaxLeastSquaresSteps with the cost still falling (by last_relative_gain per kept step).
+  bool converged = true;
+  double last_relative_gain = 0;
   double cost = 0;
   std::size_t runs = 0;
 };
@@ -129,6 +134,9 @@ struct CrossValidation {
   std::vector<double> log_errors;
   std::vector<double> predicted;   ///< in each run's metric unit
   std::vector<std::string> folds;  ///< in order of first appearance
+  /// (fold, generation) pairs whose runs no fit could predict: leaving the fold out left no run
+  /// on the generation, so they were predicted with the priors (fit_generation of no runs).
+  std::vector<std::pair<std::string, std::string>> prior_only;
 };
 CrossValidation cross_validate(const std::vector<FitRun>& runs);
 

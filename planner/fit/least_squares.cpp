@@ -101,11 +101,16 @@ LeastSquaresResult minimize_least_squares(const Residuals& residuals, std::vecto
       out.cost = cost;
       lambda /= 3;
       fresh_jacobian = false;
-      if (gain < 1e-12 * cost) break;
+      out.last_relative_gain = gain / (cost + gain);
+      if (gain < 1e-12 * cost) {
+        out.converged = true;
+        break;
+      }
     } else {
       lambda *= 4;
     }
   }
+  if (out.iterations < max_iterations) out.converged = true;  // lambda's rule, or n = 0
   return out;
 }
 

@@ -20,7 +20,15 @@ struct LeastSquaresResult {
   std::vector<double> x;  ///< the minimizer, inside the bounds
   double cost = 0;        ///< sum r_i^2 / 2 at x
   int iterations = 0;     ///< accepted and rejected steps
+  /// Whether a stop rule ended it (a kept step lowering the cost by less than 1e-12 of it, or
+  /// lambda above 1e12; no parameters, or nothing left to lower, count too), not the step limit.
+  bool converged = false;
+  /// The cost a kept step last lowered, as a fraction of the cost before it (0 before any).
+  double last_relative_gain = 0;
 };
+
+/// The step limit of minimize_least_squares unless its caller gives another.
+inline constexpr int kMaxLeastSquaresSteps = 400;
 
 /// Minimizes sum r_i(x)^2 / 2 over lower <= x <= upper from `start` (clamped into the bounds).
 /// Jacobian column j by a forward difference of step 1e-6 x (upper_j - lower_j) (backward at the
@@ -33,6 +41,6 @@ struct LeastSquaresResult {
 LeastSquaresResult minimize_least_squares(const Residuals& residuals, std::vector<double> start,
                                           const std::vector<double>& lower,
                                           const std::vector<double>& upper,
-                                          int max_iterations = 400);
+                                          int max_iterations = kMaxLeastSquaresSteps);
 
 }  // namespace meshplan

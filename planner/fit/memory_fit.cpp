@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <set>
 #include <stdexcept>
 
@@ -12,6 +11,7 @@
 #include "planner/fit/fit.hpp"
 #include "planner/fit/least_squares.hpp"
 #include "planner/fit/parameters.hpp"
+#include "planner/validation/validation_case.hpp"
 
 namespace meshplan {
 
@@ -85,7 +85,7 @@ std::vector<MemoryRun> load_memory_runs(const std::vector<std::string>& paths,
   // By absolute path, as load_fit_runs (fit.hpp): the run kept of two duplicates does not depend
   // on the order the files are given in.
   for (const ValidationFile& file : load_validation_files(paths)) {
-    const std::string source = std::filesystem::path(file.path).stem().string();
+    const std::string source = source_of_file(file.path);
     for (const ValidationCase& c : file.cases) {
       const bool ran = c.step_time_s || c.tokens_per_s_per_gpu || c.tflops_per_gpu || c.mfu ||
                        c.peak_memory_bytes || (c.oom && !*c.oom);

@@ -1,7 +1,6 @@
 #include "planner/validation/validate.hpp"
 
 #include <cmath>
-#include <filesystem>
 #include <map>
 #include <set>
 
@@ -306,8 +305,9 @@ ValidationReport validate_files(const std::vector<std::string>& paths,
   std::vector<ValidationFile> files;
   for (const std::string& path : paths) files.push_back({path, load_validation_file(path)});
   require_unique_case_ids(files);
+  require_distinct_sources(files);
   for (const ValidationFile& file : files) {
-    const std::string source = std::filesystem::path(file.path).stem().string();
+    const std::string source = source_of_file(file.path);
     const std::vector<ValidationCase>& cases = file.cases;
     std::vector<Comparison> mine;
     for (const ValidationCase& c : cases) {

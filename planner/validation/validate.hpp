@@ -26,6 +26,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "costmodel/fitted_rates.hpp"
@@ -129,6 +130,10 @@ struct ValidationReport {
   /// Why no time comparison has an interval, where the reason is the whole report's (a
   /// cross-validation with too few sources for the nested fits); "" otherwise.
   std::string no_interval_reason;
+  /// A cross-validation's folds whose runs on a GPU generation no fit could predict (the only
+  /// runs on it): predicted with the profile's priors, not a fit, so their errors are not
+  /// cross-validated ones. {fold, generation} each; empty otherwise.
+  std::vector<std::pair<std::string, std::string>> prior_only;
   std::vector<Comparison> comparisons;  ///< in file order, then case order
   std::vector<SkippedCase> skipped;
   std::vector<SourceSummary> sources;  ///< one per file, in the order given

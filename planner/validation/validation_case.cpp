@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -987,7 +988,25 @@ std::vector<ValidationFile> load_validation_files(const std::vector<std::string>
     files.push_back({path, load_validation_file(path)});
   }
   require_unique_case_ids(files);
+  require_distinct_sources(files);
   return files;
+}
+
+std::string source_of_file(const std::string& path) {
+  return std::filesystem::path(path).stem().string();
+}
+
+void require_distinct_sources(const std::vector<ValidationFile>& files) {
+  std::map<std::string, const std::string*> seen;  // source -> the first file's path
+  for (const ValidationFile& file : files) {
+    const auto [first, fresh] = seen.emplace(source_of_file(file.path), &file.path);
+    if (fresh) continue;
+    throw InputError(file.path + ": another file given, " + *first->second +
+                     ", has the same name, so both would be the source " +
+                     json_quoted(first->first) +
+                     " (validate and fit name a source by its file name without the extension, "
+                     "report its runs together and leave them out together): rename one");
+  }
 }
 
 void require_unique_case_ids(const std::vector<ValidationFile>& files) {

@@ -73,6 +73,16 @@ std::vector<ValidationFile> load_validation_files(const std::vector<std::string>
 /// in the order of `files`, the first occurrence named second.
 void require_unique_case_ids(const std::vector<ValidationFile>& files);
 
+/// The source a file's runs are reported and left out under: its file name without the
+/// extension ("../shared/data/validation/nemo-2407.json": "nemo-2407").
+std::string source_of_file(const std::string& path);
+
+/// Throws InputError, naming both files, when two of `files` (different files: the same file
+/// given twice is require_unique_case_ids' error) have one source_of_file: their runs would be
+/// reported, fitted and left out as one source ("d2/same.json: another file given, d1/same.json,
+/// has the same name, so both would be the source "same"; ... rename one").
+void require_distinct_sources(const std::vector<ValidationFile>& files);
+
 /// The same for a file already parsed into `json`; `path` names it in errors and in each case.
 std::vector<ValidationCase> validation_cases_from_json(const nlohmann::json& json,
                                                        const std::string& path);

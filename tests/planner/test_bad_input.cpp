@@ -263,6 +263,28 @@ TEST_CASE("validate refuses a run id given twice, as fit does", "[bad_input][val
                      "(SCHEMA.md), and a run given twice would count twice: give each file once");
 }
 
+TEST_CASE("validate and fit refuse two files of one name in two folders (one source)",
+          "[bad_input][validate][fit]") {
+  // A source is its file's name without .json: d1/vs-same.json and d2/vs-same.json would be
+  // reported, fitted and left out as one source "vs-same", their runs mixed.
+  std::filesystem::create_directories(test::temp_dir() + "/d1");
+  std::filesystem::create_directories(test::temp_dir() + "/d2");
+  nlohmann::json other = test::validation_case_json();
+  other["id"] = "gpt22b-d2";
+  const std::string a = test::validation_file("d1/vs-same.json", {test::validation_case_json()});
+  const std::string b = test::validation_file("d2/vs-same.json", {other});
+  const std::string message =
+      b + ": another file given, " + a +
+      ", has the same name, so both would be the source \"vs-same\" (validate and fit name a "
+      "source by its file name without the extension, report its runs together and leave them "
+      "out together): rename one";
+  expect_refused({"validate", a, b}, message);
+  expect_refused({"validate", "--cross-validate", "--leave-out", "file", a, b}, message);
+  const std::string out = test::temp_dir() + "/fit_one_name_twice.json";
+  expect_refused({"fit", b, a, "--out", out}, message);
+  CHECK_FALSE(std::filesystem::exists(out));
+}
+
 TEST_CASE("recompute modules only under the conventions that take Megatron-Core's (megatron, nemo)",
           "[bad_input][recompute_modules]") {
   // FrameworkConvention::recompute_modules: megatron and nemo (Megatron-LM d98e8a6

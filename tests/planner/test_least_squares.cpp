@@ -59,3 +59,22 @@ TEST_CASE("least squares: a residual that throws while the Jacobian is taken ret
   CHECK_THROWS_WITH(minimize_least_squares(r, {0, 0, 0, 0}, {-5, -5, -5, -5}, {5, 5, 5, 5}),
                     "column 3");
 }
+
+TEST_CASE("least squares: stopped by the step limit, it says it did not converge", "[fit]") {
+  // The line of the first test: from (0, 0) one step (nearly Gauss-Newton, lambda 1e-3) takes
+  // the cost from 82.5 (sum of (2 i + 1)^2 / 2 over i = 0..4: (1 + 9 + 25 + 49 + 81) / 2)
+  // to almost 0, a gain of nearly all of it; with a limit of one step no stop rule fires. With
+  // the default limit the gain rule ends it.
+  const Residuals r = [](const std::vector<double>& p) {
+    std::vector<double> out;
+    for (int i = 0; i < 5; ++i) out.push_back(p[0] * i + p[1] - (2.0 * i + 1));
+    return out;
+  };
+  const LeastSquaresResult cut = minimize_least_squares(r, {0, 0}, {-10, -10}, {10, 10}, 1);
+  CHECK(cut.iterations == 1);
+  CHECK_FALSE(cut.converged);
+  CHECK(cut.last_relative_gain == Approx(1).margin(1e-3));
+  const LeastSquaresResult full = minimize_least_squares(r, {0, 0}, {-10, -10}, {10, 10});
+  CHECK(full.converged);
+  CHECK(full.iterations < kMaxLeastSquaresSteps);
+}

@@ -324,6 +324,22 @@ TEST_CASE("validate --cross-validate: a left-out study's interval residuals neve
   CHECK(outer_moved);
 }
 
+TEST_CASE("validate --cross-validate: a study alone on its GPU generation is named prior-only",
+          "[validation][fit]") {
+  // Korthikanti's runs are on A100 (ampere), torchtitan's on H100 (hopper): leaving either out
+  // leaves no run on its generation, so its runs are predicted with the priors, and the report
+  // says so. With Narayanan's A100 runs beside them, Korthikanti is cross-validated again.
+  const std::string kor = test::validation_dir() + "/korthikanti2022.json";
+  const std::string titan = test::validation_dir() + "/torchtitan-h100-202412.json";
+  const std::string nar = test::validation_dir() + "/narayanan2021-table1.json";
+  using Pair = std::pair<std::string, std::string>;
+  const ValidationReport alone = cross_validated_report({kor, titan});
+  CHECK(alone.prior_only ==
+        std::vector<Pair>{{"korthikanti2022", "ampere"}, {"torchtitan", "hopper"}});
+  const ValidationReport beside = cross_validated_report({kor, titan, nar});
+  CHECK(beside.prior_only == std::vector<Pair>{{"torchtitan", "hopper"}});
+}
+
 TEST_CASE("validate --cross-validate: within the current bounds (thresholds.hpp)",
           "[validation][fit]") {
   const ValidationReport& r = cross_validated();
