@@ -11,6 +11,7 @@
 #include "common/flags.hpp"
 #include "common/format.hpp"
 #include "common/input_error.hpp"
+#include "costmodel/oom_risk.hpp"
 #include "planner/cli/commands.hpp"
 #include "planner/cli/fold_option.hpp"
 #include "planner/fit/cross_validated_report.hpp"
@@ -117,8 +118,12 @@ std::string render_text(const ValidationReport& r) {
       if (!seen.insert(c.metric).second) continue;
       out << "  " << c.metric << ": "
           << (c.metric == kMetricOom
-                  ? "ours: OOM when the worst stage's ledger exceeds the GPU's capacity"
-                  : "seconds per optimizer step (global batch)")
+                  ? "ours: OOM when the layout's OOM risk is above " +
+                        risk_percent(kDefaultMaxOomRisk) +
+                        ", as plan excludes it (the worst stage's ledger against the GPU's "
+                        "capacity, with its framework family's fitted bias and spread: "
+                        "costmodel/oom_risk.hpp)"
+                  : std::string("seconds per optimizer step (global batch)"))
           << "\n";
     } else if (seen.insert(c.metric + "/" + c.source).second) {
       out << "  " << c.metric << " [" << c.source << "] (" << unit_of(c.metric) << "): " << c.basis
