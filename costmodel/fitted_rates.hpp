@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -112,6 +113,10 @@ struct FitRecord {
   /// metrics (a fraction), over its metrics weighted by their runs (report.errors); empty
   /// where the fit left no source out (one study: no cross-validated residuals).
   std::map<std::string, double> cross_validated_mape;
+  /// The framework families (framework_family) some of whose step-time parameters the fit
+  /// fitted, i.e. that had runs; a family outside it runs with the generation's shared values
+  /// and the priors. nullopt where the report does not say.
+  std::optional<std::set<std::string>> families_with_runs;
 };
 
 /// A profile's `fitted` section, as the model reads it (configs/profiles/README.md).

@@ -47,7 +47,9 @@ nlohmann::json report_of_record(const FitRecord& record) {
                       {"mape_fitted", number(e.fitted)},
                       {"mape_cross_validated", number(e.cross_validated)}});
   }
-  return {{"files", record.files}, {"errors", errors}};
+  nlohmann::json j = {{"files", record.files}, {"errors", errors}};
+  if (record.families_with_runs) j["families_with_runs"] = *record.families_with_runs;
+  return j;
 }
 
 namespace {
@@ -79,6 +81,35 @@ std::string report_string(const nlohmann::json& j, const char* key) {
   return j.at(key).get<std::string>();
 }
 
+namespace {
+
+/// The families a fit's report says had runs: its "families_with_runs" (strings; what
+/// report_of_record writes), else the family of each "parameters" entry of a step-time
+/// parameter (group "time") with "fitted" true, but "all" (meshplan fit's report); nullopt
+/// where it has neither.
+std::optional<std::set<std::string>> families_with_runs(const nlohmann::json& report) {
+  std::set<std::string> families;
+  if (report.contains("families_with_runs") && report.at("families_with_runs").is_array()) {
+    for (const nlohmann::json& f : report.at("families_with_runs")) {
+      if (f.is_string()) families.insert(f.get<std::string>());
+    }
+    return families;
+  }
+  if (!report.contains("parameters") || !report.at("parameters").is_array()) return std::nullopt;
+  for (const nlohmann::json& p : report.at("parameters")) {
+    const ParameterSpec* spec = find_parameter(report_string(p, "name"));
+    const std::string family = report_string(p, "family");
+    const bool fitted = p.is_object() && p.contains("fitted") && p.at("fitted").is_boolean() &&
+                        p.at("fitted").get<bool>();
+    if (spec && spec->group == "time" && fitted && !family.empty() && family != "all") {
+      families.insert(family);
+    }
+  }
+  return families;
+}
+
+}  // namespace
+
 FitRecord fit_record_from_report(const nlohmann::json& report) {
   FitRecord r;
   if (report.contains("files") && report.at("files").is_array()) {
@@ -86,6 +117,7 @@ FitRecord fit_record_from_report(const nlohmann::json& report) {
       if (f.is_string()) r.files.push_back(f.get<std::string>());
     }
   }
+  r.families_with_runs = families_with_runs(report);
   if (!report.contains("errors") || !report.at("errors").is_array()) return r;
   for (const nlohmann::json& e : report.at("errors")) {
     FitSourceError error;

@@ -20,8 +20,8 @@ nlohmann::json fitted_to_json(const FittedSection& fitted, const nlohmann::json&
 
 /// The part of a fit's report that fit_record_from_report reads, from `record`: {"files",
 /// "errors": [{"source", "metric", "runs", "mape_before", "mape_fitted",
-/// "mape_cross_validated"}]} (null where the record has no value); read back, it gives
-/// `record` again.
+/// "mape_cross_validated"}]} (null where the record has no value), and "families_with_runs"
+/// where the record has them; read back, it gives `record` again.
 nlohmann::json report_of_record(const FitRecord& record);
 
 /// Reads the section at `o`'s key "fitted" (`raw` is its JSON) of a profile of GPU `gpu`.
@@ -37,7 +37,9 @@ FittedSection fitted_from_json(StrictObject& o, const nlohmann::json& raw, const
 /// sources whose every metric has one (a number; null where the fit left nothing out). Lenient:
 /// the report is a record for people, so a key missing or of another type is read as absent.
 /// Example: errors [{source s, runs 9, mape_cross_validated 0.15}, {source s, runs 2, 0.20}]:
-/// s -> (9 x 0.15 + 2 x 0.20) / 11 = 0.159.
+/// s -> (9 x 0.15 + 2 x 0.20) / 11 = 0.159. families_with_runs: "families_with_runs" where
+/// present, else the families of the "parameters" entries of step-time parameters with
+/// "fitted" true (not "all"), else nullopt.
 FitRecord fit_record_from_report(const nlohmann::json& report);
 
 /// `j[key]` when `j` is an object and that key holds a string, else "" (how a fit's report,

@@ -187,12 +187,23 @@ std::string step_time_caveat(const Profile& profile, const FrameworkConvention& 
                  " of ../shared/data"
            : counted(static_cast<std::int64_t>(record.files.size()), "file") +
                  files_text(record.files));
+  // A framework family without runs in the fit takes the generation's shared values and the
+  // priors: the errors the caveat quotes are other families' runs'.
+  const std::string family = framework_family(framework);
+  const std::string unseen =
+      record.families_with_runs && record.families_with_runs->count(family) == 0
+          ? " It saw no run of the " + family + " family (framework " + framework.name +
+                "): its step times use the rates the fit learned from other frameworks' runs "
+                "on the same GPU generation and the priors, so its error for this framework "
+                "is not measured; fit runs of this framework for rates of its own."
+          : std::string();
   if (record.cross_validated_mape.empty()) {
     return fitted_to +
            " but has no cross-validated error: its runs came from one source, so the fit could "
            "leave none out to predict, and nothing says how far off these step times are for "
            "runs it did not see; there is no 80% interval either. Fit at least two sources for "
-           "both.";
+           "both." +
+           unseen;
   }
   double lo = 1e300, hi = 0;
   std::string worst;
@@ -218,7 +229,8 @@ std::string step_time_caveat(const Profile& profile, const FrameworkConvention& 
                                "narrows it."
                              : ".")
               : "; too few for an 80% interval, which needs the cross-validated residuals of " +
-                    interval_needs_text() + ".");
+                    interval_needs_text() + ".") +
+         unseen;
 }
 
 std::string no_interval_reason(const Profile& profile, const FrameworkConvention& framework) {

@@ -101,7 +101,9 @@ std::vector<std::pair<const char*, double>> headline_figures(const StepEstimate&
 /// source, so the fit left none out); or "Profile NAME is fitted (meshplan fit) to 3 files
 /// (...); predicted by a fit that left each source out, their runs' step times were 8-15% off
 /// per source on average (cross-validated; the most: SOURCE)" and whether `framework`'s family has
-/// an 80% interval from those errors (step_interval).
+/// an 80% interval from those errors (step_interval); and, where the record's
+/// families_with_runs lacks `framework`'s family, "It saw no run of the FAMILY family
+/// (framework NAME): ..." (its rates are other families' and the priors, its error unmeasured).
 std::string step_time_caveat(const Profile& profile, const FrameworkConvention& framework);
 
 /// Why `profile` gives `framework`'s family no 80% interval (plan's Why: "No 80% interval:

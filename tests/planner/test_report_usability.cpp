@@ -947,6 +947,54 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "the caveat says when the profile's fit saw no run of the framework's family, and a plan "
+    "keeps that",
+    "[usability][plan]") {
+  // The shipped a100 fit's report has runs of the megatron family (Megatron-LM's papers) and the
+  // other family (Hagemann's codebase), none of pytorch: fsdp (torchtitan) on A100 borrows the
+  // others' rates; on H100 torchtitan's runs gave pytorch its own (configs/profiles/*.json
+  // fitted.report.parameters, "fitted" per family).
+  const std::string unseen =
+      "It saw no run of the pytorch family (framework fsdp): its step times use the rates the "
+      "fit learned from other frameworks' runs on the same GPU generation and the priors";
+  const std::vector<std::string> fsdp = {"estimate", "--model", "llama3-8b",   "--dp", "64",
+                                         "--zero",   "3",       "--framework", "fsdp", "--mbs",
+                                         "1",        "--seq",   "8192"};
+  std::vector<std::string> a100 = fsdp, h100 = fsdp;
+  a100.insert(a100.end(), {"--cluster", "dgx-a100"});
+  h100.insert(h100.end(), {"--cluster", "dgx-h100"});
+  const test::CliResult on_a100 = test::run(a100);
+  const test::CliResult on_h100 = test::run(h100);
+  REQUIRE(on_a100.exit_code == 0);
+  REQUIRE(on_h100.exit_code == 0);
+  CHECK_THAT(on_a100.out, Contains(unseen));
+  CHECK_THAT(on_h100.out, !Contains("It saw no run of the"));
+  // Megatron on A100 had runs: no such sentence.
+  const test::CliResult megatron_a100 =
+      test::run({"estimate", "--model", "llama3-8b", "--dp", "8", "--cluster", "dgx-a100"});
+  REQUIRE(megatron_a100.exit_code == 0);
+  CHECK_THAT(megatron_a100.out, !Contains("It saw no run of the"));
+  // plan.json's copy of the profile keeps the families (report_of_record), and estimate --plan
+  // says the same.
+  const std::string dir = test::temp_dir() + "/caveat-unseen-family";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string out = dir + "/p.json";
+  const test::CliResult planned =
+      test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--gbs", "64", "--cluster",
+                 "dgx-a100", "--framework", "fsdp", "--out", out});
+  INFO(planned.err);
+  REQUIRE(planned.exit_code == 0);
+  CHECK_THAT(planned.out, Contains(unseen));
+  const nlohmann::json written = load_json_file(out);
+  CHECK(written.at("inputs").at("profile").at("fitted").at("report").at("families_with_runs") ==
+        nlohmann::json::array({"megatron", "other"}));
+  const test::CliResult again = test::run({"estimate", "--plan", out});
+  REQUIRE(again.exit_code == 0);
+  CHECK_THAT(again.out, Contains(unseen));
+}
+
+TEST_CASE(
     "estimate --plan says the shipped profile's caveat as plan does, estimate prints the "
     "80% interval",
     "[usability][plan]") {
