@@ -131,9 +131,13 @@ std::string render_text(const ValidationReport& r) {
     }
   }
 
-  out << "\nSummary (MAPE = mean |error|; worst = the case with the largest |error|):\n";
-  Table summary({"source", "metric", "cases", "MAPE", "worst case", "worst error"},
-                {true, true, false, false, true, false});
+  out << "\nSummary (MAPE = mean |error|; bias = the geometric mean of predicted / measured - 1, "
+         "the offset one factor for the source would remove, as a fit to its own runs does; "
+         "less bias = the MAPE once that factor is divided out, the scatter within the source; "
+         "worst = the case with the largest |error|):\n";
+  Table summary(
+      {"source", "metric", "cases", "MAPE", "bias", "less bias", "worst case", "worst error"},
+      {true, true, false, false, false, false, true, false});
   std::vector<const SourceSummary*> all;
   for (const SourceSummary& s : r.sources) all.push_back(&s);
   all.push_back(&r.overall);
@@ -142,7 +146,8 @@ std::string render_text(const ValidationReport& r) {
     if (s == &r.overall) summary.add_rule();
     for (const MetricSummary& m : s->metrics) {
       summary.add_row({s->source, m.metric, std::to_string(m.cases), percent(m.mape, false),
-                       m.worst_id, percent(m.worst_error, true)});
+                       percent(m.bias, true), percent(m.mape_after_bias, false), m.worst_id,
+                       percent(m.worst_error, true)});
     }
   }
   out << summary.render();
@@ -187,10 +192,9 @@ std::string render_text(const ValidationReport& r) {
 nlohmann::json summary_json(const SourceSummary& s) {
   nlohmann::json metrics = nlohmann::json::object();
   for (const MetricSummary& m : s.metrics) {
-    metrics[m.metric] = {{"cases", m.cases},
-                         {"mape", m.mape},
-                         {"worst_id", m.worst_id},
-                         {"worst_error", m.worst_error}};
+    metrics[m.metric] = {{"cases", m.cases},       {"mape", m.mape},
+                         {"bias", m.bias},         {"mape_after_bias", m.mape_after_bias},
+                         {"worst_id", m.worst_id}, {"worst_error", m.worst_error}};
   }
   nlohmann::json j = {{"metrics", metrics}};
   if (s.oom.total() > 0) {
@@ -245,7 +249,9 @@ nlohmann::json render_json(const ValidationReport& r) {
             {"mfu", "fraction"},
             {"peak_bytes", "bytes"},
             {"oom", "true = out of memory"},
-            {"error", "(predicted - measured) / measured, a fraction"}}},
+            {"error", "(predicted - measured) / measured, a fraction"},
+            {"bias", "exp(mean ln(1 + error)) - 1 over a summary's cases, a fraction"},
+            {"mape_after_bias", "mean |(1 + error) / (1 + bias) - 1|, a fraction"}}},
           {"cases", cases},
           {"cross_validated", r.cross_validated},
           {"prior_only", prior_only},

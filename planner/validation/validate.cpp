@@ -275,6 +275,17 @@ SourceSummary summarize(const std::string& source, const std::vector<Comparison>
     }
     if (m.cases == 0) continue;
     m.mape = sum / static_cast<double>(m.cases);
+    double log_sum = 0;
+    for (const Comparison& c : comparisons) {
+      if (c.metric == metric && c.error) log_sum += std::log1p(*c.error);
+    }
+    const double factor = std::exp(log_sum / static_cast<double>(m.cases));
+    m.bias = factor - 1;
+    double after = 0;
+    for (const Comparison& c : comparisons) {
+      if (c.metric == metric && c.error) after += std::abs((1 + *c.error) / factor - 1);
+    }
+    m.mape_after_bias = after / static_cast<double>(m.cases);
     s.metrics.push_back(m);
   }
   for (const Comparison& c : comparisons) {

@@ -98,6 +98,14 @@ struct MetricSummary {
   double mape = 0;         ///< mean |error|, a fraction
   std::string worst_id;    ///< the case with the largest |error|
   double worst_error = 0;  ///< its signed error
+  /// The offset one common factor would remove: the geometric mean of predicted / measured over
+  /// the cases, minus 1 (exp(mean ln(1 + error)) - 1), a fraction; + too high (step time: too
+  /// slow; throughput: too fast). A fit to the source's own runs (meshplan fit) removes about
+  /// this much.
+  double bias = 0;
+  /// The MAPE left once that factor is divided out: mean |(1 + error) / (1 + bias) - 1|, a
+  /// fraction: the scatter between the source's cases that no common factor removes.
+  double mape_after_bias = 0;
 };
 
 /// Predicted fit/OOM x measured fit/OOM.

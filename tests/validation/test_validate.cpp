@@ -74,6 +74,31 @@ TEST_CASE("validate: every published run yields a comparison", "[validation][val
   }
 }
 
+TEST_CASE("validate: a summary splits the MAPE into one factor's bias and the scatter left",
+          "[validation][validate]") {
+  // Two step times predicted 0.81x and 1.0x their measured value: errors -19% and 0%, MAPE 9.5%.
+  // The geometric mean of the ratios is sqrt(0.81 x 1.0) = 0.9: bias -10%. Divided by 0.9 the
+  // ratios are 0.9 and 1.111..: |errors| 0.1 and 0.111.., a MAPE after bias of 0.10555...
+  // (larger than the MAPE here: one factor cannot help two cases whose errors differ by 19%).
+  std::vector<Comparison> cs(2);
+  cs[0] = {"a", "s", kMetricStepTime, 0.81, 1.0, -0.19, {}, {}, "", {}};
+  cs[1] = {"b", "s", kMetricStepTime, 2.0, 2.0, 0.0, {}, {}, "", {}};
+  const SourceSummary s = summarize("s", cs);
+  const MetricSummary* m = s.find(kMetricStepTime);
+  REQUIRE(m != nullptr);
+  CHECK(m->mape == Approx(0.095).epsilon(1e-12));
+  CHECK(m->bias == Approx(-0.1).epsilon(1e-12));
+  CHECK(m->mape_after_bias == Approx((0.1 + 1.0 / 0.9 - 1) / 2).epsilon(1e-12));
+  // All predicted 20% too slow: bias +20%, nothing left after it.
+  cs[0] = {"a", "s", kMetricStepTime, 1.2, 1.0, 0.2, {}, {}, "", {}};
+  cs[1] = {"b", "s", kMetricStepTime, 2.4, 2.0, 0.2, {}, {}, "", {}};
+  const SourceSummary all_slow = summarize("s", cs);
+  const MetricSummary* uniform = all_slow.find(kMetricStepTime);
+  REQUIRE(uniform != nullptr);
+  CHECK(uniform->bias == Approx(0.2).epsilon(1e-12));
+  CHECK(uniform->mape_after_bias == Approx(0.0).margin(1e-12));
+}
+
 TEST_CASE("validate: MAPE within the current bounds (thresholds.hpp)", "[validation][validate]") {
   for (const vt::MapeBound& b : vt::kMapeBounds) {
     INFO(b.source << " " << b.metric);
