@@ -11,6 +11,7 @@
 #include "common/atomic_write.hpp"
 #include "common/flags.hpp"
 #include "common/format.hpp"
+#include "costmodel/oom_risk.hpp"
 #include "planner/cli/commands.hpp"
 #include "planner/cli/fold_option.hpp"
 #include "planner/config/input_files.hpp"
@@ -127,7 +128,10 @@ std::string render(const ProfileFit& f, const std::string& out_path, double seco
           << f.base.name << " has no fitted values of this generation\n";
     }
   }
-  out << "\nOOM classification and peak MAPE per source (before: the priors; cross-validated: "
+  out << "\nOOM classification accuracy (the share of fit/OOM outcomes predicted right, OOM "
+         "predicted where the OOM risk is above "
+      << risk_percent(kDefaultMaxOomRisk)
+      << " as plan excludes) and peak MAPE per source (before: the priors; cross-validated: "
          "refitted without the run's (study, GPU count, sequence length) group):\n";
   Table scores(
       {"source", "outcomes", "before", "fitted", "cross-validated", "peaks", "peak MAPE cv"},

@@ -1,6 +1,7 @@
 #include "planner/report/layout_summary.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <sstream>
 
 #include "common/format.hpp"
@@ -149,11 +150,37 @@ nlohmann::json breakdown_json(const StepBreakdown& b) {
 
 namespace {
 
-/// " (a.json, b.json)" of a fit's files, "" for none.
-std::string files_text(const std::vector<std::string>& files) {
+/// " (a.json, b.json)" of a fit's files, "" for none; a `note` goes after them (" (a.json;
+/// NOTE)").
+std::string files_text(const std::vector<std::string>& files, const std::string& note = "") {
   std::string text;
   for (const std::string& f : files) text += (text.empty() ? " (" : ", ") + f;
+  if (!note.empty()) text += (text.empty() ? " (" : "; ") + note;
   return text.empty() ? text : text + ")";
+}
+
+/// The files of `record` that gave the fit runs of its GPU generation: those whose stem is a
+/// source of record.errors (a file of other generations only feeds the pooled interval, fit.hpp
+/// interval_for). All of record.files where the record has no errors.
+std::vector<std::string> files_with_runs(const FitRecord& record) {
+  if (record.errors.empty()) return record.files;
+  std::vector<std::string> out;
+  for (const std::string& f : record.files) {
+    const std::string stem = std::filesystem::path(f).stem().string();
+    if (std::any_of(record.errors.begin(), record.errors.end(),
+                    [&](const FitSourceError& e) { return e.source == stem; })) {
+      out.push_back(f);
+    }
+  }
+  return out;
+}
+
+/// The runs of the fit's GPU generation: report.errors has a row per source and time metric,
+/// and each run is compared on one metric.
+std::int64_t runs_of_generation(const FitRecord& record) {
+  std::int64_t n = 0;
+  for (const FitSourceError& e : record.errors) n += e.runs;
+  return n;
 }
 
 /// What an 80% interval needs of a fit's cross-validated residuals (interval_for,
@@ -180,13 +207,19 @@ std::string step_time_caveat(const Profile& profile, const FrameworkConvention& 
            "how far off its step times are for runs it did not see.";
   }
   const FitRecord& record = *profile.fitted.record;
+  const std::vector<std::string> used = files_with_runs(record);
+  const std::size_t unused = record.files.size() - used.size();
+  const std::string unused_note =
+      unused == 0 ? std::string()
+                  : (unused == 1 ? std::string("the other file")
+                                 : "the other " + std::to_string(unused) + " files") +
+                        " it read had no run of its GPU generation";
   const std::string fitted_to =
       name + " is fitted (meshplan fit) to " +
-      (shipped
-           ? "published runs, " + counted(static_cast<std::int64_t>(record.files.size()), "file") +
-                 " of ../shared/data"
-           : counted(static_cast<std::int64_t>(record.files.size()), "file") +
-                 files_text(record.files));
+      (shipped ? "published runs of " + counted(static_cast<std::int64_t>(used.size()), "file") +
+                     " of ../shared/data" + (unused_note.empty() ? "" : " (" + unused_note + ")")
+               : "runs of " + counted(static_cast<std::int64_t>(used.size()), "file") +
+                     files_text(used, unused_note));
   // A framework family without runs in the fit takes the generation's shared values and the
   // priors: the errors the caveat quotes are other families' runs'.
   const std::string family = framework_family(framework);
@@ -215,16 +248,23 @@ std::string step_time_caveat(const Profile& profile, const FrameworkConvention& 
   const std::string range = fixed(100 * lo, 0) == fixed(100 * hi, 0)
                                 ? fixed(100 * lo, 0) + "%"
                                 : fixed(100 * lo, 0) + "-" + fixed(100 * hi, 0) + "%";
+  const std::optional<StepInterval> interval = step_interval(profile, framework);
+  // fit_profile.cpp pools the runs of every generation where this one's sources are too few.
+  const std::string interval_from =
+      interval && interval->cases > runs_of_generation(record)
+          ? "from the cross-validated errors of " + std::to_string(interval->cases) +
+                " runs of every GPU generation in the fit's files (its own generation's sources "
+                "are too few for one alone)"
+          : std::string("from those errors");
   return fitted_to +
          "; predicted by a fit that left each source out, their runs' step times were " + range +
          " off per source on average (cross-validated" +
          (record.cross_validated_mape.size() > 1 ? "; the most: " + worst : std::string()) +
          (shipped ? "; README, Validation)" : ")") +
-         (step_interval(profile, framework)
-              ? std::string(
-                    "; the 80% interval (beside estimate's step time, in plan's Why, --json "
-                    "step_time_s_p10/p90) is taken "
-                    "from those errors") +
+         (interval
+              ? "; the 80% interval (beside estimate's step time, in plan's Why, --json "
+                "step_time_s_p10/p90) is taken " +
+                    interval_from +
                     (shipped ? ", and a profile fitted to the cluster's own runs (meshplan fit) "
                                "narrows it."
                              : ".")

@@ -97,13 +97,18 @@ std::vector<std::pair<const char*, double>> headline_figures(const StepEstimate&
 /// own fit's record ("The shipped profile NAME ..." for a shipped one, is_shipped_profile,
 /// which names the README's Validation section): "Profile NAME has no fitted
 /// section: ..." (the unfitted model, no error, no interval); "Profile NAME is fitted (meshplan
-/// fit) to 1 file (F.json) but has no cross-validated error: ..." (its runs came from one
-/// source, so the fit left none out); or "Profile NAME is fitted (meshplan fit) to 3 files
-/// (...); predicted by a fit that left each source out, their runs' step times were 8-15% off
-/// per source on average (cross-validated; the most: SOURCE)" and whether `framework`'s family has
-/// an 80% interval from those errors (step_interval); and, where the record's
-/// families_with_runs lacks `framework`'s family, "It saw no run of the FAMILY family
-/// (framework NAME): ..." (its rates are other families' and the priors, its error unmeasured).
+/// fit) to runs of 1 file (F.json) but has no cross-validated error: ..." (its runs came from one
+/// source, so the fit left none out); or "Profile NAME is fitted (meshplan fit) to runs of 3
+/// files (...); predicted by a fit that left each source out, their runs' step times were 8-15%
+/// off per source on average (cross-validated; the most: SOURCE)" and whether `framework`'s
+/// family has an 80% interval from those errors (step_interval), or from the cross-validated
+/// runs of every generation in the fit's files (where the interval counts more runs than the
+/// record's errors: fit_profile.cpp pools them when the generation's sources are too few). The
+/// files named are those with runs of the fit's generation (a source of the record's errors);
+/// the others it read are counted ("the other 7 files it read had no run of its GPU
+/// generation"). Where the record's families_with_runs lacks `framework`'s family, "It saw no
+/// run of the FAMILY family (framework NAME): ..." (its rates are other families' and the
+/// priors, its error unmeasured).
 std::string step_time_caveat(const Profile& profile, const FrameworkConvention& framework);
 
 /// Why `profile` gives `framework`'s family no 80% interval (plan's Why: "No 80% interval:

@@ -858,10 +858,12 @@ namespace {
 /// configs/profiles/h100.json named `name`, as `meshplan fit` of `files` would write it: no
 /// family has an interval, and the report's errors are `errors`.
 std::string user_fitted_h100(const std::string& name, const std::vector<std::string>& files,
-                             const nlohmann::json& errors) {
+                             const nlohmann::json& errors, bool keep_interval = false) {
   nlohmann::json j = nlohmann::json::parse(test::read_config("profiles/h100.json"));
   j["name"] = name;
-  for (auto& [family, fit] : j["fitted"]["families"].items()) fit["interval"] = nullptr;
+  if (!keep_interval) {
+    for (auto& [family, fit] : j["fitted"]["families"].items()) fit["interval"] = nullptr;
+  }
   j["fitted"]["report"] = {{"files", files}, {"errors", errors}};
   return test::write_temp_file(name + ".json", j.dump(2));
 }
@@ -906,7 +908,7 @@ TEST_CASE(
                                "(megatron-readme-h100.json), so it has no cross-validated "
                                "residuals to take an interval from; fit at least two sources.\n"));
     CHECK_THAT(r.out, !Contains("the profile has no fitted section"));
-    CHECK_THAT(r.out, Contains("Profile one-source is fitted (meshplan fit) to 1 file "
+    CHECK_THAT(r.out, Contains("Profile one-source is fitted (meshplan fit) to runs of 1 file "
                                "(megatron-readme-h100.json) but has no cross-validated error"));
     CHECK_THAT(r.out, !Contains("The shipped profile"));
   }
@@ -922,7 +924,7 @@ TEST_CASE(
     REQUIRE(r.exit_code == 0);
     CHECK_THAT(
         r.out,
-        Contains("Profile two-sources is fitted (meshplan fit) to 2 files (a.json, "
+        Contains("Profile two-sources is fitted (meshplan fit) to runs of 2 files (a.json, "
                  "b.json); predicted by a fit that left each source out, their "
                  "runs' step times were 7-16% off per source on average "
                  "(cross-validated; the most: a); too few for an 80% interval, which needs the "
@@ -934,15 +936,51 @@ TEST_CASE(
   SECTION("a shipped profile gives its own fit's figures, not another generation's") {
     // configs/profiles/b200.json fitted.report.errors: the three Megatron-Bridge containers,
     // cross-validated 12.6% (mbridge-2509), 11.7% (-2511), 8.5% (-2602) -> "9-13%", the most
-    // on mbridge-2509; its report lists 10 files (the dense files for the interval).
+    // on mbridge-2509; its report lists 10 files, 7 of them without a Blackwell run (read for
+    // the interval, which pools 316 cross-validated runs of every generation: more than the
+    // 21 + 17 + 14 = 52 of its errors).
     const test::CliResult r = test::run(
         {"plan", "--model", "llama3-8b", "--cluster", "dgx-b200", "--gpus", "8", "--top", "1"});
     REQUIRE(r.exit_code == 0);
     CHECK_THAT(r.out, Contains("The shipped profile b200 is fitted (meshplan fit) to published "
-                               "runs, 10 files of ../shared/data; predicted by a fit that left "
+                               "runs of 3 files of ../shared/data (the other 7 files it read had "
+                               "no run of its GPU generation); predicted by a fit that left "
                                "each source out, their runs' step times were 9-13% off per "
                                "source on average (cross-validated; the most: mbridge-2509; "
                                "README, Validation)"));
+    CHECK_THAT(r.out, Contains("is taken from the cross-validated errors of 316 runs of every GPU "
+                               "generation in the fit's files"));
+  }
+  SECTION(
+      "a file without runs of the generation is not named as fitted; an interval of every "
+      "generation's runs says so") {
+    // The h100 fit of ../shared/data/moe-blackwell: runs from 2 of its 3 files, 6 + 5 = 11 runs;
+    // the shipped h100 intervals kept here count 230 runs (> 11: pooled over generations).
+    const std::string moe = user_fitted_h100(
+        "h100-moe", {"mbridge-2509.json", "mbridge-2511.json", "mbridge-2602.json"},
+        {{{"source", "mbridge-2511"}, {"runs", 6}, {"mape_cross_validated", 0.032}},
+         {{"source", "mbridge-2602"}, {"runs", 5}, {"mape_cross_validated", 0.047}}},
+        true);
+    const test::CliResult r =
+        test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--top", "1", "--profile", moe});
+    REQUIRE(r.exit_code == 0);
+    CHECK_THAT(r.out, Contains("Profile h100-moe is fitted (meshplan fit) to runs of 2 files "
+                               "(mbridge-2511.json, mbridge-2602.json; the other file it read "
+                               "had no run of its GPU generation); predicted by a fit that left "
+                               "each source out, their runs' step times were 3-5% off"));
+    CHECK_THAT(r.out, Contains("is taken from the cross-validated errors of 230 runs of every GPU "
+                               "generation in the fit's files (its own generation's sources are "
+                               "too few for one alone)."));
+    // Errors over 150 + 80 = 230 runs, as many as the interval's: its own runs' errors.
+    const std::string own =
+        user_fitted_h100("h100-own", {"a.json", "b.json"},
+                         {{{"source", "a"}, {"runs", 150}, {"mape_cross_validated", 0.1}},
+                          {{"source", "b"}, {"runs", 80}, {"mape_cross_validated", 0.1}}},
+                         true);
+    const test::CliResult o =
+        test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--top", "1", "--profile", own});
+    REQUIRE(o.exit_code == 0);
+    CHECK_THAT(o.out, Contains("step_time_s_p10/p90) is taken from those errors."));
   }
 }
 
