@@ -162,6 +162,35 @@ std::string tie_lines(const SearchRequest& r, const SearchResult& result, const 
   return s.str();
 }
 
+/// The line under plan's table where a listed row's ledger is above the GPU's memory and yet it
+/// fits (a fitted ledger bias puts its expected peak, the median of memory_outlook, below):
+/// "memory GiB is the worst stage's ledger; rows 3, 7 list one above the GPU's 79.6 GiB and fit:
+/// the fitted ledger bias of this framework family, +16.1% (...), puts their expected peaks at
+/// 69.9, 70.3 GiB (OOM risk beside them)." "" where no row does.
+std::string ledger_above_capacity_text(const SearchRequest& r,
+                                       const std::vector<Candidate>& ranked) {
+  const double capacity = r.cluster.gpu.memory_bytes;
+  std::string rows, peaks;
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < ranked.size(); ++i) {
+    if (ranked[i].peak_bytes <= capacity) continue;
+    rows += (n == 0 ? "" : ", ") + std::to_string(i + 1);
+    peaks += (n == 0 ? "" : ", ") + fixed(ranked[i].peak_bytes_p50 / kGiB, 1);
+    ++n;
+  }
+  if (n == 0) return "";
+  const std::string bias =
+      ledger_bias_text(std::exp(fitted_rates(r.profile, r.setup.framework).oom_log_bias));
+  return "memory GiB is the worst stage's ledger; " + std::string(n == 1 ? "row " : "rows ") +
+         rows + (n == 1 ? " lists one" : " list one") + " above the GPU's " + gib(capacity) +
+         " and " + (n == 1 ? "fits" : "fit") + ": " +
+         (bias.empty()
+              ? "the OOM risk limit taken (--max-oom-risk) allows it"
+              : bias + ", puts " + (n == 1 ? "its expected peak" : "their expected peaks") +
+                    " at " + peaks + " GiB") +
+         " (OOM risk beside " + (n == 1 ? "it" : "them") + ").\n";
+}
+
 }  // namespace
 
 std::string rejected_text(const SearchResult& result) {
@@ -510,6 +539,7 @@ std::string render_plan(const SearchRequest& r, const SearchResult& result) {
       t.add_row(row);
     }
     s << t.render(0);
+    s << ledger_above_capacity_text(r, result.ranked);
     s << mfu_label(headline_definition) << ": model FLOPs over the dense "
       << half_dtype_name(r.setup.precision) << " peak (" << headline_count_text(r.setup.framework)
       << quantized_mfu_peak_text(r.cluster.gpu, r.setup.precision) << "; --json "

@@ -310,6 +310,7 @@ class Worker {
     const MemoryOutlook outlook = memory_outlook(peak, r_.cluster.gpu.memory_bytes, setup_.fitted);
     c.oom_risk = outlook.oom_risk;
     c.peak_bytes_p10 = outlook.peak_bytes_p10;
+    c.peak_bytes_p50 = outlook.peak_bytes_p50;
     c.peak_bytes_p90 = outlook.peak_bytes_p90;
     c.worst_stage = worst;
     c.mfu = e.mfu;

@@ -104,9 +104,10 @@ struct Candidate {
   /// The 80% interval of the measured step time (StepEstimate); 0 and 0 without one.
   double step_time_s_p10 = 0, step_time_s_p90 = 0;
   double peak_bytes = 0;  ///< worst stage
-  /// OOM risk and the 80% interval of the peak (costmodel/oom_risk.hpp).
+  /// OOM risk, the 80% interval of the peak and its median (the expected peak: the ledger's
+  /// over the family's fitted bias), bytes (costmodel/oom_risk.hpp).
   double oom_risk = 0;
-  double peak_bytes_p10 = 0, peak_bytes_p90 = 0;
+  double peak_bytes_p10 = 0, peak_bytes_p50 = 0, peak_bytes_p90 = 0;
   std::int64_t worst_stage = 0;
   double mfu = 0;                    ///< StepEstimate::mfu (attention non-causal)
   double tflops_per_gpu = 0;         ///< model FLOP/s per GPU / 1e12 (attention non-causal, as mfu)

@@ -1072,3 +1072,42 @@ TEST_CASE(
                       " s (80% interval " + fixed(e.at("step_time_s_p10").get<double>(), 3) +
                       " - " + fixed(e.at("step_time_s_p90").get<double>(), 3) + " s)\n"));
 }
+
+TEST_CASE(
+    "plan's table says which rows list a ledger above the GPU's memory, and their expected "
+    "peak",
+    "[usability][plan]") {
+  // Llama 3 405B on 1024 H100: the shipped h100 profile's megatron family has a fitted ledger
+  // bias (oom_log_bias b = 0.1489: the ledger runs exp(b) = 1.161x the measured peaks), so a row
+  // whose ledger is above the H100's 79.6 GiB can fit (a ledger of up to 81.1 GiB keeps the OOM
+  // risk at 5%); its expected peak is its ledger x exp(-b).
+  const std::vector<std::string> args = {"plan",  "--model", "llama3-405b", "--gpus", "1024",
+                                         "--top", "5"};
+  std::vector<std::string> json_args = args;
+  json_args.push_back("--json");
+  const test::CliResult text = test::run(args), json = test::run(json_args);
+  REQUIRE(text.exit_code == 0);
+  REQUIRE(json.exit_code == 0);
+  const nlohmann::json plan = nlohmann::json::parse(json.out);
+  const double b = load_profile("h100").fitted.families.at("megatron").rates.oom_log_bias;
+  const double capacity = load_cluster("dgx-h100").gpu.memory_bytes;
+  std::string rows, peaks;
+  for (std::size_t i = 0; i < plan["ranked"].size(); ++i) {
+    const double ledger = plan["ranked"][i]["peak_bytes"].get<double>();
+    if (ledger <= capacity) continue;
+    rows += (rows.empty() ? "" : ", ") + std::to_string(i + 1);
+    peaks += (peaks.empty() ? "" : ", ") + fixed(ledger * std::exp(-b) / kGiB, 1);
+  }
+  REQUIRE(rows.find(", ") != std::string::npos);  // two rows or more: the plural wording
+  CHECK_THAT(text.out, Contains("memory GiB is the worst stage's ledger; rows " + rows +
+                                " list one above the GPU's 79.6 GiB and fit: the fitted ledger "
+                                "bias of this framework family, +16.1% (the ledger "
+                                "over-estimates its measured peaks), puts their expected peaks "
+                                "at " +
+                                peaks + " GiB (OOM risk beside them)."));
+  // Under it, nothing to say: Llama 3 8B on 8 H100 lists no ledger above 79.6 GiB.
+  const test::CliResult small =
+      test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--top", "5"});
+  REQUIRE(small.exit_code == 0);
+  CHECK_THAT(small.out, !Contains("memory GiB is the worst stage's ledger"));
+}
