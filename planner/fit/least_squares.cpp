@@ -3,8 +3,9 @@
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cstddef>
-#include <exception>
 #include <thread>
+
+#include "common/strided_parallel.hpp"
 
 namespace meshplan {
 
@@ -23,42 +24,24 @@ void clamp_into(std::vector<double>& x, const std::vector<double>& lower,
 
 /// Fills `jacobian` (m x n) at x by forward differences (backward at an upper bound), column
 /// j from one call of `residuals` at x moved along j. The columns are independent: up to
-/// `workers` threads take every workers-th column each, and each column's arithmetic is the
-/// same whichever thread runs it, so the bits do not depend on the thread count. Rethrows the
-/// first exception a call of `residuals` threw (lowest column first).
+/// `workers` threads take them (strided_parallel_for), and each column's arithmetic is the same
+/// whichever thread runs it, so the bits do not depend on the thread count. Rethrows the first
+/// exception a call of `residuals` threw (lowest column first).
 void forward_difference_jacobian(const Residuals& residuals, const std::vector<double>& x,
                                  const std::vector<double>& r, const std::vector<double>& lower,
                                  const std::vector<double>& upper, std::size_t workers,
                                  Eigen::MatrixXd& jacobian) {
-  const std::size_t n = x.size();
-  std::vector<std::exception_ptr> failure(n);
-  const auto column = [&](std::size_t k) {
-    try {
-      const double step = 1e-6 * (upper[k] - lower[k]);
-      std::vector<double> moved = x;
-      const double sign = moved[k] + step <= upper[k] ? 1.0 : -1.0;
-      moved[k] += sign * step;
-      const std::vector<double> r_moved = residuals(moved);
-      const Eigen::Index j = static_cast<Eigen::Index>(k);
-      for (std::size_t q = 0; q < r.size(); ++q) {
-        jacobian(static_cast<Eigen::Index>(q), j) = (r_moved[q] - r[q]) / (sign * step);
-      }
-    } catch (...) {
-      failure[k] = std::current_exception();
+  strided_parallel_for(x.size(), workers, [&](std::size_t k, std::size_t) {
+    const double step = 1e-6 * (upper[k] - lower[k]);
+    std::vector<double> moved = x;
+    const double sign = moved[k] + step <= upper[k] ? 1.0 : -1.0;
+    moved[k] += sign * step;
+    const std::vector<double> r_moved = residuals(moved);
+    const Eigen::Index j = static_cast<Eigen::Index>(k);
+    for (std::size_t q = 0; q < r.size(); ++q) {
+      jacobian(static_cast<Eigen::Index>(q), j) = (r_moved[q] - r[q]) / (sign * step);
     }
-  };
-  workers = std::clamp<std::size_t>(workers, 1, n);
-  std::vector<std::thread> threads;
-  for (std::size_t t = 1; t < workers; ++t) {
-    threads.emplace_back([&, t] {
-      for (std::size_t k = t; k < n; k += workers) column(k);
-    });
-  }
-  for (std::size_t k = 0; k < n; k += workers) column(k);
-  for (std::thread& thread : threads) thread.join();
-  for (const std::exception_ptr& e : failure) {
-    if (e) std::rethrow_exception(e);
-  }
+  });
 }
 
 }  // namespace

@@ -6,8 +6,9 @@
 #include <cmath>
 #include <limits>
 #include <memory>
-#include <thread>
 #include <tuple>
+
+#include "common/strided_parallel.hpp"
 
 namespace meshplan {
 
@@ -529,16 +530,10 @@ SearchResult search_layouts(const SearchRequest& request) {
   std::vector<Worker> workers;
   workers.reserve(static_cast<std::size_t>(threads));
   for (int t = 0; t < threads; ++t) workers.emplace_back(request);
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t) {
-    pool.emplace_back([&, t] {
-      for (std::size_t i = static_cast<std::size_t>(t); i < combos.size();
-           i += static_cast<std::size_t>(threads)) {
-        workers[static_cast<std::size_t>(t)].run(combos[i][0], combos[i][1], combos[i][2], i);
-      }
-    });
-  }
-  for (std::thread& t : pool) t.join();
+  strided_parallel_for(combos.size(), static_cast<std::size_t>(threads),
+                       [&](std::size_t i, std::size_t worker) {
+                         workers[worker].run(combos[i][0], combos[i][1], combos[i][2], i);
+                       });
 
   SearchResult out;
   out.smallest_peak_bytes = std::numeric_limits<double>::infinity();
