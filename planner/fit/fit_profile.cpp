@@ -439,6 +439,8 @@ ProfileFit fit_profile(const std::vector<std::string>& paths, const std::string&
       {"memory_unidentified", unidentified_json(out.unidentified_memory)},
       {"memory_errors", memory_errors},
       {"iterations", out.fit.iterations},
+      {"converged", out.fit.converged},
+      {"last_relative_gain", out.fit.last_relative_gain},
       {"runs", run_rows},
       {"errors", per_source},
       {"skipped", skipped}};
