@@ -172,6 +172,12 @@ TEST_CASE("fit: one source's runs into a profile that plan --profile uses", "[va
   // NeMo's runs are predicted too fast by the microbenchmark rates (README's table), so the
   // fit lowers the GEMM rate below the profile's.
   CHECK(scale < 1);
+  // The report says how the least squares ended: a step count within the limit (400), and, had
+  // it stopped there with the cost still falling, converged false and the last gain.
+  const nlohmann::json report = load_json_file(out).at("fitted").at("report");
+  CHECK(report.at("iterations").get<int>() <= 400);
+  CHECK(report.at("converged").get<bool>() == (report.at("iterations").get<int>() < 400));
+  CHECK(report.at("last_relative_gain").get<double>() >= 0);
 
   const std::vector<std::string> plan_args = {"plan", "--model",   "llama3-8b", "--gpus",
                                               "16",   "--cluster", "dgx-h100",  "--framework",
