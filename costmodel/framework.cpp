@@ -126,7 +126,8 @@ std::vector<FrameworkConvention> make_conventions() {
                  4,
                  true});
   all.back().loss_transient_bytes = 2;
-  all.back().dp_grad_overlap = false;  // --overlap-grad-reduce is opt-in
+  all.back().dp_grad_overlap = false;     // --overlap-grad-reduce is opt-in
+  all.back().tp_overlap_needs_sp = true;  // --tp-comm-overlap is opt-in, and needs sp
   all.back().fp8_saves_fp8_inputs = true;
   all.back().pp_p2p_overlap = true;
   all.back().interleaved_waiting_needs_pp_above_2 = true;
@@ -152,17 +153,30 @@ std::vector<FrameworkConvention> make_conventions() {
   legacy.mfu_attention_source = "Megatron-LM's log before 2025-03";
   legacy.recompute_modules = false;
   all.push_back(legacy);
+  // NeMo 2.0's performance recipes (NVIDIA/NeMo b73bfff, 2024-12,
+  // nemo/collections/llm/recipes/*.py pretrain_performance_optimizations: gpt3_175b, llama3_70b,
+  // llama31_*, nemotron3_8b/22b, nemotron4_15b/340b add MegatronCommOverlapCallback(
+  // tp_comm_overlap=True), which keeps it only with tp > 1 and sp) and Megatron-Bridge's
+  // performance configs (NVIDIA-NeMo/Megatron-Bridge v0.2.0 and v0.3.0
+  // scripts/performance/configs: tp_comm_overlap = tp > 1, off for NVFP4) run the TP
+  // collectives beside the GEMMs.
   all.push_back({"nemo",
                  "NeMo / Megatron-Core recipes: half weights and grad buffer "
-                 "(grad_reduce_in_fp32 off), fp32 master, m, v; overlapped DP communication",
+                 "(grad_reduce_in_fp32 off), fp32 master, m, v; overlapped DP and TP "
+                 "communication (TP with sp, not with NVFP4)",
                  "Megatron-Core DistributedDataParallelConfig.grad_reduce_in_fp32 = False; NeMo "
-                 "performance recipes set overlap_grad_reduce and overlap_param_gather",
+                 "performance recipes set overlap_grad_reduce and overlap_param_gather, and "
+                 "tp_comm_overlap (NeMo b73bfff recipes; Megatron-Bridge v0.2.0 performance "
+                 "configs: tp > 1, off for nvfp4)",
                  {half_weights, half_grads, master, adam_m, adam_v},
                  2,
                  4,
                  true});
   all.back().loss_transient_bytes = 2;
   all.back().dp_param_overlap = true;
+  all.back().tp_comm_overlap = 1;
+  all.back().tp_overlap_needs_sp = true;
+  all.back().tp_overlap_off_with_nvfp4 = true;
   all.back().fp8_saves_fp8_inputs = true;
   all.back().pp_p2p_overlap = true;
   all.back().interleaved_waiting_needs_pp_above_2 = true;
@@ -270,6 +284,13 @@ std::optional<FrameworkConvention> find_framework(std::string_view name) {
     if (f.name == name) return f;
   }
   return std::nullopt;
+}
+
+FrameworkConvention with_precision_defaults(FrameworkConvention framework, Precision precision) {
+  if (framework.tp_overlap_off_with_nvfp4 && precision == Precision::kNvfp4) {
+    framework.tp_comm_overlap = 0;
+  }
+  return framework;
 }
 
 std::string zero_stage_problem(const FrameworkConvention& framework, int zero) {

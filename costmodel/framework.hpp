@@ -29,6 +29,7 @@
 
 #include "costmodel/elementwise_bytes.hpp"
 #include "costmodel/flops.hpp"
+#include "costmodel/precision.hpp"
 
 namespace meshplan {
 
@@ -143,6 +144,19 @@ struct FrameworkConvention {
   /// forward (Megatron's opt-in --overlap-param-gather, FSDP prefetch), and an interleaved
   /// schedule's pipeline sends beside compute (pp_p2p_overlap, below).
   double tp_comm_overlap = 0;
+  /// TP overlap runs only with sequence parallelism: Megatron-LM's validate_args asserts
+  /// sequence_parallel with --tp-comm-overlap ("Tensor parallel communication/GEMM overlap can
+  /// happen only when sequence parallelism is enabled", megatron/training/arguments.py at
+  /// d98e8a6), and NeMo's MegatronCommOverlapCallback turns it off without it (NVIDIA/NeMo
+  /// b73bfff, nemo/lightning/pytorch/callbacks/megatron_comm_overlap.py). A layout with sp off
+  /// hides none of its TP collectives (tp_overlap_share).
+  bool tp_overlap_needs_sp = false;
+  /// The convention's default TP overlap is off with NVFP4 GEMMs: Megatron-Bridge's performance
+  /// configs set tp_comm_overlap = tp > 1 except "False if precision == \"nvfp4\""
+  /// (scripts/performance/configs/llama*/llama*_llm_pretrain.py at v0.2.0 and v0.3.0).
+  /// with_precision_defaults applies it; an explicit share (--tp-overlap, a plan file's
+  /// tp_comm_overlap) is taken as given.
+  bool tp_overlap_off_with_nvfp4 = false;
   /// The fused-attention kernel the framework calls (--attention flash; FlashKernel).
   FlashKernel flash_kernel = FlashKernel::kNative;
   /// How the norms, residual adds, activation and RoPE run (elementwise_bytes.hpp): fused
@@ -207,6 +221,11 @@ struct FrameworkConvention {
   /// Whether the framework runs tensor parallelism over `tp` ranks (no_tensor_parallel empty,
   /// or tp 1); tensor_parallel_problem says why not.
   bool runs_tensor_parallel(std::int64_t tp) const { return tp == 1 || no_tensor_parallel.empty(); }
+  /// The share of a layout's TP collectives run beside the GEMMs: tp_comm_overlap, or 0 where
+  /// there is no TP (tp 1) or where tp_overlap_needs_sp and the layout runs without sp.
+  double tp_overlap_share(std::int64_t tp, bool sp) const {
+    return tp > 1 && (sp || !tp_overlap_needs_sp) ? tp_comm_overlap : 0.0;
+  }
   /// An interleaved schedule on `pp` ranks that interleaved_waiting_needs_pp_above_2 refuses.
   bool interleaved_refused(std::int64_t pp) const {
     return interleaved_waiting_needs_pp_above_2 && !pp_p2p_overlap && pp <= 2;
@@ -278,6 +297,12 @@ std::vector<std::string> framework_names();
 
 /// The convention named `name`, or nullopt (the caller reports the error with the known names).
 std::optional<FrameworkConvention> find_framework(std::string_view name);
+
+/// `framework` with the defaults that depend on the training precision applied: TP overlap off
+/// with NVFP4 where tp_overlap_off_with_nvfp4 (Megatron-Bridge's performance configs). Call it
+/// on the convention as found, before an explicit setting (--tp-overlap, a plan file's
+/// tp_comm_overlap, a published run's stated overlaps) replaces a default. Raises nothing.
+FrameworkConvention with_precision_defaults(FrameworkConvention framework, Precision precision);
 
 /// "" when `framework` offers ZeRO stage `zero` (allows_zero); else what is wrong, naming the
 /// stages it offers: "framework fsdp offers ZeRO stages 0, 2, 3". The one check behind --zero

@@ -482,9 +482,10 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
   // async TP) splits each TP collective into chunks that run beside the GEMM next to it (Wang
   // et al. 2023, "Overlap Communication with Dependent Computation via Decomposition", ASPLOS):
   // the share of the collectives so run exposes only what exposed_beside leaves, the rest waits.
+  // Megatron-LM and NeMo run it only with sp (FrameworkConvention::tp_overlap_share).
   // (Written so that no share multiplies an infinite time: a profile's absurd latency stays
   // infinite, not NaN, for require_finite_estimate to name.)
-  const double tp_share = overlap.tp_comm_overlap;
+  const double tp_share = overlap.tp_overlap_share(l.tp, l.sp);
   const auto tp_exposed = [&](double comm, double gemm) {
     const double beside = tp_share > 0 ? tp_share * exposed_beside(comm, gemm, share) : 0.0;
     return tp_share < 1 ? (1 - tp_share) * comm + beside : beside;

@@ -83,7 +83,9 @@ Plan plan_from_flags(const EstimateOptions& o, std::vector<std::string>& notes,
                      o.gpus > 0 ? std::optional<std::int64_t>(o.gpus) : std::nullopt);
   notes.insert(notes.end(), rl.notes.begin(), rl.notes.end());
   const Layout& l = rl.layout;
-  for (std::string& note : idle_overlap_notes(o.in.overlaps, l)) notes.push_back(std::move(note));
+  for (std::string& note : idle_overlap_notes(o.in.overlaps, l, x.framework)) {
+    notes.push_back(std::move(note));
+  }
   if (const std::string problem = node_count_problem(x.cluster, l.gpus()); !problem.empty()) {
     throw InputError("layout " + degrees_text(l, false, " x ") + " = " + std::to_string(l.gpus()) +
                      " GPUs: " + problem +

@@ -6,11 +6,13 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <set>
 #include <sstream>
 
 #include "common/atomic_write.hpp"
 #include "common/flags.hpp"
 #include "common/format.hpp"
+#include "costmodel/counted.hpp"
 #include "costmodel/oom_risk.hpp"
 #include "planner/cli/commands.hpp"
 #include "planner/cli/fold_option.hpp"
@@ -46,11 +48,19 @@ constexpr const char* kFitsValues =
 
 std::string render(const ProfileFit& f, const std::string& out_path, double seconds) {
   std::ostringstream out;
-  out << "Fitted " << f.base.name << " (" << f.fit.generation << ") to " << f.fit.runs
-      << " runs in " << fixed(seconds, 1) << " s (" << f.fit.iterations
-      << " Levenberg-Marquardt steps; cross-validation "
-      << (f.cross_validation ? "refits once per left-out source" : "skipped: one source only")
-      << ")\n";
+  // Without a cross-validation the runs are of one fold: one file, or files of one study
+  // (leave-out study), which --leave-out file cross-validates file by file.
+  std::set<std::string> sources;
+  for (const FitRun& r : f.runs.runs) sources.insert(r.source);
+  const std::string no_cv = sources.size() > 1 && !f.runs.runs.empty()
+                                ? "skipped: its " + std::to_string(sources.size()) +
+                                      " files are one study, " + f.runs.runs.front().fold +
+                                      " (--leave-out file leaves out each file instead)"
+                                : std::string("skipped: one source only");
+  out << "Fitted " << f.base.name << " (" << f.fit.generation << ") to "
+      << counted(static_cast<std::int64_t>(f.fit.runs), "run") << " in " << fixed(seconds, 1)
+      << " s (" << f.fit.iterations << " Levenberg-Marquardt steps; cross-validation "
+      << (f.cross_validation ? "refits once per left-out source" : no_cv) << ")\n";
   if (!f.fit.converged) {
     out << "Note: the fit stopped at its limit of " << kMaxLeastSquaresSteps
         << " steps before a stop rule ended it (a kept step lowering the cost by less than "

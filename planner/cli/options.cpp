@@ -109,7 +109,11 @@ void add_overlap_options(CLI::App& cmd, OverlapFlags& flags) {
                  "outlasts its layer's GEMMs or the share of their SMs it holds (the profile's "
                  "comm_sm_fraction); any share > 0 exports those switches (default: the "
                  "framework's: " +
-                     tp_defaults + ")")
+                     tp_defaults +
+                     "; nemo's 0 with nvfp4, as Megatron-Bridge's performance configs set it). "
+                     "Megatron-LM and NeMo run it only with sp (Megatron-LM's arguments.py "
+                     "refuses --tp-comm-overlap without --sequence-parallel): under megatron, "
+                     "megatron-2023 and nemo a layout with sp off hides none")
       ->check(number_in(0.0, 1.0));
   cmd.add_option("--dp-overlap", flags.dp_overlap,
                  "Overlap the gradient reduction with backward and the ZeRO-1 parameter "
@@ -142,11 +146,16 @@ void apply_overlaps(FrameworkConvention& framework, const OverlapFlags& flags) {
   if (!flags.pp_overlap.empty()) framework.pp_p2p_overlap = flags.pp_overlap == "on";
 }
 
-std::vector<std::string> idle_overlap_notes(const OverlapFlags& flags, const Layout& layout) {
+std::vector<std::string> idle_overlap_notes(const OverlapFlags& flags, const Layout& layout,
+                                            const FrameworkConvention& framework) {
   std::vector<std::string> notes;
   const std::string nothing = ": changes nothing for this layout: ";
   if (flags.tp_overlap >= 0 && layout.tp == 1) {
     notes.push_back("--tp-overlap" + nothing + "tp 1 has no TP collectives");
+  } else if (flags.tp_overlap > 0 && !layout.sp && framework.tp_overlap_needs_sp) {
+    notes.push_back("--tp-overlap" + nothing + "framework " + framework.name +
+                    " overlaps TP collectives only with sp (Megatron-LM refuses "
+                    "--tp-comm-overlap without --sequence-parallel); give --sp on");
   }
   if (!flags.dp_overlap.empty() && layout.dp * layout.cp == 1) {
     notes.push_back("--dp-overlap" + nothing + "dp x cp 1 has no data-parallel communication");

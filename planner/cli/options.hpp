@@ -74,9 +74,11 @@ void add_overlap_options(CLI::App& cmd, OverlapFlags& flags);
 void apply_overlaps(FrameworkConvention& framework, const OverlapFlags& flags);
 
 /// Notes for the overlap flags given that change nothing for `layout` (estimate's one layout):
-/// --tp-overlap with tp 1, --dp-overlap with dp x cp 1, --pp-overlap without an interleaved
-/// schedule (pp 1 or vpp 1, whose sends always wait).
-std::vector<std::string> idle_overlap_notes(const OverlapFlags& flags, const Layout& layout);
+/// --tp-overlap with tp 1, or above 0 with sp off under a `framework` whose TP overlap needs
+/// sp (FrameworkConvention::tp_overlap_needs_sp), --dp-overlap with dp x cp 1, --pp-overlap
+/// without an interleaved schedule (pp 1 or vpp 1, whose sends always wait).
+std::vector<std::string> idle_overlap_notes(const OverlapFlags& flags, const Layout& layout,
+                                            const FrameworkConvention& framework);
 
 /// --elementwise fused|eager (default "": the framework convention's, eager for fsdp, hf and
 /// deepspeed, fused for the others), checked at parse time; estimate and plan take it.

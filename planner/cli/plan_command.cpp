@@ -354,8 +354,8 @@ void check_search(const PlanOptions& o, const Scenario& x, const TrainingSetup& 
     if (setup.framework.runs_context_parallel(2)) free_dims += " x cp";
     if (setup.framework.runs_pipeline(2, 1, 0)) free_dims += " x pp";
     throw InputError(
-        "plan: the pinned dimensions leave no layout of " + std::to_string(o.gpus) +
-        " GPUs to search (check that the pins multiply into the GPU count" +
+        "plan: the pinned dimensions leave no layout of " + counted(o.gpus, "GPU") +
+        " to search (check that the pins multiply into the GPU count" +
         (rules.empty() ? std::string() : rules + ", so " + free_dims + " must be the GPU count") +
         ")");
   }
@@ -591,7 +591,7 @@ CommandAction add_plan_command(CLI::App& app) {
     }
     if (result.ranked.empty()) {
       return nothing_fits(
-          err, "no layout of " + std::to_string(o->gpus) + " GPUs fits" +
+          err, "no layout of " + counted(o->gpus, "GPU") + " fits" +
                    (o->out.empty() ? std::string() : "; --out " + o->out + " was not written") +
                    " (exit code 3; the reasons are listed above)");
     }

@@ -15,7 +15,7 @@ Scenario resolve_scenario(const ScenarioFlags& flags, std::int64_t gpus) {
   }
   s.precision = require_precision(flags.precision, s.cluster.gpu, s.notes);
   require_mfu_peak_flops(s.cluster.gpu, s.precision);
-  s.framework = require_framework(flags.framework);
+  s.framework = with_precision_defaults(require_framework(flags.framework), s.precision);
   apply_overlaps(s.framework, flags.overlaps);
   apply_elementwise(s.framework, flags.elementwise);
   s.profile_name = flags.profile.empty() ? default_profile_name(s.cluster.gpu) : flags.profile;

@@ -133,8 +133,9 @@ std::string render_text(const ValidationReport& r) {
 
   out << "\nSummary (MAPE = mean |error|; bias = the geometric mean of predicted / measured - 1, "
          "the offset one factor for the source would remove, as a fit to its own runs does; "
-         "less bias = the MAPE once that factor is divided out, the scatter within the source; "
-         "worst = the case with the largest |error|):\n";
+         "less bias = the MAPE once that factor is divided out, the scatter within the source "
+         "(above the MAPE where the errors have little in common); worst = the case with the "
+         "largest |error|):\n";
   Table summary(
       {"source", "metric", "cases", "MAPE", "bias", "less bias", "worst case", "worst error"},
       {true, true, false, false, false, false, true, false});
@@ -150,7 +151,9 @@ std::string render_text(const ValidationReport& r) {
                        percent(m.worst_error, true)});
     }
   }
-  out << summary.render();
+  out << (r.overall.metrics.empty()
+              ? "  none: no case compared a number (OOM outcomes only: OOM classification, below)\n"
+              : summary.render());
   if (r.interval_cases > 0) {
     out << "\n80% intervals: " << r.inside_interval << " of " << r.interval_cases
         << " measured time metrics inside ("

@@ -406,7 +406,9 @@ Export export_megatron(const Plan& p, const FrameworkVersion& version) {
   if (p.setup.precision != Precision::kFp16 && f.bytes_per_param(MemoryCategory::kGradients) == 2) {
     a.push_back("--grad-reduce-in-bf16");
   }
-  if (l.tp > 1 && f.tp_comm_overlap > 0) {
+  // Without sp a convention whose TP overlap needs it costed the TP collectives exposed
+  // (tp_overlap_share): nothing to write or drop.
+  if (l.tp > 1 && f.tp_comm_overlap > 0 && (l.sp || !f.tp_overlap_needs_sp)) {
     if (l.sp) {
       a.push_back("--tp-comm-overlap");
     } else {

@@ -287,7 +287,7 @@ TorchtitanLayout torchtitan_layout(const Plan& p, TorchtitanRelease release) {
   // A TP overlap share the prediction assumed (--tp-overlap) is torchtitan's async TP, which
   // works only under torch.compile (torchtitan's config help; CompileConfig.__post_init__ at
   // main refuses it without compile.enable).
-  t.async_tp = l.tp > 1 && p.setup.framework.tp_comm_overlap > 0;
+  t.async_tp = p.setup.framework.tp_overlap_share(l.tp, l.sp) > 0;
   if (t.async_tp && p.setup.framework.elementwise != ElementwiseKernels::kFused) {
     t.dropped.push_back(
         "async TP (the plan hides " + significant(100 * p.setup.framework.tp_comm_overlap, 3) +

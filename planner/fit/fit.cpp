@@ -136,7 +136,7 @@ FitRuns load_fit_runs(const std::vector<std::string>& paths, const std::string& 
                      (generation.empty() ? std::string() : " on " + generation + " GPUs") +
                      (why.empty() ? std::string(": they hold no cases") : ":" + why) +
                      "\ngive meshplan-validation/1 files with measured step times (or TFLOP/s, "
-                     "tokens/s, MFU) of dense models on GPUs of the profile's generation");
+                     "tokens/s, MFU) on GPUs of the profile's generation");
   }
   return out;
 }

@@ -296,7 +296,8 @@ TrainingRead read_training(StrictObject& inputs, const nlohmann::json& raw_input
     t.fail("precision", std::string("is \"") + to_string(r.setup.precision) + "\" but " + gpu.name +
                             " (" + inputs.path() + ".gpu) " + *problem);
   }
-  r.setup.framework = *find_framework(t.choice("framework", framework_names()));
+  r.setup.framework = with_precision_defaults(
+      *find_framework(t.choice("framework", framework_names())), r.setup.precision);
   r.setup.attention = *parse_attention(t.choice("attention", {"flash", "eager"}));
   if (t.has("tp_comm_overlap")) {
     const nlohmann::json& v = raw.at("tp_comm_overlap");
@@ -441,7 +442,9 @@ nlohmann::json plan_to_json(const Plan& plan) {
       {"seq", plan.setup.seq},  {"gbs", plan.layout.gbs},
       {"mbs", plan.layout.mbs}, {"precision", to_string(plan.setup.precision)},
       {"framework", f.name},    {"attention", to_string(plan.setup.attention)}};
-  if (f.tp_comm_overlap != convention->tp_comm_overlap) {
+  // The default the reader takes for the plan's precision (with_precision_defaults).
+  if (f.tp_comm_overlap !=
+      with_precision_defaults(*convention, plan.setup.precision).tp_comm_overlap) {
     training["tp_comm_overlap"] = f.tp_comm_overlap;
   }
   if (f.dp_grad_overlap != convention->dp_grad_overlap ||

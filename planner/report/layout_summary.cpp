@@ -37,9 +37,10 @@ nlohmann::json layout_json(const Layout& l) {
 std::string framework_summary(const FrameworkConvention& f) {
   const auto on_off = [](bool on) { return on ? "on" : "off"; };
   return "framework " + f.name + " (elementwise " + to_string(f.elementwise) + "; overlap: tp " +
-         significant(100 * f.tp_comm_overlap, 3) + "%, dp gradients " + on_off(f.dp_grad_overlap) +
-         ", dp parameters " + on_off(f.dp_param_overlap) + ", interleaved pp sends " +
-         on_off(f.pp_p2p_overlap) + ")";
+         significant(100 * f.tp_comm_overlap, 3) + "%" +
+         (f.tp_overlap_needs_sp && f.tp_comm_overlap > 0 ? " with sp" : "") + ", dp gradients " +
+         on_off(f.dp_grad_overlap) + ", dp parameters " + on_off(f.dp_param_overlap) +
+         ", interleaved pp sends " + on_off(f.pp_p2p_overlap) + ")";
 }
 
 nlohmann::json overlaps_json(const FrameworkConvention& f) {
@@ -231,12 +232,14 @@ std::string step_time_caveat(const Profile& profile, const FrameworkConvention& 
                 "is not measured; fit runs of this framework for rates of its own."
           : std::string();
   if (record.cross_validated_mape.empty()) {
-    return fitted_to +
-           " but has no cross-validated error: its runs came from one source, so the fit could "
-           "leave none out to predict, and nothing says how far off these step times are for "
-           "runs it did not see; there is no 80% interval either. Fit at least two sources for "
-           "both." +
-           unseen;
+    // Several files without a cross-validation: one study's (leave-out study).
+    const bool one_study = used.size() > 1;
+    return fitted_to + " but has no cross-validated error: its runs came from one " +
+           (one_study ? "study" : "source") +
+           ", so the fit could leave none out to predict, and nothing says how far off these "
+           "step times are for runs it did not see; there is no 80% interval either. Fit at "
+           "least two sources for both" +
+           (one_study ? " (meshplan fit --leave-out file leaves out each file)." : ".") + unseen;
   }
   double lo = 1e300, hi = 0;
   std::string worst;
@@ -311,7 +314,7 @@ std::vector<std::string> regime_caveats(const ModelSpec& model, const Layout& la
                   "; the shipped Blackwell profiles fit them to the MoE runs of "
                   "../shared/data/moe-blackwell, the Hopper and Ampere ones saw dense runs only), "
                   "and its 80% interval comes from dense runs. So left, the shipped h100 profile "
-                  "predicts the published Megatron-Bridge H100 MoE runs 22% to 70% too fast "
+                  "predicts the published Megatron-Bridge H100 MoE runs 23% to 70% too fast "
                   "(docs/validation.md); fit a profile to MoE runs, yours or those (meshplan fit "
                   "../shared/data/moe-blackwell/*.json --leave-out file --profile " +
                   profile.name + " --out " + profile.name + "-moe.json, then --profile " +
@@ -326,9 +329,9 @@ std::vector<std::string> regime_caveats(const ModelSpec& model, const Layout& la
   if (layout.cp > 1 && setup.seq >= kLongSequence) {
     out.push_back("cp " + std::to_string(layout.cp) + " at seq " + std::to_string(setup.seq) +
                   ": the published runs of ring attention at 64K-256K tokens (torchtitan, cp "
-                  "2-8), predicted by a fit that left them out, came out 6-46% slower than "
-                  "measured (README, Validation); the shipped profiles, fitted to them, are "
-                  "within -7% to +29%.");
+                  "2-8), predicted by a fit that left them out, came out 15% faster to 18% "
+                  "slower than measured (README, Validation); the shipped profiles, fitted to "
+                  "them, are within -8% to +29%.");
   }
   if (profile.name == "a100") {
     out.push_back(

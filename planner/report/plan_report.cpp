@@ -162,6 +162,13 @@ std::string tie_lines(const SearchRequest& r, const SearchResult& result, const 
   return s.str();
 }
 
+/// What the cluster's GPU domain is linked by, as the explanations name it: "NVLink" for any
+/// NVLink generation (or a cluster that names none), else the intra-node link ("PCIe5").
+std::string domain_link(const ClusterSpec& cluster) {
+  const std::string& link = cluster.intra_node_link;
+  return link.empty() || link.rfind("NVLink", 0) == 0 ? std::string("NVLink") : link;
+}
+
 /// The line under plan's table where a listed row's ledger is above the GPU's memory and yet it
 /// fits (a fitted ledger bias puts its expected peak, the median of memory_outlook, below):
 /// "memory GiB is the worst stage's ledger; rows 3, 7 list one above the GPU's 79.6 GiB and fit:
@@ -246,9 +253,10 @@ std::string expert_mesh_text(const SearchRequest& r, const SearchResult& result)
     << "group that "
     << (l.ep == 1 ? std::string("is one GPU (no all-to-all)")
         : domains == 1
-            ? "stays inside one NVLink domain (" + std::to_string(domain) + " GPUs)"
-            : "spans " + std::to_string(domains) + " NVLink domains (the scale-out NICs, each " +
-                  "GPU's bytes through its own NIC share)")
+            ? "stays inside one " + domain_link(r.cluster) + " domain (" + std::to_string(domain) +
+                  " GPUs)"
+            : "spans " + std::to_string(domains) + " " + domain_link(r.cluster) +
+                  " domains (the scale-out NICs, each " + "GPU's bytes through its own NIC share)")
     << ": " << fixed(w.breakdown.ep_exposed_s, 2) << " s of the " << fixed(w.step_time_s, 2)
     << " s step exposed.";
   for (const Candidate& c : result.ranked) {
@@ -272,10 +280,16 @@ namespace {
 std::string memory_limit_text(const SearchRequest& r) {
   const auto [by_risk, by_reserve] = memory_limits(r);
   const std::string risk = "OOM risk at most " + risk_percent(r.max_oom_risk);
-  if (r.memory_reserve_bytes <= 0) return risk;
-  const std::string reserve = "the expected peak (the ledger's x exp(-oom_log_bias)) kept " +
-                              gib(r.memory_reserve_bytes) +
-                              " below the GPU's memory (--memory-reserve)";
+  // Without a reserve the expected peak still stays within the GPU's memory, which binds where
+  // --max-oom-risk is above 50%.
+  if (r.memory_reserve_bytes <= 0 && by_risk <= by_reserve) return risk;
+  const std::string reserve =
+      r.memory_reserve_bytes > 0
+          ? "the expected peak (the ledger's x exp(-oom_log_bias)) kept " +
+                gib(r.memory_reserve_bytes) + " below the GPU's memory (--memory-reserve)"
+          : std::string(
+                "the expected peak (the ledger's x exp(-oom_log_bias)) within the GPU's "
+                "memory");
   if (by_reserve < by_risk) return reserve + "; " + risk + " would allow " + gib(by_risk);
   return risk + "; " + reserve + " would allow " + gib(by_reserve);
 }
@@ -309,8 +323,9 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
     if (!result.ranked.empty()) s << "; " << winner_state_text(r, result.ranked.front().layout);
     s << ".\n";
   } else {
-    s << "Even sharded over all " << counted(r.gpus, "GPU") << " it is "
-      << gib(state.total_bytes / static_cast<double>(r.gpus))
+    s << (r.gpus == 1 ? std::string("On its one GPU")
+                      : "Even sharded over all " + counted(r.gpus, "GPU"))
+      << " it is " << gib(state.total_bytes / static_cast<double>(r.gpus))
       << " per GPU: more GPUs are needed.\n";
   }
   if (result.ranked.empty()) {
@@ -342,12 +357,15 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
     s << "- tp " << l.tp << ": each layer's GEMMs and activations are split across " << l.tp
       << " GPUs"
       << (tp_span.crosses_domains
-              ? "; NVLink domains hold " + std::to_string(r.cluster.nvlink_domain_size) +
+              ? "; " + domain_link(r.cluster) + " domains hold " +
+                    std::to_string(r.cluster.nvlink_domain_size) +
                     " GPUs, so some TP groups span " + std::to_string(tp_span.domains) +
                     " of them and their per-layer collectives cross the scale-out network "
                     "(costed so: the slowest group paces every layer)"
-              : " inside the NVLink domain (" + std::to_string(r.cluster.nvlink_domain_size) +
-                    " GPUs), where its per-layer collectives run at NVLink speed")
+              : " inside the " + domain_link(r.cluster) + " domain (" +
+                    std::to_string(r.cluster.nvlink_domain_size) +
+                    " GPUs), where its per-layer collectives run at " + domain_link(r.cluster) +
+                    " speed")
       << (l.sp ? "; sp splits the norms and dropouts along the sequence too" : "") << ".\n";
   }
   if (l.pp > 1) {

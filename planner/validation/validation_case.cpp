@@ -859,7 +859,8 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
                      " (SCHEMA.md: they are equal)");
   }
 
-  c.setup.framework = *find_framework(convention_for_framework(c.framework, l.zero));
+  c.setup.framework = with_precision_defaults(
+      *find_framework(convention_for_framework(c.framework, l.zero)), c.setup.precision);
   // SCHEMA.md: notes is a string ("" where there is none); its type is checked below.
   const std::string notes = json.contains("notes") && json.at("notes").is_string()
                                 ? json.at("notes").get<std::string>()

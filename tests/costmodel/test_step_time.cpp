@@ -92,9 +92,11 @@ TEST_CASE(
   // forward TP time beside its forward GEMMs exposes max(tp_f - gemm_f, f tp_f), likewise
   // backward, f = 0.1818 the h100 profile's comm_sm_fraction; share 0.5 exposes half of that
   // and half of the whole. The embedding's all-reduce has no GEMM beside it and stays whole.
+  // With sp, as Megatron-LM's --tp-comm-overlap needs (tp_overlap_share; without it below).
   const ModelSpec m = load_model("llama3-8b");
   Layout l;
   l.tp = 8;
+  l.sp = true;
   l.gbs = 1;
   const ClusterSpec cluster = load_cluster("dgx-h100");
   const Profile profile = load_profile("h100");
@@ -117,6 +119,13 @@ TEST_CASE(
         Approx(32 * (0.5 * whole + 0.5 * beside) + edge).epsilon(1e-9));
   // Beside GEMMs that outlast it, a collective still takes its SM share: not free.
   CHECK(beside >= profile.comm_sm_fraction * whole * (1 - 1e-12));
+  // Without sp Megatron-LM runs no TP overlap: every share exposes the whole, as at share 0.
+  l.sp = false;
+  setup.framework.tp_comm_overlap = 0;
+  const double exposed_without_sp =
+      estimate_step(m, l, setup, cluster, profile).breakdown.tp_exposed_s;
+  setup.framework.tp_comm_overlap = 1;
+  CHECK(estimate_step(m, l, setup, cluster, profile).breakdown.tp_exposed_s == exposed_without_sp);
 }
 
 TEST_CASE("a collective beside compute exposes what outlasts it, or its share of the SMs",

@@ -275,14 +275,16 @@ TEST_CASE("the help of --framework does not read as a recompute default", "[mess
 
 TEST_CASE("the overlap flags say what they stand for and each convention's default",
           "[messages][cli]") {
-  // From framework.cpp's conventions: no convention hides TP communication; megatron overlaps
-  // no data-parallel communication (--overlap-grad-reduce is opt-in), nemo and fsdp both.
+  // From framework.cpp's conventions: only nemo hides TP communication by default (NeMo's and
+  // Megatron-Bridge's performance recipes); megatron overlaps no data-parallel communication
+  // (--overlap-grad-reduce is opt-in), nemo and fsdp both.
   for (const char* command : {"plan", "estimate"}) {
     INFO(command);
     const test::CliResult help = test::run({command, "--help"});
     REQUIRE(help.exit_code == 0);
     CHECK_THAT(help.out, Catch::Contains("Megatron-LM's --tp-comm-overlap"));
-    CHECK_THAT(help.out, Catch::Contains("(default: the framework's: 0 for all)"));
+    CHECK_THAT(help.out, Catch::Contains("megatron 0, megatron-2023 0, nemo 1, deepspeed 0"));
+    CHECK_THAT(help.out, Catch::Contains("nemo's 0 with nvfp4"));
     CHECK_THAT(help.out, Catch::Contains("megatron off, megatron-2023 off, nemo both"));
     CHECK_THAT(help.out, Catch::Contains("fsdp both"));
   }

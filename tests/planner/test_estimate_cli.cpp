@@ -496,3 +496,39 @@ TEST_CASE("plan, plan.json and estimate give one step_time_s, the closed form, a
   CHECK_THAT(text.out, Catch::Contains("\n  step time        " + fixed(step, 3) + " s"));
   CHECK_THAT(text.out, Catch::Contains("\nThe step time above is " + definition + ".\n"));
 }
+
+TEST_CASE(
+    "nemo overlaps TP collectives as NVIDIA's performance recipes do: with sp, not with "
+    "nvfp4",
+    "[estimate]") {
+  // The nemo convention's default TP overlap is 1 (NeMo 2.0's performance recipes,
+  // Megatron-Bridge's performance configs), run only with sp (Megatron-LM's arguments.py), and
+  // 0 with NVFP4 GEMMs (Megatron-Bridge). A default equal to an explicit --tp-overlap gives the
+  // same step time to the bit; sp off hides nothing, so there --tp-overlap 1 equals 0.
+  const auto step = [](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"estimate", "--model",     "llama3-70b", "--tp",
+                                     "8",        "--pp",        "2",          "--dp",
+                                     "2",        "--framework", "nemo",       "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const test::CliResult r = test::run(args);
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    return nlohmann::json::parse(r.out)["step_time_s"].get<double>();
+  };
+  const double with_sp = step({"--sp", "on"});
+  CHECK(with_sp == step({"--sp", "on", "--tp-overlap", "1"}));
+  CHECK(with_sp < step({"--sp", "on", "--tp-overlap", "0"}));
+  CHECK(step({"--sp", "off"}) == step({"--sp", "off", "--tp-overlap", "0"}));
+  CHECK(step({"--sp", "off", "--tp-overlap", "1"}) == step({"--sp", "off", "--tp-overlap", "0"}));
+  const test::CliResult idle =
+      test::run({"estimate", "--model", "llama3-70b", "--tp", "8", "--pp", "2", "--dp", "2",
+                 "--framework", "nemo", "--sp", "off", "--tp-overlap", "1"});
+  CHECK_THAT(idle.err, Catch::Contains("note: --tp-overlap: changes nothing for this layout: "
+                                       "framework nemo overlaps TP collectives only with sp"));
+  // NVFP4 on a B200: the default is no overlap, and --tp-overlap 1 turns it on.
+  const std::vector<std::string> b200 = {"--cluster", "dgx-b200", "--precision",
+                                         "nvfp4",     "--sp",     "on"};
+  const double nvfp4 = step(b200);
+  CHECK(nvfp4 == step(test::with(b200, {"--tp-overlap", "0"})));
+  CHECK(nvfp4 > step(test::with(b200, {"--tp-overlap", "1"})));
+}

@@ -930,24 +930,35 @@ TEST_CASE("megatron export: the overlaps the prediction assumed are switched on"
   l.zero = 1;
   l.sp = true;
   l.gbs = 8;
-  // NeMo's convention overlaps the gradient reduce-scatter and the ZeRO-1 parameter all-gather
-  // (its performance recipes); Megatron-LM has both behind opt-in flags.
+  // NeMo's convention overlaps the gradient reduce-scatter, the ZeRO-1 parameter all-gather and
+  // the TP collectives (its performance recipes); Megatron-LM has all three behind opt-in flags.
   Plan nemo = plan_of("llama3-8b", l, "nemo", Precision::kBf16, 4096);
   const Export overlapped = export_plan(nemo, ExportFormat::kMegatron);
   CHECK_THAT(overlapped.text, Catch::Contains("--overlap-grad-reduce"));
   CHECK_THAT(overlapped.text, Catch::Contains("--overlap-param-gather"));
-  CHECK_THAT(overlapped.text, !Catch::Contains("--tp-comm-overlap"));
+  CHECK_THAT(overlapped.text, Catch::Contains("--tp-comm-overlap"));
   // Megatron-LM's own defaults overlap nothing: none of the three.
   const Export plain = export_plan(plan_of("llama3-8b", l, "megatron", Precision::kBf16, 4096),
                                    ExportFormat::kMegatron);
   CHECK_THAT(plain.text, !Catch::Contains("overlap"));
-  // A TP overlap share (--tp-overlap) is --tp-comm-overlap, which needs sequence parallelism.
-  nemo.setup.framework.tp_comm_overlap = 0.5;
-  CHECK_THAT(export_plan(nemo, ExportFormat::kMegatron).text, Catch::Contains("--tp-comm-overlap"));
+  // A TP overlap share (--tp-overlap) is --tp-comm-overlap.
+  Plan shared = plan_of("llama3-8b", l, "megatron", Precision::kBf16, 4096);
+  shared.setup.framework.tp_comm_overlap = 0.5;
+  CHECK_THAT(export_plan(shared, ExportFormat::kMegatron).text,
+             Catch::Contains("--tp-comm-overlap"));
+  // Without sp Megatron-LM runs none (it needs --sequence-parallel), and a nemo plan was costed
+  // with the TP collectives exposed (tp_overlap_share): nothing to write, nothing dropped.
   l.sp = false;
-  Plan no_sp = plan_of("llama3-8b", l, "nemo", Precision::kBf16, 4096);
-  no_sp.setup.framework.tp_comm_overlap = 0.5;
-  const Export dropped = export_plan(no_sp, ExportFormat::kMegatron);
+  const Export exposed =
+      export_plan(plan_of("llama3-8b", l, "nemo", Precision::kBf16, 4096), ExportFormat::kMegatron);
+  CHECK_THAT(exposed.text, !Catch::Contains("--tp-comm-overlap"));
+  CHECK_FALSE(mentions(exposed, "TP communication overlap"));
+  // A plan costed with TP overlap without sp (torchtitan's async TP under fsdp) cannot be
+  // Megatron-LM's: dropped, and said.
+  l.zero = 0;
+  Plan fsdp = plan_of("llama3-8b", l, "fsdp", Precision::kBf16, 4096);
+  fsdp.setup.framework.tp_comm_overlap = 0.5;
+  const Export dropped = export_plan(fsdp, ExportFormat::kMegatron);
   CHECK_THAT(dropped.text, !Catch::Contains("--tp-comm-overlap"));
   INFO(all_dropped(dropped));
   CHECK(mentions(dropped, "TP communication overlap (50% of TP collective time hidden)"));
