@@ -123,11 +123,12 @@ std::string no_interval_reason(const Profile& profile, const FrameworkConvention
 /// Where a layout sits in a regime the validation shows the model to be furthest from
 /// measurement, what the published runs there measured, one sentence each (none elsewhere).
 /// Today: context parallelism at 64K tokens and more (the torchtitan runs of ring attention at
-/// 64K-256K, README Validation: predictions 14-41% below the measured step times), and the
-/// shipped A100 profile (`profile` "a100": the Megatron-LM and Aleph Alpha runs on A100 were
-/// all predicted faster than measured, by 5-32%), and a predicted `mfu` (fraction, attention
-/// non-causal) above 0.6, beyond what the published runs measured but one (Korthikanti et al.
-/// 2022: 56%, Hagemann et al. 2023: 60%; one of theirs reports 71% by its own FLOP count).
+/// 64K-256K, README Validation: cross-validated 15% faster to 18% slower than measured), the
+/// shipped A100 profile (`profile` "a100": cross-validated, Korthikanti et al.'s runs 4-11%
+/// slower, Narayanan et al.'s 16% faster to 5% slower, Aleph Alpha's 4-46% faster), and a
+/// predicted `mfu` (fraction, attention non-causal) above 0.6 at 16-bit precision, beyond what
+/// the published runs measured but one (Korthikanti et al. 2022: 56%, Hagemann et al. 2023: 60%;
+/// one of theirs reports 71% by its own FLOP count; "but one" dropped above 0.706).
 /// And a mixture-of-experts `model` on a profile whose fit left the MoE parameters of the
 /// framework's family (alltoall_busbw_scale, moe_layer_overhead_s, moe_alltoall_sync_s,
 /// moe_routed_token_s) at their priors (planner/fit/parameters.hpp): the shipped Hopper and Ampere

@@ -61,7 +61,8 @@ std::string ledger_bias_text(double ledger_over_median) {
   const bool over = ledger_over_median > 1;
   return "the fitted ledger bias of this framework family, " + std::string(over ? "+" : "") +
          fixed(100 * (ledger_over_median - 1), 1) + "% (the ledger " + (over ? "over" : "under") +
-         "-estimates its measured peaks)";
+         "-estimates what the family's published runs needed, by their OOM outcomes and "
+         "measured peaks)";
 }
 
 std::string memory_verdict_reason(double peak_bytes, double capacity_bytes,

@@ -641,7 +641,7 @@ TEST_CASE("a predicted MFU above every published run's gets a caveat", "[usabili
   for (const nlohmann::json& c : h["caveats"]) {
     noted = noted || c.get<std::string>().rfind("MFU " + fixed(100 * h["mfu"].get<double>(), 1) +
                                                     "% with attention non-causal, as those runs "
-                                                    "count it: above every published run",
+                                                    "count it: above every published 16-bit run",
                                                 0) == 0;
   }
   CHECK(noted);
@@ -710,7 +710,8 @@ TEST_CASE("ledger verdicts: a fitted bias that lets a peak above the GPU fit is 
   CHECK(risk_percent(m.outlook.oom_risk) == "2.6%");
   CHECK(memory_verdict_reason(m) ==
         "the ledger's 81.0 GiB is more than the GPU's 80.0 GiB, but the fitted ledger bias of "
-        "this framework family, +5.0% (the ledger over-estimates its measured peaks), puts the "
+        "this framework family, +5.0% (the ledger over-estimates what the family's published runs "
+        "needed, by their OOM outcomes and measured peaks), puts the "
         "expected peak at 77.1 GiB");
   const std::string text = render_memory_ledger(m, "gpu-80", false);
   CHECK_THAT(text, Contains("fits on gpu-80: yes (worst stage 0): the ledger's 81.0 GiB"));
@@ -761,7 +762,8 @@ TEST_CASE("plan's Why: the GPU's memory, and the ledger limit a fitted bias lift
   CHECK_THAT(none, Contains("one h100-sxm has 79.6 GiB, and a layout's ledger peak may reach "
                             "81.1 GiB (OOM risk at most 5.0%). That is more "
                             "than the GPU's memory: the fitted ledger bias of this framework "
-                            "family, +16.1% (the ledger over-estimates its measured peaks), lets "
+                            "family, +16.1% (the ledger over-estimates what the family's published "
+                            "runs needed, by their OOM outcomes and measured peaks), lets "
                             "a ledger peak above it fit."));
   CHECK_THAT(none, !Contains("81.1 GiB usable"));
   // --memory-reserve R keeps the expected peak (ledger x exp(-0.1489)) R below the h100-sxm's
@@ -1102,7 +1104,9 @@ TEST_CASE(
   CHECK_THAT(text.out, Contains("memory GiB is the worst stage's ledger; rows " + rows +
                                 " list one above the GPU's 79.6 GiB and fit: the fitted ledger "
                                 "bias of this framework family, +16.1% (the ledger "
-                                "over-estimates its measured peaks), puts their expected peaks "
+                                "over-estimates what the family's published runs needed, by "
+                                "their OOM outcomes and measured peaks), puts their expected "
+                                "peaks "
                                 "at " +
                                 peaks + " GiB (OOM risk beside them)."));
   // Under it, nothing to say: Llama 3 8B on 8 H100 lists no ledger above 79.6 GiB.
