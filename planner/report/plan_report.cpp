@@ -169,6 +169,12 @@ std::string domain_link(const ClusterSpec& cluster) {
   return link.empty() || link.rfind("NVLink", 0) == 0 ? std::string("NVLink") : link;
 }
 
+/// ledger_bias_text of the fitted ledger bias of `r`'s framework family on its profile ("" for
+/// none): what lets a ledger peak above the GPU's memory fit.
+std::string family_ledger_bias_text(const SearchRequest& r) {
+  return ledger_bias_text(std::exp(fitted_rates(r.profile, r.setup.framework).oom_log_bias));
+}
+
 /// The line under plan's table where a listed row's ledger is above the GPU's memory and yet it
 /// fits (a fitted ledger bias puts its expected peak, the median of memory_outlook, below):
 /// "memory GiB is the worst stage's ledger; rows 3, 7 list one above the GPU's 79.6 GiB and fit:
@@ -186,8 +192,7 @@ std::string ledger_above_capacity_text(const SearchRequest& r,
     ++n;
   }
   if (n == 0) return "";
-  const std::string bias =
-      ledger_bias_text(std::exp(fitted_rates(r.profile, r.setup.framework).oom_log_bias));
+  const std::string bias = family_ledger_bias_text(r);
   return "memory GiB is the worst stage's ledger; " + std::string(n == 1 ? "row " : "rows ") +
          rows + (n == 1 ? " lists one" : " list one") + " above the GPU's " + gib(capacity) +
          " and " + (n == 1 ? "fits" : "fit") + ": " +
@@ -303,8 +308,7 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
   const StaticMemory state = static_memory(params, r.setup.framework, r.setup.precision);
   const double usable = result.usable_bytes;
   // usable is a limit on the ledger's peak, not memory: a fitted bias can put it above the GPU's.
-  const std::string bias =
-      ledger_bias_text(std::exp(fitted_rates(r.profile, r.setup.framework).oom_log_bias));
+  const std::string bias = family_ledger_bias_text(r);
   s << "- Training state: " << scientific(params) << " params x " << fixed(state.bytes_per_param, 0)
     << " bytes (" << r.setup.framework.name << ") = " << gib(state.total_bytes) << "; one "
     << gpu.name << " has " << gib(gpu.memory_bytes) << ", and a layout's ledger peak may reach "
