@@ -84,6 +84,10 @@ struct StepInterval {
   double p10_ratio = 1;
   double p90_ratio = 1;
   std::int64_t cases = 0;  ///< residuals the interval was taken over
+  /// The family's own offset from its generation's rates that the interval adds (natural-log
+  /// units, a standard deviation: planner/fit/fit.hpp family_spread_variance) because the fit
+  /// saw no run of the family on the generation; 0 where it did.
+  double family_spread = 0;
 };
 
 /// One framework family's fit.

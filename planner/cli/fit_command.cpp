@@ -5,6 +5,7 @@
 // intervals. The file depends on the inputs only: the same inputs give the same bytes.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -160,7 +161,12 @@ std::string render(const ProfileFit& f, const std::string& out_path, double seco
            "cross-validated biases, their spread and a run's scatter; fit.hpp interval_for):\n";
     for (const auto& [family, i] : f.intervals) {
       out << "  " << family << ": x" << fixed(i.p10_ratio, 3) << " to x" << fixed(i.p90_ratio, 3)
-          << " (" << i.cases << " runs)\n";
+          << " (" << i.cases << " runs"
+          << (i.family_spread > 0
+                  ? "; no run of this family: widened by the fitted families' own spread, x" +
+                        fixed(std::exp(i.family_spread), 3) + " one standard deviation"
+                  : std::string())
+          << ")\n";
     }
   }
   if (!f.runs.skipped.empty()) {

@@ -26,12 +26,20 @@ ValidationReport cross_validated_report(const std::vector<std::string>& paths, F
   const std::map<std::string, std::vector<double>> nested =
       intervals ? nested_cross_validate(runs.runs, cv)
                 : std::map<std::string, std::vector<double>>{};
+  // A run of a family no fit without its fold saw has the families' own spread added.
+  std::map<std::string, double> family_variance;
+  for (const std::string& fold : cv.folds) {
+    family_variance[fold] = family_spread_variance(cv, runs.runs, fold).value_or(0);
+  }
   std::map<std::string, TimeOverride> overrides;
   for (std::size_t i = 0; i < runs.runs.size(); ++i) {
     const FitRun& r = runs.runs[i];
-    overrides[r.run.id] = {cv.predicted[i], intervals ? interval_for(runs.runs, nested.at(r.fold),
-                                                                     r.generation, r.family, r.fold)
-                                                      : std::nullopt};
+    const double added =
+        family_unseen(runs.runs, r.generation, r.family, r.fold) ? family_variance.at(r.fold) : 0.0;
+    overrides[r.run.id] = {cv.predicted[i],
+                           intervals ? interval_for(runs.runs, nested.at(r.fold), r.generation,
+                                                    r.family, r.fold, added)
+                                     : std::nullopt};
   }
   for (const auto& [id, original] : runs.duplicate_of) {
     overrides[id] = overrides.at(original);

@@ -266,6 +266,36 @@ GenerationFit fit_generation(const std::vector<const FitRun*>& runs,
   return fit;
 }
 
+FittedRates unseen_family_rates(const GenerationFit& fit, const std::string& family) {
+  FittedRates rates = prior_rates(family);
+  for (const FittedParameter& row : fit.parameters) {
+    if (row.family == "all") rates.*row.spec->field = row.value;
+  }
+  return rates;
+}
+
+std::optional<double> family_offset_variance(const GenerationFit& fit,
+                                             const std::vector<const FitRun*>& train) {
+  std::map<std::string, std::pair<double, double>> offsets;  // family -> (sum of d, runs)
+  for (const FitRun* r : train) {
+    std::pair<double, double>& o = offsets[r->family];
+    o.first += run_log_error(*r, unseen_family_rates(fit, r->family)) -
+               run_log_error(*r, fit.rates.at(r->family));
+    o.second += 1;
+  }
+  if (offsets.size() < 2) return std::nullopt;
+  double squares = 0;
+  for (const auto& [family, o] : offsets) squares += (o.first / o.second) * (o.first / o.second);
+  return squares / static_cast<double>(offsets.size() - 1);
+}
+
+bool family_unseen(const std::vector<FitRun>& runs, const std::string& generation,
+                   const std::string& family, const std::string& exclude_fold) {
+  return std::none_of(runs.begin(), runs.end(), [&](const FitRun& r) {
+    return r.generation == generation && r.family == family && r.fold != exclude_fold;
+  });
+}
+
 std::set<std::string> fold_names(const std::vector<FitRun>& runs) {
   std::set<std::string> names;
   for (const FitRun& r : runs) names.insert(r.fold);
@@ -274,14 +304,21 @@ std::set<std::string> fold_names(const std::vector<FitRun>& runs) {
 
 namespace {
 
-/// The fit of `generation` on those of `runs` on it whose fold is not in `excluded`.
-GenerationFit fit_without(const std::vector<FitRun>& runs, const std::string& generation,
-                          const std::set<std::string>& excluded) {
+/// The runs of `generation` among `runs` whose fold is not in `excluded`.
+std::vector<const FitRun*> runs_without(const std::vector<FitRun>& runs,
+                                        const std::string& generation,
+                                        const std::set<std::string>& excluded) {
   std::vector<const FitRun*> train;
   for (const FitRun& r : runs) {
     if (r.generation == generation && excluded.count(r.fold) == 0) train.push_back(&r);
   }
-  return fit_generation(train, generation);
+  return train;
+}
+
+/// The fit of `generation` on those of `runs` on it whose fold is not in `excluded`.
+GenerationFit fit_without(const std::vector<FitRun>& runs, const std::string& generation,
+                          const std::set<std::string>& excluded) {
+  return fit_generation(runs_without(runs, generation, excluded), generation);
 }
 
 }  // namespace
@@ -303,8 +340,12 @@ CrossValidation cross_validate(const std::vector<FitRun>& runs) {
         return r.fold == fold && r.generation == generation;
       });
       if (!predicts) continue;
-      const GenerationFit fit = fit_without(runs, generation, {fold});
+      const std::vector<const FitRun*> train = runs_without(runs, generation, {fold});
+      const GenerationFit fit = fit_generation(train, generation);
       if (fit.runs == 0) cv.prior_only.emplace_back(fold, generation);
+      if (const auto v = family_offset_variance(fit, train)) {
+        cv.family_spreads.push_back({fold, generation, *v});
+      }
       for (std::size_t i = 0; i < runs.size(); ++i) {
         const FitRun& r = runs[i];
         if (r.fold != fold || r.generation != generation) continue;
@@ -314,6 +355,26 @@ CrossValidation cross_validate(const std::vector<FitRun>& runs) {
     }
   }
   return cv;
+}
+
+std::optional<double> family_spread_variance(const CrossValidation& cv,
+                                             const std::vector<FitRun>& runs,
+                                             const std::string& exclude_fold) {
+  // A fit without fold G of generation g never saw F when G = F or F has no run on g.
+  std::set<std::string> generations_of_fold;
+  for (const FitRun& r : runs) {
+    if (r.fold == exclude_fold) generations_of_fold.insert(r.generation);
+  }
+  std::map<std::string, std::pair<double, double>> by_generation;  // (sum of variances, fits)
+  for (const CrossValidation::FamilySpread& s : cv.family_spreads) {
+    if (s.fold != exclude_fold && generations_of_fold.count(s.generation) > 0) continue;
+    by_generation[s.generation].first += s.variance;
+    by_generation[s.generation].second += 1;
+  }
+  if (by_generation.empty()) return std::nullopt;
+  double sum = 0;
+  for (const auto& [generation, v] : by_generation) sum += v.first / v.second;
+  return sum / static_cast<double>(by_generation.size());
 }
 
 std::map<std::string, std::vector<double>> nested_cross_validate(const std::vector<FitRun>& runs,
@@ -342,8 +403,10 @@ std::map<std::string, std::vector<double>> nested_cross_validate(const std::vect
 namespace {
 
 /// interval_for's statistics: the random-effects prediction interval of a run of a new fold
-/// from `by_fold`'s log(measured / predicted) values (three folds or more, each not empty).
-StepInterval new_study_interval(const std::map<std::string, std::vector<double>>& by_fold) {
+/// from `by_fold`'s log(measured / predicted) values (three folds or more, each not empty), with
+/// `family_variance` added under the root.
+StepInterval new_study_interval(const std::map<std::string, std::vector<double>>& by_fold,
+                                double family_variance) {
   const double k = static_cast<double>(by_fold.size());
   std::vector<double> means;
   double within_sum = 0;  // sum of the folds' unbiased variances (folds of 2 runs or more)
@@ -370,8 +433,9 @@ StepInterval new_study_interval(const std::map<std::string, std::vector<double>>
   // Each fold mean carries within / n of sampling noise: what is left is the folds' own bias.
   const double between = std::max(0.0, variance_of_means - within * inverse_runs / k);
   const double half = student_t_quantile(0.9, static_cast<int>(k) - 2) *
-                      std::sqrt(between + variance_of_means / k + within);
-  return StepInterval{std::exp(mu - half), std::exp(mu + half), static_cast<std::int64_t>(runs)};
+                      std::sqrt(between + variance_of_means / k + within + family_variance);
+  return StepInterval{std::exp(mu - half), std::exp(mu + half), static_cast<std::int64_t>(runs),
+                      std::sqrt(family_variance)};
 }
 
 }  // namespace
@@ -379,7 +443,7 @@ StepInterval new_study_interval(const std::map<std::string, std::vector<double>>
 std::optional<StepInterval> interval_for(const std::vector<FitRun>& runs,
                                          const std::vector<double>& log_errors,
                                          const std::string& generation, const std::string& family,
-                                         const std::string& exclude_fold) {
+                                         const std::string& exclude_fold, double family_variance) {
   // Levels of four folds or more first (t(0.9, 2) = 1.89); one of kMinIntervalFolds = 3
   // (t(0.9, 1) = 3.08) only where none has four.
   for (const std::size_t min_folds : {kMinIntervalFolds + 1, kMinIntervalFolds}) {
@@ -397,7 +461,7 @@ std::optional<StepInterval> interval_for(const std::vector<FitRun>& runs,
         ++chosen;
       }
       if (chosen >= kMinIntervalRuns && by_fold.size() >= min_folds) {
-        return new_study_interval(by_fold);
+        return new_study_interval(by_fold, family_variance);
       }
     }
   }

@@ -125,6 +125,24 @@ struct GenerationFit {
 /// Fits `generation`'s parameters to those of `runs` on it (priors alone where there are none).
 GenerationFit fit_generation(const std::vector<const FitRun*>& runs, const std::string& generation);
 
+/// The rates a framework family without runs takes in `fit` (fit_generation's rule): each kShared
+/// parameter at the generation's value (the "all" row), each kFamily one at the family's prior.
+FittedRates unseen_family_rates(const GenerationFit& fit, const std::string& family);
+
+/// How far framework families' steps depart from their generation's shared rates in `fit`, a fit
+/// of `train` (natural-log units squared): for each family with runs in `train`, d_f = the mean
+/// over its runs of run_log_error(r, unseen_family_rates(fit, f)) - run_log_error(r,
+/// fit.rates[f]), what taking the generation's rates instead of the family's own changes its
+/// steps; the generation value stands for the families' mean (it is fitted from them), so the
+/// variance is sum d_f^2 / (n - 1) over the n families. nullopt with fewer than two families.
+std::optional<double> family_offset_variance(const GenerationFit& fit,
+                                             const std::vector<const FitRun*>& train);
+
+/// Whether `runs` hold no run of `family` on `generation` outside `exclude_fold` (""): a fit
+/// without that fold gives the family the generation's rates (unseen_family_rates).
+bool family_unseen(const std::vector<FitRun>& runs, const std::string& generation,
+                   const std::string& family, const std::string& exclude_fold = "");
+
 /// The distinct FitRun::fold of `runs` (a cross-validation needs two or more).
 std::set<std::string> fold_names(const std::vector<FitRun>& runs);
 
@@ -137,8 +155,26 @@ struct CrossValidation {
   /// (fold, generation) pairs whose runs no fit could predict: leaving the fold out left no run
   /// on the generation, so they were predicted with the priors (fit_generation of no runs).
   std::vector<std::pair<std::string, std::string>> prior_only;
+  /// family_offset_variance of each fit made (the generation's fit without `fold`) that has two
+  /// families or more with runs.
+  struct FamilySpread {
+    std::string fold;
+    std::string generation;
+    double variance = 0;
+  };
+  std::vector<FamilySpread> family_spreads;
 };
 CrossValidation cross_validate(const std::vector<FitRun>& runs);
+
+/// The variance (natural-log units squared) of a family's own offset from its generation's
+/// rates, for a run of a family the fit did not see, from the fits of `cv` that never saw
+/// `exclude_fold` ("" for all of them): those without it and those of generations it has no
+/// run on. Averaged over a generation's fits, then over the generations; nullopt when no fit
+/// had two families with runs. A family that the fit never saw brings an offset of its own, as
+/// a new study brings a bias of its own: interval_for adds this to the new study's variance.
+std::optional<double> family_spread_variance(const CrossValidation& cv,
+                                             const std::vector<FitRun>& runs,
+                                             const std::string& exclude_fold = "");
 
 /// Nested leave-one-fold-out, what the interval of a left-out fold is taken over
 /// (cross_validated_report): for each fold F of `outer` (cross_validate(runs)), the log error
@@ -171,10 +207,15 @@ inline constexpr std::size_t kMinIntervalFolds = 3;
 ///   log(p10, p90 ratio) = mu -/+ t(0.9, k - 2) sqrt(tau2 + V / k + s2):
 /// a new study's bias (tau2), the uncertainty of mu (V / k) and a run's scatter around its
 /// study's bias (s2), with Student's t of k - 2 degrees of freedom for the few studies.
+/// `family_variance` (family_spread_variance, for a family the fit saw no run of; 0 otherwise)
+/// joins the sum under the root: the family's own offset from its generation's rates, which
+/// the comparable runs' residuals (mostly of families the fit did see) do not hold; its square
+/// root is StepInterval::family_spread.
 std::optional<StepInterval> interval_for(const std::vector<FitRun>& runs,
                                          const std::vector<double>& log_errors,
                                          const std::string& generation, const std::string& family,
-                                         const std::string& exclude_fold = "");
+                                         const std::string& exclude_fold = "",
+                                         double family_variance = 0);
 
 /// `base` with the fitted section of `fit` (rates of every family) and `intervals` (by family).
 Profile with_fit(const Profile& base, const GenerationFit& fit,

@@ -333,8 +333,12 @@ ProfileFit fit_profile(const std::vector<std::string>& paths, const std::string&
     const bool others = every && every->runs.size() > runs.size();
     const std::vector<FitRun>& pool = others ? every->runs : runs;
     const CrossValidation pool_cv = others ? cross_validate(pool) : *out.cross_validation;
+    // A family without runs on this generation takes its rates from the others': its interval
+    // adds the families' own spread (family_spread_variance, over every fit made).
+    const double spread = family_spread_variance(pool_cv, pool).value_or(0);
     for (const std::string& family : framework_families()) {
-      if (const auto i = interval_for(pool, pool_cv.log_errors, *generation, family)) {
+      const double added = family_unseen(runs, *generation, family) ? spread : 0.0;
+      if (const auto i = interval_for(pool, pool_cv.log_errors, *generation, family, "", added)) {
         out.intervals[family] = *i;
       }
     }

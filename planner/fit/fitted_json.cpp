@@ -21,7 +21,8 @@ nlohmann::json fitted_to_json(const FittedSection& fitted, const nlohmann::json&
     if (fit.interval) {
       interval = {{"p10_ratio", fit.interval->p10_ratio},
                   {"p90_ratio", fit.interval->p90_ratio},
-                  {"cases", fit.interval->cases}};
+                  {"cases", fit.interval->cases},
+                  {"family_spread", fit.interval->family_spread}};
     }
     families[family] = {{"parameters", parameters}, {"interval", interval}};
   }
@@ -190,13 +191,18 @@ FittedSection fitted_from_json(StrictObject& profile, const nlohmann::json& raw,
     if (!fam.contains("interval")) fo.fail("interval", "missing; expected an object or null");
     const nlohmann::json& in = fam.at("interval");
     if (!in.is_null()) {
-      StrictObject io = fo.object("interval", {"p10_ratio", "p90_ratio", "cases"});
+      StrictObject io = fo.object("interval", {"p10_ratio", "p90_ratio", "cases", "family_spread"});
       StepInterval interval;
       interval.p10_ratio =
           number_in(io, in, "p10_ratio", 1e-2, 1e2, "a ratio measured / predicted in [0.01, 100]");
       interval.p90_ratio = number_in(io, in, "p90_ratio", interval.p10_ratio, 1e2,
                                      "a ratio measured / predicted in [p10_ratio, 100]");
       interval.cases = io.positive_int("cases", std::int64_t{1} << 40);
+      // Profiles fitted before family_spread existed widened no family's interval.
+      if (in.contains("family_spread")) {
+        interval.family_spread = number_in(io, in, "family_spread", 0, 2,
+                                           "a standard deviation in natural-log units in [0, 2]");
+      }
       fit.interval = interval;
     }
     f.families[family] = fit;

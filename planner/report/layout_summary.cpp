@@ -1,6 +1,7 @@
 #include "planner/report/layout_summary.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <sstream>
 
@@ -224,12 +225,21 @@ std::string step_time_caveat(const Profile& profile, const FrameworkConvention& 
   // A framework family without runs in the fit takes the generation's shared values and the
   // priors: the errors the caveat quotes are other families' runs'.
   const std::string family = framework_family(framework);
+  const std::optional<StepInterval> interval = step_interval(profile, framework);
+  // fit.hpp family_spread_variance: the fitted families' own offsets from the generation's rates.
+  const std::string widened =
+      interval && interval->family_spread > 0
+          ? "; its 80% interval adds the spread of the fitted families' own departures from "
+            "their generation's rates (a factor of " +
+                fixed(std::exp(interval->family_spread), 3) + " either way, one standard deviation)"
+          : std::string();
   const std::string unseen =
       record.families_with_runs && record.families_with_runs->count(family) == 0
           ? " It saw no run of the " + family + " family (framework " + framework.name +
                 "): its step times use the rates the fit learned from other frameworks' runs "
                 "on the same GPU generation and the priors, so its error for this framework "
-                "is not measured; fit runs of this framework for rates of its own."
+                "is not measured" +
+                widened + "; fit runs of this framework for rates of its own."
           : std::string();
   if (record.cross_validated_mape.empty()) {
     // Several files without a cross-validation: one study's (leave-out study).
@@ -251,7 +261,6 @@ std::string step_time_caveat(const Profile& profile, const FrameworkConvention& 
   const std::string range = fixed(100 * lo, 0) == fixed(100 * hi, 0)
                                 ? fixed(100 * lo, 0) + "%"
                                 : fixed(100 * lo, 0) + "-" + fixed(100 * hi, 0) + "%";
-  const std::optional<StepInterval> interval = step_interval(profile, framework);
   // fit_profile.cpp pools the runs of every generation where this one's sources are too few.
   const std::string interval_from =
       interval && interval->cases > runs_of_generation(record)

@@ -237,17 +237,21 @@ std::string fitted_text(const ProfileDocument& doc) {
   out += wrap("  units: ", units);
   out += sources;
 
-  Table intervals({"family", "p10", "p90", "residuals"}, {true, false, false, false});
+  Table intervals({"family", "p10", "p90", "residuals", "family spread"},
+                  {true, false, false, false, false});
   bool pooled = false;  // residuals of runs beyond the fitted ones: every generation's
   for (const auto& [family, fit] : f.families) {
     pooled = pooled || (report && fit.interval &&
                         fit.interval->cases > static_cast<std::int64_t>(report->runs));
     if (!fit.interval) {
-      intervals.add_row({family, "-", "-", "none"});
+      intervals.add_row({family, "-", "-", "none", "-"});
       continue;
     }
     intervals.add_row({family, fixed(fit.interval->p10_ratio, 3), fixed(fit.interval->p90_ratio, 3),
-                       std::to_string(fit.interval->cases)});
+                       std::to_string(fit.interval->cases),
+                       fit.interval->family_spread > 0
+                           ? "x" + fixed(std::exp(fit.interval->family_spread), 3)
+                           : "-"});
   }
   out += "\n" +
          wrap("  ",
@@ -259,7 +263,9 @@ std::string fitted_text(const ProfileDocument& doc) {
                                        "interval takes the cross-validated runs of every "
                                        "generation in the files the fit was handed"
                                      : "") +
-                  "):") +
+                  "; family spread: for a family without runs on this generation, the fitted "
+                  "families' own departures from their generation's rates, one standard "
+                  "deviation, added; fit.hpp family_spread_variance):") +
          intervals.render(4);
 
   if (report && !report->errors.empty()) {

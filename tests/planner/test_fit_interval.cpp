@@ -140,3 +140,48 @@ TEST_CASE("fit intervals: four studies of all runs before three of the generatio
   CHECK(std::sqrt(i->p10_ratio * i->p90_ratio) == Approx(std::exp(0.075)).epsilon(1e-9));
   CHECK(std::log(i->p90_ratio / i->p10_ratio) / 2 == Approx(0.36004).epsilon(1e-4));
 }
+
+TEST_CASE("fit intervals: a family the fit never saw adds the families' spread", "[fit]") {
+  // The three studies of the first case (tau2 + V / 3 + s2 = 0.063333) and a family variance of
+  // 0.02: half-width t(0.9, 1) sqrt(0.083333) = 3.0777 x 0.288675 = 0.88846, centre mu = 0, and
+  // the interval records the spread it added, sqrt(0.02) = 0.141421.
+  std::vector<FitRun> runs;
+  std::vector<double> e;
+  add_log_runs(runs, e, "a", {0.1, 0.3, 0.1, 0.3});
+  add_log_runs(runs, e, "b", {-0.1, 0.1, -0.1, 0.1});
+  add_log_runs(runs, e, "c", {-0.3, -0.1, -0.3, -0.1});
+  const std::optional<StepInterval> i = interval_for(runs, e, "hopper", "megatron", "", 0.02);
+  REQUIRE(i.has_value());
+  CHECK(std::log(i->p90_ratio) == Approx(0.88846).epsilon(1e-4));
+  CHECK(std::log(i->p10_ratio) == Approx(-0.88846).epsilon(1e-4));
+  CHECK(i->family_spread == Approx(0.141421).epsilon(1e-5));
+  const std::optional<StepInterval> seen = interval_for(runs, e, "hopper", "megatron");
+  REQUIRE(seen.has_value());
+  CHECK(seen->family_spread == 0);
+}
+
+TEST_CASE("fit intervals: the families' spread comes from fits that never saw the study", "[fit]") {
+  // Study a has runs on hopper, b on ampere. The fits' family offset variances: hopper without
+  // a 0.01, without b 0.03 (b has no hopper run: the full hopper fit), without c 0.02; ampere
+  // without a 0.05. For a's runs: hopper's fit without a (0.01) and ampere's (a has no ampere
+  // run: 0.05), averaged per generation then over them, (0.01 + 0.05) / 2 = 0.03. For b's:
+  // hopper's three, mean 0.02, and no ampere fit without b: 0.02. All fits: (0.02 + 0.05) / 2
+  // = 0.035.
+  std::vector<FitRun> runs;
+  std::vector<double> e;
+  add_runs(runs, e, "a", 2, 1.0);
+  add_runs(runs, e, "b", 2, 1.0);
+  runs[2].generation = runs[3].generation = "ampere";
+  CrossValidation cv;
+  cv.family_spreads = {
+      {"a", "hopper", 0.01}, {"b", "hopper", 0.03}, {"c", "hopper", 0.02}, {"a", "ampere", 0.05}};
+  CHECK(family_spread_variance(cv, runs, "a").value() == Approx(0.03).epsilon(1e-12));
+  CHECK(family_spread_variance(cv, runs, "b").value() == Approx(0.02).epsilon(1e-12));
+  CHECK(family_spread_variance(cv, runs).value() == Approx(0.035).epsilon(1e-12));
+  CHECK_FALSE(family_spread_variance(CrossValidation{}, runs, "a").has_value());
+  // Runs of megatron on hopper (a's) and ampere (b's): pytorch is unseen everywhere; megatron
+  // on hopper is unseen once a is left out, and not once b is.
+  CHECK(family_unseen(runs, "hopper", "pytorch"));
+  CHECK(family_unseen(runs, "hopper", "megatron", "a"));
+  CHECK_FALSE(family_unseen(runs, "hopper", "megatron", "b"));
+}

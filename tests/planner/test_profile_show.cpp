@@ -162,7 +162,8 @@ TEST_CASE("profile show: the fitted section's parameters, intervals, runs and er
   }
   p.fitted.families["megatron"].rates.gemm_efficiency_scale = 0.9;
   p.fitted.families["megatron"].interval = StepInterval{0.8, 1.2, 12};
-  p.fitted.families["pytorch"].interval = StepInterval{0.8, 1.2, 12};
+  // pytorch: an interval widened by a family spread of 0.1 (exp(0.1) = 1.105).
+  p.fitted.families["pytorch"].interval = StepInterval{0.75, 1.3, 12, 0.1};
   const nlohmann::json report = nlohmann::json::parse(R"({
     "files": ["a.json", "b.json"], "runs": [{}, {}, {}], "skipped": [{}], "leave_out": "study",
     "parameters": [
@@ -192,9 +193,18 @@ TEST_CASE("profile show: the fitted section's parameters, intervals, runs and er
   // gather_latency_s: a kFamily parameter in seconds, prior 0, bounds 0 - 0.005.
   CHECK(row(r.out, {"gather_latency_s", "megatron"}) ==
         Cells{"0", "0", "0", "-", "0.005", "at", "the", "lower", "bound"});
-  // Intervals: family, p10, p90, residuals.
-  CHECK(row(r.out, {"megatron"}) == Cells{"0.800", "1.200", "12"});
-  CHECK(row(r.out, {"other"}) == Cells{"-", "-", "none"});
+  // Intervals: family, p10, p90, residuals, family spread.
+  CHECK(row(r.out, {"megatron"}) == Cells{"0.800", "1.200", "12", "-"});
+  CHECK(row(r.out, {"pytorch"}) == Cells{"0.750", "1.300", "12", "x1.105"});
+  CHECK(row(r.out, {"other"}) == Cells{"-", "-", "none", "-"});
+  // A negative family spread is refused with its JSON path.
+  file["fitted"]["families"]["pytorch"]["interval"]["family_spread"] = -0.1;
+  const std::string bad_path = test::write_temp_file("show-fitted-bad.json", file.dump(2));
+  const test::CliResult bad = test::run({"profile", "show", bad_path});
+  CHECK(bad.exit_code == 2);
+  CHECK_THAT(bad.err, Catch::Contains("$.fitted.families.pytorch.interval.family_spread: must be a "
+                                      "standard deviation in natural-log units in [0, 2], got "
+                                      "-0.1"));
   // Errors: source, metric, runs, before, fitted, cross-validated (b: none left out).
   CHECK(row(r.out, {"a", "step_time_s"}) == Cells{"2", "25.0%", "5.0%", "12.5%"});
   CHECK(row(r.out, {"b", "mfu"}) == Cells{"1", "10.0%", "2.0%", "-"});

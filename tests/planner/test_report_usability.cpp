@@ -19,6 +19,7 @@
 #include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
 #include "planner/fit/fitted_json.hpp"
+#include "planner/fit/student_t.hpp"
 #include "planner/report/layout_summary.hpp"
 #include "planner/report/memory_ledger_report.hpp"
 #include "planner/report/plan_report.hpp"
@@ -1008,6 +1009,22 @@ TEST_CASE(
   REQUIRE(on_a100.exit_code == 0);
   REQUIRE(on_h100.exit_code == 0);
   CHECK_THAT(on_a100.out, Contains(unseen));
+  // Its interval adds the fitted families' spread s under the root (fit.hpp interval_for): over
+  // the same 230 residuals of six studies as megatron's, half-widths h = ln(p90 / p10) / 2 obey
+  // h_pytorch^2 = h_megatron^2 + t(0.9, 6 - 2)^2 s^2, and the caveat names exp(s).
+  const Profile a100_profile = load_profile("a100");
+  const StepInterval pt = *a100_profile.fitted.families.at("pytorch").interval;
+  const StepInterval mg = *a100_profile.fitted.families.at("megatron").interval;
+  REQUIRE(pt.family_spread > 0);
+  CHECK(mg.family_spread == 0);
+  const double h_pt = std::log(pt.p90_ratio / pt.p10_ratio) / 2;
+  const double h_mg = std::log(mg.p90_ratio / mg.p10_ratio) / 2;
+  const double t4 = student_t_quantile(0.9, 4);
+  CHECK(h_pt * h_pt ==
+        Approx(h_mg * h_mg + t4 * t4 * pt.family_spread * pt.family_spread).epsilon(1e-9));
+  CHECK_THAT(on_a100.out, Contains("its 80% interval adds the spread of the fitted families' own "
+                                   "departures from their generation's rates (a factor of " +
+                                   fixed(std::exp(pt.family_spread), 3) + " either way"));
   CHECK_THAT(on_h100.out, !Contains("It saw no run of the"));
   // Megatron on A100 had runs: no such sentence.
   const test::CliResult megatron_a100 =

@@ -100,25 +100,24 @@ inline constexpr MapeBound kCrossValidatedBounds[] = {
 // NeMo's slowness, and the README's and torchtitan's rows come out closer too.
 
 /// Share of the cross-validated time comparisons measured inside their 80% interval: issue
-/// 19's target is 70-90%; today 151 of 234 (64.5%; 64 of the 69 outside Hagemann's sweep, 92.8%;
-/// 87 of the sweep's 165, 52.7%). Lowered from 0.75 with the nemo convention's TP overlap
-/// (2026-12-03), which cut every other source's cross-validated bias (NeMo +11.2% -> +5.1%, the
-/// README's TFLOP/s +10.9% -> +5.3%, torchtitan -10.6% -> -7.6%): the studies' biases spread
-/// less, the interval for a new study narrowed (x0.821-1.318 -> x0.837-1.280), and the sweep,
-/// whose -17.9% offset no other study shares, fell outside more often; outside the sweep the
-/// interval still holds 93%. Before: 187 of 234 (79.9%; 68 of the 69 outside Hagemann's sweep,
-/// 98.6%; 119 of the sweep's 165, 72.1%); 161 of 234 (68.8%) before the README's rows took their
-/// stated overlaps and the Hopper residuals the intervals draw on grew (2026-12-03). Since
-/// 2026-12-03 the interval is the random-effects prediction interval for a run of a new study
-/// (fit.hpp interval_for: the studies' biases, their spread and a run's scatter, Student's t of k -
-/// 2 degrees of freedom); before, the 10th and 90th percentiles of the other studies' residuals
-/// gave 96 of 234 (41.0%). A left-out study's interval is taken over nested residuals (fit.hpp
-/// nested_cross_validate: each other study predicted by a fit without it and without the left-out
-/// one). Hagemann's sweep (Aleph Alpha's codebase, the only "other" family runs) is predicted from
-/// the Megatron runs' rates when left out, its measured / predicted 1.11 to 1.34 (10th to 90th
-/// percentile), against the x0.821 to x1.318 its interval spans (x0.795 to x1.232 before
-/// 2026-12-03). The test checks today's floor and warns about the target.
-inline constexpr double kMinIntervalCoverage = 0.64;
+/// 19's target is 70-90%, met: today 177 of 234 (75.6%; 68 of the 69 outside Hagemann's sweep,
+/// 98.6%; 109 of the sweep's 165, 66.1%). Since 2026-12-03 (session 23) a run of a framework
+/// family that no fit without its study saw (Hagemann's codebase, the only "other" family runs,
+/// and torchtitan, the only "pytorch" ones) has the fitted families' own spread around their
+/// generation's rates added to its interval (fit.hpp family_spread_variance: from the Hopper fits
+/// of megatron and pytorch runs when Hagemann is left out): its rates are borrowed from other
+/// frameworks', and a new framework departs from them as a new study departs from the others'
+/// bias. Hagemann's interval went x0.840-1.211 -> x0.808-1.259, torchtitan's x0.792-1.310 ->
+/// x0.735-1.411. Before: 151 of 234 (64.5%; 87 of the sweep's 165) after the nemo convention's
+/// TP overlap (2026-12-03) cut every other source's bias and so the studies' spread; 187 of 234
+/// (79.9%) before it. The interval is the random-effects prediction interval for a run of a new
+/// study (fit.hpp interval_for: the studies' biases, their spread and a run's scatter, Student's
+/// t of k - 2 degrees of freedom), a left-out study's taken over nested residuals (fit.hpp
+/// nested_cross_validate: each other study predicted by a fit without it and without the
+/// left-out one). Hagemann's sweep, predicted from the Megatron runs' rates when left out, has
+/// measured / predicted 1.11 to 1.33 (10th to 90th percentile). The test checks the floor and
+/// the target's ceiling.
+inline constexpr double kMinIntervalCoverage = 0.75;
 inline constexpr double kTargetMinIntervalCoverage = 0.70;
 inline constexpr double kTargetMaxIntervalCoverage = 0.90;
 
