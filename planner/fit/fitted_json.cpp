@@ -1,5 +1,6 @@
 #include "planner/fit/fitted_json.hpp"
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
@@ -67,16 +68,6 @@ double number_in(StrictObject& o, const nlohmann::json& raw, const std::string& 
 
 }  // namespace
 
-namespace {
-
-/// `j[key]` when it is a number, else nullopt (a fit report is read leniently).
-std::optional<double> report_number(const nlohmann::json& j, const char* key) {
-  if (!j.is_object() || !j.contains(key) || !j.at(key).is_number()) return std::nullopt;
-  return j.at(key).get<double>();
-}
-
-}  // namespace
-
 std::string report_string(const nlohmann::json& j, const char* key) {
   if (!j.is_object() || !j.contains(key) || !j.at(key).is_string()) return "";
   return j.at(key).get<std::string>();
@@ -111,30 +102,86 @@ std::optional<std::set<std::string>> families_with_runs(const nlohmann::json& re
 
 }  // namespace
 
-FitRecord fit_record_from_report(const nlohmann::json& report) {
+FitRecord fit_record_from_report(const nlohmann::json& report, const StrictObject& fitted) {
+  // The fields the caveats quote are checked; the rest of the report is a record for people.
+  const auto fail = [&](const std::string& key, const std::string& message) {
+    fitted.fail("report." + key, message);
+  };
   FitRecord r;
-  if (report.contains("files") && report.at("files").is_array()) {
-    for (const nlohmann::json& f : report.at("files")) {
-      if (f.is_string()) r.files.push_back(f.get<std::string>());
+  if (report.contains("files")) {
+    const nlohmann::json& files = report.at("files");
+    if (!files.is_array()) {
+      fail("files", "must be an array of the fitted files' names, got " + describe_json(files));
+    }
+    for (std::size_t i = 0; i < files.size(); ++i) {
+      if (!files[i].is_string() || files[i].get<std::string>().empty()) {
+        fail("files[" + std::to_string(i) + "]",
+             "must be a file's name (a non-empty string), got " + describe_json(files[i]));
+      }
+      r.files.push_back(files[i].get<std::string>());
+    }
+  }
+  if (report.contains("families_with_runs")) {
+    const nlohmann::json& families = report.at("families_with_runs");
+    const std::vector<std::string>& known = framework_families();
+    if (!families.is_array()) {
+      fail("families_with_runs",
+           "must be an array of framework families, got " + describe_json(families));
+    }
+    for (std::size_t i = 0; i < families.size(); ++i) {
+      const nlohmann::json& f = families[i];
+      if (!f.is_string() ||
+          std::find(known.begin(), known.end(), f.get<std::string>()) == known.end()) {
+        fail("families_with_runs[" + std::to_string(i) + "]",
+             "must be one of " + quoted_list(known) + ", got " + describe_json(f));
+      }
     }
   }
   r.families_with_runs = families_with_runs(report);
-  if (!report.contains("errors") || !report.at("errors").is_array()) return r;
-  for (const nlohmann::json& e : report.at("errors")) {
+  if (!report.contains("errors")) return r;
+  const nlohmann::json& errors = report.at("errors");
+  if (!errors.is_array()) {
+    fail("errors", "must be an array of per-source errors, got " + describe_json(errors));
+  }
+  for (std::size_t i = 0; i < errors.size(); ++i) {
+    const nlohmann::json& e = errors[i];
+    const std::string at = "errors[" + std::to_string(i) + "]";
+    if (!e.is_object()) fail(at, "must be an object (one source's error), got " + describe_json(e));
     FitSourceError error;
-    error.source = report_string(e, "source");
-    if (error.source.empty()) continue;
+    if (!e.contains("source") || !e.at("source").is_string() ||
+        e.at("source").get<std::string>().empty()) {
+      fail(at + ".source",
+           "must name the source (a file's stem, a non-empty string), got " +
+               (e.contains("source") ? describe_json(e.at("source")) : std::string("nothing")));
+    }
+    error.source = e.at("source").get<std::string>();
     error.metric = report_string(e, "metric");
-    error.runs = static_cast<std::int64_t>(report_number(e, "runs").value_or(0));
-    error.before = report_number(e, "mape_before");
-    error.fitted = report_number(e, "mape_fitted");
-    error.cross_validated = report_number(e, "mape_cross_validated");
+    if (!e.contains("runs") || !e.at("runs").is_number_integer() ||
+        e.at("runs").get<std::int64_t>() < 1) {
+      fail(at + ".runs",
+           "must be the source's run count (an integer >= 1), got " +
+               (e.contains("runs") ? describe_json(e.at("runs")) : std::string("nothing")));
+    }
+    error.runs = e.at("runs").get<std::int64_t>();
+    // A mean |error| as a fraction of the measured value, or null where the fit has none.
+    const auto mape = [&](const char* key) -> std::optional<double> {
+      if (!e.contains(key) || e.at(key).is_null()) return std::nullopt;
+      const nlohmann::json& v = e.at(key);
+      if (!v.is_number() || !(v.get<double>() >= 0 && v.get<double>() <= 100)) {
+        fail(at + "." + key,
+             "must be a mean |error| as a fraction in [0, 100], or null, got " + describe_json(v));
+      }
+      return v.get<double>();
+    };
+    error.before = mape("mape_before");
+    error.fitted = mape("mape_fitted");
+    error.cross_validated = mape("mape_cross_validated");
     r.errors.push_back(std::move(error));
   }
   std::map<std::string, std::pair<double, double>> sums;  // source -> (runs x mape, runs)
   std::set<std::string> without;  // sources with a metric the fit did not cross-validate
   for (const FitSourceError& e : r.errors) {
-    if (!e.cross_validated || !(e.runs > 0)) {
+    if (!e.cross_validated) {
       without.insert(e.source);
       continue;
     }
@@ -167,7 +214,7 @@ FittedSection fitted_from_json(StrictObject& profile, const nlohmann::json& raw,
     o.fail("report", "must be an object (what meshplan fit recorded), got " +
                          describe_json(raw.at("report")));
   }
-  if (raw.contains("report")) f.record = fit_record_from_report(raw.at("report"));
+  if (raw.contains("report")) f.record = fit_record_from_report(raw.at("report"), o);
   const std::vector<std::string>& known = framework_families();
   StrictObject families = o.object("families", known);
   std::vector<std::string> names;

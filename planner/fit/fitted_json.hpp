@@ -32,15 +32,20 @@ nlohmann::json report_of_record(const FitRecord& record);
 /// naming the file and the JSON path.
 FittedSection fitted_from_json(StrictObject& o, const nlohmann::json& raw, const std::string& gpu);
 
-/// The FitRecord of a fit's `report` object: "files" (strings), and per "errors" entry's
-/// "source" the runs-weighted mean of its "mape_cross_validated" over its metrics, for the
-/// sources whose every metric has one (a number; null where the fit left nothing out). Lenient:
-/// the report is a record for people, so a key missing or of another type is read as absent.
+/// The FitRecord of a fit's `report` object, the key "report" of `fitted` (the profile's
+/// "fitted" object, which names the file and path in errors): "files" (file names), and per
+/// "errors" entry's "source" the runs-weighted mean of its "mape_cross_validated" over its
+/// metrics, for the sources whose every metric has one (null where the fit left nothing out).
 /// Example: errors [{source s, runs 9, mape_cross_validated 0.15}, {source s, runs 2, 0.20}]:
 /// s -> (9 x 0.15 + 2 x 0.20) / 11 = 0.159. families_with_runs: "families_with_runs" where
 /// present, else the families of the "parameters" entries of step-time parameters with
-/// "fitted" true (not "all"), else nullopt.
-FitRecord fit_record_from_report(const nlohmann::json& report);
+/// "fitted" true (not "all"), else nullopt. What the caveats quote is checked, the rest of the
+/// report (a record for people) is not: throws InputError ("<file>: $.fitted.report.errors[2]
+/// .runs: must be ...") when "files" is not an array of non-empty strings, "families_with_runs"
+/// not an array of framework_families(), "errors" not an array of objects each with a non-empty
+/// "source", an integer "runs" >= 1 and "mape_before", "mape_fitted" and
+/// "mape_cross_validated" each null, absent or a number in [0, 100].
+FitRecord fit_record_from_report(const nlohmann::json& report, const StrictObject& fitted);
 
 /// `j[key]` when `j` is an object and that key holds a string, else "" (how a fit's report,
 /// a record for people, is read: leniently). Raises nothing.

@@ -247,8 +247,11 @@ std::string step_time_caveat(const Profile& profile, const FrameworkConvention& 
     return fitted_to + " but has no cross-validated error: its runs came from one " +
            (one_study ? "study" : "source") +
            ", so the fit could leave none out to predict, and nothing says how far off these "
-           "step times are for runs it did not see; there is no 80% interval either. Fit at "
-           "least two sources for both" +
+           "step times are for runs it did not see" +
+           (interval ? std::string("; the 80% interval the profile holds is backed by no recorded "
+                                   "cross-validated error")
+                     : std::string("; there is no 80% interval either")) +
+           ". Fit at least two sources for both" +
            (one_study ? " (meshplan fit --leave-out file leaves out each file)." : ".") + unseen;
   }
   double lo = 1e300, hi = 0;

@@ -668,9 +668,9 @@ std::size_t report_count(const nlohmann::json& j, const char* key) {
   return j.contains(key) && j.at(key).is_array() ? j.at(key).size() : 0;
 }
 
-FitReportSummary read_fit_report(const nlohmann::json& report) {
+/// `report`'s summary; `record` is what load_profile read of it (fit_record_from_report).
+FitReportSummary read_fit_report(const nlohmann::json& report, FitRecord record) {
   FitReportSummary r;
-  FitRecord record = fit_record_from_report(report);
   r.files = std::move(record.files);
   r.errors = std::move(record.errors);
   r.runs = report_count(report, "runs");
@@ -707,7 +707,7 @@ ProfileDocument read_profile_document(const std::string& name_or_path) {
   doc.provenance.notes = provenance.at("notes").get<std::string>();
   // load_profile checked that a fitted section's report, when there is one, is an object.
   if (raw.contains("fitted") && raw.at("fitted").contains("report")) {
-    doc.fit_report = read_fit_report(raw.at("fitted").at("report"));
+    doc.fit_report = read_fit_report(raw.at("fitted").at("report"), *doc.profile.fitted.record);
   }
   if (doc.given_as_path) {
     for (const std::string& candidate : sidecar_candidates(doc.file)) {

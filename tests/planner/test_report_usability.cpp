@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/format.hpp"
+#include "common/input_error.hpp"
 #include "costmodel/counted.hpp"
 #include "costmodel/flops.hpp"
 #include "costmodel/oom_risk.hpp"
@@ -884,16 +885,49 @@ TEST_CASE("fit_record_from_report: per source, cross-validated MAPE weighted by 
         {{"source", "a"}, {"runs", 2}, {"mape_cross_validated", 0.20}},
         {{"source", "b"}, {"runs", 12}, {"mape_cross_validated", 0.07}},
         {{"source", "c"}, {"runs", 3}, {"mape_cross_validated", nullptr}}}}};
-  const FitRecord r = fit_record_from_report(report);
+  // The report as the key of a profile's "fitted" object, which names the file and path.
+  const auto record_of = [](const nlohmann::json& rep) {
+    const nlohmann::json fitted = {{"report", rep}};
+    const StrictObject o(fitted, "p.json", "$.fitted", {"report"});
+    return fit_record_from_report(rep, o);
+  };
+  const FitRecord r = record_of(report);
   CHECK(r.files == std::vector<std::string>{"a.json", "b.json", "c.json"});
   REQUIRE(r.cross_validated_mape.size() == 2);
   CHECK(r.cross_validated_mape.at("a") == Approx(1.75 / 11));
   CHECK(r.cross_validated_mape.at("b") == Approx(0.07));
   // A one-source fit: every cross-validated error is null.
-  CHECK(fit_record_from_report(
-            {{"files", {"one.json"}},
-             {"errors", {{{"source", "one"}, {"runs", 9}, {"mape_cross_validated", nullptr}}}}})
-            .cross_validated_mape.empty());
+  CHECK(
+      record_of({{"files", {"one.json"}},
+                 {"errors", {{{"source", "one"}, {"runs", 9}, {"mape_cross_validated", nullptr}}}}})
+          .cross_validated_mape.empty());
+  // What the caveats quote is refused when it could not be a fit's: the file and JSON path named.
+  const auto refusal = [&](const nlohmann::json& rep) {
+    try {
+      record_of(rep);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  CHECK_THAT(refusal({{"files", "a.json"}}),
+             Contains("p.json: $.fitted.report.files: must be an array of the fitted files' names, "
+                      "got \"a.json\""));
+  CHECK_THAT(refusal({{"files", {"a.json", ""}}}), Contains("$.fitted.report.files[1]: must be a "
+                                                            "file's name (a non-empty string)"));
+  CHECK_THAT(refusal({{"errors", {{{"source", "a"}, {"runs", -3}}}}}),
+             Contains("$.fitted.report.errors[0].runs: must be the source's run count (an "
+                      "integer >= 1), got -3"));
+  CHECK_THAT(refusal({{"errors", {{{"runs", 3}}}}}),
+             Contains("$.fitted.report.errors[0].source: must name the source"));
+  CHECK_THAT(
+      refusal({{"errors", {{{"source", "a"}, {"runs", 3}, {"mape_cross_validated", -0.5}}}}}),
+      Contains("$.fitted.report.errors[0].mape_cross_validated: must be a mean |error| as a "
+               "fraction in [0, 100], or null, got -0.5"));
+  CHECK_THAT(refusal({{"errors", {{{"source", "a"}, {"runs", 3}, {"mape_fitted", 1e300}}}}}),
+             Contains("$.fitted.report.errors[0].mape_fitted: must be a mean |error|"));
+  CHECK_THAT(refusal({{"families_with_runs", {"megatron", "jax"}}}),
+             Contains("$.fitted.report.families_with_runs[1]: must be one of"));
 }
 
 TEST_CASE(
@@ -913,7 +947,20 @@ TEST_CASE(
     CHECK_THAT(r.out, !Contains("the profile has no fitted section"));
     CHECK_THAT(r.out, Contains("Profile one-source is fitted (meshplan fit) to runs of 1 file "
                                "(megatron-readme-h100.json) but has no cross-validated error"));
+    CHECK_THAT(r.out, Contains("did not see; there is no 80% interval either. Fit at least two"));
     CHECK_THAT(r.out, !Contains("The shipped profile"));
+    // A hand-edited profile that keeps intervals without a cross-validated error: the caveat
+    // does not deny the interval it prints.
+    const std::string kept = user_fitted_h100(
+        "one-source-kept", {"megatron-readme-h100.json"},
+        {{{"source", "megatron-readme-h100"}, {"runs", 9}, {"mape_cross_validated", nullptr}}},
+        true);
+    const test::CliResult k =
+        test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--top", "1", "--profile", kept});
+    REQUIRE(k.exit_code == 0);
+    CHECK_THAT(k.out, Contains("did not see; the 80% interval the profile holds is backed by no "
+                               "recorded cross-validated error. Fit at least two"));
+    CHECK_THAT(k.out, !Contains("no 80% interval either"));
   }
   SECTION("two sources: their cross-validated errors, too few for an interval") {
     // Source a: (9 x 0.15 + 2 x 0.20) / 11 = 15.9% -> "16%"; source b: 7%.
