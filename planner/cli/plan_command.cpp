@@ -34,7 +34,12 @@ namespace meshplan {
 
 namespace {
 
-/// --max-oom-risk's check: a finite number strictly between 0 and 1. The modelled risk is a
+/// Smallest --max-oom-risk: the risk's logistic tail is fitted to a few hundred published
+/// outcomes (meshplan fit) and says nothing of odds below one in a million; far below it the
+/// usable peak shrinks toward 0 GiB (1e-300: 0.0 GiB).
+constexpr double kMinOomRiskLimit = 1e-6;
+
+/// --max-oom-risk's check: a finite number in [kMinOomRiskLimit, 1). The modelled risk is a
 /// logistic of the ledger's peak (oom_risk.hpp), never exactly 0 nor 1: a limit of 0 admits no
 /// peak at all (the usable peak becomes 0 GiB) and 1 any (an infinite one).
 CLI::Validator oom_risk_limit() {
@@ -44,11 +49,17 @@ CLI::Validator oom_risk_limit() {
           return problem;
         }
         const double risk = std::strtod(text.c_str(), nullptr);  // checked just above
-        if (risk > 0 && risk < 1) return std::string();
+        if (risk >= kMinOomRiskLimit && risk < 1) return std::string();
+        if (risk > 0 && risk < 1) {
+          return "is " + text +
+                 ", below 1e-6: the OOM risk is fitted to a few hundred published runs' outcomes "
+                 "and says nothing of odds below one in a million; give a probability in [1e-6, "
+                 "1), e.g. 0.05 (the default) or 0.001";
+        }
         return "is " + text +
                ", but a layout's OOM risk is never exactly 0 or 1 (a logistic of its ledger "
-               "peak: a limit of 0 would admit no peak, 1 any); give a probability strictly "
-               "between 0 and 1, e.g. 0.05 (the default) or 0.001";
+               "peak: a limit of 0 would admit no peak, 1 any); give a probability in [1e-6, "
+               "1), e.g. 0.05 (the default) or 0.001";
       },
       "PROBABILITY");
 }
@@ -509,8 +520,7 @@ CommandAction add_plan_command(CLI::App& app) {
   cmd->add_flag("--allow-cross-node-tp", o->allow_cross_node_tp,
                 "Let tp span NVLink domains (costed on the NICs); off by default");
   cmd->add_option("--max-oom-risk", o->max_oom_risk,
-                  "Largest OOM risk a listed layout may carry, a probability in (0, 1), "
-                  "neither 0 nor 1: the "
+                  "Largest OOM risk a listed layout may carry, a probability in [1e-6, 1): the "
                   "risk comes from the ledger's peak, the GPU's memory and the spread of measured "
                   "peaks and OOM outcomes that meshplan fit found for the framework's family on "
                   "the profile")

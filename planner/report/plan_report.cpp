@@ -284,7 +284,11 @@ namespace {
 /// risk at most 5.0% would allow 81.1 GiB". The reserve is named only where one is given.
 std::string memory_limit_text(const SearchRequest& r) {
   const auto [by_risk, by_reserve] = memory_limits(r);
-  const std::string risk = "OOM risk at most " + risk_percent(r.max_oom_risk);
+  // A limit is the user's number: below 0.1% it keeps its digits (risk_percent's "< 0.1%" is
+  // for a modelled risk).
+  const std::string risk =
+      "OOM risk at most " + (r.max_oom_risk < 0.0005 ? significant(100 * r.max_oom_risk, 2) + "%"
+                                                     : risk_percent(r.max_oom_risk));
   // Without a reserve the expected peak still stays within the GPU's memory, which binds where
   // --max-oom-risk is above 50%.
   if (r.memory_reserve_bytes <= 0 && by_risk <= by_reserve) return risk;

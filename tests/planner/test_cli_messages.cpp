@@ -290,7 +290,8 @@ TEST_CASE("the overlap flags say what they stand for and each convention's defau
   }
 }
 
-TEST_CASE("plan --max-oom-risk is a probability strictly between 0 and 1", "[messages][cli]") {
+TEST_CASE("plan --max-oom-risk is a probability from one in a million to below 1",
+          "[messages][cli]") {
   // The OOM risk is a logistic of the ledger's peak (costmodel/oom_risk.hpp), never exactly 0
   // nor 1: a limit of 0 made the usable peak 0 GiB ("ledger peak may reach 0.0 GiB"), 1 an
   // infinite one. Both are refused with the range that is right; 0.5 runs.
@@ -302,8 +303,20 @@ TEST_CASE("plan --max-oom-risk is a probability strictly between 0 and 1", "[mes
     CHECK_THAT(r.err, Catch::StartsWith(std::string("meshplan: error: --max-oom-risk: is ") + risk +
                                         ", but a layout's OOM risk is never exactly 0 or "
                                         "1") &&
-                          Catch::Contains("give a probability strictly between 0 and 1"));
+                          Catch::Contains("give a probability in [1e-6, 1)"));
   }
+  // Below one in a million the fitted logistic tail says nothing (1e-300 made the usable peak
+  // 0.0 GiB); 1e-5 runs, and its limit keeps its digits: 100 x 1e-5 = 0.001%.
+  const test::CliResult tiny = test::run({"plan", "--model", "llama3-8b", "--cluster", "dgx-h100",
+                                          "--gpus", "8", "--max-oom-risk", "1e-300"});
+  CHECK(tiny.exit_code == 2);
+  CHECK_THAT(tiny.err, Catch::Contains("--max-oom-risk: is 1e-300, below 1e-6: the OOM risk is "
+                                       "fitted to a few hundred published runs' outcomes"));
+  const test::CliResult small = test::run({"plan", "--model", "llama3-8b", "--cluster", "dgx-h100",
+                                           "--gpus", "8", "--max-oom-risk", "1e-5"});
+  INFO(small.out);
+  CHECK(small.exit_code == 0);
+  CHECK_THAT(small.out, Catch::Contains("OOM risk at most 0.001%"));
   const test::CliResult range = test::run({"plan", "--model", "llama3-8b", "--cluster", "dgx-h100",
                                            "--gpus", "8", "--max-oom-risk", "-0.1"});
   CHECK(range.exit_code == 2);
