@@ -179,9 +179,11 @@ std::string family_ledger_bias_text(const SearchRequest& r) {
 /// fits (a fitted ledger bias puts its expected peak, the median of memory_outlook, below):
 /// "memory GiB is the worst stage's ledger; rows 3, 7 list one above the GPU's 79.6 GiB and fit:
 /// the fitted ledger bias of this framework family, +16.1% (...), puts their expected peaks at
-/// 69.9, 70.3 GiB (OOM risk beside them)." "" where no row does.
-std::string ledger_above_capacity_text(const SearchRequest& r,
-                                       const std::vector<Candidate>& ranked) {
+/// 69.9, 70.3 GiB (OOM risk beside them)." "" where no row does. `pareto`: the rows are the
+/// Pareto front's points, unnumbered in their table ("points 1, 2 (counted from the top)"), and
+/// the table has no risk column (the risk is the ranked table's and --json's).
+std::string ledger_above_capacity_text(const SearchRequest& r, const std::vector<Candidate>& ranked,
+                                       bool pareto = false) {
   const double capacity = r.cluster.gpu.memory_bytes;
   std::string rows, peaks;
   std::size_t n = 0;
@@ -193,14 +195,17 @@ std::string ledger_above_capacity_text(const SearchRequest& r,
   }
   if (n == 0) return "";
   const std::string bias = family_ledger_bias_text(r);
-  return "memory GiB is the worst stage's ledger; " + std::string(n == 1 ? "row " : "rows ") +
-         rows + (n == 1 ? " lists one" : " list one") + " above the GPU's " + gib(capacity) +
-         " and " + (n == 1 ? "fits" : "fit") + ": " +
+  const std::string noun = std::string(pareto ? "point" : "row") + (n == 1 ? " " : "s ");
+  return "memory GiB is the worst stage's ledger; " + noun + rows +
+         (pareto ? " (counted from the top)" : "") + (n == 1 ? " lists one" : " list one") +
+         " above the GPU's " + gib(capacity) + " and " + (n == 1 ? "fits" : "fit") + ": " +
          (bias.empty()
               ? "the OOM risk limit taken (--max-oom-risk) allows it"
               : bias + ", puts " + (n == 1 ? "its expected peak" : "their expected peaks") +
                     " at " + peaks + " GiB") +
-         " (OOM risk beside " + (n == 1 ? "it" : "them") + ").\n";
+         (pareto ? std::string(" (OOM risk in --json, oom_risk)")
+                 : " (OOM risk beside " + std::string(n == 1 ? "it" : "them") + ")") +
+         ".\n";
 }
 
 }  // namespace
@@ -597,7 +602,7 @@ std::string render_plan(const SearchRequest& r, const SearchResult& result) {
       }
       t.add_row({memory, fixed(c.step_time_s, 3), layout_text(r, c)});
     }
-    s << t.render();
+    s << t.render() << ledger_above_capacity_text(r, result.pareto, true);
   }
   return s.str();
 }

@@ -1173,6 +1173,31 @@ TEST_CASE(
                                 "peaks "
                                 "at " +
                                 peaks + " GiB (OOM risk beside them)."));
+  // The Pareto front's table says the same of its points (unnumbered there: counted from the
+  // top), with the risk in --json.
+  std::vector<std::string> pareto_args = args, pareto_json_args = json_args;
+  pareto_args.push_back("--pareto");
+  pareto_json_args.push_back("--pareto");
+  const test::CliResult pareto_text = test::run(pareto_args);
+  const test::CliResult pareto_json = test::run(pareto_json_args);
+  REQUIRE(pareto_text.exit_code == 0);
+  REQUIRE(pareto_json.exit_code == 0);
+  const nlohmann::json front = nlohmann::json::parse(pareto_json.out).at("pareto");
+  std::string points, point_peaks;
+  std::size_t above = 0;
+  for (std::size_t i = 0; i < front.size(); ++i) {
+    const double ledger = front[i]["peak_bytes"].get<double>();
+    if (ledger <= capacity) continue;
+    points += (points.empty() ? "" : ", ") + std::to_string(i + 1);
+    point_peaks += (point_peaks.empty() ? "" : ", ") + fixed(ledger * std::exp(-b) / kGiB, 1);
+    ++above;
+  }
+  REQUIRE(above > 0);
+  CHECK_THAT(pareto_text.out, Contains("memory GiB is the worst stage's ledger; point" +
+                                       std::string(above == 1 ? " " : "s ") + points +
+                                       " (counted from the top) list" + (above == 1 ? "s" : "") +
+                                       " one above the GPU's 79.6 GiB"));
+  CHECK_THAT(pareto_text.out, Contains(point_peaks + " GiB (OOM risk in --json, oom_risk)."));
   // Under it, nothing to say: Llama 3 8B on 8 H100 lists no ledger above 79.6 GiB.
   const test::CliResult small =
       test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--top", "5"});
