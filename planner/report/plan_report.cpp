@@ -98,7 +98,11 @@ std::pair<int, bool> gib_decimals(const std::vector<double>& bytes) {
 
 /// How much of the training state the winner holds per GPU on its largest stage, and what
 /// splits it: "the winner holds 43.1 GB of it on its largest stage (tp x pp = 64 split the
-/// weights, ZeRO-1 shards the optimizer states over dp x cp = 16)".
+/// weights, ZeRO-1 shards the optimizer states over dp x cp = 16)". A mixture-of-experts model's
+/// routed experts are split by ep x etp x pp and their states sharded over edp (Megatron-Core's
+/// expert data parallel group, memory_ledger.hpp expert_shard_group): "(tp x pp = 8 split the
+/// dense weights and ep x etp x pp = 64 the experts', ZeRO-1 shards the optimizer states over
+/// dp = 8, the experts' over edp = 1: not at all)".
 std::string winner_state_text(const SearchRequest& r, const Layout& l) {
   const MemoryLedger ledger = build_memory_ledger(r.model, l, r.setup, r.cluster.gpu);
   double held = 0;
@@ -117,13 +121,21 @@ std::string winner_state_text(const SearchRequest& r, const Layout& l) {
                                          "optimizer states",
                                          "all of it"};
   const double group = shard_group(l, r.setup.framework);
-  std::string text = "the winner holds " + gib(held) +
-                     " of it on its largest stage (tp x pp = " + std::to_string(l.tp * l.pp) +
-                     " split the weights";
-  if (l.zero >= 1 && group > 1) {
+  const bool moe = r.model.moe.has_value();
+  std::string text =
+      "the winner holds " + gib(held) +
+      " of it on its largest stage (tp x pp = " + std::to_string(l.tp * l.pp) +
+      (moe ? " split the dense weights and ep x etp x pp = " + std::to_string(l.ep * l.etp * l.pp) +
+                 " the experts'"
+           : std::string(" split the weights"));
+  const auto edp = static_cast<std::int64_t>(expert_shard_group(l));
+  if (l.zero >= 1 && (group > 1 || (moe && edp > 1))) {
     text += ", ZeRO-" + std::to_string(l.zero) + " shards " + kSharded[l.zero] + " over " +
             (r.setup.framework.shard_over_cp && l.cp > 1 ? "dp x cp" : "dp") + " = " +
             std::to_string(static_cast<std::int64_t>(group));
+    if (moe) {
+      text += ", the experts' over edp = " + std::to_string(edp) + (edp == 1 ? ": not at all" : "");
+    }
   }
   return text + ")";
 }

@@ -625,6 +625,23 @@ TEST_CASE("plan's Why: the state fully sharded is a floor, and what the winner h
   CHECK_THAT(why, Contains("on its largest stage (tp x pp = " +
                            std::to_string(l["tp"].get<int>() * l["pp"].get<int>()) +
                            " split the weights"));
+  // A mixture-of-experts model: the routed experts are split by ep x etp x pp and their states
+  // sharded over edp = tp x cp x dp / (ep x etp) (Megatron-Core's expert data parallel group),
+  // not over dp. Mixtral 8x7B on 64 H100.
+  const test::CliResult moe = test::run(
+      {"plan", "--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--gpus", "64", "--json"});
+  INFO(moe.err);
+  REQUIRE(moe.exit_code == 0);
+  const nlohmann::json m = nlohmann::json::parse(moe.out);
+  const nlohmann::json& ml = m["ranked"][0]["layout"];
+  const int tp = ml["tp"], pp = ml["pp"], cp = ml["cp"], dp = ml["dp"], ep = ml["ep"],
+            etp = ml["etp"];
+  REQUIRE(ml["zero"].get<int>() >= 1);
+  CHECK_THAT(m["explanation"].get<std::string>(),
+             Contains("(tp x pp = " + std::to_string(tp * pp) +
+                      " split the dense weights and ep x etp x pp = " +
+                      std::to_string(ep * etp * pp) + " the experts', ZeRO-") &&
+                 Contains("the experts' over edp = " + std::to_string(tp * cp * dp / (ep * etp))));
 }
 
 TEST_CASE("a predicted MFU above every published run's gets a caveat", "[usability][caveat]") {
