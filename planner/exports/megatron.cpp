@@ -359,14 +359,15 @@ Export export_megatron(const Plan& p, const FrameworkVersion& version) {
           std::string(l.vpp > 1 ? " or --account-for-embedding/loss-in-pipeline-split (one "
                                   "layer fewer on the first / last virtual stage)"
                                 : "") +
-          ", which cannot give this split: with one, drop the flag" +
-          (l.vpp > 1 ? " and give --num-virtual-stages-per-pipeline-rank " + s(l.vpp) : "") +
-          " for its even split" +
-          (m.num_layers % stages != 0
-               ? " (which " + counted(m.num_layers, "layer") + " over " +
-                     counted(stages, l.vpp > 1 ? "virtual stage" : "stage") + " do not allow)"
-               : "") +
-          ", or plan a split of those shapes");
+          ", which cannot give this split: with one, " +
+          (m.num_layers % stages == 0
+               ? "drop the flag" +
+                     (l.vpp > 1 ? " and give --num-virtual-stages-per-pipeline-rank " + s(l.vpp)
+                                : std::string()) +
+                     " for its even split, or plan a split of those shapes"
+               : "plan a split of those shapes (an even split is not one: " +
+                     counted(m.num_layers, "layer") + " over " +
+                     counted(stages, l.vpp > 1 ? "virtual stage" : "stage") + " do not divide)"));
     }
   }
   if (l.sp) a.push_back("--sequence-parallel");

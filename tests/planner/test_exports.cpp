@@ -1239,10 +1239,10 @@ TEST_CASE("megatron export: uneven virtual stages as a rank's layers over its ch
                                  "order) is written as: Megatron-Core's experimental layout "
                                  "string"));
     CHECK_THAT(e.to_add[0], Catch::Contains("Older Megatron-LM releases lack the flag"));
-    CHECK_THAT(e.to_add[0], Catch::Contains("drop the flag and give "
-                                            "--num-virtual-stages-per-pipeline-rank 2 for its even "
-                                            "split (which 125 layers over 16 virtual stages do not "
-                                            "allow)"));
+    // 125 layers over 16 virtual stages have no even split: the note offers none.
+    CHECK_THAT(e.to_add[0], Catch::Contains("with one, plan a split of those shapes (an even "
+                                            "split is not one: 125 layers over 16 virtual stages "
+                                            "do not divide)"));
     const Layout back = parse_megatron_args(e.text);
     CHECK(back.pp == 8);
     CHECK(back.vpp == 2);
@@ -1391,8 +1391,23 @@ TEST_CASE(
                                           "is written as: Megatron-Core's experimental layout "
                                           "string"));
   CHECK_THAT(e.to_add[0], Catch::Contains("Older Megatron-LM releases lack the flag"));
-  CHECK_THAT(e.to_add[0], Catch::Contains("drop the flag for its even split (which 105 layers "
-                                          "over 16 stages do not allow)"));
+  // 105 layers over 16 stages have no even split: the note does not offer one.
+  CHECK_THAT(e.to_add[0], Catch::Contains("with one, plan a split of those shapes (an even split "
+                                          "is not one: 105 layers over 16 stages do not "
+                                          "divide)"));
+  CHECK_THAT(e.to_add[0], !Catch::Contains("drop the flag"));
+  // 112 layers over 16 stages (7 each) have one: split 6, 7 x 6, 8, 7 x 8 (unequal middle stages,
+  // so the layout string), the note offers dropping the flag for the even split.
+  Layout divisible = l;
+  divisible.stage_layers = {6, 7, 7, 7, 7, 7, 7, 8, 7, 7, 7, 7, 7, 7, 7, 7};
+  const Export e2 = export_plan(
+      plan_of(llama405b_with_layers(112), divisible, "megatron", Precision::kBf16, 8192),
+      ExportFormat::kMegatron);
+  INFO(e2.text);
+  REQUIRE(e2.to_add.size() == 2);
+  CHECK_THAT(e2.to_add[0],
+             Catch::Contains("with one, drop the flag for its even split, or plan a split of "
+                             "those shapes"));
   const Layout back = parse_megatron_args(e.text);
   CHECK(back.tp == 8);
   CHECK(back.pp == 16);
