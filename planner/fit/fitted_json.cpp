@@ -1,15 +1,19 @@
 #include "planner/fit/fitted_json.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
+#include "common/format.hpp"
 #include "common/input_error.hpp"
 #include "planner/config/closest_names.hpp"
 #include "planner/fit/parameters.hpp"
+#include "planner/validation/validate.hpp"
 
 namespace meshplan {
 
@@ -149,17 +153,34 @@ FitRecord fit_record_from_report(const nlohmann::json& report, const StrictObjec
     if (!e.is_object()) fail(at, "must be an object (one source's error), got " + describe_json(e));
     FitSourceError error;
     if (!e.contains("source") || !e.at("source").is_string() ||
-        e.at("source").get<std::string>().empty()) {
+        e.at("source").get<std::string>().find_first_not_of(" \t") == std::string::npos) {
       fail(at + ".source",
            "must name the source (a file's stem, a non-empty string), got " +
                (e.contains("source") ? describe_json(e.at("source")) : std::string("nothing")));
     }
     error.source = e.at("source").get<std::string>();
+    // The time metrics a fit compares (validate.hpp), or none named.
+    const std::vector<std::string> metrics = {kMetricStepTime, kMetricTflops, kMetricTokens,
+                                              kMetricMfu};
+    if (e.contains("metric") && (!e.at("metric").is_string() ||
+                                 std::find(metrics.begin(), metrics.end(),
+                                           e.at("metric").get<std::string>()) == metrics.end())) {
+      fail(at + ".metric",
+           "must be one of " + quoted_list(metrics) + ", got " + describe_json(e.at("metric")));
+    }
     error.metric = report_string(e, "metric");
+    for (const FitSourceError& seen : r.errors) {
+      if (seen.source == error.source && seen.metric == error.metric) {
+        fail(at, "repeats the error of source " + json_quoted(error.source) +
+                     (error.metric.empty() ? std::string() : " and metric " + error.metric) +
+                     " given earlier; a fit writes one entry per source and metric");
+      }
+    }
     if (!e.contains("runs") || !e.at("runs").is_number_integer() ||
-        e.at("runs").get<std::int64_t>() < 1) {
+        e.at("runs").get<std::int64_t>() < 1 ||
+        e.at("runs").get<std::int64_t>() > (std::int64_t{1} << 40)) {
       fail(at + ".runs",
-           "must be the source's run count (an integer >= 1), got " +
+           "must be the source's run count (an integer from 1 to 2^40), got " +
                (e.contains("runs") ? describe_json(e.at("runs")) : std::string("nothing")));
     }
     error.runs = e.at("runs").get<std::int64_t>();
@@ -245,10 +266,16 @@ FittedSection fitted_from_json(StrictObject& profile, const nlohmann::json& raw,
       interval.p90_ratio = number_in(io, in, "p90_ratio", interval.p10_ratio, 1e2,
                                      "a ratio measured / predicted in [p10_ratio, 100]");
       interval.cases = io.positive_int("cases", std::int64_t{1} << 40);
-      // Profiles fitted before family_spread existed widened no family's interval.
+      // Profiles fitted before family_spread existed widened no family's interval. The
+      // interval holds the spread it added: its half-width, t x sqrt(... + spread^2) with
+      // Student's t(0.9) >= 1.28, is at least the spread (fit.hpp interval_for).
       if (in.contains("family_spread")) {
-        interval.family_spread = number_in(io, in, "family_spread", 0, 2,
-                                           "a standard deviation in natural-log units in [0, 2]");
+        const double half = std::log(interval.p90_ratio / interval.p10_ratio) / 2;
+        interval.family_spread =
+            number_in(io, in, "family_spread", 0, half,
+                      "a standard deviation in natural-log units from 0 to the interval's "
+                      "half-width ln(p90_ratio / p10_ratio) / 2 = " +
+                          significant(half, 4) + ", which holds it");
       }
       fit.interval = interval;
     }

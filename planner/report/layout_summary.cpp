@@ -251,7 +251,8 @@ std::string step_time_caveat(const Profile& profile, const FrameworkConvention& 
            (interval ? std::string("; the 80% interval the profile holds is backed by no recorded "
                                    "cross-validated error")
                      : std::string("; there is no 80% interval either")) +
-           ". Fit at least two sources for both" +
+           ". Fit at least two sources for a cross-validated error, and " + interval_needs_text() +
+           " for an interval" +
            (one_study ? " (meshplan fit --leave-out file leaves out each file)." : ".") + unseen;
   }
   double lo = 1e300, hi = 0;
@@ -299,8 +300,8 @@ std::string no_interval_reason(const Profile& profile, const FrameworkConvention
   const FitRecord& record = *profile.fitted.record;
   if (record.cross_validated_mape.empty()) {
     return "the fit saw one source" + files_text(record.files) +
-           ", so it has no cross-validated residuals to take an interval from; fit at least two "
-           "sources";
+           ", so it has no cross-validated residuals to take an interval from; fit " +
+           interval_needs_text() + " for one";
   }
   return "the fit's cross-validated residuals are too few for one: an interval needs those of " +
          interval_needs_text();

@@ -87,6 +87,14 @@ std::string memory_verdict_reason(double peak_bytes, double capacity_bytes,
          " that counts as out of memory";
 }
 
+std::string expected_peak_text(double ledger_peak_bytes, const MemoryOutlook& outlook) {
+  if (std::abs(outlook.peak_bytes_p50 - ledger_peak_bytes) <= 0.005 * ledger_peak_bytes) {
+    return "";
+  }
+  return " around an expected " + gib(outlook.peak_bytes_p50) +
+         " (the ledger's peak less the family's fitted ledger bias)";
+}
+
 std::string memory_verdict_reason(const MemoryLedger& ledger) {
   return memory_verdict_reason(ledger.peak_bytes, ledger.capacity_bytes, ledger.outlook,
                                ledger.fits);
@@ -122,7 +130,8 @@ std::string render_memory_ledger(const MemoryLedger& ledger, const std::string& 
   }
   out << "OOM risk " << risk_percent(ledger.outlook.oom_risk) << " (a layout above "
       << risk_percent(kDefaultMaxOomRisk) << " counts as out of memory); 80% of runs peak at "
-      << gib(ledger.outlook.peak_bytes_p10) << " to " << gib(ledger.outlook.peak_bytes_p90) << "\n";
+      << gib(ledger.outlook.peak_bytes_p10) << " to " << gib(ledger.outlook.peak_bytes_p90)
+      << expected_peak_text(ledger.peak_bytes, ledger.outlook) << "\n";
   if (ledger.largest_tensor_bytes > 0) {
     out << "largest activation tensor: " << ledger.largest_tensor_name << " "
         << ledger.largest_tensor_shape << " " << ledger.largest_tensor_dtype << " = "

@@ -122,12 +122,14 @@ std::string winner_state_text(const SearchRequest& r, const Layout& l) {
                                          "all of it"};
   const double group = shard_group(l, r.setup.framework);
   const bool moe = r.model.moe.has_value();
-  std::string text =
-      "the winner holds " + gib(held) +
-      " of it on its largest stage (tp x pp = " + std::to_string(l.tp * l.pp) +
-      (moe ? " split the dense weights and ep x etp x pp = " + std::to_string(l.ep * l.etp * l.pp) +
-                 " the experts'"
-           : std::string(" split the weights"));
+  // A layout of tp = pp = 1 (and no expert split) keeps the weights whole on every GPU.
+  const bool whole = l.tp * l.pp == 1 && (!moe || l.ep * l.etp == 1);
+  std::string text = "the winner holds " + gib(held) + " of it on its largest stage (" +
+                     (whole ? std::string("tp = pp = 1: every GPU holds all the weights")
+                      : moe ? "tp x pp = " + std::to_string(l.tp * l.pp) +
+                                  " split the dense weights and ep x etp x pp = " +
+                                  std::to_string(l.ep * l.etp * l.pp) + " the experts'"
+                            : "tp x pp = " + std::to_string(l.tp * l.pp) + " split the weights");
   const auto edp = static_cast<std::int64_t>(expert_shard_group(l));
   if (l.zero >= 1 && (group > 1 || (moe && edp > 1))) {
     text += ", ZeRO-" + std::to_string(l.zero) + " shards " + kSharded[l.zero] + " over " +
@@ -301,11 +303,12 @@ namespace {
 /// risk at most 5.0% would allow 81.1 GiB". The reserve is named only where one is given.
 std::string memory_limit_text(const SearchRequest& r) {
   const auto [by_risk, by_reserve] = memory_limits(r);
-  // A limit is the user's number: below 0.1% it keeps its digits (risk_percent's "< 0.1%" is
-  // for a modelled risk).
+  // A limit is the user's number: below 0.1% and above 99.9% it keeps its digits
+  // (risk_percent's "< 0.1%" and "> 99.9%" are for a modelled risk).
+  const bool extreme = r.max_oom_risk < 0.0005 || r.max_oom_risk > 0.9995;
   const std::string risk =
-      "OOM risk at most " + (r.max_oom_risk < 0.0005 ? significant(100 * r.max_oom_risk, 2) + "%"
-                                                     : risk_percent(r.max_oom_risk));
+      "OOM risk at most " +
+      (extreme ? significant(100 * r.max_oom_risk, 9) + "%" : risk_percent(r.max_oom_risk));
   // Without a reserve the expected peak still stays within the GPU's memory, which binds where
   // --max-oom-risk is above 50%.
   if (r.memory_reserve_bytes <= 0 && by_risk <= by_reserve) return risk;

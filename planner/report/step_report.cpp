@@ -170,7 +170,7 @@ std::string render_step(const StepReportInputs& in, const StepEstimate& e) {
   }
   s << " (OOM risk " << risk_percent(e.memory.outlook.oom_risk) << ", 80% of runs peak at "
     << gib(e.memory.outlook.peak_bytes_p10) << " to " << gib(e.memory.outlook.peak_bytes_p90)
-    << ")\n\n";
+    << expected_peak_text(e.memory.peak_bytes, e.memory.outlook) << ")\n\n";
   Table t({"where the step goes", "seconds", "share"}, {true, false, false});
   for (const BreakdownComponent& c : breakdown_components(e.breakdown)) {
     t.add_row({c.label, fixed(c.seconds, 4), fixed(100 * c.seconds / e.step_time_s, 1) + "%"});

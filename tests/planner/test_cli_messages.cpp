@@ -317,6 +317,12 @@ TEST_CASE("plan --max-oom-risk is a probability from one in a million to below 1
   INFO(small.out);
   CHECK(small.exit_code == 0);
   CHECK_THAT(small.out, Catch::Contains("OOM risk at most 0.001%"));
+  // Near 1 too: 100 x 0.9999999 = 99.99999%, not "at most > 99.9%".
+  const test::CliResult near_one =
+      test::run({"plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "8",
+                 "--max-oom-risk", "0.9999999"});
+  CHECK(near_one.exit_code == 0);
+  CHECK_THAT(near_one.out, Catch::Contains("OOM risk at most 99.99999%"));
   const test::CliResult range = test::run({"plan", "--model", "llama3-8b", "--cluster", "dgx-h100",
                                            "--gpus", "8", "--max-oom-risk", "-0.1"});
   CHECK(range.exit_code == 2);

@@ -197,14 +197,23 @@ TEST_CASE("profile show: the fitted section's parameters, intervals, runs and er
   CHECK(row(r.out, {"megatron"}) == Cells{"0.800", "1.200", "12", "-"});
   CHECK(row(r.out, {"pytorch"}) == Cells{"0.750", "1.300", "12", "x1.105"});
   CHECK(row(r.out, {"other"}) == Cells{"-", "-", "none", "-"});
+  // A family spread wider than the interval that holds it is refused: pytorch's 0.75 - 1.3
+  // has half-width ln(1.3 / 0.75) / 2 = 0.2750.
+  file["fitted"]["families"]["pytorch"]["interval"]["family_spread"] = 0.3;
+  const std::string wide_path = test::write_temp_file("show-fitted-wide.json", file.dump(2));
+  const test::CliResult wide = test::run({"profile", "show", wide_path});
+  CHECK(wide.exit_code == 2);
+  CHECK_THAT(wide.err, Catch::Contains("$.fitted.families.pytorch.interval.family_spread: must be "
+                                       "a standard deviation in natural-log units from 0 to the "
+                                       "interval's half-width ln(p90_ratio / p10_ratio) / 2 = "
+                                       "0.275, which holds it, got 0.3"));
   // A negative family spread is refused with its JSON path.
   file["fitted"]["families"]["pytorch"]["interval"]["family_spread"] = -0.1;
   const std::string bad_path = test::write_temp_file("show-fitted-bad.json", file.dump(2));
   const test::CliResult bad = test::run({"profile", "show", bad_path});
   CHECK(bad.exit_code == 2);
   CHECK_THAT(bad.err, Catch::Contains("$.fitted.families.pytorch.interval.family_spread: must be a "
-                                      "standard deviation in natural-log units in [0, 2], got "
-                                      "-0.1"));
+                                      "standard deviation in natural-log units from 0 to"));
   // Errors: source, metric, runs, before, fitted, cross-validated (b: none left out).
   CHECK(row(r.out, {"a", "step_time_s"}) == Cells{"2", "25.0%", "5.0%", "12.5%"});
   CHECK(row(r.out, {"b", "mfu"}) == Cells{"1", "10.0%", "2.0%", "-"});

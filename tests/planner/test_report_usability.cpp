@@ -898,8 +898,8 @@ TEST_CASE("fit_record_from_report: per source, cross-validated MAPE weighted by 
   const nlohmann::json report = {
       {"files", {"a.json", "b.json", "c.json"}},
       {"errors",
-       {{{"source", "a"}, {"runs", 9}, {"mape_cross_validated", 0.15}},
-        {{"source", "a"}, {"runs", 2}, {"mape_cross_validated", 0.20}},
+       {{{"source", "a"}, {"metric", "step_time_s"}, {"runs", 9}, {"mape_cross_validated", 0.15}},
+        {{"source", "a"}, {"metric", "mfu"}, {"runs", 2}, {"mape_cross_validated", 0.20}},
         {{"source", "b"}, {"runs", 12}, {"mape_cross_validated", 0.07}},
         {{"source", "c"}, {"runs", 3}, {"mape_cross_validated", nullptr}}}}};
   // The report as the key of a profile's "fitted" object, which names the file and path.
@@ -934,7 +934,18 @@ TEST_CASE("fit_record_from_report: per source, cross-validated MAPE weighted by 
                                                             "file's name (a non-empty string)"));
   CHECK_THAT(refusal({{"errors", {{{"source", "a"}, {"runs", -3}}}}}),
              Contains("$.fitted.report.errors[0].runs: must be the source's run count (an "
-                      "integer >= 1), got -3"));
+                      "integer from 1 to 2^40), got -3"));
+  CHECK_THAT(refusal({{"errors", {{{"source", "a"}, {"runs", 4611686018427387904}}}}}),
+             Contains("$.fitted.report.errors[0].runs: must be the source's run count"));
+  CHECK_THAT(refusal({{"errors", {{{"source", "a"}, {"runs", 3}, {"metric", "bananas"}}}}}),
+             Contains("$.fitted.report.errors[0].metric: must be one of"));
+  CHECK_THAT(refusal({{"errors", {{{"source", "  "}, {"runs", 3}}}}}),
+             Contains("$.fitted.report.errors[0].source: must name the source"));
+  CHECK_THAT(refusal({{"errors",
+                       {{{"source", "a"}, {"runs", 3}, {"metric", "mfu"}},
+                        {{"source", "a"}, {"runs", 2}, {"metric", "mfu"}}}}}),
+             Contains("$.fitted.report.errors[1]: repeats the error of source \"a\" and metric "
+                      "mfu given earlier"));
   CHECK_THAT(refusal({{"errors", {{{"runs", 3}}}}}),
              Contains("$.fitted.report.errors[0].source: must name the source"));
   CHECK_THAT(
@@ -960,11 +971,14 @@ TEST_CASE(
     REQUIRE(r.exit_code == 0);
     CHECK_THAT(r.out, Contains("- No 80% interval: the fit saw one source "
                                "(megatron-readme-h100.json), so it has no cross-validated "
-                               "residuals to take an interval from; fit at least two sources.\n"));
+                               "residuals to take an interval from; fit at least 10 runs of 3 "
+                               "sources for one.\n"));
     CHECK_THAT(r.out, !Contains("the profile has no fitted section"));
     CHECK_THAT(r.out, Contains("Profile one-source is fitted (meshplan fit) to runs of 1 file "
                                "(megatron-readme-h100.json) but has no cross-validated error"));
-    CHECK_THAT(r.out, Contains("did not see; there is no 80% interval either. Fit at least two"));
+    CHECK_THAT(r.out, Contains("did not see; there is no 80% interval either. Fit at least two "
+                               "sources for a cross-validated error, and at least 10 runs of 3 "
+                               "sources for an interval"));
     CHECK_THAT(r.out, !Contains("The shipped profile"));
     // A hand-edited profile that keeps intervals without a cross-validated error: the caveat
     // does not deny the interval it prints.
@@ -981,11 +995,11 @@ TEST_CASE(
   }
   SECTION("two sources: their cross-validated errors, too few for an interval") {
     // Source a: (9 x 0.15 + 2 x 0.20) / 11 = 15.9% -> "16%"; source b: 7%.
-    const std::string two =
-        user_fitted_h100("two-sources", {"a.json", "b.json"},
-                         {{{"source", "a"}, {"runs", 9}, {"mape_cross_validated", 0.15}},
-                          {{"source", "a"}, {"runs", 2}, {"mape_cross_validated", 0.20}},
-                          {{"source", "b"}, {"runs", 12}, {"mape_cross_validated", 0.07}}});
+    const std::string two = user_fitted_h100(
+        "two-sources", {"a.json", "b.json"},
+        {{{"source", "a"}, {"metric", "step_time_s"}, {"runs", 9}, {"mape_cross_validated", 0.15}},
+         {{"source", "a"}, {"metric", "mfu"}, {"runs", 2}, {"mape_cross_validated", 0.20}},
+         {{"source", "b"}, {"runs", 12}, {"mape_cross_validated", 0.07}}});
     const test::CliResult r =
         test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--top", "1", "--profile", two});
     REQUIRE(r.exit_code == 0);
