@@ -277,10 +277,11 @@ FittedRates unseen_family_rates(const GenerationFit& fit, const std::string& fam
 std::optional<double> family_offset_variance(const GenerationFit& fit,
                                              const std::vector<const FitRun*>& train) {
   std::map<std::string, std::pair<double, double>> offsets;  // family -> (sum of d, runs)
+  std::map<std::string, FittedRates> unseen;                 // family -> its rates unseen
   for (const FitRun* r : train) {
+    if (unseen.count(r->family) == 0) unseen[r->family] = unseen_family_rates(fit, r->family);
     std::pair<double, double>& o = offsets[r->family];
-    o.first += run_log_error(*r, unseen_family_rates(fit, r->family)) -
-               run_log_error(*r, fit.rates.at(r->family));
+    o.first += run_log_error(*r, unseen.at(r->family)) - run_log_error(*r, fit.rates.at(r->family));
     o.second += 1;
   }
   if (offsets.size() < 2) return std::nullopt;

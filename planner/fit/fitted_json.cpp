@@ -160,13 +160,10 @@ FitRecord fit_record_from_report(const nlohmann::json& report, const StrictObjec
     }
     error.source = e.at("source").get<std::string>();
     // The time metrics a fit compares (validate.hpp), or none named.
-    const std::vector<std::string> metrics = {kMetricStepTime, kMetricTflops, kMetricTokens,
-                                              kMetricMfu};
-    if (e.contains("metric") && (!e.at("metric").is_string() ||
-                                 std::find(metrics.begin(), metrics.end(),
-                                           e.at("metric").get<std::string>()) == metrics.end())) {
-      fail(at + ".metric",
-           "must be one of " + quoted_list(metrics) + ", got " + describe_json(e.at("metric")));
+    if (e.contains("metric") &&
+        (!e.at("metric").is_string() || !is_time_metric(e.at("metric").get<std::string>()))) {
+      fail(at + ".metric", "must be one of " + quoted_list(time_metrics()) + ", got " +
+                               describe_json(e.at("metric")));
     }
     error.metric = report_string(e, "metric");
     for (const FitSourceError& seen : r.errors) {

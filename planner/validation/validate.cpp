@@ -1,5 +1,6 @@
 #include "planner/validation/validate.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
@@ -133,9 +134,15 @@ void compare_case(const ValidationCase& c, const std::string& source, const Case
 
 }  // namespace
 
+const std::vector<std::string>& time_metrics() {
+  static const std::vector<std::string> metrics = {kMetricStepTime, kMetricTflops, kMetricTokens,
+                                                   kMetricMfu};
+  return metrics;
+}
+
 bool is_time_metric(const std::string& metric) {
-  return metric == kMetricStepTime || metric == kMetricTflops || metric == kMetricTokens ||
-         metric == kMetricMfu;
+  const std::vector<std::string>& m = time_metrics();
+  return std::find(m.begin(), m.end(), metric) != m.end();
 }
 
 std::optional<TimeComparison> time_comparison(const ValidationCase& c, const StepEstimate& e) {

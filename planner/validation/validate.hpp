@@ -44,7 +44,11 @@ inline constexpr const char* kMetricMfu = "mfu";
 inline constexpr const char* kMetricPeakBytes = "peak_bytes";
 inline constexpr const char* kMetricOom = "oom";
 
-/// True for the metrics that measure speed (step time and the throughputs derived from it).
+/// The metrics that measure speed (step time and the throughputs derived from it), in
+/// report order: step_time_s, tflops_per_gpu, tokens_per_s_per_gpu, mfu.
+const std::vector<std::string>& time_metrics();
+
+/// True for the metrics of time_metrics().
 bool is_time_metric(const std::string& metric);
 
 /// The time metric a case is compared on and both numbers (kMetric*: step time where measured,

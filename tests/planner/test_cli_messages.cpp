@@ -294,10 +294,14 @@ TEST_CASE("plan --max-oom-risk is a probability from one in a million to below 1
           "[messages][cli]") {
   // The OOM risk is a logistic of the ledger's peak (costmodel/oom_risk.hpp), never exactly 0
   // nor 1: a limit of 0 made the usable peak 0 GiB ("ledger peak may reach 0.0 GiB"), 1 an
-  // infinite one. Both are refused with the range that is right; 0.5 runs.
+  // infinite one. Both are refused with the range that is right; 0.5 runs. plan_at: Llama 3 8B
+  // on 8 H100 with --max-oom-risk `risk`.
+  const auto plan_at = [](const std::string& risk) {
+    return test::run({"plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "8",
+                      "--max-oom-risk", risk});
+  };
   for (const char* risk : {"0", "1", "0.0"}) {
-    const test::CliResult r = test::run({"plan", "--model", "llama3-8b", "--cluster", "dgx-h100",
-                                         "--gpus", "8", "--max-oom-risk", risk});
+    const test::CliResult r = plan_at(risk);
     INFO(r.err);
     CHECK(r.exit_code == 2);
     CHECK_THAT(r.err, Catch::StartsWith(std::string("meshplan: error: --max-oom-risk: is ") + risk +
@@ -307,29 +311,23 @@ TEST_CASE("plan --max-oom-risk is a probability from one in a million to below 1
   }
   // Below one in a million the fitted logistic tail says nothing (1e-300 made the usable peak
   // 0.0 GiB); 1e-5 runs, and its limit keeps its digits: 100 x 1e-5 = 0.001%.
-  const test::CliResult tiny = test::run({"plan", "--model", "llama3-8b", "--cluster", "dgx-h100",
-                                          "--gpus", "8", "--max-oom-risk", "1e-300"});
+  const test::CliResult tiny = plan_at("1e-300");
   CHECK(tiny.exit_code == 2);
   CHECK_THAT(tiny.err, Catch::Contains("--max-oom-risk: is 1e-300, below 1e-6: the OOM risk is "
                                        "fitted to a few hundred published runs' outcomes"));
-  const test::CliResult small = test::run({"plan", "--model", "llama3-8b", "--cluster", "dgx-h100",
-                                           "--gpus", "8", "--max-oom-risk", "1e-5"});
+  const test::CliResult small = plan_at("1e-5");
   INFO(small.out);
   CHECK(small.exit_code == 0);
   CHECK_THAT(small.out, Catch::Contains("OOM risk at most 0.001%"));
   // Near 1 too: 100 x 0.9999999 = 99.99999%, not "at most > 99.9%".
-  const test::CliResult near_one =
-      test::run({"plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "8",
-                 "--max-oom-risk", "0.9999999"});
+  const test::CliResult near_one = plan_at("0.9999999");
   CHECK(near_one.exit_code == 0);
   CHECK_THAT(near_one.out, Catch::Contains("OOM risk at most 99.99999%"));
-  const test::CliResult range = test::run({"plan", "--model", "llama3-8b", "--cluster", "dgx-h100",
-                                           "--gpus", "8", "--max-oom-risk", "-0.1"});
+  const test::CliResult range = plan_at("-0.1");
   CHECK(range.exit_code == 2);
   CHECK_THAT(range.err, Catch::Contains("--max-oom-risk: must be a number from 0 to 1, got "
                                         "\"-0.1\""));
-  const test::CliResult half = test::run({"plan", "--model", "llama3-8b", "--cluster", "dgx-h100",
-                                          "--gpus", "8", "--max-oom-risk", "0.5"});
+  const test::CliResult half = plan_at("0.5");
   INFO(half.err);
   CHECK(half.exit_code == 0);
 }

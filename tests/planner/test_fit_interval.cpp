@@ -36,6 +36,14 @@ void add_runs(std::vector<FitRun>& runs, std::vector<double>& log_errors, const 
                std::vector<double>(count, std::log(measured_over_predicted)));
 }
 
+/// Three studies of four runs each, log(measured / predicted): a {0.1, 0.3, 0.1, 0.3}, b {-0.1,
+/// 0.1, -0.1, 0.1}, c {-0.3, -0.1, -0.3, -0.1}.
+void add_three_studies(std::vector<FitRun>& runs, std::vector<double>& log_errors) {
+  add_log_runs(runs, log_errors, "a", {0.1, 0.3, 0.1, 0.3});
+  add_log_runs(runs, log_errors, "b", {-0.1, 0.1, -0.1, 0.1});
+  add_log_runs(runs, log_errors, "c", {-0.3, -0.1, -0.3, -0.1});
+}
+
 /// t(0.9) with 1 degree of freedom (three studies): the Cauchy's tan(0.4 pi).
 const double kT1 = std::tan(0.4 * std::acos(-1.0));
 
@@ -61,9 +69,7 @@ TEST_CASE("fit intervals: a new study's interval spans the studies' biases", "[f
   // sqrt(0.063333) = 0.77453: ratios exp(-/+0.77453) = 0.46092 and 2.16958.
   std::vector<FitRun> runs;
   std::vector<double> e;
-  add_log_runs(runs, e, "a", {0.1, 0.3, 0.1, 0.3});
-  add_log_runs(runs, e, "b", {-0.1, 0.1, -0.1, 0.1});
-  add_log_runs(runs, e, "c", {-0.3, -0.1, -0.3, -0.1});
+  add_three_studies(runs, e);
   const std::optional<StepInterval> i = interval_for(runs, e, "hopper", "megatron");
   REQUIRE(i.has_value());
   const double half = kT1 * std::sqrt(0.04 - 0.04 / 3 / 4 + 0.04 / 3 + 0.04 / 3);
@@ -147,9 +153,7 @@ TEST_CASE("fit intervals: a family the fit never saw adds the families' spread",
   // the interval records the spread it added, sqrt(0.02) = 0.141421.
   std::vector<FitRun> runs;
   std::vector<double> e;
-  add_log_runs(runs, e, "a", {0.1, 0.3, 0.1, 0.3});
-  add_log_runs(runs, e, "b", {-0.1, 0.1, -0.1, 0.1});
-  add_log_runs(runs, e, "c", {-0.3, -0.1, -0.3, -0.1});
+  add_three_studies(runs, e);
   const std::optional<StepInterval> i = interval_for(runs, e, "hopper", "megatron", "", 0.02);
   REQUIRE(i.has_value());
   CHECK(std::log(i->p90_ratio) == Approx(0.88846).epsilon(1e-4));
