@@ -27,8 +27,10 @@
 // the outputs of every other matmul (q, v, fc1's gate, fc2) and of attention (output and
 // log-sum-exp), and recomputes the rest. Full recompute keeps only the layer input, s b h half
 // (/t with sp). With `tp_saves_gathered_inputs` (DTensor sequence parallelism) the qkv and fc1
-// inputs are saved all-gathered: s b h, not /t. With `fp8_linear_inputs` the four linears'
-// inputs (qkv, output projection, fc1, fc2) are saved in fp8, 1 byte.
+// inputs are saved all-gathered: s b h, not /t. With `quantized_linear_inputs` the four linears'
+// inputs (qkv, output projection, fc1, fc2) are saved quantized (precision.hpp
+// saved_gemm_input_bytes: fp8 1 byte, mxfp8 1 + 1/32, nvfp4 0.5 + 1/16, and qkv's and fc1's
+// 1.125 under sp, where Transformer Engine keeps both of their copies).
 #pragma once
 
 #include <vector>

@@ -128,7 +128,7 @@ std::vector<FrameworkConvention> make_conventions() {
   all.back().loss_transient_bytes = 2;
   all.back().dp_grad_overlap = false;     // --overlap-grad-reduce is opt-in
   all.back().tp_overlap_needs_sp = true;  // --tp-comm-overlap is opt-in, and needs sp
-  all.back().fp8_saves_fp8_inputs = true;
+  all.back().saves_quantized_inputs = true;
   all.back().pp_p2p_overlap = true;
   all.back().interleaved_waiting_needs_pp_above_2 = true;
   all.back().any_pipeline_split = true;
@@ -177,7 +177,7 @@ std::vector<FrameworkConvention> make_conventions() {
   all.back().tp_comm_overlap = 1;
   all.back().tp_overlap_needs_sp = true;
   all.back().tp_overlap_off_with_nvfp4 = true;
-  all.back().fp8_saves_fp8_inputs = true;
+  all.back().saves_quantized_inputs = true;
   all.back().pp_p2p_overlap = true;
   all.back().interleaved_waiting_needs_pp_above_2 = true;
   all.back().any_pipeline_split = true;

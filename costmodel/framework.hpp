@@ -163,10 +163,11 @@ struct FrameworkConvention {
   /// kernels (Megatron/Transformer Engine, torch.compile) or PyTorch eager mode, the default of
   /// torchtitan (`--training.compile` off), Hugging Face Transformers and DeepSpeed on HF models.
   ElementwiseKernels elementwise = ElementwiseKernels::kFused;
-  /// With --precision fp8, the linears save their input quantized to fp8 (1 byte) for the
-  /// backward GEMMs (Transformer Engine's Linear and LayerNormLinear, as Megatron-Core and
-  /// NeMo use them).
-  bool fp8_saves_fp8_inputs = false;
+  /// With a quantized --precision (fp8, fp8-cs, mxfp8, nvfp4), the linears save their input in
+  /// the quantized format for the weight-gradient GEMM (Transformer Engine's Linear,
+  /// GroupedLinear and LayerNormLinear, as Megatron-Core and NeMo use them; the bytes per element
+  /// are precision.hpp's saved_gemm_input_bytes), not in 16 bits.
+  bool saves_quantized_inputs = false;
   /// ZeRO stages the framework offers, bit z for stage z: Megatron-LM and NeMo 0-3 (1: the
   /// distributed optimizer, 2 and 3: Megatron-FSDP optim_grads and optim_grads_params),
   /// megatron-2023 0 and 1; DeepSpeed 0-3; PyTorch DDP/FSDP 0, 2 (SHARD_GRAD_OP) and 3

@@ -64,9 +64,13 @@ class TensorList {
     if (!s_.saved_tensors) return;
     double elements = 1;
     for (std::int64_t v : dims) elements *= d(v);
-    const char* dtype = bytes == kFp32Bytes ? "fp32"
-                        : bytes == 1 ? (name.find("mask") != std::string::npos ? "uint8" : "fp8")
-                                     : half_dtype_name(s_.precision);
+    // Below 2 bytes: a dropout mask, or a linear's input in the quantized format it was saved
+    // in (saved_gemm_input_bytes: with its block scales).
+    const char* dtype = bytes == kFp32Bytes                      ? "fp32"
+                        : name.find("mask") != std::string::npos ? "uint8"
+                        : bytes < kHalfBytes && quantized_gemms(s_.precision)
+                            ? to_string(s_.precision)
+                            : half_dtype_name(s_.precision);
     std::string sharded = over_tp && s_.tp > 1 ? "tp" : "";
     if (s_.cp > 1) sharded += sharded.empty() ? "cp" : ", cp";
     tensors_.push_back(
@@ -281,17 +285,23 @@ void layer_ops(const ModelSpec& m, const LayerSetting& s, bool moe_ffn, bool win
   const bool op_level = s.selective == SelectivePolicy::kEveryOtherMatmul;
   const double volume = d(tokens) * d(h) * kHalfBytes;  // one [T, h] activation, 16-bit
 
-  // Saved tensors (activations.hpp): the linears' inputs in fp8 with fp8_linear_inputs, and
-  // with DTensor sequence parallelism (tp_saves_gathered_inputs) the qkv and fc1 inputs
-  // all-gathered.
+  // Saved tensors (activations.hpp): the linears' inputs quantized with
+  // quantized_linear_inputs (Transformer Engine's Linear and GroupedLinear: linear_bytes;
+  // LayerNormLinear, the dense qkv and fc1: norm_linear_bytes, both copies of an nvfp4 input
+  // that sequence parallelism gathers again in the backward), and with DTensor sequence
+  // parallelism (tp_saves_gathered_inputs) the qkv and fc1 inputs all-gathered.
   TensorList t(s);
   const bool gathered_inputs = s.tp_saves_gathered_inputs && s.sp && s.tp > 1;
-  const double linear_bytes = s.fp8_linear_inputs ? 1.0 : kHalfBytes;
-  auto linear_input = [&](const std::string& name) {
+  const Precision saved_format = s.quantized_linear_inputs ? s.precision : Precision::kBf16;
+  const double linear_bytes = saved_gemm_input_bytes(saved_format, false);
+  const double norm_linear_bytes = saved_gemm_input_bytes(saved_format, s.sp && s.tp > 1);
+  // The input of a linear that reads the [T, h] hidden state (`norm_fused`: a LayerNormLinear).
+  auto linear_input = [&](const std::string& name, bool norm_fused) {
+    const double input_bytes = norm_fused ? norm_linear_bytes : linear_bytes;
     if (gathered_inputs) {
-      t.gathered(name + " (all-gathered)", h, linear_bytes);
+      t.gathered(name + " (all-gathered)", h, input_bytes);
     } else {
-      t.hidden(name, h, linear_bytes);
+      t.hidden(name, h, input_bytes);
     }
   };
   // Selective recompute of the attention core (Megatron) keeps q, k, v and drops what the core
@@ -325,14 +335,14 @@ void layer_ops(const ModelSpec& m, const LayerSetting& s, bool moe_ffn, bool win
     const MlaSpec& ml = *m.mla;
     // Megatron-Core's MLASelfAttention (multi_latent_attention.py @d98e8a6) feeds the input
     // norm's output to both down projections (or to q and kv_down without q_lora): one tensor,
-    // saved once in 16 bits; each fp8 linear saves its own quantized copy.
+    // saved once in 16 bits; each quantized linear saves its own quantized copy.
     auto projection = [&](const std::string& name, std::int64_t in, std::int64_t out, TpSplit split,
                           std::int64_t input_width, bool first) {
       LayerOp op =
           linear(name, ParamGroup::kAttention, in, out, split, 0, tokens, tp, linear_dtype);
       if (first) add_tp_region_edge(op, s, volume, true);
-      if (first || (input_width == h && s.fp8_linear_inputs)) {
-        linear_input(name + ".input");
+      if (first || (input_width == h && s.quantized_linear_inputs)) {
+        linear_input(name + ".input", false);
       } else if (input_width != h) {
         t.gathered(name + ".input", input_width, linear_bytes);
       }
@@ -367,7 +377,7 @@ void layer_ops(const ModelSpec& m, const LayerSetting& s, bool moe_ffn, bool win
     LayerOp op = linear("qkv", ParamGroup::kAttention, h, q + kv + v_width, TpSplit::kColumn, bias,
                         tokens, tp, linear_dtype);
     add_tp_region_edge(op, s, volume, true);
-    linear_input("qkv_proj.input");
+    linear_input("qkv_proj.input", true);
     saves_kept(op);
     if (op_level) {
       // wk is rerun: x[T, h] W[h, kv / t].
@@ -584,7 +594,7 @@ void layer_ops(const ModelSpec& m, const LayerSetting& s, bool moe_ffn, bool win
       LayerOp fc1 = linear("shared_fc1", ParamGroup::kSharedExperts, h, up_s, TpSplit::kColumn, 0,
                            tokens, tp, linear_dtype);
       add_tp_region_edge(fc1, s, volume, true);
-      linear_input("shared_fc1.input");
+      linear_input("shared_fc1.input", false);
       saves_kept(fc1);
       ops.push_back(std::move(fc1));
       LayerOp act = elementwise("shared_activation", d(tokens) * d(fs) / d(tp) * bytes.activation);
@@ -616,7 +626,7 @@ void layer_ops(const ModelSpec& m, const LayerSetting& s, bool moe_ffn, bool win
         t.tp_split("w1.output (gate)", f, kHalfBytes);
         saves(op, kSelective);
       }
-      linear_input("fc1.input");
+      linear_input("fc1.input", true);
       saves_kept(op);
       ops.push_back(std::move(op));
     }
@@ -684,7 +694,7 @@ LayerSetting layer_setting(const Layout& layout, std::int64_t seq, Precision pre
   s.tp_saves_gathered_inputs = framework.tp_saves_gathered_inputs;
   s.loss_over_full_vocab = framework.loss_over_full_vocab;
   s.flash_output_copied = framework.flash_output_copied;
-  s.fp8_linear_inputs = quantized_gemms(precision) && framework.fp8_saves_fp8_inputs;
+  s.quantized_linear_inputs = quantized_gemms(precision) && framework.saves_quantized_inputs;
   s.elementwise = framework.elementwise;
   s.ep = layout.ep;
   s.etp = layout.etp;
@@ -826,7 +836,8 @@ LayerOps build_layer_ops(const ModelSpec& m, const LayerSetting& s) {
       if (s.tp > 1) {
         op.collectives.push_back({GroupKind::kTp, Collective::kAllGather, volume, 1, s.sp ? 1 : 0});
       }
-      const double input_bytes = s.fp8_linear_inputs ? 1.0 : kHalfBytes;
+      const double input_bytes =
+          saved_gemm_input_bytes(s.quantized_linear_inputs ? s.precision : Precision::kBf16, false);
       if (s.tp_saves_gathered_inputs && s.sp && s.tp > 1) {
         t.gathered("mtp_eh_proj.input (all-gathered)", 2 * h, input_bytes);
       } else {

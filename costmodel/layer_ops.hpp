@@ -142,9 +142,10 @@ struct LayerSetting {
   bool loss_over_full_vocab = false;      ///< FrameworkConvention's
   bool flash_output_copied = false;       ///< FrameworkConvention's
   /// Quantized training (quantized_gemms) whose framework saves the linears' inputs in their
-  /// quantized copy: 1 byte per element, fp8's (nvfp4's 0.5-byte values with their scales are
-  /// counted at 1 too: TE keeps a column-wise copy for the weight gradient beside it).
-  bool fp8_linear_inputs = false;
+  /// quantized copy (FrameworkConvention::saves_quantized_inputs): saved_gemm_input_bytes of
+  /// `precision` per element (fp8 1, mxfp8 1 + 1/32, nvfp4 0.5 + 1/16, both copies of a
+  /// LayerNormLinear's input under sequence parallelism), not 2.
+  bool quantized_linear_inputs = false;
   ElementwiseKernels elementwise = ElementwiseKernels::kFused;  ///< FrameworkConvention's
   std::int64_t ep = 1;   ///< expert parallel degree (layout.hpp)
   std::int64_t etp = 1;  ///< expert tensor parallel degree
@@ -169,7 +170,9 @@ std::string shape_text(std::initializer_list<std::int64_t> dims);
 struct SavedTensor {
   std::string name;   ///< "attention.softmax_output"
   std::string shape;  ///< per GPU, e.g. "[1, 12, 2048, 2048]" ([b, a/t, s/cp, s/cp])
-  std::string dtype;  ///< the 2-byte activation dtype ("bf16", "fp16"), "fp32", "fp8" or "uint8"
+  std::string dtype;  ///< the 2-byte activation dtype ("bf16", "fp16"), "fp32", "uint8", or a
+                      ///< quantized input's format ("fp8", "fp8-cs", "mxfp8", "nvfp4":
+                      ///< precision.hpp saved_gemm_input_bytes)
   double bytes = 0;   ///< per GPU
   std::string sharded_over;  ///< dimensions split across GPUs: "tp", "tp, cp", "-"
 };

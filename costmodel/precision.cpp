@@ -57,6 +57,22 @@ double quantize_bytes_per_element(Precision precision) {
   return 0;
 }
 
+double saved_gemm_input_bytes(Precision precision, bool norm_output_gathered) {
+  switch (precision) {
+    case Precision::kBf16:
+    case Precision::kFp16:
+      return 2;
+    case Precision::kFp8:
+    case Precision::kFp8Cs:
+      return 1;
+    case Precision::kMxfp8:
+      return 1 + 1.0 / 32;
+    case Precision::kNvfp4:
+      return (norm_output_gathered ? 2 : 1) * (0.5 + 1.0 / 16);
+  }
+  return 2;
+}
+
 const char* half_dtype_name(Precision precision) { return to_string(half_precision(precision)); }
 
 }  // namespace meshplan

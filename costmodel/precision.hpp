@@ -50,6 +50,24 @@ bool quantized_gemms(Precision precision);
 ///    values and E4M3 scales) + 0.5 + 1/16 (column-wise) = 5.125.
 double quantize_bytes_per_element(Precision precision);
 
+/// Bytes per element of a linear's input that Transformer Engine saves, quantized, for the
+/// weight-gradient GEMM under a quantized `precision` (quantized_gemms; 2 for bf16 and fp16), per
+/// element of the tensor as saved (with sequence parallelism: the local sequence shard). From
+/// TE v2.9 and d0067d0 (2026-08-22), transformer_engine/pytorch/module/linear.py,
+/// grouped_linear.py and layernorm_linear.py:
+///  - Linear and GroupedLinear keep the column-wise data only ("Discard row-wise data since it is
+///    not needed in backward pass"; per-tensor FP8 keeps the row-wise instead where sequence
+///    parallelism gathers the input in the backward, Float8Quantizer's
+///    supports_only_rowwise_all_gather): fp8 and fp8-cs 1, mxfp8 1 + 1/32 (one E8M0 scale per 32
+///    values), nvfp4 0.5 + 1/16 (one E4M3 scale per 16);
+///  - LayerNormLinear (Megatron-Core's qkv and dense fc1: the norm fused in) likewise, except
+///    where `norm_output_gathered` (column-parallel with sequence parallelism, tp > 1: the saved
+///    norm output is gathered again in the backward) in a format other than MXFP8 (or FP8 block
+///    scaling): both copies stay, nvfp4 2 x (0.5 + 1/16) = 1.125; per-tensor FP8 quantizes only
+///    the row-wise data there (1).
+/// Raises nothing.
+double saved_gemm_input_bytes(Precision precision, bool norm_output_gathered);
+
 /// Name of the 2-byte dtype used for weights and activations under `precision`
 /// ("fp16" for fp16 training, "bf16" otherwise): to_string(half_precision(precision)).
 const char* half_dtype_name(Precision precision);

@@ -36,6 +36,23 @@ TEST_CASE("precision: quantized GEMMs and the bytes of their casts", "[precision
   }
 }
 
+TEST_CASE("precision: the bytes Transformer Engine saves of a quantized linear's input",
+          "[precision]") {
+  // 16-bit training saves the 16-bit input.
+  CHECK(saved_gemm_input_bytes(Precision::kBf16, false) == 2);
+  CHECK(saved_gemm_input_bytes(Precision::kFp16, true) == 2);
+  // Per-tensor FP8: one copy of 1-byte values, column-wise (or row-wise where sp gathers it).
+  CHECK(saved_gemm_input_bytes(Precision::kFp8, false) == 1);
+  CHECK(saved_gemm_input_bytes(Precision::kFp8Cs, true) == 1);
+  // MXFP8: column-wise values 1 + one E8M0 scale per 32 = 1.03125, gathered or not.
+  CHECK(saved_gemm_input_bytes(Precision::kMxfp8, false) == 1.03125);
+  CHECK(saved_gemm_input_bytes(Precision::kMxfp8, true) == 1.03125);
+  // NVFP4: 0.5 + one E4M3 scale per 16 = 0.5625; a LayerNormLinear's input that sp gathers
+  // again keeps row- and column-wise copies: 1.125.
+  CHECK(saved_gemm_input_bytes(Precision::kNvfp4, false) == 0.5625);
+  CHECK(saved_gemm_input_bytes(Precision::kNvfp4, true) == 1.125);
+}
+
 TEST_CASE("precision: each runs at its GPU's peak of that format, or the GPU lacks it",
           "[precision]") {
   // configs/gpus/b200.json: dense FP8 4.5e15 (fp8, fp8-cs and mxfp8 alike), NVFP4 9e15.

@@ -100,7 +100,8 @@ TEST_CASE("MLA: both down projections read one saved input in 16 bits, own copie
   CHECK(bf16.op("kv_down").saved[0].empty());
   CHECK(saved(bf16.layer, Recompute::kNone) - saved(bf16.layer, Recompute::kSelective) ==
         T * 4096 * 2);
-  s.fp8_linear_inputs = true;
+  s.precision = Precision::kFp8;
+  s.quantized_linear_inputs = true;
   const LayerOps fp8 = build_layer_ops(m, s);
   CHECK(total_bytes(fp8.op("kv_down").saved[0]) == T * 4096 * 1);
   CHECK(saved(fp8.layer, Recompute::kNone) - saved(fp8.layer, Recompute::kSelective) ==
@@ -109,6 +110,32 @@ TEST_CASE("MLA: both down projections read one saved input in 16 bits, own copie
   // linear_proj keeps the attention output [T, 32 x 128] in 16 bits under fp8 too
   // (set_save_original_input: the core attention saves that tensor already).
   CHECK(total_bytes(fp8.op("proj").saved[0]) == T * 32 * 128 * 2);
+}
+
+TEST_CASE("quantized inputs: nvfp4 keeps both copies of qkv's and fc1's input only under sp",
+          "[recompute_modules][precision]") {
+  // Llama 3 8B (h 4096, ffn 14336), T = 1024 tokens, Transformer Engine d0067d0's rules
+  // (precision.hpp saved_gemm_input_bytes): Linear (out_proj, fc2) keeps the column-wise data,
+  // 0.5 + 1/16 bytes per element; LayerNormLinear (qkv, fc1) the same at tp 1, and both copies
+  // (1.125) at tp 2 with sp, where its saved norm output is the local sequence shard T / 2.
+  const ModelSpec m = load_model("llama3-8b");
+  LayerSetting s = setting(RecomputeModules(), Recompute::kNone);
+  s.precision = Precision::kNvfp4;
+  s.quantized_linear_inputs = true;
+  const LayerOps tp1 = build_layer_ops(m, s);
+  CHECK(total_bytes(tp1.op("qkv").saved[0]) == T * 4096 * 0.5625);
+  CHECK(total_bytes(tp1.op("fc2").saved[0]) == T * 14336 * 0.5625);
+  CHECK(tp1.op("fc2").saved[0][0].dtype == "nvfp4");
+  s.tp = 2;
+  s.sp = true;
+  const LayerOps sp = build_layer_ops(m, s);
+  CHECK(total_bytes(sp.op("qkv").saved[0]) == T / 2 * 4096 * 1.125);
+  CHECK(total_bytes(sp.op("fc1").saved[0]) == T / 2 * 4096 * 1.125);
+  // fc2's input [T, 14336 / 2], column-wise only.
+  CHECK(total_bytes(sp.op("fc2").saved[0]) == T * 7168 * 0.5625);
+  // MXFP8 keeps one column-wise copy everywhere: 1 + 1/32.
+  s.precision = Precision::kMxfp8;
+  CHECK(total_bytes(build_layer_ops(m, s).op("qkv").saved[0]) == T / 2 * 4096 * 1.03125);
 }
 
 TEST_CASE("moe_act and layernorm on an MoE layer, and a GQA layer's fused norms save the same",
