@@ -67,6 +67,20 @@ std::string significant(double value, int digits) {
   return s.str();
 }
 
+std::string percent(double fraction, int digits) {
+  const double value = 100 * fraction;
+  if (value == 0 || !std::isfinite(value)) return significant(value, digits) + "%";
+  // As many decimals as `digits` significant digits need at this magnitude, then the zeros
+  // they leave at the end dropped, as significant() drops them.
+  const int magnitude = static_cast<int>(std::floor(std::log10(std::fabs(value))));
+  std::string text = fixed(value, std::max(0, digits - 1 - magnitude));
+  if (text.find('.') != std::string::npos) {
+    text.erase(text.find_last_not_of('0') + 1);
+    if (text.back() == '.') text.pop_back();
+  }
+  return text + "%";
+}
+
 std::string size_difference(double bytes) {
   return bytes < kGiB ? fixed(bytes / kMiB, 0) + " MiB" : gib(bytes);
 }

@@ -35,6 +35,11 @@ std::string scientific(double value);
 /// `value` with `digits` significant digits and no trailing zeros ("50", "42.5", "0.0001").
 std::string significant(double value, int digits);
 
+/// A fraction as a percentage with `digits` significant digits, no trailing zeros and never in
+/// scientific notation: 0.425 -> "42.5%", 1000 -> "100000%", 1e-7 -> "0.00001%" (significant()
+/// writes the last two "1e+05" and "1e-05"). 0, NaN and infinities as significant() writes them.
+std::string percent(double fraction, int digits);
+
 /// Bytes in decimal GB with one decimal ("112.0 GB").
 std::string gb(double bytes);
 

@@ -236,10 +236,10 @@ std::string render_text(const LedgerOptions& o, const LedgerResult& r) {
       << " FLOP/token = " << scientific(exact_total) << " FLOP ("
       << fixed(exact_total / r.training_flops, 3) << " x 6ND)\n";
   }
-  s << "Time to train (6ND) on " << r.gpus << " x " << r.gpu.name << " at "
-    << significant(o.mfu * 100, 3) << "% MFU (of " << fixed(r.peak_flops_per_s / kTera, 1)
-    << " TFLOP/s dense " << half_dtype_name(r.precision) << "): " << duration(r.time.seconds)
-    << " (" << scientific(r.time.seconds) << " s), "
+  s << "Time to train (6ND) on " << r.gpus << " x " << r.gpu.name << " at " << percent(o.mfu, 3)
+    << " MFU (of " << fixed(r.peak_flops_per_s / kTera, 1) << " TFLOP/s dense "
+    << half_dtype_name(r.precision) << "): " << duration(r.time.seconds) << " ("
+    << scientific(r.time.seconds) << " s), "
     << (r.time.gpu_hours >= 0.1 && r.time.gpu_hours < 1e5 ? fixed(r.time.gpu_hours, 1)
                                                           : scientific(r.time.gpu_hours))
     << " GPU-hours\n";

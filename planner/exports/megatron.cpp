@@ -413,8 +413,8 @@ Export export_megatron(const Plan& p, const FrameworkVersion& version) {
     if (l.sp) {
       a.push_back("--tp-comm-overlap");
     } else {
-      e.dropped.push_back("TP communication overlap (" + significant(100 * f.tp_comm_overlap, 3) +
-                          "% of TP collective time hidden): Megatron-LM's --tp-comm-overlap "
+      e.dropped.push_back("TP communication overlap (" + percent(f.tp_comm_overlap, 3) +
+                          " of TP collective time hidden): Megatron-LM's --tp-comm-overlap "
                           "needs --sequence-parallel, which this plan does not use; the TP "
                           "collectives will be exposed and the step slower than planned");
     }

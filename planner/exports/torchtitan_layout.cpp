@@ -290,8 +290,8 @@ TorchtitanLayout torchtitan_layout(const Plan& p, TorchtitanRelease release) {
   t.async_tp = p.setup.framework.tp_overlap_share(l.tp, l.sp) > 0;
   if (t.async_tp && p.setup.framework.elementwise != ElementwiseKernels::kFused) {
     t.dropped.push_back(
-        "async TP (the plan hides " + significant(100 * p.setup.framework.tp_comm_overlap, 3) +
-        "% of TP collective time): torchtitan refuses async TP without compile enabled "
+        "async TP (the plan hides " + percent(p.setup.framework.tp_comm_overlap, 3) +
+        " of TP collective time): torchtitan refuses async TP without compile enabled "
         "(torchtitan/distributed/tensor_parallel.py at v0.2.2, CompileConfig at "
         "main), and this plan costs eager elementwise ops (compile off), so "
         "enable_async_tensor_parallel is written false; plan with --elementwise "

@@ -38,7 +38,7 @@ nlohmann::json layout_json(const Layout& l) {
 std::string framework_summary(const FrameworkConvention& f) {
   const auto on_off = [](bool on) { return on ? "on" : "off"; };
   return "framework " + f.name + " (elementwise " + to_string(f.elementwise) + "; overlap: tp " +
-         significant(100 * f.tp_comm_overlap, 3) + "%" +
+         percent(f.tp_comm_overlap, 3) +
          (f.tp_overlap_needs_sp && f.tp_comm_overlap > 0 ? " with sp" : "") + ", dp gradients " +
          on_off(f.dp_grad_overlap) + ", dp parameters " + on_off(f.dp_param_overlap) +
          ", interleaved pp sends " + on_off(f.pp_p2p_overlap) + ")";

@@ -307,8 +307,7 @@ std::string memory_limit_text(const SearchRequest& r) {
   // (risk_percent's "< 0.1%" and "> 99.9%" are for a modelled risk).
   const bool extreme = r.max_oom_risk < 0.0005 || r.max_oom_risk > 0.9995;
   const std::string risk =
-      "OOM risk at most " +
-      (extreme ? significant(100 * r.max_oom_risk, 9) + "%" : risk_percent(r.max_oom_risk));
+      "OOM risk at most " + (extreme ? percent(r.max_oom_risk, 9) : risk_percent(r.max_oom_risk));
   // Without a reserve the expected peak still stays within the GPU's memory, which binds where
   // --max-oom-risk is above 50%.
   if (r.memory_reserve_bytes <= 0 && by_risk <= by_reserve) return risk;
@@ -375,7 +374,7 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
   if (r.objective == Objective::kMemory) {
     s << "- Objective memory: the least peak memory among the "
       << counted(result.within_tolerance, "layout") << " whose step time is within "
-      << significant(100 * r.time_tolerance, 3) << "% of the fastest's, "
+      << percent(r.time_tolerance, 3) << " of the fastest's, "
       << fixed(result.fastest_step_time_s, 3) << " s (--time-tolerance; " << fixed(w.step_time_s, 3)
       << " s here, " << fixed(100 * (w.step_time_s / result.fastest_step_time_s - 1), 1)
       << "% slower).\n";

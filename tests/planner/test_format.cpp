@@ -34,11 +34,22 @@ TEST_CASE("fixed: a huge value is never cut at a buffer's end", "[format]") {
   CHECK(fixed(DBL_MIN, 1100).size() == 2 + 1100);
 }
 
-TEST_CASE("significant and duration: small MFUs and huge times stay readable", "[format]") {
+TEST_CASE("significant, percent and duration: small MFUs, huge percentages and times stay readable",
+          "[format]") {
   // --mfu 1e-6 is 0.0001%: "0%" hid it; 42.5% keeps its decimal, 50% has none.
   CHECK(significant(1e-6 * 100, 3) == "0.0001");
   CHECK(significant(0.425 * 100, 3) == "42.5");
   CHECK(significant(0.5 * 100, 3) == "50");
+  // percent: the same digits as a percentage, but never in scientific notation: plan
+  // --time-tolerance 1000 is 1000 x 100 = 100000%, not "1e+05%"; 1e-7 is 0.00001%, not
+  // "1e-05%"; 0.99996 to 3 digits rounds to 100%; 0.9999999 to 9 keeps its 7 digits.
+  CHECK(percent(1000, 3) == "100000%");
+  CHECK(percent(1e-7, 3) == "0.00001%");
+  CHECK(percent(0.425, 3) == "42.5%");
+  CHECK(percent(0.5, 3) == "50%");
+  CHECK(percent(0.99996, 3) == "100%");
+  CHECK(percent(0.9999999, 9) == "99.99999%");
+  CHECK(percent(0, 3) == "0%");
   // 6.06e24 s / 3.15576e7 s per Julian year = 1.92e17 years: scientific, not 18 digits.
   CHECK(duration(6.06e24) == "1.92e+17 years");
   CHECK(duration(8.49e7) == "2.7 years");

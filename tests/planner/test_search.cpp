@@ -645,6 +645,13 @@ TEST_CASE("plan: --objective memory says what it ranked, and --time-tolerance is
   CHECK(j["time_tolerance"].get<double>() == 0.2);
   CHECK(j["within_tolerance"].get<int>() == 3);
   CHECK(j["ranked"][0]["layout"]["recompute_modules"] == nlohmann::json::array({"mlp"}));
+  // The largest tolerance, 1000 (every layout up to 1001 x the fastest's step time), reads
+  // 1000 x 100 = 100000%, not "1e+05%".
+  std::vector<std::string> widest = flags;
+  widest.insert(widest.end(), {"--time-tolerance", "1000"});
+  const test::CliResult w = test::run(widest);
+  REQUIRE(w.exit_code == 0);
+  CHECK_THAT(w.out, Catch::Contains("whose step time is within 100000% of the fastest's"));
   std::vector<std::string> bad = flags;
   bad.insert(bad.end(), {"--time-tolerance", "-0.1"});
   CHECK(test::run(bad).exit_code == 2);
