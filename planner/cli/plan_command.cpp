@@ -41,25 +41,28 @@ constexpr double kMinOomRiskLimit = 1e-6;
 
 /// --max-oom-risk's check: a finite number in [kMinOomRiskLimit, 1). The modelled risk is a
 /// logistic of the ledger's peak (oom_risk.hpp), never exactly 0 nor 1: a limit of 0 admits no
-/// peak at all (the usable peak becomes 0 GiB) and 1 any (an infinite one).
+/// peak at all (the usable peak becomes 0 GiB) and 1 any (an infinite one). Every refusal
+/// names that range, not number_in_problem's [0, 1].
 CLI::Validator oom_risk_limit() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
-        if (std::string problem = number_in_problem(text, 0.0, 1.0); !problem.empty()) {
-          return problem;
+        const std::string accepted = "a probability in [1e-6, 1), e.g. 0.05 (the default) or 0.001";
+        // Not a number in [0, 1] (or one below the smallest normal double): the range taken.
+        if (!number_in_problem(text, 0.0, 1.0).empty()) {
+          return "must be " + accepted + ", got " + json_quoted(text);
         }
         const double risk = std::strtod(text.c_str(), nullptr);  // checked just above
         if (risk >= kMinOomRiskLimit && risk < 1) return std::string();
         if (risk > 0 && risk < 1) {
           return "is " + text +
                  ", below 1e-6: the OOM risk is fitted to a few hundred published runs' outcomes "
-                 "and says nothing of odds below one in a million; give a probability in [1e-6, "
-                 "1), e.g. 0.05 (the default) or 0.001";
+                 "and says nothing of odds below one in a million; give " +
+                 accepted;
         }
         return "is " + text +
                ", but a layout's OOM risk is never exactly 0 or 1 (a logistic of its ledger "
-               "peak: a limit of 0 would admit no peak, 1 any); give a probability in [1e-6, "
-               "1), e.g. 0.05 (the default) or 0.001";
+               "peak: a limit of 0 would admit no peak, 1 any); give " +
+               accepted;
       },
       "PROBABILITY");
 }

@@ -336,9 +336,12 @@ TEST_CASE("floating flags refuse numbers below the smallest normal double by nam
     expect_refused(
         test::with(plan, {"--objective", "memory", "--time-tolerance", value}),
         "--time-tolerance: must be a number from 0 to 1000, got \"" + value + "\"" + underflow);
-    expect_refused(
-        test::with(plan, {"--max-oom-risk", value}),
-        "--max-oom-risk: must be a number from 0 to 1, got \"" + value + "\"" + underflow);
+    // --max-oom-risk takes [1e-6, 1): its range, not the underflow's "1e-300 or more", which
+    // it would refuse too.
+    expect_refused(test::with(plan, {"--max-oom-risk", value}),
+                   "--max-oom-risk: must be a probability in [1e-6, 1), e.g. 0.05 (the default) "
+                   "or 0.001, got \"" +
+                       value + "\"");
     expect_refused(
         test::with(plan, {"--memory-reserve", value}),
         "--memory-reserve: must be a number from 0 to 1024, got \"" + value + "\"" + underflow);

@@ -323,10 +323,17 @@ TEST_CASE("plan --max-oom-risk is a probability from one in a million to below 1
   const test::CliResult near_one = plan_at("0.9999999");
   CHECK(near_one.exit_code == 0);
   CHECK_THAT(near_one.out, Catch::Contains("OOM risk at most 99.99999%"));
-  const test::CliResult range = plan_at("-0.1");
-  CHECK(range.exit_code == 2);
-  CHECK_THAT(range.err, Catch::Contains("--max-oom-risk: must be a number from 0 to 1, got "
-                                        "\"-0.1\""));
+  // Outside [0, 1] or not a number: the message states the range taken, [1e-6, 1), not the
+  // number parser's "from 0 to 1" (which admits 0 and 1, both refused above).
+  for (const char* outside : {"-0.1", "1.5", "abc"}) {
+    const test::CliResult range = plan_at(outside);
+    CHECK(range.exit_code == 2);
+    CHECK_THAT(range.err,
+               Catch::Contains(std::string("--max-oom-risk: must be a probability in [1e-6, 1), "
+                                           "e.g. 0.05 (the default) or 0.001, got \"") +
+                               outside + "\""));
+    CHECK_THAT(range.err, !Catch::Contains("from 0 to 1"));
+  }
   const test::CliResult half = plan_at("0.5");
   INFO(half.err);
   CHECK(half.exit_code == 0);
