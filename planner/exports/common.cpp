@@ -85,7 +85,8 @@ void note_convention(const Plan& p, const std::string& own, const std::string& f
   if (p.setup.framework.name == own) return;
   dropped.push_back("memory convention: the plan's memory was predicted with the " +
                     p.setup.framework.name + " convention, " + framework + "'s is " + own +
-                    ": re-estimate with --framework " + own + " before trusting the fit");
+                    ": re-estimate the layout's memory with --framework " + own +
+                    " (meshplan estimate or plan) before trusting that it fits in GPU memory");
 }
 
 std::string version_line(const std::string& what, const FrameworkVersion& version) {

@@ -736,7 +736,13 @@ TEST_CASE("deepspeed export: the config JSON and what belongs on the command lin
     // the checkpointing block recomputes nothing until the model code checkpoints its layers.
     INFO(all_dropped(e));
     CHECK(e.dropped.size() == 2);
-    CHECK(mentions(e, "memory convention"));
+    // About the layout's memory under DeepSpeed's convention, not about meshplan fit.
+    CHECK(mentions(e,
+                   "memory convention: the plan's memory was predicted with the fsdp "
+                   "convention, DeepSpeed's is deepspeed: re-estimate the layout's memory with "
+                   "--framework deepspeed (meshplan estimate or plan) before trusting that it "
+                   "fits in GPU memory"));
+    CHECK_FALSE(mentions(e, "trusting the fit"));
     CHECK(mentions(e, "recomputes nothing until the model code checkpoints each layer"));
   }
   SECTION("llama3-70b: tp, pp, sp, vpp and selective recompute are dropped") {
