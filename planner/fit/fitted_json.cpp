@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <set>
@@ -79,10 +80,38 @@ std::string report_string(const nlohmann::json& j, const char* key) {
 
 namespace {
 
+/// What a fit's report says of one framework family's step-time parameters (its "parameters"
+/// entries of group "time", not "all"): whether one is "fitted" true, and the index of the first
+/// entry that is (else of the family's first entry), for messages.
+struct FamilyParameters {
+  bool fitted = false;
+  std::size_t entry = 0;
+};
+
+/// The step-time parameters of each family the report's "parameters" entries name (meshplan
+/// fit's report: a family's are "fitted" exactly when it had runs, fit.cpp fit_generation);
+/// nullopt where the report has no "parameters" array.
+std::optional<std::map<std::string, FamilyParameters>> time_parameters_by_family(
+    const nlohmann::json& report) {
+  if (!report.contains("parameters") || !report.at("parameters").is_array()) return std::nullopt;
+  std::map<std::string, FamilyParameters> families;
+  const nlohmann::json& parameters = report.at("parameters");
+  for (std::size_t i = 0; i < parameters.size(); ++i) {
+    const nlohmann::json& p = parameters[i];
+    const ParameterSpec* spec = find_parameter(report_string(p, "name"));
+    const std::string family = report_string(p, "family");
+    if (!spec || spec->group != "time" || family.empty() || family == "all") continue;
+    const bool fitted = p.is_object() && p.contains("fitted") && p.at("fitted").is_boolean() &&
+                        p.at("fitted").get<bool>();
+    const auto [it, first] = families.emplace(family, FamilyParameters{fitted, i});
+    if (!first && fitted && !it->second.fitted) it->second = {true, i};
+  }
+  return families;
+}
+
 /// The families a fit's report says had runs: its "families_with_runs" (strings; what
-/// report_of_record writes), else the family of each "parameters" entry of a step-time
-/// parameter (group "time") with "fitted" true, but "all" (meshplan fit's report); nullopt
-/// where it has neither.
+/// report_of_record writes), else those whose step-time parameters it fitted
+/// (time_parameters_by_family: meshplan fit's report); nullopt where it has neither.
 std::optional<std::set<std::string>> families_with_runs(const nlohmann::json& report) {
   std::set<std::string> families;
   if (report.contains("families_with_runs") && report.at("families_with_runs").is_array()) {
@@ -91,17 +120,51 @@ std::optional<std::set<std::string>> families_with_runs(const nlohmann::json& re
     }
     return families;
   }
-  if (!report.contains("parameters") || !report.at("parameters").is_array()) return std::nullopt;
-  for (const nlohmann::json& p : report.at("parameters")) {
-    const ParameterSpec* spec = find_parameter(report_string(p, "name"));
-    const std::string family = report_string(p, "family");
-    const bool fitted = p.is_object() && p.contains("fitted") && p.at("fitted").is_boolean() &&
-                        p.at("fitted").get<bool>();
-    if (spec && spec->group == "time" && fitted && !family.empty() && family != "all") {
-      families.insert(family);
-    }
+  const auto parameters = time_parameters_by_family(report);
+  if (!parameters) return std::nullopt;
+  for (const auto& [family, p] : *parameters) {
+    if (p.fitted) families.insert(family);
   }
   return families;
+}
+
+/// Refuses a report whose "families_with_runs" (checked: framework families) contradicts the
+/// "fitted" flags of its step-time parameters: a family listed whose parameters are all
+/// unfitted, or one left out with a fitted one. A family without parameter entries is not
+/// judged. Throws InputError at `fitted` (the profile's "fitted" object)
+/// .report.families_with_runs.
+void check_families_against_parameters(const nlohmann::json& report, const StrictObject& fitted) {
+  const auto parameters = time_parameters_by_family(report);
+  if (!parameters) return;
+  const auto flag = [&](std::size_t entry) {
+    return fitted.path() + ".report.parameters[" + std::to_string(entry) + "].fitted";
+  };
+  std::vector<std::string> with_fitted;  // the families with a fitted step-time parameter
+  for (const auto& [family, p] : *parameters) {
+    if (p.fitted) with_fitted.push_back(family);
+  }
+  const std::string why =
+      ": a fit frees a family's step-time parameters exactly when it had runs of the family on "
+      "the profile's generation (planner/fit/fit.cpp fit_generation); families_with_runs should "
+      "be the families whose parameters are fitted, " +
+      (with_fitted.empty() ? std::string("none") : quoted_list(with_fitted));
+  const nlohmann::json& listed = report.at("families_with_runs");
+  for (std::size_t i = 0; i < listed.size(); ++i) {
+    const std::string family = listed[i].get<std::string>();
+    const auto it = parameters->find(family);
+    if (it != parameters->end() && !it->second.fitted) {
+      fitted.fail("report.families_with_runs[" + std::to_string(i) + "]",
+                  "lists " + json_quoted(family) + ", but none of its step-time parameters is " +
+                      "fitted (" + flag(it->second.entry) + " is false)" + why);
+    }
+  }
+  for (const auto& [family, p] : *parameters) {
+    if (p.fitted && std::find(listed.begin(), listed.end(), family) == listed.end()) {
+      fitted.fail("report.families_with_runs", "lacks " + json_quoted(family) +
+                                                   ", whose step-time parameters are fitted (" +
+                                                   flag(p.entry) + " is true)" + why);
+    }
+  }
 }
 
 }  // namespace
@@ -140,6 +203,7 @@ FitRecord fit_record_from_report(const nlohmann::json& report, const StrictObjec
              "must be one of " + quoted_list(known) + ", got " + describe_json(f));
       }
     }
+    check_families_against_parameters(report, fitted);
   }
   r.families_with_runs = families_with_runs(report);
   if (!report.contains("errors")) return r;
@@ -195,6 +259,27 @@ FitRecord fit_record_from_report(const nlohmann::json& report, const StrictObjec
     error.fitted = mape("mape_fitted");
     error.cross_validated = mape("mape_cross_validated");
     r.errors.push_back(std::move(error));
+  }
+  // The caveats count and name a source's file (layout_summary.cpp files_with_runs): a fit's
+  // source is the stem of the file its runs came from.
+  std::vector<std::string> stems;
+  for (const std::string& f : r.files) stems.push_back(std::filesystem::path(f).stem().string());
+  for (std::size_t i = 0; i < r.errors.size(); ++i) {
+    const std::string& source = r.errors[i].source;
+    if (std::find(stems.begin(), stems.end(), source) != stems.end()) continue;
+    if (r.files.empty()) {
+      fail("files", std::string(report.contains("files") ? "is empty" : "is missing") +
+                        ", but errors[" + std::to_string(i) + "] gives the error of source " +
+                        json_quoted(source) +
+                        ": a fit's sources are the stems of the files it read; give their "
+                        "names (" +
+                        json_quoted(source + ".json") + " for that source)");
+    }
+    fail("errors[" + std::to_string(i) + "].source",
+         "is " + json_quoted(source) +
+             ", but files has no file of that stem (their stems: " + quoted_list(stems) +
+             "): a fit's source is the stem of the file its runs came from; give one of those, "
+             "or add the source's file to files");
   }
   std::map<std::string, std::pair<double, double>> sums;  // source -> (runs x mape, runs)
   std::set<std::string> without;  // sources with a metric the fit did not cross-validate
@@ -273,6 +358,21 @@ FittedSection fitted_from_json(StrictObject& profile, const nlohmann::json& raw,
                       "a standard deviation in natural-log units from 0 to the interval's "
                       "half-width ln(p90_ratio / p10_ratio) / 2 = " +
                           significant(half, 4) + ", which holds it");
+      }
+      // fit_profile.cpp adds a family spread only to a family without runs on the generation
+      // (family_unseen): a report that says the family had runs contradicts it.
+      if (interval.family_spread > 0 && f.record && f.record->families_with_runs &&
+          f.record->families_with_runs->count(family) > 0) {
+        const std::string report = o.path() + ".report";
+        io.fail("family_spread",
+                "is " + describe_json(in.at("family_spread")) + ", but " +
+                    (raw.at("report").contains("families_with_runs")
+                         ? report + ".families_with_runs lists " + json_quoted(family)
+                         : report + ".parameters marks the step-time parameters of " +
+                               json_quoted(family) + " fitted") +
+                    ", i.e. the family had runs on the profile's generation, and a fit adds a "
+                    "family spread only to a family without any (planner/fit/fit_profile.cpp, "
+                    "family_unseen); give 0, or correct the report");
       }
       fit.interval = interval;
     }

@@ -28,8 +28,10 @@ nlohmann::json report_of_record(const FitRecord& record);
 /// Strict: "generation" that of `gpu` (gpu_generation; any of the five for a GPU without one),
 /// every known family (framework_families) and no other, exactly the registry's parameters
 /// (fit_parameters) each within its bounds, interval ratios in (0, 100] with p10 <= p90 and cases
-/// >= 1, "report" an object when present (its FitRecord: fit_record_from_report). Throws InputError
-/// naming the file and the JSON path.
+/// >= 1, a family_spread from 0 to the interval's half-width and 0 on a family the report says
+/// had runs (FitRecord::families_with_runs: a fit widens only a family without runs), "report"
+/// an object when present (its FitRecord: fit_record_from_report). Throws InputError naming the
+/// file and the JSON path.
 FittedSection fitted_from_json(StrictObject& o, const nlohmann::json& raw, const std::string& gpu);
 
 /// The FitRecord of a fit's `report` object, the key "report" of `fitted` (the profile's
@@ -42,9 +44,12 @@ FittedSection fitted_from_json(StrictObject& o, const nlohmann::json& raw, const
 /// "fitted" true (not "all"), else nullopt. What the caveats quote is checked, the rest of the
 /// report (a record for people) is not: throws InputError ("<file>: $.fitted.report.errors[2]
 /// .runs: must be ...") when "files" is not an array of non-empty strings, "families_with_runs"
-/// not an array of framework_families(), "errors" not an array of objects each with a non-empty
-/// "source", an integer "runs" >= 1 and "mape_before", "mape_fitted" and
-/// "mape_cross_validated" each null, absent or a number in [0, 100].
+/// not an array of framework_families() or at odds with the "fitted" flags of the "parameters"
+/// entries of step-time parameters (a family listed whose entries are all unfitted, or one left
+/// out with a fitted entry; a family without entries is not judged), "errors" not an array of
+/// objects each with a non-empty "source" that is the stem of one of "files" (so "files" may not
+/// be empty or missing beside errors), an integer "runs" >= 1 and "mape_before", "mape_fitted"
+/// and "mape_cross_validated" each null, absent or a number in [0, 100].
 FitRecord fit_record_from_report(const nlohmann::json& report, const StrictObject& fitted);
 
 /// `j[key]` when `j` is an object and that key holds a string, else "" (how a fit's report,

@@ -197,6 +197,28 @@ TEST_CASE("profile show: the fitted section's parameters, intervals, runs and er
   CHECK(row(r.out, {"megatron"}) == Cells{"0.800", "1.200", "12", "-"});
   CHECK(row(r.out, {"pytorch"}) == Cells{"0.750", "1.300", "12", "x1.105"});
   CHECK(row(r.out, {"other"}) == Cells{"-", "-", "none", "-"});
+  // A family spread on a family the report says had runs is refused: a fit widens only a family
+  // without runs. megatron's gather_latency_s is fitted in the report's parameters; then
+  // pytorch listed in families_with_runs (megatron too, as its fitted parameter says).
+  nlohmann::json spread = file;
+  spread["fitted"]["families"]["megatron"]["interval"]["family_spread"] = 0.05;
+  const test::CliResult fitted_spread = test::run(
+      {"profile", "show", test::write_temp_file("show-fitted-spread.json", spread.dump(2))});
+  CHECK(fitted_spread.exit_code == 2);
+  CHECK_THAT(fitted_spread.err,
+             Catch::Contains("$.fitted.families.megatron.interval.family_spread: is 0.05, but "
+                             "$.fitted.report.parameters marks the step-time parameters of "
+                             "\"megatron\" fitted, i.e. the family had runs on the profile's "
+                             "generation, and a fit adds a family spread only to a family "
+                             "without any"));
+  spread = file;
+  spread["fitted"]["report"]["families_with_runs"] = {"megatron", "pytorch"};
+  const test::CliResult listed_spread = test::run(
+      {"profile", "show", test::write_temp_file("show-fitted-listed.json", spread.dump(2))});
+  CHECK(listed_spread.exit_code == 2);
+  CHECK_THAT(listed_spread.err,
+             Catch::Contains("$.fitted.families.pytorch.interval.family_spread: is 0.1, but "
+                             "$.fitted.report.families_with_runs lists \"pytorch\""));
   // A family spread wider than the interval that holds it is refused: pytorch's 0.75 - 1.3
   // has half-width ln(1.3 / 0.75) / 2 = 0.2750.
   file["fitted"]["families"]["pytorch"]["interval"]["family_spread"] = 0.3;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -956,6 +957,36 @@ TEST_CASE("fit_record_from_report: per source, cross-validated MAPE weighted by 
              Contains("$.fitted.report.errors[0].mape_fitted: must be a mean |error|"));
   CHECK_THAT(refusal({{"families_with_runs", {"megatron", "jax"}}}),
              Contains("$.fitted.report.families_with_runs[1]: must be one of"));
+  // families_with_runs against the step-time parameters' fitted flags (a fit frees a family's
+  // exactly when it had runs): megatron's gemm_efficiency_scale (entry 0) is fitted, other's
+  // (entry 1) and pytorch's (entry 2) are not; memory parameters (oom_log_bias) are not judged.
+  const nlohmann::json parameters = {
+      {{"name", "gemm_efficiency_scale"}, {"family", "megatron"}, {"fitted", true}},
+      {{"name", "gemm_efficiency_scale"}, {"family", "other"}, {"fitted", false}},
+      {{"name", "gemm_efficiency_scale"}, {"family", "pytorch"}, {"fitted", false}},
+      {{"name", "oom_log_bias"}, {"family", "pytorch"}, {"fitted", true}}};
+  CHECK(*record_of({{"families_with_runs", {"megatron"}}, {"parameters", parameters}})
+             .families_with_runs == std::set<std::string>{"megatron"});
+  CHECK_THAT(refusal({{"families_with_runs", {"megatron", "other"}}, {"parameters", parameters}}),
+             Contains("p.json: $.fitted.report.families_with_runs[1]: lists \"other\", but none "
+                      "of its step-time parameters is fitted ($.fitted.report.parameters[1]"
+                      ".fitted is false): a fit frees a family's step-time parameters exactly "
+                      "when it had runs of the family on the profile's generation"));
+  CHECK_THAT(refusal({{"families_with_runs", nlohmann::json::array()}, {"parameters", parameters}}),
+             Contains("$.fitted.report.families_with_runs: lacks \"megatron\", whose step-time "
+                      "parameters are fitted ($.fitted.report.parameters[0].fitted is true)"));
+  // Errors of a source whose file the report does not list: the caveat said "runs of 0 files".
+  const nlohmann::json error_of_a = {{{"source", "a"}, {"runs", 3}}};
+  CHECK_THAT(refusal({{"files", nlohmann::json::array()}, {"errors", error_of_a}}),
+             Contains("p.json: $.fitted.report.files: is empty, but errors[0] gives the error "
+                      "of source \"a\": a fit's sources are the stems of the files it read; "
+                      "give their names (\"a.json\" for that source)"));
+  CHECK_THAT(refusal({{"errors", error_of_a}}),
+             Contains("$.fitted.report.files: is missing, but errors[0]"));
+  CHECK_THAT(refusal({{"files", {"b.json", "c.json"}}, {"errors", error_of_a}}),
+             Contains("$.fitted.report.errors[0].source: is \"a\", but files has no file of "
+                      "that stem (their stems: \"b\", \"c\")"));
+  CHECK(record_of({{"files", {"dir/a.json"}}, {"errors", error_of_a}}).errors.size() == 1);
 }
 
 TEST_CASE(
