@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <set>
 #include <sstream>
 
 #include "common/format.hpp"
@@ -192,6 +193,40 @@ std::string interval_needs_text() {
          std::to_string(kMinIntervalFolds) + " sources";
 }
 
+/// Whether the cross-validated residuals `record` shows (its errors with a cross-validated value,
+/// the runs of the fit's generation) are fewer than an interval needs (interval_for:
+/// kMinIntervalRuns runs of kMinIntervalFolds sources): the one reason for a missing interval
+/// the record itself states.
+bool recorded_residuals_too_few(const FitRecord& record) {
+  std::set<std::string> sources;
+  std::int64_t runs = 0;
+  for (const FitSourceError& e : record.errors) {
+    if (!e.cross_validated) continue;
+    sources.insert(e.source);
+    runs += e.runs;
+  }
+  return runs < static_cast<std::int64_t>(kMinIntervalRuns) || sources.size() < kMinIntervalFolds;
+}
+
+/// "the profile holds no 80% interval for the FAMILY family (fitted.families.FAMILY.interval is
+/// null) and does not say why", then "; it holds one for the A and B families" where others
+/// have one: what the file says where its recorded residuals are not too few for one.
+std::string interval_absent_text(const Profile& profile, const std::string& family) {
+  std::vector<std::string> others;
+  for (const auto& [name, fit] : profile.fitted.families) {
+    if (name != family && fit.interval) others.push_back(name);
+  }
+  std::string held;
+  for (std::size_t i = 0; i < others.size(); ++i) {
+    held += (i == 0 ? "" : i + 1 == others.size() ? " and " : ", ") + others[i];
+  }
+  return "the profile holds no 80% interval for the " + family + " family (fitted.families." +
+         family + ".interval is null) and does not say why" +
+         (others.empty()
+              ? std::string()
+              : "; it holds one for the " + held + (others.size() == 1 ? " family" : " families"));
+}
+
 }  // namespace
 
 std::string step_time_caveat(const Profile& profile, const FrameworkConvention& framework) {
@@ -277,25 +312,27 @@ std::string step_time_caveat(const Profile& profile, const FrameworkConvention& 
          " off per source on average (cross-validated" +
          (record.cross_validated_mape.size() > 1 ? "; the most: " + worst : std::string()) +
          (shipped ? "; README, Validation)" : ")") +
-         (interval
-              ? "; the 80% interval (beside estimate's step time, in plan's Why, --json "
-                "step_time_s_p10/p90) is taken " +
-                    interval_from +
-                    (shipped ? "; a profile fitted to the cluster's own runs of several "
-                               "studies (meshplan fit) gives one from those instead."
-                             : ".")
-              : "; too few for an 80% interval, which needs the cross-validated residuals of " +
-                    interval_needs_text() + ".") +
+         (interval ? "; the 80% interval (beside estimate's step time, in plan's Why, --json "
+                     "step_time_s_p10/p90) is taken " +
+                         interval_from +
+                         (shipped ? "; a profile fitted to the cluster's own runs of several "
+                                    "studies (meshplan fit) gives one from those instead."
+                                  : ".")
+          : recorded_residuals_too_few(record)
+              ? "; too few for an 80% interval, which needs the cross-validated residuals "
+                "of " +
+                    interval_needs_text() + "."
+              : "; " + interval_absent_text(profile, family) + ".") +
          unseen;
 }
 
-std::string no_interval_reason(const Profile& profile, const FrameworkConvention& framework) {
+std::string no_interval_reason(const Profile& profile, const std::string& family) {
   if (profile.fitted.generation.empty()) {
     return "the profile has no fitted section (meshplan fit writes one)";
   }
   if (!profile.fitted.record) {
-    return "the profile's fitted section records no fit report and no interval for the " +
-           framework_family(framework) + " family";
+    return "the profile's fitted section records no fit report and no interval for the " + family +
+           " family";
   }
   const FitRecord& record = *profile.fitted.record;
   if (record.cross_validated_mape.empty()) {
@@ -303,6 +340,7 @@ std::string no_interval_reason(const Profile& profile, const FrameworkConvention
            ", so it has no cross-validated residuals to take an interval from; fit " +
            interval_needs_text() + " for one";
   }
+  if (!recorded_residuals_too_few(record)) return interval_absent_text(profile, family);
   return "the fit's cross-validated residuals are too few for one: an interval needs those of " +
          interval_needs_text();
 }

@@ -103,7 +103,10 @@ std::vector<std::pair<const char*, double>> headline_figures(const StepEstimate&
 /// off per source on average (cross-validated; the most: SOURCE)" and whether `framework`'s
 /// family has an 80% interval from those errors (step_interval), or from the cross-validated
 /// runs of every generation in the fit's files (where the interval counts more runs than the
-/// record's errors: fit_profile.cpp pools them when the generation's sources are too few). The
+/// record's errors: fit_profile.cpp pools them when the generation's sources are too few), and
+/// where it has none, "too few for an 80% interval" only where the record's cross-validated
+/// errors count fewer than 10 runs of 3 sources, else no_interval_reason's "the profile holds
+/// no 80% interval ..." (the file states no other reason). The
 /// files named are those with runs of the fit's generation (a source of the record's errors);
 /// the others it read are counted ("the other 7 files it read had no run of its GPU
 /// generation"). Where the record's families_with_runs lacks `framework`'s family, "It saw no
@@ -111,14 +114,17 @@ std::vector<std::pair<const char*, double>> headline_figures(const StepEstimate&
 /// priors, its error unmeasured).
 std::string step_time_caveat(const Profile& profile, const FrameworkConvention& framework);
 
-/// Why `profile` gives `framework`'s family no 80% interval (plan's Why: "No 80% interval:
-/// <reason>."): "the profile has no fitted section (meshplan fit writes one)"; "the fit saw one
-/// source (F.json), so it has no cross-validated residuals to take an interval from; fit at
-/// least two sources"; "the fit's cross-validated residuals are too few for one: an interval
-/// needs those of at least 10 runs of 3 sources"; "the profile's fitted section
-/// records no fit report and no interval for the megatron family". Precondition:
-/// step_interval(profile, framework) is nullopt.
-std::string no_interval_reason(const Profile& profile, const FrameworkConvention& framework);
+/// Why `profile` gives framework family `family` (framework_family) no 80% interval (plan's
+/// Why: "No 80% interval: <reason>."; profile show), as far as the file says: "the profile has
+/// no fitted section (meshplan fit writes one)"; "the fit saw one source (F.json), so it has no
+/// cross-validated residuals to take an interval from; fit at least two sources"; "the fit's
+/// cross-validated residuals are too few for one: an interval needs those of at least 10 runs
+/// of 3 sources" where the report's cross-validated errors count fewer; else "the profile holds
+/// no 80% interval for the megatron family (fitted.families.megatron.interval is null) and does
+/// not say why; it holds one for the other and pytorch families" (a fit gives every family one
+/// when it gives any: an edited file); "the profile's fitted section records no fit report and
+/// no interval for the megatron family". Precondition: the family has no interval.
+std::string no_interval_reason(const Profile& profile, const std::string& family);
 
 /// Where a layout sits in a regime the validation shows the model to be furthest from
 /// measurement, what the published runs there measured, one sentence each (none elsewhere).

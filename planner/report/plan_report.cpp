@@ -147,7 +147,8 @@ std::string winner_state_text(const SearchRequest& r, const Layout& l) {
 std::string tie_lines(const SearchRequest& r, const SearchResult& result, const Candidate& w) {
   std::ostringstream s;
   if (w.step_time_s_p90 <= 0) {
-    s << "- No 80% interval: " << no_interval_reason(r.profile, r.setup.framework) << ".\n";
+    s << "- No 80% interval: " << no_interval_reason(r.profile, framework_family(r.setup.framework))
+      << ".\n";
     return s.str();
   }
   s << "- The winner's step time: " << fixed(w.step_time_s, 3) << " s, 80% interval "

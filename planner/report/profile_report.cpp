@@ -17,6 +17,7 @@
 #include "planner/config/profile_loader.hpp"
 #include "planner/fit/fitted_json.hpp"
 #include "planner/fit/parameters.hpp"
+#include "planner/report/layout_summary.hpp"
 
 namespace meshplan {
 
@@ -240,11 +241,13 @@ std::string fitted_text(const ProfileDocument& doc) {
   Table intervals({"family", "p10", "p90", "residuals", "family spread"},
                   {true, false, false, false, false});
   bool pooled = false;  // residuals of runs beyond the fitted ones: every generation's
+  std::string absent;   // why a family has no interval, one paragraph each
   for (const auto& [family, fit] : f.families) {
     pooled = pooled || (report && fit.interval &&
                         fit.interval->cases > static_cast<std::int64_t>(report->runs));
     if (!fit.interval) {
-      intervals.add_row({family, "-", "-", "none", "-"});
+      intervals.add_row({family, "-", "-", "-", "-"});
+      absent += wrap("  no interval, " + family + ": ", no_interval_reason(doc.profile, family));
       continue;
     }
     intervals.add_row({family, fixed(fit.interval->p10_ratio, 3), fixed(fit.interval->p90_ratio, 3),
@@ -266,7 +269,7 @@ std::string fitted_text(const ProfileDocument& doc) {
                   "; family spread: for a family without runs on this generation, the fitted "
                   "families' own departures from their generation's rates, one standard "
                   "deviation, added; fit.hpp family_spread_variance):") +
-         intervals.render(4);
+         intervals.render(4) + absent;
 
   if (report && !report->errors.empty()) {
     Table errors({"source", "metric", "runs", "before", "fitted", "cross-validated"},
