@@ -114,7 +114,7 @@ FitRuns load_fit_runs(const std::vector<std::string>& paths, const std::string& 
       const auto [first, fresh] = seen.emplace(run_key(c), c.id);
       if (!fresh) {
         out.duplicate_of[c.id] = first->second;
-        skip("the same run as " + first->second +
+        skip(kRepeatedRunReason + first->second +
              " (same model, GPUs, layout and measured "
              "numbers): counted once");
         continue;

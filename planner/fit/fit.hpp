@@ -54,6 +54,11 @@ struct FitRun {
 /// key are one run.
 std::string run_key(const ValidationCase& c);
 
+/// How load_fit_runs' reason for skipping a case that repeats a run it kept begins ("the same
+/// run as <id> (...): counted once"; fitted.report.skipped): profile show counts these, which
+/// validate compares as cases of their own.
+inline constexpr const char* kRepeatedRunReason = "the same run as ";
+
 /// The study of a file's stem: up to its first '-' ("hagemann" for hagemann-selected and
 /// hagemann-sweep-13b), so that one study's files are left out together.
 std::string fold_of(const std::string& stem);

@@ -15,6 +15,7 @@
 #include "planner/config/loaders.hpp"
 #include "planner/config/presets.hpp"
 #include "planner/config/profile_loader.hpp"
+#include "planner/fit/fit.hpp"
 #include "planner/fit/fitted_json.hpp"
 #include "planner/fit/parameters.hpp"
 #include "planner/report/layout_summary.hpp"
@@ -191,17 +192,28 @@ std::string fitted_text(const ProfileDocument& doc) {
                     wrap("  ",
                          "a step runs with the rates above times the scales below, and adds the "
                          "seconds below; the memory parameters set the OOM risk.");
+  std::size_t repeated = 0;  // skipped runs that repeat fitted ones
+  if (report) {
+    for (const auto& [source, n] : report->repeated) repeated += n;
+  }
   if (report) {
     std::string files;
     for (const std::string& file : report->files) files += (files.empty() ? "" : ", ") + file;
-    out += wrap("  fit:   ",
-                counted(report->runs, "run", "runs") + " fitted of " +
-                    counted(report->files.size(), "file", "files") + " (" + files + "), " +
-                    counted(report->skipped, "run", "runs") +
-                    " of these files skipped (fitted.report.skipped says why)" +
-                    (report->leave_out.empty() ? std::string()
-                                               : "; cross-validated leaving one " +
-                                                     report->leave_out + " out at a time"));
+    out += wrap(
+        "  fit:   ",
+        counted(report->runs, "run", "runs") + " fitted of " +
+            counted(report->files.size(), "file", "files") + " (" + files + "), " +
+            counted(report->skipped, "run", "runs") +
+            " of these files skipped (fitted.report.skipped says why" +
+            (repeated == 0 ? std::string()
+                           : "; " + std::to_string(repeated) + " of them " +
+                                 (repeated == 1 ? "repeats a fitted run" : "repeat fitted runs") +
+                                 ", which the fit counts once and validate compares as "
+                                 "cases of their own") +
+            ")" +
+            (report->leave_out.empty()
+                 ? std::string()
+                 : "; cross-validated leaving one " + report->leave_out + " out at a time"));
   }
   Table t({"parameter", "family", "prior", "fitted", "bounds", "note"},
           {true, true, false, false, false, true});
@@ -266,7 +278,13 @@ std::string fitted_text(const ProfileDocument& doc) {
                                        "interval takes the cross-validated runs of every "
                                        "generation in the files the fit was handed"
                                      : "") +
-                  "; family spread: for a family without runs on this generation, the fitted "
+                  "; residuals: the cross-validated runs, each run once where files repeat "
+                  "it (validate --cross-validate compares every case, repeats too" +
+                  (repeated == 0
+                       ? std::string()
+                       : ": this generation's " + std::to_string(repeated) +
+                             (repeated == 1 ? " is" : " are") + " in fitted.report.skipped") +
+                  "); family spread: for a family without runs on this generation, the fitted "
                   "families' own departures from their generation's rates, one standard "
                   "deviation, added; fit.hpp family_spread_variance):") +
          intervals.render(4) + absent;
@@ -285,6 +303,18 @@ std::string fitted_text(const ProfileDocument& doc) {
                 "cross-validated = predicted by a fit without that source (- where the fit left "
                 "none out):") +
            errors.render(4);
+    // The table counts a run once; validate compares each case, the repeats too.
+    for (const auto& [source, n] : report->repeated) {
+      std::size_t runs = 0;
+      for (const FitSourceError& e : report->errors) {
+        if (e.source == source) runs += static_cast<std::size_t>(e.runs);
+      }
+      out += wrap("  " + source + ": ",
+                  "validate compares " + std::to_string(runs + n) + " cases, these " +
+                      counted(runs, "run", "runs") + " and " + std::to_string(n) +
+                      (n == 1 ? " that repeats a run" : " that repeat runs") +
+                      " the fit already had, which it counts once (fitted.report.skipped)");
+    }
   }
   return out;
 }
@@ -678,6 +708,13 @@ FitReportSummary read_fit_report(const nlohmann::json& report, FitRecord record)
   r.errors = std::move(record.errors);
   r.runs = report_count(report, "runs");
   r.skipped = report_count(report, "skipped");
+  if (r.skipped > 0) {
+    for (const nlohmann::json& s : report.at("skipped")) {
+      if (report_string(s, "reason").rfind(kRepeatedRunReason, 0) == 0) {
+        ++r.repeated[report_string(s, "file")];
+      }
+    }
+  }
   r.leave_out = report_string(report, "leave_out");
   if (report_count(report, "parameters") > 0) {
     for (const nlohmann::json& p : report.at("parameters")) {

@@ -71,7 +71,11 @@ struct FitReportSummary {
   std::vector<std::string> files;  ///< report.files: the measured-run files the fit read
   std::size_t runs = 0;            ///< report.runs entries: the runs fitted
   std::size_t skipped = 0;         ///< report.skipped entries: runs of the files left out
-  std::string leave_out;           ///< report.leave_out: "study" or "file"; "" when absent
+  /// Source (a file's stem) -> its report.skipped entries that repeat a run the fit kept
+  /// (kRepeatedRunReason, planner/fit/fit.hpp): the fit counts a run once, validate compares
+  /// each case. Sources without any are absent.
+  std::map<std::string, std::size_t> repeated;
+  std::string leave_out;  ///< report.leave_out: "study" or "file"; "" when absent
   /// (parameter name, family) -> its status; absent pairs: the report does not say.
   std::map<std::pair<std::string, std::string>, FitParameterStatus> parameters;
   std::vector<FitSourceError> errors;  ///< report.errors, in the file's order

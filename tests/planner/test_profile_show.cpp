@@ -163,8 +163,10 @@ TEST_CASE("profile show: the fitted section's parameters, intervals, runs and er
 
   // A fitted section with fixed numbers: megatron's GEMM scale 0.9 (prior 1, bounds 0.6 -
   // 1.05) and an interval 0.8 - 1.2 over 12 residuals; pytorch and other at their priors,
-  // other without an interval. The report: 3 runs of 2 files, 1 skipped, one parameter the fit
-  // could not set (other has no runs), one on its bound, and two sources' errors.
+  // other without an interval. The report: 3 runs of 2 files, 3 skipped, one parameter the fit
+  // could not set (other has no runs), one on its bound, and two sources' errors. Of the 3
+  // runs skipped, one repeats a fitted run of a (the time fit's "the same run as"), one the
+  // memory fit's ("memory fit: the same run as": not a time run).
   Profile p = test_profile("show-fitted", false);
   p.fitted = FittedSection{};
   p.fitted.generation = "hopper";
@@ -176,7 +178,10 @@ TEST_CASE("profile show: the fitted section's parameters, intervals, runs and er
   // pytorch: an interval widened by a family spread of 0.1 (exp(0.1) = 1.105).
   p.fitted.families["pytorch"].interval = StepInterval{0.75, 1.3, 12, 0.1};
   const nlohmann::json report = nlohmann::json::parse(R"({
-    "files": ["a.json", "b.json"], "runs": [{}, {}, {}], "skipped": [{}], "leave_out": "study",
+    "files": ["a.json", "b.json"], "runs": [{}, {}, {}], "leave_out": "study",
+    "skipped": [{},
+      {"id": "a-3", "file": "a", "reason": "the same run as a-1 (same model, GPUs, layout and measured numbers): counted once"},
+      {"id": "a-4", "file": "a", "reason": "memory fit: the same run as a-2 (a): counted once"}],
     "parameters": [
       {"name": "gemm_efficiency_scale", "family": "other", "fitted": false},
       {"name": "gather_latency_s", "family": "megatron", "fitted": true, "bound_hit": "lower"}],
@@ -193,9 +198,12 @@ TEST_CASE("profile show: the fitted section's parameters, intervals, runs and er
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::Contains("  fitted:      yes, to 3 measured training runs of 2 files "
                                     "(meshplan fit)"));
-  CHECK_THAT(r.out, Catch::Contains("  fit:   3 runs fitted of 2 files (a.json, b.json), 1 run "
-                                    "of these files skipped"));
-  CHECK_THAT(r.out, Catch::Contains("cross-validated leaving one study out at a time"));
+  const std::string flat = one_line(r.out);
+  CHECK_THAT(flat, Catch::Contains(" fit: 3 runs fitted of 2 files (a.json, b.json), 3 runs of "
+                                   "these files skipped (fitted.report.skipped says why; 1 of "
+                                   "them repeats a fitted run, which the fit counts once and "
+                                   "validate compares as cases of their own); cross-validated "
+                                   "leaving one study out at a time"));
   // Columns: prior, fitted, bounds (lower - upper), note.
   CHECK(row(r.out, {"gemm_efficiency_scale", "megatron"}) == Cells{"1", "0.9", "0.6", "-", "1.05"});
   CHECK(row(r.out, {"gemm_efficiency_scale", "other"}) ==
@@ -210,10 +218,12 @@ TEST_CASE("profile show: the fitted section's parameters, intervals, runs and er
   CHECK(row(r.out, {"other"}) == Cells{"-", "-", "-", "-"});
   // Why other has none, as far as the report says: its cross-validated errors are a's 2 runs
   // (b's is null), fewer than the 10 runs of 3 sources an interval needs.
-  CHECK_THAT(one_line(r.out),
-             Catch::Contains(" no interval, other: the fit's cross-validated residuals are too "
-                             "few for one: an interval needs those of at least 10 runs of 3 "
-                             "sources "));
+  CHECK_THAT(flat, Catch::Contains(" no interval, other: the fit's cross-validated residuals "
+                                   "are too few for one: an interval needs those of at least 10 "
+                                   "runs of 3 sources "));
+  // The residuals count each run once; validate compares the repeat too (1 here, in skipped).
+  CHECK_THAT(flat, Catch::Contains("(validate --cross-validate compares every case, repeats "
+                                   "too: this generation's 1 is in fitted.report.skipped)"));
   // A family spread on a family the report says had runs is refused: a fit widens only a family
   // without runs. megatron's gather_latency_s is fitted in the report's parameters; then
   // pytorch listed in families_with_runs (megatron too, as its fitted parameter says).
@@ -256,6 +266,10 @@ TEST_CASE("profile show: the fitted section's parameters, intervals, runs and er
   // Errors: source, metric, runs, before, fitted, cross-validated (b: none left out).
   CHECK(row(r.out, {"a", "step_time_s"}) == Cells{"2", "25.0%", "5.0%", "12.5%"});
   CHECK(row(r.out, {"b", "mfu"}) == Cells{"1", "10.0%", "2.0%", "-"});
+  // a's 2 runs and the 1 that repeats one: validate compares 3 cases of a.
+  CHECK_THAT(flat, Catch::Contains(" a: validate compares 3 cases, these 2 runs and 1 that "
+                                   "repeats a run the fit already had, which it counts once "
+                                   "(fitted.report.skipped)"));
 
   // A profile without a fitted section (meshplan-calibrate's output) says so.
   Profile unfitted = test_profile("show-unfitted", false);
