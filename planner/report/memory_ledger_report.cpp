@@ -61,8 +61,10 @@ std::string ledger_bias_text(double ledger_over_median) {
   const bool over = ledger_over_median > 1;
   return "the fitted ledger bias of this framework family, " + std::string(over ? "+" : "") +
          fixed(100 * (ledger_over_median - 1), 1) + "% (the ledger " + (over ? "over" : "under") +
-         "-estimates what the family's published runs needed, by their OOM outcomes and "
-         "measured peaks)";
+         "-estimates what the family's published runs needed; fitted so that those that ran "
+         "fit, those that went out of memory do not and measured peaks match: where all ran and "
+         "none measured a peak, as meshplan profile show says, it is the least that lets every "
+         "one fit)";
 }
 
 std::string memory_verdict_reason(double peak_bytes, double capacity_bytes,

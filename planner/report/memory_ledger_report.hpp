@@ -21,8 +21,11 @@ std::string activations_text(const StageLedger& stage);
 
 /// The fitted ledger bias of a framework family in words, from the ratio of the ledger's peak
 /// to the median peak measured runs reach, exp(oom_log_bias) (costmodel/oom_risk.hpp): at 1.037
-/// "the fitted ledger bias of this framework family, +3.7% (the ledger over-estimates its
-/// measured peaks)", "... under-estimates ..." below 1; "" within 0.05% of 1 (no bias).
+/// "the fitted ledger bias of this framework family, +3.7% (the ledger over-estimates what the
+/// family's published runs needed; fitted so that ...: where all ran and none measured a peak,
+/// ..., it is the least that lets every one fit)", "... under-estimates ..." below 1; "" within
+/// 0.05% of 1 (no bias). The fit's evidence per family is in the profile's report
+/// (memory_unidentified), which this text does not see: it says what the fit does in each case.
 std::string ledger_bias_text(double ledger_over_median);
 
 /// Why a ledger's verdict and its peak against the GPU's memory disagree, "" where they agree

@@ -731,7 +731,9 @@ TEST_CASE("ledger verdicts: a fitted bias that lets a peak above the GPU fit is 
   CHECK(memory_verdict_reason(m) ==
         "the ledger's 81.0 GiB is more than the GPU's 80.0 GiB, but the fitted ledger bias of "
         "this framework family, +5.0% (the ledger over-estimates what the family's published runs "
-        "needed, by their OOM outcomes and measured peaks), puts the "
+        "needed; fitted so that those that ran fit, those that went out of memory do not and "
+        "measured peaks match: where all ran and none measured a peak, as meshplan profile show "
+        "says, it is the least that lets every one fit), puts the "
         "expected peak at 77.1 GiB");
   const std::string text = render_memory_ledger(m, "gpu-80", false);
   CHECK_THAT(text, Contains("fits on gpu-80: yes (worst stage 0): the ledger's 81.0 GiB"));
@@ -783,7 +785,10 @@ TEST_CASE("plan's Why: the GPU's memory, and the ledger limit a fitted bias lift
                             "81.1 GiB (OOM risk at most 5.0%). That is more "
                             "than the GPU's memory: the fitted ledger bias of this framework "
                             "family, +16.1% (the ledger over-estimates what the family's published "
-                            "runs needed, by their OOM outcomes and measured peaks), lets "
+                            "runs needed; fitted so that those that ran fit, those that "
+                            "went out of memory do not and measured peaks match: where all ran "
+                            "and none measured a peak, as meshplan profile show says, it is the "
+                            "least that lets every one fit), lets "
                             "a ledger peak above it fit."));
   CHECK_THAT(none, !Contains("81.1 GiB usable"));
   // --memory-reserve R keeps the expected peak (ledger x exp(-0.1489)) R below the h100-sxm's
@@ -1251,8 +1256,11 @@ TEST_CASE(
   CHECK_THAT(text.out, Contains("memory GiB is the worst stage's ledger; rows " + rows +
                                 " list one above the GPU's 79.6 GiB and fit: the fitted ledger "
                                 "bias of this framework family, +16.1% (the ledger "
-                                "over-estimates what the family's published runs needed, by "
-                                "their OOM outcomes and measured peaks), puts their expected "
+                                "over-estimates what the family's published runs needed; fitted "
+                                "so that those that ran fit, those that went out of memory do "
+                                "not and measured peaks match: where all ran and none measured "
+                                "a peak, as meshplan profile show says, it is the least that "
+                                "lets every one fit), puts their expected "
                                 "peaks "
                                 "at " +
                                 peaks + " GiB (OOM risk beside them)."));
