@@ -270,20 +270,24 @@ std::string expert_mesh_text(const SearchRequest& r, const SearchResult& result)
     << counted(e.num_experts, "routed expert") << " sit " << e.num_experts / l.ep << " to a GPU";
   if (l.etp > 1) s << ", each split over etp " << l.etp;
   s << ", so the routed experts' weights, gradients and optimizer states take about " << gib(at_ep)
-    << " per GPU before ZeRO (" << gib(at_ep1) << " at ep 1, etp " << l.etp
-    << "). The price is the all-to-all: each MoE layer sends every "
-    << "token's top-" << e.top_k << " copies to the experts and back (dispatch + combine, "
-    << "forward and backward: 4 x " << fixed(volume / 1e6, 1)
-    << " MB per GPU per micro-batch) over an ep "
-    << "group that "
-    << (l.ep == 1 ? std::string("is one GPU (no all-to-all)")
-        : domains == 1
-            ? "stays inside one " + domain_link(r.cluster) + " domain (" + std::to_string(domain) +
-                  " GPUs)"
-            : "spans " + std::to_string(domains) + " " + domain_link(r.cluster) +
-                  " domains (the scale-out NICs, each " + "GPU's bytes through its own NIC share)")
-    << ": " << fixed(w.breakdown.ep_exposed_s, 2) << " s of the " << fixed(w.step_time_s, 2)
-    << " s step exposed.";
+    << " per GPU before ZeRO";
+  if (l.ep == 1) {
+    // Every GPU holds every expert: the tokens go to its own experts, nothing to exchange.
+    s << ". With ep 1 there is no all-to-all: every token's top-" << e.top_k
+      << " copies go to the GPU's own experts.";
+  } else {
+    s << " (" << gib(at_ep1) << " at ep 1, etp " << l.etp
+      << "). The price is the all-to-all: each MoE layer sends every token's top-" << e.top_k
+      << " copies to the experts and back (dispatch + combine, forward and backward: 4 x "
+      << fixed(volume / 1e6, 1) << " MB per GPU per micro-batch) over an ep group that "
+      << (domains == 1
+              ? "stays inside one " + domain_link(r.cluster) + " domain (" +
+                    std::to_string(domain) + " GPUs)"
+              : "spans " + std::to_string(domains) + " " + domain_link(r.cluster) +
+                    " domains (the scale-out NICs, each GPU's bytes through its own NIC share)")
+      << ": " << fixed(w.breakdown.ep_exposed_s, 2) << " s of the " << fixed(w.step_time_s, 2)
+      << " s step exposed.";
+  }
   for (const Candidate& c : result.ranked) {
     if (c.layout.ep == l.ep && c.layout.etp == l.etp) continue;
     s << " The best listed layout with ep " << c.layout.ep << " (etp " << c.layout.etp << ") is "

@@ -643,6 +643,15 @@ TEST_CASE("plan's Why: the state fully sharded is a floor, and what the winner h
                       " split the dense weights and ep x etp x pp = " +
                       std::to_string(ep * etp * pp) + " the experts', ZeRO-") &&
                  Contains("the experts' over edp = " + std::to_string(tp * cp * dp / (ep * etp))));
+  // With ep pinned to 1 every GPU holds all 8 experts: no all-to-all to price (Mixtral's top-2).
+  const test::CliResult ep1 = test::run({"plan", "--model", "mixtral-8x7b", "--cluster", "dgx-h100",
+                                         "--gpus", "64", "--ep", "1", "--json"});
+  INFO(ep1.err);
+  REQUIRE(ep1.exit_code == 0);
+  const std::string why1 = nlohmann::json::parse(ep1.out)["explanation"].get<std::string>();
+  CHECK_THAT(why1, Contains("With ep 1 there is no all-to-all: every token's top-2 copies go to "
+                            "the GPU's own experts.") &&
+                       !Contains("The price is the all-to-all"));
 }
 
 TEST_CASE("a predicted MFU above every published run's gets a caveat", "[usability][caveat]") {
