@@ -290,11 +290,16 @@ std::string step_time_caveat(const Profile& profile, const FrameworkConvention& 
            " for an interval" +
            (one_study ? " (meshplan fit --leave-out file leaves out each file)." : ".") + unseen;
   }
+  // The range over each source's time metrics apart (a source that published TFLOP/s and MFU
+  // rows has an error for each; pooling them would hide the worse), of the sources the fit
+  // cross-validated (cross_validated_mape).
   double lo = 1e300, hi = 0;
   std::string worst;
-  for (const auto& [source, mape] : record.cross_validated_mape) {
+  for (const FitSourceError& e : record.errors) {
+    if (!e.cross_validated || record.cross_validated_mape.count(e.source) == 0) continue;
+    const double mape = *e.cross_validated;
     lo = std::min(lo, mape);
-    if (mape > hi) worst = source;
+    if (mape > hi) worst = e.source + (e.metric.empty() ? "" : " " + e.metric);
     hi = std::max(hi, mape);
   }
   const std::string range = fixed(100 * lo, 0) == fixed(100 * hi, 0)
@@ -308,9 +313,10 @@ std::string step_time_caveat(const Profile& profile, const FrameworkConvention& 
                 "are too few for one alone)"
           : std::string("from those errors");
   return fitted_to +
-         "; predicted by a fit that left each source out, their runs' step times were " + range +
-         " off per source on average (cross-validated" +
-         (record.cross_validated_mape.size() > 1 ? "; the most: " + worst : std::string()) +
+         "; predicted by a fit that left each source out, their runs' step times (or the "
+         "TFLOP/s or MFU a source published instead) were " +
+         range + " off per source and metric on average (cross-validated" +
+         (lo < hi ? "; the most: " + worst : std::string()) +
          (shipped ? "; README, Validation)" : ")") +
          (interval ? "; the 80% interval (beside estimate's step time, in plan's Why, --json "
                      "step_time_s_p10/p90) is taken " +

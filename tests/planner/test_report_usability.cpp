@@ -1039,7 +1039,8 @@ TEST_CASE(
     CHECK_THAT(k.out, !Contains("no 80% interval either"));
   }
   SECTION("two sources: their cross-validated errors, too few for an interval") {
-    // Source a: (9 x 0.15 + 2 x 0.20) / 11 = 15.9% -> "16%"; source b: 7%.
+    // Per source and metric: a's step time 15%, a's MFU 20% (not pooled with the step time's
+    // 15.9%, which would hide it), b's 7% -> "7-20%", the most a's mfu.
     const std::string two = user_fitted_h100(
         "two-sources", {"a.json", "b.json"},
         {{{"source", "a"}, {"metric", "step_time_s"}, {"runs", 9}, {"mape_cross_validated", 0.15}},
@@ -1048,13 +1049,13 @@ TEST_CASE(
     const test::CliResult r =
         test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--top", "1", "--profile", two});
     REQUIRE(r.exit_code == 0);
-    CHECK_THAT(
-        r.out,
-        Contains("Profile two-sources is fitted (meshplan fit) to runs of 2 files (a.json, "
-                 "b.json); predicted by a fit that left each source out, their "
-                 "runs' step times were 7-16% off per source on average "
-                 "(cross-validated; the most: a); too few for an 80% interval, which needs the "
-                 "cross-validated residuals of at least 10 runs of 3 sources."));
+    CHECK_THAT(r.out,
+               Contains("Profile two-sources is fitted (meshplan fit) to runs of 2 files (a.json, "
+                        "b.json); predicted by a fit that left each source out, their "
+                        "runs' step times (or the TFLOP/s or MFU a source published instead) were "
+                        "7-20% off per source and metric on average (cross-validated; the most: a "
+                        "mfu); too few for an 80% interval, which needs the "
+                        "cross-validated residuals of at least 10 runs of 3 sources."));
     CHECK_THAT(r.out, Contains("- No 80% interval: the fit's cross-validated residuals are too "
                                "few for one: an interval needs those of at least 10 runs of 3 "
                                "sources.\n"));
@@ -1077,7 +1078,7 @@ TEST_CASE(
         "(fitted.families.megatron.interval is null) and does not say why; it holds one for the "
         "other and pytorch families.";
     CHECK_THAT(r.out, Contains("- No 80% interval: " + held + "\n"));
-    CHECK_THAT(r.out, Contains("(cross-validated; the most: megatron-readme-h100); " + held));
+    CHECK_THAT(r.out, Contains("(cross-validated; the most: megatron-readme-h100 mfu); " + held));
     CHECK_THAT(r.out, !Contains("too few"));
   }
   SECTION("a shipped profile gives its own fit's figures, not another generation's") {
@@ -1092,9 +1093,10 @@ TEST_CASE(
     CHECK_THAT(r.out, Contains("The shipped profile b200 is fitted (meshplan fit) to published "
                                "runs of 3 files of ../shared/data (the other 7 files it read had "
                                "no run of its GPU generation); predicted by a fit that left "
-                               "each source out, their runs' step times were 8-12% off per "
-                               "source on average (cross-validated; the most: mbridge-2509; "
-                               "README, Validation)"));
+                               "each source out, their runs' step times (or the TFLOP/s or MFU "
+                               "a source published instead) were 8-12% off per source and "
+                               "metric on average (cross-validated; the most: mbridge-2509 "
+                               "step_time_s; README, Validation)"));
     CHECK_THAT(r.out, Contains("is taken from the cross-validated errors of 316 runs of every GPU "
                                "generation in the fit's files"));
   }
@@ -1114,7 +1116,8 @@ TEST_CASE(
     CHECK_THAT(r.out, Contains("Profile h100-moe is fitted (meshplan fit) to runs of 2 files "
                                "(mbridge-2511.json, mbridge-2602.json; the other file it read "
                                "had no run of its GPU generation); predicted by a fit that left "
-                               "each source out, their runs' step times were 3-5% off"));
+                               "each source out, their runs' step times (or the TFLOP/s or "
+                               "MFU a source published instead) were 3-5% off"));
     CHECK_THAT(r.out, Contains("is taken from the cross-validated errors of 230 runs of every GPU "
                                "generation in the fit's files (its own generation's sources are "
                                "too few for one alone)."));
@@ -1215,7 +1218,7 @@ TEST_CASE(
     return text.substr(at, text.find('\n', at) - at);
   };
   const std::string from_plan = caveat_of(plan.out);
-  CHECK_THAT(from_plan, Contains("off per source on average (cross-validated"));
+  CHECK_THAT(from_plan, Contains("off per source and metric on average (cross-validated"));
   const test::CliResult estimate = test::run({"estimate", "--plan", out});
   INFO(estimate.err);
   REQUIRE(estimate.exit_code == 0);
