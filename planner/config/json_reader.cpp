@@ -459,14 +459,25 @@ std::string StrictObject::text(const std::string& key, const std::string& expect
   // Names and ids reach one-line messages and the comment lines of exports (a newline in a
   // model's name would end a TOML or shell comment and start a line the framework reads).
   const bool blank = v.find_first_not_of(" \t\n\r\f\v") == std::string::npos;
-  if (!blank && has_control_character(v)) {
-    fail(key, describe_json(v) + " holds a control character (newline, tab, ...); expected " +
-                  expected + " on one line");
-  }
+  if (!blank) check_one_line(key, v, expected);
   if (!blank) return v;
   fail(key,
        (v.empty() ? std::string("is empty") : "is only whitespace (" + describe_json(v) + ")") +
            "; expected " + expected);
+}
+
+std::string StrictObject::line(const std::string& key, const std::string& expected) {
+  std::string v = string(key);
+  check_one_line(key, v, expected);
+  return v;
+}
+
+void StrictObject::check_one_line(const std::string& key, const std::string& value,
+                                  const std::string& expected) const {
+  if (has_control_character(value)) {
+    fail(key, describe_json(value) + " holds a control character (newline, tab, ...); expected " +
+                  expected + " on one line");
+  }
 }
 
 std::string StrictObject::choice(const std::string& key, const std::vector<std::string>& choices) {

@@ -76,6 +76,14 @@ class StrictObject {
   /// A control character (U+0000-U+001F, U+007F: newline, tab, NUL) fails too: the text is
   /// printed in one-line messages and in the comment lines of exports.
   std::string text(const std::string& key, const std::string& expected);
+  /// A string on one line, empty allowed (a description, a note, a date): a control character
+  /// fails as in text(), since the string is printed too (profile show, plan's footer).
+  std::string line(const std::string& key, const std::string& expected);
+  /// Fails at `key` (a path below this object, e.g. "report.files[2]") when `value` holds a
+  /// control character: "<value as JSON> holds a control character (newline, tab, ...);
+  /// expected <expected> on one line". For strings read from the raw JSON under this object.
+  void check_one_line(const std::string& key, const std::string& value,
+                      const std::string& expected) const;
   /// A string that must be one of `choices`.
   std::string choice(const std::string& key, const std::vector<std::string>& choices);
   bool boolean(const std::string& key);

@@ -864,7 +864,8 @@ Profile profile_from_json(const nlohmann::json& json, const std::string& file,
                    "comm_sm_fraction", "links", "collectives", "sources", "fitted"});
   Profile p;
   p.name = o.text("name", "the profile's name (a preset's is its file name)");
-  p.description = o.string("description");
+  // The description, date and notes are printed (profile show, plan's footer): one line each.
+  p.description = o.line("description", "the profile's description");
   p.gpu = o.string("gpu");
   if (p.gpu != known_gpu) {
     try {
@@ -878,8 +879,8 @@ Profile profile_from_json(const nlohmann::json& json, const std::string& file,
 
   StrictObject provenance = o.object("provenance", {"kind", "date", "notes"});
   provenance.choice("kind", {"published", "measured", "fitted"});
-  provenance.string("date");
-  provenance.string("notes");
+  provenance.line("date", "the date of the profile's numbers");
+  provenance.line("notes", "where the profile's numbers come from");
 
   StrictObject gemm = o.object("gemm", {"peak_efficiency", "half_efficiency_flops", "k_overhead",
                                         "fp8_peak_efficiency", "tile_m", "tile_n", "sms"});

@@ -185,6 +185,9 @@ FitRecord fit_record_from_report(const nlohmann::json& report, const StrictObjec
         fail("files[" + std::to_string(i) + "]",
              "must be a file's name (a non-empty string), got " + describe_json(files[i]));
       }
+      // profile show and plan's caveats print the names: one line each.
+      fitted.check_one_line("report.files[" + std::to_string(i) + "]", files[i].get<std::string>(),
+                            "a file's name");
       r.files.push_back(files[i].get<std::string>());
     }
   }
@@ -205,6 +208,9 @@ FitRecord fit_record_from_report(const nlohmann::json& report, const StrictObjec
     }
     check_families_against_parameters(report, fitted);
   }
+  // profile show prints it ("cross-validated leaving one <leave_out> out at a time").
+  fitted.check_one_line("report.leave_out", report_string(report, "leave_out"),
+                        "\"study\" or \"file\"");
   r.families_with_runs = families_with_runs(report);
   if (!report.contains("errors")) return r;
   const nlohmann::json& errors = report.at("errors");
@@ -223,6 +229,7 @@ FitRecord fit_record_from_report(const nlohmann::json& report, const StrictObjec
                (e.contains("source") ? describe_json(e.at("source")) : std::string("nothing")));
     }
     error.source = e.at("source").get<std::string>();
+    fitted.check_one_line("report." + at + ".source", error.source, "a file's stem");
     // The time metrics a fit compares (validate.hpp), or none named.
     if (e.contains("metric") &&
         (!e.at("metric").is_string() || !is_time_metric(e.at("metric").get<std::string>()))) {

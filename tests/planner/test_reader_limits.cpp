@@ -213,3 +213,44 @@ TEST_CASE("a model file whose positions are fewer than its sequence is refused a
   CHECK(r.err == "meshplan: error: " + expected + "\n");
   CHECK(r.out.empty());
 }
+
+TEST_CASE("a profile's printed strings with a control character are refused at load",
+          "[reader][limits]") {
+  // profile show and plan print these strings; an escape sequence would recolor the terminal
+  // and a newline would forge a line. The check is the one $.name has (StrictObject::text).
+  const std::string bad = "\x1b[31m";
+  const std::string quoted = "\"\\u001b[31m\"";  // json_quoted(bad)
+  nlohmann::json p = nlohmann::json::parse(test::read_config("profiles/a100.json"));
+  std::string path;
+  SECTION("$.description") {
+    p["description"] = bad;
+    path = "$.description";
+  }
+  SECTION("$.provenance.date") {
+    p["provenance"]["date"] = bad;
+    path = "$.provenance.date";
+  }
+  SECTION("$.provenance.notes") {
+    p["provenance"]["notes"] = bad;
+    path = "$.provenance.notes";
+  }
+  SECTION("$.fitted.report.files[1]") {
+    p["fitted"]["report"]["files"][1] = bad;
+    path = "$.fitted.report.files[1]";
+  }
+  SECTION("$.fitted.report.errors[0].source") {
+    p["fitted"]["report"]["errors"][0]["source"] = bad;
+    path = "$.fitted.report.errors[0].source";
+  }
+  SECTION("$.fitted.report.leave_out") {
+    p["fitted"]["report"]["leave_out"] = bad;
+    path = "$.fitted.report.leave_out";
+  }
+  const std::string f = test::write_temp_file("a100.json", p.dump());
+  const std::string message =
+      f + ": " + path + ": " + quoted + " holds a control character (newline, tab, ...); expected ";
+  check_one_line_error({"profile", "show", f}, {message});
+  check_one_line_error(
+      {"plan", "--model", "llama2-7b", "--cluster", "dgx-a100", "--gpus", "8", "--profile", f},
+      {message});
+}
