@@ -188,7 +188,15 @@ FitRecord fit_record_from_report(const nlohmann::json& report, const StrictObjec
       // profile show and plan's caveats print the names: one line each.
       fitted.check_one_line("report.files[" + std::to_string(i) + "]", files[i].get<std::string>(),
                             "a file's name");
-      r.files.push_back(files[i].get<std::string>());
+      const std::string& file = files[i].get_ref<const std::string&>();
+      const auto seen = std::find(r.files.begin(), r.files.end(), file);
+      if (seen != r.files.end()) {
+        // The caveats count the files ("runs of 7 files"): a repeat would be counted twice.
+        fail("files[" + std::to_string(i) + "]",
+             "repeats the file " + json_quoted(file) + " given earlier at files[" +
+                 std::to_string(seen - r.files.begin()) + "]; a fit writes each file it read once");
+      }
+      r.files.push_back(file);
     }
   }
   if (report.contains("families_with_runs")) {

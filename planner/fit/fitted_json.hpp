@@ -43,8 +43,8 @@ FittedSection fitted_from_json(StrictObject& o, const nlohmann::json& raw, const
 /// present, else the families of the "parameters" entries of step-time parameters with
 /// "fitted" true (not "all"), else nullopt. What the caveats quote is checked, the rest of the
 /// report (a record for people) is not: throws InputError ("<file>: $.fitted.report.errors[2]
-/// .runs: must be ...") when "files" is not an array of non-empty strings, a file's name, an
-/// error's "source" or a string "leave_out" holds a control character (they are printed),
+/// .runs: must be ...") when "files" is not an array of distinct non-empty strings, a file's name,
+/// an error's "source" or a string "leave_out" holds a control character (they are printed),
 /// "families_with_runs" not an array of framework_families() or at odds with the "fitted" flags of
 /// the "parameters" entries of step-time parameters (a family listed whose entries are all
 /// unfitted, or one left out with a fitted entry; a family without entries is not judged), "errors"

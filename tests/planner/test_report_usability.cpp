@@ -947,6 +947,10 @@ TEST_CASE("fit_record_from_report: per source, cross-validated MAPE weighted by 
                       "got \"a.json\""));
   CHECK_THAT(refusal({{"files", {"a.json", ""}}}), Contains("$.fitted.report.files[1]: must be a "
                                                             "file's name (a non-empty string)"));
+  // A repeated file would be counted twice by the caveats ("runs of 3 files" for 2).
+  CHECK_THAT(refusal({{"files", {"a.json", "b.json", "a.json"}}}),
+             Contains("p.json: $.fitted.report.files[2]: repeats the file \"a.json\" given "
+                      "earlier at files[0]; a fit writes each file it read once"));
   CHECK_THAT(refusal({{"errors", {{{"source", "a"}, {"runs", -3}}}}}),
              Contains("$.fitted.report.errors[0].runs: must be the source's run count (an "
                       "integer from 1 to 2^40), got -3"));
