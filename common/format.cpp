@@ -69,7 +69,8 @@ std::string significant(double value, int digits) {
 
 std::string percent(double fraction, int digits) {
   const double value = 100 * fraction;
-  if (value == 0 || !std::isfinite(value)) return significant(value, digits) + "%";
+  if (value == 0) return "0%";  // -0 too, which significant() writes "-0"
+  if (!std::isfinite(value)) return significant(value, digits) + "%";
   // As many decimals as `digits` significant digits need at this magnitude, then the zeros
   // they leave at the end dropped, as significant() drops them.
   const int magnitude = static_cast<int>(std::floor(std::log10(std::fabs(value))));

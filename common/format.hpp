@@ -37,7 +37,8 @@ std::string significant(double value, int digits);
 
 /// A fraction as a percentage with `digits` significant digits, no trailing zeros and never in
 /// scientific notation: 0.425 -> "42.5%", 1000 -> "100000%", 1e-7 -> "0.00001%" (significant()
-/// writes the last two "1e+05" and "1e-05"). 0, NaN and infinities as significant() writes them.
+/// writes the last two "1e+05" and "1e-05"). 0 and -0 as "0%"; NaN and infinities as
+/// significant() writes them.
 std::string percent(double fraction, int digits);
 
 /// Bytes in decimal GB with one decimal ("112.0 GB").

@@ -67,6 +67,27 @@ CLI::Validator oom_risk_limit() {
       "PROBABILITY");
 }
 
+/// Smallest --time-tolerance above 0: a millionth of the fastest's step time (a microsecond of
+/// a second-long step) already ranks as 0 does but for near-ties, and plan prints the tolerance
+/// as a percentage in full (1e-300 took some 300 digits).
+constexpr double kMinTimeTolerance = 1e-6;
+
+/// --time-tolerance's check: 0, or a finite number in [kMinTimeTolerance, 1000].
+CLI::Validator time_tolerance_range() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        if (std::string problem = number_in_problem(text, 0.0, 1000.0); !problem.empty()) {
+          return problem;
+        }
+        const double tolerance = std::strtod(text.c_str(), nullptr);  // checked just above
+        if (tolerance == 0 || tolerance >= kMinTimeTolerance) return std::string();
+        return "is " + text +
+               ", below 1e-6: a tolerance under a millionth of the fastest's step time ranks as 0 "
+               "does but for near-ties; give 0 (none) or a number from 1e-6 to 1000";
+      },
+      "NUMBER");
+}
+
 struct PlanOptions {
   ScenarioFlags in;
   std::string attention;
@@ -546,17 +567,18 @@ CommandAction add_plan_command(CLI::App& app) {
          "--time-tolerance",
          [o](const CLI::results_t& values) {
            o->time_tolerance = number_value("--time-tolerance", values.front(), 0.0, 1000.0);
+           if (o->time_tolerance == 0) o->time_tolerance = 0;  // "-0": printed "0%", not "-0%"
            o->time_tolerance_given = true;
            return true;
          },
          "With --objective memory, how much slower than the fastest layout that fits a layout may "
-         "be and still be ranked, a fraction from 0 to 1000: the least peak memory among the "
-         "layouts within it wins (default 0.1: within the step-time model's cross-validated error "
-         "on published runs, which the table's caveat line gives; 1000 ranks every layout that "
-         "fits by memory alone)")
+         "be and still be ranked, a fraction, 0 or from 1e-6 to 1000: the least peak memory "
+         "among the layouts within it wins (default 0.1: within the step-time model's "
+         "cross-validated error on published runs, which the table's caveat line gives; 1000 "
+         "ranks every layout that fits by memory alone)")
       ->type_name("FLOAT")
       ->default_str("0.1")
-      ->check(number_in(0.0, 1000.0));
+      ->check(time_tolerance_range());
   cmd->add_option("--tokens", o->tokens,
                   "Tokens to train [tokens], from 1 to 1e18: each layout's GPU-hours to train "
                   "them are listed (and ranked by with --objective cost) (default: with "

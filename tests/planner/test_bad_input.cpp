@@ -367,6 +367,28 @@ TEST_CASE("plan refuses --time-tolerance without --objective memory, and cost ra
                                 "does"));
 }
 
+TEST_CASE("plan refuses a --time-tolerance between 0 and 1e-6 and prints -0 as 0%",
+          "[bad_input][flags]") {
+  // 1e-300 had printed as a percentage of some 300 digits ("0.000...0001%").
+  const std::vector<std::string> plan = {"plan",        "--model", "llama3-8b", "--gpus", "8",
+                                         "--objective", "memory",  "--top",     "1"};
+  for (const std::string value : {"1e-300", "9e-7"}) {
+    expect_refused(test::with(plan, {"--time-tolerance", value}),
+                   "--time-tolerance: is " + value +
+                       ", below 1e-6: a tolerance under a millionth of the fastest's step time "
+                       "ranks as 0 does but for near-ties; give 0 (none) or a number from 1e-6 "
+                       "to 1000");
+  }
+  // 1e-6 is 0.0001% (100 x 1e-6, to 3 significant digits); -0 is 0, never "-0%".
+  for (const auto& [value, shown] :
+       {std::pair<std::string, std::string>{"1e-6", "0.0001%"}, {"-0", "0%"}, {"0", "0%"}}) {
+    const test::CliResult r = test::run(test::with(plan, {"--time-tolerance", value}));
+    INFO(value << ": " << r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK_THAT(r.out, Contains(" whose step time is within " + shown + " of the fastest's, "));
+  }
+}
+
 TEST_CASE("every integer flag is decimal only, and --flag= with an empty value is refused",
           "[bad_input][flags]") {
   const std::vector<std::string> plan = {"plan", "--model", "llama3-8b", "--gpus", "8"};

@@ -50,6 +50,7 @@ TEST_CASE("significant, percent and duration: small MFUs, huge percentages and t
   CHECK(percent(0.99996, 3) == "100%");
   CHECK(percent(0.9999999, 9) == "99.99999%");
   CHECK(percent(0, 3) == "0%");
+  CHECK(percent(-0.0, 3) == "0%");  // significant() writes -0 as "-0"
   // 6.06e24 s / 3.15576e7 s per Julian year = 1.92e17 years: scientific, not 18 digits.
   CHECK(duration(6.06e24) == "1.92e+17 years");
   CHECK(duration(8.49e7) == "2.7 years");
