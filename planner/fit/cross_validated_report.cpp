@@ -8,7 +8,7 @@
 namespace meshplan {
 
 ValidationReport cross_validated_report(const std::vector<std::string>& paths, Folds folds) {
-  const FitRuns runs = load_fit_runs(paths, "", {}, folds);
+  const FitRuns runs = load_fit_runs(paths, "", {}, folds, "validate --cross-validate");
   const std::set<std::string> folds_seen = fold_names(runs.runs);
   if (folds_seen.size() < 2) {
     throw InputError(

@@ -66,7 +66,8 @@ std::string run_key(const ValidationCase& c) {
 std::string fold_of(const std::string& stem) { return stem.substr(0, stem.find('-')); }
 
 FitRuns load_fit_runs(const std::vector<std::string>& paths, const std::string& generation,
-                      const std::map<std::string, Profile>& bases, Folds folds) {
+                      const std::map<std::string, Profile>& bases, Folds folds,
+                      const std::string& command) {
   FitRuns out;
   std::map<std::string, std::shared_ptr<const Profile>> profiles;
   std::map<std::string, std::string> seen;  // run_key -> first case id
@@ -132,11 +133,12 @@ FitRuns load_fit_runs(const std::vector<std::string>& paths, const std::string& 
     std::string why;
     for (const SkippedCase& s : out.skipped)
       why += "\n  " + s.id + " (" + s.source + "): " + s.reason;
-    throw InputError("fit: no run of the given files can be fitted" +
+    throw InputError(command + ": no run of the given files can be fitted" +
                      (generation.empty() ? std::string() : " on " + generation + " GPUs") +
                      (why.empty() ? std::string(": they hold no cases") : ":" + why) +
                      "\ngive meshplan-validation/1 files with measured step times (or TFLOP/s, "
-                     "tokens/s, MFU) on GPUs of the profile's generation");
+                     "tokens/s, MFU)" +
+                     (generation.empty() ? std::string() : " on GPUs of the profile's generation"));
   }
   return out;
 }

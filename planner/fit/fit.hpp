@@ -87,9 +87,11 @@ struct FitRuns {
 /// with it the fit, do not depend on the order of the command line (load_validation_files).
 /// Throws InputError for unreadable or malformed files, for two cases with one id (a file given
 /// twice, or an id in two files: load_validation_files names both), and when no run is left
-/// (naming each skipped case).
+/// (naming each skipped case, after `command`, the one the user ran: "fit: no run of ...",
+/// "validate --cross-validate: no run of ...").
 FitRuns load_fit_runs(const std::vector<std::string>& paths, const std::string& generation,
-                      const std::map<std::string, Profile>& bases, Folds folds = Folds::kStudy);
+                      const std::map<std::string, Profile>& bases, Folds folds = Folds::kStudy,
+                      const std::string& command = "fit");
 
 /// The prediction of `run`'s time metric (in its unit) with `rates` for its family.
 double predict_run(const FitRun& run, const FittedRates& rates);

@@ -918,6 +918,27 @@ TEST_CASE("validate --cross-validate refuses one fold, and fit never writes over
   CHECK_THAT(r.err, Catch::Contains("--out " + file + ": names the same file as the input"));
 }
 
+TEST_CASE("validate --cross-validate names itself, not fit, when no run can be fitted",
+          "[consistency][validate][fit]") {
+  // Two studies (x and y), whose one case each measured an OOM and no time: nothing to fit.
+  nlohmann::json oom = test::validation_case_json();
+  oom["measured"]["step_time_s"] = nullptr;
+  oom["measured"]["oom"] = true;
+  nlohmann::json other = oom;
+  oom["id"] = "oom-x";
+  other["id"] = "oom-y";
+  const std::string x = test::validation_file("x-oom.json", {oom});
+  const std::string y = test::validation_file("y-oom.json", {other});
+  const test::CliResult r = test::run({"validate", "--cross-validate", x, y});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::StartsWith("meshplan: error: validate --cross-validate: no run of the "
+                                      "given files can be fitted:\n  oom-x (x-oom): no time "
+                                      "metric measured"));
+  // Without a profile's generation to fit on, the hint names none.
+  CHECK_THAT(r.err, Catch::EndsWith("give meshplan-validation/1 files with measured step times "
+                                    "(or TFLOP/s, tokens/s, MFU)\n"));
+}
+
 TEST_CASE(
     "a GPU file under a preset's name: the shipped profile it takes is named, with how it "
     "differs",
