@@ -43,14 +43,15 @@ FittedSection fitted_from_json(StrictObject& o, const nlohmann::json& raw, const
 /// present, else the families of the "parameters" entries of step-time parameters with
 /// "fitted" true (not "all"), else nullopt. What the caveats quote is checked, the rest of the
 /// report (a record for people) is not: throws InputError ("<file>: $.fitted.report.errors[2]
-/// .runs: must be ...") when "files" is not an array of distinct non-empty strings, a file's name,
-/// an error's "source" or a string "leave_out" holds a control character (they are printed),
+/// .runs: must be ...") when "files" is not an array of distinct non-empty strings, a file's name
+/// or an error's "source" holds a control character (they are printed),
 /// "families_with_runs" not an array of framework_families() or at odds with the "fitted" flags of
 /// the "parameters" entries of step-time parameters (a family listed whose entries are all
 /// unfitted, or one left out with a fitted entry; a family without entries is not judged), "errors"
 /// not an array of objects each with a non-empty "source" that is the stem of one of "files" (so
 /// "files" may not be empty or missing beside errors), an integer "runs" >= 1 and "mape_before",
-/// "mape_fitted" and "mape_cross_validated" each null, absent or a number in [0, 100].
+/// "mape_fitted" and "mape_cross_validated" each null, absent or a fraction in [0, 10] (not a
+/// percentage), or "leave_out" present but not "study" or "file" (what meshplan fit writes).
 FitRecord fit_record_from_report(const nlohmann::json& report, const StrictObject& fitted);
 
 /// `j[key]` when `j` is an object and that key holds a string, else "" (how a fit's report,

@@ -242,10 +242,6 @@ TEST_CASE("a profile's printed strings with a control character are refused at l
     p["fitted"]["report"]["errors"][0]["source"] = bad;
     path = "$.fitted.report.errors[0].source";
   }
-  SECTION("$.fitted.report.leave_out") {
-    p["fitted"]["report"]["leave_out"] = bad;
-    path = "$.fitted.report.leave_out";
-  }
   const std::string f = test::write_temp_file("a100.json", p.dump());
   const std::string message =
       f + ": " + path + ": " + quoted + " holds a control character (newline, tab, ...); expected ";

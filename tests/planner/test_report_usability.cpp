@@ -906,6 +906,63 @@ std::string user_fitted_h100(const std::string& name, const std::vector<std::str
 
 }  // namespace
 
+TEST_CASE("a hand-edited fit report's percentage MAPE and unknown leave_out are refused",
+          "[usability][fit][cli]") {
+  // The shipped h100 profile's first error entry (megatron-readme-h100, tflops_per_gpu): its
+  // mape_cross_validated is a fraction (about 0.10, printed "10.0%"). 50 meant as 50% printed
+  // "5000.0%"; a fraction is at most 10 (1000%).
+  const auto show = [](const std::string& key, const nlohmann::json& value) {
+    nlohmann::json p = nlohmann::json::parse(test::read_config("profiles/h100.json"));
+    if (key == "leave_out") {
+      p["fitted"]["report"]["leave_out"] = value;
+    } else {
+      p["fitted"]["report"]["errors"][0][key] = value;
+    }
+    const std::string f = test::write_temp_file("edited-h100.json", p.dump());
+    return std::make_pair(f, test::run({"profile", "show", f}));
+  };
+  {
+    const auto [f, r] = show("mape_cross_validated", 50);
+    CHECK(r.exit_code != 0);
+    CHECK(r.out.empty());
+    CHECK_THAT(r.err,
+               Contains(f + ": $.fitted.report.errors[0].mape_cross_validated: must be a mean "
+                            "|error| as a fraction of the measured value (0.159 for 15.9%) from 0 "
+                            "to 10 (1000%), or null, got 50; a fit writes fractions"));
+    CHECK_THAT(r.err, Contains("a value above 10 is likely a percentage: divide it by 100"));
+  }
+  CHECK_THAT(show("mape_before", 10.5).second.err,
+             Contains("$.fitted.report.errors[0].mape_before: must be a mean |error|"));
+  {
+    // 10 is the bound itself, accepted: printed as 1000.0% in the errors table.
+    const auto [f, r] = show("mape_fitted", 10);
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.out, Contains("1000.0%"));
+  }
+  // leave_out: meshplan fit writes "study" or "file" (its --leave-out); profile show prints
+  // "cross-validated leaving one <leave_out> out at a time", so "bananas" read as a fold.
+  {
+    const auto [f, r] = show("leave_out", "bananas");
+    CHECK(r.exit_code != 0);
+    CHECK_THAT(r.err, Contains(f + ": $.fitted.report.leave_out: must be what the fit's "
+                                   "cross-validation left out at a time, \"study\" or \"file\" "
+                                   "(meshplan fit --leave-out writes it), got \"bananas\""));
+  }
+  CHECK_THAT(show("leave_out", 3).second.err,
+             Contains("$.fitted.report.leave_out: must be what the fit's cross-validation left "
+                      "out at a time, \"study\" or \"file\" (meshplan fit --leave-out writes "
+                      "it), got 3"));
+  // A control character is refused too, and printed escaped (json_quoted).
+  CHECK_THAT(show("leave_out", "\x1b[31m").second.err,
+             Contains("$.fitted.report.leave_out: must be what the fit's cross-validation left "
+                      "out at a time"));
+  {
+    const auto [f, r] = show("leave_out", "file");
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.out, Contains("cross-validated leaving one file out at a time"));
+  }
+}
+
 TEST_CASE("fit_record_from_report: per source, cross-validated MAPE weighted by runs",
           "[usability][fit]") {
   // Source a: 9 runs at 15% and 2 at 20%: (9 x 0.15 + 2 x 0.20) / 11 = 1.75 / 11 = 0.1591;
@@ -970,7 +1027,8 @@ TEST_CASE("fit_record_from_report: per source, cross-validated MAPE weighted by 
   CHECK_THAT(
       refusal({{"errors", {{{"source", "a"}, {"runs", 3}, {"mape_cross_validated", -0.5}}}}}),
       Contains("$.fitted.report.errors[0].mape_cross_validated: must be a mean |error| as a "
-               "fraction in [0, 100], or null, got -0.5"));
+               "fraction of the measured value (0.159 for 15.9%) from 0 to 10 (1000%), or null, "
+               "got -0.5"));
   CHECK_THAT(refusal({{"errors", {{{"source", "a"}, {"runs", 3}, {"mape_fitted", 1e300}}}}}),
              Contains("$.fitted.report.errors[0].mape_fitted: must be a mean |error|"));
   CHECK_THAT(refusal({{"families_with_runs", {"megatron", "jax"}}}),
