@@ -140,11 +140,12 @@ CommandAction add_estimate_command(CLI::App& app) {
                   "(required unless --plan is given)")
       ->check(non_empty("a model preset name (meshplan presets models), a meshplan-model/1 file "
                         "or a Hugging Face config.json"));
-  cmd->add_option("--cluster", o->in.cluster,
-                  "Cluster: a preset name (meshplan presets clusters) or a JSON file")
-      ->capture_default_str()
-      ->check(non_empty("a cluster preset name (meshplan presets clusters) or a "
-                        "meshplan-cluster/1 file"));
+  CLI::Option* cluster =
+      cmd->add_option("--cluster", o->in.cluster,
+                      "Cluster: a preset name (meshplan presets clusters) or a JSON file")
+          ->capture_default_str()
+          ->check(non_empty("a cluster preset name (meshplan presets clusters) or a "
+                            "meshplan-cluster/1 file"));
   cmd->add_option("--profile", o->in.profile,
                   "Achieved rates: a profile preset (meshplan presets profiles) or a profile.json "
                   "from meshplan-calibrate (default: the shipped profile of the cluster's GPU; "
@@ -183,8 +184,9 @@ CommandAction add_estimate_command(CLI::App& app) {
               "--tp-overlap", "--dp-overlap", "--pp-overlap", "--elementwise"},
              layout_option_names()));
 
-  return [o](std::ostream& out, std::ostream& err) {
+  return [o, cluster](std::ostream& out, std::ostream& err) {
     check_outputs(*o);
+    o->in.cluster_defaulted = cluster->count() == 0;
     std::vector<std::string> notes;
     std::string label;  // the profile, as errors name it
     const Plan plan =

@@ -40,6 +40,7 @@ struct LedgerOptions {
   std::string gpu = "h100-sxm";
   std::string framework = "textbook";
   bool framework_defaulted = true;  ///< --framework not given
+  bool gpu_defaulted = true;        ///< --gpu not given
   std::string precision;            ///< empty: the GPU's default
   double tokens = 0;
   std::int64_t gpus = 0;  ///< 0: not given (dp x tp x pp x cp)
@@ -149,7 +150,10 @@ LedgerResult compute(const LedgerOptions& o) {
     r.exact = exact_flops_per_token(*r.model, r.seq);
     r.ledger = build_memory_ledger(*r.model, r.layout->layout, r.layout->setup, r.gpu);
   }
-  r.peak_flops_per_s = require_mfu_peak_flops(r.gpu, r.precision);
+  r.peak_flops_per_s =
+      o.gpu_defaulted && o.plan.empty()
+          ? require_mfu_peak_flops(r.gpu, r.precision, "the default GPU: no --gpu given", "--gpu")
+          : require_mfu_peak_flops(r.gpu, r.precision);
   r.time = time_to_train(r.training_flops, r.gpus, r.peak_flops_per_s, o.mfu);
   return r;
 }
@@ -370,6 +374,7 @@ CommandAction add_ledger_command(CLI::App& app) {
       }
     }
     o->framework_defaulted = cmd->count("--framework") == 0;
+    o->gpu_defaulted = cmd->count("--gpu") == 0;
     const LedgerResult r = compute(*o);
     print_notes(err, r.notes);
     if (r.model) note_rope_length(err, *r.model, r.seq);

@@ -13,6 +13,7 @@
 #include "costmodel/counted.hpp"
 #include "costmodel/param_count.hpp"
 #include "planner/config/closest_names.hpp"
+#include "planner/config/loaders.hpp"
 #include "planner/config/presets.hpp"
 #include "planner/config/profile_loader.hpp"
 #include "planner/config/size_bounds.hpp"
@@ -281,14 +282,26 @@ Precision require_precision(const std::string& name, const GpuSpec& gpu,
                    quoted_list(precision_names()));
 }
 
-double require_mfu_peak_flops(const GpuSpec& gpu, Precision precision) {
-  if (const auto problem = precision_problem(gpu, precision)) {
-    throw InputError("--precision " + std::string(to_string(precision)) + ": " + gpu.name + " " +
-                     *problem +
-                     "; choose another --precision (meshplan presets gpus "
-                     "lists each GPU's peaks)");
+double require_mfu_peak_flops(const GpuSpec& gpu, Precision precision, const std::string& defaulted,
+                              const std::string& flag) {
+  const auto problem = precision_problem(gpu, precision);
+  if (!problem) return *training_peak_flops(gpu, half_precision(precision));
+  const std::string head = "--precision " + std::string(to_string(precision)) + ": " + gpu.name;
+  const std::string peaks = "meshplan presets gpus lists each GPU's peaks";
+  if (defaulted.empty()) {
+    throw InputError(head + " " + *problem + "; choose another --precision (" + peaks + ")");
   }
-  return *training_peak_flops(gpu, half_precision(precision));
+  // The presets the flag could name instead: GPUs, or clusters of GPUs, with such tensor cores.
+  const bool by_gpu = flag == "--gpu";
+  std::vector<std::string> able;
+  for (const std::string& name : preset_names(by_gpu ? PresetKind::kGpu : PresetKind::kCluster)) {
+    const GpuSpec other = by_gpu ? load_gpu(name) : load_cluster(name).gpu;
+    if (!precision_problem(other, precision)) able.push_back(name);
+  }
+  throw InputError(head + " (" + defaulted + ") " + *problem + "; give " + flag + " with " +
+                   (by_gpu ? "a GPU that has them" : "a cluster of GPUs that have them") +
+                   (able.empty() ? "" : " (" + quoted_list(able) + ")") +
+                   ", or choose another --precision (" + peaks + ")");
 }
 
 const std::vector<const char*>& layout_option_names() {

@@ -126,8 +126,15 @@ Precision require_precision(const std::string& name, const GpuSpec& gpu,
 
 /// The dense 16-bit peak MFU is measured against (bf16, or fp16 where the GPU has no bf16; fp8
 /// training is still measured against the 16-bit peak, as Megatron-LM and NeMo report it).
-/// Throws InputError when the GPU has no tensor cores of `precision` (fp8 before Hopper).
-double require_mfu_peak_flops(const GpuSpec& gpu, Precision precision);
+/// Throws InputError when the GPU has no tensor cores of `precision` (fp8 before Hopper). Where
+/// the user did not choose the GPU, `defaulted` says how the default did ("the default GPU: no
+/// --gpu given") and `flag` is the flag that picks another ("--gpu", "--cluster"): the error
+/// names both and the presets `flag` could name instead (GPUs, or clusters of GPUs, with such
+/// tensor cores), e.g. "--precision nvfp4:
+/// h100-sxm (the default GPU: no --gpu given) has no nvfp4 tensor cores; give --gpu with a GPU
+/// that has them ("b200", ...) or choose another --precision ...".
+double require_mfu_peak_flops(const GpuSpec& gpu, Precision precision,
+                              const std::string& defaulted = "", const std::string& flag = "");
 
 /// The layout and training flags shared by ledger, estimate and plan, as given on the command
 /// line (0 / empty: not given).

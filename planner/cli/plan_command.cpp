@@ -480,10 +480,11 @@ CommandAction add_plan_command(CLI::App& app) {
       ->required()
       ->check(non_empty("a model preset name (meshplan presets models), a meshplan-model/1 file "
                         "or a Hugging Face config.json"));
-  cmd->add_option("--cluster", o->in.cluster, "Cluster preset or JSON file")
-      ->capture_default_str()
-      ->check(non_empty("a cluster preset name (meshplan presets clusters) or a "
-                        "meshplan-cluster/1 file"));
+  CLI::Option* cluster =
+      cmd->add_option("--cluster", o->in.cluster, "Cluster preset or JSON file")
+          ->capture_default_str()
+          ->check(non_empty("a cluster preset name (meshplan presets clusters) or a "
+                            "meshplan-cluster/1 file"));
   cmd->add_option("--gpus", o->gpus, "GPUs [count], up to 1048576")
       ->required()
       ->check(whole_up_to(kMaxGpus));
@@ -591,8 +592,9 @@ CommandAction add_plan_command(CLI::App& app) {
                   "nothing fits)")
       ->check(output_file());
 
-  return [o](std::ostream& out, std::ostream& err) {
+  return [o, cluster](std::ostream& out, std::ostream& err) {
     check_plan_flags(*o);
+    o->in.cluster_defaulted = cluster->count() == 0;
     Scenario x = resolve_scenario(o->in, o->gpus);
     std::vector<std::string> notes = std::move(x.notes);
     const TrainingSetup setup = plan_setup(*o, x, notes);

@@ -14,7 +14,13 @@ Scenario resolve_scenario(const ScenarioFlags& flags, std::int64_t gpus) {
     throw InputError("--gpus " + std::to_string(gpus) + ": " + problem);
   }
   s.precision = require_precision(flags.precision, s.cluster.gpu, s.notes);
-  require_mfu_peak_flops(s.cluster.gpu, s.precision);
+  if (flags.cluster_defaulted) {
+    require_mfu_peak_flops(
+        s.cluster.gpu, s.precision,
+        "the GPU of " + s.cluster.name + ", the default cluster: no --cluster given", "--cluster");
+  } else {
+    require_mfu_peak_flops(s.cluster.gpu, s.precision);
+  }
   s.framework = with_precision_defaults(require_framework(flags.framework), s.precision);
   apply_overlaps(s.framework, flags.overlaps);
   apply_elementwise(s.framework, flags.elementwise);

@@ -25,6 +25,7 @@ namespace meshplan {
 struct ScenarioFlags {
   std::string model;                 ///< --model: a preset, a meshplan-model/1 file, a config.json
   std::string cluster = "dgx-h100";  ///< --cluster: a preset name or a meshplan-cluster/1 file
+  bool cluster_defaulted = false;    ///< --cluster not given (its errors say the default chose it)
   std::string profile;               ///< --profile; empty: the shipped profile of the cluster's GPU
   std::string framework = "megatron";  ///< --framework: a convention's name (framework.hpp)
   std::string precision;               ///< --precision; empty: the GPU's default

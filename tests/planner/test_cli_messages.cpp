@@ -338,3 +338,31 @@ TEST_CASE("plan --max-oom-risk is a probability from one in a million to below 1
   INFO(half.err);
   CHECK(half.exit_code == 0);
 }
+
+TEST_CASE("a precision the default GPU lacks names the default and the flag to pick another",
+          "[cli]") {
+  // ledger's --gpu defaults to h100-sxm and estimate's and plan's --cluster to dgx-h100 (of
+  // h100-sxm): Hopper has fp8 but no nvfp4 tensor cores, the Blackwell presets have both.
+  expect_exact_error({"ledger", "--model", "llama3-8b", "--precision", "nvfp4"},
+                     "meshplan: error: --precision nvfp4: h100-sxm (the default GPU: no --gpu "
+                     "given) has no nvfp4 tensor cores; give --gpu with a GPU that has them "
+                     "(\"b200\", \"b300\", \"gb200\", \"gb300\"), or choose another --precision "
+                     "(meshplan presets gpus lists each GPU's peaks)\n");
+  const std::string cluster =
+      "meshplan: error: --precision nvfp4: h100-sxm (the GPU of dgx-h100, the default cluster: "
+      "no --cluster given) has no nvfp4 tensor cores; give --cluster with a cluster of GPUs that "
+      "have them (\"dgx-b200\", \"dgx-b300\", \"gb200-nvl72\", \"gb300-nvl72\", \"hgx-b200\"), "
+      "or choose another --precision (meshplan presets gpus lists each GPU's peaks)\n";
+  expect_exact_error({"estimate", "--model", "llama3-8b", "--gpus", "8", "--precision", "nvfp4"},
+                     cluster);
+  expect_exact_error({"plan", "--model", "llama3-8b", "--gpus", "8", "--precision", "nvfp4"},
+                     cluster);
+  // A GPU the user named: no default to speak of.
+  expect_exact_error({"ledger", "--params", "7e9", "--gpu", "a100-80g", "--precision", "fp8"},
+                     "meshplan: error: --precision fp8: a100-80g has no fp8 tensor cores; choose "
+                     "another --precision (meshplan presets gpus lists each GPU's peaks)\n");
+  expect_exact_error({"estimate", "--model", "llama3-8b", "--gpus", "8", "--cluster", "dgx-h100",
+                      "--precision", "nvfp4"},
+                     "meshplan: error: --precision nvfp4: h100-sxm has no nvfp4 tensor cores; "
+                     "choose another --precision (meshplan presets gpus lists each GPU's peaks)\n");
+}
