@@ -92,6 +92,41 @@ void read_plan_inputs(const std::string& path, LedgerResult& r) {
   r.layout->setup.fitted = fitted_rates(plan.profile, plan.setup.framework);
 }
 
+/// The note where a quantized --precision (fp8, fp8-cs, mxfp8, nvfp4: quantized_gemms) changes
+/// none of the ledger's figures, else "". The static rows hold weights and gradients in the
+/// 16-bit half_dtype_name (a quantized run casts them for its GEMMs; the fp32 master weights and
+/// Adam states stay), and 6ND's time is taken at the 16-bit peak MFU is measured against
+/// (require_mfu_peak_flops): with --params that is the whole ledger. With a model, the per-stage
+/// ledger narrows the saved linear inputs only under a framework whose Transformer Engine
+/// linears save them quantized (FrameworkConvention::saves_quantized_inputs).
+std::string unused_precision_note(const LedgerOptions& o, const LedgerResult& r) {
+  if (o.precision.empty() || !quantized_gemms(r.precision)) return "";
+  std::vector<std::string> narrowing;  // the frameworks whose saved inputs the precision narrows
+  for (const FrameworkConvention& f : framework_conventions()) {
+    if (f.saves_quantized_inputs) narrowing.push_back(f.name);
+  }
+  std::string frameworks;  // "a, b or c"
+  for (std::size_t i = 0; i < narrowing.size(); ++i) {
+    frameworks += (i == 0 ? "" : i + 1 == narrowing.size() ? " or " : ", ") + narrowing[i];
+  }
+  const std::string precision = to_string(r.precision);
+  const std::string half = half_dtype_name(r.precision);
+  const std::string why =
+      "the static memory holds weights and gradients in " + half + " (an " + precision +
+      " run casts them for its GEMMs; the fp32 master weights and " +
+      "Adam states stay) and 6ND's time is taken at the dense " + half +
+      " peak (MFU is measured against the 16-bit peak, as Megatron-LM and " + "NeMo report it)";
+  if (!r.model) {
+    return "precision " + precision + " changes nothing with --params: " + why +
+           "; give --model with --framework " + frameworks +
+           " for a per-stage ledger whose saved activations it narrows";
+  }
+  if (r.framework.saves_quantized_inputs) return "";
+  return "precision " + precision + " changes nothing under framework " + r.framework.name + ": " +
+         why + ", and " + r.framework.name + " saves its linears' inputs in 16 bits; --framework " +
+         frameworks + " saves them in " + precision;
+}
+
 LedgerResult compute(const LedgerOptions& o) {
   LedgerResult r;
   if (!o.plan.empty()) {
@@ -118,6 +153,11 @@ LedgerResult compute(const LedgerOptions& o) {
     r.params = o.params;
     r.trained_params = o.params;
     r.flops_params = o.params;
+  }
+  if (o.plan.empty()) {
+    if (const std::string note = unused_precision_note(o, r); !note.empty()) {
+      r.notes.push_back(note);
+    }
   }
   r.memory = static_memory(r.trained_params, r.framework, r.precision);
   r.fits = r.memory.total_bytes <= r.gpu.memory_bytes;

@@ -123,3 +123,36 @@ TEST_CASE("ledger: an MoE model's 6ND counts active parameters, its state the MT
   CHECK(dense["flops_params"] == dense["params"]);
   CHECK(dense["trained_params"] == dense["params"]);
 }
+
+TEST_CASE("ledger says where a quantized --precision changes none of its figures", "[cli]") {
+  // With --params the ledger is the static memory (bf16 weights and gradients, fp32 master and
+  // Adam: 7e9 x 16 = 112 GB whatever the GEMMs run in) and 6ND at the dense bf16 peak (989.4
+  // TFLOP/s on h100-sxm): fp8 prints the same figures, and a note says why.
+  const test::CliResult bf16 = test::run({"ledger", "--params", "7e9", "--precision", "bf16"});
+  const test::CliResult fp8 = test::run({"ledger", "--params", "7e9", "--precision", "fp8"});
+  REQUIRE(fp8.exit_code == 0);
+  CHECK(fp8.out == bf16.out);
+  CHECK_THAT(fp8.out, Catch::Contains("total                                    16  112.0"));
+  CHECK_THAT(fp8.out, Catch::Contains("(of 989.4 TFLOP/s dense bf16)"));
+  CHECK_THAT(fp8.err,
+             Catch::Contains("note: precision fp8 changes nothing with --params: the static "
+                             "memory holds weights and gradients in bf16 (an fp8 run casts them "
+                             "for its GEMMs; the fp32 master weights and Adam states stay) and "
+                             "6ND's time is taken at the dense bf16 peak"));
+  CHECK_THAT(fp8.err, Catch::Contains("give --model with --framework megatron, megatron-2023 or "
+                                      "nemo for a per-stage ledger whose saved activations it "
+                                      "narrows"));
+  // No note for a 16-bit precision, which names the dtype of the rows.
+  CHECK(test::without_notes(bf16.err).empty());
+  CHECK_THAT(bf16.err, !Catch::Contains("changes nothing"));
+  // With a model: textbook saves its linears' inputs in 16 bits (no change, the note says so);
+  // megatron saves them in fp8 (qkv_proj.input [8192, 1, 4096] at 1 byte: 32 layers x 32 MiB =
+  // 1.000 GiB, 2.000 in bf16), so no note.
+  const std::vector<std::string> model = {"ledger", "--model", "llama3-8b", "--precision", "fp8"};
+  CHECK_THAT(test::run(model).err,
+             Catch::Contains("note: precision fp8 changes nothing under framework textbook: "));
+  const test::CliResult megatron = test::run(test::with(model, {"--framework", "megatron"}));
+  REQUIRE(megatron.exit_code == 0);
+  CHECK_THAT(megatron.err, !Catch::Contains("changes nothing"));
+  CHECK_THAT(megatron.out, Catch::Contains("[8192, 1, 4096]    fp8       32    1.000"));
+}
