@@ -138,21 +138,49 @@ void require_distinct_files(const std::vector<NamedFile>& outputs,
   }
 }
 
+namespace {
+
+/// "/dev" or "/proc" where `path` is that folder or lies under it (the kernel's files of devices
+/// and processes), else "".
+std::string system_folder_of(const std::string& path) {
+  std::error_code ec;
+  const std::string absolute = (fs::absolute(path, ec).lexically_normal() / "").string();
+  for (const char* system : {"/dev/", "/proc/"}) {
+    if (absolute.rfind(system, 0) == 0) return std::string(system, std::strlen(system) - 1);
+  }
+  return "";
+}
+
+}  // namespace
+
+void check_output_folder(const std::string& flag, const std::string& dir) {
+  const std::string named = flag + " " + dir;
+  if (const std::string system = system_folder_of(dir); !system.empty()) {
+    throw InputError(named + ": is under " + system + ", the kernel's files of " +
+                     (system == "/dev" ? "devices" : "processes") +
+                     ", not a folder files can be written in; expected a folder you may write "
+                     "in, or a new one under such a folder (created when missing)");
+  }
+  std::error_code ec;
+  const fs::file_status status = fs::status(dir, ec);
+  if (fs::exists(status) && !fs::is_directory(status)) {
+    throw InputError(named + ": exists and is not a folder (" +
+                     (fs::is_regular_file(status) ? "a regular file" : "not a folder") +
+                     "); expected a folder to write into (created when missing)");
+  }
+}
+
 void check_writable_target(const std::string& path, const std::string& preset_folder) {
   std::error_code ec;
   if (path.empty()) throw InputError("an output path is empty; expected a file name");
   // Standard output, a terminal, a pipe or another process's file (/dev/stdout, /dev/fd/1,
   // /proc/self/fd/1 are links to them): the rename would replace the link or the file behind
   // the redirection, never write into the stream.
-  const fs::path absolute = fs::absolute(path, ec).lexically_normal();
-  for (const char* system : {"/dev/", "/proc/"}) {
-    if (absolute.string().rfind(system, 0) == 0) {
-      throw InputError(path + ": is a device or process file (under " +
-                       std::string(system, std::strlen(system) - 1) +
-                       ": standard output, a terminal or a pipe), not a file meshplan can "
-                       "write; give a regular file's name (the report is printed to standard "
-                       "output anyway)");
-    }
+  if (const std::string system = system_folder_of(path); !system.empty()) {
+    throw InputError(path + ": is a device or process file (under " + system +
+                     ": standard output, a terminal or a pipe), not a file meshplan can "
+                     "write; give a regular file's name (the report is printed to standard "
+                     "output anyway)");
   }
   // A link at the output's name is refused, never followed: one another user planted in a
   // shared folder (/tmp) would redirect the write to any file the user may write (the rename
@@ -234,6 +262,7 @@ void OutputSet::add_written_by(const std::string& flag, const std::string& targe
 }
 
 void OutputSet::create_folder(const std::string& flag, const std::string& dir) {
+  check_output_folder(flag, dir);
   // The missing folders, from the outermost down to `dir`.
   std::vector<fs::path> missing;
   std::error_code ec;

@@ -68,6 +68,12 @@ void require_distinct_files(const std::vector<NamedFile>& outputs,
 /// any.
 void check_writable_target(const std::string& path, const std::string& preset_folder = "");
 
+/// Throws InputError naming `flag` and `dir` unless `dir` could be the folder a set of outputs
+/// is written into (created when missing): it lies under /dev or /proc ("--svg /proc/self: is
+/// under /proc, the kernel's files of processes, not a folder files can be written in; ..."), or
+/// it exists and is not a folder. Writes nothing: call it before any work.
+void check_output_folder(const std::string& flag, const std::string& dir);
+
 /// check_writable_target(path, preset_folder) with the error naming `flag` ("--out plan.json:
 /// ..."), for commands that check every output before they compute or write anything.
 void check_output_flag(const std::string& flag, const std::string& path,
@@ -104,7 +110,8 @@ class OutputSet {
 
   /// Creates folder `dir` and its missing parents now (so targets inside it can be checked);
   /// the folders created are removed again, deepest first and only while empty, when the set
-  /// is not committed. Throws InputError "<flag> <dir>: cannot create the folder (...)".
+  /// is not committed. Throws InputError: check_output_folder(flag, dir)'s, or "<flag> <dir>:
+  /// cannot create the folder (...)".
   void create_folder(const std::string& flag, const std::string& dir);
 
   /// Refuses two outputs naming the same file (require_distinct_files), then

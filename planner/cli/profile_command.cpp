@@ -30,18 +30,6 @@ struct ProfileShowOptions {
   std::string svg_dir;
 };
 
-/// Throws InputError naming --svg when `dir` exists and is not a folder.
-void check_svg_dir(const std::string& dir) {
-  std::error_code ec;
-  const std::filesystem::file_status status = std::filesystem::status(dir, ec);
-  if (std::filesystem::exists(status) && !std::filesystem::is_directory(status)) {
-    throw InputError(
-        "--svg " + dir + ": exists and is not a folder (" +
-        (std::filesystem::is_regular_file(status) ? "a regular file" : "not a folder") +
-        "); expected a folder to write the plots into (created when missing)");
-  }
-}
-
 }  // namespace
 
 CommandAction add_profile_command(CLI::App& app) {
@@ -79,7 +67,7 @@ CommandAction add_profile_command(CLI::App& app) {
 
   return [o, show](std::ostream& out, std::ostream& /*err*/) {
     if (!show->parsed()) return 0;
-    if (!o->svg_dir.empty()) check_svg_dir(o->svg_dir);
+    if (!o->svg_dir.empty()) check_output_folder("--svg", o->svg_dir);
     const ProfileDocument doc = read_profile_document(o->profile);
     const std::string text = render_profile(doc);
 

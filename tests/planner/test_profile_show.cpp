@@ -1,6 +1,8 @@
 // `meshplan profile show P [--svg DIR]`: the tables (planner/report/profile_report.hpp), the
 // plots (planner/report/svg_plot.hpp) and the error contract. Every expected number is derived
 // in a comment from the inputs written here or from the h100 preset's numbers.
+#include <unistd.h>
+
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
@@ -18,6 +20,7 @@
 #include "planner/fit/parameters.hpp"
 #include "planner/report/profile_report.hpp"
 #include "planner/report/svg_plot.hpp"
+#include "tests/support/cli_expect.hpp"
 #include "tests/support/cli_runner.hpp"
 
 using namespace meshplan;
@@ -499,6 +502,31 @@ TEST_CASE("profile show: errors name the preset, the file or the flag", "[profil
     CHECK(r.out.empty());
   }
   SECTION("no subcommand") { CHECK(test::run({"profile"}).exit_code == 2); }
+}
+
+TEST_CASE("profile show: --svg in /proc or /dev is refused as a folder, before any write",
+          "[profile][svg][cli]") {
+  // /proc/self is a folder that exists but takes no files: the error named the first plot
+  // ("--svg /proc/self/busbw_all_reduce_nvlink.svg: is a device or process file ... give a
+  // regular file's name"), not the folder --svg gave.
+  for (const std::string dir : {"/proc/self", "/proc/self/plots"}) {
+    test::expect_exact_error(
+        {"profile", "show", "h100", "--svg", dir},
+        "meshplan: error: --svg " + dir +
+            ": is under /proc, the kernel's files of processes, not a folder files can be "
+            "written in; expected a folder you may write in, or a new one under such a folder "
+            "(created when missing)\n");
+  }
+  // /dev/shm is writable (tmpfs), but meshplan writes no output under /dev: refused before the
+  // folder is created, so nothing is left there.
+  const std::string shm = "/dev/shm/meshplan-svg-" + std::to_string(::getpid());
+  const test::CliResult r = test::run({"profile", "show", "h100", "--svg", shm});
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.empty());
+  CHECK_THAT(r.err, Catch::Contains("--svg " + shm +
+                                    ": is under /dev, the kernel's files of "
+                                    "devices, not a folder files can be written in"));
+  CHECK_FALSE(std::filesystem::exists(shm));
 }
 
 TEST_CASE("profile show: the svg plot writer (sizes, ticks, escaping, errors)", "[profile][svg]") {
