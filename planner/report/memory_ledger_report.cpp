@@ -126,7 +126,9 @@ std::string render_memory_ledger(const MemoryLedger& ledger, const std::string& 
     // No headroom next to the verdict: its sign would contradict it.
     out << " (worst stage " << ledger.worst_stage << "): " << reason << "\n";
   } else {
-    out << ", headroom " << fixed(ledger.headroom_bytes / kGiB, 1) << " GiB (worst stage "
+    // Above the GPU's memory the amount over, not a negative headroom.
+    out << (ledger.headroom_bytes < 0 ? ", over by " : ", headroom ")
+        << fixed(std::abs(ledger.headroom_bytes) / kGiB, 1) << " GiB (worst stage "
         << ledger.worst_stage << " needs " << gib(ledger.peak_bytes) << " of "
         << gib(ledger.capacity_bytes) << ")\n";
   }

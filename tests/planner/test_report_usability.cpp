@@ -775,6 +775,27 @@ TEST_CASE("ledger verdicts: a fitted bias that lets a peak above the GPU fit is 
   CHECK(ledger_bias_text(1).empty());
 }
 
+TEST_CASE("the ledger's verdict above the GPU says over by N GiB instead of a negative headroom",
+          "[usability][memory]") {
+  // Ledger 88.8 of 80 GiB without a fitted bias: z = log(88.8 / 80) / 0.01 = 10.4, risk ~100%,
+  // out of memory, and verdict and peak agree (no reason): 88.8 - 80 = 8.8 GiB over.
+  MemoryLedger m;
+  m.capacity_bytes = 80 * kGiB;
+  m.worst_stage = 0;
+  m.peak_bytes = 88.8 * kGiB;
+  m.headroom_bytes = m.capacity_bytes - m.peak_bytes;  // -8.8 GiB
+  m.outlook = memory_outlook(m.peak_bytes, m.capacity_bytes, FittedRates{});
+  m.fits = !out_of_memory(m.outlook, m.capacity_bytes);
+  REQUIRE_FALSE(m.fits);
+  REQUIRE(memory_verdict_reason(m).empty());
+  const std::string text = render_memory_ledger(m, "gpu-80", false);
+  CHECK_THAT(text, Contains("fits on gpu-80: no, over by 8.8 GiB (worst stage 0 needs 88.8 GiB of "
+                            "80.0 GiB)"));
+  CHECK_THAT(text, !Contains("headroom"));
+  // The JSON keeps the signed headroom_bytes.
+  CHECK(memory_ledger_json(m).at("headroom_bytes").get<double>() == Approx(-8.8 * kGiB));
+}
+
 TEST_CASE("plan's Why: the GPU's memory, and the ledger limit a fitted bias lifts above it",
           "[usability][memory][plan]") {
   // h100 megatron: oom_log_bias 0.1489, spread 0.0444 (configs/profiles/h100.json: the pooled
