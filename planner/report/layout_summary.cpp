@@ -210,8 +210,11 @@ bool recorded_residuals_too_few(const FitRecord& record) {
 
 /// "the profile holds no 80% interval for the FAMILY family (fitted.families.FAMILY.interval is
 /// null) and does not say why", then "; it holds one for the A and B families" where others
-/// have one: what the file says where its recorded residuals are not too few for one.
-std::string interval_absent_text(const Profile& profile, const std::string& family) {
+/// have one: what the file says where its recorded residuals are not too few for one. With
+/// `named` false "holds none for": for text after "No 80% interval: " (no_interval_reason),
+/// which says what is absent already.
+std::string interval_absent_text(const Profile& profile, const std::string& family,
+                                 bool named = true) {
   std::vector<std::string> others;
   for (const auto& [name, fit] : profile.fitted.families) {
     if (name != family && fit.interval) others.push_back(name);
@@ -220,8 +223,8 @@ std::string interval_absent_text(const Profile& profile, const std::string& fami
   for (std::size_t i = 0; i < others.size(); ++i) {
     held += (i == 0 ? "" : i + 1 == others.size() ? " and " : ", ") + others[i];
   }
-  return "the profile holds no 80% interval for the " + family + " family (fitted.families." +
-         family + ".interval is null) and does not say why" +
+  return "the profile holds " + std::string(named ? "no 80% interval" : "none") + " for the " +
+         family + " family (fitted.families." + family + ".interval is null) and does not say why" +
          (others.empty()
               ? std::string()
               : "; it holds one for the " + held + (others.size() == 1 ? " family" : " families"));
@@ -337,8 +340,8 @@ std::string no_interval_reason(const Profile& profile, const std::string& family
     return "the profile has no fitted section (meshplan fit writes one)";
   }
   if (!profile.fitted.record) {
-    return "the profile's fitted section records no fit report and no interval for the " + family +
-           " family";
+    return "the profile's fitted section holds none for the " + family +
+           " family and records no fit report that would say why";
   }
   const FitRecord& record = *profile.fitted.record;
   if (record.cross_validated_mape.empty()) {
@@ -346,7 +349,7 @@ std::string no_interval_reason(const Profile& profile, const std::string& family
            ", so it has no cross-validated residuals to take an interval from; fit " +
            interval_needs_text() + " for one";
   }
-  if (!recorded_residuals_too_few(record)) return interval_absent_text(profile, family);
+  if (!recorded_residuals_too_few(record)) return interval_absent_text(profile, family, false);
   return "the fit's cross-validated residuals are too few for one: an interval needs those of " +
          interval_needs_text();
 }

@@ -120,10 +120,11 @@ std::string step_time_caveat(const Profile& profile, const FrameworkConvention& 
 /// cross-validated residuals to take an interval from; fit at least two sources"; "the fit's
 /// cross-validated residuals are too few for one: an interval needs those of at least 10 runs
 /// of 3 sources" where the report's cross-validated errors count fewer; else "the profile holds
-/// no 80% interval for the megatron family (fitted.families.megatron.interval is null) and does
-/// not say why; it holds one for the other and pytorch families" (a fit gives every family one
-/// when it gives any: an edited file); "the profile's fitted section records no fit report and
-/// no interval for the megatron family". Precondition: the family has no interval.
+/// none for the megatron family (fitted.families.megatron.interval is null) and does not say
+/// why; it holds one for the other and pytorch families" (a fit gives every family one when it
+/// gives any: an edited file); "the profile's fitted section holds none for the megatron family
+/// and records no fit report that would say why". The reason does not repeat "no 80% interval",
+/// which its callers print before it. Precondition: the family has no interval.
 std::string no_interval_reason(const Profile& profile, const std::string& family);
 
 /// Where a layout sits in a regime the validation shows the model to be furthest from
