@@ -56,7 +56,8 @@ std::string uneven_split_label(const Layout& l) {
          s(l.vpp) + ", in model order)";
 }
 
-/// A dropped line when the plan's memory was predicted with another framework's convention.
+/// For a mixture-of-experts plan, a dropped line: `framework`'s export does not carry the
+/// expert mesh or the experts (the Megatron-LM export writes them).
 void note_expert_mesh(const Plan& p, const std::string& framework,
                       std::vector<std::string>& dropped) {
   if (!p.model.moe) return;
@@ -67,6 +68,8 @@ void note_expert_mesh(const Plan& p, const std::string& framework,
                     "Megatron-LM export writes them (--expert-model-parallel-size, ...)");
 }
 
+/// For a plan with activation CPU offloading, a dropped line: `framework`'s export does not
+/// carry it, so those layers' activations stay on the GPU.
 void note_cpu_offload(const Plan& p, const std::string& framework,
                       std::vector<std::string>& dropped) {
   const std::int64_t n = p.setup.cpu_offload_layers;
@@ -80,6 +83,8 @@ void note_cpu_offload(const Plan& p, const std::string& framework,
                     "--cpu-offload-layers, or export to Megatron-LM, which writes it");
 }
 
+/// A dropped line when the plan's memory was predicted with another framework's convention
+/// than `own` (the target framework's, named `framework` in the sentence).
 void note_convention(const Plan& p, const std::string& own, const std::string& framework,
                      std::vector<std::string>& dropped) {
   if (p.setup.framework.name == own) return;
@@ -89,6 +94,7 @@ void note_convention(const Plan& p, const std::string& own, const std::string& f
                     " (meshplan estimate or plan) before trusting that it fits in GPU memory");
 }
 
+/// "<what> for <version.checked_at> (--framework-version <name>), written by meshplan".
 std::string version_line(const std::string& what, const FrameworkVersion& version) {
   return what + " for " + version.checked_at + " (--framework-version " + version.name +
          "), written by meshplan";

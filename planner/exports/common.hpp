@@ -1,6 +1,7 @@
 // What the per-framework export files share (internal to planner/exports): number and RoPE
-// labels as the notes write them, the uneven-split test and label, the memory-convention note,
-// and the writers the table of exports.cpp calls.
+// labels as the notes write them, the uneven-split test and label, the dropped-setting notes
+// (expert mesh, CPU offloading, memory convention), the version line and the writers the table
+// of exports.cpp calls.
 #pragma once
 
 #include <cstdint>
