@@ -517,7 +517,9 @@ void layer_ops(const ModelSpec& m, const LayerSetting& s, bool moe_ffn, bool win
     const std::int64_t received = routed * s.etp;     // reaching its experts, after the gather
     const std::int64_t per_expert =
         static_cast<std::int64_t>(std::ceil(d(received) / d(local_experts) * s.moe_imbalance));
-    const double routed_volume = d(routed) * d(h) * kHalfBytes;  // one all-to-all's S
+    // One all-to-all's S: the routed tokens, or every expert's capacity padded (c x them).
+    const double routed_volume =
+        d(routed) * d(h) * kHalfBytes * (s.moe_pad_to_capacity ? s.moe_imbalance : 1.0);
     {
       LayerOp op =
           linear("router", ParamGroup::kRouter, h, e.num_experts, TpSplit::kNone,

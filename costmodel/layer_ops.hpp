@@ -88,7 +88,9 @@
 // (LayerOp::active_params) and k x 2 h up_e FLOP per token. Balanced routing (imbalance 1,
 // what the benchmarks force with --moe-router-force-load-balancing): each local expert gets
 // R ep / E tokens; a dropless router's busiest expert gets `imbalance` times that, which sets
-// the grouped GEMMs' time and the buffers.
+// the grouped GEMMs' time and the buffers. Drop-and-pad (LayerSetting::moe_pad_to_capacity)
+// pads every expert to capacity factor c = `imbalance` times its share, and its all-to-alls
+// (and the etp gather and scatter) carry c x T_sp k x h.
 // Multi-token prediction (ModelSpec::mtp_num_layers; LayerOps::mtp) adds per depth, on the last
 // stage (Megatron-Core's MultiTokenPredictionLayer, Megatron-LM d98e8a6): the shared embedding's
 // lookup of the next tokens, enorm and hnorm (h each), their concatenation, eh_proj
@@ -152,6 +154,11 @@ struct LayerSetting {
   /// Tokens of the busiest expert over the balanced share (>= 1; 1: balanced routing, as the
   /// benchmarks force it): TrainingSetup::moe_imbalance.
   double moe_imbalance = 1;
+  /// Drop-and-pad dispatch (MoeDispatcher::kDropAndPad): moe_imbalance is the capacity factor c,
+  /// and the dispatch and combine carry every expert's full capacity, c x the routed tokens
+  /// (Megatron-LM d98e8a6 token_dispatcher.py MoEAlltoAllTokenDispatcher.preprocess:
+  /// num_out_tokens = capacity x num_experts).
+  bool moe_pad_to_capacity = false;
   /// false: every LayerOp::saved left empty, the rest of the table as with true. The time
   /// model reads no saved tensor, and listing them (names, shapes, dtypes as text) is most of
   /// the table's cost: layer_costs, which a search runs per micro-batch size, builds without.

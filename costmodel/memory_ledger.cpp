@@ -161,8 +161,101 @@ LayerSetting layer_setting(const Layout& layout, const TrainingSetup& setup) {
   LayerSetting s =
       layer_setting(layout, setup.seq, setup.precision, setup.attention, setup.framework);
   s.moe_imbalance = setup.moe_imbalance;
+  s.moe_pad_to_capacity = setup.moe_dispatcher == MoeDispatcher::kDropAndPad;
   s.recompute_modules = setup.recompute_modules;
   return s;
+}
+
+const char* to_string(MoeDispatcher dispatcher) {
+  switch (dispatcher) {
+    case MoeDispatcher::kAllToAll:
+      return "alltoall";
+    case MoeDispatcher::kFlex:
+      return "flex";
+    case MoeDispatcher::kDropAndPad:
+      return "drop-and-pad";
+  }
+  return "alltoall";
+}
+
+std::vector<std::string> moe_dispatcher_names() {
+  return {to_string(MoeDispatcher::kAllToAll), to_string(MoeDispatcher::kFlex),
+          to_string(MoeDispatcher::kDropAndPad)};
+}
+
+std::optional<MoeDispatcher> moe_dispatcher_from_name(const std::string& name) {
+  for (MoeDispatcher d :
+       {MoeDispatcher::kAllToAll, MoeDispatcher::kFlex, MoeDispatcher::kDropAndPad}) {
+    if (name == to_string(d)) return d;
+  }
+  return std::nullopt;
+}
+
+std::uint32_t moe_a2a_overlap_mask(const TrainingSetup& setup, const Layout& layout,
+                                   const ModelSpec& model) {
+  if (!setup.moe_a2a_overlap) return 0;
+  std::uint32_t mask = 0;
+  const auto set = [&mask](A2aOverlapRule rule) { mask |= 1u << static_cast<unsigned>(rule); };
+  if (layout.ep <= 1) set(A2aOverlapRule::kEp);
+  if (layout.pp > 1 && layout.vpp <= 1) set(A2aOverlapRule::kInterleaved);
+  if (layout.recompute == Recompute::kFull) set(A2aOverlapRule::kFullRecompute);
+  if (layout.recompute == Recompute::kSelective &&
+      setup.recompute_modules.has(RecomputeModule::kMoe)) {
+    set(A2aOverlapRule::kMoeRecompute);
+  }
+  if (model.mtp_num_layers > 1) set(A2aOverlapRule::kMtp);
+  return mask;
+}
+
+const char* moe_a2a_overlap_reason(A2aOverlapRule rule) {
+  switch (rule) {
+    case A2aOverlapRule::kEp:
+      return "A2A overlap needs ep > 1 (Megatron-Core)";
+    case A2aOverlapRule::kInterleaved:
+      return "A2A overlap with pp > 1 needs vpp > 1 (Megatron-Core)";
+    case A2aOverlapRule::kFullRecompute:
+      return "A2A overlap refuses full recompute (Megatron-Core)";
+    case A2aOverlapRule::kMoeRecompute:
+      return "A2A overlap refuses the moe recompute module (Megatron-Core)";
+    case A2aOverlapRule::kMtp:
+      return "A2A overlap needs at most 1 MTP layer (Megatron-Core)";
+    case A2aOverlapRule::kCount:
+      break;
+  }
+  return "A2A overlap rule";
+}
+
+std::vector<std::string> moe_a2a_overlap_problems(const TrainingSetup& setup, const Layout& layout,
+                                                  const ModelSpec& model) {
+  const std::uint32_t mask = moe_a2a_overlap_mask(setup, layout, model);
+  const auto broken = [mask](A2aOverlapRule rule) {
+    return (mask & (1u << static_cast<unsigned>(rule))) != 0;
+  };
+  const std::string overlap =
+      "Megatron-Core runs the A2A overlap (--overlap-moe-expert-parallel-comm)";
+  std::vector<std::string> problems;
+  if (broken(A2aOverlapRule::kEp)) {
+    problems.push_back("ep " + std::to_string(layout.ep) + ": " + overlap +
+                       " with expert parallelism only (ep > 1; with ep 1 there is no "
+                       "all-to-all to hide)");
+  }
+  if (broken(A2aOverlapRule::kInterleaved)) {
+    problems.push_back("pp " + std::to_string(layout.pp) + " with vpp 1: " + overlap +
+                       " with pp > 1 only under the interleaved schedule (vpp > 1)");
+  }
+  if (broken(A2aOverlapRule::kFullRecompute)) {
+    problems.push_back("recompute full: " + overlap +
+                       " without full recompute (none or selective)");
+  }
+  if (broken(A2aOverlapRule::kMoeRecompute)) {
+    problems.push_back("recompute module moe: " + overlap +
+                       " without the moe module recomputed (choose other modules)");
+  }
+  if (broken(A2aOverlapRule::kMtp)) {
+    problems.push_back(model.name + " has " + std::to_string(model.mtp_num_layers) +
+                       " multi-token-prediction layers: " + overlap + " with at most one");
+  }
+  return problems;
 }
 
 std::string cpu_offload_problem(const TrainingSetup& setup, const Layout& layout,

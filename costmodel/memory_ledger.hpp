@@ -23,6 +23,8 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -51,10 +53,23 @@ enum class MoeDispatcher {
   /// MoEFlexTokenDispatcher (--moe-token-dispatcher-type flex with DeepEP or HybridEP,
   /// --moe-flex-dispatcher-backend): fused dispatch and combine kernels.
   kFlex,
-  /// A capacity factor with --moe-pad-expert-input-to-capacity: every expert gets exactly its
-  /// capacity, known on the host, and preprocess returns before any device-to-host copy.
+  /// A capacity factor with --moe-pad-expert-input-to-capacity (the alltoall dispatcher with
+  /// --moe-expert-capacity-factor): every expert gets exactly its capacity, ceil(T k / E x c)
+  /// of a rank's T tokens (moe_utils.py get_capacity), known on the host, and preprocess returns
+  /// before any device-to-host copy; the all-to-alls carry c x the routed tokens (capacity x E
+  /// rows). The capacity factor c is TrainingSetup::moe_imbalance.
   kDropAndPad
 };
+
+/// The dispatcher's name as Megatron-LM and plan.json spell it: "alltoall", "flex",
+/// "drop-and-pad".
+const char* to_string(MoeDispatcher dispatcher);
+
+/// The names moe_dispatcher_from_name takes, in enum order.
+std::vector<std::string> moe_dispatcher_names();
+
+/// The dispatcher named `name` (to_string's spelling), or nullopt.
+std::optional<MoeDispatcher> moe_dispatcher_from_name(const std::string& name);
 
 struct TrainingSetup {
   std::int64_t seq = 0;  ///< sequence length, tokens
@@ -65,7 +80,9 @@ struct TrainingSetup {
   /// (>= 1). 1 is balanced routing, what the published benchmarks force
   /// (--moe-router-force-load-balancing); a dropless router in training runs above it, a
   /// token-dropping one at capacity factor c holds at most c. Scales the grouped GEMMs' tokens
-  /// and the dispatch buffers (layer_ops.hpp).
+  /// and the dispatch buffers (layer_ops.hpp). Under MoeDispatcher::kDropAndPad it is the
+  /// capacity factor c: each expert is padded to exactly c times the balanced share, whatever the
+  /// routing, and the all-to-alls carry c times the routed tokens.
   double moe_imbalance = 1;
   /// The MoE token dispatcher (Megatron-Core's default for the all-to-all type: kAllToAll).
   MoeDispatcher moe_dispatcher = MoeDispatcher::kAllToAll;
@@ -177,6 +194,49 @@ std::int64_t offloaded_layers(const TrainingSetup& setup, const Layout& layout,
 /// offloading", "CPU offloading does not work when activation recomputation is enabled".
 std::string cpu_offload_problem(const TrainingSetup& setup, const Layout& layout,
                                 const ModelSpec& model);
+
+/// The rules Megatron-Core puts on --overlap-moe-expert-parallel-comm (TrainingSetup::
+/// moe_a2a_overlap), one bit each in moe_a2a_overlap_mask. Megatron-LM d98e8a6,
+/// megatron/core/transformer/transformer_config.py __post_init__, lines 3002-3071:
+///   3007-3011  pp > 1 needs virtual_pipeline_model_parallel_size (the combined 1F1B schedule
+///              pairs one chunk's forward with another's backward)                kInterleaved
+///   3013-3015  expert_model_parallel_size > 1                                    kEp
+///   3016-3019  moe_token_dispatcher_type alltoall or flex: every MoeDispatcher (drop-and-pad is
+///              the alltoall type with a capacity factor)                          -
+///   3020-3029  recompute_granularity not 'full' (and no recompute method / num layers, which
+///              only full recompute sets)                                          kFullRecompute
+///   3030-3032  "moe" not in recompute_modules                                     kMoeRecompute
+///   3035-3037  bf16 or fp16: every precision meshplan costs runs with one of them (fp8 as
+///              Megatron-LM's --bf16 --fp8-format)                                 -
+///   3039-3041  no moe_shared_expert_overlap (meshplan neither costs nor exports it)  -
+///   3042-3046  mtp_num_layers None, 0 or 1                                       kMtp
+///   3048-3071  ncclep offloading and CUDA-graph scopes (neither costed)           -
+/// (and torch >= 2.6, 3003-3006, a software requirement).
+enum class A2aOverlapRule : unsigned {
+  kEp,
+  kInterleaved,
+  kFullRecompute,
+  kMoeRecompute,
+  kMtp,
+  kCount
+};
+
+/// The A2aOverlapRule bits `layout` and `model` break under `setup` (bit i: rule i; kMoeRecompute
+/// only where the layout recomputes selectively, the only recompute the modules apply to); 0
+/// when setup.moe_a2a_overlap is off or Megatron-Core runs it. Allocates nothing (the search calls
+/// it per layout).
+std::uint32_t moe_a2a_overlap_mask(const TrainingSetup& setup, const Layout& layout,
+                                   const ModelSpec& model);
+
+/// A short reason for counting rejections: "A2A overlap needs ep > 1 (Megatron-Core)".
+const char* moe_a2a_overlap_reason(A2aOverlapRule rule);
+
+/// What each broken rule of moe_a2a_overlap_mask says, naming the values, one per bit in bit
+/// order: "ep 1: Megatron-Core runs the A2A overlap (--overlap-moe-expert-parallel-comm) with
+/// expert parallelism only (ep > 1; with ep 1 there is no all-to-all to hide)". Empty when it
+/// runs.
+std::vector<std::string> moe_a2a_overlap_problems(const TrainingSetup& setup, const Layout& layout,
+                                                  const ModelSpec& model);
 
 /// Why `gpu` cannot offload `setup`'s activations, or "": CPU offloading needs the GPU's host
 /// link bandwidth (its step time moves the activations over it).

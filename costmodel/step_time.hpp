@@ -233,9 +233,10 @@ struct BlockCosts {
   double cp_backward_s = 0;
   double attention_forward_s = 0, attention_backward_s = 0;  ///< to overlap CP with
   /// An MoE layer's expert-parallel communication: the dispatch and combine all-to-alls over
-  /// ep and the gathers and scatters over etp (layer_ops.hpp), forward and backward. Exposed:
-  /// Megatron-Core runs them between the permute and the experts on the compute stream unless
-  /// --overlap-moe-expert-parallel-comm (off by default; not costed) or DeepEP hides them.
+  /// ep and the gathers and scatters over etp (layer_ops.hpp), forward and backward, before
+  /// overlap: Megatron-Core runs them between the permute and the experts on the compute
+  /// stream, exposed, unless --overlap-moe-expert-parallel-comm (TrainingSetup::
+  /// moe_a2a_overlap, off by default) runs them beside another micro-batch's compute.
   double ep_forward_s = 0, ep_backward_s = 0;
   /// Bytes one layer saves for backward per micro-batch under the setting's recompute, which
   /// CPU offloading moves to the host and back; filled only with TrainingSetup::

@@ -159,6 +159,7 @@ CommandAction add_estimate_command(CLI::App& app) {
   add_framework_option(*cmd, o->in.framework);
   add_precision_option(*cmd, o->in.precision);
   add_layout_options(*cmd, o->layout);
+  add_moe_a2a_overlap_option(*cmd, o->layout.moe.a2a_overlap);
   add_overlap_options(*cmd, o->in.overlaps);
   add_elementwise_option(*cmd, o->in.elementwise);
   cmd->add_option("--trace", o->trace,
@@ -181,7 +182,7 @@ CommandAction add_estimate_command(CLI::App& app) {
   exclude_with_plan(
       *cmd, *plan_option,
       joined({"--model", "--cluster", "--profile", "--gpus", "--framework", "--precision",
-              "--tp-overlap", "--dp-overlap", "--pp-overlap", "--elementwise"},
+              "--tp-overlap", "--dp-overlap", "--pp-overlap", "--elementwise", "--moe-a2a-overlap"},
              layout_option_names()));
 
   return [o, cluster](std::ostream& out, std::ostream& err) {

@@ -240,26 +240,82 @@ void add_recompute_module_options(CLI::App& cmd, std::vector<std::string>& modul
       ->check(whole_in(0, kMaxLayers));
 }
 
-void add_moe_imbalance_option(CLI::App& cmd, double& imbalance) {
-  cmd.add_option("--moe-imbalance", imbalance,
-                 "Mixture-of-experts load imbalance: the busiest expert's tokens over the "
-                 "balanced share, from 1 (balanced, as benchmarks force it) to 64")
+void add_moe_options(CLI::App& cmd, MoeFlags& f) {
+  cmd.add_option("--moe-imbalance", f.imbalance,
+                 "Mixture-of-experts load imbalance of a dropless dispatcher: the busiest "
+                 "expert's tokens over the balanced share, from 1 (balanced, as benchmarks force "
+                 "it) to 64")
       ->capture_default_str()
+      ->check(number_in(1.0, 64.0));
+  cmd.add_option("--moe-dispatcher", f.dispatcher,
+                 "MoE token dispatcher, as Megatron-Core runs it: alltoall (default: its dropless "
+                 "all-to-all, which syncs with the host before each all-to-all), flex (fused "
+                 "DeepEP/HybridEP kernels, no host sync) or drop-and-pad (alltoall with a capacity "
+                 "factor, every expert padded to its capacity: --moe-capacity-factor)")
+      ->check(CLI::IsMember(moe_dispatcher_names()));
+  cmd.add_option("--moe-capacity-factor", f.capacity_factor,
+                 "With --moe-dispatcher drop-and-pad, Megatron-Core's "
+                 "--moe-expert-capacity-factor: each expert processes exactly this times its "
+                 "balanced share of tokens (the rest dropped), from 1 to 64 (default 1)")
       ->check(number_in(1.0, 64.0));
 }
 
-void apply_moe_imbalance(double imbalance, const ModelSpec& model, TrainingSetup& setup,
-                         std::vector<std::string>& notes) {
-  check_moe_imbalance(imbalance, model, SettingNames{});
-  if (!model.moe) return;
-  setup.moe_imbalance = imbalance;
-  notes.push_back("MoE: expert load imbalance " + significant(imbalance, 3) +
-                  (imbalance == 1 ? " (balanced routing, as the published benchmarks force it; "
-                                    "set --moe-imbalance for a dropless router's skew)"
-                                  : " (--moe-imbalance)") +
-                  "; the all-to-all dispatch and combine are exposed (Megatron-Core's default "
-                  "alltoall dispatcher, --overlap-moe-expert-parallel-comm and DeepEP not "
-                  "costed); ZeRO 0 and 1 only (expert states sharded over edp)");
+void add_moe_a2a_overlap_option(CLI::App& cmd, bool& overlap) {
+  cmd.add_flag("--moe-a2a-overlap", overlap,
+               "MoE models: Megatron-Core's --overlap-moe-expert-parallel-comm, each ep all-to-all "
+               "beside another micro-batch's compute (needs ep > 1, vpp > 1 with pp > 1, no full "
+               "recompute, no moe recompute module, at most 1 MTP layer)");
+}
+
+namespace {
+
+/// The note apply_moe_flags appends for an MoE model's `setup` (`f`: what was given).
+std::string moe_setup_note(const TrainingSetup& setup, const MoeFlags& f) {
+  std::string load;
+  if (setup.moe_dispatcher == MoeDispatcher::kDropAndPad) {
+    load = "capacity factor " + significant(setup.moe_imbalance, 3) +
+           (f.capacity_factor > 0 ? " (--moe-capacity-factor)"
+                                  : " (default, as the published drop-and-pad benchmarks run; "
+                                    "set --moe-capacity-factor)") +
+           ": every expert padded to exactly its capacity, whatever the routing";
+  } else {
+    load = "expert load imbalance " + significant(setup.moe_imbalance, 3) +
+           (setup.moe_imbalance == 1 ? " (balanced routing, as the published benchmarks force "
+                                       "it; set --moe-imbalance for a dropless router's skew)"
+                                     : " (--moe-imbalance)");
+  }
+  const char* dispatcher = setup.moe_dispatcher == MoeDispatcher::kFlex
+                               ? "flex (fused DeepEP/HybridEP dispatch and combine"
+                           : setup.moe_dispatcher == MoeDispatcher::kDropAndPad
+                               ? "drop-and-pad (alltoall with a capacity factor"
+                               : "alltoall (Megatron-Core's dropless all-to-all";
+  return "MoE: " + load + "; dispatcher " + dispatcher +
+         (f.dispatcher.empty() ? "; default, set --moe-dispatcher)" : ")") +
+         (setup.moe_a2a_overlap
+              ? "; the ep all-to-alls overlapped with another micro-batch's compute "
+                "(--moe-a2a-overlap, Megatron-Core's --overlap-moe-expert-parallel-comm)"
+              : "; the ep all-to-alls exposed (--moe-a2a-overlap hides them behind another "
+                "micro-batch's compute)") +
+         "; ZeRO 0 and 1 only (expert states sharded over edp)";
+}
+
+}  // namespace
+
+void apply_moe_flags(const MoeFlags& f, const ModelSpec& model, TrainingSetup& setup,
+                     std::vector<std::string>& notes) {
+  MoeSettings given;
+  given.imbalance = f.imbalance;
+  if (!f.dispatcher.empty()) {
+    given.dispatcher = moe_dispatcher_from_name(f.dispatcher);
+    if (!given.dispatcher) {
+      throw InputError("--moe-dispatcher: unknown dispatcher " + json_quoted(f.dispatcher) +
+                       "; expected one of " + quoted_list(moe_dispatcher_names()));
+    }
+  }
+  if (f.capacity_factor > 0) given.capacity_factor = f.capacity_factor;
+  given.a2a_overlap = f.a2a_overlap;
+  apply_moe_settings(given, model, setup, SettingNames{});
+  if (model.moe) notes.push_back(moe_setup_note(setup, f));
 }
 
 FrameworkConvention require_framework(const std::string& name) {
@@ -321,6 +377,8 @@ const std::vector<const char*>& layout_option_names() {
                                                  "--ep",
                                                  "--etp",
                                                  "--moe-imbalance",
+                                                 "--moe-dispatcher",
+                                                 "--moe-capacity-factor",
                                                  "--recompute-modules",
                                                  "--cpu-offload-layers"};
   return names;
@@ -355,7 +413,7 @@ void add_layout_options(CLI::App& cmd, LayoutFlags& f) {
                  "Expert tensor-parallel degree [GPUs] (MoE models; default: tp, Megatron-Core's "
                  "default)")
       ->check(positive);
-  add_moe_imbalance_option(cmd, f.moe_imbalance);
+  add_moe_options(cmd, f.moe);
   add_recompute_module_options(cmd, f.recompute_modules, f.cpu_offload_layers);
   cmd.add_option(
          "--vpp", f.vpp,
@@ -702,7 +760,7 @@ ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, cons
   r.setup.framework = framework;
   r.setup.precision = precision;
   r.setup.seq = seq;
-  apply_moe_imbalance(f.moe_imbalance, model, r.setup, r.notes);
+  apply_moe_flags(f.moe, model, r.setup, r.notes);
   apply_recompute_settings(f.recompute_modules, f.cpu_offload_layers, model, r.setup,
                            SettingNames{});
   check_modules_recompute(!f.recompute_modules.empty(), l.recompute, SettingNames{});
@@ -733,6 +791,7 @@ ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, cons
     for (const std::string& p : problems) message += "\n  layout: " + p;
     throw InputError(message);
   }
+  check_moe_a2a_overlap(r.setup, l, model, SettingNames{});
   const std::vector<std::string> setup = setup_notes(l, r.setup, gpu, "--");
   r.notes.insert(r.notes.end(), setup.begin(), setup.end());
   return r;

@@ -103,18 +103,34 @@ inline constexpr double kMinMfu = 1e-6;
 /// --mfu F in [1e-6, 1] (default 0.5): "--mfu: must be a number from 1e-6 to 1, got "1e-300"".
 void add_mfu_option(CLI::App& cmd, double& mfu);
 
-/// --moe-imbalance F in [1, 64] (default 1, balanced routing): the busiest expert's tokens over
-/// the balanced share (TrainingSetup::moe_imbalance); estimate, ledger and plan take it.
-void add_moe_imbalance_option(CLI::App& cmd, double& imbalance);
+/// The mixture-of-experts flags as given (estimate, ledger and plan; the overlap estimate and
+/// plan only).
+struct MoeFlags {
+  double imbalance = 1;        ///< --moe-imbalance (TrainingSetup::moe_imbalance)
+  std::string dispatcher;      ///< --moe-dispatcher; empty: not given (alltoall)
+  double capacity_factor = 0;  ///< --moe-capacity-factor; 0: not given (1 under drop-and-pad)
+  bool a2a_overlap = false;    ///< --moe-a2a-overlap
+};
 
-/// Sets `setup.moe_imbalance` to --moe-imbalance's `imbalance` (estimate, ledger and plan) and,
-/// for an MoE model, appends the note they print to `notes`: the imbalance factor taken, what
-/// the all-to-all overlap convention is, and that ZeRO-2/3 is not costed for MoE. Errors
-/// (InputError): check_moe_imbalance's (training_checks.hpp), named by the flag. The recompute
+/// --moe-imbalance F in [1, 64] (default 1, balanced routing): the busiest expert's tokens over
+/// the balanced share; --moe-dispatcher alltoall|flex|drop-and-pad (default alltoall,
+/// Megatron-Core's); --moe-capacity-factor C in [1, 64] (drop-and-pad only; default 1). Values
+/// checked at parse time; estimate, ledger and plan take them.
+void add_moe_options(CLI::App& cmd, MoeFlags& flags);
+
+/// --moe-a2a-overlap (a switch; estimate and plan): Megatron-Core's
+/// --overlap-moe-expert-parallel-comm (TrainingSetup::moe_a2a_overlap).
+void add_moe_a2a_overlap_option(CLI::App& cmd, bool& overlap);
+
+/// Sets `setup`'s MoE settings from the flags (apply_moe_settings, training_checks.hpp, whose
+/// errors name the flags) and, for an MoE model, appends the note estimate, ledger and plan print
+/// to `notes`: the load imbalance or capacity factor taken, the dispatcher, whether the ep
+/// all-to-alls are exposed or overlapped, and that ZeRO-2/3 is not costed for MoE. The overlap's
+/// layout rules are checked per layout (check_moe_a2a_overlap, the search's rules). The recompute
 /// modules and CPU offloading flags are checked by apply_recompute_settings and
 /// check_modules_recompute (training_checks.hpp), as a plan file's keys are.
-void apply_moe_imbalance(double imbalance, const ModelSpec& model, TrainingSetup& setup,
-                         std::vector<std::string>& notes);
+void apply_moe_flags(const MoeFlags& flags, const ModelSpec& model, TrainingSetup& setup,
+                     std::vector<std::string>& notes);
 
 /// The named convention; throws InputError listing the known names.
 FrameworkConvention require_framework(const std::string& name);
@@ -146,9 +162,9 @@ struct LayoutFlags {
   bool sp = false;
   std::string attention;  ///< empty: flash where the GPU has it, else eager
   std::vector<std::int64_t> stage_layers;
-  std::int64_t ep = 1;       ///< expert parallel degree (MoE models)
-  std::int64_t etp = 0;      ///< expert tensor parallel degree; 0: tp for an MoE model (Megatron's)
-  double moe_imbalance = 1;  ///< TrainingSetup::moe_imbalance
+  std::int64_t ep = 1;   ///< expert parallel degree (MoE models)
+  std::int64_t etp = 0;  ///< expert tensor parallel degree; 0: tp for an MoE model (Megatron's)
+  MoeFlags moe;          ///< the MoE flags (add_moe_options)
   std::vector<std::string> recompute_modules;  ///< empty: Megatron-Core's default (core_attn)
   std::int64_t cpu_offload_layers = 0;         ///< TrainingSetup::cpu_offload_layers
 };
@@ -169,9 +185,10 @@ std::string seq_default_note(std::int64_t seq);
 void add_layout_options(CLI::App& cmd, LayoutFlags& flags);
 
 /// The flags of a layout as a plan file gives it: add_layout_options' (--dp ... --etp), and
-/// add_moe_imbalance_option's and add_recompute_module_options' (--moe-imbalance,
-/// --recompute-modules, --cpu-offload-layers). The commands that take --plan exclude them with it
-/// (exclude_with_plan, which checks that each exists), and ledger refuses them without a model.
+/// add_moe_options' and add_recompute_module_options' (--moe-imbalance, --moe-dispatcher,
+/// --moe-capacity-factor, --recompute-modules, --cpu-offload-layers). The commands that take --plan
+/// exclude them with it (exclude_with_plan, which checks that each exists), and ledger refuses them
+/// without a model.
 const std::vector<const char*>& layout_option_names();
 
 /// `first` followed by `then` (a command's own flags before layout_option_names()).

@@ -96,7 +96,7 @@ struct PlanOptions {
   std::int64_t seq = 0;
   std::int64_t dp = 0, tp = 0, pp = 0, cp = 0, vpp = 0, mbs = 0;
   std::int64_t ep = 0, etp = 0;
-  double moe_imbalance = 1;
+  MoeFlags moe;
   std::vector<std::string> recompute_modules;
   std::int64_t cpu_offload_layers = 0;
   int zero = -1;
@@ -232,7 +232,13 @@ TrainingSetup plan_setup(const PlanOptions& o, const Scenario& x, std::vector<st
                     : gpu.flash_attention ? AttentionImpl::kFlash
                                           : AttentionImpl::kEager;
   if (o.seq <= 0) notes.push_back(seq_default_note(setup.seq));
-  apply_moe_imbalance(o.moe_imbalance, x.model, setup, notes);
+  apply_moe_flags(o.moe, x.model, setup, notes);
+  if (setup.moe_a2a_overlap) {
+    notes.push_back(
+        "--moe-a2a-overlap: the search leaves out the layouts Megatron-Core refuses the overlap "
+        "with (ep 1, pp > 1 with vpp 1, full recompute, the moe recompute module), counted under "
+        "their rules");
+  }
   apply_recompute_settings(o.recompute_modules, o.cpu_offload_layers, x.model, setup,
                            SettingNames{});
   if (!o.recompute_modules.empty() && !o.recompute.empty() && o.recompute != "selective") {
@@ -531,7 +537,8 @@ CommandAction add_plan_command(CLI::App& app) {
                   "Pin the expert tensor-parallel degree (MoE models; unpinned, 1 and tp are "
                   "searched)")
       ->check(pin);
-  add_moe_imbalance_option(*cmd, o->moe_imbalance);
+  add_moe_options(*cmd, o->moe);
+  add_moe_a2a_overlap_option(*cmd, o->moe.a2a_overlap);
   add_recompute_module_options(
       *cmd, o->recompute_modules, o->cpu_offload_layers,
       "searched: with --framework megatron or nemo, core_attn and the sets Megatron-LM's docs "

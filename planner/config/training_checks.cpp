@@ -22,6 +22,9 @@ SettingNames SettingNames::plan_file(const std::string& file) {
   n.recompute_modules = "$.inputs.training.recompute_modules";
   n.cpu_offload_layers = "$.inputs.training.cpu_offload_layers";
   n.recompute = "$.layout.recompute";
+  n.moe_dispatcher = "$.inputs.training.moe_dispatcher";
+  n.moe_capacity_factor = "$.inputs.training.moe_capacity_factor";
+  n.moe_a2a_overlap = "$.inputs.training.moe_a2a_overlap";
   return n;
 }
 
@@ -40,6 +43,61 @@ void check_moe_imbalance(double imbalance, const ModelSpec& model, const Setting
                      "mixture-of-experts model (leave " +
                      names.moe_imbalance + " out)");
   }
+}
+
+void apply_moe_settings(const MoeSettings& given, const ModelSpec& model, TrainingSetup& setup,
+                        const SettingNames& names) {
+  check_moe_imbalance(given.imbalance, model, names);
+  const MoeDispatcher dispatcher = given.dispatcher.value_or(MoeDispatcher::kAllToAll);
+  const std::string dispatcher_name = to_string(dispatcher);
+  const std::string capacity =
+      given.capacity_factor ? significant(*given.capacity_factor, 6) : std::string();
+  if (!model.moe) {
+    // "--moe-dispatcher flex: ... (leave --moe-dispatcher out)"; `value` empty for a switch.
+    const auto dense = [&](const std::string& name, const std::string& value,
+                           const std::string& what) {
+      throw InputError(names.at(name, value) + ": " + model.name +
+                       " is a dense model (no experts); " + what +
+                       " needs a mixture-of-experts model (leave " + name + " out)");
+    };
+    if (given.dispatcher) dense(names.moe_dispatcher, dispatcher_name, "the token dispatcher");
+    if (given.capacity_factor) {
+      dense(names.moe_capacity_factor, capacity, "the expert capacity factor");
+    }
+    if (given.a2a_overlap) {
+      dense(names.moe_a2a_overlap, "", "the expert-parallel all-to-all overlap");
+    }
+    return;
+  }
+  const bool pads = dispatcher == MoeDispatcher::kDropAndPad;
+  if (given.capacity_factor && !pads) {
+    throw InputError(names.at(names.moe_capacity_factor, capacity) +
+                     ": the capacity factor is the drop-and-pad dispatcher's, and " +
+                     names.given(names.moe_dispatcher, dispatcher_name) +
+                     " is dropless (no expert capacity; a dropless router's skew is " +
+                     names.moe_imbalance + "); give " +
+                     names.given(names.moe_dispatcher, "drop-and-pad") + ", or leave " +
+                     names.moe_capacity_factor + " out");
+  }
+  if (pads && given.imbalance != 1) {
+    throw InputError(names.at(names.moe_imbalance, significant(given.imbalance, 6)) + " with " +
+                     names.given(names.moe_dispatcher, "drop-and-pad") +
+                     ": a padded expert processes exactly its capacity whatever the routing's "
+                     "skew, so the capacity factor is the load; give it as " +
+                     names.moe_capacity_factor + " and leave " + names.moe_imbalance + " out");
+  }
+  setup.moe_dispatcher = dispatcher;
+  setup.moe_imbalance = pads ? given.capacity_factor.value_or(1.0) : given.imbalance;
+  setup.moe_a2a_overlap = given.a2a_overlap;
+}
+
+void check_moe_a2a_overlap(const TrainingSetup& setup, const Layout& layout, const ModelSpec& model,
+                           const SettingNames& names) {
+  const std::vector<std::string> problems = moe_a2a_overlap_problems(setup, layout, model);
+  if (problems.empty()) return;
+  std::string message = names.at(names.moe_a2a_overlap) + ": ";
+  for (std::size_t i = 0; i < problems.size(); ++i) message += (i > 0 ? "; " : "") + problems[i];
+  throw InputError(message + "; change the layout, or leave " + names.moe_a2a_overlap + " out");
 }
 
 void apply_recompute_settings(const std::vector<std::string>& modules,

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,10 +23,14 @@ struct SettingNames {
   std::string recompute_modules = "--recompute-modules";
   std::string cpu_offload_layers = "--cpu-offload-layers";
   std::string recompute = "--recompute";
+  std::string moe_dispatcher = "--moe-dispatcher";
+  std::string moe_capacity_factor = "--moe-capacity-factor";
+  std::string moe_a2a_overlap = "--moe-a2a-overlap";
 
   /// The settings of a plan file (planner/plan/README.md): "$.inputs.training.moe_imbalance",
   /// "$.inputs.training.recompute_modules", "$.inputs.training.cpu_offload_layers",
-  /// "$.layout.recompute", each error starting "<file>: ".
+  /// "$.layout.recompute", "$.inputs.training.moe_dispatcher", "..moe_capacity_factor",
+  /// "..moe_a2a_overlap", each error starting "<file>: ".
   static SettingNames plan_file(const std::string& file);
 
   /// A setting with its value as given: "--moe-imbalance 2" (a flag) or
@@ -49,6 +54,38 @@ std::string gpu_count_problem(const Layout& layout);
 /// which has no experts to load, as --ep is refused there. Throws InputError ("--moe-imbalance
 /// 2: llama3-8b is a dense model (no experts); ... (leave --moe-imbalance out)").
 void check_moe_imbalance(double imbalance, const ModelSpec& model, const SettingNames& names);
+
+/// The MoE settings as given (flags, or a plan file's keys): nullopt / false where not given.
+struct MoeSettings {
+  double imbalance = 1;                     ///< --moe-imbalance (1: balanced, the default)
+  std::optional<MoeDispatcher> dispatcher;  ///< --moe-dispatcher (default alltoall)
+  std::optional<double> capacity_factor;    ///< --moe-capacity-factor (drop-and-pad; default 1)
+  bool a2a_overlap = false;                 ///< --moe-a2a-overlap
+};
+
+/// Sets `setup`'s moe_imbalance, moe_dispatcher and moe_a2a_overlap from `given` for an MoE
+/// model: the dispatcher given (default alltoall, Megatron-Core's dropless all-to-all), the
+/// overlap, and as moe_imbalance the capacity factor under drop-and-pad (default 1, what the
+/// published drop-and-pad benchmarks run) or else the imbalance given. Refuses settings that
+/// contradict the model or each other, each error naming the setting (InputError):
+///  - the imbalance on a dense model (check_moe_imbalance), and any of the dispatcher, the
+///    capacity factor and the overlap given for one: "--moe-dispatcher flex: llama3-8b is a
+///    dense model (no experts); the token dispatcher needs a mixture-of-experts model (leave
+///    --moe-dispatcher out)";
+///  - a capacity factor with a dropless dispatcher (alltoall, flex), which has no capacity;
+///  - an imbalance other than 1 with drop-and-pad: padding makes every expert process exactly
+///    its capacity whatever the routing's skew, so the capacity factor is the load.
+/// The range of each value is the caller's to check (flags at parse time, plan files as read).
+/// Megatron-Core's layout rules of the overlap are check_moe_a2a_overlap's.
+void apply_moe_settings(const MoeSettings& given, const ModelSpec& model, TrainingSetup& setup,
+                        const SettingNames& names);
+
+/// Refuses a layout Megatron-Core does not run --overlap-moe-expert-parallel-comm with, where
+/// setup.moe_a2a_overlap is on (moe_a2a_overlap_problems, memory_ledger.hpp): InputError
+/// "--moe-a2a-overlap: pp 4 with vpp 1: Megatron-Core runs the A2A overlap ... (vpp > 1); change
+/// the layout, or leave --moe-a2a-overlap out", every broken rule named.
+void check_moe_a2a_overlap(const TrainingSetup& setup, const Layout& layout, const ModelSpec& model,
+                           const SettingNames& names);
 
 /// Sets `setup.recompute_modules` (from the Megatron-Core module names `modules`; empty: not
 /// given, the default core_attn stays) and `setup.cpu_offload_layers`, for `setup.framework`.

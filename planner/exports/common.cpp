@@ -61,9 +61,17 @@ std::string uneven_split_label(const Layout& l) {
 void note_expert_mesh(const Plan& p, const std::string& framework,
                       std::vector<std::string>& dropped) {
   if (!p.model.moe) return;
+  // The dispatcher and the A2A overlap the plan costed (TrainingSetup), named so that none
+  // is lost without a word.
+  const std::string dispatcher =
+      p.setup.moe_dispatcher == MoeDispatcher::kFlex ? "flex (DeepEP/HybridEP) dispatcher"
+      : p.setup.moe_dispatcher == MoeDispatcher::kDropAndPad
+          ? "drop-and-pad dispatcher at capacity factor " + number_text(p.setup.moe_imbalance)
+          : "all-to-all dispatcher";
   dropped.push_back("the mixture-of-experts layers and their expert mesh (ep " + s(p.layout.ep) +
-                    ", etp " + s(p.layout.etp) + ", edp " + s(p.layout.edp()) +
-                    ", all-to-all dispatcher, grouped GEMMs): not exported to " + framework +
+                    ", etp " + s(p.layout.etp) + ", edp " + s(p.layout.edp()) + ", " + dispatcher +
+                    (p.setup.moe_a2a_overlap ? ", A2A overlap" : "") +
+                    ", grouped GEMMs): not exported to " + framework +
                     ", whose expert parallelism is set in the model code or its own mesh; the "
                     "Megatron-LM export writes them (--expert-model-parallel-size, ...)");
 }

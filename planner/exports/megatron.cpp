@@ -161,12 +161,71 @@ std::string megatron_moe_layer_freq(const ModelSpec& m) {
   return pattern + "]\"";
 }
 
+/// The token dispatcher and the A2A overlap of an MoE plan `p` (TrainingSetup::moe_dispatcher,
+/// moe_a2a_overlap), as Megatron-LM d98e8a6 spells them (TransformerConfig and
+/// ModelParallelConfig fields, which arguments.py turns into flags through
+/// ArgumentGroupFactory: "--" + the field's name with '-' for '_', argument_utils.py:106):
+///  - alltoall: --moe-token-dispatcher-type alltoall (transformer_config.py:891; Megatron-Core's
+///    default there is allgather, so it is always written);
+///  - flex: --moe-token-dispatcher-type flex --moe-flex-dispatcher-backend B (:898, deepep
+///    (its default), hybridep or ncclep; --moe-enable-deepep is deprecated, :1743-1752): hybridep
+///    where the cluster's NVLink domain spans nodes (multi-node NVLink, GB200/GB300 NVL72:
+///    "only hybridep backend supports the MNNVL case", :899-902), else deepep, which needs
+///    etp x ep > 1 (token_dispatcher.py:1836); the cost model does not tell them apart;
+///  - drop-and-pad: --moe-token-dispatcher-type alltoall --moe-expert-capacity-factor C
+///    --moe-pad-expert-input-to-capacity (:917, :921; padding needs the factor, :1862-1866),
+///    the drop policy left at its default, probs (:932);
+///  - the overlap: --overlap-moe-expert-parallel-comm (model_parallel_config.py:343; its rules,
+///    A2aOverlapRule in memory_ledger.hpp, checked when the plan was made);
+///    --delay-wgrad-compute (:348), which needs it, is not costed and not written.
+void megatron_moe_dispatch(const Plan& p, std::vector<std::string>& a, Export& e) {
+  const Layout& l = p.layout;
+  switch (p.setup.moe_dispatcher) {
+    case MoeDispatcher::kAllToAll:
+      a.push_back("--moe-token-dispatcher-type alltoall");
+      break;
+    case MoeDispatcher::kFlex: {
+      const bool multi_node_nvlink = p.cluster.nvlink_domain_size > p.cluster.gpus_per_node;
+      a.push_back("--moe-token-dispatcher-type flex");
+      a.push_back(std::string("--moe-flex-dispatcher-backend ") +
+                  (multi_node_nvlink ? "hybridep" : "deepep"));
+      e.to_add.push_back(std::string("flex dispatcher backend ") +
+                         (multi_node_nvlink
+                              ? "hybridep (the cluster's NVLink domain spans nodes: Megatron-LM "
+                                "runs multi-node NVLink with hybridep only)"
+                              : "deepep (Megatron-LM's default backend") +
+                         (!multi_node_nvlink && l.ep * l.etp == 1
+                              ? "; it asserts etp x ep > 1 and this plan has 1: give "
+                                "--moe-flex-dispatcher-backend hybridep)"
+                              : std::string(multi_node_nvlink ? "" : ")")) +
+                         "; the plan costs the fused dispatch and combine alike for every backend");
+      break;
+    }
+    case MoeDispatcher::kDropAndPad:
+      a.push_back("--moe-token-dispatcher-type alltoall");
+      a.push_back("--moe-expert-capacity-factor " + number_text(p.setup.moe_imbalance));
+      a.push_back("--moe-pad-expert-input-to-capacity");
+      break;
+  }
+  if (p.setup.moe_a2a_overlap) {
+    a.push_back("--overlap-moe-expert-parallel-comm");
+    if ((l.tp > 1 || l.cp > 1) && !blackwell(p.cluster.gpu)) {
+      // arguments.py:1466-1475: with tp or cp on Hopper and older the overlap asks for more
+      // CUDA_DEVICE_MAX_CONNECTIONS, tp and cp for 1; Megatron-LM warns instead of refusing.
+      e.to_add.push_back(
+          "CUDA_DEVICE_MAX_CONNECTIONS: with tp or cp > 1 on a GPU before Blackwell, "
+          "--overlap-moe-expert-parallel-comm wants it above 1 and the tp/cp overlaps want 1 "
+          "(Megatron-LM warns); set 1 or 32 by which overlap to favour");
+    }
+  }
+}
+
 /// The mixture-of-experts, MLA, QK-norm and MTP arguments of `p` (Megatron-LM d98e8a6,
 /// arguments.py _add_moe_args and _add_mla_args, TransformerConfig): the expert mesh as
 /// --expert-model-parallel-size and --expert-tensor-parallel-size, the experts as
 /// --num-experts, --moe-router-topk, --moe-ffn-hidden-size, --moe-layer-freq and the shared
 /// experts' --moe-shared-expert-intermediate-size, run as meshplan costs them: grouped GEMMs
-/// (--moe-grouped-gemm) and the all-to-all dispatcher (--moe-token-dispatcher-type alltoall).
+/// (--moe-grouped-gemm) and the plan's dispatcher and A2A overlap (megatron_moe_dispatch).
 /// What Megatron-LM has no flag for goes to `e.dropped`.
 void megatron_moe_mla(const Plan& p, std::vector<std::string>& a, Export& e) {
   const ModelSpec& m = p.model;
@@ -183,7 +242,7 @@ void megatron_moe_mla(const Plan& p, std::vector<std::string>& a, Export& e) {
     a.push_back("--expert-model-parallel-size " + s(p.layout.ep));
     a.push_back("--expert-tensor-parallel-size " + s(p.layout.etp));
     a.push_back("--moe-grouped-gemm");
-    a.push_back("--moe-token-dispatcher-type alltoall");
+    megatron_moe_dispatch(p, a, e);
     // The router (Megatron-LM d98e8a6, transformer_config.py): its score function (:808
     // moe_router_score_function, default softmax), group-limited routing (:780
     // moe_router_num_groups, :796 moe_router_group_topk; default none) and the scale of the

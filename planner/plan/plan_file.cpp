@@ -278,6 +278,9 @@ struct TrainingRead {
   std::int64_t gbs = 0, mbs = 0;
   /// "recompute_modules" as given (empty: absent); apply_recompute_settings sets them.
   std::vector<std::string> recompute_modules;
+  /// The MoE keys as given (absent: alltoall without overlap, what a plan written before they
+  /// existed was costed with); apply_moe_settings sets them.
+  MoeSettings moe;
 };
 
 TrainingRead read_training(StrictObject& inputs, const nlohmann::json& raw_inputs,
@@ -285,7 +288,8 @@ TrainingRead read_training(StrictObject& inputs, const nlohmann::json& raw_input
   StrictObject t =
       inputs.object("training", {"seq", "gbs", "mbs", "precision", "framework", "attention",
                                  "tp_comm_overlap", "dp_overlap", "pp_overlap", "elementwise",
-                                 "moe_imbalance", "recompute_modules", "cpu_offload_layers"});
+                                 "moe_imbalance", "moe_dispatcher", "moe_capacity_factor",
+                                 "moe_a2a_overlap", "recompute_modules", "cpu_offload_layers"});
   const nlohmann::json& raw = raw_inputs.at("training");
   TrainingRead r;
   r.setup.seq = t.positive_int("seq", kMaxTokens);
@@ -315,12 +319,25 @@ TrainingRead read_training(StrictObject& inputs, const nlohmann::json& raw_input
   }
   if (t.has("pp_overlap")) r.setup.framework.pp_p2p_overlap = t.boolean("pp_overlap");
   if (t.has("moe_imbalance")) {
-    r.setup.moe_imbalance = t.positive_number("moe_imbalance");
-    if (r.setup.moe_imbalance < 1 || r.setup.moe_imbalance > 64) {
+    r.moe.imbalance = t.positive_number("moe_imbalance");
+    if (r.moe.imbalance < 1 || r.moe.imbalance > 64) {
       t.fail("moe_imbalance", "must be a number from 1 (balanced routing) to 64, got " +
                                   describe_json(raw.at("moe_imbalance")));
     }
   }
+  if (t.has("moe_dispatcher")) {
+    r.moe.dispatcher = moe_dispatcher_from_name(t.choice("moe_dispatcher", moe_dispatcher_names()));
+  }
+  if (t.has("moe_capacity_factor")) {
+    r.moe.capacity_factor = t.positive_number("moe_capacity_factor");
+    if (*r.moe.capacity_factor < 1 || *r.moe.capacity_factor > 64) {
+      t.fail("moe_capacity_factor",
+             "must be a number from 1 to 64 (drop-and-pad's capacity "
+             "factor), got " +
+                 describe_json(raw.at("moe_capacity_factor")));
+    }
+  }
+  if (t.has("moe_a2a_overlap")) r.moe.a2a_overlap = t.boolean("moe_a2a_overlap");
   if (t.has("elementwise")) {
     r.setup.framework.elementwise =
         *parse_elementwise(t.choice("elementwise", elementwise_names()));
@@ -459,8 +476,18 @@ nlohmann::json plan_to_json(const Plan& plan) {
   }
   if (f.pp_p2p_overlap != convention->pp_p2p_overlap) training["pp_overlap"] = f.pp_p2p_overlap;
   if (f.elementwise != convention->elementwise) training["elementwise"] = to_string(f.elementwise);
-  // The MoE load imbalance where it is not the balanced 1.
-  if (plan.setup.moe_imbalance != 1) training["moe_imbalance"] = plan.setup.moe_imbalance;
+  // An MoE plan's dispatcher and overlap, always (planner/plan/README.md); under drop-and-pad
+  // moe_imbalance holds the capacity factor (TrainingSetup::moe_imbalance), written as
+  // moe_capacity_factor; a dropless dispatcher's load imbalance where it is not the balanced 1.
+  if (plan.model.moe) {
+    training["moe_dispatcher"] = to_string(plan.setup.moe_dispatcher);
+    training["moe_a2a_overlap"] = plan.setup.moe_a2a_overlap;
+  }
+  if (plan.setup.moe_dispatcher == MoeDispatcher::kDropAndPad) {
+    training["moe_capacity_factor"] = plan.setup.moe_imbalance;
+  } else if (plan.setup.moe_imbalance != 1) {
+    training["moe_imbalance"] = plan.setup.moe_imbalance;
+  }
   // Megatron-Core's recompute modules where they are not its default and the layout recomputes
   // selectively (the only recompute they apply to: a plan search may pick another for a layout
   // while --recompute-modules is given), and CPU offloading.
@@ -526,7 +553,7 @@ Plan plan_from_json(const nlohmann::json& json, const std::string& file) {
   Layout layout = read_layout(o, json);
   // The training settings as the flags that wrote them are checked (training_checks.hpp).
   const SettingNames names = SettingNames::plan_file(file);
-  check_moe_imbalance(training.setup.moe_imbalance, model, names);
+  apply_moe_settings(training.moe, model, training.setup, names);
   apply_recompute_settings(training.recompute_modules, training.setup.cpu_offload_layers, model,
                            training.setup, names);
   check_modules_recompute(!training.recompute_modules.empty(), layout.recompute, names);
@@ -603,6 +630,7 @@ Plan plan_from_json(const nlohmann::json& json, const std::string& file) {
       !problem.empty()) {
     throw InputError(file + ": $.inputs.training.cpu_offload_layers: " + problem);
   }
+  check_moe_a2a_overlap(training.setup, layout, model, names);
 
   // Outputs derived from the layout: they must be this layout's (a training job builds its
   // communicators from "groups").

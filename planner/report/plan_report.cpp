@@ -630,40 +630,47 @@ nlohmann::json plan_json(const SearchRequest& r, const SearchResult& result) {
   nlohmann::json ranked = nlohmann::json::array(), pareto = nlohmann::json::array();
   for (const Candidate& c : result.ranked) ranked.push_back(candidate_json(r, c));
   for (const Candidate& c : result.pareto) pareto.push_back(candidate_json(r, c));
-  return {{"model", r.model.name},
-          {"cluster", r.cluster.name},
-          {"gpus", r.gpus},
-          {"gbs", r.gbs},
-          {"seq", r.setup.seq},
-          {"framework", r.setup.framework.name},
-          {"elementwise", to_string(r.setup.framework.elementwise)},
-          {"overlaps", overlaps_json(r.setup.framework)},
-          {"tokens", r.tokens > 0 ? nlohmann::json(r.tokens) : nlohmann::json()},
-          {"precision", to_string(r.setup.precision)},
-          {"objective", r.objective == Objective::kMemory ? "memory"
-                        : r.objective == Objective::kCost ? "cost"
-                                                          : "time"},
-          {"time_tolerance",
-           r.objective == Objective::kMemory ? nlohmann::json(r.time_tolerance) : nlohmann::json()},
-          {"fastest_step_time_s", result.fastest_step_time_s > 0
-                                      ? nlohmann::json(result.fastest_step_time_s)
-                                      : nlohmann::json()},
-          {"within_tolerance", r.objective == Objective::kMemory
-                                   ? nlohmann::json(result.within_tolerance)
-                                   : nlohmann::json()},
-          {"space", result.space},
-          {"evaluated", result.fits},  // the time model runs on every layout that fits
-          {"fits", result.fits},
-          {"rejected", result.rejected},
-          {"smallest_peak_bytes", result.smallest_peak_bytes},
-          {"usable_bytes", result.usable_bytes},
-          {"max_oom_risk", r.max_oom_risk},
-          {"memory_reserve_bytes", r.memory_reserve_bytes},
-          {"ranked", ranked},
-          {"pareto", pareto},
-          {"attention_flops", kAttentionFlopsDefinition},
-          {"step_time_definition", kStepTimeDefinition},
-          {"explanation", explain_plan(r, result)}};
+  nlohmann::json j = {
+      {"model", r.model.name},
+      {"cluster", r.cluster.name},
+      {"gpus", r.gpus},
+      {"gbs", r.gbs},
+      {"seq", r.setup.seq},
+      {"framework", r.setup.framework.name},
+      {"elementwise", to_string(r.setup.framework.elementwise)},
+      {"overlaps", overlaps_json(r.setup.framework)},
+      {"tokens", r.tokens > 0 ? nlohmann::json(r.tokens) : nlohmann::json()},
+      {"precision", to_string(r.setup.precision)},
+      {"objective", r.objective == Objective::kMemory ? "memory"
+                    : r.objective == Objective::kCost ? "cost"
+                                                      : "time"},
+      {"time_tolerance",
+       r.objective == Objective::kMemory ? nlohmann::json(r.time_tolerance) : nlohmann::json()},
+      {"fastest_step_time_s", result.fastest_step_time_s > 0
+                                  ? nlohmann::json(result.fastest_step_time_s)
+                                  : nlohmann::json()},
+      {"within_tolerance", r.objective == Objective::kMemory
+                               ? nlohmann::json(result.within_tolerance)
+                               : nlohmann::json()},
+      {"space", result.space},
+      {"evaluated", result.fits},  // the time model runs on every layout that fits
+      {"fits", result.fits},
+      {"rejected", result.rejected},
+      {"smallest_peak_bytes", result.smallest_peak_bytes},
+      {"usable_bytes", result.usable_bytes},
+      {"max_oom_risk", r.max_oom_risk},
+      {"memory_reserve_bytes", r.memory_reserve_bytes},
+      {"ranked", ranked},
+      {"pareto", pareto},
+      {"attention_flops", kAttentionFlopsDefinition},
+      {"step_time_definition", kStepTimeDefinition},
+      {"explanation", explain_plan(r, result)}};
+  // An MoE model's dispatcher and A2A overlap, as plan.json writes them.
+  if (r.model.moe) {
+    j["moe_dispatcher"] = to_string(r.setup.moe_dispatcher);
+    j["moe_a2a_overlap"] = r.setup.moe_a2a_overlap;
+  }
+  return j;
 }
 
 }  // namespace meshplan

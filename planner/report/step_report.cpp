@@ -234,6 +234,11 @@ nlohmann::json step_json(const StepReportInputs& in, const StepEstimate& e) {
       {"stages_per_microbatch", stages},
       {"p2p_s", e.p2p_s}};
   for (const auto& [key, value] : headline_figures(e)) j[key] = value;
+  // An MoE model's dispatcher and A2A overlap, as plan.json writes them.
+  if (in.model.moe) {
+    j["moe_dispatcher"] = to_string(in.setup.moe_dispatcher);
+    j["moe_a2a_overlap"] = in.setup.moe_a2a_overlap;
+  }
   // The 80% interval (the profile's fitted one; null without it).
   j["step_time_s_p10"] =
       e.step_time_s_p90 > 0 ? nlohmann::json(e.step_time_s_p10) : nlohmann::json();

@@ -54,6 +54,7 @@ std::vector<RecomputeModules> searched_recompute_module_sets(const ModelSpec& mo
   std::vector<RecomputeModules> sets = {RecomputeModules()};
   for (RecomputeModules set : {light, with_mlp, with_moe}) {
     if (set == RecomputeModules::none()) continue;
+    if (setup.moe_a2a_overlap && set.has(M::kMoe)) continue;
     if (add_core_attn) set.add(M::kCoreAttn);
     if (std::find(sets.begin(), sets.end(), set) == sets.end()) sets.push_back(set);
   }

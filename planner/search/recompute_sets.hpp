@@ -43,7 +43,9 @@ namespace meshplan {
 /// The module sets the search tries for `model` under `setup` (its framework, attention,
 /// precision, seq), the default {core_attn} first (see above). One set, setup.recompute_modules,
 /// where the framework does not take Megatron-Core's modules (FrameworkConvention::
-/// recompute_modules false: its selective recompute is the convention's own).
+/// recompute_modules false: its selective recompute is the convention's own). With
+/// setup.moe_a2a_overlap, rung 4 (moe) is left out: Megatron-Core refuses the overlap with the
+/// moe module recomputed (A2aOverlapRule::kMoeRecompute, memory_ledger.hpp).
 std::vector<RecomputeModules> searched_recompute_module_sets(const ModelSpec& model,
                                                              const TrainingSetup& setup);
 

@@ -239,23 +239,29 @@ class Worker {
   /// The step time of the fastest layout this worker found to fit (infinity: none).
   double fastest() const { return fastest_; }
 
-  /// Rejection reasons: the layout rules, then the two the search adds.
+  /// Rejection reasons: the layout rules, then those the search adds: tp across NVLink
+  /// domains, Megatron-Core's rules of the A2A overlap (A2aOverlapRule, one bit each), memory.
   static constexpr unsigned kCrossNodeTp = static_cast<unsigned>(LayoutProblem::kCount);
-  static constexpr unsigned kOutOfMemory = kCrossNodeTp + 1;
+  static constexpr unsigned kA2aOverlapFirst = kCrossNodeTp + 1;
+  static constexpr unsigned kOutOfMemory =
+      kA2aOverlapFirst + static_cast<unsigned>(A2aOverlapRule::kCount);
+  static_assert(kOutOfMemory < 32, "the rules are bits of a 32-bit mask");
 
-  /// Per rule bit (the layout rules, then kCrossNodeTp): layouts that broke it, and the first
-  /// of them in search order (its combination's place, and the layout).
+  /// Per rule bit (the layout rules, then kCrossNodeTp and the A2A overlap's): layouts that
+  /// broke it, and the first of them in search order (its combination's place, and the layout).
   struct Broken {
     std::int64_t layouts = 0;
     std::optional<std::pair<std::size_t, Layout>> first;
   };
-  static constexpr unsigned kRules = kCrossNodeTp + 1;
+  static constexpr unsigned kRules = kOutOfMemory;
   const std::array<Broken, kRules>& broken() const { return broken_; }
 
   /// The key of `rejected` for rule bit `i` (kOutOfMemory: out of memory).
   static const char* reason_name(unsigned i) {
     if (i == kCrossNodeTp) return "tp spans NVLink domains (--allow-cross-node-tp to cost it)";
     if (i == kOutOfMemory) return kOutOfMemoryReason;
+    if (i >= kA2aOverlapFirst)
+      return moe_a2a_overlap_reason(static_cast<A2aOverlapRule>(i - kA2aOverlapFirst));
     return layout_problem_reason(static_cast<LayoutProblem>(i));
   }
 
@@ -273,6 +279,9 @@ class Worker {
     std::uint32_t mask = layout_problem_mask(l, r_.model, r_.setup.seq, std::nullopt,
                                              r_.setup.attention == AttentionImpl::kEager);
     if (tp_crosses && !r_.allow_cross_node_tp) mask |= 1u << kCrossNodeTp;
+    // Megatron-Core's rules of the A2A overlap, where it is asked for (memory_ledger.hpp
+    // A2aOverlapRule), under this layout's module set.
+    mask |= moe_a2a_overlap_mask(sets_[set]->setup, l, r_.model) << kA2aOverlapFirst;
     if (mask != 0) {
       // Counted once in `rejected`, under its first rule; in `broken_` under each.
       reject(static_cast<unsigned>(std::countr_zero(mask)));
@@ -462,6 +471,18 @@ std::string rule_problem(const SearchRequest& r, unsigned bit, const Layout& lay
            std::to_string(domain) + " GPUs of an NVLink domain of " + r.cluster.name +
            ": its per-layer collectives would cross the scale-out network "
            "(--allow-cross-node-tp to cost them on the NICs)";
+  }
+  if (bit >= Worker::kA2aOverlapFirst) {
+    // The search's layouts break it under setup's modules or a searched set without moe: the
+    // module rule only under a pinned set, which is setup's.
+    const std::uint32_t mask = moe_a2a_overlap_mask(r.setup, layout, r.model);
+    const std::vector<std::string> problems = moe_a2a_overlap_problems(r.setup, layout, r.model);
+    const unsigned rule = bit - Worker::kA2aOverlapFirst;
+    const auto index = static_cast<std::size_t>(std::popcount(mask & ((1u << rule) - 1)));
+    return "--moe-a2a-overlap: " +
+           (index < problems.size()
+                ? problems[index]
+                : std::string(moe_a2a_overlap_reason(static_cast<A2aOverlapRule>(rule))));
   }
   const bool eager = r.setup.attention == AttentionImpl::kEager;
   const std::uint32_t mask = layout_problem_mask(layout, r.model, r.setup.seq, std::nullopt, eager);

@@ -1,0 +1,294 @@
+// The MoE token dispatcher and Megatron-Core's A2A overlap as user settings of estimate, ledger
+// and plan (--moe-dispatcher, --moe-capacity-factor, --moe-a2a-overlap): they reach the setup,
+// a dense model refuses them, contradictions are refused, Megatron-Core's rules of the overlap
+// refuse (estimate) or exclude (plan) layouts, plan.json keeps them, and the Megatron-LM export
+// writes them.
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "common/input_error.hpp"
+#include "costmodel/layer_ops.hpp"
+#include "planner/config/loaders.hpp"
+#include "planner/plan/plan_file.hpp"
+#include "tests/support/cli_runner.hpp"
+
+using namespace meshplan;
+using Catch::Contains;
+
+namespace {
+
+/// qwen3-30b-a3b (48 MoE layers, 128 experts, top-8) on one DGX H100 at ep 8 (dp 8) under the
+/// megatron convention, with `extra` flags: estimate --json.
+nlohmann::json qwen_estimate(const std::vector<std::string>& extra) {
+  const test::CliResult r = test::run(
+      test::with({"estimate", "--model", "qwen3-30b-a3b", "--cluster", "dgx-h100", "--gpus", "8",
+                  "--ep", "8", "--framework", "megatron", "--json"},
+                 extra));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  return nlohmann::json::parse(r.out);
+}
+
+/// Runs `args` and checks exit code 2, nothing on stdout and `message` in the error.
+void expect_refused(const std::vector<std::string>& args, const std::string& message) {
+  const test::CliResult r = test::run(args);
+  INFO(args[0] << ": " << r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.empty());
+  CHECK_THAT(r.err, Contains(message));
+}
+
+/// A plan.json of qwen3-30b-a3b on 16 H100 (ep 8, pp 2, vpp `vpp`, ZeRO 1) written by estimate
+/// --out with `extra` flags, as `name` in the test's temp folder.
+std::string qwen_plan(const std::string& name, const std::string& vpp,
+                      const std::vector<std::string>& extra) {
+  const std::string plan = test::temp_dir() + "/" + name;
+  const test::CliResult r = test::run(
+      test::with({"estimate", "--model", "qwen3-30b-a3b", "--cluster", "dgx-h100", "--gpus", "16",
+                  "--ep", "8", "--pp", "2", "--vpp", vpp, "--zero", "1", "--framework",
+                  "megatron", "--out", plan},
+                 extra));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  return plan;
+}
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+}  // namespace
+
+TEST_CASE("estimate takes --moe-a2a-overlap: the step shortens by the EP time it hides",
+          "[cli][moe]") {
+  const nlohmann::json exposed = qwen_estimate({});
+  const nlohmann::json hidden = qwen_estimate({"--moe-a2a-overlap"});
+  CHECK(exposed["moe_dispatcher"] == "alltoall");
+  CHECK(exposed["moe_a2a_overlap"] == false);
+  CHECK(hidden["moe_a2a_overlap"] == true);
+  // The overlap moves nothing but the all-to-alls: the same compute; with pp 1 (no bubble, one
+  // stage) the step is the layers' sum, so it shortens by exactly the EP time hidden, which
+  // the forward's all-to-alls beside another micro-batch's backward (and the reverse) make
+  // positive: qwen3's 8 x 4096 x 2048 x 2 = 128 MiB per all-to-all at ep 8 is not all hidden
+  // behind a layer's kernels, but most is.
+  const double ep_exposed = exposed["breakdown"]["ep_exposed_s"];
+  const double ep_hidden = hidden["breakdown"]["ep_exposed_s"];
+  CHECK(hidden["breakdown"]["compute_s"] == exposed["breakdown"]["compute_s"]);
+  CHECK(ep_hidden < ep_exposed);
+  CHECK(ep_hidden > 0);
+  const double step_exposed = exposed["step_time_s"], step_hidden = hidden["step_time_s"];
+  CHECK(step_exposed - step_hidden == Approx(ep_exposed - ep_hidden).epsilon(1e-9));
+  // The dispatcher reaches it too: flex drops the all-to-all dispatcher's host sync
+  // (moe_alltoall_sync_s per MoE layer and micro-batch, costmodel/host_bound.hpp), so its
+  // compute is shorter and its all-to-alls the same.
+  const nlohmann::json flex = qwen_estimate({"--moe-dispatcher", "flex"});
+  CHECK(flex["moe_dispatcher"] == "flex");
+  CHECK(flex["breakdown"]["ep_exposed_s"] == exposed["breakdown"]["ep_exposed_s"]);
+  CHECK(flex["breakdown"]["compute_s"] < exposed["breakdown"]["compute_s"]);
+}
+
+TEST_CASE("drop-and-pad at capacity factor c: the all-to-alls carry c x the routed tokens",
+          "[moe][collectives]") {
+  // DeepSeek-V3 (h 7168, top-8), seq 4096, tp 1, ep 8: the dropless all-to-all moves 8 x 4096
+  // x 7168 x 2 = 469,762,048 bytes; padded to capacity factor 1.5 every expert receives 1.5 x
+  // its share (Megatron-Core: num_out_tokens = capacity x num_experts), 704,643,072 bytes, and
+  // each of the 32 local experts' grouped GEMMs runs ceil(8 x 4096 x 8 / 256 x 1.5) = 1536 rows.
+  const ModelSpec m = load_model("deepseek-v3");
+  LayerSetting s;
+  s.seq = 4096;
+  s.ep = 8;
+  s.moe_imbalance = 1.5;
+  s.moe_pad_to_capacity = true;
+  const LayerOps ops = build_layer_ops(m, s);
+  for (const LayerOp& op : ops.moe_layer) {
+    for (const CollectiveUse& use : op.collectives) {
+      if (use.group == GroupKind::kEp) CHECK(use.bytes == 704'643'072.0);
+    }
+  }
+  CHECK(ops.op("expert_fc1").gemm.m == 1536);
+}
+
+TEST_CASE("a dense model refuses the MoE dispatcher, capacity factor and A2A overlap flags",
+          "[cli][moe][bad_input]") {
+  const std::string dense = "llama3-8b is a dense model (no experts)";
+  for (const char* command : {"estimate", "ledger"}) {
+    expect_refused({command, "--model", "llama3-8b", "--moe-dispatcher", "flex"},
+                   "--moe-dispatcher flex: " + dense +
+                       "; the token dispatcher needs a mixture-of-experts model (leave "
+                       "--moe-dispatcher out)");
+    expect_refused({command, "--model", "llama3-8b", "--moe-dispatcher", "drop-and-pad",
+                    "--moe-capacity-factor", "2"},
+                   "--moe-dispatcher drop-and-pad: " + dense);
+  }
+  expect_refused({"estimate", "--model", "llama3-8b", "--moe-a2a-overlap"},
+                 "--moe-a2a-overlap: " + dense +
+                     "; the expert-parallel all-to-all overlap needs a mixture-of-experts model "
+                     "(leave --moe-a2a-overlap out)");
+  expect_refused({"plan", "--model", "llama3-8b", "--gpus", "8", "--moe-a2a-overlap"},
+                 "--moe-a2a-overlap: " + dense);
+  // ledger costs memory, which the overlap does not change: it has no such flag.
+  CHECK(test::run({"ledger", "--model", "qwen3-30b-a3b", "--moe-a2a-overlap"}).exit_code == 2);
+}
+
+TEST_CASE("the capacity factor is drop-and-pad's, and drop-and-pad has no load imbalance",
+          "[cli][moe][bad_input]") {
+  expect_refused({"estimate", "--model", "qwen3-30b-a3b", "--moe-capacity-factor", "1.25"},
+                 "--moe-capacity-factor 1.25: the capacity factor is the drop-and-pad "
+                 "dispatcher's, and --moe-dispatcher alltoall is dropless");
+  expect_refused({"plan", "--model", "qwen3-30b-a3b", "--gpus", "8", "--moe-dispatcher", "flex",
+                  "--moe-capacity-factor", "2"},
+                 "--moe-capacity-factor 2: the capacity factor is the drop-and-pad dispatcher's, "
+                 "and --moe-dispatcher flex is dropless");
+  expect_refused({"estimate", "--model", "qwen3-30b-a3b", "--moe-dispatcher", "drop-and-pad",
+                  "--moe-imbalance", "1.5"},
+                 "--moe-imbalance 1.5 with --moe-dispatcher drop-and-pad: a padded expert "
+                 "processes exactly its capacity whatever the routing's skew");
+  // Drop-and-pad without a factor takes 1, as the published drop-and-pad benchmarks run, and
+  // says so.
+  const test::CliResult r =
+      test::run({"ledger", "--model", "qwen3-30b-a3b", "--moe-dispatcher", "drop-and-pad"});
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.err, Contains("MoE: capacity factor 1 (default, as the published drop-and-pad "
+                             "benchmarks run; set --moe-capacity-factor)"));
+}
+
+TEST_CASE("estimate refuses the A2A overlap where Megatron-Core does, naming the rule",
+          "[cli][moe][bad_input]") {
+  const std::vector<std::string> qwen = {"estimate",  "--model", "qwen3-30b-a3b", "--cluster",
+                                         "dgx-h100", "--moe-a2a-overlap"};
+  expect_refused(test::with(qwen, {"--gpus", "16", "--ep", "8", "--pp", "2"}),
+                 "--moe-a2a-overlap: pp 2 with vpp 1: Megatron-Core runs the A2A overlap "
+                 "(--overlap-moe-expert-parallel-comm) with pp > 1 only under the interleaved "
+                 "schedule (vpp > 1); change the layout, or leave --moe-a2a-overlap out");
+  expect_refused(test::with(qwen, {"--gpus", "8"}),
+                 "--moe-a2a-overlap: ep 1: Megatron-Core runs the A2A overlap "
+                 "(--overlap-moe-expert-parallel-comm) with expert parallelism only (ep > 1; with "
+                 "ep 1 there is no all-to-all to hide)");
+  expect_refused(test::with(qwen, {"--gpus", "8", "--ep", "8", "--recompute", "full"}),
+                 "--moe-a2a-overlap: recompute full: Megatron-Core runs the A2A overlap");
+  expect_refused(test::with(qwen, {"--gpus", "8", "--ep", "8", "--recompute", "selective",
+                                   "--recompute-modules", "moe", "--framework", "megatron"}),
+                 "--moe-a2a-overlap: recompute module moe: Megatron-Core runs the A2A overlap");
+}
+
+TEST_CASE("plan with --moe-a2a-overlap leaves out the layouts Megatron-Core refuses, by rule",
+          "[cli][moe]") {
+  const test::CliResult r =
+      test::run({"plan", "--model", "qwen3-30b-a3b", "--cluster", "dgx-h100", "--gpus", "16",
+                 "--framework", "megatron", "--moe-a2a-overlap", "--json"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  CHECK(j["moe_a2a_overlap"] == true);
+  CHECK(j["moe_dispatcher"] == "alltoall");
+  const nlohmann::json& rejected = j["rejected"];
+  for (const char* reason : {"A2A overlap needs ep > 1 (Megatron-Core)",
+                             "A2A overlap with pp > 1 needs vpp > 1 (Megatron-Core)",
+                             "A2A overlap refuses full recompute (Megatron-Core)"}) {
+    INFO(reason);
+    REQUIRE(rejected.contains(reason));
+    CHECK(rejected[reason].get<std::int64_t>() > 0);
+  }
+  REQUIRE_FALSE(j["ranked"].empty());
+  for (const nlohmann::json& c : j["ranked"]) {
+    const nlohmann::json& l = c["layout"];
+    CHECK(l["ep"].get<std::int64_t>() > 1);
+    CHECK((l["pp"] == 1 || l["vpp"].get<std::int64_t>() > 1));
+    CHECK(l["recompute"] != "full");
+    if (l.contains("recompute_modules")) {
+      for (const nlohmann::json& m : l["recompute_modules"]) CHECK(m != "moe");
+    }
+  }
+  // Without the flag the search ranks such layouts and counts no overlap rule.
+  const test::CliResult plain =
+      test::run({"plan", "--model", "qwen3-30b-a3b", "--cluster", "dgx-h100", "--gpus", "16",
+                 "--framework", "megatron", "--json"});
+  REQUIRE(plain.exit_code == 0);
+  const nlohmann::json p = nlohmann::json::parse(plain.out);
+  CHECK(p["moe_a2a_overlap"] == false);
+  CHECK_FALSE(p["rejected"].contains("A2A overlap needs ep > 1 (Megatron-Core)"));
+}
+
+TEST_CASE("plan.json keeps an MoE plan's dispatcher and A2A overlap and reads older plans",
+          "[cli][moe][plan_file]") {
+  const std::string path = qwen_plan("moe_flex_overlap.json", "2",
+                                     {"--moe-dispatcher", "flex", "--moe-a2a-overlap"});
+  nlohmann::json j = read_json(path);
+  const nlohmann::json& training = j["inputs"]["training"];
+  CHECK(training["moe_dispatcher"] == "flex");
+  CHECK(training["moe_a2a_overlap"] == true);
+  CHECK_FALSE(training.contains("moe_capacity_factor"));
+  const Plan read = plan_from_json(j, "plan.json");
+  CHECK(read.setup.moe_dispatcher == MoeDispatcher::kFlex);
+  CHECK(read.setup.moe_a2a_overlap);
+  // estimate --plan costs it as it was written.
+  const test::CliResult again = test::run({"estimate", "--plan", path, "--json"});
+  INFO(again.err);
+  REQUIRE(again.exit_code == 0);
+  const nlohmann::json e = nlohmann::json::parse(again.out);
+  CHECK(e["moe_dispatcher"] == "flex");
+  CHECK(e["moe_a2a_overlap"] == true);
+  CHECK(e["step_time_s"] == j["predicted"]["step_time_s"]);
+
+  SECTION("a plan written before the keys existed reads as alltoall without overlap") {
+    j["inputs"]["training"].erase("moe_dispatcher");
+    j["inputs"]["training"].erase("moe_a2a_overlap");
+    const Plan older = plan_from_json(j, "plan.json");
+    CHECK(older.setup.moe_dispatcher == MoeDispatcher::kAllToAll);
+    CHECK_FALSE(older.setup.moe_a2a_overlap);
+  }
+  SECTION("a bad value names its JSON path") {
+    j["inputs"]["training"]["moe_dispatcher"] = "deepep";
+    CHECK_THROWS_WITH(plan_from_json(j, "plan.json"),
+                      Contains("plan.json: $.inputs.training.moe_dispatcher"));
+    j["inputs"]["training"]["moe_dispatcher"] = "alltoall";
+    j["inputs"]["training"]["moe_a2a_overlap"] = "yes";
+    CHECK_THROWS_WITH(plan_from_json(j, "plan.json"),
+                      Contains("plan.json: $.inputs.training.moe_a2a_overlap"));
+    j["inputs"]["training"]["moe_a2a_overlap"] = true;
+    j["inputs"]["training"]["moe_capacity_factor"] = 2;
+    CHECK_THROWS_WITH(plan_from_json(j, "plan.json"),
+                      Contains("plan.json: $.inputs.training.moe_capacity_factor = 2: the capacity "
+                               "factor is the drop-and-pad dispatcher's"));
+  }
+  SECTION("the overlap on a layout Megatron-Core refuses it with names the rule") {
+    nlohmann::json plain = read_json(qwen_plan("moe_pp2_vpp1.json", "1", {}));
+    plain["inputs"]["training"]["moe_a2a_overlap"] = true;
+    CHECK_THROWS_WITH(plan_from_json(plain, "plan.json"),
+                      Contains("plan.json: $.inputs.training.moe_a2a_overlap: pp 2 with vpp 1: "
+                               "Megatron-Core runs the A2A overlap"));
+  }
+}
+
+TEST_CASE("the Megatron-LM export writes the plan's MoE dispatcher and A2A overlap",
+          "[cli][moe][export]") {
+  const std::string flex =
+      qwen_plan("moe_export_flex.json", "2", {"--moe-dispatcher", "flex", "--moe-a2a-overlap"});
+  const test::CliResult f = test::run({"export", flex, "--format", "megatron"});
+  INFO(f.err);
+  REQUIRE(f.exit_code == 0);
+  // dgx-h100: NVLink within a node of 8, so DeepEP, Megatron-LM's default flex backend.
+  CHECK_THAT(f.out, Contains("--moe-token-dispatcher-type flex"));
+  CHECK_THAT(f.out, Contains("--moe-flex-dispatcher-backend deepep"));
+  CHECK_THAT(f.out, Contains("--overlap-moe-expert-parallel-comm"));
+  CHECK_THAT(f.err, Contains("flex dispatcher backend deepep"));
+
+  const std::string padded =
+      qwen_plan("moe_export_pad.json", "2",
+                {"--moe-dispatcher", "drop-and-pad", "--moe-capacity-factor", "1.25"});
+  CHECK(read_json(padded)["inputs"]["training"]["moe_capacity_factor"] == 1.25);
+  const test::CliResult p = test::run({"export", padded, "--format", "megatron"});
+  REQUIRE(p.exit_code == 0);
+  CHECK_THAT(p.out, Contains("--moe-token-dispatcher-type alltoall"));
+  CHECK_THAT(p.out, Contains("--moe-expert-capacity-factor 1.25"));
+  CHECK_THAT(p.out, Contains("--moe-pad-expert-input-to-capacity"));
+  CHECK_THAT(p.out, !Contains("--overlap-moe-expert-parallel-comm"));
+  // DeepSpeed carries no expert layers: the dropped note names what the plan costed.
+  const test::CliResult d = test::run({"export", flex, "--format", "deepspeed"});
+  REQUIRE(d.exit_code == 0);
+  CHECK_THAT(d.err, Contains("flex (DeepEP/HybridEP) dispatcher, A2A overlap, grouped GEMMs"));
+}
