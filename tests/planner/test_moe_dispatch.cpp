@@ -23,10 +23,10 @@ namespace {
 /// qwen3-30b-a3b (48 MoE layers, 128 experts, top-8) on one DGX H100 at ep 8 (dp 8) under the
 /// megatron convention, with `extra` flags: estimate --json.
 nlohmann::json qwen_estimate(const std::vector<std::string>& extra) {
-  const test::CliResult r = test::run(
-      test::with({"estimate", "--model", "qwen3-30b-a3b", "--cluster", "dgx-h100", "--gpus", "8",
-                  "--ep", "8", "--framework", "megatron", "--json"},
-                 extra));
+  const test::CliResult r =
+      test::run(test::with({"estimate", "--model", "qwen3-30b-a3b", "--cluster", "dgx-h100",
+                            "--gpus", "8", "--ep", "8", "--framework", "megatron", "--json"},
+                           extra));
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   return nlohmann::json::parse(r.out);
@@ -46,11 +46,10 @@ void expect_refused(const std::vector<std::string>& args, const std::string& mes
 std::string qwen_plan(const std::string& name, const std::string& vpp,
                       const std::vector<std::string>& extra) {
   const std::string plan = test::temp_dir() + "/" + name;
-  const test::CliResult r = test::run(
-      test::with({"estimate", "--model", "qwen3-30b-a3b", "--cluster", "dgx-h100", "--gpus", "16",
-                  "--ep", "8", "--pp", "2", "--vpp", vpp, "--zero", "1", "--framework",
-                  "megatron", "--out", plan},
-                 extra));
+  const test::CliResult r = test::run(test::with(
+      {"estimate", "--model", "qwen3-30b-a3b", "--cluster", "dgx-h100", "--gpus", "16", "--ep", "8",
+       "--pp", "2", "--vpp", vpp, "--zero", "1", "--framework", "megatron", "--out", plan},
+      extra));
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   return plan;
@@ -158,8 +157,8 @@ TEST_CASE("the capacity factor is drop-and-pad's, and drop-and-pad has no load i
 
 TEST_CASE("estimate refuses the A2A overlap where Megatron-Core does, naming the rule",
           "[cli][moe][bad_input]") {
-  const std::vector<std::string> qwen = {"estimate",  "--model", "qwen3-30b-a3b", "--cluster",
-                                         "dgx-h100", "--moe-a2a-overlap"};
+  const std::vector<std::string> qwen = {"estimate",  "--model",  "qwen3-30b-a3b",
+                                         "--cluster", "dgx-h100", "--moe-a2a-overlap"};
   expect_refused(test::with(qwen, {"--gpus", "16", "--ep", "8", "--pp", "2"}),
                  "--moe-a2a-overlap: pp 2 with vpp 1: Megatron-Core runs the A2A overlap "
                  "(--overlap-moe-expert-parallel-comm) with pp > 1 only under the interleaved "
@@ -215,8 +214,8 @@ TEST_CASE("plan with --moe-a2a-overlap leaves out the layouts Megatron-Core refu
 
 TEST_CASE("plan.json keeps an MoE plan's dispatcher and A2A overlap and reads older plans",
           "[cli][moe][plan_file]") {
-  const std::string path = qwen_plan("moe_flex_overlap.json", "2",
-                                     {"--moe-dispatcher", "flex", "--moe-a2a-overlap"});
+  const std::string path =
+      qwen_plan("moe_flex_overlap.json", "2", {"--moe-dispatcher", "flex", "--moe-a2a-overlap"});
   nlohmann::json j = read_json(path);
   const nlohmann::json& training = j["inputs"]["training"];
   CHECK(training["moe_dispatcher"] == "flex");
