@@ -263,7 +263,8 @@ void add_moe_options(CLI::App& cmd, MoeFlags& f) {
 void add_moe_a2a_overlap_option(CLI::App& cmd, bool& overlap) {
   cmd.add_flag("--moe-a2a-overlap", overlap,
                "MoE models: Megatron-Core's --overlap-moe-expert-parallel-comm, each ep all-to-all "
-               "beside another micro-batch's compute (needs ep > 1, vpp > 1 with pp > 1, no full "
+               "beside another micro-batch's compute (needs --framework megatron or nemo, ep > 1, "
+               "vpp > 1 with pp > 1, no full "
                "recompute, no moe recompute module, at most 1 MTP layer)");
 }
 

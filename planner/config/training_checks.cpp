@@ -69,6 +69,12 @@ void apply_moe_settings(const MoeSettings& given, const ModelSpec& model, Traini
     }
     return;
   }
+  if (given.a2a_overlap) {
+    if (std::string problem = moe_a2a_overlap_framework_problem(setup.framework);
+        !problem.empty()) {
+      throw InputError(names.at(names.moe_a2a_overlap) + ": " + problem);
+    }
+  }
   const bool pads = dispatcher == MoeDispatcher::kDropAndPad;
   if (given.capacity_factor && !pads) {
     throw InputError(names.at(names.moe_capacity_factor, capacity) +

@@ -74,7 +74,9 @@ struct MoeSettings {
 ///    --moe-dispatcher out)";
 ///  - a capacity factor with a dropless dispatcher (alltoall, flex), which has no capacity;
 ///  - an imbalance other than 1 with drop-and-pad: padding makes every expert process exactly
-///    its capacity whatever the routing's skew, so the capacity factor is the load.
+///    its capacity whatever the routing's skew, so the capacity factor is the load;
+///  - the overlap under a framework without Megatron-Core's combined 1F1B schedule
+///    (moe_a2a_overlap_framework_problem; setup.framework must be set before the call).
 /// The range of each value is the caller's to check (flags at parse time, plan files as read).
 /// Megatron-Core's layout rules of the overlap are check_moe_a2a_overlap's.
 void apply_moe_settings(const MoeSettings& given, const ModelSpec& model, TrainingSetup& setup,

@@ -155,6 +155,22 @@ TEST_CASE("the capacity factor is drop-and-pad's, and drop-and-pad has no load i
                              "benchmarks run; set --moe-capacity-factor)"));
 }
 
+TEST_CASE("the A2A overlap is refused under a framework without Megatron-Core's schedule",
+          "[cli][moe]") {
+  // The overlap is the combined 1F1B schedule of Megatron-Core (2025-2026): megatron and nemo
+  // run it; fsdp (torchtitan), deepspeed and megatron-2023 (the Megatron-LM of 2021-2023) do
+  // not, so a plan costed with it could not be run there.
+  for (const std::string framework : {"fsdp", "deepspeed", "megatron-2023"}) {
+    expect_refused({"estimate", "--model", "qwen3-30b-a3b", "--cluster", "dgx-h100", "--gpus", "8",
+                    "--ep", "8", "--framework", framework, "--moe-a2a-overlap"},
+                   "--moe-a2a-overlap: framework " + framework + " has no schedule");
+  }
+  expect_refused({"plan", "--model", "qwen3-30b-a3b", "--cluster", "dgx-h100", "--gpus", "8",
+                  "--framework", "fsdp", "--moe-a2a-overlap"},
+                 "plan the overlap with --framework megatron or nemo");
+  CHECK(qwen_estimate({"--moe-a2a-overlap"})["moe_a2a_overlap"] == true);  // megatron runs it
+}
+
 TEST_CASE("estimate refuses the A2A overlap where Megatron-Core does, naming the rule",
           "[cli][moe][bad_input]") {
   const std::vector<std::string> qwen = {"estimate",  "--model",  "qwen3-30b-a3b",
