@@ -295,8 +295,8 @@ std::string moe_setup_note(const TrainingSetup& setup, const MoeFlags& f) {
          (setup.moe_a2a_overlap
               ? "; the ep all-to-alls overlapped with another micro-batch's compute "
                 "(--moe-a2a-overlap, Megatron-Core's --overlap-moe-expert-parallel-comm)"
-              : "; the ep all-to-alls exposed (--moe-a2a-overlap hides them behind another "
-                "micro-batch's compute)") +
+              : "; the ep all-to-alls exposed (estimate and plan --moe-a2a-overlap hide them "
+                "behind another micro-batch's compute)") +
          "; ZeRO 0 and 1 only (expert states sharded over edp)";
 }
 

@@ -92,6 +92,27 @@ void apply_moe_settings(const MoeSettings& given, const ModelSpec& model, Traini
                      "skew, so the capacity factor is the load; give it as " +
                      names.moe_capacity_factor + " and leave " + names.moe_imbalance + " out");
   }
+  // The busiest expert receives each token at most once: at most every token, num_experts /
+  // top_k times its balanced share; a capacity that large already holds every token, so nothing
+  // is dropped and padding adds nothing beyond it.
+  const MoeSpec& moe = *model.moe;
+  const double most = static_cast<double>(moe.num_experts) / static_cast<double>(moe.top_k);
+  const std::string bound = significant(most, 6) + ", " + model.name + "'s " +
+                            std::to_string(moe.num_experts) + " experts / top-" +
+                            std::to_string(moe.top_k);
+  if (given.capacity_factor && *given.capacity_factor > most) {
+    throw InputError(names.at(names.moe_capacity_factor, capacity) + ": above " + bound +
+                     ", where each expert's capacity already holds every token of the "
+                     "micro-batch (nothing dropped); give at most " +
+                     significant(most, 6));
+  }
+  if (given.imbalance > most) {
+    throw InputError(names.at(names.moe_imbalance, significant(given.imbalance, 6)) + ": above " +
+                     bound +
+                     ", where the busiest expert receives every token of the micro-batch (a "
+                     "token goes to an expert at most once); give at most " +
+                     significant(most, 6));
+  }
   setup.moe_dispatcher = dispatcher;
   setup.moe_imbalance = pads ? given.capacity_factor.value_or(1.0) : given.imbalance;
   setup.moe_a2a_overlap = given.a2a_overlap;

@@ -75,6 +75,8 @@ struct MoeSettings {
 ///  - a capacity factor with a dropless dispatcher (alltoall, flex), which has no capacity;
 ///  - an imbalance other than 1 with drop-and-pad: padding makes every expert process exactly
 ///    its capacity whatever the routing's skew, so the capacity factor is the load;
+///  - a capacity factor or an imbalance above num_experts / top_k, where an expert's share is
+///    already every token of the micro-batch;
 ///  - the overlap under a framework without Megatron-Core's combined 1F1B schedule
 ///    (moe_a2a_overlap_framework_problem; setup.framework must be set before the call).
 /// The range of each value is the caller's to check (flags at parse time, plan files as read).

@@ -288,11 +288,13 @@ FitRecord fit_record_from_report(const nlohmann::json& report, const StrictObjec
              "0 to " +
                  fixed(kMaxMeanError, 0) + " (" + fixed(100 * kMaxMeanError, 0) +
                  "%), or null, got " + describe_json(v) +
-                 "; a fit writes fractions (the shipped profiles' are below 0.35), so a value "
-                 "above " +
-                 fixed(kMaxMeanError, 0) + " is likely a percentage: divide it by 100");
+                 (v.is_number() && v.get<double>() > kMaxMeanError
+                      ? "; a fit writes fractions (the shipped profiles' are below 0.35), so a "
+                        "value above " +
+                            fixed(kMaxMeanError, 0) + " is likely a percentage: divide it by 100"
+                      : std::string()));
       }
-      return v.get<double>();
+      return v.get<double>() + 0.0;  // -0 + 0 is +0: an edited -0.0 prints as 0%
     };
     error.before = mape("mape_before");
     error.fitted = mape("mape_fitted");

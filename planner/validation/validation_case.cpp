@@ -16,6 +16,7 @@
 #include "costmodel/flops.hpp"
 #include "costmodel/framework.hpp"
 #include "costmodel/hardware.hpp"
+#include "costmodel/memory_ledger.hpp"
 #include "costmodel/param_count.hpp"
 #include "costmodel/precision.hpp"
 #include "costmodel/units.hpp"
@@ -914,6 +915,20 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
     c.setup.attention = eager ? AttentionImpl::kEager : AttentionImpl::kFlash;
     c.assumptions.push_back(std::string("attention ") + to_string(c.setup.attention) +
                             " (not stated)");
+  }
+
+  // A stated A2A overlap on a layout Megatron-Core refuses it for (transformer_config.py at
+  // d98e8a6; moe_a2a_overlap_problems, as estimate refuses and plan excludes such layouts)
+  // could not have run: the case is costed without it, and says so.
+  if (c.setup.moe_a2a_overlap) {
+    const std::vector<std::string> problems = moe_a2a_overlap_problems(c.setup, l, c.model);
+    if (!problems.empty()) {
+      c.setup.moe_a2a_overlap = false;
+      std::string why;
+      for (const std::string& p : problems) why += (why.empty() ? "" : "; ") + p;
+      c.assumptions.push_back("no A2A overlap: the notes state one, but " + why +
+                              " (costed without it)");
+    }
   }
 
   StrictObject measured = o.object("measured", section_keys("measured"));

@@ -171,6 +171,21 @@ TEST_CASE("the A2A overlap is refused under a framework without Megatron-Core's 
   CHECK(qwen_estimate({"--moe-a2a-overlap"})["moe_a2a_overlap"] == true);  // megatron runs it
 }
 
+TEST_CASE("a capacity factor or imbalance above experts over top-k is refused", "[cli][moe]") {
+  // qwen3-30b-a3b: 128 experts, top-8. An expert gets a token at most once, so its share is at
+  // most every token: 128 / 8 = 16 times the balanced share; 16 is taken, 17 refused.
+  const std::vector<std::string> qwen = {
+      "estimate", "--model", "qwen3-30b-a3b", "--cluster", "dgx-h100", "--gpus", "8", "--ep", "8"};
+  expect_refused(
+      test::with(qwen, {"--moe-dispatcher", "drop-and-pad", "--moe-capacity-factor", "17"}),
+      "--moe-capacity-factor 17: above 16, qwen3-30b-a3b's 128 experts / top-8");
+  expect_refused(test::with(qwen, {"--moe-imbalance", "17"}),
+                 "--moe-imbalance 17: above 16, qwen3-30b-a3b's 128 experts / top-8");
+  CHECK(test::run(
+            test::with(qwen, {"--moe-dispatcher", "drop-and-pad", "--moe-capacity-factor", "16"}))
+            .exit_code == 0);
+}
+
 TEST_CASE("estimate refuses the A2A overlap where Megatron-Core does, naming the rule",
           "[cli][moe][bad_input]") {
   const std::vector<std::string> qwen = {"estimate",  "--model",  "qwen3-30b-a3b",

@@ -960,6 +960,14 @@ TEST_CASE("a hand-edited fit report's percentage MAPE and unknown leave_out are 
     CHECK(r.exit_code == 0);
     CHECK_THAT(r.out, Contains("1000.0%"));
   }
+  {
+    // -0.0 is 0 (IEEE: -0 >= 0): taken, and printed "0.0%", never "-0.0%".
+    const auto [f, r] = show("mape_fitted", -0.0);
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.out, !Contains("-0.0%"));
+  }
+  // A value that is not above the bound is not called a percentage.
+  CHECK_THAT(show("mape_before", -0.1).second.err, !Contains("likely a percentage"));
   // leave_out: meshplan fit writes "study" or "file" (its --leave-out); profile show prints
   // "cross-validated leaving one <leave_out> out at a time", so "bananas" read as a fold.
   {

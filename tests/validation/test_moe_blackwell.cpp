@@ -6,7 +6,9 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
@@ -14,6 +16,7 @@
 #include "planner/fit/cross_validated_report.hpp"
 #include "planner/validation/moe_recipe.hpp"
 #include "planner/validation/validate.hpp"
+#include "tests/support/validation_inputs.hpp"
 #include "tests/validation/thresholds.hpp"
 
 using namespace meshplan;
@@ -272,4 +275,35 @@ TEST_CASE("a 25.11 DeepSeek-V3 row no preset reproduces takes its release's reco
         std::vector<std::string>{"mla_up_proj"});
   CHECK(by_id.at("mbridge2511-b200-gpt-oss-120b-bf16").setup.recompute_modules ==
         RecomputeModules());
+}
+
+TEST_CASE("a stated A2A overlap on a layout Megatron-Core refuses it for is costed without it",
+          "[validation][moe-blackwell][moe]") {
+  // mbridge2602-h100-qwen3-30b-a3b-fp8 states moe_a2a_overlap=True on pp 2 with vpp (as
+  // Megatron-Core requires, transformer_config.py at d98e8a6); the same case with vpp null
+  // could not have run with the overlap, so it is compared without it, and says so.
+  const std::string path = std::string(MESHPLAN_SHARED_DATA) + "/moe-blackwell/mbridge-2602.json";
+  std::ifstream in(path);
+  const nlohmann::json file = nlohmann::json::parse(in);
+  nlohmann::json stated;
+  for (const nlohmann::json& c : file.at("cases")) {
+    if (c.at("id") == "mbridge2602-h100-qwen3-30b-a3b-fp8") stated = c;
+  }
+  REQUIRE(stated.is_object());
+  REQUIRE(stated.at("layout").at("pp").get<int>() > 1);
+  REQUIRE(stated.at("notes").get<std::string>().find("moe_a2a_overlap=True") != std::string::npos);
+  const ValidationCase as_published =
+      load_validation_file(test::validation_file("overlap-stated.json", {stated}))[0];
+  CHECK(as_published.setup.moe_a2a_overlap);
+  nlohmann::json no_vpp = stated;
+  no_vpp["layout"]["vpp"] = nullptr;
+  const ValidationCase edited =
+      load_validation_file(test::validation_file("overlap-no-vpp.json", {no_vpp}))[0];
+  CHECK_FALSE(edited.setup.moe_a2a_overlap);
+  bool said = false;
+  for (const std::string& a : edited.assumptions) {
+    said = said || (a.find("no A2A overlap: the notes state one, but pp 2 with vpp 1") == 0 &&
+                    a.find("(costed without it)") != std::string::npos);
+  }
+  CHECK(said);
 }
