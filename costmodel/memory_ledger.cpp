@@ -191,6 +191,18 @@ std::optional<MoeDispatcher> moe_dispatcher_from_name(const std::string& name) {
   return std::nullopt;
 }
 
+bool flex_dispatch_runs(const TrainingSetup& setup, const Layout& layout) {
+  return setup.moe_dispatcher != MoeDispatcher::kFlex || layout.ep * layout.etp > 1;
+}
+
+std::string flex_dispatch_problem(const TrainingSetup& setup, const Layout& layout) {
+  if (flex_dispatch_runs(setup, layout)) return "";
+  return "ep " + std::to_string(layout.ep) + " x etp " + std::to_string(layout.etp) +
+         ": Megatron-Core's flex dispatcher (DeepEP / HybridEP) needs ep x etp > 1 (its "
+         "MoEFlexTokenDispatcher asserts \"Flex token dispatcher requires TPxEP > 1\", "
+         "Megatron-LM d98e8a6 moe/token_dispatcher.py)";
+}
+
 std::uint32_t moe_a2a_overlap_mask(const TrainingSetup& setup, const Layout& layout,
                                    const ModelSpec& model) {
   if (!setup.moe_a2a_overlap) return 0;

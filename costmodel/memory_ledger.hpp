@@ -195,6 +195,17 @@ std::int64_t offloaded_layers(const TrainingSetup& setup, const Layout& layout,
 std::string cpu_offload_problem(const TrainingSetup& setup, const Layout& layout,
                                 const ModelSpec& model);
 
+/// Whether Megatron-Core's flex dispatcher runs `layout` (true for the other dispatchers): its
+/// MoEFlexTokenDispatcher asserts "Flex token dispatcher requires TPxEP > 1" over the expert
+/// mesh, etp x ep (Megatron-LM d98e8a6, megatron/core/transformer/moe/token_dispatcher.py, whose
+/// tp_size is the expert tensor-parallel size). Allocates nothing (the search calls it per
+/// layout).
+bool flex_dispatch_runs(const TrainingSetup& setup, const Layout& layout);
+
+/// "" where flex_dispatch_runs; else what is wrong, naming the values: "ep 1 x etp 1:
+/// Megatron-Core's flex dispatcher (DeepEP / HybridEP) needs ep x etp > 1 (...)".
+std::string flex_dispatch_problem(const TrainingSetup& setup, const Layout& layout);
+
 /// The rules Megatron-Core puts on --overlap-moe-expert-parallel-comm (TrainingSetup::
 /// moe_a2a_overlap), one bit each in moe_a2a_overlap_mask. Megatron-LM d98e8a6,
 /// megatron/core/transformer/transformer_config.py __post_init__, lines 3002-3071:

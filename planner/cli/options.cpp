@@ -792,7 +792,7 @@ ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, cons
     for (const std::string& p : problems) message += "\n  layout: " + p;
     throw InputError(message);
   }
-  check_moe_a2a_overlap(r.setup, l, model, SettingNames{});
+  check_moe_layout_rules(r.setup, l, model, SettingNames{});
   const std::vector<std::string> setup = setup_notes(l, r.setup, gpu, "--");
   r.notes.insert(r.notes.end(), setup.begin(), setup.end());
   return r;

@@ -126,7 +126,7 @@ void add_moe_a2a_overlap_option(CLI::App& cmd, bool& overlap);
 /// errors name the flags) and, for an MoE model, appends the note estimate, ledger and plan print
 /// to `notes`: the load imbalance or capacity factor taken, the dispatcher, whether the ep
 /// all-to-alls are exposed or overlapped, and that ZeRO-2/3 is not costed for MoE. The overlap's
-/// layout rules are checked per layout (check_moe_a2a_overlap, the search's rules). The recompute
+/// layout rules are checked per layout (check_moe_layout_rules, the search's rules). The recompute
 /// modules and CPU offloading flags are checked by apply_recompute_settings and
 /// check_modules_recompute (training_checks.hpp), as a plan file's keys are.
 void apply_moe_flags(const MoeFlags& flags, const ModelSpec& model, TrainingSetup& setup,

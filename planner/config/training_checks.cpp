@@ -118,8 +118,12 @@ void apply_moe_settings(const MoeSettings& given, const ModelSpec& model, Traini
   setup.moe_a2a_overlap = given.a2a_overlap;
 }
 
-void check_moe_a2a_overlap(const TrainingSetup& setup, const Layout& layout, const ModelSpec& model,
-                           const SettingNames& names) {
+void check_moe_layout_rules(const TrainingSetup& setup, const Layout& layout,
+                            const ModelSpec& model, const SettingNames& names) {
+  if (const std::string flex = flex_dispatch_problem(setup, layout); !flex.empty()) {
+    throw InputError(names.at(names.moe_dispatcher, "flex") + ": " + flex +
+                     "; give ep or etp above 1, or another --moe-dispatcher");
+  }
   const std::vector<std::string> problems = moe_a2a_overlap_problems(setup, layout, model);
   if (problems.empty()) return;
   std::string message = names.at(names.moe_a2a_overlap) + ": ";

@@ -80,16 +80,20 @@ struct MoeSettings {
 ///  - the overlap under a framework without Megatron-Core's combined 1F1B schedule
 ///    (moe_a2a_overlap_framework_problem; setup.framework must be set before the call).
 /// The range of each value is the caller's to check (flags at parse time, plan files as read).
-/// Megatron-Core's layout rules of the overlap are check_moe_a2a_overlap's.
+/// Megatron-Core's layout rules of the flex dispatcher and the overlap are
+/// check_moe_layout_rules's.
 void apply_moe_settings(const MoeSettings& given, const ModelSpec& model, TrainingSetup& setup,
                         const SettingNames& names);
 
-/// Refuses a layout Megatron-Core does not run --overlap-moe-expert-parallel-comm with, where
+/// Refuses a layout Megatron-Core's flex dispatcher does not run (flex_dispatch_problem: ep x
+/// etp > 1): InputError "--moe-dispatcher flex: ep 1 x etp 1: ...; give ep or etp above 1, or
+/// another --moe-dispatcher". Refuses a layout Megatron-Core does not run
+/// --overlap-moe-expert-parallel-comm with, where
 /// setup.moe_a2a_overlap is on (moe_a2a_overlap_problems, memory_ledger.hpp): InputError
 /// "--moe-a2a-overlap: pp 4 with vpp 1: Megatron-Core runs the A2A overlap ... (vpp > 1); change
 /// the layout, or leave --moe-a2a-overlap out", every broken rule named.
-void check_moe_a2a_overlap(const TrainingSetup& setup, const Layout& layout, const ModelSpec& model,
-                           const SettingNames& names);
+void check_moe_layout_rules(const TrainingSetup& setup, const Layout& layout,
+                            const ModelSpec& model, const SettingNames& names);
 
 /// Sets `setup.recompute_modules` (from the Megatron-Core module names `modules`; empty: not
 /// given, the default core_attn stays) and `setup.cpu_offload_layers`, for `setup.framework`.

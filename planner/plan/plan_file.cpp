@@ -630,7 +630,7 @@ Plan plan_from_json(const nlohmann::json& json, const std::string& file) {
       !problem.empty()) {
     throw InputError(file + ": $.inputs.training.cpu_offload_layers: " + problem);
   }
-  check_moe_a2a_overlap(training.setup, layout, model, names);
+  check_moe_layout_rules(training.setup, layout, model, names);
 
   // Outputs derived from the layout: they must be this layout's (a training job builds its
   // communicators from "groups").

@@ -240,9 +240,11 @@ class Worker {
   double fastest() const { return fastest_; }
 
   /// Rejection reasons: the layout rules, then those the search adds: tp across NVLink
-  /// domains, Megatron-Core's rules of the A2A overlap (A2aOverlapRule, one bit each), memory.
+  /// domains, the flex dispatcher's expert mesh (flex_dispatch_runs), Megatron-Core's rules of
+  /// the A2A overlap (A2aOverlapRule, one bit each), memory.
   static constexpr unsigned kCrossNodeTp = static_cast<unsigned>(LayoutProblem::kCount);
-  static constexpr unsigned kA2aOverlapFirst = kCrossNodeTp + 1;
+  static constexpr unsigned kFlexMesh = kCrossNodeTp + 1;
+  static constexpr unsigned kA2aOverlapFirst = kFlexMesh + 1;
   static constexpr unsigned kOutOfMemory =
       kA2aOverlapFirst + static_cast<unsigned>(A2aOverlapRule::kCount);
   static_assert(kOutOfMemory < 32, "the rules are bits of a 32-bit mask");
@@ -259,6 +261,7 @@ class Worker {
   /// The key of `rejected` for rule bit `i` (kOutOfMemory: out of memory).
   static const char* reason_name(unsigned i) {
     if (i == kCrossNodeTp) return "tp spans NVLink domains (--allow-cross-node-tp to cost it)";
+    if (i == kFlexMesh) return "flex dispatcher needs ep x etp > 1 (Megatron-Core)";
     if (i == kOutOfMemory) return kOutOfMemoryReason;
     if (i >= kA2aOverlapFirst)
       return moe_a2a_overlap_reason(static_cast<A2aOverlapRule>(i - kA2aOverlapFirst));
@@ -279,6 +282,7 @@ class Worker {
     std::uint32_t mask = layout_problem_mask(l, r_.model, r_.setup.seq, std::nullopt,
                                              r_.setup.attention == AttentionImpl::kEager);
     if (tp_crosses && !r_.allow_cross_node_tp) mask |= 1u << kCrossNodeTp;
+    if (!flex_dispatch_runs(r_.setup, l)) mask |= 1u << kFlexMesh;
     // Megatron-Core's rules of the A2A overlap, where it is asked for (memory_ledger.hpp
     // A2aOverlapRule), under this layout's module set.
     mask |= moe_a2a_overlap_mask(sets_[set]->setup, l, r_.model) << kA2aOverlapFirst;
@@ -472,6 +476,8 @@ std::string rule_problem(const SearchRequest& r, unsigned bit, const Layout& lay
            ": its per-layer collectives would cross the scale-out network "
            "(--allow-cross-node-tp to cost them on the NICs)";
   }
+  if (bit == Worker::kFlexMesh)
+    return "--moe-dispatcher flex: " + flex_dispatch_problem(r.setup, layout);
   if (bit >= Worker::kA2aOverlapFirst) {
     // The search's layouts break it under setup's modules or a searched set without moe: the
     // module rule only under a pinned set, which is setup's.

@@ -920,6 +920,12 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
   // A stated A2A overlap on a layout Megatron-Core refuses it for (transformer_config.py at
   // d98e8a6; moe_a2a_overlap_problems, as estimate refuses and plan excludes such layouts)
   // could not have run: the case is costed without it, and says so.
+  // Likewise a stated flex dispatcher where its expert mesh is one GPU (flex_dispatch_problem).
+  if (const std::string flex = flex_dispatch_problem(c.setup, l); !flex.empty()) {
+    c.setup.moe_dispatcher = MoeDispatcher::kAllToAll;
+    c.assumptions.push_back("the alltoall dispatcher: the notes state flex, but " + flex +
+                            " (costed with alltoall)");
+  }
   if (c.setup.moe_a2a_overlap) {
     const std::vector<std::string> problems = moe_a2a_overlap_problems(c.setup, l, c.model);
     if (!problems.empty()) {

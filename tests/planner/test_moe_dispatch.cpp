@@ -205,6 +205,30 @@ TEST_CASE("estimate refuses the A2A overlap where Megatron-Core does, naming the
                  "--moe-a2a-overlap: recompute module moe: Megatron-Core runs the A2A overlap");
 }
 
+TEST_CASE("the flex dispatcher needs an expert mesh of two GPUs or more", "[cli][moe]") {
+  // Megatron-Core's MoEFlexTokenDispatcher asserts etp x ep > 1 (d98e8a6
+  // moe/token_dispatcher.py): estimate refuses ep 1 x etp 1 (tp 1), plan leaves such layouts
+  // out and counts them, and ranks only layouts with ep x etp > 1.
+  expect_refused({"estimate", "--model", "qwen3-30b-a3b", "--cluster", "dgx-h100", "--gpus", "8",
+                  "--moe-dispatcher", "flex"},
+                 "--moe-dispatcher flex: ep 1 x etp 1: Megatron-Core's flex dispatcher (DeepEP / "
+                 "HybridEP) needs ep x etp > 1");
+  const test::CliResult r =
+      test::run({"plan", "--model", "qwen3-30b-a3b", "--cluster", "dgx-h100", "--gpus", "8",
+                 "--framework", "megatron", "--moe-dispatcher", "flex", "--json"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  const std::string reason = "flex dispatcher needs ep x etp > 1 (Megatron-Core)";
+  REQUIRE(j["rejected"].contains(reason));
+  CHECK(j["rejected"][reason].get<std::int64_t>() > 0);
+  REQUIRE_FALSE(j["ranked"].empty());
+  for (const nlohmann::json& c : j["ranked"]) {
+    const nlohmann::json& l = c["layout"];
+    CHECK(l["ep"].get<std::int64_t>() * l["etp"].get<std::int64_t>() > 1);
+  }
+}
+
 TEST_CASE("plan with --moe-a2a-overlap leaves out the layouts Megatron-Core refuses, by rule",
           "[cli][moe]") {
   const test::CliResult r =
