@@ -10,22 +10,15 @@
 #include <vector>
 
 #include "costmodel/memory_ledger.hpp"
+#include "tests/support/cli_expect.hpp"
 #include "tests/support/cli_runner.hpp"
 #include "tests/support/validation_inputs.hpp"
 
 using namespace meshplan;
 using Catch::Contains;
+using meshplan::test::expect_refused;
 
 namespace {
-
-/// Runs `args` and checks exit code 2, nothing on stdout and `message` in the error.
-void expect_refused(const std::vector<std::string>& args, const std::string& message) {
-  const test::CliResult r = test::run(args);
-  INFO(args[0] << ": " << r.err);
-  CHECK(r.exit_code == 2);
-  CHECK(r.out.empty());
-  CHECK_THAT(r.err, Contains(message));
-}
 
 /// A plan.json of llama3-8b on 8 GPUs (tp 8) under the nemo convention with `extra` flags,
 /// written by estimate --out into the test's temp folder as `name`.

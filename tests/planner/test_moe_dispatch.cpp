@@ -13,10 +13,12 @@
 #include "costmodel/layer_ops.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/plan/plan_file.hpp"
+#include "tests/support/cli_expect.hpp"
 #include "tests/support/cli_runner.hpp"
 
 using namespace meshplan;
 using Catch::Contains;
+using meshplan::test::expect_refused;
 
 namespace {
 
@@ -30,15 +32,6 @@ nlohmann::json qwen_estimate(const std::vector<std::string>& extra) {
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   return nlohmann::json::parse(r.out);
-}
-
-/// Runs `args` and checks exit code 2, nothing on stdout and `message` in the error.
-void expect_refused(const std::vector<std::string>& args, const std::string& message) {
-  const test::CliResult r = test::run(args);
-  INFO(args[0] << ": " << r.err);
-  CHECK(r.exit_code == 2);
-  CHECK(r.out.empty());
-  CHECK_THAT(r.err, Contains(message));
 }
 
 /// A plan.json of qwen3-30b-a3b on 16 H100 (ep 8, pp 2, vpp `vpp`, ZeRO 1) written by estimate

@@ -18,4 +18,13 @@ inline void expect_exact_error(const std::vector<std::string>& args, const std::
   CHECK(r.err == err);
 }
 
+/// Runs `args`; checks exit code 2, nothing on stdout and `message` within stderr.
+inline void expect_refused(const std::vector<std::string>& args, const std::string& message) {
+  const CliResult r = run(args);
+  INFO(args[0] << ": " << r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.empty());
+  CHECK_THAT(r.err, Catch::Contains(message));
+}
+
 }  // namespace meshplan::test
