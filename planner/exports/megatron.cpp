@@ -170,8 +170,9 @@ std::string megatron_moe_layer_freq(const ModelSpec& m) {
 ///  - flex: --moe-token-dispatcher-type flex --moe-flex-dispatcher-backend B (:898, deepep
 ///    (its default), hybridep or ncclep; --moe-enable-deepep is deprecated, :1743-1752): hybridep
 ///    where the cluster's NVLink domain spans nodes (multi-node NVLink, GB200/GB300 NVL72:
-///    "only hybridep backend supports the MNNVL case", :899-902), else deepep, which needs
-///    etp x ep > 1 (token_dispatcher.py:1836); the cost model does not tell them apart;
+///    "only hybridep backend supports the MNNVL case", :899-902), else deepep; every backend
+///    needs etp x ep > 1 (token_dispatcher.py:1836; check_moe_layout_rules refuses a plan
+///    without it); the cost model does not tell them apart;
 ///  - drop-and-pad: --moe-token-dispatcher-type alltoall --moe-expert-capacity-factor C
 ///    --moe-pad-expert-input-to-capacity (:917, :921; padding needs the factor, :1862-1866),
 ///    the drop policy left at its default, probs (:932);
@@ -193,11 +194,7 @@ void megatron_moe_dispatch(const Plan& p, std::vector<std::string>& a, Export& e
                          (multi_node_nvlink
                               ? "hybridep (the cluster's NVLink domain spans nodes: Megatron-LM "
                                 "runs multi-node NVLink with hybridep only)"
-                              : "deepep (Megatron-LM's default backend") +
-                         (!multi_node_nvlink && l.ep * l.etp == 1
-                              ? "; it asserts etp x ep > 1 and this plan has 1: give "
-                                "--moe-flex-dispatcher-backend hybridep)"
-                              : std::string(multi_node_nvlink ? "" : ")")) +
+                              : "deepep (Megatron-LM's default backend)") +
                          "; the plan costs the fused dispatch and combine alike for every backend");
       break;
     }

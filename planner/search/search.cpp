@@ -249,8 +249,9 @@ class Worker {
       kA2aOverlapFirst + static_cast<unsigned>(A2aOverlapRule::kCount);
   static_assert(kOutOfMemory < 32, "the rules are bits of a 32-bit mask");
 
-  /// Per rule bit (the layout rules, then kCrossNodeTp and the A2A overlap's): layouts that
-  /// broke it, and the first of them in search order (its combination's place, and the layout).
+  /// Per rule bit (the layout rules, then kCrossNodeTp, kFlexMesh and the A2A overlap's): layouts
+  /// that broke it, and the first of them in search order (its combination's place, and the
+  /// layout).
   struct Broken {
     std::int64_t layouts = 0;
     std::optional<std::pair<std::size_t, Layout>> first;
