@@ -4,15 +4,21 @@
 # figures the issue asks for: BF16 GEMM 8192^3 as a fraction of the dense peak (goal >= 0.75),
 # HBM copy as a fraction of the datasheet (goal >= 0.80), and the NCCL fits.
 # Usage: calibrate/gpu_quick_check.sh [OUT_DIR]   (default: build/gpu-check)
+# MESHPLAN_GPU_BUILD=DIR uses the binaries already built in DIR (DIR/calibrate/meshplan-calibrate,
+# DIR/planner/meshplan) instead of running tools/setup: for a machine that cannot install packages.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="${1:-$root/build/gpu-check}"
 mkdir -p "$out"
-"$root/tools/setup"
+build="${MESHPLAN_GPU_BUILD:-}"
+if [ -z "$build" ]; then
+  "$root/tools/setup"
+  build="$root/build"
+fi
 gpus="$(nvidia-smi -L | wc -l)"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 echo "gpu_quick_check: $gpus GPU(s); quick calibration with --backend cuda" >&2
-mpirun --oversubscribe -np "$gpus" "$root/build/calibrate/meshplan-calibrate" --backend cuda \
+mpirun --oversubscribe -np "$gpus" "$build/calibrate/meshplan-calibrate" --backend cuda \
   --quick --watchdog-s 120 --out "$out/gpu-profile.json" 2> "$out/calibrate.log"
 tail -n 40 "$out/calibrate.log" >&2
 python3 - "$out/gpu-profile.json" "$root/configs/gpus" <<'PY'
@@ -40,5 +46,8 @@ for f in profile["collectives"]:
 wrong = [r for r in records["records"]["collectives"] if not r["verified"]]
 print(f"collective records: {len(records['records']['collectives'])}, failed checks: {len(wrong)}")
 PY
-"$root/build/planner/meshplan" estimate --model llama3-8b --cluster dgx-h100 \
+# The measured profile on the first cluster preset of the same GPU (dgx-h200 for an H200).
+gpu="$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["gpu"])' "$out/gpu-profile.json")"
+cluster="$(grep -l "\"gpu\": \"$gpu\"" "$root"/configs/clusters/*.json | head -n 1)"
+"$build/planner/meshplan" estimate --model llama3-8b --cluster "${cluster:-dgx-h100}" \
   --profile "$out/gpu-profile.json" | head -n 12

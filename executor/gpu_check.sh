@@ -8,11 +8,13 @@
 #   4. leaves the model, plan.json, run.json and the logs in OUT_DIR and prints the comparison.
 # The sibling of calibrate/gpu_quick_check.sh (meshplan-calibrate's GPU check).
 # Usage: executor/gpu_check.sh [OUT_DIR]   (default: $OUT when set, else build/gpu-run-check)
+# MESHPLAN_GPU_BUILD=DIR skips step 1 and uses the binaries already built in DIR
+# (DIR/planner/meshplan, DIR/executor/meshplan-run): for a machine without the build's packages.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="${1:-${OUT:-$root/build/gpu-run-check}}"
 mkdir -p "$out"
-build="$root/build/gpu"
+build="${MESHPLAN_GPU_BUILD:-$root/build/gpu}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 nvidia-smi -L | tee "$out/nvidia-smi.txt" >&2
@@ -23,16 +25,20 @@ case "$gpu" in
   *A100*) cluster=dgx-a100 ;;
   *) cluster=dgx-h100 ;;
 esac
-echo "gpu_check: $gpu -> cluster preset $cluster; building into $build" >&2
 start=$(date +%s)
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DMESHPLAN_TESTS=OFF -DMESHPLAN_CUDA=ON \
-  -DCMAKE_CUDA_ARCHITECTURES=native > "$out/configure.log" 2>&1 ||
-  { tail -n 30 "$out/configure.log" >&2; exit 1; }
-grep -q "meshplan-run with the CUDA backend" "$out/configure.log" ||
-  { echo "gpu_check: meshplan-run would be built without CUDA:" >&2; grep meshplan "$out/configure.log" >&2; exit 1; }
-cmake --build "$build" -j "$(nproc)" --target meshplan meshplan-run > "$out/build.log" 2>&1 ||
-  { tail -n 40 "$out/build.log" >&2; exit 1; }
-echo "gpu_check: built in $(( $(date +%s) - start )) s" >&2
+if [ -n "${MESHPLAN_GPU_BUILD:-}" ]; then
+  echo "gpu_check: $gpu -> cluster preset $cluster; binaries from $build" >&2
+else
+  echo "gpu_check: $gpu -> cluster preset $cluster; building into $build" >&2
+  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DMESHPLAN_TESTS=OFF -DMESHPLAN_CUDA=ON \
+    -DCMAKE_CUDA_ARCHITECTURES=native > "$out/configure.log" 2>&1 ||
+    { tail -n 30 "$out/configure.log" >&2; exit 1; }
+  grep -q "meshplan-run with the CUDA backend" "$out/configure.log" ||
+    { echo "gpu_check: meshplan-run would be built without CUDA:" >&2; grep meshplan "$out/configure.log" >&2; exit 1; }
+  cmake --build "$build" -j "$(nproc)" --target meshplan meshplan-run > "$out/build.log" 2>&1 ||
+    { tail -n 40 "$out/build.log" >&2; exit 1; }
+  echo "gpu_check: built in $(( $(date +%s) - start )) s" >&2
+fi
 
 cat > "$out/llama3-8layer.json" <<'JSON'
 {
