@@ -121,6 +121,9 @@ struct FitRecord {
   /// fitted, i.e. that had runs; a family outside it runs with the generation's shared values
   /// and the priors. nullopt where the report does not say.
   std::optional<std::set<std::string>> families_with_runs;
+  /// report.moe_priors_from: the profile whose fitted MoE dispatch parameters were the fit's
+  /// priors (meshplan fit --moe-priors-from); nullopt: the registry's priors.
+  std::optional<std::string> moe_priors_from;
 };
 
 /// A profile's `fitted` section, as the model reads it (configs/profiles/README.md).

@@ -427,7 +427,7 @@ StageMemory stage_memory(const MemoryContext& x, std::int64_t stage) {
   for (const StateComponent& c : fw.state) state += state_bytes(c, s, l, fw);
   s[T::kState] = state;
 
-  s.chunks_in_flight = chunks_in_flight(stage, l.pp, l.vpp, microbatches);
+  s.chunks_in_flight = chunks_in_flight(stage, l.pp, l.vpp, microbatches, x.setup.moe_a2a_overlap);
   s.layer_activations_held = peak_layers_held(l, x.model, stage, microbatches, s.chunks_in_flight);
   // Dense and MoE layers save different tensors: the layers held are weighed by the stage's
   // mix of them (exact with vpp 1, where every layer of the stage is held as often); the

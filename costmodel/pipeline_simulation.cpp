@@ -97,7 +97,7 @@ std::int64_t warmup_forwards(std::int64_t rank, std::int64_t pp, std::int64_t vp
     throw std::invalid_argument("pipeline: rank " + std::to_string(rank) + " outside 0.." +
                                 std::to_string(pp - 1));
   }
-  return warmup_chunk_forwards(rank, pp, vpp, microbatches);
+  return warmup_chunk_forwards(rank, pp, vpp, microbatches, false);
 }
 
 std::vector<std::vector<ScheduledOp>> schedule_order(std::int64_t pp, std::int64_t vpp,

@@ -13,6 +13,7 @@
 #include "costmodel/host_bound.hpp"
 #include "costmodel/layer_ops.hpp"
 #include "costmodel/param_count.hpp"
+#include "costmodel/pipeline_schedule.hpp"
 #include "costmodel/placement.hpp"
 #include "costmodel/ranks.hpp"
 #include "costmodel/units.hpp"
@@ -494,6 +495,9 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
   struct KindTimes {
     double forward = 0, backward = 0;  // with exposed communication and recompute
     double compute = 0, recompute = 0, tp = 0, cp = 0, fsdp = 0, ep = 0;
+    // Under the A2A overlap: what a micro-batch's forward (backward) all-to-alls expose on top
+    // of forward (backward) when no other micro-batch's backward (forward) runs beside them.
+    double ep_alone_forward = 0, ep_alone_backward = 0;
   };
   const double layer_params = layer_params_after_tp(x.counts, l);
   const double grad_bytes = setup.framework.bytes_per_param(MemoryCategory::kGradients);
@@ -532,12 +536,16 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
     t.cp = cp_fwd + cp_bwd;
     t.fsdp = fsdp_fwd + fsdp_bwd;
     // Megatron-Core's A2A overlap (TrainingSetup::moe_a2a_overlap): the forward's all-to-alls
-    // run beside another micro-batch's backward kernels, the backward's beside a forward's.
+    // run beside another micro-batch's backward kernels, the backward's beside a forward's; the
+    // forwards before a stage's first backward and the backwards after its last forward run
+    // alone (a2a_alone_share, per stage below).
     const bool a2a_overlap = setup.moe_a2a_overlap;
     const double ep_fwd =
         a2a_overlap ? exposed_beside(k.ep_forward_s, k.backward_s, share) : k.ep_forward_s;
     const double ep_bwd =
         a2a_overlap ? exposed_beside(k.ep_backward_s, k.forward_s, share) : k.ep_backward_s;
+    t.ep_alone_forward = k.ep_forward_s - ep_fwd;
+    t.ep_alone_backward = k.ep_backward_s - ep_bwd;
     t.ep = ep_fwd + ep_bwd;
     t.forward = k.forward_s + tp_fwd + cp_fwd + fsdp_fwd + ep_fwd;
     t.backward = k.backward_s + tp_bwd + cp_bwd + fsdp_bwd + ep_bwd + t.recompute;
@@ -583,22 +591,33 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
       stage_windowed.moe += w.moe;
     }
     const KindCounts kinds = kind_counts(dense_n + moe_n, moe_n, stage_windowed);
+    // A field's total over the stage's (or a chunk's) layers with the A2A overlap's alone share
+    // of this stage: a forward field adds alone x ep_alone_forward, a backward one its own.
+    const double alone =
+        setup.moe_a2a_overlap ? a2a_overlap_alone_share(r, l.pp, l.vpp, l.microbatches()) : 0.0;
+    const auto forward_of = [&](const KindCounts& n) {
+      return total(n, &KindTimes::forward) + alone * total(n, &KindTimes::ep_alone_forward);
+    };
+    const auto backward_of = [&](const KindCounts& n) {
+      return total(n, &KindTimes::backward) + alone * total(n, &KindTimes::ep_alone_backward);
+    };
     StageTimes st;
     st.compute_s = total(kinds, &KindTimes::compute);
     st.recompute_s = total(kinds, &KindTimes::recompute);
     st.tp_s = total(kinds, &KindTimes::tp);
     st.cp_s = total(kinds, &KindTimes::cp);
     st.fsdp_s = total(kinds, &KindTimes::fsdp);
-    st.ep_s = total(kinds, &KindTimes::ep);
-    st.forward_s = total(kinds, &KindTimes::forward);
-    st.backward_s = total(kinds, &KindTimes::backward);
+    st.ep_s = total(kinds, &KindTimes::ep) + alone * (total(kinds, &KindTimes::ep_alone_forward) +
+                                                      total(kinds, &KindTimes::ep_alone_backward));
+    st.forward_s = forward_of(kinds);
+    st.backward_s = backward_of(kinds);
     if (keep_stages) {
       for (std::int64_t c = 0; c < l.vpp; ++c) {
         const KindCounts chunk = kind_counts(
             chunk_layer_count(l, model, r, c), chunk_moe_layer_count(l, model, r, c),
             window ? chunk_windowed_layer_counts(l, model, r, c) : WindowedLayerCounts());
-        st.chunk_forward_s.push_back(total(chunk, &KindTimes::forward));
-        st.chunk_backward_s.push_back(total(chunk, &KindTimes::backward));
+        st.chunk_forward_s.push_back(forward_of(chunk));
+        st.chunk_backward_s.push_back(backward_of(chunk));
       }
       if (r == l.pp - 1 && model.mtp_num_layers > 0) {
         // The multi-token-prediction depths run after the last chunk's layers.

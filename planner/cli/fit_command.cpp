@@ -207,20 +207,32 @@ CommandAction add_fit_command(CLI::App& app) {
                 "pooled spread with the bias fitted beside it), not the base profile's fitted "
                 "ones (tools/refit-profiles: the profile then depends on the runs and the base's "
                 "rates only)");
-  return [files, base, out_path, leave_out, memory_from_runs](std::ostream& out,
-                                                              std::ostream& /*err*/) {
+  auto moe_priors_from = std::make_shared<std::string>();
+  cmd->add_option("--moe-priors-from", *moe_priors_from,
+                  "Profile (preset name or file, fitted by meshplan fit) whose fitted MoE "
+                  "dispatch seconds (moe_layer_overhead_s, moe_alltoall_sync_s, "
+                  "moe_routed_token_s) are the priors of this fit: an MoE layer's host-side "
+                  "costs, for a GPU generation whose runs hold no MoE run (tools/refit-profiles: "
+                  "Hopper and Ampere take Blackwell's, b200)")
+      ->check(non_empty("a profile preset name (meshplan presets profiles) or a profile.json path "
+                        "fitted by meshplan fit"));
+  return [files, base, out_path, leave_out, memory_from_runs, moe_priors_from](
+             std::ostream& out, std::ostream& /*err*/) {
     // The runs, the base profile and the GPU file it names are inputs: --out must not replace
     // one (input_files: a preset is protected by check_writable_target instead).
     std::vector<NamedFile> inputs;
     for (const std::string& f : *files) inputs.push_back({"files", f, f});
-    for (NamedFile& f : input_files({{PresetKind::kProfile, "--profile", *base}})) {
+    for (NamedFile& f :
+         input_files({{PresetKind::kProfile, "--profile", *base},
+                      {PresetKind::kProfile, "--moe-priors-from", *moe_priors_from}})) {
       inputs.push_back(std::move(f));
     }
     require_distinct_files({{"--out", *out_path, *out_path}}, inputs);
     check_output_flag("--out", *out_path, "profiles");
     const auto start = std::chrono::steady_clock::now();
     const ProfileFit f = fit_profile(*files, *base, *out_path, folds_named(*leave_out),
-                                     *memory_from_runs ? BaseMemory::kFromRuns : BaseMemory::kKeep);
+                                     *memory_from_runs ? BaseMemory::kFromRuns : BaseMemory::kKeep,
+                                     *moe_priors_from);
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     write_file_atomically(*out_path, f.profile_json.dump(2) + "\n", "profiles");

@@ -167,11 +167,18 @@ constexpr double kDeviationBound = 0.6931471805599453;
 
 }  // namespace
 
-GenerationFit fit_generation(const std::vector<const FitRun*>& runs,
-                             const std::string& generation) {
+double prior_of(const ParameterSpec& spec, const std::string& family,
+                const PriorOverrides& overrides) {
+  const auto it = overrides.find({spec.name, family});
+  return it != overrides.end() ? it->second : spec.prior(family);
+}
+
+GenerationFit fit_generation(const std::vector<const FitRun*>& runs, const std::string& generation,
+                             const PriorOverrides& priors) {
   GenerationFit fit;
   fit.generation = generation;
   fit.runs = runs.size();
+  fit.priors = priors;
   std::set<std::string> present;
   for (const FitRun* r : runs) present.insert(r->family);
   std::vector<Slot> slots;
@@ -188,7 +195,7 @@ GenerationFit fit_generation(const std::vector<const FitRun*>& runs,
     }
     for (const std::string& family : framework_families()) {
       const bool free = present.count(family) > 0;
-      const double prior = spec.prior(family);
+      const double prior = prior_of(spec, family, priors);
       if (free) {
         slots.push_back({fit.parameters.size(), spec.scope == ParameterScope::kShared});
         if (spec.scope == ParameterScope::kShared) {
@@ -273,6 +280,12 @@ FittedRates unseen_family_rates(const GenerationFit& fit, const std::string& fam
   for (const FittedParameter& row : fit.parameters) {
     if (row.family == "all") rates.*row.spec->field = row.value;
   }
+  for (const auto& [key, value] : fit.priors) {
+    const ParameterSpec* spec = find_parameter(key.first);
+    if (key.second == family && spec != nullptr && spec->scope == ParameterScope::kFamily) {
+      rates.*spec->field = value;
+    }
+  }
   return rates;
 }
 
@@ -320,13 +333,13 @@ std::vector<const FitRun*> runs_without(const std::vector<FitRun>& runs,
 
 /// The fit of `generation` on those of `runs` on it whose fold is not in `excluded`.
 GenerationFit fit_without(const std::vector<FitRun>& runs, const std::string& generation,
-                          const std::set<std::string>& excluded) {
-  return fit_generation(runs_without(runs, generation, excluded), generation);
+                          const std::set<std::string>& excluded, const PriorOverrides& priors) {
+  return fit_generation(runs_without(runs, generation, excluded), generation, priors);
 }
 
 }  // namespace
 
-CrossValidation cross_validate(const std::vector<FitRun>& runs) {
+CrossValidation cross_validate(const std::vector<FitRun>& runs, const PriorOverrides& priors) {
   CrossValidation cv;
   cv.log_errors.assign(runs.size(), 0.0);
   cv.predicted.assign(runs.size(), 0.0);
@@ -344,7 +357,7 @@ CrossValidation cross_validate(const std::vector<FitRun>& runs) {
       });
       if (!predicts) continue;
       const std::vector<const FitRun*> train = runs_without(runs, generation, {fold});
-      const GenerationFit fit = fit_generation(train, generation);
+      const GenerationFit fit = fit_generation(train, generation, priors);
       if (fit.runs == 0) cv.prior_only.emplace_back(fold, generation);
       if (const auto v = family_offset_variance(fit, train)) {
         cv.family_spreads.push_back({fold, generation, *v});
@@ -381,7 +394,8 @@ std::optional<double> family_spread_variance(const CrossValidation& cv,
 }
 
 std::map<std::string, std::vector<double>> nested_cross_validate(const std::vector<FitRun>& runs,
-                                                                 const CrossValidation& outer) {
+                                                                 const CrossValidation& outer,
+                                                                 const PriorOverrides& priors) {
   std::map<std::string, std::vector<double>> out;
   for (const std::string& fold : outer.folds) out[fold] = outer.log_errors;
   // The folds with runs on each generation: leaving one out changes only that generation's fits.
@@ -391,7 +405,7 @@ std::map<std::string, std::vector<double>> nested_cross_validate(const std::vect
     for (auto a = folds.begin(); a != folds.end(); ++a) {
       for (auto b = std::next(a); b != folds.end(); ++b) {
         // One fit without both serves F = a (predicting b's runs) and F = b (predicting a's).
-        const GenerationFit fit = fit_without(runs, generation, {*a, *b});
+        const GenerationFit fit = fit_without(runs, generation, {*a, *b}, priors);
         for (std::size_t i = 0; i < runs.size(); ++i) {
           const FitRun& r = runs[i];
           if (r.generation != generation || (r.fold != *a && r.fold != *b)) continue;

@@ -99,6 +99,17 @@ double predict_run(const FitRun& run, const FittedRates& rates);
 /// step_log_error of `run` predicted with `rates`.
 double run_log_error(const FitRun& run, const FittedRates& rates);
 
+/// Priors that replace the registry's (ParameterSpec::prior) for some kFamily parameters:
+/// (parameter name, framework family) -> value, in the parameter's unit. `meshplan fit
+/// --moe-priors-from PROFILE` fills it with another profile's fitted MoE dispatch parameters
+/// (fit_profile.hpp moe_prior_overrides). A parameter the runs do not determine then stays at
+/// that value, as it stays at the registry's prior otherwise.
+using PriorOverrides = std::map<std::pair<std::string, std::string>, double>;
+
+/// The prior of `spec` for `family`: `overrides`' value where it has one, else spec.prior.
+double prior_of(const ParameterSpec& spec, const std::string& family,
+                const PriorOverrides& overrides);
+
 /// One fitted parameter of a generation.
 struct FittedParameter {
   const ParameterSpec* spec = nullptr;
@@ -127,13 +138,17 @@ struct GenerationFit {
   double last_relative_gain = 0;
   double cost = 0;
   std::size_t runs = 0;
+  PriorOverrides priors;  ///< the overrides the fit's priors took (fit_generation)
 };
 
-/// Fits `generation`'s parameters to those of `runs` on it (priors alone where there are none).
-GenerationFit fit_generation(const std::vector<const FitRun*>& runs, const std::string& generation);
+/// Fits `generation`'s parameters to those of `runs` on it (priors alone where there are none),
+/// each prior taken from `priors` where it has one (prior_of).
+GenerationFit fit_generation(const std::vector<const FitRun*>& runs, const std::string& generation,
+                             const PriorOverrides& priors = {});
 
 /// The rates a framework family without runs takes in `fit` (fit_generation's rule): each kShared
-/// parameter at the generation's value (the "all" row), each kFamily one at the family's prior.
+/// parameter at the generation's value (the "all" row), each kFamily one at the family's prior
+/// (prior_of, with fit.priors).
 FittedRates unseen_family_rates(const GenerationFit& fit, const std::string& family);
 
 /// How far framework families' steps depart from their generation's shared rates in `fit`, a fit
@@ -171,7 +186,8 @@ struct CrossValidation {
   };
   std::vector<FamilySpread> family_spreads;
 };
-CrossValidation cross_validate(const std::vector<FitRun>& runs);
+/// Every fit made takes `priors` (fit_generation).
+CrossValidation cross_validate(const std::vector<FitRun>& runs, const PriorOverrides& priors = {});
 
 /// The variance (natural-log units squared) of a family's own offset from its generation's
 /// rates, for a run of a family the fit did not see, from the fits of `cv` that never saw
@@ -190,9 +206,10 @@ std::optional<double> family_spread_variance(const CrossValidation& cv,
 /// own prediction is; cross_validate's residuals of G came from a fit that did see F. Where F has
 /// no run on G's generation the two fits are the same and `outer`'s errors are taken, as they are
 /// for F's own runs. result[F][i] belongs to runs[i]. Costs one fit per generation and pair of
-/// its folds (the fit without {F, G} serves F and G both).
+/// its folds (the fit without {F, G} serves F and G both), each taking `priors`.
 std::map<std::string, std::vector<double>> nested_cross_validate(const std::vector<FitRun>& runs,
-                                                                 const CrossValidation& outer);
+                                                                 const CrossValidation& outer,
+                                                                 const PriorOverrides& priors = {});
 
 /// Runs, and distinct folds (studies), needed for an interval from one group's residuals.
 inline constexpr std::size_t kMinIntervalRuns = 10;

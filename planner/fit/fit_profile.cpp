@@ -98,7 +98,7 @@ nlohmann::json parameter_rows(const GenerationFit& fit,
                               const std::vector<MemoryRun>& memory_runs,
                               const std::optional<PooledSpread>& pooled,
                               const std::vector<UnidentifiedMemory>& unidentified,
-                              const std::string& base_name) {
+                              const std::string& base_name, const std::string& moe_priors_from) {
   nlohmann::json rows = nlohmann::json::array();
   for (const FittedParameter& p : fit.parameters) {
     rows.push_back(
@@ -114,6 +114,12 @@ nlohmann::json parameter_rows(const GenerationFit& fit,
          {"bound_hit", p.bound_hit.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.bound_hit)},
          {"meaning", p.spec->meaning},
          {"prior_source", p.spec->prior_source}});
+    if (fit.priors.count({p.spec->name, p.family}) > 0) {
+      rows.back()["prior_source"] =
+          "the value profile " + moe_priors_from +
+          "'s fit gave the family (meshplan fit --moe-priors-from: an MoE layer's host-side "
+          "seconds, carried to a generation whose runs hold no MoE run)";
+    }
   }
   for (const ParameterSpec& p : fit_parameters()) {
     if (p.group != "memory") continue;
@@ -227,9 +233,33 @@ void mark_fitted(nlohmann::json& profile) {
 
 }  // namespace
 
+PriorOverrides moe_prior_overrides(const std::string& donor, const std::string& flag) {
+  const Profile p = load_profile(donor, flag);
+  if (p.fitted.generation.empty()) {
+    throw InputError(flag + " " + donor +
+                     ": the profile has no fitted section, so no fitted MoE parameters to take; "
+                     "give a profile meshplan fit wrote (e.g. b200)");
+  }
+  // The families the donor's fit had runs of: another family holds the registry's priors there.
+  const std::optional<std::set<std::string>> fitted_families =
+      p.fitted.record ? p.fitted.record->families_with_runs : std::nullopt;
+  PriorOverrides out;
+  for (const char* name : {"moe_layer_overhead_s", "moe_alltoall_sync_s", "moe_routed_token_s"}) {
+    const ParameterSpec* spec = find_parameter(name);
+    for (const auto& [family, fit] : p.fitted.families) {
+      if (fitted_families && fitted_families->count(family) == 0) continue;
+      out[{name, family}] = fit.rates.*spec->field;
+    }
+  }
+  return out;
+}
+
 ProfileFit fit_profile(const std::vector<std::string>& paths, const std::string& base_name_or_path,
-                       const std::string& out_path, Folds folds, BaseMemory base_memory) {
+                       const std::string& out_path, Folds folds, BaseMemory base_memory,
+                       const std::string& moe_priors_from) {
   ProfileFit out;
+  if (!moe_priors_from.empty())
+    out.priors = moe_prior_overrides(moe_priors_from, "--moe-priors-from");
   const std::string base_name = base_name_or_path.empty() ? runs_profile(paths) : base_name_or_path;
   out.base = load_profile(base_name, "--profile");
   // The fit starts from the base's rates alone; its previous fit is consulted only for the
@@ -248,7 +278,7 @@ ProfileFit fit_profile(const std::vector<std::string>& paths, const std::string&
   out.runs = load_fit_runs(paths, *generation, bases, folds);
   std::vector<const FitRun*> all;
   for (const FitRun& r : out.runs.runs) all.push_back(&r);
-  out.fit = fit_generation(all, *generation);
+  out.fit = fit_generation(all, *generation, out.priors);
 
   // The memory parameters (memory_fit.hpp), on the same files and generation, into every
   // family's rates.
@@ -327,12 +357,13 @@ ProfileFit fit_profile(const std::vector<std::string>& paths, const std::string&
   const std::vector<FitRun>& runs = out.runs.runs;
   const std::size_t own_folds = fold_names(runs).size();
   if (own_folds > 1) {
-    out.cross_validation = cross_validate(runs);
+    out.cross_validation = cross_validate(runs, out.priors);
     std::optional<FitRuns> every;
     if (own_folds <= kMinIntervalFolds) every = load_fit_runs(paths, "", bases, folds);
     const bool others = every && every->runs.size() > runs.size();
     const std::vector<FitRun>& pool = others ? every->runs : runs;
-    const CrossValidation pool_cv = others ? cross_validate(pool) : *out.cross_validation;
+    const CrossValidation pool_cv =
+        others ? cross_validate(pool, out.priors) : *out.cross_validation;
     // A family without runs on this generation takes its rates from the others': its interval
     // adds the families' own spread (family_spread_variance, over every fit made).
     const double spread = family_spread_variance(pool_cv, pool).value_or(0);
@@ -416,6 +447,9 @@ ProfileFit fit_profile(const std::vector<std::string>& paths, const std::string&
   }
   std::vector<std::string> files;
   for (const std::string& p : paths) files.push_back(std::filesystem::path(p).filename().string());
+  // The donor as its name (a file's stem), so that the report does not depend on where it lay.
+  const std::string donor_name =
+      moe_priors_from.empty() ? "" : std::filesystem::path(moe_priors_from).stem().string();
   std::sort(files.begin(), files.end());  // the fit does not depend on their order (load_fit_runs)
   const nlohmann::json report = {
       {"method",
@@ -436,10 +470,12 @@ ProfileFit fit_profile(const std::vector<std::string>& paths, const std::string&
        "files' (generation, family) groups that identify one (parameters' source says which), "
        "the bias fitted with it held"},
       {"base_profile", out.base.name},
+      {"moe_priors_from",
+       donor_name.empty() ? nlohmann::json(nullptr) : nlohmann::json(donor_name)},
       {"leave_out", folds == Folds::kFile ? "file" : "study"},
       {"files", files},
       {"parameters", parameter_rows(out.fit, out.memory_rates, out.memory_runs, out.pooled_spread,
-                                    out.unidentified_memory, out.base.name)},
+                                    out.unidentified_memory, out.base.name, donor_name)},
       {"memory_unidentified", unidentified_json(out.unidentified_memory)},
       {"memory_errors", memory_errors},
       {"iterations", out.fit.iterations},

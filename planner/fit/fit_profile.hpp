@@ -48,6 +48,7 @@ struct UnidentifiedMemory {
 /// The fit and the profile it writes.
 struct ProfileFit {
   Profile base;
+  PriorOverrides priors;  ///< moe_prior_overrides of fit_profile's moe_priors_from; empty: none
   FitRuns runs;
   GenerationFit fit;
   std::optional<CrossValidation> cross_validation;  ///< nullopt: one fold (source) only
@@ -78,6 +79,17 @@ enum class BaseMemory {
   kFromRuns,
 };
 
+/// The MoE dispatch parameters (parameters.hpp: moe_layer_overhead_s, moe_alltoall_sync_s,
+/// moe_routed_token_s) of every framework family as `donor` (a profile preset or file) fitted
+/// them, as priors (PriorOverrides) for a fit whose runs may hold no MoE run: the seconds an MoE
+/// layer costs beyond its kernels are host-side (the dispatcher's host sync before its
+/// all-to-all, its launches and bookkeeping: costmodel/host_bound.hpp), set by the framework and
+/// the host, not by the GPU generation, so a generation without MoE runs (Hopper and Ampere in
+/// ../shared/data/validation) takes them from one with (Blackwell, moe-blackwell/); only the
+/// families the donor's fit had runs of (its report's families_with_runs, where it says). Throws
+/// InputError naming `flag` when the donor cannot be read or has no fitted section.
+PriorOverrides moe_prior_overrides(const std::string& donor, const std::string& flag);
+
 /// Fits `base_name_or_path` (a profile preset or file; empty: the shipped profile of the runs'
 /// GPUs, which must then be one) to the runs of `paths` on its GPU generation. `out_path` is the
 /// file the profile will be written to: its stem is the profile's "name", and a base's "gpu"
@@ -86,10 +98,13 @@ enum class BaseMemory {
 /// the profile is fitted (provenance kind "fitted"; configs/profiles/README.md). Throws
 /// InputError for bad files, no usable run, or runs spanning several shipped profiles without a
 /// base. `folds` sets what the cross-validation (and with it the intervals) leaves out at a
-/// time; `base_memory` what a family whose runs identify none of its memory parameters holds.
+/// time; `base_memory` what a family whose runs identify none of its memory parameters holds;
+/// `moe_priors_from` (a profile preset or file; empty: none) the MoE dispatch parameters' priors
+/// (moe_prior_overrides), which the report names (fitted.report.moe_priors_from).
 ProfileFit fit_profile(const std::vector<std::string>& paths, const std::string& base_name_or_path,
                        const std::string& out_path, Folds folds = Folds::kStudy,
-                       BaseMemory base_memory = BaseMemory::kKeep);
+                       BaseMemory base_memory = BaseMemory::kKeep,
+                       const std::string& moe_priors_from = "");
 
 /// Error of a run's metric, (predicted - measured) / measured, from its log_error
 /// (step_log_error).

@@ -56,6 +56,7 @@ nlohmann::json report_of_record(const FitRecord& record) {
   }
   nlohmann::json j = {{"files", record.files}, {"errors", errors}};
   if (record.families_with_runs) j["families_with_runs"] = *record.families_with_runs;
+  if (record.moe_priors_from) j["moe_priors_from"] = *record.moe_priors_from;
   return j;
 }
 
@@ -236,6 +237,18 @@ FitRecord fit_record_from_report(const nlohmann::json& report, const StrictObjec
                describe_json(leave_out) + "; profile show prints \"cross-validated leaving one " +
                "<leave_out> out at a time\"");
     }
+  }
+  // profile show names it: the profile whose fitted MoE parameters were this fit's priors.
+  if (report.contains("moe_priors_from") && !report.at("moe_priors_from").is_null()) {
+    const nlohmann::json& donor = report.at("moe_priors_from");
+    if (!donor.is_string() || donor.get<std::string>().empty()) {
+      fail("moe_priors_from",
+           "must name the profile whose fitted MoE parameters the fit took as priors (meshplan "
+           "fit --moe-priors-from writes its name), or be null, got " +
+               describe_json(donor));
+    }
+    fitted.check_one_line("report.moe_priors_from", donor.get<std::string>(), "a profile's name");
+    r.moe_priors_from = donor.get<std::string>();
   }
   r.families_with_runs = families_with_runs(report);
   if (!report.contains("errors")) return r;

@@ -354,32 +354,51 @@ std::string no_interval_reason(const Profile& profile, const std::string& family
          interval_needs_text();
 }
 
+/// How far the shipped h100 profile (its MoE seconds b200's, --moe-priors-from) predicts the six
+/// published Megatron-Bridge H100 MoE runs, none of which any fit saw (`meshplan validate
+/// ../shared/data/moe-blackwell/*.json`, 2026-12-04; docs/validation.md).
+constexpr const char* kHopperMoeErrorRange =
+    "1% to 62% too fast (Qwen3-235B-A22B 1% and 1%, GPT-OSS 120B 8% and 21%, Qwen3-30B-A3B 49% "
+    "and 62%)";
+
 std::vector<std::string> regime_caveats(const ModelSpec& model, const Layout& layout,
                                         const TrainingSetup& setup, const GpuSpec& gpu,
                                         const Profile& profile, double mfu) {
   std::vector<std::string> out;
   const FittedRates rates = fitted_rates(profile, setup.framework);
   const FittedRates prior = prior_rates(framework_family(setup.framework));
+  // A profile whose fit saw no MoE run: its MoE seconds are the priors, or another profile's
+  // fitted values (meshplan fit --moe-priors-from: the shipped Hopper and Ampere ones take
+  // b200's), and the all-to-all's rate is at its prior either way.
+  const std::optional<std::string> donor =
+      profile.fitted.record ? profile.fitted.record->moe_priors_from : std::nullopt;
+  const bool moe_seconds_at_priors = rates.moe_layer_overhead_s == prior.moe_layer_overhead_s &&
+                                     rates.moe_alltoall_sync_s == prior.moe_alltoall_sync_s &&
+                                     rates.moe_routed_token_s == prior.moe_routed_token_s;
   if (model.moe && rates.alltoall_busbw_scale == prior.alltoall_busbw_scale &&
-      rates.moe_layer_overhead_s == prior.moe_layer_overhead_s &&
-      rates.moe_alltoall_sync_s == prior.moe_alltoall_sync_s &&
-      rates.moe_routed_token_s == prior.moe_routed_token_s) {
-    out.push_back("mixture-of-experts on profile " + profile.name + " (" + gpu.name +
-                  "): its fit left the expert all-to-all's rate and the MoE layers' host "
-                  "overheads at their priors (alltoall_busbw_scale " +
-                  significant(prior.alltoall_busbw_scale, 3) + ", moe_layer_overhead_s " +
-                  significant(prior.moe_layer_overhead_s, 3) + ", moe_alltoall_sync_s " +
-                  significant(prior.moe_alltoall_sync_s, 3) + ", moe_routed_token_s " +
-                  significant(prior.moe_routed_token_s, 3) +
-                  "; the shipped Blackwell profiles fit them to the MoE runs of "
-                  "../shared/data/moe-blackwell, the Hopper and Ampere ones saw dense runs only), "
-                  "and its 80% interval comes from dense runs. So left, the shipped h100 profile "
-                  "predicts the published Megatron-Bridge H100 MoE runs 23% to 70% too fast "
-                  "(docs/validation.md); fit a profile to MoE runs, yours or those (meshplan fit "
-                  "../shared/data/moe-blackwell/*.json --leave-out file --profile " +
-                  profile.name + " --out " + profile.name + "-moe.json, then --profile " +
-                  profile.name +
-                  "-moe.json), or measure a step (meshplan-run), before relying on it.");
+      (moe_seconds_at_priors || donor)) {
+    const std::string seconds =
+        "moe_layer_overhead_s " + significant(rates.moe_layer_overhead_s, 3) +
+        ", moe_alltoall_sync_s " + significant(rates.moe_alltoall_sync_s, 3) +
+        ", moe_routed_token_s " + significant(rates.moe_routed_token_s, 3);
+    out.push_back(
+        "mixture-of-experts on profile " + profile.name + " (" + gpu.name +
+        "): its fit saw no MoE run, so the expert all-to-all's rate is at its prior "
+        "(alltoall_busbw_scale " +
+        significant(prior.alltoall_busbw_scale, 3) + ") and the MoE layers' host seconds are " +
+        (donor ? "profile " + *donor + "'s fitted values (" + seconds +
+                     "; meshplan fit --moe-priors-from: the shipped Hopper and Ampere profiles "
+                     "take Blackwell's, fitted to ../shared/data/moe-blackwell)"
+               : "at their priors (" + seconds +
+                     "; the shipped Blackwell profiles fit them to the MoE runs of "
+                     "../shared/data/moe-blackwell)") +
+        ", and its 80% interval comes from dense runs. So fitted, the shipped h100 profile "
+        "predicts the published Megatron-Bridge H100 MoE runs " +
+        kHopperMoeErrorRange +
+        " (docs/validation.md); fit a profile to MoE runs, yours or those (meshplan fit "
+        "../shared/data/moe-blackwell/*.json --leave-out file --profile " +
+        profile.name + " --out " + profile.name + "-moe.json, then --profile " + profile.name +
+        "-moe.json), or measure a step (meshplan-run), before relying on it.");
   }
   // The figures below are `meshplan validate --cross-validate` over ../shared/data (validation/
   // and calibration/) with the shipped profiles' fit (docs/validation.md), as step-time errors

@@ -213,7 +213,11 @@ std::string fitted_text(const ProfileDocument& doc) {
             ")" +
             (report->leave_out.empty()
                  ? std::string()
-                 : "; cross-validated leaving one " + report->leave_out + " out at a time"));
+                 : "; cross-validated leaving one " + report->leave_out + " out at a time") +
+            (report->moe_priors_from.empty()
+                 ? std::string()
+                 : "; the MoE dispatch seconds' priors are profile " + report->moe_priors_from +
+                       "'s fitted values (--moe-priors-from)"));
   }
   Table t({"parameter", "family", "prior", "fitted", "bounds", "note"},
           {true, true, false, false, false, true});
@@ -224,8 +228,12 @@ std::string fitted_text(const ProfileDocument& doc) {
     names += (names.empty() ? "" : ", ") + p.name;
     for (const auto& [family, fit] : f.families) {
       std::string note;
+      double prior = p.prior(family);
       if (report) {
         const auto status = report->parameters.find({p.name, family});
+        if (status != report->parameters.end() && status->second.prior) {
+          prior = *status->second.prior;
+        }
         if (status != report->parameters.end() && !status->second.source.empty()) {
           note = "source below";
           sources += wrap("  " + p.name + " " + family + ": ", status->second.source);
@@ -237,8 +245,7 @@ std::string fitted_text(const ProfileDocument& doc) {
           note = "at the " + status->second.bound_hit + " bound";
         }
       }
-      t.add_row({p.name, family, significant(p.prior(family), 4),
-                 significant(fit.rates.*p.field, 4),
+      t.add_row({p.name, family, significant(prior, 4), significant(fit.rates.*p.field, 4),
                  significant(p.lower, 4) + " - " + significant(p.upper, 4), note});
     }
   }
@@ -716,6 +723,7 @@ FitReportSummary read_fit_report(const nlohmann::json& report, FitRecord record)
     }
   }
   r.leave_out = report_string(report, "leave_out");
+  r.moe_priors_from = record.moe_priors_from.value_or("");
   if (report_count(report, "parameters") > 0) {
     for (const nlohmann::json& p : report.at("parameters")) {
       const std::string name = report_string(p, "name"), family = report_string(p, "family");
@@ -725,6 +733,8 @@ FitReportSummary read_fit_report(const nlohmann::json& report, FitRecord record)
           !(p.contains("fitted") && p.at("fitted").is_boolean()) || p.at("fitted").get<bool>();
       status.bound_hit = report_string(p, "bound_hit");
       status.source = report_string(p, "source");
+      if (p.contains("prior") && p.at("prior").is_number())
+        status.prior = p.at("prior").get<double>();
       r.parameters[{name, family}] = status;
     }
   }

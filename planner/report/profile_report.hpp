@@ -62,6 +62,9 @@ struct FitParameterStatus {
   /// Where the value comes from when the fit says (report parameters' "source", the OOM spread's:
   /// planner/fit/fit_profile.cpp), else "".
   std::string source;
+  /// The report parameters' "prior" where a number: the registry's, or for a prior that meshplan
+  /// fit --moe-priors-from gave, the donor's fitted value.
+  std::optional<double> prior;
 };
 
 /// What `meshplan fit` recorded of the runs it fitted (a profile's fitted.report), read
@@ -76,6 +79,9 @@ struct FitReportSummary {
   /// each case. Sources without any are absent.
   std::map<std::string, std::size_t> repeated;
   std::string leave_out;  ///< report.leave_out: "study" or "file"; "" when absent
+  /// report.moe_priors_from: the profile whose fitted MoE dispatch seconds were the fit's priors;
+  /// "" when absent or null.
+  std::string moe_priors_from;
   /// (parameter name, family) -> its status; absent pairs: the report does not say.
   std::map<std::pair<std::string, std::string>, FitParameterStatus> parameters;
   std::vector<FitSourceError> errors;  ///< report.errors, in the file's order

@@ -315,7 +315,9 @@ TEST_CASE("A2A overlap: each direction's all-to-alls beside the other direction'
   // Qwen3-30B-A3B at ep 8 on one DGX H100 node, 8 micro-batches of 4096 tokens: each
   // all-to-all moves 8 x 4096 x 2048 x 2 = 134 MB at 370 GB/s, about 0.3 ms, shorter than a
   // layer's forward or backward kernels. Beside them (exposed_beside) only the collective's
-  // share of the SMs shows: ep_exposed_s with the overlap = comm_sm_fraction x without it.
+  // share of the SMs shows; without pipelining the first micro-batch's forward and the last
+  // one's backward run alone (a2a_overlap_alone_share = 1/8 of each direction): ep_exposed_s
+  // with the overlap = (1/8 + 7/8 x comm_sm_fraction) x without it.
   const ModelSpec m = load_model("qwen3-30b-a3b");
   Layout l;
   l.tp = 1;
@@ -334,7 +336,15 @@ TEST_CASE("A2A overlap: each direction's all-to-alls beside the other direction'
   const StepEstimate a = estimate_step(m, l, plain, cluster, profile);
   const StepEstimate b = estimate_step(m, l, overlap, cluster, profile);
   CHECK(b.breakdown.ep_exposed_s ==
-        Approx(profile.comm_sm_fraction * a.breakdown.ep_exposed_s).epsilon(1e-9));
+        Approx((1.0 / 8 + 7.0 / 8 * profile.comm_sm_fraction) * a.breakdown.ep_exposed_s)
+            .epsilon(1e-9));
   CHECK(b.breakdown.compute_s == a.breakdown.compute_s);
   CHECK(b.step_time_s < a.step_time_s);
+  // One micro-batch per step (gbs 8 = dp): its forward and backward both run alone, nothing
+  // is hidden, and the overlap changes nothing.
+  l.gbs = 8;
+  const StepEstimate one = estimate_step(m, l, plain, cluster, profile);
+  const StepEstimate one_overlap = estimate_step(m, l, overlap, cluster, profile);
+  CHECK(one_overlap.breakdown.ep_exposed_s == Approx(one.breakdown.ep_exposed_s).epsilon(1e-12));
+  CHECK(one_overlap.step_time_s == Approx(one.step_time_s).epsilon(1e-12));
 }

@@ -14,19 +14,37 @@
 using namespace meshplan;
 
 TEST_CASE("1F1B: stage i holds min(p - i, m) micro-batches", "[pipeline]") {
-  CHECK(chunks_in_flight(0, 8, 1, 64) == 8);  // the first stage holds pp micro-batches
-  CHECK(chunks_in_flight(7, 8, 1, 64) == 1);
-  CHECK(chunks_in_flight(0, 8, 1, 3) == 3);  // fewer micro-batches than stages
+  CHECK(chunks_in_flight(0, 8, 1, 64, false) == 8);  // the first stage holds pp micro-batches
+  CHECK(chunks_in_flight(7, 8, 1, 64, false) == 1);
+  CHECK(chunks_in_flight(0, 8, 1, 3, false) == 3);  // fewer micro-batches than stages
 }
 
 TEST_CASE("interleaved: the first stage holds L (1 + (p-1)/(p v)) layers' worth", "[pipeline]") {
   // p = 8, v = 3, L = 96: 2 (p-1) + (v-1) p + 1 = 31 chunks of L/(p v) = 4 layers = 124 layers
   // = 96 x (1 + 7/24).
-  const std::int64_t chunks = chunks_in_flight(0, 8, 3, 64);
+  const std::int64_t chunks = chunks_in_flight(0, 8, 3, 64, false);
   CHECK(chunks == 31);
   CHECK(static_cast<double>(chunks) * 96.0 / 24.0 == Approx(96.0 * (1 + 7.0 / 24.0)));
-  CHECK(chunks_in_flight(7, 8, 3, 64) == 2 * 8 + 1);  // last rank: (v-1) p + 1
-  CHECK(chunks_in_flight(0, 8, 3, 2) == 6);           // capped by m v chunk-forwards
+  CHECK(chunks_in_flight(7, 8, 3, 64, false) == 2 * 8 + 1);  // last rank: (v-1) p + 1
+  CHECK(chunks_in_flight(0, 8, 3, 2, false) == 6);           // capped by m v chunk-forwards
+}
+
+TEST_CASE("the A2A overlap's combined 1F1B warms up one more chunk and runs w of m v alone",
+          "[pipeline][moe]") {
+  // Megatron-LM d98e8a6 schedules.py 966-970: interleaved, one more warm-up with the overlap.
+  // p = 8, v = 3, m = 64, rank 0: 2 x 7 + 2 x 8 = 30 warm-ups, 31 with it; 32 chunks in flight.
+  CHECK(warmup_chunk_forwards(0, 8, 3, 64, false) == 30);
+  CHECK(warmup_chunk_forwards(0, 8, 3, 64, true) == 31);
+  CHECK(chunks_in_flight(0, 8, 3, 64, true) == 32);
+  CHECK(chunks_in_flight(0, 8, 3, 2, true) == 6);  // still capped by the m v = 6 of a step
+  // The 31 warm-up forwards run alone, as do the 31 cool-down backwards: 31 / (64 x 3).
+  CHECK(a2a_overlap_alone_share(0, 8, 3, 64) == Approx(31.0 / 192));
+  CHECK(a2a_overlap_alone_share(7, 8, 3, 64) == Approx(17.0 / 192));  // last rank: 16 + 1
+  // Without pipelining (combined_1f1b_schedule_for_no_pipelining): no extra warm-up; the first
+  // forward and the last backward alone, 1 of m; all of it at one micro-batch.
+  CHECK(chunks_in_flight(0, 1, 1, 8, true) == 1);
+  CHECK(a2a_overlap_alone_share(0, 1, 1, 8) == Approx(1.0 / 8));
+  CHECK(a2a_overlap_alone_share(0, 1, 1, 1) == 1.0);
 }
 
 TEST_CASE("the ledger holds pp micro-batches on the first 1F1B stage", "[pipeline]") {
@@ -39,6 +57,25 @@ TEST_CASE("the ledger holds pp micro-batches on the first 1F1B stage", "[pipelin
   CHECK(ledger.stages[0].chunks_in_flight == 4);
   CHECK(ledger.stages[0].layer_activations_held == 4 * 8);  // 4 micro-batches x 8 layers
   CHECK(ledger.stages[3].layer_activations_held == 1 * 8);
+}
+
+TEST_CASE("with the A2A overlap the ledger holds the extra warm-up chunk", "[pipeline][moe]") {
+  // qwen3-30b-a3b (48 layers) at dp 8, ep 8, pp 2, vpp 2, 8 micro-batches: stage 0 warms up
+  // 2 x 1 + 1 x 2 = 4 chunk-forwards and holds 5 chunks of 12 layers; with the overlap 6.
+  const ModelSpec m = load_model("qwen3-30b-a3b");
+  Layout l;
+  l.dp = 8;
+  l.ep = 8;
+  l.pp = 2;
+  l.vpp = 2;
+  l.gbs = 64;
+  TrainingSetup setup = test::megatron_setup(4096);
+  const MemoryLedger plain = build_memory_ledger(m, l, setup, load_gpu("h100-sxm"));
+  setup.moe_a2a_overlap = true;
+  const MemoryLedger overlap = build_memory_ledger(m, l, setup, load_gpu("h100-sxm"));
+  CHECK(plain.stages[0].chunks_in_flight == 5);
+  CHECK(overlap.stages[0].chunks_in_flight == 6);
+  CHECK(overlap.stages[0].layer_activations_held == plain.stages[0].layer_activations_held + 12);
 }
 
 TEST_CASE("split [1,2,2,3]: the heaviest stage is the last (3 layers + LM head)", "[pipeline]") {

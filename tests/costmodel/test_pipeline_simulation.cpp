@@ -177,7 +177,8 @@ TEST_CASE("every rank runs each chunk-forward and chunk-backward once, forward f
       }
       CHECK(static_cast<std::int64_t>(backwarded.size()) == m * v);
       // Warm-up + 1 is what pipeline_schedule.hpp charges activation memory for.
-      CHECK(std::min(warmup_forwards(r, p, v, m) + 1, m * v) == chunks_in_flight(r, p, v, m));
+      CHECK(std::min(warmup_forwards(r, p, v, m) + 1, m * v) ==
+            chunks_in_flight(r, p, v, m, false));
     }
   }
 }

@@ -34,13 +34,14 @@ nlohmann::json qwen_estimate(const std::vector<std::string>& extra) {
   return nlohmann::json::parse(r.out);
 }
 
-/// A plan.json of qwen3-30b-a3b on 16 H100 (ep 8, pp 2, vpp `vpp`, ZeRO 1) written by estimate
-/// --out with `extra` flags, as `name` in the test's temp folder.
+/// A plan.json of qwen3-30b-a3b on 32 H100 (ep 8, pp 2, vpp `vpp`, ZeRO 1 over dp 16) written by
+/// estimate --out with `extra` flags, as `name` in the test's temp folder. (On 16 the A2A
+/// overlap's extra warm-up chunk puts stage 0 at 81.6 GiB, an OOM risk above 5%.)
 std::string qwen_plan(const std::string& name, const std::string& vpp,
                       const std::vector<std::string>& extra) {
   const std::string plan = test::temp_dir() + "/" + name;
   const test::CliResult r = test::run(test::with(
-      {"estimate", "--model", "qwen3-30b-a3b", "--cluster", "dgx-h100", "--gpus", "16", "--ep", "8",
+      {"estimate", "--model", "qwen3-30b-a3b", "--cluster", "dgx-h100", "--gpus", "32", "--ep", "8",
        "--pp", "2", "--vpp", vpp, "--zero", "1", "--framework", "megatron", "--out", plan},
       extra));
   INFO(r.err);

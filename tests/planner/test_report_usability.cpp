@@ -881,29 +881,49 @@ TEST_CASE("MFU of quantized GEMMs says its peak is the 16-bit one, and MFU can p
                              "bf16 one, so MFU can exceed 100%; --json mfu_causal)"));
 }
 
-TEST_CASE(
-    "a mixture-of-experts plan on a profile that left the MoE parameters at their priors "
-    "says so",
-    "[usability][moe]") {
-  // The shipped h100 profile is fitted to dense runs only: alltoall_busbw_scale 1,
-  // moe_layer_overhead_s 0.0005, moe_alltoall_sync_s 0.001, moe_routed_token_s 0, the priors
-  // (planner/fit/parameters.cpp); b200's megatron family is fitted to the moe-blackwell runs.
+TEST_CASE("a mixture-of-experts plan on a profile whose fit saw no MoE run says so",
+          "[usability][moe]") {
+  // The shipped h100 profile is fitted to dense runs only: alltoall_busbw_scale stays at its
+  // prior 1, and its MoE seconds are b200's fitted values (tools/refit-profiles: meshplan fit
+  // --moe-priors-from b200), those of b200's megatron family, fitted to the moe-blackwell runs.
+  const Profile b200_profile = load_profile("b200");
+  const FittedRates& b200 = b200_profile.fitted.families.at("megatron").rates;
   const test::CliResult h100 =
       test::run({"plan", "--model", "mixtral-8x7b", "--gpus", "64", "--top", "1"});
   REQUIRE(h100.exit_code == 0);
-  CHECK_THAT(h100.out, Contains("Caveat (the winner): mixture-of-experts on profile h100 "
-                                "(h100-sxm): its fit left the expert all-to-all's rate and the "
-                                "MoE layers' host overheads at their priors (alltoall_busbw_scale "
-                                "1, moe_layer_overhead_s 0.0005, moe_alltoall_sync_s 0.001, "
-                                "moe_routed_token_s 0;"));
+  CHECK_THAT(h100.out,
+             Contains("Caveat (the winner): mixture-of-experts on profile h100 (h100-sxm): its "
+                      "fit saw no MoE run, so the expert all-to-all's rate is at its prior "
+                      "(alltoall_busbw_scale 1) and the MoE layers' host seconds are profile "
+                      "b200's fitted values (moe_layer_overhead_s " +
+                      significant(b200.moe_layer_overhead_s, 3) + ", moe_alltoall_sync_s " +
+                      significant(b200.moe_alltoall_sync_s, 3) + ", moe_routed_token_s " +
+                      significant(b200.moe_routed_token_s, 3) + ";"));
   // And what to do about it: the profile fitted to the published MoE runs, named after it.
   CHECK_THAT(h100.out, Contains("fit a profile to MoE runs, yours or those (meshplan fit "
                                 "../shared/data/moe-blackwell/*.json --leave-out file --profile "
                                 "h100 --out h100-moe.json, then --profile h100-moe.json)"));
-  const test::CliResult b200 = test::run(
+  // A profile whose MoE seconds are the registry's priors (planner/fit/parameters.cpp: 0.0005,
+  // 0.001, 0) and whose report names no donor says they are at their priors.
+  nlohmann::json j = nlohmann::json::parse(test::read_config("profiles/h100.json"));
+  j["name"] = "h100-moe-priors";
+  nlohmann::json& megatron = j["fitted"]["families"]["megatron"]["parameters"];
+  megatron["moe_layer_overhead_s"] = 0.0005;
+  megatron["moe_alltoall_sync_s"] = 0.001;
+  megatron["moe_routed_token_s"] = 0.0;
+  j["fitted"]["report"].erase("moe_priors_from");
+  const std::string at_priors = test::write_temp_file("h100-moe-priors.json", j.dump(2));
+  const test::CliResult priors = test::run(
+      {"plan", "--model", "mixtral-8x7b", "--gpus", "64", "--top", "1", "--profile", at_priors});
+  INFO(priors.err);
+  REQUIRE(priors.exit_code == 0);
+  CHECK_THAT(priors.out, Contains("and the MoE layers' host seconds are at their priors "
+                                  "(moe_layer_overhead_s 0.0005, moe_alltoall_sync_s 0.001, "
+                                  "moe_routed_token_s 0;"));
+  const test::CliResult b200_plan = test::run(
       {"plan", "--model", "mixtral-8x7b", "--cluster", "dgx-b200", "--gpus", "64", "--top", "1"});
-  REQUIRE(b200.exit_code == 0);
-  CHECK_THAT(b200.out, !Contains("mixture-of-experts on profile"));
+  REQUIRE(b200_plan.exit_code == 0);
+  CHECK_THAT(b200_plan.out, !Contains("mixture-of-experts on profile"));
   // A dense model gets no such caveat.
   const test::CliResult dense =
       test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--top", "1"});

@@ -83,10 +83,13 @@ const ValidationReport& cross_validated() {
 namespace {
 
 /// Refits shipped profile `name` as tools/refit-profiles does (meshplan fit <runs> --profile
-/// NAME --out NAME.json) and compares its fitted section with the shipped one.
-void check_refit(const char* name, const std::vector<std::string>& files, Folds folds) {
+/// NAME --out NAME.json [--moe-priors-from DONOR]) and compares its fitted section with the
+/// shipped one.
+void check_refit(const char* name, const std::vector<std::string>& files, Folds folds,
+                 const std::string& moe_priors_from = "") {
   INFO(name);
-  const ProfileFit f = fit_profile(files, name, name, folds, BaseMemory::kFromRuns);
+  const ProfileFit f =
+      fit_profile(files, name, name, folds, BaseMemory::kFromRuns, moe_priors_from);
   const nlohmann::json shipped = load_json_file(resolve_preset(PresetKind::kProfile, name));
   REQUIRE(shipped.contains("fitted"));
   check_close(f.profile_json.at("fitted").at("families"), shipped.at("fitted").at("families"),
@@ -100,8 +103,9 @@ void check_refit(const char* name, const std::vector<std::string>& files, Folds 
 
 TEST_CASE("fit: the shipped profiles are meshplan fit output (refitted, relative 1e-9)",
           "[validation][fit]") {
+  // Their runs hold no MoE run: the MoE dispatch seconds' priors are b200's fitted values.
   for (const char* name : {"a100", "h100", "h200"}) {
-    check_refit(name, all_run_files(), Folds::kStudy);
+    check_refit(name, all_run_files(), Folds::kStudy, "b200");
   }
 }
 
@@ -435,4 +439,53 @@ TEST_CASE("fit: one GPU generation per chip, Blackwell Ultra its own", "[validat
   CHECK(gpu_generation("b300") == "blackwell-ultra");
   CHECK(gpu_generation("gb300") == "blackwell-ultra");
   CHECK_FALSE(gpu_generation("tpu-v4"));
+}
+
+TEST_CASE("fit --moe-priors-from: a generation without MoE runs takes another's MoE seconds",
+          "[validation][fit]") {
+  // NeMo's H100 runs are dense: no run determines the MoE dispatch seconds, which stay at their
+  // priors. Given b200's fit (Megatron-Bridge MoE runs) as the source of those priors, the
+  // megatron family's three hold exactly b200's fitted values (prior = fitted), the report
+  // names the donor, and profile show says so.
+  const std::string out = test::temp_dir() + "/nemo-moe-priors.json";
+  const test::CliResult fit =
+      test::run({"fit", test::validation_dir() + "/nemo-2407.json", "--profile", "h100", "--out",
+                 out, "--moe-priors-from", "b200"});
+  INFO(fit.out << fit.err);
+  REQUIRE(fit.exit_code == 0);
+  const Profile donor = load_profile("b200");
+  const Profile fitted = load_profile(out);
+  const FittedRates& mine = fitted.fitted.families.at("megatron").rates;
+  const FittedRates& theirs = donor.fitted.families.at("megatron").rates;
+  CHECK(theirs.moe_alltoall_sync_s != find_parameter("moe_alltoall_sync_s")->prior("megatron"));
+  CHECK(mine.moe_alltoall_sync_s == Approx(theirs.moe_alltoall_sync_s).epsilon(1e-9));
+  CHECK(mine.moe_layer_overhead_s == Approx(theirs.moe_layer_overhead_s).epsilon(1e-9));
+  CHECK(mine.moe_routed_token_s == Approx(theirs.moe_routed_token_s).epsilon(1e-9));
+  const nlohmann::json report = load_json_file(out).at("fitted").at("report");
+  CHECK(report.at("moe_priors_from") == "b200");
+  for (const nlohmann::json& row : report.at("parameters")) {
+    if (row.at("name") == "moe_alltoall_sync_s" && row.at("family") == "megatron") {
+      CHECK(row.at("prior").get<double>() == Approx(theirs.moe_alltoall_sync_s).epsilon(1e-12));
+    }
+  }
+  const test::CliResult show = test::run({"profile", "show", out});
+  REQUIRE(show.exit_code == 0);
+  // (profile show wraps its lines: compared with the whitespace collapsed)
+  const std::string shown = std::regex_replace(show.out, std::regex("\\s+"), " ");
+  CHECK(shown.find("the MoE dispatch seconds' priors are profile b200's fitted values") !=
+        std::string::npos);
+
+  // A donor without a fitted section has no fitted MoE seconds to give: refused, naming it.
+  nlohmann::json bare = load_json_file(resolve_preset(PresetKind::kProfile, "h100"));
+  bare.erase("fitted");
+  bare["gpu"] = "h100-sxm";
+  const std::string bare_path = test::temp_dir() + "/unfitted-donor.json";
+  std::ofstream(bare_path) << bare.dump(2);
+  const test::CliResult refused =
+      test::run({"fit", test::validation_dir() + "/nemo-2407.json", "--profile", "h100", "--out",
+                 test::temp_dir() + "/never.json", "--moe-priors-from", bare_path});
+  CHECK(refused.exit_code != 0);
+  CHECK(refused.err.find("--moe-priors-from " + bare_path +
+                         ": the profile has no fitted section") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(test::temp_dir() + "/never.json"));
 }
