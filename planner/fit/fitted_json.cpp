@@ -13,6 +13,7 @@
 #include "common/format.hpp"
 #include "common/input_error.hpp"
 #include "planner/config/closest_names.hpp"
+#include "planner/fit/least_squares.hpp"
 #include "planner/fit/parameters.hpp"
 #include "planner/validation/validate.hpp"
 
@@ -176,6 +177,195 @@ void check_families_against_parameters(const nlohmann::json& report, const Stric
   }
 }
 
+/// The keys of a fit's report: what meshplan fit writes (fit_profile.cpp) and what
+/// report_of_record writes ("families_with_runs").
+const std::vector<std::string>& report_keys() {
+  static const std::vector<std::string> keys = {"method",
+                                                "base_profile",
+                                                "leave_out",
+                                                "files",
+                                                "families_with_runs",
+                                                "parameters",
+                                                "memory_unidentified",
+                                                "memory_errors",
+                                                "iterations",
+                                                "converged",
+                                                "last_relative_gain",
+                                                "runs",
+                                                "errors",
+                                                "skipped"};
+  return keys;
+}
+
+/// A count of a report's row (runs, outcomes): an integer from 0 to 2^40. Fails at `o`.key.
+std::int64_t count_in(StrictObject& o, const nlohmann::json& raw, const std::string& key,
+                      const std::string& what) {
+  if (!raw.contains(key) || !raw.at(key).is_number_integer() ||
+      raw.at(key).get<std::int64_t>() < 0 ||
+      raw.at(key).get<std::int64_t>() > (std::int64_t{1} << 40)) {
+    o.fail(key, "must be " + what + " (an integer from 0 to 2^40), got " +
+                    (raw.contains(key) ? describe_json(raw.at(key)) : std::string("nothing")));
+  }
+  return raw.at(key).get<std::int64_t>();
+}
+
+/// Checks one memory score of report.memory_errors (fit_profile.cpp score_json): its counts
+/// are integers >= 0, correct + missed + false_alarms = outcomes, accuracy is correct /
+/// outcomes (null without outcomes), peak_mape a mean |error| fraction (null without peaks).
+void check_memory_score(StrictObject& entry, const nlohmann::json& raw, const std::string& key) {
+  if (!raw.contains(key)) entry.fail(key, "missing; expected a memory score object");
+  StrictObject s = entry.object(
+      key, {"outcomes", "correct", "accuracy", "missed", "false_alarms", "peaks", "peak_mape"});
+  const nlohmann::json& v = raw.at(key);
+  const std::int64_t outcomes = count_in(s, v, "outcomes", "the OOM outcomes scored");
+  const std::int64_t correct = count_in(s, v, "correct", "the outcomes predicted right");
+  const std::int64_t missed = count_in(s, v, "missed", "the OOMs predicted to fit");
+  const std::int64_t alarms = count_in(s, v, "false_alarms", "the runs predicted to OOM");
+  const std::int64_t peaks = count_in(s, v, "peaks", "the measured peaks scored");
+  if (correct + missed + alarms != outcomes) {
+    s.fail("outcomes", "is " + std::to_string(outcomes) + ", but correct + missed + " +
+                           "false_alarms is " + std::to_string(correct + missed + alarms) +
+                           ": each outcome is predicted right, missed or a false alarm");
+  }
+  if (!v.contains("accuracy")) s.fail("accuracy", "missing; expected correct / outcomes or null");
+  const nlohmann::json& accuracy = v.at("accuracy");
+  if (outcomes == 0 ? !accuracy.is_null()
+                    : !accuracy.is_number() || std::abs(accuracy.get<double>() -
+                                                        static_cast<double>(correct) /
+                                                            static_cast<double>(outcomes)) > 1e-9) {
+    s.fail("accuracy", "must be " +
+                           (outcomes == 0 ? std::string("null (no outcomes)")
+                                          : "correct / outcomes = " + std::to_string(correct) +
+                                                " / " + std::to_string(outcomes)) +
+                           ", got " + describe_json(accuracy));
+  }
+  if (!v.contains("peak_mape")) s.fail("peak_mape", "missing; expected a fraction or null");
+  const nlohmann::json& mape = v.at("peak_mape");
+  if (peaks == 0 ? !mape.is_null()
+                 : !mape.is_number() ||
+                       !(mape.get<double>() >= 0 && mape.get<double>() <= kMaxMeanError)) {
+    s.fail("peak_mape", "must be " +
+                            (peaks == 0 ? std::string("null (no measured peaks)")
+                                        : "a mean |error| of the peaks as a fraction from 0 to " +
+                                              fixed(kMaxMeanError, 0)) +
+                            ", got " + describe_json(mape));
+  }
+}
+
+/// Checks a report's "iterations", "converged", "last_relative_gain", "runs" and
+/// "memory_errors" (what fit_profile.cpp writes) against `record` (its files and errors,
+/// read already): types, ranges, sources among the files' stems, and each errors entry's
+/// run count equal to the runs rows of its source and metric. Throws InputError at `report`.
+void check_report_rows(StrictObject& report, const nlohmann::json& raw, const FitRecord& record) {
+  std::vector<std::string> stems;
+  for (const std::string& f : record.files)
+    stems.push_back(std::filesystem::path(f).stem().string());
+  const auto check_source = [&](StrictObject& o, const std::string& key, const std::string& s) {
+    if (!stems.empty() && std::find(stems.begin(), stems.end(), s) == stems.end()) {
+      o.fail(key, "is " + json_quoted(s) + ", but files has no file of that stem (their stems: " +
+                      quoted_list(stems) + "); give one of those");
+    }
+  };
+  const std::string steps = std::to_string(kMaxLeastSquaresSteps);
+  std::optional<std::int64_t> iterations;
+  if (raw.contains("iterations")) {
+    iterations = count_in(report, raw, "iterations", "the Levenberg-Marquardt steps taken");
+    if (*iterations > kMaxLeastSquaresSteps) {
+      report.fail("iterations", "is " + std::to_string(*iterations) + ", above the fit's limit " +
+                                    "of " + steps + " steps (planner/fit/least_squares.hpp)");
+    }
+  }
+  if (raw.contains("converged")) {
+    const bool converged = report.boolean("converged");
+    // least_squares.cpp: a fit ends unconverged only at its step limit.
+    if (!converged && iterations && *iterations < kMaxLeastSquaresSteps) {
+      report.fail("converged", "is false, but iterations is " + std::to_string(*iterations) +
+                                   ": a fit stops unconverged only at its limit of " + steps +
+                                   " steps; expected true, or iterations " + steps);
+    }
+  }
+  if (raw.contains("last_relative_gain")) {
+    number_in(report, raw, "last_relative_gain", 0, 1e300, "a number >= 0");
+  }
+  if (raw.contains("runs")) {
+    const nlohmann::json& runs = raw.at("runs");
+    if (!runs.is_array()) {
+      report.fail("runs", "must be an array of the fitted runs (one object per run), got " +
+                              describe_json(runs));
+    }
+    std::map<std::pair<std::string, std::string>, std::int64_t> counted;  // (file, metric)
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      const std::string at = "runs[" + std::to_string(i) + "]";
+      if (!runs[i].is_object())
+        report.fail(at, "must be an object (one run), got " + describe_json(runs[i]));
+      StrictObject row(runs[i], report.file(), report.path() + "." + at,
+                       {"id", "file", "metric", "measured", "error_before", "error_fitted",
+                        "error_cross_validated"});
+      row.text("id", "the run's id");
+      const std::string file = row.text("file", "the stem of the run's file");
+      check_source(row, "file", file);
+      const std::string metric = row.choice("metric", time_metrics());
+      row.positive_number("measured");
+      for (const char* key : {"error_before", "error_fitted", "error_cross_validated"}) {
+        if (!runs[i].contains(key) || !(runs[i].at(key).is_number() || runs[i].at(key).is_null())) {
+          row.fail(key, "must be the run's relative error (a number) or null, got " +
+                            (runs[i].contains(key) ? describe_json(runs[i].at(key))
+                                                   : std::string("nothing")));
+        }
+      }
+      ++counted[{file, metric}];
+    }
+    // report.errors has one row per source and metric, counting that source's runs.
+    if (raw.contains("errors")) {
+      for (std::size_t i = 0; i < record.errors.size(); ++i) {
+        const FitSourceError& e = record.errors[i];
+        std::int64_t n = 0;
+        for (const auto& [key, c] : counted) {
+          if (key.first == e.source && (e.metric.empty() || key.second == e.metric)) n += c;
+        }
+        if (n != e.runs) {
+          report.fail("errors[" + std::to_string(i) + "].runs",
+                      "is " + std::to_string(e.runs) + ", but runs has " + std::to_string(n) +
+                          " rows of source " + json_quoted(e.source) +
+                          (e.metric.empty() ? std::string() : " and metric " + e.metric) +
+                          "; expected " + std::to_string(n) + " (a fit counts the rows it lists)");
+        }
+      }
+      if (record.errors.empty() && !counted.empty()) {
+        report.fail("runs", "lists " + std::to_string(runs.size()) + " runs, but errors is " +
+                                "empty; a fit writes one errors entry per source and metric of " +
+                                "its runs");
+      }
+    }
+  }
+  if (raw.contains("memory_errors")) {
+    const nlohmann::json& memory = raw.at("memory_errors");
+    if (!memory.is_array()) {
+      report.fail("memory_errors",
+                  "must be an array of per-source memory scores, got " + describe_json(memory));
+    }
+    std::set<std::string> seen;
+    for (std::size_t i = 0; i < memory.size(); ++i) {
+      const std::string at = "memory_errors[" + std::to_string(i) + "]";
+      if (!memory[i].is_object()) {
+        report.fail(
+            at, "must be an object (one source's memory scores), got " + describe_json(memory[i]));
+      }
+      StrictObject entry(memory[i], report.file(), report.path() + "." + at,
+                         {"source", "before", "fitted", "cross_validated"});
+      const std::string source = entry.text("source", "the source (a file's stem)");
+      check_source(entry, "source", source);
+      if (!seen.insert(source).second) {
+        entry.fail("source", "repeats the source " + json_quoted(source) +
+                                 " given earlier; a fit writes one entry per source");
+      }
+      for (const char* key : {"before", "fitted", "cross_validated"}) {
+        check_memory_score(entry, memory[i], key);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 FitRecord fit_record_from_report(const nlohmann::json& report, const StrictObject& fitted) {
@@ -183,6 +373,8 @@ FitRecord fit_record_from_report(const nlohmann::json& report, const StrictObjec
   const auto fail = [&](const std::string& key, const std::string& message) {
     fitted.fail("report." + key, message);
   };
+  // Every key is one a fit writes: a typo ("memory_error") is never silently ignored.
+  StrictObject checked(report, fitted.file(), fitted.path() + ".report", report_keys());
   FitRecord r;
   if (report.contains("files")) {
     const nlohmann::json& files = report.at("files");
@@ -251,7 +443,10 @@ FitRecord fit_record_from_report(const nlohmann::json& report, const StrictObjec
     r.moe_priors_from = donor.get<std::string>();
   }
   r.families_with_runs = families_with_runs(report);
-  if (!report.contains("errors")) return r;
+  if (!report.contains("errors")) {
+    check_report_rows(checked, report, r);
+    return r;
+  }
   const nlohmann::json& errors = report.at("errors");
   if (!errors.is_array()) {
     fail("errors", "must be an array of per-source errors, got " + describe_json(errors));
@@ -348,6 +543,7 @@ FitRecord fit_record_from_report(const nlohmann::json& report, const StrictObjec
   for (const auto& [source, sum] : sums) {
     if (!without.count(source)) r.cross_validated_mape[source] = sum.first / sum.second;
   }
+  check_report_rows(checked, report, r);
   return r;
 }
 
