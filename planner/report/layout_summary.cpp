@@ -280,17 +280,29 @@ std::string step_time_caveat(const Profile& profile, const FrameworkConvention& 
                 widened + "; fit runs of this framework for rates of its own."
           : std::string();
   if (record.cross_validated_mape.empty()) {
-    // Several files without a cross-validation: one study's (leave-out study).
-    const bool one_study = used.size() > 1;
-    return fitted_to + " but has no cross-validated error: its runs came from one " +
-           (one_study ? "study" : "source") +
-           ", so the fit could leave none out to predict, and nothing says how far off these "
-           "step times are for runs it did not see" +
+    // Errors recorded for several sources, none cross-validated: the sources were one fold, one
+    // study's files (leave-out study). No errors recorded: the report says nothing of its
+    // sources' studies, only that it holds no error.
+    std::set<std::string> sources;
+    for (const FitSourceError& e : record.errors) sources.insert(e.source);
+    const bool one_study = sources.size() > 1;
+    const std::string why =
+        record.errors.empty()
+            ? "its report records no per-source error (fitted.report.errors is empty), so "
+              "nothing says how far off these step times are, for the runs it saw or for runs it "
+              "did not see"
+            : std::string("its runs came from one ") + (one_study ? "study" : "source") +
+                  ", so the fit could leave none out to predict, and nothing says how far off "
+                  "these step times are for runs it did not see";
+    return fitted_to + " but has no cross-validated error: " + why +
            (interval ? std::string("; the 80% interval the profile holds is backed by no recorded "
                                    "cross-validated error")
                      : std::string("; there is no 80% interval either")) +
-           ". Fit at least two sources for a cross-validated error, and " + interval_needs_text() +
-           " for an interval" +
+           (record.errors.empty() && used.size() > 1
+                ? ". Refit it (meshplan fit) for a report with the cross-validated errors of its "
+                  "sources, and "
+                : std::string(". Fit at least two sources for a cross-validated error, and ")) +
+           interval_needs_text() + " for an interval" +
            (one_study ? " (meshplan fit --leave-out file leaves out each file)." : ".") + unseen;
   }
   // The range over each source's time metrics apart (a source that published TFLOP/s and MFU
