@@ -262,7 +262,12 @@ std::string expert_mesh_text(const SearchRequest& r, const SearchResult& result)
   const std::int64_t domain = r.cluster.nvlink_domain_size;
   const std::int64_t domains = (group.back() / domain) - (group.front() / domain) + 1;
   const double tokens = static_cast<double>(r.setup.seq / l.cp * l.mbs / (l.sp ? l.tp : 1));
-  const double volume = tokens * static_cast<double>(e.top_k * r.model.hidden_size) * 2;
+  // One all-to-all's bytes as the cost model charges them (layer_ops.cpp routed_volume): the
+  // routed copies in bf16, padded to every expert's capacity (x the capacity factor) by the
+  // drop-and-pad dispatcher, as Megatron-Core's moe_pad_expert_input_to_capacity sends them.
+  const bool padded = r.setup.moe_dispatcher == MoeDispatcher::kDropAndPad;
+  const double volume = tokens * static_cast<double>(e.top_k * r.model.hidden_size) * 2 *
+                        (padded ? r.setup.moe_imbalance : 1.0);
   std::ostringstream s;
   s << "- ep " << l.ep << " (etp " << l.etp << ", edp " << l.edp()
     << "; the expert mesh etp x ep x edp re-divides the tp x cp x dp = " << l.tp * l.cp * l.dp
@@ -279,7 +284,11 @@ std::string expert_mesh_text(const SearchRequest& r, const SearchResult& result)
     s << " (" << gib(at_ep1) << " at ep 1, etp " << l.etp
       << "). The price is the all-to-all: each MoE layer sends every token's top-" << e.top_k
       << " copies to the experts and back (dispatch + combine, forward and backward: 4 x "
-      << fixed(volume / 1e6, 1) << " MB per GPU per micro-batch) over an ep group that "
+      << fixed(volume / 1e6, 1) << " MB per GPU per micro-batch"
+      << (padded ? ", padded to every expert's capacity: capacity factor " +
+                       significant(r.setup.moe_imbalance, 6) + " x the routed copies"
+                 : std::string())
+      << ") over an ep group that "
       << (domains == 1
               ? "stays inside one " + domain_link(r.cluster) + " domain (" +
                     std::to_string(domain) + " GPUs)"
