@@ -251,6 +251,15 @@ void apply_recompute_modules(const ModelSpec& m, const LayerSetting& s, bool moe
           "shared_activation", "shared_fc2", "shared_gate"}) {
       recompute(name, true);
     }
+    // The checkpointed forward is the whole route -> dispatch -> experts -> combine
+    // (Megatron-LM d98e8a6 megatron/core/transformer/moe/moe_layer.py: MoELayer.forward's
+    // custom_forward, lines 658-697, calls self.dispatch at 680 and self.combine at 685, and
+    // lines 701-714 wrap all of it in te_checkpoint / tensor_parallel.checkpoint): the
+    // backward's recompute repeats the dispatch and combine all-to-alls over ep and the etp
+    // gather and scatter, which permute and unpermute carry.
+    for (const char* name : {"permute", "unpermute"}) {
+      if (LayerOp* op = find_op(ops, name)) op->selective_rerun = Rerun::kWholeWithComm;
+    }
   }
   if (moe_ffn && mods.has(RecomputeModule::kSharedExperts)) {
     for (const char* name : {"shared_fc1", "shared_activation", "shared_fc2", "shared_gate"}) {

@@ -250,8 +250,11 @@ struct CollectiveUse {
   std::int64_t forward_calls = 0, backward_calls = 0;
 };
 
-/// What selective recompute runs again of an op in the backward, under the setting's policy.
-enum class Rerun { kNone, kWhole, kPart };
+/// What selective recompute runs again of an op in the backward, under the setting's policy:
+/// nothing, its kernels (kWhole), one matmul of a fused linear (kPart), or its kernels and the
+/// forward calls of its collectives (kWholeWithComm: a checkpoint whose forward communicates,
+/// Megatron-Core's "moe" recompute module repeating the dispatch and combine all-to-alls).
+enum class Rerun { kNone, kWhole, kPart, kWholeWithComm };
 
 /// One op of the table. Per GPU, per micro-batch, forward, unless stated.
 struct LayerOp {

@@ -145,17 +145,22 @@ double linear_backward_s(const GemmDims& g, const DeviceRates& rates) {
 /// What selective recompute runs again of one layer's ops, one micro-batch, forward: op i as
 /// `rerun(i)` marks it (LayerOp::selective_rerun: the attention core and Megatron-Core's
 /// modules, or torchtitan's op-level matmuls and every elementwise op).
+/// Ops marked Rerun::kWholeWithComm also repeat their collectives' forward calls over ep and
+/// etp (`groups`), on the compute stream as the checkpoint's forward runs them.
 template <typename RerunOf>
 double selective_rerun_forward_s(const std::vector<LayerOp>& layer, RerunOf rerun,
-                                 const DeviceRates& gemm_rates, const DeviceRates& half_rates) {
+                                 const DeviceRates& gemm_rates, const DeviceRates& half_rates,
+                                 const GroupRates& groups) {
   double seconds = 0, rerun_bytes = 0;
+  std::vector<LayerOp> communicating;  // the rerun ops whose collectives run again
   for (std::size_t i = 0; i < layer.size(); ++i) {
     const LayerOp& op = layer[i];
     const DeviceRates& rates = rates_for(op.dtype, gemm_rates, half_rates);
     const Rerun r = rerun(i);
+    if (r == Rerun::kWholeWithComm) communicating.push_back(op);
     if (r == Rerun::kPart) {
       seconds += linear_forward_s(op.rerun_gemm, rates);
-    } else if (r == Rerun::kWhole) {
+    } else if (r == Rerun::kWhole || r == Rerun::kWholeWithComm) {
       if (op.kind == LayerOpKind::kLinear) {
         seconds += linear_forward_s(op.gemm, rates);
       } else if (op.kind == LayerOpKind::kAttention) {
@@ -166,6 +171,10 @@ double selective_rerun_forward_s(const std::vector<LayerOp>& layer, RerunOf reru
     }
   }
   if (rerun_bytes > 0) seconds += memory_time_s(half_rates, rerun_bytes);
+  if (!communicating.empty()) {
+    seconds += collective_s(communicating, GroupKind::kEp, groups.ep, false) +
+               collective_s(communicating, GroupKind::kEtp, groups.etp, false);
+  }
   return seconds;
 }
 
@@ -222,7 +231,8 @@ BlockCosts layer_kernels(const std::vector<LayerOp>& layer, const DeviceRates& g
   k.backward_s += memory_time_s(half_rates, backward_bytes);
 
   k.selective_recompute_forward_s = selective_rerun_forward_s(
-      layer, [&layer](std::size_t i) { return layer[i].selective_rerun; }, gemm_rates, half_rates);
+      layer, [&layer](std::size_t i) { return layer[i].selective_rerun; }, gemm_rates, half_rates,
+      groups);
 
   // Tensor parallelism: the activation [s, b, h] in 16 bits crosses the group twice forward
   // and twice backward: all-reduce, or all-gather + reduce-scatter with sp. Context
@@ -464,7 +474,8 @@ std::vector<LayerCosts> layer_costs(const StepContext& x, const Layout& l, const
       }
       if (layer.empty()) continue;
       kinds[k].second->selective_recompute_forward_s = selective_rerun_forward_s(
-          layer, [&marks](std::size_t i) { return marks[i]; }, x.gemm_rates, layer_half_rates);
+          layer, [&marks](std::size_t i) { return marks[i]; }, x.gemm_rates, layer_half_rates,
+          groups);
     }
     out.push_back(std::move(c));
   }
