@@ -348,3 +348,45 @@ TEST_CASE("A2A overlap: each direction's all-to-alls beside the other direction'
   CHECK(one_overlap.breakdown.ep_exposed_s == Approx(one.breakdown.ep_exposed_s).epsilon(1e-12));
   CHECK(one_overlap.step_time_s == Approx(one.step_time_s).epsilon(1e-12));
 }
+
+TEST_CASE("the moe recompute module repeats the dispatch and combine all-to-alls in backward",
+          "[moe][step][recompute_modules]") {
+  // Megatron-Core's "moe" module checkpoints MoELayer.forward's custom_forward, route ->
+  // dispatch -> experts -> combine (Megatron-LM d98e8a6 moe_layer.py lines 658-714): the
+  // backward's rerun sends the forward's all-to-alls again. Qwen3-30B-A3B at ep 8 (dp 8, tp 1,
+  // seq 4096, mbs 1): permute and unpermute carry every all-to-all of the MoE layer, so the
+  // rerun's seconds with their communication exceed those of the same marks without it by
+  // exactly the layer's forward EP seconds (ep_forward_s: dispatch + combine, one call each).
+  const ModelSpec m = load_model("qwen3-30b-a3b");
+  const ClusterSpec cluster = load_cluster("dgx-h100");
+  const Profile profile = load_profile("h100");
+  Layout l;
+  l.dp = 8;
+  l.ep = 8;
+  l.gbs = 8;
+  l.recompute = Recompute::kSelective;
+  TrainingSetup setup = test::megatron_setup(4096);
+  setup.recompute_modules = RecomputeModules::none();
+  setup.recompute_modules.add(RecomputeModule::kMoe);
+  const StepContext x(m, setup, cluster, profile);
+  const GroupRates groups(x, l);
+  const LayerOps ops = build_layer_ops(m, layer_setting(l, setup));
+  CHECK(ops.op("permute").selective_rerun == Rerun::kWholeWithComm);
+  CHECK(ops.op("unpermute").selective_rerun == Rerun::kWholeWithComm);
+  CHECK(ops.op("expert_fc1").selective_rerun == Rerun::kWhole);
+  const SelectiveReruns with = selective_reruns(ops);
+  SelectiveReruns without = with;
+  for (std::vector<Rerun>& kind : without.kinds) {
+    for (Rerun& mark : kind) {
+      if (mark == Rerun::kWholeWithComm) mark = Rerun::kWhole;
+    }
+  }
+  const LayerCosts c = layer_costs(x, l, groups);
+  const std::vector<LayerCosts> both = layer_costs(x, l, groups, {with, without});
+  REQUIRE(c.moe.ep_forward_s > 0);
+  CHECK(both[0].moe.selective_recompute_forward_s == Approx(c.moe.selective_recompute_forward_s));
+  CHECK(both[0].moe.selective_recompute_forward_s - both[1].moe.selective_recompute_forward_s ==
+        Approx(c.moe.ep_forward_s).epsilon(1e-9));
+  // A dense layer has no all-to-all to repeat.
+  CHECK(both[0].selective_recompute_forward_s == both[1].selective_recompute_forward_s);
+}

@@ -340,3 +340,27 @@ TEST_CASE("the Megatron-LM export writes the plan's MoE dispatcher and A2A overl
   REQUIRE(d.exit_code == 0);
   CHECK_THAT(d.err, Contains("flex (DeepEP/HybridEP) dispatcher, A2A overlap, grouped GEMMs"));
 }
+
+TEST_CASE("plan's Why line quotes the drop-and-pad all-to-all bytes the cost model charges",
+          "[moe][cli]") {
+  // Qwen3-30B-A3B (hidden 2048, top-8) at tp 1, cp 1, mbs 1, seq 4096: one all-to-all sends
+  // 4096 tokens x 8 copies x 2048 x 2 bytes = 134.2 MB routed; drop-and-pad pads every expert
+  // to capacity, capacity factor 1.5 x them: 201.3 MB (layer_ops.cpp routed_volume).
+  const auto why = [](const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {
+        "plan", "--model", "qwen3-30b-a3b", "--cluster", "dgx-h100", "--gpus", "16",
+        "--tp", "1",       "--cp",          "1",         "--ep",     "8",      "--mbs",
+        "1",    "--seq",   "4096",          "--top",     "1"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const test::CliResult r = test::run(args);
+    REQUIRE(r.exit_code == 0);
+    return r.out;
+  };
+  CHECK_THAT(why({"--moe-dispatcher", "drop-and-pad", "--moe-capacity-factor", "1.5"}),
+             Contains("forward and backward: 4 x 201.3 MB per GPU per micro-batch, padded to every "
+                      "expert's capacity: capacity factor 1.5 x the routed copies)"));
+  // The dropless dispatcher sends the routed copies alone.
+  const std::string dropless = why({"--moe-dispatcher", "alltoall"});
+  CHECK_THAT(dropless, Contains("forward and backward: 4 x 134.2 MB per GPU per micro-batch)"));
+  CHECK_THAT(dropless, !Contains("padded to every expert's capacity"));
+}

@@ -181,7 +181,13 @@ TEST_CASE("profile show: the fitted section's parameters, intervals, runs and er
   // pytorch: an interval widened by a family spread of 0.1 (exp(0.1) = 1.105).
   p.fitted.families["pytorch"].interval = StepInterval{0.75, 1.3, 12, 0.1};
   const nlohmann::json report = nlohmann::json::parse(R"({
-    "files": ["a.json", "b.json"], "runs": [{}, {}, {}], "leave_out": "study",
+    "files": ["a.json", "b.json"], "leave_out": "study", "runs": [
+      {"id": "a1", "file": "a", "metric": "step_time_s", "measured": 1.0, "error_before": 0.25,
+       "error_fitted": 0.05, "error_cross_validated": null},
+      {"id": "a2", "file": "a", "metric": "step_time_s", "measured": 2.0, "error_before": -0.25,
+       "error_fitted": 0.05, "error_cross_validated": null},
+      {"id": "b1", "file": "b", "metric": "mfu", "measured": 0.4, "error_before": 0.1,
+       "error_fitted": 0.02, "error_cross_validated": null}],
     "skipped": [{},
       {"id": "a-3", "file": "a", "reason": "the same run as a-1 (same model, GPUs, layout and measured numbers): counted once"},
       {"id": "a-4", "file": "a", "reason": "memory fit: the same run as a-2 (a): counted once"}],

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -1430,4 +1431,121 @@ TEST_CASE(
       test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--top", "5"});
   REQUIRE(small.exit_code == 0);
   CHECK_THAT(small.out, !Contains("memory GiB is the worst stage's ledger"));
+}
+
+TEST_CASE(
+    "a hand-edited fit report: unknown keys and bad runs or memory_errors or iterations or "
+    "converged are refused",
+    "[usability][fit][cli]") {
+  const nlohmann::json shipped = nlohmann::json::parse(test::read_config("profiles/h100.json"));
+  const auto show = [&](const std::function<void(nlohmann::json&)>& edit) {
+    nlohmann::json p = shipped;
+    edit(p["fitted"]["report"]);
+    const std::string f = test::write_temp_file("edited-report-h100.json", p.dump());
+    const test::CliResult r = test::run({"profile", "show", f});
+    CHECK(r.exit_code != 0);
+    CHECK(r.out.empty());
+    return r.err;
+  };
+  // The shipped report is taken as it is.
+  REQUIRE(test::run({"profile", "show", "h100"}).exit_code == 0);
+  // A typo of a key a fit writes is refused with the key it meant.
+  CHECK_THAT(show([](nlohmann::json& r) { r["memory_error"] = r["memory_errors"]; }),
+             Contains("$.fitted.report.memory_error: unknown key; did you mean "
+                      "\"memory_errors\"?"));
+  // iterations: Levenberg-Marquardt steps, 0 to the limit of 400 (least_squares.hpp).
+  CHECK_THAT(show([](nlohmann::json& r) { r["iterations"] = -1; }),
+             Contains("$.fitted.report.iterations: must be the Levenberg-Marquardt steps taken "
+                      "(an integer from 0 to 2^40), got -1"));
+  CHECK_THAT(show([](nlohmann::json& r) { r["iterations"] = 2.5; }),
+             Contains("$.fitted.report.iterations: must be the Levenberg-Marquardt steps taken"));
+  CHECK_THAT(show([](nlohmann::json& r) { r["iterations"] = 401; }),
+             Contains("$.fitted.report.iterations: is 401, above the fit's limit of 400 steps"));
+  CHECK_THAT(show([](nlohmann::json& r) { r["converged"] = "yes"; }),
+             Contains("$.fitted.report.converged: must be true or false, got \"yes\""));
+  // A fit ends unconverged only at its step limit: false beside 16 steps contradicts it.
+  CHECK_THAT(show([](nlohmann::json& r) {
+               r["iterations"] = 16;
+               r["converged"] = false;
+             }),
+             Contains("$.fitted.report.converged: is false, but iterations is 16: a fit stops "
+                      "unconverged only at its limit of 400 steps"));
+  // runs: an array of run rows, whose count per source and metric is errors[].runs.
+  CHECK_THAT(show([](nlohmann::json& r) { r["runs"] = 5; }),
+             Contains("$.fitted.report.runs: must be an array of the fitted runs (one object per "
+                      "run), got 5"));
+  CHECK_THAT(
+      show([](nlohmann::json& r) { r["runs"][0]["metric"] = "tokens"; }),
+      Contains("$.fitted.report.runs[0].metric: \"tokens\" is not allowed; expected one of"));
+  CHECK_THAT(show([](nlohmann::json& r) { r["runs"][0]["colour"] = 1; }),
+             Contains("$.fitted.report.runs[0].colour: unknown key"));
+  {
+    // Drop runs[0]: its (file, metric) is errors[i]'s, whose runs n the rows no longer reach.
+    const nlohmann::json& report = shipped["fitted"]["report"];
+    const nlohmann::json& first = report["runs"][0];
+    std::size_t i = 0;
+    while (report["errors"][i]["source"] != first["file"] ||
+           report["errors"][i]["metric"] != first["metric"]) {
+      ++i;
+    }
+    const std::int64_t n = report["errors"][i]["runs"].get<std::int64_t>();
+    CHECK_THAT(show([](nlohmann::json& r) { r["runs"].erase(0); }),
+               Contains("$.fitted.report.errors[" + std::to_string(i) + "].runs: is " +
+                        std::to_string(n) + ", but runs has " + std::to_string(n - 1) +
+                        " rows of source " + first["file"].dump()));
+  }
+  // memory_errors: the h100 report's first entry scores 11 outcomes, all correct (before,
+  // fitted, cross-validated), no measured peaks.
+  REQUIRE(shipped["fitted"]["report"]["memory_errors"][0]["before"]["outcomes"] == 11);
+  REQUIRE(shipped["fitted"]["report"]["memory_errors"][0]["before"]["correct"] == 11);
+  CHECK_THAT(show([](nlohmann::json& r) { r["memory_errors"] = "none"; }),
+             Contains("$.fitted.report.memory_errors: must be an array of per-source memory "
+                      "scores, got \"none\""));
+  // correct 12 + missed 0 + false_alarms 0 = 12, not the 11 outcomes.
+  CHECK_THAT(show([](nlohmann::json& r) { r["memory_errors"][0]["before"]["correct"] = 12; }),
+             Contains("$.fitted.report.memory_errors[0].before.outcomes: is 11, but correct + "
+                      "missed + false_alarms is 12"));
+  CHECK_THAT(show([](nlohmann::json& r) { r["memory_errors"][0]["fitted"]["missed"] = -1; }),
+             Contains("$.fitted.report.memory_errors[0].fitted.missed: must be the OOMs "
+                      "predicted to fit (an integer from 0 to 2^40), got -1"));
+  // accuracy = correct / outcomes = 11 / 11 = 1.
+  CHECK_THAT(show([](nlohmann::json& r) { r["memory_errors"][0]["fitted"]["accuracy"] = 0.5; }),
+             Contains("$.fitted.report.memory_errors[0].fitted.accuracy: must be correct / "
+                      "outcomes = 11 / 11, got 0.5"));
+  // No measured peaks (peaks 0): peak_mape is null.
+  CHECK_THAT(
+      show([](nlohmann::json& r) { r["memory_errors"][0]["cross_validated"]["peak_mape"] = 0.1; }),
+      Contains("$.fitted.report.memory_errors[0].cross_validated.peak_mape: must be null (no "
+               "measured peaks), got 0.1"));
+  CHECK_THAT(show([](nlohmann::json& r) { r["memory_errors"][0]["source"] = "nope"; }),
+             Contains("$.fitted.report.memory_errors[0].source: is \"nope\", but files has no "
+                      "file of that stem"));
+  CHECK_THAT(show([](nlohmann::json& r) { r["memory_errors"][0].erase("fitted"); }),
+             Contains("$.fitted.report.memory_errors[0].fitted: missing"));
+}
+
+TEST_CASE("a fit report with several files and no errors is not called one study",
+          "[usability][fit]") {
+  // errors []: the report records no error at all, so nothing says the files were one study.
+  const std::string none =
+      user_fitted_h100("no-errors", {"a.json", "b.json"}, nlohmann::json::array());
+  const test::CliResult r =
+      test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--top", "1", "--profile", none});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("Profile no-errors is fitted (meshplan fit) to runs of 2 files "
+                             "(a.json, b.json) but has no cross-validated error: its report "
+                             "records no per-source error (fitted.report.errors is empty)"));
+  CHECK_THAT(r.out, Contains("Refit it (meshplan fit) for a report with the cross-validated "
+                             "errors of its sources"));
+  CHECK_THAT(r.out, !Contains("one study"));
+  // Errors of two sources, none cross-validated: those were one fold, one study.
+  const std::string study =
+      user_fitted_h100("one-study", {"a.json", "b.json"},
+                       {{{"source", "a"}, {"runs", 3}, {"mape_cross_validated", nullptr}},
+                        {{"source", "b"}, {"runs", 4}, {"mape_cross_validated", nullptr}}});
+  const test::CliResult s =
+      test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--top", "1", "--profile", study});
+  REQUIRE(s.exit_code == 0);
+  CHECK_THAT(s.out, Contains("but has no cross-validated error: its runs came from one study"));
 }
