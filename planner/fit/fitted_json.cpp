@@ -182,6 +182,7 @@ void check_families_against_parameters(const nlohmann::json& report, const Stric
 const std::vector<std::string>& report_keys() {
   static const std::vector<std::string> keys = {"method",
                                                 "base_profile",
+                                                "moe_priors_from",
                                                 "leave_out",
                                                 "files",
                                                 "families_with_runs",
