@@ -30,6 +30,15 @@ std::string join(const std::vector<std::int64_t>& values, const char* separator)
   return out;
 }
 
+std::string join(const std::vector<std::string>& parts, const char* separator) {
+  std::string out;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (i > 0) out += separator;
+    out += parts[i];
+  }
+  return out;
+}
+
 std::string degrees_text(const Layout& l, bool with_vpp, const std::string& separator) {
   std::string text = "dp " + std::to_string(l.dp) + separator + "tp " + std::to_string(l.tp) +
                      separator + "pp " + std::to_string(l.pp) + separator + "cp " +

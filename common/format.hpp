@@ -29,6 +29,9 @@ std::string with_commas(std::int64_t value);
 /// `values` written out with `separator` between them ("7,8,8,7"); "" when empty.
 std::string join(const std::vector<std::int64_t>& values, const char* separator);
 
+/// `parts` with `separator` between them ("ep 1: ...; pp 4 with vpp 1: ..."); "" when empty.
+std::string join(const std::vector<std::string>& parts, const char* separator);
+
 /// Scientific notation with 3 significant digits ("4.20e+23").
 std::string scientific(double value);
 

@@ -126,9 +126,8 @@ void check_moe_layout_rules(const TrainingSetup& setup, const Layout& layout,
   }
   const std::vector<std::string> problems = moe_a2a_overlap_problems(setup, layout, model);
   if (problems.empty()) return;
-  std::string message = names.at(names.moe_a2a_overlap) + ": ";
-  for (std::size_t i = 0; i < problems.size(); ++i) message += (i > 0 ? "; " : "") + problems[i];
-  throw InputError(message + "; change the layout, or leave " + names.moe_a2a_overlap + " out");
+  throw InputError(names.at(names.moe_a2a_overlap) + ": " + join(problems, "; ") +
+                   "; change the layout, or leave " + names.moe_a2a_overlap + " out");
 }
 
 void apply_recompute_settings(const std::vector<std::string>& modules,

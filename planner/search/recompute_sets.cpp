@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <initializer_list>
 
+#include "common/format.hpp"
 #include "costmodel/layer_ops.hpp"
 
 namespace meshplan {
@@ -67,11 +68,7 @@ std::string recompute_text(Recompute recompute, const RecomputeModules& modules,
       (!framework.recompute_modules && modules == RecomputeModules())) {
     return to_string(recompute);
   }
-  std::string names;
-  for (const std::string& name : recompute_module_names(modules)) {
-    names += (names.empty() ? "" : ",") + name;
-  }
-  return "selective(" + names + ")";
+  return "selective(" + join(recompute_module_names(modules), ",") + ")";
 }
 
 }  // namespace meshplan

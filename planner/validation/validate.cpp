@@ -25,12 +25,6 @@ const std::vector<std::string>& metric_order() {
 
 bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 
-std::string join(const std::vector<std::string>& parts, const char* separator) {
-  std::string out;
-  for (const std::string& p : parts) out += (out.empty() ? "" : separator) + p;
-  return out;
-}
-
 }  // namespace
 
 std::string model_problem(const ValidationCase& c, const CaseHardware& hw) {

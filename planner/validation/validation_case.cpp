@@ -930,9 +930,7 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
     const std::vector<std::string> problems = moe_a2a_overlap_problems(c.setup, l, c.model);
     if (!problems.empty()) {
       c.setup.moe_a2a_overlap = false;
-      std::string why;
-      for (const std::string& p : problems) why += (why.empty() ? "" : "; ") + p;
-      c.assumptions.push_back("no A2A overlap: the notes state one, but " + why +
+      c.assumptions.push_back("no A2A overlap: the notes state one, but " + join(problems, "; ") +
                               " (costed without it)");
     }
   }

@@ -2,7 +2,9 @@
 #include <catch2/catch.hpp>
 #include <cfloat>
 #include <cmath>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/format.hpp"
 
@@ -54,4 +56,17 @@ TEST_CASE("significant, percent and duration: small MFUs, huge percentages and t
   // 6.06e24 s / 3.15576e7 s per Julian year = 1.92e17 years: scientific, not 18 digits.
   CHECK(duration(6.06e24) == "1.92e+17 years");
   CHECK(duration(8.49e7) == "2.7 years");
+}
+
+TEST_CASE("join: texts with the separator between them, as the rule messages list them",
+          "[format]") {
+  using Texts = std::vector<std::string>;
+  CHECK(join(Texts{}, "; ").empty());
+  CHECK(join(Texts{"ep 1: no all-to-all"}, "; ") == "ep 1: no all-to-all");
+  CHECK(join(Texts{"ep 1", "pp 2 with vpp 1", "recompute full"}, "; ") ==
+        "ep 1; pp 2 with vpp 1; recompute full");
+  // An empty part keeps its separators: three parts are always two separators.
+  CHECK(join(Texts{"", "mlp"}, ",") == ",mlp");
+  // The integer overload, beside it.
+  CHECK(join(std::vector<std::int64_t>{7, 8, 8, 7}, ",") == "7,8,8,7");
 }
