@@ -60,7 +60,7 @@ std::vector<FrameworkConvention> make_conventions() {
                  2,
                  4,
                  true});
-  all.back().runs_moe_a2a_overlap = true;  // names no framework: what the user states
+  all.back().runs_megatron_core_moe = true;  // names no framework: what the user states
   // The Megatron-derived codebase of Hagemann et al. 2023's sweep (Aleph Alpha's; its public
   // release github.com/Aleph-Alpha/scaling at 01b9d21, unchanged there at 737f855): the
   // textbook's state (bf16 weights and grads, fp32 master, m, v; ZeRO-1 sharded over dp) and
@@ -69,7 +69,7 @@ std::vector<FrameworkConvention> make_conventions() {
   // spread, costmodel/oom_risk.hpp) stays with it and no other convention inherits it.
   FrameworkConvention aleph = all.back();
   aleph.name = "aleph-alpha-2023";
-  aleph.runs_moe_a2a_overlap = false;  // a dense-model codebase of 2023
+  aleph.runs_megatron_core_moe = false;  // a dense-model codebase of 2023
   aleph.description =
       "Aleph Alpha's Megatron-derived codebase of 2023 (Hagemann et al.'s sweep): the "
       "textbook's state, eager ops, its own fitted memory";
@@ -137,7 +137,7 @@ std::vector<FrameworkConvention> make_conventions() {
   all.back().mfu_attention = AttentionFlops::kCausal;
   all.back().mfu_attention_source = "Megatron-LM's log since 2025-03";
   all.back().recompute_modules = true;
-  all.back().runs_moe_a2a_overlap = true;
+  all.back().runs_megatron_core_moe = true;
   // The Megatron-LM of the published runs meshplan validates against (Narayanan et al. 2021,
   // Korthikanti et al. 2022, the README's H100 table): interleaved sends batched with their
   // receives and waited for, and the distributed optimizer as its only ZeRO.
@@ -155,8 +155,9 @@ std::vector<FrameworkConvention> make_conventions() {
   legacy.mfu_attention = AttentionFlops::kNonCausal;
   legacy.mfu_attention_source = "Megatron-LM's log before 2025-03";
   legacy.recompute_modules = false;
-  // The combined 1F1B schedule of the A2A overlap came to Megatron-Core in 2025.
-  legacy.runs_moe_a2a_overlap = false;
+  // The combined 1F1B schedule of the A2A overlap and the flex dispatcher came to Megatron-Core
+  // in 2025.
+  legacy.runs_megatron_core_moe = false;
   all.push_back(legacy);
   // NeMo 2.0's performance recipes (NVIDIA/NeMo b73bfff, 2024-12,
   // nemo/collections/llm/recipes/*.py pretrain_performance_optimizations: gpt3_175b, llama3_70b,
@@ -189,7 +190,7 @@ std::vector<FrameworkConvention> make_conventions() {
   all.back().mfu_attention = AttentionFlops::kCausal;
   all.back().mfu_attention_source = "NeMo's Megatron-Bridge log (Megatron-Core since 2025)";
   all.back().recompute_modules = true;
-  all.back().runs_moe_a2a_overlap = true;  // Megatron-Bridge's moe_a2a_overlap
+  all.back().runs_megatron_core_moe = true;  // Megatron-Bridge's moe_a2a_overlap
   all.push_back({"deepspeed",
                  "DeepSpeed ZeRO: half weights and grads, fp32 master, fp32 grad partition, m, v; "
                  "eager ops (HF models)",
@@ -342,13 +343,34 @@ std::string activation_offload_problem(const FrameworkConvention& framework, std
          "Megatron-Core's offloading with --framework megatron or nemo";
 }
 
+namespace {
+
+/// "framework <name> has no <what>; plan <it> with --framework megatron or nemo, or leave it
+/// out": the text of moe_a2a_overlap_framework_problem and moe_flex_framework_problem.
+std::string megatron_core_moe_problem(const FrameworkConvention& framework, const std::string& what,
+                                      const std::string& it) {
+  if (framework.runs_megatron_core_moe) return "";
+  return "framework " + framework.name + " has no " + what + "; plan " + it +
+         " with --framework megatron or nemo, or leave it out";
+}
+
+}  // namespace
+
 std::string moe_a2a_overlap_framework_problem(const FrameworkConvention& framework) {
-  if (framework.runs_moe_a2a_overlap) return "";
-  return "framework " + framework.name +
-         " has no schedule that runs one micro-batch's expert all-to-alls beside another "
-         "micro-batch's compute (Megatron-Core's --overlap-moe-expert-parallel-comm, the "
-         "combined 1F1B schedule of Megatron-LM 2025-2026); plan the overlap with --framework "
-         "megatron or nemo, or leave it out";
+  return megatron_core_moe_problem(
+      framework,
+      "schedule that runs one micro-batch's expert all-to-alls beside another micro-batch's "
+      "compute (Megatron-Core's --overlap-moe-expert-parallel-comm, the combined 1F1B schedule "
+      "of Megatron-LM 2025-2026)",
+      "the overlap");
+}
+
+std::string moe_flex_framework_problem(const FrameworkConvention& framework) {
+  return megatron_core_moe_problem(
+      framework,
+      "flex token dispatcher (Megatron-Core's --moe-token-dispatcher-type flex, "
+      "MoEFlexTokenDispatcher over DeepEP or HybridEP, Megatron-LM 2025-2026)",
+      "the flex dispatcher");
 }
 
 std::string tensor_parallel_problem(const FrameworkConvention& framework, std::int64_t tp) {

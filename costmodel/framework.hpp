@@ -212,13 +212,17 @@ struct FrameworkConvention {
   /// it: Megatron-LM and NeMo (Megatron-Core's --cpu-offloading-num-layers), and the textbook
   /// convention, which names no framework. activation_offload_problem says so.
   std::string no_activation_offload = {};
-  /// Whether the framework runs Megatron-Core's A2A overlap (TrainingSetup::moe_a2a_overlap,
+  /// Whether the framework runs Megatron-Core's MoE communication of 2025-2026, two features
+  /// with one set of frameworks: the A2A overlap (TrainingSetup::moe_a2a_overlap,
   /// --overlap-moe-expert-parallel-comm: the combined 1F1B schedule of Megatron-LM d98e8a6,
   /// megatron/core/pipeline_parallel/combined_1f1b.py, which runs one micro-batch's forward
-  /// beside another's backward): Megatron-LM (2026) and NeMo / Megatron-Bridge do, and the
-  /// textbook convention, which names no framework; moe_a2a_overlap_framework_problem says why
-  /// the others do not.
-  bool runs_moe_a2a_overlap = false;
+  /// beside another's backward) and the flex token dispatcher (MoeDispatcher::kFlex,
+  /// --moe-token-dispatcher-type flex: MoEFlexTokenDispatcher over DeepEP or HybridEP,
+  /// megatron/core/transformer/moe/token_dispatcher.py at d98e8a6, in Megatron-Core since
+  /// 0.11, 2025). Megatron-LM (2026) and NeMo / Megatron-Bridge run both, and so does the
+  /// textbook convention, which names no framework; moe_a2a_overlap_framework_problem and
+  /// moe_flex_framework_problem say why the others do not.
+  bool runs_megatron_core_moe = false;
   /// Whether the framework's pipeline runs pp stages of vpp chunks at ZeRO stage `zero`
   /// (interleaved_pipeline, max_zero_with_pipeline); pipeline_problem says why not.
   bool runs_pipeline(std::int64_t pp, std::int64_t vpp, int zero) const {
@@ -333,11 +337,17 @@ std::string pipeline_problem(const FrameworkConvention& framework, std::int64_t 
 /// cpu_offload_layers (cpu_offload_problem); callers add where the value came from.
 std::string activation_offload_problem(const FrameworkConvention& framework, std::int64_t layers);
 
-/// "" when `framework` runs Megatron-Core's A2A overlap (runs_moe_a2a_overlap); else what is
+/// "" when `framework` runs Megatron-Core's A2A overlap (runs_megatron_core_moe); else what is
 /// wrong: "framework fsdp has no schedule that runs one micro-batch's expert all-to-alls beside
 /// another micro-batch's compute (...)". The one check behind --moe-a2a-overlap and a plan
 /// file's moe_a2a_overlap (apply_moe_settings); callers add where the value came from.
 std::string moe_a2a_overlap_framework_problem(const FrameworkConvention& framework);
+
+/// "" when `framework` runs Megatron-Core's flex token dispatcher (runs_megatron_core_moe); else
+/// what is wrong: "framework deepspeed has no flex token dispatcher (...)". The one check behind
+/// --moe-dispatcher flex and a plan file's moe_dispatcher (apply_moe_settings); callers add where
+/// the value came from.
+std::string moe_flex_framework_problem(const FrameworkConvention& framework);
 
 /// "" when `framework` runs tensor parallelism over `tp` ranks (runs_tensor_parallel); else
 /// what is wrong: "framework hf has no tensor parallelism meshplan costs (...): tp must be 1".

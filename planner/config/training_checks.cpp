@@ -64,8 +64,11 @@ void apply_moe_settings(const MoeSettings& given, const ModelSpec& model, Traini
     if (given.capacity_factor) {
       dense(names.moe_capacity_factor, capacity, "the expert capacity factor");
     }
-    if (given.a2a_overlap) {
-      dense(names.moe_a2a_overlap, "", "the expert-parallel all-to-all overlap");
+    if (given.a2a_overlap || given.a2a_overlap_given) {
+      // A plan file's key as given ("= false"); the flag is a switch, named alone.
+      const std::string value =
+          given.a2a_overlap_given ? (given.a2a_overlap ? "true" : "false") : "";
+      dense(names.moe_a2a_overlap, value, "the expert-parallel all-to-all overlap");
     }
     return;
   }
@@ -73,6 +76,11 @@ void apply_moe_settings(const MoeSettings& given, const ModelSpec& model, Traini
     if (std::string problem = moe_a2a_overlap_framework_problem(setup.framework);
         !problem.empty()) {
       throw InputError(names.at(names.moe_a2a_overlap) + ": " + problem);
+    }
+  }
+  if (dispatcher == MoeDispatcher::kFlex) {
+    if (std::string problem = moe_flex_framework_problem(setup.framework); !problem.empty()) {
+      throw InputError(names.at(names.moe_dispatcher, dispatcher_name) + ": " + problem);
     }
   }
   const bool pads = dispatcher == MoeDispatcher::kDropAndPad;

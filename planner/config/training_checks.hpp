@@ -61,6 +61,9 @@ struct MoeSettings {
   std::optional<MoeDispatcher> dispatcher;  ///< --moe-dispatcher (default alltoall)
   std::optional<double> capacity_factor;    ///< --moe-capacity-factor (drop-and-pad; default 1)
   bool a2a_overlap = false;                 ///< --moe-a2a-overlap
+  /// Whether a2a_overlap was given at all: a plan file's moe_a2a_overlap key, true or false (the
+  /// writer emits it for MoE models only); the flag is given only as true.
+  bool a2a_overlap_given = false;
 };
 
 /// Sets `setup`'s moe_imbalance, moe_dispatcher and moe_a2a_overlap from `given` for an MoE
@@ -69,16 +72,18 @@ struct MoeSettings {
 /// published drop-and-pad benchmarks run) or else the imbalance given. Refuses settings that
 /// contradict the model or each other, each error naming the setting (InputError):
 ///  - the imbalance on a dense model (check_moe_imbalance), and any of the dispatcher, the
-///    capacity factor and the overlap given for one: "--moe-dispatcher flex: llama3-8b is a
-///    dense model (no experts); the token dispatcher needs a mixture-of-experts model (leave
-///    --moe-dispatcher out)";
+///    capacity factor and the overlap given for one (a plan file's moe_a2a_overlap even as
+///    false, as its moe_dispatcher even as alltoall: plan files of dense models have neither):
+///    "--moe-dispatcher flex: llama3-8b is a dense model (no experts); the token dispatcher
+///    needs a mixture-of-experts model (leave --moe-dispatcher out)";
 ///  - a capacity factor with a dropless dispatcher (alltoall, flex), which has no capacity;
 ///  - an imbalance other than 1 with drop-and-pad: padding makes every expert process exactly
 ///    its capacity whatever the routing's skew, so the capacity factor is the load;
 ///  - a capacity factor or an imbalance above num_experts / top_k, where an expert's share is
 ///    already every token of the micro-batch;
-///  - the overlap under a framework without Megatron-Core's combined 1F1B schedule
-///    (moe_a2a_overlap_framework_problem; setup.framework must be set before the call).
+///  - the overlap or the flex dispatcher under a framework that does not run Megatron-Core's
+///    (moe_a2a_overlap_framework_problem, moe_flex_framework_problem; setup.framework must be
+///    set before the call).
 /// The range of each value is the caller's to check (flags at parse time, plan files as read).
 /// Megatron-Core's layout rules of the flex dispatcher and the overlap are
 /// check_moe_layout_rules's.

@@ -337,7 +337,10 @@ TrainingRead read_training(StrictObject& inputs, const nlohmann::json& raw_input
                  describe_json(raw.at("moe_capacity_factor")));
     }
   }
-  if (t.has("moe_a2a_overlap")) r.moe.a2a_overlap = t.boolean("moe_a2a_overlap");
+  if (t.has("moe_a2a_overlap")) {
+    r.moe.a2a_overlap = t.boolean("moe_a2a_overlap");
+    r.moe.a2a_overlap_given = true;
+  }
   if (t.has("elementwise")) {
     r.setup.framework.elementwise =
         *parse_elementwise(t.choice("elementwise", elementwise_names()));
