@@ -154,7 +154,17 @@ std::string system_folder_of(const std::string& path) {
 }  // namespace
 
 void check_output_folder(const std::string& flag, const std::string& dir) {
+  if (dir.empty()) {
+    throw InputError(flag + ": is empty; expected a folder to write into (created when missing)");
+  }
   const std::string named = flag + " " + dir;
+  // "-" is stdout by Unix habit, but a set of files cannot go to a stream: the folder would
+  // have been named "-" (as output_file refuses it for one file).
+  if (dir == "-") {
+    throw InputError(named +
+                     ": \"-\" is not standard output here: the outputs are files in a folder, "
+                     "never a stream; give a folder name (./- for a folder named \"-\")");
+  }
   if (const std::string system = system_folder_of(dir); !system.empty()) {
     throw InputError(named + ": is under " + system + ", the kernel's files of " +
                      (system == "/dev" ? "devices" : "processes") +

@@ -69,8 +69,9 @@ void require_distinct_files(const std::vector<NamedFile>& outputs,
 void check_writable_target(const std::string& path, const std::string& preset_folder = "");
 
 /// Throws InputError naming `flag` and `dir` unless `dir` could be the folder a set of outputs
-/// is written into (created when missing): it lies under /dev or /proc ("--svg /proc/self: is
-/// under /proc, the kernel's files of processes, not a folder files can be written in; ..."), or
+/// is written into (created when missing): it is empty, or "-" (standard output by Unix habit,
+/// which a set of files cannot be written to), or it lies under /dev or /proc ("--svg /proc/self:
+/// is under /proc, the kernel's files of processes, not a folder files can be written in; ..."), or
 /// it exists and is not a folder. Writes nothing: call it before any work.
 void check_output_folder(const std::string& flag, const std::string& dir);
 

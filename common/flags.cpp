@@ -167,4 +167,29 @@ std::string empty_assignment_problem(const std::vector<std::string>& args) {
   return std::string();
 }
 
+void refuse_repeated_flags(CLI::App& app) {
+  for (CLI::App* sub : app.get_subcommands({})) {
+    for (CLI::Option* option : sub->get_options()) {
+      // A list takes more than one value per occurrence; --help (a flag of every subcommand)
+      // changes nothing when repeated.
+      if (option->get_items_expected_max() > 1 || option->get_name() == "--help") continue;
+      option->multi_option_policy(CLI::MultiOptionPolicy::Throw);
+    }
+    refuse_repeated_flags(*sub);
+  }
+}
+
+std::string repeated_flag_problem(const CLI::ParseError& error) {
+  // CLI11 2.1's ArgumentMismatch::AtMost: "<name>: At Most 1 required but received <n>".
+  const std::string text = error.what();
+  const std::string marker = ": At Most 1 required but received ";
+  const std::size_t at = text.find(marker);
+  if (dynamic_cast<const CLI::ArgumentMismatch*>(&error) == nullptr || at == std::string::npos) {
+    return std::string();
+  }
+  const std::string name = text.substr(0, at);
+  return name + " is given " + text.substr(at + marker.size()) +
+         " times; give it once (which value was meant?)";
+}
+
 }  // namespace meshplan

@@ -62,4 +62,18 @@ CLI::Validator non_empty(const std::string& what);
 /// leave the flag out".
 std::string empty_assignment_problem(const std::vector<std::string>& args);
 
+/// Makes every single-valued option of `app`'s subcommands (and theirs, recursively; not
+/// `app`'s own --help and --version) refuse a repeat: CLI11 2.1 lets a flag given twice
+/// (add_flag: MultiOptionPolicy::TakeLast, "--json --json", "--moe-a2a-overlap
+/// --moe-a2a-overlap") take the last one silently, where two different values ("--sp on --sp
+/// off") leave it unclear which was meant. Options that take a list (--recompute-modules,
+/// --stage-layers, fit's files: more than one value per occurrence) keep every value given and
+/// are left as they are. Call it after every option is added, before parsing.
+void refuse_repeated_flags(CLI::App& app);
+
+/// The error for CLI11's refusal of a repeated single-valued option (its ArgumentMismatch
+/// "--tp: At Most 1 required but received 2"): "--tp is given 2 times; give it once (which
+/// value was meant?)"; "" for any other parse error.
+std::string repeated_flag_problem(const CLI::ParseError& error);
+
 }  // namespace meshplan

@@ -41,6 +41,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   add(add_validate_command);
   add(add_fit_command);
   add(add_profile_command);
+  refuse_repeated_flags(app);
 
   // CLI11's messages paste a value as it is given: one with a control character (a newline
   // would start a second "meshplan: error:" line; a NUL, possible in a test's arguments, would
@@ -98,7 +99,9 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e, out, err);
   } catch (const CLI::ParseError& e) {
-    err << "meshplan: error: " << e.what() << "\nRun with --help for the flags and their units.\n";
+    const std::string repeated = repeated_flag_problem(e);
+    err << "meshplan: error: " << (repeated.empty() ? std::string(e.what()) : repeated)
+        << "\nRun with --help for the flags and their units.\n";
     return kInputErrorExitCode;
   }
 

@@ -211,8 +211,43 @@ TEST_CASE("an output path of - is refused: the output file never goes to stdout"
   expect_refused({"estimate", "--model", "llama3-8b", "--tp", "8", "--gpus", "8", "--trace", "-"},
                  "--trace" + message);
   expect_refused({"fit", runs, "--out", "-"}, "--out" + message);
+  // A folder output likewise: the plots would have gone into a folder named "-".
+  expect_refused({"profile", "show", "h100", "--svg", "-"},
+                 "--svg -: \"-\" is not standard output here: the outputs are files in a folder, "
+                 "never a stream; give a folder name (./- for a folder named \"-\")");
   CHECK_FALSE(std::filesystem::exists("-"));
   std::filesystem::current_path(before);
+}
+
+TEST_CASE("a flag given twice is refused by name, never read as the last", "[bad_input][flags]") {
+  // CLI11 lets a switch given twice take the last one (MultiOptionPolicy::TakeLast) and would
+  // read "--sp on --sp off" as off: every single-valued flag of every subcommand refuses a repeat
+  // (refuse_repeated_flags), whether the values agree or not.
+  const std::string help = "\nRun with --help for the flags and their units.\n";
+  const std::vector<std::string> plan = {"plan", "--model", "qwen3-30b-a3b", "--gpus", "8"};
+  const std::pair<std::vector<std::string>, std::string> cases[] = {
+      {test::with(plan, {"--moe-a2a-overlap", "--moe-a2a-overlap"}), "--moe-a2a-overlap"},
+      {test::with(plan, {"--json", "--json"}), "--json"},
+      {test::with(plan, {"--sp", "on", "--sp", "off"}), "--sp"},
+      {test::with(plan, {"--tp", "2", "--tp", "4"}), "--tp"},
+      {test::with(plan, {"--moe-dispatcher", "flex", "--moe-dispatcher", "alltoall"}),
+       "--moe-dispatcher"},
+      {{"estimate", "--model", "llama3-8b", "--tp", "8", "--tp=8"}, "--tp"},
+      {{"ledger", "--model", "llama3-8b", "--all-stages", "--all-stages"}, "--all-stages"},
+      {{"profile", "show", "h100", "--svg", "a", "--svg", "b"}, "--svg"},
+  };
+  for (const auto& [args, flag] : cases) {
+    const test::CliResult r = test::run(args);
+    INFO(args[0] << " " << flag);
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err == "meshplan: error: " + flag +
+                       " is given 2 times; give it once (which value was meant?)" + help);
+  }
+  // A list keeps every value given, in one occurrence or several.
+  CHECK(test::run({"ledger", "--model", "llama3-8b", "--recompute", "selective", "--framework",
+                   "megatron", "--recompute-modules", "core_attn", "--recompute-modules", "mlp"})
+            .exit_code == 0);
 }
 
 TEST_CASE("fit refuses a run id given twice, naming both files and the id", "[bad_input][fit]") {
