@@ -13,6 +13,7 @@
 #include "planner/config/profile_loader.hpp"
 #include "planner/fit/fit.hpp"
 #include "planner/fit/parameters.hpp"
+#include "planner/search/recompute_sets.hpp"
 
 namespace meshplan {
 
@@ -56,8 +57,28 @@ std::string layout_summary(const Layout& l, const TrainingSetup& setup) {
   std::ostringstream s;
   s << degrees_text(l, true) << ", mbs " << l.mbs << ", gbs " << l.gbs << " ("
     << counted(l.microbatches(), "micro-batch", "micro-batches") << "), seq " << setup.seq
-    << ", zero " << l.zero << ", recompute " << to_string(l.recompute) << ", sp "
-    << (l.sp ? "on" : "off") << ", attention " << to_string(setup.attention);
+    << ", zero " << l.zero << ", recompute ";
+  // Megatron-Core's recompute modules where they are set ("selective(mlp,moe)"), as plan's
+  // table names them; the default core_attn as plain "selective".
+  if (l.recompute == Recompute::kSelective && setup.recompute_modules != RecomputeModules()) {
+    s << recompute_text(l.recompute, setup.recompute_modules, setup.framework);
+  } else {
+    s << to_string(l.recompute);
+  }
+  s << ", sp " << (l.sp ? "on" : "off") << ", attention " << to_string(setup.attention);
+  return s.str();
+}
+
+std::string moe_settings_text(const ModelSpec& model, const TrainingSetup& setup) {
+  if (!model.moe) return "";
+  std::ostringstream s;
+  s << "MoE dispatcher " << to_string(setup.moe_dispatcher);
+  if (setup.moe_dispatcher == MoeDispatcher::kDropAndPad) {
+    s << " (capacity factor " << significant(setup.moe_imbalance, 6) << ")";
+  } else if (setup.moe_imbalance != 1) {
+    s << " (load imbalance " << significant(setup.moe_imbalance, 6) << ")";
+  }
+  s << ", A2A overlap " << (setup.moe_a2a_overlap ? "on" : "off");
   return s.str();
 }
 
@@ -145,8 +166,9 @@ std::vector<BreakdownComponent> breakdown_components(const StepBreakdown& b) {
   return components;
 }
 
-nlohmann::json breakdown_json(const StepBreakdown& b) {
+nlohmann::json breakdown_json(const StepBreakdown& b, bool moe) {
   nlohmann::json j = nlohmann::json::object();
+  if (moe) j["ep_exposed_s"] = 0.0;  // replaced below where the layout has any
   for (const BreakdownComponent& c : breakdown_components(b)) j[c.key] = c.seconds;
   return j;
 }

@@ -21,8 +21,14 @@ namespace meshplan {
 nlohmann::json layout_json(const Layout& layout);
 
 /// "dp 8 tp 1 pp 1 cp 1 vpp 1, mbs 2, gbs 16 (1 micro-batch), seq 8192, zero 3, recompute
-/// selective, sp off, attention flash".
+/// selective, sp off, attention flash"; the recompute modules where setup's are not the default
+/// core_attn and the layout recomputes selectively ("recompute selective(mlp,moe)").
 std::string layout_summary(const Layout& layout, const TrainingSetup& setup);
+
+/// An MoE model's token settings as estimate's header gives them: "MoE dispatcher drop-and-pad
+/// (capacity factor 1.25), A2A overlap off", "MoE dispatcher alltoall (load imbalance 1.3), A2A
+/// overlap on" (the imbalance where it is not 1); "" for a dense model.
+std::string moe_settings_text(const ModelSpec& model, const TrainingSetup& setup);
 
 /// "framework megatron (elementwise fused; overlap: tp 0%, dp gradients off, dp parameters off,
 /// interleaved pp sends off)": the convention and the kernel and overlap settings it was costed
@@ -167,7 +173,9 @@ std::string zero3_pipeline_note(const Layout& layout, const TrainingSetup& setup
 /// ep_exposed_s (after the CP row), where it is > 0 (an MoE layout with ep or etp > 1).
 std::vector<BreakdownComponent> breakdown_components(const StepBreakdown& breakdown);
 
-/// {key: seconds} of breakdown_components.
-nlohmann::json breakdown_json(const StepBreakdown& breakdown);
+/// {key: seconds} of breakdown_components; for an MoE model (`moe`) ep_exposed_s always, 0
+/// where the layout has no expert-parallel communication (ep and etp 1), so that --json readers
+/// of MoE layouts find the key at every ep.
+nlohmann::json breakdown_json(const StepBreakdown& breakdown, bool moe);
 
 }  // namespace meshplan

@@ -79,7 +79,7 @@ nlohmann::json candidate_json(const SearchRequest& r, const Candidate& c) {
           {"oom_risk", c.oom_risk},
           {"worst_stage", c.worst_stage},
           {"gpu_hours", r.tokens > 0 ? nlohmann::json(gpu_hours(r, c)) : nlohmann::json()},
-          {"breakdown", breakdown_json(c.breakdown)}};
+          {"breakdown", breakdown_json(c.breakdown, r.model.moe.has_value())}};
 }
 
 /// Decimals of GiB that tell every adjacent pair of `bytes` apart (1 to 3), and whether some

@@ -129,7 +129,11 @@ std::string render_step(const StepReportInputs& in, const StepEstimate& e) {
   s << in.model.name << " on " << in.layout.gpus() << " x " << in.cluster.gpu.name << " ("
     << in.cluster.name << ", profile " << in.profile.name << ")\n  "
     << layout_summary(in.layout, in.setup) << ", " << to_string(in.setup.precision) << ", "
-    << framework_summary(in.setup.framework) << "\n\n";
+    << framework_summary(in.setup.framework) << "\n";
+  if (const std::string moe = moe_settings_text(in.model, in.setup); !moe.empty()) {
+    s << "  " << moe << "\n";
+  }
+  s << "\n";
   s << "  step time        " << fixed(e.step_time_s, 3) << " s";
   // The profile's 80% interval for a run of a new study (fit.hpp interval_for), as --json's
   // step_time_s_p10/p90; none where the profile's family has none (the caveat says why).
@@ -228,7 +232,7 @@ nlohmann::json step_json(const StepReportInputs& in, const StepEstimate& e) {
       {"oom_risk", e.memory.outlook.oom_risk},
       {"capacity_bytes", e.memory.capacity_bytes},
       {"fits", e.memory.fits},
-      {"breakdown", breakdown_json(e.breakdown)},
+      {"breakdown", breakdown_json(e.breakdown, in.model.moe.has_value())},
       {"explanations", explanation_lines(in, e)},
       {"caveats", regime_caveats(in.model, in.layout, in.setup, in.cluster.gpu, in.profile, e.mfu)},
       {"stages_per_microbatch", stages},
