@@ -245,6 +245,17 @@ TrainingSetup plan_setup(const PlanOptions& o, const Scenario& x, std::vector<st
     throw InputError("--recompute-modules: apply to selective recompute, but --recompute pins " +
                      o.recompute);
   }
+  // Megatron-Core refuses the moe recompute module with the overlap (kMoeRecompute): pinned,
+  // it would leave the search only layouts that recompute otherwise, which the modules do not
+  // apply to, so the pin would go silently unused. Refused as estimate refuses it.
+  if (setup.moe_a2a_overlap && setup.recompute_modules.has(RecomputeModule::kMoe)) {
+    throw InputError(
+        "--recompute-modules with moe and --moe-a2a-overlap: Megatron-Core runs the A2A overlap "
+        "(--overlap-moe-expert-parallel-comm) only without the moe module recomputed (\"moe\" "
+        "not in recompute_modules, Megatron-LM d98e8a6 megatron/core/transformer/"
+        "transformer_config.py 3030-3032); leave moe out of --recompute-modules, or leave "
+        "--moe-a2a-overlap out");
+  }
   if (const std::string problem = host_link_problem(setup, gpu); !problem.empty()) {
     throw InputError("--cpu-offload-layers: " + problem);
   }

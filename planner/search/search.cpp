@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "common/strided_parallel.hpp"
+#include "planner/search/recompute_sets.hpp"
 
 namespace meshplan {
 
@@ -533,7 +534,10 @@ MemoryLimits memory_limits(const SearchRequest& request) {
 
 double usable_memory(const SearchRequest& request) { return memory_limits(request).usable(); }
 
-SearchResult search_layouts(const SearchRequest& request) {
+namespace {
+
+/// One search of `request` (search_layouts without its a2a_overlap_excluded).
+SearchResult search_once(const SearchRequest& request) {
   std::vector<std::array<std::int64_t, 3>> combos;  // (tp, cp, pp)
   const FrameworkConvention& framework = request.setup.framework;
   for (std::int64_t tp : divisors(request.gpus)) {
@@ -618,6 +622,57 @@ SearchResult search_layouts(const SearchRequest& request) {
   std::sort(front.begin(), front.end(),
             [](const Candidate& a, const Candidate& b) { return a.peak_bytes < b.peak_bytes; });
   out.pareto = std::move(front);
+  return out;
+}
+
+/// Whether some layout of `result` was left out by a rule of the A2A overlap.
+bool broke_a2a_overlap_rule(const SearchResult& result) {
+  for (unsigned rule = 0; rule < static_cast<unsigned>(A2aOverlapRule::kCount); ++rule) {
+    const std::string reason = moe_a2a_overlap_reason(static_cast<A2aOverlapRule>(rule));
+    for (const BrokenRule& broken : result.broken_rules) {
+      if (broken.reason == reason) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+SearchResult search_layouts(const SearchRequest& request) {
+  SearchResult out = search_once(request);
+  if (!request.setup.moe_a2a_overlap || !broke_a2a_overlap_rule(out)) return out;
+  // The same search without the overlap, for its fastest layout alone. Where that layout keeps
+  // the overlap's rules, the search above had it too, at most as slow with the overlap, so no
+  // layout the rules left out beats the fastest here; where it breaks one, it is the fastest of
+  // those left out (each is costed without the overlap, which cannot run on it).
+  TrainingSetup without = request.setup;
+  without.moe_a2a_overlap = false;
+  SearchRequest fastest(request.model, request.cluster, request.profile, without, request.gpus,
+                        request.gbs);
+  fastest.pins = request.pins;
+  fastest.allow_cross_node_tp = request.allow_cross_node_tp;
+  fastest.memory_reserve_bytes = request.memory_reserve_bytes;
+  fastest.max_oom_risk = request.max_oom_risk;
+  fastest.tokens = request.tokens;
+  fastest.threads = request.threads;
+  // The module sets the search takes without the overlap: with it, the sets with moe are left
+  // out (searched_recompute_module_sets), and a layout that recomputes moe is one the overlap's
+  // rules leave out. Empty (a pinned set, setup's) stays empty.
+  if (!request.recompute_module_sets.empty()) {
+    fastest.recompute_module_sets = searched_recompute_module_sets(request.model, without);
+  }
+  fastest.objective = Objective::kTime;
+  fastest.top_k = 1;
+  const SearchResult plain = search_once(fastest);
+  if (plain.ranked.empty()) return out;
+  const Candidate& best = plain.ranked.front();
+  TrainingSetup overlapped = request.setup;
+  overlapped.recompute_modules = best.recompute_modules;
+  const std::vector<std::string> problems =
+      moe_a2a_overlap_problems(overlapped, best.layout, request.model);
+  if (problems.empty()) return out;
+  if (out.fastest_step_time_s > 0 && best.step_time_s >= out.fastest_step_time_s) return out;
+  out.a2a_overlap_excluded = A2aOverlapExcluded{best, problems};
   return out;
 }
 

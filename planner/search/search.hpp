@@ -129,6 +129,15 @@ struct BrokenRule {
 };
 
 /// The search's answer.
+/// A layout that fits but that Megatron-Core's rules of the A2A overlap left out of a search
+/// with TrainingSetup::moe_a2a_overlap on (SearchResult::a2a_overlap_excluded).
+struct A2aOverlapExcluded {
+  Candidate candidate;  ///< costed without the overlap, which Megatron-Core does not run on it
+  /// The rules it breaks, naming its values (moe_a2a_overlap_problems under its recompute
+  /// modules): "ep 1: Megatron-Core runs the A2A overlap ... with expert parallelism only ...".
+  std::vector<std::string> problems;
+};
+
 struct SearchResult {
   std::vector<Candidate> ranked;  ///< best first, at most top_k
   std::vector<Candidate> pareto;  ///< memory vs time front, by memory (when requested)
@@ -145,6 +154,11 @@ struct SearchResult {
   /// Every rule some layout broke, in rule order. A rule that all `space` layouts broke is one
   /// the pins (or seq, gbs) break, whatever the search chooses for the rest.
   std::vector<BrokenRule> broken_rules;
+  /// With setup.moe_a2a_overlap on: the fastest layout that fits without the overlap, where it
+  /// breaks one of the overlap's rules (so this search left it out) and is faster than
+  /// fastest_step_time_s (or nothing fits here); nullopt otherwise. Without the flag the user
+  /// would get it: plan says so.
+  std::optional<A2aOverlapExcluded> a2a_overlap_excluded;
   double smallest_peak_bytes = 0;  ///< the least memory any rule-abiding layout needed
   /// The step time of the fastest layout that fits (0 when none does), and under
   /// Objective::kMemory the layouts within the time tolerance of it, whom `ranked` lists by
@@ -178,7 +192,9 @@ MemoryLimits memory_limits(const SearchRequest& request);
 double usable_memory(const SearchRequest& request);
 
 /// Runs the search. Preconditions: gpus > 0, gbs > 0. Infeasible layouts are counted, never
-/// thrown; an empty `ranked` means nothing fits (see `rejected`). A pinned vpp, mbs or sp is
+/// thrown; an empty `ranked` means nothing fits (see `rejected`). With setup.moe_a2a_overlap on
+/// and some layout left out by the overlap's rules, it searches a second time without the
+/// overlap (by step time, one layout) to fill a2a_overlap_excluded. A pinned vpp, mbs or sp is
 /// searched even where it breaks a layout rule (vpp 2 with pp 1, sp with tp 1), so that the
 /// rejection says which rule; unpinned ones are searched only where they can keep the rules.
 /// The divisors of n (n >= 1), ascending: the degrees n GPUs split into (the search's dp, tp, pp

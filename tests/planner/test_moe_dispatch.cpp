@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/format.hpp"
 #include "common/input_error.hpp"
 #include "costmodel/layer_ops.hpp"
 #include "planner/config/loaders.hpp"
@@ -47,6 +48,14 @@ std::string qwen_plan(const std::string& name, const std::string& vpp,
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   return plan;
+}
+
+/// The JSON a run of `args` prints, the run required to succeed.
+nlohmann::json json_run(const std::vector<std::string>& args) {
+  const test::CliResult r = test::run(args);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  return nlohmann::json::parse(r.out);
 }
 
 nlohmann::json read_json(const std::string& path) {
@@ -363,4 +372,176 @@ TEST_CASE("plan's Why line quotes the drop-and-pad all-to-all bytes the cost mod
   const std::string dropless = why({"--moe-dispatcher", "alltoall"});
   CHECK_THAT(dropless, Contains("forward and backward: 4 x 134.2 MB per GPU per micro-batch)"));
   CHECK_THAT(dropless, !Contains("padded to every expert's capacity"));
+}
+
+TEST_CASE("plan says when the A2A overlap's rules left out a faster layout", "[cli][moe]") {
+  // qwen3-30b-a3b on 64 B200: without the overlap the fastest layout runs ep 1 (the experts fit
+  // without expert parallelism, and ep 1 has no all-to-all; 4.409 s when written); Megatron-Core
+  // refuses the overlap at ep 1, so --moe-a2a-overlap leaves that layout out and its winner is
+  // slower (4.459 s). plan says so,
+  // naming the layout, its step time (the plain search's winner, costed without the overlap)
+  // and the rule.
+  const std::vector<std::string> qwen = {
+      "plan", "--model", "qwen3-30b-a3b", "--cluster", "dgx-b200", "--gpus", "64", "--json"};
+  const test::CliResult plain = test::run(qwen);
+  const test::CliResult overlap = test::run(test::with(qwen, {"--moe-a2a-overlap"}));
+  INFO(plain.err << overlap.err);
+  REQUIRE(plain.exit_code == 0);
+  REQUIRE(overlap.exit_code == 0);
+  const nlohmann::json p = nlohmann::json::parse(plain.out);
+  const nlohmann::json o = nlohmann::json::parse(overlap.out);
+  CHECK(p["a2a_overlap_excluded"].is_null());  // nothing left out without the flag
+  const nlohmann::json& best = p["ranked"][0];
+  REQUIRE(best["layout"]["ep"] == 1);
+  const nlohmann::json& excluded = o["a2a_overlap_excluded"];
+  REQUIRE(excluded.is_object());
+  CHECK(excluded["layout"] == best["layout"]);
+  CHECK(excluded["step_time_s"] == best["step_time_s"]);
+  CHECK(excluded["step_time_s"].get<double>() < o["fastest_step_time_s"].get<double>());
+  CHECK(excluded["step_time_s"].get<double>() < o["ranked"][0]["step_time_s"].get<double>());
+  // It breaks two of the rules: ep 1, and the moe module it recomputes (the plain search's
+  // module sets include moe; the overlap's leave it out).
+  REQUIRE(excluded["a2a_overlap_problems"].size() == 2);
+  CHECK_THAT(excluded["a2a_overlap_problems"][0].get<std::string>(),
+             Contains("ep 1: Megatron-Core runs the A2A overlap"));
+  CHECK_THAT(excluded["a2a_overlap_problems"][1].get<std::string>(),
+             Contains("recompute module moe: Megatron-Core runs the A2A overlap"));
+  CHECK_THAT(o["explanation"].get<std::string>(),
+             Contains("- --moe-a2a-overlap left out a faster layout: "));
+  CHECK_THAT(o["explanation"].get<std::string>(),
+             Contains("; leave --moe-a2a-overlap out to plan it."));
+  // The table's Why says the same.
+  const test::CliResult text = test::run({"plan", "--model", "qwen3-30b-a3b", "--cluster",
+                                          "dgx-b200", "--gpus", "64", "--moe-a2a-overlap"});
+  REQUIRE(text.exit_code == 0);
+  CHECK_THAT(text.out, Contains("would take " + fixed(best["step_time_s"].get<double>(), 3) +
+                                " s per step without the overlap, against " +
+                                fixed(o["fastest_step_time_s"].get<double>(), 3)));
+}
+
+TEST_CASE("plan says nothing of the overlap's rules where its winner is the fastest",
+          "[cli][moe]") {
+  // 16 H100 (the test above on its cluster): the overlap's winner beats every layout it left
+  // out, so there is nothing to say.
+  const test::CliResult r =
+      test::run({"plan", "--model", "qwen3-30b-a3b", "--cluster", "dgx-h100", "--gpus", "16",
+                 "--framework", "megatron", "--moe-a2a-overlap", "--json"});
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  CHECK(j["a2a_overlap_excluded"].is_null());
+  CHECK_THAT(j["explanation"].get<std::string>(), !Contains("left out a faster layout"));
+}
+
+TEST_CASE("plan refuses the moe recompute module pinned with the A2A overlap",
+          "[cli][moe][bad_input]") {
+  // Megatron-Core refuses the overlap with "moe" in recompute_modules (transformer_config.py
+  // 3030-3032): plan would otherwise keep only layouts that do not recompute selectively, and
+  // the pinned modules would go unused without a word. estimate refuses the same (above).
+  const std::string message =
+      "--recompute-modules with moe and --moe-a2a-overlap: Megatron-Core runs the A2A overlap "
+      "(--overlap-moe-expert-parallel-comm) only without the moe module recomputed";
+  expect_refused({"plan", "--model", "qwen3-30b-a3b", "--cluster", "dgx-h100", "--gpus", "16",
+                  "--framework", "megatron", "--moe-a2a-overlap", "--recompute-modules", "moe"},
+                 message);
+  expect_refused({"plan", "--model", "qwen3-30b-a3b", "--cluster", "dgx-h100", "--gpus", "16",
+                  "--framework", "megatron", "--moe-a2a-overlap", "--recompute-modules", "mlp,moe"},
+                 "leave moe out of --recompute-modules, or leave --moe-a2a-overlap out");
+  // Without moe in the set the pin stands.
+  CHECK(test::run({"plan", "--model", "qwen3-30b-a3b", "--cluster", "dgx-h100", "--gpus", "16",
+                   "--framework", "megatron", "--moe-a2a-overlap", "--recompute-modules", "mlp"})
+            .exit_code == 0);
+}
+
+TEST_CASE("the flex dispatcher is refused under a framework without Megatron-Core's",
+          "[cli][moe][bad_input]") {
+  // Megatron-Core's MoEFlexTokenDispatcher (DeepEP / HybridEP) is the 2025-2026 Megatron-LM's,
+  // as the A2A overlap is: the same conventions run both (megatron, nemo, and textbook, which
+  // names no framework); the rest refuse both.
+  for (const std::string framework :
+       {"deepspeed", "fsdp", "hf", "megatron-2023", "aleph-alpha-2023"}) {
+    INFO(framework);
+    expect_refused({"estimate", "--model", "qwen3-30b-a3b", "--cluster", "dgx-h100", "--gpus", "8",
+                    "--ep", "8", "--framework", framework, "--moe-dispatcher", "flex"},
+                   "--moe-dispatcher flex: framework " + framework +
+                       " has no flex token dispatcher (Megatron-Core's "
+                       "--moe-token-dispatcher-type flex");
+    expect_refused({"plan", "--model", "qwen3-30b-a3b", "--cluster", "dgx-h100", "--gpus", "8",
+                    "--framework", framework, "--moe-dispatcher", "flex"},
+                   "plan the flex dispatcher with --framework megatron or nemo, or leave it out");
+  }
+  for (const std::string framework : {"megatron", "nemo", "textbook"}) {
+    INFO(framework);
+    CHECK(qwen_estimate({"--framework", framework, "--moe-dispatcher", "flex"})["moe_dispatcher"] ==
+          "flex");
+  }
+  // A plan file's dispatcher goes through the same check, named by its JSON path.
+  nlohmann::json j =
+      read_json(qwen_plan("moe_flex_framework.json", "2", {"--moe-dispatcher", "flex"}));
+  j["inputs"]["training"]["framework"] = "deepspeed";
+  CHECK_THROWS_WITH(plan_from_json(j, "plan.json"),
+                    Contains("plan.json: $.inputs.training.moe_dispatcher = flex: framework "
+                             "deepspeed has no flex token dispatcher"));
+}
+
+TEST_CASE("a dense plan.json refuses every MoE key, whatever its value", "[cli][moe][plan_file]") {
+  // The writer emits moe_dispatcher and moe_a2a_overlap for MoE plans only: a dense plan with
+  // either was not written by meshplan, and the reader refuses both alike (it refused
+  // "alltoall" and took false before).
+  const std::string path = test::temp_dir() + "/dense_moe_keys.json";
+  const test::CliResult r = test::run({"estimate", "--model", "llama3-8b", "--cluster", "dgx-h100",
+                                       "--gpus", "8", "--tp", "8", "--out", path});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json written = read_json(path);
+  CHECK_FALSE(written["inputs"]["training"].contains("moe_dispatcher"));
+  CHECK_FALSE(written["inputs"]["training"].contains("moe_a2a_overlap"));
+  nlohmann::json j = written;
+  j["inputs"]["training"]["moe_a2a_overlap"] = false;
+  CHECK_THROWS_WITH(plan_from_json(j, "plan.json"),
+                    Contains("plan.json: $.inputs.training.moe_a2a_overlap = false: llama3-8b is "
+                             "a dense model (no experts)"));
+  j = written;
+  j["inputs"]["training"]["moe_dispatcher"] = "alltoall";
+  CHECK_THROWS_WITH(plan_from_json(j, "plan.json"),
+                    Contains("plan.json: $.inputs.training.moe_dispatcher = alltoall: llama3-8b is "
+                             "a dense model (no experts)"));
+  CHECK_NOTHROW(plan_from_json(written, "plan.json"));
+}
+
+TEST_CASE("estimate --json gives an MoE layout's ep_exposed_s at every ep", "[cli][moe]") {
+  // At ep 1 (and etp 1) there is no all-to-all: the key is there, 0. A dense model has none.
+  const nlohmann::json ep1 = json_run(
+      {"estimate", "--model", "qwen3-30b-a3b", "--cluster", "dgx-h100", "--gpus", "8", "--json"});
+  REQUIRE(ep1["breakdown"].contains("ep_exposed_s"));
+  CHECK(ep1["breakdown"]["ep_exposed_s"] == 0.0);
+  CHECK(qwen_estimate({})["breakdown"]["ep_exposed_s"].get<double>() > 0);  // ep 8
+  const nlohmann::json dense = json_run({"estimate", "--model", "llama3-8b", "--cluster",
+                                         "dgx-h100", "--gpus", "8", "--tp", "8", "--json"});
+  CHECK_FALSE(dense["breakdown"].contains("ep_exposed_s"));
+}
+
+TEST_CASE("estimate's header gives the MoE settings and the recompute modules", "[cli][moe]") {
+  const std::vector<std::string> qwen = {
+      "estimate", "--model", "qwen3-30b-a3b", "--cluster", "dgx-h100", "--gpus", "8",
+      "--ep",     "8",       "--framework",   "megatron"};
+  const test::CliResult pad = test::run(
+      test::with(qwen, {"--moe-dispatcher", "drop-and-pad", "--moe-capacity-factor", "1.25",
+                        "--recompute", "selective", "--recompute-modules", "mlp,moe"}));
+  INFO(pad.err);
+  REQUIRE(pad.exit_code == 0);
+  CHECK_THAT(pad.out, Contains("  MoE dispatcher drop-and-pad (capacity factor 1.25), A2A overlap "
+                               "off\n"));
+  CHECK_THAT(pad.out, Contains(", recompute selective(mlp,moe), sp off"));
+  // The default modules stay "selective", as before.
+  const test::CliResult plain = test::run(test::with(qwen, {"--recompute", "selective"}));
+  REQUIRE(plain.exit_code == 0);
+  CHECK_THAT(plain.out, Contains(", recompute selective, sp off"));
+  CHECK_THAT(plain.out, Contains("  MoE dispatcher alltoall, A2A overlap off\n"));
+  // estimate --plan prints the plan file's settings.
+  const std::string path =
+      qwen_plan("moe_header.json", "2", {"--moe-dispatcher", "flex", "--moe-a2a-overlap"});
+  const test::CliResult again = test::run({"estimate", "--plan", path});
+  INFO(again.err);
+  REQUIRE(again.exit_code == 0);
+  CHECK_THAT(again.out, Contains("  MoE dispatcher flex, A2A overlap on\n"));
 }
