@@ -82,6 +82,12 @@ std::vector<FrameworkConvention> make_conventions() {
   // with no fused kernel (LayerNormOptimizationType offers only "torch"). The 2023 sweep's
   // "flash_attention2 + RMS kernel" runs fused the norm (planner/validation/stated_settings.hpp).
   aleph.elementwise = ElementwiseKernels::kEager;
+  // Its topology is pipe x data x model parallel alone (core/topology/topology.py at 737f855:
+  // pipe_parallel_size, data_parallel_size, model_parallel_size), with Megatron's sequence
+  // parallelism of the tp group; no context parallelism.
+  aleph.no_context_parallel =
+      "Aleph Alpha's codebase splits ranks into pipe x data x model parallel alone "
+      "(github.com/Aleph-Alpha/scaling 737f855 core/topology/topology.py)";
   // Its optimizer (optimizer.py step(), allreduce.py) reduces the gradients in the optimizer
   // step, after the last micro-batch's backward and so beside nothing, as fp32 all-reduces in
   // buckets of 5e8 elements; with its ZeRO (optimizer_config.py: `zero`, "enable zero stage 1
@@ -209,7 +215,9 @@ std::vector<FrameworkConvention> make_conventions() {
   all.back().elementwise = ElementwiseKernels::kEager;
   all.back().interleaved_pipeline = false;
   all.back().max_zero_with_pipeline = 1;
-  all.back().ring_context_parallel = false;
+  all.back().no_context_parallel =
+      "its sequence parallelism is Ulysses, which splits the attention heads and which meshplan "
+      "does not cost";
   // DeepSpeed 0.19.6 (edaa722) activation_checkpointing/config.py: cpu_checkpointing moves the
   // checkpoints of activation checkpointing to host memory, which needs full recompute.
   all.back().no_activation_offload =
@@ -381,10 +389,8 @@ std::string tensor_parallel_problem(const FrameworkConvention& framework, std::i
 
 std::string context_parallel_problem(const FrameworkConvention& framework, std::int64_t cp) {
   if (framework.runs_context_parallel(cp)) return "";
-  return "framework " + framework.name +
-         " has no ring-attention context parallelism (its "
-         "sequence parallelism is Ulysses, which splits the attention heads and which meshplan "
-         "does not cost): cp must be 1";
+  return "framework " + framework.name + " has no ring-attention context parallelism (" +
+         framework.no_context_parallel + "): cp must be 1";
 }
 
 }  // namespace meshplan

@@ -13,9 +13,10 @@
 //             are gathered per layer, not stored)                                   = 16
 //   hf        fp32 weights 4 + fp32 grads 4 + m 4 + v 4 (autocast)                  = 16
 //
-// What each runs (no_pipeline_parallel, no_tensor_parallel, ring_context_parallel, zero_stages,
+// What each runs (no_pipeline_parallel, no_tensor_parallel, no_context_parallel, zero_stages,
 // interleaved_pipeline): hf is data parallel only (Trainer: DDP, FSDP, DeepSpeed ZeRO), pp = tp
-// = 1; deepspeed has no interleaving and no ring-attention cp; the others run every dimension.
+// = 1; deepspeed has no interleaving and no ring-attention cp; aleph-alpha-2023 no cp; the
+// others run every dimension.
 //
 // MFU as each framework logs it (mfu_attention): attention FLOPs causal for megatron and nemo
 // (Megatron-Core since 2025), non-causal for megatron-2023, fsdp (torchtitan) and the others.
@@ -202,10 +203,11 @@ struct FrameworkConvention {
   /// row-parallel linears, with or without sp), and what it has instead; empty where it runs it
   /// (every convention but hf). tensor_parallel_problem says so.
   std::string no_tensor_parallel = {};
-  /// Ring-attention context parallelism (cp > 1) as meshplan costs it: Megatron-Core's and
-  /// PyTorch's. DeepSpeed's sequence parallelism is Ulysses (heads split by an all-to-all),
-  /// which meshplan does not cost.
-  bool ring_context_parallel = true;
+  /// Why the framework has no ring-attention context parallelism (cp > 1) as meshplan costs it
+  /// (Megatron-Core's and PyTorch's), and what it has instead; empty where it runs it. DeepSpeed's
+  /// sequence parallelism is Ulysses (heads split by an all-to-all), which meshplan does not
+  /// cost; Aleph Alpha's 2023 codebase splits no sequence. context_parallel_problem says so.
+  std::string no_context_parallel = {};
   /// Why the framework has no activation CPU offloading as Megatron-Core runs it
   /// (TrainingSetup::cpu_offload_layers: the saved activations of the first N layers moved to
   /// host memory, with no recompute), and what it has instead; empty where the convention runs
@@ -242,9 +244,11 @@ struct FrameworkConvention {
   bool interleaved_refused(std::int64_t pp) const {
     return interleaved_waiting_needs_pp_above_2 && !pp_p2p_overlap && pp <= 2;
   }
-  /// Whether the framework runs context parallelism over `cp` ranks (ring_context_parallel);
+  /// Whether the framework runs context parallelism over `cp` ranks (no_context_parallel empty);
   /// context_parallel_problem says why not.
-  bool runs_context_parallel(std::int64_t cp) const { return cp == 1 || ring_context_parallel; }
+  bool runs_context_parallel(std::int64_t cp) const {
+    return cp == 1 || no_context_parallel.empty();
+  }
   bool dp_grad_overlap = true;
   bool dp_param_overlap = false;
   /// The data-parallel gradient reduction is an all-reduce of fp32 gradients (4 bytes per
@@ -355,7 +359,7 @@ std::string moe_flex_framework_problem(const FrameworkConvention& framework);
 /// where the value came from. Precondition: tp >= 1.
 std::string tensor_parallel_problem(const FrameworkConvention& framework, std::int64_t tp);
 
-/// "" when `framework` runs context parallelism over `cp` ranks (ring_context_parallel, or
+/// "" when `framework` runs context parallelism over `cp` ranks (no_context_parallel empty, or
 /// cp 1); else what is wrong, as pipeline_problem. Precondition: cp >= 1.
 std::string context_parallel_problem(const FrameworkConvention& framework, std::int64_t cp);
 

@@ -27,7 +27,8 @@ namespace meshplan {
 namespace {
 
 std::string number_text(double v, const std::string& unit) {
-  if (unit == "s") return fixed(v * 1e6, 1) + " us";
+  // Microseconds to 4 significant digits: a per-token cost of 2.89e-08 s is 0.0289 us, not 0.0.
+  if (unit == "s") return significant(v * 1e6, 4) + " us";
   return fixed(v, 4);
 }
 

@@ -200,6 +200,23 @@ TEST_CASE("plan: pins that break a layout rule get estimate's reason, exit code 
       CHECK_THAT(cp.err, Catch::Contains("--cp 2: framework deepspeed has no ring-attention "
                                          "context parallelism"));
     }
+    // Aleph Alpha's 2023 codebase (aleph-alpha-2023) is pipe x data x model parallel alone:
+    // estimate refuses cp 2, and plan (which picked cp 4 for Llama 3 8B on 8 H100 before)
+    // ranks cp 1 only.
+    const test::CliResult aleph_cp = test::run({"estimate", "--model", "llama3-8b", "--gpus", "8",
+                                                "--framework", "aleph-alpha-2023", "--cp", "2"});
+    CHECK(aleph_cp.exit_code == 2);
+    CHECK_THAT(aleph_cp.err, Catch::Contains("--cp 2: framework aleph-alpha-2023 has no "
+                                             "ring-attention context parallelism (Aleph Alpha's "
+                                             "codebase splits ranks into pipe x data x model "
+                                             "parallel alone"));
+    const test::CliResult aleph_plan =
+        test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--framework", "aleph-alpha-2023",
+                   "--json", "--top", "50"});
+    REQUIRE(aleph_plan.exit_code == 0);
+    for (const auto& c : nlohmann::json::parse(aleph_plan.out)["ranked"]) {
+      CHECK(c["layout"]["cp"] == 1);
+    }
     const test::CliResult searched =
         test::run({"plan", "--model", "llama3-70b", "--gpus", "64", "--framework", "deepspeed",
                    "--json", "--top", "50"});
