@@ -23,6 +23,7 @@ FittedRates fitted_rates(const Profile& profile, const FrameworkConvention& fram
   if (framework.name == "textbook") {
     const FittedRates priors;
     rates.memory_per_token_bytes = priors.memory_per_token_bytes;
+    rates.memory_per_activation_byte = priors.memory_per_activation_byte;
     rates.oom_log_bias = priors.oom_log_bias;
     rates.oom_log_spread = priors.oom_log_spread;
   }

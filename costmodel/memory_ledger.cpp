@@ -531,7 +531,17 @@ StageMemory stage_memory(const MemoryContext& x, std::int64_t stage) {
   // 16384 tokens where a term on every stage adds 47 GiB to the first): docs/memory.md.
   s[T::kFittedPerToken] =
       last ? std::round(x.setup.fitted.memory_per_token_bytes * tokens * mbs) : 0.0;
-  s.total_bytes = allocated + s[T::kCudaContext] + s[T::kFragmentation] + s[T::kFittedPerToken];
+  // Also fitted, on every stage: what the ops of the layers a stage holds save beyond the named
+  // tensors grows with those tensors (the layer-micro-batches in flight, the recomputed layer),
+  // not with the logits: on Hagemann et al.'s sweep the layouts without recompute ran out of
+  // memory at 68-72 GiB of named terms on their first stage (pp 2 and 4, where the per-token
+  // term does not land) while with full recompute, whose stages save little, layouts ran at 80
+  // (docs/memory.md).
+  s[T::kFittedPerActivation] = std::round(x.setup.fitted.memory_per_activation_byte *
+                                          (s[T::kLayerActivations] + s[T::kEmbeddingActivations] +
+                                           s[T::kMtpActivations] + s[T::kRecomputeWorkingSet]));
+  s.total_bytes = allocated + s[T::kCudaContext] + s[T::kFragmentation] + s[T::kFittedPerToken] +
+                  s[T::kFittedPerActivation];
   return s;
 }
 
@@ -730,6 +740,12 @@ MemoryLedger build_memory_ledger(const ModelSpec& model, const Layout& layout,
             line("unlisted_per_token (fitted memory_per_token_bytes x micro-batch tokens)",
                  MemoryCategory::kRuntimeOverhead, shape_text({tokens, layout.mbs}), "-", 1, term,
                  "-");
+          }
+          break;
+        case MemoryTerm::kFittedPerActivation:
+          if (m[term] > 0) {
+            line("unlisted_per_activation (fitted memory_per_activation_byte x saved activations)",
+                 MemoryCategory::kRuntimeOverhead, "-", "-", 1, term, "-");
           }
           break;
       }

@@ -291,10 +291,11 @@ enum class MemoryTerm {
   kMoeBuffers,            ///< an MoE layer's all-to-all dispatch and combine buffers
   kCudaContext,           ///< CUDA, cuBLAS, NCCL (runtime overhead)
   kFragmentation,         ///< the caching allocator's share of the rest (runtime overhead)
-  kFittedPerToken         ///< fitted: memory_per_token_bytes x the micro-batch's tokens, last stage
+  kFittedPerToken,        ///< fitted: memory_per_token_bytes x the micro-batch's tokens, last stage
+  kFittedPerActivation    ///< fitted: memory_per_activation_byte x the stage's saved activations
 };
 inline constexpr std::size_t kMemoryTerms =
-    static_cast<std::size_t>(MemoryTerm::kFittedPerToken) + 1;
+    static_cast<std::size_t>(MemoryTerm::kFittedPerActivation) + 1;
 
 /// One stage's ledger as numbers, term by term. build_memory_ledger names and shapes the same
 /// terms in the same order; the search (planner/) uses them directly, allocating nothing.

@@ -119,6 +119,11 @@ std::vector<MemoryRun> load_memory_runs(const std::vector<std::string>& paths,
       TrainingSetup unfitted = c.setup;
       unfitted.fitted = FittedRates{};
       const MemoryLedger ledger = build_memory_ledger(c.model, c.layout, unfitted, hw.cluster.gpu);
+      // With one byte per activation byte, each stage's total grows by its activation bytes.
+      TrainingSetup per_activation = unfitted;
+      per_activation.fitted.memory_per_activation_byte = 1;
+      const MemoryLedger unit =
+          build_memory_ledger(c.model, c.layout, per_activation, hw.cluster.gpu);
       MemoryRun r;
       r.id = c.id;
       r.source = source;
@@ -126,8 +131,10 @@ std::vector<MemoryRun> load_memory_runs(const std::vector<std::string>& paths,
       r.generation = gen;
       r.fold =
           fold_of(source) + " " + std::to_string(c.num_gpus) + "x" + std::to_string(c.setup.seq);
-      r.ledger_peak_bytes = ledger.peak_bytes;
-      r.last_stage_bytes = ledger.stages.back().total_bytes;
+      for (std::size_t s = 0; s < ledger.stages.size(); ++s) {
+        const double bytes = ledger.stages[s].total_bytes;
+        r.stages.push_back({bytes, unit.stages[s].total_bytes - bytes});
+      }
       r.tokens = static_cast<double>(c.setup.seq / c.layout.cp * c.layout.mbs);
       r.capacity_bytes = ledger.capacity_bytes;
       r.oom = oom;
@@ -142,8 +149,14 @@ std::vector<MemoryRun> load_memory_runs(const std::vector<std::string>& paths,
 }
 
 double memory_need(const MemoryRun& run, const FittedRates& rates) {
-  return std::max(run.ledger_peak_bytes,
-                  run.last_stage_bytes + rates.memory_per_token_bytes * run.tokens);
+  double need = 0;
+  for (std::size_t s = 0; s < run.stages.size(); ++s) {
+    const bool last = s + 1 == run.stages.size();
+    need = std::max(need, run.stages[s].bytes +
+                              rates.memory_per_activation_byte * run.stages[s].activation_bytes +
+                              (last ? rates.memory_per_token_bytes * run.tokens : 0.0));
+  }
+  return need;
 }
 
 bool predicts_oom(const MemoryRun& run, const FittedRates& rates) {

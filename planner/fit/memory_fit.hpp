@@ -46,10 +46,16 @@ struct MemoryRun {
   /// folds) and the run's (GPU count, sequence length) group, "hagemann 64x2048": leaving one
   /// fold out leaves out every run of that group of that study.
   std::string fold;
-  double ledger_peak_bytes = 0;  ///< worst stage, per-token term 0
-  /// The last stage's total, per-token term 0 (the stage the fitted per-token term lands on;
-  /// memory_ledger.hpp): at most ledger_peak_bytes.
-  double last_stage_bytes = 0;
+  /// One pipeline stage of the run's ledger with the fitted terms 0.
+  struct Stage {
+    double bytes = 0;  ///< the stage's total
+    /// Its saved activations, the base of the fitted per-activation term (memory_ledger.hpp
+    /// MemoryTerm::kFittedPerActivation).
+    double activation_bytes = 0;
+  };
+  /// Every stage in pipeline order: the last computes the loss (where the fitted per-token
+  /// term lands). Not empty.
+  std::vector<Stage> stages;
   double tokens = 0;  ///< seq / cp x mbs
   double capacity_bytes = 0;
   bool oom = false;
@@ -68,8 +74,9 @@ std::vector<MemoryRun> load_memory_runs(const std::vector<std::string>& paths,
                                         const std::string& generation,
                                         std::vector<SkippedCase>* skipped = nullptr);
 
-/// The need of `run` under `rates` (bytes): the larger of its ledger peak and its last stage +
-/// memory_per_token_bytes x tokens (the worst stage of the ledger built with `rates`).
+/// The need of `run` under `rates` (bytes): the largest over its stages of the stage's bytes +
+/// memory_per_activation_byte x its activation bytes, + memory_per_token_bytes x tokens on the
+/// last (the worst stage of the ledger built with `rates`).
 double memory_need(const MemoryRun& run, const FittedRates& rates);
 
 /// Whether `rates` predict `run` out of memory (costmodel/oom_risk.hpp out_of_memory at the
@@ -85,10 +92,11 @@ enum class SpreadEvidence {
 
 /// Measured peaks that set a spread (peak_log_spread): its scale estimated on n -
 /// kPeakFitParameters degrees of freedom, at least 3 here.
-inline constexpr std::size_t kMinSpreadPeaks = 5;
+inline constexpr std::size_t kMinSpreadPeaks = 6;
 /// The parameters a family's peaks fit besides the spread (oom_log_bias,
-/// memory_per_token_bytes): the degrees of freedom peak_log_spread subtracts.
-inline constexpr std::size_t kPeakFitParameters = 2;
+/// memory_per_token_bytes, memory_per_activation_byte): the degrees of freedom peak_log_spread
+/// subtracts.
+inline constexpr std::size_t kPeakFitParameters = 3;
 
 /// The evidence `family_runs` (one family's runs on one generation) give of the spread.
 SpreadEvidence spread_evidence(const std::vector<const MemoryRun*>& family_runs);

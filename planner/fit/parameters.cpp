@@ -178,6 +178,22 @@ const std::vector<ParameterSpec>& fit_parameters() {
                  "(up to 4 MiB per token).",
                  "0: the ledger's named terms are all there is",
                  &FittedRates::memory_per_token_bytes});
+    p.push_back({"memory_per_activation_byte",
+                 "bytes per byte",
+                 "memory",
+                 ParameterScope::kFamily,
+                 0.0,
+                 0.5,
+                 {{"*", 0.0}},
+                 0.25,
+                 false,
+                 "Bytes a GPU holds per byte of the ledger's saved activations (the layers' "
+                 "micro-batches in flight, the embedding's, the recomputed layer's working set), "
+                 "on every stage, beyond them: saved tensors and temporaries of a framework's "
+                 "layer ops that no entry names, which grow with what the layers save (up to "
+                 "half as much again).",
+                 "0: the ledger's named saved tensors are all the layers hold",
+                 &FittedRates::memory_per_activation_byte});
     p.push_back({"oom_log_bias",
                  "log(ledger peak / median measured peak)",
                  "memory",

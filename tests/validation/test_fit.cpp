@@ -272,7 +272,8 @@ TEST_CASE("fit: a base profile file with its own GPU file, fitted into another f
                           "runs on this generation all ran, measured no peak, and none came "
                           "within reach of the capacity (OOM risk 5% to 95% under the base "
                           "profile's memory parameters)); kept the base profile myprof's fitted "
-                          "values (memory_per_token_bytes 0, oom_log_bias " +
+                          "values (memory_per_token_bytes 0, memory_per_activation_byte 0, "
+                          "oom_log_bias " +
                           significant(h100.fitted.families.at("megatron").rates.oom_log_bias, 4)));
     // The memory table has the time table's "bound hit" column (the columns' widths follow
     // the widest value, e.g. "0.0009391 (base's)").
