@@ -68,11 +68,12 @@ struct FittedRates {
   /// computes the logits and the loss; memory_ledger.cpp stage_memory says why there): saved
   /// tensors and temporaries of a framework's ops that no entry names. 0: the ledger as it is.
   double memory_per_token_bytes = 0;
-  /// Memory (issue 20): bytes a GPU holds per byte of the ledger's saved activations (the
-  /// layers', the embedding's, the MTP depths' and the recomputed layer's working set; not the
-  /// logits), on every stage, beyond those named tensors: the saved tensors and temporaries of
-  /// a framework's ops that no entry names grow with what its layers save (memory_ledger.cpp
-  /// stage_memory). Dimensionless; 0: the ledger as it is.
+  /// Memory (issue 20): bytes a GPU holds per byte of the ledger's saved activations held across
+  /// the step (the layers' x micro-batches in flight, the embedding's, the MTP depths'; not the
+  /// logits, not the recomputed layer's working set), on every stage, beyond those named
+  /// tensors: the saved tensors and temporaries of a framework's ops that no entry names grow
+  /// with what its layers save (memory_ledger.cpp stage_memory). Dimensionless; 0: the ledger
+  /// as it is.
   double memory_per_activation_byte = 0;
   /// Memory: log of the ratio of the ledger's peak to the median peak runs reach (> 0: the
   /// ledger over-predicts), natural-log units.

@@ -46,7 +46,7 @@ std::string bound_hit(double value, double lower, double upper) {
 /// What a family whose runs identify none of its memory parameters holds without the base's
 /// values (fit_memory).
 constexpr const char* kFitsValues =
-    "the priors, or the pooled spread with the bias and per-token term fitted beside it";
+    "the priors, or the pooled spread with the bias and unlisted terms fitted beside it";
 
 std::string render(const ProfileFit& f, const std::string& out_path, double seconds) {
   std::ostringstream out;

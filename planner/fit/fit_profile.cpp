@@ -186,7 +186,7 @@ nlohmann::json unidentified_json(const std::vector<UnidentifiedMemory>& unidenti
                     {"base_fitted", base},
                     {"taken", u.kept ? "the base profile's fitted values"
                                      : "the fit's: the priors, or the pooled spread with the "
-                                       "bias and per-token term fitted with it held (the "
+                                       "bias and unlisted terms fitted with it held (the "
                                        "parameters' source)"}});
   }
   return rows;

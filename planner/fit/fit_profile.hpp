@@ -41,7 +41,7 @@ struct UnidentifiedMemory {
   /// generation); nullopt where it has none.
   std::optional<FittedRates> base;
   /// True: the base's values were kept; false: the fit's (the priors, or the pooled spread
-  /// with the bias and per-token term fitted with it held: fit_memory) were taken.
+  /// with the bias and unlisted terms fitted with it held: fit_memory) were taken.
   bool kept = false;
 };
 

@@ -23,7 +23,7 @@
 // the bias to whatever its prior allows (issue 20: b200 megatron 0.0059 and 0.145). Such a
 // family, and a family without runs, holds a spread from elsewhere (`held_spread`: `meshplan fit`
 // passes pooled_log_spread of every generation's runs in its files, else the prior) and the
-// bias and per-token term are fitted with it held (a family without runs keeps their priors).
+// bias and unlisted terms are fitted with it held (a family without runs keeps their priors).
 #pragma once
 
 #include <map>
@@ -132,7 +132,7 @@ double peak_log_spread(const std::vector<const MemoryRun*>& family_runs, const F
 /// The fitted memory parameters of each family with runs among `runs` (all of one generation):
 /// every family of framework_families(), the time parameters at their priors (the caller takes
 /// the memory ones). By the family's spread_evidence: kOutcomes fits the three parameters;
-/// kPeaks fits bias and per-token term with the spread held at the prior, sets the spread to
+/// kPeaks fits bias and unlisted terms with the spread held at the prior, sets the spread to
 /// peak_log_spread of that fit, and fits them again with it held; kNone fits them with the
 /// spread held at `held_spread` (nullopt: the prior). A family without runs keeps the priors,
 /// its spread `held_spread` when given.

@@ -183,15 +183,14 @@ const std::vector<ParameterSpec>& fit_parameters() {
                  "memory",
                  ParameterScope::kFamily,
                  0.0,
-                 0.5,
+                 1.0,
                  {{"*", 0.0}},
                  0.25,
                  false,
-                 "Bytes a GPU holds per byte of the ledger's saved activations (the layers' "
-                 "micro-batches in flight, the embedding's, the recomputed layer's working set), "
-                 "on every stage, beyond them: saved tensors and temporaries of a framework's "
-                 "layer ops that no entry names, which grow with what the layers save (up to "
-                 "half as much again).",
+                 "Bytes a GPU holds per byte of the ledger's saved activations held across the "
+                 "step (the layers' x micro-batches in flight, the embedding's), on every stage, "
+                 "beyond them: saved tensors and temporaries of a framework's layer ops that no "
+                 "entry names, which grow with what the layers save (up to as much again).",
                  "0: the ledger's named saved tensors are all the layers hold",
                  &FittedRates::memory_per_activation_byte});
     p.push_back({"oom_log_bias",

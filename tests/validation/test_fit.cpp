@@ -300,7 +300,7 @@ TEST_CASE("fit: a base profile file with its own GPU file, fitted into another f
     CHECK_THAT(r.out,
                Catch::Contains(
                    "where the base profile myprof had memory_per_token_bytes "
-                   "0, oom_log_bias " +
+                   "0, memory_per_activation_byte 0, oom_log_bias " +
                    significant(
                        load_profile("h100").fitted.families.at("megatron").rates.oom_log_bias, 4)));
   }

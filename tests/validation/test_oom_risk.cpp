@@ -108,13 +108,15 @@ TEST_CASE("the ledger's fitted per-activation term: memory_per_activation_byte x
   const auto [before, after] =
       readme_ledgers([](FittedRates& r) { r.memory_per_activation_byte = 0.25; });
   // On every stage a quarter of what its entries of category activations hold (the layers'
-  // saved tensors x micro-batches in flight, the embedding's, the gradient buffers of the op
-  // being differentiated aside), outside the fragmentation's base, listed last.
+  // saved tensors x micro-batches in flight, the embedding's; the LM head's inputs, the
+  // recomputed layer's working set and the gradient buffers of the op being differentiated
+  // aside), outside the fragmentation's base, listed last.
   for (std::size_t r = 0; r < after.stages.size(); ++r) {
     double saved = 0;
     for (const LedgerEntry& e : before.stages[r].entries) {
-      if (e.category == MemoryCategory::kActivations && e.name.rfind("backward.", 0) != 0 &&
-          e.name.rfind("final_norm", 0) != 0 && e.name.rfind("lm_head", 0) != 0) {
+      const auto named = [&](const char* prefix) { return e.name.rfind(prefix, 0) == 0; };
+      if (e.category == MemoryCategory::kActivations && !named("backward.") &&
+          !named("recompute.") && !named("final_norm") && !named("lm_head")) {
         saved += e.bytes;
       }
     }
