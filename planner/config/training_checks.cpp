@@ -169,7 +169,14 @@ void apply_recompute_settings(const std::vector<std::string>& modules,
                        setup.framework.name + selective);
     }
     RecomputeModules set = RecomputeModules::none();
-    for (const std::string& name : modules) set.add(*parse_recompute_module(name));
+    for (const std::string& name : modules) {
+      const RecomputeModule module = *parse_recompute_module(name);
+      if (set.has(module)) {
+        throw InputError(names.at(names.recompute_modules) + ": names " + name +
+                         " twice; name each module once");
+      }
+      set.add(module);
+    }
     if (const std::string problem = recompute_modules_problem(set, model); !problem.empty()) {
       throw InputError(names.at(names.recompute_modules) + ": " + problem);
     }

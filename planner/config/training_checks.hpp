@@ -108,9 +108,10 @@ void check_moe_layout_rules(const TrainingSetup& setup, const Layout& layout,
 /// hf); modules given under a convention that does not take Megatron-Core's --recompute-modules
 /// (FrameworkConvention::recompute_modules: all but megatron and nemo; fsdp's selective
 /// recompute is op-level, the others' core attention alone), or that the model cannot recompute
-/// (recompute_modules_problem); offloading of as many layers as the model has or more. Unknown
-/// module names are the caller's to refuse (parse_recompute_module is taken to succeed). pp and
-/// recompute are checked per layout (cpu_offload_problem, check_modules_recompute).
+/// (recompute_modules_problem); a module named twice; offloading of as many layers as the model has
+/// or more. Unknown module names are the caller's to refuse (parse_recompute_module is taken to
+/// succeed). pp and recompute are checked per layout (cpu_offload_problem,
+/// check_modules_recompute).
 void apply_recompute_settings(const std::vector<std::string>& modules,
                               std::int64_t cpu_offload_layers, const ModelSpec& model,
                               TrainingSetup& setup, const SettingNames& names);

@@ -107,6 +107,30 @@ TEST_CASE("plan, estimate and ledger refuse --recompute-modules with --cpu-offlo
   CHECK_FALSE(std::filesystem::exists(out));
 }
 
+TEST_CASE("plan, estimate and ledger refuse a recompute module named twice",
+          "[bad_input][recompute_modules]") {
+  // "mlp mlp" and "mlp,mlp" are one module given twice: a typo more likely than a meaning.
+  const std::string out = test::temp_dir() + "/never-twice.json";
+  for (const std::vector<std::string>& command :
+       {std::vector<std::string>{"plan", "--model", "llama3-8b", "--gpus", "8", "--out", out},
+        std::vector<std::string>{"estimate", "--model", "llama3-8b", "--recompute", "selective"},
+        std::vector<std::string>{"ledger", "--model", "llama3-8b", "--recompute", "selective"}}) {
+    for (const std::vector<std::string>& modules :
+         {std::vector<std::string>{"mlp", "core_attn", "mlp"},
+          std::vector<std::string>{"mlp,mlp"}}) {
+      std::vector<std::string> flags = {"--framework", "megatron", "--recompute-modules"};
+      flags.insert(flags.end(), modules.begin(), modules.end());
+      const test::CliResult r = test::run(test::with(command, flags));
+      INFO(command[0] << " " << modules.front());
+      CHECK(r.exit_code == 2);
+      CHECK(r.out.empty());
+      CHECK(test::without_notes(r.err) ==
+            "meshplan: error: --recompute-modules: names mlp twice; name each module once\n");
+    }
+  }
+  CHECK_FALSE(std::filesystem::exists(out));
+}
+
 TEST_CASE("a dense model refuses --moe-imbalance, as it refuses --ep", "[bad_input][moe]") {
   const std::string message =
       "--moe-imbalance 1.5: llama3-8b is a dense model (no experts); the expert load imbalance "

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -607,6 +608,17 @@ TEST_CASE("a pipeline whose stages differ says which one sets the pace", "[usabi
   INFO(flat.err);
   REQUIRE(flat.exit_code == 0);
   CHECK_THAT(flat.out, !Catch::Contains("Pipeline pace"));
+  // A stage of the embedding alone (--stage-layers 0,96) beside one of every layer: the ratio of
+  // their times as a multiple (from twice on), not a percentage in the millions.
+  const test::CliResult lopsided = test::run(
+      test::with(base, {"--pp", "2", "--gpus", "16", "--stage-layers", "0,96", "--mbs", "1"}));
+  INFO(lopsided.err);
+  REQUIRE(lopsided.exit_code == 0);
+  CHECK(std::regex_search(
+      lopsided.out, std::regex("Pipeline pace: stage 1 \\(96 layers and the LM head and "
+                               "loss\\) takes [0-9.]+ ms per micro-batch, [0-9]+ times as long "
+                               "as stage 0 \\(0 layers and the embedding, ")));
+  CHECK_THAT(lopsided.out, !Catch::Contains("% more than stage 0"));
 }
 
 TEST_CASE("plan's Why: the state fully sharded is a floor, and what the winner holds of it",
