@@ -175,10 +175,19 @@ std::string fitted_header_text(const ProfileDocument& doc) {
            counted(doc.fit_report->runs, "measured training run", "measured training runs") +
            " of " + counted(doc.fit_report->files.size(), "file", "files");
   }
+  std::string stopped;
+  if (doc.fit_report && !doc.fit_report->converged) {
+    stopped = "; the fit stopped at its limit of " + std::to_string(doc.fit_report->iterations) +
+              " Levenberg-Marquardt steps, its last kept step still lowering the cost by " +
+              scientific(doc.fit_report->last_relative_gain) +
+              " of it: not converged, the parameters were still moving (meshplan fit's note "
+              "says the same)";
+  }
   return wrap("  fitted:      ",
               "yes, " + what +
                   " (meshplan fit): steps run on the rates below scaled by the fitted "
-                  "parameters at the end");
+                  "parameters at the end" +
+                  stopped);
 }
 
 /// The fitted section: per parameter and framework family the prior, the fitted value and the
@@ -723,6 +732,12 @@ FitReportSummary read_fit_report(const nlohmann::json& report, FitRecord record)
     }
   }
   r.leave_out = report_string(report, "leave_out");
+  // load_profile checked their types (fitted_json.cpp).
+  if (report.contains("converged")) r.converged = report.at("converged").get<bool>();
+  if (report.contains("iterations")) r.iterations = report.at("iterations").get<std::int64_t>();
+  if (report.contains("last_relative_gain")) {
+    r.last_relative_gain = report.at("last_relative_gain").get<double>();
+  }
   r.moe_priors_from = record.moe_priors_from.value_or("");
   if (report_count(report, "parameters") > 0) {
     for (const nlohmann::json& p : report.at("parameters")) {

@@ -79,6 +79,11 @@ struct FitReportSummary {
   /// each case. Sources without any are absent.
   std::map<std::string, std::size_t> repeated;
   std::string leave_out;  ///< report.leave_out: "study" or "file"; "" when absent
+  /// report.converged: false when the fit stopped at its step limit (least_squares.hpp
+  /// kMaxLeastSquaresSteps) before a stop rule; true when absent.
+  bool converged = true;
+  std::int64_t iterations = 0;    ///< report.iterations: Levenberg-Marquardt steps; 0 when absent
+  double last_relative_gain = 0;  ///< report.last_relative_gain: the last kept step's cost drop
   /// report.moe_priors_from: the profile whose fitted MoE dispatch seconds were the fit's priors;
   /// "" when absent or null.
   std::string moe_priors_from;

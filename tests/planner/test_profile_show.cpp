@@ -9,9 +9,11 @@
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 #include <stdexcept>
 
+#include "common/format.hpp"
 #include "costmodel/units.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
@@ -163,6 +165,21 @@ TEST_CASE("profile show: the fitted section's parameters, intervals, runs and er
   REQUIRE(preset.exit_code == 0);
   CHECK_THAT(preset.out, Catch::Contains("  fitted:      yes, to "));
   CHECK_THAT(preset.out, Catch::Contains("Fitted parameters (meshplan fit, hopper generation"));
+  // Whether the fit converged, as its report says: h100's stopped at the 400-step limit
+  // (fitted.report.converged false), a100's stopped by a rule (converged true) and says nothing.
+  const nlohmann::json h100_report =
+      nlohmann::json::parse(test::read_config("profiles/h100.json")).at("fitted").at("report");
+  REQUIRE_FALSE(h100_report.at("converged").get<bool>());
+  // The header wraps at 100 columns: compare with its line breaks and indents as spaces.
+  const std::string header = std::regex_replace(preset.out, std::regex("\n +"), " ");
+  CHECK_THAT(header,
+             Catch::Contains("the fit stopped at its limit of 400 Levenberg-Marquardt "
+                             "steps, its last kept step still lowering the cost by " +
+                             scientific(h100_report.at("last_relative_gain").get<double>()) +
+                             " of it: not converged"));
+  const test::CliResult a100 = test::run({"profile", "show", "a100"});
+  REQUIRE(a100.exit_code == 0);
+  CHECK_THAT(a100.out, !Catch::Contains("not converged"));
 
   // A fitted section with fixed numbers: megatron's GEMM scale 0.9 (prior 1, bounds 0.6 -
   // 1.05) and an interval 0.8 - 1.2 over 12 residuals; pytorch and other at their priors,
