@@ -250,7 +250,7 @@ std::vector<FrameworkConvention> make_conventions() {
   all.push_back({"hf",
                  "Hugging Face Transformers + Trainer: fp32 weights and grads, m, v; eager "
                  "attention softmax in fp32; eager ops, RoPE as rotate_half in bf16; data "
-                 "parallel only (DDP, FSDP, DeepSpeed ZeRO): no pp, no tp",
+                 "parallel only (DDP, FSDP, DeepSpeed ZeRO): no pp, no tp, no ep",
                  "transformers modeling_llama.py eager_attention_forward (softmax in float32); "
                  "Trainer with bf16/fp16 autocast keeps fp32 parameters",
                  {fp32_weights, fp32_grads, adam_m, adam_v},
@@ -274,6 +274,13 @@ std::vector<FrameworkConvention> make_conventions() {
       "the Hugging Face Trainer's tensor parallelism is the model's tp_plan (from_pretrained "
       "with tp_plan=\"auto\", accelerate's ParallelismConfig tp_size, FSDP2 for dp > 1), which "
       "meshplan does not cost";
+  // Nor expert parallelism: accelerate's ParallelismConfig (parallelism_config.py at 0422db7,
+  // 2025) sizes dp_replicate, dp_shard, tp and cp, no expert dimension; an MoE model's experts
+  // are data parallel (replicated, or sharded by FSDP / ZeRO) like its other weights.
+  all.back().no_expert_parallel =
+      "the Hugging Face Trainer's ParallelismConfig (accelerate) has data, tensor and context "
+      "parallel sizes and no expert dimension: the experts are data parallel like the other "
+      "weights";
   // TrainingArguments has gradient_checkpointing but no activation offloading.
   all.back().no_activation_offload =
       "the Hugging Face Trainer's TrainingArguments have gradient_checkpointing, no activation "
@@ -391,6 +398,12 @@ std::string context_parallel_problem(const FrameworkConvention& framework, std::
   if (framework.runs_context_parallel(cp)) return "";
   return "framework " + framework.name + " has no ring-attention context parallelism (" +
          framework.no_context_parallel + "): cp must be 1";
+}
+
+std::string expert_parallel_problem(const FrameworkConvention& framework, std::int64_t ep) {
+  if (framework.runs_expert_parallel(ep)) return "";
+  return "framework " + framework.name + " has no expert parallelism (" +
+         framework.no_expert_parallel + "): ep must be 1";
 }
 
 }  // namespace meshplan

@@ -13,10 +13,10 @@
 //             are gathered per layer, not stored)                                   = 16
 //   hf        fp32 weights 4 + fp32 grads 4 + m 4 + v 4 (autocast)                  = 16
 //
-// What each runs (no_pipeline_parallel, no_tensor_parallel, no_context_parallel, zero_stages,
-// interleaved_pipeline): hf is data parallel only (Trainer: DDP, FSDP, DeepSpeed ZeRO), pp = tp
-// = 1; deepspeed has no interleaving and no ring-attention cp; aleph-alpha-2023 no cp; the
-// others run every dimension.
+// What each runs (no_pipeline_parallel, no_tensor_parallel, no_context_parallel,
+// no_expert_parallel, zero_stages, interleaved_pipeline): hf is data parallel only (Trainer: DDP,
+// FSDP, DeepSpeed ZeRO), pp = tp = ep = 1; deepspeed has no interleaving and no ring-attention cp;
+// aleph-alpha-2023 no cp; the others run every dimension.
 //
 // MFU as each framework logs it (mfu_attention): attention FLOPs causal for megatron and nemo
 // (Megatron-Core since 2025), non-causal for megatron-2023, fsdp (torchtitan) and the others.
@@ -208,6 +208,10 @@ struct FrameworkConvention {
   /// sequence parallelism is Ulysses (heads split by an all-to-all), which meshplan does not
   /// cost; Aleph Alpha's 2023 codebase splits no sequence. context_parallel_problem says so.
   std::string no_context_parallel = {};
+  /// Why the framework has no expert parallelism (ep > 1: the routed experts split over ranks
+  /// with all-to-alls between them), and what it runs instead; empty where it runs it (every
+  /// convention but hf). expert_parallel_problem says so.
+  std::string no_expert_parallel = {};
   /// Why the framework has no activation CPU offloading as Megatron-Core runs it
   /// (TrainingSetup::cpu_offload_layers: the saved activations of the first N layers moved to
   /// host memory, with no recompute), and what it has instead; empty where the convention runs
@@ -249,6 +253,9 @@ struct FrameworkConvention {
   bool runs_context_parallel(std::int64_t cp) const {
     return cp == 1 || no_context_parallel.empty();
   }
+  /// Whether the framework runs expert parallelism over `ep` ranks (no_expert_parallel empty,
+  /// or ep 1); expert_parallel_problem says why not.
+  bool runs_expert_parallel(std::int64_t ep) const { return ep == 1 || no_expert_parallel.empty(); }
   bool dp_grad_overlap = true;
   bool dp_param_overlap = false;
   /// The data-parallel gradient reduction is an all-reduce of fp32 gradients (4 bytes per
@@ -362,5 +369,10 @@ std::string tensor_parallel_problem(const FrameworkConvention& framework, std::i
 /// "" when `framework` runs context parallelism over `cp` ranks (no_context_parallel empty, or
 /// cp 1); else what is wrong, as pipeline_problem. Precondition: cp >= 1.
 std::string context_parallel_problem(const FrameworkConvention& framework, std::int64_t cp);
+
+/// "" when `framework` runs expert parallelism over `ep` ranks (no_expert_parallel empty, or ep
+/// 1); else what is wrong, as pipeline_problem: "framework hf has no expert parallelism (...):
+/// ep must be 1". Precondition: ep >= 1.
+std::string expert_parallel_problem(const FrameworkConvention& framework, std::int64_t ep);
 
 }  // namespace meshplan

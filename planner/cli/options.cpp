@@ -297,7 +297,13 @@ std::string moe_setup_note(const TrainingSetup& setup, const MoeFlags& f) {
                 "(--moe-a2a-overlap, Megatron-Core's --overlap-moe-expert-parallel-comm)"
               : "; the ep all-to-alls exposed (estimate and plan --moe-a2a-overlap hide them "
                 "behind another micro-batch's compute)") +
-         "; ZeRO 0 and 1 only (expert states sharded over edp)";
+         "; ZeRO 0 and 1 only (expert states sharded over edp)" +
+         (setup.framework.runs_expert_parallel(2)
+              ? std::string()
+              : "; framework " + setup.framework.name +
+                    " has no expert parallelism, so every GPU holds every expert: its FSDP / "
+                    "ZeRO-3 would shard them, which meshplan does not cost for MoE (a layout "
+                    "that does not fit here may fit there)");
 }
 
 }  // namespace
@@ -750,6 +756,10 @@ ResolvedLayout resolve_layout(const LayoutFlags& f, const ModelSpec& model, cons
   }
   if (const std::string problem = context_parallel_problem(framework, l.cp); !problem.empty()) {
     framework_problems.push_back("--cp " + std::to_string(l.cp) + ": " + problem +
+                                 " (or another --framework)");
+  }
+  if (const std::string problem = expert_parallel_problem(framework, l.ep); !problem.empty()) {
+    framework_problems.push_back("--ep " + std::to_string(l.ep) + ": " + problem +
                                  " (or another --framework)");
   }
   if (const std::string problem = pipeline_problem(framework, l.pp, l.vpp, l.zero);

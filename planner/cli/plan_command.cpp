@@ -302,6 +302,10 @@ void check_pins(const PlanOptions& o, const Scenario& x, const TrainingSetup& se
       !problem.empty()) {
     throw InputError("--cp " + std::to_string(o.cp) + ": " + problem + " (or another --framework)");
   }
+  if (const std::string problem = expert_parallel_problem(setup.framework, o.ep > 0 ? o.ep : 1);
+      !problem.empty()) {
+    throw InputError("--ep " + std::to_string(o.ep) + ": " + problem + " (or another --framework)");
+  }
   // Pins the framework's pipeline cannot run: a pinned vpp > 1 (which only pp > 1 takes; an
   // unpinned pp is checked at 3, where every framework that interleaves does), or a pinned
   // ZeRO stage with a pinned pp > 1. Unpinned, the search leaves such layouts out.

@@ -583,6 +583,12 @@ Plan plan_from_json(const nlohmann::json& json, const std::string& file) {
                      " (" + at + "training.framework is " +
                      json_quoted(training.setup.framework.name) + "); or another framework");
   }
+  if (const std::string problem = expert_parallel_problem(training.setup.framework, layout.ep);
+      !problem.empty()) {
+    throw InputError(file + ": $.layout.ep: is " + std::to_string(layout.ep) + ", but " + problem +
+                     " (" + at + "training.framework is " +
+                     json_quoted(training.setup.framework.name) + "); or another framework");
+  }
   if (const std::string problem =
           pipeline_problem(training.setup.framework, layout.pp, layout.vpp, layout.zero);
       !problem.empty()) {

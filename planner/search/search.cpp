@@ -122,7 +122,7 @@ class Worker {
   /// The expert meshes (ep, etp) searched for the ranks of a stage of `base`: (1, 1) for a dense
   /// model; for an MoE model every ep dividing the routed experts with etp 1 or tp (or the
   /// pins, searched even where they break a rule, so that the rejection names it), those
-  /// where ep x etp divides tp x cp x dp.
+  /// where ep x etp divides tp x cp x dp and the framework runs ep (runs_expert_parallel).
   std::vector<std::pair<std::int64_t, std::int64_t>> expert_meshes(const Layout& base) const {
     if (!r_.model.moe) {
       return {{r_.pins.ep.value_or(1), r_.pins.etp.value_or(1)}};
@@ -137,6 +137,9 @@ class Worker {
           r_.pins.ep ? std::vector<std::int64_t>{*r_.pins.ep} : divisors(r_.model.moe->num_experts);
       for (std::int64_t ep : eps) {
         if (!r_.pins.ep && !r_.pins.etp && local % (ep * etp) != 0) continue;
+        // Expert parallelism the framework does not run is not its layout (a pin is refused
+        // before the search).
+        if (!r_.setup.framework.runs_expert_parallel(ep)) continue;
         meshes.emplace_back(ep, etp);
       }
     }

@@ -275,6 +275,25 @@ TEST_CASE("plan: pins that break a layout rule get estimate's reason, exit code 
       CHECK(l["pp"] == 1);
       CHECK(l["vpp"] == 1);
     }
+    // Nor expert parallelism (accelerate's ParallelismConfig has no expert dimension): an MoE
+    // model's plan searches ep 1 alone, and --ep 8 is refused by plan, estimate and ledger.
+    const std::string no_ep = "framework hf has no expert parallelism (the Hugging Face Trainer's";
+    // Mixtral 8x7B (46.7e9 parameters) with every expert on every GPU at ZeRO 1 does not fit
+    // on 80 GB (fp32 weights and gradients alone: 8 bytes x 46.7e9 = 374 GB; with ep 8, which
+    // the search ran before it left ep > 1 out under hf, layouts fit): plan says why.
+    const test::CliResult moe = test::run(
+        {"plan", "--model", "mixtral-8x7b", "--gpus", "64", "--framework", "hf", "--top", "20"});
+    CHECK(moe.exit_code == 3);
+    CHECK_THAT(moe.err, Catch::Contains("framework hf has no expert parallelism, so every GPU "
+                                        "holds every expert: its FSDP / ZeRO-3 would shard "
+                                        "them, which meshplan does not cost for MoE"));
+    for (const std::string command : {"plan", "estimate", "ledger"}) {
+      INFO(command);
+      const test::CliResult r = test::run(
+          {command, "--model", "mixtral-8x7b", "--gpus", "64", "--framework", "hf", "--ep", "8"});
+      CHECK(r.exit_code == 2);
+      CHECK_THAT(r.err, Catch::Contains("--ep 8: " + no_ep));
+    }
     // The other conventions still search tp and pp (fsdp, torchtitan: both).
     const test::CliResult fsdp =
         test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--framework", "fsdp", "--tp",
