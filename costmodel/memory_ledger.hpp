@@ -128,6 +128,9 @@ struct StageLedger {
   std::int64_t chunks_in_flight = 0;  ///< chunk-micro-batches of activations held
   double layer_activations_held = 0;  ///< layers x micro-batches of activations held
   double params = 0;                  ///< parameters on this GPU before ZeRO sharding
+  /// The activations the stage saves across the step, bytes: the base of the fitted
+  /// memory_per_activation_byte term (saved_activation_bytes of its StageMemory).
+  double saved_activation_bytes = 0;
   std::vector<LedgerEntry> entries;
   double total_bytes = 0;
 };
@@ -315,6 +318,12 @@ struct StageMemory {
   double& operator[](MemoryTerm term) { return term_bytes[static_cast<std::size_t>(term)]; }
   double operator[](MemoryTerm term) const { return term_bytes[static_cast<std::size_t>(term)]; }
 };
+
+/// The activations `stage` saves across the step, bytes: its layers' (x the micro-batches in
+/// flight), the embedding's and the multi-token-prediction layers'; not the logits, not the
+/// recomputed layer's transient working set. The base of the fitted memory_per_activation_byte
+/// term (MemoryTerm::kFittedPerActivation).
+double saved_activation_bytes(const StageMemory& stage);
 
 /// The group ZeRO shards the state over (ranks): dp, times cp where the framework does
 /// (FrameworkConvention::shard_over_cp).

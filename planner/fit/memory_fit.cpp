@@ -119,11 +119,6 @@ std::vector<MemoryRun> load_memory_runs(const std::vector<std::string>& paths,
       TrainingSetup unfitted = c.setup;
       unfitted.fitted = FittedRates{};
       const MemoryLedger ledger = build_memory_ledger(c.model, c.layout, unfitted, hw.cluster.gpu);
-      // With one byte per activation byte, each stage's total grows by its activation bytes.
-      TrainingSetup per_activation = unfitted;
-      per_activation.fitted.memory_per_activation_byte = 1;
-      const MemoryLedger unit =
-          build_memory_ledger(c.model, c.layout, per_activation, hw.cluster.gpu);
       MemoryRun r;
       r.id = c.id;
       r.source = source;
@@ -131,9 +126,8 @@ std::vector<MemoryRun> load_memory_runs(const std::vector<std::string>& paths,
       r.generation = gen;
       r.fold =
           fold_of(source) + " " + std::to_string(c.num_gpus) + "x" + std::to_string(c.setup.seq);
-      for (std::size_t s = 0; s < ledger.stages.size(); ++s) {
-        const double bytes = ledger.stages[s].total_bytes;
-        r.stages.push_back({bytes, unit.stages[s].total_bytes - bytes});
+      for (const StageLedger& s : ledger.stages) {
+        r.stages.push_back({s.total_bytes, s.saved_activation_bytes});
       }
       r.tokens = static_cast<double>(c.setup.seq / c.layout.cp * c.layout.mbs);
       r.capacity_bytes = ledger.capacity_bytes;

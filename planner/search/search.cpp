@@ -648,24 +648,17 @@ SearchResult search_layouts(const SearchRequest& request) {
   // the overlap's rules, the search above had it too, at most as slow with the overlap, so no
   // layout the rules left out beats the fastest here; where it breaks one, it is the fastest of
   // those left out (each is costed without the overlap, which cannot run on it).
-  TrainingSetup without = request.setup;
-  without.moe_a2a_overlap = false;
-  SearchRequest fastest(request.model, request.cluster, request.profile, without, request.gpus,
-                        request.gbs);
-  fastest.pins = request.pins;
-  fastest.allow_cross_node_tp = request.allow_cross_node_tp;
-  fastest.memory_reserve_bytes = request.memory_reserve_bytes;
-  fastest.max_oom_risk = request.max_oom_risk;
-  fastest.tokens = request.tokens;
-  fastest.threads = request.threads;
+  SearchRequest fastest = request;
+  fastest.setup.moe_a2a_overlap = false;
   // The module sets the search takes without the overlap: with it, the sets with moe are left
   // out (searched_recompute_module_sets), and a layout that recomputes moe is one the overlap's
   // rules leave out. Empty (a pinned set, setup's) stays empty.
   if (!request.recompute_module_sets.empty()) {
-    fastest.recompute_module_sets = searched_recompute_module_sets(request.model, without);
+    fastest.recompute_module_sets = searched_recompute_module_sets(request.model, fastest.setup);
   }
   fastest.objective = Objective::kTime;
   fastest.top_k = 1;
+  fastest.pareto = false;
   const SearchResult plain = search_once(fastest);
   if (plain.ranked.empty()) return out;
   const Candidate& best = plain.ranked.front();

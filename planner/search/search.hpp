@@ -64,7 +64,9 @@ struct SearchRequest {
   const ModelSpec& model;
   const ClusterSpec& cluster;
   const Profile& profile;
-  const TrainingSetup& setup;  ///< seq, framework convention, precision, attention
+  /// seq, framework convention, precision, attention; a copy, so that a search of other
+  /// settings copies the request whole and changes it.
+  TrainingSetup setup;
   std::int64_t gpus = 0;
   std::int64_t gbs = 0;  ///< global batch, sequences
   LayoutPins pins;
