@@ -12,13 +12,17 @@ void host_bound_layer(BlockCosts& costs, double host_per_layer_s) {
 void add_moe_layer_overhead(BlockCosts& costs, double overhead_s) {
   costs.forward_s += overhead_s / 3;
   costs.backward_s += 2 * overhead_s / 3;
+  costs.moe_host_s += overhead_s;
 }
 
 double moe_layer_overhead_s(const FittedRates& rates, MoeDispatcher dispatcher,
                             double assignments) {
-  return rates.moe_layer_overhead_s +
-         (dispatcher == MoeDispatcher::kAllToAll ? rates.moe_alltoall_sync_s : 0.0) +
+  return rates.moe_layer_overhead_s + moe_host_sync_s(rates, dispatcher) +
          rates.moe_routed_token_s * assignments;
+}
+
+double moe_host_sync_s(const FittedRates& rates, MoeDispatcher dispatcher) {
+  return dispatcher == MoeDispatcher::kAllToAll ? rates.moe_alltoall_sync_s : 0.0;
 }
 
 void set_step_interval(StepEstimate& e, const Profile& profile,

@@ -21,7 +21,8 @@ void host_bound_layer(BlockCosts& costs, double host_per_layer_s);
 
 /// Adds `overhead_s` (FittedRates::moe_layer_overhead_s: seconds per MoE layer per micro-batch,
 /// forward + backward, beyond its modeled kernels and all-to-alls) to an MoE layer's costs, a
-/// third forward and two thirds backward as host_bound_layer splits it. overhead_s >= 0.
+/// third forward and two thirds backward as host_bound_layer splits it, and to its moe_host_s.
+/// overhead_s >= 0.
 void add_moe_layer_overhead(BlockCosts& costs, double overhead_s);
 
 /// Seconds per MoE layer per micro-batch (forward + backward) beyond its modeled kernels and
@@ -33,6 +34,12 @@ void add_moe_layer_overhead(BlockCosts& costs, double overhead_s);
 /// rates.moe_routed_token_s x assignments. Qwen3-30B-A3B at mbs 1, seq 4096, ep 8: 4096 x 8
 /// = 32768 assignments, at 0.35 us each 11.5 ms.
 double moe_layer_overhead_s(const FittedRates& rates, MoeDispatcher dispatcher, double assignments);
+
+/// Of moe_layer_overhead_s, the seconds per MoE layer per micro-batch the dropless all-to-all
+/// dispatcher's host synchronisation takes (rates.moe_alltoall_sync_s: it waits for the
+/// tokens-per-expert counts before each all-to-all); 0 under the flex and drop-and-pad
+/// dispatchers.
+double moe_host_sync_s(const FittedRates& rates, MoeDispatcher dispatcher);
 
 /// Sets e.step_time_s_p10 and e.step_time_s_p90 from `profile`'s interval for `framework`'s
 /// family (step_interval: the step time times the ratios p10_ratio and p90_ratio); leaves them

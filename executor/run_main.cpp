@@ -138,8 +138,13 @@ std::vector<double> component_values(const StepTimes& t) {
 }
 
 std::vector<double> predicted_components(const StepBreakdown& b) {
-  return {b.compute_s + b.recompute_s,       b.tp_exposed_s, b.cp_exposed_s, b.pp_p2p_s, b.bubble_s,
-          b.dp_exposed_s + b.fsdp_exposed_s, b.optimizer_s};
+  return {b.compute_s + b.recompute_s + b.moe_host_s,
+          b.tp_exposed_s,
+          b.cp_exposed_s,
+          b.pp_p2p_s,
+          b.bubble_s,
+          b.dp_exposed_s + b.fsdp_exposed_s,
+          b.optimizer_s};
 }
 
 /// Width of the report table's name column: the longest label, the peak row's, fits.

@@ -169,13 +169,22 @@ extern const char* const kFsdpZero2Holds;
 /// gradient reduce-scatters happen once per step, in the data-parallel line.
 std::string zero3_pipeline_note(const Layout& layout, const TrainingSetup& setup);
 
-/// The nine components of `breakdown`, in the order of StepBreakdown::total(), and a tenth,
-/// ep_exposed_s (after the CP row), where it is > 0 (an MoE layout with ep or etp > 1).
+/// Why an MoE step under the alltoall dispatcher is slower than under flex: its host
+/// synchronisation before each all-to-all, `sync_s` seconds of the `step_s` step
+/// (StepEstimate::moe_alltoall_sync_s, at `profile`'s fitted moe_alltoall_sync_s for
+/// `framework`'s family), in the breakdown's MoE host overhead; the flex dispatcher has none.
+/// "" where sync_s is under 5% of step_s.
+std::string moe_host_sync_note(double sync_s, double step_s, const Profile& profile,
+                               const FrameworkConvention& framework);
+
+/// The nine components of `breakdown`, in the order of StepBreakdown::total(), and, where each
+/// is > 0, ep_exposed_s (after the CP row; an MoE layout with ep or etp > 1), moe_host_s (after
+/// it; an MoE model) and offload_exposed_s (last).
 std::vector<BreakdownComponent> breakdown_components(const StepBreakdown& breakdown);
 
-/// {key: seconds} of breakdown_components; for an MoE model (`moe`) ep_exposed_s always, 0
-/// where the layout has no expert-parallel communication (ep and etp 1), so that --json readers
-/// of MoE layouts find the key at every ep.
+/// {key: seconds} of breakdown_components; for an MoE model (`moe`) ep_exposed_s and moe_host_s
+/// always, 0 where the layout has none (ep and etp 1; a profile with no MoE host seconds), so
+/// that --json readers of MoE layouts find the keys at every ep.
 nlohmann::json breakdown_json(const StepBreakdown& breakdown, bool moe);
 
 }  // namespace meshplan

@@ -302,8 +302,13 @@ std::string expert_mesh_text(const SearchRequest& r, const SearchResult& result)
     s << " The best listed layout with ep " << c.layout.ep << " (etp " << c.layout.etp << ") is "
       << fixed(100 * (c.step_time_s / w.step_time_s - 1), 1) << "% slower (EP all-to-all "
       << fixed(c.breakdown.ep_exposed_s, 2) << " s, compute " << fixed(c.breakdown.compute_s, 2)
-      << " s).";
+      << " s, MoE host overhead " << fixed(c.breakdown.moe_host_s, 2) << " s).";
     break;
+  }
+  if (const std::string sync =
+          moe_host_sync_note(w.moe_alltoall_sync_s, w.step_time_s, r.profile, r.setup.framework);
+      !sync.empty()) {
+    s << " The winner's step: " << sync << ".";
   }
   s << "\n";
   return s.str();

@@ -76,14 +76,17 @@ struct Explanation {
   std::string line;
 };
 
-/// The explanations that apply (pipeline_pace, zero3_pipeline_note, selective_flash_note), for
+/// The explanations that apply (pipeline_pace, uneven_chunks_note, zero3_pipeline_note,
+/// selective_flash_note, moe_host_sync_note), for
 /// the text and for --json alike.
 std::vector<Explanation> explanations(const StepReportInputs& in, const StepEstimate& e) {
   std::vector<Explanation> out;
   for (Explanation x :
        {Explanation{"", pipeline_pace(in, e)}, Explanation{"Note: ", uneven_chunks_note(in, e)},
         Explanation{"Note: ", zero3_pipeline_note(in.layout, in.setup)},
-        Explanation{"Note: ", selective_flash_note(in, e)}}) {
+        Explanation{"Note: ", selective_flash_note(in, e)},
+        Explanation{"Note: ", moe_host_sync_note(e.moe_alltoall_sync_s, e.step_time_s, in.profile,
+                                                 in.setup.framework)}}) {
     if (!x.line.empty()) out.push_back(std::move(x));
   }
   return out;
@@ -245,6 +248,8 @@ nlohmann::json step_json(const StepReportInputs& in, const StepEstimate& e) {
   if (in.model.moe) {
     j["moe_dispatcher"] = to_string(in.setup.moe_dispatcher);
     j["moe_a2a_overlap"] = in.setup.moe_a2a_overlap;
+    // Of breakdown.moe_host_s, the alltoall dispatcher's host syncs (0 under flex).
+    j["moe_alltoall_sync_s"] = e.moe_alltoall_sync_s;
   }
   // The 80% interval (the profile's fitted one; null without it).
   j["step_time_s_p10"] =

@@ -338,6 +338,7 @@ class Worker {
     c.tflops_per_gpu_causal = e.tflops_per_gpu_causal;
     c.tokens_per_s = e.tokens_per_s;
     c.breakdown = e.breakdown;
+    c.moe_alltoall_sync_s = e.moe_alltoall_sync_s;
     fastest_ = std::min(fastest_, c.step_time_s);
     if (r_.objective == Objective::kMemory) {
       keep_within_tolerance(c);

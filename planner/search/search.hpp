@@ -117,6 +117,7 @@ struct Candidate {
   double tflops_per_gpu_causal = 0;  ///< model FLOP/s per GPU / 1e12 (attention causal)
   double tokens_per_s = 0;
   StepBreakdown breakdown;
+  double moe_alltoall_sync_s = 0;  ///< StepEstimate::moe_alltoall_sync_s
 };
 
 /// A rule that some of the layouts searched broke (a layout rule of costmodel/layout.hpp, or tp

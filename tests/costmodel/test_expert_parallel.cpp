@@ -308,6 +308,10 @@ TEST_CASE("the per-assignment MoE cost: per routed token-expert pair the rank's 
   CHECK(added(8, 2, 1) == Approx(22.9376e-3));
   CHECK(added(4, 1, 1) == Approx(11.4688e-3));
   CHECK(added(8, 1, 1.5) == Approx(17.2032e-3));
+  // The layer carries the same seconds as its MoE host overhead, which the step's breakdown
+  // lists apart from the kernels (no host sync under flex).
+  CHECK(moe_costs(8, 1, 1, 0.35e-6).moe_host_s == Approx(11.4688e-3));
+  CHECK(moe_costs(8, 1, 1, 0.35e-6).moe_sync_s == 0);
 }
 
 TEST_CASE("A2A overlap: each direction's all-to-alls beside the other direction's compute",
@@ -340,6 +344,9 @@ TEST_CASE("A2A overlap: each direction's all-to-alls beside the other direction'
             .epsilon(1e-9));
   CHECK(b.breakdown.compute_s == a.breakdown.compute_s);
   CHECK(b.step_time_s < a.step_time_s);
+  // The MoE layers' host seconds are a line of their own, and the lines add up to the step.
+  CHECK(a.breakdown.moe_host_s > 0);
+  CHECK(a.breakdown.total() == Approx(a.step_time_s).epsilon(1e-12));
   // One micro-batch per step (gbs 8 = dp): its forward and backward both run alone, nothing
   // is hidden, and the overlap changes nothing.
   l.gbs = 8;

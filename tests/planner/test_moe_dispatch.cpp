@@ -11,8 +11,11 @@
 
 #include "common/format.hpp"
 #include "common/input_error.hpp"
+#include "costmodel/fitted_rates.hpp"
+#include "costmodel/framework.hpp"
 #include "costmodel/layer_ops.hpp"
 #include "planner/config/loaders.hpp"
+#include "planner/config/profile_loader.hpp"
 #include "planner/plan/plan_file.hpp"
 #include "tests/support/cli_expect.hpp"
 #include "tests/support/cli_runner.hpp"
@@ -85,12 +88,33 @@ TEST_CASE("estimate takes --moe-a2a-overlap: the step shortens by the EP time it
   const double step_exposed = exposed["step_time_s"], step_hidden = hidden["step_time_s"];
   CHECK(step_exposed - step_hidden == Approx(ep_exposed - ep_hidden).epsilon(1e-9));
   // The dispatcher reaches it too: flex drops the all-to-all dispatcher's host sync
-  // (moe_alltoall_sync_s per MoE layer and micro-batch, costmodel/host_bound.hpp), so its
-  // compute is shorter and its all-to-alls the same.
+  // (moe_alltoall_sync_s per MoE layer and micro-batch, costmodel/host_bound.hpp), so its MoE
+  // host overhead is shorter by the syncs, 48 MoE layers x 128 micro-batches (the default gbs
+  // 4194304 / 4096 = 1024 sequences over dp 8 at mbs 1) of the h100 profile's fitted seconds
+  // each, and its kernels and all-to-alls are the same.
   const nlohmann::json flex = qwen_estimate({"--moe-dispatcher", "flex"});
   CHECK(flex["moe_dispatcher"] == "flex");
   CHECK(flex["breakdown"]["ep_exposed_s"] == exposed["breakdown"]["ep_exposed_s"]);
-  CHECK(flex["breakdown"]["compute_s"] < exposed["breakdown"]["compute_s"]);
+  CHECK(flex["breakdown"]["compute_s"] == Approx(exposed["breakdown"]["compute_s"].get<double>()));
+  const double sync_per_layer =
+      fitted_rates(load_profile("h100"), *find_framework("megatron")).moe_alltoall_sync_s;
+  REQUIRE(sync_per_layer > 0);
+  const double syncs = 48 * 128 * sync_per_layer;
+  CHECK(exposed["moe_alltoall_sync_s"].get<double>() == Approx(syncs).epsilon(1e-9));
+  CHECK(flex["moe_alltoall_sync_s"].get<double>() == 0);
+  CHECK(exposed["breakdown"]["moe_host_s"].get<double>() -
+            flex["breakdown"]["moe_host_s"].get<double>() ==
+        Approx(syncs).epsilon(1e-9));
+  CHECK(exposed["step_time_s"].get<double>() - flex["step_time_s"].get<double>() ==
+        Approx(syncs).epsilon(1e-9));
+  // The text says so, under the breakdown: the syncs are over 5% of the step.
+  const test::CliResult text =
+      test::run({"estimate", "--model", "qwen3-30b-a3b", "--cluster", "dgx-h100", "--gpus", "8",
+                 "--ep", "8", "--framework", "megatron"});
+  CHECK_THAT(text.out, Contains("MoE host overhead") &&
+                           Contains("the alltoall dispatcher waits on the host before each "
+                                    "all-to-all") &&
+                           Contains("--moe-dispatcher flex costs"));
 }
 
 TEST_CASE("drop-and-pad at capacity factor c: the all-to-alls carry c x the routed tokens",
