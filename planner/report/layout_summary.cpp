@@ -455,6 +455,19 @@ std::vector<std::string> regime_caveats(const ModelSpec& model, const Layout& la
                   "slower than measured (README, Validation); the shipped profiles, fitted to "
                   "them, are within -8% to +29%.");
   }
+  // A sliding window's band is costed only by FlashAttention at cp 1 (layer_ops.cpp): ring
+  // attention and eager attention cost the windowed layers as full causal.
+  if (model.sliding_window && *model.sliding_window < setup.seq &&
+      (layout.cp > 1 || setup.attention != AttentionImpl::kFlash)) {
+    out.push_back(
+        "the sliding window of " + std::to_string(*model.sliding_window) +
+        " tokens is costed as "
+        "full causal attention " +
+        (layout.cp > 1 ? "at cp " + std::to_string(layout.cp) + " (ring attention over every key)"
+                       : std::string("under eager attention")) +
+        ": the windowed layers' attention time is an upper bound; at cp 1 with --attention "
+        "flash it costs only the window's band (docs/step-time.md).");
+  }
   if (profile.name == "a100") {
     out.push_back(
         "profile a100: the published A100 runs, each predicted by a fit that left its "

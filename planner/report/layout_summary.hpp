@@ -142,6 +142,8 @@ std::string no_interval_reason(const Profile& profile, const std::string& family
 /// predicted `mfu` (fraction, attention non-causal) above 0.6 at 16-bit precision, beyond what
 /// the published runs measured but one (Korthikanti et al. 2022: 56%, Hagemann et al. 2023: 60%;
 /// one of theirs reports 71% by its own FLOP count; "but one" dropped above 0.706).
+/// A `model` with a sliding window shorter than the sequence under cp > 1 or eager attention,
+/// whose windowed layers are then costed as full causal attention (layer_ops.cpp).
 /// And a mixture-of-experts `model` on a profile whose fit left the MoE parameters of the
 /// framework's family (alltoall_busbw_scale, moe_layer_overhead_s, moe_alltoall_sync_s,
 /// moe_routed_token_s) at their priors (planner/fit/parameters.hpp): the shipped Hopper and Ampere

@@ -547,6 +547,25 @@ TEST_CASE("a layout in the regime validation shows furthest off carries its own 
   CHECK_THAT(plan.out, Catch::Contains("Caveat (the winner): cp 8 at seq 131072"));
 }
 
+TEST_CASE("a sliding window costed as full causal attention says so", "[usability][estimate]") {
+  // GPT-OSS 120B: a 128-token window on every other layer. FlashAttention at cp 1 costs only
+  // the band (layer_ops.cpp); ring attention (cp 2) and eager attention cost the full causal
+  // square, which the caveat names; cp 1 with flash gets no such line.
+  const std::vector<std::string> base = {"estimate", "--model", "gpt-oss-120b", "--gpus", "16",
+                                         "--ep",     "8",       "--gbs",        "16"};
+  const test::CliResult ring = test::run(test::with(base, {"--cp", "2"}));
+  INFO(ring.err);
+  REQUIRE(ring.exit_code == 0);
+  CHECK_THAT(ring.out, Catch::Contains("Caveat: the sliding window of 128 tokens is costed as "
+                                       "full causal attention at cp 2"));
+  const test::CliResult eager = test::run(test::with(base, {"--attention", "eager"}));
+  REQUIRE(eager.exit_code == 0);
+  CHECK_THAT(eager.out, Catch::Contains("full causal attention under eager attention"));
+  const test::CliResult band = test::run(base);
+  REQUIRE(band.exit_code == 0);
+  CHECK_THAT(band.out, !Catch::Contains("the sliding window of"));
+}
+
 TEST_CASE("ZeRO-3 through a pipeline says why its per-layer gathers are zero",
           "[usability][estimate]") {
   // fsdp with pp 2: FSDP2 under pipelining keeps each stage gathered through the step, so the
