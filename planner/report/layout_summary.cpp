@@ -37,13 +37,16 @@ nlohmann::json layout_json(const Layout& l) {
   return j;
 }
 
-std::string framework_summary(const FrameworkConvention& f) {
+std::string framework_summary(const FrameworkConvention& f, const Layout* layout) {
   const auto on_off = [](bool on) { return on ? "on" : "off"; };
+  std::string tp = percent(f.tp_comm_overlap, 3);
+  if (f.tp_overlap_needs_sp && f.tp_comm_overlap > 0) tp += " with sp";
+  if (layout && f.tp_comm_overlap > 0 && f.tp_overlap_share(layout->tp, layout->sp) == 0) {
+    tp += layout->tp == 1 ? ", none here (tp 1)" : ", none here (sp off)";
+  }
   return "framework " + f.name + " (elementwise " + to_string(f.elementwise) + "; overlap: tp " +
-         percent(f.tp_comm_overlap, 3) +
-         (f.tp_overlap_needs_sp && f.tp_comm_overlap > 0 ? " with sp" : "") + ", dp gradients " +
-         on_off(f.dp_grad_overlap) + ", dp parameters " + on_off(f.dp_param_overlap) +
-         ", interleaved pp sends " + on_off(f.pp_p2p_overlap) + ")";
+         tp + ", dp gradients " + on_off(f.dp_grad_overlap) + ", dp parameters " +
+         on_off(f.dp_param_overlap) + ", interleaved pp sends " + on_off(f.pp_p2p_overlap) + ")";
 }
 
 nlohmann::json overlaps_json(const FrameworkConvention& f) {

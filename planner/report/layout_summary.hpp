@@ -33,7 +33,10 @@ std::string moe_settings_text(const ModelSpec& model, const TrainingSetup& setup
 /// "framework megatron (elementwise fused; overlap: tp 0%, dp gradients off, dp parameters off,
 /// interleaved pp sends off)": the convention and the kernel and overlap settings it was costed
 /// with (its own or the --elementwise / --tp-overlap / --dp-overlap / --pp-overlap overrides).
-std::string framework_summary(const FrameworkConvention& framework);
+/// With a `layout` (estimate's one), the tp share it runs (FrameworkConvention::
+/// tp_overlap_share): "tp 50% with sp, none here (sp off)" or "(tp 1)" where the framework's
+/// share does not apply to it; without (plan's many layouts), the framework's share alone.
+std::string framework_summary(const FrameworkConvention& framework, const Layout* layout = nullptr);
 
 /// The overlap settings as JSON: {tp_comm_overlap (share of TP collective time hidden),
 /// dp_grad_overlap, dp_param_overlap, pp_overlap (bools)}.

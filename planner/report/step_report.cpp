@@ -135,7 +135,7 @@ std::string render_step(const StepReportInputs& in, const StepEstimate& e) {
   s << in.model.name << " on " << in.layout.gpus() << " x " << in.cluster.gpu.name << " ("
     << in.cluster.name << ", profile " << in.profile.name << ")\n  "
     << layout_summary(in.layout, in.setup) << ", " << to_string(in.setup.precision) << ", "
-    << framework_summary(in.setup.framework) << "\n";
+    << framework_summary(in.setup.framework, &in.layout) << "\n";
   if (const std::string moe = moe_settings_text(in.model, in.setup); !moe.empty()) {
     s << "  " << moe << "\n";
   }

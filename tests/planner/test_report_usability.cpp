@@ -547,6 +547,24 @@ TEST_CASE("a layout in the regime validation shows furthest off carries its own 
   CHECK_THAT(plan.out, Catch::Contains("Caveat (the winner): cp 8 at seq 131072"));
 }
 
+TEST_CASE("estimate's header says where the framework's TP overlap does not apply",
+          "[usability][estimate]") {
+  // nemo overlaps all of TP's collectives (tp_comm_overlap 1) but only with sp
+  // (FrameworkConvention::tp_overlap_share): at tp 2 with sp off, and at tp 1, the layout runs
+  // none of it, and the header says so beside the framework's share; with sp on it runs it.
+  const std::vector<std::string> base = {"estimate", "--model", "llama3-8b",   "--gpus", "8",
+                                         "--gbs",    "8",       "--framework", "nemo"};
+  const test::CliResult off = test::run(test::with(base, {"--tp", "2"}));
+  REQUIRE(off.exit_code == 0);
+  CHECK_THAT(off.out, Contains("overlap: tp 100% with sp, none here (sp off),"));
+  const test::CliResult one = test::run(test::with(base, {"--tp", "1"}));
+  REQUIRE(one.exit_code == 0);
+  CHECK_THAT(one.out, Contains("overlap: tp 100% with sp, none here (tp 1),"));
+  const test::CliResult on = test::run(test::with(base, {"--tp", "2", "--sp"}));
+  REQUIRE(on.exit_code == 0);
+  CHECK_THAT(on.out, Contains("overlap: tp 100% with sp, dp gradients on"));
+}
+
 TEST_CASE("a sliding window costed as full causal attention says so", "[usability][estimate]") {
   // GPT-OSS 120B: a 128-token window on every other layer. FlashAttention at cp 1 costs only
   // the band (layer_ops.cpp); ring attention (cp 2) and eager attention cost the full causal
