@@ -197,8 +197,10 @@ MlaSpec read_mla(StrictObject& o) {
   return a;
 }
 
-/// The case's model. `skip_reason` is set for a hybrid Mamba stack (hybrid_layer_pattern),
-/// which meshplan does not model: the case is read, then skipped with it.
+/// The case's model. `skip_reason` is set for a hybrid Mamba stack (hybrid_layer_pattern) or a
+/// LatentMoE, which meshplan does not model, and for a params_reported off the shape's count
+/// by more than 2x (the shape or the count is of another model): the case is read, then
+/// skipped with it.
 ModelSpec read_model(StrictObject o, const std::string& framework,
                      std::vector<std::string>& assumptions, std::string& skip_reason) {
   ModelSpec m;
@@ -275,7 +277,7 @@ ModelSpec read_model(StrictObject o, const std::string& framework,
                                  std::to_string(m.num_layers) +
                                  "); expected the multi-token-prediction depth (DeepSeek-V3: 1)");
   }
-  o.positive_number_or_null("params_reported");
+  const std::optional<double> params_reported = o.positive_number_or_null("params_reported");
   if (o.has("params_active_reported")) o.positive_number_or_null("params_active_reported");
   if (const auto pattern =
           o.has("hybrid_layer_pattern") ? o.string_or_null("hybrid_layer_pattern") : std::nullopt) {
@@ -319,6 +321,21 @@ ModelSpec read_model(StrictObject o, const std::string& framework,
   }
   if (const auto problem = model_extension_problem(m)) {
     o.fail(case_key(problem->key), problem->message);
+  }
+  // The source's own count against the shape's: conventions differ by the embedding, the LM
+  // head or the vocabulary's padding (a few percent to a third for the smallest GPTs), never by
+  // 2x; beyond that the shape (or the count) is of another model, or in other units, and the
+  // case would be costed as a model the run was not.
+  constexpr double kMaxParamsRatio = 2;
+  const double counted_params = static_cast<double>(count_params(m).total);
+  if (params_reported && (*params_reported > kMaxParamsRatio * counted_params ||
+                          *params_reported * kMaxParamsRatio < counted_params)) {
+    skip_reason = "model.params_reported is " + significant(*params_reported, 4) + ", " +
+                  significant(*params_reported / counted_params, 3) + " x the " +
+                  significant(counted_params, 4) +
+                  " parameters of the model's shape; a count of the same model differs by the "
+                  "embedding or the vocabulary's padding, never 2x: the shape or the count is of "
+                  "another model (or in other units)";
   }
   return m;
 }
@@ -631,9 +648,9 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
   c.setup.precision = *parse_precision(precision);
   const std::optional<bool> flash = training.boolean_or_null("flash_attention");
 
-  std::string hybrid;
+  std::string model_skip;
   c.model =
-      read_model(o.object("model", section_keys("model")), c.framework, c.assumptions, hybrid);
+      read_model(o.object("model", section_keys("model")), c.framework, c.assumptions, model_skip);
   c.setup.seq = c.model.seq_length;
 
   StrictObject hardware = o.object("hardware", section_keys("hardware"));
@@ -870,7 +887,7 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
     // The Megatron-Bridge data keep the token dispatcher and the A2A overlap in the notes.
     apply_moe_recipe(notes, c.model.name, c.gpu, c.setup, c.assumptions);
   }
-  c.skip_reason = hybrid;
+  c.skip_reason = model_skip;
   // A stage or pipeline the mapped convention does not run would be costed as if it did: the
   // case is skipped with the reason (issue 19: one such case never refuses its file), as --zero
   // and a plan file's layout.zero are refused (zero_stage_problem, tensor_parallel_problem,
@@ -882,7 +899,7 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
            " is costed with meshplan's " + c.setup.framework.name + " convention, and " + problem;
   };
   if (!c.skip_reason.empty()) {
-    // a hybrid Mamba stack: skipped whatever its layout
+    // a hybrid Mamba stack, or a count of another model: skipped whatever its layout
   } else if (const std::string problem = zero_stage_problem(c.setup.framework, l.zero);
              !problem.empty()) {
     c.skip_reason = refused("zero is " + std::to_string(l.zero), problem);
@@ -973,7 +990,7 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
                              "or drop the throughput");
   }
   c.memory_metric = measured.string_or_null("memory_metric").value_or("");
-  check_physical_limits(c, file, index, hybrid.empty());
+  check_physical_limits(c, file, index, model_skip.empty());
   read_inferred(json, o);
   // SCHEMA.md: every free-text mapping, assumption and caveat ("" where there is none).
   o.string("notes");

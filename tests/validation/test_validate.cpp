@@ -257,6 +257,33 @@ TEST_CASE("meshplan validate: TPU, hybrid Mamba and unprofiled GPUs are skipped 
   CHECK(r.out.find("tpu (mixed-cases): TPU") != std::string::npos);
 }
 
+TEST_CASE("meshplan validate: a params_reported off the shape's count by 2x or more is skipped",
+          "[validation][validate][cli]") {
+  // Korthikanti's GPT-22B (reported 22e9; its shape counts about as many): 1000 x that is a
+  // count of another model or in other units, so the case is skipped with the reason and the
+  // others are compared; 1.36 x (30e9) is within what conventions differ by (the embedding, the
+  // padding of the vocabulary) and is compared.
+  nlohmann::json ok = korthikanti_case();
+  nlohmann::json units = ok, loose = ok;
+  units["id"] = "units";
+  units["model"]["params_reported"] = 22e12;
+  loose["id"] = "loose";
+  loose["model"]["params_reported"] = 30e9;
+  const nlohmann::json file = {{"schema", "meshplan-validation/1"}, {"cases", {units, ok, loose}}};
+  const std::string path = test::write_temp_file("params-reported.json", file.dump());
+  const test::CliResult r = test::run({"validate", path, "--json"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  REQUIRE(j["cases"].size() == 2);
+  CHECK(j["cases"][0]["id"] == ok["id"]);
+  CHECK(j["cases"][1]["id"] == "loose");
+  REQUIRE(j["skipped"].size() == 1);
+  CHECK(j["skipped"][0]["id"] == "units");
+  CHECK_THAT(j["skipped"][0]["reason"].get<std::string>(),
+             Catch::Contains("model.params_reported is ") && Catch::Contains("never 2x"));
+}
+
 TEST_CASE("meshplan validate: a bad file names the file and field, a missing file exits 2",
           "[validation][validate][cli]") {
   nlohmann::json hybrid = korthikanti_case(), bad = korthikanti_case();
