@@ -126,7 +126,11 @@ std::uint32_t layout_problem_mask(const Layout& l, const ModelSpec& m, std::int6
   }
   // Megatron-LM's ColumnParallelLinear and RowParallelLinear split the MLP width evenly
   // (divide(ffn_hidden_size, tp) asserts it); a remainder is no layout it runs.
-  if (m.ffn_hidden_size % l.tp != 0) flag(LayoutProblem::kTpFfn);
+  // The shared experts are a dense MLP split over tp the same way (layer_ops.cpp).
+  if (m.ffn_hidden_size % l.tp != 0 ||
+      (m.moe && m.moe->shared_expert_ffn_hidden_size % l.tp != 0)) {
+    flag(LayoutProblem::kTpFfn);
+  }
   if (l.sp && l.tp == 1) flag(LayoutProblem::kSpNeedsTp);
   if (l.sp && l.tp > 1 && (seq / l.cp) % l.tp != 0) flag(LayoutProblem::kSpSequence);
   if (m.position_embedding == PositionEmbedding::kLearned && seq > m.max_position_embeddings) {
@@ -186,7 +190,7 @@ const char* layout_problem_reason(LayoutProblem problem) {
     case LayoutProblem::kTpKvHeads:
       return "tp does not divide the kv heads";
     case LayoutProblem::kTpFfn:
-      return "tp does not divide ffn_hidden_size";
+      return "tp does not divide ffn_hidden_size";  // or the shared experts' width
     case LayoutProblem::kSpNeedsTp:
       return "sp needs tp > 1";
     case LayoutProblem::kSpSequence:
@@ -256,8 +260,15 @@ std::vector<std::string> layout_problems(const Layout& l, const ModelSpec& m, st
         p.push_back("tp " + s(l.tp) + " does not divide " + counted(m.num_kv_heads, "kv head"));
         break;
       case LayoutProblem::kTpFfn:
-        p.push_back("tp " + s(l.tp) + " does not divide ffn_hidden_size " + s(m.ffn_hidden_size) +
-                    " (tensor parallelism splits the MLP width evenly)");
+        if (m.ffn_hidden_size % l.tp != 0) {
+          p.push_back("tp " + s(l.tp) + " does not divide ffn_hidden_size " + s(m.ffn_hidden_size) +
+                      " (tensor parallelism splits the MLP width evenly)");
+        }
+        if (m.moe && m.moe->shared_expert_ffn_hidden_size % l.tp != 0) {
+          p.push_back("tp " + s(l.tp) + " does not divide the shared experts' width " +
+                      s(m.moe->shared_expert_ffn_hidden_size) +
+                      " (tensor parallelism splits the shared experts' MLP evenly)");
+        }
         break;
       case LayoutProblem::kSpNeedsTp:
         p.push_back("sequence parallel (sp) needs tp > 1");

@@ -138,7 +138,7 @@ enum class LayoutProblem : unsigned {
   kGpuCount,
   kTpHeads,
   kTpKvHeads,
-  kTpFfn,
+  kTpFfn,  ///< tp does not divide an MLP's width: ffn_hidden_size or the shared experts'
   kSpNeedsTp,
   kSpSequence,
   kLearnedPositions,

@@ -742,6 +742,23 @@ void read_sliding_window(const HfReader& r, const std::string& type, ModelSpec& 
   if (reads_use && !(use && use->get<bool>())) return;  // off, as the class default is
   std::vector<bool> sliding(static_cast<std::size_t>(m.num_layers), true);
   const nlohmann::json* types = r.value("layer_types");
+  // Qwen3MoeAttention slides every layer whatever layer_types says (modeling_qwen3_moe.py at
+  // 00d4b3d2): a list that names anything else would change the model if read.
+  if (types && type == "qwen3_moe") {
+    const bool every_layer_slides =
+        types->is_array() && types->size() == sliding.size() &&
+        std::all_of(types->begin(), types->end(),
+                    [](const nlohmann::json& t) { return t == "sliding_attention"; });
+    if (!every_layer_slides) {
+      r.fail("layer_types",
+             "is " + describe_json(*types) +
+                 ", but transformers' qwen3_moe attention reads no layer_types and slides every "
+                 "layer by sliding_window " +
+                 w +
+                 " with use_sliding_window true; remove layer_types, or set "
+                 "use_sliding_window to false for full attention");
+    }
+  }
   const bool explicit_types = types && (qwen2 || qwen2_moe || type == "gpt_oss");
   // Qwen2Config's and Qwen2MoeConfig's max_window_layers (default 28); the others read none.
   const std::int64_t max_window = qwen2 || qwen2_moe ? count_or(r, "max_window_layers", 28) : 0;
@@ -1165,8 +1182,9 @@ std::vector<std::string> hf_config_notes(const nlohmann::json& config, const std
     const std::string ws = std::to_string(*model.sliding_window);
     notes.push_back(file + ": sliding_window " + ws +
                     (model.sliding_window_alternating ? " (on every other layer)" : "") +
-                    " is shorter than the model's " + std::to_string(model.seq_length) +
-                    "-token sequence: flash attention's time counts only the " + ws +
+                    " is shorter than the model's default sequence of " +
+                    std::to_string(model.seq_length) +
+                    " tokens (--seq sets the run's): flash attention's time counts only the " + ws +
                     "-token window's keys at cp 1; eager attention (the full scores, masked) "
                     "and ring attention (cp > 1) are costed as full causal attention, and the "
                     "model FLOPs (MFU) count full causal attention, as the frameworks' logs "

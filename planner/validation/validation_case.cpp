@@ -989,6 +989,22 @@ ValidationCase read_case(const nlohmann::json& json, const std::string& file, st
                              "case with a throughput number did run; set oom to false or null, "
                              "or drop the throughput");
   }
+  // Tokens/s per GPU is gbs x seq / (step time x GPUs): both stated, they must agree, to the
+  // rounding a source gives its figures (the published pairs agree within 0.002%).
+  constexpr double kThroughputTolerance = 0.05;
+  if (c.step_time_s && c.tokens_per_s_per_gpu) {
+    const double implied = static_cast<double>(c.layout.gbs) * static_cast<double>(c.setup.seq) /
+                           (*c.step_time_s * static_cast<double>(c.num_gpus));
+    if (std::abs(*c.tokens_per_s_per_gpu / implied - 1) > kThroughputTolerance) {
+      fail_case(file, index, c.id, "measured.tokens_per_s_per_gpu",
+                "is " + significant(*c.tokens_per_s_per_gpu, 6) + ", but step_time_s " +
+                    significant(*c.step_time_s, 6) + " s with gbs " + std::to_string(c.layout.gbs) +
+                    " x seq " + std::to_string(c.setup.seq) + " on " + std::to_string(c.num_gpus) +
+                    " GPUs gives " + significant(implied, 6) +
+                    " tokens/s per GPU; expected the two to agree within 5% (gbs x seq / "
+                    "(step_time_s x num_gpus)), or one of them null");
+    }
+  }
   c.memory_metric = measured.string_or_null("memory_metric").value_or("");
   check_physical_limits(c, file, index, model_skip.empty());
   read_inferred(json, o);

@@ -527,6 +527,22 @@ TEST_CASE("sliding_window applies where transformers builds a window", "[hf][win
   const ModelSpec q3moe = load_model(with("qwen3-30b-a3b", "qwen3moe-window.json", on));
   CHECK(q3moe.sliding_window == 4096);
   CHECK_FALSE(q3moe.sliding_window_alternating);
+  // It reads no layer_types either: one that names a full-attention layer would change the
+  // model if read, and is refused; 48 x "sliding_attention" says what transformers does.
+  nlohmann::json typed = on;
+  typed["layer_types"] = nlohmann::json::array();
+  for (int i = 0; i < 48; ++i) {
+    typed["layer_types"].push_back(i % 2 == 0 ? "sliding_attention" : "full_attention");
+  }
+  const std::string q3typed = with("qwen3-30b-a3b", "qwen3moe-layer-types.json", typed);
+  CHECK_THROWS_WITH(load_model(q3typed),
+                    Catch::StartsWith(q3typed + ": $.layer_types: is an array, but") &&
+                        Catch::Contains("but transformers' qwen3_moe attention reads no "
+                                        "layer_types and slides every layer by sliding_window "
+                                        "4096 with use_sliding_window true"));
+  for (auto& t : typed["layer_types"]) t = "sliding_attention";
+  CHECK_FALSE(load_model(with("qwen3-30b-a3b", "qwen3moe-layer-types-all.json", typed))
+                  .sliding_window_alternating);
   CHECK_FALSE(load_model(test::data_file("hf/qwen3-30b-a3b/config.json")).sliding_window);
   // GptOssConfig: layer_types (its config.json: alternating from 0), the same when absent.
   const ModelSpec oss = load_model(test::data_file("hf/gpt-oss-120b/config.json"));

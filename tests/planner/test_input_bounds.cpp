@@ -339,8 +339,9 @@ TEST_CASE("a Hugging Face sliding window shorter than the sequence gets a note",
   CHECK(load_model(file8k, "--model", &notes).seq_length == 8192);
   REQUIRE(notes.size() == 1);
   CHECK(notes[0] == file8k +
-                        ": sliding_window 4096 is shorter than the model's 8192-token sequence: "
-                        "flash attention's time counts only the 4096-token window's keys at cp "
+                        ": sliding_window 4096 is shorter than the model's default sequence of "
+                        "8192 tokens (--seq sets the run's): flash attention's time counts only "
+                        "the 4096-token window's keys at cp "
                         "1; eager attention (the full scores, masked) and ring attention (cp > "
                         "1) are costed as full causal attention, and the model FLOPs (MFU) count "
                         "full causal attention, as the frameworks' logs do; the Megatron-LM "
@@ -503,6 +504,13 @@ TEST_CASE("validate and fit: measurements no run can reach on its GPU are refuse
                      "mfu, beyond the 0.9164 to 1.091 that the FLOP conventions explain (6N to "
                      "the exact count with full attention); expected an mfu from 0.4582 to 0.5456 "
                      "(a fraction, 0.5 for 50%), or the tflops_per_gpu of one GPU"});
+  // step_time_s against tokens_per_s_per_gpu: 8,192 tokens in 1 s on 8 GPUs is 1024 tokens/s per
+  // GPU; 2000 is 1.95 times that, beyond the 5% a source's rounding explains.
+  refused.push_back({{{"step_time_s", 1.0}, {"tokens_per_s_per_gpu", 2000}},
+                     "tokens_per_s_per_gpu",
+                     "is 2000, but step_time_s 1 s with gbs 4 x seq 2048 on 8 GPUs gives 1024 "
+                     "tokens/s per GPU; expected the two to agree within 5% (gbs x seq / "
+                     "(step_time_s x num_gpus)), or one of them null"});
   for (const Case& c : refused) {
     nlohmann::json bad = validation_case();
     for (const auto& [key, value] : c.measured) bad["measured"][key] = value;

@@ -401,6 +401,9 @@ TEST_CASE("validate: MoE fields on a dense case are refused, an MoE case is comp
   moe["layout"]["ep"] = 8;
   moe["layout"]["etp"] = 1;
   moe["layout"]["sp"] = true;
+  // The dense GPT-22B's params_reported is not this model's count (8 experts of its MLP: about
+  // 5x), which validate would skip the case for.
+  moe["model"]["params_reported"] = nullptr;
   const std::string file = test::validation_file("v-moe-ok.json", {moe, ep1});
   const test::CliResult r = test::run({"validate", file, "--json"});
   INFO(r.err);
