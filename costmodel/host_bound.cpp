@@ -12,7 +12,7 @@ void host_bound_layer(BlockCosts& costs, double host_per_layer_s) {
 void add_moe_layer_overhead(BlockCosts& costs, double overhead_s) {
   costs.forward_s += overhead_s / 3;
   costs.backward_s += 2 * overhead_s / 3;
-  costs.moe_host_s += overhead_s;
+  costs.moe_overhead_s += overhead_s;
 }
 
 double moe_layer_overhead_s(const FittedRates& rates, MoeDispatcher dispatcher,

@@ -21,7 +21,7 @@ void host_bound_layer(BlockCosts& costs, double host_per_layer_s);
 
 /// Adds `overhead_s` (FittedRates::moe_layer_overhead_s: seconds per MoE layer per micro-batch,
 /// forward + backward, beyond its modeled kernels and all-to-alls) to an MoE layer's costs, a
-/// third forward and two thirds backward as host_bound_layer splits it, and to its moe_host_s.
+/// third forward and two thirds backward as host_bound_layer splits it, and to its moe_overhead_s.
 /// overhead_s >= 0.
 void add_moe_layer_overhead(BlockCosts& costs, double overhead_s);
 

@@ -526,9 +526,10 @@ void layer_ops(const ModelSpec& m, const LayerSetting& s, bool moe_ffn, bool win
     const std::int64_t received = routed * s.etp;     // reaching its experts, after the gather
     const std::int64_t per_expert =
         static_cast<std::int64_t>(std::ceil(d(received) / d(local_experts) * s.moe_imbalance));
-    // One all-to-all's S: the routed tokens, or every expert's capacity padded (c x them).
-    const double routed_volume =
-        d(routed) * d(h) * kHalfBytes * (s.moe_pad_to_capacity ? s.moe_imbalance : 1.0);
+    // One all-to-all's S, as the busiest rank moves it: every expert's capacity padded (c x the
+    // routed tokens), or, dropless, the routed tokens its experts receive at the imbalance the
+    // grouped GEMMs are costed at (per_expert: x moe_imbalance), which the all-to-all waits for.
+    const double routed_volume = d(routed) * d(h) * kHalfBytes * s.moe_imbalance;
     {
       LayerOp op =
           linear("router", ParamGroup::kRouter, h, e.num_experts, TpSplit::kNone,

@@ -47,7 +47,7 @@ double exposed_beside(double comm_s, double compute_s, double sm_fraction) {
 
 double StepBreakdown::total() const {
   return compute_s + recompute_s + tp_exposed_s + cp_exposed_s + fsdp_exposed_s + ep_exposed_s +
-         moe_host_s + pp_p2p_s + bubble_s + dp_exposed_s + optimizer_s + offload_exposed_s;
+         moe_overhead_s + pp_p2p_s + bubble_s + dp_exposed_s + optimizer_s + offload_exposed_s;
 }
 
 namespace {
@@ -507,7 +507,7 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
   struct KindTimes {
     double forward = 0, backward = 0;  // with exposed communication and recompute
     double compute = 0, recompute = 0, tp = 0, cp = 0, fsdp = 0, ep = 0;
-    double moe_host = 0, moe_sync = 0;  // BlockCosts::moe_host_s and moe_sync_s
+    double moe_overhead = 0, moe_sync = 0;  // BlockCosts::moe_overhead_s and moe_sync_s
     // Under the A2A overlap: what a micro-batch's forward (backward) all-to-alls expose on top
     // of forward (backward) when no other micro-batch's backward (forward) runs beside them.
     double ep_alone_forward = 0, ep_alone_backward = 0;
@@ -546,8 +546,8 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
                                                          : 0.0;
     // The MoE layers' host seconds are in forward_s and backward_s; the breakdown lists them
     // apart from the kernels.
-    t.compute = k.forward_s + k.backward_s - k.moe_host_s;
-    t.moe_host = k.moe_host_s;
+    t.compute = k.forward_s + k.backward_s - k.moe_overhead_s;
+    t.moe_overhead = k.moe_overhead_s;
     t.moe_sync = k.moe_sync_s;
     t.tp = tp_fwd + tp_bwd;
     t.cp = cp_fwd + cp_bwd;
@@ -626,7 +626,7 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
     st.fsdp_s = total(kinds, &KindTimes::fsdp);
     st.ep_s = total(kinds, &KindTimes::ep) + alone * (total(kinds, &KindTimes::ep_alone_forward) +
                                                       total(kinds, &KindTimes::ep_alone_backward));
-    st.moe_host_s = total(kinds, &KindTimes::moe_host);
+    st.moe_overhead_s = total(kinds, &KindTimes::moe_overhead);
     st.moe_sync_s = total(kinds, &KindTimes::moe_sync);
     st.forward_s = forward_of(kinds);
     st.backward_s = backward_of(kinds);
@@ -718,7 +718,7 @@ StepEstimate assemble_step(const StepContext& x, const Layout& l, const GroupRat
   bd.cp_exposed_s = m * slowest.cp_s;
   bd.fsdp_exposed_s = m * slowest.fsdp_s;
   bd.ep_exposed_s = m * slowest.ep_s;
-  bd.moe_host_s = m * slowest.moe_host_s;
+  bd.moe_overhead_s = m * slowest.moe_overhead_s;
   e.moe_alltoall_sync_s = m * slowest.moe_sync_s;
   bd.bubble_s = (all_stages_s - per_mb) / v;
   // 1F1B exchanges activations and gradients with its neighbours in step with its compute

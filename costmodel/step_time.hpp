@@ -86,10 +86,11 @@ struct StepBreakdown {
   double cp_exposed_s = 0;    ///< context-parallel K/V exchange not hidden by attention
   double fsdp_exposed_s = 0;  ///< ZeRO-3/FSDP parameter gathers and gradient scatters not hidden
   double ep_exposed_s = 0;    ///< MoE all-to-all dispatch and combine (and etp collectives)
-  /// MoE layers' host-side seconds beyond their kernels and all-to-alls (host_bound.hpp
-  /// moe_layer_overhead_s: the dispatch's bookkeeping and launches, the alltoall dispatcher's
-  /// host synchronisation), forward + backward, m micro-batches; not in compute_s.
-  double moe_host_s = 0;
+  /// MoE layers' fitted seconds beyond their kernels and all-to-alls (host_bound.hpp
+  /// moe_layer_overhead_s: the dispatch's small kernels and launches per layer, the seconds per
+  /// routed token-expert assignment, the alltoall dispatcher's host synchronisation), forward +
+  /// backward, m micro-batches; not in compute_s.
+  double moe_overhead_s = 0;
   double pp_p2p_s = 0;      ///< pipeline send/recv on the critical path
   double bubble_s = 0;      ///< pipeline bubble: (sum of the stages' times - the slowest's) / v
   double dp_exposed_s = 0;  ///< data-parallel gradient reduction / parameter gather not hidden
@@ -109,9 +110,9 @@ struct StageTimes {
   double recompute_s = 0;
   double tp_s = 0, cp_s = 0, fsdp_s = 0;  ///< exposed communication, forward + backward
   double ep_s = 0;                        ///< MoE all-to-all and etp collectives
-  /// MoE layers' host seconds (BlockCosts::moe_host_s), forward + backward; of them moe_sync_s
-  /// the alltoall dispatcher's host synchronisation.
-  double moe_host_s = 0, moe_sync_s = 0;
+  /// MoE layers' fitted dispatch seconds (BlockCosts::moe_overhead_s), forward + backward; of
+  /// them moe_sync_s the alltoall dispatcher's host synchronisation.
+  double moe_overhead_s = 0, moe_sync_s = 0;
   /// [chunk]: forward_s and backward_s of each of the stage's vpp model chunks (its layers,
   /// with the embedding on chunk 0 of stage 0 and the LM head on the last chunk of the last
   /// stage); they sum to forward_s and backward_s. Filled by estimate_step only.
@@ -139,7 +140,7 @@ struct StepEstimate {
   double hfu = 0;
   double peak_flops_per_s = 0;  ///< the dense peak MFU is measured against
   StepBreakdown breakdown;
-  /// Of breakdown.moe_host_s, the alltoall dispatcher's host synchronisation before its
+  /// Of breakdown.moe_overhead_s, the alltoall dispatcher's host synchronisation before its
   /// all-to-alls (FittedRates::moe_alltoall_sync_s per MoE layer per micro-batch), seconds; 0
   /// under the flex and drop-and-pad dispatchers and for a dense model.
   double moe_alltoall_sync_s = 0;
@@ -249,10 +250,10 @@ struct BlockCosts {
   /// stream, exposed, unless --overlap-moe-expert-parallel-comm (TrainingSetup::
   /// moe_a2a_overlap, off by default) runs them beside another micro-batch's compute.
   double ep_forward_s = 0, ep_backward_s = 0;
-  /// An MoE layer's host seconds beyond its kernels and all-to-alls (host_bound.hpp
+  /// An MoE layer's fitted seconds beyond its kernels and all-to-alls (host_bound.hpp
   /// moe_layer_overhead_s), forward + backward, already in forward_s and backward_s; of them
   /// moe_sync_s the alltoall dispatcher's host synchronisation. 0 for a dense layer.
-  double moe_host_s = 0, moe_sync_s = 0;
+  double moe_overhead_s = 0, moe_sync_s = 0;
   /// Bytes one layer saves for backward per micro-batch under the setting's recompute, which
   /// CPU offloading moves to the host and back; filled only with TrainingSetup::
   /// cpu_offload_layers > 0 (else 0: the time's table lists no saved tensors).

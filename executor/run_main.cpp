@@ -138,7 +138,7 @@ std::vector<double> component_values(const StepTimes& t) {
 }
 
 std::vector<double> predicted_components(const StepBreakdown& b) {
-  return {b.compute_s + b.recompute_s + b.moe_host_s,
+  return {b.compute_s + b.recompute_s + b.moe_overhead_s,
           b.tp_exposed_s,
           b.cp_exposed_s,
           b.pp_p2p_s,

@@ -37,6 +37,17 @@ nlohmann::json layout_json(const Layout& l) {
   return j;
 }
 
+nlohmann::json run_layout_json(const Layout& l, const TrainingSetup& setup,
+                               const RecomputeModules& modules) {
+  nlohmann::json j = layout_json(l);
+  j["attention"] = to_string(setup.attention);
+  if (l.recompute == Recompute::kSelective &&
+      (setup.framework.recompute_modules || modules != RecomputeModules())) {
+    j["recompute_modules"] = recompute_module_names(modules);
+  }
+  return j;
+}
+
 std::string framework_summary(const FrameworkConvention& f, const Layout* layout) {
   const auto on_off = [](bool on) { return on ? "on" : "off"; };
   std::string tp = percent(f.tp_comm_overlap, 3);
@@ -161,11 +172,10 @@ std::vector<BreakdownComponent> breakdown_components(const StepBreakdown& b) {
     components.push_back(
         {"offload_exposed_s", "exposed CPU offload transfers", "CPU offload", b.offload_exposed_s});
   }
-  // The MoE layers' host seconds after them, where a layout has any.
-  if (b.moe_host_s > 0) {
-    components.insert(components.begin() + 4,
-                      {"moe_host_s", "MoE host overhead (dispatch bookkeeping, host syncs)",
-                       "MoE host overhead", b.moe_host_s});
+  // The MoE layers' fitted dispatch seconds after them, where a layout has any.
+  if (b.moe_overhead_s > 0) {
+    components.insert(components.begin() + 4, {"moe_overhead_s", "MoE dispatch overhead (fitted)",
+                                               "MoE dispatch overhead", b.moe_overhead_s});
   }
   if (b.ep_exposed_s > 0) {
     components.insert(components.begin() + 4,
@@ -179,7 +189,7 @@ nlohmann::json breakdown_json(const StepBreakdown& b, bool moe) {
   nlohmann::json j = nlohmann::json::object();
   if (moe) {  // replaced below where the layout has any
     j["ep_exposed_s"] = 0.0;
-    j["moe_host_s"] = 0.0;
+    j["moe_overhead_s"] = 0.0;
   }
   for (const BreakdownComponent& c : breakdown_components(b)) j[c.key] = c.seconds;
   return j;
@@ -517,17 +527,18 @@ const char* const kFsdpZero2 = "FSDP2 without reshard after forward";
 const char* const kFsdpZero2Holds =
     "every layer's bf16 copy stays gathered from its forward to its backward";
 
-std::string moe_host_sync_note(double sync_s, double step_s, const Profile& profile,
-                               const FrameworkConvention& framework) {
+std::string moe_alltoall_sync_note(double sync_s, double step_s, const Profile& profile,
+                                   const FrameworkConvention& framework) {
   if (!(sync_s >= 0.05 * step_s) || sync_s <= 0) return "";
   return "the alltoall dispatcher waits on the host before each all-to-all for the tokens per "
          "expert (fitted moe_alltoall_sync_s " +
          significant(1e3 * fitted_rates(profile, framework).moe_alltoall_sync_s, 3) +
          " ms per MoE layer per micro-batch): " + fixed(sync_s, 2) + " s of the " +
          fixed(step_s, 2) + " s step (" + fixed(100 * sync_s / step_s, 1) +
-         "%), in the MoE host overhead line; Megatron-Core's flex dispatcher (DeepEP or HybridEP "
-         "kernels, --moe-token-dispatcher-type flex) does not wait: --moe-dispatcher flex costs "
-         "the layouts with it";
+         "%), in the MoE dispatch overhead line. Megatron-Core's flex dispatcher (DeepEP or "
+         "HybridEP kernels, --moe-token-dispatcher-type flex) is costed without it (the published "
+         "runs that use it fit without it; what host work it has is in moe_layer_overhead_s, "
+         "which every dispatcher pays): --moe-dispatcher flex costs the layouts with it";
 }
 
 std::string zero3_pipeline_note(const Layout& layout, const TrainingSetup& setup) {

@@ -20,6 +20,14 @@ namespace meshplan {
 /// (attention).
 nlohmann::json layout_json(const Layout& layout);
 
+/// layout_json with the settings the run adds to it: attention (`setup`'s) and, where the
+/// layout recomputes selectively and the framework takes Megatron-Core's modules or `modules`
+/// are not the default, recompute_modules (their names, as recompute_text gives them; plan.json's
+/// inputs.training.recompute_modules lists them where not the default). estimate --json's and
+/// plan --json's rows alike.
+nlohmann::json run_layout_json(const Layout& layout, const TrainingSetup& setup,
+                               const RecomputeModules& modules);
+
 /// "dp 8 tp 1 pp 1 cp 1 vpp 1, mbs 2, gbs 16 (1 micro-batch), seq 8192, zero 3, recompute
 /// selective, sp off, attention flash"; the recompute modules where setup's are not the default
 /// core_attn and the layout recomputes selectively ("recompute selective(mlp,moe)").
@@ -177,18 +185,19 @@ std::string zero3_pipeline_note(const Layout& layout, const TrainingSetup& setup
 /// Why an MoE step under the alltoall dispatcher is slower than under flex: its host
 /// synchronisation before each all-to-all, `sync_s` seconds of the `step_s` step
 /// (StepEstimate::moe_alltoall_sync_s, at `profile`'s fitted moe_alltoall_sync_s for
-/// `framework`'s family), in the breakdown's MoE host overhead; the flex dispatcher has none.
+/// `framework`'s family), in the breakdown's MoE dispatch overhead; the flex dispatcher is
+/// costed without it.
 /// "" where sync_s is under 5% of step_s.
-std::string moe_host_sync_note(double sync_s, double step_s, const Profile& profile,
-                               const FrameworkConvention& framework);
+std::string moe_alltoall_sync_note(double sync_s, double step_s, const Profile& profile,
+                                   const FrameworkConvention& framework);
 
 /// The nine components of `breakdown`, in the order of StepBreakdown::total(), and, where each
-/// is > 0, ep_exposed_s (after the CP row; an MoE layout with ep or etp > 1), moe_host_s (after
+/// is > 0, ep_exposed_s (after the CP row; an MoE layout with ep or etp > 1), moe_overhead_s (after
 /// it; an MoE model) and offload_exposed_s (last).
 std::vector<BreakdownComponent> breakdown_components(const StepBreakdown& breakdown);
 
-/// {key: seconds} of breakdown_components; for an MoE model (`moe`) ep_exposed_s and moe_host_s
-/// always, 0 where the layout has none (ep and etp 1; a profile with no MoE host seconds), so
+/// {key: seconds} of breakdown_components; for an MoE model (`moe`) ep_exposed_s and moe_overhead_s
+/// always, 0 where the layout has none (ep and etp 1; a profile with no MoE dispatch seconds), so
 /// that --json readers of MoE layouts find the keys at every ep.
 nlohmann::json breakdown_json(const StepBreakdown& breakdown, bool moe);
 

@@ -52,15 +52,7 @@ double gpu_hours(const SearchRequest& r, const Candidate& c) {
 
 nlohmann::json candidate_json(const SearchRequest& r, const Candidate& c) {
   const MfuFigure headline = mfu_figures(r, c)[0];
-  nlohmann::json layout = layout_json(c.layout);
-  // Megatron-Core's modules where the layout recomputes selectively and the framework takes
-  // them or they were given (as recompute_text names them; plan.json's
-  // inputs.training.recompute_modules lists them where not the default).
-  if (c.layout.recompute == Recompute::kSelective &&
-      (r.setup.framework.recompute_modules || c.recompute_modules != RecomputeModules())) {
-    layout["recompute_modules"] = recompute_module_names(c.recompute_modules);
-  }
-  return {{"layout", layout},
+  return {{"layout", run_layout_json(c.layout, r.setup, c.recompute_modules)},
           {"step_time_s", c.step_time_s},
           {"step_time_s_p10",
            c.step_time_s_p90 > 0 ? nlohmann::json(c.step_time_s_p10) : nlohmann::json()},
@@ -259,15 +251,19 @@ std::string expert_mesh_text(const SearchRequest& r, const SearchResult& result)
   const double at_ep1 = moe_layers * expert_params_per_gpu(counts, one) * expert_bytes_per_param;
   // The ep group of rank 0 (ranks.hpp), and the NVLink domains it spans.
   const std::vector<std::int64_t> group = group_of_rank(GroupKind::kEp, 0, l);
+  // In-order placement may split another ep group across domains (NVL72's 72-GPU racks): the
+  // step costs rank 0's (GroupRates, step_time.hpp), and the text says which it left.
+  const std::vector<std::int64_t> slowest = slowest_group(GroupKind::kEp, l, r.cluster);
   const std::int64_t domain = r.cluster.nvlink_domain_size;
   const std::int64_t domains = (group.back() / domain) - (group.front() / domain) + 1;
   const double tokens = static_cast<double>(r.setup.seq / l.cp * l.mbs / (l.sp ? l.tp : 1));
   // One all-to-all's bytes as the cost model charges them (layer_ops.cpp routed_volume): the
   // routed copies in bf16, padded to every expert's capacity (x the capacity factor) by the
-  // drop-and-pad dispatcher, as Megatron-Core's moe_pad_expert_input_to_capacity sends them.
+  // drop-and-pad dispatcher, as Megatron-Core's moe_pad_expert_input_to_capacity sends them, or
+  // dropless, what the busiest rank receives at --moe-imbalance.
   const bool padded = r.setup.moe_dispatcher == MoeDispatcher::kDropAndPad;
-  const double volume = tokens * static_cast<double>(e.top_k * r.model.hidden_size) * 2 *
-                        (padded ? r.setup.moe_imbalance : 1.0);
+  const double volume =
+      tokens * static_cast<double>(e.top_k * r.model.hidden_size) * 2 * r.setup.moe_imbalance;
   std::ostringstream s;
   s << "- ep " << l.ep << " (etp " << l.etp << ", edp " << l.edp()
     << "; the expert mesh etp x ep x edp re-divides the tp x cp x dp = " << l.tp * l.cp * l.dp
@@ -287,7 +283,10 @@ std::string expert_mesh_text(const SearchRequest& r, const SearchResult& result)
       << fixed(volume / 1e6, 1) << " MB per GPU per micro-batch"
       << (padded ? ", padded to every expert's capacity: capacity factor " +
                        significant(r.setup.moe_imbalance, 6) + " x the routed copies"
-                 : std::string())
+          : r.setup.moe_imbalance != 1
+              ? ", as the busiest rank receives them at --moe-imbalance " +
+                    significant(r.setup.moe_imbalance, 6) + " x its balanced share"
+              : std::string())
       << ") over an ep group that "
       << (domains == 1
               ? "stays inside one " + domain_link(r.cluster) + " domain (" +
@@ -296,17 +295,25 @@ std::string expert_mesh_text(const SearchRequest& r, const SearchResult& result)
                     " domains (the scale-out NICs, each GPU's bytes through its own NIC share)")
       << ": " << fixed(w.breakdown.ep_exposed_s, 2) << " s of the " << fixed(w.step_time_s, 2)
       << " s step exposed.";
+    if (domains == 1 && group_span(slowest, r.cluster).crosses_domains) {
+      s << " That is rank 0's ep group, the one the step is costed with: in rank order, ranks "
+        << slowest.front() << "-" << slowest.back() << " would straddle two "
+        << domain_link(r.cluster) << " domains of " << domain
+        << " GPUs, whose all-to-alls would run over the NICs; NVIDIA's published runs on such "
+           "racks show no such cost (as if each group stayed inside a rack), and meshplan "
+           "does not model how a job places its ranks on them (step_time.hpp GroupRates).";
+    }
   }
   for (const Candidate& c : result.ranked) {
     if (c.layout.ep == l.ep && c.layout.etp == l.etp) continue;
     s << " The best listed layout with ep " << c.layout.ep << " (etp " << c.layout.etp << ") is "
       << fixed(100 * (c.step_time_s / w.step_time_s - 1), 1) << "% slower (EP all-to-all "
       << fixed(c.breakdown.ep_exposed_s, 2) << " s, compute " << fixed(c.breakdown.compute_s, 2)
-      << " s, MoE host overhead " << fixed(c.breakdown.moe_host_s, 2) << " s).";
+      << " s, MoE dispatch overhead " << fixed(c.breakdown.moe_overhead_s, 2) << " s).";
     break;
   }
-  if (const std::string sync =
-          moe_host_sync_note(w.moe_alltoall_sync_s, w.step_time_s, r.profile, r.setup.framework);
+  if (const std::string sync = moe_alltoall_sync_note(w.moe_alltoall_sync_s, w.step_time_s,
+                                                      r.profile, r.setup.framework);
       !sync.empty()) {
     s << " The winner's step: " << sync << ".";
   }
@@ -363,15 +370,22 @@ std::string a2a_overlap_excluded_text(const SearchRequest& r, const SearchResult
 std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
   std::ostringstream s;
   const GpuSpec& gpu = r.cluster.gpu;
-  const double params = static_cast<double>(count_params(r.model).total);
+  // The parameters trained: the main model's and the multi-token-prediction module's (which
+  // count_params' total leaves out, as DeepSeek publishes it), as ledger's trained_params.
+  const ParamCount counts = count_params(r.model);
+  const double params = static_cast<double>(counts.total + counts.mtp);
   const StaticMemory state = static_memory(params, r.setup.framework, r.setup.precision);
   const double usable = result.usable_bytes;
   // usable is a limit on the ledger's peak, not memory: a fitted bias can put it above the GPU's.
   const std::string bias = family_ledger_bias_text(r);
-  s << "- Training state: " << scientific(params) << " params x " << fixed(state.bytes_per_param, 0)
-    << " bytes (" << r.setup.framework.name << ") = " << gib(state.total_bytes) << "; one "
-    << gpu.name << " has " << gib(gpu.memory_bytes) << ", and a layout's ledger peak may reach "
-    << gib(usable) << " (" << memory_limit_text(r) << "). ";
+  s << "- Training state: " << scientific(params) << " params"
+    << (counts.mtp > 0
+            ? " (with the MTP module's " + scientific(static_cast<double>(counts.mtp)) + ")"
+            : std::string())
+    << " x " << fixed(state.bytes_per_param, 0) << " bytes (" << r.setup.framework.name
+    << ") = " << gib(state.total_bytes) << "; one " << gpu.name << " has " << gib(gpu.memory_bytes)
+    << ", and a layout's ledger peak may reach " << gib(usable) << " (" << memory_limit_text(r)
+    << "). ";
   if (usable > gpu.memory_bytes && !bias.empty()) {
     s << "That is more than the GPU's memory: " << bias << ", lets a ledger peak above it fit. ";
   }

@@ -77,7 +77,7 @@ struct Explanation {
 };
 
 /// The explanations that apply (pipeline_pace, uneven_chunks_note, zero3_pipeline_note,
-/// selective_flash_note, moe_host_sync_note), for
+/// selective_flash_note, moe_alltoall_sync_note), for
 /// the text and for --json alike.
 std::vector<Explanation> explanations(const StepReportInputs& in, const StepEstimate& e) {
   std::vector<Explanation> out;
@@ -85,8 +85,8 @@ std::vector<Explanation> explanations(const StepReportInputs& in, const StepEsti
        {Explanation{"", pipeline_pace(in, e)}, Explanation{"Note: ", uneven_chunks_note(in, e)},
         Explanation{"Note: ", zero3_pipeline_note(in.layout, in.setup)},
         Explanation{"Note: ", selective_flash_note(in, e)},
-        Explanation{"Note: ", moe_host_sync_note(e.moe_alltoall_sync_s, e.step_time_s, in.profile,
-                                                 in.setup.framework)}}) {
+        Explanation{"Note: ", moe_alltoall_sync_note(e.moe_alltoall_sync_s, e.step_time_s,
+                                                     in.profile, in.setup.framework)}}) {
     if (!x.line.empty()) out.push_back(std::move(x));
   }
   return out;
@@ -202,8 +202,7 @@ nlohmann::json step_json(const StepReportInputs& in, const StepEstimate& e) {
   const Layout& l = in.layout;
   const MfuFigure headline = mfu_headline_first(in.setup.framework, e.mfu, e.tflops_per_gpu,
                                                 e.mfu_causal, e.tflops_per_gpu_causal)[0];
-  nlohmann::json layout = layout_json(l);
-  layout["attention"] = to_string(in.setup.attention);
+  const nlohmann::json layout = run_layout_json(l, in.setup, in.setup.recompute_modules);
   nlohmann::json stages = nlohmann::json::array();
   for (const StageTimes& st : e.stages) {
     stages.push_back({{"forward_s", st.forward_s}, {"backward_s", st.backward_s}});
@@ -248,7 +247,7 @@ nlohmann::json step_json(const StepReportInputs& in, const StepEstimate& e) {
   if (in.model.moe) {
     j["moe_dispatcher"] = to_string(in.setup.moe_dispatcher);
     j["moe_a2a_overlap"] = in.setup.moe_a2a_overlap;
-    // Of breakdown.moe_host_s, the alltoall dispatcher's host syncs (0 under flex).
+    // Of breakdown.moe_overhead_s, the alltoall dispatcher's host syncs (0 under flex).
     j["moe_alltoall_sync_s"] = e.moe_alltoall_sync_s;
   }
   // The 80% interval (the profile's fitted one; null without it).

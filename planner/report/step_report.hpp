@@ -36,10 +36,10 @@ std::string render_step(const StepReportInputs& in, const StepEstimate& e);
 /// step_time_definition (step_time_s is the closed form plan ranks by, not --trace's event
 /// simulation: layout_summary.hpp kStepTimeDefinition), peak_bytes,
 /// fits, breakdown {compute_s, recompute_s, tp_exposed_s, cp_exposed_s, fsdp_exposed_s,
-/// pp_p2p_s, bubble_s, dp_exposed_s, optimizer_s; an MoE model's ep_exposed_s and moe_host_s}
+/// pp_p2p_s, bubble_s, dp_exposed_s, optimizer_s; an MoE model's ep_exposed_s and moe_overhead_s}
 /// (with an MoE model's moe_dispatcher, moe_a2a_overlap and moe_alltoall_sync_s, the part of
-/// moe_host_s the alltoall dispatcher's host syncs take), layout, notes, explanations (the text's
-/// "Pipeline pace" and "Note" lines), caveats (its "Caveat" lines), ...
+/// moe_overhead_s the alltoall dispatcher's host syncs take), layout, notes, explanations (the
+/// text's "Pipeline pace" and "Note" lines), caveats (its "Caveat" lines), ...
 nlohmann::json step_json(const StepReportInputs& in, const StepEstimate& e);
 
 /// With vpp > 1 and model chunks of unequal layers: where the event simulation's step

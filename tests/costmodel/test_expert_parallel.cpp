@@ -93,6 +93,28 @@ TEST_CASE("the layout rules of the expert mesh", "[layout][moe]") {
         1u << static_cast<unsigned>(LayoutProblem::kExpertDense));
 }
 
+TEST_CASE("tp must divide the shared experts' width, as it does the dense MLP's", "[layout][moe]") {
+  // DeepSeek-V3's one shared expert is 2048 wide: tp 2 splits it 1024 a rank. At width 1 (a
+  // model file's slip) tp 2 cannot split it, which the step's shared_fc1 GEMM would take as
+  // half a column (a NaN step time before this rule); tp 1 runs it whole.
+  ModelSpec deepseek = load_model("deepseek-v3");
+  Layout l;
+  l.tp = 2;
+  l.sp = true;
+  l.dp = 4;
+  l.ep = 8;
+  l.gbs = 8;
+  CHECK(layout_problems(l, deepseek, 4096, 8, false).empty());
+  deepseek.moe->shared_expert_ffn_hidden_size = 1;
+  CHECK(layout_problems(l, deepseek, 4096, 8, false) ==
+        std::vector<std::string>{"tp 2 does not divide the shared experts' width 1 (tensor "
+                                 "parallelism splits the shared experts' MLP evenly)"});
+  l.tp = 1;
+  l.sp = false;
+  l.dp = 8;
+  CHECK(layout_problems(l, deepseek, 4096, 8, false).empty());
+}
+
 TEST_CASE("the all-to-all of one MoE layer: volume, and time at ep 8 in a node and ep 64 across",
           "[moe][collectives]") {
   // DeepSeek-V3 (h 7168, top-8), seq 4096, mbs 1, tp 1: T_sp = 4096 tokens route 8 copies each,
@@ -308,9 +330,9 @@ TEST_CASE("the per-assignment MoE cost: per routed token-expert pair the rank's 
   CHECK(added(8, 2, 1) == Approx(22.9376e-3));
   CHECK(added(4, 1, 1) == Approx(11.4688e-3));
   CHECK(added(8, 1, 1.5) == Approx(17.2032e-3));
-  // The layer carries the same seconds as its MoE host overhead, which the step's breakdown
+  // The layer carries the same seconds as its MoE dispatch overhead, which the step's breakdown
   // lists apart from the kernels (no host sync under flex).
-  CHECK(moe_costs(8, 1, 1, 0.35e-6).moe_host_s == Approx(11.4688e-3));
+  CHECK(moe_costs(8, 1, 1, 0.35e-6).moe_overhead_s == Approx(11.4688e-3));
   CHECK(moe_costs(8, 1, 1, 0.35e-6).moe_sync_s == 0);
 }
 
@@ -344,8 +366,9 @@ TEST_CASE("A2A overlap: each direction's all-to-alls beside the other direction'
             .epsilon(1e-9));
   CHECK(b.breakdown.compute_s == a.breakdown.compute_s);
   CHECK(b.step_time_s < a.step_time_s);
-  // The MoE layers' host seconds are a line of their own, and the lines add up to the step.
-  CHECK(a.breakdown.moe_host_s > 0);
+  // The MoE layers' fitted dispatch seconds are a line of their own, and the lines add up to
+  // the step.
+  CHECK(a.breakdown.moe_overhead_s > 0);
   CHECK(a.breakdown.total() == Approx(a.step_time_s).epsilon(1e-12));
   // One micro-batch per step (gbs 8 = dp): its forward and backward both run alone, nothing
   // is hidden, and the overlap changes nothing.

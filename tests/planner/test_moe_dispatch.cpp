@@ -4,9 +4,11 @@
 // refuse (estimate) or exclude (plan) layouts, plan.json keeps them, and the Megatron-LM export
 // writes them.
 #include <catch2/catch.hpp>
+#include <cstdint>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/format.hpp"
@@ -66,6 +68,25 @@ nlohmann::json read_json(const std::string& path) {
   return nlohmann::json::parse(in);
 }
 
+/// DeepSeek-V3's MoE layer at seq 4096, tp 1, ep 8 and `imbalance` (the capacity factor with
+/// `padded`): the bytes of its ep all-to-all (every one of the layer's carries the same) and the
+/// rows of each local expert's grouped GEMM.
+std::pair<double, std::int64_t> deepseek_dispatch(double imbalance, bool padded) {
+  LayerSetting s;
+  s.seq = 4096;
+  s.ep = 8;
+  s.moe_imbalance = imbalance;
+  s.moe_pad_to_capacity = padded;
+  const LayerOps ops = build_layer_ops(load_model("deepseek-v3"), s);
+  double bytes = 0;
+  for (const LayerOp& op : ops.moe_layer) {
+    for (const CollectiveUse& use : op.collectives) {
+      if (use.group == GroupKind::kEp) bytes = use.bytes;
+    }
+  }
+  return {bytes, ops.op("expert_fc1").gemm.m};
+}
+
 }  // namespace
 
 TEST_CASE("estimate takes --moe-a2a-overlap: the step shortens by the EP time it hides",
@@ -89,7 +110,7 @@ TEST_CASE("estimate takes --moe-a2a-overlap: the step shortens by the EP time it
   CHECK(step_exposed - step_hidden == Approx(ep_exposed - ep_hidden).epsilon(1e-9));
   // The dispatcher reaches it too: flex drops the all-to-all dispatcher's host sync
   // (moe_alltoall_sync_s per MoE layer and micro-batch, costmodel/host_bound.hpp), so its MoE
-  // host overhead is shorter by the syncs, 48 MoE layers x 128 micro-batches (the default gbs
+  // dispatch overhead is shorter by the syncs, 48 MoE layers x 128 micro-batches (the default gbs
   // 4194304 / 4096 = 1024 sequences over dp 8 at mbs 1) of the h100 profile's fitted seconds
   // each, and its kernels and all-to-alls are the same.
   const nlohmann::json flex = qwen_estimate({"--moe-dispatcher", "flex"});
@@ -102,8 +123,8 @@ TEST_CASE("estimate takes --moe-a2a-overlap: the step shortens by the EP time it
   const double syncs = 48 * 128 * sync_per_layer;
   CHECK(exposed["moe_alltoall_sync_s"].get<double>() == Approx(syncs).epsilon(1e-9));
   CHECK(flex["moe_alltoall_sync_s"].get<double>() == 0);
-  CHECK(exposed["breakdown"]["moe_host_s"].get<double>() -
-            flex["breakdown"]["moe_host_s"].get<double>() ==
+  CHECK(exposed["breakdown"]["moe_overhead_s"].get<double>() -
+            flex["breakdown"]["moe_overhead_s"].get<double>() ==
         Approx(syncs).epsilon(1e-9));
   CHECK(exposed["step_time_s"].get<double>() - flex["step_time_s"].get<double>() ==
         Approx(syncs).epsilon(1e-9));
@@ -111,7 +132,7 @@ TEST_CASE("estimate takes --moe-a2a-overlap: the step shortens by the EP time it
   const test::CliResult text =
       test::run({"estimate", "--model", "qwen3-30b-a3b", "--cluster", "dgx-h100", "--gpus", "8",
                  "--ep", "8", "--framework", "megatron"});
-  CHECK_THAT(text.out, Contains("MoE host overhead") &&
+  CHECK_THAT(text.out, Contains("MoE dispatch overhead") &&
                            Contains("the alltoall dispatcher waits on the host before each "
                                     "all-to-all") &&
                            Contains("--moe-dispatcher flex costs"));
@@ -123,19 +144,17 @@ TEST_CASE("drop-and-pad at capacity factor c: the all-to-alls carry c x the rout
   // x 7168 x 2 = 469,762,048 bytes; padded to capacity factor 1.5 every expert receives 1.5 x
   // its share (Megatron-Core: num_out_tokens = capacity x num_experts), 704,643,072 bytes, and
   // each of the 32 local experts' grouped GEMMs runs ceil(8 x 4096 x 8 / 256 x 1.5) = 1536 rows.
-  const ModelSpec m = load_model("deepseek-v3");
-  LayerSetting s;
-  s.seq = 4096;
-  s.ep = 8;
-  s.moe_imbalance = 1.5;
-  s.moe_pad_to_capacity = true;
-  const LayerOps ops = build_layer_ops(m, s);
-  for (const LayerOp& op : ops.moe_layer) {
-    for (const CollectiveUse& use : op.collectives) {
-      if (use.group == GroupKind::kEp) CHECK(use.bytes == 704'643'072.0);
-    }
-  }
-  CHECK(ops.op("expert_fc1").gemm.m == 1536);
+  CHECK(deepseek_dispatch(1.5, true) == std::pair<double, std::int64_t>{704'643'072.0, 1536});
+}
+
+TEST_CASE("dropless at imbalance c: the all-to-alls wait for the busiest rank's c x its share",
+          "[moe][collectives]") {
+  // The same DeepSeek-V3 layer, dropless at --moe-imbalance 1.5: the busiest rank's experts
+  // receive 1.5 x their balanced share (the grouped GEMMs' 1536 rows, as drop-and-pad's), and the
+  // all-to-all ends when that rank has them: 704,643,072 bytes, as capacity factor 1.5 pads to;
+  // balanced, 469,762,048 bytes and 8 x 4096 x 8 / 256 = 1024 rows.
+  CHECK(deepseek_dispatch(1.5, false) == std::pair<double, std::int64_t>{704'643'072.0, 1536});
+  CHECK(deepseek_dispatch(1.0, false) == std::pair<double, std::int64_t>{469'762'048.0, 1024});
 }
 
 TEST_CASE("a dense model refuses the MoE dispatcher, capacity factor and A2A overlap flags",
