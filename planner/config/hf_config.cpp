@@ -862,15 +862,15 @@ ModelSpec model_from_hf_config(const nlohmann::json& config, const std::string& 
   bool llama_like = false, moe_type = false;
   for (const std::string& t : kLlamaLike) llama_like = llama_like || t == type;
   for (const std::string& t : kMoeTypes) moe_type = moe_type || t == type;
-  // Expert keys on a dense model_type: transformers' dense classes ignore them, and costing
-  // what the author meant as an MoE model as dense would be silently wrong.
-  if (!moe_type) r.refuse_mixture_of_experts(type);
-  const bool deepseek = type == "deepseek_v3" || type == "kimi_k2";
   if (!gpt2 && !llama_like && !moe_type) {
     r.fail("model_type", json_quoted(type) + " is not supported; expected one of " +
                              quoted_list(kSupported) +
                              " (or write a meshplan-model/1 file, see configs/README.md)");
   }
+  // Expert keys on a dense model_type: transformers' dense classes ignore them, and costing
+  // what the author meant as an MoE model as dense would be silently wrong.
+  if (!moe_type) r.refuse_mixture_of_experts(type);
+  const bool deepseek = type == "deepseek_v3" || type == "kimi_k2";
 
   ModelSpec m;
   // Made absolute and normalised first, so that "./config.json" or "config.json" is named

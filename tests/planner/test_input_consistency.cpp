@@ -324,6 +324,14 @@ TEST_CASE("Hugging Face configs with experts on a dense model_type are refused a
   REQUIRE(load_model(file).moe);
   CHECK(load_model(file).moe->num_experts == 8);
   CHECK(load_model(file).moe->top_k == 2);
+  // A model_type transformers does not know ("Mixtral": model types are lower case) is refused
+  // as such, before its expert keys are judged against a dense class it does not have.
+  file = hf_config("llama3-8b", "mixtral-capital.json", [](nlohmann::json& c) {
+    c["model_type"] = "Mixtral";
+    c["num_local_experts"] = 8;
+  });
+  CHECK_THROWS_WITH(load_model(file),
+                    Catch::StartsWith(file + ": $.model_type: \"Mixtral\" is not supported"));
   // One expert (or none) is a dense model.
   file = hf_config("llama3-8b", "one-expert.json", [](nlohmann::json& c) {
     c["num_local_experts"] = 1;
