@@ -298,7 +298,7 @@ std::string moe_setup_note(const TrainingSetup& setup, const MoeFlags& f) {
               : "; the ep all-to-alls exposed (estimate and plan --moe-a2a-overlap hide them "
                 "behind another micro-batch's compute)") +
          "; ZeRO 0 and 1 only (expert states sharded over edp)" +
-         (setup.framework.runs_expert_parallel(2)
+         (setup.framework.no_expert_parallel.empty()
               ? std::string()
               : "; framework " + setup.framework.name +
                     " has no expert parallelism, so every GPU holds every expert: its FSDP / "
