@@ -178,6 +178,21 @@ double selective_rerun_forward_s(const std::vector<LayerOp>& layer, RerunOf reru
   return seconds;
 }
 
+/// What a selective recompute that reruns an MoE layer's dispatch (an op marked
+/// Rerun::kWholeWithComm: Megatron-Core's `moe` module, whose checkpoint repeats route ->
+/// dispatch -> experts -> combine) pays again of the layer's fitted dispatch seconds: their
+/// forward third (`k.moe_overhead_s` / 3, as add_moe_layer_overhead splits them; the alltoall
+/// dispatcher's host sync included, as its dispatch runs again), the share full recompute
+/// repeats with the whole forward. 0 when no op of the layer's `ops` marks reruns it, and for a
+/// dense layer (moe_overhead_s 0). Seconds per micro-batch.
+template <typename RerunOf>
+double rerun_dispatch_overhead_s(const BlockCosts& k, std::size_t ops, RerunOf rerun) {
+  for (std::size_t i = 0; i < ops; ++i) {
+    if (rerun(i) == Rerun::kWholeWithComm) return k.moe_overhead_s / 3;
+  }
+  return 0.0;
+}
+
 /// Seconds of one transformer layer's ops (the layer's op table, layer_ops.hpp: `layer` is a
 /// dense layer's or an MoE layer's) for one micro-batch on one GPU.
 BlockCosts layer_kernels(const std::vector<LayerOp>& layer, const DeviceRates& gemm_rates,
@@ -415,6 +430,8 @@ LayerCosts layer_costs_of(const StepContext& x, const Layout& l, const GroupRate
       add_moe_layer_overhead(k,
                              moe_layer_overhead_s(x.fitted, x.setup.moe_dispatcher, assignments));
       k.moe_sync_s = moe_host_sync_s(x.fitted, x.setup.moe_dispatcher);
+      k.selective_recompute_forward_s += rerun_dispatch_overhead_s(
+          k, layer.size(), [&layer](std::size_t i) { return layer[i].selective_rerun; });
     }
     return k;
   };
@@ -474,9 +491,11 @@ std::vector<LayerCosts> layer_costs(const StepContext& x, const Layout& l, const
                                " (another model's table)");
       }
       if (layer.empty()) continue;
-      kinds[k].second->selective_recompute_forward_s = selective_rerun_forward_s(
-          layer, [&marks](std::size_t i) { return marks[i]; }, x.gemm_rates, layer_half_rates,
-          groups);
+      const auto mark = [&marks](std::size_t i) { return marks[i]; };
+      BlockCosts& costs = *kinds[k].second;
+      costs.selective_recompute_forward_s =
+          selective_rerun_forward_s(layer, mark, x.gemm_rates, layer_half_rates, groups) +
+          rerun_dispatch_overhead_s(costs, layer.size(), mark);
     }
     out.push_back(std::move(c));
   }

@@ -234,7 +234,8 @@ struct BlockCosts {
   double forward_s = 0;   ///< kernels of the forward (GEMMs, fp8 casts, attention, memory-bound)
   double backward_s = 0;  ///< kernels of the backward
   /// What selective recompute runs again: the attention core (Megatron), or the unsaved matmuls
-  /// and elementwise ops (torchtitan's op-level policy).
+  /// and elementwise ops (torchtitan's op-level policy); with Megatron-Core's `moe` module, the
+  /// MoE block with its all-to-alls and the forward third of moe_overhead_s.
   double selective_recompute_forward_s = 0;
   double tp_forward_s = 0;  ///< TP collectives of the forward
   double tp_backward_s = 0;

@@ -386,7 +386,9 @@ TEST_CASE("the moe recompute module repeats the dispatch and combine all-to-alls
   // backward's rerun sends the forward's all-to-alls again. Qwen3-30B-A3B at ep 8 (dp 8, tp 1,
   // seq 4096, mbs 1): permute and unpermute carry every all-to-all of the MoE layer, so the
   // rerun's seconds with their communication exceed those of the same marks without it by
-  // exactly the layer's forward EP seconds (ep_forward_s: dispatch + combine, one call each).
+  // exactly the layer's forward EP seconds (ep_forward_s: dispatch + combine, one call each)
+  // and the forward third of its fitted dispatch seconds (moe_overhead_s / 3: the dispatch's
+  // host sync and per-token work run again, as add_moe_layer_overhead splits them 1:2).
   const ModelSpec m = load_model("qwen3-30b-a3b");
   const ClusterSpec cluster = load_cluster("dgx-h100");
   const Profile profile = load_profile("h100");
@@ -414,9 +416,10 @@ TEST_CASE("the moe recompute module repeats the dispatch and combine all-to-alls
   const LayerCosts c = layer_costs(x, l, groups);
   const std::vector<LayerCosts> both = layer_costs(x, l, groups, {with, without});
   REQUIRE(c.moe.ep_forward_s > 0);
+  REQUIRE(c.moe.moe_overhead_s > 0);
   CHECK(both[0].moe.selective_recompute_forward_s == Approx(c.moe.selective_recompute_forward_s));
   CHECK(both[0].moe.selective_recompute_forward_s - both[1].moe.selective_recompute_forward_s ==
-        Approx(c.moe.ep_forward_s).epsilon(1e-9));
+        Approx(c.moe.ep_forward_s + c.moe.moe_overhead_s / 3).epsilon(1e-9));
   // A dense layer has no all-to-all to repeat.
   CHECK(both[0].selective_recompute_forward_s == both[1].selective_recompute_forward_s);
 }
