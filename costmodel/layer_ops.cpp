@@ -64,10 +64,12 @@ class TensorList {
     if (!s_.saved_tensors) return;
     double elements = 1;
     for (std::int64_t v : dims) elements *= d(v);
-    // Below 2 bytes: a dropout mask, or a linear's input in the quantized format it was saved
-    // in (saved_gemm_input_bytes: with its block scales).
-    const char* dtype = bytes == kFp32Bytes                      ? "fp32"
-                        : name.find("mask") != std::string::npos ? "uint8"
+    // Below 2 bytes: a dropout mask, the router's routing map (a torch.bool tensor), or a
+    // linear's input in the quantized format it was saved in (saved_gemm_input_bytes: with its
+    // block scales).
+    const char* dtype = bytes == kFp32Bytes                             ? "fp32"
+                        : name.find("mask") != std::string::npos        ? "uint8"
+                        : name.find("routing_map") != std::string::npos ? "bool"
                         : bytes < kHalfBytes && quantized_gemms(s_.precision)
                             ? to_string(s_.precision)
                             : half_dtype_name(s_.precision);

@@ -98,8 +98,13 @@ void note_convention(const Plan& p, const std::string& own, const std::string& f
   if (p.setup.framework.name == own) return;
   dropped.push_back("memory convention: the plan's memory was predicted with the " +
                     p.setup.framework.name + " convention, " + framework + "'s is " + own +
-                    ": re-estimate the layout's memory with --framework " + own +
-                    " (meshplan estimate or plan) before trusting that it fits in GPU memory");
+                    ": before trusting that it fits in GPU memory, re-estimate it with `meshplan "
+                    "estimate --framework " +
+                    own +
+                    "` and the plan's model, cluster and layout flags (estimate --plan keeps "
+                    "the plan's convention), at the ZeRO stage this export maps it to, or let "
+                    "`meshplan plan --framework " +
+                    own + "` pick a layout under " + framework + "'s convention");
 }
 
 /// "<what> for <version.checked_at> (--framework-version <name>), written by meshplan".

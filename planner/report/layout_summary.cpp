@@ -530,8 +530,9 @@ const char* const kFsdpZero2Holds =
 std::string moe_alltoall_sync_note(double sync_s, double step_s, const Profile& profile,
                                    const FrameworkConvention& framework) {
   if (!(sync_s >= 0.05 * step_s) || sync_s <= 0) return "";
-  return "the alltoall dispatcher waits on the host before each all-to-all for the tokens per "
-         "expert (fitted moe_alltoall_sync_s " +
+  return "the alltoall dispatcher waits on the host for each MoE layer's tokens per expert, "
+         "before its all-to-all (with ep and tp 1, before its grouped GEMMs: Megatron-Core's "
+         "MoEAlltoAllTokenDispatcher.preprocess sync points) (fitted moe_alltoall_sync_s " +
          significant(1e3 * fitted_rates(profile, framework).moe_alltoall_sync_s, 3) +
          " ms per MoE layer per micro-batch): " + fixed(sync_s, 2) + " s of the " +
          fixed(step_s, 2) + " s step (" + fixed(100 * sync_s / step_s, 1) +

@@ -125,9 +125,12 @@ std::string uneven_chunks_note(const StepReportInputs& in, const StepEstimate& e
          fixed(simulated, 3) + " s, " + fixed(std::abs(change), 1) + "% " +
          (change > 0 ? "slower" : "faster") + " than the closed-form step time of " +
          fixed(e.step_time_s, 3) +
-         " s, which paces the pipeline by each stage's total and which plan "
-         "ranks layouts by (a heavier chunk stalls its neighbours' interleaved order; estimate "
-         "--trace draws the simulation)";
+         " s, which paces the pipeline by each stage's total and which plan ranks layouts by (" +
+         (change > 0 ? "a heavier chunk stalls its neighbours' interleaved order"
+                     : "a slower stage ahead of the last hides part of the others' fill and "
+                       "drain behind its warm-up forwards, which the closed form charges in "
+                       "full") +
+         "; estimate --trace draws the simulation)";
 }
 
 std::string render_step(const StepReportInputs& in, const StepEstimate& e) {

@@ -183,6 +183,13 @@ TEST_CASE("estimate, plan and ledger price an MoE model on its expert mesh", "[c
   CHECK(ledger.exit_code == 0);
   CHECK(ledger.out.find("routed experts: Adam m (momentum)") != std::string::npos);
   CHECK(ledger.out.find("ep x etp, edp") == std::string::npos);  // edp 1: not sharded
+  // The router's routing map is a torch.bool tensor (1 byte per element), whatever the run's
+  // precision: [4096 tokens, 1, 128 experts] x 48 layers = 25,165,824 bytes = 0.023 GiB.
+  const std::size_t map = ledger.out.find("router.routing_map");
+  REQUIRE(map != std::string::npos);
+  const std::string row = ledger.out.substr(map, ledger.out.find('\n', map) - map);
+  CHECK_THAT(row, Catch::Contains("[4096, 1, 128]") && Catch::Contains(" bool ") &&
+                      Catch::Contains(" 48 ") && Catch::Contains(" 0.023 "));
   const test::CliResult estimate =
       test::run({"estimate", "--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--gpus", "64",
                  "--tp", "2", "--sp", "--ep", "8", "--etp", "1"});

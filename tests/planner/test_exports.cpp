@@ -739,9 +739,10 @@ TEST_CASE("deepspeed export: the config JSON and what belongs on the command lin
     // About the layout's memory under DeepSpeed's convention, not about meshplan fit.
     CHECK(mentions(e,
                    "memory convention: the plan's memory was predicted with the fsdp "
-                   "convention, DeepSpeed's is deepspeed: re-estimate the layout's memory with "
-                   "--framework deepspeed (meshplan estimate or plan) before trusting that it "
-                   "fits in GPU memory"));
+                   "convention, DeepSpeed's is deepspeed: before trusting that it fits in GPU "
+                   "memory, re-estimate it with `meshplan estimate --framework deepspeed` and "
+                   "the plan's model, cluster and layout flags (estimate --plan keeps the "
+                   "plan's convention)"));
     CHECK_FALSE(mentions(e, "trusting the fit"));
     CHECK(mentions(e, "recomputes nothing until the model code checkpoints each layer"));
   }

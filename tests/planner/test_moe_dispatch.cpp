@@ -133,8 +133,8 @@ TEST_CASE("estimate takes --moe-a2a-overlap: the step shortens by the EP time it
       test::run({"estimate", "--model", "qwen3-30b-a3b", "--cluster", "dgx-h100", "--gpus", "8",
                  "--ep", "8", "--framework", "megatron"});
   CHECK_THAT(text.out, Contains("MoE dispatch overhead") &&
-                           Contains("the alltoall dispatcher waits on the host before each "
-                                    "all-to-all") &&
+                           Contains("the alltoall dispatcher waits on the host for each MoE "
+                                    "layer's tokens per expert, before its all-to-all") &&
                            Contains("--moe-dispatcher flex costs"));
 }
 
