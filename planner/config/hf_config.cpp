@@ -140,20 +140,23 @@ class HfReader {
       if (!config_.contains(key) || config_.at(key).is_null()) continue;
       if (found_key && std::string(found_key) == key) continue;
       const nlohmann::json& v = config_.at(key);
-      if (!v.is_number_integer() || v.get<std::int64_t>() <= 0) {
+      // A whole number written as a float (128256.0) is that integer, as in meshplan's files.
+      if ((!v.is_number_integer() && !whole_float(v)) || !(v.get<double>() > 0)) {
         fail(key, "must be a positive integer, got " + describe_json(v));
       }
-      if (v.get<std::int64_t>() > max) {
+      if (v.get<double>() > static_cast<double>(max)) {
         fail(key, "must be at most " + std::to_string(max) + ", got " + describe_json(v));
       }
-      if (found && *found != v.get<std::int64_t>()) {
+      const std::int64_t value = v.is_number_integer() ? v.get<std::int64_t>()
+                                                       : static_cast<std::int64_t>(v.get<double>());
+      if (found && *found != value) {
         fail(key, "is " + describe_json(v) + ", but " + found_key + " is " +
                       std::to_string(*found) +
                       ", and transformers reads the two keys as one "
                       "size; remove one of them, or give both the same value");
       }
       if (!found) {
-        found = v.get<std::int64_t>();
+        found = value;
         found_key = key;
       }
     }
@@ -182,11 +185,11 @@ class HfReader {
          {"num_local_experts", "num_experts", "n_routed_experts", "num_experts_per_tok"}) {
       const nlohmann::json* v = value(key);
       if (!v) continue;
-      if (!v->is_number_integer() || v->get<std::int64_t>() < 0) {
+      if ((!v->is_number_integer() && !whole_float(*v)) || !(v->get<double>() >= 0)) {
         fail(key, "must be a whole number of experts (0 or 1 for a dense model), got " +
                       describe_json(*v));
       }
-      if (v->get<std::int64_t>() > 1) {
+      if (v->get<double>() > 1) {
         fail(key, "is " + describe_json(*v) + ", an expert count on model_type " +
                       json_quoted(type) +
                       ", whose transformers class is dense (one MLP per "
@@ -483,11 +486,12 @@ std::int64_t count_or(const HfReader& r, const char* key, std::int64_t class_def
   refuse_null(r, key, class_default, transformers_reads, "a whole number");
   const nlohmann::json* v = r.value(key);
   if (!v) return class_default;
-  if (!v->is_number_integer() || v->get<std::int64_t>() < 0 || v->get<std::int64_t>() > kMaxSize) {
+  if ((!v->is_number_integer() && !whole_float(*v)) || !(v->get<double>() >= 0) ||
+      v->get<double>() > static_cast<double>(kMaxSize)) {
     r.fail(key, "must be a whole number from 0 to " + std::to_string(kMaxSize) + ", got " +
                     describe_json(*v));
   }
-  return v->get<std::int64_t>();
+  return static_cast<std::int64_t>(v->get<double>());
 }
 
 /// A positive integer under `key` (at most kMaxSize), or `class_default` when absent; null is
@@ -711,12 +715,15 @@ void read_sliding_window(const HfReader& r, const std::string& type, ModelSpec& 
   }
   const nlohmann::json* window = r.value("sliding_window");
   if (!window) return;
-  if (!window->is_number_integer() || window->get<std::int64_t>() <= 0) {
+  // (Below 2^53, where a double still counts every integer: any window longer than a sequence
+  // is full attention, and the bound keeps the count an int64.)
+  if ((!window->is_number_integer() && !whole_float(*window)) || !(window->get<double>() > 0) ||
+      window->get<double>() > 0x1p53) {
     r.fail("sliding_window",
            "must be a positive integer (tokens each query attends back to) or null, got " +
                describe_json(*window));
   }
-  const std::string w = std::to_string(window->get<std::int64_t>());
+  const std::string w = std::to_string(static_cast<std::int64_t>(window->get<double>()));
   // Qwen3Config (1f3ae2b3) builds Qwen2Config's windows: layer_types, else layers i >=
   // max_window_layers (default 28), with use_sliding_window true only.
   const bool qwen2 = type == "qwen2" || type == "qwen3", qwen2_moe = type == "qwen2_moe";
@@ -811,7 +818,7 @@ void read_sliding_window(const HfReader& r, const std::string& type, ModelSpec& 
             (qwen2 ? "0 (every layer slides) or " + n + " (none does)" : n + " or more") +
             ", or set use_sliding_window to false");
   }
-  m.sliding_window = window->get<std::int64_t>();
+  m.sliding_window = static_cast<std::int64_t>(window->get<double>());
   m.sliding_window_alternating = !all;
 }
 

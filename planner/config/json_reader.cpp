@@ -404,6 +404,11 @@ nlohmann::json load_json_file(const std::string& path) {
   return parse_checked_json_text(text, path);
 }
 
+bool whole_float(const nlohmann::json& value) {
+  return value.is_number_float() && std::isfinite(value.get<double>()) &&
+         std::floor(value.get<double>()) == value.get<double>();
+}
+
 std::string describe_json(const nlohmann::json& value) {
   if (value.is_object()) return "an object";
   if (value.is_array()) return "an array";
@@ -496,8 +501,7 @@ bool StrictObject::boolean(const std::string& key) {
 
 std::int64_t StrictObject::positive_int(const std::string& key, std::int64_t max) {
   const nlohmann::json& v = require(key, "a positive integer");
-  if (!v.is_number_integer() &&
-      !(v.is_number_float() && std::floor(v.get<double>()) == v.get<double>())) {
+  if (!v.is_number_integer() && !whole_float(v)) {
     fail(key, "must be a positive integer, got " + describe_json(v));
   }
   const double d = v.get<double>();
@@ -546,12 +550,13 @@ std::optional<std::int64_t> StrictObject::int_or_null(const std::string& key, st
   const nlohmann::json& v = require(key, "an integer or null");
   if (v.is_null()) return std::nullopt;
   const std::string range = "[" + std::to_string(min) + ", " + std::to_string(max) + "]";
-  if (!v.is_number_integer())
+  // A whole number written as a float (8.0) is that integer, as positive_int takes it.
+  if (!v.is_number_integer() && !whole_float(v))
     fail(key, "must be an integer in " + range + " or null, got " + describe_json(v));
-  const std::int64_t i = v.get<std::int64_t>();
-  if (i < min || i > max)
+  const double d = v.get<double>();
+  if (d < static_cast<double>(min) || d > static_cast<double>(max))
     fail(key, "must be an integer in " + range + " or null, got " + describe_json(v));
-  return i;
+  return v.is_number_integer() ? v.get<std::int64_t>() : static_cast<std::int64_t>(d);
 }
 
 std::optional<bool> StrictObject::boolean_or_null(const std::string& key) {

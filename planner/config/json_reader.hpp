@@ -121,6 +121,10 @@ class StrictObject {
 /// A short description of a JSON value for error messages: `"abc"`, `-4`, `null`, `an object`.
 std::string describe_json(const nlohmann::json& value);
 
+/// True for a JSON float with no fractional part (8.0, 3.2e1): the readers take it as that
+/// integer wherever they take an integer (a count, a width, a ZeRO stage), range-checked as one.
+bool whole_float(const nlohmann::json& value);
+
 /// An object key as a JSON path step: `.name` for an identifier ([A-Za-z_][A-Za-z0-9_]*),
 /// else `["the key"]` with JSON string escapes, so a key with a dot, a slash, a newline or a
 /// NUL (or an empty key) is neither misread as another path nor cuts the message short.

@@ -585,12 +585,25 @@ MoeSpec moe_from_json(StrictObject o) {
     e.router_score_function =
         o.choice_or_null("router_score_function", {"softmax", "sigmoid"}).value_or("softmax");
   }
-  if (o.has("router_num_groups")) {
-    e.router_num_groups = o.int_or_null("router_num_groups", 1, kMaxWidth).value_or(1);
+  // Group-limited routing takes both keys or neither (absent or null): one without the other
+  // would leave the reader to invent the missing one.
+  std::optional<std::int64_t> groups, group_topk;
+  if (o.has("router_num_groups")) groups = o.int_or_null("router_num_groups", 1, kMaxWidth);
+  if (o.has("router_group_topk")) group_topk = o.int_or_null("router_group_topk", 1, kMaxWidth);
+  if (groups && !group_topk) {
+    o.fail("router_group_topk", "is missing (or null) beside router_num_groups " +
+                                    std::to_string(*groups) +
+                                    "; group-limited routing needs both (DeepSeek-V3: 8 groups, "
+                                    "4 kept) or neither");
   }
-  if (o.has("router_group_topk")) {
-    e.router_group_topk = o.int_or_null("router_group_topk", 1, kMaxWidth).value_or(1);
+  if (group_topk && !groups) {
+    o.fail("router_num_groups", "is missing (or null) beside router_group_topk " +
+                                    std::to_string(*group_topk) +
+                                    "; group-limited routing needs both (DeepSeek-V3: 8 groups, "
+                                    "4 kept) or neither");
   }
+  e.router_num_groups = groups.value_or(1);
+  e.router_group_topk = group_topk.value_or(1);
   if (o.has("router_topk_scaling_factor")) {
     e.router_topk_scaling_factor =
         o.positive_number_or_null("router_topk_scaling_factor").value_or(1);

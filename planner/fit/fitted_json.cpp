@@ -507,6 +507,13 @@ FitRecord fit_record_from_report(const nlohmann::json& report, const StrictObjec
     };
     error.before = mape("mape_before");
     error.fitted = mape("mape_fitted");
+    // The caveats quote it (the range and the worst source): absent, a source would drop out
+    // of them unsaid.
+    if (!e.contains("mape_cross_validated")) {
+      fail(at + ".mape_cross_validated",
+           "is missing; a fit writes each source's cross-validated mean |error| (a fraction of "
+           "the measured value), null where it could leave no source out (a fit of one study)");
+    }
     error.cross_validated = mape("mape_cross_validated");
     r.errors.push_back(std::move(error));
   }

@@ -16,6 +16,7 @@
 #include "costmodel/counted.hpp"
 #include "costmodel/framework.hpp"
 #include "costmodel/ranks.hpp"
+#include "costmodel/units.hpp"
 #include "planner/config/closest_names.hpp"
 #include "planner/config/json_reader.hpp"
 #include "planner/config/loaders.hpp"
@@ -715,16 +716,22 @@ std::string recorded_numbers_note(const nlohmann::json& json, const Plan& plan,
     return o.at(key).get<double>();
   };
   auto differs = [](double a, double b) { return std::fabs(a - b) > 1e-9 * std::fabs(b); };
+  // An edited number as written, in 4 significant digits where fixed() would print it whole
+  // (1e300 s as 301 digits).
+  auto as_written = [](double value, int decimals) {
+    return std::fabs(value) < 1e9 ? fixed(value, decimals) : significant(value, 4);
+  };
   std::string differences;
   const std::optional<double> peak = recorded("memory", "peak_bytes");
   if (peak && differs(*peak, plan.estimate.memory.peak_bytes)) {
-    differences += "peak memory " + gib(*peak) + " where its inputs give " +
+    differences += "peak memory " + as_written(*peak / kGiB, 1) + " GiB where its inputs give " +
                    gib(plan.estimate.memory.peak_bytes);
   }
   const std::optional<double> step = recorded("predicted", "step_time_s");
   if (step && differs(*step, plan.estimate.step_time_s)) {
-    differences += std::string(differences.empty() ? "" : ", ") + "step time " + fixed(*step, 3) +
-                   " s where its inputs give " + fixed(plan.estimate.step_time_s, 3) + " s";
+    differences += std::string(differences.empty() ? "" : ", ") + "step time " +
+                   as_written(*step, 3) + " s where its inputs give " +
+                   fixed(plan.estimate.step_time_s, 3) + " s";
   }
   if (differences.empty()) return "";
   return file + " records " + differences +

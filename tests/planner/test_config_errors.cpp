@@ -223,6 +223,17 @@ TEST_CASE("moe router keys: optional, checked against the experts", "[errors]") 
   expect_input_error(
       changed("ds-topk-9.json", "\"router_group_topk\": 4", "\"router_group_topk\": 9"),
       "$.moe.router_group_topk: is 9, more than router_num_groups (8)");
+  // One group key without the other (absent or null) is refused, not filled in with 1: the
+  // export would pass --moe-router-group-topk 1 for DeepSeek-V3's 4.
+  expect_input_error(changed("ds-no-topk.json", "\"router_group_topk\": 4,", ""),
+                     "$.moe.router_group_topk: is missing (or null) beside router_num_groups 8; "
+                     "group-limited routing needs both");
+  expect_input_error(
+      changed("ds-null-topk.json", "\"router_group_topk\": 4", "\"router_group_topk\": null"),
+      "$.moe.router_group_topk: is missing (or null) beside router_num_groups 8");
+  expect_input_error(
+      changed("ds-null-groups.json", "\"router_num_groups\": 8", "\"router_num_groups\": null"),
+      "$.moe.router_num_groups: is missing (or null) beside router_group_topk 4");
   expect_input_error(changed("ds-score.json", "\"sigmoid\"", "\"sqrtsoftplus\""),
                      "$.moe.router_score_function: \"sqrtsoftplus\" is not allowed");
   // Absent: a softmax router without groups or scaling (Qwen3-MoE's).

@@ -68,6 +68,21 @@ std::string changed_config(const std::string& folder, const std::string& name,
 
 }  // namespace
 
+TEST_CASE("a whole number written as a float is that integer, as in meshplan's files", "[hf]") {
+  // vocab_size 128256.0 and num_hidden_layers 32.0 are Llama 3 8B's 128256 and 32 (a
+  // meshplan-model/1 file and plan.json take 32.0 so); 128256.5 is no count.
+  const ModelSpec floats = load_model(changed_config("llama3-8b", "floats.json", [](auto& c) {
+    c["vocab_size"] = 128256.0;
+    c["num_hidden_layers"] = 32.0;
+  }));
+  CHECK(floats.vocab_size == 128256);
+  CHECK(floats.num_layers == 32);
+  const std::string half =
+      changed_config("llama3-8b", "half.json", [](auto& c) { c["vocab_size"] = 128256.5; });
+  CHECK_THROWS_WITH(load_model(half),
+                    Catch::Contains("$.vocab_size: must be a positive integer, got 128256.5"));
+}
+
 TEST_CASE("rope_theta: Llama 3's 500000, LlamaConfig's 10000 when absent", "[hf]") {
   CHECK(load_model(test::data_file("hf/llama3-8b/config.json")).rope_theta == 500000.0);
   CHECK(load_model(changed_config("llama3-8b", "no-theta.json", [](nlohmann::json& c) {

@@ -997,6 +997,13 @@ TEST_CASE("a plan whose recorded numbers are not its inputs' says so", "[plan_fi
   CHECK_THAT(exported.err, Catch::StartsWith("note: " + expected + "\n"));
   // Full recompute holds less than no recompute (layer inputs only).
   CHECK(plan.estimate.memory.peak_bytes < j["memory"]["peak_bytes"].get<double>());
+  // An absurd recorded number is quoted in 4 significant digits, not fixed()'s 301.
+  nlohmann::json absurd = j;
+  absurd["predicted"]["step_time_s"] = 1e300;
+  absurd["memory"]["peak_bytes"] = 1e300;
+  const std::string note = recorded_numbers_note(absurd, plan, edited);
+  CHECK_THAT(note, Catch::Contains("records peak memory 9.313e+290 GiB where") &&
+                       Catch::Contains(", step time 1e+300 s where"));
 }
 
 TEST_CASE("a plan of 16384 GPUs lists every group", "[plan_file]") {
