@@ -387,6 +387,18 @@ std::vector<std::string> torchtitan_model_notes(const Plan& p, const std::string
                         " decides it: check that yours scales as the model does");
     }
   }
+  // The packages this export writes (llama3, deepseek_v3, qwen3) attend over the whole causal
+  // context: their attention takes no window (torchtitan/models/*/model at v0.2.2), so a model
+  // with one trains full attention under the export.
+  if (m.sliding_window) {
+    dropped.push_back("sliding attention window of " + s(*m.sliding_window) + " tokens (" +
+                      (m.sliding_window_alternating ? "every other layer" : "every layer") +
+                      "): " + flavor +
+                      "s of the llama3, deepseek_v3 and qwen3 packages attend over the whole "
+                      "causal context, so the job would train full attention, with more "
+                      "attention FLOPs and another model than planned; this model needs a model "
+                      "definition with the window in torchtitan");
+  }
   // torchtitan's Llama and DeepSeek-V3 flavors build their norms with eps 1e-5
   // (torchtitan/models/llama3; deepseek_v3's norm_eps at v0.2.2, RMSNorm.Config's eps at
   // main); another epsilon needs a flavor of its own.

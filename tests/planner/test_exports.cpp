@@ -428,6 +428,15 @@ TEST_CASE("torchtitan export: a model outside torchtitan's Llama architecture is
                  "torchtitan's Llama models"));
   const Export llama = export_plan(llama8b_fsdp(), ExportFormat::kTorchtitan, toml_0_2());
   CHECK_FALSE(mentions(llama, "model architecture"));
+  CHECK_FALSE(mentions(llama, "sliding attention window"));
+  // A window the exported flavors do not have: the job would train full attention.
+  Plan windowed = llama8b_fsdp();
+  windowed.model.sliding_window = 4096;
+  windowed.model.sliding_window_alternating = true;
+  CHECK(mentions(export_plan(windowed, ExportFormat::kTorchtitan, toml_0_2()),
+                 "sliding attention window of 4096 tokens (every other layer): the [model] "
+                 "flavors of the llama3, deepseek_v3 and qwen3 packages attend over the whole "
+                 "causal context"));
 }
 
 TEST_CASE("megatron export: uneven stage splits and ZeRO beyond 1", "[exports]") {

@@ -289,6 +289,18 @@ TEST_CASE("profile show: the fitted section's parameters, intervals, runs and er
   CHECK(bad.exit_code == 2);
   CHECK_THAT(bad.err, Catch::Contains("$.fitted.families.pytorch.interval.family_spread: must be a "
                                       "standard deviation in natural-log units from 0 to"));
+  // An interval whose p10_ratio exceeds its p90_ratio: the message names both, since either
+  // may be the edited one (pytorch's 0.75 - 1.3 with p10_ratio set to 1.5).
+  file["fitted"]["families"]["pytorch"]["interval"]["family_spread"] = 0.1;
+  file["fitted"]["families"]["pytorch"]["interval"]["p10_ratio"] = 1.5;
+  const test::CliResult crossed = test::run(
+      {"profile", "show", test::write_temp_file("show-fitted-crossed.json", file.dump(2))});
+  CHECK(crossed.exit_code == 2);
+  CHECK_THAT(crossed.err,
+             Catch::Contains("$.fitted.families.pytorch.interval.p90_ratio: must be a ratio "
+                             "measured / predicted in [p10_ratio, 100] (p10_ratio is 1.5; the "
+                             "10th percentile of the ratio cannot exceed its 90th: if p10_ratio "
+                             "is the wrong one, fix it), got 1.3"));
   // Errors: source, metric, runs, before, fitted, cross-validated (b: none left out).
   CHECK(row(r.out, {"a", "step_time_s"}) == Cells{"2", "25.0%", "5.0%", "12.5%"});
   CHECK(row(r.out, {"b", "mfu"}) == Cells{"1", "10.0%", "2.0%", "-"});
