@@ -553,9 +553,12 @@ Export export_megatron(const Plan& p, const FrameworkVersion& version) {
     case Precision::kFp16:
       a.push_back("--fp16");
       break;
+    // MXFP8 runs E4M3 in both passes: Megatron-Bridge's bf16_with_mxfp8_mixed sets fp8 "e4m3"
+    // since v0.2.0 (#638, "MXFP8 recipe must only use E4M3"; hybrid before), the recipe its
+    // Blackwell runs in ../shared/data/moe-blackwell/ use.
     case Precision::kFp8:
       a.push_back("--bf16");
-      a.push_back("--fp8-format hybrid");
+      a.push_back(std::string("--fp8-format ") + (blackwell(p.cluster.gpu) ? "e4m3" : "hybrid"));
       a.push_back(std::string("--fp8-recipe ") + (blackwell(p.cluster.gpu) ? "mxfp8" : "delayed"));
       e.to_add.push_back("fp8 recipe: --fp8-recipe " +
                          std::string(blackwell(p.cluster.gpu)
@@ -569,7 +572,8 @@ Export export_megatron(const Plan& p, const FrameworkVersion& version) {
     case Precision::kFp8Cs:
     case Precision::kMxfp8:
       a.push_back("--bf16");
-      a.push_back("--fp8-format hybrid");
+      a.push_back(std::string("--fp8-format ") +
+                  (p.setup.precision == Precision::kMxfp8 ? "e4m3" : "hybrid"));
       a.push_back(std::string("--fp8-recipe ") +
                   (p.setup.precision == Precision::kMxfp8 ? "mxfp8" : "tensorwise"));
       break;

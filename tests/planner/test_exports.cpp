@@ -386,6 +386,27 @@ TEST_CASE("megatron export of GPT-3 in fp16 with full recompute", "[exports]") {
   CHECK(back.zero == 0);
 }
 
+TEST_CASE("megatron export: MXFP8 is E4M3 in both passes, as Megatron-Bridge's recipe runs it",
+          "[exports]") {
+  // Megatron-Bridge's bf16_with_mxfp8_mixed sets fp8 "e4m3" since v0.2.0 (#638: "MXFP8 recipe
+  // must only use E4M3"); the current-scaling recipe keeps hybrid (E4M3 forward, E5M2
+  // backward). fp8 on a Blackwell GPU is exported as its mxfp8 recipe.
+  const auto flags = [](Precision precision) {
+    TrainingSetup setup;
+    setup.seq = 8192;
+    setup.framework = *find_framework("megatron");
+    setup.precision = precision;
+    setup.attention = AttentionImpl::kFlash;
+    const Plan p = make_plan(load_model("llama3-70b"), load_cluster("gb200-nvl72"),
+                             load_profile("gb200"), setup, tp8_pp8());
+    return export_plan(p, ExportFormat::kMegatron).text;
+  };
+  CHECK_THAT(flags(Precision::kMxfp8), Catch::Contains("--fp8-format e4m3 \\\n--fp8-recipe mxfp8"));
+  CHECK_THAT(flags(Precision::kFp8), Catch::Contains("--fp8-format e4m3 \\\n--fp8-recipe mxfp8"));
+  CHECK_THAT(flags(Precision::kFp8Cs),
+             Catch::Contains("--fp8-format hybrid \\\n--fp8-recipe tensorwise"));
+}
+
 TEST_CASE("megatron export: the vocabulary padded as the plan was costed", "[exports]") {
   // GPT-3's 50257 tokens, costed unpadded (vocab_pad_multiple 1): at tp 8 a rank holds
   // ceil(50257 / 8) = 6283 rows. --make-vocab-size-divisible-by 1 makes Megatron-LM pad to a
