@@ -334,6 +334,8 @@ class HfReader {
       fail(key + ".type", "is " + describe_json(*legacy) + ", but rope_type is " +
                               describe_json(*type) + "; remove one of them");
     }
+    // The key the type came from, as errors name it (the legacy "type" of older configs).
+    const std::string type_key = key + (type || !legacy ? ".rope_type" : ".type");
     if (!type) type = legacy;
     if (!type) {
       // transformers 5 writes rope_parameters with rope_theta alone for unscaled models.
@@ -343,8 +345,8 @@ class HfReader {
     }
     if (!type->is_string() || std::find(kRopeTypes.begin(), kRopeTypes.end(),
                                         type->get<std::string>()) == kRopeTypes.end()) {
-      fail(key + ".rope_type", "is " + describe_json(*type) + "; expected one of " +
-                                   quoted_list(kRopeTypes) + " (transformers' RoPE types)");
+      fail(type_key, "is " + describe_json(*type) + "; expected one of " + quoted_list(kRopeTypes) +
+                         " (transformers' RoPE types)");
     }
     RopeScaling scaling;
     scaling.type = type->get<std::string>();

@@ -891,7 +891,15 @@ Profile profile_from_json(const nlohmann::json& json, const std::string& file,
   }
 
   StrictObject provenance = o.object("provenance", {"kind", "date", "notes"});
-  provenance.choice("kind", {"published", "measured", "fitted"});
+  const std::string kind = provenance.choice("kind", {"published", "measured", "fitted"});
+  // A fitted section's parameters scale the rates (meshplan fit marks the profile so): a
+  // profile that holds one is not the published or measured rates alone.
+  if (json.contains("fitted") && !json.at("fitted").is_null() && kind != "fitted") {
+    provenance.fail("kind", "is \"" + kind +
+                                "\", but the profile has a fitted section ($.fitted), whose "
+                                "parameters scale its rates; meshplan fit writes kind "
+                                "\"fitted\" with it (or remove the fitted section)");
+  }
   provenance.line("date", "the date of the profile's numbers");
   provenance.line("notes", "where the profile's numbers come from");
 

@@ -603,6 +603,19 @@ TEST_CASE("a symbolic link loop where a file is expected cannot be resolved, not
   CHECK_THAT(r.err, !Catch::Contains("no such file"));
 }
 
+TEST_CASE("a profile with a fitted section says so in its provenance", "[errors]") {
+  // meshplan fit writes kind "fitted" beside the section (fit_profile.cpp mark_fitted): its
+  // parameters scale the rates, which are then no longer the published ones alone.
+  std::string text = test::read_config("profiles/h100.json");
+  const std::size_t kind = text.find("\"kind\": \"fitted\"");
+  REQUIRE(kind != std::string::npos);
+  text.replace(kind, std::string("\"kind\": \"fitted\"").size(), "\"kind\": \"published\"");
+  const std::string file = test::write_temp_file("published-fitted.json", text);
+  expect_cli_error({"estimate", "--model", "llama3-8b", "--tp", "8", "--profile", file},
+                   {file + ": $.provenance.kind: is \"published\", but the profile has a fitted "
+                           "section ($.fitted)"});
+}
+
 TEST_CASE("a duplicate key names the file, the key, the object's path and the line", "[errors]") {
   SECTION("a profile's comm_sm_fraction twice") {
     std::string text = test::read_config("profiles/h100.json");

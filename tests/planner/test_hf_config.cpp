@@ -316,6 +316,9 @@ TEST_CASE("a rope_scaling or rms_norm_eps transformers would refuse is refused",
                                     "or null, got \"yes\""));
   CHECK_THROWS_WITH(load_model(with("magic.json", {{"rope_type", "magic"}, {"factor", 2.0}})),
                     Catch::Contains("$.rope_scaling.rope_type: is \"magic\"; expected one of"));
+  // The legacy key of older configs is named as written.
+  CHECK_THROWS_WITH(load_model(with("magic-legacy.json", {{"type", "magic"}, {"factor", 2.0}})),
+                    Catch::Contains("$.rope_scaling.type: is \"magic\"; expected one of"));
   CHECK_THROWS_WITH(load_model(with("untyped.json", {{"factor", 2.0}})),
                     Catch::Contains("$.rope_scaling.rope_type: missing"));
   CHECK_THROWS_WITH(load_model(with("no-factor.json", {{"rope_type", "yarn"}})),
