@@ -271,7 +271,11 @@ std::string render_text(const LedgerOptions& o, const LedgerResult& r) {
   const bool moe = r.model && r.model->moe;
   s << "Compute: 6ND = 6 x " << scientific(r.flops_params) << (moe ? " active" : "") << " params x "
     << scientific(r.tokens) << " tokens = " << scientific(r.training_flops) << " FLOP"
-    << (r.tokens_defaulted ? "  (tokens: 20 per parameter, Chinchilla-optimal; set --tokens)" : "")
+    << (!r.tokens_defaulted ? ""
+        : moe               ? "  (tokens: 20 per parameter of the " + scientific(r.params) +
+                    " total, Chinchilla's dense-model ratio, which fixes none for a "
+                    "mixture-of-experts model; set --tokens)"
+              : std::string("  (tokens: 20 per parameter, Chinchilla-optimal; set --tokens)"))
     << "\n";
   if (r.exact) {
     const double exact_total = r.exact->training * r.tokens;

@@ -190,6 +190,12 @@ TEST_CASE("estimate, plan and ledger price an MoE model on its expert mesh", "[c
   const std::string row = ledger.out.substr(map, ledger.out.find('\n', map) - map);
   CHECK_THAT(row, Catch::Contains("[4096, 1, 128]") && Catch::Contains(" bool ") &&
                       Catch::Contains(" 48 ") && Catch::Contains(" 0.023 "));
+  // The default tokens: 20 x the 30.53B total parameters = 6.11e11, which the line says is
+  // Chinchilla's dense ratio taken over the total (6ND counts the 3.35B active).
+  CHECK_THAT(ledger.out,
+             Catch::Contains("6 x 3.35e+09 active params x 6.11e+11 tokens") &&
+                 Catch::Contains("(tokens: 20 per parameter of the 3.05e+10 total, Chinchilla's "
+                                 "dense-model ratio"));
   const test::CliResult estimate =
       test::run({"estimate", "--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--gpus", "64",
                  "--tp", "2", "--sp", "--ep", "8", "--etp", "1"});
