@@ -253,12 +253,16 @@ TEST_CASE("profile show: the fitted section's parameters, intervals, runs and er
   // A family spread on a family the report says had runs is refused: a fit widens only a family
   // without runs. megatron's gather_latency_s is fitted in the report's parameters; then
   // pytorch listed in families_with_runs (megatron too, as its fitted parameter says).
+  // profile show of `edited` (written as `name`): refused with exit code 2; its stderr.
+  const auto refused = [](const nlohmann::json& edited, const std::string& name) {
+    const test::CliResult shown =
+        test::run({"profile", "show", test::write_temp_file(name, edited.dump(2))});
+    CHECK(shown.exit_code == 2);
+    return shown.err;
+  };
   nlohmann::json spread = file;
   spread["fitted"]["families"]["megatron"]["interval"]["family_spread"] = 0.05;
-  const test::CliResult fitted_spread = test::run(
-      {"profile", "show", test::write_temp_file("show-fitted-spread.json", spread.dump(2))});
-  CHECK(fitted_spread.exit_code == 2);
-  CHECK_THAT(fitted_spread.err,
+  CHECK_THAT(refused(spread, "show-fitted-spread.json"),
              Catch::Contains("$.fitted.families.megatron.interval.family_spread: is 0.05, but "
                              "$.fitted.report.parameters marks the step-time parameters of "
                              "\"megatron\" fitted, i.e. the family had runs on the profile's "
@@ -266,37 +270,27 @@ TEST_CASE("profile show: the fitted section's parameters, intervals, runs and er
                              "without any"));
   spread = file;
   spread["fitted"]["report"]["families_with_runs"] = {"megatron", "pytorch"};
-  const test::CliResult listed_spread = test::run(
-      {"profile", "show", test::write_temp_file("show-fitted-listed.json", spread.dump(2))});
-  CHECK(listed_spread.exit_code == 2);
-  CHECK_THAT(listed_spread.err,
+  CHECK_THAT(refused(spread, "show-fitted-listed.json"),
              Catch::Contains("$.fitted.families.pytorch.interval.family_spread: is 0.1, but "
                              "$.fitted.report.families_with_runs lists \"pytorch\""));
   // A family spread wider than the interval that holds it is refused: pytorch's 0.75 - 1.3
   // has half-width ln(1.3 / 0.75) / 2 = 0.2750.
   file["fitted"]["families"]["pytorch"]["interval"]["family_spread"] = 0.3;
-  const std::string wide_path = test::write_temp_file("show-fitted-wide.json", file.dump(2));
-  const test::CliResult wide = test::run({"profile", "show", wide_path});
-  CHECK(wide.exit_code == 2);
-  CHECK_THAT(wide.err, Catch::Contains("$.fitted.families.pytorch.interval.family_spread: must be "
-                                       "a standard deviation in natural-log units from 0 to the "
-                                       "interval's half-width ln(p90_ratio / p10_ratio) / 2 = "
-                                       "0.275, which holds it, got 0.3"));
+  CHECK_THAT(refused(file, "show-fitted-wide.json"),
+             Catch::Contains("$.fitted.families.pytorch.interval.family_spread: must be "
+                             "a standard deviation in natural-log units from 0 to the "
+                             "interval's half-width ln(p90_ratio / p10_ratio) / 2 = "
+                             "0.275, which holds it, got 0.3"));
   // A negative family spread is refused with its JSON path.
   file["fitted"]["families"]["pytorch"]["interval"]["family_spread"] = -0.1;
-  const std::string bad_path = test::write_temp_file("show-fitted-bad.json", file.dump(2));
-  const test::CliResult bad = test::run({"profile", "show", bad_path});
-  CHECK(bad.exit_code == 2);
-  CHECK_THAT(bad.err, Catch::Contains("$.fitted.families.pytorch.interval.family_spread: must be a "
-                                      "standard deviation in natural-log units from 0 to"));
+  CHECK_THAT(refused(file, "show-fitted-bad.json"),
+             Catch::Contains("$.fitted.families.pytorch.interval.family_spread: must be a "
+                             "standard deviation in natural-log units from 0 to"));
   // An interval whose p10_ratio exceeds its p90_ratio: the message names both, since either
   // may be the edited one (pytorch's 0.75 - 1.3 with p10_ratio set to 1.5).
   file["fitted"]["families"]["pytorch"]["interval"]["family_spread"] = 0.1;
   file["fitted"]["families"]["pytorch"]["interval"]["p10_ratio"] = 1.5;
-  const test::CliResult crossed = test::run(
-      {"profile", "show", test::write_temp_file("show-fitted-crossed.json", file.dump(2))});
-  CHECK(crossed.exit_code == 2);
-  CHECK_THAT(crossed.err,
+  CHECK_THAT(refused(file, "show-fitted-crossed.json"),
              Catch::Contains("$.fitted.families.pytorch.interval.p90_ratio: must be a ratio "
                              "measured / predicted in [p10_ratio, 100] (p10_ratio is 1.5; the "
                              "10th percentile of the ratio cannot exceed its 90th: if p10_ratio "
