@@ -717,13 +717,12 @@ void read_sliding_window(const HfReader& r, const std::string& type, ModelSpec& 
   }
   const nlohmann::json* window = r.value("sliding_window");
   if (!window) return;
-  // (Below 2^53, where a double still counts every integer: any window longer than a sequence
-  // is full attention, and the bound keeps the count an int64.)
+  // (At most kMaxTokens, a sequence's bound: what a plan.json of the model reads back.)
   if ((!window->is_number_integer() && !whole_float(*window)) || !(window->get<double>() > 0) ||
-      window->get<double>() > 0x1p53) {
-    r.fail("sliding_window",
-           "must be a positive integer (tokens each query attends back to) or null, got " +
-               describe_json(*window));
+      window->get<double>() > static_cast<double>(kMaxTokens)) {
+    r.fail("sliding_window", "must be a positive integer up to " + std::to_string(kMaxTokens) +
+                                 " (tokens each query attends back to) or null, got " +
+                                 describe_json(*window));
   }
   const std::string w = std::to_string(static_cast<std::int64_t>(window->get<double>()));
   // Qwen3Config (1f3ae2b3) builds Qwen2Config's windows: layer_types, else layers i >=

@@ -8,6 +8,7 @@
 
 #include "common/input_error.hpp"
 #include "costmodel/collectives/collective.hpp"
+#include "costmodel/counted.hpp"
 #include "planner/config/json_reader.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/presets.hpp"
@@ -620,6 +621,17 @@ MoeSpec moe_from_json(StrictObject o) {
                                     ", more than router_num_groups (" +
                                     std::to_string(e.router_num_groups) + "); give at most that");
   }
+  // The kept groups must hold top_k experts: Megatron-Core's group_limited_topk scores each
+  // group by its best top_k / group_topk experts and then picks top_k among the kept groups'.
+  const std::int64_t reachable = e.router_group_topk * (e.num_experts / e.router_num_groups);
+  if (reachable < e.top_k) {
+    o.fail("router_group_topk",
+           "is " + std::to_string(e.router_group_topk) + ": the kept groups of " +
+               counted(e.num_experts / e.router_num_groups, "expert") + " hold " +
+               counted(reachable, "expert") + ", fewer than top_k (" + std::to_string(e.top_k) +
+               "), which the router picks among them (Megatron-Core's group_limited_topk); keep "
+               "more groups or make fewer, larger ones");
+  }
   return e;
 }
 
@@ -894,7 +906,14 @@ Profile profile_from_json(const nlohmann::json& json, const std::string& file,
   const std::string kind = provenance.choice("kind", {"published", "measured", "fitted"});
   // A fitted section's parameters scale the rates (meshplan fit marks the profile so): a
   // profile that holds one is not the published or measured rates alone.
-  if (json.contains("fitted") && !json.at("fitted").is_null() && kind != "fitted") {
+  const bool has_fitted = json.contains("fitted") && !json.at("fitted").is_null();
+  if (!has_fitted && kind == "fitted") {
+    provenance.fail("kind",
+                    "is \"fitted\", but the profile has no fitted section ($.fitted), "
+                    "which meshplan fit writes beside it; give the kind of its rates "
+                    "(\"published\" or \"measured\")");
+  }
+  if (has_fitted && kind != "fitted") {
     provenance.fail("kind", "is \"" + kind +
                                 "\", but the profile has a fitted section ($.fitted), whose "
                                 "parameters scale its rates; meshplan fit writes kind "

@@ -603,13 +603,17 @@ FittedSection fitted_from_json(StrictObject& profile, const nlohmann::json& raw,
       StepInterval interval;
       interval.p10_ratio =
           number_in(io, in, "p10_ratio", 1e-2, 1e2, "a ratio measured / predicted in [0.01, 100]");
-      // Below p10_ratio the pair is what is wrong, not p90_ratio alone: the message names both.
+      // Below p10_ratio the pair is what is wrong, not p90_ratio alone: the message names both
+      // (p10_ratio as written, so that a near tie shows which is larger).
+      const bool below = in.contains("p90_ratio") && in.at("p90_ratio").is_number() &&
+                         in.at("p90_ratio").get<double>() < interval.p10_ratio;
       interval.p90_ratio = number_in(
           io, in, "p90_ratio", interval.p10_ratio, 1e2,
-          "a ratio measured / predicted in [p10_ratio, 100] (p10_ratio is " +
-              significant(interval.p10_ratio, 6) +
-              "; the 10th percentile of the ratio cannot exceed its 90th: if p10_ratio is the "
-              "wrong one, fix it)");
+          "a ratio measured / predicted in [p10_ratio, 100]" +
+              (below ? " (p10_ratio is " + describe_json(in.at("p10_ratio")) +
+                           "; the 10th percentile of the ratio cannot exceed its 90th: if "
+                           "p10_ratio is the wrong one, fix it)"
+                     : std::string()));
       interval.cases = io.positive_int("cases", std::int64_t{1} << 40);
       // Profiles fitted before family_spread existed widened no family's interval. The
       // interval holds the spread it added: its half-width, t x sqrt(... + spread^2) with

@@ -716,22 +716,28 @@ std::string recorded_numbers_note(const nlohmann::json& json, const Plan& plan,
     return o.at(key).get<double>();
   };
   auto differs = [](double a, double b) { return std::fabs(a - b) > 1e-9 * std::fabs(b); };
-  // An edited number as written, in 4 significant digits where fixed() would print it whole
-  // (1e300 s as 301 digits).
-  auto as_written = [](double value, int decimals) {
-    return std::fabs(value) < 1e9 ? fixed(value, decimals) : significant(value, 4);
+  // `value` as the note prints it beside `other`: `decimals` fixed, or 4 significant digits
+  // where fixed() would print it whole (1e300 as 301 digits) or as 0, or 12 where the two would
+  // print alike (58.6502 against 58.6500).
+  auto as_written = [](double value, double other, int decimals) {
+    const std::string text = fixed(value, decimals);
+    if (value != 0 && (std::fabs(value) >= 1e9 || std::fabs(value) < 0.5 * std::pow(10, -decimals)))
+      return significant(value, 4);
+    return text == fixed(other, decimals) ? significant(value, 12) : text;
   };
   std::string differences;
   const std::optional<double> peak = recorded("memory", "peak_bytes");
+  const double peak_gib = plan.estimate.memory.peak_bytes / kGiB;
   if (peak && differs(*peak, plan.estimate.memory.peak_bytes)) {
-    differences += "peak memory " + as_written(*peak / kGiB, 1) + " GiB where its inputs give " +
-                   gib(plan.estimate.memory.peak_bytes);
+    differences += "peak memory " + as_written(*peak / kGiB, peak_gib, 1) +
+                   " GiB where its inputs give " + as_written(peak_gib, *peak / kGiB, 1) + " GiB";
   }
   const std::optional<double> step = recorded("predicted", "step_time_s");
-  if (step && differs(*step, plan.estimate.step_time_s)) {
+  const double step_s = plan.estimate.step_time_s;
+  if (step && differs(*step, step_s)) {
     differences += std::string(differences.empty() ? "" : ", ") + "step time " +
-                   as_written(*step, 3) + " s where its inputs give " +
-                   fixed(plan.estimate.step_time_s, 3) + " s";
+                   as_written(*step, step_s, 3) + " s where its inputs give " +
+                   as_written(step_s, *step, 3) + " s";
   }
   if (differences.empty()) return "";
   return file + " records " + differences +

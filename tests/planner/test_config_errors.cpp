@@ -234,6 +234,15 @@ TEST_CASE("moe router keys: optional, checked against the experts", "[errors]") 
   expect_input_error(
       changed("ds-null-groups.json", "\"router_num_groups\": 8", "\"router_num_groups\": null"),
       "$.moe.router_num_groups: is missing (or null) beside router_group_topk 4");
+  // 256 groups of 1 expert, 1 kept: the router could reach 1 expert for DeepSeek-V3's top 8.
+  {
+    std::string t = text;
+    t.replace(t.find("\"router_num_groups\": 8"), 22, "\"router_num_groups\": 256");
+    t.replace(t.find("\"router_group_topk\": 4"), 22, "\"router_group_topk\": 1");
+    expect_input_error(test::write_temp_file("ds-unreachable.json", t),
+                       "$.moe.router_group_topk: is 1: the kept groups of 1 expert hold 1 "
+                       "expert, fewer than top_k (8)");
+  }
   expect_input_error(changed("ds-score.json", "\"sigmoid\"", "\"sqrtsoftplus\""),
                      "$.moe.router_score_function: \"sqrtsoftplus\" is not allowed");
   // Absent: a softmax router without groups or scaling (Qwen3-MoE's).
@@ -614,6 +623,13 @@ TEST_CASE("a profile with a fitted section says so in its provenance", "[errors]
   expect_cli_error({"estimate", "--model", "llama3-8b", "--tp", "8", "--profile", file},
                    {file + ": $.provenance.kind: is \"published\", but the profile has a fitted "
                            "section ($.fitted)"});
+  // And the reverse: kind "fitted" without the section.
+  nlohmann::json bare = nlohmann::json::parse(test::read_config("profiles/h100.json"));
+  bare.erase("fitted");
+  const std::string unfitted = test::write_temp_file("fitted-bare.json", bare.dump(2));
+  expect_cli_error({"estimate", "--model", "llama3-8b", "--tp", "8", "--profile", unfitted},
+                   {unfitted + ": $.provenance.kind: is \"fitted\", but the profile has no "
+                               "fitted section ($.fitted)"});
 }
 
 TEST_CASE("a duplicate key names the file, the key, the object's path and the line", "[errors]") {

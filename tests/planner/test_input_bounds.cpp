@@ -380,8 +380,13 @@ TEST_CASE("a Hugging Face sliding window shorter than the sequence gets a note",
   const std::string bad = test::write_temp_file("qwen2-window-text.json", config.dump(2));
   CHECK_THROWS_WITH(load_model(bad),
                     bad +
-                        ": $.sliding_window: must be a positive integer (tokens each query "
-                        "attends back to) or null, got \"4k\"");
+                        ": $.sliding_window: must be a positive integer up to 16777216 "
+                        "(tokens each query attends back to) or null, got \"4k\"");
+  // Above a sequence's bound (2^24), which a plan.json of the model could not read back.
+  config["sliding_window"] = 1e15;
+  const std::string huge = test::write_temp_file("qwen2-window-huge.json", config.dump(2));
+  CHECK_THROWS_WITH(load_model(huge), Catch::Contains(": $.sliding_window: must be a positive "
+                                                      "integer up to 16777216"));
 }
 
 namespace {

@@ -1004,6 +1004,17 @@ TEST_CASE("a plan whose recorded numbers are not its inputs' says so", "[plan_fi
   const std::string note = recorded_numbers_note(absurd, plan, edited);
   CHECK_THAT(note, Catch::Contains("records peak memory 9.313e+290 GiB where") &&
                        Catch::Contains(", step time 1e+300 s where"));
+  // A tiny one is not printed as 0.000, and one that differs past the third decimal shows
+  // where (12 significant digits on both sides).
+  absurd["predicted"]["step_time_s"] = 0.0004;
+  CHECK_THAT(recorded_numbers_note(absurd, plan, edited),
+             Catch::Contains(", step time 0.0004 s where its inputs give " +
+                             fixed(plan.estimate.step_time_s, 3) + " s"));
+  absurd["predicted"]["step_time_s"] = plan.estimate.step_time_s + 1e-4;
+  CHECK_THAT(recorded_numbers_note(absurd, plan, edited),
+             Catch::Contains(", step time " + significant(plan.estimate.step_time_s + 1e-4, 12) +
+                             " s where its inputs give " +
+                             significant(plan.estimate.step_time_s, 12) + " s"));
 }
 
 TEST_CASE("a plan of 16384 GPUs lists every group", "[plan_file]") {

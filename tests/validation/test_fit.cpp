@@ -479,6 +479,7 @@ TEST_CASE("fit --moe-priors-from: a generation without MoE runs takes another's 
   // A donor without a fitted section has no fitted MoE seconds to give: refused, naming it.
   nlohmann::json bare = load_json_file(resolve_preset(PresetKind::kProfile, "h100"));
   bare.erase("fitted");
+  bare["provenance"]["kind"] = "published";  // its rates alone, as a calibrated profile's
   bare["gpu"] = "h100-sxm";
   const std::string bare_path = test::temp_dir() + "/unfitted-donor.json";
   std::ofstream(bare_path) << bare.dump(2);
