@@ -913,11 +913,14 @@ Profile profile_from_json(const nlohmann::json& json, const std::string& file,
                     "which meshplan fit writes beside it; give the kind of its rates "
                     "(\"published\" or \"measured\")");
   }
-  if (has_fitted && kind != "fitted") {
-    provenance.fail("kind", "is \"" + kind +
-                                "\", but the profile has a fitted section ($.fitted), whose "
-                                "parameters scale its rates; meshplan fit writes kind "
-                                "\"fitted\" with it (or remove the fitted section)");
+  // Published rates with fitted parameters scaling them are no longer the publications' alone
+  // (meshplan fit marks its output "fitted"; meshplan-calibrate's "measured" keeps its base
+  // profile's fitted section, which scales the measured rates).
+  if (has_fitted && kind == "published") {
+    provenance.fail("kind",
+                    "is \"published\", but the profile has a fitted section ($.fitted), "
+                    "whose parameters scale its rates; meshplan fit writes kind "
+                    "\"fitted\" with it (or remove the fitted section)");
   }
   provenance.line("date", "the date of the profile's numbers");
   provenance.line("notes", "where the profile's numbers come from");
