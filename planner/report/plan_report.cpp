@@ -276,10 +276,10 @@ std::string expert_mesh_text(const SearchRequest& r, const SearchResult& result)
     // Every GPU holds every expert: the tokens go to its own experts, nothing to exchange.
     s << ". With ep 1 there is no all-to-all: every token's top-" << e.top_k
       << " copies go to the GPU's own experts"
-      << (r.setup.moe_dispatcher == MoeDispatcher::kFlex
-              ? "."
-              : " (the alltoall dispatcher still reads their count per expert on the host, "
-                "before its grouped GEMMs).");
+      << (r.setup.moe_dispatcher == MoeDispatcher::kAllToAll
+              ? " (the alltoall dispatcher still reads their count per expert on the host, "
+                "before its grouped GEMMs)."
+              : ".");
   } else {
     s << " (" << gib(at_ep1) << " at ep 1, etp " << l.etp
       << "). The price is the all-to-all: each MoE layer sends every token's top-" << e.top_k
