@@ -250,7 +250,8 @@ void add_moe_options(CLI::App& cmd, MoeFlags& f) {
   cmd.add_option("--moe-dispatcher", f.dispatcher,
                  "MoE token dispatcher, as Megatron-Core runs it: alltoall (default: its dropless "
                  "all-to-all, which syncs with the host before each all-to-all), flex (fused "
-                 "DeepEP/HybridEP kernels, no host sync) or drop-and-pad (alltoall with a capacity "
+                 "DeepEP/HybridEP kernels, costed without the alltoall's fitted host sync, as its "
+                 "published runs fit) or drop-and-pad (alltoall with a capacity "
                  "factor, every expert padded to its capacity: --moe-capacity-factor)")
       ->check(CLI::IsMember(moe_dispatcher_names()));
   cmd.add_option("--moe-capacity-factor", f.capacity_factor,

@@ -132,8 +132,12 @@ const std::vector<ParameterSpec>& fit_parameters() {
                  "together, that Megatron-Core's dropless all-to-all dispatcher adds beyond "
                  "moe_layer_overhead_s: it copies the all-to-all's split sizes to the host and "
                  "synchronises before the ep all-to-all, so the host stops running ahead and the "
-                 "GPU waits while it issues the rest of the layer. The fused DeepEP/HybridEP "
-                 "(flex) and the drop-and-pad dispatchers do not pay it.",
+                 "GPU waits while it issues the rest of the layer. The drop-and-pad "
+                 "dispatcher, whose sizes the host knows, does not pay it; the fused "
+                 "DeepEP/HybridEP (flex) dispatcher is costed without it, as its published runs "
+                 "(HybridEP on Blackwell) fit without it, though Megatron-LM d98e8a6 waits on the "
+                 "host for its received counts too (fused_a2a.py FusedDispatch; HybridEP without "
+                 "--moe-expert-rank-capacity-factor).",
                  "an order-of-magnitude estimate, not a measurement: the host's issue time of "
                  "the kernels after the sync point (about 100 kernels of the dispatch, expert "
                  "GEMMs, combine and the next layer's attention at about 10 us each); the "

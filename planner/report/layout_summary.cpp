@@ -537,9 +537,11 @@ std::string moe_alltoall_sync_note(double sync_s, double step_s, const Profile& 
          " ms per MoE layer per micro-batch): " + fixed(sync_s, 2) + " s of the " +
          fixed(step_s, 2) + " s step (" + fixed(100 * sync_s / step_s, 1) +
          "%), in the MoE dispatch overhead line. Megatron-Core's flex dispatcher (DeepEP or "
-         "HybridEP kernels, --moe-token-dispatcher-type flex) is costed without it (the published "
-         "runs that use it fit without it; what host work it has is in moe_layer_overhead_s, "
-         "which every dispatcher pays): --moe-dispatcher flex costs the layouts with it";
+         "HybridEP kernels, --moe-token-dispatcher-type flex) is costed without it: its published "
+         "runs (HybridEP on Blackwell) fit without it, though Megatron-LM d98e8a6's DeepEP "
+         "dispatch, and HybridEP's without --moe-expert-rank-capacity-factor, also wait on the "
+         "host for their received counts; what host work it has is in moe_layer_overhead_s, "
+         "which every dispatcher pays. --moe-dispatcher flex costs the layouts with it";
 }
 
 std::string zero3_pipeline_note(const Layout& layout, const TrainingSetup& setup) {

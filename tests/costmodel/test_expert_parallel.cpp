@@ -331,7 +331,7 @@ TEST_CASE("the per-assignment MoE cost: per routed token-expert pair the rank's 
   CHECK(added(4, 1, 1) == Approx(11.4688e-3));
   CHECK(added(8, 1, 1.5) == Approx(17.2032e-3));
   // The layer carries the same seconds as its MoE dispatch overhead, which the step's breakdown
-  // lists apart from the kernels (no host sync under flex).
+  // lists apart from the kernels (flex is costed without the host sync).
   CHECK(moe_costs(8, 1, 1, 0.35e-6).moe_overhead_s == Approx(11.4688e-3));
   CHECK(moe_costs(8, 1, 1, 0.35e-6).moe_sync_s == 0);
 }
