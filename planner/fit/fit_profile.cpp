@@ -306,11 +306,23 @@ ProfileFit fit_profile(const std::vector<std::string>& paths, const std::string&
     // Judged against the base's values where they may be kept; with kFromRuns against the
     // fit's own, so that the file does not depend on the base's previous fit.
     const bool keep = u.base && base_memory == BaseMemory::kKeep;
-    if (!runs_identify_no_memory(
-            mine, keep ? *u.base : rates,
-            keep ? "the base profile's memory parameters" : "the fitted memory parameters",
-            &u.why)) {
-      continue;
+    const bool identify_none = runs_identify_no_memory(
+        mine, keep ? *u.base : rates,
+        keep ? "the base profile's memory parameters" : "the fitted memory parameters", &u.why);
+    // Runs of one outcome that measured no peak bound the bias from one side only: fitted to
+    // them the spread stays at the prior 0.01 and the bias moves as far as its prior lets it
+    // (memory_fit.hpp), so they do not replace a base's fitted values (issue 20: 11 Hopper MoE
+    // runs that all ran took the megatron family's spread from 0.035 to 0.01, loosening every
+    // dense plan's memory verdict).
+    const bool one_sided =
+        keep && !identify_none && spread_evidence(mine) == SpreadEvidence::kNone &&
+        std::none_of(mine.begin(), mine.end(),
+                     [](const MemoryRun* r) { return r->measured_peak_bytes.has_value(); });
+    if (!identify_none && !one_sided) continue;
+    if (one_sided) {
+      u.why +=
+          ": runs of one outcome without a measured peak bound the bias from one side "
+          "only, and identify neither it nor the spread";
     }
     if (keep) {
       for (const ParameterSpec& p : fit_parameters()) {

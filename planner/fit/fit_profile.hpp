@@ -70,7 +70,9 @@ struct ProfileFit {
 enum class BaseMemory {
   /// Keep the base profile's fitted values where its fitted section is of the fit's generation
   /// (`meshplan fit`'s default: a fit to runs far from the capacity leaves the base's memory
-  /// verdicts as they were).
+  /// verdicts as they were). Here runs of one outcome that measured no peak count as
+  /// identifying none even where some came within reach of the capacity: they bound the bias
+  /// from one side only.
   kKeep,
   /// Take the priors (and the pooled spread), as for a base without a fitted section: the
   /// profile then depends on the runs and the base's rates only, never on its previous fit

@@ -200,6 +200,31 @@ TEST_CASE("fit: one source's runs into a profile that plan --profile uses", "[va
   CHECK(a.at("ranked").at(0).contains("step_time_s_p10"));
 }
 
+TEST_CASE("fit: runs that all ran and measured no peak keep the base's memory parameters",
+          "[validation][fit]") {
+  // mbridge-2511's six H100 runs (megatron family) all ran (each published a step time) and none
+  // measured a peak; one came within reach of the capacity (Qwen3-30B-A3B's layout: the ledger's
+  // 87.6 GiB of 79.6, OOM risk 29.6% under h100's parameters). Such runs bound the bias from one
+  // side only: fitted to them, the spread would fall to the prior 0.01 and the bias move as far
+  // as its prior lets it, loosening every dense plan. The fit keeps h100's values and says why.
+  const std::string out = test::temp_dir() + "/h100-2511.json";
+  const test::CliResult fit =
+      test::run({"fit", std::string(MESHPLAN_SHARED_DATA) + "/moe-blackwell/mbridge-2511.json",
+                 "--profile", "h100", "--out", out});
+  INFO(fit.out << fit.err);
+  REQUIRE(fit.exit_code == 0);
+  const FittedRates& mine = load_profile(out).fitted.families.at("megatron").rates;
+  const FittedRates& theirs = load_profile("h100").fitted.families.at("megatron").rates;
+  CHECK(mine.oom_log_bias == theirs.oom_log_bias);
+  CHECK(mine.oom_log_spread == theirs.oom_log_spread);
+  CHECK_THAT(fit.out, Catch::Contains("  megatron: the runs identify no memory parameter (the "
+                                      "family's 6 runs on this generation all ran, measured no "
+                                      "peak, and 1 of them came within reach of the capacity"));
+  CHECK_THAT(fit.out, Catch::Contains("runs of one outcome without a measured peak bound the bias "
+                                      "from one side only, and identify neither it nor the "
+                                      "spread); kept the base profile h100's fitted values"));
+}
+
 TEST_CASE("fit: a base profile file with its own GPU file, fitted into another folder",
           "[validation][fit][outputs]") {
   // The testers' setup: mygpu.json a copy of the h100-sxm preset, myprof.json the h100 profile
