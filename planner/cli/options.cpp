@@ -262,11 +262,13 @@ void add_moe_options(CLI::App& cmd, MoeFlags& f) {
 }
 
 void add_moe_a2a_overlap_option(CLI::App& cmd, bool& overlap) {
-  cmd.add_flag("--moe-a2a-overlap", overlap,
-               "MoE models: Megatron-Core's --overlap-moe-expert-parallel-comm, each ep all-to-all "
-               "beside another micro-batch's compute (needs --framework megatron or nemo, ep > 1, "
-               "vpp > 1 with pp > 1, no full "
-               "recompute, no moe recompute module, at most 1 MTP layer)");
+  cmd.add_flag(
+      "--moe-a2a-overlap", overlap,
+      "MoE models: Megatron-Core's --overlap-moe-expert-parallel-comm, each ep all-to-all "
+      "beside another micro-batch's compute (needs --framework megatron, nemo or textbook, "
+      "ep > 1, "
+      "vpp > 1 with pp > 1, no full "
+      "recompute, no moe recompute module, at most 1 MTP layer)");
 }
 
 namespace {
@@ -279,7 +281,10 @@ std::string moe_setup_note(const TrainingSetup& setup, const MoeFlags& f) {
            (f.capacity_factor > 0 ? " (--moe-capacity-factor)"
                                   : " (default, as the published drop-and-pad benchmarks run; "
                                     "set --moe-capacity-factor)") +
-           ": every expert padded to exactly its capacity, whatever the routing";
+           ": every expert padded to exactly its capacity, whatever the routing; the tokens a "
+           "real router sends past an expert's capacity are dropped (they skip the expert, "
+           "which changes what the model learns; the dropless alltoall and flex dispatchers "
+           "keep them)";
   } else {
     load = "expert load imbalance " + significant(setup.moe_imbalance, 3) +
            (setup.moe_imbalance == 1 ? " (balanced routing, as the published benchmarks force "

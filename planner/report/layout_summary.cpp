@@ -530,12 +530,25 @@ const char* const kFsdpZero2Holds =
 std::string moe_alltoall_sync_note(double sync_s, double step_s, const Profile& profile,
                                    const FrameworkConvention& framework) {
   if (!(sync_s >= 0.05 * step_s) || sync_s <= 0) return "";
+  // A profile whose fit saw no MoE run carries another's MoE seconds (meshplan fit
+  // --moe-priors-from): the sync, and with it the dispatchers' difference, is not this GPU's.
+  const std::optional<std::string> donor =
+      profile.fitted.record ? profile.fitted.record->moe_priors_from : std::nullopt;
+  const std::string per_layer =
+      "moe_alltoall_sync_s " +
+      significant(1e3 * fitted_rates(profile, framework).moe_alltoall_sync_s, 3) +
+      " ms per MoE layer per micro-batch";
+  const std::string sync_value =
+      donor ? per_layer + ", profile " + *donor +
+                  "'s fitted value: this profile's fit saw no MoE run (meshplan fit "
+                  "--moe-priors-from), so neither the sync nor the dispatchers' difference "
+                  "below is measured on this GPU"
+            : "fitted " + per_layer;
   return "the alltoall dispatcher waits on the host for each MoE layer's tokens per expert, "
          "before its all-to-all (with ep and tp 1, before its grouped GEMMs: Megatron-Core's "
-         "MoEAlltoAllTokenDispatcher.preprocess sync points) (fitted moe_alltoall_sync_s " +
-         significant(1e3 * fitted_rates(profile, framework).moe_alltoall_sync_s, 3) +
-         " ms per MoE layer per micro-batch): " + fixed(sync_s, 2) + " s of the " +
-         fixed(step_s, 2) + " s step (" + fixed(100 * sync_s / step_s, 1) +
+         "MoEAlltoAllTokenDispatcher.preprocess sync points) (" +
+         sync_value + "): " + fixed(sync_s, 2) + " s of the " + fixed(step_s, 2) + " s step (" +
+         fixed(100 * sync_s / step_s, 1) +
          "%), in the MoE dispatch overhead line. Megatron-Core's flex dispatcher (DeepEP or "
          "HybridEP kernels, --moe-token-dispatcher-type flex) is costed without it: its published "
          "runs (HybridEP on Blackwell) fit without it, though Megatron-LM d98e8a6's DeepEP "
