@@ -394,8 +394,12 @@ CommandAction add_ledger_command(CLI::App& app) {
       ->check(whole_up_to(1000000000));
   add_mfu_option(*cmd, o->mfu);
   add_layout_options(*cmd, o->layout);
+  // The overlap holds one more model chunk's activations in flight (memory_ledger.hpp), so a
+  // layout planned with it is checked here with it.
+  add_moe_a2a_overlap_option(*cmd, o->layout.moe.a2a_overlap);
   exclude_with_plan(*cmd, *plan,
-                    joined({"--model", "--params", "--gpu", "--framework", "--precision", "--gpus"},
+                    joined({"--model", "--params", "--gpu", "--framework", "--precision", "--gpus",
+                            "--moe-a2a-overlap"},
                            layout_option_names()));
   cmd->add_flag("--all-stages", o->all_stages,
                 "Print every pipeline stage's entries (default: the worst stage's; --json "
@@ -409,7 +413,8 @@ CommandAction add_ledger_command(CLI::App& app) {
           "--plan FILE");
     }
     if (o->plan.empty() && o->model.empty()) {
-      for (const char* flag : joined(layout_option_names(), {"--all-stages"})) {
+      for (const char* flag :
+           joined(layout_option_names(), {"--all-stages", "--moe-a2a-overlap"})) {
         if (cmd->count(flag) > 0) {
           throw InputError(std::string("ledger: ") + flag +
                            " needs --model (with --params only "

@@ -138,6 +138,25 @@ TEST_CASE("estimate takes --moe-a2a-overlap: the step shortens by the EP time it
                            Contains("--moe-dispatcher flex costs"));
 }
 
+TEST_CASE("ledger takes --moe-a2a-overlap: the warm-up chunk it adds, as in the plan it checks",
+          "[cli][moe][ledger]") {
+  // The overlap runs one more model chunk's forward ahead in the interleaved warm-up
+  // (memory_ledger.hpp moe_a2a_overlap), so a layout planned with it holds more activations:
+  // ledger with the flag gives the plan's own ledger (the same inputs), without it less.
+  const std::string plan = qwen_plan("a2a-ledger.json", "3", {"--moe-a2a-overlap"});
+  const std::vector<std::string> flags = {
+      "ledger", "--model",     "qwen3-30b-a3b", "--gpu", "h100-sxm", "--gpus", "32",
+      "--ep",   "8",           "--pp",          "2",     "--vpp",    "3",      "--zero",
+      "1",      "--framework", "megatron",      "--json"};
+  const double with = json_run(test::with(flags, {"--moe-a2a-overlap"}))["peak_bytes"];
+  const double without = json_run(flags)["peak_bytes"];
+  const double planned = json_run({"ledger", "--plan", plan, "--json"})["peak_bytes"];
+  CHECK(with == planned);
+  CHECK(with > without);
+  // --plan carries the plan's setting; the flag beside it is refused, as estimate refuses it.
+  expect_refused({"ledger", "--plan", plan, "--moe-a2a-overlap"}, "--moe-a2a-overlap");
+}
+
 TEST_CASE("drop-and-pad at capacity factor c: the all-to-alls carry c x the routed tokens",
           "[moe][collectives]") {
   // DeepSeek-V3 (h 7168, top-8), seq 4096, tp 1, ep 8: the dropless all-to-all moves 8 x 4096
