@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <limits>
+#include <optional>
 
 #include "common/input_error.hpp"
 #include "planner/config/closest_names.hpp"
@@ -141,14 +143,13 @@ class HfReader {
       if (found_key && std::string(found_key) == key) continue;
       const nlohmann::json& v = config_.at(key);
       // A whole number written as a float (128256.0) is that integer, as in meshplan's files.
-      if ((!v.is_number_integer() && !whole_float(v)) || !(v.get<double>() > 0)) {
-        fail(key, "must be a positive integer, got " + describe_json(v));
-      }
-      if (v.get<double>() > static_cast<double>(max)) {
+      const std::optional<std::int64_t> n = whole_number_in(v, 1, max);
+      // Past max is said first: 70000.5 layers is too many as well as a fraction.
+      if (!n && v.is_number() && v.get<double>() > static_cast<double>(max)) {
         fail(key, "must be at most " + std::to_string(max) + ", got " + describe_json(v));
       }
-      const std::int64_t value = v.is_number_integer() ? v.get<std::int64_t>()
-                                                       : static_cast<std::int64_t>(v.get<double>());
+      if (!n) fail(key, "must be a positive integer, got " + describe_json(v));
+      const std::int64_t value = *n;
       if (found && *found != value) {
         fail(key, "is " + describe_json(v) + ", but " + found_key + " is " +
                       std::to_string(*found) +
@@ -185,11 +186,13 @@ class HfReader {
          {"num_local_experts", "num_experts", "n_routed_experts", "num_experts_per_tok"}) {
       const nlohmann::json* v = value(key);
       if (!v) continue;
-      if ((!v->is_number_integer() && !whole_float(*v)) || !(v->get<double>() >= 0)) {
+      const std::optional<std::int64_t> experts =
+          whole_number_in(*v, 0, std::numeric_limits<std::int64_t>::max());
+      if (!experts) {
         fail(key, "must be a whole number of experts (0 or 1 for a dense model), got " +
                       describe_json(*v));
       }
-      if (v->get<double>() > 1) {
+      if (*experts > 1) {
         fail(key, "is " + describe_json(*v) + ", an expert count on model_type " +
                       json_quoted(type) +
                       ", whose transformers class is dense (one MLP per "
@@ -488,12 +491,12 @@ std::int64_t count_or(const HfReader& r, const char* key, std::int64_t class_def
   refuse_null(r, key, class_default, transformers_reads, "a whole number");
   const nlohmann::json* v = r.value(key);
   if (!v) return class_default;
-  if ((!v->is_number_integer() && !whole_float(*v)) || !(v->get<double>() >= 0) ||
-      v->get<double>() > static_cast<double>(kMaxSize)) {
+  const std::optional<std::int64_t> count = whole_number_in(*v, 0, kMaxSize);
+  if (!count) {
     r.fail(key, "must be a whole number from 0 to " + std::to_string(kMaxSize) + ", got " +
                     describe_json(*v));
   }
-  return static_cast<std::int64_t>(v->get<double>());
+  return *count;
 }
 
 /// A positive integer under `key` (at most kMaxSize), or `class_default` when absent; null is
@@ -718,13 +721,13 @@ void read_sliding_window(const HfReader& r, const std::string& type, ModelSpec& 
   const nlohmann::json* window = r.value("sliding_window");
   if (!window) return;
   // (At most kMaxTokens, a sequence's bound: what a plan.json of the model reads back.)
-  if ((!window->is_number_integer() && !whole_float(*window)) || !(window->get<double>() > 0) ||
-      window->get<double>() > static_cast<double>(kMaxTokens)) {
+  const std::optional<std::int64_t> tokens = whole_number_in(*window, 1, kMaxTokens);
+  if (!tokens) {
     r.fail("sliding_window", "must be a positive integer up to " + std::to_string(kMaxTokens) +
                                  " (tokens each query attends back to) or null, got " +
                                  describe_json(*window));
   }
-  const std::string w = std::to_string(static_cast<std::int64_t>(window->get<double>()));
+  const std::string w = std::to_string(*tokens);
   // Qwen3Config (1f3ae2b3) builds Qwen2Config's windows: layer_types, else layers i >=
   // max_window_layers (default 28), with use_sliding_window true only.
   const bool qwen2 = type == "qwen2" || type == "qwen3", qwen2_moe = type == "qwen2_moe";
@@ -819,7 +822,7 @@ void read_sliding_window(const HfReader& r, const std::string& type, ModelSpec& 
             (qwen2 ? "0 (every layer slides) or " + n + " (none does)" : n + " or more") +
             ", or set use_sliding_window to false");
   }
-  m.sliding_window = static_cast<std::int64_t>(window->get<double>());
+  m.sliding_window = *tokens;
   m.sliding_window_alternating = !all;
 }
 

@@ -404,9 +404,26 @@ nlohmann::json load_json_file(const std::string& path) {
   return parse_checked_json_text(text, path);
 }
 
-bool whole_float(const nlohmann::json& value) {
-  return value.is_number_float() && std::isfinite(value.get<double>()) &&
-         std::floor(value.get<double>()) == value.get<double>();
+std::optional<std::int64_t> whole_number_in(const nlohmann::json& value, std::int64_t lo,
+                                            std::int64_t hi) {
+  if (value.is_number_unsigned()) {  // 0 and up as written (nlohmann reads them unsigned)
+    const std::uint64_t u = value.get<std::uint64_t>();
+    if (hi < 0 || u > static_cast<std::uint64_t>(hi)) return std::nullopt;
+    const auto n = static_cast<std::int64_t>(u);
+    return n >= lo ? std::optional<std::int64_t>(n) : std::nullopt;
+  }
+  if (value.is_number_integer()) {
+    const auto n = value.get<std::int64_t>();
+    return n >= lo && n <= hi ? std::optional<std::int64_t>(n) : std::nullopt;
+  }
+  if (!value.is_number_float()) return std::nullopt;
+  const double d = value.get<double>();
+  // NaN and the infinities fail a comparison; 2^63 (what INT64_MAX rounds to) is past int64.
+  if (!(d >= static_cast<double>(lo) && d <= static_cast<double>(hi)) || d >= 0x1p63 ||
+      std::floor(d) != d) {
+    return std::nullopt;
+  }
+  return static_cast<std::int64_t>(d);
 }
 
 std::string describe_json(const nlohmann::json& value) {
@@ -501,15 +518,12 @@ bool StrictObject::boolean(const std::string& key) {
 
 std::int64_t StrictObject::positive_int(const std::string& key, std::int64_t max) {
   const nlohmann::json& v = require(key, "a positive integer");
-  if (!v.is_number_integer() && !whole_float(v)) {
-    fail(key, "must be a positive integer, got " + describe_json(v));
-  }
-  const double d = v.get<double>();
-  if (!(d > 0)) fail(key, "must be a positive integer, got " + describe_json(v));
-  if (d > static_cast<double>(max)) {
+  if (const std::optional<std::int64_t> n = whole_number_in(v, 1, max)) return *n;
+  // Past max is said first: 70000.5 layers is too many as well as a fraction.
+  if (v.is_number() && v.get<double>() > static_cast<double>(max)) {
     fail(key, "must be at most " + std::to_string(max) + ", got " + describe_json(v));
   }
-  return static_cast<std::int64_t>(d);
+  fail(key, "must be a positive integer, got " + describe_json(v));
 }
 
 double StrictObject::positive_number(const std::string& key) {
@@ -549,14 +563,9 @@ std::optional<std::int64_t> StrictObject::int_or_null(const std::string& key, st
                                                       std::int64_t max) {
   const nlohmann::json& v = require(key, "an integer or null");
   if (v.is_null()) return std::nullopt;
-  const std::string range = "[" + std::to_string(min) + ", " + std::to_string(max) + "]";
-  // A whole number written as a float (8.0) is that integer, as positive_int takes it.
-  if (!v.is_number_integer() && !whole_float(v))
-    fail(key, "must be an integer in " + range + " or null, got " + describe_json(v));
-  const double d = v.get<double>();
-  if (d < static_cast<double>(min) || d > static_cast<double>(max))
-    fail(key, "must be an integer in " + range + " or null, got " + describe_json(v));
-  return v.is_number_integer() ? v.get<std::int64_t>() : static_cast<std::int64_t>(d);
+  if (const std::optional<std::int64_t> n = whole_number_in(v, min, max)) return n;
+  fail(key, "must be an integer in [" + std::to_string(min) + ", " + std::to_string(max) +
+                "] or null, got " + describe_json(v));
 }
 
 std::optional<bool> StrictObject::boolean_or_null(const std::string& key) {

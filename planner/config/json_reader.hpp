@@ -121,9 +121,15 @@ class StrictObject {
 /// A short description of a JSON value for error messages: `"abc"`, `-4`, `null`, `an object`.
 std::string describe_json(const nlohmann::json& value);
 
-/// True for a JSON float with no fractional part (8.0, 3.2e1): the readers take it as that
-/// integer wherever they take an integer (a count, a width, a ZeRO stage), range-checked as one.
-bool whole_float(const nlohmann::json& value);
+/// The integer an integer field holds, when it is a whole number in [lo, hi]: a JSON integer, or
+/// a float with no fractional part (128256.0 and 3.2e1 read as 128256 and 32; 128256.5 does
+/// not), since the readers take a whole float wherever they take an integer (a count, a width,
+/// a ZeRO stage; a JSON written through Python floats says 8.0). `lo` and `hi` are in the
+/// field's own unit (layers, tokens, experts, ...) and inclusive. Returns nullopt for anything
+/// else: a fraction, a number below lo or above hi, a string, a boolean, null, an array or an
+/// object. It throws nothing: the caller words the error, naming the file and JSON path.
+std::optional<std::int64_t> whole_number_in(const nlohmann::json& value, std::int64_t lo,
+                                            std::int64_t hi);
 
 /// An object key as a JSON path step: `.name` for an identifier ([A-Za-z_][A-Za-z0-9_]*),
 /// else `["the key"]` with JSON string escapes, so a key with a dot, a slash, a newline or a

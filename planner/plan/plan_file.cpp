@@ -223,13 +223,9 @@ std::int64_t integer_in(const StrictObject& o, const nlohmann::json& object, con
   const nlohmann::json& v = child(o, object, key, expected);
   // A whole number written as a float (1.0) is that integer, as StrictObject::positive_int
   // takes it.
-  const bool whole = v.is_number_integer() ||
-                     (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>());
-  if (!whole || v.get<double>() < static_cast<double>(min) ||
-      v.get<double>() > static_cast<double>(max)) {
-    o.fail(key, "must be " + expected + ", got " + describe_json(v));
-  }
-  return static_cast<std::int64_t>(v.get<double>());
+  const std::optional<std::int64_t> n = whole_number_in(v, min, max);
+  if (!n) o.fail(key, "must be " + expected + ", got " + describe_json(v));
+  return *n;
 }
 
 /// The version number N of "meshplan-plan/N", or nullopt.
