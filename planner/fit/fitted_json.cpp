@@ -198,16 +198,17 @@ const std::vector<std::string>& report_keys() {
   return keys;
 }
 
-/// A count of a report's row (runs, outcomes): an integer from 0 to 2^40. Fails at `o`.key.
+/// A count of a report's row (runs, outcomes): an integer from 0 to 2^40, a whole float (12.0)
+/// read as that integer. Fails at `o`.key.
 std::int64_t count_in(StrictObject& o, const nlohmann::json& raw, const std::string& key,
                       const std::string& what) {
-  if (!raw.contains(key) || !raw.at(key).is_number_integer() ||
-      raw.at(key).get<std::int64_t>() < 0 ||
-      raw.at(key).get<std::int64_t>() > (std::int64_t{1} << 40)) {
+  const std::optional<std::int64_t> count =
+      raw.contains(key) ? whole_number_in(raw.at(key), 0, std::int64_t{1} << 40) : std::nullopt;
+  if (!count) {
     o.fail(key, "must be " + what + " (an integer from 0 to 2^40), got " +
                     (raw.contains(key) ? describe_json(raw.at(key)) : std::string("nothing")));
   }
-  return raw.at(key).get<std::int64_t>();
+  return *count;
 }
 
 /// Checks one memory score of report.memory_errors (fit_profile.cpp score_json): its counts
@@ -479,14 +480,15 @@ FitRecord fit_record_from_report(const nlohmann::json& report, const StrictObjec
                      " given earlier; a fit writes one entry per source and metric");
       }
     }
-    if (!e.contains("runs") || !e.at("runs").is_number_integer() ||
-        e.at("runs").get<std::int64_t>() < 1 ||
-        e.at("runs").get<std::int64_t>() > (std::int64_t{1} << 40)) {
+    // A whole float (12.0) is that many runs, as every count of the profile reads.
+    const std::optional<std::int64_t> runs =
+        e.contains("runs") ? whole_number_in(e.at("runs"), 1, std::int64_t{1} << 40) : std::nullopt;
+    if (!runs) {
       fail(at + ".runs",
            "must be the source's run count (an integer from 1 to 2^40), got " +
                (e.contains("runs") ? describe_json(e.at("runs")) : std::string("nothing")));
     }
-    error.runs = e.at("runs").get<std::int64_t>();
+    error.runs = *runs;
     // A mean |error| as a fraction of the measured value, or null where the fit has none.
     const auto mape = [&](const char* key) -> std::optional<double> {
       if (!e.contains(key) || e.at(key).is_null()) return std::nullopt;

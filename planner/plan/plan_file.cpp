@@ -399,12 +399,14 @@ Layout read_layout(StrictObject& o, const nlohmann::json& json) {
     const nlohmann::json& v = split.at(i);
     // 0 on the first and the last entry only (Layout::stage_layers), which layout_problems
     // checks with the others.
-    if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() > kMaxLayers) {
+    // A whole float (12.0) is that many layers, as every integer of the plan reads.
+    const std::optional<std::int64_t> layers = whole_number_in(v, 0, kMaxLayers);
+    if (!layers) {
       throw InputError(l.file() + ": " + l.path() + ".stage_layers[" + std::to_string(i) +
                        "]: must be an integer from 0 to " + std::to_string(kMaxLayers) +
                        " (0 only on the first and the last stage), got " + describe_json(v));
     }
-    layout.stage_layers.push_back(v.get<std::int64_t>());
+    layout.stage_layers.push_back(*layers);
   }
   return layout;
 }

@@ -147,8 +147,10 @@ std::string fresh_dir(const std::string& name) {
   return dir.string();
 }
 
-/// The README's plan: llama3-70b on dgx-h100, tp 8 pp 4 dp 2, sp, ZeRO-1, gbs 64 (64 GPUs).
-Plan llama70b_plan(std::int64_t cp = 1, std::int64_t dp = 2) {
+/// The README's plan: llama3-70b on dgx-h100, tp 8 pp 4 dp 2, sp, ZeRO-1, gbs 64 (64 GPUs);
+/// `stage_layers` its split of the 80 layers (empty: even).
+Plan llama70b_plan(std::int64_t cp = 1, std::int64_t dp = 2,
+                   std::vector<std::int64_t> stage_layers = {}) {
   const ModelSpec model = load_model("llama3-70b");
   const ClusterSpec cluster = load_cluster("dgx-h100");
   const Profile profile = load_profile("h100");
@@ -156,6 +158,7 @@ Plan llama70b_plan(std::int64_t cp = 1, std::int64_t dp = 2) {
   Layout layout = test::readme_layout();
   layout.dp = dp;
   layout.cp = cp;
+  layout.stage_layers = std::move(stage_layers);
   return make_plan(model, cluster, profile, setup, layout);
 }
 
@@ -592,6 +595,16 @@ TEST_CASE("a plan's settings get the checks the flags get", "[plan_file]") {
     CHECK(read_plan(test::write_temp_file("whole-floats.json", j.dump())).layout.zero == 1);
     j["layout"]["zero"] = 1.5;
     expect_plan_error(j, {"$.layout.zero: must be an integer from 0 to 3, got 1.5"});
+    // layout.stage_layers too: 17.0 layers is 17 (80 layers over pp 4 as 17, 21, 21, 21); a
+    // fraction of a layer is refused at its index.
+    nlohmann::json split = plan_to_json(llama70b_plan(1, 2, {17, 21, 21, 21}));
+    REQUIRE(split["layout"]["stage_layers"] == nlohmann::json({17, 21, 21, 21}));
+    split["layout"]["stage_layers"] = {17.0, 21.0, 21.0, 21.0};
+    CHECK(plan_from_json(split, "plan.json").layout.stage_layers ==
+          std::vector<std::int64_t>{17, 21, 21, 21});
+    split["layout"]["stage_layers"][1] = 20.5;
+    expect_plan_error(split, {"plan.json: $.layout.stage_layers[1]: must be an integer from 0 to "
+                              "65536 (0 only on the first and the last stage), got 20.5"});
   }
   SECTION("what the framework's pipeline runs, as the flags are checked") {
     // The README layout (pp 4) under deepspeed at ZeRO-1 is fine; at ZeRO-2 DeepSpeed's

@@ -47,17 +47,6 @@ std::vector<std::string> row(const std::string& text, const std::vector<std::str
 
 using Cells = std::vector<std::string>;
 
-/// `text` with each run of whitespace (a wrapped line's break and indent) as one space, so that
-/// a sentence is found whatever the wrap.
-std::string one_line(const std::string& text) {
-  std::string out;
-  for (const char c : text) {
-    const bool space = c == ' ' || c == '\n';
-    if (!space || (!out.empty() && out.back() != ' ')) out += space ? ' ' : c;
-  }
-  return out;
-}
-
 std::string read_text(const std::string& path) {
   std::ifstream in(path);
   std::stringstream s;
@@ -224,7 +213,7 @@ TEST_CASE("profile show: the fitted section's parameters, intervals, runs and er
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::Contains("  fitted:      yes, to 3 measured training runs of 2 files "
                                     "(meshplan fit)"));
-  const std::string flat = one_line(r.out);
+  const std::string flat = test::one_line(r.out);
   CHECK_THAT(flat, Catch::Contains(" fit: 3 runs fitted of 2 files (a.json, b.json), 3 runs of "
                                    "these files skipped (fitted.report.skipped says why; 1 of "
                                    "them repeats a fitted run, which the fit counts once and "

@@ -1114,6 +1114,16 @@ TEST_CASE("fit_record_from_report: per source, cross-validated MAPE weighted by 
                       "integer from 1 to 2^40), got -3"));
   CHECK_THAT(refusal({{"errors", {{{"source", "a"}, {"runs", 4611686018427387904}}}}}),
              Contains("$.fitted.report.errors[0].runs: must be the source's run count"));
+  // A whole float is that many runs, as every integer of a profile reads (9.0 is 9); a
+  // fraction of a run is refused at its path.
+  const FitRecord whole_runs =
+      record_of({{"files", {"a.json"}},
+                 {"errors", {{{"source", "a"}, {"runs", 9.0}, {"mape_cross_validated", 0.15}}}}});
+  REQUIRE(whole_runs.errors.size() == 1);
+  CHECK(whole_runs.errors[0].runs == 9);
+  CHECK_THAT(refusal({{"errors", {{{"source", "a"}, {"runs", 2.5}}}}}),
+             Contains("p.json: $.fitted.report.errors[0].runs: must be the source's run count "
+                      "(an integer from 1 to 2^40), got 2.5"));
   CHECK_THAT(refusal({{"errors", {{{"source", "a"}, {"runs", 3}, {"metric", "bananas"}}}}}),
              Contains("$.fitted.report.errors[0].metric: must be one of"));
   CHECK_THAT(refusal({{"errors", {{{"source", "  "}, {"runs", 3}}}}}),
@@ -1516,7 +1526,8 @@ TEST_CASE(
              Contains("$.fitted.report.iterations: must be the Levenberg-Marquardt steps taken "
                       "(an integer from 0 to 2^40), got -1"));
   CHECK_THAT(show([](nlohmann::json& r) { r["iterations"] = 2.5; }),
-             Contains("$.fitted.report.iterations: must be the Levenberg-Marquardt steps taken"));
+             Contains("$.fitted.report.iterations: must be the Levenberg-Marquardt steps taken "
+                      "(an integer from 0 to 2^40), got 2.5"));
   CHECK_THAT(show([](nlohmann::json& r) { r["iterations"] = 401; }),
              Contains("$.fitted.report.iterations: is 401, above the fit's limit of 400 steps"));
   CHECK_THAT(show([](nlohmann::json& r) { r["converged"] = "yes"; }),
@@ -1528,6 +1539,19 @@ TEST_CASE(
              }),
              Contains("$.fitted.report.converged: is false, but iterations is 16: a fit stops "
                       "unconverged only at its limit of 400 steps"));
+  {
+    // A whole float is that many steps, as every integer of a profile reads: 400.0 unconverged
+    // is a fit stopped at its limit of 400, which profile show says.
+    nlohmann::json p = shipped;
+    p["fitted"]["report"]["iterations"] = 400.0;
+    p["fitted"]["report"]["converged"] = false;
+    const test::CliResult r = test::run(
+        {"profile", "show", test::write_temp_file("whole-iterations-h100.json", p.dump())});
+    INFO(r.err);
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(test::one_line(r.out),
+               Contains("the fit stopped at its limit of 400 Levenberg-Marquardt steps"));
+  }
   // runs: an array of run rows, whose count per source and metric is errors[].runs.
   CHECK_THAT(show([](nlohmann::json& r) { r["runs"] = 5; }),
              Contains("$.fitted.report.runs: must be an array of the fitted runs (one object per "

@@ -56,4 +56,13 @@ std::string without_notes(const std::string& err) {
   return kept;
 }
 
+std::string one_line(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    const bool space = c == ' ' || c == '\n';
+    if (!space || (!out.empty() && out.back() != ' ')) out += space ? ' ' : c;
+  }
+  return out;
+}
+
 }  // namespace meshplan::test

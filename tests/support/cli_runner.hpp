@@ -33,6 +33,10 @@ CliResult run(const std::vector<std::string>& args);
 /// left is the errors and warnings a test asserts on.
 std::string without_notes(const std::string& err);
 
+/// `text` with each run of whitespace (a wrapped line's break and indent) as one space, so that
+/// a sentence is found whatever the wrap.
+std::string one_line(const std::string& text);
+
 /// This test process's folder under the system temp folder (meshplan-tests-<pid>), created.
 std::string temp_dir();
 
