@@ -568,6 +568,15 @@ std::optional<std::int64_t> StrictObject::int_or_null(const std::string& key, st
                 "] or null, got " + describe_json(v));
 }
 
+std::int64_t StrictObject::integer(const std::string& key, std::int64_t min, std::int64_t max) {
+  const std::string expected =
+      "an integer from " + std::to_string(min) + " to " + std::to_string(max);
+  const nlohmann::json& v = require(key, expected.c_str());
+  if (v.is_null()) fail(key, "is null; expected " + expected);
+  if (const std::optional<std::int64_t> n = whole_number_in(v, min, max)) return *n;
+  fail(key, "must be " + expected + ", got " + describe_json(v));
+}
+
 std::optional<bool> StrictObject::boolean_or_null(const std::string& key) {
   const nlohmann::json& v = require(key, "true, false or null");
   if (v.is_null()) return std::nullopt;

@@ -93,6 +93,10 @@ class StrictObject {
   double fraction(const std::string& key);         ///< number in [0, 1)
   std::optional<double> positive_number_or_null(const std::string& key);
   std::optional<double> non_negative_number_or_null(const std::string& key);  ///< >= 0, or null
+  /// An integer in [min, max] (a whole float is that integer, whole_number_in); null is
+  /// refused: "is null; expected an integer from <min> to <max>", anything else "must be an
+  /// integer from <min> to <max>, got <value>".
+  std::int64_t integer(const std::string& key, std::int64_t min, std::int64_t max);
   /// An integer in [min, max], or null.
   std::optional<std::int64_t> int_or_null(const std::string& key, std::int64_t min,
                                           std::int64_t max);

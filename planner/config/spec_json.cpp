@@ -558,25 +558,15 @@ RopeScaling rope_scaling_from_json(StrictObject o) {
   return r;
 }
 
-/// The integer under `key` of `o`, in [min, max]; null is refused like a missing number.
-std::int64_t whole(StrictObject& o, const std::string& key, std::int64_t min, std::int64_t max) {
-  const std::optional<std::int64_t> v = o.int_or_null(key, min, max);
-  if (!v) {
-    o.fail(key, "is null; expected an integer from " + std::to_string(min) + " to " +
-                    std::to_string(max));
-  }
-  return *v;
-}
-
 /// The meshplan-model/1 `moe` object (configs/README.md): every key present.
 MoeSpec moe_from_json(StrictObject o) {
   MoeSpec e;
   e.num_experts = o.positive_int("num_experts", kMaxWidth);
   e.top_k = o.positive_int("top_k", kMaxWidth);
   e.expert_ffn_hidden_size = o.positive_int("expert_ffn_hidden_size", kMaxWidth);
-  e.num_shared_experts = whole(o, "num_shared_experts", 0, kMaxWidth);
-  e.shared_expert_ffn_hidden_size = whole(o, "shared_expert_ffn_hidden_size", 0, kMaxWidth);
-  e.first_k_dense_layers = whole(o, "first_k_dense_layers", 0, kMaxLayers);
+  e.num_shared_experts = o.integer("num_shared_experts", 0, kMaxWidth);
+  e.shared_expert_ffn_hidden_size = o.integer("shared_expert_ffn_hidden_size", 0, kMaxWidth);
+  e.first_k_dense_layers = o.integer("first_k_dense_layers", 0, kMaxLayers);
   e.layer_freq = o.positive_int("layer_freq", kMaxLayers);
   e.router_bias = o.boolean("router_bias");
   e.expert_bias = o.boolean("expert_bias");
@@ -638,7 +628,7 @@ MoeSpec moe_from_json(StrictObject o) {
 /// The meshplan-model/1 `mla` object (configs/README.md): every key present.
 MlaSpec mla_from_json(StrictObject o) {
   MlaSpec a;
-  a.q_lora_rank = whole(o, "q_lora_rank", 0, kMaxWidth);
+  a.q_lora_rank = o.integer("q_lora_rank", 0, kMaxWidth);
   a.kv_lora_rank = o.positive_int("kv_lora_rank", kMaxWidth);
   a.qk_nope_head_dim = o.positive_int("qk_nope_head_dim", kMaxWidth);
   a.qk_rope_head_dim = o.positive_int("qk_rope_head_dim", kMaxWidth);

@@ -252,6 +252,53 @@ TEST_CASE("moe router keys: optional, checked against the experts", "[errors]") 
   CHECK(q.moe->router_topk_scaling_factor == 1.0);
 }
 
+TEST_CASE("moe and mla counts that refuse null do not offer it", "[errors]") {
+  // moe.num_shared_experts, moe.shared_expert_ffn_hidden_size, moe.first_k_dense_layers and
+  // mla.q_lora_rank are required integers from 0 (none) up: null has no meaning there, so
+  // neither their null nor their non-integer message offers it. DeepSeek-V3's preset: 1 shared
+  // expert of 2048, 3 dense layers first, a query LoRA rank of 1536.
+  const std::string text = test::read_config("models/deepseek-v3.json");
+  const auto changed = [&](const std::string& name, const std::string& from,
+                           const std::string& to) {
+    std::string t = text;
+    const std::size_t at = t.find(from);
+    REQUIRE(at != std::string::npos);
+    t.replace(at, from.size(), to);
+    return test::write_temp_file(name, t);
+  };
+  // 2^20 (kMaxWidth) for widths and counts of experts, 2^16 (kMaxLayers) for layers.
+  expect_input_error(
+      changed("ds-shared-half.json", "\"num_shared_experts\": 1", "\"num_shared_experts\": 1.5"),
+      "$.moe.num_shared_experts: must be an integer from 0 to 1048576, got 1.5");
+  expect_input_error(changed("ds-shared-width.json", "\"shared_expert_ffn_hidden_size\": 2048",
+                             "\"shared_expert_ffn_hidden_size\": \"2048\""),
+                     "$.moe.shared_expert_ffn_hidden_size: must be an integer from 0 to 1048576, "
+                     "got \"2048\"");
+  expect_input_error(changed("ds-dense-many.json", "\"first_k_dense_layers\": 3",
+                             "\"first_k_dense_layers\": 70000"),
+                     "$.moe.first_k_dense_layers: must be an integer from 0 to 65536, got 70000");
+  expect_input_error(changed("ds-dense-null.json", "\"first_k_dense_layers\": 3",
+                             "\"first_k_dense_layers\": null"),
+                     "$.moe.first_k_dense_layers: is null; expected an integer from 0 to 65536");
+  expect_input_error(changed("ds-q-lora.json", "\"q_lora_rank\": 1536", "\"q_lora_rank\": -1"),
+                     "$.mla.q_lora_rank: must be an integer from 0 to 1048576, got -1");
+  expect_input_error(changed("ds-q-lora-missing.json", "\"q_lora_rank\": 1536,", ""),
+                     "$.mla.q_lora_rank: missing; expected an integer from 0 to 1048576");
+  // None of them says "or null".
+  const test::CliResult r = test::run(
+      {"ledger", "--model",
+       changed("ds-q-lora-half.json", "\"q_lora_rank\": 1536", "\"q_lora_rank\": 1536.5")});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("$.mla.q_lora_rank: must be an integer from 0 to 1048576, "
+                                    "got 1536.5") &&
+                        !Catch::Contains("null"));
+  // A whole float is that integer: 1536.0 is the rank 1536.
+  const ModelSpec whole = load_model(
+      changed("ds-q-lora-whole.json", "\"q_lora_rank\": 1536", "\"q_lora_rank\": 1536.0"));
+  REQUIRE(whole.mla);
+  CHECK(whole.mla->q_lora_rank == 1536);
+}
+
 TEST_CASE("GPU files: a nested field's path and a missing source", "[errors]") {
   std::string gpu = test::read_config("gpus/h100-sxm.json");
   std::string bad = gpu;
