@@ -21,9 +21,11 @@ using namespace meshplan;
 
 namespace {
 
-/// llama3-8b's preset with `from` replaced by `to`, written to a temp file.
-std::string broken_model(const std::string& name, const std::string& from, const std::string& to) {
-  std::string text = test::read_config("models/llama3-8b.json");
+/// The model preset `preset` (llama3-8b unless given) with `from` replaced by `to`, written to
+/// a temp file `name`.
+std::string broken_model(const std::string& name, const std::string& from, const std::string& to,
+                         const std::string& preset = "llama3-8b") {
+  std::string text = test::read_config("models/" + preset + ".json");
   const std::size_t at = text.find(from);
   REQUIRE(at != std::string::npos);
   text.replace(at, from.size(), to);
@@ -209,13 +211,8 @@ TEST_CASE("moe router keys: optional, checked against the experts", "[errors]") 
   CHECK(ds.moe->router_score_function == "sigmoid");
   CHECK(ds.moe->router_topk_scaling_factor == 2.5);
   const std::string text = test::read_config("models/deepseek-v3.json");
-  const auto changed = [&](const std::string& name, const std::string& from,
-                           const std::string& to) {
-    std::string t = text;
-    const std::size_t at = t.find(from);
-    REQUIRE(at != std::string::npos);
-    t.replace(at, from.size(), to);
-    return test::write_temp_file(name, t);
+  const auto changed = [](const std::string& name, const std::string& from, const std::string& to) {
+    return broken_model(name, from, to, "deepseek-v3");
   };
   expect_input_error(
       changed("ds-groups-3.json", "\"router_num_groups\": 8", "\"router_num_groups\": 3"),
@@ -257,14 +254,8 @@ TEST_CASE("moe and mla counts that refuse null do not offer it", "[errors]") {
   // mla.q_lora_rank are required integers from 0 (none) up: null has no meaning there, so
   // neither their null nor their non-integer message offers it. DeepSeek-V3's preset: 1 shared
   // expert of 2048, 3 dense layers first, a query LoRA rank of 1536.
-  const std::string text = test::read_config("models/deepseek-v3.json");
-  const auto changed = [&](const std::string& name, const std::string& from,
-                           const std::string& to) {
-    std::string t = text;
-    const std::size_t at = t.find(from);
-    REQUIRE(at != std::string::npos);
-    t.replace(at, from.size(), to);
-    return test::write_temp_file(name, t);
+  const auto changed = [](const std::string& name, const std::string& from, const std::string& to) {
+    return broken_model(name, from, to, "deepseek-v3");
   };
   // 2^20 (kMaxWidth) for widths and counts of experts, 2^16 (kMaxLayers) for layers.
   expect_input_error(
