@@ -122,9 +122,14 @@ double weight_matrix_params(const ModelSpec& m) {
                                          d(m.moe->shared_expert_ffn_hidden_size));
   }
   const double vocab = d(m.vocab_size) * h;
+  // Each multi-token-prediction depth is one more layer, of the kind the layer after the last
+  // would be (count_params), with its 2h x h projection.
+  const double mtp_layer =
+      attention + 2 * h * h +
+      (is_moe_layer(m, m.num_layers) ? moe : matrices * h * d(m.ffn_hidden_size));
   return d(m.num_layers) * attention +
          (d(m.num_layers) - moe_layers) * matrices * h * d(m.ffn_hidden_size) + moe_layers * moe +
-         vocab * (m.tied_embeddings ? 1 : 2) +
+         d(m.mtp_num_layers) * mtp_layer + vocab * (m.tied_embeddings ? 1 : 2) +
          (m.position_embedding == PositionEmbedding::kLearned ? d(m.max_position_embeddings) * h
                                                               : 0);
 }
@@ -207,9 +212,16 @@ std::optional<ExtensionProblem> model_extension_problem(const ModelSpec& m) {
                          text(m.ffn_hidden_size) + ", num_layers " + text(m.num_layers) +
                          ", vocab_size " + text(m.vocab_size);
     if (m.moe) {
-      fields += ", moe.num_experts " + text(m.moe->num_experts) + ", moe.expert_ffn_hidden_size " +
-                text(m.moe->expert_ffn_hidden_size) + " on " + text(moe_layer_count(m)) +
-                " MoE layers";
+      fields +=
+          ", moe.num_experts " + text(m.moe->num_experts) + ", moe.expert_ffn_hidden_size " +
+          text(m.moe->expert_ffn_hidden_size) +
+          (m.moe->shared_expert_ffn_hidden_size > 0
+               ? ", moe.shared_expert_ffn_hidden_size " + text(m.moe->shared_expert_ffn_hidden_size)
+               : std::string()) +
+          " on " + text(moe_layer_count(m)) + " MoE layers";
+    }
+    if (m.mtp_num_layers > 0) {
+      fields += ", mtp_num_layers " + text(m.mtp_num_layers) + " (each one more layer)";
     }
     return problem(m.moe ? "moe.num_experts" : "hidden_size",
                    std::string("the model has at least ") + count +

@@ -270,9 +270,10 @@ struct ExtensionProblem {
 /// (and shared_expert_gate only with shared experts); first_k_dense_layers < num_layers (some
 /// layer is MoE); with MLA head_dim = qk_nope_head_dim + qk_rope_head_dim and num_kv_heads =
 /// num_attention_heads (every head has its own key and value, DeepseekV3Attention);
-/// mtp_num_layers >= 0; and last, the parameter count of the weight matrices, summed in
-/// double before count_params sums them in int64, at most kMaxParams (key "moe.num_experts" for
-/// an MoE model, else "hidden_size"; the message lists the sizes it comes from). Every model
+/// mtp_num_layers >= 0; and last, the parameter count of the weight matrices (the
+/// multi-token-prediction layers included), summed in double before count_params sums them in
+/// int64, at most kMaxParams (key "moe.num_experts" for an MoE model, else "hidden_size"; the
+/// message lists the sizes it comes from, the shared experts' and MTP depths too). Every model
 /// source calls it after model_structure_problem.
 std::optional<ExtensionProblem> model_extension_problem(const ModelSpec& model);
 

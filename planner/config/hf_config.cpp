@@ -486,14 +486,17 @@ void refuse_null(const HfReader& r, const char* key, std::int64_t class_default,
 /// first_k_dense_replace; modeling_qwen2_moe.py: an MLP of shared_expert_intermediate_size)
 /// and fails: no meaning to read it as. num_nextn_predict_layers, which transformers does not
 /// read, is DeepSeek's count of MTP modules, whose null means none as little.
+/// `max`: the largest count taken (kMaxSize for widths, kMaxLayers for layer counts, as the
+/// meshplan-model/1 reader bounds the field the count becomes, so that a plan.json written from
+/// the config reads back).
 std::int64_t count_or(const HfReader& r, const char* key, std::int64_t class_default,
-                      bool transformers_reads = true) {
+                      bool transformers_reads = true, std::int64_t max = kMaxSize) {
   refuse_null(r, key, class_default, transformers_reads, "a whole number");
   const nlohmann::json* v = r.value(key);
   if (!v) return class_default;
-  const std::optional<std::int64_t> count = whole_number_in(*v, 0, kMaxSize);
+  const std::optional<std::int64_t> count = whole_number_in(*v, 0, max);
   if (!count) {
-    r.fail(key, "must be a whole number from 0 to " + std::to_string(kMaxSize) + ", got " +
+    r.fail(key, "must be a whole number from 0 to " + std::to_string(max) + ", got " +
                     describe_json(*v));
   }
   return *count;
@@ -510,10 +513,11 @@ std::int64_t count_or(const HfReader& r, const char* key, std::int64_t class_def
 /// modeling_deepseek.py: `layer_idx % config.moe_layer_freq == 0`, the rule read below);
 /// qwen3's head_dim, modeling_qwen3.py (000c33fd) Qwen3Attention (`num_attention_heads *
 /// self.head_dim`: a TypeError).
+/// `max` as count_or's.
 std::int64_t positive_or(const HfReader& r, const char* key, std::int64_t class_default,
-                         bool transformers_reads = true) {
+                         bool transformers_reads = true, std::int64_t max = kMaxSize) {
   refuse_null(r, key, class_default, transformers_reads, "a positive integer");
-  return r.positive_int({key}).value_or(class_default);
+  return r.positive_int({key}, max).value_or(class_default);
 }
 
 /// The MoE (and for DeepSeek-V3 / Kimi K2, MLA and MTP) fields of a `kMoeTypes` config, with
@@ -556,11 +560,20 @@ void read_moe_fields(const HfReader& r, const std::string& type, ModelSpec& m) {
     // (DeepseekV3MoE: one MLP of moe_intermediate_size x n_shared_experts).
     e.num_shared_experts = count_or(r, "n_shared_experts", 1);
     e.shared_expert_ffn_hidden_size = e.num_shared_experts * e.expert_ffn_hidden_size;
+    if (e.shared_expert_ffn_hidden_size > kMaxSize) {
+      r.fail("n_shared_experts",
+             "is " + std::to_string(e.num_shared_experts) + ", so the shared experts' width is " +
+                 std::to_string(e.num_shared_experts) + " x moe_intermediate_size " +
+                 std::to_string(e.expert_ffn_hidden_size) + " = " +
+                 std::to_string(e.shared_expert_ffn_hidden_size) + ", more than the " +
+                 std::to_string(kMaxSize) + " meshplan takes for a width; give at most " +
+                 std::to_string(kMaxSize / e.expert_ffn_hidden_size));
+    }
     // first_k_dense_replace (default 3) and DeepSeek's own config.json key moe_layer_freq
     // (default 1; transformers reads none): layer i is MoE iff i >= k and i % freq == 0, so the
     // first is ceil(k / freq) x freq.
     const std::int64_t k = count_or(r, "first_k_dense_replace", 3);
-    e.layer_freq = positive_or(r, "moe_layer_freq", 1, false);
+    e.layer_freq = positive_or(r, "moe_layer_freq", 1, false, kMaxLayers);
     e.first_k_dense_layers = (k + e.layer_freq - 1) / e.layer_freq * e.layer_freq;
     if (e.first_k_dense_layers >= m.num_layers) {
       r.fail("first_k_dense_replace",
@@ -601,7 +614,7 @@ void read_moe_fields(const HfReader& r, const std::string& type, ModelSpec& m) {
     m.mla = a;
     // DeepSeek's config.json num_nextn_predict_layers (V3: 1; Kimi K2: 0); transformers builds
     // no MTP layer and ignores the key.
-    m.mtp_num_layers = count_or(r, "num_nextn_predict_layers", 0, false);
+    m.mtp_num_layers = count_or(r, "num_nextn_predict_layers", 0, false, kMaxLayers);
   } else {
     e.num_experts = qwen ? r.required_int({"num_experts"})
                          : r.required_int({"num_local_experts", "num_experts"});
@@ -613,7 +626,7 @@ void read_moe_fields(const HfReader& r, const std::string& type, ModelSpec& m) {
   if (qwen) {
     // decoder_sparse_step s: layer i is MoE iff (i + 1) % s == 0, i.e. layers s - 1, 2s - 1, ...
     // (Qwen2MoeDecoderLayer), unless listed in mlp_only_layers.
-    e.layer_freq = positive_or(r, "decoder_sparse_step", 1);
+    e.layer_freq = positive_or(r, "decoder_sparse_step", 1, true, kMaxLayers);
     e.first_k_dense_layers = e.layer_freq - 1;
     // A step above the layer count leaves no MoE layer; the message quotes the file's step,
     // not the dense prefix (step - 1) meshplan derives from it.

@@ -582,6 +582,51 @@ TEST_CASE("presets names its argument, and profile show's help lists the shipped
   CHECK_THAT(plan.out, Contains("--time-tolerance FLOAT:NUMBER=0.1"));
 }
 
+TEST_CASE("Hugging Face counts are bounded as the meshplan-model/1 fields they become",
+          "[bad_input][hf]") {
+  // A plan.json carries the model as meshplan-model/1, whose reader takes mtp_num_layers and
+  // moe.layer_freq up to 2^16 (a layer count) and moe.shared_expert_ffn_hidden_size up to 2^20
+  // (a width): the config is refused where its plan would not read back.
+  const nlohmann::json config =
+      nlohmann::json::parse(std::ifstream(test::data_file("hf/deepseek-v3/config.json")));
+  const auto refused = [&](const char* key, const nlohmann::json& value,
+                           const std::string& message) {
+    nlohmann::json c = config;
+    c[key] = value;
+    const std::string file =
+        test::write_temp_file(std::string("ds_big_") + key + ".json", c.dump());
+    expect_refused({"ledger", "--model", file}, file + ": $." + key + ": " + message);
+  };
+  refused("num_nextn_predict_layers", 70000, "must be a whole number from 0 to 65536, got 70000");
+  refused("moe_layer_freq", 100000, "must be at most 65536, got 100000");
+  // DeepSeek-V3's moe_intermediate_size 2048: 1024 shared experts are 2^21 wide; 2^20 / 2048 =
+  // 512 is the most.
+  refused("n_shared_experts", 1024,
+          "is 1024, so the shared experts' width is 1024 x moe_intermediate_size 2048 = "
+          "2097152, more than the 1048576 meshplan takes for a width; give at most 512");
+}
+
+TEST_CASE("a model's MTP layers count toward the 1e15 parameters meshplan takes",
+          "[bad_input][model]") {
+  // 2 layers (1 dense, 1 MoE) of 2^18 experts of width 170000 on hidden 7168: an MoE layer holds
+  // about 3 x 7168 x 262144 x 170000 = 9.6e14 parameters, under 1e15 with the rest; 3 MTP
+  // depths (each one more MoE layer) put it at about 3.8e15, which count_params would sum in
+  // int64 past what is exact, so the model is refused, naming the MTP depths.
+  nlohmann::json model = nlohmann::json::parse(test::read_config("models/deepseek-v3.json"));
+  model["num_layers"] = 2;
+  model["moe"]["first_k_dense_layers"] = 1;
+  model["moe"]["num_experts"] = 262144;
+  model["moe"]["expert_ffn_hidden_size"] = 170000;
+  model["moe"]["num_shared_experts"] = 0;
+  model["moe"]["shared_expert_ffn_hidden_size"] = 0;
+  model["mtp_num_layers"] = 3;
+  const std::string file = test::write_temp_file("mtp_overflow.json", model.dump());
+  expect_refused({"ledger", "--model", file}, "mtp_num_layers 3 (each one more layer)");
+  model["mtp_num_layers"] = 0;
+  const std::string fits = test::write_temp_file("mtp_none.json", model.dump());
+  CHECK(test::run({"ledger", "--model", fits}).exit_code == 0);
+}
+
 TEST_CASE("Hugging Face counts given as null are refused, q_lora_rank null is read with a note",
           "[bad_input][model]") {
   // transformers 00b676f8: DeepseekV3MoE multiplies moe_intermediate_size by n_shared_experts
