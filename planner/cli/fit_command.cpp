@@ -13,11 +13,13 @@
 #include "common/atomic_write.hpp"
 #include "common/flags.hpp"
 #include "common/format.hpp"
+#include "common/input_error.hpp"
 #include "costmodel/counted.hpp"
 #include "costmodel/oom_risk.hpp"
 #include "planner/cli/commands.hpp"
 #include "planner/cli/fold_option.hpp"
 #include "planner/config/input_files.hpp"
+#include "planner/config/spec_json.hpp"
 #include "planner/fit/fit_profile.hpp"
 #include "planner/fit/least_squares.hpp"
 #include "planner/fit/parameters.hpp"
@@ -236,6 +238,18 @@ CommandAction add_fit_command(CLI::App& app) {
                                      *moe_priors_from);
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    // What fit writes must read back: runs far from anything meshplan predicts (measured
+    // numbers off by a factor, say a wrong unit) can fit an interval or an error past the
+    // reader's bounds, and a profile no command takes is refused here instead of written.
+    try {
+      profile_from_json(f.profile_json, *out_path, "$");
+    } catch (const InputError& e) {
+      throw InputError(std::string("fit: the profile fitted to these runs would not read back, "
+                                   "so --out is not written: ") +
+                       e.what() +
+                       " (the runs' measured numbers are far from what meshplan predicts for "
+                       "them: check their units and metrics)");
+    }
     write_file_atomically(*out_path, f.profile_json.dump(2) + "\n", "profiles");
     out << render(f, *out_path, seconds);
     return 0;

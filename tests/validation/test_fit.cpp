@@ -225,6 +225,32 @@ TEST_CASE("fit: runs that all ran and measured no peak keep the base's memory pa
                                       "spread); kept the base profile h100's fitted values"));
 }
 
+TEST_CASE("fit refuses to write a profile that would not read back", "[validation][fit]") {
+  // Megatron-LM's README TFLOP/s and MFU scaled by 0.15 (as if a wrong unit): predicted about
+  // 6.7x too fast, the fitted interval's p90 ratio lands past the profile reader's 100, and a
+  // profile no command takes is refused with the reader's own message; nothing is written.
+  nlohmann::json runs = load_json_file(test::validation_dir() + "/megatron-readme-h100.json");
+  for (nlohmann::json& c : runs.at("cases")) {
+    for (const char* metric : {"tflops_per_gpu", "mfu"}) {
+      if (c.at("measured").at(metric).is_number()) {
+        c["measured"][metric] = c["measured"][metric].get<double>() * 0.15;
+      }
+    }
+  }
+  const std::string scaled = test::write_temp_file("readme-x0.15.json", runs.dump());
+  const std::string out = test::temp_dir() + "/unreadable.json";
+  const test::CliResult r = test::run({"fit", scaled, test::validation_dir() + "/nemo-2407.json",
+                                       test::validation_dir() + "/torchtitan-h100-202412.json",
+                                       "--profile", "h100", "--out", out});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("fit: the profile fitted to these runs would not read back, "
+                                    "so --out is not written: " +
+                                    out +
+                                    ": $.fitted.families.megatron.interval.p90_ratio: must "
+                                    "be a ratio measured / predicted in [p10_ratio, 100]"));
+  CHECK_FALSE(std::filesystem::exists(out));
+}
+
 TEST_CASE("fit: a base profile file with its own GPU file, fitted into another folder",
           "[validation][fit][outputs]") {
   // The testers' setup: mygpu.json a copy of the h100-sxm preset, myprof.json the h100 profile
