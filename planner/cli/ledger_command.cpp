@@ -208,8 +208,9 @@ std::string ffn_text(const ModelSpec& m, const ParamCount& c) {
   text += "experts " + std::to_string(e.num_experts) + " x " +
           std::to_string(e.expert_ffn_hidden_size) + ", top-" + std::to_string(e.top_k);
   if (e.num_shared_experts > 0) {
-    text += ", " + counted(e.num_shared_experts, "shared expert") + " of " +
-            std::to_string(e.shared_expert_ffn_hidden_size);
+    // shared_expert_ffn_hidden_size is the shared experts' MLP width in all (model_spec.hpp).
+    text += ", " + counted(e.num_shared_experts, "shared expert") + " (" +
+            std::to_string(e.shared_expert_ffn_hidden_size) + " wide in all)";
   }
   return text;
 }
