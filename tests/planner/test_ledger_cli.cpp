@@ -91,8 +91,9 @@ TEST_CASE("ledger: an MoE model's layers are counted by kind, MTP apart", "[ledg
   // The widths the layers use: the dense FFN of the 3 dense layers, then the routed experts
   // (256 x 2048, top-8) and the shared one (DeepSeek-V3 config.json: intermediate_size 18432,
   // moe_intermediate_size 2048, n_routed_experts 256, num_experts_per_tok 8, n_shared_experts 1).
+  // The shared experts' width is their total (1 x 2048 here), said so.
   CHECK_THAT(r.out, Catch::Contains("swiglu ffn 18432, experts 256 x 2048, top-8, 1 shared "
-                                    "expert of 2048, vocab 129280)"));
+                                    "expert (2048 wide in all), vocab 129280)"));
   // Qwen3-235B-A22B has no dense layer: its config's intermediate_size 12288 is no layer's width.
   const test::CliResult qwen = test::run({"ledger", "--model", "qwen3-235b-a22b"});
   CHECK_THAT(qwen.out, Catch::Contains("swiglu experts 128 x 1536, top-8, vocab 151936)"));
