@@ -289,6 +289,23 @@ void check_report_rows(StrictObject& report, const nlohmann::json& raw, const Fi
   if (raw.contains("last_relative_gain")) {
     number_in(report, raw, "last_relative_gain", 0, 1e300, "a number >= 0");
   }
+  // profile show counts and reads these rows (the runs skipped and why, the parameters' bound
+  // hits and sources, the families whose memory was kept): arrays of objects, as meshplan fit
+  // writes them, or a count of 0 and rows without notes would be printed as facts.
+  for (const char* key : {"skipped", "parameters", "memory_unidentified"}) {
+    if (!raw.contains(key)) continue;
+    const nlohmann::json& rows = raw.at(key);
+    if (!rows.is_array()) {
+      report.fail(key, std::string("must be an array of objects, as meshplan fit writes it, got ") +
+                           describe_json(rows));
+    }
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      if (!rows[i].is_object()) {
+        report.fail(std::string(key) + "[" + std::to_string(i) + "]",
+                    "must be an object, as meshplan fit writes one, got " + describe_json(rows[i]));
+      }
+    }
+  }
   if (raw.contains("runs")) {
     const nlohmann::json& runs = raw.at("runs");
     if (!runs.is_array()) {

@@ -448,7 +448,8 @@ std::vector<std::string> regime_caveats(const ModelSpec& model, const Layout& la
                : "at their priors (" + seconds +
                      "; the shipped Blackwell profiles fit them to the MoE runs of "
                      "../shared/data/moe-blackwell)") +
-        ", and its 80% interval comes from dense runs. So fitted, the shipped h100 profile "
+        ", and its 80% interval and its memory verdicts (the fitted ledger bias and spread "
+        "behind the OOM risk) come from dense runs. So fitted, the shipped h100 profile "
         "predicts the published Megatron-Bridge H100 MoE runs " +
         kHopperMoeErrorRange +
         " (docs/validation.md); fit a profile to MoE runs, yours or those (meshplan fit "

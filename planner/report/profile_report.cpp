@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "common/format.hpp"
 #include "common/input_error.hpp"
@@ -171,9 +172,17 @@ std::string fitted_header_text(const ProfileDocument& doc) {
   }
   std::string what = "to measured training runs";
   if (doc.fit_report && doc.fit_report->runs > 0) {
+    // The files with runs are the sources of report.errors (one row per source and metric);
+    // a fit reads files of other GPU generations too and fits none of their runs.
+    std::set<std::string> sources;
+    for (const FitSourceError& e : doc.fit_report->errors) sources.insert(e.source);
+    const std::size_t files = doc.fit_report->files.size();
     what = "to " +
            counted(doc.fit_report->runs, "measured training run", "measured training runs") +
-           " of " + counted(doc.fit_report->files.size(), "file", "files");
+           (sources.empty() || sources.size() == files
+                ? " of " + counted(files, "file", "files")
+                : " of " + std::to_string(sources.size()) + " of the " + std::to_string(files) +
+                      " files it read (the others hold no run of its GPU generation)");
   }
   std::string stopped;
   if (doc.fit_report && !doc.fit_report->converged) {

@@ -270,6 +270,18 @@ TEST_CASE("profile show: the fitted section's parameters, intervals, runs and er
                              "a standard deviation in natural-log units from 0 to the "
                              "interval's half-width ln(p90_ratio / p10_ratio) / 2 = "
                              "0.275, which holds it, got 0.3"));
+  // The report's rows profile show counts and reads are arrays of objects: a number in place of
+  // skipped printed "0 runs of these files skipped", a number in a row "1 run".
+  nlohmann::json rows = file;
+  rows["fitted"]["report"]["skipped"] = 5;
+  CHECK_THAT(refused(rows, "show-skipped-number.json"),
+             Catch::Contains("$.fitted.report.skipped: must be an array of objects, as meshplan "
+                             "fit writes it, got 5"));
+  rows = file;
+  rows["fitted"]["report"]["memory_unidentified"] = nlohmann::json::array({1});
+  CHECK_THAT(refused(rows, "show-unidentified-number.json"),
+             Catch::Contains("$.fitted.report.memory_unidentified[0]: must be an object, as "
+                             "meshplan fit writes one, got 1"));
   // A negative family spread is refused with its JSON path.
   file["fitted"]["families"]["pytorch"]["interval"]["family_spread"] = -0.1;
   CHECK_THAT(refused(file, "show-fitted-bad.json"),
