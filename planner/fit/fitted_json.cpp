@@ -633,6 +633,13 @@ FittedSection fitted_from_json(StrictObject& profile, const nlohmann::json& raw,
                            "; the 10th percentile of the ratio cannot exceed its 90th: if "
                            "p10_ratio is the wrong one, fix it)"
                      : std::string()));
+      // Runs scatter: a fit's interval (fit.hpp interval_for, t x a positive spread) has width,
+      // and a zero-width one would print "25.669 - 25.669 s" as if the step were certain.
+      if (interval.p90_ratio == interval.p10_ratio) {
+        io.fail("p90_ratio", "equals p10_ratio (" + describe_json(in.at("p10_ratio")) +
+                                 "): an 80% interval of measured / predicted has width, as "
+                                 "runs scatter; give a p90_ratio above p10_ratio");
+      }
       interval.cases = io.positive_int("cases", std::int64_t{1} << 40);
       // Profiles fitted before family_spread existed widened no family's interval. The
       // interval holds the spread it added: its half-width, t x sqrt(... + spread^2) with

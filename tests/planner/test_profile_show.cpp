@@ -270,6 +270,12 @@ TEST_CASE("profile show: the fitted section's parameters, intervals, runs and er
                              "a standard deviation in natural-log units from 0 to the "
                              "interval's half-width ln(p90_ratio / p10_ratio) / 2 = "
                              "0.275, which holds it, got 0.3"));
+  // A zero-width interval is refused: pytorch's p10_ratio set to its p90_ratio 1.3.
+  nlohmann::json tie = file;
+  tie["fitted"]["families"]["pytorch"]["interval"]["p10_ratio"] = 1.3;
+  CHECK_THAT(refused(tie, "show-fitted-tie.json"),
+             Catch::Contains("$.fitted.families.pytorch.interval.p90_ratio: equals p10_ratio "
+                             "(1.3): an 80% interval of measured / predicted has width"));
   // The report's rows profile show counts and reads are arrays of objects: a number in place of
   // skipped printed "0 runs of these files skipped", a number in a row "1 run".
   nlohmann::json rows = file;
