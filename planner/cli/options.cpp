@@ -246,7 +246,8 @@ void add_moe_options(CLI::App& cmd, MoeFlags& f) {
                  "expert's tokens over the balanced share, from 1 (balanced, as benchmarks force "
                  "it) to 64")
       ->capture_default_str()
-      ->check(number_in(1.0, 64.0));
+      ->check(number_in(1.0, 64.0))
+      ->each([&f](const std::string&) { f.imbalance_given = true; });
   cmd.add_option("--moe-dispatcher", f.dispatcher,
                  "MoE token dispatcher, as Megatron-Core runs it: alltoall (default: its dropless "
                  "all-to-all, which syncs with the host before each all-to-all), flex (fused "
@@ -317,7 +318,7 @@ std::string moe_setup_note(const TrainingSetup& setup, const MoeFlags& f) {
 void apply_moe_flags(const MoeFlags& f, const ModelSpec& model, TrainingSetup& setup,
                      std::vector<std::string>& notes) {
   MoeSettings given;
-  given.imbalance = f.imbalance;
+  if (f.imbalance_given) given.imbalance = f.imbalance;
   if (!f.dispatcher.empty()) {
     given.dispatcher = moe_dispatcher_from_name(f.dispatcher);
     if (!given.dispatcher) {

@@ -106,10 +106,11 @@ void add_mfu_option(CLI::App& cmd, double& mfu);
 /// The mixture-of-experts flags as given (estimate, ledger and plan; the overlap estimate and
 /// plan only).
 struct MoeFlags {
-  double imbalance = 1;        ///< --moe-imbalance (TrainingSetup::moe_imbalance)
-  std::string dispatcher;      ///< --moe-dispatcher; empty: not given (alltoall)
-  double capacity_factor = 0;  ///< --moe-capacity-factor; 0: not given (1 under drop-and-pad)
-  bool a2a_overlap = false;    ///< --moe-a2a-overlap
+  double imbalance = 1;          ///< --moe-imbalance (TrainingSetup::moe_imbalance)
+  bool imbalance_given = false;  ///< whether --moe-imbalance was given (1 included)
+  std::string dispatcher;        ///< --moe-dispatcher; empty: not given (alltoall)
+  double capacity_factor = 0;    ///< --moe-capacity-factor; 0: not given (1 under drop-and-pad)
+  bool a2a_overlap = false;      ///< --moe-a2a-overlap
 };
 
 /// --moe-imbalance F in [1, 64] (default 1, balanced routing): the busiest expert's tokens over

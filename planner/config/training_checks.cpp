@@ -36,9 +36,10 @@ std::string SettingNames::at(const std::string& name, const std::string& value) 
   return (file.empty() ? "" : file + ": ") + (value.empty() ? name : given(name, value));
 }
 
-void check_moe_imbalance(double imbalance, const ModelSpec& model, const SettingNames& names) {
-  if (!model.moe && imbalance != 1) {
-    throw InputError(names.at(names.moe_imbalance, significant(imbalance, 6)) + ": " + model.name +
+void check_moe_imbalance(std::optional<double> imbalance, const ModelSpec& model,
+                         const SettingNames& names) {
+  if (!model.moe && imbalance) {
+    throw InputError(names.at(names.moe_imbalance, significant(*imbalance, 6)) + ": " + model.name +
                      " is a dense model (no experts); the expert load imbalance needs a "
                      "mixture-of-experts model (leave " +
                      names.moe_imbalance + " out)");
@@ -93,8 +94,8 @@ void apply_moe_settings(const MoeSettings& given, const ModelSpec& model, Traini
                      names.given(names.moe_dispatcher, "drop-and-pad") + ", or leave " +
                      names.moe_capacity_factor + " out");
   }
-  if (pads && given.imbalance != 1) {
-    throw InputError(names.at(names.moe_imbalance, significant(given.imbalance, 6)) + " with " +
+  if (pads && given.imbalance) {
+    throw InputError(names.at(names.moe_imbalance, significant(*given.imbalance, 6)) + " with " +
                      names.given(names.moe_dispatcher, "drop-and-pad") +
                      ": a padded expert processes exactly its capacity whatever the routing's "
                      "skew, so the capacity factor is the load; give it as " +
@@ -114,15 +115,15 @@ void apply_moe_settings(const MoeSettings& given, const ModelSpec& model, Traini
                      "micro-batch (nothing dropped); give at most " +
                      significant(most, 6));
   }
-  if (given.imbalance > most) {
-    throw InputError(names.at(names.moe_imbalance, significant(given.imbalance, 6)) + ": above " +
+  if (given.imbalance && *given.imbalance > most) {
+    throw InputError(names.at(names.moe_imbalance, significant(*given.imbalance, 6)) + ": above " +
                      bound +
                      ", where the busiest expert receives every token of the micro-batch (a "
                      "token goes to an expert at most once); give at most " +
                      significant(most, 6));
   }
   setup.moe_dispatcher = dispatcher;
-  setup.moe_imbalance = pads ? given.capacity_factor.value_or(1.0) : given.imbalance;
+  setup.moe_imbalance = pads ? given.capacity_factor.value_or(1.0) : given.imbalance.value_or(1.0);
   setup.moe_a2a_overlap = given.a2a_overlap;
 }
 

@@ -50,14 +50,16 @@ struct SettingNames {
 /// validation files, each naming where the degrees came from before it.
 std::string gpu_count_problem(const Layout& layout);
 
-/// Refuses an MoE load imbalance (TrainingSetup::moe_imbalance) other than 1 on a dense model,
-/// which has no experts to load, as --ep is refused there. Throws InputError ("--moe-imbalance
-/// 2: llama3-8b is a dense model (no experts); ... (leave --moe-imbalance out)").
-void check_moe_imbalance(double imbalance, const ModelSpec& model, const SettingNames& names);
+/// Refuses an MoE load imbalance (TrainingSetup::moe_imbalance) given for a dense model, which
+/// has no experts to load, as --ep is refused there; 1 too, as a plan file of a dense model has
+/// no moe_imbalance key. Throws InputError ("--moe-imbalance 2: llama3-8b is a dense model (no
+/// experts); ... (leave --moe-imbalance out)"). nullopt: not given.
+void check_moe_imbalance(std::optional<double> imbalance, const ModelSpec& model,
+                         const SettingNames& names);
 
 /// The MoE settings as given (flags, or a plan file's keys): nullopt / false where not given.
 struct MoeSettings {
-  double imbalance = 1;                     ///< --moe-imbalance (1: balanced, the default)
+  std::optional<double> imbalance;          ///< --moe-imbalance (default 1: balanced)
   std::optional<MoeDispatcher> dispatcher;  ///< --moe-dispatcher (default alltoall)
   std::optional<double> capacity_factor;    ///< --moe-capacity-factor (drop-and-pad; default 1)
   bool a2a_overlap = false;                 ///< --moe-a2a-overlap

@@ -317,7 +317,7 @@ TrainingRead read_training(StrictObject& inputs, const nlohmann::json& raw_input
   if (t.has("pp_overlap")) r.setup.framework.pp_p2p_overlap = t.boolean("pp_overlap");
   if (t.has("moe_imbalance")) {
     r.moe.imbalance = t.positive_number("moe_imbalance");
-    if (r.moe.imbalance < 1 || r.moe.imbalance > 64) {
+    if (*r.moe.imbalance < 1 || *r.moe.imbalance > 64) {
       t.fail("moe_imbalance", "must be a number from 1 (balanced routing) to 64, got " +
                                   describe_json(raw.at("moe_imbalance")));
     }

@@ -194,8 +194,8 @@ TEST_CASE("a dense model refuses the MoE dispatcher, capacity factor and A2A ove
                      "(leave --moe-a2a-overlap out)");
   expect_refused({"plan", "--model", "llama3-8b", "--gpus", "8", "--moe-a2a-overlap"},
                  "--moe-a2a-overlap: " + dense);
-  // ledger costs memory, which the overlap does not change: it has no such flag.
-  CHECK(test::run({"ledger", "--model", "qwen3-30b-a3b", "--moe-a2a-overlap"}).exit_code == 2);
+  expect_refused({"ledger", "--model", "llama3-8b", "--moe-a2a-overlap"},
+                 "--moe-a2a-overlap: " + dense);
 }
 
 TEST_CASE("the capacity factor is drop-and-pad's, and drop-and-pad has no load imbalance",
@@ -211,6 +211,10 @@ TEST_CASE("the capacity factor is drop-and-pad's, and drop-and-pad has no load i
                   "--moe-imbalance", "1.5"},
                  "--moe-imbalance 1.5 with --moe-dispatcher drop-and-pad: a padded expert "
                  "processes exactly its capacity whatever the routing's skew");
+  // Given at all, 1 included: the capacity factor is drop-and-pad's load.
+  expect_refused({"estimate", "--model", "qwen3-30b-a3b", "--moe-dispatcher", "drop-and-pad",
+                  "--moe-imbalance", "1"},
+                 "--moe-imbalance 1 with --moe-dispatcher drop-and-pad");
   // Drop-and-pad without a factor takes 1, as the published drop-and-pad benchmarks run, and
   // says so.
   const test::CliResult r =
@@ -577,6 +581,11 @@ TEST_CASE("a dense plan.json refuses every MoE key, whatever its value", "[cli][
   CHECK_THROWS_WITH(plan_from_json(j, "plan.json"),
                     Contains("plan.json: $.inputs.training.moe_dispatcher = alltoall: llama3-8b is "
                              "a dense model (no experts)"));
+  j = written;
+  j["inputs"]["training"]["moe_imbalance"] = 1;
+  CHECK_THROWS_WITH(plan_from_json(j, "plan.json"),
+                    Contains("plan.json: $.inputs.training.moe_imbalance = 1: llama3-8b is a "
+                             "dense model (no experts)"));
   CHECK_NOTHROW(plan_from_json(written, "plan.json"));
 }
 
