@@ -144,6 +144,41 @@ std::optional<ExtensionProblem> model_extension_problem(const ModelSpec& m) {
   if (m.mtp_num_layers < 0) {
     return problem("mtp_num_layers", "must be 0 or more, got " + text(m.mtp_num_layers));
   }
+  // Numbers that change no cost but reach the exports as flags (--rotary-base,
+  // --rotary-scaling-factor, --mscale, --mscale-all-dim, --moe-router-topk-scaling-factor):
+  // bounded far beyond the published models' (rope_theta: Llama 3 5e5, Qwen3 1e6; factor:
+  // Llama 3.1 8, DeepSeek-V3 40; mscale 1; routed scaling: DeepSeek-V3 2.5), so that no absurd
+  // value is written into a framework's settings.
+  const auto g = [](double v) {
+    char out[32];
+    std::snprintf(out, sizeof out, "%.6g", v);
+    return std::string(out);
+  };
+  const auto beyond = [&](const std::string& key, double value, double most,
+                          const std::string& what) {
+    return problem(key, "must be " + what + " of at most " + g(most) + ", got " + g(value));
+  };
+  if (m.position_embedding == PositionEmbedding::kRope && m.rope_theta > kMaxRopeTheta) {
+    return beyond("rope_theta", m.rope_theta, kMaxRopeTheta, "a RoPE base");
+  }
+  if (m.rope_scaling) {
+    const RopeScaling& r = *m.rope_scaling;
+    if (r.factor && *r.factor > kMaxRopeFactor) {
+      return beyond("rope_scaling.factor", *r.factor, kMaxRopeFactor, "a context extension factor");
+    }
+    for (const auto& [key, value] :
+         {std::pair<const char*, std::optional<double>>{"mscale", r.mscale},
+          {"mscale_all_dim", r.mscale_all_dim}}) {
+      if (value && *value > kMaxYarnMscale) {
+        return beyond(std::string("rope_scaling.") + key, *value, kMaxYarnMscale,
+                      "a YaRN attention-scale coefficient");
+      }
+    }
+  }
+  if (m.moe && m.moe->router_topk_scaling_factor > kMaxRouterScaling) {
+    return beyond("moe.router_topk_scaling_factor", m.moe->router_topk_scaling_factor,
+                  kMaxRouterScaling, "a scale of the routed experts' weights");
+  }
   if (m.moe) {
     const MoeSpec& e = *m.moe;
     for (const auto& [key, value, least] :

@@ -211,6 +211,14 @@ std::int64_t vocab_shard_size(const ModelSpec& model, std::int64_t tp);
 /// experts reach 3.5e21 per layer and wrapped int64. ledger --params takes the same bound.
 inline constexpr double kMaxParams = 1e15;
 
+/// Bounds of the numbers that change no cost but reach the exports as flags
+/// (model_extension_problem), far beyond the published models' (rope_theta 5e5 to 1e6, YaRN
+/// factor up to 40, mscale 1, routed scaling 2.5 to 2.83).
+inline constexpr double kMaxRopeTheta = 1e12;
+inline constexpr double kMaxRopeFactor = 1024;
+inline constexpr double kMaxYarnMscale = 100;
+inline constexpr double kMaxRouterScaling = 1000;
+
 /// The sizes of a ModelSpec a structural rule can blame (model_structure_problem).
 enum class ModelField {
   kNumLayers,
@@ -270,7 +278,10 @@ struct ExtensionProblem {
 /// (and shared_expert_gate only with shared experts); first_k_dense_layers < num_layers (some
 /// layer is MoE); with MLA head_dim = qk_nope_head_dim + qk_rope_head_dim and num_kv_heads =
 /// num_attention_heads (every head has its own key and value, DeepseekV3Attention);
-/// mtp_num_layers >= 0; and last, the parameter count of the weight matrices (the
+/// mtp_num_layers >= 0; rope_theta (RoPE models), rope_scaling's factor, mscale and
+/// mscale_all_dim, and moe.router_topk_scaling_factor at most kMaxRopeTheta, kMaxRopeFactor,
+/// kMaxYarnMscale and kMaxRouterScaling (they change no cost but reach the exports); and last,
+/// the parameter count of the weight matrices (the
 /// multi-token-prediction layers included), summed in double before count_params sums them in
 /// int64, at most kMaxParams (key "moe.num_experts" for an MoE model, else "hidden_size"; the
 /// message lists the sizes it comes from, the shared experts' and MTP depths too). Every model

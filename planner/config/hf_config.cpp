@@ -847,6 +847,7 @@ std::string hf_extension_key(const std::string& type, const std::string& key) {
     return deepseek ? "n_routed_experts" : qwen ? "num_experts" : "num_local_experts";
   }
   if (key == "moe.top_k") return "num_experts_per_tok";
+  if (key == "moe.router_topk_scaling_factor") return "routed_scaling_factor";
   if (key == "moe.expert_ffn_hidden_size") {
     return deepseek || qwen ? "moe_intermediate_size" : "intermediate_size";
   }

@@ -608,6 +608,42 @@ TEST_CASE("Hugging Face counts are bounded as the meshplan-model/1 fields they b
           "2097152, more than the 1048576 meshplan takes for a width; give at most 512");
 }
 
+TEST_CASE("numbers that change no cost but reach the exports are bounded",
+          "[bad_input][model][hf]") {
+  // 1e308 reached --rotary-scaling-factor and --moe-router-topk-scaling-factor as written. The
+  // bounds (model_spec.hpp) are far beyond the published models' (DeepSeek-V3: factor 40,
+  // mscale 1, routed scaling 2.5, rope_theta 10000).
+  const nlohmann::json model = nlohmann::json::parse(test::read_config("models/deepseek-v3.json"));
+  const auto refused = [&](const char* name, const auto& edit, const std::string& message) {
+    nlohmann::json m = model;
+    edit(m);
+    const std::string file = test::write_temp_file(name, m.dump());
+    expect_refused({"ledger", "--model", file}, file + ": " + message);
+  };
+  refused(
+      "big_factor.json", [](nlohmann::json& m) { m["rope_scaling"]["factor"] = 1e308; },
+      "$.rope_scaling.factor: must be a context extension factor of at most 1024, got 1e+308");
+  refused(
+      "big_mscale.json", [](nlohmann::json& m) { m["rope_scaling"]["mscale_all_dim"] = 101; },
+      "$.rope_scaling.mscale_all_dim: must be a YaRN attention-scale coefficient of at most 100, "
+      "got 101");
+  refused(
+      "big_routed.json", [](nlohmann::json& m) { m["moe"]["router_topk_scaling_factor"] = 1001; },
+      "$.moe.router_topk_scaling_factor: must be a scale of the routed experts' weights of at "
+      "most 1000, got 1001");
+  refused(
+      "big_theta.json", [](nlohmann::json& m) { m["rope_theta"] = 1e300; },
+      "$.rope_theta: must be a RoPE base of at most 1e+12, got 1e+300");
+  // A Hugging Face config names its own key.
+  nlohmann::json config =
+      nlohmann::json::parse(std::ifstream(test::data_file("hf/deepseek-v3/config.json")));
+  config["routed_scaling_factor"] = 1e308;
+  const std::string hf = test::write_temp_file("hf_big_routed.json", config.dump());
+  expect_refused({"ledger", "--model", hf},
+                 hf + ": $.routed_scaling_factor: must be a scale of the routed experts' weights "
+                      "of at most 1000, got 1e+308");
+}
+
 TEST_CASE("a model's MTP layers count toward the 1e15 parameters meshplan takes",
           "[bad_input][model]") {
   // 2 layers (1 dense, 1 MoE) of 2^18 experts of width 170000 on hidden 7168: an MoE layer holds
