@@ -274,6 +274,13 @@ std::string interval_absent_text(const Profile& profile, const std::string& fami
               : "; it holds one for the " + held + (others.size() == 1 ? " family" : " families"));
 }
 
+/// The profile whose fitted MoE seconds `profile`'s fit took as priors (its report's
+/// moe_priors_from: meshplan fit --moe-priors-from), nullopt where it took the registry's or
+/// records no report.
+std::optional<std::string> moe_priors_donor(const Profile& profile) {
+  return profile.fitted.record ? profile.fitted.record->moe_priors_from : std::nullopt;
+}
+
 }  // namespace
 
 std::string step_time_caveat(const Profile& profile, const FrameworkConvention& framework) {
@@ -426,8 +433,7 @@ std::vector<std::string> regime_caveats(const ModelSpec& model, const Layout& la
   // A profile whose fit saw no MoE run: its MoE seconds are the priors, or another profile's
   // fitted values (meshplan fit --moe-priors-from: the shipped Hopper and Ampere ones take
   // b200's), and the all-to-all's rate is at its prior either way.
-  const std::optional<std::string> donor =
-      profile.fitted.record ? profile.fitted.record->moe_priors_from : std::nullopt;
+  const std::optional<std::string> donor = moe_priors_donor(profile);
   const bool moe_seconds_at_priors = rates.moe_layer_overhead_s == prior.moe_layer_overhead_s &&
                                      rates.moe_alltoall_sync_s == prior.moe_alltoall_sync_s &&
                                      rates.moe_routed_token_s == prior.moe_routed_token_s;
@@ -533,8 +539,7 @@ std::string moe_alltoall_sync_note(double sync_s, double step_s, const Profile& 
   if (!(sync_s >= 0.05 * step_s) || sync_s <= 0) return "";
   // A profile whose fit saw no MoE run carries another's MoE seconds (meshplan fit
   // --moe-priors-from): the sync, and with it the dispatchers' difference, is not this GPU's.
-  const std::optional<std::string> donor =
-      profile.fitted.record ? profile.fitted.record->moe_priors_from : std::nullopt;
+  const std::optional<std::string> donor = moe_priors_donor(profile);
   const std::string per_layer =
       "moe_alltoall_sync_s " +
       significant(1e3 * fitted_rates(profile, framework).moe_alltoall_sync_s, 3) +
