@@ -114,6 +114,17 @@ struct FitSourceError {
   std::optional<double> cross_validated;  ///< by a fit without the source; nullopt: none left out
 };
 
+/// report.moe_runs (meshplan fit --moe-runs): the files whose mixture-of-experts runs set the
+/// MoE dispatch seconds in a first fit (planner/fit/fit_profile.hpp MoeStage), the families it
+/// set them for, those runs' ids, and their errors per source and metric (cross-validated:
+/// with the seconds of a first fit without the run's file).
+struct MoeRunsRecord {
+  std::vector<std::string> files;
+  std::set<std::string> families;
+  std::vector<std::string> run_ids;
+  std::vector<FitSourceError> errors;
+};
+
 /// What `meshplan fit` recorded of the runs it fitted (the section's `report`), as the
 /// planner's caveats say it: which files, and how far off each source's runs were when the
 /// fit left that source out.
@@ -131,6 +142,7 @@ struct FitRecord {
   /// report.moe_priors_from: the profile whose fitted MoE dispatch parameters were the fit's
   /// priors (meshplan fit --moe-priors-from); nullopt: the registry's priors.
   std::optional<std::string> moe_priors_from;
+  std::optional<MoeRunsRecord> moe_runs;  ///< report.moe_runs; nullopt: fit without --moe-runs
 };
 
 /// A profile's `fitted` section, as the model reads it (configs/profiles/README.md).

@@ -50,6 +50,43 @@ std::string bound_hit(double value, double lower, double upper) {
 constexpr const char* kFitsValues =
     "the priors, or the pooled spread with the bias and unlisted terms fitted beside it";
 
+/// The table of per-source errors: runs, MAPE before the fit, in sample and cross-validated.
+std::string errors_table(const std::vector<SourceErrors>& errors) {
+  Table table({"source", "metric", "runs", "before", "fitted", "cross-validated"},
+              {true, true, false, false, false, false});
+  for (const SourceErrors& e : errors) {
+    table.add_row({e.source, e.metric, std::to_string(e.runs), percent(e.mape_before),
+                   percent(e.mape_fitted),
+                   e.mape_cross_validated ? percent(*e.mape_cross_validated) : "-"});
+  }
+  return table.render();
+}
+
+/// The MoE stage of --moe-runs: the seconds its first fit gave, and its MoE runs' errors.
+std::string render_moe_stage(const MoeStage& m) {
+  std::ostringstream out;
+  std::string files;
+  for (const std::string& name : m.files) files += (files.empty() ? "" : ", ") + name;
+  out << "\nMoE dispatch seconds (--moe-runs " << files << "): a first fit to "
+      << counted(static_cast<std::int64_t>(m.moe.size()), "MoE run") << " of " << m.fit.generation
+      << " with every run of the files (" << counted(static_cast<std::int64_t>(m.fit.runs), "run")
+      << ") set them as the priors above:\n";
+  Table seconds({"parameter", "family", "fitted"}, {true, true, false});
+  for (const FittedParameter& p : m.fit.parameters) {
+    const std::vector<std::string>& names = moe_dispatch_parameters();
+    if (m.families.count(p.family) == 0 ||
+        std::find(names.begin(), names.end(), p.spec->name) == names.end()) {
+      continue;
+    }
+    seconds.add_row({p.spec->name, p.family, number_text(p.value, p.spec->unit)});
+  }
+  out << seconds.render();
+  out << "MAPE of those MoE runs (before: the base profile's rates; fitted: with this profile's; "
+         "cross-validated: with the seconds of a first fit without the run's file):\n";
+  out << errors_table(m.errors);
+  return out.str();
+}
+
 std::string render(const ProfileFit& f, const std::string& out_path, double seconds) {
   std::ostringstream out;
   // Without a cross-validation the runs are of one fold: one file, or files of one study
@@ -89,14 +126,8 @@ std::string render(const ProfileFit& f, const std::string& out_path, double seco
   out << params.render();
   out << "\nMAPE per source (before: the base profile's rates; fitted: in sample; "
          "cross-validated: refitted without the source):\n";
-  Table errors({"source", "metric", "runs", "before", "fitted", "cross-validated"},
-               {true, true, false, false, false, false});
-  for (const SourceErrors& e : f.errors) {
-    errors.add_row({e.source, e.metric, std::to_string(e.runs), percent(e.mape_before),
-                    percent(e.mape_fitted),
-                    e.mape_cross_validated ? percent(*e.mape_cross_validated) : "-"});
-  }
-  out << errors.render();
+  out << errors_table(f.errors);
+  if (f.moe_stage) out << render_moe_stage(*f.moe_stage);
   out << "\nMemory parameters (memory_fit.hpp: OOM outcomes and measured peaks, per framework "
          "family):\n";
   Table memory({"parameter", "family", "prior", "fitted", "bounds", "bound hit"},
@@ -219,12 +250,25 @@ CommandAction add_fit_command(CLI::App& app) {
                   "Hopper and Ampere take Blackwell's, b200)")
       ->check(non_empty("a profile preset name (meshplan presets profiles) or a profile.json path "
                         "fitted by meshplan fit"));
-  return [files, base, out_path, leave_out, memory_from_runs, moe_priors_from](
+  auto moe_runs = std::make_shared<std::vector<std::string>>();
+  cmd->add_option("--moe-runs", *moe_runs,
+                  "meshplan-validation/1 files whose mixture-of-experts runs on the profile's GPU "
+                  "generation set its MoE dispatch seconds (moe_layer_overhead_s, "
+                  "moe_alltoall_sync_s, moe_routed_token_s): a first fit to them with every run "
+                  "of these and the positional files gives those seconds, which the positional "
+                  "runs (holding no MoE run) then leave as they are; every other parameter, the "
+                  "intervals and the memory come from the positional runs alone. For a "
+                  "generation whose MoE runs are few beside its dense ones (tools/refit-profiles: "
+                  "Hopper's, from the H100 runs of moe-blackwell/); the report gives their errors "
+                  "cross-validated by leaving one of these files out at a time")
+      ->check(non_empty("a meshplan-validation/1 file of measured runs"));
+  return [files, base, out_path, leave_out, memory_from_runs, moe_priors_from, moe_runs](
              std::ostream& out, std::ostream& /*err*/) {
     // The runs, the base profile and the GPU file it names are inputs: --out must not replace
     // one (input_files: a preset is protected by check_writable_target instead).
     std::vector<NamedFile> inputs;
     for (const std::string& f : *files) inputs.push_back({"files", f, f});
+    for (const std::string& f : *moe_runs) inputs.push_back({"--moe-runs", f, f});
     for (NamedFile& f :
          input_files({{PresetKind::kProfile, "--profile", *base},
                       {PresetKind::kProfile, "--moe-priors-from", *moe_priors_from}})) {
@@ -235,7 +279,7 @@ CommandAction add_fit_command(CLI::App& app) {
     const auto start = std::chrono::steady_clock::now();
     const ProfileFit f = fit_profile(*files, *base, *out_path, folds_named(*leave_out),
                                      *memory_from_runs ? BaseMemory::kFromRuns : BaseMemory::kKeep,
-                                     *moe_priors_from);
+                                     *moe_priors_from, *moe_runs);
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     // What fit writes must read back: runs far from anything meshplan predicts (measured

@@ -98,7 +98,8 @@ nlohmann::json parameter_rows(const GenerationFit& fit,
                               const std::vector<MemoryRun>& memory_runs,
                               const std::optional<PooledSpread>& pooled,
                               const std::vector<UnidentifiedMemory>& unidentified,
-                              const std::string& base_name, const std::string& moe_priors_from) {
+                              const std::string& base_name, const std::string& moe_priors_from,
+                              const std::optional<MoeStage>& moe_stage) {
   nlohmann::json rows = nlohmann::json::array();
   for (const FittedParameter& p : fit.parameters) {
     rows.push_back(
@@ -114,7 +115,16 @@ nlohmann::json parameter_rows(const GenerationFit& fit,
          {"bound_hit", p.bound_hit.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.bound_hit)},
          {"meaning", p.spec->meaning},
          {"prior_source", p.spec->prior_source}});
-    if (fit.priors.count({p.spec->name, p.family}) > 0) {
+    if (moe_stage && moe_stage->families.count(p.family) > 0 &&
+        fit.priors.count({p.spec->name, p.family}) > 0) {
+      std::string files;
+      for (const std::string& f : moe_stage->files) files += (files.empty() ? "" : ", ") + f;
+      rows.back()["prior_source"] =
+          "the value a first fit to the " + std::to_string(moe_stage->moe.size()) +
+          " MoE runs of " + files +
+          " (with every run of the fit's files) gave the family "
+          "(meshplan fit --moe-runs: an MoE layer's seconds, from a generation's few MoE runs)";
+    } else if (fit.priors.count({p.spec->name, p.family}) > 0) {
       rows.back()["prior_source"] =
           "the value profile " + moe_priors_from +
           "'s fit gave the family (meshplan fit --moe-priors-from: an MoE layer's host-side "
@@ -231,7 +241,169 @@ void mark_fitted(nlohmann::json& profile) {
                            profile.at("description").get<std::string>();
 }
 
+/// The address of each of `runs`.
+std::vector<const FitRun*> pointers(const std::vector<FitRun>& runs) {
+  std::vector<const FitRun*> out;
+  for (const FitRun& r : runs) out.push_back(&r);
+  return out;
+}
+
+/// `rates` with the MoE dispatch parameters of `seconds`.
+FittedRates with_moe_seconds(FittedRates rates, const FittedRates& seconds) {
+  for (const std::string& name : moe_dispatch_parameters()) {
+    const ParameterSpec* spec = find_parameter(name);
+    rates.*spec->field = seconds.*spec->field;
+  }
+  return rates;
+}
+
+/// Mean |error| per source and metric of `runs` (in their order of first appearance), from
+/// their log errors before the fit, in sample and cross-validated (`crossed` empty: none).
+std::vector<SourceErrors> source_errors(const std::vector<const FitRun*>& runs,
+                                        const std::vector<double>& before,
+                                        const std::vector<double>& fitted,
+                                        const std::vector<double>& crossed) {
+  std::vector<SourceErrors> out;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const bool known = std::any_of(out.begin(), out.end(), [&](const SourceErrors& e) {
+      return e.source == runs[i]->source && e.metric == runs[i]->metric;
+    });
+    if (known) continue;
+    SourceErrors e{runs[i]->source, runs[i]->metric, 0, 0, 0, std::nullopt};
+    double cv = 0;
+    for (std::size_t j = i; j < runs.size(); ++j) {
+      if (runs[j]->source != e.source || runs[j]->metric != e.metric) continue;
+      ++e.runs;
+      e.mape_before += std::abs(metric_error(*runs[j], before[j]));
+      e.mape_fitted += std::abs(metric_error(*runs[j], fitted[j]));
+      if (!crossed.empty()) cv += std::abs(metric_error(*runs[j], crossed[j]));
+    }
+    const double n = static_cast<double>(e.runs);
+    e.mape_before /= n;
+    e.mape_fitted /= n;
+    if (!crossed.empty()) e.mape_cross_validated = cv / n;
+    out.push_back(e);
+  }
+  return out;
+}
+
+/// The report's rows of `runs` (fitted.report.runs): id, file, metric, measured, and the error
+/// before the fit, in sample and cross-validated (`crossed` empty: null).
+nlohmann::json run_rows_json(const std::vector<const FitRun*>& runs,
+                             const std::vector<double>& before, const std::vector<double>& fitted,
+                             const std::vector<double>& crossed) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const FitRun& r = *runs[i];
+    rows.push_back(
+        {{"id", r.run.id},
+         {"file", r.source},
+         {"metric", r.metric},
+         {"measured", r.measured},
+         {"error_before", metric_error(r, before[i])},
+         {"error_fitted", metric_error(r, fitted[i])},
+         {"error_cross_validated", crossed.empty() ? nlohmann::json(nullptr)
+                                                   : nlohmann::json(metric_error(r, crossed[i]))}});
+  }
+  return rows;
+}
+
+/// The report's per-source errors (fitted.report.errors).
+nlohmann::json source_errors_json(const std::vector<SourceErrors>& errors) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const SourceErrors& e : errors) {
+    out.push_back(
+        {{"source", e.source},
+         {"metric", e.metric},
+         {"runs", e.runs},
+         {"mape_before", e.mape_before},
+         {"mape_fitted", e.mape_fitted},
+         {"mape_cross_validated", e.mape_cross_validated ? nlohmann::json(*e.mape_cross_validated)
+                                                         : nlohmann::json(nullptr)}});
+  }
+  return out;
+}
+
+/// The first fit of --moe-runs (MoeStage) on `generation`: its runs, the fit and, per family
+/// with MoE runs, its MoE seconds as priors added to `priors`. The errors are filled in by
+/// score_moe_stage once the fit proper is done.
+MoeStage fit_moe_stage(const std::vector<std::string>& paths,
+                       const std::vector<std::string>& moe_run_paths, const std::string& generation,
+                       const std::map<std::string, Profile>& bases, PriorOverrides& priors) {
+  MoeStage stage;
+  for (const std::string& p : moe_run_paths) {
+    stage.files.push_back(std::filesystem::path(p).filename().string());
+  }
+  std::sort(stage.files.begin(), stage.files.end());
+  std::vector<std::string> all = paths;
+  all.insert(all.end(), moe_run_paths.begin(), moe_run_paths.end());
+  // One file each to a fold: a --moe-runs file is left out alone (one container release of
+  // moe-blackwell), and a positional file never shares a fold with one.
+  stage.runs = load_fit_runs(all, generation, bases, Folds::kFile, "fit --moe-runs");
+  const std::set<std::string> moe_sources = [&] {
+    std::set<std::string> stems;
+    for (const std::string& p : moe_run_paths) {
+      stems.insert(std::filesystem::path(p).stem().string());
+    }
+    return stems;
+  }();
+  std::vector<const FitRun*> every;
+  for (const FitRun& r : stage.runs.runs) {
+    every.push_back(&r);
+    if (r.run.model.moe && moe_sources.count(r.source) > 0) {
+      stage.moe.push_back(r);
+      stage.families.insert(r.family);
+    }
+  }
+  if (stage.moe.empty()) {
+    std::string names;
+    for (const std::string& f : stage.files) names += (names.empty() ? "" : ", ") + f;
+    throw InputError("--moe-runs " + names + ": no mixture-of-experts run on GPUs of the " +
+                     generation +
+                     " generation (the base profile's) that meshplan models and that measured a "
+                     "time; give files with such runs, or leave --moe-runs out");
+  }
+  stage.fit = fit_generation(every, generation, priors);
+  for (const std::string& family : stage.families) {
+    for (const std::string& name : moe_dispatch_parameters()) {
+      const ParameterSpec* spec = find_parameter(name);
+      priors[{name, family}] = stage.fit.rates.at(family).*spec->field;
+    }
+  }
+  return stage;
+}
+
+/// The MoE stage's errors on its MoE runs: before (the base's rates), with `rates` (the written
+/// profile's, by family) and cross-validated (`rates` with the MoE seconds of a first fit
+/// without the run's file, from `priors`: the fit's priors before the stage added its own).
+void score_moe_stage(MoeStage& stage, const std::map<std::string, FittedRates>& rates,
+                     const PriorOverrides& priors) {
+  std::map<std::string, GenerationFit> without;  // file's stem -> the first fit without it
+  for (const FitRun& r : stage.moe) {
+    if (without.count(r.fold) > 0) continue;
+    std::vector<const FitRun*> train;
+    for (const FitRun& t : stage.runs.runs) {
+      if (t.fold != r.fold) train.push_back(&t);
+    }
+    without.emplace(r.fold, fit_generation(train, stage.fit.generation, priors));
+  }
+  for (const FitRun& r : stage.moe) {
+    const FittedRates& own = rates.at(r.family);
+    stage.before.push_back(run_log_error(r, FittedRates{}));
+    stage.fitted.push_back(run_log_error(r, own));
+    stage.crossed.push_back(
+        run_log_error(r, with_moe_seconds(own, without.at(r.fold).rates.at(r.family))));
+  }
+  stage.errors = source_errors(pointers(stage.moe), stage.before, stage.fitted, stage.crossed);
+}
+
 }  // namespace
+
+const std::vector<std::string>& moe_dispatch_parameters() {
+  static const std::vector<std::string> names = {"moe_layer_overhead_s", "moe_alltoall_sync_s",
+                                                 "moe_routed_token_s"};
+  return names;
+}
 
 PriorOverrides moe_prior_overrides(const std::string& donor, const std::string& flag) {
   const Profile p = load_profile(donor, flag);
@@ -244,7 +416,7 @@ PriorOverrides moe_prior_overrides(const std::string& donor, const std::string& 
   const std::optional<std::set<std::string>> fitted_families =
       p.fitted.record ? p.fitted.record->families_with_runs : std::nullopt;
   PriorOverrides out;
-  for (const char* name : {"moe_layer_overhead_s", "moe_alltoall_sync_s", "moe_routed_token_s"}) {
+  for (const std::string& name : moe_dispatch_parameters()) {
     const ParameterSpec* spec = find_parameter(name);
     for (const auto& [family, fit] : p.fitted.families) {
       if (fitted_families && fitted_families->count(family) == 0) continue;
@@ -256,7 +428,8 @@ PriorOverrides moe_prior_overrides(const std::string& donor, const std::string& 
 
 ProfileFit fit_profile(const std::vector<std::string>& paths, const std::string& base_name_or_path,
                        const std::string& out_path, Folds folds, BaseMemory base_memory,
-                       const std::string& moe_priors_from) {
+                       const std::string& moe_priors_from,
+                       const std::vector<std::string>& moe_run_paths) {
   ProfileFit out;
   if (!moe_priors_from.empty())
     out.priors = moe_prior_overrides(moe_priors_from, "--moe-priors-from");
@@ -276,6 +449,10 @@ ProfileFit fit_profile(const std::vector<std::string>& paths, const std::string&
     bases.emplace(*shipped, out.base);
   }
   out.runs = load_fit_runs(paths, *generation, bases, folds);
+  const PriorOverrides donor_priors = out.priors;
+  if (!moe_run_paths.empty()) {
+    out.moe_stage = fit_moe_stage(paths, moe_run_paths, *generation, bases, out.priors);
+  }
   std::vector<const FitRun*> all;
   for (const FitRun& r : out.runs.runs) all.push_back(&r);
   out.fit = fit_generation(all, *generation, out.priors);
@@ -394,54 +571,20 @@ ProfileFit fit_profile(const std::vector<std::string>& paths, const std::string&
   }
 
   // Errors per source and metric, in the order the runs came.
-  nlohmann::json residuals = nlohmann::json::array();
-  for (std::size_t i = 0; i < runs.size(); ++i) {
-    bool known = false;
-    for (const SourceErrors& e : out.errors) {
-      known = known || (e.source == runs[i].source && e.metric == runs[i].metric);
-    }
-    if (known) continue;
-    SourceErrors e{runs[i].source, runs[i].metric, 0, 0, 0, std::nullopt};
-    double cv = 0;
-    for (std::size_t j = i; j < runs.size(); ++j) {
-      if (runs[j].source != e.source || runs[j].metric != e.metric) continue;
-      ++e.runs;
-      e.mape_before += std::abs(metric_error(runs[j], before[j]));
-      e.mape_fitted += std::abs(metric_error(runs[j], fitted[j]));
-      if (out.cross_validation) {
-        cv += std::abs(metric_error(runs[j], out.cross_validation->log_errors[j]));
-      }
-    }
-    const double n = static_cast<double>(e.runs);
-    e.mape_before /= n;
-    e.mape_fitted /= n;
-    if (out.cross_validation) e.mape_cross_validated = cv / n;
-    out.errors.push_back(e);
-  }
-  nlohmann::json run_rows = nlohmann::json::array();
-  for (std::size_t i = 0; i < runs.size(); ++i) {
-    nlohmann::json row = {{"id", runs[i].run.id},
-                          {"file", runs[i].source},
-                          {"metric", runs[i].metric},
-                          {"measured", runs[i].measured},
-                          {"error_before", metric_error(runs[i], before[i])},
-                          {"error_fitted", metric_error(runs[i], fitted[i])}};
-    row["error_cross_validated"] =
-        out.cross_validation
-            ? nlohmann::json(metric_error(runs[i], out.cross_validation->log_errors[i]))
-            : nlohmann::json(nullptr);
-    run_rows.push_back(std::move(row));
-  }
-  nlohmann::json per_source = nlohmann::json::array();
-  for (const SourceErrors& e : out.errors) {
-    per_source.push_back(
-        {{"source", e.source},
-         {"metric", e.metric},
-         {"runs", e.runs},
-         {"mape_before", e.mape_before},
-         {"mape_fitted", e.mape_fitted},
-         {"mape_cross_validated", e.mape_cross_validated ? nlohmann::json(*e.mape_cross_validated)
-                                                         : nlohmann::json(nullptr)}});
+  const std::vector<const FitRun*> run_list = pointers(runs);
+  const std::vector<double> crossed =
+      out.cross_validation ? out.cross_validation->log_errors : std::vector<double>{};
+  out.errors = source_errors(run_list, before, fitted, crossed);
+  const nlohmann::json run_rows = run_rows_json(run_list, before, fitted, crossed);
+  const nlohmann::json per_source = source_errors_json(out.errors);
+  nlohmann::json moe_runs = nullptr;
+  if (out.moe_stage) {
+    score_moe_stage(*out.moe_stage, out.fit.rates, donor_priors);
+    const MoeStage& m = *out.moe_stage;
+    moe_runs = {{"files", m.files},
+                {"families", m.families},
+                {"runs", run_rows_json(pointers(m.moe), m.before, m.fitted, m.crossed)},
+                {"errors", source_errors_json(m.errors)}};
   }
   nlohmann::json skipped = nlohmann::json::array();
   for (const SkippedCase& s : out.runs.skipped) {
@@ -463,7 +606,7 @@ ProfileFit fit_profile(const std::vector<std::string>& paths, const std::string&
   const std::string donor_name =
       moe_priors_from.empty() ? "" : std::filesystem::path(moe_priors_from).stem().string();
   std::sort(files.begin(), files.end());  // the fit does not depend on their order (load_fit_runs)
-  const nlohmann::json report = {
+  nlohmann::json report = {
       {"method",
        "meshplan fit: Huber (0.1) loss on log(predicted / measured) of each run's time metric as "
        "a step time's, runs weighted 1 / sqrt(runs of their file), Gaussian prior penalty per "
@@ -486,8 +629,9 @@ ProfileFit fit_profile(const std::vector<std::string>& paths, const std::string&
        donor_name.empty() ? nlohmann::json(nullptr) : nlohmann::json(donor_name)},
       {"leave_out", folds == Folds::kFile ? "file" : "study"},
       {"files", files},
-      {"parameters", parameter_rows(out.fit, out.memory_rates, out.memory_runs, out.pooled_spread,
-                                    out.unidentified_memory, out.base.name, donor_name)},
+      {"parameters",
+       parameter_rows(out.fit, out.memory_rates, out.memory_runs, out.pooled_spread,
+                      out.unidentified_memory, out.base.name, donor_name, out.moe_stage)},
       {"memory_unidentified", unidentified_json(out.unidentified_memory)},
       {"memory_errors", memory_errors},
       {"iterations", out.fit.iterations},
@@ -496,6 +640,7 @@ ProfileFit fit_profile(const std::vector<std::string>& paths, const std::string&
       {"runs", run_rows},
       {"errors", per_source},
       {"skipped", skipped}};
+  if (!moe_runs.is_null()) report["moe_runs"] = moe_runs;
 
   const std::string out_name = std::filesystem::path(out_path).stem().string();
   Profile result = with_fit(out.base, out.fit, out.intervals);

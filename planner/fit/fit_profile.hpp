@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -45,10 +46,35 @@ struct UnidentifiedMemory {
   bool kept = false;
 };
 
+/// The first fit of `meshplan fit --moe-runs FILES`: the GPU generation's MoE dispatch seconds
+/// (moe_dispatch_parameters) fitted to the MoE runs of FILES together with every run of the
+/// positional files and FILES (fit_generation, each run weighted as in any fit), for a
+/// generation whose MoE runs are too few to stand beside its dense ones in one fit: those
+/// seconds become the priors of the fit proper, whose runs (the positional files') hold no MoE
+/// run and so leave them there, while the other parameters, the intervals and the memory come
+/// from the positional runs alone (tools/refit-profiles: Hopper's from the H100 runs of
+/// ../shared/data/moe-blackwell, which pulled its dense sources' cross-validated errors up to
+/// 19% when fitted beside them). Cross-validated by leaving one of FILES out at a time: a run's
+/// seconds then come from a first fit without its file.
+struct MoeStage {
+  std::vector<std::string> files;    ///< FILES' names, sorted
+  FitRuns runs;                      ///< the first fit's runs (folds: one file each)
+  std::vector<FitRun> moe;           ///< its MoE runs on the generation, in runs' order
+  GenerationFit fit;                 ///< the first fit
+  std::set<std::string> families;    ///< the families of those MoE runs, whose seconds it sets
+  std::vector<double> before;        ///< per MoE run: log error with the base profile's rates
+  std::vector<double> fitted;        ///< per MoE run: log error with the written profile's rates
+  std::vector<double> crossed;       ///< per MoE run: the seconds of a first fit without its file
+  std::vector<SourceErrors> errors;  ///< by source, then metric
+};
+
 /// The fit and the profile it writes.
 struct ProfileFit {
   Profile base;
-  PriorOverrides priors;  ///< moe_prior_overrides of fit_profile's moe_priors_from; empty: none
+  /// The priors that replace the registry's: moe_prior_overrides of fit_profile's
+  /// moe_priors_from, then the MoE stage's seconds for the families it fitted; empty: none.
+  PriorOverrides priors;
+  std::optional<MoeStage> moe_stage;  ///< fit_profile's moe_run_paths given: the first fit
   FitRuns runs;
   GenerationFit fit;
   std::optional<CrossValidation> cross_validation;  ///< nullopt: one fold (source) only
@@ -81,12 +107,17 @@ enum class BaseMemory {
   kFromRuns,
 };
 
-/// The MoE dispatch parameters (parameters.hpp: moe_layer_overhead_s, moe_alltoall_sync_s,
-/// moe_routed_token_s) of every framework family as `donor` (a profile preset or file) fitted
-/// them, as priors (PriorOverrides) for a fit whose runs may hold no MoE run: the seconds an MoE
-/// layer costs beyond its kernels are host-side (the dispatcher's host sync before its
-/// all-to-all, its launches and bookkeeping: costmodel/host_bound.hpp), set by the framework and
-/// the host, not by the GPU generation, so a generation without MoE runs (Hopper and Ampere in
+/// The names of the MoE dispatch parameters (parameters.hpp): moe_layer_overhead_s,
+/// moe_alltoall_sync_s, moe_routed_token_s, an MoE layer's seconds beyond its kernels, which
+/// only MoE runs determine.
+const std::vector<std::string>& moe_dispatch_parameters();
+
+/// The MoE dispatch parameters (moe_dispatch_parameters) of every framework family as `donor` (a
+/// profile preset or file) fitted them, as priors (PriorOverrides) for a fit whose runs may hold no
+/// MoE run: the seconds an MoE layer costs beyond its kernels are host-side (the dispatcher's host
+/// sync before its all-to-all, its launches and bookkeeping: costmodel/host_bound.hpp), set by the
+/// framework and the host, not by the GPU generation, so a generation without MoE runs (Hopper and
+/// Ampere in
 /// ../shared/data/validation) takes them from one with (Blackwell, moe-blackwell/); only the
 /// families the donor's fit had runs of (its report's families_with_runs, where it says). Throws
 /// InputError naming `flag` when the donor cannot be read or has no fitted section.
@@ -102,11 +133,16 @@ PriorOverrides moe_prior_overrides(const std::string& donor, const std::string& 
 /// base. `folds` sets what the cross-validation (and with it the intervals) leaves out at a
 /// time; `base_memory` what a family whose runs identify none of its memory parameters holds;
 /// `moe_priors_from` (a profile preset or file; empty: none) the MoE dispatch parameters' priors
-/// (moe_prior_overrides), which the report names (fitted.report.moe_priors_from).
+/// (moe_prior_overrides), which the report names (fitted.report.moe_priors_from);
+/// `moe_run_paths` (meshplan-validation/1 files; empty: none) the files of the MoE stage
+/// (MoeStage), which the report lists with its errors (fitted.report.moe_runs): throws
+/// InputError where they hold no MoE run on the base's GPU generation, or repeat a file of
+/// `paths`.
 ProfileFit fit_profile(const std::vector<std::string>& paths, const std::string& base_name_or_path,
                        const std::string& out_path, Folds folds = Folds::kStudy,
                        BaseMemory base_memory = BaseMemory::kKeep,
-                       const std::string& moe_priors_from = "");
+                       const std::string& moe_priors_from = "",
+                       const std::vector<std::string>& moe_run_paths = {});
 
 /// Error of a run's metric, (predicted - measured) / measured, from its log_error
 /// (step_log_error).

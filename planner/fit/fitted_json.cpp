@@ -42,22 +42,39 @@ nlohmann::json fitted_to_json(const FittedSection& fitted, const nlohmann::json&
   return j;
 }
 
-nlohmann::json report_of_record(const FitRecord& record) {
-  nlohmann::json errors = nlohmann::json::array();
+namespace {
+
+/// `errors` as the report holds them (fitted.report.errors, moe_runs.errors).
+nlohmann::json fit_source_errors_json(const std::vector<FitSourceError>& errors) {
   const auto number = [](const std::optional<double>& v) {
     return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
   };
-  for (const FitSourceError& e : record.errors) {
-    errors.push_back({{"source", e.source},
-                      {"metric", e.metric},
-                      {"runs", e.runs},
-                      {"mape_before", number(e.before)},
-                      {"mape_fitted", number(e.fitted)},
-                      {"mape_cross_validated", number(e.cross_validated)}});
+  nlohmann::json out = nlohmann::json::array();
+  for (const FitSourceError& e : errors) {
+    out.push_back({{"source", e.source},
+                   {"metric", e.metric},
+                   {"runs", e.runs},
+                   {"mape_before", number(e.before)},
+                   {"mape_fitted", number(e.fitted)},
+                   {"mape_cross_validated", number(e.cross_validated)}});
   }
-  nlohmann::json j = {{"files", record.files}, {"errors", errors}};
+  return out;
+}
+
+}  // namespace
+
+nlohmann::json report_of_record(const FitRecord& record) {
+  nlohmann::json j = {{"files", record.files}, {"errors", fit_source_errors_json(record.errors)}};
   if (record.families_with_runs) j["families_with_runs"] = *record.families_with_runs;
   if (record.moe_priors_from) j["moe_priors_from"] = *record.moe_priors_from;
+  if (record.moe_runs) {
+    nlohmann::json runs = nlohmann::json::array();
+    for (const std::string& id : record.moe_runs->run_ids) runs.push_back({{"id", id}});
+    j["moe_runs"] = {{"files", record.moe_runs->files},
+                     {"families", record.moe_runs->families},
+                     {"runs", runs},
+                     {"errors", fit_source_errors_json(record.moe_runs->errors)}};
+  }
   return j;
 }
 
@@ -183,6 +200,7 @@ const std::vector<std::string>& report_keys() {
   static const std::vector<std::string> keys = {"method",
                                                 "base_profile",
                                                 "moe_priors_from",
+                                                "moe_runs",
                                                 "leave_out",
                                                 "files",
                                                 "families_with_runs",
@@ -385,6 +403,159 @@ void check_report_rows(StrictObject& report, const nlohmann::json& raw, const Fi
   }
 }
 
+/// The per-source errors at report.`array_key` ("errors", "moe_runs.errors"): an array of objects
+/// with source, metric, runs, mape_before, mape_fitted and mape_cross_validated (as fit_profile.cpp
+/// writes them). Throws InputError naming the entry for anything else.
+std::vector<FitSourceError> read_source_errors(const nlohmann::json& errors,
+                                               const std::string& array_key,
+                                               const StrictObject& fitted) {
+  const auto fail = [&](const std::string& k, const std::string& message) {
+    fitted.fail("report." + k, message);
+  };
+  if (!errors.is_array()) {
+    fail(array_key, "must be an array of per-source errors, got " + describe_json(errors));
+  }
+  std::vector<FitSourceError> out;
+  for (std::size_t i = 0; i < errors.size(); ++i) {
+    const nlohmann::json& e = errors[i];
+    const std::string at = array_key + "[" + std::to_string(i) + "]";
+    if (!e.is_object()) fail(at, "must be an object (one source's error), got " + describe_json(e));
+    FitSourceError error;
+    if (!e.contains("source") || !e.at("source").is_string() ||
+        e.at("source").get<std::string>().find_first_not_of(" \t") == std::string::npos) {
+      fail(at + ".source",
+           "must name the source (a file's stem, a non-empty string), got " +
+               (e.contains("source") ? describe_json(e.at("source")) : std::string("nothing")));
+    }
+    error.source = e.at("source").get<std::string>();
+    fitted.check_one_line("report." + at + ".source", error.source, "a file's stem");
+    // The time metrics a fit compares (validate.hpp), or none named.
+    if (e.contains("metric") &&
+        (!e.at("metric").is_string() || !is_time_metric(e.at("metric").get<std::string>()))) {
+      fail(at + ".metric", "must be one of " + quoted_list(time_metrics()) + ", got " +
+                               describe_json(e.at("metric")));
+    }
+    error.metric = report_string(e, "metric");
+    for (const FitSourceError& seen : out) {
+      if (seen.source == error.source && seen.metric == error.metric) {
+        fail(at, "repeats the error of source " + json_quoted(error.source) +
+                     (error.metric.empty() ? std::string() : " and metric " + error.metric) +
+                     " given earlier; a fit writes one entry per source and metric");
+      }
+    }
+    // A whole float (12.0) is that many runs, as every count of the profile reads.
+    const std::optional<std::int64_t> runs =
+        e.contains("runs") ? whole_number_in(e.at("runs"), 1, std::int64_t{1} << 40) : std::nullopt;
+    if (!runs) {
+      fail(at + ".runs",
+           "must be the source's run count (an integer from 1 to 2^40), got " +
+               (e.contains("runs") ? describe_json(e.at("runs")) : std::string("nothing")));
+    }
+    error.runs = *runs;
+    // A mean |error| as a fraction of the measured value, or null where the fit has none.
+    const auto mape = [&](const char* key) -> std::optional<double> {
+      if (!e.contains(key) || e.at(key).is_null()) return std::nullopt;
+      const nlohmann::json& v = e.at(key);
+      if (!v.is_number() || !(v.get<double>() >= 0 && v.get<double>() <= kMaxMeanError)) {
+        fail(at + "." + key,
+             "must be a mean |error| as a fraction of the measured value (0.159 for 15.9%) from "
+             "0 to " +
+                 fixed(kMaxMeanError, 0) + " (" + fixed(100 * kMaxMeanError, 0) +
+                 "%), or null, got " + describe_json(v) +
+                 (v.is_number() && v.get<double>() > kMaxMeanError
+                      ? "; a fit writes fractions (the shipped profiles' are below 0.35), so a "
+                        "value above " +
+                            fixed(kMaxMeanError, 0) + " is likely a percentage: divide it by 100"
+                      : std::string()));
+      }
+      return v.get<double>() + 0.0;  // -0 + 0 is +0: an edited -0.0 prints as 0%
+    };
+    error.before = mape("mape_before");
+    error.fitted = mape("mape_fitted");
+    // The caveats quote it (the range and the worst source): absent, a source would drop out
+    // of them unsaid.
+    if (!e.contains("mape_cross_validated")) {
+      fail(at + ".mape_cross_validated",
+           "is missing; a fit writes each source's cross-validated mean |error| (a fraction of "
+           "the measured value), null where it could leave no source out (a fit of one study)");
+    }
+    error.cross_validated = mape("mape_cross_validated");
+    out.push_back(std::move(error));
+  }
+  return out;
+}
+
+/// report.moe_runs (meshplan fit --moe-runs; fit_profile.cpp writes it): the files of the MoE
+/// stage, the families whose seconds it set, its runs' rows and their errors per source, each
+/// source a stem of those files. Throws InputError naming the field for anything else.
+MoeRunsRecord read_moe_runs(const nlohmann::json& raw, const StrictObject& fitted) {
+  const std::string at = "report.moe_runs";
+  if (!raw.is_object()) {
+    fitted.fail(at,
+                "must be an object (what meshplan fit --moe-runs recorded: files, families, "
+                "runs, errors), got " +
+                    describe_json(raw));
+  }
+  StrictObject o(raw, fitted.file(), fitted.path() + "." + at,
+                 {"files", "families", "runs", "errors"});
+  MoeRunsRecord m;
+  for (const char* key : {"files", "families", "runs", "errors"}) {
+    if (!raw.contains(key) || !raw.at(key).is_array() || raw.at(key).empty()) {
+      o.fail(key, std::string("must be a non-empty array (meshplan fit --moe-runs writes ") +
+                      (std::string(key) == "files"      ? "the files' names"
+                       : std::string(key) == "families" ? "the framework families it fitted"
+                       : std::string(key) == "runs"     ? "one object per MoE run"
+                                                        : "the errors per source") +
+                      "), got " +
+                      (!raw.contains(key)       ? std::string("nothing")
+                       : raw.at(key).is_array() ? std::string("an empty array")
+                                                : describe_json(raw.at(key))));
+    }
+  }
+  for (std::size_t i = 0; i < raw.at("files").size(); ++i) {
+    const nlohmann::json& f = raw.at("files")[i];
+    const std::string key = "files[" + std::to_string(i) + "]";
+    if (!f.is_string() || f.get<std::string>().empty()) {
+      o.fail(key, "must be a file's name (a non-empty string), got " + describe_json(f));
+    }
+    fitted.check_one_line(at + "." + key, f.get<std::string>(), "a file's name");
+    m.files.push_back(f.get<std::string>());
+  }
+  const std::vector<std::string>& known = framework_families();
+  for (std::size_t i = 0; i < raw.at("families").size(); ++i) {
+    const nlohmann::json& f = raw.at("families")[i];
+    if (!f.is_string() ||
+        std::find(known.begin(), known.end(), f.get<std::string>()) == known.end()) {
+      o.fail("families[" + std::to_string(i) + "]",
+             "must be one of " + quoted_list(known) + ", got " + describe_json(f));
+    }
+    m.families.insert(f.get<std::string>());
+  }
+  for (std::size_t i = 0; i < raw.at("runs").size(); ++i) {
+    const nlohmann::json& run = raw.at("runs")[i];
+    if (!run.is_object() || !run.contains("id") || !run.at("id").is_string() ||
+        run.at("id").get<std::string>().empty()) {
+      o.fail("runs[" + std::to_string(i) + "]",
+             "must be an object with the MoE run's \"id\" (a non-empty string; meshplan fit "
+             "adds its file and errors), got " +
+                 describe_json(run));
+    }
+    m.run_ids.push_back(run.at("id").get<std::string>());
+  }
+  m.errors = read_source_errors(raw.at("errors"), "moe_runs.errors", fitted);
+  std::vector<std::string> stems;
+  for (const std::string& f : m.files) stems.push_back(std::filesystem::path(f).stem().string());
+  for (std::size_t i = 0; i < m.errors.size(); ++i) {
+    if (std::find(stems.begin(), stems.end(), m.errors[i].source) == stems.end()) {
+      o.fail("errors[" + std::to_string(i) + "].source",
+             "is " + json_quoted(m.errors[i].source) +
+                 ", but files has no file of that stem (their stems: " + quoted_list(stems) +
+                 "): the MoE runs' sources are the stems of the --moe-runs files");
+    }
+  }
+  return m;
+}
+
 }  // namespace
 
 FitRecord fit_record_from_report(const nlohmann::json& report, const StrictObject& fitted) {
@@ -461,81 +632,13 @@ FitRecord fit_record_from_report(const nlohmann::json& report, const StrictObjec
     fitted.check_one_line("report.moe_priors_from", donor.get<std::string>(), "a profile's name");
     r.moe_priors_from = donor.get<std::string>();
   }
+  if (report.contains("moe_runs")) r.moe_runs = read_moe_runs(report.at("moe_runs"), fitted);
   r.families_with_runs = families_with_runs(report);
   if (!report.contains("errors")) {
     check_report_rows(checked, report, r);
     return r;
   }
-  const nlohmann::json& errors = report.at("errors");
-  if (!errors.is_array()) {
-    fail("errors", "must be an array of per-source errors, got " + describe_json(errors));
-  }
-  for (std::size_t i = 0; i < errors.size(); ++i) {
-    const nlohmann::json& e = errors[i];
-    const std::string at = "errors[" + std::to_string(i) + "]";
-    if (!e.is_object()) fail(at, "must be an object (one source's error), got " + describe_json(e));
-    FitSourceError error;
-    if (!e.contains("source") || !e.at("source").is_string() ||
-        e.at("source").get<std::string>().find_first_not_of(" \t") == std::string::npos) {
-      fail(at + ".source",
-           "must name the source (a file's stem, a non-empty string), got " +
-               (e.contains("source") ? describe_json(e.at("source")) : std::string("nothing")));
-    }
-    error.source = e.at("source").get<std::string>();
-    fitted.check_one_line("report." + at + ".source", error.source, "a file's stem");
-    // The time metrics a fit compares (validate.hpp), or none named.
-    if (e.contains("metric") &&
-        (!e.at("metric").is_string() || !is_time_metric(e.at("metric").get<std::string>()))) {
-      fail(at + ".metric", "must be one of " + quoted_list(time_metrics()) + ", got " +
-                               describe_json(e.at("metric")));
-    }
-    error.metric = report_string(e, "metric");
-    for (const FitSourceError& seen : r.errors) {
-      if (seen.source == error.source && seen.metric == error.metric) {
-        fail(at, "repeats the error of source " + json_quoted(error.source) +
-                     (error.metric.empty() ? std::string() : " and metric " + error.metric) +
-                     " given earlier; a fit writes one entry per source and metric");
-      }
-    }
-    // A whole float (12.0) is that many runs, as every count of the profile reads.
-    const std::optional<std::int64_t> runs =
-        e.contains("runs") ? whole_number_in(e.at("runs"), 1, std::int64_t{1} << 40) : std::nullopt;
-    if (!runs) {
-      fail(at + ".runs",
-           "must be the source's run count (an integer from 1 to 2^40), got " +
-               (e.contains("runs") ? describe_json(e.at("runs")) : std::string("nothing")));
-    }
-    error.runs = *runs;
-    // A mean |error| as a fraction of the measured value, or null where the fit has none.
-    const auto mape = [&](const char* key) -> std::optional<double> {
-      if (!e.contains(key) || e.at(key).is_null()) return std::nullopt;
-      const nlohmann::json& v = e.at(key);
-      if (!v.is_number() || !(v.get<double>() >= 0 && v.get<double>() <= kMaxMeanError)) {
-        fail(at + "." + key,
-             "must be a mean |error| as a fraction of the measured value (0.159 for 15.9%) from "
-             "0 to " +
-                 fixed(kMaxMeanError, 0) + " (" + fixed(100 * kMaxMeanError, 0) +
-                 "%), or null, got " + describe_json(v) +
-                 (v.is_number() && v.get<double>() > kMaxMeanError
-                      ? "; a fit writes fractions (the shipped profiles' are below 0.35), so a "
-                        "value above " +
-                            fixed(kMaxMeanError, 0) + " is likely a percentage: divide it by 100"
-                      : std::string()));
-      }
-      return v.get<double>() + 0.0;  // -0 + 0 is +0: an edited -0.0 prints as 0%
-    };
-    error.before = mape("mape_before");
-    error.fitted = mape("mape_fitted");
-    // The caveats quote it (the range and the worst source): absent, a source would drop out
-    // of them unsaid.
-    if (!e.contains("mape_cross_validated")) {
-      fail(at + ".mape_cross_validated",
-           "is missing; a fit writes each source's cross-validated mean |error| (a fraction of "
-           "the measured value), null where it could leave no source out (a fit of one study)");
-    }
-    error.cross_validated = mape("mape_cross_validated");
-    r.errors.push_back(std::move(error));
-  }
+  r.errors = read_source_errors(report.at("errors"), "errors", fitted);
   // The caveats count and name a source's file (layout_summary.cpp files_with_runs): a fit's
   // source is the stem of the file its runs came from.
   std::vector<std::string> stems;
@@ -612,8 +715,8 @@ FittedSection fitted_from_json(StrictObject& profile, const nlohmann::json& raw,
     FamilyFit fit;
     for (const ParameterSpec& p : fit_parameters()) {
       fit.rates.*p.field = number_in(po, fam.at("parameters"), p.name, p.lower, p.upper,
-                                     "a number in [" + std::to_string(p.lower) + ", " +
-                                         std::to_string(p.upper) + "] (" + p.unit + ")");
+                                     "a number in [" + significant(p.lower, 10) + ", " +
+                                         significant(p.upper, 10) + "] (" + p.unit + ")");
     }
     if (!fam.contains("interval")) fo.fail("interval", "missing; expected an object or null");
     const nlohmann::json& in = fam.at("interval");

@@ -274,14 +274,39 @@ std::string interval_absent_text(const Profile& profile, const std::string& fami
               : "; it holds one for the " + held + (others.size() == 1 ? " family" : " families"));
 }
 
-/// The profile whose fitted MoE seconds `profile`'s fit took as priors (its report's
-/// moe_priors_from: meshplan fit --moe-priors-from), nullopt where it took the registry's or
-/// records no report.
-std::optional<std::string> moe_priors_donor(const Profile& profile) {
-  return profile.fitted.record ? profile.fitted.record->moe_priors_from : std::nullopt;
+/// What `profile`'s fit recorded of the MoE runs that set `family`'s MoE seconds in a first fit
+/// (its report's moe_runs: meshplan fit --moe-runs), null where they did not.
+const MoeRunsRecord* moe_runs_of(const Profile& profile, const std::string& family) {
+  if (!profile.fitted.record || !profile.fitted.record->moe_runs) return nullptr;
+  const MoeRunsRecord& m = *profile.fitted.record->moe_runs;
+  return m.families.count(family) > 0 ? &m : nullptr;
+}
+
+/// The profile whose fitted MoE seconds `profile`'s fit took as `family`'s priors (its report's
+/// moe_priors_from: meshplan fit --moe-priors-from), nullopt where it took the registry's,
+/// records no report, or set them from MoE runs of its own generation (moe_runs_of).
+std::optional<std::string> moe_priors_donor(const Profile& profile, const std::string& family) {
+  if (!profile.fitted.record || moe_runs_of(profile, family) != nullptr) return std::nullopt;
+  return profile.fitted.record->moe_priors_from;
 }
 
 }  // namespace
+
+std::string moe_runs_text(const MoeRunsRecord& m) {
+  std::string files, errors;
+  for (const std::string& f : m.files) files += " " + f;
+  for (const FitSourceError& e : m.errors) {
+    if (!e.cross_validated) continue;
+    errors +=
+        (errors.empty() ? "" : ", ") + fixed(100 * *e.cross_validated, 1) + "% (" + e.source + ")";
+  }
+  return "a first fit to " + counted(static_cast<std::int64_t>(m.run_ids.size()), "MoE run") +
+         " (meshplan fit --moe-runs" + files + ")" +
+         (errors.empty() ? std::string()
+                         : ", which it then predicts " + errors +
+                               " off (mean |error|, each file's runs with the seconds of a fit "
+                               "without that file)");
+}
 
 std::string step_time_caveat(const Profile& profile, const FrameworkConvention& framework) {
   const bool shipped = is_shipped_profile(profile);
@@ -417,9 +442,11 @@ std::string no_interval_reason(const Profile& profile, const std::string& family
          interval_needs_text();
 }
 
-/// How far the shipped h100 profile (its MoE seconds b200's, --moe-priors-from) predicts the six
-/// published Megatron-Bridge H100 MoE runs, none of which any fit saw (`meshplan validate
-/// ../shared/data/moe-blackwell/*.json`, 2026-12-04; docs/validation.md).
+/// How far an h100 profile whose MoE seconds are b200's (meshplan fit validation/ calibration/
+/// --profile h100 --moe-priors-from b200, as the shipped one was until it took Hopper's own
+/// with --moe-runs) predicts the six published Megatron-Bridge H100 MoE runs, none of which
+/// that fit saw (`meshplan validate ../shared/data/moe-blackwell/*.json`, 2026-12-04;
+/// docs/validation.md).
 constexpr const char* kHopperMoeErrorRange =
     "1% to 62% too fast (Qwen3-235B-A22B 1% and 1%, GPT-OSS 120B 8% and 21%, Qwen3-30B-A3B 49% "
     "and 62%)";
@@ -429,11 +456,22 @@ std::vector<std::string> regime_caveats(const ModelSpec& model, const Layout& la
                                         const Profile& profile, double mfu) {
   std::vector<std::string> out;
   const FittedRates rates = fitted_rates(profile, setup.framework);
-  const FittedRates prior = prior_rates(framework_family(setup.framework));
+  const std::string family = framework_family(setup.framework);
+  const FittedRates prior = prior_rates(family);
+  // A profile whose MoE seconds come from a first fit to its generation's few MoE runs
+  // (meshplan fit --moe-runs: the shipped Hopper ones): the rest of its fit saw none.
+  if (const MoeRunsRecord* m = model.moe ? moe_runs_of(profile, family) : nullptr) {
+    out.push_back("mixture-of-experts on profile " + profile.name + " (" + gpu.name +
+                  "): its MoE layers' host seconds come from " + moe_runs_text(*m) +
+                  "; the rest of its fit saw no MoE run, so the expert all-to-all's rate is at "
+                  "its prior (alltoall_busbw_scale " +
+                  significant(prior.alltoall_busbw_scale, 3) +
+                  ") and its 80% interval and memory verdicts come from dense runs.");
+  }
   // A profile whose fit saw no MoE run: its MoE seconds are the priors, or another profile's
-  // fitted values (meshplan fit --moe-priors-from: the shipped Hopper and Ampere ones take
+  // fitted values (meshplan fit --moe-priors-from: the shipped Ampere one takes
   // b200's), and the all-to-all's rate is at its prior either way.
-  const std::optional<std::string> donor = moe_priors_donor(profile);
+  const std::optional<std::string> donor = moe_priors_donor(profile, family);
   const bool moe_seconds_at_priors = rates.moe_layer_overhead_s == prior.moe_layer_overhead_s &&
                                      rates.moe_alltoall_sync_s == prior.moe_alltoall_sync_s &&
                                      rates.moe_routed_token_s == prior.moe_routed_token_s;
@@ -449,19 +487,20 @@ std::vector<std::string> regime_caveats(const ModelSpec& model, const Layout& la
         "(alltoall_busbw_scale " +
         significant(prior.alltoall_busbw_scale, 3) + ") and the MoE layers' host seconds are " +
         (donor ? "profile " + *donor + "'s fitted values (" + seconds +
-                     "; meshplan fit --moe-priors-from: the shipped Hopper and Ampere profiles "
-                     "take Blackwell's, fitted to ../shared/data/moe-blackwell)"
+                     "; meshplan fit --moe-priors-from: the shipped Ampere profile takes "
+                     "Blackwell's, fitted to ../shared/data/moe-blackwell)"
                : "at their priors (" + seconds +
                      "; the shipped Blackwell profiles fit them to the MoE runs of "
                      "../shared/data/moe-blackwell)") +
         ", and its 80% interval and its memory verdicts (the fitted ledger bias and spread "
-        "behind the OOM risk) come from dense runs. So fitted, the shipped h100 profile "
-        "predicts the published Megatron-Bridge H100 MoE runs " +
+        "behind the OOM risk) come from dense runs. With Blackwell's seconds so carried, an "
+        "h100 profile predicted the published Megatron-Bridge H100 MoE runs " +
         kHopperMoeErrorRange +
-        " (docs/validation.md); fit a profile to MoE runs, yours or those (meshplan fit "
-        "../shared/data/moe-blackwell/*.json --leave-out file --profile " +
-        profile.name + " --out " + profile.name + "-moe.json, then --profile " + profile.name +
-        "-moe.json), or measure a step (meshplan-run), before relying on it.");
+        " (docs/validation.md); fit the MoE seconds to MoE runs of this GPU generation, yours "
+        "or those (meshplan fit <its dense runs> --moe-runs <MoE runs> --profile " +
+        profile.name + " --out " + profile.name +
+        "-moe.json, as the shipped Hopper profiles are), or measure a step (meshplan-run), "
+        "before relying on it.");
   }
   // The figures below are `meshplan validate --cross-validate` over ../shared/data (validation/
   // and calibration/) with the shipped profiles' fit (docs/validation.md), as step-time errors
@@ -539,7 +578,7 @@ std::string moe_alltoall_sync_note(double sync_s, double step_s, const Profile& 
   if (!(sync_s >= 0.05 * step_s) || sync_s <= 0) return "";
   // A profile whose fit saw no MoE run carries another's MoE seconds (meshplan fit
   // --moe-priors-from): the sync, and with it the dispatchers' difference, is not this GPU's.
-  const std::optional<std::string> donor = moe_priors_donor(profile);
+  const std::optional<std::string> donor = moe_priors_donor(profile, framework_family(framework));
   const std::string per_layer =
       "moe_alltoall_sync_s " +
       significant(1e3 * fitted_rates(profile, framework).moe_alltoall_sync_s, 3) +

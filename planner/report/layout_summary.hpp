@@ -157,12 +157,19 @@ std::string no_interval_reason(const Profile& profile, const std::string& family
 /// whose windowed layers are then costed as full causal attention (layer_ops.cpp).
 /// And a mixture-of-experts `model` on a profile whose fit left the MoE parameters of the
 /// framework's family (alltoall_busbw_scale, moe_layer_overhead_s, moe_alltoall_sync_s,
-/// moe_routed_token_s) at their priors (planner/fit/parameters.hpp): the shipped Hopper and Ampere
-/// profiles, fitted to dense runs only; the MoE runs of ../shared/data/moe-blackwell are in the
-/// Blackwell profiles' fit.
+/// moe_routed_token_s) at their priors or another profile's (planner/fit/parameters.hpp): the
+/// shipped Ampere profile, fitted to dense runs only and b200's MoE seconds; or whose MoE seconds
+/// alone come from a first fit to its generation's MoE runs (moe_runs_text): the shipped Hopper
+/// ones. The MoE runs of ../shared/data/moe-blackwell are in the Blackwell profiles' fit.
 std::vector<std::string> regime_caveats(const ModelSpec& model, const Layout& layout,
                                         const TrainingSetup& setup, const GpuSpec& gpu,
                                         const Profile& profile, double mfu);
+
+/// How a fit with --moe-runs set the MoE seconds (`m`: a profile's fitted.report.moe_runs): "a
+/// first fit to 6 MoE runs (meshplan fit --moe-runs mbridge-2509.json mbridge-2511.json), which
+/// it then predicts 3.9% (mbridge-2511), 4.7% (mbridge-2602) off (mean |error|, each file's runs
+/// with the seconds of a fit without that file)".
+std::string moe_runs_text(const MoeRunsRecord& m);
 
 /// What MFU is measured against when the layers' GEMMs run quantized, "" for bf16 and fp16:
 /// MFU's peak is the dense 16-bit one (half_precision), the quantized GEMMs' is higher, so MFU

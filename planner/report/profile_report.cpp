@@ -25,6 +25,18 @@ namespace meshplan {
 
 namespace {
 
+/// "the megatron family", "the megatron and pytorch families": the families `m` set the MoE
+/// seconds of.
+std::string families_text(const MoeRunsRecord& m) {
+  std::string names;
+  std::size_t i = 0;
+  for (const std::string& f : m.families) {
+    names += (i == 0 ? "" : i + 1 == m.families.size() ? " and " : ", ") + f;
+    ++i;
+  }
+  return "the " + names + (m.families.size() == 1 ? " family" : " families");
+}
+
 /// "1 file", "2 files": a count with its noun.
 std::string counted(std::size_t n, const char* one, const char* many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
@@ -235,7 +247,11 @@ std::string fitted_text(const ProfileDocument& doc) {
             (report->moe_priors_from.empty()
                  ? std::string()
                  : "; the MoE dispatch seconds' priors are profile " + report->moe_priors_from +
-                       "'s fitted values (--moe-priors-from)"));
+                       "'s fitted values (--moe-priors-from)") +
+            (report->moe_runs
+                 ? "; the MoE dispatch seconds of " + families_text(*report->moe_runs) +
+                       " come from " + moe_runs_text(*report->moe_runs)
+                 : std::string()));
   }
   Table t({"parameter", "family", "prior", "fitted", "bounds", "note"},
           {true, true, false, false, false, true});
@@ -748,6 +764,7 @@ FitReportSummary read_fit_report(const nlohmann::json& report, FitRecord record)
     r.last_relative_gain = report.at("last_relative_gain").get<double>();
   }
   r.moe_priors_from = record.moe_priors_from.value_or("");
+  r.moe_runs = record.moe_runs;
   if (report_count(report, "parameters") > 0) {
     for (const nlohmann::json& p : report.at("parameters")) {
       const std::string name = report_string(p, "name"), family = report_string(p, "family");

@@ -87,6 +87,9 @@ struct FitReportSummary {
   /// report.moe_priors_from: the profile whose fitted MoE dispatch seconds were the fit's priors;
   /// "" when absent or null.
   std::string moe_priors_from;
+  /// report.moe_runs: the MoE runs that set the MoE dispatch seconds in a first fit (meshplan
+  /// fit --moe-runs); nullopt when absent.
+  std::optional<MoeRunsRecord> moe_runs;
   /// (parameter name, family) -> its status; absent pairs: the report does not say.
   std::map<std::pair<std::string, std::string>, FitParameterStatus> parameters;
   std::vector<FitSourceError> errors;  ///< report.errors, in the file's order

@@ -1086,16 +1086,18 @@ std::vector<ValidationCase> validation_cases_from_json(const nlohmann::json& jso
                                                        const std::string& path) {
   // A file of another kind (a model, a plan, a Hugging Face config.json) is named as such, not
   // as a list of unknown keys ("$.description: unknown key").
+  // Named without a command: validate, validate --cross-validate and fit (its positional files
+  // and --moe-runs) all read these files.
   check_file_kind(json, path, "meshplan-validation/1",
-                  "meshplan-validation/1 files (published training runs, as in "
-                  "../shared/data/validation/SCHEMA.md)",
-                  "meshplan validate");
+                  "a meshplan-validation/1 file of measured runs (published training runs, as "
+                  "in ../shared/data/validation/SCHEMA.md)",
+                  "");
   if (json.is_object() && !json.contains("schema") && !json.contains("cases")) {
     throw InputError(path +
                      ": $.schema: missing, and so is \"cases\": this is not a "
-                     "meshplan-validation/1 file; meshplan validate expects "
-                     "{\"schema\": \"meshplan-validation/1\", \"cases\": [...]} (published "
-                     "training runs, as in ../shared/data/validation/SCHEMA.md)");
+                     "meshplan-validation/1 file of measured runs, {\"schema\": "
+                     "\"meshplan-validation/1\", \"cases\": [...]} (published training runs, as "
+                     "in ../shared/data/validation/SCHEMA.md)");
   }
   StrictObject top(json, path, "$", {"schema", "cases"});
   const std::string schema = top.string("schema");

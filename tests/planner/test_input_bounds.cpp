@@ -643,27 +643,35 @@ TEST_CASE("validate: a GPU count that is not whole nodes is refused, as plan ref
 }
 
 TEST_CASE("validate: a file of another kind is named by what it is", "[bounds][validate]") {
-  // A model file was "$.description: unknown key".
+  // A model file was "$.description: unknown key". The message names no command: validate and
+  // fit (positional files and --moe-runs) read these files alike.
   const std::string model =
       test::write_temp_file("v-model.json", test::read_config("models/llama3-8b.json"));
-  expect_exact_error({"validate", model},
-                     "meshplan: error: " + model +
-                         ": $.schema: is \"meshplan-model/1\"; expected "
-                         "\"meshplan-validation/1\": this is a model file; meshplan validate "
-                         "expects meshplan-validation/1 files (published training runs, as in "
-                         "../shared/data/validation/SCHEMA.md)\n");
+  const std::string as_model = model +
+                               ": $.schema: is \"meshplan-model/1\"; expected "
+                               "\"meshplan-validation/1\": this is a model file, not a "
+                               "meshplan-validation/1 file of measured runs (published training "
+                               "runs, as in ../shared/data/validation/SCHEMA.md)\n";
+  expect_exact_error({"validate", model}, "meshplan: error: " + as_model);
+  const std::string out = test::temp_dir() + "/v-never.json";
+  expect_exact_error({"fit", model, "--profile", "a100", "--out", out},
+                     "meshplan: error: " + as_model);
+  // An A100 run (Korthikanti et al.'s GPT-22B), then the model file after --moe-runs.
+  const std::string runs = test::validation_file("v-runs.json", {test::validation_case_json()});
+  expect_exact_error({"fit", runs, "--moe-runs", model, "--profile", "a100", "--out", out},
+                     "meshplan: error: " + as_model);
   const std::string hf = test::data_file("hf/llama3-8b/config.json");
   expect_exact_error({"validate", hf},
                      "meshplan: error: " + hf +
                          ": $.schema: missing, and \"model_type\" is there: this is a Hugging "
-                         "Face config.json (a model); meshplan validate expects "
-                         "meshplan-validation/1 files (published training runs, as in "
+                         "Face config.json (a model), not a meshplan-validation/1 file of "
+                         "measured runs (published training runs, as in "
                          "../shared/data/validation/SCHEMA.md)\n");
   const std::string other = test::write_temp_file("v-other.json", R"({"runs": []})");
   expect_exact_error({"validate", other},
                      "meshplan: error: " + other +
                          ": $.schema: missing, and so is \"cases\": this is not a "
-                         "meshplan-validation/1 file; meshplan validate expects {\"schema\": "
+                         "meshplan-validation/1 file of measured runs, {\"schema\": "
                          "\"meshplan-validation/1\", \"cases\": [...]} (published training "
                          "runs, as in ../shared/data/validation/SCHEMA.md)\n");
 }

@@ -18,6 +18,7 @@
 #include "costmodel/layer_ops.hpp"
 #include "planner/config/loaders.hpp"
 #include "planner/config/profile_loader.hpp"
+#include "planner/fit/fit_profile.hpp"
 #include "planner/plan/plan_file.hpp"
 #include "tests/support/cli_expect.hpp"
 #include "tests/support/cli_runner.hpp"
@@ -28,12 +29,13 @@ using meshplan::test::expect_refused;
 
 namespace {
 
-/// qwen3-30b-a3b (48 MoE layers, 128 experts, top-8) on one DGX H100 at ep 8 (dp 8) under the
-/// megatron convention, with `extra` flags: estimate --json.
-nlohmann::json qwen_estimate(const std::vector<std::string>& extra) {
+/// qwen3-30b-a3b (48 MoE layers, 128 experts, top-8) on one DGX H100 (or `cluster`'s node of 8)
+/// at ep 8 (dp 8) under the megatron convention, with `extra` flags: estimate --json.
+nlohmann::json qwen_estimate(const std::vector<std::string>& extra,
+                             const std::string& cluster = "dgx-h100") {
   const test::CliResult r =
-      test::run(test::with({"estimate", "--model", "qwen3-30b-a3b", "--cluster", "dgx-h100",
-                            "--gpus", "8", "--ep", "8", "--framework", "megatron", "--json"},
+      test::run(test::with({"estimate", "--model", "qwen3-30b-a3b", "--cluster", cluster, "--gpus",
+                            "8", "--ep", "8", "--framework", "megatron", "--json"},
                            extra));
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
@@ -111,26 +113,29 @@ TEST_CASE("estimate takes --moe-a2a-overlap: the step shortens by the EP time it
   // The dispatcher reaches it too: flex drops the all-to-all dispatcher's host sync
   // (moe_alltoall_sync_s per MoE layer and micro-batch, costmodel/host_bound.hpp), so its MoE
   // dispatch overhead is shorter by the syncs, 48 MoE layers x 128 micro-batches (the default gbs
-  // 4194304 / 4096 = 1024 sequences over dp 8 at mbs 1) of the h100 profile's fitted seconds
-  // each, and its kernels and all-to-alls are the same.
-  const nlohmann::json flex = qwen_estimate({"--moe-dispatcher", "flex"});
+  // 4194304 / 4096 = 1024 sequences over dp 8 at mbs 1) of the profile's fitted seconds each,
+  // and its kernels and all-to-alls are the same. On one DGX B200: the b200 profile's megatron
+  // family holds a sync (fitted to the moe-blackwell runs); the h100 one's is 0 (its first fit
+  // to the H100 MoE runs, where the alltoall and flex runs cost the same per sequence).
+  const nlohmann::json alltoall = qwen_estimate({}, "dgx-b200");
+  const nlohmann::json flex = qwen_estimate({"--moe-dispatcher", "flex"}, "dgx-b200");
   CHECK(flex["moe_dispatcher"] == "flex");
-  CHECK(flex["breakdown"]["ep_exposed_s"] == exposed["breakdown"]["ep_exposed_s"]);
-  CHECK(flex["breakdown"]["compute_s"] == Approx(exposed["breakdown"]["compute_s"].get<double>()));
+  CHECK(flex["breakdown"]["ep_exposed_s"] == alltoall["breakdown"]["ep_exposed_s"]);
+  CHECK(flex["breakdown"]["compute_s"] == Approx(alltoall["breakdown"]["compute_s"].get<double>()));
   const double sync_per_layer =
-      fitted_rates(load_profile("h100"), *find_framework("megatron")).moe_alltoall_sync_s;
+      fitted_rates(load_profile("b200"), *find_framework("megatron")).moe_alltoall_sync_s;
   REQUIRE(sync_per_layer > 0);
   const double syncs = 48 * 128 * sync_per_layer;
-  CHECK(exposed["moe_alltoall_sync_s"].get<double>() == Approx(syncs).epsilon(1e-9));
+  CHECK(alltoall["moe_alltoall_sync_s"].get<double>() == Approx(syncs).epsilon(1e-9));
   CHECK(flex["moe_alltoall_sync_s"].get<double>() == 0);
-  CHECK(exposed["breakdown"]["moe_overhead_s"].get<double>() -
+  CHECK(alltoall["breakdown"]["moe_overhead_s"].get<double>() -
             flex["breakdown"]["moe_overhead_s"].get<double>() ==
         Approx(syncs).epsilon(1e-9));
-  CHECK(exposed["step_time_s"].get<double>() - flex["step_time_s"].get<double>() ==
+  CHECK(alltoall["step_time_s"].get<double>() - flex["step_time_s"].get<double>() ==
         Approx(syncs).epsilon(1e-9));
   // The text says so, under the breakdown: the syncs are over 5% of the step.
   const test::CliResult text =
-      test::run({"estimate", "--model", "qwen3-30b-a3b", "--cluster", "dgx-h100", "--gpus", "8",
+      test::run({"estimate", "--model", "qwen3-30b-a3b", "--cluster", "dgx-b200", "--gpus", "8",
                  "--ep", "8", "--framework", "megatron"});
   CHECK_THAT(text.out, Contains("MoE dispatch overhead") &&
                            Contains("the alltoall dispatcher waits on the host for each MoE "
@@ -487,11 +492,22 @@ TEST_CASE("plan says when the A2A overlap's rules left out a faster layout", "[c
 TEST_CASE("plan says nothing of the overlap's rules where its winner is the fastest",
           "[cli][moe]") {
   // qwen3-30b-a3b on 32 H100: the overlap's winner beats every layout it left out, so there is
-  // nothing to say. On 16 a layout recomputing the moe module, which the overlap forbids, is
-  // faster (33.0 s against 36.0 s when written), and plan names that rule.
-  const std::vector<std::string> qwen = {"plan",      "--model",           "qwen3-30b-a3b",
-                                         "--cluster", "dgx-h100",          "--framework",
-                                         "megatron",  "--moe-a2a-overlap", "--json"};
+  // nothing to say. On 16, with b200's MoE seconds (the shipped h100 profile's until
+  // 2026-12-05, meshplan fit --moe-priors-from b200), a layout recomputing the moe module, which
+  // the overlap forbids, is faster, and plan names that rule.
+  nlohmann::json profile = nlohmann::json::parse(test::read_config("profiles/h100.json"));
+  const nlohmann::json b200 = nlohmann::json::parse(test::read_config("profiles/b200.json"));
+  profile["name"] = "h100-b200-moe";
+  for (const std::string& p : moe_dispatch_parameters()) {
+    profile["fitted"]["families"]["megatron"]["parameters"][p] =
+        b200["fitted"]["families"]["megatron"]["parameters"][p];
+  }
+  profile["fitted"]["report"].erase("moe_runs");
+  profile["fitted"]["report"]["moe_priors_from"] = "b200";
+  const std::string profile_path = test::write_temp_file("h100-b200-moe.json", profile.dump(2));
+  const std::vector<std::string> qwen = {
+      "plan",     "--model",           "qwen3-30b-a3b", "--cluster", "dgx-h100",  "--framework",
+      "megatron", "--moe-a2a-overlap", "--json",        "--profile", profile_path};
   const test::CliResult r = test::run(test::with(qwen, {"--gpus", "32"}));
   REQUIRE(r.exit_code == 0);
   const nlohmann::json j = nlohmann::json::parse(r.out);

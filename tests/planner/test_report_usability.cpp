@@ -935,28 +935,30 @@ TEST_CASE("MFU of quantized GEMMs says its peak is the 16-bit one, and MFU can p
 
 TEST_CASE("a mixture-of-experts plan on a profile whose fit saw no MoE run says so",
           "[usability][moe]") {
-  // The shipped h100 profile is fitted to dense runs only: alltoall_busbw_scale stays at its
+  // The shipped a100 profile is fitted to dense runs only: alltoall_busbw_scale stays at its
   // prior 1, and its MoE seconds are b200's fitted values (tools/refit-profiles: meshplan fit
   // --moe-priors-from b200), those of b200's megatron family, fitted to the moe-blackwell runs.
   const Profile b200_profile = load_profile("b200");
   const FittedRates& b200 = b200_profile.fitted.families.at("megatron").rates;
-  const test::CliResult h100 =
-      test::run({"plan", "--model", "mixtral-8x7b", "--gpus", "64", "--top", "1"});
-  REQUIRE(h100.exit_code == 0);
-  CHECK_THAT(h100.out,
-             Contains("Caveat (the winner): mixture-of-experts on profile h100 (h100-sxm): its "
+  const test::CliResult a100 = test::run(
+      {"plan", "--model", "mixtral-8x7b", "--cluster", "dgx-a100", "--gpus", "64", "--top", "1"});
+  REQUIRE(a100.exit_code == 0);
+  CHECK_THAT(a100.out,
+             Contains("Caveat (the winner): mixture-of-experts on profile a100 (a100-80g): its "
                       "fit saw no MoE run, so the expert all-to-all's rate is at its prior "
                       "(alltoall_busbw_scale 1) and the MoE layers' host seconds are profile "
                       "b200's fitted values (moe_layer_overhead_s " +
                       significant(b200.moe_layer_overhead_s, 3) + ", moe_alltoall_sync_s " +
                       significant(b200.moe_alltoall_sync_s, 3) + ", moe_routed_token_s " +
                       significant(b200.moe_routed_token_s, 3) + ";"));
-  // And what to do about it: the profile fitted to the published MoE runs, named after it.
-  CHECK_THAT(h100.out, Contains("fit a profile to MoE runs, yours or those (meshplan fit "
-                                "../shared/data/moe-blackwell/*.json --leave-out file --profile "
-                                "h100 --out h100-moe.json, then --profile h100-moe.json)"));
+  // And what to do about it: fit the seconds to MoE runs of the generation, as the shipped
+  // Hopper profiles are.
+  CHECK_THAT(a100.out, Contains("fit the MoE seconds to MoE runs of this GPU generation, yours "
+                                "or those (meshplan fit <its dense runs> --moe-runs <MoE runs> "
+                                "--profile a100 --out a100-moe.json, as the shipped Hopper "
+                                "profiles are)"));
   // A profile whose MoE seconds are the registry's priors (planner/fit/parameters.cpp: 0.0005,
-  // 0.001, 0) and whose report names no donor says they are at their priors.
+  // 0.001, 0) and whose report names neither a donor nor MoE runs says they are at their priors.
   nlohmann::json j = nlohmann::json::parse(test::read_config("profiles/h100.json"));
   j["name"] = "h100-moe-priors";
   nlohmann::json& megatron = j["fitted"]["families"]["megatron"]["parameters"];
@@ -964,6 +966,7 @@ TEST_CASE("a mixture-of-experts plan on a profile whose fit saw no MoE run says 
   megatron["moe_alltoall_sync_s"] = 0.001;
   megatron["moe_routed_token_s"] = 0.0;
   j["fitted"]["report"].erase("moe_priors_from");
+  j["fitted"]["report"].erase("moe_runs");
   const std::string at_priors = test::write_temp_file("h100-moe-priors.json", j.dump(2));
   const test::CliResult priors = test::run(
       {"plan", "--model", "mixtral-8x7b", "--gpus", "64", "--top", "1", "--profile", at_priors});
@@ -980,6 +983,39 @@ TEST_CASE("a mixture-of-experts plan on a profile whose fit saw no MoE run says 
   const test::CliResult dense =
       test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--top", "1"});
   CHECK_THAT(dense.out, !Contains("mixture-of-experts on profile"));
+}
+
+TEST_CASE(
+    "a mixture-of-experts plan on a profile whose MoE seconds came from --moe-runs says "
+    "where from, with their cross-validated errors",
+    "[usability][moe][fit]") {
+  // The shipped h100 profile: its megatron MoE seconds come from a first fit to the six H100
+  // MoE runs of moe-blackwell (tools/refit-profiles: meshplan fit --moe-runs); the caveat
+  // quotes each file's cross-validated mean |error| from the profile's report, as a percentage
+  // to one decimal.
+  const nlohmann::json moe_runs = nlohmann::json::parse(test::read_config("profiles/h100.json"))
+                                      .at("fitted")
+                                      .at("report")
+                                      .at("moe_runs");
+  REQUIRE(moe_runs.at("runs").size() == 6);
+  std::string errors;
+  for (const nlohmann::json& e : moe_runs.at("errors")) {
+    errors += (errors.empty() ? "" : ", ") +
+              fixed(100 * e.at("mape_cross_validated").get<double>(), 1) + "% (" +
+              e.at("source").get<std::string>() + ")";
+  }
+  const test::CliResult h100 =
+      test::run({"plan", "--model", "mixtral-8x7b", "--gpus", "64", "--top", "1"});
+  REQUIRE(h100.exit_code == 0);
+  CHECK_THAT(h100.out,
+             Contains("Caveat (the winner): mixture-of-experts on profile h100 (h100-sxm): its "
+                      "MoE layers' host seconds come from a first fit to 6 MoE runs (meshplan fit "
+                      "--moe-runs mbridge-2509.json mbridge-2511.json mbridge-2602.json), which it "
+                      "then predicts " +
+                      errors +
+                      " off (mean |error|, each file's runs with the seconds of a fit without "
+                      "that file); the rest of its fit saw no MoE run"));
+  CHECK_THAT(h100.out, !Contains("profile b200's fitted values"));
 }
 
 namespace {
@@ -1062,6 +1098,44 @@ TEST_CASE("a hand-edited fit report's percentage MAPE and unknown leave_out are 
     CHECK(r.exit_code == 0);
     CHECK_THAT(r.out, Contains("cross-validated leaving one file out at a time"));
   }
+}
+
+TEST_CASE("a hand-edited fitted parameter past its bounds, or moe_runs, is refused as written",
+          "[usability][fit][cli]") {
+  // The shipped h100 profile, one field edited: profile show must refuse it, naming the field,
+  // what it holds and what would be right.
+  const auto show = [](const std::function<void(nlohmann::json&)>& edit) {
+    nlohmann::json p = nlohmann::json::parse(test::read_config("profiles/h100.json"));
+    edit(p);
+    const std::string f = test::write_temp_file("edited-h100-moe.json", p.dump());
+    return test::run({"profile", "show", f});
+  };
+  // gemm_efficiency_scale's bounds (planner/fit/parameters.cpp) as written there: 0.6 and 1.05,
+  // not "0.600000" and "1.050000".
+  const test::CliResult scale = show([](nlohmann::json& p) {
+    p["fitted"]["families"]["megatron"]["parameters"]["gemm_efficiency_scale"] = 2;
+  });
+  CHECK(scale.exit_code != 0);
+  CHECK_THAT(scale.err, Contains("$.fitted.families.megatron.parameters.gemm_efficiency_scale: "
+                                 "must be a number in [0.6, 1.05]"));
+  // moe_runs (meshplan fit --moe-runs): an error whose source is no stem of its files, an empty
+  // runs array.
+  const test::CliResult source = show([](nlohmann::json& p) {
+    p["fitted"]["report"]["moe_runs"]["errors"][0]["source"] = "nemo-2407";
+  });
+  CHECK(source.exit_code != 0);
+  CHECK_THAT(source.err,
+             Contains("$.fitted.report.moe_runs.errors[0].source: is \"nemo-2407\", but files "
+                      "has no file of that stem (their stems: \"mbridge-2509\", "
+                      "\"mbridge-2511\", \"mbridge-2602\")"));
+  const test::CliResult runs = show([](nlohmann::json& p) {
+    p["fitted"]["report"]["moe_runs"]["runs"] = nlohmann::json::array();
+  });
+  CHECK(runs.exit_code != 0);
+  CHECK_THAT(
+      runs.err,
+      Contains("$.fitted.report.moe_runs.runs: must be a non-empty array "
+               "(meshplan fit --moe-runs writes one object per MoE run), got an empty array"));
 }
 
 TEST_CASE("fit_record_from_report: per source, cross-validated MAPE weighted by runs",

@@ -11,11 +11,13 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 
 #include "common/format.hpp"
 #include "planner/config/json_reader.hpp"
 #include "planner/config/presets.hpp"
 #include "planner/config/profile_loader.hpp"
+#include "planner/config/spec_json.hpp"
 #include "planner/fit/cross_validated_report.hpp"
 #include "planner/fit/fit_profile.hpp"
 #include "planner/fit/parameters.hpp"
@@ -83,13 +85,14 @@ const ValidationReport& cross_validated() {
 namespace {
 
 /// Refits shipped profile `name` as tools/refit-profiles does (meshplan fit <runs> --profile
-/// NAME --out NAME.json [--moe-priors-from DONOR]) and compares its fitted section with the
-/// shipped one.
+/// NAME --out NAME.json [--moe-priors-from DONOR] [--moe-runs FILES]) and compares its fitted
+/// section with the shipped one.
 void check_refit(const char* name, const std::vector<std::string>& files, Folds folds,
-                 const std::string& moe_priors_from = "") {
+                 const std::string& moe_priors_from = "",
+                 const std::vector<std::string>& moe_runs = {}) {
   INFO(name);
   const ProfileFit f =
-      fit_profile(files, name, name, folds, BaseMemory::kFromRuns, moe_priors_from);
+      fit_profile(files, name, name, folds, BaseMemory::kFromRuns, moe_priors_from, moe_runs);
   const nlohmann::json shipped = load_json_file(resolve_preset(PresetKind::kProfile, name));
   REQUIRE(shipped.contains("fitted"));
   check_close(f.profile_json.at("fitted").at("families"), shipped.at("fitted").at("families"),
@@ -103,9 +106,12 @@ void check_refit(const char* name, const std::vector<std::string>& files, Folds 
 
 TEST_CASE("fit: the shipped profiles are meshplan fit output (refitted, relative 1e-9)",
           "[validation][fit]") {
-  // Their runs hold no MoE run: the MoE dispatch seconds' priors are b200's fitted values.
-  for (const char* name : {"a100", "h100", "h200"}) {
-    check_refit(name, all_run_files(), Folds::kStudy, "b200");
+  // validation/ and calibration/ hold no MoE run. Ampere has none anywhere: its MoE dispatch
+  // seconds' priors are b200's fitted values. Hopper's come from a first fit to the H100 runs
+  // of moe-blackwell/ (--moe-runs).
+  check_refit("a100", all_run_files(), Folds::kStudy, "b200");
+  for (const char* name : {"h100", "h200"}) {
+    check_refit(name, all_run_files(), Folds::kStudy, "", run_files({"/moe-blackwell"}));
   }
 }
 
@@ -541,4 +547,84 @@ TEST_CASE("fit --moe-priors-from: a generation without MoE runs takes another's 
   CHECK(refused.err.find("--moe-priors-from " + bare_path +
                          ": the profile has no fitted section") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(test::temp_dir() + "/never.json"));
+}
+
+TEST_CASE("fit --moe-runs: a first fit to MoE runs sets the MoE seconds and moves nothing else",
+          "[validation][fit]") {
+  // NeMo's 12 H100 runs are dense; the Megatron-Bridge 25.11 and 26.02 files hold three H100 MoE
+  // runs each (GPT-OSS 120B, Qwen3-30B-A3B, Qwen3-235B-A22B) beside dense ones. With them after
+  // --moe-runs, a first fit to all those runs sets the megatron family's MoE dispatch seconds,
+  // which the fit to NeMo's runs then holds: every other parameter, and the memory ones, are
+  // what the fit without --moe-runs gives, since dense runs do not depend on the MoE seconds.
+  const std::string moe_dir = std::string(MESHPLAN_SHARED_DATA) + "/moe-blackwell";
+  const std::string nemo = test::validation_dir() + "/nemo-2407.json";
+  const std::vector<std::string> moe_files = {moe_dir + "/mbridge-2511.json",
+                                              moe_dir + "/mbridge-2602.json"};
+  const ProfileFit plain = fit_profile({nemo}, "h100", "plain");
+  const ProfileFit staged =
+      fit_profile({nemo}, "h100", "staged", Folds::kStudy, BaseMemory::kKeep, "", moe_files);
+  const std::vector<std::string>& moe_names = moe_dispatch_parameters();
+  for (const ParameterSpec& p : fit_parameters()) {
+    const bool moe = std::find(moe_names.begin(), moe_names.end(), p.name) != moe_names.end();
+    for (const auto& [family, rates] : plain.fit.rates) {
+      INFO(p.name << " " << family);
+      const double a = rates.*p.field, b = staged.fit.rates.at(family).*p.field;
+      if (!moe || family != "megatron") CHECK(b == Approx(a).epsilon(1e-12).margin(1e-15));
+    }
+  }
+  // The megatron seconds moved off their priors (the registry's: 0.0005 s per layer, 0 per
+  // routed token), to the first fit's values, which the report's parameter rows give as priors.
+  REQUIRE(staged.moe_stage);
+  const FittedRates& megatron = staged.fit.rates.at("megatron");
+  CHECK(megatron.moe_routed_token_s > 0);
+  CHECK(megatron.moe_routed_token_s ==
+        Approx(staged.moe_stage->fit.rates.at("megatron").moe_routed_token_s).epsilon(1e-12));
+  CHECK(megatron.moe_layer_overhead_s ==
+        Approx(staged.moe_stage->fit.rates.at("megatron").moe_layer_overhead_s).epsilon(1e-12));
+  CHECK(staged.moe_stage->moe.size() == 6);
+  CHECK(staged.moe_stage->families == std::set<std::string>{"megatron"});
+  // Before, with the base's microbenchmark rates, the MoE runs came out far too fast (27% to 77%
+  // on these six: mean |error| above 0.25 per file); with the fitted seconds each file's are
+  // within 10% on average, in sample and with the seconds of a first fit without that file.
+  REQUIRE(staged.moe_stage->errors.size() == 2);
+  for (const SourceErrors& e : staged.moe_stage->errors) {
+    INFO(e.source);
+    CHECK(e.runs == 3);
+    CHECK(e.mape_before > 0.25);
+    CHECK(e.mape_fitted < 0.10);
+    REQUIRE(e.mape_cross_validated);
+    CHECK(*e.mape_cross_validated < 0.10);
+  }
+  // The report lists the files, the runs and their errors, and reads back into the record the
+  // caveats quote.
+  const nlohmann::json report = staged.profile_json.at("fitted").at("report");
+  CHECK(report.at("moe_runs").at("files") ==
+        nlohmann::json::array({"mbridge-2511.json", "mbridge-2602.json"}));
+  CHECK(report.at("moe_runs").at("runs").size() == 6);
+  const Profile read = profile_from_json(staged.profile_json, "staged.json", "$");
+  REQUIRE(read.fitted.record);
+  REQUIRE(read.fitted.record->moe_runs);
+  CHECK(read.fitted.record->moe_runs->run_ids.size() == 6);
+  CHECK(read.fitted.record->moe_runs->errors.size() == 2);
+  CHECK_FALSE(plain.profile_json.at("fitted").at("report").contains("moe_runs"));
+}
+
+TEST_CASE("fit --moe-runs: files without an MoE run of the generation, or given twice, are refused",
+          "[validation][fit]") {
+  const std::string out = test::temp_dir() + "/never-moe.json";
+  const std::string nemo = test::validation_dir() + "/nemo-2407.json";
+  // The Megatron-LM README's H100 runs are all dense.
+  const std::string dense = test::validation_dir() + "/megatron-readme-h100.json";
+  const test::CliResult none =
+      test::run({"fit", nemo, "--moe-runs", dense, "--profile", "h100", "--out", out});
+  CHECK(none.exit_code != 0);
+  CHECK(none.err.find("--moe-runs megatron-readme-h100.json: no mixture-of-experts run on GPUs "
+                      "of the hopper generation") != std::string::npos);
+  // A file both positional and after --moe-runs would count its runs twice.
+  const test::CliResult twice =
+      test::run({"fit", nemo, "--moe-runs", nemo, "--profile", "h100", "--out", out});
+  CHECK(twice.exit_code != 0);
+  INFO(twice.err);
+  CHECK(twice.err.find("nemo-2407.json") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(out));
 }
