@@ -95,6 +95,17 @@ std::optional<AttentionImpl> parse_attention(const std::string& text) {
 
 namespace {
 
+/// Where `chunks` model chunks (stages x virtual stages) are more than `layers` but no more than
+/// layers + 2, what reaches them: only a split whose first chunk holds the embedding alone or
+/// whose last holds the LM head alone, which the even split meshplan derives never is; "" where
+/// `chunks` is past layers + 2, which no split reaches.
+std::string uneven_split_reach(std::int64_t chunks, std::int64_t layers) {
+  if (chunks > layers + 2) return "";
+  return ": " + std::to_string(chunks) +
+         " is reached only by such a split, which the even one meshplan derives is not: give "
+         "it (--stage-layers of estimate and ledger, a plan.json's layout.stage_layers)";
+}
+
 /// The first virtual stage of `split` after the first that holds no layer, other than the last
 /// (Layout::stage_layers: only the embedding's and the LM head's may hold none); -1 if none.
 std::int64_t empty_middle_stage_index(const std::vector<std::int64_t>& split) {
@@ -329,13 +340,14 @@ std::vector<std::string> layout_problems(const Layout& l, const ModelSpec& m, st
           p.push_back("pp " + s(l.pp) + " exceeds the model's " + counted(m.num_layers, "layer") +
                       " (a stage holds at least one layer; only the first and the last may hold " +
                       "the embedding or the LM head alone: at most " + s(m.num_layers + 2) +
-                      " stages, split unevenly)");
+                      " stages, split unevenly)" + uneven_split_reach(l.pp, m.num_layers));
         } else if (l.vpp > 1 && l.pp * l.vpp > m.num_layers) {
           p.push_back("pp x vpp = " + s(l.pp * l.vpp) + " model chunks exceed the model's " +
                       counted(m.num_layers, "layer") +
                       " (a chunk holds at least one layer; only the first and the last may hold "
                       "the embedding or the LM head alone: at most " +
-                      s(m.num_layers + 2) + " chunks, split unevenly)");
+                      s(m.num_layers + 2) + " chunks, split unevenly)" +
+                      uneven_split_reach(l.pp * l.vpp, m.num_layers));
         } else if (l.vpp > 1) {
           p.push_back(counted(m.num_layers, "layer") + " cannot be split into pp x vpp = " +
                       s(l.pp * l.vpp) + " equal chunks (give an uneven split)");

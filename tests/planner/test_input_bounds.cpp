@@ -281,6 +281,28 @@ TEST_CASE("plan's --pp hint lists only the pipeline degrees plan takes", "[bound
   CHECK(pp32.exit_code == 2);  // the pins break a layout rule, which the error names
   CHECK_THAT(pp32.err, Catch::Contains("layout: pp x vpp = 96 model chunks exceed the model's 80 "
                                        "layers"));
+  // 96 is past 80 + 2, which no split reaches: nothing more to say. DeepSeek-V3's 61 layers over
+  // pp 2 x vpp 31 = 62 chunks are one more than an even split gives (one layer each), and within
+  // 61 + 2: a split whose first chunk holds the embedding alone reaches them, and the error says
+  // how to give it; given, the layout runs.
+  CHECK_THAT(pp32.err, !Catch::Contains("is reached only by such a split"));
+  const std::vector<std::string> dsv3 = {"estimate", "--model", "deepseek-v3", "--gpus",
+                                         "1024",     "--pp",    "2",           "--vpp",
+                                         "31",       "--ep",    "64"};
+  const test::CliResult even = test::run(dsv3);
+  CHECK(even.exit_code == 2);
+  CHECK_THAT(even.err, Catch::Contains("layout: pp x vpp = 62 model chunks exceed the model's 61 "
+                                       "layers (a chunk holds at least one layer; only the first "
+                                       "and the last may hold the embedding or the LM head alone: "
+                                       "at most 63 chunks, split unevenly): 62 is reached only by "
+                                       "such a split, which the even one meshplan derives is not: "
+                                       "give it (--stage-layers of estimate and ledger, a "
+                                       "plan.json's layout.stage_layers)\n"));
+  std::string split = "0";
+  for (int i = 0; i < 61; ++i) split += ",1";
+  const test::CliResult uneven = test::run(test::with(dsv3, {"--stage-layers", split}));
+  INFO(uneven.err);
+  CHECK(uneven.exit_code == 0);
 }
 
 TEST_CASE("a Hugging Face config.json without model_type says what to add", "[bounds][hf]") {

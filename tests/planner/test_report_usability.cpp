@@ -514,7 +514,10 @@ TEST_CASE("one of a thing is singular: 1 layer, 1 stage, 1 kv head", "[usability
   CHECK_THAT(bad.err, Contains("layout: tp 2 does not divide 1 kv head\n"));
   CHECK_THAT(bad.err, Contains("layout: pp 2 exceeds the model's 1 layer (a stage holds at least "
                                "one layer; only the first and the last may hold the embedding or "
-                               "the LM head alone: at most 3 stages, split unevenly)\n"));
+                               "the LM head alone: at most 3 stages, split unevenly): 2 is "
+                               "reached only by such a split, which the even one meshplan "
+                               "derives is not: give it (--stage-layers of estimate and ledger, "
+                               "a plan.json's layout.stage_layers)\n"));
 }
 
 TEST_CASE("profile show: says step times read busbw off the measured points",
