@@ -29,6 +29,32 @@ namespace meshplan {
 
 namespace {
 
+/// Which model chunks (stages with vpp 1) of `l`'s uneven split hold fewer layers than the
+/// most: "the embedding's and the LM head's chunks take fewer", "the last chunk (with the LM
+/// head and the loss) takes fewer", "the first stage (with the embedding) takes fewer", or
+/// "3 of the 16 chunks take fewer". Precondition: l.stage_layers is not even.
+std::string short_chunks_text(const Layout& l) {
+  const std::vector<std::int64_t>& split = l.stage_layers;
+  const std::int64_t most = *std::max_element(split.begin(), split.end());
+  std::vector<std::size_t> shorter;
+  for (std::size_t i = 0; i < split.size(); ++i) {
+    if (split[i] < most) shorter.push_back(i);
+  }
+  const std::string unit = l.vpp > 1 ? "chunk" : "stage";
+  const std::size_t last = split.size() - 1;
+  if (shorter == std::vector<std::size_t>{0, last}) {
+    return "the embedding's and the LM head's " + unit + "s take fewer";
+  }
+  if (shorter == std::vector<std::size_t>{last}) {
+    return "the last " + unit + " (with the LM head and the loss) takes fewer";
+  }
+  if (shorter == std::vector<std::size_t>{0}) {
+    return "the first " + unit + " (with the embedding) takes fewer";
+  }
+  return std::to_string(shorter.size()) + " of the " + std::to_string(split.size()) + " " + unit +
+         "s take fewer";
+}
+
 /// "dp 8 tp 8 pp 16 cp 1 vpp 1 mbs 1 zero 1 recompute selective(mlp) sp on": `c`'s layout,
 /// its recompute modules as recompute_text names them under `r`'s framework.
 std::string layout_text(const SearchRequest& r, const Candidate& c) {
@@ -460,8 +486,7 @@ std::string explain_plan(const SearchRequest& r, const SearchResult& result) {
                     " to " +
                     std::to_string(
                         *std::max_element(l.stage_layers.begin(), l.stage_layers.end())) +
-                    " layers (they do not split evenly: the embedding's and the LM head's " +
-                    (l.vpp > 1 ? "chunks" : "stages") + " take fewer)")
+                    " layers (they do not split evenly: " + short_chunks_text(l) + ")")
       << "; only activations cross stage boundaries"
       << (l.vpp > 1 ? ", and " + std::to_string(l.vpp) +
                           " virtual stages per rank shrink the "

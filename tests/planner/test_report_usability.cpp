@@ -1708,3 +1708,20 @@ TEST_CASE("a fit report with several files and no errors is not called one study
   REQUIRE(s.exit_code == 0);
   CHECK_THAT(s.out, Contains("but has no cross-validated error: its runs came from one study"));
 }
+
+TEST_CASE("plan's Why names the chunks an uneven pipeline split shortens", "[usability][plan]") {
+  // DeepSeek-V3's 61 layers over pp 8 x vpp 2 = 16 chunks: 4 each and the 1 left on the last
+  // (plan's split, Megatron-Bridge's recipe layout), so only the LM head's chunk is short.
+  const test::CliResult dsv3 = test::run({"plan", "--model", "deepseek-v3", "--gpus", "1024",
+                                          "--pp", "8", "--vpp", "2", "--top", "1"});
+  REQUIRE(dsv3.exit_code == 0);
+  CHECK_THAT(dsv3.out, Contains("model chunks hold 1 to 4 layers (they do not split evenly: the "
+                                "last chunk (with the LM head and the loss) takes fewer)"));
+  // Llama 3 70B's 80 layers over pp 16 x vpp 2 = 32 chunks: 3 each is 16 too many, so 16 chunks
+  // take 2.
+  const test::CliResult llama = test::run(
+      {"plan", "--model", "llama3-70b", "--gpus", "64", "--pp", "16", "--vpp", "2", "--top", "1"});
+  REQUIRE(llama.exit_code == 0);
+  CHECK_THAT(llama.out, Contains("model chunks hold 2 to 3 layers (they do not split evenly: 16 "
+                                 "of the 32 chunks take fewer)"));
+}
