@@ -119,9 +119,17 @@ struct FitSourceError {
 /// set them for, those runs' ids, and their errors per source and metric (cross-validated:
 /// with the seconds of a first fit without the run's file).
 struct MoeRunsRecord {
+  /// One MoE run of report.moe_runs.runs: its id, its file's stem, the time metric compared
+  /// and its measured value (in the metric's unit), and its relative errors (predicted -
+  /// measured) / measured before the fit, in sample and cross-validated (nullopt: null).
+  struct Run {
+    std::string id, file, metric;
+    double measured = 0;
+    std::optional<double> error_before, error_fitted, error_cross_validated;
+  };
   std::vector<std::string> files;
   std::set<std::string> families;
-  std::vector<std::string> run_ids;
+  std::vector<Run> runs;
   std::vector<FitSourceError> errors;
 };
 

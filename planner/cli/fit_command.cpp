@@ -68,9 +68,9 @@ std::string render_moe_stage(const MoeStage& m) {
   std::string files;
   for (const std::string& name : m.files) files += (files.empty() ? "" : ", ") + name;
   out << "\nMoE dispatch seconds (--moe-runs " << files << "): a first fit to "
-      << counted(static_cast<std::int64_t>(m.moe.size()), "MoE run") << " of " << m.fit.generation
-      << " with every run of the files (" << counted(static_cast<std::int64_t>(m.fit.runs), "run")
-      << ") set them as the priors above:\n";
+      << counted(static_cast<std::int64_t>(m.moe.size()), "MoE run") << " of the "
+      << m.fit.generation << " generation, with every run of the files (" << m.fit.runs
+      << " in all), set the seconds below, which the fit above holds as priors:\n";
   Table seconds({"parameter", "family", "fitted"}, {true, true, false});
   for (const FittedParameter& p : m.fit.parameters) {
     const std::vector<std::string>& names = moe_dispatch_parameters();
@@ -81,7 +81,8 @@ std::string render_moe_stage(const MoeStage& m) {
     seconds.add_row({p.spec->name, p.family, number_text(p.value, p.spec->unit)});
   }
   out << seconds.render();
-  out << "MAPE of those MoE runs (before: the base profile's rates; fitted: with this profile's; "
+  out << "MAPE of those MoE runs (before: the base profile's rates, every parameter at its "
+         "prior; fitted: with this profile's; "
          "cross-validated: with the seconds of a first fit without the run's file):\n";
   out << errors_table(m.errors);
   return out.str();
@@ -124,8 +125,8 @@ std::string render(const ProfileFit& f, const std::string& out_path, double seco
          p.bound_hit.empty() ? "-" : p.bound_hit});
   }
   out << params.render();
-  out << "\nMAPE per source (before: the base profile's rates; fitted: in sample; "
-         "cross-validated: refitted without the source):\n";
+  out << "\nMAPE per source (before: the base profile's rates, every parameter at its prior; "
+         "fitted: in sample; cross-validated: refitted without the source):\n";
   out << errors_table(f.errors);
   if (f.moe_stage) out << render_moe_stage(*f.moe_stage);
   out << "\nMemory parameters (memory_fit.hpp: OOM outcomes and measured peaks, per framework "
@@ -260,7 +261,8 @@ CommandAction add_fit_command(CLI::App& app) {
                   "intervals and the memory come from the positional runs alone. For a "
                   "generation whose MoE runs are few beside its dense ones (tools/refit-profiles: "
                   "Hopper's, from the H100 runs of moe-blackwell/); the report gives their errors "
-                  "cross-validated by leaving one of these files out at a time")
+                  "cross-validated by leaving one of these files out at a time. It takes every "
+                  "file up to the next option: give the positional files first")
       ->check(non_empty("a meshplan-validation/1 file of measured runs"));
   return [files, base, out_path, leave_out, memory_from_runs, moe_priors_from, moe_runs](
              std::ostream& out, std::ostream& /*err*/) {

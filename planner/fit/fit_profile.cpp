@@ -349,6 +349,15 @@ MoeStage fit_moe_stage(const std::vector<std::string>& paths,
   }();
   std::vector<const FitRun*> every;
   for (const FitRun& r : stage.runs.runs) {
+    // The fit proper would fit the seconds again to an MoE run of its own files, and the report
+    // would credit the first fit with values the profile does not hold.
+    if (r.run.model.moe && moe_sources.count(r.source) == 0) {
+      throw InputError(r.run.file + ": $.cases[" + std::to_string(r.run.index) + "] (" + r.run.id +
+                       ") is a mixture-of-experts run of the " + generation +
+                       " generation among the positional files, which with --moe-runs must hold "
+                       "none (the fit proper holds the MoE seconds the first fit gives): give "
+                       "its file after --moe-runs instead");
+    }
     every.push_back(&r);
     if (r.run.model.moe && moe_sources.count(r.source) > 0) {
       stage.moe.push_back(r);

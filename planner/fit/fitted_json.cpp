@@ -69,7 +69,18 @@ nlohmann::json report_of_record(const FitRecord& record) {
   if (record.moe_priors_from) j["moe_priors_from"] = *record.moe_priors_from;
   if (record.moe_runs) {
     nlohmann::json runs = nlohmann::json::array();
-    for (const std::string& id : record.moe_runs->run_ids) runs.push_back({{"id", id}});
+    const auto number = [](const std::optional<double>& v) {
+      return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+    };
+    for (const MoeRunsRecord::Run& r : record.moe_runs->runs) {
+      runs.push_back({{"id", r.id},
+                      {"file", r.file},
+                      {"metric", r.metric},
+                      {"measured", r.measured},
+                      {"error_before", number(r.error_before)},
+                      {"error_fitted", number(r.error_fitted)},
+                      {"error_cross_validated", number(r.error_cross_validated)}});
+    }
     j["moe_runs"] = {{"files", record.moe_runs->files},
                      {"families", record.moe_runs->families},
                      {"runs", runs},
@@ -272,6 +283,78 @@ void check_memory_score(StrictObject& entry, const nlohmann::json& raw, const st
   }
 }
 
+/// Checks the run rows at `report`.`key` (report.runs, report.moe_runs.runs): an
+/// array of objects with a unique id, a file among `stems` (any where empty), a time metric, a
+/// positive measured value and relative errors from -1 to kMaxMeanError or null; and, where
+/// `check_errors`, each of `errors` (`report`.errors) counting its source's and metric's rows.
+/// Throws InputError at `report`.
+void check_run_rows(StrictObject& report, const nlohmann::json& runs, const std::string& key,
+                    const std::vector<std::string>& stems,
+                    const std::vector<FitSourceError>& errors, bool check_errors) {
+  if (!runs.is_array()) {
+    report.fail(key, "must be an array of the fitted runs (one object per run), got " +
+                         describe_json(runs));
+  }
+  std::map<std::pair<std::string, std::string>, std::int64_t> counted;  // (file, metric)
+  std::map<std::string, std::size_t> ids;                               // id -> first row
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const std::string at = key + "[" + std::to_string(i) + "]";
+    if (!runs[i].is_object())
+      report.fail(at, "must be an object (one run), got " + describe_json(runs[i]));
+    StrictObject row(runs[i], report.file(), report.path() + "." + at,
+                     {"id", "file", "metric", "measured", "error_before", "error_fitted",
+                      "error_cross_validated"});
+    const std::string id = row.text("id", "the run's id");
+    if (const auto seen = ids.find(id); seen != ids.end()) {
+      row.fail("id", "repeats the id of " + key + "[" + std::to_string(seen->second) +
+                         "]; a fit lists each run once");
+    }
+    ids.emplace(id, i);
+    const std::string file = row.text("file", "the stem of the run's file");
+    if (!stems.empty() && std::find(stems.begin(), stems.end(), file) == stems.end()) {
+      row.fail("file", "is " + json_quoted(file) +
+                           ", but files has no file of that stem (their stems: " +
+                           quoted_list(stems) + "); give one of those");
+    }
+    const std::string metric = row.choice("metric", time_metrics());
+    row.positive_number("measured");
+    for (const char* k : {"error_before", "error_fitted", "error_cross_validated"}) {
+      const bool present = runs[i].contains(k);
+      const nlohmann::json& v = present ? runs[i].at(k) : nlohmann::json();
+      if (!present || !(v.is_null() || (v.is_number() && v.get<double>() >= -1 &&
+                                        v.get<double>() <= kMaxMeanError))) {
+        row.fail(k,
+                 "must be the run's relative error (predicted - measured) / measured, a "
+                 "number from -1 to " +
+                     fixed(kMaxMeanError, 0) + ", or null, got " +
+                     (present ? describe_json(v) : std::string("nothing")));
+      }
+    }
+    ++counted[{file, metric}];
+  }
+  if (!check_errors) return;
+  // The errors have one row per source and metric, counting that source's runs.
+  for (std::size_t i = 0; i < errors.size(); ++i) {
+    const FitSourceError& e = errors[i];
+    std::int64_t n = 0;
+    for (const auto& [k, c] : counted) {
+      if (k.first == e.source && (e.metric.empty() || k.second == e.metric)) n += c;
+    }
+    if (n != e.runs) {
+      report.fail("errors[" + std::to_string(i) + "].runs",
+                  "is " + std::to_string(e.runs) + ", but " + key + " has " + std::to_string(n) +
+                      " rows of source " + json_quoted(e.source) +
+                      (e.metric.empty() ? std::string() : " and metric " + e.metric) +
+                      "; expected " + std::to_string(n) + " (a fit counts the rows it lists)");
+    }
+  }
+  if (errors.empty() && !counted.empty()) {
+    report.fail(key, "lists " + std::to_string(runs.size()) +
+                         " runs, but errors is empty; a fit writes one errors entry per source "
+                         "and metric of its runs");
+  }
+}
+
 /// Checks a report's "iterations", "converged", "last_relative_gain", "runs" and
 /// "memory_errors" (what fit_profile.cpp writes) against `record` (its files and errors,
 /// read already): types, ranges, sources among the files' stems, and each errors entry's
@@ -325,55 +408,7 @@ void check_report_rows(StrictObject& report, const nlohmann::json& raw, const Fi
     }
   }
   if (raw.contains("runs")) {
-    const nlohmann::json& runs = raw.at("runs");
-    if (!runs.is_array()) {
-      report.fail("runs", "must be an array of the fitted runs (one object per run), got " +
-                              describe_json(runs));
-    }
-    std::map<std::pair<std::string, std::string>, std::int64_t> counted;  // (file, metric)
-    for (std::size_t i = 0; i < runs.size(); ++i) {
-      const std::string at = "runs[" + std::to_string(i) + "]";
-      if (!runs[i].is_object())
-        report.fail(at, "must be an object (one run), got " + describe_json(runs[i]));
-      StrictObject row(runs[i], report.file(), report.path() + "." + at,
-                       {"id", "file", "metric", "measured", "error_before", "error_fitted",
-                        "error_cross_validated"});
-      row.text("id", "the run's id");
-      const std::string file = row.text("file", "the stem of the run's file");
-      check_source(row, "file", file);
-      const std::string metric = row.choice("metric", time_metrics());
-      row.positive_number("measured");
-      for (const char* key : {"error_before", "error_fitted", "error_cross_validated"}) {
-        if (!runs[i].contains(key) || !(runs[i].at(key).is_number() || runs[i].at(key).is_null())) {
-          row.fail(key, "must be the run's relative error (a number) or null, got " +
-                            (runs[i].contains(key) ? describe_json(runs[i].at(key))
-                                                   : std::string("nothing")));
-        }
-      }
-      ++counted[{file, metric}];
-    }
-    // report.errors has one row per source and metric, counting that source's runs.
-    if (raw.contains("errors")) {
-      for (std::size_t i = 0; i < record.errors.size(); ++i) {
-        const FitSourceError& e = record.errors[i];
-        std::int64_t n = 0;
-        for (const auto& [key, c] : counted) {
-          if (key.first == e.source && (e.metric.empty() || key.second == e.metric)) n += c;
-        }
-        if (n != e.runs) {
-          report.fail("errors[" + std::to_string(i) + "].runs",
-                      "is " + std::to_string(e.runs) + ", but runs has " + std::to_string(n) +
-                          " rows of source " + json_quoted(e.source) +
-                          (e.metric.empty() ? std::string() : " and metric " + e.metric) +
-                          "; expected " + std::to_string(n) + " (a fit counts the rows it lists)");
-        }
-      }
-      if (record.errors.empty() && !counted.empty()) {
-        report.fail("runs", "lists " + std::to_string(runs.size()) + " runs, but errors is " +
-                                "empty; a fit writes one errors entry per source and metric of " +
-                                "its runs");
-      }
-    }
+    check_run_rows(report, raw.at("runs"), "runs", stems, record.errors, raw.contains("errors"));
   }
   if (raw.contains("memory_errors")) {
     const nlohmann::json& memory = raw.at("memory_errors");
@@ -519,6 +554,10 @@ MoeRunsRecord read_moe_runs(const nlohmann::json& raw, const StrictObject& fitte
       o.fail(key, "must be a file's name (a non-empty string), got " + describe_json(f));
     }
     fitted.check_one_line(at + "." + key, f.get<std::string>(), "a file's name");
+    if (std::find(m.files.begin(), m.files.end(), f.get<std::string>()) != m.files.end()) {
+      o.fail(key, "repeats the file " + json_quoted(f.get<std::string>()) +
+                      "; a fit lists each --moe-runs file once (it refuses one given twice)");
+    }
     m.files.push_back(f.get<std::string>());
   }
   const std::vector<std::string>& known = framework_families();
@@ -531,17 +570,6 @@ MoeRunsRecord read_moe_runs(const nlohmann::json& raw, const StrictObject& fitte
     }
     m.families.insert(f.get<std::string>());
   }
-  for (std::size_t i = 0; i < raw.at("runs").size(); ++i) {
-    const nlohmann::json& run = raw.at("runs")[i];
-    if (!run.is_object() || !run.contains("id") || !run.at("id").is_string() ||
-        run.at("id").get<std::string>().empty()) {
-      o.fail("runs[" + std::to_string(i) + "]",
-             "must be an object with the MoE run's \"id\" (a non-empty string; meshplan fit "
-             "adds its file and errors), got " +
-                 describe_json(run));
-    }
-    m.run_ids.push_back(run.at("id").get<std::string>());
-  }
   m.errors = read_source_errors(raw.at("errors"), "moe_runs.errors", fitted);
   std::vector<std::string> stems;
   for (const std::string& f : m.files) stems.push_back(std::filesystem::path(f).stem().string());
@@ -552,6 +580,17 @@ MoeRunsRecord read_moe_runs(const nlohmann::json& raw, const StrictObject& fitte
                  ", but files has no file of that stem (their stems: " + quoted_list(stems) +
                  "): the MoE runs' sources are the stems of the --moe-runs files");
     }
+  }
+  check_run_rows(o, raw.at("runs"), "runs", stems, m.errors, true);
+  for (const nlohmann::json& run : raw.at("runs")) {
+    const auto number = [&](const char* key) {
+      return run.at(key).is_null() ? std::nullopt
+                                   : std::optional<double>(run.at(key).get<double>());
+    };
+    m.runs.push_back({run.at("id").get<std::string>(), run.at("file").get<std::string>(),
+                      run.at("metric").get<std::string>(), run.at("measured").get<double>(),
+                      number("error_before"), number("error_fitted"),
+                      number("error_cross_validated")});
   }
   return m;
 }

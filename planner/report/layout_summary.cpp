@@ -300,7 +300,7 @@ std::string moe_runs_text(const MoeRunsRecord& m) {
     errors +=
         (errors.empty() ? "" : ", ") + fixed(100 * *e.cross_validated, 1) + "% (" + e.source + ")";
   }
-  return "a first fit to " + counted(static_cast<std::int64_t>(m.run_ids.size()), "MoE run") +
+  return "a first fit to " + counted(static_cast<std::int64_t>(m.runs.size()), "MoE run") +
          " (meshplan fit --moe-runs" + files + ")" +
          (errors.empty() ? std::string()
                          : ", which it then predicts " + errors +
@@ -451,6 +451,10 @@ constexpr const char* kHopperMoeErrorRange =
     "1% to 62% too fast (Qwen3-235B-A22B 1% and 1%, GPT-OSS 120B 8% and 21%, Qwen3-30B-A3B 49% "
     "and 62%)";
 
+/// The same with the registry's priors for the MoE seconds (planner/fit/parameters.cpp; the
+/// same validate, docs/validation.md).
+constexpr const char* kHopperMoePriorsErrorRange = "23% to 70% too fast";
+
 std::vector<std::string> regime_caveats(const ModelSpec& model, const Layout& layout,
                                         const TrainingSetup& setup, const GpuSpec& gpu,
                                         const Profile& profile, double mfu) {
@@ -493,12 +497,13 @@ std::vector<std::string> regime_caveats(const ModelSpec& model, const Layout& la
                      "; the shipped Blackwell profiles fit them to the MoE runs of "
                      "../shared/data/moe-blackwell)") +
         ", and its 80% interval and its memory verdicts (the fitted ledger bias and spread "
-        "behind the OOM risk) come from dense runs. With Blackwell's seconds so carried, an "
-        "h100 profile predicted the published Megatron-Bridge H100 MoE runs " +
-        kHopperMoeErrorRange +
+        "behind the OOM risk) come from dense runs. An h100 profile with b200's seconds "
+        "predicted the published Megatron-Bridge H100 MoE runs " +
+        kHopperMoeErrorRange + ", and with the priors " + kHopperMoePriorsErrorRange +
         " (docs/validation.md); fit the MoE seconds to MoE runs of this GPU generation, yours "
         "or those (meshplan fit <its dense runs> --moe-runs <MoE runs> --profile " +
-        profile.name + " --out " + profile.name +
+        (is_shipped_profile(profile) ? profile.name : profile.name + ".json") + " --out " +
+        profile.name +
         "-moe.json, as the shipped Hopper profiles are), or measure a step (meshplan-run), "
         "before relying on it.");
   }

@@ -1139,6 +1139,24 @@ TEST_CASE("a hand-edited fitted parameter past its bounds, or moe_runs, is refus
       runs.err,
       Contains("$.fitted.report.moe_runs.runs: must be a non-empty array "
                "(meshplan fit --moe-runs writes one object per MoE run), got an empty array"));
+  // Each MoE run row is checked as report.runs' are: a number where one belongs, each id once.
+  const test::CliResult measured = show(
+      [](nlohmann::json& p) { p["fitted"]["report"]["moe_runs"]["runs"][0]["measured"] = "x"; });
+  CHECK(measured.exit_code != 0);
+  CHECK_THAT(measured.err, Contains("$.fitted.report.moe_runs.runs[0].measured"));
+  const test::CliResult twice = show([](nlohmann::json& p) {
+    nlohmann::json& rows = p["fitted"]["report"]["moe_runs"]["runs"];
+    rows.push_back(rows[0]);
+  });
+  CHECK(twice.exit_code != 0);
+  CHECK_THAT(twice.err, Contains("$.fitted.report.moe_runs.runs[6].id: repeats the id of "
+                                 "runs[0]; a fit lists each run once"));
+  const test::CliResult error = show([](nlohmann::json& p) {
+    p["fitted"]["report"]["moe_runs"]["runs"][0]["error_cross_validated"] = 1e300;
+  });
+  CHECK(error.exit_code != 0);
+  CHECK_THAT(error.err, Contains("$.fitted.report.moe_runs.runs[0].error_cross_validated: must "
+                                 "be the run's relative error"));
 }
 
 TEST_CASE("fit_record_from_report: per source, cross-validated MAPE weighted by runs",

@@ -604,7 +604,7 @@ TEST_CASE("fit --moe-runs: a first fit to MoE runs sets the MoE seconds and move
   const Profile read = profile_from_json(staged.profile_json, "staged.json", "$");
   REQUIRE(read.fitted.record);
   REQUIRE(read.fitted.record->moe_runs);
-  CHECK(read.fitted.record->moe_runs->run_ids.size() == 6);
+  CHECK(read.fitted.record->moe_runs->runs.size() == 6);
   CHECK(read.fitted.record->moe_runs->errors.size() == 2);
   CHECK_FALSE(plain.profile_json.at("fitted").at("report").contains("moe_runs"));
 }
@@ -620,6 +620,17 @@ TEST_CASE("fit --moe-runs: files without an MoE run of the generation, or given 
   CHECK(none.exit_code != 0);
   CHECK(none.err.find("--moe-runs megatron-readme-h100.json: no mixture-of-experts run on GPUs "
                       "of the hopper generation") != std::string::npos);
+  // A positional file with an MoE run of the generation: the fit proper would fit the seconds
+  // again, and the report would credit the first fit with values the profile does not hold.
+  const std::string moe_dir = std::string(MESHPLAN_SHARED_DATA) + "/moe-blackwell";
+  const test::CliResult positional =
+      test::run({"fit", nemo, moe_dir + "/mbridge-2511.json", "--moe-runs",
+                 moe_dir + "/mbridge-2602.json", "--profile", "h100", "--out", out});
+  CHECK(positional.exit_code != 0);
+  CHECK(positional.err.find("mbridge-2511.json: $.cases[") != std::string::npos);
+  CHECK(positional.err.find("is a mixture-of-experts run of the hopper generation among the "
+                            "positional files") != std::string::npos);
+  CHECK(positional.err.find("give its file after --moe-runs instead") != std::string::npos);
   // A file both positional and after --moe-runs would count its runs twice.
   const test::CliResult twice =
       test::run({"fit", nemo, "--moe-runs", nemo, "--profile", "h100", "--out", out});
