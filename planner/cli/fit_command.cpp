@@ -125,6 +125,12 @@ std::string render(const ProfileFit& f, const std::string& out_path, double seco
          p.bound_hit.empty() ? "-" : p.bound_hit});
   }
   out << params.render();
+  if (f.moe_seconds_kept) {
+    out << "  MoE dispatch seconds: the runs hold no MoE run, so the fit keeps the base profile "
+        << f.base.name
+        << "'s fitted values as their priors, which the runs leave as they are "
+           "(--memory-from-runs takes the registry's; --moe-runs fits them to MoE runs)\n";
+  }
   out << "\nMAPE per source (before: the base profile's rates, every parameter at its prior; "
          "fitted: in sample; cross-validated: refitted without the source):\n";
   out << errors_table(f.errors);

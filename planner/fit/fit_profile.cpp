@@ -99,7 +99,7 @@ nlohmann::json parameter_rows(const GenerationFit& fit,
                               const std::optional<PooledSpread>& pooled,
                               const std::vector<UnidentifiedMemory>& unidentified,
                               const std::string& base_name, const std::string& moe_priors_from,
-                              const std::optional<MoeStage>& moe_stage) {
+                              const std::optional<MoeStage>& moe_stage, bool moe_kept) {
   nlohmann::json rows = nlohmann::json::array();
   for (const FittedParameter& p : fit.parameters) {
     rows.push_back(
@@ -124,6 +124,12 @@ nlohmann::json parameter_rows(const GenerationFit& fit,
           " MoE runs of " + files +
           " (with every run of the fit's files) gave the family "
           "(meshplan fit --moe-runs: an MoE layer's seconds, from a generation's few MoE runs)";
+    } else if (moe_kept && fit.priors.count({p.spec->name, p.family}) > 0) {
+      rows.back()["prior_source"] =
+          "the base profile " + base_name +
+          "'s fitted value, kept: the fit's runs hold no MoE run (meshplan fit keeps a base's "
+          "MoE seconds, as it keeps the memory parameters its runs do not identify; "
+          "--memory-from-runs takes the registry's priors)";
     } else if (fit.priors.count({p.spec->name, p.family}) > 0) {
       rows.back()["prior_source"] =
           "the value profile " + moe_priors_from +
@@ -462,6 +468,22 @@ ProfileFit fit_profile(const std::vector<std::string>& paths, const std::string&
   if (!moe_run_paths.empty()) {
     out.moe_stage = fit_moe_stage(paths, moe_run_paths, *generation, bases, out.priors);
   }
+  // A refit whose runs hold no MoE run keeps the base's fitted MoE seconds (a user's dense refit
+  // of h100 otherwise took them back to the registry's priors, halving an MoE step), as it
+  // keeps the memory parameters its runs do not identify; --memory-from-runs (tools/
+  // refit-profiles) depends on the runs and the base's rates only.
+  const bool runs_hold_moe =
+      std::any_of(out.runs.runs.begin(), out.runs.runs.end(),
+                  [](const FitRun& r) { return r.run.model.moe.has_value(); });
+  if (base_memory == BaseMemory::kKeep && moe_priors_from.empty() && moe_run_paths.empty() &&
+      !runs_hold_moe && base_fitted.generation == *generation) {
+    for (const auto& [family, fit] : base_fitted.families) {
+      for (const std::string& name : moe_dispatch_parameters()) {
+        out.priors[{name, family}] = fit.rates.*find_parameter(name)->field;
+      }
+    }
+    out.moe_seconds_kept = true;
+  }
   std::vector<const FitRun*> all;
   for (const FitRun& r : out.runs.runs) all.push_back(&r);
   out.fit = fit_generation(all, *generation, out.priors);
@@ -612,8 +634,15 @@ ProfileFit fit_profile(const std::vector<std::string>& paths, const std::string&
   std::vector<std::string> files;
   for (const std::string& p : paths) files.push_back(std::filesystem::path(p).filename().string());
   // The donor as its name (a file's stem), so that the report does not depend on where it lay.
+  // A kept base's account of its MoE seconds: its own first fit's (moe_runs), else its donor,
+  // else the base itself.
+  const std::optional<FitRecord>& base_record = base_fitted.record;
+  const bool carry_moe_runs = out.moe_seconds_kept && base_record && base_record->moe_runs;
   const std::string donor_name =
-      moe_priors_from.empty() ? "" : std::filesystem::path(moe_priors_from).stem().string();
+      !moe_priors_from.empty() ? std::filesystem::path(moe_priors_from).stem().string()
+      : !out.moe_seconds_kept || carry_moe_runs
+          ? ""
+          : (base_record ? base_record->moe_priors_from.value_or(out.base.name) : out.base.name);
   std::sort(files.begin(), files.end());  // the fit does not depend on their order (load_fit_runs)
   nlohmann::json report = {
       {"method",
@@ -638,9 +667,9 @@ ProfileFit fit_profile(const std::vector<std::string>& paths, const std::string&
        donor_name.empty() ? nlohmann::json(nullptr) : nlohmann::json(donor_name)},
       {"leave_out", folds == Folds::kFile ? "file" : "study"},
       {"files", files},
-      {"parameters",
-       parameter_rows(out.fit, out.memory_rates, out.memory_runs, out.pooled_spread,
-                      out.unidentified_memory, out.base.name, donor_name, out.moe_stage)},
+      {"parameters", parameter_rows(out.fit, out.memory_rates, out.memory_runs, out.pooled_spread,
+                                    out.unidentified_memory, out.base.name, donor_name,
+                                    out.moe_stage, out.moe_seconds_kept)},
       {"memory_unidentified", unidentified_json(out.unidentified_memory)},
       {"memory_errors", memory_errors},
       {"iterations", out.fit.iterations},
@@ -650,6 +679,7 @@ ProfileFit fit_profile(const std::vector<std::string>& paths, const std::string&
       {"errors", per_source},
       {"skipped", skipped}};
   if (!moe_runs.is_null()) report["moe_runs"] = moe_runs;
+  if (carry_moe_runs) report["moe_runs"] = moe_runs_to_json(*base_record->moe_runs);
 
   const std::string out_name = std::filesystem::path(out_path).stem().string();
   Profile result = with_fit(out.base, out.fit, out.intervals);

@@ -75,6 +75,9 @@ struct ProfileFit {
   /// moe_priors_from, then the MoE stage's seconds for the families it fitted; empty: none.
   PriorOverrides priors;
   std::optional<MoeStage> moe_stage;  ///< fit_profile's moe_run_paths given: the first fit
+  /// True where the MoE dispatch seconds' priors are the base profile's fitted values, kept
+  /// (fit_profile: BaseMemory::kKeep, no MoE run, --moe-runs or --moe-priors-from).
+  bool moe_seconds_kept = false;
   FitRuns runs;
   GenerationFit fit;
   std::optional<CrossValidation> cross_validation;  ///< nullopt: one fold (source) only
@@ -134,6 +137,12 @@ PriorOverrides moe_prior_overrides(const std::string& donor, const std::string& 
 /// time; `base_memory` what a family whose runs identify none of its memory parameters holds;
 /// `moe_priors_from` (a profile preset or file; empty: none) the MoE dispatch parameters' priors
 /// (moe_prior_overrides), which the report names (fitted.report.moe_priors_from);
+/// Without either, with `base_memory` kKeep and no MoE run among the runs, the MoE seconds'
+/// priors are the base's fitted values where its fitted section is of the fit's generation
+/// (ProfileFit::moe_seconds_kept), and the report carries the base's account of them (its
+/// moe_runs, else its moe_priors_from, else its name): a dense refit of a profile whose MoE
+/// seconds were fitted to MoE runs keeps them, as it keeps the memory parameters its runs do
+/// not identify.
 /// `moe_run_paths` (meshplan-validation/1 files; empty: none) the files of the MoE stage
 /// (MoeStage), which the report lists with its errors (fitted.report.moe_runs): throws
 /// InputError where they hold no MoE run on the base's GPU generation, or repeat a file of

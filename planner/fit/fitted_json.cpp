@@ -63,29 +63,31 @@ nlohmann::json fit_source_errors_json(const std::vector<FitSourceError>& errors)
 
 }  // namespace
 
+nlohmann::json moe_runs_to_json(const MoeRunsRecord& m) {
+  const auto number = [](const std::optional<double>& v) {
+    return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+  };
+  nlohmann::json runs = nlohmann::json::array();
+  for (const MoeRunsRecord::Run& r : m.runs) {
+    runs.push_back({{"id", r.id},
+                    {"file", r.file},
+                    {"metric", r.metric},
+                    {"measured", r.measured},
+                    {"error_before", number(r.error_before)},
+                    {"error_fitted", number(r.error_fitted)},
+                    {"error_cross_validated", number(r.error_cross_validated)}});
+  }
+  return {{"files", m.files},
+          {"families", m.families},
+          {"runs", runs},
+          {"errors", fit_source_errors_json(m.errors)}};
+}
+
 nlohmann::json report_of_record(const FitRecord& record) {
   nlohmann::json j = {{"files", record.files}, {"errors", fit_source_errors_json(record.errors)}};
   if (record.families_with_runs) j["families_with_runs"] = *record.families_with_runs;
   if (record.moe_priors_from) j["moe_priors_from"] = *record.moe_priors_from;
-  if (record.moe_runs) {
-    nlohmann::json runs = nlohmann::json::array();
-    const auto number = [](const std::optional<double>& v) {
-      return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
-    };
-    for (const MoeRunsRecord::Run& r : record.moe_runs->runs) {
-      runs.push_back({{"id", r.id},
-                      {"file", r.file},
-                      {"metric", r.metric},
-                      {"measured", r.measured},
-                      {"error_before", number(r.error_before)},
-                      {"error_fitted", number(r.error_fitted)},
-                      {"error_cross_validated", number(r.error_cross_validated)}});
-    }
-    j["moe_runs"] = {{"files", record.moe_runs->files},
-                     {"families", record.moe_runs->families},
-                     {"runs", runs},
-                     {"errors", fit_source_errors_json(record.moe_runs->errors)}};
-  }
+  if (record.moe_runs) j["moe_runs"] = moe_runs_to_json(*record.moe_runs);
   return j;
 }
 

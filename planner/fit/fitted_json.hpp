@@ -20,9 +20,15 @@ nlohmann::json fitted_to_json(const FittedSection& fitted, const nlohmann::json&
 
 /// The part of a fit's report that fit_record_from_report reads, from `record`: {"files",
 /// "errors": [{"source", "metric", "runs", "mape_before", "mape_fitted",
-/// "mape_cross_validated"}]} (null where the record has no value), and "families_with_runs"
-/// where the record has them; read back, it gives `record` again.
+/// "mape_cross_validated"}]} (null where the record has no value), and "families_with_runs",
+/// "moe_priors_from" and "moe_runs" where the record has them; read back, it gives `record`
+/// again.
 nlohmann::json report_of_record(const FitRecord& record);
+
+/// `m` as a report's "moe_runs" (meshplan fit --moe-runs): {"files", "families", "runs":
+/// [{"id", "file", "metric", "measured", "error_before", "error_fitted",
+/// "error_cross_validated"}], "errors"} (null where the record has no value).
+nlohmann::json moe_runs_to_json(const MoeRunsRecord& m);
 
 /// Reads the section at `o`'s key "fitted" (`raw` is its JSON) of a profile of GPU `gpu`.
 /// Strict: "generation" that of `gpu` (gpu_generation; any of the five for a GPU without one),

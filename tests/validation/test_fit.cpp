@@ -606,7 +606,9 @@ TEST_CASE("fit --moe-runs: a first fit to MoE runs sets the MoE seconds and move
   REQUIRE(read.fitted.record->moe_runs);
   CHECK(read.fitted.record->moe_runs->runs.size() == 6);
   CHECK(read.fitted.record->moe_runs->errors.size() == 2);
-  CHECK_FALSE(plain.profile_json.at("fitted").at("report").contains("moe_runs"));
+  // Without --moe-runs the refit of h100 keeps h100's seconds (its runs hold no MoE run).
+  CHECK(plain.moe_seconds_kept);
+  CHECK_FALSE(staged.moe_seconds_kept);
 }
 
 TEST_CASE("fit --moe-runs: files without an MoE run of the generation, or given twice, are refused",
@@ -638,4 +640,50 @@ TEST_CASE("fit --moe-runs: files without an MoE run of the generation, or given 
   INFO(twice.err);
   CHECK(twice.err.find("nemo-2407.json") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(out));
+}
+
+TEST_CASE("fit: a refit to dense runs keeps the base's MoE seconds and their account",
+          "[validation][fit]") {
+  // NeMo's 12 H100 runs are dense: they cannot tell the MoE seconds. On the shipped h100 (whose
+  // megatron seconds a first fit to the H100 MoE runs set: --moe-runs), a refit keeps those
+  // seconds as its priors, which the runs leave where they are, and carries their account
+  // (fitted.report.moe_runs), which plan's caveat quotes; --memory-from-runs takes the
+  // registry's priors (parameters.cpp: 0.0005 s per layer, 0 per routed token) and carries none.
+  const std::string nemo = test::validation_dir() + "/nemo-2407.json";
+  const ProfileFit kept = fit_profile({nemo}, "h100", "kept");
+  const Profile shipped = load_profile("h100");
+  CHECK(kept.moe_seconds_kept);
+  const FittedRates& mine = kept.fit.rates.at("megatron");
+  const FittedRates& theirs = shipped.fitted.families.at("megatron").rates;
+  CHECK(mine.moe_layer_overhead_s == Approx(theirs.moe_layer_overhead_s).epsilon(1e-12));
+  CHECK(mine.moe_routed_token_s == Approx(theirs.moe_routed_token_s).epsilon(1e-12));
+  CHECK(mine.moe_alltoall_sync_s == theirs.moe_alltoall_sync_s);
+  const nlohmann::json report = kept.profile_json.at("fitted").at("report");
+  const nlohmann::json h100_report =
+      nlohmann::json::parse(test::read_config("profiles/h100.json")).at("fitted").at("report");
+  CHECK(report.at("moe_runs") == h100_report.at("moe_runs"));
+  CHECK(report.at("moe_priors_from").is_null());
+  const ProfileFit fresh =
+      fit_profile({nemo}, "h100", "fresh", Folds::kStudy, BaseMemory::kFromRuns);
+  CHECK_FALSE(fresh.moe_seconds_kept);
+  CHECK(fresh.fit.rates.at("megatron").moe_layer_overhead_s == Approx(0.0005));
+  CHECK(fresh.fit.rates.at("megatron").moe_routed_token_s == 0);
+  CHECK_FALSE(fresh.profile_json.at("fitted").at("report").contains("moe_runs"));
+  // Through the CLI: fit says so, and an MoE plan on the refit quotes where the seconds came from.
+  const std::string out = test::temp_dir() + "/nemo-kept-moe.json";
+  const test::CliResult fit = test::run({"fit", nemo, "--profile", "h100", "--out", out});
+  INFO(fit.out << fit.err);
+  REQUIRE(fit.exit_code == 0);
+  CHECK_THAT(fit.out, Catch::Contains("MoE dispatch seconds: the runs hold no MoE run, so the fit "
+                                      "keeps the base profile h100's fitted values"));
+  const test::CliResult plan = test::run(
+      {"plan", "--model", "mixtral-8x7b", "--gpus", "64", "--top", "1", "--profile", out});
+  REQUIRE(plan.exit_code == 0);
+  CHECK_THAT(plan.out, Catch::Contains("its MoE layers' host seconds come from a first fit to 6 "
+                                       "MoE runs (meshplan fit --moe-runs"));
+  // On a100, whose seconds are b200's (--moe-priors-from b200), the refit names b200.
+  const ProfileFit ampere =
+      fit_profile({test::validation_dir() + "/korthikanti2022.json"}, "a100", "ampere");
+  CHECK(ampere.moe_seconds_kept);
+  CHECK(ampere.profile_json.at("fitted").at("report").at("moe_priors_from") == "b200");
 }
