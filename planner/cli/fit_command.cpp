@@ -65,9 +65,7 @@ std::string errors_table(const std::vector<SourceErrors>& errors) {
 /// The MoE stage of --moe-runs: the seconds its first fit gave, and its MoE runs' errors.
 std::string render_moe_stage(const MoeStage& m) {
   std::ostringstream out;
-  std::string files;
-  for (const std::string& name : m.files) files += (files.empty() ? "" : ", ") + name;
-  out << "\nMoE dispatch seconds (--moe-runs " << files << "): a first fit to "
+  out << "\nMoE dispatch seconds (--moe-runs " << join(m.files, ", ") << "): a first fit to "
       << counted(static_cast<std::int64_t>(m.moe.size()), "MoE run") << " of the "
       << m.fit.generation << " generation, with every run of the files (" << m.fit.runs
       << " in all), set the seconds below, which the fit above holds as priors:\n";

@@ -31,9 +31,8 @@ std::string runs_profile(const std::vector<std::string>& paths) {
     names.insert(*shipped_profile_for(r.cluster.gpu));
   }
   if (names.size() == 1) return *names.begin();
-  std::string list;
-  for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
-  throw InputError("fit: the runs are on GPUs of several shipped profiles (" + list +
+  throw InputError("fit: the runs are on GPUs of several shipped profiles (" +
+                   join(std::vector<std::string>(names.begin(), names.end()), ", ") +
                    "); give the one to fit with --profile (runs of other GPU generations are "
                    "then left out)");
 }
@@ -117,11 +116,9 @@ nlohmann::json parameter_rows(const GenerationFit& fit,
          {"prior_source", p.spec->prior_source}});
     if (moe_stage && moe_stage->families.count(p.family) > 0 &&
         fit.priors.count({p.spec->name, p.family}) > 0) {
-      std::string files;
-      for (const std::string& f : moe_stage->files) files += (files.empty() ? "" : ", ") + f;
       rows.back()["prior_source"] =
           "the value a first fit to the " + std::to_string(moe_stage->moe.size()) +
-          " MoE runs of " + files +
+          " MoE runs of " + join(moe_stage->files, ", ") +
           " (with every run of the fit's files) gave the family "
           "(meshplan fit --moe-runs: an MoE layer's seconds, from a generation's few MoE runs)";
     } else if (moe_kept && fit.priors.count({p.spec->name, p.family}) > 0) {
@@ -371,10 +368,8 @@ MoeStage fit_moe_stage(const std::vector<std::string>& paths,
     }
   }
   if (stage.moe.empty()) {
-    std::string names;
-    for (const std::string& f : stage.files) names += (names.empty() ? "" : ", ") + f;
-    throw InputError("--moe-runs " + names + ": no mixture-of-experts run on GPUs of the " +
-                     generation +
+    throw InputError("--moe-runs " + join(stage.files, ", ") +
+                     ": no mixture-of-experts run on GPUs of the " + generation +
                      " generation (the base profile's) that meshplan models and that measured a "
                      "time; give files with such runs, or leave --moe-runs out");
   }

@@ -200,10 +200,9 @@ namespace {
 /// " (a.json, b.json)" of a fit's files, "" for none; a `note` goes after them (" (a.json;
 /// NOTE)").
 std::string files_text(const std::vector<std::string>& files, const std::string& note = "") {
-  std::string text;
-  for (const std::string& f : files) text += (text.empty() ? " (" : ", ") + f;
-  if (!note.empty()) text += (text.empty() ? " (" : "; ") + note;
-  return text.empty() ? text : text + ")";
+  std::string text = join(files, ", ");
+  if (!note.empty()) text += (text.empty() ? "" : "; ") + note;
+  return text.empty() ? text : " (" + text + ")";
 }
 
 /// The files of `record` that gave the fit runs of its GPU generation: those whose stem is a
@@ -293,15 +292,14 @@ std::optional<std::string> moe_priors_donor(const Profile& profile, const std::s
 }  // namespace
 
 std::string moe_runs_text(const MoeRunsRecord& m) {
-  std::string files, errors;
-  for (const std::string& f : m.files) files += " " + f;
+  std::vector<std::string> quoted;
   for (const FitSourceError& e : m.errors) {
     if (!e.cross_validated) continue;
-    errors +=
-        (errors.empty() ? "" : ", ") + fixed(100 * *e.cross_validated, 1) + "% (" + e.source + ")";
+    quoted.push_back(fixed(100 * *e.cross_validated, 1) + "% (" + e.source + ")");
   }
+  const std::string errors = join(quoted, ", ");
   return "a first fit to " + counted(static_cast<std::int64_t>(m.runs.size()), "MoE run") +
-         " (meshplan fit --moe-runs" + files + ")" +
+         " (meshplan fit --moe-runs " + join(m.files, " ") + ")" +
          (errors.empty() ? std::string()
                          : ", which it then predicts " + errors +
                                " off (mean |error|, each file's runs with the seconds of a fit "
