@@ -244,10 +244,11 @@ void mark_fitted(nlohmann::json& profile) {
                            profile.at("description").get<std::string>();
 }
 
-/// The address of each of `runs`.
-std::vector<const FitRun*> pointers(const std::vector<FitRun>& runs) {
-  std::vector<const FitRun*> out;
-  for (const FitRun& r : runs) out.push_back(&r);
+/// The address of each of `runs` (FitRun, MemoryRun), in their order.
+template <typename Run>
+std::vector<const Run*> pointers(const std::vector<Run>& runs) {
+  std::vector<const Run*> out;
+  for (const Run& r : runs) out.push_back(&r);
   return out;
 }
 
@@ -350,7 +351,6 @@ MoeStage fit_moe_stage(const std::vector<std::string>& paths,
     }
     return stems;
   }();
-  std::vector<const FitRun*> every;
   for (const FitRun& r : stage.runs.runs) {
     // The fit proper would fit the seconds again to an MoE run of its own files, and the report
     // would credit the first fit with values the profile does not hold.
@@ -361,7 +361,6 @@ MoeStage fit_moe_stage(const std::vector<std::string>& paths,
                        "none (the fit proper holds the MoE seconds the first fit gives): give "
                        "its file after --moe-runs instead");
     }
-    every.push_back(&r);
     if (r.run.model.moe && moe_sources.count(r.source) > 0) {
       stage.moe.push_back(r);
       stage.families.insert(r.family);
@@ -373,7 +372,7 @@ MoeStage fit_moe_stage(const std::vector<std::string>& paths,
                      " generation (the base profile's) that meshplan models and that measured a "
                      "time; give files with such runs, or leave --moe-runs out");
   }
-  stage.fit = fit_generation(every, generation, priors);
+  stage.fit = fit_generation(pointers(stage.runs.runs), generation, priors);
   for (const std::string& family : stage.families) {
     for (const std::string& name : moe_dispatch_parameters()) {
       const ParameterSpec* spec = find_parameter(name);
@@ -479,16 +478,13 @@ ProfileFit fit_profile(const std::vector<std::string>& paths, const std::string&
     }
     out.moe_seconds_kept = true;
   }
-  std::vector<const FitRun*> all;
-  for (const FitRun& r : out.runs.runs) all.push_back(&r);
-  out.fit = fit_generation(all, *generation, out.priors);
+  out.fit = fit_generation(pointers(out.runs.runs), *generation, out.priors);
 
   // The memory parameters (memory_fit.hpp), on the same files and generation, into every
   // family's rates.
   std::vector<SkippedCase> memory_skipped;
   out.memory_runs = load_memory_runs(paths, *generation, &memory_skipped);
-  std::vector<const MemoryRun*> memory_all;
-  for (const MemoryRun& r : out.memory_runs) memory_all.push_back(&r);
+  const std::vector<const MemoryRun*> memory_all = pointers(out.memory_runs);
   // Where this generation's runs of a family do not identify the spread, it holds the pooled
   // spread of the (generation, family) groups of the files whose runs do.
   out.pooled_spread = pooled_log_spread(load_memory_runs(paths, ""));
