@@ -312,20 +312,16 @@ nlohmann::json run_rows_json(const std::vector<const FitRun*>& runs,
   return rows;
 }
 
-/// The report's per-source errors (fitted.report.errors).
+/// The report's per-source errors (fitted.report.errors, moe_runs.errors): `errors` as the
+/// FitSourceError a profile's reader gives back, written by fit_source_errors_json
+/// (fitted_json.hpp), the one writer of that shape.
 nlohmann::json source_errors_json(const std::vector<SourceErrors>& errors) {
-  nlohmann::json out = nlohmann::json::array();
+  std::vector<FitSourceError> recorded;
   for (const SourceErrors& e : errors) {
-    out.push_back(
-        {{"source", e.source},
-         {"metric", e.metric},
-         {"runs", e.runs},
-         {"mape_before", e.mape_before},
-         {"mape_fitted", e.mape_fitted},
-         {"mape_cross_validated", e.mape_cross_validated ? nlohmann::json(*e.mape_cross_validated)
-                                                         : nlohmann::json(nullptr)}});
+    recorded.push_back({e.source, e.metric, static_cast<std::int64_t>(e.runs), e.mape_before,
+                        e.mape_fitted, e.mape_cross_validated});
   }
-  return out;
+  return fit_source_errors_json(recorded);
 }
 
 /// The first fit of --moe-runs (MoeStage) on `generation`: its runs, the fit and, per family

@@ -42,9 +42,6 @@ nlohmann::json fitted_to_json(const FittedSection& fitted, const nlohmann::json&
   return j;
 }
 
-namespace {
-
-/// `errors` as the report holds them (fitted.report.errors, moe_runs.errors).
 nlohmann::json fit_source_errors_json(const std::vector<FitSourceError>& errors) {
   const auto number = [](const std::optional<double>& v) {
     return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
@@ -60,8 +57,6 @@ nlohmann::json fit_source_errors_json(const std::vector<FitSourceError>& errors)
   }
   return out;
 }
-
-}  // namespace
 
 nlohmann::json moe_runs_to_json(const MoeRunsRecord& m) {
   const auto number = [](const std::optional<double>& v) {

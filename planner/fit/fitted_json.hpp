@@ -25,6 +25,12 @@ nlohmann::json fitted_to_json(const FittedSection& fitted, const nlohmann::json&
 /// again.
 nlohmann::json report_of_record(const FitRecord& record);
 
+/// `errors` as a fit's report holds them (fitted.report.errors, moe_runs.errors): [{"source",
+/// "metric", "runs", "mape_before", "mape_fitted", "mape_cross_validated"}], each mean |error| a
+/// fraction of the measured value, null where the error has none. The one writer of that shape:
+/// meshplan fit's SourceErrors are written through it too (fit_profile.cpp).
+nlohmann::json fit_source_errors_json(const std::vector<FitSourceError>& errors);
+
 /// `m` as a report's "moe_runs" (meshplan fit --moe-runs): {"files", "families", "runs":
 /// [{"id", "file", "metric", "measured", "error_before", "error_fitted",
 /// "error_cross_validated"}], "errors"} (null where the record has no value).
