@@ -114,20 +114,22 @@ nlohmann::json parameter_rows(const GenerationFit& fit,
          {"bound_hit", p.bound_hit.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.bound_hit)},
          {"meaning", p.spec->meaning},
          {"prior_source", p.spec->prior_source}});
-    if (moe_stage && moe_stage->families.count(p.family) > 0 &&
-        fit.priors.count({p.spec->name, p.family}) > 0) {
+    // A prior the fit took from elsewhere than the registry (an MoE dispatch parameter): where
+    // from.
+    if (fit.priors.count({p.spec->name, p.family}) == 0) continue;
+    if (moe_stage && moe_stage->families.count(p.family) > 0) {
       rows.back()["prior_source"] =
           "the value a first fit to the " + std::to_string(moe_stage->moe.size()) +
           " MoE runs of " + join(moe_stage->files, ", ") +
           " (with every run of the fit's files) gave the family "
           "(meshplan fit --moe-runs: an MoE layer's seconds, from a generation's few MoE runs)";
-    } else if (moe_kept && fit.priors.count({p.spec->name, p.family}) > 0) {
+    } else if (moe_kept) {
       rows.back()["prior_source"] =
           "the base profile " + base_name +
           "'s fitted value, kept: the fit's runs hold no MoE run (meshplan fit keeps a base's "
           "MoE seconds, as it keeps the memory parameters its runs do not identify; "
           "--memory-from-runs takes the registry's priors)";
-    } else if (fit.priors.count({p.spec->name, p.family}) > 0) {
+    } else {
       rows.back()["prior_source"] =
           "the value profile " + moe_priors_from +
           "'s fit gave the family (meshplan fit --moe-priors-from: an MoE layer's host-side "
