@@ -172,9 +172,10 @@ std::vector<BreakdownComponent> breakdown_components(const StepBreakdown& b) {
     components.push_back(
         {"offload_exposed_s", "exposed CPU offload transfers", "CPU offload", b.offload_exposed_s});
   }
-  // The MoE layers' fitted dispatch seconds after them, where a layout has any.
+  // The MoE layers' dispatch seconds after them, where a layout has any (estimate's table adds
+  // where they come from: moe_seconds_source).
   if (b.moe_overhead_s > 0) {
-    components.insert(components.begin() + 4, {"moe_overhead_s", "MoE dispatch overhead (fitted)",
+    components.insert(components.begin() + 4, {"moe_overhead_s", "MoE dispatch overhead",
                                                "MoE dispatch overhead", b.moe_overhead_s});
   }
   if (b.ep_exposed_s > 0) {
@@ -289,7 +290,41 @@ std::optional<std::string> moe_priors_donor(const Profile& profile, const std::s
   return profile.fitted.record->moe_priors_from;
 }
 
+/// Where `profile`'s MoE dispatch seconds for `family` come from (its fit's report, then their
+/// values against the registry's priors).
+enum class MoeSeconds {
+  kMoeRuns,  ///< a first fit to MoE runs (report.moe_runs: meshplan fit --moe-runs; moe_runs_of)
+  kDonor,    ///< another profile's fitted values (report.moe_priors_from; moe_priors_donor)
+  kPriors,   ///< the registry's priors: a fit that saw no MoE run of the family
+  kOwnFit,   ///< fitted to MoE runs among the fit's own runs (the shipped Blackwell profiles)
+};
+
+MoeSeconds moe_seconds_of(const Profile& profile, const std::string& family,
+                          const FittedRates& rates) {
+  if (moe_runs_of(profile, family) != nullptr) return MoeSeconds::kMoeRuns;
+  if (moe_priors_donor(profile, family)) return MoeSeconds::kDonor;
+  const FittedRates prior = prior_rates(family);
+  const bool at_priors = rates.moe_layer_overhead_s == prior.moe_layer_overhead_s &&
+                         rates.moe_alltoall_sync_s == prior.moe_alltoall_sync_s &&
+                         rates.moe_routed_token_s == prior.moe_routed_token_s;
+  return at_priors ? MoeSeconds::kPriors : MoeSeconds::kOwnFit;
+}
+
 }  // namespace
+
+std::string moe_seconds_source(const Profile& profile, const FrameworkConvention& framework) {
+  const std::string family = framework_family(framework);
+  switch (moe_seconds_of(profile, family, fitted_rates(profile, framework))) {
+    case MoeSeconds::kDonor:
+      return "profile " + *moe_priors_donor(profile, family) + "'s";
+    case MoeSeconds::kPriors:
+      return "priors";
+    case MoeSeconds::kMoeRuns:
+    case MoeSeconds::kOwnFit:
+      break;
+  }
+  return "fitted";
+}
 
 std::string moe_runs_text(const MoeRunsRecord& m) {
   std::vector<std::string> quoted;
@@ -474,11 +509,9 @@ std::vector<std::string> regime_caveats(const ModelSpec& model, const Layout& la
   // fitted values (meshplan fit --moe-priors-from: the shipped Ampere one takes
   // b200's), and the all-to-all's rate is at its prior either way.
   const std::optional<std::string> donor = moe_priors_donor(profile, family);
-  const bool moe_seconds_at_priors = rates.moe_layer_overhead_s == prior.moe_layer_overhead_s &&
-                                     rates.moe_alltoall_sync_s == prior.moe_alltoall_sync_s &&
-                                     rates.moe_routed_token_s == prior.moe_routed_token_s;
+  const MoeSeconds source = moe_seconds_of(profile, family, rates);
   if (model.moe && rates.alltoall_busbw_scale == prior.alltoall_busbw_scale &&
-      (moe_seconds_at_priors || donor)) {
+      (source == MoeSeconds::kPriors || source == MoeSeconds::kDonor)) {
     const std::string seconds =
         "moe_layer_overhead_s " + significant(rates.moe_layer_overhead_s, 3) +
         ", moe_alltoall_sync_s " + significant(rates.moe_alltoall_sync_s, 3) +

@@ -165,6 +165,16 @@ std::vector<std::string> regime_caveats(const ModelSpec& model, const Layout& la
                                         const TrainingSetup& setup, const GpuSpec& gpu,
                                         const Profile& profile, double mfu);
 
+/// Where the MoE dispatch seconds (moe_layer_overhead_s, moe_alltoall_sync_s, moe_routed_token_s)
+/// of `framework`'s family on `profile` come from, as estimate's breakdown labels them
+/// ("MoE dispatch overhead (fitted)"): "fitted" where the profile's own fit set them from MoE
+/// runs (a first fit to MoE runs, its report's moe_runs: meshplan fit --moe-runs, or MoE runs
+/// among its fit's runs: the seconds off the registry's priors with no donor named); "profile
+/// b200's" where they are another profile's fitted values (its report's moe_priors_from:
+/// meshplan fit --moe-priors-from, or a refit keeping its base's); "priors" where they are the
+/// registry's (planner/fit/parameters.cpp). The same account regime_caveats gives.
+std::string moe_seconds_source(const Profile& profile, const FrameworkConvention& framework);
+
 /// How a fit with --moe-runs set the MoE seconds (`m`: a profile's fitted.report.moe_runs): "a
 /// first fit to 6 MoE runs (meshplan fit --moe-runs mbridge-2509.json mbridge-2511.json), which
 /// it then predicts 3.9% (mbridge-2511), 4.7% (mbridge-2602) off (mean |error|, each file's runs
@@ -201,7 +211,8 @@ std::string moe_alltoall_sync_note(double sync_s, double step_s, const Profile& 
 
 /// The nine components of `breakdown`, in the order of StepBreakdown::total(), and, where each
 /// is > 0, ep_exposed_s (after the CP row; an MoE layout with ep or etp > 1), moe_overhead_s (after
-/// it; an MoE model) and offload_exposed_s (last).
+/// it; an MoE model; labelled "MoE dispatch overhead", to which estimate's table adds
+/// moe_seconds_source) and offload_exposed_s (last).
 std::vector<BreakdownComponent> breakdown_components(const StepBreakdown& breakdown);
 
 /// {key: seconds} of breakdown_components; for an MoE model (`moe`) ep_exposed_s and moe_overhead_s

@@ -186,7 +186,12 @@ std::string render_step(const StepReportInputs& in, const StepEstimate& e) {
     << expected_peak_text(e.memory.peak_bytes, e.memory.outlook) << ")\n\n";
   Table t({"where the step goes", "seconds", "share"}, {true, false, false});
   for (const BreakdownComponent& c : breakdown_components(e.breakdown)) {
-    t.add_row({c.label, fixed(c.seconds, 4), fixed(100 * c.seconds / e.step_time_s, 1) + "%"});
+    // The MoE dispatch seconds are fitted, another profile's or the priors: the label says which.
+    const std::string row =
+        std::string(c.key) == "moe_overhead_s"
+            ? std::string(c.label) + " (" + moe_seconds_source(in.profile, in.setup.framework) + ")"
+            : std::string(c.label);
+    t.add_row({row, fixed(c.seconds, 4), fixed(100 * c.seconds / e.step_time_s, 1) + "%"});
   }
   t.add_rule();
   t.add_row({"step", fixed(e.step_time_s, 4), "100.0%"});

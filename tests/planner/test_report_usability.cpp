@@ -982,6 +982,27 @@ TEST_CASE("a mixture-of-experts plan on a profile whose fit saw no MoE run says 
       {"plan", "--model", "mixtral-8x7b", "--cluster", "dgx-b200", "--gpus", "64", "--top", "1"});
   REQUIRE(b200_plan.exit_code == 0);
   CHECK_THAT(b200_plan.out, !Contains("mixture-of-experts on profile"));
+  // estimate's breakdown says where the MoE dispatch seconds come from (moe_seconds_source):
+  // b200's on a100 (its report's moe_priors_from), the registry's priors on h100-moe-priors,
+  // and "fitted" on b200, whose fit's runs held the moe-blackwell MoE runs, and on h100 (a
+  // first fit to MoE runs, its report's moe_runs).
+  const auto moe_line = [](const std::string& cluster, const std::string& profile) {
+    std::vector<std::string> args = {"estimate", "--model", "mixtral-8x7b", "--cluster",
+                                     cluster,    "--gpus",  "64",           "--tp",
+                                     "2",        "--sp",    "--ep",         "8",
+                                     "--etp",    "1",       "--framework",  "megatron"};
+    if (!profile.empty()) args.insert(args.end(), {"--profile", profile});
+    const test::CliResult r = test::run(args);
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    const std::size_t at = r.out.find("MoE dispatch overhead");
+    REQUIRE(at != std::string::npos);
+    return r.out.substr(at, r.out.find("  ", at) - at);
+  };
+  CHECK(moe_line("dgx-a100", "") == "MoE dispatch overhead (profile b200's)");
+  CHECK(moe_line("dgx-h100", at_priors) == "MoE dispatch overhead (priors)");
+  CHECK(moe_line("dgx-b200", "") == "MoE dispatch overhead (fitted)");
+  CHECK(moe_line("dgx-h100", "") == "MoE dispatch overhead (fitted)");
   // A dense model gets no such caveat.
   const test::CliResult dense =
       test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--top", "1"});
