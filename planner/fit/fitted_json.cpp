@@ -384,8 +384,12 @@ void check_report_rows(StrictObject& report, const nlohmann::json& raw, const Fi
                                    " steps; expected true, or iterations " + steps);
     }
   }
+  // least_squares.cpp: the cost a kept step last lowered, over the cost before it (gain / (cost
+  // + gain), each >= 0): a fraction from 0 to 1.
   if (raw.contains("last_relative_gain")) {
-    number_in(report, raw, "last_relative_gain", 0, 1e300, "a number >= 0");
+    number_in(report, raw, "last_relative_gain", 0, 1,
+              "the cost the fit's last kept step removed as a fraction of the cost before it "
+              "(planner/fit/least_squares.hpp), a number from 0 to 1");
   }
   // profile show counts and reads these rows (the runs skipped and why, the parameters' bound
   // hits and sources, the families whose memory was kept): arrays of objects, as meshplan fit
@@ -568,6 +572,16 @@ MoeRunsRecord read_moe_runs(const nlohmann::json& raw, const StrictObject& fitte
     m.families.insert(f.get<std::string>());
   }
   m.errors = read_source_errors(raw.at("errors"), "moe_runs.errors", fitted);
+  // score_moe_stage cross-validates every MoE source (its runs with the seconds of a first fit
+  // without its file), and the MoE caveat quotes each (moe_runs_text): a null would drop the
+  // source from it unsaid.
+  for (std::size_t i = 0; i < m.errors.size(); ++i) {
+    if (m.errors[i].cross_validated) continue;
+    o.fail("errors[" + std::to_string(i) + "].mape_cross_validated",
+           "is null, but meshplan fit --moe-runs writes each MoE source's cross-validated mean "
+           "|error| (its runs with the seconds of a first fit without its file, a fraction of the "
+           "measured value), never null; give that fraction, or refit the profile");
+  }
   std::vector<std::string> stems;
   for (const std::string& f : m.files) stems.push_back(std::filesystem::path(f).stem().string());
   for (std::size_t i = 0; i < m.errors.size(); ++i) {

@@ -63,7 +63,10 @@ FittedSection fitted_from_json(StrictObject& o, const nlohmann::json& raw, const
 /// not an array of objects each with a non-empty "source" that is the stem of one of "files" (so
 /// "files" may not be empty or missing beside errors), an integer "runs" >= 1 and "mape_before",
 /// "mape_fitted" and "mape_cross_validated" each null, absent or a fraction in [0, 10] (not a
-/// percentage), or "leave_out" present but not "study" or "file" (what meshplan fit writes).
+/// percentage), "moe_runs.errors" with a null "mape_cross_validated" (meshplan fit --moe-runs
+/// cross-validates every MoE source, and the MoE caveat quotes each), "last_relative_gain"
+/// outside [0, 1] (a fraction of the cost), or "leave_out" present but not "study" or "file" (what
+/// meshplan fit writes).
 FitRecord fit_record_from_report(const nlohmann::json& report, const StrictObject& fitted);
 
 /// `j[key]` when `j` is an object and that key holds a string, else "" (how a fit's report,

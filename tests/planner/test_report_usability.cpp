@@ -1124,8 +1124,10 @@ TEST_CASE("a hand-edited fit report's percentage MAPE and unknown leave_out are 
   }
 }
 
-TEST_CASE("a hand-edited fitted parameter past its bounds, or moe_runs, is refused as written",
-          "[usability][fit][cli]") {
+TEST_CASE(
+    "a hand-edited fitted parameter past its bounds, moe_runs or last_relative_gain, is refused "
+    "as written",
+    "[usability][fit][cli]") {
   // The shipped h100 profile, one field edited: profile show must refuse it, naming the field,
   // what it holds and what would be right.
   const auto show = [](const std::function<void(nlohmann::json&)>& edit) {
@@ -1178,6 +1180,33 @@ TEST_CASE("a hand-edited fitted parameter past its bounds, or moe_runs, is refus
   CHECK(error.exit_code != 0);
   CHECK_THAT(error.err, Contains("$.fitted.report.moe_runs.runs[0].error_cross_validated: must "
                                  "be the run's relative error"));
+  // A null cross-validated error of an MoE source: meshplan fit --moe-runs writes one for each
+  // (a first fit without the file), and the MoE caveat would drop the source unsaid.
+  const test::CliResult null_cv = show([](nlohmann::json& p) {
+    p["fitted"]["report"]["moe_runs"]["errors"][0]["mape_cross_validated"] = nullptr;
+  });
+  CHECK(null_cv.exit_code != 0);
+  CHECK(null_cv.out.empty());
+  CHECK_THAT(null_cv.err, Contains("$.fitted.report.moe_runs.errors[0].mape_cross_validated: is "
+                                   "null, but meshplan fit --moe-runs writes each MoE source's "
+                                   "cross-validated mean |error|"));
+  CHECK_THAT(null_cv.err, Contains("edited-h100-moe.json: "));
+  // last_relative_gain is gain / (cost + gain) of the last kept step (least_squares.cpp), each
+  // >= 0: at most 1. 1.5 is refused; 1 (a step that removed the whole cost) is taken.
+  const test::CliResult gain =
+      show([](nlohmann::json& p) { p["fitted"]["report"]["last_relative_gain"] = 1.5; });
+  CHECK(gain.exit_code != 0);
+  CHECK(gain.out.empty());
+  CHECK_THAT(gain.err, Contains("edited-h100-moe.json: $.fitted.report.last_relative_gain: must "
+                                "be the cost the fit's last kept step removed as a fraction of "
+                                "the cost before it (planner/fit/least_squares.hpp), a number "
+                                "from 0 to 1, got 1.5"));
+  CHECK_THAT(
+      show([](nlohmann::json& p) { p["fitted"]["report"]["last_relative_gain"] = -0.1; }).err,
+      Contains("$.fitted.report.last_relative_gain: must be the cost"));
+  CHECK(show([](nlohmann::json& p) {
+          p["fitted"]["report"]["last_relative_gain"] = 1;
+        }).exit_code == 0);
 }
 
 TEST_CASE("fit_record_from_report: per source, cross-validated MAPE weighted by runs",
