@@ -543,9 +543,18 @@ StageMemory stage_memory(const MemoryContext& x, std::int64_t stage) {
   // spread wider (0.044 against 0.040).
   s[T::kFittedPerActivation] =
       std::round(x.setup.fitted.memory_per_activation_byte * saved_activation_bytes(s));
+  // The loss phase and the recomputed layer's working set are not live at once: the stage's
+  // peak holds the larger (loss_phase_overlap_bytes). Both are allocated, so the caching
+  // allocator's fragmentation above stays on both.
+  s[T::kPhaseOverlap] = -loss_phase_overlap_bytes(loss_phase_bytes(s), s[T::kRecomputeWorkingSet]);
   s.total_bytes = allocated + s[T::kCudaContext] + s[T::kFragmentation] + s[T::kFittedPerToken] +
-                  s[T::kFittedPerActivation];
+                  s[T::kFittedPerActivation] + s[T::kPhaseOverlap];
   return s;
+}
+
+double loss_phase_bytes(const StageMemory& stage) {
+  using T = MemoryTerm;
+  return stage[T::kHeadActivations] + stage[T::kLossTransient] + stage[T::kFittedPerToken];
 }
 
 double saved_activation_bytes(const StageMemory& stage) {
@@ -603,6 +612,8 @@ MemoryLedger build_memory_ledger(const ModelSpec& model, const Layout& layout,
     s.chunks_in_flight = m.chunks_in_flight;
     s.layer_activations_held = m.layer_activations_held;
     s.saved_activation_bytes = saved_activation_bytes(m);
+    s.loss_phase_bytes = loss_phase_bytes(m);
+    s.recompute_working_bytes = m[MemoryTerm::kRecomputeWorkingSet];
 
     // Each term's entries, in the terms' order: the state by component, the activations by
     // tensor, every other term as one line (the buffers and the overhead only where held).
@@ -757,9 +768,17 @@ MemoryLedger build_memory_ledger(const ModelSpec& model, const Layout& layout,
                  MemoryCategory::kRuntimeOverhead, "-", "-", 1, term, "-");
           }
           break;
+        case MemoryTerm::kPhaseOverlap:
+          if (m[term] < 0) {
+            line("phase_overlap (loss phase vs recompute working set: the smaller)",
+                 MemoryCategory::kActivations, "-", "-", 1, term, "-");
+          }
+          break;
       }
     }
     s.total_bytes = m.total_bytes;
+    s.reserved_bytes = m.total_bytes - m[MemoryTerm::kPhaseOverlap];
+    ledger.reserved_peak_bytes = std::max(ledger.reserved_peak_bytes, s.reserved_bytes);
     ledger.stages.push_back(std::move(s));
   }
 

@@ -21,6 +21,7 @@
 // (costmodel/oom_risk.hpp).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -131,17 +132,29 @@ struct StageLedger {
   /// The activations the stage saves across the step, bytes: the base of the fitted
   /// memory_per_activation_byte term (saved_activation_bytes of its StageMemory).
   double saved_activation_bytes = 0;
+  /// The last stage's loss phase and the recomputed layer's working set, bytes (0 where the
+  /// stage has none): the two terms loss_phase_overlap_bytes takes; the fit of the per-token term
+  /// (planner/fit/memory_fit.hpp) recomputes the overlap with its own value.
+  double loss_phase_bytes = 0, recompute_working_bytes = 0;
   std::vector<LedgerEntry> entries;
-  double total_bytes = 0;
+  double total_bytes = 0;  ///< the live peak: every entry, the phase overlap included
+  /// What the caching allocator reserves where it keeps the loss phase's freed blocks beside the
+  /// recomputed layer's, bytes: total_bytes + loss_phase_overlap_bytes of the two phases. A
+  /// measured peak of torch.cuda.max_memory_reserved (torchtitan's 'memory', Megatron-LM's
+  /// mem-max-reserved) is compared with it; an OOM needs the live bytes (the allocator frees its
+  /// cached blocks and retries before an allocation fails: PyTorch
+  /// c10/cuda/CUDACachingAllocator.cpp malloc, release_cached_blocks).
+  double reserved_bytes = 0;
 };
 
 /// The ledger of every stage and the verdict.
 struct MemoryLedger {
   std::vector<StageLedger> stages;
-  std::size_t worst_stage = 0;  ///< index of the stage with the largest total
-  double peak_bytes = 0;        ///< the worst stage's total
-  double capacity_bytes = 0;    ///< the GPU's memory
-  double headroom_bytes = 0;    ///< capacity - peak (negative when it does not fit)
+  std::size_t worst_stage = 0;     ///< index of the stage with the largest total
+  double peak_bytes = 0;           ///< the worst stage's total (the live peak)
+  double reserved_peak_bytes = 0;  ///< the largest StageLedger::reserved_bytes
+  double capacity_bytes = 0;       ///< the GPU's memory
+  double headroom_bytes = 0;       ///< capacity - peak (negative when it does not fit)
   /// The OOM risk and the 80% interval of the peak (oom_risk.hpp, setup.fitted's memory
   /// parameters): oom_risk, peak_bytes_p10, peak_bytes_p90.
   MemoryOutlook outlook;
@@ -295,10 +308,12 @@ enum class MemoryTerm {
   kCudaContext,           ///< CUDA, cuBLAS, NCCL (runtime overhead)
   kFragmentation,         ///< the caching allocator's share of the rest (runtime overhead)
   kFittedPerToken,        ///< fitted: memory_per_token_bytes x the micro-batch's tokens, last stage
-  kFittedPerActivation    ///< fitted: memory_per_activation_byte x the stage's saved activations
+  kFittedPerActivation,   ///< fitted: memory_per_activation_byte x the stage's saved activations
+  /// Minus the smaller of the last stage's loss phase and the recomputed layer's working set,
+  /// which are not live at once (loss_phase_overlap_bytes); 0 or negative.
+  kPhaseOverlap
 };
-inline constexpr std::size_t kMemoryTerms =
-    static_cast<std::size_t>(MemoryTerm::kFittedPerActivation) + 1;
+inline constexpr std::size_t kMemoryTerms = static_cast<std::size_t>(MemoryTerm::kPhaseOverlap) + 1;
 
 /// One stage's ledger as numbers, term by term. build_memory_ledger names and shapes the same
 /// terms in the same order; the search (planner/) uses them directly, allocating nothing.
@@ -319,11 +334,35 @@ struct StageMemory {
   double operator[](MemoryTerm term) const { return term_bytes[static_cast<std::size_t>(term)]; }
 };
 
+/// The bytes a stage's summed terms count twice: the smaller of its loss phase and its
+/// recomputed layer's working set (bytes each), which are not live at once. The last stage's
+/// loss phase (MemoryTerm::kHeadActivations, kLossTransient and the fitted kFittedPerToken: the
+/// final norm's and the LM head's saved inputs, the logits, the cross-entropy's transients and
+/// what the fit finds beside them) lives from the end of a micro-batch's forward until the LM
+/// head's backward has handed the last layer its input gradient, when autograd has freed them
+/// all (torch.autograd frees a node's saved tensors once the node has run); only then does the
+/// last layer's backward recompute its forward (full or selective recompute: Megatron-LM d98e8a6
+/// megatron/core/tensor_parallel/random.py CheckpointFunction.backward reruns run_function under
+/// enable_grad, then autograd.backward; Aleph-Alpha/scaling 737f855
+/// src/scaling/core/nn/parallel_module/activation_checkpointing.py and torch.utils.checkpoint
+/// without reentrance recompute when the backward first unpacks a saved tensor). A stage without
+/// the loss (0) or without recompute (0) counts nothing twice. On Hagemann et al.'s sweep (the one
+/// family with full-recompute OOM outcomes near the capacity) the cross-validated OOM
+/// classification went from 397 to 403 of 422 outcomes with it (docs/memory.md).
+inline double loss_phase_overlap_bytes(double loss_phase_bytes, double recompute_working_bytes) {
+  return std::min(loss_phase_bytes, recompute_working_bytes);
+}
+
 /// The activations `stage` saves across the step, bytes: its layers' (x the micro-batches in
 /// flight), the embedding's and the multi-token-prediction layers'; not the logits, not the
 /// recomputed layer's transient working set. The base of the fitted memory_per_activation_byte
 /// term (MemoryTerm::kFittedPerActivation).
 double saved_activation_bytes(const StageMemory& stage);
+
+/// The last stage's loss phase, bytes: its head activations (final norm and LM head inputs, the
+/// saved logits), the cross-entropy's transients and the fitted per-token term; 0 on the other
+/// stages. What loss_phase_overlap_bytes weighs against the recompute working set.
+double loss_phase_bytes(const StageMemory& stage);
 
 /// The group ZeRO shards the state over (ranks): dp, times cp where the framework does
 /// (FrameworkConvention::shard_over_cp).

@@ -7,13 +7,14 @@
 // (memory_ledger.hpp), the tokens of its micro-batch on a GPU (seq / cp x mbs), the GPU's
 // capacity, and what was measured: OOM or not (a throughput or a peak also says it ran), and the
 // peak where printed. With parameters (m, b, s): need = max(peak, last stage + m x tokens); a run
-// with a measured peak costs 2 Huber_0.1(log(need exp(-b) / measured)) as a step time does in
-// fit.hpp; a run without one costs its outcome's logistic negative log-likelihood, -log(1 - risk)
-// when it ran and -log(risk) when it went out of memory, risk = sigmoid((log(need / capacity) -
-// b) / s) (costmodel/oom_risk.hpp) (a peak below the capacity says it ran: the outcome is not
-// counted again). Runs are weighted 1 / sqrt(runs of their file); each parameter has the
-// Gaussian prior penalty of fit.hpp (0.1 x (u - u_prior) / width, u = log(s) for the spread).
-// Levenberg-Marquardt within the bounds (least_squares.hpp), per family with runs.
+// with a measured peak costs 2 Huber_0.1(log(reserved need exp(-b) / measured))
+// (memory_reserved_need) as a step time does in fit.hpp; a run without one costs its outcome's
+// logistic negative log-likelihood, -log(1 - risk) when it ran and -log(risk) when it went out of
+// memory, risk = sigmoid((log(need / capacity) - b) / s) (costmodel/oom_risk.hpp) (a peak below the
+// capacity says it ran: the outcome is not counted again). Runs are weighted 1 / sqrt(runs of their
+// file); each parameter has the Gaussian prior penalty of fit.hpp (0.1 x (u - u_prior) / width, u =
+// log(s) for the spread). Levenberg-Marquardt within the bounds (least_squares.hpp), per family
+// with runs.
 //
 // The spread is fitted only where a family's runs on the generation identify it (spread_evidence):
 // runs of both outcomes (some OOM, some ran) fit it with the others; at least kMinSpreadPeaks
@@ -48,10 +49,14 @@ struct MemoryRun {
   std::string fold;
   /// One pipeline stage of the run's ledger with the fitted terms 0.
   struct Stage {
-    double bytes = 0;  ///< the stage's total
+    /// The stage's terms summed before the phase overlap (its total + loss_phase_overlap_bytes
+    /// of the two below: the overlap moves with the fitted per-token term).
+    double bytes = 0;
     /// Its saved activations, the base of the fitted per-activation term (memory_ledger.hpp
     /// MemoryTerm::kFittedPerActivation).
     double activation_bytes = 0;
+    /// Its loss phase without the per-token term, and its recompute working set (StageLedger).
+    double loss_phase_bytes = 0, recompute_working_bytes = 0;
   };
   /// Every stage in pipeline order: the last computes the loss (where the fitted per-token
   /// term lands). Not empty.
@@ -76,8 +81,14 @@ std::vector<MemoryRun> load_memory_runs(const std::vector<std::string>& paths,
 
 /// The need of `run` under `rates` (bytes): the largest over its stages of the stage's bytes +
 /// memory_per_activation_byte x its activation bytes, + memory_per_token_bytes x tokens on the
-/// last (the worst stage of the ledger built with `rates`).
+/// last, less loss_phase_overlap_bytes of its loss phase (with that per-token term) and its
+/// recompute working set (the worst stage of the ledger built with `rates`).
 double memory_need(const MemoryRun& run, const FittedRates& rates);
+
+/// memory_need without the phase overlap (bytes): what the caching allocator reserves
+/// (memory_ledger.hpp StageLedger::reserved_bytes), which a measured peak is compared with: the
+/// fit's Huber residual of a run with a peak, peak_log_spread and the peak MAPE of score_memory.
+double memory_reserved_need(const MemoryRun& run, const FittedRates& rates);
 
 /// Whether `rates` predict `run` out of memory (costmodel/oom_risk.hpp out_of_memory at the
 /// default risk), as `plan` excludes and `validate` calls it.

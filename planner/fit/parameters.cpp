@@ -179,7 +179,8 @@ const std::vector<ParameterSpec>& fit_parameters() {
                  "Bytes a GPU of the last pipeline stage (the one computing the loss) holds per "
                  "token of its micro-batch (seq / cp x mbs) beyond the ledger's named terms: "
                  "temporaries and saved tensors of a framework's ops that no ledger entry names "
-                 "(up to 4 MiB per token).",
+                 "(up to 4 MiB per token), live with the logits in the loss phase, not while a "
+                 "recomputed layer runs its backward.",
                  "0: the ledger's named terms are all there is",
                  &FittedRates::memory_per_token_bytes});
     p.push_back({"memory_per_activation_byte",

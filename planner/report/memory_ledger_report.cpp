@@ -164,11 +164,13 @@ nlohmann::json memory_ledger_json(const MemoryLedger& ledger) {
                       {"chunks_in_flight", s.chunks_in_flight},
                       {"params", s.params},
                       {"entries", entries},
-                      {"total_bytes", s.total_bytes}});
+                      {"total_bytes", s.total_bytes},
+                      {"reserved_bytes", s.reserved_bytes}});
   }
   return {{"stages", stages},
           {"worst_stage", ledger.worst_stage},
           {"peak_bytes", ledger.peak_bytes},
+          {"reserved_peak_bytes", ledger.reserved_peak_bytes},
           {"capacity_bytes", ledger.capacity_bytes},
           {"headroom_bytes", ledger.headroom_bytes},
           {"peak_bytes_p10", ledger.outlook.peak_bytes_p10},

@@ -50,7 +50,9 @@ std::string expected_peak_text(double ledger_peak_bytes, const MemoryOutlook& ou
 std::string memory_verdict_reason(const MemoryLedger& ledger);
 
 /// JSON: "stages" (each with "stage", "layers", "entries" [{name, category, shape, dtype, count,
-/// bytes, sharded_over}], "total_bytes"), "worst_stage", "peak_bytes", "capacity_bytes",
+/// bytes, sharded_over}], "total_bytes", "reserved_bytes": the total with the loss phase and the
+/// recompute working set both counted, as a caching allocator's reserved peak),
+/// "worst_stage", "peak_bytes", "reserved_peak_bytes", "capacity_bytes",
 /// "headroom_bytes" (capacity - peak, negative where the ledger's peak is above the capacity
 /// even when a fitted bias lets it fit), "peak_bytes_p10", "peak_bytes_p50" (the expected
 /// peak), "peak_bytes_p90", "oom_risk", "fits", "largest_tensor" {name, shape, dtype, bytes}.

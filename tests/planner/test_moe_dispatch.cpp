@@ -493,8 +493,10 @@ TEST_CASE("plan says nothing of the overlap's rules where its winner is the fast
           "[cli][moe]") {
   // qwen3-30b-a3b on 32 H100: the overlap's winner beats every layout it left out, so there is
   // nothing to say. On 16, with b200's MoE seconds (the shipped h100 profile's until
-  // 2026-12-05, meshplan fit --moe-priors-from b200), a layout recomputing the moe module, which
-  // the overlap forbids, is faster, and plan names that rule.
+  // 2026-12-05, meshplan fit --moe-priors-from b200), a layout with full recompute, which the
+  // overlap forbids, is faster, and plan names that rule (a layout recomputing the moe module was
+  // the fastest left out until the ledger counted the loss phase and the recomputed layer's
+  // working set once, 2026-12-05: the full-recompute layouts' last stage shrank by the smaller).
   nlohmann::json profile = nlohmann::json::parse(test::read_config("profiles/h100.json"));
   const nlohmann::json b200 = nlohmann::json::parse(test::read_config("profiles/b200.json"));
   profile["name"] = "h100-b200-moe";
@@ -520,7 +522,7 @@ TEST_CASE("plan says nothing of the overlap's rules where its winner is the fast
   REQUIRE(excluded.is_object());
   REQUIRE(excluded["a2a_overlap_problems"].size() == 1);
   CHECK_THAT(excluded["a2a_overlap_problems"][0].get<std::string>(),
-             Contains("recompute module moe: Megatron-Core runs the A2A overlap"));
+             Contains("recompute full: Megatron-Core runs the A2A overlap"));
 }
 
 TEST_CASE("plan refuses the moe recompute module pinned with the A2A overlap",

@@ -853,10 +853,10 @@ TEST_CASE("the ledger's verdict above the GPU says over by N GiB instead of a ne
 
 TEST_CASE("plan's Why: the GPU's memory, and the ledger limit a fitted bias lifts above it",
           "[usability][memory][plan]") {
-  // h100 megatron: oom_log_bias 0.1250, spread 0.0346 (configs/profiles/h100.json: the pooled
-  // spread, its runs all ran); the limit is 79.65 GiB x exp(0.1250 + 0.0346 x log(0.05 / 0.95))
-  // = 79.65 x exp(0.0231) = 81.5 GiB, above the 79.6 GiB of an h100-sxm (80 GB); the bias is
-  // exp(0.1250) - 1 = +13.3%.
+  // h100 megatron: oom_log_bias 0.0950, spread 0.0238 (configs/profiles/h100.json: the pooled
+  // spread, its runs all ran); the limit is 79.65 GiB x exp(0.0950 + 0.0238 x log(0.05 / 0.95))
+  // = 79.65 x exp(0.0249) = 81.7 GiB, above the 79.6 GiB of an h100-sxm (80 GB); the bias is
+  // exp(0.0950) - 1 = +10.0%.
   // plan's Why for llama3-8b on 8 H100 with --memory-reserve `reserve` GiB.
   const auto why = [](const std::string& reserve) {
     const test::CliResult r = test::run(
@@ -867,26 +867,26 @@ TEST_CASE("plan's Why: the GPU's memory, and the ledger limit a fitted bias lift
   };
   const std::string none = why("0");
   CHECK_THAT(none, Contains("one h100-sxm has 79.6 GiB, and a layout's ledger peak may reach "
-                            "81.5 GiB (OOM risk at most 5.0%). That is more "
+                            "81.7 GiB (OOM risk at most 5.0%). That is more "
                             "than the GPU's memory: the fitted ledger bias of this framework "
-                            "family, +13.3% (the ledger over-estimates what the family's published "
+                            "family, +10.0% (the ledger over-estimates what the family's published "
                             "runs needed; fitted so that those that ran fit, those that "
                             "went out of memory do not and measured peaks match: where all ran "
                             "and none measured a peak, as meshplan profile show says, it is the "
                             "least that lets every one fit), lets "
                             "a ledger peak above it fit."));
-  CHECK_THAT(none, !Contains("81.5 GiB usable"));
-  // --memory-reserve R keeps the expected peak (ledger x exp(-0.1250)) R below the h100-sxm's
-  // 79.65 GiB: the ledger may reach (79.65 - R) x exp(0.1250) = (79.65 - R) x 1.1331. At R = 5:
-  // 84.6 GiB, above the risk's 81.5, which binds; at R = 12: 76.7 GiB, below it: the reserve
+  CHECK_THAT(none, !Contains("81.7 GiB usable"));
+  // --memory-reserve R keeps the expected peak (ledger x exp(-0.0950)) R below the h100-sxm's
+  // 79.65 GiB: the ledger may reach (79.65 - R) x exp(0.0950) = (79.65 - R) x 1.0996. At R = 5:
+  // 82.1 GiB, above the risk's 81.7, which binds; at R = 12: 74.4 GiB, below it: the reserve
   // binds. The Why names the limit that binds.
-  CHECK_THAT(why("5"), Contains("ledger peak may reach 81.5 GiB (OOM risk at most 5.0%; the "
+  CHECK_THAT(why("5"), Contains("ledger peak may reach 81.7 GiB (OOM risk at most 5.0%; the "
                                 "expected peak (the ledger's x exp(-oom_log_bias)) kept 5.0 GiB "
-                                "below the GPU's memory (--memory-reserve) would allow 84.6 "
+                                "below the GPU's memory (--memory-reserve) would allow 82.1 "
                                 "GiB)."));
-  CHECK_THAT(why("12"), Contains("ledger peak may reach 76.7 GiB (the expected peak (the ledger's "
+  CHECK_THAT(why("12"), Contains("ledger peak may reach 74.4 GiB (the expected peak (the ledger's "
                                  "x exp(-oom_log_bias)) kept 12.0 GiB below the GPU's memory "
-                                 "(--memory-reserve); OOM risk at most 5.0% would allow 81.5 "
+                                 "(--memory-reserve); OOM risk at most 5.0% would allow 81.7 "
                                  "GiB)."));
 }
 
@@ -1581,8 +1581,8 @@ TEST_CASE(
     "peak",
     "[usability][plan]") {
   // Llama 3 405B on 1024 H100: the shipped h100 profile's megatron family has a fitted ledger
-  // bias (oom_log_bias b = 0.1250: the ledger runs exp(b) = 1.133x the measured peaks), so a row
-  // whose ledger is above the H100's 79.6 GiB can fit (a ledger of up to 81.5 GiB keeps the OOM
+  // bias (oom_log_bias b = 0.0950: the ledger runs exp(b) = 1.100x the measured peaks), so a row
+  // whose ledger is above the H100's 79.6 GiB can fit (a ledger of up to 81.7 GiB keeps the OOM
   // risk at 5%); its expected peak is its ledger x exp(-b).
   const std::vector<std::string> args = {"plan",  "--model", "llama3-405b", "--gpus", "1024",
                                          "--top", "5"};
@@ -1604,7 +1604,7 @@ TEST_CASE(
   REQUIRE(rows.find(", ") != std::string::npos);  // two rows or more: the plural wording
   CHECK_THAT(text.out, Contains("memory GiB is the worst stage's ledger; rows " + rows +
                                 " list one above the GPU's 79.6 GiB and fit: the fitted ledger "
-                                "bias of this framework family, +13.3% (the ledger "
+                                "bias of this framework family, +10.0% (the ledger "
                                 "over-estimates what the family's published runs needed; fitted "
                                 "so that those that ran fit, those that went out of memory do "
                                 "not and measured peaks match: where all ran and none measured "

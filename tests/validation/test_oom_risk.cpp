@@ -46,6 +46,15 @@ std::pair<MemoryLedger, MemoryLedger> readme_ledgers(const std::function<void(Fi
   return {before, build_memory_ledger(model, l, setup, gpu)};
 }
 
+/// The bytes of `stage`'s entries whose names start with `prefix` (0 when none).
+double entry_bytes(const StageLedger& stage, const std::string& prefix) {
+  double sum = 0;
+  for (const LedgerEntry& e : stage.entries) {
+    if (e.name.rfind(prefix, 0) == 0) sum += e.bytes;
+  }
+  return sum;
+}
+
 }  // namespace
 
 TEST_CASE("OOM risk: logistic in log(peak / capacity), intervals at its 10th and 90th percentiles",
@@ -95,9 +104,10 @@ TEST_CASE("the ledger's fitted per-token term: memory_per_token_bytes x seq / cp
       readme_ledgers([](FittedRates& r) { r.memory_per_token_bytes = 1000; });
   // 1000 bytes x 8192 / 1 tokens x 1 sequence = 8,192,000 bytes on the last stage (the loss's),
   // outside the fragmentation's base; none on the others.
+  // (Selective recompute's working set, 256 KiB here, stays the smaller of the phases that
+  // loss_phase_overlap_bytes weighs, so the overlap does not move.)
   CHECK(after.stages.back().total_bytes - before.stages.back().total_bytes == Approx(8192000.0));
-  CHECK(after.stages.back().entries.back().name.rfind("unlisted_per_token", 0) == 0);
-  CHECK(after.stages.back().entries.back().bytes == Approx(8192000.0));
+  CHECK(entry_bytes(after.stages.back(), "unlisted_per_token") == Approx(8192000.0));
   for (std::size_t r = 0; r + 1 < after.stages.size(); ++r) {
     CHECK(after.stages[r].total_bytes == before.stages[r].total_bytes);
   }
@@ -109,25 +119,80 @@ TEST_CASE("the ledger's fitted per-activation term: memory_per_activation_byte x
       readme_ledgers([](FittedRates& r) { r.memory_per_activation_byte = 0.25; });
   // On every stage a quarter of what its entries of category activations hold (the layers'
   // saved tensors x micro-batches in flight, the embedding's; the LM head's inputs, the
-  // recomputed layer's working set and the gradient buffers of the op being differentiated
-  // aside), outside the fragmentation's base, listed last.
+  // recomputed layer's working set, the gradient buffers of the op being differentiated and
+  // the phase overlap aside), outside the fragmentation's base.
   for (std::size_t r = 0; r < after.stages.size(); ++r) {
     double saved = 0;
     for (const LedgerEntry& e : before.stages[r].entries) {
       const auto named = [&](const char* prefix) { return e.name.rfind(prefix, 0) == 0; };
       if (e.category == MemoryCategory::kActivations && !named("backward.") &&
-          !named("recompute.") && !named("final_norm") && !named("lm_head")) {
+          !named("recompute.") && !named("final_norm") && !named("lm_head") &&
+          !named("phase_overlap")) {
         saved += e.bytes;
       }
     }
     CAPTURE(r);
     REQUIRE(saved > 0);
-    const LedgerEntry& term = after.stages[r].entries.back();
-    CHECK(term.name.rfind("unlisted_per_activation", 0) == 0);
-    CHECK(term.bytes == Approx(0.25 * saved).margin(1));
+    CHECK(entry_bytes(after.stages[r], "unlisted_per_activation") ==
+          Approx(0.25 * saved).margin(1));
     CHECK(after.stages[r].total_bytes - before.stages[r].total_bytes ==
           Approx(0.25 * saved).margin(1));
   }
+}
+
+TEST_CASE("the loss phase and the recomputed layer's working set are counted once: the larger",
+          "[oom][ledger]") {
+  // Llama 3 70B on the README's layout (tp 8, pp 4, sp) with full recompute: the last stage's
+  // loss phase L (final norm and LM head inputs, saved logits, the cross-entropy's transient)
+  // and its recompute working set W are both listed, and the total counts min(L, W) once less
+  // (a phase_overlap entry of -min(L, W)); the first stage has no loss and no overlap.
+  const ModelSpec model = load_model("llama3-70b");
+  const GpuSpec gpu = load_gpu("h100-sxm");
+  Layout l = test::readme_layout();
+  l.recompute = Recompute::kFull;
+  TrainingSetup setup = test::megatron_setup(8192);
+  const auto overlap_of = [&](const StageLedger& s) {
+    const double loss = entry_bytes(s, "final_norm.input") + entry_bytes(s, "lm_head.input") +
+                        entry_bytes(s, "loss.") + entry_bytes(s, "unlisted_per_token");
+    const double working = entry_bytes(s, "recompute.working_set");
+    REQUIRE(working > 0);
+    double listed = 0;
+    for (const LedgerEntry& e : s.entries) listed += e.bytes;
+    CHECK(s.total_bytes == Approx(listed).margin(1));  // the entries, the overlap among them
+    CHECK(s.loss_phase_bytes == Approx(loss).margin(1));
+    CHECK(s.recompute_working_bytes == Approx(working));
+    return std::pair{std::min(loss, working), entry_bytes(s, "phase_overlap")};
+  };
+  const MemoryLedger ledger = build_memory_ledger(model, l, setup, gpu);
+  CHECK(entry_bytes(ledger.stages.front(), "phase_overlap") == 0);
+  const auto [expected, listed] = overlap_of(ledger.stages.back());
+  REQUIRE(expected > 0);
+  CHECK(listed == Approx(-expected));
+  // A per-token term of 1 MiB (8 GiB at 8192 tokens) joins the loss phase: the loss phase is
+  // then larger than W, and the overlap is all of W.
+  setup.fitted.memory_per_token_bytes = 1048576;
+  const MemoryLedger wider = build_memory_ledger(model, l, setup, gpu);
+  const auto [expected_wide, listed_wide] = overlap_of(wider.stages.back());
+  CHECK(expected_wide == Approx(wider.stages.back().recompute_working_bytes));
+  CHECK(listed_wide == Approx(-expected_wide));
+}
+
+TEST_CASE("memory_need: the fit's per-token term moves the phase overlap as the ledger's does",
+          "[oom][fit]") {
+  // One stage of 60 GiB before the overlap, loss phase 3 GiB, working set 5 GiB, 4096 tokens.
+  MemoryRun run;
+  run.stages = {{60 * kGiB, 0, 3 * kGiB, 5 * kGiB}};
+  run.tokens = 4096;
+  FittedRates rates;
+  // No per-token term: 60 - min(3, 5) = 57 GiB.
+  CHECK(memory_need(run, rates) / kGiB == Approx(57));
+  // 256 KiB per token = 1 GiB at 4096 tokens: 60 + 1 - min(3 + 1, 5) = 57 GiB (the loss phase is
+  // still the smaller: the term is hidden under the working set).
+  rates.memory_per_token_bytes = 262144;
+  CHECK(memory_need(run, rates) / kGiB == Approx(57));
+  // 1 MiB per token = 4 GiB: 60 + 4 - min(3 + 4, 5) = 59 GiB.
+  rates.memory_per_token_bytes = 1048576;
+  CHECK(memory_need(run, rates) / kGiB == Approx(59));
 }
 
 TEST_CASE("the memory fit finds a per-token term that separates synthetic OOM outcomes",
