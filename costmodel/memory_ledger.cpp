@@ -769,9 +769,14 @@ MemoryLedger build_memory_ledger(const ModelSpec& model, const Layout& layout,
           }
           break;
         case MemoryTerm::kPhaseOverlap:
+          // Named and categorized by the phase it takes back, the smaller.
           if (m[term] < 0) {
-            line("phase_overlap (loss phase vs recompute working set: the smaller)",
-                 MemoryCategory::kActivations, "-", "-", 1, term, "-");
+            const bool loss_smaller = -m[term] < m[MemoryTerm::kRecomputeWorkingSet];
+            line(loss_smaller
+                     ? "phase_overlap (the loss phase, not live with the recompute working set)"
+                     : "phase_overlap (the recompute working set, not live with the loss phase)",
+                 loss_smaller ? MemoryCategory::kLogits : MemoryCategory::kActivations, "-", "-", 1,
+                 term, "-");
           }
           break;
       }

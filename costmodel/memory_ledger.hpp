@@ -152,7 +152,7 @@ struct MemoryLedger {
   std::vector<StageLedger> stages;
   std::size_t worst_stage = 0;     ///< index of the stage with the largest total
   double peak_bytes = 0;           ///< the worst stage's total (the live peak)
-  double reserved_peak_bytes = 0;  ///< the largest StageLedger::reserved_bytes
+  double reserved_peak_bytes = 0;  ///< the largest StageLedger::reserved_bytes, bytes
   double capacity_bytes = 0;       ///< the GPU's memory
   double headroom_bytes = 0;       ///< capacity - peak (negative when it does not fit)
   /// The OOM risk and the 80% interval of the peak (oom_risk.hpp, setup.fitted's memory

@@ -127,9 +127,7 @@ std::vector<MemoryRun> load_memory_runs(const std::vector<std::string>& paths,
       r.fold =
           fold_of(source) + " " + std::to_string(c.num_gpus) + "x" + std::to_string(c.setup.seq);
       for (const StageLedger& s : ledger.stages) {
-        r.stages.push_back({s.total_bytes + loss_phase_overlap_bytes(s.loss_phase_bytes,
-                                                                     s.recompute_working_bytes),
-                            s.saved_activation_bytes, s.loss_phase_bytes,
+        r.stages.push_back({s.reserved_bytes, s.saved_activation_bytes, s.loss_phase_bytes,
                             s.recompute_working_bytes});
       }
       r.tokens = static_cast<double>(c.setup.seq / c.layout.cp * c.layout.mbs);

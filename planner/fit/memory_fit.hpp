@@ -3,10 +3,11 @@
 // on measured OOM outcomes and peaks (meshplan-validation/1 files, read as `validate` reads
 // them), per GPU generation, and checked by cross-validation.
 //
-// Each run: the ledger's peak and its last stage with the unfitted per-token term
-// (memory_ledger.hpp), the tokens of its micro-batch on a GPU (seq / cp x mbs), the GPU's
-// capacity, and what was measured: OOM or not (a throughput or a peak also says it ran), and the
-// peak where printed. With parameters (m, b, s): need = max(peak, last stage + m x tokens); a run
+// Each run: every stage of its ledger with the fitted terms 0 (memory_ledger.hpp), the tokens
+// of its micro-batch on a GPU (seq / cp x mbs), the GPU's capacity, and what was measured: OOM or
+// not (a throughput or a peak also says it ran), and the peak where printed. With parameters
+// (m, a, b, s): need = the largest over the stages of the stage + a x its saved activations,
+// + m x tokens on the last, less the phase overlap (memory_need); a run
 // with a measured peak costs 2 Huber_0.1(log(reserved need exp(-b) / measured))
 // (memory_reserved_need) as a step time does in fit.hpp; a run without one costs its outcome's
 // logistic negative log-likelihood, -log(1 - risk) when it ran and -log(risk) when it went out of
@@ -49,8 +50,8 @@ struct MemoryRun {
   std::string fold;
   /// One pipeline stage of the run's ledger with the fitted terms 0.
   struct Stage {
-    /// The stage's terms summed before the phase overlap (its total + loss_phase_overlap_bytes
-    /// of the two below: the overlap moves with the fitted per-token term).
+    /// The stage's terms summed before the phase overlap (StageLedger::reserved_bytes: the
+    /// overlap moves with the fitted per-token term).
     double bytes = 0;
     /// Its saved activations, the base of the fitted per-activation term (memory_ledger.hpp
     /// MemoryTerm::kFittedPerActivation).
@@ -133,7 +134,8 @@ bool runs_identify_no_memory(const std::vector<const MemoryRun*>& family_runs,
                              std::string* why = nullptr);
 
 /// The logistic scale of the measured peaks of `family_runs` around `rates`' median peak
-/// (log-ratio units): e_i = log_median_peak(need_i) - log(measured_i) (oom_risk.hpp), and
+/// (log-ratio units): e_i = log_median_peak(memory_reserved_need_i) - log(measured_i)
+/// (oom_risk.hpp), and
 /// s = sqrt(3) / pi x sqrt(sum e_i^2 / (n - kPeakFitParameters)), the standard deviation of a
 /// logistic of scale s being s pi / sqrt(3) (its variance s^2 pi^2 / 3) and the bias and
 /// per-token term having been fitted on the same peaks. Clamped to oom_log_spread's bounds.
@@ -179,9 +181,8 @@ struct MemoryScore {
   std::size_t missed = 0;                 ///< predicted fit, measured OOM
   std::size_t false_alarms = 0;           ///< predicted OOM, ran
   std::size_t peaks = 0;
-  /// Mean |median / measured - 1| over the peaks, median = memory_outlook(need).peak_bytes_p50
-  /// (oom_risk.hpp: need x exp(-oom_log_bias), need the ledger's peak_bytes with the fitted
-  /// per-token term): as `validate` compares.
+  /// Mean |median / measured - 1| over the peaks, median = memory_reserved_need x
+  /// exp(-oom_log_bias) (oom_risk.hpp log_median_peak): as `validate` compares.
   double peak_mape = 0;
 };
 MemoryScore score_memory(const std::vector<MemoryRun>& runs, const std::vector<FittedRates>& rates);

@@ -239,6 +239,7 @@ nlohmann::json step_json(const StepReportInputs& in, const StepEstimate& e) {
       {"hardware_flops_per_step", e.hardware_flops_per_step},
       {"peak_flops_per_s", e.peak_flops_per_s},
       {"peak_bytes", e.memory.peak_bytes},
+      {"reserved_peak_bytes", e.memory.reserved_peak_bytes},
       {"peak_bytes_p10", e.memory.outlook.peak_bytes_p10},
       {"peak_bytes_p50", e.memory.outlook.peak_bytes_p50},
       {"peak_bytes_p90", e.memory.outlook.peak_bytes_p90},

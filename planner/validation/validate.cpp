@@ -105,12 +105,11 @@ void compare_case(const ValidationCase& c, const std::string& source, const Case
     // The median of the reserved peak (oom_risk.hpp): the ledger's reserved total (the published
     // peaks are the caching allocator's reserved bytes: memory_ledger.hpp reserved_bytes)
     // calibrated by the family's fitted oom_log_bias, the centre `meshplan fit` puts measured
-    // peaks at.
-    // (outlook.peak_bytes_p50 = peak_bytes x exp(-oom_log_bias).)
+    // peaks at (outlook.peak_bytes_p50 = peak_bytes x exp(-oom_log_bias)).
     x.add(kMetricPeakBytes,
           ledger.reserved_peak_bytes * ledger.outlook.peak_bytes_p50 / ledger.peak_bytes,
           *c.peak_memory_bytes,
-          "ours: the median reserved peak (the worst stage's ledger total incl. runtime overhead: "
+          "ours: the median reserved peak (the largest stage ledger total incl. runtime overhead: "
           "CUDA context, allocator fragmentation, the fitted per-token term, with the loss phase "
           "and the recompute working set both reserved; x exp(-oom_log_bias)); measured: " +
               (c.memory_metric.empty() ? std::string("not stated") : c.memory_metric));

@@ -161,6 +161,8 @@ TEST_CASE("the loss phase and the recomputed layer's working set are counted onc
     CHECK(s.total_bytes == Approx(listed).margin(1));  // the entries, the overlap among them
     CHECK(s.loss_phase_bytes == Approx(loss).margin(1));
     CHECK(s.recompute_working_bytes == Approx(working));
+    // The reserved figure counts both phases: the total without the overlap.
+    CHECK(s.reserved_bytes == Approx(s.total_bytes - entry_bytes(s, "phase_overlap")));
     return std::pair{std::min(loss, working), entry_bytes(s, "phase_overlap")};
   };
   const MemoryLedger ledger = build_memory_ledger(model, l, setup, gpu);
@@ -175,6 +177,17 @@ TEST_CASE("the loss phase and the recomputed layer's working set are counted onc
   const auto [expected_wide, listed_wide] = overlap_of(wider.stages.back());
   CHECK(expected_wide == Approx(wider.stages.back().recompute_working_bytes));
   CHECK(listed_wide == Approx(-expected_wide));
+  double reserved_peak = 0;
+  for (const StageLedger& s : wider.stages)
+    reserved_peak = std::max(reserved_peak, s.reserved_bytes);
+  CHECK(wider.reserved_peak_bytes == reserved_peak);
+  // Without recompute there is no working set: no overlap, the reserved figure is the total.
+  l.recompute = Recompute::kNone;
+  const MemoryLedger none = build_memory_ledger(model, l, setup, gpu);
+  for (const StageLedger& s : none.stages) {
+    CHECK(entry_bytes(s, "phase_overlap") == 0);
+    CHECK(s.reserved_bytes == s.total_bytes);
+  }
 }
 
 TEST_CASE("memory_need: the fit's per-token term moves the phase overlap as the ledger's does",
@@ -193,6 +206,8 @@ TEST_CASE("memory_need: the fit's per-token term moves the phase overlap as the 
   // 1 MiB per token = 4 GiB: 60 + 4 - min(3 + 4, 5) = 59 GiB.
   rates.memory_per_token_bytes = 1048576;
   CHECK(memory_need(run, rates) / kGiB == Approx(59));
+  // The reserved need, which measured peaks are compared with, counts both phases: 60 + 4 = 64.
+  CHECK(memory_reserved_need(run, rates) / kGiB == Approx(64));
 }
 
 TEST_CASE("the memory fit finds a per-token term that separates synthetic OOM outcomes",
