@@ -3,6 +3,7 @@
 // then MAPE per metric for each source, overall and (where both are compared) for dense and
 // mixture-of-experts models, with the worst case, the OOM confusion and
 // the skipped cases. The logic is planner/validation/validate.hpp's; this file only prints.
+#include <algorithm>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -59,6 +60,16 @@ std::string render_text(const ValidationReport& r) {
                   "without that source and without the left-out one"
                 : "")
         << ".\n";
+    // The memory parameters are not refitted per fold (the step-time fit's leave-one-out does
+    // not touch them), so these rows are in sample; the fit's report has them cross-validated.
+    const bool memory_rows = std::any_of(
+        r.comparisons.begin(), r.comparisons.end(),
+        [](const Comparison& c) { return c.metric == kMetricPeakBytes || c.metric == kMetricOom; });
+    if (memory_rows) {
+      out << "Not the peak_bytes and oom rows: they use the profile's memory parameters, fitted "
+             "on these runs (in sample); meshplan fit reports them with each group left out (the "
+             "fitted profile's fitted.report.memory_errors).\n";
+    }
     for (const auto& [fold, generation] : r.prior_only) {
       out << "Note: leaving " << fold << " out leaves no run on " << generation
           << " GPUs, so its runs on them are predicted with the profile's priors (its "
