@@ -60,15 +60,11 @@ std::string render_text(const ValidationReport& r) {
                   "without that source and without the left-out one"
                 : "")
         << ".\n";
-    // The memory parameters are not refitted per fold (the step-time fit's leave-one-out does
-    // not touch them), so these rows are in sample; the fit's report has them cross-validated.
-    const bool memory_rows = std::any_of(
-        r.comparisons.begin(), r.comparisons.end(),
-        [](const Comparison& c) { return c.metric == kMetricPeakBytes || c.metric == kMetricOom; });
-    if (memory_rows) {
-      out << "Not the peak_bytes and oom rows: they use the profile's memory parameters, fitted "
-             "on these runs (in sample); meshplan fit reports them with each group left out (the "
-             "fitted profile's fitted.report.memory_errors).\n";
+    if (r.memory_cross_validated) {
+      out << "Its peak_bytes and oom rows: each case's ledger with the memory parameters of a fit "
+             "without its (study, GPU count, sequence length) group, as meshplan fit reports "
+             "them (the spread, where a family's runs do not identify one, pooled over all the "
+             "runs).\n";
     }
     for (const auto& [fold, generation] : r.prior_only) {
       out << "Note: leaving " << fold << " out leaves no run on " << generation
@@ -268,6 +264,7 @@ nlohmann::json render_json(const ValidationReport& r) {
             {"mape_after_bias", "mean |(1 + error) / (1 + bias) - 1|, a fraction"}}},
           {"cases", cases},
           {"cross_validated", r.cross_validated},
+          {"memory_cross_validated", r.memory_cross_validated},
           {"prior_only", prior_only},
           {"summary",
            {{"sources", sources},

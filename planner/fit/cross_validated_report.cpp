@@ -1,9 +1,12 @@
 #include "planner/fit/cross_validated_report.hpp"
 
+#include <map>
+#include <optional>
 #include <set>
 
 #include "common/input_error.hpp"
 #include "planner/fit/fit.hpp"
+#include "planner/fit/memory_fit.hpp"
 
 namespace meshplan {
 
@@ -31,18 +34,34 @@ ValidationReport cross_validated_report(const std::vector<std::string>& paths, F
   for (const std::string& fold : cv.folds) {
     family_variance[fold] = family_spread_variance(cv, runs.runs, fold).value_or(0);
   }
-  std::map<std::string, TimeOverride> overrides;
+  std::map<std::string, CaseOverride> overrides;
   for (std::size_t i = 0; i < runs.runs.size(); ++i) {
     const FitRun& r = runs.runs[i];
     const double added =
         family_unseen(runs.runs, r.generation, r.family, r.fold) ? family_variance.at(r.fold) : 0.0;
-    overrides[r.run.id] = {cv.predicted[i],
-                           intervals ? interval_for(runs.runs, nested.at(r.fold), r.generation,
-                                                    r.family, r.fold, added)
-                                     : std::nullopt};
+    overrides[r.run.id].time = TimeOverride{
+        cv.predicted[i], intervals ? interval_for(runs.runs, nested.at(r.fold), r.generation,
+                                                  r.family, r.fold, added)
+                                   : std::nullopt};
   }
   for (const auto& [id, original] : runs.duplicate_of) {
-    overrides[id] = overrides.at(original);
+    overrides[id].time = overrides.at(original).time;
+  }
+  // The memory rows as `meshplan fit` cross-validates its memory parameters (fit_profile.cpp):
+  // each run's family refitted without the run's (study, GPU count, sequence length) group, the
+  // spread held, where the runs do not identify one, at the pooled spread of all the files'
+  // runs (tools/refit-profiles fits the shipped profiles so, --memory-from-runs).
+  std::map<std::string, std::string> memory_duplicate_of;
+  const std::vector<MemoryRun> memory_runs =
+      load_memory_runs(paths, "", nullptr, &memory_duplicate_of);
+  const std::optional<PooledSpread> pooled = pooled_log_spread(memory_runs);
+  const std::vector<FittedRates> memory_cv = cross_validate_memory(
+      memory_runs, pooled ? std::optional<double>(pooled->spread) : std::nullopt);
+  for (std::size_t i = 0; i < memory_runs.size(); ++i) {
+    overrides[memory_runs[i].id].memory = memory_cv[i];
+  }
+  for (const auto& [id, original] : memory_duplicate_of) {
+    overrides[id].memory = overrides.at(original).memory;
   }
   ValidationReport report = validate_files(paths, &overrides);
   report.prior_only = cv.prior_only;

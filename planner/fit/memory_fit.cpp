@@ -74,7 +74,8 @@ std::string memory_key(const ValidationCase& c) {
 
 std::vector<MemoryRun> load_memory_runs(const std::vector<std::string>& paths,
                                         const std::string& generation,
-                                        std::vector<SkippedCase>* skipped) {
+                                        std::vector<SkippedCase>* skipped,
+                                        std::map<std::string, std::string>* duplicate_of) {
   std::vector<MemoryRun> runs;
   std::map<std::string, std::pair<std::string, std::string>> seen;  // key -> (source, id)
   std::map<std::string, std::size_t> per_source;
@@ -111,6 +112,7 @@ std::vector<MemoryRun> load_memory_runs(const std::vector<std::string>& paths,
       }
       const auto [first, fresh] = seen.emplace(memory_key(c), std::pair{source, c.id});
       if (!fresh && first->second.first != source) {
+        if (duplicate_of != nullptr) (*duplicate_of)[c.id] = first->second.second;
         skip(c, source,
              "the same run as " + first->second.second + " (" + first->second.first +
                  "): counted once");

@@ -75,10 +75,13 @@ struct MemoryRun {
 /// skipped as a duplicate (hagemann-selected's 13B runs are sweep runs); the files are read in
 /// the order of their absolute paths, as load_fit_runs reads them (load_validation_files). Throws
 /// InputError for unreadable or malformed files, and for two cases with one id (a file given
-/// twice: its runs would count twice).
+/// twice: its runs would count twice). `skipped` (when not null) gets each case left out with
+/// its reason; `duplicate_of` (when not null) maps each duplicate's id to the id of the run it
+/// repeats.
 std::vector<MemoryRun> load_memory_runs(const std::vector<std::string>& paths,
                                         const std::string& generation,
-                                        std::vector<SkippedCase>* skipped = nullptr);
+                                        std::vector<SkippedCase>* skipped = nullptr,
+                                        std::map<std::string, std::string>* duplicate_of = nullptr);
 
 /// The need of `run` under `rates` (bytes): the largest over its stages of the stage's bytes +
 /// memory_per_activation_byte x its activation bytes, + memory_per_token_bytes x tokens on the

@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "common/format.hpp"
 #include "common/input_error.hpp"
 #include "costmodel/flops.hpp"
+#include "costmodel/memory_ledger.hpp"
 #include "costmodel/step_time.hpp"
 #include "costmodel/units.hpp"
 #include "planner/config/loaders.hpp"
@@ -88,15 +90,23 @@ void compare_time(const CaseContext& x, const StepEstimate& e, const Profile& pr
 }
 
 void compare_case(const ValidationCase& c, const std::string& source, const CaseHardware& hw,
-                  const Profile& profile, const TimeOverride* override,
+                  const Profile& profile, const CaseOverride* override,
                   std::vector<Comparison>& out) {
   CaseContext x{c, source, c.assumptions, out};
   x.assumptions.insert(x.assumptions.end(), hw.assumptions.begin(), hw.assumptions.end());
   x.assumptions.push_back("profile " + hw.profile);
   const StepEstimate e = estimate_step(c.model, c.layout, c.setup, hw.cluster, profile);
-  const MemoryLedger& ledger = e.memory;
+  // The memory rows' ledger: the estimate's (the profile's memory parameters), or one built with
+  // the override's.
+  std::optional<MemoryLedger> crossed;
+  if (override && override->memory) {
+    TrainingSetup setup = c.setup;
+    setup.fitted = *override->memory;
+    crossed = build_memory_ledger(c.model, c.layout, setup, hw.cluster.gpu);
+  }
+  const MemoryLedger& ledger = crossed ? *crossed : e.memory;
 
-  compare_time(x, e, profile, override);
+  compare_time(x, e, profile, override && override->time ? &*override->time : nullptr);
   // An OOM run's stated peak (what it held when an allocation failed, or the allocation asked
   // for) is not the peak of a step that ran: compared only where the case ran, the OOM row
   // saying why it is not.
@@ -312,9 +322,13 @@ std::pair<double, double> metric_interval(const std::string& metric, double pred
 }
 
 ValidationReport validate_files(const std::vector<std::string>& paths,
-                                const std::map<std::string, TimeOverride>* overrides) {
+                                const std::map<std::string, CaseOverride>* overrides) {
   ValidationReport report;
   report.cross_validated = overrides != nullptr;
+  report.memory_cross_validated =
+      overrides != nullptr && std::any_of(overrides->begin(), overrides->end(), [](const auto& o) {
+        return o.second.memory.has_value();
+      });
   std::map<std::string, Profile> profiles;
   std::set<std::string> moe_ids;  // the compared cases whose model is mixture-of-experts
   // In the order given (the report's order), every file read before any case is compared.
@@ -337,7 +351,7 @@ ValidationReport validate_files(const std::vector<std::string>& paths,
         auto it = profiles.find(hw.profile);
         if (it == profiles.end()) it = profiles.emplace(hw.profile, load_profile(hw.profile)).first;
         const std::size_t before = mine.size();
-        const TimeOverride* override = nullptr;
+        const CaseOverride* override = nullptr;
         if (overrides) {
           const auto found = overrides->find(c.id);
           if (found != overrides->end()) override = &found->second;

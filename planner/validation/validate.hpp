@@ -136,6 +136,10 @@ struct ValidationReport {
   /// Time predictions cross-validated (validate --cross-validate: each source's runs predicted
   /// by a fit that left the source out).
   bool cross_validated = false;
+  /// The peak_bytes and oom rows cross-validated too (each case's ledger built with the memory
+  /// parameters of a memory fit that left its fold out); false: the profile's, fitted on every
+  /// run the profile's fit saw.
+  bool memory_cross_validated = false;
   /// Time comparisons with an interval, and how many of them measured inside it.
   std::int64_t interval_cases = 0;
   std::int64_t inside_interval = 0;
@@ -180,15 +184,28 @@ struct TimeOverride {
   std::optional<StepInterval> interval;  ///< measured / predicted step-time ratios
 };
 
+/// What stands in for the shipped profile's predictions of one case (validate --cross-validate,
+/// planner/fit/cross_validated_report.hpp); nullopt members keep the profile's.
+struct CaseOverride {
+  std::optional<TimeOverride> time;
+  /// The memory parameters of a memory fit that left the case's fold out (memory_fit.hpp
+  /// cross_validate_memory): the ledger of its peak_bytes and oom rows is built with them (it
+  /// reads only the memory group: memory_per_token_bytes, memory_per_activation_byte,
+  /// oom_log_bias, oom_log_spread).
+  std::optional<FittedRates> memory;
+};
+
 /// Reads every file (load_validation_file: a case whose ValidationCase::skip_reason is set is
 /// skipped with its reason), predicts each case and compares. Time predictions carry the
-/// profile's interval (step_interval), or come from `overrides` (by case id) where given; with
-/// `overrides`, the report is marked cross-validated. Throws InputError for an unreadable or
+/// profile's interval (step_interval); memory rows take the profile's memory parameters; either
+/// comes from `overrides` (by case id) where given. With `overrides`, the report is marked
+/// cross-validated, and its memory rows too where some override carries memory parameters.
+/// Throws InputError for an unreadable or
 /// malformed file, for an id given twice (require_unique_case_ids: in one file, across files,
 /// or one file given twice), and when no case of any file could be compared (every one
 /// skipped: the message lists each with its reason), so that an empty table never passes.
 ValidationReport validate_files(const std::vector<std::string>& paths,
-                                const std::map<std::string, TimeOverride>* overrides = nullptr);
+                                const std::map<std::string, CaseOverride>* overrides = nullptr);
 
 /// The interval [p10, p90] of a time metric predicted as `predicted` from step-time ratios
 /// measured / predicted: step times scale by the ratios, throughputs (TFLOP/s, tokens/s, MFU)

@@ -916,30 +916,6 @@ TEST_CASE("validate --cross-validate: too few sources for intervals is said once
              Catch::StartsWith("a case's interval comes from the residuals of at least 3"));
 }
 
-TEST_CASE("validate --cross-validate says its memory rows are in sample, only where it has some",
-          "[consistency][validate][fit]") {
-  // The step-time fit is redone per left-out source; the memory parameters are not, so an oom
-  // or peak_bytes row is predicted by the profile's parameters fitted on every run.
-  const std::string sentence =
-      "Not the peak_bytes and oom rows: they use the profile's memory "
-      "parameters, fitted on these runs (in sample)";
-  nlohmann::json second = test::validation_case_json();
-  second["id"] = "gpt22b-second";
-  second["measured"]["step_time_s"] = 1.5;
-  const std::string a = test::validation_file("cvm-a.json", {test::validation_case_json()});
-  const std::string b = test::validation_file("cvm-b.json", {second});
-  test::CliResult r = test::run({"validate", "--cross-validate", "--leave-out", "file", a, b});
-  INFO(r.err);
-  REQUIRE(r.exit_code == 0);
-  CHECK_THAT(r.out, !Catch::Contains(sentence));  // step times only: no memory row
-  second["measured"]["oom"] = false;              // the run ran: an oom row beside its step time
-  const std::string c = test::validation_file("cvm-c.json", {second});
-  r = test::run({"validate", "--cross-validate", "--leave-out", "file", a, c});
-  INFO(r.err);
-  REQUIRE(r.exit_code == 0);
-  CHECK_THAT(r.out, Catch::Contains(sentence));
-}
-
 TEST_CASE("validate --cross-validate refuses one fold, and fit never writes over its input",
           "[consistency][validate][fit]") {
   // One file is one study: leaving it out leaves nothing to fit.

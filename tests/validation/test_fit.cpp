@@ -453,6 +453,27 @@ TEST_CASE("validate --cross-validate: a study alone on its GPU generation is nam
   CHECK(beside.prior_only == std::vector<Pair>{{"torchtitan", "hopper"}});
 }
 
+TEST_CASE(
+    "validate --cross-validate: a run the memory fit counts once is predicted as the run it "
+    "repeats",
+    "[validation][fit]") {
+  // hagemann-selected's aa-13B-...-132314 is the sweep's trial 132314 (the same model, GPUs,
+  // layout and outcome): the memory fit keeps the sweep's and skips the other (memory_fit.hpp
+  // load_memory_runs), whose oom row then takes the parameters of the sweep's fold, so both rows
+  // say the same need and risk.
+  const ValidationReport& r = cross_validated();
+  auto basis = [&](const std::string& id) {
+    for (const Comparison& c : r.comparisons) {
+      if (c.id == id && c.metric == kMetricOom)
+        return c.basis.substr(0, c.basis.find("; measured"));
+    }
+    return std::string("no oom row of ") + id;
+  };
+  const std::string sweep = basis("hagemann-sweep-132314");
+  CHECK_THAT(sweep, Catch::StartsWith("ours: OOM, the worst stage needs"));
+  CHECK(basis("aa-13B-seq2048-64gpu-tp1pp1mbs1-disabled-nosp-132314") == sweep);
+}
+
 TEST_CASE("validate --cross-validate: within the current bounds (thresholds.hpp)",
           "[validation][fit]") {
   const ValidationReport& r = cross_validated();
@@ -471,6 +492,18 @@ TEST_CASE("validate --cross-validate: within the current bounds (thresholds.hpp)
       WARN(b.source << " " << b.metric << ": cross-validated MAPE " << fixed(100 * m->mape, 1)
                     << "% above issue 19's target");
     }
+  }
+  // Issue 20: the OOM outcomes of Hagemann et al.'s runs, each predicted with memory
+  // parameters fitted without its (GPU count, sequence length) group.
+  REQUIRE(r.memory_cross_validated);
+  for (const char* source : {"hagemann-sweep-13b", "hagemann-selected"}) {
+    const SourceSummary* s = r.find_source(source);
+    REQUIRE(s != nullptr);
+    const double right =
+        1 - static_cast<double>(s->oom.misclassified()) / static_cast<double>(s->oom.total());
+    INFO(source << ": " << s->oom.total() - s->oom.misclassified() << " of " << s->oom.total()
+                << " OOM outcomes right");
+    CHECK(right >= vt::kCrossValidatedMinOomRight);
   }
   // Issue 19: 70-90% of the measured time metrics inside their 80% interval.
   REQUIRE(r.interval_cases > 0);

@@ -82,7 +82,13 @@ inline constexpr MapeBound kCrossValidatedBounds[] = {
     {"overall", "step_time_s", 212, 0.16},                 // 15.9% (the sweep's 165 dominate)
     {"overall", "tflops_per_gpu", 19, 0.09},               // 8.3% (target 10%: met) (****)
     {"overall", "mfu", 3, 0.13},                           // 12.8% (****)
+    // Memory since 2026-12-05 (session 33): each case's ledger with the memory parameters of a
+    // fit without its (study, GPU count, sequence length) group (before, the profile's: in
+    // sample, 3.7%). Issue 20's target: 10%.
+    {"torchtitan-h100-202412", "peak_bytes", 18, 0.04},  // 3.9%, worst -10.9% (405B 3D)
+    {"overall", "peak_bytes", 18, 0.04},                 // 3.9%
 };
+
 // (*) 162 -> 165 and 17.9% -> 17.7% when the sweep's 11 rows with sp at tp 1 were compared with
 // sp off (Aleph Alpha's codebase bypasses its sequence-parallel collectives there; 3 of them ran:
 // +12.8%, +6.8%, +3.8% in sample).
@@ -98,6 +104,12 @@ inline constexpr MapeBound kCrossValidatedBounds[] = {
 // (2026-12-03): with NeMo's rows at tp 4 and 8 costed as their recipes run them (their bias
 // +11.2% -> +5.1%), the Hopper fits without them no longer lower the shared rates to explain
 // NeMo's slowness, and the README's and torchtitan's rows come out closer too.
+
+/// Issue 20: the share of the OOM outcomes classified right, cross-validated (each case's
+/// memory parameters fitted without its group), at least this on Hagemann et al.'s sweep and on
+/// the selected runs. Today the sweep 403 of 422 (95.5%: 6 missed, 13 false alarms), the
+/// selected runs 10 of 10 rows (5 runs; the other 5 are sweep runs, counted once by the fit).
+inline constexpr double kCrossValidatedMinOomRight = 0.95;
 
 /// Share of the cross-validated time comparisons measured inside their 80% interval: issue
 /// 19's target is 70-90%, met: today 177 of 234 (75.6%; 68 of the 69 outside Hagemann's sweep,
