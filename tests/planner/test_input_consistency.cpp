@@ -883,6 +883,27 @@ TEST_CASE("validate: nothing compared is an error that says why, not an empty ta
                                     "only"));
 }
 
+TEST_CASE("validate: a run that only says it fit is an OOM outcome, as the memory fit counts it",
+          "[consistency][validate]") {
+  // measured.oom false with no step time, throughput or peak: the source reports that the run
+  // fit and nothing else (SCHEMA.md). It was skipped as "nothing comparable measured" while
+  // meshplan fit's memory part counted it. GPT-22B at tp 8 on A100-80GB fits (validate.all's
+  // kor22-22B rows), so the row reads fit / fit.
+  nlohmann::json ran = test::validation_case_json();
+  ran["measured"]["step_time_s"] = nullptr;
+  ran["measured"]["oom"] = false;
+  const std::string file = test::validation_file("v-ran.json", {ran});
+  const test::CliResult r = test::run({"validate", file, "--json"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  REQUIRE(j["cases"].size() == 1);
+  CHECK(j["cases"][0]["metric"] == "oom");
+  CHECK(j["cases"][0]["measured"] == false);
+  CHECK(j["cases"][0]["predicted"] == false);
+  CHECK(j["skipped"].empty());
+}
+
 TEST_CASE("validate --cross-validate: too few sources for intervals is said once, not blank cells",
           "[consistency][validate][fit]") {
   // Two files, left out one at a time: a case's interval needs the nested residuals of
