@@ -11,11 +11,14 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
+#include <string>
 #include <utility>
 
 #include "common/atomic_write.hpp"
 #include "common/format.hpp"
 #include "common/input_error.hpp"
+#include "costmodel/placement.hpp"
+#include "costmodel/ranks.hpp"
 #include "costmodel/step_time.hpp"
 #include "costmodel/units.hpp"
 #include "planner/cli/commands.hpp"
@@ -58,6 +61,20 @@ void check_outputs(const EstimateOptions& o) {
   require_distinct_files(output_files, input_list);
   if (!o.out.empty()) check_output_flag("--out", o.out);
   if (!o.trace.empty()) check_output_flag("--trace", o.trace);
+}
+
+/// A note where the layout's slowest tp group spans NVLink domains (placement.hpp
+/// slowest_group): estimate costs its per-layer collectives on the scale-out NICs, as `plan
+/// --allow-cross-node-tp` does, while `plan` refuses such layouts by default; "" otherwise.
+std::string cross_domain_tp_note(const Layout& layout, const ClusterSpec& cluster) {
+  if (layout.tp <= 1) return "";
+  if (!group_span(slowest_group(GroupKind::kTp, layout, cluster), cluster).crosses_domains) {
+    return "";
+  }
+  return "tp " + std::to_string(layout.tp) + " spans NVLink domains of " + cluster.name + " (" +
+         std::to_string(cluster.nvlink_domain_size) +
+         " GPUs each): its per-layer collectives cross the scale-out network and are costed on "
+         "its NICs; plan ranks such layouts only with --allow-cross-node-tp";
 }
 
 /// The plan of --plan FILE, with the notes its values get, and the profile as errors name it.
@@ -192,6 +209,9 @@ CommandAction add_estimate_command(CLI::App& app) {
     std::string label;  // the profile, as errors name it
     const Plan plan =
         o->plan.empty() ? plan_from_flags(*o, notes, label) : plan_from_file(*o, notes, label);
+    if (std::string note = cross_domain_tp_note(plan.layout, plan.cluster); !note.empty()) {
+      notes.push_back(std::move(note));
+    }
     const StepEstimate& e = plan.estimate;
     note_profile_gpu(err, plan.profile, plan.cluster);
     note_rope_length(err, plan.model, plan.setup.seq);

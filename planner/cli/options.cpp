@@ -234,7 +234,8 @@ void add_recompute_module_options(CLI::App& cmd, std::vector<std::string>& modul
       ->check(CLI::IsMember(all_recompute_module_names()));
   cmd.add_option("--cpu-offload-layers", cpu_offload_layers,
                  "Activation CPU offloading of the first N layers, as Megatron-Core's "
-                 "--cpu-offloading --cpu-offloading-num-layers N: their saved activations go to "
+                 "--cpu-offloading-num-layers N (Megatron-LM d98e8a6: N > 0 turns "
+                 "cpu_offloading on): their saved activations go to "
                  "host memory over the GPU's host link (needs pp 1, recompute none and a "
                  "--framework with it: not deepspeed, fsdp or hf; default: 0, off)")
       ->check(whole_in(0, kMaxLayers));

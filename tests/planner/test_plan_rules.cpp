@@ -314,6 +314,18 @@ TEST_CASE("plan: pins that break a layout rule get estimate's reason, exit code 
     CHECK(test::run({"plan", "--model", "llama2-7b", "--gpus", "16", "--tp", "16",
                      "--allow-cross-node-tp"})
               .exit_code == 0);
+    // estimate costs the layout it is given, on the NICs, and says so (it said nothing); at tp
+    // 8, one group per node, it has nothing to say.
+    const std::string note =
+        "note: tp 16 spans NVLink domains of dgx-h100 (8 GPUs each): its per-layer collectives "
+        "cross the scale-out network and are costed on its NICs; plan ranks such layouts only "
+        "with --allow-cross-node-tp\n";
+    const test::CliResult e = test::run({"estimate", "--model", "llama2-7b", "--tp", "16"});
+    CHECK(e.exit_code == 0);
+    CHECK_THAT(e.err, Catch::Contains(note));
+    const test::CliResult e8 = test::run({"estimate", "--model", "llama2-7b", "--tp", "8"});
+    CHECK(e8.exit_code == 0);
+    CHECK_THAT(e8.err, !Catch::Contains("spans NVLink domains"));
   }
   SECTION("tp 3 on 3 or 6 GPUs: every tp group sits in one partial 8-GPU node") {
     // 24 layers, hidden 3072, 24 heads and kv heads, ffn 8448: tp 3 and 6 divide all of them.
