@@ -1188,20 +1188,26 @@ std::vector<std::string> hf_config_notes(const nlohmann::json& config, const std
   std::vector<std::string> notes;
   if (!config.is_object()) return notes;
   if (model.seq_length != model.max_position_embeddings) {
+    const bool yarn_original = model.rope_scaling && model.rope_scaling->type == "yarn" &&
+                               model.rope_scaling->original_max_position_embeddings;
     const std::string seq = std::to_string(model.seq_length);
     const std::string max = std::to_string(model.max_position_embeddings);
-    notes.push_back(
-        file + ": planned at " + seq + " tokens, the model's pre-training length (" +
-        (llama3_original_length(model)
-             ? "rope_scaling.original_max_position_embeddings"
-             : "no original_max_position_embeddings is given, and a max_position_embeddings "
-               "above " +
-                   std::to_string(kLongestPretrainingLength) +
-                   " is reached by a long-context extension stage after pre-training at " +
-                   std::to_string(kExtendedModelPretrainingLength) +
-                   " tokens, as Qwen2/Qwen2.5, Qwen3 and DeepSeek-V3 report") +
-        "), not its max_position_embeddings " + max + ": give --seq " + max +
-        " to plan the long-context stage");
+    const std::string extension =
+        "a max_position_embeddings above " + std::to_string(kLongestPretrainingLength) +
+        " is reached by a long-context extension stage after pre-training at " +
+        std::to_string(kExtendedModelPretrainingLength) +
+        " tokens, as Qwen2/Qwen2.5, Qwen3 and DeepSeek-V3 report";
+    const std::string why =
+        llama3_original_length(model) ? "rope_scaling.original_max_position_embeddings"
+        : yarn_original
+            ? "yarn's rope_scaling.original_max_position_embeddings " +
+                  std::to_string(*model.rope_scaling->original_max_position_embeddings) +
+                  " is the context its RoPE correction extends, not a pre-training length; " +
+                  extension
+            : "no original_max_position_embeddings is given, and " + extension;
+    notes.push_back(file + ": planned at " + seq + " tokens, the model's pre-training length (" +
+                    why + "), not its max_position_embeddings " + max + ": give --seq " + max +
+                    " to plan the long-context stage");
   }
   if (model.sliding_window && *model.sliding_window < model.seq_length) {
     const std::string ws = std::to_string(*model.sliding_window);

@@ -430,6 +430,19 @@ TEST_CASE("a Hugging Face config is planned at its pre-training length, with a n
   CHECK(load_model(llama31, "--model", &notes).seq_length == 8192);
   REQUIRE(notes.size() == 1);
   CHECK_THAT(notes[0], Catch::Contains("(rope_scaling.original_max_position_embeddings)"));
+  // A yarn original length is where its correction starts, not the pre-training length (Qwen3
+  // with YaRN factor 4 from 32768 pre-trained at 4096): the note says so, not "none given".
+  const std::string yarn = changed_config("llama3-8b", "yarn-32k.json", [](nlohmann::json& c) {
+    c["max_position_embeddings"] = 131072;
+    c["rope_scaling"] = {
+        {"rope_type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 32768}};
+  });
+  notes.clear();
+  CHECK(load_model(yarn, "--model", &notes).seq_length == 4096);
+  REQUIRE(notes.size() == 1);
+  CHECK_THAT(notes[0], Catch::Contains("(yarn's rope_scaling.original_max_position_embeddings "
+                                       "32768 is the context its RoPE correction extends, not a "
+                                       "pre-training length; a max_position_embeddings above"));
   // Up to 8192 positions the model is planned at all of them, without a note (Llama 3: 8192).
   notes.clear();
   CHECK(load_model(test::data_file("hf/llama3-8b/config.json"), "--model", &notes).seq_length ==
