@@ -276,6 +276,14 @@ std::string out_of_memory(const std::string& file, std::size_t bytes) {
          "MiB), or free some memory";
 }
 
+/// `text` with every byte that is not part of valid UTF-8 replaced by U+FFFD, nothing else
+/// changed (nlohmann's parse errors quote the bytes last read as they are).
+std::string valid_utf8(const std::string& text) {
+  return nlohmann::json::parse(
+             nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))
+      .get<std::string>();
+}
+
 /// parse_json_text after the NUL and depth check (which load_json_file runs as it reads).
 nlohmann::json parse_checked_json_text(const std::string& text, const std::string& file) {
   nlohmann::json root;
@@ -310,7 +318,7 @@ nlohmann::json parse_checked_json_text(const std::string& text, const std::strin
                      " does not fit a double; expected a finite number (at most "
                      "1.8e308 in magnitude)");
   }
-  std::string message = e.message;
+  std::string message = valid_utf8(e.message);
   const std::size_t cut = message.find(": syntax error");
   if (cut != std::string::npos) message = message.substr(cut + 2);
   throw InputError(file + ": not valid JSON at " + at_line_and_column(text, e.byte) + ": " +

@@ -61,6 +61,22 @@ TEST_CASE("malformed JSON names the file, line and column", "[errors]") {
   expect_input_error(file, "not valid JSON at line 3, column 3");
 }
 
+TEST_CASE("malformed JSON with bytes that are not UTF-8 is quoted as valid UTF-8", "[errors]") {
+  // nlohmann's message shows the bytes last read: a Latin-1 0xE9 in an unterminated name came
+  // out raw. It reads U+FFFD (0xEF 0xBF 0xBD) instead; the rest of the message is unchanged.
+  const std::string file = test::write_temp_file(
+      "latin1.json", "{\"schema\": \"meshplan-model/1\", \"name\": \"llam\xe9");
+  try {
+    load_model(file);
+    FAIL("no error");
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    CHECK(what.find('\xe9') == std::string::npos);
+    CHECK_THAT(what, Catch::Contains("llam\xef\xbf\xbd"));
+    CHECK_THAT(what, Catch::StartsWith(file + ": not valid JSON at line 1, column"));
+  }
+}
+
 TEST_CASE("a missing field names its JSON path", "[errors]") {
   expect_input_error(broken_model("missing.json", "\"hidden_size\": 4096,", ""),
                      "$.hidden_size: missing; expected a positive integer");
