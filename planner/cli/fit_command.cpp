@@ -244,8 +244,9 @@ CommandAction add_fit_command(CLI::App& app) {
                 "Where the runs identify none of a family's memory parameters (no OOM outcome "
                 "near the capacity, no measured peak), take the fit's values (the priors, or the "
                 "pooled spread with the bias fitted beside it), not the base profile's fitted "
-                "ones (tools/refit-profiles: the profile then depends on the runs and the base's "
-                "rates only)");
+                "ones; likewise the MoE dispatch seconds where the runs hold no MoE run (the "
+                "registry's priors, or --moe-priors-from's) (tools/refit-profiles: the profile "
+                "then depends on the runs and the base's rates only)");
   auto moe_priors_from = std::make_shared<std::string>();
   cmd->add_option("--moe-priors-from", *moe_priors_from,
                   "Profile (preset name or file, fitted by meshplan fit) whose fitted MoE "
