@@ -84,8 +84,17 @@ Plan plan_from_file(const EstimateOptions& o, std::vector<std::string>& notes, s
   // What the flags' path notes (resolve_layout), said of the plan's values too.
   const std::vector<std::string> setup = setup_notes(plan.layout, plan.setup, plan.cluster.gpu, "");
   notes.insert(notes.end(), setup.begin(), setup.end());
-  label = profile_label(plan.profile, "", "the profile in --plan " + o.plan);
-  return plan;
+  if (o.in.profile.empty()) {
+    label = profile_label(plan.profile, "", "the profile in --plan " + o.plan);
+    return plan;
+  }
+  // A saved plan costed with another profile (a user's fit): the plan's inputs and layout, the
+  // profile's rates and memory parameters.
+  const Profile profile = load_run_profile(o.in.profile, plan.setup.precision, plan.cluster.gpu);
+  notes.push_back("profile " + profile.name + " (--profile) in place of the plan's, " +
+                  plan.profile.name);
+  label = profile_label(profile, o.in.profile);
+  return make_plan(plan.model, plan.cluster, profile, plan.setup, plan.layout);
 }
 
 /// The plan of the input and layout flags (resolve_scenario, resolve_layout), with the notes on
@@ -165,8 +174,9 @@ CommandAction add_estimate_command(CLI::App& app) {
                             "meshplan-cluster/1 file"));
   cmd->add_option("--profile", o->in.profile,
                   "Achieved rates: a profile preset (meshplan presets profiles) or a profile.json "
-                  "from meshplan-calibrate (default: the shipped profile of the cluster's GPU; "
-                  "a profile of another GPU gets a note on stderr)")
+                  "from meshplan-calibrate or meshplan fit (default: the shipped profile of the "
+                  "cluster's GPU, or with --plan the plan's own; a profile of another GPU gets a "
+                  "note on stderr)")
       ->check(non_empty("a profile preset name (meshplan presets profiles) or a profile.json "
                         "path"));
   cmd->add_option("--gpus", o->gpus,
@@ -198,8 +208,8 @@ CommandAction add_estimate_command(CLI::App& app) {
           ->check(non_empty("a plan.json written by meshplan plan or estimate with --out"));
   exclude_with_plan(
       *cmd, *plan_option,
-      joined({"--model", "--cluster", "--profile", "--gpus", "--framework", "--precision",
-              "--tp-overlap", "--dp-overlap", "--pp-overlap", "--elementwise", "--moe-a2a-overlap"},
+      joined({"--model", "--cluster", "--gpus", "--framework", "--precision", "--tp-overlap",
+              "--dp-overlap", "--pp-overlap", "--elementwise", "--moe-a2a-overlap"},
              layout_option_names()));
 
   return [o, cluster](std::ostream& out, std::ostream& err) {

@@ -31,16 +31,20 @@ Scenario resolve_scenario(const ScenarioFlags& flags, std::int64_t gpus) {
       s.notes.push_back(note + "; give --profile to choose one, or give the GPU a name of its own");
     }
   }
-  s.profile = load_profile(s.profile_name, "--profile");
-  if (const std::string problem = profile_precision_problem(s.profile, s.precision);
-      !problem.empty()) {
-    throw InputError("--precision " + std::string(to_string(s.precision)) + ": " + problem +
-                     ", and " + s.cluster.gpu.name + "'s " + to_string(s.precision) +
+  s.profile = load_run_profile(s.profile_name, s.precision, s.cluster.gpu);
+  return s;
+}
+
+Profile load_run_profile(const std::string& name, Precision precision, const GpuSpec& gpu) {
+  Profile profile = load_profile(name, "--profile");
+  if (const std::string problem = profile_precision_problem(profile, precision); !problem.empty()) {
+    throw InputError("--precision " + std::string(to_string(precision)) + ": " + problem +
+                     ", and " + gpu.name + "'s " + to_string(precision) +
                      " peak would run at it; give --profile with a profile of a GPU that has " +
-                     to_string(s.precision) + " tensor cores (meshplan presets profiles), or " +
+                     to_string(precision) + " tensor cores (meshplan presets profiles), or " +
                      "another --precision");
   }
-  return s;
+  return profile;
 }
 
 }  // namespace meshplan

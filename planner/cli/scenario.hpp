@@ -51,4 +51,9 @@ struct Scenario {
 /// flag and the file for the first input that is wrong, in that order.
 Scenario resolve_scenario(const ScenarioFlags& flags, std::int64_t gpus);
 
+/// The profile `name` (--profile: a preset name or a profile.json path) for a run at `precision`
+/// on `gpu`: load_profile, and refused (InputError naming --precision) where the profile has no
+/// peak at that precision (profile_precision_problem).
+Profile load_run_profile(const std::string& name, Precision precision, const GpuSpec& gpu);
+
 }  // namespace meshplan
