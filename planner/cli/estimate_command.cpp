@@ -71,10 +71,11 @@ std::string cross_domain_tp_note(const Layout& layout, const ClusterSpec& cluste
   if (!group_span(slowest_group(GroupKind::kTp, layout, cluster), cluster).crosses_domains) {
     return "";
   }
-  return "tp " + std::to_string(layout.tp) + " spans NVLink domains of " + cluster.name + " (" +
-         std::to_string(cluster.nvlink_domain_size) +
+  return "tp " + std::to_string(layout.tp) + ": a tp group spans NVLink domains of " +
+         cluster.name + " (" + std::to_string(cluster.nvlink_domain_size) +
          " GPUs each): its per-layer collectives cross the scale-out network and are costed on "
-         "its NICs; plan ranks such layouts only with --allow-cross-node-tp";
+         "its NICs (the slowest group paces the step); plan ranks such layouts only with "
+         "--allow-cross-node-tp";
 }
 
 /// The plan of --plan FILE, with the notes its values get, and the profile as errors name it.
@@ -90,9 +91,11 @@ Plan plan_from_file(const EstimateOptions& o, std::vector<std::string>& notes, s
   }
   // A saved plan costed with another profile (a user's fit): the plan's inputs and layout, the
   // profile's rates and memory parameters.
-  const Profile profile = load_run_profile(o.in.profile, plan.setup.precision, plan.cluster.gpu);
-  notes.push_back("profile " + profile.name + " (--profile) in place of the plan's, " +
-                  plan.profile.name);
+  const Profile profile =
+      load_run_profile(o.in.profile, plan.setup.precision, plan.cluster.gpu, true);
+  notes.push_back(
+      "profile " + profile.name + " (--profile) in place of the plan's" +
+      (profile.name == plan.profile.name ? " of the same name" : ", " + plan.profile.name));
   label = profile_label(profile, o.in.profile);
   return make_plan(plan.model, plan.cluster, profile, plan.setup, plan.layout);
 }

@@ -35,14 +35,16 @@ Scenario resolve_scenario(const ScenarioFlags& flags, std::int64_t gpus) {
   return s;
 }
 
-Profile load_run_profile(const std::string& name, Precision precision, const GpuSpec& gpu) {
+Profile load_run_profile(const std::string& name, Precision precision, const GpuSpec& gpu,
+                         bool from_plan) {
   Profile profile = load_profile(name, "--profile");
   if (const std::string problem = profile_precision_problem(profile, precision); !problem.empty()) {
-    throw InputError("--precision " + std::string(to_string(precision)) + ": " + problem +
-                     ", and " + gpu.name + "'s " + to_string(precision) +
-                     " peak would run at it; give --profile with a profile of a GPU that has " +
-                     to_string(precision) + " tensor cores (meshplan presets profiles), or " +
-                     "another --precision");
+    const std::string p = to_string(precision);
+    throw InputError((from_plan ? "the plan's precision " : "--precision ") + p + ": " + problem +
+                     ", and " + gpu.name + "'s " + p +
+                     " peak would run at it; give --profile with a profile of a GPU that has " + p +
+                     " tensor cores (meshplan presets profiles), or " +
+                     (from_plan ? "plan again with another --precision" : "another --precision"));
   }
   return profile;
 }

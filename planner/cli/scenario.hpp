@@ -52,8 +52,10 @@ struct Scenario {
 Scenario resolve_scenario(const ScenarioFlags& flags, std::int64_t gpus);
 
 /// The profile `name` (--profile: a preset name or a profile.json path) for a run at `precision`
-/// on `gpu`: load_profile, and refused (InputError naming --precision) where the profile has no
-/// peak at that precision (profile_precision_problem).
-Profile load_run_profile(const std::string& name, Precision precision, const GpuSpec& gpu);
+/// on `gpu`: load_profile, and refused (InputError) where the profile has no peak at that
+/// precision (profile_precision_problem), naming where the precision came from: --precision, or
+/// with `from_plan` the plan's.
+Profile load_run_profile(const std::string& name, Precision precision, const GpuSpec& gpu,
+                         bool from_plan = false);
 
 }  // namespace meshplan

@@ -53,18 +53,30 @@ std::string unit_of(const std::string& metric) {
 std::string render_text(const ValidationReport& r) {
   std::ostringstream out;
   if (r.cross_validated) {
-    out << "Cross-validated: each source's time predictions come from a fit without that source "
-           "(leave one source out; meshplan fit)"
+    // What one fold is: a study (a file's stem up to its first '-': its files go out together)
+    // or a file (--leave-out file).
+    const std::string& unit = r.left_out;
+    out << "Cross-validated: each " << unit << "'s time predictions come from a fit without that "
+        << unit << " (leave one " << unit << " out; meshplan fit)"
         << (r.no_interval_reason.empty()
-                ? ", its 80% intervals from the other sources' residuals, each predicted by a fit "
-                  "without that source and without the left-out one"
-                : "")
+                ? ", its 80% intervals from the other " +
+                      std::string(unit == "study" ? "studies" : "files") +
+                      "' residuals, each predicted by a fit without that " + unit +
+                      " and without the left-out one"
+                : std::string())
         << ".\n";
     if (r.memory_cross_validated) {
       out << "Its peak_bytes and oom rows: each case's ledger with the memory parameters of a fit "
              "without its (study, GPU count, sequence length) group, as meshplan fit reports "
              "them (the spread, where a family's runs do not identify one, pooled over all the "
              "runs).\n";
+    }
+    for (const ValidationReport::PriorOnlyMemory& m : r.memory_prior_only) {
+      out << "Note: leaving " << m.fold << " out leaves no " << m.family << " run on "
+          << m.generation
+          << " GPUs, so its memory rows take the family's memory priors (bias 0, the pooled "
+             "spread), not a fit: they are not cross-validated; give runs of another (GPU count, "
+             "sequence length) group of the family to cross-validate them.\n";
     }
     for (const auto& [fold, generation] : r.prior_only) {
       out << "Note: leaving " << fold << " out leaves no run on " << generation
@@ -245,6 +257,11 @@ nlohmann::json render_json(const ValidationReport& r) {
   for (const SourceSummary& s : r.kinds) kinds[s.source] = summary_json(s);
   // The cross-validation's folds predicted with the priors (no run left on their generation).
   nlohmann::json prior_only = nlohmann::json::array();
+  nlohmann::json memory_prior_only = nlohmann::json::array();
+  for (const ValidationReport::PriorOnlyMemory& m : r.memory_prior_only) {
+    memory_prior_only.push_back(
+        {{"fold", m.fold}, {"generation", m.generation}, {"family", m.family}});
+  }
   for (const auto& [fold, generation] : r.prior_only) {
     prior_only.push_back({{"fold", fold}, {"generation", generation}});
   }
@@ -265,6 +282,7 @@ nlohmann::json render_json(const ValidationReport& r) {
           {"cases", cases},
           {"cross_validated", r.cross_validated},
           {"memory_cross_validated", r.memory_cross_validated},
+          {"memory_prior_only", memory_prior_only},
           {"prior_only", prior_only},
           {"summary",
            {{"sources", sources},
@@ -296,11 +314,15 @@ CommandAction add_validate_command(CLI::App& app) {
   cmd->add_option("files", *files, "meshplan-validation/1 files")
       ->required()  // validate_files names a missing file, a directory or a device as it reads
       ->check(non_empty("a meshplan-validation/1 file"));
-  cmd->add_flag("--json", *json, "Print JSON (cases, summary, skipped) instead of tables");
+  cmd->add_flag("--json", *json,
+                "Print JSON (cases, summary, skipped; cross_validated, memory_cross_validated, "
+                "prior_only, memory_prior_only) instead of tables");
   auto cross = std::make_shared<bool>(false);
   cmd->add_flag("--cross-validate", *cross,
                 "Predict each source's step times with a fit that left that source out (meshplan "
-                "fit, leave one source out), intervals from the other sources' residuals");
+                "fit, leave one source out), intervals from the other sources' residuals; and "
+                "the peak_bytes and oom rows with memory parameters fitted without the case's "
+                "(study, GPU count, sequence length) group");
   auto leave_out = std::make_shared<std::string>("study");
   add_leave_out_option(*cmd, *leave_out);
   return [files, json, cross, leave_out](std::ostream& out, std::ostream& /*err*/) {

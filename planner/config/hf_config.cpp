@@ -1202,7 +1202,8 @@ std::vector<std::string> hf_config_notes(const nlohmann::json& config, const std
         : yarn_original
             ? "yarn's rope_scaling.original_max_position_embeddings " +
                   std::to_string(*model.rope_scaling->original_max_position_embeddings) +
-                  " is the context its RoPE correction extends, not a pre-training length; " +
+                  " is the context its RoPE correction starts from (a pre-training length "
+                  "only where the model's report says so); " +
                   extension
             : "no original_max_position_embeddings is given, and " + extension;
     notes.push_back(file + ": planned at " + seq + " tokens, the model's pre-training length (" +

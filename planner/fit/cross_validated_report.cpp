@@ -1,8 +1,10 @@
 #include "planner/fit/cross_validated_report.hpp"
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
+#include <tuple>
 
 #include "common/input_error.hpp"
 #include "planner/fit/fit.hpp"
@@ -13,13 +15,18 @@ namespace meshplan {
 ValidationReport cross_validated_report(const std::vector<std::string>& paths, Folds folds) {
   const FitRuns runs = load_fit_runs(paths, "", {}, folds, "validate --cross-validate");
   const std::set<std::string> folds_seen = fold_names(runs.runs);
+  const std::string unit = folds == Folds::kFile ? "file" : "study";
   if (folds_seen.size() < 2) {
+    // Runs with an OOM outcome or a peak alone do not enter the time fit (load_fit_runs).
     throw InputError(
-        "validate --cross-validate: every run is of one " +
-        std::string(folds == Folds::kFile ? "file" : "study") + " (" + *folds_seen.begin() +
-        "), so no fit is left to predict it with; give files of two or more " +
-        (folds == Folds::kFile ? "files" : "studies (a file's stem up to its first '-')") +
-        (folds == Folds::kStudy ? ", or --leave-out file to leave one file out at a time" : "") +
+        "validate --cross-validate: every run with a measured time (step time, throughput or "
+        "MFU) is of one " +
+        unit + " (" + *folds_seen.begin() +
+        "), so no fit is left to predict it with; give such runs of two or more " +
+        (folds == Folds::kFile
+             ? std::string("files")
+             : "studies (a file's stem up to its first '-'), or --leave-out file to leave one "
+               "file out at a time") +
         ", or run validate without --cross-validate");
   }
   const CrossValidation cv = cross_validate(runs.runs);
@@ -63,18 +70,32 @@ ValidationReport cross_validated_report(const std::vector<std::string>& paths, F
   for (const auto& [id, original] : memory_duplicate_of) {
     overrides[id].memory = overrides.at(original).memory;
   }
+  // A fold holding a family's only runs on its generation leaves the fit without them: the
+  // family's memory priors predict it (fit_memory), which the report names.
+  std::set<std::tuple<std::string, std::string, std::string>> memory_prior_only;
+  for (const MemoryRun& r : memory_runs) {
+    const bool others =
+        std::any_of(memory_runs.begin(), memory_runs.end(), [&](const MemoryRun& o) {
+          return o.generation == r.generation && o.family == r.family && o.fold != r.fold;
+        });
+    if (!others) memory_prior_only.insert({r.fold, r.generation, r.family});
+  }
   ValidationReport report = validate_files(paths, &overrides);
   report.prior_only = cv.prior_only;
+  report.left_out = unit;
+  for (const auto& [fold, generation, family] : memory_prior_only) {
+    report.memory_prior_only.push_back({fold, generation, family});
+  }
   if (!intervals) {
-    const std::string unit = folds == Folds::kFile ? "files" : "studies";
+    const std::string units = folds == Folds::kFile ? "files" : "studies";
     report.no_interval_reason =
         "a case's interval comes from the residuals of at least " +
-        std::to_string(kMinIntervalFolds) + " other " + unit +
+        std::to_string(kMinIntervalFolds) + " other " + units +
         ", each predicted by a fit without its own and the case's (planner/fit/fit.hpp "
         "interval_for); these runs are of " +
-        std::to_string(cv.folds.size()) + " " + unit + ", so leaving one out leaves " +
+        std::to_string(cv.folds.size()) + " " + units + ", so leaving one out leaves " +
         std::to_string(cv.folds.size() - 1) + ". Give runs of " +
-        std::to_string(kMinIntervalFolds + 1) + " or more " + unit +
+        std::to_string(kMinIntervalFolds + 1) + " or more " + units +
         " for intervals; a fitted profile's intervals (meshplan profile show) come from all of "
         "its runs' cross-validated residuals";
   }

@@ -127,11 +127,19 @@ void compare_case(const ValidationCase& c, const std::string& source, const Case
   // Every stated outcome, a run that ran with nothing else measured too (SCHEMA.md: oom is
   // false where the source reports the run fit): the memory fit counts it (load_memory_runs).
   if (c.oom) {
+    // The risk is of the ledger's peak less the family's fitted bias: said where they differ,
+    // so that a large need at a small risk (or the reverse) reads as what it is.
+    const double p50 = ledger.outlook.peak_bytes_p50;
+    const std::string expected_peak =
+        std::abs(p50 - ledger.peak_bytes) > 0.005 * ledger.peak_bytes
+            ? " (expected " + gib(p50) + ": the ledger less the family's fitted bias)"
+            : "";
     x.add(kMetricOom, ledger.fits ? 0 : 1, *c.oom ? 1 : 0, std::nullopt,
           std::string("ours: ") + (ledger.fits ? "fits" : "OOM") + ", the worst stage needs " +
-              gib(ledger.peak_bytes) + " of the " + gib(ledger.capacity_bytes) + " of the " +
-              hw.cluster.gpu.name + ", OOM risk " + risk_percent(ledger.outlook.oom_risk) +
-              " (OOM above " + risk_percent(kDefaultMaxOomRisk) + ", as plan excludes)" +
+              gib(ledger.peak_bytes) + expected_peak + " of the " + gib(ledger.capacity_bytes) +
+              " of the " + hw.cluster.gpu.name + ", OOM risk " +
+              risk_percent(ledger.outlook.oom_risk) + " (OOM above " +
+              risk_percent(kDefaultMaxOomRisk) + ", as plan excludes)" +
               "; measured: " + (*c.oom ? "OOM" : "fits") + " (" +
               (c.memory_metric.empty() ? std::string("not stated") : c.memory_metric) + ")" +
               (oom_peak ? "; its stated peak of " + gib(*c.peak_memory_bytes) +
@@ -326,10 +334,6 @@ ValidationReport validate_files(const std::vector<std::string>& paths,
                                 const std::map<std::string, CaseOverride>* overrides) {
   ValidationReport report;
   report.cross_validated = overrides != nullptr;
-  report.memory_cross_validated =
-      overrides != nullptr && std::any_of(overrides->begin(), overrides->end(), [](const auto& o) {
-        return o.second.memory.has_value();
-      });
   std::map<std::string, Profile> profiles;
   std::set<std::string> moe_ids;  // the compared cases whose model is mixture-of-experts
   // In the order given (the report's order), every file read before any case is compared.
@@ -389,6 +393,13 @@ ValidationReport validate_files(const std::vector<std::string>& paths,
         "memory or OOM outcome");
   }
   report.overall = summarize("overall", report.comparisons);
+  report.memory_cross_validated =
+      overrides != nullptr &&
+      std::any_of(overrides->begin(), overrides->end(),
+                  [](const auto& o) { return o.second.memory.has_value(); }) &&
+      std::any_of(report.comparisons.begin(), report.comparisons.end(), [](const Comparison& c) {
+        return c.metric == kMetricPeakBytes || c.metric == kMetricOom;
+      });
   std::vector<Comparison> dense, moe;
   for (const Comparison& c : report.comparisons) (moe_ids.count(c.id) ? moe : dense).push_back(c);
   if (!dense.empty() && !moe.empty()) {

@@ -138,7 +138,7 @@ struct ValidationReport {
   bool cross_validated = false;
   /// The peak_bytes and oom rows cross-validated too (each case's ledger built with the memory
   /// parameters of a memory fit that left its fold out); false: the profile's, fitted on every
-  /// run the profile's fit saw.
+  /// run the profile's fit saw, or no such row.
   bool memory_cross_validated = false;
   /// Time comparisons with an interval, and how many of them measured inside it.
   std::int64_t interval_cases = 0;
@@ -150,6 +150,16 @@ struct ValidationReport {
   /// runs on it): predicted with the profile's priors, not a fit, so their errors are not
   /// cross-validated ones. {fold, generation} each; empty otherwise.
   std::vector<std::pair<std::string, std::string>> prior_only;
+  /// What a cross-validation leaves out at a time: "study" (a file's stem up to its first '-')
+  /// or "file"; "" when not cross-validated.
+  std::string left_out;
+  /// A memory fold (study, GPU count, sequence length) whose runs of a framework family on a
+  /// GPU generation are that family's only ones there: left out, its memory rows take the
+  /// family's memory priors (memory_fit.hpp fit_memory), not a fit.
+  struct PriorOnlyMemory {
+    std::string fold, generation, family;
+  };
+  std::vector<PriorOnlyMemory> memory_prior_only;
   std::vector<Comparison> comparisons;  ///< in file order, then case order
   std::vector<SkippedCase> skipped;
   std::vector<SourceSummary> sources;  ///< one per file, in the order given

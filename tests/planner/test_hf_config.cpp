@@ -441,8 +441,9 @@ TEST_CASE("a Hugging Face config is planned at its pre-training length, with a n
   CHECK(load_model(yarn, "--model", &notes).seq_length == 4096);
   REQUIRE(notes.size() == 1);
   CHECK_THAT(notes[0], Catch::Contains("(yarn's rope_scaling.original_max_position_embeddings "
-                                       "32768 is the context its RoPE correction extends, not a "
-                                       "pre-training length; a max_position_embeddings above"));
+                                       "32768 is the context its RoPE correction starts from (a "
+                                       "pre-training length only where the model's report says "
+                                       "so); a max_position_embeddings above"));
   // Up to 8192 positions the model is planned at all of them, without a note (Llama 3: 8192).
   notes.clear();
   CHECK(load_model(test::data_file("hf/llama3-8b/config.json"), "--model", &notes).seq_length ==

@@ -920,9 +920,11 @@ TEST_CASE("validate --cross-validate: too few sources for intervals is said once
   // No column, and the heading says nothing of intervals.
   CHECK_THAT(r.out, !Catch::Contains("p10 to p90"));
   CHECK_THAT(r.out, !Catch::Contains("its 80% intervals"));
-  CHECK_THAT(r.out, Catch::Contains("Cross-validated: each source's time predictions come from a "
-                                    "fit without that source (leave one source out; meshplan "
+  CHECK_THAT(r.out, Catch::Contains("Cross-validated: each file's time predictions come from a "
+                                    "fit without that file (leave one file out; meshplan "
                                     "fit).\n"));
+  // Their runs measured step times only: no memory row, so no word of the memory rows.
+  CHECK_THAT(r.out, !Catch::Contains("peak_bytes and oom rows"));
   CHECK_THAT(r.out, Catch::Contains("  No 80% intervals: a case's interval comes from the "
                                     "residuals of at least 3 other files, each predicted by a fit "
                                     "without its own and the case's (planner/fit/fit.hpp "
@@ -937,6 +939,38 @@ TEST_CASE("validate --cross-validate: too few sources for intervals is said once
              Catch::StartsWith("a case's interval comes from the residuals of at least 3"));
 }
 
+TEST_CASE("validate --cross-validate names the memory folds it predicts with the priors",
+          "[consistency][validate][fit]") {
+  // Two studies, each one run that ran (oom false beside its step time), both megatron on
+  // A100-80GB: each run's memory fit sees the other's, so none is prior-only. A third study on
+  // H100 holds the only hopper run: left out, no hopper run is left, and the report says so.
+  nlohmann::json b = test::validation_case_json();
+  b["id"] = "gpt22b-b";
+  b["measured"]["step_time_s"] = 1.5;
+  b["measured"]["oom"] = false;
+  nlohmann::json a = test::validation_case_json();
+  a["measured"]["oom"] = false;
+  nlohmann::json h = a;
+  h["id"] = "gpt22b-h100";
+  h["hardware"]["gpu"] = "h100-sxm";
+  const std::string fa = test::validation_file("cvp-a.json", {a});
+  const std::string fb = test::validation_file("cvq-b.json", {b});
+  const std::string fh = test::validation_file("cvr-h.json", {h});
+  test::CliResult r = test::run({"validate", "--cross-validate", fa, fb, "--json"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  CHECK(j["memory_cross_validated"] == true);
+  CHECK(j["memory_prior_only"].empty());
+  r = test::run({"validate", "--cross-validate", fa, fb, fh});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("Note: leaving cvr 8x2048 out leaves no megatron run on "
+                                    "hopper GPUs, so its memory rows take the family's memory "
+                                    "priors (bias 0, the pooled spread), not a fit"));
+  CHECK_THAT(r.out, !Catch::Contains("leaving cvp 8x2048 out leaves no"));
+}
+
 TEST_CASE("validate --cross-validate refuses one fold, and fit never writes over its input",
           "[consistency][validate][fit]") {
   // One file is one study: leaving it out leaves nothing to fit.
@@ -944,7 +978,8 @@ TEST_CASE("validate --cross-validate refuses one fold, and fit never writes over
       test::validation_file("v-one-study.json", {test::validation_case_json()});
   test::CliResult r = test::run({"validate", "--cross-validate", file});
   CHECK(r.exit_code == 2);
-  CHECK_THAT(r.err, Catch::Contains("every run is of one study (v), so no fit is left"));
+  CHECK_THAT(r.err, Catch::Contains("every run with a measured time (step time, throughput or "
+                                    "MFU) is of one study (v), so no fit is left"));
   r = test::run({"fit", file, "--out", file});
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Catch::Contains("--out " + file + ": names the same file as the input"));

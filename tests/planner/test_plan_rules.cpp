@@ -317,9 +317,9 @@ TEST_CASE("plan: pins that break a layout rule get estimate's reason, exit code 
     // estimate costs the layout it is given, on the NICs, and says so (it said nothing); at tp
     // 8, one group per node, it has nothing to say.
     const std::string note =
-        "note: tp 16 spans NVLink domains of dgx-h100 (8 GPUs each): its per-layer collectives "
-        "cross the scale-out network and are costed on its NICs; plan ranks such layouts only "
-        "with --allow-cross-node-tp\n";
+        "note: tp 16: a tp group spans NVLink domains of dgx-h100 (8 GPUs each): its per-layer "
+        "collectives cross the scale-out network and are costed on its NICs (the slowest group "
+        "paces the step); plan ranks such layouts only with --allow-cross-node-tp\n";
     const test::CliResult e = test::run({"estimate", "--model", "llama2-7b", "--tp", "16"});
     CHECK(e.exit_code == 0);
     CHECK_THAT(e.err, Catch::Contains(note));
