@@ -42,6 +42,9 @@ struct LedgerOptions {
   bool framework_defaulted = true;  ///< --framework not given
   bool gpu_defaulted = true;        ///< --gpu not given
   std::string precision;            ///< empty: the GPU's default
+  /// The profile whose memory parameters set the OOM risk (a preset name or a profile.json);
+  /// empty: the GPU's shipped profile, or with --plan the plan's.
+  std::string profile;
   double tokens = 0;
   std::int64_t gpus = 0;  ///< 0: not given (dp x tp x pp x cp)
   double mfu = 0.5;
@@ -172,7 +175,14 @@ LedgerResult compute(const LedgerOptions& o) {
                                 o.gpus > 0 ? std::optional<std::int64_t>(o.gpus) : std::nullopt);
       r.notes.insert(r.notes.end(), r.layout->notes.begin(), r.layout->notes.end());
     }
-    if (o.plan.empty()) {
+    if (!o.profile.empty()) {
+      // A profile given (a user's fit): its memory parameters in place of the shipped or the
+      // plan's.
+      const Profile profile = load_profile(o.profile, "--profile");
+      r.layout->setup.fitted = fitted_rates(profile, r.framework);
+      r.notes.push_back("memory parameters (the OOM risk's) from profile " + profile.name +
+                        " (--profile)");
+    } else if (o.plan.empty()) {
       // The OOM risk's memory parameters: the framework family's on the GPU's shipped profile
       // (the unfitted defaults for a GPU without one).
       if (const std::optional<std::string> shipped = shipped_profile_for(r.gpu)) {
@@ -385,6 +395,12 @@ CommandAction add_ledger_command(CLI::App& app) {
       ->check(non_empty("a GPU preset name (meshplan presets gpus) or a meshplan-gpu/1 file"));
   add_framework_option(*cmd, o->framework);
   add_precision_option(*cmd, o->precision);
+  cmd->add_option("--profile", o->profile,
+                  "Profile whose fitted memory parameters set the OOM risk: a preset (meshplan "
+                  "presets profiles) or a profile.json from meshplan fit (default: the shipped "
+                  "profile of the GPU, or with --plan the plan's own)")
+      ->check(non_empty("a profile preset name (meshplan presets profiles) or a profile.json "
+                        "path"));
   cmd->add_option("--tokens", o->tokens,
                   "Training tokens D [tokens], from 1 to 1e18 (default: 20 x parameters, "
                   "Chinchilla-optimal)")
@@ -415,7 +431,7 @@ CommandAction add_ledger_command(CLI::App& app) {
     }
     if (o->plan.empty() && o->model.empty()) {
       for (const char* flag :
-           joined(layout_option_names(), {"--all-stages", "--moe-a2a-overlap"})) {
+           joined(layout_option_names(), {"--all-stages", "--moe-a2a-overlap", "--profile"})) {
         if (cmd->count(flag) > 0) {
           throw InputError(std::string("ledger: ") + flag +
                            " needs --model (with --params only "

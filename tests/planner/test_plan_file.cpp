@@ -5,6 +5,7 @@
 // with the file and the JSON path, and nothing is written; the file is written atomically.
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -17,6 +18,7 @@
 
 #include "common/format.hpp"
 #include "common/input_error.hpp"
+#include "costmodel/fitted_rates.hpp"
 #include "costmodel/framework.hpp"
 #include "planner/config/json_reader.hpp"
 #include "planner/config/loaders.hpp"
@@ -969,6 +971,23 @@ TEST_CASE("ledger --plan gives the plan's per-stage ledger", "[plan_file]") {
   }
   CHECK_THAT(j["notes"][0].get<std::string>(),
              Catch::Equals("model, GPU, framework, precision and layout from " + path));
+  // --profile sets the OOM risk's memory parameters in place of the plan's (a user's fit; here
+  // the shipped a100's): the nemo convention's family, megatron, has no fitted per-token or
+  // per-activation bytes on either profile, so the ledger is the plan's, and the median peak is
+  // it x exp(-oom_log_bias) with a100's bias, not h100's.
+  const test::CliResult other =
+      test::run({"ledger", "--plan", path, "--profile", "a100", "--json"});
+  INFO(other.err);
+  REQUIRE(other.exit_code == 0);
+  const nlohmann::json o = nlohmann::json::parse(other.out);
+  CHECK(o["peak_bytes"] == j["peak_bytes"]);
+  const double bias =
+      fitted_rates(load_profile("a100"), read_plan(path).setup.framework).oom_log_bias;
+  CHECK(o["peak_bytes_p50"].get<double>() ==
+        Approx(o["peak_bytes"].get<double>() * std::exp(-bias)).epsilon(1e-12));
+  CHECK(o["peak_bytes_p50"] != j["peak_bytes_p50"]);
+  CHECK_THAT(other.err, Catch::Contains("note: memory parameters (the OOM risk's) from profile "
+                                        "a100 (--profile)"));
   // The plan gives the model, GPU and layout: their flags are refused beside it.
   for (const std::vector<std::string>& extra :
        std::vector<std::vector<std::string>>{{"--model", "llama3-8b"},
