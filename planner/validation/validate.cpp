@@ -7,7 +7,9 @@
 
 #include "common/format.hpp"
 #include "common/input_error.hpp"
+#include "costmodel/fitted_rates.hpp"
 #include "costmodel/flops.hpp"
+#include "costmodel/oom_risk.hpp"
 #include "costmodel/step_time.hpp"
 #include "costmodel/units.hpp"
 #include "planner/config/loaders.hpp"
@@ -102,12 +104,13 @@ void compare_case(const ValidationCase& c, const std::string& source, const Case
   // saying why it is not.
   const bool oom_peak = c.peak_memory_bytes && c.oom.value_or(false);
   if (c.peak_memory_bytes && !oom_peak) {
-    // The median of the reserved peak (oom_risk.hpp): the ledger's reserved total (the published
-    // peaks are the caching allocator's reserved bytes: memory_ledger.hpp reserved_bytes)
-    // calibrated by the family's fitted oom_log_bias, the centre `meshplan fit` puts measured
-    // peaks at (outlook.peak_bytes_p50 = peak_bytes x exp(-oom_log_bias)).
+    // The median of the reserved peak (oom_risk.hpp median_peak_bytes): the ledger's reserved
+    // total (the published peaks are the caching allocator's reserved bytes: memory_ledger.hpp
+    // reserved_bytes) calibrated by the family's fitted oom_log_bias (the rates the ledger's
+    // outlook used: estimate_step's fitted_setup), the centre `meshplan fit` puts measured peaks
+    // at.
     x.add(kMetricPeakBytes,
-          ledger.reserved_peak_bytes * ledger.outlook.peak_bytes_p50 / ledger.peak_bytes,
+          median_peak_bytes(ledger.reserved_peak_bytes, fitted_rates(profile, c.setup.framework)),
           *c.peak_memory_bytes,
           "ours: the median reserved peak (the largest stage ledger total incl. runtime overhead: "
           "CUDA context, allocator fragmentation, the fitted per-token term, with the loss phase "
