@@ -201,11 +201,11 @@ std::string zero3_pipeline_note(const Layout& layout, const TrainingSetup& setup
 
 /// Why an MoE step under the alltoall dispatcher is slower than under flex: its host
 /// synchronisation before each all-to-all, `sync_s` seconds of the `step_s` step
-/// (StepEstimate::moe_alltoall_sync_s, at `profile`'s fitted moe_alltoall_sync_s for
-/// `framework`'s family), in the breakdown's MoE dispatch overhead; the flex dispatcher is
-/// costed without it (its published runs fit without it), and the note says that Megatron-LM
-/// d98e8a6's DeepEP and budget-less HybridEP paths wait on the host too.
-/// "" where sync_s is under 5% of step_s.
+/// (StepEstimate::moe_alltoall_sync_s, at `profile`'s moe_alltoall_sync_s for `framework`'s
+/// family: fitted, another profile's or the prior, as moe_seconds_source), in the breakdown's MoE
+/// dispatch overhead; the flex dispatcher is costed without it (its published runs fit without it),
+/// and the note says that Megatron-LM d98e8a6's DeepEP and budget-less HybridEP paths wait on the
+/// host too. "" where sync_s is under 5% of step_s.
 std::string moe_alltoall_sync_note(double sync_s, double step_s, const Profile& profile,
                                    const FrameworkConvention& framework);
 
