@@ -334,7 +334,7 @@ std::string moe_runs_text(const MoeRunsRecord& m) {
   }
   const std::string errors = join(quoted, ", ");
   return "a first fit to " + counted(static_cast<std::int64_t>(m.runs.size()), "MoE run") +
-         " (meshplan fit --moe-runs " + join(m.files, " ") + ")" +
+         " (meshplan fit --moe-runs " + join(m.files, " --moe-runs ") + ")" +
          (errors.empty() ? std::string()
                          : ", which it then predicts " + errors +
                                " off (mean |error|, each file's runs with the seconds of a fit "

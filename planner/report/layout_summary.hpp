@@ -176,9 +176,9 @@ std::vector<std::string> regime_caveats(const ModelSpec& model, const Layout& la
 std::string moe_seconds_source(const Profile& profile, const FrameworkConvention& framework);
 
 /// How a fit with --moe-runs set the MoE seconds (`m`: a profile's fitted.report.moe_runs): "a
-/// first fit to 6 MoE runs (meshplan fit --moe-runs mbridge-2509.json mbridge-2511.json), which
-/// it then predicts 3.9% (mbridge-2511), 4.7% (mbridge-2602) off (mean |error|, each file's runs
-/// with the seconds of a fit without that file)".
+/// first fit to 6 MoE runs (meshplan fit --moe-runs a.json --moe-runs b.json), which it then
+/// predicts 3.9% (a), 4.7% (b) off (mean |error|, each file's runs with the seconds of a fit
+/// without that file)", the command as it is typed (one file per --moe-runs).
 std::string moe_runs_text(const MoeRunsRecord& m);
 
 /// What MFU is measured against when the layers' GEMMs run quantized, "" for bf16 and fp16:

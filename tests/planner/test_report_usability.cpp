@@ -1047,7 +1047,8 @@ TEST_CASE(
   CHECK_THAT(h100.out,
              Contains("Caveat (the winner): mixture-of-experts on profile h100 (h100-sxm): its "
                       "MoE layers' host seconds come from a first fit to 6 MoE runs (meshplan fit "
-                      "--moe-runs mbridge-2509.json mbridge-2511.json mbridge-2602.json), which it "
+                      "--moe-runs mbridge-2509.json --moe-runs mbridge-2511.json --moe-runs "
+                      "mbridge-2602.json), which it "
                       "then predicts " +
                       errors +
                       " off (mean |error|, each file's runs with the seconds of a fit without "
