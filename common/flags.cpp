@@ -170,9 +170,14 @@ std::string empty_assignment_problem(const std::vector<std::string>& args) {
 void refuse_repeated_flags(CLI::App& app) {
   for (CLI::App* sub : app.get_subcommands({})) {
     for (CLI::Option* option : sub->get_options()) {
-      // A list takes more than one value per occurrence; --help (a flag of every subcommand)
-      // changes nothing when repeated.
-      if (option->get_items_expected_max() > 1 || option->get_name() == "--help") continue;
+      // A list takes more than one value per occurrence, or one from each (take_all: fit's
+      // --moe-runs, one file per occurrence); --help (a flag of every subcommand) changes
+      // nothing when repeated.
+      if (option->get_items_expected_max() > 1 ||
+          option->get_multi_option_policy() == CLI::MultiOptionPolicy::TakeAll ||
+          option->get_name() == "--help") {
+        continue;
+      }
       option->multi_option_policy(CLI::MultiOptionPolicy::Throw);
     }
     refuse_repeated_flags(*sub);

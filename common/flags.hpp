@@ -67,8 +67,8 @@ std::string empty_assignment_problem(const std::vector<std::string>& args);
 /// (add_flag: MultiOptionPolicy::TakeLast, "--json --json", "--moe-a2a-overlap
 /// --moe-a2a-overlap") take the last one silently, where two different values ("--sp on --sp
 /// off") leave it unclear which was meant. Options that take a list (--recompute-modules,
-/// --stage-layers, fit's files: more than one value per occurrence) keep every value given and
-/// are left as they are. Call it after every option is added, before parsing.
+/// --stage-layers, fit's files: more than one value per occurrence; fit's --moe-runs: one per
+/// occurrence, take_all) keep every value given. Call it after every option is added.
 void refuse_repeated_flags(CLI::App& app);
 
 /// The error for CLI11's refusal of a repeated single-valued option (its ArgumentMismatch

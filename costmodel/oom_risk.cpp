@@ -21,11 +21,15 @@ double log_median_peak(double peak_bytes, const FittedRates& rates) {
   return std::log(peak_bytes) - rates.oom_log_bias;
 }
 
+double median_peak_bytes(double peak_bytes, const FittedRates& rates) {
+  return peak_bytes * std::exp(-rates.oom_log_bias);
+}
+
 MemoryOutlook memory_outlook(double peak_bytes, double capacity_bytes, const FittedRates& rates) {
   MemoryOutlook o;
   o.oom_risk = 1 / (1 + std::exp(-oom_log_odds(peak_bytes, capacity_bytes, rates)));
   o.peak_bytes_p10 = peak_bytes * std::exp(-rates.oom_log_bias - rates.oom_log_spread * kLogit90);
-  o.peak_bytes_p50 = peak_bytes * std::exp(-rates.oom_log_bias);
+  o.peak_bytes_p50 = median_peak_bytes(peak_bytes, rates);
   o.peak_bytes_p90 = peak_bytes * std::exp(-rates.oom_log_bias + rates.oom_log_spread * kLogit90);
   return o;
 }

@@ -24,7 +24,7 @@ inline constexpr double kDefaultMaxOomRisk = 0.05;
 struct MemoryOutlook {
   double oom_risk = 0;        ///< probability that the run goes out of memory, in [0, 1]
   double peak_bytes_p10 = 0;  ///< 10th percentile of the peak a run reaches, bytes
-  double peak_bytes_p50 = 0;  ///< its median, bytes (exp of log_median_peak)
+  double peak_bytes_p50 = 0;  ///< its median, bytes (median_peak_bytes)
   double peak_bytes_p90 = 0;  ///< 90th percentile, bytes
 };
 
@@ -38,9 +38,15 @@ double oom_log_odds(double peak_bytes, double capacity_bytes, const FittedRates&
 
 /// The natural log of the median peak (bytes) a run reaches when the ledger's peak is
 /// `peak_bytes` (> 0): log(peak) - oom_log_bias, the centre of the logistic above, where
-/// `meshplan fit` puts measured peaks (planner/fit/memory_fit.cpp). memory_outlook's
-/// peak_bytes_p50 is its exponential, peak x exp(-oom_log_bias).
+/// `meshplan fit` puts measured peaks (planner/fit/memory_fit.cpp). median_peak_bytes is its
+/// exponential.
 double log_median_peak(double peak_bytes, const FittedRates& rates);
+
+/// The median peak (bytes) a run reaches when the ledger's peak is `peak_bytes` (>= 0):
+/// peak x exp(-oom_log_bias), the exponential of log_median_peak. memory_outlook's
+/// peak_bytes_p50 for the ledger's live peak; `validate` compares it, taken of the reserved peak
+/// (memory_ledger.hpp reserved_peak_bytes), with the published peaks.
+double median_peak_bytes(double peak_bytes, const FittedRates& rates);
 
 /// The outlook of `peak_bytes` (the ledger's worst stage, bytes, > 0) on a GPU of
 /// `capacity_bytes` (> 0) under `rates`' oom_log_bias and oom_log_spread (> 0).

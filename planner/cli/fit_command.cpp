@@ -266,8 +266,15 @@ CommandAction add_fit_command(CLI::App& app) {
                   "intervals and the memory come from the positional runs alone. For a "
                   "generation whose MoE runs are few beside its dense ones (tools/refit-profiles: "
                   "Hopper's, from the H100 runs of moe-blackwell/); the report gives their errors "
-                  "cross-validated by leaving one of these files out at a time. It takes every "
-                  "file up to the next option: give the positional files first")
+                  "cross-validated by leaving one of these files out at a time. One file per "
+                  "--moe-runs: repeat it for several (--moe-runs a.json --moe-runs b.json); a "
+                  "file after it is positional")
+      // One value per occurrence, the occurrences gathered: as a plain vector option it took
+      // every file up to the next option, a positional one after it too (CLI11 2.1's
+      // expected(1) keeps allow_extra_args, and its default policy throws on a repeat).
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->take_all()
       ->check(non_empty("a meshplan-validation/1 file of measured runs"));
   return [files, base, out_path, leave_out, memory_from_runs, moe_priors_from, moe_runs](
              std::ostream& out, std::ostream& /*err*/) {

@@ -70,17 +70,17 @@ std::string spread_source(const std::string& family, const std::vector<MemoryRun
                                            std::to_string(kMinSpreadPeaks) + ")") +
                          ": they do not identify it";
   if (!pooled) return "the prior: " + why + ", nor do other runs of the files";
-  std::string groups;
+  std::vector<std::string> groups;
   for (const SpreadGroup& g : pooled->groups) {
-    groups += (groups.empty() ? "" : ", ") + g.generation + " " + g.family + " " +
-              significant(g.spread, 3) + " from " +
-              (g.evidence == SpreadEvidence::kOutcomes ? std::to_string(g.runs) + " outcomes"
-                                                       : std::to_string(g.peaks) + " peaks");
+    groups.push_back(g.generation + " " + g.family + " " + significant(g.spread, 3) + " from " +
+                     (g.evidence == SpreadEvidence::kOutcomes
+                          ? std::to_string(g.runs) + " outcomes"
+                          : std::to_string(g.peaks) + " peaks"));
   }
   return "pooled: " + why +
          "; the root mean square of the spreads of the files' runs that "
          "identify one (" +
-         groups + ")" + (mine.empty() ? "" : ", the bias fitted with it held");
+         join(groups, ", ") + ")" + (mine.empty() ? "" : ", the bias fitted with it held");
 }
 
 /// `family`'s entry of `unidentified`, or null.

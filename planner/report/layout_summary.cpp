@@ -334,7 +334,7 @@ std::string moe_runs_text(const MoeRunsRecord& m) {
   }
   const std::string errors = join(quoted, ", ");
   return "a first fit to " + counted(static_cast<std::int64_t>(m.runs.size()), "MoE run") +
-         " (meshplan fit --moe-runs " + join(m.files, " ") + ")" +
+         " (meshplan fit --moe-runs " + join(m.files, " --moe-runs ") + ")" +
          (errors.empty() ? std::string()
                          : ", which it then predicts " + errors +
                                " off (mean |error|, each file's runs with the seconds of a fit "
@@ -612,19 +612,36 @@ const char* const kFsdpZero2Holds =
 std::string moe_alltoall_sync_note(double sync_s, double step_s, const Profile& profile,
                                    const FrameworkConvention& framework) {
   if (!(sync_s >= 0.05 * step_s) || sync_s <= 0) return "";
-  // A profile whose fit saw no MoE run carries another's MoE seconds (meshplan fit
-  // --moe-priors-from): the sync, and with it the dispatchers' difference, is not this GPU's.
-  const std::optional<std::string> donor = moe_priors_donor(profile, framework_family(framework));
-  const std::string per_layer =
-      "moe_alltoall_sync_s " +
-      significant(1e3 * fitted_rates(profile, framework).moe_alltoall_sync_s, 3) +
-      " ms per MoE layer per micro-batch";
-  const std::string sync_value =
-      donor ? per_layer + ", profile " + *donor +
-                  "'s fitted value: this profile's fit saw no MoE run (meshplan fit "
-                  "--moe-priors-from), so neither the sync nor the dispatchers' difference "
-                  "below is measured on this GPU"
-            : "fitted " + per_layer;
+  // Where the value comes from (moe_seconds_of, as estimate's breakdown labels it): a profile
+  // whose fit saw no MoE run carries another's MoE seconds (meshplan fit --moe-priors-from) or
+  // the registry's priors; either way the sync, and with it the dispatchers' difference, is not
+  // this GPU's.
+  const std::string family = framework_family(framework);
+  const FittedRates rates = fitted_rates(profile, framework);
+  const std::string per_layer = "moe_alltoall_sync_s " +
+                                significant(1e3 * rates.moe_alltoall_sync_s, 3) +
+                                " ms per MoE layer per micro-batch";
+  const std::string not_measured =
+      ", so neither the sync nor the dispatchers' difference below is measured on this GPU";
+  std::string sync_value = "fitted " + per_layer;
+  switch (moe_seconds_of(profile, family, rates)) {
+    case MoeSeconds::kDonor:
+      sync_value = per_layer + ", profile " + *moe_priors_donor(profile, family) +
+                   "'s fitted value: this profile's fit saw no MoE run (meshplan fit "
+                   "--moe-priors-from)" +
+                   not_measured;
+      break;
+    case MoeSeconds::kPriors:
+      sync_value = per_layer +
+                   ", the prior (planner/fit/parameters.cpp): this profile's fit saw no MoE run "
+                   "(meshplan fit --moe-runs) and took no other profile's MoE seconds "
+                   "(--moe-priors-from)" +
+                   not_measured;
+      break;
+    case MoeSeconds::kMoeRuns:
+    case MoeSeconds::kOwnFit:
+      break;
+  }
   return "the alltoall dispatcher waits on the host for each MoE layer's tokens per expert, "
          "before its all-to-all (with ep and tp 1, before its grouped GEMMs: Megatron-Core's "
          "MoEAlltoAllTokenDispatcher.preprocess sync points) (" +

@@ -176,9 +176,9 @@ std::vector<std::string> regime_caveats(const ModelSpec& model, const Layout& la
 std::string moe_seconds_source(const Profile& profile, const FrameworkConvention& framework);
 
 /// How a fit with --moe-runs set the MoE seconds (`m`: a profile's fitted.report.moe_runs): "a
-/// first fit to 6 MoE runs (meshplan fit --moe-runs mbridge-2509.json mbridge-2511.json), which
-/// it then predicts 3.9% (mbridge-2511), 4.7% (mbridge-2602) off (mean |error|, each file's runs
-/// with the seconds of a fit without that file)".
+/// first fit to 6 MoE runs (meshplan fit --moe-runs a.json --moe-runs b.json), which it then
+/// predicts 3.9% (a), 4.7% (b) off (mean |error|, each file's runs with the seconds of a fit
+/// without that file)", the command as it is typed (one file per --moe-runs).
 std::string moe_runs_text(const MoeRunsRecord& m);
 
 /// What MFU is measured against when the layers' GEMMs run quantized, "" for bf16 and fp16:
@@ -201,11 +201,11 @@ std::string zero3_pipeline_note(const Layout& layout, const TrainingSetup& setup
 
 /// Why an MoE step under the alltoall dispatcher is slower than under flex: its host
 /// synchronisation before each all-to-all, `sync_s` seconds of the `step_s` step
-/// (StepEstimate::moe_alltoall_sync_s, at `profile`'s fitted moe_alltoall_sync_s for
-/// `framework`'s family), in the breakdown's MoE dispatch overhead; the flex dispatcher is
-/// costed without it (its published runs fit without it), and the note says that Megatron-LM
-/// d98e8a6's DeepEP and budget-less HybridEP paths wait on the host too.
-/// "" where sync_s is under 5% of step_s.
+/// (StepEstimate::moe_alltoall_sync_s, at `profile`'s moe_alltoall_sync_s for `framework`'s
+/// family: fitted, another profile's or the prior, as moe_seconds_source), in the breakdown's MoE
+/// dispatch overhead; the flex dispatcher is costed without it (its published runs fit without it),
+/// and the note says that Megatron-LM d98e8a6's DeepEP and budget-less HybridEP paths wait on the
+/// host too. "" where sync_s is under 5% of step_s.
 std::string moe_alltoall_sync_note(double sync_s, double step_s, const Profile& profile,
                                    const FrameworkConvention& framework);
 

@@ -41,12 +41,20 @@ std::string activations_text(const StageLedger& s) {
 
 namespace {
 
+/// An entry's bytes in GiB to 3 decimals. A negative entry that rounds to zero (the
+/// phase_overlap taking back a selective recompute's working set of a fraction of a MiB) prints
+/// "0.000", as the term it takes back does, not "-0.000".
+std::string entry_gib(double bytes) {
+  const std::string text = fixed(bytes / kGiB, 3);
+  return text == "-0.000" ? text.substr(1) : text;
+}
+
 std::string stage_entries(const StageLedger& s) {
   Table t({"entry", "category", "shape (per GPU)", "dtype", "count", "GiB", "sharded over"},
           {true, true, true, true, false, false, true});
   for (const LedgerEntry& e : s.entries) {
     t.add_row({e.name, to_string(e.category), e.shape, e.dtype, count_text(e.count),
-               fixed(e.bytes / kGiB, 3), e.sharded_over});
+               entry_gib(e.bytes), e.sharded_over});
   }
   t.add_rule();
   t.add_row({"total", "", "", "", "", fixed(s.total_bytes / kGiB, 3), ""});

@@ -8,8 +8,10 @@
 
 #include "common/format.hpp"
 #include "common/input_error.hpp"
+#include "costmodel/fitted_rates.hpp"
 #include "costmodel/flops.hpp"
 #include "costmodel/memory_ledger.hpp"
+#include "costmodel/oom_risk.hpp"
 #include "costmodel/step_time.hpp"
 #include "costmodel/units.hpp"
 #include "planner/config/loaders.hpp"
@@ -96,15 +98,18 @@ void compare_case(const ValidationCase& c, const std::string& source, const Case
   x.assumptions.insert(x.assumptions.end(), hw.assumptions.begin(), hw.assumptions.end());
   x.assumptions.push_back("profile " + hw.profile);
   const StepEstimate e = estimate_step(c.model, c.layout, c.setup, hw.cluster, profile);
-  // The memory rows' ledger: the estimate's (the profile's memory parameters), or one built with
-  // the override's.
-  std::optional<MemoryLedger> crossed;
-  if (override && override->memory) {
+  // The memory rows' parameters and ledger: the estimate's (the profile's memory parameters:
+  // estimate_step's fitted_setup), or the override's.
+  const bool crossed = override && override->memory;
+  const FittedRates memory_rates =
+      crossed ? *override->memory : fitted_rates(profile, c.setup.framework);
+  std::optional<MemoryLedger> crossed_ledger;
+  if (crossed) {
     TrainingSetup setup = c.setup;
-    setup.fitted = *override->memory;
-    crossed = build_memory_ledger(c.model, c.layout, setup, hw.cluster.gpu);
+    setup.fitted = memory_rates;
+    crossed_ledger = build_memory_ledger(c.model, c.layout, setup, hw.cluster.gpu);
   }
-  const MemoryLedger& ledger = crossed ? *crossed : e.memory;
+  const MemoryLedger& ledger = crossed ? *crossed_ledger : e.memory;
 
   compare_time(x, e, profile, override && override->time ? &*override->time : nullptr);
   // An OOM run's stated peak (what it held when an allocation failed, or the allocation asked
@@ -112,12 +117,11 @@ void compare_case(const ValidationCase& c, const std::string& source, const Case
   // saying why it is not.
   const bool oom_peak = c.peak_memory_bytes && c.oom.value_or(false);
   if (c.peak_memory_bytes && !oom_peak) {
-    // The median of the reserved peak (oom_risk.hpp): the ledger's reserved total (the published
-    // peaks are the caching allocator's reserved bytes: memory_ledger.hpp reserved_bytes)
-    // calibrated by the family's fitted oom_log_bias, the centre `meshplan fit` puts measured
-    // peaks at (outlook.peak_bytes_p50 = peak_bytes x exp(-oom_log_bias)).
-    x.add(kMetricPeakBytes,
-          ledger.reserved_peak_bytes * ledger.outlook.peak_bytes_p50 / ledger.peak_bytes,
+    // The median of the reserved peak (oom_risk.hpp median_peak_bytes): the ledger's reserved
+    // total (the published peaks are the caching allocator's reserved bytes: memory_ledger.hpp
+    // reserved_bytes) calibrated by the family's fitted oom_log_bias (the rates the ledger's
+    // outlook used), the centre `meshplan fit` puts measured peaks at.
+    x.add(kMetricPeakBytes, median_peak_bytes(ledger.reserved_peak_bytes, memory_rates),
           *c.peak_memory_bytes,
           "ours: the median reserved peak (the largest stage ledger total incl. runtime overhead: "
           "CUDA context, allocator fragmentation, the fitted per-token term, with the loss phase "

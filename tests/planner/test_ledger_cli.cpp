@@ -157,3 +157,31 @@ TEST_CASE("ledger says where a quantized --precision changes none of its figures
   CHECK_THAT(megatron.err, !Catch::Contains("changes nothing"));
   CHECK_THAT(megatron.out, Catch::Contains("[8192, 1, 4096]    fp8       32    1.000"));
 }
+
+TEST_CASE("ledger prints a phase_overlap under half a MiB as 0.000 GiB, not -0.000",
+          "[cli][ledger]") {
+  // llama3-8b, --recompute selective at tp 8 (flash attention, mbs 1): the recomputed layer's
+  // working set is what selective recompute does not save, the attention core's softmax_lse
+  // (layer_ops.cpp): 32 heads / tp 8 = 4 heads x seq 8192 x 4 bytes (fp32) = 131,072 bytes,
+  // under the loss phase, so the phase_overlap takes it back whole (memory_ledger.hpp
+  // loss_phase_overlap_bytes = min(loss phase, working set)). 131,072 bytes is 0.000122 GiB,
+  // which rounds to 0.000 at 3 decimals, and was printed -0.000.
+  const std::vector<std::string> flags = {"ledger",    "--model", "llama3-8b", "--recompute",
+                                          "selective", "--tp",    "8"};
+  const test::CliResult json = test::run(test::with(flags, {"--json"}));
+  REQUIRE(json.exit_code == 0);
+  const nlohmann::json ledger = nlohmann::json::parse(json.out);
+  double working_set = 0, overlap = 0;
+  for (const auto& e : ledger.at("stages").at(0).at("entries")) {
+    const std::string name = e["name"];
+    if (name.rfind("recompute.working_set", 0) == 0) working_set = e["bytes"];
+    if (name.rfind("phase_overlap", 0) == 0) overlap = e["bytes"];
+  }
+  CHECK(working_set == 131072);
+  CHECK(overlap == -working_set);
+  const test::CliResult text = test::run(flags);
+  REQUIRE(text.exit_code == 0);
+  CHECK_THAT(text.out, Catch::Contains("phase_overlap (the recompute working set, not live with "
+                                       "the loss phase)") &&
+                           !Catch::Contains("-0.000"));
+}

@@ -986,7 +986,7 @@ TEST_CASE("a mixture-of-experts plan on a profile whose fit saw no MoE run says 
   // b200's on a100 (its report's moe_priors_from), the registry's priors on h100-moe-priors,
   // and "fitted" on b200, whose fit's runs held the moe-blackwell MoE runs, and on h100 (a
   // first fit to MoE runs, its report's moe_runs).
-  const auto moe_line = [](const std::string& cluster, const std::string& profile) {
+  const auto moe_estimate = [](const std::string& cluster, const std::string& profile) {
     std::vector<std::string> args = {"estimate", "--model", "mixtral-8x7b", "--cluster",
                                      cluster,    "--gpus",  "64",           "--tp",
                                      "2",        "--sp",    "--ep",         "8",
@@ -995,14 +995,27 @@ TEST_CASE("a mixture-of-experts plan on a profile whose fit saw no MoE run says 
     const test::CliResult r = test::run(args);
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
-    const std::size_t at = r.out.find("MoE dispatch overhead");
+    return r.out;
+  };
+  const auto moe_line = [&](const std::string& cluster, const std::string& profile) {
+    const std::string out = moe_estimate(cluster, profile);
+    const std::size_t at = out.find("MoE dispatch overhead");
     REQUIRE(at != std::string::npos);
-    return r.out.substr(at, r.out.find("  ", at) - at);
+    return out.substr(at, out.find("  ", at) - at);
   };
   CHECK(moe_line("dgx-a100", "") == "MoE dispatch overhead (profile b200's)");
   CHECK(moe_line("dgx-h100", at_priors) == "MoE dispatch overhead (priors)");
   CHECK(moe_line("dgx-b200", "") == "MoE dispatch overhead (fitted)");
   CHECK(moe_line("dgx-h100", "") == "MoE dispatch overhead (fitted)");
+  // The alltoall dispatcher's sync note (moe_alltoall_sync_note) says the same of its value: on
+  // h100-moe-priors the prior 0.001 s = 1 ms, not a fitted one.
+  CHECK_THAT(moe_estimate("dgx-h100", at_priors),
+             Contains("(moe_alltoall_sync_s 1 ms per MoE layer per micro-batch, the prior "
+                      "(planner/fit/parameters.cpp): this profile's fit saw no MoE run (meshplan "
+                      "fit --moe-runs) and took no other profile's MoE seconds "
+                      "(--moe-priors-from), so neither the sync nor the dispatchers' difference "
+                      "below is measured on this GPU)") &&
+                 !Contains("fitted moe_alltoall_sync_s"));
   // A dense model gets no such caveat.
   const test::CliResult dense =
       test::run({"plan", "--model", "llama3-8b", "--gpus", "8", "--top", "1"});
@@ -1034,7 +1047,8 @@ TEST_CASE(
   CHECK_THAT(h100.out,
              Contains("Caveat (the winner): mixture-of-experts on profile h100 (h100-sxm): its "
                       "MoE layers' host seconds come from a first fit to 6 MoE runs (meshplan fit "
-                      "--moe-runs mbridge-2509.json mbridge-2511.json mbridge-2602.json), which it "
+                      "--moe-runs mbridge-2509.json --moe-runs mbridge-2511.json --moe-runs "
+                      "mbridge-2602.json), which it "
                       "then predicts " +
                       errors +
                       " off (mean |error|, each file's runs with the seconds of a fit without "

@@ -85,7 +85,7 @@ const ValidationReport& cross_validated() {
 namespace {
 
 /// Refits shipped profile `name` as tools/refit-profiles does (meshplan fit <runs> --profile
-/// NAME --out NAME.json [--moe-priors-from DONOR] [--moe-runs FILES]) and compares its fitted
+/// NAME --out NAME.json [--moe-priors-from DONOR] [--moe-runs FILE]...) and compares its fitted
 /// section with the shipped one.
 void check_refit(const char* name, const std::vector<std::string>& files, Folds folds,
                  const std::string& moe_priors_from = "",
@@ -672,6 +672,35 @@ TEST_CASE("fit --moe-runs: files without an MoE run of the generation, or given 
   CHECK(twice.exit_code != 0);
   INFO(twice.err);
   CHECK(twice.err.find("nemo-2407.json") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(out));
+}
+
+TEST_CASE("fit --moe-runs takes one file each time it is given: a file after it is positional",
+          "[validation][fit][cli]") {
+  const std::string out = test::temp_dir() + "/one-per-flag.json";
+  const std::string nemo = test::validation_dir() + "/nemo-2407.json";
+  const std::string moe_dir = std::string(MESHPLAN_SHARED_DATA) + "/moe-blackwell";
+  // mbridge-2511.json after mbridge-2602.json is a positional file, so its H100 MoE runs are
+  // refused among the positional ones (as a vector option taking every file up to the next
+  // option, --moe-runs swallowed it and the fit ran).
+  const test::CliResult after =
+      test::run({"fit", nemo, "--moe-runs", moe_dir + "/mbridge-2602.json",
+                 moe_dir + "/mbridge-2511.json", "--profile", "h100", "--out", out});
+  INFO(after.err);
+  CHECK(after.exit_code != 0);
+  CHECK(after.err.find("mbridge-2511.json: $.cases[") != std::string::npos);
+  CHECK(after.err.find("among the positional files") != std::string::npos);
+  // Given twice, it takes both files (the refusal lists them, sorted): the two dense H100 files
+  // hold no MoE run.
+  const test::CliResult twice =
+      test::run({"fit", nemo, "--moe-runs", test::validation_dir() + "/torchtitan-h100-202412.json",
+                 "--moe-runs", test::validation_dir() + "/megatron-readme-h100.json", "--profile",
+                 "h100", "--out", out});
+  INFO(twice.err);
+  CHECK(twice.exit_code != 0);
+  CHECK(twice.err.find("--moe-runs megatron-readme-h100.json, torchtitan-h100-202412.json: no "
+                       "mixture-of-experts run on GPUs of the hopper generation") !=
+        std::string::npos);
   CHECK_FALSE(std::filesystem::exists(out));
 }
 
