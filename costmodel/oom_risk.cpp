@@ -25,6 +25,10 @@ double median_peak_bytes(double peak_bytes, const FittedRates& rates) {
   return peak_bytes * std::exp(-rates.oom_log_bias);
 }
 
+bool expected_peak_differs(double ledger_peak_bytes, const MemoryOutlook& outlook) {
+  return std::abs(outlook.peak_bytes_p50 - ledger_peak_bytes) > 0.005 * ledger_peak_bytes;
+}
+
 MemoryOutlook memory_outlook(double peak_bytes, double capacity_bytes, const FittedRates& rates) {
   MemoryOutlook o;
   o.oom_risk = 1 / (1 + std::exp(-oom_log_odds(peak_bytes, capacity_bytes, rates)));

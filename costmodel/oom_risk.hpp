@@ -48,6 +48,12 @@ double log_median_peak(double peak_bytes, const FittedRates& rates);
 /// (memory_ledger.hpp reserved_peak_bytes), with the published peaks.
 double median_peak_bytes(double peak_bytes, const FittedRates& rates);
 
+/// Whether the median peak of `outlook` (peak_bytes_p50) differs from the ledger's peak
+/// `ledger_peak_bytes` (bytes) by more than 0.5% of it: where the reports (ledger, estimate,
+/// validate's oom rows) print it beside the ledger's, whose own peak can then lie outside the 80%
+/// range.
+bool expected_peak_differs(double ledger_peak_bytes, const MemoryOutlook& outlook);
+
 /// The outlook of `peak_bytes` (the ledger's worst stage, bytes, > 0) on a GPU of
 /// `capacity_bytes` (> 0) under `rates`' oom_log_bias and oom_log_spread (> 0).
 MemoryOutlook memory_outlook(double peak_bytes, double capacity_bytes, const FittedRates& rates);

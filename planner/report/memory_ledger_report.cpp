@@ -98,9 +98,7 @@ std::string memory_verdict_reason(double peak_bytes, double capacity_bytes,
 }
 
 std::string expected_peak_text(double ledger_peak_bytes, const MemoryOutlook& outlook) {
-  if (std::abs(outlook.peak_bytes_p50 - ledger_peak_bytes) <= 0.005 * ledger_peak_bytes) {
-    return "";
-  }
+  if (!expected_peak_differs(ledger_peak_bytes, outlook)) return "";
   return " around an expected " + gib(outlook.peak_bytes_p50) +
          " (the ledger's peak less the family's fitted ledger bias)";
 }

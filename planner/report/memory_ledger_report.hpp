@@ -41,7 +41,8 @@ std::string memory_verdict_reason(double peak_bytes, double capacity_bytes,
                                   const MemoryOutlook& outlook, bool fits);
 
 /// Where the expected peak (outlook.peak_bytes_p50, the ledger's x exp(-oom_log_bias)) differs
-/// from the ledger's `ledger_peak_bytes` by more than 0.5%: " around an expected 58.0 GiB (the
+/// from the ledger's `ledger_peak_bytes` by more than 0.5% (oom_risk.hpp expected_peak_differs):
+/// " around an expected 58.0 GiB (the
 /// ledger's peak less the family's fitted ledger bias)", which follows the
 /// "80% of runs peak at ..." range (the ledger's own peak can lie above that range); else "".
 std::string expected_peak_text(double ledger_peak_bytes, const MemoryOutlook& outlook);

@@ -133,11 +133,10 @@ void compare_case(const ValidationCase& c, const std::string& source, const Case
   if (c.oom) {
     // The risk is of the ledger's peak less the family's fitted bias: said where they differ,
     // so that a large need at a small risk (or the reverse) reads as what it is.
-    const double p50 = ledger.outlook.peak_bytes_p50;
-    const std::string expected_peak =
-        std::abs(p50 - ledger.peak_bytes) > 0.005 * ledger.peak_bytes
-            ? " (expected " + gib(p50) + ": the ledger less the family's fitted bias)"
-            : "";
+    const std::string expected_peak = expected_peak_differs(ledger.peak_bytes, ledger.outlook)
+                                          ? " (expected " + gib(ledger.outlook.peak_bytes_p50) +
+                                                ": the ledger less the family's fitted bias)"
+                                          : "";
     x.add(kMetricOom, ledger.fits ? 0 : 1, *c.oom ? 1 : 0, std::nullopt,
           std::string("ours: ") + (ledger.fits ? "fits" : "OOM") + ", the worst stage needs " +
               gib(ledger.peak_bytes) + expected_peak + " of the " + gib(ledger.capacity_bytes) +
